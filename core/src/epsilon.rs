@@ -1,0 +1,334 @@
+//! Privacy parameters as exact rationals.
+
+use core::cmp::Ordering;
+use core::fmt;
+use core::str::FromStr;
+
+use crate::error::{Error, Result};
+
+/// A privacy parameter ε > 0 held as an exact, reduced fraction `num/den`.
+///
+/// Every sampler reads ε exactly; nothing is rounded to a float on the way.
+///
+/// ```
+/// use privq_core::Epsilon;
+/// let half = Epsilon::new(1, 2)?;
+/// assert_eq!((half.num(), half.den()), (1, 2));
+/// assert_eq!("0.5".parse::<Epsilon>()?, half);
+/// // f64 values convert exactly when they can and otherwise round down (more noise).
+/// assert_eq!(Epsilon::from_f64(0.25)?, Epsilon::new(1, 4)?);
+/// assert!(Epsilon::from_f64(f64::NAN).is_err());
+/// # Ok::<(), privq_core::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Epsilon {
+    num: u64,
+    den: u64,
+}
+
+/// Greatest common divisor (binary algorithm, no division).
+pub(crate) fn gcd(mut a: u64, mut b: u64) -> u64 {
+    if a == 0 {
+        return b;
+    }
+    if b == 0 {
+        return a;
+    }
+    let shift = (a | b).trailing_zeros();
+    a >>= a.trailing_zeros();
+    loop {
+        b >>= b.trailing_zeros();
+        if a > b {
+            core::mem::swap(&mut a, &mut b);
+        }
+        b -= a;
+        if b == 0 {
+            return a << shift;
+        }
+    }
+}
+
+impl Epsilon {
+    /// ε = `num/den`; errors on a zero numerator or denominator.
+    pub fn new(num: u64, den: u64) -> Result<Self> {
+        if den == 0 {
+            return Err(Error::ZeroDenominator);
+        }
+        if num == 0 {
+            return Err(Error::EpsilonZero);
+        }
+        let g = gcd(num, den);
+        Ok(Epsilon {
+            num: num / g,
+            den: den / g,
+        })
+    }
+
+    /// Converts an `f64`, exactly when the value's binary fraction fits in
+    /// `u64/2⁶³`, otherwise rounding **down** (a smaller ε means more noise).
+    ///
+    /// Rejects NaN, ±∞ ([`Error::EpsilonNotFinite`]), zero, negative values,
+    /// values below 2⁻⁶³ and values of 2⁶⁴ or more.
+    pub fn from_f64(x: f64) -> Result<Self> {
+        if !x.is_finite() {
+            return Err(Error::EpsilonNotFinite);
+        }
+        if x == 0.0 {
+            return Err(Error::EpsilonZero);
+        }
+        if x < 0.0 {
+            return Err(Error::EpsilonNegative);
+        }
+        let bits = x.to_bits();
+        let biased = ((bits >> 52) & 0x7ff) as i32;
+        let frac = bits & ((1u64 << 52) - 1);
+        // x = mant · 2^exp exactly.
+        let (mant, exp) = if biased == 0 {
+            (frac, -1074)
+        } else {
+            (frac | (1u64 << 52), biased - 1075)
+        };
+        if exp >= 0 {
+            let num = mant
+                .checked_shl(exp as u32)
+                .filter(|v| v >> exp == mant)
+                .ok_or(Error::EpsilonTooLarge)?;
+            return Epsilon::new(num, 1);
+        }
+        let shift = (-exp) as u32;
+        if shift <= 63 {
+            Epsilon::new(mant, 1u64 << shift)
+        } else {
+            // Drop low bits: rounds down.
+            let num = mant.checked_shr(shift - 63).unwrap_or(0);
+            if num == 0 {
+                return Err(Error::EpsilonTooSmall);
+            }
+            Epsilon::new(num, 1u64 << 63)
+        }
+    }
+
+    /// Numerator of the reduced fraction.
+    pub const fn num(&self) -> u64 {
+        self.num
+    }
+
+    /// Denominator of the reduced fraction.
+    pub const fn den(&self) -> u64 {
+        self.den
+    }
+
+    /// The nearest `f64`, for display and diagnostics only — never for sampling.
+    pub fn to_f64(&self) -> f64 {
+        self.num as f64 / self.den as f64
+    }
+
+    /// Exact sum ε₁ + ε₂; `Overflow` if the reduced result does not fit.
+    pub fn checked_add(self, other: Epsilon) -> Result<Epsilon> {
+        let num = (self.num as u128) * (other.den as u128) + (other.num as u128) * (self.den as u128);
+        let den = (self.den as u128) * (other.den as u128);
+        Self::from_u128(num, den)
+    }
+
+    /// Exact difference ε₁ − ε₂; `None` when it is not positive.
+    pub fn checked_sub(self, other: Epsilon) -> Result<Option<Epsilon>> {
+        let a = (self.num as u128) * (other.den as u128);
+        let b = (other.num as u128) * (self.den as u128);
+        if a <= b {
+            return Ok(None);
+        }
+        Self::from_u128(a - b, (self.den as u128) * (other.den as u128)).map(Some)
+    }
+
+    /// Exact ε·`k` for a positive integer `k`.
+    pub fn checked_mul_int(self, k: u64) -> Result<Epsilon> {
+        Self::from_u128((self.num as u128) * (k as u128), self.den as u128)
+    }
+
+    /// Exact ε/`k` for a positive integer `k` (splitting a budget `k` ways).
+    pub fn checked_div_int(self, k: u64) -> Result<Epsilon> {
+        if k == 0 {
+            return Err(Error::ZeroDenominator);
+        }
+        Self::from_u128(self.num as u128, (self.den as u128) * (k as u128))
+    }
+
+    fn from_u128(num: u128, den: u128) -> Result<Epsilon> {
+        let g = gcd128(num, den);
+        let (num, den) = (num / g, den / g);
+        let num = u64::try_from(num).map_err(|_| Error::Overflow)?;
+        let den = u64::try_from(den).map_err(|_| Error::Overflow)?;
+        Epsilon::new(num, den)
+    }
+}
+
+fn gcd128(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        let r = a % b;
+        a = b;
+        b = r;
+    }
+    if a == 0 { 1 } else { a }
+}
+
+impl PartialOrd for Epsilon {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Epsilon {
+    fn cmp(&self, other: &Self) -> Ordering {
+        let a = (self.num as u128) * (other.den as u128);
+        let b = (other.num as u128) * (self.den as u128);
+        a.cmp(&b)
+    }
+}
+
+impl fmt::Display for Epsilon {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.den == 1 {
+            write!(f, "{}", self.num)
+        } else {
+            write!(f, "{}/{}", self.num, self.den)
+        }
+    }
+}
+
+/// Parses a non-negative decimal such as `"0.1"` or `"2.5e-3"` into an exact
+/// fraction `(num, den)` (not reduced). Used by [`Epsilon`] and the fixed-point type.
+pub(crate) fn parse_decimal(s: &str) -> Result<(u64, u64)> {
+    let (mantissa, exp) = match s.find(['e', 'E']) {
+        Some(i) => {
+            let (m, e) = s.split_at(i);
+            let e = e.get(1..).ok_or(Error::Parse)?;
+            (m, e.parse::<i32>().map_err(|_| Error::Parse)?)
+        }
+        None => (s, 0),
+    };
+    let (int_part, frac_part) = match mantissa.split_once('.') {
+        Some((a, b)) => (a, b),
+        None => (mantissa, ""),
+    };
+    if int_part.is_empty() && frac_part.is_empty() {
+        return Err(Error::Parse);
+    }
+    let digits = int_part.bytes().chain(frac_part.bytes());
+    let mut num: u64 = 0;
+    for d in digits {
+        if !d.is_ascii_digit() {
+            return Err(Error::Parse);
+        }
+        num = num
+            .checked_mul(10)
+            .and_then(|n| n.checked_add(u64::from(d - b'0')))
+            .ok_or(Error::Overflow)?;
+    }
+    let mut scale: i32 = exp - frac_part.len() as i32;
+    let mut den: u64 = 1;
+    while scale < 0 {
+        den = den.checked_mul(10).ok_or(Error::Overflow)?;
+        scale += 1;
+    }
+    while scale > 0 {
+        num = num.checked_mul(10).ok_or(Error::Overflow)?;
+        scale -= 1;
+    }
+    Ok((num, den))
+}
+
+impl FromStr for Epsilon {
+    type Err = Error;
+
+    /// Parses `"1/2"`, `"0.5"` or `"5e-1"` exactly.
+    fn from_str(s: &str) -> Result<Self> {
+        let s = s.trim();
+        let bare = s.trim_start_matches(['+', '-']);
+        if ["nan", "inf", "infinity"]
+            .iter()
+            .any(|w| bare.eq_ignore_ascii_case(w))
+        {
+            return Err(Error::EpsilonNotFinite);
+        }
+        if let Some(rest) = s.strip_prefix('-') {
+            return match rest.parse::<Epsilon>() {
+                Err(Error::EpsilonZero) => Err(Error::EpsilonZero),
+                Err(Error::Parse) => Err(Error::Parse),
+                _ => Err(Error::EpsilonNegative),
+            };
+        }
+        let s = s.strip_prefix('+').unwrap_or(s);
+        if let Some((a, b)) = s.split_once('/') {
+            let num = a.trim().parse::<u64>().map_err(|_| Error::Parse)?;
+            let den = b.trim().parse::<u64>().map_err(|_| Error::Parse)?;
+            return Epsilon::new(num, den);
+        }
+        let (num, den) = parse_decimal(s)?;
+        Epsilon::new(num, den)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reduces_and_orders() {
+        let e = Epsilon::new(6, 4).unwrap();
+        assert_eq!((e.num(), e.den()), (3, 2));
+        assert!(Epsilon::new(1, 3).unwrap() < Epsilon::new(1, 2).unwrap());
+        assert_eq!(Epsilon::new(0, 3), Err(Error::EpsilonZero));
+        assert_eq!(Epsilon::new(1, 0), Err(Error::ZeroDenominator));
+    }
+
+    #[test]
+    fn from_f64_exact_or_rounds_down() {
+        assert_eq!(Epsilon::from_f64(0.5).unwrap(), Epsilon::new(1, 2).unwrap());
+        assert_eq!(Epsilon::from_f64(3.0).unwrap(), Epsilon::new(3, 1).unwrap());
+        let tenth = Epsilon::from_f64(0.1).unwrap();
+        // The f64 closest to 0.1 is exactly 3602879701896397 / 2^55.
+        assert_eq!((tenth.num(), tenth.den()), (3602879701896397, 1 << 55));
+        // Tiny values need more than 63 fractional bits: the result is below x.
+        let tiny = 1.2345e-15;
+        let e = Epsilon::from_f64(tiny).unwrap();
+        assert!(e.to_f64() <= tiny);
+        assert!(e.to_f64() > tiny * (1.0 - 1e-3));
+        assert_eq!(Epsilon::from_f64(f64::NAN), Err(Error::EpsilonNotFinite));
+        assert_eq!(Epsilon::from_f64(f64::INFINITY), Err(Error::EpsilonNotFinite));
+        assert_eq!(Epsilon::from_f64(0.0), Err(Error::EpsilonZero));
+        assert_eq!(Epsilon::from_f64(-0.0), Err(Error::EpsilonZero));
+        assert_eq!(Epsilon::from_f64(-1.0), Err(Error::EpsilonNegative));
+        assert_eq!(Epsilon::from_f64(1e-300), Err(Error::EpsilonTooSmall));
+        assert_eq!(Epsilon::from_f64(1e30), Err(Error::EpsilonTooLarge));
+    }
+
+    #[test]
+    fn parses_exactly() {
+        let p = |s: &str| s.parse::<Epsilon>();
+        assert_eq!(p("0.1").unwrap(), Epsilon::new(1, 10).unwrap());
+        assert_eq!(p("1/3").unwrap(), Epsilon::new(1, 3).unwrap());
+        assert_eq!(p("2.5e-3").unwrap(), Epsilon::new(1, 400).unwrap());
+        assert_eq!(p(" 2 ").unwrap(), Epsilon::new(2, 1).unwrap());
+        assert_eq!(p("0"), Err(Error::EpsilonZero));
+        assert_eq!(p("0.000"), Err(Error::EpsilonZero));
+        assert_eq!(p("-0.5"), Err(Error::EpsilonNegative));
+        assert_eq!(p("NaN"), Err(Error::EpsilonNotFinite));
+        assert_eq!(p("-inf"), Err(Error::EpsilonNotFinite));
+        assert_eq!(p("abc"), Err(Error::Parse));
+        assert_eq!(p(""), Err(Error::Parse));
+        assert_eq!(p("1/0"), Err(Error::ZeroDenominator));
+    }
+
+    #[test]
+    fn arithmetic_is_exact() {
+        let a = Epsilon::new(1, 3).unwrap();
+        let b = Epsilon::new(1, 6).unwrap();
+        assert_eq!(a.checked_add(b).unwrap(), Epsilon::new(1, 2).unwrap());
+        assert_eq!(a.checked_sub(b).unwrap(), Some(b));
+        assert_eq!(b.checked_sub(a).unwrap(), None);
+        assert_eq!(a.checked_sub(a).unwrap(), None);
+        assert_eq!(a.checked_div_int(2).unwrap(), b);
+        assert_eq!(b.checked_mul_int(2).unwrap(), a);
+    }
+}

@@ -1,0 +1,185 @@
+//! Fixed-point numbers for device readings and released values.
+
+use core::fmt;
+use core::str::FromStr;
+
+use crate::epsilon::parse_decimal;
+use crate::error::{Error, Result};
+
+/// A signed Q31.32 fixed-point number: an `i64` counting units of 2⁻³².
+///
+/// Range `[−2³¹, 2³¹ − 2⁻³²]`, resolution 2⁻³² ≈ 2.3·10⁻¹⁰. Every value is an exact
+/// dyadic rational, so the grids of the Laplace mechanism (powers of two) line up
+/// with it exactly and no floating-point rounding ever touches released noise.
+///
+/// ```
+/// use privq_core::Fixed;
+/// let x: Fixed = "21.5".parse()?;
+/// assert_eq!(x.to_bits(), 43 << 31);
+/// assert_eq!(x, Fixed::from_f64(21.5)?);
+/// assert_eq!(x.to_string(), "21.5");
+/// # Ok::<(), privq_core::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Fixed(i64);
+
+impl Fixed {
+    /// Fractional bits.
+    pub const FRAC_BITS: u32 = 32;
+    /// Zero.
+    pub const ZERO: Fixed = Fixed(0);
+    /// One.
+    pub const ONE: Fixed = Fixed(1 << 32);
+    /// The largest value, 2³¹ − 2⁻³².
+    pub const MAX: Fixed = Fixed(i64::MAX);
+    /// The smallest value, −2³¹.
+    pub const MIN: Fixed = Fixed(i64::MIN);
+
+    /// From the raw representation (units of 2⁻³²).
+    pub const fn from_bits(bits: i64) -> Fixed {
+        Fixed(bits)
+    }
+
+    /// The raw representation (units of 2⁻³²).
+    pub const fn to_bits(self) -> i64 {
+        self.0
+    }
+
+    /// An integer value, exactly.
+    pub const fn from_int(n: i32) -> Fixed {
+        Fixed((n as i64) << 32)
+    }
+
+    /// The nearest fixed-point value to `x` (ties to even). Errors on NaN/∞ and on
+    /// values outside the range ([`Error::OutOfRange`]).
+    pub fn from_f64(x: f64) -> Result<Fixed> {
+        if !x.is_finite() {
+            return Err(Error::OutOfRange);
+        }
+        // Scaling by 2^32 is exact in binary floating point.
+        let scaled = x * 4_294_967_296.0;
+        let rounded = round_ties_even(scaled);
+        // i64 range is [−2^63, 2^63): 2^63 itself is out.
+        if !(-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&rounded) {
+            return Err(Error::OutOfRange);
+        }
+        Ok(Fixed(rounded as i64))
+    }
+
+    /// The nearest `f64` (exact when the value has at most 53 significant bits).
+    pub fn to_f64(self) -> f64 {
+        self.0 as f64 / 4_294_967_296.0
+    }
+
+    /// `self + other`, or [`Error::OutOfRange`].
+    pub fn checked_add(self, other: Fixed) -> Result<Fixed> {
+        self.0.checked_add(other.0).map(Fixed).ok_or(Error::OutOfRange)
+    }
+
+    /// `self − other`, or [`Error::OutOfRange`].
+    pub fn checked_sub(self, other: Fixed) -> Result<Fixed> {
+        self.0.checked_sub(other.0).map(Fixed).ok_or(Error::OutOfRange)
+    }
+
+    /// 2^`exp` for `exp ∈ [−32, 30]`, or [`Error::GridOutOfRange`].
+    pub fn pow2(exp: i32) -> Result<Fixed> {
+        if !(-32..=30).contains(&exp) {
+            return Err(Error::GridOutOfRange);
+        }
+        Ok(Fixed(1i64 << (exp + 32)))
+    }
+}
+
+/// `f64::round_ties_even` without std.
+fn round_ties_even(x: f64) -> f64 {
+    let t = libm::trunc(x);
+    let diff = x - t;
+    if diff.abs() == 0.5 {
+        if libm::fmod(t, 2.0) == 0.0 { t } else { t + diff.signum() }
+    } else {
+        libm::round(x)
+    }
+}
+
+impl FromStr for Fixed {
+    type Err = Error;
+
+    /// Parses a decimal such as `"-12.375"` or `"1e-3"`, rounding to the nearest
+    /// representable value (ties away from zero).
+    fn from_str(s: &str) -> Result<Fixed> {
+        let s = s.trim();
+        let (negative, body) = match s.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, s.strip_prefix('+').unwrap_or(s)),
+        };
+        let (num, den) = parse_decimal(body).map_err(|e| match e {
+            Error::Overflow => Error::OutOfRange,
+            e => e,
+        })?;
+        let scaled = (u128::from(num) << 32) + u128::from(den / 2);
+        let units = scaled / u128::from(den);
+        let units = i128::try_from(units).map_err(|_| Error::OutOfRange)?;
+        let units = if negative { -units } else { units };
+        i64::try_from(units).map(Fixed).map_err(|_| Error::OutOfRange)
+    }
+}
+
+impl fmt::Display for Fixed {
+    /// Exact decimal form (a dyadic value with ≤ 32 fractional bits has a finite
+    /// decimal expansion of at most 32 digits).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let bits = i128::from(self.0);
+        let (sign, mag) = if bits < 0 { ("-", -bits) } else { ("", bits) };
+        let int = mag >> 32;
+        let mut frac = mag & 0xffff_ffff;
+        write!(f, "{sign}{int}")?;
+        if frac != 0 {
+            f.write_str(".")?;
+            while frac != 0 {
+                frac *= 10;
+                let digit = (frac >> 32) as u8;
+                frac &= 0xffff_ffff;
+                write!(f, "{digit}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    extern crate std;
+    use std::string::ToString;
+
+    #[test]
+    fn round_trips() {
+        for s in ["0", "1", "-1", "21.5", "-0.25", "1024.0625"] {
+            let x: Fixed = s.parse().unwrap();
+            assert_eq!(x.to_string(), s);
+            assert_eq!(Fixed::from_f64(x.to_f64()).unwrap(), x);
+        }
+    }
+
+    #[test]
+    fn display_is_exact() {
+        assert_eq!(Fixed::from_bits(1).to_string(), "0.00000000023283064365386962890625");
+        assert_eq!(Fixed::from_int(-3).to_string(), "-3");
+        assert_eq!(Fixed::from_f64(-2.75).unwrap().to_string(), "-2.75");
+        assert_eq!(Fixed::MIN.to_string(), "-2147483648");
+    }
+
+    #[test]
+    fn parse_and_range_errors() {
+        assert_eq!("1e-3".parse::<Fixed>().unwrap(), Fixed::from_bits(4_294_967));
+        assert_eq!("2147483648".parse::<Fixed>(), Err(Error::OutOfRange));
+        assert_eq!("-2147483648".parse::<Fixed>().unwrap(), Fixed::MIN);
+        assert_eq!("x".parse::<Fixed>(), Err(Error::Parse));
+        assert_eq!(Fixed::from_f64(f64::NAN), Err(Error::OutOfRange));
+        assert_eq!(Fixed::from_f64(3e9), Err(Error::OutOfRange));
+        assert_eq!(Fixed::MAX.checked_add(Fixed::from_bits(1)), Err(Error::OutOfRange));
+        assert_eq!(Fixed::pow2(31), Err(Error::GridOutOfRange));
+        assert_eq!(Fixed::pow2(-1).unwrap(), "0.5".parse().unwrap());
+    }
+}

@@ -1,0 +1,223 @@
+//! The Laplace mechanism on a fixed-point grid.
+
+use rand_core::{CryptoRng, Rng};
+
+use crate::epsilon::Epsilon;
+use crate::error::{Error, Result};
+use crate::fixed::Fixed;
+use crate::sample::{DiscreteLaplace, IntegerNoise};
+
+/// Grid exponents are chosen so that γ ≤ Δ/2¹⁰ by default.
+const DEFAULT_GRID_BELOW_SENSITIVITY: i32 = 10;
+
+/// The Laplace mechanism realised exactly on a power-of-two grid γ = 2^k.
+///
+/// A release snaps the value to the nearest multiple of γ, then adds γ·Z with `Z`
+/// discrete Laplace of scale `m/ε`, where `m = ⌈Δ/γ⌉` is the sensitivity rounded up
+/// to the grid. Snapping to nearest commutes with shifts by whole grid steps, so two
+/// inputs at distance ≤ Δ snap to points at most `m` steps apart and the release is
+/// ε-differentially private. The grid depends only on the public Δ (never on the
+/// value), so every output lies on the same lattice γ·ℤ whatever the input.
+///
+/// Outputs that would leave the [`Fixed`] range are clamped to the last grid point
+/// inside it; clamping is post-processing and costs no privacy.
+///
+/// ```
+/// use privq_core::{Epsilon, Fixed, GridLaplace};
+/// use rand_chacha::ChaCha12Rng;
+/// use rand_core::SeedableRng;
+///
+/// let mech = GridLaplace::new("1".parse()?, Epsilon::new(1, 2)?)?;
+/// assert_eq!(mech.grid(), Fixed::pow2(-10)?);
+/// let mut rng = ChaCha12Rng::seed_from_u64(0);
+/// let released = mech.release("36.6".parse()?, &mut rng)?;
+/// // On the lattice 2^-10 · ℤ:
+/// assert_eq!(released.to_bits() % (1 << 22), 0);
+/// # Ok::<(), privq_core::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct GridLaplace<N = DiscreteLaplace> {
+    grid_exp: i32,
+    sensitivity_steps: u64,
+    epsilon: Epsilon,
+    noise: N,
+}
+
+impl GridLaplace<DiscreteLaplace> {
+    /// Mechanism for sensitivity Δ and ε, on the default grid: the largest power of
+    /// two γ ≤ Δ/2¹⁰ (but at least 2⁻³²).
+    pub fn new(sensitivity: Fixed, epsilon: Epsilon) -> Result<Self> {
+        let grid_exp = default_grid_exp(sensitivity)?;
+        Self::with_grid(sensitivity, epsilon, grid_exp)
+    }
+
+    /// Mechanism on the grid γ = 2^`grid_exp`, `grid_exp ∈ [−32, 30]`.
+    pub fn with_grid(sensitivity: Fixed, epsilon: Epsilon, grid_exp: i32) -> Result<Self> {
+        let steps = sensitivity_steps(sensitivity, grid_exp)?;
+        let noise = DiscreteLaplace::for_sensitivity(steps, epsilon)?;
+        Ok(GridLaplace {
+            grid_exp,
+            sensitivity_steps: steps,
+            epsilon,
+            noise,
+        })
+    }
+}
+
+impl<N: IntegerNoise> GridLaplace<N> {
+    /// The same mechanism with another integer noise sampler of scale `m/ε`, built by
+    /// `make(num, den)` (e.g. [`BoundedDiscreteLaplace::new`](crate::sample::BoundedDiscreteLaplace::new)).
+    pub fn with_noise<M: IntegerNoise>(
+        &self,
+        make: impl FnOnce(u64, u64) -> Result<M>,
+    ) -> Result<GridLaplace<M>> {
+        let scale = DiscreteLaplace::for_sensitivity(self.sensitivity_steps, self.epsilon)?;
+        Ok(GridLaplace {
+            grid_exp: self.grid_exp,
+            sensitivity_steps: self.sensitivity_steps,
+            epsilon: self.epsilon,
+            noise: make(scale.scale_num(), scale.scale_den())?,
+        })
+    }
+
+    /// The grid step γ.
+    pub fn grid(&self) -> Fixed {
+        Fixed::from_bits(1i64 << (self.grid_exp + 32))
+    }
+
+    /// `k` with γ = 2^k.
+    pub fn grid_exp(&self) -> i32 {
+        self.grid_exp
+    }
+
+    /// The sensitivity rounded up to the grid, in grid steps (`m`).
+    pub fn sensitivity_steps(&self) -> u64 {
+        self.sensitivity_steps
+    }
+
+    /// The privacy parameter ε.
+    pub fn epsilon(&self) -> Epsilon {
+        self.epsilon
+    }
+
+    /// The integer noise sampler (scale `m/ε` in grid steps).
+    pub fn noise(&self) -> &N {
+        &self.noise
+    }
+
+    /// `log2` of δ (`None` for pure ε-DP).
+    pub fn delta_log2(&self) -> Option<i32> {
+        self.noise.delta_log2()
+    }
+
+    /// Releases `value` with noise. Requires a cryptographically secure RNG.
+    pub fn release<R: Rng + CryptoRng + ?Sized>(&self, value: Fixed, rng: &mut R) -> Result<Fixed> {
+        let step = 1i128 << (self.grid_exp + 32);
+        let bits = i128::from(value.to_bits());
+        // Nearest grid point (ties upward): ⌊(v + γ/2)/γ⌋, a shift-equivariant rounding.
+        let snapped = (bits + step / 2).div_euclid(step);
+        let z = i128::from(self.noise.sample(rng)?);
+        let lo = i128::from(i64::MIN).div_euclid(step) + 1;
+        let hi = i128::from(i64::MAX).div_euclid(step);
+        let steps = (snapped + z).clamp(lo, hi);
+        // In range by the clamp.
+        Ok(Fixed::from_bits((steps * step) as i64))
+    }
+}
+
+fn default_grid_exp(sensitivity: Fixed) -> Result<i32> {
+    let bits = sensitivity.to_bits();
+    if bits <= 0 {
+        return Err(Error::SensitivityNotPositive);
+    }
+    // floor(log2(Δ)) in fixed-point units, minus the margin.
+    let log2 = 63 - bits.leading_zeros() as i32 - 32;
+    Ok((log2 - DEFAULT_GRID_BELOW_SENSITIVITY).clamp(-32, 30))
+}
+
+fn sensitivity_steps(sensitivity: Fixed, grid_exp: i32) -> Result<u64> {
+    let step = Fixed::pow2(grid_exp)?.to_bits();
+    let bits = sensitivity.to_bits();
+    if bits <= 0 {
+        return Err(Error::SensitivityNotPositive);
+    }
+    // Both positive: the ceiling division is exact integer arithmetic.
+    Ok((bits as u64).div_ceil(step as u64))
+}
+
+/// One-shot Laplace release of `value` with sensitivity Δ and ε on the default grid.
+/// See [`GridLaplace`].
+pub fn laplace_on_grid<R: Rng + CryptoRng + ?Sized>(
+    value: Fixed,
+    sensitivity: Fixed,
+    epsilon: Epsilon,
+    rng: &mut R,
+) -> Result<Fixed> {
+    GridLaplace::new(sensitivity, epsilon)?.release(value, rng)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::BoundedDiscreteLaplace;
+    use rand_chacha::ChaCha12Rng;
+    use rand_core::SeedableRng;
+
+    fn fx(s: &str) -> Fixed {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn grid_and_steps() {
+        let eps = Epsilon::new(1, 1).unwrap();
+        let m = GridLaplace::new(fx("3"), eps).unwrap();
+        assert_eq!(m.grid_exp(), 1 - 10);
+        assert_eq!(m.sensitivity_steps(), 3 * 512);
+        let m = GridLaplace::with_grid(fx("0.3"), eps, -2).unwrap();
+        assert_eq!(m.sensitivity_steps(), 2); // 0.3 rounds up to 0.5 = 2 · 0.25
+        let tiny = GridLaplace::new(Fixed::from_bits(3), eps).unwrap();
+        assert_eq!(tiny.grid_exp(), -32);
+        assert_eq!(tiny.sensitivity_steps(), 3);
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        let eps = Epsilon::new(1, 1).unwrap();
+        assert_eq!(
+            GridLaplace::new(Fixed::ZERO, eps).unwrap_err(),
+            Error::SensitivityNotPositive
+        );
+        assert_eq!(
+            GridLaplace::new(fx("-1"), eps).unwrap_err(),
+            Error::SensitivityNotPositive
+        );
+        assert_eq!(
+            GridLaplace::with_grid(fx("1"), eps, 40).unwrap_err(),
+            Error::GridOutOfRange
+        );
+    }
+
+    #[test]
+    fn clamps_at_the_range_edges_on_the_lattice() {
+        let eps = Epsilon::new(1, 1000).unwrap();
+        let m = GridLaplace::with_grid(fx("1000"), eps, 0).unwrap();
+        let mut rng = ChaCha12Rng::seed_from_u64(3);
+        for _ in 0..200 {
+            let out = m.release(Fixed::MAX, &mut rng).unwrap();
+            assert_eq!(out.to_bits() % (1 << 32), 0);
+            assert!(out.to_bits() <= Fixed::MAX.to_bits());
+        }
+    }
+
+    #[test]
+    fn bounded_noise_plugs_in() {
+        let eps = Epsilon::new(1, 2).unwrap();
+        let m = GridLaplace::new(fx("1"), eps).unwrap();
+        let b = m.with_noise(BoundedDiscreteLaplace::new).unwrap();
+        assert_eq!(b.delta_log2(), Some(-64));
+        assert_eq!(m.delta_log2(), None);
+        let mut rng = ChaCha12Rng::seed_from_u64(4);
+        let out = b.release(fx("5"), &mut rng).unwrap();
+        assert_eq!(out.to_bits() % (1 << 22), 0);
+    }
+}

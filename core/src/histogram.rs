@@ -1,0 +1,291 @@
+//! Fixed-size histograms for on-device readings.
+
+use crate::error::{Error, Result};
+use crate::fixed::Fixed;
+
+/// How a value is assigned to a bin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum Binning {
+    /// Values are category indices `0..BINS`, recorded with [`Histogram::record_index`].
+    Categorical,
+    /// `BINS` equal-width bins over the half-open range `[lo, hi)`.
+    EqualWidth {
+        /// Inclusive lower edge of bin 0.
+        lo: Fixed,
+        /// Exclusive upper edge of the last bin.
+        hi: Fixed,
+        /// What happens to values outside `[lo, hi)`.
+        outside: OutOfRange,
+    },
+}
+
+/// Policy for values outside an equal-width binning's range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum OutOfRange {
+    /// Return [`Error::OutOfRange`] and record nothing.
+    Reject,
+    /// Count the value in the first or last bin.
+    Clamp,
+    /// Count it in the separate underflow / overflow counters.
+    Tally,
+}
+
+/// Policy for a counter at `u32::MAX`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Saturation {
+    /// Return [`Error::CounterFull`] and leave the histogram unchanged (default).
+    #[default]
+    Error,
+    /// Keep the counter at `u32::MAX`; [`Histogram::saturated`] reports it.
+    Saturate,
+}
+
+/// A histogram with `BINS` `u32` counters, stored inline (no allocation).
+///
+/// ```
+/// use privq_core::{Fixed, histogram::{Histogram, OutOfRange}};
+/// let mut h = Histogram::<4>::equal_width(Fixed::from_int(0), Fixed::from_int(40), OutOfRange::Tally)?;
+/// assert_eq!(h.record("12.5".parse()?)?, Some(1));
+/// assert_eq!(h.record(Fixed::from_int(40))?, None); // upper edge is exclusive
+/// assert_eq!(h.counts(), &[0, 1, 0, 0]);
+/// assert_eq!(h.overflow(), 1);
+/// # Ok::<(), privq_core::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Histogram<const BINS: usize> {
+    counts: [u32; BINS],
+    underflow: u32,
+    overflow: u32,
+    binning: Binning,
+    saturation: Saturation,
+    saturated: bool,
+}
+
+impl<const BINS: usize> Histogram<BINS> {
+    /// A histogram over category indices `0..BINS`.
+    pub fn categorical() -> Result<Self> {
+        Self::with_binning(Binning::Categorical)
+    }
+
+    /// `BINS` equal-width bins over `[lo, hi)`.
+    pub fn equal_width(lo: Fixed, hi: Fixed, outside: OutOfRange) -> Result<Self> {
+        if lo >= hi {
+            return Err(Error::EmptyRange);
+        }
+        Self::with_binning(Binning::EqualWidth { lo, hi, outside })
+    }
+
+    fn with_binning(binning: Binning) -> Result<Self> {
+        if BINS == 0 || u32::try_from(BINS).is_err() {
+            return Err(Error::EmptyRange);
+        }
+        Ok(Histogram {
+            counts: [0; BINS],
+            underflow: 0,
+            overflow: 0,
+            binning,
+            saturation: Saturation::Error,
+            saturated: false,
+        })
+    }
+
+    /// Sets the saturation policy (builder style).
+    pub fn with_saturation(mut self, saturation: Saturation) -> Self {
+        self.saturation = saturation;
+        self
+    }
+
+    /// The binning.
+    pub fn binning(&self) -> Binning {
+        self.binning
+    }
+
+    /// The bin `value` falls in: `Ok(None)` for a tallied out-of-range value.
+    pub fn bin_of(&self, value: Fixed) -> Result<Option<usize>> {
+        let Binning::EqualWidth { lo, hi, outside } = self.binning else {
+            return Err(Error::BinOutOfRange);
+        };
+        if value < lo || value >= hi {
+            return match outside {
+                OutOfRange::Reject => Err(Error::OutOfRange),
+                OutOfRange::Clamp => Ok(Some(if value < lo { 0 } else { BINS - 1 })),
+                OutOfRange::Tally => Ok(None),
+            };
+        }
+        // Exact: ⌊(v − lo)·BINS / (hi − lo)⌋ < BINS.
+        let offset = i128::from(value.to_bits()) - i128::from(lo.to_bits());
+        let width = i128::from(hi.to_bits()) - i128::from(lo.to_bits());
+        Ok(Some((offset * BINS as i128 / width) as usize))
+    }
+
+    /// Records a reading; returns its bin, or `None` when it was tallied as
+    /// under/overflow. Categorical histograms use [`record_index`](Self::record_index).
+    pub fn record(&mut self, value: Fixed) -> Result<Option<usize>> {
+        let bin = self.bin_of(value)?;
+        match bin {
+            Some(i) => self.record_index(i)?,
+            None => {
+                let Binning::EqualWidth { lo, .. } = self.binning else {
+                    return Err(Error::BinOutOfRange);
+                };
+                let counter = if value < lo {
+                    &mut self.underflow
+                } else {
+                    &mut self.overflow
+                };
+                bump(counter, self.saturation, &mut self.saturated)?;
+            }
+        }
+        Ok(bin)
+    }
+
+    /// Adds one to bin `index`; [`Error::BinOutOfRange`] when `index ≥ BINS`.
+    pub fn record_index(&mut self, index: usize) -> Result<()> {
+        let counter = self.counts.get_mut(index).ok_or(Error::BinOutOfRange)?;
+        bump(counter, self.saturation, &mut self.saturated)
+    }
+
+    /// Adds `other`'s counts into `self`. Both must have the same binning; under
+    /// [`Saturation::Error`] nothing changes when any counter would overflow.
+    pub fn merge(&mut self, other: &Histogram<BINS>) -> Result<()> {
+        if self.binning != other.binning {
+            return Err(Error::BinningMismatch);
+        }
+        let add = |a: u32, b: u32, saturated: &mut bool| match a.checked_add(b) {
+            Some(s) => Ok(s),
+            None if self.saturation == Saturation::Saturate => {
+                *saturated = true;
+                Ok(u32::MAX)
+            }
+            None => Err(Error::CounterFull),
+        };
+        let mut merged = self.clone();
+        merged.saturated |= other.saturated;
+        for (m, &o) in merged.counts.iter_mut().zip(&other.counts) {
+            *m = add(*m, o, &mut merged.saturated)?;
+        }
+        merged.underflow = add(merged.underflow, other.underflow, &mut merged.saturated)?;
+        merged.overflow = add(merged.overflow, other.overflow, &mut merged.saturated)?;
+        *self = merged;
+        Ok(())
+    }
+
+    /// Resets every counter (keeps the binning and policy).
+    pub fn clear(&mut self) {
+        self.counts = [0; BINS];
+        self.underflow = 0;
+        self.overflow = 0;
+        self.saturated = false;
+    }
+
+    /// The per-bin counts.
+    pub fn counts(&self) -> &[u32; BINS] {
+        &self.counts
+    }
+
+    /// Count of one bin (`None` when out of range).
+    pub fn count(&self, index: usize) -> Option<u32> {
+        self.counts.get(index).copied()
+    }
+
+    /// Values below the range (with [`OutOfRange::Tally`]).
+    pub fn underflow(&self) -> u32 {
+        self.underflow
+    }
+
+    /// Values at or above the range's upper edge (with [`OutOfRange::Tally`]).
+    pub fn overflow(&self) -> u32 {
+        self.overflow
+    }
+
+    /// Sum of the bins (without under/overflow).
+    pub fn total(&self) -> u64 {
+        self.counts.iter().map(|&c| u64::from(c)).sum()
+    }
+
+    /// Whether any counter has been held at `u32::MAX` by [`Saturation::Saturate`].
+    pub fn saturated(&self) -> bool {
+        self.saturated
+    }
+}
+
+fn bump(counter: &mut u32, policy: Saturation, saturated: &mut bool) -> Result<()> {
+    match counter.checked_add(1) {
+        Some(c) => *counter = c,
+        None if policy == Saturation::Saturate => *saturated = true,
+        None => return Err(Error::CounterFull),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn categorical_records_and_rejects() {
+        let mut h = Histogram::<3>::categorical().unwrap();
+        h.record_index(2).unwrap();
+        h.record_index(2).unwrap();
+        assert_eq!(h.record_index(3), Err(Error::BinOutOfRange));
+        assert_eq!(h.counts(), &[0, 0, 2]);
+        assert_eq!(h.record(Fixed::ONE), Err(Error::BinOutOfRange));
+        assert_eq!(Histogram::<0>::categorical(), Err(Error::EmptyRange));
+    }
+
+    #[test]
+    fn equal_width_edges_and_policies() {
+        let (lo, hi) = (Fixed::from_int(-1), Fixed::from_int(1));
+        assert_eq!(
+            Histogram::<4>::equal_width(hi, lo, OutOfRange::Reject),
+            Err(Error::EmptyRange)
+        );
+        let mut h = Histogram::<4>::equal_width(lo, hi, OutOfRange::Reject).unwrap();
+        assert_eq!(h.record(lo).unwrap(), Some(0));
+        assert_eq!(h.record(Fixed::from_bits(-1)).unwrap(), Some(1));
+        assert_eq!(h.record(Fixed::ZERO).unwrap(), Some(2));
+        assert_eq!(h.record(Fixed::from_bits(hi.to_bits() - 1)).unwrap(), Some(3));
+        assert_eq!(h.record(hi), Err(Error::OutOfRange));
+        assert_eq!(h.total(), 4);
+        let mut c = Histogram::<4>::equal_width(lo, hi, OutOfRange::Clamp).unwrap();
+        assert_eq!(c.record(Fixed::from_int(-5)).unwrap(), Some(0));
+        assert_eq!(c.record(Fixed::from_int(5)).unwrap(), Some(3));
+    }
+
+    #[test]
+    fn saturation_policies() {
+        let mut h = Histogram::<1>::categorical().unwrap();
+        h.counts[0] = u32::MAX;
+        assert_eq!(h.record_index(0), Err(Error::CounterFull));
+        assert!(!h.saturated());
+        let mut s = h.clone().with_saturation(Saturation::Saturate);
+        s.record_index(0).unwrap();
+        assert_eq!(s.counts(), &[u32::MAX]);
+        assert!(s.saturated());
+    }
+
+    #[test]
+    fn merge_adds_and_checks() {
+        let mut a = Histogram::<2>::categorical().unwrap();
+        let mut b = Histogram::<2>::categorical().unwrap();
+        a.record_index(0).unwrap();
+        b.record_index(1).unwrap();
+        b.record_index(1).unwrap();
+        a.merge(&b).unwrap();
+        assert_eq!(a.counts(), &[1, 2]);
+        let w = Histogram::<2>::equal_width(Fixed::ZERO, Fixed::ONE, OutOfRange::Clamp).unwrap();
+        assert_eq!(a.merge(&w), Err(Error::BinningMismatch));
+        let mut full = Histogram::<2>::categorical().unwrap();
+        full.counts[1] = u32::MAX;
+        let before = a.clone();
+        assert_eq!(a.merge(&full), Err(Error::CounterFull));
+        assert_eq!(a, before);
+        a.clear();
+        assert_eq!(a.total(), 0);
+    }
+}

@@ -1,0 +1,52 @@
+//! # privq-core
+//!
+//! Exact, integer-only differential-privacy primitives for devices: `#![no_std]`,
+//! no allocation, no floating point in any decision about released noise.
+//!
+//! * [`Epsilon`]: privacy parameters as exact rationals.
+//! * [`sample`]: exact samplers — uniform integers, Bernoulli(p/q), Bernoulli(e^{−p/q}),
+//!   discrete Laplace (Canonne–Kamath–Steinke 2020) and a bounded-work,
+//!   timing-independent discrete Laplace.
+//! * [`Fixed`] and [`GridLaplace`]: the Laplace mechanism on a power-of-two grid.
+//! * [`histogram::Histogram`]: fixed-size histograms of readings.
+//!
+//! Randomness is always passed in (`R: rand_core::Rng`; releases need `CryptoRng`),
+//! and every fallible operation returns [`Result`] with a typed [`Error`].
+//!
+//! ```
+//! use privq_core::{laplace_on_grid, Epsilon, Fixed};
+//! use rand_chacha::ChaCha12Rng;
+//! use rand_core::SeedableRng;
+//!
+//! let mut rng = ChaCha12Rng::seed_from_u64(2024); // fixed seed: tests only
+//! let reading: Fixed = "23.75".parse()?;
+//! let released = laplace_on_grid(reading, Fixed::ONE, Epsilon::new(1, 1)?, &mut rng)?;
+//! println!("{released}");
+//! # Ok::<(), privq_core::Error>(())
+//! ```
+#![no_std]
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::unreachable,
+        clippy::todo
+    )
+)]
+
+mod epsilon;
+mod error;
+mod fixed;
+mod grid;
+pub mod histogram;
+pub mod sample;
+
+pub use epsilon::Epsilon;
+pub use error::{Error, Result};
+pub use fixed::Fixed;
+pub use grid::{GridLaplace, laplace_on_grid};
+pub use histogram::Histogram;
+pub use rand_core;

@@ -1,0 +1,2 @@
+//! privq-host
+pub use privq_core::*;
