@@ -1,2 +1,22 @@
-//! privq-host
+//! # privq-host
+//!
+//! The curator's side of privq: everything in [`privq_core`] (re-exported here, so
+//! std users need one dependency), an OS-seeded secure RNG, and the `privq`
+//! command-line program's subcommands in [`cli`].
+//!
+//! ```
+//! use privq_host::{Epsilon, Fixed, GridLaplace, secure_rng};
+//!
+//! let mech = GridLaplace::new(Fixed::ONE, Epsilon::new(1, 2)?)?;
+//! let mut rng = secure_rng().expect("the OS provides entropy");
+//! let released = mech.release("41.5".parse()?, &mut rng)?;
+//! println!("{released}");
+//! # Ok::<(), privq_host::Error>(())
+//! ```
+
 pub use privq_core::*;
+
+pub mod cli;
+mod rng;
+
+pub use rng::{SeedError, secure_rng, seeded_rng};

@@ -1,1 +1,28 @@
-fn main() {}
+//! The `privq` program. See `privq --help`.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::Parser;
+use privq_host::cli::{Cli, run};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let stdin = io::stdin();
+    let mut stdin = stdin.lock();
+    let mut stdout = io::BufWriter::new(io::stdout().lock());
+    let mut stderr = io::stderr();
+    let result = run(cli, &mut stdin, &mut stdout, &mut stderr);
+    let flushed = stdout.flush();
+    match (result, flushed) {
+        (Ok(()), Ok(())) => ExitCode::SUCCESS,
+        (Err(e), _) => {
+            let _ = writeln!(stderr, "privq: error: {e}");
+            ExitCode::from(2)
+        }
+        (Ok(()), Err(e)) => {
+            let _ = writeln!(stderr, "privq: error: writing output: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! The `privq` command-line program: argument parsing and subcommands.
+//!
+//! Each subcommand lives in its own module with an `Args` struct and a `run`
+//! function that reads and writes through the streams it is given, so it can be
+//! tested without a process.
+
+use std::fmt;
+use std::io::{BufRead, Write};
+
+use clap::{Parser, Subcommand};
+
+pub mod noise;
+
+/// privq: exact differential privacy from the microcontroller to the curator.
+#[derive(Debug, Parser)]
+#[command(name = "privq", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Add calibrated Laplace noise, exactly on a fixed-point grid, to numbers.
+    Noise(noise::Args),
+}
+
+/// Runs a parsed command line with the given streams.
+pub fn run(
+    cli: Cli,
+    stdin: &mut dyn BufRead,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    match cli.command {
+        Command::Noise(args) => noise::run(&args, stdin, stdout, stderr),
+    }
+}
+
+/// A failed command, with enough context to fix the input.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CliError {
+    /// A privacy or numeric parameter was rejected.
+    Parameter {
+        /// The option's name.
+        option: &'static str,
+        /// Why.
+        source: privq_core::Error,
+    },
+    /// An input value could not be used.
+    Value {
+        /// 1-based line (or CSV record) number.
+        line: usize,
+        /// The offending text.
+        text: String,
+        /// Why.
+        source: privq_core::Error,
+    },
+    /// The named CSV column does not exist.
+    MissingColumn {
+        /// The requested column.
+        column: String,
+        /// The columns that exist.
+        available: Vec<String>,
+    },
+    /// The input held no values.
+    EmptyInput,
+    /// The input is not valid CSV.
+    Csv(csv::Error),
+    /// Reading or writing failed.
+    Io(std::io::Error),
+    /// The operating system could not provide entropy.
+    Seed(crate::SeedError),
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CliError::Parameter { option, source } => write!(f, "--{option}: {source}"),
+            CliError::Value { line, text, source } => {
+                write!(f, "line {line}: cannot use {text:?}: {source}")
+            }
+            CliError::MissingColumn { column, available } => write!(
+                f,
+                "no column named {column:?}; the header has: {}",
+                available.join(", ")
+            ),
+            CliError::EmptyInput => write!(f, "the input holds no values"),
+            CliError::Csv(e) => write!(f, "malformed CSV: {e}"),
+            CliError::Io(e) => write!(f, "i/o error: {e}"),
+            CliError::Seed(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for CliError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CliError::Parameter { source, .. } | CliError::Value { source, .. } => Some(source),
+            CliError::Csv(e) => Some(e),
+            CliError::Io(e) => Some(e),
+            CliError::Seed(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<std::io::Error> for CliError {
+    fn from(e: std::io::Error) -> Self {
+        CliError::Io(e)
+    }
+}
+
+impl From<csv::Error> for CliError {
+    fn from(e: csv::Error) -> Self {
+        CliError::Csv(e)
+    }
+}

@@ -1,0 +1,350 @@
+//! `privq noise`: the Laplace mechanism on a fixed-point grid, for numbers read from
+//! a file, standard input or a CSV column.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+
+use privq_core::sample::{BoundedDiscreteLaplace, DiscreteLaplace, IntegerNoise};
+use privq_core::{Epsilon, Fixed, GridLaplace};
+use rand_chacha::ChaCha12Rng;
+
+use super::CliError;
+
+/// The built-in demo input: 24 synthetic room-temperature readings.
+pub const DEMO_CSV: &str = include_str!("../../data/readings.csv");
+
+/// Options of `privq noise`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq noise --demo --epsilon 0.5 --sensitivity 1 --seed 7\n  \
+    printf '3\\n4.25\\n' | privq noise --epsilon 1/2 --sensitivity 1\n  \
+    privq noise --input readings.csv --column temperature_c --epsilon 1 --sensitivity 0.5")]
+pub struct Args {
+    /// Privacy parameter ε for each value: a decimal (`0.5`) or a fraction (`1/2`), read exactly.
+    #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
+    pub epsilon: String,
+    /// How much one individual can change a value (Δ > 0).
+    #[arg(long, value_name = "DELTA", allow_hyphen_values = true)]
+    pub sensitivity: String,
+    /// Grid step γ = 2^K for the released values (default: the largest power of two ≤ Δ/1024).
+    #[arg(long, value_name = "K", allow_hyphen_values = true)]
+    pub grid_exp: Option<i32>,
+    /// Use the bounded-work sampler, whose running time does not depend on the noise
+    /// (costs δ ≤ 2^-64).
+    #[arg(long)]
+    pub bounded_work: bool,
+    /// Seed for a reproducible run. Anyone who knows the seed can remove the noise:
+    /// never use it on real data.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Read from this file (`-` for standard input, the default).
+    #[arg(long, value_name = "PATH", conflicts_with = "demo")]
+    pub input: Option<PathBuf>,
+    /// Use the built-in demo readings (CSV column `temperature_c`).
+    #[arg(long)]
+    pub demo: bool,
+    /// Treat the input as CSV with a header and noise this column, keeping the others.
+    #[arg(long, value_name = "NAME")]
+    pub column: Option<String>,
+}
+
+/// Runs `privq noise`.
+pub fn run(
+    args: &Args,
+    stdin: &mut dyn BufRead,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    let epsilon: Epsilon = args.epsilon.parse().map_err(|source| CliError::Parameter {
+        option: "epsilon",
+        source,
+    })?;
+    let sensitivity: Fixed = args
+        .sensitivity
+        .parse()
+        .map_err(|source| CliError::Parameter {
+            option: "sensitivity",
+            source,
+        })?;
+    let param = |option| move |source| CliError::Parameter { option, source };
+    let mech = match args.grid_exp {
+        Some(k) => GridLaplace::with_grid(sensitivity, epsilon, k).map_err(param("grid-exp"))?,
+        None => GridLaplace::new(sensitivity, epsilon).map_err(param("sensitivity"))?,
+    };
+
+    let mut text = String::new();
+    match (&args.input, args.demo) {
+        (_, true) => text.push_str(DEMO_CSV),
+        (Some(path), false) if path.as_os_str() != "-" => {
+            File::open(path)?.read_to_string(&mut text)?;
+        }
+        _ => {
+            stdin.read_to_string(&mut text)?;
+        }
+    }
+    let column = match (&args.column, args.demo) {
+        (Some(c), _) => Some(c.as_str()),
+        (None, true) => Some("temperature_c"),
+        (None, false) => None,
+    };
+    let input = match column {
+        Some(name) => Input::csv(&text, name)?,
+        None => Input::lines(&text)?,
+    };
+
+    let mut rng = match args.seed {
+        Some(seed) => {
+            writeln!(
+                stderr,
+                "privq: warning: --seed {seed} makes the noise reproducible; use it only for tests and demos"
+            )?;
+            crate::seeded_rng(seed)
+        }
+        None => crate::secure_rng().map_err(CliError::Seed)?,
+    };
+    let released = if args.bounded_work {
+        let bounded = mech
+            .with_noise(BoundedDiscreteLaplace::new)
+            .map_err(param("sensitivity"))?;
+        release_all(&bounded, &input.values, &mut rng)?
+    } else {
+        release_all(&mech, &input.values, &mut rng)?
+    };
+    input.write(&released, stdout)?;
+    summarize(&mech, args.bounded_work, released.len(), stderr)?;
+    Ok(())
+}
+
+fn release_all<N: IntegerNoise>(
+    mech: &GridLaplace<N>,
+    values: &[(usize, Fixed)],
+    rng: &mut ChaCha12Rng,
+) -> Result<Vec<Fixed>, CliError> {
+    values
+        .iter()
+        .map(|&(line, v)| {
+            mech.release(v, rng).map_err(|source| CliError::Value {
+                line,
+                text: v.to_string(),
+                source,
+            })
+        })
+        .collect()
+}
+
+fn summarize(
+    mech: &GridLaplace<DiscreteLaplace>,
+    bounded: bool,
+    count: usize,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    let noise = mech.noise();
+    let delta = if bounded { ", δ ≤ 2^-64" } else { "" };
+    writeln!(
+        stderr,
+        "privq: released {count} value(s), each with ε = {}{delta}; grid γ = 2^{} = {}; \
+         sensitivity {} steps; noise scale {}/{} steps (std dev ≈ {:.4})",
+        mech.epsilon(),
+        mech.grid_exp(),
+        mech.grid(),
+        mech.sensitivity_steps(),
+        noise.scale_num(),
+        noise.scale_den(),
+        noise.variance().sqrt() * mech.grid().to_f64(),
+    )?;
+    writeln!(
+        stderr,
+        "privq: values that describe the same individual compose: k of them cost k·ε"
+    )?;
+    Ok(())
+}
+
+/// Parsed input: the values with their line numbers, and how to write them back.
+struct Input {
+    values: Vec<(usize, Fixed)>,
+    csv: Option<CsvTable>,
+}
+
+struct CsvTable {
+    header: csv::StringRecord,
+    records: Vec<csv::StringRecord>,
+    column: usize,
+}
+
+impl Input {
+    /// One number per line; blank lines are not allowed except at the end.
+    fn lines(text: &str) -> Result<Input, CliError> {
+        let lines: Vec<&str> = text.lines().collect();
+        let last = lines.iter().rposition(|l| !l.trim().is_empty());
+        let mut values = Vec::new();
+        for (i, line) in lines.iter().enumerate().take(last.map_or(0, |l| l + 1)) {
+            values.push((i + 1, parse_value(i + 1, line)?));
+        }
+        if values.is_empty() {
+            return Err(CliError::EmptyInput);
+        }
+        Ok(Input { values, csv: None })
+    }
+
+    /// CSV with a header row; values come from `column`.
+    fn csv(text: &str, column: &str) -> Result<Input, CliError> {
+        let mut reader = csv::ReaderBuilder::new().from_reader(BufReader::new(text.as_bytes()));
+        let header = reader.headers()?.clone();
+        let index = header.iter().position(|h| h.trim() == column).ok_or_else(|| {
+            CliError::MissingColumn {
+                column: column.to_string(),
+                available: header.iter().map(str::to_string).collect(),
+            }
+        })?;
+        let mut records = Vec::new();
+        let mut values = Vec::new();
+        for (i, record) in reader.records().enumerate() {
+            let record = record?;
+            // Line numbers count the header as line 1.
+            let line = record.position().map_or(i + 2, |p| p.line() as usize);
+            let field = record.get(index).unwrap_or("");
+            values.push((line, parse_value(line, field)?));
+            records.push(record);
+        }
+        if values.is_empty() {
+            return Err(CliError::EmptyInput);
+        }
+        Ok(Input {
+            values,
+            csv: Some(CsvTable {
+                header,
+                records,
+                column: index,
+            }),
+        })
+    }
+
+    fn write(&self, released: &[Fixed], out: &mut dyn Write) -> Result<(), CliError> {
+        match &self.csv {
+            None => {
+                for v in released {
+                    writeln!(out, "{v}")?;
+                }
+            }
+            Some(table) => {
+                let mut w = csv::Writer::from_writer(out);
+                w.write_record(&table.header)?;
+                for (record, v) in table.records.iter().zip(released) {
+                    let text = v.to_string();
+                    let row = record
+                        .iter()
+                        .enumerate()
+                        .map(|(i, f)| if i == table.column { text.as_str() } else { f });
+                    w.write_record(row)?;
+                }
+                w.flush()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse_value(line: usize, text: &str) -> Result<Fixed, CliError> {
+    text.trim().parse().map_err(|source| CliError::Value {
+        line,
+        text: text.to_string(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn run_with(argv: &[&str], input: &str) -> Result<(String, String), CliError> {
+        let cli = crate::cli::Cli::try_parse_from(
+            std::iter::once("privq").chain(argv.iter().copied()),
+        )
+        .expect("valid arguments");
+        let mut stdin = input.as_bytes();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        crate::cli::run(cli, &mut stdin, &mut out, &mut err)?;
+        Ok((String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap()))
+    }
+
+    #[test]
+    fn noises_lines_reproducibly_on_the_grid() {
+        let argv = ["noise", "--epsilon", "1/2", "--sensitivity", "1", "--seed", "3"];
+        let (out, err) = run_with(&argv, "3\n4.25\n-7\n\n").unwrap();
+        let values: Vec<Fixed> = out.lines().map(|l| l.parse().unwrap()).collect();
+        assert_eq!(values.len(), 3);
+        for v in &values {
+            assert_eq!(v.to_bits() % (1 << 22), 0, "{v} is not on the 2^-10 grid");
+        }
+        assert_eq!(run_with(&argv, "3\n4.25\n-7\n").unwrap().0, out);
+        assert!(err.contains("ε = 1/2"), "{err}");
+        assert!(err.contains("warning"), "{err}");
+    }
+
+    #[test]
+    fn demo_csv_keeps_other_columns() {
+        let argv = ["noise", "--demo", "--epsilon", "1", "--sensitivity", "0.5", "--seed", "1"];
+        let (out, _) = run_with(&argv, "").unwrap();
+        let mut lines = out.lines();
+        assert_eq!(lines.next(), Some("device,room,temperature_c"));
+        let first = lines.next().unwrap();
+        assert!(first.starts_with("dev-00,lab,"), "{first}");
+        assert_eq!(out.lines().count(), 25);
+    }
+
+    #[test]
+    fn bounded_work_reports_delta() {
+        let argv = [
+            "noise", "--epsilon", "2", "--sensitivity", "1", "--seed", "1", "--bounded-work",
+        ];
+        let (out, err) = run_with(&argv, "10\n").unwrap();
+        assert_eq!(out.lines().count(), 1);
+        assert!(err.contains("δ ≤ 2^-64"), "{err}");
+    }
+
+    #[test]
+    fn bad_input_is_named() {
+        let base = ["noise", "--sensitivity", "1", "--seed", "1", "--epsilon"];
+        let with_eps = |e: &'static str| {
+            let mut v = base.to_vec();
+            v.push(e);
+            v
+        };
+        for (eps, want) in [
+            ("0", privq_core::Error::EpsilonZero),
+            ("-1", privq_core::Error::EpsilonNegative),
+            ("nan", privq_core::Error::EpsilonNotFinite),
+        ] {
+            match run_with(&with_eps(eps), "1\n") {
+                Err(CliError::Parameter { option: "epsilon", source }) => assert_eq!(source, want),
+                other => panic!("{eps}: {other:?}"),
+            }
+        }
+        match run_with(&with_eps("1"), "1\nabc\n") {
+            Err(CliError::Value { line: 2, text, .. }) => assert_eq!(text, "abc"),
+            other => panic!("{other:?}"),
+        }
+        match run_with(&with_eps("1"), "1\n\n2\n") {
+            Err(CliError::Value { line: 2, .. }) => {}
+            other => panic!("blank line in the middle: {other:?}"),
+        }
+        match run_with(&with_eps("1"), "99999999999\n") {
+            Err(CliError::Value { source, .. }) => assert_eq!(source, privq_core::Error::OutOfRange),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(run_with(&with_eps("1"), ""), Err(CliError::EmptyInput)));
+        let mut csv_args = with_eps("1");
+        csv_args.extend(["--column", "nope"]);
+        assert!(matches!(
+            run_with(&csv_args, "a,b\n1,2\n"),
+            Err(CliError::MissingColumn { .. })
+        ));
+        let zero_sens = ["noise", "--epsilon", "1", "--sensitivity", "0", "--seed", "1"];
+        assert!(matches!(
+            run_with(&zero_sens, "1\n"),
+            Err(CliError::Parameter { option: "sensitivity", .. })
+        ));
+    }
+}

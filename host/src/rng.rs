@@ -1,0 +1,31 @@
+//! Random number generators for the host.
+
+use rand_chacha::ChaCha12Rng;
+use rand_core::SeedableRng;
+
+/// The operating system could not provide entropy.
+#[derive(Debug)]
+pub struct SeedError(getrandom::Error);
+
+impl std::fmt::Display for SeedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "could not read entropy from the operating system: {}", self.0)
+    }
+}
+
+impl std::error::Error for SeedError {}
+
+/// A ChaCha12 generator seeded with 256 bits from the operating system: use this
+/// for real releases.
+pub fn secure_rng() -> Result<ChaCha12Rng, SeedError> {
+    let mut seed = [0u8; 32];
+    getrandom::fill(&mut seed).map_err(SeedError)?;
+    Ok(ChaCha12Rng::from_seed(seed))
+}
+
+/// A ChaCha12 generator from a fixed seed: reproducible runs, tests and
+/// experiments. Anyone who knows the seed can remove the noise, so never use it
+/// for a real release.
+pub fn seeded_rng(seed: u64) -> ChaCha12Rng {
+    ChaCha12Rng::seed_from_u64(seed)
+}
