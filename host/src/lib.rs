@@ -18,5 +18,6 @@ pub use privq_core::*;
 
 pub mod cli;
 mod rng;
+pub mod stats;
 
 pub use rng::{SeedError, secure_rng, seeded_rng};
