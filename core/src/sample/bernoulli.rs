@@ -51,8 +51,13 @@ pub(crate) fn bernoulli_exp_unit<R: Rng + ?Sized>(p: u64, q: u64, rng: &mut R) -
     }
     let mut k: u64 = 1;
     loop {
-        let qk = q.checked_mul(k).ok_or(Error::Overflow)?;
-        if uniform_below(qk, rng)? >= p {
+        // Continue with probability p/(q·k): one uniform draw below q·k when that
+        // fits in u64, otherwise Bernoulli(p/q) ∧ Bernoulli(1/k) (same probability).
+        let continues = match q.checked_mul(k) {
+            Some(qk) => uniform_below(qk, rng)? < p,
+            None => uniform_below(q, rng)? < p && uniform_below(k, rng)? == 0,
+        };
+        if !continues {
             return Ok(k % 2 == 1);
         }
         k += 1;

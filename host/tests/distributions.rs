@@ -1,0 +1,478 @@
+//! Exact-distribution tests of the core samplers.
+//!
+//! Every case draws 10⁶ samples from a fixed seed and runs a chi-square goodness-of-fit
+//! test against the exact pmf (computed in `f64`, far more precisely than 10⁶ samples
+//! can resolve). A case fails only when its p-value is below [`ALPHA`] = 10⁻⁶ (split
+//! evenly when a case runs several checks), so a correct sampler fails a case with
+//! probability below 10⁻⁶; with fixed seeds the outcome is reproducible.
+//!
+//! Run with `-- --nocapture` to see every statistic.
+
+use privq_host::sample::{
+    BoundedDiscreteLaplace, DiscreteLaplace, bernoulli, bernoulli_exp, uniform_below,
+};
+use privq_host::stats::{chi_square_gof, chi2_sf, normal_isf};
+use privq_host::{Epsilon, Error, Fixed, GridLaplace};
+use proptest::prelude::*;
+use proptest::test_runner::RngSeed;
+use rand_chacha::ChaCha12Rng;
+use rand_core::SeedableRng;
+
+/// Samples per case.
+const N: u64 = 1_000_000;
+
+/// Largest probability with which a correct sampler may fail one case.
+const ALPHA: f64 = 1e-6;
+
+fn rng(seed: u64) -> ChaCha12Rng {
+    ChaCha12Rng::seed_from_u64(seed)
+}
+
+/// Asserts `p_value ≥ alpha`, printing the statistic either way.
+fn require(what: &str, p_value: f64, detail: impl std::fmt::Display, alpha: f64) {
+    eprintln!("{what}: {detail}");
+    assert!(
+        p_value >= alpha,
+        "{what}: p = {p_value:e} < {alpha:e} ({detail})"
+    );
+}
+
+// ---------------------------------------------------------------- discrete Laplace
+
+/// The exact discrete Laplace pmf and the cells used to test it: single integers
+/// `−K..=K` plus the two tails `< −K` and `> K`, with `K` about `t·ln N` (tail ≈ 1/N).
+struct LaplaceCells {
+    k_max: i64,
+    probs: Vec<f64>,
+    q: f64,
+}
+
+impl LaplaceCells {
+    fn new(num: u64, den: u64) -> Self {
+        let t = num as f64 / den as f64;
+        let q = (-1.0 / t).exp();
+        let one_minus_q = -(-1.0 / t).exp_m1();
+        let k_max = (t * (N as f64).ln()).ceil() as i64 + 1;
+        let center = one_minus_q / (1.0 + q);
+        // P[X > K] = q^{K+1}/(1+q).
+        let tail = q.powf(k_max as f64 + 1.0) / (1.0 + q);
+        let mut probs = Vec::with_capacity(2 * k_max as usize + 3);
+        probs.push(tail);
+        for k in -k_max..=k_max {
+            probs.push(center * q.powf(k.unsigned_abs() as f64));
+        }
+        probs.push(tail);
+        LaplaceCells { k_max, probs, q }
+    }
+
+    fn cell(&self, x: i64) -> usize {
+        if x < -self.k_max {
+            0
+        } else if x > self.k_max {
+            self.probs.len() - 1
+        } else {
+            (x + self.k_max + 1) as usize
+        }
+    }
+
+    fn variance(&self) -> f64 {
+        2.0 * self.q / ((1.0 - self.q) * (1.0 - self.q))
+    }
+
+    /// Exact fourth central moment, by summing the pmf far into the tail.
+    fn fourth_moment(&self, t: f64) -> f64 {
+        let center = -(-1.0 / t).exp_m1() / (1.0 + self.q);
+        let limit = (t * 60.0).ceil() as i64 + 10;
+        (1..=limit)
+            .map(|k| 2.0 * center * self.q.powf(k as f64) * (k as f64).powi(4))
+            .sum()
+    }
+}
+
+/// Sums consecutive groups of `width` cells (the tail cells stay single).
+fn coarsen(values: &[f64], width: usize) -> Vec<f64> {
+    let n = values.len();
+    let mut out = vec![values[0]];
+    out.extend(
+        values[1..n - 1]
+            .chunks(width)
+            .map(|c| c.iter().sum::<f64>()),
+    );
+    out.push(values[n - 1]);
+    out
+}
+
+/// Chi-square (fine and, for scales ≥ 10, coarse cells), symmetry, mean and variance
+/// checks of `N` discrete Laplace samples with scale `num/den`.
+fn check_discrete_laplace(
+    name: &str,
+    num: u64,
+    den: u64,
+    seed: u64,
+    mut draw: impl FnMut(&mut ChaCha12Rng) -> i64,
+) {
+    let t = num as f64 / den as f64;
+    let cells = LaplaceCells::new(num, den);
+    let mut counts = vec![0u64; cells.probs.len()];
+    let (mut sum, mut sum2) = (0i128, 0i128);
+    let mut rng = rng(seed);
+    for _ in 0..N {
+        let x = draw(&mut rng);
+        counts[cells.cell(x)] += 1;
+        sum += i128::from(x);
+        sum2 += i128::from(x) * i128::from(x);
+    }
+    let coarse = t >= 10.0;
+    let checks = if coarse { 5.0 } else { 4.0 };
+    let alpha = ALPHA / checks;
+    let label = format!("{name} t={num}/{den}");
+
+    // 1. Goodness of fit, one cell per integer (small cells pooled into the tails).
+    let fit = chi_square_gof(&counts, &cells.probs).unwrap();
+    require(&format!("{label} fine"), fit.p_value, &fit, alpha);
+
+    // 2. Goodness of fit on ~t/8-wide cells: more power against smooth deviations.
+    if coarse {
+        let width = (t / 8.0).ceil() as usize;
+        let probs = coarsen(&cells.probs, width);
+        let observed: Vec<u64> =
+            coarsen(&counts.iter().map(|&c| c as f64).collect::<Vec<_>>(), width)
+                .into_iter()
+                .map(|c| c as u64)
+                .collect();
+        let fit = chi_square_gof(&observed, &probs).unwrap();
+        require(
+            &format!("{label} coarse (width {width})"),
+            fit.p_value,
+            &fit,
+            alpha,
+        );
+    }
+
+    // 3. Symmetry: given c_k + c_{−k}, c_k is Binomial(·, ½). Runs of pairs are pooled
+    //    until each pooled pair holds ≥ 20 observations; Σ (a − b)²/(a + b) ~ χ²(pairs).
+    let zero = cells.cell(0);
+    let last = cells.probs.len() - 1;
+    let (mut stat, mut pairs) = (0.0, 0usize);
+    let (mut a, mut b) = (0u64, 0u64);
+    for d in 1..=zero {
+        a += counts[zero + d];
+        b += counts[zero - d];
+        if a + b >= 20 || zero + d == last {
+            if a + b > 0 {
+                let diff = a as f64 - b as f64;
+                stat += diff * diff / (a + b) as f64;
+                pairs += 1;
+            }
+            (a, b) = (0, 0);
+        }
+    }
+    let p = chi2_sf(stat, pairs);
+    require(
+        &format!("{label} symmetry"),
+        p,
+        format!("chi2 = {stat:.2} on {pairs} pairs, p = {p:.3e}"),
+        alpha,
+    );
+
+    // 4. Mean 0 and 5. variance 2e^{−1/t}/(1−e^{−1/t})², each within the normal
+    //    quantile for alpha/2 of its standard error.
+    let n = N as f64;
+    let var = cells.variance();
+    let z = normal_isf(alpha / 2.0);
+    let mean = sum as f64 / n;
+    let mean_bound = z * (var / n).sqrt();
+    eprintln!("{label} mean: {mean:.5} (bound ±{mean_bound:.5})");
+    assert!(
+        mean.abs() <= mean_bound,
+        "{label}: mean {mean} beyond ±{mean_bound}"
+    );
+    let sample_var = (sum2 as f64 - sum as f64 * mean) / (n - 1.0);
+    let var_se = ((cells.fourth_moment(t) - var * var) / n).sqrt();
+    eprintln!(
+        "{label} variance: {sample_var:.5} vs exact {var:.5} (bound ±{:.5})",
+        z * var_se
+    );
+    assert!(
+        (sample_var - var).abs() <= z * var_se,
+        "{label}: variance {sample_var} vs {var} beyond ±{}",
+        z * var_se
+    );
+}
+
+/// The scales of the issue: 0.5, 1, 10/3, 10, 100, 1000.
+const SCALES: [(u64, u64); 6] = [(1, 2), (1, 1), (10, 3), (10, 1), (100, 1), (1000, 1)];
+
+#[test]
+fn discrete_laplace_exact_matches_pmf() {
+    for (i, &(num, den)) in SCALES.iter().enumerate() {
+        let d = DiscreteLaplace::new(num, den).unwrap();
+        check_discrete_laplace("exact", num, den, 100 + i as u64, |r| d.sample(r).unwrap());
+    }
+}
+
+#[test]
+fn discrete_laplace_bounded_matches_pmf() {
+    for (i, &(num, den)) in SCALES.iter().enumerate() {
+        let d = BoundedDiscreteLaplace::new(num, den).unwrap();
+        check_discrete_laplace("bounded", num, den, 200 + i as u64, |r| {
+            d.sample(r).unwrap()
+        });
+    }
+}
+
+#[test]
+fn discrete_laplace_variance_formula_matches_pmf() {
+    // The closed form used above agrees with the pmf summed directly.
+    for &(num, den) in &SCALES {
+        let t = num as f64 / den as f64;
+        let cells = LaplaceCells::new(num, den);
+        let center = -(-1.0 / t).exp_m1() / (1.0 + cells.q);
+        let limit = (t * 60.0).ceil() as i64 + 10;
+        let direct: f64 = (1..=limit)
+            .map(|k| 2.0 * center * cells.q.powf(k as f64) * (k * k) as f64)
+            .sum();
+        let closed = DiscreteLaplace::new(num, den).unwrap().variance();
+        assert!(
+            (direct / closed - 1.0).abs() < 1e-9,
+            "t = {t}: {direct} vs {closed}"
+        );
+        assert!((cells.variance() / closed - 1.0).abs() < 1e-12);
+    }
+}
+
+// ---------------------------------------------------------------- Bernoulli
+
+/// Chi-square of a Bernoulli sampler against `P[true] = p` (two cells; equivalent to
+/// the two-sided binomial z-test).
+fn check_bernoulli(label: &str, p: f64, seed: u64, mut draw: impl FnMut(&mut ChaCha12Rng) -> bool) {
+    let mut rng = rng(seed);
+    let mut hits = 0u64;
+    for _ in 0..N {
+        hits += u64::from(draw(&mut rng));
+    }
+    let fit = chi_square_gof(&[hits, N - hits], &[p, 1.0 - p]).unwrap();
+    require(
+        label,
+        fit.p_value,
+        format!("{hits}/{N} vs p = {p:.6e}; {fit}"),
+        ALPHA,
+    );
+}
+
+#[test]
+fn bernoulli_rational_matches() {
+    let cases: [(u64, u64); 7] = [
+        (1, 2),
+        (1, 3),
+        (2, 7),
+        (1, 1000),
+        (999, 1000),
+        // q = 3·2⁶²: a biased `u64 % q` would give 1/2 here, not 1/3.
+        (1 << 62, 3 << 62),
+        (u64::MAX / 2, u64::MAX),
+    ];
+    for (i, &(p, q)) in cases.iter().enumerate() {
+        let prob = p as f64 / q as f64;
+        check_bernoulli(&format!("bernoulli {p}/{q}"), prob, 300 + i as u64, |r| {
+            bernoulli(p, q, r).unwrap()
+        });
+    }
+    // The certain cases.
+    let mut r = rng(310);
+    for _ in 0..10_000 {
+        assert!(!bernoulli(0, 9, &mut r).unwrap());
+        assert!(bernoulli(9, 9, &mut r).unwrap());
+    }
+}
+
+#[test]
+fn bernoulli_exp_matches() {
+    let cases: [(u64, u64); 9] = [
+        (1, 2),
+        (1, 1),
+        (3, 2),
+        (5, 2),
+        (7, 3),
+        (10, 1),
+        (1, 1000),
+        (999, 1000),
+        // Large denominators: q·k leaves u64 once the alternating loop reaches k = 3.
+        (1 << 61, 3 << 61),
+    ];
+    for (i, &(p, q)) in cases.iter().enumerate() {
+        let prob = (-(p as f64) / q as f64).exp();
+        check_bernoulli(
+            &format!("bernoulli_exp {p}/{q}"),
+            prob,
+            400 + i as u64,
+            |r| bernoulli_exp(p, q, r).unwrap(),
+        );
+    }
+    let mut r = rng(410);
+    for _ in 0..10_000 {
+        assert!(bernoulli_exp(0, 7, &mut r).unwrap());
+    }
+}
+
+// ---------------------------------------------------------------- uniform
+
+/// Number of `v ∈ [0, n)` with `⌊v·bins/n⌋ = b`.
+fn range_bin_size(n: u64, bins: u64, b: u64) -> u64 {
+    let start = |b: u64| (u128::from(b) * u128::from(n)).div_ceil(u128::from(bins));
+    (start(b + 1) - start(b)) as u64
+}
+
+#[test]
+fn uniform_below_matches() {
+    let ns: [u64; 8] = [2, 3, 7, 10, 1000, 3 << 62, (1 << 63) + 1, u64::MAX];
+    for (i, &n) in ns.iter().enumerate() {
+        let mut r = rng(500 + i as u64);
+        let bins = n.min(1000);
+        let mut by_range = vec![0u64; bins as usize];
+        let mut by_residue = [0u64; 3];
+        for _ in 0..N {
+            let v = uniform_below(n, &mut r).unwrap();
+            assert!(v < n);
+            by_range[(u128::from(v) * u128::from(bins) / u128::from(n)) as usize] += 1;
+            by_residue[(v % 3) as usize] += 1;
+        }
+        let probs: Vec<f64> = (0..bins)
+            .map(|b| range_bin_size(n, bins, b) as f64 / n as f64)
+            .collect();
+        let fit = chi_square_gof(&by_range, &probs).unwrap();
+        require(
+            &format!("uniform_below({n}) ranges"),
+            fit.p_value,
+            &fit,
+            ALPHA / 2.0,
+        );
+        if n >= 3 {
+            // Residues mod 3 catch a bias that alternates along the range (e.g. an
+            // unrejected multiply-shift with n = 3·2⁶²).
+            let probs: Vec<f64> = (0..3u64)
+                .map(|r| ((n - r).div_ceil(3)) as f64 / n as f64)
+                .collect();
+            let fit = chi_square_gof(&by_residue, &probs).unwrap();
+            require(
+                &format!("uniform_below({n}) mod 3"),
+                fit.p_value,
+                &fit,
+                ALPHA / 2.0,
+            );
+        }
+    }
+    let mut r = rng(510);
+    for _ in 0..1000 {
+        assert_eq!(uniform_below(1, &mut r).unwrap(), 0);
+    }
+    assert_eq!(uniform_below(0, &mut r), Err(Error::EmptyRange));
+}
+
+// ---------------------------------------------------------------- the harness itself
+
+/// The chi-square machinery above is not vacuous: samples from a slightly wrong scale
+/// (t = 1.02 instead of 1) are rejected.
+#[test]
+fn gof_detects_a_two_percent_scale_error() {
+    let wrong = DiscreteLaplace::new(51, 50).unwrap();
+    let cells = LaplaceCells::new(1, 1);
+    let mut counts = vec![0u64; cells.probs.len()];
+    let mut r = rng(600);
+    for _ in 0..N {
+        counts[cells.cell(wrong.sample(&mut r).unwrap())] += 1;
+    }
+    let fit = chi_square_gof(&counts, &cells.probs).unwrap();
+    eprintln!("wrong scale: {fit}");
+    assert!(fit.p_value < ALPHA, "{fit}");
+}
+
+// ---------------------------------------------------------------- properties
+
+/// Property tests run from a fixed seed (reproducible, like every test here); a failure
+/// prints its minimal counterexample instead of writing a regressions file.
+fn proptest_config() -> ProptestConfig {
+    ProptestConfig {
+        cases: 512,
+        failure_persistence: None,
+        rng_seed: RngSeed::Fixed(0x5eed_0f_d157),
+        ..ProptestConfig::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(proptest_config())]
+
+    #[test]
+    fn uniform_below_is_below(n in 1u64.., seed: u64) {
+        let mut r = rng(seed);
+        for _ in 0..16 {
+            prop_assert!(uniform_below(n, &mut r).unwrap() < n);
+        }
+    }
+
+    #[test]
+    fn bernoulli_never_errors_when_p_at_most_q(q in 1u64.., frac in 0.0f64..=1.0, seed: u64) {
+        let p = ((q as f64) * frac) as u64;
+        let p = p.min(q);
+        let mut r = rng(seed);
+        for _ in 0..16 {
+            prop_assert!(bernoulli(p, q, &mut r).is_ok());
+        }
+        prop_assert_eq!(bernoulli(q.saturating_add(1), q, &mut r).is_err(), q < u64::MAX);
+    }
+
+    #[test]
+    fn bernoulli_exp_never_errors(p in 0u64..1_000_000, q in 1u64.., seed: u64) {
+        let mut r = rng(seed);
+        for _ in 0..16 {
+            prop_assert!(bernoulli_exp(p, q, &mut r).is_ok());
+        }
+    }
+
+    #[test]
+    fn discrete_laplace_samples(num in 1u64..1_000_000_000, den in 1u64..1_000_000_000, seed: u64) {
+        let d = DiscreteLaplace::new(num, den).unwrap();
+        let mut r = rng(seed);
+        for _ in 0..8 {
+            prop_assert!(d.sample(&mut r).is_ok());
+        }
+    }
+
+    #[test]
+    fn grid_laplace_outputs_stay_on_the_lattice(
+        value in any::<i64>(),
+        sensitivity in 1i64..(1i64 << 50),
+        eps_num in 1u64..1000,
+        eps_den in 1u64..1000,
+        seed: u64,
+    ) {
+        let eps = Epsilon::new(eps_num, eps_den).unwrap();
+        let mech = GridLaplace::new(Fixed::from_bits(sensitivity), eps).unwrap();
+        let step = mech.grid().to_bits();
+        prop_assert!(step > 0 && step.count_ones() == 1);
+        let mut r = rng(seed);
+        for _ in 0..4 {
+            let out = mech.release(Fixed::from_bits(value), &mut r).unwrap();
+            prop_assert_eq!(out.to_bits().rem_euclid(step), 0);
+        }
+        let bounded = mech.with_noise(BoundedDiscreteLaplace::new);
+        if let Ok(bounded) = bounded {
+            let out = bounded.release(Fixed::from_bits(value), &mut r).unwrap();
+            prop_assert_eq!(out.to_bits().rem_euclid(step), 0);
+        }
+    }
+
+    #[test]
+    fn epsilon_from_f64_never_exceeds_its_input(x in 1e-18f64..1e18) {
+        let e = Epsilon::from_f64(x).unwrap();
+        // Every accepted value has a power-of-two denominator, so x·den is exact and
+        // num ≤ x·den  ⇔  num ≤ ⌊x·den⌋.
+        prop_assert!(e.den().is_power_of_two());
+        let scaled = x * e.den() as f64;
+        let bound = if scaled >= 2f64.powi(64) { u64::MAX } else { scaled.floor() as u64 };
+        prop_assert!(e.num() <= bound, "{} > {}", e, x);
+        // And it rounds down by less than one unit in the 63rd fractional bit (or is exact).
+        prop_assert!(x - e.to_f64() <= x * 1e-15 + 2f64.powi(-63));
+    }
+}
