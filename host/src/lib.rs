@@ -21,3 +21,4 @@ mod rng;
 pub mod stats;
 
 pub use rng::{SeedError, secure_rng, seeded_rng};
+pub mod data;

@@ -1,0 +1,389 @@
+//! Domains: named attributes, their values, and the indexing of the universe.
+
+use privq_core::Fixed;
+use serde::Deserialize;
+
+use super::error::DataError;
+
+/// What values an attribute takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttributeKind {
+    /// A finite set of category labels, matched exactly.
+    Categorical(Vec<String>),
+    /// A numeric attribute cut into bins by strictly increasing fixed-point edges
+    /// `e_0 < e_1 < … < e_b`: bin `i` holds `[e_i, e_{i+1})`, the last bin also holds
+    /// `e_b`. Values outside `[e_0, e_b]` are rejected.
+    Binned(Vec<Fixed>),
+}
+
+/// One named attribute of a domain.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attribute {
+    name: String,
+    kind: AttributeKind,
+}
+
+impl Attribute {
+    /// A categorical attribute with the given labels (distinct, at least one).
+    pub fn categorical<S: Into<String>>(
+        name: impl Into<String>,
+        values: impl IntoIterator<Item = S>,
+    ) -> Result<Self, DataError> {
+        let name = name.into();
+        let values: Vec<String> = values.into_iter().map(Into::into).collect();
+        if values.is_empty() {
+            return Err(DataError::InvalidDomain(format!(
+                "attribute {name:?} has no values"
+            )));
+        }
+        for (i, v) in values.iter().enumerate() {
+            if values[..i].contains(v) {
+                return Err(DataError::InvalidDomain(format!(
+                    "attribute {name:?} lists the value {v:?} twice"
+                )));
+            }
+        }
+        Ok(Attribute {
+            name,
+            kind: AttributeKind::Categorical(values),
+        })
+    }
+
+    /// A binary attribute with values `"0"` and `"1"` (value index = the bit).
+    pub fn binary(name: impl Into<String>) -> Self {
+        Attribute {
+            name: name.into(),
+            kind: AttributeKind::Categorical(vec!["0".into(), "1".into()]),
+        }
+    }
+
+    /// A numeric attribute binned on strictly increasing edges (at least two).
+    pub fn binned(name: impl Into<String>, edges: Vec<Fixed>) -> Result<Self, DataError> {
+        let name = name.into();
+        if edges.len() < 2 {
+            return Err(DataError::InvalidDomain(format!(
+                "attribute {name:?} needs at least two bin edges"
+            )));
+        }
+        if edges.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(DataError::InvalidDomain(format!(
+                "the bin edges of attribute {name:?} must strictly increase"
+            )));
+        }
+        Ok(Attribute {
+            name,
+            kind: AttributeKind::Binned(edges),
+        })
+    }
+
+    /// The attribute's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its kind and values.
+    pub fn kind(&self) -> &AttributeKind {
+        &self.kind
+    }
+
+    /// How many distinct values (categories or bins) it has.
+    pub fn size(&self) -> usize {
+        match &self.kind {
+            AttributeKind::Categorical(v) => v.len(),
+            AttributeKind::Binned(e) => e.len() - 1,
+        }
+    }
+
+    /// The value index of a text value, or `None` if the attribute has no such value.
+    pub fn index_of(&self, text: &str) -> Option<usize> {
+        let text = text.trim();
+        match &self.kind {
+            AttributeKind::Categorical(v) => v.iter().position(|s| s == text),
+            AttributeKind::Binned(edges) => {
+                let x: Fixed = text.parse().ok()?;
+                let last = edges.len() - 1;
+                if x < edges[0] || x > edges[last] {
+                    return None;
+                }
+                // Number of edges ≤ x, minus one; the right end falls in the last bin.
+                let i = edges.partition_point(|e| *e <= x);
+                Some((i - 1).min(last - 1))
+            }
+        }
+    }
+
+    /// A label for value index `i`: the category, or `[lo,hi)` for a bin.
+    pub fn label(&self, i: usize) -> Option<String> {
+        match &self.kind {
+            AttributeKind::Categorical(v) => v.get(i).cloned(),
+            AttributeKind::Binned(e) => {
+                let (lo, hi) = (e.get(i)?, e.get(i + 1)?);
+                Some(format!("[{lo},{hi})"))
+            }
+        }
+    }
+}
+
+/// A finite universe: the product of named attributes.
+///
+/// Records are indexed in mixed radix with attribute 0 the least significant digit,
+/// so in a binary domain bit `i` of a cell index is attribute `i` — the bit order of
+/// every query and of the Walsh–Hadamard code.
+///
+/// ```
+/// use privq_host::data::{Attribute, Domain};
+/// let d = Domain::new(vec![Attribute::binary("smoker"), Attribute::categorical("size", ["S", "M", "L"])?])?;
+/// assert_eq!(d.size(), 6);
+/// assert_eq!(d.encode(&[1, 2])?, 1 + 2 * 2);
+/// assert_eq!(d.decode(5), vec![1, 2]);
+/// # Ok::<(), privq_host::data::DataError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Domain {
+    attributes: Vec<Attribute>,
+    strides: Vec<usize>,
+    size: usize,
+}
+
+impl Domain {
+    /// A domain from its attributes (non-empty, distinct names). The universe size
+    /// must fit in `usize`; memory is checked when a histogram is allocated.
+    pub fn new(attributes: Vec<Attribute>) -> Result<Self, DataError> {
+        if attributes.is_empty() {
+            return Err(DataError::InvalidDomain("no attributes".into()));
+        }
+        let mut strides = Vec::with_capacity(attributes.len());
+        let mut size: usize = 1;
+        for (i, a) in attributes.iter().enumerate() {
+            if attributes[..i].iter().any(|b| b.name == a.name) {
+                return Err(DataError::InvalidDomain(format!(
+                    "the attribute name {:?} appears twice",
+                    a.name
+                )));
+            }
+            strides.push(size);
+            size = size
+                .checked_mul(a.size())
+                .ok_or(DataError::UniverseTooLarge {
+                    cells: u64::MAX,
+                    bytes: u64::MAX,
+                    cap: 0,
+                })?;
+        }
+        Ok(Domain {
+            attributes,
+            strides,
+            size,
+        })
+    }
+
+    /// `d` binary attributes named by `names` (universe `{0,1}^d`).
+    pub fn binary<S: Into<String>>(names: impl IntoIterator<Item = S>) -> Result<Self, DataError> {
+        Domain::new(names.into_iter().map(Attribute::binary).collect())
+    }
+
+    /// Parses a JSON domain spec:
+    ///
+    /// ```
+    /// use privq_host::data::Domain;
+    /// let d = Domain::from_json(r#"{"attributes": [
+    ///     {"name": "smoker", "values": ["no", "yes"]},
+    ///     {"name": "age", "edges": [0, 18, 65, 120]}
+    /// ]}"#)?;
+    /// assert_eq!(d.size(), 2 * 3);
+    /// assert_eq!(d.attribute(1).unwrap().index_of("64.5"), Some(1));
+    /// # Ok::<(), privq_host::data::DataError>(())
+    /// ```
+    pub fn from_json(text: &str) -> Result<Self, DataError> {
+        let spec: DomainSpec = serde_json::from_str(text)?;
+        let mut attrs = Vec::with_capacity(spec.attributes.len());
+        for a in spec.attributes {
+            attrs.push(match (a.values, a.edges) {
+                (Some(values), None) => Attribute::categorical(a.name, values)?,
+                (None, Some(edges)) => {
+                    let edges = edges
+                        .iter()
+                        .map(|e| {
+                            let text = match e {
+                                EdgeSpec::Text(s) => s.clone(),
+                                EdgeSpec::Number(n) => n.to_string(),
+                            };
+                            text.parse::<Fixed>().map_err(|err| {
+                                DataError::InvalidDomain(format!(
+                                    "attribute {:?}: bin edge {text:?}: {err}",
+                                    a.name
+                                ))
+                            })
+                        })
+                        .collect::<Result<Vec<_>, _>>()?;
+                    Attribute::binned(a.name, edges)?
+                }
+                (Some(_), Some(_)) | (None, None) => {
+                    return Err(DataError::InvalidDomain(format!(
+                        "attribute {:?} needs exactly one of \"values\" or \"edges\"",
+                        a.name
+                    )));
+                }
+            });
+        }
+        Domain::new(attrs)
+    }
+
+    /// The attributes, in index order.
+    pub fn attributes(&self) -> &[Attribute] {
+        &self.attributes
+    }
+
+    /// Attribute `i`.
+    pub fn attribute(&self, i: usize) -> Option<&Attribute> {
+        self.attributes.get(i)
+    }
+
+    /// The position of the attribute called `name`.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.attributes.iter().position(|a| a.name == name)
+    }
+
+    /// Number of attributes.
+    pub fn dims(&self) -> usize {
+        self.attributes.len()
+    }
+
+    /// Number of cells N of the universe.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The index stride of each attribute.
+    pub fn strides(&self) -> &[usize] {
+        &self.strides
+    }
+
+    /// True when every attribute has exactly two values (universe `{0,1}^d`).
+    pub fn is_binary(&self) -> bool {
+        self.attributes.iter().all(|a| a.size() == 2)
+    }
+
+    /// The cell index of a record given by value indices, one per attribute.
+    pub fn encode(&self, values: &[usize]) -> Result<usize, DataError> {
+        if values.len() != self.attributes.len() {
+            return Err(DataError::LengthMismatch {
+                expected: self.attributes.len(),
+                got: values.len(),
+            });
+        }
+        let mut index = 0;
+        for ((a, &v), &s) in self.attributes.iter().zip(values).zip(&self.strides) {
+            if v >= a.size() {
+                return Err(DataError::UnknownValue {
+                    attribute: a.name.clone(),
+                    value: v.to_string(),
+                    line: 0,
+                });
+            }
+            index += v * s;
+        }
+        Ok(index)
+    }
+
+    /// The value indices of cell `index` (taken modulo the universe size).
+    pub fn decode(&self, index: usize) -> Vec<usize> {
+        let mut rest = index % self.size;
+        self.attributes
+            .iter()
+            .map(|a| {
+                let v = rest % a.size();
+                rest /= a.size();
+                v
+            })
+            .collect()
+    }
+
+    /// Value index of attribute `attr` in cell `index`.
+    pub fn value_of(&self, index: usize, attr: usize) -> Option<usize> {
+        let a = self.attributes.get(attr)?;
+        Some(index / self.strides[attr] % a.size())
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DomainSpec {
+    attributes: Vec<AttributeSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AttributeSpec {
+    name: String,
+    values: Option<Vec<String>>,
+    edges: Option<Vec<EdgeSpec>>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum EdgeSpec {
+    Text(String),
+    Number(serde_json::Number),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn binary_bit_order() {
+        let d = Domain::binary(["a", "b", "c"]).unwrap();
+        assert!(d.is_binary());
+        assert_eq!(d.encode(&[1, 0, 1]).unwrap(), 0b101);
+        assert_eq!(d.decode(0b110), vec![0, 1, 1]);
+        assert_eq!(d.value_of(0b110, 2), Some(1));
+    }
+
+    #[test]
+    fn bins_are_half_open_with_closed_end() {
+        let a = Attribute::binned(
+            "x",
+            vec![Fixed::from_int(0), Fixed::from_int(10), Fixed::from_int(20)],
+        )
+        .unwrap();
+        assert_eq!(a.index_of("0"), Some(0));
+        assert_eq!(a.index_of("9.999"), Some(0));
+        assert_eq!(a.index_of("10"), Some(1));
+        assert_eq!(a.index_of("20"), Some(1));
+        assert_eq!(a.index_of("20.001"), None);
+        assert_eq!(a.index_of("-1"), None);
+        assert_eq!(a.index_of("abc"), None);
+    }
+
+    #[test]
+    fn bad_specs_are_typed_errors() {
+        assert!(matches!(
+            Domain::from_json(r#"{"attributes": []}"#),
+            Err(DataError::InvalidDomain(_))
+        ));
+        assert!(matches!(
+            Domain::from_json(r#"{"attributes": [{"name": "a", "values": []}]}"#),
+            Err(DataError::InvalidDomain(_))
+        ));
+        assert!(matches!(
+            Domain::from_json(r#"{"attributes": [{"name": "a", "edges": [2, 1]}]}"#),
+            Err(DataError::InvalidDomain(_))
+        ));
+        assert!(matches!(
+            Domain::from_json(r#"{"attributes": [{"name": "a"}]}"#),
+            Err(DataError::InvalidDomain(_))
+        ));
+        assert!(matches!(Domain::from_json("{"), Err(DataError::Json(_))));
+        assert!(matches!(
+            Domain::binary(["a", "a"]),
+            Err(DataError::InvalidDomain(_))
+        ));
+        // 2^70 cells do not even fit the index type.
+        let names: Vec<String> = (0..70).map(|i| format!("a{i}")).collect();
+        assert!(matches!(
+            Domain::binary(names),
+            Err(DataError::UniverseTooLarge { .. })
+        ));
+    }
+}

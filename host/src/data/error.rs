@@ -1,0 +1,130 @@
+//! The data model's error type.
+
+use std::fmt;
+
+/// Everything that can go wrong while describing, loading or summarising data.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum DataError {
+    /// A record holds a value that its attribute does not list (or a number outside
+    /// every bin).
+    UnknownValue {
+        /// The attribute (column) name.
+        attribute: String,
+        /// The offending text.
+        value: String,
+        /// 1-based line in the input (the header is line 1).
+        line: usize,
+    },
+    /// A column that the domain needs is missing from the CSV header.
+    MissingColumn {
+        /// The missing column.
+        column: String,
+        /// The columns the header has.
+        available: Vec<String>,
+    },
+    /// The universe (product of the attribute sizes) needs more memory than the cap.
+    UniverseTooLarge {
+        /// Number of cells (saturating at `u64::MAX`).
+        cells: u64,
+        /// Bytes a dense histogram of that size needs (saturating).
+        bytes: u64,
+        /// The configured cap in bytes.
+        cap: u64,
+    },
+    /// The data hold no records (or every count is zero).
+    EmptyData,
+    /// The domain description is not usable (why is in the message).
+    InvalidDomain(String),
+    /// A count column value is not a non-negative integer.
+    BadCount {
+        /// 1-based line.
+        line: usize,
+        /// The offending text.
+        text: String,
+    },
+    /// Two vectors that must have the same length do not.
+    LengthMismatch {
+        /// The expected length.
+        expected: usize,
+        /// The length given.
+        got: usize,
+    },
+    /// A numeric value is negative, NaN or infinite where that is not allowed.
+    InvalidValue(String),
+    /// Malformed CSV.
+    Csv(csv::Error),
+    /// Malformed JSON domain spec.
+    Json(serde_json::Error),
+    /// Reading failed.
+    Io(std::io::Error),
+}
+
+impl fmt::Display for DataError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DataError::UnknownValue {
+                attribute,
+                value,
+                line,
+            } => write!(
+                f,
+                "line {line}: attribute {attribute:?} has no value {value:?}"
+            ),
+            DataError::MissingColumn { column, available } => write!(
+                f,
+                "no column named {column:?}; the header has: {}",
+                available.join(", ")
+            ),
+            DataError::UniverseTooLarge { cells, bytes, cap } => write!(
+                f,
+                "the universe has {cells} cells, which needs {bytes} bytes for a dense histogram; \
+                 the memory cap is {cap} bytes (raise it, or use fewer attributes or coarser bins)"
+            ),
+            DataError::EmptyData => write!(f, "the data hold no records"),
+            DataError::InvalidDomain(why) => write!(f, "invalid domain: {why}"),
+            DataError::BadCount { line, text } => {
+                write!(
+                    f,
+                    "line {line}: count {text:?} is not a non-negative integer"
+                )
+            }
+            DataError::LengthMismatch { expected, got } => {
+                write!(f, "length mismatch: expected {expected}, got {got}")
+            }
+            DataError::InvalidValue(why) => write!(f, "invalid value: {why}"),
+            DataError::Csv(e) => write!(f, "malformed CSV: {e}"),
+            DataError::Json(e) => write!(f, "malformed domain spec: {e}"),
+            DataError::Io(e) => write!(f, "i/o error: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for DataError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DataError::Csv(e) => Some(e),
+            DataError::Json(e) => Some(e),
+            DataError::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<csv::Error> for DataError {
+    fn from(e: csv::Error) -> Self {
+        DataError::Csv(e)
+    }
+}
+
+impl From<serde_json::Error> for DataError {
+    fn from(e: serde_json::Error) -> Self {
+        DataError::Json(e)
+    }
+}
+
+impl From<std::io::Error> for DataError {
+    fn from(e: std::io::Error) -> Self {
+        DataError::Io(e)
+    }
+}
