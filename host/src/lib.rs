@@ -21,4 +21,6 @@ mod rng;
 pub mod stats;
 
 pub use rng::{SeedError, secure_rng, seeded_rng};
+pub mod accountant;
 pub mod data;
+pub mod query;
