@@ -24,3 +24,4 @@ pub use rng::{SeedError, secure_rng, seeded_rng};
 pub mod accountant;
 pub mod data;
 pub mod query;
+pub mod mechanism;

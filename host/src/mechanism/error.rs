@@ -1,0 +1,68 @@
+//! The mechanisms' error type.
+
+use std::fmt;
+
+use crate::accountant::AccountantError;
+use crate::data::DataError;
+
+/// Why a mechanism refused to run or to answer.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum MechanismError {
+    /// A core sampler or parameter was rejected (ε ≤ 0, zero scale, overflow, …).
+    Core(privq_core::Error),
+    /// The privacy budget does not allow the release.
+    Budget(AccountantError),
+    /// The data or a query is unusable.
+    Data(DataError),
+    /// A parameter is out of range; the message says which.
+    InvalidParameter(String),
+    /// An interactive session already answered all the queries its budget allows.
+    QueryBudgetExhausted {
+        /// The number of queries the budget allowed.
+        limit: usize,
+    },
+}
+
+impl fmt::Display for MechanismError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MechanismError::Core(e) => write!(f, "{e}"),
+            MechanismError::Budget(e) => write!(f, "{e}"),
+            MechanismError::Data(e) => write!(f, "{e}"),
+            MechanismError::InvalidParameter(why) => write!(f, "invalid parameter: {why}"),
+            MechanismError::QueryBudgetExhausted { limit } => {
+                write!(f, "the session's budget of {limit} queries is used up")
+            }
+        }
+    }
+}
+
+impl std::error::Error for MechanismError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            MechanismError::Core(e) => Some(e),
+            MechanismError::Budget(e) => Some(e),
+            MechanismError::Data(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<privq_core::Error> for MechanismError {
+    fn from(e: privq_core::Error) -> Self {
+        MechanismError::Core(e)
+    }
+}
+
+impl From<AccountantError> for MechanismError {
+    fn from(e: AccountantError) -> Self {
+        MechanismError::Budget(e)
+    }
+}
+
+impl From<DataError> for MechanismError {
+    fn from(e: DataError) -> Self {
+        MechanismError::Data(e)
+    }
+}
