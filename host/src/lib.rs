@@ -25,3 +25,4 @@ pub mod accountant;
 pub mod data;
 pub mod query;
 pub mod mechanism;
+pub mod mw;
