@@ -45,6 +45,35 @@ pub enum Error {
     BinningMismatch,
     /// A bounded-work sampler exhausted its fixed iteration budget (probability ≤ its reported δ).
     IterationBudgetExhausted,
+    /// The caller's buffer is shorter than the report to be written.
+    BufferTooSmall,
+    /// An item index is not below the randomizer's domain size.
+    ItemOutOfDomain,
+    /// A domain size (or bucket count, or bound) is outside what the randomizer supports.
+    InvalidDomain,
+    /// A parameter cannot be written in the report format (e.g. ε's numerator or
+    /// denominator does not fit in 16 bits).
+    NotEncodable,
+    /// The release would take the device's lifetime ε above its cap.
+    BudgetExhausted,
+    /// The stored budget ledger failed validation; the device refuses every release.
+    LedgerCorrupted,
+    /// The ledger's persistent store could not be read or written.
+    Storage,
+    /// A report is shorter than its header.
+    ReportTruncated,
+    /// A report has an unsupported format version.
+    ReportVersion,
+    /// A report names an unknown mechanism.
+    UnknownMechanism,
+    /// A report's header parameters are invalid (ε zero, or a domain, bucket count,
+    /// bound or grid no randomizer produces).
+    ReportParameter,
+    /// A report's length differs from the length its header implies.
+    ReportLength,
+    /// A report's payload holds a value out of range (item ≥ domain, bit not 0/1,
+    /// padding bits set, hash seed ≥ prime, value off its grid).
+    ReportValueOutOfRange,
 }
 
 impl fmt::Display for Error {
@@ -70,6 +99,25 @@ impl fmt::Display for Error {
             Error::IterationBudgetExhausted => {
                 "the bounded-work sampler exhausted its iteration budget"
             }
+            Error::BufferTooSmall => "the output buffer is too small for the report",
+            Error::ItemOutOfDomain => "the item is not below the domain size",
+            Error::InvalidDomain => "the domain size, bucket count or bound is not supported",
+            Error::NotEncodable => {
+                "a parameter does not fit the report format (epsilon needs a 16-bit numerator and denominator)"
+            }
+            Error::BudgetExhausted => {
+                "the release would exceed the device's lifetime privacy budget"
+            }
+            Error::LedgerCorrupted => {
+                "the stored privacy-budget ledger is corrupted; every release is refused"
+            }
+            Error::Storage => "the privacy-budget ledger's storage failed",
+            Error::ReportTruncated => "the report is shorter than its header",
+            Error::ReportVersion => "the report has an unsupported format version",
+            Error::UnknownMechanism => "the report names an unknown mechanism",
+            Error::ReportParameter => "the report's header parameters are invalid",
+            Error::ReportLength => "the report's length does not match its header",
+            Error::ReportValueOutOfRange => "the report's payload holds an out-of-range value",
         };
         f.write_str(msg)
     }

@@ -50,3 +50,6 @@ pub use fixed::Fixed;
 pub use grid::{GridLaplace, laplace_on_grid};
 pub use histogram::Histogram;
 pub use rand_core;
+pub mod ledger;
+pub mod local;
+pub mod report;

@@ -1,0 +1,98 @@
+//! Binary randomized response.
+
+use rand_core::{CryptoRng, Rng};
+
+use super::{LocalRandomizer, Odds, QueryId, keep_with_odds};
+use crate::epsilon::Epsilon;
+use crate::error::{Error, Result};
+use crate::report::{HEADER_LEN, Header, MechanismId, check_encodable, encode_header};
+
+/// Binary randomized response (Warner 1965): report the true bit with probability
+/// `e^ε/(e^ε + 1)`, the other bit otherwise.
+///
+/// **Privacy.** `P[y = x] / P[y ≠ x] = e^ε` exactly, so every output's odds between
+/// the two inputs are at most `e^ε`. **Sampling.** [`keep_with_odds`] with `c = 1`:
+/// the fair-coin loop. **Report**: 13 bytes.
+///
+/// ```
+/// use privq_core::{Epsilon, local::BinaryRr};
+/// use rand_chacha::ChaCha12Rng;
+/// use rand_core::SeedableRng;
+/// let mut rng = ChaCha12Rng::seed_from_u64(1);
+/// let rr = BinaryRr::new(Epsilon::new(1, 2)?)?;
+/// let _released: bool = rr.randomize(true, &mut rng)?;
+/// # Ok::<(), privq_core::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct BinaryRr {
+    epsilon: Epsilon,
+}
+
+impl BinaryRr {
+    /// Randomized response at ε; [`Error::NotEncodable`] when ε's reduced fraction
+    /// does not fit the report header (16-bit numerator and denominator).
+    pub fn new(epsilon: Epsilon) -> Result<BinaryRr> {
+        check_encodable(epsilon)?;
+        Ok(BinaryRr { epsilon })
+    }
+
+    /// The released bit.
+    pub fn randomize<R: Rng + ?Sized>(&self, x: bool, rng: &mut R) -> Result<bool> {
+        Ok(if keep_with_odds(self.epsilon, 1, rng)? {
+            x
+        } else {
+            !x
+        })
+    }
+
+    /// Exact `P[output = y | input = x]`.
+    pub fn probability(&self, x: bool, y: bool) -> Odds {
+        if x == y {
+            Odds::linear([0, 1], [1, 1], false)
+        } else {
+            Odds::linear([1, 0], [1, 1], false)
+        }
+    }
+}
+
+impl LocalRandomizer for BinaryRr {
+    type Input = bool;
+
+    fn epsilon(&self) -> Epsilon {
+        self.epsilon
+    }
+
+    fn header(&self, query: QueryId) -> Header {
+        Header {
+            mechanism: MechanismId::BinaryRr,
+            query,
+            epsilon: self.epsilon,
+            param: 2,
+        }
+    }
+
+    fn report_len(&self) -> usize {
+        HEADER_LEN + 1
+    }
+
+    fn validate(&self, _input: &bool) -> Result<()> {
+        Ok(())
+    }
+
+    fn privatize_into<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        input: &bool,
+        query: QueryId,
+        rng: &mut R,
+        buf: &mut [u8],
+    ) -> Result<usize> {
+        let out = buf
+            .get_mut(..self.report_len())
+            .ok_or(Error::BufferTooSmall)?;
+        let bit = self.randomize(*input, rng)?;
+        encode_header(&self.header(query), out)?;
+        *out.get_mut(HEADER_LEN).ok_or(Error::BufferTooSmall)? = u8::from(bit);
+        Ok(self.report_len())
+    }
+}

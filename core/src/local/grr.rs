@@ -1,0 +1,130 @@
+//! k-ary (generalized) randomized response.
+
+use rand_core::{CryptoRng, Rng};
+
+use super::{LocalRandomizer, Odds, QueryId, check_item, keep_with_odds};
+use crate::epsilon::Epsilon;
+use crate::error::{Error, Result};
+use crate::report::{
+    HEADER_LEN, Header, MAX_DOMAIN, MechanismId, check_encodable, encode_header, index_width,
+    put_index,
+};
+use crate::sample::uniform_below;
+
+/// k-ary randomized response (GRR, "direct encoding") over items `0..d`.
+///
+/// Report the true item with probability `p = e^ε/(e^ε + d − 1)`, otherwise one of
+/// the other `d − 1` items uniformly, each with `q = 1/(e^ε + d − 1)`.
+///
+/// **Privacy.** Every output has probability `p` or `q` under any input and
+/// `p/q = e^ε`. **Sampling.** [`keep_with_odds`] with `c = d − 1` decides "keep"
+/// with exactly `p`; the replacement is `uniform_below(d − 1)` shifted past the
+/// true item. **Variance** of the unbiased frequency estimate (host):
+/// `n·Var = (e^ε + d − 2)/(e^ε − 1)²` at `f → 0`.
+///
+/// ```
+/// use privq_core::{Epsilon, local::Grr};
+/// use rand_chacha::ChaCha12Rng;
+/// use rand_core::SeedableRng;
+/// let mut rng = ChaCha12Rng::seed_from_u64(1);
+/// let grr = Grr::new(Epsilon::new(2, 1)?, 5)?;
+/// assert!(grr.randomize(4, &mut rng)? < 5);
+/// assert!(grr.randomize(5, &mut rng).is_err());
+/// # Ok::<(), privq_core::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Grr {
+    epsilon: Epsilon,
+    domain: u32,
+}
+
+impl Grr {
+    /// GRR over `domain` items; [`Error::InvalidDomain`] unless `2 ≤ d ≤ 2³¹ − 2`.
+    pub fn new(epsilon: Epsilon, domain: u32) -> Result<Grr> {
+        check_encodable(epsilon)?;
+        if !(2..=MAX_DOMAIN).contains(&domain) {
+            return Err(Error::InvalidDomain);
+        }
+        Ok(Grr { epsilon, domain })
+    }
+
+    /// The number of items `d`.
+    pub fn domain(&self) -> u32 {
+        self.domain
+    }
+
+    /// The released item.
+    pub fn randomize<R: Rng + ?Sized>(&self, x: u32, rng: &mut R) -> Result<u32> {
+        check_item(x, self.domain)?;
+        grr_core(self.epsilon, self.domain, x, rng)
+    }
+
+    /// Exact `P[output = y | input = x]`.
+    pub fn probability(&self, x: u32, y: u32) -> Odds {
+        let c = u128::from(self.domain - 1);
+        if x == y {
+            Odds::linear([0, 1], [c, 1], false)
+        } else {
+            Odds::linear([1, 0], [c, 1], false)
+        }
+    }
+}
+
+/// GRR on `0..k` for an already validated `x < k`, `k ≥ 2`.
+pub(crate) fn grr_core<R: Rng + ?Sized>(
+    epsilon: Epsilon,
+    k: u32,
+    x: u32,
+    rng: &mut R,
+) -> Result<u32> {
+    let others = u64::from(k) - 1;
+    if keep_with_odds(epsilon, others, rng)? {
+        return Ok(x);
+    }
+    // Below k − 1 ≤ u32::MAX: exact.
+    let y = uniform_below(others, rng)? as u32;
+    Ok(if y >= x { y + 1 } else { y })
+}
+
+impl LocalRandomizer for Grr {
+    type Input = u32;
+
+    fn epsilon(&self) -> Epsilon {
+        self.epsilon
+    }
+
+    fn header(&self, query: QueryId) -> Header {
+        Header {
+            mechanism: MechanismId::Grr,
+            query,
+            epsilon: self.epsilon,
+            param: self.domain,
+        }
+    }
+
+    fn report_len(&self) -> usize {
+        HEADER_LEN + index_width(u64::from(self.domain))
+    }
+
+    fn validate(&self, input: &u32) -> Result<()> {
+        check_item(*input, self.domain)
+    }
+
+    fn privatize_into<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        input: &u32,
+        query: QueryId,
+        rng: &mut R,
+        buf: &mut [u8],
+    ) -> Result<usize> {
+        let out = buf
+            .get_mut(..self.report_len())
+            .ok_or(Error::BufferTooSmall)?;
+        let y = self.randomize(*input, rng)?;
+        encode_header(&self.header(query), out)?;
+        let payload = out.get_mut(HEADER_LEN..).ok_or(Error::BufferTooSmall)?;
+        put_index(y, u64::from(self.domain), payload)?;
+        Ok(self.report_len())
+    }
+}

@@ -1,0 +1,118 @@
+//! Local differential privacy: randomizers that run on the device.
+//!
+//! Each randomizer turns one private input into a report that is ε-locally
+//! differentially private: for every pair of inputs `x, x′` and every output `o`,
+//! `P[o | x] ≤ e^ε · P[o | x′]`. Every random choice is drawn exactly with integer
+//! arithmetic (ARCHITECTURE principle 1): the probabilities below are exact, not
+//! approximations, and [`Odds`] exposes each randomizer's output probabilities as
+//! exact rational functions of `e^ε` so tests can check the privacy ratio exactly.
+//!
+//! | randomizer | input | output | report bytes (see `docs/report-format.md`) |
+//! |---|---|---|---|
+//! | [`BinaryRr`] | `bool` | `bool` | 13 |
+//! | [`Grr`] (k-ary RR) | item `< d` | item `< d` | 12 + 1/2/4 |
+//! | [`UnaryEncoding`] SUE / OUE | item `< d` | `d` bits | 12 + ⌈d/8⌉ |
+//! | [`Olh`] | item `< d` | hash seed + value `< g` | 12 + 10 + 1/2/4 |
+//! | [`HadamardResponse`] | item `< d` | index `< K` | 12 + 1/2/4 |
+//! | [`OneBitMean`] | value in `[0, m]` | `bool` | 13 |
+//! | [`SqBit`] / [`SqLaplace`] | statistical query answer in `[0, 1]` | `bool` / fixed-point | 13 / 20 |
+//!
+//! The shared building block is the exact "keep with odds" coin ([`keep_with_odds`]):
+//! `true` with probability exactly `e^ε / (e^ε + c)` for an integer `c ≥ 1`.
+//!
+//! A device spends its lifetime budget through [`Ledger::release`](crate::ledger::Ledger::release),
+//! which debits first and then calls a [`LocalRandomizer`] to write the report.
+//!
+//! ```
+//! use privq_core::local::{Grr, LocalRandomizer, QueryId};
+//! use privq_core::Epsilon;
+//! use rand_chacha::ChaCha12Rng;
+//! use rand_core::SeedableRng;
+//!
+//! let mut rng = ChaCha12Rng::seed_from_u64(1); // fixed seed: tests only
+//! let grr = Grr::new(Epsilon::new(1, 1)?, 10)?;
+//! let mut buf = [0u8; 32];
+//! let n = grr.privatize_into(&3, QueryId(7), &mut rng, &mut buf)?;
+//! assert_eq!(n, grr.report_len());
+//! assert_eq!(n, 13);
+//! # Ok::<(), privq_core::Error>(())
+//! ```
+
+mod binary;
+mod grr;
+mod hadamard;
+mod hash;
+mod keep;
+mod mean;
+mod odds;
+mod olh;
+pub mod sq;
+mod unary;
+
+pub use binary::BinaryRr;
+pub use grr::Grr;
+pub use hadamard::HadamardResponse;
+pub use hash::UniversalHash;
+pub use keep::{keep_with_odds, mixture_bit};
+pub use mean::OneBitMean;
+pub use odds::Odds;
+pub use olh::{Olh, OlhOutput};
+pub use sq::{SqBit, SqLaplace, UnitValue};
+pub use unary::{UeVariant, UnaryEncoding};
+
+use rand_core::{CryptoRng, Rng};
+
+use crate::epsilon::Epsilon;
+use crate::error::Result;
+use crate::report::Header;
+
+/// A device-chosen identifier carried in every report: which statistical query,
+/// collection round or parameter epoch the report answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct QueryId(pub u16);
+
+/// A local randomizer that writes its reports in the wire format of
+/// [`report`](crate::report).
+///
+/// Implementations validate the input **before** drawing any randomness, so
+/// [`Ledger::release`](crate::ledger::Ledger::release) can check the input, debit
+/// the budget, and only then randomize.
+pub trait LocalRandomizer {
+    /// The private input (an item index, a bit, a reading, …).
+    type Input: ?Sized;
+
+    /// The privacy parameter ε of one report.
+    fn epsilon(&self) -> Epsilon;
+
+    /// The report header (mechanism, parameters) for a given query id.
+    fn header(&self, query: QueryId) -> Header;
+
+    /// The exact length in bytes of every report this randomizer writes.
+    fn report_len(&self) -> usize;
+
+    /// Checks that `input` is acceptable, without drawing randomness.
+    fn validate(&self, input: &Self::Input) -> Result<()>;
+
+    /// Randomizes `input` and encodes the report into the front of `buf`,
+    /// returning the number of bytes written ([`report_len`](Self::report_len)).
+    ///
+    /// Errors with [`Error::BufferTooSmall`](crate::Error::BufferTooSmall) before
+    /// drawing randomness when `buf` is shorter than the report.
+    fn privatize_into<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        input: &Self::Input,
+        query: QueryId,
+        rng: &mut R,
+        buf: &mut [u8],
+    ) -> Result<usize>;
+}
+
+/// Shared input check for item-valued randomizers.
+pub(crate) fn check_item(item: u32, domain: u32) -> Result<()> {
+    if item < domain {
+        Ok(())
+    } else {
+        Err(crate::Error::ItemOutOfDomain)
+    }
+}

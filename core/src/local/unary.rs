@@ -1,0 +1,194 @@
+//! Unary encoding: symmetric (SUE, basic one-time RAPPOR) and optimized (OUE).
+
+use rand_core::{CryptoRng, Rng};
+
+use super::{LocalRandomizer, Odds, QueryId, check_item, keep_with_odds};
+use crate::epsilon::Epsilon;
+use crate::error::{Error, Result};
+use crate::report::{HEADER_LEN, Header, MAX_DOMAIN, MechanismId, check_encodable, encode_header};
+use crate::sample::uniform_below;
+
+/// Which unary-encoding variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum UeVariant {
+    /// Symmetric: the true bit is 1 with `p = e^{ε/2}/(e^{ε/2}+1)`, every other bit
+    /// is 1 with `q = 1 − p` (basic one-time RAPPOR).
+    Symmetric,
+    /// Optimized (Wang et al. 2017): the true bit is 1 with `p = 1/2`, every other
+    /// bit is 1 with `q = 1/(e^ε + 1)`.
+    Optimized,
+}
+
+/// Unary encoding over items `0..d`: the device sends `d` bits, bit `x` for its
+/// item and the others as noise, each bit drawn independently.
+///
+/// **Privacy.** Two inputs `x ≠ x′` change the distribution of bits `x` and `x′`
+/// only, so the odds of any output are at most
+/// `(p/q)·((1−q)/(1−p))`: `e^{ε/2}·e^{ε/2} = e^ε` for SUE and
+/// `(1/2)/(1/(e^ε+1)) · (e^ε/(e^ε+1))/(1/2) = e^ε` for OUE.
+/// **Sampling.** Each bit is a [`keep_with_odds`] coin (at ε/2 for SUE, exact
+/// since ε/2 is an exact rational) or a fair coin (OUE's true bit).
+/// **Variance** (host): OUE `n·Var = 4e^ε/(e^ε−1)²`, SUE `e^{ε/2}/(e^{ε/2}−1)²` at `f → 0`.
+/// **Report**: `12 + ⌈d/8⌉` bytes; OUE over 64 items is 20 bytes.
+///
+/// ```
+/// use privq_core::{Epsilon, local::{UeVariant, UnaryEncoding}};
+/// use rand_chacha::ChaCha12Rng;
+/// use rand_core::SeedableRng;
+/// let mut rng = ChaCha12Rng::seed_from_u64(1);
+/// let oue = UnaryEncoding::new(UeVariant::Optimized, Epsilon::new(1, 1)?, 64)?;
+/// let mut bits = [0u8; 8];
+/// oue.randomize_into(17, &mut rng, &mut bits)?;
+/// # Ok::<(), privq_core::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct UnaryEncoding {
+    variant: UeVariant,
+    epsilon: Epsilon,
+    /// ε for each bit's coin: ε/2 for SUE, ε for OUE.
+    bit_epsilon: Epsilon,
+    domain: u32,
+}
+
+impl UnaryEncoding {
+    /// Unary encoding over `domain` items; [`Error::InvalidDomain`] unless
+    /// `2 ≤ d ≤ 2³¹ − 2`.
+    pub fn new(variant: UeVariant, epsilon: Epsilon, domain: u32) -> Result<UnaryEncoding> {
+        check_encodable(epsilon)?;
+        if !(2..=MAX_DOMAIN).contains(&domain) {
+            return Err(Error::InvalidDomain);
+        }
+        let bit_epsilon = match variant {
+            UeVariant::Symmetric => epsilon.checked_div_int(2)?,
+            UeVariant::Optimized => epsilon,
+        };
+        Ok(UnaryEncoding {
+            variant,
+            epsilon,
+            bit_epsilon,
+            domain,
+        })
+    }
+
+    /// The variant.
+    pub fn variant(&self) -> UeVariant {
+        self.variant
+    }
+
+    /// The number of items `d`.
+    pub fn domain(&self) -> u32 {
+        self.domain
+    }
+
+    /// Bytes of the bit vector, `⌈d/8⌉`.
+    pub fn bytes(&self) -> usize {
+        (self.domain as usize).div_ceil(8)
+    }
+
+    /// Writes the `d` randomized bits for item `x` into `out[..⌈d/8⌉]`, least
+    /// significant bit of byte 0 first, padding bits zero.
+    pub fn randomize_into<R: Rng + ?Sized>(
+        &self,
+        x: u32,
+        rng: &mut R,
+        out: &mut [u8],
+    ) -> Result<()> {
+        check_item(x, self.domain)?;
+        let out = out.get_mut(..self.bytes()).ok_or(Error::BufferTooSmall)?;
+        let mut i: u32 = 0;
+        for byte in out.iter_mut() {
+            let mut acc = 0u8;
+            for bit in 0..8 {
+                if i >= self.domain {
+                    break;
+                }
+                if self.bit(i == x, rng)? {
+                    acc |= 1 << bit;
+                }
+                i += 1;
+            }
+            *byte = acc;
+        }
+        Ok(())
+    }
+
+    /// One bit: the true item's (`is_true`) or a noise bit.
+    #[inline]
+    fn bit<R: Rng + ?Sized>(&self, is_true: bool, rng: &mut R) -> Result<bool> {
+        match (self.variant, is_true) {
+            (UeVariant::Optimized, true) => Ok(uniform_below(2, rng)? == 0),
+            (_, true) => keep_with_odds(self.bit_epsilon, 1, rng),
+            (_, false) => Ok(!keep_with_odds(self.bit_epsilon, 1, rng)?),
+        }
+    }
+
+    /// Exact `P[bit i = b | input = x]`; bits are independent given `x`.
+    pub fn bit_probability(&self, x: u32, i: u32, b: bool) -> Odds {
+        let half = self.variant == UeVariant::Symmetric;
+        let one = match (self.variant, i == x) {
+            (UeVariant::Optimized, true) => Odds::linear([1, 0], [2, 0], false),
+            (_, true) => Odds::linear([0, 1], [1, 1], half),
+            (_, false) => Odds::linear([1, 0], [1, 1], half),
+        };
+        if b {
+            one
+        } else {
+            // 1 − N/D = (D − N)/D, coefficient-wise (N ≤ D coefficient-wise here).
+            Odds {
+                num: [
+                    one.den[0] - one.num[0],
+                    one.den[1] - one.num[1],
+                    one.den[2] - one.num[2],
+                ],
+                ..one
+            }
+        }
+    }
+}
+
+impl LocalRandomizer for UnaryEncoding {
+    type Input = u32;
+
+    fn epsilon(&self) -> Epsilon {
+        self.epsilon
+    }
+
+    fn header(&self, query: QueryId) -> Header {
+        Header {
+            mechanism: match self.variant {
+                UeVariant::Symmetric => MechanismId::Sue,
+                UeVariant::Optimized => MechanismId::Oue,
+            },
+            query,
+            epsilon: self.epsilon,
+            param: self.domain,
+        }
+    }
+
+    fn report_len(&self) -> usize {
+        HEADER_LEN + self.bytes()
+    }
+
+    fn validate(&self, input: &u32) -> Result<()> {
+        check_item(*input, self.domain)
+    }
+
+    fn privatize_into<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        input: &u32,
+        query: QueryId,
+        rng: &mut R,
+        buf: &mut [u8],
+    ) -> Result<usize> {
+        let out = buf
+            .get_mut(..self.report_len())
+            .ok_or(Error::BufferTooSmall)?;
+        self.validate(input)?;
+        encode_header(&self.header(query), out)?;
+        let payload = out.get_mut(HEADER_LEN..).ok_or(Error::BufferTooSmall)?;
+        self.randomize_into(*input, rng, payload)?;
+        Ok(self.report_len())
+    }
+}
