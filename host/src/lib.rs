@@ -26,3 +26,4 @@ pub mod data;
 pub mod query;
 pub mod mechanism;
 pub mod mw;
+pub mod pmw;

@@ -21,6 +21,23 @@ pub fn fixed_ceil(x: f64) -> Result<Fixed, MechanismError> {
     Ok(Fixed::from_bits(scaled as i64))
 }
 
+/// The largest `Epsilon` of the form `a/2^k` that is ≤ `x` (k ≥ 30, chosen so that
+/// `a ≥ 2^29`): a float ε turned into an exact rational with a small denominator,
+/// rounded **down** (more noise), so that grid samplers do not overflow.
+pub fn epsilon_at_most(x: f64) -> Result<Epsilon, MechanismError> {
+    if !x.is_finite() || x <= 0.0 {
+        return Err(MechanismError::InvalidParameter(format!(
+            "epsilon must be positive and finite, got {x}"
+        )));
+    }
+    let k = (29 - x.log2().floor() as i32).clamp(30, 62);
+    let num = (x * (k as f64).exp2()).floor();
+    if num < 1.0 || num >= 9.2e18 {
+        return Err(MechanismError::Core(privq_core::Error::EpsilonTooLarge));
+    }
+    Ok(Epsilon::new(num as u64, 1u64 << k)?)
+}
+
 /// The Laplace mechanism for a vector with ℓ1 sensitivity Δ (Cor 2.4.6): every
 /// coordinate is released through the core's [`GridLaplace`] with scale Δ/ε, i.e.
 /// snapped to a power-of-two grid γ ≤ Δ/1024 plus γ × exact discrete Laplace noise.
@@ -149,6 +166,16 @@ mod tests {
         assert!((abs / n as f64 - 2.0).abs() < 0.05, "{}", abs / n as f64);
         assert!(VectorLaplace::new(0.0, eps).is_err());
         assert!(VectorLaplace::new(f64::NAN, eps).is_err());
+    }
+
+    #[test]
+    fn epsilon_rounds_down_with_small_denominators() {
+        for x in [1.0, 0.1, 1e-6, 3.7, 1e5] {
+            let e = epsilon_at_most(x).unwrap();
+            assert!(e.to_f64() <= x && e.to_f64() > x * (1.0 - 1e-8), "{x}");
+            assert!(e.den() <= 1 << 62);
+        }
+        assert!(epsilon_at_most(0.0).is_err());
     }
 
     #[test]
