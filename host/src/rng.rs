@@ -9,7 +9,11 @@ pub struct SeedError(getrandom::Error);
 
 impl std::fmt::Display for SeedError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "could not read entropy from the operating system: {}", self.0)
+        write!(
+            f,
+            "could not read entropy from the operating system: {}",
+            self.0
+        )
     }
 }
 

@@ -191,12 +191,13 @@ impl Input {
     fn csv(text: &str, column: &str) -> Result<Input, CliError> {
         let mut reader = csv::ReaderBuilder::new().from_reader(BufReader::new(text.as_bytes()));
         let header = reader.headers()?.clone();
-        let index = header.iter().position(|h| h.trim() == column).ok_or_else(|| {
-            CliError::MissingColumn {
+        let index = header
+            .iter()
+            .position(|h| h.trim() == column)
+            .ok_or_else(|| CliError::MissingColumn {
                 column: column.to_string(),
                 available: header.iter().map(str::to_string).collect(),
-            }
-        })?;
+            })?;
         let mut records = Vec::new();
         let mut values = Vec::new();
         for (i, record) in reader.records().enumerate() {
@@ -259,19 +260,29 @@ mod tests {
     use clap::Parser;
 
     fn run_with(argv: &[&str], input: &str) -> Result<(String, String), CliError> {
-        let cli = crate::cli::Cli::try_parse_from(
-            std::iter::once("privq").chain(argv.iter().copied()),
-        )
-        .expect("valid arguments");
+        let cli =
+            crate::cli::Cli::try_parse_from(std::iter::once("privq").chain(argv.iter().copied()))
+                .expect("valid arguments");
         let mut stdin = input.as_bytes();
         let (mut out, mut err) = (Vec::new(), Vec::new());
         crate::cli::run(cli, &mut stdin, &mut out, &mut err)?;
-        Ok((String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap()))
+        Ok((
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        ))
     }
 
     #[test]
     fn noises_lines_reproducibly_on_the_grid() {
-        let argv = ["noise", "--epsilon", "1/2", "--sensitivity", "1", "--seed", "3"];
+        let argv = [
+            "noise",
+            "--epsilon",
+            "1/2",
+            "--sensitivity",
+            "1",
+            "--seed",
+            "3",
+        ];
         let (out, err) = run_with(&argv, "3\n4.25\n-7\n\n").unwrap();
         let values: Vec<Fixed> = out.lines().map(|l| l.parse().unwrap()).collect();
         assert_eq!(values.len(), 3);
@@ -285,7 +296,16 @@ mod tests {
 
     #[test]
     fn demo_csv_keeps_other_columns() {
-        let argv = ["noise", "--demo", "--epsilon", "1", "--sensitivity", "0.5", "--seed", "1"];
+        let argv = [
+            "noise",
+            "--demo",
+            "--epsilon",
+            "1",
+            "--sensitivity",
+            "0.5",
+            "--seed",
+            "1",
+        ];
         let (out, _) = run_with(&argv, "").unwrap();
         let mut lines = out.lines();
         assert_eq!(lines.next(), Some("device,room,temperature_c"));
@@ -297,7 +317,14 @@ mod tests {
     #[test]
     fn bounded_work_reports_delta() {
         let argv = [
-            "noise", "--epsilon", "2", "--sensitivity", "1", "--seed", "1", "--bounded-work",
+            "noise",
+            "--epsilon",
+            "2",
+            "--sensitivity",
+            "1",
+            "--seed",
+            "1",
+            "--bounded-work",
         ];
         let (out, err) = run_with(&argv, "10\n").unwrap();
         assert_eq!(out.lines().count(), 1);
@@ -318,7 +345,10 @@ mod tests {
             ("nan", privq_core::Error::EpsilonNotFinite),
         ] {
             match run_with(&with_eps(eps), "1\n") {
-                Err(CliError::Parameter { option: "epsilon", source }) => assert_eq!(source, want),
+                Err(CliError::Parameter {
+                    option: "epsilon",
+                    source,
+                }) => assert_eq!(source, want),
                 other => panic!("{eps}: {other:?}"),
             }
         }
@@ -331,20 +361,36 @@ mod tests {
             other => panic!("blank line in the middle: {other:?}"),
         }
         match run_with(&with_eps("1"), "99999999999\n") {
-            Err(CliError::Value { source, .. }) => assert_eq!(source, privq_core::Error::OutOfRange),
+            Err(CliError::Value { source, .. }) => {
+                assert_eq!(source, privq_core::Error::OutOfRange)
+            }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(run_with(&with_eps("1"), ""), Err(CliError::EmptyInput)));
+        assert!(matches!(
+            run_with(&with_eps("1"), ""),
+            Err(CliError::EmptyInput)
+        ));
         let mut csv_args = with_eps("1");
         csv_args.extend(["--column", "nope"]);
         assert!(matches!(
             run_with(&csv_args, "a,b\n1,2\n"),
             Err(CliError::MissingColumn { .. })
         ));
-        let zero_sens = ["noise", "--epsilon", "1", "--sensitivity", "0", "--seed", "1"];
+        let zero_sens = [
+            "noise",
+            "--epsilon",
+            "1",
+            "--sensitivity",
+            "0",
+            "--seed",
+            "1",
+        ];
         assert!(matches!(
             run_with(&zero_sens, "1\n"),
-            Err(CliError::Parameter { option: "sensitivity", .. })
+            Err(CliError::Parameter {
+                option: "sensitivity",
+                ..
+            })
         ));
     }
 }
