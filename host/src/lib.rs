@@ -27,3 +27,5 @@ pub mod query;
 pub mod mechanism;
 pub mod mw;
 pub mod pmw;
+pub mod ldp;
+pub mod mwem;

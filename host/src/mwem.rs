@@ -1,0 +1,762 @@
+//! MWEM (thesis Ch. 5, Algorithm 5.1 as corrected by the spec), the three
+//! improvements of §5.3.2, and the "modified Barak et al." baseline.
+//!
+//! Each round `t = 1..T` of the corrected algorithm
+//! 1. scores every query by `s(f) = |f(D) − n·f(x_{t−1})|` (sensitivity 1 in counts)
+//!    and selects one with the exponential mechanism at budget `ε₀/2` — weights
+//!    `∝ exp(ε₀·s/4)` (spec §4.2: the printed `exp(ε₀ s/2)` costs ε₀, not ε₀/2);
+//! 2. measures it: `m_t = f_t(D) + Lap(2/ε₀)` in counts (the geometric mechanism:
+//!    the exact discrete Laplace on integer counts) at budget `ε₀/2`;
+//! 3. updates the [`MwState`] by `x_t[u] ∝ x_{t−1}[u]·exp(f_t[u]·d̂_t/2)` with
+//!    `d̂_t = m_t/n − f_t(x_{t−1})` (spec TYPO-11/12);
+//!
+//! and the output is the average of the iterates `x_1..x_T`. Every round charges
+//! exactly ε₀ to the [`BudgetFilter`] (pure ε-DP, exact rationals). The
+//! "thesis-literal" profile keeps the printed `exp(ε₀·s/2)` and charges its true
+//! cost, 1.5·ε₀ per round.
+//!
+//! `n` (the number of records) is treated as public, as in the thesis.
+
+use std::fmt;
+
+use privq_core::Epsilon;
+use privq_core::rand_core::{CryptoRng, Rng};
+
+use crate::accountant::{AccountantError, BudgetFilter};
+use crate::data::{CountHistogram, DataError, MemoryCap};
+use crate::mechanism::{ExponentialMechanism, Geometric, MechanismError, Sampling, VectorLaplace};
+use crate::mw::MwState;
+use crate::query::Workload;
+
+/// How the exponential mechanism is parameterized.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EmProfile {
+    /// Weights `exp(ε₀·s/4)`: the EM costs ε₀/2, a round exactly ε₀.
+    #[default]
+    Corrected,
+    /// The printed weights `exp(ε₀·s/2)`: the EM costs ε₀, a round 1.5·ε₀ (and the
+    /// accountant says so).
+    ThesisLiteral,
+}
+
+/// What MWEM releases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputRule {
+    /// The average of the iterates (Algorithm 5.1).
+    #[default]
+    Average,
+    /// The last iterate.
+    Last,
+}
+
+/// Improvement 1 (§5.3.2): re-process stored measurements after each round.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reiterate {
+    /// Passes over all stored measurements per round (R).
+    pub passes: usize,
+    /// Stop early when the largest `|m_j − f_j(x)|` changes by less than this.
+    pub tolerance: f64,
+}
+
+impl Default for Reiterate {
+    fn default() -> Self {
+        Reiterate {
+            passes: 100,
+            tolerance: 1e-9,
+        }
+    }
+}
+
+/// The §5.3.2 improvements; all off is the unoptimized Algorithm 5.1.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Improvements {
+    /// Improvement 1: re-iterate past measurements.
+    pub reiterate: Option<Reiterate>,
+    /// Improvement 2: spend this share `(num, den)` of ε on a noisy histogram to
+    /// initialize the weights (spec default 1/10).
+    pub noisy_init: Option<(u64, u64)>,
+    /// Improvement 3: adapt the number of rounds — start with a small per-round ε,
+    /// double it whenever the measured signal drops below the noise (spec §4.5).
+    pub adaptive: bool,
+}
+
+impl Improvements {
+    /// All three improvements with the spec's defaults.
+    pub fn all() -> Self {
+        Improvements {
+            reiterate: Some(Reiterate::default()),
+            noisy_init: Some((1, 10)),
+            adaptive: true,
+        }
+    }
+}
+
+/// MWEM's configuration.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MwemConfig {
+    /// Number of rounds T (with `adaptive`, the planning horizon: at most 2T rounds).
+    pub rounds: usize,
+    /// Total privacy budget ε (pure ε-DP).
+    pub epsilon: Epsilon,
+    /// EM parameterization.
+    pub profile: EmProfile,
+    /// The §5.3.2 improvements.
+    pub improvements: Improvements,
+    /// What to release.
+    pub output: OutputRule,
+    /// Clip `d̂_t` to `[−1, 1]` before the update (post-processing; default off).
+    pub clip: bool,
+    /// EM sampling method.
+    pub sampling: Sampling,
+}
+
+impl MwemConfig {
+    /// Algorithm 5.1, corrected, no improvements.
+    ///
+    /// ```
+    /// use privq_host::data::{CountHistogram, Domain, MemoryCap};
+    /// use privq_host::mwem::{mwem, MwemConfig};
+    /// use privq_host::query::Workload;
+    /// use privq_host::{Epsilon, seeded_rng};
+    ///
+    /// let domain = Domain::binary(["a", "b", "c"])?;
+    /// let counts = CountHistogram::from_counts(vec![40, 5, 5, 10, 3, 7, 0, 30], MemoryCap::default())?;
+    /// let workload = Workload::parities(&domain, 2)?;
+    /// let config = MwemConfig::unoptimized(Epsilon::new(1, 1)?, 10)?;
+    /// let out = mwem(&counts, &workload, &config, &mut seeded_rng(1))?;
+    /// assert_eq!(out.distribution.len(), 8);
+    /// assert_eq!(out.budget.spent_epsilon(), Some(Epsilon::new(1, 1)?)); // exactly ε
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn unoptimized(epsilon: Epsilon, rounds: usize) -> Result<Self, MwemError> {
+        if rounds == 0 {
+            return Err(MwemError::InvalidParameter(
+                "the number of rounds T must be at least 1",
+            ));
+        }
+        Ok(MwemConfig {
+            rounds,
+            epsilon,
+            profile: EmProfile::Corrected,
+            improvements: Improvements::default(),
+            output: OutputRule::Average,
+            clip: false,
+            sampling: Sampling::Exact,
+        })
+    }
+
+    /// The optimized variant: all three improvements, releasing the last iterate
+    /// (the re-iterated fit is better than the average of early iterates).
+    pub fn optimized(epsilon: Epsilon, rounds: usize) -> Result<Self, MwemError> {
+        Ok(MwemConfig {
+            improvements: Improvements::all(),
+            output: OutputRule::Last,
+            ..Self::unoptimized(epsilon, rounds)?
+        })
+    }
+}
+
+/// Why MWEM did not run.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum MwemError {
+    /// A parameter is out of range.
+    InvalidParameter(&'static str),
+    /// The data or workload is unusable (e.g. empty data).
+    Data(DataError),
+    /// A mechanism failed.
+    Mechanism(MechanismError),
+    /// The budget filter refused a charge.
+    Budget(AccountantError),
+}
+
+impl fmt::Display for MwemError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MwemError::InvalidParameter(why) => write!(f, "invalid parameter: {why}"),
+            MwemError::Data(e) => write!(f, "{e}"),
+            MwemError::Mechanism(e) => write!(f, "{e}"),
+            MwemError::Budget(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for MwemError {}
+
+impl From<DataError> for MwemError {
+    fn from(e: DataError) -> Self {
+        MwemError::Data(e)
+    }
+}
+
+impl From<MechanismError> for MwemError {
+    fn from(e: MechanismError) -> Self {
+        MwemError::Mechanism(e)
+    }
+}
+
+impl From<privq_core::Error> for MwemError {
+    fn from(e: privq_core::Error) -> Self {
+        MwemError::Mechanism(MechanismError::Core(e))
+    }
+}
+
+impl From<AccountantError> for MwemError {
+    fn from(e: AccountantError) -> Self {
+        MwemError::Budget(e)
+    }
+}
+
+/// One released measurement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measurement {
+    /// Index of the query in the workload.
+    pub query: usize,
+    /// The noisy answer, normalized (`m_t / n`).
+    pub value: f64,
+}
+
+/// MWEM's release and its privacy record.
+#[derive(Debug, Clone)]
+pub struct MwemOutput {
+    /// The synthetic distribution over the universe.
+    pub distribution: Vec<f64>,
+    /// The measurements, in order.
+    pub measurements: Vec<Measurement>,
+    /// The budget filter with every charge (its total is the privacy cost).
+    pub budget: BudgetFilter,
+    /// Rounds run.
+    pub rounds: usize,
+}
+
+/// Per-round observer (progress bars): called with the round number and the total.
+pub type Progress<'a> = &'a mut dyn FnMut(usize, usize);
+
+/// Runs MWEM on exact counts `data` over `workload`.
+pub fn mwem<R: Rng + CryptoRng + ?Sized>(
+    data: &CountHistogram,
+    workload: &Workload,
+    config: &MwemConfig,
+    rng: &mut R,
+) -> Result<MwemOutput, MwemError> {
+    mwem_with_progress(data, workload, config, rng, &mut |_, _| {})
+}
+
+/// [`mwem`] reporting each round to `progress`.
+pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
+    data: &CountHistogram,
+    workload: &Workload,
+    config: &MwemConfig,
+    rng: &mut R,
+    progress: Progress<'_>,
+) -> Result<MwemOutput, MwemError> {
+    if config.rounds == 0 {
+        return Err(MwemError::InvalidParameter(
+            "the number of rounds T must be at least 1",
+        ));
+    }
+    if data.total() == 0 {
+        return Err(MwemError::Data(DataError::EmptyData));
+    }
+    if workload.cells() != data.len() {
+        return Err(MwemError::Data(DataError::LengthMismatch {
+            expected: data.len(),
+            got: workload.cells(),
+        }));
+    }
+    let n = data.total() as f64;
+    let truth = TrueAnswers::new(data, workload);
+    // The literal profile really spends 1.5ε: its filter is sized to what it spends.
+    let budget_total = match config.profile {
+        EmProfile::Corrected => config.epsilon,
+        EmProfile::ThesisLiteral => config.epsilon.checked_mul_int(3)?.checked_div_int(2)?,
+    };
+    let mut budget = BudgetFilter::pure(budget_total);
+
+    // Improvement 2: noisy-histogram initialization.
+    let (mut state, eps_rounds) = match config.improvements.noisy_init {
+        Some((num, den)) => {
+            if num == 0 || den <= num {
+                return Err(MwemError::InvalidParameter(
+                    "the initialization share must be a fraction in (0, 1)",
+                ));
+            }
+            let eps_init = config.epsilon.checked_mul_int(num)?.checked_div_int(den)?;
+            let rest = config
+                .epsilon
+                .checked_sub(eps_init)?
+                .ok_or(MwemError::InvalidParameter(
+                    "no budget left after initialization",
+                ))?;
+            budget.charge("noisy-histogram initialization", eps_init)?;
+            (noisy_init(data, eps_init, rng)?, rest)
+        }
+        None => (
+            MwState::uniform(data.len(), MemoryCap::default())?,
+            config.epsilon,
+        ),
+    };
+
+    let mut measurements: Vec<Measurement> = Vec::new();
+    let mut average = vec![0.0; data.len()];
+    let mut iterates = 0usize;
+    let horizon = if config.improvements.adaptive {
+        2 * config.rounds
+    } else {
+        config.rounds
+    };
+    // Per-round ε₀: fixed ε/T, or (adaptive) starting at ε/(2T) and doubling.
+    let mut eps0 = eps_rounds.checked_div_int(config.rounds as u64)?;
+    if config.improvements.adaptive {
+        eps0 = eps0.checked_div_int(2)?;
+    }
+    let mut round = 0;
+    while round < horizon {
+        let (em_eps, lap_eps) = round_budget(eps0, config.profile)?;
+        let round_cost = em_eps.checked_add(lap_eps)?;
+        if !budget.can_afford(round_cost) {
+            if config.improvements.adaptive {
+                break;
+            }
+            return Err(MwemError::Budget(AccountantError::BudgetExceeded {
+                label: format!("round {}", round + 1),
+                requested: round_cost.to_string(),
+                remaining: budget
+                    .remaining()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default(),
+            }));
+        }
+        round += 1;
+        progress(round, horizon);
+        // 1. Select a query with the exponential mechanism.
+        let here = workload.answers(state.probabilities());
+        let scores: Vec<f64> = here
+            .iter()
+            .enumerate()
+            .map(|(i, &h)| (truth.get(i) - n * h).abs())
+            .collect();
+        let em = ExponentialMechanism::new(em_eps, 1.0)?.with_sampling(config.sampling);
+        budget.charge(&format!("round {round}: exponential mechanism"), em_eps)?;
+        let chosen = em.select(&scores, rng)?;
+        // 2. Measure it with Laplace noise of scale 2/ε₀ (counts).
+        budget.charge(&format!("round {round}: Laplace measurement"), lap_eps)?;
+        let noisy = truth.measure(chosen, lap_eps, rng)?;
+        let value = noisy / n;
+        measurements.push(Measurement {
+            query: chosen,
+            value,
+        });
+        // 3. Multiplicative-weights update.
+        let query = workload.get(chosen).ok_or(MwemError::InvalidParameter(
+            "the EM chose a query outside the workload",
+        ))?;
+        let current = here.get(chosen).copied().unwrap_or(0.0);
+        let mut d_hat = value - current;
+        if config.clip {
+            d_hat = d_hat.clamp(-1.0, 1.0);
+        }
+        state.update_known(query, d_hat / 2.0, current);
+        if let Some(re) = config.improvements.reiterate {
+            reiterate(&mut state, workload, &measurements, re);
+        }
+        for (a, p) in average.iter_mut().zip(state.probabilities()) {
+            *a += p;
+        }
+        iterates += 1;
+        // Improvement 3: double the per-round budget when the signal is below noise.
+        if config.improvements.adaptive {
+            let noise_scale = 2.0 / (eps0.to_f64() * n);
+            if (value - current).abs() < 2.0 * noise_scale {
+                eps0 = eps0.checked_mul_int(2)?;
+            }
+        }
+    }
+    let distribution = match config.output {
+        OutputRule::Average if iterates > 0 => {
+            average.iter_mut().for_each(|a| *a /= iterates as f64);
+            average
+        }
+        _ => state.probabilities().to_vec(),
+    };
+    Ok(MwemOutput {
+        distribution,
+        measurements,
+        budget,
+        rounds: round,
+    })
+}
+
+/// (EM budget, Laplace budget) of one round at per-round ε₀.
+fn round_budget(eps0: Epsilon, profile: EmProfile) -> Result<(Epsilon, Epsilon), MwemError> {
+    let half = eps0.checked_div_int(2)?;
+    Ok(match profile {
+        EmProfile::Corrected => (half, half),
+        EmProfile::ThesisLiteral => (eps0, half),
+    })
+}
+
+/// Improvement 2 (spec §4.5 defaults): noisy counts `ĉ = c + Lap(1/ε_init)`; cells
+/// above `3/ε_init` keep weight `ĉ`, a floor mass `max(n − Σ ĉ_marked, 0.5)` is
+/// spread over the other cells, so every cell keeps positive weight.
+fn noisy_init<R: Rng + CryptoRng + ?Sized>(
+    data: &CountHistogram,
+    eps_init: Epsilon,
+    rng: &mut R,
+) -> Result<MwState, MwemError> {
+    let geo = Geometric::new(1, eps_init)?;
+    let noisy = geo.release(data.counts(), rng)?;
+    let cut = 3.0 / eps_init.to_f64();
+    let marked: Vec<bool> = noisy.iter().map(|&c| c as f64 > cut).collect();
+    let marked_mass: f64 = noisy
+        .iter()
+        .zip(&marked)
+        .filter(|&(_, &m)| m)
+        .map(|(&c, _)| c as f64)
+        .sum();
+    let unmarked = marked.iter().filter(|&&m| !m).count();
+    let floor = (data.total() as f64 - marked_mass).max(0.5);
+    let per_cell = if unmarked > 0 {
+        floor / unmarked as f64
+    } else {
+        0.0
+    };
+    let weights: Vec<f64> = noisy
+        .iter()
+        .zip(&marked)
+        .map(|(&c, &m)| if m { c as f64 } else { per_cell })
+        .collect();
+    Ok(MwState::from_weights(&weights)?)
+}
+
+/// Improvement 1: passes over the stored measurements, `x ← x·exp(f_j(m_j − f_j(x))/2)`.
+fn reiterate(
+    state: &mut MwState,
+    workload: &Workload,
+    measurements: &[Measurement],
+    re: Reiterate,
+) {
+    let mut last_max = f64::INFINITY;
+    for _ in 0..re.passes {
+        let mut max_gap = 0.0f64;
+        for m in measurements {
+            if let Some(q) = workload.get(m.query) {
+                let here = state.evaluate(q);
+                let gap = m.value - here;
+                max_gap = max_gap.max(gap.abs());
+                state.update_known(q, gap / 2.0, here);
+            }
+        }
+        if (last_max - max_gap).abs() < re.tolerance {
+            break;
+        }
+        last_max = max_gap;
+    }
+}
+
+/// Exact answers on the private counts, and how to measure them.
+enum TrueAnswers {
+    /// 0/1 queries: exact integer counts, measured with the geometric mechanism.
+    Counts(Vec<u64>),
+    /// Fractional queries: float answers, measured with grid Laplace.
+    Values(Vec<f64>),
+}
+
+impl TrueAnswers {
+    fn new(data: &CountHistogram, workload: &Workload) -> Self {
+        match workload.counts(data.counts()) {
+            Some(c) => TrueAnswers::Counts(c),
+            None => {
+                let x: Vec<f64> = data.counts().iter().map(|&c| c as f64).collect();
+                TrueAnswers::Values(workload.answers(&x))
+            }
+        }
+    }
+
+    fn get(&self, i: usize) -> f64 {
+        match self {
+            TrueAnswers::Counts(c) => c.get(i).map_or(0.0, |&v| v as f64),
+            TrueAnswers::Values(v) => v.get(i).copied().unwrap_or(0.0),
+        }
+    }
+
+    /// Noisy count `f_i(D) + Lap(1/ε)` (sensitivity 1).
+    fn measure<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        i: usize,
+        epsilon: Epsilon,
+        rng: &mut R,
+    ) -> Result<f64, MwemError> {
+        Ok(match self {
+            TrueAnswers::Counts(c) => {
+                let v = c.get(i).copied().unwrap_or(0);
+                Geometric::new(1, epsilon)?.release_one(v, rng)? as f64
+            }
+            TrueAnswers::Values(v) => {
+                let v = v.get(i).copied().unwrap_or(0.0);
+                VectorLaplace::new(1.0, epsilon)?.release_one(v, rng)?
+            }
+        })
+    }
+}
+
+/// Settings of the MW fit in the [`barak_baseline`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FitConfig {
+    /// At most this many passes over all measurements (spec: 1000).
+    pub max_passes: usize,
+    /// Stop when the largest residual changes by less than this (spec: 1e−9).
+    pub tolerance: f64,
+}
+
+impl Default for FitConfig {
+    fn default() -> Self {
+        FitConfig {
+            max_passes: 1000,
+            tolerance: 1e-9,
+        }
+    }
+}
+
+/// The "modified Barak et al." baseline (spec §4.7): measure **every** query once
+/// with Laplace noise of scale `|Q|/ε` (counts; basic composition of |Q|
+/// sensitivity-1 queries), then fit with multiplicative weights from uniform.
+pub fn barak_baseline<R: Rng + CryptoRng + ?Sized>(
+    data: &CountHistogram,
+    workload: &Workload,
+    epsilon: Epsilon,
+    fit: FitConfig,
+    rng: &mut R,
+) -> Result<MwemOutput, MwemError> {
+    if data.total() == 0 {
+        return Err(MwemError::Data(DataError::EmptyData));
+    }
+    if workload.cells() != data.len() {
+        return Err(MwemError::Data(DataError::LengthMismatch {
+            expected: data.len(),
+            got: workload.cells(),
+        }));
+    }
+    let n = data.total() as f64;
+    let k = workload.len() as u64;
+    let mut budget = BudgetFilter::pure(epsilon);
+    budget.charge(&format!("{k} Laplace measurements"), epsilon)?;
+    let per_query = epsilon.checked_div_int(k)?;
+    let truth = TrueAnswers::new(data, workload);
+    let measurements = (0..workload.len())
+        .map(|i| {
+            Ok(Measurement {
+                query: i,
+                value: truth.measure(i, per_query, rng)? / n,
+            })
+        })
+        .collect::<Result<Vec<_>, MwemError>>()?;
+    let mut state = MwState::uniform(data.len(), MemoryCap::default())?;
+    reiterate(
+        &mut state,
+        workload,
+        &measurements,
+        Reiterate {
+            passes: fit.max_passes,
+            tolerance: fit.tolerance,
+        },
+    );
+    Ok(MwemOutput {
+        distribution: state.probabilities().to_vec(),
+        measurements,
+        budget,
+        rounds: 1,
+    })
+}
+
+/// Theorem 5.2.11's choice for ε-DP: `T* = (εn√(ln N)/(2 ln k))^{2/3}` and
+/// `α* = 2(ln N·ln k/(εn))^{1/3}` (spec §4.4).
+pub fn optimal_rounds(epsilon: f64, n: f64, cells: f64, queries: f64) -> (f64, f64) {
+    let (ln_n, ln_k) = (cells.ln(), queries.ln());
+    let t = (epsilon * n * ln_n.sqrt() / (2.0 * ln_k)).powf(2.0 / 3.0);
+    let alpha = 2.0 * (ln_n * ln_k / (epsilon * n)).cbrt();
+    (t, alpha)
+}
+
+/// The corrected expected-error bound (spec §4.3, TYPO-14):
+/// `E err(x*, Q) ≤ √(4 ln N/T + 8/(ε₀²n²)) + 4(ln k + 1)/(ε₀ n)` for the corrected
+/// EM (λ = ε₀n/4).
+pub fn error_bound(cells: f64, queries: f64, rounds: f64, eps0: f64, n: f64) -> f64 {
+    (4.0 * cells.ln() / rounds + 8.0 / (eps0 * eps0 * n * n)).sqrt()
+        + 4.0 * (queries.ln() + 1.0) / (eps0 * n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::{Domain, kl};
+    use crate::query::Query;
+    use crate::seeded_rng;
+
+    fn toy() -> (CountHistogram, Workload) {
+        let dom = Domain::binary((0..6).map(|i| format!("a{i}"))).unwrap();
+        let counts: Vec<u64> = (0..64u64)
+            .map(|u| if u % 5 == 0 { 300 } else { u % 3 * 10 })
+            .collect();
+        let h = CountHistogram::from_counts(counts, MemoryCap::default()).unwrap();
+        (h, Workload::parities(&dom, 3).unwrap())
+    }
+
+    #[test]
+    fn a5_accountant_total_never_exceeds_target() {
+        let (h, w) = toy();
+        let eps = Epsilon::new(1, 2).unwrap();
+        for config in [
+            MwemConfig::unoptimized(eps, 7).unwrap(),
+            MwemConfig::optimized(eps, 7).unwrap(),
+        ] {
+            let out = mwem(&h, &w, &config, &mut seeded_rng(1)).unwrap();
+            let spent = out.budget.spent_epsilon().unwrap();
+            assert!(spent <= eps, "{spent}");
+            if !config.improvements.adaptive {
+                assert_eq!(spent, eps);
+                assert_eq!(out.rounds, 7);
+                assert_eq!(out.budget.ledger().len(), 14);
+            }
+        }
+        // The literal profile's true cost is 1.5ε, and it is recorded as such.
+        let literal = MwemConfig {
+            profile: EmProfile::ThesisLiteral,
+            ..MwemConfig::unoptimized(eps, 4).unwrap()
+        };
+        let out = mwem(&h, &w, &literal, &mut seeded_rng(1)).unwrap();
+        assert_eq!(
+            out.budget.spent_epsilon(),
+            Some(Epsilon::new(3, 4).unwrap())
+        );
+        let b = barak_baseline(&h, &w, eps, FitConfig::default(), &mut seeded_rng(2)).unwrap();
+        assert_eq!(b.budget.spent_epsilon(), Some(eps));
+    }
+
+    #[test]
+    fn a7_same_seed_same_bits() {
+        let (h, w) = toy();
+        let config = MwemConfig::optimized(Epsilon::new(1, 1).unwrap(), 10).unwrap();
+        let a = mwem(&h, &w, &config, &mut seeded_rng(42)).unwrap();
+        let b = mwem(&h, &w, &config, &mut seeded_rng(42)).unwrap();
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&a.distribution), bits(&b.distribution));
+        assert_eq!(a.measurements, b.measurements);
+        let c = mwem(&h, &w, &config, &mut seeded_rng(43)).unwrap();
+        assert_ne!(bits(&a.distribution), bits(&c.distribution));
+    }
+
+    #[test]
+    fn a6_error_below_the_corrected_bound() {
+        // Random distribution on N = 2^10, k = 200 random {0,1} queries, large n.
+        use privq_core::rand_core::Rng;
+        let cells = 1 << 10;
+        let n = 1_000_000_000u64;
+        let rounds = 30;
+        let eps = Epsilon::new(1, 1).unwrap();
+        let runs = 10;
+        let mut total_err = 0.0;
+        let mut bound = 0.0;
+        for run in 0..runs {
+            let mut rng = seeded_rng(1000 + run);
+            let w: Vec<u64> = (0..cells)
+                .map(|_| u64::from(rng.next_u32() % 1000))
+                .collect();
+            let s: u64 = w.iter().sum();
+            let counts: Vec<u64> = w.iter().map(|&v| v * (n / s)).collect();
+            let h = CountHistogram::from_counts(counts, MemoryCap::default()).unwrap();
+            let queries: Vec<Query> = (0..200)
+                .map(|_| {
+                    Query::dense((0..cells).map(|_| f64::from(rng.next_u32() & 1)).collect())
+                        .unwrap()
+                })
+                .collect();
+            let wl = Workload::new(queries, cells).unwrap();
+            let config = MwemConfig::unoptimized(eps, rounds).unwrap();
+            let out = mwem(&h, &wl, &config, &mut rng).unwrap();
+            let x = h.normalized().unwrap();
+            let truth = wl.answers(x.probabilities());
+            let got = wl.answers(&out.distribution);
+            let err = truth
+                .iter()
+                .zip(&got)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            total_err += err;
+            bound = error_bound(
+                cells as f64,
+                200.0,
+                rounds as f64,
+                1.0 / rounds as f64,
+                h.total() as f64,
+            );
+        }
+        let mean = total_err / runs as f64;
+        assert!(mean <= bound, "mean error {mean} above the bound {bound}");
+    }
+
+    #[test]
+    fn worked_values_of_spec_4_4() {
+        for (n, d, k, eps, t, a) in [
+            (1841.0, 6, 41.0, 1.0, 63.5, 0.41),
+            (665.0, 8, 92.0, 1.0, 31.1, 0.67),
+            (70.0, 6, 41.0, 1.0, 7.2, 1.21),
+            (21574.0, 16, 696.0, 1.0, 311.0, 0.30),
+            (21574.0, 16, 136.0, 0.1, 81.0, 0.59),
+        ] {
+            let (tt, aa) = optimal_rounds(eps, n, f64::from(1u32 << d), k);
+            assert!((tt - t).abs() / t < 0.01, "{tt} vs {t}");
+            assert!((aa - a).abs() < 0.01, "{aa} vs {a}");
+        }
+    }
+
+    #[test]
+    fn improvements_help_and_baseline_runs() {
+        let (h, w) = toy();
+        let x = h.normalized().unwrap();
+        let eps = Epsilon::new(1, 1).unwrap();
+        let mean_kl = |config: &MwemConfig| {
+            (0..10)
+                .map(|s| {
+                    kl(
+                        x.probabilities(),
+                        &mwem(&h, &w, config, &mut seeded_rng(s))
+                            .unwrap()
+                            .distribution,
+                    )
+                })
+                .sum::<f64>()
+                / 10.0
+        };
+        let plain = mean_kl(&MwemConfig::unoptimized(eps, 10).unwrap());
+        let opt = mean_kl(&MwemConfig::optimized(eps, 10).unwrap());
+        assert!(opt < plain, "optimized {opt} vs unoptimized {plain}");
+    }
+
+    #[test]
+    fn bad_input_is_typed() {
+        let (h, w) = toy();
+        let eps = Epsilon::new(1, 1).unwrap();
+        assert!(matches!(
+            MwemConfig::unoptimized(eps, 0),
+            Err(MwemError::InvalidParameter(_))
+        ));
+        let empty = CountHistogram::from_counts(vec![0; 64], MemoryCap::default()).unwrap();
+        let config = MwemConfig::unoptimized(eps, 3).unwrap();
+        assert!(matches!(
+            mwem(&empty, &w, &config, &mut seeded_rng(1)),
+            Err(MwemError::Data(DataError::EmptyData))
+        ));
+        let other = CountHistogram::from_counts(vec![1; 32], MemoryCap::default()).unwrap();
+        assert!(matches!(
+            mwem(&other, &w, &config, &mut seeded_rng(1)),
+            Err(MwemError::Data(_))
+        ));
+        let bad = MwemConfig {
+            rounds: 0,
+            ..config
+        };
+        assert!(mwem(&h, &w, &bad, &mut seeded_rng(1)).is_err());
+        assert!("0".parse::<Epsilon>().is_err() && "-1".parse::<Epsilon>().is_err());
+    }
+}
