@@ -1,0 +1,473 @@
+//! Mergeable, serializable aggregators for every local randomizer.
+//!
+//! An [`Aggregator`] is keyed by a [`ReportKind`] (mechanism, ε, parameter, query,
+//! and `g` for local hashing); it accepts only reports of that kind. Its state is
+//! plain counts, so aggregating two disjoint report sets and [merging](Aggregator::merge)
+//! gives exactly the state of aggregating their union (the tests check equality of
+//! states), and the state serializes with serde (JSON, postcard, …).
+//!
+//! Frequency mechanisms (RR, GRR, SUE, OUE, OLH, Hadamard) yield
+//! [`FrequencyEstimates`]; mean mechanisms (1BitMean, SQ bit, SQ Laplace) yield a
+//! [`MeanEstimate`].
+
+use std::fmt;
+
+use privq_core::Epsilon;
+use privq_core::report::{Header, MechanismId, Payload, Report, hadamard_order};
+use serde::{Deserialize, Serialize};
+
+use super::decode::{RejectReason, decode_report};
+use super::estimate::{Estimate, PureProtocol, z_value};
+
+/// What an aggregator accepts: everything in a report header plus OLH's `g`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct ReportKind {
+    /// Wire mechanism id.
+    pub mechanism: u8,
+    /// ε numerator (reduced).
+    pub epsilon_num: u64,
+    /// ε denominator (reduced).
+    pub epsilon_den: u64,
+    /// The header parameter (domain size, bound, grid exponent).
+    pub param: u32,
+    /// The query id.
+    pub query: u16,
+    /// Local hashing's bucket count (0 for other mechanisms).
+    pub g: u16,
+}
+
+impl ReportKind {
+    /// The kind of a decoded report.
+    pub fn of(report: &Report<'_>) -> ReportKind {
+        let g = match report.payload {
+            Payload::Olh(o) => o.g,
+            _ => 0,
+        };
+        ReportKind::from_header(&report.header, g)
+    }
+
+    /// The kind for a header (pass `g` for local hashing, else 0).
+    pub fn from_header(h: &Header, g: u16) -> ReportKind {
+        ReportKind {
+            mechanism: h.mechanism as u8,
+            epsilon_num: h.epsilon.num(),
+            epsilon_den: h.epsilon.den(),
+            param: h.param,
+            query: h.query.0,
+            g,
+        }
+    }
+
+    /// The mechanism.
+    pub fn mechanism(&self) -> Option<MechanismId> {
+        MechanismId::from_u8(self.mechanism)
+    }
+
+    /// ε as a float (estimation only).
+    pub fn epsilon_f64(&self) -> f64 {
+        self.epsilon_num as f64 / self.epsilon_den as f64
+    }
+
+    /// ε exactly.
+    pub fn epsilon(&self) -> Option<Epsilon> {
+        Epsilon::new(self.epsilon_num, self.epsilon_den).ok()
+    }
+
+    /// The number of items whose frequencies are estimated (frequency mechanisms).
+    pub fn domain(&self) -> Option<u32> {
+        match self.mechanism()? {
+            MechanismId::BinaryRr => Some(2),
+            MechanismId::Grr
+            | MechanismId::Sue
+            | MechanismId::Oue
+            | MechanismId::Olh
+            | MechanismId::Hadamard => Some(self.param),
+            _ => None,
+        }
+    }
+
+    /// The pure-protocol probabilities `(p, q)` of a frequency mechanism.
+    pub fn protocol(&self) -> Option<PureProtocol> {
+        let e = self.epsilon_f64().exp();
+        let d = f64::from(self.domain()?);
+        Some(match self.mechanism()? {
+            MechanismId::BinaryRr | MechanismId::Grr => PureProtocol {
+                p: e / (e + d - 1.0),
+                q: 1.0 / (e + d - 1.0),
+            },
+            MechanismId::Sue => {
+                let h = (self.epsilon_f64() / 2.0).exp();
+                PureProtocol {
+                    p: h / (h + 1.0),
+                    q: 1.0 / (h + 1.0),
+                }
+            }
+            MechanismId::Oue => PureProtocol {
+                p: 0.5,
+                q: 1.0 / (e + 1.0),
+            },
+            MechanismId::Olh => {
+                let g = f64::from(self.g);
+                PureProtocol {
+                    p: e / (e + g - 1.0),
+                    q: 1.0 / g,
+                }
+            }
+            MechanismId::Hadamard => PureProtocol {
+                p: e / (e + 1.0),
+                q: 0.5,
+            },
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for ReportKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.mechanism().map_or("?", MechanismId::name);
+        write!(
+            f,
+            "{name} eps={}/{} param={} query={}",
+            self.epsilon_num, self.epsilon_den, self.param, self.query
+        )?;
+        if self.g != 0 {
+            write!(f, " g={}", self.g)?;
+        }
+        Ok(())
+    }
+}
+
+/// Errors of aggregator construction, merging and estimation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AggregateError {
+    /// Merging aggregators of different kinds.
+    KindMismatch,
+    /// No reports: nothing to estimate.
+    Empty,
+    /// Frequencies asked of a mean mechanism or vice versa.
+    WrongEstimate,
+    /// The kind's parameters are not valid (unknown mechanism, zero domain, …).
+    InvalidKind,
+}
+
+impl fmt::Display for AggregateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AggregateError::KindMismatch => "cannot merge aggregators of different report kinds",
+            AggregateError::Empty => "no reports have been aggregated",
+            AggregateError::WrongEstimate => "this mechanism does not estimate that quantity",
+            AggregateError::InvalidKind => "invalid report kind",
+        })
+    }
+}
+
+impl std::error::Error for AggregateError {}
+
+/// Aggregation state for one [`ReportKind`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Aggregator {
+    kind: ReportKind,
+    /// Reports accepted.
+    n: u64,
+    /// Per-slot counts: reported item (RR, GRR), set bit (SUE, OUE), supported
+    /// item (OLH), reported index (Hadamard, `K` slots), or `[zeros, ones]` (bit
+    /// mechanisms). Empty for SQ Laplace.
+    counts: Vec<u64>,
+    /// Sum and sum of squares of SQ Laplace values.
+    sum: f64,
+    sum_sq: f64,
+}
+
+impl Aggregator {
+    /// An empty aggregator for reports of `kind`.
+    pub fn new(kind: ReportKind) -> Result<Aggregator, AggregateError> {
+        let mech = kind.mechanism().ok_or(AggregateError::InvalidKind)?;
+        let slots = match mech {
+            MechanismId::BinaryRr | MechanismId::OneBitMean | MechanismId::SqBit => 2,
+            MechanismId::Grr | MechanismId::Sue | MechanismId::Oue | MechanismId::Olh => {
+                kind.param as usize
+            }
+            MechanismId::Hadamard => usize::try_from(hadamard_order(kind.param))
+                .map_err(|_| AggregateError::InvalidKind)?,
+            _ => 0,
+        };
+        if mech == MechanismId::Olh && kind.g < 2 {
+            return Err(AggregateError::InvalidKind);
+        }
+        Ok(Aggregator {
+            kind,
+            n: 0,
+            counts: vec![0; slots],
+            sum: 0.0,
+            sum_sq: 0.0,
+        })
+    }
+
+    /// An empty aggregator for the kind of the given (valid) report bytes.
+    pub fn for_report(bytes: &[u8]) -> Result<Aggregator, RejectReason> {
+        let r = decode_report(bytes)?;
+        Aggregator::new(ReportKind::of(&r)).map_err(|_| RejectReason::Parameter)
+    }
+
+    /// An empty aggregator for a header (and OLH `g`).
+    pub fn for_kind_of(header: &Header, g: u16) -> Result<Aggregator, AggregateError> {
+        Aggregator::new(ReportKind::from_header(header, g))
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> &ReportKind {
+        &self.kind
+    }
+
+    /// Reports accepted.
+    pub fn n(&self) -> u64 {
+        self.n
+    }
+
+    /// The raw per-slot counts.
+    pub fn counts(&self) -> &[u64] {
+        &self.counts
+    }
+
+    /// Decodes, validates and adds one report.
+    pub fn ingest_bytes(&mut self, bytes: &[u8]) -> Result<(), RejectReason> {
+        let r = decode_report(bytes)?;
+        self.ingest(&r)
+    }
+
+    /// Adds one decoded report; [`RejectReason::Mismatch`] if it is of another kind.
+    pub fn ingest(&mut self, r: &Report<'_>) -> Result<(), RejectReason> {
+        if ReportKind::of(r) != self.kind {
+            return Err(RejectReason::Mismatch);
+        }
+        match r.payload {
+            Payload::Bit(b) => bump(&mut self.counts, usize::from(b)),
+            Payload::Index(i) => bump(&mut self.counts, i as usize),
+            Payload::Bits(bits) => add_bits(&mut self.counts, bits),
+            Payload::Olh(o) => {
+                add_olh_support(&mut self.counts, o.hash.parts(), u32::from(o.g), o.value)
+            }
+            Payload::Value(v) => {
+                let x = v.to_f64();
+                self.sum += x;
+                self.sum_sq += x * x;
+            }
+        }
+        self.n += 1;
+        Ok(())
+    }
+
+    /// Adds another aggregator's state (same kind): the result equals aggregating
+    /// the union of both report sets.
+    pub fn merge(&mut self, other: &Aggregator) -> Result<(), AggregateError> {
+        if other.kind != self.kind || other.counts.len() != self.counts.len() {
+            return Err(AggregateError::KindMismatch);
+        }
+        self.n += other.n;
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+        self.sum += other.sum;
+        self.sum_sq += other.sum_sq;
+        Ok(())
+    }
+
+    /// Per-item support counts `C_v` (the Hadamard transform for Hadamard response).
+    pub fn support(&self) -> Result<Vec<f64>, AggregateError> {
+        let mech = self.kind.mechanism().ok_or(AggregateError::InvalidKind)?;
+        let d = self.kind.domain().ok_or(AggregateError::WrongEstimate)? as usize;
+        Ok(match mech {
+            MechanismId::Hadamard => {
+                // C_v = #{j ∈ C_v} = (n + Σ_j counts[j]·H[v+1][j]) / 2.
+                let mut w: Vec<f64> = self.counts.iter().map(|&c| c as f64).collect();
+                fwht(&mut w);
+                let n = self.n as f64;
+                w.iter().skip(1).take(d).map(|&s| (n + s) / 2.0).collect()
+            }
+            _ => self.counts.iter().take(d).map(|&c| c as f64).collect(),
+        })
+    }
+
+    /// Unbiased frequency estimates for every item with variances and intervals at
+    /// two-sided `confidence` (normal approximation).
+    pub fn frequencies(&self, confidence: f64) -> Result<FrequencyEstimates, AggregateError> {
+        let proto = self.kind.protocol().ok_or(AggregateError::WrongEstimate)?;
+        if self.n == 0 {
+            return Err(AggregateError::Empty);
+        }
+        let n = self.n as f64;
+        let items = self
+            .support()?
+            .into_iter()
+            .map(|c| {
+                let f = proto.frequency(c, n);
+                Estimate::normal(f, proto.variance(f.clamp(0.0, 1.0), n), confidence)
+            })
+            .collect();
+        Ok(FrequencyEstimates {
+            kind: self.kind,
+            n: self.n,
+            confidence,
+            protocol: proto,
+            items,
+        })
+    }
+
+    /// The mean estimate of a 1BitMean, SQ-bit or SQ-Laplace aggregator, with a
+    /// normal interval at `confidence` and the Hoeffding tolerance at `1 − confidence`
+    /// for the bit mechanisms.
+    pub fn mean(&self, confidence: f64) -> Result<MeanEstimate, AggregateError> {
+        let mech = self.kind.mechanism().ok_or(AggregateError::InvalidKind)?;
+        if self.n == 0 {
+            return Err(AggregateError::Empty);
+        }
+        let n = self.n as f64;
+        match mech {
+            MechanismId::OneBitMean | MechanismId::SqBit => {
+                let m = if mech == MechanismId::OneBitMean {
+                    f64::from(self.kind.param)
+                } else {
+                    1.0
+                };
+                let e = self.kind.epsilon_f64().exp();
+                let ones = self.counts.get(1).copied().unwrap_or(0) as f64;
+                let pi = ones / n;
+                // σ̂ = m·(π̂(e^ε+1) − 1)/(e^ε − 1).
+                let scale = m * (e + 1.0) / (e - 1.0);
+                let value = m * (pi * (e + 1.0) - 1.0) / (e - 1.0);
+                let variance = scale * scale * pi * (1.0 - pi) / n;
+                let beta = 1.0 - confidence;
+                let hoeffding = scale * ((2.0 / beta).ln() / (2.0 * n)).sqrt();
+                Ok(MeanEstimate {
+                    kind: self.kind,
+                    n: self.n,
+                    estimate: Estimate::normal(value, variance, confidence),
+                    hoeffding_tolerance: Some(hoeffding),
+                })
+            }
+            MechanismId::SqLaplace => {
+                let mean = self.sum / n;
+                let var = if self.n > 1 {
+                    (self.sum_sq - n * mean * mean) / (n - 1.0)
+                } else {
+                    0.0
+                };
+                Ok(MeanEstimate {
+                    kind: self.kind,
+                    n: self.n,
+                    estimate: Estimate::normal(mean, var.max(0.0) / n, confidence),
+                    hoeffding_tolerance: None,
+                })
+            }
+            _ => Err(AggregateError::WrongEstimate),
+        }
+    }
+}
+
+#[inline]
+fn bump(counts: &mut [u64], i: usize) {
+    // Decoding guarantees i is in range; an out-of-range index is ignored, never a panic.
+    if let Some(c) = counts.get_mut(i) {
+        *c += 1;
+    }
+}
+
+/// Adds a unary-encoded bit vector to per-item counts.
+#[inline]
+fn add_bits(counts: &mut [u64], bits: &[u8]) {
+    let mut chunks = counts.chunks_mut(64);
+    for word in bits.chunks(8) {
+        let Some(slot) = chunks.next() else { return };
+        let mut w = 0u64;
+        for (k, b) in word.iter().enumerate() {
+            w |= u64::from(*b) << (8 * k);
+        }
+        while w != 0 {
+            let i = w.trailing_zeros() as usize;
+            if let Some(c) = slot.get_mut(i) {
+                *c += 1;
+            }
+            w &= w - 1;
+        }
+    }
+}
+
+/// Adds one local-hashing report's support: every item `v` with `h(v) = y`.
+///
+/// `h(v) = ((a·v + b) mod P) mod g`; `t ≡ y (mod g)` is tested without division as
+/// `(t + g − y)·c mod 2⁶⁴ < c` with `c = ⌈2⁶⁴/g⌉` (Lemire, Kaser & Kurz 2019).
+#[inline]
+fn add_olh_support(counts: &mut [u64], (a, b): (u32, u32), g: u32, y: u32) {
+    const P: u64 = (1 << 31) - 1;
+    let g64 = u64::from(g.max(1));
+    let c = (u64::MAX / g64).wrapping_add(1);
+    let shift = g64 - u64::from(y);
+    let (a, b) = (u64::from(a), u64::from(b));
+    for (v, count) in counts.iter_mut().enumerate() {
+        let x = a * v as u64 + b; // < 2^62
+        let t = (x & P) + (x >> 31);
+        let t = (t & P) + (t >> 31);
+        let t = if t >= P { t - P } else { t };
+        let hit = (t + shift).wrapping_mul(c) < c;
+        *count += u64::from(hit);
+    }
+}
+
+/// In-place fast Walsh–Hadamard transform (Sylvester order, unnormalized).
+pub fn fwht(v: &mut [f64]) {
+    let n = v.len();
+    let mut h = 1;
+    while h < n {
+        for block in v.chunks_mut(2 * h) {
+            let (lo, hi) = block.split_at_mut(h.min(block.len()));
+            for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
+                let (a, b) = (*x, *y);
+                *x = a + b;
+                *y = a - b;
+            }
+        }
+        h *= 2;
+    }
+}
+
+/// Frequency estimates for every item.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FrequencyEstimates {
+    /// What was aggregated.
+    pub kind: ReportKind,
+    /// Number of reports.
+    pub n: u64,
+    /// Two-sided confidence of the intervals.
+    pub confidence: f64,
+    /// The protocol's `(p, q)`.
+    pub protocol: PureProtocol,
+    /// One estimate per item.
+    pub items: Vec<Estimate>,
+}
+
+impl FrequencyEstimates {
+    /// The normal quantile used for the intervals.
+    pub fn z(&self) -> f64 {
+        z_value(self.confidence)
+    }
+
+    /// The estimates' values.
+    pub fn values(&self) -> Vec<f64> {
+        self.items.iter().map(|e| e.value).collect()
+    }
+}
+
+/// A mean estimate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeanEstimate {
+    /// What was aggregated.
+    pub kind: ReportKind,
+    /// Number of reports.
+    pub n: u64,
+    /// The estimate, variance and normal interval.
+    pub estimate: Estimate,
+    /// A distribution-free bound: `|σ̂ − σ| ≤ m·(e^ε+1)/(e^ε−1)·√(ln(2/β)/(2n))`
+    /// with probability `1 − β`, `β = 1 − confidence` (bit mechanisms only).
+    pub hoeffding_tolerance: Option<f64>,
+}

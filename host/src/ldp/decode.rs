@@ -1,0 +1,147 @@
+//! Report validation with one typed error and one counter per rejection class.
+
+use std::fmt;
+
+use privq_core::Error;
+use privq_core::report::{self, Report};
+use serde::{Deserialize, Serialize};
+
+/// Why a report was rejected. Every class of malformed report has its own variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum RejectReason {
+    /// Shorter than the 12-byte header.
+    Truncated,
+    /// Unsupported format version.
+    Version,
+    /// Unknown mechanism id.
+    UnknownMechanism,
+    /// Invalid header parameters (ε zero, impossible domain/bucket count/bound/grid).
+    Parameter,
+    /// Length differs from what the header implies.
+    Length,
+    /// A payload value out of range.
+    ValueOutOfRange,
+    /// A valid report for a different mechanism, ε, domain or query than the
+    /// aggregator's.
+    Mismatch,
+}
+
+impl RejectReason {
+    /// The class of a decoding error from [`privq_core::report::decode`].
+    pub fn from_core(e: Error) -> RejectReason {
+        match e {
+            Error::ReportTruncated => RejectReason::Truncated,
+            Error::ReportVersion => RejectReason::Version,
+            Error::UnknownMechanism => RejectReason::UnknownMechanism,
+            Error::ReportLength => RejectReason::Length,
+            Error::ReportValueOutOfRange => RejectReason::ValueOutOfRange,
+            _ => RejectReason::Parameter,
+        }
+    }
+
+    /// Every class, in a fixed order.
+    pub const ALL: [RejectReason; 7] = [
+        RejectReason::Truncated,
+        RejectReason::Version,
+        RejectReason::UnknownMechanism,
+        RejectReason::Parameter,
+        RejectReason::Length,
+        RejectReason::ValueOutOfRange,
+        RejectReason::Mismatch,
+    ];
+
+    /// A short snake_case name for reports and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            RejectReason::Truncated => "truncated",
+            RejectReason::Version => "wrong_version",
+            RejectReason::UnknownMechanism => "unknown_mechanism",
+            RejectReason::Parameter => "bad_parameter",
+            RejectReason::Length => "wrong_length",
+            RejectReason::ValueOutOfRange => "value_out_of_range",
+            RejectReason::Mismatch => "mismatched_parameters",
+        }
+    }
+}
+
+impl fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = match self {
+            RejectReason::Truncated => "report shorter than its 12-byte header",
+            RejectReason::Version => "report has an unsupported format version",
+            RejectReason::UnknownMechanism => "report names an unknown mechanism",
+            RejectReason::Parameter => "report header has invalid parameters",
+            RejectReason::Length => "report length does not match its header",
+            RejectReason::ValueOutOfRange => "report payload value out of range",
+            RejectReason::Mismatch => "report is for another mechanism, epsilon, domain or query",
+        };
+        f.write_str(s)
+    }
+}
+
+impl std::error::Error for RejectReason {}
+
+/// Decodes and validates one report (see [`privq_core::report::decode`]).
+pub fn decode_report(bytes: &[u8]) -> Result<Report<'_>, RejectReason> {
+    report::decode(bytes).map_err(RejectReason::from_core)
+}
+
+/// Counts of rejected reports, one per [`RejectReason`]; mergeable.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RejectCounts {
+    /// [`RejectReason::Truncated`].
+    pub truncated: u64,
+    /// [`RejectReason::Version`].
+    pub wrong_version: u64,
+    /// [`RejectReason::UnknownMechanism`].
+    pub unknown_mechanism: u64,
+    /// [`RejectReason::Parameter`].
+    pub bad_parameter: u64,
+    /// [`RejectReason::Length`].
+    pub wrong_length: u64,
+    /// [`RejectReason::ValueOutOfRange`].
+    pub value_out_of_range: u64,
+    /// [`RejectReason::Mismatch`].
+    pub mismatched_parameters: u64,
+}
+
+impl RejectCounts {
+    fn slot(&mut self, r: RejectReason) -> &mut u64 {
+        match r {
+            RejectReason::Truncated => &mut self.truncated,
+            RejectReason::Version => &mut self.wrong_version,
+            RejectReason::UnknownMechanism => &mut self.unknown_mechanism,
+            RejectReason::Parameter => &mut self.bad_parameter,
+            RejectReason::Length => &mut self.wrong_length,
+            RejectReason::ValueOutOfRange => &mut self.value_out_of_range,
+            RejectReason::Mismatch => &mut self.mismatched_parameters,
+        }
+    }
+
+    /// Counts one rejection (saturating).
+    pub fn record(&mut self, r: RejectReason) {
+        let s = self.slot(r);
+        *s = s.saturating_add(1);
+    }
+
+    /// The count for one class.
+    pub fn get(&self, r: RejectReason) -> u64 {
+        let mut copy = *self;
+        *copy.slot(r)
+    }
+
+    /// All rejections.
+    pub fn total(&self) -> u64 {
+        RejectReason::ALL.iter().map(|&r| self.get(r)).sum()
+    }
+
+    /// Adds another set of counts.
+    pub fn merge(&mut self, other: &RejectCounts) {
+        for r in RejectReason::ALL {
+            let add = other.get(r);
+            let s = self.slot(r);
+            *s = s.saturating_add(add);
+        }
+    }
+}

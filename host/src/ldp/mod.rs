@@ -1,0 +1,36 @@
+//! Local differential privacy, host side: decode device reports, aggregate them
+//! into unbiased estimates with error bars, and run the local statistical-query
+//! oracle.
+//!
+//! * [`decode`]: validation of the wire format (`docs/report-format.md`) with one
+//!   counter per rejection class; [`frames`]: the report-file framing.
+//! * [`aggregate`]: mergeable, serializable aggregators for every randomizer in
+//!   [`privq_core::local`], with unbiased estimates, exact per-item variances and
+//!   confidence intervals ([`estimate`]), and post-processing ([`postprocess`]).
+//! * [`sq`]: the local SQ oracle over a fleet, with its tolerance formula.
+//! * [`fleet`]: simulated fleets of devices (tests, benchmarks, `privq ldp simulate`).
+//!
+//! ```
+//! use privq_host::ldp::aggregate::Aggregator;
+//! use privq_host::ldp::fleet::{Fleet, MechanismSpec};
+//! use privq_host::Epsilon;
+//!
+//! let spec = MechanismSpec::parse("oue", Epsilon::new(1, 1)?, 16)?;
+//! let fleet = Fleet::from_weights(&[1.0; 16], 20_000)?;
+//! let reports = fleet.privatize(&spec, 7)?;            // seeded: simulation only
+//! let mut agg = Aggregator::new(reports.kind())?;
+//! for r in reports.iter() {
+//!     agg.ingest_bytes(r)?;
+//! }
+//! let est = agg.frequencies(0.95)?;
+//! assert!((est.items[3].value - 1.0 / 16.0).abs() < 5.0 * est.items[3].std_error());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod aggregate;
+pub mod decode;
+pub mod estimate;
+pub mod fleet;
+pub mod frames;
+pub mod postprocess;
+pub mod sq;
