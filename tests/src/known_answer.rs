@@ -1,0 +1,227 @@
+//! Bit-identical output on every target: one seeded ChaCha12 drives every core sampler,
+//! and a 64-bit FNV-1a digest of all outputs must equal [`KNOWN_ANSWER_DIGEST`] on the
+//! host and on the Cortex-M0, M3 and M4F alike.
+//!
+//! Every output is fed to the digest, including errors (as their text), so any change
+//! of a sampler's result, its consumption of random words or its error behaviour on any
+//! target changes the digest.
+
+use core::fmt::Write;
+
+use privq_core::histogram::{Histogram, OutOfRange};
+use privq_core::sample::{
+    BoundedDiscreteLaplace, DiscreteLaplace, bernoulli, bernoulli_exp, uniform_below,
+};
+use privq_core::{Epsilon, Error, Fixed, GridLaplace, Result};
+use rand_chacha::ChaCha12Rng;
+
+use crate::check::{Outcome, expect_eq};
+use crate::fnv::Fnv1a64;
+use crate::rng::chacha;
+
+/// The digest every target must reproduce (computed once on the host, then fixed).
+pub const KNOWN_ANSWER_DIGEST: u64 = 0x1dc6_6646_d2fe_72cc;
+
+/// Seed of the known-answer ChaCha12 stream (tests only).
+pub const SEED: u64 = 0x7072_6976_715f_6b61; // "privq_ka"
+
+/// Discrete Laplace scales `num/den` exercised by the known-answer stream.
+pub const LAPLACE_SCALES: [(u64, u64); 4] = [(1, 2), (1, 1), (10, 3), (1000, 1)];
+
+/// Runs the whole known-answer stream: returns its digest and how many calls errored
+/// (none should: every input of the stream is valid).
+pub fn digest() -> (u64, u32) {
+    let mut rng = chacha(SEED);
+    let mut h = Stream::default();
+    uniform(&mut rng, &mut h);
+    bernoullis(&mut rng, &mut h);
+    laplaces(&mut rng, &mut h);
+    grid_releases(&mut rng, &mut h);
+    histograms(&mut rng, &mut h);
+    (h.digest.finish(), h.errors)
+}
+
+/// The check: no call errored and the digest equals [`KNOWN_ANSWER_DIGEST`].
+pub fn check() -> Outcome {
+    let (digest, errors) = digest();
+    expect_eq("calls of the known-answer stream that errored", errors, 0)?;
+    expect_eq(
+        "FNV-1a digest of all sampler outputs",
+        digest,
+        KNOWN_ANSWER_DIGEST,
+    )
+}
+
+/// The digest being built, and the errors seen.
+#[derive(Default)]
+struct Stream {
+    digest: Fnv1a64,
+    errors: u32,
+}
+
+impl Stream {
+    /// Feeds a result that must be `Ok` (an error is fed too, and counted).
+    fn feed<T>(&mut self, r: Result<T>, value: impl FnOnce(&mut Fnv1a64, T)) {
+        if r.is_err() {
+            self.errors += 1;
+        }
+        self.feed_any(r, value);
+    }
+
+    /// Feeds a result that may be an error by design (e.g. a rejected reading):
+    /// values as themselves, errors as a marker byte plus their text.
+    fn feed_any<T>(&mut self, r: Result<T>, value: impl FnOnce(&mut Fnv1a64, T)) {
+        match r {
+            Ok(v) => {
+                self.digest.bytes(&[0]);
+                value(&mut self.digest, v);
+            }
+            Err(e) => {
+                self.digest.bytes(&[1]);
+                let _ = write!(self.digest, "{e}");
+            }
+        }
+    }
+
+    /// Feeds an error of a constructor.
+    fn error(&mut self, e: Error) {
+        self.feed::<()>(Err(e), |_, ()| ());
+    }
+}
+
+fn uniform(rng: &mut ChaCha12Rng, h: &mut Stream) {
+    for n in [
+        1u64,
+        2,
+        3,
+        7,
+        10,
+        1000,
+        (1 << 32) + 1,
+        u64::MAX - 1,
+        u64::MAX,
+    ] {
+        for _ in 0..16 {
+            h.feed(uniform_below(n, rng), Fnv1a64::u64);
+        }
+    }
+}
+
+fn bernoullis(rng: &mut ChaCha12Rng, h: &mut Stream) {
+    for (p, q) in [(0u64, 5u64), (1, 3), (2, 7), (5, 5), (999, 1000)] {
+        for _ in 0..32 {
+            h.feed(bernoulli(p, q, rng), Fnv1a64::bool);
+        }
+    }
+    for (p, q) in [(0u64, 1u64), (1, 1), (1, 2), (3, 2), (7, 3), (10, 1)] {
+        for _ in 0..32 {
+            h.feed(bernoulli_exp(p, q, rng), Fnv1a64::bool);
+        }
+    }
+}
+
+fn laplaces(rng: &mut ChaCha12Rng, h: &mut Stream) {
+    for (num, den) in LAPLACE_SCALES {
+        match DiscreteLaplace::new(num, den) {
+            Ok(d) => {
+                for _ in 0..64 {
+                    h.feed(d.sample(rng), Fnv1a64::i64);
+                }
+            }
+            Err(e) => h.error(e),
+        }
+        match BoundedDiscreteLaplace::new(num, den) {
+            Ok(b) => {
+                h.digest.u64(b.bits() as u64);
+                for _ in 0..16 {
+                    h.feed(b.sample(rng), Fnv1a64::i64);
+                }
+            }
+            Err(e) => h.error(e),
+        }
+    }
+}
+
+fn grid_releases(rng: &mut ChaCha12Rng, h: &mut Stream) {
+    let values = [
+        Fixed::from_bits(102_005_473_280), // 23.75
+        Fixed::from_int(-3),
+        Fixed::ZERO,
+        Fixed::from_bits(1),
+        Fixed::MAX,
+        Fixed::MIN,
+    ];
+    let mechanisms = [
+        (Fixed::ONE, Epsilon::new(1, 2)),
+        (Fixed::from_int(3), Epsilon::new(1, 10)),
+        (Fixed::from_bits(1 << 30), Epsilon::new(2, 1)), // Δ = 1/4
+    ];
+    for (sensitivity, epsilon) in mechanisms {
+        let mech = epsilon.and_then(|eps| GridLaplace::new(sensitivity, eps));
+        let mech = match mech {
+            Ok(m) => m,
+            Err(e) => {
+                h.error(e);
+                continue;
+            }
+        };
+        h.digest.u64(mech.grid_exp() as u64);
+        h.digest.u64(mech.sensitivity_steps());
+        for v in values {
+            h.feed(mech.release(v, rng), |h, x| h.i64(x.to_bits()));
+        }
+        match mech.with_noise(BoundedDiscreteLaplace::new) {
+            Ok(bounded) => {
+                for v in values {
+                    h.feed(bounded.release(v, rng), |h, x| h.i64(x.to_bits()));
+                }
+            }
+            Err(e) => h.error(e),
+        }
+    }
+}
+
+fn histograms(rng: &mut ChaCha12Rng, h: &mut Stream) {
+    let lo = Fixed::from_int(-10);
+    let hi = Fixed::from_int(30);
+    for outside in [OutOfRange::Tally, OutOfRange::Clamp, OutOfRange::Reject] {
+        let mut hist = match Histogram::<8>::equal_width(lo, hi, outside) {
+            Ok(hist) => hist,
+            Err(e) => {
+                h.error(e);
+                continue;
+            }
+        };
+        for _ in 0..64 {
+            // Readings in [-20, 40): about a quarter fall outside the range.
+            let reading = uniform_below(60 << 8, rng)
+                .map(|x| Fixed::from_bits(((x as i64) << 24) - (20i64 << 32)));
+            let Ok(reading) = reading else {
+                return h.feed(reading, |_, _| ());
+            };
+            // With `Reject`, out-of-range readings are errors by design.
+            let recorded = hist.record(reading);
+            h.feed_any(recorded, |h, bin| h.u64(bin.map_or(u64::MAX, |b| b as u64)));
+        }
+        for &c in hist.counts() {
+            h.digest.u64(u64::from(c));
+        }
+        h.digest.u64(u64::from(hist.underflow()));
+        h.digest.u64(u64::from(hist.overflow()));
+    }
+    let mut cat = match Histogram::<5>::categorical() {
+        Ok(cat) => cat,
+        Err(e) => return h.error(e),
+    };
+    for _ in 0..64 {
+        let index = match uniform_below(6, rng) {
+            Ok(i) => i as usize,
+            Err(e) => return h.error(e),
+        };
+        // Index 5 of 5 bins is rejected by design.
+        h.feed_any(cat.record_index(index), |_, ()| ());
+    }
+    for &c in cat.counts() {
+        h.digest.u64(u64::from(c));
+    }
+}

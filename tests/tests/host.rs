@@ -1,0 +1,158 @@
+//! Host side of the shared checks: one libtest `#[test]` per check of `privq_tests::CHECKS`
+//! (the same code the QEMU suites run), plus host-only checks of the test machinery.
+
+use privq_tests::check::{Check, Runner};
+use privq_tests::{CHECKS, known_answer};
+
+/// Runs the registered check called `name` and panics with its failure.
+fn run(name: &str) {
+    let check: &Check = CHECKS
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no check named {name}"));
+    if let Err(failure) = (check.run)() {
+        panic!("{name}: {failure}");
+    }
+}
+
+macro_rules! host_tests {
+    ($($name:ident),* $(,)?) => {
+        $(#[test] fn $name() { run(stringify!($name)); })*
+
+        #[test]
+        fn every_check_has_a_host_test() {
+            let names = [$(stringify!($name)),*];
+            for c in CHECKS {
+                assert!(names.contains(&c.name), "{} has no host test", c.name);
+            }
+        }
+    };
+}
+
+host_tests!(
+    known_answer_digest,
+    bad_input_epsilon,
+    bad_input_sampler_parameters,
+    bad_input_fixed_point_and_grid,
+    bad_input_histogram,
+    chi2_uniform_below_10,
+    chi2_bernoulli_rational,
+    chi2_bernoulli_exp,
+    chi2_discrete_laplace_t_1_2,
+    chi2_discrete_laplace_t_1,
+    chi2_discrete_laplace_t_10_3,
+    chi2_discrete_laplace_t_1000,
+    chi2_bounded_laplace_t_1,
+    chi2_bounded_laplace_t_10_3,
+    chi2_bounded_laplace_t_1000,
+);
+
+#[test]
+fn print_known_answer_digest() {
+    let (digest, errors) = known_answer::digest();
+    println!("known-answer digest: {digest:#018x} ({errors} errors)");
+}
+
+#[test]
+fn runner_counts_and_rejects_empty_runs() {
+    let mut out = String::new();
+    let runner = Runner::new(&mut out);
+    assert!(!runner.finish(), "a run with no test must fail");
+    assert!(out.contains("0 passed, 0 failed"));
+
+    let mut out = String::new();
+    let mut runner = Runner::new(&mut out);
+    runner.run("good", || Ok(()));
+    runner.run("bad", || privq_tests::check::expect_eq("x", 1, 2));
+    assert!(!runner.finish());
+    assert!(out.contains("test good ... ok"));
+    assert!(out.contains("test bad ... FAILED"));
+    assert!(out.lines().any(|l| l == "1 passed, 1 failed"));
+}
+
+/// `Γ(a)` for `a` a positive multiple of 1/2 (exact recurrence from Γ(1/2) = √π, Γ(1) = 1).
+fn gamma_half_integer(a: f64) -> f64 {
+    let (mut g, mut x) = if a.fract() == 0.0 {
+        (1.0, 1.0)
+    } else {
+        (std::f64::consts::PI.sqrt(), 0.5)
+    };
+    while x < a {
+        g *= x;
+        x += 1.0;
+    }
+    g
+}
+
+/// Regularized upper incomplete gamma `Q(a, x)` by its continued fraction (x > a + 1),
+/// evaluated with the modified Lentz method.
+fn upper_gamma_q(a: f64, x: f64) -> f64 {
+    assert!(
+        x > a + 1.0,
+        "continued fraction converges fast only for x > a + 1"
+    );
+    let tiny = 1e-300;
+    let mut b = x + 1.0 - a;
+    let mut c = 1.0 / tiny;
+    let mut d = 1.0 / b;
+    let mut h = d;
+    for i in 1..1000 {
+        let an = -(i as f64) * (i as f64 - a);
+        b += 2.0;
+        d = an * d + b;
+        if d.abs() < tiny {
+            d = tiny;
+        }
+        c = b + an / c;
+        if c.abs() < tiny {
+            c = tiny;
+        }
+        d = 1.0 / d;
+        let step = d * c;
+        h *= step;
+        if (step - 1.0).abs() < 1e-15 {
+            break;
+        }
+    }
+    (-x + a * x.ln()).exp() * h / gamma_half_integer(a)
+}
+
+#[test]
+fn chi_square_critical_values_have_tail_about_1e7() {
+    // Sanity of the routine: Q(1/2, x/2) = erfc(sqrt(x/2)); P[χ²₁ > 10.828] ≈ 0.001.
+    let p = upper_gamma_q(0.5, 10.828 / 2.0);
+    assert!((p - 0.001).abs() < 1e-6, "{p}");
+    for (df, x) in privq_tests::distribution::CHI2_CRITICAL_1E7 {
+        let tail = upper_gamma_q(f64::from(df) / 2.0, x / 2.0);
+        assert!(
+            tail < 1e-6,
+            "df {df}: P[chi2 > {x}] = {tail} is not below 1e-6"
+        );
+        assert!(
+            tail > 0.9e-7,
+            "df {df}: P[chi2 > {x}] = {tail} (too strict a constant)"
+        );
+    }
+}
+
+#[test]
+fn chi_square_detects_a_wrong_scale() {
+    use privq_core::sample::DiscreteLaplace;
+    use privq_tests::distribution::{Cells, chi_square, laplace_below};
+    // Samples of scale 1 judged against the pmf of scale 10/9 (11% off) must fail.
+    let d = DiscreteLaplace::new(1, 1).unwrap();
+    let mut rng = privq_tests::rng::chacha(77);
+    let cells = Cells {
+        lo: -5,
+        width: 1,
+        count: 11,
+    };
+    let outcome = chi_square(
+        "wrong scale",
+        20_000,
+        cells,
+        || d.sample(&mut rng),
+        |x| laplace_below(10, 9, x),
+    );
+    assert!(outcome.is_err(), "a wrong pmf passed: {outcome:?}");
+}
