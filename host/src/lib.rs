@@ -29,3 +29,4 @@ pub mod mw;
 pub mod pmw;
 pub mod ldp;
 pub mod mwem;
+pub mod experiment;
