@@ -9,6 +9,7 @@ use std::io::{BufRead, Write};
 
 use clap::{Parser, Subcommand};
 
+pub mod ldp;
 pub mod noise;
 
 /// privq: exact differential privacy from the microcontroller to the curator.
@@ -25,6 +26,8 @@ pub struct Cli {
 pub enum Command {
     /// Add calibrated Laplace noise, exactly on a fixed-point grid, to numbers.
     Noise(noise::Args),
+    /// Local differential privacy: simulate device fleets and aggregate their reports.
+    Ldp(ldp::Args),
 }
 
 /// Runs a parsed command line with the given streams.
@@ -36,6 +39,7 @@ pub fn run(
 ) -> Result<(), CliError> {
     match cli.command {
         Command::Noise(args) => noise::run(&args, stdin, stdout, stderr),
+        Command::Ldp(args) => ldp::run(&args, stdin, stdout, stderr),
     }
 }
 
