@@ -10,7 +10,9 @@ use privq_core::Result;
 
 use crate::check::{Failure, Outcome};
 
-/// Values `−RADIUS..=RADIUS` get a group each; smaller and larger values share two groups.
+/// Buckets `−RADIUS..=RADIUS` get a group each; values below or above share two groups.
+/// Bucket `k` holds the values `[k·w, (k+1)·w)` for the profile's bucket width `w`
+/// (with `w = 1`, one group per returned value).
 pub const RADIUS: i64 = 5;
 
 const GROUPS: usize = 2 * RADIUS as usize + 3;
@@ -51,16 +53,19 @@ pub struct CostProfile {
     pub name: &'static str,
     /// Timer ticks per executed instruction (from calibration; 1.0 when unknown).
     pub ticks_per_instruction: f64,
+    /// Width of the value buckets (1: one group per value).
+    pub bucket: i64,
     groups: [Group; GROUPS],
     errors: u32,
 }
 
 impl CostProfile {
-    /// An empty profile.
-    pub fn new(name: &'static str, ticks_per_instruction: f64) -> Self {
+    /// An empty profile grouping values in buckets `bucket` wide (at least 1).
+    pub fn new(name: &'static str, ticks_per_instruction: f64, bucket: i64) -> Self {
         CostProfile {
             name,
             ticks_per_instruction,
+            bucket: bucket.max(1),
             groups: [Group::EMPTY; GROUPS],
             errors: 0,
         }
@@ -70,10 +75,11 @@ impl CostProfile {
     pub fn measure(
         name: &'static str,
         ticks_per_instruction: f64,
+        bucket: i64,
         calls: u32,
         mut measure: impl FnMut() -> (Result<i64>, u32),
     ) -> Self {
-        let mut profile = CostProfile::new(name, ticks_per_instruction);
+        let mut profile = CostProfile::new(name, ticks_per_instruction, bucket);
         for _ in 0..calls {
             let (value, ticks) = measure();
             profile.record(value, ticks);
@@ -87,7 +93,8 @@ impl CostProfile {
             self.errors += 1;
             return;
         };
-        let index = (v.clamp(-RADIUS - 1, RADIUS + 1) + RADIUS + 1) as usize;
+        let k = v.div_euclid(self.bucket);
+        let index = (k.clamp(-RADIUS - 1, RADIUS + 1) + RADIUS + 1) as usize;
         if let Some(g) = self.groups.get_mut(index) {
             g.add(ticks);
         }
@@ -183,21 +190,28 @@ impl fmt::Display for CostProfile {
             "cost {} ({:.4} ticks/instruction):",
             self.name, self.ticks_per_instruction
         )?;
-        writeln!(f, "    value     calls  ticks min..max   instructions mean")?;
+        writeln!(
+            f,
+            "    {:>15} {:>7}  {:>15}  {:>10}",
+            "value", "calls", "ticks min..max", "instr mean"
+        )?;
+        let w = self.bucket;
         for (i, g) in self.groups.iter().enumerate() {
             if g.calls == 0 {
                 continue;
             }
-            let v = i as i64 - RADIUS - 1;
-            match v {
-                v if v < -RADIUS => write!(f, "    {:>5}{RADIUS}", "< -")?,
-                v if v > RADIUS => write!(f, "    {:>6}{RADIUS}", "> ")?,
-                v => write!(f, "    {v:>7}")?,
+            let k = i as i64 - RADIUS - 1;
+            let (lo, hi) = (k * w, (k + 1) * w - 1);
+            match k {
+                k if k < -RADIUS => write!(f, "    {:>8}{:<7}", "<= ", hi)?,
+                k if k > RADIUS => write!(f, "    {:>8}{:<7}", ">= ", lo)?,
+                _ if w == 1 => write!(f, "    {lo:>8}       ")?,
+                _ => write!(f, "    {lo:>7}..{hi:<6}")?,
             }
             let mean = g.sum as f64 / f64::from(g.calls);
             writeln!(
                 f,
-                " {:>7}  {:>7}..{:<7} {:>10.1}",
+                " {:>7}  {:>7}..{:<7}  {:>10.1}",
                 g.calls,
                 g.min,
                 g.max,
@@ -212,7 +226,8 @@ impl fmt::Display for CostProfile {
         };
         writeln!(
             f,
-            "      all {:>7}  {:>7}..{:<7} {:>10.1}   (spread {} ticks, errors {})",
+            "    {:>15} {:>7}  {:>7}..{:<7}  {:>10.1}  (spread {} ticks, errors {})",
+            "all",
             all.calls,
             all.min,
             all.max,
@@ -220,5 +235,66 @@ impl fmt::Display for CostProfile {
             self.spread(),
             self.errors
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use std::string::ToString;
+
+    use super::*;
+    use privq_core::Error;
+
+    fn profile(costs: &[(i64, u32)], ratio: f64) -> CostProfile {
+        let mut p = CostProfile::new("test", ratio, 1);
+        for &(v, t) in costs {
+            p.record(Ok(v), t);
+        }
+        p
+    }
+
+    #[test]
+    fn constant_cost_passes_and_one_tick_of_jitter_is_allowed() {
+        let p = profile(&[(0, 100), (3, 101), (-9, 100), (42, 101)], 3.2);
+        assert_eq!(p.spread(), 1);
+        assert!(p.check_constant().is_ok());
+        assert!(p.check_varies().is_err());
+    }
+
+    #[test]
+    fn value_dependent_cost_fails() {
+        let p = profile(&[(0, 100), (1, 103), (2, 106)], 3.2);
+        assert!(p.check_constant().is_err());
+        assert!(p.check_varies().is_ok());
+        let text = p.to_string();
+        assert!(text.contains("spread 6 ticks"), "{text}");
+    }
+
+    #[test]
+    fn coarse_timer_or_errors_or_nothing_measured_fail() {
+        assert!(
+            profile(&[(0, 100), (1, 100)], 1.6)
+                .check_constant()
+                .is_err()
+        );
+        assert!(profile(&[], 3.0).check_constant().is_err());
+        let mut p = profile(&[(0, 100)], 3.0);
+        p.record(Err(Error::IterationBudgetExhausted), 100);
+        assert!(p.check_constant().is_err());
+    }
+
+    #[test]
+    fn buckets_group_ranges_of_values() {
+        let mut p = CostProfile::new("wide", 2.0, 250);
+        for v in [-5000, -251, -250, -1, 0, 249, 250, 5000] {
+            p.record(Ok(v), 10);
+        }
+        let text = p.to_string();
+        assert!(text.contains("-250..-1"), "{text}");
+        assert!(text.contains("0..249"), "{text}");
+        assert!(text.contains("<= -1251"), "{text}");
+        assert!(text.contains(">= 1500"), "{text}");
+        assert_eq!(p.overall().calls, 8);
     }
 }

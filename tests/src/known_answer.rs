@@ -20,6 +20,11 @@ use crate::fnv::Fnv1a64;
 use crate::rng::chacha;
 
 /// The digest every target must reproduce (computed once on the host, then fixed).
+///
+/// A change in a core sampler that changes its outputs or its use of random words
+/// changes this digest. When that change is intended, print the new value with
+/// `cargo test -p privq-tests --test host print_known_answer_digest -- --nocapture`,
+/// put it here, and run the QEMU suites (`tools/test-all.sh`): every target must agree.
 pub const KNOWN_ANSWER_DIGEST: u64 = 0x1dc6_6646_d2fe_72cc;
 
 /// Seed of the known-answer ChaCha12 stream (tests only).
@@ -46,7 +51,8 @@ pub fn check() -> Outcome {
     let (digest, errors) = digest();
     expect_eq("calls of the known-answer stream that errored", errors, 0)?;
     expect_eq(
-        "FNV-1a digest of all sampler outputs",
+        "FNV-1a digest of all sampler outputs (if a core sampler's output changed on \
+         purpose, update KNOWN_ANSWER_DIGEST in tests/src/known_answer.rs)",
         digest,
         KNOWN_ANSWER_DIGEST,
     )

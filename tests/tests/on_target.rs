@@ -30,8 +30,13 @@ use privq_tests::rng::SplitMix64;
 /// SysTick is a 24-bit down-counter.
 const SYSTICK_MASK: u32 = 0x00ff_ffff;
 
-/// Scales `num/den` whose sampler costs are measured.
-const COST_SCALES: [(u64, u64, &str); 3] = [(1, 1, "t=1"), (10, 3, "t=10/3"), (1000, 1, "t=1000")];
+/// Scales `num/den` whose sampler costs are measured, with the width of the value
+/// buckets the costs are grouped by.
+const COST_SCALES: [(u64, u64, i64, &str); 3] = [
+    (1, 1, 1, "t=1"),
+    (10, 3, 1, "t=10/3"),
+    (1000, 1, 250, "t=1000"),
+];
 
 /// Calls measured per sampler and scale.
 const COST_CALLS: u32 = 1500;
@@ -89,12 +94,14 @@ fn cost_checks<W: Write>(runner: &mut Runner<W>, ticks: &Ticks) {
         runner.out(),
         "cost: SysTick ticks per instruction {ratio:.5}; timer overhead {overhead} ticks (included below)"
     );
-    for (num, den, label) in COST_SCALES {
+    for (num, den, bucket, label) in COST_SCALES {
         let mut rng = SplitMix64::new(0xc057 + num);
         let profile = match DiscreteLaplace::new(num, den) {
-            Ok(d) => CostProfile::measure("DiscreteLaplace::sample", ratio, COST_CALLS, || {
-                ticks.time(|| exact(black_box(&d), black_box(&mut rng)))
-            }),
+            Ok(d) => {
+                CostProfile::measure("DiscreteLaplace::sample", ratio, bucket, COST_CALLS, || {
+                    ticks.time(|| exact(black_box(&d), black_box(&mut rng)))
+                })
+            }
             Err(e) => {
                 runner.run("cost_exact_constructor", || expect_ok(label, Err(e)));
                 continue;
@@ -104,11 +111,13 @@ fn cost_checks<W: Write>(runner: &mut Runner<W>, ticks: &Ticks) {
         runner.run(exact_name(label), || profile.check_varies());
 
         let profile = match BoundedDiscreteLaplace::new(num, den) {
-            Ok(d) => {
-                CostProfile::measure("BoundedDiscreteLaplace::sample", ratio, COST_CALLS, || {
-                    ticks.time(|| bounded(black_box(&d), black_box(&mut rng)))
-                })
-            }
+            Ok(d) => CostProfile::measure(
+                "BoundedDiscreteLaplace::sample",
+                ratio,
+                bucket,
+                COST_CALLS,
+                || ticks.time(|| bounded(black_box(&d), black_box(&mut rng))),
+            ),
             Err(e) => {
                 runner.run("cost_bounded_constructor", || expect_ok(label, Err(e)));
                 continue;

@@ -1,0 +1,260 @@
+#!/usr/bin/env bash
+# privq: THE test command. Runs everything and prints a summary:
+#
+#   formatting, clippy (host + bare-metal), host tests, the on-target suites in QEMU
+#   (Cortex-M0 microbit, Cortex-M3 lm3s6965evb, Cortex-M4F mps2-an386), the firmware in
+#   QEMU (M0 + M4F), the firmware's release flash/RAM sizes, and tools/sampler-cost.sh --check.
+#
+# On a fresh Debian 12 machine it first installs what it needs (rustup targets and
+# components; QEMU from bookworm-backports when running as root; defmt-print). Without
+# root it prints exactly what to install and exits non-zero.
+#
+# Every step runs even when an earlier one failed, so the summary is complete; the exit
+# status is non-zero if any step failed or could not run.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+LOG_DIR=${PRIVQ_TEST_LOGS:-$ROOT/target/test-all}
+mkdir -p "$LOG_DIR"
+
+TARGETS=(thumbv6m-none-eabi thumbv7m-none-eabi thumbv7em-none-eabihf)
+DEFMT_PRINT_VERSION=1.2.0
+START=$SECONDS
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+die() {
+  printf '\n\033[1;31mtest-all: FATAL: %s\033[0m\n' "$*" >&2
+  exit 1
+}
+
+# ---------------------------------------------------------------------------------------
+# 1. Toolchain and tools
+# ---------------------------------------------------------------------------------------
+is_root() { [[ $(id -u) == 0 ]]; }
+
+install_qemu() {
+  local codename=""
+  [[ -r /etc/os-release ]] && codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+  if ! is_root; then
+    cat >&2 <<EOF
+test-all: qemu-system-arm is missing and this is not root, so it cannot be installed here.
+Install it as root, then run tools/test-all.sh again. On Debian 12 (bookworm):
+
+  cat > /etc/apt/sources.list.d/bookworm-backports.sources <<'EOS'
+  Types: deb
+  URIs: http://deb.debian.org/debian
+  Suites: bookworm-backports
+  Components: main
+  Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+  EOS
+  apt-get update
+  apt-get install -y --no-install-recommends -t bookworm-backports qemu-system-arm
+
+(Other Debian/Ubuntu releases: apt-get install qemu-system-arm.)
+EOF
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  if [[ $codename == bookworm ]]; then
+    # Backports: a preinstalled backports qemu-utils Breaks bookworm's qemu-system-common 7.2.
+    if [[ ! -f /etc/apt/sources.list.d/bookworm-backports.sources ]]; then
+      cat >/etc/apt/sources.list.d/bookworm-backports.sources <<'EOF'
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: bookworm-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+    fi
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends -t bookworm-backports qemu-system-arm
+  else
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends qemu-system-arm
+  fi
+}
+
+setup() {
+  say "setup"
+  command -v cargo >/dev/null || die "cargo not found: install Rust with rustup (https://rustup.rs)"
+  command -v rustup >/dev/null || die "rustup not found: the bare-metal targets need rustup"
+  rustup target add "${TARGETS[@]}"
+  rustup component add llvm-tools rustfmt clippy
+
+  if ! command -v qemu-system-arm >/dev/null; then
+    echo "qemu-system-arm not found: installing"
+    install_qemu
+  fi
+  command -v qemu-system-arm >/dev/null || die "qemu-system-arm still missing after the install"
+  qemu-system-arm --version | head -n1
+
+  # tools/qemu-run.sh needs readelf (binutils) and timeout (coreutils).
+  if ! command -v readelf >/dev/null; then
+    if is_root; then
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends binutils
+    else
+      die "readelf not found: install binutils (apt-get install binutils) as root"
+    fi
+  fi
+  command -v timeout >/dev/null || die "timeout not found: install coreutils"
+
+  # tools/sampler-cost.sh (host instruction counts) runs under valgrind.
+  if [[ -e tools/sampler-cost.sh ]] && ! command -v valgrind >/dev/null; then
+    if is_root; then
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind ||
+        { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind; }
+    else
+      die "valgrind not found (needed by tools/sampler-cost.sh): apt-get install valgrind, as root"
+    fi
+  fi
+
+  if [[ $(defmt-print --version 2>/dev/null || true) != *"$DEFMT_PRINT_VERSION"* ]]; then
+    echo "defmt-print $DEFMT_PRINT_VERSION not found: installing (about 1-2 minutes)"
+    cargo install --locked "defmt-print@$DEFMT_PRINT_VERSION"
+  fi
+  command -v defmt-print >/dev/null ||
+    die "defmt-print not on PATH after cargo install (add ~/.cargo/bin to PATH)"
+  defmt-print --version
+}
+
+# ---------------------------------------------------------------------------------------
+# 2. Steps
+# ---------------------------------------------------------------------------------------
+STEP_NAMES=()
+STEP_RESULTS=()
+STEP_TIMES=()
+NOTES_FILE="$LOG_DIR/notes.txt"
+: >"$NOTES_FILE"
+note() { echo "$*" >>"$NOTES_FILE"; }
+
+# step NAME CHECK COMMAND...: runs COMMAND (output shown and logged to $LOG_DIR/NAME.log),
+# then CHECK (a function taking the log path, or `-`). Records pass/fail and the time.
+# Functions used as COMMAND must propagate their own failures (`|| return`): `set -e` is
+# off inside `||`. They run in a subshell, so they report through `note`.
+step() {
+  local name=$1 check=$2
+  shift 2
+  local log="$LOG_DIR/$name.log" t0=$SECONDS rc=0
+  say "$name: $*"
+  "$@" 2>&1 | tee "$log" || rc=$?
+  if ((rc == 0)) && [[ $check != - ]]; then
+    "$check" "$log" || rc=$?
+  fi
+  STEP_NAMES+=("$name")
+  STEP_TIMES+=($((SECONDS - t0)))
+  if ((rc == 0)); then
+    STEP_RESULTS+=(ok)
+  else
+    STEP_RESULTS+=("FAILED ($rc)")
+    printf '\033[1;31mtest-all: step %s FAILED (status %s); log: %s\033[0m\n' "$name" "$rc" "$log" >&2
+  fi
+}
+
+# The on-target suites must have run tests and failed none: guards against a runner that
+# exits 0 after running nothing (e.g. a test target skipped for a missing feature).
+expect_suite_ran() {
+  local line
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$1" | tail -n1 || true)
+  if [[ -z $line ]]; then
+    echo "test-all: no 'N passed, N failed' line: the suite did not run" >&2
+    return 3
+  fi
+  if [[ ! $line =~ ^([0-9]+)\ passed,\ 0\ failed ]] || ((BASH_REMATCH[1] == 0)); then
+    echo "test-all: suite summary is '$line'" >&2
+    return 3
+  fi
+}
+
+# The firmware must have got as far as releasing the histogram.
+expect_release() {
+  if ! grep -q 'released (epsilon' "$1"; then
+    echo "test-all: firmware output has no released histogram" >&2
+    return 3
+  fi
+}
+
+# Host tests: at least one libtest summary, none failed.
+expect_host_tests() {
+  local ran
+  ran=$(sed -nE 's/^test result: ok\. ([0-9]+) passed.*/\1/p' "$1" | awk '{ n += $1 } END { print n + 0 }')
+  if [[ -z $ran || $ran == 0 ]]; then
+    echo "test-all: host cargo test ran no test" >&2
+    return 3
+  fi
+  note "host tests passed: $ran"
+}
+
+firmware_sizes() {
+  local host sysroot size_tool
+  host=$(rustc -vV | sed -n 's/^host: //p')
+  sysroot=$(rustc --print sysroot)
+  size_tool="$sysroot/lib/rustlib/$host/bin/llvm-size"
+  [[ -x $size_tool ]] || {
+    echo "llvm-size not found at $size_tool (rustup component add llvm-tools)" >&2
+    return 4
+  }
+  local t elf
+  for t in thumbv6m-none-eabi thumbv7em-none-eabihf; do
+    cargo build --release -p privq-firmware --features qemu --target "$t" || return
+    elf="target/$t/release/privq-firmware"
+    "$size_tool" -A "$elf" | grep -E '^(section|\.vector_table|\.text|\.rodata|\.data|\.bss|\.uninit)' || return
+    # Berkeley format: text (code + rodata + vectors), data, bss.
+    read -r text data bss _ < <("$size_tool" -B "$elf" | tail -n1) || return
+    note "firmware $t (release, qemu): flash $((text + data)) B (text $text + data $data)," \
+      "static RAM $((data + bss)) B (data $data + bss $bss)"
+  done
+}
+
+sampler_cost() {
+  if [[ -e tools/sampler-cost.sh ]]; then
+    bash tools/sampler-cost.sh --check || return
+  else
+    echo "NOTICE: tools/sampler-cost.sh is not present yet; skipping the sampler cost check."
+    note "tools/sampler-cost.sh not present yet: sampler cost check skipped"
+  fi
+}
+
+setup
+
+step fmt - cargo fmt --all --check
+step clippy - cargo clippy --workspace --all-targets -- -D warnings
+step clippy-bare-metal - bash -c '
+  set -e
+  for t in thumbv6m-none-eabi thumbv7em-none-eabihf; do
+    cargo clippy -p privq-firmware --features qemu --target $t -- -D warnings
+    cargo clippy -p privq-firmware --features rt --target $t -- -D warnings
+  done
+  cargo clippy -p privq-tests --features rt --test on_target --target thumbv7m-none-eabi -- -D warnings'
+step host-tests expect_host_tests cargo test --workspace --no-fail-fast
+step qemu-m0 expect_suite_ran cargo qemu-m0
+step qemu-m3 expect_suite_ran cargo qemu-m3
+step qemu-m4f expect_suite_ran cargo qemu-m4f
+step firmware-m0 expect_release cargo fw-m0
+step firmware-m4f expect_release cargo fw-m4f
+step firmware-size - firmware_sizes
+step sampler-cost - sampler_cost
+
+# ---------------------------------------------------------------------------------------
+# 3. Summary
+# ---------------------------------------------------------------------------------------
+say "summary"
+failed=0
+for i in "${!STEP_NAMES[@]}"; do
+  printf '  %-18s %-12s %5ss\n' "${STEP_NAMES[$i]}" "${STEP_RESULTS[$i]}" "${STEP_TIMES[$i]}"
+  [[ ${STEP_RESULTS[$i]} == ok ]] || failed=$((failed + 1))
+done
+while IFS= read -r n; do
+  echo "  - $n"
+done <"$NOTES_FILE"
+echo "  logs: $LOG_DIR"
+total=$((SECONDS - START))
+passed=$((${#STEP_NAMES[@]} - failed))
+echo "  total time: ${total}s"
+if ((failed > 0)); then
+  printf '\033[1;31mtest-all: FAILED (%s of %s steps)\033[0m\n' "$failed" "${#STEP_NAMES[@]}" >&2
+else
+  echo "test-all: all ${#STEP_NAMES[@]} steps passed"
+fi
+echo "steps: $passed passed, $failed failed"
+((failed == 0))
