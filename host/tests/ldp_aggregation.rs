@@ -40,7 +40,11 @@ fn variance_experiment(name: &str, eps: Epsilon, n: usize, d: u32, runs: u64) ->
             total += 1;
         }
     }
-    (sq_err / runs as f64, theory / runs as f64, covered as f64 / total as f64)
+    (
+        sq_err / runs as f64,
+        theory / runs as f64,
+        covered as f64 / total as f64,
+    )
 }
 
 fn check_accuracy(n: usize, runs: u64) {
