@@ -100,7 +100,7 @@ pub fn advanced(
             "epsilon must be positive and finite",
         ));
     }
-    if !(0.0..1.0).contains(&delta) || !(delta_slack > 0.0 && delta_slack < 1.0) {
+    if !((0.0..1.0).contains(&delta) && delta_slack > 0.0 && delta_slack < 1.0) {
         return Err(AccountantError::InvalidParameter(
             "delta must be in [0, 1) and the slack delta' in (0, 1)",
         ));

@@ -157,15 +157,30 @@ impl MwState {
         }
     }
 
+    /// Prepares a query for repeated evaluation and updates (precomputes the
+    /// blocked kernel of parity and bit-pattern queries).
+    pub fn prepare<'q>(&self, query: &'q Query) -> Prepared<'q> {
+        let kernel = match self.cells {
+            None => Kernel::compile(query, self.p.len()),
+            Some(_) => None,
+        };
+        Prepared { query, kernel }
+    }
+
     /// `f(x_t) = Σ_u f[u]·x_t[u]`.
     pub fn evaluate(&self, query: &Query) -> f64 {
-        match (&self.cells, Kernel::compile(query, self.p.len())) {
+        self.evaluate_prepared(&self.prepare(query))
+    }
+
+    /// [`MwState::evaluate`] for a prepared query.
+    pub fn evaluate_prepared(&self, q: &Prepared<'_>) -> f64 {
+        match (&self.cells, &q.kernel) {
             (None, Some(k)) => k.dot(&self.p),
-            (None, None) => query.evaluate(&self.p),
+            (None, None) => q.query.evaluate(&self.p),
             (Some(cells), _) => cells
                 .iter()
                 .zip(&self.p)
-                .map(|(&u, &p)| p * query.value(u))
+                .map(|(&u, &p)| p * q.query.value(u))
                 .sum(),
         }
     }
@@ -173,50 +188,81 @@ impl MwState {
     /// The signed update `x[u] ← x[u]·exp(step·f[u])`, renormalized. Returns
     /// `f(x)` before the update.
     pub fn update(&mut self, query: &Query, step: f64) -> f64 {
-        let before = self.evaluate(query);
-        self.update_known(query, step, before);
+        let q = self.prepare(query);
+        let before = self.evaluate_prepared(&q);
+        self.update_prepared(&q, step, before);
         before
     }
 
     /// [`MwState::update`] when the caller already knows `answer_before = f(x)`
     /// (saves one pass over the weights).
     pub fn update_known(&mut self, query: &Query, step: f64, answer_before: f64) {
+        let q = self.prepare(query);
+        self.update_prepared(&q, step, answer_before);
+    }
+
+    /// [`MwState::update_known`] for a prepared query.
+    pub fn update_prepared(&mut self, q: &Prepared<'_>, step: f64, answer_before: f64) {
         if step == 0.0 || !step.is_finite() {
             return;
         }
-        let kernel = match self.cells {
-            None => Kernel::compile(query, self.p.len()),
-            Some(_) => None,
-        };
-        match kernel {
+        match &q.kernel {
             Some(k) => {
-                // Boolean f: the normalizer is Z = 1 + f(x)(e^step − 1).
-                let z = 1.0 + answer_before.clamp(0.0, 1.0) * step.exp_m1();
-                let (ln_z, e) = (z.ln(), step.exp());
-                let factors = [1.0 / z, e / z];
-                let shifts = [-ln_z, step - ln_z];
-                k.scale(&mut self.p, &mut self.log_p, factors, shifts);
-                self.since_sync += 1;
-                if self.since_sync >= RESYNC_EVERY {
-                    self.resync();
-                }
+                let (factors, shifts) = boolean_step(step, answer_before);
+                k.scale(&mut self.p, &mut self.log_p, factors, shifts, None);
+                self.after_fast_update();
             }
-            None => {
-                match &self.cells {
-                    None => {
-                        for (u, lp) in self.log_p.iter_mut().enumerate() {
-                            *lp += step * query.value(u);
-                        }
-                    }
-                    Some(cells) => {
-                        for (&u, lp) in cells.iter().zip(self.log_p.iter_mut()) {
-                            *lp += step * query.value(u);
-                        }
-                    }
-                }
-                self.resync();
+            None => self.update_generic(q.query, step),
+        }
+    }
+
+    /// Updates by `q` and, in the same pass over the weights, evaluates `next` on
+    /// the updated distribution (the inner loop of re-iterated MW fits).
+    pub fn update_then_evaluate(
+        &mut self,
+        q: &Prepared<'_>,
+        step: f64,
+        answer_before: f64,
+        next: &Prepared<'_>,
+    ) -> f64 {
+        if step == 0.0 || !step.is_finite() {
+            return self.evaluate_prepared(next);
+        }
+        match (&q.kernel, &next.kernel) {
+            (Some(k), Some(nk)) if self.since_sync + 1 < RESYNC_EVERY => {
+                let (factors, shifts) = boolean_step(step, answer_before);
+                let out = k.scale(&mut self.p, &mut self.log_p, factors, shifts, Some(nk));
+                self.since_sync += 1;
+                out
+            }
+            _ => {
+                self.update_prepared(q, step, answer_before);
+                self.evaluate_prepared(next)
             }
         }
+    }
+
+    fn after_fast_update(&mut self) {
+        self.since_sync += 1;
+        if self.since_sync >= RESYNC_EVERY {
+            self.resync();
+        }
+    }
+
+    fn update_generic(&mut self, query: &Query, step: f64) {
+        match &self.cells {
+            None => {
+                for (u, lp) in self.log_p.iter_mut().enumerate() {
+                    *lp += step * query.value(u);
+                }
+            }
+            Some(cells) => {
+                for (&u, lp) in cells.iter().zip(self.log_p.iter_mut()) {
+                    *lp += step * query.value(u);
+                }
+            }
+        }
+        self.resync();
     }
 
     /// Renormalizes the log weights (log-sum-exp) and recomputes the linear cache.
@@ -241,6 +287,27 @@ impl MwState {
             .map(|(&t, &lp)| t * (t.ln() - lp))
             .sum()
     }
+}
+
+/// A query prepared for a [`MwState`] (see [`MwState::prepare`]).
+pub struct Prepared<'q> {
+    query: &'q Query,
+    kernel: Option<Kernel>,
+}
+
+impl Prepared<'_> {
+    /// The query.
+    pub fn query(&self) -> &Query {
+        self.query
+    }
+}
+
+/// Multipliers and log-shifts `[f = 0, f = 1]` of a Boolean update: the normalizer
+/// is `Z = 1 + f(x)(e^step − 1)`.
+fn boolean_step(step: f64, answer_before: f64) -> ([f64; 2], [f64; 2]) {
+    let z = 1.0 + answer_before.clamp(0.0, 1.0) * step.exp_m1();
+    let (ln_z, e) = (z.ln(), step.exp());
+    ([1.0 / z, e / z], [-ln_z, step - ln_z])
 }
 
 /// A 0/1 query that factors over the low `log2(BLOCK)` bits of the cell index.
@@ -318,23 +385,32 @@ impl Kernel {
         total
     }
 
-    /// `p[u] *= factors[f[u]]`, `log_p[u] += shifts[f[u]]`.
-    fn scale(&self, p: &mut [f64], log_p: &mut [f64], factors: [f64; 2], shifts: [f64; 2]) {
-        let table = |direct: bool| -> (Vec<f64>, Vec<f64>) {
-            self.low
-                .iter()
-                .map(|&l| {
-                    let one = (l == 1.0) == direct;
-                    let i = usize::from(one);
-                    (factors[i], shifts[i])
-                })
-                .unzip()
-        };
-        let (fa, sa) = table(true);
-        let (fb, sb) = table(false);
+    /// `p[u] *= factors[f[u]]`, `log_p[u] += shifts[f[u]]`; with `next`, also
+    /// returns `next(p)` on the updated weights (same pass).
+    fn scale(
+        &self,
+        p: &mut [f64],
+        log_p: &mut [f64],
+        factors: [f64; 2],
+        shifts: [f64; 2],
+        next: Option<&Kernel>,
+    ) -> f64 {
+        let n = self.block;
+        let mut fa = [0.0f64; BLOCK];
+        let mut sa = [0.0f64; BLOCK];
+        let mut fb = [0.0f64; BLOCK];
+        let mut sb = [0.0f64; BLOCK];
+        for (i, &l) in self.low.iter().enumerate().take(n) {
+            let on = usize::from(l == 1.0);
+            fa[i] = factors[on];
+            sa[i] = shifts[on];
+            fb[i] = factors[1 - on];
+            sb[i] = shifts[1 - on];
+        }
+        let mut total = 0.0;
         for (b, (pc, lc)) in p
-            .chunks_exact_mut(self.block)
-            .zip(log_p.chunks_exact_mut(self.block))
+            .chunks_exact_mut(n)
+            .zip(log_p.chunks_exact_mut(n))
             .enumerate()
         {
             match self.block_mode(b) {
@@ -344,11 +420,18 @@ impl Kernel {
                 }
                 Some(direct) => {
                     let (f, s) = if direct { (&fa, &sa) } else { (&fb, &sb) };
-                    pc.iter_mut().zip(f).for_each(|(v, m)| *v *= m);
-                    lc.iter_mut().zip(s).for_each(|(v, a)| *v += a);
+                    pc.iter_mut().zip(f.iter()).for_each(|(v, m)| *v *= m);
+                    lc.iter_mut().zip(s.iter()).for_each(|(v, a)| *v += a);
+                }
+            }
+            if let Some(k) = next {
+                if let Some(direct) = k.block_mode(b) {
+                    let (dot, sum) = dot_and_sum(pc, &k.low);
+                    total += if direct { dot } else { sum - dot };
                 }
             }
         }
+        total
     }
 }
 

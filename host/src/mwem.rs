@@ -25,7 +25,7 @@ use privq_core::rand_core::{CryptoRng, Rng};
 use crate::accountant::{AccountantError, BudgetFilter};
 use crate::data::{CountHistogram, DataError, MemoryCap};
 use crate::mechanism::{ExponentialMechanism, Geometric, MechanismError, Sampling, VectorLaplace};
-use crate::mw::MwState;
+use crate::mw::{MwState, Prepared};
 use crate::query::Workload;
 
 /// How the exponential mechanism is parameterized.
@@ -396,8 +396,8 @@ fn round_budget(eps0: Epsilon, profile: EmProfile) -> Result<(Epsilon, Epsilon),
     })
 }
 
-/// Improvement 2 (spec §4.5 defaults): noisy counts `ĉ = c + Lap(1/ε_init)`; cells
-/// above `3/ε_init` keep weight `ĉ`, a floor mass `max(n − Σ ĉ_marked, 0.5)` is
+/// Improvement 2 (spec §4.5 defaults, with a universe-aware cut): noisy counts
+/// `ĉ = c + Lap(1/ε_init)`; cells above `max(3, ln(N/2))/ε_init` keep weight `ĉ`, a floor mass `max(n − Σ ĉ_marked, 0.5)` is
 /// spread over the other cells, so every cell keeps positive weight.
 fn noisy_init<R: Rng + CryptoRng + ?Sized>(
     data: &CountHistogram,
@@ -406,7 +406,10 @@ fn noisy_init<R: Rng + CryptoRng + ?Sized>(
 ) -> Result<MwState, MwemError> {
     let geo = Geometric::new(1, eps_init)?;
     let noisy = geo.release(data.counts(), rng)?;
-    let cut = 3.0 / eps_init.to_f64();
+    // The spec's cut 3/ε_init marks ~2.5% of empty cells by noise alone, which on
+    // large universes (N = 2^16) swamps the data; ln(N/2)/ε_init keeps the expected
+    // number of falsely marked empty cells below one (and is ≈ 3/ε_init for N = 64).
+    let cut = (data.len() as f64 / 2.0).ln().max(3.0) / eps_init.to_f64();
     let marked: Vec<bool> = noisy.iter().map(|&c| c as f64 > cut).collect();
     let marked_mass: f64 = noisy
         .iter()
@@ -430,22 +433,29 @@ fn noisy_init<R: Rng + CryptoRng + ?Sized>(
 }
 
 /// Improvement 1: passes over the stored measurements, `x ← x·exp(f_j(m_j − f_j(x))/2)`.
+/// Each update and the next query's evaluation share one pass over the weights.
 fn reiterate(
     state: &mut MwState,
     workload: &Workload,
     measurements: &[Measurement],
     re: Reiterate,
 ) {
+    let prepared: Vec<(Prepared<'_>, f64)> = measurements
+        .iter()
+        .filter_map(|m| workload.get(m.query).map(|q| (state.prepare(q), m.value)))
+        .collect();
+    let Some((first, _)) = prepared.first() else {
+        return;
+    };
+    let mut here = state.evaluate_prepared(first);
     let mut last_max = f64::INFINITY;
     for _ in 0..re.passes {
         let mut max_gap = 0.0f64;
-        for m in measurements {
-            if let Some(q) = workload.get(m.query) {
-                let here = state.evaluate(q);
-                let gap = m.value - here;
-                max_gap = max_gap.max(gap.abs());
-                state.update_known(q, gap / 2.0, here);
-            }
+        for (j, (q, value)) in prepared.iter().enumerate() {
+            let gap = value - here;
+            max_gap = max_gap.max(gap.abs());
+            let (next, _) = &prepared[(j + 1) % prepared.len()];
+            here = state.update_then_evaluate(q, gap / 2.0, here, next);
         }
         if (last_max - max_gap).abs() < re.tolerance {
             break;

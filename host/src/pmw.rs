@@ -93,7 +93,7 @@ impl PmwParams {
                 ((ln_m * lkb / en).cbrt(), lkb)
             }
         };
-        if !(log_kb > 0.0) {
+        if log_kb.is_nan() || log_kb <= 0.0 {
             return Err(PmwError::InvalidParameter(
                 "k must exceed beta (2·beta for the pure variant)",
             ));

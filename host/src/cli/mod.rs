@@ -9,8 +9,12 @@ use std::io::{BufRead, Write};
 
 use clap::{Parser, Subcommand};
 
+pub mod experiment;
 pub mod ldp;
 pub mod noise;
+pub mod pmw;
+mod progress;
+pub mod synth;
 
 /// privq: exact differential privacy from the microcontroller to the curator.
 #[derive(Debug, Parser)]
@@ -28,6 +32,12 @@ pub enum Command {
     Noise(noise::Args),
     /// Local differential privacy: simulate device fleets and aggregate their reports.
     Ldp(ldp::Args),
+    /// Private synthetic data (CSV) with MWEM.
+    Synth(synth::Args),
+    /// An interactive private-multiplicative-weights session answering queries.
+    Pmw(pmw::Args),
+    /// Reproduce experiments from the seeds (e.g. `experiment mwem`).
+    Experiment(experiment::Args),
 }
 
 /// Runs a parsed command line with the given streams.
@@ -40,6 +50,9 @@ pub fn run(
     match cli.command {
         Command::Noise(args) => noise::run(&args, stdin, stdout, stderr),
         Command::Ldp(args) => ldp::run(&args, stdin, stdout, stderr),
+        Command::Synth(args) => synth::run(&args, stdin, stdout, stderr),
+        Command::Pmw(args) => pmw::run(&args, stdin, stdout, stderr),
+        Command::Experiment(args) => experiment::run(&args, stdin, stdout, stderr),
     }
 }
 
@@ -78,6 +91,8 @@ pub enum CliError {
     Io(std::io::Error),
     /// The operating system could not provide entropy.
     Seed(crate::SeedError),
+    /// A library operation (data loading, a mechanism, a session) failed.
+    Run(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl fmt::Display for CliError {
@@ -96,6 +111,7 @@ impl fmt::Display for CliError {
             CliError::Csv(e) => write!(f, "malformed CSV: {e}"),
             CliError::Io(e) => write!(f, "i/o error: {e}"),
             CliError::Seed(e) => write!(f, "{e}"),
+            CliError::Run(e) => write!(f, "{e}"),
         }
     }
 }
@@ -107,6 +123,7 @@ impl std::error::Error for CliError {
             CliError::Csv(e) => Some(e),
             CliError::Io(e) => Some(e),
             CliError::Seed(e) => Some(e),
+            CliError::Run(e) => Some(e.as_ref()),
             _ => None,
         }
     }

@@ -32,7 +32,7 @@ pub fn epsilon_at_most(x: f64) -> Result<Epsilon, MechanismError> {
     }
     let k = (29 - x.log2().floor() as i32).clamp(30, 62);
     let num = (x * (k as f64).exp2()).floor();
-    if num < 1.0 || num >= 9.2e18 {
+    if !(1.0..9.2e18).contains(&num) {
         return Err(MechanismError::Core(privq_core::Error::EpsilonTooLarge));
     }
     Ok(Epsilon::new(num as u64, 1u64 << k)?)

@@ -1,0 +1,128 @@
+//! `privq experiment mwem`: the thesis' Chapter 5 experiments.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+
+use privq_core::Epsilon;
+
+use super::CliError;
+use super::progress::bar;
+use crate::experiment::mwem::{Protocol, default_data_dir, run as run_protocol};
+
+/// Options of `privq experiment`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// Which experiment.
+    #[command(subcommand)]
+    pub which: Which,
+}
+
+/// The experiments.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Which {
+    /// MWEM vs optimized MWEM vs the modified Barak et al. baseline (thesis Figs. 5.2–5.3).
+    Mwem(MwemArgs),
+}
+
+/// Options of `privq experiment mwem`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq experiment mwem                       # the full protocol (100 runs small, 10 nltcs)\n  \
+    privq experiment mwem --quick               # 10 runs / 2 runs, for a first look\n  \
+    privq experiment mwem --datasets czech --runs 20 --epsilons 0.05,0.5")]
+pub struct MwemArgs {
+    /// Directory holding mildew.csv, czech.csv, rochdale.csv and nltcs.csv.
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Where to write the SVG figures and mwem-results.csv.
+    #[arg(long, value_name = "DIR", default_value = "target/experiments")]
+    pub out_dir: PathBuf,
+    /// Runs per point on the small datasets (thesis: 100).
+    #[arg(long, value_name = "N")]
+    pub runs: Option<usize>,
+    /// Runs per point on NLTCS (thesis: 10).
+    #[arg(long, value_name = "N")]
+    pub runs_nltcs: Option<usize>,
+    /// Comma-separated datasets (default: mildew,czech,rochdale,nltcs).
+    #[arg(long, value_delimiter = ',')]
+    pub datasets: Vec<String>,
+    /// Comma-separated ε grid (default: 0.01,0.02,0.05,0.1,0.2,0.5,1,2).
+    #[arg(long, value_delimiter = ',', allow_hyphen_values = true)]
+    pub epsilons: Vec<String>,
+    /// Base seed of all runs.
+    #[arg(long, default_value_t = 2011)]
+    pub seed: u64,
+    /// Re-iteration passes per round of optimized MWEM.
+    #[arg(long, value_name = "R")]
+    pub passes: Option<usize>,
+    /// 10 runs on the small datasets and 2 on NLTCS.
+    #[arg(long)]
+    pub quick: bool,
+}
+
+/// Runs `privq experiment`.
+pub fn run(
+    args: &Args,
+    _stdin: &mut dyn BufRead,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    let Which::Mwem(a) = &args.which;
+    let data_dir = a.data_dir.clone().unwrap_or_else(default_data_dir);
+    let mut p = Protocol::thesis(data_dir.clone(), a.out_dir.clone());
+    if a.quick {
+        p.runs_small = 10;
+        p.runs_nltcs = 2;
+    }
+    if let Some(r) = a.runs {
+        p.runs_small = r;
+    }
+    if let Some(r) = a.runs_nltcs {
+        p.runs_nltcs = r;
+    }
+    if let Some(r) = a.passes {
+        p.reiterate_passes = r;
+    }
+    p.seed = a.seed;
+    if !a.datasets.is_empty() {
+        p.datasets = a.datasets.clone();
+    }
+    if !a.epsilons.is_empty() {
+        p.epsilons = a
+            .epsilons
+            .iter()
+            .map(|s| {
+                s.parse::<Epsilon>().map_err(|source| CliError::Parameter {
+                    option: "epsilons",
+                    source,
+                })
+            })
+            .collect::<Result<_, _>>()?;
+    }
+    if !data_dir.exists() {
+        writeln!(
+            stderr,
+            "privq: SKIPPED: the data directory {} is absent; nothing to run",
+            data_dir.display()
+        )?;
+        return Ok(());
+    }
+    writeln!(
+        stderr,
+        "privq: MWEM protocol: {} runs (small datasets), {} runs (nltcs), eps grid {:?}, seed {}",
+        p.runs_small,
+        p.runs_nltcs,
+        p.epsilons.iter().map(|e| e.to_string()).collect::<Vec<_>>(),
+        p.seed
+    )?;
+    let pb = bar(1, "experiment");
+    let report = run_protocol(&p, &mut |what, done, total| {
+        pb.set_length(total as u64);
+        pb.set_message(what.to_string());
+        pb.set_position(done as u64);
+    })
+    .map_err(|e| CliError::Run(Box::new(e)))?;
+    pb.finish_and_clear();
+    report.write_tables(stdout)?;
+    Ok(())
+}

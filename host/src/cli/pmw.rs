@@ -1,0 +1,256 @@
+//! `privq pmw`: an interactive private-multiplicative-weights session.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+
+use privq_core::Epsilon;
+
+use super::CliError;
+use crate::accountant::BudgetFilter;
+use crate::data::{Dataset, Domain, MemoryCap};
+use crate::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwVariant};
+use crate::query::Query;
+
+/// Options of `privq pmw`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    after_help = "Queries, one per line (values are the attribute's labels):\n  \
+    count ATTR=VALUE [ATTR=VALUE ...]   fraction of records in a marginal cell\n  \
+    range ATTR LO HI                    fraction with LO <= ATTR <= HI (value order)\n  \
+    parity ATTR [ATTR ...]              fraction with an even number of 1s (binary)\n  \
+    conj ATTR [ATTR ...]                fraction with all of them 1 (binary)\n\
+Each answer is printed as `VALUE<TAB>lazy|update`.\n\n\
+Examples:\n  \
+    echo 'count smoke=1 family=1' | privq pmw --input ../shared/data/czech.csv --epsilon 1 --rounds 10 --pure\n  \
+    privq pmw --input data.csv --domain domain.json --epsilon 1 --rounds 100 --queries q.txt \\\n      \
+    --eta 0.05 --sigma 0.01 --threshold 0.04 --max-updates 50"
+)]
+pub struct Args {
+    /// The private data (CSV with a header; a `count` column makes it a count table).
+    #[arg(long, value_name = "PATH")]
+    pub input: PathBuf,
+    /// JSON domain spec (default: inferred from the data).
+    #[arg(long, value_name = "PATH")]
+    pub domain: Option<PathBuf>,
+    /// Privacy budget ε of the whole session.
+    #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
+    pub epsilon: String,
+    /// δ of the (ε, δ) variant.
+    #[arg(long, default_value_t = 1e-6, conflicts_with = "pure")]
+    pub delta: f64,
+    /// Use the (ε, 0) variant (randomized threshold drawn once).
+    #[arg(long)]
+    pub pure: bool,
+    /// Number of rounds k (queries) the session answers.
+    #[arg(long, value_name = "K")]
+    pub rounds: usize,
+    /// Failure probability β of the theory constants.
+    #[arg(long, default_value_t = 0.05)]
+    pub beta: f64,
+    /// Read queries from this file instead of standard input.
+    #[arg(long, value_name = "PATH")]
+    pub queries: Option<PathBuf>,
+    /// User profile: learning rate η (give --eta, --sigma, --threshold and --max-updates together).
+    #[arg(long, requires_all = ["sigma", "threshold", "max_updates"])]
+    pub eta: Option<f64>,
+    /// User profile: noise scale σ.
+    #[arg(long)]
+    pub sigma: Option<f64>,
+    /// User profile: threshold T.
+    #[arg(long)]
+    pub threshold: Option<f64>,
+    /// User profile: update budget m.
+    #[arg(long)]
+    pub max_updates: Option<f64>,
+    /// Seed for a reproducible run (tests and demos only).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
+/// Parses one query line against the domain.
+pub fn parse_query(line: &str, domain: &Domain) -> Result<Query, String> {
+    let mut words = line.split_whitespace();
+    let verb = words.next().ok_or("empty query")?;
+    let attr = |name: &str| {
+        domain
+            .position(name)
+            .ok_or_else(|| format!("unknown attribute {name:?}"))
+    };
+    let value = |a: usize, text: &str| {
+        domain
+            .attribute(a)
+            .and_then(|at| at.index_of(text))
+            .ok_or_else(|| {
+                format!(
+                    "attribute {:?} has no value {text:?}",
+                    domain.attributes()[a].name()
+                )
+            })
+    };
+    let rest: Vec<&str> = words.collect();
+    let q = match verb {
+        "count" => {
+            let mut attrs = Vec::new();
+            let mut values = Vec::new();
+            for w in &rest {
+                let (a, v) = w
+                    .split_once('=')
+                    .ok_or_else(|| format!("expected ATTR=VALUE, got {w:?}"))?;
+                let a = attr(a)?;
+                values.push(value(a, v)?);
+                attrs.push(a);
+            }
+            Query::marginal_cell(domain, &attrs, &values)
+        }
+        "range" => {
+            let [a, lo, hi] = rest[..] else {
+                return Err("expected: range ATTR LO HI".into());
+            };
+            let a = attr(a)?;
+            Query::range(domain, a, value(a, lo)?, value(a, hi)?)
+        }
+        "parity" | "conj" => {
+            let attrs = rest
+                .iter()
+                .map(|a| attr(a))
+                .collect::<Result<Vec<_>, _>>()?;
+            if verb == "parity" {
+                Query::parity(domain, &attrs)
+            } else {
+                Query::conjunction(domain, &attrs)
+            }
+        }
+        other => return Err(format!("unknown query kind {other:?}")),
+    };
+    q.map_err(|e| e.to_string())
+}
+
+/// Runs `privq pmw`.
+pub fn run(
+    args: &Args,
+    stdin: &mut dyn BufRead,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    let epsilon: Epsilon = args.epsilon.parse().map_err(|source| CliError::Parameter {
+        option: "epsilon",
+        source,
+    })?;
+    let boxed = |e: crate::data::DataError| CliError::Run(Box::new(e));
+    let pmw_err = |e: PmwError| CliError::Run(Box::new(e));
+    let cap = MemoryCap::default();
+    let ds = match &args.domain {
+        Some(spec) => {
+            let domain = Domain::from_json(&std::fs::read_to_string(spec)?).map_err(boxed)?;
+            Dataset::from_csv_with_domain(&args.input, domain, cap).map_err(boxed)?
+        }
+        None => Dataset::from_csv_path(&args.input, cap).map_err(boxed)?,
+    };
+    let n = ds.counts.total();
+    let x = ds.counts.normalized().map_err(boxed)?;
+    let variant = if args.pure {
+        PmwVariant::Pure
+    } else {
+        PmwVariant::Approximate { delta: args.delta }
+    };
+    let params = match (args.eta, args.sigma, args.threshold, args.max_updates) {
+        (Some(eta), Some(sigma), Some(t), Some(m)) => {
+            PmwParams::user(eta, sigma, t, m, variant, epsilon.to_f64(), n)
+        }
+        _ => PmwParams::theory(
+            epsilon.to_f64(),
+            args.beta,
+            n,
+            args.rounds,
+            x.len(),
+            variant,
+        ),
+    }
+    .map_err(pmw_err)?;
+    if params.threshold >= 1.0 {
+        writeln!(
+            stderr,
+            "privq: warning: the threshold T = {:.3} is >= 1, so every answer may be off by up to 2T: \
+             the thesis constants are vacuous at n = {n} (spec §3.9); consider a user profile",
+            params.threshold
+        )?;
+    }
+    let mut budget = match variant {
+        PmwVariant::Pure => BudgetFilter::pure(epsilon),
+        PmwVariant::Approximate { delta } => {
+            BudgetFilter::approximate(epsilon, delta).map_err(|e| CliError::Run(Box::new(e)))?
+        }
+    };
+    let rng = match args.seed {
+        Some(seed) => {
+            writeln!(
+                stderr,
+                "privq: warning: --seed {seed} makes the noise reproducible; use it only for tests and demos"
+            )?;
+            crate::seeded_rng(seed)
+        }
+        None => crate::secure_rng().map_err(CliError::Seed)?,
+    };
+    let mut session =
+        PmwSession::new(&x, n, params, args.rounds, epsilon, &mut budget, rng).map_err(pmw_err)?;
+    let mut file_reader;
+    let reader: &mut dyn BufRead = match &args.queries {
+        Some(path) => {
+            file_reader = BufReader::new(File::open(path)?);
+            &mut file_reader
+        }
+        None => stdin,
+    };
+    for (i, line) in reader.lines().enumerate() {
+        let line = line?;
+        let text = line.trim();
+        if text.is_empty() || text.starts_with('#') {
+            continue;
+        }
+        let query = match parse_query(text, &ds.domain) {
+            Ok(q) => q,
+            Err(why) => {
+                writeln!(
+                    stderr,
+                    "privq: line {}: {why} (skipped, no round used)",
+                    i + 1
+                )?;
+                continue;
+            }
+        };
+        match session.answer(&query) {
+            Ok(Answer::Lazy(v)) => writeln!(stdout, "{v:.6}\tlazy")?,
+            Ok(Answer::Update(v)) => writeln!(stdout, "{v:.6}\tupdate")?,
+            Err(PmwError::Failure) => {
+                writeln!(stdout, "failure")?;
+                writeln!(stderr, "privq: {}", PmwError::Failure)?;
+                break;
+            }
+            Err(e @ PmwError::RoundsExhausted { .. }) => {
+                writeln!(stderr, "privq: {e}")?;
+                break;
+            }
+            Err(e) => return Err(pmw_err(e)),
+        }
+    }
+    writeln!(
+        stderr,
+        "privq: PMW ({}) eta = {:.4}, sigma = {:.4}, T = {:.4}, m = {:.0}; {} answered, {} updates, {} rounds left; privacy: epsilon {}{}",
+        if args.pure { "pure" } else { "approximate" },
+        params.eta,
+        params.sigma,
+        session.threshold(),
+        params.max_updates,
+        session.transcript().len(),
+        session.updates(),
+        session.rounds_left(),
+        epsilon,
+        if args.pure {
+            String::new()
+        } else {
+            format!(", delta {}", args.delta)
+        }
+    )?;
+    Ok(())
+}
