@@ -9,6 +9,7 @@
 //!   all outputs must be bit-identical on the host and every target;
 //! * [`distribution`]: chi-square goodness of fit against the exact pmf;
 //! * [`bad_input`]: typed errors, never a panic;
+//! * [`mechanism`]: grid Laplace releases stay on the input-independent lattice;
 //! * [`cost`]: per-call cost grouped by returned value (measured on target).
 //!
 //! [`CHECKS`] lists the portable checks; [`check::Runner`] prints libtest-style lines and
@@ -21,6 +22,7 @@ pub mod cost;
 pub mod distribution;
 pub mod fnv;
 pub mod known_answer;
+pub mod mechanism;
 pub mod rng;
 
 use check::Check;
@@ -46,6 +48,10 @@ pub const CHECKS: &[Check] = &[
     Check {
         name: "bad_input_histogram",
         run: bad_input::histogram,
+    },
+    Check {
+        name: "grid_release_lattice",
+        run: mechanism::grid_lattice,
     },
     Check {
         name: "chi2_uniform_below_10",

@@ -35,6 +35,7 @@ host_tests!(
     bad_input_sampler_parameters,
     bad_input_fixed_point_and_grid,
     bad_input_histogram,
+    grid_release_lattice,
     chi2_uniform_below_10,
     chi2_bernoulli_rational,
     chi2_bernoulli_exp,
