@@ -325,7 +325,22 @@ fn range_bin_size(n: u64, bins: u64, b: u64) -> u64 {
 
 #[test]
 fn uniform_below_matches() {
-    let ns: [u64; 8] = [2, 3, 7, 10, 1000, 3 << 62, (1 << 63) + 1, u64::MAX];
+    // Small n, then the edges of the 32-bit path (3·2³⁰ is as bias-prone there as
+    // 3·2⁶² is on the 64-bit path), then the 64-bit path.
+    let ns: [u64; 12] = [
+        2,
+        3,
+        7,
+        10,
+        1000,
+        3 << 30,
+        (1 << 32) - 1,
+        1 << 32,
+        (1 << 32) + 1,
+        3 << 62,
+        (1 << 63) + 1,
+        u64::MAX,
+    ];
     for (i, &n) in ns.iter().enumerate() {
         let mut r = rng(500 + i as u64);
         let bins = n.min(1000);
@@ -395,7 +410,7 @@ fn proptest_config() -> ProptestConfig {
     ProptestConfig {
         cases: 512,
         failure_persistence: None,
-        rng_seed: RngSeed::Fixed(0x5eed_0f_d157),
+        rng_seed: RngSeed::Fixed(0x5eed_0fd1),
         ..ProptestConfig::default()
     }
 }

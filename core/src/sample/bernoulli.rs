@@ -44,12 +44,43 @@ pub fn bernoulli_exp<R: Rng + ?Sized>(p: u64, q: u64, rng: &mut R) -> Result<boo
 }
 
 /// Bernoulli(exp(−`p/q`)) for `0 ≤ p ≤ q`, `q > 0`: the alternating-series loop.
+///
+/// Step `k = 1, 2, …` of the loop continues with probability `p/(q·k)` and the result is
+/// "the loop stopped at an odd step", so `P[K > k] = (p/q)^k / k!`. Two shortcuts draw
+/// several steps from one uniform integer with exactly these probabilities:
+/// Bernoulli(e⁻¹) ([`bernoulli_exp_minus_one`]) and the first two steps when `2q²`
+/// fits in `u64`. Either way the remaining steps, if reached, run the plain loop.
 #[inline]
 pub(crate) fn bernoulli_exp_unit<R: Rng + ?Sized>(p: u64, q: u64, rng: &mut R) -> Result<bool> {
     if p == 0 {
         return Ok(true);
     }
-    let mut k: u64 = 1;
+    if p == q {
+        return bernoulli_exp_minus_one(rng);
+    }
+    // Steps 1 and 2 from one W uniform in [0, 2q²): P[K > 1] = p/q = P[W < 2qp] and
+    // P[K > 2] = p²/(2q²) = P[W < p²] (nested, as p < q).
+    let two_q_sq = q.checked_mul(q).and_then(|q2| q2.checked_mul(2));
+    let first_step = match two_q_sq {
+        Some(n) => {
+            let w = uniform_below(n, rng)?;
+            // 2qp < 2q² fits.
+            if w >= 2 * q * p {
+                return Ok(true); // stopped at step 1
+            }
+            if w >= p * p {
+                return Ok(false); // stopped at step 2
+            }
+            3
+        }
+        None => 1,
+    };
+    alternating_loop(p, q, first_step, rng)
+}
+
+/// The alternating-series loop from step `k` on (all earlier steps continued).
+#[inline]
+fn alternating_loop<R: Rng + ?Sized>(p: u64, q: u64, mut k: u64, rng: &mut R) -> Result<bool> {
     loop {
         // Continue with probability p/(q·k): one uniform draw below q·k when that
         // fits in u64, otherwise Bernoulli(p/q) ∧ Bernoulli(1/k) (same probability).
@@ -64,6 +95,40 @@ pub(crate) fn bernoulli_exp_unit<R: Rng + ?Sized>(p: u64, q: u64, rng: &mut R) -
     }
 }
 
+/// Steps of the Bernoulli(e⁻¹) loop decided by one draw.
+const FACT_STEPS: usize = 8;
+/// `FACT_STEPS!`, the range of that draw.
+pub(crate) const FACTORIAL: u32 = 40_320;
+
+/// `FACTORIAL / k!` for `k = 2 ..= FACT_STEPS`: `W < T_k` has probability `1/k!`
+/// (checked by a unit test).
+const INV_FACTORIAL_THRESHOLDS: [u32; FACT_STEPS - 1] = [20_160, 6_720, 1_680, 336, 56, 8, 1];
+
+/// Bernoulli(e⁻¹), exactly: the alternating loop with `p = q`, whose step `k` continues
+/// with probability `1/k`, so `P[K > k] = 1/k!`. One `W` uniform in `[0, 8!)` decides
+/// the first 8 steps at once — `K > k ⇔ W < 8!/k!` — with branch-free comparisons;
+/// only when `W = 0` (probability 1/8!) does the plain loop continue from step 9.
+#[inline]
+pub(crate) fn bernoulli_exp_minus_one<R: Rng + ?Sized>(rng: &mut R) -> Result<bool> {
+    let w = uniform_below(u64::from(FACTORIAL), rng)? as u32;
+    bernoulli_exp_minus_one_from(w, rng)
+}
+
+/// [`bernoulli_exp_minus_one`] given its first draw `w`, uniform in `[0, 8!)`.
+#[inline]
+pub(crate) fn bernoulli_exp_minus_one_from<R: Rng + ?Sized>(w: u32, rng: &mut R) -> Result<bool> {
+    // Steps continued: step 1 always, step k ≥ 2 iff w < 8!/k!.
+    let mut continued = 1u32;
+    for t in INV_FACTORIAL_THRESHOLDS {
+        continued += u32::from(w < t);
+    }
+    if continued as usize == FACT_STEPS {
+        return alternating_loop(1, 1, FACT_STEPS as u64 + 1, rng);
+    }
+    // Stopped at step K = continued + 1; the result is "K is odd".
+    Ok(continued % 2 == 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,6 +141,21 @@ mod tests {
         assert_eq!(bernoulli(1, 0, &mut rng), Err(Error::ZeroDenominator));
         assert_eq!(bernoulli(3, 2, &mut rng), Err(Error::ProbabilityAboveOne));
         assert_eq!(bernoulli_exp(1, 0, &mut rng), Err(Error::ZeroDenominator));
+    }
+
+    #[test]
+    fn factorial_thresholds_are_exact() {
+        let mut f: u32 = 1;
+        for k in 1..=FACT_STEPS as u32 {
+            f *= k;
+        }
+        assert_eq!(f, FACTORIAL);
+        let mut kf: u32 = 1;
+        for (i, &t) in INV_FACTORIAL_THRESHOLDS.iter().enumerate() {
+            kf *= i as u32 + 2;
+            assert_eq!(t * kf, FACTORIAL, "k = {}", i + 2);
+        }
+        assert_eq!(INV_FACTORIAL_THRESHOLDS[FACT_STEPS - 2], 1);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 use rand_core::Rng;
 
 use super::IntegerNoise;
-use super::bernoulli::bernoulli_exp_unit;
+use super::bernoulli::{
+    FACTORIAL, bernoulli_exp_minus_one, bernoulli_exp_minus_one_from, bernoulli_exp_unit,
+};
 use super::uniform::uniform_below;
 use crate::epsilon::{Epsilon, gcd};
 use crate::error::{Error, Result};
@@ -86,13 +88,24 @@ impl DiscreteLaplace {
             if !bernoulli_exp_unit(u, t, rng)? {
                 continue;
             }
+            // V: the number of successes of Bernoulli(e⁻¹) before the first failure. The
+            // first trial's uniform draw also supplies the sign: W uniform in [0, 2·8!)
+            // splits into an independent fair bit and a uniform draw in [0, 8!).
+            let w = uniform_below(2 * u64::from(FACTORIAL), rng)?;
+            let negative = w & 1 == 1;
+            let mut success = bernoulli_exp_minus_one_from((w >> 1) as u32, rng)?;
             let mut v: u64 = 0;
-            while bernoulli_exp_unit(1, 1, rng)? {
+            while success {
                 v = v.checked_add(1).ok_or(Error::Overflow)?;
+                success = bernoulli_exp_minus_one(rng)?;
             }
             let x = u128::from(u) + u128::from(t) * u128::from(v);
-            let y = x / s;
-            let negative = rng.next_u32() & 1 == 1;
+            // ⌊x/s⌋, without a 128-bit division in the common cases.
+            let y = match u64::try_from(x) {
+                Ok(x) if self.den == 1 => u128::from(x),
+                Ok(x) => u128::from(x / self.den),
+                Err(_) => x / s,
+            };
             if negative && y == 0 {
                 continue;
             }
