@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Per-call x86 instruction counts of the discrete Laplace samplers, by returned value.
 #
-#   tools/sampler-cost.sh [--check] [--dev] [--calls N] [SCALE...]
+#   tools/sampler-cost.sh [--check] [--release] [--calls N] [SCALE...]
 #
 # Runs host/examples/sampler_cost.rs under `valgrind --tool=callgrind`, collecting only
 # inside the #[inline(never)] wrappers around one sample (`cost_probe_bounded`,
@@ -15,7 +15,8 @@
 #   --check   exit 1 unless every bounded-work call at a scale costs the same number of
 #             instructions (so the count cannot depend on the returned value), and the
 #             measurement itself looks sound (one dump per call, nonzero counts).
-#   --dev     measure the dev-profile build (opt-level 2) instead of --release.
+#   --release measure the release build (opt-level 3, LTO) instead of the dev profile
+#             (opt-level 2, already built by `cargo test`, so the default is quick).
 #   --calls N calls per sampler and scale (default 1000).
 #   SCALE...  integer noise scales t (default: 1 10 1000).
 #
@@ -23,15 +24,15 @@
 set -euo pipefail
 
 check=0
-profile=(--release)
+profile=()
 calls=1000
 scales=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --check) check=1 ;;
-        --dev) profile=() ;;
+        --release) profile=(--release) ;;
         --calls) calls="${2:?--calls needs a number}"; shift ;;
-        -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "sampler-cost: unknown option $1" >&2; exit 2 ;;
         *) scales+=("$1") ;;
     esac
@@ -47,8 +48,9 @@ fi
 cd "$(dirname "$0")/.."
 
 # Build the example and find its executable from cargo's JSON messages.
-exe=$(cargo build -q "${profile[@]}" -p privq-host --example sampler_cost --message-format=json \
-    | grep '"name":"sampler_cost"' | grep -o '"executable":"[^"]*"' | tail -n1 | cut -d'"' -f4)
+exe=$(cargo build -q "${profile[@]}" -p privq-host --example sampler_cost \
+    --message-format=json-render-diagnostics \
+    | grep '"name":"sampler_cost"' | grep -o '"executable":"[^"]*"' | tail -n1 | cut -d'"' -f4) || true
 if [ -z "$exe" ] || [ ! -x "$exe" ]; then
     echo "sampler-cost: could not build host/examples/sampler_cost.rs" >&2
     exit 2
