@@ -1,6 +1,6 @@
 //! Exact-distribution tests of the core samplers.
 //!
-//! Every case draws 10⁶ samples from a fixed seed and runs a chi-square goodness-of-fit
+//! Every case draws 10⁶ samples (or `PRIVQ_DIST_SAMPLES`, if larger) from a fixed seed and runs a chi-square goodness-of-fit
 //! test against the exact pmf (computed in `f64`, far more precisely than 10⁶ samples
 //! can resolve). A case fails only when its p-value is below [`ALPHA`] = 10⁻⁶ (split
 //! evenly when a case runs several checks), so a correct sampler fails a case with
@@ -18,8 +18,14 @@ use proptest::test_runner::RngSeed;
 use rand_chacha::ChaCha12Rng;
 use rand_core::SeedableRng;
 
-/// Samples per case.
-const N: u64 = 1_000_000;
+/// Samples per case (at least 10⁶; `PRIVQ_DIST_SAMPLES=10000000` for a stronger run).
+fn samples() -> u64 {
+    std::env::var("PRIVQ_DIST_SAMPLES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000_000)
+        .max(1_000_000)
+}
 
 /// Largest probability with which a correct sampler may fail one case.
 const ALPHA: f64 = 1e-6;
@@ -40,7 +46,7 @@ fn require(what: &str, p_value: f64, detail: impl std::fmt::Display, alpha: f64)
 // ---------------------------------------------------------------- discrete Laplace
 
 /// The exact discrete Laplace pmf and the cells used to test it: single integers
-/// `−K..=K` plus the two tails `< −K` and `> K`, with `K` about `t·ln N` (tail ≈ 1/N).
+/// `−K..=K` plus the two tails `< −K` and `> K`, with `K` about `t·ln n` (tail ≈ 1/n) for `n` samples.
 struct LaplaceCells {
     k_max: i64,
     probs: Vec<f64>,
@@ -52,7 +58,7 @@ impl LaplaceCells {
         let t = num as f64 / den as f64;
         let q = (-1.0 / t).exp();
         let one_minus_q = -(-1.0 / t).exp_m1();
-        let k_max = (t * (N as f64).ln()).ceil() as i64 + 1;
+        let k_max = (t * (samples() as f64).ln()).ceil() as i64 + 1;
         let center = one_minus_q / (1.0 + q);
         // P[X > K] = q^{K+1}/(1+q).
         let tail = q.powf(k_max as f64 + 1.0) / (1.0 + q);
@@ -103,7 +109,7 @@ fn coarsen(values: &[f64], width: usize) -> Vec<f64> {
 }
 
 /// Chi-square (fine and, for scales ≥ 10, coarse cells), symmetry, mean and variance
-/// checks of `N` discrete Laplace samples with scale `num/den`.
+/// checks of [`samples`] discrete Laplace samples with scale `num/den`.
 fn check_discrete_laplace(
     name: &str,
     num: u64,
@@ -111,12 +117,13 @@ fn check_discrete_laplace(
     seed: u64,
     mut draw: impl FnMut(&mut ChaCha12Rng) -> i64,
 ) {
+    let n_samples = samples();
     let t = num as f64 / den as f64;
     let cells = LaplaceCells::new(num, den);
     let mut counts = vec![0u64; cells.probs.len()];
     let (mut sum, mut sum2) = (0i128, 0i128);
     let mut rng = rng(seed);
-    for _ in 0..N {
+    for _ in 0..n_samples {
         let x = draw(&mut rng);
         counts[cells.cell(x)] += 1;
         sum += i128::from(x);
@@ -177,7 +184,7 @@ fn check_discrete_laplace(
 
     // 4. Mean 0 and 5. variance 2e^{−1/t}/(1−e^{−1/t})², each within the normal
     //    quantile for alpha/2 of its standard error.
-    let n = N as f64;
+    let n = n_samples as f64;
     let var = cells.variance();
     let z = normal_isf(alpha / 2.0);
     let mean = sum as f64 / n;
@@ -246,16 +253,17 @@ fn discrete_laplace_variance_formula_matches_pmf() {
 /// Chi-square of a Bernoulli sampler against `P[true] = p` (two cells; equivalent to
 /// the two-sided binomial z-test).
 fn check_bernoulli(label: &str, p: f64, seed: u64, mut draw: impl FnMut(&mut ChaCha12Rng) -> bool) {
+    let n_samples = samples();
     let mut rng = rng(seed);
     let mut hits = 0u64;
-    for _ in 0..N {
+    for _ in 0..n_samples {
         hits += u64::from(draw(&mut rng));
     }
-    let fit = chi_square_gof(&[hits, N - hits], &[p, 1.0 - p]).unwrap();
+    let fit = chi_square_gof(&[hits, n_samples - hits], &[p, 1.0 - p]).unwrap();
     require(
         label,
         fit.p_value,
-        format!("{hits}/{N} vs p = {p:.6e}; {fit}"),
+        format!("{hits}/{n_samples} vs p = {p:.6e}; {fit}"),
         ALPHA,
     );
 }
@@ -342,11 +350,12 @@ fn uniform_below_matches() {
         u64::MAX,
     ];
     for (i, &n) in ns.iter().enumerate() {
+        let n_samples = samples();
         let mut r = rng(500 + i as u64);
         let bins = n.min(1000);
         let mut by_range = vec![0u64; bins as usize];
         let mut by_residue = [0u64; 3];
-        for _ in 0..N {
+        for _ in 0..n_samples {
             let v = uniform_below(n, &mut r).unwrap();
             assert!(v < n);
             by_range[(u128::from(v) * u128::from(bins) / u128::from(n)) as usize] += 1;
@@ -394,7 +403,7 @@ fn gof_detects_a_two_percent_scale_error() {
     let cells = LaplaceCells::new(1, 1);
     let mut counts = vec![0u64; cells.probs.len()];
     let mut r = rng(600);
-    for _ in 0..N {
+    for _ in 0..1_000_000 {
         counts[cells.cell(wrong.sample(&mut r).unwrap())] += 1;
     }
     let fit = chi_square_gof(&counts, &cells.probs).unwrap();
