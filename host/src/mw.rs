@@ -207,11 +207,17 @@ impl MwState {
             return;
         }
         match &q.kernel {
-            Some(k) => {
-                let (factors, shifts) = boolean_step(step, answer_before);
-                k.scale(&mut self.p, &mut self.log_p, factors, shifts, None);
-                self.after_fast_update();
-            }
+            Some(k) => match boolean_step(step, answer_before) {
+                Some((factors, shifts)) => {
+                    k.scale(&mut self.p, &mut self.log_p, factors, shifts, None);
+                    self.after_fast_update();
+                }
+                None => {
+                    // Extreme step: shift in the log domain only, then renormalize.
+                    k.scale(&mut self.p, &mut self.log_p, [1.0, 1.0], [0.0, step], None);
+                    self.resync();
+                }
+            },
             None => self.update_generic(q.query, step),
         }
     }
@@ -230,10 +236,17 @@ impl MwState {
         }
         match (&q.kernel, &next.kernel) {
             (Some(k), Some(nk)) if self.since_sync + 1 < RESYNC_EVERY => {
-                let (factors, shifts) = boolean_step(step, answer_before);
-                let out = k.scale(&mut self.p, &mut self.log_p, factors, shifts, Some(nk));
-                self.since_sync += 1;
-                out
+                match boolean_step(step, answer_before) {
+                    Some((factors, shifts)) => {
+                        let out = k.scale(&mut self.p, &mut self.log_p, factors, shifts, Some(nk));
+                        self.since_sync += 1;
+                        out
+                    }
+                    None => {
+                        self.update_prepared(q, step, answer_before);
+                        self.evaluate_prepared(next)
+                    }
+                }
             }
             _ => {
                 self.update_prepared(q, step, answer_before);
@@ -304,10 +317,19 @@ impl Prepared<'_> {
 
 /// Multipliers and log-shifts `[f = 0, f = 1]` of a Boolean update: the normalizer
 /// is `Z = 1 + f(x)(e^step − 1)`.
-fn boolean_step(step: f64, answer_before: f64) -> ([f64; 2], [f64; 2]) {
-    let z = 1.0 + answer_before.clamp(0.0, 1.0) * step.exp_m1();
+/// `None` when the linear-domain factors would lose precision (then the caller
+/// updates in the log domain and renormalizes with log-sum-exp).
+fn boolean_step(step: f64, answer_before: f64) -> Option<([f64; 2], [f64; 2])> {
+    let a = answer_before.clamp(0.0, 1.0);
+    if step.abs() > 30.0 {
+        return None;
+    }
+    let z = (1.0 - a) + a * step.exp();
+    if !(z > 1e-100 && z.is_finite()) {
+        return None;
+    }
     let (ln_z, e) = (z.ln(), step.exp());
-    ([1.0 / z, e / z], [-ln_z, step - ln_z])
+    Some(([1.0 / z, e / z], [-ln_z, step - ln_z]))
 }
 
 /// A 0/1 query that factors over the low `log2(BLOCK)` bits of the cell index.

@@ -47,6 +47,10 @@ pub enum OutputRule {
     Average,
     /// The last iterate.
     Last,
+    /// The average of the iterates, then re-fitted to the stored measurements
+    /// that pass the re-iteration noise filter (improvement 1's passes, applied once
+    /// more to the average). With no such measurements this is [`OutputRule::Average`].
+    AverageThenFit,
 }
 
 /// Improvement 1 (§5.3.2): re-process stored measurements after each round.
@@ -56,6 +60,11 @@ pub struct Reiterate {
     pub passes: usize,
     /// Stop early when the largest `|m_j − f_j(x)|` changes by less than this.
     pub tolerance: f64,
+    /// Re-use only measurements whose Laplace scale (normalized units,
+    /// `2/(ε₀n)`, public) is at most this: fitting measurements that are mostly
+    /// noise over and over drives the weights to extremes. `f64::INFINITY` re-uses
+    /// all (the thesis' description).
+    pub max_noise: f64,
 }
 
 impl Default for Reiterate {
@@ -63,8 +72,26 @@ impl Default for Reiterate {
         Reiterate {
             passes: 100,
             tolerance: 1e-9,
+            max_noise: 0.05,
         }
     }
+}
+
+/// How improvement 2 turns the noisy histogram `ĉ = c + Lap(1/ε_init)` into
+/// initial weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InitPolicy {
+    /// The spec's proposal: cells with `ĉ > max(3, ln(N/2))/ε_init` keep weight
+    /// `ĉ`, the mass `max(n − Σ ĉ_marked, 0.5)` is spread over the other cells.
+    Marked,
+    /// Weights `max(ĉ, 0) + 1/ε_init` (a data-independent pseudo-count that
+    /// shrinks towards uniform as the noise grows).
+    PseudoCount,
+    /// [`InitPolicy::PseudoCount`], but only when the histogram is informative —
+    /// expected noise mass `N/ε_init` at most `n` (public quantities); otherwise no
+    /// budget is spent on it and the start is uniform.
+    #[default]
+    Auto,
 }
 
 /// The §5.3.2 improvements; all off is the unoptimized Algorithm 5.1.
@@ -75,9 +102,15 @@ pub struct Improvements {
     /// Improvement 2: spend this share `(num, den)` of ε on a noisy histogram to
     /// initialize the weights (spec default 1/10).
     pub noisy_init: Option<(u64, u64)>,
+    /// How the noisy histogram becomes the initial weights.
+    pub init_policy: InitPolicy,
     /// Improvement 3: adapt the number of rounds — start with a small per-round ε,
     /// double it whenever the measured signal drops below the noise (spec §4.5).
     pub adaptive: bool,
+    /// Use the adaptation only when the plain schedule's Laplace scale
+    /// `2T/(ε n)` (normalized, public) is at most this; above it every measurement
+    /// is mostly noise, and more, equally noisy rounds averaged do better.
+    pub adaptive_max_noise: f64,
 }
 
 impl Improvements {
@@ -86,7 +119,9 @@ impl Improvements {
         Improvements {
             reiterate: Some(Reiterate::default()),
             noisy_init: Some((1, 10)),
+            init_policy: InitPolicy::Auto,
             adaptive: true,
+            adaptive_max_noise: 0.2,
         }
     }
 }
@@ -145,12 +180,13 @@ impl MwemConfig {
         })
     }
 
-    /// The optimized variant: all three improvements, releasing the last iterate
-    /// (the re-iterated fit is better than the average of early iterates).
+    /// The optimized variant: all three improvements, releasing the average of
+    /// the iterates re-fitted to the reliable measurements
+    /// ([`OutputRule::AverageThenFit`]).
     pub fn optimized(epsilon: Epsilon, rounds: usize) -> Result<Self, MwemError> {
         Ok(MwemConfig {
             improvements: Improvements::all(),
-            output: OutputRule::Last,
+            output: OutputRule::AverageThenFit,
             ..Self::unoptimized(epsilon, rounds)?
         })
     }
@@ -214,6 +250,8 @@ pub struct Measurement {
     pub query: usize,
     /// The noisy answer, normalized (`m_t / n`).
     pub value: f64,
+    /// Its Laplace scale in normalized units (public).
+    pub noise_scale: f64,
 }
 
 /// MWEM's release and its privacy record.
@@ -274,40 +312,50 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
     let mut budget = BudgetFilter::pure(budget_total);
 
     // Improvement 2: noisy-histogram initialization.
-    let (mut state, eps_rounds) = match config.improvements.noisy_init {
-        Some((num, den)) => {
-            if num == 0 || den <= num {
-                return Err(MwemError::InvalidParameter(
-                    "the initialization share must be a fraction in (0, 1)",
-                ));
+    let (mut state, eps_rounds) =
+        match config.improvements.noisy_init {
+            Some((num, den)) => {
+                if num == 0 || den <= num {
+                    return Err(MwemError::InvalidParameter(
+                        "the initialization share must be a fraction in (0, 1)",
+                    ));
+                }
+                let eps_init = config.epsilon.checked_mul_int(num)?.checked_div_int(den)?;
+                let informative = data.len() as f64 / eps_init.to_f64() <= data.total() as f64;
+                if config.improvements.init_policy == InitPolicy::Auto && !informative {
+                    (
+                        MwState::uniform(data.len(), MemoryCap::default())?,
+                        config.epsilon,
+                    )
+                } else {
+                    let rest = config.epsilon.checked_sub(eps_init)?.ok_or(
+                        MwemError::InvalidParameter("no budget left after initialization"),
+                    )?;
+                    budget.charge("noisy-histogram initialization", eps_init)?;
+                    let policy = config.improvements.init_policy;
+                    (noisy_init(data, eps_init, policy, rng)?, rest)
+                }
             }
-            let eps_init = config.epsilon.checked_mul_int(num)?.checked_div_int(den)?;
-            let rest = config
-                .epsilon
-                .checked_sub(eps_init)?
-                .ok_or(MwemError::InvalidParameter(
-                    "no budget left after initialization",
-                ))?;
-            budget.charge("noisy-histogram initialization", eps_init)?;
-            (noisy_init(data, eps_init, rng)?, rest)
-        }
-        None => (
-            MwState::uniform(data.len(), MemoryCap::default())?,
-            config.epsilon,
-        ),
-    };
+            None => (
+                MwState::uniform(data.len(), MemoryCap::default())?,
+                config.epsilon,
+            ),
+        };
 
+    let adaptive = config.improvements.adaptive
+        && 2.0 * config.rounds as f64 / (eps_rounds.to_f64() * n)
+            <= config.improvements.adaptive_max_noise;
     let mut measurements: Vec<Measurement> = Vec::new();
     let mut average = vec![0.0; data.len()];
     let mut iterates = 0usize;
-    let horizon = if config.improvements.adaptive {
+    let horizon = if adaptive {
         2 * config.rounds
     } else {
         config.rounds
     };
     // Per-round ε₀: fixed ε/T, or (adaptive) starting at ε/(2T) and doubling.
     let mut eps0 = eps_rounds.checked_div_int(config.rounds as u64)?;
-    if config.improvements.adaptive {
+    if adaptive {
         eps0 = eps0.checked_div_int(2)?;
     }
     let mut round = 0;
@@ -315,7 +363,7 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
         let (em_eps, lap_eps) = round_budget(eps0, config.profile)?;
         let round_cost = em_eps.checked_add(lap_eps)?;
         if !budget.can_afford(round_cost) {
-            if config.improvements.adaptive {
+            if adaptive {
                 break;
             }
             return Err(MwemError::Budget(AccountantError::BudgetExceeded {
@@ -346,6 +394,7 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
         measurements.push(Measurement {
             query: chosen,
             value,
+            noise_scale: 1.0 / (lap_eps.to_f64() * n),
         });
         // 3. Multiplicative-weights update.
         let query = workload.get(chosen).ok_or(MwemError::InvalidParameter(
@@ -365,7 +414,7 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
         }
         iterates += 1;
         // Improvement 3: double the per-round budget when the signal is below noise.
-        if config.improvements.adaptive {
+        if adaptive {
             let noise_scale = 2.0 / (eps0.to_f64() * n);
             if (value - current).abs() < 2.0 * noise_scale {
                 eps0 = eps0.checked_mul_int(2)?;
@@ -373,9 +422,18 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
         }
     }
     let distribution = match config.output {
-        OutputRule::Average if iterates > 0 => {
+        OutputRule::Average | OutputRule::AverageThenFit if iterates > 0 => {
             average.iter_mut().for_each(|a| *a /= iterates as f64);
-            average
+            match (config.output, config.improvements.reiterate) {
+                (OutputRule::AverageThenFit, Some(re))
+                    if measurements.iter().any(|m| m.noise_scale <= re.max_noise) =>
+                {
+                    let mut fit = MwState::from_weights(&average)?;
+                    reiterate(&mut fit, workload, &measurements, re);
+                    fit.probabilities().to_vec()
+                }
+                _ => average,
+            }
         }
         _ => state.probabilities().to_vec(),
     };
@@ -396,16 +454,24 @@ fn round_budget(eps0: Epsilon, profile: EmProfile) -> Result<(Epsilon, Epsilon),
     })
 }
 
-/// Improvement 2 (spec §4.5 defaults, with a universe-aware cut): noisy counts
-/// `ĉ = c + Lap(1/ε_init)`; cells above `max(3, ln(N/2))/ε_init` keep weight `ĉ`, a floor mass `max(n − Σ ĉ_marked, 0.5)` is
-/// spread over the other cells, so every cell keeps positive weight.
+/// Improvement 2: noisy counts `ĉ = c + Lap(1/ε_init)` turned into positive
+/// initial weights by `policy` (see [`InitPolicy`]).
 fn noisy_init<R: Rng + CryptoRng + ?Sized>(
     data: &CountHistogram,
     eps_init: Epsilon,
+    policy: InitPolicy,
     rng: &mut R,
 ) -> Result<MwState, MwemError> {
     let geo = Geometric::new(1, eps_init)?;
     let noisy = geo.release(data.counts(), rng)?;
+    if policy != InitPolicy::Marked {
+        let pseudo = 1.0 / eps_init.to_f64();
+        let w: Vec<f64> = noisy
+            .iter()
+            .map(|&c| (c as f64).max(0.0) + pseudo)
+            .collect();
+        return Ok(MwState::from_weights(&w)?);
+    }
     // The spec's cut 3/ε_init marks ~2.5% of empty cells by noise alone, which on
     // large universes (N = 2^16) swamps the data; ln(N/2)/ε_init keeps the expected
     // number of falsely marked empty cells below one (and is ≈ 3/ε_init for N = 64).
@@ -442,7 +508,14 @@ fn reiterate(
 ) {
     let prepared: Vec<(Prepared<'_>, f64)> = measurements
         .iter()
-        .filter_map(|m| workload.get(m.query).map(|q| (state.prepare(q), m.value)))
+        // A statistical query's answer lies in [0, 1]: clamping the noisy value is
+        // post-processing, and it keeps the fit away from degenerate weights.
+        .filter(|m| m.noise_scale <= re.max_noise)
+        .filter_map(|m| {
+            workload
+                .get(m.query)
+                .map(|q| (state.prepare(q), m.value.clamp(0.0, 1.0)))
+        })
         .collect();
     let Some((first, _)) = prepared.first() else {
         return;
@@ -558,6 +631,7 @@ pub fn barak_baseline<R: Rng + CryptoRng + ?Sized>(
             Ok(Measurement {
                 query: i,
                 value: truth.measure(i, per_query, rng)? / n,
+                noise_scale: 1.0 / (per_query.to_f64() * n),
             })
         })
         .collect::<Result<Vec<_>, MwemError>>()?;
@@ -569,6 +643,7 @@ pub fn barak_baseline<R: Rng + CryptoRng + ?Sized>(
         Reiterate {
             passes: fit.max_passes,
             tolerance: fit.tolerance,
+            max_noise: f64::INFINITY,
         },
     );
     Ok(MwemOutput {

@@ -304,7 +304,7 @@ fn run_panel(
     let n = ds.counts.total() as f64;
     let mut results = Vec::new();
     let label = format!("{} w={degree}", ds.name);
-    for (mi, &method) in methods.iter().enumerate() {
+    for &method in methods {
         let mut row = Vec::new();
         for (ei, &eps) in protocol.epsilons.iter().enumerate() {
             let (t_star, _) = optimal_rounds(
@@ -316,7 +316,9 @@ fn run_panel(
             let t = t_star.round().clamp(5.0, 50.0) as usize;
             let mut kls = Vec::with_capacity(runs);
             for r in 0..runs {
-                let seed = mix(protocol.seed, panel_id, mi as u64, ei as u64, r as u64);
+                // Common random numbers: every method sees the same seed for a given
+                // (ε, run), so the comparisons between methods are paired.
+                let seed = mix(protocol.seed, panel_id, 0, ei as u64, r as u64);
                 let mut rng = seeded_rng(seed);
                 let out = match method {
                     Method::Barak => {
@@ -333,6 +335,7 @@ fn run_panel(
                         c.improvements.reiterate = Some(Reiterate {
                             passes: protocol.reiterate_passes,
                             tolerance: 1e-9,
+                            max_noise: 0.05,
                         });
                         mwem(&ds.counts, &workload, &c, &mut rng)?
                     }
@@ -342,11 +345,14 @@ fn run_panel(
                                 reiterate: Some(Reiterate {
                                     passes: protocol.reiterate_passes,
                                     tolerance: 1e-9,
+                                    max_noise: 0.05,
                                 }),
                                 noisy_init: None,
+                                init_policy: Default::default(),
                                 adaptive: false,
+                                adaptive_max_noise: 0.2,
                             },
-                            output: OutputRule::Last,
+                            output: OutputRule::AverageThenFit,
                             ..MwemConfig::unoptimized(eps, t)?
                         };
                         mwem(&ds.counts, &workload, &c, &mut rng)?
