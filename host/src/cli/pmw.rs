@@ -254,3 +254,48 @@ pub fn run(
     )?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_queries_from_stdin() {
+        let dir = std::env::temp_dir().join(format!("privq-pmw-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join("t.csv");
+        std::fs::write(
+            &input,
+            "a,b,count\n0,0,400000\n0,1,300000\n1,0,200000\n1,1,100000\n",
+        )
+        .unwrap();
+        let args = Args {
+            input,
+            domain: None,
+            epsilon: "1".into(),
+            delta: 1e-6,
+            pure: true,
+            rounds: 3,
+            beta: 0.05,
+            queries: None,
+            eta: None,
+            sigma: None,
+            threshold: None,
+            max_updates: None,
+            seed: Some(1),
+        };
+        let stdin = "count a=1\n# a comment\nbogus\nconj a b\nparity a b\nrange a 0 1\n";
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        run(&args, &mut stdin.as_bytes(), &mut out, &mut err).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        let err = String::from_utf8(err).unwrap();
+        assert_eq!(out.lines().count(), 3, "{out}");
+        assert!(
+            out.lines()
+                .all(|l| l.ends_with("lazy") || l.ends_with("update"))
+        );
+        assert!(err.contains("unknown query kind \"bogus\""), "{err}");
+        assert!(err.contains("all 3 rounds"), "{err}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -182,3 +182,83 @@ pub fn run(
     )?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(input: PathBuf, epsilon: &str) -> Args {
+        Args {
+            input,
+            domain: None,
+            epsilon: epsilon.into(),
+            rounds: Some(5),
+            workload: "parity:2".into(),
+            plain: false,
+            records: Some(50),
+            output: None,
+            seed: Some(3),
+            memory_mib: 1024,
+        }
+    }
+
+    #[test]
+    fn synthesizes_a_csv_and_reports_the_budget() {
+        let dir = std::env::temp_dir().join(format!("privq-synth-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join("t.csv");
+        std::fs::write(
+            &input,
+            "a,b,c,count\n0,0,0,40\n0,1,1,25\n1,0,1,20\n1,1,0,15\n",
+        )
+        .unwrap();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        run(&args(input.clone(), "1"), &mut &b""[..], &mut out, &mut err).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(out.lines().count(), 51);
+        assert!(out.starts_with("a,b,c\n"));
+        let err = String::from_utf8(err).unwrap();
+        assert!(err.contains("privacy spent: epsilon = ") && err.contains(" of 1 (pure DP)"), "{err}");
+        // ε ≤ 0 and T = 0 are typed errors.
+        let mut sink = Vec::new();
+        let e = run(
+            &args(input.clone(), "0"),
+            &mut &b""[..],
+            &mut sink,
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+        assert!(matches!(
+            e,
+            CliError::Parameter {
+                option: "epsilon",
+                ..
+            }
+        ));
+        let e = run(
+            &args(input.clone(), "-1"),
+            &mut &b""[..],
+            &mut sink,
+            &mut Vec::new(),
+        )
+        .unwrap_err();
+        assert!(matches!(
+            e,
+            CliError::Parameter {
+                option: "epsilon",
+                ..
+            }
+        ));
+        let mut a = args(input.clone(), "1");
+        a.rounds = Some(0);
+        assert!(run(&a, &mut &b""[..], &mut sink, &mut Vec::new()).is_err());
+        // Unknown attribute values under a JSON domain.
+        let spec = dir.join("d.json");
+        std::fs::write(&spec, r#"{"attributes": [{"name": "a", "values": ["0", "1"]}, {"name": "b", "values": ["0"]}, {"name": "c", "values": ["0", "1"]}]}"#).unwrap();
+        let mut a = args(input, "1");
+        a.domain = Some(spec);
+        let e = run(&a, &mut &b""[..], &mut sink, &mut Vec::new()).unwrap_err();
+        assert!(e.to_string().contains("has no value \"1\""), "{e}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
