@@ -126,7 +126,8 @@ impl Epsilon {
 
     /// Exact sum ε₁ + ε₂; `Overflow` if the reduced result does not fit.
     pub fn checked_add(self, other: Epsilon) -> Result<Epsilon> {
-        let num = (self.num as u128) * (other.den as u128) + (other.num as u128) * (self.den as u128);
+        let num =
+            (self.num as u128) * (other.den as u128) + (other.num as u128) * (self.den as u128);
         let den = (self.den as u128) * (other.den as u128);
         Self::from_u128(num, den)
     }
@@ -295,7 +296,10 @@ mod tests {
         assert!(e.to_f64() <= tiny);
         assert!(e.to_f64() > tiny * (1.0 - 1e-3));
         assert_eq!(Epsilon::from_f64(f64::NAN), Err(Error::EpsilonNotFinite));
-        assert_eq!(Epsilon::from_f64(f64::INFINITY), Err(Error::EpsilonNotFinite));
+        assert_eq!(
+            Epsilon::from_f64(f64::INFINITY),
+            Err(Error::EpsilonNotFinite)
+        );
         assert_eq!(Epsilon::from_f64(0.0), Err(Error::EpsilonZero));
         assert_eq!(Epsilon::from_f64(-0.0), Err(Error::EpsilonZero));
         assert_eq!(Epsilon::from_f64(-1.0), Err(Error::EpsilonNegative));

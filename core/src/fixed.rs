@@ -74,12 +74,18 @@ impl Fixed {
 
     /// `self + other`, or [`Error::OutOfRange`].
     pub fn checked_add(self, other: Fixed) -> Result<Fixed> {
-        self.0.checked_add(other.0).map(Fixed).ok_or(Error::OutOfRange)
+        self.0
+            .checked_add(other.0)
+            .map(Fixed)
+            .ok_or(Error::OutOfRange)
     }
 
     /// `self − other`, or [`Error::OutOfRange`].
     pub fn checked_sub(self, other: Fixed) -> Result<Fixed> {
-        self.0.checked_sub(other.0).map(Fixed).ok_or(Error::OutOfRange)
+        self.0
+            .checked_sub(other.0)
+            .map(Fixed)
+            .ok_or(Error::OutOfRange)
     }
 
     /// 2^`exp` for `exp ∈ [−32, 30]`, or [`Error::GridOutOfRange`].
@@ -96,7 +102,11 @@ fn round_ties_even(x: f64) -> f64 {
     let t = libm::trunc(x);
     let diff = x - t;
     if diff.abs() == 0.5 {
-        if libm::fmod(t, 2.0) == 0.0 { t } else { t + diff.signum() }
+        if libm::fmod(t, 2.0) == 0.0 {
+            t
+        } else {
+            t + diff.signum()
+        }
     } else {
         libm::round(x)
     }
@@ -121,7 +131,9 @@ impl FromStr for Fixed {
         let units = scaled / u128::from(den);
         let units = i128::try_from(units).map_err(|_| Error::OutOfRange)?;
         let units = if negative { -units } else { units };
-        i64::try_from(units).map(Fixed).map_err(|_| Error::OutOfRange)
+        i64::try_from(units)
+            .map(Fixed)
+            .map_err(|_| Error::OutOfRange)
     }
 }
 
@@ -164,7 +176,10 @@ mod tests {
 
     #[test]
     fn display_is_exact() {
-        assert_eq!(Fixed::from_bits(1).to_string(), "0.00000000023283064365386962890625");
+        assert_eq!(
+            Fixed::from_bits(1).to_string(),
+            "0.00000000023283064365386962890625"
+        );
         assert_eq!(Fixed::from_int(-3).to_string(), "-3");
         assert_eq!(Fixed::from_f64(-2.75).unwrap().to_string(), "-2.75");
         assert_eq!(Fixed::MIN.to_string(), "-2147483648");
@@ -172,13 +187,19 @@ mod tests {
 
     #[test]
     fn parse_and_range_errors() {
-        assert_eq!("1e-3".parse::<Fixed>().unwrap(), Fixed::from_bits(4_294_967));
+        assert_eq!(
+            "1e-3".parse::<Fixed>().unwrap(),
+            Fixed::from_bits(4_294_967)
+        );
         assert_eq!("2147483648".parse::<Fixed>(), Err(Error::OutOfRange));
         assert_eq!("-2147483648".parse::<Fixed>().unwrap(), Fixed::MIN);
         assert_eq!("x".parse::<Fixed>(), Err(Error::Parse));
         assert_eq!(Fixed::from_f64(f64::NAN), Err(Error::OutOfRange));
         assert_eq!(Fixed::from_f64(3e9), Err(Error::OutOfRange));
-        assert_eq!(Fixed::MAX.checked_add(Fixed::from_bits(1)), Err(Error::OutOfRange));
+        assert_eq!(
+            Fixed::MAX.checked_add(Fixed::from_bits(1)),
+            Err(Error::OutOfRange)
+        );
         assert_eq!(Fixed::pow2(31), Err(Error::GridOutOfRange));
         assert_eq!(Fixed::pow2(-1).unwrap(), "0.5".parse().unwrap());
     }

@@ -249,7 +249,10 @@ mod tests {
         assert_eq!(h.record(lo).unwrap(), Some(0));
         assert_eq!(h.record(Fixed::from_bits(-1)).unwrap(), Some(1));
         assert_eq!(h.record(Fixed::ZERO).unwrap(), Some(2));
-        assert_eq!(h.record(Fixed::from_bits(hi.to_bits() - 1)).unwrap(), Some(3));
+        assert_eq!(
+            h.record(Fixed::from_bits(hi.to_bits() - 1)).unwrap(),
+            Some(3)
+        );
         assert_eq!(h.record(hi), Err(Error::OutOfRange));
         assert_eq!(h.total(), 4);
         let mut c = Histogram::<4>::equal_width(lo, hi, OutOfRange::Clamp).unwrap();

@@ -143,7 +143,9 @@ impl BoundedDiscreteLaplace {
             // Digit is 1 iff U < r/(1+r) for U ∈ [u, u+1)·2⁻¹²⁸.
             // Surely 1: (u+1)(ONE + l) ≤ l·2¹²⁸.  Surely 0: u(ONE + h) ≥ h·2¹²⁸.
             let one_plus_l = ONE + l;
-            let surely_one = mul(u, one_plus_l).add_u128(one_plus_l).le(U256 { hi: l, lo: 0 });
+            let surely_one = mul(u, one_plus_l)
+                .add_u128(one_plus_l)
+                .le(U256 { hi: l, lo: 0 });
             let surely_zero = U256 { hi: h, lo: 0 }.le(mul(u, ONE + h));
             value |= u64::from(surely_one) << j;
             undecided |= !(surely_one | surely_zero);
@@ -173,8 +175,14 @@ mod tests {
         assert_eq!(BoundedDiscreteLaplace::new(1, 2).unwrap().bits(), 5); // 32 ≥ 23.5
         assert_eq!(BoundedDiscreteLaplace::new(1, 1).unwrap().bits(), 6); // 64 ≥ 47
         assert_eq!(BoundedDiscreteLaplace::new(1000, 1).unwrap().bits(), 16);
-        assert_eq!(BoundedDiscreteLaplace::new(0, 1).unwrap_err(), Error::ScaleZero);
-        assert_eq!(BoundedDiscreteLaplace::new(u64::MAX, 1).unwrap_err(), Error::Overflow);
+        assert_eq!(
+            BoundedDiscreteLaplace::new(0, 1).unwrap_err(),
+            Error::ScaleZero
+        );
+        assert_eq!(
+            BoundedDiscreteLaplace::new(u64::MAX, 1).unwrap_err(),
+            Error::Overflow
+        );
     }
 
     #[test]

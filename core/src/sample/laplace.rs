@@ -168,6 +168,10 @@ mod tests {
         let mean = s / n as f64;
         let var = s2 / n as f64 - mean * mean;
         assert!(mean.abs() < 0.05, "mean {mean}");
-        assert!((var / d.variance() - 1.0).abs() < 0.03, "var {var} vs {}", d.variance());
+        assert!(
+            (var / d.variance() - 1.0).abs() < 0.03,
+            "var {var} vs {}",
+            d.variance()
+        );
     }
 }

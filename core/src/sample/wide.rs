@@ -136,13 +136,24 @@ mod tests {
 
     #[test]
     fn exp_bounds_bracket_libm() {
-        for (a, b) in [(0u128, 1u64), (1, 1), (1, 3), (7, 2), (46, 1), (1000, 7), (5, 1000)] {
+        for (a, b) in [
+            (0u128, 1u64),
+            (1, 1),
+            (1, 3),
+            (7, 2),
+            (46, 1),
+            (1000, 7),
+            (5, 1000),
+        ] {
             let (lo, hi) = exp_neg(a, b);
             let want = (-(a as f64) / b as f64).exp();
             assert!(lo <= hi);
             assert!(hi - lo < 64, "width {} for {a}/{b}", hi - lo);
             let tol = want * 1e-14 + 1e-30;
-            assert!(to_f64(lo) <= want + tol && to_f64(hi) >= want - tol, "{a}/{b}");
+            assert!(
+                to_f64(lo) <= want + tol && to_f64(hi) >= want - tol,
+                "{a}/{b}"
+            );
         }
         assert_eq!(exp_neg(0, 5), (ONE - 1, ONE));
     }
