@@ -55,6 +55,7 @@ fn bench_mwem(c: &mut Criterion) {
                     passes,
                     tolerance: 1e-9,
                     max_noise: 0.05,
+                    discrepancy: true,
                 }),
                 noisy_init: Some((1, 10)),
                 init_policy: Default::default(),

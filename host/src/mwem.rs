@@ -65,6 +65,10 @@ pub struct Reiterate {
     /// noise over and over drives the weights to extremes. `f64::INFINITY` re-uses
     /// all (the thesis' description).
     pub max_noise: f64,
+    /// Stop once the mean absolute residual `|m_j − f_j(x)|` is at most the mean
+    /// Laplace scale of the measurements (the discrepancy principle: fitting
+    /// further only fits noise). Uses released values only.
+    pub discrepancy: bool,
 }
 
 impl Default for Reiterate {
@@ -73,6 +77,7 @@ impl Default for Reiterate {
             passes: 100,
             tolerance: 1e-9,
             max_noise: 0.05,
+            discrepancy: true,
         }
     }
 }
@@ -180,13 +185,14 @@ impl MwemConfig {
         })
     }
 
-    /// The optimized variant: all three improvements, releasing the average of
-    /// the iterates re-fitted to the reliable measurements
+    /// The optimized variant: all three improvements, `d̂_t` clipped to `[−1, 1]`,
+    /// releasing the average of the iterates re-fitted to the reliable measurements
     /// ([`OutputRule::AverageThenFit`]).
     pub fn optimized(epsilon: Epsilon, rounds: usize) -> Result<Self, MwemError> {
         Ok(MwemConfig {
             improvements: Improvements::all(),
             output: OutputRule::AverageThenFit,
+            clip: true,
             ..Self::unoptimized(epsilon, rounds)?
         })
     }
@@ -520,15 +526,26 @@ fn reiterate(
     let Some((first, _)) = prepared.first() else {
         return;
     };
+    let mean_noise = measurements
+        .iter()
+        .filter(|m| m.noise_scale <= re.max_noise)
+        .map(|m| m.noise_scale)
+        .sum::<f64>()
+        / prepared.len() as f64;
     let mut here = state.evaluate_prepared(first);
     let mut last_max = f64::INFINITY;
     for _ in 0..re.passes {
         let mut max_gap = 0.0f64;
+        let mut sum_gap = 0.0f64;
         for (j, (q, value)) in prepared.iter().enumerate() {
             let gap = value - here;
             max_gap = max_gap.max(gap.abs());
+            sum_gap += gap.abs();
             let (next, _) = &prepared[(j + 1) % prepared.len()];
             here = state.update_then_evaluate(q, gap / 2.0, here, next);
+        }
+        if re.discrepancy && sum_gap / prepared.len() as f64 <= mean_noise {
+            break;
         }
         if (last_max - max_gap).abs() < re.tolerance {
             break;
@@ -590,6 +607,9 @@ pub struct FitConfig {
     pub max_passes: usize,
     /// Stop when the largest residual changes by less than this (spec: 1e−9).
     pub tolerance: f64,
+    /// Also stop at the noise level (see [`Reiterate::discrepancy`]); `false` is
+    /// the spec's fit-to-convergence, which over-fits the noisy measurements.
+    pub discrepancy: bool,
 }
 
 impl Default for FitConfig {
@@ -597,6 +617,7 @@ impl Default for FitConfig {
         FitConfig {
             max_passes: 1000,
             tolerance: 1e-9,
+            discrepancy: true,
         }
     }
 }
@@ -644,6 +665,7 @@ pub fn barak_baseline<R: Rng + CryptoRng + ?Sized>(
             passes: fit.max_passes,
             tolerance: fit.tolerance,
             max_noise: f64::INFINITY,
+            discrepancy: fit.discrepancy,
         },
     );
     Ok(MwemOutput {

@@ -58,6 +58,10 @@ pub struct MwemArgs {
     /// 10 runs on the small datasets and 2 on NLTCS.
     #[arg(long)]
     pub quick: bool,
+    /// Stop the baseline's MW fit at the noise level (discrepancy principle)
+    /// instead of fitting to convergence as the spec describes.
+    #[arg(long)]
+    pub barak_discrepancy: bool,
 }
 
 /// Runs `privq experiment`.
@@ -84,6 +88,7 @@ pub fn run(
         p.reiterate_passes = r;
     }
     p.seed = a.seed;
+    p.barak_fit.discrepancy = a.barak_discrepancy;
     if !a.datasets.is_empty() {
         p.datasets = a.datasets.clone();
     }

@@ -63,9 +63,12 @@ impl Protocol {
                 .collect(),
             seed: 2011,
             reiterate_passes: 20,
+            // The spec's baseline fits to convergence (§4.7); the pass cap keeps
+            // NLTCS (696 measurements × 2^16 cells) affordable.
             barak_fit: FitConfig {
                 max_passes: 200,
                 tolerance: 1e-9,
+                discrepancy: false,
             },
         }
     }
@@ -336,6 +339,7 @@ fn run_panel(
                             passes: protocol.reiterate_passes,
                             tolerance: 1e-9,
                             max_noise: 0.05,
+                            discrepancy: true,
                         });
                         mwem(&ds.counts, &workload, &c, &mut rng)?
                     }
@@ -346,6 +350,7 @@ fn run_panel(
                                     passes: protocol.reiterate_passes,
                                     tolerance: 1e-9,
                                     max_noise: 0.05,
+                                    discrepancy: true,
                                 }),
                                 noisy_init: None,
                                 init_policy: Default::default(),
