@@ -136,7 +136,7 @@ impl BoundedDiscreteLaplace {
     #[inline(always)]
     fn geometric<R: Rng + ?Sized>(&self, rng: &mut R) -> (u64, bool) {
         let mut value: u64 = 0;
-        let mut undecided = false;
+        let mut undecided: u128 = 0;
         let digits = self.lo.iter().zip(&self.hi).take(self.bits).enumerate();
         for (j, (&l, &h)) in digits {
             let u = (u128::from(rng.next_u64()) << 64) | u128::from(rng.next_u64());
@@ -145,12 +145,12 @@ impl BoundedDiscreteLaplace {
             let one_plus_l = ONE + l;
             let surely_one = mul(u, one_plus_l)
                 .add_u128(one_plus_l)
-                .le(U256 { hi: l, lo: 0 });
-            let surely_zero = U256 { hi: h, lo: 0 }.le(mul(u, ONE + h));
-            value |= u64::from(surely_one) << j;
-            undecided |= !(surely_one | surely_zero);
+                .le_bit(U256 { hi: l, lo: 0 });
+            let surely_zero = U256 { hi: h, lo: 0 }.le_bit(mul(u, ONE + h));
+            value |= (surely_one as u64) << j;
+            undecided |= 1 ^ (surely_one | surely_zero);
         }
-        (value, undecided)
+        (value, undecided != 0)
     }
 }
 

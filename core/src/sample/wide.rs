@@ -16,21 +16,34 @@ pub(crate) struct U256 {
 }
 
 impl U256 {
-    /// Branch-free `self <= other`.
+    /// `self <= other` as 1 or 0, computed with bit operations only (see [`lt_bit`]).
     #[inline(always)]
-    pub(crate) fn le(self, other: U256) -> bool {
-        (self.hi < other.hi) | ((self.hi == other.hi) & (self.lo <= other.lo))
+    pub(crate) fn le_bit(self, other: U256) -> u128 {
+        let gt_hi = lt_bit(other.hi, self.hi);
+        let lt_hi = lt_bit(self.hi, other.hi);
+        let eq_hi = 1 ^ (gt_hi | lt_hi);
+        1 ^ (gt_hi | (eq_hi & lt_bit(other.lo, self.lo)))
     }
 
     /// `self + x` (wrapping at 2²⁵⁶, which callers rule out).
     #[inline(always)]
     pub(crate) fn add_u128(self, x: u128) -> U256 {
-        let (lo, carry) = self.lo.overflowing_add(x);
+        let lo = self.lo.wrapping_add(x);
         U256 {
-            hi: self.hi.wrapping_add(u128::from(carry)),
+            hi: self.hi.wrapping_add(lt_bit(lo, x)),
             lo,
         }
     }
+}
+
+/// `1` if `x < y`, else `0`: the borrow of `x − y` (Hacker's Delight §2-13), with bit
+/// operations only. Comparisons that produce a `bool` compile to conditional branches
+/// on Thumb-1 (Cortex-M0 has no conditional select), which made the bounded sampler's
+/// instruction count depend on its digits; `black_box` keeps LLVM from turning the
+/// 0/1 result back into such a comparison.
+#[inline(always)]
+pub(crate) fn lt_bit(x: u128, y: u128) -> u128 {
+    core::hint::black_box(((!x & y) | ((!x | y) & x.wrapping_sub(y))) >> 127)
 }
 
 /// The full 256-bit product `a · b`.
@@ -131,7 +144,22 @@ mod tests {
         // (2^128 − 1)² = 2^256 − 2^129 + 1.
         assert_eq!(m.lo, 1);
         assert_eq!(m.hi, u128::MAX - 1);
-        assert!(mul(1 << 100, 1 << 100).le(mul(1 << 101, 1 << 100)));
+        assert_eq!(mul(1 << 100, 1 << 100).le_bit(mul(1 << 101, 1 << 100)), 1);
+        assert_eq!(mul(1 << 101, 1 << 100).le_bit(mul(1 << 100, 1 << 100)), 0);
+        let x = U256 { hi: 5, lo: 9 };
+        assert_eq!(x.le_bit(x), 1);
+        assert_eq!(x.le_bit(U256 { hi: 5, lo: 8 }), 0);
+        assert_eq!(x.le_bit(U256 { hi: 6, lo: 0 }), 1);
+        for (a, b) in [
+            (0u128, 0u128),
+            (0, 1),
+            (1, 0),
+            (u128::MAX, 0),
+            (0, u128::MAX),
+            (1 << 127, 3),
+        ] {
+            assert_eq!(lt_bit(a, b), u128::from(a < b), "{a} < {b}");
+        }
     }
 
     #[test]
