@@ -295,7 +295,7 @@ fn aggregate(
     let doc = AggregateOutput {
         frames: count,
         accepted,
-        rejected: rejected.clone(),
+        rejected,
         truncated_final_frame: truncated,
         groups: out_groups,
     };
