@@ -4,7 +4,9 @@
 # usage (from .cargo/config.toml): qemu-run.sh <qemu-system-xxx> <machine> <cpu> <elf> [args...]
 #   ELF with a defmt #[global_logger] -> semihosting stdout piped through defmt-print
 #   otherwise                         -> plain QEMU, semihosting text straight to stdout
-# Extra arguments (e.g. libtest filters from `cargo test`) are ignored: the suites run whole.
+# Semihosting stderr is QEMU's stderr, unchanged (the firmware's raw-report lines).
+# Extra arguments become the guest's semihosting command line (after the ELF name), e.g.
+# `cargo fw-m0 -- fleet=7 device=3`; the test suites ignore them (they run whole).
 #
 # QEMU runs with `-icount shift=N` (default 10, env QEMU_ICOUNT_SHIFT): each instruction
 # advances virtual time by exactly 2^N ns, so SysTick readings count instructions
@@ -27,10 +29,17 @@ if ! command -v "$qemu_bin" >/dev/null; then
   exit 127
 fi
 
+shift 4
+# QEMU option values escape a comma by doubling it.
+semihosting="enable=on,target=native,arg=${elf//,/,,}"
+for a in "$@"; do
+  semihosting+=",arg=${a//,/,,}"
+done
+
 qemu=(timeout "$timeout_s" "$qemu_bin" -machine "$machine" -cpu "$cpu"
   -nographic -monitor none -serial null
   -icount "shift=$shift_n,sleep=off"
-  -semihosting-config enable=on,target=native -kernel "$elf")
+  -semihosting-config "$semihosting" -kernel "$elf")
 
 # No `grep -q`: it would close the pipe early, readelf would die of SIGPIPE and under
 # pipefail the check would flip at random.

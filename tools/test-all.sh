@@ -166,10 +166,11 @@ expect_suite_ran() {
   fi
 }
 
-# The firmware must have got as far as releasing the histogram.
+# The firmware must have released reports (raw-report lines on semihosting stderr) and
+# finished its run (the `privq-done` line, after the ledger refused the last epoch).
 expect_release() {
-  if ! grep -q 'released (epsilon' "$1"; then
-    echo "test-all: firmware output has no released histogram" >&2
+  if ! grep -q '^privq-report ' "$1" || ! grep -Eq '^privq-done .* released=[1-9]' "$1"; then
+    echo "test-all: firmware output has no released report or no privq-done line" >&2
     return 3
   fi
 }

@@ -1,21 +1,29 @@
-//! The application: collect readings into a histogram, then release it privately.
+//! The application: every epoch, collect readings into a histogram, then release it
+//! through the configured local randomizer, debiting the budget ledger first.
 
 use embedded_hal::delay::DelayNs;
 use embedded_hal::i2c::I2c;
+use privq_core::Fixed;
 use privq_core::histogram::{Histogram, OutOfRange};
+use privq_core::ledger::{Ledger, LedgerStore};
+use privq_core::local::QueryId;
 use privq_core::rand_core::{CryptoRng, Rng};
-use privq_core::{Epsilon, Fixed, GridLaplace};
 
+use crate::release::{EpochRelease, modal_bin};
 use crate::sensor::TempSensor;
 
-/// Histogram bins.
-pub const BINS: usize = 8;
+/// Histogram bins (the randomizers' domain).
+pub const BINS: usize = 64;
 
 /// Lower edge of the histogram range, °C.
-pub const RANGE_LO: i32 = 15;
+pub const RANGE_LO: i32 = 0;
 
-/// Upper edge of the histogram range, °C (exclusive); 8 bins of 2 °C.
-pub const RANGE_HI: i32 = 31;
+/// Upper edge of the histogram range, °C (exclusive): 64 bins of 0.5 °C. Readings
+/// outside are clamped into the first or last bin.
+pub const RANGE_HI: i32 = 32;
+
+/// Readings per epoch (one epoch = one release).
+pub const READINGS_PER_EPOCH: u32 = 96;
 
 /// Milliseconds between two readings.
 pub const READ_PERIOD_MS: u32 = 100;
@@ -27,7 +35,7 @@ pub enum AppError {
     Sensor,
     /// No hardware entropy source: the device refuses to release anything.
     NoEntropy,
-    /// The privacy core refused (e.g. a full counter, bad parameters).
+    /// The privacy core refused (budget exhausted, corrupted ledger, storage, …).
     Core(privq_core::Error),
 }
 
@@ -37,51 +45,140 @@ impl From<privq_core::Error> for AppError {
     }
 }
 
-/// An empty histogram of [`BINS`] equal-width bins over `[RANGE_LO, RANGE_HI)` °C;
-/// readings outside are tallied as under/overflow.
+/// An empty histogram of [`BINS`] equal-width bins over `[RANGE_LO, RANGE_HI)` °C.
 pub fn new_histogram() -> Result<Histogram<BINS>, AppError> {
     let lo = Fixed::from_int(RANGE_LO);
     let hi = Fixed::from_int(RANGE_HI);
-    Ok(Histogram::equal_width(lo, hi, OutOfRange::Tally)?)
+    Ok(Histogram::equal_width(lo, hi, OutOfRange::Clamp)?)
 }
 
-/// Reads `count` temperatures, one every [`READ_PERIOD_MS`], into `histogram`;
-/// `on_reading` sees each one (e.g. for logging). Returns the last reading.
+/// Raw sensor units (1/128 °C) per bin: `(RANGE_HI − RANGE_LO)·128 / BINS` = 64.
+const RAW_PER_BIN: i32 = (RANGE_HI - RANGE_LO) * 128 / BINS as i32;
+
+/// The bin of a raw reading (1/128 °C units), clamped into `0..BINS`.
+///
+/// Exactly [`Histogram::bin_of`] of [`raw_to_celsius`](crate::sensor::raw_to_celsius)`(raw)`
+/// for the histogram of [`new_histogram`] (checked for every `i16` in the tests), but
+/// in 32-bit integers: the core's general Q32.32 binning divides in 128 bits, which
+/// costs kilobytes of flash and thousands of cycles per reading on a Cortex-M0.
+pub fn bin_of_raw(raw: i16) -> usize {
+    let offset = i32::from(raw) - RANGE_LO * 128;
+    (offset.max(0) / RAW_PER_BIN).min(BINS as i32 - 1) as usize
+}
+
+/// Reads `count` temperatures, one every [`READ_PERIOD_MS`], into `histogram` (one of
+/// [`new_histogram`]'s layout); `on_reading` sees each raw reading (e.g. for logging).
+/// Returns the last reading in °C.
 pub fn collect<I2C: I2c, D: DelayNs>(
     sensor: &mut TempSensor<I2C>,
     delay: &mut D,
     histogram: &mut Histogram<BINS>,
     count: u32,
-    mut on_reading: impl FnMut(u32, Fixed),
+    mut on_reading: impl FnMut(u32, i16),
 ) -> Result<Option<Fixed>, AppError> {
     let mut last = None;
     for n in 0..count {
-        let celsius = sensor.read_celsius().map_err(|_| AppError::Sensor)?;
-        histogram.record(celsius)?;
-        on_reading(n, celsius);
-        last = Some(celsius);
+        let raw = sensor.read_raw().map_err(|_| AppError::Sensor)?;
+        histogram.record_index(bin_of_raw(raw))?;
+        on_reading(n, raw);
+        last = Some(crate::sensor::raw_to_celsius(raw));
         delay.delay_ms(READ_PERIOD_MS);
     }
     Ok(last)
 }
 
-/// Releases every bin count with the Laplace mechanism on a grid at privacy `epsilon`.
-///
-/// One reading changes one count by one, so the count vector has L1 sensitivity 1 and
-/// noise of scale 1/ε on every bin makes the whole histogram ε-differentially private
-/// (with respect to adding or removing one reading).
-pub fn privatize<R: Rng + CryptoRng + ?Sized>(
-    histogram: &Histogram<BINS>,
-    epsilon: Epsilon,
-    rng: &mut R,
-) -> Result<[Fixed; BINS], AppError> {
-    let mechanism = GridLaplace::new(Fixed::ONE, epsilon)?;
-    let mut released = [Fixed::ZERO; BINS];
-    for (out, &count) in released.iter_mut().zip(histogram.counts()) {
-        let count = i32::try_from(count).map_err(|_| privq_core::Error::OutOfRange)?;
-        *out = mechanism.release(Fixed::from_int(count), rng)?;
+/// How an epoch ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EpochOutcome {
+    /// The reports were released.
+    Released {
+        /// The device's modal bin this epoch (the private item of the frequency mechanisms).
+        item: u32,
+        /// Reports written.
+        reports: u32,
+    },
+    /// The ledger refused the epoch (budget exhausted or ledger corrupted): nothing
+    /// was drawn, debited or emitted.
+    Refused(privq_core::Error),
+}
+
+/// One device: its sensor, pacing, budget ledger, release RNG and release policy.
+/// The same code runs on the microcontroller, in QEMU and in host simulations of a
+/// whole fleet (the end-to-end test).
+#[derive(Debug)]
+pub struct Device<I2C, D, S: LedgerStore, R, E> {
+    /// The temperature sensor.
+    pub sensor: TempSensor<I2C>,
+    /// Paces the readings.
+    pub delay: D,
+    /// The lifetime budget.
+    pub ledger: Ledger<S>,
+    /// The release RNG (cryptographically secure; seeded from hardware entropy on a board).
+    pub rng: R,
+    /// What each epoch releases.
+    pub release: E,
+    /// The current epoch's readings.
+    pub histogram: Histogram<BINS>,
+}
+
+impl<I2C, D, S, R, E> Device<I2C, D, S, R, E>
+where
+    I2C: I2c,
+    D: DelayNs,
+    S: LedgerStore,
+    R: Rng + CryptoRng,
+    E: EpochRelease,
+{
+    /// A device with an empty histogram.
+    pub fn new(
+        sensor: TempSensor<I2C>,
+        delay: D,
+        ledger: Ledger<S>,
+        rng: R,
+        release: E,
+    ) -> Result<Self, AppError> {
+        Ok(Device {
+            sensor,
+            delay,
+            ledger,
+            rng,
+            release,
+            histogram: new_histogram()?,
+        })
     }
-    Ok(released)
+
+    /// Collects [`READINGS_PER_EPOCH`] readings into a fresh histogram, then releases
+    /// it: every report goes to `emit` with its query id. A refusal by the ledger is
+    /// an [`EpochOutcome::Refused`], not an error.
+    pub fn run_epoch(
+        &mut self,
+        epoch: u16,
+        on_reading: impl FnMut(u32, i16),
+        emit: &mut dyn FnMut(QueryId, &[u8]),
+    ) -> Result<EpochOutcome, AppError> {
+        self.histogram.clear();
+        collect(
+            &mut self.sensor,
+            &mut self.delay,
+            &mut self.histogram,
+            READINGS_PER_EPOCH,
+            on_reading,
+        )?;
+        let item = modal_bin(&self.histogram);
+        match self.release.release(
+            &mut self.ledger,
+            &self.histogram,
+            epoch,
+            &mut self.rng,
+            emit,
+        ) {
+            Ok(reports) => Ok(EpochOutcome::Released { item, reports }),
+            Err(AppError::Core(
+                e @ (privq_core::Error::BudgetExhausted | privq_core::Error::LedgerCorrupted),
+            )) => Ok(EpochOutcome::Refused(e)),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 /// A [`DelayNs`] that only adds up the time it was asked to wait: in QEMU there is
@@ -100,13 +197,27 @@ impl DelayNs for CountingDelay {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
+
     use super::*;
-    use crate::seed::qemu_test_only_rng;
+    use crate::release::{lifetime_epsilon, selected};
+    use crate::seed::fleet_device_rng;
     use crate::sensor::DEFAULT_ADDRESS;
+    use crate::store::{FlashLedgerStore, SimFlash};
     use crate::synthetic::SyntheticSensorBus;
+    use std::vec::Vec;
 
     #[test]
-    fn collects_paces_and_privatizes() {
+    fn integer_binning_matches_the_core_binning_for_every_reading() {
+        let h = new_histogram().unwrap();
+        for raw in i16::MIN..=i16::MAX {
+            let celsius = crate::sensor::raw_to_celsius(raw);
+            assert_eq!(Some(bin_of_raw(raw)), h.bin_of(celsius).unwrap(), "{raw}");
+        }
+    }
+
+    #[test]
+    fn collects_and_paces() {
         let mut sensor = TempSensor::new(SyntheticSensorBus::new(), DEFAULT_ADDRESS);
         let mut delay = CountingDelay::default();
         let mut histogram = new_histogram().unwrap();
@@ -116,22 +227,67 @@ mod tests {
         })
         .unwrap();
         assert_eq!(seen, 96);
-        assert_eq!(
-            histogram.total() + u64::from(histogram.underflow() + histogram.overflow()),
-            96
-        );
-        assert_eq!(histogram.total(), 96, "the waveform stays inside 15..31 °C");
+        assert_eq!(histogram.total(), 96);
         assert_eq!(delay.total_ns, 96 * u64::from(READ_PERIOD_MS) * 1_000_000);
-
-        let mut rng = qemu_test_only_rng();
-        let eps = Epsilon::new(1, 2).unwrap();
-        let released = privatize(&histogram, eps, &mut rng).unwrap();
-        let grid = GridLaplace::new(Fixed::ONE, eps).unwrap().grid().to_bits();
-        for value in released {
-            assert_eq!(value.to_bits() % grid, 0, "released values lie on the grid");
+        // 21.5 ± 5.5 °C in 0.5 °C bins: bins 32..=54 only.
+        for (i, &c) in histogram.counts().iter().enumerate() {
+            assert!(c == 0 || (32..=54).contains(&i), "bin {i}: {c}");
         }
-        // Reproducible with the fixed test seed.
-        let again = privatize(&histogram, eps, &mut qemu_test_only_rng()).unwrap();
-        assert_eq!(released, again);
+    }
+
+    fn device(
+        d: u64,
+    ) -> Device<
+        SyntheticSensorBus,
+        CountingDelay,
+        FlashLedgerStore<SimFlash<512>>,
+        rand_chacha::ChaCha12Rng,
+        crate::release::Selected,
+    > {
+        let ledger = Ledger::open(
+            FlashLedgerStore::new(SimFlash::new()),
+            lifetime_epsilon().unwrap(),
+        )
+        .unwrap();
+        Device::new(
+            TempSensor::new(SyntheticSensorBus::for_device(d), DEFAULT_ADDRESS),
+            CountingDelay::default(),
+            ledger,
+            fleet_device_rng(9, d),
+            selected().unwrap(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn epochs_release_until_the_budget_is_spent_and_are_reproducible() {
+        let run = |d| {
+            let mut dev = device(d);
+            let mut reports = Vec::new();
+            let mut outcomes = Vec::new();
+            for epoch in 0..5 {
+                outcomes.push(
+                    dev.run_epoch(epoch, |_, _| {}, &mut |q, r| reports.push((q, r.to_vec())))
+                        .unwrap(),
+                );
+            }
+            (outcomes, reports)
+        };
+        let (outcomes, reports) = run(3);
+        assert!(
+            outcomes[..4]
+                .iter()
+                .all(|o| matches!(o, EpochOutcome::Released { .. }))
+        );
+        assert_eq!(
+            outcomes[4],
+            EpochOutcome::Refused(privq_core::Error::BudgetExhausted)
+        );
+        assert_eq!(
+            reports.len(),
+            4 * selected().unwrap().reports_per_epoch() as usize
+        );
+        assert_eq!(run(3), (outcomes, reports.clone()));
+        assert_ne!(run(4).1, reports, "another device, other reports");
     }
 }

@@ -1,18 +1,26 @@
-//! The privq example firmware: read a (synthetic) temperature sensor, histogram the
-//! readings, release the histogram with ε-differential privacy, log with defmt.
+//! The privq firmware: every epoch, read a (synthetic) temperature sensor, histogram
+//! the readings, and release them through the configured local randomizer after
+//! debiting the lifetime budget ledger kept in (simulated) flash; log with defmt.
 //!
-//! * feature `qemu`: defmt over semihosting (decoded by `defmt-print` in
-//!   tools/qemu-run.sh), the **QEMU/test-only fixed seed**, exit status via semihosting;
+//! * feature `qemu`: defmt over semihosting stdout (decoded by `defmt-print` in
+//!   tools/qemu-run.sh), raw reports as text lines on semihosting stderr (see
+//!   `privq_firmware::wire`), the **QEMU/test-only fixed seed** of simulated device
+//!   `device` in fleet `fleet` (semihosting arguments `fleet=<u64> device=<u64>`, both
+//!   0 by default), exit status via semihosting;
 //! * otherwise (hardware): defmt over RTT, panic-probe. A board must provide hardware
 //!   entropy in [`hardware_entropy`]; without it the firmware refuses to release.
 #![no_std]
 #![no_main]
 
 use cortex_m_rt::entry;
-use privq_core::Epsilon;
-use privq_firmware::app::{self, AppError, CountingDelay};
+use privq_core::ledger::Ledger;
+use privq_core::local::QueryId;
+use privq_firmware::app::{self, AppError, CountingDelay, Device, EpochOutcome};
+use privq_firmware::release::{self, EpochRelease};
 use privq_firmware::sensor::{DEFAULT_ADDRESS, TempSensor};
+use privq_firmware::store::{FlashLedgerStore, SimFlash};
 use privq_firmware::synthetic::SyntheticSensorBus;
+use privq_firmware::wire;
 
 #[cfg(not(feature = "qemu"))]
 use {defmt_rtt as _, panic_probe as _};
@@ -20,17 +28,25 @@ use {defmt_rtt as _, panic_probe as _};
 #[cfg(feature = "qemu")]
 use {cortex_m as _, defmt_semihosting as _};
 
-/// Readings per report.
-const READINGS: u32 = 96;
+/// Epochs the firmware runs: one more than the lifetime budget covers, to show the
+/// ledger refusing.
+const EPOCHS: u16 = 5;
+
+/// Bytes of simulated flash for the ledger: a flag page and a one-page record log.
+const FLASH_BYTES: usize = 512;
 
 #[entry]
 fn main() -> ! {
+    let (fleet, device) = device_identity();
     defmt::info!(
-        "privq-firmware: {=u32} readings, {=usize} bins",
-        READINGS,
-        app::BINS
+        "privq-firmware: mechanism {=str}, {=usize} bins, {=u32} readings/epoch, fleet {=u64} device {=u64}",
+        release_name(),
+        app::BINS,
+        app::READINGS_PER_EPOCH,
+        fleet,
+        device
     );
-    match run() {
+    match run(fleet, device) {
         Ok(()) => finish(true),
         Err(e) => {
             defmt::error!("privq-firmware failed: {}", e);
@@ -39,50 +55,107 @@ fn main() -> ! {
     }
 }
 
-fn run() -> Result<(), AppError> {
-    let mut sensor = TempSensor::new(SyntheticSensorBus::new(), DEFAULT_ADDRESS);
-    let mut delay = CountingDelay::default();
-    let mut histogram = app::new_histogram()?;
-    app::collect(
-        &mut sensor,
-        &mut delay,
-        &mut histogram,
-        READINGS,
-        |n, celsius| {
-            if n % 16 == 0 {
-                // Floats only for display; nothing private is decided with them.
-                defmt::info!("reading {=u32}: {=f32} °C", n, celsius.to_f64() as f32);
-            }
-        },
-    )?;
-    defmt::info!(
-        "histogram {} (under {=u32}, over {=u32})",
-        histogram.counts(),
-        histogram.underflow(),
-        histogram.overflow()
-    );
+fn release_name() -> &'static str {
+    release::selected().map_or("?", |r| r.name())
+}
 
-    let mut rng = release_rng()?;
-    let epsilon = Epsilon::new(1, 2)?;
-    let released = app::privatize(&histogram, epsilon, &mut rng)?;
-    let mut shown = [0f32; app::BINS];
-    for (s, r) in shown.iter_mut().zip(released) {
-        *s = r.to_f64() as f32;
+fn run(fleet: u64, device: u64) -> Result<(), AppError> {
+    let store = FlashLedgerStore::new(SimFlash::<FLASH_BYTES>::new());
+    let ledger = Ledger::open(store, release::lifetime_epsilon()?)?;
+    let release = release::selected()?;
+    let name = release.name();
+    let mut device_app = Device::new(
+        TempSensor::new(SyntheticSensorBus::for_device(device), DEFAULT_ADDRESS),
+        CountingDelay::default(),
+        ledger,
+        release_rng(fleet, device)?,
+        release,
+    )?;
+    let (mut released, mut refused) = (0u32, 0u32);
+    for epoch in 0..EPOCHS {
+        let outcome = device_app.run_epoch(
+            epoch,
+            |n, raw| {
+                if n == 0 {
+                    // 1/128 °C units: integers only, no float formatting on the device.
+                    defmt::info!("epoch {=u16}: first reading {=i16}/128 °C", epoch, raw);
+                }
+            },
+            &mut |query: QueryId, report: &[u8]| {
+                defmt::info!("report query {=u16}: {=[u8]:02x}", query.0, report);
+                emit(wire::report_line(fleet, device, query.0, report).as_bytes());
+            },
+        )?;
+        match outcome {
+            EpochOutcome::Released { item, reports } => {
+                released += reports;
+                defmt::info!(
+                    "epoch {=u16}: released {=u32} report(s) (modal bin {=u32}), spent {=u64}/{=u64}",
+                    epoch,
+                    reports,
+                    item,
+                    device_app.ledger.spent().num(),
+                    device_app.ledger.spent().den()
+                );
+            }
+            EpochOutcome::Refused(reason) => {
+                refused += 1;
+                defmt::warn!("epoch {=u16}: refused by the ledger: {}", epoch, reason);
+                emit(wire::refused_line(fleet, device, epoch, reason).as_bytes());
+            }
+        }
     }
-    defmt::info!("released (epsilon = 1/2): {}", shown);
+    emit(wire::done_line(fleet, device, name, released, refused, 0).as_bytes());
     Ok(())
+}
+
+/// Writes one raw-report line to semihosting stderr (QEMU); nothing on hardware.
+fn emit(line: &[u8]) {
+    #[cfg(feature = "qemu")]
+    {
+        use semihosting::io::Write as _;
+        if let Ok(mut err) = semihosting::io::stderr() {
+            let _ = err.write_all(line);
+        }
+    }
+    #[cfg(not(feature = "qemu"))]
+    let _ = line;
+}
+
+/// `(fleet seed, device index)` from the semihosting arguments `fleet=<u64>` and
+/// `device=<u64>` (QEMU); both 0 when absent.
+#[cfg(feature = "qemu")]
+fn device_identity() -> (u64, u64) {
+    let (mut fleet, mut device) = (0, 0);
+    if let Ok(args) = semihosting::experimental::env::args::<256>() {
+        for arg in args.into_iter().flatten() {
+            if let Some(v) = arg.strip_prefix("fleet=").and_then(|v| v.parse().ok()) {
+                fleet = v;
+            } else if let Some(v) = arg.strip_prefix("device=").and_then(|v| v.parse().ok()) {
+                device = v;
+            }
+        }
+    }
+    (fleet, device)
+}
+
+/// Hardware: the device's identity does not matter for the release (it is never
+/// sent); 0.
+#[cfg(not(feature = "qemu"))]
+fn device_identity() -> (u64, u64) {
+    (0, 0)
 }
 
 /// The RNG that noises releases.
 #[cfg(feature = "qemu")]
-fn release_rng() -> Result<rand_chacha::ChaCha12Rng, AppError> {
+fn release_rng(fleet: u64, device: u64) -> Result<rand_chacha::ChaCha12Rng, AppError> {
     defmt::warn!("QEMU build: fixed test-only seed, released values are NOT private");
-    Ok(privq_firmware::seed::qemu_test_only_rng())
+    Ok(privq_firmware::seed::fleet_device_rng(fleet, device))
 }
 
 /// The RNG that noises releases: seeded from the board's entropy source.
 #[cfg(not(feature = "qemu"))]
-fn release_rng() -> Result<rand_chacha::ChaCha12Rng, AppError> {
+fn release_rng(_fleet: u64, _device: u64) -> Result<rand_chacha::ChaCha12Rng, AppError> {
     hardware_entropy()
         .map(privq_firmware::seed::rng_from_entropy)
         .ok_or(AppError::NoEntropy)
@@ -109,12 +182,16 @@ fn finish(ok: bool) -> ! {
     }
 }
 
-/// QEMU: a panic prints its message (defmt) and exits with status 101.
+/// QEMU: a panic logs where it happened (defmt) and exits with status 101.
 /// (panic-probe would execute `udf`, which QEMU turns into an endless HardFault loop.)
+/// The message is not formatted: that would link `core::fmt` (kilobytes of flash).
 #[cfg(feature = "qemu")]
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo) -> ! {
-    defmt::error!("panicked: {}", defmt::Display2Format(info));
+    match info.location() {
+        Some(l) => defmt::error!("panicked at {=str}:{=u32}", l.file(), l.line()),
+        None => defmt::error!("panicked"),
+    }
     semihosting::process::exit(101)
 }
 
