@@ -1,0 +1,466 @@
+//! Device → host, end to end.
+//!
+//! A fleet of [`DEVICES`] simulated devices runs the **firmware's own code**
+//! (`privq_firmware::app::Device`: per-device synthetic I²C sensor, 64-bin histogram,
+//! budget ledger in simulated flash, the configured local randomizer, core wire
+//! format), each with the release RNG of device `i` in fleet [`FLEET_SEED`] — the
+//! host simulator's `device_rng` seeding, reused exactly. Then:
+//!
+//! * [`firmware_fleet_matches_the_host_simulator_and_the_truth`] (host only, part of
+//!   `cargo test`): the firmware pipeline's reports are byte-identical to
+//!   `privq_host::ldp::fleet::Fleet::privatize` for the same items and seed, for OUE,
+//!   GRR, OLH and Hadamard response; the host decodes and aggregates them, and every
+//!   bin's estimate lies within its stated confidence interval around the true
+//!   histogram of the devices' items (Bonferroni-simultaneous 99 % intervals for all
+//!   64 bins, and the per-bin 95 % intervals cover at least 56 of the 64 bins).
+//! * [`qemu_devices_match_the_host`] (`#[ignore]`d: it needs the firmware ELFs, which
+//!   `tools/test-all.sh` builds and passes in `PRIVQ_E2E_ELFS`): a sample of devices
+//!   runs in QEMU on Cortex-M0 and Cortex-M4F; every raw report they emit on
+//!   semihosting stderr must be byte-identical to the host run of the same device
+//!   (all five epochs, including the ledger refusing the fifth), the epoch-0 reports
+//!   are put in place of the host-simulated ones and the fleet is aggregated again.
+//!
+//! Both fail the run on any byte difference or estimate outside its interval.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
+
+use privq_core::Epsilon;
+use privq_core::ledger::Ledger;
+use privq_core::local::{Grr, HadamardResponse, Olh, QueryId, UeVariant, UnaryEncoding};
+use privq_core::report::decode;
+use privq_firmware::app::{BINS, CountingDelay, Device, EpochOutcome};
+use privq_firmware::release::{
+    BinFractions, EpochRelease, ModalBin, epoch_epsilon, lifetime_epsilon,
+};
+use privq_firmware::seed::fleet_device_rng;
+use privq_firmware::sensor::{DEFAULT_ADDRESS, TempSensor};
+use privq_firmware::store::{FlashLedgerStore, SimFlash};
+use privq_firmware::synthetic::SyntheticSensorBus;
+use privq_firmware::wire;
+use privq_host::ldp::aggregate::Aggregator;
+use privq_host::ldp::fleet::{Fleet, MechanismSpec, device_rng};
+use rand_core::Rng;
+
+/// The fleet seed (QEMU/test only: fixed seeds are not private).
+const FLEET_SEED: u64 = 20_261_121;
+
+/// Devices in the simulated fleet.
+const DEVICES: usize = 40_000;
+
+/// Epochs the firmware runs (`EPOCHS` in firmware/src/main.rs): one more than the
+/// lifetime budget covers.
+const EPOCHS: u16 = 5;
+
+/// Bytes of simulated flash (`FLASH_BYTES` in firmware/src/main.rs).
+const FLASH_BYTES: usize = 512;
+
+/// Devices run in QEMU on each target.
+const QEMU_DEVICES: [u64; 8] = [0, 1, 2, 3, 4, 5, 17_077, 39_999];
+
+/// What one device emitted over its run: its epoch-0 item, its reports (query id,
+/// bytes) and the epochs the ledger refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct DeviceRun {
+    item: u32,
+    reports: Vec<(u16, Vec<u8>)>,
+    refused: Vec<u16>,
+}
+
+/// Runs device `device` of the fleet for `epochs` epochs exactly as the firmware's
+/// `main` does, with release policy `release`.
+fn run_device<E: EpochRelease>(release: E, device: u64, epochs: u16) -> DeviceRun {
+    let ledger = Ledger::open(
+        FlashLedgerStore::new(SimFlash::<FLASH_BYTES>::new()),
+        lifetime_epsilon().unwrap(),
+    )
+    .unwrap();
+    let mut dev = Device::new(
+        TempSensor::new(SyntheticSensorBus::for_device(device), DEFAULT_ADDRESS),
+        CountingDelay::default(),
+        ledger,
+        fleet_device_rng(FLEET_SEED, device),
+        release,
+    )
+    .unwrap();
+    let mut run = DeviceRun {
+        item: u32::MAX,
+        reports: Vec::new(),
+        refused: Vec::new(),
+    };
+    for epoch in 0..epochs {
+        let mut emitted = Vec::new();
+        let outcome = dev
+            .run_epoch(epoch, |_, _| {}, &mut |q: QueryId, r: &[u8]| {
+                emitted.push((q.0, r.to_vec()))
+            })
+            .unwrap();
+        match outcome {
+            EpochOutcome::Released { item, .. } => {
+                if epoch == 0 {
+                    run.item = item;
+                }
+            }
+            EpochOutcome::Refused(_) => run.refused.push(epoch),
+        }
+        run.reports.extend(emitted);
+    }
+    run
+}
+
+fn eps() -> Epsilon {
+    epoch_epsilon().unwrap()
+}
+
+/// Runs `device` with the release of mechanism `name` (as written in report headers).
+fn run_named(name: &str, device: u64, epochs: u16) -> DeviceRun {
+    let d = BINS as u32;
+    match name {
+        "oue" => run_device(
+            ModalBin(UnaryEncoding::new(UeVariant::Optimized, eps(), d).unwrap()),
+            device,
+            epochs,
+        ),
+        "grr" => run_device(ModalBin(Grr::new(eps(), d).unwrap()), device, epochs),
+        "olh" => run_device(ModalBin(Olh::new(eps(), d).unwrap()), device, epochs),
+        "hr" => run_device(
+            ModalBin(HadamardResponse::new(eps(), d).unwrap()),
+            device,
+            epochs,
+        ),
+        "sq-laplace" => run_device(BinFractions::new(eps()).unwrap(), device, epochs),
+        other => panic!("no firmware release for mechanism {other}"),
+    }
+}
+
+/// The epoch-0 items of the whole fleet, from the firmware pipeline (OUE).
+fn fleet_items() -> Vec<u32> {
+    (0..DEVICES as u64)
+        .map(|d| run_named("oue", d, 1).item)
+        .collect()
+}
+
+/// Per-bin results of comparing estimates with the truth.
+#[derive(Debug)]
+struct Accuracy {
+    max_abs_error: f64,
+    max_error_over_half_width: f64,
+    covered_95: usize,
+    outside_simultaneous_99: Vec<usize>,
+}
+
+/// Aggregates back-to-back `reports` and compares every bin with `truth`.
+fn aggregate_and_compare(reports: &[u8], report_len: usize, truth: &[f64]) -> Accuracy {
+    let mut chunks = reports.chunks_exact(report_len);
+    let first = chunks.next().unwrap();
+    let mut agg = Aggregator::for_report(first).unwrap();
+    for r in reports.chunks_exact(report_len) {
+        agg.ingest_bytes(r).unwrap();
+    }
+    assert_eq!(agg.n() as usize, reports.len() / report_len);
+    let per_95 = agg.frequencies(0.95).unwrap();
+    let simultaneous = agg.frequencies(1.0 - 0.01 / BINS as f64).unwrap();
+    let mut acc = Accuracy {
+        max_abs_error: 0.0,
+        max_error_over_half_width: 0.0,
+        covered_95: 0,
+        outside_simultaneous_99: Vec::new(),
+    };
+    for (bin, (&t, (e95, e99))) in truth
+        .iter()
+        .zip(per_95.items.iter().zip(&simultaneous.items))
+        .enumerate()
+    {
+        let err = (e95.value - t).abs();
+        acc.max_abs_error = acc.max_abs_error.max(err);
+        acc.max_error_over_half_width = acc
+            .max_error_over_half_width
+            .max(err / (e95.ci_high - e95.value));
+        acc.covered_95 += usize::from(e95.covers(t));
+        if !e99.covers(t) {
+            acc.outside_simultaneous_99.push(bin);
+        }
+    }
+    acc
+}
+
+fn check_accuracy(name: &str, acc: &Accuracy, n: usize) {
+    println!(
+        "e2e {name}: n={n}, max |estimate - truth| = {:.5}, max |error| / 95% half-width = {:.3}, \
+         95% intervals cover {}/{BINS} bins, outside the simultaneous 99% intervals: {:?}",
+        acc.max_abs_error,
+        acc.max_error_over_half_width,
+        acc.covered_95,
+        acc.outside_simultaneous_99
+    );
+    assert!(
+        acc.outside_simultaneous_99.is_empty(),
+        "{name}: bins outside their simultaneous 99% intervals: {:?}",
+        acc.outside_simultaneous_99
+    );
+    assert!(
+        acc.covered_95 >= 56,
+        "{name}: per-bin 95% intervals cover only {}/{BINS} bins",
+        acc.covered_95
+    );
+}
+
+fn true_frequencies(items: &[u32]) -> Vec<f64> {
+    Fleet::from_items(items.to_vec(), BINS as u32).true_frequencies()
+}
+
+#[test]
+fn firmware_and_host_seed_device_rngs_identically() {
+    for (fleet, device) in [(0, 0), (FLEET_SEED, 7), (u64::MAX, u64::MAX - 1)] {
+        let mut a = fleet_device_rng(fleet, device);
+        let mut b = device_rng(fleet, device);
+        for _ in 0..100 {
+            assert_eq!(a.next_u64(), b.next_u64());
+        }
+    }
+}
+
+#[test]
+fn firmware_fleet_matches_the_host_simulator_and_the_truth() {
+    let items = fleet_items();
+    let truth = true_frequencies(&items);
+    let occupied = truth.iter().filter(|&&f| f > 0.0).count();
+    println!("e2e fleet: {DEVICES} devices, items in {occupied} of {BINS} bins");
+    assert!(occupied >= 20, "the fleet should spread over many bins");
+    let fleet = Fleet::from_items(items.clone(), BINS as u32);
+    for name in ["oue", "grr", "olh", "hr"] {
+        let spec = MechanismSpec::parse(name, eps(), BINS as u32).unwrap();
+        let batch = fleet.privatize(&spec, FLEET_SEED).unwrap();
+        // Byte identity of the firmware pipeline and the host simulator (a sample of
+        // devices for the non-default mechanisms, the whole fleet for OUE).
+        let checked = if name == "oue" { DEVICES } else { 2_000 };
+        for (device, host_report) in batch.iter().enumerate().take(checked) {
+            let run = run_named(name, device as u64, 1);
+            assert_eq!(run.item, items[device]);
+            assert_eq!(run.reports.len(), 1);
+            assert_eq!(
+                run.reports[0].1, host_report,
+                "{name}: device {device}: firmware and host reports differ"
+            );
+        }
+        let acc = aggregate_and_compare(batch.bytes(), batch.report_len(), &truth);
+        check_accuracy(name, &acc, DEVICES);
+    }
+}
+
+#[test]
+fn a_device_run_spends_its_budget_then_is_refused() {
+    for name in ["oue", "grr", "olh", "hr", "sq-laplace"] {
+        let run = run_named(name, 11, EPOCHS);
+        assert_eq!(run.refused, vec![EPOCHS - 1], "{name}");
+        let per_epoch = if name == "sq-laplace" { BINS } else { 1 };
+        assert_eq!(run.reports.len(), 4 * per_epoch, "{name}");
+        for (q, r) in &run.reports {
+            let report = decode(r).unwrap();
+            assert_eq!(report.header.query.0, *q);
+            assert_eq!(report.header.mechanism.name(), name);
+        }
+    }
+}
+
+/// One QEMU target of the sample.
+struct Target {
+    label: String,
+    machine: &'static str,
+    cpu: &'static str,
+    elf: PathBuf,
+}
+
+/// `PRIVQ_E2E_ELFS`: whitespace-separated `label=path` pairs; the label starts with
+/// `m0` (QEMU microbit, Cortex-M0) or `m4f` (mps2-an386, Cortex-M4F), e.g.
+/// `m0=target/…/privq-firmware m4f=… m0-grr=…`.
+fn targets() -> Vec<Target> {
+    let spec = std::env::var("PRIVQ_E2E_ELFS")
+        .expect("set PRIVQ_E2E_ELFS to the firmware ELFs (tools/test-all.sh does)");
+    spec.split_whitespace()
+        .map(|pair| {
+            let (label, path) = pair
+                .split_once('=')
+                .unwrap_or_else(|| panic!("PRIVQ_E2E_ELFS entry {pair:?} is not label=path"));
+            let (machine, cpu) = if label.starts_with("m0") {
+                ("microbit", "cortex-m0")
+            } else if label.starts_with("m4f") {
+                ("mps2-an386", "cortex-m4")
+            } else {
+                panic!("unknown target label {label} (m0… or m4f…)")
+            };
+            Target {
+                label: label.to_string(),
+                machine,
+                cpu,
+                elf: PathBuf::from(path),
+            }
+        })
+        .collect()
+}
+
+/// What a QEMU run of the firmware printed.
+struct QemuRun {
+    mechanism: String,
+    reports: Vec<(u16, Vec<u8>)>,
+    refused: Vec<u16>,
+    defmt_report_lines: usize,
+    stack: u64,
+}
+
+fn run_qemu(target: &Target, device: u64) -> QemuRun {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = Command::new(root.join("tools/qemu-run.sh"))
+        .current_dir(&root)
+        .args(["qemu-system-arm", target.machine, target.cpu])
+        .arg(&target.elf)
+        .arg(format!("fleet={FLEET_SEED}"))
+        .arg(format!("device={device}"))
+        .env("QEMU_TIMEOUT", "60")
+        .output()
+        .expect("cannot run tools/qemu-run.sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{} device {device}: QEMU run failed ({})\n{stdout}\n{stderr}",
+        target.label,
+        out.status
+    );
+    let mut run = QemuRun {
+        mechanism: String::new(),
+        reports: Vec::new(),
+        refused: Vec::new(),
+        defmt_report_lines: stdout.matches("report query").count(),
+        stack: 0,
+    };
+    let mut done = false;
+    for line in stderr.lines() {
+        let same_device = wire::field_u64(line, "fleet") == Some(FLEET_SEED)
+            && wire::field_u64(line, "device") == Some(device);
+        if line.starts_with("privq-") {
+            assert!(
+                same_device,
+                "{}: line for another device: {line}",
+                target.label
+            );
+        }
+        if line.starts_with("privq-report ") {
+            let query = wire::field_u64(line, "query").unwrap() as u16;
+            let mut bytes = [0u8; 64];
+            let n = wire::decode_hex(wire::field(line, "hex").unwrap(), &mut bytes).unwrap();
+            run.reports.push((query, bytes[..n].to_vec()));
+        } else if line.starts_with("privq-refused ") {
+            assert_eq!(wire::field(line, "reason"), Some("budget-exhausted"));
+            run.refused
+                .push(wire::field_u64(line, "epoch").unwrap() as u16);
+        } else if line.starts_with("privq-done ") {
+            run.mechanism = wire::field(line, "mechanism").unwrap().to_string();
+            run.stack = wire::field_u64(line, "stack").unwrap();
+            assert_eq!(
+                wire::field_u64(line, "released"),
+                Some(run.reports.len() as u64)
+            );
+            done = true;
+        }
+    }
+    assert!(
+        done,
+        "{} device {device}: no privq-done line\n{stderr}",
+        target.label
+    );
+    run
+}
+
+#[test]
+#[ignore = "needs the firmware ELFs in PRIVQ_E2E_ELFS (tools/test-all.sh builds them)"]
+fn qemu_devices_match_the_host() {
+    let targets = targets();
+    assert!(!targets.is_empty());
+    // Every (target, device) run, two at a time (the machine has two cores).
+    let jobs: Vec<(usize, u64)> = (0..targets.len())
+        .flat_map(|t| {
+            // The non-default mechanisms get a shorter sample.
+            let n = if targets[t].label.contains('-') {
+                2
+            } else {
+                QEMU_DEVICES.len()
+            };
+            QEMU_DEVICES[..n].iter().map(move |&d| (t, d))
+        })
+        .collect();
+    let runs: Vec<((usize, u64), QemuRun)> = std::thread::scope(|s| {
+        let (a, b) = jobs.split_at(jobs.len() / 2);
+        let targets = &targets;
+        let handles: Vec<_> = [a, b]
+            .into_iter()
+            .map(|part| {
+                s.spawn(move || {
+                    part.iter()
+                        .map(|&(t, d)| ((t, d), run_qemu(&targets[t], d)))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+
+    let items = fleet_items();
+    let fleet = Fleet::from_items(items.clone(), BINS as u32);
+    let spec = MechanismSpec::parse("oue", eps(), BINS as u32).unwrap();
+    let batch = fleet.privatize(&spec, FLEET_SEED).unwrap();
+    let len = batch.report_len();
+    let mut merged = batch.bytes().to_vec();
+    let mut identical = 0;
+    let mut per_target: BTreeMap<String, (usize, usize, u64)> = BTreeMap::new();
+    for ((t, device), qemu) in &runs {
+        let target = &targets[*t];
+        let host = run_named(&qemu.mechanism, *device, EPOCHS);
+        assert_eq!(
+            qemu.reports, host.reports,
+            "{} device {device} ({}): QEMU reports differ from the host's",
+            target.label, qemu.mechanism
+        );
+        assert_eq!(
+            qemu.refused, host.refused,
+            "{} device {device}",
+            target.label
+        );
+        assert_eq!(qemu.refused, vec![EPOCHS - 1], "the fifth epoch is refused");
+        assert_eq!(
+            qemu.defmt_report_lines,
+            qemu.reports.len(),
+            "{} device {device}: every report is also in the defmt log",
+            target.label
+        );
+        identical += qemu.reports.len();
+        let entry = per_target.entry(target.label.clone()).or_default();
+        entry.0 += 1;
+        entry.1 += qemu.reports.len();
+        entry.2 = entry.2.max(qemu.stack);
+        if qemu.mechanism == "oue" {
+            // The epoch-0 report is also the host simulator's report of this device.
+            let i = *device as usize;
+            let (_, epoch0) = &qemu.reports[0];
+            assert_eq!(epoch0.as_slice(), &batch.bytes()[i * len..(i + 1) * len]);
+            merged[i * len..(i + 1) * len].copy_from_slice(epoch0);
+        }
+    }
+    for (label, (devices, reports, stack)) in &per_target {
+        println!(
+            "e2e-qemu {label}: {devices} devices, {reports} reports byte-identical to the host, \
+             max stack {stack} B"
+        );
+    }
+    let acc = aggregate_and_compare(&merged, len, &true_frequencies(&items));
+    check_accuracy("oue (fleet with the QEMU devices' reports)", &acc, DEVICES);
+    println!(
+        "e2e-qemu: {} runs on {} targets, {identical} reports, all byte-identical to the host",
+        runs.len(),
+        targets.len()
+    );
+}
