@@ -3,7 +3,8 @@
 #
 #   formatting, clippy (host + bare-metal), host tests, the on-target suites in QEMU
 #   (Cortex-M0 microbit, Cortex-M3 lm3s6965evb, Cortex-M4F mps2-an386), the firmware in
-#   QEMU (M0 + M4F), the firmware's release flash/RAM sizes, and tools/sampler-cost.sh --check.
+#   QEMU (M0 + M4F), the device -> host end-to-end test in QEMU (tests/tests/e2e.rs), the
+#   firmware's flash/RAM sizes, and tools/sampler-cost.sh --check.
 #
 # On a fresh Debian 12 machine it first installs what it needs (rustup targets and
 # components; QEMU from bookworm-backports when running as root; defmt-print). Without
@@ -186,24 +187,84 @@ expect_host_tests() {
   note "host tests passed: $ran"
 }
 
-firmware_sizes() {
-  local host sysroot size_tool
+size_tool() {
+  local host sysroot
   host=$(rustc -vV | sed -n 's/^host: //p')
   sysroot=$(rustc --print sysroot)
-  size_tool="$sysroot/lib/rustlib/$host/bin/llvm-size"
+  echo "$sysroot/lib/rustlib/$host/bin/llvm-size"
+}
+
+# The firmware ELFs of the end-to-end test and of the size report, all built with the
+# size-optimised `firmware` profile and copied to $E2E_DIR (a feature change rebuilds
+# the same output path, so each configuration is copied away after its build):
+#   m0, m4f                      default mechanism (OUE) on Cortex-M0 / Cortex-M4F
+#   m0-grr, m0-olh, m0-hadamard, m0-laplace   the other mechanisms on Cortex-M0
+E2E_DIR=target/e2e
+E2E_CONFIGS=("m0:thumbv6m-none-eabi:" "m4f:thumbv7em-none-eabihf:"
+  "m0-grr:thumbv6m-none-eabi:grr" "m0-olh:thumbv6m-none-eabi:olh"
+  "m0-hadamard:thumbv6m-none-eabi:hadamard" "m0-laplace:thumbv6m-none-eabi:laplace")
+
+build_e2e_elfs() {
+  mkdir -p "$E2E_DIR"
+  local c label target feature
+  for c in "${E2E_CONFIGS[@]}"; do
+    IFS=: read -r label target feature <<<"$c"
+    cargo build -p privq-firmware --profile firmware --target "$target" \
+      --features "qemu${feature:+,$feature}" || return
+    cp "target/$target/firmware/privq-firmware" "$E2E_DIR/privq-firmware-$label" || return
+  done
+}
+
+# Device -> host end to end: sampled devices in QEMU (M0 and M4F, plus the other
+# mechanisms on M0) must emit reports byte-identical to the host's run of the same
+# device, and the fleet aggregate must match the truth (tests/tests/e2e.rs).
+e2e_qemu() {
+  build_e2e_elfs || return
+  local elfs="" c label
+  for c in "${E2E_CONFIGS[@]}"; do
+    label=${c%%:*}
+    elfs+="$label=$E2E_DIR/privq-firmware-$label "
+  done
+  PRIVQ_E2E_ELFS=$elfs cargo test -p privq-tests --test e2e -- --ignored --nocapture \
+    qemu_devices_match_the_host || return
+}
+
+expect_e2e() {
+  if ! grep -Eq '^e2e-qemu: [0-9]+ runs on [0-9]+ targets, [0-9]+ reports, all byte-identical' "$1" ||
+    ! grep -q '^test result: ok. 1 passed' "$1"; then
+    echo "test-all: the QEMU end-to-end test did not run to its end" >&2
+    return 3
+  fi
+  grep -E '^e2e-qemu|^e2e oue' "$1" | while IFS= read -r line; do note "$line"; done
+}
+
+# Flash and static RAM (llvm-size) of the release build (opt-level 3) of the default
+# firmware on both targets, and of every configuration in the size-optimised
+# `firmware` profile; stack high-water marks from the firmware's own stack painting.
+firmware_sizes() {
+  local size_tool
+  size_tool=$(size_tool)
   [[ -x $size_tool ]] || {
     echo "llvm-size not found at $size_tool (rustup component add llvm-tools)" >&2
     return 4
   }
-  local t elf
+  local t elf text data bss
+  report_size() { # label elf
+    "$size_tool" -A "$2" | grep -E '^(section|\.vector_table|\.text|\.rodata|\.data|\.bss|\.uninit)' || return
+    # Berkeley format: text (code + rodata + vectors), data, bss.
+    read -r text data bss _ < <("$size_tool" -B "$2" | tail -n1) || return
+    note "firmware $1: flash $((text + data)) B (text $text + data $data)," \
+      "static RAM $((data + bss)) B (data $data + bss $bss)"
+  }
   for t in thumbv6m-none-eabi thumbv7em-none-eabihf; do
     cargo build --release -p privq-firmware --features qemu --target "$t" || return
-    elf="target/$t/release/privq-firmware"
-    "$size_tool" -A "$elf" | grep -E '^(section|\.vector_table|\.text|\.rodata|\.data|\.bss|\.uninit)' || return
-    # Berkeley format: text (code + rodata + vectors), data, bss.
-    read -r text data bss _ < <("$size_tool" -B "$elf" | tail -n1) || return
-    note "firmware $t (release, qemu): flash $((text + data)) B (text $text + data $data)," \
-      "static RAM $((data + bss)) B (data $data + bss $bss)"
+    report_size "$t release (opt 3) oue" "target/$t/release/privq-firmware" || return
+  done
+  [[ -e $E2E_DIR/privq-firmware-m0 ]] || build_e2e_elfs || return
+  local c label target feature
+  for c in "${E2E_CONFIGS[@]}"; do
+    IFS=: read -r label target feature <<<"$c"
+    report_size "$target firmware profile (opt s) ${feature:-oue}" "$E2E_DIR/privq-firmware-$label" || return
   done
 }
 
@@ -226,6 +287,9 @@ step clippy-bare-metal - bash -c '
     cargo clippy -p privq-firmware --features qemu --target $t -- -D warnings
     cargo clippy -p privq-firmware --features rt --target $t -- -D warnings
   done
+  for f in grr olh hadamard laplace; do
+    cargo clippy -p privq-firmware --features qemu,$f --target thumbv6m-none-eabi -- -D warnings
+  done
   cargo clippy -p privq-tests --features rt --test on_target --target thumbv7m-none-eabi -- -D warnings'
 step host-tests expect_host_tests cargo test --workspace --no-fail-fast
 step qemu-m0 expect_suite_ran cargo qemu-m0
@@ -233,6 +297,7 @@ step qemu-m3 expect_suite_ran cargo qemu-m3
 step qemu-m4f expect_suite_ran cargo qemu-m4f
 step firmware-m0 expect_release cargo fw-m0
 step firmware-m4f expect_release cargo fw-m4f
+step e2e-qemu expect_e2e e2e_qemu
 step firmware-size - firmware_sizes
 step sampler-cost - sampler_cost
 
