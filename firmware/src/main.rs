@@ -37,6 +37,7 @@ const FLASH_BYTES: usize = 512;
 
 #[entry]
 fn main() -> ! {
+    stack::paint();
     let (fleet, device) = device_identity();
     defmt::info!(
         "privq-firmware: mechanism {=str}, {=usize} bins, {=u32} readings/epoch, fleet {=u64} device {=u64}",
@@ -60,7 +61,10 @@ fn release_name() -> &'static str {
 }
 
 fn run(fleet: u64, device: u64) -> Result<(), AppError> {
-    let store = FlashLedgerStore::new(SimFlash::<FLASH_BYTES>::new());
+    // The simulated flash lives in a static (as flash would be outside the stack).
+    let flash = cortex_m::singleton!(: SimFlash<FLASH_BYTES> = SimFlash::new())
+        .ok_or(privq_core::Error::Storage)?;
+    let store = FlashLedgerStore::new(flash);
     let ledger = Ledger::open(store, release::lifetime_epsilon()?)?;
     let release = release::selected()?;
     let name = release.name();
@@ -105,8 +109,76 @@ fn run(fleet: u64, device: u64) -> Result<(), AppError> {
             }
         }
     }
-    emit(wire::done_line(fleet, device, name, released, refused, 0).as_bytes());
+    let stack = stack::used();
+    defmt::info!("stack high-water mark: {=u32} bytes", stack);
+    emit(wire::done_line(fleet, device, name, released, refused, stack).as_bytes());
     Ok(())
+}
+
+/// Stack high-water mark by painting (QEMU builds): [`stack::paint`] fills the free
+/// stack below the current stack pointer with a pattern at boot, [`stack::used`] finds
+/// the lowest word that no longer holds it. The measurement includes everything that
+/// ran (logging, semihosting), so it is an upper bound for the application itself.
+#[cfg(feature = "qemu")]
+#[allow(unsafe_code)]
+mod stack {
+    use core::ptr;
+
+    const PAINT: u32 = 0x5a5a_c3c3;
+    /// Words left unpainted right below the stack pointer of `paint` (its own frame).
+    const MARGIN: usize = 16;
+    /// At most this many bytes are painted (the M4F machine has 4 MiB of RAM).
+    const MAX_PAINT: usize = 64 * 1024;
+
+    unsafe extern "C" {
+        /// Top of the stack (cortex-m-rt: end of RAM).
+        static _stack_start: u32;
+        /// Lowest address the stack may grow to (cortex-m-rt: end of .bss/.uninit).
+        static _stack_end: u32;
+    }
+
+    fn bounds() -> (usize, usize) {
+        let top = ptr::addr_of!(_stack_start) as usize;
+        let end = ptr::addr_of!(_stack_end) as usize;
+        (end.max(top.saturating_sub(MAX_PAINT)), top)
+    }
+
+    /// Paints the free stack. Call first thing in `main`.
+    #[inline(never)]
+    pub fn paint() {
+        let (bottom, _) = bounds();
+        let sp = cortex_m::register::msp::read() as usize;
+        let mut p = bottom;
+        while p + 4 * MARGIN < sp {
+            // SAFETY: `p` is word aligned (both bounds are) and lies between the end of
+            // the statics and the live part of the stack (`MARGIN` words below the stack
+            // pointer of this frame, which calls nothing): memory nothing else uses.
+            unsafe { ptr::write_volatile(p as *mut u32, PAINT) };
+            p += 4;
+        }
+    }
+
+    /// Bytes of stack used since [`paint`].
+    pub fn used() -> u32 {
+        let (bottom, top) = bounds();
+        let mut p = bottom;
+        // SAFETY: reads of aligned words of RAM inside the stack region.
+        while p < top && unsafe { ptr::read_volatile(p as *const u32) } == PAINT {
+            p += 4;
+        }
+        (top - p) as u32
+    }
+}
+
+/// Hardware builds do not measure the stack.
+#[cfg(not(feature = "qemu"))]
+mod stack {
+    /// Nothing to do.
+    pub fn paint() {}
+    /// Not measured: 0.
+    pub fn used() -> u32 {
+        0
+    }
 }
 
 /// Writes one raw-report line to semihosting stderr (QEMU); nothing on hardware.

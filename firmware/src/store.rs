@@ -47,6 +47,29 @@ pub trait NorFlash {
     fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Self::Error>;
 }
 
+/// A flash borrowed for the program's lifetime (e.g. from a `static`) is a flash too.
+impl<F: NorFlash + ?Sized> NorFlash for &mut F {
+    type Error = F::Error;
+    const ERASE_SIZE: usize = F::ERASE_SIZE;
+    const WRITE_SIZE: usize = F::WRITE_SIZE;
+
+    fn capacity(&self) -> usize {
+        (**self).capacity()
+    }
+
+    fn read(&mut self, offset: usize, buf: &mut [u8]) -> Result<(), Self::Error> {
+        (**self).read(offset, buf)
+    }
+
+    fn erase(&mut self, from: usize, to: usize) -> Result<(), Self::Error> {
+        (**self).erase(from, to)
+    }
+
+    fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Self::Error> {
+        (**self).write(offset, data)
+    }
+}
+
 /// What can go wrong with [`SimFlash`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, defmt::Format)]
 pub enum FlashError {
@@ -418,6 +441,17 @@ mod tests {
         assert_eq!(ledger.debit(eps(1, 1)), Err(Error::Storage));
         // Failing closed: the amount counts as spent in memory.
         assert_eq!(ledger.spent().num(), 1);
+    }
+
+    #[test]
+    fn a_borrowed_flash_keeps_the_ledger_across_reopens() {
+        let mut flash = Flash::new();
+        let mut ledger = Ledger::open(FlashLedgerStore::new(&mut flash), eps(4, 1)).unwrap();
+        ledger.debit(eps(3, 1)).unwrap();
+        drop(ledger);
+        assert!(flash.writes() >= 3); // fresh record, flag, debit
+        let ledger = Ledger::open(FlashLedgerStore::new(&mut flash), eps(4, 1)).unwrap();
+        assert_eq!(ledger.spent().num(), 3);
     }
 
     #[test]
