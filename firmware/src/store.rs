@@ -448,7 +448,7 @@ mod tests {
         let mut flash = Flash::new();
         let mut ledger = Ledger::open(FlashLedgerStore::new(&mut flash), eps(4, 1)).unwrap();
         ledger.debit(eps(3, 1)).unwrap();
-        drop(ledger);
+        let _ = ledger.into_store();
         assert!(flash.writes() >= 3); // fresh record, flag, debit
         let ledger = Ledger::open(FlashLedgerStore::new(&mut flash), eps(4, 1)).unwrap();
         assert_eq!(ledger.spent().num(), 3);
