@@ -169,7 +169,8 @@ impl CostProfile {
         }
     }
 
-    fn check_measured(&self) -> Outcome {
+    /// Passes when calls were measured, none failed and none took zero ticks.
+    pub fn check_measured(&self) -> Outcome {
         let all = self.overall();
         if all.calls == 0 || all.min == 0 || self.errors > 0 {
             return Err(Failure::Mismatch {

@@ -6,6 +6,11 @@
 //! tables, and the closing `N passed, N failed`. The exit status (semihosting) is 0 only
 //! when every check passed and at least one ran; a panic exits with status 1.
 //!
+//! It also measures the instructions per **report** of every local randomizer the
+//! firmware can use (`privatize_into`: randomize + encode, with the device's ChaCha12),
+//! of a release through the budget ledger, and of a whole firmware epoch (96 sensor
+//! readings, binning, ledger debit in simulated flash, OUE report); see [`report_costs`].
+//!
 //! Cost: QEMU runs with `-icount shift=N` (tools/qemu-run.sh), so virtual time advances
 //! exactly 2^N ns per instruction and SysTick (core clock) counts instructions times a
 //! fixed ratio, calibrated here against `cortex_m::asm::delay` (2 instructions per loop).
@@ -20,12 +25,24 @@ use cortex_m::peripheral::SYST;
 use cortex_m::peripheral::syst::SystClkSource;
 use cortex_m_rt::entry;
 use cortex_m_semihosting::{debug, hio};
-use privq_core::Result;
+use privq_core::ledger::{Ledger, MemoryStore};
+use privq_core::local::{
+    Grr, HadamardResponse, LocalRandomizer, Olh, QueryId, SqLaplace, UeVariant, UnaryEncoding,
+    UnitValue,
+};
 use privq_core::sample::{BoundedDiscreteLaplace, DiscreteLaplace};
+use privq_core::{Epsilon, Result};
+use privq_firmware::app::{BINS, CountingDelay, Device};
+use privq_firmware::release::ModalBin;
+use privq_firmware::sensor::{DEFAULT_ADDRESS, TempSensor};
+use privq_firmware::store::{FlashLedgerStore, SimFlash};
+use privq_firmware::synthetic::SyntheticSensorBus;
 use privq_tests::CHECKS;
 use privq_tests::check::{Runner, expect_ok};
 use privq_tests::cost::CostProfile;
 use privq_tests::rng::SplitMix64;
+use rand_chacha::ChaCha12Rng;
+use rand_core::SeedableRng;
 
 /// SysTick is a 24-bit down-counter.
 const SYSTICK_MASK: u32 = 0x00ff_ffff;
@@ -128,6 +145,179 @@ fn cost_checks<W: Write>(runner: &mut Runner<W>, ticks: &Ticks) {
     }
 }
 
+/// Reports measured per randomizer (and epochs for the firmware).
+const REPORT_CALLS: u32 = 64;
+
+/// One report, not inlined so the measurement brackets exactly this call.
+#[inline(never)]
+fn one_report<M: LocalRandomizer>(
+    m: &M,
+    input: &M::Input,
+    rng: &mut ChaCha12Rng,
+    buf: &mut [u8],
+) -> Result<usize> {
+    m.privatize_into(input, QueryId(0), rng, buf)
+}
+
+/// One release through the budget ledger (validate, debit + persist, randomize, encode).
+#[inline(never)]
+fn one_release<M: LocalRandomizer>(
+    ledger: &mut Ledger<MemoryStore>,
+    m: &M,
+    input: &M::Input,
+    rng: &mut ChaCha12Rng,
+    buf: &mut [u8],
+) -> Result<usize> {
+    ledger.release(m, input, QueryId(0), rng, buf)
+}
+
+/// Prints one cost line (mean, min, max instructions per call, timer overhead
+/// subtracted) and checks that every call was measured without error.
+fn report_line<W: Write>(
+    runner: &mut Runner<W>,
+    check: &'static str,
+    profile: &CostProfile,
+    overhead: u32,
+) {
+    let all = profile.overall();
+    let mean = all.sum as f64 / f64::from(all.calls.max(1)) - f64::from(overhead);
+    let _ = writeln!(
+        runner.out(),
+        "report cost {}: {} calls, instructions per call mean {:.0}, min {:.0}, max {:.0}",
+        profile.name,
+        all.calls,
+        profile.instructions(mean),
+        profile.instructions(f64::from(all.min.saturating_sub(overhead))),
+        profile.instructions(f64::from(all.max.saturating_sub(overhead)))
+    );
+    runner.run(check, || profile.check_measured());
+}
+
+/// Measures `privatize_into` of `m` over [`REPORT_CALLS`] inputs from `input`.
+fn measure_reports<W: Write, M: LocalRandomizer>(
+    runner: &mut Runner<W>,
+    ticks: &Ticks,
+    (ratio, overhead): (f64, u32),
+    (name, check): (&'static str, &'static str),
+    m: &M,
+    mut input: impl FnMut(u32) -> M::Input,
+) where
+    M::Input: Sized,
+{
+    let mut rng = ChaCha12Rng::seed_from_u64(0x5e90);
+    let mut buf = [0u8; 32];
+    let mut k = 0;
+    let profile = CostProfile::measure(name, ratio, 1, REPORT_CALLS, || {
+        k += 1;
+        let x = input(k);
+        let (r, t) =
+            ticks.time(|| one_report(black_box(m), black_box(&x), black_box(&mut rng), &mut buf));
+        (r.map(|_| 0), t)
+    });
+    report_line(runner, check, &profile, overhead);
+}
+
+/// Instructions per report of every randomizer the firmware can be configured with
+/// (ε = 1 over the firmware's 64 bins), of an OUE release through the ledger, and of a
+/// whole firmware epoch with OUE.
+fn report_costs<W: Write>(runner: &mut Runner<W>, ticks: &Ticks) {
+    let ratio = ticks.per_instruction();
+    let ((), overhead) = ticks.time(|| ());
+    let cal = (ratio, overhead);
+    let d = BINS as u32;
+    let (Ok(eps), Ok(cap)) = (Epsilon::new(1, 1), Epsilon::new(1_000_000, 1)) else {
+        runner.run("report_cost_parameters", || {
+            expect_ok("Epsilon::new", Err(privq_core::Error::EpsilonZero))
+        });
+        return;
+    };
+    let item = |k: u32| (k * 17) % BINS as u32;
+    match UnaryEncoding::new(UeVariant::Optimized, eps, d) {
+        Ok(m) => {
+            measure_reports(runner, ticks, cal, ("oue-64", "report_cost_oue"), &m, item);
+            let mut ledger = match Ledger::open(MemoryStore::new(), cap) {
+                Ok(l) => l,
+                Err(e) => return runner.run("report_cost_ledger", || expect_ok("open", Err(e))),
+            };
+            let mut rng = ChaCha12Rng::seed_from_u64(0x1ed9);
+            let mut buf = [0u8; 32];
+            let mut k = 0;
+            let profile = CostProfile::measure("oue-64 + ledger", ratio, 1, REPORT_CALLS, || {
+                k += 1;
+                let (r, t) = ticks
+                    .time(|| one_release(&mut ledger, black_box(&m), &item(k), &mut rng, &mut buf));
+                (r.map(|_| 0), t)
+            });
+            report_line(runner, "report_cost_oue_with_ledger", &profile, overhead);
+            firmware_epoch_cost(runner, ticks, cal, m, cap);
+        }
+        Err(e) => runner.run("report_cost_oue", || expect_ok("oue", Err(e))),
+    }
+    match Grr::new(eps, d) {
+        Ok(m) => measure_reports(runner, ticks, cal, ("grr-64", "report_cost_grr"), &m, item),
+        Err(e) => runner.run("report_cost_grr", || expect_ok("grr", Err(e))),
+    }
+    match Olh::new(eps, d) {
+        Ok(m) => measure_reports(runner, ticks, cal, ("olh-64", "report_cost_olh"), &m, item),
+        Err(e) => runner.run("report_cost_olh", || expect_ok("olh", Err(e))),
+    }
+    match HadamardResponse::new(eps, d) {
+        Ok(m) => measure_reports(runner, ticks, cal, ("hr-64", "report_cost_hr"), &m, item),
+        Err(e) => runner.run("report_cost_hr", || expect_ok("hr", Err(e))),
+    }
+    // The firmware's `laplace` release answers 64 such queries per epoch at ε/64.
+    match Epsilon::new(1, 64).and_then(SqLaplace::new) {
+        Ok(m) => measure_reports(
+            runner,
+            ticks,
+            cal,
+            ("sq-laplace eps=1/64", "report_cost_sq_laplace"),
+            &m,
+            |k| UnitValue::from_fraction(u64::from(k % 97), 96).unwrap_or(UnitValue::ZERO),
+        ),
+        Err(e) => runner.run("report_cost_sq_laplace", || expect_ok("sq", Err(e))),
+    }
+}
+
+/// A whole firmware epoch with OUE: 96 readings of the synthetic I²C sensor, binning,
+/// modal bin, ledger debit persisted to simulated flash, one OUE report.
+fn firmware_epoch_cost<W: Write>(
+    runner: &mut Runner<W>,
+    ticks: &Ticks,
+    (ratio, overhead): (f64, u32),
+    oue: UnaryEncoding,
+    cap: Epsilon,
+) {
+    let mut flash = SimFlash::<512>::new();
+    let device = Ledger::open(FlashLedgerStore::new(&mut flash), cap).and_then(|ledger| {
+        Device::new(
+            TempSensor::new(SyntheticSensorBus::for_device(3), DEFAULT_ADDRESS),
+            CountingDelay::default(),
+            ledger,
+            ChaCha12Rng::seed_from_u64(0xf1e1d),
+            ModalBin(oue),
+        )
+        .map_err(|_| privq_core::Error::Storage)
+    });
+    let mut device = match device {
+        Ok(d) => d,
+        Err(e) => return runner.run("report_cost_firmware_epoch", || expect_ok("device", Err(e))),
+    };
+    let mut epoch = 0u16;
+    let profile = CostProfile::measure("firmware epoch (oue-64)", ratio, 1, REPORT_CALLS, || {
+        epoch += 1;
+        let (r, t) = ticks.time(|| {
+            device
+                .run_epoch(black_box(epoch), |_, _| {}, &mut |_, r| {
+                    black_box(r);
+                })
+                .map_err(|_| privq_core::Error::Storage)
+        });
+        (r.map(|_| 0), t)
+    });
+    report_line(runner, "report_cost_firmware_epoch", &profile, overhead);
+}
+
 fn exact_name(label: &str) -> &'static str {
     match label {
         "t=1" => "cost_exact_laplace_varies_t_1 (control)",
@@ -155,7 +345,11 @@ fn main() -> ! {
     );
     runner.run_all(CHECKS);
     match cortex_m::Peripherals::take() {
-        Some(p) => cost_checks(&mut runner, &Ticks::start(p.SYST)),
+        Some(p) => {
+            let ticks = Ticks::start(p.SYST);
+            cost_checks(&mut runner, &ticks);
+            report_costs(&mut runner, &ticks);
+        }
         None => runner.run("cost_systick_available", || {
             expect_ok(
                 "cortex_m::Peripherals::take",
