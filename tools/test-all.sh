@@ -167,6 +167,12 @@ expect_suite_ran() {
   fi
 }
 
+# The M0 suite: as above, and its instructions per report go into the summary.
+expect_suite_ran_m0() {
+  expect_suite_ran "$1" || return
+  grep -E '^report cost ' "$1" | while IFS= read -r line; do note "M0 (dev profile) $line"; done
+}
+
 # The firmware must have released reports (raw-report lines on semihosting stderr) and
 # finished its run (the `privq-done` line, after the ledger refused the last epoch).
 expect_release() {
@@ -292,7 +298,7 @@ step clippy-bare-metal - bash -c '
   done
   cargo clippy -p privq-tests --features rt --test on_target --target thumbv7m-none-eabi -- -D warnings'
 step host-tests expect_host_tests cargo test --workspace --no-fail-fast
-step qemu-m0 expect_suite_ran cargo qemu-m0
+step qemu-m0 expect_suite_ran_m0 cargo qemu-m0
 step qemu-m3 expect_suite_ran cargo qemu-m3
 step qemu-m4f expect_suite_ran cargo qemu-m4f
 step firmware-m0 expect_release cargo fw-m0
