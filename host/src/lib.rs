@@ -30,3 +30,4 @@ pub mod pmw;
 pub mod ldp;
 pub mod mwem;
 pub mod experiment;
+pub mod distance;

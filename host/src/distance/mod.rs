@@ -1,0 +1,171 @@
+//! Huang–Roth private release of **distance queries** over metric spaces
+//! (seeds 000/001, spec `huang-roth-distance-queries.md`).
+//!
+//! A distance query is a point `y`; its answer on a database `D` of `n` points is
+//! the average distance `F_D(y) = (1/n) Σ_{x∈D} d(x, y)`, with `d` scaled by a public
+//! diameter bound and clipped at 1, so every query is `1/n`-sensitive.
+//!
+//! * [`metric`]: the [`Metric`] trait and ℓ1, ℓ2, ℓp, Hamming, weighted categorical
+//!   and normalised Levenshtein metrics.
+//! * [`columns`]: the exact ℓ1 oracle (per-coordinate values and slopes in
+//!   `O(log n)` from sorted columns).
+//! * [`learner`]: the 1-D convex Lipschitz learner (Figure 1) and the decomposed
+//!   ℓ-dimensional learner (Lemma 3.4).
+//! * [`privacy`]: the privacy plan (exact sparse vector + composition) and the
+//!   exact-noise building blocks.
+//! * [`interactive`]: Theorem 3.1's session; [`offline`]: Theorem 3.2's synopsis.
+//! * [`embed`]: random projections ℓ2/ℓp → ℓ1 and the 1-sensitive Bourgain embedding.
+//! * [`baselines`]: Laplace per query, the per-coordinate tree CDF, MWEM on a grid.
+//!
+//! ```
+//! use privq_host::distance::{Domain, offline::{OfflineConfig, Synopsis}, privacy::Privacy};
+//! use privq_host::{Epsilon, seeded_rng};
+//! let domain = Domain::unit_cube(2)?; // ℓ1 diameter 2: answers are scaled by 1/2
+//! let points: Vec<Vec<f64>> = (0..2000).map(|i| vec![(i % 10) as f64 / 10.0, 0.5]).collect();
+//! let mut rng = seeded_rng(1); // fixed seed: tests only
+//! let config = OfflineConfig::new(Privacy::pure(Epsilon::new(1, 1)?));
+//! let synopsis = Synopsis::release(&domain, &points, &config, &mut rng)?;
+//! let answer = synopsis.answer(&[0.3, 0.5])?; // ≈ average ℓ1 distance / 2
+//! assert!((0.0..=1.0).contains(&answer));
+//! # Ok::<(), privq_host::distance::DistanceError>(())
+//! ```
+
+use std::fmt;
+
+pub mod baselines;
+pub mod columns;
+pub mod embed;
+pub mod interactive;
+pub mod learner;
+pub mod metric;
+pub mod offline;
+pub mod privacy;
+
+pub use columns::{Columns, Domain};
+pub use metric::Metric;
+
+/// What the distance-query mechanisms refuse.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum DistanceError {
+    /// The database holds no points.
+    EmptyData,
+    /// A point has the wrong number of coordinates.
+    DimensionMismatch {
+        /// Coordinates expected.
+        expected: usize,
+        /// Coordinates found.
+        found: usize,
+    },
+    /// A point lies outside the declared domain (or is not finite).
+    OutsideDomain {
+        /// Which coordinate (or character position) is out of range.
+        coordinate: usize,
+        /// The offending value, as text.
+        value: String,
+    },
+    /// A distance exceeded the metric's declared diameter bound.
+    ExceedsDiameter {
+        /// The raw distance.
+        distance: f64,
+        /// The declared bound.
+        diameter: f64,
+    },
+    /// A privacy or accuracy parameter is out of range (ε ≤ 0, δ ∉ (0,1), α ∉ (0,1], …).
+    InvalidParameter(String),
+    /// The interactive session's update budget is used up.
+    Exhausted(Exhausted),
+    /// The accountant refused a charge.
+    Budget(crate::accountant::AccountantError),
+    /// The exact sampler or the fixed-point arithmetic failed.
+    Core(privq_core::Error),
+    /// A synopsis file could not be read or written.
+    Synopsis(String),
+}
+
+/// The error an interactive session returns once its budget of update rounds is
+/// spent: no further data-dependent answers are possible. The hypothesis remains
+/// available for post-processing answers without accuracy guarantees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exhausted {
+    /// Update rounds that were allowed (all used).
+    pub rounds: usize,
+    /// Queries answered before the refusal.
+    pub answered: usize,
+}
+
+impl fmt::Display for Exhausted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "privacy budget exhausted: all {} update rounds used after {} answers",
+            self.rounds, self.answered
+        )
+    }
+}
+
+impl std::error::Error for Exhausted {}
+
+impl fmt::Display for DistanceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DistanceError::EmptyData => write!(f, "the database holds no points"),
+            DistanceError::DimensionMismatch { expected, found } => {
+                write!(f, "expected {expected} coordinates, found {found}")
+            }
+            DistanceError::OutsideDomain { coordinate, value } => write!(
+                f,
+                "coordinate {coordinate} = {value} lies outside the declared domain"
+            ),
+            DistanceError::ExceedsDiameter { distance, diameter } => write!(
+                f,
+                "distance {distance} exceeds the declared diameter bound {diameter}"
+            ),
+            DistanceError::InvalidParameter(s) => write!(f, "invalid parameter: {s}"),
+            DistanceError::Exhausted(e) => write!(f, "{e}"),
+            DistanceError::Budget(e) => write!(f, "{e}"),
+            DistanceError::Core(e) => write!(f, "{e}"),
+            DistanceError::Synopsis(s) => write!(f, "synopsis: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for DistanceError {}
+
+impl From<privq_core::Error> for DistanceError {
+    fn from(e: privq_core::Error) -> Self {
+        DistanceError::Core(e)
+    }
+}
+
+impl From<crate::accountant::AccountantError> for DistanceError {
+    fn from(e: crate::accountant::AccountantError) -> Self {
+        DistanceError::Budget(e)
+    }
+}
+
+impl From<Exhausted> for DistanceError {
+    fn from(e: Exhausted) -> Self {
+        DistanceError::Exhausted(e)
+    }
+}
+
+impl From<crate::mechanism::MechanismError> for DistanceError {
+    fn from(e: crate::mechanism::MechanismError) -> Self {
+        match e {
+            crate::mechanism::MechanismError::Core(c) => DistanceError::Core(c),
+            other => DistanceError::InvalidParameter(other.to_string()),
+        }
+    }
+}
+
+/// Checks `0 < x ≤ hi` (finite), naming the parameter on failure.
+pub(crate) fn check_range(name: &str, x: f64, hi: f64) -> Result<f64, DistanceError> {
+    if x.is_finite() && x > 0.0 && x <= hi {
+        Ok(x)
+    } else {
+        Err(DistanceError::InvalidParameter(format!(
+            "{name} must lie in (0, {hi}], got {x}"
+        )))
+    }
+}

@@ -1,0 +1,329 @@
+//! Privacy plans and exact-noise building blocks shared by the interactive and the
+//! offline mechanisms.
+//!
+//! The paper calibrates with the analysis constant 3000 (Lemma 3.1). Here the
+//! accounting is exact instead (spec §1.3 NOTE): the mechanism is a sequence of at
+//! most `M` sub-mechanisms — AboveThreshold instances (Dwork–Roth Alg. 1, threshold
+//! noise `Lap(2Δ/ε₀)`, query noise `Lap(4Δ/ε₀)`) and update rounds (vector Laplace) —
+//! each ε₀-DP. Pure ε: `ε₀ = ε/M` exactly (basic composition, rational arithmetic).
+//! (ε, δ): `ε₀` from advanced composition over `M` steps (rounded down to an exact
+//! rational), or `ε/M` if that is larger. Every noise draw uses the core's exact
+//! discrete Laplace on a power-of-two grid ([`VectorLaplace`]).
+
+use privq_core::Epsilon;
+use privq_core::rand_core::{CryptoRng, Rng};
+
+use super::DistanceError;
+use crate::accountant::{self, BudgetFilter, PrivacyLoss};
+use crate::mechanism::{VectorLaplace, epsilon_at_most};
+
+/// The privacy target of a release.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Privacy {
+    /// Pure ε-differential privacy.
+    Pure(Epsilon),
+    /// (ε, δ)-differential privacy.
+    Approx {
+        /// ε.
+        epsilon: Epsilon,
+        /// δ ∈ (0, 1).
+        delta: f64,
+    },
+}
+
+impl Privacy {
+    /// Pure ε-DP.
+    pub fn pure(epsilon: Epsilon) -> Self {
+        Privacy::Pure(epsilon)
+    }
+
+    /// (ε, δ)-DP; δ must lie in (0, 1).
+    pub fn approx(epsilon: Epsilon, delta: f64) -> Result<Self, DistanceError> {
+        if !(delta > 0.0 && delta < 1.0) {
+            return Err(DistanceError::InvalidParameter(format!(
+                "delta must lie in (0, 1), got {delta}"
+            )));
+        }
+        Ok(Privacy::Approx { epsilon, delta })
+    }
+
+    /// Parses ε (decimal or fraction, must be > 0) and an optional δ.
+    pub fn parse(epsilon: &str, delta: Option<f64>) -> Result<Self, DistanceError> {
+        let e: Epsilon = epsilon
+            .trim()
+            .parse()
+            .map_err(|e| DistanceError::InvalidParameter(format!("epsilon {epsilon:?}: {e}")))?;
+        match delta {
+            None => Ok(Privacy::Pure(e)),
+            Some(d) => Privacy::approx(e, d),
+        }
+    }
+
+    /// ε.
+    pub fn epsilon(&self) -> Epsilon {
+        match *self {
+            Privacy::Pure(e) | Privacy::Approx { epsilon: e, .. } => e,
+        }
+    }
+
+    /// δ (0 for pure).
+    pub fn delta(&self) -> f64 {
+        match *self {
+            Privacy::Pure(_) => 0.0,
+            Privacy::Approx { delta, .. } => delta,
+        }
+    }
+}
+
+/// How the per-step budget composes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Composition {
+    /// Basic composition: the ε₀'s add up (exactly) to at most ε.
+    Basic,
+    /// Advanced composition with slack δ′ = δ.
+    Advanced {
+        /// The slack δ′.
+        delta: f64,
+    },
+}
+
+/// The split of a budget into `steps` ε₀-DP sub-mechanisms.
+///
+/// ```
+/// use privq_host::distance::privacy::{Plan, Privacy};
+/// use privq_host::Epsilon;
+/// let plan = Plan::new(Privacy::pure(Epsilon::new(1, 1)?), 10)?;
+/// assert_eq!(plan.per_step(), Epsilon::new(1, 10)?);
+/// let approx = Plan::new(Privacy::approx(Epsilon::new(1, 1)?, 1e-6)?, 1000)?;
+/// assert!(approx.per_step().to_f64() > 1.0 / 1000.0); // advanced composition wins
+/// assert!(approx.guarantee(1000)?.epsilon <= 1.0);
+/// # Ok::<(), privq_host::distance::DistanceError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Plan {
+    privacy: Privacy,
+    steps: usize,
+    per_step: Epsilon,
+    composition: Composition,
+}
+
+impl Plan {
+    /// Splits `privacy` over `steps ≥ 1` sub-mechanisms.
+    pub fn new(privacy: Privacy, steps: usize) -> Result<Self, DistanceError> {
+        if steps == 0 {
+            return Err(DistanceError::InvalidParameter(
+                "a plan needs at least one step".into(),
+            ));
+        }
+        let eps = privacy.epsilon();
+        let basic = eps.checked_div_int(steps as u64)?;
+        let (per_step, composition) = match privacy {
+            Privacy::Pure(_) => (basic, Composition::Basic),
+            Privacy::Approx { delta, .. } => {
+                let adv = accountant::invert_advanced(steps as u64, eps.to_f64(), delta)
+                    .ok()
+                    .and_then(|x| epsilon_at_most(x).ok());
+                match adv {
+                    Some(a) if a > basic => (a, Composition::Advanced { delta }),
+                    _ => (basic, Composition::Basic),
+                }
+            }
+        };
+        Ok(Plan {
+            privacy,
+            steps,
+            per_step,
+            composition,
+        })
+    }
+
+    /// The target.
+    pub fn privacy(&self) -> Privacy {
+        self.privacy
+    }
+
+    /// Sub-mechanisms allowed.
+    pub fn steps(&self) -> usize {
+        self.steps
+    }
+
+    /// ε₀ of each sub-mechanism (exact).
+    pub fn per_step(&self) -> Epsilon {
+        self.per_step
+    }
+
+    /// The composition theorem used.
+    pub fn composition(&self) -> Composition {
+        self.composition
+    }
+
+    /// A budget filter holding exactly `steps · ε₀` (the ledger of ε₀ charges).
+    pub fn filter(&self) -> Result<BudgetFilter, DistanceError> {
+        Ok(BudgetFilter::pure(
+            self.per_step.checked_mul_int(self.steps as u64)?,
+        ))
+    }
+
+    /// The (ε, δ) guarantee after `used` sub-mechanisms ran.
+    pub fn guarantee(&self, used: usize) -> Result<PrivacyLoss, DistanceError> {
+        if used == 0 {
+            return Ok(PrivacyLoss {
+                epsilon: 0.0,
+                delta: 0.0,
+            });
+        }
+        match self.composition {
+            Composition::Basic => Ok(PrivacyLoss {
+                epsilon: self.per_step.checked_mul_int(used as u64)?.to_f64(),
+                delta: 0.0,
+            }),
+            Composition::Advanced { delta } => {
+                let adv = accountant::advanced(used as u64, self.per_step.to_f64(), 0.0, delta)?;
+                let basic = self.per_step.checked_mul_int(used as u64)?.to_f64();
+                // Basic composition also holds; report the better of the two.
+                Ok(if basic <= adv.epsilon {
+                    PrivacyLoss {
+                        epsilon: basic,
+                        delta: 0.0,
+                    }
+                } else {
+                    adv
+                })
+            }
+        }
+    }
+}
+
+/// `ε·num/den` exactly.
+pub(crate) fn fraction(e: Epsilon, num: u64, den: u64) -> Result<Epsilon, DistanceError> {
+    Ok(e.checked_mul_int(num)?.checked_div_int(den)?)
+}
+
+/// An exact Laplace release (or the identity, in the test-only noise-off profile).
+#[derive(Debug, Clone)]
+pub(crate) struct Noise {
+    mech: VectorLaplace,
+    on: bool,
+}
+
+impl Noise {
+    /// Laplace of scale `sensitivity/ε` on the grid.
+    pub(crate) fn new(sensitivity: f64, epsilon: Epsilon, on: bool) -> Result<Self, DistanceError> {
+        Ok(Noise {
+            mech: VectorLaplace::new(sensitivity, epsilon)?,
+            on,
+        })
+    }
+
+    /// The scale actually used (after rounding the sensitivity up to the grid).
+    pub(crate) fn scale(&self) -> f64 {
+        self.mech.scale()
+    }
+
+    pub(crate) fn release<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        value: f64,
+        rng: &mut R,
+    ) -> Result<f64, DistanceError> {
+        if self.on {
+            Ok(self.mech.release_one(value, rng)?)
+        } else {
+            Ok(value)
+        }
+    }
+}
+
+/// One AboveThreshold instance (Dwork–Roth Algorithm 1) for queries of sensitivity
+/// Δ: the threshold is released once with `Lap(2Δ/ε₀)`, each query compared after
+/// `Lap(4Δ/ε₀)`; the instance is ε₀-DP until (and including) its first "above".
+#[derive(Debug, Clone)]
+pub(crate) struct AboveThreshold {
+    noisy_threshold: f64,
+    query_noise: Noise,
+}
+
+impl AboveThreshold {
+    pub(crate) fn start<R: Rng + CryptoRng + ?Sized>(
+        threshold: f64,
+        sensitivity: f64,
+        epsilon: Epsilon,
+        on: bool,
+        rng: &mut R,
+    ) -> Result<Self, DistanceError> {
+        let t = Noise::new(2.0 * sensitivity, epsilon, on)?;
+        Ok(AboveThreshold {
+            noisy_threshold: t.release(threshold, rng)?,
+            query_noise: Noise::new(4.0 * sensitivity, epsilon, on)?,
+        })
+    }
+
+    /// True when the noisy query value reaches the noisy threshold.
+    pub(crate) fn above<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        value: f64,
+        rng: &mut R,
+    ) -> Result<bool, DistanceError> {
+        Ok(self.query_noise.release(value, rng)? >= self.noisy_threshold)
+    }
+}
+
+/// Finds the smallest α in `[lo, 1]` with `feasible(α)` by bisection on `ln α`
+/// (`feasible` must be monotone); `None` when even α = 1 is infeasible.
+pub(crate) fn smallest_feasible(lo: f64, feasible: impl Fn(f64) -> bool) -> Option<f64> {
+    if !feasible(1.0) {
+        return None;
+    }
+    if feasible(lo) {
+        return Some(lo);
+    }
+    let (mut a, mut b) = (lo.ln(), 0.0f64);
+    for _ in 0..60 {
+        let mid = 0.5 * (a + b);
+        if feasible(mid.exp()) {
+            b = mid;
+        } else {
+            a = mid;
+        }
+    }
+    Some(b.exp())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_are_exact_and_refuse_bad_input() {
+        let e = Epsilon::new(1, 10).unwrap();
+        let plan = Plan::new(Privacy::pure(e), 7).unwrap();
+        assert_eq!(plan.per_step(), Epsilon::new(1, 70).unwrap());
+        assert_eq!(plan.filter().unwrap().budget(), e);
+        assert!(Plan::new(Privacy::pure(e), 0).is_err());
+        assert!(Privacy::approx(e, 0.0).is_err());
+        assert!(Privacy::parse("0", None).is_err());
+        assert!(Privacy::parse("-1", None).is_err());
+        assert!(Privacy::parse("abc", None).is_err());
+        let a = Plan::new(
+            Privacy::approx(Epsilon::new(1, 1).unwrap(), 1e-6).unwrap(),
+            400,
+        )
+        .unwrap();
+        assert!(matches!(a.composition(), Composition::Advanced { .. }));
+        let g = a.guarantee(400).unwrap();
+        assert!(g.epsilon <= 1.0 && g.delta == 1e-6, "{g:?}");
+        // Few steps: basic composition is better and used.
+        let b = Plan::new(
+            Privacy::approx(Epsilon::new(1, 1).unwrap(), 1e-6).unwrap(),
+            2,
+        )
+        .unwrap();
+        assert_eq!(b.composition(), Composition::Basic);
+    }
+
+    #[test]
+    fn bisection_finds_the_boundary() {
+        let a = smallest_feasible(1e-6, |x| x >= 0.123).unwrap();
+        assert!((a - 0.123).abs() < 1e-9);
+        assert!(smallest_feasible(1e-6, |_| false).is_none());
+    }
+}
