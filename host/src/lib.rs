@@ -31,3 +31,4 @@ pub mod ldp;
 pub mod mwem;
 pub mod experiment;
 pub mod distance;
+pub mod dx;
