@@ -22,6 +22,19 @@ pub struct Args {
 pub enum Which {
     /// MWEM vs optimized MWEM vs the modified Barak et al. baseline (thesis Figs. 5.2–5.3).
     Mwem(MwemArgs),
+    /// Huang–Roth distance queries: error vs n for every mechanism and baseline.
+    Distance(DistanceArgs),
+}
+
+/// Options of `privq experiment distance`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DistanceArgs {
+    /// Where to write the SVG figures and distance-results.csv.
+    #[arg(long, value_name = "DIR", default_value = "target/experiments")]
+    pub out_dir: PathBuf,
+    /// The full grid (n up to 10^6, 10^4 queries); the default stops at n = 10^5 with 2000 queries.
+    #[arg(long)]
+    pub full: bool,
 }
 
 /// Options of `privq experiment mwem`.
@@ -71,7 +84,20 @@ pub fn run(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let Which::Mwem(a) = &args.which;
+    let a = match &args.which {
+        Which::Mwem(a) => a,
+        Which::Distance(d) => {
+            let dir = d.out_dir.clone();
+            let p = if d.full {
+                crate::experiment::distance::Protocol::full(dir)
+            } else {
+                crate::experiment::distance::Protocol::quick(dir)
+            }
+            .map_err(|e| CliError::Run(Box::new(e)))?;
+            crate::experiment::distance::run(&p, stdout, stderr).map_err(CliError::Run)?;
+            return Ok(());
+        }
+    };
     let data_dir = a.data_dir.clone().unwrap_or_else(default_data_dir);
     let mut p = Protocol::thesis(data_dir.clone(), a.out_dir.clone());
     if a.quick {

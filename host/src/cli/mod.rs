@@ -9,6 +9,7 @@ use std::io::{BufRead, Write};
 
 use clap::{Parser, Subcommand};
 
+pub mod distance;
 pub mod experiment;
 pub mod ldp;
 pub mod noise;
@@ -38,6 +39,8 @@ pub enum Command {
     Pmw(pmw::Args),
     /// Reproduce experiments from the seeds (e.g. `experiment mwem`).
     Experiment(experiment::Args),
+    /// Huang–Roth private distance queries: release a synopsis, query it, or answer interactively.
+    Distance(distance::Args),
 }
 
 /// Runs a parsed command line with the given streams.
@@ -53,6 +56,7 @@ pub fn run(
         Command::Synth(args) => synth::run(&args, stdin, stdout, stderr),
         Command::Pmw(args) => pmw::run(&args, stdin, stdout, stderr),
         Command::Experiment(args) => experiment::run(&args, stdin, stdout, stderr),
+        Command::Distance(args) => distance::run(&args, stdin, stdout, stderr),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Reproducible experiments from the seeds: the thesis' Chapter 5 MWEM protocol
 //! (`privq experiment mwem`), with tables, acceptance checks and SVG figures.
 
+pub mod distance;
 pub mod mwem;
 mod svg;
 
