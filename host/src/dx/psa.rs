@@ -100,6 +100,20 @@ impl Selection {
     }
 }
 
+/// Raises `c` by a few ulps until `ratio(c) ≤ 1` (round-off must always err on the
+/// side of more noise, spec §0).
+fn guard(mut c: Vec<f64>, ratio: impl Fn(&[f64]) -> f64) -> Vec<f64> {
+    for _ in 0..64 {
+        let rho = ratio(&c);
+        if rho <= 1.0 || !rho.is_finite() {
+            break;
+        }
+        c.iter_mut()
+            .for_each(|v| *v *= rho * (1.0 + 4.0 * f64::EPSILON));
+    }
+    c
+}
+
 fn finite(c: Vec<f64>, iterations: usize) -> Result<Selection, DxError> {
     if let Some(k) = c.iter().position(|v| !v.is_finite()) {
         return Err(DxError::InfiniteNoise { query: k });
@@ -131,20 +145,26 @@ pub fn single_query_scale(metric: &Metric, q: &[f64]) -> Result<f64, DxError> {
             c = c.max(ratio((q[i] - q[j]).abs(), row[j]));
         }
     }
-    if c.is_finite() {
-        Ok(c)
-    } else {
-        Err(DxError::InfiniteNoise { query: 0 })
+    if !c.is_finite() {
+        return Err(DxError::InfiniteNoise { query: 0 });
     }
+    let worst = |c: &[f64]| {
+        let mut w: f64 = 0.0;
+        for i in 0..q.len() {
+            for j in i + 1..q.len() {
+                w = w.max(ratio(ratio((q[i] - q[j]).abs(), c[0]), metric.get(i, j)));
+            }
+        }
+        w
+    };
+    Ok(guard(vec![c], worst)[0])
 }
 
 /// Strategy 1: `c_k = K·max_p ΔQ_k(p)/d(p)` (the budget split equally).
 pub fn strategy1(table: &PairTable) -> Result<Selection, DxError> {
     let k = table.queries() as f64;
-    finite(
-        table.single_scales().into_iter().map(|c| c * k).collect(),
-        1,
-    )
+    let c = table.single_scales().into_iter().map(|c| c * k).collect();
+    finite(guard(c, |c| table.worst_ratio(c)), 1)
 }
 
 /// Strategy 2: every `c_k = max_p ‖ΔQ(p)‖₁/d(p)` (one scale for all components).
@@ -155,7 +175,7 @@ pub fn strategy2(table: &PairTable) -> Result<Selection, DxError> {
             ratio(dq.iter().sum(), d)
         })
         .fold(0.0, f64::max);
-    finite(vec![c; table.queries()], 1)
+    finite(guard(vec![c; table.queries()], |c| table.worst_ratio(c)), 1)
 }
 
 /// Strategy 3: PSA (Algorithm 3) on `metric` and `Q`. See [`psa_table`].
@@ -233,10 +253,7 @@ pub fn psa_table(t: &PairTable) -> Result<Selection, DxError> {
         .zip(&single)
         .map(|(&r, &c1)| if c1 == 0.0 { 0.0 } else { 1.0 / r })
         .collect();
-    let rho = t.worst_ratio(&out);
-    if rho > 1.0 {
-        out.iter_mut().for_each(|v| *v *= rho);
-    }
+    out = guard(out, |c| t.worst_ratio(c));
     finite(out, iterations)
 }
 

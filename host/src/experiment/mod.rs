@@ -6,3 +6,4 @@ pub mod mwem;
 mod svg;
 
 pub use svg::{Series, line_chart};
+pub mod dx;
