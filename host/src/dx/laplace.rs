@@ -306,4 +306,51 @@ mod tests {
         assert!((abs / b - 1.0).abs() < 0.02, "E|Y| = {abs}");
         assert!((sq / (2.0 * b * b) - 1.0).abs() < 0.04, "E[Y²] = {sq}");
     }
+
+    /// Privacy on neighbours `x' = x − e_i + e_j`: the exact lattice pmf ratio is
+    /// ≤ e^{d(i,j)}, and so is the empirical ratio of binned releases (up to
+    /// sampling error).
+    #[test]
+    fn neighbour_ratio_within_metric_budget() {
+        let d = line();
+        let q = Queries::new(vec![vec![0.0, 1.0, 3.0]]).unwrap();
+        let m = DxLaplace::new(&d, q, vec![1.0]).unwrap();
+        let x = [10u64, 5, 5];
+        for (i, j) in [(0usize, 1usize), (0, 2), (1, 2)] {
+            let mut y = x;
+            y[i] -= 1;
+            y[j] += 1;
+            let (s, steps) = m.snapped(0, &x).unwrap();
+            let (t, _) = m.snapped(0, &y).unwrap();
+            // Exact: max_z exp((|z − t| − |z − s|)/m) = exp(|s − t|/m).
+            let exact = (s - t).unsigned_abs() as f64 / steps as f64;
+            assert!(
+                exact <= d.get(i, j) * (1.0 + 1e-12),
+                "pair ({i},{j}): {exact}"
+            );
+            // Empirical, unit bins with enough mass.
+            let draws = 200_000;
+            let mut rng = seeded_rng(100 + i as u64 * 3 + j as u64);
+            let mut hx = std::collections::HashMap::new();
+            let mut hy = std::collections::HashMap::new();
+            for _ in 0..draws {
+                *hx.entry(m.release(&x, &mut rng).unwrap()[0].floor() as i64)
+                    .or_insert(0u64) += 1;
+                *hy.entry(m.release(&y, &mut rng).unwrap()[0].floor() as i64)
+                    .or_insert(0u64) += 1;
+            }
+            let bound = d.get(i, j).exp();
+            for (b, &cx) in &hx {
+                let cy = hy.get(b).copied().unwrap_or(0);
+                if cx >= 2000 && cy >= 2000 {
+                    let r = cx as f64 / cy as f64;
+                    assert!(
+                        r.max(1.0 / r) <= bound * 1.1,
+                        "bin {b}: ratio {r} > e^{}",
+                        d.get(i, j)
+                    );
+                }
+            }
+        }
+    }
 }

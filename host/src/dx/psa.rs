@@ -470,4 +470,45 @@ mod tests {
             Err(DxError::InfiniteNoise { .. })
         ));
     }
+
+    /// Spec §1.9 Example 1 (ε0 = 0.1, ε1 = 1): exact scales for the min and max
+    /// variants of eq. (3), and the baseline 10.
+    #[test]
+    fn example1_scales() {
+        use crate::dx::Combine;
+        let elements: Vec<Vec<usize>> = (0..8)
+            .map(|i| vec![(i >> 2) & 1, (i >> 1) & 1, i & 1])
+            .collect();
+        let budgets = vec![vec![1.0, 1.0], vec![0.1, 1.0], vec![1.0, 1.0]];
+        let dmin = Metric::attribute_budget(&elements, &budgets, Combine::Min).unwrap();
+        let dmax = Metric::attribute_budget(&elements, &budgets, Combine::Max).unwrap();
+        let cases: [(&[f64], f64); 5] = [
+            (&[0., 0., 1., 1., 0., 0., 1., 1.], 10.0), // (N)
+            (&[1., 1., 1., 1., 0., 0., 0., 0.], 1.0),  // (M)
+            (&[1., 1., 0., 0., 1., 1., 0., 0.], 10.0), // (Y)
+            (&[1., 0., 1., 0., 0., 0., 0., 0.], 1.0),  // (MA)
+            (&[1., 0., 0., 0., 0., 0., 0., 0.], 10.0), // (MYA)
+        ];
+        for (qv, want) in cases {
+            assert!((single_query_scale(&dmin, qv).unwrap() - want).abs() < 1e-12);
+            assert!((single_query_scale(&dmax, qv).unwrap() - 1.0).abs() < 1e-12);
+            let b = baseline_scale(&dmin, &Queries::new(vec![qv.to_vec()]).unwrap()).unwrap();
+            assert!((b - 10.0).abs() < 1e-12);
+        }
+        // With ε1 = ∞ non-sensitive queries become noiseless (c = 0).
+        let inf = vec![
+            vec![f64::INFINITY; 2],
+            vec![0.1, f64::INFINITY],
+            vec![f64::INFINITY; 2],
+        ];
+        let dinf = Metric::attribute_budget(&elements, &inf, Combine::Min).unwrap();
+        assert_eq!(
+            single_query_scale(&dinf, &[1., 1., 1., 1., 0., 0., 0., 0.]).unwrap(),
+            0.0
+        );
+        assert!(
+            (single_query_scale(&dinf, &[0., 0., 1., 1., 0., 0., 1., 1.]).unwrap() - 10.0).abs()
+                < 1e-12
+        );
+    }
 }
