@@ -15,7 +15,8 @@
 //!   exact-noise building blocks.
 //! * [`interactive`]: Theorem 3.1's session; [`offline`]: Theorem 3.2's synopsis.
 //! * [`embed`]: random projections ℓ2/ℓp → ℓ1 and the 1-sensitive Bourgain embedding.
-//! * [`baselines`]: Laplace per query, the per-coordinate tree CDF, MWEM on a grid.
+//! * [`baselines`]: Laplace per query, the per-coordinate tree CDF, MWEM on a grid
+//!   (small ℓ, through the MW engine).
 //!
 //! ```
 //! use privq_host::distance::{Domain, offline::{OfflineConfig, Synopsis}, privacy::Privacy};
@@ -81,6 +82,17 @@ pub enum DistanceError {
     Core(privq_core::Error),
     /// A synopsis file could not be read or written.
     Synopsis(String),
+    /// A discretised grid (the MWEM baseline) needs more memory than the cap.
+    GridTooLarge {
+        /// Cells of the grid (saturating at `u64::MAX`).
+        cells: u64,
+        /// Bytes the grid's state and workload would need (saturating).
+        bytes: u64,
+        /// The configured cap in bytes.
+        cap: u64,
+    },
+    /// The MW engine (MWEM baseline) refused to run.
+    Mw(String),
 }
 
 /// The error an interactive session returns once its budget of update rounds is
@@ -126,6 +138,12 @@ impl fmt::Display for DistanceError {
             DistanceError::Budget(e) => write!(f, "{e}"),
             DistanceError::Core(e) => write!(f, "{e}"),
             DistanceError::Synopsis(s) => write!(f, "synopsis: {s}"),
+            DistanceError::GridTooLarge { cells, bytes, cap } => write!(
+                f,
+                "the grid has {cells} cells and needs {bytes} bytes; the memory cap is {cap} bytes \
+                 (use fewer bins per coordinate or a smaller dimension)"
+            ),
+            DistanceError::Mw(s) => write!(f, "MWEM: {s}"),
         }
     }
 }

@@ -9,7 +9,7 @@ use privq_core::Epsilon;
 use privq_core::rand_core::Rng;
 
 use super::svg::{Series, line_chart};
-use crate::distance::baselines::{LaplacePerQuery, TreeCdf};
+use crate::distance::baselines::{GridMwem, GridMwemConfig, LaplacePerQuery, TreeCdf};
 use crate::distance::embed::{self, Bourgain, RandomProjection};
 use crate::distance::interactive::{InteractiveConfig, Session};
 use crate::distance::metric::{Levenshtein, Lp, Metric};
@@ -61,17 +61,29 @@ impl Protocol {
     }
 }
 
-const MECHS: [&str; 6] = [
+const MECHS: [&str; 7] = [
     "offline eps",
     "offline eps,delta",
     "interactive eps",
     "interactive eps,delta",
     "laplace/query eps",
     "tree-cdf eps",
+    "mwem-grid eps",
 ];
-const COLORS: [&str; 6] = [
-    "#1f77b4", "#17becf", "#d62728", "#ff7f0e", "#7f7f7f", "#2ca02c",
+const COLORS: [&str; 7] = [
+    "#1f77b4", "#17becf", "#d62728", "#ff7f0e", "#7f7f7f", "#2ca02c", "#9467bd",
 ];
+
+/// Bins per coordinate of the MWEM grid baseline at dimension ℓ (only ℓ ≤ 4 gets a
+/// grid; larger ℓ is refused by the memory cap with a typed error).
+pub fn mwem_bins(dim: usize) -> usize {
+    match dim {
+        1 => 256,
+        2 => 32,
+        3 => 16,
+        _ => 8,
+    }
+}
 
 fn unit(rng: &mut impl Rng) -> f64 {
     (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
@@ -123,7 +135,8 @@ pub fn run(
             let mut curves: Vec<Vec<(f64, f64, f64)>> = vec![Vec::new(); MECHS.len()];
             for &n in &p.ns {
                 writeln!(progress, "distance experiment: l={dim} eps={eps} n={n}")?;
-                let cols = Columns::new(&domain, &data(n, dim, p.seed + n as u64 + dim as u64))?;
+                let points = data(n, dim, p.seed + n as u64 + dim as u64);
+                let cols = Columns::new(&domain, &points)?;
                 let truth: Vec<f64> = queries
                     .iter()
                     .map(|q| cols.answer(q))
@@ -170,12 +183,30 @@ pub fn run(
                                 .map(|q| lap.answer(&cols, q, &mut rng))
                                 .collect::<Result<_, _>>()?
                         }
-                        _ => {
+                        5 => {
                             let tree = TreeCdf::release(&cols, eps, 12, &mut rng)?;
                             queries
                                 .iter()
                                 .map(|q| tree.answer(q))
                                 .collect::<Result<_, _>>()?
+                        }
+                        _ => {
+                            let config = GridMwemConfig::new(eps, mwem_bins(dim));
+                            match GridMwem::release(&domain, &points, &config, &mut rng) {
+                                Ok(m) => queries
+                                    .iter()
+                                    .map(|q| m.answer(q))
+                                    .collect::<Result<_, _>>()?,
+                                Err(e @ DistanceError::GridTooLarge { .. }) => {
+                                    writeln!(
+                                        out,
+                                        "{dim:>3} {:>5.2} {name:<22} {n:>8} skipped: {e}",
+                                        eps.to_f64()
+                                    )?;
+                                    continue;
+                                }
+                                Err(e) => return Err(e.into()),
+                            }
                         }
                     };
                     let errs: Vec<f64> = answers
@@ -203,6 +234,7 @@ pub fn run(
             let series: Vec<Series> = curves
                 .iter()
                 .zip(MECHS.iter().zip(COLORS))
+                .filter(|(pts, _)| !pts.is_empty())
                 .map(|(pts, (name, color))| Series {
                     label: name.to_string(),
                     color,
@@ -222,6 +254,9 @@ pub fn run(
                 svg,
             )?;
             for (pts, name) in curves.iter().zip(MECHS) {
+                if pts.len() < 2 {
+                    continue;
+                }
                 let s = slope(&pts.iter().map(|p| (p.0, p.1)).collect::<Vec<_>>());
                 let theory = match name {
                     "offline eps" | "interactive eps" => "-2/3",
@@ -342,6 +377,7 @@ mod tests {
         let mut out = Vec::new();
         let summary = run(&p, &mut out, &mut std::io::sink()).unwrap();
         assert!(summary.contains("tree-cdf"));
+        assert!(summary.contains("mwem-grid"));
         assert!(dir.join("distance-l2-eps1.svg").exists());
     }
 }
