@@ -61,7 +61,7 @@ fn bench_pmw(c: &mut Criterion) {
     });
 
     // Lazy rounds: a huge threshold, so no round updates.
-    let lazy = PmwParams::user(0.01, 1e-9, 10.0, 1e6, PmwVariant::Pure, 1.0, n).expect("private");
+    let lazy = PmwParams::user(0.01, 1e-4, 10.0, 1e6, PmwVariant::Pure, 1.0, n).expect("private");
     let mut budget = BudgetFilter::pure(eps);
     let mut s =
         PmwSession::new(&x, n, lazy, usize::MAX, eps, &mut budget, seeded_rng(1)).expect("session");
@@ -73,7 +73,7 @@ fn bench_pmw(c: &mut Criterion) {
     });
 
     // Update rounds: a tiny threshold, so every round updates.
-    let upd = PmwParams::user(1e-6, 1e-9, 1e-12, 1e9, PmwVariant::Pure, 1.0, n).expect("private");
+    let upd = PmwParams::user(1e-6, 0.02, 1e-12, 1e9, PmwVariant::Pure, 1.0, n).expect("private");
     let mut budget = BudgetFilter::pure(eps);
     let mut s =
         PmwSession::new(&x, n, upd, usize::MAX, eps, &mut budget, seeded_rng(2)).expect("session");

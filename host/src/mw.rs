@@ -302,6 +302,15 @@ impl MwState {
     }
 }
 
+/// `⟨f, x⟩` for any vector over the whole universe, with the blocked kernel when
+/// the query has one (parities and bit patterns on a power-of-two universe).
+pub fn dot(query: &Query, x: &[f64]) -> f64 {
+    match Kernel::compile(query, x.len()) {
+        Some(k) => k.dot(x),
+        None => query.evaluate(x),
+    }
+}
+
 /// A query prepared for a [`MwState`] (see [`MwState::prepare`]).
 pub struct Prepared<'q> {
     query: &'q Query,

@@ -405,7 +405,7 @@ impl<'a, R: Rng + CryptoRng> PmwSession<'a, R> {
         }
         query.check_universe(self.data.len())?;
         self.round += 1;
-        let truth = query.evaluate(self.data.probabilities());
+        let truth = crate::mw::dot(query, self.data.probabilities());
         let noisy = self
             .noise
             .release(Fixed::from_f64(truth)?, &mut self.rng)?
