@@ -216,3 +216,269 @@ pub fn run(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn run_with(argv: &[&str], input: &str) -> Result<(String, String), CliError> {
+        let cli =
+            crate::cli::Cli::try_parse_from(std::iter::once("privq").chain(argv.iter().copied()))
+                .expect("valid arguments");
+        let mut stdin = input.as_bytes();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        crate::cli::run(cli, &mut stdin, &mut out, &mut err)?;
+        Ok((
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        ))
+    }
+
+    /// A fresh directory for one test's files.
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("privq-cli-distance-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// `n` points on `[0,1] × [0,2]` (deterministic, skewed in x).
+    fn points_csv(n: usize) -> String {
+        let mut s = String::from("x,y\n");
+        for i in 0..n {
+            let u = (i * 7919 % n) as f64 / n as f64;
+            s.push_str(&format!(
+                "{},{}\n",
+                u * u,
+                2.0 * ((i * 31 % 97) as f64 / 96.0)
+            ));
+        }
+        s
+    }
+
+    fn distance_error(e: CliError) -> DistanceError {
+        match e {
+            CliError::Run(b) => b
+                .downcast_ref::<DistanceError>()
+                .cloned()
+                .unwrap_or_else(|| panic!("not a distance error: {b}")),
+            other => panic!("expected a run error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn release_writes_a_synopsis_that_query_answers_from() {
+        let dir = scratch("roundtrip");
+        let (data, syn, qs) = (
+            dir.join("points.csv"),
+            dir.join("syn.json"),
+            dir.join("queries.csv"),
+        );
+        let text = points_csv(20_000);
+        std::fs::write(&data, &text).unwrap();
+        std::fs::write(&qs, "x,y\n0.5,1\n0,0\n1,2\n0.25,0.5\n").unwrap();
+        let (data_s, syn_s, qs_s) = (
+            data.to_str().unwrap(),
+            syn.to_str().unwrap(),
+            qs.to_str().unwrap(),
+        );
+        let release = [
+            "distance",
+            "release",
+            "--input",
+            data_s,
+            "--lo",
+            "0,0",
+            "--hi",
+            "1,2",
+            "--epsilon",
+            "1/2",
+            "--alpha",
+            "0.1",
+            "--seed",
+            "7",
+            "--out",
+            syn_s,
+        ];
+        let (out, _) = run_with(&release, "").unwrap();
+        assert!(out.contains("n = 20000"), "{out}");
+        assert!(out.contains("alpha = 0.1000"), "{out}");
+        let s = Synopsis::load(&syn).unwrap();
+        // Pure ε: the exact ledger never exceeds the ε asked for.
+        let ledger: privq_core::Epsilon = s.spent().ledger_epsilon.parse().unwrap();
+        assert!(ledger <= privq_core::Epsilon::new(1, 2).unwrap(), "{out}");
+        assert!(out.contains(&format!("ledger {ledger}")), "{out}");
+        let first = std::fs::read_to_string(&syn).unwrap();
+        // Same seed, same synopsis.
+        run_with(&release, "").unwrap();
+        assert_eq!(std::fs::read_to_string(&syn).unwrap(), first);
+
+        let (answers, _) = run_with(
+            &["distance", "query", "--synopsis", syn_s, "--input", qs_s],
+            "",
+        )
+        .unwrap();
+        let mut lines = answers.lines();
+        assert_eq!(lines.next(), Some("scaled_answer,average_l1_distance"));
+        let pts: Vec<Vec<f64>> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').map(|f| f.parse().unwrap()).collect())
+            .collect();
+        let cols = Columns::new(s.domain(), &pts).unwrap();
+        let queries = [[0.5, 1.0], [0.0, 0.0], [1.0, 2.0], [0.25, 0.5]];
+        for (line, q) in lines.zip(queries) {
+            let (scaled, raw) = line.split_once(',').unwrap();
+            let (scaled, raw): (f64, f64) = (scaled.parse().unwrap(), raw.parse().unwrap());
+            assert_eq!(scaled, s.answer(&q).unwrap());
+            assert!((raw - 3.0 * scaled).abs() < 1e-12, "diameter 3: {line}");
+            let truth = cols.answer(&q).unwrap();
+            assert!(
+                (scaled - truth).abs() <= s.alpha(),
+                "{q:?}: {scaled} vs {truth}, alpha {}",
+                s.alpha()
+            );
+        }
+        assert_eq!(answers.lines().count(), 5);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn interactive_answers_stdin_lines_and_skips_bad_ones() {
+        let dir = scratch("interactive");
+        let data = dir.join("points.csv");
+        std::fs::write(&data, points_csv(20_000)).unwrap();
+        let argv = [
+            "distance",
+            "interactive",
+            "--input",
+            data.to_str().unwrap(),
+            "--lo",
+            "0,0",
+            "--hi",
+            "1,2",
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-6",
+            "--seed",
+            "3",
+        ];
+        let stdin = "0.5,1\n\n0.1, 0.2\nabc\n2,0\n0.5\n0.9,1.9\n";
+        let (out, err) = run_with(&argv, stdin).unwrap();
+        let answers: Vec<f64> = out.lines().map(|l| l.parse().unwrap()).collect();
+        assert_eq!(answers.len(), 3, "{out}");
+        assert!(answers.iter().all(|a| (0.0..=1.0).contains(a)));
+        assert!(err.contains("update rounds"), "{err}");
+        for bad in ["line 4", "line 5", "line 6"] {
+            assert!(err.contains(bad), "{bad} not reported: {err}");
+        }
+        assert!(err.contains("spent epsilon"), "{err}");
+        // Reproducible with the same seed.
+        assert_eq!(run_with(&argv, stdin).unwrap().0, out);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn bad_input_is_a_typed_error() {
+        let dir = scratch("bad");
+        let good = dir.join("points.csv");
+        std::fs::write(&good, points_csv(100)).unwrap();
+        let good_s = good.to_str().unwrap().to_string();
+        let release = |input: &str, lo: &str, hi: &str, eps: &str, extra: &[&str]| {
+            let out = dir.join("out.json");
+            let mut v = vec![
+                "distance".to_string(),
+                "release".into(),
+                "--input".into(),
+                input.into(),
+                "--lo".into(),
+                lo.into(),
+                "--hi".into(),
+                hi.into(),
+                "--epsilon".into(),
+                eps.into(),
+                "--seed".into(),
+                "1".into(),
+                "--out".into(),
+                out.to_str().unwrap().into(),
+            ];
+            v.extend(extra.iter().map(|s| s.to_string()));
+            let argv: Vec<&str> = v.iter().map(String::as_str).collect();
+            run_with(&argv, "")
+        };
+        for eps in ["0", "-1", "nan"] {
+            assert!(
+                matches!(
+                    distance_error(release(&good_s, "0,0", "1,2", eps, &[]).unwrap_err()),
+                    DistanceError::InvalidParameter(_)
+                ),
+                "epsilon {eps}"
+            );
+        }
+        assert!(matches!(
+            distance_error(release(&good_s, "0,0", "1,2", "1", &["--delta", "1.5"]).unwrap_err()),
+            DistanceError::InvalidParameter(_)
+        ));
+        // A domain whose corners disagree, or an empty box.
+        assert!(release(&good_s, "0", "1,2", "1", &[]).is_err());
+        assert!(release(&good_s, "0,0", "0,2", "1", &[]).is_err());
+        // Points outside the declared domain.
+        assert!(matches!(
+            distance_error(release(&good_s, "0,0", "1,1", "1", &[]).unwrap_err()),
+            DistanceError::OutsideDomain { coordinate: 1, .. }
+        ));
+        // Empty data, a non-numeric field, a point of the wrong dimension.
+        let empty = dir.join("empty.csv");
+        std::fs::write(&empty, "x,y\n").unwrap();
+        assert!(matches!(
+            release(empty.to_str().unwrap(), "0,0", "1,2", "1", &[]),
+            Err(CliError::EmptyInput)
+        ));
+        let word = dir.join("word.csv");
+        std::fs::write(&word, "x,y\n0.5,1\n0.5,abc\n").unwrap();
+        match release(word.to_str().unwrap(), "0,0", "1,2", "1", &[]) {
+            Err(CliError::Value { line: 3, text, .. }) => assert_eq!(text, "abc"),
+            other => panic!("{other:?}"),
+        }
+        let three = dir.join("three.csv");
+        std::fs::write(&three, "x,y,z\n0.5,1,0\n").unwrap();
+        assert!(matches!(
+            distance_error(release(three.to_str().unwrap(), "0,0", "1,2", "1", &[]).unwrap_err()),
+            DistanceError::DimensionMismatch { .. }
+        ));
+        // Query: a missing or corrupt synopsis, and a query outside its domain.
+        let missing = dir.join("missing.json");
+        let query = |syn: &PathBuf, input: &PathBuf| {
+            run_with(
+                &[
+                    "distance",
+                    "query",
+                    "--synopsis",
+                    syn.to_str().unwrap(),
+                    "--input",
+                    input.to_str().unwrap(),
+                ],
+                "",
+            )
+        };
+        assert!(matches!(
+            distance_error(query(&missing, &good).unwrap_err()),
+            DistanceError::Synopsis(_)
+        ));
+        std::fs::write(&missing, "{\"version\": 99}").unwrap();
+        assert!(matches!(
+            distance_error(query(&missing, &good).unwrap_err()),
+            DistanceError::Synopsis(_)
+        ));
+        release(&good_s, "0,0", "1,2", "1", &[]).unwrap();
+        let outside = dir.join("outside.csv");
+        std::fs::write(&outside, "x,y\n0.5,3\n").unwrap();
+        assert!(matches!(
+            distance_error(query(&dir.join("out.json"), &outside).unwrap_err()),
+            DistanceError::OutsideDomain { .. }
+        ));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
