@@ -4,13 +4,18 @@ for the side-by-side numbers printed by `cargo bench -p privq-host --bench ldp`.
 
 Workload (same as the Rust bench): d = 1024 items, epsilon = 1, items drawn from
 Zipf(1.1). Reports are privatised first (not timed); the timed part is feeding
-every report to the server's `aggregate` and computing the estimates once.
-Prints one JSON object: {"oue": reports_per_s, "olh": ..., "hr": ..., "n": {...}}.
+every report to the server's `aggregate` and computing the estimates once, on
+one thread (pure-LDP is single-threaded Python over numpy), so the numbers compare
+with privq's one-core column.
+Prints one JSON object: {"oue": reports_per_s, "olh": ..., "hr": ..., "n": {...},
+"versions": {"pure-ldp": ..., "numpy": ..., "python": ...}}.
 
 Usage: python3 tools/pure_ldp_bench.py [--n-oue 100000] [--n-olh 2000] [--n-hr 200000]
 """
 import argparse
+import importlib.metadata
 import json
+import platform
 import random
 import time
 
@@ -61,6 +66,11 @@ def main():
     out["hr"] = a.n_hr / timed_aggregate(server, reports)
     out["n"]["hr"] = a.n_hr
 
+    out["versions"] = {
+        "pure-ldp": importlib.metadata.version("pure-ldp"),
+        "numpy": importlib.metadata.version("numpy"),
+        "python": platform.python_version(),
+    }
     print(json.dumps(out))
 
 

@@ -9,15 +9,26 @@
 //! Frequency mechanisms (RR, GRR, SUE, OUE, OLH, Hadamard) yield
 //! [`FrequencyEstimates`]; mean mechanisms (1BitMean, SQ bit, SQ Laplace) yield a
 //! [`MeanEstimate`].
+//!
+//! Many reports at once: [`Aggregator::ingest_batch`] (one thread) and
+//! [`aggregate_packed`] (back-to-back reports on several threads) give exactly the
+//! state and rejection counts of ingesting the reports one by one, and for unary
+//! encoding (SUE, OUE) count the bit vectors with the bit-sliced
+//! [`UnaryCounter`] instead of bit by bit.
 
 use std::fmt;
+use std::thread;
 
 use privq_core::Epsilon;
-use privq_core::report::{Header, MechanismId, Payload, Report, hadamard_order};
+use privq_core::local::QueryId;
+use privq_core::report::{
+    HEADER_LEN, Header, MechanismId, Payload, Report, encode_header, hadamard_order,
+};
 use serde::{Deserialize, Serialize};
 
-use super::decode::{RejectReason, decode_report};
+use super::decode::{RejectCounts, RejectReason, decode_report};
 use super::estimate::{Estimate, PureProtocol, z_value};
+use super::unary::{BLOCK, UnaryCounter};
 
 /// What an aggregator accepts: everything in a report header plus OLH's `g`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -258,6 +269,82 @@ impl Aggregator {
         Ok(())
     }
 
+    /// Decodes, validates and adds every report of `reports`; each rejected report
+    /// is counted in `rejected` under its [`RejectReason`]. Returns the number of
+    /// reports accepted.
+    ///
+    /// The resulting state and rejection counts are exactly those of calling
+    /// [`ingest_bytes`](Aggregator::ingest_bytes) on each report in turn and
+    /// recording its errors. For unary encoding (SUE, OUE) reports whose 12 header
+    /// bytes are the canonical encoding of this aggregator's kind, whose length is
+    /// exact and whose padding bits are zero are recognized by comparing bytes, and
+    /// their bit vectors are summed by a bit-sliced [`UnaryCounter`]; every other
+    /// report (malformed ones, and valid ones with a non-canonical header such as
+    /// an unreduced ε) takes the full [`decode_report`] path.
+    ///
+    /// ```
+    /// use privq_host::ldp::aggregate::Aggregator;
+    /// use privq_host::ldp::decode::RejectCounts;
+    /// use privq_host::ldp::fleet::{Fleet, MechanismSpec};
+    /// use privq_host::Epsilon;
+    ///
+    /// let spec = MechanismSpec::parse("oue", Epsilon::new(1, 1)?, 100)?;
+    /// let reports = Fleet::from_weights(&[1.0; 100], 1000)?.privatize(&spec, 3)?;
+    /// let mut fast = Aggregator::new(reports.kind())?;
+    /// let mut rejected = RejectCounts::default();
+    /// assert_eq!(fast.ingest_batch(reports.iter(), &mut rejected), 1000);
+    /// let mut slow = Aggregator::new(reports.kind())?;
+    /// for r in reports.iter() {
+    ///     slow.ingest_bytes(r)?;
+    /// }
+    /// assert_eq!(fast, slow);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn ingest_batch<'r>(
+        &mut self,
+        reports: impl IntoIterator<Item = &'r [u8]>,
+        rejected: &mut RejectCounts,
+    ) -> u64 {
+        let before = self.n;
+        match UnaryFastPath::for_kind(&self.kind) {
+            Some(fast) => {
+                // Payloads of accepted reports, added a block at a time in place by
+                // a counter created at the first full block (a batch smaller than a
+                // block is counted bit by bit).
+                let mut acc: Option<UnaryCounter> = None;
+                let mut block: [&[u8]; BLOCK] = [&[]; BLOCK];
+                let mut filled = 0;
+                for r in reports {
+                    if fast.accepts(r) {
+                        block[filled] = &r[HEADER_LEN..];
+                        filled += 1;
+                        if filled == BLOCK {
+                            add_unary_block(&mut acc, &block, &mut self.counts);
+                            filled = 0;
+                        }
+                        self.n += 1;
+                    } else if let Err(e) = self.ingest_bytes(r) {
+                        rejected.record(e);
+                    }
+                }
+                for p in &block[..filled] {
+                    add_bits(&mut self.counts, p);
+                }
+                if let Some(mut acc) = acc {
+                    acc.flush(&mut self.counts);
+                }
+            }
+            _ => {
+                for r in reports {
+                    if let Err(e) = self.ingest_bytes(r) {
+                        rejected.record(e);
+                    }
+                }
+            }
+        }
+        self.n - before
+    }
+
     /// Adds another aggregator's state (same kind): the result equals aggregating
     /// the union of both report sets.
     pub fn merge(&mut self, other: &Aggregator) -> Result<(), AggregateError> {
@@ -362,6 +449,111 @@ impl Aggregator {
             }
             _ => Err(AggregateError::WrongEstimate),
         }
+    }
+}
+
+/// Aggregates back-to-back reports of `report_len` bytes on `threads` threads
+/// (contiguous shares, one [`Aggregator`] each via
+/// [`ingest_batch`](Aggregator::ingest_batch), merged at the end); malformed or
+/// mismatched reports are counted, never fatal. Trailing bytes that do not fill a
+/// whole report are ignored, like [`crate::ldp::fleet::aggregate_parallel`],
+/// whose results this equals exactly.
+pub fn aggregate_packed(
+    bytes: &[u8],
+    report_len: usize,
+    kind: ReportKind,
+    threads: usize,
+) -> Result<(Aggregator, RejectCounts), AggregateError> {
+    let len = report_len.max(1);
+    let n = bytes.len() / len;
+    let per = n.div_ceil(threads.max(1)).max(1);
+    let mut total = Aggregator::new(kind)?;
+    let mut rejected = RejectCounts::default();
+    if threads <= 1 || n <= per {
+        total.ingest_batch(bytes.chunks_exact(len), &mut rejected);
+        return Ok((total, rejected));
+    }
+    let part = |chunk: &[u8]| -> Result<(Aggregator, RejectCounts), AggregateError> {
+        let mut agg = Aggregator::new(kind)?;
+        let mut rejected = RejectCounts::default();
+        agg.ingest_batch(chunk.chunks_exact(len), &mut rejected);
+        Ok((agg, rejected))
+    };
+    let mut chunks = bytes.chunks(per * len);
+    let first = chunks.next().unwrap_or(&[]);
+    // The calling thread takes the first share; one spawned thread per other share.
+    let parts: Vec<Result<(Aggregator, RejectCounts), AggregateError>> = thread::scope(|s| {
+        let handles: Vec<_> = chunks.map(|chunk| s.spawn(move || part(chunk))).collect();
+        let mut parts = vec![part(first)];
+        parts.extend(
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or(Err(AggregateError::InvalidKind))),
+        );
+        parts
+    });
+    for part in parts {
+        let (a, r) = part?;
+        total.merge(&a)?;
+        rejected.merge(&r);
+    }
+    Ok((total, rejected))
+}
+
+/// Adds a full block of unary payloads, creating the counter on first use.
+#[inline(never)]
+fn add_unary_block(acc: &mut Option<UnaryCounter>, block: &[&[u8]; BLOCK], counts: &mut [u64]) {
+    acc.get_or_insert_with(|| UnaryCounter::new(counts.len()))
+        .push_block(block, counts);
+}
+
+/// Byte-level recognition of valid unary reports of one kind: the canonical
+/// header, the exact length and zero padding bits imply (and are checked against)
+/// a successful [`decode_report`] of that kind.
+#[derive(Debug, Clone, Copy)]
+struct UnaryFastPath {
+    header: [u8; HEADER_LEN],
+    payload_len: usize,
+    /// Bits of the last payload byte that must be zero.
+    padding: u8,
+}
+
+impl UnaryFastPath {
+    /// The fast path for SUE/OUE kinds whose header has a canonical encoding;
+    /// `None` otherwise. Self-checking: a zero payload behind the canonical header
+    /// must decode to exactly `kind`.
+    fn for_kind(kind: &ReportKind) -> Option<UnaryFastPath> {
+        let mechanism = kind.mechanism()?;
+        if !matches!(mechanism, MechanismId::Sue | MechanismId::Oue) {
+            return None;
+        }
+        let header = Header {
+            mechanism,
+            query: QueryId(kind.query),
+            epsilon: kind.epsilon()?,
+            param: kind.param,
+        };
+        let mut bytes = [0u8; HEADER_LEN];
+        encode_header(&header, &mut bytes).ok()?;
+        let payload_len = (kind.param as usize).div_ceil(8);
+        let used = kind.param % 8;
+        let fast = UnaryFastPath {
+            header: bytes,
+            payload_len,
+            padding: if used == 0 { 0 } else { !((1u8 << used) - 1) },
+        };
+        let mut probe = bytes.to_vec();
+        probe.resize(HEADER_LEN + payload_len, 0);
+        let decoded = decode_report(&probe).ok()?;
+        (ReportKind::of(&decoded) == *kind && fast.accepts(&probe)).then_some(fast)
+    }
+
+    /// Whether `r` is byte-for-byte a valid report of the kind.
+    #[inline(always)]
+    fn accepts(&self, r: &[u8]) -> bool {
+        r.len() == HEADER_LEN + self.payload_len
+            && r[..HEADER_LEN] == self.header
+            && r.last().is_some_and(|&b| b & self.padding == 0)
     }
 }
 

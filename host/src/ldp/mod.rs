@@ -34,3 +34,4 @@ pub mod fleet;
 pub mod frames;
 pub mod postprocess;
 pub mod sq;
+pub mod unary;
