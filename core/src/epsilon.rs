@@ -124,27 +124,31 @@ impl Epsilon {
         self.num as f64 / self.den as f64
     }
 
-    /// Exact sum ε₁ + ε₂; `Overflow` if the reduced result does not fit.
+    /// Exact sum ε₁ + ε₂; `Overflow` if it does not fit.
     pub fn checked_add(self, other: Epsilon) -> Result<Epsilon> {
-        let num =
-            (self.num as u128) * (other.den as u128) + (other.num as u128) * (self.den as u128);
-        let den = (self.den as u128) * (other.den as u128);
-        Self::from_u128(num, den)
+        let (num, den) = add_fractions(self.num, self.den, other.num, other.den)?;
+        Epsilon::new(num, den)
     }
 
     /// Exact difference ε₁ − ε₂; `None` when it is not positive.
     pub fn checked_sub(self, other: Epsilon) -> Result<Option<Epsilon>> {
-        let a = (self.num as u128) * (other.den as u128);
-        let b = (other.num as u128) * (self.den as u128);
-        if a <= b {
+        if self <= other {
             return Ok(None);
         }
-        Self::from_u128(a - b, (self.den as u128) * (other.den as u128)).map(Some)
+        // a/b − c/d = (a·(d/g) − c·(b/g)) / (b·(d/g)) with g = gcd(b, d).
+        let g = gcd(self.den, other.den);
+        let (bg, dg) = (self.den / g, other.den / g);
+        let lhs = self.num.checked_mul(dg).ok_or(Error::Overflow)?;
+        let rhs = other.num.checked_mul(bg).ok_or(Error::Overflow)?;
+        let den = self.den.checked_mul(dg).ok_or(Error::Overflow)?;
+        Epsilon::new(lhs - rhs, den).map(Some)
     }
 
     /// Exact ε·`k` for a positive integer `k`.
     pub fn checked_mul_int(self, k: u64) -> Result<Epsilon> {
-        Self::from_u128((self.num as u128) * (k as u128), self.den as u128)
+        let g = gcd(k, self.den);
+        let num = self.num.checked_mul(k / g.max(1)).ok_or(Error::Overflow)?;
+        Epsilon::new(num, self.den / g.max(1))
     }
 
     /// Exact ε/`k` for a positive integer `k` (splitting a budget `k` ways).
@@ -152,25 +156,28 @@ impl Epsilon {
         if k == 0 {
             return Err(Error::ZeroDenominator);
         }
-        Self::from_u128(self.num as u128, (self.den as u128) * (k as u128))
-    }
-
-    fn from_u128(num: u128, den: u128) -> Result<Epsilon> {
-        let g = gcd128(num, den);
-        let (num, den) = (num / g, den / g);
-        let num = u64::try_from(num).map_err(|_| Error::Overflow)?;
-        let den = u64::try_from(den).map_err(|_| Error::Overflow)?;
-        Epsilon::new(num, den)
+        let g = gcd(self.num, k);
+        let den = self.den.checked_mul(k / g).ok_or(Error::Overflow)?;
+        Epsilon::new(self.num / g, den)
     }
 }
 
-fn gcd128(mut a: u128, mut b: u128) -> u128 {
-    while b != 0 {
-        let r = a % b;
-        a = b;
-        b = r;
+/// `a/b + c/d` for reduced fractions with `b, d ≥ 1`, reduced, in 64-bit arithmetic
+/// (no 128-bit division, which is large on 32-bit cores). `Overflow` when an
+/// intermediate `lcm`-based term leaves `u64`, which is conservative.
+pub(crate) fn add_fractions(a: u64, b: u64, c: u64, d: u64) -> Result<(u64, u64)> {
+    if b == 0 || d == 0 {
+        return Err(Error::ZeroDenominator);
     }
-    if a == 0 { 1 } else { a }
+    let g = gcd(b, d);
+    let (bg, dg) = (b / g, d / g);
+    let num = a
+        .checked_mul(dg)
+        .and_then(|x| c.checked_mul(bg).and_then(|y| x.checked_add(y)))
+        .ok_or(Error::Overflow)?;
+    let den = b.checked_mul(dg).ok_or(Error::Overflow)?;
+    let r = gcd(num, den).max(1);
+    Ok((num / r, den / r))
 }
 
 impl PartialOrd for Epsilon {
@@ -334,5 +341,15 @@ mod tests {
         assert_eq!(a.checked_sub(a).unwrap(), None);
         assert_eq!(a.checked_div_int(2).unwrap(), b);
         assert_eq!(b.checked_mul_int(2).unwrap(), a);
+        assert_eq!(add_fractions(3, 4, 5, 6), Ok((19, 12)));
+        assert_eq!(add_fractions(1, 2, 1, 2), Ok((1, 1)));
+        // lcm(2^64 − 1, 2^64 − 2) does not fit: refused, never wrapped.
+        assert_eq!(
+            add_fractions(1, u64::MAX, 1, u64::MAX - 1),
+            Err(Error::Overflow)
+        );
+        let big = Epsilon::new(u64::MAX, 1).unwrap();
+        assert_eq!(big.checked_add(big), Err(Error::Overflow));
+        assert_eq!(big.checked_mul_int(2), Err(Error::Overflow));
     }
 }

@@ -36,7 +36,7 @@ use core::cmp::Ordering;
 
 use rand_core::{CryptoRng, Rng};
 
-use crate::epsilon::Epsilon;
+use crate::epsilon::{Epsilon, add_fractions, gcd};
 use crate::error::{Error, Result};
 use crate::local::{LocalRandomizer, QueryId};
 
@@ -145,29 +145,14 @@ impl Spent {
     }
 
     fn plus(self, e: Epsilon) -> Result<Spent> {
-        let num =
-            u128::from(self.num) * u128::from(e.den()) + u128::from(e.num()) * u128::from(self.den);
-        let den = u128::from(self.den) * u128::from(e.den());
-        let g = gcd128(num, den);
-        Ok(Spent {
-            num: u64::try_from(num / g).map_err(|_| Error::Overflow)?,
-            den: u64::try_from(den / g).map_err(|_| Error::Overflow)?,
-        })
+        let (num, den) = add_fractions(self.num, self.den, e.num(), e.den())?;
+        Ok(Spent { num, den })
     }
 
     fn cmp_eps(&self, e: Epsilon) -> Ordering {
         (u128::from(self.num) * u128::from(e.den()))
             .cmp(&(u128::from(e.num()) * u128::from(self.den)))
     }
-}
-
-fn gcd128(mut a: u128, mut b: u128) -> u128 {
-    while b != 0 {
-        let r = a % b;
-        a = b;
-        b = r;
-    }
-    a.max(1)
 }
 
 /// CRC-32 (IEEE 802.3, reflected, as in zlib), bitwise: small code, no table.
@@ -349,7 +334,7 @@ fn parse_record(r: &[u8; LEDGER_RECORD_LEN]) -> Option<(Epsilon, Spent)> {
     if den == 0 {
         return None;
     }
-    let g = gcd128(u128::from(num), u128::from(den));
+    let g = gcd(num, den);
     if g != 1 && num != 0 {
         // Records are always written reduced; anything else was not written by us.
         return None;
