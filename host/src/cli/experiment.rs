@@ -24,6 +24,25 @@ pub enum Which {
     Mwem(MwemArgs),
     /// Huang–Roth distance queries: error vs n for every mechanism and baseline.
     Distance(DistanceArgs),
+    /// d_X-privacy (seed 002 §4.1–4.4): improvement factors, strategies, US cities, Blowfish.
+    Dx(DxArgs),
+}
+
+/// Options of `privq experiment dx`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DxArgs {
+    /// The US-cities CSV (default ../shared/data/us_cities.csv).
+    #[arg(long, value_name = "FILE")]
+    pub cities: Option<PathBuf>,
+    /// Where to write the SVG figures.
+    #[arg(long, value_name = "DIR", default_value = "target/experiments")]
+    pub out_dir: PathBuf,
+    /// Base seed.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Skip the exact relaxed optimum (PSA's gap) for speed.
+    #[arg(long)]
+    pub no_optimum: bool,
 }
 
 /// Options of `privq experiment distance`.
@@ -86,6 +105,7 @@ pub fn run(
 ) -> Result<(), CliError> {
     let a = match &args.which {
         Which::Mwem(a) => a,
+        Which::Dx(d) => return run_dx(d, stdout, stderr),
         Which::Distance(d) => {
             let dir = d.out_dir.clone();
             let p = if d.full {
@@ -155,5 +175,26 @@ pub fn run(
     .map_err(|e| CliError::Run(Box::new(e)))?;
     pb.finish_and_clear();
     report.write_tables(stdout)?;
+    Ok(())
+}
+
+fn run_dx(a: &DxArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<(), CliError> {
+    let mut cfg = crate::experiment::dx::Config {
+        seed: a.seed,
+        optimum: !a.no_optimum,
+        out_dir: Some(a.out_dir.clone()),
+        ..Default::default()
+    };
+    if let Some(c) = &a.cities {
+        cfg.cities = c.clone();
+    }
+    writeln!(
+        stderr,
+        "privq: d_X experiment, seed {}, figures in {}",
+        cfg.seed,
+        a.out_dir.display()
+    )?;
+    let rep = crate::experiment::dx::run(&cfg).map_err(CliError::Run)?;
+    rep.write_tables(stdout)?;
     Ok(())
 }

@@ -10,6 +10,7 @@ use std::io::{BufRead, Write};
 use clap::{Parser, Subcommand};
 
 pub mod distance;
+pub mod dx;
 pub mod experiment;
 pub mod ldp;
 pub mod noise;
@@ -39,6 +40,8 @@ pub enum Command {
     Pmw(pmw::Args),
     /// Reproduce experiments from the seeds (e.g. `experiment mwem`).
     Experiment(experiment::Args),
+    /// d_X-private (metric-private) answers to linear queries over a universe of points.
+    Dx(dx::Args),
     /// Huang–Roth private distance queries: release a synopsis, query it, or answer interactively.
     Distance(distance::Args),
 }
@@ -56,6 +59,7 @@ pub fn run(
         Command::Synth(args) => synth::run(&args, stdin, stdout, stderr),
         Command::Pmw(args) => pmw::run(&args, stdin, stdout, stderr),
         Command::Experiment(args) => experiment::run(&args, stdin, stdout, stderr),
+        Command::Dx(args) => dx::run(&args, stdin, stdout, stderr),
         Command::Distance(args) => distance::run(&args, stdin, stdout, stderr),
     }
 }

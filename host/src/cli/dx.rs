@@ -1,0 +1,315 @@
+//! `privq dx`: d_X-private answers to linear queries over a universe of points,
+//! with every query's noise scale next to the ε-DP baseline's (seed 002).
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+
+use super::CliError;
+use crate::dx::optimum::{Objective, relaxed_optimum};
+use crate::dx::psa::{PairTable, psa_table, strategy1, strategy2};
+use crate::dx::{DxLaplace, Metric, Queries, baseline_scale};
+
+/// Options of `privq dx`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq dx --universe ../shared/data/us_cities.csv --coords lon,lat --counts population \\\n    \
+    --query-column elevation_m --top 741\n  \
+    privq dx --universe pts.csv --coords x,y --metric blowfish --epsilon 1 --threshold 4 \\\n    \
+    --counts n --queries q.csv --strategy psa")]
+pub struct Args {
+    /// CSV universe, one element per row (with a header).
+    #[arg(long, value_name = "FILE")]
+    pub universe: PathBuf,
+    /// Comma-separated numeric coordinate columns the metric is computed on.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub coords: Vec<String>,
+    /// The metric: euclidean (ε·‖·‖₂), linf (ε·‖·‖∞), blowfish or smooth (threshold T).
+    #[arg(long, default_value = "euclidean")]
+    pub metric: String,
+    /// The metric's ε (a scale factor for euclidean/linf).
+    #[arg(long, default_value_t = 1.0)]
+    pub epsilon: f64,
+    /// The Blowfish/smooth threshold T.
+    #[arg(long)]
+    pub threshold: Option<f64>,
+    /// Column holding the histogram counts (records per element).
+    #[arg(long, value_name = "COLUMN")]
+    pub counts: String,
+    /// Columns whose values are query coefficients (one query each).
+    #[arg(long = "query-column", value_name = "COLUMN")]
+    pub query_columns: Vec<String>,
+    /// CSV of queries, one row of N coefficients per query (no header).
+    #[arg(long, value_name = "FILE")]
+    pub queries: Option<PathBuf>,
+    /// Keep only the first N rows of the universe.
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    /// Parameter selection for several queries: psa (Strategy 3), s1, s2, or optimum
+    /// (the exact relaxed optimum).
+    #[arg(long, default_value = "psa")]
+    pub strategy: String,
+    /// Seed for a reproducible run. Anyone who knows the seed can remove the noise:
+    /// tests and demos only.
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+fn run_err(e: impl std::error::Error + Send + Sync + 'static) -> CliError {
+    CliError::Run(Box::new(e))
+}
+
+/// Runs `privq dx`: prints `query,answer,noise_scale,baseline_scale,improvement`.
+pub fn run(
+    args: &Args,
+    _stdin: &mut dyn BufRead,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    let mut rdr = csv::Reader::from_path(&args.universe)?;
+    let header: Vec<String> = rdr.headers()?.iter().map(str::to_string).collect();
+    let col = |name: &str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| CliError::MissingColumn {
+                column: name.to_string(),
+                available: header.clone(),
+            })
+    };
+    let coord_idx: Vec<usize> = args
+        .coords
+        .iter()
+        .map(|c| col(c))
+        .collect::<Result<_, _>>()?;
+    let count_idx = col(&args.counts)?;
+    let q_idx: Vec<usize> = args
+        .query_columns
+        .iter()
+        .map(|c| col(c))
+        .collect::<Result<_, _>>()?;
+    let mut points: Vec<Vec<f64>> = Vec::new();
+    let mut counts: Vec<u64> = Vec::new();
+    let mut qcols: Vec<Vec<f64>> = vec![Vec::new(); q_idx.len()];
+    for (line, rec) in rdr.records().enumerate() {
+        if args.top.is_some_and(|t| points.len() >= t) {
+            break;
+        }
+        let rec = rec?;
+        let num = |i: usize| -> Result<f64, CliError> {
+            rec[i].trim().parse::<f64>().map_err(|_| CliError::Value {
+                line: line + 2,
+                text: rec[i].to_string(),
+                source: privq_core::Error::OutOfRange,
+            })
+        };
+        points.push(
+            coord_idx
+                .iter()
+                .map(|&i| num(i))
+                .collect::<Result<_, _>>()?,
+        );
+        let c = num(count_idx)?;
+        if !(c >= 0.0 && c.fract() == 0.0) {
+            return Err(CliError::Value {
+                line: line + 2,
+                text: rec[count_idx].to_string(),
+                source: privq_core::Error::OutOfRange,
+            });
+        }
+        counts.push(c as u64);
+        for (v, &i) in qcols.iter_mut().zip(&q_idx) {
+            v.push(num(i)?);
+        }
+    }
+    if points.is_empty() {
+        return Err(CliError::EmptyInput);
+    }
+    let mut rows = qcols;
+    if let Some(path) = &args.queries {
+        let mut qr = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_path(path)?;
+        for (line, rec) in qr.records().enumerate() {
+            let rec = rec?;
+            let row: Vec<f64> = rec
+                .iter()
+                .map(|v| v.trim().parse::<f64>())
+                .collect::<Result<_, _>>()
+                .map_err(|_| CliError::Value {
+                    line: line + 1,
+                    text: rec.iter().collect::<Vec<_>>().join(","),
+                    source: privq_core::Error::OutOfRange,
+                })?;
+            rows.push(row);
+        }
+    }
+    if rows.is_empty() {
+        return Err(CliError::EmptyInput);
+    }
+    let threshold = || {
+        args.threshold.ok_or(CliError::Parameter {
+            option: "threshold",
+            source: privq_core::Error::OutOfRange,
+        })
+    };
+    let metric = match args.metric.as_str() {
+        "euclidean" => Metric::euclidean(&points, args.epsilon),
+        "linf" => Metric::linf(&points, args.epsilon),
+        "blowfish" => Metric::blowfish(&points, args.epsilon, threshold()?),
+        "smooth" => Metric::smooth(&points, args.epsilon, threshold()?),
+        _ => {
+            return Err(CliError::Parameter {
+                option: "metric",
+                source: privq_core::Error::OutOfRange,
+            });
+        }
+    }
+    .map_err(run_err)?;
+    let q = Queries::new(rows).map_err(run_err)?;
+    let table = PairTable::new(&metric, &q).map_err(run_err)?;
+    let scales = match args.strategy.as_str() {
+        "psa" => psa_table(&table).map_err(run_err)?.scales,
+        "s1" => strategy1(&table).map_err(run_err)?.scales,
+        "s2" => strategy2(&table).map_err(run_err)?.scales,
+        "optimum" => {
+            relaxed_optimum(&table, Objective::SumOfSquares)
+                .map_err(run_err)?
+                .scales
+        }
+        _ => {
+            return Err(CliError::Parameter {
+                option: "strategy",
+                source: privq_core::Error::OutOfRange,
+            });
+        }
+    };
+    let base = baseline_scale(&metric, &q).map_err(run_err)?;
+    let mech = DxLaplace::new(&metric, q, scales).map_err(run_err)?;
+    let answers = match args.seed {
+        Some(s) => {
+            writeln!(
+                stderr,
+                "privq: WARNING: --seed makes the noise reproducible (tests only)"
+            )?;
+            mech.release(&counts, &mut crate::seeded_rng(s))
+        }
+        None => mech.release(&counts, &mut crate::secure_rng().map_err(CliError::Seed)?),
+    }
+    .map_err(run_err)?;
+    writeln!(
+        stderr,
+        "privq: N = {}, n = {}, min d = {}, worst grid privacy-loss ratio {:.6}",
+        metric.len(),
+        counts.iter().sum::<u64>(),
+        metric.min_offdiag(),
+        mech.loss_ratio()
+    )?;
+    writeln!(
+        stdout,
+        "query,answer,noise_scale,baseline_scale,improvement"
+    )?;
+    for (k, a) in answers.iter().enumerate() {
+        let s = mech.scale(k);
+        writeln!(
+            stdout,
+            "{k},{a},{s},{base},{}",
+            if s > 0.0 { base / s } else { f64::INFINITY }
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn run_cli(argv: &[&str]) -> Result<(String, String), CliError> {
+        let cli = super::super::Cli::try_parse_from(argv)
+            .map_err(|e| CliError::Run(e.to_string().into()))?;
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        super::super::run(cli, &mut std::io::empty(), &mut out, &mut err)?;
+        Ok((
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        ))
+    }
+
+    #[test]
+    fn releases_with_scales_and_rejects_bad_input() {
+        let dir = std::env::temp_dir().join(format!("privq-dx-cli-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let u = dir.join("u.csv");
+        std::fs::write(&u, "x,n,h\n0,10,0\n1,5,1\n3,7,3\n").unwrap();
+        let us = u.to_str().unwrap();
+        let (out, err) = run_cli(&[
+            "privq",
+            "dx",
+            "--universe",
+            us,
+            "--coords",
+            "x",
+            "--counts",
+            "n",
+            "--query-column",
+            "h",
+            "--seed",
+            "1",
+        ])
+        .unwrap();
+        let line: Vec<&str> = out.lines().nth(1).unwrap().split(',').collect();
+        let scale: f64 = line[2].parse().unwrap();
+        assert!((1.0..1.01).contains(&scale), "{out}");
+        assert_eq!(line[3], "3"); // Δ = 3, min d = 1
+        assert!(err.contains("tests only"));
+        let q = dir.join("q.csv");
+        std::fs::write(&q, "1,0,0\n0,0,1\n").unwrap();
+        let (out, _) = run_cli(&[
+            "privq",
+            "dx",
+            "--universe",
+            us,
+            "--coords",
+            "x",
+            "--counts",
+            "n",
+            "--queries",
+            q.to_str().unwrap(),
+            "--seed",
+            "2",
+        ])
+        .unwrap();
+        assert_eq!(out.lines().count(), 3);
+        // A duplicated point (d = 0) and an unknown column are typed errors.
+        std::fs::write(&u, "x,n\n0,1\n0,2\n").unwrap();
+        assert!(matches!(
+            run_cli(&[
+                "privq",
+                "dx",
+                "--universe",
+                us,
+                "--coords",
+                "x",
+                "--counts",
+                "n",
+                "--queries",
+                q.to_str().unwrap()
+            ]),
+            Err(CliError::Run(_))
+        ));
+        assert!(matches!(
+            run_cli(&[
+                "privq",
+                "dx",
+                "--universe",
+                us,
+                "--coords",
+                "y",
+                "--counts",
+                "n"
+            ]),
+            Err(CliError::MissingColumn { .. })
+        ));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
