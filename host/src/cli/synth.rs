@@ -218,7 +218,10 @@ mod tests {
         assert_eq!(out.lines().count(), 51);
         assert!(out.starts_with("a,b,c\n"));
         let err = String::from_utf8(err).unwrap();
-        assert!(err.contains("privacy spent: epsilon = ") && err.contains(" of 1 (pure DP)"), "{err}");
+        assert!(
+            err.contains("privacy spent: epsilon = ") && err.contains(" of 1 (pure DP)"),
+            "{err}"
+        );
         // ε ≤ 0 and T = 0 are typed errors.
         let mut sink = Vec::new();
         let e = run(
