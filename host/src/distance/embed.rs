@@ -27,9 +27,40 @@ fn unit<R: Rng + ?Sized>(rng: &mut R) -> f64 {
     (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
+/// A draw of the standard symmetric p-stable law (characteristic function
+/// `exp(−|t|^p)`, 1 < p ≤ 2) by the Chambers–Mallows–Stuck method: with
+/// `θ ~ U(−π/2, π/2)` and `W ~ Exp(1)`,
+/// `X = sin(pθ)/cos(θ)^{1/p} · (cos((1−p)θ)/W)^{(1−p)/p}` (p = 2 gives N(0, 2)).
+/// Floats are fine for the same reason as [`normal`].
+fn p_stable<R: Rng + ?Sized>(p: f64, rng: &mut R) -> f64 {
+    let u = ((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64;
+    let theta = std::f64::consts::PI * (u - 0.5);
+    let w = -(((rng.next_u64() >> 11) as f64 + 0.5) / (1u64 << 53) as f64).ln();
+    (p * theta).sin() / theta.cos().powf(1.0 / p)
+        * ((theta - p * theta).cos() / w).powf((1.0 - p) / p)
+}
+
+/// Clip width (in units of `r_p·scale`) of p-stable outputs: `|X|` has a tail
+/// `P(|X| > t) ∝ t^{−p}`, so a narrow clip loses a visible share of `E|X|`
+/// (about 2% at p = 1.5 for this width, about 12% at p = 1.25).
+const P_STABLE_CLIP: f64 = 1000.0;
+
+/// `E|X|` for the standard symmetric p-stable law: `2Γ(1 − 1/p)/π` (1 < p ≤ 2).
+pub fn p_stable_mean_abs(p: f64) -> f64 {
+    2.0 * crate::stats::ln_gamma(1.0 - 1.0 / p).exp() / std::f64::consts::PI
+}
+
 /// Lemma 4.1's oblivious embedding `π(x) = G(x − c) / (ℓ′·√(2/π)·(1+α))` of the ℓ2
 /// box `[lo, hi]` into ℓ1, each output coordinate clipped to `±4σ` (σ the largest
 /// standard deviation a coordinate can have), so outputs lie in a known box.
+///
+/// [`RandomProjection::p_stable`] generalises it to ℓp, 1 < p < 2 (spec §2.1, after
+/// Indyk): `G` has iid standard symmetric p-stable entries, so
+/// `⟨g, v⟩ ~ ‖v‖_p·X`, and the scale is `1/(ℓ′·E|X|·(1+α))`. The law of `|X|` is
+/// heavy-tailed (infinite variance for p < 2), so the ℓ1 mean concentrates more
+/// slowly than for p = 2: use more output dimensions and measure the distortion
+/// (outputs are clipped at `±1000·r_p·scale`, r_p the box's ℓp radius; clipping
+/// never expands a distance, and shrinks `E|X|` noticeably only as p → 1).
 ///
 /// ```
 /// use privq_host::distance::embed::RandomProjection;
@@ -48,6 +79,7 @@ pub struct RandomProjection {
     rows: Vec<Vec<f64>>,
     scale: f64,
     clip: f64,
+    p: f64,
 }
 
 impl RandomProjection {
@@ -64,27 +96,88 @@ impl RandomProjection {
         out_dim: usize,
         rng: &mut R,
     ) -> Result<Self, DistanceError> {
-        let l2 = super::metric::Lp::l2(lo.clone(), hi.clone())?;
+        Self::build(2.0, lo, hi, alpha, out_dim, rng)
+    }
+
+    /// The ℓp → ℓ1 embedding by p-stable projections, `1 < p ≤ 2` (p = 2 is
+    /// [`RandomProjection::new`]).
+    ///
+    /// ```
+    /// use privq_host::distance::embed::{RandomProjection, l1};
+    /// use privq_host::seeded_rng;
+    /// let p = RandomProjection::p_stable(1.5, vec![0.0; 2], vec![1.0; 2], 0.25, 4000, &mut seeded_rng(1))?;
+    /// let d = l1(&p.embed(&[0.0, 0.0])?, &p.embed(&[1.0, 0.0])?);
+    /// assert!(d > 0.5 && d <= 1.0); // ≈ ‖x − y‖_1.5/(1 + α) = 0.8
+    /// # Ok::<(), privq_host::distance::DistanceError>(())
+    /// ```
+    pub fn p_stable<R: Rng + ?Sized>(
+        p: f64,
+        lo: Vec<f64>,
+        hi: Vec<f64>,
+        alpha: f64,
+        out_dim: usize,
+        rng: &mut R,
+    ) -> Result<Self, DistanceError> {
+        if !(p > 1.0 && p <= 2.0) {
+            return Err(DistanceError::InvalidParameter(format!(
+                "p-stable projections need 1 < p <= 2, got {p}"
+            )));
+        }
+        Self::build(p, lo, hi, alpha, out_dim, rng)
+    }
+
+    fn build<R: Rng + ?Sized>(
+        p: f64,
+        lo: Vec<f64>,
+        hi: Vec<f64>,
+        alpha: f64,
+        out_dim: usize,
+        rng: &mut R,
+    ) -> Result<Self, DistanceError> {
+        let lp = super::metric::Lp::new(p, lo.clone(), hi.clone())?;
         super::check_range("alpha", alpha, 1.0)?;
         if out_dim == 0 {
             return Err(DistanceError::InvalidParameter(
                 "the output dimension must be positive".into(),
             ));
         }
+        let gaussian = p == 2.0;
         let center: Vec<f64> = lo.iter().zip(&hi).map(|(a, b)| 0.5 * (a + b)).collect();
         let rows = (0..out_dim)
-            .map(|_| (0..lo.len()).map(|_| normal(rng)).collect())
+            .map(|_| {
+                (0..lo.len())
+                    .map(|_| {
+                        if gaussian {
+                            normal(rng)
+                        } else {
+                            p_stable(p, rng)
+                        }
+                    })
+                    .collect()
+            })
             .collect();
-        let scale = 1.0 / (out_dim as f64 * (2.0 / std::f64::consts::PI).sqrt() * (1.0 + alpha));
-        let radius = 0.5 * l2.diameter();
+        let mean_abs = if gaussian {
+            (2.0 / std::f64::consts::PI).sqrt()
+        } else {
+            p_stable_mean_abs(p)
+        };
+        let scale = 1.0 / (out_dim as f64 * mean_abs * (1.0 + alpha));
+        let radius = 0.5 * lp.diameter();
+        let width = if gaussian { 4.0 } else { P_STABLE_CLIP };
         Ok(RandomProjection {
             lo,
             hi,
             center,
             rows,
             scale,
-            clip: 4.0 * radius * scale,
+            clip: width * radius * scale,
+            p,
         })
+    }
+
+    /// The p of the input ℓp space (2 for Gaussian projections).
+    pub fn p(&self) -> f64 {
+        self.p
     }
 
     /// The output box (each coordinate in `[−clip, clip]`).
@@ -276,6 +369,56 @@ mod tests {
         assert!(d.expansion <= 1.0, "{d:?}");
         assert!(d.distortion() <= 1.0 + alpha, "{d:?} with {out} dimensions");
         assert!(p.embed(&[2.0, 0.0, 0.0]).is_err());
+    }
+
+    #[test]
+    fn p_stable_sampler_matches_its_characteristic_function() {
+        let mut rng = seeded_rng(21);
+        // p = 2: N(0, 2), E|X| = 2/√π.
+        assert!((p_stable_mean_abs(2.0) - 2.0 / std::f64::consts::PI.sqrt()).abs() < 1e-12);
+        // E cos(tX) = exp(−|t|^p): a bounded statistic, unlike |X| (infinite variance).
+        let k = 200_000;
+        for p in [1.25, 1.5, 1.75, 2.0] {
+            let xs: Vec<f64> = (0..k).map(|_| p_stable(p, &mut rng)).collect();
+            for t in [0.25, 1.0, 2.0] {
+                let cf = xs.iter().map(|x| (t * x).cos()).sum::<f64>() / k as f64;
+                let want = (-f64::powf(t, p)).exp();
+                assert!((cf - want).abs() < 0.01, "p = {p}, t = {t}: {cf} vs {want}");
+            }
+        }
+    }
+
+    #[test]
+    fn p_stable_projection_distortion_on_data_query_pairs() {
+        let mut rng = seeded_rng(22);
+        let (dim, alpha) = (3, 0.25);
+        for p in [1.5, 1.75] {
+            let out = 8 * RandomProjection::suggested_dim(dim, alpha);
+            let proj =
+                RandomProjection::p_stable(p, vec![0.0; dim], vec![1.0; dim], alpha, out, &mut rng)
+                    .unwrap();
+            let lp = Lp::new(p, vec![0.0; dim], vec![1.0; dim]).unwrap();
+            let pts: Vec<Vec<f64>> = (0..50)
+                .map(|_| (0..dim).map(|_| unit(&mut rng)).collect())
+                .collect();
+            let qs: Vec<Vec<f64>> = (0..50)
+                .map(|_| (0..dim).map(|_| unit(&mut rng)).collect())
+                .collect();
+            let eq: Vec<Vec<f64>> = qs.iter().map(|x| proj.embed(x).unwrap()).collect();
+            let mut pairs = Vec::new();
+            for x in &pts {
+                let ex = proj.embed(x).unwrap();
+                for (y, ey) in qs.iter().zip(&eq) {
+                    pairs.push((lp.raw_distance(x, y).unwrap(), l1(&ex, ey)));
+                }
+            }
+            let d = distortion(pairs);
+            assert!(d.expansion <= 1.0 + alpha, "p = {p}: {d:?}");
+            assert!(d.distortion() <= 1.0 + 3.0 * alpha, "p = {p}: {d:?}");
+            assert!(d.median_contraction < 1.0 + 2.0 * alpha, "p = {p}: {d:?}");
+        }
+        assert!(RandomProjection::p_stable(1.0, vec![0.0], vec![1.0], 0.25, 10, &mut rng).is_err());
+        assert!(RandomProjection::p_stable(2.5, vec![0.0], vec![1.0], 0.25, 10, &mut rng).is_err());
     }
 
     #[test]

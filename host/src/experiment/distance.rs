@@ -308,6 +308,38 @@ pub fn embeddings(seed: u64) -> Result<String, DistanceError> {
             1.0 + alpha
         );
     }
+    for p_norm in [1.5f64, 1.75] {
+        let (dim, alpha) = (4usize, 0.25);
+        let out = 8 * RandomProjection::suggested_dim(dim, alpha);
+        let proj = RandomProjection::p_stable(
+            p_norm,
+            vec![0.0; dim],
+            vec![1.0; dim],
+            alpha,
+            out,
+            &mut rng,
+        )?;
+        let lp = Lp::new(p_norm, vec![0.0; dim], vec![1.0; dim])?;
+        let pts = data(300, dim, seed + 3);
+        let qs = data(300, dim, seed + 4);
+        let eq: Vec<Vec<f64>> = qs.iter().map(|q| proj.embed(q)).collect::<Result<_, _>>()?;
+        let mut pairs = Vec::new();
+        for x in &pts {
+            let ex = proj.embed(x)?;
+            for (q, e) in qs.iter().zip(&eq) {
+                pairs.push((lp.raw_distance(x, q)?, embed::l1(&ex, e)));
+            }
+        }
+        let d = embed::distortion(pairs);
+        let _ = writeln!(
+            s,
+            "  l{p_norm}->l1 p-stable projection l={dim} alpha={alpha} dims={out}: expansion {:.3}, contraction {:.3} (median {:.3}), distortion {:.3}",
+            d.expansion,
+            d.contraction,
+            d.median_contraction,
+            d.distortion()
+        );
+    }
     let lev = Levenshtein::new(16)?.with_alphabet("acgt");
     let mut word = || -> String {
         let len = 6 + (rng.next_u64() % 11) as usize;
