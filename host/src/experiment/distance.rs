@@ -223,7 +223,7 @@ pub fn run(
                     )?;
                     let _ = writeln!(
                         csv,
-                        "{dim},{},{name},{n},{alpha},{max},{mean}",
+                        "{dim},{},\"{name}\",{n},{alpha},{max},{mean}",
                         eps.to_f64()
                     );
                     if let Some(c) = curves.get_mut(m) {
