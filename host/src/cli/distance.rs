@@ -148,6 +148,14 @@ pub fn run(
                 s.spent().charges,
                 s.spent().delta
             )?;
+            if s.alpha() >= 1.0 {
+                writeln!(
+                    stderr,
+                    "privq: warning: n = {} is too small for any accuracy guarantee at this ε (alpha = 1); \
+                     answers are not informative — use more data, a larger ε, or --delta",
+                    s.n()
+                )?;
+            }
             if s.complete().iter().any(|c| !c) {
                 writeln!(
                     stderr,
