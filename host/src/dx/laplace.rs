@@ -5,7 +5,7 @@ use privq_core::rand_core::{CryptoRng, Rng};
 use privq_core::sample::DiscreteLaplace;
 
 use super::check::check_laplace;
-use super::{DxError, Metric, Queries};
+use super::{DxError, DxSpend, Metric, Queries};
 
 /// Grid steps per unit of noise scale before calibration (γ ≤ c/2¹⁰).
 const GRID_BITS: i32 = 10;
@@ -48,6 +48,7 @@ pub struct DxLaplace {
     rows: Vec<Row>,
     n: usize,
     loss: f64,
+    spend: DxSpend,
 }
 
 impl DxLaplace {
@@ -92,6 +93,7 @@ impl DxLaplace {
             rows,
             n: q_eff.cols(),
             loss: 0.0,
+            spend: DxSpend::new(metric.clone()),
         };
         for _ in 0..8 {
             let rho = mech.grid_ratio(metric);
@@ -149,6 +151,12 @@ impl DxLaplace {
     pub fn scale(&self, k: usize) -> f64 {
         let r = &self.rows[k];
         r.steps as f64 * f64::from(r.exp).exp2()
+    }
+
+    /// What each release spends: the metric it was certified for (every release
+    /// is d_X-private for it; charge it with [`DxSpend::charge`]).
+    pub fn spend(&self) -> &DxSpend {
+        &self.spend
     }
 
     /// All noise scales.

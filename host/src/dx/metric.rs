@@ -374,6 +374,29 @@ impl Metric {
         })
     }
 
+    /// The pointwise sum `d + d'` (a metric again; Fact 1.2's composed budget).
+    pub fn sum(&self, other: &Metric) -> Result<Self, DxError> {
+        if self.n != other.n {
+            return Err(DxError::Dimension(format!(
+                "metrics over {} and {} elements",
+                self.n, other.n
+            )));
+        }
+        Ok(Metric {
+            n: self.n,
+            d: self.d.iter().zip(&other.d).map(|(a, b)| a + b).collect(),
+        })
+    }
+
+    /// `max_{i≠j} d(i, j)` (`+∞` if some pair is unprotected; 0 for N = 1).
+    pub fn max_offdiag(&self) -> f64 {
+        let n = self.n;
+        (0..n)
+            .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+            .map(|(i, j)| self.get(i, j))
+            .fold(0.0, f64::max)
+    }
+
     /// The universe size `N`.
     pub fn len(&self) -> usize {
         self.n

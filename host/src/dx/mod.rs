@@ -17,7 +17,10 @@
 //! * [`psa`]: parameter selection (single-query closed form, Strategies 1–3 with
 //!   PSA, the exact relaxed optimum) and [`lipschitz`]: the exact 1-D reduction of
 //!   problem (8);
-//! * [`sq`]: Appendix C's statistical-query mechanism and separable solver.
+//! * [`sq`]: Appendix C's statistical-query mechanism and separable solver;
+//! * [`bounds`]: the error/utility bounds (Theorems 2, 4 sign-corrected, 6, 8, 11,
+//!   Proposition 1) and [`DxSpend`]: what a release spends (a metric, with its
+//!   implied ε = max d_X for the ε accountant).
 //!
 //! ```
 //! use privq_host::dx::{DxLaplace, Metric, Queries, psa};
@@ -35,6 +38,7 @@
 // Numerical kernels walk parallel arrays (pairs × queries) by index.
 #![allow(clippy::needless_range_loop)]
 
+pub mod bounds;
 pub mod check;
 mod error;
 mod exponential;
@@ -45,6 +49,7 @@ mod mwem;
 pub mod optimum;
 pub mod psa;
 mod smalldb;
+mod spend;
 pub mod sq;
 
 pub use check::{ConstraintRatio, Queries};
@@ -54,3 +59,4 @@ pub use laplace::{DxLaplace, baseline_scale};
 pub use metric::{Combine, Metric};
 pub use mwem::{Averaging, DxMwem, MwemOutput};
 pub use smalldb::{SmallDb, SmallDbOutput};
+pub use spend::DxSpend;

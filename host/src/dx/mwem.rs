@@ -3,7 +3,7 @@
 use privq_core::rand_core::{CryptoRng, Rng};
 
 use super::check::check_lipschitz;
-use super::{DxError, DxExponential, DxLaplace, Metric, Queries};
+use super::{DxError, DxExponential, DxLaplace, DxSpend, Metric, Queries};
 use crate::data::MemoryCap;
 use crate::mw::MwState;
 use crate::query::Query;
@@ -57,6 +57,8 @@ pub struct MwemOutput {
     pub answers: Vec<f64>,
     /// The query index chosen in each round.
     pub chosen: Vec<usize>,
+    /// What the run spent: 2T steps of `d_X/(2T)` compose to `d_X` (Theorem 7).
+    pub spend: DxSpend,
 }
 
 impl DxMwem {
@@ -173,6 +175,7 @@ impl DxMwem {
             synthetic,
             answers,
             chosen,
+            spend: DxSpend::new(metric.clone()),
         })
     }
 }

@@ -4,7 +4,7 @@
 use privq_core::rand_core::{CryptoRng, Rng};
 
 use super::check::check_lipschitz;
-use super::{DxError, DxExponential, Metric, Queries};
+use super::{DxError, DxExponential, DxSpend, Metric, Queries};
 
 /// `SmallDB(x, Q', c, α)`: samples a synthetic histogram `y` with `‖y‖₁ = m =
 /// ⌈ln|Q'|/α²⌉` from `M_{Exp,c}` with utility (7)
@@ -43,6 +43,8 @@ pub struct SmallDbOutput {
     pub answers: Vec<f64>,
     /// The number of candidates enumerated.
     pub candidates: usize,
+    /// What the release spent (Theorem 5: the metric it was checked against).
+    pub spend: DxSpend,
 }
 
 impl SmallDb {
@@ -156,6 +158,7 @@ impl SmallDb {
             synthetic: y,
             answers,
             candidates: cands.len(),
+            spend: DxSpend::new(metric.clone()),
         })
     }
 }

@@ -1,0 +1,85 @@
+//! What a d_X release spends (ARCHITECTURE principle 5).
+//!
+//! Design decision: a d_X-private release does not spend one ε but a whole metric,
+//! so its receipt is a [`DxSpend`] holding the metric it is certified for. d_X
+//! spends compose by adding metrics (Fact 1.2, [`DxSpend::compose`]). To charge the
+//! ordinary ε accountant ([`crate::accountant::BudgetFilter`]) we use the standard
+//! guarantee a d_X-private mechanism implies: it is ε-DP with
+//! `ε = max_{i≠j} d_X(i, j)` (the loosest pair; `+∞` when some pair is unprotected,
+//! which then cannot be charged). Note this is the **max**, not the min: `min d_X`
+//! is the ε a baseline ε-DP mechanism must use to be d_X-private, the converse
+//! direction. Per-pair budgets stay available in [`DxSpend::metric`] for a
+//! metric-aware accountant; none exists yet.
+
+use privq_core::Epsilon;
+
+use super::{DxError, Metric};
+use crate::accountant::BudgetFilter;
+
+/// The privacy spent by one d_X release (or a composition of several).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DxSpend {
+    metric: Metric,
+}
+
+impl DxSpend {
+    /// The spend of a release certified d_X-private for `metric`.
+    pub fn new(metric: Metric) -> Self {
+        DxSpend { metric }
+    }
+
+    /// The per-pair budgets spent.
+    pub fn metric(&self) -> &Metric {
+        &self.metric
+    }
+
+    /// The implied standard ε-DP guarantee `max_{i≠j} d_X(i, j)` (may be `+∞`).
+    pub fn dp_epsilon(&self) -> f64 {
+        self.metric.max_offdiag()
+    }
+
+    /// Sequential composition (Fact 1.2): the per-pair budgets add.
+    pub fn compose(&self, other: &DxSpend) -> Result<DxSpend, DxError> {
+        Ok(DxSpend {
+            metric: self.metric.sum(&other.metric)?,
+        })
+    }
+
+    /// Charges [`DxSpend::dp_epsilon`], rounded **up** to a multiple of 2⁻²⁰, to an
+    /// ε accountant. Errors if ε is infinite or the filter refuses.
+    pub fn charge(&self, filter: &mut BudgetFilter, label: &str) -> Result<(), DxError> {
+        let eps = self.dp_epsilon();
+        if !eps.is_finite() {
+            return Err(DxError::InvalidValue(
+                "the release leaves a pair unprotected (ε = ∞): not chargeable as ε-DP".into(),
+            ));
+        }
+        let den = 1u64 << 20;
+        let num = (eps * den as f64).ceil().max(1.0) as u64;
+        let e = Epsilon::new(num, den)?;
+        filter
+            .charge(label, e)
+            .map_err(|err| DxError::Mechanism(err.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spend_composes_and_charges_max_pair() {
+        let d = Metric::euclidean(&[[0.0], [1.0], [3.0]], 0.25).unwrap();
+        let s = DxSpend::new(d.clone());
+        assert_eq!(s.dp_epsilon(), 0.75);
+        let two = s.compose(&s).unwrap();
+        assert_eq!(two.metric().get(0, 2), 1.5);
+        let mut f = BudgetFilter::pure(Epsilon::new(2, 1).unwrap());
+        two.charge(&mut f, "two releases").unwrap();
+        assert_eq!(f.spent_epsilon().unwrap().to_f64(), 1.5);
+        assert!(two.charge(&mut f, "too much").is_err());
+        let open = DxSpend::new(Metric::graph(3, &[(0, 1, 1.0)]).unwrap());
+        assert!(open.dp_epsilon().is_infinite());
+        assert!(open.charge(&mut f, "inf").is_err());
+    }
+}
