@@ -262,3 +262,26 @@ fn mwem_literal_vs_scale_fixed() {
     assert!(e_lit > 0.95 * uniform, "{e_lit} vs uniform {uniform}");
     assert!(e_fixed < 0.7 * e_lit, "{e_fixed} vs {e_lit}");
 }
+
+/// Theorem 11 for the statistical-query mechanism (12) of spec §5.5 (±1 mean).
+#[test]
+fn sq_theorem11_bounds() {
+    let d = Metric::euclidean(&[[-1.0], [1.0]], 0.1).unwrap();
+    let q_u = vec![vec![-1.0], vec![1.0]];
+    let mech = privq_host::dx::sq::universe_map_mechanism(&d, &q_u, &[0.1], 100).unwrap();
+    let c = mech.scales();
+    let truth = 0.4; // (70 − 30)/100
+    let (runs, delta) = (4000, 0.1);
+    let tail = bounds::sq_linf_tail(&q_u, &q_u, &c, delta).unwrap();
+    let mut rng = seeded_rng(11);
+    let (mut within, mut sq) = (0usize, 0.0);
+    for _ in 0..runs {
+        let e = mech.release(&[30, 70], &mut rng).unwrap()[0] - truth;
+        within += usize::from(e.abs() <= tail);
+        sq += e * e;
+    }
+    let f = within as f64 / runs as f64;
+    eprintln!("Thm 11.3: {f:.4} within vs stated {}", 1.0 - delta);
+    assert!(f >= floor(1.0 - delta, runs));
+    assert!(sq / runs as f64 <= bounds::sq_l2sq(&q_u, &q_u, &c).unwrap());
+}
