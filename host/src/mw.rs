@@ -1,10 +1,10 @@
 //! The one multiplicative-weights engine (ARCHITECTURE principle 6).
 //!
 //! [`MwState`] is a distribution over the universe `U` (or over a public
-//! sub-universe `V ⊆ U`) held in the log domain, with a signed update by a linear
-//! query and the relative-entropy potential of the thesis (eq. 4.4). PMW (Ch. 4),
-//! MWEM (Ch. 5) and the Barak-style baseline all drive this one type; they differ
-//! only in how they pick the query and the step ("the distinguisher").
+//! sub-universe `V ⊆ U`) with a signed update by a linear query and the
+//! relative-entropy potential of the thesis (eq. 4.4). PMW (Ch. 4), MWEM (Ch. 5)
+//! and the Barak-style baseline all drive this one type; they differ only in how
+//! they pick the query and the step ("the distinguisher").
 //!
 //! The update is `x_t[u] ∝ x_{t−1}[u] · exp(step · f[u])`. Chapter 4 uses
 //! `step = −η·sign(d̂)`, Chapter 5 `step = d̂/2` (spec TYPO-13: the caller passes
@@ -12,6 +12,33 @@
 //!
 //! Floats are fine here: the weights are optimisation state computed from already
 //! released values (post-processing), never used to decide noise.
+//!
+//! # Representation and numerical accuracy
+//!
+//! The weights are held as **linear** probabilities (one `f64` per cell; the
+//! log-weights are derived on demand, [`MwState::log_probabilities`]), so an
+//! update by a 0/1 query streams the vector once (read and write), with no `exp`
+//! or `ln` per cell:
+//!
+//! * a 0/1 query's update multiplies each cell by one of two factors
+//!   `[1/Z, e^step/Z]`, with the exact normalizer `Z = 1 + f(x)(e^step − 1)`
+//!   computed from the answer before the update. Each multiplication rounds once
+//!   (relative error ≤ 2^−53 per update per cell); after `k` updates a weight is
+//!   within a relative `k·2^−53` of the exact product (≈ 10^−12 after 10^4
+//!   updates);
+//! * every [`RESYNC_EVERY`] updates (and earlier when the updates since the last
+//!   one may have shrunk a weight by more than `e^−SHRINK_BUDGET`) a
+//!   renormalisation pass rescales the weights to sum 1 (removing the drift of `Z`
+//!   computed from a rounded answer) and raises non-zero weights below
+//!   [`FLOOR`] = 10^−250 to it, so no weight ever becomes subnormal or is lost to
+//!   underflow. The floor moves at most `N·10^−250` of mass: answers are
+//!   unaffected in `f64`, and a cell pushed below it (a cumulative log-shift
+//!   beyond −575, far outside any run of PMW or MWEM) can be revived as from
+//!   10^−250 rather than from its exact value;
+//! * steps beyond ±30, queries without a blocked kernel and sub-universes update
+//!   in the log domain (`ln`, shift, log-sum-exp, `exp`), exact to rounding.
+//!
+//! Zero weights (from [`MwState::from_weights`]) stay zero forever.
 
 use std::sync::Arc;
 
@@ -22,9 +49,17 @@ use crate::query::Query;
 /// the cell index (parities, bit patterns) are evaluated with a small table.
 const BLOCK: usize = 256;
 
-/// Re-derive the linear-domain cache from the log weights after this many fast
-/// (multiplicative) updates, so rounding never accumulates.
-const RESYNC_EVERY: u32 = 32;
+/// Renormalise (sum to 1, apply the floor) after this many fast multiplicative
+/// updates.
+pub const RESYNC_EVERY: u32 = 32;
+
+/// Non-zero weights are kept at or above this after each renormalisation.
+pub const FLOOR: f64 = 1e-250;
+
+/// Renormalise early once the fast updates since the last renormalisation may
+/// have shrunk a weight by more than `e^−SHRINK_BUDGET` (keeps weights normal:
+/// `FLOOR·e^−40 ≈ 10^−267`).
+const SHRINK_BUDGET: f64 = 40.0;
 
 /// A multiplicative-weights distribution.
 ///
@@ -44,11 +79,24 @@ const RESYNC_EVERY: u32 = 32;
 /// ```
 #[derive(Debug, Clone)]
 pub struct MwState {
-    log_p: Vec<f64>,
     p: Vec<f64>,
     cells: Option<Arc<[usize]>>,
     universe: usize,
+    /// Fast updates since the last renormalisation.
     since_sync: u32,
+    /// Upper bound on `−ln` of the product of the smallest factors applied since
+    /// the last renormalisation.
+    shrink: f64,
+}
+
+/// An update by a 0/1 query whose pass over the weights is deferred, so that it
+/// can share one pass with the evaluation of the next query
+/// ([`MwState::defer_update`], [`MwState::apply_then_evaluate`]). Interactive
+/// mechanisms (PMW) do not know the next query when they update.
+#[derive(Debug)]
+pub struct PendingUpdate {
+    kernel: Kernel,
+    factors: [f64; 2],
 }
 
 impl MwState {
@@ -57,14 +105,13 @@ impl MwState {
         if cells == 0 {
             return Err(DataError::EmptyData);
         }
-        cap.check(cells, 16)?;
-        let lp = -(cells as f64).ln();
+        cap.check(cells, 8)?;
         Ok(MwState {
-            log_p: vec![lp; cells],
             p: vec![1.0 / cells as f64; cells],
             cells: None,
             universe: cells,
             since_sync: 0,
+            shrink: 0.0,
         })
     }
 
@@ -81,11 +128,11 @@ impl MwState {
         }
         let m = support.len();
         Ok(MwState {
-            log_p: vec![-(m as f64).ln(); m],
             p: vec![1.0 / m as f64; m],
             cells: Some(support.into()),
             universe,
             since_sync: 0,
+            shrink: 0.0,
         })
     }
 
@@ -101,13 +148,14 @@ impl MwState {
         if total <= 0.0 {
             return Err(DataError::EmptyData);
         }
-        let p: Vec<f64> = weights.iter().map(|w| w / total).collect();
+        let mut p: Vec<f64> = weights.iter().map(|w| w / total).collect();
+        apply_floor(&mut p);
         Ok(MwState {
-            log_p: p.iter().map(|v| v.ln()).collect(),
             p,
             cells: None,
             universe: weights.len(),
             since_sync: 0,
+            shrink: 0.0,
         })
     }
 
@@ -131,9 +179,9 @@ impl MwState {
         &self.p
     }
 
-    /// The log-probabilities over `V`.
-    pub fn log_probabilities(&self) -> &[f64] {
-        &self.log_p
+    /// The log-probabilities over `V` (computed from the probabilities).
+    pub fn log_probabilities(&self) -> Vec<f64> {
+        self.p.iter().map(|v| v.ln()).collect()
     }
 
     /// The universe cells of `V`, in order (`None` when `V = U`).
@@ -206,19 +254,9 @@ impl MwState {
         if step == 0.0 || !step.is_finite() {
             return;
         }
-        match &q.kernel {
-            Some(k) => match boolean_step(step, answer_before) {
-                Some((factors, shifts)) => {
-                    k.scale(&mut self.p, &mut self.log_p, factors, shifts, None);
-                    self.after_fast_update();
-                }
-                None => {
-                    // Extreme step: shift in the log domain only, then renormalize.
-                    k.scale(&mut self.p, &mut self.log_p, [1.0, 1.0], [0.0, step], None);
-                    self.resync();
-                }
-            },
-            None => self.update_generic(q.query, step),
+        match (&q.kernel, boolean_step(step, answer_before)) {
+            (Some(k), Some(factors)) => self.fast_update(k, factors),
+            _ => self.update_log_domain(q.query, step),
         }
     }
 
@@ -234,60 +272,120 @@ impl MwState {
         if step == 0.0 || !step.is_finite() {
             return self.evaluate_prepared(next);
         }
-        match (&q.kernel, &next.kernel) {
-            (Some(k), Some(nk)) if self.since_sync + 1 < RESYNC_EVERY => {
-                match boolean_step(step, answer_before) {
-                    Some((factors, shifts)) => {
-                        let out = k.scale(&mut self.p, &mut self.log_p, factors, shifts, Some(nk));
-                        self.since_sync += 1;
-                        out
-                    }
-                    None => {
-                        self.update_prepared(q, step, answer_before);
-                        self.evaluate_prepared(next)
-                    }
-                }
-            }
+        match (&q.kernel, boolean_step(step, answer_before)) {
+            (Some(k), Some(factors)) => self.fast_update_then_evaluate(k, factors, next),
             _ => {
-                self.update_prepared(q, step, answer_before);
+                self.update_log_domain(q.query, step);
                 self.evaluate_prepared(next)
             }
         }
     }
 
-    fn after_fast_update(&mut self) {
+    /// The update of [`MwState::update_known`], deferred when it is a fast one:
+    /// the caller must later pass the returned value to
+    /// [`MwState::apply_then_evaluate`] or [`MwState::apply`] before reading the
+    /// weights. Other updates are applied at once (`None`). The resulting weights
+    /// are bit-for-bit those of the immediate update.
+    pub fn defer_update(
+        &mut self,
+        query: &Query,
+        step: f64,
+        answer_before: f64,
+    ) -> Option<PendingUpdate> {
+        if step == 0.0 || !step.is_finite() {
+            return None;
+        }
+        let kernel = match self.cells {
+            None => Kernel::compile(query, self.p.len()),
+            Some(_) => None,
+        };
+        match (kernel, boolean_step(step, answer_before)) {
+            (Some(kernel), Some(factors)) => Some(PendingUpdate { kernel, factors }),
+            _ => {
+                self.update_log_domain(query, step);
+                None
+            }
+        }
+    }
+
+    /// Applies a deferred update.
+    pub fn apply(&mut self, pending: PendingUpdate) {
+        self.fast_update(&pending.kernel, pending.factors);
+    }
+
+    /// Applies a deferred update and returns `next(x)` on the updated weights,
+    /// sharing one pass over the weights when `next` has a blocked kernel.
+    pub fn apply_then_evaluate(&mut self, pending: PendingUpdate, next: &Query) -> f64 {
+        let next = self.prepare(next);
+        self.fast_update_then_evaluate(&pending.kernel, pending.factors, &next)
+    }
+
+    fn fast_update(&mut self, k: &Kernel, factors: [f64; 2]) {
+        k.scale(&mut self.p, factors, None);
+        self.after_fast_update(factors);
+    }
+
+    fn fast_update_then_evaluate(
+        &mut self,
+        k: &Kernel,
+        factors: [f64; 2],
+        next: &Prepared<'_>,
+    ) -> f64 {
+        match &next.kernel {
+            Some(nk) if !self.renormalisation_due(factors) => {
+                let out = k.scale(&mut self.p, factors, Some(nk));
+                self.after_fast_update(factors);
+                out
+            }
+            _ => {
+                self.fast_update(k, factors);
+                self.evaluate_prepared(next)
+            }
+        }
+    }
+
+    fn renormalisation_due(&self, factors: [f64; 2]) -> bool {
+        self.since_sync + 1 >= RESYNC_EVERY || self.shrink + shrink_of(factors) > SHRINK_BUDGET
+    }
+
+    fn after_fast_update(&mut self, factors: [f64; 2]) {
+        let due = self.renormalisation_due(factors);
         self.since_sync += 1;
-        if self.since_sync >= RESYNC_EVERY {
-            self.resync();
+        self.shrink += shrink_of(factors);
+        if due {
+            self.renormalise();
         }
     }
 
-    fn update_generic(&mut self, query: &Query, step: f64) {
-        match &self.cells {
-            None => {
-                for (u, lp) in self.log_p.iter_mut().enumerate() {
-                    *lp += step * query.value(u);
-                }
-            }
-            Some(cells) => {
-                for (&u, lp) in cells.iter().zip(self.log_p.iter_mut()) {
-                    *lp += step * query.value(u);
-                }
-            }
+    /// The update in the log domain (any query, any step), renormalized with
+    /// log-sum-exp.
+    fn update_log_domain(&mut self, query: &Query, step: f64) {
+        let cells = self.cells.clone();
+        for (i, v) in self.p.iter_mut().enumerate() {
+            let u = cells.as_ref().map_or(i, |c| c.get(i).copied().unwrap_or(i));
+            *v = v.ln() + step * query.value(u);
         }
-        self.resync();
-    }
-
-    /// Renormalizes the log weights (log-sum-exp) and recomputes the linear cache.
-    fn resync(&mut self) {
-        let max = self.log_p.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-        let z: f64 = self.log_p.iter().map(|&l| (l - max).exp()).sum();
+        let max = self.p.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let z: f64 = self.p.iter().map(|&l| (l - max).exp()).sum();
         let lse = max + z.ln();
-        for (lp, p) in self.log_p.iter_mut().zip(self.p.iter_mut()) {
-            *lp -= lse;
-            *p = lp.exp();
+        for v in self.p.iter_mut() {
+            *v = (*v - lse).exp();
         }
+        apply_floor(&mut self.p);
         self.since_sync = 0;
+        self.shrink = 0.0;
+    }
+
+    /// Rescales the weights to sum 1 and applies the floor.
+    fn renormalise(&mut self) {
+        let total = sum(&self.p);
+        if total > 0.0 && total.is_finite() {
+            let inv = 1.0 / total;
+            self.p.iter_mut().for_each(|v| *v *= inv);
+        }
+        apply_floor(&mut self.p);
+        self.since_sync = 0;
+        self.shrink = 0.0;
     }
 
     /// The potential `Ψ = RE(x*‖x_t) = Σ_u x*[u] ln(x*[u]/x_t[u])` for a target
@@ -295,11 +393,38 @@ impl MwState {
     pub fn potential(&self, target: &[f64]) -> f64 {
         target
             .iter()
-            .zip(&self.log_p)
+            .zip(&self.p)
             .filter(|&(&t, _)| t > 0.0)
-            .map(|(&t, &lp)| t * (t.ln() - lp))
+            .map(|(&t, &p)| t * (t.ln() - p.ln()))
             .sum()
     }
+}
+
+/// `−ln min(factors)` when it is positive (how much an update may shrink a weight).
+fn shrink_of(factors: [f64; 2]) -> f64 {
+    (-factors[0].min(factors[1]).ln()).max(0.0)
+}
+
+/// Raises non-zero weights below [`FLOOR`] to it.
+fn apply_floor(p: &mut [f64]) {
+    for v in p.iter_mut() {
+        if *v > 0.0 && *v < FLOOR {
+            *v = FLOOR;
+        }
+    }
+}
+
+/// `Σ x` with independent accumulators so the loop vectorizes.
+fn sum(x: &[f64]) -> f64 {
+    let mut s = [0.0f64; 8];
+    let c = x.chunks_exact(8);
+    let rest: f64 = c.remainder().iter().sum();
+    for a in c {
+        for j in 0..8 {
+            s[j] += a[j];
+        }
+    }
+    s.iter().sum::<f64>() + rest
 }
 
 /// `⟨f, x⟩` for any vector over the whole universe, with the blocked kernel when
@@ -324,24 +449,25 @@ impl Prepared<'_> {
     }
 }
 
-/// Multipliers and log-shifts `[f = 0, f = 1]` of a Boolean update: the normalizer
-/// is `Z = 1 + f(x)(e^step − 1)`.
+/// Multipliers `[f = 0, f = 1]` of a Boolean update: the normalizer is
+/// `Z = 1 + f(x)(e^step − 1)`.
 /// `None` when the linear-domain factors would lose precision (then the caller
 /// updates in the log domain and renormalizes with log-sum-exp).
-fn boolean_step(step: f64, answer_before: f64) -> Option<([f64; 2], [f64; 2])> {
+fn boolean_step(step: f64, answer_before: f64) -> Option<[f64; 2]> {
     let a = answer_before.clamp(0.0, 1.0);
     if step.abs() > 30.0 {
         return None;
     }
-    let z = (1.0 - a) + a * step.exp();
+    let e = step.exp();
+    let z = (1.0 - a) + a * e;
     if !(z > 1e-100 && z.is_finite()) {
         return None;
     }
-    let (ln_z, e) = (z.ln(), step.exp());
-    Some(([1.0 / z, e / z], [-ln_z, step - ln_z]))
+    Some([1.0 / z, e / z])
 }
 
 /// A 0/1 query that factors over the low `log2(BLOCK)` bits of the cell index.
+#[derive(Debug)]
 struct Kernel {
     block: usize,
     /// `f` on the low bits: 1.0 or 0.0.
@@ -350,6 +476,7 @@ struct Kernel {
     kind: KernelKind,
 }
 
+#[derive(Debug)]
 enum KernelKind {
     /// f = low ⊕ parity(hi ∧ mask): odd blocks use `1 − low`.
     Parity,
@@ -416,43 +543,25 @@ impl Kernel {
         total
     }
 
-    /// `p[u] *= factors[f[u]]`, `log_p[u] += shifts[f[u]]`; with `next`, also
-    /// returns `next(p)` on the updated weights (same pass).
-    fn scale(
-        &self,
-        p: &mut [f64],
-        log_p: &mut [f64],
-        factors: [f64; 2],
-        shifts: [f64; 2],
-        next: Option<&Kernel>,
-    ) -> f64 {
+    /// `p[u] *= factors[f[u]]`; with `next`, also returns `next(p)` on the
+    /// updated weights (same pass).
+    fn scale(&self, p: &mut [f64], factors: [f64; 2], next: Option<&Kernel>) -> f64 {
         let n = self.block;
         let mut fa = [0.0f64; BLOCK];
-        let mut sa = [0.0f64; BLOCK];
         let mut fb = [0.0f64; BLOCK];
-        let mut sb = [0.0f64; BLOCK];
         for (i, &l) in self.low.iter().enumerate().take(n) {
             let on = usize::from(l == 1.0);
             fa[i] = factors[on];
-            sa[i] = shifts[on];
             fb[i] = factors[1 - on];
-            sb[i] = shifts[1 - on];
         }
+        let (fa, fb) = (&fa[..n], &fb[..n]);
         let mut total = 0.0;
-        for (b, (pc, lc)) in p
-            .chunks_exact_mut(n)
-            .zip(log_p.chunks_exact_mut(n))
-            .enumerate()
-        {
+        for (b, pc) in p.chunks_exact_mut(n).enumerate() {
             match self.block_mode(b) {
-                None => {
-                    pc.iter_mut().for_each(|v| *v *= factors[0]);
-                    lc.iter_mut().for_each(|v| *v += shifts[0]);
-                }
+                None => pc.iter_mut().for_each(|v| *v *= factors[0]),
                 Some(direct) => {
-                    let (f, s) = if direct { (&fa, &sa) } else { (&fb, &sb) };
-                    pc.iter_mut().zip(f.iter()).for_each(|(v, m)| *v *= m);
-                    lc.iter_mut().zip(s.iter()).for_each(|(v, a)| *v += a);
+                    let f = if direct { fa } else { fb };
+                    pc.iter_mut().zip(f).for_each(|(v, m)| *v *= m);
                 }
             }
             if let Some(k) = next {

@@ -24,7 +24,7 @@ use privq_core::{Epsilon, Fixed, GridLaplace};
 use crate::accountant::{AccountantError, BudgetFilter};
 use crate::data::{DataError, Distribution, MemoryCap};
 use crate::mechanism::{MechanismError, epsilon_at_most, fixed_ceil};
-use crate::mw::MwState;
+use crate::mw::{MwState, PendingUpdate};
 use crate::query::{Query, Workload};
 
 /// The privacy notion of a session.
@@ -310,6 +310,9 @@ pub enum TranscriptEntry {
 pub struct PmwSession<'a, R> {
     data: &'a Distribution,
     state: MwState,
+    /// The last update round's update, applied in the same pass as the next
+    /// round's evaluation of the hypothesis (bit-for-bit the immediate update).
+    pending: Option<PendingUpdate>,
     params: PmwParams,
     noise: GridLaplace,
     threshold: f64,
@@ -380,6 +383,7 @@ impl<'a, R: Rng + CryptoRng> PmwSession<'a, R> {
         Ok(PmwSession {
             data,
             state,
+            pending: None,
             params,
             noise,
             threshold,
@@ -410,7 +414,10 @@ impl<'a, R: Rng + CryptoRng> PmwSession<'a, R> {
             .noise
             .release(Fixed::from_f64(truth)?, &mut self.rng)?
             .to_f64();
-        let here = self.state.evaluate(query);
+        let here = match self.pending.take() {
+            Some(u) => self.state.apply_then_evaluate(u, query),
+            None => self.state.evaluate(query),
+        };
         let d_hat = here - noisy;
         if d_hat.abs() <= self.threshold {
             self.transcript.push(TranscriptEntry::Lazy);
@@ -422,7 +429,7 @@ impl<'a, R: Rng + CryptoRng> PmwSession<'a, R> {
         } else {
             self.params.eta
         };
-        self.state.update_known(query, step, here);
+        self.pending = self.state.defer_update(query, step, here);
         if self.updates as f64 > self.params.max_updates {
             self.failed = true;
             return Err(PmwError::Failure);
@@ -473,8 +480,16 @@ impl<R> PmwSession<'_, R> {
     }
 
     /// The current hypothesis `x_t` — public: it is a function of the transcript.
-    pub fn hypothesis(&self) -> &MwState {
+    pub fn hypothesis(&mut self) -> &MwState {
+        self.flush();
         &self.state
+    }
+
+    /// Applies the deferred update, if any.
+    fn flush(&mut self) {
+        if let Some(u) = self.pending.take() {
+            self.state.apply(u);
+        }
     }
 }
 
@@ -489,11 +504,17 @@ pub fn replay(
     transcript: &[TranscriptEntry],
 ) -> Vec<f64> {
     let mut state = start;
+    // The session's own update path (deferred, fused with the next evaluation),
+    // so the replayed answers are bit-for-bit the released ones.
+    let mut pending = None;
     queries
         .iter()
         .zip(transcript)
         .map(|(q, entry)| {
-            let here = state.evaluate(q);
+            let here = match pending.take() {
+                Some(u) => state.apply_then_evaluate(u, q),
+                None => state.evaluate(q),
+            };
             match *entry {
                 TranscriptEntry::Lazy => here,
                 TranscriptEntry::Update(noisy) => {
@@ -502,7 +523,7 @@ pub fn replay(
                     } else {
                         params.eta
                     };
-                    state.update_known(q, step, here);
+                    pending = state.defer_update(q, step, here);
                     noisy
                 }
             }
@@ -547,6 +568,7 @@ pub fn synthetic<R: Rng + CryptoRng>(
             break;
         }
     }
+    session.flush();
     Ok(SyntheticPmw {
         updates: session.updates(),
         state: session.state,
@@ -734,6 +756,51 @@ mod tests {
             let replayed = replay(start, &params, &queries, s.transcript());
             assert_eq!(outputs, replayed);
         }
+    }
+
+    #[test]
+    fn deferred_kernel_updates_replay_bit_for_bit() {
+        // Parities and conjunctions take the fast path: each update is deferred and
+        // fused with the next round's evaluation; the replay must match exactly.
+        let n = 10_000_000u64;
+        let x = random_distribution(256, 11);
+        let dom = crate::data::Domain::binary((0..8).map(|i| format!("a{i}"))).unwrap();
+        let queries: Vec<Query> = (0..300)
+            .map(|i| {
+                let attrs = [i % 8, (i * 3 + 1) % 8];
+                if i % 2 == 0 {
+                    Query::parity(&dom, &attrs).unwrap()
+                } else {
+                    Query::conjunction(&dom, &attrs).unwrap()
+                }
+            })
+            .collect();
+        let params = PmwParams::user(0.05, 0.002, 0.005, 2000.0, PmwVariant::Pure, 1.0, n).unwrap();
+        let eps = Epsilon::new(1, 1).unwrap();
+        let mut budget = BudgetFilter::pure(eps);
+        let mut s = PmwSession::new(&x, n, params, 300, eps, &mut budget, seeded_rng(12)).unwrap();
+        let outputs: Vec<f64> = queries
+            .iter()
+            .map(|q| s.answer(q).unwrap().value())
+            .collect();
+        assert!(s.updates() > 40, "updates {}", s.updates());
+        let start = MwState::uniform(256, MemoryCap::default()).unwrap();
+        let replayed = replay(start, &params, &queries, s.transcript());
+        assert_eq!(outputs, replayed);
+        // The flushed hypothesis is the immediate-update one.
+        let mut immediate = MwState::uniform(256, MemoryCap::default()).unwrap();
+        for (q, e) in queries.iter().zip(s.transcript()) {
+            if let TranscriptEntry::Update(noisy) = *e {
+                let here = immediate.evaluate(q);
+                let step = if here > noisy {
+                    -params.eta
+                } else {
+                    params.eta
+                };
+                immediate.update_known(q, step, here);
+            }
+        }
+        assert_eq!(s.hypothesis().probabilities(), immediate.probabilities());
     }
 
     #[test]
