@@ -270,7 +270,7 @@ firmware_sizes() {
   local c label target feature
   for c in "${E2E_CONFIGS[@]}"; do
     IFS=: read -r label target feature <<<"$c"
-    report_size "$target firmware profile (opt s) ${feature:-oue}" "$E2E_DIR/privq-firmware-$label" || return
+    report_size "$target firmware profile (opt z) ${feature:-oue}" "$E2E_DIR/privq-firmware-$label" || return
   done
 }
 

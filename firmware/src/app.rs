@@ -241,7 +241,7 @@ mod tests {
         SyntheticSensorBus,
         CountingDelay,
         FlashLedgerStore<SimFlash<512>>,
-        rand_chacha::ChaCha12Rng,
+        crate::chacha::ChaCha12,
         crate::release::Selected,
     > {
         let ledger = Ledger::open(

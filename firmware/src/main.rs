@@ -220,14 +220,14 @@ fn device_identity() -> (u64, u64) {
 
 /// The RNG that noises releases.
 #[cfg(feature = "qemu")]
-fn release_rng(fleet: u64, device: u64) -> Result<rand_chacha::ChaCha12Rng, AppError> {
+fn release_rng(fleet: u64, device: u64) -> Result<privq_firmware::chacha::ChaCha12, AppError> {
     defmt::warn!("QEMU build: fixed test-only seed, released values are NOT private");
     Ok(privq_firmware::seed::fleet_device_rng(fleet, device))
 }
 
 /// The RNG that noises releases: seeded from the board's entropy source.
 #[cfg(not(feature = "qemu"))]
-fn release_rng(_fleet: u64, _device: u64) -> Result<rand_chacha::ChaCha12Rng, AppError> {
+fn release_rng(_fleet: u64, _device: u64) -> Result<privq_firmware::chacha::ChaCha12, AppError> {
     hardware_entropy()
         .map(privq_firmware::seed::rng_from_entropy)
         .ok_or(AppError::NoEntropy)
