@@ -5,7 +5,7 @@ use rand_core::{CryptoRng, Rng};
 use super::{LocalRandomizer, Odds, QueryId, keep_with_odds};
 use crate::epsilon::Epsilon;
 use crate::error::{Error, Result};
-use crate::report::{HEADER_LEN, Header, MechanismId, check_encodable, encode_header};
+use crate::report::{HEADER_LEN, Header, MechanismId, check_encodable};
 
 /// Binary randomized response (Warner 1965): report the true bit with probability
 /// `e^ε/(e^ε + 1)`, the other bit otherwise.
@@ -80,19 +80,14 @@ impl LocalRandomizer for BinaryRr {
         Ok(())
     }
 
-    fn privatize_into<R: Rng + CryptoRng + ?Sized>(
+    fn write_payload<R: Rng + CryptoRng + ?Sized>(
         &self,
         input: &bool,
-        query: QueryId,
         rng: &mut R,
-        buf: &mut [u8],
-    ) -> Result<usize> {
-        let out = buf
-            .get_mut(..self.report_len())
-            .ok_or(Error::BufferTooSmall)?;
+        payload: &mut [u8],
+    ) -> Result<()> {
         let bit = self.randomize(*input, rng)?;
-        encode_header(&self.header(query), out)?;
-        *out.get_mut(HEADER_LEN).ok_or(Error::BufferTooSmall)? = u8::from(bit);
-        Ok(self.report_len())
+        *payload.first_mut().ok_or(Error::BufferTooSmall)? = u8::from(bit);
+        Ok(())
     }
 }

@@ -6,8 +6,7 @@ use super::{LocalRandomizer, Odds, QueryId, check_item, keep_with_odds};
 use crate::epsilon::Epsilon;
 use crate::error::{Error, Result};
 use crate::report::{
-    HEADER_LEN, Header, MAX_DOMAIN, MechanismId, check_encodable, encode_header, index_width,
-    put_index,
+    HEADER_LEN, Header, MAX_DOMAIN, MechanismId, check_encodable, index_width, put_index,
 };
 use crate::sample::uniform_below;
 
@@ -111,20 +110,13 @@ impl LocalRandomizer for Grr {
         check_item(*input, self.domain)
     }
 
-    fn privatize_into<R: Rng + CryptoRng + ?Sized>(
+    fn write_payload<R: Rng + CryptoRng + ?Sized>(
         &self,
         input: &u32,
-        query: QueryId,
         rng: &mut R,
-        buf: &mut [u8],
-    ) -> Result<usize> {
-        let out = buf
-            .get_mut(..self.report_len())
-            .ok_or(Error::BufferTooSmall)?;
+        payload: &mut [u8],
+    ) -> Result<()> {
         let y = self.randomize(*input, rng)?;
-        encode_header(&self.header(query), out)?;
-        let payload = out.get_mut(HEADER_LEN..).ok_or(Error::BufferTooSmall)?;
-        put_index(y, u64::from(self.domain), payload)?;
-        Ok(self.report_len())
+        put_index(y, u64::from(self.domain), payload).map(drop)
     }
 }

@@ -6,8 +6,8 @@ use super::{LocalRandomizer, Odds, QueryId, check_item, keep_with_odds};
 use crate::epsilon::Epsilon;
 use crate::error::{Error, Result};
 use crate::report::{
-    HEADER_LEN, Header, MAX_DOMAIN, MechanismId, check_encodable, encode_header, hadamard_order,
-    index_width, put_index,
+    HEADER_LEN, Header, MAX_DOMAIN, MechanismId, check_encodable, hadamard_order, index_width,
+    put_index,
 };
 use crate::sample::uniform_below;
 
@@ -121,20 +121,13 @@ impl LocalRandomizer for HadamardResponse {
         check_item(*input, self.domain)
     }
 
-    fn privatize_into<R: Rng + CryptoRng + ?Sized>(
+    fn write_payload<R: Rng + CryptoRng + ?Sized>(
         &self,
         input: &u32,
-        query: QueryId,
         rng: &mut R,
-        buf: &mut [u8],
-    ) -> Result<usize> {
-        let out = buf
-            .get_mut(..self.report_len())
-            .ok_or(Error::BufferTooSmall)?;
+        payload: &mut [u8],
+    ) -> Result<()> {
         let j = self.randomize(*input, rng)?;
-        encode_header(&self.header(query), out)?;
-        let payload = out.get_mut(HEADER_LEN..).ok_or(Error::BufferTooSmall)?;
-        put_index(j, self.order(), payload)?;
-        Ok(self.report_len())
+        put_index(j, self.order(), payload).map(drop)
     }
 }

@@ -6,7 +6,7 @@ use super::{LocalRandomizer, Odds, QueryId, mixture_bit};
 use crate::epsilon::Epsilon;
 use crate::error::{Error, Result};
 use crate::fixed::Fixed;
-use crate::report::{HEADER_LEN, Header, MechanismId, check_encodable, encode_header};
+use crate::report::{HEADER_LEN, Header, MechanismId, check_encodable};
 
 /// 1BitMean: a reading `x ∈ [0, m]` is released as one bit, 1 with probability
 /// `1/(e^ε+1) + (x/m)·(e^ε−1)/(e^ε+1)`.
@@ -102,19 +102,14 @@ impl LocalRandomizer for OneBitMean {
         self.fraction(*input).map(|_| ())
     }
 
-    fn privatize_into<R: Rng + CryptoRng + ?Sized>(
+    fn write_payload<R: Rng + CryptoRng + ?Sized>(
         &self,
         input: &Fixed,
-        query: QueryId,
         rng: &mut R,
-        buf: &mut [u8],
-    ) -> Result<usize> {
-        let out = buf
-            .get_mut(..self.report_len())
-            .ok_or(Error::BufferTooSmall)?;
+        payload: &mut [u8],
+    ) -> Result<()> {
         let bit = self.randomize(*input, rng)?;
-        encode_header(&self.header(query), out)?;
-        *out.get_mut(HEADER_LEN).ok_or(Error::BufferTooSmall)? = u8::from(bit);
-        Ok(self.report_len())
+        *payload.first_mut().ok_or(Error::BufferTooSmall)? = u8::from(bit);
+        Ok(())
     }
 }

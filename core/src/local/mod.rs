@@ -63,8 +63,8 @@ pub use unary::{UeVariant, UnaryEncoding};
 use rand_core::{CryptoRng, Rng};
 
 use crate::epsilon::Epsilon;
-use crate::error::Result;
-use crate::report::Header;
+use crate::error::{Error, Result};
+use crate::report::{HEADER_LEN, Header, encode_header};
 
 /// A device-chosen identifier carried in every report: which statistical query,
 /// collection round or parameter epoch the report answers.
@@ -94,18 +94,37 @@ pub trait LocalRandomizer {
     /// Checks that `input` is acceptable, without drawing randomness.
     fn validate(&self, input: &Self::Input) -> Result<()>;
 
+    /// Randomizes `input` into the report's payload: the
+    /// `report_len() − HEADER_LEN` bytes after the header.
+    fn write_payload<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        input: &Self::Input,
+        rng: &mut R,
+        payload: &mut [u8],
+    ) -> Result<()>;
+
     /// Randomizes `input` and encodes the report into the front of `buf`,
     /// returning the number of bytes written ([`report_len`](Self::report_len)).
     ///
     /// Errors with [`Error::BufferTooSmall`](crate::Error::BufferTooSmall) before
-    /// drawing randomness when `buf` is shorter than the report.
+    /// drawing randomness when `buf` is shorter than the report (and with the
+    /// header's error when ε cannot be encoded).
     fn privatize_into<R: Rng + CryptoRng + ?Sized>(
         &self,
         input: &Self::Input,
         query: QueryId,
         rng: &mut R,
         buf: &mut [u8],
-    ) -> Result<usize>;
+    ) -> Result<usize> {
+        let len = self.report_len();
+        let out = buf.get_mut(..len).ok_or(Error::BufferTooSmall)?;
+        let (head, payload) = out
+            .split_at_mut_checked(HEADER_LEN)
+            .ok_or(Error::BufferTooSmall)?;
+        encode_header(&self.header(query), head)?;
+        self.write_payload(input, rng, payload)?;
+        Ok(len)
+    }
 }
 
 /// Shared input check for item-valued randomizers.

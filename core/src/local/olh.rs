@@ -7,8 +7,7 @@ use super::{LocalRandomizer, Odds, QueryId, UniversalHash, check_item};
 use crate::epsilon::Epsilon;
 use crate::error::{Error, Result};
 use crate::report::{
-    HEADER_LEN, Header, MAX_DOMAIN, MechanismId, check_encodable, encode_header, index_width,
-    put_index,
+    HEADER_LEN, Header, MAX_DOMAIN, MechanismId, check_encodable, index_width, put_index,
 };
 
 /// One local-hashing report: the public hash seed, the bucket count `g` and the
@@ -144,20 +143,14 @@ impl LocalRandomizer for Olh {
         check_item(*input, self.domain)
     }
 
-    fn privatize_into<R: Rng + CryptoRng + ?Sized>(
+    fn write_payload<R: Rng + CryptoRng + ?Sized>(
         &self,
         input: &u32,
-        query: QueryId,
         rng: &mut R,
-        buf: &mut [u8],
-    ) -> Result<usize> {
-        let out = buf
-            .get_mut(..self.report_len())
-            .ok_or(Error::BufferTooSmall)?;
+        payload: &mut [u8],
+    ) -> Result<()> {
         let o = self.randomize(*input, rng)?;
-        encode_header(&self.header(query), out)?;
         let (a, b) = o.hash.parts();
-        let payload = out.get_mut(HEADER_LEN..).ok_or(Error::BufferTooSmall)?;
         let [g0, g1] = o.g.to_le_bytes();
         let [a0, a1, a2, a3] = a.to_le_bytes();
         let [b0, b1, b2, b3] = b.to_le_bytes();
@@ -170,7 +163,7 @@ impl LocalRandomizer for Olh {
             o.value,
             u64::from(o.g),
             payload.get_mut(10..).ok_or(Error::BufferTooSmall)?,
-        )?;
-        Ok(self.report_len())
+        )
+        .map(drop)
     }
 }

@@ -36,7 +36,7 @@ use crate::error::{Error, Result};
 use crate::fixed::Fixed;
 use crate::grid::GridLaplace;
 use crate::histogram::Histogram;
-use crate::report::{HEADER_LEN, Header, MechanismId, check_encodable, encode_header};
+use crate::report::{HEADER_LEN, Header, MechanismId, check_encodable};
 
 /// `2^32`, the fixed-point one.
 const ONE_BITS: u64 = 1 << 32;
@@ -192,20 +192,15 @@ impl LocalRandomizer for SqBit {
         Ok(())
     }
 
-    fn privatize_into<R: Rng + CryptoRng + ?Sized>(
+    fn write_payload<R: Rng + CryptoRng + ?Sized>(
         &self,
         input: &UnitValue,
-        query: QueryId,
         rng: &mut R,
-        buf: &mut [u8],
-    ) -> Result<usize> {
-        let out = buf
-            .get_mut(..self.report_len())
-            .ok_or(Error::BufferTooSmall)?;
+        payload: &mut [u8],
+    ) -> Result<()> {
         let bit = self.randomize(*input, rng)?;
-        encode_header(&self.header(query), out)?;
-        *out.get_mut(HEADER_LEN).ok_or(Error::BufferTooSmall)? = u8::from(bit);
-        Ok(self.report_len())
+        *payload.first_mut().ok_or(Error::BufferTooSmall)? = u8::from(bit);
+        Ok(())
     }
 }
 
@@ -277,21 +272,17 @@ impl LocalRandomizer for SqLaplace {
         Ok(())
     }
 
-    fn privatize_into<R: Rng + CryptoRng + ?Sized>(
+    fn write_payload<R: Rng + CryptoRng + ?Sized>(
         &self,
         input: &UnitValue,
-        query: QueryId,
         rng: &mut R,
-        buf: &mut [u8],
-    ) -> Result<usize> {
-        let out = buf
-            .get_mut(..self.report_len())
-            .ok_or(Error::BufferTooSmall)?;
+        payload: &mut [u8],
+    ) -> Result<()> {
         let value = self.randomize(*input, rng)?;
-        encode_header(&self.header(query), out)?;
-        out.get_mut(HEADER_LEN..)
+        payload
+            .get_mut(..8)
             .ok_or(Error::BufferTooSmall)?
             .copy_from_slice(&value.to_bits().to_le_bytes());
-        Ok(self.report_len())
+        Ok(())
     }
 }

@@ -5,7 +5,7 @@ use rand_core::{CryptoRng, Rng};
 use super::{LocalRandomizer, Odds, QueryId, check_item, keep_with_odds};
 use crate::epsilon::Epsilon;
 use crate::error::{Error, Result};
-use crate::report::{HEADER_LEN, Header, MAX_DOMAIN, MechanismId, check_encodable, encode_header};
+use crate::report::{HEADER_LEN, Header, MAX_DOMAIN, MechanismId, check_encodable};
 use crate::sample::uniform_below;
 
 /// Which unary-encoding variant.
@@ -175,20 +175,13 @@ impl LocalRandomizer for UnaryEncoding {
         check_item(*input, self.domain)
     }
 
-    fn privatize_into<R: Rng + CryptoRng + ?Sized>(
+    fn write_payload<R: Rng + CryptoRng + ?Sized>(
         &self,
         input: &u32,
-        query: QueryId,
         rng: &mut R,
-        buf: &mut [u8],
-    ) -> Result<usize> {
-        let out = buf
-            .get_mut(..self.report_len())
-            .ok_or(Error::BufferTooSmall)?;
+        payload: &mut [u8],
+    ) -> Result<()> {
         self.validate(input)?;
-        encode_header(&self.header(query), out)?;
-        let payload = out.get_mut(HEADER_LEN..).ok_or(Error::BufferTooSmall)?;
-        self.randomize_into(*input, rng, payload)?;
-        Ok(self.report_len())
+        self.randomize_into(*input, rng, payload)
     }
 }
