@@ -228,20 +228,7 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    fn run_with(argv: &[&str], input: &str) -> Result<(String, String), CliError> {
-        let cli =
-            crate::cli::Cli::try_parse_from(std::iter::once("privq").chain(argv.iter().copied()))
-                .expect("valid arguments");
-        let mut stdin = input.as_bytes();
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        crate::cli::run(cli, &mut stdin, &mut out, &mut err)?;
-        Ok((
-            String::from_utf8(out).unwrap(),
-            String::from_utf8(err).unwrap(),
-        ))
-    }
+    use crate::cli::run_with;
 
     /// A fresh directory for one test's files.
     fn scratch(name: &str) -> PathBuf {

@@ -64,6 +64,28 @@ pub fn run(
     }
 }
 
+/// Parses an `--epsilon` value exactly (decimal or fraction), naming the option on error.
+pub(crate) fn parse_epsilon(text: &str) -> Result<privq_core::Epsilon, CliError> {
+    text.parse().map_err(|source| CliError::Parameter {
+        option: "epsilon",
+        source,
+    })
+}
+
+/// Runs `privq ARGV…` in-process with `input` as standard input; returns (stdout, stderr).
+#[cfg(test)]
+pub(crate) fn run_with(argv: &[&str], input: &str) -> Result<(String, String), CliError> {
+    let cli = Cli::try_parse_from(std::iter::once("privq").chain(argv.iter().copied()))
+        .expect("valid arguments");
+    let mut stdin = input.as_bytes();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    run(cli, &mut stdin, &mut out, &mut err)?;
+    Ok((
+        String::from_utf8(out).expect("utf-8 stdout"),
+        String::from_utf8(err).expect("utf-8 stderr"),
+    ))
+}
+
 /// A failed command, with enough context to fix the input.
 #[derive(Debug)]
 #[non_exhaustive]

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 
 use privq_core::sample::{BoundedDiscreteLaplace, DiscreteLaplace, IntegerNoise};
-use privq_core::{Epsilon, Fixed, GridLaplace};
+use privq_core::{Fixed, GridLaplace};
 use rand_chacha::ChaCha12Rng;
 
 use super::CliError;
@@ -56,10 +56,7 @@ pub fn run(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let epsilon: Epsilon = args.epsilon.parse().map_err(|source| CliError::Parameter {
-        option: "epsilon",
-        source,
-    })?;
+    let epsilon = super::parse_epsilon(&args.epsilon)?;
     let sensitivity: Fixed = args
         .sensitivity
         .parse()
@@ -257,20 +254,7 @@ fn parse_value(line: usize, text: &str) -> Result<Fixed, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    fn run_with(argv: &[&str], input: &str) -> Result<(String, String), CliError> {
-        let cli =
-            crate::cli::Cli::try_parse_from(std::iter::once("privq").chain(argv.iter().copied()))
-                .expect("valid arguments");
-        let mut stdin = input.as_bytes();
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        crate::cli::run(cli, &mut stdin, &mut out, &mut err)?;
-        Ok((
-            String::from_utf8(out).unwrap(),
-            String::from_utf8(err).unwrap(),
-        ))
-    }
+    use crate::cli::run_with;
 
     #[test]
     fn noises_lines_reproducibly_on_the_grid() {

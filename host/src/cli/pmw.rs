@@ -4,8 +4,6 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 
-use privq_core::Epsilon;
-
 use super::CliError;
 use crate::accountant::BudgetFilter;
 use crate::data::{Dataset, Domain, MemoryCap};
@@ -133,10 +131,7 @@ pub fn run(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let epsilon: Epsilon = args.epsilon.parse().map_err(|source| CliError::Parameter {
-        option: "epsilon",
-        source,
-    })?;
+    let epsilon = super::parse_epsilon(&args.epsilon)?;
     let boxed = |e: crate::data::DataError| CliError::Run(Box::new(e));
     let pmw_err = |e: PmwError| CliError::Run(Box::new(e));
     let cap = MemoryCap::default();

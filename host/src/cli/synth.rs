@@ -4,7 +4,6 @@ use std::fs::File;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
-use privq_core::Epsilon;
 use privq_core::rand_core::Rng;
 
 use super::CliError;
@@ -80,10 +79,7 @@ pub fn run(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let epsilon: Epsilon = args.epsilon.parse().map_err(|source| CliError::Parameter {
-        option: "epsilon",
-        source,
-    })?;
+    let epsilon = super::parse_epsilon(&args.epsilon)?;
     let cap = MemoryCap(args.memory_mib.saturating_mul(1 << 20));
     let boxed = |e: crate::data::DataError| CliError::Run(Box::new(e));
     let ds = match &args.domain {
