@@ -186,8 +186,16 @@ fn emit(line: &[u8]) {
     #[cfg(feature = "qemu")]
     {
         use semihosting::io::Write as _;
+        // `write` in a loop rather than `write_all`, whose `&buf[n..]` links the
+        // slice-index panic and with it `core::fmt` integer formatting.
         if let Ok(mut err) = semihosting::io::stderr() {
-            let _ = err.write_all(line);
+            let mut rest = line;
+            while let Some(n) = err.write(rest).ok().filter(|&n| n > 0) {
+                match rest.get(n..) {
+                    Some(r) if !r.is_empty() => rest = r,
+                    _ => break,
+                }
+            }
         }
     }
     #[cfg(not(feature = "qemu"))]
@@ -199,16 +207,97 @@ fn emit(line: &[u8]) {
 #[cfg(feature = "qemu")]
 fn device_identity() -> (u64, u64) {
     let (mut fleet, mut device) = (0, 0);
-    if let Ok(args) = semihosting::experimental::env::args::<256>() {
-        for arg in args.into_iter().flatten() {
-            if let Some(v) = arg.strip_prefix("fleet=").and_then(|v| v.parse().ok()) {
+    let mut buf = [0u8; cmdline::CAPACITY];
+    if let Some(line) = cmdline::read(&mut buf) {
+        let mut next = 0;
+        while let Some(arg) = cmdline::next_arg(line, &mut next) {
+            if let Some(v) = arg.strip_prefix(b"fleet=").and_then(parse_u64) {
                 fleet = v;
-            } else if let Some(v) = arg.strip_prefix("device=").and_then(|v| v.parse().ok()) {
+            } else if let Some(v) = arg.strip_prefix(b"device=").and_then(parse_u64) {
                 device = v;
             }
         }
     }
     (fleet, device)
+}
+
+/// `str::parse::<u64>` on ASCII bytes (optional `+`, at least one digit, no overflow),
+/// as a digit loop: `str::parse` links `core::fmt` code through its panics.
+#[cfg(feature = "qemu")]
+fn parse_u64(digits: &[u8]) -> Option<u64> {
+    let digits = digits.strip_prefix(b"+").unwrap_or(digits);
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |acc, &c| {
+        let d = c.checked_sub(b'0').filter(|&d| d < 10)?;
+        acc.checked_mul(10)?.checked_add(u64::from(d))
+    })
+}
+
+/// The semihosting command line (QEMU), read and split like
+/// `semihosting::experimental::env::args::<256>` (which links the slice-index panic
+/// and so `core::fmt`).
+#[cfg(feature = "qemu")]
+#[allow(unsafe_code, deprecated)]
+mod cmdline {
+    use semihosting::sys::arm_compat::{CommandLine, sys_get_cmdline};
+
+    /// Bytes of command line read, including the trailing NUL.
+    pub const CAPACITY: usize = 256;
+
+    /// The command line (without the trailing NUL), `None` if it does not fit `buf`
+    /// or semihosting fails.
+    pub fn read(buf: &mut [u8; CAPACITY]) -> Option<&[u8]> {
+        let mut cmd = CommandLine {
+            ptr: buf.as_mut_ptr(),
+            size: CAPACITY,
+        };
+        // SAFETY: `cmd.ptr` is valid for writes of `cmd.size` bytes (all of `buf`,
+        // borrowed mutably for the call).
+        unsafe { sys_get_cmdline(&mut cmd) }.ok()?;
+        buf.get(..cmd.size)
+    }
+
+    /// The argument starting at `*next` (blank separated; a leading `"` or `'` quotes
+    /// up to the matching one), advancing `*next`; `None` at the end. The same
+    /// splitting as the `semihosting` crate's `next_from_cmdline`.
+    pub fn next_arg<'a>(line: &'a [u8], next: &mut usize) -> Option<&'a [u8]> {
+        if *next >= line.len() {
+            return None;
+        }
+        let is_blank = |b: u8| b == b' ' || b == b'\t';
+        let mut start = *next;
+        let mut end = None;
+        let mut delim = 0u8;
+        let mut in_argument = false;
+        while let Some(&b) = line.get(*next) {
+            if !in_argument {
+                if is_blank(b) {
+                    end = Some(*next);
+                    *next += 1;
+                    break;
+                }
+                if b == b'"' || b == b'\'' {
+                    delim = b;
+                    start += 1;
+                }
+                in_argument = true;
+            } else if delim != 0 {
+                if b == delim {
+                    end = Some(*next);
+                    *next += 2;
+                    break;
+                }
+            } else if is_blank(b) {
+                end = Some(*next);
+                *next += 1;
+                break;
+            }
+            *next += 1;
+        }
+        Some(line.get(start..end.unwrap_or(*next)).unwrap_or(&[]))
+    }
 }
 
 /// Hardware: the device's identity does not matter for the release (it is never

@@ -156,7 +156,11 @@ impl<const N: usize> NorFlash for SimFlash<N> {
 
     fn read(&mut self, offset: usize, buf: &mut [u8]) -> Result<(), FlashError> {
         let r = self.range(offset, buf.len())?;
-        buf.copy_from_slice(self.bytes.get(r).ok_or(FlashError::Bounds)?);
+        let src = self.bytes.get(r).ok_or(FlashError::Bounds)?;
+        // Same length (`range`); a zip copy links no length-mismatch panic (core::fmt).
+        for (dst, &b) in buf.iter_mut().zip(src) {
+            *dst = b;
+        }
         Ok(())
     }
 
@@ -179,7 +183,9 @@ impl<const N: usize> NorFlash for SimFlash<N> {
         if cells.iter().zip(data).any(|(&old, &new)| old & new != new) {
             return Err(FlashError::NotErased);
         }
-        cells.copy_from_slice(data);
+        for (cell, &b) in cells.iter_mut().zip(data) {
+            *cell = b;
+        }
         self.writes += 1;
         Ok(())
     }

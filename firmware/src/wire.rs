@@ -122,8 +122,9 @@ pub fn report_line(fleet: u64, device: u64, query: u16, report: &[u8]) -> Line<1
     line
 }
 
-/// `privq-refused …` for a refused epoch.
-pub fn refused_line(fleet: u64, device: u64, epoch: u16, reason: privq_core::Error) -> Line<128> {
+/// `privq-refused …` for a refused epoch (a `Line<160>` like the other lines, so the
+/// firmware links one copy of the [`Line`] methods).
+pub fn refused_line(fleet: u64, device: u64, epoch: u16, reason: privq_core::Error) -> Line<160> {
     let mut line = Line::new();
     line.push_str("privq-refused")
         .field("fleet", fleet)
