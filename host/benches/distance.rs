@@ -1,4 +1,4 @@
-//! Huang–Roth distance queries (issue 6): interactive per-query time at n = 10^5,
+//! Huang–Roth distance queries: interactive per-query time at n = 10^5,
 //! ℓ = 10; the offline synopsis build at α = 0.05; the Bourgain embedding of 10^4
 //! points against k = 1000 queries — each next to a baseline measured in the same
 //! run (the exact non-private ℓ1 oracle, sorted-column and brute-force; Laplace per

@@ -1,4 +1,4 @@
-//! d_X-privacy benchmarks (issue 5): PSA and the exact relaxed optimum for the
+//! d_X-privacy benchmarks: PSA and the exact relaxed optimum for the
 //! US-cities universe (N = 741, K = 10), metric closure for N = 975, and one exact
 //! d_X-Laplace release. Uses ../shared/data/us_cities.csv when present, otherwise
 //! a synthetic universe of the same size (printed).

@@ -1,5 +1,5 @@
 //! `privq dx`: d_X-private answers to linear queries over a universe of points,
-//! with every query's noise scale next to the ε-DP baseline's (seed 002).
+//! with every query's noise scale next to the ε-DP baseline's.
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;

@@ -24,7 +24,7 @@ pub enum Which {
     Mwem(MwemArgs),
     /// Huang–Roth distance queries: error vs n for every mechanism and baseline.
     Distance(DistanceArgs),
-    /// d_X-privacy (seed 002 §4.1–4.4): improvement factors, strategies, US cities, Blowfish.
+    /// d_X-privacy (Kamalaruban et al. §4.1–4.4): improvement factors, strategies, US cities, Blowfish.
     Dx(DxArgs),
 }
 

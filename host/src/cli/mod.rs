@@ -38,7 +38,7 @@ pub enum Command {
     Synth(synth::Args),
     /// An interactive private-multiplicative-weights session answering queries.
     Pmw(pmw::Args),
-    /// Reproduce experiments from the seeds (e.g. `experiment mwem`).
+    /// Reproduce experiments from the papers (e.g. `experiment mwem`).
     Experiment(experiment::Args),
     /// d_X-private (metric-private) answers to linear queries over a universe of points.
     Dx(dx::Args),

@@ -1,5 +1,5 @@
 //! d_X-privacy (metric privacy) for linear queries — Kamalaruban, Perrier, Asghar
-//! and Kaafar, "Not All Attributes are Created Equal" (seed 002; implementation
+//! and Kaafar, "Not All Attributes are Created Equal" (implementation
 //! spec `specs/dx-privacy-linear-queries.md`).
 //!
 //! Every pair of universe elements gets its own budget `d_X(i, j)`

@@ -1,4 +1,4 @@
-//! `privq experiment dx`: the d_X-privacy experiments of seed 002 §4.1–4.4 (spec
+//! `privq experiment dx`: the d_X-privacy experiments of Kamalaruban et al. §4.1–4.4 (spec
 //! §4) with fixed seeds — summary tables, acceptance checks and SVG figures.
 //!
 //! All quantities are analytic (with `c ⊙ Q' = Q` the RMSE of a query is `√2·c`

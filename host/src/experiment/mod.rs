@@ -1,4 +1,4 @@
-//! Reproducible experiments from the seeds: the thesis' Chapter 5 MWEM protocol
+//! Reproducible experiments from the papers: the thesis' Chapter 5 MWEM protocol
 //! (`privq experiment mwem`), with tables, acceptance checks and SVG figures.
 
 pub mod distance;
