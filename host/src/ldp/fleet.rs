@@ -18,7 +18,7 @@ use rand_chacha::ChaCha12Rng;
 use rand_core::{CryptoRng, Rng, SeedableRng};
 
 use super::aggregate::{Aggregator, ReportKind};
-use super::decode::{RejectCounts, decode_report};
+use super::decode::RejectCounts;
 
 /// The RNG of simulated device `device` in fleet `fleet_seed`.
 pub fn device_rng(fleet_seed: u64, device: u64) -> ChaCha12Rng {
@@ -295,11 +295,7 @@ pub fn aggregate_parallel(
                 s.spawn(move || {
                     let mut agg = Aggregator::new(kind)?;
                     let mut rejected = RejectCounts::default();
-                    for r in chunk.chunks_exact(report_len.max(1)) {
-                        if let Err(e) = decode_report(r).and_then(|rep| agg.ingest(&rep)) {
-                            rejected.record(e);
-                        }
-                    }
+                    agg.ingest_batch(chunk.chunks_exact(report_len.max(1)), &mut rejected);
                     Ok((agg, rejected))
                 })
             })
