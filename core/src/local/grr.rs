@@ -2,12 +2,10 @@
 
 use rand_core::{CryptoRng, Rng};
 
-use super::{LocalRandomizer, Odds, QueryId, check_item, keep_with_odds};
+use super::{LocalRandomizer, Odds, QueryId, check_item, check_item_params, keep_with_odds};
 use crate::epsilon::Epsilon;
-use crate::error::{Error, Result};
-use crate::report::{
-    HEADER_LEN, Header, MAX_DOMAIN, MechanismId, check_encodable, index_width, put_index,
-};
+use crate::error::Result;
+use crate::report::{HEADER_LEN, Header, MechanismId, index_width, put_index};
 use crate::sample::uniform_below;
 
 /// k-ary randomized response (GRR, "direct encoding") over items `0..d`.
@@ -41,10 +39,7 @@ pub struct Grr {
 impl Grr {
     /// GRR over `domain` items; [`Error::InvalidDomain`] unless `2 ≤ d ≤ 2³¹ − 2`.
     pub fn new(epsilon: Epsilon, domain: u32) -> Result<Grr> {
-        check_encodable(epsilon)?;
-        if !(2..=MAX_DOMAIN).contains(&domain) {
-            return Err(Error::InvalidDomain);
-        }
+        check_item_params(epsilon, domain)?;
         Ok(Grr { epsilon, domain })
     }
 

@@ -2,13 +2,10 @@
 
 use rand_core::{CryptoRng, Rng};
 
-use super::{LocalRandomizer, Odds, QueryId, check_item, keep_with_odds};
+use super::{LocalRandomizer, Odds, QueryId, check_item, check_item_params, keep_with_odds};
 use crate::epsilon::Epsilon;
 use crate::error::{Error, Result};
-use crate::report::{
-    HEADER_LEN, Header, MAX_DOMAIN, MechanismId, check_encodable, hadamard_order, index_width,
-    put_index,
-};
+use crate::report::{HEADER_LEN, Header, MechanismId, hadamard_order, index_width, put_index};
 use crate::sample::uniform_below;
 
 /// Hadamard response (Acharya, Sun, Zhang 2019) over items `0..d`.
@@ -50,10 +47,7 @@ pub struct HadamardResponse {
 impl HadamardResponse {
     /// Hadamard response over `domain` items, `2 ≤ d ≤ 2³¹ − 2`.
     pub fn new(epsilon: Epsilon, domain: u32) -> Result<HadamardResponse> {
-        check_encodable(epsilon)?;
-        if !(2..=MAX_DOMAIN).contains(&domain) {
-            return Err(Error::InvalidDomain);
-        }
+        check_item_params(epsilon, domain)?;
         Ok(HadamardResponse { epsilon, domain })
     }
 

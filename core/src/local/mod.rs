@@ -127,6 +127,17 @@ pub trait LocalRandomizer {
     }
 }
 
+/// Shared parameter check for item-valued randomizers: ε fits the report header and
+/// the domain is `2 ≤ d ≤` [`MAX_DOMAIN`](crate::report::MAX_DOMAIN).
+pub(crate) fn check_item_params(epsilon: Epsilon, domain: u32) -> Result<()> {
+    crate::report::check_encodable(epsilon)?;
+    if (2..=crate::report::MAX_DOMAIN).contains(&domain) {
+        Ok(())
+    } else {
+        Err(Error::InvalidDomain)
+    }
+}
+
 /// Shared input check for item-valued randomizers.
 pub(crate) fn check_item(item: u32, domain: u32) -> Result<()> {
     if item < domain {

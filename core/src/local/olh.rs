@@ -3,12 +3,10 @@
 use rand_core::{CryptoRng, Rng};
 
 use super::grr::grr_core;
-use super::{LocalRandomizer, Odds, QueryId, UniversalHash, check_item};
+use super::{LocalRandomizer, Odds, QueryId, UniversalHash, check_item, check_item_params};
 use crate::epsilon::Epsilon;
 use crate::error::{Error, Result};
-use crate::report::{
-    HEADER_LEN, Header, MAX_DOMAIN, MechanismId, check_encodable, index_width, put_index,
-};
+use crate::report::{HEADER_LEN, Header, MechanismId, index_width, put_index};
 
 /// One local-hashing report: the public hash seed, the bucket count `g` and the
 /// randomized bucket.
@@ -75,10 +73,7 @@ impl Olh {
 
     /// OLH with an explicit bucket count `g ≥ 2`.
     pub fn with_buckets(epsilon: Epsilon, domain: u32, g: u16) -> Result<Olh> {
-        check_encodable(epsilon)?;
-        if !(2..=MAX_DOMAIN).contains(&domain) {
-            return Err(Error::InvalidDomain);
-        }
+        check_item_params(epsilon, domain)?;
         if g < 2 {
             return Err(Error::InvalidDomain);
         }

@@ -2,10 +2,10 @@
 
 use rand_core::{CryptoRng, Rng};
 
-use super::{LocalRandomizer, Odds, QueryId, check_item, keep_with_odds};
+use super::{LocalRandomizer, Odds, QueryId, check_item, check_item_params, keep_with_odds};
 use crate::epsilon::Epsilon;
 use crate::error::{Error, Result};
-use crate::report::{HEADER_LEN, Header, MAX_DOMAIN, MechanismId, check_encodable};
+use crate::report::{HEADER_LEN, Header, MechanismId};
 use crate::sample::uniform_below;
 
 /// Which unary-encoding variant.
@@ -56,10 +56,7 @@ impl UnaryEncoding {
     /// Unary encoding over `domain` items; [`Error::InvalidDomain`] unless
     /// `2 ≤ d ≤ 2³¹ − 2`.
     pub fn new(variant: UeVariant, epsilon: Epsilon, domain: u32) -> Result<UnaryEncoding> {
-        check_encodable(epsilon)?;
-        if !(2..=MAX_DOMAIN).contains(&domain) {
-            return Err(Error::InvalidDomain);
-        }
+        check_item_params(epsilon, domain)?;
         let bit_epsilon = match variant {
             UeVariant::Symmetric => epsilon.checked_div_int(2)?,
             UeVariant::Optimized => epsilon,
