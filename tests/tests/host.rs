@@ -71,60 +71,13 @@ fn runner_counts_and_rejects_empty_runs() {
     assert!(out.lines().any(|l| l == "1 passed, 1 failed"));
 }
 
-/// `Γ(a)` for `a` a positive multiple of 1/2 (exact recurrence from Γ(1/2) = √π, Γ(1) = 1).
-fn gamma_half_integer(a: f64) -> f64 {
-    let (mut g, mut x) = if a.fract() == 0.0 {
-        (1.0, 1.0)
-    } else {
-        (std::f64::consts::PI.sqrt(), 0.5)
-    };
-    while x < a {
-        g *= x;
-        x += 1.0;
-    }
-    g
-}
-
-/// Regularized upper incomplete gamma `Q(a, x)` by its continued fraction (x > a + 1),
-/// evaluated with the modified Lentz method.
-fn upper_gamma_q(a: f64, x: f64) -> f64 {
-    assert!(
-        x > a + 1.0,
-        "continued fraction converges fast only for x > a + 1"
-    );
-    let tiny = 1e-300;
-    let mut b = x + 1.0 - a;
-    let mut c = 1.0 / tiny;
-    let mut d = 1.0 / b;
-    let mut h = d;
-    for i in 1..1000 {
-        let an = -(i as f64) * (i as f64 - a);
-        b += 2.0;
-        d = an * d + b;
-        if d.abs() < tiny {
-            d = tiny;
-        }
-        c = b + an / c;
-        if c.abs() < tiny {
-            c = tiny;
-        }
-        d = 1.0 / d;
-        let step = d * c;
-        h *= step;
-        if (step - 1.0).abs() < 1e-15 {
-            break;
-        }
-    }
-    (-x + a * x.ln()).exp() * h / gamma_half_integer(a)
-}
-
 #[test]
 fn chi_square_critical_values_have_tail_about_1e7() {
-    // Sanity of the routine: Q(1/2, x/2) = erfc(sqrt(x/2)); P[χ²₁ > 10.828] ≈ 0.001.
-    let p = upper_gamma_q(0.5, 10.828 / 2.0);
+    // Tails from privq_host::stats (checked against mpmath there); P[χ²₁ > 10.828] ≈ 0.001.
+    let p = privq_host::stats::gamma_q(0.5, 10.828 / 2.0);
     assert!((p - 0.001).abs() < 1e-6, "{p}");
     for (df, x) in privq_tests::distribution::CHI2_CRITICAL_1E7 {
-        let tail = upper_gamma_q(f64::from(df) / 2.0, x / 2.0);
+        let tail = privq_host::stats::gamma_q(f64::from(df) / 2.0, x / 2.0);
         assert!(
             tail < 1e-6,
             "df {df}: P[chi2 > {x}] = {tail} is not below 1e-6"
