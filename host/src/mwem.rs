@@ -656,11 +656,61 @@ pub fn barak_baseline<R: Rng + CryptoRng + ?Sized>(
             })
         })
         .collect::<Result<Vec<_>, MwemError>>()?;
-    let mut state = MwState::uniform(data.len(), MemoryCap::default())?;
+    Ok(MwemOutput {
+        distribution: fit_from_uniform(data.len(), workload, &measurements, fit)?,
+        measurements,
+        budget,
+        rounds: 1,
+    })
+}
+
+/// **Not private.** The multiplicative-weights fit of the workload's exact
+/// answers from uniform: the maximum-entropy distribution matching them, i.e. the
+/// log-linear model with all interactions the workload spans (for `Q_w`, all
+/// ≤ w-way marginals). It is the best any of the private methods can do with this
+/// workload, and the experiment draws it as the non-private reference line.
+pub fn exact_fit(
+    data: &CountHistogram,
+    workload: &Workload,
+    fit: FitConfig,
+) -> Result<Vec<f64>, MwemError> {
+    if data.total() == 0 {
+        return Err(MwemError::Data(DataError::EmptyData));
+    }
+    if workload.cells() != data.len() {
+        return Err(MwemError::Data(DataError::LengthMismatch {
+            expected: data.len(),
+            got: workload.cells(),
+        }));
+    }
+    let n = data.total() as f64;
+    let truth = TrueAnswers::new(data, workload);
+    let measurements: Vec<Measurement> = (0..workload.len())
+        .map(|i| Measurement {
+            query: i,
+            value: truth.get(i) / n,
+            noise_scale: 0.0,
+        })
+        .collect();
+    let exact = FitConfig {
+        discrepancy: false,
+        ..fit
+    };
+    fit_from_uniform(data.len(), workload, &measurements, exact)
+}
+
+/// Multiplicative weights from uniform over all `measurements`.
+fn fit_from_uniform(
+    cells: usize,
+    workload: &Workload,
+    measurements: &[Measurement],
+    fit: FitConfig,
+) -> Result<Vec<f64>, MwemError> {
+    let mut state = MwState::uniform(cells, MemoryCap::default())?;
     reiterate(
         &mut state,
         workload,
-        &measurements,
+        measurements,
         Reiterate {
             passes: fit.max_passes,
             tolerance: fit.tolerance,
@@ -668,12 +718,7 @@ pub fn barak_baseline<R: Rng + CryptoRng + ?Sized>(
             discrepancy: fit.discrepancy,
         },
     );
-    Ok(MwemOutput {
-        distribution: state.probabilities().to_vec(),
-        measurements,
-        budget,
-        rounds: 1,
-    })
+    Ok(state.probabilities().to_vec())
 }
 
 /// Theorem 5.2.11's choice for ε-DP: `T* = (εn√(ln N)/(2 ln k))^{2/3}` and
@@ -699,6 +744,40 @@ mod tests {
     use crate::data::{Domain, kl};
     use crate::query::Query;
     use crate::seeded_rng;
+
+    #[test]
+    fn exact_fit_recovers_the_log_linear_model_of_the_workload() {
+        // A product distribution on 3 bits is matched exactly by its 1-way
+        // marginals; a 3-way interaction needs the degree-3 parities.
+        let dom = Domain::binary(["a", "b", "c"]).unwrap();
+        let (p, q, r) = (0.2, 0.7, 0.4);
+        let product: Vec<u64> = (0..8u64)
+            .map(|u| {
+                let f = |bit: u64, pr: f64| if u >> bit & 1 == 1 { pr } else { 1.0 - pr };
+                (10_000.0 * f(2, p) * f(1, q) * f(0, r)).round() as u64
+            })
+            .collect();
+        let h = CountHistogram::from_counts(product, MemoryCap::default()).unwrap();
+        let truth = h.normalized().unwrap();
+        let fit = FitConfig::default();
+        let one = exact_fit(&h, &Workload::parities(&dom, 1).unwrap(), fit).unwrap();
+        assert!(kl(truth.probabilities(), &one) < 1e-9);
+
+        let parity: Vec<u64> = (0..8u64)
+            .map(|u| if u.count_ones() % 2 == 0 { 3 } else { 1 })
+            .collect();
+        let h = CountHistogram::from_counts(parity, MemoryCap::default()).unwrap();
+        let truth = h.normalized().unwrap();
+        let two = exact_fit(&h, &Workload::parities(&dom, 2).unwrap(), fit).unwrap();
+        let three = exact_fit(&h, &Workload::parities(&dom, 3).unwrap(), fit).unwrap();
+        // All 1- and 2-way marginals are uniform, so the degree-2 fit is uniform.
+        let uniform_kl = kl(truth.probabilities(), &[0.125; 8]);
+        assert!((kl(truth.probabilities(), &two) - uniform_kl).abs() < 1e-9);
+        assert!(uniform_kl > 0.1);
+        assert!(kl(truth.probabilities(), &three) < 1e-9);
+        let empty = CountHistogram::from_counts(vec![0; 8], MemoryCap::default()).unwrap();
+        assert!(exact_fit(&empty, &Workload::parities(&dom, 1).unwrap(), fit).is_err());
+    }
 
     fn toy() -> (CountHistogram, Workload) {
         let dom = Domain::binary((0..6).map(|i| format!("a{i}"))).unwrap();

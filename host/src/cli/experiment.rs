@@ -7,7 +7,7 @@ use privq_core::Epsilon;
 
 use super::CliError;
 use super::progress::bar;
-use crate::experiment::mwem::{Protocol, default_data_dir, run as run_protocol};
+use crate::experiment::mwem::{Baseline, Protocol, default_data_dir, run as run_protocol};
 
 /// Options of `privq experiment`.
 #[derive(Debug, Clone, clap::Args)]
@@ -90,10 +90,31 @@ pub struct MwemArgs {
     /// 10 runs on the small datasets and 2 on NLTCS.
     #[arg(long)]
     pub quick: bool,
-    /// Stop the baseline's MW fit at the noise level (discrepancy principle)
-    /// instead of fitting to convergence as the spec describes.
-    #[arg(long)]
-    pub barak_discrepancy: bool,
+    /// Fits of the Barak baseline to run: `fit` (to convergence, as the spec
+    /// reads the thesis) and/or `discrepancy` (stop at the noise level).
+    #[arg(long, value_delimiter = ',', value_name = "FIT,...")]
+    pub baselines: Vec<BaselineArg>,
+    /// Pass cap of the baseline's MW fit.
+    #[arg(long, value_name = "N")]
+    pub barak_passes: Option<usize>,
+}
+
+/// A fit of the Barak baseline on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum BaselineArg {
+    /// Fit the noisy measurements to convergence.
+    Fit,
+    /// Stop at the noise level.
+    Discrepancy,
+}
+
+impl BaselineArg {
+    fn baseline(self) -> Baseline {
+        match self {
+            BaselineArg::Fit => Baseline::Fit,
+            BaselineArg::Discrepancy => Baseline::Discrepancy,
+        }
+    }
 }
 
 /// Runs `privq experiment`.
@@ -134,7 +155,12 @@ pub fn run(
         p.reiterate_passes = r;
     }
     p.seed = a.seed;
-    p.barak_fit.discrepancy = a.barak_discrepancy;
+    if !a.baselines.is_empty() {
+        p.baselines = a.baselines.iter().map(|b| b.baseline()).collect();
+    }
+    if let Some(passes) = a.barak_passes {
+        p.barak_fit.max_passes = passes;
+    }
     if !a.datasets.is_empty() {
         p.datasets = a.datasets.clone();
     }

@@ -10,11 +10,12 @@ use privq_core::Epsilon;
 use super::svg::{Series, line_chart};
 use crate::data::{DataError, Dataset, MemoryCap, kl};
 use crate::mwem::{
-    FitConfig, Improvements, MwemConfig, MwemError, OutputRule, Reiterate, barak_baseline, mwem,
-    optimal_rounds,
+    FitConfig, Improvements, MwemConfig, MwemError, OutputRule, Reiterate, barak_baseline,
+    exact_fit, mwem, optimal_rounds,
 };
 use crate::query::Workload;
 use crate::seeded_rng;
+use rayon::prelude::*;
 
 /// The small datasets of Fig. 5.2, run `runs_small` times each.
 pub const SMALL_DATASETS: [&str; 3] = ["mildew", "czech", "rochdale"];
@@ -41,8 +42,34 @@ pub struct Protocol {
     /// average-then-fit output, without the noisy-histogram initialization, which
     /// the informativeness gate would skip on N = 2^16 anyway).
     pub reiterate_passes: usize,
-    /// MW fit of the Barak baseline.
+    /// Pass cap and tolerance of the Barak baseline's MW fit (and of the
+    /// non-private reference fit).
     pub barak_fit: FitConfig,
+    /// Which fits of the Barak baseline to run; each is its own curve and has
+    /// its own acceptance checks.
+    pub baselines: Vec<Baseline>,
+}
+
+/// How the "modified Barak et al." baseline reconstructs a distribution from
+/// its noisy measurements. The thesis only says "multiplicative weights".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Baseline {
+    /// Fit all measurements until the residuals stop changing (the spec's
+    /// reading, §4.7). Noise-unaware: it fits the noise too.
+    Fit,
+    /// Stop once the mean residual is at the noise level (the discrepancy
+    /// principle, the stopping rule MWEM's own re-iteration uses).
+    Discrepancy,
+}
+
+impl Baseline {
+    /// The curve's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Baseline::Fit => "Barak-MW",
+            Baseline::Discrepancy => "Barak-MW disc.",
+        }
+    }
 }
 
 impl Protocol {
@@ -71,6 +98,7 @@ impl Protocol {
                 tolerance: 1e-9,
                 discrepancy: false,
             },
+            baselines: vec![Baseline::Fit, Baseline::Discrepancy],
         }
     }
 }
@@ -121,6 +149,9 @@ pub struct Panel {
     pub epsilons: Vec<f64>,
     /// `results[method][eps]`.
     pub results: Vec<Vec<Summary>>,
+    /// KL of the non-private maximum-entropy fit of the exact workload answers
+    /// (the reference line).
+    pub reference: f64,
 }
 
 impl Panel {
@@ -135,6 +166,8 @@ impl Panel {
 pub struct Check {
     /// A1 … A4.
     pub id: &'static str,
+    /// The baseline the check compares against (`None` for A1 and A4).
+    pub baseline: Option<&'static str>,
     /// What was compared.
     pub description: String,
     /// Whether it held.
@@ -201,7 +234,7 @@ pub type Observer<'a> = &'a mut dyn FnMut(&str, usize, usize);
 
 #[derive(Clone, Copy)]
 enum Method {
-    Barak,
+    Barak(Baseline),
     Plain,
     Optimized,
     FixedT(usize),
@@ -210,7 +243,7 @@ enum Method {
 impl Method {
     fn name(self) -> String {
         match self {
-            Method::Barak => "Barak-MW".into(),
+            Method::Barak(b) => b.name().into(),
             Method::Plain => "MWEM".into(),
             Method::Optimized => "MWEM+opt".into(),
             Method::FixedT(t) => format!("MWEM T={t}"),
@@ -231,17 +264,17 @@ pub fn run(protocol: &Protocol, observe: Observer<'_>) -> Result<Report, Experim
             continue;
         }
         let ds = Dataset::from_csv_path(&path, MemoryCap::default())?;
+        let mut methods: Vec<Method> = protocol
+            .baselines
+            .iter()
+            .map(|&b| Method::Barak(b))
+            .collect();
         if name == "nltcs" {
-            let methods = vec![
-                Method::Barak,
-                Method::FixedT(20),
-                Method::FixedT(30),
-                Method::FixedT(40),
-            ];
+            methods.extend([Method::FixedT(20), Method::FixedT(30), Method::FixedT(40)]);
             plans.push((ds.clone(), 2, methods.clone(), protocol.runs_nltcs));
             plans.push((ds, 3, methods, protocol.runs_nltcs));
         } else {
-            let methods = vec![Method::Barak, Method::Plain, Method::Optimized];
+            methods.extend([Method::Plain, Method::Optimized]);
             plans.push((ds, 3, methods, protocol.runs_small));
         }
     }
@@ -305,80 +338,122 @@ fn run_panel(
 ) -> Result<Panel, ExperimentError> {
     let workload = Workload::parities(&ds.domain, degree)?;
     let truth = ds.counts.normalized()?;
-    let n = ds.counts.total() as f64;
-    let mut results = Vec::new();
+    let reference = kl(
+        truth.probabilities(),
+        &exact_fit(&ds.counts, &workload, protocol.barak_fit)?,
+    );
     let label = format!("{} w={degree}", ds.name);
-    for &method in methods {
-        let mut row = Vec::new();
-        for (ei, &eps) in protocol.epsilons.iter().enumerate() {
-            let (t_star, _) = optimal_rounds(
-                eps.to_f64(),
-                n,
-                ds.counts.len() as f64,
-                workload.len() as f64,
-            );
-            let t = t_star.round().clamp(5.0, 50.0) as usize;
-            let mut kls = Vec::with_capacity(runs);
-            for r in 0..runs {
-                // Common random numbers: every method sees the same seed for a given
-                // (ε, run), so the comparisons between methods are paired.
-                let seed = mix(protocol.seed, panel_id, 0, ei as u64, r as u64);
-                let mut rng = seeded_rng(seed);
-                let out = match method {
-                    Method::Barak => {
-                        barak_baseline(&ds.counts, &workload, eps, protocol.barak_fit, &mut rng)?
-                    }
-                    Method::Plain => mwem(
-                        &ds.counts,
-                        &workload,
-                        &MwemConfig::unoptimized(eps, t)?,
-                        &mut rng,
-                    )?,
-                    Method::Optimized => {
-                        let mut c = MwemConfig::optimized(eps, t)?;
-                        c.improvements.reiterate = Some(Reiterate {
-                            passes: protocol.reiterate_passes,
-                            tolerance: 1e-9,
-                            max_noise: 0.05,
-                            discrepancy: true,
-                        });
-                        mwem(&ds.counts, &workload, &c, &mut rng)?
-                    }
-                    Method::FixedT(t) => {
-                        let c = MwemConfig {
-                            improvements: Improvements {
-                                reiterate: Some(Reiterate {
-                                    passes: protocol.reiterate_passes,
-                                    tolerance: 1e-9,
-                                    max_noise: 0.05,
-                                    discrepancy: true,
-                                }),
-                                noisy_init: None,
-                                init_policy: Default::default(),
-                                adaptive: false,
-                                adaptive_max_noise: 0.2,
-                            },
-                            output: OutputRule::AverageThenFit,
-                            clip: true,
-                            ..MwemConfig::unoptimized(eps, t)?
-                        };
-                        mwem(&ds.counts, &workload, &c, &mut rng)?
-                    }
-                };
-                kls.push(kl(truth.probabilities(), &out.distribution));
-                tick(&label);
-            }
-            row.push(Summary::of(&kls));
+    // Every (method, ε, run) is independent and seeded from its coordinates, so
+    // the runs go to all cores and the results do not depend on the scheduling.
+    let jobs: Vec<(usize, usize, usize)> = (0..methods.len())
+        .flat_map(|m| {
+            (0..protocol.epsilons.len()).flat_map(move |e| (0..runs).map(move |r| (m, e, r)))
+        })
+        .collect();
+    let one = |&(m, ei, r): &(usize, usize, usize)| -> Result<f64, ExperimentError> {
+        let eps = protocol.epsilons[ei];
+        // Common random numbers: every method sees the same seed for a given
+        // (ε, run), so the comparisons between methods are paired.
+        let seed = mix(protocol.seed, panel_id, 0, ei as u64, r as u64);
+        let out = run_method(
+            protocol,
+            ds,
+            &workload,
+            methods[m],
+            eps,
+            &mut seeded_rng(seed),
+        )?;
+        Ok(kl(truth.probabilities(), &out.distribution))
+    };
+    let kls: Vec<f64> = std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let worker = scope.spawn(move || {
+            jobs.par_iter()
+                .map_with(tx, |tx, job| {
+                    let r = one(job);
+                    // The receiver only stops listening when the panel is done.
+                    let _ = tx.send(());
+                    r
+                })
+                .collect::<Result<Vec<f64>, ExperimentError>>()
+        });
+        for () in rx {
+            tick(&label);
         }
-        results.push(row);
-    }
+        worker
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })?;
+    let results = kls
+        .chunks(runs.max(1))
+        .map(Summary::of)
+        .collect::<Vec<_>>()
+        .chunks(protocol.epsilons.len().max(1))
+        .map(<[Summary]>::to_vec)
+        .collect();
     Ok(Panel {
         dataset: ds.name.clone(),
         degree,
         methods: methods.iter().map(|m| m.name()).collect(),
         epsilons: protocol.epsilons.iter().map(|e| e.to_f64()).collect(),
         results,
+        reference,
     })
+}
+
+/// One run of one method at one ε.
+fn run_method(
+    protocol: &Protocol,
+    ds: &Dataset,
+    workload: &Workload,
+    method: Method,
+    eps: Epsilon,
+    rng: &mut rand_chacha::ChaCha12Rng,
+) -> Result<crate::mwem::MwemOutput, MwemError> {
+    let n = ds.counts.total() as f64;
+    let (t_star, _) = optimal_rounds(
+        eps.to_f64(),
+        n,
+        ds.counts.len() as f64,
+        workload.len() as f64,
+    );
+    let t = t_star.round().clamp(5.0, 50.0) as usize;
+    let reiterate = Reiterate {
+        passes: protocol.reiterate_passes,
+        tolerance: 1e-9,
+        max_noise: 0.05,
+        discrepancy: true,
+    };
+    match method {
+        Method::Barak(b) => {
+            let fit = FitConfig {
+                discrepancy: b == Baseline::Discrepancy,
+                ..protocol.barak_fit
+            };
+            barak_baseline(&ds.counts, workload, eps, fit, rng)
+        }
+        Method::Plain => mwem(&ds.counts, workload, &MwemConfig::unoptimized(eps, t)?, rng),
+        Method::Optimized => {
+            let mut c = MwemConfig::optimized(eps, t)?;
+            c.improvements.reiterate = Some(reiterate);
+            mwem(&ds.counts, workload, &c, rng)
+        }
+        Method::FixedT(t) => {
+            let c = MwemConfig {
+                improvements: Improvements {
+                    reiterate: Some(reiterate),
+                    noisy_init: None,
+                    init_policy: Default::default(),
+                    adaptive: false,
+                    adaptive_max_noise: 0.2,
+                },
+                output: OutputRule::AverageThenFit,
+                clip: true,
+                ..MwemConfig::unoptimized(eps, t)?
+            };
+            mwem(&ds.counts, workload, &c, rng)
+        }
+    }
 }
 
 /// SplitMix64-style mixing of the run coordinates into one seed.
@@ -393,10 +468,12 @@ fn mix(base: u64, a: u64, b: u64, c: u64, d: u64) -> u64 {
     z
 }
 
-/// Spec §4.10 A1–A4 on the panels that were run.
+/// Spec §4.10 A1–A4 on the panels that were run. A2 and A3 are checked
+/// against every baseline fit in the panels.
 pub fn acceptance_checks(panels: &[Panel], epsilons: &[Epsilon]) -> Vec<Check> {
     let eps: Vec<f64> = epsilons.iter().map(|e| e.to_f64()).collect();
     let mut checks = Vec::new();
+    let baselines = [Baseline::Fit, Baseline::Discrepancy];
     for p in panels.iter().filter(|p| p.dataset != "nltcs") {
         for (m, row) in p.methods.iter().zip(&p.results) {
             let mut ok = true;
@@ -410,6 +487,7 @@ pub fn acceptance_checks(panels: &[Panel], epsilons: &[Epsilon]) -> Vec<Check> {
             }
             checks.push(Check {
                 id: "A1",
+                baseline: None,
                 description: format!(
                     "{} {m}: mean KL non-increasing in eps within 2 SE{worst}",
                     p.dataset
@@ -417,25 +495,27 @@ pub fn acceptance_checks(panels: &[Panel], epsilons: &[Epsilon]) -> Vec<Check> {
                 passed: ok,
             });
         }
-        for (i, &e) in eps.iter().enumerate().filter(|&(_, &e)| e <= 0.5) {
-            if let (Some(o), Some(u), Some(b)) =
-                (p.get("MWEM+opt", i), p.get("MWEM", i), p.get("Barak-MW", i))
-            {
-                checks.push(Check {
-                    id: "A2",
-                    description: format!(
-                        "{} w=3 eps {e}: opt {:.4} <= unopt {:.4} <= Barak {:.4}",
-                        p.dataset, o.mean, u.mean, b.mean
-                    ),
-                    passed: o.mean <= u.mean && u.mean <= b.mean,
-                });
+        for base in baselines.map(Baseline::name) {
+            for (i, &e) in eps.iter().enumerate().filter(|&(_, &e)| e <= 0.5) {
+                if let (Some(o), Some(u), Some(b)) =
+                    (p.get("MWEM+opt", i), p.get("MWEM", i), p.get(base, i))
+                {
+                    checks.push(Check {
+                        id: "A2",
+                        baseline: Some(base),
+                        description: format!(
+                            "{} w=3 eps {e}: opt {:.4} <= unopt {:.4} <= {base} {:.4}",
+                            p.dataset, o.mean, u.mean, b.mean
+                        ),
+                        passed: o.mean <= u.mean && u.mean <= b.mean,
+                    });
+                }
             }
         }
     }
     for p in panels.iter().filter(|p| p.dataset == "nltcs") {
         for (i, &e) in eps.iter().enumerate() {
-            let (Some(b), Some(t20), Some(t30), Some(t40)) = (
-                p.get("Barak-MW", i),
+            let (Some(t20), Some(t30), Some(t40)) = (
                 p.get("MWEM T=20", i),
                 p.get("MWEM T=30", i),
                 p.get("MWEM T=40", i),
@@ -443,39 +523,47 @@ pub fn acceptance_checks(panels: &[Panel], epsilons: &[Epsilon]) -> Vec<Check> {
                 continue;
             };
             let best = t20.mean.min(t30.mean).min(t40.mean);
-            if p.degree == 3 && e <= 0.5 {
+            for base in baselines.map(Baseline::name) {
+                let Some(b) = p.get(base, i) else { continue };
+                let w = p.degree;
+                let (description, passed) = if w == 3 && e <= 0.5 {
+                    (
+                        format!(
+                            "nltcs w=3 eps {e}: MWEM T=40 {:.4} < {base} {:.4}",
+                            t40.mean, b.mean
+                        ),
+                        t40.mean < b.mean,
+                    )
+                } else if w == 2 && e >= 0.1 {
+                    (
+                        format!(
+                            "nltcs w=2 eps {e}: {base} {:.4} within 10% of best MWEM {best:.4}",
+                            b.mean
+                        ),
+                        b.mean <= 1.1 * best,
+                    )
+                } else if w == 2 && e <= 0.05 {
+                    (
+                        format!(
+                            "nltcs w=2 eps {e}: best MWEM {best:.4} < {base} {:.4}",
+                            b.mean
+                        ),
+                        best < b.mean,
+                    )
+                } else {
+                    continue;
+                };
                 checks.push(Check {
                     id: "A3",
-                    description: format!(
-                        "nltcs w=3 eps {e}: MWEM T=40 {:.4} < Barak {:.4}",
-                        t40.mean, b.mean
-                    ),
-                    passed: t40.mean < b.mean,
-                });
-            }
-            if p.degree == 2 && e >= 0.1 {
-                checks.push(Check {
-                    id: "A3",
-                    description: format!(
-                        "nltcs w=2 eps {e}: Barak {:.4} within 10% of best MWEM {:.4}",
-                        b.mean, best
-                    ),
-                    passed: b.mean <= 1.1 * best,
-                });
-            }
-            if p.degree == 2 && e <= 0.05 {
-                checks.push(Check {
-                    id: "A3",
-                    description: format!(
-                        "nltcs w=2 eps {e}: best MWEM {:.4} < Barak {:.4}",
-                        best, b.mean
-                    ),
-                    passed: best < b.mean,
+                    baseline: Some(base),
+                    description,
+                    passed,
                 });
             }
             if i + 1 == eps.len() {
                 checks.push(Check {
                     id: "A4",
+                    baseline: None,
                     description: format!(
                         "nltcs w={} eps {e}: T=40 {:.4} <= T=30 {:.4} <= T=20 {:.4}",
                         p.degree, t40.mean, t30.mean, t20.mean
@@ -494,6 +582,7 @@ pub fn plot(panel: &Panel) -> String {
     let style = |m: &str| -> (&'static str, &'static str) {
         match m {
             "Barak-MW" => ("#d62728", "8 4"),
+            "Barak-MW disc." => ("#ff7f0e", "3 3"),
             "MWEM" => ("#2ca02c", "8 3 2 3"),
             "MWEM+opt" => ("#1f77b4", ""),
             "MWEM T=20" => ("#9ecae1", ""),
@@ -519,6 +608,16 @@ pub fn plot(panel: &Panel) -> String {
                     .collect(),
             }
         })
+        .chain(std::iter::once(Series {
+            label: "non-private fit".into(),
+            color: "#000000",
+            dash: "",
+            points: panel
+                .epsilons
+                .iter()
+                .map(|&e| (e, panel.reference, 0.0))
+                .collect(),
+        }))
         .collect();
     let runs = panel
         .results
@@ -566,6 +665,11 @@ impl Report {
                 }
                 writeln!(out)?;
             }
+            writeln!(
+                out,
+                "  non-private maximum-entropy fit of the exact degree-{} answers: KL {:.4}",
+                p.degree, p.reference
+            )?;
         }
         if !self.checks.is_empty() {
             writeln!(out, "\nAcceptance checks (spec §4.10):")?;
@@ -580,6 +684,14 @@ impl Report {
             }
             let passed = self.checks.iter().filter(|c| c.passed).count();
             writeln!(out, "  {passed} of {} checks hold", self.checks.len())?;
+            for base in [Baseline::Fit, Baseline::Discrepancy].map(Baseline::name) {
+                let with = |c: &&Check| c.baseline.is_none_or(|b| b == base);
+                let total = self.checks.iter().filter(with).count();
+                let held = self.checks.iter().filter(with).filter(|c| c.passed).count();
+                if self.checks.iter().any(|c| c.baseline == Some(base)) {
+                    writeln!(out, "  with baseline {base}: {held} of {total} hold")?;
+                }
+            }
         }
         for f in &self.files {
             writeln!(out, "wrote {}", f.display())?;
@@ -596,6 +708,55 @@ pub fn default_data_dir() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn summary(mean: f64) -> Summary {
+        Summary {
+            mean,
+            sd: 0.0,
+            runs: 10,
+        }
+    }
+
+    #[test]
+    fn checks_are_made_against_each_baseline() {
+        let eps: Vec<Epsilon> = ["0.1", "1"].iter().map(|e| e.parse().unwrap()).collect();
+        let panel = Panel {
+            dataset: "czech".into(),
+            degree: 3,
+            methods: ["Barak-MW", "Barak-MW disc.", "MWEM", "MWEM+opt"]
+                .map(String::from)
+                .to_vec(),
+            epsilons: vec![0.1, 1.0],
+            results: [[9.0, 8.0], [0.5, 0.4], [0.6, 0.3], [0.2, 0.1]]
+                .iter()
+                .map(|r| r.iter().map(|&m| summary(m)).collect())
+                .collect(),
+            reference: 0.01,
+        };
+        let checks = acceptance_checks(std::slice::from_ref(&panel), &eps);
+        let a2: Vec<&Check> = checks.iter().filter(|c| c.id == "A2").collect();
+        // Only eps 0.1 is small; one A2 check per baseline.
+        assert_eq!(a2.len(), 2);
+        assert!(
+            a2.iter()
+                .any(|c| c.baseline == Some("Barak-MW") && c.passed)
+        );
+        assert!(
+            a2.iter()
+                .any(|c| c.baseline == Some("Barak-MW disc.") && !c.passed)
+        );
+        // A1 per method, all decreasing here.
+        assert_eq!(
+            checks.iter().filter(|c| c.id == "A1" && c.passed).count(),
+            4
+        );
+        let svg = plot(&Panel {
+            methods: vec!["Barak-MW".into()],
+            results: vec![vec![summary(2.0), summary(1.0)]],
+            ..panel
+        });
+        assert!(svg.contains("non-private fit"));
+    }
 
     #[test]
     fn tiny_protocol_runs_and_checks() {
@@ -615,7 +776,7 @@ mod tests {
         p.reiterate_passes = 5;
         let mut ticks = 0;
         let report = run(&p, &mut |_, _, _| ticks += 1).unwrap();
-        assert_eq!(ticks, 3 * 3 * 2);
+        assert_eq!(ticks, 4 * 3 * 2);
         assert_eq!(report.skipped.len(), 1);
         assert_eq!(report.panels.len(), 1);
         assert!(report.checks.iter().any(|c| c.id == "A1"));
