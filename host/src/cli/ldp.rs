@@ -12,8 +12,10 @@ use rand_core::Rng;
 use serde::Serialize;
 
 use super::CliError;
-use crate::ldp::aggregate::{Aggregator, FrequencyEstimates, MeanEstimate, ReportKind};
-use crate::ldp::decode::{RejectCounts, decode_report};
+use crate::ldp::aggregate::{
+    Aggregator, FrequencyEstimates, MeanEstimate, ReportKind, ingest_grouped,
+};
+use crate::ldp::decode::RejectCounts;
 use crate::ldp::fleet::{Fleet, MechanismSpec, default_distribution};
 use crate::ldp::frames;
 use crate::ldp::postprocess::PostProcess;
@@ -252,32 +254,18 @@ fn aggregate(
     let (mut count, mut truncated) = (0u64, false);
     let iter =
         frames::frames(&bytes).map_err(|e| invalid(format!("{}: {e}", args.input.display())))?;
-    for frame in iter {
+    // Every frame is counted; a truncated final frame is flagged, never a report.
+    let reports = iter.filter_map(|frame| {
         count += 1;
-        let Ok(frame) = frame else {
-            truncated = true;
-            continue;
-        };
-        match decode_report(frame) {
-            Ok(r) => {
-                let kind = ReportKind::of(&r);
-                let agg = match groups.entry(kind) {
-                    std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::btree_map::Entry::Vacant(v) => match Aggregator::new(kind) {
-                        Ok(a) => v.insert(a),
-                        Err(_) => {
-                            rejected.record(crate::ldp::decode::RejectReason::Parameter);
-                            continue;
-                        }
-                    },
-                };
-                if let Err(e) = agg.ingest(&r) {
-                    rejected.record(e);
-                }
+        match frame {
+            Ok(report) => Some(report),
+            Err(_) => {
+                truncated = true;
+                None
             }
-            Err(e) => rejected.record(e),
         }
-    }
+    });
+    ingest_grouped(&mut groups, reports, &mut rejected);
     let accepted = groups.values().map(Aggregator::n).sum();
     let mut out_groups = Vec::new();
     for (kind, agg) in groups {

@@ -16,6 +16,8 @@
 //! encoding (SUE, OUE) count the bit vectors with the bit-sliced
 //! [`UnaryCounter`] instead of bit by bit.
 
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 use std::fmt;
 use std::thread;
 
@@ -308,31 +310,16 @@ impl Aggregator {
         let before = self.n;
         match UnaryFastPath::for_kind(&self.kind) {
             Some(fast) => {
-                // Payloads of accepted reports, added a block at a time in place by
-                // a counter created at the first full block (a batch smaller than a
-                // block is counted bit by bit).
-                let mut acc: Option<UnaryCounter> = None;
-                let mut block: [&[u8]; BLOCK] = [&[]; BLOCK];
-                let mut filled = 0;
+                let mut batch = UnaryBatch::new();
                 for r in reports {
                     if fast.accepts(r) {
-                        block[filled] = &r[HEADER_LEN..];
-                        filled += 1;
-                        if filled == BLOCK {
-                            add_unary_block(&mut acc, &block, &mut self.counts);
-                            filled = 0;
-                        }
+                        batch.push(&r[HEADER_LEN..], &mut self.counts);
                         self.n += 1;
                     } else if let Err(e) = self.ingest_bytes(r) {
                         rejected.record(e);
                     }
                 }
-                for p in &block[..filled] {
-                    add_bits(&mut self.counts, p);
-                }
-                if let Some(mut acc) = acc {
-                    acc.flush(&mut self.counts);
-                }
+                batch.finish(&mut self.counts);
             }
             _ => {
                 for r in reports {
@@ -505,6 +492,137 @@ pub fn aggregate_packed(
 fn add_unary_block(acc: &mut Option<UnaryCounter>, block: &[&[u8]; BLOCK], counts: &mut [u64]) {
     acc.get_or_insert_with(|| UnaryCounter::new(counts.len()))
         .push_block(block, counts);
+}
+
+/// Payloads of accepted unary reports of one kind, added a block at a time in
+/// place by a counter created at the first full block; [`finish`](Self::finish)
+/// counts a final partial block bit by bit and flushes the counter. The result
+/// is the same per-item counts as [`add_bits`] on every payload.
+struct UnaryBatch<'r> {
+    acc: Option<UnaryCounter>,
+    block: [&'r [u8]; BLOCK],
+    filled: usize,
+}
+
+impl<'r> UnaryBatch<'r> {
+    fn new() -> UnaryBatch<'r> {
+        UnaryBatch {
+            acc: None,
+            block: [&[]; BLOCK],
+            filled: 0,
+        }
+    }
+
+    /// Queues one payload (of the length the counts imply).
+    #[inline(always)]
+    fn push(&mut self, payload: &'r [u8], counts: &mut [u64]) {
+        match self.block.get_mut(self.filled) {
+            Some(slot) => *slot = payload,
+            // Unreachable (`filled < BLOCK` between calls); counted directly anyway.
+            None => return add_bits(counts, payload),
+        }
+        self.filled += 1;
+        if self.filled == BLOCK {
+            add_unary_block(&mut self.acc, &self.block, counts);
+            self.filled = 0;
+        }
+    }
+
+    /// Counts what is still queued.
+    fn finish(self, counts: &mut [u64]) {
+        for p in self.block.iter().take(self.filled) {
+            add_bits(counts, p);
+        }
+        if let Some(mut acc) = self.acc {
+            acc.flush(counts);
+        }
+    }
+}
+
+/// Decodes, validates and aggregates reports of any kinds, one [`Aggregator`]
+/// per [`ReportKind`] in `groups` (created on a kind's first valid report).
+///
+/// Exactly the state of this report-at-a-time loop, and the same rejection
+/// counts: every report that fails [`decode_report`] is counted under its
+/// [`RejectReason`], and a valid report whose kind admits no aggregator
+/// ([`Aggregator::new`] fails) under [`RejectReason::Parameter`]:
+///
+/// ```text
+/// for r in reports {
+///     match decode_report(r) {
+///         Err(e) => rejected.record(e),
+///         Ok(d) => match groups.entry(ReportKind::of(&d)) / Aggregator::new(kind) {
+///             Err(_) => rejected.record(RejectReason::Parameter),
+///             Ok(agg) => agg.ingest(&d),
+///         },
+///     }
+/// }
+/// ```
+///
+/// Once a unary (SUE, OUE) kind has been seen, later reports that are
+/// byte-for-byte canonical reports of that kind (as in
+/// [`ingest_batch`](Aggregator::ingest_batch)) skip decoding and are counted by
+/// the bit-sliced [`UnaryCounter`]. Every other report is decoded and ingested
+/// in input order, so per-group order (which matters for the floating-point SQ
+/// Laplace sums) is that of the input. Returns the number of reports accepted.
+pub fn ingest_grouped<'r>(
+    groups: &mut BTreeMap<ReportKind, Aggregator>,
+    reports: impl IntoIterator<Item = &'r [u8]>,
+    rejected: &mut RejectCounts,
+) -> u64 {
+    // Unary kinds seen so far, with their recognizers and pending payloads.
+    let mut unary: BTreeMap<ReportKind, (UnaryFastPath, UnaryBatch<'r>)> = BTreeMap::new();
+    // The unary kind of the latest decoded report (checked first).
+    let mut last: Option<(ReportKind, UnaryFastPath)> = None;
+    let mut accepted = 0u64;
+    for r in reports {
+        if let Some((kind, fast)) = &last
+            && fast.accepts(r)
+            && let (Some(agg), Some((_, batch))) = (groups.get_mut(kind), unary.get_mut(kind))
+        {
+            batch.push(&r[HEADER_LEN..], &mut agg.counts);
+            agg.n += 1;
+            accepted += 1;
+            continue;
+        }
+        let d = match decode_report(r) {
+            Ok(d) => d,
+            Err(e) => {
+                rejected.record(e);
+                continue;
+            }
+        };
+        let kind = ReportKind::of(&d);
+        let agg = match groups.entry(kind) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(v) => match Aggregator::new(kind) {
+                Ok(a) => v.insert(a),
+                Err(_) => {
+                    rejected.record(RejectReason::Parameter);
+                    continue;
+                }
+            },
+        };
+        match agg.ingest(&d) {
+            Ok(()) => accepted += 1,
+            Err(e) => rejected.record(e),
+        }
+        if last.as_ref().is_none_or(|(k, _)| *k != kind) {
+            last = match unary.entry(kind) {
+                Entry::Occupied(e) => Some((kind, e.get().0)),
+                Entry::Vacant(v) => UnaryFastPath::for_kind(&kind).map(|fast| {
+                    v.insert((fast, UnaryBatch::new()));
+                    (kind, fast)
+                }),
+            };
+        }
+    }
+    for (kind, (_, batch)) in unary {
+        if let Some(agg) = groups.get_mut(&kind) {
+            batch.finish(&mut agg.counts);
+        }
+    }
+    accepted
 }
 
 /// Byte-level recognition of valid unary reports of one kind: the canonical

@@ -1,0 +1,224 @@
+//! The batched multi-kind aggregation path of `privq ldp aggregate`
+//! ([`ingest_grouped`]) against the report-at-a-time loop it replaced, on mixed
+//! inputs with malformed and mismatched reports: identical states, estimates
+//! and rejection counts, and identical CLI output.
+
+use std::collections::BTreeMap;
+use std::io::Cursor;
+
+use privq_core::local::{LocalRandomizer, QueryId, SqLaplace, UnitValue};
+use privq_host::Epsilon;
+use privq_host::cli::ldp::{Action, AggregateArgs, Args, Format};
+use privq_host::ldp::aggregate::{Aggregator, ReportKind, ingest_grouped};
+use privq_host::ldp::decode::{RejectCounts, RejectReason, decode_report};
+use privq_host::ldp::fleet::{Fleet, MechanismSpec, default_distribution};
+use privq_host::ldp::frames;
+use rand_chacha::ChaCha12Rng;
+use rand_core::{Rng, SeedableRng};
+
+fn eps(num: u64, den: u64) -> Epsilon {
+    Epsilon::new(num, den).unwrap()
+}
+
+/// Reports of `mechanism` over `d` items from `n` simulated devices.
+fn fleet_reports(mechanism: &str, e: Epsilon, d: u32, n: usize, seed: u64) -> Vec<Vec<u8>> {
+    let spec = MechanismSpec::parse(mechanism, e, d).unwrap();
+    Fleet::from_weights(&default_distribution(d), n)
+        .unwrap()
+        .privatize(&spec, seed)
+        .unwrap()
+        .iter()
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+/// SQ-Laplace reports with noisy values for query `query`.
+fn laplace_reports(n: usize, query: u16, seed: u64) -> Vec<Vec<u8>> {
+    let sq = SqLaplace::new(eps(1, 1)).unwrap();
+    let mut rng = ChaCha12Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|i| {
+            let v = UnitValue::from_fraction(i as u64 % 7, 6).unwrap_or(UnitValue::ONE);
+            let mut buf = vec![0u8; sq.report_len()];
+            sq.privatize_into(&v, QueryId(query), &mut rng, &mut buf)
+                .unwrap();
+            buf
+        })
+        .collect()
+}
+
+/// One corrupted copy of `r` per kind of damage, chosen by `which`.
+fn corrupt(r: &[u8], which: u32) -> Vec<u8> {
+    let mut c = r.to_vec();
+    match which % 9 {
+        0 => c.truncate(5),                    // shorter than a header
+        1 => c[0] = 9,                         // wrong version
+        2 => c[1] = 200,                       // unknown mechanism
+        3 => c.push(0),                        // wrong length
+        4 => c.truncate(c.len() - 1),          // wrong length
+        5 => c[4..8].copy_from_slice(&[0; 4]), // ε = 0/0: bad parameter
+        6 => {
+            // Highest byte of a unary payload / SQ value: padding bits or out of range.
+            if let Some(last) = c.last_mut() {
+                *last = 0xff;
+            }
+        }
+        7 => c[2] ^= 0x40, // another query: a valid report of another kind
+        _ => c.clear(),    // empty frame
+    }
+    c
+}
+
+/// A mixed stream: OUE (d = 100, not a multiple of 8), SUE (d = 64), GRR,
+/// SQ Laplace on two queries and OUE at another ε, interleaved, with about one in
+/// eight reports corrupted.
+fn mixed_reports() -> Vec<Vec<u8>> {
+    let mut sources = [
+        fleet_reports("oue", eps(1, 1), 100, 700, 1),
+        fleet_reports("sue", eps(3, 2), 64, 300, 2),
+        fleet_reports("grr", eps(1, 1), 16, 200, 3),
+        fleet_reports("oue", eps(1, 2), 100, 90, 4),
+        laplace_reports(250, 0, 5),
+        laplace_reports(120, 1, 6),
+    ];
+    let mut rng = ChaCha12Rng::seed_from_u64(99);
+    let mut out = Vec::new();
+    while sources.iter().any(|s| !s.is_empty()) {
+        // Runs of one source, so the unary fast path sees full blocks and switches.
+        let pick = rng.next_u32() as usize % sources.len();
+        let run = 1 + rng.next_u32() as usize % 80;
+        for _ in 0..run {
+            let Some(r) = sources[pick].pop() else { break };
+            if rng.next_u32() % 8 == 0 {
+                out.push(corrupt(&r, rng.next_u32()));
+            } else {
+                out.push(r);
+            }
+        }
+    }
+    out
+}
+
+/// The report-at-a-time loop `privq ldp aggregate` ran before the batched path.
+fn grouped_one_by_one(reports: &[Vec<u8>]) -> (BTreeMap<ReportKind, Aggregator>, RejectCounts) {
+    let mut groups: BTreeMap<ReportKind, Aggregator> = BTreeMap::new();
+    let mut rejected = RejectCounts::default();
+    for bytes in reports {
+        match decode_report(bytes) {
+            Ok(r) => {
+                let kind = ReportKind::of(&r);
+                let agg = match groups.entry(kind) {
+                    std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+                    std::collections::btree_map::Entry::Vacant(v) => match Aggregator::new(kind) {
+                        Ok(a) => v.insert(a),
+                        Err(_) => {
+                            rejected.record(RejectReason::Parameter);
+                            continue;
+                        }
+                    },
+                };
+                if let Err(e) = agg.ingest(&r) {
+                    rejected.record(e);
+                }
+            }
+            Err(e) => rejected.record(e),
+        }
+    }
+    (groups, rejected)
+}
+
+/// Serialized, then parsed like the CLI's output (the text of equal f64s is equal).
+fn value<T: serde::Serialize>(t: &T) -> serde_json::Value {
+    serde_json::from_str(&json(t)).unwrap()
+}
+
+/// Bit-exact serialization (f64 sums included) for comparisons.
+fn json<T: serde::Serialize>(t: &T) -> String {
+    serde_json::to_string(t).unwrap()
+}
+
+#[test]
+fn grouped_batch_equals_one_by_one_on_mixed_reports() {
+    let reports = mixed_reports();
+    let (slow, slow_rejected) = grouped_one_by_one(&reports);
+    let mut fast = BTreeMap::new();
+    let mut fast_rejected = RejectCounts::default();
+    let accepted = ingest_grouped(
+        &mut fast,
+        reports.iter().map(Vec::as_slice),
+        &mut fast_rejected,
+    );
+    assert_eq!(fast, slow);
+    let pairs = |m: &BTreeMap<ReportKind, Aggregator>| json(&m.iter().collect::<Vec<_>>());
+    assert_eq!(pairs(&fast), pairs(&slow));
+    assert_eq!(fast_rejected, slow_rejected);
+    assert_eq!(accepted, slow.values().map(Aggregator::n).sum::<u64>());
+    assert_eq!(accepted + fast_rejected.total(), reports.len() as u64);
+    // The input really is mixed: several kinds and every rejection class but one
+    // (all-zero ε and unknown mechanisms cover Parameter and UnknownMechanism).
+    assert!(fast.len() >= 6, "{} groups", fast.len());
+    for class in [
+        RejectReason::Truncated,
+        RejectReason::Version,
+        RejectReason::UnknownMechanism,
+        RejectReason::Parameter,
+        RejectReason::Length,
+        RejectReason::ValueOutOfRange,
+    ] {
+        assert!(fast_rejected.get(class) > 0, "no {class:?} rejections");
+    }
+    for (kind, agg) in &fast {
+        let other = &slow[kind];
+        if let Ok(f) = agg.frequencies(0.95) {
+            assert_eq!(json(&f), json(&other.frequencies(0.95).unwrap()));
+        }
+        if let Ok(m) = agg.mean(0.95) {
+            assert_eq!(json(&m), json(&other.mean(0.95).unwrap()));
+        }
+    }
+}
+
+#[test]
+fn cli_aggregate_output_equals_one_by_one() {
+    let reports = mixed_reports();
+    let mut file = Vec::new();
+    frames::write_file_header(&mut file).unwrap();
+    for r in &reports {
+        frames::write_frame(&mut file, r).unwrap();
+    }
+    file.extend_from_slice(&[200, 0, 1, 2, 3]); // a truncated final frame
+    let dir = std::env::temp_dir().join(format!("privq-ldp-batch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("mixed.pqr");
+    std::fs::write(&input, &file).unwrap();
+    let args = Args {
+        action: Action::Aggregate(AggregateArgs {
+            input,
+            confidence: 0.9,
+            post: "simplex".into(),
+            format: Format::Json,
+            output: None,
+        }),
+    };
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    privq_host::cli::ldp::run(&args, &mut Cursor::new(Vec::new()), &mut out, &mut err).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+
+    let (slow, slow_rejected) = grouped_one_by_one(&reports);
+    assert_eq!(doc["frames"], reports.len() as u64 + 1);
+    assert_eq!(doc["truncated_final_frame"], true);
+    assert_eq!(
+        doc["accepted"],
+        slow.values().map(Aggregator::n).sum::<u64>()
+    );
+    assert_eq!(doc["rejected"], value(&slow_rejected));
+    let groups = doc["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), slow.len());
+    for (g, (kind, agg)) in groups.iter().zip(&slow) {
+        assert_eq!(g["key"], value(kind));
+        assert_eq!(g["state"], value(agg));
+        assert_eq!(g["frequencies"], value(&agg.frequencies(0.9).ok()));
+        assert_eq!(g["mean"], value(&agg.mean(0.9).ok()));
+    }
+}
