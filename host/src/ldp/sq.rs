@@ -21,6 +21,12 @@
 //! Since `2p − 1 = tanh(ε/2) ≈ ε/2`, partition's τ grows like `√k/ε` and split's
 //! like `k/ε`: partition wins for `k > 1` unless groups are tiny.
 //!
+//! With [`Responder::Laplace`] each device instead sends [`SqLaplace`]: its query
+//! value plus exact grid-Laplace noise, and the host averages the values. Both
+//! strategies work the same way; the tolerance is derived at
+//! [`LocalSqOracle::tau`] (a Bernstein bound for the mean of discrete-Laplace
+//! noise, plus the grid rounding and, for partition, the same sampling term).
+//!
 //! ```
 //! use privq_host::ldp::sq::{LocalSqOracle, Strategy};
 //! use privq_host::local::sq::BinRange;
@@ -43,18 +49,17 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use privq_core::Epsilon;
 use privq_core::ledger::{Ledger, MemoryStore};
 use privq_core::local::sq::StatQuery;
-use privq_core::local::{LocalRandomizer, QueryId, SqBit};
+use privq_core::local::{LocalRandomizer, QueryId, SqBit, SqLaplace, UnitValue};
 use privq_core::sample::uniform_below;
 use serde::{Deserialize, Serialize};
 
 use super::aggregate::{AggregateError, Aggregator, ReportKind};
-use super::decode::{RejectCounts, decode_report};
+use super::decode::{RejectCounts, RejectReason, decode_report};
 use super::fleet::device_rng;
 
 /// How the fleet's budget is spread over the queries.
@@ -64,6 +69,24 @@ pub enum Strategy {
     Partition,
     /// Every device answers every query with ε/k.
     Split,
+}
+
+/// What each device sends for a query it answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Responder {
+    /// One randomized-response bit ([`SqBit`]).
+    Bit,
+    /// The query value plus grid-Laplace noise on the grid `2^grid_exp`,
+    /// `grid_exp ∈ [−32, 0]` ([`SqLaplace`]).
+    Laplace {
+        /// The grid exponent `g` (grid γ = 2^g).
+        grid_exp: i32,
+    },
+}
+
+impl Responder {
+    /// [`SqLaplace`]'s default grid `2^{−10}`.
+    pub const LAPLACE: Responder = Responder::Laplace { grid_exp: -10 };
 }
 
 /// Errors of the local SQ oracle.
@@ -130,6 +153,7 @@ pub struct LocalSqOracle {
     k: usize,
     beta: f64,
     strategy: Strategy,
+    responder: Responder,
 }
 
 /// A simulated run: reports, answers and the true averages.
@@ -164,9 +188,35 @@ impl LocalSqOracle {
             k,
             beta,
             strategy,
+            responder: Responder::Bit,
         };
         SqBit::new(o.report_epsilon()?)?;
         Ok(o)
+    }
+
+    /// The same oracle with devices answering through `responder` (the default
+    /// is [`Responder::Bit`]); errors if its parameters are invalid at the
+    /// report ε (e.g. a grid exponent outside `[−32, 0]`).
+    pub fn with_responder(self, responder: Responder) -> Result<LocalSqOracle, SqError> {
+        let o = LocalSqOracle { responder, ..self };
+        let eps = o.report_epsilon()?;
+        match responder {
+            Responder::Bit => {
+                SqBit::new(eps)?;
+            }
+            Responder::Laplace { grid_exp } => {
+                if grid_exp < -32 {
+                    return Err(SqError::Core(privq_core::Error::GridOutOfRange));
+                }
+                SqLaplace::with_grid(eps, grid_exp)?;
+            }
+        }
+        Ok(o)
+    }
+
+    /// The responder devices use.
+    pub fn responder(&self) -> Responder {
+        self.responder
     }
 
     /// ε of each report: ε (partition) or ε/k (split).
@@ -177,22 +227,96 @@ impl LocalSqOracle {
         })
     }
 
-    /// The tolerance for a query answered by `n_j` of `n` devices (see module docs).
+    /// The tolerance for a query answered by `n_j` of `n` devices: all `k`
+    /// answers are within their τ at once with probability at least `1 − β`.
+    ///
+    /// **Bit responder**: see the module docs.
+    ///
+    /// **Laplace responder** (derivation). Let `ε_r` be the report ε (ε for
+    /// partition, ε/k for split), `b = 1/ε_r`, and `γ = 2^g` the grid. Device `i`
+    /// with query value `q_i` (a multiple of 2⁻³² in `[0, 1]`) reports
+    /// `Y_i = γ·(s_i + Z_i)`, where `s_i` is the grid point nearest `q_i/γ` (ties
+    /// upward), so `|γ s_i − q_i| ≤ γ/2` and `γ s_i ∈ [0, 1]`, and `Z_i` is the
+    /// core's exact discrete Laplace, `P[Z = z] ∝ r^{|z|}`, `r = e^{−ε_r γ}`
+    /// (scale `m/ε_r` grid steps with sensitivity `m = 1/γ` steps), independent
+    /// across reports and of the data and the partition.
+    ///
+    /// 1. *Clamping.* Outputs outside the fixed-point range are clamped to its
+    ///    last grid points, beyond `±(2³¹ − 1)`; as `γ s_i ∈ [0, 1]` a clamp needs
+    ///    `|γ Z_i| > 2³¹ − 2`, of probability `≤ 2e^{−ε_r(2³¹−2)}` per report.
+    ///    With `N` reports (`n` for partition, `nk` for split) the union bound
+    ///    leaves `β′ = β − 2N e^{−ε_r(2³¹−2)}` for the rest (τ = ∞ if `β′ ≤ 0`);
+    ///    off that event every `Y_i` is unclamped.
+    /// 2. *Noise MGF.* `E e^{λγZ} = 1/(1 − sinh²(λγ/2)/sinh²(ε_r γ/2))` for
+    ///    `|λ| < ε_r`, and `sinh(x)/x` increases in `|x|`, so it is at most
+    ///    `1/(1 − b²λ²)`, the MGF of a continuous Laplace of scale `b`: the grid
+    ///    noise is no heavier than continuous Laplace noise of the same ε.
+    /// 3. *Bernstein.* `−ln(1 − y²) ≤ y²/(1 − y²) ≤ y²/(1 − y)` for
+    ///    `y = b|λ| < 1`, so the log-MGF is `≤ (2b²)λ²/(2(1 − b|λ|))`: sub-gamma
+    ///    with variance factor `2b²` and scale `b`. For the mean of `m` such
+    ///    variables, `P[|mean| ≥ u] ≤ 2 exp(−m u²/(2(2b² + b u)))`; setting this
+    ///    to `δ` and solving the quadratic in `u` gives
+    ///    `u = b(ℓ + √(ℓ² + 4ℓ))` with `ℓ = ln(2/δ)/m`.
+    /// 4. *Assembly.* The answer's error is (sampling) + (rounding, `≤ γ/2` in
+    ///    absolute value) + (mean noise).
+    ///    * Partition (`b = 1/ε`): Hoeffding's bound for the group sampled
+    ///      without replacement at `β′/(2k)`, `√(ln(4k/β′)/(2n_j))`, plus the
+    ///      noise at `δ = β′/(2k)` over `m = n_j` reports:
+    ///      `τ_j = √(ln(4k/β′)/(2n_j)) + γ/2 + b(ℓ + √(ℓ² + 4ℓ))`,
+    ///      `ℓ = ln(4k/β′)/n_j`.
+    ///    * Split (`b = k/ε`, every device answers): no sampling term, the noise
+    ///      at `δ = β′/k` over `m = n`:
+    ///      `τ = γ/2 + b(ℓ + √(ℓ² + 4ℓ))`, `ℓ = ln(2k/β′)/n`.
+    ///
+    ///    A union bound over the `k` queries (and the clamping event) gives
+    ///    probability `≥ 1 − β` for all answers at once. For small `ℓ` the noise
+    ///    term is `≈ 2b√ℓ`, the normal quantile of a variance-`2b²/m` mean, so
+    ///    the bound is tight up to the union bound. The host's f64 sums of grid
+    ///    values are exact while partial sums stay below `2^{53+g}`.
     pub fn tau(&self, n_j: u64, n: u64) -> f64 {
         let k = self.k as f64;
-        let e = match self.report_epsilon() {
-            Ok(e) => e.to_f64().exp(),
+        let eps = match self.report_epsilon() {
+            Ok(e) => e.to_f64(),
             Err(_) => return f64::INFINITY,
         };
-        let two_p_minus_1 = (e - 1.0) / (e + 1.0);
-        match self.strategy {
-            Strategy::Partition => {
-                (1.0 / two_p_minus_1 + 1.0)
-                    * ((4.0 * k / self.beta).ln() / (2.0 * n_j.max(1) as f64)).sqrt()
+        match self.responder {
+            Responder::Bit => {
+                let e = eps.exp();
+                let two_p_minus_1 = (e - 1.0) / (e + 1.0);
+                match self.strategy {
+                    Strategy::Partition => {
+                        (1.0 / two_p_minus_1 + 1.0)
+                            * ((4.0 * k / self.beta).ln() / (2.0 * n_j.max(1) as f64)).sqrt()
+                    }
+                    Strategy::Split => {
+                        (1.0 / two_p_minus_1)
+                            * ((2.0 * k / self.beta).ln() / (2.0 * n.max(1) as f64)).sqrt()
+                    }
+                }
             }
-            Strategy::Split => {
-                (1.0 / two_p_minus_1)
-                    * ((2.0 * k / self.beta).ln() / (2.0 * n.max(1) as f64)).sqrt()
+            Responder::Laplace { grid_exp } => {
+                let b = 1.0 / eps;
+                let gamma = 2f64.powi(grid_exp);
+                let reports = match self.strategy {
+                    Strategy::Partition => n as f64,
+                    Strategy::Split => n as f64 * k,
+                };
+                let clamp = 2.0 * reports * (-eps * (2f64.powi(31) - 2.0)).exp();
+                let beta = self.beta - clamp;
+                if beta.is_nan() || beta <= 0.0 {
+                    return f64::INFINITY;
+                }
+                match self.strategy {
+                    Strategy::Partition => {
+                        let m = n_j.max(1) as f64;
+                        let log = (4.0 * k / beta).ln();
+                        (log / (2.0 * m)).sqrt() + gamma / 2.0 + laplace_mean_bound(b, log / m)
+                    }
+                    Strategy::Split => {
+                        let log = (2.0 * k / beta).ln();
+                        gamma / 2.0 + laplace_mean_bound(b, log / n.max(1) as f64)
+                    }
+                }
             }
         }
     }
@@ -214,7 +338,8 @@ impl LocalSqOracle {
     }
 
     /// Simulates the fleet: every device evaluates its queries on its record,
-    /// debits its own ledger (cap ε) and emits [`SqBit`] reports; the host then
+    /// debits its own ledger (cap ε) and emits [`SqBit`] (or [`SqLaplace`])
+    /// reports; the host then
     /// aggregates them with [`LocalSqOracle::aggregate`]. Fixed seeds: simulation only.
     pub fn simulate<T, Q: StatQuery<T>>(
         &self,
@@ -229,7 +354,27 @@ impl LocalSqOracle {
         if n == 0 || (self.strategy == Strategy::Partition && n < queries.len()) {
             return Err(SqError::TooFewDevices);
         }
-        let responder = SqBit::new(self.report_epsilon()?)?;
+        match self.responder {
+            Responder::Bit => {
+                self.simulate_with(&SqBit::new(self.report_epsilon()?)?, records, queries, seed)
+            }
+            Responder::Laplace { grid_exp } => self.simulate_with(
+                &SqLaplace::with_grid(self.report_epsilon()?, grid_exp)?,
+                records,
+                queries,
+                seed,
+            ),
+        }
+    }
+
+    fn simulate_with<T, Q: StatQuery<T>, L: LocalRandomizer<Input = UnitValue>>(
+        &self,
+        responder: &L,
+        records: &[T],
+        queries: &[Q],
+        seed: u64,
+    ) -> Result<SqRun, SqError> {
+        let n = records.len();
         let mut planner = device_rng(seed, u64::MAX);
         let groups = self.assignment(n, &mut planner)?;
         let mut truth = vec![0f64; queries.len()];
@@ -246,7 +391,7 @@ impl LocalSqOracle {
                     continue;
                 }
                 let mut buf = vec![0u8; responder.report_len()];
-                ledger.release(&responder, &value, QueryId(j as u16), &mut rng, &mut buf)?;
+                ledger.release(responder, &value, QueryId(j as u16), &mut rng, &mut buf)?;
                 reports.push(buf);
             }
         }
@@ -263,37 +408,98 @@ impl LocalSqOracle {
         })
     }
 
-    /// Aggregates SQ-bit reports for queries `0..k_used` from a fleet of `n`
-    /// devices. Reports for other queries, ε or mechanisms are counted as rejected.
+    /// Aggregates the responder's reports for queries `0..k_used` from a fleet of
+    /// `n` devices. Reports for other queries, ε or mechanisms are counted as
+    /// rejected ([`RejectReason::Mismatch`]), malformed ones under their reason.
+    ///
+    /// Reports are routed to their query's aggregator by the header's query
+    /// field, a chunk at a time, and each query's share of a chunk goes through
+    /// [`Aggregator::ingest_batch`] in input order: the answers and rejection
+    /// counts are exactly those of decoding and ingesting one report at a time
+    /// ([`aggregate_one_by_one`](LocalSqOracle::aggregate_one_by_one)).
     pub fn aggregate<'a>(
         &self,
         reports: impl Iterator<Item = &'a [u8]>,
         k_used: usize,
         n: u64,
     ) -> Result<(Vec<SqAnswer>, RejectCounts), SqError> {
-        if k_used > self.k {
-            return Err(SqError::TooManyQueries);
+        let mut aggs = self.aggregators(k_used)?;
+        let mut rejected = RejectCounts::default();
+        let mut routed: Vec<Vec<&'a [u8]>> = vec![Vec::new(); aggs.len()];
+        let mut other: Vec<&'a [u8]> = Vec::new();
+        let mut reports = reports.peekable();
+        while reports.peek().is_some() {
+            for bytes in reports.by_ref().take(ROUTE_CHUNK) {
+                // The header's query id (docs/report-format.md: bytes 2..4, LE).
+                // A report whose bytes there name no aggregator is rejected below
+                // exactly as decoding would; one that does is fully decoded by
+                // its aggregator, which checks its kind.
+                let slot = bytes
+                    .get(QUERY_BYTES)
+                    .and_then(|q| <[u8; 2]>::try_from(q).ok())
+                    .map(|q| usize::from(u16::from_le_bytes(q)))
+                    .and_then(|j| routed.get_mut(j));
+                match slot {
+                    Some(queue) => queue.push(bytes),
+                    None => other.push(bytes),
+                }
+            }
+            for (agg, queue) in aggs.iter_mut().zip(&mut routed) {
+                agg.ingest_batch(queue.drain(..), &mut rejected);
+            }
+            for bytes in other.drain(..) {
+                rejected.record(decode_report(bytes).err().unwrap_or(RejectReason::Mismatch));
+            }
         }
-        let eps = self.report_epsilon()?;
-        let responder = SqBit::new(eps)?;
-        let mut aggs = BTreeMap::new();
-        for j in 0..k_used {
-            let kind = ReportKind::from_header(&responder.header(QueryId(j as u16)), 0);
-            aggs.insert(j as u16, Aggregator::new(kind)?);
-        }
+        Ok((self.answers(aggs, n)?, rejected))
+    }
+
+    /// [`aggregate`](LocalSqOracle::aggregate) one report at a time: decode,
+    /// route by the decoded query id, ingest. The reference for the batched path.
+    pub fn aggregate_one_by_one<'a>(
+        &self,
+        reports: impl Iterator<Item = &'a [u8]>,
+        k_used: usize,
+        n: u64,
+    ) -> Result<(Vec<SqAnswer>, RejectCounts), SqError> {
+        let mut aggs = self.aggregators(k_used)?;
         let mut rejected = RejectCounts::default();
         for bytes in reports {
-            let outcome =
-                decode_report(bytes).and_then(|r| match aggs.get_mut(&r.header.query.0) {
+            let outcome = decode_report(bytes).and_then(|r| {
+                match aggs.get_mut(usize::from(r.header.query.0)) {
                     Some(agg) => agg.ingest(&r),
-                    None => Err(super::decode::RejectReason::Mismatch),
-                });
+                    None => Err(RejectReason::Mismatch),
+                }
+            });
             if let Err(e) = outcome {
                 rejected.record(e);
             }
         }
-        let mut answers = Vec::with_capacity(k_used);
-        for (j, agg) in aggs {
+        Ok((self.answers(aggs, n)?, rejected))
+    }
+
+    /// One empty aggregator per query `0..k_used` for the responder's reports.
+    fn aggregators(&self, k_used: usize) -> Result<Vec<Aggregator>, SqError> {
+        if k_used > self.k {
+            return Err(SqError::TooManyQueries);
+        }
+        let eps = self.report_epsilon()?;
+        let header = |j: usize| -> Result<_, SqError> {
+            let q = QueryId(u16::try_from(j).map_err(|_| SqError::TooManyQueries)?);
+            Ok(match self.responder {
+                Responder::Bit => SqBit::new(eps)?.header(q),
+                Responder::Laplace { grid_exp } => SqLaplace::with_grid(eps, grid_exp)?.header(q),
+            })
+        };
+        (0..k_used)
+            .map(|j| Ok(Aggregator::new(ReportKind::from_header(&header(j)?, 0))?))
+            .collect()
+    }
+
+    /// The answers of per-query aggregators.
+    fn answers(&self, aggs: Vec<Aggregator>, n: u64) -> Result<Vec<SqAnswer>, SqError> {
+        let mut answers = Vec::with_capacity(aggs.len());
+        for (j, agg) in aggs.into_iter().enumerate() {
             let reports = agg.n();
             let estimate = if reports == 0 {
                 f64::NAN
@@ -301,12 +507,25 @@ impl LocalSqOracle {
                 agg.mean(1.0 - self.beta)?.estimate.value
             };
             answers.push(SqAnswer {
-                query: j,
+                query: u16::try_from(j).map_err(|_| SqError::TooManyQueries)?,
                 estimate,
                 tau: self.tau(reports, n),
                 reports,
             });
         }
-        Ok((answers, rejected))
+        Ok(answers)
     }
+}
+
+/// Reports routed per batch in [`LocalSqOracle::aggregate`].
+const ROUTE_CHUNK: usize = 4096;
+
+/// Where a report header holds the query id (little-endian u16).
+const QUERY_BYTES: std::ops::Range<usize> = 2..4;
+
+/// `b(ℓ + √(ℓ² + 4ℓ))`: the deviation `u` of a mean of `m` variables whose
+/// log-MGF is at most `−ln(1 − b²λ²)` with `P[|mean| ≥ u] ≤ 2e^{−m u²/(2(2b² + bu))}`
+/// equal to `δ`, for `ℓ = ln(2/δ)/m` (see [`LocalSqOracle::tau`]).
+pub fn laplace_mean_bound(b: f64, ell: f64) -> f64 {
+    b * (ell + (ell * ell + 4.0 * ell).sqrt())
 }
