@@ -31,4 +31,5 @@ pub mod mechanism;
 pub mod mw;
 pub mod mwem;
 pub mod pmw;
+pub mod pmw_reduce;
 pub mod query;

@@ -25,6 +25,7 @@ use crate::accountant::{AccountantError, BudgetFilter};
 use crate::data::{DataError, Distribution, MemoryCap};
 use crate::mechanism::{MechanismError, epsilon_at_most, fixed_ceil};
 use crate::mw::{MwState, PendingUpdate};
+use crate::pmw_reduce::ReducedDomain;
 use crate::query::{Query, Workload};
 
 /// The privacy notion of a session.
@@ -152,6 +153,25 @@ impl PmwParams {
             threshold,
             max_updates,
             variant,
+        })
+    }
+}
+
+impl PmwParams {
+    /// The same constants with the threshold raised by `gamma ≥ 0`: `T' = T + γ`
+    /// (Lemma 4.3.7, for a sub-universe V whose best distribution is γ away from
+    /// the data). σ, η, m and the variant are unchanged, and the threshold does not
+    /// enter the privacy condition (eq. 4.3 / 4.14), so parameters that passed
+    /// [`PmwParams::theory`] or [`PmwParams::user`] stay private.
+    pub fn with_threshold_shift(self, gamma: f64) -> Result<Self, PmwError> {
+        if !(gamma >= 0.0 && gamma.is_finite()) {
+            return Err(PmwError::InvalidParameter(
+                "the threshold shift must be finite and non-negative",
+            ));
+        }
+        Ok(PmwParams {
+            threshold: self.threshold + gamma,
+            ..self
         })
     }
 }
@@ -395,6 +415,66 @@ impl<'a, R: Rng + CryptoRng> PmwSession<'a, R> {
             transcript: Vec::new(),
             rng,
         })
+    }
+
+    /// PMW on a public sub-universe `V` drawn by domain reduction (thesis
+    /// Lemma 4.6.4 / Thm 4.1.4, spec §3.8): the hypothesis starts uniform on
+    /// `domain.cells()` and the threshold becomes `T' = T + φ + α`
+    /// ([`ReducedDomain::threshold_shift`]; `T` itself when `V = U`).
+    ///
+    /// Pass the *unshifted* `params`, built for `|V|` cells
+    /// (`PmwParams::theory(…, domain.len(), …)`: η and m use `ln |V|`) or by
+    /// [`PmwParams::user`]; their privacy checks are what make the session private,
+    /// for every database. Accuracy additionally needs the data to be
+    /// (ξ, φ)-pseudo-smooth with the ξ and φ the reduction assumed, and a
+    /// non-adaptive query sequence.
+    ///
+    /// ```
+    /// use privq_host::accountant::BudgetFilter;
+    /// use privq_host::data::Distribution;
+    /// use privq_host::pmw::{PmwParams, PmwSession, PmwVariant};
+    /// use privq_host::pmw_reduce::DomainReduction;
+    /// use privq_host::query::Query;
+    /// use privq_host::{Epsilon, seeded_rng};
+    ///
+    /// let cells = 1 << 16;
+    /// let x = Distribution::from_weights(vec![1.0; cells])?; // ξ-smooth with ξ = 1/N
+    /// let (n, k) = (100_000_000, 10);
+    /// let v = DomainReduction::new(1.0 / cells as f64, 0.05, 0.05, k, 0.0)?
+    ///     .sample(cells, &mut seeded_rng(1))?;
+    /// let params = PmwParams::user(0.05, 0.001, 0.02, 100.0, PmwVariant::Pure, 1.0, n)?;
+    /// let eps = Epsilon::new(1, 1)?;
+    /// let mut budget = BudgetFilter::pure(eps);
+    /// let mut s = PmwSession::on_reduced_domain(&x, n, params, k, eps, &mut budget, &v, seeded_rng(2))?;
+    /// assert_eq!(s.params().threshold, 0.02 + 0.05);
+    /// let half = Query::dense((0..cells).map(|u| (u % 2) as f64).collect())?;
+    /// assert!((s.answer(&half)?.value() - 0.5).abs() < 0.1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn on_reduced_domain(
+        data: &'a Distribution,
+        n: u64,
+        params: PmwParams,
+        rounds: usize,
+        epsilon: Epsilon,
+        budget: &mut BudgetFilter,
+        domain: &ReducedDomain,
+        rng: R,
+    ) -> Result<Self, PmwError> {
+        if domain.universe() != data.len() {
+            return Err(PmwError::Data(DataError::LengthMismatch {
+                expected: data.len(),
+                got: domain.universe(),
+            }));
+        }
+        let params = params.with_threshold_shift(domain.threshold_shift())?;
+        let state = if domain.is_full() {
+            MwState::uniform(data.len(), MemoryCap::default())?
+        } else {
+            MwState::uniform_on(domain.cells().to_vec(), data.len())?
+        };
+        Self::with_state(data, n, params, rounds, epsilon, budget, state, rng)
     }
 
     /// Answers the next query (Fig. 4.2, one round).

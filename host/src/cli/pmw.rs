@@ -8,6 +8,7 @@ use super::CliError;
 use crate::accountant::BudgetFilter;
 use crate::data::{Dataset, Domain, MemoryCap};
 use crate::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwVariant};
+use crate::pmw_reduce::{DomainReduction, ReduceError};
 use crate::query::Query;
 
 /// Options of `privq pmw`.
@@ -61,6 +62,29 @@ pub struct Args {
     /// User profile: update budget m.
     #[arg(long)]
     pub max_updates: Option<f64>,
+    /// Domain reduction (thesis Lemma 4.6.4 / Thm 4.1.4): run PMW on a public random
+    /// sub-universe V of M = 4·max{xi·N·(ln(1/beta) + ln k)/alpha^2, ln(1/beta)} draws
+    /// (with replacement) instead of all N cells, with threshold T' = T + phi + alpha.
+    /// V never depends on the data; accuracy assumes the data is (xi, phi)-pseudo-smooth.
+    #[arg(long, requires = "smoothness")]
+    pub reduce_domain: bool,
+    /// Domain reduction: the assumed smoothness xi in [1/N, 1] (every cell of a nearby
+    /// smooth database holds at most a fraction xi of the records).
+    #[arg(long, value_name = "XI", requires = "reduce_domain")]
+    pub smoothness: Option<f64>,
+    /// Domain reduction: the assumed distance phi >= 0 of the data to a xi-smooth
+    /// database on the queries asked (0 for xi-smooth data). An assumption about the
+    /// data, not checked; it only widens the threshold.
+    #[arg(
+        long,
+        value_name = "PHI",
+        default_value_t = 0.0,
+        requires = "reduce_domain"
+    )]
+    pub phi: f64,
+    /// Domain reduction: alpha of eq. 4.26 (default 1/sqrt(n), as in Thm 4.1.4).
+    #[arg(long, value_name = "ALPHA", requires = "reduce_domain")]
+    pub reduce_alpha: Option<f64>,
     /// Seed for a reproducible run (tests and demos only).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
@@ -149,35 +173,7 @@ pub fn run(
     } else {
         PmwVariant::Approximate { delta: args.delta }
     };
-    let params = match (args.eta, args.sigma, args.threshold, args.max_updates) {
-        (Some(eta), Some(sigma), Some(t), Some(m)) => {
-            PmwParams::user(eta, sigma, t, m, variant, epsilon.to_f64(), n)
-        }
-        _ => PmwParams::theory(
-            epsilon.to_f64(),
-            args.beta,
-            n,
-            args.rounds,
-            x.len(),
-            variant,
-        ),
-    }
-    .map_err(pmw_err)?;
-    if params.threshold >= 1.0 {
-        writeln!(
-            stderr,
-            "privq: warning: the threshold T = {:.3} is >= 1, so every answer may be off by up to 2T: \
-             the thesis constants are vacuous at n = {n} (spec §3.9); consider a user profile",
-            params.threshold
-        )?;
-    }
-    let mut budget = match variant {
-        PmwVariant::Pure => BudgetFilter::pure(epsilon),
-        PmwVariant::Approximate { delta } => {
-            BudgetFilter::approximate(epsilon, delta).map_err(|e| CliError::Run(Box::new(e)))?
-        }
-    };
-    let rng = match args.seed {
+    let mut rng = match args.seed {
         Some(seed) => {
             writeln!(
                 stderr,
@@ -187,8 +183,81 @@ pub fn run(
         }
         None => crate::secure_rng().map_err(CliError::Seed)?,
     };
-    let mut session =
-        PmwSession::new(&x, n, params, args.rounds, epsilon, &mut budget, rng).map_err(pmw_err)?;
+    let reduced = match (args.reduce_domain, args.smoothness) {
+        (true, Some(xi)) => {
+            let reduce_err = |e: ReduceError| CliError::Run(Box::new(e));
+            let rule = match args.reduce_alpha {
+                Some(alpha) => DomainReduction::new(xi, alpha, args.beta, args.rounds, args.phi),
+                None => DomainReduction::sublinear(xi, n, args.beta, args.rounds, args.phi),
+            }
+            .map_err(reduce_err)?;
+            // V depends on N, the parameters and the RNG only: public.
+            let v = rule.sample(x.len(), &mut rng).map_err(reduce_err)?;
+            if v.is_full() {
+                writeln!(
+                    stderr,
+                    "privq: domain reduction: M = {:.0} >= N = {} cells, so V = U (no reduction, threshold unchanged)",
+                    v.draws(),
+                    v.universe()
+                )?;
+            } else {
+                writeln!(
+                    stderr,
+                    "privq: domain reduction: |V| = {} distinct of M = {:.0} draws from N = {} cells \
+                     (xi = {xi}, alpha = {:.6}, beta = {}, phi = {})",
+                    v.len(),
+                    v.draws(),
+                    v.universe(),
+                    rule.alpha(),
+                    args.beta,
+                    args.phi
+                )?;
+            }
+            Some(v)
+        }
+        _ => None,
+    };
+    let cells = reduced.as_ref().map_or(x.len(), |v| v.len());
+    let params = match (args.eta, args.sigma, args.threshold, args.max_updates) {
+        (Some(eta), Some(sigma), Some(t), Some(m)) => {
+            PmwParams::user(eta, sigma, t, m, variant, epsilon.to_f64(), n)
+        }
+        _ => PmwParams::theory(epsilon.to_f64(), args.beta, n, args.rounds, cells, variant),
+    }
+    .map_err(pmw_err)?;
+    let shifted = params
+        .with_threshold_shift(reduced.as_ref().map_or(0.0, |v| v.threshold_shift()))
+        .map_err(pmw_err)?;
+    if let Some(v) = reduced.as_ref().filter(|v| !v.is_full()) {
+        writeln!(
+            stderr,
+            "privq: domain reduction: threshold T' = T + phi + alpha = {:.6} + {:.6} = {:.6}",
+            params.threshold,
+            v.threshold_shift(),
+            shifted.threshold
+        )?;
+    }
+    if shifted.threshold >= 1.0 {
+        writeln!(
+            stderr,
+            "privq: warning: the threshold T = {:.3} is >= 1, so every answer may be off by up to 2T: \
+             the thesis constants are vacuous at n = {n} (spec §3.9); consider a user profile",
+            shifted.threshold
+        )?;
+    }
+    let mut budget = match variant {
+        PmwVariant::Pure => BudgetFilter::pure(epsilon),
+        PmwVariant::Approximate { delta } => {
+            BudgetFilter::approximate(epsilon, delta).map_err(|e| CliError::Run(Box::new(e)))?
+        }
+    };
+    let mut session = match &reduced {
+        Some(v) => {
+            PmwSession::on_reduced_domain(&x, n, params, args.rounds, epsilon, &mut budget, v, rng)
+        }
+        None => PmwSession::new(&x, n, params, args.rounds, epsilon, &mut budget, rng),
+    }
+    .map_err(pmw_err)?;
     let mut file_reader;
     let reader: &mut dyn BufRead = match &args.queries {
         Some(path) => {
@@ -277,6 +346,10 @@ mod tests {
             sigma: None,
             threshold: None,
             max_updates: None,
+            reduce_domain: false,
+            smoothness: None,
+            phi: 0.0,
+            reduce_alpha: None,
             seed: Some(1),
         };
         let stdin = "count a=1\n# a comment\nbogus\nconj a b\nparity a b\nrange a 0 1\n";
@@ -291,6 +364,147 @@ mod tests {
         );
         assert!(err.contains("unknown query kind \"bogus\""), "{err}");
         assert!(err.contains("all 3 rounds"), "{err}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    fn binary_table(dir: &std::path::Path, shift: u32) -> PathBuf {
+        // 12 binary attributes (N = 4096 cells), n = 20 records; `shift` changes
+        // which cells hold them.
+        std::fs::create_dir_all(dir).unwrap();
+        let input = dir.join(format!("wide{shift}.csv"));
+        let header: Vec<String> = (0..12).map(|i| format!("a{i}")).collect();
+        let mut text = format!("{},count\n", header.join(","));
+        for r in 0..10u32 {
+            let row: Vec<String> = (0..12)
+                .map(|i| ((r * 7 + i + shift) >> 2 & 1).to_string())
+                .collect();
+            text.push_str(&format!("{},2\n", row.join(",")));
+        }
+        // Make every attribute take both values so the inferred domain is binary.
+        text.push_str(&format!("{},0\n", ["0"; 12].join(",")));
+        text.push_str(&format!("{},0\n", ["1"; 12].join(",")));
+        std::fs::write(&input, text).unwrap();
+        input
+    }
+
+    #[test]
+    fn reduce_domain_prints_v_and_the_shifted_threshold() {
+        let dir = std::env::temp_dir().join(format!("privq-pmw-reduce-{}", std::process::id()));
+        let path = binary_table(&dir, 0);
+        let input = path.to_str().unwrap();
+        let other_path = binary_table(&dir, 3);
+        let other = other_path.to_str().unwrap();
+        let queries = "conj a0\nparity a1 a2\ncount a3=1 a4=0\n";
+        // ξ = 1/4000 (ξN = 1.024), α = 1/√20, k = 3:
+        // M = 4·ξN·n·(ln 20 + ln 3) = 335.4 draws of N = 4096 cells.
+        let argv = [
+            "pmw",
+            "--input",
+            input,
+            "--epsilon",
+            "1",
+            "--rounds",
+            "3",
+            "--pure",
+            "--seed",
+            "5",
+            "--reduce-domain",
+            "--smoothness",
+            "0.00025",
+            "--phi",
+            "0.01",
+        ];
+        let (out, err) = crate::cli::run_with(&argv, queries).unwrap();
+        assert_eq!(out.lines().count(), 3, "{out}");
+        let v_line = err
+            .lines()
+            .find(|l| l.contains("|V| = "))
+            .unwrap_or_else(|| panic!("{err}"));
+        let v: usize = v_line
+            .split("|V| = ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|w| w.parse().ok())
+            .unwrap();
+        assert!((300..=336).contains(&v), "{v_line}");
+        assert!(
+            v_line.contains("M = 335 draws from N = 4096 cells"),
+            "{v_line}"
+        );
+        let t_line = err
+            .lines()
+            .find(|l| l.contains("threshold T' = T + phi + alpha"))
+            .unwrap_or_else(|| panic!("{err}"));
+        let shift = 0.01 + 1.0 / 20f64.sqrt();
+        assert!(t_line.contains(&format!("+ {shift:.6} = ")), "{t_line}");
+        // The same seed gives the same V whatever the data (same N and n).
+        let mut argv2 = argv;
+        argv2[2] = other;
+        let (_, err2) = crate::cli::run_with(&argv2, "conj a0\n").unwrap();
+        assert!(err2.contains(v_line), "{err2}");
+        // M ≥ N: the full universe, said so.
+        let full = [
+            "pmw",
+            "--input",
+            input,
+            "--epsilon",
+            "1",
+            "--rounds",
+            "3",
+            "--seed",
+            "5",
+            "--reduce-domain",
+            "--smoothness",
+            "0.5",
+        ];
+        let (_, err) = crate::cli::run_with(&full, queries).unwrap();
+        assert!(err.contains("so V = U (no reduction"), "{err}");
+        // ξ below 1/N is refused with a typed error naming it.
+        let bad = [
+            "pmw",
+            "--input",
+            input,
+            "--epsilon",
+            "1",
+            "--rounds",
+            "3",
+            "--seed",
+            "5",
+            "--reduce-domain",
+            "--smoothness",
+            "0.0001",
+        ];
+        let e = crate::cli::run_with(&bad, queries).unwrap_err();
+        assert!(e.to_string().contains("smoothness xi = 0.0001"), "{e}");
+        // The reduction options need --reduce-domain, and it needs --smoothness.
+        use clap::Parser;
+        for argv in [
+            &[
+                "privq",
+                "pmw",
+                "--input",
+                input,
+                "--epsilon",
+                "1",
+                "--rounds",
+                "3",
+                "--phi",
+                "0.1",
+            ][..],
+            &[
+                "privq",
+                "pmw",
+                "--input",
+                input,
+                "--epsilon",
+                "1",
+                "--rounds",
+                "3",
+                "--reduce-domain",
+            ][..],
+        ] {
+            assert!(crate::cli::Cli::try_parse_from(argv).is_err(), "{argv:?}");
+        }
         let _ = std::fs::remove_dir_all(dir);
     }
 }
