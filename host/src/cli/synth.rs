@@ -9,7 +9,7 @@ use privq_core::rand_core::Rng;
 use super::CliError;
 use super::progress::bar;
 use crate::data::{Dataset, Domain, MemoryCap, write_records};
-use crate::mwem::{MwemConfig, mwem_with_progress, optimal_rounds};
+use crate::mwem::{EmProfile, MwemConfig, mwem_with_progress, optimal_rounds};
 use crate::query::Workload;
 
 /// Options of `privq synth`.
@@ -40,6 +40,13 @@ pub struct Args {
     /// Plain Algorithm 5.1 (no §5.3.2 improvements).
     #[arg(long)]
     pub plain: bool,
+    /// Exponential-mechanism profile. `corrected` (default): weights exp(eps0*s/4), so a
+    /// round costs exactly eps0. `thesis-literal`: the printed weights exp(eps0*s/2),
+    /// whose true cost is 1.5*eps0 per round (the thesis counts eps0, an over-spend
+    /// of 50%); to stay within --epsilon, eps0 is sized from 2/3 of it, so each
+    /// round gets less noise-budget than with `corrected`.
+    #[arg(long, value_enum, default_value_t = Profile::Corrected)]
+    pub profile: Profile,
     /// Number of synthetic records (default: as many as the input).
     #[arg(long, value_name = "N")]
     pub records: Option<usize>,
@@ -52,6 +59,15 @@ pub struct Args {
     /// Memory cap for dense histograms, in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     pub memory_mib: u64,
+}
+
+/// The exponential-mechanism profile of `privq synth` (see [`EmProfile`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Profile {
+    /// Weights `exp(ε₀·s/4)`: a round costs exactly ε₀.
+    Corrected,
+    /// The thesis' printed weights `exp(ε₀·s/2)`: a round really costs 1.5·ε₀.
+    ThesisLiteral,
 }
 
 /// Parses `parity:3`, `conjunctions:2` or `marginals:2`.
@@ -110,12 +126,39 @@ pub fn run(
             t.round().clamp(5.0, 50.0) as usize
         }
     };
-    let config = if args.plain {
-        MwemConfig::unoptimized(epsilon, rounds)
-    } else {
-        MwemConfig::optimized(epsilon, rounds)
+    let mwem_err = |e: crate::mwem::MwemError| CliError::Run(Box::new(e));
+    // The literal profile spends 1.5× what it is given (mwem sizes its filter to
+    // 1.5ε); give it 2/3 of the user's ε so the total never exceeds ε.
+    let (given, profile) = match args.profile {
+        Profile::Corrected => (epsilon, EmProfile::Corrected),
+        Profile::ThesisLiteral => {
+            let two_thirds = epsilon
+                .checked_mul_int(2)
+                .and_then(|e| e.checked_div_int(3))
+                .map_err(|source| CliError::Parameter {
+                    option: "epsilon",
+                    source,
+                })?;
+            (two_thirds, EmProfile::ThesisLiteral)
+        }
+    };
+    let config = MwemConfig {
+        profile,
+        ..if args.plain {
+            MwemConfig::unoptimized(given, rounds)
+        } else {
+            MwemConfig::optimized(given, rounds)
+        }
+        .map_err(mwem_err)?
+    };
+    if args.profile == Profile::ThesisLiteral {
+        writeln!(
+            stderr,
+            "privq: note: --profile thesis-literal uses the printed EM weights exp(eps0*s/2), which cost \
+             1.5*eps0 per round, not eps0; MWEM is run with {given} = 2/3 of epsilon {epsilon} so the \
+             true total stays within {epsilon}"
+        )?;
     }
-    .map_err(|e| CliError::Run(Box::new(e)))?;
     let mut rng = match args.seed {
         Some(seed) => {
             writeln!(
@@ -168,13 +211,18 @@ pub fn run(
     )?;
     writeln!(
         stderr,
-        "privq: privacy spent: epsilon = {} of {} (pure DP), in {} charges",
+        "privq: privacy spent: epsilon = {} of {} (pure DP), in {} charges{}",
         out.budget
             .spent_epsilon()
             .map(|e| e.to_string())
             .unwrap_or_else(|| "0".into()),
         epsilon,
-        out.budget.ledger().len()
+        out.budget.ledger().len(),
+        match args.profile {
+            Profile::Corrected => "",
+            Profile::ThesisLiteral =>
+                " (thesis-literal: each round charged its true 1.5*eps0, exponential mechanism eps0 + Laplace eps0/2)",
+        }
     )?;
     Ok(())
 }
@@ -191,6 +239,7 @@ mod tests {
             rounds: Some(5),
             workload: "parity:2".into(),
             plain: false,
+            profile: Profile::Corrected,
             records: Some(50),
             output: None,
             seed: Some(3),
@@ -258,6 +307,95 @@ mod tests {
         a.domain = Some(spec);
         let e = run(&a, &mut &b""[..], &mut sink, &mut Vec::new()).unwrap_err();
         assert!(e.to_string().contains("has no value \"1\""), "{e}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    fn spent(err: &str) -> privq_core::Epsilon {
+        err.split("privacy spent: epsilon = ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("{err}"))
+    }
+
+    #[test]
+    fn thesis_literal_profile_never_exceeds_epsilon() {
+        let dir = std::env::temp_dir().join(format!("privq-synth-lit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let input = dir.join("t.csv");
+        std::fs::write(
+            &input,
+            "a,b,c,count\n0,0,0,40\n0,1,1,25\n1,0,1,20\n1,1,0,15\n",
+        )
+        .unwrap();
+        let input = input.to_str().unwrap();
+        let eps = |text: &str| text.parse::<privq_core::Epsilon>().unwrap();
+        let base = [
+            "synth",
+            "--input",
+            input,
+            "--epsilon",
+            "3/4",
+            "--rounds",
+            "4",
+            "--records",
+            "10",
+            "--seed",
+            "3",
+            "--workload",
+            "parity:2",
+        ];
+        // Plain MWEM: every round is charged, so the spend is exact. Corrected: T·ε₀ = ε.
+        // Literal: ε₀ = (2/3)ε/T and each round costs 1.5·ε₀, again exactly ε — never 1.5ε.
+        for profile in ["corrected", "thesis-literal"] {
+            let mut argv = base.to_vec();
+            argv.extend(["--plain", "--profile", profile]);
+            let (out, err) = crate::cli::run_with(&argv, "").unwrap();
+            assert_eq!(out.lines().count(), 11);
+            assert_eq!(spent(&err), eps("3/4"), "{profile}: {err}");
+            assert!(err.contains("of 3/4 (pure DP), in 8 charges"), "{err}");
+            let literal = profile == "thesis-literal";
+            assert_eq!(err.contains("true 1.5*eps0"), literal, "{err}");
+            assert_eq!(
+                err.contains("1.5*eps0 per round, not eps0"),
+                literal,
+                "{err}"
+            );
+            if literal {
+                assert!(
+                    err.contains("MWEM is run with 1/2 = 2/3 of epsilon 3/4"),
+                    "{err}"
+                );
+            }
+        }
+        // With the improvements (adaptive rounds may stop early) it still stays within ε.
+        let mut argv = base.to_vec();
+        argv.extend(["--profile", "thesis-literal"]);
+        let (_, err) = crate::cli::run_with(&argv, "").unwrap();
+        let s = spent(&err);
+        assert!(s.to_f64() <= 0.75 && s.to_f64() > 0.0, "{err}");
+        // The default is the corrected profile; unknown profiles are refused.
+        use clap::Parser;
+        let cli =
+            crate::cli::Cli::try_parse_from(["privq", "synth", "--input", input, "--epsilon", "1"])
+                .unwrap();
+        match cli.command {
+            crate::cli::Command::Synth(a) => assert_eq!(a.profile, Profile::Corrected),
+            _ => unreachable!(),
+        }
+        assert!(
+            crate::cli::Cli::try_parse_from([
+                "privq",
+                "synth",
+                "--input",
+                input,
+                "--epsilon",
+                "1",
+                "--profile",
+                "literal"
+            ])
+            .is_err()
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 }
