@@ -94,6 +94,10 @@ pub struct MwemArgs {
     /// reads the thesis) and/or `discrepancy` (stop at the noise level).
     #[arg(long, value_delimiter = ',', value_name = "FIT,...")]
     pub baselines: Vec<BaselineArg>,
+    /// Largest Laplace scale (normalized) of a measurement that MWEM's
+    /// re-iteration re-uses.
+    #[arg(long, value_name = "SCALE")]
+    pub max_noise: Option<f64>,
     /// Pass cap of the baseline's MW fit.
     #[arg(long, value_name = "N")]
     pub barak_passes: Option<usize>,
@@ -157,6 +161,9 @@ pub fn run(
     p.seed = a.seed;
     if !a.baselines.is_empty() {
         p.baselines = a.baselines.iter().map(|b| b.baseline()).collect();
+    }
+    if let Some(m) = a.max_noise {
+        p.max_noise = m;
     }
     if let Some(passes) = a.barak_passes {
         p.barak_fit.max_passes = passes;

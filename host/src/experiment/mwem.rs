@@ -42,6 +42,9 @@ pub struct Protocol {
     /// average-then-fit output, without the noisy-histogram initialization, which
     /// the informativeness gate would skip on N = 2^16 anyway).
     pub reiterate_passes: usize,
+    /// Re-iteration re-uses only measurements whose public Laplace scale
+    /// (normalized) is at most this ([`Reiterate::max_noise`]).
+    pub max_noise: f64,
     /// Pass cap and tolerance of the Barak baseline's MW fit (and of the
     /// non-private reference fit).
     pub barak_fit: FitConfig,
@@ -91,6 +94,7 @@ impl Protocol {
                 .collect(),
             seed: 2011,
             reiterate_passes: 20,
+            max_noise: 0.05,
             // The spec's baseline fits to convergence (§4.7); the pass cap keeps
             // NLTCS (696 measurements × 2^16 cells) affordable.
             barak_fit: FitConfig {
@@ -421,7 +425,7 @@ fn run_method(
     let reiterate = Reiterate {
         passes: protocol.reiterate_passes,
         tolerance: 1e-9,
-        max_noise: 0.05,
+        max_noise: protocol.max_noise,
         discrepancy: true,
     };
     match method {
