@@ -299,15 +299,7 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
             "the number of rounds T must be at least 1",
         ));
     }
-    if data.total() == 0 {
-        return Err(MwemError::Data(DataError::EmptyData));
-    }
-    if workload.cells() != data.len() {
-        return Err(MwemError::Data(DataError::LengthMismatch {
-            expected: data.len(),
-            got: workload.cells(),
-        }));
-    }
+    check_inputs(data, workload)?;
     let n = data.total() as f64;
     let truth = TrueAnswers::new(data, workload);
     // The literal profile really spends 1.5ε: its filter is sized to what it spends.
@@ -554,6 +546,20 @@ fn reiterate(
     }
 }
 
+/// Refuses empty data and a workload over a different universe.
+fn check_inputs(data: &CountHistogram, workload: &Workload) -> Result<(), MwemError> {
+    if data.total() == 0 {
+        return Err(MwemError::Data(DataError::EmptyData));
+    }
+    if workload.cells() != data.len() {
+        return Err(MwemError::Data(DataError::LengthMismatch {
+            expected: data.len(),
+            got: workload.cells(),
+        }));
+    }
+    Ok(())
+}
+
 /// Exact answers on the private counts, and how to measure them.
 enum TrueAnswers {
     /// 0/1 queries: exact integer counts, measured with the geometric mechanism.
@@ -632,15 +638,7 @@ pub fn barak_baseline<R: Rng + CryptoRng + ?Sized>(
     fit: FitConfig,
     rng: &mut R,
 ) -> Result<MwemOutput, MwemError> {
-    if data.total() == 0 {
-        return Err(MwemError::Data(DataError::EmptyData));
-    }
-    if workload.cells() != data.len() {
-        return Err(MwemError::Data(DataError::LengthMismatch {
-            expected: data.len(),
-            got: workload.cells(),
-        }));
-    }
+    check_inputs(data, workload)?;
     let n = data.total() as f64;
     let k = workload.len() as u64;
     let mut budget = BudgetFilter::pure(epsilon);
@@ -674,15 +672,7 @@ pub fn exact_fit(
     workload: &Workload,
     fit: FitConfig,
 ) -> Result<Vec<f64>, MwemError> {
-    if data.total() == 0 {
-        return Err(MwemError::Data(DataError::EmptyData));
-    }
-    if workload.cells() != data.len() {
-        return Err(MwemError::Data(DataError::LengthMismatch {
-            expected: data.len(),
-            got: workload.cells(),
-        }));
-    }
+    check_inputs(data, workload)?;
     let n = data.total() as f64;
     let truth = TrueAnswers::new(data, workload);
     let measurements: Vec<Measurement> = (0..workload.len())
