@@ -33,7 +33,8 @@ use privq_core::sample::uniform_below;
 #[non_exhaustive]
 pub enum ReduceError {
     /// The smoothness ξ is not in `[1/N, 1]` (no distribution on N cells is
-    /// ξ-smooth for ξ < 1/N), or is NaN.
+    /// ξ-smooth for ξ < 1/N), or is NaN; `universe` is 0 when N was not yet
+    /// known (then the check was ξ ∈ (0, 1]).
     Smoothness {
         /// ξ as given.
         xi: f64,
@@ -59,6 +60,9 @@ pub enum ReduceError {
 impl fmt::Display for ReduceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            ReduceError::Smoothness { xi, universe: 0 } => {
+                write!(f, "smoothness xi = {xi} must lie in (0, 1]")
+            }
             ReduceError::Smoothness { xi, universe } => write!(
                 f,
                 "smoothness xi = {xi} must lie in [1/N, 1] with N = {universe} cells"
