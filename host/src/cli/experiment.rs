@@ -200,10 +200,19 @@ pub fn run(
         p.seed
     )?;
     let pb = bar(1, "experiment");
+    // Without a terminal the bar is hidden: log a line per panel and per 10% instead.
+    let (mut last_what, mut last_tenth) = (String::new(), 0);
     let report = run_protocol(&p, &mut |what, done, total| {
         pb.set_length(total as u64);
         pb.set_message(what.to_string());
         pb.set_position(done as u64);
+        let tenth = done * 10 / total.max(1);
+        if pb.is_hidden() && (what != last_what || tenth > last_tenth) {
+            // A lost progress line loses no result.
+            let _ = writeln!(stderr, "privq: {what}: run {done} of {total}");
+            last_what = what.to_string();
+            last_tenth = tenth;
+        }
     })
     .map_err(|e| CliError::Run(Box::new(e)))?;
     pb.finish_and_clear();
