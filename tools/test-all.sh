@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # privq: THE test command. Runs everything and prints a summary:
 #
-#   formatting, clippy (host + bare-metal), host tests, the on-target suites in QEMU
+#   formatting, clippy (host + bare-metal), docs without warnings, host tests, the on-target suites in QEMU
 #   (Cortex-M0 microbit, Cortex-M3 lm3s6965evb, Cortex-M4F mps2-an386), the firmware in
 #   QEMU (M0 + M4F), the device -> host end-to-end test in QEMU (tests/tests/e2e.rs), the
 #   firmware's flash/RAM sizes, and tools/sampler-cost.sh --check.
@@ -297,6 +297,7 @@ step clippy-bare-metal - bash -c '
     cargo clippy -p privq-firmware --features qemu,$f --target thumbv6m-none-eabi -- -D warnings
   done
   cargo clippy -p privq-tests --features rt --test on_target --target thumbv7m-none-eabi -- -D warnings'
+step docs - env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 step host-tests expect_host_tests cargo test --workspace --no-fail-fast
 step qemu-m0 expect_suite_ran_m0 cargo qemu-m0
 step qemu-m3 expect_suite_ran cargo qemu-m3

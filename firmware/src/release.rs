@@ -3,10 +3,10 @@
 //!
 //! | feature | release per epoch | randomizer | bytes |
 //! |---|---|---|---|
-//! | `oue` (default) | the modal bin, 1 report | [`UnaryEncoding`] (optimized) over [`BINS`] items | 20 |
-//! | `grr` | the modal bin, 1 report | [`Grr`] | 13 |
-//! | `olh` | the modal bin, 1 report | [`Olh`] | 23 |
-//! | `hadamard` | the modal bin, 1 report | [`HadamardResponse`] | 13 |
+//! | `oue` (default) | the modal bin, 1 report | [`UnaryEncoding`](privq_core::local::UnaryEncoding) (optimized) over [`BINS`] items | 20 |
+//! | `grr` | the modal bin, 1 report | [`Grr`](privq_core::local::Grr) | 13 |
+//! | `olh` | the modal bin, 1 report | [`Olh`](privq_core::local::Olh) | 23 |
+//! | `hadamard` | the modal bin, 1 report | [`HadamardResponse`](privq_core::local::HadamardResponse) | 13 |
 //! | `laplace` | each bin's fraction of the readings, [`BINS`] reports | [`SqLaplace`] (grid Laplace) | 20 each |
 //!
 //! The default `oue` is replaced by any other one of them (`--features grr`); enabling

@@ -37,7 +37,7 @@ pub struct Grr {
 }
 
 impl Grr {
-    /// GRR over `domain` items; [`Error::InvalidDomain`] unless `2 ≤ d ≤ 2³¹ − 2`.
+    /// GRR over `domain` items; [`crate::Error::InvalidDomain`] unless `2 ≤ d ≤ 2³¹ − 2`.
     pub fn new(epsilon: Epsilon, domain: u32) -> Result<Grr> {
         check_item_params(epsilon, domain)?;
         Ok(Grr { epsilon, domain })

@@ -106,7 +106,7 @@ pub trait LocalRandomizer {
     /// Randomizes `input` and encodes the report into the front of `buf`,
     /// returning the number of bytes written ([`report_len`](Self::report_len)).
     ///
-    /// Errors with [`Error::BufferTooSmall`](crate::Error::BufferTooSmall) before
+    /// Errors with [`crate::Error::BufferTooSmall`] before
     /// drawing randomness when `buf` is shorter than the report (and with the
     /// header's error when ε cannot be encoded).
     fn privatize_into<R: Rng + CryptoRng + ?Sized>(

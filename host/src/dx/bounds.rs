@@ -298,7 +298,7 @@ pub fn mwem_thm8(
         + n * approx_inf
 }
 
-/// Theorem 8's stated probability `1 − 2T/|Q|` (copied from [14], spec §6.2 item
+/// Theorem 8's stated probability `1 − 2T/|Q|` (copied from \[14\], spec §6.2 item
 /// 8; vacuous, i.e. ≤ 0, when `|Q| ≤ 2T`).
 pub fn mwem_thm8_probability(queries: usize, rounds: usize) -> f64 {
     1.0 - 2.0 * rounds as f64 / queries as f64
