@@ -55,6 +55,7 @@ use privq_core::Epsilon;
 use privq_core::ledger::{Ledger, MemoryStore};
 use privq_core::local::sq::StatQuery;
 use privq_core::local::{LocalRandomizer, QueryId, SqBit, SqLaplace, UnitValue};
+use privq_core::report::Header;
 use privq_core::sample::uniform_below;
 use serde::{Deserialize, Serialize};
 
@@ -198,20 +199,24 @@ impl LocalSqOracle {
     /// is [`Responder::Bit`]); errors if its parameters are invalid at the
     /// report ε (e.g. a grid exponent outside `[−32, 0]`).
     pub fn with_responder(self, responder: Responder) -> Result<LocalSqOracle, SqError> {
-        let o = LocalSqOracle { responder, ..self };
-        let eps = o.report_epsilon()?;
-        match responder {
-            Responder::Bit => {
-                SqBit::new(eps)?;
-            }
-            Responder::Laplace { grid_exp } => {
-                if grid_exp < -32 {
-                    return Err(SqError::Core(privq_core::Error::GridOutOfRange));
-                }
-                SqLaplace::with_grid(eps, grid_exp)?;
-            }
+        if let Responder::Laplace { grid_exp } = responder
+            && grid_exp < -32
+        {
+            return Err(SqError::Core(privq_core::Error::GridOutOfRange));
         }
+        let o = LocalSqOracle { responder, ..self };
+        o.report_header(QueryId(0))?;
         Ok(o)
+    }
+
+    /// The header of the responder's reports for query `q` (building the
+    /// responder checks its parameters).
+    fn report_header(&self, q: QueryId) -> Result<Header, SqError> {
+        let eps = self.report_epsilon()?;
+        Ok(match self.responder {
+            Responder::Bit => SqBit::new(eps)?.header(q),
+            Responder::Laplace { grid_exp } => SqLaplace::with_grid(eps, grid_exp)?.header(q),
+        })
     }
 
     /// The responder devices use.
@@ -483,16 +488,13 @@ impl LocalSqOracle {
         if k_used > self.k {
             return Err(SqError::TooManyQueries);
         }
-        let eps = self.report_epsilon()?;
-        let header = |j: usize| -> Result<_, SqError> {
-            let q = QueryId(u16::try_from(j).map_err(|_| SqError::TooManyQueries)?);
-            Ok(match self.responder {
-                Responder::Bit => SqBit::new(eps)?.header(q),
-                Responder::Laplace { grid_exp } => SqLaplace::with_grid(eps, grid_exp)?.header(q),
-            })
-        };
+        let base = self.report_header(QueryId(0))?;
         (0..k_used)
-            .map(|j| Ok(Aggregator::new(ReportKind::from_header(&header(j)?, 0))?))
+            .map(|j| {
+                let query = QueryId(u16::try_from(j).map_err(|_| SqError::TooManyQueries)?);
+                let header = Header { query, ..base };
+                Ok(Aggregator::new(ReportKind::from_header(&header, 0))?)
+            })
             .collect()
     }
 
