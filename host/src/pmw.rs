@@ -155,9 +155,7 @@ impl PmwParams {
             variant,
         })
     }
-}
 
-impl PmwParams {
     /// The same constants with the threshold raised by `gamma ≥ 0`: `T' = T + γ`
     /// (Lemma 4.3.7, for a sub-universe V whose best distribution is γ away from
     /// the data). σ, η, m and the variant are unchanged, and the threshold does not

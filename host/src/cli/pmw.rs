@@ -225,26 +225,6 @@ pub fn run(
         _ => PmwParams::theory(epsilon.to_f64(), args.beta, n, args.rounds, cells, variant),
     }
     .map_err(pmw_err)?;
-    let shifted = params
-        .with_threshold_shift(reduced.as_ref().map_or(0.0, |v| v.threshold_shift()))
-        .map_err(pmw_err)?;
-    if let Some(v) = reduced.as_ref().filter(|v| !v.is_full()) {
-        writeln!(
-            stderr,
-            "privq: domain reduction: threshold T' = T + phi + alpha = {:.6} + {:.6} = {:.6}",
-            params.threshold,
-            v.threshold_shift(),
-            shifted.threshold
-        )?;
-    }
-    if shifted.threshold >= 1.0 {
-        writeln!(
-            stderr,
-            "privq: warning: the threshold T = {:.3} is >= 1, so every answer may be off by up to 2T: \
-             the thesis constants are vacuous at n = {n} (spec §3.9); consider a user profile",
-            shifted.threshold
-        )?;
-    }
     let mut budget = match variant {
         PmwVariant::Pure => BudgetFilter::pure(epsilon),
         PmwVariant::Approximate { delta } => {
@@ -258,6 +238,22 @@ pub fn run(
         None => PmwSession::new(&x, n, params, args.rounds, epsilon, &mut budget, rng),
     }
     .map_err(pmw_err)?;
+    let threshold = session.params().threshold;
+    if let Some(v) = reduced.as_ref().filter(|v| !v.is_full()) {
+        writeln!(
+            stderr,
+            "privq: domain reduction: threshold T' = T + phi + alpha = {:.6} + {:.6} = {threshold:.6}",
+            params.threshold,
+            v.threshold_shift(),
+        )?;
+    }
+    if threshold >= 1.0 {
+        writeln!(
+            stderr,
+            "privq: warning: the threshold T = {threshold:.3} is >= 1, so every answer may be off by up to 2T: \
+             the thesis constants are vacuous at n = {n} (spec §3.9); consider a user profile",
+        )?;
+    }
     let mut file_reader;
     let reader: &mut dyn BufRead = match &args.queries {
         Some(path) => {
