@@ -28,8 +28,8 @@ use crate::mechanism::{ExponentialMechanism, Geometric, MechanismError, Sampling
 use crate::mw::{MwState, Prepared};
 use crate::query::Workload;
 
-/// How the exponential mechanism is parameterized.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// How the exponential mechanism is parameterized (also `privq synth --profile`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum EmProfile {
     /// Weights `exp(ε₀·s/4)`: the EM costs ε₀/2, a round exactly ε₀.
     #[default]

@@ -93,7 +93,7 @@ pub struct MwemArgs {
     /// Fits of the Barak baseline to run: `fit` (to convergence, as the spec
     /// reads the thesis) and/or `discrepancy` (stop at the noise level).
     #[arg(long, value_delimiter = ',', value_name = "FIT,...")]
-    pub baselines: Vec<BaselineArg>,
+    pub baselines: Vec<Baseline>,
     /// Largest Laplace scale (normalized) of a measurement that MWEM's
     /// re-iteration re-uses.
     #[arg(long, value_name = "SCALE")]
@@ -101,24 +101,6 @@ pub struct MwemArgs {
     /// Pass cap of the baseline's MW fit.
     #[arg(long, value_name = "N")]
     pub barak_passes: Option<usize>,
-}
-
-/// A fit of the Barak baseline on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum BaselineArg {
-    /// Fit the noisy measurements to convergence.
-    Fit,
-    /// Stop at the noise level.
-    Discrepancy,
-}
-
-impl BaselineArg {
-    fn baseline(self) -> Baseline {
-        match self {
-            BaselineArg::Fit => Baseline::Fit,
-            BaselineArg::Discrepancy => Baseline::Discrepancy,
-        }
-    }
 }
 
 /// Runs `privq experiment`.
@@ -160,7 +142,7 @@ pub fn run(
     }
     p.seed = a.seed;
     if !a.baselines.is_empty() {
-        p.baselines = a.baselines.iter().map(|b| b.baseline()).collect();
+        p.baselines = a.baselines.clone();
     }
     if let Some(m) = a.max_noise {
         p.max_noise = m;

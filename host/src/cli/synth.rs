@@ -45,8 +45,8 @@ pub struct Args {
     /// whose true cost is 1.5*eps0 per round (the thesis counts eps0, an over-spend
     /// of 50%); to stay within --epsilon, eps0 is sized from 2/3 of it, so each
     /// round gets less noise-budget than with `corrected`.
-    #[arg(long, value_enum, default_value_t = Profile::Corrected)]
-    pub profile: Profile,
+    #[arg(long, value_enum, default_value_t = EmProfile::Corrected)]
+    pub profile: EmProfile,
     /// Number of synthetic records (default: as many as the input).
     #[arg(long, value_name = "N")]
     pub records: Option<usize>,
@@ -59,15 +59,6 @@ pub struct Args {
     /// Memory cap for dense histograms, in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     pub memory_mib: u64,
-}
-
-/// The exponential-mechanism profile of `privq synth` (see [`EmProfile`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Profile {
-    /// Weights `exp(ε₀·s/4)`: a round costs exactly ε₀.
-    Corrected,
-    /// The thesis' printed weights `exp(ε₀·s/2)`: a round really costs 1.5·ε₀.
-    ThesisLiteral,
 }
 
 /// Parses `parity:3`, `conjunctions:2` or `marginals:2`.
@@ -129,21 +120,18 @@ pub fn run(
     let mwem_err = |e: crate::mwem::MwemError| CliError::Run(Box::new(e));
     // The literal profile spends 1.5× what it is given (mwem sizes its filter to
     // 1.5ε); give it 2/3 of the user's ε so the total never exceeds ε.
-    let (given, profile) = match args.profile {
-        Profile::Corrected => (epsilon, EmProfile::Corrected),
-        Profile::ThesisLiteral => {
-            let two_thirds = epsilon
-                .checked_mul_int(2)
-                .and_then(|e| e.checked_div_int(3))
-                .map_err(|source| CliError::Parameter {
-                    option: "epsilon",
-                    source,
-                })?;
-            (two_thirds, EmProfile::ThesisLiteral)
-        }
+    let given = match args.profile {
+        EmProfile::Corrected => epsilon,
+        EmProfile::ThesisLiteral => epsilon
+            .checked_mul_int(2)
+            .and_then(|e| e.checked_div_int(3))
+            .map_err(|source| CliError::Parameter {
+                option: "epsilon",
+                source,
+            })?,
     };
     let config = MwemConfig {
-        profile,
+        profile: args.profile,
         ..if args.plain {
             MwemConfig::unoptimized(given, rounds)
         } else {
@@ -151,7 +139,7 @@ pub fn run(
         }
         .map_err(mwem_err)?
     };
-    if args.profile == Profile::ThesisLiteral {
+    if args.profile == EmProfile::ThesisLiteral {
         writeln!(
             stderr,
             "privq: note: --profile thesis-literal uses the printed EM weights exp(eps0*s/2), which cost \
@@ -219,8 +207,8 @@ pub fn run(
         epsilon,
         out.budget.ledger().len(),
         match args.profile {
-            Profile::Corrected => "",
-            Profile::ThesisLiteral =>
+            EmProfile::Corrected => "",
+            EmProfile::ThesisLiteral =>
                 " (thesis-literal: each round charged its true 1.5*eps0, exponential mechanism eps0 + Laplace eps0/2)",
         }
     )?;
@@ -239,7 +227,7 @@ mod tests {
             rounds: Some(5),
             workload: "parity:2".into(),
             plain: false,
-            profile: Profile::Corrected,
+            profile: EmProfile::Corrected,
             records: Some(50),
             output: None,
             seed: Some(3),
@@ -380,7 +368,7 @@ mod tests {
             crate::cli::Cli::try_parse_from(["privq", "synth", "--input", input, "--epsilon", "1"])
                 .unwrap();
         match cli.command {
-            crate::cli::Command::Synth(a) => assert_eq!(a.profile, Profile::Corrected),
+            crate::cli::Command::Synth(a) => assert_eq!(a.profile, EmProfile::Corrected),
             _ => unreachable!(),
         }
         assert!(

@@ -55,7 +55,7 @@ pub struct Protocol {
 
 /// How the "modified Barak et al." baseline reconstructs a distribution from
 /// its noisy measurements. The thesis only says "multiplicative weights".
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Baseline {
     /// Fit all measurements until the residuals stop changing (the spec's
     /// reading, §4.7). Noise-unaware: it fits the noise too.
