@@ -12,7 +12,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use privq_host::accountant::BudgetFilter;
+use privq_host::accountant::Accountant;
 use privq_host::data::{Distribution, Domain};
 use privq_host::pmw::{PmwParams, PmwSession, PmwVariant};
 use privq_host::query::Query;
@@ -62,7 +62,7 @@ fn bench_pmw(c: &mut Criterion) {
 
     // Lazy rounds: a huge threshold, so no round updates.
     let lazy = PmwParams::user(0.01, 1e-4, 10.0, 1e6, PmwVariant::Pure, 1.0, n).expect("private");
-    let mut budget = BudgetFilter::pure(eps);
+    let mut budget = Accountant::pure(eps);
     let mut s =
         PmwSession::new(&x, n, lazy, usize::MAX, eps, &mut budget, seeded_rng(1)).expect("session");
     group.bench_function("query_lazy", |b| {
@@ -74,7 +74,7 @@ fn bench_pmw(c: &mut Criterion) {
 
     // Update rounds: a tiny threshold, so every round updates.
     let upd = PmwParams::user(1e-6, 0.02, 1e-12, 1e9, PmwVariant::Pure, 1.0, n).expect("private");
-    let mut budget = BudgetFilter::pure(eps);
+    let mut budget = Accountant::pure(eps);
     let mut s =
         PmwSession::new(&x, n, upd, usize::MAX, eps, &mut budget, seeded_rng(2)).expect("session");
     group.bench_function("query_update", |b| {

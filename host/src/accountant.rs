@@ -1,6 +1,6 @@
 //! Privacy accounting: basic and advanced composition (thesis Thm 2.4.4 and the
-//! corrected Thm 2.4.5), the inverse of advanced composition, and a budget filter
-//! that refuses to overspend.
+//! corrected Thm 2.4.5), the inverse of advanced composition, and the one
+//! [`Accountant`] every central mechanism charges before it samples.
 //!
 //! Pure-ε spending is tracked **exactly** with [`Epsilon`] rationals, so "total ≤
 //! budget" is decided without rounding. Advanced composition involves `√` and `exp`
@@ -19,10 +19,17 @@ pub enum AccountantError {
     BudgetExceeded {
         /// What the charge is for.
         label: String,
-        /// ε requested, as a fraction string.
-        requested: String,
-        /// ε still available, as a fraction string ("0" when none).
-        remaining: String,
+        /// ε requested.
+        requested: Epsilon,
+        /// ε still available (`None` when none is left).
+        remaining: Option<Epsilon>,
+    },
+    /// A receipt paid for less than the release it was presented to.
+    ReceiptTooSmall {
+        /// What the receipt paid.
+        paid: Cost,
+        /// What the release costs.
+        needed: Cost,
     },
     /// A δ is outside `[0, 1)`, or the total δ would exceed the budget's δ.
     DeltaExceeded,
@@ -41,7 +48,14 @@ impl fmt::Display for AccountantError {
                 remaining,
             } => write!(
                 f,
-                "privacy budget exceeded: {label} needs epsilon {requested}, only {remaining} remains"
+                "privacy budget exceeded: {label} needs epsilon {requested}, only {} remains",
+                remaining
+                    .map(|e| e.to_string())
+                    .unwrap_or_else(|| "0".into())
+            ),
+            AccountantError::ReceiptTooSmall { paid, needed } => write!(
+                f,
+                "a release costing {needed} was presented a receipt for only {paid}"
             ),
             AccountantError::DeltaExceeded => write!(f, "the delta budget would be exceeded"),
             AccountantError::InvalidParameter(what) => write!(f, "invalid parameter: {what}"),
@@ -162,32 +176,114 @@ pub fn invert_advanced(
     Ok(lo)
 }
 
+/// What a release costs, stated by the mechanism before it samples (privacy
+/// contract: the cost is known before anything is released).
+///
+/// Pure ε is exact. δ is a probability carried in `f64` (it never decides noise).
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[non_exhaustive]
+pub enum Cost {
+    /// Pure ε-differential privacy.
+    Pure(Epsilon),
+    /// (ε, δ)-differential privacy.
+    Approximate {
+        /// ε.
+        epsilon: Epsilon,
+        /// δ ∈ [0, 1).
+        delta: f64,
+    },
+}
+
+impl Cost {
+    /// The ε part.
+    pub fn epsilon(&self) -> Epsilon {
+        match *self {
+            Cost::Pure(e) | Cost::Approximate { epsilon: e, .. } => e,
+        }
+    }
+
+    /// The δ part (0 for pure ε).
+    pub fn delta(&self) -> f64 {
+        match *self {
+            Cost::Pure(_) => 0.0,
+            Cost::Approximate { delta, .. } => delta,
+        }
+    }
+
+    /// True when a release of cost `other` is covered by this cost
+    /// (ε and δ no larger).
+    pub fn covers(&self, other: &Cost) -> bool {
+        other.epsilon() <= self.epsilon() && other.delta() <= self.delta()
+    }
+}
+
+impl fmt::Display for Cost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Cost::Pure(e) => write!(f, "ε = {e}"),
+            Cost::Approximate { epsilon, delta } => write!(f, "ε = {epsilon}, δ = {delta:e}"),
+        }
+    }
+}
+
+impl From<Epsilon> for Cost {
+    fn from(e: Epsilon) -> Self {
+        Cost::Pure(e)
+    }
+}
+
 /// One recorded charge.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Charge {
     /// What the budget was spent on.
     pub label: String,
-    /// Exact ε.
-    pub epsilon: Epsilon,
-    /// δ (0 for pure ε-DP).
-    pub delta: f64,
+    /// What it cost.
+    pub cost: Cost,
 }
 
-/// A privacy filter under basic composition: it holds a total budget (exact ε, δ),
-/// records every charge, and refuses any charge that would exceed the budget.
+/// Proof that a charge was accepted: only [`Accountant::charge`] makes one, and a
+/// mechanism's sampling step consumes it (see [`crate::contract::Mechanism`]), so
+/// nothing is sampled that was not charged first.
+#[derive(Debug)]
+pub struct Receipt {
+    cost: Cost,
+}
+
+impl Receipt {
+    /// What was charged.
+    pub fn cost(&self) -> Cost {
+        self.cost
+    }
+
+    /// Errors unless this receipt pays for a release of cost `needed`.
+    pub fn check_covers(&self, needed: &Cost) -> Result<(), AccountantError> {
+        if self.cost.covers(needed) {
+            Ok(())
+        } else {
+            Err(AccountantError::ReceiptTooSmall {
+                paid: self.cost,
+                needed: *needed,
+            })
+        }
+    }
+}
+
+/// The privacy accountant: a filter under basic composition. It holds a total
+/// budget (exact ε, δ), records every charge in a ledger, and refuses any charge
+/// that would exceed the budget — before anything is sampled. Pure ε adds exactly.
 ///
 /// ```
-/// use privq_host::accountant::BudgetFilter;
+/// use privq_host::accountant::{Accountant, Cost};
 /// use privq_host::Epsilon;
-/// let mut filter = BudgetFilter::pure(Epsilon::new(1, 1)?);
-/// filter.charge("round 1", Epsilon::new(1, 2)?)?;
-/// filter.charge("round 2", Epsilon::new(1, 2)?)?;
-/// assert!(filter.charge("one too many", Epsilon::new(1, 1000)?).is_err());
-/// assert_eq!(filter.spent_epsilon().map(|e| e.to_string()), Some("1".to_string()));
+/// let mut acct = Accountant::pure(Epsilon::new(1, 1)?);
+/// let _ = acct.charge("round 1", Cost::Pure(Epsilon::new(1, 2)?))?;
+/// let _ = acct.charge("round 2", Epsilon::new(1, 2)?.into())?;
+/// assert!(acct.charge("one too many", Epsilon::new(1, 1000)?.into()).is_err());
+/// assert_eq!(acct.spent_epsilon().map(|e| e.to_string()), Some("1".to_string()));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
-pub struct BudgetFilter {
+pub struct Accountant {
     epsilon: Epsilon,
     delta: f64,
     spent: Option<Epsilon>,
@@ -195,10 +291,10 @@ pub struct BudgetFilter {
     ledger: Vec<Charge>,
 }
 
-impl BudgetFilter {
+impl Accountant {
     /// A pure ε-DP budget.
     pub fn pure(epsilon: Epsilon) -> Self {
-        BudgetFilter {
+        Accountant {
             epsilon,
             delta: 0.0,
             spent: None,
@@ -212,27 +308,19 @@ impl BudgetFilter {
         if !(0.0..1.0).contains(&delta) {
             return Err(AccountantError::DeltaExceeded);
         }
-        Ok(BudgetFilter {
+        Ok(Accountant {
             delta,
-            ..BudgetFilter::pure(epsilon)
+            ..Accountant::pure(epsilon)
         })
     }
 
-    /// Charges a pure-ε release.
-    pub fn charge(&mut self, label: &str, epsilon: Epsilon) -> Result<(), AccountantError> {
-        self.charge_approx(label, epsilon, 0.0)
-    }
-
-    /// Charges an (ε, δ) release; on refusal nothing is recorded.
-    pub fn charge_approx(
-        &mut self,
-        label: &str,
-        epsilon: Epsilon,
-        delta: f64,
-    ) -> Result<(), AccountantError> {
+    /// Charges a release of cost `cost`; on refusal nothing is recorded.
+    pub fn charge(&mut self, label: &str, cost: Cost) -> Result<Receipt, AccountantError> {
+        let delta = cost.delta();
         if !(0.0..1.0).contains(&delta) || self.spent_delta + delta > self.delta {
             return Err(AccountantError::DeltaExceeded);
         }
+        let epsilon = cost.epsilon();
         let total = match self.spent {
             None => epsilon,
             Some(s) => s
@@ -242,29 +330,28 @@ impl BudgetFilter {
         if total > self.epsilon {
             return Err(AccountantError::BudgetExceeded {
                 label: label.to_string(),
-                requested: epsilon.to_string(),
-                remaining: self
-                    .remaining()
-                    .map(|e| e.to_string())
-                    .unwrap_or_else(|| "0".into()),
+                requested: epsilon,
+                remaining: self.remaining(),
             });
         }
         self.spent = Some(total);
         self.spent_delta += delta;
         self.ledger.push(Charge {
             label: label.to_string(),
-            epsilon,
-            delta,
+            cost,
         });
-        Ok(())
+        Ok(Receipt { cost })
     }
 
-    /// True when a charge of `epsilon` would be accepted.
-    pub fn can_afford(&self, epsilon: Epsilon) -> bool {
-        match self.spent {
-            None => epsilon <= self.epsilon,
-            Some(s) => s.checked_add(epsilon).is_ok_and(|t| t <= self.epsilon),
-        }
+    /// True when a charge of `cost` would be accepted.
+    pub fn can_afford(&self, cost: &Cost) -> bool {
+        let eps_ok = match self.spent {
+            None => cost.epsilon() <= self.epsilon,
+            Some(s) => s
+                .checked_add(cost.epsilon())
+                .is_ok_and(|t| t <= self.epsilon),
+        };
+        eps_ok && self.spent_delta + cost.delta() <= self.delta
     }
 
     /// ε still available (`None` when the budget is used up exactly).
@@ -290,9 +377,56 @@ impl BudgetFilter {
         self.epsilon
     }
 
+    /// The total budget δ.
+    pub fn budget_delta(&self) -> f64 {
+        self.delta
+    }
+
     /// Every accepted charge, in order.
     pub fn ledger(&self) -> &[Charge] {
         &self.ledger
+    }
+
+    /// The ledger as text, one charge per line and a total — the one format every
+    /// `privq` command prints.
+    pub fn ledger_text(&self) -> String {
+        let mut out = String::new();
+        for (i, c) in self.ledger.iter().enumerate() {
+            out.push_str(&format!("  {:>3}. {}: {}\n", i + 1, c.label, c.cost));
+        }
+        let spent = self
+            .spent
+            .map(|e| e.to_string())
+            .unwrap_or_else(|| "0".into());
+        out.push_str(&format!(
+            "  total: ε = {spent} of {}, δ = {:e} of {:e} ({} charge(s), basic composition)",
+            self.epsilon,
+            self.spent_delta,
+            self.delta,
+            self.ledger.len()
+        ));
+        out
+    }
+
+    /// The ledger as JSON: `{"budget": {...}, "spent": {...}, "charges": [...]}`
+    /// with every ε as an exact fraction string and as a float.
+    pub fn ledger_json(&self) -> serde_json::Value {
+        fn eps(e: Option<Epsilon>) -> serde_json::Value {
+            match e {
+                Some(e) => serde_json::json!({"exact": e.to_string(), "value": e.to_f64()}),
+                None => serde_json::json!({"exact": "0", "value": 0.0}),
+            }
+        }
+        serde_json::json!({
+            "composition": "basic",
+            "budget": {"epsilon": eps(Some(self.epsilon)), "delta": self.delta},
+            "spent": {"epsilon": eps(self.spent), "delta": self.spent_delta},
+            "charges": self.ledger.iter().map(|c| serde_json::json!({
+                "label": c.label,
+                "epsilon": eps(Some(c.cost.epsilon())),
+                "delta": c.cost.delta(),
+            })).collect::<Vec<_>>(),
+        })
     }
 }
 
@@ -335,21 +469,29 @@ mod tests {
     #[test]
     fn filter_is_exact_and_refuses_overspending() {
         let third = Epsilon::new(1, 3).unwrap();
-        let mut f = BudgetFilter::pure(Epsilon::new(1, 1).unwrap());
+        let mut f = Accountant::pure(Epsilon::new(1, 1).unwrap());
         for i in 0..3 {
-            f.charge(&format!("q{i}"), third).unwrap();
+            let _ = f.charge(&format!("q{i}"), third.into()).unwrap();
         }
         assert_eq!(f.remaining(), None);
         assert_eq!(f.spent_epsilon(), Some(Epsilon::new(1, 1).unwrap()));
-        let err = f.charge("q3", third).unwrap_err();
+        let err = f.charge("q3", third.into()).unwrap_err();
         assert!(matches!(err, AccountantError::BudgetExceeded { .. }));
         assert_eq!(f.ledger().len(), 3);
-        let mut g = BudgetFilter::approximate(Epsilon::new(1, 1).unwrap(), 1e-6).unwrap();
-        g.charge_approx("a", third, 1e-6).unwrap();
+        let mut g = Accountant::approximate(Epsilon::new(1, 1).unwrap(), 1e-6).unwrap();
+        let approx = |delta| Cost::Approximate {
+            epsilon: third,
+            delta,
+        };
+        let receipt = g.charge("a", approx(1e-6)).unwrap();
+        assert!(receipt.check_covers(&Cost::Pure(third)).is_ok());
+        assert!(receipt.check_covers(&approx(2e-6)).is_err());
         assert_eq!(
-            g.charge_approx("b", third, 1e-7),
-            Err(AccountantError::DeltaExceeded)
+            g.charge("b", approx(1e-7)).unwrap_err(),
+            AccountantError::DeltaExceeded
         );
+        assert!(g.ledger_text().contains("total: ε = 1/3 of 1"));
+        assert_eq!(g.ledger_json()["charges"][0]["epsilon"]["exact"], "1/3");
         let b = basic(&[
             PrivacyLoss {
                 epsilon: 0.1,

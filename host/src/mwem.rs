@@ -11,7 +11,7 @@
 //!    `d̂_t = m_t/n − f_t(x_{t−1})` (spec TYPO-11/12);
 //!
 //! and the output is the average of the iterates `x_1..x_T`. Every round charges
-//! exactly ε₀ to the [`BudgetFilter`] (pure ε-DP, exact rationals). The
+//! exactly ε₀ to the [`Accountant`] (pure ε-DP, exact rationals). The
 //! "thesis-literal" profile keeps the printed `exp(ε₀·s/2)` and charges its true
 //! cost, 1.5·ε₀ per round.
 //!
@@ -22,7 +22,7 @@ use std::fmt;
 use privq_core::Epsilon;
 use privq_core::rand_core::{CryptoRng, Rng};
 
-use crate::accountant::{AccountantError, BudgetFilter};
+use crate::accountant::{Accountant, AccountantError};
 use crate::data::{CountHistogram, DataError, MemoryCap};
 use crate::mechanism::{ExponentialMechanism, Geometric, MechanismError, Sampling, VectorLaplace};
 use crate::mw::{MwState, Prepared};
@@ -268,7 +268,7 @@ pub struct MwemOutput {
     /// The measurements, in order.
     pub measurements: Vec<Measurement>,
     /// The budget filter with every charge (its total is the privacy cost).
-    pub budget: BudgetFilter,
+    pub budget: Accountant,
     /// Rounds run.
     pub rounds: usize,
 }
@@ -307,7 +307,7 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
         EmProfile::Corrected => config.epsilon,
         EmProfile::ThesisLiteral => config.epsilon.checked_mul_int(3)?.checked_div_int(2)?,
     };
-    let mut budget = BudgetFilter::pure(budget_total);
+    let mut budget = Accountant::pure(budget_total);
 
     // Improvement 2: noisy-histogram initialization.
     let (mut state, eps_rounds) =
@@ -329,7 +329,7 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
                     let rest = config.epsilon.checked_sub(eps_init)?.ok_or(
                         MwemError::InvalidParameter("no budget left after initialization"),
                     )?;
-                    budget.charge("noisy-histogram initialization", eps_init)?;
+                    budget.charge("noisy-histogram initialization", eps_init.into())?;
                     let policy = config.improvements.init_policy;
                     (noisy_init(data, eps_init, policy, rng)?, rest)
                 }
@@ -360,17 +360,14 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
     while round < horizon {
         let (em_eps, lap_eps) = round_budget(eps0, config.profile)?;
         let round_cost = em_eps.checked_add(lap_eps)?;
-        if !budget.can_afford(round_cost) {
+        if !budget.can_afford(&round_cost.into()) {
             if adaptive {
                 break;
             }
             return Err(MwemError::Budget(AccountantError::BudgetExceeded {
                 label: format!("round {}", round + 1),
-                requested: round_cost.to_string(),
-                remaining: budget
-                    .remaining()
-                    .map(|e| e.to_string())
-                    .unwrap_or_default(),
+                requested: round_cost,
+                remaining: budget.remaining(),
             }));
         }
         round += 1;
@@ -383,10 +380,16 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
             .map(|(i, &h)| (truth.get(i) - n * h).abs())
             .collect();
         let em = ExponentialMechanism::new(em_eps, 1.0)?.with_sampling(config.sampling);
-        budget.charge(&format!("round {round}: exponential mechanism"), em_eps)?;
+        budget.charge(
+            &format!("round {round}: exponential mechanism"),
+            em_eps.into(),
+        )?;
         let chosen = em.select(&scores, rng)?;
         // 2. Measure it with Laplace noise of scale 2/ε₀ (counts).
-        budget.charge(&format!("round {round}: Laplace measurement"), lap_eps)?;
+        budget.charge(
+            &format!("round {round}: Laplace measurement"),
+            lap_eps.into(),
+        )?;
         let noisy = truth.measure(chosen, lap_eps, rng)?;
         let value = noisy / n;
         measurements.push(Measurement {
@@ -641,8 +644,8 @@ pub fn barak_baseline<R: Rng + CryptoRng + ?Sized>(
     check_inputs(data, workload)?;
     let n = data.total() as f64;
     let k = workload.len() as u64;
-    let mut budget = BudgetFilter::pure(epsilon);
-    budget.charge(&format!("{k} Laplace measurements"), epsilon)?;
+    let mut budget = Accountant::pure(epsilon);
+    budget.charge(&format!("{k} Laplace measurements"), epsilon.into())?;
     let per_query = epsilon.checked_div_int(k)?;
     let truth = TrueAnswers::new(data, workload);
     let measurements = (0..workload.len())

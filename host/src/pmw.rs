@@ -21,7 +21,7 @@ use std::fmt;
 use privq_core::rand_core::{CryptoRng, Rng};
 use privq_core::{Epsilon, Fixed, GridLaplace};
 
-use crate::accountant::{AccountantError, BudgetFilter};
+use crate::accountant::{Accountant, AccountantError, Cost};
 use crate::data::{DataError, Distribution, MemoryCap};
 use crate::mechanism::{MechanismError, epsilon_at_most, fixed_ceil};
 use crate::mw::{MwState, PendingUpdate};
@@ -310,14 +310,14 @@ pub enum TranscriptEntry {
 /// use privq_host::data::{CountHistogram, MemoryCap};
 /// use privq_host::pmw::{PmwParams, PmwSession, PmwVariant};
 /// use privq_host::query::Query;
-/// use privq_host::accountant::BudgetFilter;
+/// use privq_host::accountant::Accountant;
 /// use privq_host::{Epsilon, seeded_rng};
 ///
 /// let counts = CountHistogram::from_counts(vec![500_000, 300_000, 150_000, 50_000], MemoryCap::default())?;
 /// let x = counts.normalized()?;
 /// let eps = Epsilon::new(1, 1)?;
 /// let params = PmwParams::theory(1.0, 0.05, counts.total(), 100, 4, PmwVariant::Approximate { delta: 1e-6 })?;
-/// let mut budget = BudgetFilter::approximate(eps, 1e-6)?;
+/// let mut budget = Accountant::approximate(eps, 1e-6)?;
 /// let mut session = PmwSession::new(&x, counts.total(), params, 100, eps, &mut budget, seeded_rng(1))?;
 /// let a = session.answer(&Query::dense(vec![1.0, 1.0, 0.0, 0.0])?)?;
 /// assert!((a.value() - 0.8).abs() < 2.0 * params.threshold);
@@ -352,7 +352,7 @@ impl<'a, R: Rng + CryptoRng> PmwSession<'a, R> {
         params: PmwParams,
         rounds: usize,
         epsilon: Epsilon,
-        budget: &mut BudgetFilter,
+        budget: &mut Accountant,
         rng: R,
     ) -> Result<Self, PmwError> {
         let state = MwState::uniform(data.len(), MemoryCap::default())?;
@@ -368,7 +368,7 @@ impl<'a, R: Rng + CryptoRng> PmwSession<'a, R> {
         params: PmwParams,
         rounds: usize,
         epsilon: Epsilon,
-        budget: &mut BudgetFilter,
+        budget: &mut Accountant,
         state: MwState,
         mut rng: R,
     ) -> Result<Self, PmwError> {
@@ -387,7 +387,7 @@ impl<'a, R: Rng + CryptoRng> PmwSession<'a, R> {
             PmwVariant::Approximate { delta } => delta,
             PmwVariant::Pure => 0.0,
         };
-        budget.charge_approx("PMW session", epsilon, delta)?;
+        budget.charge("PMW session", Cost::Approximate { epsilon, delta })?;
         let (threshold, threshold_draws) = match params.variant {
             PmwVariant::Approximate { .. } => (params.threshold, 0),
             PmwVariant::Pure => {
@@ -428,7 +428,7 @@ impl<'a, R: Rng + CryptoRng> PmwSession<'a, R> {
     /// non-adaptive query sequence.
     ///
     /// ```
-    /// use privq_host::accountant::BudgetFilter;
+    /// use privq_host::accountant::Accountant;
     /// use privq_host::data::Distribution;
     /// use privq_host::pmw::{PmwParams, PmwSession, PmwVariant};
     /// use privq_host::pmw_reduce::DomainReduction;
@@ -442,7 +442,7 @@ impl<'a, R: Rng + CryptoRng> PmwSession<'a, R> {
     ///     .sample(cells, &mut seeded_rng(1))?;
     /// let params = PmwParams::user(0.05, 0.001, 0.02, 100.0, PmwVariant::Pure, 1.0, n)?;
     /// let eps = Epsilon::new(1, 1)?;
-    /// let mut budget = BudgetFilter::pure(eps);
+    /// let mut budget = Accountant::pure(eps);
     /// let mut s = PmwSession::on_reduced_domain(&x, n, params, k, eps, &mut budget, &v, seeded_rng(2))?;
     /// assert_eq!(s.params().threshold, 0.02 + 0.05);
     /// let half = Query::dense((0..cells).map(|u| (u % 2) as f64).collect())?;
@@ -456,7 +456,7 @@ impl<'a, R: Rng + CryptoRng> PmwSession<'a, R> {
         params: PmwParams,
         rounds: usize,
         epsilon: Epsilon,
-        budget: &mut BudgetFilter,
+        budget: &mut Accountant,
         domain: &ReducedDomain,
         rng: R,
     ) -> Result<Self, PmwError> {
@@ -629,7 +629,7 @@ pub fn synthetic<R: Rng + CryptoRng>(
     workload: &Workload,
     params: PmwParams,
     epsilon: Epsilon,
-    budget: &mut BudgetFilter,
+    budget: &mut Accountant,
     rng: R,
 ) -> Result<SyntheticPmw, PmwError> {
     let max_passes = params.max_updates.ceil() as usize + 1;
@@ -776,7 +776,7 @@ mod tests {
         for variant in [PmwVariant::Pure, PmwVariant::Approximate { delta: 1e-6 }] {
             let params = small_budget_params(n, variant);
             let eps = Epsilon::new(1, 1).unwrap();
-            let mut budget = BudgetFilter::approximate(eps, 1e-6).unwrap();
+            let mut budget = Accountant::approximate(eps, 1e-6).unwrap();
             let mut s =
                 PmwSession::new(&x, n, params, 300, eps, &mut budget, seeded_rng(3)).unwrap();
             let mut failed_at = None;
@@ -813,7 +813,7 @@ mod tests {
         for variant in [PmwVariant::Pure, PmwVariant::Approximate { delta: 1e-6 }] {
             let params = PmwParams::user(0.05, 0.002, 0.01, 2000.0, variant, 1.0, n).unwrap();
             let eps = Epsilon::new(1, 1).unwrap();
-            let mut budget = BudgetFilter::approximate(eps, 1e-6).unwrap();
+            let mut budget = Accountant::approximate(eps, 1e-6).unwrap();
             let mut s =
                 PmwSession::new(&x, n, params, 200, eps, &mut budget, seeded_rng(6)).unwrap();
             let outputs: Vec<f64> = queries
@@ -855,7 +855,7 @@ mod tests {
             .collect();
         let params = PmwParams::user(0.05, 0.002, 0.005, 2000.0, PmwVariant::Pure, 1.0, n).unwrap();
         let eps = Epsilon::new(1, 1).unwrap();
-        let mut budget = BudgetFilter::pure(eps);
+        let mut budget = Accountant::pure(eps);
         let mut s = PmwSession::new(&x, n, params, 300, eps, &mut budget, seeded_rng(12)).unwrap();
         let outputs: Vec<f64> = queries
             .iter()
@@ -888,7 +888,7 @@ mod tests {
         let queries = random_queries(64, 100, 8);
         let params = PmwParams::user(0.05, 0.01, 0.02, 500.0, PmwVariant::Pure, 1.0, n).unwrap();
         let eps = Epsilon::new(1, 1).unwrap();
-        let mut budget = BudgetFilter::pure(eps);
+        let mut budget = Accountant::pure(eps);
         let mut s = PmwSession::new(&x, n, params, 100, eps, &mut budget, seeded_rng(9)).unwrap();
         let t0 = s.threshold();
         assert_ne!(t0, params.threshold, "T̂ carries noise");
@@ -918,7 +918,7 @@ mod tests {
             let v = PmwVariant::Approximate { delta: 1e-6 };
             let params = PmwParams::theory(1.0, beta, n, k, cells, v).unwrap();
             let eps = Epsilon::new(1, 1).unwrap();
-            let mut budget = BudgetFilter::approximate(eps, 1e-6).unwrap();
+            let mut budget = Accountant::approximate(eps, 1e-6).unwrap();
             let mut s =
                 PmwSession::new(&x, n, params, k, eps, &mut budget, seeded_rng(run)).unwrap();
             let worst = queries
@@ -954,7 +954,7 @@ mod tests {
         )
         .unwrap();
         let eps = Epsilon::new(1, 1).unwrap();
-        let mut budget = BudgetFilter::pure(eps);
+        let mut budget = Accountant::pure(eps);
         let out = synthetic(
             &x,
             1_000_000_000,

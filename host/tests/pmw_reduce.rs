@@ -2,7 +2,7 @@
 //! eq. 4.26, the distribution of the public sub-universe V, and PMW's accuracy on V
 //! for smooth data.
 
-use privq_host::accountant::BudgetFilter;
+use privq_host::accountant::Accountant;
 use privq_host::data::{DataError, Distribution, Domain};
 use privq_host::pmw::{PmwError, PmwParams, PmwSession, PmwVariant};
 use privq_host::pmw_reduce::{DomainReduction, ReduceError};
@@ -63,7 +63,7 @@ fn v_is_sorted_distinct_in_range_and_independent_of_the_data() {
     let mut supports = Vec::new();
     for x in [&x1, &x2] {
         let v = r.sample(cells, &mut seeded_rng(7)).unwrap();
-        let mut budget = BudgetFilter::pure(eps);
+        let mut budget = Accountant::pure(eps);
         let mut s =
             PmwSession::on_reduced_domain(x, n, params, 5, eps, &mut budget, &v, seeded_rng(9))
                 .unwrap();
@@ -212,7 +212,7 @@ fn pmw_on_v_is_accurate_on_smooth_data() {
     let variant = PmwVariant::Approximate { delta: 1e-6 };
     let params = PmwParams::theory(1.0, beta, n, rounds, v.len(), variant).unwrap();
     let eps = Epsilon::new(1, 1).unwrap();
-    let mut budget = BudgetFilter::approximate(eps, 1e-6).unwrap();
+    let mut budget = Accountant::approximate(eps, 1e-6).unwrap();
     let mut s =
         PmwSession::on_reduced_domain(&x, n, params, rounds, eps, &mut budget, &v, seeded_rng(22))
             .unwrap();
@@ -297,7 +297,7 @@ fn bad_input_is_typed() {
     let x = Distribution::from_weights(vec![1.0; 999]).unwrap();
     let params = PmwParams::user(0.05, 1.0, 0.02, 100.0, PmwVariant::Pure, 1.0, 1000).unwrap();
     let eps = Epsilon::new(1, 1).unwrap();
-    let mut budget = BudgetFilter::pure(eps);
+    let mut budget = Accountant::pure(eps);
     assert!(matches!(
         PmwSession::on_reduced_domain(&x, 1000, params, 5, eps, &mut budget, &v, seeded_rng(2)),
         Err(PmwError::Data(DataError::LengthMismatch { .. }))

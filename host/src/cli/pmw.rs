@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 
 use super::CliError;
-use crate::accountant::BudgetFilter;
+use crate::accountant::Accountant;
 use crate::data::{Dataset, Domain, MemoryCap};
 use crate::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwVariant};
 use crate::pmw_reduce::{DomainReduction, ReduceError};
@@ -226,9 +226,9 @@ pub fn run(
     }
     .map_err(pmw_err)?;
     let mut budget = match variant {
-        PmwVariant::Pure => BudgetFilter::pure(epsilon),
+        PmwVariant::Pure => Accountant::pure(epsilon),
         PmwVariant::Approximate { delta } => {
-            BudgetFilter::approximate(epsilon, delta).map_err(|e| CliError::Run(Box::new(e)))?
+            Accountant::approximate(epsilon, delta).map_err(|e| CliError::Run(Box::new(e)))?
         }
     };
     let mut session = match &reduced {

@@ -16,7 +16,7 @@ use super::columns::Columns;
 use super::learner::{DecomposedLearner, Learner1d};
 use super::privacy::{AboveThreshold, Noise, Plan, Privacy, fraction, smallest_feasible};
 use super::{DistanceError, Exhausted, check_range};
-use crate::accountant::{BudgetFilter, PrivacyLoss};
+use crate::accountant::{Accountant, PrivacyLoss};
 
 /// How the parameters are chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -207,7 +207,7 @@ pub struct Session<'a> {
     cols: &'a Columns,
     params: SessionParams,
     learner: DecomposedLearner,
-    filter: BudgetFilter,
+    filter: Accountant,
     at: Option<AboveThreshold>,
     values: Noise,
     slopes: Noise,
@@ -290,7 +290,7 @@ impl<'a> Session<'a> {
                     return Ok(None);
                 }
                 let label = format!("sparse vector instance {}", self.used + 1);
-                self.filter.charge(&label, eps0)?;
+                self.filter.charge(&label, eps0.into())?;
                 AboveThreshold::start(self.params.alpha / 2.0, 1.0 / n, eps0, self.noise, rng)?
             }
         };
@@ -302,7 +302,7 @@ impl<'a> Session<'a> {
             return Ok(Some(answer));
         }
         self.filter
-            .charge(&format!("update round {}", self.used + 1), eps0)?;
+            .charge(&format!("update round {}", self.used + 1), eps0.into())?;
         let a1 = self.params.alpha / self.cols.dim() as f64;
         for (i, &t) in y.iter().enumerate() {
             let v = self.values.release(self.cols.value(i, t), rng)?;
@@ -352,7 +352,7 @@ impl<'a> Session<'a> {
     }
 
     /// The exact ledger of ε₀ charges.
-    pub fn ledger(&self) -> &BudgetFilter {
+    pub fn ledger(&self) -> &Accountant {
         &self.filter
     }
 

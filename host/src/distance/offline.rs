@@ -198,7 +198,10 @@ impl Synopsis {
                         done = false;
                         break;
                     }
-                    filter.charge(&format!("coordinate {i}: sparse vector {}", used + 1), eps0)?;
+                    filter.charge(
+                        &format!("coordinate {i}: sparse vector {}", used + 1),
+                        eps0.into(),
+                    )?;
                     at = Some(AboveThreshold::start(tau / 2.0, w / n, eps0, on, rng)?);
                 }
                 let err = (cols.value(i, t) - learner.predict(t)).abs();
@@ -206,7 +209,7 @@ impl Synopsis {
                     .as_ref()
                     .is_some_and(|a| a.above(err, rng).unwrap_or(true))
                 {
-                    filter.charge(&format!("coordinate {i}: update {}", used + 1), eps0)?;
+                    filter.charge(&format!("coordinate {i}: update {}", used + 1), eps0.into())?;
                     let v = value_noise.release(cols.value(i, t), rng)?;
                     let s = slope_noise.release(cols.slope(i, t), rng)?;
                     learner.update(t, v, s);

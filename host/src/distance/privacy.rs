@@ -14,7 +14,7 @@ use privq_core::Epsilon;
 use privq_core::rand_core::{CryptoRng, Rng};
 
 use super::DistanceError;
-use crate::accountant::{self, BudgetFilter, PrivacyLoss};
+use crate::accountant::{self, Accountant, PrivacyLoss};
 use crate::mechanism::{VectorLaplace, epsilon_at_most};
 
 /// The privacy target of a release.
@@ -158,8 +158,8 @@ impl Plan {
     }
 
     /// A budget filter holding exactly `steps · ε₀` (the ledger of ε₀ charges).
-    pub fn filter(&self) -> Result<BudgetFilter, DistanceError> {
-        Ok(BudgetFilter::pure(
+    pub fn filter(&self) -> Result<Accountant, DistanceError> {
+        Ok(Accountant::pure(
             self.per_step.checked_mul_int(self.steps as u64)?,
         ))
     }

@@ -3,7 +3,7 @@
 //! Design decision: a d_X-private release does not spend one ε but a whole metric,
 //! so its receipt is a [`DxSpend`] holding the metric it is certified for. d_X
 //! spends compose by adding metrics (Fact 1.2, [`DxSpend::compose`]). To charge the
-//! ordinary ε accountant ([`crate::accountant::BudgetFilter`]) we use the standard
+//! ordinary ε accountant ([`crate::accountant::Accountant`]) we use the standard
 //! guarantee a d_X-private mechanism implies: it is ε-DP with
 //! `ε = max_{i≠j} d_X(i, j)` (the loosest pair; `+∞` when some pair is unprotected,
 //! which then cannot be charged). Note this is the **max**, not the min: `min d_X`
@@ -14,7 +14,7 @@
 use privq_core::Epsilon;
 
 use super::{DxError, Metric};
-use crate::accountant::BudgetFilter;
+use crate::accountant::Accountant;
 
 /// The privacy spent by one d_X release (or a composition of several).
 #[derive(Debug, Clone, PartialEq)]
@@ -47,7 +47,7 @@ impl DxSpend {
 
     /// Charges [`DxSpend::dp_epsilon`], rounded **up** to a multiple of 2⁻²⁰, to an
     /// ε accountant. Errors if ε is infinite or the filter refuses.
-    pub fn charge(&self, filter: &mut BudgetFilter, label: &str) -> Result<(), DxError> {
+    pub fn charge(&self, filter: &mut Accountant, label: &str) -> Result<(), DxError> {
         let eps = self.dp_epsilon();
         if !eps.is_finite() {
             return Err(DxError::InvalidValue(
@@ -58,7 +58,8 @@ impl DxSpend {
         let num = (eps * den as f64).ceil().max(1.0) as u64;
         let e = Epsilon::new(num, den)?;
         filter
-            .charge(label, e)
+            .charge(label, e.into())
+            .map(|_| ())
             .map_err(|err| DxError::Mechanism(err.to_string()))
     }
 }
@@ -74,7 +75,7 @@ mod tests {
         assert_eq!(s.dp_epsilon(), 0.75);
         let two = s.compose(&s).unwrap();
         assert_eq!(two.metric().get(0, 2), 1.5);
-        let mut f = BudgetFilter::pure(Epsilon::new(2, 1).unwrap());
+        let mut f = Accountant::pure(Epsilon::new(2, 1).unwrap());
         two.charge(&mut f, "two releases").unwrap();
         assert_eq!(f.spent_epsilon().unwrap().to_f64(), 1.5);
         assert!(two.charge(&mut f, "too much").is_err());

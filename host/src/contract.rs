@@ -1,0 +1,173 @@
+//! The privacy contract every central (curator) mechanism of privq satisfies.
+//!
+//! 1. **It declares its neighbour relation** ([`Neighbours`]): which pairs of datasets
+//!    the guarantee is about, and therefore what is public. Sensitivities are derived
+//!    from the relation ([`Neighbours::histogram_l1`], [`Neighbours::count_l1`],
+//!    [`Neighbours::fraction_l1`]), never written by hand at a call site.
+//! 2. **It states its cost before it runs** ([`Mechanism::cost`]: exact pure ε, or
+//!    (ε, δ)). Parameters are validated once, at construction, into private fields.
+//! 3. **It charges one [`Accountant`] before it samples.** [`Mechanism::release`]
+//!    charges the cost and only then calls [`Mechanism::release_paid`], which consumes
+//!    the [`Receipt`] the accountant issued; a receipt can be made by nobody else, so
+//!    nothing is sampled that was not charged, and a refused charge samples nothing.
+//! 4. **It chooses nothing from the private data** that the release depends on
+//!    (domain, number of records, round count, threshold) unless that choice is
+//!    itself a charged private mechanism.
+//!
+//! ```ignore
+//! // Geometric::histogram derives ℓ1 sensitivity 2 from replace-one neighbours.
+//! let mech = Geometric::histogram(Neighbours::Replace, Epsilon::new(1, 2)?)?;
+//! let mut acct = Accountant::pure(Epsilon::new(1, 1)?);
+//! let noisy = mech.release(&[10, 0, 3][..], &mut acct, &mut seeded_rng(1))?;
+//! assert_eq!(acct.spent_epsilon(), Some(Epsilon::new(1, 2)?));
+//! ```
+
+use std::fmt;
+
+use privq_core::rand_core::{CryptoRng, Rng};
+
+use crate::accountant::{Accountant, Cost, Receipt};
+use crate::mechanism::MechanismError;
+
+/// Which datasets are neighbours: the relation a guarantee is stated for.
+///
+/// * [`Neighbours::AddRemove`]: `D′` is `D` with one record added or removed. The
+///   number of records n is private; it must not enter a release unless it is
+///   itself released privately.
+/// * [`Neighbours::Replace`]: `D′` is `D` with one record replaced by another. n is
+///   the same on both and is treated as **public**; a histogram then changes by up
+///   to 2 in ℓ1 (one count down, one up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Neighbours {
+    /// Add or remove one record; n is private.
+    AddRemove,
+    /// Replace one record; n is public.
+    Replace,
+}
+
+impl Neighbours {
+    /// True when the number of records is public under this relation.
+    pub fn n_is_public(self) -> bool {
+        matches!(self, Neighbours::Replace)
+    }
+
+    /// ℓ1 sensitivity of a histogram of counts over any partition of the records:
+    /// 1 for add/remove, 2 for replace.
+    pub fn histogram_l1(self) -> u64 {
+        match self {
+            Neighbours::AddRemove => 1,
+            Neighbours::Replace => 2,
+        }
+    }
+
+    /// Sensitivity of one counting query `Σ f(x)` with `f ∈ [0, 1]`: 1 under both
+    /// relations.
+    pub fn count_l1(self) -> u64 {
+        1
+    }
+
+    /// Sensitivity of a fraction (normalized counting) query `(1/n)·Σ f(x)` with
+    /// `f ∈ [0, 1]`: `1/n` under [`Neighbours::Replace`]. Under
+    /// [`Neighbours::AddRemove`] the divisor n is private, so the fraction is not a
+    /// low-sensitivity function of the data: an error says to use counts instead.
+    pub fn fraction_l1(self, n: u64) -> Result<f64, MechanismError> {
+        match self {
+            Neighbours::Replace if n > 0 => Ok(1.0 / n as f64),
+            Neighbours::Replace => Err(MechanismError::InvalidParameter(
+                "a fraction query needs at least one record".into(),
+            )),
+            Neighbours::AddRemove => Err(MechanismError::InvalidParameter(
+                "fraction queries divide by the private n under add/remove-one neighbours; \
+                 release counts, or declare replace-one neighbours with n public"
+                    .into(),
+            )),
+        }
+    }
+
+    /// A short phrase for summaries: "replace-one-record neighbours".
+    pub fn phrase(self) -> &'static str {
+        match self {
+            Neighbours::AddRemove => "add/remove-one-record neighbours",
+            Neighbours::Replace => "replace-one-record neighbours",
+        }
+    }
+
+    /// The summary line the CLI prints: what ε means and what is public.
+    pub fn summary(self, cost: &Cost, n: u64) -> String {
+        match self {
+            Neighbours::Replace => {
+                format!("{cost} under {}; n = {n} treated as public", self.phrase())
+            }
+            Neighbours::AddRemove => format!("{cost} under {}; n is private", self.phrase()),
+        }
+    }
+}
+
+impl fmt::Display for Neighbours {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.phrase())
+    }
+}
+
+/// The shape of every central mechanism on the host (see the module docs).
+///
+/// Implementors provide [`Mechanism::release_paid`], which must begin by checking
+/// that the receipt covers [`Mechanism::cost`] (`receipt.check_covers(&self.cost())?`);
+/// callers use [`Mechanism::release`], which charges first.
+pub trait Mechanism {
+    /// The private input (a dataset, a histogram, a vector of true answers).
+    type Input: ?Sized;
+    /// What is released.
+    type Output;
+
+    /// The neighbour relation the guarantee is stated for.
+    fn neighbours(&self) -> Neighbours;
+
+    /// The privacy cost of one release, known before it runs.
+    fn cost(&self) -> Cost;
+
+    /// A label for the accountant's ledger.
+    fn label(&self) -> String;
+
+    /// Samples one release that `receipt` has paid for.
+    fn release_paid<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        input: &Self::Input,
+        receipt: Receipt,
+        rng: &mut R,
+    ) -> Result<Self::Output, MechanismError>;
+
+    /// Charges `accountant` with the cost, then samples; a refused charge samples
+    /// nothing and returns [`MechanismError::Budget`].
+    fn release<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        input: &Self::Input,
+        accountant: &mut Accountant,
+        rng: &mut R,
+    ) -> Result<Self::Output, MechanismError> {
+        let receipt = accountant.charge(&self.label(), self.cost())?;
+        self.release_paid(input, receipt, rng)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sensitivities_follow_the_relation() {
+        assert_eq!(Neighbours::Replace.histogram_l1(), 2);
+        assert_eq!(Neighbours::AddRemove.histogram_l1(), 1);
+        assert_eq!(Neighbours::Replace.count_l1(), 1);
+        assert_eq!(Neighbours::Replace.fraction_l1(4).unwrap(), 0.25);
+        assert!(Neighbours::AddRemove.fraction_l1(4).is_err());
+        assert!(Neighbours::Replace.fraction_l1(0).is_err());
+        assert!(Neighbours::Replace.n_is_public());
+        assert!(!Neighbours::AddRemove.n_is_public());
+        let cost = Cost::Pure(privq_core::Epsilon::new(1, 1).unwrap());
+        assert_eq!(
+            Neighbours::Replace.summary(&cost, 21_574),
+            "ε = 1 under replace-one-record neighbours; n = 21574 treated as public"
+        );
+    }
+}
