@@ -14,6 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use privq_host::accountant::Accountant;
 use privq_host::data::{Dataset, MemoryCap};
 use privq_host::mwem::{Improvements, MwemConfig, OutputRule, Reiterate, mwem};
 use privq_host::query::Workload;
@@ -28,6 +29,11 @@ fn nltcs() -> Option<Dataset> {
     Dataset::from_csv_path(&path, MemoryCap::default()).ok()
 }
 
+/// A fresh accountant per run, large enough for any configuration benchmarked.
+fn budget() -> Accountant {
+    Accountant::pure(Epsilon::new(100, 1).expect("valid"))
+}
+
 fn bench_mwem(c: &mut Criterion) {
     let Some(ds) = nltcs() else { return };
     let Ok(workload) = Workload::parities(&ds.domain, 3) else {
@@ -40,12 +46,21 @@ fn bench_mwem(c: &mut Criterion) {
     let one_round = MwemConfig::unoptimized(eps, 1).expect("T = 1");
     let mut rng = seeded_rng(1);
     group.bench_function("one_round", |b| {
-        b.iter(|| mwem(black_box(&ds.counts), &workload, &one_round, &mut rng).expect("runs"))
+        b.iter(|| {
+            mwem(
+                black_box(&ds.counts),
+                &workload,
+                &one_round,
+                &mut budget(),
+                &mut rng,
+            )
+            .expect("runs")
+        })
     });
 
     let plain = MwemConfig::unoptimized(eps, 40).expect("T = 40");
     group.bench_function("40_rounds_plain", |b| {
-        b.iter(|| mwem(&ds.counts, &workload, &plain, &mut rng).expect("runs"))
+        b.iter(|| mwem(&ds.counts, &workload, &plain, &mut budget(), &mut rng).expect("runs"))
     });
 
     for passes in [1usize, 5, 20] {
@@ -66,7 +81,9 @@ fn bench_mwem(c: &mut Criterion) {
             ..MwemConfig::unoptimized(eps, 40).expect("T = 40")
         };
         group.bench_function(format!("40_rounds_improved_R{passes}"), |b| {
-            b.iter(|| mwem(&ds.counts, &workload, &improved, &mut rng).expect("runs"))
+            b.iter(|| {
+                mwem(&ds.counts, &workload, &improved, &mut budget(), &mut rng).expect("runs")
+            })
         });
     }
     group.finish();

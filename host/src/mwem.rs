@@ -10,19 +10,24 @@
 //! 3. updates the [`MwState`] by `x_t[u] ∝ x_{t−1}[u]·exp(f_t[u]·d̂_t/2)` with
 //!    `d̂_t = m_t/n − f_t(x_{t−1})` (spec TYPO-11/12);
 //!
-//! and the output is the average of the iterates `x_1..x_T`. Every round charges
-//! exactly ε₀ to the [`Accountant`] (pure ε-DP, exact rationals). The
-//! "thesis-literal" profile keeps the printed `exp(ε₀·s/2)` and charges its true
-//! cost, 1.5·ε₀ per round.
+//! and the output is the average of the iterates `x_1..x_T`. Every round spends
+//! exactly ε₀ (pure ε-DP, exact rationals). The "thesis-literal" profile keeps the
+//! printed `exp(ε₀·s/2)` and spends its true cost, 1.5·ε₀ per round.
 //!
-//! `n` (the number of records) is treated as public, as in the thesis.
+//! **Privacy contract.** MWEM is stated for replace-one-record neighbours
+//! ([`Neighbours::Replace`]): `n` (the number of records) is public, as in the
+//! thesis, and every sensitivity follows from that relation — a counting query
+//! moves by at most 1, the histogram of improvement 2 by 2 in ℓ1. Its total cost
+//! ([`MwemConfig::cost`]) is charged to the caller's [`Accountant`] before anything
+//! is sampled; [`MwemOutput::ledger`] itemises how it was spent.
 
 use std::fmt;
 
 use privq_core::Epsilon;
 use privq_core::rand_core::{CryptoRng, Rng};
 
-use crate::accountant::{Accountant, AccountantError};
+use crate::accountant::{Accountant, AccountantError, Cost};
+use crate::contract::Neighbours;
 use crate::data::{CountHistogram, DataError, MemoryCap};
 use crate::mechanism::{ExponentialMechanism, Geometric, MechanismError, Sampling, VectorLaplace};
 use crate::mw::{MwState, Prepared};
@@ -154,6 +159,7 @@ impl MwemConfig {
     /// Algorithm 5.1, corrected, no improvements.
     ///
     /// ```
+    /// use privq_host::accountant::Accountant;
     /// use privq_host::data::{CountHistogram, Domain, MemoryCap};
     /// use privq_host::mwem::{mwem, MwemConfig};
     /// use privq_host::query::Workload;
@@ -163,9 +169,11 @@ impl MwemConfig {
     /// let counts = CountHistogram::from_counts(vec![40, 5, 5, 10, 3, 7, 0, 30], MemoryCap::default())?;
     /// let workload = Workload::parities(&domain, 2)?;
     /// let config = MwemConfig::unoptimized(Epsilon::new(1, 1)?, 10)?;
-    /// let out = mwem(&counts, &workload, &config, &mut seeded_rng(1))?;
+    /// let mut accountant = Accountant::pure(Epsilon::new(1, 1)?);
+    /// let out = mwem(&counts, &workload, &config, &mut accountant, &mut seeded_rng(1))?;
     /// assert_eq!(out.distribution.len(), 8);
-    /// assert_eq!(out.budget.spent_epsilon(), Some(Epsilon::new(1, 1)?)); // exactly ε
+    /// assert_eq!(accountant.spent_epsilon(), Some(Epsilon::new(1, 1)?)); // exactly ε
+    /// assert!(accountant.remaining().is_none()); // nothing left for another release
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn unoptimized(epsilon: Epsilon, rounds: usize) -> Result<Self, MwemError> {
@@ -195,6 +203,22 @@ impl MwemConfig {
             clip: true,
             ..Self::unoptimized(epsilon, rounds)?
         })
+    }
+}
+
+impl MwemConfig {
+    /// The neighbour relation MWEM's guarantee is stated for: replace one record
+    /// (n public).
+    pub const NEIGHBOURS: Neighbours = Neighbours::Replace;
+
+    /// The total privacy cost of a run, known before it starts: ε, or 1.5·ε for
+    /// the thesis-literal profile (its exponential mechanism costs twice what the
+    /// printed algorithm assumes).
+    pub fn cost(&self) -> Result<Cost, MwemError> {
+        Ok(Cost::Pure(match self.profile {
+            EmProfile::Corrected => self.epsilon,
+            EmProfile::ThesisLiteral => self.epsilon.checked_mul_int(3)?.checked_div_int(2)?,
+        }))
     }
 }
 
@@ -267,8 +291,9 @@ pub struct MwemOutput {
     pub distribution: Vec<f64>,
     /// The measurements, in order.
     pub measurements: Vec<Measurement>,
-    /// The budget filter with every charge (its total is the privacy cost).
-    pub budget: Accountant,
+    /// How the charged cost was spent, step by step (its budget is the cost charged
+    /// to the caller's accountant; adaptive runs may spend less).
+    pub ledger: Accountant,
     /// Rounds run.
     pub rounds: usize,
 }
@@ -276,14 +301,16 @@ pub struct MwemOutput {
 /// Per-round observer (progress bars): called with the round number and the total.
 pub type Progress<'a> = &'a mut dyn FnMut(usize, usize);
 
-/// Runs MWEM on exact counts `data` over `workload`.
+/// Runs MWEM on exact counts `data` over `workload`, charging
+/// [`MwemConfig::cost`] to `accountant` first.
 pub fn mwem<R: Rng + CryptoRng + ?Sized>(
     data: &CountHistogram,
     workload: &Workload,
     config: &MwemConfig,
+    accountant: &mut Accountant,
     rng: &mut R,
 ) -> Result<MwemOutput, MwemError> {
-    mwem_with_progress(data, workload, config, rng, &mut |_, _| {})
+    mwem_with_progress(data, workload, config, accountant, rng, &mut |_, _| {})
 }
 
 /// [`mwem`] reporting each round to `progress`.
@@ -291,6 +318,7 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
     data: &CountHistogram,
     workload: &Workload,
     config: &MwemConfig,
+    accountant: &mut Accountant,
     rng: &mut R,
     progress: Progress<'_>,
 ) -> Result<MwemOutput, MwemError> {
@@ -302,12 +330,17 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
     check_inputs(data, workload)?;
     let n = data.total() as f64;
     let truth = TrueAnswers::new(data, workload);
-    // The literal profile really spends 1.5ε: its filter is sized to what it spends.
-    let budget_total = match config.profile {
-        EmProfile::Corrected => config.epsilon,
-        EmProfile::ThesisLiteral => config.epsilon.checked_mul_int(3)?.checked_div_int(2)?,
-    };
-    let mut budget = Accountant::pure(budget_total);
+    let cost = config.cost()?;
+    let _receipt = accountant.charge(
+        &format!(
+            "MWEM, {} rounds ({})",
+            config.rounds,
+            MwemConfig::NEIGHBOURS
+        ),
+        cost,
+    )?;
+    // The itemised spending inside the charged cost.
+    let mut budget = Accountant::pure(cost.epsilon());
 
     // Improvement 2: noisy-histogram initialization.
     let (mut state, eps_rounds) =
@@ -319,7 +352,8 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
                     ));
                 }
                 let eps_init = config.epsilon.checked_mul_int(num)?.checked_div_int(den)?;
-                let informative = data.len() as f64 / eps_init.to_f64() <= data.total() as f64;
+                let init_scale = MwemConfig::NEIGHBOURS.histogram_l1() as f64 / eps_init.to_f64();
+                let informative = data.len() as f64 * init_scale <= data.total() as f64;
                 if config.improvements.init_policy == InitPolicy::Auto && !informative {
                     (
                         MwState::uniform(data.len(), MemoryCap::default())?,
@@ -441,7 +475,7 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
     Ok(MwemOutput {
         distribution,
         measurements,
-        budget,
+        ledger: budget,
         rounds: round,
     })
 }
@@ -455,18 +489,30 @@ fn round_budget(eps0: Epsilon, profile: EmProfile) -> Result<(Epsilon, Epsilon),
     })
 }
 
-/// Improvement 2: noisy counts `ĉ = c + Lap(1/ε_init)` turned into positive
-/// initial weights by `policy` (see [`InitPolicy`]).
+/// The noise of improvement 2's histogram: the geometric mechanism at the
+/// histogram's ℓ1 sensitivity under [`MwemConfig::NEIGHBOURS`].
+fn init_noise(eps_init: Epsilon) -> Result<Geometric, MwemError> {
+    Ok(Geometric::new(
+        MwemConfig::NEIGHBOURS.histogram_l1(),
+        eps_init,
+    )?)
+}
+
+/// Improvement 2: noisy counts `ĉ = c + Lap(Δ/ε_init)` turned into positive
+/// initial weights by `policy` (see [`InitPolicy`]). Δ is the histogram's ℓ1
+/// sensitivity under MWEM's neighbour relation: 2 when one record is replaced
+/// (one cell loses it, another gains it).
 fn noisy_init<R: Rng + CryptoRng + ?Sized>(
     data: &CountHistogram,
     eps_init: Epsilon,
     policy: InitPolicy,
     rng: &mut R,
 ) -> Result<MwState, MwemError> {
-    let geo = Geometric::new(1, eps_init)?;
+    let geo = init_noise(eps_init)?;
     let noisy = geo.release(data.counts(), rng)?;
+    let scale = geo.scale();
     if policy != InitPolicy::Marked {
-        let pseudo = 1.0 / eps_init.to_f64();
+        let pseudo = scale;
         let w: Vec<f64> = noisy
             .iter()
             .map(|&c| (c as f64).max(0.0) + pseudo)
@@ -476,7 +522,7 @@ fn noisy_init<R: Rng + CryptoRng + ?Sized>(
     // The spec's cut 3/ε_init marks ~2.5% of empty cells by noise alone, which on
     // large universes (N = 2^16) swamps the data; ln(N/2)/ε_init keeps the expected
     // number of falsely marked empty cells below one (and is ≈ 3/ε_init for N = 64).
-    let cut = (data.len() as f64 / 2.0).ln().max(3.0) / eps_init.to_f64();
+    let cut = (data.len() as f64 / 2.0).ln().max(3.0) * scale;
     let marked: Vec<bool> = noisy.iter().map(|&c| c as f64 > cut).collect();
     let marked_mass: f64 = noisy
         .iter()
@@ -639,13 +685,16 @@ pub fn barak_baseline<R: Rng + CryptoRng + ?Sized>(
     workload: &Workload,
     epsilon: Epsilon,
     fit: FitConfig,
+    accountant: &mut Accountant,
     rng: &mut R,
 ) -> Result<MwemOutput, MwemError> {
     check_inputs(data, workload)?;
     let n = data.total() as f64;
     let k = workload.len() as u64;
+    let label = format!("{k} Laplace measurements ({})", MwemConfig::NEIGHBOURS);
+    let _receipt = accountant.charge(&label, epsilon.into())?;
     let mut budget = Accountant::pure(epsilon);
-    budget.charge(&format!("{k} Laplace measurements"), epsilon.into())?;
+    let _ = budget.charge(&label, epsilon.into())?;
     let per_query = epsilon.checked_div_int(k)?;
     let truth = TrueAnswers::new(data, workload);
     let measurements = (0..workload.len())
@@ -660,7 +709,7 @@ pub fn barak_baseline<R: Rng + CryptoRng + ?Sized>(
     Ok(MwemOutput {
         distribution: fit_from_uniform(data.len(), workload, &measurements, fit)?,
         measurements,
-        budget,
+        ledger: budget,
         rounds: 1,
     })
 }
@@ -772,6 +821,11 @@ mod tests {
         assert!(exact_fit(&empty, &Workload::parities(&dom, 1).unwrap(), fit).is_err());
     }
 
+    /// A generous accountant for tests that are not about the budget.
+    fn acct() -> Accountant {
+        Accountant::pure(Epsilon::new(1000, 1).unwrap())
+    }
+
     fn toy() -> (CountHistogram, Workload) {
         let dom = Domain::binary((0..6).map(|i| format!("a{i}"))).unwrap();
         let counts: Vec<u64> = (0..64u64)
@@ -789,13 +843,13 @@ mod tests {
             MwemConfig::unoptimized(eps, 7).unwrap(),
             MwemConfig::optimized(eps, 7).unwrap(),
         ] {
-            let out = mwem(&h, &w, &config, &mut seeded_rng(1)).unwrap();
-            let spent = out.budget.spent_epsilon().unwrap();
+            let out = mwem(&h, &w, &config, &mut acct(), &mut seeded_rng(1)).unwrap();
+            let spent = out.ledger.spent_epsilon().unwrap();
             assert!(spent <= eps, "{spent}");
             if !config.improvements.adaptive {
                 assert_eq!(spent, eps);
                 assert_eq!(out.rounds, 7);
-                assert_eq!(out.budget.ledger().len(), 14);
+                assert_eq!(out.ledger.ledger().len(), 14);
             }
         }
         // The literal profile's true cost is 1.5ε, and it is recorded as such.
@@ -803,25 +857,69 @@ mod tests {
             profile: EmProfile::ThesisLiteral,
             ..MwemConfig::unoptimized(eps, 4).unwrap()
         };
-        let out = mwem(&h, &w, &literal, &mut seeded_rng(1)).unwrap();
+        let out = mwem(&h, &w, &literal, &mut acct(), &mut seeded_rng(1)).unwrap();
         assert_eq!(
-            out.budget.spent_epsilon(),
+            out.ledger.spent_epsilon(),
             Some(Epsilon::new(3, 4).unwrap())
         );
-        let b = barak_baseline(&h, &w, eps, FitConfig::default(), &mut seeded_rng(2)).unwrap();
-        assert_eq!(b.budget.spent_epsilon(), Some(eps));
+        let b = barak_baseline(
+            &h,
+            &w,
+            eps,
+            FitConfig::default(),
+            &mut acct(),
+            &mut seeded_rng(2),
+        )
+        .unwrap();
+        assert_eq!(b.ledger.spent_epsilon(), Some(eps));
+    }
+
+    #[test]
+    fn noisy_init_is_calibrated_to_replace_one_neighbours() {
+        // Replacing one record moves it between two cells: the histogram changes by
+        // 2 in ℓ1, so ε_init needs noise of scale 2/ε_init (a review found 1/ε_init,
+        // i.e. the initialisation spent 2·ε_init while charging ε_init).
+        let eps_init = Epsilon::new(1, 10).unwrap();
+        assert_eq!(init_noise(eps_init).unwrap().scale(), 20.0);
+        // Exact privacy-loss check of the released histogram on the worst pair:
+        // counts (c, c') vs (c − 1, c' + 1). The discrete Laplace pmf ratio over the
+        // two cells is at most exp(ε_init) exactly when the scale is 2/ε_init.
+        let t = init_noise(eps_init).unwrap().scale();
+        let ln_pmf = |k: i64| -(k.abs() as f64) / t;
+        let worst = (-40i64..40)
+            .flat_map(|a| (-40i64..40).map(move |b| (a, b)))
+            .map(|(a, b)| (ln_pmf(a) + ln_pmf(b)) - (ln_pmf(a + 1) + ln_pmf(b - 1)))
+            .fold(f64::MIN, f64::max);
+        assert!(worst <= eps_init.to_f64() + 1e-12, "{worst}");
+    }
+
+    #[test]
+    fn the_run_is_charged_to_the_callers_accountant_before_sampling() {
+        let (h, w) = toy();
+        let eps = Epsilon::new(1, 2).unwrap();
+        let config = MwemConfig::optimized(eps, 5).unwrap();
+        let mut small = Accountant::pure(Epsilon::new(1, 4).unwrap());
+        assert!(matches!(
+            mwem(&h, &w, &config, &mut small, &mut seeded_rng(1)),
+            Err(MwemError::Budget(_))
+        ));
+        assert!(small.ledger().is_empty(), "a refused run charges nothing");
+        let mut enough = Accountant::pure(Epsilon::new(1, 1).unwrap());
+        mwem(&h, &w, &config, &mut enough, &mut seeded_rng(1)).unwrap();
+        assert_eq!(enough.spent_epsilon(), Some(eps));
+        assert_eq!(enough.ledger().len(), 1);
     }
 
     #[test]
     fn a7_same_seed_same_bits() {
         let (h, w) = toy();
         let config = MwemConfig::optimized(Epsilon::new(1, 1).unwrap(), 10).unwrap();
-        let a = mwem(&h, &w, &config, &mut seeded_rng(42)).unwrap();
-        let b = mwem(&h, &w, &config, &mut seeded_rng(42)).unwrap();
+        let a = mwem(&h, &w, &config, &mut acct(), &mut seeded_rng(42)).unwrap();
+        let b = mwem(&h, &w, &config, &mut acct(), &mut seeded_rng(42)).unwrap();
         let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
         assert_eq!(bits(&a.distribution), bits(&b.distribution));
         assert_eq!(a.measurements, b.measurements);
-        let c = mwem(&h, &w, &config, &mut seeded_rng(43)).unwrap();
+        let c = mwem(&h, &w, &config, &mut acct(), &mut seeded_rng(43)).unwrap();
         assert_ne!(bits(&a.distribution), bits(&c.distribution));
     }
 
@@ -852,7 +950,7 @@ mod tests {
                 .collect();
             let wl = Workload::new(queries, cells).unwrap();
             let config = MwemConfig::unoptimized(eps, rounds).unwrap();
-            let out = mwem(&h, &wl, &config, &mut rng).unwrap();
+            let out = mwem(&h, &wl, &config, &mut acct(), &mut rng).unwrap();
             let x = h.normalized().unwrap();
             let truth = wl.answers(x.probabilities());
             let got = wl.answers(&out.distribution);
@@ -899,7 +997,7 @@ mod tests {
                 .map(|s| {
                     kl(
                         x.probabilities(),
-                        &mwem(&h, &w, config, &mut seeded_rng(s))
+                        &mwem(&h, &w, config, &mut acct(), &mut seeded_rng(s))
                             .unwrap()
                             .distribution,
                     )
@@ -923,19 +1021,19 @@ mod tests {
         let empty = CountHistogram::from_counts(vec![0; 64], MemoryCap::default()).unwrap();
         let config = MwemConfig::unoptimized(eps, 3).unwrap();
         assert!(matches!(
-            mwem(&empty, &w, &config, &mut seeded_rng(1)),
+            mwem(&empty, &w, &config, &mut acct(), &mut seeded_rng(1)),
             Err(MwemError::Data(DataError::EmptyData))
         ));
         let other = CountHistogram::from_counts(vec![1; 32], MemoryCap::default()).unwrap();
         assert!(matches!(
-            mwem(&other, &w, &config, &mut seeded_rng(1)),
+            mwem(&other, &w, &config, &mut acct(), &mut seeded_rng(1)),
             Err(MwemError::Data(_))
         ));
         let bad = MwemConfig {
             rounds: 0,
             ..config
         };
-        assert!(mwem(&h, &w, &bad, &mut seeded_rng(1)).is_err());
+        assert!(mwem(&h, &w, &bad, &mut acct(), &mut seeded_rng(1)).is_err());
         assert!("0".parse::<Epsilon>().is_err() && "-1".parse::<Epsilon>().is_err());
     }
 }

@@ -158,10 +158,18 @@ pub fn run(
         None => crate::secure_rng().map_err(CliError::Seed)?,
     };
     let pb = bar(rounds as u64, "MWEM rounds");
-    let out = mwem_with_progress(&ds.counts, &workload, &config, &mut rng, &mut |r, total| {
-        pb.set_length(total as u64);
-        pb.set_position(r as u64);
-    })
+    let mut accountant = crate::accountant::Accountant::pure(epsilon);
+    let out = mwem_with_progress(
+        &ds.counts,
+        &workload,
+        &config,
+        &mut accountant,
+        &mut rng,
+        &mut |r, total| {
+            pb.set_length(total as u64);
+            pb.set_position(r as u64);
+        },
+    )
     .map_err(|e| CliError::Run(Box::new(e)))?;
     pb.finish_and_clear();
 
@@ -199,13 +207,14 @@ pub fn run(
     )?;
     writeln!(
         stderr,
-        "privq: privacy spent: epsilon = {} of {} (pure DP), in {} charges{}",
-        out.budget
+        "privq: privacy: {}\nprivq: ledger:\n{}\nprivq: MWEM spent epsilon = {} of it, in {} steps{}",
+        MwemConfig::NEIGHBOURS.summary(&config.cost().map_err(mwem_err)?, n),
+        accountant.ledger_text(),
+        out.ledger
             .spent_epsilon()
             .map(|e| e.to_string())
             .unwrap_or_else(|| "0".into()),
-        epsilon,
-        out.budget.ledger().len(),
+        out.ledger.ledger().len(),
         match args.profile {
             EmProfile::Corrected => "",
             EmProfile::ThesisLiteral =>

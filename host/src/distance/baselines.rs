@@ -118,7 +118,10 @@ impl TreeCdf {
             )));
         }
         let bins = 1usize << depth;
-        let sens = 2 * cols.dim() as u64 * (u64::from(depth) + 1);
+        // One histogram per level and coordinate, each of ℓ1 sensitivity 2 under
+        // replace-one-record neighbours.
+        let per_histogram = crate::contract::Neighbours::Replace.histogram_l1();
+        let sens = per_histogram * cols.dim() as u64 * (u64::from(depth) + 1);
         let geo = Geometric::new(sens, epsilon)?;
         let n = cols.len() as f64;
         let mut integrals = Vec::with_capacity(cols.dim());
@@ -384,10 +387,13 @@ impl GridMwem {
                 ..Improvements::default()
             };
         }
-        let out = mwem(&hist, &workload, &mw_config, rng).map_err(|e| match e {
-            crate::mwem::MwemError::Data(d) => mw_err(d),
-            other => DistanceError::Mw(other.to_string()),
-        })?;
+        // The whole budget of this baseline goes to its one MWEM run.
+        let mut accountant = crate::accountant::Accountant::pure(config.epsilon);
+        let out =
+            mwem(&hist, &workload, &mw_config, &mut accountant, rng).map_err(|e| match e {
+                crate::mwem::MwemError::Data(d) => mw_err(d),
+                other => DistanceError::Mw(other.to_string()),
+            })?;
         let mut marginals = vec![vec![0.0f64; g]; dim];
         for (u, &p) in out.distribution.iter().enumerate() {
             let mut rest = u;
@@ -404,7 +410,7 @@ impl GridMwem {
             marginals,
             rounds: out.rounds,
             spent: out
-                .budget
+                .ledger
                 .spent_epsilon()
                 .ok_or_else(|| DistanceError::Mw("MWEM spent no budget".into()))?,
         })

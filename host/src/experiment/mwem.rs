@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use privq_core::Epsilon;
 
 use super::svg::{Series, line_chart};
+use crate::accountant::Accountant;
 use crate::data::{DataError, Dataset, MemoryCap, kl};
 use crate::mwem::{
     FitConfig, Improvements, MwemConfig, MwemError, OutputRule, Reiterate, barak_baseline,
@@ -428,19 +429,27 @@ fn run_method(
         max_noise: protocol.max_noise,
         discrepancy: true,
     };
+    // Each run is one release with its own budget ε.
+    let mut accountant = Accountant::pure(eps);
     match method {
         Method::Barak(b) => {
             let fit = FitConfig {
                 discrepancy: b == Baseline::Discrepancy,
                 ..protocol.barak_fit
             };
-            barak_baseline(&ds.counts, workload, eps, fit, rng)
+            barak_baseline(&ds.counts, workload, eps, fit, &mut accountant, rng)
         }
-        Method::Plain => mwem(&ds.counts, workload, &MwemConfig::unoptimized(eps, t)?, rng),
+        Method::Plain => mwem(
+            &ds.counts,
+            workload,
+            &MwemConfig::unoptimized(eps, t)?,
+            &mut accountant,
+            rng,
+        ),
         Method::Optimized => {
             let mut c = MwemConfig::optimized(eps, t)?;
             c.improvements.reiterate = Some(reiterate);
-            mwem(&ds.counts, workload, &c, rng)
+            mwem(&ds.counts, workload, &c, &mut accountant, rng)
         }
         Method::FixedT(t) => {
             let c = MwemConfig {
@@ -455,7 +464,7 @@ fn run_method(
                 clip: true,
                 ..MwemConfig::unoptimized(eps, t)?
             };
-            mwem(&ds.counts, workload, &c, rng)
+            mwem(&ds.counts, workload, &c, &mut accountant, rng)
         }
     }
 }
