@@ -5,6 +5,7 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use super::CliError;
+use crate::accountant::Accountant;
 use crate::dx::optimum::{Objective, relaxed_optimum};
 use crate::dx::psa::{PairTable, psa_table, strategy1, strategy2};
 use crate::dx::{DxLaplace, Metric, Queries, baseline_scale};
@@ -48,6 +49,11 @@ pub struct Args {
     /// (the exact relaxed optimum).
     #[arg(long, default_value = "psa")]
     pub strategy: String,
+    /// Refuse the release unless its implied ε-DP cost (the largest per-pair budget
+    /// of the metric) fits in this budget. Default: no cap; the cost is charged and
+    /// printed either way.
+    #[arg(long, value_name = "EPSILON")]
+    pub budget: Option<String>,
     /// Seed for a reproducible run. Anyone who knows the seed can remove the noise:
     /// tests and demos only.
     #[arg(long)]
@@ -185,6 +191,19 @@ pub fn run(
     };
     let base = baseline_scale(&metric, &q).map_err(run_err)?;
     let mech = DxLaplace::new(&metric, q, scales).map_err(run_err)?;
+    // Charge before sampling: the d_X spend, as the ε-DP guarantee it implies.
+    let implied = mech.spend().charged_epsilon().map_err(run_err)?;
+    let budget = match &args.budget {
+        Some(text) => text.parse().map_err(|source| CliError::Parameter {
+            option: "budget",
+            source,
+        })?,
+        None => implied,
+    };
+    let mut accountant = Accountant::pure(budget);
+    mech.spend()
+        .charge(&mut accountant, "d_X Laplace release")
+        .map_err(run_err)?;
     let answers = match args.seed {
         Some(s) => {
             writeln!(
@@ -198,11 +217,13 @@ pub fn run(
     .map_err(run_err)?;
     writeln!(
         stderr,
-        "privq: N = {}, n = {}, min d = {}, worst grid privacy-loss ratio {:.6}",
+        "privq: d_X-privacy for neighbours that change one record's element (replace-one: \
+         n is treated as public); N = {}, min d = {}, worst grid privacy-loss ratio {:.6}\n\
+         privq: ledger (each pair (i, j) is protected at d_X(i, j); the ε-DP charge is the largest):\n{}",
         metric.len(),
-        counts.iter().sum::<u64>(),
         metric.min_offdiag(),
-        mech.loss_ratio()
+        mech.loss_ratio(),
+        accountant.ledger_text()
     )?;
     writeln!(
         stdout,
@@ -262,6 +283,31 @@ mod tests {
         assert!((1.0..1.01).contains(&scale), "{out}");
         assert_eq!(line[3], "3"); // Δ = 3, min d = 1
         assert!(err.contains("tests only"));
+        // The release is charged (its implied ε-DP cost: the largest pair budget,
+        // d(0, 3) = 3) and the ledger printed; no exact n in the summary.
+        assert!(err.contains("d_X Laplace release: ε = 3"), "{err}");
+        assert!(
+            err.contains("n is treated as public") && !err.contains("n = 22"),
+            "{err}"
+        );
+        // A budget below the implied cost refuses before anything is released.
+        let refused = run_cli(&[
+            "privq",
+            "dx",
+            "--universe",
+            us,
+            "--coords",
+            "x",
+            "--counts",
+            "n",
+            "--query-column",
+            "h",
+            "--budget",
+            "2",
+            "--seed",
+            "1",
+        ]);
+        assert!(matches!(refused, Err(CliError::Run(_))), "{refused:?}");
         let q = dir.join("q.csv");
         std::fs::write(&q, "1,0,0\n0,0,1\n").unwrap();
         let (out, _) = run_cli(&[

@@ -45,9 +45,9 @@ impl DxSpend {
         })
     }
 
-    /// Charges [`DxSpend::dp_epsilon`], rounded **up** to a multiple of 2⁻²⁰, to an
-    /// ε accountant. Errors if ε is infinite or the filter refuses.
-    pub fn charge(&self, filter: &mut Accountant, label: &str) -> Result<(), DxError> {
+    /// [`DxSpend::dp_epsilon`] as an exact rational, rounded **up** to a multiple of
+    /// 2⁻²⁰: what [`DxSpend::charge`] charges. Errors if ε is infinite.
+    pub fn charged_epsilon(&self) -> Result<Epsilon, DxError> {
         let eps = self.dp_epsilon();
         if !eps.is_finite() {
             return Err(DxError::InvalidValue(
@@ -56,7 +56,13 @@ impl DxSpend {
         }
         let den = 1u64 << 20;
         let num = (eps * den as f64).ceil().max(1.0) as u64;
-        let e = Epsilon::new(num, den)?;
+        Ok(Epsilon::new(num, den)?)
+    }
+
+    /// Charges [`DxSpend::dp_epsilon`], rounded **up** to a multiple of 2⁻²⁰, to an
+    /// ε accountant. Errors if ε is infinite or the filter refuses.
+    pub fn charge(&self, filter: &mut Accountant, label: &str) -> Result<(), DxError> {
+        let e = self.charged_epsilon()?;
         filter
             .charge(label, e.into())
             .map(|_| ())
