@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use privq_core::rand_core::Rng;
+use privq_host::accountant::Accountant;
 use privq_host::distance::baselines::{LaplacePerQuery, TreeCdf};
 use privq_host::distance::embed::Bourgain;
 use privq_host::distance::interactive::{InteractiveConfig, Session};
@@ -63,7 +64,13 @@ fn bench_interactive(c: &mut Criterion) {
 
     let config = InteractiveConfig::new(privacy);
     let mut rng = seeded_rng(3);
-    let mut session = Session::new(&cols, &config, &mut rng).expect("session");
+    let mut session = Session::new(
+        &cols,
+        &config,
+        &mut Accountant::exactly(config.privacy.cost()).expect("budget"),
+        &mut rng,
+    )
+    .expect("session");
     let prepared: Vec<_> = queries
         .iter()
         .map(|q| session.prepare(q).expect("in domain"))
@@ -77,7 +84,13 @@ fn bench_interactive(c: &mut Criterion) {
                 Ok(a) => a,
                 // A fresh session when the budget runs out (rare: m update rounds).
                 Err(_) => {
-                    session = Session::new(&cols, &config, &mut rng).expect("session");
+                    session = Session::new(
+                        &cols,
+                        &config,
+                        &mut Accountant::exactly(config.privacy.cost()).expect("budget"),
+                        &mut rng,
+                    )
+                    .expect("session");
                     session.hypothesis_answer(y)
                 }
             }
@@ -85,7 +98,13 @@ fn bench_interactive(c: &mut Criterion) {
     });
     // Every query an update round: a tiny α at this n (worst case per query).
     let eager = InteractiveConfig::new(privacy).with_alpha(1e-4);
-    let mut s2 = Session::new(&cols, &eager, &mut rng).expect("session");
+    let mut s2 = Session::new(
+        &cols,
+        &eager,
+        &mut Accountant::exactly(eager.privacy.cost()).expect("budget"),
+        &mut rng,
+    )
+    .expect("session");
     group.bench_function("session_answer_update_heavy", |b| {
         b.iter(|| {
             i += 1;
@@ -93,7 +112,13 @@ fn bench_interactive(c: &mut Criterion) {
             match s2.answer(y, &mut rng) {
                 Ok(a) => a,
                 Err(_) => {
-                    s2 = Session::new(&cols, &eager, &mut rng).expect("session");
+                    s2 = Session::new(
+                        &cols,
+                        &eager,
+                        &mut Accountant::exactly(eager.privacy.cost()).expect("budget"),
+                        &mut rng,
+                    )
+                    .expect("session");
                     s2.hypothesis_answer(y)
                 }
             }
@@ -152,13 +177,30 @@ fn bench_offline(c: &mut Criterion) {
         let config = OfflineConfig::new(privacy).with_alpha(0.05);
         let mut rng = seeded_rng(5);
         group.bench_function(format!("{name}_from_columns"), |b| {
-            b.iter(|| Synopsis::release_columns(&cols, &config, &mut rng).expect("release"))
+            b.iter(|| {
+                Synopsis::release_columns(
+                    &cols,
+                    &config,
+                    &mut Accountant::exactly(config.privacy.cost()).expect("budget"),
+                    &mut rng,
+                )
+                .expect("release")
+            })
         });
     }
     let config = OfflineConfig::new(Privacy::pure(eps)).with_alpha(0.05);
     let mut rng = seeded_rng(6);
     group.bench_function("synopsis_pure_from_points", |b| {
-        b.iter(|| Synopsis::release(&domain, &data, &config, &mut rng).expect("release"))
+        b.iter(|| {
+            Synopsis::release(
+                &domain,
+                &data,
+                &config,
+                &mut Accountant::exactly(config.privacy.cost()).expect("budget"),
+                &mut rng,
+            )
+            .expect("release")
+        })
     });
     group.bench_function("baseline_columns_build", |b| {
         b.iter(|| Columns::new(&domain, black_box(&data)).expect("columns"))
@@ -169,7 +211,13 @@ fn bench_offline(c: &mut Criterion) {
     group.finish();
 
     // Answer time of the two released structures.
-    let synopsis = Synopsis::release_columns(&cols, &config, &mut rng).expect("release");
+    let synopsis = Synopsis::release_columns(
+        &cols,
+        &config,
+        &mut Accountant::exactly(config.privacy.cost()).expect("budget"),
+        &mut rng,
+    )
+    .expect("release");
     let tree = TreeCdf::release(&cols, eps, 12, &mut rng).expect("release");
     let queries = points(4096, DIM, 7);
     let mut group = c.benchmark_group("distance_offline_answer_l10");

@@ -314,6 +314,15 @@ impl Accountant {
         })
     }
 
+    /// A budget of exactly `cost` (pure or approximate), for one release that gets
+    /// a budget of its own.
+    pub fn exactly(cost: Cost) -> Result<Self, AccountantError> {
+        match cost {
+            Cost::Pure(e) => Ok(Accountant::pure(e)),
+            Cost::Approximate { epsilon, delta } => Accountant::approximate(epsilon, delta),
+        }
+    }
+
     /// Charges a release of cost `cost`; on refusal nothing is recorded.
     pub fn charge(&mut self, label: &str, cost: Cost) -> Result<Receipt, AccountantError> {
         let delta = cost.delta();

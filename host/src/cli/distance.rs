@@ -5,13 +5,14 @@
 //! * `query`: synopsis + query points CSV → answers (average ℓ1 distance);
 //! * `interactive`: points CSV, then one query per line on standard input.
 
+use crate::accountant::Accountant;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use super::CliError;
 use crate::distance::interactive::{InteractiveConfig, Session};
 use crate::distance::offline::{OfflineConfig, Synopsis};
-use crate::distance::privacy::Privacy;
+use crate::distance::privacy::{NEIGHBOURS, Privacy};
 use crate::distance::{Columns, DistanceError, Domain};
 
 /// Options of `privq distance`.
@@ -86,6 +87,11 @@ pub struct QueryArgs {
     pub input: PathBuf,
 }
 
+/// The run's accountant: exactly the budget the user gave.
+fn budget_for(privacy: &Privacy) -> Result<Accountant, CliError> {
+    Accountant::exactly(privacy.cost()).map_err(|e| run_err(e.into()))
+}
+
 fn run_err(e: DistanceError) -> CliError {
     CliError::Run(Box::new(e))
 }
@@ -134,8 +140,15 @@ pub fn run(
             let mut config = OfflineConfig::new(privacy);
             config.alpha = a.alpha;
             let points = read_points(&a.input)?;
-            let s =
-                Synopsis::release(&domain, &points, &config, &mut rng(a.seed)?).map_err(run_err)?;
+            let mut accountant = budget_for(&config.privacy)?;
+            let s = Synopsis::release(
+                &domain,
+                &points,
+                &config,
+                &mut accountant,
+                &mut rng(a.seed)?,
+            )
+            .map_err(run_err)?;
             s.save(&a.out).map_err(run_err)?;
             writeln!(
                 stdout,
@@ -147,6 +160,12 @@ pub fn run(
                 s.spent().ledger_epsilon,
                 s.spent().charges,
                 s.spent().delta
+            )?;
+            writeln!(
+                stderr,
+                "privq: privacy: {}\nprivq: ledger:\n{}",
+                NEIGHBOURS.summary(&config.privacy.cost(), s.n() as u64),
+                accountant.ledger_text()
             )?;
             if s.alpha() >= 1.0 {
                 writeln!(
@@ -178,12 +197,15 @@ pub fn run(
             config.alpha = a.alpha;
             let cols = Columns::new(&domain, &read_points(&a.input)?).map_err(run_err)?;
             let mut r = rng(a.seed)?;
-            let mut s = Session::new(&cols, &config, &mut r).map_err(run_err)?;
+            let mut accountant = budget_for(&config.privacy)?;
+            let mut s = Session::new(&cols, &config, &mut accountant, &mut r).map_err(run_err)?;
             writeln!(
                 stderr,
-                "privq: session: alpha = {:.4}, {} update rounds",
+                "privq: session: alpha = {:.4}, {} update rounds\nprivq: privacy: {}\nprivq: ledger:\n{}",
                 s.params().alpha,
-                s.params().rounds
+                s.params().rounds,
+                NEIGHBOURS.summary(&config.privacy.cost(), cols.len() as u64),
+                accountant.ledger_text()
             )?;
             for (i, line) in stdin.lines().enumerate() {
                 let line = line?;

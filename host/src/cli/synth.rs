@@ -261,7 +261,11 @@ mod tests {
         assert!(out.starts_with("a,b,c\n"));
         let err = String::from_utf8(err).unwrap();
         assert!(
-            err.contains("privacy spent: epsilon = ") && err.contains(" of 1 (pure DP)"),
+            err.contains("total: ε = ") && err.contains(" of 1, δ = 0e0"),
+            "{err}"
+        );
+        assert!(
+            err.contains("under replace-one-record neighbours; n = 100 treated as public"),
             "{err}"
         );
         // ε ≤ 0 and T = 0 are typed errors.
@@ -308,7 +312,7 @@ mod tests {
     }
 
     fn spent(err: &str) -> privq_core::Epsilon {
-        err.split("privacy spent: epsilon = ")
+        err.split("total: ε = ")
             .nth(1)
             .and_then(|r| r.split_whitespace().next())
             .and_then(|w| w.parse().ok())
@@ -350,7 +354,10 @@ mod tests {
             let (out, err) = crate::cli::run_with(&argv, "").unwrap();
             assert_eq!(out.lines().count(), 11);
             assert_eq!(spent(&err), eps("3/4"), "{profile}: {err}");
-            assert!(err.contains("of 3/4 (pure DP), in 8 charges"), "{err}");
+            assert!(
+                err.contains("of 3/4, δ = 0e0 of 0e0 (1 charge(s)") && err.contains("in 8 steps"),
+                "{err}"
+            );
             let literal = profile == "thesis-literal";
             assert_eq!(err.contains("true 1.5*eps0"), literal, "{err}");
             assert_eq!(

@@ -186,6 +186,7 @@ pub struct Exchange {
 /// An interactive session over private ℓ1 data.
 ///
 /// ```
+/// use privq_host::accountant::Accountant;
 /// use privq_host::distance::{Columns, Domain, interactive::{InteractiveConfig, Session}, privacy::Privacy};
 /// use privq_host::{Epsilon, seeded_rng};
 /// let domain = Domain::unit_cube(2)?;
@@ -193,14 +194,16 @@ pub struct Exchange {
 /// let cols = Columns::new(&domain, &pts)?;
 /// let config = InteractiveConfig::new(Privacy::approx(Epsilon::new(1, 1)?, 1e-6)?);
 /// let mut rng = seeded_rng(4); // fixed seed: tests only
-/// let mut session = Session::new(&cols, &config, &mut rng)?;
+/// let mut accountant = Accountant::exactly(config.privacy.cost())?;
+/// let mut session = Session::new(&cols, &config, &mut accountant, &mut rng)?;
 /// let y = session.prepare(&[0.5, 0.5])?;
 /// match session.answer(&y, &mut rng) {
 ///     Ok(a) => assert!((0.0..=1.0).contains(&a)),
 ///     Err(exhausted) => println!("{exhausted}"),
 /// }
 /// assert!(session.spent()?.epsilon <= 1.0);
-/// # Ok::<(), privq_host::distance::DistanceError>(())
+/// assert!(accountant.remaining().is_none()); // the session holds the whole budget
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
 pub struct Session<'a> {
@@ -219,12 +222,20 @@ pub struct Session<'a> {
 
 impl<'a> Session<'a> {
     /// Opens a session (the first AboveThreshold instance starts lazily).
+    /// The session's whole budget is charged to `accountant` here, before any
+    /// noise is drawn; [`Session::ledger`] itemises its use.
     pub fn new<R: Rng + CryptoRng + ?Sized>(
         cols: &'a Columns,
         config: &InteractiveConfig,
+        accountant: &mut Accountant,
         _rng: &mut R,
     ) -> Result<Self, DistanceError> {
         let params = config.calibrate(cols.len(), cols.widths())?;
+        super::privacy::charge_release(
+            accountant,
+            "interactive distance-query session",
+            params.plan.privacy(),
+        )?;
         let n = cols.len() as f64;
         let eps0 = params.plan.per_step();
         let dim = cols.dim() as f64;
@@ -370,6 +381,7 @@ impl<'a> Session<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::accountant::Accountant;
     use crate::distance::Domain;
     use crate::seeded_rng;
     use privq_core::Epsilon;
@@ -393,7 +405,13 @@ mod tests {
             .with_alpha(0.05)
             .without_noise();
         let mut rng = seeded_rng(2);
-        let mut s = Session::new(&cols, &config, &mut rng).unwrap();
+        let mut s = Session::new(
+            &cols,
+            &config,
+            &mut Accountant::exactly(config.privacy.cost()).unwrap(),
+            &mut rng,
+        )
+        .unwrap();
         for q in points(3000, 4, 3) {
             let y = s.prepare(&q).unwrap();
             let a = s.answer(&y, &mut rng).unwrap();
@@ -419,7 +437,13 @@ mod tests {
             // Tiny n and α: almost every query triggers an update.
             let config = InteractiveConfig::new(privacy).with_alpha(0.01);
             let mut rng = seeded_rng(5);
-            let mut s = Session::new(&cols, &config, &mut rng).unwrap();
+            let mut s = Session::new(
+                &cols,
+                &config,
+                &mut Accountant::exactly(config.privacy.cost()).unwrap(),
+                &mut rng,
+            )
+            .unwrap();
             let m = s.params().rounds;
             let mut refused = None;
             for (k, q) in points(100_000, 2, 6).iter().enumerate() {

@@ -19,16 +19,18 @@
 //!   (small ℓ, through the MW engine).
 //!
 //! ```
+//! use privq_host::accountant::Accountant;
 //! use privq_host::distance::{Domain, offline::{OfflineConfig, Synopsis}, privacy::Privacy};
 //! use privq_host::{Epsilon, seeded_rng};
 //! let domain = Domain::unit_cube(2)?; // ℓ1 diameter 2: answers are scaled by 1/2
 //! let points: Vec<Vec<f64>> = (0..2000).map(|i| vec![(i % 10) as f64 / 10.0, 0.5]).collect();
 //! let mut rng = seeded_rng(1); // fixed seed: tests only
 //! let config = OfflineConfig::new(Privacy::pure(Epsilon::new(1, 1)?));
-//! let synopsis = Synopsis::release(&domain, &points, &config, &mut rng)?;
+//! let mut accountant = Accountant::pure(Epsilon::new(1, 1)?);
+//! let synopsis = Synopsis::release(&domain, &points, &config, &mut accountant, &mut rng)?;
 //! let answer = synopsis.answer(&[0.3, 0.5])?; // ≈ average ℓ1 distance / 2
 //! assert!((0.0..=1.0).contains(&answer));
-//! # Ok::<(), privq_host::distance::DistanceError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use std::fmt;

@@ -11,6 +11,8 @@ use std::path::Path;
 use privq_core::rand_core::{CryptoRng, Rng};
 use serde::{Deserialize, Serialize};
 
+use crate::accountant::Accountant;
+
 use super::columns::{Columns, Domain};
 use super::learner::{DecomposedLearner, Learner1d};
 use super::privacy::{AboveThreshold, Noise, Plan, Privacy, fraction, smallest_feasible};
@@ -134,17 +136,20 @@ pub struct Spent {
 /// A released ℓ1 distance-query synopsis.
 ///
 /// ```
+/// use privq_host::accountant::Accountant;
 /// use privq_host::distance::{Domain, offline::{OfflineConfig, Synopsis}, privacy::Privacy};
 /// use privq_host::{Epsilon, seeded_rng};
 /// let domain = Domain::unit_cube(1)?;
 /// let points: Vec<Vec<f64>> = (0..10_000).map(|i| vec![(i % 100) as f64 / 100.0]).collect();
 /// let config = OfflineConfig::new(Privacy::pure(Epsilon::new(1, 1)?));
-/// let s = Synopsis::release(&domain, &points, &config, &mut seeded_rng(3))?;
+/// let mut accountant = Accountant::pure(Epsilon::new(2, 1)?);
+/// let s = Synopsis::release(&domain, &points, &config, &mut accountant, &mut seeded_rng(3))?;
+/// assert_eq!(accountant.remaining(), Some(Epsilon::new(1, 1)?)); // charged ε = 1 up front
 /// let json = s.to_json()?;
 /// let back = Synopsis::from_json(&json)?;
 /// assert_eq!(back.answer(&[0.5])?, s.answer(&[0.5])?);
 /// assert!(s.spent().epsilon <= 1.0);
-/// # Ok::<(), privq_host::distance::DistanceError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Synopsis {
@@ -159,24 +164,33 @@ pub struct Synopsis {
 
 impl Synopsis {
     /// Runs the offline mechanism on `points` (every point must lie in `domain`).
+    /// The release's whole budget is charged to `accountant` before any noise is
+    /// drawn.
     pub fn release<P: AsRef<[f64]>, R: Rng + CryptoRng + ?Sized>(
         domain: &Domain,
         points: &[P],
         config: &OfflineConfig,
+        accountant: &mut Accountant,
         rng: &mut R,
     ) -> Result<Self, DistanceError> {
         let cols = Columns::new(domain, points)?;
-        Self::release_columns(&cols, config, rng)
+        Self::release_columns(&cols, config, accountant, rng)
     }
 
     /// [`Synopsis::release`] on already-built columns.
     pub fn release_columns<R: Rng + CryptoRng + ?Sized>(
         cols: &Columns,
         config: &OfflineConfig,
+        accountant: &mut Accountant,
         rng: &mut R,
     ) -> Result<Self, DistanceError> {
         let widths = cols.widths().to_vec();
         let params = config.calibrate(cols.len(), &widths)?;
+        super::privacy::charge_release(
+            accountant,
+            "offline distance synopsis",
+            params.plan.privacy(),
+        )?;
         let n = cols.len() as f64;
         let eps0 = params.plan.per_step();
         let mut filter = params.plan.filter()?;
@@ -324,6 +338,11 @@ mod tests {
     use crate::seeded_rng;
     use privq_core::Epsilon;
 
+    /// A generous accountant for tests that are not about the budget.
+    fn acct() -> Accountant {
+        Accountant::pure(Epsilon::new(1000, 1).unwrap())
+    }
+
     fn random_points(n: usize, dim: usize, seed: u64) -> Vec<Vec<f64>> {
         let mut rng = seeded_rng(seed);
         (0..n)
@@ -348,7 +367,8 @@ mod tests {
             let config = OfflineConfig::new(Privacy::pure(Epsilon::new(1, 1).unwrap()))
                 .with_alpha(alpha)
                 .without_noise();
-            let s = Synopsis::release_columns(&cols, &config, &mut seeded_rng(1)).unwrap();
+            let s =
+                Synopsis::release_columns(&cols, &config, &mut acct(), &mut seeded_rng(1)).unwrap();
             assert!(s.complete().iter().all(|&c| c));
             let queries = random_points(2000, dim, 99);
             let worst = queries
@@ -365,7 +385,7 @@ mod tests {
         let pts = random_points(20_000, 2, 5);
         let eps = Epsilon::new(1, 2).unwrap();
         let config = OfflineConfig::new(Privacy::pure(eps));
-        let s = Synopsis::release(&domain, &pts, &config, &mut seeded_rng(2)).unwrap();
+        let s = Synopsis::release(&domain, &pts, &config, &mut acct(), &mut seeded_rng(2)).unwrap();
         // Pure ε: the exact ledger sum never exceeds ε and the composed ε equals it.
         let spent: Epsilon = s.spent().ledger_epsilon.parse().unwrap();
         assert!(spent <= eps);
@@ -386,18 +406,27 @@ mod tests {
         let empty: Vec<Vec<f64>> = Vec::new();
         let mut rng = seeded_rng(0);
         assert_eq!(
-            Synopsis::release(&domain, &empty, &config, &mut rng).unwrap_err(),
+            Synopsis::release(&domain, &empty, &config, &mut acct(), &mut rng).unwrap_err(),
             DistanceError::EmptyData
         );
         assert!(matches!(
-            Synopsis::release(&domain, &[vec![0.5, 1.5]], &config, &mut rng),
+            Synopsis::release(&domain, &[vec![0.5, 1.5]], &config, &mut acct(), &mut rng),
             Err(DistanceError::OutsideDomain { coordinate: 1, .. })
         ));
         assert!(matches!(
-            Synopsis::release(&domain, &[vec![0.5]], &config, &mut rng),
+            Synopsis::release(&domain, &[vec![0.5]], &config, &mut acct(), &mut rng),
             Err(DistanceError::DimensionMismatch { .. })
         ));
         let bad_alpha = config.clone().with_alpha(0.0);
-        assert!(Synopsis::release(&domain, &[vec![0.5, 0.5]], &bad_alpha, &mut rng).is_err());
+        assert!(
+            Synopsis::release(
+                &domain,
+                &[vec![0.5, 0.5]],
+                &bad_alpha,
+                &mut acct(),
+                &mut rng
+            )
+            .is_err()
+        );
     }
 }

@@ -14,7 +14,8 @@ use privq_core::Epsilon;
 use privq_core::rand_core::{CryptoRng, Rng};
 
 use super::DistanceError;
-use crate::accountant::{self, Accountant, PrivacyLoss};
+use crate::accountant::{self, Accountant, Cost, PrivacyLoss};
+use crate::contract::Neighbours;
 use crate::mechanism::{VectorLaplace, epsilon_at_most};
 
 /// The privacy target of a release.
@@ -73,6 +74,30 @@ impl Privacy {
             Privacy::Approx { delta, .. } => delta,
         }
     }
+
+    /// The cost charged to the caller's accountant for a release with this target.
+    pub fn cost(&self) -> Cost {
+        match *self {
+            Privacy::Pure(e) => Cost::Pure(e),
+            Privacy::Approx { epsilon, delta } => Cost::Approximate { epsilon, delta },
+        }
+    }
+}
+
+/// The neighbour relation of the distance-query mechanisms: one point of the
+/// dataset is replaced by another point of the domain; the number of points n is
+/// public (the queries are averages over the n points, with sensitivity `w/n`).
+pub const NEIGHBOURS: Neighbours = Neighbours::Replace;
+
+/// Charges `privacy` for one release (`what`) to the caller's accountant, before
+/// anything is sampled.
+pub(crate) fn charge_release(
+    accountant: &mut Accountant,
+    what: &str,
+    privacy: Privacy,
+) -> Result<(), DistanceError> {
+    let _receipt = accountant.charge(&format!("{what} ({NEIGHBOURS})"), privacy.cost())?;
+    Ok(())
 }
 
 /// How the per-step budget composes.

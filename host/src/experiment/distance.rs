@@ -1,6 +1,7 @@
 //! `privq experiment distance`: error of the Huang–Roth ℓ1 mechanisms and the
 //! baselines as n grows, fitted log-log slopes, and embedding distortion.
 
+use crate::accountant::Accountant;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::PathBuf;
@@ -151,6 +152,7 @@ pub fn run(
                             let s = Synopsis::release_columns(
                                 &cols,
                                 &OfflineConfig::new(privacy),
+                                &mut Accountant::exactly(privacy.cost())?,
                                 &mut rng,
                             )?;
                             alpha = s.alpha();
@@ -163,7 +165,12 @@ pub fn run(
                             let privacy = if m == 2 { Privacy::pure(eps) } else { approx };
                             let mut config = InteractiveConfig::new(privacy);
                             config.queries = p.queries;
-                            let mut s = Session::new(&cols, &config, &mut rng)?;
+                            let mut s = Session::new(
+                                &cols,
+                                &config,
+                                &mut Accountant::exactly(config.privacy.cost())?,
+                                &mut rng,
+                            )?;
                             alpha = s.params().alpha;
                             let mut v = Vec::with_capacity(queries.len());
                             for q in &queries {
