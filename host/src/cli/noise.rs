@@ -17,6 +17,7 @@ pub const DEMO_CSV: &str = include_str!("../../data/readings.csv");
 /// Options of `privq noise`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "Examples:\n  \
+    privq noise --demo --epsilon 0.5 --range 15,30 --seed 7\n  \
     privq noise --demo --epsilon 0.5 --sensitivity 1 --seed 7\n  \
     printf '3\\n4.25\\n' | privq noise --epsilon 1/2 --sensitivity 1\n  \
     privq noise --input readings.csv --column temperature_c --epsilon 1 --sensitivity 0.5")]
@@ -24,9 +25,23 @@ pub struct Args {
     /// Privacy parameter ε for each value: a decimal (`0.5`) or a fraction (`1/2`), read exactly.
     #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
     pub epsilon: String,
-    /// How much one individual can change a value (Δ > 0).
+    /// The public range `LO,HI` of a value: every value is clamped into it before
+    /// noise is added, and the sensitivity is its width `HI − LO`. Each released value
+    /// is then ε-DP for its individual whatever the true value, outliers included.
+    /// The sound form; use it unless you can prove a smaller sensitivity.
+    #[arg(
+        long,
+        value_name = "LO,HI",
+        allow_hyphen_values = true,
+        conflicts_with = "sensitivity",
+        required_unless_present = "sensitivity"
+    )]
+    pub range: Option<String>,
+    /// Asserted sensitivity Δ > 0: how much one individual can change a value. It is
+    /// not checked: a value that one individual moves by more than Δ (an outlier) is
+    /// protected only at ε·(its change)/Δ. Prefer `--range`.
     #[arg(long, value_name = "DELTA", allow_hyphen_values = true)]
-    pub sensitivity: String,
+    pub sensitivity: Option<String>,
     /// Grid step γ = 2^K for the released values (default: the largest power of two ≤ Δ/1024).
     #[arg(long, value_name = "K", allow_hyphen_values = true)]
     pub grid_exp: Option<i32>,
@@ -57,14 +72,13 @@ pub fn run(
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     let epsilon = super::parse_epsilon(&args.epsilon)?;
-    let sensitivity: Fixed = args
-        .sensitivity
-        .parse()
-        .map_err(|source| CliError::Parameter {
-            option: "sensitivity",
-            source,
-        })?;
     let param = |option| move |source| CliError::Parameter { option, source };
+    let range = args.range.as_deref().map(parse_range).transpose()?;
+    let sensitivity: Fixed = match (range, &args.sensitivity) {
+        (Some((lo, hi)), _) => hi.checked_sub(lo).map_err(param("range"))?,
+        (None, Some(text)) => text.parse().map_err(param("sensitivity"))?,
+        (None, None) => return Err(param("range")(privq_core::Error::OutOfRange)),
+    };
     let mech = match args.grid_exp {
         Some(k) => GridLaplace::with_grid(sensitivity, epsilon, k).map_err(param("grid-exp"))?,
         None => GridLaplace::new(sensitivity, epsilon).map_err(param("sensitivity"))?,
@@ -85,10 +99,17 @@ pub fn run(
         (None, true) => Some("temperature_c"),
         (None, false) => None,
     };
-    let input = match column {
+    let mut input = match column {
         Some(name) => Input::csv(&text, name)?,
         None => Input::lines(&text)?,
     };
+    if let Some((lo, hi)) = range {
+        // Clamping is part of the mechanism: it bounds every individual's influence.
+        // How many values were clamped is data-dependent and is not reported.
+        for (_, v) in &mut input.values {
+            *v = (*v).clamp(lo, hi);
+        }
+    }
 
     let mut rng = match args.seed {
         Some(seed) => {
@@ -110,7 +131,37 @@ pub fn run(
     };
     input.write(&released, stdout)?;
     summarize(&mech, args.bounded_work, released.len(), stderr)?;
+    match range {
+        Some((lo, hi)) => writeln!(
+            stderr,
+            "privq: values were clamped into the public range [{lo}, {hi}]; sensitivity = its width, \
+             so every value is protected, outliers included"
+        )?,
+        None => writeln!(
+            stderr,
+            "privq: the sensitivity {sensitivity} is asserted, not checked: ε holds only for \
+             individuals who change a value by at most that much (use --range LO,HI for a \
+             guarantee that holds for every value)"
+        )?,
+    }
     Ok(())
+}
+
+/// `LO,HI` with `LO < HI`, both on the fixed-point grid.
+fn parse_range(text: &str) -> Result<(Fixed, Fixed), CliError> {
+    let bad = |source| CliError::Parameter {
+        option: "range",
+        source,
+    };
+    let (lo, hi) = text
+        .split_once(',')
+        .ok_or(bad(privq_core::Error::OutOfRange))?;
+    let lo: Fixed = lo.trim().parse().map_err(bad)?;
+    let hi: Fixed = hi.trim().parse().map_err(bad)?;
+    if lo >= hi {
+        return Err(bad(privq_core::Error::OutOfRange));
+    }
+    Ok((lo, hi))
 }
 
 fn release_all<N: IntegerNoise>(
@@ -255,6 +306,52 @@ fn parse_value(line: usize, text: &str) -> Result<Fixed, CliError> {
 mod tests {
     use super::*;
     use crate::cli::run_with;
+
+    #[test]
+    fn range_clamps_outliers_so_they_are_protected_like_any_value() {
+        let argv = ["noise", "--epsilon", "1", "--range", "0,10", "--seed", "5"];
+        // An outlier (1e6) is released exactly as the range's edge would be: same
+        // seed, same output, so its presence cannot be told apart from a value of 10.
+        let (outlier, err) = run_with(&argv, "1000000\n").unwrap();
+        let (edge, _) = run_with(&argv, "10\n").unwrap();
+        assert_eq!(outlier, edge);
+        assert!(
+            err.contains("clamped into the public range [0, 10]"),
+            "{err}"
+        );
+        assert!(err.contains("sensitivity 1280 steps"), "{err}");
+        // The asserted form says what it guarantees.
+        let (_, err) = run_with(
+            &[
+                "noise",
+                "--epsilon",
+                "1",
+                "--sensitivity",
+                "1",
+                "--seed",
+                "5",
+            ],
+            "1000000\n",
+        )
+        .unwrap();
+        assert!(err.contains("asserted, not checked"), "{err}");
+        for bad in ["10,0", "1", "a,b", "3,3"] {
+            let e = run_with(
+                &["noise", "--epsilon", "1", "--range", bad, "--seed", "5"],
+                "1\n",
+            );
+            assert!(
+                matches!(
+                    e,
+                    Err(CliError::Parameter {
+                        option: "range",
+                        ..
+                    })
+                ),
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn noises_lines_reproducibly_on_the_grid() {
