@@ -105,6 +105,12 @@ impl<N: IntegerNoise> GridLaplace<N> {
         &self.noise
     }
 
+    /// The grid point `value` snaps to, in grid steps (nearest, ties upward; see
+    /// [`GridLaplace::release`]). Inputs at distance `d` snap at most `⌈d/γ⌉` steps apart.
+    pub fn snap(&self, value: Fixed) -> i128 {
+        snap(value, self.grid_exp)
+    }
+
     /// `log2` of δ (`None` for pure ε-DP).
     pub fn delta_log2(&self) -> Option<i32> {
         self.noise.delta_log2()

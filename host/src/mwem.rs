@@ -464,7 +464,7 @@ fn noisy_init<R: Rng + CryptoRng + ?Sized>(
     rng: &mut R,
 ) -> Result<MwState, MwemError> {
     let geo = Geometric::new(1, eps_init)?;
-    let noisy = geo.release(data.counts(), rng)?;
+    let noisy = geo.release_raw(data.counts(), rng)?;
     if policy != InitPolicy::Marked {
         let pseudo = 1.0 / eps_init.to_f64();
         let w: Vec<f64> = noisy
