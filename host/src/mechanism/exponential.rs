@@ -125,11 +125,13 @@ impl ExponentialMechanism {
     }
 
     /// `k` with grid γ = 2^k.
+    #[cfg(test)]
     pub(crate) fn grid_exp(&self) -> i32 {
         self.grid_exp
     }
 
     /// Δ̃ = ⌈Δ/γ⌉, the sensitivity in grid units.
+    #[cfg(test)]
     pub(crate) fn sensitivity_units(&self) -> u64 {
         self.sensitivity_units
     }

@@ -228,8 +228,7 @@ impl VectorLaplace {
         let grid_exp = (sensitivity.log2_floor() - 10 - ceil_log2_ell).clamp(-32, 30);
         let steps = sensitivity
             .floor_steps(grid_exp)
-            .checked_add(u128::from(ell))
-            .unwrap_or(u128::MAX);
+            .saturating_add(u128::from(ell));
         let overflow = || MechanismError::CalibrationOverflow { steps };
         // The calibrated sensitivity m·γ must be a Fixed value, and m·den(ε) must fit
         // the discrete Laplace sampler.
