@@ -51,20 +51,25 @@ impl Fixed {
         Fixed((n as i64) << 32)
     }
 
-    /// The nearest fixed-point value to `x` (ties to even). Errors on NaN/∞ and on
+    /// The nearest fixed-point value to `x`, ties rounded **up** (towards +∞):
+    /// `⌊x·2³² + ½⌋`, computed exactly from the bits of `x`. Errors on NaN/∞ and on
     /// values outside the range ([`Error::OutOfRange`]).
+    ///
+    /// Round-half-up commutes with shifts by whole units of 2⁻³²
+    /// (`from_f64(x + k·2⁻³²) = from_f64(x) + k` whenever both sides are exact), so two
+    /// inputs at distance `d` round to points at most `⌈d·2³²⌉` units apart; ties to
+    /// even would allow one more unit on some pairs.
+    ///
+    /// ```
+    /// use privq_core::Fixed;
+    /// let half_unit = 2f64.powi(-33);
+    /// assert_eq!(Fixed::from_f64(half_unit)?, Fixed::from_bits(1));
+    /// assert_eq!(Fixed::from_f64(-half_unit)?, Fixed::from_bits(0));
+    /// assert_eq!(Fixed::from_f64(3.0 * half_unit)?, Fixed::from_bits(2));
+    /// # Ok::<(), privq_core::Error>(())
+    /// ```
     pub fn from_f64(x: f64) -> Result<Fixed> {
-        if !x.is_finite() {
-            return Err(Error::OutOfRange);
-        }
-        // Scaling by 2^32 is exact in binary floating point.
-        let scaled = x * 4_294_967_296.0;
-        let rounded = round_ties_even(scaled);
-        // i64 range is [−2^63, 2^63): 2^63 itself is out.
-        if !(-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&rounded) {
-            return Err(Error::OutOfRange);
-        }
-        Ok(Fixed(rounded as i64))
+        round_half_up_scaled(x).map(Fixed)
     }
 
     /// The nearest `f64` (exact when the value has at most 53 significant bits).
@@ -97,19 +102,45 @@ impl Fixed {
     }
 }
 
-/// `f64::round_ties_even` without std.
-fn round_ties_even(x: f64) -> f64 {
-    let t = libm::trunc(x);
-    let diff = x - t;
-    if diff.abs() == 0.5 {
-        if libm::fmod(t, 2.0) == 0.0 {
-            t
-        } else {
-            t + diff.signum()
-        }
-    } else {
-        libm::round(x)
+/// `⌊x·2³² + ½⌋` as an `i64`, exactly: `x = ±mant·2^exp` is split from its bits and the
+/// rounding is done on integers (adding ½ in floating point can itself round).
+fn round_half_up_scaled(x: f64) -> Result<i64> {
+    let bits = x.to_bits();
+    let negative = bits >> 63 == 1;
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    let fraction = bits & ((1u64 << 52) - 1);
+    if biased == 0x7ff {
+        return Err(Error::OutOfRange);
     }
+    // |x| = mant · 2^(shift − 32), so |x|·2³² = mant · 2^shift.
+    let (mant, exp) = if biased == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | (1u64 << 52), biased - 1075)
+    };
+    let shift = exp + 32;
+    let mant = u128::from(mant);
+    let rounded: i128 = if shift >= 0 {
+        // An integer already; beyond 2^64 it is out of range anyway.
+        if shift > 64 {
+            return Err(Error::OutOfRange);
+        }
+        let v = i128::try_from(mant << shift).map_err(|_| Error::OutOfRange)?;
+        if negative { -v } else { v }
+    } else if shift < -100 {
+        // |x|·2³² < 2^53·2^-101 < ½: rounds to 0 on both sides.
+        0
+    } else {
+        let r = shift.unsigned_abs();
+        let half = 1u128 << (r - 1);
+        if negative {
+            // ⌊−t + ½⌋ = −⌈t − ½⌉ = −⌊(mant + half − 1)/2^r⌋.
+            -(((mant + half - 1) >> r) as i128)
+        } else {
+            ((mant + half) >> r) as i128
+        }
+    };
+    i64::try_from(rounded).map_err(|_| Error::OutOfRange)
 }
 
 impl FromStr for Fixed {
@@ -183,6 +214,57 @@ mod tests {
         assert_eq!(Fixed::from_int(-3).to_string(), "-3");
         assert_eq!(Fixed::from_f64(-2.75).unwrap().to_string(), "-2.75");
         assert_eq!(Fixed::MIN.to_string(), "-2147483648");
+    }
+
+    #[test]
+    fn from_f64_rounds_half_up_and_commutes_with_shifts() {
+        let unit = 2f64.powi(-32);
+        // Ties at k + ½ units go to k + 1, for negative k too.
+        for k in -40i64..40 {
+            let tie = (k as f64 + 0.5) * unit;
+            assert_eq!(
+                Fixed::from_f64(tie).unwrap(),
+                Fixed::from_bits(k + 1),
+                "{k}"
+            );
+            // Just below the tie: k; just above: k + 1.
+            let below = tie - unit / 1024.0;
+            let above = tie + unit / 1024.0;
+            assert_eq!(Fixed::from_f64(below).unwrap(), Fixed::from_bits(k), "{k}");
+            assert_eq!(Fixed::from_f64(above).unwrap(), Fixed::from_bits(k + 1));
+        }
+        // Shift-equivariance on dyadic inputs: rounding x + j units = rounding x, + j.
+        for &x in &[
+            0.5 * unit,
+            -0.5 * unit,
+            2.5 * unit,
+            0.3 * unit,
+            -7.75 * unit,
+            21.5,
+        ] {
+            let base = Fixed::from_f64(x).unwrap().to_bits();
+            for j in [-1_000_000i64, -3, -1, 1, 2, 5, 1 << 40] {
+                let shifted = x + j as f64 * unit;
+                assert_eq!(
+                    Fixed::from_f64(shifted).unwrap().to_bits(),
+                    base + j,
+                    "{x} {j}"
+                );
+            }
+        }
+        // Where x·2³² + 0.5 is inexact in f64 the result is still exact.
+        let just_below_half = 0.499_999_999_999_999_94 * unit;
+        assert_eq!(Fixed::from_f64(just_below_half).unwrap(), Fixed::ZERO);
+        assert_eq!(Fixed::from_f64(-0.0).unwrap(), Fixed::ZERO);
+        assert_eq!(Fixed::from_f64(f64::MIN_POSITIVE).unwrap(), Fixed::ZERO);
+        assert_eq!(Fixed::from_f64(-2147483648.0).unwrap(), Fixed::MIN);
+        assert_eq!(Fixed::from_f64(2147483648.0), Err(Error::OutOfRange));
+        assert_eq!(Fixed::from_f64(-2147483648.0 - 1.0), Err(Error::OutOfRange));
+        assert_eq!(Fixed::from_f64(f64::INFINITY), Err(Error::OutOfRange));
+        assert_eq!(Fixed::from_f64(1e300), Err(Error::OutOfRange));
+        // Largest value below 2³¹: 2³¹ − 2⁻²² rounds to itself.
+        let top = 2147483648.0 - 2f64.powi(-22);
+        assert_eq!(Fixed::from_f64(top).unwrap().to_f64(), top);
     }
 
     #[test]

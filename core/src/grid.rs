@@ -105,6 +105,12 @@ impl<N: IntegerNoise> GridLaplace<N> {
         &self.noise
     }
 
+    /// The grid point `value` snaps to, in grid steps (nearest, ties upward; see
+    /// [`GridLaplace::release`]). Inputs at distance `d` snap at most `⌈d/γ⌉` steps apart.
+    pub fn snap(&self, value: Fixed) -> i128 {
+        snap(value, self.grid_exp)
+    }
+
     /// `log2` of δ (`None` for pure ε-DP).
     pub fn delta_log2(&self) -> Option<i32> {
         self.noise.delta_log2()
@@ -113,9 +119,7 @@ impl<N: IntegerNoise> GridLaplace<N> {
     /// Releases `value` with noise. Requires a cryptographically secure RNG.
     pub fn release<R: Rng + CryptoRng + ?Sized>(&self, value: Fixed, rng: &mut R) -> Result<Fixed> {
         let step = 1i128 << (self.grid_exp + 32);
-        let bits = i128::from(value.to_bits());
-        // Nearest grid point (ties upward): ⌊(v + γ/2)/γ⌋, a shift-equivariant rounding.
-        let snapped = (bits + step / 2).div_euclid(step);
+        let snapped = snap(value, self.grid_exp);
         let z = i128::from(self.noise.sample(rng)?);
         let lo = i128::from(i64::MIN).div_euclid(step) + 1;
         let hi = i128::from(i64::MAX).div_euclid(step);
@@ -123,6 +127,14 @@ impl<N: IntegerNoise> GridLaplace<N> {
         // In range by the clamp.
         Ok(Fixed::from_bits((steps * step) as i64))
     }
+}
+
+/// The nearest grid point of γ = 2^`grid_exp`, in grid steps, ties upward:
+/// `⌊(v + γ/2)/γ⌋`. It commutes with shifts by whole grid steps, so inputs at distance
+/// `d` snap to points at most `⌈d/γ⌉` steps apart.
+fn snap(value: Fixed, grid_exp: i32) -> i128 {
+    let step = 1i128 << (grid_exp + 32);
+    (i128::from(value.to_bits()) + step / 2).div_euclid(step)
 }
 
 fn default_grid_exp(sensitivity: Fixed) -> Result<i32> {
@@ -206,6 +218,30 @@ mod tests {
             let out = m.release(Fixed::MAX, &mut rng).unwrap();
             assert_eq!(out.to_bits() % (1 << 32), 0);
             assert!(out.to_bits() <= Fixed::MAX.to_bits());
+        }
+    }
+
+    #[test]
+    fn snapping_is_half_up_and_shift_equivariant() {
+        for exp in [-32, -10, 0, 3] {
+            let step = 1i64 << (exp + 32);
+            for k in -20i64..20 {
+                // The tie (k + ½)γ snaps to k + 1; one unit below it to k.
+                let tie = Fixed::from_bits(k * step + step / 2);
+                if exp == -32 {
+                    // γ = one unit: every value is a grid point.
+                    assert_eq!(snap(tie, exp), i128::from(k * step + step / 2));
+                    continue;
+                }
+                assert_eq!(snap(tie, exp), i128::from(k + 1), "{exp} {k}");
+                let below = Fixed::from_bits(k * step + step / 2 - 1);
+                assert_eq!(snap(below, exp), i128::from(k));
+                // Shifting the input by j steps shifts the snapped point by j.
+                for j in [-3i64, 1, 7] {
+                    let shifted = Fixed::from_bits(tie.to_bits() + j * step);
+                    assert_eq!(snap(shifted, exp), snap(tie, exp) + i128::from(j));
+                }
+            }
         }
     }
 

@@ -14,12 +14,19 @@
 //!    (domain, number of records, round count, threshold) unless that choice is
 //!    itself a charged private mechanism.
 //!
-//! ```ignore
+//! ```
+//! use privq_host::accountant::Accountant;
+//! use privq_host::contract::{Mechanism, Neighbours};
+//! use privq_host::mechanism::Geometric;
+//! use privq_host::{Epsilon, seeded_rng};
+//!
 //! // Geometric::histogram derives ℓ1 sensitivity 2 from replace-one neighbours.
 //! let mech = Geometric::histogram(Neighbours::Replace, Epsilon::new(1, 2)?)?;
 //! let mut acct = Accountant::pure(Epsilon::new(1, 1)?);
 //! let noisy = mech.release(&[10, 0, 3][..], &mut acct, &mut seeded_rng(1))?;
+//! assert_eq!(noisy.len(), 3);
 //! assert_eq!(acct.spent_epsilon(), Some(Epsilon::new(1, 2)?));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use std::fmt;

@@ -492,10 +492,7 @@ fn round_budget(eps0: Epsilon, profile: EmProfile) -> Result<(Epsilon, Epsilon),
 /// The noise of improvement 2's histogram: the geometric mechanism at the
 /// histogram's ℓ1 sensitivity under [`MwemConfig::NEIGHBOURS`].
 fn init_noise(eps_init: Epsilon) -> Result<Geometric, MwemError> {
-    Ok(Geometric::new(
-        MwemConfig::NEIGHBOURS.histogram_l1(),
-        eps_init,
-    )?)
+    Ok(Geometric::histogram(MwemConfig::NEIGHBOURS, eps_init)?)
 }
 
 /// Improvement 2: noisy counts `ĉ = c + Lap(Δ/ε_init)` turned into positive
@@ -509,7 +506,7 @@ fn noisy_init<R: Rng + CryptoRng + ?Sized>(
     rng: &mut R,
 ) -> Result<MwState, MwemError> {
     let geo = init_noise(eps_init)?;
-    let noisy = geo.release(data.counts(), rng)?;
+    let noisy = geo.release_raw(data.counts(), rng)?;
     let scale = geo.scale();
     if policy != InitPolicy::Marked {
         let pseudo = scale;

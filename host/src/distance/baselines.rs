@@ -136,7 +136,7 @@ impl TreeCdf {
             let mut levels: Vec<Vec<i64>> = Vec::with_capacity(depth as usize + 1);
             let mut exact = leaf;
             for _ in 0..=depth {
-                levels.push(geo.release(&exact, rng)?);
+                levels.push(geo.release_raw(&exact, rng)?);
                 exact = exact.chunks(2).map(|c| c.iter().sum()).collect();
             }
             // CDF at each bin's right edge: the dyadic decomposition of [0, b+1).

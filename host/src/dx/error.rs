@@ -65,6 +65,15 @@ pub enum DxError {
         /// The cap.
         cap: u64,
     },
+    /// The smallest budget `d_min` is below what the exact exponential mechanism's
+    /// score grid can cover (its grid would need more steps than the exact sampler
+    /// holds).
+    DminTooSmall {
+        /// The `d_min` given.
+        d_min: f64,
+        /// The scale `c` given.
+        c: f64,
+    },
     /// A sampler or mechanism of the rest of privq failed.
     Mechanism(String),
 }
@@ -107,6 +116,11 @@ impl fmt::Display for DxError {
                     "exact enumeration of {size:.3e} candidates exceeds the cap {cap}"
                 )
             }
+            DxError::DminTooSmall { d_min, c } => write!(
+                f,
+                "d_min = {d_min:e} is too small for the exact exponential mechanism at \
+                 c = {c:e}: its score grid cannot cover the rounding on the closest pairs"
+            ),
             DxError::Mechanism(w) => write!(f, "{w}"),
         }
     }

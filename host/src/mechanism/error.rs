@@ -17,6 +17,19 @@ pub enum MechanismError {
     Data(DataError),
     /// A parameter is out of range; the message says which.
     InvalidParameter(String),
+    /// The grid calibration does not fit: the worst snapped gap `steps` (grid steps)
+    /// times ε's denominator, or the calibrated sensitivity, leaves the exact range.
+    CalibrationOverflow {
+        /// The number of grid steps the noise would have to cover.
+        steps: u128,
+    },
+    /// An input has another length than the mechanism was built for.
+    DimensionMismatch {
+        /// The length the mechanism was built for.
+        expected: usize,
+        /// The length given.
+        got: usize,
+    },
     /// An interactive session already answered all the queries its budget allows.
     QueryBudgetExhausted {
         /// The number of queries the budget allowed.
@@ -31,6 +44,16 @@ impl fmt::Display for MechanismError {
             MechanismError::Budget(e) => write!(f, "{e}"),
             MechanismError::Data(e) => write!(f, "{e}"),
             MechanismError::InvalidParameter(why) => write!(f, "invalid parameter: {why}"),
+            MechanismError::CalibrationOverflow { steps } => write!(
+                f,
+                "the noise calibration overflows: {steps} grid steps (times epsilon's \
+                 denominator) do not fit the exact sampler; use an epsilon with a smaller \
+                 denominator or a larger sensitivity per coordinate"
+            ),
+            MechanismError::DimensionMismatch { expected, got } => write!(
+                f,
+                "the mechanism was built for {expected} value(s), got {got}"
+            ),
             MechanismError::QueryBudgetExhausted { limit } => {
                 write!(f, "the session's budget of {limit} queries is used up")
             }

@@ -5,6 +5,8 @@ use privq_core::rand_core::{CryptoRng, Rng};
 use privq_core::sample::{bernoulli_exp, uniform_below};
 
 use super::error::MechanismError;
+use crate::accountant::{Cost, Receipt};
+use crate::contract::{Mechanism, Neighbours};
 
 /// How the exponential mechanism draws its output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -31,19 +33,29 @@ pub enum Sampling {
 /// scores that differ by ≤ Δ differ by ≤ Δ̃ units, and every probability is then an
 /// exact `exp(−p/q)` drawn with the core's integer sampler.
 ///
+/// `neighbours()` is the relation the score sensitivity Δ is stated for; `cost()`
+/// is pure ε. The input of a release is the vector of scores `s_r(D)`, one per
+/// candidate; the output is the index of the chosen candidate.
+///
 /// ```
+/// use privq_host::accountant::Accountant;
+/// use privq_host::contract::{Mechanism, Neighbours};
 /// use privq_host::mechanism::ExponentialMechanism;
 /// use privq_host::{Epsilon, seeded_rng};
-/// let em = ExponentialMechanism::new(Epsilon::new(1, 1)?, 1.0)?;
+/// // Scores that are counts: sensitivity 1.
+/// let em = ExponentialMechanism::counts(Neighbours::AddRemove, Epsilon::new(1, 1)?)?;
 /// let scores = [0.0, 10.0, 50.0, 2.0];
-/// let pick = em.select(&scores, &mut seeded_rng(3))?;
+/// let mut acct = Accountant::pure(Epsilon::new(1, 1)?);
+/// let pick = em.release(&scores[..], &mut acct, &mut seeded_rng(3))?; // fixed seed: tests only
 /// assert!(pick < 4);
 /// let p = em.probabilities(&scores)?;
 /// assert!(p[2] > 0.99);
+/// assert!(em.release(&scores[..], &mut acct, &mut seeded_rng(4)).is_err()); // budget spent
 /// # Ok::<(), privq_host::mechanism::MechanismError>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct ExponentialMechanism {
+    neighbours: Neighbours,
     epsilon: Epsilon,
     sensitivity: f64,
     grid_exp: i32,
@@ -52,7 +64,28 @@ pub struct ExponentialMechanism {
 }
 
 impl ExponentialMechanism {
-    /// For budget ε and score sensitivity Δ > 0 (exact sampling).
+    /// Scores of sensitivity Δ > 0 under `neighbours` (derived by the caller from the
+    /// relation), budget ε, exact sampling.
+    pub fn for_scores(
+        neighbours: Neighbours,
+        sensitivity: f64,
+        epsilon: Epsilon,
+    ) -> Result<Self, MechanismError> {
+        Ok(ExponentialMechanism {
+            neighbours,
+            ..Self::new(epsilon, sensitivity)?
+        })
+    }
+
+    /// Scores that are counting queries (`s_r = Σ f_r(x)`, `f_r ∈ [0, 1]`):
+    /// Δ = `neighbours.count_l1()`.
+    pub fn counts(neighbours: Neighbours, epsilon: Epsilon) -> Result<Self, MechanismError> {
+        Self::for_scores(neighbours, neighbours.count_l1() as f64, epsilon)
+    }
+
+    /// The raw form: budget ε and score sensitivity Δ > 0 as the caller states it,
+    /// for composite mechanisms that charge their own accountant; `neighbours()`
+    /// reports add/remove (nothing about n is assumed public).
     pub fn new(epsilon: Epsilon, sensitivity: f64) -> Result<Self, MechanismError> {
         if !sensitivity.is_finite() || sensitivity <= 0.0 {
             return Err(MechanismError::InvalidParameter(format!(
@@ -63,22 +96,44 @@ impl ExponentialMechanism {
         // so large that 2·den·Δ̃ would not fit in u64. Depends only on public values.
         let mut grid_exp = sensitivity.log2().floor() as i32 - 20;
         loop {
-            let units = (sensitivity * (-grid_exp as f64).exp2()).ceil();
-            let q = 2.0 * epsilon.den() as f64 * units;
-            if q < 9.0e18 && units >= 1.0 {
-                return Ok(ExponentialMechanism {
-                    epsilon,
-                    sensitivity,
-                    grid_exp,
-                    sensitivity_units: units as u64,
-                    sampling: Sampling::Exact,
-                });
+            if let Some(em) = Self::on_grid(epsilon, sensitivity, grid_exp) {
+                return Ok(em);
             }
             grid_exp += 1;
             if grid_exp > 1000 {
                 return Err(MechanismError::Core(privq_core::Error::Overflow));
             }
         }
+    }
+
+    /// On the grid γ = 2^`grid_exp` (`|grid_exp| ≤ 1000`), or `None` when
+    /// `Δ̃ = ⌈Δ/γ⌉` is 0 or `2·den(ε)·Δ̃` does not fit in u64.
+    pub(crate) fn on_grid(epsilon: Epsilon, sensitivity: f64, grid_exp: i32) -> Option<Self> {
+        if !(sensitivity.is_finite() && sensitivity > 0.0 && (-1000..=1000).contains(&grid_exp)) {
+            return None;
+        }
+        let units = (sensitivity * (-grid_exp as f64).exp2()).ceil();
+        let q = 2.0 * epsilon.den() as f64 * units;
+        (q < 9.0e18 && units >= 1.0).then_some(ExponentialMechanism {
+            neighbours: Neighbours::AddRemove,
+            epsilon,
+            sensitivity,
+            grid_exp,
+            sensitivity_units: units as u64,
+            sampling: Sampling::Exact,
+        })
+    }
+
+    /// `k` with grid γ = 2^k.
+    #[cfg(test)]
+    pub(crate) fn grid_exp(&self) -> i32 {
+        self.grid_exp
+    }
+
+    /// Δ̃ = ⌈Δ/γ⌉, the sensitivity in grid units.
+    #[cfg(test)]
+    pub(crate) fn sensitivity_units(&self) -> u64 {
+        self.sensitivity_units
     }
 
     /// The same mechanism with another sampling method.
@@ -103,7 +158,7 @@ impl ExponentialMechanism {
         self.sensitivity
     }
 
-    fn quantize(&self, scores: &[f64]) -> Result<Vec<i128>, MechanismError> {
+    pub(crate) fn quantize(&self, scores: &[f64]) -> Result<Vec<i128>, MechanismError> {
         if scores.is_empty() {
             return Err(MechanismError::InvalidParameter(
                 "the exponential mechanism needs at least one candidate".into(),
@@ -139,8 +194,8 @@ impl ExponentialMechanism {
         Ok(w.into_iter().map(|v| v / z).collect())
     }
 
-    /// Draws an index. Requires a cryptographically secure RNG.
-    pub fn select<R: Rng + CryptoRng + ?Sized>(
+    /// Draws an index, uncharged (composite mechanisms charge their own accountant).
+    pub(crate) fn select<R: Rng + CryptoRng + ?Sized>(
         &self,
         scores: &[f64],
         rng: &mut R,
@@ -196,6 +251,33 @@ impl ExponentialMechanism {
             p -= u128::from(chunk);
         }
         Ok(true)
+    }
+}
+
+impl Mechanism for ExponentialMechanism {
+    type Input = [f64];
+    type Output = usize;
+
+    fn neighbours(&self) -> Neighbours {
+        self.neighbours
+    }
+
+    fn cost(&self) -> Cost {
+        Cost::Pure(self.epsilon)
+    }
+
+    fn label(&self) -> String {
+        format!("exponential mechanism (score Δ = {})", self.sensitivity)
+    }
+
+    fn release_paid<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        scores: &[f64],
+        receipt: Receipt,
+        rng: &mut R,
+    ) -> Result<usize, MechanismError> {
+        receipt.check_covers(&self.cost())?;
+        self.select(scores, rng)
     }
 }
 

@@ -14,4 +14,4 @@ mod sq_oracle;
 pub use error::MechanismError;
 pub use exponential::{ExponentialMechanism, Sampling};
 pub use laplace::{Geometric, VectorLaplace, epsilon_at_most, fixed_ceil};
-pub use sq_oracle::SqOracle;
+pub use sq_oracle::{SqOracle, SqSession};

@@ -1,69 +1,142 @@
 //! The statistical-query oracle of Prop. 2.9.1: `k` queries, ε-DP in total.
 
 use privq_core::rand_core::{CryptoRng, Rng};
-use privq_core::{Epsilon, Fixed, GridLaplace};
+use privq_core::{Epsilon, Fixed};
 
 use super::error::MechanismError;
-use super::laplace::fixed_ceil;
-use crate::data::Distribution;
+use super::laplace::VectorLaplace;
+use crate::accountant::{Cost, Receipt};
+use crate::contract::{Mechanism, Neighbours};
+use crate::data::{CountHistogram, DataError, Distribution};
 use crate::query::Query;
 
-/// An SQ oracle over a dataset of public size `n` with a budget of `k` queries and
-/// total privacy ε (Prop. 2.9.1): each answer is `q(D) + Lap(k/(nε))`, realised on
-/// the core's fixed-point grid. Query number `k + 1` is refused.
+/// The SQ oracle of Prop. 2.9.1 (thesis §2.9): up to `k` adaptively chosen
+/// statistical queries `q(D) = (1/n)Σ f(x)`, `f ∈ [0, 1]`, each answered as
+/// `q(D) + Lap(k/(nε))`, ε-DP in total.
+///
+/// The oracle is a [`Mechanism`] whose input is the dataset (a histogram of counts)
+/// and whose output is an [`SqSession`]: [`Mechanism::release`] charges the whole
+/// budget ε for the fixed query budget `k` **before** any answer, and the session then
+/// answers at most `k` queries. `n` is the dataset's own number of records, so
+/// `neighbours()` must be replace-one ([`Neighbours::Replace`], n public): under
+/// add/remove the divisor n is private and construction fails. `cost()` is pure ε.
 ///
 /// ```
+/// use privq_host::accountant::Accountant;
+/// use privq_host::contract::{Mechanism, Neighbours};
 /// use privq_host::data::{CountHistogram, MemoryCap};
 /// use privq_host::mechanism::SqOracle;
 /// use privq_host::query::Query;
 /// use privq_host::{Epsilon, seeded_rng};
 /// let counts = CountHistogram::from_counts(vec![600, 400], MemoryCap::default())?;
-/// let x = counts.normalized()?;
-/// let mut oracle = SqOracle::new(&x, counts.total(), 2, Epsilon::new(1, 1)?)?;
-/// let mut rng = seeded_rng(4);
+/// let oracle = SqOracle::new(Neighbours::Replace, 2, Epsilon::new(1, 1)?)?;
+/// let mut acct = Accountant::pure(Epsilon::new(1, 1)?);
+/// let mut rng = seeded_rng(4); // fixed seed: tests only
+/// let mut session = oracle.release(&counts, &mut acct, &mut rng)?; // charges ε = 1
 /// let q = Query::dense(vec![1.0, 0.0])?;
-/// let a = oracle.answer(&q, &mut rng)?;
+/// let a = session.answer(&q, &mut rng)?;
 /// assert!((a - 0.6).abs() < 0.1);
-/// oracle.answer(&q, &mut rng)?;
-/// assert!(oracle.answer(&q, &mut rng).is_err()); // the third query is refused
+/// session.answer(&q, &mut rng)?;
+/// assert!(session.answer(&q, &mut rng).is_err()); // the third query is refused
+/// assert!(oracle.release(&counts, &mut acct, &mut rng).is_err()); // budget spent
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
-pub struct SqOracle<'a> {
-    data: &'a Distribution,
-    mech: GridLaplace,
-    limit: usize,
-    used: usize,
+#[derive(Debug, Clone, Copy)]
+pub struct SqOracle {
+    neighbours: Neighbours,
+    k: usize,
+    epsilon: Epsilon,
+    per_query: Epsilon,
 }
 
-impl<'a> SqOracle<'a> {
-    /// An oracle for the normalized histogram `data` of `n` records (n public),
-    /// answering at most `k` queries with total budget ε.
-    pub fn new(
-        data: &'a Distribution,
-        n: u64,
-        k: usize,
-        epsilon: Epsilon,
-    ) -> Result<Self, MechanismError> {
-        if n == 0 {
-            return Err(MechanismError::Data(crate::data::DataError::EmptyData));
-        }
+impl SqOracle {
+    /// An oracle answering at most `k ≥ 1` queries with total budget ε (ε/k each).
+    /// `neighbours` must be [`Neighbours::Replace`] (fraction queries need n public).
+    pub fn new(neighbours: Neighbours, k: usize, epsilon: Epsilon) -> Result<Self, MechanismError> {
         if k == 0 {
             return Err(MechanismError::InvalidParameter(
                 "the query budget k must be at least 1".into(),
             ));
         }
-        let per_query = epsilon.checked_div_int(k as u64)?;
-        let mech = GridLaplace::new(fixed_ceil(1.0 / n as f64)?, per_query)?;
+        // Fraction queries have sensitivity 1/n only when n is public.
+        neighbours.fraction_l1(1)?;
         Ok(SqOracle {
-            data,
-            mech,
-            limit: k,
-            used: 0,
+            neighbours,
+            k,
+            epsilon,
+            per_query: epsilon.checked_div_int(k as u64)?,
         })
     }
 
+    /// The query budget k.
+    pub fn query_budget(&self) -> usize {
+        self.k
+    }
+
+    /// The smallest `n` for which all `k` answers are within tolerance τ with
+    /// probability ≥ 1 − β (eq. 2.8): `n ≥ k(ln k + ln(1/β))/(ετ)`.
+    pub fn required_n(k: usize, epsilon: f64, tau: f64, beta: f64) -> f64 {
+        let k = k as f64;
+        k * (k.ln() + (1.0 / beta).ln()) / (epsilon * tau)
+    }
+}
+
+impl Mechanism for SqOracle {
+    type Input = CountHistogram;
+    type Output = SqSession;
+
+    fn neighbours(&self) -> Neighbours {
+        self.neighbours
+    }
+
+    fn cost(&self) -> Cost {
+        Cost::Pure(self.epsilon)
+    }
+
+    fn label(&self) -> String {
+        format!("SQ oracle (k = {} queries)", self.k)
+    }
+
+    fn release_paid<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        data: &CountHistogram,
+        receipt: Receipt,
+        _rng: &mut R,
+    ) -> Result<SqSession, MechanismError> {
+        receipt.check_covers(&self.cost())?;
+        let n = data.total();
+        if n == 0 {
+            return Err(MechanismError::Data(DataError::EmptyData));
+        }
+        // One fraction query per answer: sensitivity exactly 1/n (n public).
+        let noise = VectorLaplace::fractions(self.neighbours, n, 1, self.per_query)?;
+        Ok(SqSession {
+            counts: data.counts().to_vec(),
+            distribution: data.normalized()?,
+            n,
+            noise,
+            limit: self.k,
+            used: 0,
+        })
+    }
+}
+
+/// A paid-for SQ session (see [`SqOracle`]): answers at most `k` queries.
+#[derive(Debug, Clone)]
+pub struct SqSession {
+    counts: Vec<u64>,
+    distribution: Distribution,
+    n: u64,
+    noise: VectorLaplace,
+    limit: usize,
+    used: usize,
+}
+
+impl SqSession {
     /// Answers `q(D)` with noise, or refuses once `k` queries were answered.
+    ///
+    /// A 0/1 query's answer `c/n` is rounded to the fixed-point grid exactly from the
+    /// integer count; a fractional query's answer is evaluated in floating point.
     pub fn answer<R: Rng + CryptoRng + ?Sized>(
         &mut self,
         query: &Query,
@@ -72,9 +145,12 @@ impl<'a> SqOracle<'a> {
         if self.used >= self.limit {
             return Err(MechanismError::QueryBudgetExhausted { limit: self.limit });
         }
-        query.check_universe(self.data.len())?;
-        let truth = query.evaluate(self.data.probabilities());
-        let released = self.mech.release(Fixed::from_f64(truth)?, rng)?;
+        query.check_universe(self.counts.len())?;
+        let truth = match query.count(&self.counts) {
+            Some(c) => exact_fraction(c, self.n)?,
+            None => Fixed::from_f64(query.evaluate(self.distribution.probabilities()))?,
+        };
+        let released = self.noise.grid_mechanism().release(truth, rng)?;
         self.used += 1;
         Ok(released.to_f64())
     }
@@ -84,12 +160,24 @@ impl<'a> SqOracle<'a> {
         self.limit - self.used
     }
 
-    /// The smallest `n` for which all `k` answers are within tolerance τ with
-    /// probability ≥ 1 − β (eq. 2.8): `n ≥ k(ln k + ln(1/β))/(ετ)`.
-    pub fn required_n(k: usize, epsilon: f64, tau: f64, beta: f64) -> f64 {
-        let k = k as f64;
-        k * (k.ln() + (1.0 / beta).ln()) / (epsilon * tau)
+    /// The number of records n (public under replace-one neighbours).
+    pub fn n(&self) -> u64 {
+        self.n
     }
+
+    /// The noise scale of each answer, `m·γ/(ε/k)` ≥ `k/(nε)`.
+    pub fn scale(&self) -> f64 {
+        self.noise.scale()
+    }
+}
+
+/// `c/n` rounded to the nearest Fixed (ties up), exactly: `⌊(c·2³² + n/2)/n⌋`
+/// (for odd n, `⌊(2c·2³² + n)/(2n)⌋`).
+fn exact_fraction(c: u64, n: u64) -> Result<Fixed, MechanismError> {
+    let num = (u128::from(c) << 33) + u128::from(n);
+    let bits = num / (u128::from(n) << 1);
+    let bits = i64::try_from(bits).map_err(|_| privq_core::Error::OutOfRange)?;
+    Ok(Fixed::from_bits(bits))
 }
 
 #[cfg(test)]
@@ -102,29 +190,55 @@ mod tests {
     fn tolerance_holds_at_the_required_n() {
         // k = 10, ε = 1, τ = 0.05, β = 0.05 → n ≈ 1060; every answer within τ w.p. ≥ 0.95.
         let n_req = SqOracle::required_n(10, 1.0, 0.05, 0.05).ceil() as u64;
-        let data = crate::data::CountHistogram::from_counts(
+        let counts = crate::data::CountHistogram::from_counts(
             vec![n_req / 2, n_req - n_req / 2],
             MemoryCap::default(),
         )
-        .unwrap()
-        .normalized()
         .unwrap();
+        let data = counts.normalized().unwrap();
         let q = Query::dense(vec![1.0, 0.0]).unwrap();
         let truth = q.evaluate(data.probabilities());
         let mut rng = seeded_rng(21);
         let mut failures = 0;
+        let eps = Epsilon::new(1, 1).unwrap();
+        let oracle = SqOracle::new(Neighbours::Replace, 10, eps).unwrap();
         for _ in 0..200 {
-            let mut o = SqOracle::new(&data, n_req, 10, Epsilon::new(1, 1).unwrap()).unwrap();
+            let mut acct = crate::accountant::Accountant::pure(eps);
+            let mut o = oracle.release(&counts, &mut acct, &mut rng).unwrap();
+            assert_eq!(o.n(), n_req);
+            assert!(o.scale() >= 10.0 / n_req as f64);
             let worst = (0..10)
                 .map(|_| (o.answer(&q, &mut rng).unwrap() - truth).abs())
                 .fold(0.0, f64::max);
             failures += usize::from(worst > 0.05);
+            assert!(matches!(
+                o.answer(&q, &mut rng),
+                Err(MechanismError::QueryBudgetExhausted { limit: 10 })
+            ));
+            assert!(oracle.release(&counts, &mut acct, &mut rng).is_err());
         }
         assert!(
             failures <= 25,
             "{failures} of 200 runs missed the tolerance"
         );
-        assert!(SqOracle::new(&data, 0, 10, Epsilon::new(1, 1).unwrap()).is_err());
-        assert!(SqOracle::new(&data, 10, 0, Epsilon::new(1, 1).unwrap()).is_err());
+        assert!(SqOracle::new(Neighbours::AddRemove, 10, eps).is_err());
+        assert!(SqOracle::new(Neighbours::Replace, 0, eps).is_err());
+        let empty =
+            crate::data::CountHistogram::from_counts(vec![0, 0], MemoryCap::default()).unwrap();
+        let mut acct = crate::accountant::Accountant::pure(eps);
+        assert!(oracle.release(&empty, &mut acct, &mut rng).is_err());
+    }
+
+    #[test]
+    fn exact_fractions_round_half_up() {
+        assert_eq!(exact_fraction(1, 2).unwrap(), Fixed::from_bits(1 << 31));
+        assert_eq!(
+            exact_fraction(1, 3).unwrap(),
+            Fixed::from_f64(1.0 / 3.0).unwrap()
+        );
+        assert_eq!(exact_fraction(7, 7).unwrap(), Fixed::ONE);
+        // 1/2^33 is half a unit: rounds up.
+        assert_eq!(exact_fraction(1, 1 << 33).unwrap(), Fixed::from_bits(1));
+        assert_eq!(exact_fraction(1, (1 << 33) + 1).unwrap(), Fixed::ZERO);
     }
 }
