@@ -136,6 +136,13 @@ pub trait Mechanism {
     /// A label for the accountant's ledger.
     fn label(&self) -> String;
 
+    /// Checks the input's shape (length, universe) without looking at the values
+    /// privacy-relevant content; [`Mechanism::release`] calls it **before** charging,
+    /// so a malformed input costs no budget. The default accepts every input.
+    fn check_input(&self, _input: &Self::Input) -> Result<(), MechanismError> {
+        Ok(())
+    }
+
     /// Samples one release that `receipt` has paid for.
     fn release_paid<R: Rng + CryptoRng + ?Sized>(
         &self,
@@ -152,6 +159,7 @@ pub trait Mechanism {
         accountant: &mut Accountant,
         rng: &mut R,
     ) -> Result<Self::Output, MechanismError> {
+        self.check_input(input)?;
         let receipt = accountant.charge(&self.label(), self.cost())?;
         self.release_paid(input, receipt, rng)
     }

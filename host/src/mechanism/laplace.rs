@@ -318,6 +318,16 @@ impl Mechanism for VectorLaplace {
         )
     }
 
+    fn check_input(&self, values: &[f64]) -> Result<(), MechanismError> {
+        if values.len() != self.dim {
+            return Err(MechanismError::DimensionMismatch {
+                expected: self.dim,
+                got: values.len(),
+            });
+        }
+        Ok(())
+    }
+
     fn release_paid<R: Rng + CryptoRng + ?Sized>(
         &self,
         values: &[f64],
@@ -325,12 +335,7 @@ impl Mechanism for VectorLaplace {
         rng: &mut R,
     ) -> Result<Vec<f64>, MechanismError> {
         receipt.check_covers(&self.cost())?;
-        if values.len() != self.dim {
-            return Err(MechanismError::DimensionMismatch {
-                expected: self.dim,
-                got: values.len(),
-            });
-        }
+        self.check_input(values)?;
         values.iter().map(|&v| self.release_one(v, rng)).collect()
     }
 }
@@ -458,6 +463,16 @@ impl Mechanism for Geometric {
         format!("geometric (Δ₁ = {})", self.sensitivity)
     }
 
+    fn check_input(&self, counts: &[u64]) -> Result<(), MechanismError> {
+        if let Some(k) = self.dim.filter(|&k| k != counts.len()) {
+            return Err(MechanismError::DimensionMismatch {
+                expected: k,
+                got: counts.len(),
+            });
+        }
+        Ok(())
+    }
+
     fn release_paid<R: Rng + CryptoRng + ?Sized>(
         &self,
         counts: &[u64],
@@ -465,12 +480,7 @@ impl Mechanism for Geometric {
         rng: &mut R,
     ) -> Result<Vec<i64>, MechanismError> {
         receipt.check_covers(&self.cost())?;
-        if let Some(k) = self.dim.filter(|&k| k != counts.len()) {
-            return Err(MechanismError::DimensionMismatch {
-                expected: k,
-                got: counts.len(),
-            });
-        }
+        self.check_input(counts)?;
         self.release_raw(counts, rng)
     }
 }
@@ -606,9 +616,9 @@ mod tests {
         );
         let c = Geometric::counts(Neighbours::AddRemove, 3, eps).unwrap();
         assert_eq!(c.sensitivity(), 3);
-        let mut acct = Accountant::pure(Epsilon::new(3, 2).unwrap());
+        let mut acct = Accountant::pure(Epsilon::new(1, 1).unwrap());
         let mut rng = seeded_rng(7);
-        // The length is checked after the charge (the contract charges first).
+        // The length is checked before the charge: a malformed input costs nothing.
         assert!(matches!(
             c.release(&[1, 2][..], &mut acct, &mut rng),
             Err(MechanismError::DimensionMismatch {
@@ -633,7 +643,7 @@ mod tests {
             h.release(&[1][..], &mut acct, &mut rng),
             Err(MechanismError::Budget(_))
         ));
-        assert_eq!(acct.ledger().len(), 3);
+        assert_eq!(acct.ledger().len(), 2);
     }
 
     #[test]
