@@ -25,7 +25,7 @@ fn nltcs() -> Option<Dataset> {
         eprintln!("SKIPPED: {} is absent; no MWEM benchmark", path.display());
         return None;
     }
-    Dataset::from_csv_path(&path, MemoryCap::default()).ok()
+    Dataset::binary_from_header(&path, MemoryCap::default()).ok()
 }
 
 fn bench_mwem(c: &mut Criterion) {

@@ -294,6 +294,33 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
     rng: &mut R,
     progress: Progress<'_>,
 ) -> Result<MwemOutput, MwemError> {
+    // The literal profile really spends 1.5ε: its filter is sized to what it spends.
+    let budget_total = match config.profile {
+        EmProfile::Corrected => config.epsilon,
+        EmProfile::ThesisLiteral => config.epsilon.checked_mul_int(3)?.checked_div_int(2)?,
+    };
+    mwem_charging(
+        data,
+        workload,
+        config,
+        Accountant::pure(budget_total),
+        rng,
+        progress,
+    )
+}
+
+/// [`mwem_with_progress`] charging a caller's accountant, which may already hold
+/// earlier charges of the same run (e.g. private domain discovery). MWEM spends
+/// `config.epsilon` (1.5× that under [`EmProfile::ThesisLiteral`]); the accountant
+/// must have that much left, and is returned in [`MwemOutput::budget`].
+pub fn mwem_charging<R: Rng + CryptoRng + ?Sized>(
+    data: &CountHistogram,
+    workload: &Workload,
+    config: &MwemConfig,
+    mut budget: Accountant,
+    rng: &mut R,
+    progress: Progress<'_>,
+) -> Result<MwemOutput, MwemError> {
     if config.rounds == 0 {
         return Err(MwemError::InvalidParameter(
             "the number of rounds T must be at least 1",
@@ -302,12 +329,6 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
     check_inputs(data, workload)?;
     let n = data.total() as f64;
     let truth = TrueAnswers::new(data, workload);
-    // The literal profile really spends 1.5ε: its filter is sized to what it spends.
-    let budget_total = match config.profile {
-        EmProfile::Corrected => config.epsilon,
-        EmProfile::ThesisLiteral => config.epsilon.checked_mul_int(3)?.checked_div_int(2)?,
-    };
-    let mut budget = Accountant::pure(budget_total);
 
     // Improvement 2: noisy-histogram initialization.
     let (mut state, eps_rounds) =

@@ -7,27 +7,35 @@ use std::path::PathBuf;
 use privq_core::rand_core::Rng;
 
 use super::CliError;
+use super::domain::DomainArgs;
 use super::progress::bar;
-use crate::data::{Dataset, Domain, MemoryCap, write_records};
-use crate::mwem::{EmProfile, MwemConfig, mwem_with_progress, optimal_rounds};
+use crate::accountant::{Accountant, Cost};
+use crate::contract::Neighbours;
+use crate::data::{Domain, MemoryCap, open_dataset, write_records};
+use crate::mwem::{EmProfile, MwemConfig, mwem_charging, optimal_rounds};
 use crate::query::Workload;
 
 /// Options of `privq synth`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "Examples:\n  \
-    privq synth --input ../shared/data/czech.csv --epsilon 1 --seed 7 > synthetic.csv\n  \
-    privq synth --input people.csv --domain domain.json --epsilon 0.5 --workload marginals:2\n\n\
+    privq synth --input ../shared/data/czech.csv --domain binary --epsilon 1 --seed 7 > synthetic.csv\n  \
+    privq synth --input people.csv --domain domain.json --epsilon 0.5 --workload marginals:2\n  \
+    privq synth --input people.csv --discover-domain --epsilon 1 --discovery-epsilon 0.2\n\n\
     The input is CSV with a header: one record per row, or one cell per row with a\n\
-    `count` column. Without --domain the domain is inferred from the values present\n\
-    (0/1 columns are binary); a domain that lists every possible value must come from\n\
-    a JSON spec, since inferring it reveals which values occur.")]
+    `count` column. The domain (every value each attribute can take) is public input:\n\
+    --domain FILE (JSON spec) or --domain binary (0/1 columns named by the header).\n\
+    Reading it from the values present would reveal which values occur, so without\n\
+    --domain the run is refused unless --discover-domain chooses the values privately\n\
+    (charged to --epsilon; the run becomes (epsilon, delta)-DP).\n\
+    Neighbours: replace one record; the number of records n is public (it is the\n\
+    default --records).")]
 pub struct Args {
     /// The private data (CSV with a header).
     #[arg(long, value_name = "PATH")]
     pub input: PathBuf,
-    /// JSON domain spec: {"attributes": [{"name": ..., "values": [...]} or {"name": ..., "edges": [...]}]}.
-    #[arg(long, value_name = "PATH")]
-    pub domain: Option<PathBuf>,
+    /// The domain: --domain FILE|binary, or --discover-domain.
+    #[command(flatten)]
+    pub domain: DomainArgs,
     /// Total privacy budget ε (pure ε-DP): a decimal or a fraction.
     #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
     pub epsilon: String,
@@ -89,19 +97,38 @@ pub fn run(
     let epsilon = super::parse_epsilon(&args.epsilon)?;
     let cap = MemoryCap(args.memory_mib.saturating_mul(1 << 20));
     let boxed = |e: crate::data::DataError| CliError::Run(Box::new(e));
-    let ds = match &args.domain {
-        Some(spec) => {
-            let domain = Domain::from_json(&std::fs::read_to_string(spec)?).map_err(boxed)?;
-            Dataset::from_csv_with_domain(&args.input, domain, cap).map_err(boxed)?
+    // MWEM's synthetic data are normalized by n: replace-one neighbours, n public.
+    let neighbours = Neighbours::Replace;
+    let (source, mwem_epsilon) = args.domain.source(neighbours, epsilon)?;
+    let mut accountant = match &source {
+        crate::data::DomainSource::Discover { delta, .. } => {
+            Accountant::approximate(epsilon, *delta).map_err(|e| CliError::Run(Box::new(e)))?
         }
-        None => {
+        _ => Accountant::pure(epsilon),
+    };
+    let mut rng = match args.seed {
+        Some(seed) => {
             writeln!(
                 stderr,
-                "privq: note: inferring the domain from the data; pass --domain for a data-independent one"
+                "privq: warning: --seed {seed} makes the noise reproducible; use it only for tests and demos"
             )?;
-            Dataset::from_csv_path(&args.input, cap).map_err(boxed)?
+            crate::seeded_rng(seed)
         }
+        None => crate::secure_rng().map_err(CliError::Seed)?,
     };
+    let opened = open_dataset(&args.input, Some(&source), &mut accountant, &mut rng, cap)
+        .map_err(|e| CliError::Run(Box::new(e)))?;
+    let ds = opened.dataset;
+    if let Some(found) = &opened.discovered {
+        writeln!(
+            stderr,
+            "privq: domain discovered privately ({}, threshold {}): values per attribute {:?}, {} cells",
+            found.cost,
+            found.threshold,
+            found.values_per_attribute,
+            ds.domain.size()
+        )?;
+    }
     let workload = parse_workload(&args.workload, &ds.domain)?;
     let n = ds.counts.total();
     let rounds = match args.rounds {
@@ -121,8 +148,8 @@ pub fn run(
     // The literal profile spends 1.5× what it is given (mwem sizes its filter to
     // 1.5ε); give it 2/3 of the user's ε so the total never exceeds ε.
     let given = match args.profile {
-        EmProfile::Corrected => epsilon,
-        EmProfile::ThesisLiteral => epsilon
+        EmProfile::Corrected => mwem_epsilon,
+        EmProfile::ThesisLiteral => mwem_epsilon
             .checked_mul_int(2)
             .and_then(|e| e.checked_div_int(3))
             .map_err(|source| CliError::Parameter {
@@ -143,25 +170,22 @@ pub fn run(
         writeln!(
             stderr,
             "privq: note: --profile thesis-literal uses the printed EM weights exp(eps0*s/2), which cost \
-             1.5*eps0 per round, not eps0; MWEM is run with {given} = 2/3 of epsilon {epsilon} so the \
-             true total stays within {epsilon}"
+             1.5*eps0 per round, not eps0; MWEM is run with {given} = 2/3 of epsilon {mwem_epsilon} so the \
+             true total stays within {mwem_epsilon}"
         )?;
     }
-    let mut rng = match args.seed {
-        Some(seed) => {
-            writeln!(
-                stderr,
-                "privq: warning: --seed {seed} makes the noise reproducible; use it only for tests and demos"
-            )?;
-            crate::seeded_rng(seed)
-        }
-        None => crate::secure_rng().map_err(CliError::Seed)?,
-    };
     let pb = bar(rounds as u64, "MWEM rounds");
-    let out = mwem_with_progress(&ds.counts, &workload, &config, &mut rng, &mut |r, total| {
-        pb.set_length(total as u64);
-        pb.set_position(r as u64);
-    })
+    let out = mwem_charging(
+        &ds.counts,
+        &workload,
+        &config,
+        accountant,
+        &mut rng,
+        &mut |r, total| {
+            pb.set_length(total as u64);
+            pb.set_position(r as u64);
+        },
+    )
     .map_err(|e| CliError::Run(Box::new(e)))?;
     pb.finish_and_clear();
 
@@ -197,14 +221,31 @@ pub fn run(
         out.rounds,
         records
     )?;
+    let spent = out.budget.spent_epsilon();
+    let total_cost = match &opened.discovered {
+        Some(found) => Cost::Approximate {
+            epsilon: spent.unwrap_or(epsilon),
+            delta: found.cost.delta(),
+        },
+        None => Cost::Pure(spent.unwrap_or(epsilon)),
+    };
     writeln!(
         stderr,
-        "privq: privacy spent: epsilon = {} of {} (pure DP), in {} charges{}",
-        out.budget
-            .spent_epsilon()
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| "0".into()),
+        "privq: privacy: {}",
+        neighbours.summary(&total_cost, n)
+    )?;
+    writeln!(
+        stderr,
+        "privq: privacy spent: epsilon = {} of {} ({}), in {} charges{}",
+        spent.map(|e| e.to_string()).unwrap_or_else(|| "0".into()),
         epsilon,
+        match &opened.discovered {
+            None => "pure DP".to_string(),
+            Some(found) => format!(
+                "(epsilon, delta)-DP with delta = {:e}, domain discovery included",
+                found.cost.delta()
+            ),
+        },
         out.budget.ledger().len(),
         match args.profile {
             EmProfile::Corrected => "",
@@ -212,6 +253,7 @@ pub fn run(
                 " (thesis-literal: each round charged its true 1.5*eps0, exponential mechanism eps0 + Laplace eps0/2)",
         }
     )?;
+    writeln!(stderr, "privq: ledger:\n{}", out.budget.ledger_text())?;
     Ok(())
 }
 
@@ -222,7 +264,7 @@ mod tests {
     fn args(input: PathBuf, epsilon: &str) -> Args {
         Args {
             input,
-            domain: None,
+            domain: DomainArgs::binary(),
             epsilon: epsilon.into(),
             rounds: Some(5),
             workload: "parity:2".into(),
@@ -292,7 +334,7 @@ mod tests {
         let spec = dir.join("d.json");
         std::fs::write(&spec, r#"{"attributes": [{"name": "a", "values": ["0", "1"]}, {"name": "b", "values": ["0"]}, {"name": "c", "values": ["0", "1"]}]}"#).unwrap();
         let mut a = args(input, "1");
-        a.domain = Some(spec);
+        a.domain.domain = Some(super::super::domain::DomainArg::File(spec));
         let e = run(&a, &mut &b""[..], &mut sink, &mut Vec::new()).unwrap_err();
         assert!(e.to_string().contains("has no value \"1\""), "{e}");
         let _ = std::fs::remove_dir_all(dir);
@@ -332,6 +374,8 @@ mod tests {
             "3",
             "--workload",
             "parity:2",
+            "--domain",
+            "binary",
         ];
         // Plain MWEM: every round is charged, so the spend is exact. Corrected: T·ε₀ = ε.
         // Literal: ε₀ = (2/3)ε/T and each round costs 1.5·ε₀, again exactly ε — never 1.5ε.

@@ -267,7 +267,7 @@ pub fn run(protocol: &Protocol, observe: Observer<'_>) -> Result<Report, Experim
                 .push(format!("{name}: {} is absent", path.display()));
             continue;
         }
-        let ds = Dataset::from_csv_path(&path, MemoryCap::default())?;
+        let ds = Dataset::binary_from_header(&path, MemoryCap::default())?;
         let mut methods: Vec<Method> = protocol
             .baselines
             .iter()
