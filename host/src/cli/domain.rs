@@ -74,7 +74,7 @@ impl DomainArgs {
                 let domain = Domain::from_json(&std::fs::read_to_string(path)?).map_err(boxed)?;
                 Ok((DomainSource::Public(domain), total))
             }
-            (None, false) => Err(boxed(DataError::DomainRequired)),
+            (None, false) => Err(boxed(DataError::DomainRequired { discovery: true })),
             (None, true) => {
                 let epsilon = match &self.discovery_epsilon {
                     Some(text) => super::parse_epsilon(text).map_err(|e| match e {

@@ -168,7 +168,7 @@ pub fn run(
             Dataset::from_csv_with_domain(&args.input, domain, cap).map_err(boxed)?
         }
         Some(DomainArg::Binary) => Dataset::binary_from_header(&args.input, cap).map_err(boxed)?,
-        None => return Err(boxed(DataError::DomainRequired)),
+        None => return Err(boxed(DataError::DomainRequired { discovery: false })),
     };
     let n = ds.counts.total();
     let x = ds.counts.normalized().map_err(boxed)?;

@@ -430,4 +430,156 @@ mod tests {
         );
         let _ = std::fs::remove_dir_all(dir);
     }
+
+    fn nltcs() -> Option<String> {
+        let dir = crate::data::shared_data_dir("synth on NLTCS")?;
+        Some(dir.join("nltcs.csv").to_str()?.to_string())
+    }
+
+    #[test]
+    fn without_a_domain_synth_is_refused_naming_both_fixes() {
+        let Some(input) = nltcs() else { return };
+        let e =
+            crate::cli::run_with(&["synth", "--input", &input, "--epsilon", "1"], "").unwrap_err();
+        let CliError::Run(inner) = &e else {
+            panic!("{e:?}")
+        };
+        assert!(
+            matches!(
+                inner.downcast_ref::<crate::data::DiscoveryError>(),
+                Some(crate::data::DiscoveryError::Data(
+                    crate::data::DataError::DomainRequired { .. }
+                ))
+            ) || matches!(
+                inner.downcast_ref::<crate::data::DataError>(),
+                Some(crate::data::DataError::DomainRequired { discovery: true })
+            ),
+            "{e:?}"
+        );
+        let text = e.to_string();
+        for fix in ["--domain FILE", "--domain binary", "--discover-domain"] {
+            assert!(text.contains(fix), "{text}");
+        }
+    }
+
+    #[test]
+    fn discovery_is_charged_and_shown_in_the_summary() {
+        let Some(input) = nltcs() else { return };
+        let base = [
+            "synth",
+            "--input",
+            &input,
+            "--epsilon",
+            "1",
+            "--rounds",
+            "5",
+            "--records",
+            "20",
+            "--seed",
+            "7",
+        ];
+        let mut argv = base.to_vec();
+        argv.extend(["--discover-domain", "--discovery-epsilon", "1/2"]);
+        let (out, err) = crate::cli::run_with(&argv, "").unwrap();
+        assert_eq!(out.lines().count(), 21);
+        assert!(
+            err.contains("domain discovered privately (ε = 1/2, δ = 1e-6"),
+            "{err}"
+        );
+        assert!(
+            err.contains("  1. domain discovery (16 attributes, threshold "),
+            "{err}"
+        );
+        assert!(
+            err.contains("under replace-one-record neighbours; n = 21574 treated as public"),
+            "{err}"
+        );
+        assert!(
+            err.contains("privacy spent: epsilon = 1 of 1 ((epsilon, delta)-DP"),
+            "{err}"
+        );
+        assert!(err.contains("total: ε = 1 of 1, δ = 1e-6 of 1e-6"), "{err}");
+        // Bad discovery parameters are typed errors.
+        let mut bad = base.to_vec();
+        bad.extend(["--discover-domain", "--discovery-epsilon", "1"]);
+        assert!(crate::cli::run_with(&bad, "").is_err());
+        let mut bad = base.to_vec();
+        bad.extend(["--discover-domain", "--discovery-epsilon", "0"]);
+        assert!(matches!(
+            crate::cli::run_with(&bad, "").unwrap_err(),
+            CliError::Parameter {
+                option: "discovery-epsilon",
+                ..
+            }
+        ));
+        let mut bad = base.to_vec();
+        bad.extend(["--discover-domain", "--discovery-delta", "0"]);
+        let e = crate::cli::run_with(&bad, "").unwrap_err();
+        assert!(e.to_string().contains("delta in (0, 1)"), "{e}");
+        // With a public domain (the binary shorthand) it works as before, pure ε.
+        let mut argv = base.to_vec();
+        argv.extend(["--domain", "binary"]);
+        let (out, err) = crate::cli::run_with(&argv, "").unwrap();
+        assert_eq!(out.lines().count(), 21);
+        assert!(err.contains("MWEM over 65536 cells"), "{err}");
+        assert!(
+            err.contains("privacy spent: epsilon = 1 of 1 (pure DP)"),
+            "{err}"
+        );
+        assert!(!err.contains("discover"), "{err}");
+    }
+
+    /// The defect: D′ = D plus one record with a rare value. With a public domain
+    /// the universe, and so which rows can appear, is the same on both.
+    #[test]
+    fn a_public_domain_gives_neighbours_the_same_universe() {
+        let dir = std::env::temp_dir().join(format!("privq-synth-nb-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut d = String::from("city,smoker\n");
+        for i in 0..200 {
+            d.push_str(if i % 2 == 0 { "Oslo,1\n" } else { "Rome,0\n" });
+        }
+        let d2 = format!("{d}Lima,1\n");
+        let (p, p2, spec) = (dir.join("d.csv"), dir.join("d2.csv"), dir.join("dom.json"));
+        std::fs::write(&p, d).unwrap();
+        std::fs::write(&p2, d2).unwrap();
+        std::fs::write(
+            &spec,
+            r#"{"attributes": [{"name": "city", "values": ["Lima", "Oslo", "Rome"]}, {"name": "smoker", "values": ["0", "1"]}]}"#,
+        )
+        .unwrap();
+        let cells = |path: &PathBuf| {
+            let argv = [
+                "synth",
+                "--input",
+                path.to_str().unwrap(),
+                "--domain",
+                spec.to_str().unwrap(),
+                "--epsilon",
+                "1",
+                "--rounds",
+                "5",
+                "--workload",
+                "marginals:2",
+                "--records",
+                "2000",
+                "--seed",
+                "7",
+            ];
+            let (out, err) = crate::cli::run_with(&argv, "").unwrap();
+            assert!(
+                out.contains("Lima,"),
+                "Lima must be possible on both: {err}"
+            );
+            err.lines()
+                .find(|l| l.contains("MWEM over"))
+                .unwrap()
+                .split(" cells")
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(cells(&p), cells(&p2));
+        let _ = std::fs::remove_dir_all(dir);
+    }
 }

@@ -375,7 +375,7 @@ pub struct Opened {
 /// let mut acct = Accountant::pure(Epsilon::new(1, 1)?);
 /// let err = open_dataset("any.csv".as_ref(), None, &mut acct, &mut seeded_rng(1), MemoryCap::default())
 ///     .unwrap_err();
-/// assert!(matches!(err, DiscoveryError::Data(DataError::DomainRequired)));
+/// assert!(matches!(err, DiscoveryError::Data(DataError::DomainRequired { discovery: true })));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn open_dataset<R: Rng + CryptoRng + ?Sized>(
@@ -385,7 +385,7 @@ pub fn open_dataset<R: Rng + CryptoRng + ?Sized>(
     rng: &mut R,
     cap: MemoryCap,
 ) -> Result<Opened, DiscoveryError> {
-    let source = source.ok_or(DataError::DomainRequired)?;
+    let source = source.ok_or(DataError::DomainRequired { discovery: true })?;
     let dataset = match source {
         DomainSource::Public(domain) => Dataset::from_csv_with_domain(path, domain.clone(), cap)?,
         DomainSource::BinaryHeader => Dataset::binary_from_header(path, cap)?,
@@ -556,7 +556,7 @@ mod tests {
         let err = open_dataset(&path, None, &mut acct, &mut rng, cap).unwrap_err();
         assert!(matches!(
             err,
-            DiscoveryError::Data(DataError::DomainRequired)
+            DiscoveryError::Data(DataError::DomainRequired { discovery: true })
         ));
         let text = err.to_string();
         assert!(
