@@ -7,7 +7,7 @@
 //! ```
 //!
 //! Needs `../shared/data/nltcs.csv` (relative to the repository); without it the
-//! benchmark prints a SKIPPED line and measures nothing.
+//! benchmark prints a SKIPPED line and measures nothing, or fails when `CI` is set.
 
 use std::hint::black_box;
 use std::path::Path;
@@ -23,10 +23,19 @@ use privq_host::{Epsilon, seeded_rng};
 fn nltcs() -> Option<Dataset> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/nltcs.csv");
     if !path.exists() {
+        // Under CI a benchmark must not pass by measuring nothing.
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{} is absent and CI is set",
+            path.display()
+        );
         eprintln!("SKIPPED: {} is absent; no MWEM benchmark", path.display());
         return None;
     }
-    Dataset::from_csv_path(&path, MemoryCap::default()).ok()
+    match Dataset::binary_from_header(&path, MemoryCap::default()) {
+        Ok(ds) => Some(ds),
+        Err(e) => panic!("{}: {e}", path.display()),
+    }
 }
 
 /// A fresh accountant per run, large enough for any configuration benchmarked.

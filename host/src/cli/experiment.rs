@@ -166,12 +166,18 @@ pub fn run(
             .collect::<Result<_, _>>()?;
     }
     if !data_dir.exists() {
-        writeln!(
-            stderr,
-            "privq: SKIPPED: the data directory {} is absent; nothing to run",
-            data_dir.display()
-        )?;
-        return Ok(());
+        return Err(CliError::Run(
+            format!(
+                "the data directory {} is absent; pass --data-dir DIR holding {}",
+                data_dir.display(),
+                p.datasets
+                    .iter()
+                    .map(|d| format!("{d}.csv"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+            .into(),
+        ));
     }
     writeln!(
         stderr,
@@ -212,6 +218,17 @@ fn run_dx(a: &DxArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<
     if let Some(c) = &a.cities {
         cfg.cities = c.clone();
     }
+    // §4.3 needs the US-cities data: asked for (by default or by --cities), so an
+    // absent file is an error, not a silent skip.
+    if !cfg.cities.exists() {
+        return Err(CliError::Run(
+            format!(
+                "the US-cities data {} is absent (§4.3); pass --cities FILE",
+                cfg.cities.display()
+            )
+            .into(),
+        ));
+    }
     writeln!(
         stderr,
         "privq: d_X experiment, seed {}, figures in {}",
@@ -221,4 +238,51 @@ fn run_dx(a: &DxArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<
     let rep = crate::experiment::dx::run(&cfg).map_err(CliError::Run)?;
     rep.write_tables(stdout)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod missing_data_tests {
+    use super::CliError;
+
+    #[test]
+    fn an_absent_dataset_fails_the_experiment() {
+        let e = crate::cli::run_with(
+            &[
+                "experiment",
+                "mwem",
+                "--data-dir",
+                "/nonexistent/privq-data",
+            ],
+            "",
+        )
+        .unwrap_err();
+        assert!(matches!(e, CliError::Run(_)));
+        assert!(e.to_string().contains("is absent"), "{e}");
+        let Some(dir) = crate::data::shared_data_dir("privq experiment missing dataset") else {
+            return;
+        };
+        let e = crate::cli::run_with(
+            &[
+                "experiment",
+                "mwem",
+                "--data-dir",
+                dir.to_str().unwrap(),
+                "--datasets",
+                "mildew,no-such-data",
+                "--quick",
+            ],
+            "",
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("dataset no-such-data was asked for"),
+            "{e}"
+        );
+        let e = crate::cli::run_with(
+            &["experiment", "dx", "--cities", "/nonexistent/cities.csv"],
+            "",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("is absent"), "{e}");
+    }
 }

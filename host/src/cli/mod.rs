@@ -10,6 +10,7 @@ use std::io::{BufRead, Write};
 use clap::{Parser, Subcommand};
 
 pub mod distance;
+pub mod domain;
 pub mod dx;
 pub mod experiment;
 pub mod ldp;

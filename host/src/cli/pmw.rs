@@ -5,8 +5,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 
 use super::CliError;
+use super::domain::DomainArg;
 use crate::accountant::Accountant;
-use crate::data::{Dataset, Domain, MemoryCap};
+use crate::data::{DataError, Dataset, Domain, MemoryCap};
 use crate::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwVariant};
 use crate::pmw_reduce::{DomainReduction, ReduceError};
 use crate::query::Query;
@@ -21,7 +22,7 @@ use crate::query::Query;
     conj ATTR [ATTR ...]                fraction with all of them 1 (binary)\n\
 Each answer is printed as `VALUE<TAB>lazy|update`.\n\n\
 Examples:\n  \
-    echo 'count smoke=1 family=1' | privq pmw --input ../shared/data/czech.csv --epsilon 1 --rounds 10 --pure\n  \
+    echo 'count smoke=1 family=1' | privq pmw --input ../shared/data/czech.csv --domain binary --epsilon 1 --rounds 10 --pure\n  \
     privq pmw --input data.csv --domain domain.json --epsilon 1 --rounds 100 --queries q.txt \\\n      \
     --eta 0.05 --sigma 0.01 --threshold 0.04 --max-updates 50"
 )]
@@ -29,9 +30,10 @@ pub struct Args {
     /// The private data (CSV with a header; a `count` column makes it a count table).
     #[arg(long, value_name = "PATH")]
     pub input: PathBuf,
-    /// JSON domain spec (default: inferred from the data).
-    #[arg(long, value_name = "PATH")]
-    pub domain: Option<PathBuf>,
+    /// The public domain: a JSON spec FILE, or `binary` for 0/1 columns named by the
+    /// CSV header. Required: reading it from the values would reveal which occur.
+    #[arg(long, value_name = "FILE|binary")]
+    pub domain: Option<DomainArg>,
     /// Privacy budget ε of the whole session.
     #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
     pub epsilon: String,
@@ -159,12 +161,14 @@ pub fn run(
     let boxed = |e: crate::data::DataError| CliError::Run(Box::new(e));
     let pmw_err = |e: PmwError| CliError::Run(Box::new(e));
     let cap = MemoryCap::default();
+    // The domain is public input; there is no default read from the data.
     let ds = match &args.domain {
-        Some(spec) => {
+        Some(DomainArg::File(spec)) => {
             let domain = Domain::from_json(&std::fs::read_to_string(spec)?).map_err(boxed)?;
             Dataset::from_csv_with_domain(&args.input, domain, cap).map_err(boxed)?
         }
-        None => Dataset::from_csv_path(&args.input, cap).map_err(boxed)?,
+        Some(DomainArg::Binary) => Dataset::binary_from_header(&args.input, cap).map_err(boxed)?,
+        None => return Err(boxed(DataError::DomainRequired { discovery: false })),
     };
     let n = ds.counts.total();
     let x = ds.counts.normalized().map_err(boxed)?;
@@ -331,7 +335,7 @@ mod tests {
         .unwrap();
         let args = Args {
             input,
-            domain: None,
+            domain: Some(DomainArg::Binary),
             epsilon: "1".into(),
             delta: 1e-6,
             pure: true,
@@ -397,6 +401,8 @@ mod tests {
             "pmw",
             "--input",
             input,
+            "--domain",
+            "binary",
             "--epsilon",
             "1",
             "--rounds",
@@ -443,6 +449,8 @@ mod tests {
             "pmw",
             "--input",
             input,
+            "--domain",
+            "binary",
             "--epsilon",
             "1",
             "--rounds",
@@ -460,6 +468,8 @@ mod tests {
             "pmw",
             "--input",
             input,
+            "--domain",
+            "binary",
             "--epsilon",
             "1",
             "--rounds",
@@ -480,6 +490,8 @@ mod tests {
                 "pmw",
                 "--input",
                 input,
+                "--domain",
+                "binary",
                 "--epsilon",
                 "1",
                 "--rounds",
@@ -492,6 +504,8 @@ mod tests {
                 "pmw",
                 "--input",
                 input,
+                "--domain",
+                "binary",
                 "--epsilon",
                 "1",
                 "--rounds",

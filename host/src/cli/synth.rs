@@ -7,27 +7,35 @@ use std::path::PathBuf;
 use privq_core::rand_core::Rng;
 
 use super::CliError;
+use super::domain::DomainArgs;
 use super::progress::bar;
-use crate::data::{Dataset, Domain, MemoryCap, write_records};
+use crate::accountant::{Accountant, Cost};
+use crate::contract::Neighbours;
+use crate::data::{Domain, MemoryCap, open_dataset, write_records};
 use crate::mwem::{EmProfile, MwemConfig, mwem_with_progress, optimal_rounds};
 use crate::query::Workload;
 
 /// Options of `privq synth`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "Examples:\n  \
-    privq synth --input ../shared/data/czech.csv --epsilon 1 --seed 7 > synthetic.csv\n  \
-    privq synth --input people.csv --domain domain.json --epsilon 0.5 --workload marginals:2\n\n\
+    privq synth --input ../shared/data/czech.csv --domain binary --epsilon 1 --seed 7 > synthetic.csv\n  \
+    privq synth --input people.csv --domain domain.json --epsilon 0.5 --workload marginals:2\n  \
+    privq synth --input people.csv --discover-domain --epsilon 1 --discovery-epsilon 0.2\n\n\
     The input is CSV with a header: one record per row, or one cell per row with a\n\
-    `count` column. Without --domain the domain is inferred from the values present\n\
-    (0/1 columns are binary); a domain that lists every possible value must come from\n\
-    a JSON spec, since inferring it reveals which values occur.")]
+    `count` column. The domain (every value each attribute can take) is public input:\n\
+    --domain FILE (JSON spec) or --domain binary (0/1 columns named by the header).\n\
+    Reading it from the values present would reveal which values occur, so without\n\
+    --domain the run is refused unless --discover-domain chooses the values privately\n\
+    (charged to --epsilon; the run becomes (epsilon, delta)-DP).\n\
+    Neighbours: replace one record; the number of records n is public (it is the\n\
+    default --records).")]
 pub struct Args {
     /// The private data (CSV with a header).
     #[arg(long, value_name = "PATH")]
     pub input: PathBuf,
-    /// JSON domain spec: {"attributes": [{"name": ..., "values": [...]} or {"name": ..., "edges": [...]}]}.
-    #[arg(long, value_name = "PATH")]
-    pub domain: Option<PathBuf>,
+    /// The domain: --domain FILE|binary, or --discover-domain.
+    #[command(flatten)]
+    pub domain: DomainArgs,
     /// Total privacy budget ε (pure ε-DP): a decimal or a fraction.
     #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
     pub epsilon: String,
@@ -89,19 +97,38 @@ pub fn run(
     let epsilon = super::parse_epsilon(&args.epsilon)?;
     let cap = MemoryCap(args.memory_mib.saturating_mul(1 << 20));
     let boxed = |e: crate::data::DataError| CliError::Run(Box::new(e));
-    let ds = match &args.domain {
-        Some(spec) => {
-            let domain = Domain::from_json(&std::fs::read_to_string(spec)?).map_err(boxed)?;
-            Dataset::from_csv_with_domain(&args.input, domain, cap).map_err(boxed)?
+    // MWEM's synthetic data are normalized by n: replace-one neighbours, n public.
+    let neighbours = Neighbours::Replace;
+    let (source, mwem_epsilon) = args.domain.source(neighbours, epsilon)?;
+    let mut accountant = match &source {
+        crate::data::DomainSource::Discover { delta, .. } => {
+            Accountant::approximate(epsilon, *delta).map_err(|e| CliError::Run(Box::new(e)))?
         }
-        None => {
+        _ => Accountant::pure(epsilon),
+    };
+    let mut rng = match args.seed {
+        Some(seed) => {
             writeln!(
                 stderr,
-                "privq: note: inferring the domain from the data; pass --domain for a data-independent one"
+                "privq: warning: --seed {seed} makes the noise reproducible; use it only for tests and demos"
             )?;
-            Dataset::from_csv_path(&args.input, cap).map_err(boxed)?
+            crate::seeded_rng(seed)
         }
+        None => crate::secure_rng().map_err(CliError::Seed)?,
     };
+    let opened = open_dataset(&args.input, Some(&source), &mut accountant, &mut rng, cap)
+        .map_err(|e| CliError::Run(Box::new(e)))?;
+    let ds = opened.dataset;
+    if let Some(found) = &opened.discovered {
+        writeln!(
+            stderr,
+            "privq: domain discovered privately ({}, threshold {}): values per attribute {:?}, {} cells",
+            found.cost,
+            found.threshold,
+            found.values_per_attribute,
+            ds.domain.size()
+        )?;
+    }
     let workload = parse_workload(&args.workload, &ds.domain)?;
     let n = ds.counts.total();
     let rounds = match args.rounds {
@@ -121,8 +148,8 @@ pub fn run(
     // The literal profile spends 1.5× what it is given (mwem sizes its filter to
     // 1.5ε); give it 2/3 of the user's ε so the total never exceeds ε.
     let given = match args.profile {
-        EmProfile::Corrected => epsilon,
-        EmProfile::ThesisLiteral => epsilon
+        EmProfile::Corrected => mwem_epsilon,
+        EmProfile::ThesisLiteral => mwem_epsilon
             .checked_mul_int(2)
             .and_then(|e| e.checked_div_int(3))
             .map_err(|source| CliError::Parameter {
@@ -143,22 +170,11 @@ pub fn run(
         writeln!(
             stderr,
             "privq: note: --profile thesis-literal uses the printed EM weights exp(eps0*s/2), which cost \
-             1.5*eps0 per round, not eps0; MWEM is run with {given} = 2/3 of epsilon {epsilon} so the \
-             true total stays within {epsilon}"
+             1.5*eps0 per round, not eps0; MWEM is run with {given} = 2/3 of epsilon {mwem_epsilon} so the \
+             true total stays within {mwem_epsilon}"
         )?;
     }
-    let mut rng = match args.seed {
-        Some(seed) => {
-            writeln!(
-                stderr,
-                "privq: warning: --seed {seed} makes the noise reproducible; use it only for tests and demos"
-            )?;
-            crate::seeded_rng(seed)
-        }
-        None => crate::secure_rng().map_err(CliError::Seed)?,
-    };
     let pb = bar(rounds as u64, "MWEM rounds");
-    let mut accountant = crate::accountant::Accountant::pure(epsilon);
     let out = mwem_with_progress(
         &ds.counts,
         &workload,
@@ -205,11 +221,32 @@ pub fn run(
         out.rounds,
         records
     )?;
+    let spent = accountant.spent_epsilon();
+    let total_cost = match &opened.discovered {
+        Some(found) => Cost::Approximate {
+            epsilon: spent.unwrap_or(epsilon),
+            delta: found.cost.delta(),
+        },
+        None => Cost::Pure(spent.unwrap_or(epsilon)),
+    };
     writeln!(
         stderr,
-        "privq: privacy: {}\nprivq: ledger:\n{}\nprivq: MWEM spent epsilon = {} of it, in {} steps{}",
-        MwemConfig::NEIGHBOURS.summary(&config.cost().map_err(mwem_err)?, n),
-        accountant.ledger_text(),
+        "privq: privacy: {}",
+        neighbours.summary(&total_cost, n)
+    )?;
+    writeln!(
+        stderr,
+        "privq: privacy spent: epsilon = {} of {} ({}), in {} charges; MWEM used epsilon = {} of its share in {} steps{}",
+        spent.map(|e| e.to_string()).unwrap_or_else(|| "0".into()),
+        epsilon,
+        match &opened.discovered {
+            None => "pure DP".to_string(),
+            Some(found) => format!(
+                "(epsilon, delta)-DP with delta = {:e}, domain discovery included",
+                found.cost.delta()
+            ),
+        },
+        accountant.ledger().len(),
         out.ledger
             .spent_epsilon()
             .map(|e| e.to_string())
@@ -221,6 +258,7 @@ pub fn run(
                 " (thesis-literal: each round charged its true 1.5*eps0, exponential mechanism eps0 + Laplace eps0/2)",
         }
     )?;
+    writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
     Ok(())
 }
 
@@ -231,7 +269,7 @@ mod tests {
     fn args(input: PathBuf, epsilon: &str) -> Args {
         Args {
             input,
-            domain: None,
+            domain: DomainArgs::binary(),
             epsilon: epsilon.into(),
             rounds: Some(5),
             workload: "parity:2".into(),
@@ -305,7 +343,7 @@ mod tests {
         let spec = dir.join("d.json");
         std::fs::write(&spec, r#"{"attributes": [{"name": "a", "values": ["0", "1"]}, {"name": "b", "values": ["0"]}, {"name": "c", "values": ["0", "1"]}]}"#).unwrap();
         let mut a = args(input, "1");
-        a.domain = Some(spec);
+        a.domain.domain = Some(super::super::domain::DomainArg::File(spec));
         let e = run(&a, &mut &b""[..], &mut sink, &mut Vec::new()).unwrap_err();
         assert!(e.to_string().contains("has no value \"1\""), "{e}");
         let _ = std::fs::remove_dir_all(dir);
@@ -345,6 +383,8 @@ mod tests {
             "3",
             "--workload",
             "parity:2",
+            "--domain",
+            "binary",
         ];
         // Plain MWEM: every round is charged, so the spend is exact. Corrected: T·ε₀ = ε.
         // Literal: ε₀ = (2/3)ε/T and each round costs 1.5·ε₀, again exactly ε — never 1.5ε.
@@ -400,6 +440,158 @@ mod tests {
             ])
             .is_err()
         );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    fn nltcs() -> Option<String> {
+        let dir = crate::data::shared_data_dir("synth on NLTCS")?;
+        Some(dir.join("nltcs.csv").to_str()?.to_string())
+    }
+
+    #[test]
+    fn without_a_domain_synth_is_refused_naming_both_fixes() {
+        let Some(input) = nltcs() else { return };
+        let e =
+            crate::cli::run_with(&["synth", "--input", &input, "--epsilon", "1"], "").unwrap_err();
+        let CliError::Run(inner) = &e else {
+            panic!("{e:?}")
+        };
+        assert!(
+            matches!(
+                inner.downcast_ref::<crate::data::DiscoveryError>(),
+                Some(crate::data::DiscoveryError::Data(
+                    crate::data::DataError::DomainRequired { .. }
+                ))
+            ) || matches!(
+                inner.downcast_ref::<crate::data::DataError>(),
+                Some(crate::data::DataError::DomainRequired { discovery: true })
+            ),
+            "{e:?}"
+        );
+        let text = e.to_string();
+        for fix in ["--domain FILE", "--domain binary", "--discover-domain"] {
+            assert!(text.contains(fix), "{text}");
+        }
+    }
+
+    #[test]
+    fn discovery_is_charged_and_shown_in_the_summary() {
+        let Some(input) = nltcs() else { return };
+        let base = [
+            "synth",
+            "--input",
+            &input,
+            "--epsilon",
+            "1",
+            "--rounds",
+            "5",
+            "--records",
+            "20",
+            "--seed",
+            "7",
+        ];
+        let mut argv = base.to_vec();
+        argv.extend(["--discover-domain", "--discovery-epsilon", "1/2"]);
+        let (out, err) = crate::cli::run_with(&argv, "").unwrap();
+        assert_eq!(out.lines().count(), 21);
+        assert!(
+            err.contains("domain discovered privately (ε = 1/2, δ = 1e-6"),
+            "{err}"
+        );
+        assert!(
+            err.contains("  1. domain discovery (16 attributes, threshold "),
+            "{err}"
+        );
+        assert!(
+            err.contains("under replace-one-record neighbours; n = 21574 treated as public"),
+            "{err}"
+        );
+        assert!(
+            err.contains("privacy spent: epsilon = 1 of 1 ((epsilon, delta)-DP"),
+            "{err}"
+        );
+        assert!(err.contains("total: ε = 1 of 1, δ = 1e-6 of 1e-6"), "{err}");
+        // Bad discovery parameters are typed errors.
+        let mut bad = base.to_vec();
+        bad.extend(["--discover-domain", "--discovery-epsilon", "1"]);
+        assert!(crate::cli::run_with(&bad, "").is_err());
+        let mut bad = base.to_vec();
+        bad.extend(["--discover-domain", "--discovery-epsilon", "0"]);
+        assert!(matches!(
+            crate::cli::run_with(&bad, "").unwrap_err(),
+            CliError::Parameter {
+                option: "discovery-epsilon",
+                ..
+            }
+        ));
+        let mut bad = base.to_vec();
+        bad.extend(["--discover-domain", "--discovery-delta", "0"]);
+        let e = crate::cli::run_with(&bad, "").unwrap_err();
+        assert!(e.to_string().contains("delta in (0, 1)"), "{e}");
+        // With a public domain (the binary shorthand) it works as before, pure ε.
+        let mut argv = base.to_vec();
+        argv.extend(["--domain", "binary"]);
+        let (out, err) = crate::cli::run_with(&argv, "").unwrap();
+        assert_eq!(out.lines().count(), 21);
+        assert!(err.contains("MWEM over 65536 cells"), "{err}");
+        assert!(
+            err.contains("privacy spent: epsilon = 1 of 1 (pure DP)"),
+            "{err}"
+        );
+        assert!(!err.contains("discover"), "{err}");
+    }
+
+    /// The defect: D′ = D plus one record with a rare value. With a public domain
+    /// the universe, and so which rows can appear, is the same on both.
+    #[test]
+    fn a_public_domain_gives_neighbours_the_same_universe() {
+        let dir = std::env::temp_dir().join(format!("privq-synth-nb-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut d = String::from("city,smoker\n");
+        for i in 0..200 {
+            d.push_str(if i % 2 == 0 { "Oslo,1\n" } else { "Rome,0\n" });
+        }
+        let d2 = format!("{d}Lima,1\n");
+        let (p, p2, spec) = (dir.join("d.csv"), dir.join("d2.csv"), dir.join("dom.json"));
+        std::fs::write(&p, d).unwrap();
+        std::fs::write(&p2, d2).unwrap();
+        std::fs::write(
+            &spec,
+            r#"{"attributes": [{"name": "city", "values": ["Lima", "Oslo", "Rome"]}, {"name": "smoker", "values": ["0", "1"]}]}"#,
+        )
+        .unwrap();
+        let cells = |path: &PathBuf| {
+            let argv = [
+                "synth",
+                "--input",
+                path.to_str().unwrap(),
+                "--domain",
+                spec.to_str().unwrap(),
+                "--epsilon",
+                "1",
+                "--rounds",
+                "5",
+                "--workload",
+                "marginals:2",
+                "--records",
+                "2000",
+                "--seed",
+                "7",
+            ];
+            let (out, err) = crate::cli::run_with(&argv, "").unwrap();
+            assert!(
+                out.contains("Lima,"),
+                "Lima must be possible on both: {err}"
+            );
+            err.lines()
+                .find(|l| l.contains("MWEM over"))
+                .unwrap()
+                .split(" cells")
+                .next()
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(cells(&p), cells(&p2));
         let _ = std::fs::remove_dir_all(dir);
     }
 }

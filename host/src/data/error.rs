@@ -34,6 +34,14 @@ pub enum DataError {
     },
     /// The data hold no records (or every count is zero).
     EmptyData,
+    /// Records were to be loaded for a release without a domain. The values each
+    /// attribute can take are part of the release and must not be read from the
+    /// private data (one record with a rare value would change the universe).
+    DomainRequired {
+        /// Whether the caller offers private discovery (`--discover-domain`) as
+        /// the other fix.
+        discovery: bool,
+    },
     /// The domain description is not usable (why is in the message).
     InvalidDomain(String),
     /// A count column value is not a non-negative integer.
@@ -82,6 +90,22 @@ impl fmt::Display for DataError {
                  the memory cap is {cap} bytes (raise it, or use fewer attributes or coarser bins)"
             ),
             DataError::EmptyData => write!(f, "the data hold no records"),
+            DataError::DomainRequired { discovery } => {
+                write!(
+                    f,
+                    "no domain given: the values of each attribute must be public, not read from \
+                     the private data; pass --domain FILE (a JSON spec) or --domain binary (0/1 \
+                     attributes named by the CSV header)"
+                )?;
+                if *discovery {
+                    write!(
+                        f,
+                        ", or choose the values privately with --discover-domain (charged to the \
+                         budget; the run becomes (epsilon, delta)-DP)"
+                    )?;
+                }
+                Ok(())
+            }
             DataError::InvalidDomain(why) => write!(f, "invalid domain: {why}"),
             DataError::BadCount { line, text } => {
                 write!(

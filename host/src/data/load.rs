@@ -3,7 +3,7 @@
 use std::io::{Read, Write};
 use std::path::Path;
 
-use super::domain::{Attribute, Domain};
+use super::domain::Domain;
 use super::error::DataError;
 use super::histogram::{CountHistogram, MemoryCap};
 
@@ -19,82 +19,59 @@ pub struct Dataset {
 }
 
 impl Dataset {
-    /// Loads a CSV file with a header. With a column called `count` each row is a cell
-    /// and its count (a contingency table like `czech.csv`); otherwise each row is a
-    /// record. The domain is inferred: columns whose values are all `0`/`1` are binary
-    /// (value index = the digit, so cell bit `i` = column `i`), other columns are
-    /// categorical with their distinct values in sorted order.
-    pub fn from_csv_path(path: &Path, cap: MemoryCap) -> Result<Self, DataError> {
-        let text = std::fs::read_to_string(path)?;
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "data".into());
-        let domain = infer_domain(text.as_bytes(), "count")?;
-        let counts = load_auto(text.as_bytes(), &domain, cap)?;
-        Ok(Dataset {
-            name,
-            domain,
-            counts,
-        })
-    }
-
-    /// Loads a CSV file under a given domain (see [`load_auto`]).
+    /// Loads a CSV file under a public domain (see [`load_auto`]).
+    ///
+    /// ```no_run
+    /// use privq_host::data::{Dataset, Domain, MemoryCap};
+    /// let domain = Domain::from_json(&std::fs::read_to_string("domain.json")?)?;
+    /// let ds = Dataset::from_csv_with_domain("people.csv".as_ref(), domain, MemoryCap::default())?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn from_csv_with_domain(
         path: &Path,
         domain: Domain,
         cap: MemoryCap,
     ) -> Result<Self, DataError> {
         let text = std::fs::read_to_string(path)?;
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "data".into());
         let counts = load_auto(text.as_bytes(), &domain, cap)?;
         Ok(Dataset {
-            name,
+            name: file_name(path),
+            domain,
+            counts,
+        })
+    }
+
+    /// Loads a CSV file whose every column (except `count`) is a binary `0`/`1`
+    /// attribute. Only the header, which is public schema, fixes the domain; a value
+    /// other than `0`/`1` is [`DataError::UnknownValue`].
+    pub fn binary_from_header(path: &Path, cap: MemoryCap) -> Result<Self, DataError> {
+        let text = std::fs::read_to_string(path)?;
+        let domain = Domain::binary(attribute_names(text.as_bytes(), "count")?)?;
+        let counts = load_auto(text.as_bytes(), &domain, cap)?;
+        Ok(Dataset {
+            name: file_name(path),
             domain,
             counts,
         })
     }
 }
 
-/// Infers a domain from a CSV header and values, ignoring `count_column`.
-pub fn infer_domain<R: Read>(reader: R, count_column: &str) -> Result<Domain, DataError> {
+pub(super) fn file_name(path: &Path) -> String {
+    path.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "data".into())
+}
+
+/// The attribute names of a CSV file: its header without `count_column`. The
+/// header is public schema; no value is read.
+pub fn attribute_names<R: Read>(reader: R, count_column: &str) -> Result<Vec<String>, DataError> {
     let mut rdr = csv::Reader::from_reader(reader);
-    let header: Vec<String> = rdr
+    Ok(rdr
         .headers()?
         .iter()
         .map(|s| s.trim().to_string())
-        .collect();
-    let mut values: Vec<Vec<String>> = vec![Vec::new(); header.len()];
-    for rec in rdr.records() {
-        let rec = rec?;
-        for (i, field) in rec.iter().enumerate() {
-            if header.get(i).is_some_and(|h| h == count_column) {
-                continue;
-            }
-            if let Some(v) = values.get_mut(i) {
-                let f = field.trim();
-                if !v.iter().any(|s| s == f) {
-                    v.push(f.to_string());
-                }
-            }
-        }
-    }
-    let mut attrs = Vec::new();
-    for (name, mut vals) in header.into_iter().zip(values) {
-        if name == count_column {
-            continue;
-        }
-        if vals.iter().all(|v| v == "0" || v == "1") {
-            attrs.push(Attribute::binary(name));
-        } else {
-            vals.sort();
-            attrs.push(Attribute::categorical(name, vals)?);
-        }
-    }
-    Domain::new(attrs)
+        .filter(|h| h != count_column)
+        .collect())
 }
 
 /// Loads a count table if the header has a `count` column, else records.
@@ -103,7 +80,17 @@ pub fn load_auto<R: Read>(
     domain: &Domain,
     cap: MemoryCap,
 ) -> Result<CountHistogram, DataError> {
-    load_csv(reader, domain, Some("count"), cap)
+    load_csv(reader, domain, Some("count"), Unknown::Refuse, cap)
+}
+
+/// What the loader does with a value its attribute does not list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unknown {
+    /// [`DataError::UnknownValue`].
+    Refuse,
+    /// Map it to the attribute's value index 0: a fixed record-wise map, so
+    /// neighbouring datasets stay neighbours and n is unchanged.
+    MapToFirst,
 }
 
 /// Loads one record per row: every domain attribute must be a column (extra
@@ -121,7 +108,7 @@ pub fn load_records<R: Read>(
     domain: &Domain,
     cap: MemoryCap,
 ) -> Result<CountHistogram, DataError> {
-    load_csv(reader, domain, None, cap)
+    load_csv(reader, domain, None, Unknown::Refuse, cap)
 }
 
 /// Loads one cell per row with its count in `count_column`.
@@ -131,13 +118,14 @@ pub fn load_count_table<R: Read>(
     count_column: &str,
     cap: MemoryCap,
 ) -> Result<CountHistogram, DataError> {
-    load_csv(reader, domain, Some(count_column), cap)
+    load_csv(reader, domain, Some(count_column), Unknown::Refuse, cap)
 }
 
-fn load_csv<R: Read>(
+pub(crate) fn load_csv<R: Read>(
     reader: R,
     domain: &Domain,
     count_column: Option<&str>,
+    unknown: Unknown,
     cap: MemoryCap,
 ) -> Result<CountHistogram, DataError> {
     let mut rdr = csv::Reader::from_reader(reader);
@@ -168,11 +156,17 @@ fn load_csv<R: Read>(
         let line = row + 2;
         for ((slot, &col), attr) in values.iter_mut().zip(&columns).zip(domain.attributes()) {
             let text = rec.get(col).unwrap_or("");
-            *slot = attr.index_of(text).ok_or_else(|| DataError::UnknownValue {
-                attribute: attr.name().to_string(),
-                value: text.to_string(),
-                line,
-            })?;
+            *slot = match (attr.index_of(text), unknown) {
+                (Some(i), _) => i,
+                (None, Unknown::MapToFirst) => 0,
+                (None, Unknown::Refuse) => {
+                    return Err(DataError::UnknownValue {
+                        attribute: attr.name().to_string(),
+                        value: text.to_string(),
+                        line,
+                    });
+                }
+            };
         }
         let count = match count_col {
             Some(c) => {
@@ -234,28 +228,87 @@ mod tests {
     }
 
     #[test]
-    fn infers_categorical_and_binary() {
+    fn public_domains_and_writing() {
         let text = "color,flag\nred,1\nblue,0\ngreen,0\n";
-        let d = infer_domain(text.as_bytes(), "count").unwrap();
-        assert_eq!(d.size(), 6);
-        assert!(!d.is_binary());
+        let d = Domain::new(vec![
+            super::super::Attribute::categorical("color", ["blue", "green", "red", "violet"])
+                .unwrap(),
+            super::super::Attribute::binary("flag"),
+        ])
+        .unwrap();
+        assert_eq!(d.size(), 8);
         let h = load_auto(text.as_bytes(), &d, MemoryCap::default()).unwrap();
         assert_eq!(h.total(), 3);
         let mut out = Vec::new();
-        write_records(&mut out, &d, &[0, 5]).unwrap();
+        write_records(&mut out, &d, &[0, 6]).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "color,flag\nblue,0\nred,1\n"
         );
+        assert_eq!(
+            attribute_names("a, b ,count\n1,0,3\n".as_bytes(), "count").unwrap(),
+            ["a", "b"]
+        );
+        // An unknown value can be mapped to value 0 (discovery) instead of refused.
+        let h = load_csv(
+            "color,flag\nmauve,1\n".as_bytes(),
+            &d,
+            None,
+            Unknown::MapToFirst,
+            MemoryCap::default(),
+        )
+        .unwrap();
+        assert_eq!(h.counts()[d.encode(&[0, 1]).unwrap()], 1);
+    }
+
+    /// Principle 5: the universe does not depend on the private values. D′ is D
+    /// plus one record holding a rare value; under a public domain both load into
+    /// the same universe (the inferred domain of old grew with the rare value).
+    #[test]
+    fn public_domain_gives_the_same_universe_on_neighbours() {
+        let d = Domain::new(vec![
+            super::super::Attribute::categorical("city", ["Oslo", "Rome", "Lima"]).unwrap(),
+            super::super::Attribute::binary("smoker"),
+        ])
+        .unwrap();
+        let base = "city,smoker\nOslo,1\nRome,0\nOslo,0\n";
+        let with_rare = format!("{base}Lima,1\n");
+        let a = load_records(base.as_bytes(), &d, MemoryCap::default()).unwrap();
+        let b = load_records(with_rare.as_bytes(), &d, MemoryCap::default()).unwrap();
+        assert_eq!(a.len(), b.len());
+        assert_eq!(a.len(), d.size());
+        let diff: u64 = a
+            .counts()
+            .iter()
+            .zip(b.counts())
+            .map(|(x, y)| x.abs_diff(*y))
+            .sum();
+        assert_eq!(diff, 1);
+        // The binary shorthand reads the header only.
+        let dir = std::env::temp_dir().join(format!("privq-load-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (p, q) = (dir.join("d.csv"), dir.join("d2.csv"));
+        std::fs::write(&p, "a,b,c\n0,0,0\n0,0,0\n").unwrap();
+        std::fs::write(&q, "a,b,c\n0,0,0\n1,1,1\n").unwrap();
+        let (x, y) = (
+            Dataset::binary_from_header(&p, MemoryCap::default()).unwrap(),
+            Dataset::binary_from_header(&q, MemoryCap::default()).unwrap(),
+        );
+        assert_eq!(x.domain, y.domain);
+        assert_eq!(x.counts.len(), 8);
+        std::fs::write(&q, "a,b,c\n0,2,0\n").unwrap();
+        assert!(matches!(
+            Dataset::binary_from_header(&q, MemoryCap::default()),
+            Err(DataError::UnknownValue { .. })
+        ));
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
     fn shared_datasets_match_table_5_1() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data");
-        if !dir.exists() {
-            eprintln!("SKIPPED: {} is absent (Table 5.1 check)", dir.display());
+        let Some(dir) = crate::data::shared_data_dir("Table 5.1 check") else {
             return;
-        }
+        };
         for (name, n, d, nonzero) in [
             ("mildew", 70, 6, 22),
             ("czech", 1841, 6, 63),
@@ -263,11 +316,7 @@ mod tests {
             ("nltcs", 21574, 16, 3152),
         ] {
             let path = dir.join(format!("{name}.csv"));
-            if !path.exists() {
-                eprintln!("SKIPPED: {} is absent", path.display());
-                continue;
-            }
-            let ds = Dataset::from_csv_path(&path, MemoryCap::default()).unwrap();
+            let ds = Dataset::binary_from_header(&path, MemoryCap::default()).unwrap();
             assert!(ds.domain.is_binary(), "{name}");
             assert_eq!(ds.domain.dims(), d, "{name}");
             assert_eq!(ds.counts.total(), n, "{name}");

@@ -1,6 +1,10 @@
 //! The curator's data model: domains of named attributes, CSV loading, dense
 //! histograms with a memory cap, and relative entropy.
 //!
+//! A release's domain is public input ([`DomainSource`]): a JSON spec, or binary
+//! columns named by the header. Nothing here infers it from the values; the only
+//! data-dependent domain is [`Discovery`], a charged (ε, δ) mechanism.
+//!
 //! ```
 //! use privq_host::data::{load_count_table, kl, Domain, MemoryCap};
 //! let domain = Domain::binary(["smoke", "mental"])?;
@@ -12,14 +16,38 @@
 //! # Ok::<(), privq_host::data::DataError>(())
 //! ```
 
+mod discover;
 mod divergence;
 mod domain;
 mod error;
 mod histogram;
 mod load;
 
+pub use discover::{
+    Discovered, Discovery, DiscoveryError, DomainSource, Opened, ValueCounts, open_dataset,
+};
 pub use divergence::{kl, relative_entropy};
 pub use domain::{Attribute, AttributeKind, Domain};
 pub use error::DataError;
 pub use histogram::{CountHistogram, Distribution, MemoryCap};
-pub use load::{Dataset, infer_domain, load_auto, load_count_table, load_records, write_records};
+pub use load::{
+    Dataset, attribute_names, load_auto, load_count_table, load_records, write_records,
+};
+
+/// The benchmark data directory `../shared/data` for tests, or `None` (with a
+/// SKIPPED line) when it is absent. With the environment variable `CI` set an
+/// absent directory fails the test instead: tests cannot pass by skipping.
+#[cfg(test)]
+pub(crate) fn shared_data_dir(what: &str) -> Option<std::path::PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data");
+    if dir.exists() {
+        return Some(dir);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} is absent and CI is set: {what} cannot be skipped",
+        dir.display()
+    );
+    eprintln!("SKIPPED: {} is absent ({what})", dir.display());
+    None
+}

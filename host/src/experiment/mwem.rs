@@ -186,8 +186,6 @@ pub struct Report {
     pub panels: Vec<Panel>,
     /// Acceptance checks.
     pub checks: Vec<Check>,
-    /// Datasets skipped, with the reason.
-    pub skipped: Vec<String>,
     /// Files written.
     pub files: Vec<PathBuf>,
 }
@@ -202,6 +200,13 @@ pub enum ExperimentError {
     Mwem(MwemError),
     /// Writing results failed.
     Io(std::io::Error),
+    /// A dataset the protocol asks for is absent (nothing was run).
+    MissingDataset {
+        /// The dataset's name.
+        name: String,
+        /// Where it was looked for.
+        path: PathBuf,
+    },
 }
 
 impl fmt::Display for ExperimentError {
@@ -210,11 +215,25 @@ impl fmt::Display for ExperimentError {
             ExperimentError::Data(e) => write!(f, "{e}"),
             ExperimentError::Mwem(e) => write!(f, "{e}"),
             ExperimentError::Io(e) => write!(f, "{e}"),
+            ExperimentError::MissingDataset { name, path } => write!(
+                f,
+                "dataset {name} was asked for but {} is absent",
+                path.display()
+            ),
         }
     }
 }
 
-impl std::error::Error for ExperimentError {}
+impl std::error::Error for ExperimentError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ExperimentError::Data(e) => Some(e),
+            ExperimentError::Mwem(e) => Some(e),
+            ExperimentError::Io(e) => Some(e),
+            ExperimentError::MissingDataset { .. } => None,
+        }
+    }
+}
 
 impl From<DataError> for ExperimentError {
     fn from(e: DataError) -> Self {
@@ -256,19 +275,23 @@ impl Method {
     }
 }
 
-/// Runs the protocol. Missing datasets are skipped and listed in the report.
+/// Runs the protocol on the public benchmark datasets (binary, named by their
+/// headers). A missing dataset is [`ExperimentError::MissingDataset`], before anything runs.
 pub fn run(protocol: &Protocol, observe: Observer<'_>) -> Result<Report, ExperimentError> {
     let mut report = Report::default();
     let mut plans: Vec<(Dataset, usize, Vec<Method>, usize)> = Vec::new();
     for name in &protocol.datasets {
         let path = protocol.data_dir.join(format!("{name}.csv"));
         if !path.exists() {
-            report
-                .skipped
-                .push(format!("{name}: {} is absent", path.display()));
-            continue;
+            return Err(ExperimentError::MissingDataset {
+                name: name.clone(),
+                path,
+            });
         }
-        let ds = Dataset::from_csv_path(&path, MemoryCap::default())?;
+    }
+    for name in &protocol.datasets {
+        let path = protocol.data_dir.join(format!("{name}.csv"));
+        let ds = Dataset::binary_from_header(&path, MemoryCap::default())?;
         let mut methods: Vec<Method> = protocol
             .baselines
             .iter()
@@ -649,11 +672,8 @@ pub fn plot(panel: &Panel) -> String {
 }
 
 impl Report {
-    /// Prints the mean ± sd tables, the checks and the skipped datasets.
+    /// Prints the mean ± sd tables and the checks.
     pub fn write_tables(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        for s in &self.skipped {
-            writeln!(out, "SKIPPED {s}")?;
-        }
         for p in &self.panels {
             let runs = p
                 .results
@@ -773,30 +793,30 @@ mod tests {
 
     #[test]
     fn tiny_protocol_runs_and_checks() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data");
-        if !dir.join("mildew.csv").exists() {
-            eprintln!(
-                "SKIPPED: {} is absent (experiment smoke test)",
-                dir.display()
-            );
+        let Some(dir) = crate::data::shared_data_dir("experiment smoke test") else {
             return;
-        }
+        };
         let out = std::env::temp_dir().join(format!("privq-exp-{}", std::process::id()));
         let mut p = Protocol::thesis(dir, out.clone());
+        // A dataset that was asked for but is absent fails the run before it starts.
         p.datasets = vec!["mildew".into(), "missing".into()];
+        assert!(matches!(
+            run(&p, &mut |_, _, _| {}),
+            Err(ExperimentError::MissingDataset { name, .. }) if name == "missing"
+        ));
+        p.datasets = vec!["mildew".into()];
         p.runs_small = 3;
         p.epsilons = vec!["0.1".parse().unwrap(), "1".parse().unwrap()];
         p.reiterate_passes = 5;
         let mut ticks = 0;
         let report = run(&p, &mut |_, _, _| ticks += 1).unwrap();
         assert_eq!(ticks, 4 * 3 * 2);
-        assert_eq!(report.skipped.len(), 1);
         assert_eq!(report.panels.len(), 1);
         assert!(report.checks.iter().any(|c| c.id == "A1"));
         let mut text = Vec::new();
         report.write_tables(&mut text).unwrap();
         let text = String::from_utf8(text).unwrap();
-        assert!(text.contains("mildew") && text.contains("±") && text.contains("SKIPPED missing"));
+        assert!(text.contains("mildew") && text.contains("±"));
         assert!(out.join("mwem-mildew-w3.svg").exists());
         let _ = std::fs::remove_dir_all(out);
     }

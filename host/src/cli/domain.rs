@@ -1,0 +1,126 @@
+//! The domain options shared by the commands that load private records
+//! (`--domain FILE|binary`, `--discover-domain`).
+
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use privq_core::Epsilon;
+
+use super::CliError;
+use crate::contract::Neighbours;
+use crate::data::{DataError, Domain, DomainSource};
+
+/// A public domain on the command line: a JSON spec file, or `binary`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DomainArg {
+    /// Every column (except `count`) is a 0/1 attribute named by the header.
+    Binary,
+    /// A JSON domain spec.
+    File(PathBuf),
+}
+
+impl FromStr for DomainArg {
+    type Err = std::convert::Infallible;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "binary" => DomainArg::Binary,
+            path => DomainArg::File(PathBuf::from(path)),
+        })
+    }
+}
+
+/// `--domain` and `--discover-domain` (flattened into a command's options).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DomainArgs {
+    /// The public domain: a JSON spec FILE ({"attributes": [{"name": ..., "values": [...]}
+    /// or {"name": ..., "edges": [...]}]}), or `binary` for 0/1 columns named by the CSV
+    /// header. Required unless --discover-domain is given.
+    #[arg(long, value_name = "FILE|binary", conflicts_with = "discover_domain")]
+    pub domain: Option<DomainArg>,
+    /// Choose each attribute's values privately (DP partition selection), charged to
+    /// the budget; makes the run (epsilon, delta)-DP.
+    #[arg(long)]
+    pub discover_domain: bool,
+    /// Part of --epsilon spent on discovery (default: a quarter of it).
+    #[arg(long, value_name = "EPS", requires = "discover_domain")]
+    pub discovery_epsilon: Option<String>,
+    /// delta of discovery: a value held by one record survives with probability <= delta.
+    #[arg(long, value_name = "DELTA", default_value_t = 1e-6)]
+    pub discovery_delta: f64,
+}
+
+impl DomainArgs {
+    /// `--domain binary`.
+    pub fn binary() -> Self {
+        DomainArgs {
+            domain: Some(DomainArg::Binary),
+            discovery_delta: 1e-6,
+            ..Default::default()
+        }
+    }
+
+    /// The domain source and the ε left for the mechanism after discovery.
+    /// Without --domain or --discover-domain: [`DataError::DomainRequired`].
+    pub fn source(
+        &self,
+        neighbours: Neighbours,
+        total: Epsilon,
+    ) -> Result<(DomainSource, Epsilon), CliError> {
+        let boxed = |e: DataError| CliError::Run(Box::new(e));
+        match (&self.domain, self.discover_domain) {
+            (Some(DomainArg::Binary), _) => Ok((DomainSource::BinaryHeader, total)),
+            (Some(DomainArg::File(path)), _) => {
+                let domain = Domain::from_json(&std::fs::read_to_string(path)?).map_err(boxed)?;
+                Ok((DomainSource::Public(domain), total))
+            }
+            (None, false) => Err(boxed(DataError::DomainRequired { discovery: true })),
+            (None, true) => {
+                let epsilon = match &self.discovery_epsilon {
+                    Some(text) => super::parse_epsilon(text).map_err(|e| match e {
+                        CliError::Parameter { source, .. } => CliError::Parameter {
+                            option: "discovery-epsilon",
+                            source,
+                        },
+                        other => other,
+                    })?,
+                    None => total
+                        .checked_div_int(4)
+                        .map_err(|source| CliError::Parameter {
+                            option: "epsilon",
+                            source,
+                        })?,
+                };
+                let rest = total
+                    .checked_sub(epsilon)
+                    .map_err(|source| CliError::Parameter {
+                        option: "discovery-epsilon",
+                        source,
+                    })?
+                    .ok_or_else(|| {
+                        CliError::Run(
+                            format!(
+                                "--discovery-epsilon {epsilon} leaves nothing of --epsilon {total} \
+                                 for the release"
+                            )
+                            .into(),
+                        )
+                    })?;
+                let delta = self.discovery_delta;
+                if !(delta > 0.0 && delta < 1.0) {
+                    return Err(CliError::Run(Box::new(
+                        crate::data::DiscoveryError::InvalidDelta(delta),
+                    )));
+                }
+                Ok((
+                    DomainSource::Discover {
+                        neighbours,
+                        epsilon,
+                        delta,
+                    },
+                    rest,
+                ))
+            }
+        }
+    }
+}

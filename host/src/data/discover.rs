@@ -1,0 +1,582 @@
+//! Where a release's universe comes from ([`DomainSource`]), and private domain
+//! discovery: choosing each attribute's values with differentially private
+//! partition selection.
+//!
+//! The domain is **public input** by default: a JSON spec, or all-binary columns
+//! named by the CSV header (the header is schema; the values are not read). Loading
+//! records for a release without one is refused with [`DataError::DomainRequired`].
+//!
+//! Discovery is opt-in. For every attribute it counts each value that occurs, adds
+//! exact discrete Laplace noise (Canonne–Kamath–Steinke 2020) and keeps the values
+//! whose noisy count reaches a threshold τ (Korolova, Kenthapadi, Mishra, Ntoulas,
+//! "Releasing search queries and clicks privately", WWW 2009; Desfontaines, Voss,
+//! Gipson, Mandayam, "Differentially private partition selection", PoPETs 2022).
+//!
+//! **Privacy.** One record contributes one value to every attribute, so over all
+//! `d` attributes the vector of counts changes by `d · Δ` in ℓ1, where `Δ` is the
+//! histogram sensitivity of the declared [`Neighbours`] (1 for add/remove, 2 for
+//! replace-one: one count down, one up). The noise scale is `d·Δ/ε`. A value that
+//! exists in only one of two neighbours (at most one per attribute and side) has
+//! count 1 there; τ is the smallest integer with `(1 + e^ε) · d · P[Z ≥ τ] ≤ δ`, so
+//! the whole step is (ε, δ)-DP and a value held by a single record survives with
+//! probability at most δ. Discovery therefore makes a run (ε, δ)-DP rather than
+//! pure ε-DP; its cost is a [`Cost::Approximate`] charged to the run's one
+//! [`Accountant`] before any noise is drawn.
+//!
+//! Records whose value was not kept are mapped to the attribute's first kept value
+//! (a fixed record-by-record map given the released domain, so neighbours stay
+//! neighbours and n is unchanged). Numeric attributes are treated as categories
+//! here: for ordered values with bins, give the bins in a public `--domain` spec.
+//!
+//! ```
+//! use privq_host::accountant::Accountant;
+//! use privq_host::contract::Neighbours;
+//! use privq_host::data::{Discovery, ValueCounts};
+//! use privq_host::{seeded_rng, Epsilon};
+//! let mut csv = String::from("color\n");
+//! csv.push_str(&"red\n".repeat(500));
+//! csv.push_str("mauve\n"); // one record: survives with probability ≤ δ
+//! let counts = ValueCounts::from_csv(csv.as_bytes(), "count")?;
+//! let d = Discovery::new(Neighbours::Replace, Epsilon::new(1, 1)?, 1e-6, 1)?;
+//! let mut acct = Accountant::approximate(Epsilon::new(1, 1)?, 1e-6)?;
+//! let domain = d.release(&counts, &mut acct, &mut seeded_rng(1))?;
+//! assert_eq!(domain.attribute(0).unwrap().size(), 1);
+//! assert_eq!(acct.spent_delta(), 1e-6);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+
+use privq_core::Epsilon;
+use privq_core::rand_core::{CryptoRng, Rng};
+use privq_core::sample::DiscreteLaplace;
+
+use super::domain::{Attribute, Domain};
+use super::error::DataError;
+use super::histogram::MemoryCap;
+use super::load::{Dataset, Unknown, load_csv};
+use crate::accountant::{Accountant, AccountantError, Cost, Receipt};
+use crate::contract::Neighbours;
+
+/// Why discovery (or loading under a [`DomainSource`]) failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum DiscoveryError {
+    /// Reading or loading the data failed (including [`DataError::DomainRequired`]).
+    Data(DataError),
+    /// The accountant refused the charge (nothing was sampled), or a receipt was short.
+    Budget(AccountantError),
+    /// The noise could not be built or sampled (e.g. the scale overflows).
+    Noise(privq_core::Error),
+    /// δ is not in (0, 1).
+    InvalidDelta(f64),
+    /// There are no attributes to discover.
+    NoAttributes,
+    /// The threshold does not fit in an integer (δ is absurdly small).
+    ThresholdOverflow,
+    /// No value of this attribute survived: the domain would be empty.
+    NothingKept {
+        /// The attribute.
+        attribute: String,
+    },
+}
+
+impl fmt::Display for DiscoveryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DiscoveryError::Data(e) => write!(f, "{e}"),
+            DiscoveryError::Budget(e) => write!(f, "domain discovery: {e}"),
+            DiscoveryError::Noise(e) => write!(f, "domain discovery noise: {e}"),
+            DiscoveryError::InvalidDelta(d) => {
+                write!(f, "domain discovery needs a delta in (0, 1), got {d}")
+            }
+            DiscoveryError::NoAttributes => write!(f, "domain discovery: no attributes"),
+            DiscoveryError::ThresholdOverflow => {
+                write!(
+                    f,
+                    "domain discovery: the threshold overflows (delta too small)"
+                )
+            }
+            DiscoveryError::NothingKept { attribute } => write!(
+                f,
+                "domain discovery kept no value of attribute {attribute:?}; give more \
+                 discovery budget, or a public --domain"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DiscoveryError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DiscoveryError::Data(e) => Some(e),
+            DiscoveryError::Budget(e) => Some(e),
+            DiscoveryError::Noise(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<DataError> for DiscoveryError {
+    fn from(e: DataError) -> Self {
+        DiscoveryError::Data(e)
+    }
+}
+
+impl From<AccountantError> for DiscoveryError {
+    fn from(e: AccountantError) -> Self {
+        DiscoveryError::Budget(e)
+    }
+}
+
+impl From<privq_core::Error> for DiscoveryError {
+    fn from(e: privq_core::Error) -> Self {
+        DiscoveryError::Noise(e)
+    }
+}
+
+/// The private input of discovery: for every attribute, how many records hold
+/// each value that occurs.
+#[derive(Debug, Clone)]
+pub struct ValueCounts {
+    names: Vec<String>,
+    counts: Vec<BTreeMap<String, u64>>,
+}
+
+impl ValueCounts {
+    /// Counts the values of every column except `count_column`; when that column
+    /// exists each row is a cell with that many records.
+    pub fn from_csv<R: Read>(reader: R, count_column: &str) -> Result<Self, DataError> {
+        let mut rdr = csv::Reader::from_reader(reader);
+        let header: Vec<String> = rdr
+            .headers()?
+            .iter()
+            .map(|s| s.trim().to_string())
+            .collect();
+        let count_col = header.iter().position(|h| h == count_column);
+        let names: Vec<String> = header
+            .iter()
+            .filter(|h| *h != count_column)
+            .cloned()
+            .collect();
+        let mut counts = vec![BTreeMap::new(); names.len()];
+        for (row, rec) in rdr.records().enumerate() {
+            let rec = rec?;
+            let weight = match count_col {
+                Some(c) => {
+                    let text = rec.get(c).unwrap_or("").trim();
+                    text.parse::<u64>().map_err(|_| DataError::BadCount {
+                        line: row + 2,
+                        text: text.to_string(),
+                    })?
+                }
+                None => 1,
+            };
+            let values = rec
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| Some(*i) != count_col)
+                .map(|(_, v)| v);
+            for (map, value) in counts.iter_mut().zip(values) {
+                let c: &mut u64 = map.entry(value.trim().to_string()).or_insert(0);
+                *c = c.saturating_add(weight);
+            }
+        }
+        Ok(ValueCounts { names, counts })
+    }
+
+    /// The attribute names (the header, public).
+    pub fn attributes(&self) -> &[String] {
+        &self.names
+    }
+}
+
+/// DP partition selection over every attribute's values (see the module docs).
+#[derive(Debug, Clone)]
+pub struct Discovery {
+    neighbours: Neighbours,
+    epsilon: Epsilon,
+    delta: f64,
+    attributes: usize,
+    noise: DiscreteLaplace,
+    threshold: i64,
+}
+
+impl Discovery {
+    /// Validates the parameters for `attributes` attributes under `neighbours` and
+    /// calibrates the noise scale `d·Δ/ε` and the threshold τ.
+    pub fn new(
+        neighbours: Neighbours,
+        epsilon: Epsilon,
+        delta: f64,
+        attributes: usize,
+    ) -> Result<Self, DiscoveryError> {
+        if !(delta > 0.0 && delta < 1.0) {
+            return Err(DiscoveryError::InvalidDelta(delta));
+        }
+        if attributes == 0 {
+            return Err(DiscoveryError::NoAttributes);
+        }
+        let d = attributes as u64;
+        let l1 = d
+            .checked_mul(neighbours.histogram_l1())
+            .ok_or(DiscoveryError::ThresholdOverflow)?;
+        let noise = DiscreteLaplace::for_sensitivity(l1, epsilon)?;
+        // P[Z ≥ τ] = q^τ / (1 + q) for τ ≥ 1, with q = e^{−1/t}, t = scale.
+        let inv_scale = noise.scale_den() as f64 / noise.scale_num() as f64;
+        let q = (-inv_scale).exp();
+        let budget = delta / ((1.0 + epsilon.to_f64().exp()) * attributes as f64);
+        let tail = |tau: f64| (-inv_scale * tau).exp() / (1.0 + q);
+        let mut tau = ((1.0 / (budget * (1.0 + q))).ln() / inv_scale)
+            .ceil()
+            .max(1.0);
+        // Float rounding must only make τ larger (safer).
+        while tail(tau) > budget * (1.0 - 1e-12) {
+            tau += 1.0;
+        }
+        if !tau.is_finite() || tau > (1u64 << 53) as f64 {
+            return Err(DiscoveryError::ThresholdOverflow);
+        }
+        Ok(Discovery {
+            neighbours,
+            epsilon,
+            delta,
+            attributes,
+            noise,
+            threshold: tau as i64,
+        })
+    }
+
+    /// The cost of one discovery, known before it runs: (ε, δ).
+    pub fn cost(&self) -> Cost {
+        Cost::Approximate {
+            epsilon: self.epsilon,
+            delta: self.delta,
+        }
+    }
+
+    /// The neighbour relation the guarantee is stated for.
+    pub fn neighbours(&self) -> Neighbours {
+        self.neighbours
+    }
+
+    /// The threshold τ a noisy count must reach.
+    pub fn threshold(&self) -> i64 {
+        self.threshold
+    }
+
+    /// The noise added to every count (scale `d·Δ/ε`).
+    pub fn noise(&self) -> DiscreteLaplace {
+        self.noise
+    }
+
+    /// Charges `accountant` with [`Discovery::cost`], then selects the values;
+    /// a refused charge samples nothing.
+    pub fn release<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        counts: &ValueCounts,
+        accountant: &mut Accountant,
+        rng: &mut R,
+    ) -> Result<Domain, DiscoveryError> {
+        let receipt = accountant.charge(
+            &format!(
+                "domain discovery ({} attributes, threshold {})",
+                self.attributes, self.threshold
+            ),
+            self.cost(),
+        )?;
+        self.release_paid(counts, receipt, rng)
+    }
+
+    /// Selects the values with a receipt that paid for them.
+    pub fn release_paid<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        counts: &ValueCounts,
+        receipt: Receipt,
+        rng: &mut R,
+    ) -> Result<Domain, DiscoveryError> {
+        receipt.check_covers(&self.cost())?;
+        if counts.names.len() != self.attributes {
+            return Err(DataError::LengthMismatch {
+                expected: self.attributes,
+                got: counts.names.len(),
+            }
+            .into());
+        }
+        let mut attrs = Vec::with_capacity(self.attributes);
+        for (name, values) in counts.names.iter().zip(&counts.counts) {
+            let mut kept = Vec::new();
+            for (value, &c) in values {
+                let c = i64::try_from(c).unwrap_or(i64::MAX);
+                if c.saturating_add(self.noise.sample(rng)?) >= self.threshold {
+                    kept.push(value.clone());
+                }
+            }
+            if kept.is_empty() {
+                return Err(DiscoveryError::NothingKept {
+                    attribute: name.clone(),
+                });
+            }
+            attrs.push(Attribute::categorical(name.clone(), kept)?);
+        }
+        Ok(Domain::new(attrs)?)
+    }
+}
+
+/// Where the universe of a release comes from.
+#[derive(Debug, Clone)]
+pub enum DomainSource {
+    /// A public domain (e.g. [`Domain::from_json`] of a spec).
+    Public(Domain),
+    /// Every column except `count` is a binary `0`/`1` attribute; only the header
+    /// is read to name them.
+    BinaryHeader,
+    /// Private discovery at (ε, δ) under the given neighbour relation.
+    Discover {
+        /// The neighbour relation of the run.
+        neighbours: Neighbours,
+        /// ε of discovery.
+        epsilon: Epsilon,
+        /// δ of discovery.
+        delta: f64,
+    },
+}
+
+/// What discovery released, for the run's summary.
+#[derive(Debug, Clone)]
+pub struct Discovered {
+    /// Its cost (already charged).
+    pub cost: Cost,
+    /// The threshold τ used.
+    pub threshold: i64,
+    /// Values kept per attribute.
+    pub values_per_attribute: Vec<usize>,
+}
+
+/// A dataset loaded for a release, and what discovery (if any) released.
+#[derive(Debug, Clone)]
+pub struct Opened {
+    /// The data under the public or discovered domain.
+    pub dataset: Dataset,
+    /// Present when the domain was discovered privately.
+    pub discovered: Option<Discovered>,
+}
+
+/// Loads a CSV file for a release under `source`; `None` is refused with
+/// [`DataError::DomainRequired`]. Discovery charges `accountant` before it samples.
+///
+/// ```
+/// use privq_host::accountant::Accountant;
+/// use privq_host::data::{open_dataset, DataError, DiscoveryError, MemoryCap};
+/// use privq_host::{seeded_rng, Epsilon};
+/// let mut acct = Accountant::pure(Epsilon::new(1, 1)?);
+/// let err = open_dataset("any.csv".as_ref(), None, &mut acct, &mut seeded_rng(1), MemoryCap::default())
+///     .unwrap_err();
+/// assert!(matches!(err, DiscoveryError::Data(DataError::DomainRequired { discovery: true })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn open_dataset<R: Rng + CryptoRng + ?Sized>(
+    path: &Path,
+    source: Option<&DomainSource>,
+    accountant: &mut Accountant,
+    rng: &mut R,
+    cap: MemoryCap,
+) -> Result<Opened, DiscoveryError> {
+    let source = source.ok_or(DataError::DomainRequired { discovery: true })?;
+    let dataset = match source {
+        DomainSource::Public(domain) => Dataset::from_csv_with_domain(path, domain.clone(), cap)?,
+        DomainSource::BinaryHeader => Dataset::binary_from_header(path, cap)?,
+        DomainSource::Discover {
+            neighbours,
+            epsilon,
+            delta,
+        } => {
+            let text = std::fs::read_to_string(path).map_err(DataError::from)?;
+            let counts = ValueCounts::from_csv(text.as_bytes(), "count")?;
+            let discovery = Discovery::new(*neighbours, *epsilon, *delta, counts.names.len())?;
+            let domain = discovery.release(&counts, accountant, rng)?;
+            let hist = load_csv(
+                text.as_bytes(),
+                &domain,
+                Some("count"),
+                Unknown::MapToFirst,
+                cap,
+            )?;
+            let discovered = Discovered {
+                cost: discovery.cost(),
+                threshold: discovery.threshold(),
+                values_per_attribute: domain.attributes().iter().map(Attribute::size).collect(),
+            };
+            return Ok(Opened {
+                dataset: Dataset {
+                    name: super::load::file_name(path),
+                    domain,
+                    counts: hist,
+                },
+                discovered: Some(discovered),
+            });
+        }
+    };
+    Ok(Opened {
+        dataset,
+        discovered: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seeded_rng;
+
+    fn eps(n: u64, d: u64) -> Epsilon {
+        Epsilon::new(n, d).unwrap()
+    }
+
+    fn table(rare: bool) -> String {
+        let mut s = String::from("city,smoker\n");
+        for i in 0..400 {
+            s.push_str(if i % 2 == 0 { "Oslo," } else { "Rome," });
+            s.push_str(if i % 3 == 0 { "1\n" } else { "0\n" });
+        }
+        if rare {
+            s.push_str("Lima,1\n");
+        }
+        s
+    }
+
+    #[test]
+    fn rare_values_survive_at_most_at_rate_delta_frequent_ones_survive() {
+        // δ = 0.05 so that the rate is measurable in 4000 runs.
+        let delta = 0.05;
+        let d = Discovery::new(Neighbours::Replace, eps(1, 1), delta, 2).unwrap();
+        // Scale d·Δ/ε = 2·2/1 = 4.
+        assert_eq!((d.noise().scale_num(), d.noise().scale_den()), (4, 1));
+        let counts = ValueCounts::from_csv(table(true).as_bytes(), "count").unwrap();
+        let runs = 4000;
+        let (mut rare, mut frequent) = (0, 0);
+        for seed in 0..runs {
+            let mut acct = Accountant::approximate(eps(1, 1), delta).unwrap();
+            let dom = d
+                .release(&counts, &mut acct, &mut seeded_rng(seed))
+                .unwrap();
+            let city = dom.attribute(0).unwrap();
+            rare += usize::from(city.index_of("Lima").is_some());
+            frequent +=
+                usize::from(city.index_of("Oslo").is_some() && city.index_of("Rome").is_some());
+            assert_eq!(dom.attribute(1).unwrap().size(), 2);
+        }
+        assert_eq!(frequent, runs as usize);
+        // P[survive] ≤ δ/(1+e)·e^{1/4}·… well below δ; 3 sd above δ·runs would be 241.
+        let rate = rare as f64 / runs as f64;
+        assert!(rate <= delta, "rare value kept in {rare} of {runs} runs");
+    }
+
+    #[test]
+    fn threshold_is_calibrated_exactly() {
+        for (nb, d, e, delta) in [
+            (Neighbours::Replace, 16, eps(1, 4), 1e-6),
+            (Neighbours::AddRemove, 3, eps(1, 1), 1e-9),
+            (Neighbours::Replace, 1, eps(2, 1), 0.1),
+        ] {
+            let disc = Discovery::new(nb, e, delta, d).unwrap();
+            let t = disc.noise().scale_num() as f64 / disc.noise().scale_den() as f64;
+            assert_eq!(t, (d as u64 * nb.histogram_l1()) as f64 / e.to_f64());
+            let q = (-1.0 / t).exp();
+            let bound = delta / ((1.0 + e.to_f64().exp()) * d as f64);
+            let tail = |tau: i64| q.powi(tau as i32) / (1.0 + q);
+            let tau = disc.threshold();
+            assert!(tail(tau) <= bound, "{tau}");
+            assert!(
+                tau == 1 || tail(tau - 1) > bound * (1.0 - 1e-9),
+                "{tau} not minimal"
+            );
+            // A single record (count 1) survives with probability ≤ δ.
+            assert!(tail(tau - 1) <= delta);
+        }
+    }
+
+    #[test]
+    fn charges_before_sampling_and_refuses_bad_parameters() {
+        let counts = ValueCounts::from_csv(table(false).as_bytes(), "count").unwrap();
+        let d = Discovery::new(Neighbours::Replace, eps(1, 2), 1e-6, 2).unwrap();
+        let mut acct = Accountant::approximate(eps(1, 1), 1e-6).unwrap();
+        d.release(&counts, &mut acct, &mut seeded_rng(3)).unwrap();
+        assert_eq!(acct.ledger().len(), 1);
+        assert!(
+            acct.ledger_text()
+                .contains("domain discovery (2 attributes")
+        );
+        assert!(
+            acct.ledger_text().contains("ε = 1/2, δ = 1e-6"),
+            "{}",
+            acct.ledger_text()
+        );
+        // A pure budget cannot pay δ: refused, nothing recorded.
+        let mut pure = Accountant::pure(eps(1, 1));
+        assert!(matches!(
+            d.release(&counts, &mut pure, &mut seeded_rng(3)),
+            Err(DiscoveryError::Budget(AccountantError::DeltaExceeded))
+        ));
+        assert!(pure.ledger().is_empty());
+        for bad in [0.0, 1.0, -1e-6, f64::NAN] {
+            assert!(matches!(
+                Discovery::new(Neighbours::Replace, eps(1, 1), bad, 2),
+                Err(DiscoveryError::InvalidDelta(_))
+            ));
+        }
+        assert!(matches!(
+            Discovery::new(Neighbours::Replace, eps(1, 1), 1e-6, 0),
+            Err(DiscoveryError::NoAttributes)
+        ));
+        assert!(matches!(
+            Discovery::new(Neighbours::Replace, eps(1, 1), 1e-300, 1 << 40),
+            Err(DiscoveryError::ThresholdOverflow | DiscoveryError::Noise(_))
+        ));
+        // Too little budget for 400 records: nothing kept is a typed error.
+        let tiny = Discovery::new(Neighbours::Replace, eps(1, 1000), 1e-9, 2).unwrap();
+        let mut acct = Accountant::approximate(eps(1, 1), 1e-6).unwrap();
+        assert!(matches!(
+            tiny.release(&counts, &mut acct, &mut seeded_rng(1)),
+            Err(DiscoveryError::NothingKept { .. })
+        ));
+    }
+
+    #[test]
+    fn open_refuses_a_missing_domain_and_maps_dropped_values() {
+        let dir = std::env::temp_dir().join(format!("privq-discover-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.csv");
+        std::fs::write(&path, table(true)).unwrap();
+        let mut acct = Accountant::approximate(eps(1, 1), 1e-6).unwrap();
+        let mut rng = seeded_rng(5);
+        let cap = MemoryCap::default();
+        let err = open_dataset(&path, None, &mut acct, &mut rng, cap).unwrap_err();
+        assert!(matches!(
+            err,
+            DiscoveryError::Data(DataError::DomainRequired { discovery: true })
+        ));
+        let text = err.to_string();
+        assert!(
+            text.contains("--domain FILE")
+                && text.contains("--domain binary")
+                && text.contains("--discover-domain"),
+            "{text}"
+        );
+        assert!(acct.ledger().is_empty());
+        let source = DomainSource::Discover {
+            neighbours: Neighbours::Replace,
+            epsilon: eps(1, 2),
+            delta: 1e-6,
+        };
+        let opened = open_dataset(&path, Some(&source), &mut acct, &mut rng, cap).unwrap();
+        let found = opened.discovered.unwrap();
+        assert_eq!(found.values_per_attribute, [2, 2]);
+        // n is unchanged: the Lima record is counted under the first kept city.
+        assert_eq!(opened.dataset.counts.total(), 401);
+        assert_eq!(acct.ledger().len(), 1);
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
