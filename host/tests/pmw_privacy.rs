@@ -9,6 +9,14 @@
 //! longer hidden. Replace-one-record neighbours: D = 200 records in cell 0,
 //! D′ = one of them moved to cell 1 (n = 200 public on both), σn = 10, m = 1,
 //! claimed ε = 1.
+//!
+//! Measured (200 000 runs per dataset, about 1 s): the lower bound is ≈ 0 here, and
+//! also on the thesis construction: with σn ≥ 10m/ε every comparison bit carries
+//! at most `1/(σn) ≤ ε/10`, so an event whose loss exceeds ε has probability far
+//! below what 10⁵–10⁶ runs resolve. The test that separates the two constructions
+//! is [`update_answers_are_fresh_and_unconditioned`] (mean error 0.0163 here,
+//! 0.0974 on the thesis construction, where the released answer is the compared
+//! noise and so bounds `T̂`).
 
 use privq_host::Epsilon;
 use privq_host::accountant::Accountant;
