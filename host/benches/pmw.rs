@@ -5,15 +5,15 @@
 //! cargo bench -p privq-host --bench pmw
 //! ```
 //!
-//! The data are a synthetic distribution on `{0,1}^20` (nominal n = 10^12, so the
-//! user constants pass the privacy check); queries are conjunctions and parities.
+//! The data are synthetic counts on `{0,1}^20` (n ≈ 10^12 records, so the user
+//! constants pass the privacy check); queries are conjunctions and parities.
 
 use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use privq_host::accountant::Accountant;
-use privq_host::data::{Distribution, Domain};
+use privq_host::data::{CountHistogram, Domain, MemoryCap};
 use privq_host::pmw::{PmwParams, PmwSession, PmwVariant};
 use privq_host::query::Query;
 use privq_host::{Epsilon, seeded_rng};
@@ -35,10 +35,11 @@ fn stream_twice(v: &[f64]) -> f64 {
 }
 
 fn bench_pmw(c: &mut Criterion) {
-    let weights: Vec<f64> = (0..N)
-        .map(|u| 1.0 + ((u * 2_654_435_761) % 97) as f64)
+    let counts: Vec<u64> = (0..N)
+        .map(|u| (1 + ((u * 2_654_435_761) % 97) as u64) * 20_000)
         .collect();
-    let x = Distribution::from_weights(weights).expect("positive weights");
+    let counts = CountHistogram::from_counts(counts, MemoryCap::default()).expect("counts");
+    let x = counts.normalized().expect("records");
     let domain = Domain::binary((0..D).map(|i| format!("a{i}"))).expect("binary domain");
     let queries: Vec<Query> = (0..64)
         .map(|i| {
@@ -50,7 +51,7 @@ fn bench_pmw(c: &mut Criterion) {
             }
         })
         .collect();
-    let n = 1_000_000_000_000u64;
+    let n = counts.total();
     let eps = Epsilon::new(1, 1).expect("valid");
     let mut group = c.benchmark_group("pmw_n2e20");
     group.throughput(Throughput::Elements(1));
@@ -61,10 +62,10 @@ fn bench_pmw(c: &mut Criterion) {
     });
 
     // Lazy rounds: a huge threshold, so no round updates.
-    let lazy = PmwParams::user(0.01, 1e-4, 10.0, 1e6, PmwVariant::Pure, 1.0, n).expect("private");
+    let lazy = PmwParams::user(0.01, 1e-4, 10.0, 1e6, PmwVariant::Pure, eps, n).expect("private");
     let mut budget = Accountant::pure(eps);
-    let mut s =
-        PmwSession::new(&x, n, lazy, usize::MAX, eps, &mut budget, seeded_rng(1)).expect("session");
+    let mut s = PmwSession::new(&counts, lazy, usize::MAX, eps, &mut budget, seeded_rng(1))
+        .expect("session");
     group.bench_function("query_lazy", |b| {
         b.iter(|| {
             i += 1;
@@ -73,10 +74,10 @@ fn bench_pmw(c: &mut Criterion) {
     });
 
     // Update rounds: a tiny threshold, so every round updates.
-    let upd = PmwParams::user(1e-6, 0.02, 1e-12, 1e9, PmwVariant::Pure, 1.0, n).expect("private");
+    let upd = PmwParams::user(1e-6, 0.02, 1e-12, 1e9, PmwVariant::Pure, eps, n).expect("private");
     let mut budget = Accountant::pure(eps);
-    let mut s =
-        PmwSession::new(&x, n, upd, usize::MAX, eps, &mut budget, seeded_rng(2)).expect("session");
+    let mut s = PmwSession::new(&counts, upd, usize::MAX, eps, &mut budget, seeded_rng(2))
+        .expect("session");
     group.bench_function("query_update", |b| {
         b.iter(|| {
             i += 1;

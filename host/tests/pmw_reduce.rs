@@ -3,7 +3,7 @@
 //! for smooth data.
 
 use privq_host::accountant::Accountant;
-use privq_host::data::{DataError, Distribution, Domain};
+use privq_host::data::{CountHistogram, DataError, Distribution, Domain, MemoryCap};
 use privq_host::pmw::{PmwError, PmwParams, PmwSession, PmwVariant};
 use privq_host::pmw_reduce::{DomainReduction, ReduceError};
 use privq_host::query::Query;
@@ -53,21 +53,25 @@ fn v_is_sorted_distinct_in_range_and_independent_of_the_data() {
         v.cells(),
         r.sample(cells, &mut seeded_rng(8)).unwrap().cells()
     );
-    // Sessions over two different databases start on the same V.
-    let x1 =
-        Distribution::from_weights((0..cells).map(|u| (u % 5) as f64 + 1.0).collect()).unwrap();
-    let x2 = Distribution::from_weights((0..cells).map(|u| (u % 3) as f64).collect()).unwrap();
-    let n = 1_000_000_000;
-    let params = PmwParams::user(0.05, 0.001, 0.02, 100.0, PmwVariant::Pure, 1.0, n).unwrap();
+    // Sessions over two different databases (same public n) start on the same V.
+    let w1: Vec<u64> = (0..cells).map(|u| ((u % 5) as u64 + 1) * 1_000).collect();
+    let mut w2: Vec<u64> = (0..cells).map(|u| (u % 3) as u64 * 1_500).collect();
+    // Same n on both (replace-one neighbours and beyond: n is public).
+    w2[1] += w1.iter().sum::<u64>() - w2.iter().sum::<u64>();
+    let x1 = CountHistogram::from_counts(w1, MemoryCap::default()).unwrap();
+    let x2 = CountHistogram::from_counts(w2, MemoryCap::default()).unwrap();
+    assert_eq!(x1.total(), x2.total());
+    let n = x1.total();
     let eps = Epsilon::new(1, 1).unwrap();
+    let params = PmwParams::user(0.05, 0.001, 0.02, 100.0, PmwVariant::Pure, eps, n).unwrap();
     let mut supports = Vec::new();
     for x in [&x1, &x2] {
         let v = r.sample(cells, &mut seeded_rng(7)).unwrap();
         let mut budget = Accountant::pure(eps);
         let mut s =
-            PmwSession::on_reduced_domain(x, n, params, 5, eps, &mut budget, &v, seeded_rng(9))
+            PmwSession::on_reduced_domain(x, params, 5, eps, &mut budget, &v, seeded_rng(9))
                 .unwrap();
-        assert_eq!(s.params().threshold, 0.02 + v.threshold_shift());
+        assert_eq!(s.threshold(), 0.02 + v.threshold_shift());
         supports.push(s.hypothesis().support().unwrap().to_vec());
     }
     assert_eq!(supports[0], supports[1]);
@@ -134,21 +138,22 @@ fn full_universe_when_m_reaches_n() {
 }
 
 /// 18 binary attributes (N = 2^18). The data lives on the quarter of the cells
-/// with a0 = 1 and a1 = a2, with weights 1, 2, 3: ξ-smooth for ξ = 6/N (about).
-fn smooth_data(dom: &Domain) -> Distribution {
+/// with a0 = 1 and a1 = a2, with counts 800, 1600, 2400 (n ≈ 10^8): ξ-smooth for
+/// ξ = 6/N (about).
+fn smooth_data(dom: &Domain) -> CountHistogram {
     let a0 = Query::conjunction(dom, &[0]).unwrap();
     let a1 = Query::conjunction(dom, &[1]).unwrap();
     let a2 = Query::conjunction(dom, &[2]).unwrap();
     let w = (0..dom.size())
         .map(|u| {
             if a0.indicator(u) && a1.indicator(u) == a2.indicator(u) {
-                (u % 3) as f64 + 1.0
+                ((u % 3) as u64 + 1) * 800
             } else {
-                0.0
+                0
             }
         })
         .collect();
-    Distribution::from_weights(w).unwrap()
+    CountHistogram::from_counts(w, MemoryCap::default()).unwrap()
 }
 
 fn random_conjunctions(dom: &Domain, count: usize, seed: u64) -> Vec<Query> {
@@ -185,7 +190,8 @@ fn witness_gap(x: &Distribution, v: &[usize], queries: &[Query]) -> f64 {
 fn pmw_on_v_is_accurate_on_smooth_data() {
     let dom = Domain::binary((0..18).map(|i| format!("a{i}"))).unwrap();
     let cells = dom.size();
-    let x = smooth_data(&dom);
+    let counts = smooth_data(&dom);
+    let x = counts.normalized().unwrap();
     let xi = x.probabilities().iter().copied().fold(0.0, f64::max);
     let (alpha, beta, distinct) = (0.05, 0.05, 50);
     let queries = random_conjunctions(&dom, distinct, 3);
@@ -206,24 +212,31 @@ fn pmw_on_v_is_accurate_on_smooth_data() {
     let biased_gap = witness_gap(&x, &biased, &queries);
     assert!(biased_gap > alpha, "biased gap {biased_gap}");
 
-    // Thm 4.1.4 at a large nominal n: 4 non-adaptive passes over Q.
-    let n = 100_000_000u64;
+    // Thm 4.1.4 at n ≈ 10^8: 4 non-adaptive passes over Q.
+    let n = counts.total();
     let rounds = 4 * distinct;
     let variant = PmwVariant::Approximate { delta: 1e-6 };
-    let params = PmwParams::theory(1.0, beta, n, rounds, v.len(), variant).unwrap();
     let eps = Epsilon::new(1, 1).unwrap();
+    let params = PmwParams::theory(eps, beta, n, rounds, v.len(), variant).unwrap();
     let mut budget = Accountant::approximate(eps, 1e-6).unwrap();
-    let mut s =
-        PmwSession::on_reduced_domain(&x, n, params, rounds, eps, &mut budget, &v, seeded_rng(22))
-            .unwrap();
+    let mut s = PmwSession::on_reduced_domain(
+        &counts,
+        params,
+        rounds,
+        eps,
+        &mut budget,
+        &v,
+        seeded_rng(22),
+    )
+    .unwrap();
     let t_prime = s.threshold();
-    assert!((t_prime - (params.threshold + alpha)).abs() < 1e-12);
+    assert!((t_prime - (params.threshold() + alpha)).abs() < 1e-12);
     eprintln!(
         "|V| = {} of N = {cells} (M = {:.0}), xi*N = {:.3}, witness gap {gap:.4}, T = {:.4}, T' = {t_prime:.4}",
         v.len(),
         v.draws(),
         xi * cells as f64,
-        params.threshold
+        params.threshold()
     );
     let mut worst: f64 = 0.0;
     for _ in 0..4 {
@@ -233,12 +246,12 @@ fn pmw_on_v_is_accurate_on_smooth_data() {
         }
     }
     // Lazy answers are within T' of â_t, â_t within T/2 of the truth (w.p. ≥ 1 − β).
-    let bound = t_prime + params.threshold / 2.0;
+    let bound = t_prime + params.threshold() / 2.0;
     assert!(
         worst <= bound,
         "worst error {worst} > T' + T/2 = {bound} (|V| = {}, T = {}, updates {})",
         v.len(),
-        params.threshold,
+        params.threshold(),
         s.updates()
     );
     assert!(!s.has_failed());
@@ -294,12 +307,12 @@ fn bad_input_is_typed() {
         .unwrap()
         .sample(1000, &mut rng)
         .unwrap();
-    let x = Distribution::from_weights(vec![1.0; 999]).unwrap();
-    let params = PmwParams::user(0.05, 1.0, 0.02, 100.0, PmwVariant::Pure, 1.0, 1000).unwrap();
+    let x = CountHistogram::from_counts(vec![1; 999], MemoryCap::default()).unwrap();
     let eps = Epsilon::new(1, 1).unwrap();
+    let params = PmwParams::user(0.05, 1.0, 0.02, 100.0, PmwVariant::Pure, eps, 999).unwrap();
     let mut budget = Accountant::pure(eps);
     assert!(matches!(
-        PmwSession::on_reduced_domain(&x, 1000, params, 5, eps, &mut budget, &v, seeded_rng(2)),
+        PmwSession::on_reduced_domain(&x, params, 5, eps, &mut budget, &v, seeded_rng(2)),
         Err(PmwError::Data(DataError::LengthMismatch { .. }))
     ));
     assert!(budget.ledger().is_empty(), "nothing charged");

@@ -170,8 +170,9 @@ pub fn run(
         Some(DomainArg::Binary) => Dataset::binary_from_header(&args.input, cap).map_err(boxed)?,
         None => return Err(boxed(DataError::DomainRequired { discovery: false })),
     };
+    // n is public under replace-one-record neighbours; the session derives it from
+    // the counts itself.
     let n = ds.counts.total();
-    let x = ds.counts.normalized().map_err(boxed)?;
     let variant = if args.pure {
         PmwVariant::Pure
     } else {
@@ -196,7 +197,7 @@ pub fn run(
             }
             .map_err(reduce_err)?;
             // V depends on N, the parameters and the RNG only: public.
-            let v = rule.sample(x.len(), &mut rng).map_err(reduce_err)?;
+            let v = rule.sample(ds.counts.len(), &mut rng).map_err(reduce_err)?;
             if v.is_full() {
                 writeln!(
                     stderr,
@@ -221,12 +222,12 @@ pub fn run(
         }
         _ => None,
     };
-    let cells = reduced.as_ref().map_or(x.len(), |v| v.len());
+    let cells = reduced.as_ref().map_or(ds.counts.len(), |v| v.len());
     let params = match (args.eta, args.sigma, args.threshold, args.max_updates) {
         (Some(eta), Some(sigma), Some(t), Some(m)) => {
-            PmwParams::user(eta, sigma, t, m, variant, epsilon.to_f64(), n)
+            PmwParams::user(eta, sigma, t, m, variant, epsilon, n)
         }
-        _ => PmwParams::theory(epsilon.to_f64(), args.beta, n, args.rounds, cells, variant),
+        _ => PmwParams::theory(epsilon, args.beta, n, args.rounds, cells, variant),
     }
     .map_err(pmw_err)?;
     let mut budget = match variant {
@@ -236,18 +237,24 @@ pub fn run(
         }
     };
     let mut session = match &reduced {
-        Some(v) => {
-            PmwSession::on_reduced_domain(&x, n, params, args.rounds, epsilon, &mut budget, v, rng)
-        }
-        None => PmwSession::new(&x, n, params, args.rounds, epsilon, &mut budget, rng),
+        Some(v) => PmwSession::on_reduced_domain(
+            &ds.counts,
+            params,
+            args.rounds,
+            epsilon,
+            &mut budget,
+            v,
+            rng,
+        ),
+        None => PmwSession::new(&ds.counts, params, args.rounds, epsilon, &mut budget, rng),
     }
     .map_err(pmw_err)?;
-    let threshold = session.params().threshold;
+    let threshold = session.threshold();
     if let Some(v) = reduced.as_ref().filter(|v| !v.is_full()) {
         writeln!(
             stderr,
             "privq: domain reduction: threshold T' = T + phi + alpha = {:.6} + {:.6} = {threshold:.6}",
-            params.threshold,
+            params.threshold(),
             v.threshold_shift(),
         )?;
     }
@@ -298,24 +305,29 @@ pub fn run(
             Err(e) => return Err(pmw_err(e)),
         }
     }
+    // The public T only: the pure variant's noisy threshold is never shown.
     writeln!(
         stderr,
-        "privq: PMW ({}) eta = {:.4}, sigma = {:.4}, T = {:.4}, m = {:.0}; {} answered, {} updates, {} rounds left; privacy: epsilon {}{}",
-        if args.pure { "pure" } else { "approximate" },
-        params.eta,
-        params.sigma,
+        "privq: PMW ({}) eta = {:.4}, sigma = {:.4}, T = {:.4}, m = {:.0}; {} answered, {} updates, {} rounds left",
+        if args.pure {
+            "pure: sparse vector, fresh answers"
+        } else {
+            "approximate"
+        },
+        params.eta(),
+        params.sigma(),
         session.threshold(),
-        params.max_updates,
+        params.max_updates(),
         session.transcript().len(),
         session.updates(),
         session.rounds_left(),
-        epsilon,
-        if args.pure {
-            String::new()
-        } else {
-            format!(", delta {}", args.delta)
-        }
     )?;
+    writeln!(
+        stderr,
+        "privq: privacy: {}",
+        session.neighbours().summary(&session.cost(), n)
+    )?;
+    writeln!(stderr, "privq: ledger:\n{}", budget.ledger_text())?;
     Ok(())
 }
 
@@ -364,6 +376,14 @@ mod tests {
         );
         assert!(err.contains("unknown query kind \"bogus\""), "{err}");
         assert!(err.contains("all 3 rounds"), "{err}");
+        assert!(
+            err.contains(
+                "ε = 1 under replace-one-record neighbours; n = 1000000 treated as public"
+            ),
+            "{err}"
+        );
+        assert!(err.contains("(ε₁ = ε/10): ε = 1/10"), "{err}");
+        assert!(err.contains("total: ε = 1 of 1"), "{err}");
         let _ = std::fs::remove_dir_all(dir);
     }
 
