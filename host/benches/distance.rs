@@ -131,7 +131,15 @@ fn bench_interactive(c: &mut Criterion) {
         })
     });
     // k = 10^4 queries per budget; a fresh budget when it runs out.
-    let fresh = || LaplacePerQuery::new(N, 10_000, Privacy::pure(eps)).expect("plan");
+    let fresh = || {
+        LaplacePerQuery::new(
+            &cols,
+            10_000,
+            Privacy::pure(eps),
+            &mut Accountant::pure(eps),
+        )
+        .expect("plan")
+    };
     let mut lap = fresh();
     group.bench_function("baseline_laplace_per_query", |b| {
         b.iter(|| {

@@ -24,15 +24,18 @@ use crate::query::{Query, Workload};
 /// The Laplace mechanism per query with composition over `k` queries.
 ///
 /// ```
+/// use privq_host::accountant::Accountant;
 /// use privq_host::distance::{Columns, Domain, baselines::LaplacePerQuery, privacy::Privacy};
 /// use privq_host::{Epsilon, seeded_rng};
 /// let cols = Columns::new(&Domain::unit_cube(1)?, &[vec![0.2], vec![0.4]])?;
-/// let mut lap = LaplacePerQuery::new(cols.len(), 10, Privacy::pure(Epsilon::new(1, 1)?))?;
+/// let mut accountant = Accountant::pure(Epsilon::new(1, 1)?);
+/// let privacy = Privacy::pure(Epsilon::new(1, 1)?);
+/// let mut lap = LaplacePerQuery::new(&cols, 10, privacy, &mut accountant)?;
 /// let a = lap.answer(&cols, &[0.3], &mut seeded_rng(1))?;
 /// assert!(a.is_finite());
-/// # Ok::<(), privq_host::distance::DistanceError>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct LaplacePerQuery {
     noise: Noise,
     left: usize,
@@ -40,14 +43,22 @@ pub struct LaplacePerQuery {
 }
 
 impl LaplacePerQuery {
-    /// For `n` points and at most `k` queries.
-    pub fn new(n: usize, k: usize, privacy: Privacy) -> Result<Self, DistanceError> {
+    /// For the points of `cols` (n public) and at most `k` queries; the whole
+    /// budget is charged to `accountant` here, before any answer.
+    pub fn new(
+        cols: &Columns,
+        k: usize,
+        privacy: Privacy,
+        accountant: &mut crate::accountant::Accountant,
+    ) -> Result<Self, DistanceError> {
+        let n = cols.len();
         if n == 0 {
             return Err(DistanceError::EmptyData);
         }
         let plan = Plan::new(privacy, k)?;
+        super::privacy::charge_release(accountant, "Laplace per distance query", privacy)?;
         Ok(LaplacePerQuery {
-            noise: Noise::new(1.0 / n as f64, plan.per_step(), true)?,
+            noise: Noise::new(1.0 / n as f64, 1, plan.per_step(), true)?,
             left: k,
             plan,
         })
@@ -470,9 +481,10 @@ mod tests {
             assert!((tree.answer(&q).unwrap() - cols.answer(&q).unwrap()).abs() < 2e-3);
         }
         assert!(TreeCdf::release(&cols, Epsilon::new(1, 1).unwrap(), 0, &mut rng).is_err());
-        let mut lap =
-            LaplacePerQuery::new(cols.len(), 2, Privacy::pure(Epsilon::new(1, 1).unwrap()))
-                .unwrap();
+        let one = Epsilon::new(1, 1).unwrap();
+        let mut acct = crate::accountant::Accountant::pure(one);
+        let mut lap = LaplacePerQuery::new(&cols, 2, Privacy::pure(one), &mut acct).unwrap();
+        assert!(acct.remaining().is_none(), "charged up front");
         assert!((lap.scale() - 2.0 / 5000.0).abs() < 1e-6);
         lap.answer(&cols, &[0.5, 0.5], &mut rng).unwrap();
         lap.answer(&cols, &[0.5, 0.5], &mut rng).unwrap();

@@ -244,8 +244,14 @@ impl<'a> Session<'a> {
             learner: DecomposedLearner::new(cols.widths()),
             filter: params.plan.filter()?,
             at: None,
-            values: Noise::new(1.0 / n, fraction(eps0, 1, 3)?, config.noise)?,
-            slopes: Noise::new(2.0 * dim / n, fraction(eps0, 2, 3)?, config.noise)?,
+            // All ℓ coordinates of an update round form one vector release each.
+            values: Noise::new(1.0 / n, cols.dim(), fraction(eps0, 1, 3)?, config.noise)?,
+            slopes: Noise::new(
+                2.0 * dim / n,
+                cols.dim(),
+                fraction(eps0, 2, 3)?,
+                config.noise,
+            )?,
             used: 0,
             closed: false,
             transcript: Vec::new(),

@@ -198,8 +198,8 @@ impl Synopsis {
         let mut complete = Vec::with_capacity(widths.len());
         let (tau, on) = (params.tau, config.noise);
         for (i, (&w, &m)) in widths.iter().zip(&params.rounds).enumerate() {
-            let value_noise = Noise::new(w / n, fraction(eps0, 1, 3)?, on)?;
-            let slope_noise = Noise::new(2.0 / n, fraction(eps0, 2, 3)?, on)?;
+            let value_noise = Noise::new(w / n, 1, fraction(eps0, 1, 3)?, on)?;
+            let slope_noise = Noise::new(2.0 / n, 1, fraction(eps0, 2, 3)?, on)?;
             let mut learner = Learner1d::new(w);
             let mut at: Option<AboveThreshold> = None;
             let mut used = 0;

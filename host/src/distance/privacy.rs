@@ -232,10 +232,17 @@ pub(crate) struct Noise {
 }
 
 impl Noise {
-    /// Laplace of scale `sensitivity/ε` on the grid.
-    pub(crate) fn new(sensitivity: f64, epsilon: Epsilon, on: bool) -> Result<Self, DistanceError> {
+    /// Laplace of scale `sensitivity/ε` on the grid, for a vector of `dim` values
+    /// whose joint ℓ1 sensitivity is `sensitivity` (released coordinate by
+    /// coordinate; the calibration covers the whole vector's snapped gap).
+    pub(crate) fn new(
+        sensitivity: f64,
+        dim: usize,
+        epsilon: Epsilon,
+        on: bool,
+    ) -> Result<Self, DistanceError> {
         Ok(Noise {
-            mech: VectorLaplace::new(sensitivity, epsilon)?,
+            mech: VectorLaplace::with_sensitivity(NEIGHBOURS, dim, sensitivity, epsilon)?,
             on,
         })
     }
@@ -259,12 +266,19 @@ impl Noise {
 }
 
 /// One AboveThreshold instance (Dwork–Roth Algorithm 1) for queries of sensitivity
-/// Δ: the threshold is released once with `Lap(2Δ/ε₀)`, each query compared after
-/// `Lap(4Δ/ε₀)`; the instance is ε₀-DP until (and including) its first "above".
+/// Δ, run exactly on one integer lattice: values are snapped to a grid γ (half-up,
+/// shift-equivariant), so neighbouring query values snap at most `G = ⌈Δ/γ⌉` steps
+/// apart; the threshold gets `Lap(2G/ε₀)` steps once, each query `Lap(4G/ε₀)` steps,
+/// and the comparison is between integers. This is Algorithm 1 with sensitivity G on
+/// ℤ, so the instance is ε₀-DP until (and including) its first "above" — with no
+/// rounding slack to account for. The noisy threshold is never released.
 #[derive(Debug, Clone)]
 pub(crate) struct AboveThreshold {
-    noisy_threshold: f64,
-    query_noise: Noise,
+    snap: privq_core::GridLaplace,
+    noisy_threshold: i128,
+    query_noise: Option<privq_core::sample::DiscreteLaplace>,
+    /// The noise-off (test) profile compares the exact values.
+    threshold: f64,
 }
 
 impl AboveThreshold {
@@ -275,10 +289,38 @@ impl AboveThreshold {
         on: bool,
         rng: &mut R,
     ) -> Result<Self, DistanceError> {
-        let t = Noise::new(2.0 * sensitivity, epsilon, on)?;
+        use privq_core::sample::DiscreteLaplace;
+        let snap =
+            privq_core::GridLaplace::new(crate::mechanism::fixed_ceil(sensitivity)?, epsilon)
+                .map_err(crate::mechanism::MechanismError::from)?;
+        let g = snap.sensitivity_steps();
+        let lattice = |x: f64| -> Result<i128, DistanceError> {
+            Ok(snap.snap(
+                privq_core::Fixed::from_f64(x).map_err(crate::mechanism::MechanismError::from)?,
+            ))
+        };
+        let noise = |factor: u64| -> Result<DiscreteLaplace, DistanceError> {
+            let steps = g
+                .checked_mul(factor)
+                .ok_or(crate::mechanism::MechanismError::from(
+                    privq_core::Error::Overflow,
+                ))?;
+            Ok(DiscreteLaplace::for_sensitivity(steps, epsilon)
+                .map_err(crate::mechanism::MechanismError::from)?)
+        };
+        let (noisy_threshold, query_noise) = if on {
+            let z = noise(2)?
+                .sample(rng)
+                .map_err(crate::mechanism::MechanismError::from)?;
+            (lattice(threshold)? + i128::from(z), Some(noise(4)?))
+        } else {
+            (lattice(threshold)?, None)
+        };
         Ok(AboveThreshold {
-            noisy_threshold: t.release(threshold, rng)?,
-            query_noise: Noise::new(4.0 * sensitivity, epsilon, on)?,
+            snap,
+            noisy_threshold,
+            query_noise,
+            threshold,
         })
     }
 
@@ -288,7 +330,19 @@ impl AboveThreshold {
         value: f64,
         rng: &mut R,
     ) -> Result<bool, DistanceError> {
-        Ok(self.query_noise.release(value, rng)? >= self.noisy_threshold)
+        let Some(noise) = &self.query_noise else {
+            return Ok(value >= self.threshold);
+        };
+        // Query values are distances in [0, w]; clamp into the fixed-point range
+        // anyway so that no value can turn into an error (1-Lipschitz, free).
+        let v = value.clamp(-2.0e9, 2.0e9);
+        let at = self
+            .snap
+            .snap(privq_core::Fixed::from_f64(v).map_err(crate::mechanism::MechanismError::from)?);
+        let z = noise
+            .sample(rng)
+            .map_err(crate::mechanism::MechanismError::from)?;
+        Ok(at + i128::from(z) >= self.noisy_threshold)
     }
 }
 

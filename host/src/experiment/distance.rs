@@ -183,8 +183,12 @@ pub fn run(
                             v
                         }
                         4 => {
-                            let mut lap =
-                                LaplacePerQuery::new(n, queries.len(), Privacy::pure(eps))?;
+                            let mut lap = LaplacePerQuery::new(
+                                &cols,
+                                queries.len(),
+                                Privacy::pure(eps),
+                                &mut Accountant::pure(eps),
+                            )?;
                             queries
                                 .iter()
                                 .map(|q| lap.answer(&cols, q, &mut rng))

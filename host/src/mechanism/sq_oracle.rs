@@ -121,8 +121,9 @@ impl Mechanism for SqOracle {
     }
 }
 
-/// A paid-for SQ session (see [`SqOracle`]): answers at most `k` queries.
-#[derive(Debug, Clone)]
+/// A paid-for SQ session (see [`SqOracle`]): answers at most `k` queries. Not
+/// `Clone`: a copy would answer another `k` queries on the same receipt.
+#[derive(Debug)]
 pub struct SqSession {
     counts: Vec<u64>,
     distribution: Distribution,
