@@ -36,7 +36,7 @@ pub fn vector_laplace(small: bool) -> Result<AuditCase, AuditError> {
         "vector-laplace",
         format!("{dims} coords 0.25+2^-33 -/+ Δ/(4·{dims}), Δ = 2^-32 (n = 2^32)"),
         Claim::Pure(1.0),
-        20_000,
+        100_000,
     )
     .mechanism("VectorLaplace")
     .run(move |side, rng| {
@@ -67,7 +67,7 @@ pub fn geometric_histogram(small: bool) -> Result<AuditCase, AuditError> {
         "geometric-histogram",
         "replace-one: [10, 5, 0] vs [9, 6, 0]",
         Claim::Pure(1.0),
-        20_000,
+        100_000,
     )
     .mechanism("Geometric (Δ = 2)")
     .run(move |side, rng| {
@@ -97,7 +97,7 @@ pub fn exponential(small: bool) -> Result<AuditCase, AuditError> {
         "exponential",
         format!("{k} candidates: s = (1, 0, …) vs (0, 1, …), Δ = 1"),
         Claim::Pure(1.0),
-        40_000,
+        200_000,
     )
     .mechanism("ExponentialMechanism")
     .run(move |side, rng| Ok(vec![em.select(&scores(side), rng)? as f64]))
@@ -130,7 +130,7 @@ pub fn sq_oracle(small: bool) -> Result<AuditCase, AuditError> {
         "sq-oracle",
         "replace-one, n = 100: cell 0 holds 60 vs 61; k = 2 queries on it",
         Claim::Pure(1.0),
-        20_000,
+        100_000,
     )
     .mechanism("SqOracle")
     .run(move |side, rng| {

@@ -17,7 +17,7 @@ pub fn dx_laplace(small: bool) -> Result<AuditCase, AuditError> {
         "dx-laplace",
         "counts [5, 2, 3] vs [4, 3, 3] on points 0, 1, 3; d(0, 1) = 1",
         Claim::Pure(1.0),
-        20_000,
+        100_000,
     )
     .mechanism("DxLaplace")
     .run(move |side, rng| {

@@ -51,7 +51,7 @@ pub fn mwem_init(small: bool) -> Result<AuditCase, AuditError> {
         "mwem-init",
         "replace-one: counts [10, 10, 500, 1e5] vs [11, 9, 500, 1e5]; init share 9/10",
         Claim::Pure(1.0),
-        20_000,
+        100_000,
     )
     .mechanism("MWEM noisy init")
     .run(move |side, rng| {
@@ -86,7 +86,7 @@ pub fn synth_rare_value(small: bool) -> Result<AuditCase, AuditError> {
         "synth-rare-value",
         format!("replace-one, n = {rows}: one record's x = a vs a value absent from D"),
         Claim::Pure(1.0),
-        2_000,
+        10_000,
     )
     .mechanism("synth (MWEM, inferred domain)")
     .run(move |side, rng| {
