@@ -84,3 +84,8 @@ fn mwem_init_within_claim() {
 fn synth_rare_value_within_claim() {
     assert_contract(&check("synth-rare-value", 500));
 }
+
+#[test]
+fn distance_offline_within_claim() {
+    assert_contract(&check("distance-offline", 2_000));
+}

@@ -200,6 +200,19 @@ impl AuditCase {
         self
     }
 
+    /// Runs the mechanism once on `side` (for inspecting outputs when designing
+    /// events).
+    pub fn sample(&self, side: Side, rng: &mut ChaCha12Rng) -> Result<Output, super::AuditError> {
+        let run = self.run.as_ref().ok_or_else(|| {
+            super::AuditError::InvalidCase(format!("case {} has no run closure", self.name))
+        })?;
+        run(side, rng).map_err(|source| super::AuditError::Mechanism {
+            run: 0,
+            side,
+            source,
+        })
+    }
+
     /// The case's name (the CLI's key).
     pub fn name(&self) -> &str {
         &self.name

@@ -6,11 +6,13 @@
 //! behaviour: a case that fails points at a defect.
 
 mod central;
+mod distance;
 mod dx;
 mod mwem;
 mod pmw;
 
 pub use central::{exponential, geometric_histogram, sq_oracle, vector_laplace};
+pub use distance::distance_offline;
 pub use dx::dx_laplace;
 pub use mwem::{mwem_init, synth_rare_value};
 pub use pmw::{pmw_approximate, pmw_pure};
@@ -31,6 +33,7 @@ pub const REGISTRY: &[(&str, CaseFn)] = &[
     ("mwem-init", mwem_init),
     ("synth-rare-value", synth_rare_value),
     ("dx-laplace", dx_laplace),
+    ("distance-offline", distance_offline),
 ];
 
 /// The case called `name`, if registered.
