@@ -9,9 +9,13 @@ use rand_chacha::ChaCha12Rng;
 pub type Output = Vec<f64>;
 
 /// Runs the mechanism once on the given side with the given generator.
-pub type RunFn = dyn Fn(Side, &mut ChaCha12Rng) -> Result<Output, Box<dyn std::error::Error + Send + Sync>>
-    + Send
-    + Sync;
+pub type RunFn = dyn Fn(Side, &mut ChaCha12Rng) -> Result<Output, RunError> + Send + Sync;
+
+/// A predicate over one output.
+pub type Predicate = dyn Fn(&[f64]) -> bool + Send + Sync;
+
+/// The error a run may return (the mechanism's own, boxed).
+pub type RunError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Which of the two neighbouring datasets a run uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -74,12 +78,15 @@ impl fmt::Display for Claim {
 /// A named predicate over one [`Output`].
 pub struct Event {
     name: String,
-    test: Box<dyn Fn(&[f64]) -> bool + Send + Sync>,
+    test: Box<Predicate>,
 }
 
 impl Event {
     /// An event from a name and a predicate.
-    pub fn new(name: impl Into<String>, test: impl Fn(&[f64]) -> bool + Send + Sync + 'static) -> Self {
+    pub fn new(
+        name: impl Into<String>,
+        test: impl Fn(&[f64]) -> bool + Send + Sync + 'static,
+    ) -> Self {
         Event {
             name: name.into(),
             test: Box::new(test),
@@ -163,7 +170,12 @@ impl AuditCase {
     /// A case called `name` (also the mechanism's label until
     /// [`AuditCase::mechanism`] sets another) for the neighbour pattern
     /// `neighbours`, checked against `claim`, with `runs` runs per side by default.
-    pub fn new(name: impl Into<String>, neighbours: impl Into<String>, claim: Claim, runs: u64) -> Self {
+    pub fn new(
+        name: impl Into<String>,
+        neighbours: impl Into<String>,
+        claim: Claim,
+        runs: u64,
+    ) -> Self {
         let name = name.into();
         AuditCase {
             mechanism: name.clone(),
@@ -185,10 +197,7 @@ impl AuditCase {
     /// Sets the closure that runs the mechanism once on a side.
     pub fn run(
         mut self,
-        run: impl Fn(Side, &mut ChaCha12Rng) -> Result<Output, Box<dyn std::error::Error + Send + Sync>>
-        + Send
-        + Sync
-        + 'static,
+        run: impl Fn(Side, &mut ChaCha12Rng) -> Result<Output, RunError> + Send + Sync + 'static,
     ) -> Self {
         self.run = Some(Box::new(run));
         self

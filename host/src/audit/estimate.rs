@@ -57,7 +57,9 @@ pub fn empirical_epsilon(
     alpha: f64,
 ) -> Result<(f64, Option<Witness>), AuditError> {
     if counts.d.len() != counts.d_prime.len() {
-        return Err(AuditError::InvalidCase("event counts differ in length".into()));
+        return Err(AuditError::InvalidCase(
+            "event counts differ in length".into(),
+        ));
     }
     if counts.d.is_empty() {
         return Ok((0.0, None));
@@ -68,9 +70,10 @@ pub fn empirical_epsilon(
     for (event, (&kd, &kp)) in counts.d.iter().zip(&counts.d_prime).enumerate() {
         let d = clopper_pearson(kd, counts.runs, level)?;
         let dp = clopper_pearson(kp, counts.runs, level)?;
-        for (d_over_d_prime, (k_num, low), (k_den, high)) in
-            [(true, (kd, d.0), (kp, dp.1)), (false, (kp, dp.0), (kd, d.1))]
-        {
+        for (d_over_d_prime, (k_num, low), (k_den, high)) in [
+            (true, (kd, d.0), (kp, dp.1)),
+            (false, (kp, dp.0), (kd, d.1)),
+        ] {
             let numerator = low - delta;
             if numerator <= 0.0 || high <= 0.0 {
                 continue;
@@ -101,7 +104,10 @@ mod tests {
             d: vec![500, 3, 0],
             d_prime: vec![500, 3, 0],
         };
-        assert_eq!(empirical_epsilon(&c, &Claim::Pure(1.0), 0.05).unwrap(), (0.0, None));
+        assert_eq!(
+            empirical_epsilon(&c, &Claim::Pure(1.0), 0.05).unwrap(),
+            (0.0, None)
+        );
     }
 
     #[test]
@@ -148,6 +154,9 @@ mod tests {
         };
         let (eps, _) = empirical_epsilon(&c, &Claim::Pure(1.0), 0.05).unwrap();
         // CP_high(0 of 1000) at level 0.025 is 1 − 0.0125^(1/1000) ≈ 0.00437.
-        assert!((eps - (1.0 - 0.0125f64.powf(1e-3)).ln().abs()).abs() < 0.01, "{eps}");
+        assert!(
+            (eps - (1.0 - 0.0125f64.powf(1e-3)).ln().abs()).abs() < 0.01,
+            "{eps}"
+        );
     }
 }

@@ -34,7 +34,7 @@ pub mod cases;
 mod estimate;
 mod runner;
 
-pub use case::{AuditCase, Claim, Event, Output, RunFn, Side};
+pub use case::{AuditCase, Claim, Event, Output, Predicate, RunError, RunFn, Side};
 pub use estimate::{DEFAULT_ALPHA, EventCounts, Witness, empirical_epsilon};
 pub use runner::{AuditReport, audit, run_seed};
 

@@ -68,7 +68,7 @@ pub fn run_seed(seed: u64, side: Side, run: u64) -> u64 {
 ///
 /// ```
 /// use privq_host::audit::{audit, cases};
-/// let case = cases::geometric_histogram(true);
+/// let case = cases::geometric_histogram(true)?;
 /// let report = audit(&case, 500, 1, &|_| {})?;
 /// assert_eq!(report.runs, 500);
 /// assert!(report.passed());
@@ -84,7 +84,10 @@ pub fn audit(
         return Err(AuditError::InvalidCase("runs must be at least 1".into()));
     }
     if case.events.is_empty() {
-        return Err(AuditError::InvalidCase(format!("case {} has no events", case.name)));
+        return Err(AuditError::InvalidCase(format!(
+            "case {} has no events",
+            case.name
+        )));
     }
     let counts = EventCounts {
         runs,
@@ -103,7 +106,11 @@ pub fn audit(
         claimed_delta: case.claim.delta(),
         witness: witness.map(|w| {
             let event = case.events.get(w.event).map_or("?", |e| e.name());
-            let (num, den) = if w.d_over_d_prime { ("D", "D'") } else { ("D'", "D") };
+            let (num, den) = if w.d_over_d_prime {
+                ("D", "D'")
+            } else {
+                ("D'", "D")
+            };
             format!(
                 "{event}: {:.4} on {num} vs {:.4} on {den}",
                 w.p_hat, w.q_hat

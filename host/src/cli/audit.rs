@@ -52,8 +52,8 @@ pub fn run(
         reports.push(run_case(case, runs, args.seed, stderr)?);
     }
     if args.json {
-        let json = serde_json::to_string_pretty(&reports)
-            .map_err(|e| CliError::Run(Box::new(e)))?;
+        let json =
+            serde_json::to_string_pretty(&reports).map_err(|e| CliError::Run(Box::new(e)))?;
         writeln!(stdout, "{json}")?;
     } else {
         write_table(&reports, stdout)?;
@@ -105,7 +105,11 @@ fn run_case(
         pb.finish_and_clear();
         report
     } else {
-        writeln!(stderr, "privq: audit {}: {runs} runs on D and on D'", case.name())?;
+        writeln!(
+            stderr,
+            "privq: audit {}: {runs} runs on D and on D'",
+            case.name()
+        )?;
         audit(case, runs, seed, &|_| {})
     }
     .map_err(|e| CliError::Run(Box::new(e)))?;
@@ -151,7 +155,10 @@ fn write_table(reports: &[AuditReport], out: &mut dyn Write) -> Result<(), CliEr
         )?;
     }
     if reports.iter().any(|r| r.claimed_delta > 0.0) {
-        writeln!(out, "* (ε, δ) claim: the bound is δ-adjusted, ln((p − δ)/q)")?;
+        writeln!(
+            out,
+            "* (ε, δ) claim: the bound is δ-adjusted, ln((p − δ)/q)"
+        )?;
     }
     Ok(())
 }
@@ -162,10 +169,19 @@ mod tests {
 
     #[test]
     fn audits_one_case_and_prints_a_table() {
-        let (out, err) =
-            run_with(&["audit", "geometric-histogram", "--runs", "300", "--quick"], "").unwrap();
-        assert!(out.contains("Geometric (Δ = 2)") && out.contains("ok"), "{out}");
-        assert!(err.contains("privq: audit geometric-histogram: empirical epsilon"), "{err}");
+        let (out, err) = run_with(
+            &["audit", "geometric-histogram", "--runs", "300", "--quick"],
+            "",
+        )
+        .unwrap();
+        assert!(
+            out.contains("Geometric (Δ = 2)") && out.contains("ok"),
+            "{out}"
+        );
+        assert!(
+            err.contains("privq: audit geometric-histogram: empirical epsilon"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -188,9 +204,15 @@ mod tests {
     fn a_violation_exits_with_an_error() {
         // The synthetic-data case separates deterministically while the domain is
         // inferred from the data; once fixed, it passes and this test checks nothing.
-        match run_with(&["audit", "synth-rare-value", "--runs", "100", "--quick"], "") {
+        match run_with(
+            &["audit", "synth-rare-value", "--runs", "100", "--quick"],
+            "",
+        ) {
             Ok((out, _)) => assert!(out.contains(" ok")),
-            Err(e) => assert!(e.to_string().contains("exceed their claimed epsilon"), "{e}"),
+            Err(e) => assert!(
+                e.to_string().contains("exceed their claimed epsilon"),
+                "{e}"
+            ),
         }
     }
 }

@@ -24,9 +24,10 @@ pub fn vector_laplace(small: bool) -> Result<AuditCase, AuditError> {
     let nudge = UNIT / (4.0 * dims as f64);
     let events = (1..=dims).flat_map(|j| {
         [
-            Event::new(format!("at least {j} coordinates >= 0.25+2^-33"), move |o| {
-                o.iter().filter(|&&v| v >= half).count() >= j
-            }),
+            Event::new(
+                format!("at least {j} coordinates >= 0.25+2^-33"),
+                move |o| o.iter().filter(|&&v| v >= half).count() >= j,
+            ),
             Event::new(format!("at least {j} coordinates < 0.25+2^-33"), move |o| {
                 o.iter().filter(|&&v| v < half).count() >= j
             }),
@@ -40,7 +41,11 @@ pub fn vector_laplace(small: bool) -> Result<AuditCase, AuditError> {
     )
     .mechanism("VectorLaplace")
     .run(move |side, rng| {
-        let v = if side == Side::D { half - nudge } else { half + nudge };
+        let v = if side == Side::D {
+            half - nudge
+        } else {
+            half + nudge
+        };
         Ok(mech.release(&vec![v; dims], rng)?)
     })
     .events(events))
@@ -55,7 +60,12 @@ pub fn geometric_histogram(small: bool) -> Result<AuditCase, AuditError> {
     let sensitivity = crate::contract::Neighbours::Replace.histogram_l1();
     let mech = Geometric::new(sensitivity, eps).map_err(setup)?;
     let mut events: Vec<Event> = (8..=12)
-        .flat_map(|t| [Event::at_most(0, t as f64), Event::at_least(1, (t - 4) as f64)])
+        .flat_map(|t| {
+            [
+                Event::at_most(0, t as f64),
+                Event::at_least(1, (t - 4) as f64),
+            ]
+        })
         .collect();
     for t in 0..4 {
         events.push(Event::new(
@@ -71,7 +81,11 @@ pub fn geometric_histogram(small: bool) -> Result<AuditCase, AuditError> {
     )
     .mechanism("Geometric (Δ = 2)")
     .run(move |side, rng| {
-        let counts: [u64; 3] = if side == Side::D { [10, 5, 0] } else { [9, 6, 0] };
+        let counts: [u64; 3] = if side == Side::D {
+            [10, 5, 0]
+        } else {
+            [9, 6, 0]
+        };
         let out = mech.release(&counts, rng)?;
         Ok(out.into_iter().map(|c| c as f64).collect())
     })
@@ -110,8 +124,8 @@ pub fn sq_oracle(small: bool) -> Result<AuditCase, AuditError> {
     let _ = small;
     let eps = Epsilon::new(1, 1).map_err(setup)?;
     let make = |c0: u64| -> Result<_, AuditError> {
-        let h = CountHistogram::from_counts(vec![c0, 100 - c0], MemoryCap::default())
-            .map_err(setup)?;
+        let h =
+            CountHistogram::from_counts(vec![c0, 100 - c0], MemoryCap::default()).map_err(setup)?;
         h.normalized().map_err(setup)
     };
     let (d, d_prime) = (make(60)?, make(61)?);
@@ -136,7 +150,10 @@ pub fn sq_oracle(small: bool) -> Result<AuditCase, AuditError> {
     .run(move |side, rng| {
         let data = if side == Side::D { &d } else { &d_prime };
         let mut oracle = SqOracle::new(data, 100, 2, eps)?;
-        Ok(vec![oracle.answer(&query, rng)?, oracle.answer(&query, rng)?])
+        Ok(vec![
+            oracle.answer(&query, rng)?,
+            oracle.answer(&query, rng)?,
+        ])
     })
     .events(events))
 }

@@ -4,9 +4,9 @@ use privq_core::Epsilon;
 
 use super::setup;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
+use crate::distance::Domain;
 use crate::distance::offline::{OfflineConfig, Synopsis};
 use crate::distance::privacy::Privacy;
-use crate::distance::Domain;
 
 /// The offline synopsis on the unit interval: n points at 1/2 and one point that
 /// sits at 0 on `D` and at 1 on `D′` (the largest move a record can make, changing
@@ -17,7 +17,9 @@ pub fn distance_offline(small: bool) -> Result<AuditCase, AuditError> {
     let domain = Domain::unit_cube(1).map_err(setup)?;
     let config = OfflineConfig::new(Privacy::pure(eps));
     let points = |far: f64| -> Vec<[f64; 1]> {
-        std::iter::once([far]).chain(std::iter::repeat_n([0.5], n - 1)).collect()
+        std::iter::once([far])
+            .chain(std::iter::repeat_n([0.5], n - 1))
+            .collect()
     };
     let (d, d_prime) = (points(0.0), points(1.0));
     // The noise is wide at this n: thresholds across the range, on the answer at 0
@@ -28,8 +30,12 @@ pub fn distance_offline(small: bool) -> Result<AuditCase, AuditError> {
         [
             Event::at_least(0, t),
             Event::at_most(0, t),
-            Event::new(format!("F(0) - F(1) >= {u:.1}"), move |o: &[f64]| o[0] - o[2] >= u),
-            Event::new(format!("F(0) - F(1) <= {u:.1}"), move |o: &[f64]| o[0] - o[2] <= u),
+            Event::new(format!("F(0) - F(1) >= {u:.1}"), move |o: &[f64]| {
+                o[0] - o[2] >= u
+            }),
+            Event::new(format!("F(0) - F(1) <= {u:.1}"), move |o: &[f64]| {
+                o[0] - o[2] <= u
+            }),
         ]
     });
     Ok(AuditCase::new(
@@ -42,7 +48,11 @@ pub fn distance_offline(small: bool) -> Result<AuditCase, AuditError> {
     .run(move |side, rng| {
         let pts = if side == Side::D { &d } else { &d_prime };
         let s = Synopsis::release(&domain, pts, &config, rng)?;
-        Ok(vec![s.answer(&[0.0])?, s.answer(&[0.5])?, s.answer(&[1.0])?])
+        Ok(vec![
+            s.answer(&[0.0])?,
+            s.answer(&[0.5])?,
+            s.answer(&[1.0])?,
+        ])
     })
     .events(events))
 }

@@ -21,7 +21,11 @@ pub fn dx_laplace(small: bool) -> Result<AuditCase, AuditError> {
     )
     .mechanism("DxLaplace")
     .run(move |side, rng| {
-        let counts: [u64; 3] = if side == Side::D { [5, 2, 3] } else { [4, 3, 3] };
+        let counts: [u64; 3] = if side == Side::D {
+            [5, 2, 3]
+        } else {
+            [4, 3, 3]
+        };
         Ok(mech.release(&counts, rng)?)
     })
     .events(events))

@@ -1,12 +1,13 @@
 //! Cases for MWEM and the synthetic-data path.
 
+use clap::Parser;
 use privq_core::Epsilon;
 use privq_core::rand_core::Rng;
 
 use super::setup;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
-use crate::data::{CountHistogram, MemoryCap, infer_domain, load_auto};
-use crate::mwem::{InitPolicy, Improvements, MwemConfig, mwem};
+use crate::data::{CountHistogram, MemoryCap};
+use crate::mwem::{Improvements, InitPolicy, MwemConfig, mwem};
 use crate::query::{Query, Workload};
 
 /// Records in the reference cell of [`mwem_init`].
@@ -35,22 +36,28 @@ pub fn mwem_init(small: bool) -> Result<AuditCase, AuditError> {
             .map_err(setup)
     };
     let (d, d_prime) = (hist(10, 10)?, hist(11, 9)?);
-    let workload =
-        Workload::new(vec![Query::dense(vec![0.0, 0.0, 1.0, 0.0]).map_err(setup)?], 4)
-            .map_err(setup)?;
+    let workload = Workload::new(
+        vec![Query::dense(vec![0.0, 0.0, 1.0, 0.0]).map_err(setup)?],
+        4,
+    )
+    .map_err(setup)?;
+    // The claim is what MWEM's accountant charges (ε_init + the rounds' share).
+    let dry = mwem(&d, &workload, &config, &mut crate::seeded_rng(0)).map_err(setup)?;
+    let claimed = dry.budget.spent_epsilon().map_or(0.0, |e| e.to_f64());
     let mut events = Vec::new();
     for (a, b) in [(11.0, 9.0), (12.0, 8.0), (11.0, 10.0), (10.0, 9.0)] {
         events.push(Event::new(format!("ĉ0 >= {a} and ĉ1 <= {b}"), move |o| {
             o[0] >= a && o[1] <= b
         }));
-        events.push(Event::new(format!("ĉ0 <= {} and ĉ1 >= {}", b + 1.0, a - 1.0), move |o| {
-            o[0] <= b + 1.0 && o[1] >= a - 1.0
-        }));
+        events.push(Event::new(
+            format!("ĉ0 <= {} and ĉ1 >= {}", b + 1.0, a - 1.0),
+            move |o| o[0] <= b + 1.0 && o[1] >= a - 1.0,
+        ));
     }
     Ok(AuditCase::new(
         "mwem-init",
         "replace-one: counts [10, 10, 500, 1e5] vs [11, 9, 500, 1e5]; init share 9/10",
-        Claim::Pure(1.0),
+        Claim::Pure(claimed),
         100_000,
     )
     .mechanism("MWEM noisy init")
@@ -66,56 +73,67 @@ pub fn mwem_init(small: bool) -> Result<AuditCase, AuditError> {
     .events(events))
 }
 
-/// The synthetic-data path with a rare value: `D′` has one record whose value of
-/// `x` never occurs in `D`. Today the domain is inferred from the data, so a
-/// synthetic row carrying that value can only appear on `D′`. Event: "a synthetic
-/// row contains the rare value".
+/// `privq synth` as a user runs it, with a rare value: `D′` has one record whose
+/// value of `x` never occurs in `D`. Today the domain is inferred from the data, so
+/// a synthetic row carrying that value can only appear on `D′`. Event: "a
+/// synthetic row contains the rare value". The two CSV files are written once to
+/// a per-process temporary directory; each run passes a seed drawn from its own
+/// generator.
 pub fn synth_rare_value(small: bool) -> Result<AuditCase, AuditError> {
     let rows = if small { 20 } else { 50 };
-    let eps = Epsilon::new(1, 1).map_err(setup)?;
-    let csv = |rare: bool| -> String {
+    let dir = std::env::temp_dir().join(format!("privq-audit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(setup)?;
+    let write = |file: &str, rare: bool| -> Result<String, AuditError> {
         let mut text = String::from("x,y\n");
         for i in 0..rows {
-            let x = if rare && i == 0 { "zz" } else if i % 2 == 0 { "a" } else { "b" };
+            let x = if rare && i == 0 {
+                "zz"
+            } else if i % 2 == 0 {
+                "a"
+            } else {
+                "b"
+            };
             text.push_str(&format!("{x},{}\n", i % 3));
         }
-        text
+        let path = dir.join(format!("{file}-{rows}.csv"));
+        std::fs::write(&path, text).map_err(setup)?;
+        Ok(path.to_string_lossy().into_owned())
     };
-    let (d, d_prime) = (csv(false), csv(true));
+    let (d, d_prime) = (write("d", false)?, write("d-prime", true)?);
     Ok(AuditCase::new(
         "synth-rare-value",
         format!("replace-one, n = {rows}: one record's x = a vs a value absent from D"),
         Claim::Pure(1.0),
         10_000,
     )
-    .mechanism("synth (MWEM, inferred domain)")
+    .mechanism("privq synth (MWEM)")
     .run(move |side, rng| {
-        let text = if side == Side::D { &d } else { &d_prime };
-        let domain = infer_domain(text.as_bytes(), "count")?;
-        let counts = load_auto(text.as_bytes(), &domain, MemoryCap::default())?;
-        let workload = Workload::marginals(&domain, 1)?;
-        let config = MwemConfig::unoptimized(eps, 3)?;
-        let out = mwem(&counts, &workload, &config, rng)?;
-        let attr = domain.attribute(0).ok_or("no attribute x")?;
-        let rare = (0..attr.size()).find(|&v| attr.label(v).as_deref() == Some("zz"));
-        let hits = sample_cells(&out.distribution, rows, rng)
-            .filter(|&cell| rare.is_some() && domain.value_of(cell, 0) == rare)
-            .count();
-        Ok(vec![hits as f64])
+        let input = if side == Side::D { &d } else { &d_prime };
+        let seed = rng.next_u64().to_string();
+        let argv = [
+            "privq",
+            "synth",
+            "--input",
+            input,
+            "--epsilon",
+            "1",
+            "--plain",
+            "--rounds",
+            "3",
+            "--workload",
+            "marginals:1",
+            "--seed",
+            &seed,
+        ];
+        let cli = crate::cli::Cli::try_parse_from(argv)?;
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        crate::cli::run(cli, &mut std::io::empty(), &mut out, &mut err)?;
+        let rows = String::from_utf8(out)?;
+        let hits = rows
+            .lines()
+            .skip(1)
+            .filter(|l| l.split(',').any(|v| v == "zz"));
+        Ok(vec![hits.count() as f64])
     })
     .events([Event::at_least(0, 1.0)]))
-}
-
-/// `count` cells drawn from `p` (as `privq synth` samples its records).
-fn sample_cells<'a, R: Rng>(p: &'a [f64], count: usize, rng: &'a mut R) -> impl Iterator<Item = usize> + 'a {
-    let total: f64 = p.iter().sum();
-    (0..count).map(move |_| {
-        let mut u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * total;
-        p.iter()
-            .position(|&w| {
-                u -= w;
-                u < 0.0
-            })
-            .unwrap_or(p.len().saturating_sub(1))
-    })
 }

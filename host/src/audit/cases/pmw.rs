@@ -50,13 +50,20 @@ pub fn pmw_approximate(small: bool) -> Result<AuditCase, AuditError> {
         lazy_rounds: if small { 50 } else { 200 },
         variant: PmwVariant::Approximate { delta },
     };
-    build("pmw-approx", p, Claim::Approximate { epsilon: 1.0, delta })
+    build(
+        "pmw-approx",
+        p,
+        Claim::Approximate {
+            epsilon: 1.0,
+            delta,
+        },
+    )
 }
 
 fn build(name: &str, p: Pattern, claim: Claim) -> Result<AuditCase, AuditError> {
     let eps = Epsilon::new(1, 1).map_err(setup)?;
-    let params = PmwParams::user(1.0, p.sigma, p.threshold, 1.0, p.variant, 1.0, p.n)
-        .map_err(setup)?;
+    let params =
+        PmwParams::user(1.0, p.sigma, p.threshold, 1.0, p.variant, 1.0, p.n).map_err(setup)?;
     // After one update with η = 1 the hypothesis answers e/(e+1) on cell 0; put
     // the data's answer T above it.
     let after = std::f64::consts::E / (1.0 + std::f64::consts::E);
@@ -84,9 +91,10 @@ fn build(name: &str, p: Pattern, claim: Claim) -> Result<AuditCase, AuditError> 
         // T̂ is printed by `privq pmw`; condition on it being near T.
         let t = p.threshold;
         for j in [1, 2, 3, 5, 8] {
-            events.push(Event::new(format!("|T^ - T| <= 0.005 and >= {j} lazy"), move |o| {
-                (o[0] - t).abs() <= 0.005 && o[1] >= j as f64
-            }));
+            events.push(Event::new(
+                format!("|T^ - T| <= 0.005 and >= {j} lazy"),
+                move |o| (o[0] - t).abs() <= 0.005 && o[1] >= j as f64,
+            ));
         }
     }
     let neighbours = format!(
