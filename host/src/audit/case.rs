@@ -93,21 +93,21 @@ impl Event {
         }
     }
 
-    /// "output[`index`] ≥ `threshold`" (false when the output is shorter).
+    /// "`output[index] ≥ threshold`" (false when the output is shorter).
     pub fn at_least(index: usize, threshold: f64) -> Self {
         Event::new(format!("out[{index}] >= {threshold}"), move |o| {
             o.get(index).is_some_and(|&v| v >= threshold)
         })
     }
 
-    /// "output[`index`] ≤ `threshold`".
+    /// "`output[index] ≤ threshold`".
     pub fn at_most(index: usize, threshold: f64) -> Self {
         Event::new(format!("out[{index}] <= {threshold}"), move |o| {
             o.get(index).is_some_and(|&v| v <= threshold)
         })
     }
 
-    /// "output[`index`] == `value`" (a bin or a category).
+    /// "`output[index] == value`" (a bin or a category).
     pub fn equals(index: usize, value: f64) -> Self {
         Event::new(format!("out[{index}] == {value}"), move |o| {
             o.get(index) == Some(&value)
