@@ -153,3 +153,66 @@ fn count_side(
             Ok(a)
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::{Claim, Event};
+
+    fn coin(bias_d: u64, bias_dp: u64) -> AuditCase {
+        AuditCase::new("coin", "biased coins", Claim::Pure(1.0), 100)
+            .run(move |side, rng| {
+                use rand_core::Rng;
+                let bias = if side == Side::D { bias_d } else { bias_dp };
+                Ok(vec![u64::from(rng.next_u32() % 100 < bias as u32) as f64])
+            })
+            .events([Event::equals(0, 1.0), Event::equals(0, 0.0)])
+    }
+
+    #[test]
+    fn audits_are_deterministic_given_the_seed() {
+        let case = coin(50, 50);
+        let a = audit(&case, 2_000, 9, &|_| {}).unwrap();
+        assert_eq!(a, audit(&case, 2_000, 9, &|_| {}).unwrap());
+        assert!(a.passed());
+        assert_ne!(run_seed(9, Side::D, 0), run_seed(9, Side::DPrime, 0));
+        assert_ne!(run_seed(9, Side::D, 0), run_seed(9, Side::D, 1));
+    }
+
+    #[test]
+    fn a_large_separation_is_flagged() {
+        // P = 0.9 vs 0.1: ln 9 ≈ 2.2 > 1.
+        let r = audit(&coin(90, 10), 5_000, 1, &|_| {}).unwrap();
+        assert!(!r.passed() && r.empirical_epsilon > 1.8, "{r:?}");
+        assert_eq!(r.verdict(), "VIOLATED");
+        assert!(r.witness.is_some());
+    }
+
+    #[test]
+    fn progress_counts_every_run() {
+        let done = std::sync::atomic::AtomicU64::new(0);
+        audit(&coin(50, 50), 300, 1, &|k| {
+            done.fetch_add(k, std::sync::atomic::Ordering::Relaxed);
+        })
+        .unwrap();
+        assert_eq!(done.into_inner(), 600);
+    }
+
+    #[test]
+    fn bad_cases_and_failing_runs_are_errors() {
+        let empty = AuditCase::new("x", "-", Claim::Pure(1.0), 10);
+        assert!(matches!(
+            audit(&empty, 10, 1, &|_| {}),
+            Err(AuditError::InvalidCase(_))
+        ));
+        assert!(matches!(
+            audit(&coin(1, 1), 0, 1, &|_| {}),
+            Err(AuditError::InvalidCase(_))
+        ));
+        let failing = AuditCase::new("f", "-", Claim::Pure(1.0), 10)
+            .run(|_, _| Err("boom".into()))
+            .events([Event::contains(1.0)]);
+        let err = audit(&failing, 10, 1, &|_| {}).unwrap_err();
+        assert!(err.to_string().contains("boom"), "{err}");
+    }
+}
