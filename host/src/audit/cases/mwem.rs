@@ -1,12 +1,13 @@
 //! Cases for MWEM and the synthetic-data path.
 
-use clap::Parser;
+use std::path::Path;
+
 use privq_core::Epsilon;
 use privq_core::rand_core::Rng;
 
 use super::setup;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
-use crate::data::{CountHistogram, MemoryCap};
+use crate::data::{CountHistogram, Dataset, MemoryCap};
 use crate::mwem::{Improvements, InitPolicy, MwemConfig, mwem};
 use crate::query::{Query, Workload};
 
@@ -73,7 +74,7 @@ pub fn mwem_init(small: bool) -> Result<AuditCase, AuditError> {
     .events(events))
 }
 
-/// `privq synth` as a user runs it, with a rare value: `D′` has one record whose
+/// The `privq synth` pipeline with a rare value: `D′` has one record whose
 /// value of `x` never occurs in `D`. Today the domain is inferred from the data, so
 /// a synthetic row carrying that value can only appear on `D′`. Event: "a
 /// synthetic row contains the rare value". The two CSV files are written once to
@@ -81,6 +82,7 @@ pub fn mwem_init(small: bool) -> Result<AuditCase, AuditError> {
 /// generator.
 pub fn synth_rare_value(small: bool) -> Result<AuditCase, AuditError> {
     let rows = if small { 20 } else { 50 };
+    let eps = Epsilon::new(1, 1).map_err(setup)?;
     let dir = std::env::temp_dir().join(format!("privq-audit-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(setup)?;
     let write = |file: &str, rare: bool| -> Result<String, AuditError> {
@@ -106,34 +108,44 @@ pub fn synth_rare_value(small: bool) -> Result<AuditCase, AuditError> {
         Claim::Pure(1.0),
         10_000,
     )
-    .mechanism("privq synth (MWEM)")
+    .mechanism("synth pipeline (MWEM)")
     .run(move |side, rng| {
+        // What `privq synth --plain` does without --domain (its progress bar aside).
         let input = if side == Side::D { &d } else { &d_prime };
-        let seed = rng.next_u64().to_string();
-        let argv = [
-            "privq",
-            "synth",
-            "--input",
-            input,
-            "--epsilon",
-            "1",
-            "--plain",
-            "--rounds",
-            "3",
-            "--workload",
-            "marginals:1",
-            "--seed",
-            &seed,
-        ];
-        let cli = crate::cli::Cli::try_parse_from(argv)?;
-        let (mut out, mut err) = (Vec::new(), Vec::new());
-        crate::cli::run(cli, &mut std::io::empty(), &mut out, &mut err)?;
-        let rows = String::from_utf8(out)?;
-        let hits = rows
-            .lines()
-            .skip(1)
-            .filter(|l| l.split(',').any(|v| v == "zz"));
-        Ok(vec![hits.count() as f64])
+        let ds = Dataset::from_csv_path(Path::new(input), MemoryCap::default())?;
+        let workload = Workload::marginals(&ds.domain, 1)?;
+        let out = mwem(
+            &ds.counts,
+            &workload,
+            &MwemConfig::unoptimized(eps, 3)?,
+            rng,
+        )?;
+        let rare = ds
+            .domain
+            .attribute(0)
+            .and_then(|a| (0..a.size()).find(|&v| a.label(v).as_deref() == Some("zz")));
+        let hits = sample_cells(&out.distribution, rows, rng)
+            .filter(|&cell| rare.is_some() && ds.domain.value_of(cell, 0) == rare)
+            .count();
+        Ok(vec![hits as f64])
     })
     .events([Event::at_least(0, 1.0)]))
+}
+
+/// `count` cells drawn from `p`, as `privq synth` samples its records.
+fn sample_cells<'a, R: Rng>(
+    p: &'a [f64],
+    count: usize,
+    rng: &'a mut R,
+) -> impl Iterator<Item = usize> + 'a {
+    let total: f64 = p.iter().sum();
+    (0..count).map(move |_| {
+        let mut u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * total;
+        p.iter()
+            .position(|&w| {
+                u -= w;
+                u < 0.0
+            })
+            .unwrap_or(p.len().saturating_sub(1))
+    })
 }
