@@ -72,7 +72,9 @@ fn vector_laplace_rounding_neighbours_within_claim() {
     assert_contract(&check("vector-laplace", 4_000));
 }
 
-/// Finding: pure PMW's lazy rounds with the threshold released.
+/// Pure PMW on the review's adversarial pattern. Passes today: the computed
+/// worst-case loss k/(nσ) sits on transcripts of probability ≤ 2^−k, which no
+/// sampled event can reach (see README, "Privacy auditor").
 #[test]
 fn pmw_pure_within_claim() {
     assert_contract(&check("pmw-pure", 4_000));
