@@ -22,6 +22,7 @@ pub mod stats;
 
 pub use rng::{SeedError, secure_rng, seeded_rng};
 pub mod accountant;
+pub mod audit;
 pub mod contract;
 pub mod data;
 pub mod distance;

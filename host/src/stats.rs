@@ -9,6 +9,8 @@
 //!   relative for df ≤ 1000 and 10⁻¹¹ at df = 10⁴, including far tails (10⁻¹²⁸).
 //! * [`chi_square_gof`]: Pearson's goodness-of-fit test of observed counts against exact
 //!   cell probabilities, pooling cells whose expected count is below 5.
+//! * [`clopper_pearson`]: exact binomial confidence intervals from Beta quantiles
+//!   ([`beta_quantile`], bisection on [`beta_inc`]).
 //! * [`normal_sf`], [`normal_isf`], [`binomial_two_sided_p`], [`binomial_acceptance`]:
 //!   two-sided tail bounds for counts, by the normal approximation.
 //!
@@ -426,6 +428,104 @@ pub fn chi_square_gof_with_min(
     })
 }
 
+/// The regularized incomplete beta function `I_x(a, b)` for `a, b > 0`, by the
+/// continued fraction of Numerical Recipes §6.4 (modified Lentz), using the symmetry
+/// `I_x(a, b) = 1 − I_{1−x}(b, a)` where the fraction converges slowly.
+pub fn beta_inc(x: f64, a: f64, b: f64) -> Result<f64, StatsError> {
+    if !(a > 0.0 && b > 0.0 && a.is_finite() && b.is_finite()) || x.is_nan() {
+        return Err(StatsError::Domain);
+    }
+    if x <= 0.0 {
+        return Ok(0.0);
+    }
+    if x >= 1.0 {
+        return Ok(1.0);
+    }
+    if x > (a + 1.0) / (a + b + 2.0) {
+        return Ok(1.0 - beta_inc_cf(1.0 - x, b, a));
+    }
+    Ok(beta_inc_cf(x, a, b))
+}
+
+/// `I_x(a, b)` by its continued fraction; accurate for `x < (a+1)/(a+b+2)`.
+fn beta_inc_cf(x: f64, a: f64, b: f64) -> f64 {
+    let ln_front = ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln();
+    let tiny = 1e-300;
+    let guard = |v: f64| if v.abs() < tiny { tiny } else { v };
+    let mut c = 1.0;
+    let mut d = 1.0 / guard(1.0 - (a + b) * x / (a + 1.0));
+    let mut h = d;
+    for m in 1..MAX_TERMS {
+        let m = m as f64;
+        let even = m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m));
+        let odd = -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0));
+        let mut last = 1.0;
+        for num in [even, odd] {
+            d = 1.0 / guard(1.0 + num * d);
+            c = guard(1.0 + num / c);
+            last = d * c;
+            h *= last;
+        }
+        if (last - 1.0).abs() < 1e-15 {
+            break;
+        }
+    }
+    (ln_front.exp() * h / a).clamp(0.0, 1.0)
+}
+
+/// The `p`-quantile of the Beta(a, b) distribution: the `x` with `I_x(a, b) = p`,
+/// by bisection (200 halvings; `I_x` is monotone in `x`, so this cannot diverge).
+pub fn beta_quantile(p: f64, a: f64, b: f64) -> Result<f64, StatsError> {
+    if !(0.0..=1.0).contains(&p) {
+        return Err(StatsError::Domain);
+    }
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        if beta_inc(mid, a, b)? < p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok(0.5 * (lo + hi))
+}
+
+/// The exact two-sided Clopper–Pearson interval for a binomial proportion after `k`
+/// successes in `n` trials, at confidence `1 − alpha`: the `alpha/2` quantile of
+/// Beta(k, n−k+1) and the `1 − alpha/2` quantile of Beta(k+1, n−k) (0 and 1 at the
+/// ends).
+///
+/// ```
+/// use privq_host::stats::clopper_pearson;
+/// let (lo, hi) = clopper_pearson(5, 10, 0.05)?;
+/// assert!((lo - 0.187086).abs() < 1e-6 && (hi - 0.812914).abs() < 1e-6);
+/// # Ok::<(), privq_host::stats::StatsError>(())
+/// ```
+pub fn clopper_pearson(k: u64, n: u64, alpha: f64) -> Result<(f64, f64), StatsError> {
+    if n == 0 {
+        return Err(StatsError::NoObservations);
+    }
+    if k > n || !(alpha > 0.0 && alpha < 1.0) {
+        return Err(StatsError::Domain);
+    }
+    let (kf, nf) = (k as f64, n as f64);
+    let low = if k == 0 {
+        0.0
+    } else {
+        beta_quantile(alpha / 2.0, kf, nf - kf + 1.0)?
+    };
+    let high = if k == n {
+        1.0
+    } else {
+        beta_quantile(1.0 - alpha / 2.0, kf + 1.0, nf - kf)?
+    };
+    Ok((low, high))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -599,5 +699,35 @@ mod tests {
             Err(StatsError::TooFewCells)
         );
         assert!(StatsError::TooFewCells.to_string().contains("two cells"));
+    }
+
+    #[test]
+    fn incomplete_beta_matches_binomial_tails() {
+        // I_x(k, n−k+1) = P[Bin(n, x) ≥ k].
+        assert!((beta_inc(0.5, 2.0, 3.0).unwrap() - 11.0 / 16.0).abs() < 1e-14);
+        assert!((beta_inc(0.3, 1.0, 1.0).unwrap() - 0.3).abs() < 1e-14);
+        // I_x(a, 1) = x^a; far tail.
+        assert!((beta_inc(0.01, 5.0, 1.0).unwrap() / 1e-10 - 1.0).abs() < 1e-10);
+        // A large case: P[Bin(1000, 0.5) ≥ 530], summed exactly.
+        let v = beta_inc(0.5, 530.0, 471.0).unwrap();
+        assert!((v - 0.031_011_597_549).abs() < 1e-10, "{v}");
+        assert_eq!(beta_inc(0.5, 0.0, 1.0), Err(StatsError::Domain));
+    }
+
+    #[test]
+    fn clopper_pearson_known_values() {
+        let (lo, hi) = clopper_pearson(0, 10, 0.05).unwrap();
+        assert_eq!(lo, 0.0);
+        assert!((hi - (1.0 - 0.025f64.powf(0.1))).abs() < 1e-12);
+        let (lo, hi) = clopper_pearson(10, 10, 0.05).unwrap();
+        assert!((lo - 0.025f64.powf(0.1)).abs() < 1e-12);
+        assert_eq!(hi, 1.0);
+        let (lo, hi) = clopper_pearson(5, 10, 0.05).unwrap();
+        assert!((lo - 0.187_086_028).abs() < 1e-8 && (hi - 0.812_913_972).abs() < 1e-8);
+        // Quantile inverts the cdf.
+        let q = beta_quantile(0.9, 3.5, 7.25).unwrap();
+        assert!((beta_inc(q, 3.5, 7.25).unwrap() - 0.9).abs() < 1e-12);
+        assert_eq!(clopper_pearson(0, 0, 0.05), Err(StatsError::NoObservations));
+        assert_eq!(clopper_pearson(3, 2, 0.05), Err(StatsError::Domain));
     }
 }

@@ -9,6 +9,7 @@ use std::io::{BufRead, Write};
 
 use clap::{Parser, Subcommand};
 
+pub mod audit;
 pub mod distance;
 pub mod domain;
 pub mod dx;
@@ -45,6 +46,8 @@ pub enum Command {
     Dx(dx::Args),
     /// Huang–Roth private distance queries: release a synopsis, query it, or answer interactively.
     Distance(distance::Args),
+    /// Audit the mechanisms' privacy claims empirically (stochastic tester on neighbouring datasets).
+    Audit(audit::Args),
 }
 
 /// Runs a parsed command line with the given streams.
@@ -62,6 +65,7 @@ pub fn run(
         Command::Experiment(args) => experiment::run(&args, stdin, stdout, stderr),
         Command::Dx(args) => dx::run(&args, stdin, stdout, stderr),
         Command::Distance(args) => distance::run(&args, stdin, stdout, stderr),
+        Command::Audit(args) => audit::run(&args, stdin, stdout, stderr),
     }
 }
 

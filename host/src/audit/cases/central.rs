@@ -1,0 +1,159 @@
+//! Cases for the basic central mechanisms: vector Laplace, geometric, exponential,
+//! and the SQ oracle.
+
+use privq_core::Epsilon;
+
+use super::setup;
+use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
+use crate::data::{CountHistogram, MemoryCap};
+use crate::mechanism::{ExponentialMechanism, Geometric, SqOracle, VectorLaplace};
+use crate::query::Query;
+
+/// One unit of the fixed-point format, 2⁻³².
+const UNIT: f64 = 1.0 / 4_294_967_296.0;
+
+/// Vector Laplace with Δ = 1/n tiny (n = 2³², so Δ is one fixed-point unit and the
+/// grid cannot be finer than Δ) and maximal grid-rounding neighbours: every
+/// coordinate sits just below a half-unit point on `D` and just above it on `D′`,
+/// the ℓ1 distance is Δ/2, but each coordinate rounds one grid step apart.
+pub fn vector_laplace(small: bool) -> Result<AuditCase, AuditError> {
+    let dims = if small { 3 } else { 4 };
+    let eps = Epsilon::new(1, 1).map_err(setup)?;
+    let mech = VectorLaplace::new(UNIT, eps).map_err(setup)?;
+    let half = 0.25 + 0.5 * UNIT;
+    let nudge = UNIT / (4.0 * dims as f64);
+    let events = (1..=dims).flat_map(|j| {
+        [
+            Event::new(
+                format!("at least {j} coordinates >= 0.25+2^-33"),
+                move |o| o.iter().filter(|&&v| v >= half).count() >= j,
+            ),
+            Event::new(format!("at least {j} coordinates < 0.25+2^-33"), move |o| {
+                o.iter().filter(|&&v| v < half).count() >= j
+            }),
+        ]
+    });
+    Ok(AuditCase::new(
+        "vector-laplace",
+        format!("{dims} coords 0.25+2^-33 -/+ Δ/(4·{dims}), Δ = 2^-32 (n = 2^32)"),
+        Claim::Pure(1.0),
+        100_000,
+    )
+    .mechanism("VectorLaplace")
+    .run(move |side, rng| {
+        let v = if side == Side::D {
+            half - nudge
+        } else {
+            half + nudge
+        };
+        Ok(mech.release(&vec![v; dims], rng)?)
+    })
+    .events(events))
+}
+
+/// The geometric mechanism on a histogram under replace-one neighbours, at the
+/// sensitivity the caller charges for that relation (Δ = 2): one record moves from
+/// bin 0 to bin 1.
+pub fn geometric_histogram(small: bool) -> Result<AuditCase, AuditError> {
+    let _ = small;
+    let eps = Epsilon::new(1, 1).map_err(setup)?;
+    let sensitivity = crate::contract::Neighbours::Replace.histogram_l1();
+    let mech = Geometric::new(sensitivity, eps).map_err(setup)?;
+    let mut events: Vec<Event> = (8..=12)
+        .flat_map(|t| {
+            [
+                Event::at_most(0, t as f64),
+                Event::at_least(1, (t - 4) as f64),
+            ]
+        })
+        .collect();
+    for t in 0..4 {
+        events.push(Event::new(
+            format!("out[0] <= {} and out[1] >= {}", 9 - t, 6 + t),
+            move |o| o[0] <= (9 - t) as f64 && o[1] >= (6 + t) as f64,
+        ));
+    }
+    Ok(AuditCase::new(
+        "geometric-histogram",
+        "replace-one: [10, 5, 0] vs [9, 6, 0]",
+        Claim::Pure(1.0),
+        100_000,
+    )
+    .mechanism("Geometric (Δ = 2)")
+    .run(move |side, rng| {
+        let counts: [u64; 3] = if side == Side::D {
+            [10, 5, 0]
+        } else {
+            [9, 6, 0]
+        };
+        let out = mech.release(&counts, rng)?;
+        Ok(out.into_iter().map(|c| c as f64).collect())
+    })
+    .events(events))
+}
+
+/// The exponential mechanism over k candidates whose scores all move by the
+/// sensitivity, in opposite directions for candidate 0 and the others (the pair
+/// that attains the full ε).
+pub fn exponential(small: bool) -> Result<AuditCase, AuditError> {
+    let k = if small { 20 } else { 50 };
+    let eps = Epsilon::new(1, 1).map_err(setup)?;
+    let em = ExponentialMechanism::new(eps, 1.0).map_err(setup)?;
+    let scores = move |side: Side| -> Vec<f64> {
+        (0..k)
+            .map(|i| match (side, i) {
+                (Side::D, 0) | (Side::DPrime, 1..) => 1.0,
+                _ => 0.0,
+            })
+            .collect()
+    };
+    Ok(AuditCase::new(
+        "exponential",
+        format!("{k} candidates: s = (1, 0, …) vs (0, 1, …), Δ = 1"),
+        Claim::Pure(1.0),
+        200_000,
+    )
+    .mechanism("ExponentialMechanism")
+    .run(move |side, rng| Ok(vec![em.select(&scores(side), rng)? as f64]))
+    .events([Event::equals(0, 0.0), Event::equals(0, 1.0)]))
+}
+
+/// The SQ oracle (Prop. 2.9.1) with k = 2 queries on a 2-cell histogram of n = 100
+/// records under replace-one neighbours: both queries ask for cell 0.
+pub fn sq_oracle(small: bool) -> Result<AuditCase, AuditError> {
+    let _ = small;
+    let eps = Epsilon::new(1, 1).map_err(setup)?;
+    let make = |c0: u64| -> Result<_, AuditError> {
+        let h =
+            CountHistogram::from_counts(vec![c0, 100 - c0], MemoryCap::default()).map_err(setup)?;
+        h.normalized().map_err(setup)
+    };
+    let (d, d_prime) = (make(60)?, make(61)?);
+    let query = Query::dense(vec![1.0, 0.0]).map_err(setup)?;
+    let events = [0.60, 0.61, 0.62, 0.63, 0.64].into_iter().flat_map(|t| {
+        [
+            Event::new(format!("both answers >= {t}"), move |o: &[f64]| {
+                o.iter().all(|&v| v >= t)
+            }),
+            Event::new(format!("both answers <= {t}"), move |o: &[f64]| {
+                o.iter().all(|&v| v <= t)
+            }),
+        ]
+    });
+    Ok(AuditCase::new(
+        "sq-oracle",
+        "replace-one, n = 100: cell 0 holds 60 vs 61; k = 2 queries on it",
+        Claim::Pure(1.0),
+        100_000,
+    )
+    .mechanism("SqOracle")
+    .run(move |side, rng| {
+        let data = if side == Side::D { &d } else { &d_prime };
+        let mut oracle = SqOracle::new(data, 100, 2, eps)?;
+        Ok(vec![
+            oracle.answer(&query, rng)?,
+            oracle.answer(&query, rng)?,
+        ])
+    })
+    .events(events))
+}

@@ -1,0 +1,55 @@
+//! The registered audit cases: one small function per host mechanism, each built
+//! on the mechanism's public API and the neighbouring pair its privacy proof is
+//! most fragile against. `small` selects a problem size for the test suite.
+//!
+//! Every case asserts the *contract* (empirical ε ≤ claimed ε), not today's
+//! behaviour: a case that fails points at a defect.
+
+mod central;
+mod distance;
+mod dx;
+mod mwem;
+mod pmw;
+
+pub use central::{exponential, geometric_histogram, sq_oracle, vector_laplace};
+pub use distance::distance_offline;
+pub use dx::dx_laplace;
+pub use mwem::{mwem_init, synth_rare_value};
+pub use pmw::{pmw_approximate, pmw_pure};
+
+use super::{AuditCase, AuditError};
+
+/// Builds a case at the test (`true`) or full (`false`) size.
+pub type CaseFn = fn(bool) -> Result<AuditCase, AuditError>;
+
+/// Every case, by name, in table order.
+pub const REGISTRY: &[(&str, CaseFn)] = &[
+    ("vector-laplace", vector_laplace),
+    ("geometric-histogram", geometric_histogram),
+    ("exponential", exponential),
+    ("sq-oracle", sq_oracle),
+    ("pmw-pure", pmw_pure),
+    ("pmw-approx", pmw_approximate),
+    ("mwem-init", mwem_init),
+    ("synth-rare-value", synth_rare_value),
+    ("dx-laplace", dx_laplace),
+    ("distance-offline", distance_offline),
+];
+
+/// The case called `name`, if registered.
+pub fn by_name(name: &str, small: bool) -> Option<Result<AuditCase, AuditError>> {
+    REGISTRY
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, make)| make(small))
+}
+
+/// The registered names.
+pub fn names() -> Vec<&'static str> {
+    REGISTRY.iter().map(|(n, _)| *n).collect()
+}
+
+/// Wraps a construction error of a mechanism.
+pub(crate) fn setup<E: std::error::Error + Send + Sync + 'static>(e: E) -> AuditError {
+    AuditError::InvalidCase(format!("setting up the mechanism failed: {e}"))
+}

@@ -1,0 +1,151 @@
+//! Cases for MWEM and the synthetic-data path.
+
+use std::path::Path;
+
+use privq_core::Epsilon;
+use privq_core::rand_core::Rng;
+
+use super::setup;
+use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
+use crate::data::{CountHistogram, Dataset, MemoryCap};
+use crate::mwem::{Improvements, InitPolicy, MwemConfig, mwem};
+use crate::query::{Query, Workload};
+
+/// Records in the reference cell of [`mwem_init`].
+const REFERENCE: u64 = 100_000;
+
+/// MWEM's noisy-histogram initialisation under replace-one neighbours, isolated:
+/// ε = 1 with a 9/10 initialisation share and one round whose only query reads a
+/// cell the neighbours do not touch, so the round's update leaves the ratios of the
+/// other cells as the initialisation set them. One record moves from cell 1 to
+/// cell 0; the event reads the noisy counts of cells 0 and 1 back from the
+/// released distribution through the large reference cell 3.
+pub fn mwem_init(small: bool) -> Result<AuditCase, AuditError> {
+    let _ = small;
+    let eps = Epsilon::new(1, 1).map_err(setup)?;
+    let config = MwemConfig {
+        improvements: Improvements {
+            noisy_init: Some((9, 10)),
+            init_policy: InitPolicy::PseudoCount,
+            ..Improvements::default()
+        },
+        ..MwemConfig::unoptimized(eps, 1).map_err(setup)?
+    };
+    let pseudo = 1.0 / 0.9;
+    let hist = |c0: u64, c1: u64| {
+        CountHistogram::from_counts(vec![c0, c1, 500, REFERENCE], MemoryCap::default())
+            .map_err(setup)
+    };
+    let (d, d_prime) = (hist(10, 10)?, hist(11, 9)?);
+    let workload = Workload::new(
+        vec![Query::dense(vec![0.0, 0.0, 1.0, 0.0]).map_err(setup)?],
+        4,
+    )
+    .map_err(setup)?;
+    // The claim is what MWEM's accountant charges (ε_init + the rounds' share).
+    let dry = mwem(&d, &workload, &config, &mut crate::seeded_rng(0)).map_err(setup)?;
+    let claimed = dry.budget.spent_epsilon().map_or(0.0, |e| e.to_f64());
+    let mut events = Vec::new();
+    for (a, b) in [(11.0, 9.0), (12.0, 8.0), (11.0, 10.0), (10.0, 9.0)] {
+        events.push(Event::new(format!("ĉ0 >= {a} and ĉ1 <= {b}"), move |o| {
+            o[0] >= a && o[1] <= b
+        }));
+        events.push(Event::new(
+            format!("ĉ0 <= {} and ĉ1 >= {}", b + 1.0, a - 1.0),
+            move |o| o[0] <= b + 1.0 && o[1] >= a - 1.0,
+        ));
+    }
+    Ok(AuditCase::new(
+        "mwem-init",
+        "replace-one: counts [10, 10, 500, 1e5] vs [11, 9, 500, 1e5]; init share 9/10",
+        Claim::Pure(claimed),
+        100_000,
+    )
+    .mechanism("MWEM noisy init")
+    .run(move |side, rng| {
+        let data = if side == Side::D { &d } else { &d_prime };
+        let out = mwem(data, &workload, &config, rng)?;
+        let x = &out.distribution;
+        // Noisy count of cell i, read through the reference cell's weight.
+        let w3 = REFERENCE as f64 + pseudo;
+        let count = |i: usize| (x[i] / x[3] * w3 - pseudo).round();
+        Ok(vec![count(0), count(1)])
+    })
+    .events(events))
+}
+
+/// The `privq synth` pipeline with a rare value: `D′` has one record whose
+/// value of `x` never occurs in `D`. Today the domain is inferred from the data, so
+/// a synthetic row carrying that value can only appear on `D′`. Event: "a
+/// synthetic row contains the rare value". The two CSV files are written once to
+/// a per-process temporary directory; each run passes a seed drawn from its own
+/// generator.
+pub fn synth_rare_value(small: bool) -> Result<AuditCase, AuditError> {
+    let rows = if small { 20 } else { 50 };
+    let eps = Epsilon::new(1, 1).map_err(setup)?;
+    let dir = std::env::temp_dir().join(format!("privq-audit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(setup)?;
+    let write = |file: &str, rare: bool| -> Result<String, AuditError> {
+        let mut text = String::from("x,y\n");
+        for i in 0..rows {
+            let x = if rare && i == 0 {
+                "zz"
+            } else if i % 2 == 0 {
+                "a"
+            } else {
+                "b"
+            };
+            text.push_str(&format!("{x},{}\n", i % 3));
+        }
+        let path = dir.join(format!("{file}-{rows}.csv"));
+        std::fs::write(&path, text).map_err(setup)?;
+        Ok(path.to_string_lossy().into_owned())
+    };
+    let (d, d_prime) = (write("d", false)?, write("d-prime", true)?);
+    Ok(AuditCase::new(
+        "synth-rare-value",
+        format!("replace-one, n = {rows}: one record's x = a vs a value absent from D"),
+        Claim::Pure(1.0),
+        10_000,
+    )
+    .mechanism("synth pipeline (MWEM)")
+    .run(move |side, rng| {
+        // What `privq synth --plain` does without --domain (its progress bar aside).
+        let input = if side == Side::D { &d } else { &d_prime };
+        let ds = Dataset::from_csv_path(Path::new(input), MemoryCap::default())?;
+        let workload = Workload::marginals(&ds.domain, 1)?;
+        let out = mwem(
+            &ds.counts,
+            &workload,
+            &MwemConfig::unoptimized(eps, 3)?,
+            rng,
+        )?;
+        let rare = ds
+            .domain
+            .attribute(0)
+            .and_then(|a| (0..a.size()).find(|&v| a.label(v).as_deref() == Some("zz")));
+        let hits = sample_cells(&out.distribution, rows, rng)
+            .filter(|&cell| rare.is_some() && ds.domain.value_of(cell, 0) == rare)
+            .count();
+        Ok(vec![hits as f64])
+    })
+    .events([Event::at_least(0, 1.0)]))
+}
+
+/// `count` cells drawn from `p`, as `privq synth` samples its records.
+fn sample_cells<'a, R: Rng>(
+    p: &'a [f64],
+    count: usize,
+    rng: &'a mut R,
+) -> impl Iterator<Item = usize> + 'a {
+    let total: f64 = p.iter().sum();
+    (0..count).map(move |_| {
+        let mut u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * total;
+        p.iter()
+            .position(|&w| {
+                u -= w;
+                u < 0.0
+            })
+            .unwrap_or(p.len().saturating_sub(1))
+    })
+}
