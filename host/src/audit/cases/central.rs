@@ -4,7 +4,9 @@
 use privq_core::Epsilon;
 
 use super::setup;
+use crate::accountant::Accountant;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
+use crate::contract::{Mechanism, Neighbours};
 use crate::data::{CountHistogram, MemoryCap};
 use crate::mechanism::{ExponentialMechanism, Geometric, SqOracle, VectorLaplace};
 use crate::query::Query;
@@ -19,7 +21,8 @@ const UNIT: f64 = 1.0 / 4_294_967_296.0;
 pub fn vector_laplace(small: bool) -> Result<AuditCase, AuditError> {
     let dims = if small { 3 } else { 4 };
     let eps = Epsilon::new(1, 1).map_err(setup)?;
-    let mech = VectorLaplace::new(UNIT, eps).map_err(setup)?;
+    let mech =
+        VectorLaplace::with_sensitivity(Neighbours::Replace, dims, UNIT, eps).map_err(setup)?;
     let half = 0.25 + 0.5 * UNIT;
     let nudge = UNIT / (4.0 * dims as f64);
     let events = (1..=dims).flat_map(|j| {
@@ -46,7 +49,8 @@ pub fn vector_laplace(small: bool) -> Result<AuditCase, AuditError> {
         } else {
             half + nudge
         };
-        Ok(mech.release(&vec![v; dims], rng)?)
+        // Each run is one release through the contract, charged to its own ε = 1.
+        Ok(mech.release(&vec![v; dims][..], &mut Accountant::pure(eps), rng)?)
     })
     .events(events))
 }
@@ -57,8 +61,7 @@ pub fn vector_laplace(small: bool) -> Result<AuditCase, AuditError> {
 pub fn geometric_histogram(small: bool) -> Result<AuditCase, AuditError> {
     let _ = small;
     let eps = Epsilon::new(1, 1).map_err(setup)?;
-    let sensitivity = crate::contract::Neighbours::Replace.histogram_l1();
-    let mech = Geometric::new(sensitivity, eps).map_err(setup)?;
+    let mech = Geometric::histogram(Neighbours::Replace, eps).map_err(setup)?;
     let mut events: Vec<Event> = (8..=12)
         .flat_map(|t| {
             [
@@ -86,7 +89,7 @@ pub fn geometric_histogram(small: bool) -> Result<AuditCase, AuditError> {
         } else {
             [9, 6, 0]
         };
-        let out = mech.release(&counts, rng)?;
+        let out = mech.release(&counts[..], &mut Accountant::pure(eps), rng)?;
         Ok(out.into_iter().map(|c| c as f64).collect())
     })
     .events(events))
@@ -98,7 +101,7 @@ pub fn geometric_histogram(small: bool) -> Result<AuditCase, AuditError> {
 pub fn exponential(small: bool) -> Result<AuditCase, AuditError> {
     let k = if small { 20 } else { 50 };
     let eps = Epsilon::new(1, 1).map_err(setup)?;
-    let em = ExponentialMechanism::new(eps, 1.0).map_err(setup)?;
+    let em = ExponentialMechanism::counts(Neighbours::Replace, eps).map_err(setup)?;
     let scores = move |side: Side| -> Vec<f64> {
         (0..k)
             .map(|i| match (side, i) {
@@ -114,7 +117,10 @@ pub fn exponential(small: bool) -> Result<AuditCase, AuditError> {
         200_000,
     )
     .mechanism("ExponentialMechanism")
-    .run(move |side, rng| Ok(vec![em.select(&scores(side), rng)? as f64]))
+    .run(move |side, rng| {
+        let chosen = em.release(&scores(side)[..], &mut Accountant::pure(eps), rng)?;
+        Ok(vec![chosen as f64])
+    })
     .events([Event::equals(0, 0.0), Event::equals(0, 1.0)]))
 }
 
@@ -124,9 +130,7 @@ pub fn sq_oracle(small: bool) -> Result<AuditCase, AuditError> {
     let _ = small;
     let eps = Epsilon::new(1, 1).map_err(setup)?;
     let make = |c0: u64| -> Result<_, AuditError> {
-        let h =
-            CountHistogram::from_counts(vec![c0, 100 - c0], MemoryCap::default()).map_err(setup)?;
-        h.normalized().map_err(setup)
+        CountHistogram::from_counts(vec![c0, 100 - c0], MemoryCap::default()).map_err(setup)
     };
     let (d, d_prime) = (make(60)?, make(61)?);
     let query = Query::dense(vec![1.0, 0.0]).map_err(setup)?;
@@ -149,10 +153,11 @@ pub fn sq_oracle(small: bool) -> Result<AuditCase, AuditError> {
     .mechanism("SqOracle")
     .run(move |side, rng| {
         let data = if side == Side::D { &d } else { &d_prime };
-        let mut oracle = SqOracle::new(data, 100, 2, eps)?;
+        let oracle = SqOracle::new(Neighbours::Replace, 2, eps)?;
+        let mut session = oracle.release(data, &mut Accountant::pure(eps), rng)?;
         Ok(vec![
-            oracle.answer(&query, rng)?,
-            oracle.answer(&query, rng)?,
+            session.answer(&query, rng)?,
+            session.answer(&query, rng)?,
         ])
     })
     .events(events))

@@ -47,7 +47,8 @@ pub fn distance_offline(small: bool) -> Result<AuditCase, AuditError> {
     .mechanism("Huang–Roth synopsis")
     .run(move |side, rng| {
         let pts = if side == Side::D { &d } else { &d_prime };
-        let s = Synopsis::release(&domain, pts, &config, rng)?;
+        let mut accountant = crate::accountant::Accountant::exactly(config.privacy.cost())?;
+        let s = Synopsis::release(&domain, pts, &config, &mut accountant, rng)?;
         Ok(vec![
             s.answer(&[0.0])?,
             s.answer(&[0.5])?,

@@ -6,8 +6,9 @@ use privq_core::Epsilon;
 use privq_core::rand_core::Rng;
 
 use super::setup;
+use crate::accountant::Accountant;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
-use crate::data::{CountHistogram, Dataset, MemoryCap};
+use crate::data::{Attribute, CountHistogram, Domain, DomainSource, MemoryCap, open_dataset};
 use crate::mwem::{Improvements, InitPolicy, MwemConfig, mwem};
 use crate::query::{Query, Workload};
 
@@ -42,9 +43,9 @@ pub fn mwem_init(small: bool) -> Result<AuditCase, AuditError> {
         4,
     )
     .map_err(setup)?;
-    // The claim is what MWEM's accountant charges (ε_init + the rounds' share).
-    let dry = mwem(&d, &workload, &config, &mut crate::seeded_rng(0)).map_err(setup)?;
-    let claimed = dry.budget.spent_epsilon().map_or(0.0, |e| e.to_f64());
+    // The claim is the cost MWEM states and charges (ε_init + the rounds' share).
+    let cost = config.cost().map_err(setup)?;
+    let claimed = cost.epsilon().to_f64();
     let mut events = Vec::new();
     for (a, b) in [(11.0, 9.0), (12.0, 8.0), (11.0, 10.0), (10.0, 9.0)] {
         events.push(Event::new(format!("ĉ0 >= {a} and ĉ1 <= {b}"), move |o| {
@@ -64,7 +65,13 @@ pub fn mwem_init(small: bool) -> Result<AuditCase, AuditError> {
     .mechanism("MWEM noisy init")
     .run(move |side, rng| {
         let data = if side == Side::D { &d } else { &d_prime };
-        let out = mwem(data, &workload, &config, rng)?;
+        let out = mwem(
+            data,
+            &workload,
+            &config,
+            &mut Accountant::exactly(cost)?,
+            rng,
+        )?;
         let x = &out.distribution;
         // Noisy count of cell i, read through the reference cell's weight.
         let w3 = REFERENCE as f64 + pseudo;
@@ -75,9 +82,10 @@ pub fn mwem_init(small: bool) -> Result<AuditCase, AuditError> {
 }
 
 /// The `privq synth` pipeline with a rare value: `D′` has one record whose
-/// value of `x` never occurs in `D`. Today the domain is inferred from the data, so
-/// a synthetic row carrying that value can only appear on `D′`. Event: "a
-/// synthetic row contains the rare value". The two CSV files are written once to
+/// value of `x` never occurs in `D`. When the domain was inferred from the data, a
+/// synthetic row carrying that value could only appear on `D′` (deterministic
+/// separation); with the public domain `x ∈ {a, b, zz}`, `y ∈ {0, 1, 2}` the
+/// universe is the same on both. Event: "a synthetic row contains the rare value". The two CSV files are written once to
 /// a per-process temporary directory; each run passes a seed drawn from its own
 /// generator.
 pub fn synth_rare_value(small: bool) -> Result<AuditCase, AuditError> {
@@ -102,6 +110,12 @@ pub fn synth_rare_value(small: bool) -> Result<AuditCase, AuditError> {
         Ok(path.to_string_lossy().into_owned())
     };
     let (d, d_prime) = (write("d", false)?, write("d-prime", true)?);
+    let domain = Domain::new(vec![
+        Attribute::categorical("x", ["a", "b", "zz"]).map_err(setup)?,
+        Attribute::categorical("y", ["0", "1", "2"]).map_err(setup)?,
+    ])
+    .map_err(setup)?;
+    let source = DomainSource::Public(domain);
     Ok(AuditCase::new(
         "synth-rare-value",
         format!("replace-one, n = {rows}: one record's x = a vs a value absent from D"),
@@ -110,14 +124,23 @@ pub fn synth_rare_value(small: bool) -> Result<AuditCase, AuditError> {
     )
     .mechanism("synth pipeline (MWEM)")
     .run(move |side, rng| {
-        // What `privq synth --plain` does without --domain (its progress bar aside).
+        // What `privq synth --plain --domain FILE` does (its progress bar aside).
         let input = if side == Side::D { &d } else { &d_prime };
-        let ds = Dataset::from_csv_path(Path::new(input), MemoryCap::default())?;
+        let mut accountant = Accountant::pure(eps);
+        let opened = open_dataset(
+            Path::new(input),
+            Some(&source),
+            &mut accountant,
+            rng,
+            MemoryCap::default(),
+        )?;
+        let ds = opened.dataset;
         let workload = Workload::marginals(&ds.domain, 1)?;
         let out = mwem(
             &ds.counts,
             &workload,
             &MwemConfig::unoptimized(eps, 3)?,
+            &mut accountant,
             rng,
         )?;
         let rare = ds
