@@ -100,8 +100,8 @@ pub fn run(
         (None, false) => None,
     };
     let mut input = match column {
-        Some(name) => Input::csv(&text, name)?,
-        None => Input::lines(&text)?,
+        Some(name) => Input::csv(&text, name, range.is_some())?,
+        None => Input::lines(&text, range.is_some())?,
     };
     if let Some((lo, hi)) = range {
         // Clamping is part of the mechanism: it bounds every individual's influence.
@@ -222,12 +222,12 @@ struct CsvTable {
 
 impl Input {
     /// One number per line; blank lines are not allowed except at the end.
-    fn lines(text: &str) -> Result<Input, CliError> {
+    fn lines(text: &str, saturate: bool) -> Result<Input, CliError> {
         let lines: Vec<&str> = text.lines().collect();
         let last = lines.iter().rposition(|l| !l.trim().is_empty());
         let mut values = Vec::new();
         for (i, line) in lines.iter().enumerate().take(last.map_or(0, |l| l + 1)) {
-            values.push((i + 1, parse_value(i + 1, line)?));
+            values.push((i + 1, parse_value(i + 1, line, saturate)?));
         }
         if values.is_empty() {
             return Err(CliError::EmptyInput);
@@ -236,7 +236,7 @@ impl Input {
     }
 
     /// CSV with a header row; values come from `column`.
-    fn csv(text: &str, column: &str) -> Result<Input, CliError> {
+    fn csv(text: &str, column: &str, saturate: bool) -> Result<Input, CliError> {
         let mut reader = csv::ReaderBuilder::new().from_reader(BufReader::new(text.as_bytes()));
         let header = reader.headers()?.clone();
         let index = header
@@ -253,7 +253,7 @@ impl Input {
             // Line numbers count the header as line 1.
             let line = record.position().map_or(i + 2, |p| p.line() as usize);
             let field = record.get(index).unwrap_or("");
-            values.push((line, parse_value(line, field)?));
+            values.push((line, parse_value(line, field, saturate)?));
             records.push(record);
         }
         if values.is_empty() {
@@ -294,12 +294,28 @@ impl Input {
     }
 }
 
-fn parse_value(line: usize, text: &str) -> Result<Fixed, CliError> {
-    text.trim().parse().map_err(|source| CliError::Value {
-        line,
-        text: text.to_string(),
-        source,
-    })
+/// A value on the fixed-point grid. With `saturate` (the `--range` form, where
+/// every value is clamped into the range anyway) a number beyond the fixed-point
+/// range saturates instead of failing, so an extreme value cannot stop the release:
+/// output versus error would tell it apart from an ordinary one.
+fn parse_value(line: usize, text: &str, saturate: bool) -> Result<Fixed, CliError> {
+    match text.trim().parse::<Fixed>() {
+        Ok(v) => Ok(v),
+        Err(privq_core::Error::OutOfRange) if saturate => match text.trim().parse::<f64>() {
+            Ok(x) if x > 0.0 => Ok(Fixed::MAX),
+            Ok(x) if x < 0.0 => Ok(Fixed::MIN),
+            _ => Err(CliError::Value {
+                line,
+                text: text.to_string(),
+                source: privq_core::Error::OutOfRange,
+            }),
+        },
+        Err(source) => Err(CliError::Value {
+            line,
+            text: text.to_string(),
+            source,
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -315,6 +331,12 @@ mod tests {
         let (outlier, err) = run_with(&argv, "1000000\n").unwrap();
         let (edge, _) = run_with(&argv, "10\n").unwrap();
         assert_eq!(outlier, edge);
+        // Beyond the fixed-point range too: saturated, then clamped, not an error.
+        assert_eq!(run_with(&argv, "3e12\n").unwrap().0, edge);
+        assert_eq!(
+            run_with(&argv, "-3e12\n").unwrap().0,
+            run_with(&argv, "0\n").unwrap().0
+        );
         assert!(
             err.contains("clamped into the public range [0, 10]"),
             "{err}"

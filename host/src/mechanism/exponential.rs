@@ -170,9 +170,10 @@ impl ExponentialMechanism {
             .map(|&s| {
                 let q = (s * inv_gamma).floor();
                 if !q.is_finite() || q.abs() >= 1.0e38 {
-                    Err(MechanismError::InvalidParameter(format!(
-                        "score {s} is not finite or too large"
-                    )))
+                    // The score is private: the message does not print it.
+                    Err(MechanismError::InvalidParameter(
+                        "a score is not finite or too large".into(),
+                    ))
                 } else {
                     Ok(q as i128)
                 }

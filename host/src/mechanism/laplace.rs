@@ -293,7 +293,10 @@ impl VectorLaplace {
         value: f64,
         rng: &mut R,
     ) -> Result<f64, MechanismError> {
-        let v = Fixed::from_f64(value)?;
+        // Clamping into the fixed-point range is 1-Lipschitz (it keeps every
+        // sensitivity), and it means no value can turn the release into an error after
+        // the charge — output versus error would separate neighbours.
+        let v = Fixed::from_f64(value.clamp(-2_147_483_648.0, 2_147_483_647.0))?;
         Ok(self.mech.release(v, rng)?.to_f64())
     }
 }
