@@ -167,7 +167,7 @@ impl PmwParams {
         let en = epsilon.to_f64() * n as f64;
         let (eta, log_kb) = match variant {
             PmwVariant::Approximate { delta } => {
-                check_delta(delta)?;
+                check_delta(delta, epsilon)?;
                 let lkb = (k as f64 / beta).ln();
                 ((ln_m.sqrt() * lkb * (1.0 / delta).ln() / en).sqrt(), lkb)
             }
@@ -188,7 +188,10 @@ impl PmwParams {
             ));
         }
         let sigma = match variant {
-            PmwVariant::Approximate { .. } => 10.0 * eta / log_kb,
+            PmwVariant::Approximate { delta } => {
+                check_delta(delta, epsilon)?;
+                (10.0 * eta / log_kb).max(approx_sigma_needed(max_updates, delta, epsilon, n))
+            }
             PmwVariant::Pure => pure_sigma_needed(max_updates, epsilon, n),
         };
         Ok(PmwParams {
@@ -243,8 +246,8 @@ impl PmwParams {
         }
         let needed_sigma = match variant {
             PmwVariant::Approximate { delta } => {
-                check_delta(delta)?;
-                10.0 * max_updates.sqrt() * (1.0 / delta).ln() / (epsilon.to_f64() * n as f64)
+                check_delta(delta, epsilon)?;
+                approx_sigma_needed(max_updates, delta, epsilon, n)
             }
             PmwVariant::Pure => pure_sigma_needed(max_updates, epsilon, n),
         };
@@ -350,6 +353,21 @@ impl PmwParams {
 }
 
 /// σ with `σn = 10c′/(3ε)`, `c′ = ⌊m⌋ + 1`: `2c′Δ/ε₂` for `ε₂ = 3ε/5`.
+/// The (ε, δ) variant's privacy condition with the constants its proof supports.
+/// The thesis states `σn ≥ 10·√m·ln(1/δ)/ε` (eq. 4.3), but the Azuma step of
+/// Lemma 4.3.8 with differences `2ε₀` and `λ = ε/2` gives the exponent
+/// `(εσn)²/(32·m′)` (the thesis drops a factor 4), so with `m′ = 32·m·√L`,
+/// `L = ln(1/δ)`, the bound closes only when
+/// `σn ≥ 32·L^{1/4}·√(ln(2/δ))·√m / ε` (1.5–2.1× the printed condition for
+/// δ ∈ [10⁻⁹, 10⁻³]). The grid rounds the sensitivity up by at most 2⁻⁹, which
+/// the factor `1 + 2⁻⁹` covers.
+fn approx_sigma_needed(max_updates: f64, delta: f64, epsilon: Epsilon, n: u64) -> f64 {
+    let l = (1.0 / delta).ln();
+    let printed = 10.0 * max_updates.sqrt() * l;
+    let corrected = 32.0 * l.powf(0.25) * (2.0 / delta).ln().sqrt() * max_updates.sqrt();
+    printed.max(corrected) * (1.0 + 1.0 / 512.0) / (epsilon.to_f64() * n as f64)
+}
+
 fn pure_sigma_needed(max_updates: f64, epsilon: Epsilon, n: u64) -> f64 {
     let c_prime = max_updates.floor() + 1.0;
     10.0 * c_prime / (3.0 * epsilon.to_f64() * n as f64)
@@ -370,12 +388,21 @@ fn check_common(n: u64, k: usize, m: usize) -> Result<(), PmwError> {
     Ok(())
 }
 
-fn check_delta(delta: f64) -> Result<(), PmwError> {
-    if delta > 0.0 && delta < 1.0 {
-        Ok(())
-    } else {
-        Err(PmwError::InvalidParameter("delta must be in (0, 1)"))
+/// δ of the (ε, δ) variant: in (0, 10⁻³]. Its proof (thesis eq. 4.13) also needs
+/// ε ≤ 1.04·ln²(1/δ), which holds for every ε ≤ 49 once δ ≤ 10⁻³.
+fn check_delta(delta: f64, epsilon: Epsilon) -> Result<(), PmwError> {
+    if !(delta > 0.0 && delta <= 1e-3) {
+        return Err(PmwError::InvalidParameter(
+            "delta must be in (0, 1e-3] for the (epsilon, delta) variant",
+        ));
     }
+    let l = (1.0 / delta).ln();
+    if epsilon.to_f64() > 1.04 * l * l {
+        return Err(PmwError::InvalidParameter(
+            "the (epsilon, delta) variant's proof needs epsilon <= 1.04 ln^2(1/delta) (eq. 4.13)",
+        ));
+    }
+    Ok(())
 }
 
 /// Why a PMW session did not answer.
@@ -635,8 +662,10 @@ impl<R: Rng + CryptoRng> PmwSession<R> {
     /// sub-universe V (thesis §4.6; raise the threshold by γ as Lemma 4.3.7 says).
     ///
     /// Everything is validated first, then the cost is charged, then (pure variant)
-    /// `T̂` is drawn: a refused charge samples nothing.
-    pub fn with_state(
+    /// `T̂` is drawn: a refused charge samples nothing. Crate-private: lazy rounds
+    /// release `f(x₀)` exactly, so the start must be public (uniform, or a
+    /// data-independent reduced domain), never built from the data.
+    pub(crate) fn with_state(
         counts: &CountHistogram,
         params: PmwParams,
         rounds: usize,
@@ -1042,7 +1071,9 @@ mod tests {
         )
         .unwrap();
         assert!((a.eta() - 0.143).abs() < 5e-4, "{}", a.eta());
-        assert!((a.sigma() - 0.150).abs() < 1e-3, "{}", a.sigma());
+        // The thesis' σ is 0.150; the corrected privacy condition of the (ε, δ)
+        // variant needs σn ≥ 32·L^{1/4}·√ln(2/δ)·√m·(1 + 2⁻⁹)/ε, i.e. σ = 0.2548 here.
+        assert!((a.sigma() - 0.2548).abs() < 1e-3, "{}", a.sigma());
         assert!((a.threshold() - 5.71).abs() < 0.01);
         assert!((a.max_updates() - 545.0).abs() < 2.0, "{}", a.max_updates());
         let b = PmwParams::theory(

@@ -180,6 +180,11 @@ impl ValueCounts {
                 .enumerate()
                 .filter(|(i, _)| Some(*i) != count_col)
                 .map(|(_, v)| v);
+            // A row of weight 0 holds no record: it must not make its values
+            // candidates (the layout of a count table is not data).
+            if weight == 0 {
+                continue;
+            }
             for (map, value) in counts.iter_mut().zip(values) {
                 let c: &mut u64 = map.entry(value.trim().to_string()).or_insert(0);
                 *c = c.saturating_add(weight);

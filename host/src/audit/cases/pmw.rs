@@ -40,13 +40,13 @@ pub fn pmw_pure(small: bool) -> Result<AuditCase, AuditError> {
     build("pmw-pure", p, Claim::Pure(1.0))
 }
 
-/// Approximate PMW (fixed threshold), n = 1841, σ = 0.08 (the smallest the
-/// privacy condition accepts at δ = 10⁻⁶, m = 1), k = 200 lazy rounds.
+/// Approximate PMW (fixed threshold), n = 1841, σ = 0.13 (just above the smallest
+/// the corrected privacy condition accepts at δ = 10⁻⁶, m = 1), k = 200 lazy rounds.
 pub fn pmw_approximate(small: bool) -> Result<AuditCase, AuditError> {
     let delta = 1e-6;
     let p = Pattern {
         n: 1841,
-        sigma: 0.08,
+        sigma: 0.13,
         threshold: 0.2,
         lazy_rounds: if small { 50 } else { 200 },
         variant: PmwVariant::Approximate { delta },
