@@ -12,16 +12,21 @@
 //! probability at least the confidence level.
 //!
 //! ```
+//! use privq_host::accountant::Accountant;
 //! use privq_host::audit::{AuditCase, Claim, Event, Side, audit};
+//! use privq_host::contract::{Mechanism, Neighbours};
 //! use privq_host::mechanism::Geometric;
 //! use privq_host::Epsilon;
 //!
-//! // A count of 10 on D and 11 on D′, released with the geometric mechanism at ε = 1.
-//! let mech = Geometric::new(1, Epsilon::new(1, 1)?)?;
+//! // A count of 10 on D and 11 on D′, released with the geometric mechanism at ε = 1;
+//! // each run is one release charged to its own accountant.
+//! let eps = Epsilon::new(1, 1)?;
+//! let mech = Geometric::counts(Neighbours::AddRemove, 1, eps)?;
 //! let case = AuditCase::new("geometric", "count 10 vs 11", Claim::Pure(1.0), 2_000)
 //!     .run(move |side, rng| {
 //!         let count = if side == Side::D { 10 } else { 11 };
-//!         Ok(vec![mech.release_one(count, rng)? as f64])
+//!         let out = mech.release(&[count][..], &mut Accountant::pure(eps), rng)?;
+//!         Ok(vec![out[0] as f64])
 //!     })
 //!     .events((9..13).map(|t| Event::at_least(0, t as f64)));
 //! let report = audit(&case, 2_000, 7, &|_| {})?;
