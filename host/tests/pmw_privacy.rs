@@ -23,7 +23,7 @@ use privq_host::accountant::Accountant;
 use privq_host::data::{CountHistogram, MemoryCap};
 use privq_host::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwVariant};
 use privq_host::query::Query;
-use privq_host::stats::ln_gamma;
+use privq_host::stats;
 
 const RUNS: u64 = 200_000;
 const N: u64 = 200;
@@ -33,77 +33,9 @@ const SIGMA: f64 = 0.05;
 const T: f64 = 0.1;
 const ETA: f64 = 1.0;
 
-/// Regularized incomplete beta `I_x(a, b)` (Lentz's continued fraction).
-fn inc_beta(x: f64, a: f64, b: f64) -> f64 {
-    if x <= 0.0 {
-        return 0.0;
-    }
-    if x >= 1.0 {
-        return 1.0;
-    }
-    if x > (a + 1.0) / (a + b + 2.0) {
-        return 1.0 - inc_beta(1.0 - x, b, a);
-    }
-    let ln_front = ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln();
-    let tiny = 1e-300;
-    let mut c = 1.0f64;
-    let mut d = 1.0 - (a + b) * x / (a + 1.0);
-    if d.abs() < tiny {
-        d = tiny;
-    }
-    d = 1.0 / d;
-    let mut h = d;
-    for m in 1..10_000 {
-        let m = m as f64;
-        for num in [
-            m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m)),
-            -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0)),
-        ] {
-            d = 1.0 + num * d;
-            if d.abs() < tiny {
-                d = tiny;
-            }
-            c = 1.0 + num / c;
-            if c.abs() < tiny {
-                c = tiny;
-            }
-            d = 1.0 / d;
-            h *= d * c;
-        }
-        if (d * c - 1.0).abs() < 1e-15 {
-            break;
-        }
-    }
-    (ln_front.exp() * h / a).clamp(0.0, 1.0)
-}
-
-/// Two-sided Clopper–Pearson interval for `k` successes of `n` at level `alpha`
-/// (Beta quantiles by bisection).
+/// Two-sided Clopper–Pearson interval (the library's exact one, `stats::clopper_pearson`).
 fn clopper_pearson(k: u64, n: u64, alpha: f64) -> (f64, f64) {
-    let solve = |target: f64, a: f64, b: f64| {
-        let (mut lo, mut hi) = (0.0f64, 1.0f64);
-        for _ in 0..100 {
-            let mid = 0.5 * (lo + hi);
-            if inc_beta(mid, a, b) < target {
-                lo = mid
-            } else {
-                hi = mid
-            }
-        }
-        0.5 * (lo + hi)
-    };
-    let (k, n) = (k as f64, n as f64);
-    let low = if k == 0.0 {
-        0.0
-    } else {
-        solve(alpha / 2.0, k, n - k + 1.0)
-    };
-    let high = if k == n {
-        1.0
-    } else {
-        solve(1.0 - alpha / 2.0, k + 1.0, n - k)
-    };
-    (low, high)
+    stats::clopper_pearson(k, n, alpha).expect("valid counts and level")
 }
 
 /// The public outcome of one run, as a cell index: 0 when round 1 is lazy; else
