@@ -263,7 +263,7 @@ mod tests {
         let u = dir.join("u.csv");
         std::fs::write(&u, "x,n,h\n0,10,0\n1,5,1\n3,7,3\n").unwrap();
         let us = u.to_str().unwrap();
-        let (out, err) = run_cli(&[
+        let base = [
             "privq",
             "dx",
             "--universe",
@@ -276,8 +276,8 @@ mod tests {
             "h",
             "--seed",
             "1",
-        ])
-        .unwrap();
+        ];
+        let (out, err) = run_cli(&base).unwrap();
         let line: Vec<&str> = out.lines().nth(1).unwrap().split(',').collect();
         let scale: f64 = line[2].parse().unwrap();
         assert!((1.0..1.01).contains(&scale), "{out}");
@@ -291,22 +291,7 @@ mod tests {
             "{err}"
         );
         // A budget below the implied cost refuses before anything is released.
-        let refused = run_cli(&[
-            "privq",
-            "dx",
-            "--universe",
-            us,
-            "--coords",
-            "x",
-            "--counts",
-            "n",
-            "--query-column",
-            "h",
-            "--budget",
-            "2",
-            "--seed",
-            "1",
-        ]);
+        let refused = run_cli(&[&base[..], &["--budget", "2"]].concat());
         assert!(matches!(refused, Err(CliError::Run(_))), "{refused:?}");
         let q = dir.join("q.csv");
         std::fs::write(&q, "1,0,0\n0,0,1\n").unwrap();

@@ -10,13 +10,14 @@
 //! rational), or `ε/M` if that is larger. Every noise draw uses the core's exact
 //! discrete Laplace on a power-of-two grid ([`VectorLaplace`]).
 
-use privq_core::Epsilon;
 use privq_core::rand_core::{CryptoRng, Rng};
+use privq_core::sample::DiscreteLaplace;
+use privq_core::{Epsilon, Fixed, GridLaplace};
 
 use super::DistanceError;
 use crate::accountant::{self, Accountant, Cost, PrivacyLoss};
 use crate::contract::Neighbours;
-use crate::mechanism::{VectorLaplace, epsilon_at_most};
+use crate::mechanism::{VectorLaplace, epsilon_at_most, fixed_ceil};
 
 /// The privacy target of a release.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -274,11 +275,10 @@ impl Noise {
 /// rounding slack to account for. The noisy threshold is never released.
 #[derive(Debug, Clone)]
 pub(crate) struct AboveThreshold {
-    snap: privq_core::GridLaplace,
+    snap: GridLaplace,
     noisy_threshold: i128,
-    query_noise: Option<privq_core::sample::DiscreteLaplace>,
-    /// The noise-off (test) profile compares the exact values.
-    threshold: f64,
+    /// `None` in the noise-off (test) profile, which compares exact lattice points.
+    query_noise: Option<DiscreteLaplace>,
 }
 
 impl AboveThreshold {
@@ -289,39 +289,31 @@ impl AboveThreshold {
         on: bool,
         rng: &mut R,
     ) -> Result<Self, DistanceError> {
-        use privq_core::sample::DiscreteLaplace;
-        let snap =
-            privq_core::GridLaplace::new(crate::mechanism::fixed_ceil(sensitivity)?, epsilon)
-                .map_err(crate::mechanism::MechanismError::from)?;
+        let snap = GridLaplace::new(fixed_ceil(sensitivity)?, epsilon)?;
         let g = snap.sensitivity_steps();
-        let lattice = |x: f64| -> Result<i128, DistanceError> {
-            Ok(snap.snap(
-                privq_core::Fixed::from_f64(x).map_err(crate::mechanism::MechanismError::from)?,
-            ))
-        };
         let noise = |factor: u64| -> Result<DiscreteLaplace, DistanceError> {
-            let steps = g
-                .checked_mul(factor)
-                .ok_or(crate::mechanism::MechanismError::from(
-                    privq_core::Error::Overflow,
-                ))?;
-            Ok(DiscreteLaplace::for_sensitivity(steps, epsilon)
-                .map_err(crate::mechanism::MechanismError::from)?)
+            let steps = g.checked_mul(factor).ok_or(privq_core::Error::Overflow)?;
+            Ok(DiscreteLaplace::for_sensitivity(steps, epsilon)?)
         };
-        let (noisy_threshold, query_noise) = if on {
-            let z = noise(2)?
-                .sample(rng)
-                .map_err(crate::mechanism::MechanismError::from)?;
-            (lattice(threshold)? + i128::from(z), Some(noise(4)?))
-        } else {
-            (lattice(threshold)?, None)
-        };
-        Ok(AboveThreshold {
+        let mut at = AboveThreshold {
             snap,
-            noisy_threshold,
-            query_noise,
-            threshold,
-        })
+            noisy_threshold: 0,
+            query_noise: None,
+        };
+        at.noisy_threshold = at.lattice(threshold)?;
+        if on {
+            at.noisy_threshold += i128::from(noise(2)?.sample(rng)?);
+            at.query_noise = Some(noise(4)?);
+        }
+        Ok(at)
+    }
+
+    /// The lattice point of `value`. Query values are distances in [0, w]; clamping
+    /// into the fixed-point range anyway means no value can turn into an error
+    /// (clamping is 1-Lipschitz, so it costs nothing).
+    fn lattice(&self, value: f64) -> Result<i128, DistanceError> {
+        let v = value.clamp(-2.0e9, 2.0e9);
+        Ok(self.snap.snap(Fixed::from_f64(v)?))
     }
 
     /// True when the noisy query value reaches the noisy threshold.
@@ -330,19 +322,11 @@ impl AboveThreshold {
         value: f64,
         rng: &mut R,
     ) -> Result<bool, DistanceError> {
-        let Some(noise) = &self.query_noise else {
-            return Ok(value >= self.threshold);
+        let z = match &self.query_noise {
+            Some(noise) => i128::from(noise.sample(rng)?),
+            None => 0,
         };
-        // Query values are distances in [0, w]; clamp into the fixed-point range
-        // anyway so that no value can turn into an error (1-Lipschitz, free).
-        let v = value.clamp(-2.0e9, 2.0e9);
-        let at = self
-            .snap
-            .snap(privq_core::Fixed::from_f64(v).map_err(crate::mechanism::MechanismError::from)?);
-        let z = noise
-            .sample(rng)
-            .map_err(crate::mechanism::MechanismError::from)?;
-        Ok(at + i128::from(z) >= self.noisy_threshold)
+        Ok(self.lattice(value)? + z >= self.noisy_threshold)
     }
 }
 
