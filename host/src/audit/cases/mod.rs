@@ -6,12 +6,14 @@
 //! behaviour: a case that fails points at a defect.
 
 mod central;
+mod discover;
 mod distance;
 mod dx;
 mod mwem;
 mod pmw;
 
 pub use central::{exponential, geometric_histogram, sq_oracle, vector_laplace};
+pub use discover::discovery;
 pub use distance::distance_offline;
 pub use dx::dx_laplace;
 pub use mwem::{mwem_init, synth_rare_value};
@@ -32,6 +34,7 @@ pub const REGISTRY: &[(&str, CaseFn)] = &[
     ("pmw-approx", pmw_approximate),
     ("mwem-init", mwem_init),
     ("synth-rare-value", synth_rare_value),
+    ("discovery", discovery),
     ("dx-laplace", dx_laplace),
     ("distance-offline", distance_offline),
 ];
