@@ -206,8 +206,9 @@ impl PmwParams {
     }
 
     /// User constants, accepted only if the privacy condition of the construction
-    /// holds for `epsilon` and `n`: `σn ≥ 10·√m·ln(1/δ)/ε` (eq. 4.3) for the (ε, δ)
-    /// variant, `σn ≥ 10(⌊m⌋ + 1)/(3ε)` (comparison noise, module docs) for the pure one.
+    /// holds for `epsilon` and `n`: for the (ε, δ) variant
+    /// `σn ≥ max(10·√m·L, 32·L^{1/4}·√ln(2/δ)·√m)·(1 + 2⁻⁹)/ε` with `L = ln(1/δ)`
+    /// (eq. 4.3 with the constants its proof supports, see `approx_sigma_needed`), `σn ≥ 10(⌊m⌋ + 1)/(3ε)` (comparison noise, module docs) for the pure one.
     ///
     /// ```
     /// use privq_host::pmw::{PmwError, PmwParams, PmwVariant};
@@ -563,8 +564,12 @@ impl Noise {
         let grid = |s: Fixed, e: Epsilon| GridLaplace::with_grid(s, e, grid_exp);
         match params.split()? {
             None => {
+                // Per-answer loss ε₀ = (1 + 2⁻⁹)/(nσ), the value the privacy
+                // condition was checked for, whatever the grid margin in `s`: when
+                // the margin makes s·n exceed 1 + 2⁻⁹ (γ at its 2⁻³² floor, huge
+                // universes) the noise grows instead of the loss.
                 let s = sens(1)?;
-                let e = epsilon_at_most(s.to_f64() / params.sigma)?;
+                let e = epsilon_at_most((1.0 + 1.0 / 512.0) / (params.n as f64 * params.sigma))?;
                 Ok(Noise {
                     compare: grid(s, e)?,
                     fresh: None,

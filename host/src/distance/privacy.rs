@@ -271,8 +271,9 @@ impl Noise {
 /// shift-equivariant), so neighbouring query values snap at most `G = ⌈Δ/γ⌉` steps
 /// apart; the threshold gets `Lap(2G/ε₀)` steps once, each query `Lap(4G/ε₀)` steps,
 /// and the comparison is between integers. This is Algorithm 1 with sensitivity G on
-/// ℤ, so the instance is ε₀-DP until (and including) its first "above" — with no
-/// rounding slack to account for. The noisy threshold is never released.
+/// ℤ, so the instance is ε₀-DP until (and including) its first "above"; G includes a
+/// margin for the floating-point error of the query values. The noisy threshold is
+/// never released.
 #[derive(Debug, Clone)]
 pub(crate) struct AboveThreshold {
     snap: GridLaplace,
@@ -289,7 +290,10 @@ impl AboveThreshold {
         on: bool,
         rng: &mut R,
     ) -> Result<Self, DistanceError> {
-        let snap = GridLaplace::new(fixed_ceil(sensitivity)?, epsilon)?;
+        // Query values are computed in floating point, so neighbours can differ by
+        // Δ plus a few rounding errors: G covers Δ(1 + 10⁻⁹) + 2⁻³⁰.
+        let margin = sensitivity * 1e-9 + f64::powi(2.0, -30);
+        let snap = GridLaplace::new(fixed_ceil(sensitivity + margin)?, epsilon)?;
         let g = snap.sensitivity_steps();
         let noise = |factor: u64| -> Result<DiscreteLaplace, DistanceError> {
             let steps = g.checked_mul(factor).ok_or(privq_core::Error::Overflow)?;
