@@ -17,7 +17,7 @@
 //! ```
 //! use privq_host::accountant::Accountant;
 //! use privq_host::contract::{Mechanism, Neighbours};
-//! use privq_host::mechanism::Geometric;
+//! use privq_host::central::Geometric;
 //! use privq_host::{Epsilon, seeded_rng};
 //!
 //! // Geometric::histogram derives ℓ1 sensitivity 2 from replace-one neighbours.
@@ -34,7 +34,7 @@ use std::fmt;
 use privq_core::rand_core::{CryptoRng, Rng};
 
 use crate::accountant::{Accountant, Cost, Receipt};
-use crate::mechanism::MechanismError;
+use crate::central::MechanismError;
 
 /// Which datasets are neighbours: the relation a guarantee is stated for.
 ///

@@ -15,7 +15,7 @@
 //! use privq_host::accountant::Accountant;
 //! use privq_host::audit::{AuditCase, Claim, Event, Side, audit};
 //! use privq_host::contract::{Mechanism, Neighbours};
-//! use privq_host::mechanism::Geometric;
+//! use privq_host::central::Geometric;
 //! use privq_host::Epsilon;
 //!
 //! // A count of 10 on D and 11 on D′, released with the geometric mechanism at ε = 1;

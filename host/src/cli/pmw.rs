@@ -8,8 +8,8 @@ use super::CliError;
 use super::domain::DomainArg;
 use crate::accountant::Accountant;
 use crate::data::{DataError, Dataset, Domain, MemoryCap};
-use crate::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwVariant};
-use crate::pmw_reduce::{DomainReduction, ReduceError};
+use crate::central::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwVariant};
+use crate::central::pmw_reduce::{DomainReduction, ReduceError};
 use crate::query::Query;
 
 /// Options of `privq pmw`.

@@ -12,7 +12,7 @@ use super::progress::bar;
 use crate::accountant::{Accountant, Cost};
 use crate::contract::Neighbours;
 use crate::data::{Domain, MemoryCap, open_dataset, write_records};
-use crate::mwem::{EmProfile, MwemConfig, mwem_with_progress, optimal_rounds};
+use crate::central::mwem::{EmProfile, MwemConfig, mwem_with_progress, optimal_rounds};
 use crate::query::Workload;
 
 /// Options of `privq synth`.
@@ -144,7 +144,7 @@ pub fn run(
             t.round().clamp(5.0, 50.0) as usize
         }
     };
-    let mwem_err = |e: crate::mwem::MwemError| CliError::Run(Box::new(e));
+    let mwem_err = |e: crate::central::mwem::MwemError| CliError::Run(Box::new(e));
     // The literal profile spends 1.5× what it is given (mwem sizes its filter to
     // 1.5ε); give it 2/3 of the user's ε so the total never exceeds ε.
     let given = match args.profile {

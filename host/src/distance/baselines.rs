@@ -6,8 +6,8 @@
 //!   with the core's exact discrete Laplace), from which
 //!   `F^{(i)}(t) = ∫₀^{w}(1 − C) + ∫₀ᵗ (2C − 1)` answers **every** ℓ1 query.
 //!
-//! * [`GridMwem`]: MWEM (thesis Ch. 5, through the one MW engine [`crate::mw`] via
-//!   [`crate::mwem::mwem`]) on a discretised grid of `g^ℓ` cells, for small ℓ only:
+//! * [`GridMwem`]: MWEM (thesis Ch. 5, through the one MW engine [`crate::central::mw`] via
+//!   [`crate::central::mwem::mwem`]) on a discretised grid of `g^ℓ` cells, for small ℓ only:
 //!   a grid over the memory cap is refused with [`DistanceError::GridTooLarge`].
 
 use privq_core::Epsilon;
@@ -17,8 +17,8 @@ use super::DistanceError;
 use super::columns::{Columns, Domain};
 use super::privacy::{Noise, Plan, Privacy};
 use crate::data::{CountHistogram, DataError, MemoryCap};
-use crate::mechanism::Geometric;
-use crate::mwem::{Improvements, InitPolicy, MwemConfig, OutputRule, mwem, optimal_rounds};
+use crate::central::Geometric;
+use crate::central::mwem::{Improvements, InitPolicy, MwemConfig, OutputRule, mwem, optimal_rounds};
 use crate::query::{Query, Workload};
 
 /// The Laplace mechanism per query with composition over `k` queries.
@@ -402,7 +402,7 @@ impl GridMwem {
         let mut accountant = crate::accountant::Accountant::pure(config.epsilon);
         let out =
             mwem(&hist, &workload, &mw_config, &mut accountant, rng).map_err(|e| match e {
-                crate::mwem::MwemError::Data(d) => mw_err(d),
+                crate::central::mwem::MwemError::Data(d) => mw_err(d),
                 other => DistanceError::Mw(other.to_string()),
             })?;
         let mut marginals = vec![vec![0.0f64; g]; dim];

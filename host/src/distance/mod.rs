@@ -170,10 +170,10 @@ impl From<Exhausted> for DistanceError {
     }
 }
 
-impl From<crate::mechanism::MechanismError> for DistanceError {
-    fn from(e: crate::mechanism::MechanismError) -> Self {
+impl From<crate::central::MechanismError> for DistanceError {
+    fn from(e: crate::central::MechanismError) -> Self {
         match e {
-            crate::mechanism::MechanismError::Core(c) => DistanceError::Core(c),
+            crate::central::MechanismError::Core(c) => DistanceError::Core(c),
             other => DistanceError::InvalidParameter(other.to_string()),
         }
     }

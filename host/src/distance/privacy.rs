@@ -17,7 +17,7 @@ use privq_core::{Epsilon, Fixed, GridLaplace};
 use super::DistanceError;
 use crate::accountant::{self, Accountant, Cost, PrivacyLoss};
 use crate::contract::Neighbours;
-use crate::mechanism::{VectorLaplace, epsilon_at_most, fixed_ceil};
+use crate::central::{VectorLaplace, epsilon_at_most, fixed_ceil};
 
 /// The privacy target of a release.
 #[derive(Debug, Clone, Copy, PartialEq)]

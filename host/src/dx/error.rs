@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::mechanism::MechanismError;
+use crate::central::MechanismError;
 
 /// Why a d_X metric, parameter set or mechanism was rejected.
 #[derive(Debug, Clone, PartialEq)]

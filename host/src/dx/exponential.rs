@@ -4,7 +4,7 @@ use privq_core::Epsilon;
 use privq_core::rand_core::{CryptoRng, Rng};
 
 use super::DxError;
-use crate::mechanism::ExponentialMechanism;
+use crate::central::ExponentialMechanism;
 
 /// `M_{Exp,c}(x, u')`: outputs `r` with probability `∝ exp(u'(x,r)/(2c))`. By
 /// Theorem 3 it is d_X-private when `Δu'(i,j) ≤ c·d_X(i,j)` for all pairs.

@@ -10,7 +10,7 @@ use privq_core::Epsilon;
 use super::svg::{Series, line_chart};
 use crate::accountant::Accountant;
 use crate::data::{DataError, Dataset, MemoryCap, kl};
-use crate::mwem::{
+use crate::central::mwem::{
     FitConfig, Improvements, MwemConfig, MwemError, OutputRule, Reiterate, barak_baseline,
     exact_fit, mwem, optimal_rounds,
 };
@@ -437,7 +437,7 @@ fn run_method(
     method: Method,
     eps: Epsilon,
     rng: &mut rand_chacha::ChaCha12Rng,
-) -> Result<crate::mwem::MwemOutput, MwemError> {
+) -> Result<crate::central::mwem::MwemOutput, MwemError> {
     let n = ds.counts.total() as f64;
     let (t_star, _) = optimal_rounds(
         eps.to_f64(),

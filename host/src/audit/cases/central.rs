@@ -8,7 +8,7 @@ use crate::accountant::Accountant;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
 use crate::contract::{Mechanism, Neighbours};
 use crate::data::{CountHistogram, MemoryCap};
-use crate::mechanism::{ExponentialMechanism, Geometric, SqOracle, VectorLaplace};
+use crate::central::{ExponentialMechanism, Geometric, SqOracle, VectorLaplace};
 use crate::query::Query;
 
 /// One unit of the fixed-point format, 2⁻³².

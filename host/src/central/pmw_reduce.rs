@@ -14,7 +14,7 @@
 //! probability ≥ 1 − β a distribution answering every query of Q within `φ + α`
 //! of `x`. Thm 4.1.4 takes `α = 1/√n`. PMW then runs on `V` with the threshold
 //! raised by that gap (Lemma 4.3.7): `T' = T + φ + α`
-//! ([`PmwSession::on_reduced_domain`](crate::pmw::PmwSession::on_reduced_domain)).
+//! ([`PmwSession::on_reduced_domain`](crate::central::pmw::PmwSession::on_reduced_domain)).
 //!
 //! `V` is drawn from `N`, the parameters and the RNG only — never from the data —
 //! so it is public and costs no privacy. The draws use the core's exact integer
@@ -197,7 +197,7 @@ impl DomainReduction {
     /// data, so it is public.
     ///
     /// ```
-    /// use privq_host::pmw_reduce::DomainReduction;
+    /// use privq_host::central::pmw_reduce::DomainReduction;
     /// use privq_host::seeded_rng;
     ///
     /// // ξ = 2/N (each cell holds at most twice the uniform mass), α = 0.1,
@@ -210,7 +210,7 @@ impl DomainReduction {
     /// assert!(v.cells().windows(2).all(|w| w[0] < w[1]));
     /// // PMW on V raises its threshold by φ + α.
     /// assert_eq!(v.threshold_shift(), 0.1);
-    /// # Ok::<(), privq_host::pmw_reduce::ReduceError>(())
+    /// # Ok::<(), privq_host::central::pmw_reduce::ReduceError>(())
     /// ```
     pub fn sample<R: Rng + ?Sized>(
         &self,

@@ -65,7 +65,7 @@ const SHRINK_BUDGET: f64 = 40.0;
 ///
 /// ```
 /// use privq_host::data::{Domain, MemoryCap};
-/// use privq_host::mw::MwState;
+/// use privq_host::central::mw::MwState;
 /// use privq_host::query::Query;
 /// let d = Domain::binary(["a", "b"])?;
 /// let q = Query::conjunction(&d, &[0, 1])?;

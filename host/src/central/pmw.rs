@@ -69,9 +69,9 @@ use privq_core::{Epsilon, Fixed, GridLaplace};
 use crate::accountant::{Accountant, AccountantError, Cost, Receipt};
 use crate::contract::Neighbours;
 use crate::data::{CountHistogram, DataError, Distribution, MemoryCap};
-use crate::mechanism::{MechanismError, epsilon_at_most, fixed_ceil};
-use crate::mw::{MwState, PendingUpdate};
-use crate::pmw_reduce::ReducedDomain;
+use crate::central::{MechanismError, epsilon_at_most, fixed_ceil};
+use crate::central::mw::{MwState, PendingUpdate};
+use crate::central::pmw_reduce::ReducedDomain;
 use crate::query::{Query, Workload};
 
 /// The privacy notion of a session.
@@ -101,7 +101,7 @@ impl PureSplit {
     /// The split of `epsilon`; the three parts add up to it exactly.
     ///
     /// ```
-    /// use privq_host::pmw::PureSplit;
+    /// use privq_host::central::pmw::PureSplit;
     /// use privq_host::Epsilon;
     /// let s = PureSplit::of(Epsilon::new(1, 1)?)?;
     /// assert_eq!(s.threshold, Epsilon::new(1, 10)?);
@@ -141,7 +141,7 @@ impl PmwParams {
     /// (below the thesis' `10m/(nε)`, so the accuracy analysis still applies).
     ///
     /// ```
-    /// use privq_host::pmw::{PmwParams, PmwVariant};
+    /// use privq_host::central::pmw::{PmwParams, PmwVariant};
     /// use privq_host::Epsilon;
     /// // Spec §3.9, first row: n = 21 574, N = 2^16, k = 697, ε = 1, δ = 1e-6, β = 0.05.
     /// let eps = Epsilon::new(1, 1)?;
@@ -211,7 +211,7 @@ impl PmwParams {
     /// (eq. 4.3 with the constants its proof supports, see `approx_sigma_needed`), `σn ≥ 10(⌊m⌋ + 1)/(3ε)` (comparison noise, module docs) for the pure one.
     ///
     /// ```
-    /// use privq_host::pmw::{PmwError, PmwParams, PmwVariant};
+    /// use privq_host::central::pmw::{PmwError, PmwParams, PmwVariant};
     /// use privq_host::Epsilon;
     /// let eps = Epsilon::new(1, 1)?;
     /// // m = 1: two above-threshold outcomes at most, σn ≥ 20/3 is needed.
@@ -596,7 +596,7 @@ impl Noise {
 ///
 /// ```
 /// use privq_host::data::{CountHistogram, MemoryCap};
-/// use privq_host::pmw::{PmwParams, PmwSession, PmwVariant};
+/// use privq_host::central::pmw::{PmwParams, PmwSession, PmwVariant};
 /// use privq_host::query::Query;
 /// use privq_host::accountant::Accountant;
 /// use privq_host::{Epsilon, seeded_rng};
@@ -743,8 +743,8 @@ impl<R: Rng + CryptoRng> PmwSession<R> {
     /// ```
     /// use privq_host::accountant::Accountant;
     /// use privq_host::data::{CountHistogram, MemoryCap};
-    /// use privq_host::pmw::{PmwParams, PmwSession, PmwVariant};
-    /// use privq_host::pmw_reduce::DomainReduction;
+    /// use privq_host::central::pmw::{PmwParams, PmwSession, PmwVariant};
+    /// use privq_host::central::pmw_reduce::DomainReduction;
     /// use privq_host::query::Query;
     /// use privq_host::{Epsilon, seeded_rng};
     ///
@@ -800,7 +800,7 @@ impl<R: Rng + CryptoRng> PmwSession<R> {
         }
         query.check_universe(self.data.len())?;
         self.round += 1;
-        let truth = Fixed::from_f64(crate::mw::dot(query, self.data.probabilities()))?;
+        let truth = Fixed::from_f64(crate::central::mw::dot(query, self.data.probabilities()))?;
         let compared = self.noise.compare.release(truth, &mut self.rng)?;
         let here = match self.pending.take() {
             Some(u) => self.state.apply_then_evaluate(u, query),

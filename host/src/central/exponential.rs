@@ -40,7 +40,7 @@ pub enum Sampling {
 /// ```
 /// use privq_host::accountant::Accountant;
 /// use privq_host::contract::{Mechanism, Neighbours};
-/// use privq_host::mechanism::ExponentialMechanism;
+/// use privq_host::central::ExponentialMechanism;
 /// use privq_host::{Epsilon, seeded_rng};
 /// // Scores that are counts: sensitivity 1.
 /// let em = ExponentialMechanism::counts(Neighbours::AddRemove, Epsilon::new(1, 1)?)?;
@@ -51,7 +51,7 @@ pub enum Sampling {
 /// let p = em.probabilities(&scores)?;
 /// assert!(p[2] > 0.99);
 /// assert!(em.release(&scores[..], &mut acct, &mut seeded_rng(4)).is_err()); // budget spent
-/// # Ok::<(), privq_host::mechanism::MechanismError>(())
+/// # Ok::<(), privq_host::central::MechanismError>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct ExponentialMechanism {

@@ -29,8 +29,8 @@ use privq_core::rand_core::{CryptoRng, Rng};
 use crate::accountant::{Accountant, AccountantError, Cost};
 use crate::contract::Neighbours;
 use crate::data::{CountHistogram, DataError, MemoryCap};
-use crate::mechanism::{ExponentialMechanism, Geometric, MechanismError, Sampling, VectorLaplace};
-use crate::mw::{MwState, Prepared};
+use crate::central::{ExponentialMechanism, Geometric, MechanismError, Sampling, VectorLaplace};
+use crate::central::mw::{MwState, Prepared};
 use crate::query::Workload;
 
 /// How the exponential mechanism is parameterized (also `privq synth --profile`).
@@ -161,7 +161,7 @@ impl MwemConfig {
     /// ```
     /// use privq_host::accountant::Accountant;
     /// use privq_host::data::{CountHistogram, Domain, MemoryCap};
-    /// use privq_host::mwem::{mwem, MwemConfig};
+    /// use privq_host::central::mwem::{mwem, MwemConfig};
     /// use privq_host::query::Workload;
     /// use privq_host::{Epsilon, seeded_rng};
     ///

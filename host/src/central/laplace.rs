@@ -124,7 +124,7 @@ fn pow2_f64(k: i32) -> f64 {
 /// ```
 /// use privq_host::accountant::Accountant;
 /// use privq_host::contract::{Mechanism, Neighbours};
-/// use privq_host::mechanism::VectorLaplace;
+/// use privq_host::central::VectorLaplace;
 /// use privq_host::{Epsilon, seeded_rng};
 /// // Two counting queries: ℓ1 sensitivity 2 under either relation.
 /// let mech = VectorLaplace::counts(Neighbours::Replace, 2, Epsilon::new(1, 2)?)?;
@@ -134,7 +134,7 @@ fn pow2_f64(k: i32) -> f64 {
 /// assert_eq!(noisy.len(), 2);
 /// assert_eq!(acct.spent_epsilon(), Some(Epsilon::new(1, 2)?));
 /// assert!(mech.release(&[1.0][..], &mut acct, &mut rng).is_err()); // wrong length
-/// # Ok::<(), privq_host::mechanism::MechanismError>(())
+/// # Ok::<(), privq_host::central::MechanismError>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct VectorLaplace {
@@ -352,7 +352,7 @@ impl Mechanism for VectorLaplace {
 /// ```
 /// use privq_host::accountant::Accountant;
 /// use privq_host::contract::{Mechanism, Neighbours};
-/// use privq_host::mechanism::Geometric;
+/// use privq_host::central::Geometric;
 /// use privq_host::{Epsilon, seeded_rng};
 /// // A histogram under replace-one neighbours: ℓ1 sensitivity 2, scale 2/ε.
 /// let mech = Geometric::histogram(Neighbours::Replace, Epsilon::new(1, 2)?)?;
@@ -361,7 +361,7 @@ impl Mechanism for VectorLaplace {
 /// let noisy = mech.release(&[10, 0, 3][..], &mut acct, &mut seeded_rng(2))?;
 /// assert_eq!(noisy.len(), 3);
 /// assert_eq!(acct.spent_epsilon(), Some(Epsilon::new(1, 2)?));
-/// # Ok::<(), privq_host::mechanism::MechanismError>(())
+/// # Ok::<(), privq_host::central::MechanismError>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Geometric {

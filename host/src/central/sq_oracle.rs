@@ -25,7 +25,7 @@ use crate::query::Query;
 /// use privq_host::accountant::Accountant;
 /// use privq_host::contract::{Mechanism, Neighbours};
 /// use privq_host::data::{CountHistogram, MemoryCap};
-/// use privq_host::mechanism::SqOracle;
+/// use privq_host::central::SqOracle;
 /// use privq_host::query::Query;
 /// use privq_host::{Epsilon, seeded_rng};
 /// let counts = CountHistogram::from_counts(vec![600, 400], MemoryCap::default())?;
