@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use privq_host::accountant::Accountant;
-use privq_host::data::{Dataset, MemoryCap};
 use privq_host::central::mwem::{Improvements, MwemConfig, OutputRule, Reiterate, mwem};
+use privq_host::data::{Dataset, MemoryCap};
 use privq_host::query::Workload;
 use privq_host::{Epsilon, seeded_rng};
 

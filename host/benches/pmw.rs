@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use privq_host::accountant::Accountant;
-use privq_host::data::{CountHistogram, Domain, MemoryCap};
 use privq_host::central::pmw::{PmwParams, PmwSession, PmwVariant};
+use privq_host::data::{CountHistogram, Domain, MemoryCap};
 use privq_host::query::Query;
 use privq_host::{Epsilon, seeded_rng};
 

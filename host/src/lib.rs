@@ -2,7 +2,7 @@
 //!
 //! The curator's side of privq: everything in [`privq_core`] (re-exported here, so
 //! std users need one dependency), an OS-seeded secure RNG, and the `privq`
-//! command-line program's subcommands in [`cli`].
+//! command-line program (`privq --help`).
 //!
 //! ```
 //! use privq_host::{Epsilon, Fixed, GridLaplace, secure_rng};
@@ -16,7 +16,6 @@
 
 pub use privq_core::*;
 
-pub mod cli;
 mod rng;
 pub mod stats;
 

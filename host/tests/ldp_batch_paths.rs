@@ -4,11 +4,9 @@
 //! and rejection counts, and identical CLI output.
 
 use std::collections::BTreeMap;
-use std::io::Cursor;
 
 use privq_core::local::{LocalRandomizer, QueryId, SqLaplace, UnitValue};
 use privq_host::Epsilon;
-use privq_host::cli::ldp::{Action, AggregateArgs, Args, Format};
 use privq_host::ldp::aggregate::{Aggregator, ReportKind, ingest_grouped};
 use privq_host::ldp::decode::{RejectCounts, RejectReason, decode_report};
 use privq_host::ldp::fleet::{Fleet, MechanismSpec, default_distribution};
@@ -191,17 +189,20 @@ fn cli_aggregate_output_equals_one_by_one() {
     std::fs::create_dir_all(&dir).unwrap();
     let input = dir.join("mixed.pqr");
     std::fs::write(&input, &file).unwrap();
-    let args = Args {
-        action: Action::Aggregate(AggregateArgs {
-            input,
-            confidence: 0.9,
-            post: "simplex".into(),
-            format: Format::Json,
-            output: None,
-        }),
-    };
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    privq_host::cli::ldp::run(&args, &mut Cursor::new(Vec::new()), &mut out, &mut err).unwrap();
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_privq"))
+        .args([
+            "ldp",
+            "aggregate",
+            "--confidence",
+            "0.9",
+            "--post",
+            "simplex",
+        ])
+        .args(["--format", "json", "--input"])
+        .arg(&input)
+        .output()
+        .unwrap();
+    let out = run.stdout;
     std::fs::remove_dir_all(&dir).ok();
     let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
 

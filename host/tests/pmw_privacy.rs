@@ -20,8 +20,8 @@
 
 use privq_host::Epsilon;
 use privq_host::accountant::Accountant;
-use privq_host::data::{CountHistogram, MemoryCap};
 use privq_host::central::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwVariant};
+use privq_host::data::{CountHistogram, MemoryCap};
 use privq_host::query::Query;
 use privq_host::stats;
 

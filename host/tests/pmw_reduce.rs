@@ -3,9 +3,9 @@
 //! for smooth data.
 
 use privq_host::accountant::Accountant;
-use privq_host::data::{CountHistogram, DataError, Distribution, Domain, MemoryCap};
 use privq_host::central::pmw::{PmwError, PmwParams, PmwSession, PmwVariant};
 use privq_host::central::pmw_reduce::{DomainReduction, ReduceError};
+use privq_host::data::{CountHistogram, DataError, Distribution, Domain, MemoryCap};
 use privq_host::query::Query;
 use privq_host::rand_core::Rng;
 use privq_host::stats::chi_square_gof;

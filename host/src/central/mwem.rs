@@ -27,10 +27,10 @@ use privq_core::Epsilon;
 use privq_core::rand_core::{CryptoRng, Rng};
 
 use crate::accountant::{Accountant, AccountantError, Cost};
+use crate::central::mw::{MwState, Prepared};
+use crate::central::{ExponentialMechanism, Geometric, MechanismError, Sampling, VectorLaplace};
 use crate::contract::Neighbours;
 use crate::data::{CountHistogram, DataError, MemoryCap};
-use crate::central::{ExponentialMechanism, Geometric, MechanismError, Sampling, VectorLaplace};
-use crate::central::mw::{MwState, Prepared};
 use crate::query::Workload;
 
 /// How the exponential mechanism is parameterized (also `privq synth --profile`).

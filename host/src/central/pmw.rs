@@ -67,11 +67,11 @@ use privq_core::rand_core::{CryptoRng, Rng};
 use privq_core::{Epsilon, Fixed, GridLaplace};
 
 use crate::accountant::{Accountant, AccountantError, Cost, Receipt};
-use crate::contract::Neighbours;
-use crate::data::{CountHistogram, DataError, Distribution, MemoryCap};
-use crate::central::{MechanismError, epsilon_at_most, fixed_ceil};
 use crate::central::mw::{MwState, PendingUpdate};
 use crate::central::pmw_reduce::ReducedDomain;
+use crate::central::{MechanismError, epsilon_at_most, fixed_ceil};
+use crate::contract::Neighbours;
+use crate::data::{CountHistogram, DataError, Distribution, MemoryCap};
 use crate::query::{Query, Workload};
 
 /// The privacy notion of a session.

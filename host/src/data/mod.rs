@@ -37,8 +37,8 @@ pub use load::{
 /// The benchmark data directory `../shared/data` for tests, or `None` (with a
 /// SKIPPED line) when it is absent. With the environment variable `CI` set an
 /// absent directory fails the test instead: tests cannot pass by skipping.
-#[cfg(test)]
-pub(crate) fn shared_data_dir(what: &str) -> Option<std::path::PathBuf> {
+#[doc(hidden)]
+pub fn shared_data_dir(what: &str) -> Option<std::path::PathBuf> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data");
     if dir.exists() {
         return Some(dir);

@@ -16,9 +16,11 @@ use privq_core::rand_core::{CryptoRng, Rng};
 use super::DistanceError;
 use super::columns::{Columns, Domain};
 use super::privacy::{Noise, Plan, Privacy};
-use crate::data::{CountHistogram, DataError, MemoryCap};
 use crate::central::Geometric;
-use crate::central::mwem::{Improvements, InitPolicy, MwemConfig, OutputRule, mwem, optimal_rounds};
+use crate::central::mwem::{
+    Improvements, InitPolicy, MwemConfig, OutputRule, mwem, optimal_rounds,
+};
+use crate::data::{CountHistogram, DataError, MemoryCap};
 use crate::query::{Query, Workload};
 
 /// The Laplace mechanism per query with composition over `k` queries.

@@ -16,8 +16,8 @@ use privq_core::{Epsilon, Fixed, GridLaplace};
 
 use super::DistanceError;
 use crate::accountant::{self, Accountant, Cost, PrivacyLoss};
-use crate::contract::Neighbours;
 use crate::central::{VectorLaplace, epsilon_at_most, fixed_ceil};
+use crate::contract::Neighbours;
 
 /// The privacy target of a release.
 #[derive(Debug, Clone, Copy, PartialEq)]

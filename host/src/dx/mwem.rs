@@ -4,8 +4,8 @@ use privq_core::rand_core::{CryptoRng, Rng};
 
 use super::check::check_lipschitz;
 use super::{DxError, DxExponential, DxLaplace, DxSpend, Metric, Queries};
-use crate::data::MemoryCap;
 use crate::central::mw::MwState;
+use crate::data::MemoryCap;
 use crate::query::Query;
 
 /// Which iterates Algorithm 2's "avg_{t<T} y^t" averages (spec §6.2 item 7).

@@ -9,11 +9,11 @@ use privq_core::Epsilon;
 
 use super::svg::{Series, line_chart};
 use crate::accountant::Accountant;
-use crate::data::{DataError, Dataset, MemoryCap, kl};
 use crate::central::mwem::{
     FitConfig, Improvements, MwemConfig, MwemError, OutputRule, Reiterate, barak_baseline,
     exact_fit, mwem, optimal_rounds,
 };
+use crate::data::{DataError, Dataset, MemoryCap, kl};
 use crate::query::Workload;
 use crate::seeded_rng;
 use rayon::prelude::*;

@@ -6,9 +6,9 @@ use privq_core::Epsilon;
 use super::setup;
 use crate::accountant::Accountant;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
+use crate::central::{ExponentialMechanism, Geometric, SqOracle, VectorLaplace};
 use crate::contract::{Mechanism, Neighbours};
 use crate::data::{CountHistogram, MemoryCap};
-use crate::central::{ExponentialMechanism, Geometric, SqOracle, VectorLaplace};
 use crate::query::Query;
 
 /// One unit of the fixed-point format, 2⁻³².

@@ -8,8 +8,8 @@ use privq_core::rand_core::Rng;
 use super::setup;
 use crate::accountant::Accountant;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
-use crate::data::{Attribute, CountHistogram, Domain, DomainSource, MemoryCap, open_dataset};
 use crate::central::mwem::{Improvements, InitPolicy, MwemConfig, mwem};
+use crate::data::{Attribute, CountHistogram, Domain, DomainSource, MemoryCap, open_dataset};
 use crate::query::{Query, Workload};
 
 /// Records in the reference cell of [`mwem_init`].

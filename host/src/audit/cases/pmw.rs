@@ -14,8 +14,8 @@ use privq_core::Epsilon;
 use super::setup;
 use crate::accountant::Accountant;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
-use crate::data::{CountHistogram, MemoryCap};
 use crate::central::pmw::{PmwError, PmwParams, PmwSession, PmwVariant};
+use crate::data::{CountHistogram, MemoryCap};
 use crate::query::Query;
 
 /// The case's constants.
@@ -103,7 +103,9 @@ fn build(name: &str, p: Pattern, claim: Claim) -> Result<AuditCase, AuditError> 
             let mut lazy = 0.0;
             for round in 0..=k {
                 match s.answer(&query) {
-                    Ok(a) if round > 0 && matches!(a, crate::central::pmw::Answer::Lazy(_)) => lazy += 1.0,
+                    Ok(a) if round > 0 && matches!(a, crate::central::pmw::Answer::Lazy(_)) => {
+                        lazy += 1.0
+                    }
                     Ok(_) => {}
                     Err(PmwError::Failure) => break,
                     Err(e) => return Err(e.into()),

@@ -9,11 +9,11 @@ use privq_core::rand_core::Rng;
 use super::CliError;
 use super::domain::DomainArgs;
 use super::progress::bar;
-use crate::accountant::{Accountant, Cost};
-use crate::contract::Neighbours;
-use crate::data::{Domain, MemoryCap, open_dataset, write_records};
-use crate::central::mwem::{EmProfile, MwemConfig, mwem_with_progress, optimal_rounds};
-use crate::query::Workload;
+use privq_host::accountant::{Accountant, Cost};
+use privq_host::central::mwem::{EmProfile, MwemConfig, mwem_with_progress, optimal_rounds};
+use privq_host::contract::Neighbours;
+use privq_host::data::{Domain, MemoryCap, open_dataset, write_records};
+use privq_host::query::Workload;
 
 /// Options of `privq synth`.
 #[derive(Debug, Clone, clap::Args)]
@@ -96,12 +96,12 @@ pub fn run(
 ) -> Result<(), CliError> {
     let epsilon = super::parse_epsilon(&args.epsilon)?;
     let cap = MemoryCap(args.memory_mib.saturating_mul(1 << 20));
-    let boxed = |e: crate::data::DataError| CliError::Run(Box::new(e));
+    let boxed = |e: privq_host::data::DataError| CliError::Run(Box::new(e));
     // MWEM's synthetic data are normalized by n: replace-one neighbours, n public.
     let neighbours = Neighbours::Replace;
     let (source, mwem_epsilon) = args.domain.source(neighbours, epsilon)?;
     let mut accountant = match &source {
-        crate::data::DomainSource::Discover { delta, .. } => {
+        privq_host::data::DomainSource::Discover { delta, .. } => {
             Accountant::approximate(epsilon, *delta).map_err(|e| CliError::Run(Box::new(e)))?
         }
         _ => Accountant::pure(epsilon),
@@ -112,9 +112,9 @@ pub fn run(
                 stderr,
                 "privq: warning: --seed {seed} makes the noise reproducible; use it only for tests and demos"
             )?;
-            crate::seeded_rng(seed)
+            privq_host::seeded_rng(seed)
         }
-        None => crate::secure_rng().map_err(CliError::Seed)?,
+        None => privq_host::secure_rng().map_err(CliError::Seed)?,
     };
     let opened = open_dataset(&args.input, Some(&source), &mut accountant, &mut rng, cap)
         .map_err(|e| CliError::Run(Box::new(e)))?;
@@ -144,7 +144,7 @@ pub fn run(
             t.round().clamp(5.0, 50.0) as usize
         }
     };
-    let mwem_err = |e: crate::central::mwem::MwemError| CliError::Run(Box::new(e));
+    let mwem_err = |e: privq_host::central::mwem::MwemError| CliError::Run(Box::new(e));
     // The literal profile spends 1.5× what it is given (mwem sizes its filter to
     // 1.5ε); give it 2/3 of the user's ε so the total never exceeds ε.
     let given = match args.profile {
@@ -391,7 +391,7 @@ mod tests {
         for profile in ["corrected", "thesis-literal"] {
             let mut argv = base.to_vec();
             argv.extend(["--plain", "--profile", profile]);
-            let (out, err) = crate::cli::run_with(&argv, "").unwrap();
+            let (out, err) = crate::run_with(&argv, "").unwrap();
             assert_eq!(out.lines().count(), 11);
             assert_eq!(spent(&err), eps("3/4"), "{profile}: {err}");
             assert!(
@@ -415,20 +415,20 @@ mod tests {
         // With the improvements (adaptive rounds may stop early) it still stays within ε.
         let mut argv = base.to_vec();
         argv.extend(["--profile", "thesis-literal"]);
-        let (_, err) = crate::cli::run_with(&argv, "").unwrap();
+        let (_, err) = crate::run_with(&argv, "").unwrap();
         let s = spent(&err);
         assert!(s.to_f64() <= 0.75 && s.to_f64() > 0.0, "{err}");
         // The default is the corrected profile; unknown profiles are refused.
         use clap::Parser;
         let cli =
-            crate::cli::Cli::try_parse_from(["privq", "synth", "--input", input, "--epsilon", "1"])
+            crate::Cli::try_parse_from(["privq", "synth", "--input", input, "--epsilon", "1"])
                 .unwrap();
         match cli.command {
-            crate::cli::Command::Synth(a) => assert_eq!(a.profile, EmProfile::Corrected),
+            crate::Command::Synth(a) => assert_eq!(a.profile, EmProfile::Corrected),
             _ => unreachable!(),
         }
         assert!(
-            crate::cli::Cli::try_parse_from([
+            crate::Cli::try_parse_from([
                 "privq",
                 "synth",
                 "--input",
@@ -444,27 +444,26 @@ mod tests {
     }
 
     fn nltcs() -> Option<String> {
-        let dir = crate::data::shared_data_dir("synth on NLTCS")?;
+        let dir = privq_host::data::shared_data_dir("synth on NLTCS")?;
         Some(dir.join("nltcs.csv").to_str()?.to_string())
     }
 
     #[test]
     fn without_a_domain_synth_is_refused_naming_both_fixes() {
         let Some(input) = nltcs() else { return };
-        let e =
-            crate::cli::run_with(&["synth", "--input", &input, "--epsilon", "1"], "").unwrap_err();
+        let e = crate::run_with(&["synth", "--input", &input, "--epsilon", "1"], "").unwrap_err();
         let CliError::Run(inner) = &e else {
             panic!("{e:?}")
         };
         assert!(
             matches!(
-                inner.downcast_ref::<crate::data::DiscoveryError>(),
-                Some(crate::data::DiscoveryError::Data(
-                    crate::data::DataError::DomainRequired { .. }
+                inner.downcast_ref::<privq_host::data::DiscoveryError>(),
+                Some(privq_host::data::DiscoveryError::Data(
+                    privq_host::data::DataError::DomainRequired { .. }
                 ))
             ) || matches!(
-                inner.downcast_ref::<crate::data::DataError>(),
-                Some(crate::data::DataError::DomainRequired { discovery: true })
+                inner.downcast_ref::<privq_host::data::DataError>(),
+                Some(privq_host::data::DataError::DomainRequired { discovery: true })
             ),
             "{e:?}"
         );
@@ -492,7 +491,7 @@ mod tests {
         ];
         let mut argv = base.to_vec();
         argv.extend(["--discover-domain", "--discovery-epsilon", "1/2"]);
-        let (out, err) = crate::cli::run_with(&argv, "").unwrap();
+        let (out, err) = crate::run_with(&argv, "").unwrap();
         assert_eq!(out.lines().count(), 21);
         assert!(
             err.contains("domain discovered privately (ε = 1/2, δ = 1e-6"),
@@ -514,11 +513,11 @@ mod tests {
         // Bad discovery parameters are typed errors.
         let mut bad = base.to_vec();
         bad.extend(["--discover-domain", "--discovery-epsilon", "1"]);
-        assert!(crate::cli::run_with(&bad, "").is_err());
+        assert!(crate::run_with(&bad, "").is_err());
         let mut bad = base.to_vec();
         bad.extend(["--discover-domain", "--discovery-epsilon", "0"]);
         assert!(matches!(
-            crate::cli::run_with(&bad, "").unwrap_err(),
+            crate::run_with(&bad, "").unwrap_err(),
             CliError::Parameter {
                 option: "discovery-epsilon",
                 ..
@@ -526,12 +525,12 @@ mod tests {
         ));
         let mut bad = base.to_vec();
         bad.extend(["--discover-domain", "--discovery-delta", "0"]);
-        let e = crate::cli::run_with(&bad, "").unwrap_err();
+        let e = crate::run_with(&bad, "").unwrap_err();
         assert!(e.to_string().contains("delta in (0, 1)"), "{e}");
         // With a public domain (the binary shorthand) it works as before, pure ε.
         let mut argv = base.to_vec();
         argv.extend(["--domain", "binary"]);
-        let (out, err) = crate::cli::run_with(&argv, "").unwrap();
+        let (out, err) = crate::run_with(&argv, "").unwrap();
         assert_eq!(out.lines().count(), 21);
         assert!(err.contains("MWEM over 65536 cells"), "{err}");
         assert!(
@@ -578,7 +577,7 @@ mod tests {
                 "--seed",
                 "7",
             ];
-            let (out, err) = crate::cli::run_with(&argv, "").unwrap();
+            let (out, err) = crate::run_with(&argv, "").unwrap();
             assert!(
                 out.contains("Lima,"),
                 "Lima must be possible on both: {err}"

@@ -1,11 +1,12 @@
-//! The `privq` command-line program: argument parsing and subcommands.
+//! The `privq` program. See `privq --help`.
 //!
 //! Each subcommand lives in its own module with an `Args` struct and a `run`
 //! function that reads and writes through the streams it is given, so it can be
 //! tested without a process.
 
 use std::fmt;
-use std::io::{BufRead, Write};
+use std::io::{self, BufRead, Write};
+use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
@@ -125,7 +126,7 @@ pub enum CliError {
     /// Reading or writing failed.
     Io(std::io::Error),
     /// The operating system could not provide entropy.
-    Seed(crate::SeedError),
+    Seed(privq_host::SeedError),
     /// A library operation (data loading, a mechanism, a session) failed.
     Run(Box<dyn std::error::Error + Send + Sync>),
 }
@@ -173,5 +174,26 @@ impl From<std::io::Error> for CliError {
 impl From<csv::Error> for CliError {
     fn from(e: csv::Error) -> Self {
         CliError::Csv(e)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let stdin = io::stdin();
+    let mut stdin = stdin.lock();
+    let mut stdout = io::BufWriter::new(io::stdout().lock());
+    let mut stderr = io::stderr();
+    let result = run(cli, &mut stdin, &mut stdout, &mut stderr);
+    let flushed = stdout.flush();
+    match (result, flushed) {
+        (Ok(()), Ok(())) => ExitCode::SUCCESS,
+        (Err(e), _) => {
+            let _ = writeln!(stderr, "privq: error: {e}");
+            ExitCode::from(2)
+        }
+        (Ok(()), Err(e)) => {
+            let _ = writeln!(stderr, "privq: error: writing output: {e}");
+            ExitCode::from(2)
+        }
     }
 }

@@ -5,15 +5,15 @@
 //! * `query`: synopsis + query points CSV → answers (average ℓ1 distance);
 //! * `interactive`: points CSV, then one query per line on standard input.
 
-use crate::accountant::Accountant;
+use privq_host::accountant::Accountant;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use super::CliError;
-use crate::distance::interactive::{InteractiveConfig, Session};
-use crate::distance::offline::{OfflineConfig, Synopsis};
-use crate::distance::privacy::{NEIGHBOURS, Privacy};
-use crate::distance::{Columns, DistanceError, Domain};
+use privq_host::distance::interactive::{InteractiveConfig, Session};
+use privq_host::distance::offline::{OfflineConfig, Synopsis};
+use privq_host::distance::privacy::{NEIGHBOURS, Privacy};
+use privq_host::distance::{Columns, DistanceError, Domain};
 
 /// Options of `privq distance`.
 #[derive(Debug, Clone, clap::Args)]
@@ -121,8 +121,8 @@ fn read_points(path: &PathBuf) -> Result<Vec<Vec<f64>>, CliError> {
 
 fn rng(seed: Option<u64>) -> Result<rand_chacha::ChaCha12Rng, CliError> {
     match seed {
-        Some(s) => Ok(crate::seeded_rng(s)),
-        None => crate::secure_rng().map_err(CliError::Seed),
+        Some(s) => Ok(privq_host::seeded_rng(s)),
+        None => privq_host::secure_rng().map_err(CliError::Seed),
     }
 }
 
@@ -250,7 +250,7 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::run_with;
+    use crate::run_with;
 
     /// A fresh directory for one test's files.
     fn scratch(name: &str) -> PathBuf {

@@ -7,8 +7,8 @@ use std::str::FromStr;
 use privq_core::Epsilon;
 
 use super::CliError;
-use crate::contract::Neighbours;
-use crate::data::{DataError, Domain, DomainSource};
+use privq_host::contract::Neighbours;
+use privq_host::data::{DataError, Domain, DomainSource};
 
 /// A public domain on the command line: a JSON spec file, or `binary`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,7 +109,7 @@ impl DomainArgs {
                 let delta = self.discovery_delta;
                 if !(delta > 0.0 && delta < 1.0) {
                     return Err(CliError::Run(Box::new(
-                        crate::data::DiscoveryError::InvalidDelta(delta),
+                        privq_host::data::DiscoveryError::InvalidDelta(delta),
                     )));
                 }
                 Ok((

@@ -6,7 +6,7 @@ use clap::Args as ClapArgs;
 
 use super::CliError;
 use super::progress::bar;
-use crate::audit::{AuditCase, AuditReport, audit, cases};
+use privq_host::audit::{AuditCase, AuditReport, audit, cases};
 
 /// Arguments of `privq audit`.
 #[derive(Debug, ClapArgs)]
@@ -73,7 +73,7 @@ pub fn run(
 
 /// The cases named by `which` (`all` or one name).
 fn select(which: &str, quick: bool) -> Result<Vec<AuditCase>, CliError> {
-    let boxed = |e: crate::audit::AuditError| CliError::Run(Box::new(e));
+    let boxed = |e: privq_host::audit::AuditError| CliError::Run(Box::new(e));
     if which == "all" {
         return cases::REGISTRY
             .iter()
@@ -165,7 +165,7 @@ fn write_table(reports: &[AuditReport], out: &mut dyn Write) -> Result<(), CliEr
 
 #[cfg(test)]
 mod tests {
-    use crate::cli::{CliError, run_with};
+    use crate::{CliError, run_with};
 
     #[test]
     fn audits_one_case_and_prints_a_table() {

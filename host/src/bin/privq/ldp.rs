@@ -12,13 +12,13 @@ use rand_core::Rng;
 use serde::Serialize;
 
 use super::CliError;
-use crate::ldp::aggregate::{
+use privq_host::ldp::aggregate::{
     Aggregator, FrequencyEstimates, MeanEstimate, ReportKind, ingest_grouped,
 };
-use crate::ldp::decode::RejectCounts;
-use crate::ldp::fleet::{Fleet, MechanismSpec, default_distribution};
-use crate::ldp::frames;
-use crate::ldp::postprocess::PostProcess;
+use privq_host::ldp::decode::RejectCounts;
+use privq_host::ldp::fleet::{Fleet, MechanismSpec, default_distribution};
+use privq_host::ldp::frames;
+use privq_host::ldp::postprocess::PostProcess;
 
 /// Options of `privq ldp`.
 #[derive(Debug, Clone, clap::Args)]
@@ -168,7 +168,7 @@ fn simulate(args: &SimulateArgs, stderr: &mut dyn Write) -> Result<(), CliError>
             )?;
             s
         }
-        None => crate::secure_rng().map_err(CliError::Seed)?.next_u64(),
+        None => privq_host::secure_rng().map_err(CliError::Seed)?.next_u64(),
     };
     let bar = ProgressBar::with_draw_target(Some(fleet.len() as u64), ProgressDrawTarget::stderr());
     bar.set_style(
@@ -316,7 +316,7 @@ fn aggregate(
             ""
         }
     )?;
-    for class in crate::ldp::decode::RejectReason::ALL {
+    for class in privq_host::ldp::decode::RejectReason::ALL {
         let c = doc.rejected.get(class);
         if c > 0 {
             writeln!(stderr, "privq:   {c} {class}")?;

@@ -7,7 +7,7 @@ use privq_core::Epsilon;
 
 use super::CliError;
 use super::progress::bar;
-use crate::experiment::mwem::{Baseline, Protocol, default_data_dir, run as run_protocol};
+use privq_host::experiment::mwem::{Baseline, Protocol, default_data_dir, run as run_protocol};
 
 /// Options of `privq experiment`.
 #[derive(Debug, Clone, clap::Args)]
@@ -116,12 +116,12 @@ pub fn run(
         Which::Distance(d) => {
             let dir = d.out_dir.clone();
             let p = if d.full {
-                crate::experiment::distance::Protocol::full(dir)
+                privq_host::experiment::distance::Protocol::full(dir)
             } else {
-                crate::experiment::distance::Protocol::quick(dir)
+                privq_host::experiment::distance::Protocol::quick(dir)
             }
             .map_err(|e| CliError::Run(Box::new(e)))?;
-            crate::experiment::distance::run(&p, stdout, stderr).map_err(CliError::Run)?;
+            privq_host::experiment::distance::run(&p, stdout, stderr).map_err(CliError::Run)?;
             return Ok(());
         }
     };
@@ -209,7 +209,7 @@ pub fn run(
 }
 
 fn run_dx(a: &DxArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<(), CliError> {
-    let mut cfg = crate::experiment::dx::Config {
+    let mut cfg = privq_host::experiment::dx::Config {
         seed: a.seed,
         optimum: !a.no_optimum,
         out_dir: Some(a.out_dir.clone()),
@@ -235,7 +235,7 @@ fn run_dx(a: &DxArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<
         cfg.seed,
         a.out_dir.display()
     )?;
-    let rep = crate::experiment::dx::run(&cfg).map_err(CliError::Run)?;
+    let rep = privq_host::experiment::dx::run(&cfg).map_err(CliError::Run)?;
     rep.write_tables(stdout)?;
     Ok(())
 }
@@ -246,7 +246,7 @@ mod missing_data_tests {
 
     #[test]
     fn an_absent_dataset_fails_the_experiment() {
-        let e = crate::cli::run_with(
+        let e = crate::run_with(
             &[
                 "experiment",
                 "mwem",
@@ -258,10 +258,11 @@ mod missing_data_tests {
         .unwrap_err();
         assert!(matches!(e, CliError::Run(_)));
         assert!(e.to_string().contains("is absent"), "{e}");
-        let Some(dir) = crate::data::shared_data_dir("privq experiment missing dataset") else {
+        let Some(dir) = privq_host::data::shared_data_dir("privq experiment missing dataset")
+        else {
             return;
         };
-        let e = crate::cli::run_with(
+        let e = crate::run_with(
             &[
                 "experiment",
                 "mwem",
@@ -278,7 +279,7 @@ mod missing_data_tests {
             e.to_string().contains("dataset no-such-data was asked for"),
             "{e}"
         );
-        let e = crate::cli::run_with(
+        let e = crate::run_with(
             &["experiment", "dx", "--cities", "/nonexistent/cities.csv"],
             "",
         )

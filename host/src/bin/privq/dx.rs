@@ -5,10 +5,10 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use super::CliError;
-use crate::accountant::Accountant;
-use crate::dx::optimum::{Objective, relaxed_optimum};
-use crate::dx::psa::{PairTable, psa_table, strategy1, strategy2};
-use crate::dx::{DxLaplace, Metric, Queries, baseline_scale};
+use privq_host::accountant::Accountant;
+use privq_host::dx::optimum::{Objective, relaxed_optimum};
+use privq_host::dx::psa::{PairTable, psa_table, strategy1, strategy2};
+use privq_host::dx::{DxLaplace, Metric, Queries, baseline_scale};
 
 /// Options of `privq dx`.
 #[derive(Debug, Clone, clap::Args)]
@@ -210,9 +210,12 @@ pub fn run(
                 stderr,
                 "privq: WARNING: --seed makes the noise reproducible (tests only)"
             )?;
-            mech.release(&counts, &mut crate::seeded_rng(s))
+            mech.release(&counts, &mut privq_host::seeded_rng(s))
         }
-        None => mech.release(&counts, &mut crate::secure_rng().map_err(CliError::Seed)?),
+        None => mech.release(
+            &counts,
+            &mut privq_host::secure_rng().map_err(CliError::Seed)?,
+        ),
     }
     .map_err(run_err)?;
     writeln!(

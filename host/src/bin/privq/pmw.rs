@@ -6,11 +6,11 @@ use std::path::PathBuf;
 
 use super::CliError;
 use super::domain::DomainArg;
-use crate::accountant::Accountant;
-use crate::data::{DataError, Dataset, Domain, MemoryCap};
-use crate::central::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwVariant};
-use crate::central::pmw_reduce::{DomainReduction, ReduceError};
-use crate::query::Query;
+use privq_host::accountant::Accountant;
+use privq_host::central::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwVariant};
+use privq_host::central::pmw_reduce::{DomainReduction, ReduceError};
+use privq_host::data::{DataError, Dataset, Domain, MemoryCap};
+use privq_host::query::Query;
 
 /// Options of `privq pmw`.
 #[derive(Debug, Clone, clap::Args)]
@@ -158,7 +158,7 @@ pub fn run(
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     let epsilon = super::parse_epsilon(&args.epsilon)?;
-    let boxed = |e: crate::data::DataError| CliError::Run(Box::new(e));
+    let boxed = |e: privq_host::data::DataError| CliError::Run(Box::new(e));
     let pmw_err = |e: PmwError| CliError::Run(Box::new(e));
     let cap = MemoryCap::default();
     // The domain is public input; there is no default read from the data.
@@ -184,9 +184,9 @@ pub fn run(
                 stderr,
                 "privq: warning: --seed {seed} makes the noise reproducible; use it only for tests and demos"
             )?;
-            crate::seeded_rng(seed)
+            privq_host::seeded_rng(seed)
         }
-        None => crate::secure_rng().map_err(CliError::Seed)?,
+        None => privq_host::secure_rng().map_err(CliError::Seed)?,
     };
     let reduced = match (args.reduce_domain, args.smoothness) {
         (true, Some(xi)) => {
@@ -436,7 +436,7 @@ mod tests {
             "--phi",
             "0.01",
         ];
-        let (out, err) = crate::cli::run_with(&argv, queries).unwrap();
+        let (out, err) = crate::run_with(&argv, queries).unwrap();
         assert_eq!(out.lines().count(), 3, "{out}");
         let v_line = err
             .lines()
@@ -462,7 +462,7 @@ mod tests {
         // The same seed gives the same V whatever the data (same N and n).
         let mut argv2 = argv;
         argv2[2] = other;
-        let (_, err2) = crate::cli::run_with(&argv2, "conj a0\n").unwrap();
+        let (_, err2) = crate::run_with(&argv2, "conj a0\n").unwrap();
         assert!(err2.contains(v_line), "{err2}");
         // M ≥ N: the full universe, said so.
         let full = [
@@ -481,7 +481,7 @@ mod tests {
             "--smoothness",
             "0.5",
         ];
-        let (_, err) = crate::cli::run_with(&full, queries).unwrap();
+        let (_, err) = crate::run_with(&full, queries).unwrap();
         assert!(err.contains("so V = U (no reduction"), "{err}");
         // ξ below 1/N is refused with a typed error naming it.
         let bad = [
@@ -500,7 +500,7 @@ mod tests {
             "--smoothness",
             "0.0001",
         ];
-        let e = crate::cli::run_with(&bad, queries).unwrap_err();
+        let e = crate::run_with(&bad, queries).unwrap_err();
         assert!(e.to_string().contains("smoothness xi = 0.0001"), "{e}");
         // The reduction options need --reduce-domain, and it needs --smoothness.
         use clap::Parser;
@@ -533,7 +533,7 @@ mod tests {
                 "--reduce-domain",
             ][..],
         ] {
-            assert!(crate::cli::Cli::try_parse_from(argv).is_err(), "{argv:?}");
+            assert!(crate::Cli::try_parse_from(argv).is_err(), "{argv:?}");
         }
         let _ = std::fs::remove_dir_all(dir);
     }

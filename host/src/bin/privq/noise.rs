@@ -12,7 +12,7 @@ use rand_chacha::ChaCha12Rng;
 use super::CliError;
 
 /// The built-in demo input: 24 synthetic room-temperature readings.
-pub const DEMO_CSV: &str = include_str!("../../data/readings.csv");
+pub const DEMO_CSV: &str = include_str!("../../../data/readings.csv");
 
 /// Options of `privq noise`.
 #[derive(Debug, Clone, clap::Args)]
@@ -117,9 +117,9 @@ pub fn run(
                 stderr,
                 "privq: warning: --seed {seed} makes the noise reproducible; use it only for tests and demos"
             )?;
-            crate::seeded_rng(seed)
+            privq_host::seeded_rng(seed)
         }
-        None => crate::secure_rng().map_err(CliError::Seed)?,
+        None => privq_host::secure_rng().map_err(CliError::Seed)?,
     };
     let released = if args.bounded_work {
         let bounded = mech
@@ -321,7 +321,7 @@ fn parse_value(line: usize, text: &str, saturate: bool) -> Result<Fixed, CliErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::run_with;
+    use crate::run_with;
 
     #[test]
     fn range_clamps_outliers_so_they_are_protected_like_any_value() {
