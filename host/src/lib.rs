@@ -23,6 +23,7 @@ pub use rng::{SeedError, secure_rng, seeded_rng};
 pub mod accountant;
 pub mod audit;
 pub mod central;
+pub mod choice;
 pub mod contract;
 pub mod data;
 pub mod distance;

@@ -34,7 +34,7 @@ use crate::data::{CountHistogram, DataError, MemoryCap};
 use crate::query::Workload;
 
 /// How the exponential mechanism is parameterized (also `privq synth --profile`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum EmProfile {
     /// Weights `exp(ε₀·s/4)`: the EM costs ε₀/2, a round exactly ε₀.
     #[default]
@@ -42,6 +42,19 @@ pub enum EmProfile {
     /// The printed weights `exp(ε₀·s/2)`: the EM costs ε₀, a round 1.5·ε₀ (and the
     /// accountant says so).
     ThesisLiteral,
+}
+
+impl crate::choice::Named for EmProfile {
+    const WHAT: &'static str = "exponential-mechanism profile";
+    const ALL: &'static [Self] = &[EmProfile::Corrected, EmProfile::ThesisLiteral];
+    const NAMES: &'static [&'static str] = &["corrected", "thesis-literal"];
+
+    fn name(self) -> &'static str {
+        match self {
+            EmProfile::Corrected => "corrected",
+            EmProfile::ThesisLiteral => "thesis-literal",
+        }
+    }
 }
 
 /// What MWEM releases.

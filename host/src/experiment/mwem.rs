@@ -56,7 +56,7 @@ pub struct Protocol {
 
 /// How the "modified Barak et al." baseline reconstructs a distribution from
 /// its noisy measurements. The thesis only says "multiplicative weights".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Baseline {
     /// Fit all measurements until the residuals stop changing (the spec's
     /// reading, §4.7). Noise-unaware: it fits the noise too.
@@ -66,9 +66,22 @@ pub enum Baseline {
     Discrepancy,
 }
 
+impl crate::choice::Named for Baseline {
+    const WHAT: &'static str = "baseline fit";
+    const ALL: &'static [Self] = &[Baseline::Fit, Baseline::Discrepancy];
+    const NAMES: &'static [&'static str] = &["fit", "discrepancy"];
+
+    fn name(self) -> &'static str {
+        match self {
+            Baseline::Fit => "fit",
+            Baseline::Discrepancy => "discrepancy",
+        }
+    }
+}
+
 impl Baseline {
-    /// The curve's name.
-    pub fn name(self) -> &'static str {
+    /// The curve's label in tables and figures.
+    pub fn label(self) -> &'static str {
         match self {
             Baseline::Fit => "Barak-MW",
             Baseline::Discrepancy => "Barak-MW disc.",
@@ -267,7 +280,7 @@ enum Method {
 impl Method {
     fn name(self) -> String {
         match self {
-            Method::Barak(b) => b.name().into(),
+            Method::Barak(b) => b.label().into(),
             Method::Plain => "MWEM".into(),
             Method::Optimized => "MWEM+opt".into(),
             Method::FixedT(t) => format!("MWEM T={t}"),
@@ -531,7 +544,7 @@ pub fn acceptance_checks(panels: &[Panel], epsilons: &[Epsilon]) -> Vec<Check> {
                 passed: ok,
             });
         }
-        for base in baselines.map(Baseline::name) {
+        for base in baselines.map(Baseline::label) {
             for (i, &e) in eps.iter().enumerate().filter(|&(_, &e)| e <= 0.5) {
                 if let (Some(o), Some(u), Some(b)) =
                     (p.get("MWEM+opt", i), p.get("MWEM", i), p.get(base, i))
@@ -559,7 +572,7 @@ pub fn acceptance_checks(panels: &[Panel], epsilons: &[Epsilon]) -> Vec<Check> {
                 continue;
             };
             let best = t20.mean.min(t30.mean).min(t40.mean);
-            for base in baselines.map(Baseline::name) {
+            for base in baselines.map(Baseline::label) {
                 let Some(b) = p.get(base, i) else { continue };
                 let w = p.degree;
                 let (description, passed) = if w == 3 && e <= 0.5 {
@@ -717,7 +730,7 @@ impl Report {
             }
             let passed = self.checks.iter().filter(|c| c.passed).count();
             writeln!(out, "  {passed} of {} checks hold", self.checks.len())?;
-            for base in [Baseline::Fit, Baseline::Discrepancy].map(Baseline::name) {
+            for base in [Baseline::Fit, Baseline::Discrepancy].map(Baseline::label) {
                 let with = |c: &&Check| c.baseline.is_none_or(|b| b == base);
                 let total = self.checks.iter().filter(with).count();
                 let held = self.checks.iter().filter(with).filter(|c| c.passed).count();

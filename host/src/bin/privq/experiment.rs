@@ -92,7 +92,7 @@ pub struct MwemArgs {
     pub quick: bool,
     /// Fits of the Barak baseline to run: `fit` (to convergence, as the spec
     /// reads the thesis) and/or `discrepancy` (stop at the noise level).
-    #[arg(long, value_delimiter = ',', value_name = "FIT,...")]
+    #[arg(long, value_delimiter = ',', value_name = "FIT,...", value_parser = crate::choice::<Baseline>())]
     pub baselines: Vec<Baseline>,
     /// Largest Laplace scale (normalized) of a measurement that MWEM's
     /// re-iteration re-uses.

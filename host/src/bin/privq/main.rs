@@ -9,6 +9,7 @@ use std::io::{self, BufRead, Write};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use privq_host::choice::Named;
 
 pub mod audit;
 pub mod distance;
@@ -90,6 +91,14 @@ pub(crate) fn run_with(argv: &[&str], input: &str) -> Result<(String, String), C
         String::from_utf8(out).expect("utf-8 stdout"),
         String::from_utf8(err).expect("utf-8 stderr"),
     ))
+}
+
+/// A clap parser for a library enum chosen by name: lists the names in `--help`
+/// and parses through [`Named::from_name`].
+pub(crate) fn choice<T: Named + Clone + Send + Sync>()
+-> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(T::NAMES).try_map(|name: String| T::from_name(&name))
 }
 
 /// A failed command, with enough context to fix the input.

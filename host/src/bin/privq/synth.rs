@@ -53,7 +53,7 @@ pub struct Args {
     /// whose true cost is 1.5*eps0 per round (the thesis counts eps0, an over-spend
     /// of 50%); to stay within --epsilon, eps0 is sized from 2/3 of it, so each
     /// round gets less noise-budget than with `corrected`.
-    #[arg(long, value_enum, default_value_t = EmProfile::Corrected)]
+    #[arg(long, value_parser = crate::choice::<EmProfile>(), default_value = "corrected")]
     pub profile: EmProfile,
     /// Number of synthetic records (default: as many as the input).
     #[arg(long, value_name = "N")]

@@ -1,0 +1,56 @@
+//! Library enums chosen by name (on the command line, in configuration files):
+//! each lists its names and parses them with [`FromStr`](std::str::FromStr),
+//! failing with [`UnknownName`].
+
+use std::fmt;
+
+/// A name that is not one of the choices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownName {
+    /// What was being chosen (e.g. "exponential-mechanism profile").
+    pub what: &'static str,
+    /// The name given.
+    pub given: String,
+    /// The names that exist.
+    pub expected: &'static [&'static str],
+}
+
+impl fmt::Display for UnknownName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown {} {:?}; expected one of: {}",
+            self.what,
+            self.given,
+            self.expected.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownName {}
+
+/// An enum whose values have names.
+pub trait Named: Sized + Copy + 'static {
+    /// What is being chosen, for error messages.
+    const WHAT: &'static str;
+    /// Every value, in the order of [`Named::NAMES`].
+    const ALL: &'static [Self];
+    /// The names, one per value.
+    const NAMES: &'static [&'static str];
+
+    /// This value's name.
+    fn name(self) -> &'static str;
+
+    /// The value called `name`.
+    fn from_name(name: &str) -> Result<Self, UnknownName> {
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|v| v.name() == name)
+            .ok_or_else(|| UnknownName {
+                what: Self::WHAT,
+                given: name.to_owned(),
+                expected: Self::NAMES,
+            })
+    }
+}
