@@ -48,7 +48,7 @@ pub use columns::{Columns, Domain};
 pub use metric::Metric;
 
 /// What the distance-query mechanisms refuse.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum DistanceError {
     /// The database holds no points.
@@ -83,7 +83,7 @@ pub enum DistanceError {
     /// The exact sampler or the fixed-point arithmetic failed.
     Core(privq_core::Error),
     /// A synopsis file could not be read or written.
-    Synopsis(String),
+    Synopsis(SynopsisError),
     /// A discretised grid (the MWEM baseline) needs more memory than the cap.
     GridTooLarge {
         /// Cells of the grid (saturating at `u64::MAX`).
@@ -93,8 +93,54 @@ pub enum DistanceError {
         /// The configured cap in bytes.
         cap: u64,
     },
-    /// The MW engine (MWEM baseline) refused to run.
-    Mw(String),
+    /// The MWEM baseline refused to run.
+    Mwem(crate::central::mwem::MwemError),
+    /// A mechanism rejected its parameters.
+    Mechanism(crate::central::MechanismError),
+}
+
+/// Why a synopsis file could not be used.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SynopsisError {
+    /// Reading or writing the file failed.
+    Io(std::io::Error),
+    /// The text is not a synopsis in JSON.
+    Json(serde_json::Error),
+    /// The file is of another format version.
+    Version {
+        /// The version in the file.
+        found: u32,
+        /// The version this privq reads.
+        expected: u32,
+    },
+    /// The learner's dimension does not match the domain's.
+    Inconsistent,
+}
+
+impl fmt::Display for SynopsisError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SynopsisError::Io(e) => write!(f, "{e}"),
+            SynopsisError::Json(e) => write!(f, "not a synopsis: {e}"),
+            SynopsisError::Version { found, expected } => {
+                write!(f, "unsupported version {found} (expected {expected})")
+            }
+            SynopsisError::Inconsistent => {
+                write!(f, "the learner's dimension does not match the domain")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SynopsisError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SynopsisError::Io(e) => Some(e),
+            SynopsisError::Json(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 /// The error an interactive session returns once its budget of update rounds is
@@ -145,12 +191,25 @@ impl fmt::Display for DistanceError {
                 "the grid has {cells} cells and needs {bytes} bytes; the memory cap is {cap} bytes \
                  (use fewer bins per coordinate or a smaller dimension)"
             ),
-            DistanceError::Mw(s) => write!(f, "MWEM: {s}"),
+            DistanceError::Mwem(e) => write!(f, "MWEM baseline: {e}"),
+            DistanceError::Mechanism(e) => write!(f, "{e}"),
         }
     }
 }
 
-impl std::error::Error for DistanceError {}
+impl std::error::Error for DistanceError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DistanceError::Exhausted(e) => Some(e),
+            DistanceError::Budget(e) => Some(e),
+            DistanceError::Core(e) => Some(e),
+            DistanceError::Synopsis(e) => Some(e),
+            DistanceError::Mwem(e) => Some(e),
+            DistanceError::Mechanism(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 impl From<privq_core::Error> for DistanceError {
     fn from(e: privq_core::Error) -> Self {
@@ -174,7 +233,7 @@ impl From<crate::central::MechanismError> for DistanceError {
     fn from(e: crate::central::MechanismError) -> Self {
         match e {
             crate::central::MechanismError::Core(c) => DistanceError::Core(c),
-            other => DistanceError::InvalidParameter(other.to_string()),
+            other => DistanceError::Mechanism(other),
         }
     }
 }

@@ -16,7 +16,7 @@ use crate::accountant::Accountant;
 use super::columns::{Columns, Domain};
 use super::learner::{DecomposedLearner, Learner1d};
 use super::privacy::{AboveThreshold, Noise, Plan, Privacy, fraction, smallest_feasible};
-use super::{DistanceError, check_range};
+use super::{DistanceError, SynopsisError, check_range};
 
 /// Synopsis file format version.
 pub const SYNOPSIS_VERSION: u32 = 1;
@@ -297,37 +297,37 @@ impl Synopsis {
 
     /// JSON text.
     pub fn to_json(&self) -> Result<String, DistanceError> {
-        serde_json::to_string_pretty(self).map_err(|e| DistanceError::Synopsis(e.to_string()))
+        serde_json::to_string_pretty(self)
+            .map_err(|e| DistanceError::Synopsis(SynopsisError::Json(e)))
     }
 
     /// Parses and validates JSON text.
     pub fn from_json(text: &str) -> Result<Self, DistanceError> {
-        let s: Synopsis =
-            serde_json::from_str(text).map_err(|e| DistanceError::Synopsis(e.to_string()))?;
+        let s: Synopsis = serde_json::from_str(text)
+            .map_err(|e| DistanceError::Synopsis(SynopsisError::Json(e)))?;
         if s.version != SYNOPSIS_VERSION {
-            return Err(DistanceError::Synopsis(format!(
-                "unsupported version {} (expected {SYNOPSIS_VERSION})",
-                s.version
-            )));
+            return Err(DistanceError::Synopsis(SynopsisError::Version {
+                found: s.version,
+                expected: SYNOPSIS_VERSION,
+            }));
         }
         Domain::new(s.domain.lo().to_vec(), s.domain.hi().to_vec())?;
         if s.learner.coordinates().len() != s.domain.dim() || s.complete.len() != s.domain.dim() {
-            return Err(DistanceError::Synopsis(
-                "the learner's dimension does not match the domain".into(),
-            ));
+            return Err(DistanceError::Synopsis(SynopsisError::Inconsistent));
         }
         Ok(s)
     }
 
     /// Writes the synopsis as JSON.
     pub fn save(&self, path: &Path) -> Result<(), DistanceError> {
-        std::fs::write(path, self.to_json()?).map_err(|e| DistanceError::Synopsis(e.to_string()))
+        std::fs::write(path, self.to_json()?)
+            .map_err(|e| DistanceError::Synopsis(SynopsisError::Io(e)))
     }
 
     /// Reads a synopsis written by [`Synopsis::save`].
     pub fn load(path: &Path) -> Result<Self, DistanceError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|e| DistanceError::Synopsis(e.to_string()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| DistanceError::Synopsis(SynopsisError::Io(e)))?;
         Self::from_json(&text)
     }
 }
@@ -405,10 +405,10 @@ mod tests {
         let config = OfflineConfig::new(Privacy::pure(Epsilon::new(1, 1).unwrap()));
         let empty: Vec<Vec<f64>> = Vec::new();
         let mut rng = seeded_rng(0);
-        assert_eq!(
+        assert!(matches!(
             Synopsis::release(&domain, &empty, &config, &mut acct(), &mut rng).unwrap_err(),
             DistanceError::EmptyData
-        );
+        ));
         assert!(matches!(
             Synopsis::release(&domain, &[vec![0.5, 1.5]], &config, &mut acct(), &mut rng),
             Err(DistanceError::OutsideDomain { coordinate: 1, .. })

@@ -2,10 +2,12 @@
 
 use std::fmt;
 
+use crate::accountant::AccountantError;
 use crate::central::MechanismError;
+use crate::data::DataError;
 
 /// Why a d_X metric, parameter set or mechanism was rejected.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum DxError {
     /// A matrix or vector has the wrong size; the message says which.
@@ -74,8 +76,21 @@ pub enum DxError {
         /// The scale `c` given.
         c: f64,
     },
-    /// A sampler or mechanism of the rest of privq failed.
-    Mechanism(String),
+    /// The relaxed optimum of the parameter selection did not converge.
+    NotConverged {
+        /// The best lower bound reached.
+        lower: f64,
+    },
+    /// The barrier method met a singular Hessian (degenerate constraints).
+    SingularHessian,
+    /// A mechanism of the rest of privq failed.
+    Mechanism(MechanismError),
+    /// The exact sampler or the fixed-point arithmetic failed.
+    Core(privq_core::Error),
+    /// The accountant refused a charge; nothing was spent.
+    Budget(AccountantError),
+    /// The MW engine refused the universe or a query.
+    Data(DataError),
 }
 
 impl fmt::Display for DxError {
@@ -121,21 +136,51 @@ impl fmt::Display for DxError {
                 "d_min = {d_min:e} is too small for the exact exponential mechanism at \
                  c = {c:e}: its score grid cannot cover the rounding on the closest pairs"
             ),
-            DxError::Mechanism(w) => write!(f, "{w}"),
+            DxError::NotConverged { lower } => write!(
+                f,
+                "the relaxed optimum did not converge (lower bound {lower})"
+            ),
+            DxError::SingularHessian => write!(f, "singular barrier Hessian"),
+            DxError::Mechanism(e) => write!(f, "{e}"),
+            DxError::Core(e) => write!(f, "{e}"),
+            DxError::Budget(e) => write!(f, "{e}"),
+            DxError::Data(e) => write!(f, "{e}"),
         }
     }
 }
 
-impl std::error::Error for DxError {}
+impl std::error::Error for DxError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DxError::Mechanism(e) => Some(e),
+            DxError::Core(e) => Some(e),
+            DxError::Budget(e) => Some(e),
+            DxError::Data(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 impl From<MechanismError> for DxError {
     fn from(e: MechanismError) -> Self {
-        DxError::Mechanism(e.to_string())
+        DxError::Mechanism(e)
     }
 }
 
 impl From<privq_core::Error> for DxError {
     fn from(e: privq_core::Error) -> Self {
-        DxError::Mechanism(e.to_string())
+        DxError::Core(e)
+    }
+}
+
+impl From<AccountantError> for DxError {
+    fn from(e: AccountantError) -> Self {
+        DxError::Budget(e)
+    }
+}
+
+impl From<DataError> for DxError {
+    fn from(e: DataError) -> Self {
+        DxError::Data(e)
     }
 }

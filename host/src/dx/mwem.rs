@@ -126,14 +126,9 @@ impl DxMwem {
                 .iter()
                 .map(|v| if span > 0.0 { (v - lo) / span } else { 0.0 })
                 .collect();
-            prepared.push((
-                Query::dense(f).map_err(|e| DxError::Mechanism(e.to_string()))?,
-                lo,
-                span,
-            ));
+            prepared.push((Query::dense(f)?, lo, span));
         }
-        let mut state = MwState::uniform(n_el, MemoryCap::default())
-            .map_err(|e| DxError::Mechanism(e.to_string()))?;
+        let mut state = MwState::uniform(n_el, MemoryCap::default())?;
         let mut sum = vec![0.0; n_el];
         let mut chosen = Vec::with_capacity(self.rounds);
         let eff_answer = |s: &MwState, k: usize| {

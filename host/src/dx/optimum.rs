@@ -133,9 +133,7 @@ pub fn relaxed_optimum(table: &PairTable, obj: Objective) -> Result<Optimum, DxE
         add_top(&mut set, &r, 2 * kk + 8);
         r.iter_mut().for_each(|v| *v /= rho * 1.001);
     }
-    Err(DxError::Mechanism(format!(
-        "relaxed optimum did not converge (lower bound {lower})"
-    )))
+    Err(DxError::NotConverged { lower })
 }
 
 /// Minimises `obj(r)` s.t. `a·r ≤ 1` for the given rows, from a strictly feasible
@@ -168,8 +166,7 @@ fn barrier(rows: &[&[f64]], r: &mut [f64], obj: Objective) -> Result<f64, DxErro
                     }
                 }
             }
-            let step = solve_spd(&h, &g, k)
-                .ok_or_else(|| DxError::Mechanism("singular barrier Hessian".into()))?;
+            let step = solve_spd(&h, &g, k).ok_or(DxError::SingularHessian)?;
             let decrement: f64 = step.iter().zip(&g).map(|(a, b)| a * b).sum();
             if decrement < 1e-14 {
                 break;

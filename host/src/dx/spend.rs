@@ -63,10 +63,8 @@ impl DxSpend {
     /// ε accountant. Errors if ε is infinite or the filter refuses.
     pub fn charge(&self, filter: &mut Accountant, label: &str) -> Result<(), DxError> {
         let e = self.charged_epsilon()?;
-        filter
-            .charge(label, e.into())
-            .map(|_| ())
-            .map_err(|err| DxError::Mechanism(err.to_string()))
+        filter.charge(label, e.into())?;
+        Ok(())
     }
 }
 

@@ -276,10 +276,9 @@ mod tests {
 
     fn distance_error(e: CliError) -> DistanceError {
         match e {
-            CliError::Run(b) => b
-                .downcast_ref::<DistanceError>()
-                .cloned()
-                .unwrap_or_else(|| panic!("not a distance error: {b}")),
+            CliError::Run(b) => *b
+                .downcast::<DistanceError>()
+                .unwrap_or_else(|b| panic!("not a distance error: {b}")),
             other => panic!("expected a run error, got {other:?}"),
         }
     }
