@@ -22,7 +22,7 @@ use privq_host::distance::interactive::{InteractiveConfig, Session};
 use privq_host::distance::metric::Lp;
 use privq_host::distance::offline::{OfflineConfig, Synopsis};
 use privq_host::distance::privacy::Privacy;
-use privq_host::distance::{Columns, Domain};
+use privq_host::distance::{BoxDomain, Columns};
 use privq_host::{Epsilon, seeded_rng};
 
 const N: usize = 100_000;
@@ -49,7 +49,7 @@ fn brute_force(data: &[Vec<f64>], y: &[f64]) -> f64 {
 }
 
 fn bench_interactive(c: &mut Criterion) {
-    let domain = Domain::unit_cube(DIM).expect("domain");
+    let domain = BoxDomain::unit_cube(DIM).expect("domain");
     let data = points(N, DIM, 1);
     let cols = Columns::new(&domain, &data).expect("columns");
     let queries = points(4096, DIM, 2);
@@ -168,7 +168,7 @@ fn bench_interactive(c: &mut Criterion) {
 }
 
 fn bench_offline(c: &mut Criterion) {
-    let domain = Domain::unit_cube(DIM).expect("domain");
+    let domain = BoxDomain::unit_cube(DIM).expect("domain");
     let data = points(N, DIM, 4);
     let cols = Columns::new(&domain, &data).expect("columns");
     let eps = Epsilon::new(1, 1).expect("valid");

@@ -9,7 +9,7 @@ use std::path::Path;
 use criterion::{Criterion, criterion_group, criterion_main};
 use privq_host::dx::optimum::{Objective, relaxed_optimum};
 use privq_host::dx::psa::{PairTable, psa_table};
-use privq_host::dx::{DxLaplace, Metric, Queries};
+use privq_host::dx::{DxLaplace, FiniteMetric, Queries};
 use privq_host::experiment::dx::{load_cities, synthetic_points};
 use privq_host::seeded_rng;
 use rand_core::Rng;
@@ -31,7 +31,7 @@ fn points(n: usize) -> Vec<[f64; 2]> {
 
 fn bench(c: &mut Criterion) {
     let pts = points(741);
-    let metric = Metric::euclidean(&pts, 1.0).expect("distinct points");
+    let metric = FiniteMetric::euclidean(&pts, 1.0).expect("distinct points");
     let mut rng = seeded_rng(7);
     let rows: Vec<Vec<f64>> = (0..10)
         .map(|_| {
@@ -61,7 +61,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| mech.release(black_box(&counts), &mut rrng).unwrap())
     });
     let big = points(975);
-    let m975 = Metric::euclidean(&big, 1.0).expect("distinct points");
+    let m975 = FiniteMetric::euclidean(&big, 1.0).expect("distinct points");
     g.bench_function("metric closure N=975", |b| {
         b.iter(|| black_box(&m975).closure())
     });

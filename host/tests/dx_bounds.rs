@@ -2,7 +2,7 @@
 //! literal vs corrected SmallDB/MWEM modes (spec §6.2 items 6–7), and the exact l2²
 //! identity of the d_X Laplace mechanism. Fixed seeds; fast in the dev profile.
 
-use privq_host::dx::{DxExponential, DxLaplace, DxMwem, Metric, Queries, SmallDb, bounds};
+use privq_host::dx::{DxExponential, DxLaplace, DxMwem, FiniteMetric, Queries, SmallDb, bounds};
 use privq_host::seeded_rng;
 
 /// The lowest acceptable fraction of runs within a bound stated to hold with
@@ -18,15 +18,15 @@ fn max_err(a: &[f64], b: &[f64]) -> f64 {
         .fold(0.0, f64::max)
 }
 
-fn line(n: usize, scale: f64) -> Metric {
-    Metric::euclidean(&(0..n).map(|i| [i as f64]).collect::<Vec<_>>(), scale).unwrap()
+fn line(n: usize, scale: f64) -> FiniteMetric {
+    FiniteMetric::euclidean(&(0..n).map(|i| [i as f64]).collect::<Vec<_>>(), scale).unwrap()
 }
 
 /// Item 3: `E‖Z − Qx‖₂² = 2Σ_k c_k²` when `c ⊙ Q' = Q`, and `‖(Q̃−Q)x‖² + 2‖c‖²`
 /// otherwise; both within 4 standard errors (Var Y² = 20c⁴ for Laplace(c)).
 #[test]
 fn laplace_l2sq_identity() {
-    let d = Metric::euclidean(&[[0.0], [1.0], [3.0], [4.5]], 1.0).unwrap();
+    let d = FiniteMetric::euclidean(&[[0.0], [1.0], [3.0], [4.5]], 1.0).unwrap();
     let q = Queries::new(vec![
         vec![1.0, 0.0, 0.0, 0.5],
         vec![0.0, 0.0, 1.0, 1.0],
@@ -72,7 +72,7 @@ fn laplace_l2sq_identity() {
 /// Theorem 2.3: `‖Qx − Z‖_∞ ≤ ln(k/δ)‖c‖_∞` with probability ≥ 1 − δ.
 #[test]
 fn laplace_linf_tail_holds_with_stated_probability() {
-    let d = Metric::euclidean(&[[0.0], [1.0], [3.0]], 1.0).unwrap();
+    let d = FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 1.0).unwrap();
     let q = Queries::new(vec![vec![1.0, 0.0, 0.0], vec![0.0, 0.0, 1.0]]).unwrap();
     let mech = DxLaplace::new(&d, q.clone(), vec![1.0, 0.5]).unwrap();
     let x = [3u64, 4, 5];
@@ -225,7 +225,7 @@ fn smalldb_literal_vs_normalised() {
 #[test]
 fn mwem_literal_vs_scale_fixed() {
     let n_el = 8;
-    // Metric 0.1·|i − j|, c = 10: q' = q/10 is 0.1-Lipschitz.
+    // FiniteMetric 0.1·|i − j|, c = 10: q' = q/10 is 0.1-Lipschitz.
     let d = line(n_el, 0.1);
     let q = Queries::new(
         (0..n_el)
@@ -266,7 +266,7 @@ fn mwem_literal_vs_scale_fixed() {
 /// Theorem 11 for the statistical-query mechanism (12) of spec §5.5 (±1 mean).
 #[test]
 fn sq_theorem11_bounds() {
-    let d = Metric::euclidean(&[[-1.0], [1.0]], 0.1).unwrap();
+    let d = FiniteMetric::euclidean(&[[-1.0], [1.0]], 0.1).unwrap();
     let q_u = vec![vec![-1.0], vec![1.0]];
     let mech = privq_host::dx::sq::universe_map_mechanism(&d, &q_u, &[0.1], 100).unwrap();
     let c = mech.scales();

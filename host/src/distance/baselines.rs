@@ -14,7 +14,7 @@ use privq_core::Epsilon;
 use privq_core::rand_core::{CryptoRng, Rng};
 
 use super::DistanceError;
-use super::columns::{Columns, Domain};
+use super::columns::{BoxDomain, Columns};
 use super::privacy::{Noise, Plan, Privacy};
 use crate::central::Geometric;
 use crate::central::mwem::{
@@ -27,9 +27,9 @@ use crate::query::{Query, Workload};
 ///
 /// ```
 /// use privq_host::accountant::Accountant;
-/// use privq_host::distance::{Columns, Domain, baselines::LaplacePerQuery, privacy::Privacy};
+/// use privq_host::distance::{Columns, BoxDomain, baselines::LaplacePerQuery, privacy::Privacy};
 /// use privq_host::{Epsilon, seeded_rng};
-/// let cols = Columns::new(&Domain::unit_cube(1)?, &[vec![0.2], vec![0.4]])?;
+/// let cols = Columns::new(&BoxDomain::unit_cube(1)?, &[vec![0.2], vec![0.4]])?;
 /// let mut accountant = Accountant::pure(Epsilon::new(1, 1)?);
 /// let privacy = Privacy::pure(Epsilon::new(1, 1)?);
 /// let mut lap = LaplacePerQuery::new(&cols, 10, privacy, &mut accountant)?;
@@ -101,10 +101,10 @@ impl LaplacePerQuery {
 /// sensitivity of all counts is `2·ℓ·(depth + 1)`; pure ε-DP.
 ///
 /// ```
-/// use privq_host::distance::{Columns, Domain, baselines::TreeCdf};
+/// use privq_host::distance::{Columns, BoxDomain, baselines::TreeCdf};
 /// use privq_host::{Epsilon, seeded_rng};
 /// let pts: Vec<Vec<f64>> = (0..10_000).map(|i| vec![(i % 100) as f64 / 100.0]).collect();
-/// let cols = Columns::new(&Domain::unit_cube(1)?, &pts)?;
+/// let cols = Columns::new(&BoxDomain::unit_cube(1)?, &pts)?;
 /// let tree = TreeCdf::release(&cols, Epsilon::new(1, 1)?, 10, &mut seeded_rng(1))?;
 /// assert!((tree.answer_scaled(&[0.5]) - cols.answer(&[0.5])?).abs() < 0.01);
 /// # Ok::<(), privq_host::distance::DistanceError>(())
@@ -114,7 +114,7 @@ pub struct TreeCdf {
     widths: Vec<f64>,
     /// Per coordinate: `∫₀^{edge_b} C(s) ds` at the `2^depth + 1` bin edges.
     integrals: Vec<Vec<f64>>,
-    domain: super::Domain,
+    domain: super::BoxDomain,
 }
 
 impl TreeCdf {
@@ -277,9 +277,9 @@ impl GridMwemConfig {
 /// is exponential in ℓ, so this baseline is for small ℓ only.
 ///
 /// ```
-/// use privq_host::distance::{Domain, baselines::{GridMwem, GridMwemConfig}};
+/// use privq_host::distance::{BoxDomain, baselines::{GridMwem, GridMwemConfig}};
 /// use privq_host::{Epsilon, seeded_rng};
-/// let domain = Domain::unit_cube(1)?;
+/// let domain = BoxDomain::unit_cube(1)?;
 /// let pts: Vec<Vec<f64>> = (0..5000).map(|i| vec![(i % 100) as f64 / 100.0]).collect();
 /// let config = GridMwemConfig::new(Epsilon::new(1, 1)?, 32);
 /// let m = GridMwem::release(&domain, &pts, &config, &mut seeded_rng(1))?;
@@ -289,7 +289,7 @@ impl GridMwemConfig {
 /// ```
 #[derive(Debug, Clone)]
 pub struct GridMwem {
-    domain: Domain,
+    domain: BoxDomain,
     widths: Vec<f64>,
     /// Per coordinate: the released mass of each bin.
     marginals: Vec<Vec<f64>>,
@@ -300,7 +300,7 @@ pub struct GridMwem {
 impl GridMwem {
     /// Runs MWEM on the grid of `points` (every point must lie in `domain`).
     pub fn release<P: AsRef<[f64]>, R: Rng + CryptoRng + ?Sized>(
-        domain: &Domain,
+        domain: &BoxDomain,
         points: &[P],
         config: &GridMwemConfig,
         rng: &mut R,
@@ -459,7 +459,7 @@ impl GridMwem {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::distance::Domain;
+    use crate::distance::BoxDomain;
     use crate::seeded_rng;
     use privq_core::Epsilon;
 
@@ -474,7 +474,7 @@ mod tests {
                 ]
             })
             .collect();
-        let cols = Columns::new(&Domain::unit_cube(2).unwrap(), &pts).unwrap();
+        let cols = Columns::new(&BoxDomain::unit_cube(2).unwrap(), &pts).unwrap();
         let tree = TreeCdf::release(&cols, Epsilon::new(1000, 1).unwrap(), 10, &mut rng).unwrap();
         for q in [[0.1, 0.9], [0.5, 0.5], [0.0, 1.0]] {
             assert!((tree.answer(&q).unwrap() - cols.answer(&q).unwrap()).abs() < 2e-3);
@@ -507,7 +507,7 @@ mod tests {
     #[test]
     fn grid_mwem_is_accurate_with_large_epsilon_and_spends_exactly_epsilon() {
         for (dim, bins) in [(1usize, 64usize), (2, 16)] {
-            let domain = Domain::unit_cube(dim).unwrap();
+            let domain = BoxDomain::unit_cube(dim).unwrap();
             let pts = skewed(20_000, dim, 5 + dim as u64);
             let cols = Columns::new(&domain, &pts).unwrap();
             let eps = Epsilon::new(100, 1).unwrap();
@@ -529,7 +529,7 @@ mod tests {
     #[test]
     fn grid_mwem_refuses_large_grids_and_bad_input() {
         let eps = Epsilon::new(1, 1).unwrap();
-        let domain = Domain::unit_cube(16).unwrap();
+        let domain = BoxDomain::unit_cube(16).unwrap();
         let pts = skewed(10, 16, 1);
         match GridMwem::release(
             &domain,
@@ -546,12 +546,12 @@ mod tests {
         // Just over the cap at a small dimension too.
         let mut tight = GridMwemConfig::new(eps, 16);
         tight.cap = MemoryCap(tight.footprint(4).1 - 1);
-        let d4 = Domain::unit_cube(4).unwrap();
+        let d4 = BoxDomain::unit_cube(4).unwrap();
         assert!(matches!(
             GridMwem::release(&d4, &skewed(10, 4, 2), &tight, &mut seeded_rng(1)),
             Err(DistanceError::GridTooLarge { .. })
         ));
-        let d1 = Domain::unit_cube(1).unwrap();
+        let d1 = BoxDomain::unit_cube(1).unwrap();
         let empty: Vec<Vec<f64>> = Vec::new();
         assert!(matches!(
             GridMwem::release(

@@ -13,25 +13,25 @@ use super::metric::check_box;
 /// and `Σ w_i = 1`, so scaled ℓ1 distances lie in `[0, 1]`.
 ///
 /// ```
-/// use privq_host::distance::Domain;
-/// let d = Domain::new(vec![0.0, 0.0], vec![1.0, 3.0])?;
+/// use privq_host::distance::BoxDomain;
+/// let d = BoxDomain::new(vec![0.0, 0.0], vec![1.0, 3.0])?;
 /// assert_eq!(d.diameter(), 4.0);
 /// assert_eq!(d.scale(&[1.0, 3.0])?, vec![0.25, 0.75]);
 /// assert!(d.scale(&[1.5, 0.0]).is_err());
 /// # Ok::<(), privq_host::distance::DistanceError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Domain {
+pub struct BoxDomain {
     lo: Vec<f64>,
     hi: Vec<f64>,
 }
 
-impl Domain {
+impl BoxDomain {
     /// The box `[lo, hi]` (`lo < hi` coordinate-wise, at least one coordinate).
     pub fn new(lo: Vec<f64>, hi: Vec<f64>) -> Result<Self, DistanceError> {
         // Reuse the ℓp constructor's validation.
         super::metric::Lp::l1(lo.clone(), hi.clone())?;
-        Ok(Domain { lo, hi })
+        Ok(BoxDomain { lo, hi })
     }
 
     /// `[0, 1]^ℓ`.
@@ -122,8 +122,8 @@ impl Column {
 /// exact (non-private) oracle the mechanisms query; it never leaves the curator.
 ///
 /// ```
-/// use privq_host::distance::{Columns, Domain};
-/// let domain = Domain::unit_cube(1)?;
+/// use privq_host::distance::{Columns, BoxDomain};
+/// let domain = BoxDomain::unit_cube(1)?;
 /// let cols = Columns::new(&domain, &[vec![0.0], vec![1.0]])?;
 /// assert_eq!(cols.value(0, 0.5), 0.5);
 /// assert_eq!(cols.slope(0, 0.25), 0.0);
@@ -132,7 +132,7 @@ impl Column {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Columns {
-    domain: Domain,
+    domain: BoxDomain,
     widths: Vec<f64>,
     columns: Vec<Column>,
     n: usize,
@@ -140,7 +140,7 @@ pub struct Columns {
 
 impl Columns {
     /// Checks every point against the domain and builds the columns.
-    pub fn new<P: AsRef<[f64]>>(domain: &Domain, points: &[P]) -> Result<Self, DistanceError> {
+    pub fn new<P: AsRef<[f64]>>(domain: &BoxDomain, points: &[P]) -> Result<Self, DistanceError> {
         if points.is_empty() {
             return Err(DistanceError::EmptyData);
         }
@@ -175,7 +175,7 @@ impl Columns {
     }
 
     /// The domain.
-    pub fn domain(&self) -> &Domain {
+    pub fn domain(&self) -> &BoxDomain {
         &self.domain
     }
 
@@ -224,7 +224,7 @@ mod tests {
 
     #[test]
     fn oracle_matches_brute_force() {
-        let domain = Domain::new(vec![0.0, -1.0, 0.0], vec![1.0, 1.0, 5.0]).unwrap();
+        let domain = BoxDomain::new(vec![0.0, -1.0, 0.0], vec![1.0, 1.0, 5.0]).unwrap();
         let pts: Vec<Vec<f64>> = (0..57)
             .map(|i| {
                 let f = i as f64;

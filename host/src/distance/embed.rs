@@ -12,7 +12,7 @@
 use privq_core::rand_core::Rng;
 
 use super::DistanceError;
-use super::columns::Domain;
+use super::columns::BoxDomain;
 use super::metric::Metric;
 
 /// A standard normal draw (Box–Muller; floats are fine: the embedding is public and
@@ -181,8 +181,8 @@ impl RandomProjection {
     }
 
     /// The output box (each coordinate in `[−clip, clip]`).
-    pub fn output_domain(&self) -> Result<Domain, DistanceError> {
-        Domain::new(
+    pub fn output_domain(&self) -> Result<BoxDomain, DistanceError> {
+        BoxDomain::new(
             vec![-self.clip; self.rows.len()],
             vec![self.clip; self.rows.len()],
         )
@@ -261,8 +261,8 @@ impl<P> Bourgain<P> {
     }
 
     /// The output box `[0, 1/(KL)]^{KL}` (ℓ1 diameter 1).
-    pub fn output_domain(&self) -> Result<Domain, DistanceError> {
-        Domain::new(vec![0.0; self.dim()], vec![1.0 / self.norm; self.dim()])
+    pub fn output_domain(&self) -> Result<BoxDomain, DistanceError> {
+        BoxDomain::new(vec![0.0; self.dim()], vec![1.0 / self.norm; self.dim()])
     }
 
     /// Embeds a point.

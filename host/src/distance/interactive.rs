@@ -187,9 +187,9 @@ pub struct Exchange {
 ///
 /// ```
 /// use privq_host::accountant::Accountant;
-/// use privq_host::distance::{Columns, Domain, interactive::{InteractiveConfig, Session}, privacy::Privacy};
+/// use privq_host::distance::{Columns, BoxDomain, interactive::{InteractiveConfig, Session}, privacy::Privacy};
 /// use privq_host::{Epsilon, seeded_rng};
-/// let domain = Domain::unit_cube(2)?;
+/// let domain = BoxDomain::unit_cube(2)?;
 /// let pts: Vec<Vec<f64>> = (0..50_000).map(|i| vec![(i % 7) as f64 / 7.0, 0.25]).collect();
 /// let cols = Columns::new(&domain, &pts)?;
 /// let config = InteractiveConfig::new(Privacy::approx(Epsilon::new(1, 1)?, 1e-6)?);
@@ -388,7 +388,7 @@ impl<'a> Session<'a> {
 mod tests {
     use super::*;
     use crate::accountant::Accountant;
-    use crate::distance::Domain;
+    use crate::distance::BoxDomain;
     use crate::seeded_rng;
     use privq_core::Epsilon;
 
@@ -405,7 +405,7 @@ mod tests {
 
     #[test]
     fn noise_off_session_is_accurate_and_within_the_mistake_bound() {
-        let domain = Domain::unit_cube(4).unwrap();
+        let domain = BoxDomain::unit_cube(4).unwrap();
         let cols = Columns::new(&domain, &points(1000, 4, 1)).unwrap();
         let config = InteractiveConfig::new(Privacy::pure(Epsilon::new(1, 1).unwrap()))
             .with_alpha(0.05)
@@ -434,7 +434,7 @@ mod tests {
 
     #[test]
     fn ledger_is_exact_and_the_session_refuses_after_its_budget() {
-        let domain = Domain::unit_cube(2).unwrap();
+        let domain = BoxDomain::unit_cube(2).unwrap();
         let cols = Columns::new(&domain, &points(200, 2, 4)).unwrap();
         for privacy in [
             Privacy::pure(Epsilon::new(1, 2).unwrap()),

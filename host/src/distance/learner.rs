@@ -166,7 +166,7 @@ impl DecomposedLearner {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::distance::{Columns, Domain};
+    use crate::distance::{BoxDomain, Columns};
     use proptest::prelude::*;
 
     /// Runs Figure 1 with an exact oracle over the query sequence; returns updates.
@@ -197,7 +197,7 @@ mod tests {
             alpha1 in 0.001f64..0.5,
         ) {
             let pts: Vec<Vec<f64>> = data.iter().map(|&x| vec![x]).collect();
-            let cols = Columns::new(&Domain::unit_cube(1).unwrap(), &pts).unwrap();
+            let cols = Columns::new(&BoxDomain::unit_cube(1).unwrap(), &pts).unwrap();
             let g = |t: f64| (cols.value(0, t), cols.slope(0, t));
             let updates = run_exact(g, &queries, alpha1);
             prop_assert!(updates as f64 <= Learner1d::mistake_bound(alpha1),

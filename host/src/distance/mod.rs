@@ -20,9 +20,9 @@
 //!
 //! ```
 //! use privq_host::accountant::Accountant;
-//! use privq_host::distance::{Domain, offline::{OfflineConfig, Synopsis}, privacy::Privacy};
+//! use privq_host::distance::{BoxDomain, offline::{OfflineConfig, Synopsis}, privacy::Privacy};
 //! use privq_host::{Epsilon, seeded_rng};
-//! let domain = Domain::unit_cube(2)?; // ℓ1 diameter 2: answers are scaled by 1/2
+//! let domain = BoxDomain::unit_cube(2)?; // ℓ1 diameter 2: answers are scaled by 1/2
 //! let points: Vec<Vec<f64>> = (0..2000).map(|i| vec![(i % 10) as f64 / 10.0, 0.5]).collect();
 //! let mut rng = seeded_rng(1); // fixed seed: tests only
 //! let config = OfflineConfig::new(Privacy::pure(Epsilon::new(1, 1)?));
@@ -44,7 +44,7 @@ pub mod metric;
 pub mod offline;
 pub mod privacy;
 
-pub use columns::{Columns, Domain};
+pub use columns::{BoxDomain, Columns};
 pub use metric::Metric;
 
 /// What the distance-query mechanisms refuse.

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::accountant::Accountant;
 
-use super::columns::{Columns, Domain};
+use super::columns::{BoxDomain, Columns};
 use super::learner::{DecomposedLearner, Learner1d};
 use super::privacy::{AboveThreshold, Noise, Plan, Privacy, fraction, smallest_feasible};
 use super::{DistanceError, SynopsisError, check_range};
@@ -137,9 +137,9 @@ pub struct Spent {
 ///
 /// ```
 /// use privq_host::accountant::Accountant;
-/// use privq_host::distance::{Domain, offline::{OfflineConfig, Synopsis}, privacy::Privacy};
+/// use privq_host::distance::{BoxDomain, offline::{OfflineConfig, Synopsis}, privacy::Privacy};
 /// use privq_host::{Epsilon, seeded_rng};
-/// let domain = Domain::unit_cube(1)?;
+/// let domain = BoxDomain::unit_cube(1)?;
 /// let points: Vec<Vec<f64>> = (0..10_000).map(|i| vec![(i % 100) as f64 / 100.0]).collect();
 /// let config = OfflineConfig::new(Privacy::pure(Epsilon::new(1, 1)?));
 /// let mut accountant = Accountant::pure(Epsilon::new(2, 1)?);
@@ -154,7 +154,7 @@ pub struct Spent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Synopsis {
     version: u32,
-    domain: Domain,
+    domain: BoxDomain,
     n: usize,
     alpha: f64,
     spent: Spent,
@@ -167,7 +167,7 @@ impl Synopsis {
     /// The release's whole budget is charged to `accountant` before any noise is
     /// drawn.
     pub fn release<P: AsRef<[f64]>, R: Rng + CryptoRng + ?Sized>(
-        domain: &Domain,
+        domain: &BoxDomain,
         points: &[P],
         config: &OfflineConfig,
         accountant: &mut Accountant,
@@ -275,7 +275,7 @@ impl Synopsis {
     }
 
     /// The domain.
-    pub fn domain(&self) -> &Domain {
+    pub fn domain(&self) -> &BoxDomain {
         &self.domain
     }
 
@@ -311,7 +311,7 @@ impl Synopsis {
                 expected: SYNOPSIS_VERSION,
             }));
         }
-        Domain::new(s.domain.lo().to_vec(), s.domain.hi().to_vec())?;
+        BoxDomain::new(s.domain.lo().to_vec(), s.domain.hi().to_vec())?;
         if s.learner.coordinates().len() != s.domain.dim() || s.complete.len() != s.domain.dim() {
             return Err(DistanceError::Synopsis(SynopsisError::Inconsistent));
         }
@@ -361,7 +361,7 @@ mod tests {
     #[test]
     fn noise_off_synopsis_answers_every_query_within_alpha() {
         for (dim, alpha) in [(1, 0.05), (3, 0.1), (8, 0.2)] {
-            let domain = Domain::unit_cube(dim).unwrap();
+            let domain = BoxDomain::unit_cube(dim).unwrap();
             let pts = random_points(500, dim, dim as u64);
             let cols = Columns::new(&domain, &pts).unwrap();
             let config = OfflineConfig::new(Privacy::pure(Epsilon::new(1, 1).unwrap()))
@@ -381,7 +381,7 @@ mod tests {
 
     #[test]
     fn ledger_shows_the_budget_and_round_trips() {
-        let domain = Domain::unit_cube(2).unwrap();
+        let domain = BoxDomain::unit_cube(2).unwrap();
         let pts = random_points(20_000, 2, 5);
         let eps = Epsilon::new(1, 2).unwrap();
         let config = OfflineConfig::new(Privacy::pure(eps));
@@ -401,7 +401,7 @@ mod tests {
 
     #[test]
     fn bad_input_is_a_typed_error() {
-        let domain = Domain::unit_cube(2).unwrap();
+        let domain = BoxDomain::unit_cube(2).unwrap();
         let config = OfflineConfig::new(Privacy::pure(Epsilon::new(1, 1).unwrap()));
         let empty: Vec<Vec<f64>> = Vec::new();
         let mut rng = seeded_rng(0);

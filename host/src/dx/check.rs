@@ -1,7 +1,7 @@
 //! Query matrices, pairwise (generalised) sensitivities and the privacy-constraint
 //! checkers of Theorems 1, 3, 5/7 and 10 (spec §1.5, §2, §5.4).
 
-use super::{DxError, Metric};
+use super::{DxError, FiniteMetric};
 
 /// A `K × N` matrix of linear queries over a universe of `N` elements (row-major,
 /// finite entries). Row `k` is the query `q_k(x) = ⟨Q_k, x⟩`.
@@ -111,7 +111,7 @@ impl Queries {
         )
     }
 
-    pub(crate) fn check_universe(&self, metric: &Metric) -> Result<(), DxError> {
+    pub(crate) fn check_universe(&self, metric: &FiniteMetric) -> Result<(), DxError> {
         if self.n != metric.len() {
             return Err(DxError::Dimension(format!(
                 "queries over {} elements, metric over {}",
@@ -164,7 +164,7 @@ impl ConstraintRatio {
 }
 
 /// `max_{i<j} ratio(lhs(i, j), d(i, j))`, skipping `d = ∞` pairs.
-pub fn worst_ratio(metric: &Metric, lhs: impl Fn(usize, usize) -> f64) -> ConstraintRatio {
+pub fn worst_ratio(metric: &FiniteMetric, lhs: impl Fn(usize, usize) -> f64) -> ConstraintRatio {
     let mut out = ConstraintRatio {
         worst: 0.0,
         pair: None,
@@ -185,7 +185,7 @@ pub fn worst_ratio(metric: &Metric, lhs: impl Fn(usize, usize) -> f64) -> Constr
 /// `c`: `max_p Σ_k |Q̃_{k,i} − Q̃_{k,j}|/c_k / d(p)` (spec §2.2 representation; a
 /// noiseless row with a non-zero difference on a finite pair gives `∞`).
 pub fn check_laplace(
-    metric: &Metric,
+    metric: &FiniteMetric,
     q_eff: &Queries,
     c: &[f64],
 ) -> Result<ConstraintRatio, DxError> {
@@ -205,7 +205,7 @@ pub fn check_laplace(
 /// Theorem 3 (d_X exponential mechanism, scale `c`): `max_p Δu'(i,j)/(c·d(p))`
 /// for the pairwise utility sensitivities `du(i, j)`.
 pub fn check_exponential(
-    metric: &Metric,
+    metric: &FiniteMetric,
     c: f64,
     du: impl Fn(usize, usize) -> f64,
 ) -> ConstraintRatio {
@@ -213,7 +213,10 @@ pub fn check_exponential(
 }
 
 /// Theorems 5 and 7 (SmallDB, MWEM): `max_{q', p} |q'_i − q'_j| / d(p)`.
-pub fn check_lipschitz(metric: &Metric, q_prime: &Queries) -> Result<ConstraintRatio, DxError> {
+pub fn check_lipschitz(
+    metric: &FiniteMetric,
+    q_prime: &Queries,
+) -> Result<ConstraintRatio, DxError> {
     q_prime.check_universe(metric)?;
     Ok(worst_ratio(metric, |i, j| {
         (0..q_prime.rows())
@@ -225,7 +228,7 @@ pub fn check_lipschitz(metric: &Metric, q_prime: &Queries) -> Result<ConstraintR
 /// Theorem 10 (statistical queries, Appendix C): with `mapped[u] = q(u') ∈ ℝ^k`,
 /// `max_{u≠v} ‖q(u') − q(v')‖₁ / (n·d(u, v))`.
 pub fn check_statistical(
-    metric: &Metric,
+    metric: &FiniteMetric,
     mapped: &[Vec<f64>],
     n: u64,
 ) -> Result<ConstraintRatio, DxError> {
@@ -249,8 +252,8 @@ pub fn check_statistical(
 mod tests {
     use super::*;
 
-    fn line() -> Metric {
-        Metric::euclidean(&[[0.0], [1.0], [3.0]], 1.0).unwrap()
+    fn line() -> FiniteMetric {
+        FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 1.0).unwrap()
     }
 
     #[test]

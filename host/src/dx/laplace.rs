@@ -5,7 +5,7 @@ use privq_core::rand_core::{CryptoRng, Rng};
 use privq_core::sample::DiscreteLaplace;
 
 use super::check::check_laplace;
-use super::{DxError, DxSpend, Metric, Queries};
+use super::{DxError, DxSpend, FiniteMetric, Queries};
 
 /// Grid steps per unit of noise scale before calibration (γ ≤ c/2¹⁰).
 const GRID_BITS: i32 = 10;
@@ -32,9 +32,9 @@ struct Row {
 /// `L(p) ≤ d(p)` everywhere, so the released noise is never below `c_k`.
 ///
 /// ```
-/// use privq_host::dx::{DxLaplace, Metric, Queries};
+/// use privq_host::dx::{DxLaplace, FiniteMetric, Queries};
 /// use privq_host::seeded_rng;
-/// let d = Metric::euclidean(&[[0.0], [1.0], [3.0]], 1.0)?;
+/// let d = FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 1.0)?;
 /// let q = Queries::new(vec![vec![0.0, 1.0, 3.0]])?;
 /// // Single-query closed form: c = max |q_i − q_j| / d(i, j) = 1.
 /// let mech = DxLaplace::new(&d, q, vec![1.0])?;
@@ -53,7 +53,7 @@ pub struct DxLaplace {
 
 impl DxLaplace {
     /// Checks Theorem 1 for `(Q̃, c)` on `metric` and calibrates the exact grids.
-    pub fn new(metric: &Metric, q_eff: Queries, c: Vec<f64>) -> Result<Self, DxError> {
+    pub fn new(metric: &FiniteMetric, q_eff: Queries, c: Vec<f64>) -> Result<Self, DxError> {
         for (k, &ck) in c.iter().enumerate() {
             if !ck.is_finite() {
                 return Err(DxError::InfiniteNoise { query: k });
@@ -121,13 +121,13 @@ impl DxLaplace {
 
     /// The ε-DP baseline `Qx + Lap(Δ^Q_1/ε)^K` with `ε = min_{i≠j} d(i, j)` (§1.6),
     /// on the same exact grid machinery.
-    pub fn baseline(metric: &Metric, q: Queries) -> Result<Self, DxError> {
+    pub fn baseline(metric: &FiniteMetric, q: Queries) -> Result<Self, DxError> {
         let c = baseline_scale(metric, &q)?;
         let k = q.rows();
         DxLaplace::new(metric, q, vec![c; k])
     }
 
-    fn grid_ratio(&self, metric: &Metric) -> f64 {
+    fn grid_ratio(&self, metric: &FiniteMetric) -> f64 {
         let mut worst: f64 = 0.0;
         for (i, j, d) in metric.finite_pairs() {
             let mut loss = 0.0;
@@ -239,7 +239,7 @@ fn dot(coef: &[i64], counts: &[u64]) -> i128 {
 }
 
 /// The baseline scale `Δ^Q_1 / min_{i≠j} d(i, j)` (0 if every pair is unprotected).
-pub fn baseline_scale(metric: &Metric, q: &Queries) -> Result<f64, DxError> {
+pub fn baseline_scale(metric: &FiniteMetric, q: &Queries) -> Result<f64, DxError> {
     q.check_universe(metric)?;
     let eps = metric.min_offdiag();
     Ok(if eps.is_infinite() {
@@ -254,8 +254,8 @@ mod tests {
     use super::*;
     use crate::seeded_rng;
 
-    fn line() -> Metric {
-        Metric::euclidean(&[[0.0], [1.0], [3.0]], 1.0).unwrap()
+    fn line() -> FiniteMetric {
+        FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 1.0).unwrap()
     }
 
     #[test]
@@ -287,7 +287,7 @@ mod tests {
 
     #[test]
     fn noiseless_when_metric_leaves_pairs_unprotected() {
-        let d = Metric::graph(3, &[(0, 1, 1.0)]).unwrap();
+        let d = FiniteMetric::graph(3, &[(0, 1, 1.0)]).unwrap();
         // Separates {0,1} from 2 only: d = ∞ there, so no noise is needed.
         let q = Queries::new(vec![vec![0.0, 0.0, 1.0]]).unwrap();
         let m = DxLaplace::new(&d, q, vec![0.0]).unwrap();

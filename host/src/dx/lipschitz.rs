@@ -4,7 +4,7 @@
 //! `min_{c>0} n·max_q δ*_q(c) + h(c)` with `h` concave — minimised exactly over the
 //! breakpoints of a piecewise-linear upper envelope.
 
-use super::{DxError, Metric, Queries};
+use super::{DxError, FiniteMetric, Queries};
 
 /// Lines `y = α − β·c` (`β ≥ 0`) whose upper envelope with 0 is
 /// `E(c) = max(0, max_l α_l − β_l·c)`.
@@ -82,7 +82,7 @@ impl Envelope {
 /// The best `L`-Lipschitz (w.r.t. `metric`) ℓ∞ approximation of `q`: the error
 /// `δ* = max_p (|q_i − q_j| − L·d(p))⁺/2` and the McShane extension
 /// `q̃_i = min_j (q_j + δ* + L·d(i, j))`.
-pub fn best_lipschitz(metric: &Metric, q: &[f64], l: f64) -> (f64, Vec<f64>) {
+pub fn best_lipschitz(metric: &FiniteMetric, q: &[f64], l: f64) -> (f64, Vec<f64>) {
     let n = q.len();
     let term = |i: usize, j: usize| {
         let d = metric.get(i, j);
@@ -136,8 +136,8 @@ pub struct Reduction {
 /// Solves (8) exactly for `Q` over `metric` with `n` records.
 ///
 /// ```
-/// use privq_host::dx::{Metric, Queries, lipschitz};
-/// let d = Metric::euclidean(&[[0.0], [1.0], [2.0], [3.0]], 1.0)?;
+/// use privq_host::dx::{FiniteMetric, Queries, lipschitz};
+/// let d = FiniteMetric::euclidean(&[[0.0], [1.0], [2.0], [3.0]], 1.0)?;
 /// let q = Queries::new(vec![vec![0.0, 0.0, 1.0, 1.0]])?;
 /// let r = lipschitz::solve_problem8(&d, &q, 1000.0, lipschitz::Problem8::Mwem)?;
 /// // Never worse than answering the midrange constant (c → 0⁺): n·max|q_i − q_j|/2.
@@ -145,7 +145,7 @@ pub struct Reduction {
 /// # Ok::<(), privq_host::dx::DxError>(())
 /// ```
 pub fn solve_problem8(
-    metric: &Metric,
+    metric: &FiniteMetric,
     q: &Queries,
     n: f64,
     problem: Problem8,
@@ -204,7 +204,7 @@ mod tests {
 
     #[test]
     fn mcshane_attains_delta_and_is_lipschitz() {
-        let d = Metric::euclidean(&[[0.0], [1.0], [3.0], [4.0]], 1.0).unwrap();
+        let d = FiniteMetric::euclidean(&[[0.0], [1.0], [3.0], [4.0]], 1.0).unwrap();
         let q = [0.0, 5.0, 1.0, 2.0];
         let (delta, ext) = best_lipschitz(&d, &q, 1.0);
         assert!((delta - 2.0).abs() < 1e-12); // (5 − 1)/2 on pair (0, 1)
@@ -222,7 +222,7 @@ mod tests {
             .iter()
             .map(|&v| [v])
             .collect();
-        let d = Metric::euclidean(&pts, 1.0).unwrap();
+        let d = FiniteMetric::euclidean(&pts, 1.0).unwrap();
         let q = Queries::new(vec![
             vec![0.0, 1.0, 0.2, 0.9, 0.0, 1.0],
             vec![1.0, 1.0, 0.0, 0.0, 0.5, 0.5],

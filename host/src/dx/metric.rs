@@ -11,15 +11,15 @@ const TRIANGLE_TOL: f64 = 1e-12;
 /// protection needed") and the triangle inequality, all checked on construction.
 ///
 /// ```
-/// use privq_host::dx::Metric;
+/// use privq_host::dx::FiniteMetric;
 /// // Three points on a line at 0, 1 and 3.
-/// let d = Metric::euclidean(&[[0.0], [1.0], [3.0]], 1.0)?;
+/// let d = FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 1.0)?;
 /// assert_eq!(d.get(0, 2), 3.0);
 /// assert_eq!(d.min_offdiag(), 1.0);
 /// # Ok::<(), privq_host::dx::DxError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
-pub struct Metric {
+pub struct FiniteMetric {
     n: usize,
     d: Vec<f64>,
 }
@@ -35,7 +35,7 @@ pub enum Combine {
     Sum,
 }
 
-impl Metric {
+impl FiniteMetric {
     /// Validates a row-major `n × n` matrix (symmetry, zero diagonal, positive
     /// off-diagonal, triangle inequality).
     pub fn from_matrix(n: usize, d: Vec<f64>) -> Result<Self, DxError> {
@@ -63,7 +63,7 @@ impl Metric {
                 d.len()
             )));
         }
-        Ok(Metric { n, d })
+        Ok(FiniteMetric { n, d })
     }
 
     fn check_entries(&self) -> Result<(), DxError> {
@@ -150,8 +150,8 @@ impl Metric {
     }
 
     /// The shortest-path closure of this metric (itself, for a metric; kept for
-    /// symmetry with [`Metric::closure_of`]).
-    pub fn closure(&self) -> Metric {
+    /// symmetry with [`FiniteMetric::closure_of`]).
+    pub fn closure(&self) -> FiniteMetric {
         let mut m = self.clone();
         m.close();
         m
@@ -368,21 +368,21 @@ impl Metric {
     /// The same metric multiplied by `f > 0`.
     pub fn scaled(&self, f: f64) -> Result<Self, DxError> {
         positive("factor", f)?;
-        Ok(Metric {
+        Ok(FiniteMetric {
             n: self.n,
             d: self.d.iter().map(|v| v * f).collect(),
         })
     }
 
     /// The pointwise sum `d + d'` (a metric again; Fact 1.2's composed budget).
-    pub fn sum(&self, other: &Metric) -> Result<Self, DxError> {
+    pub fn sum(&self, other: &FiniteMetric) -> Result<Self, DxError> {
         if self.n != other.n {
             return Err(DxError::Dimension(format!(
                 "metrics over {} and {} elements",
                 self.n, other.n
             )));
         }
-        Ok(Metric {
+        Ok(FiniteMetric {
             n: self.n,
             d: self.d.iter().zip(&other.d).map(|(a, b)| a + b).collect(),
         })
@@ -450,13 +450,13 @@ mod tests {
     use super::*;
 
     /// Example 1's universe: (gender, native, age) with value 0 = first letter.
-    pub(crate) fn example1(combine: Combine) -> Metric {
+    pub(crate) fn example1(combine: Combine) -> FiniteMetric {
         let elements: Vec<Vec<usize>> = (0..8)
             .map(|i| vec![(i >> 2) & 1, (i >> 1) & 1, i & 1])
             .collect();
         // ε(M)=ε(F)=1, ε(Y)=0.1, ε(N)=1, ε(A)=ε(B)=1.
         let budgets = vec![vec![1.0, 1.0], vec![0.1, 1.0], vec![1.0, 1.0]];
-        Metric::attribute_budget(&elements, &budgets, combine).unwrap()
+        FiniteMetric::attribute_budget(&elements, &budgets, combine).unwrap()
     }
 
     #[test]
@@ -471,7 +471,7 @@ mod tests {
     #[test]
     fn min_with_three_values_is_rejected() {
         let elements = vec![vec![0], vec![1], vec![2]];
-        let r = Metric::attribute_budget(&elements, &[vec![1.0, 10.0, 10.0]], Combine::Min);
+        let r = FiniteMetric::attribute_budget(&elements, &[vec![1.0, 10.0, 10.0]], Combine::Min);
         assert!(matches!(
             r,
             Err(DxError::TriangleViolation {
@@ -482,7 +482,8 @@ mod tests {
             })
         ));
         assert!(
-            Metric::attribute_budget(&elements, &[vec![1.0, 10.0, 10.0]], Combine::Sum).is_ok()
+            FiniteMetric::attribute_budget(&elements, &[vec![1.0, 10.0, 10.0]], Combine::Sum)
+                .is_ok()
         );
     }
 
@@ -490,44 +491,44 @@ mod tests {
     fn bad_matrices_are_typed_errors() {
         let zero = vec![0.0, 0.0, 0.0, 0.0];
         assert!(matches!(
-            Metric::from_matrix(2, zero),
+            FiniteMetric::from_matrix(2, zero),
             Err(DxError::ZeroDistance { i: 0, j: 1 })
         ));
         let asym = vec![0.0, 1.0, 2.0, 0.0];
         assert!(matches!(
-            Metric::from_matrix(2, asym),
+            FiniteMetric::from_matrix(2, asym),
             Err(DxError::NotSymmetric { i: 0, j: 1 })
         ));
         let diag = vec![1.0, 1.0, 1.0, 0.0];
         assert!(matches!(
-            Metric::from_matrix(2, diag),
+            FiniteMetric::from_matrix(2, diag),
             Err(DxError::NonzeroDiagonal { i: 0 })
         ));
         assert!(matches!(
-            Metric::from_matrix(3, vec![0.0; 4]),
+            FiniteMetric::from_matrix(3, vec![0.0; 4]),
             Err(DxError::Dimension(_))
         ));
         let tri = vec![0.0, 1.0, 5.0, 1.0, 0.0, 1.0, 5.0, 1.0, 0.0];
-        match Metric::from_matrix(3, tri.clone()) {
+        match FiniteMetric::from_matrix(3, tri.clone()) {
             Err(DxError::TriangleViolation { count, excess, .. }) => {
                 assert_eq!(count, 1);
                 assert!((excess - 3.0).abs() < 1e-12);
             }
             other => panic!("{other:?}"),
         }
-        let closed = Metric::closure_of(3, tri).unwrap();
+        let closed = FiniteMetric::closure_of(3, tri).unwrap();
         assert_eq!(closed.get(0, 2), 2.0);
     }
 
     #[test]
     fn blowfish_closure_and_smooth() {
         let pts = [[0.0, 0.0], [1.0, 0.0], [2.0, 0.0], [10.0, 0.0]];
-        let b = Metric::blowfish(&pts, 0.5, 1.5).unwrap();
+        let b = FiniteMetric::blowfish(&pts, 0.5, 1.5).unwrap();
         assert_eq!(b.get(0, 1), 0.5);
         assert_eq!(b.get(0, 2), 1.0); // closure: eps + eps
         assert!(b.get(0, 3).is_infinite());
         assert_eq!(b.get(2, 2), 0.0);
-        let s = Metric::smooth(&pts, 0.5, 1.5).unwrap();
+        let s = FiniteMetric::smooth(&pts, 0.5, 1.5).unwrap();
         assert_eq!(s.get(0, 1), 0.5);
         assert!((s.get(0, 3) - 0.5 * 10.0 / 1.5).abs() < 1e-12);
         assert_eq!(s.violations(1).0, 0);
@@ -540,20 +541,20 @@ mod tests {
 
     #[test]
     fn other_constructors() {
-        let g = Metric::graph(4, &[(0, 1, 1.0), (1, 2, 2.0)]).unwrap();
+        let g = FiniteMetric::graph(4, &[(0, 1, 1.0), (1, 2, 2.0)]).unwrap();
         assert_eq!(g.get(0, 2), 3.0);
         assert!(g.get(0, 3).is_infinite());
-        let p = Metric::per_element(&[1.0, 2.0, 3.0]).unwrap();
+        let p = FiniteMetric::per_element(&[1.0, 2.0, 3.0]).unwrap();
         assert_eq!(p.get(1, 2), 5.0);
-        let h =
-            Metric::weighted_hamming(&[vec![0, 0], vec![1, 0], vec![1, 1]], &[0.5, 2.0]).unwrap();
+        let h = FiniteMetric::weighted_hamming(&[vec![0, 0], vec![1, 0], vec![1, 1]], &[0.5, 2.0])
+            .unwrap();
         assert_eq!(h.get(0, 2), 2.5);
-        let l = Metric::linf(&[[0.0, 0.0], [1.0, 3.0]], 2.0).unwrap();
+        let l = FiniteMetric::linf(&[[0.0, 0.0], [1.0, 3.0]], 2.0).unwrap();
         assert_eq!(l.get(0, 1), 6.0);
-        let t = Metric::scaled_line(&[0.0, 10.0], 1.0, 5.0).unwrap();
+        let t = FiniteMetric::scaled_line(&[0.0, 10.0], 1.0, 5.0).unwrap();
         assert_eq!(t.get(0, 1), 2.0);
         assert!(matches!(
-            Metric::euclidean(&[[1.0], [1.0]], 1.0),
+            FiniteMetric::euclidean(&[[1.0], [1.0]], 1.0),
             Err(DxError::ZeroDistance { .. })
         ));
         assert_eq!(t.scaled(0.5).unwrap().get(0, 1), 1.0);

@@ -3,7 +3,7 @@
 //! spec `specs/dx-privacy-linear-queries.md`).
 //!
 //! Every pair of universe elements gets its own budget `d_X(i, j)`
-//! ([`Metric`]); a mechanism is d_X-private when moving one record from `i` to `j`
+//! ([`FiniteMetric`]); a mechanism is d_X-private when moving one record from `i` to `j`
 //! changes output probabilities by at most `e^{d_X(i,j)}`. The building blocks:
 //!
 //! * [`metric`]: metrics (Euclidean, Blowfish/smooth thresholds, eq. 3 attribute
@@ -23,9 +23,9 @@
 //!   implied ε = max d_X for the ε accountant).
 //!
 //! ```
-//! use privq_host::dx::{DxLaplace, Metric, Queries, psa};
+//! use privq_host::dx::{DxLaplace, FiniteMetric, Queries, psa};
 //! use privq_host::seeded_rng;
-//! let d = Metric::euclidean(&[[0.0], [1.0], [3.0]], 1.0)?;
+//! let d = FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 1.0)?;
 //! let q = Queries::new(vec![vec![1.0, 0.0, 0.0], vec![0.0, 0.0, 1.0]])?;
 //! let sel = psa::psa(&d, &q)?;
 //! assert!((sel.scales[0] - 1.0).abs() < 1e-12 && (sel.scales[1] - 0.5).abs() < 1e-12);
@@ -56,7 +56,7 @@ pub use check::{ConstraintRatio, Queries};
 pub use error::DxError;
 pub use exponential::DxExponential;
 pub use laplace::{DxLaplace, baseline_scale};
-pub use metric::{Combine, Metric};
-pub use mwem::{Averaging, DxMwem, MwemOutput};
+pub use metric::{Combine, FiniteMetric};
+pub use mwem::{Averaging, DxMwem, DxMwemOutput};
 pub use smalldb::{SmallDb, SmallDbOutput};
 pub use spend::DxSpend;

@@ -3,7 +3,7 @@
 use privq_core::rand_core::{CryptoRng, Rng};
 
 use super::check::check_lipschitz;
-use super::{DxError, DxExponential, DxLaplace, DxSpend, Metric, Queries};
+use super::{DxError, DxExponential, DxLaplace, DxSpend, FiniteMetric, Queries};
 use crate::central::mw::MwState;
 use crate::data::MemoryCap;
 use crate::query::Query;
@@ -28,9 +28,9 @@ pub enum Averaging {
 /// mixed scales. Noise is drawn exactly ([`DxExponential`], [`DxLaplace`]).
 ///
 /// ```
-/// use privq_host::dx::{DxMwem, Metric, Queries};
+/// use privq_host::dx::{DxMwem, FiniteMetric, Queries};
 /// use privq_host::seeded_rng;
-/// let d = Metric::euclidean(&[[0.0], [1.0], [2.0], [3.0]], 1.0)?;
+/// let d = FiniteMetric::euclidean(&[[0.0], [1.0], [2.0], [3.0]], 1.0)?;
 /// let q_prime = Queries::new(vec![vec![0.0, 0.0, 1.0, 1.0], vec![0.0, 1.0, 2.0, 3.0]])?;
 /// let mwem = DxMwem::new(q_prime, 0.01, 5)?;
 /// let out = mwem.run(&d, &[100, 0, 0, 300], &mut seeded_rng(9))?; // fixed seed: tests only
@@ -50,7 +50,7 @@ pub struct DxMwem {
 
 /// An MWEM result.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MwemOutput {
+pub struct DxMwemOutput {
     /// The averaged synthetic histogram (real-valued, `‖y‖₁ = n`).
     pub synthetic: Vec<f64>,
     /// `c·q'(y)` for every query.
@@ -88,10 +88,10 @@ impl DxMwem {
     /// Runs Algorithm 2 after checking Theorem 7 on `metric`.
     pub fn run<R: Rng + CryptoRng + ?Sized>(
         &self,
-        metric: &Metric,
+        metric: &FiniteMetric,
         counts: &[u64],
         rng: &mut R,
-    ) -> Result<MwemOutput, DxError> {
+    ) -> Result<DxMwemOutput, DxError> {
         check_lipschitz(metric, &self.q_prime)?.require()?;
         let n_el = self.q_prime.cols();
         if counts.len() != n_el {
@@ -166,7 +166,7 @@ impl DxMwem {
         }
         let synthetic: Vec<f64> = sum.iter().map(|p| p * n / self.rounds as f64).collect();
         let answers = q_eff.answers(&synthetic);
-        Ok(MwemOutput {
+        Ok(DxMwemOutput {
             synthetic,
             answers,
             chosen,
@@ -189,7 +189,7 @@ mod tests {
     #[test]
     fn fits_a_smooth_instance_and_checks_theorem7() {
         let pts: Vec<[f64; 1]> = (0..8).map(|i| [i as f64]).collect();
-        let d = Metric::euclidean(&pts, 1.0).unwrap();
+        let d = FiniteMetric::euclidean(&pts, 1.0).unwrap();
         let q = Queries::new(
             (0..8)
                 .map(|t| (0..8).map(|i| if i <= t { 1.0 } else { 0.0 }).collect())

@@ -53,8 +53,8 @@ fn value(obj: Objective, r: &[f64]) -> f64 {
 /// Solves the relaxed problem for the active (non-constant) rows of `table`.
 ///
 /// ```
-/// use privq_host::dx::{Metric, Queries, optimum, psa};
-/// let d = Metric::euclidean(&[[0.0], [1.0], [3.0]], 1.0)?;
+/// use privq_host::dx::{FiniteMetric, Queries, optimum, psa};
+/// let d = FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 1.0)?;
 /// let q = Queries::new(vec![vec![1.0, 0.0, 0.0], vec![0.0, 1.0, 0.0], vec![0.0, 0.0, 1.0]])?;
 /// let t = psa::PairTable::new(&d, &q)?;
 /// let opt = optimum::relaxed_optimum(&t, optimum::Objective::SumOfSquares)?;
@@ -243,7 +243,7 @@ fn solve_spd(h: &[f64], g: &[f64], k: usize) -> Option<Vec<f64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dx::{Metric, Queries};
+    use crate::dx::{FiniteMetric, Queries};
     use rand_core::Rng;
 
     #[test]
@@ -251,7 +251,7 @@ mod tests {
         let mut rng = crate::seeded_rng(21);
         let mut u = || rng.next_u32() as f64 / 4294967296.0;
         let pts: Vec<[f64; 2]> = (0..30).map(|_| [100.0 * u(), 100.0 * u()]).collect();
-        let metric = Metric::euclidean(&pts, 1.0).unwrap();
+        let metric = FiniteMetric::euclidean(&pts, 1.0).unwrap();
         for binary in [false, true] {
             for kq in [2, 5] {
                 let rows = (0..kq)
@@ -280,7 +280,7 @@ mod tests {
 
     #[test]
     fn single_query_optimum_is_the_closed_form() {
-        let d = Metric::euclidean(&[[0.0], [1.0], [3.0]], 1.0).unwrap();
+        let d = FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 1.0).unwrap();
         let t = PairTable::new(&d, &Queries::new(vec![vec![0.0, 1.0, 3.0]]).unwrap()).unwrap();
         let opt = relaxed_optimum(&t, Objective::SumOfSquares).unwrap();
         assert!((opt.scales[0] - 1.0).abs() < 1e-9, "{:?}", opt.scales);

@@ -4,7 +4,7 @@
 //! improvement factors.
 
 use super::check::ratio;
-use super::{DxError, Metric, Queries, baseline_scale};
+use super::{DxError, FiniteMetric, Queries, baseline_scale};
 
 /// Relative clamp of saturated pairs after PSA's step 4 (spec §3.2).
 const SATURATION_TOL: f64 = 1e-12;
@@ -20,7 +20,7 @@ pub struct PairTable {
 
 impl PairTable {
     /// Builds the table (`O(K·N²)` memory) for `Q` on `metric`.
-    pub fn new(metric: &Metric, q: &Queries) -> Result<Self, DxError> {
+    pub fn new(metric: &FiniteMetric, q: &Queries) -> Result<Self, DxError> {
         q.check_universe(metric)?;
         let k = q.rows();
         let mut t = PairTable {
@@ -127,12 +127,12 @@ fn finite(c: Vec<f64>, iterations: usize) -> Result<Selection, DxError> {
 /// The single-query closed form `c = max_{i≠j} |q_i − q_j| / d(i, j)` (§4.1).
 ///
 /// ```
-/// use privq_host::dx::{Metric, psa};
-/// let d = Metric::euclidean(&[[0.0], [1.0], [3.0]], 1.0)?;
+/// use privq_host::dx::{FiniteMetric, psa};
+/// let d = FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 1.0)?;
 /// assert_eq!(psa::single_query_scale(&d, &[0.0, 1.0, 3.0])?, 1.0);
 /// # Ok::<(), privq_host::dx::DxError>(())
 /// ```
-pub fn single_query_scale(metric: &Metric, q: &[f64]) -> Result<f64, DxError> {
+pub fn single_query_scale(metric: &FiniteMetric, q: &[f64]) -> Result<f64, DxError> {
     if q.len() != metric.len() || q.iter().any(|v| !v.is_finite()) {
         return Err(DxError::Dimension(
             "a finite query over the metric's universe is needed".into(),
@@ -179,7 +179,7 @@ pub fn strategy2(table: &PairTable) -> Result<Selection, DxError> {
 }
 
 /// Strategy 3: PSA (Algorithm 3) on `metric` and `Q`. See [`psa_table`].
-pub fn psa(metric: &Metric, q: &Queries) -> Result<Selection, DxError> {
+pub fn psa(metric: &FiniteMetric, q: &Queries) -> Result<Selection, DxError> {
     psa_table(&PairTable::new(metric, q)?)
 }
 
@@ -268,7 +268,11 @@ pub fn improvement_factor(baseline: f64, c: f64) -> f64 {
 }
 
 /// `IF(Q) = (Π_k (Δ^Q_1/ε)/c_k)^{1/K}`, the geometric-mean improvement (§4.2).
-pub fn improvement_factor_multi(metric: &Metric, q: &Queries, c: &[f64]) -> Result<f64, DxError> {
+pub fn improvement_factor_multi(
+    metric: &FiniteMetric,
+    q: &Queries,
+    c: &[f64],
+) -> Result<f64, DxError> {
     let b = baseline_scale(metric, q)?;
     let k = c.len() as f64;
     Ok((c
@@ -283,8 +287,8 @@ pub fn improvement_factor_multi(metric: &Metric, q: &Queries, c: &[f64]) -> Resu
 mod tests {
     use super::*;
 
-    fn line() -> Metric {
-        Metric::euclidean(&[[0.0], [1.0], [3.0]], 1.0).unwrap()
+    fn line() -> FiniteMetric {
+        FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 1.0).unwrap()
     }
 
     fn q(rows: &[&[f64]]) -> Queries {
@@ -378,7 +382,7 @@ mod tests {
         let pts: Vec<[f64; 2]> = (0..12)
             .map(|_| [rng.next_u32() as f64 / 4e7, rng.next_u32() as f64 / 4e7])
             .collect();
-        let metric = Metric::euclidean(&pts, 1.0).unwrap();
+        let metric = FiniteMetric::euclidean(&pts, 1.0).unwrap();
         for binary in [false, true] {
             let rows: Vec<Vec<f64>> = (0..4)
                 .map(|_| {
@@ -455,7 +459,7 @@ mod tests {
     #[test]
     fn constant_rows_and_uniform_metric() {
         // d ≡ ε recovers the standard Laplace scale Δ^Q_1/ε under Strategy 2.
-        let d = Metric::per_element(&[0.25; 4]).unwrap();
+        let d = FiniteMetric::per_element(&[0.25; 4]).unwrap();
         let m = q(&[&[0.0, 1.0, 0.5, 0.2], &[1.0, 0.0, 0.0, 0.3], &[0.7; 4]]);
         let t = PairTable::new(&d, &m).unwrap();
         let s2 = strategy2(&t).unwrap();
@@ -480,8 +484,8 @@ mod tests {
             .map(|i| vec![(i >> 2) & 1, (i >> 1) & 1, i & 1])
             .collect();
         let budgets = vec![vec![1.0, 1.0], vec![0.1, 1.0], vec![1.0, 1.0]];
-        let dmin = Metric::attribute_budget(&elements, &budgets, Combine::Min).unwrap();
-        let dmax = Metric::attribute_budget(&elements, &budgets, Combine::Max).unwrap();
+        let dmin = FiniteMetric::attribute_budget(&elements, &budgets, Combine::Min).unwrap();
+        let dmax = FiniteMetric::attribute_budget(&elements, &budgets, Combine::Max).unwrap();
         let cases: [(&[f64], f64); 5] = [
             (&[0., 0., 1., 1., 0., 0., 1., 1.], 10.0), // (N)
             (&[1., 1., 1., 1., 0., 0., 0., 0.], 1.0),  // (M)
@@ -501,7 +505,7 @@ mod tests {
             vec![0.1, f64::INFINITY],
             vec![f64::INFINITY; 2],
         ];
-        let dinf = Metric::attribute_budget(&elements, &inf, Combine::Min).unwrap();
+        let dinf = FiniteMetric::attribute_budget(&elements, &inf, Combine::Min).unwrap();
         assert_eq!(
             single_query_scale(&dinf, &[1., 1., 1., 1., 0., 0., 0., 0.]).unwrap(),
             0.0

@@ -4,7 +4,7 @@
 use privq_core::rand_core::{CryptoRng, Rng};
 
 use super::check::check_lipschitz;
-use super::{DxError, DxExponential, DxSpend, Metric, Queries};
+use super::{DxError, DxExponential, DxSpend, FiniteMetric, Queries};
 
 /// `SmallDB(x, Q', c, α)`: samples a synthetic histogram `y` with `‖y‖₁ = m =
 /// ⌈ln|Q'|/α²⌉` from `M_{Exp,c}` with utility (7)
@@ -14,9 +14,9 @@ use super::{DxError, DxExponential, DxSpend, Metric, Queries};
 /// in the bounded model); `literal` reproduces the paper's un-normalised text.
 ///
 /// ```
-/// use privq_host::dx::{Metric, Queries, SmallDb};
+/// use privq_host::dx::{FiniteMetric, Queries, SmallDb};
 /// use privq_host::seeded_rng;
-/// let d = Metric::euclidean(&[[0.0], [1.0], [2.0]], 1.0)?;
+/// let d = FiniteMetric::euclidean(&[[0.0], [1.0], [2.0]], 1.0)?;
 /// let q_prime = Queries::new(vec![vec![0.0, 0.5, 1.0]])?; // 0.5-Lipschitz ≤ d
 /// let db = SmallDb::new(q_prime, 2.0, 1.0)?;
 /// let out = db.run(&d, &[6, 3, 1], &mut seeded_rng(4))?; // fixed seed: tests only
@@ -132,7 +132,7 @@ impl SmallDb {
     /// Runs Algorithm 1 after checking Theorem 5 on `metric`.
     pub fn run<R: Rng + CryptoRng + ?Sized>(
         &self,
-        metric: &Metric,
+        metric: &FiniteMetric,
         counts: &[u64],
         rng: &mut R,
     ) -> Result<SmallDbOutput, DxError> {
@@ -186,7 +186,8 @@ mod tests {
 
     #[test]
     fn oversized_instance_is_a_typed_error() {
-        let d = Metric::euclidean(&(0..30).map(|i| [i as f64]).collect::<Vec<_>>(), 1.0).unwrap();
+        let d =
+            FiniteMetric::euclidean(&(0..30).map(|i| [i as f64]).collect::<Vec<_>>(), 1.0).unwrap();
         let q = Queries::new(vec![vec![0.0; 30], vec![1.0; 30]]).unwrap();
         let db = SmallDb::new(q, 1.0, 0.1).unwrap(); // m = 70
         assert!(matches!(
@@ -197,7 +198,7 @@ mod tests {
 
     #[test]
     fn rejects_non_lipschitz_queries() {
-        let d = Metric::euclidean(&[[0.0], [1.0]], 1.0).unwrap();
+        let d = FiniteMetric::euclidean(&[[0.0], [1.0]], 1.0).unwrap();
         let q = Queries::new(vec![vec![0.0, 2.0]]).unwrap();
         let db = SmallDb::new(q, 1.0, 1.0).unwrap();
         assert!(matches!(
@@ -210,7 +211,7 @@ mod tests {
     fn output_frequencies_match_exponential_weights() {
         // N = 4, |Q| = 4, α = 0.6 → m = ⌈ln 4/0.36⌉ = 4, |R| = 35.
         let pts: Vec<[f64; 1]> = (0..4).map(|i| [i as f64]).collect();
-        let d = Metric::euclidean(&pts, 1.0).unwrap();
+        let d = FiniteMetric::euclidean(&pts, 1.0).unwrap();
         let q = Queries::new(vec![
             vec![0.0, 1.0, 2.0, 3.0],
             vec![3.0, 2.0, 1.0, 0.0],

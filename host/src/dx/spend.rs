@@ -13,23 +13,23 @@
 
 use privq_core::Epsilon;
 
-use super::{DxError, Metric};
+use super::{DxError, FiniteMetric};
 use crate::accountant::Accountant;
 
 /// The privacy spent by one d_X release (or a composition of several).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DxSpend {
-    metric: Metric,
+    metric: FiniteMetric,
 }
 
 impl DxSpend {
     /// The spend of a release certified d_X-private for `metric`.
-    pub fn new(metric: Metric) -> Self {
+    pub fn new(metric: FiniteMetric) -> Self {
         DxSpend { metric }
     }
 
     /// The per-pair budgets spent.
-    pub fn metric(&self) -> &Metric {
+    pub fn metric(&self) -> &FiniteMetric {
         &self.metric
     }
 
@@ -74,7 +74,7 @@ mod tests {
 
     #[test]
     fn spend_composes_and_charges_max_pair() {
-        let d = Metric::euclidean(&[[0.0], [1.0], [3.0]], 0.25).unwrap();
+        let d = FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 0.25).unwrap();
         let s = DxSpend::new(d.clone());
         assert_eq!(s.dp_epsilon(), 0.75);
         let two = s.compose(&s).unwrap();
@@ -83,7 +83,7 @@ mod tests {
         two.charge(&mut f, "two releases").unwrap();
         assert_eq!(f.spent_epsilon().unwrap().to_f64(), 1.5);
         assert!(two.charge(&mut f, "too much").is_err());
-        let open = DxSpend::new(Metric::graph(3, &[(0, 1, 1.0)]).unwrap());
+        let open = DxSpend::new(FiniteMetric::graph(3, &[(0, 1, 1.0)]).unwrap());
         assert!(open.dp_epsilon().is_infinite());
         assert!(open.charge(&mut f, "inf").is_err());
     }

@@ -2,7 +2,7 @@
 //! Theorem 10 check and the separable solver of problem (14) (spec §5.4–5.5).
 
 use super::lipschitz::{Envelope, best_lipschitz};
-use super::{DxError, DxLaplace, Metric, Queries};
+use super::{DxError, DxLaplace, FiniteMetric, Queries};
 
 /// Mechanism (12) `Z = c ⊙ q(x') + Y` for a statistical query averaged over `n`
 /// rows, given the effective per-element values `ṽ(u) = c ⊙ q(u')` (`effective[u]`,
@@ -10,9 +10,9 @@ use super::{DxError, DxLaplace, Metric, Queries};
 /// `Q̃_{k,u} = ṽ_k(u)/n`, so Theorem 10 is Theorem 1's check on that matrix.
 ///
 /// ```
-/// use privq_host::dx::{Metric, sq};
+/// use privq_host::dx::{FiniteMetric, sq};
 /// use privq_host::seeded_rng;
-/// let d = Metric::euclidean(&[[-1.0], [1.0]], 0.1)?; // d(−1, +1) = 0.2
+/// let d = FiniteMetric::euclidean(&[[-1.0], [1.0]], 0.1)?; // d(−1, +1) = 0.2
 /// // n = 100: §5.5 gives c = 2/(n·ε) = 0.1 and u' = u·n·ε/2, i.e. ṽ = u.
 /// let mech = sq::universe_map_mechanism(&d, &[vec![-1.0], vec![1.0]], &[0.1], 100)?;
 /// let z = mech.release(&[30, 70], &mut seeded_rng(1))?; // mean 0.4 plus noise
@@ -20,7 +20,7 @@ use super::{DxError, DxLaplace, Metric, Queries};
 /// # Ok::<(), privq_host::dx::DxError>(())
 /// ```
 pub fn universe_map_mechanism(
-    metric: &Metric,
+    metric: &FiniteMetric,
     effective: &[Vec<f64>],
     c: &[f64],
     n: u64,
@@ -54,7 +54,7 @@ pub struct Coordinate {
 /// `min_{c, u'} max_a |c·u'_a − a| + c` s.t. `|u'_a − u'_b| ≤ n·d_i(a, b)`. For
 /// fixed `c` the inner problem is a Lipschitz approximation with error `δ*(c)`, and
 /// `δ*(c) + c` is convex piecewise-linear, so the envelope breakpoints are exact.
-pub fn solve_coordinate(values: &[f64], d_i: &Metric, n: u64) -> Result<Coordinate, DxError> {
+pub fn solve_coordinate(values: &[f64], d_i: &FiniteMetric, n: u64) -> Result<Coordinate, DxError> {
     if values.len() != d_i.len() || n == 0 || values.iter().any(|v| !v.is_finite()) {
         return Err(DxError::Dimension(
             "one finite value per metric element and n ≥ 1".into(),
@@ -78,7 +78,10 @@ pub fn solve_coordinate(values: &[f64], d_i: &Metric, n: u64) -> Result<Coordina
 
 /// The separable relaxation (14) of a d-way marginal on `X = Π X_i` with
 /// `d_X = Σ_i d_i`: one independent problem per coordinate.
-pub fn solve_separable(coords: &[(Vec<f64>, Metric)], n: u64) -> Result<Vec<Coordinate>, DxError> {
+pub fn solve_separable(
+    coords: &[(Vec<f64>, FiniteMetric)],
+    n: u64,
+) -> Result<Vec<Coordinate>, DxError> {
     coords
         .iter()
         .map(|(v, d)| solve_coordinate(v, d, n))
@@ -96,7 +99,7 @@ mod tests {
     #[test]
     fn plus_minus_one_closed_form() {
         for (n, eps) in [(100u64, 0.1), (1000, 0.05), (10, 0.1), (4, 0.25), (7, 1.0)] {
-            let d = Metric::per_element(&[eps / 2.0, eps / 2.0]).unwrap();
+            let d = FiniteMetric::per_element(&[eps / 2.0, eps / 2.0]).unwrap();
             let sol = solve_coordinate(&[-1.0, 1.0], &d, n).unwrap();
             let ne = n as f64 * eps;
             let want_c = if ne >= 2.0 { 2.0 / ne } else { 0.0 };
@@ -112,7 +115,7 @@ mod tests {
 
     #[test]
     fn marginal_release_checks_theorem10() {
-        let d = Metric::per_element(&[0.05, 0.05]).unwrap();
+        let d = FiniteMetric::per_element(&[0.05, 0.05]).unwrap();
         let sol = solve_separable(&[(vec![-1.0, 1.0], d.clone())], 100).unwrap();
         let eff: Vec<Vec<f64>> = sol[0].effective.iter().map(|&v| vec![v]).collect();
         let mech = universe_map_mechanism(&d, &eff, &[sol[0].c], 100).unwrap();

@@ -16,7 +16,7 @@ use crate::distance::interactive::{InteractiveConfig, Session};
 use crate::distance::metric::{Levenshtein, Lp, Metric};
 use crate::distance::offline::{OfflineConfig, Synopsis};
 use crate::distance::privacy::Privacy;
-use crate::distance::{Columns, DistanceError, Domain};
+use crate::distance::{BoxDomain, Columns, DistanceError};
 use crate::seeded_rng;
 
 /// The grid of an experiment run.
@@ -130,7 +130,7 @@ pub fn run(
         "l", "eps", "mechanism", "n", "alpha", "max err", "mean err"
     )?;
     for &dim in &p.dims {
-        let domain = Domain::unit_cube(dim)?;
+        let domain = BoxDomain::unit_cube(dim)?;
         let queries = data(p.queries, dim, p.seed ^ 0xABCD);
         for &eps in &p.epsilons {
             let mut curves: Vec<Vec<(f64, f64, f64)>> = vec![Vec::new(); MECHS.len()];

@@ -16,7 +16,7 @@ use crate::dx::optimum::{Objective, relaxed_optimum};
 use crate::dx::psa::{
     PairTable, improvement_factor, psa_table, single_query_scale, strategy1, strategy2,
 };
-use crate::dx::{DxError, Metric, Queries, baseline_scale};
+use crate::dx::{DxError, FiniteMetric, Queries, baseline_scale};
 use crate::seeded_rng;
 
 /// The protocol's parameters (defaults = the paper's §4 and spec §4.5).
@@ -168,7 +168,10 @@ pub fn synthetic_points(n: usize, rng: &mut impl Rng) -> Vec<[f64; 2]> {
 
 /// Single-query IFs of `queries` on `metric` (closed form, §4.1), plus the largest
 /// Theorem 1 ratio seen.
-pub fn single_query_ifs(metric: &Metric, queries: &[Vec<f64>]) -> Result<(Vec<f64>, f64), DxError> {
+pub fn single_query_ifs(
+    metric: &FiniteMetric,
+    queries: &[Vec<f64>],
+) -> Result<(Vec<f64>, f64), DxError> {
     let mut worst: f64 = 0.0;
     let mut out = Vec::with_capacity(queries.len());
     for q in queries {
@@ -244,7 +247,7 @@ pub fn run(cfg: &Config) -> Result<Report, Box<dyn std::error::Error + Send + Sy
     let mut rep = Report::default();
     let mut rng = seeded_rng(cfg.seed);
     let pts = synthetic_points(cfg.universe, &mut rng);
-    let metric = Metric::euclidean(&pts, 1.0)?;
+    let metric = FiniteMetric::euclidean(&pts, 1.0)?;
     rep.notes.push(format!(
         "synthetic universe: N = {}, seed {}, min d = {:.3}",
         cfg.universe,
@@ -319,7 +322,7 @@ pub fn run(cfg: &Config) -> Result<Report, Box<dyn std::error::Error + Send + Sy
     // §4.3
     if cfg.cities.exists() {
         let c = load_cities(&cfg.cities, cfg.city_count)?;
-        let cm = Metric::euclidean(&c.points, 1.0)?;
+        let cm = FiniteMetric::euclidean(&c.points, 1.0)?;
         let mut crng = seeded_rng(cfg.seed ^ 0x0C17);
         let cq = random_queries(c.points.len(), cfg.queries, &mut crng);
         let (cifs, w) = single_query_ifs(&cm, &cq)?;
@@ -337,8 +340,8 @@ pub fn run(cfg: &Config) -> Result<Report, Box<dyn std::error::Error + Send + Sy
     let mut prev: Option<(Vec<f64>, Vec<f64>)> = None;
     let (mut monotone_t, mut smooth_ge_blow, mut eps_scaling) = (true, true, true);
     for t in [2.0, 4.0, 8.0, 16.0] {
-        let blow = Metric::blowfish(&pts, 1.0, t)?;
-        let smooth = Metric::smooth(&pts, 1.0, t)?;
+        let blow = FiniteMetric::blowfish(&pts, 1.0, t)?;
+        let smooth = FiniteMetric::smooth(&pts, 1.0, t)?;
         let cb: Vec<f64> = qs
             .iter()
             .map(|q| single_query_scale(&blow, q))
@@ -347,7 +350,7 @@ pub fn run(cfg: &Config) -> Result<Report, Box<dyn std::error::Error + Send + Sy
             .iter()
             .map(|q| single_query_scale(&smooth, q))
             .collect::<Result<_, _>>()?;
-        let smooth_half = Metric::smooth(&pts, 0.5, t)?;
+        let smooth_half = FiniteMetric::smooth(&pts, 0.5, t)?;
         for (q, &c1) in qs.iter().zip(&cs).take(50) {
             let c_half = single_query_scale(&smooth_half, q)?;
             eps_scaling &= (c_half - 2.0 * c1).abs() <= 1e-12 * c1.max(1.0);

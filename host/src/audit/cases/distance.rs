@@ -4,7 +4,7 @@ use privq_core::Epsilon;
 
 use super::setup;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
-use crate::distance::Domain;
+use crate::distance::BoxDomain;
 use crate::distance::offline::{OfflineConfig, Synopsis};
 use crate::distance::privacy::Privacy;
 
@@ -14,7 +14,7 @@ use crate::distance::privacy::Privacy;
 pub fn distance_offline(small: bool) -> Result<AuditCase, AuditError> {
     let n = if small { 100 } else { 200 };
     let eps = Epsilon::new(1, 1).map_err(setup)?;
-    let domain = Domain::unit_cube(1).map_err(setup)?;
+    let domain = BoxDomain::unit_cube(1).map_err(setup)?;
     let config = OfflineConfig::new(Privacy::pure(eps));
     let points = |far: f64| -> Vec<[f64; 1]> {
         std::iter::once([far])

@@ -2,14 +2,14 @@
 
 use super::setup;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
-use crate::dx::{DxLaplace, Metric, Queries};
+use crate::dx::{DxLaplace, FiniteMetric, Queries};
 
 /// d_X Laplace over three points on a line (d = |u_i − u_j|): one record moves
 /// from point 0 to point 1, so the claim is ε = d(0, 1) = 1; the query is the sum
 /// of positions, which moves by exactly the distance.
 pub fn dx_laplace(small: bool) -> Result<AuditCase, AuditError> {
     let _ = small;
-    let metric = Metric::euclidean(&[[0.0], [1.0], [3.0]], 1.0).map_err(setup)?;
+    let metric = FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 1.0).map_err(setup)?;
     let queries = Queries::new(vec![vec![0.0, 1.0, 3.0]]).map_err(setup)?;
     let mech = DxLaplace::new(&metric, queries, vec![1.0]).map_err(setup)?;
     let events = (9..=14).flat_map(|t| [Event::at_least(0, t as f64), Event::at_most(0, t as f64)]);

@@ -13,7 +13,7 @@ use super::CliError;
 use privq_host::distance::interactive::{InteractiveConfig, Session};
 use privq_host::distance::offline::{OfflineConfig, Synopsis};
 use privq_host::distance::privacy::{NEIGHBOURS, Privacy};
-use privq_host::distance::{Columns, DistanceError, Domain};
+use privq_host::distance::{BoxDomain, Columns, DistanceError};
 
 /// Options of `privq distance`.
 #[derive(Debug, Clone, clap::Args)]
@@ -135,7 +135,7 @@ pub fn run(
 ) -> Result<(), CliError> {
     match &args.action {
         Action::Release(a) => {
-            let domain = Domain::new(a.lo.clone(), a.hi.clone()).map_err(run_err)?;
+            let domain = BoxDomain::new(a.lo.clone(), a.hi.clone()).map_err(run_err)?;
             let privacy = Privacy::parse(&a.epsilon, a.delta).map_err(run_err)?;
             let mut config = OfflineConfig::new(privacy);
             config.alpha = a.alpha;
@@ -191,7 +191,7 @@ pub fn run(
             }
         }
         Action::Interactive(a) => {
-            let domain = Domain::new(a.lo.clone(), a.hi.clone()).map_err(run_err)?;
+            let domain = BoxDomain::new(a.lo.clone(), a.hi.clone()).map_err(run_err)?;
             let privacy = Privacy::parse(&a.epsilon, a.delta).map_err(run_err)?;
             let mut config = InteractiveConfig::new(privacy);
             config.alpha = a.alpha;

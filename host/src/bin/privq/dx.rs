@@ -8,7 +8,7 @@ use super::CliError;
 use privq_host::accountant::Accountant;
 use privq_host::dx::optimum::{Objective, relaxed_optimum};
 use privq_host::dx::psa::{PairTable, psa_table, strategy1, strategy2};
-use privq_host::dx::{DxLaplace, Metric, Queries, baseline_scale};
+use privq_host::dx::{DxLaplace, FiniteMetric, Queries, baseline_scale};
 
 /// Options of `privq dx`.
 #[derive(Debug, Clone, clap::Args)]
@@ -159,10 +159,10 @@ pub fn run(
         })
     };
     let metric = match args.metric.as_str() {
-        "euclidean" => Metric::euclidean(&points, args.epsilon),
-        "linf" => Metric::linf(&points, args.epsilon),
-        "blowfish" => Metric::blowfish(&points, args.epsilon, threshold()?),
-        "smooth" => Metric::smooth(&points, args.epsilon, threshold()?),
+        "euclidean" => FiniteMetric::euclidean(&points, args.epsilon),
+        "linf" => FiniteMetric::linf(&points, args.epsilon),
+        "blowfish" => FiniteMetric::blowfish(&points, args.epsilon, threshold()?),
+        "smooth" => FiniteMetric::smooth(&points, args.epsilon, threshold()?),
         _ => {
             return Err(CliError::Parameter {
                 option: "metric",
