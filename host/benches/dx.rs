@@ -7,6 +7,7 @@ use std::hint::black_box;
 use std::path::Path;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use privq_host::accountant::Accountant;
 use privq_host::dx::optimum::{Objective, relaxed_optimum};
 use privq_host::dx::psa::{PairTable, psa_table};
 use privq_host::dx::{DxLaplace, FiniteMetric, Queries};
@@ -57,8 +58,14 @@ fn bench(c: &mut Criterion) {
     });
     let mech = DxLaplace::new(&metric, q.clone(), sel.scales.clone()).expect("private");
     let mut rrng = seeded_rng(3);
+    let eps = mech.spend().charged_epsilon().expect("finite metric");
+    // Each release is charged to a fresh accountant, as a one-release run would be.
     g.bench_function("d_X Laplace release N=741 K=10", |b| {
-        b.iter(|| mech.release(black_box(&counts), &mut rrng).unwrap())
+        b.iter(|| {
+            let mut accountant = Accountant::pure(eps);
+            mech.release(black_box(&counts), &mut accountant, &mut rrng)
+                .unwrap()
+        })
     });
     let big = points(975);
     let m975 = FiniteMetric::euclidean(&big, 1.0).expect("distinct points");

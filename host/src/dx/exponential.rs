@@ -19,14 +19,16 @@ use crate::central::ExponentialMechanism;
 /// so the noise exceeds the nominal `c` by a factor ≤ `1 + 2⁻¹⁰`; a `d_min` too small
 /// for that is refused with [`DxError::DminTooSmall`].
 ///
+/// Selection is crate-internal: [`SmallDb`](super::SmallDb) and
+/// [`DxMwem`](super::DxMwem) check the Lipschitz condition on their metric and
+/// charge its spend before they select; the public surface reports the exact
+/// selection probabilities.
+///
 /// ```
 /// use privq_host::dx::DxExponential;
-/// use privq_host::seeded_rng;
 /// let em = DxExponential::new(0.5, 1.0)?;
 /// let p = em.probabilities(&[0.0, 1.0])?;
 /// assert!((p[1] / p[0] - 1f64.exp()).abs() < 1e-3); // exp(Δ/(2c)) = e
-/// let r = em.select(&[0.0, 1.0], &mut seeded_rng(2))?; // fixed seed: tests only
-/// assert!(r < 2);
 /// # Ok::<(), privq_host::dx::DxError>(())
 /// ```
 #[derive(Debug, Clone, Copy)]
@@ -86,8 +88,8 @@ impl DxExponential {
         Ok(self.inner.probabilities(scores)?)
     }
 
-    /// Draws an index. Requires a secure RNG.
-    pub fn select<R: Rng + CryptoRng + ?Sized>(
+    /// Draws an index (the caller has charged the spend). Requires a secure RNG.
+    pub(crate) fn select<R: Rng + CryptoRng + ?Sized>(
         &self,
         scores: &[f64],
         rng: &mut R,

@@ -6,6 +6,7 @@ use privq_core::sample::DiscreteLaplace;
 
 use super::check::check_laplace;
 use super::{DxError, DxSpend, FiniteMetric, Queries};
+use crate::accountant::Accountant;
 
 /// Grid steps per unit of noise scale before calibration (γ ≤ c/2¹⁰).
 const GRID_BITS: i32 = 10;
@@ -32,15 +33,18 @@ struct Row {
 /// `L(p) ≤ d(p)` everywhere, so the released noise is never below `c_k`.
 ///
 /// ```
+/// use privq_host::accountant::Accountant;
 /// use privq_host::dx::{DxLaplace, FiniteMetric, Queries};
-/// use privq_host::seeded_rng;
+/// use privq_host::{Epsilon, seeded_rng};
 /// let d = FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 1.0)?;
 /// let q = Queries::new(vec![vec![0.0, 1.0, 3.0]])?;
 /// // Single-query closed form: c = max |q_i − q_j| / d(i, j) = 1.
 /// let mech = DxLaplace::new(&d, q, vec![1.0])?;
 /// assert!((mech.scale(0) - 1.0).abs() < 0.01);
-/// let z = mech.release(&[5, 2, 3], &mut seeded_rng(1))?; // fixed seed: tests only
+/// let mut accountant = Accountant::pure(Epsilon::new(3, 1)?);
+/// let z = mech.release(&[5, 2, 3], &mut accountant, &mut seeded_rng(1))?; // fixed seed: tests only
 /// assert_eq!(z.len(), 1);
+/// assert_eq!(accountant.spent_epsilon(), Some(Epsilon::new(3, 1)?)); // max d = 3
 /// # Ok::<(), privq_host::dx::DxError>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -190,8 +194,24 @@ impl DxLaplace {
         Ok(())
     }
 
-    /// Releases `Q̃x + Y` for the histogram `counts`. Requires a secure RNG.
+    /// Releases `Q̃x + Y` for the histogram `counts`, after charging `accountant`
+    /// the ε-DP guarantee the d_X spend implies ([`DxSpend::charged_epsilon`]).
+    /// A malformed histogram or a refused charge samples nothing. Requires a
+    /// secure RNG.
     pub fn release<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        counts: &[u64],
+        accountant: &mut Accountant,
+        rng: &mut R,
+    ) -> Result<Vec<f64>, DxError> {
+        self.check_counts(counts)?;
+        self.spend.charge(accountant, "d_X Laplace release")?;
+        self.sample(counts, rng)
+    }
+
+    /// Samples a release whose spend the caller has charged (composite
+    /// mechanisms charge their whole spend first).
+    pub(crate) fn sample<R: Rng + CryptoRng + ?Sized>(
         &self,
         counts: &[u64],
         rng: &mut R,
@@ -259,6 +279,31 @@ mod tests {
     }
 
     #[test]
+    fn release_charges_before_sampling_and_refuses_past_the_budget() {
+        let q = Queries::new(vec![vec![0.0, 1.0, 3.0]]).unwrap();
+        let m = DxLaplace::new(&line(), q, vec![1.0]).unwrap();
+        // The implied ε-DP charge is max d = 3; a budget of 2 refuses, spends nothing.
+        let mut small = Accountant::pure(privq_core::Epsilon::new(2, 1).unwrap());
+        let refused = m.release(&[5, 2, 3], &mut small, &mut seeded_rng(0));
+        assert!(matches!(refused, Err(DxError::Budget(_))), "{refused:?}");
+        assert_eq!(small.spent_epsilon(), None);
+        // A malformed histogram is refused before the charge.
+        let mut acct = Accountant::pure(privq_core::Epsilon::new(3, 1).unwrap());
+        assert!(m.release(&[5, 2], &mut acct, &mut seeded_rng(0)).is_err());
+        assert_eq!(acct.spent_epsilon(), None);
+        m.release(&[5, 2, 3], &mut acct, &mut seeded_rng(0))
+            .unwrap();
+        assert_eq!(
+            acct.spent_epsilon(),
+            Some(privq_core::Epsilon::new(3, 1).unwrap())
+        );
+        assert!(
+            m.release(&[5, 2, 3], &mut acct, &mut seeded_rng(0))
+                .is_err()
+        );
+    }
+
+    #[test]
     fn calibrated_scale_is_never_below_c() {
         let q = Queries::new(vec![vec![1.0, 0.0, 0.0], vec![0.0, 0.0, 1.0]]).unwrap();
         let m = DxLaplace::new(&line(), q, vec![1.0, 0.5]).unwrap();
@@ -280,7 +325,7 @@ mod tests {
         ));
         let m = DxLaplace::new(&line(), q, vec![1.0]).unwrap();
         assert!(matches!(
-            m.release(&[1, 2], &mut seeded_rng(0)),
+            m.sample(&[1, 2], &mut seeded_rng(0)),
             Err(DxError::Dimension(_))
         ));
     }
@@ -291,10 +336,7 @@ mod tests {
         // Separates {0,1} from 2 only: d = ∞ there, so no noise is needed.
         let q = Queries::new(vec![vec![0.0, 0.0, 1.0]]).unwrap();
         let m = DxLaplace::new(&d, q, vec![0.0]).unwrap();
-        assert_eq!(
-            m.release(&[3, 4, 5], &mut seeded_rng(0)).unwrap(),
-            vec![5.0]
-        );
+        assert_eq!(m.sample(&[3, 4, 5], &mut seeded_rng(0)).unwrap(), vec![5.0]);
     }
 
     #[test]
@@ -306,7 +348,7 @@ mod tests {
         let (mut abs, mut sq) = (0.0, 0.0);
         let draws = 100_000;
         for _ in 0..draws {
-            let z = m.release(&[0, 0, 0], &mut rng).unwrap()[0];
+            let z = m.sample(&[0, 0, 0], &mut rng).unwrap()[0];
             abs += z.abs();
             sq += z * z;
         }
@@ -342,9 +384,9 @@ mod tests {
             let mut hx = std::collections::HashMap::new();
             let mut hy = std::collections::HashMap::new();
             for _ in 0..draws {
-                *hx.entry(m.release(&x, &mut rng).unwrap()[0].floor() as i64)
+                *hx.entry(m.sample(&x, &mut rng).unwrap()[0].floor() as i64)
                     .or_insert(0u64) += 1;
-                *hy.entry(m.release(&y, &mut rng).unwrap()[0].floor() as i64)
+                *hy.entry(m.sample(&y, &mut rng).unwrap()[0].floor() as i64)
                     .or_insert(0u64) += 1;
             }
             let bound = d.get(i, j).exp();

@@ -24,13 +24,15 @@
 //!
 //! ```
 //! use privq_host::dx::{DxLaplace, FiniteMetric, Queries, psa};
-//! use privq_host::seeded_rng;
+//! use privq_host::accountant::Accountant;
+//! use privq_host::{Epsilon, seeded_rng};
 //! let d = FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 1.0)?;
 //! let q = Queries::new(vec![vec![1.0, 0.0, 0.0], vec![0.0, 0.0, 1.0]])?;
 //! let sel = psa::psa(&d, &q)?;
 //! assert!((sel.scales[0] - 1.0).abs() < 1e-12 && (sel.scales[1] - 0.5).abs() < 1e-12);
 //! let mech = DxLaplace::new(&d, q, sel.scales)?; // c ⊙ Q' = Q
-//! let noisy = mech.release(&[10, 20, 30], &mut seeded_rng(5))?; // fixed seed: tests only
+//! let mut accountant = Accountant::pure(Epsilon::new(3, 1)?); // ε-DP charge: max d = 3
+//! let noisy = mech.release(&[10, 20, 30], &mut accountant, &mut seeded_rng(5))?; // fixed seed: tests only
 //! assert_eq!(noisy.len(), 2);
 //! # Ok::<(), privq_host::dx::DxError>(())
 //! ```

@@ -4,6 +4,7 @@ use privq_core::rand_core::{CryptoRng, Rng};
 
 use super::check::check_lipschitz;
 use super::{DxError, DxExponential, DxLaplace, DxSpend, FiniteMetric, Queries};
+use crate::accountant::Accountant;
 use crate::central::mw::MwState;
 use crate::data::MemoryCap;
 use crate::query::Query;
@@ -28,12 +29,14 @@ pub enum Averaging {
 /// mixed scales. Noise is drawn exactly ([`DxExponential`], [`DxLaplace`]).
 ///
 /// ```
+/// use privq_host::accountant::Accountant;
 /// use privq_host::dx::{DxMwem, FiniteMetric, Queries};
-/// use privq_host::seeded_rng;
+/// use privq_host::{Epsilon, seeded_rng};
 /// let d = FiniteMetric::euclidean(&[[0.0], [1.0], [2.0], [3.0]], 1.0)?;
 /// let q_prime = Queries::new(vec![vec![0.0, 0.0, 1.0, 1.0], vec![0.0, 1.0, 2.0, 3.0]])?;
 /// let mwem = DxMwem::new(q_prime, 0.01, 5)?;
-/// let out = mwem.run(&d, &[100, 0, 0, 300], &mut seeded_rng(9))?; // fixed seed: tests only
+/// let mut accountant = Accountant::pure(Epsilon::new(3, 1)?); // ε-DP charge: max d = 3
+/// let out = mwem.run(&d, &[100, 0, 0, 300], &mut accountant, &mut seeded_rng(9))?; // fixed seed: tests only
 /// assert!((out.synthetic.iter().sum::<f64>() - 400.0).abs() < 1e-6);
 /// # Ok::<(), privq_host::dx::DxError>(())
 /// ```
@@ -85,11 +88,13 @@ impl DxMwem {
         t.round().max(1.0) as usize
     }
 
-    /// Runs Algorithm 2 after checking Theorem 7 on `metric`.
+    /// Runs Algorithm 2 after checking Theorem 7 on `metric`, charging
+    /// `accountant` the ε-DP guarantee its d_X spend implies before any sampling.
     pub fn run<R: Rng + CryptoRng + ?Sized>(
         &self,
         metric: &FiniteMetric,
         counts: &[u64],
+        accountant: &mut Accountant,
         rng: &mut R,
     ) -> Result<DxMwemOutput, DxError> {
         check_lipschitz(metric, &self.q_prime)?.require()?;
@@ -106,6 +111,9 @@ impl DxMwem {
                 "MWEM needs a non-empty histogram".into(),
             ));
         }
+        // 2T steps of d_X/(2T) compose to d_X (Theorem 7): charged before sampling.
+        let spend = DxSpend::new(metric.clone());
+        spend.charge(accountant, "d_X MWEM")?;
         let t2 = 2.0 * self.rounds as f64;
         let scale = t2 * self.c;
         let round_metric = metric.scaled(1.0 / t2)?;
@@ -145,7 +153,7 @@ impl DxMwem {
             let k = em.select(&scores, rng)?;
             chosen.push(k);
             let row = Queries::new(vec![q_eff.row(k).to_vec()])?;
-            let m_t = DxLaplace::new(&round_metric, row, vec![scale])?.release(counts, rng)?[0];
+            let m_t = DxLaplace::new(&round_metric, row, vec![scale])?.sample(counts, rng)?[0];
             let (q, lo, span) = &prepared[k];
             let before = eff_answer(&state, k);
             // Step 3: exponent q̃_i (m_t − q̃(y))/(2n) = f_i · span (m_t − q̃(y))/(2n) + const.
@@ -170,7 +178,7 @@ impl DxMwem {
             synthetic,
             answers,
             chosen,
-            spend: DxSpend::new(metric.clone()),
+            spend,
         })
     }
 }
@@ -184,6 +192,11 @@ fn add(sum: &mut [f64], p: &[f64]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An accountant that affords every release of these tests.
+    fn generous() -> Accountant {
+        Accountant::pure(privq_core::Epsilon::new(1_000_000, 1).unwrap())
+    }
     use crate::seeded_rng;
 
     #[test]
@@ -199,7 +212,9 @@ mod tests {
         let counts = [500, 0, 0, 0, 0, 0, 0, 1500];
         // c·q' = q with c = 1: q' is 1-Lipschitz on the unit-spaced line.
         let mwem = DxMwem::new(q.clone(), 1.0, 10).unwrap();
-        let out = mwem.run(&d, &counts, &mut seeded_rng(3)).unwrap();
+        let out = mwem
+            .run(&d, &counts, &mut generous(), &mut seeded_rng(3))
+            .unwrap();
         let truth = q.answers(&counts.map(|v| v as f64));
         let err = out
             .answers
@@ -222,9 +237,12 @@ mod tests {
         // A query steeper than d is refused.
         let steep = Queries::new(vec![vec![0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]]).unwrap();
         assert!(matches!(
-            DxMwem::new(steep, 1.0, 2)
-                .unwrap()
-                .run(&d, &counts, &mut seeded_rng(0)),
+            DxMwem::new(steep, 1.0, 2).unwrap().run(
+                &d,
+                &counts,
+                &mut generous(),
+                &mut seeded_rng(0)
+            ),
             Err(DxError::ConstraintViolated { .. })
         ));
     }

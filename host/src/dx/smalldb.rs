@@ -5,6 +5,7 @@ use privq_core::rand_core::{CryptoRng, Rng};
 
 use super::check::check_lipschitz;
 use super::{DxError, DxExponential, DxSpend, FiniteMetric, Queries};
+use crate::accountant::Accountant;
 
 /// `SmallDB(x, Q', c, α)`: samples a synthetic histogram `y` with `‖y‖₁ = m =
 /// ⌈ln|Q'|/α²⌉` from `M_{Exp,c}` with utility (7)
@@ -14,12 +15,14 @@ use super::{DxError, DxExponential, DxSpend, FiniteMetric, Queries};
 /// in the bounded model); `literal` reproduces the paper's un-normalised text.
 ///
 /// ```
+/// use privq_host::accountant::Accountant;
 /// use privq_host::dx::{FiniteMetric, Queries, SmallDb};
-/// use privq_host::seeded_rng;
+/// use privq_host::{Epsilon, seeded_rng};
 /// let d = FiniteMetric::euclidean(&[[0.0], [1.0], [2.0]], 1.0)?;
 /// let q_prime = Queries::new(vec![vec![0.0, 0.5, 1.0]])?; // 0.5-Lipschitz ≤ d
 /// let db = SmallDb::new(q_prime, 2.0, 1.0)?;
-/// let out = db.run(&d, &[6, 3, 1], &mut seeded_rng(4))?; // fixed seed: tests only
+/// let mut accountant = Accountant::pure(Epsilon::new(2, 1)?); // ε-DP charge: max d = 2
+/// let out = db.run(&d, &[6, 3, 1], &mut accountant, &mut seeded_rng(4))?; // fixed seed: tests only
 /// assert_eq!(out.synthetic.iter().sum::<u64>(), 1);
 /// # Ok::<(), privq_host::dx::DxError>(())
 /// ```
@@ -129,15 +132,19 @@ impl SmallDb {
         Ok((cands, utils))
     }
 
-    /// Runs Algorithm 1 after checking Theorem 5 on `metric`.
+    /// Runs Algorithm 1 after checking Theorem 5 on `metric`, charging
+    /// `accountant` the ε-DP guarantee its d_X spend implies before sampling.
     pub fn run<R: Rng + CryptoRng + ?Sized>(
         &self,
         metric: &FiniteMetric,
         counts: &[u64],
+        accountant: &mut Accountant,
         rng: &mut R,
     ) -> Result<SmallDbOutput, DxError> {
         check_lipschitz(metric, &self.q_prime)?.require()?;
         let (cands, utils) = self.utilities(counts)?;
+        let spend = DxSpend::new(metric.clone());
+        spend.charge(accountant, "d_X SmallDB")?;
         let em = DxExponential::new(self.c, metric.min_offdiag())?;
         let pick = em.select(&utils, rng)?;
         let y = cands[pick].clone();
@@ -158,7 +165,7 @@ impl SmallDb {
             synthetic: y,
             answers,
             candidates: cands.len(),
-            spend: DxSpend::new(metric.clone()),
+            spend,
         })
     }
 }
@@ -181,6 +188,11 @@ fn enumerate(y: &mut [u64], at: usize, total: u64, f: &mut impl FnMut(&[u64])) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An accountant that affords every release of these tests.
+    fn generous() -> Accountant {
+        Accountant::pure(privq_core::Epsilon::new(1_000_000, 1).unwrap())
+    }
     use crate::seeded_rng;
     use crate::stats;
 
@@ -191,7 +203,7 @@ mod tests {
         let q = Queries::new(vec![vec![0.0; 30], vec![1.0; 30]]).unwrap();
         let db = SmallDb::new(q, 1.0, 0.1).unwrap(); // m = 70
         assert!(matches!(
-            db.run(&d, &[1; 30], &mut seeded_rng(0)),
+            db.run(&d, &[1; 30], &mut generous(), &mut seeded_rng(0)),
             Err(DxError::TooLarge { .. })
         ));
     }
@@ -202,7 +214,7 @@ mod tests {
         let q = Queries::new(vec![vec![0.0, 2.0]]).unwrap();
         let db = SmallDb::new(q, 1.0, 1.0).unwrap();
         assert!(matches!(
-            db.run(&d, &[1, 1], &mut seeded_rng(0)),
+            db.run(&d, &[1, 1], &mut generous(), &mut seeded_rng(0)),
             Err(DxError::ConstraintViolated { .. })
         ));
     }
@@ -231,7 +243,10 @@ mod tests {
         let mut hits = vec![0u64; cands.len()];
         let mut rng = seeded_rng(11);
         for _ in 0..20_000 {
-            let y = db.run(&d, &counts, &mut rng).unwrap().synthetic;
+            let y = db
+                .run(&d, &counts, &mut generous(), &mut rng)
+                .unwrap()
+                .synthetic;
             hits[cands.iter().position(|c| *c == y).unwrap()] += 1;
         }
         let fit = stats::chi_square_gof(&hits, &probs).unwrap();

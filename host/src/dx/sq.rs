@@ -10,12 +10,14 @@ use super::{DxError, DxLaplace, FiniteMetric, Queries};
 /// `Q̃_{k,u} = ṽ_k(u)/n`, so Theorem 10 is Theorem 1's check on that matrix.
 ///
 /// ```
+/// use privq_host::accountant::Accountant;
 /// use privq_host::dx::{FiniteMetric, sq};
-/// use privq_host::seeded_rng;
+/// use privq_host::{Epsilon, seeded_rng};
 /// let d = FiniteMetric::euclidean(&[[-1.0], [1.0]], 0.1)?; // d(−1, +1) = 0.2
 /// // n = 100: §5.5 gives c = 2/(n·ε) = 0.1 and u' = u·n·ε/2, i.e. ṽ = u.
 /// let mech = sq::universe_map_mechanism(&d, &[vec![-1.0], vec![1.0]], &[0.1], 100)?;
-/// let z = mech.release(&[30, 70], &mut seeded_rng(1))?; // mean 0.4 plus noise
+/// let mut accountant = Accountant::pure(Epsilon::new(1, 4)?); // charges d = 0.2, rounded up to 2⁻²⁰
+/// let z = mech.release(&[30, 70], &mut accountant, &mut seeded_rng(1))?; // mean 0.4 plus noise
 /// assert_eq!(z.len(), 1);
 /// # Ok::<(), privq_host::dx::DxError>(())
 /// ```
@@ -120,10 +122,7 @@ mod tests {
         let eff: Vec<Vec<f64>> = sol[0].effective.iter().map(|&v| vec![v]).collect();
         let mech = universe_map_mechanism(&d, &eff, &[sol[0].c], 100).unwrap();
         assert!((mech.scale(0) - 0.2).abs() < 0.002);
-        assert_eq!(
-            mech.release(&[50, 50], &mut seeded_rng(0)).unwrap().len(),
-            1
-        );
+        assert_eq!(mech.sample(&[50, 50], &mut seeded_rng(0)).unwrap().len(), 1);
         // Too little noise for the mapped values: refused.
         assert!(universe_map_mechanism(&d, &eff, &[0.1], 100).is_err());
     }

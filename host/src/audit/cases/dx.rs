@@ -1,8 +1,10 @@
 //! The d_X-private Laplace mechanism (seed 002).
 
 use super::setup;
+use crate::accountant::Accountant;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
 use crate::dx::{DxLaplace, FiniteMetric, Queries};
+use privq_core::Epsilon;
 
 /// d_X Laplace over three points on a line (d = |u_i − u_j|): one record moves
 /// from point 0 to point 1, so the claim is ε = d(0, 1) = 1; the query is the sum
@@ -26,7 +28,9 @@ pub fn dx_laplace(small: bool) -> Result<AuditCase, AuditError> {
         } else {
             [4, 3, 3]
         };
-        Ok(mech.release(&counts, rng)?)
+        // Each run is a fresh release with its own budget: the spend's ε (max d = 3).
+        let mut accountant = Accountant::pure(Epsilon::new(3, 1)?);
+        Ok(mech.release(&counts, &mut accountant, rng)?)
     })
     .events(events))
 }

@@ -191,29 +191,27 @@ pub fn run(
     };
     let base = baseline_scale(&metric, &q).map_err(run_err)?;
     let mech = DxLaplace::new(&metric, q, scales).map_err(run_err)?;
-    // Charge before sampling: the d_X spend, as the ε-DP guarantee it implies.
-    let implied = mech.spend().charged_epsilon().map_err(run_err)?;
+    // The release charges the d_X spend, as the ε-DP guarantee it implies, before
+    // it samples.
     let budget = match &args.budget {
         Some(text) => text.parse().map_err(|source| CliError::Parameter {
             option: "budget",
             source,
         })?,
-        None => implied,
+        None => mech.spend().charged_epsilon().map_err(run_err)?,
     };
     let mut accountant = Accountant::pure(budget);
-    mech.spend()
-        .charge(&mut accountant, "d_X Laplace release")
-        .map_err(run_err)?;
     let answers = match args.seed {
         Some(s) => {
             writeln!(
                 stderr,
                 "privq: WARNING: --seed makes the noise reproducible (tests only)"
             )?;
-            mech.release(&counts, &mut privq_host::seeded_rng(s))
+            mech.release(&counts, &mut accountant, &mut privq_host::seeded_rng(s))
         }
         None => mech.release(
             &counts,
+            &mut accountant,
             &mut privq_host::secure_rng().map_err(CliError::Seed)?,
         ),
     }
