@@ -214,7 +214,9 @@ fn bench_offline(c: &mut Criterion) {
         b.iter(|| Columns::new(&domain, black_box(&data)).expect("columns"))
     });
     group.bench_function("baseline_tree_cdf_release_depth12", |b| {
-        b.iter(|| TreeCdf::release(&cols, eps, 12, &mut rng).expect("release"))
+        b.iter(|| {
+            TreeCdf::release(&cols, eps, 12, &mut Accountant::pure(eps), &mut rng).expect("release")
+        })
     });
     group.finish();
 
@@ -226,7 +228,8 @@ fn bench_offline(c: &mut Criterion) {
         &mut rng,
     )
     .expect("release");
-    let tree = TreeCdf::release(&cols, eps, 12, &mut rng).expect("release");
+    let tree =
+        TreeCdf::release(&cols, eps, 12, &mut Accountant::pure(eps), &mut rng).expect("release");
     let queries = points(4096, DIM, 7);
     let mut group = c.benchmark_group("distance_offline_answer_l10");
     group.throughput(Throughput::Elements(1));

@@ -101,11 +101,13 @@ impl LaplacePerQuery {
 /// sensitivity of all counts is `2·ℓ·(depth + 1)`; pure ε-DP.
 ///
 /// ```
+/// use privq_host::accountant::Accountant;
 /// use privq_host::distance::{Columns, BoxDomain, baselines::TreeCdf};
 /// use privq_host::{Epsilon, seeded_rng};
 /// let pts: Vec<Vec<f64>> = (0..10_000).map(|i| vec![(i % 100) as f64 / 100.0]).collect();
 /// let cols = Columns::new(&BoxDomain::unit_cube(1)?, &pts)?;
-/// let tree = TreeCdf::release(&cols, Epsilon::new(1, 1)?, 10, &mut seeded_rng(1))?;
+/// let mut accountant = Accountant::pure(Epsilon::new(1, 1)?);
+/// let tree = TreeCdf::release(&cols, Epsilon::new(1, 1)?, 10, &mut accountant, &mut seeded_rng(1))?;
 /// assert!((tree.answer_scaled(&[0.5]) - cols.answer(&[0.5])?).abs() < 0.01);
 /// # Ok::<(), privq_host::distance::DistanceError>(())
 /// ```
@@ -118,11 +120,13 @@ pub struct TreeCdf {
 }
 
 impl TreeCdf {
-    /// Releases the noisy CDFs with budget ε and `2^depth` bins per coordinate.
+    /// Releases the noisy CDFs with budget ε and `2^depth` bins per coordinate,
+    /// charging ε to `accountant` before any noise is drawn.
     pub fn release<R: Rng + CryptoRng + ?Sized>(
         cols: &Columns,
         epsilon: privq_core::Epsilon,
         depth: u32,
+        accountant: &mut crate::accountant::Accountant,
         rng: &mut R,
     ) -> Result<Self, DistanceError> {
         if !(1..=20).contains(&depth) {
@@ -136,6 +140,10 @@ impl TreeCdf {
         let per_histogram = crate::contract::Neighbours::Replace.histogram_l1();
         let sens = per_histogram * cols.dim() as u64 * (u64::from(depth) + 1);
         let geo = Geometric::new(sens, epsilon)?;
+        accountant.charge(
+            "tree CDF (every level of every coordinate)",
+            crate::accountant::Cost::Pure(epsilon),
+        )?;
         let n = cols.len() as f64;
         let mut integrals = Vec::with_capacity(cols.dim());
         for (i, &w) in cols.widths().iter().enumerate() {
@@ -277,12 +285,14 @@ impl GridMwemConfig {
 /// is exponential in ℓ, so this baseline is for small ℓ only.
 ///
 /// ```
+/// use privq_host::accountant::Accountant;
 /// use privq_host::distance::{BoxDomain, baselines::{GridMwem, GridMwemConfig}};
 /// use privq_host::{Epsilon, seeded_rng};
 /// let domain = BoxDomain::unit_cube(1)?;
 /// let pts: Vec<Vec<f64>> = (0..5000).map(|i| vec![(i % 100) as f64 / 100.0]).collect();
 /// let config = GridMwemConfig::new(Epsilon::new(1, 1)?, 32);
-/// let m = GridMwem::release(&domain, &pts, &config, &mut seeded_rng(1))?;
+/// let mut accountant = Accountant::pure(Epsilon::new(1, 1)?);
+/// let m = GridMwem::release(&domain, &pts, &config, &mut accountant, &mut seeded_rng(1))?;
 /// assert_eq!(m.spent(), Epsilon::new(1, 1)?); // MWEM's exact ledger
 /// assert!((m.answer(&[0.5])? - 0.25).abs() < 0.05);
 /// # Ok::<(), privq_host::distance::DistanceError>(())
@@ -303,6 +313,7 @@ impl GridMwem {
         domain: &BoxDomain,
         points: &[P],
         config: &GridMwemConfig,
+        accountant: &mut crate::accountant::Accountant,
         rng: &mut R,
     ) -> Result<Self, DistanceError> {
         let g = config.bins;
@@ -400,13 +411,12 @@ impl GridMwem {
                 ..Improvements::default()
             };
         }
-        // The whole budget of this baseline goes to its one MWEM run.
-        let mut accountant = crate::accountant::Accountant::pure(config.epsilon);
-        let out =
-            mwem(&hist, &workload, &mw_config, &mut accountant, rng).map_err(|e| match e {
-                crate::central::mwem::MwemError::Data(d) => mw_err(d),
-                other => DistanceError::Mwem(other),
-            })?;
+        // The whole budget of this baseline goes to its one MWEM run, which charges
+        // the caller's accountant before it samples.
+        let out = mwem(&hist, &workload, &mw_config, accountant, rng).map_err(|e| match e {
+            crate::central::mwem::MwemError::Data(d) => mw_err(d),
+            other => DistanceError::Mwem(other),
+        })?;
         let mut marginals = vec![vec![0.0f64; g]; dim];
         for (u, &p) in out.distribution.iter().enumerate() {
             let mut rest = u;
@@ -459,6 +469,7 @@ impl GridMwem {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::accountant::Accountant;
     use crate::distance::BoxDomain;
     use crate::seeded_rng;
     use privq_core::Epsilon;
@@ -475,12 +486,35 @@ mod tests {
             })
             .collect();
         let cols = Columns::new(&BoxDomain::unit_cube(2).unwrap(), &pts).unwrap();
-        let tree = TreeCdf::release(&cols, Epsilon::new(1000, 1).unwrap(), 10, &mut rng).unwrap();
+        let tree = TreeCdf::release(
+            &cols,
+            Epsilon::new(1000, 1).unwrap(),
+            10,
+            &mut Accountant::pure(Epsilon::new(1000, 1).unwrap()),
+            &mut rng,
+        )
+        .unwrap();
         for q in [[0.1, 0.9], [0.5, 0.5], [0.0, 1.0]] {
             assert!((tree.answer(&q).unwrap() - cols.answer(&q).unwrap()).abs() < 2e-3);
         }
-        assert!(TreeCdf::release(&cols, Epsilon::new(1, 1).unwrap(), 0, &mut rng).is_err());
+        assert!(
+            TreeCdf::release(
+                &cols,
+                Epsilon::new(1, 1).unwrap(),
+                0,
+                &mut Accountant::pure(Epsilon::new(1, 1).unwrap()),
+                &mut rng
+            )
+            .is_err()
+        );
         let one = Epsilon::new(1, 1).unwrap();
+        // Charged before any noise: a budget below ε refuses and spends nothing.
+        let mut small = Accountant::pure(Epsilon::new(1, 2).unwrap());
+        assert!(matches!(
+            TreeCdf::release(&cols, one, 10, &mut small, &mut rng),
+            Err(DistanceError::Budget(_))
+        ));
+        assert_eq!(small.spent_epsilon(), None);
         let mut acct = crate::accountant::Accountant::pure(one);
         let mut lap = LaplacePerQuery::new(&cols, 2, Privacy::pure(one), &mut acct).unwrap();
         assert!(acct.remaining().is_none(), "charged up front");
@@ -514,7 +548,14 @@ mod tests {
             let mut config = GridMwemConfig::new(eps, bins);
             config.rounds = Some(60);
             config.workload = 64;
-            let m = GridMwem::release(&domain, &pts, &config, &mut seeded_rng(7)).unwrap();
+            let m = GridMwem::release(
+                &domain,
+                &pts,
+                &config,
+                &mut Accountant::pure(eps),
+                &mut seeded_rng(7),
+            )
+            .unwrap();
             assert_eq!(m.spent(), eps);
             assert_eq!(m.rounds(), 60);
             let worst = skewed(300, dim, 99)
@@ -535,6 +576,7 @@ mod tests {
             &domain,
             &pts,
             &GridMwemConfig::new(eps, 8),
+            &mut Accountant::pure(eps),
             &mut seeded_rng(1),
         ) {
             Err(DistanceError::GridTooLarge { cells, bytes, cap }) => {
@@ -548,7 +590,13 @@ mod tests {
         tight.cap = MemoryCap(tight.footprint(4).1 - 1);
         let d4 = BoxDomain::unit_cube(4).unwrap();
         assert!(matches!(
-            GridMwem::release(&d4, &skewed(10, 4, 2), &tight, &mut seeded_rng(1)),
+            GridMwem::release(
+                &d4,
+                &skewed(10, 4, 2),
+                &tight,
+                &mut Accountant::pure(eps),
+                &mut seeded_rng(1)
+            ),
             Err(DistanceError::GridTooLarge { .. })
         ));
         let d1 = BoxDomain::unit_cube(1).unwrap();
@@ -558,6 +606,7 @@ mod tests {
                 &d1,
                 &empty,
                 &GridMwemConfig::new(eps, 8),
+                &mut Accountant::pure(eps),
                 &mut seeded_rng(1)
             )
             .unwrap_err(),
@@ -568,6 +617,7 @@ mod tests {
                 &d1,
                 &[vec![0.5]],
                 &GridMwemConfig::new(eps, 1),
+                &mut Accountant::pure(eps),
                 &mut seeded_rng(1)
             ),
             Err(DistanceError::InvalidParameter(_))
@@ -577,6 +627,7 @@ mod tests {
                 &d1,
                 &[vec![1.5]],
                 &GridMwemConfig::new(eps, 8),
+                &mut Accountant::pure(eps),
                 &mut seeded_rng(1)
             ),
             Err(DistanceError::OutsideDomain { .. })

@@ -195,7 +195,13 @@ pub fn run(
                                 .collect::<Result<_, _>>()?
                         }
                         5 => {
-                            let tree = TreeCdf::release(&cols, eps, 12, &mut rng)?;
+                            let tree = TreeCdf::release(
+                                &cols,
+                                eps,
+                                12,
+                                &mut Accountant::pure(eps),
+                                &mut rng,
+                            )?;
                             queries
                                 .iter()
                                 .map(|q| tree.answer(q))
@@ -203,7 +209,13 @@ pub fn run(
                         }
                         _ => {
                             let config = GridMwemConfig::new(eps, mwem_bins(dim));
-                            match GridMwem::release(&domain, &points, &config, &mut rng) {
+                            match GridMwem::release(
+                                &domain,
+                                &points,
+                                &config,
+                                &mut Accountant::pure(eps),
+                                &mut rng,
+                            ) {
                                 Ok(m) => queries
                                     .iter()
                                     .map(|q| m.answer(q))
