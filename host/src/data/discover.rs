@@ -17,9 +17,11 @@
 //! histogram sensitivity of the declared [`Neighbours`] (1 for add/remove, 2 for
 //! replace-one: one count down, one up). The noise scale is `d·Δ/ε`. A value that
 //! exists in only one of two neighbours (at most one per attribute and side) has
-//! count 1 there; τ is the smallest integer with `(1 + e^ε) · d · P[Z ≥ τ] ≤ δ`, so
-//! the whole step is (ε, δ)-DP and a value held by a single record survives with
-//! probability at most δ. Discovery therefore makes a run (ε, δ)-DP rather than
+//! count 1 there and survives when `Z ≥ τ − 1`; τ is the smallest integer with
+//! `d · P[Z ≥ τ − 1] ≤ δ`. Outside that event the release is a post-processing of
+//! the noisy counts of the values both neighbours hold, which is ε-DP, so the
+//! whole step is (ε, δ)-DP and a value held by a single record survives with
+//! probability at most δ/d. Discovery therefore makes a run (ε, δ)-DP rather than
 //! pure ε-DP; its cost is a [`Cost::Approximate`] charged to the run's one
 //! [`Accountant`] before any noise is drawn.
 //!
@@ -230,18 +232,22 @@ impl Discovery {
             .checked_mul(neighbours.histogram_l1())
             .ok_or(DiscoveryError::ThresholdOverflow)?;
         let noise = DiscreteLaplace::for_sensitivity(l1, epsilon)?;
-        // P[Z ≥ τ] = q^τ / (1 + q) for τ ≥ 1, with q = e^{−1/t}, t = scale.
+        // P[Z ≥ k] = q^k / (1 + q) for k ≥ 0, with q = e^{−1/t}, t = scale. A value
+        // held by one record only (count 1) survives when Z ≥ τ − 1; there are at
+        // most d such values, so τ is the smallest integer with
+        // d · P[Z ≥ τ − 1] ≤ δ.
         let inv_scale = noise.scale_den() as f64 / noise.scale_num() as f64;
         let q = (-inv_scale).exp();
-        let budget = delta / ((1.0 + epsilon.to_f64().exp()) * attributes as f64);
-        let tail = |tau: f64| (-inv_scale * tau).exp() / (1.0 + q);
-        let mut tau = ((1.0 / (budget * (1.0 + q))).ln() / inv_scale)
+        let per_value = delta / attributes as f64;
+        let tail = |k: f64| (-inv_scale * k).exp() / (1.0 + q);
+        let mut k = ((1.0 / (per_value * (1.0 + q))).ln() / inv_scale)
             .ceil()
-            .max(1.0);
+            .max(0.0);
         // Float rounding must only make τ larger (safer).
-        while tail(tau) > budget * (1.0 - 1e-12) {
-            tau += 1.0;
+        while tail(k) > per_value * (1.0 - 1e-12) {
+            k += 1.0;
         }
+        let tau = k + 1.0;
         if !tau.is_finite() || tau > (1u64 << 53) as f64 {
             return Err(DiscoveryError::ThresholdOverflow);
         }
@@ -490,16 +496,14 @@ mod tests {
             let t = disc.noise().scale_num() as f64 / disc.noise().scale_den() as f64;
             assert_eq!(t, (d as u64 * nb.histogram_l1()) as f64 / e.to_f64());
             let q = (-1.0 / t).exp();
-            let bound = delta / ((1.0 + e.to_f64().exp()) * d as f64);
-            let tail = |tau: i64| q.powi(tau as i32) / (1.0 + q);
+            let tail = |k: i64| q.powi(k as i32) / (1.0 + q);
             let tau = disc.threshold();
-            assert!(tail(tau) <= bound, "{tau}");
+            // A count-1 value survives when Z ≥ τ − 1: d of them at most.
+            assert!(d as f64 * tail(tau - 1) <= delta, "{tau}");
             assert!(
-                tau == 1 || tail(tau - 1) > bound * (1.0 - 1e-9),
+                tau == 1 || d as f64 * tail(tau - 2) > delta * (1.0 - 1e-9),
                 "{tau} not minimal"
             );
-            // A single record (count 1) survives with probability ≤ δ.
-            assert!(tail(tau - 1) <= delta);
         }
     }
 
