@@ -4,7 +4,7 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
-use privq_host::cli::{Cli, run};
+use privq_host::cli::{Cli, CliError, run};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -16,9 +16,11 @@ fn main() -> ExitCode {
     let flushed = stdout.flush();
     match (result, flushed) {
         (Ok(()), Ok(())) => ExitCode::SUCCESS,
+        // An outcome (e.g. rejected reports) has been reported by the command itself.
+        (Err(e @ CliError::Outcome(_)), _) => ExitCode::from(e.exit_code()),
         (Err(e), _) => {
             let _ = writeln!(stderr, "privq: error: {e}");
-            ExitCode::from(2)
+            ExitCode::from(e.exit_code())
         }
         (Ok(()), Err(e)) => {
             let _ = writeln!(stderr, "privq: error: writing output: {e}");

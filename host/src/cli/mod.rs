@@ -128,6 +128,19 @@ pub enum CliError {
     Seed(crate::SeedError),
     /// A library operation (data loading, a mechanism, a session) failed.
     Run(Box<dyn std::error::Error + Send + Sync>),
+    /// The command ran and reported on standard error, but its outcome calls
+    /// for a non-zero exit code (`privq ldp aggregate --help` lists them).
+    Outcome(crate::ldp::intake::Outcome),
+}
+
+impl CliError {
+    /// The process exit code: the outcome's for [`CliError::Outcome`], else 2.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Outcome(o) => o.exit_code(),
+            _ => 2,
+        }
+    }
 }
 
 impl fmt::Display for CliError {
@@ -147,6 +160,7 @@ impl fmt::Display for CliError {
             CliError::Io(e) => write!(f, "i/o error: {e}"),
             CliError::Seed(e) => write!(f, "{e}"),
             CliError::Run(e) => write!(f, "{e}"),
+            CliError::Outcome(o) => write!(f, "{o} (exit code {})", o.exit_code()),
         }
     }
 }
