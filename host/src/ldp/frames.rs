@@ -156,10 +156,15 @@ impl FrameSync {
 
     /// Whether `rest` starts with this pattern.
     fn matches(&self, rest: &[u8]) -> bool {
-        let Some(p) = rest.get(..SYNC_LEN) else {
+        rest.get(..2).is_some_and(|l| l == self.len) && self.matches_header(&rest[2..])
+    }
+
+    /// Whether `report` starts with the campaign's header (any query id).
+    fn matches_header(&self, report: &[u8]) -> bool {
+        let Some(h) = report.get(..HEADER_LEN) else {
             return false;
         };
-        p[..2] == self.len && p[2..4] == self.header[..2] && p[6..] == self.header[4..]
+        h[..2] == self.header[..2] && h[4..] == self.header[4..]
     }
 }
 
@@ -279,26 +284,45 @@ impl Scanner {
             return (Event::BadFrame(RejectReason::FrameTruncated), rest.len());
         };
         if *len != self.sync.len {
-            // A frame of another length is a foreign (or malformed) report if it
-            // ends where something frame-like begins; else its length is corrupt.
-            let end = 2 + usize::from(u16::from_le_bytes(*len));
-            if let Some(next) = rest.get(end..)
-                && plausible_boundary(next, eof, 3)
-            {
-                return (Event::Frame(&rest[2..end]), end);
-            }
-            // The input ends inside this frame and nothing frame-like follows
-            // its prefix: a truncated final frame, not a corrupted length.
-            if eof && rest.len() < end && !self.any_sync(rest.get(1..).unwrap_or(&[])) {
-                return (Event::BadFrame(RejectReason::FrameTruncated), rest.len());
-            }
-            self.state = State::Lost;
-            return (Event::BadFrame(RejectReason::FrameLength), 1);
+            return self.other_length(rest, usize::from(u16::from_le_bytes(*len)), eof);
         }
         match body.get(..self.sync.report_len()) {
             Some(report) => (Event::Frame(report), 2 + report.len()),
             None => (Event::BadFrame(RejectReason::FrameTruncated), rest.len()),
         }
+    }
+
+    /// A length prefix other than the campaign's report length.
+    fn other_length<'a>(&mut self, rest: &'a [u8], len: usize, eof: bool) -> (Event<'a>, usize) {
+        let sync_or_end = |next: &[u8]| {
+            (next.is_empty() && eof) || next.starts_with(&FILE_HEADER) || self.sync.matches(next)
+        };
+        if self.sync.matches_header(rest.get(2..).unwrap_or(&[])) {
+            // A campaign report behind a corrupted length: rejected, and skipped
+            // at the campaign's length if a frame or the end follows there.
+            let end = 2 + self.sync.report_len();
+            if rest.get(end..).is_some_and(sync_or_end) {
+                return (Event::BadFrame(RejectReason::FrameLength), end);
+            }
+        } else {
+            // A foreign or malformed report if it ends where something frame-like
+            // begins and holds no campaign frame; else a corrupted length.
+            let end = 2 + len;
+            let inside = |to: usize| self.any_sync(rest.get(1..to).unwrap_or(&[]));
+            if let Some(next) = rest.get(end..)
+                && plausible_boundary(next, eof, 3)
+                && !inside(end)
+            {
+                return (Event::Frame(&rest[2..end]), end);
+            }
+            // The input ends inside this frame and nothing frame-like follows
+            // its prefix: a truncated final frame, not a corrupted length.
+            if eof && rest.len() < end && !inside(rest.len()) {
+                return (Event::BadFrame(RejectReason::FrameTruncated), rest.len());
+            }
+        }
+        self.state = State::Lost;
+        (Event::BadFrame(RejectReason::FrameLength), 1)
     }
 
     /// Whether a file header or a campaign frame starts anywhere in `bytes`.

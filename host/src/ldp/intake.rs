@@ -10,7 +10,8 @@
 //! framing is reported and resynchronised (see [`super::frames::Scanner`]).
 //!
 //! Accounting: [`IntakeStats::frames`] `=` accepted `+` [`RejectCounts::total`],
-//! and file-header bytes `+` frame bytes `+` [`IntakeStats::skipped_bytes`] `=`
+//! and [`FILE_HEADER_LEN`] `×` [`IntakeStats::files`] `+`
+//! [`IntakeStats::frame_bytes`] `+` [`IntakeStats::skipped_bytes`] `=`
 //! [`IntakeStats::bytes`]. The first [`MAX_PROBLEMS`] problems are kept with their
 //! input name and byte offset. [`Intake::outcome`] summarises the run as an
 //! [`Outcome`], whose [`exit_code`](Outcome::exit_code) the `privq` program uses.
@@ -114,6 +115,8 @@ pub struct IntakeStats {
     pub bytes: u64,
     /// Frames delimited (complete, bad-length and truncated).
     pub frames: u64,
+    /// Bytes of complete frames (length prefixes included).
+    pub frame_bytes: u64,
     /// Reports aggregated.
     pub accepted: u64,
     /// Rejected frames by reason.
@@ -158,6 +161,7 @@ impl IntakeStats {
         add(&mut self.files, o.files);
         add(&mut self.bytes, o.bytes);
         add(&mut self.frames, o.frames);
+        add(&mut self.frame_bytes, o.frame_bytes);
         add(&mut self.accepted, o.accepted);
         self.rejected.merge(&o.rejected);
         add(&mut self.missing_file_headers, o.missing_file_headers);
@@ -347,7 +351,7 @@ impl Intake {
             return Ok(());
         };
         let mut scanner = Scanner::new(sync);
-        let mut buf: Vec<u8> = Vec::with_capacity(WINDOW + LOOKAHEAD);
+        let mut buf: Vec<u8> = Vec::new();
         let (mut base, mut eof) = (0u64, false);
         let mut skip: Option<(u64, u64)> = None;
         loop {
@@ -409,6 +413,7 @@ impl Intake {
             Event::FileHeader => self.stats.files += 1,
             Event::Frame(report) => {
                 self.stats.frames += 1;
+                self.stats.frame_bytes += used as u64;
                 match self.plan.classify(report) {
                     Ok(r) => batch.entry(r.header.query.0).or_default().push(report),
                     Err(reason) => self.reject(input, offset, reason),
@@ -562,17 +567,12 @@ impl Intake {
 
 /// Reads until `buf` holds `target` bytes or the input ends; true at the end.
 fn fill(r: &mut dyn Read, buf: &mut Vec<u8>, target: usize) -> io::Result<bool> {
-    let mut chunk = [0u8; 64 * 1024];
-    while buf.len() < target {
-        let want = (target - buf.len()).min(chunk.len());
-        match r.read(&mut chunk[..want]) {
-            Ok(0) => return Ok(true),
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
+    let want = target.saturating_sub(buf.len());
+    if want == 0 {
+        return Ok(false);
     }
-    Ok(false)
+    let got = (&mut *r).take(want as u64).read_to_end(buf)?;
+    Ok(got < want)
 }
 
 /// Bytes of one file header (for accounting checks).
