@@ -20,7 +20,7 @@ use crate::ldp::campaign::{Campaign, CampaignError, CampaignPlan, Limits, QueryS
 use crate::ldp::fleet::{Fleet, MechanismSpec, default_distribution};
 use crate::ldp::frames;
 use crate::ldp::intake::{Intake, Outcome, StateError};
-use crate::ldp::output::{self, Destination, IntakeReport};
+use crate::ldp::output::{self, AtomicFile, Destination, IntakeReport};
 use crate::ldp::postprocess::PostProcess;
 
 /// Options of `privq ldp`.
@@ -72,7 +72,8 @@ pub struct SimulateArgs {
     /// The report file to write (`-` for standard output).
     #[arg(long, value_name = "PATH")]
     pub output: PathBuf,
-    /// Also write the matching campaign configuration (JSON) here, for `ldp aggregate --campaign`.
+    /// Also write the matching campaign configuration (JSON) here, for `ldp aggregate --campaign`
+    /// (atomically, together with the reports).
     #[arg(long, value_name = "PATH")]
     pub campaign: Option<PathBuf>,
 }
@@ -207,7 +208,7 @@ pub enum LdpError {
     NoCampaign,
     /// A saved state could not be used.
     State(PathBuf, StateError),
-    /// An input or state file could not be read.
+    /// An input, state or output file could not be read or created.
     Read(String, io::Error),
     /// `--weights` does not have one value per item.
     WeightCount {
@@ -362,6 +363,12 @@ fn simulate(
         .privatize_with_progress(&spec, seed, &|k| bar.inc(k))
         .map_err(param("epsilon"))?;
     bar.finish_and_clear();
+    // Both outputs or neither: the campaign is written to its temporary file
+    // first and renamed into place only once the reports are.
+    let campaign = match &args.campaign {
+        Some(path) => Some(campaign_file(path, &Campaign::for_spec(&spec))?),
+        None => None,
+    };
     let dest = Destination::from_path(&args.output);
     dest.write_with(stdout, |out| -> Result<(), CliError> {
         frames::write_file_header(out)?;
@@ -370,13 +377,8 @@ fn simulate(
         }
         Ok(())
     })?;
-    if let Some(path) = &args.campaign {
-        Destination::from_path(path).write_with(stdout, |out| -> Result<(), CliError> {
-            serde_json::to_writer_pretty(&mut *out, &Campaign::for_spec(&spec))
-                .map_err(io::Error::from)?;
-            writeln!(out)?;
-            Ok(())
-        })?;
+    if let Some(f) = campaign {
+        f.commit()?;
     }
     writeln!(
         stderr,
@@ -387,6 +389,15 @@ fn simulate(
         dest.display()
     )?;
     Ok(())
+}
+
+/// The campaign JSON in a temporary file next to `path`, not yet committed.
+fn campaign_file(path: &Path, campaign: &Campaign) -> Result<AtomicFile, CliError> {
+    let mut f =
+        AtomicFile::create(path).map_err(|e| LdpError::Read(path.display().to_string(), e))?;
+    serde_json::to_writer_pretty(&mut f, campaign).map_err(io::Error::from)?;
+    writeln!(f)?;
+    Ok(f)
 }
 
 /// The validated campaign of `flags`: from the file, or from the flags.
