@@ -300,3 +300,84 @@ pub fn write_summary(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ldp::aggregate::{FrequencyEstimates, ReportKind};
+    use crate::ldp::estimate::{Estimate, PureProtocol};
+
+    fn nan_group() -> GroupEstimates {
+        let kind = ReportKind {
+            mechanism: 2,
+            epsilon_num: 710,
+            epsilon_den: 1,
+            param: 2,
+            query: 0,
+            g: 0,
+        };
+        let nan = Estimate::normal(f64::NAN, f64::NAN, 0.95);
+        let ok = Estimate::normal(0.5, 0.01, 0.95);
+        GroupEstimates {
+            label: kind.to_string(),
+            kind,
+            n: 3,
+            frequencies: Some(FrequencyEstimates {
+                kind,
+                n: 3,
+                confidence: 0.95,
+                protocol: PureProtocol {
+                    p: f64::NAN,
+                    q: 0.0,
+                },
+                items: vec![nan, ok],
+            }),
+            post_processed: Some(vec![f64::INFINITY, 0.5]),
+            mean: None,
+            undefined: true,
+        }
+    }
+
+    #[test]
+    fn undefined_estimates_are_never_printed_as_numbers() {
+        let g = [nan_group()];
+        let mut table = Vec::new();
+        write_table(&g, 0.95, &mut table).unwrap();
+        let table = String::from_utf8(table).unwrap();
+        assert!(table.contains("undefined"), "{table}");
+        assert!(table.contains("0.50000"), "{table}");
+        let mut csv = Vec::new();
+        write_csv(&g, &mut csv).unwrap();
+        let csv = String::from_utf8(csv).unwrap();
+        for text in [&table, &csv] {
+            let lower = text.to_lowercase();
+            assert!(!lower.contains("nan") && !lower.contains("inf"), "{text}");
+        }
+        let mut err = Vec::new();
+        let stats = IntakeStats::default();
+        write_summary(&stats, &g, Outcome::Undefined, &mut err).unwrap();
+        let err = String::from_utf8(err).unwrap();
+        assert!(err.contains("some estimates are undefined"), "{err}");
+        assert!(err.contains("exit code 5"), "{err}");
+    }
+
+    #[test]
+    fn atomic_file_leaves_nothing_unless_committed() {
+        let dir = std::env::temp_dir().join(format!("privq-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let dest = dir.join("out.bin");
+        std::fs::write(&dest, b"old").unwrap();
+        {
+            let mut f = AtomicFile::create(&dest).unwrap();
+            f.write_all(b"partial").unwrap();
+        } // dropped: not committed
+        assert_eq!(std::fs::read(&dest).unwrap(), b"old");
+        let mut f = AtomicFile::create(&dest).unwrap();
+        f.write_all(b"new").unwrap();
+        f.commit().unwrap();
+        assert_eq!(std::fs::read(&dest).unwrap(), b"new");
+        let entries = std::fs::read_dir(&dir).unwrap().count();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(entries, 1);
+    }
+}
