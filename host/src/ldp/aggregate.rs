@@ -227,6 +227,10 @@ impl Aggregator {
     }
 
     /// An empty aggregator for the kind of the given (valid) report bytes.
+    ///
+    /// This trusts the report's header: its domain decides the memory
+    /// allocated. For untrusted reports use [`crate::ldp::intake::Intake`],
+    /// which takes the kind from a public campaign.
     pub fn for_report(bytes: &[u8]) -> Result<Aggregator, RejectReason> {
         let r = decode_report(bytes)?;
         Aggregator::new(ReportKind::of(&r)).map_err(|_| RejectReason::Parameter)
@@ -550,6 +554,11 @@ impl<'r> UnaryBatch<'r> {
 
 /// Decodes, validates and aggregates reports of any kinds, one [`Aggregator`]
 /// per [`ReportKind`] in `groups` (created on a kind's first valid report).
+///
+/// The reports choose the groups (and their domains, hence the memory): use it
+/// on trusted reports only. `privq ldp aggregate` reads untrusted files through
+/// [`crate::ldp::intake::Intake`], which checks every report against a public
+/// campaign first.
 ///
 /// Exactly the state of this report-at-a-time loop, and the same rejection
 /// counts: every report that fails [`decode_report`] is counted under its
