@@ -135,18 +135,27 @@ impl ReportKind {
     }
 }
 
+/// A readable label, e.g. `oue (epsilon 1, domain 100, query 0)` or
+/// `olh (epsilon 1/2, domain 64, g 2, query 3)`.
 impl fmt::Display for ReportKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = self.mechanism().map_or("?", MechanismId::name);
-        write!(
-            f,
-            "{name} eps={}/{} param={} query={}",
-            self.epsilon_num, self.epsilon_den, self.param, self.query
-        )?;
-        if self.g != 0 {
-            write!(f, " g={}", self.g)?;
+        let mech = self.mechanism();
+        let name = mech.map_or("unknown mechanism", MechanismId::name);
+        write!(f, "{name} (epsilon ")?;
+        match self.epsilon() {
+            Some(e) => write!(f, "{e}")?,
+            None => write!(f, "{}/{}", self.epsilon_num, self.epsilon_den)?,
         }
-        Ok(())
+        match mech {
+            Some(MechanismId::SqBit) => {}
+            Some(MechanismId::OneBitMean) => write!(f, ", bound {}", self.param)?,
+            Some(MechanismId::SqLaplace) => write!(f, ", grid 2^{}", self.param as i32)?,
+            _ => write!(f, ", domain {}", self.param)?,
+        }
+        if self.g != 0 {
+            write!(f, ", g {}", self.g)?;
+        }
+        write!(f, ", query {})", self.query)
     }
 }
 
@@ -218,6 +227,10 @@ impl Aggregator {
     }
 
     /// An empty aggregator for the kind of the given (valid) report bytes.
+    ///
+    /// This trusts the report's header: its domain decides the memory
+    /// allocated. For untrusted reports use [`crate::ldp::intake::Intake`],
+    /// which takes the kind from a public campaign.
     pub fn for_report(bytes: &[u8]) -> Result<Aggregator, RejectReason> {
         let r = decode_report(bytes)?;
         Aggregator::new(ReportKind::of(&r)).map_err(|_| RejectReason::Parameter)
@@ -338,9 +351,9 @@ impl Aggregator {
         if other.kind != self.kind || other.counts.len() != self.counts.len() {
             return Err(AggregateError::KindMismatch);
         }
-        self.n += other.n;
+        self.n = self.n.saturating_add(other.n);
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
-            *a += b;
+            *a = a.saturating_add(*b);
         }
         self.sum += other.sum;
         self.sum_sq += other.sum_sq;
@@ -541,6 +554,11 @@ impl<'r> UnaryBatch<'r> {
 
 /// Decodes, validates and aggregates reports of any kinds, one [`Aggregator`]
 /// per [`ReportKind`] in `groups` (created on a kind's first valid report).
+///
+/// The reports choose the groups (and their domains, hence the memory): use it
+/// on trusted reports only. `privq ldp aggregate` reads untrusted files through
+/// [`crate::ldp::intake::Intake`], which checks every report against a public
+/// campaign first.
 ///
 /// Exactly the state of this report-at-a-time loop, and the same rejection
 /// counts: every report that fails [`decode_report`] is counted under its

@@ -7,7 +7,8 @@ use privq_core::report::{self, Report};
 use serde::{Deserialize, Serialize};
 
 /// Why a report was rejected. Every class of malformed report has its own variant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum RejectReason {
     /// Shorter than the 12-byte header.
@@ -25,6 +26,20 @@ pub enum RejectReason {
     /// A valid report for a different mechanism, ε, domain or query than the
     /// aggregator's.
     Mismatch,
+    /// A valid report of another mechanism than the campaign's.
+    MechanismMismatch,
+    /// A valid report at another ε than the campaign's.
+    EpsilonMismatch,
+    /// A valid report with another domain size / parameter (or OLH bucket count
+    /// `g`) than the campaign's.
+    ParameterMismatch,
+    /// A valid report for a query id the campaign does not collect.
+    QueryMismatch,
+    /// A frame whose length prefix differs from the campaign's report length
+    /// (a corrupted length: the reader resynchronises after it).
+    FrameLength,
+    /// The input ends inside a frame.
+    FrameTruncated,
 }
 
 impl RejectReason {
@@ -41,7 +56,7 @@ impl RejectReason {
     }
 
     /// Every class, in a fixed order.
-    pub const ALL: [RejectReason; 7] = [
+    pub const ALL: [RejectReason; 13] = [
         RejectReason::Truncated,
         RejectReason::Version,
         RejectReason::UnknownMechanism,
@@ -49,6 +64,12 @@ impl RejectReason {
         RejectReason::Length,
         RejectReason::ValueOutOfRange,
         RejectReason::Mismatch,
+        RejectReason::MechanismMismatch,
+        RejectReason::EpsilonMismatch,
+        RejectReason::ParameterMismatch,
+        RejectReason::QueryMismatch,
+        RejectReason::FrameLength,
+        RejectReason::FrameTruncated,
     ];
 
     /// A short snake_case name for reports and JSON.
@@ -61,6 +82,12 @@ impl RejectReason {
             RejectReason::Length => "wrong_length",
             RejectReason::ValueOutOfRange => "value_out_of_range",
             RejectReason::Mismatch => "mismatched_parameters",
+            RejectReason::MechanismMismatch => "wrong_mechanism",
+            RejectReason::EpsilonMismatch => "wrong_epsilon",
+            RejectReason::ParameterMismatch => "wrong_domain_or_parameter",
+            RejectReason::QueryMismatch => "query_not_in_campaign",
+            RejectReason::FrameLength => "bad_frame_length",
+            RejectReason::FrameTruncated => "truncated_frame",
         }
     }
 }
@@ -75,6 +102,16 @@ impl fmt::Display for RejectReason {
             RejectReason::Length => "report length does not match its header",
             RejectReason::ValueOutOfRange => "report payload value out of range",
             RejectReason::Mismatch => "report is for another mechanism, epsilon, domain or query",
+            RejectReason::MechanismMismatch => "report is for another mechanism than the campaign",
+            RejectReason::EpsilonMismatch => "report has another epsilon than the campaign",
+            RejectReason::ParameterMismatch => {
+                "report has another domain size or parameter than the campaign"
+            }
+            RejectReason::QueryMismatch => "report's query id is not in the campaign",
+            RejectReason::FrameLength => {
+                "frame length differs from the campaign's report length (corrupted length prefix)"
+            }
+            RejectReason::FrameTruncated => "the input ends inside a frame",
         };
         f.write_str(s)
     }
@@ -104,6 +141,24 @@ pub struct RejectCounts {
     pub value_out_of_range: u64,
     /// [`RejectReason::Mismatch`].
     pub mismatched_parameters: u64,
+    /// [`RejectReason::MechanismMismatch`].
+    #[serde(default)]
+    pub wrong_mechanism: u64,
+    /// [`RejectReason::EpsilonMismatch`].
+    #[serde(default)]
+    pub wrong_epsilon: u64,
+    /// [`RejectReason::ParameterMismatch`].
+    #[serde(default)]
+    pub wrong_domain_or_parameter: u64,
+    /// [`RejectReason::QueryMismatch`].
+    #[serde(default)]
+    pub query_not_in_campaign: u64,
+    /// [`RejectReason::FrameLength`].
+    #[serde(default)]
+    pub bad_frame_length: u64,
+    /// [`RejectReason::FrameTruncated`].
+    #[serde(default)]
+    pub truncated_frame: u64,
 }
 
 impl RejectCounts {
@@ -116,6 +171,12 @@ impl RejectCounts {
             RejectReason::Length => &mut self.wrong_length,
             RejectReason::ValueOutOfRange => &mut self.value_out_of_range,
             RejectReason::Mismatch => &mut self.mismatched_parameters,
+            RejectReason::MechanismMismatch => &mut self.wrong_mechanism,
+            RejectReason::EpsilonMismatch => &mut self.wrong_epsilon,
+            RejectReason::ParameterMismatch => &mut self.wrong_domain_or_parameter,
+            RejectReason::QueryMismatch => &mut self.query_not_in_campaign,
+            RejectReason::FrameLength => &mut self.bad_frame_length,
+            RejectReason::FrameTruncated => &mut self.truncated_frame,
         }
     }
 
@@ -133,7 +194,9 @@ impl RejectCounts {
 
     /// All rejections.
     pub fn total(&self) -> u64 {
-        RejectReason::ALL.iter().map(|&r| self.get(r)).sum()
+        RejectReason::ALL
+            .iter()
+            .fold(0u64, |acc, &r| acc.saturating_add(self.get(r)))
     }
 
     /// Adds another set of counts.

@@ -8,6 +8,9 @@
 //!   [`privq_core::local`], with unbiased estimates, exact per-item variances and
 //!   confidence intervals ([`estimate`]), and post-processing ([`postprocess`]).
 //! * [`sq`]: the local SQ oracle over a fleet, with its tolerance formula.
+//! * [`campaign`]: the public campaign configuration an aggregation is checked
+//!   against; [`intake`]: campaign-checked, resynchronising, bounded intake of
+//!   report files with full accounting; [`output`]: atomic outputs and rendering.
 //! * [`fleet`]: simulated fleets of devices (tests, benchmarks, `privq ldp simulate`).
 //!
 //! ```
@@ -28,10 +31,13 @@
 //! ```
 
 pub mod aggregate;
+pub mod campaign;
 pub mod decode;
 pub mod estimate;
 pub mod fleet;
 pub mod frames;
+pub mod intake;
+pub mod output;
 pub mod postprocess;
 pub mod sq;
 pub mod unary;

@@ -1,23 +1,26 @@
 //! `privq ldp`: simulate a fleet of devices that privatize their items locally,
-//! and aggregate report files into frequency estimates with confidence intervals.
+//! aggregate report files into frequency estimates with confidence intervals
+//! (checked against a public campaign configuration), and merge saved states.
+//!
+//! The work is done by the library ([`privq_host::ldp::campaign`],
+//! [`privq_host::ldp::intake`], [`privq_host::ldp::output`]); this module parses options
+//! and wires streams.
 
-use std::collections::BTreeMap;
+use std::fmt;
 use std::fs::File;
-use std::io::{self, BufRead, BufWriter, Read, Write};
-use std::path::PathBuf;
+use std::io::{self, BufRead, Read, Write};
+use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use privq_core::Epsilon;
 use rand_core::Rng;
-use serde::Serialize;
 
 use super::CliError;
-use privq_host::ldp::aggregate::{
-    Aggregator, FrequencyEstimates, MeanEstimate, ReportKind, ingest_grouped,
-};
-use privq_host::ldp::decode::RejectCounts;
+use privq_host::ldp::campaign::{Campaign, CampaignError, CampaignPlan, Limits, QuerySpec};
 use privq_host::ldp::fleet::{Fleet, MechanismSpec, default_distribution};
 use privq_host::ldp::frames;
+use privq_host::ldp::intake::{Intake, Outcome, StateError};
+use privq_host::ldp::output::{self, AtomicFile, Destination, IntakeReport};
 use privq_host::ldp::postprocess::PostProcess;
 
 /// Options of `privq ldp`.
@@ -33,15 +36,20 @@ pub struct Args {
 pub enum Action {
     /// Simulate devices that each privatize one item and write their reports to a file.
     Simulate(SimulateArgs),
-    /// Decode and aggregate a report file: estimates with confidence intervals.
+    /// Decode report files, check them against a campaign and aggregate them.
     Aggregate(AggregateArgs),
+    /// Merge saved aggregation states (`aggregate --save-state`) and print their estimates.
+    Merge(MergeArgs),
 }
 
 /// Options of `privq ldp simulate`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(
-    after_help = "Example:\n  privq ldp simulate --mechanism oue --epsilon 1 --domain 64 --devices 100000 --seed 7 --output reports.pqr"
-)]
+#[command(after_help = "Example:
+  privq ldp simulate --mechanism oue --epsilon 1 --domain 64 --devices 100000 --seed 7 \\
+      --output reports.pqr --campaign campaign.json
+
+The report file is written atomically (a temporary file renamed into place; nothing is left
+behind on failure). `--output -` writes the reports to standard output.")]
 pub struct SimulateArgs {
     /// Randomizer: rr, grr, sue, oue, olh or hr.
     #[arg(long, default_value = "oue")]
@@ -61,31 +69,58 @@ pub struct SimulateArgs {
     /// Fleet seed (device i uses ChaCha12 seeded with seed and i). Reproducible: simulations only.
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// The report file to write.
+    /// The report file to write (`-` for standard output).
     #[arg(long, value_name = "PATH")]
     pub output: PathBuf,
+    /// Also write the matching campaign configuration (JSON) here, for `ldp aggregate --campaign`
+    /// (atomically, together with the reports).
+    #[arg(long, value_name = "PATH")]
+    pub campaign: Option<PathBuf>,
 }
 
-/// Output formats of `privq ldp aggregate`.
+/// Output formats of `privq ldp aggregate` and `merge`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// A human-readable table.
     Table,
-    /// JSON: every group's estimates and the rejection counts.
+    /// JSON: campaign, outcome, counts, problems and every group's estimates.
     Json,
     /// CSV: one row per (group, item).
     Csv,
 }
 
-/// Options of `privq ldp aggregate`.
+/// The campaign given by flags instead of a file.
 #[derive(Debug, Clone, clap::Args)]
-#[command(
-    after_help = "Example:\n  privq ldp aggregate --input reports.pqr --confidence 0.95 --post simplex --format csv"
-)]
-pub struct AggregateArgs {
-    /// The report file (`-` for standard input).
-    #[arg(long, value_name = "PATH")]
-    pub input: PathBuf,
+pub struct CampaignFlags {
+    /// The campaign configuration (JSON): mechanism, epsilon, domain, queries.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["mechanism", "epsilon", "domain", "queries", "bound", "grid_exponent"])]
+    pub campaign: Option<PathBuf>,
+    /// Campaign by flags: the mechanism (rr, grr, sue, oue, olh, hr, 1bitmean, sq-bit, sq-laplace).
+    #[arg(long)]
+    pub mechanism: Option<String>,
+    /// Campaign by flags: ε per report, exactly (`1`, `0.5`, `1/2`).
+    #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
+    pub epsilon: Option<String>,
+    /// Campaign by flags: the domain size d.
+    #[arg(long)]
+    pub domain: Option<u32>,
+    /// Campaign by flags: query ids collected, e.g. `0` or `0,5-9` (default 0).
+    #[arg(long, value_name = "IDS")]
+    pub queries: Option<String>,
+    /// Campaign by flags: 1BitMean's bound m.
+    #[arg(long)]
+    pub bound: Option<u32>,
+    /// Campaign by flags: SQ Laplace's grid exponent.
+    #[arg(long, allow_hyphen_values = true)]
+    pub grid_exponent: Option<i32>,
+    /// Cap on the aggregation state in MiB; the campaign (domain × queries) must fit.
+    #[arg(long, value_name = "MIB", default_value_t = 256)]
+    pub memory_mib: u64,
+}
+
+/// Options shared by `aggregate` and `merge`: what to print and save.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ResultArgs {
     /// Two-sided confidence of the intervals.
     #[arg(long, default_value_t = 0.95)]
     pub confidence: f64,
@@ -95,9 +130,144 @@ pub struct AggregateArgs {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Write the output here instead of standard output.
+    /// Write the estimates here (atomically) instead of standard output.
     #[arg(long, value_name = "PATH")]
     pub output: Option<PathBuf>,
+    /// Save the aggregation state (JSON, versioned) for `privq ldp merge`.
+    #[arg(long, value_name = "PATH")]
+    pub save_state: Option<PathBuf>,
+    /// Fail (no estimates, no state) if any frame is rejected or any byte skipped.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+const EXIT_CODES: &str = "Exit codes:
+  0  every frame was accepted; estimates printed
+  2  usage error, invalid campaign, unreadable input or failed output (nothing printed)
+  3  some frames were rejected or bytes skipped; estimates from the accepted reports
+     printed, counts, reasons and the first problems (with byte offsets) on stderr
+     (with --strict: nothing printed)
+  4  no usable report was read (empty, truncated or foreign inputs)
+  5  estimates printed, but some are undefined (printed as `undefined`)";
+
+/// Options of `privq ldp aggregate`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = format!("The reports are checked against a public campaign (--campaign FILE, or --mechanism,
+--epsilon, --domain and --queries); a report that disagrees is rejected with its reason.
+A campaign file (written by `privq ldp simulate --campaign`):
+  {{\"mechanism\": \"oue\", \"epsilon\": \"1\", \"domain\": 64, \"queries\": [0, \"5-9\"]}}
+Several inputs are read in order; a file made of concatenated report files is read whole;
+damaged framing is reported with byte offsets and skipped up to the next frame.
+
+Examples:
+  privq ldp aggregate --campaign campaign.json --input day1.pqr --input day2.pqr --post simplex
+  cat *.pqr | privq ldp aggregate --mechanism oue --epsilon 1 --domain 64 --input - --strict
+  privq ldp aggregate --campaign campaign.json --input a.pqr --save-state a.json
+
+{EXIT_CODES}"))]
+pub struct AggregateArgs {
+    /// The campaign the reports must belong to.
+    #[command(flatten)]
+    pub campaign: CampaignFlags,
+    /// Report files (`-` for standard input); repeat or list several.
+    #[arg(long, value_name = "PATH", required = true, num_args = 1..)]
+    pub input: Vec<PathBuf>,
+    /// What to print and save.
+    #[command(flatten)]
+    pub result: ResultArgs,
+}
+
+/// Options of `privq ldp merge`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = format!("Example:
+  privq ldp merge a.json b.json --save-state all.json --format csv
+
+The states must be of the same campaign. The exit code reflects every merged run:
+{EXIT_CODES}"))]
+pub struct MergeArgs {
+    /// Saved states (`privq ldp aggregate --save-state`).
+    #[arg(required = true, value_name = "STATE")]
+    pub states: Vec<PathBuf>,
+    /// Cap on the aggregation state in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 256)]
+    pub memory_mib: u64,
+    /// What to print and save.
+    #[command(flatten)]
+    pub result: ResultArgs,
+}
+
+/// Errors of `privq ldp` with the option or file they concern.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum LdpError {
+    /// A campaign given by flags (or a simulation's parameters) is invalid.
+    Flag(CampaignError),
+    /// A campaign file is invalid.
+    CampaignFile(PathBuf, CampaignError),
+    /// Neither `--campaign` nor `--mechanism`/`--epsilon` was given.
+    NoCampaign,
+    /// A saved state could not be used.
+    State(PathBuf, StateError),
+    /// An input, state or output file could not be read or created.
+    Read(String, io::Error),
+    /// `--weights` does not have one value per item.
+    WeightCount {
+        /// Values in the file.
+        found: usize,
+        /// Items in the domain.
+        domain: u32,
+    },
+    /// `--confidence` outside (0, 1).
+    Confidence(f64),
+    /// `--post` is not a post-processing name.
+    Post(String),
+    /// `--mechanism` is not a simulated randomizer.
+    Mechanism(String),
+}
+
+impl fmt::Display for LdpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let flag = |e: &CampaignError| e.field().replace('_', "-");
+        match self {
+            LdpError::Flag(e) => write!(f, "--{}: {e}", flag(e)),
+            LdpError::CampaignFile(p, e) => {
+                write!(f, "{}: field {:?}: {e}", p.display(), e.field())
+            }
+            LdpError::NoCampaign => f.write_str(
+                "no campaign: give --campaign FILE (see `privq ldp simulate --campaign`) or --mechanism, --epsilon and --domain",
+            ),
+            LdpError::State(p, e) => write!(f, "{}: {e}", p.display()),
+            LdpError::Read(p, e) => write!(f, "{p}: {e}"),
+            LdpError::WeightCount { found, domain } => write!(
+                f,
+                "--weights has {found} values, the domain has {domain} items"
+            ),
+            LdpError::Confidence(c) => write!(f, "--confidence must be in (0, 1), got {c}"),
+            LdpError::Post(e) => write!(f, "--post: {e}"),
+            LdpError::Mechanism(m) => write!(
+                f,
+                "--mechanism: unknown randomizer {m:?} (one of {})",
+                MechanismSpec::NAMES.join(", ")
+            ),
+        }
+    }
+}
+
+impl std::error::Error for LdpError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LdpError::Flag(e) | LdpError::CampaignFile(_, e) => Some(e),
+            LdpError::State(_, e) => Some(e),
+            LdpError::Read(_, e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<LdpError> for CliError {
+    fn from(e: LdpError) -> CliError {
+        CliError::Run(Box::new(e))
+    }
 }
 
 /// Runs `privq ldp`.
@@ -108,57 +278,69 @@ pub fn run(
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     match &args.action {
-        Action::Simulate(a) => simulate(a, stderr),
+        Action::Simulate(a) => simulate(a, stdout, stderr),
         Action::Aggregate(a) => aggregate(a, stdin, stdout, stderr),
+        Action::Merge(a) => merge(a, stdout, stderr),
     }
 }
 
-fn invalid(msg: String) -> CliError {
-    CliError::Io(io::Error::new(io::ErrorKind::InvalidData, msg))
-}
-
-fn simulate(args: &SimulateArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
-    let param = |option| move |source| CliError::Parameter { option, source };
-    let epsilon: Epsilon = args.epsilon.parse().map_err(param("epsilon"))?;
+fn simulation_spec(args: &SimulateArgs) -> Result<(MechanismSpec, Epsilon), CliError> {
+    let epsilon: Epsilon = super::parse_epsilon(&args.epsilon)?;
     let spec =
         MechanismSpec::parse(&args.mechanism, epsilon, args.domain).map_err(|e| match e {
-            privq_core::Error::Parse => invalid(format!(
-                "--mechanism: unknown randomizer {:?} (one of {})",
-                args.mechanism,
-                MechanismSpec::NAMES.join(", ")
-            )),
+            privq_core::Error::Parse => LdpError::Mechanism(args.mechanism.clone()).into(),
             source => CliError::Parameter {
                 option: "domain",
                 source,
             },
         })?;
-    let weights = match &args.weights {
-        Some(path) => {
-            let mut text = String::new();
-            File::open(path)?.read_to_string(&mut text)?;
-            let mut w = Vec::new();
-            for (i, line) in text
-                .lines()
-                .enumerate()
-                .filter(|(_, l)| !l.trim().is_empty())
-            {
-                w.push(line.trim().parse::<f64>().map_err(|_| CliError::Value {
-                    line: i + 1,
-                    text: line.to_string(),
-                    source: privq_core::Error::Parse,
-                })?);
-            }
-            if w.len() != spec.domain() as usize {
-                return Err(invalid(format!(
-                    "--weights has {} values, the domain has {} items",
-                    w.len(),
-                    spec.domain()
-                )));
-            }
-            w
-        }
-        None => default_distribution(spec.domain()),
+    // The aggregator's checks (ε usable, reports fit a frame), without its memory cap.
+    let unlimited = Limits {
+        memory_bytes: u64::MAX,
     };
+    Campaign::for_spec(&spec)
+        .validate(&unlimited)
+        .map_err(LdpError::Flag)?;
+    Ok((spec, epsilon))
+}
+
+fn read_weights(path: Option<&Path>, domain: u32) -> Result<Vec<f64>, CliError> {
+    let Some(path) = path else {
+        return Ok(default_distribution(domain));
+    };
+    let mut text = String::new();
+    File::open(path)
+        .and_then(|mut f| f.read_to_string(&mut text))
+        .map_err(|e| LdpError::Read(path.display().to_string(), e))?;
+    let mut w = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        w.push(line.trim().parse::<f64>().map_err(|_| CliError::Value {
+            line: i + 1,
+            text: line.to_string(),
+            source: privq_core::Error::Parse,
+        })?);
+    }
+    if w.len() != domain as usize {
+        return Err(LdpError::WeightCount {
+            found: w.len(),
+            domain,
+        }
+        .into());
+    }
+    Ok(w)
+}
+
+fn simulate(
+    args: &SimulateArgs,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    let param = |option| move |source| CliError::Parameter { option, source };
+    let (spec, epsilon) = simulation_spec(args)?;
+    let weights = read_weights(args.weights.as_deref(), spec.domain())?;
     let fleet = Fleet::from_weights(&weights, args.devices).map_err(param("weights"))?;
     let seed = match args.seed {
         Some(s) => {
@@ -181,53 +363,83 @@ fn simulate(args: &SimulateArgs, stderr: &mut dyn Write) -> Result<(), CliError>
         .privatize_with_progress(&spec, seed, &|k| bar.inc(k))
         .map_err(param("epsilon"))?;
     bar.finish_and_clear();
-    let mut out = BufWriter::new(File::create(&args.output)?);
-    frames::write_file_header(&mut out)?;
-    for r in batch.iter() {
-        frames::write_frame(&mut out, r)?;
+    // Both outputs or neither: the campaign is written to its temporary file
+    // first and renamed into place only once the reports are.
+    let campaign = match &args.campaign {
+        Some(path) => Some(campaign_file(path, &Campaign::for_spec(&spec))?),
+        None => None,
+    };
+    let dest = Destination::from_path(&args.output);
+    dest.write_with(stdout, |out| -> Result<(), CliError> {
+        frames::write_file_header(out)?;
+        for r in batch.iter() {
+            frames::write_frame(out, r)?;
+        }
+        Ok(())
+    })?;
+    if let Some(f) = campaign {
+        f.commit()?;
     }
-    out.flush()?;
     writeln!(
         stderr,
         "privq: wrote {} {} reports ({} bytes each, eps = {epsilon} per device) to {}",
         batch.count(),
         args.mechanism,
         batch.report_len(),
-        args.output.display()
+        dest.display()
     )?;
     Ok(())
 }
 
-/// The JSON document written by `privq ldp aggregate --format json`.
-#[derive(Debug, Serialize)]
-pub struct AggregateOutput {
-    /// Frames read.
-    pub frames: u64,
-    /// Valid reports aggregated.
-    pub accepted: u64,
-    /// Rejections by class.
-    pub rejected: RejectCounts,
-    /// A truncated final frame was found.
-    pub truncated_final_frame: bool,
-    /// One entry per report kind.
-    pub groups: Vec<GroupOutput>,
+/// The campaign JSON in a temporary file next to `path`, not yet committed.
+fn campaign_file(path: &Path, campaign: &Campaign) -> Result<AtomicFile, CliError> {
+    let mut f =
+        AtomicFile::create(path).map_err(|e| LdpError::Read(path.display().to_string(), e))?;
+    serde_json::to_writer_pretty(&mut f, campaign).map_err(io::Error::from)?;
+    writeln!(f)?;
+    Ok(f)
 }
 
-/// Estimates for one report kind.
-#[derive(Debug, Serialize)]
-pub struct GroupOutput {
-    /// What the reports are.
-    pub kind: String,
-    /// The raw key.
-    pub key: ReportKind,
-    /// Frequency estimates (frequency mechanisms).
-    pub frequencies: Option<FrequencyEstimates>,
-    /// Post-processed frequencies.
-    pub post_processed: Option<Vec<f64>>,
-    /// Mean estimate (mean mechanisms).
-    pub mean: Option<MeanEstimate>,
-    /// The aggregation state (mergeable with other runs).
-    pub state: Aggregator,
+/// The validated campaign of `flags`: from the file, or from the flags.
+fn campaign_plan(flags: &CampaignFlags) -> Result<CampaignPlan, CliError> {
+    let limits = Limits::from_mib(flags.memory_mib);
+    if let Some(path) = &flags.campaign {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| LdpError::Read(path.display().to_string(), e))?;
+        let c = Campaign::from_json(&text).map_err(|e| LdpError::CampaignFile(path.clone(), e))?;
+        return Ok(c
+            .validate(&limits)
+            .map_err(|e| LdpError::CampaignFile(path.clone(), e))?);
+    }
+    let (Some(mechanism), Some(epsilon)) = (&flags.mechanism, &flags.epsilon) else {
+        return Err(LdpError::NoCampaign.into());
+    };
+    let queries = match &flags.queries {
+        Some(text) => text
+            .split(',')
+            .map(|q| QuerySpec::Range(q.trim().to_string()))
+            .collect(),
+        None => vec![QuerySpec::One(0)],
+    };
+    let c = Campaign {
+        format: privq_host::ldp::campaign::CAMPAIGN_FORMAT.to_string(),
+        version: privq_host::ldp::campaign::CAMPAIGN_VERSION,
+        mechanism: mechanism.clone(),
+        epsilon: epsilon.clone(),
+        domain: flags.domain,
+        bound: flags.bound,
+        grid_exponent: flags.grid_exponent,
+        g: None,
+        queries,
+    };
+    Ok(c.validate(&limits).map_err(LdpError::Flag)?)
+}
+
+fn check_result_args(args: &ResultArgs) -> Result<PostProcess, CliError> {
+    if !(args.confidence > 0.0 && args.confidence < 1.0) {
+        return Err(LdpError::Confidence(args.confidence).into());
+    }
+    Ok(args.post.parse().map_err(LdpError::Post)?)
 }
 
 fn aggregate(
@@ -236,177 +448,102 @@ fn aggregate(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
-    if !(args.confidence > 0.0 && args.confidence < 1.0) {
-        return Err(invalid(format!(
-            "--confidence must be in (0, 1), got {}",
-            args.confidence
-        )));
-    }
-    let post: PostProcess = args.post.parse().map_err(invalid)?;
-    let bytes = if args.input.as_os_str() == "-" {
-        frames::read_file(stdin)
-    } else {
-        frames::read_file(&mut File::open(&args.input)?)
-    }
-    .map_err(|e| invalid(format!("{}: {e}", args.input.display())))?;
-    let mut groups: BTreeMap<ReportKind, Aggregator> = BTreeMap::new();
-    let mut rejected = RejectCounts::default();
-    let (mut count, mut truncated) = (0u64, false);
-    let iter =
-        frames::frames(&bytes).map_err(|e| invalid(format!("{}: {e}", args.input.display())))?;
-    // Every frame is counted; a truncated final frame is flagged, never a report.
-    let reports = iter.filter_map(|frame| {
-        count += 1;
-        match frame {
-            Ok(report) => Some(report),
-            Err(_) => {
-                truncated = true;
-                None
-            }
-        }
-    });
-    ingest_grouped(&mut groups, reports, &mut rejected);
-    let accepted = groups.values().map(Aggregator::n).sum();
-    let mut out_groups = Vec::new();
-    for (kind, agg) in groups {
-        let frequencies = agg.frequencies(args.confidence).ok();
-        let post_processed = frequencies.as_ref().map(|f| post.apply(&f.values()));
-        out_groups.push(GroupOutput {
-            kind: kind.to_string(),
-            key: kind,
-            frequencies,
-            post_processed,
-            mean: agg.mean(args.confidence).ok(),
-            state: agg,
-        });
-    }
-    let doc = AggregateOutput {
-        frames: count,
-        accepted,
-        rejected,
-        truncated_final_frame: truncated,
-        groups: out_groups,
-    };
-    let mut file_out;
-    let out: &mut dyn Write = match &args.output {
-        Some(p) => {
-            file_out = BufWriter::new(File::create(p)?);
-            &mut file_out
-        }
-        None => stdout,
-    };
-    match args.format {
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, &doc).map_err(|e| CliError::Io(e.into()))?;
-            writeln!(out)?;
-        }
-        Format::Csv => write_csv(&doc, out)?,
-        Format::Table => write_table(&doc, args.confidence, out)?,
-    }
-    out.flush()?;
-    writeln!(
-        stderr,
-        "privq: {} frames: {} reports aggregated, {} rejected{}",
-        doc.frames,
-        doc.accepted,
-        doc.rejected.total(),
-        if truncated {
-            ", the file ends inside a frame"
+    let post = check_result_args(&args.result)?;
+    let mut intake = Intake::new(campaign_plan(&args.campaign)?);
+    for input in &args.input {
+        let name = input.display().to_string();
+        let read = if input.as_os_str() == "-" {
+            intake.ingest_reader(&name, stdin)
         } else {
-            ""
-        }
-    )?;
-    for class in privq_host::ldp::decode::RejectReason::ALL {
-        let c = doc.rejected.get(class);
-        if c > 0 {
-            writeln!(stderr, "privq:   {c} {class}")?;
-        }
+            File::open(input).and_then(|mut f| intake.ingest_reader(&name, &mut f))
+        };
+        read.map_err(|e| LdpError::Read(name, e))?;
     }
-    Ok(())
+    finish(&intake, &args.result, post, stdout, stderr)
 }
 
-fn write_csv(doc: &AggregateOutput, out: &mut dyn Write) -> Result<(), CliError> {
-    let mut w = csv::Writer::from_writer(out);
-    w.write_record([
-        "group",
-        "item",
-        "estimate",
-        "std_error",
-        "ci_low",
-        "ci_high",
-        "post_processed",
-    ])?;
-    for g in &doc.groups {
-        if let (Some(f), Some(pp)) = (&g.frequencies, &g.post_processed) {
-            for (i, (e, p)) in f.items.iter().zip(pp).enumerate() {
-                w.write_record([
-                    g.kind.clone(),
-                    i.to_string(),
-                    e.value.to_string(),
-                    e.std_error().to_string(),
-                    e.ci_low.to_string(),
-                    e.ci_high.to_string(),
-                    p.to_string(),
-                ])?;
-            }
-        }
-        if let Some(m) = &g.mean {
-            let e = m.estimate;
-            w.write_record([
-                g.kind.clone(),
-                "mean".into(),
-                e.value.to_string(),
-                e.std_error().to_string(),
-                e.ci_low.to_string(),
-                e.ci_high.to_string(),
-                String::new(),
-            ])?;
+fn merge(args: &MergeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<(), CliError> {
+    let post = check_result_args(&args.result)?;
+    let limits = Limits::from_mib(args.memory_mib);
+    let mut total: Option<Intake> = None;
+    for path in &args.states {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| LdpError::Read(path.display().to_string(), e))?;
+        let state =
+            Intake::from_json(&text, &limits).map_err(|e| LdpError::State(path.clone(), e))?;
+        match &mut total {
+            None => total = Some(state),
+            Some(t) => t
+                .merge(&state)
+                .map_err(|e| LdpError::State(path.clone(), e))?,
         }
     }
-    w.flush()?;
-    Ok(())
+    let Some(total) = total else {
+        return Err(CliError::EmptyInput);
+    };
+    finish(&total, &args.result, post, stdout, stderr)
 }
 
-fn write_table(
-    doc: &AggregateOutput,
-    confidence: f64,
+/// Prints (or refuses to print) the results, saves the state, summarises on
+/// standard error and turns the outcome into the exit status.
+fn finish(
+    intake: &Intake,
+    args: &ResultArgs,
+    post: PostProcess,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    let groups = intake.estimates(args.confidence, post);
+    let outcome = intake.outcome_with(&groups);
+    let refuse = outcome == Outcome::NothingUsable || (args.strict && outcome != Outcome::Complete);
+    if !refuse {
+        let dest = args
+            .output
+            .as_deref()
+            .map_or(Destination::Stdout, Destination::from_path);
+        dest.write_with(stdout, |out| {
+            write_results(intake, &groups, outcome, args, out)
+        })?;
+        if let Some(path) = &args.save_state {
+            Destination::from_path(path).write_with(stdout, |out| -> Result<(), CliError> {
+                serde_json::to_writer_pretty(&mut *out, &intake.to_state())
+                    .map_err(io::Error::from)?;
+                writeln!(out)?;
+                Ok(())
+            })?;
+        }
+    }
+    output::write_summary(intake.stats(), &groups, outcome, stderr)?;
+    if refuse && outcome != Outcome::NothingUsable {
+        writeln!(stderr, "privq: --strict: no estimates written")?;
+    }
+    match outcome {
+        Outcome::Complete => Ok(()),
+        o => Err(CliError::Outcome(o)),
+    }
+}
+
+fn write_results(
+    intake: &Intake,
+    groups: &[privq_host::ldp::intake::GroupEstimates],
+    outcome: Outcome,
+    args: &ResultArgs,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    for g in &doc.groups {
-        writeln!(out, "# {} — {} reports", g.kind, g.state.n())?;
-        if let (Some(f), Some(pp)) = (&g.frequencies, &g.post_processed) {
-            writeln!(
-                out,
-                "{:>6} {:>10} {:>10} {:>22} {:>10}",
-                "item",
-                "estimate",
-                "std.err",
-                format!("{:.0}% interval", confidence * 100.0),
-                "post"
-            )?;
-            for (i, (e, p)) in f.items.iter().zip(pp).enumerate() {
-                writeln!(
-                    out,
-                    "{i:>6} {:>10.5} {:>10.5} [{:>9.5}, {:>9.5}] {p:>10.5}",
-                    e.value,
-                    e.std_error(),
-                    e.ci_low,
-                    e.ci_high
-                )?;
-            }
+    match args.format {
+        Format::Json => {
+            let doc = IntakeReport {
+                campaign: intake.plan().campaign(),
+                outcome,
+                exit_code: outcome.exit_code(),
+                stats: intake.stats(),
+                groups,
+            };
+            serde_json::to_writer_pretty(&mut *out, &doc).map_err(io::Error::from)?;
+            writeln!(out)?;
         }
-        if let Some(m) = &g.mean {
-            let e = m.estimate;
-            writeln!(
-                out,
-                "mean {:.6} ± {:.6} ({:.0}% interval [{:.6}, {:.6}])",
-                e.value,
-                e.ci_high - e.value,
-                confidence * 100.0,
-                e.ci_low,
-                e.ci_high
-            )?;
-        }
+        Format::Csv => output::write_csv(groups, out)?,
+        Format::Table => output::write_table(groups, args.confidence, out)?,
     }
     Ok(())
 }

@@ -138,6 +138,19 @@ pub enum CliError {
     Seed(privq_host::SeedError),
     /// A library operation (data loading, a mechanism, a session) failed.
     Run(Box<dyn std::error::Error + Send + Sync>),
+    /// The command ran and reported on standard error, but its outcome calls
+    /// for a non-zero exit code (`privq ldp aggregate --help` lists them).
+    Outcome(privq_host::ldp::intake::Outcome),
+}
+
+impl CliError {
+    /// The process exit code: the outcome's for [`CliError::Outcome`], else 2.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Outcome(o) => o.exit_code(),
+            _ => 2,
+        }
+    }
 }
 
 impl fmt::Display for CliError {
@@ -157,6 +170,7 @@ impl fmt::Display for CliError {
             CliError::Io(e) => write!(f, "i/o error: {e}"),
             CliError::Seed(e) => write!(f, "{e}"),
             CliError::Run(e) => write!(f, "{e}"),
+            CliError::Outcome(o) => write!(f, "{o} (exit code {})", o.exit_code()),
         }
     }
 }
@@ -196,9 +210,11 @@ fn main() -> ExitCode {
     let flushed = stdout.flush();
     match (result, flushed) {
         (Ok(()), Ok(())) => ExitCode::SUCCESS,
+        // An outcome (e.g. rejected reports) has been reported by the command itself.
+        (Err(e @ CliError::Outcome(_)), _) => ExitCode::from(e.exit_code()),
         (Err(e), _) => {
             let _ = writeln!(stderr, "privq: error: {e}");
-            ExitCode::from(2)
+            ExitCode::from(e.exit_code())
         }
         (Ok(()), Err(e)) => {
             let _ = writeln!(stderr, "privq: error: writing output: {e}");
