@@ -103,3 +103,8 @@ fn synth_rare_value_within_claim() {
 fn distance_offline_within_claim() {
     assert_contract(&check("distance-offline", 2_000));
 }
+
+#[test]
+fn distance_session_within_claim() {
+    assert_contract(&check("distance-session", 2_000));
+}

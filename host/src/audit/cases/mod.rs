@@ -14,7 +14,7 @@ mod pmw;
 
 pub use central::{exponential, geometric_histogram, sq_oracle, vector_laplace};
 pub use discover::discovery;
-pub use distance::distance_offline;
+pub use distance::{distance_offline, distance_session};
 pub use dx::dx_laplace;
 pub use mwem::{mwem_init, synth_rare_value};
 pub use pmw::{pmw_approximate, pmw_pure};
@@ -37,6 +37,7 @@ pub const REGISTRY: &[(&str, CaseFn)] = &[
     ("discovery", discovery),
     ("dx-laplace", dx_laplace),
     ("distance-offline", distance_offline),
+    ("distance-session", distance_session),
 ];
 
 /// The case called `name`, if registered.
