@@ -3,10 +3,10 @@
 //! Exact, integer-only differential-privacy primitives for devices: `#![no_std]`,
 //! no allocation, no floating point in any decision about released noise.
 //!
-//! * [`Epsilon`]: privacy parameters as exact rationals.
+//! * [`Epsilon`] and [`Rho`]: privacy parameters (ε-DP, ρ-zCDP) as exact rationals.
 //! * [`sample`]: exact samplers — uniform integers, Bernoulli(p/q), Bernoulli(e^{−p/q}),
-//!   discrete Laplace (Canonne–Kamath–Steinke 2020) and a bounded-work,
-//!   timing-independent discrete Laplace.
+//!   discrete Laplace and discrete Gaussian (Canonne–Kamath–Steinke 2020) and a
+//!   bounded-work, timing-independent discrete Laplace.
 //! * [`Fixed`] and [`GridLaplace`]: the Laplace mechanism on a power-of-two grid.
 //! * [`histogram::Histogram`]: fixed-size histograms of readings.
 //!
@@ -41,6 +41,7 @@ mod epsilon;
 mod error;
 mod fixed;
 mod grid;
+mod rho;
 pub mod histogram;
 pub mod sample;
 
@@ -49,6 +50,7 @@ pub use error::{Error, Result};
 pub use fixed::Fixed;
 pub use grid::{GridLaplace, laplace_on_grid};
 pub use histogram::Histogram;
+pub use rho::Rho;
 pub use rand_core;
 pub mod ledger;
 pub mod local;
