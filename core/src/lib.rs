@@ -7,7 +7,8 @@
 //! * [`sample`]: exact samplers — uniform integers, Bernoulli(p/q), Bernoulli(e^{−p/q}),
 //!   discrete Laplace and discrete Gaussian (Canonne–Kamath–Steinke 2020) and a
 //!   bounded-work, timing-independent discrete Laplace.
-//! * [`Fixed`] and [`GridLaplace`]: the Laplace mechanism on a power-of-two grid.
+//! * [`Fixed`], [`GridLaplace`] and [`GridGaussian`]: the Laplace and Gaussian
+//!   mechanisms on a power-of-two grid.
 //! * [`histogram::Histogram`]: fixed-size histograms of readings.
 //!
 //! Randomness is always passed in (`R: rand_core::Rng`; releases need `CryptoRng`),
@@ -41,17 +42,17 @@ mod epsilon;
 mod error;
 mod fixed;
 mod grid;
-mod rho;
 pub mod histogram;
+mod rho;
 pub mod sample;
 
 pub use epsilon::Epsilon;
 pub use error::{Error, Result};
 pub use fixed::Fixed;
-pub use grid::{GridLaplace, laplace_on_grid};
+pub use grid::{GridGaussian, GridLaplace, laplace_on_grid};
 pub use histogram::Histogram;
-pub use rho::Rho;
 pub use rand_core;
+pub use rho::Rho;
 pub mod ledger;
 pub mod local;
 pub mod report;

@@ -262,10 +262,7 @@ mod tests {
         // Tiny ε: ε²/2 is below 2⁻⁶³ and is rounded up to 2⁻⁶³ — never to zero.
         let tiny = Rho::from_pure(Epsilon::new(1, u64::MAX).unwrap()).unwrap();
         assert_eq!((tiny.num(), tiny.den()), (1, 1 << 63));
-        assert_eq!(
-            Rho::from_ratio_ceil(7, 3).unwrap(),
-            Rho::new(7, 3).unwrap()
-        );
+        assert_eq!(Rho::from_ratio_ceil(7, 3).unwrap(), Rho::new(7, 3).unwrap());
         assert_eq!(Rho::from_ratio_ceil(0, 3), Err(Error::RhoZero));
         assert_eq!(Rho::from_ratio_ceil(3, 0), Err(Error::ZeroDenominator));
     }

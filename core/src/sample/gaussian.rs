@@ -194,7 +194,7 @@ impl DiscreteGaussian {
     /// Draws one value, exactly from `N_ℤ(0, σ²)`.
     ///
     /// Each round accepts with probability about 0.76 for large σ (so ≈ 1.3 rounds)
-    /// and at least about 0.46 as σ → 0 (computed from the acceptance probability
+    /// and above 0.45 for every σ (computed from the acceptance probability
     /// `Σ_y P[Y = y]·exp(−(|y| − σ²/t)²/(2σ²))`). Errors only when a Laplace proposal
     /// would not fit `i64` ([`Error::Overflow`], probability below `e^{−2⁶³/t}`).
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> Result<i64> {
@@ -330,9 +330,7 @@ mod tests {
         let mut rng = ChaCha12Rng::seed_from_u64(11);
         let c = (1u128 << 40) + 1;
         let n = 50_000;
-        let hits = (0..n)
-            .filter(|_| g.accept(c, &mut rng).unwrap())
-            .count();
+        let hits = (0..n).filter(|_| g.accept(c, &mut rng).unwrap()).count();
         let p = (-((c * c) as f64) / g.exp_den as f64).exp();
         let want = n as f64 * p;
         let tol = 5.0 * (want * (1.0 - p)).sqrt();
@@ -353,7 +351,10 @@ mod tests {
         let small = v(1, 4);
         let e = |x: f64| x.exp();
         let by_hand = 2.0 * (e(-2.0) + 4.0 * e(-8.0)) / (1.0 + 2.0 * (e(-2.0) + e(-8.0)));
-        assert!(small < 0.25 && (small - by_hand).abs() < 1e-6, "{small} vs {by_hand}");
+        assert!(
+            small < 0.25 && (small - by_hand).abs() < 1e-6,
+            "{small} vs {by_hand}"
+        );
         assert!((v(1, 1) - 1.0).abs() < 1e-6);
     }
 

@@ -233,20 +233,45 @@ mod tests {
         assert_eq!(div_rem(U256 { hi: 1, lo: 0 }, 0), None);
         // (2¹²⁸ − 1)² / (2¹²⁸ − 1) = 2¹²⁸ − 1, remainder 0.
         let (q, r) = div_rem(mul(u128::MAX, u128::MAX), u128::MAX).unwrap();
-        assert_eq!((q, r), (U256 { hi: 0, lo: u128::MAX }, 0));
+        assert_eq!(
+            (q, r),
+            (
+                U256 {
+                    hi: 0,
+                    lo: u128::MAX
+                },
+                0
+            )
+        );
         // a·b + c with c < b divides back to (a, c), with the top bit of b set.
-        let (a, b, c) = (0x1234_5678_9abc_def0_1122_3344_5566_7788u128, u128::MAX - 5, 99);
+        let (a, b, c) = (
+            0x1234_5678_9abc_def0_1122_3344_5566_7788u128,
+            u128::MAX - 5,
+            99,
+        );
         let (q, r) = div_rem(mul(a, b).add_u128(c), b).unwrap();
         assert_eq!((q, r), (U256 { hi: 0, lo: a }, c));
         let (q, r) = div_rem(U256 { hi: 5, lo: 3 }, 2).unwrap();
-        assert_eq!(q, U256 { hi: 2, lo: (1 << 127) + 1 });
+        assert_eq!(
+            q,
+            U256 {
+                hi: 2,
+                lo: (1 << 127) + 1
+            }
+        );
         assert_eq!(r, 1);
         assert_eq!(U256::ZERO.checked_dec(), None);
         assert_eq!(
             U256 { hi: 1, lo: 0 }.checked_dec(),
-            Some(U256 { hi: 0, lo: u128::MAX })
+            Some(U256 {
+                hi: 0,
+                lo: u128::MAX
+            })
         );
-        assert_eq!(U256 { hi: 1, lo: 9 }.checked_dec(), Some(U256 { hi: 1, lo: 8 }));
+        assert_eq!(
+            U256 { hi: 1, lo: 9 }.checked_dec(),
+            Some(U256 { hi: 1, lo: 8 })
+        );
     }
 
     #[test]
