@@ -277,7 +277,10 @@ impl Cost {
         let converted = match *self {
             Cost::Zcdp(rho) => return Ok(rho),
             Cost::Pure(e) => Rho::from_pure(e),
-            Cost::Approximate { epsilon, delta } if delta == 0.0 => Rho::from_pure(epsilon),
+            Cost::Approximate {
+                epsilon,
+                delta: 0.0,
+            } => Rho::from_pure(epsilon),
             Cost::BoundedRange(e) => Rho::from_bounded_range(e),
             Cost::Approximate { .. } => {
                 return Err(AccountantError::IncompatibleCost {
@@ -980,7 +983,7 @@ mod tests {
     const REFERENCE: [(f64, f64, f64, f64); 6] = [
         // (ρ, δ, ε tight, ε simple)
         (0.5, 1e-5, 4.728_386_984_943_314, 5.298_525_912_188_081),
-        (0.1, 1e-6, 2.141_938_928_385_474, 2.450_788_000_476_800),
+        (0.1, 1e-6, 2.141_938_928_385_474, 2.450_788_000_476_8),
         (1.0, 1e-6, 7.766_216_625_311_721, 8.433_844_377_699_677),
         (0.01, 1e-9, 0.810_174_467_867_534, 0.920_456_277_631_088),
         (2.0, 1e-3, 8.416_064_294_321_277, 9.433_844_377_699_677),
