@@ -129,7 +129,7 @@ impl DiscreteGaussian {
     /// The discrete Gaussian for an integer query of ℓ2 sensitivity Δ at ρ-zCDP:
     /// σ² = Δ²/(2ρ) (CKS20 Thm. 14). σ² is exact when the sampler supports it;
     /// otherwise it is rounded **up** to the finest multiple of 2⁻ᵏ (k ≤ 62) it
-    /// supports — more noise, so the release is ρ′-zCDP with ρ′ = [`rho_for`](Self::rho_for)(Δ) ≤ ρ.
+    /// supports — more noise, so the release is still ρ-zCDP (σ² ≥ Δ²/(2ρ) exactly).
     pub fn for_sensitivity(sensitivity: u64, rho: Rho) -> Result<Self> {
         if sensitivity == 0 {
             return Err(Error::SensitivityNotPositive);
