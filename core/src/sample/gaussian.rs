@@ -134,7 +134,22 @@ impl DiscreteGaussian {
         if sensitivity == 0 {
             return Err(Error::SensitivityNotPositive);
         }
-        let s2 = u128::from(sensitivity) * u128::from(sensitivity);
+        Self::for_squared(u128::from(sensitivity) * u128::from(sensitivity), rho)
+    }
+
+    /// As [`for_sensitivity`](Self::for_sensitivity) for a vector query given its
+    /// squared ℓ2 sensitivity Δ₂² (an integer even when Δ₂ is not, e.g. Δ₂² = 2 for a
+    /// histogram under replace-one neighbours): σ² = Δ₂²/(2ρ), noise added to each
+    /// coordinate independently (CKS20 Thm. 15).
+    pub fn for_l2_squared(l2_squared: u64, rho: Rho) -> Result<Self> {
+        if l2_squared == 0 {
+            return Err(Error::SensitivityNotPositive);
+        }
+        Self::for_squared(u128::from(l2_squared), rho)
+    }
+
+    /// σ² = `s2`/(2ρ), exact or rounded up (see [`for_sensitivity`](Self::for_sensitivity)).
+    fn for_squared(s2: u128, rho: Rho) -> Result<Self> {
         // σ² = N/M with N = Δ²·ρ_den < 2¹⁹², M = 2·ρ_num < 2⁶⁵.
         let big_n = mul(s2, u128::from(rho.den()));
         let m = 2 * u128::from(rho.num());
@@ -300,6 +315,13 @@ mod tests {
             DiscreteGaussian::for_sensitivity(0, rho),
             Err(Error::SensitivityNotPositive)
         );
+        assert_eq!(
+            DiscreteGaussian::for_l2_squared(0, rho),
+            Err(Error::SensitivityNotPositive)
+        );
+        // Δ₂² = 2 at ρ = 1/2: σ² = 2.
+        let g = DiscreteGaussian::for_l2_squared(2, rho).unwrap();
+        assert_eq!(g.sigma_squared(), SigmaSquared::new(2, 1).unwrap());
         let g = DiscreteGaussian::new(SigmaSquared::new(1, 1).unwrap()).unwrap();
         assert_eq!(g.rho_for(0), Err(Error::SensitivityNotPositive));
     }
