@@ -74,6 +74,10 @@ pub enum Error {
     /// A report's payload holds a value out of range (item ≥ domain, bit not 0/1,
     /// padding bits set, hash seed ≥ prime, value off its grid).
     ReportValueOutOfRange,
+    /// ρ (zero-concentrated DP) was zero.
+    RhoZero,
+    /// ρ was negative, not finite, below 2⁻⁶³ or too large for a 64-bit fraction.
+    RhoInvalid,
 }
 
 impl fmt::Display for Error {
@@ -118,6 +122,10 @@ impl fmt::Display for Error {
             Error::ReportParameter => "the report's header parameters are invalid",
             Error::ReportLength => "the report's length does not match its header",
             Error::ReportValueOutOfRange => "the report's payload holds an out-of-range value",
+            Error::RhoZero => "rho must be positive, got 0",
+            Error::RhoInvalid => {
+                "rho must be a positive finite number between 2^-63 and 2^64 (as a 64-bit fraction)"
+            }
         };
         f.write_str(msg)
     }

@@ -1,11 +1,12 @@
-//! The Laplace mechanism on a fixed-point grid.
+//! The Laplace and Gaussian mechanisms on a fixed-point grid.
 
 use rand_core::{CryptoRng, Rng};
 
 use crate::epsilon::Epsilon;
 use crate::error::{Error, Result};
 use crate::fixed::Fixed;
-use crate::sample::{DiscreteLaplace, IntegerNoise};
+use crate::rho::Rho;
+use crate::sample::{DiscreteGaussian, DiscreteLaplace, IntegerNoise};
 
 /// Grid exponents are chosen so that γ ≤ Δ/2¹⁰ by default.
 const DEFAULT_GRID_BELOW_SENSITIVITY: i32 = 10;
@@ -118,15 +119,111 @@ impl<N: IntegerNoise> GridLaplace<N> {
 
     /// Releases `value` with noise. Requires a cryptographically secure RNG.
     pub fn release<R: Rng + CryptoRng + ?Sized>(&self, value: Fixed, rng: &mut R) -> Result<Fixed> {
-        let step = 1i128 << (self.grid_exp + 32);
         let snapped = snap(value, self.grid_exp);
-        let z = i128::from(self.noise.sample(rng)?);
-        let lo = i128::from(i64::MIN).div_euclid(step) + 1;
-        let hi = i128::from(i64::MAX).div_euclid(step);
-        let steps = (snapped + z).clamp(lo, hi);
-        // In range by the clamp.
-        Ok(Fixed::from_bits((steps * step) as i64))
+        let z = self.noise.sample(rng)?;
+        Ok(on_grid(snapped, z, self.grid_exp))
     }
+}
+
+/// The Gaussian mechanism realised exactly on a power-of-two grid γ = 2^k: the value
+/// snapped to the nearest multiple of γ, plus γ·Z with `Z` discrete Gaussian
+/// (Canonne–Kamath–Steinke 2020, Algorithm 3) of variance parameter
+/// σ² = m²/(2ρ) grid steps², where `m = ⌈Δ/γ⌉` is the sensitivity rounded up to the
+/// grid. Inputs at distance ≤ Δ snap at most `m` steps apart, so the release is
+/// ρ-zCDP with ρ = m²/(2σ²) (CKS20 Thm. 14), computed in grid units exactly. The grid
+/// depends only on the public Δ; clamping at the [`Fixed`] range is post-processing.
+///
+/// ```
+/// use privq_core::{Fixed, GridGaussian, Rho};
+/// use rand_chacha::ChaCha12Rng;
+/// use rand_core::SeedableRng;
+///
+/// let mech = GridGaussian::with_grid("1".parse()?, Rho::new(1, 2)?, -2)?;
+/// assert_eq!(mech.sensitivity_steps(), 4); // Δ = 1 is 4 steps of 1/4
+/// assert_eq!(mech.noise().sigma_squared().num(), 16); // σ² = 4²/(2·½) steps²
+/// let mut rng = ChaCha12Rng::seed_from_u64(0);
+/// let released = mech.release("36.6".parse()?, &mut rng)?;
+/// assert_eq!(released.to_bits() % (1 << 30), 0); // on the lattice 2^-2 · ℤ
+/// # Ok::<(), privq_core::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct GridGaussian {
+    grid_exp: i32,
+    sensitivity_steps: u64,
+    rho: Rho,
+    noise: DiscreteGaussian,
+}
+
+impl GridGaussian {
+    /// Mechanism for sensitivity Δ and ρ on the default grid: the largest power of two
+    /// γ ≤ Δ/2¹⁰ (but at least 2⁻³²), as for [`GridLaplace::new`].
+    pub fn new(sensitivity: Fixed, rho: Rho) -> Result<Self> {
+        let grid_exp = default_grid_exp(sensitivity)?;
+        Self::with_grid(sensitivity, rho, grid_exp)
+    }
+
+    /// Mechanism on the grid γ = 2^`grid_exp`, `grid_exp ∈ [−32, 30]`. σ² is exact
+    /// when the sampler supports it, else rounded up (see
+    /// [`DiscreteGaussian::for_sensitivity`]); [`rho`](Self::rho) is then an upper bound.
+    pub fn with_grid(sensitivity: Fixed, rho: Rho, grid_exp: i32) -> Result<Self> {
+        let steps = sensitivity_steps(sensitivity, grid_exp)?;
+        let noise = DiscreteGaussian::for_sensitivity(steps, rho)?;
+        Ok(GridGaussian {
+            grid_exp,
+            sensitivity_steps: steps,
+            rho,
+            noise,
+        })
+    }
+
+    /// The grid step γ.
+    pub fn grid(&self) -> Fixed {
+        Fixed::from_bits(1i64 << (self.grid_exp + 32))
+    }
+
+    /// `k` with γ = 2^k.
+    pub fn grid_exp(&self) -> i32 {
+        self.grid_exp
+    }
+
+    /// The sensitivity rounded up to the grid, in grid steps (`m`).
+    pub fn sensitivity_steps(&self) -> u64 {
+        self.sensitivity_steps
+    }
+
+    /// The ρ the release satisfies (the requested one; an upper bound when σ² was
+    /// rounded up).
+    pub fn rho(&self) -> Rho {
+        self.rho
+    }
+
+    /// The integer noise sampler (σ² in grid steps²).
+    pub fn noise(&self) -> &DiscreteGaussian {
+        &self.noise
+    }
+
+    /// The grid point `value` snaps to, in grid steps (see [`GridLaplace::snap`]).
+    pub fn snap(&self, value: Fixed) -> i128 {
+        snap(value, self.grid_exp)
+    }
+
+    /// Releases `value` with noise. Requires a cryptographically secure RNG.
+    pub fn release<R: Rng + CryptoRng + ?Sized>(&self, value: Fixed, rng: &mut R) -> Result<Fixed> {
+        let snapped = snap(value, self.grid_exp);
+        let z = self.noise.sample(rng)?;
+        Ok(on_grid(snapped, z, self.grid_exp))
+    }
+}
+
+/// `(snapped + z)·γ` as a [`Fixed`], clamped to the last grid points inside its range.
+#[inline]
+fn on_grid(snapped: i128, z: i64, grid_exp: i32) -> Fixed {
+    let step = 1i128 << (grid_exp + 32);
+    let lo = i128::from(i64::MIN).div_euclid(step) + 1;
+    let hi = i128::from(i64::MAX).div_euclid(step);
+    let steps = (snapped + i128::from(z)).clamp(lo, hi);
+    // In range by the clamp.
+    Fixed::from_bits((steps * step) as i64)
 }
 
 /// The nearest grid point of γ = 2^`grid_exp`, in grid steps, ties upward:
@@ -243,6 +340,35 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn gaussian_grid_computes_rho_in_grid_units() {
+        let rho = Rho::new(1, 8).unwrap();
+        let m = GridGaussian::with_grid(fx("0.3"), rho, -2).unwrap();
+        // 0.3 rounds up to 2 steps of 1/4; σ² = 2²/(2·⅛) = 16 steps².
+        assert_eq!(m.sensitivity_steps(), 2);
+        assert_eq!(m.noise().sigma_squared().num(), 16);
+        assert_eq!(m.noise().rho_for(2).unwrap(), rho);
+        assert_eq!(m.rho(), rho);
+        let d = GridGaussian::new(fx("3"), rho).unwrap();
+        assert_eq!(d.grid_exp(), 1 - 10);
+        assert_eq!(d.sensitivity_steps(), 3 * 512);
+        assert_eq!(
+            GridGaussian::new(Fixed::ZERO, rho).unwrap_err(),
+            Error::SensitivityNotPositive
+        );
+        assert_eq!(
+            GridGaussian::with_grid(fx("1"), rho, 40).unwrap_err(),
+            Error::GridOutOfRange
+        );
+        let mut rng = ChaCha12Rng::seed_from_u64(8);
+        for v in ["5", "-7.3", "0"] {
+            let out = d.release(fx(v), &mut rng).unwrap();
+            assert_eq!(out.to_bits() % (1 << 23), 0);
+        }
+        let out = d.release(Fixed::MAX, &mut rng).unwrap();
+        assert!(out.to_bits() <= Fixed::MAX.to_bits());
     }
 
     #[test]

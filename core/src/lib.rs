@@ -3,11 +3,12 @@
 //! Exact, integer-only differential-privacy primitives for devices: `#![no_std]`,
 //! no allocation, no floating point in any decision about released noise.
 //!
-//! * [`Epsilon`]: privacy parameters as exact rationals.
+//! * [`Epsilon`] and [`Rho`]: privacy parameters (ε-DP, ρ-zCDP) as exact rationals.
 //! * [`sample`]: exact samplers — uniform integers, Bernoulli(p/q), Bernoulli(e^{−p/q}),
-//!   discrete Laplace (Canonne–Kamath–Steinke 2020) and a bounded-work,
-//!   timing-independent discrete Laplace.
-//! * [`Fixed`] and [`GridLaplace`]: the Laplace mechanism on a power-of-two grid.
+//!   discrete Laplace and discrete Gaussian (Canonne–Kamath–Steinke 2020) and a
+//!   bounded-work, timing-independent discrete Laplace.
+//! * [`Fixed`], [`GridLaplace`] and [`GridGaussian`]: the Laplace and Gaussian
+//!   mechanisms on a power-of-two grid.
 //! * [`histogram::Histogram`]: fixed-size histograms of readings.
 //!
 //! Randomness is always passed in (`R: rand_core::Rng`; releases need `CryptoRng`),
@@ -42,14 +43,16 @@ mod error;
 mod fixed;
 mod grid;
 pub mod histogram;
+mod rho;
 pub mod sample;
 
 pub use epsilon::Epsilon;
 pub use error::{Error, Result};
 pub use fixed::Fixed;
-pub use grid::{GridLaplace, laplace_on_grid};
+pub use grid::{GridGaussian, GridLaplace, laplace_on_grid};
 pub use histogram::Histogram;
 pub use rand_core;
+pub use rho::Rho;
 pub mod ledger;
 pub mod local;
 pub mod report;

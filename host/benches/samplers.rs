@@ -1,6 +1,8 @@
 //! Discrete Laplace throughput: privq's exact and bounded-work samplers, and — with
 //! `--features bench-opendp` — OpenDP 0.16's exact `sample_discrete_laplace`, in one
-//! criterion group so the numbers come from the same run.
+//! criterion group so the numbers come from the same run. A second group times the
+//! exact discrete Gaussian (CKS20 Algorithm 3) at σ = t for the same scales, so its
+//! cost can be read against the discrete Laplace proposals it is built on.
 //!
 //! ```text
 //! cargo bench -p privq-host --bench samplers                          # privq only
@@ -19,7 +21,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use privq_host::sample::{BoundedDiscreteLaplace, DiscreteLaplace};
+use privq_host::sample::{BoundedDiscreteLaplace, DiscreteGaussian, DiscreteLaplace, SigmaSquared};
 use rand_chacha::ChaCha12Rng;
 use rand_core::SeedableRng;
 
@@ -44,6 +46,29 @@ fn discrete_laplace(c: &mut Criterion) {
 
         #[cfg(feature = "bench-opendp")]
         opendp_case(&mut group, t);
+    }
+    group.finish();
+}
+
+fn discrete_gaussian(c: &mut Criterion) {
+    let mut group = c.benchmark_group("discrete_gaussian");
+    group.throughput(Throughput::Elements(1));
+    // σ = t (σ² = t²), plus σ = 1/2 (σ² = 1/4), the smallest case of the tests.
+    let cases = [(1u64, 4u64, "0.5")]
+        .into_iter()
+        .chain(SCALES.iter().map(|&t| (t * t, 1, "")));
+    for (num, den, label) in cases {
+        let sigma2 = SigmaSquared::new(num, den).expect("positive σ²");
+        let exact = DiscreteGaussian::new(sigma2).expect("supported σ²");
+        let id = if label.is_empty() {
+            exact.sigma_squared().floor_sigma().to_string()
+        } else {
+            label.to_string()
+        };
+        let mut rng = ChaCha12Rng::seed_from_u64(num);
+        group.bench_with_input(BenchmarkId::new("privq_exact_sigma", id), &exact, |b, d| {
+            b.iter(|| black_box(d).sample(&mut rng).expect("in range"))
+        });
     }
     group.finish();
 }
@@ -73,6 +98,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = discrete_laplace
+    targets = discrete_laplace, discrete_gaussian
 }
 criterion_main!(benches);

@@ -1,15 +1,18 @@
 //! Privacy accounting: basic and advanced composition (thesis Thm 2.4.4 and the
-//! corrected Thm 2.4.5), the inverse of advanced composition, and the one
-//! [`Accountant`] every central mechanism charges before it samples.
+//! corrected Thm 2.4.5), the inverse of advanced composition, zero-concentrated DP
+//! (ρ-zCDP) and its conversion to (ε, δ), and the one [`Accountant`] every central
+//! mechanism charges before it samples.
 //!
-//! Pure-ε spending is tracked **exactly** with [`Epsilon`] rationals, so "total ≤
-//! budget" is decided without rounding. Advanced composition involves `√` and `exp`
-//! and is computed in `f64` for planning; [`invert_advanced`] rounds towards the
-//! smaller (safer) per-step ε.
+//! Pure-ε spending is tracked **exactly** with [`Epsilon`] rationals, and ρ spending
+//! with [`Rho`] rationals, so "total ≤ budget" is decided without rounding. Advanced
+//! composition and the ρ → (ε, δ) conversions involve `√`, `exp` and `ln` and are
+//! computed in `f64` for reports and planning, rounded in the safe direction:
+//! [`invert_advanced`] towards the smaller per-step ε, [`zcdp_epsilon`] and
+//! [`zcdp_epsilon_simple`] towards the larger ε, [`zcdp_rho_for`] towards the smaller ρ.
 
 use std::fmt;
 
-use privq_core::Epsilon;
+use privq_core::{Epsilon, Rho};
 
 /// What the accountant refuses.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +33,24 @@ pub enum AccountantError {
         paid: Cost,
         /// What the release costs.
         needed: Cost,
+    },
+    /// The charge would take the total ρ of a zCDP accountant above its budget;
+    /// nothing was spent.
+    RhoBudgetExceeded {
+        /// What the charge is for.
+        label: String,
+        /// ρ requested (a pure or bounded-range ε already converted to ρ).
+        requested: Rho,
+        /// ρ still available (`None` when none is left).
+        remaining: Option<Rho>,
+    },
+    /// The cost cannot be charged to this kind of accountant: an (ε, δ) cost with
+    /// δ > 0 to a zCDP accountant, or a ρ-zCDP cost to a pure or (ε, δ) accountant.
+    IncompatibleCost {
+        /// The cost.
+        cost: Cost,
+        /// The accountant's composition ("basic" or "zCDP").
+        composition: &'static str,
     },
     /// A δ is outside `[0, 1)`, or the total δ would exceed the budget's δ.
     DeltaExceeded,
@@ -53,13 +74,28 @@ impl fmt::Display for AccountantError {
                     .map(|e| e.to_string())
                     .unwrap_or_else(|| "0".into())
             ),
+            AccountantError::RhoBudgetExceeded {
+                label,
+                requested,
+                remaining,
+            } => write!(
+                f,
+                "zCDP budget exceeded: {label} needs rho {requested}, only {} remains",
+                remaining
+                    .map(|r| r.to_string())
+                    .unwrap_or_else(|| "0".into())
+            ),
+            AccountantError::IncompatibleCost { cost, composition } => write!(
+                f,
+                "a cost of {cost} cannot be charged to a {composition} accountant"
+            ),
             AccountantError::ReceiptTooSmall { paid, needed } => write!(
                 f,
                 "a release costing {needed} was presented a receipt for only {paid}"
             ),
             AccountantError::DeltaExceeded => write!(f, "the delta budget would be exceeded"),
             AccountantError::InvalidParameter(what) => write!(f, "invalid parameter: {what}"),
-            AccountantError::Overflow => write!(f, "exact epsilon arithmetic overflowed"),
+            AccountantError::Overflow => write!(f, "exact epsilon or rho arithmetic overflowed"),
         }
     }
 }
@@ -179,7 +215,16 @@ pub fn invert_advanced(
 /// What a release costs, stated by the mechanism before it samples (privacy
 /// contract: the cost is known before anything is released).
 ///
-/// Pure ε is exact. δ is a probability carried in `f64` (it never decides noise).
+/// Pure ε and ρ are exact. δ is a probability carried in `f64` (it never decides noise).
+///
+/// How a cost is charged depends on the accountant ([`Accountant::charge`]):
+///
+/// | cost | pure / (ε, δ) accountant | zCDP accountant |
+/// |---|---|---|
+/// | `Pure(ε)` | ε | ρ = ε²/2 (Bun–Steinke 2016, Prop. 1.4) |
+/// | `BoundedRange(ε)` | ε | ρ = ε²/8 (Cesar–Rogers 2021, Lemma 3.2) |
+/// | `Approximate { ε, δ }` | (ε, δ) | refused unless δ = 0 (then as `Pure`) |
+/// | `Zcdp(ρ)` | refused | ρ |
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[non_exhaustive]
 pub enum Cost {
@@ -192,28 +237,80 @@ pub enum Cost {
         /// δ ∈ [0, 1).
         delta: f64,
     },
+    /// ρ-zero-concentrated differential privacy (Bun–Steinke 2016, Def. 1.1), e.g.
+    /// the discrete Gaussian mechanism with ρ = Δ₂²/(2σ²) (CKS20 Thm. 14).
+    Zcdp(Rho),
+    /// ε-differential privacy with ε-bounded range (Durfee–Rogers 2019), declared by
+    /// mechanisms that have it, such as the exponential mechanism: charged as ε by
+    /// a pure accountant and as the tighter ρ = ε²/8 by a zCDP accountant.
+    BoundedRange(Epsilon),
 }
 
 impl Cost {
-    /// The ε part.
-    pub fn epsilon(&self) -> Epsilon {
+    /// ρ = ε²/2 for pure ε (Bun–Steinke 2016, Prop. 1.4), exact or rounded up.
+    pub fn pure_as_zcdp(epsilon: Epsilon) -> Result<Cost, AccountantError> {
+        Rho::from_pure(epsilon)
+            .map(Cost::Zcdp)
+            .map_err(|_| AccountantError::Overflow)
+    }
+
+    /// The ε part (`None` for a ρ-zCDP cost, which has no ε of its own).
+    pub fn epsilon(&self) -> Option<Epsilon> {
         match *self {
-            Cost::Pure(e) | Cost::Approximate { epsilon: e, .. } => e,
+            Cost::Pure(e) | Cost::BoundedRange(e) | Cost::Approximate { epsilon: e, .. } => Some(e),
+            Cost::Zcdp(_) => None,
         }
     }
 
-    /// The δ part (0 for pure ε).
+    /// The δ part of an (ε, δ) cost (0 for pure, bounded-range and ρ-zCDP costs).
     pub fn delta(&self) -> f64 {
         match *self {
-            Cost::Pure(_) => 0.0,
             Cost::Approximate { delta, .. } => delta,
+            _ => 0.0,
         }
     }
 
-    /// True when a release of cost `other` is covered by this cost
-    /// (ε and δ no larger).
+    /// The ρ this cost is charged as by a zCDP accountant (see the type docs): exact,
+    /// or rounded up when ε²/2 or ε²/8 has no 64-bit fraction. Errors for an (ε, δ)
+    /// cost with δ > 0, which implies no ρ-zCDP guarantee.
+    pub fn rho(&self) -> Result<Rho, AccountantError> {
+        let converted = match *self {
+            Cost::Zcdp(rho) => return Ok(rho),
+            Cost::Pure(e) => Rho::from_pure(e),
+            Cost::Approximate {
+                epsilon,
+                delta: 0.0,
+            } => Rho::from_pure(epsilon),
+            Cost::BoundedRange(e) => Rho::from_bounded_range(e),
+            Cost::Approximate { .. } => {
+                return Err(AccountantError::IncompatibleCost {
+                    cost: *self,
+                    composition: "zCDP",
+                });
+            }
+        };
+        converted.map_err(|_| AccountantError::Overflow)
+    }
+
+    /// True when a receipt for this cost pays for a release of cost `other` under
+    /// every accountant the receipt could have come from:
+    ///
+    /// * a ρ-zCDP cost covers only ρ-zCDP costs with ρ no larger (never a pure one);
+    /// * a bounded-range cost covers only bounded-range costs with ε no larger (in a
+    ///   zCDP accountant it paid only ε²/8);
+    /// * pure and (ε, δ) costs cover pure, (ε, δ) and bounded-range costs whose ε
+    ///   and δ are no larger.
     pub fn covers(&self, other: &Cost) -> bool {
-        other.epsilon() <= self.epsilon() && other.delta() <= self.delta()
+        match (*self, *other) {
+            (Cost::Zcdp(paid), Cost::Zcdp(needed)) => needed <= paid,
+            (Cost::Zcdp(_), _) | (_, Cost::Zcdp(_)) => false,
+            (Cost::BoundedRange(paid), Cost::BoundedRange(needed)) => needed <= paid,
+            (Cost::BoundedRange(_), _) => false,
+            (paid, needed) => match (paid.epsilon(), needed.epsilon()) {
+                (Some(p), Some(n)) => n <= p && needed.delta() <= paid.delta(),
+                _ => false,
+            },
+        }
     }
 }
 
@@ -222,6 +319,8 @@ impl fmt::Display for Cost {
         match self {
             Cost::Pure(e) => write!(f, "ε = {e}"),
             Cost::Approximate { epsilon, delta } => write!(f, "ε = {epsilon}, δ = {delta:e}"),
+            Cost::Zcdp(rho) => write!(f, "ρ = {rho} (zCDP)"),
+            Cost::BoundedRange(e) => write!(f, "ε = {e} (bounded range)"),
         }
     }
 }
@@ -230,6 +329,144 @@ impl From<Epsilon> for Cost {
     fn from(e: Epsilon) -> Self {
         Cost::Pure(e)
     }
+}
+
+impl From<Rho> for Cost {
+    fn from(rho: Rho) -> Self {
+        Cost::Zcdp(rho)
+    }
+}
+
+// ---------------------------------------------------------------- zCDP conversions
+
+/// Checks `ρ > 0` finite and `δ ∈ (0, 1)`.
+fn check_zcdp_args(rho: f64, delta: f64) -> Result<(), AccountantError> {
+    if !(rho.is_finite() && rho > 0.0) {
+        return Err(AccountantError::InvalidParameter(
+            "rho must be positive and finite",
+        ));
+    }
+    if !(delta > 0.0 && delta < 1.0) {
+        return Err(AccountantError::InvalidParameter("delta must be in (0, 1)"));
+    }
+    Ok(())
+}
+
+/// `ε(α) = αρ + ln(1/(αδ))/(α − 1) + ln(1 − 1/α)` at `α = 1 + 10^x`, and a bound on
+/// its floating-point evaluation error.
+fn cks_epsilon_at(x: f64, rho: f64, delta: f64) -> (f64, f64) {
+    let am1 = 10f64.powf(x);
+    let alpha = 1.0 + am1;
+    let terms = [
+        alpha * rho,
+        (-(alpha.ln()) - delta.ln()) / am1,
+        // ln(1 − 1/α) = ln((α − 1)/α), accurate for α near 1 as well.
+        am1.ln() - alpha.ln(),
+    ];
+    let value: f64 = terms.iter().sum();
+    let magnitude: f64 = terms.iter().map(|t| t.abs()).sum();
+    (value, magnitude * 1e-13)
+}
+
+/// ε of the (ε, δ)-DP guarantee implied by ρ-zCDP, by the tight conversion of
+/// Canonne–Kamath–Steinke 2020 (Prop. 12 and Cor. 13):
+/// `ε = inf_{α>1} αρ + (ln(1/(αδ)) + (α−1)·ln(1 − 1/α))/(α − 1)`.
+///
+/// Every α gives a valid ε, so the value returned is ε at the α found by a scan of
+/// `log10(α − 1)` over `[−8, 8]` refined by golden-section search, **plus** a bound on
+/// its floating-point error (10⁻¹³ of the terms' magnitudes): never below the exact
+/// bound at that α (and never below 0). For planning and reports; budgets are
+/// enforced on ρ exactly.
+///
+/// ```
+/// use privq_host::accountant::{zcdp_epsilon, zcdp_epsilon_simple};
+/// let tight = zcdp_epsilon(0.5, 1e-5)?;
+/// assert!((tight - 4.728387).abs() < 1e-6);
+/// assert!(tight < zcdp_epsilon_simple(0.5, 1e-5)?);
+/// # Ok::<(), privq_host::accountant::AccountantError>(())
+/// ```
+pub fn zcdp_epsilon(rho: f64, delta: f64) -> Result<f64, AccountantError> {
+    check_zcdp_args(rho, delta)?;
+    let at = |x: f64| cks_epsilon_at(x, rho, delta);
+    // Scan, then golden-section search in the bracket around the best scan point.
+    const STEPS: i32 = 320;
+    let (lo_x, hi_x) = (-8.0f64, 8.0f64);
+    let step = (hi_x - lo_x) / f64::from(STEPS);
+    let mut best = (lo_x, f64::INFINITY);
+    for i in 0..=STEPS {
+        let x = lo_x + step * f64::from(i);
+        let (v, _) = at(x);
+        if v < best.1 {
+            best = (x, v);
+        }
+    }
+    let (mut a, mut b) = (best.0 - step, best.0 + step);
+    let phi = (5f64.sqrt() - 1.0) / 2.0;
+    let (mut c, mut d) = (b - phi * (b - a), a + phi * (b - a));
+    for _ in 0..100 {
+        if at(c).0 < at(d).0 {
+            b = d;
+        } else {
+            a = c;
+        }
+        c = b - phi * (b - a);
+        d = a + phi * (b - a);
+    }
+    let x = if at(0.5 * (a + b)).0 <= best.1 {
+        0.5 * (a + b)
+    } else {
+        best.0
+    };
+    let (value, error) = at(x);
+    // For large δ and small ρ the bound can be negative: (0, δ)-DP then holds.
+    Ok((value + error).max(0.0))
+}
+
+/// ε of the simple conversion `ε = ρ + 2√(ρ ln(1/δ))` (Bun–Steinke 2016, Prop. 1.3),
+/// which is never tighter than [`zcdp_epsilon`]; rounded up by a relative 10⁻¹³.
+pub fn zcdp_epsilon_simple(rho: f64, delta: f64) -> Result<f64, AccountantError> {
+    check_zcdp_args(rho, delta)?;
+    let value = rho + 2.0 * (rho * (1.0 / delta).ln()).sqrt();
+    Ok(value * (1.0 + 1e-13))
+}
+
+/// The largest ρ (an exact [`Rho`]) whose tight conversion [`zcdp_epsilon`] at δ is at
+/// most ε: bisection on the increasing map ρ ↦ ε(ρ, δ), rounded down, and checked.
+///
+/// ```
+/// use privq_host::accountant::{zcdp_epsilon, zcdp_rho_for};
+/// let rho = zcdp_rho_for(1.0, 1e-6)?;
+/// assert!(zcdp_epsilon(rho.to_f64(), 1e-6)? <= 1.0);
+/// // 0.0243559703… by mpmath (50 digits); the simple bound would allow only ≈ 0.0175.
+/// assert!((rho.to_f64() - 0.024_355_97).abs() < 1e-8);
+/// # Ok::<(), privq_host::accountant::AccountantError>(())
+/// ```
+pub fn zcdp_rho_for(epsilon: f64, delta: f64) -> Result<Rho, AccountantError> {
+    if !(epsilon.is_finite() && epsilon > 0.0) {
+        return Err(AccountantError::InvalidParameter(
+            "epsilon must be positive and finite",
+        ));
+    }
+    check_zcdp_args(1.0, delta)?;
+    // ε(ρ) ≥ ρ, so the answer is below ε.
+    let (mut lo, mut hi) = (0.0f64, epsilon);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if mid > 0.0 && zcdp_epsilon(mid, delta)? <= epsilon {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let rho = Rho::from_f64(lo).map_err(|_| {
+        AccountantError::InvalidParameter("epsilon is too small for any rho at this delta")
+    })?;
+    if zcdp_epsilon(rho.to_f64(), delta)? > epsilon {
+        return Err(AccountantError::InvalidParameter(
+            "no rho found whose conversion meets (epsilon, delta)",
+        ));
+    }
+    Ok(rho)
 }
 
 /// One recorded charge.
@@ -268,9 +505,17 @@ impl Receipt {
     }
 }
 
-/// The privacy accountant: a filter under basic composition. It holds a total
-/// budget (exact ε, δ), records every charge in a ledger, and refuses any charge
-/// that would exceed the budget — before anything is sampled. Pure ε adds exactly.
+/// The privacy accountant: a filter under basic composition, or under ρ-zCDP
+/// composition. It holds a total budget, records every charge in a ledger, and
+/// refuses any charge that would exceed the budget — before anything is sampled.
+///
+/// * [`Accountant::pure`] / [`Accountant::approximate`]: an exact ε budget (and a δ);
+///   ε's add exactly, δ's add. ρ-zCDP costs are refused.
+/// * [`Accountant::zcdp`] / [`Accountant::zcdp_for`]: an exact ρ budget; ρ's add
+///   exactly (Bun–Steinke 2016, Lemma 2.3), pure ε is charged as ρ = ε²/2 and
+///   bounded-range ε as ε²/8 (see [`Cost`]); (ε, δ) costs with δ > 0 are refused.
+///   The guarantee is reported as (ε, δ) at the accountant's δ by
+///   [`zcdp_epsilon`] (CKS20 Cor. 13).
 ///
 /// ```
 /// use privq_host::accountant::{Accountant, Cost};
@@ -280,6 +525,14 @@ impl Receipt {
 /// let _ = acct.charge("round 2", Epsilon::new(1, 2)?.into())?;
 /// assert!(acct.charge("one too many", Epsilon::new(1, 1000)?.into()).is_err());
 /// assert_eq!(acct.spent_epsilon().map(|e| e.to_string()), Some("1".to_string()));
+///
+/// // zCDP: ρ's add; a pure ε = 1/2 costs ρ = 1/8.
+/// use privq_host::Rho;
+/// let mut z = Accountant::zcdp(Rho::new(1, 2)?, 1e-6)?;
+/// let _ = z.charge("gaussian counts", Rho::new(1, 4)?.into())?;
+/// let _ = z.charge("laplace count", Epsilon::new(1, 2)?.into())?;
+/// assert_eq!(z.spent_rho(), Some(Rho::new(3, 8)?));
+/// assert!(z.charge("too much", Rho::new(1, 4)?.into()).is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -288,7 +541,15 @@ pub struct Accountant {
     delta: f64,
     spent: Option<Epsilon>,
     spent_delta: f64,
+    zcdp: Option<ZcdpBudget>,
     ledger: Vec<Charge>,
+}
+
+/// The ρ side of a zCDP accountant.
+#[derive(Debug, Clone, Copy)]
+struct ZcdpBudget {
+    rho: Rho,
+    spent: Option<Rho>,
 }
 
 impl Accountant {
@@ -299,6 +560,7 @@ impl Accountant {
             delta: 0.0,
             spent: None,
             spent_delta: 0.0,
+            zcdp: None,
             ledger: Vec::new(),
         }
     }
@@ -314,22 +576,98 @@ impl Accountant {
         })
     }
 
-    /// A budget of exactly `cost` (pure or approximate), for one release that gets
-    /// a budget of its own.
+    /// A ρ-zCDP budget, whose guarantee is reported as (ε, δ) at `delta ∈ (0, 1)`
+    /// ([`budget`](Self::budget) is then the ε of ρ at δ by [`zcdp_epsilon`], for
+    /// reports; the exact ρ is what is enforced).
+    pub fn zcdp(rho: Rho, delta: f64) -> Result<Self, AccountantError> {
+        let eps = zcdp_epsilon(rho.to_f64(), delta)?;
+        let epsilon = Epsilon::from_f64(eps)
+            .map_err(|_| AccountantError::InvalidParameter("rho converts to no epsilon"))?;
+        Ok(Accountant {
+            epsilon,
+            delta,
+            spent: None,
+            spent_delta: 0.0,
+            zcdp: Some(ZcdpBudget { rho, spent: None }),
+            ledger: Vec::new(),
+        })
+    }
+
+    /// A ρ-zCDP budget with the largest ρ whose conversion meets (ε, δ)
+    /// ([`zcdp_rho_for`]); [`budget`](Self::budget) is the given ε.
+    ///
+    /// ```
+    /// use privq_host::accountant::Accountant;
+    /// use privq_host::Epsilon;
+    /// let acct = Accountant::zcdp_for(Epsilon::new(1, 1)?, 1e-6)?;
+    /// let rho = acct.rho_budget().unwrap().to_f64();
+    /// assert!(rho > 0.0243 && rho < 0.0244);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn zcdp_for(epsilon: Epsilon, delta: f64) -> Result<Self, AccountantError> {
+        let rho = zcdp_rho_for(epsilon.to_f64(), delta)?;
+        Ok(Accountant {
+            epsilon,
+            delta,
+            spent: None,
+            spent_delta: 0.0,
+            zcdp: Some(ZcdpBudget { rho, spent: None }),
+            ledger: Vec::new(),
+        })
+    }
+
+    /// A budget of exactly `cost`, for one release that gets a budget of its own: pure
+    /// or approximate for ε costs (bounded range as pure), zCDP with δ = 10⁻⁹
+    /// (for reports only) for a ρ cost.
     pub fn exactly(cost: Cost) -> Result<Self, AccountantError> {
         match cost {
-            Cost::Pure(e) => Ok(Accountant::pure(e)),
+            Cost::Pure(e) | Cost::BoundedRange(e) => Ok(Accountant::pure(e)),
             Cost::Approximate { epsilon, delta } => Accountant::approximate(epsilon, delta),
+            Cost::Zcdp(rho) => Accountant::zcdp(rho, 1e-9),
         }
+    }
+
+    /// True for a ρ-zCDP accountant.
+    pub fn is_zcdp(&self) -> bool {
+        self.zcdp.is_some()
+    }
+
+    /// The composition rule: `"basic"` or `"zCDP"`.
+    pub fn composition(&self) -> &'static str {
+        if self.is_zcdp() { "zCDP" } else { "basic" }
     }
 
     /// Charges a release of cost `cost`; on refusal nothing is recorded.
     pub fn charge(&mut self, label: &str, cost: Cost) -> Result<Receipt, AccountantError> {
+        if let Some(z) = self.zcdp {
+            let total = self.zcdp_total(&cost)?;
+            if total > z.rho {
+                return Err(AccountantError::RhoBudgetExceeded {
+                    label: label.to_string(),
+                    requested: cost.rho()?,
+                    remaining: self.remaining_rho(),
+                });
+            }
+            self.zcdp = Some(ZcdpBudget {
+                spent: Some(total),
+                ..z
+            });
+            self.ledger.push(Charge {
+                label: label.to_string(),
+                cost,
+            });
+            return Ok(Receipt { cost });
+        }
+        let Some(epsilon) = cost.epsilon() else {
+            return Err(AccountantError::IncompatibleCost {
+                cost,
+                composition: "basic",
+            });
+        };
         let delta = cost.delta();
         if !(0.0..1.0).contains(&delta) || self.spent_delta + delta > self.delta {
             return Err(AccountantError::DeltaExceeded);
         }
-        let epsilon = cost.epsilon();
         let total = match self.spent {
             None => epsilon,
             Some(s) => s
@@ -352,43 +690,100 @@ impl Accountant {
         Ok(Receipt { cost })
     }
 
+    /// The total ρ after charging `cost` to this zCDP accountant (exact).
+    fn zcdp_total(&self, cost: &Cost) -> Result<Rho, AccountantError> {
+        let rho = cost.rho()?;
+        match self.zcdp.and_then(|z| z.spent) {
+            None => Ok(rho),
+            Some(s) => s.checked_add(rho).map_err(|_| AccountantError::Overflow),
+        }
+    }
+
     /// True when a charge of `cost` would be accepted.
     pub fn can_afford(&self, cost: &Cost) -> bool {
+        if let Some(z) = self.zcdp {
+            return self.zcdp_total(cost).is_ok_and(|t| t <= z.rho);
+        }
+        let Some(epsilon) = cost.epsilon() else {
+            return false;
+        };
         let eps_ok = match self.spent {
-            None => cost.epsilon() <= self.epsilon,
-            Some(s) => s
-                .checked_add(cost.epsilon())
-                .is_ok_and(|t| t <= self.epsilon),
+            None => epsilon <= self.epsilon,
+            Some(s) => s.checked_add(epsilon).is_ok_and(|t| t <= self.epsilon),
         };
         eps_ok && self.spent_delta + cost.delta() <= self.delta
     }
 
-    /// ε still available (`None` when the budget is used up exactly).
+    /// ε still available (`None` when the budget is used up exactly, and always for
+    /// a zCDP accountant: see [`remaining_rho`](Self::remaining_rho)).
     pub fn remaining(&self) -> Option<Epsilon> {
+        if self.is_zcdp() {
+            return None;
+        }
         match self.spent {
             None => Some(self.epsilon),
             Some(s) => self.epsilon.checked_sub(s).ok().flatten(),
         }
     }
 
-    /// Exact total ε spent (`None` before the first charge).
+    /// Exact total ε spent (`None` before the first charge, and always for a zCDP
+    /// accountant: see [`spent_rho`](Self::spent_rho)).
     pub fn spent_epsilon(&self) -> Option<Epsilon> {
         self.spent
     }
 
-    /// Total δ spent.
+    /// Total δ spent (0 for a zCDP accountant, whose δ is that of the conversion).
     pub fn spent_delta(&self) -> f64 {
         self.spent_delta
     }
 
-    /// The total budget ε.
+    /// The total budget ε (for a zCDP accountant, the ε of its (ε, δ) target).
     pub fn budget(&self) -> Epsilon {
         self.epsilon
     }
 
-    /// The total budget δ.
+    /// The total budget δ (for a zCDP accountant, the δ its guarantee is reported at).
     pub fn budget_delta(&self) -> f64 {
         self.delta
+    }
+
+    /// The ρ budget of a zCDP accountant.
+    pub fn rho_budget(&self) -> Option<Rho> {
+        self.zcdp.map(|z| z.rho)
+    }
+
+    /// Exact total ρ spent by a zCDP accountant (`None` before the first charge).
+    pub fn spent_rho(&self) -> Option<Rho> {
+        self.zcdp.and_then(|z| z.spent)
+    }
+
+    /// ρ still available to a zCDP accountant (`None` when used up exactly, or for
+    /// other accountants).
+    pub fn remaining_rho(&self) -> Option<Rho> {
+        let z = self.zcdp?;
+        match z.spent {
+            None => Some(z.rho),
+            Some(s) => z.rho.checked_sub(s).ok().flatten(),
+        }
+    }
+
+    /// The (ε, δ) guarantee of what has been spent: exact ε and δ for a basic
+    /// accountant; for a zCDP accountant the spent ρ converted at the budget δ by
+    /// [`zcdp_epsilon`] (ε = 0 before the first charge).
+    pub fn spent_guarantee(&self) -> Result<PrivacyLoss, AccountantError> {
+        match self.zcdp {
+            Some(z) => Ok(PrivacyLoss {
+                epsilon: match z.spent {
+                    Some(rho) => zcdp_epsilon(rho.to_f64(), self.delta)?,
+                    None => 0.0,
+                },
+                delta: self.delta,
+            }),
+            None => Ok(PrivacyLoss {
+                epsilon: self.spent.map_or(0.0, |e| e.to_f64()),
+                delta: self.spent_delta,
+            }),
+        }
     }
 
     /// Every accepted charge, in order.
@@ -397,11 +792,46 @@ impl Accountant {
     }
 
     /// The ledger as text, one charge per line and a total — the one format every
-    /// `privq` command prints.
+    /// `privq` command prints. A zCDP ledger shows each charge's ρ and the total ρ
+    /// with its (ε, δ) by the tight (CKS20) and the simple (Bun–Steinke) conversion.
     pub fn ledger_text(&self) -> String {
         let mut out = String::new();
         for (i, c) in self.ledger.iter().enumerate() {
-            out.push_str(&format!("  {:>3}. {}: {}\n", i + 1, c.label, c.cost));
+            match (self.zcdp, &c.cost) {
+                (Some(_), Cost::Zcdp(_)) | (None, _) => {
+                    out.push_str(&format!("  {:>3}. {}: {}\n", i + 1, c.label, c.cost));
+                }
+                (Some(_), cost) => {
+                    let rho = cost.rho().map_or_else(|_| "?".into(), |r| r.to_string());
+                    out.push_str(&format!(
+                        "  {:>3}. {}: {} → ρ = {rho}\n",
+                        i + 1,
+                        c.label,
+                        c.cost
+                    ));
+                }
+            }
+        }
+        if let Some(z) = self.zcdp {
+            let spent = z.spent.map_or_else(|| "0".into(), |r| r.to_string());
+            let rho = z.spent.map_or(0.0, |r| r.to_f64());
+            let conv = |f: fn(f64, f64) -> Result<f64, AccountantError>| {
+                if rho > 0.0 {
+                    f(rho, self.delta).map_or_else(|_| "?".into(), |e| format!("{e:.6}"))
+                } else {
+                    "0".into()
+                }
+            };
+            out.push_str(&format!(
+                "  total: ρ = {spent} of {} ⇒ (ε, δ) = ({}, {:e}) [CKS20 Cor. 13; \
+                 simple bound ε = {}] ({} charge(s), zCDP composition)",
+                z.rho,
+                conv(zcdp_epsilon),
+                self.delta,
+                conv(zcdp_epsilon_simple),
+                self.ledger.len()
+            ));
+            return out;
         }
         let spent = self
             .spent
@@ -418,7 +848,10 @@ impl Accountant {
     }
 
     /// The ledger as JSON: `{"budget": {...}, "spent": {...}, "charges": [...]}`
-    /// with every ε as an exact fraction string and as a float.
+    /// with every ε (and ρ) as an exact fraction string and as a float. A zCDP
+    /// ledger has `"composition": "zCDP"`, ρ budget and spent ρ, the spent ρ
+    /// converted to (ε, δ) (`"epsilon"`: CKS20 Cor. 13, `"epsilon_simple"`:
+    /// Bun–Steinke Prop. 1.3), and each charge's ρ.
     pub fn ledger_json(&self) -> serde_json::Value {
         fn eps(e: Option<Epsilon>) -> serde_json::Value {
             match e {
@@ -426,13 +859,44 @@ impl Accountant {
                 None => serde_json::json!({"exact": "0", "value": 0.0}),
             }
         }
+        fn rho(r: Option<Rho>) -> serde_json::Value {
+            match r {
+                Some(r) => serde_json::json!({"exact": r.to_string(), "value": r.to_f64()}),
+                None => serde_json::json!({"exact": "0", "value": 0.0}),
+            }
+        }
+        if let Some(z) = self.zcdp {
+            let spent = z.spent.map_or(0.0, |r| r.to_f64());
+            let convert = |f: fn(f64, f64) -> Result<f64, AccountantError>| {
+                if spent > 0.0 {
+                    f(spent, self.delta).ok()
+                } else {
+                    Some(0.0)
+                }
+            };
+            return serde_json::json!({
+                "composition": "zCDP",
+                "budget": {"rho": rho(Some(z.rho)), "epsilon": eps(Some(self.epsilon)), "delta": self.delta},
+                "spent": {
+                    "rho": rho(z.spent),
+                    "epsilon": convert(zcdp_epsilon),
+                    "epsilon_simple": convert(zcdp_epsilon_simple),
+                    "delta": self.delta,
+                },
+                "charges": self.ledger.iter().map(|c| serde_json::json!({
+                    "label": c.label,
+                    "cost": c.cost.to_string(),
+                    "rho": rho(c.cost.rho().ok()),
+                })).collect::<Vec<_>>(),
+            });
+        }
         serde_json::json!({
             "composition": "basic",
             "budget": {"epsilon": eps(Some(self.epsilon)), "delta": self.delta},
             "spent": {"epsilon": eps(self.spent), "delta": self.spent_delta},
             "charges": self.ledger.iter().map(|c| serde_json::json!({
                 "label": c.label,
-                "epsilon": eps(Some(c.cost.epsilon())),
+                "epsilon": eps(c.cost.epsilon()),
                 "delta": c.cost.delta(),
             })).collect::<Vec<_>>(),
         })
@@ -512,5 +976,239 @@ mod tests {
             },
         ]);
         assert!((b.epsilon - 0.3).abs() < 1e-15 && b.delta == 1e-6);
+    }
+
+    /// Reference values of the tight conversion (CKS20 Cor. 13) and the simple one
+    /// (Bun–Steinke 2016 Prop. 1.3), computed independently with mpmath 1.3 at 50
+    /// digits: a scan of α = 1 + 10^x, then `findroot` on dε/dα = 0.
+    const REFERENCE: [(f64, f64, f64, f64); 6] = [
+        // (ρ, δ, ε tight, ε simple)
+        (0.5, 1e-5, 4.728_386_984_943_314, 5.298_525_912_188_081),
+        (0.1, 1e-6, 2.141_938_928_385_474, 2.450_788_000_476_8),
+        (1.0, 1e-6, 7.766_216_625_311_721, 8.433_844_377_699_677),
+        (0.01, 1e-9, 0.810_174_467_867_534, 0.920_456_277_631_088),
+        (2.0, 1e-3, 8.416_064_294_321_277, 9.433_844_377_699_677),
+        (0.005, 1e-6, 0.429_941_468_836_949, 0.530_652_176_975_693),
+    ];
+
+    #[test]
+    fn zcdp_conversions_match_reference_values_and_round_up() {
+        for (rho, delta, tight, simple) in REFERENCE {
+            let ours = zcdp_epsilon(rho, delta).unwrap();
+            // Never below the exact infimum, and within 10⁻¹⁰ of it.
+            assert!(ours >= tight, "{rho} {delta}: {ours} < {tight}");
+            assert!(
+                ours - tight < 1e-10 * tight,
+                "{rho} {delta}: {ours} vs {tight}"
+            );
+            let s = zcdp_epsilon_simple(rho, delta).unwrap();
+            assert!(
+                s >= simple && s - simple < 1e-12 * simple,
+                "{s} vs {simple}"
+            );
+            assert!(ours < s);
+        }
+    }
+
+    #[test]
+    fn zcdp_conversion_is_no_worse_than_a_brute_force_minimum() {
+        // Any α gives a valid ε; a dense grid of α must not beat our infimum.
+        for rho in [0.001, 0.02, 0.3, 1.0, 5.0, 40.0] {
+            for delta in [1e-12, 1e-6, 1e-3, 0.1] {
+                let brute = (1..200_000)
+                    .map(|i| 1.0 + f64::from(i) * 1e-3 * (1.0 + f64::from(i) * 1e-3))
+                    .map(|a: f64| {
+                        a * rho + (1.0 / (a * delta)).ln() / (a - 1.0) + (1.0 - 1.0 / a).ln()
+                    })
+                    .fold(f64::INFINITY, f64::min)
+                    .max(0.0);
+                let ours = zcdp_epsilon(rho, delta).unwrap();
+                assert!(
+                    ours <= brute + 1e-9 * brute,
+                    "{rho} {delta}: {ours} > {brute}"
+                );
+                assert!(ours >= 0.98 * brute, "{rho} {delta}: {ours} ≪ {brute}");
+            }
+        }
+    }
+
+    #[test]
+    fn zcdp_conversion_is_monotone() {
+        let rhos = [1e-4, 1e-3, 0.01, 0.1, 0.5, 1.0, 3.0, 10.0];
+        let deltas = [1e-10, 1e-6, 1e-3, 0.05];
+        for &delta in &deltas {
+            let eps: Vec<f64> = rhos
+                .iter()
+                .map(|&r| zcdp_epsilon(r, delta).unwrap())
+                .collect();
+            // Strictly increasing once positive (0 is the floor for large δ).
+            let up = eps.windows(2).all(|w| w[0] < w[1] || w[1] == 0.0);
+            assert!(up, "δ = {delta}: {eps:?}");
+        }
+        for &rho in &rhos {
+            let eps: Vec<f64> = deltas
+                .iter()
+                .map(|&d| zcdp_epsilon(rho, d).unwrap())
+                .collect();
+            let down = eps.windows(2).all(|w| w[0] > w[1] || w[0] == 0.0);
+            assert!(down, "ρ = {rho}: {eps:?}");
+            for &d in &deltas {
+                let tight = zcdp_epsilon(rho, d).unwrap();
+                assert!(tight <= zcdp_epsilon_simple(rho, d).unwrap());
+                assert!(tight >= 0.0);
+            }
+        }
+        assert!(zcdp_epsilon(0.0, 1e-6).is_err());
+        assert!(zcdp_epsilon(f64::NAN, 1e-6).is_err());
+        assert!(zcdp_epsilon(0.1, 0.0).is_err());
+        assert!(zcdp_epsilon_simple(0.1, 1.0).is_err());
+    }
+
+    #[test]
+    fn largest_rho_for_a_target_meets_it() {
+        for (eps, delta) in [(1.0, 1e-6), (0.5, 1e-9), (4.0, 1e-5), (10.0, 1e-3)] {
+            let rho = zcdp_rho_for(eps, delta).unwrap();
+            assert!(zcdp_epsilon(rho.to_f64(), delta).unwrap() <= eps);
+            // And it is the largest, to 10⁻⁹.
+            assert!(zcdp_epsilon(rho.to_f64() * (1.0 + 1e-9), delta).unwrap() > eps);
+        }
+        // Round trip through the reference table.
+        let rho = zcdp_rho_for(4.728_386_985, 1e-5).unwrap().to_f64();
+        assert!((rho - 0.5).abs() < 1e-8, "{rho}");
+        assert!(zcdp_rho_for(0.0, 1e-6).is_err());
+        assert!(zcdp_rho_for(1.0, 2.0).is_err());
+    }
+
+    #[test]
+    fn zcdp_accountant_adds_rho_exactly_and_converts_pure_costs() {
+        let rho = |n, d| Rho::new(n, d).unwrap();
+        let eps = |n, d| Epsilon::new(n, d).unwrap();
+        let mut a = Accountant::zcdp(rho(1, 1), 1e-6).unwrap();
+        assert!(a.is_zcdp() && a.composition() == "zCDP");
+        let r1 = a.charge("gauss", Cost::Zcdp(rho(1, 3))).unwrap();
+        let _ = a.charge("laplace", Cost::Pure(eps(1, 2))).unwrap(); // ρ = 1/8
+        let _ = a.charge("exp mech", Cost::BoundedRange(eps(1, 1))).unwrap(); // ρ = 1/8
+        let _ = a
+            .charge(
+                "δ = 0",
+                Cost::Approximate {
+                    epsilon: eps(1, 2),
+                    delta: 0.0,
+                },
+            )
+            .unwrap(); // ρ = 1/8
+        assert_eq!(a.spent_rho(), Some(rho(17, 24)));
+        assert_eq!(a.remaining_rho(), Some(rho(7, 24)));
+        assert!(a.can_afford(&Cost::Zcdp(rho(7, 24))));
+        assert!(!a.can_afford(&Cost::Zcdp(rho(8, 24))));
+        // Refusals record nothing.
+        let before = (a.ledger().len(), a.spent_rho());
+        let err = a.charge("over", Cost::Zcdp(rho(1, 3))).unwrap_err();
+        assert!(
+            matches!(err, AccountantError::RhoBudgetExceeded { .. }),
+            "{err}"
+        );
+        assert!(err.to_string().contains("needs rho 1/3, only 7/24 remains"));
+        let approx = Cost::Approximate {
+            epsilon: eps(1, 10),
+            delta: 1e-9,
+        };
+        assert!(matches!(
+            a.charge("approx", approx).unwrap_err(),
+            AccountantError::IncompatibleCost {
+                composition: "zCDP",
+                ..
+            }
+        ));
+        assert!(!a.can_afford(&approx));
+        assert_eq!((a.ledger().len(), a.spent_rho()), before);
+        // Exactly the remainder is accepted.
+        let _ = a.charge("rest", Cost::Zcdp(rho(7, 24))).unwrap();
+        assert_eq!(a.remaining_rho(), None);
+        assert_eq!(a.spent_epsilon(), None);
+        assert_eq!(a.remaining(), None);
+        // The guarantee of ρ = 1 at δ = 10⁻⁶ (reference table).
+        let g = a.spent_guarantee().unwrap();
+        assert!((g.epsilon - 7.766_216_625).abs() < 1e-8 && g.delta == 1e-6);
+        assert!(r1.check_covers(&Cost::Zcdp(rho(1, 3))).is_ok());
+    }
+
+    #[test]
+    fn zcdp_for_targets_and_mixed_accountants_refuse() {
+        let a = Accountant::zcdp_for(Epsilon::new(1, 1).unwrap(), 1e-6).unwrap();
+        assert_eq!(a.budget(), Epsilon::new(1, 1).unwrap());
+        let r = a.rho_budget().unwrap();
+        assert!(zcdp_epsilon(r.to_f64(), 1e-6).unwrap() <= 1.0);
+        // A pure accountant refuses ρ costs, records nothing.
+        let mut p = Accountant::pure(Epsilon::new(1, 1).unwrap());
+        let z = Cost::Zcdp(Rho::new(1, 100).unwrap());
+        assert!(matches!(
+            p.charge("z", z).unwrap_err(),
+            AccountantError::IncompatibleCost {
+                composition: "basic",
+                ..
+            }
+        ));
+        assert!(!p.can_afford(&z));
+        assert!(p.ledger().is_empty() && p.spent_epsilon().is_none());
+        // Bounded range is plain ε in a pure accountant.
+        let _ = p
+            .charge("em", Cost::BoundedRange(Epsilon::new(1, 2).unwrap()))
+            .unwrap();
+        assert_eq!(p.spent_epsilon(), Some(Epsilon::new(1, 2).unwrap()));
+        let ex = Accountant::exactly(z).unwrap();
+        assert_eq!(ex.rho_budget(), Some(Rho::new(1, 100).unwrap()));
+        assert_eq!(
+            Cost::pure_as_zcdp(Epsilon::new(1, 1).unwrap()).unwrap(),
+            Cost::Zcdp(Rho::new(1, 2).unwrap())
+        );
+    }
+
+    #[test]
+    fn receipts_never_cover_across_kinds_silently() {
+        let e = |n, d| Epsilon::new(n, d).unwrap();
+        let r = |n, d| Rho::new(n, d).unwrap();
+        let zcdp = Cost::Zcdp(r(1, 4));
+        assert!(zcdp.covers(&Cost::Zcdp(r(1, 5))));
+        assert!(!zcdp.covers(&Cost::Zcdp(r(1, 3))));
+        assert!(!zcdp.covers(&Cost::Pure(e(1, 100))));
+        assert!(!zcdp.covers(&Cost::BoundedRange(e(1, 100))));
+        assert!(!Cost::Pure(e(10, 1)).covers(&Cost::Zcdp(r(1, 100))));
+        let br = Cost::BoundedRange(e(1, 1));
+        assert!(br.covers(&Cost::BoundedRange(e(1, 2))));
+        assert!(!br.covers(&Cost::Pure(e(1, 2))));
+        assert!(Cost::Pure(e(1, 1)).covers(&Cost::BoundedRange(e(1, 1))));
+        let receipt = Receipt { cost: zcdp };
+        assert!(matches!(
+            receipt.check_covers(&Cost::Pure(e(1, 100))),
+            Err(AccountantError::ReceiptTooSmall { .. })
+        ));
+    }
+
+    #[test]
+    fn zcdp_ledger_shows_rho_and_the_converted_guarantee() {
+        let mut a = Accountant::zcdp(Rho::new(1, 1).unwrap(), 1e-6).unwrap();
+        let _ = a
+            .charge("counts", Cost::Zcdp(Rho::new(1, 2).unwrap()))
+            .unwrap();
+        let _ = a
+            .charge("laplace", Cost::Pure(Epsilon::new(1, 1).unwrap()))
+            .unwrap();
+        let text = a.ledger_text();
+        assert!(text.contains("1. counts: ρ = 1/2 (zCDP)"), "{text}");
+        assert!(text.contains("2. laplace: ε = 1 → ρ = 1/2"), "{text}");
+        assert!(
+            text.contains("total: ρ = 1 of 1 ⇒ (ε, δ) = (7.766217, 1e-6)"),
+            "{text}"
+        );
+        assert!(text.contains("simple bound ε = 8.433844"), "{text}");
+        let json = a.ledger_json();
+        assert_eq!(json["composition"], "zCDP");
+        assert_eq!(json["spent"]["rho"]["exact"], "1");
+        assert_eq!(json["charges"][1]["rho"]["exact"], "1/2");
+        let eps = json["spent"]["epsilon"].as_f64().unwrap();
+        assert!((eps - 7.766_216_625).abs() < 1e-8);
+        assert!(json["spent"]["epsilon_simple"].as_f64().unwrap() > eps);
+        assert_eq!(json["budget"]["delta"], 1e-6);
     }
 }

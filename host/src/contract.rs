@@ -2,10 +2,11 @@
 //!
 //! 1. **It declares its neighbour relation** ([`Neighbours`]): which pairs of datasets
 //!    the guarantee is about, and therefore what is public. Sensitivities are derived
-//!    from the relation ([`Neighbours::histogram_l1`], [`Neighbours::count_l1`],
-//!    [`Neighbours::fraction_l1`]), never written by hand at a call site.
-//! 2. **It states its cost before it runs** ([`Mechanism::cost`]: exact pure ε, or
-//!    (ε, δ)). Parameters are validated once, at construction, into private fields.
+//!    from the relation ([`Neighbours::histogram_l1`], [`Neighbours::histogram_l2_squared`],
+//!    [`Neighbours::count_l1`], [`Neighbours::fraction_l1`]), never written by hand at a
+//!    call site.
+//! 2. **It states its cost before it runs** ([`Mechanism::cost`]: exact pure ε,
+//!    (ε, δ), or exact ρ-zCDP). Parameters are validated once, at construction, into private fields.
 //! 3. **It charges one [`Accountant`] before it samples.** [`Mechanism::release`]
 //!    charges the cost and only then calls [`Mechanism::release_paid`], which consumes
 //!    the [`Receipt`] the accountant issued; a receipt can be made by nobody else, so
@@ -61,6 +62,15 @@ impl Neighbours {
     /// ℓ1 sensitivity of a histogram of counts over any partition of the records:
     /// 1 for add/remove, 2 for replace.
     pub fn histogram_l1(self) -> u64 {
+        match self {
+            Neighbours::AddRemove => 1,
+            Neighbours::Replace => 2,
+        }
+    }
+
+    /// Squared ℓ2 sensitivity of a histogram of counts: 1 for add/remove (one count
+    /// moves by 1), 2 for replace (one count down, one up: ℓ2 = √2).
+    pub fn histogram_l2_squared(self) -> u64 {
         match self {
             Neighbours::AddRemove => 1,
             Neighbours::Replace => 2,
@@ -173,6 +183,8 @@ mod tests {
     fn sensitivities_follow_the_relation() {
         assert_eq!(Neighbours::Replace.histogram_l1(), 2);
         assert_eq!(Neighbours::AddRemove.histogram_l1(), 1);
+        assert_eq!(Neighbours::Replace.histogram_l2_squared(), 2);
+        assert_eq!(Neighbours::AddRemove.histogram_l2_squared(), 1);
         assert_eq!(Neighbours::Replace.count_l1(), 1);
         assert_eq!(Neighbours::Replace.fraction_l1(4).unwrap(), 0.25);
         assert!(Neighbours::AddRemove.fraction_l1(4).is_err());

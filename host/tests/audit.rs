@@ -41,6 +41,18 @@ fn geometric_histogram_within_claim_and_close_to_it() {
     );
 }
 
+/// The discrete Gaussian (ρ = 1/2) against its converted (ε, δ) claim.
+#[test]
+fn discrete_gaussian_within_claim() {
+    let r = check("discrete-gaussian", 20_000);
+    assert_contract(&r);
+    assert!(r.claimed_delta == 1e-3);
+    assert!(
+        r.empirical_epsilon > 0.3,
+        "the auditor should see part of ε"
+    );
+}
+
 #[test]
 fn exponential_within_claim_and_close_to_it() {
     let r = check("exponential", 20_000);

@@ -9,10 +9,11 @@
 //! Run with `-- --nocapture` to see every statistic.
 
 use privq_host::sample::{
-    BoundedDiscreteLaplace, DiscreteLaplace, bernoulli, bernoulli_exp, uniform_below,
+    BoundedDiscreteLaplace, DiscreteGaussian, DiscreteLaplace, SigmaSquared, bernoulli,
+    bernoulli_exp, uniform_below,
 };
 use privq_host::stats::{chi_square_gof, chi2_sf, normal_isf};
-use privq_host::{Epsilon, Error, Fixed, GridLaplace};
+use privq_host::{Epsilon, Error, Fixed, GridGaussian, GridLaplace, Rho};
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use rand_chacha::ChaCha12Rng;
@@ -246,6 +247,188 @@ fn discrete_laplace_variance_formula_matches_pmf() {
         );
         assert!((cells.variance() / closed - 1.0).abs() < 1e-12);
     }
+}
+
+// ---------------------------------------------------------------- discrete Gaussian
+
+/// The exact discrete Gaussian pmf `exp(−k²/(2σ²))/Z` on `−K..=K` plus the two tails,
+/// `K` about `σ·√(2 ln n)` (tail ≈ 1/n), with `Z` and the moments summed out to 40σ
+/// (the rest is below e⁻⁸⁰⁰).
+struct GaussianCells {
+    k_max: i64,
+    probs: Vec<f64>,
+    variance: f64,
+    fourth: f64,
+}
+
+impl GaussianCells {
+    fn new(num: u64, den: u64) -> Self {
+        let s2 = num as f64 / den as f64;
+        let sigma = s2.sqrt();
+        let weight = |k: i64| (-((k * k) as f64) / (2.0 * s2)).exp();
+        let limit = (40.0 * sigma).ceil() as i64 + 40;
+        let z: f64 = (-limit..=limit).map(weight).sum();
+        let (mut variance, mut fourth) = (0.0, 0.0);
+        for k in 1..=limit {
+            let p = 2.0 * weight(k) / z;
+            let k2 = (k * k) as f64;
+            variance += p * k2;
+            fourth += p * k2 * k2;
+        }
+        let k_max = (sigma * (2.0 * (samples() as f64).ln()).sqrt()).ceil() as i64 + 1;
+        let tail: f64 = (k_max + 1..=limit.max(k_max + 1)).map(weight).sum::<f64>() / z;
+        let mut probs = Vec::with_capacity(2 * k_max as usize + 3);
+        probs.push(tail);
+        probs.extend((-k_max..=k_max).map(|k| weight(k) / z));
+        probs.push(tail);
+        GaussianCells {
+            k_max,
+            probs,
+            variance,
+            fourth,
+        }
+    }
+
+    fn cell(&self, x: i64) -> usize {
+        (x.clamp(-self.k_max - 1, self.k_max + 1) + self.k_max + 1) as usize
+    }
+}
+
+/// Chi-square (fine, and ~σ/8-wide cells for σ ≥ 10), mean and variance checks of
+/// [`samples`] discrete Gaussian samples with σ² = `num/den` against the exact pmf.
+fn check_discrete_gaussian(num: u64, den: u64, seed: u64) {
+    let g = DiscreteGaussian::new(SigmaSquared::new(num, den).unwrap()).unwrap();
+    let n_samples = samples();
+    let cells = GaussianCells::new(num, den);
+    let mut counts = vec![0u64; cells.probs.len()];
+    let (mut sum, mut sum2) = (0i128, 0i128);
+    let mut rng = rng(seed);
+    for _ in 0..n_samples {
+        let x = g.sample(&mut rng).unwrap();
+        counts[cells.cell(x)] += 1;
+        sum += i128::from(x);
+        sum2 += i128::from(x) * i128::from(x);
+    }
+    let sigma = (num as f64 / den as f64).sqrt();
+    let coarse = sigma >= 10.0;
+    let alpha = ALPHA / if coarse { 4.0 } else { 3.0 };
+    let label = format!("discrete Gaussian sigma2={num}/{den}");
+
+    let fit = chi_square_gof(&counts, &cells.probs).unwrap();
+    require(&format!("{label} fine"), fit.p_value, &fit, alpha);
+    if coarse {
+        let width = (sigma / 8.0).ceil() as usize;
+        let probs = coarsen(&cells.probs, width);
+        let observed: Vec<u64> =
+            coarsen(&counts.iter().map(|&c| c as f64).collect::<Vec<_>>(), width)
+                .into_iter()
+                .map(|c| c as u64)
+                .collect();
+        let fit = chi_square_gof(&observed, &probs).unwrap();
+        require(
+            &format!("{label} coarse (width {width})"),
+            fit.p_value,
+            &fit,
+            alpha,
+        );
+    }
+
+    // Mean 0 and the exact variance Σ k²·P[k], each within the normal quantile.
+    let n = n_samples as f64;
+    let var = cells.variance;
+    let z = normal_isf(alpha / 2.0);
+    let mean = sum as f64 / n;
+    let mean_bound = z * (var / n).sqrt();
+    eprintln!("{label} mean: {mean:.5} (bound ±{mean_bound:.5})");
+    assert!(mean.abs() <= mean_bound, "{label}: mean {mean}");
+    let sample_var = (sum2 as f64 - sum as f64 * mean) / (n - 1.0);
+    let var_se = ((cells.fourth - var * var) / n).sqrt();
+    eprintln!(
+        "{label} variance: {sample_var:.5} vs exact {var:.8} (sigma2 {:.5}, bound ±{:.5})",
+        num as f64 / den as f64,
+        z * var_se
+    );
+    assert!(
+        (sample_var - var).abs() <= z * var_se,
+        "{label}: variance {sample_var} vs {var} beyond ±{}",
+        z * var_se
+    );
+    // The core's variance() agrees with the pmf sum.
+    assert!(
+        (g.variance() / var - 1.0).abs() < 1e-9,
+        "{} vs {var}",
+        g.variance()
+    );
+}
+
+#[test]
+fn discrete_gaussian_matches_pmf_sigma_half() {
+    check_discrete_gaussian(1, 4, 700);
+}
+
+#[test]
+fn discrete_gaussian_matches_pmf_sigma_3() {
+    check_discrete_gaussian(9, 1, 701);
+}
+
+#[test]
+fn discrete_gaussian_matches_pmf_sigma_50() {
+    check_discrete_gaussian(2500, 1, 702);
+}
+
+#[test]
+fn discrete_gaussian_matches_pmf_sigma_1000() {
+    check_discrete_gaussian(1_000_000, 1, 703);
+}
+
+/// A fractional σ² = 10/3 (denominator 3 in every acceptance exponent).
+#[test]
+fn discrete_gaussian_matches_pmf_sigma2_ten_thirds() {
+    check_discrete_gaussian(10, 3, 704);
+}
+
+/// The harness has power: σ² = 9 samples judged against σ² = 9.5 are rejected.
+#[test]
+fn gaussian_gof_detects_a_five_percent_variance_error() {
+    let g = DiscreteGaussian::new(SigmaSquared::new(9, 1).unwrap()).unwrap();
+    let cells = GaussianCells::new(19, 2);
+    let mut counts = vec![0u64; cells.probs.len()];
+    let mut r = rng(705);
+    for _ in 0..1_000_000 {
+        counts[cells.cell(g.sample(&mut r).unwrap())] += 1;
+    }
+    let fit = chi_square_gof(&counts, &cells.probs).unwrap();
+    eprintln!("wrong variance: {fit}");
+    assert!(fit.p_value < ALPHA, "{fit}");
+}
+
+/// The product of `factors` as little-endian 64-bit limbs (exact, for comparisons).
+fn big_product(factors: &[u64]) -> Vec<u64> {
+    let mut limbs = vec![1u64];
+    for &f in factors {
+        let mut carry = 0u128;
+        for limb in limbs.iter_mut() {
+            let x = u128::from(*limb) * u128::from(f) + carry;
+            *limb = x as u64;
+            carry = x >> 64;
+        }
+        if carry > 0 {
+            limbs.push(carry as u64);
+        }
+    }
+    limbs
+}
+
+/// `a ≤ b` for little-endian limbs.
+fn big_le(a: &[u64], b: &[u64]) -> bool {
+    let n = a.len().max(b.len());
+    let limb = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0);
+    for i in (0..n).rev() {
+        if limb(a, i) != limb(b, i) {
+            return limb(a, i) < limb(b, i);
+        }
+    }
+    true
 }
 
 // ---------------------------------------------------------------- Bernoulli
@@ -483,6 +666,71 @@ proptest! {
         let bounded = mech.with_noise(BoundedDiscreteLaplace::new);
         if let Ok(bounded) = bounded {
             let out = bounded.release(Fixed::from_bits(value), &mut r).unwrap();
+            prop_assert_eq!(out.to_bits().rem_euclid(step), 0);
+        }
+    }
+
+    #[test]
+    fn discrete_gaussian_never_panics(num in 1u64.., den in 1u64.., seed: u64) {
+        // Valid σ² either builds (and then samples) or is refused as too large.
+        match DiscreteGaussian::new(SigmaSquared::new(num, den).unwrap()) {
+            Ok(g) => {
+                let mut r = rng(seed);
+                for _ in 0..4 {
+                    prop_assert!(g.sample(&mut r).is_ok());
+                }
+            }
+            Err(e) => prop_assert_eq!(e, Error::Overflow),
+        }
+    }
+
+    #[test]
+    fn discrete_gaussian_samples_for_moderate_sigma(
+        num in 1u64..(1 << 40),
+        den in 1u64..(1 << 20),
+        seed: u64,
+    ) {
+        let g = DiscreteGaussian::new(SigmaSquared::new(num, den).unwrap()).unwrap();
+        let mut r = rng(seed);
+        for _ in 0..8 {
+            prop_assert!(g.sample(&mut r).is_ok());
+        }
+    }
+
+    #[test]
+    fn gaussian_for_sensitivity_never_exceeds_rho(
+        sensitivity in 1u64..(1 << 20),
+        rho_num in 1u64..,
+        rho_den in 1u64..,
+    ) {
+        let rho = Rho::new(rho_num, rho_den).unwrap();
+        match DiscreteGaussian::for_sensitivity(sensitivity, rho) {
+            Ok(g) => {
+                // Exactly: σ² ≥ Δ²/(2ρ) ⇔ 2·ρ_num·σ_num ≥ Δ²·ρ_den·σ_den.
+                let s = g.sigma_squared();
+                let lhs = big_product(&[2, rho.num(), s.num()]);
+                let rhs = big_product(&[sensitivity, sensitivity, rho.den(), s.den()]);
+                prop_assert!(big_le(&rhs, &lhs), "σ² = {}/{} for ρ = {rho}", s.num(), s.den());
+                // And σ² is at most a relative 2⁻²⁰ above it (rounded, not inflated).
+                let exact = (sensitivity as f64).powi(2) / (2.0 * rho.to_f64());
+                prop_assert!(s.to_f64() <= exact * (1.0 + 1e-6) + 1e-9);
+            }
+            Err(e) => prop_assert_eq!(e, Error::Overflow),
+        }
+    }
+
+    #[test]
+    fn grid_gaussian_outputs_stay_on_the_lattice(
+        value in any::<i64>(),
+        sensitivity in 1i64..(1i64 << 50),
+        rho in 1e-6f64..100.0,
+        seed: u64,
+    ) {
+        let mech = GridGaussian::new(Fixed::from_bits(sensitivity), Rho::from_f64(rho).unwrap()).unwrap();
+        let step = mech.grid().to_bits();
+        let mut r = rng(seed);
+        for _ in 0..4 {
+            let out = mech.release(Fixed::from_bits(value), &mut r).unwrap();
             prop_assert_eq!(out.to_bits().rem_euclid(step), 0);
         }
     }

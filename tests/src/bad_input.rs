@@ -5,9 +5,10 @@
 
 use privq_core::histogram::{Histogram, OutOfRange};
 use privq_core::sample::{
-    BoundedDiscreteLaplace, DiscreteLaplace, bernoulli, bernoulli_exp, uniform_below,
+    BoundedDiscreteLaplace, DiscreteGaussian, DiscreteLaplace, SigmaSquared, bernoulli,
+    bernoulli_exp, uniform_below,
 };
-use privq_core::{Epsilon, Error, Fixed, GridLaplace, laplace_on_grid};
+use privq_core::{Epsilon, Error, Fixed, GridGaussian, GridLaplace, Rho, laplace_on_grid};
 
 use crate::check::{Outcome, expect_err, expect_ok};
 use crate::rng::chacha;
@@ -123,6 +124,58 @@ pub fn sampler_parameters() -> Outcome {
         "bernoulli_exp(1, 0)",
         bernoulli_exp(1, 0, &mut rng),
         Error::ZeroDenominator,
+    )?;
+    Ok(())
+}
+
+/// Discrete Gaussian and ρ: σ² = 0, zero denominators, ρ = 0 or negative, parameters
+/// beyond the sampler's 128-bit range, zero sensitivities, bad grids.
+pub fn gaussian_parameters() -> Outcome {
+    expect_err(
+        "SigmaSquared(0, 1)",
+        SigmaSquared::new(0, 1),
+        Error::ScaleZero,
+    )?;
+    expect_err(
+        "SigmaSquared(1, 0)",
+        SigmaSquared::new(1, 0),
+        Error::ZeroDenominator,
+    )?;
+    let huge = expect_ok("SigmaSquared(MAX, 1)", SigmaSquared::new(u64::MAX, 1))?;
+    expect_err(
+        "DiscreteGaussian σ² = 2⁶⁴ − 1",
+        DiscreteGaussian::new(huge),
+        Error::Overflow,
+    )?;
+    expect_err("Rho::new(0, 1)", Rho::new(0, 1), Error::RhoZero)?;
+    expect_err("Rho::new(1, 0)", Rho::new(1, 0), Error::ZeroDenominator)?;
+    expect_err("Rho::from_f64(-1)", Rho::from_f64(-1.0), Error::RhoInvalid)?;
+    expect_err(
+        "Rho::from_f64(NaN)",
+        Rho::from_f64(f64::NAN),
+        Error::RhoInvalid,
+    )?;
+    let rho = expect_ok("Rho::new(1, 2)", Rho::new(1, 2))?;
+    expect_err(
+        "DiscreteGaussian::for_sensitivity(0, ρ)",
+        DiscreteGaussian::for_sensitivity(0, rho),
+        Error::SensitivityNotPositive,
+    )?;
+    let tiny = expect_ok("Rho::new(1, MAX)", Rho::new(1, u64::MAX))?;
+    expect_err(
+        "DiscreteGaussian::for_sensitivity(MAX, tiny ρ)",
+        DiscreteGaussian::for_sensitivity(u64::MAX, tiny),
+        Error::Overflow,
+    )?;
+    expect_err(
+        "GridGaussian(Δ = 0)",
+        GridGaussian::new(Fixed::ZERO, rho),
+        Error::SensitivityNotPositive,
+    )?;
+    expect_err(
+        "GridGaussian grid 2^40",
+        GridGaussian::with_grid(Fixed::ONE, rho, 40),
+        Error::GridOutOfRange,
     )?;
     Ok(())
 }

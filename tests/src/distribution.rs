@@ -10,7 +10,8 @@
 
 use privq_core::Result;
 use privq_core::sample::{
-    BoundedDiscreteLaplace, DiscreteLaplace, bernoulli, bernoulli_exp, uniform_below,
+    BoundedDiscreteLaplace, DiscreteGaussian, DiscreteLaplace, SigmaSquared, bernoulli,
+    bernoulli_exp, uniform_below,
 };
 
 use crate::check::{Failure, Outcome, expect_ok};
@@ -236,6 +237,58 @@ pub fn bounded_thousand() -> Outcome {
         count: 24,
     };
     bounded_laplace("bounded discrete Laplace t=1000", 1000, 1, 10_000, cells)
+}
+
+/// `P[X < x]` for the discrete Gaussian with σ² = `num/den`: weights
+/// `exp(−k²/(2σ²))` summed over `|k| ≤ 8σ + 8` (the rest is below 10⁻¹³).
+pub fn gaussian_below(num: u64, den: u64, x: i64) -> f64 {
+    let s2 = num as f64 / den as f64;
+    let k_max = (8.0 * libm::sqrt(s2)) as i64 + 8;
+    let w = |k: i64| libm::exp(-((k * k) as f64) / (2.0 * s2));
+    let (mut below, mut total) = (0.0, 0.0);
+    for k in -k_max..=k_max {
+        let wk = w(k);
+        total += wk;
+        if k < x {
+            below += wk;
+        }
+    }
+    below / total
+}
+
+/// Discrete Gaussian (exact sampler) with σ² = `num/den` against its pmf.
+fn exact_gaussian(what: &'static str, num: u64, den: u64, n: u32, cells: Cells) -> Outcome {
+    let s2 = expect_ok(what, SigmaSquared::new(num, den))?;
+    let d = expect_ok(what, DiscreteGaussian::new(s2))?;
+    let mut rng = chacha(0x6a55_0000 + num * 31 + den);
+    chi_square(
+        what,
+        n,
+        cells,
+        || d.sample(&mut rng),
+        |x| gaussian_below(num, den, x),
+    )
+}
+
+/// Discrete Gaussian, σ² = 10/3, 2·10⁴ samples.
+pub fn gaussian_ten_thirds() -> Outcome {
+    exact_gaussian(
+        "discrete Gaussian sigma2=10/3",
+        10,
+        3,
+        20_000,
+        unit_cells(-5, 11),
+    )
+}
+
+/// Discrete Gaussian, σ² = 2500 (σ = 50), 2·10⁴ samples in cells 20 wide.
+pub fn gaussian_fifty() -> Outcome {
+    let cells = Cells {
+        lo: -110,
+        width: 20,
+        count: 11,
+    };
+    exact_gaussian("discrete Gaussian sigma2=2500", 2500, 1, 20_000, cells)
 }
 
 /// `P[X < x]` of a 0/1 variable that is 1 with probability `p`.

@@ -10,9 +10,10 @@ use core::fmt::Write;
 
 use privq_core::histogram::{Histogram, OutOfRange};
 use privq_core::sample::{
-    BoundedDiscreteLaplace, DiscreteLaplace, bernoulli, bernoulli_exp, uniform_below,
+    BoundedDiscreteLaplace, DiscreteGaussian, DiscreteLaplace, SigmaSquared, bernoulli,
+    bernoulli_exp, uniform_below,
 };
-use privq_core::{Epsilon, Error, Fixed, GridLaplace, Result};
+use privq_core::{Epsilon, Error, Fixed, GridGaussian, GridLaplace, Result, Rho};
 use rand_chacha::ChaCha12Rng;
 
 use crate::check::{Outcome, expect_eq};
@@ -32,6 +33,79 @@ pub const SEED: u64 = 0x7072_6976_715f_6b61; // "privq_ka"
 
 /// Discrete Laplace scales `num/den` exercised by the known-answer stream.
 pub const LAPLACE_SCALES: [(u64, u64); 4] = [(1, 2), (1, 1), (10, 3), (1000, 1)];
+
+/// The digest of the discrete Gaussian stream ([`gaussian_digest`]), which every target
+/// must reproduce; kept apart from [`KNOWN_ANSWER_DIGEST`] so the older samplers' digest
+/// is unchanged. Print it with
+/// `cargo test -p privq-tests --test host print_known_answer_digest -- --nocapture`.
+pub const GAUSSIAN_DIGEST: u64 = 0xd3a7_8718_74c6_c4c3;
+
+/// Seed of the discrete Gaussian known-answer stream (tests only).
+pub const GAUSSIAN_SEED: u64 = 0x7072_6976_715f_6467; // "privq_dg"
+
+/// σ² = `num/den` of the discrete Gaussian stream: σ = ½, √(10/3), 50, 1000, and
+/// σ² = 2⁴⁰/3, whose acceptance exponents take the 128- and 256-bit paths.
+pub const GAUSSIAN_SIGMA2: [(u64, u64); 5] =
+    [(1, 4), (10, 3), (2500, 1), (1_000_000, 1), (1 << 40, 3)];
+
+/// Samples per σ² in the discrete Gaussian stream.
+pub const GAUSSIAN_SAMPLES: usize = 256;
+
+/// Runs the discrete Gaussian stream: [`GAUSSIAN_SAMPLES`] samples per σ² of
+/// [`GAUSSIAN_SIGMA2`], then grid Gaussian releases; returns the digest and the number
+/// of calls that errored (none should).
+pub fn gaussian_digest() -> (u64, u32) {
+    let mut rng = chacha(GAUSSIAN_SEED);
+    let mut h = Stream::default();
+    for (num, den) in GAUSSIAN_SIGMA2 {
+        match SigmaSquared::new(num, den).and_then(DiscreteGaussian::new) {
+            Ok(g) => {
+                h.digest.u64(g.laplace_scale());
+                for _ in 0..GAUSSIAN_SAMPLES {
+                    h.feed(g.sample(&mut rng), Fnv1a64::i64);
+                }
+            }
+            Err(e) => h.error(e),
+        }
+    }
+    // ρ = 1/2 for a count, and ρ = 0.0123 as an f64 (σ² rounded up to the grid).
+    for (sensitivity, rho) in [
+        (Fixed::ONE, Rho::new(1, 2)),
+        (Fixed::from_int(3), Rho::from_f64(0.0123)),
+    ] {
+        let mech = match rho.and_then(|r| GridGaussian::new(sensitivity, r)) {
+            Ok(m) => m,
+            Err(e) => {
+                h.error(e);
+                continue;
+            }
+        };
+        let s2 = mech.noise().sigma_squared();
+        h.digest.u64(s2.num());
+        h.digest.u64(s2.den());
+        for v in [Fixed::from_int(-3), Fixed::ZERO, Fixed::MAX] {
+            h.feed(mech.release(v, &mut rng), |h, x| h.i64(x.to_bits()));
+        }
+    }
+    (h.digest.finish(), h.errors)
+}
+
+/// The check: no call of the Gaussian stream errored and its digest equals
+/// [`GAUSSIAN_DIGEST`].
+pub fn check_gaussian() -> Outcome {
+    let (digest, errors) = gaussian_digest();
+    expect_eq(
+        "calls of the Gaussian known-answer stream that errored",
+        errors,
+        0,
+    )?;
+    expect_eq(
+        "FNV-1a digest of the discrete Gaussian stream (if its output changed on purpose, \
+         update GAUSSIAN_DIGEST in tests/src/known_answer.rs)",
+        digest,
+        GAUSSIAN_DIGEST,
+    )
+}
 
 /// Runs the whole known-answer stream: returns its digest and how many calls errored
 /// (none should: every input of the stream is valid).

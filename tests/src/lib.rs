@@ -34,12 +34,20 @@ pub const CHECKS: &[Check] = &[
         run: known_answer::check,
     },
     Check {
+        name: "known_answer_discrete_gaussian",
+        run: known_answer::check_gaussian,
+    },
+    Check {
         name: "bad_input_epsilon",
         run: bad_input::epsilon,
     },
     Check {
         name: "bad_input_sampler_parameters",
         run: bad_input::sampler_parameters,
+    },
+    Check {
+        name: "bad_input_gaussian_parameters",
+        run: bad_input::gaussian_parameters,
     },
     Check {
         name: "bad_input_fixed_point_and_grid",
@@ -80,6 +88,14 @@ pub const CHECKS: &[Check] = &[
     Check {
         name: "chi2_discrete_laplace_t_1000",
         run: distribution::laplace_thousand,
+    },
+    Check {
+        name: "chi2_discrete_gaussian_sigma2_10_3",
+        run: distribution::gaussian_ten_thirds,
+    },
+    Check {
+        name: "chi2_discrete_gaussian_sigma2_2500",
+        run: distribution::gaussian_fifty,
     },
     Check {
         name: "chi2_bounded_laplace_t_1",

@@ -31,8 +31,10 @@ macro_rules! host_tests {
 
 host_tests!(
     known_answer_digest,
+    known_answer_discrete_gaussian,
     bad_input_epsilon,
     bad_input_sampler_parameters,
+    bad_input_gaussian_parameters,
     bad_input_fixed_point_and_grid,
     bad_input_histogram,
     grid_release_lattice,
@@ -43,6 +45,8 @@ host_tests!(
     chi2_discrete_laplace_t_1,
     chi2_discrete_laplace_t_10_3,
     chi2_discrete_laplace_t_1000,
+    chi2_discrete_gaussian_sigma2_10_3,
+    chi2_discrete_gaussian_sigma2_2500,
     chi2_bounded_laplace_t_1,
     chi2_bounded_laplace_t_10_3,
     chi2_bounded_laplace_t_1000,
@@ -52,6 +56,8 @@ host_tests!(
 fn print_known_answer_digest() {
     let (digest, errors) = known_answer::digest();
     println!("known-answer digest: {digest:#018x} ({errors} errors)");
+    let (digest, errors) = known_answer::gaussian_digest();
+    println!("discrete Gaussian digest: {digest:#018x} ({errors} errors)");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 use rand_core::Rng;
 
-use super::uniform::uniform_below;
+use super::uniform::{uniform_below, uniform_below_u128};
+use super::wide::U256;
 use crate::error::{Error, Result};
 
 /// Bernoulli(`p/q`): `true` with probability exactly `p/q`.
@@ -41,6 +42,45 @@ pub fn bernoulli_exp<R: Rng + ?Sized>(p: u64, q: u64, rng: &mut R) -> Result<boo
         }
     }
     bernoulli_exp_unit(p % q, q, rng)
+}
+
+/// Bernoulli(exp(−(`whole` + `rem/den`))) for `rem < den`, exactly: `whole` trials of
+/// Bernoulli(e⁻¹) (stopping at the first failure), then the alternating-series loop for
+/// the fraction — the decomposition of [`bernoulli_exp`] for exponents whose numerator
+/// and denominator leave `u64`. A denominator below 2⁶⁴ takes the 64-bit path.
+pub(crate) fn bernoulli_exp_wide<R: Rng + ?Sized>(
+    whole: U256,
+    rem: u128,
+    den: u128,
+    rng: &mut R,
+) -> Result<bool> {
+    if rem >= den {
+        return Err(Error::ProbabilityAboveOne);
+    }
+    let mut left = whole;
+    while let Some(next) = left.checked_dec() {
+        if !bernoulli_exp_minus_one(rng)? {
+            return Ok(false);
+        }
+        left = next;
+    }
+    match (u64::try_from(rem), u64::try_from(den)) {
+        (Ok(p), Ok(q)) => bernoulli_exp_unit(p, q, rng),
+        _ => alternating_loop_wide(rem, den, rng),
+    }
+}
+
+/// The alternating-series loop for `0 ≤ p < q` in 128 bits: step `k` continues with
+/// probability `p/(q·k)`, drawn as Bernoulli(p/q) ∧ Bernoulli(1/k).
+fn alternating_loop_wide<R: Rng + ?Sized>(p: u128, q: u128, rng: &mut R) -> Result<bool> {
+    let mut k: u64 = 1;
+    loop {
+        let continues = uniform_below_u128(q, rng)? < p && uniform_below(k, rng)? == 0;
+        if !continues {
+            return Ok(k % 2 == 1);
+        }
+        k = k.checked_add(1).ok_or(Error::Overflow)?;
+    }
 }
 
 /// Bernoulli(exp(−`p/q`)) for `0 ≤ p ≤ q`, `q > 0`: the alternating-series loop.
@@ -156,6 +196,35 @@ mod tests {
             assert_eq!(t * kf, FACTORIAL, "k = {}", i + 2);
         }
         assert_eq!(INV_FACTORIAL_THRESHOLDS[FACT_STEPS - 2], 1);
+    }
+
+    #[test]
+    fn wide_exponents_agree_with_the_64_bit_path() {
+        // Bernoulli(exp(−(2 + 1/3))) through both paths: same probability ≈ 0.0970.
+        let n = 100_000;
+        let mut rng = ChaCha12Rng::seed_from_u64(5);
+        let whole = U256 { hi: 0, lo: 2 };
+        let den = 3u128 << 80;
+        let wide = (0..n)
+            .filter(|_| bernoulli_exp_wide(whole, 1 << 80, den, &mut rng).unwrap())
+            .count();
+        let narrow = (0..n)
+            .filter(|_| bernoulli_exp(7, 3, &mut rng).unwrap())
+            .count();
+        let want = n as f64 * (-7.0f64 / 3.0).exp();
+        // 5 standard deviations of a binomial count.
+        let tol = 5.0 * (want * (1.0 - want / n as f64)).sqrt();
+        for got in [wide, narrow] {
+            assert!((got as f64 - want).abs() < tol, "{got} vs {want}");
+        }
+        assert_eq!(
+            bernoulli_exp_wide(U256::ZERO, 5, 5, &mut rng),
+            Err(Error::ProbabilityAboveOne)
+        );
+        assert!(bernoulli_exp_wide(U256::ZERO, 0, u128::MAX, &mut rng).unwrap());
+        // A huge whole part: stops at the first failed Bernoulli(e⁻¹).
+        let huge = U256 { hi: 1, lo: 0 };
+        assert!(!bernoulli_exp_wide(huge, 0, 1, &mut rng).unwrap());
     }
 
     #[test]

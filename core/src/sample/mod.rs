@@ -8,17 +8,21 @@
 //! * [`bernoulli_exp`]: Bernoulli(exp(−p/q)), Canonne–Kamath–Steinke 2020, Algorithm 1.
 //! * [`DiscreteLaplace`]: the two-sided geometric distribution `P[k] ∝ exp(−|k|/t)`,
 //!   Canonne–Kamath–Steinke 2020, Algorithm 2.
+//! * [`DiscreteGaussian`]: `P[k] ∝ exp(−k²/(2σ²))` for an exact rational σ²
+//!   ([`SigmaSquared`]), Canonne–Kamath–Steinke 2020, Algorithm 3.
 //! * [`BoundedDiscreteLaplace`]: the same distribution with a fixed amount of work per
 //!   sample, exact except with probability δ ≤ 2⁻⁶⁴.
 
 mod bernoulli;
 mod bounded;
+mod gaussian;
 mod laplace;
 mod uniform;
-mod wide;
+pub(crate) mod wide;
 
 pub use bernoulli::{bernoulli, bernoulli_exp};
 pub use bounded::BoundedDiscreteLaplace;
+pub use gaussian::{DiscreteGaussian, SigmaSquared};
 pub use laplace::DiscreteLaplace;
 pub use uniform::uniform_below;
 

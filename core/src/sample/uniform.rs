@@ -29,6 +29,29 @@ pub fn uniform_below<R: Rng + ?Sized>(n: u64, rng: &mut R) -> Result<u64> {
     }
 }
 
+/// A uniform integer in `[0, n)` for 128-bit `n ≥ 1`, by rejection: draw as many bits as
+/// `n − 1` has (two 64-bit words, high word first) and retry while the draw is `≥ n`;
+/// each try succeeds with probability above ½. For the rare wide paths of the discrete
+/// Gaussian; `n < 2⁶⁴` should use [`uniform_below`].
+pub(crate) fn uniform_below_u128<R: Rng + ?Sized>(n: u128, rng: &mut R) -> Result<u128> {
+    if n == 0 {
+        return Err(Error::EmptyRange);
+    }
+    let top = n - 1;
+    if top == 0 {
+        return Ok(0);
+    }
+    let mask = u128::MAX >> top.leading_zeros();
+    loop {
+        let hi = u128::from(rng.next_u64());
+        let lo = u128::from(rng.next_u64());
+        let x = ((hi << 64) | lo) & mask;
+        if x < n {
+            return Ok(x);
+        }
+    }
+}
+
 /// Lemire's method on 32-bit words, for `2 ≤ n < 2³²`.
 #[inline(always)]
 fn uniform_below_u32<R: Rng + ?Sized>(n: u32, rng: &mut R) -> u32 {
@@ -75,6 +98,23 @@ mod tests {
             for _ in 0..1000 {
                 assert!(uniform_below(n, &mut rng).unwrap() < n);
             }
+        }
+    }
+
+    #[test]
+    fn wide_uniform_stays_in_range() {
+        let mut rng = ChaCha12Rng::seed_from_u64(2);
+        assert_eq!(uniform_below_u128(0, &mut rng), Err(Error::EmptyRange));
+        assert_eq!(uniform_below_u128(1, &mut rng), Ok(0));
+        for n in [2u128, 4, (1 << 64) + 1, 3 << 100, u128::MAX] {
+            let mut high_half = 0;
+            for _ in 0..1000 {
+                let x = uniform_below_u128(n, &mut rng).unwrap();
+                assert!(x < n);
+                high_half += u32::from(x >= n / 2);
+            }
+            // Both halves of the range occur (about 500 each).
+            assert!((400..600).contains(&high_half), "{n}: {high_half}");
         }
     }
 }

@@ -1,7 +1,8 @@
-//! 256-bit products and Q126 fixed-point bounds on exp(−x), integer-only.
+//! 256-bit products and quotients, and Q126 fixed-point bounds on exp(−x), integer-only.
 //!
-//! Used to precompute the thresholds of the bounded-work sampler: each constant is
-//! known to lie in an interval `[lo, hi]` of width a few units of 2⁻¹²⁶.
+//! Used to precompute the thresholds of the bounded-work sampler (each constant is
+//! known to lie in an interval `[lo, hi]` of width a few units of 2⁻¹²⁶), and by the
+//! discrete Gaussian for exact exponents `c²/B` whose numerator leaves `u128`.
 
 /// `1.0` in Q126 fixed point.
 pub(crate) const ONE: u128 = 1 << 126;
@@ -34,6 +35,61 @@ impl U256 {
             lo,
         }
     }
+}
+
+impl U256 {
+    /// Zero.
+    pub(crate) const ZERO: U256 = U256 { hi: 0, lo: 0 };
+
+    /// `self − 1`, or `None` at zero.
+    pub(crate) fn checked_dec(self) -> Option<U256> {
+        match (self.hi, self.lo) {
+            (0, 0) => None,
+            (hi, 0) => Some(U256 {
+                hi: hi - 1,
+                lo: u128::MAX,
+            }),
+            (hi, lo) => Some(U256 { hi, lo: lo - 1 }),
+        }
+    }
+}
+
+/// Greatest common divisor of 128-bit integers (Euclid); `gcd(0, b) = b`.
+pub(crate) fn gcd128(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+/// `(⌊n/d⌋, n mod d)` for `d ≥ 1`, by binary long division (256 shift-and-subtract
+/// steps: slow, for rare paths only). `None` when `d = 0`.
+pub(crate) fn div_rem(n: U256, d: u128) -> Option<(U256, u128)> {
+    if d == 0 {
+        return None;
+    }
+    let mut q = U256::ZERO;
+    let mut r: u128 = 0;
+    for i in (0..256u32).rev() {
+        let bit = if i >= 128 {
+            (n.hi >> (i - 128)) & 1
+        } else {
+            (n.lo >> i) & 1
+        };
+        // r < d before the shift, so 2r + bit < 2d: one subtraction restores r < d.
+        // `carry` is the bit shifted out of u128 (then 2r + bit ≥ 2¹²⁸ > d).
+        let carry = r >> 127;
+        r = (r << 1) | bit;
+        if carry == 1 || r >= d {
+            r = r.wrapping_sub(d);
+            if i >= 128 {
+                q.hi |= 1 << (i - 128);
+            } else {
+                q.lo |= 1 << i;
+            }
+        }
+    }
+    Some((q, r))
 }
 
 /// `1` if `x < y`, else `0`: the borrow of `x − y` (Hacker's Delight §2-13), with bit
@@ -160,6 +216,62 @@ mod tests {
         ] {
             assert_eq!(lt_bit(a, b), u128::from(a < b), "{a} < {b}");
         }
+    }
+
+    #[test]
+    fn long_division_matches_u128_and_reconstructs() {
+        for (n, d) in [
+            (0u128, 1u128),
+            (17, 5),
+            (u128::MAX, 3),
+            (u128::MAX, u128::MAX),
+            (1 << 100, (1 << 64) + 7),
+        ] {
+            let (q, r) = div_rem(U256 { hi: 0, lo: n }, d).unwrap();
+            assert_eq!((q, r), (U256 { hi: 0, lo: n / d }, n % d), "{n}/{d}");
+        }
+        assert_eq!(div_rem(U256 { hi: 1, lo: 0 }, 0), None);
+        // (2¹²⁸ − 1)² / (2¹²⁸ − 1) = 2¹²⁸ − 1, remainder 0.
+        let (q, r) = div_rem(mul(u128::MAX, u128::MAX), u128::MAX).unwrap();
+        assert_eq!(
+            (q, r),
+            (
+                U256 {
+                    hi: 0,
+                    lo: u128::MAX
+                },
+                0
+            )
+        );
+        // a·b + c with c < b divides back to (a, c), with the top bit of b set.
+        let (a, b, c) = (
+            0x1234_5678_9abc_def0_1122_3344_5566_7788u128,
+            u128::MAX - 5,
+            99,
+        );
+        let (q, r) = div_rem(mul(a, b).add_u128(c), b).unwrap();
+        assert_eq!((q, r), (U256 { hi: 0, lo: a }, c));
+        let (q, r) = div_rem(U256 { hi: 5, lo: 3 }, 2).unwrap();
+        assert_eq!(
+            q,
+            U256 {
+                hi: 2,
+                lo: (1 << 127) + 1
+            }
+        );
+        assert_eq!(r, 1);
+        assert_eq!(U256::ZERO.checked_dec(), None);
+        assert_eq!(
+            U256 { hi: 1, lo: 0 }.checked_dec(),
+            Some(U256 {
+                hi: 0,
+                lo: u128::MAX
+            })
+        );
+        assert_eq!(
+            U256 { hi: 1, lo: 9 }.checked_dec(),
+            Some(U256 { hi: 1, lo: 8 })
+        );
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //!
 //! - The basic mechanisms: the vector Laplace mechanism on the core's exact
 //!   fixed-point grid ([`VectorLaplace`]), the geometric mechanism for counts
-//!   ([`Geometric`]), the exponential mechanism with exact sampling
+//!   ([`Geometric`]), the discrete Gaussian mechanism for counts under ρ-zCDP
+//!   ([`DiscreteGaussian`]), the exponential mechanism with exact sampling
 //!   ([`ExponentialMechanism`]) and the statistical-query oracle of Prop. 2.9.1
 //!   ([`SqOracle`]). Each implements [`Mechanism`](crate::contract::Mechanism).
 //! - The multiplicative-weights engine ([`mw`]) and what is built on it: private
@@ -16,6 +17,7 @@
 
 mod error;
 mod exponential;
+mod gaussian;
 mod laplace;
 pub mod mw;
 pub mod mwem;
@@ -25,5 +27,6 @@ mod sq_oracle;
 
 pub use error::MechanismError;
 pub use exponential::{ExponentialMechanism, Sampling};
+pub use gaussian::DiscreteGaussian;
 pub use laplace::{Geometric, VectorLaplace, epsilon_at_most, fixed_ceil};
 pub use sq_oracle::{SqOracle, SqSession};

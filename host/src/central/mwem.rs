@@ -353,7 +353,10 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
         cost,
     )?;
     // The itemised spending inside the charged cost.
-    let mut budget = Accountant::pure(cost.epsilon());
+    let Some(total_epsilon) = cost.epsilon() else {
+        return Err(MwemError::InvalidParameter("MWEM's cost is pure epsilon"));
+    };
+    let mut budget = Accountant::pure(total_epsilon);
 
     // Improvement 2: noisy-histogram initialization.
     let (mut state, eps_rounds) =

@@ -1364,7 +1364,11 @@ mod tests {
         let mut budget = Accountant::pure(eps);
         let (rng, draws) = counting_rng(1);
         let s = PmwSession::new(&counts, params, 10, eps, &mut budget, rng).unwrap();
-        let parts: Vec<Epsilon> = budget.ledger().iter().map(|c| c.cost.epsilon()).collect();
+        let parts: Vec<Epsilon> = budget
+            .ledger()
+            .iter()
+            .filter_map(|c| c.cost.epsilon())
+            .collect();
         assert_eq!(
             parts,
             vec![

@@ -1,12 +1,12 @@
 //! Cases for the basic central mechanisms: vector Laplace, geometric, exponential,
 //! and the SQ oracle.
 
-use privq_core::Epsilon;
+use privq_core::{Epsilon, Rho};
 
 use super::setup;
-use crate::accountant::Accountant;
+use crate::accountant::{Accountant, zcdp_epsilon};
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
-use crate::central::{ExponentialMechanism, Geometric, SqOracle, VectorLaplace};
+use crate::central::{DiscreteGaussian, ExponentialMechanism, Geometric, SqOracle, VectorLaplace};
 use crate::contract::{Mechanism, Neighbours};
 use crate::data::{CountHistogram, MemoryCap};
 use crate::query::Query;
@@ -90,6 +90,50 @@ pub fn geometric_histogram(small: bool) -> Result<AuditCase, AuditError> {
             [9, 6, 0]
         };
         let out = mech.release(&counts[..], &mut Accountant::pure(eps), rng)?;
+        Ok(out.into_iter().map(|c| c as f64).collect())
+    })
+    .events(events))
+}
+
+/// The discrete Gaussian histogram at ρ = 1/2 under replace-one neighbours (Δ₂² = 2,
+/// σ² = 2) on the pair of [`geometric_histogram`], one count down and one up. The
+/// claim is its ρ converted to (ε, δ) at δ = 10⁻³ by CKS20 Cor. 13 (ε ≈ 3.54); the
+/// auditor's ratio is δ-adjusted.
+pub fn discrete_gaussian(small: bool) -> Result<AuditCase, AuditError> {
+    let _ = small;
+    let rho = Rho::new(1, 2).map_err(setup)?;
+    let delta = 1e-3;
+    let epsilon = zcdp_epsilon(rho.to_f64(), delta).map_err(setup)?;
+    let mech = DiscreteGaussian::histogram(Neighbours::Replace, rho).map_err(setup)?;
+    let mut events: Vec<Event> = (7..=12)
+        .flat_map(|t| {
+            [
+                Event::at_most(0, t as f64),
+                Event::at_least(1, (t - 4) as f64),
+            ]
+        })
+        .collect();
+    for t in 0..5 {
+        events.push(Event::new(
+            format!("out[0] <= {} and out[1] >= {}", 9 - t, 6 + t),
+            move |o| o[0] <= (9 - t) as f64 && o[1] >= (6 + t) as f64,
+        ));
+    }
+    Ok(AuditCase::new(
+        "discrete-gaussian",
+        "replace-one: [10, 5, 0] vs [9, 6, 0], rho = 1/2",
+        Claim::Approximate { epsilon, delta },
+        100_000,
+    )
+    .mechanism("DiscreteGaussian (Δ₂² = 2, σ² = 2)")
+    .run(move |side, rng| {
+        let counts: [u64; 3] = if side == Side::D {
+            [10, 5, 0]
+        } else {
+            [9, 6, 0]
+        };
+        let mut acct = Accountant::zcdp(rho, delta)?;
+        let out = mech.release(&counts[..], &mut acct, rng)?;
         Ok(out.into_iter().map(|c| c as f64).collect())
     })
     .events(events))

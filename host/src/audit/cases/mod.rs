@@ -12,7 +12,7 @@ mod dx;
 mod mwem;
 mod pmw;
 
-pub use central::{exponential, geometric_histogram, sq_oracle, vector_laplace};
+pub use central::{discrete_gaussian, exponential, geometric_histogram, sq_oracle, vector_laplace};
 pub use discover::discovery;
 pub use distance::{distance_offline, distance_session};
 pub use dx::dx_laplace;
@@ -28,6 +28,7 @@ pub type CaseFn = fn(bool) -> Result<AuditCase, AuditError>;
 pub const REGISTRY: &[(&str, CaseFn)] = &[
     ("vector-laplace", vector_laplace),
     ("geometric-histogram", geometric_histogram),
+    ("discrete-gaussian", discrete_gaussian),
     ("exponential", exponential),
     ("sq-oracle", sq_oracle),
     ("pmw-pure", pmw_pure),

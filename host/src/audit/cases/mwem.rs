@@ -7,6 +7,7 @@ use privq_core::rand_core::Rng;
 
 use super::setup;
 use crate::accountant::Accountant;
+use crate::accountant::AccountantError;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
 use crate::central::mwem::{Improvements, InitPolicy, MwemConfig, mwem};
 use crate::data::{Attribute, CountHistogram, Domain, DomainSource, MemoryCap, open_dataset};
@@ -45,7 +46,14 @@ pub fn mwem_init(small: bool) -> Result<AuditCase, AuditError> {
     .map_err(setup)?;
     // The claim is the cost MWEM states and charges (ε_init + the rounds' share).
     let cost = config.cost().map_err(setup)?;
-    let claimed = cost.epsilon().to_f64();
+    let claimed = cost
+        .epsilon()
+        .ok_or(AccountantError::IncompatibleCost {
+            cost,
+            composition: "basic",
+        })
+        .map_err(setup)?
+        .to_f64();
     let mut events = Vec::new();
     for (a, b) in [(11.0, 9.0), (12.0, 8.0), (11.0, 10.0), (10.0, 9.0)] {
         events.push(Event::new(format!("ĉ0 >= {a} and ĉ1 <= {b}"), move |o| {
