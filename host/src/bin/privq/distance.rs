@@ -494,6 +494,14 @@ mod tests {
             distance_error(release(three.to_str().unwrap(), "0,0", "1,2", "1", &[]).unwrap_err()),
             DistanceError::DimensionMismatch { .. }
         ));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn bad_synopses_and_queries_are_typed_errors() {
+        let dir = scratch("bad-query");
+        let good = dir.join("points.csv");
+        std::fs::write(&good, points_csv(100)).unwrap();
         // Query: a missing or corrupt synopsis, and a query outside its domain.
         let missing = dir.join("missing.json");
         let query = |syn: &PathBuf, input: &PathBuf| {
@@ -518,13 +526,116 @@ mod tests {
             distance_error(query(&missing, &good).unwrap_err()),
             DistanceError::Synopsis(_)
         ));
-        release(&good_s, "0,0", "1,2", "1", &[]).unwrap();
+        let out = dir.join("out.json");
+        run_with(
+            &[
+                "distance",
+                "release",
+                "--input",
+                good.to_str().unwrap(),
+                "--lo",
+                "0,0",
+                "--hi",
+                "1,2",
+                "--epsilon",
+                "1",
+                "--seed",
+                "1",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            "",
+        )
+        .unwrap();
         let outside = dir.join("outside.csv");
         std::fs::write(&outside, "x,y\n0.5,3\n").unwrap();
         assert!(matches!(
-            distance_error(query(&dir.join("out.json"), &outside).unwrap_err()),
+            distance_error(query(&out, &outside).unwrap_err()),
             DistanceError::OutsideDomain { .. }
         ));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// `privq distance ACTION` on `input` over `[0,1] × [0,2]` at ε, plus `extra`.
+    fn distance_argv<'a>(
+        action: &'a str,
+        input: &'a str,
+        eps: &'a str,
+        extra: &[&'a str],
+    ) -> Vec<&'a str> {
+        let mut argv = vec![
+            "distance",
+            action,
+            "--input",
+            input,
+            "--lo",
+            "0,0",
+            "--hi",
+            "1,2",
+            "--epsilon",
+            eps,
+            "--seed",
+            "3",
+        ];
+        argv.extend(extra);
+        argv
+    }
+
+    #[test]
+    fn ledger_json_totals_the_epsilon_of_release_and_session() {
+        let dir = scratch("ledger");
+        let data = dir.join("points.csv");
+        std::fs::write(&data, points_csv(2_000)).unwrap();
+        let (data_s, syn) = (data.to_str().unwrap(), dir.join("syn.json"));
+        let ledger = dir.join("ledger.json");
+        let ledger_s = ledger.to_str().unwrap();
+        let release = distance_argv(
+            "release",
+            data_s,
+            "1/2",
+            &["--out", syn.to_str().unwrap(), "--ledger-json", ledger_s],
+        );
+        let (_, err) = run_with(&release, "").unwrap();
+        let (_, total) = crate::ledger_tests::read(&ledger);
+        assert_eq!(
+            total,
+            crate::ledger_tests::stated(&err, "privq: privacy: ε = ")
+        );
+        assert_eq!(total, privq_core::Epsilon::new(1, 2).unwrap());
+        std::fs::remove_file(&ledger).unwrap();
+        let interactive = distance_argv("interactive", data_s, "1", &["--ledger-json", ledger_s]);
+        let (out, err) = run_with(&interactive, "0.5,1\n0.1,0.2\n").unwrap();
+        assert_eq!(out.lines().count(), 2, "{out}");
+        let (_, total) = crate::ledger_tests::read(&ledger);
+        assert_eq!(
+            total,
+            crate::ledger_tests::stated(&err, "privq: privacy: ε = ")
+        );
+        assert_eq!(total, privq_core::Epsilon::new(1, 1).unwrap());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_failed_release_writes_no_ledger() {
+        let dir = scratch("ledger-fail");
+        let data = dir.join("points.csv");
+        std::fs::write(&data, points_csv(500)).unwrap();
+        let ledger = dir.join("ledger.json");
+        // Charged and released, then the synopsis cannot be saved.
+        let out = dir.join("no-such-dir").join("syn.json");
+        let argv = distance_argv(
+            "release",
+            data.to_str().unwrap(),
+            "1",
+            &[
+                "--out",
+                out.to_str().unwrap(),
+                "--ledger-json",
+                ledger.to_str().unwrap(),
+            ],
+        );
+        assert!(run_with(&argv, "").is_err());
+        assert!(!ledger.exists());
         std::fs::remove_dir_all(&dir).ok();
     }
 }

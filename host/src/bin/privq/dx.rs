@@ -291,27 +291,34 @@ mod tests {
         ))
     }
 
-    #[test]
-    fn releases_with_scales_and_rejects_bad_input() {
-        let dir = std::env::temp_dir().join(format!("privq-dx-cli-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+    /// A three-point universe (x = 0, 1, 3) in a fresh directory.
+    fn universe(name: &str) -> (PathBuf, PathBuf) {
+        let dir = crate::ledger_tests::scratch(name);
         let u = dir.join("u.csv");
         std::fs::write(&u, "x,n,h\n0,10,0\n1,5,1\n3,7,3\n").unwrap();
-        let us = u.to_str().unwrap();
-        let base = [
+        (dir, u)
+    }
+
+    /// `privq dx` on universe `u` with coordinate x and counts n, plus `extra`.
+    fn dx_argv<'a>(u: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut argv = vec![
             "privq",
             "dx",
             "--universe",
-            us,
+            u,
             "--coords",
             "x",
             "--counts",
             "n",
-            "--query-column",
-            "h",
-            "--seed",
-            "1",
         ];
+        argv.extend(extra);
+        argv
+    }
+
+    #[test]
+    fn releases_with_scales_and_charges_the_implied_epsilon() {
+        let (dir, u) = universe("dx-scales");
+        let base = dx_argv(u.to_str().unwrap(), &["--query-column", "h", "--seed", "1"]);
         let (out, err) = run_cli(&base).unwrap();
         let line: Vec<&str> = out.lines().nth(1).unwrap().split(',').collect();
         let scale: f64 = line[2].parse().unwrap();
@@ -328,54 +335,60 @@ mod tests {
         // A budget below the implied cost refuses before anything is released.
         let refused = run_cli(&[&base[..], &["--budget", "2"]].concat());
         assert!(matches!(refused, Err(CliError::Run(_))), "{refused:?}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn reads_queries_from_a_file_and_rejects_bad_input() {
+        let (dir, u) = universe("dx-bad");
+        let us = u.to_str().unwrap();
         let q = dir.join("q.csv");
         std::fs::write(&q, "1,0,0\n0,0,1\n").unwrap();
-        let (out, _) = run_cli(&[
-            "privq",
-            "dx",
-            "--universe",
-            us,
-            "--coords",
-            "x",
-            "--counts",
-            "n",
-            "--queries",
-            q.to_str().unwrap(),
-            "--seed",
-            "2",
-        ])
-        .unwrap();
+        let qs = q.to_str().unwrap();
+        let (out, _) = run_cli(&dx_argv(us, &["--queries", qs, "--seed", "2"])).unwrap();
         assert_eq!(out.lines().count(), 3);
         // A duplicated point (d = 0) and an unknown column are typed errors.
         std::fs::write(&u, "x,n\n0,1\n0,2\n").unwrap();
         assert!(matches!(
-            run_cli(&[
-                "privq",
-                "dx",
-                "--universe",
-                us,
-                "--coords",
-                "x",
-                "--counts",
-                "n",
-                "--queries",
-                q.to_str().unwrap()
-            ]),
+            run_cli(&dx_argv(us, &["--queries", qs])),
             Err(CliError::Run(_))
         ));
+        let mut unknown = dx_argv(us, &[]);
+        unknown[5] = "y";
         assert!(matches!(
-            run_cli(&[
-                "privq",
-                "dx",
-                "--universe",
-                us,
-                "--coords",
-                "y",
-                "--counts",
-                "n"
-            ]),
+            run_cli(&unknown),
             Err(CliError::MissingColumn { .. })
         ));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn ledger_json_totals_the_charged_epsilon_and_a_refused_release_writes_none() {
+        let (dir, u) = universe("dx-ledger");
+        let ledger = dir.join("ledger.json");
+        let ledger_s = ledger.to_str().unwrap();
+        let argv = dx_argv(
+            u.to_str().unwrap(),
+            &[
+                "--query-column",
+                "h",
+                "--seed",
+                "1",
+                "--ledger-json",
+                ledger_s,
+            ],
+        );
+        // Refused by a too-small budget: no ledger.
+        assert!(run_cli(&[&argv[..], &["--budget", "2"]].concat()).is_err());
+        assert!(!ledger.exists());
+        let (_, err) = run_cli(&argv).unwrap();
+        let (json, total) = crate::ledger_tests::read(&ledger);
+        assert_eq!(
+            total,
+            crate::ledger_tests::stated(&err, "d_X Laplace release: ε = ")
+        );
+        assert_eq!(total, crate::ledger_tests::stated(&err, "total: ε = "));
+        assert_eq!(json["charges"].as_array().unwrap().len(), 1, "{json}");
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -215,6 +215,15 @@ pub(crate) mod ledger_tests {
         (json, total)
     }
 
+    /// The exact ε written right after `marker` in `text` (up to a space, `,` or `;`).
+    pub(crate) fn stated(text: &str, marker: &str) -> privq_core::Epsilon {
+        text.split(marker)
+            .nth(1)
+            .and_then(|r| r.split([' ', ',', ';']).next())
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("no ε after {marker:?} in {text}"))
+    }
+
     #[test]
     fn ledger_json_refuses_standard_output() {
         use clap::Parser;

@@ -574,11 +574,7 @@ mod tests {
 
     /// The ε the summary states: `each with ε = X`.
     fn stated_epsilon(err: &str) -> privq_core::Epsilon {
-        err.split("each with ε = ")
-            .nth(1)
-            .and_then(|r| r.split([',', ';']).next())
-            .and_then(|w| w.parse().ok())
-            .unwrap_or_else(|| panic!("{err}"))
+        crate::ledger_tests::stated(err, "each with ε = ")
     }
 
     #[test]

@@ -462,17 +462,9 @@ mod tests {
         input
     }
 
-    #[test]
-    fn reduce_domain_prints_v_and_the_shifted_threshold() {
-        let dir = std::env::temp_dir().join(format!("privq-pmw-reduce-{}", std::process::id()));
-        let path = binary_table(&dir, 0);
-        let input = path.to_str().unwrap();
-        let other_path = binary_table(&dir, 3);
-        let other = other_path.to_str().unwrap();
-        let queries = "conj a0\nparity a1 a2\ncount a3=1 a4=0\n";
-        // ξ = 1/4000 (ξN = 1.024), α = 1/√20, k = 3:
-        // M = 4·ξN·n·(ln 20 + ln 3) = 335.4 draws of N = 4096 cells.
-        let argv = [
+    /// `privq pmw` on `input` (binary domain, ε = 1, 3 rounds, seed 5) plus `extra`.
+    fn pmw_argv<'a>(input: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut argv = vec![
             "pmw",
             "--input",
             input,
@@ -482,16 +474,32 @@ mod tests {
             "1",
             "--rounds",
             "3",
-            "--pure",
             "--seed",
             "5",
+        ];
+        argv.extend(extra);
+        argv
+    }
+
+    const QUERIES: &str = "conj a0\nparity a1 a2\ncount a3=1 a4=0\n";
+
+    #[test]
+    fn reduce_domain_prints_v_and_the_shifted_threshold() {
+        let dir = std::env::temp_dir().join(format!("privq-pmw-reduce-{}", std::process::id()));
+        let path = binary_table(&dir, 0);
+        let other_path = binary_table(&dir, 3);
+        // ξ = 1/4000 (ξN = 1.024), α = 1/√20, k = 3:
+        // M = 4·ξN·n·(ln 20 + ln 3) = 335.4 draws of N = 4096 cells.
+        let reduce = [
+            "--pure",
             "--reduce-domain",
             "--smoothness",
             "0.00025",
             "--phi",
             "0.01",
         ];
-        let (out, err) = crate::run_with(&argv, queries).unwrap();
+        let argv = pmw_argv(path.to_str().unwrap(), &reduce);
+        let (out, err) = crate::run_with(&argv, QUERIES).unwrap();
         assert_eq!(out.lines().count(), 3, "{out}");
         let v_line = err
             .lines()
@@ -515,81 +523,79 @@ mod tests {
         let shift = 0.01 + 1.0 / 20f64.sqrt();
         assert!(t_line.contains(&format!("+ {shift:.6} = ")), "{t_line}");
         // The same seed gives the same V whatever the data (same N and n).
-        let mut argv2 = argv;
-        argv2[2] = other;
+        let argv2 = pmw_argv(other_path.to_str().unwrap(), &reduce);
         let (_, err2) = crate::run_with(&argv2, "conj a0\n").unwrap();
         assert!(err2.contains(v_line), "{err2}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn reduce_domain_keeps_the_universe_when_m_reaches_n_and_refuses_a_small_xi() {
+        let dir = std::env::temp_dir().join(format!("privq-pmw-full-{}", std::process::id()));
+        let path = binary_table(&dir, 0);
+        let input = path.to_str().unwrap();
         // M ≥ N: the full universe, said so.
-        let full = [
-            "pmw",
-            "--input",
-            input,
-            "--domain",
-            "binary",
-            "--epsilon",
-            "1",
-            "--rounds",
-            "3",
-            "--seed",
-            "5",
-            "--reduce-domain",
-            "--smoothness",
-            "0.5",
-        ];
-        let (_, err) = crate::run_with(&full, queries).unwrap();
+        let full = pmw_argv(input, &["--reduce-domain", "--smoothness", "0.5"]);
+        let (_, err) = crate::run_with(&full, QUERIES).unwrap();
         assert!(err.contains("so V = U (no reduction"), "{err}");
         // ξ below 1/N is refused with a typed error naming it.
-        let bad = [
-            "pmw",
-            "--input",
-            input,
-            "--domain",
-            "binary",
-            "--epsilon",
-            "1",
-            "--rounds",
-            "3",
-            "--seed",
-            "5",
-            "--reduce-domain",
-            "--smoothness",
-            "0.0001",
-        ];
-        let e = crate::run_with(&bad, queries).unwrap_err();
+        let bad = pmw_argv(input, &["--reduce-domain", "--smoothness", "0.0001"]);
+        let e = crate::run_with(&bad, QUERIES).unwrap_err();
         assert!(e.to_string().contains("smoothness xi = 0.0001"), "{e}");
-        // The reduction options need --reduce-domain, and it needs --smoothness.
-        use clap::Parser;
-        for argv in [
-            &[
-                "privq",
-                "pmw",
-                "--input",
-                input,
-                "--domain",
-                "binary",
-                "--epsilon",
-                "1",
-                "--rounds",
-                "3",
-                "--phi",
-                "0.1",
-            ][..],
-            &[
-                "privq",
-                "pmw",
-                "--input",
-                input,
-                "--domain",
-                "binary",
-                "--epsilon",
-                "1",
-                "--rounds",
-                "3",
-                "--reduce-domain",
-            ][..],
-        ] {
-            assert!(crate::Cli::try_parse_from(argv).is_err(), "{argv:?}");
-        }
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn reduction_options_need_reduce_domain_and_it_needs_smoothness() {
+        use clap::Parser;
+        for extra in [&["--phi", "0.1"][..], &["--reduce-domain"][..]] {
+            let mut argv = vec!["privq"];
+            argv.extend(pmw_argv("data.csv", extra));
+            assert!(crate::Cli::try_parse_from(&argv).is_err(), "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn ledger_json_totals_the_epsilon_of_the_session() {
+        let dir = crate::ledger_tests::scratch("pmw");
+        let path = binary_table(&dir, 0);
+        let ledger = dir.join("ledger.json");
+        let ledger_s = ledger.to_str().unwrap();
+        for variant in [&["--pure"][..], &["--delta", "1e-6"][..]] {
+            let mut extra = variant.to_vec();
+            extra.extend(["--ledger-json", ledger_s]);
+            let argv = pmw_argv(path.to_str().unwrap(), &extra);
+            let (out, err) = crate::run_with(&argv, QUERIES).unwrap();
+            assert_eq!(out.lines().count(), 3, "{out}");
+            let (json, total) = crate::ledger_tests::read(&ledger);
+            assert_eq!(
+                total,
+                crate::ledger_tests::stated(&err, "privq: privacy: ε = ")
+            );
+            assert!(!json["charges"].as_array().unwrap().is_empty(), "{json}");
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_failed_pmw_writes_no_ledger() {
+        let dir = crate::ledger_tests::scratch("pmw-fail");
+        let path = binary_table(&dir, 0);
+        let ledger = dir.join("ledger.json");
+        // The session is opened (and charged), then the query file is missing.
+        let missing = dir.join("missing.txt");
+        let argv = pmw_argv(
+            path.to_str().unwrap(),
+            &[
+                "--pure",
+                "--queries",
+                missing.to_str().unwrap(),
+                "--ledger-json",
+                ledger.to_str().unwrap(),
+            ],
+        );
+        assert!(crate::run_with(&argv, "").is_err());
+        assert!(!ledger.exists());
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -503,7 +503,12 @@ mod tests {
         let (_, err) = crate::run_with(&argv, "").unwrap();
         let s = spent(&err);
         assert!(s.to_f64() <= 0.75 && s.to_f64() > 0.0, "{err}");
-        // The default is the corrected profile; unknown profiles are refused.
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn the_default_profile_is_corrected_and_unknown_ones_are_refused() {
+        let input = "people.csv";
         use clap::Parser;
         let cli =
             crate::Cli::try_parse_from(["privq", "synth", "--input", input, "--epsilon", "1"])
@@ -525,7 +530,83 @@ mod tests {
             ])
             .is_err()
         );
-        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A small binary count table in a fresh directory named `name`.
+    fn small_table(name: &str) -> (PathBuf, PathBuf) {
+        let dir = crate::ledger_tests::scratch(name);
+        let input = dir.join("t.csv");
+        std::fs::write(
+            &input,
+            "a,b,c,count\n0,0,0,40\n0,1,1,25\n1,0,1,20\n1,1,0,15\n",
+        )
+        .unwrap();
+        (dir, input)
+    }
+
+    #[test]
+    fn ledger_json_totals_the_epsilon_spent() {
+        let (dir, input) = small_table("synth");
+        let ledger = dir.join("ledger.json");
+        let argv = [
+            "synth",
+            "--input",
+            input.to_str().unwrap(),
+            "--domain",
+            "binary",
+            "--epsilon",
+            "3/4",
+            "--rounds",
+            "4",
+            "--records",
+            "10",
+            "--seed",
+            "3",
+            "--workload",
+            "parity:2",
+            "--plain",
+            "--ledger-json",
+            ledger.to_str().unwrap(),
+        ];
+        let (_, err) = crate::run_with(&argv, "").unwrap();
+        let (json, total) = crate::ledger_tests::read(&ledger);
+        assert_eq!(
+            total,
+            crate::ledger_tests::stated(&err, "privacy spent: epsilon = ")
+        );
+        assert_eq!(total, spent(&err), "{err}");
+        assert_eq!(json["charges"].as_array().unwrap().len(), 1, "{json}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_failed_synth_writes_no_ledger() {
+        let (dir, input) = small_table("synth-fail");
+        let ledger = dir.join("ledger.json");
+        // MWEM runs (and is charged), then the output cannot be written.
+        let output = dir.join("no-such-dir").join("out.csv");
+        let argv = [
+            "synth",
+            "--input",
+            input.to_str().unwrap(),
+            "--domain",
+            "binary",
+            "--epsilon",
+            "1",
+            "--rounds",
+            "2",
+            "--seed",
+            "3",
+            "--workload",
+            "parity:2",
+            "--output",
+            output.to_str().unwrap(),
+            "--ledger-json",
+            ledger.to_str().unwrap(),
+        ];
+        assert!(crate::run_with(&argv, "").is_err());
+        assert!(!ledger.exists());
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     fn nltcs() -> Option<String> {
