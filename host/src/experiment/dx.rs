@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use rand_chacha::ChaCha12Rng;
 use rand_core::Rng;
 
 use super::svg::{Series, line_chart};
@@ -242,8 +243,10 @@ pub fn load_cities(
     })
 }
 
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Runs the protocol.
-pub fn run(cfg: &Config) -> Result<Report, Box<dyn std::error::Error + Send + Sync>> {
+pub fn run(cfg: &Config) -> Result<Report, BoxError> {
     let mut rep = Report::default();
     let mut rng = seeded_rng(cfg.seed);
     let pts = synthetic_points(cfg.universe, &mut rng);
@@ -263,142 +266,180 @@ pub fn run(cfg: &Config) -> Result<Report, Box<dyn std::error::Error + Send + Sy
     // §4.2
     for binary in [false, true] {
         for k in 1..=cfg.k_max {
-            let mut sums = [0.0; 3];
-            let mut counted = 0usize;
-            let (mut gap, mut gaps, mut iters, mut above) = (0.0, 0usize, 0usize, 0usize);
-            for _ in 0..cfg.matrices {
-                let rows: Vec<Vec<f64>> = (0..k)
-                    .map(|_| {
-                        (0..cfg.universe)
-                            .map(|_| {
-                                if binary {
-                                    (rng.next_u32() & 1) as f64
-                                } else {
-                                    uniform(&mut rng)
-                                }
-                            })
-                            .collect()
-                    })
-                    .collect();
-                let q = Queries::new(rows)?;
-                let t = PairTable::new(&metric, &q)?;
-                let sels = [strategy1(&t)?, strategy2(&t)?, psa_table(&t)?];
-                iters = iters.max(sels[2].iterations);
-                above += sels[2]
-                    .scales
-                    .iter()
-                    .zip(&sels[0].scales)
-                    .filter(|(a, b)| **a > **b * (1.0 + 1e-12))
-                    .count();
-                let mut row_if = [0.0; 3];
-                for (s, sel) in sels.iter().enumerate() {
-                    rep.worst_ratio = rep.worst_ratio.max(t.worst_ratio(&sel.scales));
-                    row_if[s] = crate::dx::psa::improvement_factor_multi(&metric, &q, &sel.scales)?;
-                }
-                if row_if.iter().all(|v| v.is_finite()) {
-                    counted += 1;
-                    for s in 0..3 {
-                        sums[s] += row_if[s];
-                    }
-                }
-                if cfg.optimum && k > 1 {
-                    let opt = relaxed_optimum(&t, Objective::SumOfSquares)?;
-                    rep.worst_ratio = rep.worst_ratio.max(t.worst_ratio(&opt.scales));
-                    gap += sels[2].objective() / opt.upper - 1.0;
-                    gaps += 1;
-                }
-            }
-            let n = counted.max(1) as f64;
-            rep.multi.push(MultiRow {
-                k,
-                binary,
-                mean_if: sums.map(|s| s / n),
-                psa_gap: if gaps > 0 { gap / gaps as f64 } else { 0.0 },
-                max_iterations: iters,
-                psa_above_s1: above,
-            });
+            let row = multi_query_row(cfg, &metric, binary, k, &mut rng, &mut rep.worst_ratio)?;
+            rep.multi.push(row);
         }
     }
     // §4.3
-    if cfg.cities.exists() {
-        let c = load_cities(&cfg.cities, cfg.city_count)?;
-        let cm = FiniteMetric::euclidean(&c.points, 1.0)?;
-        let mut crng = seeded_rng(cfg.seed ^ 0x0C17);
-        let cq = random_queries(c.points.len(), cfg.queries, &mut crng);
-        let (cifs, w) = single_query_ifs(&cm, &cq)?;
-        let (elev, w2) = single_query_ifs(&cm, std::slice::from_ref(&c.elevation))?;
-        rep.worst_ratio = rep.worst_ratio.max(w).max(w2);
-        rep.cities = Some((IfSummary::of(&cifs), elev[0], c.points.len()));
-        rep.city_ifs = cifs;
-    } else {
+    us_cities(cfg, &mut rep)?;
+    // §4.4 (ε = 1; c ∝ 1/ε exactly, checked below).
+    let shape = thresholds(&pts, &qs, &mut rep)?;
+    acceptance_checks(cfg, &shape, &mut rep);
+    if let Some(dir) = &cfg.out_dir {
+        write_figures(&rep, dir)?;
+    }
+    Ok(rep)
+}
+
+/// §4.2: `cfg.matrices` random K-query matrices (binary or uniform entries): mean
+/// IF of each strategy, PSA's gap to the relaxed optimum and its iterations.
+fn multi_query_row(
+    cfg: &Config,
+    metric: &FiniteMetric,
+    binary: bool,
+    k: usize,
+    rng: &mut ChaCha12Rng,
+    worst_ratio: &mut f64,
+) -> Result<MultiRow, DxError> {
+    let mut sums = [0.0; 3];
+    let mut counted = 0usize;
+    let (mut gap, mut gaps, mut iters, mut above) = (0.0, 0usize, 0usize, 0usize);
+    for _ in 0..cfg.matrices {
+        let rows: Vec<Vec<f64>> = (0..k)
+            .map(|_| {
+                (0..cfg.universe)
+                    .map(|_| {
+                        if binary {
+                            (rng.next_u32() & 1) as f64
+                        } else {
+                            uniform(rng)
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let q = Queries::new(rows)?;
+        let t = PairTable::new(metric, &q)?;
+        let sels = [strategy1(&t)?, strategy2(&t)?, psa_table(&t)?];
+        iters = iters.max(sels[2].iterations);
+        above += sels[2]
+            .scales
+            .iter()
+            .zip(&sels[0].scales)
+            .filter(|(a, b)| **a > **b * (1.0 + 1e-12))
+            .count();
+        let mut row_if = [0.0; 3];
+        for (s, sel) in sels.iter().enumerate() {
+            *worst_ratio = worst_ratio.max(t.worst_ratio(&sel.scales));
+            row_if[s] = crate::dx::psa::improvement_factor_multi(metric, &q, &sel.scales)?;
+        }
+        if row_if.iter().all(|v| v.is_finite()) {
+            counted += 1;
+            for s in 0..3 {
+                sums[s] += row_if[s];
+            }
+        }
+        if cfg.optimum && k > 1 {
+            let opt = relaxed_optimum(&t, Objective::SumOfSquares)?;
+            *worst_ratio = worst_ratio.max(t.worst_ratio(&opt.scales));
+            gap += sels[2].objective() / opt.upper - 1.0;
+            gaps += 1;
+        }
+    }
+    let n = counted.max(1) as f64;
+    Ok(MultiRow {
+        k,
+        binary,
+        mean_if: sums.map(|s| s / n),
+        psa_gap: if gaps > 0 { gap / gaps as f64 } else { 0.0 },
+        max_iterations: iters,
+        psa_above_s1: above,
+    })
+}
+
+/// §4.3: random queries and the elevation query on the US cities (a note when the
+/// data is absent).
+fn us_cities(cfg: &Config, rep: &mut Report) -> Result<(), BoxError> {
+    if !cfg.cities.exists() {
         rep.notes.push(format!(
             "SKIPPED §4.3: {} is absent (the US-cities data is not shipped)",
             cfg.cities.display()
         ));
+        return Ok(());
     }
-    // §4.4 (ε = 1; c ∝ 1/ε exactly, checked below).
+    let c = load_cities(&cfg.cities, cfg.city_count)?;
+    let cm = FiniteMetric::euclidean(&c.points, 1.0)?;
+    let mut crng = seeded_rng(cfg.seed ^ 0x0C17);
+    let cq = random_queries(c.points.len(), cfg.queries, &mut crng);
+    let (cifs, w) = single_query_ifs(&cm, &cq)?;
+    let (elev, w2) = single_query_ifs(&cm, std::slice::from_ref(&c.elevation))?;
+    rep.worst_ratio = rep.worst_ratio.max(w).max(w2);
+    rep.cities = Some((IfSummary::of(&cifs), elev[0], c.points.len()));
+    rep.city_ifs = cifs;
+    Ok(())
+}
+
+/// How the §4.4 scales behave across thresholds and ε (checked in the acceptance
+/// checks).
+struct ThresholdShape {
+    /// c is non-decreasing in T for both metrics.
+    monotone_t: bool,
+    /// c_smooth ≥ c_blow for every query.
+    smooth_ge_blow: bool,
+    /// c(ε = 1/2) = 2·c(1).
+    eps_scaling: bool,
+}
+
+/// The ε-DP baseline scale of the single query `q`.
+fn single_baseline(metric: &FiniteMetric, q: &[f64]) -> f64 {
+    baseline_scale(metric, &Queries::new(vec![q.to_vec()]).expect("finite")).unwrap_or(0.0)
+}
+
+/// §4.4: Blowfish and smooth metrics at T = 2, 4, 8, 16 (ε = 1).
+fn thresholds(
+    pts: &[[f64; 2]],
+    qs: &[Vec<f64>],
+    rep: &mut Report,
+) -> Result<ThresholdShape, DxError> {
+    let scales = |metric: &FiniteMetric| -> Result<Vec<f64>, DxError> {
+        qs.iter().map(|q| single_query_scale(metric, q)).collect()
+    };
+    let ifs = |metric: &FiniteMetric, cs: &[f64]| -> Vec<f64> {
+        qs.iter()
+            .zip(cs)
+            .map(|(q, &c)| improvement_factor(single_baseline(metric, q), c))
+            .collect()
+    };
     let mut prev: Option<(Vec<f64>, Vec<f64>)> = None;
-    let (mut monotone_t, mut smooth_ge_blow, mut eps_scaling) = (true, true, true);
+    let mut shape = ThresholdShape {
+        monotone_t: true,
+        smooth_ge_blow: true,
+        eps_scaling: true,
+    };
     for t in [2.0, 4.0, 8.0, 16.0] {
-        let blow = FiniteMetric::blowfish(&pts, 1.0, t)?;
-        let smooth = FiniteMetric::smooth(&pts, 1.0, t)?;
-        let cb: Vec<f64> = qs
-            .iter()
-            .map(|q| single_query_scale(&blow, q))
-            .collect::<Result<_, _>>()?;
-        let cs: Vec<f64> = qs
-            .iter()
-            .map(|q| single_query_scale(&smooth, q))
-            .collect::<Result<_, _>>()?;
-        let smooth_half = FiniteMetric::smooth(&pts, 0.5, t)?;
+        let blow = FiniteMetric::blowfish(pts, 1.0, t)?;
+        let smooth = FiniteMetric::smooth(pts, 1.0, t)?;
+        let cb = scales(&blow)?;
+        let cs = scales(&smooth)?;
+        let smooth_half = FiniteMetric::smooth(pts, 0.5, t)?;
         for (q, &c1) in qs.iter().zip(&cs).take(50) {
             let c_half = single_query_scale(&smooth_half, q)?;
-            eps_scaling &= (c_half - 2.0 * c1).abs() <= 1e-12 * c1.max(1.0);
+            shape.eps_scaling &= (c_half - 2.0 * c1).abs() <= 1e-12 * c1.max(1.0);
         }
-        smooth_ge_blow &= cs.iter().zip(&cb).all(|(s, b)| s >= b);
+        shape.smooth_ge_blow &= cs.iter().zip(&cb).all(|(s, b)| s >= b);
         if let Some((pb, ps)) = &prev {
-            monotone_t &=
+            shape.monotone_t &=
                 cb.iter().zip(pb).all(|(a, b)| a >= b) && cs.iter().zip(ps).all(|(a, b)| a >= b);
         }
         let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64 * 2f64.sqrt();
-        let ifb: Vec<f64> = qs
-            .iter()
-            .zip(&cb)
-            .map(|(q, &c)| {
-                improvement_factor(
-                    baseline_scale(&blow, &Queries::new(vec![q.clone()]).expect("finite"))
-                        .unwrap_or(0.0),
-                    c,
-                )
-            })
-            .collect();
-        let ifs_: Vec<f64> = qs
-            .iter()
-            .zip(&cs)
-            .map(|(q, &c)| {
-                improvement_factor(
-                    baseline_scale(&smooth, &Queries::new(vec![q.clone()]).expect("finite"))
-                        .unwrap_or(0.0),
-                    c,
-                )
-            })
-            .collect();
-        let base_rmse: Vec<f64> = qs
-            .iter()
-            .map(|q| {
-                baseline_scale(&smooth, &Queries::new(vec![q.clone()]).expect("finite"))
-                    .unwrap_or(0.0)
-            })
-            .collect();
+        let base_rmse: Vec<f64> = qs.iter().map(|q| single_baseline(&smooth, q)).collect();
         rep.blowfish.push(BlowRow {
             threshold: t,
             rmse: [mean(&cb), mean(&cs), mean(&base_rmse)],
-            ifs: [IfSummary::of(&ifb), IfSummary::of(&ifs_)],
+            ifs: [
+                IfSummary::of(&ifs(&blow, &cb)),
+                IfSummary::of(&ifs(&smooth, &cs)),
+            ],
         });
         prev = Some((cb, cs));
     }
-    // Acceptance checks (spec §4.6).
-    let mut check = |name: &str, ok: bool| rep.checks.push((name.to_string(), ok));
+    Ok(shape)
+}
+
+/// Spec §4.6's acceptance checks, added to `rep.checks`.
+fn acceptance_checks(cfg: &Config, shape: &ThresholdShape, rep: &mut Report) {
+    let mut checks = Vec::new();
+    let mut check = |name: &str, ok: bool| checks.push((name.to_string(), ok));
     check(
         "privacy constraint ratio <= 1 for every parameter set",
         rep.worst_ratio <= 1.0,
@@ -415,22 +456,57 @@ pub fn run(cfg: &Config) -> Result<Report, Box<dyn std::error::Error + Send + Sy
         "synthetic IF right-skewed (mean > median)",
         rep.synthetic.mean > rep.synthetic.median,
     );
-    let cells = |b: bool| rep.multi.iter().filter(move |r| r.binary == b);
+    multi_query_checks(&rep.multi, &mut check);
+    if let Some((s, elev, _)) = rep.cities {
+        check(
+            "US cities mean IF in [1.5, 6]",
+            (1.5..=6.0).contains(&s.mean),
+        );
+        check(
+            "elevation IF > 3 x every random query's",
+            elev > 3.0 * s.max,
+        );
+    }
+    check("Blowfish/smooth: c non-decreasing in T", shape.monotone_t);
+    check("c_smooth >= c_blow for every query", shape.smooth_ge_blow);
+    check("c(eps) = c(1)/eps (RMSE x eps constant)", shape.eps_scaling);
+    if let (Some(a), Some(b)) = (rep.blowfish.first(), rep.blowfish.last()) {
+        check(
+            "average RMSE grows with T (Blowfish)",
+            rep.blowfish
+                .windows(2)
+                .all(|w| w[1].rmse[0] >= w[0].rmse[0]),
+        );
+        check(
+            "T = 16: Blowfish ~ smooth (within 2%)",
+            (b.rmse[0] / b.rmse[1] - 1.0).abs() <= 0.02,
+        );
+        if a.ifs[0].infinite < cfg.queries {
+            check(
+                "T = 2: median IF Blowfish > smooth",
+                a.ifs[0].median > a.ifs[1].median,
+            );
+        }
+    }
+    rep.checks.extend(checks);
+}
+
+/// The §4.2 checks on the strategies.
+fn multi_query_checks(multi: &[MultiRow], check: &mut impl FnMut(&str, bool)) {
+    let cells = |b: bool| multi.iter().filter(move |r| r.binary == b);
     check(
         "K = 1: all strategies equal",
-        rep.multi.iter().filter(|r| r.k == 1).all(|r| {
+        multi.iter().filter(|r| r.k == 1).all(|r| {
             (r.mean_if[0] - r.mean_if[2]).abs() < 1e-9 && (r.mean_if[1] - r.mean_if[2]).abs() < 1e-9
         }),
     );
     check(
         "PSA c <= Strategy 1 c row-wise",
-        rep.multi.iter().all(|r| r.psa_above_s1 == 0),
+        multi.iter().all(|r| r.psa_above_s1 == 0),
     );
     check(
         "Strategy 3 >= Strategy 1 on average, every K",
-        rep.multi
-            .iter()
-            .all(|r| r.mean_if[2] >= r.mean_if[0] - 1e-12),
+        multi.iter().all(|r| r.mean_if[2] >= r.mean_if[0] - 1e-12),
     );
     check(
         "Strategy 3 > Strategy 2 on average, binary K >= 3",
@@ -450,43 +526,8 @@ pub fn run(cfg: &Config) -> Result<Report, Box<dyn std::error::Error + Send + Sy
     );
     check(
         "PSA terminates within K + 1 iterations",
-        rep.multi.iter().all(|r| r.max_iterations <= r.k + 1),
+        multi.iter().all(|r| r.max_iterations <= r.k + 1),
     );
-    if let Some((s, elev, _)) = rep.cities {
-        check(
-            "US cities mean IF in [1.5, 6]",
-            (1.5..=6.0).contains(&s.mean),
-        );
-        check(
-            "elevation IF > 3 x every random query's",
-            elev > 3.0 * s.max,
-        );
-    }
-    check("Blowfish/smooth: c non-decreasing in T", monotone_t);
-    check("c_smooth >= c_blow for every query", smooth_ge_blow);
-    check("c(eps) = c(1)/eps (RMSE x eps constant)", eps_scaling);
-    if let (Some(a), Some(b)) = (rep.blowfish.first(), rep.blowfish.last()) {
-        check(
-            "average RMSE grows with T (Blowfish)",
-            rep.blowfish
-                .windows(2)
-                .all(|w| w[1].rmse[0] >= w[0].rmse[0]),
-        );
-        check(
-            "T = 16: Blowfish ~ smooth (within 2%)",
-            (b.rmse[0] / b.rmse[1] - 1.0).abs() <= 0.02,
-        );
-        if a.ifs[0].infinite < cfg.queries {
-            check(
-                "T = 2: median IF Blowfish > smooth",
-                a.ifs[0].median > a.ifs[1].median,
-            );
-        }
-    }
-    if let Some(dir) = &cfg.out_dir {
-        write_figures(&rep, dir)?;
-    }
-    Ok(rep)
 }
 
 impl Report {

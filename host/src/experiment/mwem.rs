@@ -522,86 +522,83 @@ fn mix(base: u64, a: u64, b: u64, c: u64, d: u64) -> u64 {
 pub fn acceptance_checks(panels: &[Panel], epsilons: &[Epsilon]) -> Vec<Check> {
     let eps: Vec<f64> = epsilons.iter().map(|e| e.to_f64()).collect();
     let mut checks = Vec::new();
-    let baselines = [Baseline::Fit, Baseline::Discrepancy];
     for p in panels.iter().filter(|p| p.dataset != "nltcs") {
-        for (m, row) in p.methods.iter().zip(&p.results) {
-            let mut ok = true;
-            let mut worst = String::new();
-            for (i, w) in row.windows(2).enumerate() {
-                let slack = 2.0 * (w[0].se().powi(2) + w[1].se().powi(2)).sqrt();
-                if w[1].mean > w[0].mean + slack {
-                    ok = false;
-                    worst = format!(" (rises at eps {} -> {})", eps[i], eps[i + 1]);
-                }
+        monotone_checks(p, &eps, &mut checks);
+        ordering_checks(p, &eps, &mut checks);
+    }
+    for p in panels.iter().filter(|p| p.dataset == "nltcs") {
+        nltcs_checks(p, &eps, &mut checks);
+    }
+    checks
+}
+
+/// The baselines' labels, as A2 and A3 name them.
+fn baseline_labels() -> [&'static str; 2] {
+    [Baseline::Fit, Baseline::Discrepancy].map(Baseline::label)
+}
+
+/// A1: every method's mean KL is non-increasing in ε, within 2 standard errors.
+fn monotone_checks(p: &Panel, eps: &[f64], checks: &mut Vec<Check>) {
+    for (m, row) in p.methods.iter().zip(&p.results) {
+        let mut ok = true;
+        let mut worst = String::new();
+        for (i, w) in row.windows(2).enumerate() {
+            let slack = 2.0 * (w[0].se().powi(2) + w[1].se().powi(2)).sqrt();
+            if w[1].mean > w[0].mean + slack {
+                ok = false;
+                worst = format!(" (rises at eps {} -> {})", eps[i], eps[i + 1]);
             }
-            checks.push(Check {
-                id: "A1",
-                baseline: None,
-                description: format!(
-                    "{} {m}: mean KL non-increasing in eps within 2 SE{worst}",
-                    p.dataset
-                ),
-                passed: ok,
-            });
         }
-        for base in baselines.map(Baseline::label) {
-            for (i, &e) in eps.iter().enumerate().filter(|&(_, &e)| e <= 0.5) {
-                if let (Some(o), Some(u), Some(b)) =
-                    (p.get("MWEM+opt", i), p.get("MWEM", i), p.get(base, i))
-                {
-                    checks.push(Check {
-                        id: "A2",
-                        baseline: Some(base),
-                        description: format!(
-                            "{} w=3 eps {e}: opt {:.4} <= unopt {:.4} <= {base} {:.4}",
-                            p.dataset, o.mean, u.mean, b.mean
-                        ),
-                        passed: o.mean <= u.mean && u.mean <= b.mean,
-                    });
-                }
+        checks.push(Check {
+            id: "A1",
+            baseline: None,
+            description: format!(
+                "{} {m}: mean KL non-increasing in eps within 2 SE{worst}",
+                p.dataset
+            ),
+            passed: ok,
+        });
+    }
+}
+
+/// A2: at ε ≤ 0.5, optimized MWEM ≤ MWEM ≤ each baseline.
+fn ordering_checks(p: &Panel, eps: &[f64], checks: &mut Vec<Check>) {
+    for base in baseline_labels() {
+        for (i, &e) in eps.iter().enumerate().filter(|&(_, &e)| e <= 0.5) {
+            if let (Some(o), Some(u), Some(b)) =
+                (p.get("MWEM+opt", i), p.get("MWEM", i), p.get(base, i))
+            {
+                checks.push(Check {
+                    id: "A2",
+                    baseline: Some(base),
+                    description: format!(
+                        "{} w=3 eps {e}: opt {:.4} <= unopt {:.4} <= {base} {:.4}",
+                        p.dataset, o.mean, u.mean, b.mean
+                    ),
+                    passed: o.mean <= u.mean && u.mean <= b.mean,
+                });
             }
         }
     }
-    for p in panels.iter().filter(|p| p.dataset == "nltcs") {
-        for (i, &e) in eps.iter().enumerate() {
-            let (Some(t20), Some(t30), Some(t40)) = (
-                p.get("MWEM T=20", i),
-                p.get("MWEM T=30", i),
-                p.get("MWEM T=40", i),
-            ) else {
-                continue;
-            };
-            let best = t20.mean.min(t30.mean).min(t40.mean);
-            for base in baselines.map(Baseline::label) {
-                let Some(b) = p.get(base, i) else { continue };
-                let w = p.degree;
-                let (description, passed) = if w == 3 && e <= 0.5 {
-                    (
-                        format!(
-                            "nltcs w=3 eps {e}: MWEM T=40 {:.4} < {base} {:.4}",
-                            t40.mean, b.mean
-                        ),
-                        t40.mean < b.mean,
-                    )
-                } else if w == 2 && e >= 0.1 {
-                    (
-                        format!(
-                            "nltcs w=2 eps {e}: {base} {:.4} within 10% of best MWEM {best:.4}",
-                            b.mean
-                        ),
-                        b.mean <= 1.1 * best,
-                    )
-                } else if w == 2 && e <= 0.05 {
-                    (
-                        format!(
-                            "nltcs w=2 eps {e}: best MWEM {best:.4} < {base} {:.4}",
-                            b.mean
-                        ),
-                        best < b.mean,
-                    )
-                } else {
-                    continue;
-                };
+}
+
+/// A3 (MWEM with T = 20, 30, 40 against each baseline on NLTCS) and, at the
+/// largest ε, A4 (more rounds fit better).
+fn nltcs_checks(p: &Panel, eps: &[f64], checks: &mut Vec<Check>) {
+    for (i, &e) in eps.iter().enumerate() {
+        let (Some(t20), Some(t30), Some(t40)) = (
+            p.get("MWEM T=20", i),
+            p.get("MWEM T=30", i),
+            p.get("MWEM T=40", i),
+        ) else {
+            continue;
+        };
+        let best = t20.mean.min(t30.mean).min(t40.mean);
+        for base in baseline_labels() {
+            let Some(b) = p.get(base, i) else { continue };
+            if let Some((description, passed)) =
+                nltcs_comparison(p.degree, e, t40.mean, best, base, b.mean)
+            {
                 checks.push(Check {
                     id: "A3",
                     baseline: Some(base),
@@ -609,20 +606,49 @@ pub fn acceptance_checks(panels: &[Panel], epsilons: &[Epsilon]) -> Vec<Check> {
                     passed,
                 });
             }
-            if i + 1 == eps.len() {
-                checks.push(Check {
-                    id: "A4",
-                    baseline: None,
-                    description: format!(
-                        "nltcs w={} eps {e}: T=40 {:.4} <= T=30 {:.4} <= T=20 {:.4}",
-                        p.degree, t40.mean, t30.mean, t20.mean
-                    ),
-                    passed: t40.mean <= t30.mean && t30.mean <= t20.mean,
-                });
-            }
+        }
+        if i + 1 == eps.len() {
+            checks.push(Check {
+                id: "A4",
+                baseline: None,
+                description: format!(
+                    "nltcs w={} eps {e}: T=40 {:.4} <= T=30 {:.4} <= T=20 {:.4}",
+                    p.degree, t40.mean, t30.mean, t20.mean
+                ),
+                passed: t40.mean <= t30.mean && t30.mean <= t20.mean,
+            });
         }
     }
-    checks
+}
+
+/// A3 at degree `w` and ε `e`, given MWEM's T = 40 and best mean KL and the
+/// baseline's: the description and the verdict (`None` where A3 says nothing).
+fn nltcs_comparison(
+    w: usize,
+    e: f64,
+    t40: f64,
+    best: f64,
+    base: &str,
+    b: f64,
+) -> Option<(String, bool)> {
+    if w == 3 && e <= 0.5 {
+        Some((
+            format!("nltcs w=3 eps {e}: MWEM T=40 {t40:.4} < {base} {b:.4}"),
+            t40 < b,
+        ))
+    } else if w == 2 && e >= 0.1 {
+        Some((
+            format!("nltcs w=2 eps {e}: {base} {b:.4} within 10% of best MWEM {best:.4}"),
+            b <= 1.1 * best,
+        ))
+    } else if w == 2 && e <= 0.05 {
+        Some((
+            format!("nltcs w=2 eps {e}: best MWEM {best:.4} < {base} {b:.4}"),
+            best < b,
+        ))
+    } else {
+        None
+    }
 }
 
 /// The SVG figure of a panel (like Figs. 5.2–5.3: red dashed Barak, green

@@ -6,10 +6,11 @@
 //! * `interactive`: points CSV, then one query per line on standard input.
 
 use privq_host::accountant::Accountant;
+use rand_chacha::ChaCha12Rng;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
-use super::CliError;
+use super::{CliError, LedgerArgs};
 use privq_host::distance::interactive::{InteractiveConfig, Session};
 use privq_host::distance::offline::{OfflineConfig, Synopsis};
 use privq_host::distance::privacy::{NEIGHBOURS, Privacy};
@@ -74,6 +75,9 @@ pub struct ReleaseArgs {
     /// Seed for a reproducible run (never on real data).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Where to write the ledger as JSON.
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
 }
 
 /// Options of `query`.
@@ -119,13 +123,6 @@ fn read_points(path: &PathBuf) -> Result<Vec<Vec<f64>>, CliError> {
     Ok(points)
 }
 
-fn rng(seed: Option<u64>) -> Result<rand_chacha::ChaCha12Rng, CliError> {
-    match seed {
-        Some(s) => Ok(privq_host::seeded_rng(s)),
-        None => privq_host::secure_rng().map_err(CliError::Seed),
-    }
-}
-
 /// Runs `privq distance`.
 pub fn run(
     args: &Args,
@@ -134,114 +131,147 @@ pub fn run(
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     match &args.action {
-        Action::Release(a) => {
-            let domain = BoxDomain::new(a.lo.clone(), a.hi.clone()).map_err(run_err)?;
-            let privacy = Privacy::parse(&a.epsilon, a.delta).map_err(run_err)?;
-            let mut config = OfflineConfig::new(privacy);
-            config.alpha = a.alpha;
-            let points = read_points(&a.input)?;
-            let mut accountant = budget_for(&config.privacy)?;
-            let s = Synopsis::release(
-                &domain,
-                &points,
-                &config,
-                &mut accountant,
-                &mut rng(a.seed)?,
-            )
-            .map_err(run_err)?;
-            s.save(&a.out).map_err(run_err)?;
-            writeln!(
-                stdout,
-                "released synopsis of n = {} points to {}: alpha = {:.4}; spent epsilon = {} (ledger {} in {} charges), delta = {}",
-                s.n(),
-                a.out.display(),
-                s.alpha(),
-                s.spent().epsilon,
-                s.spent().ledger_epsilon,
-                s.spent().charges,
-                s.spent().delta
-            )?;
-            writeln!(
-                stderr,
-                "privq: privacy: {}\nprivq: ledger:\n{}",
-                NEIGHBOURS.summary(&config.privacy.cost(), s.n() as u64),
-                accountant.ledger_text()
-            )?;
-            if s.alpha() >= 1.0 {
+        Action::Release(a) => release(a, stdout, stderr),
+        Action::Query(a) => query(a, stdout),
+        Action::Interactive(a) => interactive(a, stdin, stdout, stderr),
+    }
+}
+
+/// `release`: writes the synopsis, prints what it spent and the ledger.
+fn release(
+    a: &ReleaseArgs,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    let domain = BoxDomain::new(a.lo.clone(), a.hi.clone()).map_err(run_err)?;
+    let privacy = Privacy::parse(&a.epsilon, a.delta).map_err(run_err)?;
+    let mut config = OfflineConfig::new(privacy);
+    config.alpha = a.alpha;
+    let points = read_points(&a.input)?;
+    let mut accountant = budget_for(&config.privacy)?;
+    let mut rng = super::rng(a.seed, stderr)?;
+    let s =
+        Synopsis::release(&domain, &points, &config, &mut accountant, &mut rng).map_err(run_err)?;
+    s.save(&a.out).map_err(run_err)?;
+    writeln!(
+        stdout,
+        "released synopsis of n = {} points to {}: alpha = {:.4}; spent epsilon = {} (ledger {} in {} charges), delta = {}",
+        s.n(),
+        a.out.display(),
+        s.alpha(),
+        s.spent().epsilon,
+        s.spent().ledger_epsilon,
+        s.spent().charges,
+        s.spent().delta
+    )?;
+    writeln!(
+        stderr,
+        "privq: privacy: {}\nprivq: ledger:\n{}",
+        NEIGHBOURS.summary(&config.privacy.cost(), s.n() as u64),
+        accountant.ledger_text()
+    )?;
+    warn_about_accuracy(&s, stderr)?;
+    a.ledger.write(&accountant)
+}
+
+/// Warns when the synopsis guarantees no accuracy, or not everywhere.
+fn warn_about_accuracy(s: &Synopsis, stderr: &mut dyn Write) -> Result<(), CliError> {
+    if s.alpha() >= 1.0 {
+        writeln!(
+            stderr,
+            "privq: warning: n = {} is too small for any accuracy guarantee at this ε (alpha = 1); \
+             answers are not informative — use more data, a larger ε, or --delta",
+            s.n()
+        )?;
+    }
+    if s.complete().iter().any(|c| !c) {
+        writeln!(
+            stderr,
+            "privq: warning: the update budget ran out on some coordinates; accuracy is not guaranteed there"
+        )?;
+    }
+    Ok(())
+}
+
+/// `query`: answers query points from a synopsis (no data, no budget).
+fn query(a: &QueryArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
+    let s = Synopsis::load(&a.synopsis).map_err(run_err)?;
+    writeln!(stdout, "scaled_answer,average_l1_distance")?;
+    for p in read_points(&a.input)? {
+        let v = s.answer(&p).map_err(run_err)?;
+        writeln!(stdout, "{v},{}", v * s.domain().diameter())?;
+    }
+    Ok(())
+}
+
+/// `interactive`: charges the session up front, then answers one query per line.
+fn interactive(
+    a: &ReleaseArgs,
+    stdin: &mut dyn BufRead,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    let domain = BoxDomain::new(a.lo.clone(), a.hi.clone()).map_err(run_err)?;
+    let privacy = Privacy::parse(&a.epsilon, a.delta).map_err(run_err)?;
+    let mut config = InteractiveConfig::new(privacy);
+    config.alpha = a.alpha;
+    let cols = Columns::new(&domain, &read_points(&a.input)?).map_err(run_err)?;
+    let mut r = super::rng(a.seed, stderr)?;
+    let mut accountant = budget_for(&config.privacy)?;
+    let mut s = Session::new(&cols, &config, &mut accountant, &mut r).map_err(run_err)?;
+    writeln!(
+        stderr,
+        "privq: session: alpha = {:.4}, {} update rounds\nprivq: privacy: {}\nprivq: ledger:\n{}",
+        s.params().alpha,
+        s.params().rounds,
+        NEIGHBOURS.summary(&config.privacy.cost(), cols.len() as u64),
+        accountant.ledger_text()
+    )?;
+    answer_lines(&mut s, &mut r, stdin, stdout, stderr)?;
+    let g = s.spent().map_err(run_err)?;
+    writeln!(
+        stderr,
+        "privq: spent epsilon = {}, delta = {}",
+        g.epsilon, g.delta
+    )?;
+    a.ledger.write(&accountant)
+}
+
+/// Answers each line of `stdin` that is a point of the domain, until the session
+/// stops; other lines are skipped with a message.
+fn answer_lines(
+    s: &mut Session<'_>,
+    r: &mut ChaCha12Rng,
+    stdin: &mut dyn BufRead,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    for (i, line) in stdin.lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let q: Result<Vec<f64>, _> = line.split(',').map(|f| f.trim().parse::<f64>()).collect();
+        let y = match q
+            .map_err(|_| ())
+            .and_then(|q| s.prepare(&q).map_err(|_| ()))
+        {
+            Ok(y) => y,
+            Err(()) => {
                 writeln!(
                     stderr,
-                    "privq: warning: n = {} is too small for any accuracy guarantee at this ε (alpha = 1); \
-                     answers are not informative — use more data, a larger ε, or --delta",
-                    s.n()
+                    "privq: line {}: skipped {line:?}: not a point of the domain",
+                    i + 1
                 )?;
+                continue;
             }
-            if s.complete().iter().any(|c| !c) {
-                writeln!(
-                    stderr,
-                    "privq: warning: the update budget ran out on some coordinates; accuracy is not guaranteed there"
-                )?;
+        };
+        match s.answer(&y, r) {
+            Ok(v) => writeln!(stdout, "{v}")?,
+            Err(e) => {
+                writeln!(stderr, "privq: {e}")?;
+                break;
             }
-        }
-        Action::Query(a) => {
-            let s = Synopsis::load(&a.synopsis).map_err(run_err)?;
-            writeln!(stdout, "scaled_answer,average_l1_distance")?;
-            for p in read_points(&a.input)? {
-                let v = s.answer(&p).map_err(run_err)?;
-                writeln!(stdout, "{v},{}", v * s.domain().diameter())?;
-            }
-        }
-        Action::Interactive(a) => {
-            let domain = BoxDomain::new(a.lo.clone(), a.hi.clone()).map_err(run_err)?;
-            let privacy = Privacy::parse(&a.epsilon, a.delta).map_err(run_err)?;
-            let mut config = InteractiveConfig::new(privacy);
-            config.alpha = a.alpha;
-            let cols = Columns::new(&domain, &read_points(&a.input)?).map_err(run_err)?;
-            let mut r = rng(a.seed)?;
-            let mut accountant = budget_for(&config.privacy)?;
-            let mut s = Session::new(&cols, &config, &mut accountant, &mut r).map_err(run_err)?;
-            writeln!(
-                stderr,
-                "privq: session: alpha = {:.4}, {} update rounds\nprivq: privacy: {}\nprivq: ledger:\n{}",
-                s.params().alpha,
-                s.params().rounds,
-                NEIGHBOURS.summary(&config.privacy.cost(), cols.len() as u64),
-                accountant.ledger_text()
-            )?;
-            for (i, line) in stdin.lines().enumerate() {
-                let line = line?;
-                if line.trim().is_empty() {
-                    continue;
-                }
-                let q: Result<Vec<f64>, _> =
-                    line.split(',').map(|f| f.trim().parse::<f64>()).collect();
-                let y = match q
-                    .map_err(|_| ())
-                    .and_then(|q| s.prepare(&q).map_err(|_| ()))
-                {
-                    Ok(y) => y,
-                    Err(()) => {
-                        writeln!(
-                            stderr,
-                            "privq: line {}: skipped {line:?}: not a point of the domain",
-                            i + 1
-                        )?;
-                        continue;
-                    }
-                };
-                match s.answer(&y, &mut r) {
-                    Ok(v) => writeln!(stdout, "{v}")?,
-                    Err(e) => {
-                        writeln!(stderr, "privq: {e}")?;
-                        break;
-                    }
-                }
-            }
-            let g = s.spent().map_err(run_err)?;
-            writeln!(
-                stderr,
-                "privq: spent epsilon = {}, delta = {}",
-                g.epsilon, g.delta
-            )?;
         }
     }
     Ok(())
@@ -464,6 +494,14 @@ mod tests {
             distance_error(release(three.to_str().unwrap(), "0,0", "1,2", "1", &[]).unwrap_err()),
             DistanceError::DimensionMismatch { .. }
         ));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn bad_synopses_and_queries_are_typed_errors() {
+        let dir = scratch("bad-query");
+        let good = dir.join("points.csv");
+        std::fs::write(&good, points_csv(100)).unwrap();
         // Query: a missing or corrupt synopsis, and a query outside its domain.
         let missing = dir.join("missing.json");
         let query = |syn: &PathBuf, input: &PathBuf| {
@@ -488,13 +526,116 @@ mod tests {
             distance_error(query(&missing, &good).unwrap_err()),
             DistanceError::Synopsis(_)
         ));
-        release(&good_s, "0,0", "1,2", "1", &[]).unwrap();
+        let out = dir.join("out.json");
+        run_with(
+            &[
+                "distance",
+                "release",
+                "--input",
+                good.to_str().unwrap(),
+                "--lo",
+                "0,0",
+                "--hi",
+                "1,2",
+                "--epsilon",
+                "1",
+                "--seed",
+                "1",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            "",
+        )
+        .unwrap();
         let outside = dir.join("outside.csv");
         std::fs::write(&outside, "x,y\n0.5,3\n").unwrap();
         assert!(matches!(
-            distance_error(query(&dir.join("out.json"), &outside).unwrap_err()),
+            distance_error(query(&out, &outside).unwrap_err()),
             DistanceError::OutsideDomain { .. }
         ));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// `privq distance ACTION` on `input` over `[0,1] × [0,2]` at ε, plus `extra`.
+    fn distance_argv<'a>(
+        action: &'a str,
+        input: &'a str,
+        eps: &'a str,
+        extra: &[&'a str],
+    ) -> Vec<&'a str> {
+        let mut argv = vec![
+            "distance",
+            action,
+            "--input",
+            input,
+            "--lo",
+            "0,0",
+            "--hi",
+            "1,2",
+            "--epsilon",
+            eps,
+            "--seed",
+            "3",
+        ];
+        argv.extend(extra);
+        argv
+    }
+
+    #[test]
+    fn ledger_json_totals_the_epsilon_of_release_and_session() {
+        let dir = scratch("ledger");
+        let data = dir.join("points.csv");
+        std::fs::write(&data, points_csv(2_000)).unwrap();
+        let (data_s, syn) = (data.to_str().unwrap(), dir.join("syn.json"));
+        let ledger = dir.join("ledger.json");
+        let ledger_s = ledger.to_str().unwrap();
+        let release = distance_argv(
+            "release",
+            data_s,
+            "1/2",
+            &["--out", syn.to_str().unwrap(), "--ledger-json", ledger_s],
+        );
+        let (_, err) = run_with(&release, "").unwrap();
+        let (_, total) = crate::ledger_tests::read(&ledger);
+        assert_eq!(
+            total,
+            crate::ledger_tests::stated(&err, "privq: privacy: ε = ")
+        );
+        assert_eq!(total, privq_core::Epsilon::new(1, 2).unwrap());
+        std::fs::remove_file(&ledger).unwrap();
+        let interactive = distance_argv("interactive", data_s, "1", &["--ledger-json", ledger_s]);
+        let (out, err) = run_with(&interactive, "0.5,1\n0.1,0.2\n").unwrap();
+        assert_eq!(out.lines().count(), 2, "{out}");
+        let (_, total) = crate::ledger_tests::read(&ledger);
+        assert_eq!(
+            total,
+            crate::ledger_tests::stated(&err, "privq: privacy: ε = ")
+        );
+        assert_eq!(total, privq_core::Epsilon::new(1, 1).unwrap());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_failed_release_writes_no_ledger() {
+        let dir = scratch("ledger-fail");
+        let data = dir.join("points.csv");
+        std::fs::write(&data, points_csv(500)).unwrap();
+        let ledger = dir.join("ledger.json");
+        // Charged and released, then the synopsis cannot be saved.
+        let out = dir.join("no-such-dir").join("syn.json");
+        let argv = distance_argv(
+            "release",
+            data.to_str().unwrap(),
+            "1",
+            &[
+                "--out",
+                out.to_str().unwrap(),
+                "--ledger-json",
+                ledger.to_str().unwrap(),
+            ],
+        );
+        assert!(run_with(&argv, "").is_err());
+        assert!(!ledger.exists());
         std::fs::remove_dir_all(&dir).ok();
     }
 }

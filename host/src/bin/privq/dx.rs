@@ -2,9 +2,9 @@
 //! with every query's noise scale next to the ε-DP baseline's.
 
 use std::io::{BufRead, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use super::CliError;
+use super::{CliError, LedgerArgs};
 use privq_host::accountant::Accountant;
 use privq_host::dx::optimum::{Objective, relaxed_optimum};
 use privq_host::dx::psa::{PairTable, psa_table, strategy1, strategy2};
@@ -58,6 +58,9 @@ pub struct Args {
     /// tests and demos only.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Where to write the ledger as JSON.
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
 }
 
 fn run_err(e: impl std::error::Error + Send + Sync + 'static) -> CliError {
@@ -71,124 +74,18 @@ pub fn run(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let mut rdr = csv::Reader::from_path(&args.universe)?;
-    let header: Vec<String> = rdr.headers()?.iter().map(str::to_string).collect();
-    let col = |name: &str| {
-        header
-            .iter()
-            .position(|h| h == name)
-            .ok_or_else(|| CliError::MissingColumn {
-                column: name.to_string(),
-                available: header.clone(),
-            })
-    };
-    let coord_idx: Vec<usize> = args
-        .coords
-        .iter()
-        .map(|c| col(c))
-        .collect::<Result<_, _>>()?;
-    let count_idx = col(&args.counts)?;
-    let q_idx: Vec<usize> = args
-        .query_columns
-        .iter()
-        .map(|c| col(c))
-        .collect::<Result<_, _>>()?;
-    let mut points: Vec<Vec<f64>> = Vec::new();
-    let mut counts: Vec<u64> = Vec::new();
-    let mut qcols: Vec<Vec<f64>> = vec![Vec::new(); q_idx.len()];
-    for (line, rec) in rdr.records().enumerate() {
-        if args.top.is_some_and(|t| points.len() >= t) {
-            break;
-        }
-        let rec = rec?;
-        let num = |i: usize| -> Result<f64, CliError> {
-            rec[i].trim().parse::<f64>().map_err(|_| CliError::Value {
-                line: line + 2,
-                text: rec[i].to_string(),
-                source: privq_core::Error::OutOfRange,
-            })
-        };
-        points.push(
-            coord_idx
-                .iter()
-                .map(|&i| num(i))
-                .collect::<Result<_, _>>()?,
-        );
-        let c = num(count_idx)?;
-        if !(c >= 0.0 && c.fract() == 0.0) {
-            return Err(CliError::Value {
-                line: line + 2,
-                text: rec[count_idx].to_string(),
-                source: privq_core::Error::OutOfRange,
-            });
-        }
-        counts.push(c as u64);
-        for (v, &i) in qcols.iter_mut().zip(&q_idx) {
-            v.push(num(i)?);
-        }
-    }
-    if points.is_empty() {
-        return Err(CliError::EmptyInput);
-    }
-    let mut rows = qcols;
+    let universe = read_universe(args)?;
+    let mut rows = universe.query_columns;
     if let Some(path) = &args.queries {
-        let mut qr = csv::ReaderBuilder::new()
-            .has_headers(false)
-            .from_path(path)?;
-        for (line, rec) in qr.records().enumerate() {
-            let rec = rec?;
-            let row: Vec<f64> = rec
-                .iter()
-                .map(|v| v.trim().parse::<f64>())
-                .collect::<Result<_, _>>()
-                .map_err(|_| CliError::Value {
-                    line: line + 1,
-                    text: rec.iter().collect::<Vec<_>>().join(","),
-                    source: privq_core::Error::OutOfRange,
-                })?;
-            rows.push(row);
-        }
+        rows.extend(read_query_rows(path)?);
     }
     if rows.is_empty() {
         return Err(CliError::EmptyInput);
     }
-    let threshold = || {
-        args.threshold.ok_or(CliError::Parameter {
-            option: "threshold",
-            source: privq_core::Error::OutOfRange,
-        })
-    };
-    let metric = match args.metric.as_str() {
-        "euclidean" => FiniteMetric::euclidean(&points, args.epsilon),
-        "linf" => FiniteMetric::linf(&points, args.epsilon),
-        "blowfish" => FiniteMetric::blowfish(&points, args.epsilon, threshold()?),
-        "smooth" => FiniteMetric::smooth(&points, args.epsilon, threshold()?),
-        _ => {
-            return Err(CliError::Parameter {
-                option: "metric",
-                source: privq_core::Error::OutOfRange,
-            });
-        }
-    }
-    .map_err(run_err)?;
+    let metric = metric(args, &universe.points)?;
     let q = Queries::new(rows).map_err(run_err)?;
     let table = PairTable::new(&metric, &q).map_err(run_err)?;
-    let scales = match args.strategy.as_str() {
-        "psa" => psa_table(&table).map_err(run_err)?.scales,
-        "s1" => strategy1(&table).map_err(run_err)?.scales,
-        "s2" => strategy2(&table).map_err(run_err)?.scales,
-        "optimum" => {
-            relaxed_optimum(&table, Objective::SumOfSquares)
-                .map_err(run_err)?
-                .scales
-        }
-        _ => {
-            return Err(CliError::Parameter {
-                option: "strategy",
-                source: privq_core::Error::OutOfRange,
-            });
-        }
-    };
+    let scales = scales(&args.strategy, &table)?;
     let base = baseline_scale(&metric, &q).map_err(run_err)?;
     let mech = DxLaplace::new(&metric, q, scales).map_err(run_err)?;
     // The release charges the d_X spend, as the ε-DP guarantee it implies, before
@@ -201,21 +98,10 @@ pub fn run(
         None => mech.spend().charged_epsilon().map_err(run_err)?,
     };
     let mut accountant = Accountant::pure(budget);
-    let answers = match args.seed {
-        Some(s) => {
-            writeln!(
-                stderr,
-                "privq: WARNING: --seed makes the noise reproducible (tests only)"
-            )?;
-            mech.release(&counts, &mut accountant, &mut privq_host::seeded_rng(s))
-        }
-        None => mech.release(
-            &counts,
-            &mut accountant,
-            &mut privq_host::secure_rng().map_err(CliError::Seed)?,
-        ),
-    }
-    .map_err(run_err)?;
+    let mut rng = super::rng(args.seed, stderr)?;
+    let answers = mech
+        .release(&universe.counts, &mut accountant, &mut rng)
+        .map_err(run_err)?;
     writeln!(
         stderr,
         "privq: d_X-privacy for neighbours that change one record's element (replace-one: \
@@ -226,6 +112,154 @@ pub fn run(
         mech.loss_ratio(),
         accountant.ledger_text()
     )?;
+    write_answers(&mech, &answers, base, stdout)?;
+    args.ledger.write(&accountant)
+}
+
+/// The universe CSV: each element's coordinates and count, and the query columns.
+struct Universe {
+    points: Vec<Vec<f64>>,
+    counts: Vec<u64>,
+    query_columns: Vec<Vec<f64>>,
+}
+
+/// Reads the first `--top` rows of the universe.
+fn read_universe(args: &Args) -> Result<Universe, CliError> {
+    let mut rdr = csv::Reader::from_path(&args.universe)?;
+    let header: Vec<String> = rdr.headers()?.iter().map(str::to_string).collect();
+    let col = |name: &String| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| CliError::MissingColumn {
+                column: name.to_string(),
+                available: header.clone(),
+            })
+    };
+    let coord_idx: Vec<usize> = args.coords.iter().map(col).collect::<Result<_, _>>()?;
+    let count_idx = col(&args.counts)?;
+    let q_idx: Vec<usize> = args
+        .query_columns
+        .iter()
+        .map(col)
+        .collect::<Result<_, _>>()?;
+    let mut u = Universe {
+        points: Vec::new(),
+        counts: Vec::new(),
+        query_columns: vec![Vec::new(); q_idx.len()],
+    };
+    for (line, rec) in rdr.records().enumerate() {
+        if args.top.is_some_and(|t| u.points.len() >= t) {
+            break;
+        }
+        let rec = rec?;
+        let num = |i: usize| number(&rec, i, line + 2);
+        u.points.push(
+            coord_idx
+                .iter()
+                .map(|&i| num(i))
+                .collect::<Result<_, _>>()?,
+        );
+        let c = num(count_idx)?;
+        if !(c >= 0.0 && c.fract() == 0.0) {
+            return Err(bad_value(line + 2, &rec[count_idx]));
+        }
+        u.counts.push(c as u64);
+        for (v, &i) in u.query_columns.iter_mut().zip(&q_idx) {
+            v.push(num(i)?);
+        }
+    }
+    if u.points.is_empty() {
+        return Err(CliError::EmptyInput);
+    }
+    Ok(u)
+}
+
+/// Field `i` of `rec` (on 1-based `line`) as a number.
+fn number(rec: &csv::StringRecord, i: usize, line: usize) -> Result<f64, CliError> {
+    rec[i]
+        .trim()
+        .parse::<f64>()
+        .map_err(|_| bad_value(line, &rec[i]))
+}
+
+fn bad_value(line: usize, text: &str) -> CliError {
+    CliError::Value {
+        line,
+        text: text.to_string(),
+        source: privq_core::Error::OutOfRange,
+    }
+}
+
+/// The `--queries` CSV: one row of coefficients per query, no header.
+fn read_query_rows(path: &Path) -> Result<Vec<Vec<f64>>, CliError> {
+    let mut qr = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .from_path(path)?;
+    let mut rows = Vec::new();
+    for (line, rec) in qr.records().enumerate() {
+        let rec = rec?;
+        let row: Vec<f64> = rec
+            .iter()
+            .map(|v| v.trim().parse::<f64>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| bad_value(line + 1, &rec.iter().collect::<Vec<_>>().join(",")))?;
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// The `--metric` over `points`.
+fn metric(args: &Args, points: &[Vec<f64>]) -> Result<FiniteMetric, CliError> {
+    let threshold = || {
+        args.threshold.ok_or(CliError::Parameter {
+            option: "threshold",
+            source: privq_core::Error::OutOfRange,
+        })
+    };
+    match args.metric.as_str() {
+        "euclidean" => FiniteMetric::euclidean(points, args.epsilon),
+        "linf" => FiniteMetric::linf(points, args.epsilon),
+        "blowfish" => FiniteMetric::blowfish(points, args.epsilon, threshold()?),
+        "smooth" => FiniteMetric::smooth(points, args.epsilon, threshold()?),
+        _ => {
+            return Err(CliError::Parameter {
+                option: "metric",
+                source: privq_core::Error::OutOfRange,
+            });
+        }
+    }
+    .map_err(run_err)
+}
+
+/// The noise scale of every query under `--strategy`.
+fn scales(strategy: &str, table: &PairTable) -> Result<Vec<f64>, CliError> {
+    let scales = match strategy {
+        "psa" => psa_table(table).map_err(run_err)?.scales,
+        "s1" => strategy1(table).map_err(run_err)?.scales,
+        "s2" => strategy2(table).map_err(run_err)?.scales,
+        "optimum" => {
+            relaxed_optimum(table, Objective::SumOfSquares)
+                .map_err(run_err)?
+                .scales
+        }
+        _ => {
+            return Err(CliError::Parameter {
+                option: "strategy",
+                source: privq_core::Error::OutOfRange,
+            });
+        }
+    };
+    Ok(scales)
+}
+
+/// The answers' CSV, with each query's scale beside the ε-DP baseline's.
+fn write_answers(
+    mech: &DxLaplace,
+    answers: &[f64],
+    base: f64,
+    stdout: &mut dyn Write,
+) -> Result<(), CliError> {
     writeln!(
         stdout,
         "query,answer,noise_scale,baseline_scale,improvement"
@@ -257,33 +291,40 @@ mod tests {
         ))
     }
 
-    #[test]
-    fn releases_with_scales_and_rejects_bad_input() {
-        let dir = std::env::temp_dir().join(format!("privq-dx-cli-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+    /// A three-point universe (x = 0, 1, 3) in a fresh directory.
+    fn universe(name: &str) -> (PathBuf, PathBuf) {
+        let dir = crate::ledger_tests::scratch(name);
         let u = dir.join("u.csv");
         std::fs::write(&u, "x,n,h\n0,10,0\n1,5,1\n3,7,3\n").unwrap();
-        let us = u.to_str().unwrap();
-        let base = [
+        (dir, u)
+    }
+
+    /// `privq dx` on universe `u` with coordinate x and counts n, plus `extra`.
+    fn dx_argv<'a>(u: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut argv = vec![
             "privq",
             "dx",
             "--universe",
-            us,
+            u,
             "--coords",
             "x",
             "--counts",
             "n",
-            "--query-column",
-            "h",
-            "--seed",
-            "1",
         ];
+        argv.extend(extra);
+        argv
+    }
+
+    #[test]
+    fn releases_with_scales_and_charges_the_implied_epsilon() {
+        let (dir, u) = universe("dx-scales");
+        let base = dx_argv(u.to_str().unwrap(), &["--query-column", "h", "--seed", "1"]);
         let (out, err) = run_cli(&base).unwrap();
         let line: Vec<&str> = out.lines().nth(1).unwrap().split(',').collect();
         let scale: f64 = line[2].parse().unwrap();
         assert!((1.0..1.01).contains(&scale), "{out}");
         assert_eq!(line[3], "3"); // Δ = 3, min d = 1
-        assert!(err.contains("tests only"));
+        assert!(err.contains("use it only for tests and demos"), "{err}");
         // The release is charged (its implied ε-DP cost: the largest pair budget,
         // d(0, 3) = 3) and the ledger printed; no exact n in the summary.
         assert!(err.contains("d_X Laplace release: ε = 3"), "{err}");
@@ -294,54 +335,60 @@ mod tests {
         // A budget below the implied cost refuses before anything is released.
         let refused = run_cli(&[&base[..], &["--budget", "2"]].concat());
         assert!(matches!(refused, Err(CliError::Run(_))), "{refused:?}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn reads_queries_from_a_file_and_rejects_bad_input() {
+        let (dir, u) = universe("dx-bad");
+        let us = u.to_str().unwrap();
         let q = dir.join("q.csv");
         std::fs::write(&q, "1,0,0\n0,0,1\n").unwrap();
-        let (out, _) = run_cli(&[
-            "privq",
-            "dx",
-            "--universe",
-            us,
-            "--coords",
-            "x",
-            "--counts",
-            "n",
-            "--queries",
-            q.to_str().unwrap(),
-            "--seed",
-            "2",
-        ])
-        .unwrap();
+        let qs = q.to_str().unwrap();
+        let (out, _) = run_cli(&dx_argv(us, &["--queries", qs, "--seed", "2"])).unwrap();
         assert_eq!(out.lines().count(), 3);
         // A duplicated point (d = 0) and an unknown column are typed errors.
         std::fs::write(&u, "x,n\n0,1\n0,2\n").unwrap();
         assert!(matches!(
-            run_cli(&[
-                "privq",
-                "dx",
-                "--universe",
-                us,
-                "--coords",
-                "x",
-                "--counts",
-                "n",
-                "--queries",
-                q.to_str().unwrap()
-            ]),
+            run_cli(&dx_argv(us, &["--queries", qs])),
             Err(CliError::Run(_))
         ));
+        let mut unknown = dx_argv(us, &[]);
+        unknown[5] = "y";
         assert!(matches!(
-            run_cli(&[
-                "privq",
-                "dx",
-                "--universe",
-                us,
-                "--coords",
-                "y",
-                "--counts",
-                "n"
-            ]),
+            run_cli(&unknown),
             Err(CliError::MissingColumn { .. })
         ));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn ledger_json_totals_the_charged_epsilon_and_a_refused_release_writes_none() {
+        let (dir, u) = universe("dx-ledger");
+        let ledger = dir.join("ledger.json");
+        let ledger_s = ledger.to_str().unwrap();
+        let argv = dx_argv(
+            u.to_str().unwrap(),
+            &[
+                "--query-column",
+                "h",
+                "--seed",
+                "1",
+                "--ledger-json",
+                ledger_s,
+            ],
+        );
+        // Refused by a too-small budget: no ledger.
+        assert!(run_cli(&[&argv[..], &["--budget", "2"]].concat()).is_err());
+        assert!(!ledger.exists());
+        let (_, err) = run_cli(&argv).unwrap();
+        let (json, total) = crate::ledger_tests::read(&ledger);
+        assert_eq!(
+            total,
+            crate::ledger_tests::stated(&err, "d_X Laplace release: ε = ")
+        );
+        assert_eq!(total, crate::ledger_tests::stated(&err, "total: ε = "));
+        assert_eq!(json["charges"].as_array().unwrap().len(), 1, "{json}");
         std::fs::remove_dir_all(&dir).ok();
     }
 }

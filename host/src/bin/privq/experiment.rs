@@ -110,66 +110,36 @@ pub fn run(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let a = match &args.which {
-        Which::Mwem(a) => a,
-        Which::Dx(d) => return run_dx(d, stdout, stderr),
-        Which::Distance(d) => {
-            let dir = d.out_dir.clone();
-            let p = if d.full {
-                privq_host::experiment::distance::Protocol::full(dir)
-            } else {
-                privq_host::experiment::distance::Protocol::quick(dir)
-            }
-            .map_err(|e| CliError::Run(Box::new(e)))?;
-            privq_host::experiment::distance::run(&p, stdout, stderr).map_err(CliError::Run)?;
-            return Ok(());
-        }
-    };
-    let data_dir = a.data_dir.clone().unwrap_or_else(default_data_dir);
-    let mut p = Protocol::thesis(data_dir.clone(), a.out_dir.clone());
-    if a.quick {
-        p.runs_small = 10;
-        p.runs_nltcs = 2;
+    match &args.which {
+        Which::Mwem(a) => run_mwem(a, stdout, stderr),
+        Which::Dx(d) => run_dx(d, stdout, stderr),
+        Which::Distance(d) => run_distance(d, stdout, stderr),
     }
-    if let Some(r) = a.runs {
-        p.runs_small = r;
+}
+
+fn run_distance(
+    d: &DistanceArgs,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    let dir = d.out_dir.clone();
+    let p = if d.full {
+        privq_host::experiment::distance::Protocol::full(dir)
+    } else {
+        privq_host::experiment::distance::Protocol::quick(dir)
     }
-    if let Some(r) = a.runs_nltcs {
-        p.runs_nltcs = r;
-    }
-    if let Some(r) = a.passes {
-        p.reiterate_passes = r;
-    }
-    p.seed = a.seed;
-    if !a.baselines.is_empty() {
-        p.baselines = a.baselines.clone();
-    }
-    if let Some(m) = a.max_noise {
-        p.max_noise = m;
-    }
-    if let Some(passes) = a.barak_passes {
-        p.barak_fit.max_passes = passes;
-    }
-    if !a.datasets.is_empty() {
-        p.datasets = a.datasets.clone();
-    }
-    if !a.epsilons.is_empty() {
-        p.epsilons = a
-            .epsilons
-            .iter()
-            .map(|s| {
-                s.parse::<Epsilon>().map_err(|source| CliError::Parameter {
-                    option: "epsilons",
-                    source,
-                })
-            })
-            .collect::<Result<_, _>>()?;
-    }
-    if !data_dir.exists() {
+    .map_err(|e| CliError::Run(Box::new(e)))?;
+    privq_host::experiment::distance::run(&p, stdout, stderr).map_err(CliError::Run)?;
+    Ok(())
+}
+
+fn run_mwem(a: &MwemArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<(), CliError> {
+    let p = mwem_protocol(a)?;
+    if !p.data_dir.exists() {
         return Err(CliError::Run(
             format!(
                 "the data directory {} is absent; pass --data-dir DIR holding {}",
-                data_dir.display(),
+                p.data_dir.display(),
                 p.datasets
                     .iter()
                     .map(|d| format!("{d}.csv"))
@@ -206,6 +176,41 @@ pub fn run(
     pb.finish_and_clear();
     report.write_tables(stdout)?;
     Ok(())
+}
+
+/// The thesis protocol with the options applied.
+fn mwem_protocol(a: &MwemArgs) -> Result<Protocol, CliError> {
+    let data_dir = a.data_dir.clone().unwrap_or_else(default_data_dir);
+    let mut p = Protocol::thesis(data_dir, a.out_dir.clone());
+    if a.quick {
+        p.runs_small = 10;
+        p.runs_nltcs = 2;
+    }
+    p.runs_small = a.runs.unwrap_or(p.runs_small);
+    p.runs_nltcs = a.runs_nltcs.unwrap_or(p.runs_nltcs);
+    p.reiterate_passes = a.passes.unwrap_or(p.reiterate_passes);
+    p.seed = a.seed;
+    if !a.baselines.is_empty() {
+        p.baselines = a.baselines.clone();
+    }
+    p.max_noise = a.max_noise.unwrap_or(p.max_noise);
+    p.barak_fit.max_passes = a.barak_passes.unwrap_or(p.barak_fit.max_passes);
+    if !a.datasets.is_empty() {
+        p.datasets = a.datasets.clone();
+    }
+    if !a.epsilons.is_empty() {
+        p.epsilons = a
+            .epsilons
+            .iter()
+            .map(|s| {
+                s.parse::<Epsilon>().map_err(|source| CliError::Parameter {
+                    option: "epsilons",
+                    source,
+                })
+            })
+            .collect::<Result<_, _>>()?;
+    }
+    Ok(p)
 }
 
 fn run_dx(a: &DxArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<(), CliError> {

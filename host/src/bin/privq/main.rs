@@ -6,10 +6,13 @@
 
 use std::fmt;
 use std::io::{self, BufRead, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use privq_host::accountant::Accountant;
 use privq_host::choice::Named;
+use rand_chacha::ChaCha12Rng;
 
 pub mod audit;
 pub mod distance;
@@ -79,6 +82,94 @@ pub(crate) fn parse_epsilon(text: &str) -> Result<privq_core::Epsilon, CliError>
     })
 }
 
+/// The run's random source: with `--seed`, a reproducible one (and a warning on
+/// `stderr`, since anyone who knows the seed can remove the noise); otherwise one
+/// seeded from the operating system's entropy.
+pub(crate) fn rng(seed: Option<u64>, stderr: &mut dyn Write) -> Result<ChaCha12Rng, CliError> {
+    match seed {
+        Some(seed) => {
+            writeln!(
+                stderr,
+                "privq: warning: --seed {seed} makes the noise reproducible; use it only for tests and demos"
+            )?;
+            Ok(privq_host::seeded_rng(seed))
+        }
+        None => privq_host::secure_rng().map_err(CliError::Seed),
+    }
+}
+
+/// The option every command that spends privacy shares: where to write its ledger
+/// as JSON.
+///
+/// The file is written only when the run succeeds, after its results, and
+/// atomically (a temporary file in the same directory, then a rename), so a reader
+/// never sees a partial ledger and a failed run leaves none. `-` (standard output)
+/// is refused: standard output carries the results.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct LedgerArgs {
+    /// Also write the privacy ledger (every charge and the exact total ε, δ) as JSON
+    /// to PATH, atomically and only if the run succeeds. Not `-`: standard output
+    /// carries the results.
+    #[arg(long, value_name = "PATH", value_parser = ledger_path)]
+    pub ledger_json: Option<PathBuf>,
+}
+
+impl LedgerArgs {
+    /// Writes `accountant`'s ledger to `--ledger-json`, if given.
+    pub(crate) fn write(&self, accountant: &Accountant) -> Result<(), CliError> {
+        match &self.ledger_json {
+            Some(path) => write_atomically(path, &ledger_bytes(accountant)),
+            None => Ok(()),
+        }
+    }
+}
+
+fn ledger_path(text: &str) -> Result<PathBuf, String> {
+    if text == "-" {
+        return Err("standard output carries the results; give a file path".into());
+    }
+    if text.is_empty() {
+        return Err("empty path".into());
+    }
+    Ok(PathBuf::from(text))
+}
+
+fn ledger_bytes(accountant: &Accountant) -> Vec<u8> {
+    let mut bytes = serde_json::to_vec_pretty(&accountant.ledger_json())
+        .expect("a JSON value always serializes");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory and a
+/// rename, so `path` holds either its old content or all of `bytes`.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().ok_or_else(|| {
+        CliError::Io(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("--ledger-json {}: not a file path", path.display()),
+        ))
+    })?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".tmp-{}", std::process::id()));
+    let tmp = dir.join(tmp_name);
+    let written = (|| {
+        let mut file = std::fs::File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written.map_err(CliError::Io)
+}
+
 /// Runs `privq ARGV…` in-process with `input` as standard input; returns (stdout, stderr).
 #[cfg(test)]
 pub(crate) fn run_with(argv: &[&str], input: &str) -> Result<(String, String), CliError> {
@@ -91,6 +182,72 @@ pub(crate) fn run_with(argv: &[&str], input: &str) -> Result<(String, String), C
         String::from_utf8(out).expect("utf-8 stdout"),
         String::from_utf8(err).expect("utf-8 stderr"),
     ))
+}
+
+/// Test helpers for `--ledger-json`.
+#[cfg(test)]
+pub(crate) mod ledger_tests {
+    use std::path::{Path, PathBuf};
+
+    /// A fresh directory for one test's files.
+    pub(crate) fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("privq-ledger-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// The ledger file parsed; its exact total ε; and a check that no temporary
+    /// file was left beside it.
+    pub(crate) fn read(path: &Path) -> (serde_json::Value, privq_core::Epsilon) {
+        let text = std::fs::read_to_string(path).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let total = json["spent"]["epsilon"]["exact"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{json}"))
+            .parse()
+            .unwrap();
+        let dir = path.parent().unwrap();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let name = entry.unwrap().file_name();
+            assert!(!name.to_string_lossy().contains(".tmp-"), "{name:?} left");
+        }
+        (json, total)
+    }
+
+    /// The exact ε written right after `marker` in `text` (up to a space, `,` or `;`).
+    pub(crate) fn stated(text: &str, marker: &str) -> privq_core::Epsilon {
+        text.split(marker)
+            .nth(1)
+            .and_then(|r| r.split([' ', ',', ';']).next())
+            .and_then(|w| w.parse().ok())
+            .unwrap_or_else(|| panic!("no ε after {marker:?} in {text}"))
+    }
+
+    #[test]
+    fn ledger_json_refuses_standard_output() {
+        use clap::Parser;
+        let argv = ["privq", "noise", "--epsilon", "1", "--sensitivity", "1"];
+        let with = |path: &'static str| {
+            crate::Cli::try_parse_from(argv.iter().copied().chain(["--ledger-json", path]))
+        };
+        assert!(with("-").is_err());
+        assert!(with("").is_err());
+        assert!(with("ledger.json").is_ok());
+    }
+
+    #[test]
+    fn the_ledger_is_replaced_whole() {
+        let dir = scratch("atomic");
+        let path = dir.join("l.json");
+        std::fs::write(&path, "old").unwrap();
+        super::write_atomically(&path, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        // A directory that does not exist: an error, and nothing written.
+        assert!(super::write_atomically(&dir.join("no/such/l.json"), b"x").is_err());
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }
 
 /// A clap parser for a library enum chosen by name: lists the names in `--help`

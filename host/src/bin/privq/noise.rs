@@ -7,9 +7,10 @@ use std::path::PathBuf;
 
 use privq_core::sample::{BoundedDiscreteLaplace, DiscreteLaplace, IntegerNoise};
 use privq_core::{Fixed, GridLaplace};
+use privq_host::accountant::{Accountant, AccountantError, Cost};
 use rand_chacha::ChaCha12Rng;
 
-use super::CliError;
+use super::{CliError, LedgerArgs};
 
 /// The built-in demo input: 24 synthetic room-temperature readings.
 pub const DEMO_CSV: &str = include_str!("../../../data/readings.csv");
@@ -62,6 +63,9 @@ pub struct Args {
     /// Treat the input as CSV with a header and noise this column, keeping the others.
     #[arg(long, value_name = "NAME")]
     pub column: Option<String>,
+    /// Where to write the ledger as JSON.
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
 }
 
 /// Runs `privq noise`.
@@ -71,19 +75,51 @@ pub fn run(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
+    let (mech, range) = mechanism(args)?;
+    let input = read_input(args, stdin, range)?;
+    let mut rng = super::rng(args.seed, stderr)?;
+    let accountant = charge(&mech, args.bounded_work, input.values.len())?;
+    let released = release(&mech, args.bounded_work, &input.values, &mut rng)?;
+    input.write(&released, stdout)?;
+    summarize(&mech, args.bounded_work, released.len(), stderr)?;
+    explain_sensitivity(range, mech.sensitivity, stderr)?;
+    writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
+    args.ledger.write(&accountant)
+}
+
+/// A parameter error naming `option`.
+fn param(option: &'static str) -> impl Fn(privq_core::Error) -> CliError {
+    move |source| CliError::Parameter { option, source }
+}
+
+/// The mechanism the options describe, and the public range if one was given.
+fn mechanism(args: &Args) -> Result<(Mechanism, Option<(Fixed, Fixed)>), CliError> {
     let epsilon = super::parse_epsilon(&args.epsilon)?;
-    let param = |option| move |source| CliError::Parameter { option, source };
     let range = args.range.as_deref().map(parse_range).transpose()?;
     let sensitivity: Fixed = match (range, &args.sensitivity) {
         (Some((lo, hi)), _) => hi.checked_sub(lo).map_err(param("range"))?,
         (None, Some(text)) => text.parse().map_err(param("sensitivity"))?,
         (None, None) => return Err(param("range")(privq_core::Error::OutOfRange)),
     };
-    let mech = match args.grid_exp {
+    let grid = match args.grid_exp {
         Some(k) => GridLaplace::with_grid(sensitivity, epsilon, k).map_err(param("grid-exp"))?,
         None => GridLaplace::new(sensitivity, epsilon).map_err(param("sensitivity"))?,
     };
+    Ok((Mechanism { grid, sensitivity }, range))
+}
 
+/// The grid Laplace mechanism with the sensitivity it was built for.
+struct Mechanism {
+    grid: GridLaplace<DiscreteLaplace>,
+    sensitivity: Fixed,
+}
+
+/// Reads the values (a CSV column or one per line), clamped into `range` if given.
+fn read_input(
+    args: &Args,
+    stdin: &mut dyn BufRead,
+    range: Option<(Fixed, Fixed)>,
+) -> Result<Input, CliError> {
     let mut text = String::new();
     match (&args.input, args.demo) {
         (_, true) => text.push_str(DEMO_CSV),
@@ -110,27 +146,65 @@ pub fn run(
             *v = (*v).clamp(lo, hi);
         }
     }
+    Ok(input)
+}
 
-    let mut rng = match args.seed {
-        Some(seed) => {
-            writeln!(
-                stderr,
-                "privq: warning: --seed {seed} makes the noise reproducible; use it only for tests and demos"
-            )?;
-            privq_host::seeded_rng(seed)
-        }
-        None => privq_host::secure_rng().map_err(CliError::Seed)?,
-    };
-    let released = if args.bounded_work {
-        let bounded = mech
-            .with_noise(BoundedDiscreteLaplace::new)
-            .map_err(param("sensitivity"))?;
-        release_all(&bounded, &input.values, &mut rng)?
+/// What releasing `count` values costs each individual, and an accountant that
+/// has charged it. Every value belongs to one individual, so by parallel
+/// composition the whole run costs each of them one value's ε (and, with the
+/// bounded-work sampler, one value's δ ≤ 2⁻⁶⁴).
+fn charge(mech: &Mechanism, bounded: bool, count: usize) -> Result<Accountant, CliError> {
+    let epsilon = mech.grid.epsilon();
+    let (cost, sampler) = if bounded {
+        let delta_log2 = bounded_noise(mech)?
+            .delta_log2()
+            .expect("the bounded-work sampler states its δ");
+        let delta = 2f64.powi(delta_log2);
+        let cost = Cost::Approximate { epsilon, delta };
+        (
+            cost,
+            format!(", bounded-work sampler (δ ≤ 2^{delta_log2} per value)"),
+        )
     } else {
-        release_all(&mech, &input.values, &mut rng)?
+        (Cost::Pure(epsilon), String::new())
     };
-    input.write(&released, stdout)?;
-    summarize(&mech, args.bounded_work, released.len(), stderr)?;
+    let label = format!(
+        "grid Laplace on {count} value(s), one per individual (parallel composition){sampler}"
+    );
+    let run_err = |e: AccountantError| CliError::Run(Box::new(e));
+    let mut accountant = Accountant::exactly(cost).map_err(run_err)?;
+    let _receipt = accountant.charge(&label, cost).map_err(run_err)?;
+    Ok(accountant)
+}
+
+/// The mechanism with the bounded-work sampler in place of the exact one.
+fn bounded_noise(mech: &Mechanism) -> Result<GridLaplace<BoundedDiscreteLaplace>, CliError> {
+    mech.grid
+        .with_noise(BoundedDiscreteLaplace::new)
+        .map_err(param("sensitivity"))
+}
+
+/// Releases every value with the exact or the bounded-work sampler.
+fn release(
+    mech: &Mechanism,
+    bounded: bool,
+    values: &[(usize, Fixed)],
+    rng: &mut ChaCha12Rng,
+) -> Result<Vec<Fixed>, CliError> {
+    if bounded {
+        release_all(&bounded_noise(mech)?, values, rng)
+    } else {
+        release_all(&mech.grid, values, rng)
+    }
+}
+
+/// Says for whom ε holds: everyone (`--range`) or only those within the asserted
+/// sensitivity.
+fn explain_sensitivity(
+    range: Option<(Fixed, Fixed)>,
+    sensitivity: Fixed,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
     match range {
         Some((lo, hi)) => writeln!(
             stderr,
@@ -182,11 +256,12 @@ fn release_all<N: IntegerNoise>(
 }
 
 fn summarize(
-    mech: &GridLaplace<DiscreteLaplace>,
+    mech: &Mechanism,
     bounded: bool,
     count: usize,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
+    let mech = &mech.grid;
     let noise = mech.noise();
     let delta = if bounded { ", δ ≤ 2^-64" } else { "" };
     writeln!(
@@ -495,5 +570,68 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    /// The ε the summary states: `each with ε = X`.
+    fn stated_epsilon(err: &str) -> privq_core::Epsilon {
+        crate::ledger_tests::stated(err, "each with ε = ")
+    }
+
+    #[test]
+    fn ledger_json_charges_epsilon_once_by_parallel_composition() {
+        let dir = crate::ledger_tests::scratch("noise");
+        let path = dir.join("ledger.json");
+        let path_s = path.to_str().unwrap();
+        let argv = [
+            "noise",
+            "--demo",
+            "--epsilon",
+            "1/2",
+            "--range",
+            "15,30",
+            "--seed",
+            "7",
+            "--ledger-json",
+            path_s,
+        ];
+        let (out, err) = run_with(&argv, "").unwrap();
+        assert_eq!(out.lines().count(), 25);
+        let (json, total) = crate::ledger_tests::read(&path);
+        assert_eq!(total, stated_epsilon(&err), "{err}");
+        assert_eq!(json["charges"].as_array().unwrap().len(), 1, "{json}");
+        assert_eq!(json["spent"]["delta"], 0.0, "{json}");
+        let label = json["charges"][0]["label"].as_str().unwrap();
+        assert!(label.contains("24 value(s), one per individual (parallel composition)"));
+        assert!(err.contains("privq: ledger:\n"), "{err}");
+        assert!(err.contains("total: ε = 1/2 of 1/2, δ = 0e0"), "{err}");
+        // The bounded-work sampler is charged its δ ≤ 2^-64 as well.
+        let mut bounded = argv.to_vec();
+        bounded.push("--bounded-work");
+        let (_, err) = run_with(&bounded, "").unwrap();
+        let (json, total) = crate::ledger_tests::read(&path);
+        assert_eq!(total, stated_epsilon(&err), "{err}");
+        assert_eq!(json["spent"]["delta"], 2f64.powi(-64), "{json}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_failed_run_writes_no_ledger() {
+        let dir = crate::ledger_tests::scratch("noise-fail");
+        let path = dir.join("ledger.json");
+        let argv = [
+            "noise",
+            "--epsilon",
+            "1",
+            "--sensitivity",
+            "1",
+            "--seed",
+            "1",
+            "--ledger-json",
+            path.to_str().unwrap(),
+        ];
+        assert!(run_with(&argv, "1\nabc\n").is_err());
+        assert!(!path.exists());
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -4,11 +4,13 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 
-use super::CliError;
+use rand_chacha::ChaCha12Rng;
+
 use super::domain::DomainArg;
+use super::{CliError, LedgerArgs};
 use privq_host::accountant::Accountant;
 use privq_host::central::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwVariant};
-use privq_host::central::pmw_reduce::{DomainReduction, ReduceError};
+use privq_host::central::pmw_reduce::{DomainReduction, ReduceError, ReducedDomain};
 use privq_host::data::{DataError, Dataset, Domain, MemoryCap};
 use privq_host::query::Query;
 
@@ -90,6 +92,9 @@ pub struct Args {
     /// Seed for a reproducible run (tests and demos only).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// Where to write the ledger as JSON.
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
 }
 
 /// Parses one query line against the domain.
@@ -158,18 +163,7 @@ pub fn run(
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     let epsilon = super::parse_epsilon(&args.epsilon)?;
-    let boxed = |e: privq_host::data::DataError| CliError::Run(Box::new(e));
-    let pmw_err = |e: PmwError| CliError::Run(Box::new(e));
-    let cap = MemoryCap::default();
-    // The domain is public input; there is no default read from the data.
-    let ds = match &args.domain {
-        Some(DomainArg::File(spec)) => {
-            let domain = Domain::from_json(&std::fs::read_to_string(spec)?).map_err(boxed)?;
-            Dataset::from_csv_with_domain(&args.input, domain, cap).map_err(boxed)?
-        }
-        Some(DomainArg::Binary) => Dataset::binary_from_header(&args.input, cap).map_err(boxed)?,
-        None => return Err(boxed(DataError::DomainRequired { discovery: false })),
-    };
+    let ds = load(args)?;
     // n is public under replace-one-record neighbours; the session derives it from
     // the counts itself.
     let n = ds.counts.total();
@@ -178,50 +172,8 @@ pub fn run(
     } else {
         PmwVariant::Approximate { delta: args.delta }
     };
-    let mut rng = match args.seed {
-        Some(seed) => {
-            writeln!(
-                stderr,
-                "privq: warning: --seed {seed} makes the noise reproducible; use it only for tests and demos"
-            )?;
-            privq_host::seeded_rng(seed)
-        }
-        None => privq_host::secure_rng().map_err(CliError::Seed)?,
-    };
-    let reduced = match (args.reduce_domain, args.smoothness) {
-        (true, Some(xi)) => {
-            let reduce_err = |e: ReduceError| CliError::Run(Box::new(e));
-            let rule = match args.reduce_alpha {
-                Some(alpha) => DomainReduction::new(xi, alpha, args.beta, args.rounds, args.phi),
-                None => DomainReduction::sublinear(xi, n, args.beta, args.rounds, args.phi),
-            }
-            .map_err(reduce_err)?;
-            // V depends on N, the parameters and the RNG only: public.
-            let v = rule.sample(ds.counts.len(), &mut rng).map_err(reduce_err)?;
-            if v.is_full() {
-                writeln!(
-                    stderr,
-                    "privq: domain reduction: M = {:.0} >= N = {} cells, so V = U (no reduction, threshold unchanged)",
-                    v.draws(),
-                    v.universe()
-                )?;
-            } else {
-                writeln!(
-                    stderr,
-                    "privq: domain reduction: |V| = {} distinct of M = {:.0} draws from N = {} cells \
-                     (xi = {xi}, alpha = {:.6}, beta = {}, phi = {})",
-                    v.len(),
-                    v.draws(),
-                    v.universe(),
-                    rule.alpha(),
-                    args.beta,
-                    args.phi
-                )?;
-            }
-            Some(v)
-        }
-        _ => None,
-    };
+    let mut rng = super::rng(args.seed, stderr)?;
+    let reduced = reduce_domain(args, n, ds.counts.len(), &mut rng, stderr)?;
     let cells = reduced.as_ref().map_or(ds.counts.len(), |v| v.len());
     let params = match (args.eta, args.sigma, args.threshold, args.max_updates) {
         (Some(eta), Some(sigma), Some(t), Some(m)) => {
@@ -249,8 +201,96 @@ pub fn run(
         None => PmwSession::new(&ds.counts, params, args.rounds, epsilon, &mut budget, rng),
     }
     .map_err(pmw_err)?;
+    warn_about_threshold(&session, &params, reduced.as_ref(), n, stderr)?;
+    match &args.queries {
+        Some(path) => answer_all(
+            &mut session,
+            &ds.domain,
+            &mut BufReader::new(File::open(path)?),
+            stdout,
+            stderr,
+        )?,
+        None => answer_all(&mut session, &ds.domain, stdin, stdout, stderr)?,
+    }
+    summarize(args, &session, &params, n, stderr)?;
+    writeln!(stderr, "privq: ledger:\n{}", budget.ledger_text())?;
+    args.ledger.write(&budget)
+}
+
+/// The session `privq pmw` runs.
+type Session = PmwSession<ChaCha12Rng>;
+
+fn pmw_err(e: PmwError) -> CliError {
+    CliError::Run(Box::new(e))
+}
+
+/// The data under the public domain (there is no default read from the data).
+fn load(args: &Args) -> Result<Dataset, CliError> {
+    let boxed = |e: DataError| CliError::Run(Box::new(e));
+    let cap = MemoryCap::default();
+    match &args.domain {
+        Some(DomainArg::File(spec)) => {
+            let domain = Domain::from_json(&std::fs::read_to_string(spec)?).map_err(boxed)?;
+            Dataset::from_csv_with_domain(&args.input, domain, cap).map_err(boxed)
+        }
+        Some(DomainArg::Binary) => Dataset::binary_from_header(&args.input, cap).map_err(boxed),
+        None => Err(boxed(DataError::DomainRequired { discovery: false })),
+    }
+}
+
+/// With `--reduce-domain`, the public random sub-universe V of the `universe`
+/// cells (reported on `stderr`); otherwise `None`.
+fn reduce_domain(
+    args: &Args,
+    n: u64,
+    universe: usize,
+    rng: &mut ChaCha12Rng,
+    stderr: &mut dyn Write,
+) -> Result<Option<ReducedDomain>, CliError> {
+    let (true, Some(xi)) = (args.reduce_domain, args.smoothness) else {
+        return Ok(None);
+    };
+    let reduce_err = |e: ReduceError| CliError::Run(Box::new(e));
+    let rule = match args.reduce_alpha {
+        Some(alpha) => DomainReduction::new(xi, alpha, args.beta, args.rounds, args.phi),
+        None => DomainReduction::sublinear(xi, n, args.beta, args.rounds, args.phi),
+    }
+    .map_err(reduce_err)?;
+    // V depends on N, the parameters and the RNG only: public.
+    let v = rule.sample(universe, rng).map_err(reduce_err)?;
+    if v.is_full() {
+        writeln!(
+            stderr,
+            "privq: domain reduction: M = {:.0} >= N = {} cells, so V = U (no reduction, threshold unchanged)",
+            v.draws(),
+            v.universe()
+        )?;
+    } else {
+        writeln!(
+            stderr,
+            "privq: domain reduction: |V| = {} distinct of M = {:.0} draws from N = {} cells \
+             (xi = {xi}, alpha = {:.6}, beta = {}, phi = {})",
+            v.len(),
+            v.draws(),
+            v.universe(),
+            rule.alpha(),
+            args.beta,
+            args.phi
+        )?;
+    }
+    Ok(Some(v))
+}
+
+/// Reports a shifted threshold (domain reduction) and warns when it is vacuous.
+fn warn_about_threshold(
+    session: &Session,
+    params: &PmwParams,
+    reduced: Option<&ReducedDomain>,
+    n: u64,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
     let threshold = session.threshold();
-    if let Some(v) = reduced.as_ref().filter(|v| !v.is_full()) {
+    if let Some(v) = reduced.filter(|v| !v.is_full()) {
         writeln!(
             stderr,
             "privq: domain reduction: threshold T' = T + phi + alpha = {:.6} + {:.6} = {threshold:.6}",
@@ -265,21 +305,25 @@ pub fn run(
              the thesis constants are vacuous at n = {n} (spec §3.9); consider a user profile",
         )?;
     }
-    let mut file_reader;
-    let reader: &mut dyn BufRead = match &args.queries {
-        Some(path) => {
-            file_reader = BufReader::new(File::open(path)?);
-            &mut file_reader
-        }
-        None => stdin,
-    };
+    Ok(())
+}
+
+/// Answers the queries read from `reader`, one per line, until they or the session
+/// run out. A line that is not a query is skipped (no round used).
+fn answer_all(
+    session: &mut Session,
+    domain: &Domain,
+    reader: &mut dyn BufRead,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
     for (i, line) in reader.lines().enumerate() {
         let line = line?;
         let text = line.trim();
         if text.is_empty() || text.starts_with('#') {
             continue;
         }
-        let query = match parse_query(text, &ds.domain) {
+        let query = match parse_query(text, domain) {
             Ok(q) => q,
             Err(why) => {
                 writeln!(
@@ -305,6 +349,17 @@ pub fn run(
             Err(e) => return Err(pmw_err(e)),
         }
     }
+    Ok(())
+}
+
+/// The session's parameters, progress and privacy summary.
+fn summarize(
+    args: &Args,
+    session: &Session,
+    params: &PmwParams,
+    n: u64,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
     // The public T only: the pure variant's noisy threshold is never shown.
     writeln!(
         stderr,
@@ -327,7 +382,6 @@ pub fn run(
         "privq: privacy: {}",
         session.neighbours().summary(&session.cost(), n)
     )?;
-    writeln!(stderr, "privq: ledger:\n{}", budget.ledger_text())?;
     Ok(())
 }
 
@@ -363,6 +417,7 @@ mod tests {
             phi: 0.0,
             reduce_alpha: None,
             seed: Some(1),
+            ledger: LedgerArgs::default(),
         };
         let stdin = "count a=1\n# a comment\nbogus\nconj a b\nparity a b\nrange a 0 1\n";
         let (mut out, mut err) = (Vec::new(), Vec::new());
@@ -407,17 +462,9 @@ mod tests {
         input
     }
 
-    #[test]
-    fn reduce_domain_prints_v_and_the_shifted_threshold() {
-        let dir = std::env::temp_dir().join(format!("privq-pmw-reduce-{}", std::process::id()));
-        let path = binary_table(&dir, 0);
-        let input = path.to_str().unwrap();
-        let other_path = binary_table(&dir, 3);
-        let other = other_path.to_str().unwrap();
-        let queries = "conj a0\nparity a1 a2\ncount a3=1 a4=0\n";
-        // ξ = 1/4000 (ξN = 1.024), α = 1/√20, k = 3:
-        // M = 4·ξN·n·(ln 20 + ln 3) = 335.4 draws of N = 4096 cells.
-        let argv = [
+    /// `privq pmw` on `input` (binary domain, ε = 1, 3 rounds, seed 5) plus `extra`.
+    fn pmw_argv<'a>(input: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+        let mut argv = vec![
             "pmw",
             "--input",
             input,
@@ -427,16 +474,32 @@ mod tests {
             "1",
             "--rounds",
             "3",
-            "--pure",
             "--seed",
             "5",
+        ];
+        argv.extend(extra);
+        argv
+    }
+
+    const QUERIES: &str = "conj a0\nparity a1 a2\ncount a3=1 a4=0\n";
+
+    #[test]
+    fn reduce_domain_prints_v_and_the_shifted_threshold() {
+        let dir = std::env::temp_dir().join(format!("privq-pmw-reduce-{}", std::process::id()));
+        let path = binary_table(&dir, 0);
+        let other_path = binary_table(&dir, 3);
+        // ξ = 1/4000 (ξN = 1.024), α = 1/√20, k = 3:
+        // M = 4·ξN·n·(ln 20 + ln 3) = 335.4 draws of N = 4096 cells.
+        let reduce = [
+            "--pure",
             "--reduce-domain",
             "--smoothness",
             "0.00025",
             "--phi",
             "0.01",
         ];
-        let (out, err) = crate::run_with(&argv, queries).unwrap();
+        let argv = pmw_argv(path.to_str().unwrap(), &reduce);
+        let (out, err) = crate::run_with(&argv, QUERIES).unwrap();
         assert_eq!(out.lines().count(), 3, "{out}");
         let v_line = err
             .lines()
@@ -460,81 +523,79 @@ mod tests {
         let shift = 0.01 + 1.0 / 20f64.sqrt();
         assert!(t_line.contains(&format!("+ {shift:.6} = ")), "{t_line}");
         // The same seed gives the same V whatever the data (same N and n).
-        let mut argv2 = argv;
-        argv2[2] = other;
+        let argv2 = pmw_argv(other_path.to_str().unwrap(), &reduce);
         let (_, err2) = crate::run_with(&argv2, "conj a0\n").unwrap();
         assert!(err2.contains(v_line), "{err2}");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn reduce_domain_keeps_the_universe_when_m_reaches_n_and_refuses_a_small_xi() {
+        let dir = std::env::temp_dir().join(format!("privq-pmw-full-{}", std::process::id()));
+        let path = binary_table(&dir, 0);
+        let input = path.to_str().unwrap();
         // M ≥ N: the full universe, said so.
-        let full = [
-            "pmw",
-            "--input",
-            input,
-            "--domain",
-            "binary",
-            "--epsilon",
-            "1",
-            "--rounds",
-            "3",
-            "--seed",
-            "5",
-            "--reduce-domain",
-            "--smoothness",
-            "0.5",
-        ];
-        let (_, err) = crate::run_with(&full, queries).unwrap();
+        let full = pmw_argv(input, &["--reduce-domain", "--smoothness", "0.5"]);
+        let (_, err) = crate::run_with(&full, QUERIES).unwrap();
         assert!(err.contains("so V = U (no reduction"), "{err}");
         // ξ below 1/N is refused with a typed error naming it.
-        let bad = [
-            "pmw",
-            "--input",
-            input,
-            "--domain",
-            "binary",
-            "--epsilon",
-            "1",
-            "--rounds",
-            "3",
-            "--seed",
-            "5",
-            "--reduce-domain",
-            "--smoothness",
-            "0.0001",
-        ];
-        let e = crate::run_with(&bad, queries).unwrap_err();
+        let bad = pmw_argv(input, &["--reduce-domain", "--smoothness", "0.0001"]);
+        let e = crate::run_with(&bad, QUERIES).unwrap_err();
         assert!(e.to_string().contains("smoothness xi = 0.0001"), "{e}");
-        // The reduction options need --reduce-domain, and it needs --smoothness.
-        use clap::Parser;
-        for argv in [
-            &[
-                "privq",
-                "pmw",
-                "--input",
-                input,
-                "--domain",
-                "binary",
-                "--epsilon",
-                "1",
-                "--rounds",
-                "3",
-                "--phi",
-                "0.1",
-            ][..],
-            &[
-                "privq",
-                "pmw",
-                "--input",
-                input,
-                "--domain",
-                "binary",
-                "--epsilon",
-                "1",
-                "--rounds",
-                "3",
-                "--reduce-domain",
-            ][..],
-        ] {
-            assert!(crate::Cli::try_parse_from(argv).is_err(), "{argv:?}");
-        }
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn reduction_options_need_reduce_domain_and_it_needs_smoothness() {
+        use clap::Parser;
+        for extra in [&["--phi", "0.1"][..], &["--reduce-domain"][..]] {
+            let mut argv = vec!["privq"];
+            argv.extend(pmw_argv("data.csv", extra));
+            assert!(crate::Cli::try_parse_from(&argv).is_err(), "{argv:?}");
+        }
+    }
+
+    #[test]
+    fn ledger_json_totals_the_epsilon_of_the_session() {
+        let dir = crate::ledger_tests::scratch("pmw");
+        let path = binary_table(&dir, 0);
+        let ledger = dir.join("ledger.json");
+        let ledger_s = ledger.to_str().unwrap();
+        for variant in [&["--pure"][..], &["--delta", "1e-6"][..]] {
+            let mut extra = variant.to_vec();
+            extra.extend(["--ledger-json", ledger_s]);
+            let argv = pmw_argv(path.to_str().unwrap(), &extra);
+            let (out, err) = crate::run_with(&argv, QUERIES).unwrap();
+            assert_eq!(out.lines().count(), 3, "{out}");
+            let (json, total) = crate::ledger_tests::read(&ledger);
+            assert_eq!(
+                total,
+                crate::ledger_tests::stated(&err, "privq: privacy: ε = ")
+            );
+            assert!(!json["charges"].as_array().unwrap().is_empty(), "{json}");
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_failed_pmw_writes_no_ledger() {
+        let dir = crate::ledger_tests::scratch("pmw-fail");
+        let path = binary_table(&dir, 0);
+        let ledger = dir.join("ledger.json");
+        // The session is opened (and charged), then the query file is missing.
+        let missing = dir.join("missing.txt");
+        let argv = pmw_argv(
+            path.to_str().unwrap(),
+            &[
+                "--pure",
+                "--queries",
+                missing.to_str().unwrap(),
+                "--ledger-json",
+                ledger.to_str().unwrap(),
+            ],
+        );
+        assert!(crate::run_with(&argv, "").is_err());
+        assert!(!ledger.exists());
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -4,15 +4,21 @@ use std::fs::File;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
+use privq_core::Epsilon;
 use privq_core::rand_core::Rng;
+use rand_chacha::ChaCha12Rng;
 
-use super::CliError;
 use super::domain::DomainArgs;
 use super::progress::bar;
+use super::{CliError, LedgerArgs};
 use privq_host::accountant::{Accountant, Cost};
-use privq_host::central::mwem::{EmProfile, MwemConfig, mwem_with_progress, optimal_rounds};
+use privq_host::central::mwem::{
+    EmProfile, MwemConfig, MwemOutput, mwem_with_progress, optimal_rounds,
+};
 use privq_host::contract::Neighbours;
-use privq_host::data::{Domain, MemoryCap, open_dataset, write_records};
+use privq_host::data::{
+    Dataset, Discovered, Domain, DomainSource, MemoryCap, Opened, open_dataset, write_records,
+};
 use privq_host::query::Workload;
 
 /// Options of `privq synth`.
@@ -67,6 +73,9 @@ pub struct Args {
     /// Memory cap for dense histograms, in MiB.
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     pub memory_mib: u64,
+    /// Where to write the ledger as JSON.
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
 }
 
 /// Parses `parity:3`, `conjunctions:2` or `marginals:2`.
@@ -95,122 +104,27 @@ pub fn run(
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     let epsilon = super::parse_epsilon(&args.epsilon)?;
-    let cap = MemoryCap(args.memory_mib.saturating_mul(1 << 20));
-    let boxed = |e: privq_host::data::DataError| CliError::Run(Box::new(e));
     // MWEM's synthetic data are normalized by n: replace-one neighbours, n public.
     let neighbours = Neighbours::Replace;
     let (source, mwem_epsilon) = args.domain.source(neighbours, epsilon)?;
-    let mut accountant = match &source {
-        privq_host::data::DomainSource::Discover { delta, .. } => {
-            Accountant::approximate(epsilon, *delta).map_err(|e| CliError::Run(Box::new(e)))?
-        }
-        _ => Accountant::pure(epsilon),
-    };
-    let mut rng = match args.seed {
-        Some(seed) => {
-            writeln!(
-                stderr,
-                "privq: warning: --seed {seed} makes the noise reproducible; use it only for tests and demos"
-            )?;
-            privq_host::seeded_rng(seed)
-        }
-        None => privq_host::secure_rng().map_err(CliError::Seed)?,
-    };
-    let opened = open_dataset(&args.input, Some(&source), &mut accountant, &mut rng, cap)
-        .map_err(|e| CliError::Run(Box::new(e)))?;
-    let ds = opened.dataset;
-    if let Some(found) = &opened.discovered {
-        writeln!(
-            stderr,
-            "privq: domain discovered privately ({}, threshold {}): values per attribute {:?}, {} cells",
-            found.cost,
-            found.threshold,
-            found.values_per_attribute,
-            ds.domain.size()
-        )?;
-    }
+    let mut accountant = accountant_for(&source, epsilon)?;
+    let mut rng = super::rng(args.seed, stderr)?;
+    let opened = open(args, &source, &mut accountant, &mut rng, stderr)?;
+    let ds = &opened.dataset;
     let workload = parse_workload(&args.workload, &ds.domain)?;
     let n = ds.counts.total();
-    let rounds = match args.rounds {
-        Some(0) => return Err(CliError::Run("--rounds must be at least 1".into())),
-        Some(t) => t,
-        None => {
-            let (t, _) = optimal_rounds(
-                epsilon.to_f64(),
-                n as f64,
-                ds.counts.len() as f64,
-                workload.len() as f64,
-            );
-            t.round().clamp(5.0, 50.0) as usize
-        }
-    };
-    let mwem_err = |e: privq_host::central::mwem::MwemError| CliError::Run(Box::new(e));
-    // The literal profile spends 1.5× what it is given (mwem sizes its filter to
-    // 1.5ε); give it 2/3 of the user's ε so the total never exceeds ε.
-    let given = match args.profile {
-        EmProfile::Corrected => mwem_epsilon,
-        EmProfile::ThesisLiteral => mwem_epsilon
-            .checked_mul_int(2)
-            .and_then(|e| e.checked_div_int(3))
-            .map_err(|source| CliError::Parameter {
-                option: "epsilon",
-                source,
-            })?,
-    };
-    let config = MwemConfig {
-        profile: args.profile,
-        ..if args.plain {
-            MwemConfig::unoptimized(given, rounds)
-        } else {
-            MwemConfig::optimized(given, rounds)
-        }
-        .map_err(mwem_err)?
-    };
-    if args.profile == EmProfile::ThesisLiteral {
-        writeln!(
-            stderr,
-            "privq: note: --profile thesis-literal uses the printed EM weights exp(eps0*s/2), which cost \
-             1.5*eps0 per round, not eps0; MWEM is run with {given} = 2/3 of epsilon {mwem_epsilon} so the \
-             true total stays within {mwem_epsilon}"
-        )?;
-    }
-    let pb = bar(rounds as u64, "MWEM rounds");
-    let out = mwem_with_progress(
-        &ds.counts,
-        &workload,
-        &config,
-        &mut accountant,
-        &mut rng,
-        &mut |r, total| {
-            pb.set_length(total as u64);
-            pb.set_position(r as u64);
-        },
-    )
-    .map_err(|e| CliError::Run(Box::new(e)))?;
-    pb.finish_and_clear();
+    let rounds = rounds(args, epsilon, ds, &workload)?;
+    let config = mwem_config(args, mwem_epsilon, rounds, stderr)?;
+    let out = run_mwem(ds, &workload, &config, &mut accountant, &mut rng)?;
 
     // Sampling records from the released distribution is post-processing.
     let records = args.records.unwrap_or(n as usize);
-    let cdf: Vec<f64> = out
-        .distribution
-        .iter()
-        .scan(0.0, |s, &p| {
-            *s += p;
-            Some(*s)
-        })
-        .collect();
-    let last = cdf.last().copied().unwrap_or(1.0);
-    let cells: Vec<usize> = (0..records)
-        .map(|_| {
-            let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * last;
-            cdf.partition_point(|&c| c <= u).min(cdf.len() - 1)
-        })
-        .collect();
+    let cells = sample_cells(&out.distribution, records, &mut rng);
     match &args.output {
         Some(path) => write_records(File::create(path)?, &ds.domain, &cells),
         None => write_records(&mut *stdout, &ds.domain, &cells),
     }
-    .map_err(boxed)?;
+    .map_err(|e| CliError::Run(Box::new(e)))?;
 
     writeln!(
         stderr,
@@ -221,45 +135,215 @@ pub fn run(
         out.rounds,
         records
     )?;
-    let spent = accountant.spent_epsilon();
-    let total_cost = match &opened.discovered {
-        Some(found) => Cost::Approximate {
-            epsilon: spent.unwrap_or(epsilon),
-            delta: found.cost.delta(),
-        },
-        None => Cost::Pure(spent.unwrap_or(epsilon)),
-    };
-    writeln!(
-        stderr,
-        "privq: privacy: {}",
-        neighbours.summary(&total_cost, n)
-    )?;
-    writeln!(
-        stderr,
-        "privq: privacy spent: epsilon = {} of {} ({}), in {} charges; MWEM used epsilon = {} of its share in {} steps{}",
-        spent.map(|e| e.to_string()).unwrap_or_else(|| "0".into()),
+    let summary = Summary {
         epsilon,
-        match &opened.discovered {
-            None => "pure DP".to_string(),
-            Some(found) => format!(
-                "(epsilon, delta)-DP with delta = {:e}, domain discovery included",
-                found.cost.delta()
-            ),
-        },
-        accountant.ledger().len(),
-        out.ledger
-            .spent_epsilon()
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| "0".into()),
-        out.ledger.ledger().len(),
-        match args.profile {
-            EmProfile::Corrected => "",
-            EmProfile::ThesisLiteral =>
-                " (thesis-literal: each round charged its true 1.5*eps0, exponential mechanism eps0 + Laplace eps0/2)",
-        }
-    )?;
+        n,
+        neighbours,
+        discovered: opened.discovered.as_ref(),
+        profile: args.profile,
+    };
+    summary.write(&accountant, &out, stderr)?;
     writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
-    Ok(())
+    args.ledger.write(&accountant)
+}
+
+/// The run's accountant: pure ε, or (ε, δ) when the domain is discovered privately.
+fn accountant_for(source: &DomainSource, epsilon: Epsilon) -> Result<Accountant, CliError> {
+    match source {
+        DomainSource::Discover { delta, .. } => {
+            Accountant::approximate(epsilon, *delta).map_err(|e| CliError::Run(Box::new(e)))
+        }
+        _ => Ok(Accountant::pure(epsilon)),
+    }
+}
+
+/// Opens the data under the domain `source` (discovery, if asked for, is charged to
+/// `accountant` and reported).
+fn open(
+    args: &Args,
+    source: &DomainSource,
+    accountant: &mut Accountant,
+    rng: &mut ChaCha12Rng,
+    stderr: &mut dyn Write,
+) -> Result<Opened, CliError> {
+    let cap = MemoryCap(args.memory_mib.saturating_mul(1 << 20));
+    let opened = open_dataset(&args.input, Some(source), accountant, rng, cap)
+        .map_err(|e| CliError::Run(Box::new(e)))?;
+    if let Some(found) = &opened.discovered {
+        writeln!(
+            stderr,
+            "privq: domain discovered privately ({}, threshold {}): values per attribute {:?}, {} cells",
+            found.cost,
+            found.threshold,
+            found.values_per_attribute,
+            opened.dataset.domain.size()
+        )?;
+    }
+    Ok(opened)
+}
+
+/// `--rounds`, or T* of Thm 5.2.11 clamped to 5..=50.
+fn rounds(
+    args: &Args,
+    epsilon: Epsilon,
+    ds: &Dataset,
+    workload: &Workload,
+) -> Result<usize, CliError> {
+    match args.rounds {
+        Some(0) => Err(CliError::Run("--rounds must be at least 1".into())),
+        Some(t) => Ok(t),
+        None => {
+            let (t, _) = optimal_rounds(
+                epsilon.to_f64(),
+                ds.counts.total() as f64,
+                ds.counts.len() as f64,
+                workload.len() as f64,
+            );
+            Ok(t.round().clamp(5.0, 50.0) as usize)
+        }
+    }
+}
+
+/// MWEM's configuration for its share `mwem_epsilon` of the budget. The literal
+/// profile spends 1.5× what it is given (mwem sizes its filter to 1.5ε); it is
+/// given 2/3 of the share so the total never exceeds it (and says so on `stderr`).
+fn mwem_config(
+    args: &Args,
+    mwem_epsilon: Epsilon,
+    rounds: usize,
+    stderr: &mut dyn Write,
+) -> Result<MwemConfig, CliError> {
+    let given = match args.profile {
+        EmProfile::Corrected => mwem_epsilon,
+        EmProfile::ThesisLiteral => mwem_epsilon
+            .checked_mul_int(2)
+            .and_then(|e| e.checked_div_int(3))
+            .map_err(|source| CliError::Parameter {
+                option: "epsilon",
+                source,
+            })?,
+    };
+    let base = if args.plain {
+        MwemConfig::unoptimized(given, rounds)
+    } else {
+        MwemConfig::optimized(given, rounds)
+    };
+    let config = MwemConfig {
+        profile: args.profile,
+        ..base.map_err(|e| CliError::Run(Box::new(e)))?
+    };
+    if args.profile == EmProfile::ThesisLiteral {
+        writeln!(
+            stderr,
+            "privq: note: --profile thesis-literal uses the printed EM weights exp(eps0*s/2), which cost \
+             1.5*eps0 per round, not eps0; MWEM is run with {given} = 2/3 of epsilon {mwem_epsilon} so the \
+             true total stays within {mwem_epsilon}"
+        )?;
+    }
+    Ok(config)
+}
+
+/// Runs MWEM with a progress bar, charging `accountant`.
+fn run_mwem(
+    ds: &Dataset,
+    workload: &Workload,
+    config: &MwemConfig,
+    accountant: &mut Accountant,
+    rng: &mut ChaCha12Rng,
+) -> Result<MwemOutput, CliError> {
+    let pb = bar(config.rounds as u64, "MWEM rounds");
+    let out = mwem_with_progress(
+        &ds.counts,
+        workload,
+        config,
+        accountant,
+        rng,
+        &mut |r, total| {
+            pb.set_length(total as u64);
+            pb.set_position(r as u64);
+        },
+    )
+    .map_err(|e| CliError::Run(Box::new(e)))?;
+    pb.finish_and_clear();
+    Ok(out)
+}
+
+/// `records` cells drawn from `distribution` (post-processing of the release).
+fn sample_cells(distribution: &[f64], records: usize, rng: &mut ChaCha12Rng) -> Vec<usize> {
+    let cdf: Vec<f64> = distribution
+        .iter()
+        .scan(0.0, |s, &p| {
+            *s += p;
+            Some(*s)
+        })
+        .collect();
+    let last = cdf.last().copied().unwrap_or(1.0);
+    (0..records)
+        .map(|_| {
+            let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * last;
+            cdf.partition_point(|&c| c <= u).min(cdf.len() - 1)
+        })
+        .collect()
+}
+
+/// What the run's privacy summary needs to know.
+struct Summary<'a> {
+    epsilon: Epsilon,
+    n: u64,
+    neighbours: Neighbours,
+    discovered: Option<&'a Discovered>,
+    profile: EmProfile,
+}
+
+impl Summary<'_> {
+    /// The `privacy:` and `privacy spent:` lines.
+    fn write(
+        &self,
+        accountant: &Accountant,
+        out: &MwemOutput,
+        stderr: &mut dyn Write,
+    ) -> Result<(), CliError> {
+        let spent = accountant.spent_epsilon();
+        let total_cost = match self.discovered {
+            Some(found) => Cost::Approximate {
+                epsilon: spent.unwrap_or(self.epsilon),
+                delta: found.cost.delta(),
+            },
+            None => Cost::Pure(spent.unwrap_or(self.epsilon)),
+        };
+        writeln!(
+            stderr,
+            "privq: privacy: {}",
+            self.neighbours.summary(&total_cost, self.n)
+        )?;
+        writeln!(
+            stderr,
+            "privq: privacy spent: epsilon = {} of {} ({}), in {} charges; MWEM used epsilon = {} of its share in {} steps{}",
+            exact_or_zero(spent),
+            self.epsilon,
+            match self.discovered {
+                None => "pure DP".to_string(),
+                Some(found) => format!(
+                    "(epsilon, delta)-DP with delta = {:e}, domain discovery included",
+                    found.cost.delta()
+                ),
+            },
+            accountant.ledger().len(),
+            exact_or_zero(out.ledger.spent_epsilon()),
+            out.ledger.ledger().len(),
+            match self.profile {
+                EmProfile::Corrected => "",
+                EmProfile::ThesisLiteral =>
+                    " (thesis-literal: each round charged its true 1.5*eps0, exponential mechanism eps0 + Laplace eps0/2)",
+            }
+        )?;
+        Ok(())
+    }
+}
+
+/// An exact ε, or `0` before the first charge.
+fn exact_or_zero(e: Option<Epsilon>) -> String {
+    e.map(|e| e.to_string()).unwrap_or_else(|| "0".into())
 }
 
 #[cfg(test)]
@@ -279,6 +363,7 @@ mod tests {
             output: None,
             seed: Some(3),
             memory_mib: 1024,
+            ledger: LedgerArgs::default(),
         }
     }
 
@@ -418,7 +503,12 @@ mod tests {
         let (_, err) = crate::run_with(&argv, "").unwrap();
         let s = spent(&err);
         assert!(s.to_f64() <= 0.75 && s.to_f64() > 0.0, "{err}");
-        // The default is the corrected profile; unknown profiles are refused.
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn the_default_profile_is_corrected_and_unknown_ones_are_refused() {
+        let input = "people.csv";
         use clap::Parser;
         let cli =
             crate::Cli::try_parse_from(["privq", "synth", "--input", input, "--epsilon", "1"])
@@ -440,7 +530,83 @@ mod tests {
             ])
             .is_err()
         );
-        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A small binary count table in a fresh directory named `name`.
+    fn small_table(name: &str) -> (PathBuf, PathBuf) {
+        let dir = crate::ledger_tests::scratch(name);
+        let input = dir.join("t.csv");
+        std::fs::write(
+            &input,
+            "a,b,c,count\n0,0,0,40\n0,1,1,25\n1,0,1,20\n1,1,0,15\n",
+        )
+        .unwrap();
+        (dir, input)
+    }
+
+    #[test]
+    fn ledger_json_totals_the_epsilon_spent() {
+        let (dir, input) = small_table("synth");
+        let ledger = dir.join("ledger.json");
+        let argv = [
+            "synth",
+            "--input",
+            input.to_str().unwrap(),
+            "--domain",
+            "binary",
+            "--epsilon",
+            "3/4",
+            "--rounds",
+            "4",
+            "--records",
+            "10",
+            "--seed",
+            "3",
+            "--workload",
+            "parity:2",
+            "--plain",
+            "--ledger-json",
+            ledger.to_str().unwrap(),
+        ];
+        let (_, err) = crate::run_with(&argv, "").unwrap();
+        let (json, total) = crate::ledger_tests::read(&ledger);
+        assert_eq!(
+            total,
+            crate::ledger_tests::stated(&err, "privacy spent: epsilon = ")
+        );
+        assert_eq!(total, spent(&err), "{err}");
+        assert_eq!(json["charges"].as_array().unwrap().len(), 1, "{json}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_failed_synth_writes_no_ledger() {
+        let (dir, input) = small_table("synth-fail");
+        let ledger = dir.join("ledger.json");
+        // MWEM runs (and is charged), then the output cannot be written.
+        let output = dir.join("no-such-dir").join("out.csv");
+        let argv = [
+            "synth",
+            "--input",
+            input.to_str().unwrap(),
+            "--domain",
+            "binary",
+            "--epsilon",
+            "1",
+            "--rounds",
+            "2",
+            "--seed",
+            "3",
+            "--workload",
+            "parity:2",
+            "--output",
+            output.to_str().unwrap(),
+            "--ledger-json",
+            ledger.to_str().unwrap(),
+        ];
+        assert!(crate::run_with(&argv, "").is_err());
+        assert!(!ledger.exists());
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     fn nltcs() -> Option<String> {
