@@ -97,6 +97,15 @@ impl Mechanism for SqOracle {
         format!("SQ oracle (k = {} queries)", self.k)
     }
 
+    /// An empty dataset is refused before the charge (n is public under the
+    /// replace-one relation the oracle requires).
+    fn check_input(&self, data: &CountHistogram) -> Result<(), MechanismError> {
+        if data.total() == 0 {
+            return Err(MechanismError::Data(DataError::EmptyData));
+        }
+        Ok(())
+    }
+
     fn release_paid<R: Rng + CryptoRng + ?Sized>(
         &self,
         data: &CountHistogram,
@@ -122,8 +131,8 @@ impl Mechanism for SqOracle {
 }
 
 /// A paid-for SQ session (see [`SqOracle`]): answers at most `k` queries. Not
-/// `Clone`: a copy would answer another `k` queries on the same receipt.
-#[derive(Debug)]
+/// `Clone`: a copy would answer another `k` queries on the same receipt. Its
+/// `Debug` output shows the budget, never the data.
 pub struct SqSession {
     counts: Vec<u64>,
     distribution: Distribution,
@@ -131,6 +140,16 @@ pub struct SqSession {
     noise: VectorLaplace,
     limit: usize,
     used: usize,
+}
+
+impl std::fmt::Debug for SqSession {
+    // By hand, so that the private counts are never formatted.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqSession")
+            .field("limit", &self.limit)
+            .field("used", &self.used)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SqSession {
@@ -228,6 +247,34 @@ mod tests {
             crate::data::CountHistogram::from_counts(vec![0, 0], MemoryCap::default()).unwrap();
         let mut acct = crate::accountant::Accountant::pure(eps);
         assert!(oracle.release(&empty, &mut acct, &mut rng).is_err());
+    }
+
+    #[test]
+    fn empty_data_costs_nothing_and_debug_hides_the_counts() {
+        use crate::accountant::Accountant;
+        use crate::contract::{Mechanism, Neighbours};
+        let oracle = SqOracle::new(
+            Neighbours::Replace,
+            2,
+            privq_core::Epsilon::new(1, 1).unwrap(),
+        )
+        .unwrap();
+        let mut acct = Accountant::pure(privq_core::Epsilon::new(1, 1).unwrap());
+        let empty =
+            crate::data::CountHistogram::from_counts(vec![0, 0], MemoryCap::default()).unwrap();
+        assert!(
+            oracle
+                .release(&empty, &mut acct, &mut seeded_rng(1))
+                .is_err()
+        );
+        assert_eq!(acct.spent_epsilon(), None, "refused before the charge");
+        let data = crate::data::CountHistogram::from_counts(vec![123_457, 7], MemoryCap::default())
+            .unwrap();
+        let session = oracle
+            .release(&data, &mut acct, &mut seeded_rng(1))
+            .unwrap();
+        let shown = format!("{session:?}");
+        assert!(!shown.contains("123457"), "{shown}");
     }
 
     #[test]

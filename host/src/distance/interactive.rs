@@ -205,7 +205,9 @@ pub struct Exchange {
 /// assert!(accountant.remaining().is_none()); // the session holds the whole budget
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
+///
+/// `Debug` shows the parameters and the budget used, never the data or the
+/// secret threshold.
 pub struct Session<'a> {
     cols: &'a Columns,
     params: SessionParams,
@@ -218,6 +220,18 @@ pub struct Session<'a> {
     closed: bool,
     transcript: Vec<Exchange>,
     noise: bool,
+}
+
+impl std::fmt::Debug for Session<'_> {
+    // By hand: the data and the noisy threshold must never be formatted.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("params", &self.params)
+            .field("used", &self.used)
+            .field("closed", &self.closed)
+            .field("transcript", &self.transcript)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<'a> Session<'a> {

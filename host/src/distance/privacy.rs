@@ -273,13 +273,22 @@ impl Noise {
 /// and the comparison is between integers. This is Algorithm 1 with sensitivity G on
 /// ℤ, so the instance is ε₀-DP until (and including) its first "above"; G includes a
 /// margin for the floating-point error of the query values. The noisy threshold is
-/// never released.
-#[derive(Debug, Clone)]
+/// never released, nor formatted by `Debug`.
+#[derive(Clone)]
 pub(crate) struct AboveThreshold {
     snap: GridLaplace,
     noisy_threshold: i128,
     /// `None` in the noise-off (test) profile, which compares exact lattice points.
     query_noise: Option<DiscreteLaplace>,
+}
+
+impl std::fmt::Debug for AboveThreshold {
+    // By hand, so that the secret noisy threshold is never formatted.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AboveThreshold")
+            .field("snap", &self.snap)
+            .finish_non_exhaustive()
+    }
 }
 
 impl AboveThreshold {
