@@ -343,6 +343,13 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
     check_inputs(data, workload)?;
     let n = data.total() as f64;
     let truth = TrueAnswers::new(data, workload);
+    if let Some((num, den)) = config.improvements.noisy_init
+        && (num == 0 || den <= num)
+    {
+        return Err(MwemError::InvalidParameter(
+            "the initialization share must be a fraction in (0, 1)",
+        ));
+    }
     let cost = config.cost()?;
     let _receipt = accountant.charge(
         &format!(
@@ -362,11 +369,6 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
     let (mut state, eps_rounds) =
         match config.improvements.noisy_init {
             Some((num, den)) => {
-                if num == 0 || den <= num {
-                    return Err(MwemError::InvalidParameter(
-                        "the initialization share must be a fraction in (0, 1)",
-                    ));
-                }
                 let eps_init = config.epsilon.checked_mul_int(num)?.checked_div_int(den)?;
                 let init_scale = MwemConfig::NEIGHBOURS.histogram_l1() as f64 / eps_init.to_f64();
                 let informative = data.len() as f64 * init_scale <= data.total() as f64;

@@ -111,17 +111,25 @@ impl DxMwem {
                 "MWEM needs a non-empty histogram".into(),
             ));
         }
-        // 2T steps of d_X/(2T) compose to d_X (Theorem 7): charged before sampling.
-        let spend = DxSpend::new(metric.clone());
-        spend.charge(accountant, "d_X MWEM")?;
         let t2 = 2.0 * self.rounds as f64;
         let scale = t2 * self.c;
         let round_metric = metric.scaled(1.0 / t2)?;
         let em = DxExponential::new(scale, round_metric.min_offdiag())?;
-        let xf: Vec<f64> = counts.iter().map(|&v| v as f64).collect();
         let q_eff = self
             .q_prime
             .scale_rows(&vec![self.c; self.q_prime.rows()])?;
+        // Every round's measurement mechanism is built (and its grid-level check
+        // passed) before the charge: they depend on the public queries only.
+        let measure = (0..q_eff.rows())
+            .map(|k| {
+                let row = Queries::new(vec![q_eff.row(k).to_vec()])?;
+                DxLaplace::new(&round_metric, row, vec![scale])
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // 2T steps of d_X/(2T) compose to d_X (Theorem 7): charged before sampling.
+        let spend = DxSpend::new(metric.clone());
+        spend.charge(accountant, "d_X MWEM")?;
+        let xf: Vec<f64> = counts.iter().map(|&v| v as f64).collect();
         let true_eff = q_eff.answers(&xf);
         // The MW engine takes [0,1] queries: q = lo + span·f, and shifts of f do
         // not change a normalised update.
@@ -152,8 +160,7 @@ impl DxMwem {
                 .collect();
             let k = em.select(&scores, rng)?;
             chosen.push(k);
-            let row = Queries::new(vec![q_eff.row(k).to_vec()])?;
-            let m_t = DxLaplace::new(&round_metric, row, vec![scale])?.sample(counts, rng)?[0];
+            let m_t = measure[k].sample(counts, rng)?[0];
             let (q, lo, span) = &prepared[k];
             let before = eff_answer(&state, k);
             // Step 3: exponent q̃_i (m_t − q̃(y))/(2n) = f_i · span (m_t − q̃(y))/(2n) + const.
@@ -196,6 +203,20 @@ mod tests {
     /// An accountant that affords every release of these tests.
     fn generous() -> Accountant {
         Accountant::pure(privq_core::Epsilon::new(1_000_000, 1).unwrap())
+    }
+
+    #[test]
+    fn a_failure_that_does_not_depend_on_the_data_costs_nothing() {
+        // Exactly Lipschitz queries: the per-round grid check can fail by one
+        // floating-point step. It runs before the charge, so a failure spends nothing.
+        let d = FiniteMetric::euclidean(&[[0.2], [0.9]], 1.0).unwrap();
+        let q = Queries::new(vec![vec![0.2, 0.9]]).unwrap();
+        let mwem = DxMwem::new(q, 0.1, 7).unwrap();
+        let mut acct = generous();
+        match mwem.run(&d, &[3, 4], &mut acct, &mut seeded_rng(1)) {
+            Ok(_) => assert!(acct.spent_epsilon().is_some()),
+            Err(e) => assert_eq!(acct.spent_epsilon(), None, "charged, then failed: {e}"),
+        }
     }
     use crate::seeded_rng;
 

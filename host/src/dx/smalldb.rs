@@ -143,9 +143,9 @@ impl SmallDb {
     ) -> Result<SmallDbOutput, DxError> {
         check_lipschitz(metric, &self.q_prime)?.require()?;
         let (cands, utils) = self.utilities(counts)?;
+        let em = DxExponential::new(self.c, metric.min_offdiag())?;
         let spend = DxSpend::new(metric.clone());
         spend.charge(accountant, "d_X SmallDB")?;
-        let em = DxExponential::new(self.c, metric.min_offdiag())?;
         let pick = em.select(&utils, rng)?;
         let y = cands[pick].clone();
         let n: u64 = counts.iter().sum();
