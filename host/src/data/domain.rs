@@ -94,7 +94,13 @@ impl Attribute {
         }
     }
 
-    /// The value index of a text value, or `None` if the attribute has no such value.
+    /// The value index of a text value, or `None` if the attribute has no such value
+    /// (a category not in the list, or text that is not a number).
+    ///
+    /// Numbers outside the bin edges are clamped into the first or last bin, as
+    /// bounded DP requires: whatever a record's value, it lands in some bin, so an
+    /// outlier neither aborts the run (which would reveal it) nor weighs more
+    /// than one record.
     pub fn index_of(&self, text: &str) -> Option<usize> {
         let text = text.trim();
         match &self.kind {
@@ -102,12 +108,10 @@ impl Attribute {
             AttributeKind::Binned(edges) => {
                 let x: Fixed = text.parse().ok()?;
                 let last = edges.len() - 1;
-                if x < edges[0] || x > edges[last] {
-                    return None;
-                }
-                // Number of edges ≤ x, minus one; the right end falls in the last bin.
+                // Number of edges ≤ x, minus one (0 below the first edge); the right
+                // end and everything above fall in the last bin.
                 let i = edges.partition_point(|e| *e <= x);
-                Some((i - 1).min(last - 1))
+                Some(i.saturating_sub(1).min(last - 1))
             }
         }
     }
@@ -351,8 +355,10 @@ mod tests {
         assert_eq!(a.index_of("9.999"), Some(0));
         assert_eq!(a.index_of("10"), Some(1));
         assert_eq!(a.index_of("20"), Some(1));
-        assert_eq!(a.index_of("20.001"), None);
-        assert_eq!(a.index_of("-1"), None);
+        // Outliers are clamped into the end bins, never refused.
+        assert_eq!(a.index_of("20.001"), Some(1));
+        assert_eq!(a.index_of("1e6"), Some(1));
+        assert_eq!(a.index_of("-1"), Some(0));
         assert_eq!(a.index_of("abc"), None);
     }
 
