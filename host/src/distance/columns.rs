@@ -69,11 +69,33 @@ impl BoxDomain {
         &self.hi
     }
 
-    /// Checks a point and maps it to scaled coordinates `(x_i − lo_i)/D ∈ [0, w_i]`.
+    /// Checks a (public) query point and maps it to scaled coordinates
+    /// `(x_i − lo_i)/D ∈ [0, w_i]`.
     pub fn scale(&self, p: &[f64]) -> Result<Vec<f64>, DistanceError> {
         check_box(&self.lo, &self.hi, p)?;
         let d = self.diameter();
         Ok(p.iter().zip(&self.lo).map(|(v, a)| (v - a) / d).collect())
+    }
+
+    /// Maps a private data point to scaled coordinates, clamping each coordinate
+    /// into `[lo_i, hi_i]` (a non-finite one to `lo_i`). Only the dimension — public
+    /// schema — can be refused: a record outside the box must neither abort the
+    /// release (which would reveal it) nor move answers by more than one record can.
+    pub fn clamp_scale(&self, p: &[f64]) -> Result<Vec<f64>, DistanceError> {
+        if p.len() != self.dim() {
+            return Err(DistanceError::DimensionMismatch {
+                expected: self.dim(),
+                found: p.len(),
+            });
+        }
+        let d = self.diameter();
+        Ok(p.iter()
+            .zip(self.lo.iter().zip(&self.hi))
+            .map(|(&v, (&a, &b))| {
+                let v = if v.is_finite() { v.clamp(a, b) } else { a };
+                (v - a) / d
+            })
+            .collect())
     }
 }
 
@@ -139,7 +161,8 @@ pub struct Columns {
 }
 
 impl Columns {
-    /// Checks every point against the domain and builds the columns.
+    /// Builds the columns; every point is clamped into the domain
+    /// ([`BoxDomain::clamp_scale`]), only a wrong dimension is refused.
     pub fn new<P: AsRef<[f64]>>(domain: &BoxDomain, points: &[P]) -> Result<Self, DistanceError> {
         if points.is_empty() {
             return Err(DistanceError::EmptyData);
@@ -147,7 +170,7 @@ impl Columns {
         let dim = domain.dim();
         let mut cols: Vec<Vec<f64>> = vec![Vec::with_capacity(points.len()); dim];
         for p in points {
-            for (c, v) in cols.iter_mut().zip(domain.scale(p.as_ref())?) {
+            for (c, v) in cols.iter_mut().zip(domain.clamp_scale(p.as_ref())?) {
                 c.push(v);
             }
         }
@@ -249,6 +272,13 @@ mod tests {
             Columns::new(&domain, &Vec::<Vec<f64>>::new()).unwrap_err(),
             DistanceError::EmptyData
         ));
-        assert!(Columns::new(&domain, &[vec![2.0, 0.0, 0.0]]).is_err());
+        // A record outside the box is clamped into it, never refused.
+        let clamped = Columns::new(&domain, &[vec![2.0, f64::NAN, -1.0]]).unwrap();
+        let inside = Columns::new(&domain, &[vec![1.0, -1.0, 0.0]]).unwrap();
+        assert_eq!(
+            clamped.answer(&[0.5, 0.5, 0.5]).unwrap(),
+            inside.answer(&[0.5, 0.5, 0.5]).unwrap()
+        );
+        assert!(Columns::new(&domain, &[vec![0.0, 0.0]]).is_err());
     }
 }
