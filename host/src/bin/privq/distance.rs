@@ -10,7 +10,7 @@ use rand_chacha::ChaCha12Rng;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
-use super::{CliError, LedgerArgs};
+use super::{CliError, LedgerArgs, Output, read_text};
 use privq_host::distance::interactive::{InteractiveConfig, Session};
 use privq_host::distance::offline::{OfflineConfig, Synopsis};
 use privq_host::distance::privacy::{NEIGHBOURS, Privacy};
@@ -37,11 +37,14 @@ pub enum Action {
 
 /// Options shared by `release` and `interactive`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(
-    after_help = "Example:\n  privq distance release --input points.csv --lo 0,0 --hi 1,1 --epsilon 1 --out syn.json"
-)]
+#[command(after_help = "Examples:\n  \
+    privq distance release --input points.csv --lo 0,0 --hi 1,1 --epsilon 1 --out syn.json\n  \
+    printf '0.5,0.5\\n' | privq distance interactive --input points.csv --lo 0,0 --hi 1,1 --epsilon 1\n\n\
+    An explicit --alpha sets the grid (release: about 2·dim/alpha points per coordinate) and\n\
+    the update rounds; a value whose work exceeds --memory-mib is refused.")]
 pub struct ReleaseArgs {
-    /// Points CSV with a header; every column is a coordinate.
+    /// Points CSV with a header; every column is a coordinate (`-`: standard
+    /// input, `release` only).
     #[arg(long, value_name = "PATH")]
     pub input: PathBuf,
     /// Lower corner of the domain (comma-separated).
@@ -69,9 +72,13 @@ pub struct ReleaseArgs {
     /// Target accuracy α in scaled units (default: calibrated from n).
     #[arg(long)]
     pub alpha: Option<f64>,
-    /// Synopsis output path (`release` only).
+    /// Synopsis output path (`release` only), written atomically; `-` is standard
+    /// output (the summary then goes to standard error).
     #[arg(long, value_name = "PATH", default_value = "synopsis.json")]
     pub out: PathBuf,
+    /// Memory cap in MiB for the work an explicit --alpha implies (grid points, rounds).
+    #[arg(long, value_name = "MIB", default_value_t = 1024)]
+    pub memory_mib: u64,
     /// Seed for a reproducible run (never on real data).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -82,11 +89,15 @@ pub struct ReleaseArgs {
 
 /// Options of `query`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Example:\n  \
+    privq distance query --synopsis syn.json --input queries.csv > answers.csv\n\n\
+    Every query point is checked before any answer is written: a bad one fails the\n\
+    command with its line and writes nothing.")]
 pub struct QueryArgs {
-    /// A synopsis written by `privq distance release`.
+    /// A synopsis written by `privq distance release` (`-`: standard input).
     #[arg(long, value_name = "PATH")]
     pub synopsis: PathBuf,
-    /// Query points CSV with a header.
+    /// Query points CSV with a header (`-`: standard input).
     #[arg(long, value_name = "PATH")]
     pub input: PathBuf,
 }
@@ -100,8 +111,32 @@ fn run_err(e: DistanceError) -> CliError {
     CliError::Run(Box::new(e))
 }
 
-fn read_points(path: &PathBuf) -> Result<Vec<Vec<f64>>, CliError> {
-    let mut reader = csv::Reader::from_path(path)?;
+/// Bytes of work each grid point or update round an explicit α implies is
+/// charged against `--memory-mib` (values, tangents and their JSON text).
+const BYTES_PER_UNIT: u64 = 64;
+
+/// Refuses an `--alpha` whose `units` of work (grid points or rounds) exceed the cap.
+fn check_alpha_work(a: &ReleaseArgs, units: usize, what: &str) -> Result<(), CliError> {
+    let Some(alpha) = a.alpha else { return Ok(()) };
+    let bytes = (units as u64).saturating_mul(BYTES_PER_UNIT);
+    let cap = a.memory_mib.saturating_mul(1 << 20);
+    if bytes <= cap {
+        return Ok(());
+    }
+    Err(CliError::Usage {
+        option: "alpha",
+        message: format!(
+            "{alpha} implies {units} {what} (about {} MiB), over --memory-mib {}; \
+             use a larger --alpha, omit it to calibrate from n, or raise --memory-mib",
+            bytes >> 20,
+            a.memory_mib
+        ),
+    })
+}
+
+fn read_points(path: &PathBuf, stdin: &mut dyn BufRead) -> Result<Vec<Vec<f64>>, CliError> {
+    let text = read_text(path, stdin)?;
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
     let mut points = Vec::new();
     for (i, rec) in reader.records().enumerate() {
         let rec = rec?;
@@ -131,8 +166,8 @@ pub fn run(
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     match &args.action {
-        Action::Release(a) => release(a, stdout, stderr),
-        Action::Query(a) => query(a, stdout),
+        Action::Release(a) => release(a, stdin, stdout, stderr),
+        Action::Query(a) => query(a, stdin, stdout),
         Action::Interactive(a) => interactive(a, stdin, stdout, stderr),
     }
 }
@@ -140,6 +175,7 @@ pub fn run(
 /// `release`: writes the synopsis, prints what it spent and the ledger.
 fn release(
     a: &ReleaseArgs,
+    stdin: &mut dyn BufRead,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
@@ -147,17 +183,30 @@ fn release(
     let privacy = Privacy::parse(&a.epsilon, a.delta).map_err(run_err)?;
     let mut config = OfflineConfig::new(privacy);
     config.alpha = a.alpha;
-    let points = read_points(&a.input)?;
+    let points = read_points(&a.input, stdin)?;
+    let cols = Columns::new(&domain, &points).map_err(run_err)?;
+    let params = config
+        .calibrate(cols.len(), cols.widths())
+        .map_err(run_err)?;
+    check_alpha_work(a, params.grid_points, "grid points")?;
+    drop(cols);
+    // Before any privacy is spent: the synopsis file can be created.
+    let mut output = Output::open(Some(&a.out))?;
     let mut accountant = budget_for(&config.privacy)?;
     let mut rng = super::rng(a.seed, stderr)?;
     let s =
         Synopsis::release(&domain, &points, &config, &mut accountant, &mut rng).map_err(run_err)?;
-    s.save(&a.out).map_err(run_err)?;
+    let json = s.to_json().map_err(run_err)?;
+    writeln!(output.writer(stdout), "{json}")?;
+    let target = output.describe();
+    let to_stdout = matches!(output, Output::Stdout);
+    output.commit(stdout)?;
+    let summary: &mut dyn Write = if to_stdout { stderr } else { stdout };
     writeln!(
-        stdout,
+        summary,
         "released synopsis of n = {} points to {}: alpha = {:.4}; spent epsilon = {} (ledger {} in {} charges), delta = {}",
         s.n(),
-        a.out.display(),
+        target,
         s.alpha(),
         s.spent().epsilon,
         s.spent().ledger_epsilon,
@@ -193,12 +242,27 @@ fn warn_about_accuracy(s: &Synopsis, stderr: &mut dyn Write) -> Result<(), CliEr
     Ok(())
 }
 
-/// `query`: answers query points from a synopsis (no data, no budget).
-fn query(a: &QueryArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
-    let s = Synopsis::load(&a.synopsis).map_err(run_err)?;
+/// `query`: answers query points from a synopsis (no data, no budget). Every
+/// point is answered before anything is written, so a bad one writes nothing.
+fn query(a: &QueryArgs, stdin: &mut dyn BufRead, stdout: &mut dyn Write) -> Result<(), CliError> {
+    if a.synopsis.as_os_str() == "-" && a.input.as_os_str() == "-" {
+        return Err(CliError::Usage {
+            option: "input",
+            message: "the synopsis is already read from standard input; give a file".into(),
+        });
+    }
+    let s = Synopsis::from_json(&read_text(&a.synopsis, stdin)?).map_err(run_err)?;
+    let answers = read_points(&a.input, stdin)?
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            s.answer(p).map_err(|source| {
+                CliError::Run(format!("{} line {}: {source}", a.input.display(), i + 2).into())
+            })
+        })
+        .collect::<Result<Vec<f64>, CliError>>()?;
     writeln!(stdout, "scaled_answer,average_l1_distance")?;
-    for p in read_points(&a.input)? {
-        let v = s.answer(&p).map_err(run_err)?;
+    for v in answers {
         writeln!(stdout, "{v},{}", v * s.domain().diameter())?;
     }
     Ok(())
@@ -215,7 +279,17 @@ fn interactive(
     let privacy = Privacy::parse(&a.epsilon, a.delta).map_err(run_err)?;
     let mut config = InteractiveConfig::new(privacy);
     config.alpha = a.alpha;
-    let cols = Columns::new(&domain, &read_points(&a.input)?).map_err(run_err)?;
+    if a.input.as_os_str() == "-" {
+        return Err(CliError::Usage {
+            option: "input",
+            message: "standard input carries the queries; give the points as a file".into(),
+        });
+    }
+    let cols = Columns::new(&domain, &read_points(&a.input, stdin)?).map_err(run_err)?;
+    let params = config
+        .calibrate(cols.len(), cols.widths())
+        .map_err(run_err)?;
+    check_alpha_work(a, params.rounds, "update rounds")?;
     let mut r = super::rng(a.seed, stderr)?;
     let mut accountant = budget_for(&config.privacy)?;
     let mut s = Session::new(&cols, &config, &mut accountant, &mut r).map_err(run_err)?;
@@ -517,10 +591,11 @@ mod tests {
                 "",
             )
         };
-        assert!(matches!(
-            distance_error(query(&missing, &good).unwrap_err()),
-            DistanceError::Synopsis(_)
-        ));
+        let e = query(&missing, &good).unwrap_err();
+        assert!(
+            matches!(&e, CliError::File { path, .. } if path == &missing),
+            "{e:?}"
+        );
         std::fs::write(&missing, "{\"version\": 99}").unwrap();
         assert!(matches!(
             distance_error(query(&missing, &good).unwrap_err()),
@@ -549,10 +624,11 @@ mod tests {
         .unwrap();
         let outside = dir.join("outside.csv");
         std::fs::write(&outside, "x,y\n0.5,3\n").unwrap();
-        assert!(matches!(
-            distance_error(query(&out, &outside).unwrap_err()),
-            DistanceError::OutsideDomain { .. }
-        ));
+        let e = query(&out, &outside).unwrap_err().to_string();
+        assert!(
+            e.contains("outside.csv line 2: ") && e.contains("outside the declared domain"),
+            "{e}"
+        );
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -125,7 +125,9 @@ struct Universe {
 
 /// Reads the first `--top` rows of the universe.
 fn read_universe(args: &Args) -> Result<Universe, CliError> {
-    let mut rdr = csv::Reader::from_path(&args.universe)?;
+    let file =
+        std::fs::File::open(&args.universe).map_err(|e| CliError::file(&args.universe, e))?;
+    let mut rdr = csv::Reader::from_reader(std::io::BufReader::new(file));
     let header: Vec<String> = rdr.headers()?.iter().map(str::to_string).collect();
     let col = |name: &String| {
         header
@@ -193,9 +195,10 @@ fn bad_value(line: usize, text: &str) -> CliError {
 
 /// The `--queries` CSV: one row of coefficients per query, no header.
 fn read_query_rows(path: &Path) -> Result<Vec<Vec<f64>>, CliError> {
+    let file = std::fs::File::open(path).map_err(|e| CliError::file(path, e))?;
     let mut qr = csv::ReaderBuilder::new()
         .has_headers(false)
-        .from_path(path)?;
+        .from_reader(std::io::BufReader::new(file));
     let mut rows = Vec::new();
     for (line, rec) in qr.records().enumerate() {
         let rec = rec?;

@@ -124,7 +124,9 @@ fn read_input(
     match (&args.input, args.demo) {
         (_, true) => text.push_str(DEMO_CSV),
         (Some(path), false) if path.as_os_str() != "-" => {
-            File::open(path)?.read_to_string(&mut text)?;
+            File::open(path)
+                .and_then(|mut f| f.read_to_string(&mut text))
+                .map_err(|e| CliError::file(path, e))?;
         }
         _ => {
             stdin.read_to_string(&mut text)?;

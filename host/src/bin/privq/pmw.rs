@@ -206,7 +206,7 @@ pub fn run(
         Some(path) => answer_all(
             &mut session,
             &ds.domain,
-            &mut BufReader::new(File::open(path)?),
+            &mut BufReader::new(File::open(path).map_err(|e| CliError::file(path, e))?),
             stdout,
             stderr,
         )?,
@@ -228,9 +228,11 @@ fn pmw_err(e: PmwError) -> CliError {
 fn load(args: &Args) -> Result<Dataset, CliError> {
     let boxed = |e: DataError| CliError::Run(Box::new(e));
     let cap = MemoryCap::default();
+    std::fs::File::open(&args.input).map_err(|e| CliError::file(&args.input, e))?;
     match &args.domain {
         Some(DomainArg::File(spec)) => {
-            let domain = Domain::from_json(&std::fs::read_to_string(spec)?).map_err(boxed)?;
+            let domain = Domain::from_json(&super::read_text(spec, &mut std::io::empty())?)
+                .map_err(boxed)?;
             Dataset::from_csv_with_domain(&args.input, domain, cap).map_err(boxed)
         }
         Some(DomainArg::Binary) => Dataset::binary_from_header(&args.input, cap).map_err(boxed),
