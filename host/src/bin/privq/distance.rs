@@ -204,14 +204,14 @@ fn release(
     let summary: &mut dyn Write = if to_stdout { stderr } else { stdout };
     writeln!(
         summary,
-        "released synopsis of n = {} points to {}: alpha = {:.4}; spent epsilon = {} (ledger {} in {} charges), delta = {}",
+        "released synopsis of n = {} points to {}: alpha = {}; spent epsilon = {} (ledger {} in {} charges), delta = {}",
         s.n(),
         target,
-        s.alpha(),
-        s.spent().epsilon,
+        super::short(s.alpha()),
+        super::num(s.spent().epsilon),
         s.spent().ledger_epsilon,
         s.spent().charges,
-        s.spent().delta
+        super::num(s.spent().delta)
     )?;
     writeln!(
         stderr,
@@ -263,7 +263,8 @@ fn query(a: &QueryArgs, stdin: &mut dyn BufRead, stdout: &mut dyn Write) -> Resu
         .collect::<Result<Vec<f64>, CliError>>()?;
     writeln!(stdout, "scaled_answer,average_l1_distance")?;
     for v in answers {
-        writeln!(stdout, "{v},{}", v * s.domain().diameter())?;
+        let raw = super::num(v * s.domain().diameter());
+        writeln!(stdout, "{},{raw}", super::num(v))?;
     }
     Ok(())
 }
@@ -295,8 +296,8 @@ fn interactive(
     let mut s = Session::new(&cols, &config, &mut accountant, &mut r).map_err(run_err)?;
     writeln!(
         stderr,
-        "privq: session: alpha = {:.4}, {} update rounds\nprivq: privacy: {}\nprivq: ledger:\n{}",
-        s.params().alpha,
+        "privq: session: alpha = {}, {} update rounds\nprivq: privacy: {}\nprivq: ledger:\n{}",
+        super::short(s.params().alpha),
         s.params().rounds,
         NEIGHBOURS.summary(&config.privacy.cost(), cols.len() as u64),
         accountant.ledger_text()
@@ -341,7 +342,7 @@ fn answer_lines(
             }
         };
         match s.answer(&y, r) {
-            Ok(v) => writeln!(stdout, "{v}")?,
+            Ok(v) => writeln!(stdout, "{}", super::num(v))?,
             Err(e) => {
                 writeln!(stderr, "privq: {e}")?;
                 break;

@@ -105,11 +105,11 @@ pub fn run(
     writeln!(
         stderr,
         "privq: d_X-privacy for neighbours that change one record's element (replace-one: \
-         n is treated as public); N = {}, min d = {}, worst grid privacy-loss ratio {:.6}\n\
+         n is treated as public); N = {}, min d = {}, worst grid privacy-loss ratio {}\n\
          privq: ledger (each pair (i, j) is protected at d_X(i, j); the ε-DP charge is the largest):\n{}",
         metric.len(),
-        metric.min_offdiag(),
-        mech.loss_ratio(),
+        super::num(metric.min_offdiag()),
+        super::num(mech.loss_ratio()),
         accountant.ledger_text()
     )?;
     write_answers(&mech, &answers, base, stdout)?;
@@ -269,11 +269,9 @@ fn write_answers(
     )?;
     for (k, a) in answers.iter().enumerate() {
         let s = mech.scale(k);
-        writeln!(
-            stdout,
-            "{k},{a},{s},{base},{}",
-            if s > 0.0 { base / s } else { f64::INFINITY }
-        )?;
+        let improvement = if s > 0.0 { base / s } else { f64::INFINITY };
+        let [a, s, base, improvement] = [*a, s, base, improvement].map(super::num);
+        writeln!(stdout, "{k},{a},{s},{base},{improvement}")?;
     }
     Ok(())
 }

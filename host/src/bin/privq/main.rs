@@ -75,6 +75,28 @@ pub fn run(
     }
 }
 
+/// `x` at a sensible precision: the shortest text that reads back as `x`
+/// (round-trip exact), in scientific notation outside 1e-4 ≤ |x| < 1e15 so a tiny
+/// or huge value never prints as hundreds of digits.
+pub(crate) fn num(x: f64) -> String {
+    let a = x.abs();
+    if x == 0.0 || !x.is_finite() || (1e-4..1e15).contains(&a) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    }
+}
+
+/// `x` to four decimals for a summary, or four significant digits (scientific)
+/// below 0.001, so a small value never prints as `0.0000`.
+pub(crate) fn short(x: f64) -> String {
+    if x != 0.0 && x.abs() < 1e-3 {
+        format!("{x:.3e}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
 /// Parses an `--epsilon` value exactly (decimal or fraction), naming the option on error.
 pub(crate) fn parse_epsilon(text: &str) -> Result<privq_core::Epsilon, CliError> {
     text.parse().map_err(|source| CliError::Parameter {
@@ -235,6 +257,20 @@ pub(crate) mod ledger_tests {
         assert!(with("-").is_err());
         assert!(with("").is_err());
         assert!(with("ledger.json").is_ok());
+    }
+
+    #[test]
+    fn numbers_print_at_a_sensible_precision() {
+        use super::{num, short};
+        assert_eq!(num(0.25), "0.25");
+        assert_eq!(num(1e-300), "1e-300");
+        assert_eq!(num(-5.4e280), "-5.4e280");
+        assert_eq!(num(0.0), "0");
+        assert_eq!(num(f64::INFINITY), "inf");
+        assert_eq!(num(1.0 / 3.0).parse::<f64>().unwrap(), 1.0 / 3.0);
+        assert_eq!(short(0.1), "0.1000");
+        assert_eq!(short(1e-9), "1.000e-9");
+        assert_eq!(short(0.0), "0.0000");
     }
 
     #[test]
