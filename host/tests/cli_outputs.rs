@@ -381,3 +381,38 @@ fn experiments_check_their_output_directory_and_runs_first() {
         assert!(text(&o.stderr).contains(&format!("{runs}: must be at least 1")));
     }
 }
+
+#[test]
+fn every_subcommand_help_has_an_example() {
+    let d = Dir::new("help");
+    let commands: &[&[&str]] = &[
+        &["noise"],
+        &["ldp"],
+        &["ldp", "simulate"],
+        &["ldp", "aggregate"],
+        &["ldp", "merge"],
+        &["synth"],
+        &["pmw"],
+        &["experiment"],
+        &["experiment", "mwem"],
+        &["experiment", "distance"],
+        &["experiment", "dx"],
+        &["dx"],
+        &["distance"],
+        &["distance", "release"],
+        &["distance", "query"],
+        &["distance", "interactive"],
+        &["audit"],
+    ];
+    for c in commands {
+        let argv: Vec<&str> = c.iter().copied().chain(["--help"]).collect();
+        let o = privq(&d.0, &argv, b"");
+        assert!(o.status.success(), "{c:?}");
+        let help = text(&o.stdout);
+        assert!(help.contains("Example"), "{c:?} has no example:\n{help}");
+        assert!(
+            help.contains("  privq "),
+            "{c:?}: the example runs privq:\n{help}"
+        );
+    }
+}

@@ -18,6 +18,9 @@ use privq_host::distance::{BoxDomain, Columns, DistanceError};
 
 /// Options of `privq distance`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq distance release --input points.csv --lo 0,0 --hi 1,1 --epsilon 1 --out syn.json\n  \
+    privq distance query --synopsis syn.json --input queries.csv")]
 pub struct Args {
     /// What to do.
     #[command(subcommand)]

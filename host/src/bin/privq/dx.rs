@@ -14,7 +14,7 @@ use privq_host::dx::{DxLaplace, FiniteMetric, Queries, baseline_scale};
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "Examples:\n  \
     privq dx --universe ../shared/data/us_cities.csv --coords lon,lat --counts population \\\n    \
-    --query-column elevation_m --top 741\n  \
+    --epsilon 1 --query-column elevation_m --top 741\n  \
     privq dx --universe pts.csv --coords x,y --metric blowfish --epsilon 1 --threshold 4 \\\n    \
     --counts n --queries q.csv --strategy psa")]
 pub struct Args {
@@ -27,9 +27,10 @@ pub struct Args {
     /// The metric: euclidean (ε·‖·‖₂), linf (ε·‖·‖∞), blowfish or smooth (threshold T).
     #[arg(long, default_value = "euclidean")]
     pub metric: String,
-    /// The metric's ε (a scale factor for euclidean/linf).
-    #[arg(long, default_value_t = 1.0)]
-    pub epsilon: f64,
+    /// The metric's ε (a scale factor for euclidean/linf, the per-pair budget
+    /// for blowfish/smooth): an exact decimal or fraction, required.
+    #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
+    pub epsilon: String,
     /// The Blowfish/smooth threshold T.
     #[arg(long)]
     pub threshold: Option<f64>,
@@ -74,6 +75,8 @@ pub fn run(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
+    // Checked before any input is read.
+    super::parse_epsilon(&args.epsilon)?;
     let universe = read_universe(args)?;
     let mut rows = universe.query_columns;
     if let Some(path) = &args.queries {
@@ -214,21 +217,24 @@ fn read_query_rows(path: &Path) -> Result<Vec<Vec<f64>>, CliError> {
 
 /// The `--metric` over `points`.
 fn metric(args: &Args, points: &[Vec<f64>]) -> Result<FiniteMetric, CliError> {
+    let epsilon = super::parse_epsilon(&args.epsilon)?.to_f64();
     let threshold = || {
-        args.threshold.ok_or(CliError::Parameter {
+        args.threshold.ok_or_else(|| CliError::Usage {
             option: "threshold",
-            source: privq_core::Error::OutOfRange,
+            message: format!("--metric {} needs a threshold T", args.metric),
         })
     };
     match args.metric.as_str() {
-        "euclidean" => FiniteMetric::euclidean(points, args.epsilon),
-        "linf" => FiniteMetric::linf(points, args.epsilon),
-        "blowfish" => FiniteMetric::blowfish(points, args.epsilon, threshold()?),
-        "smooth" => FiniteMetric::smooth(points, args.epsilon, threshold()?),
-        _ => {
-            return Err(CliError::Parameter {
+        "euclidean" => FiniteMetric::euclidean(points, epsilon),
+        "linf" => FiniteMetric::linf(points, epsilon),
+        "blowfish" => FiniteMetric::blowfish(points, epsilon, threshold()?),
+        "smooth" => FiniteMetric::smooth(points, epsilon, threshold()?),
+        other => {
+            return Err(CliError::Usage {
                 option: "metric",
-                source: privq_core::Error::OutOfRange,
+                message: format!(
+                    "unknown metric {other:?}; expected euclidean, linf, blowfish or smooth"
+                ),
             });
         }
     }
@@ -311,6 +317,8 @@ mod tests {
             "x",
             "--counts",
             "n",
+            "--epsilon",
+            "1",
         ];
         argv.extend(extra);
         argv
@@ -390,6 +398,52 @@ mod tests {
         );
         assert_eq!(total, crate::ledger_tests::stated(&err, "total: ε = "));
         assert_eq!(json["charges"].as_array().unwrap().len(), 1, "{json}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn epsilon_is_exact_and_required_and_bad_options_are_named() {
+        let (dir, u) = universe("dx-epsilon");
+        let us = u.to_str().unwrap();
+        let no_eps = [
+            "privq",
+            "dx",
+            "--universe",
+            us,
+            "--coords",
+            "x",
+            "--counts",
+            "n",
+        ];
+        let e = run_cli(&no_eps).unwrap_err().to_string();
+        assert!(e.contains("--epsilon"), "{e}");
+        // A fraction is exact: ε = 1/2 on a Euclidean metric with max distance 3 costs 3/2.
+        let mut half = dx_argv(us, &["--query-column", "h", "--seed", "1"]);
+        half[9] = "1/2";
+        let (_, err) = run_cli(&half).unwrap();
+        assert!(err.contains("d_X Laplace release: ε = 3/2"), "{err}");
+        for (bad, option) in [
+            (vec!["--query-column", "h", "--metric", "bogus"], "metric"),
+            (
+                vec!["--query-column", "h", "--metric", "blowfish"],
+                "threshold",
+            ),
+        ] {
+            let e = run_cli(&dx_argv(us, &bad)).unwrap_err();
+            assert!(
+                matches!(&e, CliError::Usage { option: o, .. } if *o == option),
+                "{e:?}"
+            );
+        }
+        let mut zero = dx_argv(us, &[]);
+        zero[9] = "0";
+        assert!(matches!(
+            run_cli(&zero).unwrap_err(),
+            CliError::Parameter {
+                option: "epsilon",
+                ..
+            }
+        ));
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -11,6 +11,11 @@ use privq_host::experiment::mwem::{Baseline, Protocol, default_data_dir, run as 
 
 /// Options of `privq experiment`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq experiment mwem --quick\n  \
+    privq experiment distance --out-dir target/experiments\n  \
+    privq experiment dx --no-optimum\n\n\
+    Every experiment creates --out-dir and checks it is writable before it starts.")]
 pub struct Args {
     /// Which experiment.
     #[command(subcommand)]
@@ -30,6 +35,9 @@ pub enum Which {
 
 /// Options of `privq experiment dx`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq experiment dx                          # from the repository root (../shared/data)\n  \
+    privq experiment dx --cities us_cities.csv --no-optimum --out-dir figures")]
 pub struct DxArgs {
     /// The US-cities CSV (default ../shared/data/us_cities.csv).
     #[arg(long, value_name = "FILE")]
@@ -47,6 +55,9 @@ pub struct DxArgs {
 
 /// Options of `privq experiment distance`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq experiment distance                    # n up to 10^5, 2000 queries\n  \
+    privq experiment distance --full --out-dir figures")]
 pub struct DistanceArgs {
     /// Where to write the SVG figures and distance-results.csv.
     #[arg(long, value_name = "DIR", default_value = "target/experiments")]

@@ -171,11 +171,9 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let name = path.file_name().ok_or_else(|| {
-        CliError::Io(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("--ledger-json {}: not a file path", path.display()),
-        ))
+    let name = path.file_name().ok_or_else(|| CliError::Usage {
+        option: "ledger-json",
+        message: format!("{}: not a file path", path.display()),
     })?;
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(name);
@@ -406,7 +404,7 @@ impl fmt::Display for CliError {
             ),
             CliError::EmptyInput => write!(f, "the input holds no values"),
             CliError::Csv(e) => write!(f, "malformed CSV: {e}"),
-            CliError::Io(e) => write!(f, "i/o error: {e}"),
+            CliError::Io(e) => write!(f, "reading or writing a stream: {e}"),
             CliError::File { path, source } => write!(f, "{}: {source}", path.display()),
             CliError::Usage { option, message } => write!(f, "--{option}: {message}"),
             CliError::Seed(e) => write!(f, "{e}"),
