@@ -25,7 +25,7 @@ use privq_host::query::Workload;
 #[command(after_help = "Examples:\n  \
     privq synth --input ../shared/data/czech.csv --domain binary --epsilon 1 --seed 7 > synthetic.csv\n  \
     privq synth --input people.csv --domain domain.json --epsilon 0.5 --workload marginals:2\n  \
-    privq synth --input people.csv --discover-domain --epsilon 1 --discovery-epsilon 0.2\n\n\
+    privq synth --input people.csv --discover-domain --epsilon 1 --discovery-epsilon 0.2 \\\n      --workload marginals:2\n\n\
     The input is CSV with a header: one record per row, or one cell per row with a\n\
     `count` column. The domain (every value each attribute can take) is public input:\n\
     --domain FILE (JSON spec) or --domain binary (0/1 columns named by the header).\n\
