@@ -137,7 +137,7 @@ fn check_alpha_work(a: &ReleaseArgs, units: usize, what: &str) -> Result<(), Cli
     })
 }
 
-fn read_points(path: &PathBuf, stdin: &mut dyn BufRead) -> Result<Vec<Vec<f64>>, CliError> {
+fn read_points(path: &std::path::Path, stdin: &mut dyn BufRead) -> Result<Vec<Vec<f64>>, CliError> {
     let text = read_text(path, stdin)?;
     let mut reader = csv::Reader::from_reader(text.as_bytes());
     let mut points = Vec::new();
