@@ -416,3 +416,74 @@ fn every_subcommand_help_has_an_example() {
         );
     }
 }
+
+#[test]
+fn dash_is_standard_input_for_dx_and_pmw() {
+    let d = Dir::new("dash-in");
+    let universe = "x,n,q\n0,5,1\n1,3,2\n";
+    d.write("u.csv", universe);
+    let dx = |args: &[&str], stdin: &str| {
+        let mut argv = vec![
+            "dx",
+            "--coords",
+            "x",
+            "--counts",
+            "n",
+            "--epsilon",
+            "1/2",
+            "--seed",
+            "1",
+        ];
+        argv.extend(args);
+        privq(&d.0, &argv, stdin.as_bytes())
+    };
+    let from_file = dx(&["--universe", "u.csv", "--query-column", "q"], "");
+    let from_stdin = dx(&["--universe", "-", "--query-column", "q"], universe);
+    assert!(from_file.status.success(), "{}", text(&from_file.stderr));
+    assert_eq!(text(&from_stdin.stdout), text(&from_file.stdout));
+    let queries = dx(&["--universe", "u.csv", "--queries", "-"], "1,2\n");
+    assert!(queries.status.success(), "{}", text(&queries.stderr));
+    assert_eq!(text(&queries.stdout).lines().count(), 2);
+    let both = dx(&["--universe", "-", "--queries", "-"], universe);
+    assert!(
+        text(&both.stderr).contains("--queries: "),
+        "{}",
+        text(&both.stderr)
+    );
+
+    d.write("b.csv", "x,y,count\n0,0,5\n1,1,5\n");
+    let pmw = |queries: &str, stdin: &str| {
+        let argv = [
+            "pmw",
+            "--input",
+            "b.csv",
+            "--domain",
+            "binary",
+            "--epsilon",
+            "1",
+            "--rounds",
+            "2",
+            "--pure",
+            "--seed",
+            "1",
+            "--queries",
+            queries,
+            "--ledger-json",
+            "l.json",
+        ];
+        privq(&d.0, &argv, stdin.as_bytes())
+    };
+    let o = pmw("-", "count x=1\n");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).lines().count(), 1);
+    std::fs::remove_file(d.path("l.json")).unwrap();
+    // A missing query file is named, before any privacy is spent (no ledger).
+    let o = pmw("none.txt", "");
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("none.txt: ") && !err.contains("ledger"),
+        "{err}"
+    );
+    assert!(!d.path("l.json").exists());
+}

@@ -18,7 +18,7 @@ use privq_host::dx::{DxLaplace, FiniteMetric, Queries, baseline_scale};
     privq dx --universe pts.csv --coords x,y --metric blowfish --epsilon 1 --threshold 4 \\\n    \
     --counts n --queries q.csv --strategy psa")]
 pub struct Args {
-    /// CSV universe, one element per row (with a header).
+    /// CSV universe, one element per row (with a header); `-`: standard input.
     #[arg(long, value_name = "FILE")]
     pub universe: PathBuf,
     /// Comma-separated numeric coordinate columns the metric is computed on.
@@ -40,7 +40,7 @@ pub struct Args {
     /// Columns whose values are query coefficients (one query each).
     #[arg(long = "query-column", value_name = "COLUMN")]
     pub query_columns: Vec<String>,
-    /// CSV of queries, one row of N coefficients per query (no header).
+    /// CSV of queries, one row of N coefficients per query (no header); `-`: standard input.
     #[arg(long, value_name = "FILE")]
     pub queries: Option<PathBuf>,
     /// Keep only the first N rows of the universe.
@@ -71,16 +71,24 @@ fn run_err(e: impl std::error::Error + Send + Sync + 'static) -> CliError {
 /// Runs `privq dx`: prints `query,answer,noise_scale,baseline_scale,improvement`.
 pub fn run(
     args: &Args,
-    _stdin: &mut dyn BufRead,
+    stdin: &mut dyn BufRead,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     // Checked before any input is read.
     super::parse_epsilon(&args.epsilon)?;
-    let universe = read_universe(args)?;
+    if args.universe.as_os_str() == "-"
+        && args.queries.as_ref().is_some_and(|q| q.as_os_str() == "-")
+    {
+        return Err(CliError::Usage {
+            option: "queries",
+            message: "the universe is already read from standard input; give a file".into(),
+        });
+    }
+    let universe = read_universe(args, stdin)?;
     let mut rows = universe.query_columns;
     if let Some(path) = &args.queries {
-        rows.extend(read_query_rows(path)?);
+        rows.extend(read_query_rows(path, stdin)?);
     }
     if rows.is_empty() {
         return Err(CliError::EmptyInput);
@@ -127,10 +135,9 @@ struct Universe {
 }
 
 /// Reads the first `--top` rows of the universe.
-fn read_universe(args: &Args) -> Result<Universe, CliError> {
-    let file =
-        std::fs::File::open(&args.universe).map_err(|e| CliError::file(&args.universe, e))?;
-    let mut rdr = csv::Reader::from_reader(std::io::BufReader::new(file));
+fn read_universe(args: &Args, stdin: &mut dyn BufRead) -> Result<Universe, CliError> {
+    let text = super::read_text(&args.universe, stdin)?;
+    let mut rdr = csv::Reader::from_reader(text.as_bytes());
     let header: Vec<String> = rdr.headers()?.iter().map(str::to_string).collect();
     let col = |name: &String| {
         header
@@ -197,11 +204,11 @@ fn bad_value(line: usize, text: &str) -> CliError {
 }
 
 /// The `--queries` CSV: one row of coefficients per query, no header.
-fn read_query_rows(path: &Path) -> Result<Vec<Vec<f64>>, CliError> {
-    let file = std::fs::File::open(path).map_err(|e| CliError::file(path, e))?;
+fn read_query_rows(path: &Path, stdin: &mut dyn BufRead) -> Result<Vec<Vec<f64>>, CliError> {
+    let text = super::read_text(path, stdin)?;
     let mut qr = csv::ReaderBuilder::new()
         .has_headers(false)
-        .from_reader(std::io::BufReader::new(file));
+        .from_reader(text.as_bytes());
     let mut rows = Vec::new();
     for (line, rec) in qr.records().enumerate() {
         let rec = rec?;
