@@ -76,7 +76,7 @@ pub struct ReleaseArgs {
     #[arg(long)]
     pub alpha: Option<f64>,
     /// Synopsis output path (`release` only), written atomically; `-` is standard
-    /// output (the summary then goes to standard error).
+    /// output. The summary goes to standard error.
     #[arg(long, value_name = "PATH", default_value = "synopsis.json")]
     pub out: PathBuf,
     /// Memory cap in MiB for the work an explicit --alpha implies (grid points, rounds).
@@ -202,12 +202,11 @@ fn release(
     let json = s.to_json().map_err(run_err)?;
     writeln!(output.writer(stdout), "{json}")?;
     let target = output.describe();
-    let to_stdout = matches!(output, Output::Stdout);
     output.commit(stdout)?;
-    let summary: &mut dyn Write = if to_stdout { stderr } else { stdout };
+    // The summary goes to standard error, like every command's: stdout carries results.
     writeln!(
-        summary,
-        "released synopsis of n = {} points to {}: alpha = {}; spent epsilon = {} (ledger {} in {} charges), delta = {}",
+        stderr,
+        "privq: released synopsis of n = {} points to {}: alpha = {}; spent epsilon = {} (ledger {} in {} charges), delta = {}",
         s.n(),
         target,
         super::short(s.alpha()),
@@ -425,7 +424,8 @@ mod tests {
             "--out",
             syn_s,
         ];
-        let (out, _) = run_with(&release, "").unwrap();
+        let (stdout, out) = run_with(&release, "").unwrap();
+        assert!(stdout.is_empty(), "{stdout}");
         assert!(out.contains("n = 20000"), "{out}");
         assert!(out.contains("alpha = 0.1000"), "{out}");
         let s = Synopsis::load(&syn).unwrap();
