@@ -123,7 +123,7 @@ impl fmt::Display for DxError {
             ),
             DxError::ConstraintViolated { ratio, pair } => write!(
                 f,
-                "privacy constraint violated: ratio {ratio} > 1 on pair {pair:?}"
+                "privacy constraint violated: ratio {ratio:e} > 1 on pair {pair:?}"
             ),
             DxError::TooLarge { size, cap } => {
                 write!(

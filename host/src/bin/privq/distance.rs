@@ -10,7 +10,7 @@ use rand_chacha::ChaCha12Rng;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
-use super::{CliError, LedgerArgs};
+use super::{CliError, LedgerArgs, Output, read_text};
 use privq_host::distance::interactive::{InteractiveConfig, Session};
 use privq_host::distance::offline::{OfflineConfig, Synopsis};
 use privq_host::distance::privacy::{NEIGHBOURS, Privacy};
@@ -18,6 +18,9 @@ use privq_host::distance::{BoxDomain, Columns, DistanceError};
 
 /// Options of `privq distance`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq distance release --input points.csv --lo 0,0 --hi 1,1 --epsilon 1 --out syn.json\n  \
+    privq distance query --synopsis syn.json --input queries.csv")]
 pub struct Args {
     /// What to do.
     #[command(subcommand)]
@@ -37,11 +40,14 @@ pub enum Action {
 
 /// Options shared by `release` and `interactive`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(
-    after_help = "Example:\n  privq distance release --input points.csv --lo 0,0 --hi 1,1 --epsilon 1 --out syn.json"
-)]
+#[command(after_help = "Examples:\n  \
+    privq distance release --input points.csv --lo 0,0 --hi 1,1 --epsilon 1 --out syn.json\n  \
+    printf '0.5,0.5\\n' | privq distance interactive --input points.csv --lo 0,0 --hi 1,1 --epsilon 1\n\n\
+    An explicit --alpha sets the grid (release: about 2·dim/alpha points per coordinate) and\n\
+    the update rounds; a value whose work exceeds --memory-mib is refused.")]
 pub struct ReleaseArgs {
-    /// Points CSV with a header; every column is a coordinate.
+    /// Points CSV with a header; every column is a coordinate (`-`: standard
+    /// input, `release` only).
     #[arg(long, value_name = "PATH")]
     pub input: PathBuf,
     /// Lower corner of the domain (comma-separated).
@@ -69,9 +75,13 @@ pub struct ReleaseArgs {
     /// Target accuracy α in scaled units (default: calibrated from n).
     #[arg(long)]
     pub alpha: Option<f64>,
-    /// Synopsis output path (`release` only).
+    /// Synopsis output path (`release` only), written atomically; `-` is standard
+    /// output. The summary goes to standard error.
     #[arg(long, value_name = "PATH", default_value = "synopsis.json")]
     pub out: PathBuf,
+    /// Memory cap in MiB for the work an explicit --alpha implies (grid points, rounds).
+    #[arg(long, value_name = "MIB", default_value_t = 1024)]
+    pub memory_mib: u64,
     /// Seed for a reproducible run (never on real data).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -82,11 +92,15 @@ pub struct ReleaseArgs {
 
 /// Options of `query`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Example:\n  \
+    privq distance query --synopsis syn.json --input queries.csv > answers.csv\n\n\
+    Every query point is checked before any answer is written: a bad one fails the\n\
+    command with its line and writes nothing.")]
 pub struct QueryArgs {
-    /// A synopsis written by `privq distance release`.
+    /// A synopsis written by `privq distance release` (`-`: standard input).
     #[arg(long, value_name = "PATH")]
     pub synopsis: PathBuf,
-    /// Query points CSV with a header.
+    /// Query points CSV with a header (`-`: standard input).
     #[arg(long, value_name = "PATH")]
     pub input: PathBuf,
 }
@@ -100,8 +114,32 @@ fn run_err(e: DistanceError) -> CliError {
     CliError::Run(Box::new(e))
 }
 
-fn read_points(path: &PathBuf) -> Result<Vec<Vec<f64>>, CliError> {
-    let mut reader = csv::Reader::from_path(path)?;
+/// Bytes of work each grid point or update round an explicit α implies is
+/// charged against `--memory-mib` (values, tangents and their JSON text).
+const BYTES_PER_UNIT: u64 = 64;
+
+/// Refuses an `--alpha` whose `units` of work (grid points or rounds) exceed the cap.
+fn check_alpha_work(a: &ReleaseArgs, units: usize, what: &str) -> Result<(), CliError> {
+    let Some(alpha) = a.alpha else { return Ok(()) };
+    let bytes = (units as u64).saturating_mul(BYTES_PER_UNIT);
+    let cap = a.memory_mib.saturating_mul(1 << 20);
+    if bytes <= cap {
+        return Ok(());
+    }
+    Err(CliError::Usage {
+        option: "alpha",
+        message: format!(
+            "{alpha} implies {units} {what} (about {} MiB), over --memory-mib {}; \
+             use a larger --alpha, omit it to calibrate from n, or raise --memory-mib",
+            bytes >> 20,
+            a.memory_mib
+        ),
+    })
+}
+
+fn read_points(path: &std::path::Path, stdin: &mut dyn BufRead) -> Result<Vec<Vec<f64>>, CliError> {
+    let text = read_text(path, stdin)?;
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
     let mut points = Vec::new();
     for (i, rec) in reader.records().enumerate() {
         let rec = rec?;
@@ -131,8 +169,8 @@ pub fn run(
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     match &args.action {
-        Action::Release(a) => release(a, stdout, stderr),
-        Action::Query(a) => query(a, stdout),
+        Action::Release(a) => release(a, stdin, stdout, stderr),
+        Action::Query(a) => query(a, stdin, stdout),
         Action::Interactive(a) => interactive(a, stdin, stdout, stderr),
     }
 }
@@ -140,6 +178,7 @@ pub fn run(
 /// `release`: writes the synopsis, prints what it spent and the ledger.
 fn release(
     a: &ReleaseArgs,
+    stdin: &mut dyn BufRead,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
@@ -147,22 +186,34 @@ fn release(
     let privacy = Privacy::parse(&a.epsilon, a.delta).map_err(run_err)?;
     let mut config = OfflineConfig::new(privacy);
     config.alpha = a.alpha;
-    let points = read_points(&a.input)?;
+    let points = read_points(&a.input, stdin)?;
+    let cols = Columns::new(&domain, &points).map_err(run_err)?;
+    let params = config
+        .calibrate(cols.len(), cols.widths())
+        .map_err(run_err)?;
+    check_alpha_work(a, params.grid_points, "grid points")?;
+    drop(cols);
+    // Before any privacy is spent: the synopsis file can be created.
+    let mut output = Output::open(Some(&a.out))?;
     let mut accountant = budget_for(&config.privacy)?;
     let mut rng = super::rng(a.seed, stderr)?;
     let s =
         Synopsis::release(&domain, &points, &config, &mut accountant, &mut rng).map_err(run_err)?;
-    s.save(&a.out).map_err(run_err)?;
+    let json = s.to_json().map_err(run_err)?;
+    writeln!(output.writer(stdout), "{json}")?;
+    let target = output.describe();
+    output.commit(stdout)?;
+    // The summary goes to standard error, like every command's: stdout carries results.
     writeln!(
-        stdout,
-        "released synopsis of n = {} points to {}: alpha = {:.4}; spent epsilon = {} (ledger {} in {} charges), delta = {}",
+        stderr,
+        "privq: released synopsis of n = {} points to {}: alpha = {}; spent epsilon = {} (ledger {} in {} charges), delta = {}",
         s.n(),
-        a.out.display(),
-        s.alpha(),
-        s.spent().epsilon,
+        target,
+        super::short(s.alpha()),
+        super::num(s.spent().epsilon),
         s.spent().ledger_epsilon,
         s.spent().charges,
-        s.spent().delta
+        super::num(s.spent().delta)
     )?;
     writeln!(
         stderr,
@@ -193,13 +244,29 @@ fn warn_about_accuracy(s: &Synopsis, stderr: &mut dyn Write) -> Result<(), CliEr
     Ok(())
 }
 
-/// `query`: answers query points from a synopsis (no data, no budget).
-fn query(a: &QueryArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
-    let s = Synopsis::load(&a.synopsis).map_err(run_err)?;
+/// `query`: answers query points from a synopsis (no data, no budget). Every
+/// point is answered before anything is written, so a bad one writes nothing.
+fn query(a: &QueryArgs, stdin: &mut dyn BufRead, stdout: &mut dyn Write) -> Result<(), CliError> {
+    if a.synopsis.as_os_str() == "-" && a.input.as_os_str() == "-" {
+        return Err(CliError::Usage {
+            option: "input",
+            message: "the synopsis is already read from standard input; give a file".into(),
+        });
+    }
+    let s = Synopsis::from_json(&read_text(&a.synopsis, stdin)?).map_err(run_err)?;
+    let answers = read_points(&a.input, stdin)?
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            s.answer(p).map_err(|source| {
+                CliError::Run(format!("{} line {}: {source}", a.input.display(), i + 2).into())
+            })
+        })
+        .collect::<Result<Vec<f64>, CliError>>()?;
     writeln!(stdout, "scaled_answer,average_l1_distance")?;
-    for p in read_points(&a.input)? {
-        let v = s.answer(&p).map_err(run_err)?;
-        writeln!(stdout, "{v},{}", v * s.domain().diameter())?;
+    for v in answers {
+        let raw = super::num(v * s.domain().diameter());
+        writeln!(stdout, "{},{raw}", super::num(v))?;
     }
     Ok(())
 }
@@ -215,14 +282,24 @@ fn interactive(
     let privacy = Privacy::parse(&a.epsilon, a.delta).map_err(run_err)?;
     let mut config = InteractiveConfig::new(privacy);
     config.alpha = a.alpha;
-    let cols = Columns::new(&domain, &read_points(&a.input)?).map_err(run_err)?;
+    if a.input.as_os_str() == "-" {
+        return Err(CliError::Usage {
+            option: "input",
+            message: "standard input carries the queries; give the points as a file".into(),
+        });
+    }
+    let cols = Columns::new(&domain, &read_points(&a.input, stdin)?).map_err(run_err)?;
+    let params = config
+        .calibrate(cols.len(), cols.widths())
+        .map_err(run_err)?;
+    check_alpha_work(a, params.rounds, "update rounds")?;
     let mut r = super::rng(a.seed, stderr)?;
     let mut accountant = budget_for(&config.privacy)?;
     let mut s = Session::new(&cols, &config, &mut accountant, &mut r).map_err(run_err)?;
     writeln!(
         stderr,
-        "privq: session: alpha = {:.4}, {} update rounds\nprivq: privacy: {}\nprivq: ledger:\n{}",
-        s.params().alpha,
+        "privq: session: alpha = {}, {} update rounds\nprivq: privacy: {}\nprivq: ledger:\n{}",
+        super::short(s.params().alpha),
         s.params().rounds,
         NEIGHBOURS.summary(&config.privacy.cost(), cols.len() as u64),
         accountant.ledger_text()
@@ -267,7 +344,7 @@ fn answer_lines(
             }
         };
         match s.answer(&y, r) {
-            Ok(v) => writeln!(stdout, "{v}")?,
+            Ok(v) => writeln!(stdout, "{}", super::num(v))?,
             Err(e) => {
                 writeln!(stderr, "privq: {e}")?;
                 break;
@@ -347,7 +424,8 @@ mod tests {
             "--out",
             syn_s,
         ];
-        let (out, _) = run_with(&release, "").unwrap();
+        let (stdout, out) = run_with(&release, "").unwrap();
+        assert!(stdout.is_empty(), "{stdout}");
         assert!(out.contains("n = 20000"), "{out}");
         assert!(out.contains("alpha = 0.1000"), "{out}");
         let s = Synopsis::load(&syn).unwrap();
@@ -514,10 +592,11 @@ mod tests {
                 "",
             )
         };
-        assert!(matches!(
-            distance_error(query(&missing, &good).unwrap_err()),
-            DistanceError::Synopsis(_)
-        ));
+        let e = query(&missing, &good).unwrap_err();
+        assert!(
+            matches!(&e, CliError::File { path, .. } if path == &missing),
+            "{e:?}"
+        );
         std::fs::write(&missing, "{\"version\": 99}").unwrap();
         assert!(matches!(
             distance_error(query(&missing, &good).unwrap_err()),
@@ -546,10 +625,11 @@ mod tests {
         .unwrap();
         let outside = dir.join("outside.csv");
         std::fs::write(&outside, "x,y\n0.5,3\n").unwrap();
-        assert!(matches!(
-            distance_error(query(&out, &outside).unwrap_err()),
-            DistanceError::OutsideDomain { .. }
-        ));
+        let e = query(&out, &outside).unwrap_err().to_string();
+        assert!(
+            e.contains("outside.csv line 2: ") && e.contains("outside the declared domain"),
+            "{e}"
+        );
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -71,7 +71,8 @@ impl DomainArgs {
         match (&self.domain, self.discover_domain) {
             (Some(DomainArg::Binary), _) => Ok((DomainSource::BinaryHeader, total)),
             (Some(DomainArg::File(path)), _) => {
-                let domain = Domain::from_json(&std::fs::read_to_string(path)?).map_err(boxed)?;
+                let domain = Domain::from_json(&super::read_text(path, &mut std::io::empty())?)
+                    .map_err(boxed)?;
                 Ok((DomainSource::Public(domain), total))
             }
             (None, false) => Err(boxed(DataError::DomainRequired { discovery: true })),

@@ -14,11 +14,11 @@ use privq_host::dx::{DxLaplace, FiniteMetric, Queries, baseline_scale};
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "Examples:\n  \
     privq dx --universe ../shared/data/us_cities.csv --coords lon,lat --counts population \\\n    \
-    --query-column elevation_m --top 741\n  \
+    --epsilon 1 --query-column elevation_m --top 741\n  \
     privq dx --universe pts.csv --coords x,y --metric blowfish --epsilon 1 --threshold 4 \\\n    \
     --counts n --queries q.csv --strategy psa")]
 pub struct Args {
-    /// CSV universe, one element per row (with a header).
+    /// CSV universe, one element per row (with a header); `-`: standard input.
     #[arg(long, value_name = "FILE")]
     pub universe: PathBuf,
     /// Comma-separated numeric coordinate columns the metric is computed on.
@@ -27,9 +27,10 @@ pub struct Args {
     /// The metric: euclidean (ε·‖·‖₂), linf (ε·‖·‖∞), blowfish or smooth (threshold T).
     #[arg(long, default_value = "euclidean")]
     pub metric: String,
-    /// The metric's ε (a scale factor for euclidean/linf).
-    #[arg(long, default_value_t = 1.0)]
-    pub epsilon: f64,
+    /// The metric's ε (a scale factor for euclidean/linf, the per-pair budget
+    /// for blowfish/smooth): an exact decimal or fraction, required.
+    #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
+    pub epsilon: String,
     /// The Blowfish/smooth threshold T.
     #[arg(long)]
     pub threshold: Option<f64>,
@@ -39,7 +40,7 @@ pub struct Args {
     /// Columns whose values are query coefficients (one query each).
     #[arg(long = "query-column", value_name = "COLUMN")]
     pub query_columns: Vec<String>,
-    /// CSV of queries, one row of N coefficients per query (no header).
+    /// CSV of queries, one row of N coefficients per query (no header); `-`: standard input.
     #[arg(long, value_name = "FILE")]
     pub queries: Option<PathBuf>,
     /// Keep only the first N rows of the universe.
@@ -70,14 +71,24 @@ fn run_err(e: impl std::error::Error + Send + Sync + 'static) -> CliError {
 /// Runs `privq dx`: prints `query,answer,noise_scale,baseline_scale,improvement`.
 pub fn run(
     args: &Args,
-    _stdin: &mut dyn BufRead,
+    stdin: &mut dyn BufRead,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let universe = read_universe(args)?;
+    // Checked before any input is read.
+    super::parse_epsilon(&args.epsilon)?;
+    if args.universe.as_os_str() == "-"
+        && args.queries.as_ref().is_some_and(|q| q.as_os_str() == "-")
+    {
+        return Err(CliError::Usage {
+            option: "queries",
+            message: "the universe is already read from standard input; give a file".into(),
+        });
+    }
+    let universe = read_universe(args, stdin)?;
     let mut rows = universe.query_columns;
     if let Some(path) = &args.queries {
-        rows.extend(read_query_rows(path)?);
+        rows.extend(read_query_rows(path, stdin)?);
     }
     if rows.is_empty() {
         return Err(CliError::EmptyInput);
@@ -105,11 +116,11 @@ pub fn run(
     writeln!(
         stderr,
         "privq: d_X-privacy for neighbours that change one record's element (replace-one: \
-         n is treated as public); N = {}, min d = {}, worst grid privacy-loss ratio {:.6}\n\
+         n is treated as public); N = {}, min d = {}, worst grid privacy-loss ratio {}\n\
          privq: ledger (each pair (i, j) is protected at d_X(i, j); the ε-DP charge is the largest):\n{}",
         metric.len(),
-        metric.min_offdiag(),
-        mech.loss_ratio(),
+        super::num(metric.min_offdiag()),
+        super::num(mech.loss_ratio()),
         accountant.ledger_text()
     )?;
     write_answers(&mech, &answers, base, stdout)?;
@@ -124,8 +135,9 @@ struct Universe {
 }
 
 /// Reads the first `--top` rows of the universe.
-fn read_universe(args: &Args) -> Result<Universe, CliError> {
-    let mut rdr = csv::Reader::from_path(&args.universe)?;
+fn read_universe(args: &Args, stdin: &mut dyn BufRead) -> Result<Universe, CliError> {
+    let text = super::read_text(&args.universe, stdin)?;
+    let mut rdr = csv::Reader::from_reader(text.as_bytes());
     let header: Vec<String> = rdr.headers()?.iter().map(str::to_string).collect();
     let col = |name: &String| {
         header
@@ -192,10 +204,11 @@ fn bad_value(line: usize, text: &str) -> CliError {
 }
 
 /// The `--queries` CSV: one row of coefficients per query, no header.
-fn read_query_rows(path: &Path) -> Result<Vec<Vec<f64>>, CliError> {
+fn read_query_rows(path: &Path, stdin: &mut dyn BufRead) -> Result<Vec<Vec<f64>>, CliError> {
+    let text = super::read_text(path, stdin)?;
     let mut qr = csv::ReaderBuilder::new()
         .has_headers(false)
-        .from_path(path)?;
+        .from_reader(text.as_bytes());
     let mut rows = Vec::new();
     for (line, rec) in qr.records().enumerate() {
         let rec = rec?;
@@ -211,21 +224,24 @@ fn read_query_rows(path: &Path) -> Result<Vec<Vec<f64>>, CliError> {
 
 /// The `--metric` over `points`.
 fn metric(args: &Args, points: &[Vec<f64>]) -> Result<FiniteMetric, CliError> {
+    let epsilon = super::parse_epsilon(&args.epsilon)?.to_f64();
     let threshold = || {
-        args.threshold.ok_or(CliError::Parameter {
+        args.threshold.ok_or_else(|| CliError::Usage {
             option: "threshold",
-            source: privq_core::Error::OutOfRange,
+            message: format!("--metric {} needs a threshold T", args.metric),
         })
     };
     match args.metric.as_str() {
-        "euclidean" => FiniteMetric::euclidean(points, args.epsilon),
-        "linf" => FiniteMetric::linf(points, args.epsilon),
-        "blowfish" => FiniteMetric::blowfish(points, args.epsilon, threshold()?),
-        "smooth" => FiniteMetric::smooth(points, args.epsilon, threshold()?),
-        _ => {
-            return Err(CliError::Parameter {
+        "euclidean" => FiniteMetric::euclidean(points, epsilon),
+        "linf" => FiniteMetric::linf(points, epsilon),
+        "blowfish" => FiniteMetric::blowfish(points, epsilon, threshold()?),
+        "smooth" => FiniteMetric::smooth(points, epsilon, threshold()?),
+        other => {
+            return Err(CliError::Usage {
                 option: "metric",
-                source: privq_core::Error::OutOfRange,
+                message: format!(
+                    "unknown metric {other:?}; expected euclidean, linf, blowfish or smooth"
+                ),
             });
         }
     }
@@ -266,11 +282,9 @@ fn write_answers(
     )?;
     for (k, a) in answers.iter().enumerate() {
         let s = mech.scale(k);
-        writeln!(
-            stdout,
-            "{k},{a},{s},{base},{}",
-            if s > 0.0 { base / s } else { f64::INFINITY }
-        )?;
+        let improvement = if s > 0.0 { base / s } else { f64::INFINITY };
+        let [a, s, base, improvement] = [*a, s, base, improvement].map(super::num);
+        writeln!(stdout, "{k},{a},{s},{base},{improvement}")?;
     }
     Ok(())
 }
@@ -310,6 +324,8 @@ mod tests {
             "x",
             "--counts",
             "n",
+            "--epsilon",
+            "1",
         ];
         argv.extend(extra);
         argv
@@ -389,6 +405,52 @@ mod tests {
         );
         assert_eq!(total, crate::ledger_tests::stated(&err, "total: ε = "));
         assert_eq!(json["charges"].as_array().unwrap().len(), 1, "{json}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn epsilon_is_exact_and_required_and_bad_options_are_named() {
+        let (dir, u) = universe("dx-epsilon");
+        let us = u.to_str().unwrap();
+        let no_eps = [
+            "privq",
+            "dx",
+            "--universe",
+            us,
+            "--coords",
+            "x",
+            "--counts",
+            "n",
+        ];
+        let e = run_cli(&no_eps).unwrap_err().to_string();
+        assert!(e.contains("--epsilon"), "{e}");
+        // A fraction is exact: ε = 1/2 on a Euclidean metric with max distance 3 costs 3/2.
+        let mut half = dx_argv(us, &["--query-column", "h", "--seed", "1"]);
+        half[9] = "1/2";
+        let (_, err) = run_cli(&half).unwrap();
+        assert!(err.contains("d_X Laplace release: ε = 3/2"), "{err}");
+        for (bad, option) in [
+            (vec!["--query-column", "h", "--metric", "bogus"], "metric"),
+            (
+                vec!["--query-column", "h", "--metric", "blowfish"],
+                "threshold",
+            ),
+        ] {
+            let e = run_cli(&dx_argv(us, &bad)).unwrap_err();
+            assert!(
+                matches!(&e, CliError::Usage { option: o, .. } if *o == option),
+                "{e:?}"
+            );
+        }
+        let mut zero = dx_argv(us, &[]);
+        zero[9] = "0";
+        assert!(matches!(
+            run_cli(&zero).unwrap_err(),
+            CliError::Parameter {
+                option: "epsilon",
+                ..
+            }
+        ));
         std::fs::remove_dir_all(&dir).ok();
     }
 }

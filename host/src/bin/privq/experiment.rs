@@ -11,6 +11,11 @@ use privq_host::experiment::mwem::{Baseline, Protocol, default_data_dir, run as 
 
 /// Options of `privq experiment`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq experiment mwem --quick\n  \
+    privq experiment distance --out-dir target/experiments\n  \
+    privq experiment dx --no-optimum\n\n\
+    Every experiment creates --out-dir and checks it is writable before it starts.")]
 pub struct Args {
     /// Which experiment.
     #[command(subcommand)]
@@ -30,6 +35,9 @@ pub enum Which {
 
 /// Options of `privq experiment dx`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq experiment dx                          # from the repository root (../shared/data)\n  \
+    privq experiment dx --cities us_cities.csv --no-optimum --out-dir figures")]
 pub struct DxArgs {
     /// The US-cities CSV (default ../shared/data/us_cities.csv).
     #[arg(long, value_name = "FILE")]
@@ -47,6 +55,9 @@ pub struct DxArgs {
 
 /// Options of `privq experiment distance`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq experiment distance                    # n up to 10^5, 2000 queries\n  \
+    privq experiment distance --full --out-dir figures")]
 pub struct DistanceArgs {
     /// Where to write the SVG figures and distance-results.csv.
     #[arg(long, value_name = "DIR", default_value = "target/experiments")]
@@ -66,7 +77,8 @@ pub struct MwemArgs {
     /// Directory holding mildew.csv, czech.csv, rochdale.csv and nltcs.csv.
     #[arg(long, value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
-    /// Where to write the SVG figures and mwem-results.csv.
+    /// Where to write the SVG figures and mwem-results.csv (created, and checked
+    /// writable, before the runs start).
     #[arg(long, value_name = "DIR", default_value = "target/experiments")]
     pub out_dir: PathBuf,
     /// Runs per point on the small datasets (thesis: 100).
@@ -129,6 +141,7 @@ fn run_distance(
         privq_host::experiment::distance::Protocol::quick(dir)
     }
     .map_err(|e| CliError::Run(Box::new(e)))?;
+    super::check_out_dir(&d.out_dir)?;
     privq_host::experiment::distance::run(&p, stdout, stderr).map_err(CliError::Run)?;
     Ok(())
 }
@@ -149,6 +162,7 @@ fn run_mwem(a: &MwemArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Res
             .into(),
         ));
     }
+    super::check_out_dir(&p.out_dir)?;
     writeln!(
         stderr,
         "privq: MWEM protocol: {} runs (small datasets), {} runs (nltcs), eps grid {:?}, seed {}",
@@ -188,6 +202,14 @@ fn mwem_protocol(a: &MwemArgs) -> Result<Protocol, CliError> {
     }
     p.runs_small = a.runs.unwrap_or(p.runs_small);
     p.runs_nltcs = a.runs_nltcs.unwrap_or(p.runs_nltcs);
+    for (option, runs) in [("runs", p.runs_small), ("runs-nltcs", p.runs_nltcs)] {
+        if runs == 0 {
+            return Err(CliError::Usage {
+                option,
+                message: "must be at least 1 (0 runs would report nothing)".into(),
+            });
+        }
+    }
     p.reiterate_passes = a.passes.unwrap_or(p.reiterate_passes);
     p.seed = a.seed;
     if !a.baselines.is_empty() {
@@ -234,6 +256,7 @@ fn run_dx(a: &DxArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<
             .into(),
         ));
     }
+    super::check_out_dir(&a.out_dir)?;
     writeln!(
         stderr,
         "privq: d_X experiment, seed {}, figures in {}",

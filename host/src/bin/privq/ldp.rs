@@ -25,6 +25,11 @@ use privq_host::ldp::postprocess::PostProcess;
 
 /// Options of `privq ldp`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq ldp simulate --mechanism oue --epsilon 1 --domain 64 --devices 100000 --seed 7 \\\n      \
+    --output reports.pqr --campaign campaign.json\n  \
+    privq ldp aggregate --campaign campaign.json --input reports.pqr\n\n\
+    `privq ldp aggregate --help` lists the exit codes.")]
 pub struct Args {
     /// What to do.
     #[command(subcommand)]

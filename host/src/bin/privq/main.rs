@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use privq_host::accountant::Accountant;
 use privq_host::choice::Named;
+use privq_host::ldp::output::{AtomicFile, Destination};
 use rand_chacha::ChaCha12Rng;
 
 pub mod audit;
@@ -71,6 +72,28 @@ pub fn run(
         Command::Dx(args) => dx::run(&args, stdin, stdout, stderr),
         Command::Distance(args) => distance::run(&args, stdin, stdout, stderr),
         Command::Audit(args) => audit::run(&args, stdin, stdout, stderr),
+    }
+}
+
+/// `x` at a sensible precision: the shortest text that reads back as `x`
+/// (round-trip exact), in scientific notation outside 1e-4 ≤ |x| < 1e15 so a tiny
+/// or huge value never prints as hundreds of digits.
+pub(crate) fn num(x: f64) -> String {
+    let a = x.abs();
+    if x == 0.0 || !x.is_finite() || (1e-4..1e15).contains(&a) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    }
+}
+
+/// `x` to four decimals for a summary, or four significant digits (scientific)
+/// below 0.001, so a small value never prints as `0.0000`.
+pub(crate) fn short(x: f64) -> String {
+    if x != 0.0 && x.abs() < 1e-3 {
+        format!("{x:.3e}")
+    } else {
+        format!("{x:.4}")
     }
 }
 
@@ -148,11 +171,9 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    let name = path.file_name().ok_or_else(|| {
-        CliError::Io(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("--ledger-json {}: not a file path", path.display()),
-        ))
+    let name = path.file_name().ok_or_else(|| CliError::Usage {
+        option: "ledger-json",
+        message: format!("{}: not a file path", path.display()),
     })?;
     let mut tmp_name = std::ffi::OsString::from(".");
     tmp_name.push(name);
@@ -167,7 +188,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    written.map_err(CliError::Io)
+    written.map_err(|e| CliError::file(path, e))
 }
 
 /// Runs `privq ARGV…` in-process with `input` as standard input; returns (stdout, stderr).
@@ -237,6 +258,20 @@ pub(crate) mod ledger_tests {
     }
 
     #[test]
+    fn numbers_print_at_a_sensible_precision() {
+        use super::{num, short};
+        assert_eq!(num(0.25), "0.25");
+        assert_eq!(num(1e-300), "1e-300");
+        assert_eq!(num(-5.4e280), "-5.4e280");
+        assert_eq!(num(0.0), "0");
+        assert_eq!(num(f64::INFINITY), "inf");
+        assert_eq!(num(1.0 / 3.0).parse::<f64>().unwrap(), 1.0 / 3.0);
+        assert_eq!(short(0.1), "0.1000");
+        assert_eq!(short(1e-9), "1.000e-9");
+        assert_eq!(short(0.0), "0.0000");
+    }
+
+    #[test]
     fn the_ledger_is_replaced_whole() {
         let dir = scratch("atomic");
         let path = dir.join("l.json");
@@ -289,8 +324,22 @@ pub enum CliError {
     EmptyInput,
     /// The input is not valid CSV.
     Csv(csv::Error),
-    /// Reading or writing failed.
+    /// Reading or writing a stream failed.
     Io(std::io::Error),
+    /// A named file (or directory) could not be opened, created, written or renamed.
+    File {
+        /// The path.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// An option's value was refused (a limit, a missing prerequisite, a bad combination).
+    Usage {
+        /// The option's name, without `--`.
+        option: &'static str,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
     /// The operating system could not provide entropy.
     Seed(privq_host::SeedError),
     /// A library operation (data loading, a mechanism, a session) failed.
@@ -301,10 +350,41 @@ pub enum CliError {
 }
 
 impl CliError {
-    /// The process exit code: the outcome's for [`CliError::Outcome`], else 2.
+    /// A failure on the file (or directory) `path`.
+    pub(crate) fn file(path: &Path, source: io::Error) -> CliError {
+        CliError::File {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// Whether the error is, at bottom, a write to a closed pipe (`privq … | head`).
+    pub fn is_broken_pipe(&self) -> bool {
+        let mut next: Option<&(dyn std::error::Error + 'static)> = Some(self);
+        while let Some(e) = next {
+            if let Some(io) = e.downcast_ref::<io::Error>() {
+                if io.kind() == io::ErrorKind::BrokenPipe {
+                    return true;
+                }
+            }
+            if let Some(csv) = e.downcast_ref::<csv::Error>() {
+                if let csv::ErrorKind::Io(io) = csv.kind() {
+                    if io.kind() == io::ErrorKind::BrokenPipe {
+                        return true;
+                    }
+                }
+            }
+            next = e.source();
+        }
+        false
+    }
+
+    /// The process exit code: the outcome's for [`CliError::Outcome`],
+    /// [`BROKEN_PIPE`] for a closed pipe, else 2.
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Outcome(o) => o.exit_code(),
+            _ if self.is_broken_pipe() => BROKEN_PIPE,
             _ => 2,
         }
     }
@@ -324,7 +404,9 @@ impl fmt::Display for CliError {
             ),
             CliError::EmptyInput => write!(f, "the input holds no values"),
             CliError::Csv(e) => write!(f, "malformed CSV: {e}"),
-            CliError::Io(e) => write!(f, "i/o error: {e}"),
+            CliError::Io(e) => write!(f, "reading or writing a stream: {e}"),
+            CliError::File { path, source } => write!(f, "{}: {source}", path.display()),
+            CliError::Usage { option, message } => write!(f, "--{option}: {message}"),
             CliError::Seed(e) => write!(f, "{e}"),
             CliError::Run(e) => write!(f, "{e}"),
             CliError::Outcome(o) => write!(f, "{o} (exit code {})", o.exit_code()),
@@ -337,7 +419,7 @@ impl std::error::Error for CliError {
         match self {
             CliError::Parameter { source, .. } | CliError::Value { source, .. } => Some(source),
             CliError::Csv(e) => Some(e),
-            CliError::Io(e) => Some(e),
+            CliError::Io(e) | CliError::File { source: e, .. } => Some(e),
             CliError::Seed(e) => Some(e),
             CliError::Run(e) => Some(e.as_ref()),
             _ => None,
@@ -357,6 +439,130 @@ impl From<csv::Error> for CliError {
     }
 }
 
+/// The exit status when the reader of standard output went away (`privq … | head`):
+/// 128 + SIGPIPE, what a shell reports for a program the signal ended. Nothing is
+/// printed.
+pub const BROKEN_PIPE: u8 = 141;
+
+/// An output opened before the work starts and completed after it: standard
+/// output for `-` (or no path), else an [`AtomicFile`] that appears, whole, only on
+/// [`Output::commit`]. Opening it first makes an unwritable path fail before any
+/// privacy is spent or any long run starts.
+pub(crate) enum Output {
+    /// Standard output.
+    Stdout,
+    /// A file written atomically.
+    File(AtomicFile, PathBuf),
+}
+
+impl Output {
+    /// Opens `path` (`None` or `-`: standard output), naming it on failure.
+    pub(crate) fn open(path: Option<&Path>) -> Result<Output, CliError> {
+        match path.map(Destination::from_path) {
+            None | Some(Destination::Stdout) => Ok(Output::Stdout),
+            Some(Destination::File(p)) => match AtomicFile::create(&p) {
+                Ok(f) => Ok(Output::File(f, p)),
+                Err(e) => Err(CliError::file(&p, e)),
+            },
+        }
+    }
+
+    /// Where to write: the file, or `stdout`.
+    pub(crate) fn writer<'a>(&'a mut self, stdout: &'a mut dyn Write) -> &'a mut dyn Write {
+        match self {
+            Output::Stdout => stdout,
+            Output::File(f, _) => f,
+        }
+    }
+
+    /// Puts the file in place (or flushes `stdout`).
+    pub(crate) fn commit(self, stdout: &mut dyn Write) -> Result<(), CliError> {
+        match self {
+            Output::Stdout => Ok(stdout.flush()?),
+            Output::File(f, p) => f.commit().map_err(|e| CliError::file(&p, e)),
+        }
+    }
+
+    /// For messages: the path, or "standard output".
+    pub(crate) fn describe(&self) -> String {
+        match self {
+            Output::Stdout => "standard output".into(),
+            Output::File(_, p) => p.display().to_string(),
+        }
+    }
+}
+
+/// An input path, with `-` meaning standard input. A library that reads from a
+/// path gets [`InputFile::path`]: for `-`, standard input spooled to a temporary
+/// file that is removed when this value is dropped.
+pub(crate) struct InputFile {
+    path: PathBuf,
+    spooled: bool,
+}
+
+impl InputFile {
+    /// Checks that `path` can be opened (naming it if not), or spools standard input.
+    pub(crate) fn open(path: &Path, stdin: &mut dyn BufRead) -> Result<InputFile, CliError> {
+        if path.as_os_str() != "-" {
+            std::fs::File::open(path).map_err(|e| CliError::file(path, e))?;
+            return Ok(InputFile {
+                path: path.to_path_buf(),
+                spooled: false,
+            });
+        }
+        let tmp = std::env::temp_dir().join(format!(
+            "privq-stdin-{}-{}",
+            std::process::id(),
+            SPOOLED.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        let spooled = InputFile {
+            path: tmp,
+            spooled: true,
+        };
+        let mut file =
+            std::fs::File::create(&spooled.path).map_err(|e| CliError::file(&spooled.path, e))?;
+        io::copy(stdin, &mut file)?;
+        Ok(spooled)
+    }
+
+    /// The path to read.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+static SPOOLED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl Drop for InputFile {
+    fn drop(&mut self) {
+        if self.spooled {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// The whole text of `path` (`-`: standard input), naming the file on failure.
+pub(crate) fn read_text(path: &Path, stdin: &mut dyn BufRead) -> Result<String, CliError> {
+    let mut text = String::new();
+    if path.as_os_str() == "-" {
+        stdin.read_to_string(&mut text)?;
+        return Ok(text);
+    }
+    std::fs::File::open(path)
+        .and_then(|mut f| io::Read::read_to_string(&mut f, &mut text))
+        .map_err(|e| CliError::file(path, e))?;
+    Ok(text)
+}
+
+/// Checks, before a long run, that `dir` can hold its outputs: creates it and
+/// writes and removes a probe file, naming the directory on failure.
+pub(crate) fn check_out_dir(dir: &Path) -> Result<(), CliError> {
+    std::fs::create_dir_all(dir).map_err(|e| CliError::file(dir, e))?;
+    let probe = dir.join(format!(".privq-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"probe").map_err(|e| CliError::file(dir, e))?;
+    std::fs::remove_file(&probe).map_err(|e| CliError::file(&probe, e))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let stdin = io::stdin();
@@ -367,6 +573,9 @@ fn main() -> ExitCode {
     let flushed = stdout.flush();
     match (result, flushed) {
         (Ok(()), Ok(())) => ExitCode::SUCCESS,
+        // The reader went away (`privq … | head`): end quietly.
+        (Err(e), _) if e.is_broken_pipe() => ExitCode::from(BROKEN_PIPE),
+        (Ok(()), Err(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(BROKEN_PIPE),
         // An outcome (e.g. rejected reports) has been reported by the command itself.
         (Err(e @ CliError::Outcome(_)), _) => ExitCode::from(e.exit_code()),
         (Err(e), _) => {

@@ -82,6 +82,7 @@ pub fn run(
     let released = release(&mech, args.bounded_work, &input.values, &mut rng)?;
     input.write(&released, stdout)?;
     summarize(&mech, args.bounded_work, released.len(), stderr)?;
+    warn_saturated(&released, mech.grid.grid(), stderr)?;
     explain_sensitivity(range, mech.sensitivity, stderr)?;
     writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
     args.ledger.write(&accountant)
@@ -124,7 +125,9 @@ fn read_input(
     match (&args.input, args.demo) {
         (_, true) => text.push_str(DEMO_CSV),
         (Some(path), false) if path.as_os_str() != "-" => {
-            File::open(path)?.read_to_string(&mut text)?;
+            File::open(path)
+                .and_then(|mut f| f.read_to_string(&mut text))
+                .map_err(|e| CliError::file(path, e))?;
         }
         _ => {
             stdin.read_to_string(&mut text)?;
@@ -253,6 +256,28 @@ fn release_all<N: IntegerNoise>(
             })
         })
         .collect()
+}
+
+/// Warns when released values sit on the last grid point inside the fixed-point
+/// range: the noise (ε too small for the sensitivity) pushed them past it and they
+/// were clamped there, so they carry no information about the input.
+fn warn_saturated(released: &[Fixed], grid: Fixed, stderr: &mut dyn Write) -> Result<(), CliError> {
+    let step = grid.to_bits();
+    let at_edge = |v: &Fixed| {
+        let b = v.to_bits();
+        b.checked_add(step).is_none() || b.checked_sub(step).is_none_or(|b| b == i64::MIN)
+    };
+    let saturated = released.iter().filter(|v| at_edge(v)).count();
+    if saturated > 0 {
+        writeln!(
+            stderr,
+            "privq: warning: {saturated} of {} released value(s) saturated at the fixed-point range \
+             [-2^31, 2^31): the noise exceeded it (ε is too small for this sensitivity), so they carry \
+             no information; use a larger --epsilon",
+            released.len(),
+        )?;
+    }
+    Ok(())
 }
 
 fn summarize(
@@ -633,5 +658,35 @@ mod tests {
         assert!(!path.exists());
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn saturation_at_a_tiny_epsilon_is_warned() {
+        let argv = [
+            "noise",
+            "--epsilon",
+            "1/1000000000",
+            "--sensitivity",
+            "1",
+            "--seed",
+            "1",
+        ];
+        let (out, err) = crate::run_with(&argv, "3\n4.25\n").unwrap();
+        assert_eq!(out, "2147483647.9990234375\n2147483647.9990234375\n");
+        assert!(
+            err.contains("warning: 2 of 2 released value(s) saturated at the fixed-point range"),
+            "{err}"
+        );
+        let argv = [
+            "noise",
+            "--epsilon",
+            "1",
+            "--sensitivity",
+            "1",
+            "--seed",
+            "1",
+        ];
+        let (_, err) = crate::run_with(&argv, "3\n4.25\n").unwrap();
+        assert!(!err.contains("saturated"), "{err}");
     }
 }

@@ -51,7 +51,7 @@ pub struct Args {
     /// Failure probability β of the theory constants.
     #[arg(long, default_value_t = 0.05)]
     pub beta: f64,
-    /// Read queries from this file instead of standard input.
+    /// Read queries from this file instead of standard input (`-`: standard input).
     #[arg(long, value_name = "PATH")]
     pub queries: Option<PathBuf>,
     /// User profile: learning rate η (give --eta, --sigma, --threshold and --max-updates together).
@@ -163,6 +163,13 @@ pub fn run(
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     let epsilon = super::parse_epsilon(&args.epsilon)?;
+    // Opened before any privacy is spent, so a missing file is named and costs nothing.
+    let mut query_file = match &args.queries {
+        Some(path) if path.as_os_str() != "-" => Some(BufReader::new(
+            File::open(path).map_err(|e| CliError::file(path, e))?,
+        )),
+        _ => None,
+    };
     let ds = load(args)?;
     // n is public under replace-one-record neighbours; the session derives it from
     // the counts itself.
@@ -202,16 +209,11 @@ pub fn run(
     }
     .map_err(pmw_err)?;
     warn_about_threshold(&session, &params, reduced.as_ref(), n, stderr)?;
-    match &args.queries {
-        Some(path) => answer_all(
-            &mut session,
-            &ds.domain,
-            &mut BufReader::new(File::open(path)?),
-            stdout,
-            stderr,
-        )?,
-        None => answer_all(&mut session, &ds.domain, stdin, stdout, stderr)?,
-    }
+    let queries: &mut dyn BufRead = match &mut query_file {
+        Some(file) => file,
+        None => stdin,
+    };
+    answer_all(&mut session, &ds.domain, queries, stdout, stderr)?;
     summarize(args, &session, &params, n, stderr)?;
     writeln!(stderr, "privq: ledger:\n{}", budget.ledger_text())?;
     args.ledger.write(&budget)
@@ -228,9 +230,11 @@ fn pmw_err(e: PmwError) -> CliError {
 fn load(args: &Args) -> Result<Dataset, CliError> {
     let boxed = |e: DataError| CliError::Run(Box::new(e));
     let cap = MemoryCap::default();
+    std::fs::File::open(&args.input).map_err(|e| CliError::file(&args.input, e))?;
     match &args.domain {
         Some(DomainArg::File(spec)) => {
-            let domain = Domain::from_json(&std::fs::read_to_string(spec)?).map_err(boxed)?;
+            let domain = Domain::from_json(&super::read_text(spec, &mut std::io::empty())?)
+                .map_err(boxed)?;
             Dataset::from_csv_with_domain(&args.input, domain, cap).map_err(boxed)
         }
         Some(DomainArg::Binary) => Dataset::binary_from_header(&args.input, cap).map_err(boxed),

@@ -1,6 +1,5 @@
 //! `privq synth`: private synthetic data with MWEM.
 
-use std::fs::File;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
@@ -10,7 +9,7 @@ use rand_chacha::ChaCha12Rng;
 
 use super::domain::DomainArgs;
 use super::progress::bar;
-use super::{CliError, LedgerArgs};
+use super::{CliError, InputFile, LedgerArgs, Output};
 use privq_host::accountant::{Accountant, Cost};
 use privq_host::central::mwem::{
     EmProfile, MwemConfig, MwemOutput, mwem_with_progress, optimal_rounds,
@@ -26,7 +25,7 @@ use privq_host::query::Workload;
 #[command(after_help = "Examples:\n  \
     privq synth --input ../shared/data/czech.csv --domain binary --epsilon 1 --seed 7 > synthetic.csv\n  \
     privq synth --input people.csv --domain domain.json --epsilon 0.5 --workload marginals:2\n  \
-    privq synth --input people.csv --discover-domain --epsilon 1 --discovery-epsilon 0.2\n\n\
+    privq synth --input people.csv --discover-domain --epsilon 1 --discovery-epsilon 0.2 \\\n      --workload marginals:2\n\n\
     The input is CSV with a header: one record per row, or one cell per row with a\n\
     `count` column. The domain (every value each attribute can take) is public input:\n\
     --domain FILE (JSON spec) or --domain binary (0/1 columns named by the header).\n\
@@ -36,7 +35,7 @@ use privq_host::query::Workload;
     Neighbours: replace one record; the number of records n is public (it is the\n\
     default --records).")]
 pub struct Args {
-    /// The private data (CSV with a header).
+    /// The private data (CSV with a header); `-` for standard input.
     #[arg(long, value_name = "PATH")]
     pub input: PathBuf,
     /// The domain: --domain FILE|binary, or --discover-domain.
@@ -64,7 +63,8 @@ pub struct Args {
     /// Number of synthetic records (default: as many as the input).
     #[arg(long, value_name = "N")]
     pub records: Option<usize>,
-    /// Write the synthetic CSV here instead of standard output.
+    /// Write the synthetic CSV here (atomically: whole or not at all) instead of
+    /// standard output; `-` is standard output. The file is opened before MWEM runs.
     #[arg(long, value_name = "PATH")]
     pub output: Option<PathBuf>,
     /// Seed for a reproducible run (tests and demos only: it makes the noise removable).
@@ -87,7 +87,17 @@ pub fn parse_workload(spec: &str, domain: &Domain) -> Result<Workload, CliError>
     };
     let (kind, w) = spec.split_once(':').ok_or_else(bad)?;
     let w: usize = w.trim().parse().map_err(|_| bad())?;
-    let wl = match kind.trim() {
+    let kind = kind.trim();
+    if matches!(kind, "parity" | "conjunctions") && !domain.is_binary() {
+        return Err(CliError::Usage {
+            option: "workload",
+            message: format!(
+                "{spec} needs a binary (0/1) domain and this one is not; \
+                 use --workload marginals:2 (all 1- and 2-way marginals) or marginals:K"
+            ),
+        });
+    }
+    let wl = match kind {
         "parity" => Workload::parities(domain, w),
         "conjunctions" => Workload::conjunctions(domain, w),
         "marginals" => Workload::marginals(domain, w),
@@ -99,17 +109,27 @@ pub fn parse_workload(spec: &str, domain: &Domain) -> Result<Workload, CliError>
 /// Runs `privq synth`.
 pub fn run(
     args: &Args,
-    _stdin: &mut dyn BufRead,
+    stdin: &mut dyn BufRead,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     let epsilon = super::parse_epsilon(&args.epsilon)?;
+    // Before any privacy is spent: the input exists and the output can be created.
+    let input = InputFile::open(&args.input, stdin)?;
+    let mut output = Output::open(args.output.as_deref())?;
     // MWEM's synthetic data are normalized by n: replace-one neighbours, n public.
     let neighbours = Neighbours::Replace;
     let (source, mwem_epsilon) = args.domain.source(neighbours, epsilon)?;
     let mut accountant = accountant_for(&source, epsilon)?;
     let mut rng = super::rng(args.seed, stderr)?;
-    let opened = open(args, &source, &mut accountant, &mut rng, stderr)?;
+    let opened = open(
+        args,
+        input.path(),
+        &source,
+        &mut accountant,
+        &mut rng,
+        stderr,
+    )?;
     let ds = &opened.dataset;
     let workload = parse_workload(&args.workload, &ds.domain)?;
     let n = ds.counts.total();
@@ -120,11 +140,9 @@ pub fn run(
     // Sampling records from the released distribution is post-processing.
     let records = args.records.unwrap_or(n as usize);
     let cells = sample_cells(&out.distribution, records, &mut rng);
-    match &args.output {
-        Some(path) => write_records(File::create(path)?, &ds.domain, &cells),
-        None => write_records(&mut *stdout, &ds.domain, &cells),
-    }
-    .map_err(|e| CliError::Run(Box::new(e)))?;
+    write_records(output.writer(stdout), &ds.domain, &cells)
+        .map_err(|e| CliError::Run(Box::new(e)))?;
+    output.commit(stdout)?;
 
     writeln!(
         stderr,
@@ -161,13 +179,14 @@ fn accountant_for(source: &DomainSource, epsilon: Epsilon) -> Result<Accountant,
 /// `accountant` and reported).
 fn open(
     args: &Args,
+    input: &std::path::Path,
     source: &DomainSource,
     accountant: &mut Accountant,
     rng: &mut ChaCha12Rng,
     stderr: &mut dyn Write,
 ) -> Result<Opened, CliError> {
     let cap = MemoryCap(args.memory_mib.saturating_mul(1 << 20));
-    let opened = open_dataset(&args.input, Some(source), accountant, rng, cap)
+    let opened = open_dataset(input, Some(source), accountant, rng, cap)
         .map_err(|e| CliError::Run(Box::new(e)))?;
     if let Some(found) = &opened.discovered {
         writeln!(
@@ -190,7 +209,10 @@ fn rounds(
     workload: &Workload,
 ) -> Result<usize, CliError> {
     match args.rounds {
-        Some(0) => Err(CliError::Run("--rounds must be at least 1".into())),
+        Some(0) => Err(CliError::Usage {
+            option: "rounds",
+            message: "must be at least 1".into(),
+        }),
         Some(t) => Ok(t),
         None => {
             let (t, _) = optimal_rounds(

@@ -1,0 +1,489 @@
+//! The built `privq` binary: nothing is lost with exit 0 and outputs are
+//! all-or-nothing (`synth --output`, `distance release --out`, `distance query`,
+//! `experiment --out-dir`), `-` for standard input and output, quiet broken pipes,
+//! errors that name the file or the option.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Dir {
+        let d = std::env::temp_dir().join(format!("privq-cli-out-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        Dir(d)
+    }
+
+    fn path(&self, f: &str) -> PathBuf {
+        self.0.join(f)
+    }
+
+    fn write(&self, f: &str, text: &str) -> PathBuf {
+        let p = self.path(f);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    /// The directory's file names, sorted.
+    fn names(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&self.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn privq(cwd: &Path, args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_privq"))
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A command may not read its standard input; a closed pipe is not an error here.
+    let _ = child.stdin.take().unwrap().write_all(stdin);
+    child.wait_with_output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+const TABLE: &str = "a,b,c,count\n0,0,0,40\n0,1,1,25\n1,0,1,20\n1,1,0,15\n";
+
+fn points(n: usize) -> String {
+    let mut s = String::from("x,y\n");
+    for i in 0..n {
+        s.push_str(&format!(
+            "{},{}\n",
+            (i * 7919 % n) as f64 / n as f64,
+            (i * 31 % 97) as f64 / 96.0
+        ));
+    }
+    s
+}
+
+#[test]
+fn synth_output_is_opened_first_and_written_whole() {
+    let d = Dir::new("synth");
+    d.write("t.csv", TABLE);
+    let base = [
+        "synth",
+        "--input",
+        "t.csv",
+        "--domain",
+        "binary",
+        "--epsilon",
+        "1",
+        "--seed",
+        "3",
+        "--rounds",
+        "2",
+        "--records",
+        "20",
+        "--workload",
+        "parity:2",
+    ];
+    // An output that cannot be created: refused before MWEM runs (no privacy
+    // spent, no ledger), naming the path.
+    let mut argv = base.to_vec();
+    argv.extend(["--output", "no-such-dir/out.csv", "--ledger-json", "l.json"]);
+    let o = privq(&d.0, &argv, b"");
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(err.contains("no-such-dir/out.csv: "), "{err}");
+    assert!(
+        !err.contains("i/o error") && !err.contains("MWEM over"),
+        "{err}"
+    );
+    assert!(!d.path("l.json").exists());
+    // A run that fails after the output was opened leaves the old file and no temporary.
+    d.write("out.csv", "old\n");
+    let mut argv = base.to_vec();
+    *argv.last_mut().unwrap() = "parity:9";
+    argv.extend(["--output", "out.csv"]);
+    let o = privq(&d.0, &argv, b"");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("degree 9"), "{}", text(&o.stderr));
+    assert_eq!(std::fs::read_to_string(d.path("out.csv")).unwrap(), "old\n");
+    assert_eq!(d.names(), ["out.csv", "t.csv"]);
+    // Success replaces it whole.
+    let mut argv = base.to_vec();
+    argv.extend(["--output", "out.csv"]);
+    let o = privq(&d.0, &argv, b"");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(o.stdout.is_empty());
+    let written = std::fs::read_to_string(d.path("out.csv")).unwrap();
+    assert_eq!(written.lines().count(), 21);
+    assert_eq!(d.names(), ["out.csv", "t.csv"]);
+}
+
+#[test]
+fn synth_reads_and_writes_dash_as_the_standard_streams() {
+    let d = Dir::new("synth-dash");
+    let argv = [
+        "synth",
+        "--input",
+        "-",
+        "--domain",
+        "binary",
+        "--epsilon",
+        "1",
+        "--seed",
+        "3",
+        "--rounds",
+        "2",
+        "--records",
+        "5",
+        "--workload",
+        "parity:2",
+        "--output",
+        "-",
+    ];
+    let o = privq(&d.0, &argv, TABLE.as_bytes());
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.starts_with("a,b,c\n") && out.lines().count() == 6,
+        "{out}"
+    );
+    assert!(d.names().is_empty(), "no file named '-': {:?}", d.names());
+}
+
+#[test]
+fn synth_on_non_binary_data_suggests_marginals() {
+    let d = Dir::new("synth-nonbinary");
+    d.write("p.csv", "city,smoker\nOslo,1\nRome,0\nLima,1\n");
+    d.write(
+        "dom.json",
+        r#"{"attributes": [{"name": "city", "values": ["Lima", "Oslo", "Rome"]}, {"name": "smoker", "values": ["0", "1"]}]}"#,
+    );
+    let argv = [
+        "synth",
+        "--input",
+        "p.csv",
+        "--domain",
+        "dom.json",
+        "--epsilon",
+        "1",
+    ];
+    let o = privq(&d.0, &argv, b"");
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("--workload: parity:3 needs a binary")
+            && err.contains("--workload marginals:2"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let d = Dir::new("pipe");
+    d.write("t.csv", TABLE);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_privq"))
+        .args([
+            "synth",
+            "--input",
+            "t.csv",
+            "--domain",
+            "binary",
+            "--epsilon",
+            "1",
+            "--seed",
+            "3",
+            "--rounds",
+            "2",
+            "--records",
+            "200000",
+            "--workload",
+            "parity:2",
+        ])
+        .current_dir(&d.0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // `| head -1`: read one line, then close the pipe.
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "a,b,c\n");
+    let o = child.wait_with_output().unwrap();
+    let err = text(&o.stderr);
+    assert!(
+        !err.contains("error") && !err.contains("Broken pipe"),
+        "{err}"
+    );
+    assert_eq!(o.status.code(), Some(141), "{err}");
+}
+
+fn release_argv<'a>(out: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec![
+        "distance",
+        "release",
+        "--input",
+        "pts.csv",
+        "--lo",
+        "0,0",
+        "--hi",
+        "1,1",
+        "--epsilon",
+        "1",
+        "--seed",
+        "1",
+        "--out",
+        out,
+    ];
+    v.extend(extra);
+    v
+}
+
+#[test]
+fn distance_release_is_atomic_and_bounded() {
+    let d = Dir::new("release");
+    d.write("pts.csv", &points(2000));
+    // --alpha 1e-9: refused at once with a typed error naming --alpha, no file.
+    d.write("syn.json", "old");
+    let o = privq(&d.0, &release_argv("syn.json", &["--alpha", "1e-9"]), b"");
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("--alpha: ") && err.contains("--memory-mib"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(d.path("syn.json")).unwrap(), "old");
+    // An unwritable synopsis path: refused before the release, naming it.
+    let o = privq(&d.0, &release_argv("nope/syn.json", &[]), b"");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("nope/syn.json: "),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!text(&o.stderr).contains("ledger"), "{}", text(&o.stderr));
+    // Success replaces the file whole; `--out -` writes the same synopsis to stdout.
+    let o = privq(&d.0, &release_argv("syn.json", &[]), b"");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let file = std::fs::read_to_string(d.path("syn.json")).unwrap();
+    let o = privq(&d.0, &release_argv("-", &[]), b"");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout), file);
+    assert!(text(&o.stderr).contains("released synopsis of n = 2000 points to standard output"));
+    assert_eq!(d.names(), ["pts.csv", "syn.json"]);
+}
+
+#[test]
+fn distance_query_writes_all_answers_or_none() {
+    let d = Dir::new("query");
+    d.write("pts.csv", &points(500));
+    assert!(
+        privq(&d.0, &release_argv("syn.json", &[]), b"")
+            .status
+            .success()
+    );
+    let mut queries = String::from("x,y\n");
+    for i in 0..5000 {
+        queries.push_str(&format!("{},0.5\n", i as f64 / 5000.0));
+    }
+    d.write("good.csv", &queries);
+    queries.push_str("0.5,3\n");
+    d.write("bad.csv", &queries);
+    let q = |input: &str, stdin: &[u8]| {
+        privq(
+            &d.0,
+            &[
+                "distance",
+                "query",
+                "--synopsis",
+                "syn.json",
+                "--input",
+                input,
+            ],
+            stdin,
+        )
+    };
+    let o = q("bad.csv", b"");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty(), "{} bytes written", o.stdout.len());
+    assert!(
+        text(&o.stderr).contains("bad.csv line 5002: "),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = q("good.csv", b"");
+    assert!(o.status.success());
+    assert_eq!(text(&o.stdout).lines().count(), 5001);
+    // `-` reads the queries from standard input.
+    let piped = q("-", queries.as_bytes());
+    assert_eq!(piped.status.code(), Some(2));
+    assert!(piped.stdout.is_empty());
+    // A missing synopsis is named.
+    let o = privq(
+        &d.0,
+        &[
+            "distance",
+            "query",
+            "--synopsis",
+            "none.json",
+            "--input",
+            "good.csv",
+        ],
+        b"",
+    );
+    assert!(
+        text(&o.stderr).contains("none.json: "),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn experiments_check_their_output_directory_and_runs_first() {
+    let d = Dir::new("experiment");
+    for (which, extra) in [
+        ("mwem", vec!["--data-dir", "."]),
+        ("distance", vec![]),
+        ("dx", vec!["--cities", "c.csv"]),
+    ] {
+        d.write("mildew.csv", "a\n");
+        d.write("c.csv", "x\n");
+        let mut argv = vec!["experiment", which, "--out-dir", "/proc/privq-x"];
+        argv.extend(extra);
+        let started = std::time::Instant::now();
+        let o = privq(&d.0, &argv, b"");
+        assert_eq!(o.status.code(), Some(2), "{which}");
+        let err = text(&o.stderr);
+        assert!(err.contains("/proc/privq-x: "), "{which}: {err}");
+        assert!(started.elapsed().as_secs() < 10, "{which}: not fail-fast");
+    }
+    for runs in ["--runs", "--runs-nltcs"] {
+        let o = privq(
+            &d.0,
+            &["experiment", "mwem", "--data-dir", ".", runs, "0"],
+            b"",
+        );
+        assert_eq!(o.status.code(), Some(2));
+        assert!(text(&o.stderr).contains(&format!("{runs}: must be at least 1")));
+    }
+}
+
+#[test]
+fn every_subcommand_help_has_an_example() {
+    let d = Dir::new("help");
+    let commands: &[&[&str]] = &[
+        &["noise"],
+        &["ldp"],
+        &["ldp", "simulate"],
+        &["ldp", "aggregate"],
+        &["ldp", "merge"],
+        &["synth"],
+        &["pmw"],
+        &["experiment"],
+        &["experiment", "mwem"],
+        &["experiment", "distance"],
+        &["experiment", "dx"],
+        &["dx"],
+        &["distance"],
+        &["distance", "release"],
+        &["distance", "query"],
+        &["distance", "interactive"],
+        &["audit"],
+    ];
+    for c in commands {
+        let argv: Vec<&str> = c.iter().copied().chain(["--help"]).collect();
+        let o = privq(&d.0, &argv, b"");
+        assert!(o.status.success(), "{c:?}");
+        let help = text(&o.stdout);
+        assert!(help.contains("Example"), "{c:?} has no example:\n{help}");
+        assert!(
+            help.contains("  privq "),
+            "{c:?}: the example runs privq:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn dash_is_standard_input_for_dx_and_pmw() {
+    let d = Dir::new("dash-in");
+    let universe = "x,n,q\n0,5,1\n1,3,2\n";
+    d.write("u.csv", universe);
+    let dx = |args: &[&str], stdin: &str| {
+        let mut argv = vec![
+            "dx",
+            "--coords",
+            "x",
+            "--counts",
+            "n",
+            "--epsilon",
+            "1/2",
+            "--seed",
+            "1",
+        ];
+        argv.extend(args);
+        privq(&d.0, &argv, stdin.as_bytes())
+    };
+    let from_file = dx(&["--universe", "u.csv", "--query-column", "q"], "");
+    let from_stdin = dx(&["--universe", "-", "--query-column", "q"], universe);
+    assert!(from_file.status.success(), "{}", text(&from_file.stderr));
+    assert_eq!(text(&from_stdin.stdout), text(&from_file.stdout));
+    let queries = dx(&["--universe", "u.csv", "--queries", "-"], "1,2\n");
+    assert!(queries.status.success(), "{}", text(&queries.stderr));
+    assert_eq!(text(&queries.stdout).lines().count(), 2);
+    let both = dx(&["--universe", "-", "--queries", "-"], universe);
+    assert!(
+        text(&both.stderr).contains("--queries: "),
+        "{}",
+        text(&both.stderr)
+    );
+
+    d.write("b.csv", "x,y,count\n0,0,5\n1,1,5\n");
+    let pmw = |queries: &str, stdin: &str| {
+        let argv = [
+            "pmw",
+            "--input",
+            "b.csv",
+            "--domain",
+            "binary",
+            "--epsilon",
+            "1",
+            "--rounds",
+            "2",
+            "--pure",
+            "--seed",
+            "1",
+            "--queries",
+            queries,
+            "--ledger-json",
+            "l.json",
+        ];
+        privq(&d.0, &argv, stdin.as_bytes())
+    };
+    let o = pmw("-", "count x=1\n");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_eq!(text(&o.stdout).lines().count(), 1);
+    std::fs::remove_file(d.path("l.json")).unwrap();
+    // A missing query file is named, before any privacy is spent (no ledger).
+    let o = pmw("none.txt", "");
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("none.txt: ") && !err.contains("ledger"),
+        "{err}"
+    );
+    assert!(!d.path("l.json").exists());
+}
