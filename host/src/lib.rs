@@ -30,4 +30,5 @@ pub mod distance;
 pub mod dx;
 pub mod experiment;
 pub mod ldp;
+pub mod lp;
 pub mod query;
