@@ -91,7 +91,15 @@ impl std::error::Error for LpError {}
 pub struct LinearProgram {
     objective: Vec<f64>,
     bounds: Vec<(f64, f64)>,
-    rows: Vec<(Vec<(usize, f64)>, Relation, f64)>,
+    rows: Vec<Row>,
+}
+
+/// One row `Σ coef·x_var ⋈ rhs`.
+#[derive(Debug, Clone)]
+struct Row {
+    coeffs: Vec<(usize, f64)>,
+    relation: Relation,
+    rhs: f64,
 }
 
 impl LinearProgram {
@@ -176,7 +184,11 @@ impl LinearProgram {
                 self.rows.len()
             )));
         }
-        self.rows.push((coeffs.to_vec(), relation, rhs));
+        self.rows.push(Row {
+            coeffs: coeffs.to_vec(),
+            relation,
+            rhs,
+        });
         Ok(())
     }
 
@@ -199,7 +211,12 @@ impl LinearProgram {
             .zip(&self.bounds)
             .map(|(&c, &b)| problem.add_var(c, b))
             .collect();
-        for (coeffs, relation, rhs) in &self.rows {
+        for Row {
+            coeffs,
+            relation,
+            rhs,
+        } in &self.rows
+        {
             // Indices were checked in `add_row`; `get` keeps this panic-free.
             let expr: Vec<_> = coeffs
                 .iter()
