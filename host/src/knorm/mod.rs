@@ -55,6 +55,7 @@ use crate::central::MechanismError;
 use crate::lp::LpError;
 
 mod body;
+pub mod bounds;
 mod mechanism;
 pub mod sample;
 

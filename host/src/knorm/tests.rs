@@ -391,3 +391,119 @@ fn release_is_on_the_grid_charged_and_centred() {
             .unwrap();
     assert!(approx.label().contains("APPROXIMATE"));
 }
+
+/// Thesis Thm 3.3.3 at p = 2, where it is an identity (r and z independent):
+/// `E‖w‖₂² = E r²·E‖z‖₂² = θ²(d + 1)(d + 2)·E‖z‖₂²`, with `E‖z‖₂² = d/3` on the cube
+/// and `2d/((d + 1)(d + 2))` on the cross-polytope. The sample mean must be within
+/// 4 standard errors.
+#[test]
+fn mean_squared_error_matches_theorem_3_3_3() {
+    let mut rng = seeded_rng(11);
+    let eps = Epsilon::new(1, 1).unwrap();
+    for (body, ez2) in [
+        (Body::hypercube(4).unwrap(), 4.0 / 3.0),
+        (Body::identity(6).unwrap(), 12.0 / 56.0),
+    ] {
+        let d = body.dim() as f64;
+        let mech = KNorm::new(body, Neighbours::AddRemove, eps).unwrap();
+        let theta = mech.scale();
+        let expected = theta * theta * (d + 1.0) * (d + 2.0) * ez2;
+        let sq: Vec<f64> = (0..4000)
+            .map(|_| {
+                mech.sample_noise(&mut rng)
+                    .unwrap()
+                    .iter()
+                    .map(|a| a * a)
+                    .sum()
+            })
+            .collect();
+        let n = sq.len() as f64;
+        let mean = sq.iter().sum::<f64>() / n;
+        let var = sq.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        let z = (mean - expected) / (var / n).sqrt();
+        eprintln!("E‖w‖² d={d}: {mean:.3} vs {expected:.3} (z = {z:.2})");
+        assert!(z.abs() < 4.0, "d={d}: mean {mean} vs {expected}, z = {z}");
+    }
+}
+
+/// Thesis Thm 3.2.3 / 3.3.3 on exact bodies: the volume radius by Monte Carlo
+/// (LP membership) agrees with the closed form, and KM's measured ℓ2 error lies
+/// between the volume lower bound and its own upper bound.
+#[test]
+fn volume_radius_and_error_bounds() {
+    use super::bounds::{km_error_bound, volume_lower_bound, volume_radius};
+    let mut rng = seeded_rng(12);
+    for exact in [Body::identity(3).unwrap(), Body::hypercube(3).unwrap()] {
+        let d = exact.dim();
+        let vr = volume_radius(&exact, 0, &mut rng).unwrap();
+        let general = Body::general(&rows_of(&exact)).unwrap();
+        let mc = volume_radius(&general, 4000, &mut rng).unwrap();
+        // Relative standard error of the estimate: (1/d)·√((1 − p)/(n·p)) ≤ 1.2 % here
+        // (hit rate p = 1/6 for B₁³, 1 for the cube); allow 4 of them.
+        assert!(
+            (mc - vr).abs() < 0.05 * vr,
+            "{:?}: Monte Carlo {mc} vs {vr}",
+            exact.shape()
+        );
+        let eps = Epsilon::new(1, 1).unwrap();
+        let mech = KNorm::new(exact.clone(), Neighbours::AddRemove, eps).unwrap();
+        let runs = 3000;
+        let (mut err, mut mr) = (0.0, 0.0);
+        for _ in 0..runs {
+            let w = mech.sample_noise(&mut rng).unwrap();
+            err += w.iter().map(|a| a * a).sum::<f64>().sqrt() / runs as f64;
+            let z = super::sample::uniform_in_body(&exact, 0, &mut rng).unwrap();
+            mr += z.iter().map(|a| a * a).sum::<f64>().sqrt() / runs as f64;
+        }
+        let lower = volume_lower_bound(d, vr, 1.0).unwrap();
+        let upper = km_error_bound(d, mr, 1.0) * mech.scale();
+        eprintln!(
+            "{:?} d={d}: vr {vr:.4} (MC {mc:.4}); err {err:.3} in [{lower:.3}, {upper:.3}]",
+            exact.shape()
+        );
+        assert!(
+            lower < err && err <= upper * 1.05,
+            "{err} not in [{lower}, {upper}]"
+        );
+    }
+    assert_eq!(volume_lower_bound(1, 1.0, 1.0), None);
+    let big = Body::general(&rows_of(&Body::identity(9).unwrap())).unwrap();
+    assert!(volume_radius(&big, 10, &mut rng).is_err());
+}
+
+/// Thesis Fig. 3.1 in miniature: on the cube body (all of {−1, 1}ᵈ as columns, the
+/// d ≤ log₂ N regime of Fact 3.2.5) KM's ℓ2 error is ≈ (d + 1)√(d/3)/ε against the
+/// Laplace mechanism's ≈ d√(2d)/ε (ℓ1 sensitivity d): about √6 times smaller.
+#[test]
+fn km_beats_laplace_on_the_cube() {
+    use crate::central::VectorLaplace;
+    let mut rng = seeded_rng(13);
+    let eps = Epsilon::new(1, 1).unwrap();
+    let d = 6;
+    let body = Body::hypercube(d).unwrap();
+    let counts: Vec<u64> = (0..body.columns() as u64).map(|j| j % 5).collect();
+    let truth = body
+        .answer(&counts.iter().map(|&c| c as f64).collect::<Vec<_>>())
+        .unwrap();
+    let km = KNorm::new(body, Neighbours::AddRemove, eps).unwrap();
+    let lap = VectorLaplace::with_sensitivity(Neighbours::AddRemove, d, d as f64, eps).unwrap();
+    let runs = 2000;
+    let mut acct = Accountant::pure(Epsilon::new(2 * runs, 1).unwrap());
+    let l2 = |out: &[f64]| -> f64 {
+        out.iter()
+            .zip(&truth)
+            .map(|(a, b)| (a - b).powi(2))
+            .sum::<f64>()
+            .sqrt()
+    };
+    let (mut e_km, mut e_lap) = (0.0, 0.0);
+    for _ in 0..runs {
+        e_km += l2(&km.release(&counts[..], &mut acct, &mut rng).unwrap()) / runs as f64;
+        e_lap += l2(&lap.release(&truth[..], &mut acct, &mut rng).unwrap()) / runs as f64;
+    }
+    eprintln!(
+        "cube d={d}: ℓ2 error KM {e_km:.2}, Laplace {e_lap:.2}, ratio {:.2}",
+        e_lap / e_km
+    );
+    assert!(e_lap > 1.7 * e_km, "KM {e_km} vs Laplace {e_lap}");
+}
