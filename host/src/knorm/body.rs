@@ -8,7 +8,7 @@ use crate::lp::{LinearProgram, LpOutcome, Relation};
 
 /// The largest `d·N` a [`Body`] accepts (2²² entries: 64 MiB for the two copies of
 /// the matrix). It also keeps the exact answer `F·x` inside `i128` for any `u64`
-/// counts (see [`Body::answer_fixed`]).
+/// counts (entries ≤ 2³² in fixed point times counts < 2⁶⁴, summed over ≤ 2²² columns).
 pub const MAX_ENTRIES: usize = 1 << 22;
 
 /// The fixed-point unit the matrix is stored on: entries are rounded to the

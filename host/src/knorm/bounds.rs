@@ -71,7 +71,7 @@ pub fn volume_lower_bound(d: usize, vr: f64, epsilon: f64) -> Option<f64> {
     (d >= 2).then(|| d as f64 * vr / (16.0 * epsilon))
 }
 
-/// Thesis Thm 3.3.3 (with `Γ(d + 1)`, [TYPO-5]): KM's ℓ2 error is at most
+/// Thesis Thm 3.3.3 (eq. 3.9 prints `Γ(d)`; the proof gives `Γ(d + 1)`): KM's ℓ2 error is at most
 /// `(d + 1)·mr(K)/ε`, where `mr(K) = E_{z ∼ Unif K}‖z‖₂`.
 pub fn km_error_bound(d: usize, mean_radius: f64, epsilon: f64) -> f64 {
     (d as f64 + 1.0) * mean_radius / epsilon

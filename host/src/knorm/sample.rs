@@ -21,7 +21,7 @@ pub(crate) fn exponential<R: Rng + ?Sized>(rng: &mut R) -> f64 {
 }
 
 /// `Gamma(k, θ)` for an integer shape `k`: `θ·Σ_{i ≤ k} −ln Uᵢ` (thesis §2.10.1, with
-/// the `d + 1` uniforms of [TYPO-4] when `k = d + 1`).
+/// `d + 1` uniforms when `k = d + 1`: the thesis's text at §3.7 lists d but sums d + 1).
 pub fn gamma<R: Rng + ?Sized>(k: usize, theta: f64, rng: &mut R) -> f64 {
     theta * (0..k).map(|_| exponential(rng)).sum::<f64>()
 }
