@@ -6,7 +6,7 @@ use privq_core::rand_core::{CryptoRng, Rng};
 
 use super::KnormError;
 use super::body::{Body, F_FRAC_BITS, Shape};
-use super::sample::{gamma, uniform_in_body};
+use super::sample::{gamma, hit_and_run, uniform_in_body};
 use crate::accountant::{Cost, Receipt};
 use crate::central::MechanismError;
 use crate::contract::{Mechanism, Neighbours};
@@ -158,11 +158,12 @@ impl KNorm {
     /// [`Mechanism::release`].
     pub fn sample_noise<R: Rng + ?Sized>(&self, rng: &mut R) -> Result<Vec<f64>, KnormError> {
         let d = self.body.dim();
-        let steps = match self.sampler {
-            Sampler::Exact => 0,
-            Sampler::HitAndRun { steps } => steps,
+        let z = match self.sampler {
+            // `new` admits only the two shapes with an exact sampler.
+            Sampler::Exact => uniform_in_body(&self.body, 0, rng)?,
+            // Hit-and-run even on those shapes (with their closed-form chords).
+            Sampler::HitAndRun { steps } => hit_and_run(&self.body, steps, rng)?,
         };
-        let z = uniform_in_body(&self.body, steps, rng)?;
         let r = gamma(d + 1, self.theta, rng);
         Ok(z.iter().map(|zi| r * zi).collect())
     }

@@ -180,7 +180,6 @@ pub fn run(
             .fold(0.0, f64::max);
         let l1 = neighbours.histogram_l1() as f64 * col_l1;
         let mech = VectorLaplace::with_sensitivity(neighbours, d, l1, epsilon).map_err(run_err)?;
-        mech.check_input(&vec![0.0; d]).map_err(run_err)?;
         if counts.len() != body.columns() {
             return Err(run_err(
                 privq_host::central::MechanismError::DimensionMismatch {
