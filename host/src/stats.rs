@@ -526,6 +526,57 @@ pub fn clopper_pearson(k: u64, n: u64, alpha: f64) -> Result<(f64, f64), StatsEr
     Ok((low, high))
 }
 
+/// The one-sample Kolmogorov–Smirnov test of `samples` against a continuous `cdf`:
+/// the statistic `D = sup |F_n − F|` and its asymptotic p-value (Kolmogorov's
+/// distribution at `(√n + 0.12 + 0.11/√n)·D`, Stephens' small-sample correction).
+/// Returns `(D, p)`; `(NaN, NaN)` for no samples or a NaN sample.
+///
+/// ```
+/// use privq_host::stats::ks_test;
+/// let uniform: Vec<f64> = (0..1000).map(|i| (i as f64 + 0.5) / 1000.0).collect();
+/// let (d, p) = ks_test(&uniform, |t| t.clamp(0.0, 1.0));
+/// assert!(d < 0.001 && p > 0.99);
+/// let (_, p) = ks_test(&uniform, |t| t.clamp(0.0, 1.0).powi(2));
+/// assert!(p < 1e-6);
+/// ```
+pub fn ks_test(samples: &[f64], cdf: impl Fn(f64) -> f64) -> (f64, f64) {
+    let n = samples.len();
+    if n == 0 || samples.iter().any(|s| s.is_nan()) {
+        return (f64::NAN, f64::NAN);
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let nf = n as f64;
+    let d = sorted
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| {
+            let f = cdf(s);
+            (f - i as f64 / nf).max((i + 1) as f64 / nf - f)
+        })
+        .fold(0.0, f64::max);
+    let sqrt_n = nf.sqrt();
+    let lambda = (sqrt_n + 0.12 + 0.11 / sqrt_n) * d;
+    (d, kolmogorov_sf(lambda))
+}
+
+/// `P[K > λ]` for Kolmogorov's distribution: `2 Σ_{k ≥ 1} (−1)^{k−1} e^{−2k²λ²}`.
+fn kolmogorov_sf(lambda: f64) -> f64 {
+    if lambda < 0.2 {
+        return 1.0;
+    }
+    let mut sum = 0.0;
+    for k in 1..=100 {
+        let k = k as f64;
+        let term = (-2.0 * k * k * lambda * lambda).exp();
+        sum += if k as u64 % 2 == 1 { term } else { -term };
+        if term < 1e-16 {
+            break;
+        }
+    }
+    (2.0 * sum).clamp(0.0, 1.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

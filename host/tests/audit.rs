@@ -120,3 +120,14 @@ fn distance_offline_within_claim() {
 fn distance_session_within_claim() {
     assert_contract(&check("distance-session", 2_000));
 }
+
+/// The K-norm mechanism with F = I (K = B₁²), one record added to bin 0.
+#[test]
+fn knorm_l1_within_claim_and_close_to_it() {
+    let r = check("knorm-l1", 20_000);
+    assert_contract(&r);
+    assert!(
+        r.empirical_epsilon > 0.3,
+        "the auditor should see a good part of ε"
+    );
+}

@@ -2,6 +2,7 @@
 //! (`privq experiment mwem`), with tables, acceptance checks and SVG figures.
 
 pub mod distance;
+pub mod knorm;
 pub mod mwem;
 mod svg;
 

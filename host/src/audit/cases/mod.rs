@@ -9,6 +9,7 @@ mod central;
 mod discover;
 mod distance;
 mod dx;
+mod knorm;
 mod mwem;
 mod pmw;
 
@@ -16,6 +17,7 @@ pub use central::{discrete_gaussian, exponential, geometric_histogram, sq_oracle
 pub use discover::discovery;
 pub use distance::{distance_offline, distance_session};
 pub use dx::dx_laplace;
+pub use knorm::knorm_l1;
 pub use mwem::{mwem_init, synth_rare_value};
 pub use pmw::{pmw_approximate, pmw_pure};
 
@@ -39,6 +41,7 @@ pub const REGISTRY: &[(&str, CaseFn)] = &[
     ("dx-laplace", dx_laplace),
     ("distance-offline", distance_offline),
     ("distance-session", distance_session),
+    ("knorm-l1", knorm_l1),
 ];
 
 /// The case called `name`, if registered.

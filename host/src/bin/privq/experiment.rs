@@ -29,8 +29,33 @@ pub enum Which {
     Mwem(MwemArgs),
     /// Huang–Roth distance queries: error vs n for every mechanism and baseline.
     Distance(DistanceArgs),
+    /// The K-norm mechanism vs Laplace on random ±1 queries (thesis Fig. 3.1).
+    Knorm(KnormArgs),
     /// d_X-privacy (Kamalaruban et al. §4.1–4.4): improvement factors, strategies, US cities, Blowfish.
     Dx(DxArgs),
+}
+
+/// Options of `privq experiment knorm`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct KnormArgs {
+    /// Comma-separated numbers of queries d.
+    #[arg(long, value_delimiter = ',', default_value = "2,4,6,8")]
+    pub dims: Vec<usize>,
+    /// Number of columns N of the random ±1 matrix.
+    #[arg(long, default_value_t = 64)]
+    pub columns: usize,
+    /// Releases per mechanism and d.
+    #[arg(long, default_value_t = 200)]
+    pub runs: usize,
+    /// Hit-and-run steps when K has no exact sampler (APPROXIMATE privacy).
+    #[arg(long, default_value_t = 50)]
+    pub steps: usize,
+    /// ε of each release: a decimal or a fraction.
+    #[arg(long, default_value = "1")]
+    pub epsilon: String,
+    /// Base seed (matrices and noise).
+    #[arg(long, default_value_t = 31)]
+    pub seed: u64,
 }
 
 /// Options of `privq experiment dx`.
@@ -125,8 +150,25 @@ pub fn run(
     match &args.which {
         Which::Mwem(a) => run_mwem(a, stdout, stderr),
         Which::Dx(d) => run_dx(d, stdout, stderr),
+        Which::Knorm(k) => run_knorm(k, stdout),
         Which::Distance(d) => run_distance(d, stdout, stderr),
     }
+}
+
+/// `privq experiment knorm`: the Fig. 3.1 comparison of Laplace and K-norm noise.
+fn run_knorm(k: &KnormArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
+    use privq_host::experiment::knorm::{Config, run};
+    let mut config = Config::standard().map_err(|source| CliError::Parameter {
+        option: "epsilon",
+        source,
+    })?;
+    config.dims = k.dims.clone();
+    config.columns = k.columns;
+    config.runs = k.runs;
+    config.steps = k.steps;
+    config.seed = k.seed;
+    config.epsilon = super::parse_epsilon(&k.epsilon)?;
+    run(&config, stdout).map(|_| ()).map_err(CliError::Run)
 }
 
 fn run_distance(

@@ -20,6 +20,7 @@ pub mod distance;
 pub mod domain;
 pub mod dx;
 pub mod experiment;
+pub mod knorm;
 pub mod ldp;
 pub mod noise;
 pub mod pmw;
@@ -52,6 +53,8 @@ pub enum Command {
     Dx(dx::Args),
     /// Huang–Roth private distance queries: release a synopsis, query it, or answer interactively.
     Distance(distance::Args),
+    /// The K-norm mechanism (thesis Ch. 3) for d linear queries over a histogram.
+    Knorm(knorm::Args),
     /// Audit the mechanisms' privacy claims empirically (stochastic tester on neighbouring datasets).
     Audit(audit::Args),
 }
@@ -71,6 +74,7 @@ pub fn run(
         Command::Experiment(args) => experiment::run(&args, stdin, stdout, stderr),
         Command::Dx(args) => dx::run(&args, stdin, stdout, stderr),
         Command::Distance(args) => distance::run(&args, stdin, stdout, stderr),
+        Command::Knorm(args) => knorm::run(&args, stdin, stdout, stderr),
         Command::Audit(args) => audit::run(&args, stdin, stdout, stderr),
     }
 }

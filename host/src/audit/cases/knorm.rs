@@ -1,0 +1,54 @@
+//! The K-norm mechanism (thesis Def 3.3.1) with `F = I` (K = B₁ᵈ).
+
+use privq_core::Epsilon;
+
+use super::setup;
+use crate::accountant::Accountant;
+use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
+use crate::contract::{Mechanism, Neighbours};
+use crate::knorm::{Body, KNorm};
+
+/// KM with `F = I_d` (d = 2 at test size, 3 at full size) under add/remove-one
+/// neighbours: one record added to bin 0. The density ratio is
+/// `exp(ε(‖y′ − v‖₁ − ‖y − v‖₁)/Δ′)`, largest (→ ε) where `v₀` is beyond both
+/// answers, so the events are tails of `out[0]` on both sides, alone and jointly
+/// with a tail of `out[1]`.
+pub fn knorm_l1(small: bool) -> Result<AuditCase, AuditError> {
+    let d = if small { 2 } else { 3 };
+    let eps = Epsilon::new(1, 1).map_err(setup)?;
+    let body = Body::identity(d).map_err(setup)?;
+    let mech = KNorm::new(body, Neighbours::AddRemove, eps).map_err(setup)?;
+    let mut events: Vec<Event> = (0..=4)
+        .flat_map(|t| {
+            [
+                Event::at_least(0, f64::from(6 + t)),
+                Event::at_most(0, f64::from(5 - t)),
+            ]
+        })
+        .collect();
+    for t in 0..3 {
+        events.push(Event::new(
+            format!("out[0] >= {} and out[1] >= 3", 7 + t),
+            move |o| o[0] >= f64::from(7 + t) && o[1] >= 3.0,
+        ));
+    }
+    let base: Vec<u64> = (0..d as u64).map(|i| if i == 0 { 5 } else { 3 }).collect();
+    let neighbour: Vec<u64> = base
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| if i == 0 { c + 1 } else { c })
+        .collect();
+    Ok(AuditCase::new(
+        "knorm-l1",
+        format!("add/remove-one: {base:?} vs {neighbour:?} (F = I_{d})"),
+        Claim::Pure(1.0),
+        100_000,
+    )
+    .mechanism(mech.label())
+    .run(move |side, rng| {
+        let counts = if side == Side::D { &base } else { &neighbour };
+        // Each run is one release through the contract, charged to its own ε = 1.
+        Ok(mech.release(&counts[..], &mut Accountant::pure(eps), rng)?)
+    })
+    .events(events))
+}

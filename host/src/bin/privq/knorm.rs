@@ -1,0 +1,327 @@
+//! `privq knorm`: d linear queries over a histogram released with the K-norm
+//! mechanism (thesis Def 3.3.1, Fig. 3.2) or, for comparison, the Laplace mechanism.
+
+use std::fs;
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+
+use privq_core::rand_core::Rng;
+use privq_host::accountant::Accountant;
+use privq_host::central::VectorLaplace;
+use privq_host::contract::{Mechanism, Neighbours};
+use privq_host::knorm::{Body, KNorm, Shape};
+
+use super::CliError;
+
+/// Options of `privq knorm`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    printf '40\\n2\\n7\\n' | privq knorm --body identity:3 --epsilon 1 --seed 7\n  \
+    privq knorm --body hypercube:3 --counts counts.txt --epsilon 1/2 --mechanism laplace\n  \
+    privq knorm --body random:4,64 --matrix-seed 1 --counts counts.txt --epsilon 1 --steps 200\n\n\
+    Privacy status: the noise of the K-norm mechanism is continuous and sampled in floating\n\
+    point, then rounded to a data-independent grid (the rounding is in the calibration).\n\
+    On the cross-polytope and cube bodies the sampler is exact up to floating point; any\n\
+    other body needs --steps (hit-and-run), whose privacy is APPROXIMATE (unproven).")]
+pub struct Args {
+    /// The query matrix: `identity:D` (K = B₁ᴰ), `hypercube:D` (all of {−1,1}ᴰ as
+    /// columns, K = B∞ᴰ), or `random:D,N` (random ±1 entries from --matrix-seed).
+    #[arg(long, value_name = "SPEC", conflicts_with = "queries")]
+    pub body: Option<String>,
+    /// CSV of the query matrix, one row of N coefficients in [−1, 1] per query, no header.
+    #[arg(long, value_name = "FILE", required_unless_present = "body")]
+    pub queries: Option<PathBuf>,
+    /// Seed of the public random matrix of `--body random:D,N`.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub matrix_seed: u64,
+    /// The histogram: N non-negative integer counts, one per line or comma-separated
+    /// (`-`, the default, for standard input).
+    #[arg(long, value_name = "FILE")]
+    pub counts: Option<PathBuf>,
+    /// Privacy parameter ε of the release: a decimal or a fraction, read exactly.
+    #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
+    pub epsilon: String,
+    /// `km` (the K-norm mechanism) or `laplace` (vector Laplace at the ℓ1 sensitivity).
+    #[arg(long, default_value = "km", value_parser = ["km", "laplace"])]
+    pub mechanism: String,
+    /// Hit-and-run steps for a body without an exact sampler (APPROXIMATE privacy).
+    #[arg(long, value_name = "K")]
+    pub steps: Option<usize>,
+    /// Neighbours: `add-remove` (one record added or removed, n private) or `replace`.
+    #[arg(long, default_value = "add-remove", value_parser = ["add-remove", "replace"])]
+    pub neighbours: String,
+    /// Seed for a reproducible run. Anyone who knows the seed can remove the noise:
+    /// tests and demos only.
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+fn run_err(e: impl std::error::Error + Send + Sync + 'static) -> CliError {
+    CliError::Run(Box::new(e))
+}
+
+fn bad(option: &'static str) -> CliError {
+    CliError::Parameter {
+        option,
+        source: privq_core::Error::OutOfRange,
+    }
+}
+
+/// Parses `identity:D`, `hypercube:D` or `random:D,N`.
+fn parse_body(spec: &str, matrix_seed: u64) -> Result<Body, CliError> {
+    let (kind, rest) = spec.split_once(':').ok_or_else(|| bad("body"))?;
+    let nums: Vec<usize> = rest
+        .split(',')
+        .map(|t| t.trim().parse().map_err(|_| bad("body")))
+        .collect::<Result<_, _>>()?;
+    match (kind, &nums[..]) {
+        ("identity", [d]) => Body::identity(*d).map_err(run_err),
+        ("hypercube", [d]) => Body::hypercube(*d).map_err(run_err),
+        ("random", [d, n]) => {
+            let mut rng = privq_host::seeded_rng(matrix_seed);
+            let rows: Vec<Vec<f64>> = (0..*d)
+                .map(|_| {
+                    (0..*n)
+                        .map(|_| if rng.next_u32() & 1 == 1 { 1.0 } else { -1.0 })
+                        .collect()
+                })
+                .collect();
+            Body::from_rows(&rows).map_err(run_err)
+        }
+        _ => Err(bad("body")),
+    }
+}
+
+fn parse_matrix(text: &str) -> Result<Body, CliError> {
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let row = line
+            .split(',')
+            .map(|t| {
+                t.trim().parse::<f64>().map_err(|_| CliError::Value {
+                    line: i + 1,
+                    text: t.trim().to_string(),
+                    source: privq_core::Error::OutOfRange,
+                })
+            })
+            .collect::<Result<Vec<f64>, _>>()?;
+        rows.push(row);
+    }
+    Body::from_rows(&rows).map_err(run_err)
+}
+
+fn parse_counts(text: &str) -> Result<Vec<u64>, CliError> {
+    let mut counts = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        for t in line.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            counts.push(t.parse().map_err(|_| CliError::Value {
+                line: i + 1,
+                text: t.to_string(),
+                source: privq_core::Error::OutOfRange,
+            })?);
+        }
+    }
+    if counts.is_empty() {
+        return Err(CliError::EmptyInput);
+    }
+    Ok(counts)
+}
+
+/// Runs `privq knorm`: prints `query,answer` for each of the d queries; the
+/// mechanism, its privacy status and the ledger go to standard error.
+pub fn run(
+    args: &Args,
+    stdin: &mut dyn BufRead,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    let epsilon = super::parse_epsilon(&args.epsilon)?;
+    let neighbours = match args.neighbours.as_str() {
+        "replace" => Neighbours::Replace,
+        _ => Neighbours::AddRemove,
+    };
+    let body = match (&args.body, &args.queries) {
+        (Some(spec), _) => parse_body(spec, args.matrix_seed)?,
+        (None, Some(path)) => parse_matrix(&fs::read_to_string(path)?)?,
+        (None, None) => return Err(bad("queries")),
+    };
+    let mut text = String::new();
+    match &args.counts {
+        Some(path) if path.as_os_str() != "-" => text = fs::read_to_string(path)?,
+        _ => {
+            stdin.read_to_string(&mut text)?;
+        }
+    }
+    let counts = parse_counts(&text)?;
+    let d = body.dim();
+    let mut rng = match args.seed {
+        Some(s) => {
+            writeln!(
+                stderr,
+                "privq: WARNING: --seed makes the noise reproducible (tests only)"
+            )?;
+            privq_host::seeded_rng(s)
+        }
+        None => privq_host::secure_rng().map_err(CliError::Seed)?,
+    };
+    let mut accountant = Accountant::pure(epsilon);
+    let (answers, status) = if args.mechanism == "laplace" {
+        // ℓ1 sensitivity of F·x: Δ times the largest column ℓ1 norm.
+        let col_l1 = (0..body.columns())
+            .map(|j| {
+                (0..d)
+                    .filter_map(|i| body.entry(i, j))
+                    .map(f64::abs)
+                    .sum::<f64>()
+            })
+            .fold(0.0, f64::max);
+        let l1 = neighbours.histogram_l1() as f64 * col_l1;
+        let mech = VectorLaplace::with_sensitivity(neighbours, d, l1, epsilon).map_err(run_err)?;
+        if counts.len() != body.columns() {
+            return Err(run_err(
+                privq_host::central::MechanismError::DimensionMismatch {
+                    expected: body.columns(),
+                    got: counts.len(),
+                },
+            ));
+        }
+        let truth = body
+            .answer(&counts.iter().map(|&c| c as f64).collect::<Vec<_>>())
+            .map_err(run_err)?;
+        let out = mech
+            .release(&truth[..], &mut accountant, &mut rng)
+            .map_err(run_err)?;
+        (
+            out,
+            "exact (integer noise on the fixed-point grid)".to_string(),
+        )
+    } else {
+        let mech = match (body.shape(), args.steps) {
+            (Shape::General, None) => {
+                return Err(run_err(privq_host::knorm::KnormError::NoExactSampler));
+            }
+            (Shape::General, Some(steps)) => {
+                KNorm::hit_and_run_approximate(body, neighbours, epsilon, steps)
+            }
+            _ => KNorm::new(body, neighbours, epsilon),
+        }
+        .map_err(run_err)?;
+        let status = match mech.sampler() {
+            privq_host::knorm::Sampler::Exact => format!(
+                "ε-DP of the ideal mechanism; noise sampled in floating point and rounded \
+                 to the data-independent grid γ = {}",
+                mech.grid()
+            ),
+            privq_host::knorm::Sampler::HitAndRun { steps } => format!(
+                "APPROXIMATE: z from {steps} hit-and-run steps, not exactly uniform; \
+                 grid γ = {}",
+                mech.grid()
+            ),
+        };
+        let out = mech
+            .release(&counts[..], &mut accountant, &mut rng)
+            .map_err(run_err)?;
+        (out, status)
+    };
+    writeln!(
+        stderr,
+        "privq: {}\nprivq: privacy: {status}\nprivq: ledger:\n{}",
+        neighbours.summary(
+            &privq_host::accountant::Cost::Pure(epsilon),
+            counts.iter().sum()
+        ),
+        accountant.ledger_text()
+    )?;
+    writeln!(stdout, "query,answer")?;
+    for (i, a) in answers.iter().enumerate() {
+        writeln!(stdout, "{i},{a}")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::run_with;
+
+    #[test]
+    fn km_on_the_identity_prints_d_grid_answers() {
+        let (out, err) = run_with(
+            &[
+                "knorm",
+                "--body",
+                "identity:3",
+                "--epsilon",
+                "1",
+                "--seed",
+                "7",
+            ],
+            "40\n2\n7\n",
+        )
+        .unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 4, "{out}");
+        assert_eq!(lines[0], "query,answer");
+        assert!(
+            err.contains("K-norm") && err.contains("floating point"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn laplace_and_hit_and_run_and_errors() {
+        let (out, _) = run_with(
+            &[
+                "knorm",
+                "--body",
+                "hypercube:2",
+                "--epsilon",
+                "1/2",
+                "--seed",
+                "1",
+                "--mechanism",
+                "laplace",
+            ],
+            "1,2,3,4",
+        )
+        .unwrap();
+        assert_eq!(out.lines().count(), 3);
+        let (out, err) = run_with(
+            &[
+                "knorm",
+                "--body",
+                "random:5,8",
+                "--epsilon",
+                "1",
+                "--seed",
+                "1",
+                "--steps",
+                "5",
+            ],
+            "1,2,3,4,5,6,7,8",
+        )
+        .unwrap();
+        assert_eq!(out.lines().count(), 6);
+        assert!(err.contains("APPROXIMATE"), "{err}");
+        // A general body without --steps, a wrong-length histogram, a bad spec.
+        for (argv, input) in [
+            (
+                vec!["knorm", "--body", "random:5,8", "--epsilon", "1"],
+                "1,2,3,4,5,6,7,8",
+            ),
+            (
+                vec!["knorm", "--body", "identity:3", "--epsilon", "1"],
+                "1,2",
+            ),
+            (vec!["knorm", "--body", "cube:3", "--epsilon", "1"], "1,2,3"),
+            (
+                vec!["knorm", "--body", "identity:3", "--epsilon", "1"],
+                "1,x,3",
+            ),
+        ] {
+            assert!(run_with(&argv, input).is_err(), "{argv:?}");
+        }
+    }
+}

@@ -1,0 +1,250 @@
+//! KM(F, ε), the K-norm mechanism (thesis Def 3.3.1, Fig. 3.2), on a
+//! data-independent power-of-two grid.
+
+use privq_core::Epsilon;
+use privq_core::rand_core::{CryptoRng, Rng};
+
+use super::KnormError;
+use super::body::{Body, F_FRAC_BITS, Shape};
+use super::sample::{gamma, hit_and_run, uniform_in_body};
+use crate::accountant::{Cost, Receipt};
+use crate::central::MechanismError;
+use crate::contract::{Mechanism, Neighbours};
+
+/// The snapping slack: the noise is calibrated for a K-norm sensitivity of
+/// `Δ·(1 + 2⁻¹⁰)`, and the grid is chosen so that snapping costs at most `Δ·2⁻¹⁰`.
+const SLACK_LOG2: i32 = 10;
+
+/// How the uniform point `z ∈ K` is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sampler {
+    /// An exact sampler (only for the cross-polytope and the cube).
+    Exact,
+    /// Hit-and-run with this many steps from the centre: **approximate privacy**.
+    HitAndRun {
+        /// The number of hit-and-run steps per release.
+        steps: usize,
+    },
+}
+
+/// The K-norm mechanism `KM(F, ε)` for a histogram `x ∈ ℕᴺ` of counts: releases
+/// `F·x + r·z` with `r ∼ Gamma(d + 1, Δ′/ε)` and `z` uniform in `K = F·B₁ᴺ` (thesis
+/// Def 3.3.1, Fig. 3.2, Remark 3.3.2), on a power-of-two grid γ.
+///
+/// **Grid and calibration.** γ = 2⁻ᵍ is the largest power of two with
+/// `γ·Σᵢ‖eᵢ‖_K ≤ Δ·2⁻¹¹` (a function of F and the relation only; `Σᵢ‖eᵢ‖_K = d` on
+/// the two exact bodies, d LPs otherwise, with a factor-2 margin for the LPs'
+/// round-off). `F·x` is computed exactly in integers and snapped to the grid
+/// (nearest, ties up): `y = F·x + e` with `|eᵢ| ≤ γ/2`. For neighbours
+/// (`‖x − x′‖₁ ≤ Δ`, Δ = 1 for add/remove, 2 for replace),
+/// `‖y − y′‖_K ≤ ‖F(x − x′)‖_K + ‖e − e′‖_K ≤ Δ + γ·Σᵢ‖eᵢ‖_K ≤ Δ′ = Δ(1 + 2⁻¹⁰)`.
+/// The noise `w = r·z` is sampled with scale `Δ′/ε` and rounded to the grid; the
+/// release `y + round(w)` is `round(y + w)`, a data-independent post-processing of
+/// the continuous KM at `y`, whose privacy loss is `ε·(‖y′ − v‖_K − ‖y − v‖_K)/Δ′
+/// ≤ ε` (thesis Thm 3.3.3).
+///
+/// **Privacy status.** See the [module docs](super): with [`Sampler::Exact`] the
+/// ideal mechanism above is ε-DP, and the implementation differs from it only by
+/// the floating-point sampling of `r` and `z` (data-independent; the data enter
+/// only through the exact integer `y`); with [`Sampler::HitAndRun`] the privacy is
+/// **approximate** and unproven, and the label says so.
+///
+/// ```
+/// use privq_host::accountant::Accountant;
+/// use privq_host::contract::{Mechanism, Neighbours};
+/// use privq_host::knorm::{Body, KNorm};
+/// use privq_host::{Epsilon, seeded_rng};
+///
+/// // Three counts released with K = B₁³ (F = I): Laplace-like ℓ1 noise.
+/// let mech = KNorm::new(Body::identity(3)?, Neighbours::AddRemove, Epsilon::new(1, 1)?)?;
+/// let mut acct = Accountant::pure(Epsilon::new(2, 1)?);
+/// let noisy = mech.release(&[40, 2, 7][..], &mut acct, &mut seeded_rng(7))?;
+/// assert_eq!(noisy.len(), 3);
+/// // Every released value is on the grid γ.
+/// assert!(noisy.iter().all(|v| (v / mech.grid()).fract() == 0.0));
+/// assert_eq!(acct.spent_epsilon(), Some(Epsilon::new(1, 1)?));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct KNorm {
+    body: Body,
+    neighbours: Neighbours,
+    epsilon: Epsilon,
+    sampler: Sampler,
+    /// γ = 2^−grid_exp, `grid_exp ∈ [0, 32]`.
+    grid_exp: u32,
+    /// The Gamma scale `Δ′/ε`.
+    theta: f64,
+}
+
+impl KNorm {
+    /// KM with an exact uniform sampler: the body must be the cross-polytope or the
+    /// cube ([`Shape`]); any other body is [`KnormError::NoExactSampler`].
+    pub fn new(body: Body, neighbours: Neighbours, epsilon: Epsilon) -> Result<Self, KnormError> {
+        if body.shape() == Shape::General {
+            return Err(KnormError::NoExactSampler);
+        }
+        Self::build(body, neighbours, epsilon, Sampler::Exact)
+    }
+
+    /// KM on any body with a hit-and-run sampler of `steps` steps per release
+    /// (thesis §3.7; chords by LP). **Approximate privacy**: see [`Sampler`].
+    pub fn hit_and_run_approximate(
+        body: Body,
+        neighbours: Neighbours,
+        epsilon: Epsilon,
+        steps: usize,
+    ) -> Result<Self, KnormError> {
+        if steps == 0 {
+            return Err(KnormError::InvalidParameter(
+                "hit-and-run needs at least one step".into(),
+            ));
+        }
+        Self::build(body, neighbours, epsilon, Sampler::HitAndRun { steps })
+    }
+
+    fn build(
+        body: Body,
+        neighbours: Neighbours,
+        epsilon: Epsilon,
+        sampler: Sampler,
+    ) -> Result<Self, KnormError> {
+        let delta = neighbours.histogram_l1() as f64;
+        let c = body.basis_gauge_sum()?;
+        // Smallest g with c·2⁻ᵍ ≤ Δ·2⁻¹¹ (products by powers of two are exact).
+        let target = delta * pow2(-(SLACK_LOG2 + 1));
+        let grid_exp = (0..=F_FRAC_BITS)
+            .find(|&g| c * pow2(-(g as i32)) <= target)
+            .ok_or(KnormError::IllConditioned { basis_gauge_sum: c })?;
+        let theta = delta * (1.0 + pow2(-SLACK_LOG2)) / epsilon.to_f64();
+        Ok(KNorm {
+            body,
+            neighbours,
+            epsilon,
+            sampler,
+            grid_exp,
+            theta,
+        })
+    }
+
+    /// The body.
+    pub fn body(&self) -> &Body {
+        &self.body
+    }
+
+    /// The sampler.
+    pub fn sampler(&self) -> Sampler {
+        self.sampler
+    }
+
+    /// The grid γ every released value is a multiple of.
+    pub fn grid(&self) -> f64 {
+        pow2(-(self.grid_exp as i32))
+    }
+
+    /// The Gamma scale `Δ′/ε` of the radius, `Δ′ = Δ(1 + 2⁻¹⁰)`.
+    pub fn scale(&self) -> f64 {
+        self.theta
+    }
+
+    /// The expected K-norm of the noise, `d·Δ′/ε` (`‖w‖_K ∼ Gamma(d, Δ′/ε)`, spec of
+    /// thesis §3.3).
+    pub fn expected_noise_gauge(&self) -> f64 {
+        self.body.dim() as f64 * self.theta
+    }
+
+    /// One continuous noise vector `w = r·z`, `r ∼ Gamma(d + 1, Δ′/ε)`, `z ∼ Unif(K)`
+    /// (before grid rounding): for tests and experiments; releases go through
+    /// [`Mechanism::release`].
+    pub fn sample_noise<R: Rng + ?Sized>(&self, rng: &mut R) -> Result<Vec<f64>, KnormError> {
+        let d = self.body.dim();
+        let z = match self.sampler {
+            // `new` admits only the two shapes with an exact sampler.
+            Sampler::Exact => uniform_in_body(&self.body, 0, rng)?,
+            // Hit-and-run even on those shapes (with their closed-form chords).
+            Sampler::HitAndRun { steps } => hit_and_run(&self.body, steps, rng)?,
+        };
+        let r = gamma(d + 1, self.theta, rng);
+        Ok(z.iter().map(|zi| r * zi).collect())
+    }
+
+    /// The snapped answer `y`, in grid steps (`y·γ` is `F·x` rounded to nearest, ties
+    /// up), computed exactly.
+    pub fn snapped_answer(&self, counts: &[u64]) -> Vec<i128> {
+        let shift = F_FRAC_BITS - self.grid_exp;
+        let half = if shift == 0 { 0 } else { 1i128 << (shift - 1) };
+        self.body
+            .answer_fixed(counts)
+            .into_iter()
+            .map(|a| a.wrapping_add(half) >> shift)
+            .collect()
+    }
+}
+
+/// 2^k as an f64, built from its bits (exact), for |k| ≤ 1000.
+fn pow2(k: i32) -> f64 {
+    f64::from_bits(((1023 + k.clamp(-1000, 1000)) as u64) << 52)
+}
+
+impl Mechanism for KNorm {
+    type Input = [u64];
+    type Output = Vec<f64>;
+
+    fn neighbours(&self) -> Neighbours {
+        self.neighbours
+    }
+
+    fn cost(&self) -> Cost {
+        Cost::Pure(self.epsilon)
+    }
+
+    fn label(&self) -> String {
+        let shape = match self.body.shape() {
+            Shape::CrossPolytope => "cross-polytope",
+            Shape::Cube => "cube",
+            Shape::General => "general body",
+        };
+        let (d, n) = (self.body.dim(), self.body.columns());
+        match self.sampler {
+            Sampler::Exact => format!("K-norm (d = {d}, N = {n}, {shape}, exact sampler)"),
+            Sampler::HitAndRun { steps } => format!(
+                "K-norm (d = {d}, N = {n}, {shape}, hit-and-run {steps} steps: \
+                 APPROXIMATE privacy)"
+            ),
+        }
+    }
+
+    fn check_input(&self, counts: &[u64]) -> Result<(), MechanismError> {
+        if counts.len() != self.body.columns() {
+            return Err(MechanismError::DimensionMismatch {
+                expected: self.body.columns(),
+                got: counts.len(),
+            });
+        }
+        Ok(())
+    }
+
+    fn release_paid<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        counts: &[u64],
+        receipt: Receipt,
+        rng: &mut R,
+    ) -> Result<Vec<f64>, MechanismError> {
+        receipt.check_covers(&self.cost())?;
+        self.check_input(counts)?;
+        // The noise first: it never sees the data (an error here is data-independent).
+        let noise = self.sample_noise(rng)?;
+        let scale = pow2(self.grid_exp as i32);
+        let gamma = self.grid();
+        Ok(self
+            .snapped_answer(counts)
+            .into_iter()
+            .zip(noise)
+            .map(|(y, w)| {
+                // Saturating float → integer cast; |w|/γ beyond 2⁶³ is unreachable.
+                let k = (w * scale).round() as i64;
+                y.saturating_add(i128::from(k)) as f64 * gamma
+            })
+            .collect())
+    }
+}

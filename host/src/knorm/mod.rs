@@ -1,0 +1,208 @@
+//! The geometry of differential privacy: the K-norm mechanism (thesis Chapter 3).
+//!
+//! For d linear queries given as a `d × N` matrix `F` with entries in `[−1, 1]`, the
+//! body `K = F·B₁ᴺ` ([`Body`]) is the set an answer `F·x` can move in when the
+//! histogram `x` changes by one record, and its Minkowski gauge `‖·‖_K`
+//! ([`Body::gauge`], an LP in general, thesis §3.1) is the right norm for the noise.
+//! [`KNorm`] is `KM(F, ε)` (thesis Def 3.3.1, Fig. 3.2): `F·x + r·z` with
+//! `r ∼ Gamma(d + 1, 1/ε)` and `z` uniform in `K`; its output density is
+//! `∝ exp(−ε‖F·x − v‖_K)`, so it is ε-DP with no factor 2 (Thm 3.3.3), and its ℓ2
+//! error is at most `(d + 1)·mr(K)/ε` (eq. 3.9 with `Γ(d + 1)`, the thesis's
+//! `Γ(d)` being a typo).
+//!
+//! # Privacy status — read this
+//!
+//! The K-norm noise is continuous and sampled in floating point (a Gamma radius, a
+//! uniform point of a convex body); privq's exact integer samplers do not cover it.
+//! What is and is not guaranteed:
+//!
+//! * **The ideal mechanism is exactly ε-DP.** The release is
+//!   `y + round_γ(r·z)`, where `y` is `F·x` computed **exactly** (integers) and
+//!   snapped to a power-of-two grid γ chosen from F and the neighbour relation
+//!   only, and the noise scale is calibrated for the worst snapped gap
+//!   ([`KNorm`] gives the arithmetic: sensitivity `Δ(1 + 2⁻¹⁰)`). With ideal real
+//!   `r` and `z` this is a data-independent rounding of the continuous KM at `y`,
+//!   hence ε-DP by Thm 3.3.3 and post-processing. The released values lie on the
+//!   grid, and the data reach them only through the integer `y`, so the
+//!   low-order-bit attack on floating-point Laplace (Mironov 2012) has nothing to
+//!   read.
+//! * **The implementation samples `r` and `z` in `f64`.** Their law is the ideal one
+//!   only up to floating-point error (53-bit uniforms, `ln`, a division). This
+//!   error does not depend on the data, but no bound on its effect on the pmf of
+//!   the grid noise, in particular in the far tails, is proven here: **the exact
+//!   samplers give ε-DP up to that floating-point caveat, not exact ε-DP in the
+//!   sense of privq's integer mechanisms.**
+//! * **Hit-and-run ([`Sampler::HitAndRun`]) is APPROXIMATE.** For bodies other than
+//!   the cross-polytope and the cube, `z` comes from a finite hit-and-run walk
+//!   (chords by LP, thesis §3.7 as the spec's practical recommendation); its law is
+//!   not uniform, no pointwise bound is proven (the provable grid walk of
+//!   Lemma 3.7.4 is far too slow), and the ε in the accountant is the ε of the
+//!   ideal mechanism. The label of such a mechanism says "APPROXIMATE privacy".
+//!
+//! ```
+//! use privq_host::knorm::Body;
+//!
+//! // All of {−1, 1}² as columns: K is the square B∞², its gauge the ℓ∞ norm.
+//! let cube = Body::hypercube(2)?;
+//! assert_eq!(cube.gauge(&[0.5, -0.75])?, 0.75);
+//! assert!((cube.gauge_lp(&[0.5, -0.75])? - 0.75).abs() < 1e-9);
+//! # Ok::<(), privq_host::knorm::KnormError>(())
+//! ```
+
+use std::fmt;
+
+use crate::central::MechanismError;
+use crate::lp::LpError;
+
+mod body;
+pub mod bounds;
+mod mechanism;
+pub mod sample;
+
+pub use body::{Body, MAX_ENTRIES, Shape};
+pub use mechanism::{KNorm, Sampler};
+
+/// Why a body or a K-norm mechanism could not be built or used.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum KnormError {
+    /// The matrix has no rows or no columns.
+    Empty,
+    /// A row has another length than the first.
+    Ragged {
+        /// The row.
+        row: usize,
+        /// The first row's length.
+        expected: usize,
+        /// This row's length.
+        got: usize,
+    },
+    /// An entry is NaN or outside `[−1, 1]`.
+    EntryOutOfRange {
+        /// Its row.
+        row: usize,
+        /// Its column.
+        col: usize,
+        /// Its value.
+        value: f64,
+    },
+    /// `d > N`: the body cannot be full-dimensional.
+    MoreQueriesThanColumns {
+        /// The number of rows.
+        d: usize,
+        /// The number of columns.
+        n: usize,
+    },
+    /// `d·N` exceeds the memory cap [`MAX_ENTRIES`].
+    TooLarge {
+        /// `d·N` (saturated).
+        entries: usize,
+        /// The cap.
+        cap: usize,
+    },
+    /// `F` does not have rank d: the basis vector `e_basis` is not in `range(F)`, so
+    /// the body is flat and the snapping error cannot be bounded in its norm.
+    RankDeficient {
+        /// The first basis vector outside the range.
+        basis: usize,
+    },
+    /// The body is so thin that the grid would have to be finer than 2⁻³².
+    IllConditioned {
+        /// `Σᵢ‖eᵢ‖_K`.
+        basis_gauge_sum: f64,
+    },
+    /// A vector has another length than the body's dimension (or N).
+    DimensionMismatch {
+        /// The expected length.
+        expected: usize,
+        /// The given length.
+        got: usize,
+    },
+    /// A vector has a NaN or infinite coordinate.
+    NonFinite,
+    /// [`KNorm::new`] needs an exact sampler, which exists for the cross-polytope and
+    /// the cube only; use [`KNorm::hit_and_run_approximate`].
+    NoExactSampler,
+    /// A hit-and-run chord is unbounded (the body is not bounded: cannot happen for
+    /// `F·B₁ᴺ`, reported rather than looped on).
+    Unbounded,
+    /// A parameter is out of range; the message says which.
+    InvalidParameter(String),
+    /// An LP failed.
+    Lp(LpError),
+}
+
+impl fmt::Display for KnormError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            KnormError::Empty => write!(f, "the query matrix has no rows or no columns"),
+            KnormError::Ragged { row, expected, got } => write!(
+                f,
+                "row {row} of the query matrix has {got} entries, the first has {expected}"
+            ),
+            KnormError::EntryOutOfRange { row, col, value } => write!(
+                f,
+                "entry ({row}, {col}) of the query matrix is {value}, not in [-1, 1]"
+            ),
+            KnormError::MoreQueriesThanColumns { d, n } => write!(
+                f,
+                "{d} queries over {n} columns: the K-norm mechanism needs d <= N"
+            ),
+            KnormError::TooLarge { entries, cap } => write!(
+                f,
+                "the query matrix has {entries} entries, above the cap of {cap}"
+            ),
+            KnormError::RankDeficient { basis } => write!(
+                f,
+                "the query matrix does not have full row rank (basis vector {basis} is not \
+                 in its range)"
+            ),
+            KnormError::IllConditioned { basis_gauge_sum } => write!(
+                f,
+                "the body is too thin (sum of basis gauges {basis_gauge_sum}): the grid \
+                 would be finer than 2^-32"
+            ),
+            KnormError::DimensionMismatch { expected, got } => {
+                write!(f, "expected a vector of length {expected}, got {got}")
+            }
+            KnormError::NonFinite => write!(f, "a vector coordinate is NaN or infinite"),
+            KnormError::NoExactSampler => write!(
+                f,
+                "no exact uniform sampler for this body (only the cross-polytope and the \
+                 cube have one); hit-and-run is available with approximate privacy"
+            ),
+            KnormError::Unbounded => write!(f, "a hit-and-run chord is unbounded"),
+            KnormError::InvalidParameter(why) => write!(f, "invalid parameter: {why}"),
+            KnormError::Lp(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for KnormError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            KnormError::Lp(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<LpError> for KnormError {
+    fn from(e: LpError) -> Self {
+        KnormError::Lp(e)
+    }
+}
+
+impl From<KnormError> for MechanismError {
+    fn from(e: KnormError) -> Self {
+        match e {
+            KnormError::DimensionMismatch { expected, got } => {
+                MechanismError::DimensionMismatch { expected, got }
+            }
+            e => MechanismError::InvalidParameter(e.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

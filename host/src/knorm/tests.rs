@@ -1,0 +1,509 @@
+//! Tests of the K-norm geometry, samplers and mechanism. Every statistical test
+//! has a fixed seed and a power check (the same test rejects a wrong law).
+
+use privq_core::Epsilon;
+use privq_core::rand_core::Rng;
+
+use super::sample::{gamma, hit_and_run, uniform_cross_polytope, uniform_cube};
+use super::*;
+use crate::accountant::Accountant;
+use crate::contract::{Mechanism, Neighbours};
+use crate::seeded_rng;
+use crate::stats::{gamma_p, ks_test};
+
+/// KS p-values below this fail a test (each test runs a handful of KS tests).
+const ALPHA: f64 = 1e-3;
+
+fn uniform(rng: &mut impl Rng, lo: f64, hi: f64) -> f64 {
+    lo + (hi - lo) * ((rng.next_u64() >> 11) as f64 / 9_007_199_254_740_992.0)
+}
+
+fn random_rows(d: usize, n: usize, rng: &mut impl Rng) -> Vec<Vec<f64>> {
+    (0..d)
+        .map(|_| (0..n).map(|_| uniform(rng, -1.0, 1.0)).collect())
+        .collect()
+}
+
+fn rows_of(body: &Body) -> Vec<Vec<f64>> {
+    (0..body.dim())
+        .map(|i| {
+            (0..body.columns())
+                .map(|j| body.entry(i, j).unwrap())
+                .collect()
+        })
+        .collect()
+}
+
+fn beta_d_1(d: usize) -> impl Fn(f64) -> f64 {
+    move |t| t.clamp(0.0, 1.0).powi(d as i32)
+}
+
+#[test]
+fn shapes_are_detected() {
+    assert_eq!(Body::identity(4).unwrap().shape(), Shape::CrossPolytope);
+    assert_eq!(Body::hypercube(4).unwrap().shape(), Shape::Cube);
+    // Identity padded with columns inside B₁: still the cross-polytope.
+    let rows = vec![vec![1.0, 0.0, 0.5, 0.0], vec![0.0, -1.0, 0.5, 0.0]];
+    assert_eq!(
+        Body::from_rows(&rows).unwrap().shape(),
+        Shape::CrossPolytope
+    );
+    // One sign class missing: not the cube.
+    let rows = vec![vec![1.0, 1.0, 0.0], vec![1.0, 1.0, 1.0]];
+    assert_eq!(Body::from_rows(&rows).unwrap().shape(), Shape::General);
+    let mut rng = seeded_rng(1);
+    assert_eq!(
+        Body::from_rows(&random_rows(3, 9, &mut rng))
+            .unwrap()
+            .shape(),
+        Shape::General
+    );
+}
+
+#[test]
+fn lp_gauge_is_l1_on_identity_and_linf_on_hypercube() {
+    let mut rng = seeded_rng(2);
+    for d in 1..=5 {
+        let cross = Body::general(&rows_of(&Body::identity(d).unwrap())).unwrap();
+        let cube = Body::general(&rows_of(&Body::hypercube(d).unwrap())).unwrap();
+        for _ in 0..20 {
+            let v: Vec<f64> = (0..d).map(|_| uniform(&mut rng, -3.0, 3.0)).collect();
+            let l1: f64 = v.iter().map(|a| a.abs()).sum();
+            let linf = v.iter().fold(0.0, |m: f64, a| m.max(a.abs()));
+            let g1 = cross.gauge(&v).unwrap();
+            let ginf = cube.gauge(&v).unwrap();
+            assert!(
+                (g1 - l1).abs() <= 1e-9 * (1.0 + l1),
+                "d={d}: {g1} vs ‖v‖₁ {l1}"
+            );
+            assert!(
+                (ginf - linf).abs() <= 1e-9 * (1.0 + linf),
+                "d={d}: {ginf} vs ‖v‖∞ {linf}"
+            );
+            assert_eq!(cross.contains(&v).unwrap(), l1 <= 1.0 + 1e-12 || g1 <= 1.0);
+        }
+    }
+}
+
+#[test]
+fn gauge_outside_the_range_is_infinite_and_norm_axioms_hold() {
+    // Rank 1: the body is a segment on the diagonal.
+    let flat = Body::from_rows(&[vec![1.0, 0.5], vec![1.0, 0.5]]).unwrap();
+    assert_eq!(flat.gauge(&[1.0, 0.0]).unwrap(), f64::INFINITY);
+    assert!((flat.gauge(&[0.5, 0.5]).unwrap() - 0.5).abs() < 1e-9);
+    let mut rng = seeded_rng(3);
+    let body = Body::from_rows(&random_rows(3, 10, &mut rng)).unwrap();
+    for j in 0..body.columns() {
+        let col: Vec<f64> = (0..3).map(|i| body.entry(i, j).unwrap()).collect();
+        assert!(body.gauge(&col).unwrap() <= 1.0 + 1e-9, "a column is in K");
+    }
+    for _ in 0..20 {
+        let a: Vec<f64> = (0..3).map(|_| uniform(&mut rng, -2.0, 2.0)).collect();
+        let b: Vec<f64> = (0..3).map(|_| uniform(&mut rng, -2.0, 2.0)).collect();
+        let sum: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+        let neg: Vec<f64> = a.iter().map(|x| -2.5 * x).collect();
+        let (ga, gb) = (body.gauge(&a).unwrap(), body.gauge(&b).unwrap());
+        assert!(body.gauge(&sum).unwrap() <= ga + gb + 1e-9);
+        assert!((body.gauge(&neg).unwrap() - 2.5 * ga).abs() < 1e-8 * (1.0 + ga));
+        // K ⊆ B∞ (entries in [−1, 1]), so ‖v‖_K ≥ ‖v‖∞.
+        assert!(ga + 1e-12 >= a.iter().fold(0.0, |m: f64, x| m.max(x.abs())));
+    }
+}
+
+#[test]
+fn bad_matrices_are_typed_errors() {
+    assert_eq!(Body::from_rows(&[]).unwrap_err(), KnormError::Empty);
+    assert_eq!(Body::from_rows(&[vec![]]).unwrap_err(), KnormError::Empty);
+    assert!(matches!(
+        Body::from_rows(&[vec![0.5, f64::NAN]]),
+        Err(KnormError::EntryOutOfRange { row: 0, col: 1, .. })
+    ));
+    assert!(matches!(
+        Body::from_rows(&[vec![0.5, 1.5]]),
+        Err(KnormError::EntryOutOfRange { col: 1, .. })
+    ));
+    assert!(matches!(
+        Body::from_rows(&[vec![f64::NEG_INFINITY, 0.0]]),
+        Err(KnormError::EntryOutOfRange { .. })
+    ));
+    assert_eq!(
+        Body::from_rows(&[vec![1.0], vec![0.0]]).unwrap_err(),
+        KnormError::MoreQueriesThanColumns { d: 2, n: 1 }
+    );
+    assert!(matches!(
+        Body::from_rows(&[vec![1.0, 0.0], vec![0.0]]),
+        Err(KnormError::Ragged { row: 1, .. })
+    ));
+    let wide = vec![vec![0.0; MAX_ENTRIES / 2 + 1]; 2];
+    assert!(matches!(
+        Body::from_rows(&wide),
+        Err(KnormError::TooLarge { .. })
+    ));
+    let body = Body::identity(2).unwrap();
+    assert!(matches!(
+        body.gauge(&[1.0]),
+        Err(KnormError::DimensionMismatch { .. })
+    ));
+    assert_eq!(
+        body.gauge(&[1.0, f64::NAN]).unwrap_err(),
+        KnormError::NonFinite
+    );
+    // Rank-deficient F: no grid can bound the snapping error in ‖·‖_K.
+    let flat = Body::from_rows(&[vec![1.0, 0.5], vec![1.0, 0.5]]).unwrap();
+    let eps = Epsilon::new(1, 1).unwrap();
+    assert_eq!(
+        KNorm::hit_and_run_approximate(flat, Neighbours::AddRemove, eps, 5).unwrap_err(),
+        KnormError::RankDeficient { basis: 0 }
+    );
+    let general = Body::general(&[vec![1.0, 0.0], vec![0.0, 1.0]]).unwrap();
+    assert_eq!(
+        KNorm::new(general.clone(), Neighbours::AddRemove, eps).unwrap_err(),
+        KnormError::NoExactSampler
+    );
+    assert!(matches!(
+        KNorm::hit_and_run_approximate(general, Neighbours::AddRemove, eps, 0),
+        Err(KnormError::InvalidParameter(_))
+    ));
+}
+
+/// Spec of thesis §3.3: `‖z‖_K ∼ Beta(d, 1)` for `z ∼ Unif(K)`.
+#[test]
+fn exact_uniform_samplers_have_beta_gauges() {
+    let mut rng = seeded_rng(4);
+    for d in [1usize, 2, 5, 16, 64] {
+        let l1: Vec<f64> = (0..3000)
+            .map(|_| {
+                uniform_cross_polytope(d, &mut rng)
+                    .iter()
+                    .map(|a| a.abs())
+                    .sum()
+            })
+            .collect();
+        let (stat, p) = ks_test(&l1, beta_d_1(d));
+        eprintln!("cross-polytope d={d}: KS D = {stat:.4}, p = {p:.3}");
+        assert!(p > ALPHA, "cross-polytope d={d}: D = {stat}, p = {p}");
+        // Power: the same samples reject Beta(d + 1 + ⌊d/4⌋, 1).
+        let (_, p_wrong) = ks_test(&l1, beta_d_1(d + 1 + d / 4));
+        assert!(
+            p_wrong < ALPHA,
+            "cross-polytope d={d}: wrong law not rejected"
+        );
+        let linf: Vec<f64> = (0..3000)
+            .map(|_| {
+                uniform_cube(d, &mut rng)
+                    .iter()
+                    .fold(0.0, |m: f64, a| m.max(a.abs()))
+            })
+            .collect();
+        let (stat, p) = ks_test(&linf, beta_d_1(d));
+        eprintln!("cube d={d}: KS D = {stat:.4}, p = {p:.3}");
+        assert!(p > ALPHA, "cube d={d}: D = {stat}, p = {p}");
+    }
+}
+
+/// `‖r·z‖_K ∼ Gamma(d, θ)` for `r ∼ Gamma(d + 1, θ)` (spec of thesis §3.3), on the
+/// mechanism's own noise.
+#[test]
+fn noise_gauge_is_gamma_d() {
+    let mut rng = seeded_rng(5);
+    for (body, eps) in [
+        (Body::identity(1).unwrap(), Epsilon::new(1, 1).unwrap()),
+        (Body::identity(8).unwrap(), Epsilon::new(1, 2).unwrap()),
+        (Body::hypercube(3).unwrap(), Epsilon::new(2, 1).unwrap()),
+        (Body::hypercube(10).unwrap(), Epsilon::new(1, 1).unwrap()),
+    ] {
+        let d = body.dim();
+        let mech = KNorm::new(body, Neighbours::AddRemove, eps).unwrap();
+        let theta = mech.scale();
+        let gauges: Vec<f64> = (0..3000)
+            .map(|_| {
+                mech.body()
+                    .gauge(&mech.sample_noise(&mut rng).unwrap())
+                    .unwrap()
+            })
+            .collect();
+        let (stat, p) = ks_test(&gauges, |t| gamma_p(d as f64, t.max(0.0) / theta));
+        eprintln!("noise gauge d={d}: KS D = {stat:.4}, p = {p:.3}");
+        assert!(p > ALPHA, "d={d}: D = {stat}, p = {p}");
+        let (_, p_wrong) = ks_test(&gauges, |t| gamma_p(d as f64 + 1.0, t.max(0.0) / theta));
+        assert!(p_wrong < ALPHA, "d={d}: Gamma(d + 1) not rejected");
+        let mean = gauges.iter().sum::<f64>() / gauges.len() as f64;
+        let rel = (mean - mech.expected_noise_gauge()).abs() / mech.expected_noise_gauge();
+        assert!(rel < 0.05, "d={d}: mean ‖w‖_K {mean}");
+    }
+}
+
+#[test]
+fn gamma_sampler_has_its_law() {
+    let mut rng = seeded_rng(6);
+    let xs: Vec<f64> = (0..3000).map(|_| gamma(4, 0.5, &mut rng)).collect();
+    let (stat, p) = ks_test(&xs, |t| gamma_p(4.0, t.max(0.0) / 0.5));
+    assert!(p > ALPHA, "D = {stat}, p = {p}");
+}
+
+/// Hit-and-run (chords by LP) on bodies given without their shape: `‖z‖_K` must be
+/// `Beta(d, 1)` as for the exact samplers.
+#[test]
+fn hit_and_run_gauges_are_beta_on_exact_bodies() {
+    let mut rng = seeded_rng(7);
+    for (name, exact) in [
+        ("cross-polytope", Body::identity(2).unwrap()),
+        ("cross-polytope", Body::identity(3).unwrap()),
+        ("cube", Body::hypercube(2).unwrap()),
+        ("cube", Body::hypercube(3).unwrap()),
+    ] {
+        let d = exact.dim();
+        let body = Body::general(&rows_of(&exact)).unwrap();
+        let gauges: Vec<f64> = (0..400)
+            .map(|_| {
+                exact
+                    .gauge(&hit_and_run(&body, 20, &mut rng).unwrap())
+                    .unwrap()
+            })
+            .collect();
+        assert!(gauges.iter().all(|&g| g <= 1.0 + 1e-9), "{name}: left K");
+        let (stat, p) = ks_test(&gauges, beta_d_1(d));
+        eprintln!("hit-and-run {name} d={d}: KS D = {stat:.4}, p = {p:.3}");
+        assert!(p > ALPHA, "{name} d={d}: D = {stat}, p = {p}");
+        // Too few steps is visibly not uniform (the walk starts at the centre).
+        let short: Vec<f64> = (0..400)
+            .map(|_| {
+                exact
+                    .gauge(&hit_and_run(&body, 1, &mut rng).unwrap())
+                    .unwrap()
+            })
+            .collect();
+        let (_, p_short) = ks_test(&short, beta_d_1(d));
+        assert!(p_short < ALPHA, "{name} d={d}: one step not rejected");
+    }
+}
+
+/// Thesis §3.3: `ε(‖Fx′ − v‖_K − ‖Fx − v‖_K) ≤ ε‖x − x′‖₁`, pointwise.
+#[test]
+fn pointwise_privacy_ratio_is_bounded() {
+    let mut rng = seeded_rng(8);
+    let eps = 0.7;
+    for (d, n) in [(2usize, 5usize), (3, 8), (4, 12)] {
+        let body = Body::from_rows(&random_rows(d, n, &mut rng)).unwrap();
+        for _ in 0..30 {
+            let x: Vec<f64> = (0..n).map(|_| uniform(&mut rng, 0.0, 5.0)).collect();
+            let mut x2 = x.clone();
+            let j = (rng.next_u64() % n as u64) as usize;
+            x2[j] += uniform(&mut rng, -1.0, 1.0);
+            let dist: f64 = x.iter().zip(&x2).map(|(a, b)| (a - b).abs()).sum();
+            let (fx, fx2) = (body.answer(&x).unwrap(), body.answer(&x2).unwrap());
+            let v: Vec<f64> = fx
+                .iter()
+                .map(|a| a + uniform(&mut rng, -3.0, 3.0))
+                .collect();
+            let diff = |a: &[f64]| -> Vec<f64> { a.iter().zip(&v).map(|(p, q)| p - q).collect() };
+            let loss = eps * (body.gauge(&diff(&fx2)).unwrap() - body.gauge(&diff(&fx)).unwrap());
+            assert!(
+                loss <= eps * dist + 1e-7,
+                "d={d}: loss {loss} > {}",
+                eps * dist
+            );
+        }
+    }
+}
+
+/// The calibration claim: snapped answers of neighbouring histograms are within
+/// `Δ(1 + 2⁻¹⁰)` in the K-norm (the sensitivity the noise is scaled for).
+#[test]
+fn snapped_neighbours_stay_within_the_calibrated_sensitivity() {
+    let mut rng = seeded_rng(9);
+    let eps = Epsilon::new(1, 1).unwrap();
+    let bodies = [
+        Body::identity(3).unwrap(),
+        Body::hypercube(3).unwrap(),
+        Body::from_rows(&random_rows(3, 7, &mut rng)).unwrap(),
+    ];
+    for body in bodies {
+        for neighbours in [Neighbours::AddRemove, Neighbours::Replace] {
+            let delta = neighbours.histogram_l1() as f64;
+            let mech = KNorm::hit_and_run_approximate(body.clone(), neighbours, eps, 1).unwrap();
+            let gamma = mech.grid();
+            let n = body.columns();
+            let mut worst: f64 = 0.0;
+            for _ in 0..200 {
+                let x: Vec<u64> = (0..n).map(|_| rng.next_u64() % 1000).collect();
+                let mut x2 = x.clone();
+                let j = (rng.next_u64() % n as u64) as usize;
+                x2[j] += 1;
+                if neighbours == Neighbours::Replace {
+                    let k = (j + 1) % n;
+                    x2[k] = x2[k].saturating_sub(1);
+                }
+                let (y, y2) = (mech.snapped_answer(&x), mech.snapped_answer(&x2));
+                let gap: Vec<f64> = y
+                    .iter()
+                    .zip(&y2)
+                    .map(|(a, b)| (b - a) as f64 * gamma)
+                    .collect();
+                worst = worst.max(body.gauge(&gap).unwrap());
+            }
+            assert!(
+                worst <= delta * (1.0 + 1.0 / 1024.0) + 1e-9,
+                "{:?}/{neighbours:?}: snapped gap {worst}",
+                body.shape()
+            );
+        }
+    }
+}
+
+#[test]
+fn release_is_on_the_grid_charged_and_centred() {
+    let eps = Epsilon::new(1, 1).unwrap();
+    let mech = KNorm::new(Body::hypercube(3).unwrap(), Neighbours::Replace, eps).unwrap();
+    assert_eq!(mech.cost(), crate::accountant::Cost::Pure(eps));
+    assert!(mech.label().contains("exact sampler"));
+    let mut acct = Accountant::pure(Epsilon::new(400, 1).unwrap());
+    let mut rng = seeded_rng(10);
+    let counts: Vec<u64> = (0..8).map(|j| j * 10).collect();
+    let truth = mech
+        .body()
+        .answer(&counts.iter().map(|&c| c as f64).collect::<Vec<_>>())
+        .unwrap();
+    let mut mean = [0.0; 3];
+    let runs = 300;
+    for _ in 0..runs {
+        let out = mech.release(&counts[..], &mut acct, &mut rng).unwrap();
+        for (i, v) in out.iter().enumerate() {
+            assert_eq!((v / mech.grid()).fract(), 0.0, "off the grid");
+            mean[i] += v / runs as f64;
+        }
+    }
+    // The noise is symmetric: the mean is near F·x (sd of a coordinate ≈ 2.3).
+    for i in 0..3 {
+        assert!(
+            (mean[i] - truth[i]).abs() < 0.6,
+            "coordinate {i}: {} vs {}",
+            mean[i],
+            truth[i]
+        );
+    }
+    assert_eq!(acct.spent_epsilon(), Some(Epsilon::new(runs, 1).unwrap()));
+    // A histogram of the wrong length costs nothing.
+    assert!(mech.release(&[1, 2][..], &mut acct, &mut rng).is_err());
+    assert_eq!(acct.spent_epsilon(), Some(Epsilon::new(runs, 1).unwrap()));
+    let approx =
+        KNorm::hit_and_run_approximate(Body::identity(2).unwrap(), Neighbours::Replace, eps, 3)
+            .unwrap();
+    assert!(approx.label().contains("APPROXIMATE"));
+}
+
+/// Thesis Thm 3.3.3 at p = 2, where it is an identity (r and z independent):
+/// `E‖w‖₂² = E r²·E‖z‖₂² = θ²(d + 1)(d + 2)·E‖z‖₂²`, with `E‖z‖₂² = d/3` on the cube
+/// and `2d/((d + 1)(d + 2))` on the cross-polytope. The sample mean must be within
+/// 4 standard errors.
+#[test]
+fn mean_squared_error_matches_theorem_3_3_3() {
+    let mut rng = seeded_rng(11);
+    let eps = Epsilon::new(1, 1).unwrap();
+    for (body, ez2) in [
+        (Body::hypercube(4).unwrap(), 4.0 / 3.0),
+        (Body::identity(6).unwrap(), 12.0 / 56.0),
+    ] {
+        let d = body.dim() as f64;
+        let mech = KNorm::new(body, Neighbours::AddRemove, eps).unwrap();
+        let theta = mech.scale();
+        let expected = theta * theta * (d + 1.0) * (d + 2.0) * ez2;
+        let sq: Vec<f64> = (0..4000)
+            .map(|_| {
+                mech.sample_noise(&mut rng)
+                    .unwrap()
+                    .iter()
+                    .map(|a| a * a)
+                    .sum()
+            })
+            .collect();
+        let n = sq.len() as f64;
+        let mean = sq.iter().sum::<f64>() / n;
+        let var = sq.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        let z = (mean - expected) / (var / n).sqrt();
+        eprintln!("E‖w‖² d={d}: {mean:.3} vs {expected:.3} (z = {z:.2})");
+        assert!(z.abs() < 4.0, "d={d}: mean {mean} vs {expected}, z = {z}");
+    }
+}
+
+/// Thesis Thm 3.2.3 / 3.3.3 on exact bodies: the volume radius by Monte Carlo
+/// (LP membership) agrees with the closed form, and KM's measured ℓ2 error lies
+/// between the volume lower bound and its own upper bound.
+#[test]
+fn volume_radius_and_error_bounds() {
+    use super::bounds::{km_error_bound, volume_lower_bound, volume_radius};
+    let mut rng = seeded_rng(12);
+    for exact in [Body::identity(3).unwrap(), Body::hypercube(3).unwrap()] {
+        let d = exact.dim();
+        let vr = volume_radius(&exact, 0, &mut rng).unwrap();
+        let general = Body::general(&rows_of(&exact)).unwrap();
+        let mc = volume_radius(&general, 4000, &mut rng).unwrap();
+        // Relative standard error of the estimate: (1/d)·√((1 − p)/(n·p)) ≤ 1.2 % here
+        // (hit rate p = 1/6 for B₁³, 1 for the cube); allow 4 of them.
+        assert!(
+            (mc - vr).abs() < 0.05 * vr,
+            "{:?}: Monte Carlo {mc} vs {vr}",
+            exact.shape()
+        );
+        let eps = Epsilon::new(1, 1).unwrap();
+        let mech = KNorm::new(exact.clone(), Neighbours::AddRemove, eps).unwrap();
+        let runs = 3000;
+        let (mut err, mut mr) = (0.0, 0.0);
+        for _ in 0..runs {
+            let w = mech.sample_noise(&mut rng).unwrap();
+            err += w.iter().map(|a| a * a).sum::<f64>().sqrt() / runs as f64;
+            let z = super::sample::uniform_in_body(&exact, 0, &mut rng).unwrap();
+            mr += z.iter().map(|a| a * a).sum::<f64>().sqrt() / runs as f64;
+        }
+        let lower = volume_lower_bound(d, vr, 1.0).unwrap();
+        let upper = km_error_bound(d, mr, 1.0) * mech.scale();
+        eprintln!(
+            "{:?} d={d}: vr {vr:.4} (MC {mc:.4}); err {err:.3} in [{lower:.3}, {upper:.3}]",
+            exact.shape()
+        );
+        assert!(
+            lower < err && err <= upper * 1.05,
+            "{err} not in [{lower}, {upper}]"
+        );
+    }
+    assert_eq!(volume_lower_bound(1, 1.0, 1.0), None);
+    let big = Body::general(&rows_of(&Body::identity(9).unwrap())).unwrap();
+    assert!(volume_radius(&big, 10, &mut rng).is_err());
+}
+
+/// Thesis Fig. 3.1 in miniature: on the cube body (all of {−1, 1}ᵈ as columns, the
+/// d ≤ log₂ N regime of Fact 3.2.5) KM's ℓ2 error is ≈ (d + 1)√(d/3)/ε against the
+/// Laplace mechanism's ≈ d√(2d)/ε (ℓ1 sensitivity d): about √6 times smaller.
+#[test]
+fn km_beats_laplace_on_the_cube() {
+    use crate::central::VectorLaplace;
+    let mut rng = seeded_rng(13);
+    let eps = Epsilon::new(1, 1).unwrap();
+    let d = 6;
+    let body = Body::hypercube(d).unwrap();
+    let counts: Vec<u64> = (0..body.columns() as u64).map(|j| j % 5).collect();
+    let truth = body
+        .answer(&counts.iter().map(|&c| c as f64).collect::<Vec<_>>())
+        .unwrap();
+    let km = KNorm::new(body, Neighbours::AddRemove, eps).unwrap();
+    let lap = VectorLaplace::with_sensitivity(Neighbours::AddRemove, d, d as f64, eps).unwrap();
+    let runs = 2000;
+    let mut acct = Accountant::pure(Epsilon::new(2 * runs, 1).unwrap());
+    let l2 = |out: &[f64]| -> f64 {
+        out.iter()
+            .zip(&truth)
+            .map(|(a, b)| (a - b).powi(2))
+            .sum::<f64>()
+            .sqrt()
+    };
+    let (mut e_km, mut e_lap) = (0.0, 0.0);
+    for _ in 0..runs {
+        e_km += l2(&km.release(&counts[..], &mut acct, &mut rng).unwrap()) / runs as f64;
+        e_lap += l2(&lap.release(&truth[..], &mut acct, &mut rng).unwrap()) / runs as f64;
+    }
+    eprintln!(
+        "cube d={d}: ℓ2 error KM {e_km:.2}, Laplace {e_lap:.2}, ratio {:.2}",
+        e_lap / e_km
+    );
+    assert!(e_lap > 1.7 * e_km, "KM {e_km} vs Laplace {e_lap}");
+}
