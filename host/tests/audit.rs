@@ -120,3 +120,18 @@ fn distance_offline_within_claim() {
 fn distance_session_within_claim() {
     assert_contract(&check("distance-session", 2_000));
 }
+
+#[test]
+fn tree_cdf_within_claim() {
+    assert_contract(&check("tree-cdf", 10_000));
+}
+
+#[test]
+fn laplace_per_query_within_claim() {
+    assert_contract(&check("laplace-per-query", 10_000));
+}
+
+#[test]
+fn grid_mwem_within_claim() {
+    assert_contract(&check("grid-mwem", 2_000));
+}

@@ -5,6 +5,7 @@
 //! Every case asserts the *contract* (empirical ε ≤ claimed ε), not today's
 //! behaviour: a case that fails points at a defect.
 
+mod baselines;
 mod central;
 mod discover;
 mod distance;
@@ -12,6 +13,7 @@ mod dx;
 mod mwem;
 mod pmw;
 
+pub use baselines::{grid_mwem, laplace_per_query, tree_cdf};
 pub use central::{discrete_gaussian, exponential, geometric_histogram, sq_oracle, vector_laplace};
 pub use discover::discovery;
 pub use distance::{distance_offline, distance_session};
@@ -39,6 +41,9 @@ pub const REGISTRY: &[(&str, CaseFn)] = &[
     ("dx-laplace", dx_laplace),
     ("distance-offline", distance_offline),
     ("distance-session", distance_session),
+    ("tree-cdf", tree_cdf),
+    ("laplace-per-query", laplace_per_query),
+    ("grid-mwem", grid_mwem),
 ];
 
 /// The case called `name`, if registered.
