@@ -135,3 +135,13 @@ fn laplace_per_query_within_claim() {
 fn grid_mwem_within_claim() {
     assert_contract(&check("grid-mwem", 2_000));
 }
+
+#[test]
+fn smalldb_within_claim() {
+    assert_contract(&check("smalldb", 10_000));
+}
+
+#[test]
+fn dx_mwem_within_claim() {
+    assert_contract(&check("dx-mwem", 4_000));
+}

@@ -17,7 +17,7 @@ pub use baselines::{grid_mwem, laplace_per_query, tree_cdf};
 pub use central::{discrete_gaussian, exponential, geometric_histogram, sq_oracle, vector_laplace};
 pub use discover::discovery;
 pub use distance::{distance_offline, distance_session};
-pub use dx::dx_laplace;
+pub use dx::{dx_laplace, dx_mwem, smalldb};
 pub use mwem::{mwem_init, synth_rare_value};
 pub use pmw::{pmw_approximate, pmw_pure};
 
@@ -39,6 +39,8 @@ pub const REGISTRY: &[(&str, CaseFn)] = &[
     ("synth-rare-value", synth_rare_value),
     ("discovery", discovery),
     ("dx-laplace", dx_laplace),
+    ("smalldb", smalldb),
+    ("dx-mwem", dx_mwem),
     ("distance-offline", distance_offline),
     ("distance-session", distance_session),
     ("tree-cdf", tree_cdf),
