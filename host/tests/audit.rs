@@ -145,3 +145,8 @@ fn smalldb_within_claim() {
 fn dx_mwem_within_claim() {
     assert_contract(&check("dx-mwem", 4_000));
 }
+
+#[test]
+fn mwem_rounds_within_claim() {
+    assert_contract(&check("mwem-rounds", 4_000));
+}

@@ -18,7 +18,7 @@ pub use central::{discrete_gaussian, exponential, geometric_histogram, sq_oracle
 pub use discover::discovery;
 pub use distance::{distance_offline, distance_session};
 pub use dx::{dx_laplace, dx_mwem, smalldb};
-pub use mwem::{mwem_init, synth_rare_value};
+pub use mwem::{mwem_init, mwem_rounds, synth_rare_value};
 pub use pmw::{pmw_approximate, pmw_pure};
 
 use super::{AuditCase, AuditError};
@@ -36,6 +36,7 @@ pub const REGISTRY: &[(&str, CaseFn)] = &[
     ("pmw-pure", pmw_pure),
     ("pmw-approx", pmw_approximate),
     ("mwem-init", mwem_init),
+    ("mwem-rounds", mwem_rounds),
     ("synth-rare-value", synth_rare_value),
     ("discovery", discovery),
     ("dx-laplace", dx_laplace),
