@@ -150,3 +150,9 @@ fn dx_mwem_within_claim() {
 fn mwem_rounds_within_claim() {
     assert_contract(&check("mwem-rounds", 4_000));
 }
+
+/// Pure PMW on a domain reduced to a strict subset, at the raised threshold.
+#[test]
+fn pmw_reduce_within_claim() {
+    assert_contract(&check("pmw-reduce", 2_000));
+}

@@ -19,7 +19,7 @@ pub use discover::discovery;
 pub use distance::{distance_offline, distance_session};
 pub use dx::{dx_laplace, dx_mwem, smalldb};
 pub use mwem::{mwem_init, mwem_rounds, synth_rare_value};
-pub use pmw::{pmw_approximate, pmw_pure};
+pub use pmw::{pmw_approximate, pmw_pure, pmw_reduce};
 
 use super::{AuditCase, AuditError};
 
@@ -35,6 +35,7 @@ pub const REGISTRY: &[(&str, CaseFn)] = &[
     ("sq-oracle", sq_oracle),
     ("pmw-pure", pmw_pure),
     ("pmw-approx", pmw_approximate),
+    ("pmw-reduce", pmw_reduce),
     ("mwem-init", mwem_init),
     ("mwem-rounds", mwem_rounds),
     ("synth-rare-value", synth_rare_value),
