@@ -158,10 +158,11 @@ pub fn laplace_per_query(small: bool) -> Result<AuditCase, AuditError> {
 }
 
 /// MWEM on a 1-D grid of 8 bins (3 rounds, 16 workload points, the default noisy
-/// initialisation, which n = 100 makes informative): n − 1 points at 1/2 and one record at 0 vs at 1;
-/// the record moves from the first bin to the last. The output is the answers at
-/// 0, 1/16, 1/2, 15/16, 1; the events threshold `F(0) − F(1)`, which the move
-/// shifts by 2·(7/8)/n, finely around the true values.
+/// initialisation, which n = 100 makes informative) under replace-one: n − 1
+/// points at 1/2 and one record at 0 on `D`, at 1 on `D′`, so it moves from the
+/// first bin to the last. The output is the answers at 0, 1/16, 1/2, 15/16, 1;
+/// the events threshold `F(0) − F(1)`, which the move shifts by 2·(7/8)/n,
+/// finely around the true values.
 pub fn grid_mwem(small: bool) -> Result<AuditCase, AuditError> {
     let _ = small;
     let n = 100;
