@@ -131,3 +131,39 @@ fn knorm_l1_within_claim_and_close_to_it() {
         "the auditor should see a good part of ε"
     );
 }
+
+#[test]
+fn tree_cdf_within_claim() {
+    assert_contract(&check("tree-cdf", 10_000));
+}
+
+#[test]
+fn laplace_per_query_within_claim() {
+    assert_contract(&check("laplace-per-query", 10_000));
+}
+
+#[test]
+fn grid_mwem_within_claim() {
+    assert_contract(&check("grid-mwem", 2_000));
+}
+
+#[test]
+fn smalldb_within_claim() {
+    assert_contract(&check("smalldb", 10_000));
+}
+
+#[test]
+fn dx_mwem_within_claim() {
+    assert_contract(&check("dx-mwem", 4_000));
+}
+
+#[test]
+fn mwem_rounds_within_claim() {
+    assert_contract(&check("mwem-rounds", 4_000));
+}
+
+/// Pure PMW on a domain reduced to a strict subset, at the raised threshold.
+#[test]
+fn pmw_reduce_within_claim() {
+    assert_contract(&check("pmw-reduce", 2_000));
+}

@@ -5,6 +5,7 @@
 //! Every case asserts the *contract* (empirical ε ≤ claimed ε), not today's
 //! behaviour: a case that fails points at a defect.
 
+mod baselines;
 mod central;
 mod discover;
 mod distance;
@@ -13,13 +14,14 @@ mod knorm;
 mod mwem;
 mod pmw;
 
+pub use baselines::{grid_mwem, laplace_per_query, tree_cdf};
 pub use central::{discrete_gaussian, exponential, geometric_histogram, sq_oracle, vector_laplace};
 pub use discover::discovery;
 pub use distance::{distance_offline, distance_session};
-pub use dx::dx_laplace;
+pub use dx::{dx_laplace, dx_mwem, smalldb};
 pub use knorm::knorm_l1;
-pub use mwem::{mwem_init, synth_rare_value};
-pub use pmw::{pmw_approximate, pmw_pure};
+pub use mwem::{mwem_init, mwem_rounds, synth_rare_value};
+pub use pmw::{pmw_approximate, pmw_pure, pmw_reduce};
 
 use super::{AuditCase, AuditError};
 
@@ -35,13 +37,20 @@ pub const REGISTRY: &[(&str, CaseFn)] = &[
     ("sq-oracle", sq_oracle),
     ("pmw-pure", pmw_pure),
     ("pmw-approx", pmw_approximate),
+    ("pmw-reduce", pmw_reduce),
     ("mwem-init", mwem_init),
+    ("mwem-rounds", mwem_rounds),
     ("synth-rare-value", synth_rare_value),
     ("discovery", discovery),
     ("dx-laplace", dx_laplace),
+    ("smalldb", smalldb),
+    ("dx-mwem", dx_mwem),
     ("distance-offline", distance_offline),
     ("distance-session", distance_session),
     ("knorm-l1", knorm_l1),
+    ("tree-cdf", tree_cdf),
+    ("laplace-per-query", laplace_per_query),
+    ("grid-mwem", grid_mwem),
 ];
 
 /// The case called `name`, if registered.

@@ -89,6 +89,95 @@ pub fn mwem_init(small: bool) -> Result<AuditCase, AuditError> {
     .events(events))
 }
 
+/// Full MWEM rounds under replace-one, no noisy initialisation: ε = 1, T = 2
+/// rounds over the four cell-indicator queries of a 4-cell histogram of n = 60
+/// records; one record moves from cell 1 to cell 0 (both indicators move by 1/n,
+/// in opposite directions, which also reorders the errors the exponential
+/// mechanism selects on). The output is the released masses of cells 0 and 1 and
+/// each round's selected query and noisy measurement; the events threshold the
+/// masses' difference and the measurements of cell 0 finely, and the selections.
+pub fn mwem_rounds(small: bool) -> Result<AuditCase, AuditError> {
+    let _ = small;
+    let rounds = 2;
+    let eps = Epsilon::new(1, 1).map_err(setup)?;
+    let config = MwemConfig::unoptimized(eps, rounds).map_err(setup)?;
+    let hist = |c0: u64, c1: u64| {
+        CountHistogram::from_counts(vec![c0, c1, 20, 20], MemoryCap::default()).map_err(setup)
+    };
+    let (d, d_prime) = (hist(10, 10)?, hist(11, 9)?);
+    let n: f64 = 60.0;
+    let indicator = |i: usize| Query::dense((0..4).map(|j| f64::from(u8::from(i == j))).collect());
+    let workload = Workload::new(
+        (0..4)
+            .map(indicator)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(setup)?,
+        4,
+    )
+    .map_err(setup)?;
+    let cost = config.cost().map_err(setup)?;
+    let claimed = cost
+        .epsilon()
+        .ok_or(AccountantError::IncompatibleCost {
+            cost,
+            composition: "basic",
+        })
+        .map_err(setup)?
+        .to_f64();
+    let step = 0.5 / n;
+    let mut events = Vec::new();
+    for s in 0..=(0.4 / step).round() as usize {
+        let u = -0.2 + s as f64 * step;
+        events.push(Event::new(
+            format!("x0 - x1 >= {u:.3}"),
+            move |o: &[f64]| o[0] - o[1] >= u,
+        ));
+        events.push(Event::new(
+            format!("x0 - x1 <= {u:.3}"),
+            move |o: &[f64]| o[0] - o[1] <= u,
+        ));
+    }
+    for r in 0..rounds {
+        let (q, v) = (2 + 2 * r, 3 + 2 * r);
+        events.extend((0..4).map(|c| Event::equals(q, c as f64)));
+        for s in 0..=16 {
+            let t = 0.05 + s as f64 / n;
+            events.push(Event::new(
+                format!("round {r} measures cell 0 at >= {t:.3}"),
+                move |o: &[f64]| o[q] == 0.0 && o[v] >= t,
+            ));
+            events.push(Event::new(
+                format!("round {r} measures cell 0 at <= {t:.3}"),
+                move |o: &[f64]| o[q] == 0.0 && o[v] <= t,
+            ));
+        }
+    }
+    Ok(AuditCase::new(
+        "mwem-rounds",
+        "replace-one, n = 60: counts [10, 10, 20, 20] vs [11, 9, 20, 20]; cell queries, T = 2",
+        Claim::Pure(claimed),
+        50_000,
+    )
+    .mechanism("MWEM rounds")
+    .run(move |side, rng| {
+        let data = if side == Side::D { &d } else { &d_prime };
+        let out = mwem(
+            data,
+            &workload,
+            &config,
+            &mut Accountant::exactly(cost)?,
+            rng,
+        )?;
+        let x = &out.distribution;
+        let mut o = vec![x[0], x[1]];
+        for m in &out.measurements {
+            o.extend([m.query as f64, m.value]);
+        }
+        Ok(o)
+    })
+    .events(events))
+}
+
 /// The `privq synth` pipeline with a rare value: `D′` has one record whose
 /// value of `x` never occurs in `D`. When the domain was inferred from the data, a
 /// synthetic row carrying that value could only appear on `D′` (deterministic

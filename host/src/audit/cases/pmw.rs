@@ -14,7 +14,8 @@ use privq_core::Epsilon;
 use super::setup;
 use crate::accountant::Accountant;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
-use crate::central::pmw::{PmwError, PmwParams, PmwSession, PmwVariant};
+use crate::central::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwVariant};
+use crate::central::pmw_reduce::DomainReduction;
 use crate::data::{CountHistogram, MemoryCap};
 use crate::query::Query;
 
@@ -103,9 +104,7 @@ fn build(name: &str, p: Pattern, claim: Claim) -> Result<AuditCase, AuditError> 
             let mut lazy = 0.0;
             for round in 0..=k {
                 match s.answer(&query) {
-                    Ok(a) if round > 0 && matches!(a, crate::central::pmw::Answer::Lazy(_)) => {
-                        lazy += 1.0
-                    }
+                    Ok(a) if round > 0 && matches!(a, Answer::Lazy(_)) => lazy += 1.0,
                     Ok(_) => {}
                     Err(PmwError::Failure) => break,
                     Err(e) => return Err(e.into()),
@@ -114,4 +113,87 @@ fn build(name: &str, p: Pattern, claim: Claim) -> Result<AuditCase, AuditError> 
             Ok(vec![lazy])
         })
         .events(events))
+}
+
+/// Pure PMW on a reduced domain (thesis §4.6): a universe of N = 256 cells, V drawn
+/// per run by [`DomainReduction`] (ξ = 1/N, α = 0.6, β = 0.05, |Q| = k + 1: 84
+/// draws, so V is a strict subset) and the threshold raised by α to T′ = T + α.
+/// n = 1841 records, σ = 0.01, m = 1; the query reads cell 0, which holds
+/// ⌈T′·n⌉ records on `D` and one more on `D′` (the other records spread evenly),
+/// so every round compares at the raised threshold. The output is the round of
+/// the first update (k + 1 if none), the number of lazy rounds, and the first
+/// released answer.
+pub fn pmw_reduce(small: bool) -> Result<AuditCase, AuditError> {
+    let (n, cells, k) = (1841u64, 256usize, if small { 50 } else { 200 });
+    let (sigma, threshold, alpha) = (0.01, 0.05, 0.6);
+    let eps = Epsilon::new(1, 1).map_err(setup)?;
+    let reduction =
+        DomainReduction::new(1.0 / cells as f64, alpha, 0.05, k + 1, 0.0).map_err(setup)?;
+    let params =
+        PmwParams::user(1.0, sigma, threshold, 1.0, PmwVariant::Pure, eps, n).map_err(setup)?;
+    let c0 = ((threshold + alpha) * n as f64).ceil() as u64;
+    let hist = |c: u64| -> Result<CountHistogram, AuditError> {
+        let rest = n - c;
+        let others = cells as u64 - 1;
+        let counts = std::iter::once(c)
+            .chain((0..others).map(|i| rest / others + u64::from(i < rest % others)))
+            .collect();
+        CountHistogram::from_counts(counts, MemoryCap::default()).map_err(setup)
+    };
+    let (d, d_prime) = (hist(c0)?, hist(c0 + 1)?);
+    let query =
+        Query::dense((0..cells).map(|u| f64::from(u8::from(u == 0))).collect()).map_err(setup)?;
+    let mut events: Vec<Event> = [1, 2, 3, 5, 8, 12, 20, 50, 100, 200]
+        .into_iter()
+        .filter(|&j| j <= k + 1)
+        .flat_map(|j| {
+            [
+                Event::at_least(0, j as f64),
+                Event::at_most(0, j as f64),
+                Event::at_least(1, j as f64),
+                Event::at_most(1, j as f64),
+            ]
+        })
+        .collect();
+    // The first answer: the hypothesis' (about 0 or 1/|V|) on a lazy round, the
+    // fresh noisy answer around T′ on an update round.
+    for s in 0..=20 {
+        let t = 0.6 + s as f64 * 0.005;
+        events.extend([Event::at_least(2, t), Event::at_most(2, t)]);
+    }
+    Ok(AuditCase::new(
+        "pmw-reduce",
+        format!(
+            "replace-one, n = {n}, N = {cells}: cell 0 holds {c0} vs {} (T′ = T + α); {k} + 1 rounds on it",
+            c0 + 1
+        ),
+        Claim::Pure(1.0),
+        20_000,
+    )
+    .mechanism("PMW (ε, 0) on a reduced domain")
+    .run(move |side, rng| {
+        let data = if side == Side::D { &d } else { &d_prime };
+        let v = reduction.sample(cells, rng)?;
+        let mut budget = Accountant::pure(eps);
+        let mut s =
+            PmwSession::on_reduced_domain(data, params, k + 1, eps, &mut budget, &v, rng.clone())?;
+        let (mut first_update, mut lazy, mut first) = ((k + 1) as f64, 0.0, f64::NAN);
+        for round in 0..=k {
+            match s.answer(&query) {
+                Ok(a) => {
+                    if round == 0 {
+                        first = a.value();
+                    }
+                    match a {
+                        Answer::Lazy(_) => lazy += 1.0,
+                        Answer::Update(_) => first_update = first_update.min(round as f64),
+                    }
+                }
+                Err(PmwError::Failure) => break,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(vec![first_update, lazy, first])
+    })
+    .events(events))
 }
