@@ -97,8 +97,9 @@ impl LaplacePerQuery {
 
 /// The per-coordinate private CDF: `2^depth` bins per coordinate, hierarchical
 /// counts at every dyadic level with exact discrete Laplace noise. A point (replaced
-/// by another) changes one count per level and coordinate twice, so the ℓ1
-/// sensitivity of all counts is `2·ℓ·(depth + 1)`; pure ε-DP.
+/// by another) changes one count per level and coordinate twice; the root count is
+/// n, public under replace-one neighbours, and is used exactly, so the ℓ1
+/// sensitivity of the noisy counts is `2·ℓ·depth`; pure ε-DP.
 ///
 /// ```
 /// use privq_host::accountant::Accountant;
@@ -138,7 +139,8 @@ impl TreeCdf {
         // One histogram per level and coordinate, each of ℓ1 sensitivity 2 under
         // replace-one-record neighbours.
         let per_histogram = crate::contract::Neighbours::Replace.histogram_l1();
-        let sens = per_histogram * cols.dim() as u64 * (u64::from(depth) + 1);
+        // The root (level `depth`) is n, public under replace-one: not noised.
+        let sens = per_histogram * cols.dim() as u64 * u64::from(depth);
         let geo = Geometric::new(sens, epsilon)?;
         accountant.charge(
             "tree CDF (every level of every coordinate)",
@@ -156,10 +158,17 @@ impl TreeCdf {
             // Noisy dyadic counts, level by level (level 0 = leaves).
             let mut levels: Vec<Vec<i64>> = Vec::with_capacity(depth as usize + 1);
             let mut exact = leaf;
-            for _ in 0..=depth {
+            for _ in 0..depth {
                 levels.push(geo.release_raw(&exact, rng)?);
                 exact = exact.chunks(2).map(|c| c.iter().sum()).collect();
             }
+            // The root: n itself.
+            levels.push(
+                exact
+                    .iter()
+                    .map(|&c| i64::try_from(c).unwrap_or(i64::MAX))
+                    .collect(),
+            );
             // CDF at each bin's right edge: the dyadic decomposition of [0, b+1).
             let mut cdf = Vec::with_capacity(bins);
             let mut running_max = 0.0f64;

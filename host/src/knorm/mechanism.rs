@@ -95,10 +95,15 @@ impl KNorm {
         epsilon: Epsilon,
         steps: usize,
     ) -> Result<Self, KnormError> {
-        if steps == 0 {
-            return Err(KnormError::InvalidParameter(
-                "hit-and-run needs at least one step".into(),
-            ));
+        // A short walk stays near its start, the centre: outputs close to F·x are
+        // then far likelier than the ideal mechanism makes them (a privacy loss of
+        // about 5 at one step in two dimensions). No step count is certified; 4·d
+        // is a floor against the grossest cases, not a guarantee.
+        let min_steps = 4 * body.dim();
+        if steps < min_steps {
+            return Err(KnormError::InvalidParameter(format!(
+                "hit-and-run needs at least 4·d = {min_steps} steps, got {steps}"
+            )));
         }
         Self::build(body, neighbours, epsilon, Sampler::HitAndRun { steps })
     }
@@ -117,6 +122,17 @@ impl KNorm {
             .find(|&g| c * pow2(-(g as i32)) <= target)
             .ok_or(KnormError::IllConditioned { basis_gauge_sum: c })?;
         let theta = delta * (1.0 + pow2(-SLACK_LOG2)) / epsilon.to_f64();
+        // The largest radius the sampler can draw is (d + 1)·θ·(−ln 2⁻⁵³) < 37(d + 1)θ.
+        // In grid steps it must stay below 2⁵², where f64 still resolves every
+        // integer step: beyond, the noise's low bits (and then the i64 cast) would
+        // let the exact answer through.
+        let max_steps = 37.0 * (body.dim() as f64 + 1.0) * theta * pow2(grid_exp as i32);
+        if !(max_steps < pow2(52)) {
+            return Err(KnormError::InvalidParameter(format!(
+                "epsilon {epsilon} is too small: the noise would reach {max_steps:e} grid \
+                 steps, beyond the 2^52 that floating point resolves"
+            )));
+        }
         Ok(KNorm {
             body,
             neighbours,
@@ -170,7 +186,7 @@ impl KNorm {
 
     /// The snapped answer `y`, in grid steps (`y·γ` is `F·x` rounded to nearest, ties
     /// up), computed exactly.
-    pub fn snapped_answer(&self, counts: &[u64]) -> Vec<i128> {
+    pub(crate) fn snapped_answer(&self, counts: &[u64]) -> Vec<i128> {
         let shift = F_FRAC_BITS - self.grid_exp;
         let half = if shift == 0 { 0 } else { 1i128 << (shift - 1) };
         self.body
@@ -241,7 +257,7 @@ impl Mechanism for KNorm {
             .into_iter()
             .zip(noise)
             .map(|(y, w)| {
-                // Saturating float → integer cast; |w|/γ beyond 2⁶³ is unreachable.
+                // |w|/γ < 2⁵² by construction (see `build`): the cast is exact.
                 let k = (w * scale).round() as i64;
                 y.saturating_add(i128::from(k)) as f64 * gamma
             })

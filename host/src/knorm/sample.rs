@@ -84,6 +84,12 @@ pub fn hit_and_run<R: Rng + ?Sized>(
     steps: usize,
     rng: &mut R,
 ) -> Result<Vec<f64>, KnormError> {
+    if steps == 0 {
+        // Zero steps would return the centre: no noise at all.
+        return Err(KnormError::InvalidParameter(
+            "hit-and-run needs at least one step".into(),
+        ));
+    }
     let d = body.dim();
     let mut z = vec![0.0; d];
     for _ in 0..steps {

@@ -152,7 +152,7 @@ fn bad_matrices_are_typed_errors() {
     let flat = Body::from_rows(&[vec![1.0, 0.5], vec![1.0, 0.5]]).unwrap();
     let eps = Epsilon::new(1, 1).unwrap();
     assert_eq!(
-        KNorm::hit_and_run_approximate(flat, Neighbours::AddRemove, eps, 5).unwrap_err(),
+        KNorm::hit_and_run_approximate(flat, Neighbours::AddRemove, eps, 8).unwrap_err(),
         KnormError::RankDeficient { basis: 0 }
     );
     let general = Body::general(&[vec![1.0, 0.0], vec![0.0, 1.0]]).unwrap();
@@ -321,7 +321,7 @@ fn snapped_neighbours_stay_within_the_calibrated_sensitivity() {
     for body in bodies {
         for neighbours in [Neighbours::AddRemove, Neighbours::Replace] {
             let delta = neighbours.histogram_l1() as f64;
-            let mech = KNorm::hit_and_run_approximate(body.clone(), neighbours, eps, 1).unwrap();
+            let mech = KNorm::hit_and_run_approximate(body.clone(), neighbours, eps, 12).unwrap();
             let gamma = mech.grid();
             let n = body.columns();
             let mut worst: f64 = 0.0;
@@ -387,7 +387,7 @@ fn release_is_on_the_grid_charged_and_centred() {
     assert!(mech.release(&[1, 2][..], &mut acct, &mut rng).is_err());
     assert_eq!(acct.spent_epsilon(), Some(Epsilon::new(runs, 1).unwrap()));
     let approx =
-        KNorm::hit_and_run_approximate(Body::identity(2).unwrap(), Neighbours::Replace, eps, 3)
+        KNorm::hit_and_run_approximate(Body::identity(2).unwrap(), Neighbours::Replace, eps, 8)
             .unwrap();
     assert!(approx.label().contains("APPROXIMATE"));
 }
@@ -506,4 +506,40 @@ fn km_beats_laplace_on_the_cube() {
         e_lap / e_km
     );
     assert!(e_lap > 1.7 * e_km, "KM {e_km} vs Laplace {e_lap}");
+}
+
+#[test]
+fn a_tiny_epsilon_is_refused_before_the_noise_outgrows_floating_point() {
+    // At ε = 2⁻⁶⁰ the noise would reach 2⁶³ grid steps: the i64 cast would
+    // saturate and release the count, and already from 2⁵³ steps the noise's
+    // parity would be fixed. Construction refuses it.
+    let tiny = Epsilon::new(1, 1 << 60).unwrap();
+    for eps in [tiny, Epsilon::new(1, 1 << 45).unwrap()] {
+        assert!(matches!(
+            KNorm::new(Body::identity(1).unwrap(), Neighbours::AddRemove, eps),
+            Err(KnormError::InvalidParameter(_))
+        ));
+    }
+    assert!(
+        KNorm::new(
+            Body::identity(1).unwrap(),
+            Neighbours::AddRemove,
+            Epsilon::new(1, 1 << 20).unwrap()
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn hit_and_run_refuses_walks_shorter_than_four_d_steps() {
+    let eps = Epsilon::new(1, 1).unwrap();
+    let mut rng = seeded_rng(3);
+    let general = Body::general(&random_rows(3, 8, &mut rng)).unwrap();
+    assert!(
+        KNorm::hit_and_run_approximate(general.clone(), Neighbours::AddRemove, eps, 11).is_err()
+    );
+    assert!(
+        KNorm::hit_and_run_approximate(general.clone(), Neighbours::AddRemove, eps, 12).is_ok()
+    );
+    assert!(hit_and_run(&general, 0, &mut rng).is_err());
 }

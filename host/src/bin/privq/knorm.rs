@@ -231,7 +231,7 @@ pub fn run(
         "privq: {}\nprivq: privacy: {status}\nprivq: ledger:\n{}",
         neighbours.summary(
             &privq_host::accountant::Cost::Pure(epsilon),
-            counts.iter().sum()
+            counts.iter().fold(0u64, |n, &c| n.saturating_add(c))
         ),
         accountant.ledger_text()
     )?;
@@ -298,7 +298,7 @@ mod tests {
                 "--seed",
                 "1",
                 "--steps",
-                "5",
+                "20",
             ],
             "1,2,3,4,5,6,7,8",
         )
