@@ -127,7 +127,7 @@ impl KNorm {
         // integer step: beyond, the noise's low bits (and then the i64 cast) would
         // let the exact answer through.
         let max_steps = 37.0 * (body.dim() as f64 + 1.0) * theta * pow2(grid_exp as i32);
-        if !(max_steps < pow2(52)) {
+        if max_steps.is_nan() || max_steps >= pow2(52) {
             return Err(KnormError::InvalidParameter(format!(
                 "epsilon {epsilon} is too small: the noise would reach {max_steps:e} grid \
                  steps, beyond the 2^52 that floating point resolves"
