@@ -52,6 +52,12 @@ pub enum AccountantError {
         /// The accountant's composition ("basic" or "zCDP").
         composition: &'static str,
     },
+    /// An [`Cost::Uncertified`] charge to an accountant that did not opt in with
+    /// [`Accountant::allow_uncertified`]; nothing was spent.
+    Uncertified {
+        /// What the charge is for.
+        label: String,
+    },
     /// A δ is outside `[0, 1)`, or the total δ would exceed the budget's δ.
     DeltaExceeded,
     /// A parameter is out of range (k = 0, ε ≤ 0, δ' ∉ (0,1), non-finite values).
@@ -92,6 +98,11 @@ impl fmt::Display for AccountantError {
             AccountantError::ReceiptTooSmall { paid, needed } => write!(
                 f,
                 "a release costing {needed} was presented a receipt for only {paid}"
+            ),
+            AccountantError::Uncertified { label } => write!(
+                f,
+                "{label} has no proven privacy guarantee; this accountant accepts only certified \
+                 costs (opt in with allow_uncertified)"
             ),
             AccountantError::DeltaExceeded => write!(f, "the delta budget would be exceeded"),
             AccountantError::InvalidParameter(what) => write!(f, "invalid parameter: {what}"),
@@ -244,6 +255,12 @@ pub enum Cost {
     /// mechanisms that have it, such as the exponential mechanism: charged as ε by
     /// a pure accountant and as the tighter ρ = ε²/8 by a zCDP accountant.
     BoundedRange(Epsilon),
+    /// An ε a mechanism aims for **without a proof** that it holds (e.g. K-norm with
+    /// a hit-and-run sampler, whose finite walk is not uniform). Charged like pure ε,
+    /// but only by an accountant that opted in with
+    /// [`Accountant::allow_uncertified`]; every other accountant refuses it, so an
+    /// uncertified release never composes silently into a certified total.
+    Uncertified(Epsilon),
 }
 
 impl Cost {
@@ -257,7 +274,10 @@ impl Cost {
     /// The ε part (`None` for a ρ-zCDP cost, which has no ε of its own).
     pub fn epsilon(&self) -> Option<Epsilon> {
         match *self {
-            Cost::Pure(e) | Cost::BoundedRange(e) | Cost::Approximate { epsilon: e, .. } => Some(e),
+            Cost::Pure(e)
+            | Cost::BoundedRange(e)
+            | Cost::Uncertified(e)
+            | Cost::Approximate { epsilon: e, .. } => Some(e),
             Cost::Zcdp(_) => None,
         }
     }
@@ -282,7 +302,7 @@ impl Cost {
                 delta: 0.0,
             } => Rho::from_pure(epsilon),
             Cost::BoundedRange(e) => Rho::from_bounded_range(e),
-            Cost::Approximate { .. } => {
+            Cost::Approximate { .. } | Cost::Uncertified(_) => {
                 return Err(AccountantError::IncompatibleCost {
                     cost: *self,
                     composition: "zCDP",
@@ -306,6 +326,8 @@ impl Cost {
             (Cost::Zcdp(_), _) | (_, Cost::Zcdp(_)) => false,
             (Cost::BoundedRange(paid), Cost::BoundedRange(needed)) => needed <= paid,
             (Cost::BoundedRange(_), _) => false,
+            (Cost::Uncertified(paid), Cost::Uncertified(needed)) => needed <= paid,
+            (Cost::Uncertified(_), _) | (_, Cost::Uncertified(_)) => false,
             (paid, needed) => match (paid.epsilon(), needed.epsilon()) {
                 (Some(p), Some(n)) => n <= p && needed.delta() <= paid.delta(),
                 _ => false,
@@ -321,6 +343,7 @@ impl fmt::Display for Cost {
             Cost::Approximate { epsilon, delta } => write!(f, "ε = {epsilon}, δ = {delta:e}"),
             Cost::Zcdp(rho) => write!(f, "ρ = {rho} (zCDP)"),
             Cost::BoundedRange(e) => write!(f, "ε = {e} (bounded range)"),
+            Cost::Uncertified(e) => write!(f, "ε = {e} (UNCERTIFIED: no proof that it holds)"),
         }
     }
 }
@@ -543,6 +566,7 @@ pub struct Accountant {
     spent_delta: f64,
     zcdp: Option<ZcdpBudget>,
     ledger: Vec<Charge>,
+    uncertified: bool,
 }
 
 /// The ρ side of a zCDP accountant.
@@ -553,6 +577,13 @@ struct ZcdpBudget {
 }
 
 impl Accountant {
+    /// Lets this accountant accept [`Cost::Uncertified`] charges (counted like pure
+    /// ε, marked in the ledger). For experiments with heuristic mechanisms only: the
+    /// total is then not a proven guarantee.
+    pub fn allow_uncertified(&mut self) {
+        self.uncertified = true;
+    }
+
     /// A pure ε-DP budget.
     pub fn pure(epsilon: Epsilon) -> Self {
         Accountant {
@@ -562,6 +593,7 @@ impl Accountant {
             spent_delta: 0.0,
             zcdp: None,
             ledger: Vec::new(),
+            uncertified: false,
         }
     }
 
@@ -590,6 +622,7 @@ impl Accountant {
             spent_delta: 0.0,
             zcdp: Some(ZcdpBudget { rho, spent: None }),
             ledger: Vec::new(),
+            uncertified: false,
         })
     }
 
@@ -613,15 +646,21 @@ impl Accountant {
             spent_delta: 0.0,
             zcdp: Some(ZcdpBudget { rho, spent: None }),
             ledger: Vec::new(),
+            uncertified: false,
         })
     }
 
     /// A budget of exactly `cost`, for one release that gets a budget of its own: pure
     /// or approximate for ε costs (bounded range as pure), zCDP with δ = 10⁻⁹
-    /// (for reports only) for a ρ cost.
+    /// (for reports only) for a ρ cost; an uncertified ε opts the accountant in.
     pub fn exactly(cost: Cost) -> Result<Self, AccountantError> {
         match cost {
             Cost::Pure(e) | Cost::BoundedRange(e) => Ok(Accountant::pure(e)),
+            Cost::Uncertified(e) => {
+                let mut acct = Accountant::pure(e);
+                acct.allow_uncertified();
+                Ok(acct)
+            }
             Cost::Approximate { epsilon, delta } => Accountant::approximate(epsilon, delta),
             Cost::Zcdp(rho) => Accountant::zcdp(rho, 1e-9),
         }
@@ -639,6 +678,11 @@ impl Accountant {
 
     /// Charges a release of cost `cost`; on refusal nothing is recorded.
     pub fn charge(&mut self, label: &str, cost: Cost) -> Result<Receipt, AccountantError> {
+        if matches!(cost, Cost::Uncertified(_)) && !self.uncertified {
+            return Err(AccountantError::Uncertified {
+                label: label.to_string(),
+            });
+        }
         if let Some(z) = self.zcdp {
             let total = self.zcdp_total(&cost)?;
             if total > z.rho {

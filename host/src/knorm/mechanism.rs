@@ -210,8 +210,13 @@ impl Mechanism for KNorm {
         self.neighbours
     }
 
+    /// Pure ε with an exact sampler; [`Cost::Uncertified`] with hit-and-run, whose
+    /// finite walk is not uniform, so only an accountant that opted in accepts it.
     fn cost(&self) -> Cost {
-        Cost::Pure(self.epsilon)
+        match self.sampler {
+            Sampler::Exact => Cost::Pure(self.epsilon),
+            Sampler::HitAndRun { .. } => Cost::Uncertified(self.epsilon),
+        }
     }
 
     fn label(&self) -> String {

@@ -543,3 +543,25 @@ fn hit_and_run_refuses_walks_shorter_than_four_d_steps() {
     );
     assert!(hit_and_run(&general, 0, &mut rng).is_err());
 }
+
+#[test]
+fn hit_and_run_is_booked_as_uncertified_and_refused_by_certified_accountants() {
+    let eps = Epsilon::new(1, 1).unwrap();
+    let mut rng = seeded_rng(5);
+    let general = Body::general(&random_rows(2, 6, &mut rng)).unwrap();
+    let mech = KNorm::hit_and_run_approximate(general, Neighbours::AddRemove, eps, 8).unwrap();
+    assert_eq!(mech.cost(), crate::accountant::Cost::Uncertified(eps));
+    let counts = [1u64, 2, 3, 4, 5, 6];
+    let mut certified = Accountant::pure(eps);
+    assert!(matches!(
+        mech.release(&counts[..], &mut certified, &mut rng),
+        Err(crate::central::MechanismError::Budget(
+            crate::accountant::AccountantError::Uncertified { .. }
+        ))
+    ));
+    assert_eq!(certified.spent_epsilon(), None);
+    let mut opted_in = Accountant::pure(eps);
+    opted_in.allow_uncertified();
+    mech.release(&counts[..], &mut opted_in, &mut rng).unwrap();
+    assert!(opted_in.ledger_text().contains("UNCERTIFIED"));
+}

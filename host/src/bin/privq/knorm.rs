@@ -209,6 +209,10 @@ pub fn run(
             _ => KNorm::new(body, neighbours, epsilon),
         }
         .map_err(run_err)?;
+        if matches!(mech.sampler(), privq_host::knorm::Sampler::HitAndRun { .. }) {
+            // --steps is the opt-in: the ledger books the ε as UNCERTIFIED.
+            accountant.allow_uncertified();
+        }
         let status = match mech.sampler() {
             privq_host::knorm::Sampler::Exact => format!(
                 "ε-DP of the ideal mechanism; noise sampled in floating point and rounded \
@@ -230,7 +234,10 @@ pub fn run(
         stderr,
         "privq: {}\nprivq: privacy: {status}\nprivq: ledger:\n{}",
         neighbours.summary(
-            &privq_host::accountant::Cost::Pure(epsilon),
+            &accountant
+                .ledger()
+                .first()
+                .map_or(privq_host::accountant::Cost::Pure(epsilon), |c| c.cost),
             counts.iter().fold(0u64, |n, &c| n.saturating_add(c))
         ),
         accountant.ledger_text()
