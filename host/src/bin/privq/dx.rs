@@ -10,6 +10,10 @@ use privq_host::dx::optimum::{Objective, relaxed_optimum};
 use privq_host::dx::psa::{PairTable, psa_table, strategy1, strategy2};
 use privq_host::dx::{DxLaplace, FiniteMetric, Queries, baseline_scale};
 
+/// Above this implied ε-DP cost (and without `--budget`) `privq dx` warns that the
+/// ε-DP reading of the release says little.
+const IMPLIED_EPSILON_WARNING: f64 = 10.0;
+
 /// Options of `privq dx`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "Examples:\n  \
@@ -109,6 +113,18 @@ pub fn run(
         None => mech.spend().charged_epsilon().map_err(run_err)?,
     };
     let mut accountant = Accountant::pure(budget);
+    if args.budget.is_none() {
+        let implied = mech.spend().dp_epsilon();
+        if implied > IMPLIED_EPSILON_WARNING {
+            writeln!(
+                stderr,
+                "privq: warning: no --budget; the implied ε-DP cost is {} (the largest pair \
+                 budget), at which the ε-DP reading says little: the guarantee that matters \
+                 here is d_X-privacy, pair by pair. Pass --budget to cap the charge.",
+                super::num(implied)
+            )?;
+        }
+    }
     let mut rng = super::rng(args.seed, stderr)?;
     let answers = mech
         .release(&universe.counts, &mut accountant, &mut rng)
@@ -329,6 +345,25 @@ mod tests {
         ];
         argv.extend(extra);
         argv
+    }
+
+    #[test]
+    fn a_large_implied_epsilon_without_a_budget_is_warned() {
+        let (dir, u) = universe("dx-warn");
+        let u = u.to_str().unwrap();
+        // ε = 5 per unit of distance: the largest pair (0, 3) implies 15.
+        let mut argv = dx_argv(u, &["--query-column", "h", "--seed", "1"]);
+        let eps = argv.iter().position(|a| *a == "--epsilon").unwrap() + 1;
+        argv[eps] = "5";
+        let (_, err) = run_cli(&argv).unwrap();
+        assert!(err.contains("warning: no --budget"), "{err}");
+        argv.extend(["--budget", "15"]);
+        let (_, err) = run_cli(&argv).unwrap();
+        assert!(!err.contains("warning: no --budget"), "{err}");
+        // The default example's small metric stays quiet.
+        let (_, err) = run_cli(&dx_argv(u, &["--query-column", "h", "--seed", "1"])).unwrap();
+        assert!(!err.contains("warning: no --budget"), "{err}");
+        std::fs::remove_dir_all(dir).ok();
     }
 
     #[test]
