@@ -14,6 +14,8 @@ use std::fmt;
 
 use privq_core::{Epsilon, Rho};
 
+use crate::contract::Neighbours;
+
 /// What the accountant refuses.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -57,6 +59,18 @@ pub enum AccountantError {
     Uncertified {
         /// What the charge is for.
         label: String,
+    },
+    /// The charge is stated for another neighbour relation than the one this
+    /// accountant is bound to ([`Accountant::bind`]), or states none; nothing was
+    /// spent. Costs under different relations do not add up to a guarantee under
+    /// either.
+    RelationMismatch {
+        /// What the charge is for.
+        label: String,
+        /// The accountant's relation.
+        bound: Neighbours,
+        /// The charge's relation (`None`: not stated).
+        stated: Option<Neighbours>,
     },
     /// A δ is outside `[0, 1)`, or the total δ would exceed the budget's δ.
     DeltaExceeded,
@@ -104,6 +118,20 @@ impl fmt::Display for AccountantError {
                 "{label} has no proven privacy guarantee; this accountant accepts only certified \
                  costs (opt in with allow_uncertified)"
             ),
+            AccountantError::RelationMismatch {
+                label,
+                bound,
+                stated,
+            } => match stated {
+                Some(stated) => write!(
+                    f,
+                    "{label} is stated for {stated}, but this accountant is bound to {bound}"
+                ),
+                None => write!(
+                    f,
+                    "{label} states no neighbour relation, but this accountant is bound to {bound}"
+                ),
+            },
             AccountantError::DeltaExceeded => write!(f, "the delta budget would be exceeded"),
             AccountantError::InvalidParameter(what) => write!(f, "invalid parameter: {what}"),
             AccountantError::Overflow => write!(f, "exact epsilon or rho arithmetic overflowed"),
@@ -567,6 +595,7 @@ pub struct Accountant {
     zcdp: Option<ZcdpBudget>,
     ledger: Vec<Charge>,
     uncertified: bool,
+    neighbours: Option<Neighbours>,
 }
 
 /// The ρ side of a zCDP accountant.
@@ -577,6 +606,19 @@ struct ZcdpBudget {
 }
 
 impl Accountant {
+    /// Binds the accountant to one neighbour relation: from now on it accepts only
+    /// charges stated under it ([`Accountant::charge_as`]), so costs computed for
+    /// add/remove and for replace-one neighbours are never added up. privq's
+    /// commands bind their accountant to the relation they declare.
+    pub fn bind(&mut self, neighbours: Neighbours) {
+        self.neighbours = Some(neighbours);
+    }
+
+    /// The relation this accountant is bound to, if any.
+    pub fn neighbours(&self) -> Option<Neighbours> {
+        self.neighbours
+    }
+
     /// Lets this accountant accept [`Cost::Uncertified`] charges (counted like pure
     /// ε, marked in the ledger). For experiments with heuristic mechanisms only: the
     /// total is then not a proven guarantee.
@@ -594,6 +636,7 @@ impl Accountant {
             zcdp: None,
             ledger: Vec::new(),
             uncertified: false,
+            neighbours: None,
         }
     }
 
@@ -623,6 +666,7 @@ impl Accountant {
             zcdp: Some(ZcdpBudget { rho, spent: None }),
             ledger: Vec::new(),
             uncertified: false,
+            neighbours: None,
         })
     }
 
@@ -647,6 +691,7 @@ impl Accountant {
             zcdp: Some(ZcdpBudget { rho, spent: None }),
             ledger: Vec::new(),
             uncertified: false,
+            neighbours: None,
         })
     }
 
@@ -678,6 +723,38 @@ impl Accountant {
 
     /// Charges a release of cost `cost`; on refusal nothing is recorded.
     pub fn charge(&mut self, label: &str, cost: Cost) -> Result<Receipt, AccountantError> {
+        if let Some(bound) = self.neighbours {
+            return Err(AccountantError::RelationMismatch {
+                label: label.to_string(),
+                bound,
+                stated: None,
+            });
+        }
+        self.charge_unbound(label, cost)
+    }
+
+    /// [`Accountant::charge`] for a cost stated under `neighbours`: a bound
+    /// accountant ([`Accountant::bind`]) refuses any other relation. Every
+    /// mechanism charges through this.
+    pub fn charge_as(
+        &mut self,
+        neighbours: Neighbours,
+        label: &str,
+        cost: Cost,
+    ) -> Result<Receipt, AccountantError> {
+        if let Some(bound) = self.neighbours
+            && bound != neighbours
+        {
+            return Err(AccountantError::RelationMismatch {
+                label: label.to_string(),
+                bound,
+                stated: Some(neighbours),
+            });
+        }
+        self.charge_unbound(label, cost)
+    }
+
+    fn charge_unbound(&mut self, label: &str, cost: Cost) -> Result<Receipt, AccountantError> {
         if matches!(cost, Cost::Uncertified(_)) && !self.uncertified {
             return Err(AccountantError::Uncertified {
                 label: label.to_string(),
@@ -950,6 +1027,51 @@ impl Accountant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bound_accountant_refuses_other_and_unstated_relations() {
+        let one = Epsilon::new(1, 1).unwrap();
+        let mut acct = Accountant::pure(Epsilon::new(3, 1).unwrap());
+        acct.bind(Neighbours::Replace);
+        assert_eq!(acct.neighbours(), Some(Neighbours::Replace));
+        // A cost computed for add/remove does not add up with replace-one costs.
+        let e = acct
+            .charge_as(Neighbours::AddRemove, "add/remove histogram", one.into())
+            .unwrap_err();
+        assert!(matches!(
+            e,
+            AccountantError::RelationMismatch {
+                stated: Some(_),
+                ..
+            }
+        ));
+        assert!(e.to_string().contains("add/remove"), "{e}");
+        // A charge that states no relation is refused too (fail closed).
+        assert!(matches!(
+            acct.charge("unstated", one.into()),
+            Err(AccountantError::RelationMismatch { stated: None, .. })
+        ));
+        assert_eq!(acct.spent_epsilon(), None, "nothing recorded");
+        acct.charge_as(Neighbours::Replace, "replace-one", one.into())
+            .unwrap();
+        assert_eq!(acct.spent_epsilon(), Some(one));
+        // An unbound accountant takes any relation (the caller vouches for them).
+        let mut free = Accountant::pure(one);
+        free.charge_as(Neighbours::AddRemove, "any", one.into())
+            .unwrap();
+    }
+
+    #[test]
+    fn a_mechanism_declaring_another_relation_is_refused_before_it_samples() {
+        use crate::contract::Mechanism;
+        let one = Epsilon::new(1, 1).unwrap();
+        let geo = crate::central::Geometric::histogram(Neighbours::AddRemove, one).unwrap();
+        let mut acct = Accountant::pure(Epsilon::new(2, 1).unwrap());
+        acct.bind(Neighbours::Replace);
+        let refused = geo.release(&[3u64, 4][..], &mut acct, &mut crate::seeded_rng(1));
+        assert!(refused.is_err());
+        assert_eq!(acct.spent_epsilon(), None);
+    }
 
     #[test]
     fn worked_value_of_spec_section_10() {

@@ -170,7 +170,7 @@ pub trait Mechanism {
         rng: &mut R,
     ) -> Result<Self::Output, MechanismError> {
         self.check_input(input)?;
-        let receipt = accountant.charge(&self.label(), self.cost())?;
+        let receipt = accountant.charge_as(self.neighbours(), &self.label(), self.cost())?;
         self.release_paid(input, receipt, rng)
     }
 }

@@ -351,7 +351,8 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
         ));
     }
     let cost = config.cost()?;
-    let _receipt = accountant.charge(
+    let _receipt = accountant.charge_as(
+        MwemConfig::NEIGHBOURS,
         &format!(
             "MWEM, {} rounds ({})",
             config.rounds,
@@ -707,7 +708,7 @@ pub fn barak_baseline<R: Rng + CryptoRng + ?Sized>(
     let n = data.total() as f64;
     let k = workload.len() as u64;
     let label = format!("{k} Laplace measurements ({})", MwemConfig::NEIGHBOURS);
-    let _receipt = accountant.charge(&label, epsilon.into())?;
+    let _receipt = accountant.charge_as(MwemConfig::NEIGHBOURS, &label, epsilon.into())?;
     let mut budget = Accountant::pure(epsilon);
     let _ = budget.charge(&label, epsilon.into())?;
     let per_query = epsilon.checked_div_int(k)?;

@@ -837,22 +837,33 @@ impl<R: Rng + CryptoRng> PmwSession<R> {
 /// Charges the session's cost; the pure variant as its three exact parts.
 fn charge(params: &PmwParams, budget: &mut Accountant) -> Result<Vec<Receipt>, PmwError> {
     let cost = params.cost();
+    let nb = params.neighbours();
     if !budget.can_afford(&cost) {
         // Refused as a whole, with the accountant's own error; nothing recorded.
-        return Err(budget.clone().charge("PMW session", cost).err().map_or(
-            PmwError::InvalidParameter("the budget refused the session"),
-            PmwError::Budget,
-        ));
+        return Err(budget
+            .clone()
+            .charge_as(nb, "PMW session", cost)
+            .err()
+            .map_or(
+                PmwError::InvalidParameter("the budget refused the session"),
+                PmwError::Budget,
+            ));
     }
     let receipts = match params.split()? {
-        None => vec![budget.charge("PMW session (thesis Fig. 4.2, (ε, δ))", cost)?],
+        None => vec![budget.charge_as(nb, "PMW session (thesis Fig. 4.2, (ε, δ))", cost)?],
         Some(split) => vec![
-            budget.charge("PMW noisy threshold T̂ (ε₁ = ε/10)", split.threshold.into())?,
-            budget.charge(
+            budget.charge_as(
+                nb,
+                "PMW noisy threshold T̂ (ε₁ = ε/10)",
+                split.threshold.into(),
+            )?,
+            budget.charge_as(
+                nb,
                 "PMW above/below comparisons (ε₂ = 3ε/5)",
                 split.comparisons.into(),
             )?,
-            budget.charge(
+            budget.charge_as(
+                nb,
                 "PMW fresh update answers (ε₃ = 3ε/10)",
                 split.answers.into(),
             )?,

@@ -292,7 +292,8 @@ impl Discovery {
         accountant: &mut Accountant,
         rng: &mut R,
     ) -> Result<Domain, DiscoveryError> {
-        let receipt = accountant.charge(
+        let receipt = accountant.charge_as(
+            self.neighbours,
             &format!(
                 "domain discovery ({} attributes, threshold {})",
                 self.attributes, self.threshold

@@ -142,7 +142,8 @@ impl TreeCdf {
         // The root (level `depth`) is n, public under replace-one: not noised.
         let sens = per_histogram * cols.dim() as u64 * u64::from(depth);
         let geo = Geometric::new(sens, epsilon)?;
-        accountant.charge(
+        accountant.charge_as(
+            crate::contract::Neighbours::Replace,
             "tree CDF (every level of every coordinate)",
             crate::accountant::Cost::Pure(epsilon),
         )?;

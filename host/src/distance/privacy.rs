@@ -97,7 +97,11 @@ pub(crate) fn charge_release(
     what: &str,
     privacy: Privacy,
 ) -> Result<(), DistanceError> {
-    let _receipt = accountant.charge(&format!("{what} ({NEIGHBOURS})"), privacy.cost())?;
+    let _receipt = accountant.charge_as(
+        NEIGHBOURS,
+        &format!("{what} ({NEIGHBOURS})"),
+        privacy.cost(),
+    )?;
     Ok(())
 }
 

@@ -63,7 +63,8 @@ impl DxSpend {
     /// ε accountant. Errors if ε is infinite or the filter refuses.
     pub fn charge(&self, filter: &mut Accountant, label: &str) -> Result<(), DxError> {
         let e = self.charged_epsilon()?;
-        filter.charge(label, e.into())?;
+        // A d_X release moves one record from element i to j: replace-one.
+        filter.charge_as(crate::contract::Neighbours::Replace, label, e.into())?;
         Ok(())
     }
 }

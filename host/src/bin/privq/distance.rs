@@ -105,9 +105,12 @@ pub struct QueryArgs {
     pub input: PathBuf,
 }
 
-/// The run's accountant: exactly the budget the user gave.
+/// The run's accountant: exactly the budget the user gave, bound to the
+/// replace-one relation the distance mechanisms declare.
 fn budget_for(privacy: &Privacy) -> Result<Accountant, CliError> {
-    Accountant::exactly(privacy.cost()).map_err(|e| run_err(e.into()))
+    let mut accountant = Accountant::exactly(privacy.cost()).map_err(|e| run_err(e.into()))?;
+    accountant.bind(privq_host::distance::privacy::NEIGHBOURS);
+    Ok(accountant)
 }
 
 fn run_err(e: DistanceError) -> CliError {

@@ -113,6 +113,8 @@ pub fn run(
         None => mech.spend().charged_epsilon().map_err(run_err)?,
     };
     let mut accountant = Accountant::pure(budget);
+    // A d_X release moves one record from element i to j: replace-one.
+    accountant.bind(privq_host::contract::Neighbours::Replace);
     if args.budget.is_none() {
         let implied = mech.spend().dp_epsilon();
         if implied > IMPLIED_EPSILON_WARNING {

@@ -168,6 +168,7 @@ pub fn run(
         None => privq_host::secure_rng().map_err(CliError::Seed)?,
     };
     let mut accountant = Accountant::pure(epsilon);
+    accountant.bind(neighbours);
     let (answers, status) = if args.mechanism == "laplace" {
         // ℓ1 sensitivity of F·x: Δ times the largest column ℓ1 norm.
         let col_l1 = (0..body.columns())

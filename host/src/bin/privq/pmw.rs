@@ -195,6 +195,7 @@ pub fn run(
             Accountant::approximate(epsilon, delta).map_err(|e| CliError::Run(Box::new(e)))?
         }
     };
+    budget.bind(params.neighbours());
     let mut session = match &reduced {
         Some(v) => PmwSession::on_reduced_domain(
             &ds.counts,

@@ -166,13 +166,16 @@ pub fn run(
 }
 
 /// The run's accountant: pure ε, or (ε, δ) when the domain is discovered privately.
+/// Bound to MWEM's replace-one relation (discovery declares the same).
 fn accountant_for(source: &DomainSource, epsilon: Epsilon) -> Result<Accountant, CliError> {
-    match source {
+    let mut accountant = match source {
         DomainSource::Discover { delta, .. } => {
-            Accountant::approximate(epsilon, *delta).map_err(|e| CliError::Run(Box::new(e)))
+            Accountant::approximate(epsilon, *delta).map_err(|e| CliError::Run(Box::new(e)))?
         }
-        _ => Ok(Accountant::pure(epsilon)),
-    }
+        _ => Accountant::pure(epsilon),
+    };
+    accountant.bind(privq_host::central::mwem::MwemConfig::NEIGHBOURS);
+    Ok(accountant)
 }
 
 /// Opens the data under the domain `source` (discovery, if asked for, is charged to
