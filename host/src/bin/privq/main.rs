@@ -169,29 +169,13 @@ fn ledger_bytes(accountant: &Accountant) -> Vec<u8> {
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same directory and a
-/// rename, so `path` holds either its old content or all of `bytes`.
+/// rename (`ldp::output::AtomicFile`), so `path` holds either its old content or all of `bytes`.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    let name = path.file_name().ok_or_else(|| CliError::Usage {
-        option: "ledger-json",
-        message: format!("{}: not a file path", path.display()),
-    })?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".tmp-{}", std::process::id()));
-    let tmp = dir.join(tmp_name);
     let written = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
+        let mut file = privq_host::ldp::output::AtomicFile::create(path)?;
         file.write_all(bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
+        file.commit()
     })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
     written.map_err(|e| CliError::file(path, e))
 }
 
