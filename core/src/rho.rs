@@ -1,10 +1,9 @@
 //! ρ of zero-concentrated differential privacy as an exact rational.
 
-use core::cmp::Ordering;
 use core::fmt;
 use core::str::FromStr;
 
-use crate::epsilon::{Epsilon, add_fractions, gcd, parse_decimal};
+use crate::epsilon::Epsilon;
 use crate::error::{Error, Result};
 use crate::sample::wide::{div_rem, gcd128, mul};
 
@@ -25,27 +24,30 @@ use crate::sample::wide::{div_rem, gcd128, mul};
 /// assert_eq!(Rho::from_pure(Epsilon::new(1, 2)?)?, rho);
 /// # Ok::<(), privq_core::Error>(())
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+///
+/// The exact positive-rational arithmetic (reduction, ordering, sums, differences,
+/// parsing, display) is [`Epsilon`]'s: ρ is the same kind of number with its own
+/// meaning and its own error names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
-pub struct Rho {
-    num: u64,
-    den: u64,
+pub struct Rho(Epsilon);
+
+/// An [`Epsilon`] result as a [`Rho`] one: the ε-specific errors become ρ's.
+fn as_rho(r: Result<Epsilon>) -> Result<Rho> {
+    match r {
+        Ok(e) => Ok(Rho(e)),
+        Err(Error::EpsilonZero) => Err(Error::RhoZero),
+        Err(Error::EpsilonNegative | Error::EpsilonNotFinite | Error::EpsilonTooSmall) => {
+            Err(Error::RhoInvalid)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 impl Rho {
     /// ρ = `num/den`; errors on a zero numerator ([`Error::RhoZero`]) or denominator.
     pub fn new(num: u64, den: u64) -> Result<Self> {
-        if den == 0 {
-            return Err(Error::ZeroDenominator);
-        }
-        if num == 0 {
-            return Err(Error::RhoZero);
-        }
-        let g = gcd(num, den);
-        Ok(Rho {
-            num: num / g,
-            den: den / g,
-        })
+        as_rho(Epsilon::new(num, den))
     }
 
     /// ρ = `num/den` for 128-bit parts, **rounded up** to the nearest fraction with
@@ -101,7 +103,7 @@ impl Rho {
     /// and zero ([`Error::RhoZero`]).
     pub fn from_f64(x: f64) -> Result<Self> {
         match Epsilon::from_f64(x) {
-            Ok(e) => Rho::new(e.num(), e.den()),
+            Ok(e) => Ok(Rho(e)),
             Err(Error::EpsilonZero) => Err(Error::RhoZero),
             Err(_) => Err(Error::RhoInvalid),
         }
@@ -109,37 +111,27 @@ impl Rho {
 
     /// Numerator of the reduced fraction.
     pub const fn num(&self) -> u64 {
-        self.num
+        self.0.num()
     }
 
     /// Denominator of the reduced fraction.
     pub const fn den(&self) -> u64 {
-        self.den
+        self.0.den()
     }
 
     /// The nearest `f64`, for reports and planning only.
     pub fn to_f64(&self) -> f64 {
-        self.num as f64 / self.den as f64
+        self.0.to_f64()
     }
 
     /// Exact sum ρ₁ + ρ₂; `Overflow` if it does not fit.
     pub fn checked_add(self, other: Rho) -> Result<Rho> {
-        let (num, den) = add_fractions(self.num, self.den, other.num, other.den)?;
-        Rho::new(num, den)
+        as_rho(self.0.checked_add(other.0))
     }
 
     /// Exact difference ρ₁ − ρ₂; `None` when it is not positive.
     pub fn checked_sub(self, other: Rho) -> Result<Option<Rho>> {
-        if self <= other {
-            return Ok(None);
-        }
-        let g = gcd(self.den, other.den);
-        let (bg, dg) = (self.den / g, other.den / g);
-        let lhs = self.num.checked_mul(dg).ok_or(Error::Overflow)?;
-        let rhs = other.num.checked_mul(bg).ok_or(Error::Overflow)?;
-        let den = self.den.checked_mul(dg).ok_or(Error::Overflow)?;
-        // lhs > rhs because self > other.
-        Rho::new(lhs - rhs, den).map(Some)
+        Ok(self.0.checked_sub(other.0)?.map(Rho))
     }
 }
 
@@ -158,27 +150,9 @@ fn ratio_of_squares(a: u128, b: u128, k: u128) -> Result<Rho> {
     }
 }
 
-impl PartialOrd for Rho {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Rho {
-    fn cmp(&self, other: &Self) -> Ordering {
-        let a = u128::from(self.num) * u128::from(other.den);
-        let b = u128::from(other.num) * u128::from(self.den);
-        a.cmp(&b)
-    }
-}
-
 impl fmt::Display for Rho {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.den == 1 {
-            write!(f, "{}", self.num)
-        } else {
-            write!(f, "{}/{}", self.num, self.den)
-        }
+        self.0.fmt(f)
     }
 }
 
@@ -187,18 +161,7 @@ impl FromStr for Rho {
 
     /// Parses `"1/2"`, `"0.5"` or `"5e-1"` exactly.
     fn from_str(s: &str) -> Result<Self> {
-        let s = s.trim();
-        if s.starts_with('-') {
-            return Err(Error::RhoInvalid);
-        }
-        let s = s.strip_prefix('+').unwrap_or(s);
-        if let Some((a, b)) = s.split_once('/') {
-            let num = a.trim().parse::<u64>().map_err(|_| Error::Parse)?;
-            let den = b.trim().parse::<u64>().map_err(|_| Error::Parse)?;
-            return Rho::new(num, den);
-        }
-        let (num, den) = parse_decimal(s)?;
-        Rho::new(num, den)
+        as_rho(s.parse())
     }
 }
 
