@@ -111,13 +111,7 @@ impl Mechanism for DiscreteGaussian {
     }
 
     fn check_input(&self, counts: &[u64]) -> Result<(), MechanismError> {
-        if let Some(k) = self.dim.filter(|&k| k != counts.len()) {
-            return Err(MechanismError::DimensionMismatch {
-                expected: k,
-                got: counts.len(),
-            });
-        }
-        Ok(())
+        super::counts::check_dim(self.dim, counts)
     }
 
     fn release_paid<R: Rng + CryptoRng + ?Sized>(
@@ -128,14 +122,7 @@ impl Mechanism for DiscreteGaussian {
     ) -> Result<Vec<i64>, MechanismError> {
         receipt.check_covers(&self.cost())?;
         self.check_input(counts)?;
-        counts
-            .iter()
-            .map(|&c| {
-                let c = i64::try_from(c).map_err(|_| privq_core::Error::Overflow)?;
-                c.checked_add(self.noise.sample(rng)?)
-                    .ok_or(MechanismError::Core(privq_core::Error::Overflow))
-            })
-            .collect()
+        super::counts::noisy_counts(&self.noise, counts, rng)
     }
 }
 

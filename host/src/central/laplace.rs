@@ -434,9 +434,7 @@ impl Geometric {
         count: u64,
         rng: &mut R,
     ) -> Result<i64, MechanismError> {
-        let c = i64::try_from(count).map_err(|_| privq_core::Error::Overflow)?;
-        c.checked_add(self.noise.sample(rng)?)
-            .ok_or(MechanismError::Core(privq_core::Error::Overflow))
+        super::counts::noisy_count(&self.noise, count, rng)
     }
 
     /// Releases every count, uncharged (composite mechanisms charge their own
@@ -446,7 +444,7 @@ impl Geometric {
         counts: &[u64],
         rng: &mut R,
     ) -> Result<Vec<i64>, MechanismError> {
-        counts.iter().map(|&c| self.release_one(c, rng)).collect()
+        super::counts::noisy_counts(&self.noise, counts, rng)
     }
 }
 
@@ -467,13 +465,7 @@ impl Mechanism for Geometric {
     }
 
     fn check_input(&self, counts: &[u64]) -> Result<(), MechanismError> {
-        if let Some(k) = self.dim.filter(|&k| k != counts.len()) {
-            return Err(MechanismError::DimensionMismatch {
-                expected: k,
-                got: counts.len(),
-            });
-        }
-        Ok(())
+        super::counts::check_dim(self.dim, counts)
     }
 
     fn release_paid<R: Rng + CryptoRng + ?Sized>(

@@ -15,6 +15,7 @@
 //! carry query answers and scores, which are snapped to power-of-two grids before
 //! any random decision depends on them.
 
+mod counts;
 mod error;
 mod exponential;
 mod gaussian;
