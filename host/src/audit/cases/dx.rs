@@ -6,6 +6,22 @@ use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
 use crate::dx::{DxLaplace, DxMwem, FiniteMetric, Queries, SmallDb};
 use privq_core::Epsilon;
 
+/// The neighbouring histograms of the d_X cases on points 0, 1, 3: one record
+/// moves from point 0 (on `D`) to point 1 (on `D′`), at distance d(0, 1) = 1.
+fn moved_record(side: Side) -> [u64; 3] {
+    if side == Side::D {
+        [5, 2, 3]
+    } else {
+        [4, 3, 3]
+    }
+}
+
+/// Each run is a fresh release with a budget of its own: the ε-DP charge its d_X
+/// spend implies, max d = 3.
+fn implied_budget() -> Result<Accountant, AuditError> {
+    Ok(Accountant::pure(Epsilon::new(3, 1)?))
+}
+
 /// d_X Laplace over three points on a line (d = |u_i − u_j|): one record moves
 /// from point 0 to point 1, so the claim is ε = d(0, 1) = 1; the query is the sum
 /// of positions, which moves by exactly the distance.
@@ -23,13 +39,8 @@ pub fn dx_laplace(small: bool) -> Result<AuditCase, AuditError> {
     )
     .mechanism("DxLaplace")
     .run(move |side, rng| {
-        let counts: [u64; 3] = if side == Side::D {
-            [5, 2, 3]
-        } else {
-            [4, 3, 3]
-        };
-        // Each run is a fresh release with its own budget: the spend's ε (max d = 3).
-        let mut accountant = Accountant::pure(Epsilon::new(3, 1)?);
+        let counts = moved_record(side);
+        let mut accountant = implied_budget()?;
         Ok(mech.release(&counts, &mut accountant, rng)?)
     })
     .events(events))
@@ -72,8 +83,7 @@ pub fn smalldb(small: bool) -> Result<AuditCase, AuditError> {
         } else {
             [1, 2, 1]
         };
-        // Each run is a fresh release charged its implied ε (max d = 3).
-        let mut accountant = Accountant::pure(Epsilon::new(3, 1)?);
+        let mut accountant = implied_budget()?;
         let out = db.run(&metric, &counts, &mut accountant, rng)?;
         let y: Vec<f64> = out.synthetic.iter().map(|&v| v as f64).collect();
         let code = y.iter().fold(0.0, |acc, &v| acc * base + v);
@@ -117,13 +127,8 @@ pub fn dx_mwem(small: bool) -> Result<AuditCase, AuditError> {
     )
     .mechanism("d_X MWEM")
     .run(move |side, rng| {
-        let counts: [u64; 3] = if side == Side::D {
-            [5, 2, 3]
-        } else {
-            [4, 3, 3]
-        };
-        // Each run is a fresh release charged its implied ε (max d = 3).
-        let mut accountant = Accountant::pure(Epsilon::new(3, 1)?);
+        let counts = moved_record(side);
+        let mut accountant = implied_budget()?;
         let out = mech.run(&metric, &counts, &mut accountant, rng)?;
         Ok(out
             .synthetic
