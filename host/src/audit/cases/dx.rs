@@ -19,7 +19,7 @@ fn moved_record(side: Side) -> [u64; 3] {
 /// Each run is a fresh release with a budget of its own: the ε-DP charge its d_X
 /// spend implies, max d = 3.
 fn implied_budget() -> Result<Accountant, AuditError> {
-    Ok(Accountant::pure(Epsilon::new(3, 1)?))
+    Ok(Accountant::pure(Epsilon::new(3, 1).map_err(setup)?))
 }
 
 /// d_X Laplace over three points on a line (d = |u_i − u_j|): one record moves
