@@ -965,7 +965,17 @@ impl Accountant {
             self.delta,
             self.ledger.len()
         ));
+        if self.has_uncertified() {
+            out.push_str(" — UNCERTIFIED: includes ε with no proof that it holds");
+        }
         out
+    }
+
+    /// True when an [`Cost::Uncertified`] charge was accepted.
+    fn has_uncertified(&self) -> bool {
+        self.ledger
+            .iter()
+            .any(|c| matches!(c.cost, Cost::Uncertified(_)))
     }
 
     /// The ledger as JSON: `{"budget": {...}, "spent": {...}, "charges": [...]}`
@@ -1015,10 +1025,12 @@ impl Accountant {
             "composition": "basic",
             "budget": {"epsilon": eps(Some(self.epsilon)), "delta": self.delta},
             "spent": {"epsilon": eps(self.spent), "delta": self.spent_delta},
+            "certified": !self.has_uncertified(),
             "charges": self.ledger.iter().map(|c| serde_json::json!({
                 "label": c.label,
                 "epsilon": eps(c.cost.epsilon()),
                 "delta": c.cost.delta(),
+                "certified": !matches!(c.cost, Cost::Uncertified(_)),
             })).collect::<Vec<_>>(),
         })
     }

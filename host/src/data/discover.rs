@@ -243,12 +243,14 @@ impl Discovery {
         let mut k = ((1.0 / (per_value * (1.0 + q))).ln() / inv_scale)
             .ceil()
             .max(0.0);
-        // Float rounding must only make τ larger (safer).
-        while tail(k) > per_value * (1.0 - 1e-12) {
+        // Float rounding must only make τ larger (safer). Beyond 2⁵³, k + 1 = k in
+        // f64: the threshold no longer fits, and the loop would not end.
+        let limit = (1u64 << 53) as f64;
+        while k.is_finite() && k < limit && tail(k) > per_value * (1.0 - 1e-12) {
             k += 1.0;
         }
         let tau = k + 1.0;
-        if !tau.is_finite() || tau > (1u64 << 53) as f64 {
+        if !tau.is_finite() || tau > limit {
             return Err(DiscoveryError::ThresholdOverflow);
         }
         Ok(Discovery {
@@ -484,6 +486,15 @@ mod tests {
         // P[survive] ≤ δ/(1+e)·e^{1/4}·… well below δ; 3 sd above δ·runs would be 241.
         let rate = rare as f64 / runs as f64;
         assert!(rate <= delta, "rare value kept in {rare} of {runs} runs");
+    }
+
+    #[test]
+    fn a_tiny_epsilon_is_a_typed_error_not_an_endless_loop() {
+        let tiny = Epsilon::new(1, 1 << 50).unwrap();
+        assert!(matches!(
+            Discovery::new(Neighbours::Replace, tiny, 1e-6, 1),
+            Err(DiscoveryError::ThresholdOverflow)
+        ));
     }
 
     #[test]

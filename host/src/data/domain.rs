@@ -106,8 +106,21 @@ impl Attribute {
         match &self.kind {
             AttributeKind::Categorical(v) => v.iter().position(|s| s == text),
             AttributeKind::Binned(edges) => {
-                let x: Fixed = text.parse().ok()?;
                 let last = edges.len() - 1;
+                let x: Fixed = match text.parse() {
+                    Ok(x) => x,
+                    // A number beyond the fixed-point range (or ±inf, NaN) is clamped
+                    // like any outlier: above the range to the last bin, below it
+                    // (and NaN) to the first.
+                    Err(_) => {
+                        let v: f64 = text.parse().ok()?;
+                        match Fixed::from_f64(v) {
+                            Ok(x) => x,
+                            Err(_) if v > 0.0 => return Some(last - 1),
+                            Err(_) => return Some(0),
+                        }
+                    }
+                };
                 // Number of edges ≤ x, minus one (0 below the first edge); the right
                 // end and everything above fall in the last bin.
                 let i = edges.partition_point(|e| *e <= x);
@@ -358,6 +371,12 @@ mod tests {
         // Outliers are clamped into the end bins, never refused.
         assert_eq!(a.index_of("20.001"), Some(1));
         assert_eq!(a.index_of("1e6"), Some(1));
+        // Beyond the fixed-point range, and non-finite numbers, too.
+        assert_eq!(a.index_of("3000000000"), Some(1));
+        assert_eq!(a.index_of("1e300"), Some(1));
+        assert_eq!(a.index_of("inf"), Some(1));
+        assert_eq!(a.index_of("-1e300"), Some(0));
+        assert_eq!(a.index_of("NaN"), Some(0));
         assert_eq!(a.index_of("-1"), Some(0));
         assert_eq!(a.index_of("abc"), None);
     }

@@ -318,7 +318,8 @@ pub struct GridMwem {
 }
 
 impl GridMwem {
-    /// Runs MWEM on the grid of `points` (every point must lie in `domain`).
+    /// Runs MWEM on the grid of `points` (a point outside `domain` is clamped into it,
+    /// like every private point: refusing it would reveal it).
     pub fn release<P: AsRef<[f64]>, R: Rng + CryptoRng + ?Sized>(
         domain: &BoxDomain,
         points: &[P],
@@ -362,7 +363,7 @@ impl GridMwem {
             .collect();
         let mut counts = vec![0u64; cells_n];
         for p in points {
-            let y = domain.scale(p.as_ref())?;
+            let y = domain.clamp_scale(p.as_ref())?;
             let mut index = 0usize;
             for (i, &t) in y.iter().enumerate().rev() {
                 index = index * g + bin_of(i, t);
@@ -632,15 +633,16 @@ mod tests {
             ),
             Err(DistanceError::InvalidParameter(_))
         ));
-        assert!(matches!(
+        // A private point outside the box is clamped into it, not refused.
+        assert!(
             GridMwem::release(
                 &d1,
                 &[vec![1.5]],
                 &GridMwemConfig::new(eps, 8),
                 &mut Accountant::pure(eps),
                 &mut seeded_rng(1)
-            ),
-            Err(DistanceError::OutsideDomain { .. })
-        ));
+            )
+            .is_ok()
+        );
     }
 }
