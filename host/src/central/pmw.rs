@@ -118,8 +118,40 @@ impl PureSplit {
     }
 }
 
+/// How an update round moves the hypothesis `x`. Either rule computes the new
+/// hypothesis from the released answer and the previous hypothesis alone, so the
+/// rule never enters the privacy analysis; it changes accuracy and how fast the
+/// update budget is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PmwUpdate {
+    /// Thesis Fig. 4.2: `x ← x·exp(±η·f)`, the sign towards the released answer.
+    /// The thesis' update bound (Lemma 4.3.3) is proved for this rule.
+    #[default]
+    Sign,
+    /// The multiplicative step that moves `f(x)` onto the released answer (the
+    /// relative-entropy projection for a 0/1 query; clamped into `[1/n, 1 − 1/n]`),
+    /// capped at `|step| ≤ η`. One update round usually settles a query for good,
+    /// which a sign step of a fixed η cannot; no theorem bounds the number of
+    /// updates, and the session still aborts after `m` of them.
+    Project,
+}
+
+impl crate::choice::Named for PmwUpdate {
+    const WHAT: &'static str = "PMW update rule";
+    const ALL: &'static [Self] = &[PmwUpdate::Sign, PmwUpdate::Project];
+    const NAMES: &'static [&'static str] = &["sign", "project"];
+
+    fn name(self) -> &'static str {
+        match self {
+            PmwUpdate::Sign => "sign",
+            PmwUpdate::Project => "project",
+        }
+    }
+}
+
 /// PMW's constants — learning rate η, noise scale σ (normalized units), threshold T,
-/// update budget m, the variant — and the ε, δ and n they were checked for.
+/// update budget m, the update rule, the variant — and the ε, δ and n they were
+/// checked for.
 ///
 /// Fields are private: build them with [`PmwParams::theory`] or [`PmwParams::user`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -128,6 +160,7 @@ pub struct PmwParams {
     sigma: f64,
     threshold: f64,
     max_updates: f64,
+    update: PmwUpdate,
     variant: PmwVariant,
     epsilon: Epsilon,
     n: u64,
@@ -199,10 +232,54 @@ impl PmwParams {
             sigma,
             threshold: 40.0 * eta,
             max_updates,
+            update: PmwUpdate::Sign,
             variant,
             epsilon,
             n,
         })
+    }
+
+    /// Practical constants for the pure variant at accuracy target `alpha`: the
+    /// threshold `T = α`, comparison noise `σ = α/5`, the largest update budget `m`
+    /// the privacy condition allows at that σ (`σn ≥ 10(⌊m⌋ + 1)/(3ε)`), `η = 1`, and
+    /// [`PmwUpdate::Project`] steps. The thesis constants ([`PmwParams::theory`]) are
+    /// vacuous at realistic n (spec §3.9: `T > 1` at n = 21 574); these answer
+    /// lazily within about `α + |ν|` and spend an update only where the hypothesis
+    /// is off by more, so the session lasts as long as the data needs fewer than m
+    /// corrections. On NLTCS (n = 21 574) at ε = 1 and α = 0.08 it answers 1 000
+    /// random 2-way marginal cells with m = 102 (README, "PMW default profile").
+    ///
+    /// Fails with [`PmwError::InvalidParameter`] when `εnα` is too small for even one
+    /// update (`n < 100/(3εα)`, about 1 250 records at ε = 1, α = 0.08).
+    ///
+    /// ```
+    /// use privq_host::central::pmw::{PmwParams, PmwUpdate, PmwVariant};
+    /// use privq_host::Epsilon;
+    /// let p = PmwParams::practical(Epsilon::new(1, 1)?, 21_574, 0.08)?;
+    /// assert_eq!((p.threshold(), p.max_updates()), (0.08, 102.0));
+    /// assert_eq!((p.variant(), p.update()), (PmwVariant::Pure, PmwUpdate::Project));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn practical(epsilon: Epsilon, n: u64, alpha: f64) -> Result<Self, PmwError> {
+        check_common(n, 1, 1)?;
+        if !(alpha > 0.0 && alpha < 1.0) {
+            return Err(PmwError::InvalidParameter("alpha must be in (0, 1)"));
+        }
+        let sigma = alpha / 5.0;
+        // c′ = ⌊m⌋ + 1 ≤ 3εnσ/10; one below in case rounding made it a hair too big.
+        let c_prime = (3.0 * epsilon.to_f64() * n as f64 * sigma / 10.0).floor();
+        for m in [c_prime - 1.0, c_prime - 2.0] {
+            if m < 1.0 {
+                break;
+            }
+            if let Ok(p) = Self::user(1.0, sigma, alpha, m.min(1e14), PmwVariant::Pure, epsilon, n)
+            {
+                return Ok(p.with_update(PmwUpdate::Project));
+            }
+        }
+        Err(PmwError::InvalidParameter(
+            "n·epsilon is too small for this alpha: the practical profile needs n >= 100/(3·epsilon·alpha)",
+        ))
     }
 
     /// User constants, accepted only if the privacy condition of the construction
@@ -263,6 +340,7 @@ impl PmwParams {
             sigma,
             threshold,
             max_updates,
+            update: PmwUpdate::Sign,
             variant,
             epsilon,
             n,
@@ -285,7 +363,32 @@ impl PmwParams {
         })
     }
 
-    /// Learning rate η.
+    /// The same constants with another update rule (privacy is unchanged: the
+    /// rule only post-processes released answers).
+    pub fn with_update(self, update: PmwUpdate) -> Self {
+        PmwParams { update, ..self }
+    }
+
+    /// The update rule.
+    pub fn update(&self) -> PmwUpdate {
+        self.update
+    }
+
+    /// The step an update round takes from `here = f(x)` towards `released`.
+    fn step(&self, here: f64, released: f64) -> f64 {
+        match self.update {
+            PmwUpdate::Sign if here - released > 0.0 => -self.eta,
+            PmwUpdate::Sign => self.eta,
+            PmwUpdate::Project => {
+                let lo = 1.0 / self.n as f64;
+                let (t, h) = (released.clamp(lo, 1.0 - lo), here.clamp(lo, 1.0 - lo));
+                let s = (t * (1.0 - h) / (h * (1.0 - t))).ln();
+                s.clamp(-self.eta, self.eta)
+            }
+        }
+    }
+
+    /// Learning rate η (the largest step of [`PmwUpdate::Project`]).
     pub fn eta(&self) -> f64 {
         self.eta
     }
@@ -507,13 +610,17 @@ pub enum Answer {
     Lazy(f64),
     /// An update round: the noisy answer (`â_t`, or the pure variant's fresh `ã_t`).
     Update(f64),
+    /// After a failure, from [`PmwSession::answer_or_hypothesis`]: `f(x)` on the
+    /// last hypothesis — post-processing of the transcript, with no accuracy
+    /// guarantee.
+    Hypothesis(f64),
 }
 
 impl Answer {
     /// The released number.
     pub fn value(&self) -> f64 {
         match *self {
-            Answer::Lazy(v) | Answer::Update(v) => v,
+            Answer::Lazy(v) | Answer::Update(v) | Answer::Hypothesis(v) => v,
         }
     }
 }
@@ -823,14 +930,27 @@ impl<R: Rng + CryptoRng> PmwSession<R> {
             Some(fresh) => fresh.release(truth, &mut self.rng)?.to_f64(),
             None => compared.to_f64(),
         };
-        let step = if here - released > 0.0 {
-            -self.params.eta
-        } else {
-            self.params.eta
-        };
+        let step = self.params.step(here, released);
         self.pending = self.state.defer_update(query, step, here);
         self.transcript.push(TranscriptEntry::Update(released));
         Ok(Answer::Update(released))
+    }
+}
+
+impl<R: Rng + CryptoRng> PmwSession<R> {
+    /// [`PmwSession::answer`], except that once the session has failed (more than
+    /// `m` update rounds), the query is answered from the last hypothesis
+    /// ([`Answer::Hypothesis`]) instead of refused. Those answers read no data: the
+    /// hypothesis is a function of the transcript, so they cost nothing.
+    pub fn answer_or_hypothesis(&mut self, query: &Query) -> Result<Answer, PmwError> {
+        if !self.failed {
+            match self.answer(query) {
+                Err(PmwError::Failure) => {}
+                other => return other,
+            }
+        }
+        query.check_universe(self.data.len())?;
+        Ok(Answer::Hypothesis(self.hypothesis().evaluate(query)))
     }
 }
 
@@ -967,11 +1087,7 @@ pub fn replay(
             match *entry {
                 TranscriptEntry::Lazy => here,
                 TranscriptEntry::Update(noisy) => {
-                    let step = if here - noisy > 0.0 {
-                        -params.eta
-                    } else {
-                        params.eta
-                    };
+                    let step = params.step(here, noisy);
                     pending = state.defer_update(q, step, here);
                     noisy
                 }

@@ -4,6 +4,7 @@
 pub mod distance;
 pub mod knorm;
 pub mod mwem;
+pub mod pmw;
 mod svg;
 
 pub use svg::{Series, line_chart};

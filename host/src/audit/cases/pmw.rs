@@ -187,6 +187,7 @@ pub fn pmw_reduce(small: bool) -> Result<AuditCase, AuditError> {
                     match a {
                         Answer::Lazy(_) => lazy += 1.0,
                         Answer::Update(_) => first_update = first_update.min(round as f64),
+                        Answer::Hypothesis(_) => unreachable!("answer() never returns it"),
                     }
                 }
                 Err(PmwError::Failure) => break,

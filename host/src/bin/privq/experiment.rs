@@ -33,6 +33,34 @@ pub enum Which {
     Knorm(KnormArgs),
     /// d_X-privacy (Kamalaruban et al. §4.1–4.4): improvement factors, strategies, US cities, Blowfish.
     Dx(DxArgs),
+    /// PMW's practical profile vs the thesis constants vs the uniform guess on NLTCS.
+    Pmw(PmwArgs),
+}
+
+/// Options of `privq experiment pmw`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq experiment pmw                         # from the repository root (../shared/data)\n  \
+    privq experiment pmw --epsilons 1 --runs 1 --alpha 0.05")]
+pub struct PmwArgs {
+    /// A binary CSV (0/1 columns named by the header; default ../shared/data/nltcs.csv).
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+    /// Comma-separated budgets ε of a whole session (decimals or fractions).
+    #[arg(long, value_delimiter = ',', default_value = "0.5,1,2")]
+    pub epsilons: Vec<String>,
+    /// The practical profile's accuracy target α (its threshold T).
+    #[arg(long, default_value_t = 0.08)]
+    pub alpha: f64,
+    /// Queries per session.
+    #[arg(long, default_value_t = 1000)]
+    pub queries: usize,
+    /// Sessions per ε.
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+    /// Base seed (queries and noise).
+    #[arg(long, default_value_t = 11)]
+    pub seed: u64,
 }
 
 /// Options of `privq experiment knorm`.
@@ -151,8 +179,46 @@ pub fn run(
         Which::Mwem(a) => run_mwem(a, stdout, stderr),
         Which::Dx(d) => run_dx(d, stdout, stderr),
         Which::Knorm(k) => run_knorm(k, stdout),
+        Which::Pmw(p) => run_pmw(p, stdout),
         Which::Distance(d) => run_distance(d, stdout, stderr),
     }
+}
+
+/// `privq experiment pmw`: the default profile's usefulness, measured.
+fn run_pmw(p: &PmwArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
+    use privq_host::data::{Dataset, MemoryCap};
+    use privq_host::experiment::pmw::{Config, run};
+    let input = p
+        .input
+        .clone()
+        .unwrap_or_else(|| default_data_dir().join("nltcs.csv"));
+    std::fs::File::open(&input).map_err(|e| CliError::file(&input, e))?;
+    let data = Dataset::binary_from_header(&input, MemoryCap::default())
+        .map_err(|e| CliError::Run(Box::new(e)))?;
+    for (option, value) in [("runs", p.runs), ("queries", p.queries)] {
+        if value == 0 {
+            return Err(CliError::Usage {
+                option,
+                message: "must be at least 1".into(),
+            });
+        }
+    }
+    let mut config = Config::standard().map_err(|source| CliError::Parameter {
+        option: "epsilons",
+        source,
+    })?;
+    config.epsilons = p
+        .epsilons
+        .iter()
+        .map(|e| super::parse_epsilon(e))
+        .collect::<Result<_, _>>()?;
+    config.alpha = p.alpha;
+    config.queries = p.queries;
+    config.runs = p.runs;
+    config.seed = p.seed;
+    run(&data, &config, stdout)
+        .map(|_| ())
+        .map_err(CliError::Run)
 }
 
 /// `privq experiment knorm`: the Fig. 3.1 comparison of Laplace and K-norm noise.

@@ -9,7 +9,7 @@ use rand_chacha::ChaCha12Rng;
 use super::domain::DomainArg;
 use super::{CliError, LedgerArgs};
 use privq_host::accountant::Accountant;
-use privq_host::central::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwVariant};
+use privq_host::central::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwUpdate, PmwVariant};
 use privq_host::central::pmw_reduce::{DomainReduction, ReduceError, ReducedDomain};
 use privq_host::data::{DataError, Dataset, Domain, MemoryCap};
 use privq_host::query::Query;
@@ -22,11 +22,11 @@ use privq_host::query::Query;
     range ATTR LO HI                    fraction with LO <= ATTR <= HI (value order)\n  \
     parity ATTR [ATTR ...]              fraction with an even number of 1s (binary)\n  \
     conj ATTR [ATTR ...]                fraction with all of them 1 (binary)\n\
-Each answer is printed as `VALUE<TAB>lazy|update`.\n\n\
+Each answer is printed as `VALUE<TAB>lazy|update|hypothesis`.\n\n\
 Examples:\n  \
-    echo 'count smoke=1 family=1' | privq pmw --input ../shared/data/czech.csv --domain binary --epsilon 1 --rounds 10 --pure\n  \
-    privq pmw --input data.csv --domain domain.json --epsilon 1 --rounds 100 --queries q.txt \\\n      \
-    --eta 0.05 --sigma 0.01 --threshold 0.04 --max-updates 50"
+    echo 'count smoke=1 family=1' | privq pmw --input ../shared/data/czech.csv --domain binary --epsilon 1 --rounds 10\n  \
+    privq pmw --input ../shared/data/nltcs.csv --domain binary --epsilon 1 --rounds 1000 --queries q.txt \\\n      \
+    --pure --eta 0.5 --sigma 0.01 --threshold 0.05 --max-updates 50 --update project"
 )]
 pub struct Args {
     /// The private data (CSV with a header; a `count` column makes it a count table).
@@ -39,10 +39,19 @@ pub struct Args {
     /// Privacy budget ε of the whole session.
     #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
     pub epsilon: String,
-    /// δ of the (ε, δ) variant.
-    #[arg(long, default_value_t = 1e-6, conflicts_with = "pure")]
-    pub delta: f64,
-    /// Use the (ε, 0) variant (randomized threshold drawn once).
+    /// The constants when no user profile (--eta …) is given: `practical` (pure
+    /// ε-DP, threshold --alpha, update budget as large as ε and n allow, projection
+    /// updates) or `theory` (the thesis' eq. 4.2 / 4.14, vacuous at realistic n).
+    #[arg(long, value_enum, default_value = "practical")]
+    pub profile: Profile,
+    /// Practical profile: the threshold T (lazy answers are within about alpha).
+    #[arg(long, value_name = "ALPHA", default_value_t = 0.08)]
+    pub alpha: f64,
+    /// δ of the (ε, δ) variant (theory or user profile; default 1e-6).
+    #[arg(long, conflicts_with = "pure")]
+    pub delta: Option<f64>,
+    /// Use the (ε, 0) variant (randomized threshold drawn once). The practical
+    /// profile always is.
     #[arg(long)]
     pub pure: bool,
     /// Number of rounds k (queries) the session answers.
@@ -51,6 +60,12 @@ pub struct Args {
     /// Failure probability β of the theory constants.
     #[arg(long, default_value_t = 0.05)]
     pub beta: f64,
+    /// After a failure (more than m update rounds): `hypothesis` answers the rest
+    /// from the session's last hypothesis, labelled `hypothesis` (post-processing
+    /// of the released transcript: no privacy cost, but no accuracy guarantee);
+    /// `stop` prints `failure` and ends, as thesis Fig. 4.2 does.
+    #[arg(long, value_enum, default_value = "hypothesis")]
+    pub after_failure: AfterFailure,
     /// Read queries from this file instead of standard input (`-`: standard input).
     #[arg(long, value_name = "PATH")]
     pub queries: Option<PathBuf>,
@@ -66,6 +81,11 @@ pub struct Args {
     /// User profile: update budget m.
     #[arg(long)]
     pub max_updates: Option<f64>,
+    /// How an update round moves the hypothesis: `sign` (thesis Fig. 4.2, a step of
+    /// ±eta) or `project` (onto the released answer, at most eta). Post-processing:
+    /// privacy is the same either way.
+    #[arg(long, value_parser = crate::choice::<PmwUpdate>())]
+    pub update: Option<PmwUpdate>,
     /// Domain reduction (thesis Lemma 4.6.4 / Thm 4.1.4): run PMW on a public random
     /// sub-universe V of M = 4·max{xi·N·(ln(1/beta) + ln k)/alpha^2, ln(1/beta)} draws
     /// (with replacement) instead of all N cells, with threshold T' = T + phi + alpha.
@@ -95,6 +115,24 @@ pub struct Args {
     /// Where to write the ledger as JSON.
     #[command(flatten)]
     pub ledger: LedgerArgs,
+}
+
+/// Where `privq pmw`'s constants come from when no user profile is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Profile {
+    /// [`PmwParams::practical`].
+    Practical,
+    /// [`PmwParams::theory`].
+    Theory,
+}
+
+/// What `privq pmw` does once the session has failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AfterFailure {
+    /// Answer from the last hypothesis.
+    Hypothesis,
+    /// Print `failure` and end.
+    Stop,
 }
 
 /// Parses one query line against the domain.
@@ -174,21 +212,48 @@ pub fn run(
     // n is public under replace-one-record neighbours; the session derives it from
     // the counts itself.
     let n = ds.counts.total();
-    let variant = if args.pure {
+    let user = args.eta.is_some();
+    let practical = !user && args.profile == Profile::Practical;
+    if let (true, Some(_)) = (practical, args.delta) {
+        return Err(CliError::Usage {
+            option: "delta",
+            message: "the practical profile is pure epsilon-DP; use --profile theory or a user profile (--eta ...) for (epsilon, delta)".into(),
+        });
+    }
+    let variant = if args.pure || practical {
         PmwVariant::Pure
     } else {
-        PmwVariant::Approximate { delta: args.delta }
+        PmwVariant::Approximate {
+            delta: args.delta.unwrap_or(1e-6),
+        }
     };
     let mut rng = super::rng(args.seed, stderr)?;
     let reduced = reduce_domain(args, n, ds.counts.len(), &mut rng, stderr)?;
     let cells = reduced.as_ref().map_or(ds.counts.len(), |v| v.len());
     let params = match (args.eta, args.sigma, args.threshold, args.max_updates) {
         (Some(eta), Some(sigma), Some(t), Some(m)) => {
-            PmwParams::user(eta, sigma, t, m, variant, epsilon, n)
+            PmwParams::user(eta, sigma, t, m, variant, epsilon, n).map_err(pmw_err)
         }
-        _ => PmwParams::theory(epsilon, args.beta, n, args.rounds, cells, variant),
-    }
-    .map_err(pmw_err)?;
+        _ if practical => PmwParams::practical(epsilon, n, args.alpha).map_err(|e| match e {
+            PmwError::InvalidParameter(_) if args.alpha > 0.0 && args.alpha < 1.0 => {
+                let needed = (100.0 / (3.0 * epsilon.to_f64() * args.alpha)).ceil();
+                CliError::Usage {
+                    option: "alpha",
+                    message: format!(
+                        "n = {n} records are too few for the practical profile at epsilon = {epsilon} \
+                         and alpha = {} (it needs n >= {needed}); raise --alpha, or use --profile theory",
+                        args.alpha
+                    ),
+                }
+            }
+            e => pmw_err(e),
+        }),
+        _ => PmwParams::theory(epsilon, args.beta, n, args.rounds, cells, variant).map_err(pmw_err),
+    }?;
+    let params = match args.update {
+        Some(rule) => params.with_update(rule),
+        None => params,
+    };
     let mut budget = match variant {
         PmwVariant::Pure => Accountant::pure(epsilon),
         PmwVariant::Approximate { delta } => {
@@ -214,8 +279,15 @@ pub fn run(
         Some(file) => file,
         None => stdin,
     };
-    answer_all(&mut session, &ds.domain, queries, stdout, stderr)?;
-    summarize(args, &session, &params, n, stderr)?;
+    answer_all(
+        &mut session,
+        &ds.domain,
+        args.after_failure,
+        queries,
+        stdout,
+        stderr,
+    )?;
+    summarize(&session, &params, n, stderr)?;
     writeln!(stderr, "privq: ledger:\n{}", budget.ledger_text())?;
     args.ledger.write(&budget)
 }
@@ -318,10 +390,12 @@ fn warn_about_threshold(
 fn answer_all(
     session: &mut Session,
     domain: &Domain,
+    after_failure: AfterFailure,
     reader: &mut dyn BufRead,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
+    let mut warned = false;
     for (i, line) in reader.lines().enumerate() {
         let line = line?;
         let text = line.trim();
@@ -339,9 +413,24 @@ fn answer_all(
                 continue;
             }
         };
-        match session.answer(&query) {
+        let answer = match after_failure {
+            AfterFailure::Hypothesis => session.answer_or_hypothesis(&query),
+            AfterFailure::Stop => session.answer(&query),
+        };
+        match answer {
             Ok(Answer::Lazy(v)) => writeln!(stdout, "{v:.6}\tlazy")?,
             Ok(Answer::Update(v)) => writeln!(stdout, "{v:.6}\tupdate")?,
+            Ok(Answer::Hypothesis(v)) => {
+                if !warned {
+                    warned = true;
+                    writeln!(
+                        stderr,
+                        "privq: {}; answering the rest from the last hypothesis (no privacy cost, no accuracy guarantee)",
+                        PmwError::Failure
+                    )?;
+                }
+                writeln!(stdout, "{v:.6}\thypothesis")?;
+            }
             Err(PmwError::Failure) => {
                 writeln!(stdout, "failure")?;
                 writeln!(stderr, "privq: {}", PmwError::Failure)?;
@@ -359,7 +448,6 @@ fn answer_all(
 
 /// The session's parameters, progress and privacy summary.
 fn summarize(
-    args: &Args,
     session: &Session,
     params: &PmwParams,
     n: u64,
@@ -369,10 +457,9 @@ fn summarize(
     writeln!(
         stderr,
         "privq: PMW ({}) eta = {:.4}, sigma = {:.4}, T = {:.4}, m = {:.0}; {} answered, {} updates, {} rounds left",
-        if args.pure {
-            "pure: sparse vector, fresh answers"
-        } else {
-            "approximate"
+        match params.variant() {
+            PmwVariant::Pure => "pure: sparse vector, fresh answers",
+            PmwVariant::Approximate { .. } => "approximate",
         },
         params.eta(),
         params.sigma(),
@@ -408,7 +495,10 @@ mod tests {
             input,
             domain: Some(DomainArg::Binary),
             epsilon: "1".into(),
-            delta: 1e-6,
+            profile: Profile::Practical,
+            after_failure: AfterFailure::Hypothesis,
+            alpha: 0.08,
+            delta: None,
             pure: true,
             rounds: 3,
             beta: 0.05,
@@ -417,6 +507,7 @@ mod tests {
             sigma: None,
             threshold: None,
             max_updates: None,
+            update: None,
             reduce_domain: false,
             smoothness: None,
             phi: 0.0,
@@ -496,6 +587,8 @@ mod tests {
         // ξ = 1/4000 (ξN = 1.024), α = 1/√20, k = 3:
         // M = 4·ξN·n·(ln 20 + ln 3) = 335.4 draws of N = 4096 cells.
         let reduce = [
+            "--profile",
+            "theory",
             "--pure",
             "--reduce-domain",
             "--smoothness",
@@ -540,11 +633,29 @@ mod tests {
         let path = binary_table(&dir, 0);
         let input = path.to_str().unwrap();
         // M ≥ N: the full universe, said so.
-        let full = pmw_argv(input, &["--reduce-domain", "--smoothness", "0.5"]);
+        let full = pmw_argv(
+            input,
+            &[
+                "--profile",
+                "theory",
+                "--reduce-domain",
+                "--smoothness",
+                "0.5",
+            ],
+        );
         let (_, err) = crate::run_with(&full, QUERIES).unwrap();
         assert!(err.contains("so V = U (no reduction"), "{err}");
         // ξ below 1/N is refused with a typed error naming it.
-        let bad = pmw_argv(input, &["--reduce-domain", "--smoothness", "0.0001"]);
+        let bad = pmw_argv(
+            input,
+            &[
+                "--profile",
+                "theory",
+                "--reduce-domain",
+                "--smoothness",
+                "0.0001",
+            ],
+        );
         let e = crate::run_with(&bad, QUERIES).unwrap_err();
         assert!(e.to_string().contains("smoothness xi = 0.0001"), "{e}");
         let _ = std::fs::remove_dir_all(dir);
@@ -561,12 +672,72 @@ mod tests {
     }
 
     #[test]
+    fn the_practical_profile_names_the_records_it_needs_and_refuses_delta() {
+        let dir = crate::ledger_tests::scratch("pmw-practical");
+        let path = binary_table(&dir, 0);
+        let input = path.to_str().unwrap();
+        // n = 20: 100/(3·1·0.08) = 416.7, so 417 records are needed.
+        let e = crate::run_with(&pmw_argv(input, &[]), QUERIES).unwrap_err();
+        assert!(e.to_string().starts_with("--alpha: n = 20 records"), "{e}");
+        assert!(e.to_string().contains("it needs n >= 417"), "{e}");
+        let e = crate::run_with(&pmw_argv(input, &["--delta", "1e-6"]), QUERIES).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("--delta: the practical profile is pure"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn after_a_failure_the_rest_is_answered_from_the_hypothesis_or_not_at_all() {
+        let dir = crate::ledger_tests::scratch("pmw-after-failure");
+        let path = binary_table(&dir, 0);
+        let input = path.to_str().unwrap();
+        // m = 1 and a tiny threshold: the second update round is a failure.
+        let user = [
+            "--pure",
+            "--eta",
+            "0.5",
+            "--sigma",
+            "0.4",
+            "--threshold",
+            "0.001",
+            "--max-updates",
+            "1",
+        ];
+        let queries = "conj a0\nconj a1\nconj a2\nconj a3\nconj a4\n";
+        let mut argv = pmw_argv(input, &user);
+        argv[8] = "10"; // --rounds
+        let (out, err) = crate::run_with(&argv, queries).unwrap();
+        let kinds: Vec<&str> = out.lines().filter_map(|l| l.split('\t').nth(1)).collect();
+        assert_eq!(kinds.len(), 5, "{out}");
+        let first = kinds
+            .iter()
+            .position(|k| *k == "hypothesis")
+            .expect("a failure");
+        assert!(kinds[first..].iter().all(|k| *k == "hypothesis"), "{out}");
+        assert!(
+            err.contains("answering the rest from the last hypothesis"),
+            "{err}"
+        );
+        argv.extend(["--after-failure", "stop"]);
+        let (out, _) = crate::run_with(&argv, queries).unwrap();
+        assert_eq!(out.lines().last(), Some("failure"), "{out}");
+        assert_eq!(out.lines().count(), first + 1, "{out}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
     fn ledger_json_totals_the_epsilon_of_the_session() {
         let dir = crate::ledger_tests::scratch("pmw");
         let path = binary_table(&dir, 0);
         let ledger = dir.join("ledger.json");
         let ledger_s = ledger.to_str().unwrap();
-        for variant in [&["--pure"][..], &["--delta", "1e-6"][..]] {
+        for variant in [
+            &["--profile", "theory", "--pure"][..],
+            &["--profile", "theory", "--delta", "1e-6"][..],
+        ] {
             let mut extra = variant.to_vec();
             extra.extend(["--ledger-json", ledger_s]);
             let argv = pmw_argv(path.to_str().unwrap(), &extra);
