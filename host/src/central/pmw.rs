@@ -1333,8 +1333,14 @@ mod tests {
         let counts = random_counts(128, 10_000_000, 4);
         let n = counts.total();
         let queries = random_queries(128, 200, 5);
-        for variant in [PmwVariant::Pure, PmwVariant::Approximate { delta: 1e-6 }] {
-            let params = PmwParams::user(0.05, 0.002, 0.01, 2000.0, variant, eps1(), n).unwrap();
+        let variants = [PmwVariant::Pure, PmwVariant::Approximate { delta: 1e-6 }];
+        for (variant, rule) in variants
+            .into_iter()
+            .flat_map(|v| [(v, PmwUpdate::Sign), (v, PmwUpdate::Project)])
+        {
+            let params = PmwParams::user(0.05, 0.002, 0.01, 2000.0, variant, eps1(), n)
+                .unwrap()
+                .with_update(rule);
             let mut budget = Accountant::approximate(eps1(), 1e-6).unwrap();
             let mut s =
                 PmwSession::new(&counts, params, 200, eps1(), &mut budget, seeded_rng(6)).unwrap();
@@ -1356,6 +1362,25 @@ mod tests {
             let replayed = replay(start, &params, &queries, s.transcript());
             assert_eq!(outputs, replayed);
         }
+    }
+
+    #[test]
+    fn a_projection_step_lands_on_the_released_answer_within_its_cap() {
+        let p = PmwParams::practical(eps1(), 100_000, 0.08).unwrap();
+        let mut x = MwState::uniform(8, MemoryCap::default()).unwrap();
+        let q = Query::dense(vec![1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]).unwrap();
+        // 0.25 → 0.4: ln(0.4·0.75/(0.25·0.6)) = ln 2, under the cap η = 1.
+        let step = p.step(0.25, 0.4);
+        assert!((step - 2f64.ln()).abs() < 1e-12);
+        x.update(&q, step);
+        assert!((x.evaluate(&q) - 0.4).abs() < 1e-12);
+        // Far targets (and noisy answers outside [0, 1]) are capped at ±η.
+        assert_eq!(p.step(0.25, 0.99), 1.0);
+        assert_eq!(p.step(0.25, -0.3), -1.0);
+        assert_eq!(p.step(0.0, 0.5), 1.0);
+        // The sign rule ignores the distance.
+        let sign = p.with_update(PmwUpdate::Sign);
+        assert_eq!((sign.step(0.25, 0.26), sign.step(0.25, 0.1)), (1.0, -1.0));
     }
 
     #[test]
