@@ -463,6 +463,8 @@ fn dash_is_standard_input_for_dx_and_pmw() {
             "1",
             "--rounds",
             "2",
+            "--profile",
+            "theory",
             "--pure",
             "--seed",
             "1",
@@ -486,4 +488,28 @@ fn dash_is_standard_input_for_dx_and_pmw() {
         "{err}"
     );
     assert!(!d.path("l.json").exists());
+}
+
+#[test]
+fn a_file_that_is_not_text_is_named_and_called_so() {
+    let dir = Dir::new("not-utf8");
+    let bad = dir.path("bad.csv");
+    std::fs::write(&bad, b"a,b\n\xff\xfe,1\n").unwrap();
+    let out = privq(
+        &dir.0,
+        &[
+            "synth",
+            "--input",
+            "bad.csv",
+            "--domain",
+            "binary",
+            "--epsilon",
+            "1",
+        ],
+        b"",
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad.csv: not UTF-8 text"), "{err}");
+    assert!(!err.contains("i/o error"), "{err}");
 }

@@ -64,8 +64,15 @@ pub enum DataError {
     Csv(csv::Error),
     /// Malformed JSON domain spec.
     Json(serde_json::Error),
-    /// Reading failed.
+    /// Reading or writing failed.
     Io(std::io::Error),
+    /// Reading the file at `path` failed (missing, unreadable, not UTF-8 text).
+    File {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
 impl fmt::Display for DataError {
@@ -119,7 +126,10 @@ impl fmt::Display for DataError {
             DataError::InvalidValue(why) => write!(f, "invalid value: {why}"),
             DataError::Csv(e) => write!(f, "malformed CSV: {e}"),
             DataError::Json(e) => write!(f, "malformed domain spec: {e}"),
-            DataError::Io(e) => write!(f, "i/o error: {e}"),
+            DataError::File { path, source } => {
+                write!(f, "{}: {}", path.display(), describe_io(source))
+            }
+            DataError::Io(e) => f.write_str(&describe_io(e)),
         }
     }
 }
@@ -129,9 +139,19 @@ impl std::error::Error for DataError {
         match self {
             DataError::Csv(e) => Some(e),
             DataError::Json(e) => Some(e),
-            DataError::Io(e) => Some(e),
+            DataError::Io(e) | DataError::File { source: e, .. } => Some(e),
             _ => None,
         }
+    }
+}
+
+/// An I/O error in words a user can act on: text that is not UTF-8 is a format
+/// problem, not a failing disk.
+pub(crate) fn describe_io(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::InvalidData => format!("not UTF-8 text ({e})"),
+        std::io::ErrorKind::NotFound => format!("no such file ({e})"),
+        _ => format!("reading or writing failed: {e}"),
     }
 }
 

@@ -18,6 +18,14 @@ pub struct Dataset {
     pub counts: CountHistogram,
 }
 
+/// The whole text of `path`, with the path in the error.
+fn read_file(path: &Path) -> Result<String, DataError> {
+    std::fs::read_to_string(path).map_err(|source| DataError::File {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
 impl Dataset {
     /// Loads a CSV file under a public domain (see [`load_auto`]).
     ///
@@ -32,7 +40,7 @@ impl Dataset {
         domain: Domain,
         cap: MemoryCap,
     ) -> Result<Self, DataError> {
-        let text = std::fs::read_to_string(path)?;
+        let text = read_file(path)?;
         let counts = load_auto(text.as_bytes(), &domain, cap)?;
         Ok(Dataset {
             name: file_name(path),
@@ -45,7 +53,7 @@ impl Dataset {
     /// attribute. Only the header, which is public schema, fixes the domain; a value
     /// other than `0`/`1` is [`DataError::UnknownValue`].
     pub fn binary_from_header(path: &Path, cap: MemoryCap) -> Result<Self, DataError> {
-        let text = std::fs::read_to_string(path)?;
+        let text = read_file(path)?;
         let domain = Domain::binary(attribute_names(text.as_bytes(), "count")?)?;
         let counts = load_auto(text.as_bytes(), &domain, cap)?;
         Ok(Dataset {

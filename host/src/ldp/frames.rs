@@ -67,7 +67,7 @@ impl std::fmt::Display for FrameError {
             FrameError::BadFileHeader => {
                 f.write_str("not a privq report file (expected magic PQRS, version 1)")
             }
-            FrameError::Io(e) => write!(f, "i/o error: {e}"),
+            FrameError::Io(e) => write!(f, "reading the reports failed: {e}"),
         }
     }
 }

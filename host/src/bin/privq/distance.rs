@@ -10,6 +10,7 @@ use rand_chacha::ChaCha12Rng;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
+use super::results::{Cell, FormatArg, write_rows};
 use super::{CliError, LedgerArgs, Output, read_text};
 use privq_host::distance::interactive::{InteractiveConfig, Session};
 use privq_host::distance::offline::{OfflineConfig, Synopsis};
@@ -103,6 +104,9 @@ pub struct QueryArgs {
     /// Query points CSV with a header (`-`: standard input).
     #[arg(long, value_name = "PATH")]
     pub input: PathBuf,
+    /// CSV or JSON answers.
+    #[command(flatten)]
+    pub format: FormatArg,
 }
 
 /// The run's accountant: exactly the budget the user gave, bound to the
@@ -266,12 +270,17 @@ fn query(a: &QueryArgs, stdin: &mut dyn BufRead, stdout: &mut dyn Write) -> Resu
             })
         })
         .collect::<Result<Vec<f64>, CliError>>()?;
-    writeln!(stdout, "scaled_answer,average_l1_distance")?;
-    for v in answers {
-        let raw = super::num(v * s.domain().diameter());
-        writeln!(stdout, "{},{raw}", super::num(v))?;
-    }
-    Ok(())
+    let rows: Vec<[Cell; 2]> = answers
+        .iter()
+        .map(|&v| [Cell::Num(v), Cell::Num(v * s.domain().diameter())])
+        .collect();
+    let columns = ["scaled_answer", "average_l1_distance"];
+    write_rows(
+        a.format.format,
+        &columns,
+        rows.iter().map(|r| &r[..]),
+        stdout,
+    )
 }
 
 /// `interactive`: charges the session up front, then answers one query per line.

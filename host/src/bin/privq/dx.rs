@@ -4,6 +4,7 @@
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
+use super::results::{Cell, Format, FormatArg, write_rows};
 use super::{CliError, LedgerArgs};
 use privq_host::accountant::Accountant;
 use privq_host::dx::optimum::{Objective, relaxed_optimum};
@@ -66,6 +67,9 @@ pub struct Args {
     /// Where to write the ledger as JSON.
     #[command(flatten)]
     pub ledger: LedgerArgs,
+    /// CSV or JSON answers.
+    #[command(flatten)]
+    pub format: FormatArg,
 }
 
 fn run_err(e: impl std::error::Error + Send + Sync + 'static) -> CliError {
@@ -141,7 +145,7 @@ pub fn run(
         super::num(mech.loss_ratio()),
         accountant.ledger_text()
     )?;
-    write_answers(&mech, &answers, base, stdout)?;
+    write_answers(&mech, &answers, base, args.format.format, stdout)?;
     args.ledger.write(&accountant)
 }
 
@@ -292,19 +296,32 @@ fn write_answers(
     mech: &DxLaplace,
     answers: &[f64],
     base: f64,
+    format: Format,
     stdout: &mut dyn Write,
 ) -> Result<(), CliError> {
-    writeln!(
-        stdout,
-        "query,answer,noise_scale,baseline_scale,improvement"
-    )?;
-    for (k, a) in answers.iter().enumerate() {
-        let s = mech.scale(k);
-        let improvement = if s > 0.0 { base / s } else { f64::INFINITY };
-        let [a, s, base, improvement] = [*a, s, base, improvement].map(super::num);
-        writeln!(stdout, "{k},{a},{s},{base},{improvement}")?;
-    }
-    Ok(())
+    let rows: Vec<[Cell; 5]> = answers
+        .iter()
+        .enumerate()
+        .map(|(k, &a)| {
+            let s = mech.scale(k);
+            let improvement = if s > 0.0 { base / s } else { f64::INFINITY };
+            [
+                Cell::Int(k as u64),
+                Cell::Num(a),
+                Cell::Num(s),
+                Cell::Num(base),
+                Cell::Num(improvement),
+            ]
+        })
+        .collect();
+    let columns = [
+        "query",
+        "answer",
+        "noise_scale",
+        "baseline_scale",
+        "improvement",
+    ];
+    write_rows(format, &columns, rows.iter().map(|r| &r[..]), stdout)
 }
 
 #[cfg(test)]
@@ -365,6 +382,22 @@ mod tests {
         // The default example's small metric stays quiet.
         let (_, err) = run_cli(&dx_argv(u, &["--query-column", "h", "--seed", "1"])).unwrap();
         assert!(!err.contains("warning: no --budget"), "{err}");
+        std::fs::remove_dir_all(dir).ok();
+    }
+
+    #[test]
+    fn json_answers_match_the_csv_ones() {
+        let (dir, u) = universe("dx-json");
+        let base = dx_argv(u.to_str().unwrap(), &["--query-column", "h", "--seed", "1"]);
+        let (csv, _) = run_cli(&base).unwrap();
+        let mut argv = base.clone();
+        argv.extend(["--format", "json"]);
+        let (json, _) = run_cli(&argv).unwrap();
+        let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+        assert_eq!(json[0]["query"], 0);
+        assert_eq!(json[0]["answer"].as_f64().unwrap().to_string(), row[1]);
+        assert_eq!(json[0]["baseline_scale"], 3.0);
         std::fs::remove_dir_all(dir).ok();
     }
 

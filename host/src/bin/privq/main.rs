@@ -25,6 +25,7 @@ pub mod ldp;
 pub mod noise;
 pub mod pmw;
 mod progress;
+pub mod results;
 pub mod synth;
 
 /// privq: exact differential privacy from the microcontroller to the curator.

@@ -10,6 +10,7 @@ use privq_core::{Fixed, GridLaplace};
 use privq_host::accountant::{Accountant, AccountantError, Cost};
 use rand_chacha::ChaCha12Rng;
 
+use super::results::{Cell, Format, write_rows};
 use super::{CliError, LedgerArgs};
 
 /// The built-in demo input: 24 synthetic room-temperature readings.
@@ -66,6 +67,11 @@ pub struct Args {
     /// Where to write the ledger as JSON.
     #[command(flatten)]
     pub ledger: LedgerArgs,
+    /// Output as `csv` (the default: one value per line, or the input CSV with the
+    /// column replaced) or `json` (an array of objects; the released values are
+    /// exact decimal numbers).
+    #[arg(long, value_enum)]
+    pub format: Option<Format>,
 }
 
 /// Runs `privq noise`.
@@ -80,7 +86,7 @@ pub fn run(
     let mut rng = super::rng(args.seed, stderr)?;
     let accountant = charge(&mech, args.bounded_work, input.values.len())?;
     let released = release(&mech, args.bounded_work, &input.values, &mut rng)?;
-    input.write(&released, stdout)?;
+    input.write(&released, args.format, stdout)?;
     summarize(&mech, args.bounded_work, released.len(), stderr)?;
     warn_saturated(&released, mech.grid.grid(), stderr)?;
     explain_sensitivity(range, mech.sensitivity, stderr)?;
@@ -369,7 +375,15 @@ impl Input {
         })
     }
 
-    fn write(&self, released: &[Fixed], out: &mut dyn Write) -> Result<(), CliError> {
+    fn write(
+        &self,
+        released: &[Fixed],
+        format: Option<Format>,
+        out: &mut dyn Write,
+    ) -> Result<(), CliError> {
+        if format == Some(Format::Json) {
+            return self.write_json(released, out);
+        }
         match &self.csv {
             None => {
                 for v in released {
@@ -391,6 +405,35 @@ impl Input {
             }
         }
         Ok(())
+    }
+
+    /// `[{"value": …}, …]`, or one object per CSV record (its other columns as text).
+    fn write_json(&self, released: &[Fixed], out: &mut dyn Write) -> Result<(), CliError> {
+        let exact = |v: &Fixed| Cell::Exact(v.to_string());
+        match &self.csv {
+            None => {
+                let rows: Vec<[Cell; 1]> = released.iter().map(|v| [exact(v)]).collect();
+                write_rows(Format::Json, &["value"], rows.iter().map(|r| &r[..]), out)
+            }
+            Some(table) => {
+                let rows: Vec<Vec<Cell>> = table
+                    .records
+                    .iter()
+                    .zip(released)
+                    .map(|(record, v)| {
+                        (0..table.header.len())
+                            .map(|i| match record.get(i) {
+                                _ if i == table.column => exact(v),
+                                Some(f) => Cell::Text(f.to_string()),
+                                None => Cell::Text(String::new()),
+                            })
+                            .collect()
+                    })
+                    .collect();
+                let columns: Vec<&str> = table.header.iter().collect();
+                write_rows(Format::Json, &columns, rows.iter().map(|r| &r[..]), out)
+            }
+        }
     }
 }
 
@@ -422,6 +465,47 @@ fn parse_value(line: usize, text: &str, saturate: bool) -> Result<Fixed, CliErro
 mod tests {
     use super::*;
     use crate::run_with;
+
+    #[test]
+    fn json_output_carries_the_exact_released_decimals() {
+        let base = [
+            "noise",
+            "--epsilon",
+            "1",
+            "--sensitivity",
+            "1",
+            "--seed",
+            "3",
+        ];
+        let (plain, _) = run_with(&base, "3\n-4.25\n").unwrap();
+        let mut argv = base.to_vec();
+        argv.extend(["--format", "json"]);
+        let (json, _) = run_with(&argv, "3\n-4.25\n").unwrap();
+        let values: Vec<String> = serde_json::from_str::<serde_json::Value>(&json)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["value"].to_string())
+            .collect();
+        let lines: Vec<&str> = plain.lines().collect();
+        assert_eq!(values, lines);
+        // A CSV column keeps the other fields as text.
+        let mut argv = vec!["noise", "--demo", "--range", "15,30", "--epsilon", "1"];
+        argv.extend([
+            "--column",
+            "temperature_c",
+            "--seed",
+            "3",
+            "--format",
+            "json",
+        ]);
+        let (json, _) = run_with(&argv, "").unwrap();
+        let rows: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(rows.as_array().unwrap().len(), 24);
+        assert_eq!(rows[0]["device"], "dev-00");
+        assert!(rows[0]["temperature_c"].is_number());
+    }
 
     #[test]
     fn range_clamps_outliers_so_they_are_protected_like_any_value() {
