@@ -385,3 +385,58 @@ fn saved_states_merge_to_the_whole() {
     assert_eq!(text(&merged.stdout), text(&both.stdout));
     assert!(text(&merged.stderr).contains("1000 reports aggregated"));
 }
+
+#[test]
+fn simulate_sizes_are_capped_by_memory_mib_naming_devices() {
+    let dir = Dir::new("sim-cap");
+    let argv = [
+        "ldp",
+        "simulate",
+        "--mechanism",
+        "oue",
+        "--epsilon",
+        "1",
+        "--domain",
+        "100000",
+        "--devices",
+        "100000",
+        "--output",
+        "r.pqr",
+    ];
+    let o = privq(&dir.0, &argv, b"");
+    assert_eq!(code(&o), 2, "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("--devices: 100000 devices with 12512-byte reports"),
+        "{err}"
+    );
+    assert!(err.contains("over --memory-mib 1024"), "{err}");
+    assert!(!dir.0.join("r.pqr").exists());
+    // The cap is a flag: 10 000 small reports pass at the default and fail at 1 MiB.
+    let mut small = vec![
+        "ldp",
+        "simulate",
+        "--mechanism",
+        "oue",
+        "--epsilon",
+        "1",
+        "--domain",
+        "1000",
+        "--devices",
+        "10000",
+        "--output",
+        "r.pqr",
+        "--seed",
+        "1",
+    ];
+    let o = privq(&dir.0, &small, b"");
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    small.extend(["--memory-mib", "1"]);
+    let o = privq(&dir.0, &small, b"");
+    assert_eq!(code(&o), 2, "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("need about 2 MiB"),
+        "{}",
+        text(&o.stderr)
+    );
+}

@@ -81,6 +81,10 @@ pub struct SimulateArgs {
     /// (atomically, together with the reports).
     #[arg(long, value_name = "PATH")]
     pub campaign: Option<PathBuf>,
+    /// Cap in MiB on the simulation's memory (every report is held until the file is
+    /// written): devices × (report bytes + 4) plus 16 bytes per item must fit.
+    #[arg(long, value_name = "MIB", default_value_t = 1024)]
+    pub memory_mib: u64,
 }
 
 /// Output formats of `privq ldp aggregate` and `merge`.
@@ -345,6 +349,23 @@ fn simulate(
 ) -> Result<(), CliError> {
     let param = |option| move |source| CliError::Parameter { option, source };
     let (spec, epsilon) = simulation_spec(args)?;
+    let needed =
+        (args.devices as u128) * (spec.report_len() as u128 + 4) + u128::from(spec.domain()) * 16;
+    let cap = u128::from(args.memory_mib) << 20;
+    if needed > cap {
+        return Err(CliError::Usage {
+            option: "devices",
+            message: format!(
+                "{} devices with {}-byte reports over {} items need about {} MiB, over --memory-mib {}; \
+                 simulate fewer devices (several files aggregate together) or raise the cap",
+                args.devices,
+                spec.report_len(),
+                spec.domain(),
+                needed.div_ceil(1 << 20),
+                args.memory_mib
+            ),
+        });
+    }
     let weights = read_weights(args.weights.as_deref(), spec.domain())?;
     let fleet = Fleet::from_weights(&weights, args.devices).map_err(param("weights"))?;
     let seed = match args.seed {
