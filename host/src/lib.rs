@@ -33,3 +33,4 @@ pub mod knorm;
 pub mod ldp;
 pub mod lp;
 pub mod query;
+pub mod threshold;

@@ -167,3 +167,15 @@ fn mwem_rounds_within_claim() {
 fn pmw_reduce_within_claim() {
     assert_contract(&check("pmw-reduce", 2_000));
 }
+
+/// Lemma 7.3.1: TO's labels on neighbouring data, every query asked at several
+/// thresholds and twice (reused noisy counts).
+#[test]
+fn threshold_oracle_within_claim() {
+    let r = check("threshold-oracle", 20_000);
+    assert_contract(&r);
+    assert!(
+        r.empirical_epsilon > 0.5,
+        "the auditor should see part of ε"
+    );
+}

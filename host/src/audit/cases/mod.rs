@@ -13,6 +13,7 @@ mod dx;
 mod knorm;
 mod mwem;
 mod pmw;
+mod threshold;
 
 pub use baselines::{grid_mwem, laplace_per_query, tree_cdf};
 pub use central::{discrete_gaussian, exponential, geometric_histogram, sq_oracle, vector_laplace};
@@ -22,6 +23,7 @@ pub use dx::{dx_laplace, dx_mwem, smalldb};
 pub use knorm::knorm_l1;
 pub use mwem::{mwem_init, mwem_rounds, synth_rare_value};
 pub use pmw::{pmw_approximate, pmw_pure, pmw_reduce};
+pub use threshold::threshold_oracle;
 
 use super::{AuditCase, AuditError};
 
@@ -51,6 +53,7 @@ pub const REGISTRY: &[(&str, CaseFn)] = &[
     ("tree-cdf", tree_cdf),
     ("laplace-per-query", laplace_per_query),
     ("grid-mwem", grid_mwem),
+    ("threshold-oracle", threshold_oracle),
 ];
 
 /// The case called `name`, if registered.
