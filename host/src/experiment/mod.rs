@@ -5,6 +5,7 @@ pub mod distance;
 pub mod knorm;
 pub mod mwem;
 pub mod pmw;
+pub mod privlearn;
 mod svg;
 
 pub use svg::{Series, line_chart};

@@ -35,6 +35,47 @@ pub enum Which {
     Dx(DxArgs),
     /// PMW's practical profile vs the thesis constants vs the uniform guess on NLTCS.
     Pmw(PmwArgs),
+    /// PRIVLEARN (thesis Fig. 7.2) with a PTF learner on a few NLTCS attributes.
+    Privlearn(PrivlearnArgs),
+}
+
+/// Options of `privq experiment privlearn`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq experiment privlearn                   # from the repository root (../shared/data)\n  \
+    privq experiment privlearn --d 6 --degree 3 --samples 300 --epsilons 1 --runs 1\n\n\
+    The table prints the sample size and n that eqs. 7.7–7.8 require beside the ones used.")]
+pub struct PrivlearnArgs {
+    /// A binary CSV (0/1 columns named by the header; default ../shared/data/nltcs.csv).
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+    /// Attributes kept (the first d in cell order), 1..=12.
+    #[arg(long, default_value_t = 8)]
+    pub d: u32,
+    /// Degree of the polynomial threshold functions.
+    #[arg(long, default_value_t = 2)]
+    pub degree: u32,
+    /// Sampled queries per run (b_iter).
+    #[arg(long, default_value_t = 400)]
+    pub samples: usize,
+    /// Fresh queries scored per run.
+    #[arg(long, default_value_t = 2000)]
+    pub fresh: usize,
+    /// Accuracy alpha, in (0, 1/4].
+    #[arg(long, default_value_t = 0.25)]
+    pub alpha: f64,
+    /// gamma, in (0, 1).
+    #[arg(long, default_value_t = 0.2)]
+    pub gamma: f64,
+    /// Comma-separated budgets ε (decimals or fractions).
+    #[arg(long, value_delimiter = ',', default_value = "0.5,1,2")]
+    pub epsilons: Vec<String>,
+    /// Runs per ε.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Base seed.
+    #[arg(long, default_value_t = 5)]
+    pub seed: u64,
 }
 
 /// Options of `privq experiment pmw`.
@@ -180,29 +221,65 @@ pub fn run(
         Which::Dx(d) => run_dx(d, stdout, stderr),
         Which::Knorm(k) => run_knorm(k, stdout),
         Which::Pmw(p) => run_pmw(p, stdout),
+        Which::Privlearn(p) => run_privlearn(p, stdout),
         Which::Distance(d) => run_distance(d, stdout, stderr),
     }
 }
 
-/// `privq experiment pmw`: the default profile's usefulness, measured.
-fn run_pmw(p: &PmwArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
+/// A binary table: `input`, or NLTCS from the shared data directory.
+fn binary_table(input: Option<&PathBuf>) -> Result<privq_host::data::Dataset, CliError> {
     use privq_host::data::{Dataset, MemoryCap};
-    use privq_host::experiment::pmw::{Config, run};
-    let input = p
-        .input
-        .clone()
+    let input = input
+        .cloned()
         .unwrap_or_else(|| default_data_dir().join("nltcs.csv"));
     std::fs::File::open(&input).map_err(|e| CliError::file(&input, e))?;
-    let data = Dataset::binary_from_header(&input, MemoryCap::default())
-        .map_err(|e| CliError::Run(Box::new(e)))?;
-    for (option, value) in [("runs", p.runs), ("queries", p.queries)] {
-        if value == 0 {
-            return Err(CliError::Usage {
-                option,
-                message: "must be at least 1".into(),
-            });
-        }
+    Dataset::binary_from_header(&input, MemoryCap::default())
+        .map_err(|e| CliError::Run(Box::new(e)))
+}
+
+/// Positive counts, or a usage error naming the option.
+fn at_least_one(options: &[(&'static str, usize)]) -> Result<(), CliError> {
+    match options.iter().find(|(_, v)| *v == 0) {
+        Some(&(option, _)) => Err(CliError::Usage {
+            option,
+            message: "must be at least 1".into(),
+        }),
+        None => Ok(()),
     }
+}
+
+/// `privq experiment privlearn`: Fig. 7.2 on a small table, beside eq. 7.8's n.
+fn run_privlearn(p: &PrivlearnArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
+    use privq_host::experiment::privlearn::{Config, run};
+    let data = binary_table(p.input.as_ref())?;
+    at_least_one(&[("runs", p.runs), ("samples", p.samples), ("fresh", p.fresh)])?;
+    let mut config = Config::standard().map_err(|source| CliError::Parameter {
+        option: "epsilons",
+        source,
+    })?;
+    config.epsilons = p
+        .epsilons
+        .iter()
+        .map(|e| super::parse_epsilon(e))
+        .collect::<Result<_, _>>()?;
+    config.d = p.d;
+    config.degree = p.degree;
+    config.samples = p.samples;
+    config.fresh = p.fresh;
+    config.alpha = p.alpha;
+    config.gamma = p.gamma;
+    config.runs = p.runs;
+    config.seed = p.seed;
+    run(&data.counts, &config, stdout)
+        .map(|_| ())
+        .map_err(CliError::Run)
+}
+
+/// `privq experiment pmw`: the default profile's usefulness, measured.
+fn run_pmw(p: &PmwArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
+    use privq_host::experiment::pmw::{Config, run};
+    let data = binary_table(p.input.as_ref())?;
+    at_least_one(&[("runs", p.runs), ("queries", p.queries)])?;
     let mut config = Config::standard().map_err(|source| CliError::Parameter {
         option: "epsilons",
         source,
