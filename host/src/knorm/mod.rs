@@ -57,10 +57,12 @@ use crate::lp::LpError;
 mod body;
 pub mod bounds;
 mod mechanism;
+mod nikm;
 pub mod sample;
 
 pub use body::{Body, MAX_ENTRIES, Shape};
 pub use mechanism::{KNorm, Sampler};
+pub use nikm::{Nikm, NikmLevel, NikmOptions, level_count};
 
 /// Why a body or a K-norm mechanism could not be built or used.
 #[derive(Debug, Clone, PartialEq)]
@@ -204,5 +206,7 @@ impl From<KnormError> for MechanismError {
     }
 }
 
+#[cfg(test)]
+mod nikm_tests;
 #[cfg(test)]
 mod tests;
