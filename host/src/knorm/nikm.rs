@@ -32,6 +32,7 @@ use privq_core::rand_core::{CryptoRng, Rng};
 
 use super::KnormError;
 use super::body::{Body, Shape};
+use super::bounds::{coordinate_second_moment, km_squared_error};
 use super::mechanism::{KNorm, Sampler};
 use super::sample::walk;
 use crate::accountant::{Cost, Receipt};
@@ -106,9 +107,8 @@ impl NikmLevel {
     /// (thesis Thm 3.3.3 with p = 2, projected; exact on closed-form bodies, an
     /// estimate from the covariance chain otherwise).
     pub fn expected_squared_error(&self) -> f64 {
-        let d = self.dim() as f64;
         let theta = self.km.scale();
-        self.scale * self.scale * theta * theta * (d + 1.0) * (d + 2.0) * self.kept_second_moment
+        self.scale * self.scale * km_squared_error(self.dim(), theta, self.kept_second_moment)
     }
 }
 
@@ -306,17 +306,6 @@ fn project(body: &Body, frame: &[Vec<f64>]) -> (Vec<Vec<f64>>, f64) {
     (rows, s)
 }
 
-/// `E z_i²` of `Unif(K)` on the closed-form bodies: `2/((d + 1)(d + 2))` on `B₁ᵈ`,
-/// `1/3` on `B∞ᵈ` (both isotropic).
-fn closed_form_moment(body: &Body) -> Option<f64> {
-    let d = body.dim() as f64;
-    match body.shape() {
-        Shape::CrossPolytope => Some(2.0 / ((d + 1.0) * (d + 2.0))),
-        Shape::Cube => Some(1.0 / 3.0),
-        Shape::General => None,
-    }
-}
-
 /// `E z²` for a one-dimensional body.
 fn second_moment<R: Rng + ?Sized>(
     body: &Body,
@@ -335,7 +324,7 @@ fn covariance<R: Rng + ?Sized>(
     rng: &mut R,
 ) -> Result<DMatrix<f64>, KnormError> {
     let d = body.dim();
-    if let Some(m) = closed_form_moment(body) {
+    if let Some(m) = coordinate_second_moment(body) {
         return Ok(DMatrix::identity(d, d) * m);
     }
     let steps = options.steps.ok_or(KnormError::NoExactSampler)?;
