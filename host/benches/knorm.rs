@@ -3,9 +3,9 @@
 //! 4·d = 128 steps, the floor `hit_and_run_approximate` accepts; two LPs of size
 //! 32 × 2049 per step, about 20 s a release), one gauge LP `min{‖x‖₁ : Fx = v}` at
 //! d × 2N = 32 × 2048 and 64 × 2048, and NiKM (Fig. 3.3) next to KM on the same
-//! bodies: d = 32 on the cross-polytope (exact at all 6 levels), and d = 8 on a
-//! random ±1 body (hit-and-run at 32 steps per level; d = 32 would take minutes a
-//! release). Run one part with a filter, e.g.
+//! bodies: d = 32 on the cross-polytope (exact at all 6 levels), and d = 8 on a body
+//! of uniform entries in [−1, 1] (hit-and-run at 32 steps per level; on a general
+//! body at d = 32 a release would take minutes). Run one part with a filter, e.g.
 //! `cargo bench -p privq-host --bench knorm -- 'cross-polytope|d=8'`.
 
 use std::hint::black_box;
@@ -101,10 +101,22 @@ fn bench(c: &mut Criterion) {
         },
     );
 
-    let small = Body::from_rows(&sign_rows(8, n, 4)).expect("valid");
+    // Uniform entries: a ±1 matrix at d = 8 ≤ log₂ N + 1 holds every sign pattern,
+    // and K would be the cube (exact sampler).
+    let mut entries = seeded_rng(4);
+    let unit = 1.0 / (1u64 << 53) as f64;
+    let uniform_rows: Vec<Vec<f64>> = (0..8)
+        .map(|_| {
+            (0..n)
+                .map(|_| 2.0 * (entries.next_u64() >> 11) as f64 * unit - 1.0)
+                .collect()
+        })
+        .collect();
+    let small = Body::from_rows(&uniform_rows).expect("valid");
+    assert_eq!(small.shape(), Shape::General);
     let mut cached = None;
     g.bench_function(
-        "KM release d=8 N=1024 random ±1 (hit-and-run, 32 steps)",
+        "KM release d=8 N=1024 uniform entries (hit-and-run, 32 steps)",
         |b| {
             let walk = cached.get_or_insert_with(|| {
                 KNorm::hit_and_run_approximate(small.clone(), Neighbours::AddRemove, eps, 32)
@@ -120,7 +132,7 @@ fn bench(c: &mut Criterion) {
     );
     let mut cached_nikm = None;
     g.bench_function(
-        "NiKM release d=8 N=1024 random ±1 (hit-and-run, 32 steps/level, 4 levels)",
+        "NiKM release d=8 N=1024 uniform entries (hit-and-run, 32 steps/level, 4 levels)",
         |b| {
             let nikm = cached_nikm.get_or_insert_with(|| {
                 let options = NikmOptions {
