@@ -173,6 +173,7 @@ fn identity_error_matches_the_per_level_theorem() {
     let predicted = 2.0 * 8.0 * theta * theta;
     assert!((mech.expected_squared_error() - predicted).abs() < 1e-9 * predicted);
     let measured = mse(&mech, &body, &[5; 8], 4000, 11);
+    eprintln!("F = I_8, 4000 runs: measured {measured:.2}, predicted {predicted:.2}");
     assert!(
         (measured / predicted - 1.0).abs() < 0.1,
         "measured {measured}, predicted {predicted}"
@@ -217,6 +218,10 @@ fn skewed_case(runs: usize, tolerance: f64) {
     let counts: Vec<u64> = (0..body.columns() as u64).map(|j| 10 + j % 7).collect();
     let measured = mse(&mech, &body, &counts, runs, 5);
     let predicted = mech.expected_squared_error();
+    eprintln!(
+        "skewed d = {d}, {runs} runs: NiKM measured {measured:.1}, predicted {predicted:.1}; \
+         ideal KM {km_ideal:.1}"
+    );
     assert!(
         measured < km_ideal && predicted < 0.6 * km_ideal,
         "NiKM measured {measured}, predicted {predicted}; ideal KM {km_ideal}"
