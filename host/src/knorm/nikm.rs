@@ -183,19 +183,8 @@ impl Nikm {
         let mut levels = Vec::with_capacity(total);
         loop {
             progress(levels.len(), total);
-            let dl = current.dim();
-            let (values, vectors) = if dl == 1 {
-                (
-                    vec![second_moment(&current, &options, &mut chain_rng)?],
-                    vec![vec![1.0]],
-                )
-            } else {
-                eigen_decreasing(&covariance(&current, &options, &mut chain_rng)?)
-            };
-            let keep_from = dl / 2;
-            let kept_local: Vec<Vec<f64>> = vectors.get(keep_from..).unwrap_or(&[]).to_vec();
-            let kept: Vec<Vec<f64>> = kept_local.iter().map(|v| combine(&frame, v, d)).collect();
-            let kept_second_moment = values.get(keep_from..).unwrap_or(&[]).iter().sum();
+            // The level's KM first: it validates the steps, ε/L and the rank before
+            // the covariance chain runs.
             let km = match (current.shape(), options.steps) {
                 (Shape::General, None) => return Err(KnormError::NoExactSampler),
                 (Shape::General, Some(steps)) => {
@@ -203,6 +192,19 @@ impl Nikm {
                 }
                 _ => KNorm::new(current, neighbours, level_eps)?,
             };
+            let dl = km.body().dim();
+            let (values, vectors) = if dl == 1 {
+                (
+                    vec![second_moment(km.body(), &options, &mut chain_rng)?],
+                    vec![vec![1.0]],
+                )
+            } else {
+                eigen_decreasing(&covariance(km.body(), &options, &mut chain_rng)?)
+            };
+            let keep_from = dl / 2;
+            let kept_local: Vec<Vec<f64>> = vectors.get(keep_from..).unwrap_or(&[]).to_vec();
+            let kept: Vec<Vec<f64>> = kept_local.iter().map(|v| combine(&frame, v, d)).collect();
+            let kept_second_moment = values.get(keep_from..).unwrap_or(&[]).iter().sum();
             levels.push(NikmLevel {
                 km,
                 scale,
