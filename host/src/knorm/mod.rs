@@ -60,7 +60,7 @@ use crate::lp::LpError;
 mod body;
 pub mod bounds;
 mod mechanism;
-mod nikm;
+pub mod nikm;
 pub mod sample;
 
 pub use body::{Body, MAX_ENTRIES, Shape};
