@@ -1,14 +1,19 @@
 //! K-norm benchmarks (thesis Ch. 3): one KM release at d = 32, N = 1024 on an exact
 //! body (the cross-polytope, exact sampler) and on a random ±1 body (hit-and-run,
-//! 10 steps, two LPs of size 32 × 2049 per step), and one gauge LP
-//! `min{‖x‖₁ : Fx = v}` at d × 2N = 32 × 2048 and 64 × 2048.
+//! 4·d = 128 steps, the floor `hit_and_run_approximate` accepts; two LPs of size
+//! 32 × 2049 per step, about 20 s a release), one gauge LP `min{‖x‖₁ : Fx = v}` at
+//! d × 2N = 32 × 2048 and 64 × 2048, and NiKM (Fig. 3.3) next to KM on the same
+//! bodies: d = 32 on the cross-polytope (exact at all 6 levels), and d = 8 on a body
+//! of uniform entries in [−1, 1] (hit-and-run at 32 steps per level; on a general
+//! body at d = 32 a release would take minutes). Run one part with a filter, e.g.
+//! `cargo bench -p privq-host --bench knorm -- 'cross-polytope|d=8'`.
 
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use privq_host::accountant::Accountant;
 use privq_host::contract::{Mechanism, Neighbours};
-use privq_host::knorm::{Body, KNorm, Shape};
+use privq_host::knorm::{Body, KNorm, Nikm, NikmOptions, Shape};
 use privq_host::{Epsilon, seeded_rng};
 use rand_core::Rng;
 
@@ -58,15 +63,89 @@ fn bench(c: &mut Criterion) {
         })
     });
 
-    let random = Body::from_rows(&sign_rows(d, n, 2)).expect("valid");
-    let walk = KNorm::hit_and_run_approximate(random.clone(), Neighbours::AddRemove, eps, 10)
-        .expect("calibrated");
+    let nikm = Nikm::new(
+        padded_identity(d, n),
+        Neighbours::AddRemove,
+        eps,
+        NikmOptions::default(),
+    )
+    .expect("exact levels");
     g.bench_function(
-        "KM release d=32 N=1024 random ±1 (hit-and-run, 10 steps)",
+        "NiKM release d=32 N=1024 cross-polytope (exact, 6 levels)",
         |b| {
             b.iter(|| {
                 let mut acct = Accountant::pure(eps);
+                nikm.release(black_box(&counts[..]), &mut acct, &mut rng)
+                    .expect("release")
+            })
+        },
+    );
+
+    // Hit-and-run: built on first use (criterion calls a routine once per sample),
+    // so that a filter skips the slow constructions.
+    let random = Body::from_rows(&sign_rows(d, n, 2)).expect("valid");
+    let mut cached = None;
+    g.bench_function(
+        "KM release d=32 N=1024 random ±1 (hit-and-run, 128 steps)",
+        |b| {
+            let walk = cached.get_or_insert_with(|| {
+                KNorm::hit_and_run_approximate(random.clone(), Neighbours::AddRemove, eps, 4 * d)
+                    .expect("calibrated")
+            });
+            b.iter(|| {
+                let mut acct = Accountant::pure(eps);
+                acct.allow_uncertified();
                 walk.release(black_box(&counts[..]), &mut acct, &mut rng)
+                    .expect("release")
+            })
+        },
+    );
+
+    // Uniform entries: a ±1 matrix at d = 8 ≤ log₂ N + 1 holds every sign pattern,
+    // and K would be the cube (exact sampler).
+    let mut entries = seeded_rng(4);
+    let unit = 1.0 / (1u64 << 53) as f64;
+    let uniform_rows: Vec<Vec<f64>> = (0..8)
+        .map(|_| {
+            (0..n)
+                .map(|_| 2.0 * (entries.next_u64() >> 11) as f64 * unit - 1.0)
+                .collect()
+        })
+        .collect();
+    let small = Body::from_rows(&uniform_rows).expect("valid");
+    assert_eq!(small.shape(), Shape::General);
+    let mut cached = None;
+    g.bench_function(
+        "KM release d=8 N=1024 uniform entries (hit-and-run, 32 steps)",
+        |b| {
+            let walk = cached.get_or_insert_with(|| {
+                KNorm::hit_and_run_approximate(small.clone(), Neighbours::AddRemove, eps, 32)
+                    .expect("calibrated")
+            });
+            b.iter(|| {
+                let mut acct = Accountant::pure(eps);
+                acct.allow_uncertified();
+                walk.release(black_box(&counts[..]), &mut acct, &mut rng)
+                    .expect("release")
+            })
+        },
+    );
+    let mut cached_nikm = None;
+    g.bench_function(
+        "NiKM release d=8 N=1024 uniform entries (hit-and-run, 32 steps/level, 4 levels)",
+        |b| {
+            let nikm = cached_nikm.get_or_insert_with(|| {
+                let options = NikmOptions {
+                    steps: Some(32),
+                    covariance_samples: 200,
+                    covariance_seed: 1,
+                };
+                Nikm::new(small.clone(), Neighbours::AddRemove, eps, options).expect("calibrated")
+            });
+            b.iter(|| {
+                let mut acct = Accountant::pure(eps);
+                acct.allow_uncertified();
+                nikm.release(black_box(&counts[..]), &mut acct, &mut rng)
                     .expect("release")
             })
         },

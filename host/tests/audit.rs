@@ -132,6 +132,14 @@ fn knorm_l1_within_claim_and_close_to_it() {
     );
 }
 
+/// NiKM on the cube (F = all sign vectors, d = 2, two levels at ε/2), one record
+/// added to the all-ones column.
+#[test]
+fn nikm_linf_within_claim() {
+    let r = check("nikm-linf", 20_000);
+    assert_contract(&r);
+}
+
 #[test]
 fn tree_cdf_within_claim() {
     assert_contract(&check("tree-cdf", 10_000));

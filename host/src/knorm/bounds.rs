@@ -76,3 +76,21 @@ pub fn volume_lower_bound(d: usize, vr: f64, epsilon: f64) -> Option<f64> {
 pub fn km_error_bound(d: usize, mean_radius: f64, epsilon: f64) -> f64 {
     (d as f64 + 1.0) * mean_radius / epsilon
 }
+
+/// `E zᵢ²` for `z ∼ Unif(K)` on the closed-form bodies, which are isotropic:
+/// `2/((d + 1)(d + 2))` on `B₁ᵈ`, `1/3` on `B∞ᵈ` (None on a general body).
+pub fn coordinate_second_moment(body: &Body) -> Option<f64> {
+    let d = body.dim() as f64;
+    match body.shape() {
+        Shape::CrossPolytope => Some(2.0 / ((d + 1.0) * (d + 2.0))),
+        Shape::Cube => Some(1.0 / 3.0),
+        Shape::General => None,
+    }
+}
+
+/// Thm 3.3.3 with p = 2, as an identity: KM's `E‖w‖₂² = θ²(d + 1)(d + 2)·E‖z‖₂²`
+/// for `w = r·z`, `r ∼ Gamma(d + 1, θ)` independent of `z ∼ Unif(K)`.
+pub fn km_squared_error(d: usize, theta: f64, second_moment: f64) -> f64 {
+    let d = d as f64;
+    theta * theta * (d + 1.0) * (d + 2.0) * second_moment
+}

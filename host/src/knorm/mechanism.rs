@@ -253,6 +253,19 @@ impl Mechanism for KNorm {
     ) -> Result<Vec<f64>, MechanismError> {
         receipt.check_covers(&self.cost())?;
         self.check_input(counts)?;
+        Ok(self.release_on_grid(counts, rng)?)
+    }
+}
+
+impl KNorm {
+    /// The release `y + round_γ(r·z)` itself, for a caller that has already checked
+    /// a receipt covering [`Mechanism::cost`] (this mechanism's, or a composite's
+    /// that includes it, like NiKM's levels) and the input's length.
+    pub(crate) fn release_on_grid<R: Rng + ?Sized>(
+        &self,
+        counts: &[u64],
+        rng: &mut R,
+    ) -> Result<Vec<f64>, KnormError> {
         // The noise first: it never sees the data (an error here is data-independent).
         let noise = self.sample_noise(rng)?;
         let scale = pow2(self.grid_exp as i32);

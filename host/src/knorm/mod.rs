@@ -8,7 +8,10 @@
 //! `r ∼ Gamma(d + 1, 1/ε)` and `z` uniform in `K`; its output density is
 //! `∝ exp(−ε‖F·x − v‖_K)`, so it is ε-DP with no factor 2 (Thm 3.3.3), and its ℓ2
 //! error is at most `(d + 1)·mr(K)/ε` (eq. 3.9 with `Γ(d + 1)`, the thesis's
-//! `Γ(d)` being a typo).
+//! `Γ(d)` being a typo). [`Nikm`] is the recursive `NiKM(F, ε)` (thesis Fig. 3.3,
+//! §3.6.1): `⌊log₂ d⌋ + 1` levels, each a KM at ε/L on the projection of K onto
+//! the span of the larger half of its covariance's eigenvectors, keeping the other
+//! half.
 //!
 //! # Privacy status — read this
 //!
@@ -57,10 +60,12 @@ use crate::lp::LpError;
 mod body;
 pub mod bounds;
 mod mechanism;
+pub mod nikm;
 pub mod sample;
 
 pub use body::{Body, MAX_ENTRIES, Shape};
 pub use mechanism::{KNorm, Sampler};
+pub use nikm::{Nikm, NikmLevel, NikmOptions, level_count};
 
 /// Why a body or a K-norm mechanism could not be built or used.
 #[derive(Debug, Clone, PartialEq)]
@@ -204,5 +209,7 @@ impl From<KnormError> for MechanismError {
     }
 }
 
+#[cfg(test)]
+mod nikm_tests;
 #[cfg(test)]
 mod tests;

@@ -90,13 +90,25 @@ pub fn hit_and_run<R: Rng + ?Sized>(
             "hit-and-run needs at least one step".into(),
         ));
     }
+    let mut z = vec![0.0; body.dim()];
+    walk(body, &mut z, steps, rng)?;
+    Ok(z)
+}
+
+/// `steps` hit-and-run steps from `z ∈ K`, in place (the chain of [`hit_and_run`];
+/// NiKM's covariance estimate continues one chain).
+pub(crate) fn walk<R: Rng + ?Sized>(
+    body: &Body,
+    z: &mut [f64],
+    steps: usize,
+    rng: &mut R,
+) -> Result<(), KnormError> {
     let d = body.dim();
-    let mut z = vec![0.0; d];
     for _ in 0..steps {
         let u = direction(d, rng);
-        let ahead = body.ray_exit(&z, &u)?;
+        let ahead = body.ray_exit(z, &u)?;
         let back: Vec<f64> = u.iter().map(|a| -a).collect();
-        let behind = body.ray_exit(&z, &back)?;
+        let behind = body.ray_exit(z, &back)?;
         if !(ahead.is_finite() && behind.is_finite()) {
             return Err(KnormError::Unbounded);
         }
@@ -105,7 +117,7 @@ pub fn hit_and_run<R: Rng + ?Sized>(
             *zi += t * ui;
         }
     }
-    Ok(z)
+    Ok(())
 }
 
 /// A uniform point of `K`: exact on the two closed-form shapes, hit-and-run with

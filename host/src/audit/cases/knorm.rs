@@ -1,4 +1,5 @@
-//! The K-norm mechanism (thesis Def 3.3.1) with `F = I` (K = B₁ᵈ).
+//! The K-norm mechanism (thesis Def 3.3.1) with `F = I` (K = B₁ᵈ), and NiKM
+//! (Fig. 3.3) on the cube.
 
 use privq_core::Epsilon;
 
@@ -6,7 +7,7 @@ use super::setup;
 use crate::accountant::Accountant;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
 use crate::contract::{Mechanism, Neighbours};
-use crate::knorm::{Body, KNorm};
+use crate::knorm::{Body, KNorm, Nikm, NikmOptions};
 
 /// KM with `F = I_d` (d = 2 at test size, 3 at full size) under add/remove-one
 /// neighbours: one record added to bin 0. The density ratio is
@@ -48,6 +49,52 @@ pub fn knorm_l1(small: bool) -> Result<AuditCase, AuditError> {
     .run(move |side, rng| {
         let counts = if side == Side::D { &base } else { &neighbour };
         // Each run is one release through the contract, charged to its own ε = 1.
+        Ok(mech.release(&counts[..], &mut Accountant::pure(eps), rng)?)
+    })
+    .events(events))
+}
+
+/// NiKM (thesis Fig. 3.3) with `F` the `d × 2ᵈ` matrix of all sign vectors
+/// (K = B∞ᵈ, isotropic, so the levels answer coordinates), d = 2 at test size
+/// (L = 2 levels at ε/2), 3 at full size (L = 2), under add/remove-one neighbours:
+/// one record added to the all-ones column, which moves every coordinate by 1, so
+/// every level sees a neighbour at K-norm distance 1. Events: tails of each output
+/// and joint tails (the levels' losses add only jointly).
+pub fn nikm_linf(small: bool) -> Result<AuditCase, AuditError> {
+    let d = if small { 2 } else { 3 };
+    let eps = Epsilon::new(1, 1).map_err(setup)?;
+    let body = Body::hypercube(d).map_err(setup)?;
+    let mech =
+        Nikm::new(body, Neighbours::AddRemove, eps, NikmOptions::default()).map_err(setup)?;
+    let n = 1usize << d;
+    let base: Vec<u64> = vec![3; n];
+    // Column n − 1 is (1, …, 1) (bit i of the column index set ⇔ +1 in row i).
+    let neighbour: Vec<u64> = (0..n).map(|j| if j == n - 1 { 4 } else { 3 }).collect();
+    let mut events: Vec<Event> = Vec::new();
+    for t in 0..4 {
+        let hi = f64::from(2 + 2 * t);
+        let lo = f64::from(-1 - 2 * t);
+        events.push(Event::at_least(0, hi));
+        events.push(Event::at_most(0, lo));
+        events.push(Event::at_least(1, hi));
+        events.push(Event::new(
+            format!("out[0] >= {hi} and out[1] >= {hi}"),
+            move |o| o[0] >= hi && o[1] >= hi,
+        ));
+        events.push(Event::new(
+            format!("out[0] <= {lo} and out[1] <= {lo}"),
+            move |o| o[0] <= lo && o[1] <= lo,
+        ));
+    }
+    Ok(AuditCase::new(
+        "nikm-linf",
+        format!("add/remove-one: one more record in the all-ones column of F (d = {d}, N = {n})"),
+        Claim::Pure(1.0),
+        100_000,
+    )
+    .mechanism(mech.label())
+    .run(move |side, rng| {
+        let counts = if side == Side::D { &base } else { &neighbour };
         Ok(mech.release(&counts[..], &mut Accountant::pure(eps), rng)?)
     })
     .events(events))

@@ -20,7 +20,7 @@ pub use central::{discrete_gaussian, exponential, geometric_histogram, sq_oracle
 pub use discover::discovery;
 pub use distance::{distance_offline, distance_session};
 pub use dx::{dx_laplace, dx_mwem, smalldb};
-pub use knorm::knorm_l1;
+pub use knorm::{knorm_l1, nikm_linf};
 pub use mwem::{mwem_init, mwem_rounds, synth_rare_value};
 pub use pmw::{pmw_approximate, pmw_pure, pmw_reduce};
 pub use threshold::threshold_oracle;
@@ -50,6 +50,7 @@ pub const REGISTRY: &[(&str, CaseFn)] = &[
     ("distance-offline", distance_offline),
     ("distance-session", distance_session),
     ("knorm-l1", knorm_l1),
+    ("nikm-linf", nikm_linf),
     ("tree-cdf", tree_cdf),
     ("laplace-per-query", laplace_per_query),
     ("grid-mwem", grid_mwem),

@@ -1,15 +1,22 @@
 //! `privq knorm`: d linear queries over a histogram released with the K-norm
-//! mechanism (thesis Def 3.3.1, Fig. 3.2) or, for comparison, the Laplace mechanism.
+//! mechanism (thesis Def 3.3.1, Fig. 3.2), its recursive version NiKM (Fig. 3.3) or,
+//! for comparison, the Laplace mechanism.
 
 use std::fs;
-use std::io::{BufRead, Write};
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
 use privq_core::rand_core::Rng;
 use privq_host::accountant::Accountant;
 use privq_host::central::VectorLaplace;
 use privq_host::contract::{Mechanism, Neighbours};
-use privq_host::knorm::{Body, KNorm, Shape};
+use privq_host::knorm::bounds::{
+    MAX_MONTE_CARLO_DIM, coordinate_second_moment, km_squared_error, volume_lower_bound,
+    volume_radius,
+};
+use privq_host::knorm::{Body, KNorm, Nikm, NikmOptions, Sampler, Shape};
+
+use super::progress::bar;
 
 use super::CliError;
 
@@ -18,7 +25,8 @@ use super::CliError;
 #[command(after_help = "Examples:\n  \
     printf '40\\n2\\n7\\n' | privq knorm --body identity:3 --epsilon 1 --seed 7\n  \
     privq knorm --body hypercube:3 --counts counts.txt --epsilon 1/2 --mechanism laplace\n  \
-    privq knorm --body random:4,64 --matrix-seed 1 --counts counts.txt --epsilon 1 --steps 200\n\n\
+    privq knorm --body random:4,64 --matrix-seed 1 --counts counts.txt --epsilon 1 --steps 200\n  \
+    privq knorm --body identity:8 --counts counts.txt --epsilon 1 --mechanism nikm\n\n\
     Privacy status: the noise of the K-norm mechanism is continuous and sampled in floating\n\
     point, then rounded to a data-independent grid (the rounding is in the calibration).\n\
     On the cross-polytope and cube bodies the sampler is exact up to floating point; any\n\
@@ -41,12 +49,21 @@ pub struct Args {
     /// Privacy parameter ε of the release: a decimal or a fraction, read exactly.
     #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
     pub epsilon: String,
-    /// `km` (the K-norm mechanism) or `laplace` (vector Laplace at the ℓ1 sensitivity).
-    #[arg(long, default_value = "km", value_parser = ["km", "laplace"])]
+    /// `km` (the K-norm mechanism), `nikm` (the recursive K-norm mechanism, thesis
+    /// Fig. 3.3: ⌊log₂ d⌋ + 1 levels at ε/L each) or `laplace` (vector Laplace at the
+    /// ℓ1 sensitivity).
+    #[arg(long, default_value = "km", value_parser = ["km", "nikm", "laplace"])]
     pub mechanism: String,
-    /// Hit-and-run steps for a body without an exact sampler (APPROXIMATE privacy).
+    /// Hit-and-run steps for a body (or NiKM level) without an exact sampler
+    /// (APPROXIMATE privacy).
     #[arg(long, value_name = "K")]
     pub steps: Option<usize>,
+    /// NiKM: hit-and-run points estimating the covariance of a general level body.
+    #[arg(long, value_name = "K", default_value_t = 2000)]
+    pub covariance_samples: usize,
+    /// NiKM: seed of the (public, data-independent) covariance chain.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub covariance_seed: u64,
     /// Neighbours: `add-remove` (one record added or removed, n private) or `replace`.
     #[arg(long, default_value = "add-remove", value_parser = ["add-remove", "replace"])]
     pub neighbours: String,
@@ -130,6 +147,49 @@ fn parse_counts(text: &str) -> Result<Vec<u64>, CliError> {
     Ok(counts)
 }
 
+/// Thm 3.2.3's `d·vr(K)/(16ε)` when `vr(K)` is exact (cross-polytope, cube) or a
+/// Monte Carlo estimate is cheap (d ≤ 8, N ≤ 256; fixed public seed).
+fn lower_bound(body: &Body, epsilon: f64) -> Option<f64> {
+    let d = body.dim();
+    let cheap =
+        body.shape() != Shape::General || (d <= MAX_MONTE_CARLO_DIM && body.columns() <= 256);
+    if !cheap {
+        return None;
+    }
+    let vr = volume_radius(body, 2000, &mut privq_host::seeded_rng(0)).ok()?;
+    volume_lower_bound(d, vr, epsilon)
+}
+
+/// Builds NiKM with a progress bar over its levels (on a terminal) or one line per
+/// level (otherwise).
+fn build_nikm(
+    body: Body,
+    neighbours: Neighbours,
+    epsilon: privq_core::Epsilon,
+    options: NikmOptions,
+    stderr: &mut dyn Write,
+) -> Result<Nikm, CliError> {
+    let total = privq_host::knorm::level_count(body.dim()) as u64;
+    if std::io::stderr().is_terminal() {
+        let pb = bar(total, "NiKM levels");
+        let mech = Nikm::with_progress(body, neighbours, epsilon, options, &mut |l, _| {
+            pb.set_position(l as u64)
+        });
+        pb.finish_and_clear();
+        mech.map_err(run_err)
+    } else {
+        let mut lost = Ok(());
+        let mech = Nikm::with_progress(body, neighbours, epsilon, options, &mut |l, n| {
+            if lost.is_ok() {
+                lost = writeln!(stderr, "privq: NiKM: building level {} of {n}", l + 1);
+            }
+        })
+        .map_err(run_err)?;
+        lost?;
+        Ok(mech)
+    }
+}
+
 /// Runs `privq knorm`: prints `query,answer` for each of the d queries; the
 /// mechanism, its privacy status and the ledger go to standard error.
 pub fn run(
@@ -199,7 +259,55 @@ pub fn run(
             out,
             "exact (integer noise on the fixed-point grid)".to_string(),
         )
+    } else if args.mechanism == "nikm" {
+        let options = NikmOptions {
+            steps: args.steps,
+            covariance_samples: args.covariance_samples,
+            covariance_seed: args.covariance_seed,
+        };
+        let lower = lower_bound(&body, epsilon.to_f64());
+        let mech = build_nikm(body, neighbours, epsilon, options, stderr)?;
+        if mech.is_approximate() {
+            // --steps is the opt-in: the ledger books the ε as UNCERTIFIED.
+            accountant.allow_uncertified();
+        }
+        let levels: Vec<String> = mech
+            .levels()
+            .iter()
+            .map(|l| {
+                let how = match l.km().sampler() {
+                    Sampler::Exact => "exact".to_string(),
+                    Sampler::HitAndRun { steps } => format!("hit-and-run {steps}"),
+                };
+                format!("{}/{} ({how})", l.subspace().len(), l.dim())
+            })
+            .collect();
+        writeln!(
+            stderr,
+            "privq: NiKM levels (kept/dim): {}\nprivq: expected squared ℓ2 error of the ideal \
+             sampler (Thm 3.3.3 per level): {:.4} (rms {:.4}){}",
+            levels.join(", "),
+            mech.expected_squared_error(),
+            mech.expected_squared_error().sqrt(),
+            lower
+                .map(|lb| format!("; every ε-DP mechanism: ℓ2 error > {lb:.4} (Thm 3.2.3)"))
+                .unwrap_or_default()
+        )?;
+        let status = if mech.is_approximate() {
+            "APPROXIMATE: some levels draw z from hit-and-run walks, not exactly uniform; \
+             each level rounds to its own data-independent grid"
+                .to_string()
+        } else {
+            "ε-DP of the ideal mechanism (ε/L per level); noise sampled in floating point \
+             and rounded to each level's data-independent grid"
+                .to_string()
+        };
+        let out = mech
+            .release(&counts[..], &mut accountant, &mut rng)
+            .map_err(run_err)?;
+        (out, status)
     } else {
+        let lower = lower_bound(&body, epsilon.to_f64());
         let mech = match (body.shape(), args.steps) {
             (Shape::General, None) => {
                 return Err(run_err(privq_host::knorm::KnormError::NoExactSampler));
@@ -213,6 +321,17 @@ pub fn run(
         if matches!(mech.sampler(), privq_host::knorm::Sampler::HitAndRun { .. }) {
             // --steps is the opt-in: the ledger books the ε as UNCERTIFIED.
             accountant.allow_uncertified();
+        }
+        if let Some(m) = coordinate_second_moment(mech.body()) {
+            let e2 = km_squared_error(d, mech.scale(), d as f64 * m);
+            writeln!(
+                stderr,
+                "privq: expected squared ℓ2 error (Thm 3.3.3, p = 2): {e2:.4} (rms {:.4}){}",
+                e2.sqrt(),
+                lower
+                    .map(|lb| format!("; every ε-DP mechanism: ℓ2 error > {lb:.4} (Thm 3.2.3)"))
+                    .unwrap_or_default()
+            )?;
         }
         let status = match mech.sampler() {
             privq_host::knorm::Sampler::Exact => format!(
@@ -276,6 +395,66 @@ mod tests {
             err.contains("K-norm") && err.contains("floating point"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn nikm_prints_its_levels_and_one_charge() {
+        let (out, err) = run_with(
+            &[
+                "knorm",
+                "--body",
+                "identity:4",
+                "--epsilon",
+                "1",
+                "--seed",
+                "7",
+                "--mechanism",
+                "nikm",
+            ],
+            "40\n2\n7\n1\n",
+        )
+        .unwrap();
+        assert_eq!(out.lines().count(), 5, "{out}");
+        assert!(
+            err.contains("2/4 (exact), 1/2 (exact), 1/1 (exact)"),
+            "{err}"
+        );
+        assert!(err.contains("1. NiKM") && !err.contains("2. "), "{err}");
+        let (out, err) = run_with(
+            &[
+                "knorm",
+                "--body",
+                "random:3,6",
+                "--epsilon",
+                "1",
+                "--seed",
+                "1",
+                "--mechanism",
+                "nikm",
+                "--steps",
+                "12",
+                "--covariance-samples",
+                "100",
+            ],
+            "1,2,3,4,5,6",
+        )
+        .unwrap();
+        assert_eq!(out.lines().count(), 4, "{out}");
+        assert!(
+            err.contains("APPROXIMATE") && err.contains("UNCERTIFIED"),
+            "{err}"
+        );
+        // A general body without --steps.
+        let argv = [
+            "knorm",
+            "--body",
+            "random:3,6",
+            "--epsilon",
+            "1",
+            "--mechanism",
+            "nikm",
+        ];
+        assert!(run_with(&argv, "1,2,3,4,5,6").is_err());
     }
 
     #[test]
