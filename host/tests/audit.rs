@@ -98,6 +98,13 @@ fn pmw_pure_within_claim() {
     assert_contract(&check("pmw-pure", 4_000));
 }
 
+/// Pure PMW with projection updates and answers from the hypothesis after the
+/// failure (the practical profile's rules).
+#[test]
+fn pmw_project_within_claim() {
+    assert_contract(&check("pmw-project", 4_000));
+}
+
 /// Finding: MWEM's initialisation charged at sensitivity 1 under replace-one
 /// (fails until fixed).
 #[test]

@@ -129,7 +129,8 @@ pub enum PmwUpdate {
     #[default]
     Sign,
     /// The multiplicative step that moves `f(x)` onto the released answer (the
-    /// relative-entropy projection for a 0/1 query; clamped into `[1/n, 1 − 1/n]`),
+    /// relative-entropy projection for a 0/1 query; clamped into `[l, 1 − l]`,
+    /// `l = min(1/n, 10⁻³)`),
     /// capped at `|step| ≤ η`. One update round usually settles a query for good,
     /// which a sign step of a fixed η cannot; no theorem bounds the number of
     /// updates, and the session still aborts after `m` of them.
@@ -380,7 +381,8 @@ impl PmwParams {
             PmwUpdate::Sign if here - released > 0.0 => -self.eta,
             PmwUpdate::Sign => self.eta,
             PmwUpdate::Project => {
-                let lo = 1.0 / self.n as f64;
+                // 1/n, but never above 10⁻³ (n = 1 or 2 would leave no interior).
+                let lo = (1.0 / self.n as f64).min(1e-3);
                 let (t, h) = (released.clamp(lo, 1.0 - lo), here.clamp(lo, 1.0 - lo));
                 let s = (t * (1.0 - h) / (h * (1.0 - t))).ln();
                 s.clamp(-self.eta, self.eta)

@@ -124,6 +124,10 @@ pub fn run(
     )?;
     writeln!(
         out,
+        "(an evaluation, not a release: the errors use the exact data, and every run spends its ε again)"
+    )?;
+    writeln!(
+        out,
         "{:>5} {:>9} {:>8} {:>7} {:>8} {:>8} {:>8} {:>7}",
         "eps", "profile", "m", "T", "MAE", "uniform", "updates", "hyp"
     )?;

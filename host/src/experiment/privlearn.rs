@@ -133,6 +133,10 @@ pub fn run(
     )?;
     writeln!(
         out,
+        "(an evaluation, not a release: the errors use the exact data, and every run spends its ε again)"
+    )?;
+    writeln!(
+        out,
         "{:>5} {:>10} {:>8} {:>10} {:>9} {:>12} {:>14}",
         "eps", "within α", "MAE", "uniform α", "constant", "b_iter (7.7)", "n needed (7.8)"
     )?;

@@ -129,13 +129,17 @@ impl Mechanism for ThresholdOracle {
         format!("threshold oracle TO (b = {} distinct queries)", self.b)
     }
 
-    /// A non-binary universe or an empty dataset is refused before the charge.
+    /// A non-binary universe, an empty dataset or more than 2⁶² records is refused
+    /// before the charge (n is public under replace-one neighbours).
     fn check_input(&self, data: &CountHistogram) -> Result<(), MechanismError> {
         binary_dimension(data)?;
-        if data.total() == 0 {
-            return Err(MechanismError::Data(DataError::EmptyData));
+        match data.total() {
+            0 => Err(MechanismError::Data(DataError::EmptyData)),
+            n if n > 1 << 62 => Err(MechanismError::InvalidParameter(format!(
+                "n = {n} records: the threshold oracle takes at most 2^62"
+            ))),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     fn release_paid<R: Rng + CryptoRng + ?Sized>(
@@ -156,14 +160,23 @@ impl Mechanism for ThresholdOracle {
 }
 
 /// A paid-for TO session: at most `b` distinct queries. Not `Clone` (a copy would
-/// draw fresh noise for the same queries on the same receipt).
-#[derive(Debug)]
+/// draw fresh noise for the same queries on the same receipt), and its `Debug`
+/// shows neither the counts nor the noisy answers.
 pub struct ThresholdSession {
     counts: Vec<u64>,
     n: u64,
     oracle: ThresholdOracle,
     /// `A_q·n`: the noisy count of every query asked so far.
-    noisy: HashMap<CountingQuery, i64>,
+    noisy: HashMap<CountingQuery, i128>,
+}
+
+impl std::fmt::Debug for ThresholdSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ThresholdSession")
+            .field("query_budget", &self.oracle.b)
+            .field("distinct_queries", &self.noisy.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl ThresholdSession {
@@ -187,11 +200,10 @@ impl ThresholdSession {
                         limit: self.oracle.b,
                     });
                 }
-                let exact = i64::try_from(count(&self.counts, q))
-                    .map_err(|_| MechanismError::InvalidParameter("a count exceeds i64".into()))?;
-                let a = exact
-                    .checked_add(self.oracle.noise.sample(rng)?)
-                    .ok_or(MechanismError::CalibrationOverflow { steps: 0 })?;
+                // n ≤ 2^62 (check_input): count + noise cannot overflow i128,
+                // and nothing can fail between the draw and storing it.
+                let noise = self.oracle.noise.sample(rng)?;
+                let a = i128::from(count(&self.counts, q)) + i128::from(noise);
                 self.noisy.insert(*q, a);
                 a
             }

@@ -20,6 +20,12 @@ pub trait ThresholdLearner {
     /// What it learns.
     type Hypothesis;
 
+    /// Whether the learner can take query q at all (checked on the whole sample
+    /// before anything is charged). Every query by default.
+    fn accepts(&self, _q: &CountingQuery) -> Result<(), PrivLearnError> {
+        Ok(())
+    }
+
     /// A hypothesis for threshold `t` from `(q, label)` examples.
     fn learn(
         &self,
@@ -142,9 +148,10 @@ pub fn privlearn<L: ThresholdLearner, R: Rng + CryptoRng + ?Sized>(
     budget: &mut Accountant,
     rng: &mut R,
 ) -> Result<ReleasedThresholds<L::Hypothesis>, PrivLearnError> {
-    if !(alpha > 0.0 && alpha <= 0.25) {
+    if !(1e-4..=0.25).contains(&alpha) {
         return Err(PrivLearnError::InvalidParameter(format!(
-            "alpha = {alpha} must be in (0, 1/4] (Claim 7.3.9: thresholds 1/(k+1) apart must exceed 2·alpha/7)"
+            "alpha = {alpha} must be in [1e-4, 1/4] (Claim 7.3.9: thresholds 1/(k+1) apart must exceed \
+             2·alpha/7; below 1e-4 the k = ⌈3/alpha⌉ hypotheses do not fit)"
         )));
     }
     if !(gamma > 0.0 && gamma < 1.0) {
@@ -156,6 +163,9 @@ pub fn privlearn<L: ThresholdLearner, R: Rng + CryptoRng + ?Sized>(
         return Err(PrivLearnError::InvalidParameter(
             "the query sample is empty".into(),
         ));
+    }
+    for q in sample {
+        learner.accepts(q)?;
     }
     let mut distinct = sample.to_vec();
     distinct.sort_by_key(|q| (q.predicate() as u8, q.mask()));

@@ -96,18 +96,26 @@ impl PtfHypothesis {
 impl ThresholdLearner for PtfLearner {
     type Hypothesis = PtfHypothesis;
 
+    /// Queries over the learner's d variables only.
+    fn accepts(&self, q: &CountingQuery) -> Result<(), PrivLearnError> {
+        if q.mask() >> self.d != 0 {
+            return Err(PrivLearnError::InvalidParameter(format!(
+                "query {:#b} has bits beyond d = {}",
+                q.mask(),
+                self.d
+            )));
+        }
+        Ok(())
+    }
+
     fn learn(
         &self,
         _t: f64,
         examples: &[(CountingQuery, bool)],
     ) -> Result<PtfHypothesis, PrivLearnError> {
         let (f, m) = (self.monomials.len(), examples.len());
-        if let Some((q, _)) = examples.iter().find(|(q, _)| q.mask() >> self.d != 0) {
-            return Err(PrivLearnError::InvalidParameter(format!(
-                "query {:#b} has bits beyond d = {}",
-                q.mask(),
-                self.d
-            )));
+        for (q, _) in examples {
+            self.accepts(q)?;
         }
         let mut objective = vec![0.0; f];
         objective.extend(std::iter::repeat_n(1.0, m));

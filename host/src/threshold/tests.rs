@@ -180,3 +180,39 @@ fn privlearn_refuses_bad_parameters_before_charging() {
         assert!(budget.ledger().is_empty());
     }
 }
+
+#[test]
+fn debug_hides_the_counts_and_bad_samples_are_refused_before_the_charge() {
+    let data = CountHistogram::from_counts(vec![12_345, 6_789], MemoryCap::default()).unwrap();
+    let mut rng = seeded_rng(4);
+    let mut s = ThresholdOracle::new(3, eps1(), 0.1)
+        .unwrap()
+        .release(&data, &mut Accountant::pure(eps1()), &mut rng)
+        .unwrap();
+    s.ask(&CountingQuery::conjunction(1), 0.5, &mut rng)
+        .unwrap();
+    let shown = format!("{s:?}");
+    assert!(
+        !shown.contains("12345") && !shown.contains("6789"),
+        "{shown}"
+    );
+    assert!(shown.contains("distinct_queries: 1"), "{shown}");
+    // A query the learner cannot take, or a tiny alpha: refused, nothing charged.
+    let learner = PtfLearner::new(1, 1, 8).unwrap();
+    for (alpha, mask) in [(0.1, 0b10), (1e-9, 0b1)] {
+        let mut budget = Accountant::pure(eps1());
+        let sample = [CountingQuery::conjunction(mask)];
+        let r = privlearn(
+            &data,
+            &sample,
+            alpha,
+            0.1,
+            eps1(),
+            &learner,
+            &mut budget,
+            &mut rng,
+        );
+        assert!(matches!(r, Err(PrivLearnError::InvalidParameter(_))));
+        assert!(budget.ledger().is_empty());
+    }
+}

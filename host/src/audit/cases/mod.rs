@@ -22,7 +22,7 @@ pub use distance::{distance_offline, distance_session};
 pub use dx::{dx_laplace, dx_mwem, smalldb};
 pub use knorm::{knorm_l1, nikm_linf};
 pub use mwem::{mwem_init, mwem_rounds, synth_rare_value};
-pub use pmw::{pmw_approximate, pmw_pure, pmw_reduce};
+pub use pmw::{pmw_approximate, pmw_project, pmw_pure, pmw_reduce};
 pub use threshold::threshold_oracle;
 
 use super::{AuditCase, AuditError};
@@ -39,6 +39,7 @@ pub const REGISTRY: &[(&str, CaseFn)] = &[
     ("sq-oracle", sq_oracle),
     ("pmw-pure", pmw_pure),
     ("pmw-approx", pmw_approximate),
+    ("pmw-project", pmw_project),
     ("pmw-reduce", pmw_reduce),
     ("mwem-init", mwem_init),
     ("mwem-rounds", mwem_rounds),

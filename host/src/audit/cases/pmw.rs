@@ -14,7 +14,7 @@ use privq_core::Epsilon;
 use super::setup;
 use crate::accountant::Accountant;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
-use crate::central::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwVariant};
+use crate::central::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwUpdate, PmwVariant};
 use crate::central::pmw_reduce::DomainReduction;
 use crate::data::{CountHistogram, MemoryCap};
 use crate::query::Query;
@@ -26,6 +26,7 @@ struct Pattern {
     threshold: f64,
     lazy_rounds: usize,
     variant: PmwVariant,
+    update: PmwUpdate,
 }
 
 /// Pure PMW (randomized threshold drawn once), n = 1841, σ = 0.01, m = 1, and
@@ -37,8 +38,26 @@ pub fn pmw_pure(small: bool) -> Result<AuditCase, AuditError> {
         threshold: 0.05,
         lazy_rounds: if small { 50 } else { 200 },
         variant: PmwVariant::Pure,
+        update: PmwUpdate::Sign,
     };
     build("pmw-pure", p, Claim::Pure(1.0))
+}
+
+/// The pure pattern with projection updates (`PmwUpdate::Project`, as the
+/// practical profile uses) and answers from the hypothesis after the failure
+/// (`PmwSession::answer_or_hypothesis`): the hypothesis lands on the first
+/// released answer, so later rounds hover at the threshold, and the last output is
+/// the hypothesis' answer once the second update fails.
+pub fn pmw_project(small: bool) -> Result<AuditCase, AuditError> {
+    let p = Pattern {
+        n: 1841,
+        sigma: 0.01,
+        threshold: 0.05,
+        lazy_rounds: if small { 50 } else { 200 },
+        variant: PmwVariant::Pure,
+        update: PmwUpdate::Project,
+    };
+    build("pmw-project", p, Claim::Pure(1.0))
 }
 
 /// Approximate PMW (fixed threshold), n = 1841, σ = 0.13 (just above the smallest
@@ -51,6 +70,7 @@ pub fn pmw_approximate(small: bool) -> Result<AuditCase, AuditError> {
         threshold: 0.2,
         lazy_rounds: if small { 50 } else { 200 },
         variant: PmwVariant::Approximate { delta },
+        update: PmwUpdate::Sign,
     };
     build(
         "pmw-approx",
@@ -64,9 +84,10 @@ pub fn pmw_approximate(small: bool) -> Result<AuditCase, AuditError> {
 
 fn build(name: &str, p: Pattern, claim: Claim) -> Result<AuditCase, AuditError> {
     let eps = Epsilon::new(1, 1).map_err(setup)?;
-    let params =
-        PmwParams::user(1.0, p.sigma, p.threshold, 1.0, p.variant, eps, p.n).map_err(setup)?;
-    // After one update with η = 1 the hypothesis answers e/(e+1) on cell 0; put
+    let params = PmwParams::user(1.0, p.sigma, p.threshold, 1.0, p.variant, eps, p.n)
+        .map_err(setup)?
+        .with_update(p.update);
+    // After one (sign) update with η = 1 the hypothesis answers e/(e+1) on cell 0; put
     // the data's answer T above it.
     let after = std::f64::consts::E / (1.0 + std::f64::consts::E);
     let c0 = ((after + p.threshold) * p.n as f64).round() as u64;
@@ -83,11 +104,20 @@ fn build(name: &str, p: Pattern, claim: Claim) -> Result<AuditCase, AuditError> 
     let query = Query::dense(vec![1.0, 0.0]).map_err(setup)?;
     let (n, k, variant) = (p.n, p.lazy_rounds, p.variant);
     let pure = matches!(variant, PmwVariant::Pure);
-    let events: Vec<Event> = [1, 2, 3, 5, 8, 12, 20, 50, 100, 200]
+    let project = p.update == PmwUpdate::Project;
+    let mut events: Vec<Event> = [1, 2, 3, 5, 8, 12, 20, 50, 100, 200]
         .into_iter()
         .filter(|&j| j <= k)
         .flat_map(|j| [Event::at_least(0, j as f64), Event::at_most(0, j as f64)])
         .collect();
+    if project {
+        // The last answer (from the hypothesis after the failure), around c0/n.
+        let centre = c0 as f64 / n as f64;
+        events.extend((-10..=10).flat_map(|i| {
+            let v = centre + f64::from(i) * 0.004;
+            [Event::at_least(1, v), Event::at_most(1, v)]
+        }));
+    }
     let neighbours = format!(
         "replace-one, n = {n}: cell 0 holds {c0} vs {}; 1 update, then {k} rounds at gap T",
         c0 + 1
@@ -101,16 +131,23 @@ fn build(name: &str, p: Pattern, claim: Claim) -> Result<AuditCase, AuditError> 
                 PmwVariant::Approximate { delta } => Accountant::approximate(eps, delta)?,
             };
             let mut s = PmwSession::new(data, params, k + 1, eps, &mut budget, rng.clone())?;
-            let mut lazy = 0.0;
+            let (mut lazy, mut last) = (0.0, f64::NAN);
             for round in 0..=k {
-                match s.answer(&query) {
-                    Ok(a) if round > 0 && matches!(a, Answer::Lazy(_)) => lazy += 1.0,
-                    Ok(_) => {}
+                let answer = if project {
+                    s.answer_or_hypothesis(&query)
+                } else {
+                    s.answer(&query)
+                };
+                match answer {
+                    Ok(a) => {
+                        lazy += f64::from(u8::from(round > 0 && matches!(a, Answer::Lazy(_))));
+                        last = a.value();
+                    }
                     Err(PmwError::Failure) => break,
                     Err(e) => return Err(e.into()),
                 }
             }
-            Ok(vec![lazy])
+            Ok(vec![lazy, last])
         })
         .events(events))
 }

@@ -19,6 +19,7 @@ use privq_host::knorm::{Body, KNorm, Nikm, NikmOptions, Sampler, Shape};
 use super::progress::bar;
 
 use super::CliError;
+use super::results::{Cell, FormatArg, write_rows};
 
 /// Options of `privq knorm`.
 #[derive(Debug, Clone, clap::Args)]
@@ -71,6 +72,9 @@ pub struct Args {
     /// tests and demos only.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// CSV or JSON answers.
+    #[command(flatten)]
+    pub format: FormatArg,
 }
 
 fn run_err(e: impl std::error::Error + Send + Sync + 'static) -> CliError {
@@ -362,11 +366,17 @@ pub fn run(
         ),
         accountant.ledger_text()
     )?;
-    writeln!(stdout, "query,answer")?;
-    for (i, a) in answers.iter().enumerate() {
-        writeln!(stdout, "{i},{a}")?;
-    }
-    Ok(())
+    let rows: Vec<[Cell; 2]> = answers
+        .iter()
+        .enumerate()
+        .map(|(i, &a)| [Cell::Int(i as u64), Cell::Num(a)])
+        .collect();
+    write_rows(
+        args.format.format,
+        &["query", "answer"],
+        rows.iter().map(|r| &r[..]),
+        stdout,
+    )
 }
 
 #[cfg(test)]
