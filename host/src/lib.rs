@@ -24,6 +24,7 @@ pub mod accountant;
 pub mod audit;
 pub mod central;
 pub mod choice;
+pub mod conjunctions;
 pub mod contract;
 pub mod data;
 pub mod distance;

@@ -1,0 +1,27 @@
+//! Releasing conjunctions through submodular decomposition (Hardt's thesis,
+//! Chapter 6, §6.3): set functions `f: 2^U → [0, 1]` given by an oracle are split
+//! into few pieces, each of which is `ρ`-Lipschitz and therefore concentrated under
+//! any product distribution (Cor. 6.2.6), so one number per piece approximates `f`
+//! on most sets.
+//!
+//! * [`Decomposition`]: Algorithm 6.1 (exact oracle) and Algorithm 6.2 (an oracle with
+//!   tolerance `ρ/12`, memoized), with the maps `F` (which piece answers S), `V` (a
+//!   piece's ground set) and `T` (its rejected elements), and a hard cap on the number
+//!   of pieces `|I|` (a typed error, never an unbounded allocation).
+//! * [`learn`]: Fig. 6.3 — a decomposition at `ρ = α²/(6 ln(2/β))` (TYPO-15) plus the
+//!   mean `μ_B` of every piece under the product distribution.
+//! * [`SetFunction`] implementations for tests and experiments: coverage functions
+//!   (disjunctions over a dataset, Lemma 6.4.1) and graph cut functions (§6.4.1).
+//!
+//! Sets are bit masks over a ground set of at most 64 elements.
+
+mod decompose;
+mod functions;
+mod learn;
+
+pub use decompose::{DecomposeError, Decomposition, Memo, Piece, SetFunction};
+pub use functions::{Coverage, Cut};
+pub use learn::{Learned, learn, rho_for};
+
+#[cfg(test)]
+mod tests;
