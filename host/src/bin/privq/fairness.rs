@@ -340,7 +340,11 @@ fn report(
             stderr,
             "worst Lipschitz pair: D_{}(μ_{x}, μ_{y}) − d({x}, {y}) = {} ({})",
             div.name(),
-            short(v.excess()),
+            short(if v.excess().abs() < 1e-12 {
+                0.0
+            } else {
+                v.excess()
+            }), // round-off prints as 0
             if v.excess() <= 1e-9 {
                 "Lipschitz"
             } else {
