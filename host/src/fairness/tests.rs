@@ -342,3 +342,35 @@ fn unreachable_mass_has_infinite_earthmover_distance() {
     // With no constraint between them, the bias is 1.
     assert!((bias(&d, &s, &t, Divergence::Inf).unwrap().value - 1.0).abs() < 1e-9);
 }
+
+/// §8.5 (Thm 8.5.5): on the grid `{0..L}^k` with ℓ1 distance (well-separated,
+/// doubling dimension O(k)), the exponential mapping's mean loss stays bounded as L
+/// grows.
+#[test]
+fn exponential_mapping_loss_stays_bounded_on_grids() {
+    for k in [1usize, 2] {
+        let losses: Vec<f64> = [10usize, 20, 40]
+            .iter()
+            .map(|&l| {
+                let side = l + 1;
+                let pts: Vec<Vec<f64>> = (0..side.pow(k as u32))
+                    .map(|i| {
+                        (0..k)
+                            .map(|c| ((i / side.pow(c as u32)) % side) as f64)
+                            .collect()
+                    })
+                    .collect();
+                let d = FiniteMetric::weighted_l1(&pts, &vec![1.0; k]).unwrap();
+                let e = exponential_mapping(&d, LIPSCHITZ_SCALE).unwrap();
+                expected_distance(&d, &e).unwrap()
+            })
+            .collect();
+        eprintln!("k = {k}: mean loss at L = 10, 20, 40: {losses:?}");
+        // Growing, but converging: the increments shrink, and the level is O(1).
+        assert!(
+            losses[2] - losses[1] <= losses[1] - losses[0] + 1e-9,
+            "{losses:?}"
+        );
+        assert!(losses[2] < 2.5 * k as f64 + 1.0, "{losses:?}");
+    }
+}
