@@ -2,7 +2,7 @@
 //! mapping (Lemmas 8.2.2, 8.2.4).
 
 use super::pairs::constrained_pairs;
-use super::{Divergence, FairnessError, Instance, Mapping};
+use super::{Divergence, FairnessError, Group, Instance, Mapping};
 use crate::lp::{LinearProgram, LpOutcome, Relation};
 
 /// The default memory cap of an LP: 1 GiB.
@@ -58,10 +58,11 @@ impl LpSize {
 /// assert!(sol.mapping.worst_violation(&d, Divergence::Tv).unwrap().excess() < 1e-9);
 /// # Ok::<(), privq_host::fairness::FairnessError>(())
 /// ```
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct FairnessLp {
     divergence: Divergence,
     memory_cap: usize,
+    parity: Option<(Group, Group, f64)>,
 }
 
 /// What the Fairness LP found.
@@ -83,7 +84,39 @@ impl FairnessLp {
         FairnessLp {
             divergence,
             memory_cap: DEFAULT_MEMORY_CAP,
+            parity: None,
         }
+    }
+
+    /// Also imposes statistical parity up to `bias` between S and T (Def 8.3.1):
+    /// `D_tv(μ_S, μ_T) ≤ bias`, linearised with one auxiliary per outcome. With
+    /// `bias = 0` this is the constraint whose cost §8.4's Fig. 8.2 illustrates.
+    ///
+    /// ```
+    /// use privq_host::dx::FiniteMetric;
+    /// use privq_host::fairness::{Divergence, FairnessLp, Group, Instance};
+    /// // Two far-apart individuals with opposite preferences, in different groups.
+    /// let d = FiniteMetric::euclidean(&[[0.0], [5.0]], 1.0)?;
+    /// let inst = Instance::new(d, vec![vec![0.0, 1.0], vec![1.0, 0.0]])?;
+    /// let (s, t) = (Group::uniform(2, &[0])?, Group::uniform(2, &[1])?);
+    /// let free = FairnessLp::new(Divergence::Tv).solve(&inst)?;
+    /// let fair = FairnessLp::new(Divergence::Tv).parity(s, t, 0.0)?.solve(&inst)?;
+    /// assert!(free.loss < 1e-9 && (fair.loss - 0.5).abs() < 1e-9);
+    /// # Ok::<(), privq_host::fairness::FairnessError>(())
+    /// ```
+    pub fn parity(mut self, s: Group, t: Group, bias: f64) -> Result<Self, FairnessError> {
+        if !(bias.is_finite() && bias >= 0.0) {
+            return Err(FairnessError::InvalidParameter(format!(
+                "the parity bias must be finite and ≥ 0, got {bias}"
+            )));
+        }
+        if s.probs().len() != t.probs().len() {
+            return Err(FairnessError::Dimension(
+                "groups S and T are on different numbers of individuals".into(),
+            ));
+        }
+        self.parity = Some((s, t, bias));
+        Ok(self)
     }
 
     /// Refuses (with [`FairnessError::TooLarge`]) LPs estimated above `bytes`.
@@ -124,6 +157,18 @@ impl FairnessLp {
                 nonzeros: n * k + 6 * p * k + p * k,
             },
         };
+        let mut size = size;
+        if let Some((s, _, _)) = &self.parity {
+            if s.probs().len() != n {
+                return Err(FairnessError::Dimension(format!(
+                    "the parity groups are on {} individuals, the instance on {n}",
+                    s.probs().len()
+                )));
+            }
+            size.vars += k;
+            size.rows += 2 * k + 1;
+            size.nonzeros += 2 * k * (n + 1) + k;
+        }
         size.check(self.memory_cap)?;
 
         let mut objective = vec![0.0; size.vars];
@@ -176,6 +221,23 @@ impl FairnessLp {
                     lp.add_row(&sum, Relation::Le, d)?;
                 }
             }
+        }
+        if let Some((s, t, bias)) = &self.parity {
+            // σ_a ≥ ±Σ_x (S(x) − T(x)) μ_x(a), ½ Σ_a σ_a ≤ bias.
+            let sigma = size.vars - k;
+            for a in 0..k {
+                let diff: Vec<(usize, f64)> = (0..n)
+                    .map(|x| (mu(x, a), s.probs()[x] - t.probs()[x]))
+                    .filter(|&(_, c)| c != 0.0)
+                    .collect();
+                for sign in [1.0, -1.0] {
+                    let mut row = vec![(sigma + a, 1.0)];
+                    row.extend(diff.iter().map(|&(v, c)| (v, -sign * c)));
+                    lp.add_row(&row, Relation::Ge, 0.0)?;
+                }
+            }
+            let sum: Vec<(usize, f64)> = (0..k).map(|a| (sigma + a, 0.5)).collect();
+            lp.add_row(&sum, Relation::Le, *bias)?;
         }
         match lp.solve()? {
             LpOutcome::Optimal { x, .. } => {

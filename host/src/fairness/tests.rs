@@ -374,3 +374,68 @@ fn exponential_mapping_loss_stays_bounded_on_grids() {
         assert!(losses[2] < 2.5 * k as f64 + 1.0, "{losses:?}");
     }
 }
+
+/// §8.4's Fig. 8.2: T = S^c, |S| = |V|/10, two far-apart clusters G₀ and G₁ with
+/// |S₀| = |T₀| = 9|S|/10 (G₀ holds 18 % of V). The vendor's loss favours accepting
+/// G₀ and rejecting G₁. Without parity the Lipschitz optimum has loss 0 and a
+/// parity gap of 0.8; imposing exact parity collapses it to (nearly) the best
+/// constant treatment, loss 0.18.
+#[test]
+fn fig_8_2_parity_collapses_the_solution() {
+    let pos: Vec<[f64; 1]> = (0..100)
+        .map(|i| {
+            if i < 18 {
+                [i as f64 * 1e-3]
+            } else {
+                [100.0 + i as f64 * 1e-3]
+            }
+        })
+        .collect();
+    let d = FiniteMetric::euclidean(&pos, 1.0).unwrap();
+    // S: 9 of G₀ (0..9) and 1 of G₁ (18); T: the rest.
+    let s_members: Vec<usize> = (0..9).chain([18]).collect();
+    let t_members: Vec<usize> = (0..100).filter(|i| !s_members.contains(i)).collect();
+    let (s, t) = (
+        Group::uniform(100, &s_members).unwrap(),
+        Group::uniform(100, &t_members).unwrap(),
+    );
+    // Outcomes (reject, accept).
+    let loss = (0..100)
+        .map(|i| {
+            if i < 18 {
+                vec![1.0, 0.0]
+            } else {
+                vec![0.0, 1.0]
+            }
+        })
+        .collect();
+    let inst = Instance::new(d, loss).unwrap();
+    let free = FairnessLp::new(Divergence::Tv).solve(&inst).unwrap();
+    assert!(free.loss < 1e-9);
+    assert!((free.mapping.parity(&s, &t).unwrap() - 0.8).abs() < 1e-9);
+    let fair = FairnessLp::new(Divergence::Tv)
+        .parity(s.clone(), t.clone(), 0.0)
+        .unwrap()
+        .solve(&inst)
+        .unwrap();
+    assert!(fair.mapping.parity(&s, &t).unwrap() < 1e-9);
+    assert!(
+        fair.loss > 0.17 && fair.loss <= 0.18 + 1e-9,
+        "{}",
+        fair.loss
+    );
+    // A little slack buys back part of the loss, linearly.
+    let loose = FairnessLp::new(Divergence::Tv)
+        .parity(s.clone(), t.clone(), 0.4)
+        .unwrap()
+        .solve(&inst)
+        .unwrap();
+    assert!(loose.mapping.parity(&s, &t).unwrap() <= 0.4 + 1e-9);
+    assert!(
+        loose.loss < fair.loss - 0.05,
+        "{} vs {}",
+        loose.loss,
+        fair.loss
+    );
+    assert!(FairnessLp::new(Divergence::Tv).parity(s, t, -1.0).is_err());
+}

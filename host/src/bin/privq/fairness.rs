@@ -18,6 +18,8 @@ use privq_host::fairness::{
 const SOLVE_HELP: &str = "Examples:\n  \
     privq fairness solve --individuals people.csv --losses reject,accept \\\n    \
     --features score:0.1,age:0.02 --groups a,b --divergence tv --out mapping.csv\n  \
+    privq fairness solve --individuals people.csv --losses reject,accept --features score:0.1 \\\n    \
+    --groups a,b --parity 0.05 --out -\n  \
     privq fairness solve --individuals people.csv --losses reject,accept --distances d.csv --out -\n\n\
     The individuals CSV has a header: an id column, a group column, one loss column per\n\
     outcome and the feature columns the metric uses. The metric is the weighted ℓ1 distance\n\
@@ -106,6 +108,10 @@ pub struct SolveArgs {
     /// The distance between outcome distributions: `tv` (total variation) or `inf` (D_∞).
     #[arg(long, default_value = "tv", value_parser = ["tv", "inf"])]
     pub divergence: String,
+    /// Also impose statistical parity up to BIAS between the two --groups
+    /// (`D_tv(μ_S, μ_T) ≤ BIAS`, Def 8.3.1; 0 = exact parity).
+    #[arg(long, value_name = "BIAS", requires = "groups")]
+    pub parity: Option<f64>,
     /// Refuse LPs estimated to need more memory than this (MiB).
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     pub memory_mib: usize,
@@ -375,7 +381,7 @@ fn solve(
 ) -> Result<(), CliError> {
     let mut out = Output::open(Some(&args.out))?;
     let people = read_people(&args.input, &args.losses, stdin)?;
-    people.groups(&args.input.groups)?; // checked before the LP
+    let groups = people.groups(&args.input.groups)?; // checked before the LP
     let div = if args.divergence == "inf" {
         Divergence::Inf
     } else {
@@ -385,10 +391,14 @@ fn solve(
         .and_then(|i| i.with_weights(&people.weights))
         .map_err(run_err)?;
     let started = Instant::now();
-    let sol = FairnessLp::new(div)
-        .memory_cap(args.memory_mib.saturating_mul(1 << 20))
-        .solve(&inst)
-        .map_err(run_err)?;
+    let mut lp = FairnessLp::new(div).memory_cap(args.memory_mib.saturating_mul(1 << 20));
+    if let (Some(bias), Some((s, t))) = (args.parity, groups) {
+        lp = lp.parity(s, t, bias).map_err(|e| CliError::Usage {
+            option: "parity",
+            message: e.to_string(),
+        })?;
+    }
+    let sol = lp.solve(&inst).map_err(run_err)?;
     write_mapping(out.writer(stdout), &people.ids, &args.losses, &sol.mapping)?;
     out.commit(stdout)?;
     writeln!(
@@ -533,6 +543,28 @@ mod tests {
         assert!(err.contains("statistical parity between a and b"), "{err}");
         let (_, err) = run_with(&[&argv[..], &["--divergence", "inf"]].concat(), PEOPLE).unwrap();
         assert!(err.contains("D_inf"), "{err}");
+        let (_, err) = run_with(&[&argv[..], &["--parity", "0"]].concat(), PEOPLE).unwrap();
+        assert!(err.contains("D_tv(μ_S, μ_T) = 0.0000"), "{err}");
+        let weighted = "id,group,reject,accept,score,w\nann,a,0,1,1,3\nbob,a,1,0,2,1\n";
+        let argv = [
+            "fairness",
+            "solve",
+            "--individuals",
+            "-",
+            "--losses",
+            "reject,accept",
+            "--features",
+            "score:0.1",
+            "--weight-column",
+            "w",
+        ];
+        let (out, err) = run_with(&argv, weighted).unwrap();
+        // The heavier ann gets her outcome; bob follows within d = 0.1 (loss 0.9/4).
+        assert!(
+            out.contains("ann,1,0\n") && out.contains("bob,0.9,"),
+            "{out}"
+        );
+        assert!(err.contains("expected loss: 0.2250"), "{err}");
     }
 
     #[test]
