@@ -10,6 +10,7 @@
 //! * [`FairnessLp`]: the loss-minimising Lipschitz mapping (Fig. 8.1);
 //! * [`earthmover`] (Def 8.3.5, Lemma 8.3.6) and [`bias`] (Def 8.3.3, Thm 8.3.7,
 //!   Lemma 8.3.9); [`Mapping::parity`] checks statistical parity (Def 8.3.1);
+//! * [`preferential_treatment`]: §8.4.1's fair affirmative action (eqs. 8.15–8.16);
 //! * [`exponential_mapping`] (§8.5, with the TYPO-27 correction: scale 2).
 //!
 //! With `V` the subsets of a universe and `d(x, y) = ε|x Δ y|`, (D_∞, d)-Lipschitz
@@ -38,6 +39,7 @@ mod exponential;
 mod instance;
 mod mapping;
 mod pairs;
+mod preferential;
 mod program;
 
 pub use crate::dx::FiniteMetric;
@@ -47,6 +49,7 @@ pub use error::FairnessError;
 pub use exponential::{LIPSCHITZ_SCALE, THESIS_SCALE, expected_distance, exponential_mapping};
 pub use instance::{Group, Instance};
 pub use mapping::{Divergence, Mapping, Violation};
+pub use preferential::{Preferential, preferential_treatment};
 pub use program::{DEFAULT_MEMORY_CAP, FairSolution, FairnessLp, LpSize};
 
 #[cfg(test)]

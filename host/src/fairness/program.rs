@@ -62,7 +62,8 @@ impl LpSize {
 pub struct FairnessLp {
     divergence: Divergence,
     memory_cap: usize,
-    parity: Option<(Group, Group, f64)>,
+    /// `D_tv(Σ_x c_x μ_x, ν) ≤ bias` as `(c, ν, bias)`.
+    parity: Option<(Vec<f64>, Vec<f64>, f64)>,
 }
 
 /// What the Fairness LP found.
@@ -115,7 +116,27 @@ impl FairnessLp {
                 "groups S and T are on different numbers of individuals".into(),
             ));
         }
-        self.parity = Some((s, t, bias));
+        let coef = s
+            .probs()
+            .iter()
+            .zip(t.probs())
+            .map(|(a, b)| a - b)
+            .collect();
+        self.parity = Some((coef, Vec::new(), bias));
+        Ok(self)
+    }
+
+    /// Imposes `D_tv(μ_S, ν) ≤ bias` for a fixed distribution ν on the outcomes
+    /// (the constraint `D_tv(μ_S, U_T) ≤ ε` of the restricted earthmover problem,
+    /// eq. 8.15). Replaces any [`FairnessLp::parity`] constraint.
+    pub fn target(mut self, s: &Group, nu: &[f64], bias: f64) -> Result<Self, FairnessError> {
+        if !(bias.is_finite() && bias >= 0.0) {
+            return Err(FairnessError::InvalidParameter(format!(
+                "the parity bias must be finite and ≥ 0, got {bias}"
+            )));
+        }
+        let nu = super::instance::normalise(nu, nu.len())?;
+        self.parity = Some((s.probs().to_vec(), nu, bias));
         Ok(self)
     }
 
@@ -158,11 +179,13 @@ impl FairnessLp {
             },
         };
         let mut size = size;
-        if let Some((s, _, _)) = &self.parity {
-            if s.probs().len() != n {
+        if let Some((coef, nu, _)) = &self.parity {
+            if coef.len() != n || !(nu.is_empty() || nu.len() == k) {
                 return Err(FairnessError::Dimension(format!(
-                    "the parity groups are on {} individuals, the instance on {n}",
-                    s.probs().len()
+                    "the parity constraint is on {} individuals and {} outcomes, the instance \
+                     on {n} and {k}",
+                    coef.len(),
+                    nu.len()
                 )));
             }
             size.vars += k;
@@ -222,18 +245,19 @@ impl FairnessLp {
                 }
             }
         }
-        if let Some((s, t, bias)) = &self.parity {
-            // σ_a ≥ ±Σ_x (S(x) − T(x)) μ_x(a), ½ Σ_a σ_a ≤ bias.
+        if let Some((coef, nu, bias)) = &self.parity {
+            // σ_a ≥ ±(Σ_x c_x μ_x(a) − ν_a), ½ Σ_a σ_a ≤ bias.
             let sigma = size.vars - k;
             for a in 0..k {
                 let diff: Vec<(usize, f64)> = (0..n)
-                    .map(|x| (mu(x, a), s.probs()[x] - t.probs()[x]))
+                    .map(|x| (mu(x, a), coef[x]))
                     .filter(|&(_, c)| c != 0.0)
                     .collect();
+                let target = nu.get(a).copied().unwrap_or(0.0);
                 for sign in [1.0, -1.0] {
                     let mut row = vec![(sigma + a, 1.0)];
                     row.extend(diff.iter().map(|&(v, c)| (v, -sign * c)));
-                    lp.add_row(&row, Relation::Ge, 0.0)?;
+                    lp.add_row(&row, Relation::Ge, -sign * target)?;
                 }
             }
             let sum: Vec<(usize, f64)> = (0..k).map(|a| (sigma + a, 0.5)).collect();
