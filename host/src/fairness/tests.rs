@@ -145,6 +145,7 @@ fn typo_27_counterexample_scale_1_exceeds_d() {
     let d = FiniteMetric::euclidean(&pts, 1.0).unwrap();
     let literal = exponential_mapping(&d, THESIS_SCALE).unwrap();
     let div = Divergence::Inf.between(literal.row(0), literal.row(1));
+    eprintln!("TYPO-27: scale 1 gives D_∞ = {div} at d = {delta}");
     assert!(div > 1.8 * delta, "D_∞ = {div}, d = {delta}");
     assert!(div <= 2.0 * delta + 1e-12);
     let fixed = exponential_mapping(&d, LIPSCHITZ_SCALE).unwrap();
@@ -193,6 +194,10 @@ fn fairness_lp_on_databases_is_differentially_private() {
             }
         }
     }
+    eprintln!(
+        "DP connection: largest neighbouring log-ratio {worst} (ε = {eps}), loss {}",
+        sol.loss
+    );
     assert!(worst <= eps + 1e-9, "privacy loss {worst} > ε = {eps}");
     // Useful, not trivial: better than the best constant answer (loss 1 at a = 2).
     assert!(sol.loss > 0.0 && sol.loss < 1.0 - 1e-3, "{}", sol.loss);
