@@ -12,7 +12,7 @@ use super::{CliError, Output, num, read_text, short};
 use privq_host::dx::FiniteMetric;
 use privq_host::fairness::{
     Divergence, EmForm, FairnessError, FairnessLp, Group, Instance, LIPSCHITZ_SCALE, Mapping, bias,
-    earthmover, expected_distance, exponential_mapping,
+    earthmover, expected_distance, exponential_mapping, preferential_treatment,
 };
 
 const SOLVE_HELP: &str = "Examples:\n  \
@@ -112,6 +112,12 @@ pub struct SolveArgs {
     /// (`D_tv(μ_S, μ_T) ≤ BIAS`, Def 8.3.1; 0 = exact parity).
     #[arg(long, value_name = "BIAS", requires = "groups")]
     pub parity: Option<f64>,
+    /// Instead of one LP, §8.4.1's fair affirmative action between the two
+    /// --groups (which must hold every individual): a restricted earthmover map from
+    /// S to T with parity up to --parity, then the Fairness LP on T (Props 8.4.1–8.4.2:
+    /// parity and Lipschitz inside each group, not across them).
+    #[arg(long, requires = "parity")]
+    pub preferential: bool,
     /// Refuse LPs estimated to need more memory than this (MiB).
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     pub memory_mib: usize,
@@ -391,6 +397,9 @@ fn solve(
         .and_then(|i| i.with_weights(&people.weights))
         .map_err(run_err)?;
     let started = Instant::now();
+    if args.preferential {
+        return preferential(args, &people, &inst, div, out, stdout, stderr);
+    }
     let mut lp = FairnessLp::new(div).memory_cap(args.memory_mib.saturating_mul(1 << 20));
     if let (Some(bias), Some((s, t))) = (args.parity, groups) {
         lp = lp.parity(s, t, bias).map_err(|e| CliError::Usage {
@@ -427,6 +436,56 @@ fn solve(
         short(unconstrained)
     )?;
     report(stderr, &people, &sol.mapping, div, &args.input.groups)
+}
+
+/// `solve --preferential`: §8.4.1.
+fn preferential(
+    args: &SolveArgs,
+    people: &People,
+    inst: &Instance,
+    div: Divergence,
+    mut out: Output,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    let names = &args.input.groups;
+    let members = |name: &String| -> Vec<usize> {
+        (0..people.ids.len())
+            .filter(|&i| &people.groups[i] == name)
+            .collect()
+    };
+    let (s, t) = (members(&names[0]), members(&names[1]));
+    if s.len() + t.len() != people.ids.len() {
+        return Err(CliError::Usage {
+            option: "preferential",
+            message: format!(
+                "groups {} and {} must hold every individual ({} of {} do)",
+                names[0],
+                names[1],
+                s.len() + t.len(),
+                people.ids.len()
+            ),
+        });
+    }
+    let bias = args.parity.unwrap_or(0.0);
+    let p = preferential_treatment(inst, &s, &t, bias, div).map_err(run_err)?;
+    write_mapping(out.writer(stdout), &people.ids, &args.losses, &p.mapping)?;
+    out.commit(stdout)?;
+    writeln!(
+        stderr,
+        "preferential treatment (§8.4.1, D_{}): d_EM+L({}, {}) = {} at parity ≤ {}; expected loss {}",
+        div.name(),
+        names[0],
+        names[1],
+        short(p.em_plus_l),
+        num(bias),
+        short(p.mapping.expected_loss(inst).map_err(run_err)?)
+    )?;
+    writeln!(
+        stderr,
+        "Lipschitz inside each group (Prop 8.4.1); across the groups only Prop 8.4.2's average bound holds"
+    )?;
+    report(stderr, people, &p.mapping, div, names)
 }
 
 fn run_bias(
@@ -544,6 +603,10 @@ mod tests {
         let (_, err) = run_with(&[&argv[..], &["--divergence", "inf"]].concat(), PEOPLE).unwrap();
         assert!(err.contains("D_inf"), "{err}");
         let (_, err) = run_with(&[&argv[..], &["--parity", "0"]].concat(), PEOPLE).unwrap();
+        assert!(err.contains("D_tv(μ_S, μ_T) = 0.0000"), "{err}");
+        let pref = [&argv[..], &["--parity", "0", "--preferential"]].concat();
+        let (_, err) = run_with(&pref, PEOPLE).unwrap();
+        assert!(err.contains("preferential treatment"), "{err}");
         assert!(err.contains("D_tv(μ_S, μ_T) = 0.0000"), "{err}");
         let weighted = "id,group,reject,accept,score,w\nann,a,0,1,1,3\nbob,a,1,0,2,1\n";
         let argv = [
