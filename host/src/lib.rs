@@ -30,6 +30,7 @@ pub mod data;
 pub mod distance;
 pub mod dx;
 pub mod experiment;
+pub mod fairness;
 pub mod knorm;
 pub mod ldp;
 pub mod lp;

@@ -147,6 +147,18 @@ fn nikm_linf_within_claim() {
     assert_contract(&r);
 }
 
+/// The (D_∞, ε|xΔy|) Fairness LP's optimal count mechanism (thesis §8.2.3), on the
+/// neighbouring pair where its rows are tightest.
+#[test]
+fn fairness_dp_within_claim() {
+    let r = check("fairness-dp", 20_000);
+    assert_contract(&r);
+    assert!(
+        r.empirical_epsilon > 0.1,
+        "the auditor should see part of ε"
+    );
+}
+
 #[test]
 fn tree_cdf_within_claim() {
     assert_contract(&check("tree-cdf", 10_000));

@@ -403,6 +403,10 @@ fn every_subcommand_help_has_an_example() {
         &["distance", "query"],
         &["distance", "interactive"],
         &["audit"],
+        &["fairness"],
+        &["fairness", "solve"],
+        &["fairness", "bias"],
+        &["fairness", "em"],
     ];
     for c in commands {
         let argv: Vec<&str> = c.iter().copied().chain(["--help"]).collect();

@@ -179,6 +179,32 @@ impl FiniteMetric {
         })
     }
 
+    /// The weighted ℓ1 metric `Σ_k w_k·|u_ik − u_jk|` (weights finite, `≥ 0`, not
+    /// all zero): e.g. the fairness metric of thesis §8.2 over an expert's feature
+    /// weights. Distinct points (under the weights) are required.
+    pub fn weighted_l1<P: AsRef<[f64]>>(points: &[P], weights: &[f64]) -> Result<Self, DxError> {
+        if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0))
+            || weights.iter().all(|w| *w == 0.0)
+        {
+            return Err(DxError::InvalidValue(format!(
+                "ℓ1 weights must be finite, ≥ 0 and not all 0, got {weights:?}"
+            )));
+        }
+        if points.iter().any(|p| p.as_ref().len() != weights.len()) {
+            return Err(DxError::Dimension(format!(
+                "{} weights, but a point has another number of coordinates",
+                weights.len()
+            )));
+        }
+        Self::from_points(points, 1.0, |a, b| {
+            a.iter()
+                .zip(b)
+                .zip(weights)
+                .map(|((x, y), w)| w * (x - y).abs())
+                .sum()
+        })
+    }
+
     /// `ε·|u_i − u_j|/T` — the date-generalisation metric of §5.1.
     pub fn scaled_line(values: &[f64], epsilon: f64, period: f64) -> Result<Self, DxError> {
         positive("period", period)?;
@@ -549,6 +575,10 @@ mod tests {
         let h = FiniteMetric::weighted_hamming(&[vec![0, 0], vec![1, 0], vec![1, 1]], &[0.5, 2.0])
             .unwrap();
         assert_eq!(h.get(0, 2), 2.5);
+        let w = FiniteMetric::weighted_l1(&[[0.0, 0.0], [1.0, 3.0]], &[0.5, 2.0]).unwrap();
+        assert_eq!(w.get(0, 1), 6.5);
+        assert!(FiniteMetric::weighted_l1(&[[0.0], [1.0]], &[-1.0]).is_err());
+        assert!(FiniteMetric::weighted_l1(&[[0.0, 1.0], [0.0, 2.0]], &[1.0, 0.0]).is_err());
         let l = FiniteMetric::linf(&[[0.0, 0.0], [1.0, 3.0]], 2.0).unwrap();
         assert_eq!(l.get(0, 1), 6.0);
         let t = FiniteMetric::scaled_line(&[0.0, 10.0], 1.0, 5.0).unwrap();

@@ -10,6 +10,7 @@ mod central;
 mod discover;
 mod distance;
 mod dx;
+mod fairness;
 mod knorm;
 mod mwem;
 mod pmw;
@@ -20,6 +21,7 @@ pub use central::{discrete_gaussian, exponential, geometric_histogram, sq_oracle
 pub use discover::discovery;
 pub use distance::{distance_offline, distance_session};
 pub use dx::{dx_laplace, dx_mwem, smalldb};
+pub use fairness::fairness_dp;
 pub use knorm::{knorm_l1, nikm_linf};
 pub use mwem::{mwem_init, mwem_rounds, synth_rare_value};
 pub use pmw::{pmw_approximate, pmw_project, pmw_pure, pmw_reduce};
@@ -56,6 +58,7 @@ pub const REGISTRY: &[(&str, CaseFn)] = &[
     ("laplace-per-query", laplace_per_query),
     ("grid-mwem", grid_mwem),
     ("threshold-oracle", threshold_oracle),
+    ("fairness-dp", fairness_dp),
 ];
 
 /// The case called `name`, if registered.

@@ -20,6 +20,7 @@ pub mod distance;
 pub mod domain;
 pub mod dx;
 pub mod experiment;
+pub mod fairness;
 pub mod knorm;
 pub mod ldp;
 pub mod noise;
@@ -56,6 +57,8 @@ pub enum Command {
     Distance(distance::Args),
     /// The K-norm mechanism (thesis Ch. 3) for d linear queries over a histogram.
     Knorm(knorm::Args),
+    /// Fairness through awareness (thesis Ch. 8): Lipschitz classifiers, bias, earthmover.
+    Fairness(fairness::Args),
     /// Audit the mechanisms' privacy claims empirically (stochastic tester on neighbouring datasets).
     Audit(audit::Args),
 }
@@ -76,6 +79,7 @@ pub fn run(
         Command::Dx(args) => dx::run(&args, stdin, stdout, stderr),
         Command::Distance(args) => distance::run(&args, stdin, stdout, stderr),
         Command::Knorm(args) => knorm::run(&args, stdin, stdout, stderr),
+        Command::Fairness(args) => fairness::run(&args, stdin, stdout, stderr),
         Command::Audit(args) => audit::run(&args, stdin, stdout, stderr),
     }
 }
