@@ -3,10 +3,11 @@
 
 use privq_core::Epsilon;
 use privq_core::rand_core::{CryptoRng, Rng};
+use privq_core::sample::{DiscreteLaplace, bernoulli, uniform_below};
 
 use super::KnormError;
 use super::body::{Body, F_FRAC_BITS, Shape};
-use super::sample::{gamma, hit_and_run, uniform_in_body};
+use super::sample::{gamma, hit_and_run};
 use crate::accountant::{Cost, Receipt};
 use crate::central::MechanismError;
 use crate::contract::{Mechanism, Neighbours};
@@ -73,8 +74,11 @@ pub struct KNorm {
     sampler: Sampler,
     /// γ = 2^−grid_exp, `grid_exp ∈ [0, 32]`.
     grid_exp: u32,
-    /// The Gamma scale `Δ′/ε`.
+    /// The Gamma scale `Δ′/ε` (hit-and-run and reports).
     theta: f64,
+    /// The exact samplers' scale `t = Δ′/(εγ)` in grid steps, as a discrete Laplace
+    /// law (its one-sided part is the geometric law with ratio `e^{−1/t}`).
+    steps: DiscreteLaplace,
 }
 
 impl KNorm {
@@ -133,6 +137,7 @@ impl KNorm {
                  steps, beyond the 2^52 that floating point resolves"
             )));
         }
+        let steps = step_scale(neighbours.histogram_l1(), grid_exp, epsilon)?;
         Ok(KNorm {
             body,
             neighbours,
@@ -140,6 +145,7 @@ impl KNorm {
             sampler,
             grid_exp,
             theta,
+            steps,
         })
     }
 
@@ -169,19 +175,99 @@ impl KNorm {
         self.body.dim() as f64 * self.theta
     }
 
-    /// One continuous noise vector `w = r·z`, `r ∼ Gamma(d + 1, Δ′/ε)`, `z ∼ Unif(K)`
-    /// (before grid rounding): for tests and experiments; releases go through
-    /// [`Mechanism::release`].
+    /// One noise vector, in real units: for tests and experiments; releases go
+    /// through [`Mechanism::release`]. With the exact samplers it is the grid noise
+    /// `k·γ` ([`KNorm::sample_steps`]); with hit-and-run the continuous `w = r·z`,
+    /// `r ∼ Gamma(d + 1, Δ′/ε)`, `z` from the walk, before rounding.
     pub fn sample_noise<R: Rng + ?Sized>(&self, rng: &mut R) -> Result<Vec<f64>, KnormError> {
         let d = self.body.dim();
-        let z = match self.sampler {
-            // `new` admits only the two shapes with an exact sampler.
-            Sampler::Exact => uniform_in_body(&self.body, 0, rng)?,
-            // Hit-and-run even on those shapes (with their closed-form chords).
-            Sampler::HitAndRun { steps } => hit_and_run(&self.body, steps, rng)?,
-        };
-        let r = gamma(d + 1, self.theta, rng);
-        Ok(z.iter().map(|zi| r * zi).collect())
+        match self.sampler {
+            Sampler::Exact => {
+                let gamma = self.grid();
+                Ok(self
+                    .sample_steps(rng)?
+                    .into_iter()
+                    .map(|k| k as f64 * gamma)
+                    .collect())
+            }
+            // Hit-and-run even on the two exact shapes (with their closed-form chords).
+            Sampler::HitAndRun { steps } => {
+                let z = hit_and_run(&self.body, steps, rng)?;
+                let r = gamma(d + 1, self.theta, rng);
+                Ok(z.iter().map(|zi| r * zi).collect())
+            }
+        }
+    }
+
+    /// The noise in grid steps. With the exact samplers it is drawn **exactly** from
+    /// the discrete K-norm law `P(k) ∝ exp(−‖k‖_K/t)` on `ℤᵈ`, `t = Δ′/(εγ)` — the
+    /// grid analogue of Fig. 3.2's density; since `y` is on the grid and
+    /// `‖y − y′‖_K ≤ Δ′/γ` steps, it is exactly ε-DP, with no floating point:
+    /// * cross-polytope (`‖·‖_K = ‖·‖₁`): d independent discrete Laplace draws of
+    ///   scale t;
+    /// * cube (`‖·‖_K = ‖·‖∞`): writing `q^m = Σ_{s ≥ m}(1 − q)q^s` (`q = e^{−1/t}`),
+    ///   the law is a mixture over s of the uniform law on `{−s, …, s}ᵈ` with weights
+    ///   `∝ (2s + 1)ᵈ qˢ`; s is drawn by rejection from a sum of d + 1 geometric
+    ///   variables (negative binomial, weights `∝ C(s + d, d) qˢ`), accepted with
+    ///   probability `Π_{i ≤ d} (2s + 1)/(2s + 2i)` ≤ 1 (rational: exact Bernoulli
+    ///   draws), close to 1 when s ≫ d².
+    ///
+    /// With hit-and-run, the continuous sample rounded to the nearest step.
+    pub fn sample_steps<R: Rng + ?Sized>(&self, rng: &mut R) -> Result<Vec<i64>, KnormError> {
+        let d = self.body.dim();
+        match (self.sampler, self.body.shape()) {
+            (Sampler::Exact, Shape::CrossPolytope) => (0..d)
+                .map(|_| self.steps.sample(rng).map_err(core_err))
+                .collect(),
+            (Sampler::Exact, Shape::Cube) => loop {
+                let mut s = 0u64;
+                for _ in 0..=d {
+                    s = s
+                        .checked_add(self.geometric(rng)?)
+                        .ok_or_else(|| core_err(privq_core::Error::Overflow))?;
+                }
+                let two_s = s.checked_mul(2).filter(|v| *v < 1 << 62).ok_or_else(|| {
+                    KnormError::InvalidParameter("the noise radius overflowed".into())
+                })?;
+                let mut accept = true;
+                for i in 1..=d as u64 {
+                    if !bernoulli(two_s + 1, two_s + 2 * i, rng).map_err(core_err)? {
+                        accept = false;
+                        break;
+                    }
+                }
+                if accept {
+                    break (0..d)
+                        .map(|_| {
+                            uniform_below(two_s + 1, rng)
+                                .map(|u| u as i64 - s as i64)
+                                .map_err(core_err)
+                        })
+                        .collect();
+                }
+            },
+            (Sampler::Exact, Shape::General) => Err(KnormError::NoExactSampler),
+            (Sampler::HitAndRun { .. }, _) => {
+                let scale = pow2(self.grid_exp as i32);
+                // |w|/γ < 2⁵² by construction (see `build`): the cast is exact.
+                Ok(self
+                    .sample_noise(rng)?
+                    .into_iter()
+                    .map(|w| (w * scale).round() as i64)
+                    .collect())
+            }
+        }
+    }
+
+    /// `P(g) = (1 − q)qᵍ`, `g ≥ 0`, `q = e^{−1/t}`: a discrete Laplace draw
+    /// conditioned on being non-negative (rejection, acceptance above 1/2).
+    fn geometric<R: Rng + ?Sized>(&self, rng: &mut R) -> Result<u64, KnormError> {
+        loop {
+            let x = self.steps.sample(rng).map_err(core_err)?;
+            if x >= 0 {
+                return Ok(x as u64);
+            }
+        }
     }
 
     /// The snapped answer `y`, in grid steps (`y·γ` is `F·x` rounded to nearest, ties
@@ -195,6 +281,39 @@ impl KNorm {
             .map(|a| a.wrapping_add(half) >> shift)
             .collect()
     }
+}
+
+fn core_err(e: privq_core::Error) -> KnormError {
+    KnormError::InvalidParameter(format!("the exact noise sampler failed: {e}"))
+}
+
+/// `t = Δ′/(εγ)` grid steps as an exact rational: `Δ′ = Δ(1 + 2⁻¹⁰)`, `γ = 2^−g`,
+/// `ε = p/q`, so `t = Δ·1025·2^g·q / (1024·p)`.
+fn step_scale(delta: u64, grid_exp: u32, epsilon: Epsilon) -> Result<DiscreteLaplace, KnormError> {
+    let slack = SLACK_LOG2 as u32;
+    let (up, down) = if grid_exp >= slack {
+        (grid_exp - slack, 0)
+    } else {
+        (0, slack - grid_exp)
+    };
+    let num =
+        u128::from(delta) * ((1u128 << slack) + 1) * (1u128 << up) * u128::from(epsilon.den());
+    let den = (1u128 << down) * u128::from(epsilon.num());
+    let g = gcd(num, den);
+    match (u64::try_from(num / g), u64::try_from(den / g)) {
+        (Ok(n), Ok(d)) => DiscreteLaplace::new(n, d).map_err(core_err),
+        _ => Err(KnormError::InvalidParameter(format!(
+            "epsilon {epsilon}: the noise scale in grid steps does not fit 64 bits; \
+             use a simpler fraction for epsilon"
+        ))),
+    }
+}
+
+fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a.max(1)
 }
 
 /// 2^k as an f64, built from its bits (exact), for |k| ≤ 1000.
@@ -267,18 +386,13 @@ impl KNorm {
         rng: &mut R,
     ) -> Result<Vec<f64>, KnormError> {
         // The noise first: it never sees the data (an error here is data-independent).
-        let noise = self.sample_noise(rng)?;
-        let scale = pow2(self.grid_exp as i32);
+        let noise = self.sample_steps(rng)?;
         let gamma = self.grid();
         Ok(self
             .snapped_answer(counts)
             .into_iter()
             .zip(noise)
-            .map(|(y, w)| {
-                // |w|/γ < 2⁵² by construction (see `build`): the cast is exact.
-                let k = (w * scale).round() as i64;
-                y.saturating_add(i128::from(k)) as f64 * gamma
-            })
+            .map(|(y, k)| y.saturating_add(i128::from(k)) as f64 * gamma)
             .collect())
     }
 }

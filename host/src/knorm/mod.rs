@@ -15,26 +15,17 @@
 //!
 //! # Privacy status — read this
 //!
-//! The K-norm noise is continuous and sampled in floating point (a Gamma radius, a
-//! uniform point of a convex body); privq's exact integer samplers do not cover it.
-//! What is and is not guaranteed:
-//!
-//! * **The ideal mechanism is exactly ε-DP.** The release is
-//!   `y + round_γ(r·z)`, where `y` is `F·x` computed **exactly** (integers) and
-//!   snapped to a power-of-two grid γ chosen from F and the neighbour relation
-//!   only, and the noise scale is calibrated for the worst snapped gap
-//!   ([`KNorm`] gives the arithmetic: sensitivity `Δ(1 + 2⁻¹⁰)`). With ideal real
-//!   `r` and `z` this is a data-independent rounding of the continuous KM at `y`,
-//!   hence ε-DP by Thm 3.3.3 and post-processing. The released values lie on the
-//!   grid, and the data reach them only through the integer `y`, so the
-//!   low-order-bit attack on floating-point Laplace (Mironov 2012) has nothing to
-//!   read.
-//! * **The implementation samples `r` and `z` in `f64`.** Their law is the ideal one
-//!   only up to floating-point error (53-bit uniforms, `ln`, a division). This
-//!   error does not depend on the data, but no bound on its effect on the pmf of
-//!   the grid noise, in particular in the far tails, is proven here: **the exact
-//!   samplers give ε-DP up to that floating-point caveat, not exact ε-DP in the
-//!   sense of privq's integer mechanisms.**
+//! * **The cross-polytope and the cube are exactly ε-DP, in integers.** The
+//!   release is `y + k·γ`, where `y` is `F·x` computed **exactly** (integers) and
+//!   snapped to a power-of-two grid γ chosen from F and the neighbour relation only,
+//!   with the sensitivity calibrated for the worst snapped gap (`Δ′ = Δ(1 + 2⁻¹⁰)`,
+//!   see [`KNorm`]), and `k ∈ ℤᵈ` is drawn exactly from the *discrete* K-norm law
+//!   `P(k) ∝ exp(−‖k‖_K·εγ/Δ′)` ([`KNorm::sample_steps`]: discrete Laplace draws for
+//!   `B₁ᵈ`, a negative-binomial mixture of uniform cubes for `B∞ᵈ`), the grid
+//!   analogue of Fig. 3.2's density. Since `‖y − y′‖_K ≤ Δ′`, the pmf ratio is at
+//!   most `e^ε` everywhere: no floating point decides the noise, and the data reach
+//!   the output only through the integer `y`, so the low-order-bit attack on
+//!   floating-point Laplace (Mironov 2012) has nothing to read.
 //! * **Hit-and-run ([`Sampler::HitAndRun`]) is APPROXIMATE.** For bodies other than
 //!   the cross-polytope and the cube, `z` comes from a finite hit-and-run walk
 //!   (chords by LP, thesis §3.7 as the spec's practical recommendation); its law is

@@ -357,7 +357,7 @@ fn release_is_on_the_grid_charged_and_centred() {
     let mech = KNorm::new(Body::hypercube(3).unwrap(), Neighbours::Replace, eps).unwrap();
     assert_eq!(mech.cost(), crate::accountant::Cost::Pure(eps));
     assert!(mech.label().contains("exact sampler"));
-    let mut acct = Accountant::pure(Epsilon::new(400, 1).unwrap());
+    let mut acct = Accountant::pure(Epsilon::new(1200, 1).unwrap());
     let mut rng = seeded_rng(10);
     let counts: Vec<u64> = (0..8).map(|j| j * 10).collect();
     let truth = mech
@@ -365,7 +365,7 @@ fn release_is_on_the_grid_charged_and_centred() {
         .answer(&counts.iter().map(|&c| c as f64).collect::<Vec<_>>())
         .unwrap();
     let mut mean = [0.0; 3];
-    let runs = 300;
+    let runs = 1200;
     for _ in 0..runs {
         let out = mech.release(&counts[..], &mut acct, &mut rng).unwrap();
         for (i, v) in out.iter().enumerate() {
@@ -373,7 +373,8 @@ fn release_is_on_the_grid_charged_and_centred() {
             mean[i] += v / runs as f64;
         }
     }
-    // The noise is symmetric: the mean is near F·x (sd of a coordinate ≈ 2.3).
+    // The noise is symmetric: the mean is near F·x (a coordinate's sd is
+    // θ·√(E r²/3) = 2·√(20/3) ≈ 5.2, so the mean's is 0.15: 0.6 is 4 of them).
     for i in 0..3 {
         assert!(
             (mean[i] - truth[i]).abs() < 0.6,
@@ -569,4 +570,60 @@ fn hit_and_run_is_booked_as_uncertified_and_refused_by_certified_accountants() {
     ));
     assert_eq!(opted_in.ledger_json()["certified"], false);
     assert_eq!(certified.ledger_json()["certified"], true);
+}
+
+/// The exact cube sampler's law: `P(k) ∝ q^{‖k‖∞}` on ℤ², checked by χ² on the
+/// shells `‖k‖∞ = m` (probability ∝ ((2m+1)² − (2m−1)²)·q^m) at a small scale t.
+#[test]
+fn exact_cube_steps_follow_the_discrete_k_norm_law() {
+    // d = 2, Δ = 1 (add/remove), ε large enough that t is a few steps.
+    let mech = KNorm::new(
+        Body::hypercube(2).unwrap(),
+        Neighbours::AddRemove,
+        Epsilon::new(2000, 1).unwrap(),
+    )
+    .unwrap();
+    let t = 1025.0 / 1024.0 / 2000.0 / mech.grid();
+    assert!((1.0..20.0).contains(&t), "t = {t}");
+    let q = (-1.0 / t).exp();
+    let shells = 60usize;
+    let weight = |m: usize| {
+        let m = m as f64;
+        let points = if m == 0.0 {
+            1.0
+        } else {
+            (2.0 * m + 1.0).powi(2) - (2.0 * m - 1.0).powi(2)
+        };
+        points * q.powf(m)
+    };
+    let z: f64 = (0..10_000).map(weight).sum();
+    let mut rng = seeded_rng(77);
+    let runs = 40_000;
+    let mut seen = vec![0.0; shells + 1];
+    let mut sum = [0i64; 2];
+    for _ in 0..runs {
+        let k = mech.sample_steps(&mut rng).unwrap();
+        let m = k.iter().map(|v| v.unsigned_abs()).max().unwrap() as usize;
+        seen[m.min(shells)] += 1.0;
+        sum[0] += k[0];
+        sum[1] += k[1];
+    }
+    let mut chi2 = 0.0;
+    for (m, &count) in seen.iter().enumerate() {
+        let p = if m < shells {
+            weight(m) / z
+        } else {
+            1.0 - (0..shells).map(weight).sum::<f64>() / z
+        };
+        let e = p * runs as f64;
+        if e > 5.0 {
+            chi2 += (count - e).powi(2) / e;
+        }
+    }
+    // About 60 degrees of freedom: 120 is far beyond the 99.99 % quantile (~107).
+    assert!(chi2 < 120.0, "chi2 = {chi2}");
+    // Symmetric: the coordinate sums stay near 0 (sd of a coordinate ≈ 2t).
+    for s in sum {
+        assert!((s as f64 / runs as f64).abs() < 0.1 * t, "{sum:?}");
+    }
 }
