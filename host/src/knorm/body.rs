@@ -382,6 +382,30 @@ impl Body {
             .collect()
     }
 
+    /// `F·x` for a release by another mechanism (e.g. vector Laplace): the exact
+    /// integer answer of the stored F (entries on the 2⁻³² grid, each within 2⁻³³ of
+    /// the given one), clamped to `±2³¹` and then rounded once to `f64` — a
+    /// deterministic, monotone function of the exact answer, within `2⁻²²` of it per
+    /// coordinate. Neighbouring inputs' answers therefore differ in ℓ1 by at most the
+    /// exact sensitivity of F plus `d·2⁻²⁰` (the grid of F and the two roundings);
+    /// add that to the sensitivity. Unlike [`Body::answer`], no sum is taken in
+    /// floating point, so huge counts cannot cancel into a larger gap.
+    pub fn answer_for_release(&self, counts: &[u64]) -> Result<Vec<f64>, KnormError> {
+        if counts.len() != self.n {
+            return Err(KnormError::DimensionMismatch {
+                expected: self.n,
+                got: counts.len(),
+            });
+        }
+        let limit = 1i128 << (31 + F_FRAC_BITS);
+        let unit = 1.0 / (1u64 << F_FRAC_BITS) as f64;
+        Ok(self
+            .answer_fixed(counts)
+            .into_iter()
+            .map(|a| a.clamp(-limit, limit) as f64 * unit)
+            .collect())
+    }
+
     /// `F·x` in floating point (for reports and tests; releases use the exact form).
     pub fn answer(&self, x: &[f64]) -> Result<Vec<f64>, KnormError> {
         if x.len() != self.n {

@@ -627,3 +627,19 @@ fn exact_cube_steps_follow_the_discrete_k_norm_law() {
         assert!((s as f64 / runs as f64).abs() < 0.1 * t, "{sum:?}");
     }
 }
+
+/// The review's cancellation case: F = [1, −1] and counts near 2⁵⁴ — summed in
+/// f64 the answers of neighbours are 4 and 8; the release path is exact.
+#[test]
+fn the_answer_for_other_mechanisms_is_exact_on_huge_counts() {
+    let body = Body::from_rows(&[vec![1.0, -1.0]]).unwrap();
+    let big = 1u64 << 54;
+    assert_eq!(body.answer_for_release(&[big + 5, big]).unwrap(), vec![5.0]);
+    assert_eq!(body.answer_for_release(&[big + 6, big]).unwrap(), vec![6.0]);
+    // Beyond the fixed-point range it clamps (1-Lipschitz), never wraps.
+    assert_eq!(
+        body.answer_for_release(&[u64::MAX, 0]).unwrap(),
+        vec![2f64.powi(31)]
+    );
+    assert!(body.answer_for_release(&[1]).is_err());
+}

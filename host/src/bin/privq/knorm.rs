@@ -243,7 +243,9 @@ pub fn run(
                     .sum::<f64>()
             })
             .fold(0.0, f64::max);
-        let l1 = neighbours.histogram_l1() as f64 * col_l1;
+        // Plus d·2⁻²⁰ for F's grid and the rounding of the exact answer to f64
+        // (`Body::answer_for_release`).
+        let l1 = neighbours.histogram_l1() as f64 * col_l1 + d as f64 * (-20f64).exp2();
         let mech = VectorLaplace::with_sensitivity(neighbours, d, l1, epsilon).map_err(run_err)?;
         if counts.len() != body.columns() {
             return Err(run_err(
@@ -253,9 +255,7 @@ pub fn run(
                 },
             ));
         }
-        let truth = body
-            .answer(&counts.iter().map(|&c| c as f64).collect::<Vec<_>>())
-            .map_err(run_err)?;
+        let truth = body.answer_for_release(&counts).map_err(run_err)?;
         let out = mech
             .release(&truth[..], &mut accountant, &mut rng)
             .map_err(run_err)?;
