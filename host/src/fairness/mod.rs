@@ -11,7 +11,10 @@
 //! * [`earthmover`] (Def 8.3.5, Lemma 8.3.6) and [`bias`] (Def 8.3.3, Thm 8.3.7,
 //!   Lemma 8.3.9); [`Mapping::parity`] checks statistical parity (Def 8.3.1);
 //! * [`preferential_treatment`]: §8.4.1's fair affirmative action (eqs. 8.15–8.16);
-//! * [`exponential_mapping`] (§8.5, with the TYPO-27 correction: scale 2).
+//! * [`exponential_mapping`] (§8.5, with the TYPO-27 correction: scale 2);
+//!   [`doubling_dimension`] (Def 8.5.3, a greedy upper estimate),
+//!   [`is_well_separated`] (Def 8.5.4) and [`net_mapping`], the ε-net extension of
+//!   Remark 8.5.6 for metrics that are not well separated.
 //!
 //! With `V` the subsets of a universe and `d(x, y) = ε|x Δ y|`, (D_∞, d)-Lipschitz
 //! is ε-differential privacy (§8.2.3), and the Fairness LP finds the optimal
@@ -33,6 +36,7 @@
 //! ```
 
 mod bias;
+mod doubling;
 mod earthmover;
 mod error;
 mod exponential;
@@ -44,6 +48,9 @@ mod program;
 
 pub use crate::dx::FiniteMetric;
 pub use bias::{Bias, bias};
+pub use doubling::{
+    Doubling, MAX_DOUBLING_POINTS, doubling_dimension, is_well_separated, net_mapping,
+};
 pub use earthmover::{EmForm, earthmover};
 pub use error::FairnessError;
 pub use exponential::{LIPSCHITZ_SCALE, THESIS_SCALE, expected_distance, exponential_mapping};

@@ -12,7 +12,8 @@ use super::{CliError, Output, num, read_text, short};
 use privq_host::dx::FiniteMetric;
 use privq_host::fairness::{
     Divergence, EmForm, FairnessError, FairnessLp, Group, Instance, LIPSCHITZ_SCALE, Mapping, bias,
-    earthmover, expected_distance, exponential_mapping, preferential_treatment,
+    doubling_dimension, earthmover, expected_distance, exponential_mapping, is_well_separated,
+    net_mapping, preferential_treatment,
 };
 
 const SOLVE_HELP: &str = "Examples:\n  \
@@ -135,6 +136,10 @@ pub struct EmArgs {
     /// Weights `exp(−d/scale)`: 2 is (D_∞, d)-Lipschitz, 1 is the thesis' literal choice.
     #[arg(long, default_value_t = LIPSCHITZ_SCALE)]
     pub scale: f64,
+    /// Map through a greedy EPS-net first (Remark 8.5.6, for metrics that are not
+    /// well separated): Lipschitz up to d + 2·EPS, each loss up to EPS more.
+    #[arg(long, value_name = "EPS")]
+    pub net: Option<f64>,
     /// The mapping as CSV (`id,<id>…`), written atomically; `-`: standard output.
     #[arg(long, value_name = "PATH", default_value = "-")]
     pub out: PathBuf,
@@ -533,12 +538,40 @@ fn em(
     let mut out = Output::open(Some(&args.out))?;
     let people = read_people(&args.input, &[], stdin)?;
     people.groups(&args.input.groups)?;
-    let mapping = exponential_mapping(&people.metric, args.scale).map_err(|e| CliError::Usage {
-        option: "scale",
-        message: e.to_string(),
-    })?;
+    let usage = |option: &'static str| {
+        move |e: FairnessError| CliError::Usage {
+            option,
+            message: e.to_string(),
+        }
+    };
+    let mapping = match args.net {
+        None => exponential_mapping(&people.metric, args.scale).map_err(usage("scale"))?,
+        Some(eps) => {
+            let (m, net) = net_mapping(&people.metric, eps, args.scale).map_err(usage("net"))?;
+            writeln!(
+                stderr,
+                "through a {eps}-net of {} of the {} individuals (Remark 8.5.6): Lipschitz up to d + {}",
+                net.len(),
+                people.ids.len(),
+                short(2.0 * eps)
+            )?;
+            m
+        }
+    };
     write_mapping(out.writer(stdout), &people.ids, &people.ids, &mapping)?;
     out.commit(stdout)?;
+    if let Ok(k) = doubling_dimension(&people.metric) {
+        writeln!(
+            stderr,
+            "doubling dimension (greedy estimate, Def 8.5.3): at most {} (a ball of radius {} \
+             around {} needs {} half-radius balls); well separated at 1/2: {}",
+            k.dimension,
+            short(k.ball.1),
+            people.ids[k.ball.0],
+            k.cover,
+            is_well_separated(&people.metric, 0.5)
+        )?;
+    }
     writeln!(
         stderr,
         "exponential mapping (scale {}): expected distance E_x E_(y∼E(x)) d(x, y) = {}; \
@@ -666,6 +699,17 @@ mod tests {
         let (out, err) = run_with(&argv, PEOPLE).unwrap();
         assert!(out.starts_with("id,ann,bob,cyd,dee\n"), "{out}");
         assert!(err.contains("guaranteed ≤ 2"), "{err}");
+        assert!(err.contains("doubling dimension (greedy estimate"), "{err}");
+        // Through a net of radius 1.5: ann (1) and bob (3) are 2 apart, cyd (4) joins bob.
+        let mut argv = argv.to_vec();
+        argv.extend(["--net", "1.5"]);
+        let (out, err) = run_with(&argv, PEOPLE).unwrap();
+        assert!(err.contains("1.5-net of 3 of the 4 individuals"), "{err}");
+        let cyd = out.lines().find(|l| l.starts_with("cyd,")).unwrap();
+        assert!(
+            cyd.split(',').nth(3) == Some("0"),
+            "cyd is off the net: {out}"
+        );
     }
 
     #[test]
