@@ -10,6 +10,10 @@
 //!   of pieces `|I|` (a typed error, never an unbounded allocation).
 //! * [`learn`]: Fig. 6.3 — a decomposition at `ρ = α²/(6 ln(2/β))` (TYPO-15) plus the
 //!   mean `μ_B` of every piece under the product distribution.
+//! * [`release_conjunctions`]: Fig. 6.6 corrected — the private release of monotone
+//!   conjunctions, ε-DP through one central SQ oracle with a budget fixed in
+//!   advance (TYPO-18), the tolerant decomposition (TYPO-17), and one statistical
+//!   query per piece for its mean.
 //! * [`SetFunction`] implementations for tests and experiments: coverage functions
 //!   (disjunctions over a dataset, Lemma 6.4.1) and graph cut functions (§6.4.1).
 //!
@@ -18,10 +22,12 @@
 mod decompose;
 mod functions;
 mod learn;
+mod release;
 
 pub use decompose::{DecomposeError, Decomposition, Memo, Piece, SetFunction};
 pub use functions::{Coverage, Cut};
 pub use learn::{Learned, learn, rho_for};
+pub use release::{ConjunctionRelease, ReleaseConfig, ReleaseError, release_conjunctions};
 
 #[cfg(test)]
 mod tests;

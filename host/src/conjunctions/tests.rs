@@ -214,3 +214,56 @@ fn bad_input_is_a_typed_error() {
     let mut neg = Coverage::new(2, &[(0b11, 3), (0b01, 1)]).unwrap().negated();
     assert_eq!(1.0 - neg.value(0b11).unwrap(), 0.75);
 }
+
+/// Fig. 6.6 end to end at an n the tolerance allows: ε charged once, most
+/// conjunctions (S ∼ p = 1/2, all 256 sets enumerated) within α; a small n is
+/// refused before the charge, naming the n needed.
+#[test]
+fn private_release_is_alpha_beta_accurate_and_refuses_small_n() {
+    use crate::accountant::Accountant;
+    use crate::data::{CountHistogram, MemoryCap};
+    use privq_core::Epsilon;
+    let d = 8u32;
+    let mut rng = seeded_rng(21);
+    let counts: Vec<u64> = (0..1u64 << d)
+        .map(|u| (u64::from(rng.next_u32() % 50) + 1) * (1 + u.count_ones() as u64).pow(4) * 40_000)
+        .collect();
+    let data = CountHistogram::from_counts(counts, MemoryCap::default()).unwrap();
+    let (alpha, beta) = (0.3, 0.1);
+    let config = ReleaseConfig {
+        alpha,
+        beta,
+        p: vec![0.5; d as usize],
+        cap: 256,
+        require_n: true,
+    };
+    let eps = Epsilon::new(1, 1).unwrap();
+    let mut budget = Accountant::pure(eps);
+    let r = release_conjunctions(&data, &config, eps, &mut budget, &mut seeded_rng(22)).unwrap();
+    assert_eq!(budget.spent_epsilon(), Some(eps));
+    let truth = |s: u64| {
+        let c: u64 = data
+            .counts()
+            .iter()
+            .enumerate()
+            .filter(|&(u, _)| u as u64 & s == s)
+            .map(|(_, &c)| c)
+            .sum();
+        c as f64 / data.total() as f64
+    };
+    let bad = (0..1u64 << d)
+        .filter(|&s| (r.conjunction(s) - truth(s)).abs() > alpha)
+        .count();
+    assert!(
+        (bad as f64) <= beta * 256.0,
+        "{bad} of 256 off by more than alpha"
+    );
+    // The same release on 10^4 records: refused before any charge.
+    let small = CountHistogram::from_counts(vec![40; 256], MemoryCap::default()).unwrap();
+    let mut budget = Accountant::pure(eps);
+    match release_conjunctions(&small, &config, eps, &mut budget, &mut seeded_rng(1)) {
+        Err(ReleaseError::TooFewRecords { n, needed }) => assert!(n == 10_240 && needed > 1e7),
+        other => panic!("{other:?}"),
+    }
+    assert!(budget.ledger().is_empty());
+}
