@@ -99,6 +99,7 @@ pub fn bias(
             if divergence == Divergence::Inf {
                 mapping = mapping.repair_inf(metric);
             }
+            mapping.verify(Some((metric, divergence)))?;
             Ok(Bias {
                 value: (-value).clamp(0.0, 1.0),
                 mapping,

@@ -48,6 +48,10 @@ pub enum FairnessError {
     /// The LP has no feasible point (cannot happen for a metric and a valid
     /// instance: the constant map is always feasible; reported for safety).
     Infeasible(&'static str),
+    /// A solver's result failed the check made before it is returned (a row that
+    /// is not a distribution, or a Lipschitz excess beyond
+    /// [`LIPSCHITZ_TOLERANCE`](super::LIPSCHITZ_TOLERANCE)); the message says which.
+    Unverified(String),
     /// The LP would need more memory than the cap allows.
     TooLarge {
         /// Variables of the LP.
@@ -93,6 +97,7 @@ impl fmt::Display for FairnessError {
             } => write!(f, "the weights sum to zero"),
             FairnessError::EmptyGroup(w) => write!(f, "empty group: {w}"),
             FairnessError::InvalidParameter(w) => write!(f, "invalid parameter: {w}"),
+            FairnessError::Unverified(w) => write!(f, "the result failed its check: {w}"),
             FairnessError::Infeasible(which) => write!(f, "the {which} is infeasible"),
             FairnessError::TooLarge {
                 vars,

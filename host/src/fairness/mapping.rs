@@ -5,6 +5,10 @@
 use super::{FairnessError, Group, Instance};
 use crate::dx::FiniteMetric;
 
+/// The Lipschitz excess `D(μ_x, μ_y) − d(x, y)` a solver's floating-point result
+/// may show and still count as Lipschitz (the LP solver's tolerance).
+pub const LIPSCHITZ_TOLERANCE: f64 = 1e-7;
+
 /// A distance between distributions on A.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Divergence {
@@ -209,6 +213,41 @@ impl Mapping {
     /// The bias of Def 8.3.1: `D_tv(μ_S, μ_T)`.
     pub fn parity(&self, s: &Group, t: &Group) -> Result<f64, FairnessError> {
         Ok(Divergence::Tv.between(&self.on_group(s)?, &self.on_group(t)?))
+    }
+
+    /// Checks that every row is a distribution (finite, non-negative, summing to 1
+    /// within 10⁻⁹) and, given a metric and a divergence, that no pair exceeds
+    /// `d(x, y)` by more than [`LIPSCHITZ_TOLERANCE`]. Solvers call it before they
+    /// return a mapping.
+    pub fn verify(
+        &self,
+        lipschitz: Option<(&FiniteMetric, Divergence)>,
+    ) -> Result<(), FairnessError> {
+        for x in 0..self.individuals() {
+            let row = self.row(x);
+            let sum: f64 = row.iter().sum();
+            if row.iter().any(|p| !(p.is_finite() && *p >= 0.0)) || (sum - 1.0).abs() > 1e-9 {
+                return Err(FairnessError::Unverified(format!(
+                    "row {x} is not a distribution (sum {sum})"
+                )));
+            }
+        }
+        if let Some((metric, div)) = lipschitz {
+            if let Some(v) = self.worst_violation(metric, div) {
+                if v.excess() > LIPSCHITZ_TOLERANCE {
+                    return Err(FairnessError::Unverified(format!(
+                        "D_{}(μ_{}, μ_{}) = {} exceeds d = {} by {:e}",
+                        div.name(),
+                        v.x,
+                        v.y,
+                        v.divergence,
+                        v.distance,
+                        v.excess()
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The pair maximising `D(μ_x, μ_y) − d(x, y)` (`None` when no pair has a finite distance); the

@@ -55,7 +55,7 @@ pub use earthmover::{EmForm, earthmover};
 pub use error::FairnessError;
 pub use exponential::{LIPSCHITZ_SCALE, THESIS_SCALE, expected_distance, exponential_mapping};
 pub use instance::{Group, Instance};
-pub use mapping::{Divergence, Mapping, Violation};
+pub use mapping::{Divergence, LIPSCHITZ_TOLERANCE, Mapping, Violation};
 pub use preferential::{Preferential, preferential_treatment};
 pub use program::{DEFAULT_MEMORY_CAP, FairSolution, FairnessLp, LpSize};
 

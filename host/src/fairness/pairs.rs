@@ -26,7 +26,10 @@ pub(crate) fn constrained_pairs(
                 continue;
             }
             let ry = metric.row(y);
-            let implied = (0..n).any(|z| z != x && z != y && rx[z] + ry[z] <= d);
+            // Both legs strictly shorter: the induction on d stays well founded even
+            // when a float sum absorbs a tiny leg (fl(a + b) = a).
+            let implied =
+                (0..n).any(|z| z != x && z != y && rx[z] < d && ry[z] < d && rx[z] + ry[z] <= d);
             if !implied {
                 out.push((x, y, d));
             }
@@ -52,5 +55,17 @@ mod tests {
             .map(|(x, y, _)| (x, y))
             .collect();
         assert_eq!(tv, vec![(0, 1), (1, 2)]);
+    }
+
+    /// A review's case: a distance below half an ulp of another must not let two
+    /// pairs prune each other and leave an individual without rows.
+    #[test]
+    fn a_vanishing_leg_does_not_prune_both_pairs() {
+        let d = FiniteMetric::euclidean(&[[0.0], [1e-20], [0.5]], 1.0).unwrap();
+        let kept: Vec<_> = constrained_pairs(&d, None)
+            .into_iter()
+            .map(|(x, y, _)| (x, y))
+            .collect();
+        assert!(kept.iter().any(|&(x, y)| y == 2 && x < 2), "{kept:?}");
     }
 }

@@ -132,8 +132,10 @@ pub fn preferential_treatment(
         rows[x] = row;
     }
     let flat: Vec<f64> = rows.into_iter().flatten().collect();
+    let mapping = Mapping::from_solution(n, k, &flat);
+    mapping.verify(None)?;
     Ok(Preferential {
-        mapping: Mapping::from_solution(n, k, &flat),
+        mapping,
         transport,
         em_plus_l: em.loss,
     })

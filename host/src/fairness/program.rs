@@ -5,6 +5,9 @@ use super::pairs::constrained_pairs;
 use super::{Divergence, FairnessError, Group, Instance, Mapping};
 use crate::lp::{LinearProgram, LpOutcome, Relation};
 
+/// The most individuals the Fairness LP accepts (its row pruning is O(n³)).
+pub const MAX_INDIVIDUALS: usize = 2000;
+
 /// The default memory cap of an LP: 1 GiB.
 pub const DEFAULT_MEMORY_CAP: usize = 1 << 30;
 
@@ -159,6 +162,14 @@ impl FairnessLp {
             Divergence::Tv => Some(1.0),
             Divergence::Inf => None,
         };
+        // The pair pruning is O(n³): refuse sizes it cannot finish (the LP itself
+        // is capped below, once its size is known).
+        let n_people = instance.metric().len();
+        if n_people > MAX_INDIVIDUALS {
+            return Err(FairnessError::InvalidParameter(format!(
+                "{n_people} individuals: the Fairness LP takes at most {MAX_INDIVIDUALS}"
+            )));
+        }
         let pairs = constrained_pairs(instance.metric(), vacuous);
         let p = pairs.len();
         let size = match (self.divergence, k) {
@@ -269,6 +280,7 @@ impl FairnessLp {
                 if self.divergence == Divergence::Inf {
                     mapping = mapping.repair_inf(instance.metric());
                 }
+                mapping.verify(Some((instance.metric(), self.divergence)))?;
                 let loss = mapping.expected_loss(instance)?;
                 Ok(FairSolution {
                     mapping,

@@ -529,3 +529,27 @@ fn preferential_treatment_rejects_bad_partitions() {
     assert!(preferential_treatment(&inst, &[0], &[1, 2], -0.1, tv).is_err());
     assert!(preferential_treatment(&inst, &[0], &[1, 2], 0.1, tv).is_ok());
 }
+
+/// Solvers check what they return: the review's vanishing-leg metric now keeps
+/// individual 2's rows, and the Lipschitz check passes; a mapping whose row is no
+/// distribution is refused by `verify`.
+#[test]
+fn results_are_verified_before_they_are_returned() {
+    let d = FiniteMetric::euclidean(&[[0.0], [1e-20], [0.5]], 1.0).unwrap();
+    let inst = Instance::new(
+        d.clone(),
+        vec![vec![0.0, 1.0], vec![0.0, 1.0], vec![1.0, 0.0]],
+    )
+    .unwrap();
+    for div in [Divergence::Tv, Divergence::Inf] {
+        let sol = FairnessLp::new(div).solve(&inst).unwrap();
+        let v = sol.mapping.worst_violation(&d, div).unwrap();
+        assert!(v.excess() <= LIPSCHITZ_TOLERANCE, "{div:?}: {v:?}");
+    }
+    let broken = Mapping::new(vec![vec![0.5, 0.5], vec![1.0, 0.0], vec![0.0, 1.0]]).unwrap();
+    assert!(matches!(
+        broken.verify(Some((&d, Divergence::Tv))),
+        Err(FairnessError::Unverified(_))
+    ));
+    assert!(broken.verify(None).is_ok());
+}

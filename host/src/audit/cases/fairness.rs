@@ -39,8 +39,16 @@ pub fn fairness_dp(small: bool) -> Result<AuditCase, AuditError> {
         for i in 0..m {
             let y = x ^ (1 << i);
             for (&p, &q) in mapping.row(x).iter().zip(mapping.row(y)) {
-                if p > 0.0 && q > 0.0 && (p / q).ln() > worst.2 {
-                    worst = (x, y, (p / q).ln());
+                // p > 0 = q is an infinite loss: the pair to audit, above all.
+                let loss = if p > 0.0 && q == 0.0 {
+                    f64::INFINITY
+                } else if p > 0.0 {
+                    (p / q).ln()
+                } else {
+                    f64::NEG_INFINITY
+                };
+                if loss > worst.2 {
+                    worst = (x, y, loss);
                 }
             }
         }

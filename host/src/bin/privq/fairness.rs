@@ -11,9 +11,9 @@ use std::time::Instant;
 use super::{CliError, Output, num, read_text, short};
 use privq_host::dx::FiniteMetric;
 use privq_host::fairness::{
-    Divergence, EmForm, FairnessError, FairnessLp, Group, Instance, LIPSCHITZ_SCALE, Mapping, bias,
-    doubling_dimension, earthmover, expected_distance, exponential_mapping, is_well_separated,
-    net_mapping, preferential_treatment,
+    Divergence, EmForm, FairnessError, FairnessLp, Group, Instance, LIPSCHITZ_SCALE,
+    LIPSCHITZ_TOLERANCE, Mapping, bias, doubling_dimension, earthmover, expected_distance,
+    exponential_mapping, is_well_separated, net_mapping, preferential_treatment,
 };
 
 const SOLVE_HELP: &str = "Examples:\n  \
@@ -362,7 +362,7 @@ fn report(
             } else {
                 v.excess()
             }), // round-off prints as 0
-            if v.excess() <= 1e-9 {
+            if v.excess() <= LIPSCHITZ_TOLERANCE {
                 "Lipschitz"
             } else {
                 "VIOLATED"
@@ -453,6 +453,13 @@ fn preferential(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
+    if args.input.weight_column.is_some() {
+        // §8.4.1's construction (and Prop 8.4.1's parity) is for uniform groups.
+        return Err(CliError::Usage {
+            option: "weight-column",
+            message: "--preferential treats every individual alike; drop the weights".into(),
+        });
+    }
     let names = &args.input.groups;
     let members = |name: &String| -> Vec<usize> {
         (0..people.ids.len())
