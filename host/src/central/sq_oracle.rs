@@ -7,7 +7,7 @@ use super::error::MechanismError;
 use super::laplace::VectorLaplace;
 use crate::accountant::{Cost, Receipt};
 use crate::contract::{Mechanism, Neighbours};
-use crate::data::{CountHistogram, DataError, Distribution};
+use crate::data::{CountHistogram, DataError};
 use crate::query::Query;
 
 /// The SQ oracle of Prop. 2.9.1 (thesis §2.9): up to `k` adaptively chosen
@@ -121,7 +121,6 @@ impl Mechanism for SqOracle {
         let noise = VectorLaplace::fractions(self.neighbours, n, 1, self.per_query)?;
         Ok(SqSession {
             counts: data.counts().to_vec(),
-            distribution: data.normalized()?,
             n,
             noise,
             limit: self.k,
@@ -135,7 +134,6 @@ impl Mechanism for SqOracle {
 /// `Debug` output shows the budget, never the data.
 pub struct SqSession {
     counts: Vec<u64>,
-    distribution: Distribution,
     n: u64,
     noise: VectorLaplace,
     limit: usize,
@@ -168,7 +166,7 @@ impl SqSession {
         query.check_universe(self.counts.len())?;
         let truth = match query.count(&self.counts) {
             Some(c) => exact_fraction(c, self.n)?,
-            None => Fixed::from_f64(query.evaluate(self.distribution.probabilities()))?,
+            None => exact_weighted_fraction(query, &self.counts, self.n)?,
         };
         let released = self.noise.grid_mechanism().release(truth, rng)?;
         self.used += 1;
@@ -193,6 +191,28 @@ impl SqSession {
 
 /// `c/n` rounded to the nearest Fixed (ties up), exactly: `⌊(c·2³² + n/2)/n⌋`
 /// (for odd n, `⌊(2c·2³² + n)/(2n)⌋`).
+/// `(1/n)·Σ_u q̃(u)·c_u` rounded to the nearest 2⁻³² (half up), exactly: the query's
+/// values are first put on the public 2⁻³² grid (`q̃ = round(q·2³²)/2³²`, a
+/// data-independent change of the query), then the sum is an integer. A record
+/// moving between cells changes it by at most 2³² units, so the answer moves by at
+/// most `Δ = 1/n` before its final rounding, as for counting queries; no float sum
+/// (whose error grows with the number of cells) reaches the noise.
+fn exact_weighted_fraction(query: &Query, counts: &[u64], n: u64) -> Result<Fixed, MechanismError> {
+    let sum: u128 = counts
+        .iter()
+        .enumerate()
+        .filter(|&(_, &c)| c > 0)
+        .map(|(u, &c)| {
+            // q ∈ [0, 1], so the grid value is at most 2³².
+            let q = (query.value(u) * 4_294_967_296.0).round() as u128;
+            q * u128::from(c)
+        })
+        .sum();
+    let bits = (2 * sum + u128::from(n)) / (2 * u128::from(n));
+    let bits = i64::try_from(bits).map_err(|_| privq_core::Error::OutOfRange)?;
+    Ok(Fixed::from_bits(bits))
+}
+
 fn exact_fraction(c: u64, n: u64) -> Result<Fixed, MechanismError> {
     let num = (u128::from(c) << 33) + u128::from(n);
     let bits = num / (u128::from(n) << 1);
@@ -275,6 +295,22 @@ mod tests {
             .unwrap();
         let shown = format!("{session:?}");
         assert!(!shown.contains("123457"), "{shown}");
+    }
+
+    #[test]
+    fn fractional_queries_are_answered_exactly() {
+        // (0.25·3 + 0.5·1)/4 = 0.3125 exactly; a float sum over many cells agrees.
+        let q = Query::dense(vec![0.25, 0.5]).unwrap();
+        assert_eq!(
+            exact_weighted_fraction(&q, &[3, 1], 4).unwrap(),
+            Fixed::from_bits(1_342_177_280)
+        );
+        // A third rounds half up on the grid: 1/3 of 2³² = 1431655765.33 → …765.
+        let third = Query::dense(vec![1.0, 0.0, 0.0]).unwrap();
+        assert_eq!(
+            exact_weighted_fraction(&third, &[1, 1, 1], 3).unwrap(),
+            Fixed::from_bits(1_431_655_765)
+        );
     }
 
     #[test]

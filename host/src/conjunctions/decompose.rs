@@ -286,5 +286,13 @@ const V_SLACK: f64 = 1e-9;
 
 /// `∂_x f(B) = f(B ∪ {x}) − f(B)`.
 fn marginal<F: SetFunction>(f: &mut F, b: u64, bit: u64) -> Result<f64, DecomposeError> {
-    Ok(f.value(b | bit)? - f.value(b)?)
+    let m = f.value(b | bit)? - f.value(b)?;
+    if !m.is_finite() {
+        // A NaN would be neither a child nor in V′, and F's walk would stop early.
+        return Err(DecomposeError::Oracle(format!(
+            "the oracle's answers at {b:#b} and {:#b} are not finite",
+            b | bit
+        )));
+    }
+    Ok(m)
 }

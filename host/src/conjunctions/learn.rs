@@ -40,7 +40,8 @@ impl Learned {
 /// Learn (Fig. 6.3): the tolerant decomposition (Algorithm 6.2) of `f` at
 /// `ρ = rho_for(α, β)` with at most `cap` pieces, then `μ_B = E[g^B(S)]` for every
 /// piece from `mean(f, forced = B, free)` — S drawn from the product distribution on
-/// the free coordinates `V(B) ∖ (T(B) ∪ B)`, B forced in, everything else out. `f`
+/// the free coordinates `U ∖ (T(B) ∪ B)` (the law of S given `F(S) = B`), B forced
+/// in, T(B) out. `f`
 /// may be an oracle within `ρ/12` of the true function (memoize it).
 ///
 /// ```
@@ -69,10 +70,17 @@ pub fn learn<F: SetFunction>(
         }
     }
     let decomposition = Decomposition::tolerant(f, rho_for(alpha, beta), cap)?;
+    let ground = decomposition.ground();
+    let full = if ground == 64 {
+        u64::MAX
+    } else {
+        (1u64 << ground) - 1
+    };
+    // Given F(S) = B: B in, T(B) out, every other element free.
     let means = decomposition
         .pieces()
         .iter()
-        .map(|p| mean(f, p.b, p.v & !(p.t | p.b)))
+        .map(|p| mean(f, p.b, !(p.t | p.b) & full))
         .collect::<Result<Vec<f64>, _>>()?;
     Ok(Learned {
         decomposition,

@@ -10,7 +10,7 @@ use privq_core::rand_core::{CryptoRng, Rng};
 use super::decompose::{DecomposeError, Decomposition, Memo, SetFunction};
 use super::learn::rho_for;
 use crate::accountant::Accountant;
-use crate::central::{MechanismError, SqOracle, SqSession};
+use crate::central::{MechanismError, SqOracle, SqSession, VectorLaplace};
 use crate::contract::{Mechanism, Neighbours};
 use crate::data::CountHistogram;
 use crate::query::Query;
@@ -194,11 +194,24 @@ pub fn release_conjunctions<R: Rng + CryptoRng + ?Sized>(
         .checked_mul(d as usize + 2)
         .ok_or_else(|| ReleaseError::InvalidParameter("the piece cap is too large".into()))?;
     let n = data.total();
-    let needed = SqOracle::required_n(k, epsilon.to_f64(), rho / 12.0, config.beta);
-    if config.require_n && (n as f64) < needed {
-        return Err(ReleaseError::TooFewRecords { n, needed });
+    let oracle = SqOracle::new(Neighbours::Replace, k, epsilon)?;
+    if config.require_n && n > 0 {
+        // The noise the session will really add (its grid can make it larger than
+        // k/(εn) at huge n), against the tolerance: scale·ln(k/β) ≤ ρ/12, the
+        // condition behind Prop. 2.9.1's n (n is public under replace-one).
+        let per_query = epsilon
+            .checked_div_int(k as u64)
+            .map_err(MechanismError::Core)?;
+        let scale = VectorLaplace::fractions(Neighbours::Replace, n, 1, per_query)?.scale();
+        if scale * (k as f64 / config.beta).ln() > rho / 12.0 {
+            let needed = SqOracle::required_n(k, epsilon.to_f64(), rho / 12.0, config.beta);
+            return Err(ReleaseError::TooFewRecords {
+                n,
+                needed: needed.max(n as f64 + 1.0),
+            });
+        }
     }
-    let mut session = SqOracle::new(Neighbours::Replace, k, epsilon)?.release(data, budget, rng)?;
+    let mut session = oracle.release(data, budget, rng)?;
     // Everything below reads the data only through the session's noisy answers.
     let decomposition = {
         let mut oracle = Memo::new(NegatedDisjunction {
@@ -208,11 +221,13 @@ pub fn release_conjunctions<R: Rng + CryptoRng + ?Sized>(
         });
         Decomposition::tolerant(&mut oracle, rho, config.cap)?
     };
+    let full = if d == 64 { u64::MAX } else { (1u64 << d) - 1 };
     let answers = decomposition
         .pieces()
         .iter()
         .map(|piece| {
-            let free = piece.v & !(piece.t | piece.b);
+            // Given F(S) = B: B in, T(B) out, every other attribute free.
+            let free = !(piece.t | piece.b) & full;
             let q: Vec<f64> = (0..cells as u64)
                 .map(|u| {
                     if u & piece.b != piece.b {
