@@ -4,7 +4,7 @@
 //!
 //! * the **practical** profile ([`PmwParams::practical`], privq's default),
 //! * the thesis constants of the pure variant ([`PmwParams::theory`], eq. 4.14),
-//!   which are vacuous at n ≈ 20 000 (spec §3.9: the threshold exceeds 1),
+//!   which are vacuous at n ≈ 20 000 (the threshold T exceeds 1),
 //! * the **uniform guess** `1/(|A_a|·|A_b|)`, what a session that never updates
 //!   answers.
 //!

@@ -60,7 +60,8 @@ impl PtfLearner {
     }
 
     /// The sample size `⌈(D·ln(1/γ) + ln(1/β))/γ⌉` that suffices for a
-    /// (γ, β)-learner with D features (the [IMPL] rule of the Chapter 7 notes, constant 1).
+    /// (γ, β)-learner with D features (the usual sample bound for a class of VC
+    /// dimension about D, with constant 1).
     pub fn sample_size(&self, gamma: f64, beta: f64) -> f64 {
         let d = self.monomials.len() as f64;
         ((d * (1.0 / gamma).ln() + (1.0 / beta).ln()) / gamma).ceil()
