@@ -14,16 +14,26 @@
 //!   conjunctions, ε-DP through one central SQ oracle with a budget fixed in
 //!   advance (TYPO-18), the tolerant decomposition (TYPO-17), and one statistical
 //!   query per piece for its mean.
+//! * [`release_by_agnostic_learning`]: Fig. 6.7 on the MW engine with an
+//!   exhaustive weak agnostic learner over a finite class and `STAT_τ` from a
+//!   [`StatOracle`] (exact, or the central SQ oracle for
+//!   [`release_by_agnostic_learning_private`]), with η = β/4 and
+//!   `T = ⌈16 ln|X|/β²⌉ + 1` (TYPO-21) and the signed update (TYPO-20).
 //! * [`SetFunction`] implementations for tests and experiments: coverage functions
 //!   (disjunctions over a dataset, Lemma 6.4.1) and graph cut functions (§6.4.1).
 //!
 //! Sets are bit masks over a ground set of at most 64 elements.
 
+mod agnostic;
 mod decompose;
 mod functions;
 mod learn;
 mod release;
 
+pub use agnostic::{
+    AgnosticRelease, CentralStat, ExactStat, StatOracle, release_by_agnostic_learning,
+    release_by_agnostic_learning_private,
+};
 pub use decompose::{DecomposeError, Decomposition, Memo, Piece, SetFunction};
 pub use functions::{Coverage, Cut};
 pub use learn::{Learned, learn, rho_for};

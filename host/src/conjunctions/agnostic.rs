@@ -1,0 +1,324 @@
+//! Release by agnostic learning and multiplicative weights (thesis §6.5, Fig. 6.7),
+//! on privq's one MW engine, with an exhaustive-search weak agnostic learner over a
+//! finite class C and `STAT_τ` simulated by a statistical-query oracle.
+
+use privq_core::Epsilon;
+use privq_core::rand_core::{CryptoRng, Rng};
+
+use super::release::ReleaseError;
+use crate::accountant::Accountant;
+use crate::central::mw::MwState;
+use crate::central::{MechanismError, SqOracle, SqSession};
+use crate::contract::{Mechanism, Neighbours};
+use crate::data::{CountHistogram, MemoryCap};
+use crate::query::Query;
+
+/// `STAT_τ`: the answer to the statistical query `E_{x∼D} q(x)` within tolerance τ.
+/// The learner asks about class members by index, so an oracle may answer each
+/// member once and repeat it (repeated statistical queries may get the same answer).
+pub trait StatOracle {
+    /// `E_D q` (within [`StatOracle::tolerance`]) for the class member `index`.
+    fn stat(&mut self, index: usize, q: &Query) -> Result<f64, ReleaseError>;
+    /// τ: how far an answer may be from the truth (with the oracle's confidence).
+    fn tolerance(&self) -> f64;
+}
+
+/// The exact oracle (tests and baselines: not private).
+#[derive(Debug, Clone)]
+pub struct ExactStat {
+    p: Vec<f64>,
+}
+
+impl ExactStat {
+    /// The oracle of the normalized histogram of `counts`.
+    pub fn new(counts: &CountHistogram) -> Result<Self, ReleaseError> {
+        let d = counts
+            .normalized()
+            .map_err(|e| ReleaseError::Mechanism(MechanismError::Data(e)))?;
+        Ok(ExactStat {
+            p: d.probabilities().to_vec(),
+        })
+    }
+}
+
+impl StatOracle for ExactStat {
+    fn stat(&mut self, _index: usize, q: &Query) -> Result<f64, ReleaseError> {
+        Ok(q.evaluate(&self.p))
+    }
+
+    fn tolerance(&self) -> f64 {
+        0.0
+    }
+}
+
+/// The central oracle: an ε-DP [`SqSession`] for exactly |C| queries (Prop. 2.9.1),
+/// each class member asked once and its noisy answer reused.
+#[derive(Debug)]
+pub struct CentralStat<'r, R: ?Sized> {
+    session: SqSession,
+    rng: &'r mut R,
+    answers: Vec<Option<f64>>,
+    tolerance: f64,
+}
+
+impl<R: Rng + CryptoRng + ?Sized> StatOracle for CentralStat<'_, R> {
+    fn stat(&mut self, index: usize, q: &Query) -> Result<f64, ReleaseError> {
+        let slot = self.answers.get_mut(index).ok_or_else(|| {
+            ReleaseError::InvalidParameter(format!("class member {index} is out of range"))
+        })?;
+        if let Some(a) = *slot {
+            return Ok(a);
+        }
+        let a = self.session.answer(q, self.rng)?;
+        *slot = Some(a);
+        Ok(a)
+    }
+
+    fn tolerance(&self) -> f64 {
+        self.tolerance
+    }
+}
+
+/// What Fig. 6.7 released, and how it got there.
+#[derive(Debug, Clone)]
+pub struct AgnosticRelease {
+    /// The final distribution over the universe (`D` current at stopping).
+    pub state: MwState,
+    /// `a_c = E_{x∼state} c(x)` for every c in the class, in order.
+    pub answers: Vec<f64>,
+    /// MW updates made.
+    pub rounds: usize,
+    /// The bound `T = ⌈16 ln|X|/β²⌉ + 1` (TYPO-21).
+    pub bound: usize,
+    /// Whether the stopping rule (eq. 6.13) fired before T.
+    pub stopped: bool,
+}
+
+/// Fig. 6.7 with the corrections TYPO-20 and TYPO-21: MW over the universe of
+/// `cells` cells from uniform, `η = β/4`, at most `T = ⌈16 ln|X|/β²⌉ + 1` rounds. Each
+/// round the exhaustive learner picks the member q of `class` and the sign s that
+/// maximise `v = ½·s·(STAT(q) − E_{D_{t−1}} q)` (Lemma 6.5.3 for `A_t^±`); it stops when
+/// `v ≤ β/2 − τ` (eq. 6.13), and otherwise updates `D_t ∝ D_{t−1}·exp(s·η·q)`.
+///
+/// ```
+/// use privq_host::conjunctions::{ExactStat, release_by_agnostic_learning};
+/// use privq_host::data::{CountHistogram, MemoryCap};
+/// use privq_host::query::Query;
+/// let data = CountHistogram::from_counts(vec![10, 20, 30, 40], MemoryCap::default())?;
+/// let class: Vec<Query> = (0..4).map(|m| Query::BitPattern { mask: m, pattern: m }).collect();
+/// let r = release_by_agnostic_learning(&class, &mut ExactStat::new(&data)?, 4, 0.05)?;
+/// // Every member within β (the stopping rule with τ = 0) after at most T rounds.
+/// assert!(r.stopped && r.rounds <= r.bound);
+/// assert!((r.answers[3] - 0.4).abs() <= 0.05);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn release_by_agnostic_learning(
+    class: &[Query],
+    oracle: &mut dyn StatOracle,
+    cells: usize,
+    beta: f64,
+) -> Result<AgnosticRelease, ReleaseError> {
+    if !(beta > 0.0 && beta <= 0.5) {
+        return Err(ReleaseError::InvalidParameter(format!(
+            "beta = {beta} must be in (0, 1/2]"
+        )));
+    }
+    if class.is_empty() {
+        return Err(ReleaseError::InvalidParameter("the class is empty".into()));
+    }
+    for q in class {
+        q.check_universe(cells)
+            .map_err(|e| ReleaseError::Mechanism(MechanismError::Data(e)))?;
+    }
+    let mut state = MwState::uniform(cells, MemoryCap::default())
+        .map_err(|e| ReleaseError::Mechanism(MechanismError::Data(e)))?;
+    let eta = beta / 4.0;
+    let bound = (16.0 * (cells as f64).ln() / (beta * beta)).ceil() as usize + 1;
+    let tau = oracle.tolerance();
+    let (mut rounds, mut stopped) = (0, false);
+    while rounds < bound {
+        let mut best = (f64::NEG_INFINITY, 0usize, 1.0);
+        for (i, q) in class.iter().enumerate() {
+            let gap = oracle.stat(i, q)? - state.evaluate(q);
+            let (v, s) = if gap >= 0.0 {
+                (gap / 2.0, 1.0)
+            } else {
+                (-gap / 2.0, -1.0)
+            };
+            if v > best.0 {
+                best = (v, i, s);
+            }
+        }
+        let (v, i, s) = best;
+        if v <= beta / 2.0 - tau {
+            stopped = true;
+            break;
+        }
+        state.update(&class[i], s * eta);
+        rounds += 1;
+    }
+    let answers = class.iter().map(|q| state.evaluate(q)).collect();
+    Ok(AgnosticRelease {
+        state,
+        answers,
+        rounds,
+        bound,
+        stopped,
+    })
+}
+
+/// Fig. 6.7 made private: the class's answers come from one central SQ oracle for
+/// exactly |C| queries (each member asked once, noise `Lap(|C|/(εn))`), charged to
+/// `budget` before the first; everything else is post-processing. Replace-one
+/// neighbours (n public).
+pub fn release_by_agnostic_learning_private<R: Rng + CryptoRng + ?Sized>(
+    data: &CountHistogram,
+    class: &[Query],
+    beta: f64,
+    epsilon: Epsilon,
+    budget: &mut Accountant,
+    rng: &mut R,
+) -> Result<AgnosticRelease, ReleaseError> {
+    if class.is_empty() {
+        return Err(ReleaseError::InvalidParameter("the class is empty".into()));
+    }
+    for q in class {
+        q.check_universe(data.len())
+            .map_err(|e| ReleaseError::Mechanism(MechanismError::Data(e)))?;
+    }
+    let k = class.len();
+    let session = SqOracle::new(Neighbours::Replace, k, epsilon)?.release(data, budget, rng)?;
+    // τ with confidence 1 − β over all k answers: scale·ln(k/β).
+    let tolerance = session.scale() * (k as f64 / beta.clamp(1e-12, 0.5)).ln();
+    let mut oracle = CentralStat {
+        session,
+        rng,
+        answers: vec![None; k],
+        tolerance,
+    };
+    release_by_agnostic_learning(class, &mut oracle, data.len(), beta)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seeded_rng;
+
+    fn conjunctions(d: u32, width: u32) -> Vec<Query> {
+        (0..1usize << d)
+            .filter(|m| m.count_ones() <= width)
+            .map(|m| Query::BitPattern {
+                mask: m,
+                pattern: m,
+            })
+            .collect()
+    }
+
+    fn random_data(d: u32, seed: u64) -> CountHistogram {
+        let mut rng = seeded_rng(seed);
+        let counts = (0..1u64 << d)
+            .map(|u| u64::from(rng.next_u32() % 20) * (1 + u64::from(u.count_ones())).pow(2))
+            .collect();
+        CountHistogram::from_counts(counts, MemoryCap::default()).unwrap()
+    }
+
+    /// Thm 6.5.2 with TYPO-21: at most T rounds, each lowering the potential
+    /// RE(D‖D_t) by at least β²/16, and every member of C within β at the end
+    /// (exact oracle, τ = 0).
+    #[test]
+    fn rounds_potential_and_final_error_with_the_exact_oracle() {
+        for seed in 0..4 {
+            let data = random_data(8, seed);
+            let target = data.normalized().unwrap().probabilities().to_vec();
+            let class = conjunctions(8, 3);
+            let beta = 0.05;
+            // Re-run round by round to watch the potential.
+            let mut oracle = ExactStat::new(&data).unwrap();
+            let r = release_by_agnostic_learning(&class, &mut oracle, 256, beta).unwrap();
+            assert!(
+                r.stopped && r.rounds <= r.bound,
+                "{} of {}",
+                r.rounds,
+                r.bound
+            );
+            let mut exact = ExactStat::new(&data).unwrap();
+            for (i, q) in class.iter().enumerate() {
+                let truth = exact.stat(i, q).unwrap();
+                assert!((r.answers[i] - truth).abs() <= beta + 1e-12, "seed {seed}");
+            }
+            let mut state = MwState::uniform(256, MemoryCap::default()).unwrap();
+            let mut last = state.potential(&target);
+            for _ in 0..r.rounds {
+                let (mut best, mut pick) = (f64::NEG_INFINITY, (0, 1.0));
+                for (i, q) in class.iter().enumerate() {
+                    let gap = exact.stat(i, q).unwrap() - state.evaluate(q);
+                    if gap.abs() > best {
+                        best = gap.abs();
+                        pick = (i, gap.signum());
+                    }
+                }
+                state.update(&class[pick.0], pick.1 * beta / 4.0);
+                let now = state.potential(&target);
+                assert!(
+                    last - now >= beta * beta / 16.0 - 1e-12,
+                    "drop {}",
+                    last - now
+                );
+                last = now;
+            }
+        }
+    }
+
+    #[test]
+    fn the_private_release_charges_once_and_answers_every_member() {
+        let data = random_data(6, 9);
+        let class = conjunctions(6, 2);
+        let eps = Epsilon::new(1, 1).unwrap();
+        let mut budget = Accountant::pure(eps);
+        let r = release_by_agnostic_learning_private(
+            &data,
+            &class,
+            0.1,
+            eps,
+            &mut budget,
+            &mut seeded_rng(3),
+        )
+        .unwrap();
+        assert_eq!(budget.ledger().len(), 1);
+        assert_eq!(r.answers.len(), class.len());
+        assert!(r.rounds <= r.bound);
+        // Bad input is refused before the charge.
+        let mut fresh = Accountant::pure(eps);
+        assert!(
+            release_by_agnostic_learning_private(
+                &data,
+                &[],
+                0.1,
+                eps,
+                &mut fresh,
+                &mut seeded_rng(1)
+            )
+            .is_err()
+        );
+        let wide = [Query::BitPattern {
+            mask: 1 << 7,
+            pattern: 1 << 7,
+        }];
+        assert!(
+            release_by_agnostic_learning_private(
+                &data,
+                &wide,
+                0.1,
+                eps,
+                &mut fresh,
+                &mut seeded_rng(1)
+            )
+            .is_err()
+        );
+        assert!(fresh.ledger().is_empty());
+        assert!(
+            release_by_agnostic_learning(&class, &mut ExactStat::new(&data).unwrap(), 64, 0.7)
+                .is_err()
+        );
+    }
+}
