@@ -244,14 +244,14 @@ impl PmwParams {
     /// threshold `T = α`, comparison noise `σ = α/5`, the largest update budget `m`
     /// the privacy condition allows at that σ (`σn ≥ 10(⌊m⌋ + 1)/(3ε)`), `η = 1`, and
     /// [`PmwUpdate::Project`] steps. The thesis constants ([`PmwParams::theory`]) are
-    /// vacuous at realistic n (spec §3.9: `T > 1` at n = 21 574); these answer
+    /// vacuous at realistic n (`T > 1` at n = 21 574); these answer
     /// lazily within about `α + |ν|` and spend an update only where the hypothesis
     /// is off by more, so the session lasts as long as the data needs fewer than m
     /// corrections. On NLTCS (n = 21 574) at ε = 1 and α = 0.08 it answers 1 000
     /// random 2-way marginal cells with m = 102 (README, "PMW default profile").
     ///
     /// Fails with [`PmwError::InvalidParameter`] when `εnα` is too small for even one
-    /// update (`n < 100/(3εα)`, about 1 250 records at ε = 1, α = 0.08).
+    /// update (`n < 100/(3εα)`: 417 records at ε = 1, α = 0.08).
     ///
     /// ```
     /// use privq_host::central::pmw::{PmwParams, PmwUpdate, PmwVariant};
