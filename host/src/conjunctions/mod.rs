@@ -10,6 +10,8 @@
 //!   of pieces `|I|` (a typed error, never an unbounded allocation).
 //! * [`learn`]: Fig. 6.3 — a decomposition at `ρ = α²/(6 ln(2/β))` (TYPO-15) plus the
 //!   mean `μ_B` of every piece under the product distribution.
+//! * [`TwoLevel`] and [`learn_nonmonotone`]: Algorithm 6.4 with the complement fix
+//!   (TYPO-16) and Learn for any submodular f (Fig. 6.5), e.g. graph cuts.
 //! * [`release_conjunctions`]: Fig. 6.6 corrected — the private release of monotone
 //!   conjunctions, ε-DP through one central SQ oracle with a budget fixed in
 //!   advance (TYPO-18), the tolerant decomposition (TYPO-17), and one statistical
@@ -28,6 +30,7 @@ mod agnostic;
 mod decompose;
 mod functions;
 mod learn;
+mod nonmonotone;
 mod release;
 
 pub use agnostic::{
@@ -37,6 +40,7 @@ pub use agnostic::{
 pub use decompose::{DecomposeError, Decomposition, Memo, Piece, SetFunction};
 pub use functions::{Coverage, Cut};
 pub use learn::{Learned, learn, rho_for};
+pub use nonmonotone::{TwoLevel, learn_nonmonotone};
 pub use release::{ConjunctionRelease, ReleaseConfig, ReleaseError, release_conjunctions};
 
 #[cfg(test)]
