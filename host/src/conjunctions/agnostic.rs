@@ -8,7 +8,7 @@ use privq_core::rand_core::{CryptoRng, Rng};
 use super::release::ReleaseError;
 use crate::accountant::Accountant;
 use crate::central::mw::MwState;
-use crate::central::{MechanismError, SqOracle, SqSession};
+use crate::central::{MechanismError, SqOracle, SqSession, VectorLaplace};
 use crate::contract::{Mechanism, Neighbours};
 use crate::data::{CountHistogram, MemoryCap};
 use crate::query::Query;
@@ -52,9 +52,9 @@ impl StatOracle for ExactStat {
 }
 
 /// The central oracle: an ε-DP [`SqSession`] for exactly |C| queries (Prop. 2.9.1),
-/// each class member asked once and its noisy answer reused.
-#[derive(Debug)]
-pub struct CentralStat<'r, R: ?Sized> {
+/// each class member asked once and its noisy answer reused. No `Debug`: it holds
+/// the generator whose draws are the noise.
+pub(crate) struct CentralStat<'r, R: ?Sized> {
     session: SqSession,
     rng: &'r mut R,
     answers: Vec<Option<f64>>,
@@ -98,7 +98,9 @@ pub struct AgnosticRelease {
 /// `cells` cells from uniform, `η = β/4`, at most `T = ⌈16 ln|X|/β²⌉ + 1` rounds. Each
 /// round the exhaustive learner picks the member q of `class` and the sign s that
 /// maximise `v = ½·s·(STAT(q) − E_{D_{t−1}} q)` (Lemma 6.5.3 for `A_t^±`); it stops when
-/// `v ≤ β/2 − τ` (eq. 6.13), and otherwise updates `D_t ∝ D_{t−1}·exp(s·η·q)`.
+/// `v ≤ β/2 − τ/2` (eq. 6.13 with the oracle's tolerance τ on `E_D q`, which is τ/2 on
+/// the probability), and otherwise updates `D_t ∝ D_{t−1}·exp(s·η·q)`. The oracle's τ
+/// must be at most β/4, or a round may make no progress (a typed error).
 ///
 /// ```
 /// use privq_host::conjunctions::{ExactStat, release_by_agnostic_learning};
@@ -133,8 +135,14 @@ pub fn release_by_agnostic_learning(
     let mut state = MwState::uniform(cells, MemoryCap::default())
         .map_err(|e| ReleaseError::Mechanism(MechanismError::Data(e)))?;
     let eta = beta / 4.0;
-    let bound = (16.0 * (cells as f64).ln() / (beta * beta)).ceil() as usize + 1;
+    let bound = round_bound(cells, beta)?;
     let tau = oracle.tolerance();
+    if tau.is_nan() || tau > beta / 4.0 {
+        return Err(ReleaseError::InvalidParameter(format!(
+            "the oracle's tolerance {tau:.3e} exceeds beta/4 = {}: rounds could make no progress",
+            beta / 4.0
+        )));
+    }
     let (mut rounds, mut stopped) = (0, false);
     while rounds < bound {
         let mut best = (f64::NEG_INFINITY, 0usize, 1.0);
@@ -150,7 +158,7 @@ pub fn release_by_agnostic_learning(
             }
         }
         let (v, i, s) = best;
-        if v <= beta / 2.0 - tau {
+        if v <= beta / 2.0 - tau / 2.0 {
             stopped = true;
             break;
         }
@@ -165,6 +173,18 @@ pub fn release_by_agnostic_learning(
         bound,
         stopped,
     })
+}
+
+/// `T = ⌈16 ln|X|/β²⌉ + 1`, refused above 10⁹ rounds.
+fn round_bound(cells: usize, beta: f64) -> Result<usize, ReleaseError> {
+    let t = (16.0 * (cells as f64).ln() / (beta * beta)).ceil() + 1.0;
+    if t.is_finite() && t <= 1e9 {
+        Ok(t as usize)
+    } else {
+        Err(ReleaseError::InvalidParameter(format!(
+            "beta = {beta} needs about {t:.3e} rounds over {cells} cells; raise beta"
+        )))
+    }
 }
 
 /// Fig. 6.7 made private: the class's answers come from one central SQ oracle for
@@ -186,10 +206,32 @@ pub fn release_by_agnostic_learning_private<R: Rng + CryptoRng + ?Sized>(
         q.check_universe(data.len())
             .map_err(|e| ReleaseError::Mechanism(MechanismError::Data(e)))?;
     }
+    if !(beta > 0.0 && beta <= 0.5) {
+        return Err(ReleaseError::InvalidParameter(format!(
+            "beta = {beta} must be in (0, 1/2]"
+        )));
+    }
+    round_bound(data.len(), beta)?;
+    MwState::uniform(data.len(), MemoryCap::default())
+        .map_err(|e| ReleaseError::Mechanism(MechanismError::Data(e)))?;
     let k = class.len();
-    let session = SqOracle::new(Neighbours::Replace, k, epsilon)?.release(data, budget, rng)?;
-    // τ with confidence 1 − β over all k answers: scale·ln(k/β).
-    let tolerance = session.scale() * (k as f64 / beta.clamp(1e-12, 0.5)).ln();
+    let n = data.total();
+    let oracle = SqOracle::new(Neighbours::Replace, k, epsilon)?;
+    // τ with confidence 1 − β over all k answers: scale·ln(k/β) plus one grid step
+    // of snapping; the scale is the session's own (n is public under replace-one),
+    // computed before the charge so a hopeless n is refused for free.
+    let per_query = epsilon
+        .checked_div_int(k as u64)
+        .map_err(MechanismError::Core)?;
+    let noise = VectorLaplace::fractions(Neighbours::Replace, n, 1, per_query)?;
+    let tolerance = noise.scale() * ((k as f64 / beta).ln() + 1.0);
+    if tolerance > beta / 4.0 {
+        return Err(ReleaseError::TooFewRecords {
+            n,
+            needed: n as f64 * tolerance / (beta / 4.0),
+        });
+    }
+    let session = oracle.release(data, budget, rng)?;
     let mut oracle = CentralStat {
         session,
         rng,
@@ -315,6 +357,31 @@ mod tests {
             )
             .is_err()
         );
+        // β out of range, or too few records for a tolerance under β/4: refused
+        // before the charge too.
+        assert!(
+            release_by_agnostic_learning_private(
+                &data,
+                &class,
+                0.7,
+                eps,
+                &mut fresh,
+                &mut seeded_rng(1)
+            )
+            .is_err()
+        );
+        let tiny = CountHistogram::from_counts(vec![3; 64], MemoryCap::default()).unwrap();
+        assert!(matches!(
+            release_by_agnostic_learning_private(
+                &tiny,
+                &class,
+                0.1,
+                eps,
+                &mut fresh,
+                &mut seeded_rng(1)
+            ),
+            Err(ReleaseError::TooFewRecords { n: 192, .. })
+        ));
         assert!(fresh.ledger().is_empty());
         assert!(
             release_by_agnostic_learning(&class, &mut ExactStat::new(&data).unwrap(), 64, 0.7)

@@ -34,7 +34,7 @@ mod nonmonotone;
 mod release;
 
 pub use agnostic::{
-    AgnosticRelease, CentralStat, ExactStat, StatOracle, release_by_agnostic_learning,
+    AgnosticRelease, ExactStat, StatOracle, release_by_agnostic_learning,
     release_by_agnostic_learning_private,
 };
 pub use decompose::{DecomposeError, Decomposition, Memo, Piece, SetFunction};
