@@ -291,6 +291,17 @@ fn read_matrix(
     let text = read_text(path, stdin)?;
     let mut d = Vec::with_capacity(n * n);
     for (i, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
+        let fields = line.split(',').count();
+        if fields != n {
+            return Err(CliError::Usage {
+                option: "distances",
+                message: format!(
+                    "row {} of {} has {fields} distances; every row needs one per individual ({n})",
+                    i + 1,
+                    path.display()
+                ),
+            });
+        }
         for t in line.split(',') {
             d.push(t.trim().parse::<f64>().map_err(|_| CliError::Value {
                 line: i + 1,
@@ -322,6 +333,18 @@ fn named(e: FairnessError, ids: &[String]) -> CliError {
                  --weight-column) or give features that tell them apart",
                 id(i),
                 id(j)
+            ),
+        },
+        FairnessError::NegativeLoss {
+            individual,
+            outcome,
+            value,
+        } => CliError::Usage {
+            option: "losses",
+            message: format!(
+                "individual {}'s loss in --losses column {} is {value}: losses must be finite and >= 0",
+                id(individual),
+                outcome + 1
             ),
         },
         other => run_err(other),
@@ -400,7 +423,7 @@ fn solve(
     };
     let inst = Instance::new(people.metric.clone(), people.losses.clone())
         .and_then(|i| i.with_weights(&people.weights))
-        .map_err(run_err)?;
+        .map_err(|e| named(e, &people.ids))?;
     let started = Instant::now();
     if args.preferential {
         return preferential(args, &people, &inst, div, out, stdout, stderr);
@@ -743,7 +766,18 @@ mod tests {
         let e = with(&["--features", "score:1"], neg)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("L(0, 0) = -1"), "{e}");
+        assert!(
+            e.contains("individual ann's loss in --losses column 1 is -1"),
+            "{e}"
+        );
+        let ragged = write("ragged.csv", "0,1,1,1\n1,0,1\n1,1,0,1\n1,1,1,0\n");
+        let e = with(&["--distances", ragged.to_str().unwrap()], PEOPLE)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("row 2 of") && e.contains("has 3 distances"),
+            "{e}"
+        );
         let e = with(&["--features", "score:1", "--groups", "a,z"], PEOPLE)
             .unwrap_err()
             .to_string();
