@@ -127,35 +127,8 @@ pub fn learn_nonmonotone<F: SetFunction>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conjunctions::{Cut, Memo};
-    use crate::seeded_rng;
-    use privq_core::rand_core::Rng;
-
-    /// Subsets of `mask`.
-    fn subsets(mask: u64) -> impl Iterator<Item = u64> {
-        let mut next = Some(0u64);
-        std::iter::from_fn(move || {
-            let s = next?;
-            next = if s == mask {
-                None
-            } else {
-                Some(((s | !mask) + 1) & mask)
-            };
-            Some(s)
-        })
-    }
-
-    fn random_cut(vertices: u32, edges: usize, seed: u64) -> Cut {
-        let mut rng = seeded_rng(seed);
-        let mut e = Vec::new();
-        while e.len() < edges {
-            let (u, v) = (rng.next_u32() % vertices, rng.next_u32() % vertices);
-            if u != v {
-                e.push((u, v));
-            }
-        }
-        Cut::new(vertices, &e, edges as u64).unwrap()
-    }
+    use crate::conjunctions::Memo;
+    use crate::conjunctions::tests::{random_cut, subsets};
 
     /// Thm 6.3.13: every final piece has `|∂| ≤ ρ` on its ground set, and the map F
     /// conditions consistently (S satisfies its own piece's fixed coordinates).

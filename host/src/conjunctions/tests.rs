@@ -17,7 +17,7 @@ fn random_coverage(d: u32, records: usize, seed: u64) -> Coverage {
     Coverage::new(d, &recs).unwrap()
 }
 
-fn random_cut(vertices: u32, edges: usize, seed: u64) -> Cut {
+pub(super) fn random_cut(vertices: u32, edges: usize, seed: u64) -> Cut {
     let mut rng = seeded_rng(seed);
     let mut e = Vec::new();
     while e.len() < edges {
@@ -30,7 +30,7 @@ fn random_cut(vertices: u32, edges: usize, seed: u64) -> Cut {
 }
 
 /// Subsets of `mask`.
-fn subsets(mask: u64) -> impl Iterator<Item = u64> {
+pub(super) fn subsets(mask: u64) -> impl Iterator<Item = u64> {
     let mut next = Some(0u64);
     std::iter::from_fn(move || {
         let s = next?;

@@ -237,6 +237,11 @@ fn binary_table(input: Option<&PathBuf>) -> Result<privq_host::data::Dataset, Cl
         .map_err(|e| CliError::Run(Box::new(e)))
 }
 
+/// A comma-separated list of exact budgets.
+fn parse_epsilons(texts: &[String]) -> Result<Vec<Epsilon>, CliError> {
+    texts.iter().map(|e| super::parse_epsilon(e)).collect()
+}
+
 /// Positive counts, or a usage error naming the option.
 fn at_least_one(options: &[(&'static str, usize)]) -> Result<(), CliError> {
     match options.iter().find(|(_, v)| *v == 0) {
@@ -257,11 +262,7 @@ fn run_privlearn(p: &PrivlearnArgs, stdout: &mut dyn Write) -> Result<(), CliErr
         option: "epsilons",
         source,
     })?;
-    config.epsilons = p
-        .epsilons
-        .iter()
-        .map(|e| super::parse_epsilon(e))
-        .collect::<Result<_, _>>()?;
+    config.epsilons = parse_epsilons(&p.epsilons)?;
     config.d = p.d;
     config.degree = p.degree;
     config.samples = p.samples;
@@ -284,11 +285,7 @@ fn run_pmw(p: &PmwArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
         option: "epsilons",
         source,
     })?;
-    config.epsilons = p
-        .epsilons
-        .iter()
-        .map(|e| super::parse_epsilon(e))
-        .collect::<Result<_, _>>()?;
+    config.epsilons = parse_epsilons(&p.epsilons)?;
     config.alpha = p.alpha;
     config.queries = p.queries;
     config.runs = p.runs;

@@ -221,16 +221,7 @@ pub fn run(
     }
     let counts = parse_counts(&text)?;
     let d = body.dim();
-    let mut rng = match args.seed {
-        Some(s) => {
-            writeln!(
-                stderr,
-                "privq: WARNING: --seed makes the noise reproducible (tests only)"
-            )?;
-            privq_host::seeded_rng(s)
-        }
-        None => privq_host::secure_rng().map_err(CliError::Seed)?,
-    };
+    let mut rng = super::rng(args.seed, stderr)?;
     let mut accountant = Accountant::pure(epsilon);
     accountant.bind(neighbours);
     let (answers, status) = if args.mechanism == "laplace" {
