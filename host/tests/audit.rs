@@ -206,3 +206,9 @@ fn threshold_oracle_within_claim() {
         "the auditor should see part of ε"
     );
 }
+
+/// Fig. 6.7's private release: every answer is post-processing of one SQ session.
+#[test]
+fn agnostic_mw_within_claim() {
+    assert_contract(&check("agnostic-mw", 4_000));
+}

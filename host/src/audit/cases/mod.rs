@@ -7,6 +7,7 @@
 
 mod baselines;
 mod central;
+mod conjunctions;
 mod discover;
 mod distance;
 mod dx;
@@ -18,6 +19,7 @@ mod threshold;
 
 pub use baselines::{grid_mwem, laplace_per_query, tree_cdf};
 pub use central::{discrete_gaussian, exponential, geometric_histogram, sq_oracle, vector_laplace};
+pub use conjunctions::agnostic_mw;
 pub use discover::discovery;
 pub use distance::{distance_offline, distance_session};
 pub use dx::{dx_laplace, dx_mwem, smalldb};
@@ -59,6 +61,7 @@ pub const REGISTRY: &[(&str, CaseFn)] = &[
     ("grid-mwem", grid_mwem),
     ("threshold-oracle", threshold_oracle),
     ("fairness-dp", fairness_dp),
+    ("agnostic-mw", agnostic_mw),
 ];
 
 /// The case called `name`, if registered.
