@@ -212,3 +212,10 @@ fn threshold_oracle_within_claim() {
 fn agnostic_mw_within_claim() {
     assert_contract(&check("agnostic-mw", 4_000));
 }
+
+/// Fig. 6.6's conjunction release: the decomposition and the piece means all come
+/// from one SQ session charged up front.
+#[test]
+fn conjunction_release_within_claim() {
+    assert_contract(&check("conjunction-release", 4_000));
+}

@@ -154,7 +154,8 @@ impl SqSession {
     /// Answers `q(D)` with noise, or refuses once `k` queries were answered.
     ///
     /// A 0/1 query's answer `c/n` is rounded to the fixed-point grid exactly from the
-    /// integer count; a fractional query's answer is evaluated in floating point.
+    /// integer count; a fractional query's values are put on the 2⁻³² grid and its
+    /// answer is computed exactly in integers too.
     pub fn answer<R: Rng + CryptoRng + ?Sized>(
         &mut self,
         query: &Query,
@@ -189,8 +190,6 @@ impl SqSession {
     }
 }
 
-/// `c/n` rounded to the nearest Fixed (ties up), exactly: `⌊(c·2³² + n/2)/n⌋`
-/// (for odd n, `⌊(2c·2³² + n)/(2n)⌋`).
 /// `(1/n)·Σ_u q̃(u)·c_u` rounded to the nearest 2⁻³² (half up), exactly: the query's
 /// values are first put on the public 2⁻³² grid (`q̃ = round(q·2³²)/2³²`, a
 /// data-independent change of the query), then the sum is an integer. A record
@@ -203,8 +202,11 @@ fn exact_weighted_fraction(query: &Query, counts: &[u64], n: u64) -> Result<Fixe
         .enumerate()
         .filter(|&(_, &c)| c > 0)
         .map(|(u, &c)| {
-            // q ∈ [0, 1], so the grid value is at most 2³².
-            let q = (query.value(u) * 4_294_967_296.0).round() as u128;
+            // Clamped into [0, 1] (a `Query::Dense` built without its checked
+            // constructor could hold anything): the grid value is at most 2³².
+            let v = query.value(u);
+            let v = if v.is_nan() { 0.0 } else { v.clamp(0.0, 1.0) };
+            let q = (v * 4_294_967_296.0).round() as u128;
             q * u128::from(c)
         })
         .sum();
@@ -213,6 +215,8 @@ fn exact_weighted_fraction(query: &Query, counts: &[u64], n: u64) -> Result<Fixe
     Ok(Fixed::from_bits(bits))
 }
 
+/// `c/n` rounded to the nearest Fixed (ties up), exactly: `⌊(c·2³² + n/2)/n⌋`
+/// (for odd n, `⌊(2c·2³² + n)/(2n)⌋`).
 fn exact_fraction(c: u64, n: u64) -> Result<Fixed, MechanismError> {
     let num = (u128::from(c) << 33) + u128::from(n);
     let bits = num / (u128::from(n) << 1);
@@ -310,6 +314,16 @@ mod tests {
         assert_eq!(
             exact_weighted_fraction(&third, &[1, 1, 1], 3).unwrap(),
             Fixed::from_bits(1_431_655_765)
+        );
+    }
+
+    #[test]
+    fn a_dense_query_built_unchecked_is_clamped_into_0_1() {
+        let wild = Query::Dense(std::sync::Arc::from(vec![1e9, f64::NAN, -3.0]));
+        let one = Query::dense(vec![1.0, 0.0, 0.0]).unwrap();
+        assert_eq!(
+            exact_weighted_fraction(&wild, &[2, 1, 1], 4).unwrap(),
+            exact_weighted_fraction(&one, &[2, 1, 1], 4).unwrap()
         );
     }
 

@@ -385,7 +385,7 @@ impl Body {
     /// `F·x` for a release by another mechanism (e.g. vector Laplace): the exact
     /// integer answer of the stored F (entries on the 2⁻³² grid, each within 2⁻³³ of
     /// the given one), clamped to `±2³¹` and then rounded once to `f64` — a
-    /// deterministic, monotone function of the exact answer, within `2⁻²²` of it per
+    /// deterministic, monotone function of the exact answer, within `2⁻²³` of it per
     /// coordinate. Neighbouring inputs' answers therefore differ in ℓ1 by at most the
     /// exact sensitivity of F plus `d·2⁻²⁰` (the grid of F and the two roundings);
     /// add that to the sensitivity. Unlike [`Body::answer`], no sum is taken in

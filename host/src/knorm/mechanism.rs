@@ -29,8 +29,8 @@ pub enum Sampler {
 }
 
 /// The K-norm mechanism `KM(F, ε)` for a histogram `x ∈ ℕᴺ` of counts: releases
-/// `F·x + r·z` with `r ∼ Gamma(d + 1, Δ′/ε)` and `z` uniform in `K = F·B₁ᴺ` (thesis
-/// Def 3.3.1, Fig. 3.2, Remark 3.3.2), on a power-of-two grid γ.
+/// `F·x` plus noise of density `∝ exp(−ε‖w‖_K/Δ′)`, `K = F·B₁ᴺ` (thesis Def 3.3.1,
+/// Fig. 3.2, Remark 3.3.2), on a power-of-two grid γ.
 ///
 /// **Grid and calibration.** γ = 2⁻ᵍ is the largest power of two with
 /// `γ·Σᵢ‖eᵢ‖_K ≤ Δ·2⁻¹¹` (a function of F and the relation only; `Σᵢ‖eᵢ‖_K = d` on
@@ -39,15 +39,15 @@ pub enum Sampler {
 /// (nearest, ties up): `y = F·x + e` with `|eᵢ| ≤ γ/2`. For neighbours
 /// (`‖x − x′‖₁ ≤ Δ`, Δ = 1 for add/remove, 2 for replace),
 /// `‖y − y′‖_K ≤ ‖F(x − x′)‖_K + ‖e − e′‖_K ≤ Δ + γ·Σᵢ‖eᵢ‖_K ≤ Δ′ = Δ(1 + 2⁻¹⁰)`.
-/// The noise `w = r·z` is sampled with scale `Δ′/ε` and rounded to the grid; the
-/// release `y + round(w)` is `round(y + w)`, a data-independent post-processing of
-/// the continuous KM at `y`, whose privacy loss is `ε·(‖y′ − v‖_K − ‖y − v‖_K)/Δ′
-/// ≤ ε` (thesis Thm 3.3.3).
+/// With the exact samplers the noise is `k·γ`, `k` drawn exactly from the discrete
+/// K-norm law `P(k) ∝ exp(−‖k‖_K·εγ/Δ′)` ([`KNorm::sample_steps`]), so the pmf
+/// ratio of neighbours is at most `e^{ε‖y − y′‖_K/Δ′} ≤ e^ε` (the grid analogue of
+/// thesis Thm 3.3.3), with no floating point.
 ///
 /// **Privacy status.** See the [module docs](super): with [`Sampler::Exact`] the
-/// ideal mechanism above is ε-DP, and the implementation differs from it only by
-/// the floating-point sampling of `r` and `z` (data-independent; the data enter
-/// only through the exact integer `y`); with [`Sampler::HitAndRun`] the privacy is
+/// release is exactly ε-DP; with [`Sampler::HitAndRun`] the noise `w = r·z`
+/// (`r ∼ Gamma(d + 1, Δ′/ε)`, `z` from the walk) is sampled in floating point and
+/// rounded to the grid, and the privacy is
 /// **approximate** and unproven, and the label says so.
 ///
 /// ```
@@ -219,33 +219,14 @@ impl KNorm {
             (Sampler::Exact, Shape::CrossPolytope) => (0..d)
                 .map(|_| self.steps.sample(rng).map_err(core_err))
                 .collect(),
-            (Sampler::Exact, Shape::Cube) => loop {
-                let mut s = 0u64;
-                for _ in 0..=d {
-                    s = s
-                        .checked_add(self.geometric(rng)?)
-                        .ok_or_else(|| core_err(privq_core::Error::Overflow))?;
-                }
-                let two_s = s.checked_mul(2).filter(|v| *v < 1 << 62).ok_or_else(|| {
-                    KnormError::InvalidParameter("the noise radius overflowed".into())
-                })?;
-                let mut accept = true;
-                for i in 1..=d as u64 {
-                    if !bernoulli(two_s + 1, two_s + 2 * i, rng).map_err(core_err)? {
-                        accept = false;
-                        break;
-                    }
-                }
-                if accept {
-                    break (0..d)
-                        .map(|_| {
-                            uniform_below(two_s + 1, rng)
-                                .map(|u| u as i64 - s as i64)
-                                .map_err(core_err)
-                        })
-                        .collect();
-                }
-            },
+            (Sampler::Exact, Shape::Cube) => (0..CUBE_TRIES)
+                .find_map(|_| self.cube_try(d, rng).transpose())
+                .unwrap_or_else(|| {
+                    Err(KnormError::InvalidParameter(format!(
+                        "the cube sampler accepted nothing in {CUBE_TRIES} tries: epsilon is \
+                         too large for this grid (the radius is almost always 0)"
+                    )))
+                }),
             (Sampler::Exact, Shape::General) => Err(KnormError::NoExactSampler),
             (Sampler::HitAndRun { .. }, _) => {
                 let scale = pow2(self.grid_exp as i32);
@@ -257,6 +238,39 @@ impl KNorm {
                     .collect())
             }
         }
+    }
+
+    /// One attempt of the cube sampler: a radius s from d + 1 geometric variables,
+    /// accepted with probability `Π_{i ≤ d}(2s + 1)/(2s + 2i)`, then a uniform point
+    /// of `{−s, …, s}ᵈ`; `None` when rejected.
+    fn cube_try<R: Rng + ?Sized>(
+        &self,
+        d: usize,
+        rng: &mut R,
+    ) -> Result<Option<Vec<i64>>, KnormError> {
+        let mut s = 0u64;
+        for _ in 0..=d {
+            s = s
+                .checked_add(self.geometric(rng)?)
+                .ok_or_else(|| core_err(privq_core::Error::Overflow))?;
+        }
+        let two_s = s
+            .checked_mul(2)
+            .filter(|v| *v < 1 << 62)
+            .ok_or_else(|| KnormError::InvalidParameter("the noise radius overflowed".into()))?;
+        for i in 1..=d as u64 {
+            if !bernoulli(two_s + 1, two_s + 2 * i, rng).map_err(core_err)? {
+                return Ok(None);
+            }
+        }
+        (0..d)
+            .map(|_| {
+                uniform_below(two_s + 1, rng)
+                    .map(|u| u as i64 - s as i64)
+                    .map_err(core_err)
+            })
+            .collect::<Result<Vec<i64>, KnormError>>()
+            .map(Some)
     }
 
     /// `P(g) = (1 − q)qᵍ`, `g ≥ 0`, `q = e^{−1/t}`: a discrete Laplace draw
@@ -282,6 +296,10 @@ impl KNorm {
             .collect()
     }
 }
+
+/// Attempts of the cube sampler before it gives up (a data-independent error: the
+/// acceptance rate depends on ε and the grid only, and is near 1 unless ε is huge).
+const CUBE_TRIES: u32 = 1_000_000;
 
 fn core_err(e: privq_core::Error) -> KnormError {
     KnormError::InvalidParameter(format!("the exact noise sampler failed: {e}"))

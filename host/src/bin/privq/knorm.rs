@@ -28,10 +28,10 @@ use super::results::{Cell, FormatArg, write_rows};
     privq knorm --body hypercube:3 --counts counts.txt --epsilon 1/2 --mechanism laplace\n  \
     privq knorm --body random:4,64 --matrix-seed 1 --counts counts.txt --epsilon 1 --steps 200\n  \
     privq knorm --body identity:8 --counts counts.txt --epsilon 1 --mechanism nikm\n\n\
-    Privacy status: the noise of the K-norm mechanism is continuous and sampled in floating\n\
-    point, then rounded to a data-independent grid (the rounding is in the calibration).\n\
-    On the cross-polytope and cube bodies the sampler is exact up to floating point; any\n\
-    other body needs --steps (hit-and-run), whose privacy is APPROXIMATE (unproven).")]
+    Privacy status: on the cross-polytope and cube bodies the noise is drawn exactly, in\n\
+    integers, from the discrete K-norm law on a data-independent grid: exactly ε-DP, with\n\
+    no floating point. Any other body needs --steps (hit-and-run, sampled in floating\n\
+    point), whose privacy is APPROXIMATE (unproven).")]
 pub struct Args {
     /// The query matrix: `identity:D` (K = B₁ᴰ), `hypercube:D` (all of {−1,1}ᴰ as
     /// columns, K = B∞ᴰ), or `random:D,N` (random ±1 entries from --matrix-seed).
@@ -293,8 +293,8 @@ pub fn run(
              each level rounds to its own data-independent grid"
                 .to_string()
         } else {
-            "ε-DP of the ideal mechanism (ε/L per level); noise sampled in floating point \
-             and rounded to each level's data-independent grid"
+            "exactly ε-DP (ε/L per level): integer noise from the discrete K-norm law on each \
+             level's data-independent grid, no floating point"
                 .to_string()
         };
         let out = mech
@@ -330,8 +330,8 @@ pub fn run(
         }
         let status = match mech.sampler() {
             privq_host::knorm::Sampler::Exact => format!(
-                "ε-DP of the ideal mechanism; noise sampled in floating point and rounded \
-                 to the data-independent grid γ = {}",
+                "exactly ε-DP: integer noise from the discrete K-norm law on the \
+                 data-independent grid γ = {}, no floating point",
                 mech.grid()
             ),
             privq_host::knorm::Sampler::HitAndRun { steps } => format!(
