@@ -181,3 +181,56 @@ fn sq_laplace_answers_fall_within_tau() {
         );
     }
 }
+
+/// "Is bit `.0` of the record set?"
+struct Bit(u32);
+
+impl privq_host::local::sq::StatQuery<u64> for Bit {
+    fn evaluate(&self, x: &u64) -> Result<privq_host::local::UnitValue, privq_host::Error> {
+        Ok(if x >> self.0 & 1 == 1 {
+            privq_host::local::UnitValue::ONE
+        } else {
+            privq_host::local::UnitValue::ZERO
+        })
+    }
+}
+
+/// The adaptive session: every device reports once (partition) or k times at ε/k
+/// (split), its ledger refuses more, a (k+1)-th query is refused, and the answers
+/// are within τ in at least a 1 − β fraction of runs.
+#[test]
+fn adaptive_session_budget_and_coverage() {
+    let records: Vec<u64> = (0..6_000u64).map(|i| i % 8).collect();
+    let truth = [0.5, 0.5, 0.5];
+    for strategy in [Strategy::Partition, Strategy::Split] {
+        let oracle = LocalSqOracle::new(eps(1, 1), 3, 0.2, strategy).unwrap();
+        let (mut covered, runs) = (0, 60);
+        for seed in 0..runs {
+            let mut s = oracle.session(&records, seed).unwrap();
+            let mut all = true;
+            for (j, t) in truth.iter().enumerate() {
+                let a = s.answer(&Bit(j as u32)).unwrap();
+                assert_eq!(usize::from(a.query), j);
+                all &= (a.estimate - t).abs() <= a.tau;
+            }
+            covered += usize::from(all);
+            let expected = match strategy {
+                Strategy::Partition => records.len() as u64,
+                Strategy::Split => 3 * records.len() as u64,
+            };
+            assert_eq!(s.reports(), expected);
+            assert_eq!(s.rejected().total(), 0);
+            assert!(s.answer(&Bit(0)).is_err(), "a fourth query must be refused");
+        }
+        assert!(
+            covered as f64 >= 0.8 * runs as f64,
+            "{strategy:?}: {covered}"
+        );
+    }
+    // Fewer devices than groups.
+    let oracle = LocalSqOracle::new(eps(1, 1), 10, 0.1, Strategy::Partition).unwrap();
+    assert!(oracle.session(&records[..5], 1).is_err());
+    // required_devices inverts worst_tau.
+    let n = oracle.required_devices(0.05).unwrap();
+    assert!((oracle.worst_tau(n.ceil() as u64) - 0.05).abs() < 1e-3);
+}

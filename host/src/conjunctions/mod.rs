@@ -30,6 +30,7 @@ mod agnostic;
 mod decompose;
 mod functions;
 mod learn;
+mod local;
 mod nonmonotone;
 mod release;
 
@@ -40,8 +41,12 @@ pub use agnostic::{
 pub use decompose::{DecomposeError, Decomposition, Memo, Piece, SetFunction};
 pub use functions::{Coverage, Cut};
 pub use learn::{Learned, learn, rho_for};
+pub use local::{CellQuery, LocalStat, device_records};
 pub use nonmonotone::{TwoLevel, learn_nonmonotone};
-pub use release::{ConjunctionRelease, ReleaseConfig, ReleaseError, release_conjunctions};
+pub use release::{
+    ConjunctionRelease, ReleaseConfig, ReleaseError, release_conjunctions,
+    release_conjunctions_local,
+};
 
 #[cfg(test)]
 mod tests;

@@ -9,10 +9,12 @@ use privq_core::rand_core::{CryptoRng, Rng};
 
 use super::decompose::{DecomposeError, Decomposition, Memo, SetFunction};
 use super::learn::rho_for;
+use super::local::{CellQuery, device_records};
 use crate::accountant::Accountant;
-use crate::central::{MechanismError, SqOracle, SqSession, VectorLaplace};
+use crate::central::{MechanismError, SqOracle, VectorLaplace};
 use crate::contract::{Mechanism, Neighbours};
 use crate::data::CountHistogram;
+use crate::ldp::sq::{LocalSqOracle, SqError};
 use crate::query::Query;
 
 /// What a conjunction release needs besides the data and ε.
@@ -50,6 +52,8 @@ pub enum ReleaseError {
     Decompose(DecomposeError),
     /// The SQ oracle failed (budget, data).
     Mechanism(MechanismError),
+    /// The local SQ oracle failed (too few devices, budget, a device's ledger).
+    Local(SqError),
 }
 
 impl fmt::Display for ReleaseError {
@@ -62,6 +66,7 @@ impl fmt::Display for ReleaseError {
             ReleaseError::InvalidParameter(why) => write!(f, "invalid parameter: {why}"),
             ReleaseError::Decompose(e) => write!(f, "{e}"),
             ReleaseError::Mechanism(e) => write!(f, "{e}"),
+            ReleaseError::Local(e) => write!(f, "local SQ oracle: {e}"),
         }
     }
 }
@@ -71,6 +76,12 @@ impl std::error::Error for ReleaseError {}
 impl From<DecomposeError> for ReleaseError {
     fn from(e: DecomposeError) -> Self {
         ReleaseError::Decompose(e)
+    }
+}
+
+impl From<SqError> for ReleaseError {
+    fn from(e: SqError) -> Self {
+        ReleaseError::Local(e)
     }
 }
 
@@ -107,15 +118,15 @@ impl ConjunctionRelease {
     }
 }
 
-/// The oracle `f(S) = 1 − c_S(D)`, the disjunction on the negated records, answered
-/// by the SQ session (one `BitPattern` count per distinct set; memoize it).
-struct NegatedDisjunction<'a, R: ?Sized> {
-    session: &'a mut SqSession,
-    rng: &'a mut R,
+/// The oracle `f(S) = 1 − c_S(D)`, the disjunction on the negated records: one
+/// `BitPattern` statistical query per distinct set (memoize it), asked of
+/// whichever SQ oracle `ask` reaches.
+struct NegatedDisjunction<'a> {
+    ask: &'a mut dyn FnMut(&Query) -> Result<f64, ReleaseError>,
     d: u32,
 }
 
-impl<R: Rng + CryptoRng + ?Sized> SetFunction for NegatedDisjunction<'_, R> {
+impl SetFunction for NegatedDisjunction<'_> {
     fn ground(&self) -> u32 {
         self.d
     }
@@ -126,12 +137,104 @@ impl<R: Rng + CryptoRng + ?Sized> SetFunction for NegatedDisjunction<'_, R> {
             mask,
             pattern: mask,
         };
-        let c = self
-            .session
-            .answer(&all_ones, self.rng)
-            .map_err(|e| DecomposeError::Oracle(e.to_string()))?;
+        let c = (self.ask)(&all_ones).map_err(|e| DecomposeError::Oracle(e.to_string()))?;
         Ok(1.0 - c)
     }
+}
+
+/// The checked shape of a release: `d` attributes, ρ and the query budget k.
+struct Plan {
+    d: u32,
+    rho: f64,
+    k: usize,
+}
+
+impl ReleaseConfig {
+    /// Checks the configuration against a universe of `cells` cells (it must be
+    /// binary: `2^d` cells, `1 ≤ d ≤ 24`) and derives ρ and the budget
+    /// `k = cap·(d + 2)`.
+    fn plan(&self, cells: usize) -> Result<Plan, ReleaseError> {
+        if !cells.is_power_of_two() || !(2..=1 << 24).contains(&cells) {
+            return Err(ReleaseError::InvalidParameter(format!(
+                "{cells} cells: conjunctions need a binary universe of 2 to 2^24 cells"
+            )));
+        }
+        let d = cells.trailing_zeros();
+        for (name, v) in [("alpha", self.alpha), ("beta", self.beta)] {
+            if !(v > 0.0 && v <= 1.0) {
+                return Err(ReleaseError::InvalidParameter(format!(
+                    "{name} = {v} must be in (0, 1]"
+                )));
+            }
+        }
+        if self.p.len() != d as usize || self.p.iter().any(|p| !(0.0..=1.0).contains(p)) {
+            return Err(ReleaseError::InvalidParameter(format!(
+                "p needs {d} probabilities in [0, 1]"
+            )));
+        }
+        if self.cap == 0 {
+            return Err(ReleaseError::InvalidParameter(
+                "the piece cap must be at least 1".into(),
+            ));
+        }
+        let k = self
+            .cap
+            .checked_mul(d as usize + 2)
+            .ok_or_else(|| ReleaseError::InvalidParameter("the piece cap is too large".into()))?;
+        Ok(Plan {
+            d,
+            rho: rho_for(self.alpha, self.beta),
+            k,
+        })
+    }
+
+    /// The oracle's query budget `k = cap·(d + 2)` for `d` attributes.
+    pub fn query_budget(&self, d: u32) -> Option<usize> {
+        self.cap.checked_mul(d as usize + 2)
+    }
+}
+
+/// The SQ algorithm of Fig. 6.6 itself: the tolerant decomposition of the negated
+/// disjunction, then one statistical query per piece for its mean. Every data
+/// access goes through `ask`.
+fn decompose_and_measure(
+    plan: &Plan,
+    config: &ReleaseConfig,
+    ask: &mut dyn FnMut(&Query) -> Result<f64, ReleaseError>,
+) -> Result<ConjunctionRelease, ReleaseError> {
+    let d = plan.d;
+    let decomposition = {
+        let mut oracle = Memo::new(NegatedDisjunction { ask: &mut *ask, d });
+        Decomposition::tolerant(&mut oracle, plan.rho, config.cap)?
+    };
+    let cells = 1u64 << d;
+    let full = (1u64 << d) - 1;
+    let answers = decomposition
+        .pieces()
+        .iter()
+        .map(|piece| {
+            // Given F(S) = B: B in, T(B) out, every other attribute free.
+            let free = !(piece.t | piece.b) & full;
+            let q: Vec<f64> = (0..cells)
+                .map(|u| {
+                    if u & piece.b != piece.b {
+                        return 0.0;
+                    }
+                    (0..d)
+                        .filter(|&i| free >> i & 1 == 1 && u >> i & 1 == 0)
+                        .map(|i| 1.0 - config.p[i as usize])
+                        .product()
+                })
+                .collect();
+            let q = Query::dense(q).map_err(MechanismError::Data)?;
+            ask(&q)
+        })
+        .collect::<Result<Vec<f64>, ReleaseError>>()?;
+    Ok(ConjunctionRelease {
+        decomposition,
+        answers,
+        queries: plan.k,
+    })
 }
 
 /// Fig. 6.6 for monotone conjunctions, corrected: ε-DP under replace-one neighbours
@@ -164,35 +267,8 @@ pub fn release_conjunctions<R: Rng + CryptoRng + ?Sized>(
     budget: &mut Accountant,
     rng: &mut R,
 ) -> Result<ConjunctionRelease, ReleaseError> {
-    let cells = data.len();
-    if !cells.is_power_of_two() || !(2..=1 << 24).contains(&cells) {
-        return Err(ReleaseError::InvalidParameter(format!(
-            "{cells} cells: conjunctions need a binary universe of 2 to 2^24 cells"
-        )));
-    }
-    let d = cells.trailing_zeros();
-    for (name, v) in [("alpha", config.alpha), ("beta", config.beta)] {
-        if !(v > 0.0 && v <= 1.0) {
-            return Err(ReleaseError::InvalidParameter(format!(
-                "{name} = {v} must be in (0, 1]"
-            )));
-        }
-    }
-    if config.p.len() != d as usize || config.p.iter().any(|p| !(0.0..=1.0).contains(p)) {
-        return Err(ReleaseError::InvalidParameter(format!(
-            "p needs {d} probabilities in [0, 1]"
-        )));
-    }
-    if config.cap == 0 {
-        return Err(ReleaseError::InvalidParameter(
-            "the piece cap must be at least 1".into(),
-        ));
-    }
-    let rho = rho_for(config.alpha, config.beta);
-    let k = config
-        .cap
-        .checked_mul(d as usize + 2)
-        .ok_or_else(|| ReleaseError::InvalidParameter("the piece cap is too large".into()))?;
+    let plan = config.plan(data.len())?;
+    let (rho, k) = (plan.rho, plan.k);
     let n = data.total();
     let oracle = SqOracle::new(Neighbours::Replace, k, epsilon)?;
     if config.require_n && n > 0 {
@@ -213,39 +289,46 @@ pub fn release_conjunctions<R: Rng + CryptoRng + ?Sized>(
     }
     let mut session = oracle.release(data, budget, rng)?;
     // Everything below reads the data only through the session's noisy answers.
-    let decomposition = {
-        let mut oracle = Memo::new(NegatedDisjunction {
-            session: &mut session,
-            rng: &mut *rng,
-            d,
+    decompose_and_measure(&plan, config, &mut |q| Ok(session.answer(q, rng)?))
+}
+
+/// Fig. 6.6 in the local model: the same SQ algorithm as [`release_conjunctions`],
+/// its `k = cap·(d + 2)` statistical queries answered by a simulated fleet through
+/// the local SQ oracle (one device per record of `data`; under
+/// [`Strategy::Partition`](crate::ldp::sq::Strategy::Partition) query j goes to
+/// the j-th of k random groups). Every device sends at most ε worth of
+/// randomized-response reports, enforced by its own ledger, so the release is
+/// ε-LDP per device; the host's work is post-processing of the reports. With
+/// `require_n`, refuses (before any device reports) a fleet smaller than the
+/// tolerance `ρ/12` needs ([`LocalSqOracle::required_devices`]). Fixed seed:
+/// simulation only.
+pub fn release_conjunctions_local(
+    data: &CountHistogram,
+    config: &ReleaseConfig,
+    oracle: &LocalSqOracle,
+    seed: u64,
+) -> Result<ConjunctionRelease, ReleaseError> {
+    let plan = config.plan(data.len())?;
+    if oracle.k() != plan.k {
+        return Err(ReleaseError::InvalidParameter(format!(
+            "the local oracle answers {} queries; this release asks k = cap·(d + 2) = {}",
+            oracle.k(),
+            plan.k
+        )));
+    }
+    let n = data.total();
+    if config.require_n && oracle.worst_tau(n) > plan.rho / 12.0 {
+        let needed = oracle
+            .required_devices(plan.rho / 12.0)
+            .unwrap_or(f64::INFINITY);
+        return Err(ReleaseError::TooFewRecords {
+            n,
+            needed: needed.max(n as f64 + 1.0),
         });
-        Decomposition::tolerant(&mut oracle, rho, config.cap)?
-    };
-    let full = if d == 64 { u64::MAX } else { (1u64 << d) - 1 };
-    let answers = decomposition
-        .pieces()
-        .iter()
-        .map(|piece| {
-            // Given F(S) = B: B in, T(B) out, every other attribute free.
-            let free = !(piece.t | piece.b) & full;
-            let q: Vec<f64> = (0..cells as u64)
-                .map(|u| {
-                    if u & piece.b != piece.b {
-                        return 0.0;
-                    }
-                    (0..d)
-                        .filter(|&i| free >> i & 1 == 1 && u >> i & 1 == 0)
-                        .map(|i| 1.0 - config.p[i as usize])
-                        .product()
-                })
-                .collect();
-            let q = Query::dense(q).map_err(MechanismError::Data)?;
-            Ok(session.answer(&q, rng)?)
-        })
-        .collect::<Result<Vec<f64>, ReleaseError>>()?;
-    Ok(ConjunctionRelease {
-        decomposition,
-        answers,
-        queries: k,
+    }
+    let records = device_records(data)?;
+    let mut session = oracle.session(&records, seed)?;
+    decompose_and_measure(&plan, config, &mut |q| {
+        Ok(session.answer(&CellQuery(q))?.estimate)
     })
 }

@@ -267,3 +267,103 @@ fn private_release_is_alpha_beta_accurate_and_refuses_small_n() {
     }
     assert!(budget.ledger().is_empty());
 }
+
+/// `c_S(D)` for the attribute set S.
+fn conjunction_truth(data: &crate::data::CountHistogram, s: u64) -> f64 {
+    let c: u64 = data
+        .counts()
+        .iter()
+        .enumerate()
+        .filter(|&(u, _)| u as u64 & s == s)
+        .map(|(_, &c)| c)
+        .sum();
+    c as f64 / data.total() as f64
+}
+
+#[test]
+fn local_release_is_accurate_and_refuses_a_small_fleet() {
+    use crate::data::{CountHistogram, MemoryCap};
+    use crate::ldp::sq::{LocalSqOracle, Strategy};
+    use privq_core::Epsilon;
+    let d = 4u32;
+    let counts: Vec<u64> = (0..1u64 << d)
+        .map(|u| 4_000 * (1 + u.count_ones() as u64).pow(2))
+        .collect();
+    let data = CountHistogram::from_counts(counts, MemoryCap::default()).unwrap();
+    let (alpha, beta) = (0.3, 0.1);
+    let config = ReleaseConfig {
+        alpha,
+        beta,
+        p: vec![0.5; d as usize],
+        cap: 16,
+        require_n: false,
+    };
+    let k = config.query_budget(d).unwrap();
+    let eps = Epsilon::new(1, 1).unwrap();
+    let oracle = LocalSqOracle::new(eps, k, beta, Strategy::Partition).unwrap();
+    let r = release_conjunctions_local(&data, &config, &oracle, 5).unwrap();
+    assert_eq!(r.query_budget(), k);
+    // τ ≈ 0.07 per answer at n = 400 000, k = 96: every conjunction within α.
+    assert!(oracle.worst_tau(data.total()) < 0.1);
+    for s in 0..1u64 << d {
+        let (got, truth) = (r.conjunction(s), conjunction_truth(&data, s));
+        assert!((got - truth).abs() <= alpha, "S = {s:#b}: {got} vs {truth}");
+    }
+    // With the theorem's tolerance ρ/12 the fleet is far too small: refused.
+    let strict = ReleaseConfig {
+        require_n: true,
+        ..config.clone()
+    };
+    match release_conjunctions_local(&data, &strict, &oracle, 5) {
+        Err(ReleaseError::TooFewRecords { n, needed }) => {
+            assert!(n == data.total() && needed > 1e9, "{needed}")
+        }
+        other => panic!("{other:?}"),
+    }
+    // An oracle with another budget is refused.
+    let wrong = LocalSqOracle::new(eps, k + 1, beta, Strategy::Partition).unwrap();
+    assert!(matches!(
+        release_conjunctions_local(&data, &config, &wrong, 5),
+        Err(ReleaseError::InvalidParameter(_))
+    ));
+}
+
+#[test]
+fn agnostic_release_through_the_local_oracle() {
+    use crate::data::{CountHistogram, MemoryCap};
+    use crate::ldp::sq::{LocalSqOracle, Strategy};
+    use crate::query::Query;
+    use privq_core::Epsilon;
+    let counts: Vec<u64> = (0..16u64).map(|u| 10_000 + 5_000 * u).collect();
+    let data = CountHistogram::from_counts(counts, MemoryCap::default()).unwrap();
+    let class: Vec<Query> = (0..4)
+        .map(|i| Query::BitPattern {
+            mask: 1 << i,
+            pattern: 1 << i,
+        })
+        .collect();
+    let beta = 0.2;
+    let oracle = LocalSqOracle::new(
+        Epsilon::new(1, 1).unwrap(),
+        class.len(),
+        beta,
+        Strategy::Partition,
+    )
+    .unwrap();
+    let records = device_records(&data).unwrap();
+    let mut stat = LocalStat::new(&oracle, &records, class.len(), 3).unwrap();
+    let tau = stat.tolerance();
+    assert!(tau > 0.0 && tau <= beta / 4.0, "{tau}");
+    let r = release_by_agnostic_learning(&class, &mut stat, 16, beta).unwrap();
+    // One report per device: each answered exactly one class member.
+    assert_eq!(stat.reports(), data.total());
+    for (i, q) in class.iter().enumerate() {
+        let Query::BitPattern { mask, .. } = q else {
+            unreachable!()
+        };
+        let truth = conjunction_truth(&data, *mask as u64);
+        assert!((r.answers[i] - truth).abs() <= beta + tau, "member {i}");
+    }
+    // A class larger than the oracle's budget is refused.
+    assert!(LocalStat::new(&oracle, &records, 5, 3).is_err());
+}

@@ -219,6 +219,54 @@ impl LocalSqOracle {
         })
     }
 
+    /// The query budget k.
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// The per-device budget ε over the whole run.
+    pub fn epsilon(&self) -> Epsilon {
+        self.epsilon
+    }
+
+    /// The failure probability β shared by all `k` answers.
+    pub fn beta(&self) -> f64 {
+        self.beta
+    }
+
+    /// The strategy.
+    pub fn strategy(&self) -> Strategy {
+        self.strategy
+    }
+
+    /// The largest tolerance of any answer of a fleet of `n` devices: τ for the
+    /// smallest group, `⌊n/k⌋` devices, under partition (every device under split).
+    pub fn worst_tau(&self, n: u64) -> f64 {
+        match self.strategy {
+            Strategy::Partition => self.tau(n / self.k as u64, n),
+            Strategy::Split => self.tau(n, n),
+        }
+    }
+
+    /// The fleet size the bit responder needs for tolerance τ on all `k` answers
+    /// (the inverse of [`LocalSqOracle::tau`]): under partition
+    /// `k·(1/(2p − 1) + 1)²·ln(4k/β)/(2τ²)`, under split
+    /// `(1/(2p′ − 1))²·ln(2k/β)/(2τ²)`. `None` for the Laplace responder or τ ≤ 0.
+    pub fn required_devices(&self, tau: f64) -> Option<f64> {
+        if self.responder != Responder::Bit || tau.is_nan() || tau <= 0.0 {
+            return None;
+        }
+        let k = self.k as f64;
+        let eps = self.report_epsilon().ok()?.to_f64();
+        let inv = 1.0 / (eps / 2.0).tanh();
+        Some(match self.strategy {
+            Strategy::Partition => {
+                k * (inv + 1.0).powi(2) * (4.0 * k / self.beta).ln() / (2.0 * tau * tau)
+            }
+            Strategy::Split => inv.powi(2) * (2.0 * k / self.beta).ln() / (2.0 * tau * tau),
+        })
+    }
+
     /// The responder devices use.
     pub fn responder(&self) -> Responder {
         self.responder
@@ -516,6 +564,190 @@ impl LocalSqOracle {
             });
         }
         Ok(answers)
+    }
+}
+
+/// An adaptive run of a [`LocalSqOracle`] over a simulated fleet: the SQ
+/// algorithms of thesis Chapter 6 choose each statistical query from the answers
+/// to the previous ones, so the queries cannot be handed over as one batch.
+///
+/// Under [`Strategy::Partition`] the devices are split into the `k` groups when
+/// the session opens (data-independent: a seeded uniform partition), and the j-th
+/// query asked goes to group j; under [`Strategy::Split`] every device answers
+/// every query with ε/k. Each device's reports go through its own [`Ledger`] with
+/// lifetime cap ε, and the host sees only the wire-format reports, so the whole
+/// run is ε-LDP per device whatever the queries are; asking more than `k`
+/// queries is refused ([`SqError::TooManyQueries`]). The tolerance of every
+/// answer is [`LocalSqOracle::tau`] for its group, all `k` at once with
+/// probability at least `1 − β`. Fixed seeds: simulation only.
+///
+/// ```
+/// use privq_host::ldp::sq::{LocalSqOracle, Strategy};
+/// use privq_host::local::{sq::StatQuery, UnitValue};
+/// use privq_host::Epsilon;
+///
+/// /// "Is the record's attribute `.0` set?"
+/// struct Bit(u32);
+/// impl StatQuery<u64> for Bit {
+///     fn evaluate(&self, x: &u64) -> Result<UnitValue, privq_host::Error> {
+///         Ok(if x >> self.0 & 1 == 1 { UnitValue::ONE } else { UnitValue::ZERO })
+///     }
+/// }
+/// let records: Vec<u64> = (0..40_000).map(|i| i % 4).collect(); // bits 0 and 1 half set
+/// let oracle = LocalSqOracle::new(Epsilon::new(1, 1)?, 2, 0.05, Strategy::Partition)?;
+/// let mut session = oracle.session(&records, 7)?;
+/// let first = session.answer(&Bit(0))?;
+/// // The second query may depend on the first answer.
+/// let second = session.answer(&Bit(if first.estimate > 0.4 { 1 } else { 0 }))?;
+/// assert!((second.estimate - 0.5).abs() <= second.tau);
+/// assert!(session.answer(&Bit(0)).is_err()); // a third query exceeds k = 2
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct LocalSqSession<'a, T> {
+    oracle: LocalSqOracle,
+    records: &'a [T],
+    /// Under Partition, group j's devices; empty under Split (every device).
+    groups: Vec<Vec<u32>>,
+    ledgers: Vec<Ledger<MemoryStore>>,
+    seed: u64,
+    asked: usize,
+    reports: u64,
+    rejected: RejectCounts,
+}
+
+impl<T> fmt::Debug for LocalSqSession<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The records are the private data: never printed.
+        f.debug_struct("LocalSqSession")
+            .field("oracle", &self.oracle)
+            .field("devices", &self.records.len())
+            .field("asked", &self.asked)
+            .field("reports", &self.reports)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalSqOracle {
+    /// Opens an adaptive session over `records` (one per device); see
+    /// [`LocalSqSession`]. Errors with [`SqError::TooFewDevices`] when there are
+    /// no devices, fewer than `k` under Partition, or more than 2³².
+    pub fn session<'a, T>(
+        &self,
+        records: &'a [T],
+        seed: u64,
+    ) -> Result<LocalSqSession<'a, T>, SqError> {
+        let n = records.len();
+        if n == 0 || n > u32::MAX as usize || (self.strategy == Strategy::Partition && n < self.k) {
+            return Err(SqError::TooFewDevices);
+        }
+        let groups = match self.strategy {
+            Strategy::Partition => {
+                let mut planner = device_rng(seed, u64::MAX);
+                let mut groups = vec![Vec::with_capacity(n / self.k + 1); self.k];
+                for (i, g) in self.assignment(n, &mut planner)?.into_iter().enumerate() {
+                    if let Some(members) = groups.get_mut(usize::from(g)) {
+                        members.push(i as u32);
+                    }
+                }
+                groups
+            }
+            Strategy::Split => Vec::new(),
+        };
+        let ledgers = (0..n)
+            .map(|_| Ledger::open(MemoryStore::new(), self.epsilon))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(LocalSqSession {
+            oracle: *self,
+            records,
+            groups,
+            ledgers,
+            seed,
+            asked: 0,
+            reports: 0,
+            rejected: RejectCounts::default(),
+        })
+    }
+}
+
+impl<T> LocalSqSession<'_, T> {
+    /// Asks the next statistical query: its devices evaluate it on their records
+    /// and send one report each through their ledgers; the host aggregates them.
+    pub fn answer<Q: StatQuery<T> + ?Sized>(&mut self, q: &Q) -> Result<SqAnswer, SqError> {
+        let eps = self.oracle.report_epsilon()?;
+        match self.oracle.responder {
+            Responder::Bit => self.answer_with(&SqBit::new(eps)?, q),
+            Responder::Laplace { grid_exp } => {
+                self.answer_with(&SqLaplace::with_grid(eps, grid_exp)?, q)
+            }
+        }
+    }
+
+    fn answer_with<Q: StatQuery<T> + ?Sized, L: LocalRandomizer<Input = UnitValue>>(
+        &mut self,
+        responder: &L,
+        q: &Q,
+    ) -> Result<SqAnswer, SqError> {
+        let j = self.asked;
+        if j >= self.oracle.k {
+            return Err(SqError::TooManyQueries);
+        }
+        let query = QueryId(u16::try_from(j).map_err(|_| SqError::TooManyQueries)?);
+        let devices: Box<dyn Iterator<Item = usize> + '_> = match self.oracle.strategy {
+            Strategy::Partition => Box::new(
+                self.groups
+                    .get(j)
+                    .map(Vec::as_slice)
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|&i| i as usize),
+            ),
+            Strategy::Split => Box::new(0..self.records.len()),
+        };
+        let len = responder.report_len();
+        let mut reports = Vec::new();
+        for i in devices {
+            let (Some(record), Some(ledger)) = (self.records.get(i), self.ledgers.get_mut(i))
+            else {
+                continue;
+            };
+            let value = q.evaluate(record)?;
+            // One stream per (device, query): the device's draws for query j.
+            let mut rng = device_rng(self.seed, i as u64);
+            rng.set_stream(j as u64);
+            let start = reports.len();
+            reports.resize(start + len, 0);
+            ledger.release(responder, &value, query, &mut rng, &mut reports[start..])?;
+        }
+        self.asked += 1;
+        let base = self.oracle.report_header(query)?;
+        let mut agg = Aggregator::new(ReportKind::from_header(&base, 0))?;
+        agg.ingest_batch(reports.chunks_exact(len), &mut self.rejected);
+        self.reports += agg.n();
+        let mut answers = self.oracle.answers(vec![agg], self.records.len() as u64)?;
+        let mut answer = answers.pop().ok_or(SqError::TooManyQueries)?;
+        answer.query = query.0;
+        Ok(answer)
+    }
+
+    /// Queries asked so far.
+    pub fn asked(&self) -> usize {
+        self.asked
+    }
+
+    /// Reports the host accepted so far (every device's reports, all queries).
+    pub fn reports(&self) -> u64 {
+        self.reports
+    }
+
+    /// Reports rejected during aggregation (none in a simulation; kept so a
+    /// regression cannot hide).
+    pub fn rejected(&self) -> &RejectCounts {
+        &self.rejected
+    }
+
+    /// The oracle.
+    pub fn oracle(&self) -> &LocalSqOracle {
+        &self.oracle
     }
 }
 
