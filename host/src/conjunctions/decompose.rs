@@ -108,13 +108,14 @@ pub struct Decomposition {
     rho: f64,
     pieces: Vec<Piece>,
     index: HashMap<u64, usize>,
+    truncated: bool,
 }
 
 impl Decomposition {
     /// Algorithm 6.1 (exact oracle): include `B ∪ {x}` when `∂_x f(B) > ρ`;
     /// `V(B) = {x : ∂_x f(B) ≤ ρ}`. At most `cap` pieces.
     pub fn exact<F: SetFunction>(f: &mut F, rho: f64, cap: usize) -> Result<Self, DecomposeError> {
-        Self::build(f, rho, cap, [rho, rho, rho])
+        Self::build(f, rho, cap, [rho, rho, rho], false)
     }
 
     /// Algorithm 6.2 for an oracle within `ρ/12` of f (memoize it with [`Memo`]):
@@ -136,7 +137,26 @@ impl Decomposition {
         rho: f64,
         cap: usize,
     ) -> Result<Self, DecomposeError> {
-        Self::build(f, rho, cap, [rho / 3.0, 2.0 * rho / 3.0, rho / 3.0])
+        Self::build(f, rho, cap, [rho / 3.0, 2.0 * rho / 3.0, rho / 3.0], false)
+    }
+
+    /// [`Decomposition::tolerant`] that stops growing at `cap` pieces instead of
+    /// failing: a set whose path would need a piece beyond the cap is answered by
+    /// the last piece on its path, outside the guarantee of Lemma 6.3.8
+    /// ([`Decomposition::truncated`] says whether that happened). It asks at most
+    /// `cap·(d + 1)` distinct sets, so a private release that fixed its query
+    /// budget in advance never wastes it on a refusal.
+    pub fn tolerant_truncated<F: SetFunction>(
+        f: &mut F,
+        rho: f64,
+        cap: usize,
+    ) -> Result<Self, DecomposeError> {
+        Self::build(f, rho, cap, [rho / 3.0, 2.0 * rho / 3.0, rho / 3.0], true)
+    }
+
+    /// Whether [`Decomposition::tolerant_truncated`] left out pieces at the cap.
+    pub fn truncated(&self) -> bool {
+        self.truncated
     }
 
     /// `[include, v, v_path]` thresholds on the marginals.
@@ -145,6 +165,7 @@ impl Decomposition {
         rho: f64,
         cap: usize,
         [include, v_at, path_at]: [f64; 3],
+        truncate: bool,
     ) -> Result<Self, DecomposeError> {
         let ground = f.ground();
         if ground == 0 || ground > 64 {
@@ -162,6 +183,7 @@ impl Decomposition {
         }
         // I, in insertion order; the x-loop extends it as in Fig. 6.1.
         let mut sets: Vec<u64> = vec![0];
+        let mut truncated = false;
         for x in 0..ground {
             let bit = 1u64 << x;
             let before = sets.len();
@@ -169,7 +191,11 @@ impl Decomposition {
                 let b = sets[i];
                 if b & bit == 0 && marginal(f, b, bit)? > include {
                     if sets.len() >= cap {
-                        return Err(DecomposeError::TooManyPieces { cap });
+                        if !truncate {
+                            return Err(DecomposeError::TooManyPieces { cap });
+                        }
+                        truncated = true;
+                        continue;
                     }
                     sets.push(b | bit);
                 }
@@ -202,6 +228,7 @@ impl Decomposition {
             rho,
             pieces,
             index,
+            truncated,
         };
         for i in 0..d.pieces.len() {
             let t = d.rejected(d.pieces[i].b);

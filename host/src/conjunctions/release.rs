@@ -28,8 +28,15 @@ pub struct ReleaseConfig {
     /// probability `p[i]` (1/2 for "all conjunctions"; `w/d` for width about w,
     /// Lemma 6.4.3).
     pub p: Vec<f64>,
-    /// The cap on pieces |I|; the oracle's budget is `k = cap·(d + 2)`.
+    /// The cap on pieces |I|; the oracle's budget is `k = cap·(d + 2)`. A
+    /// decomposition that would need more pieces stops growing at the cap
+    /// ([`ConjunctionRelease::truncated`]) rather than fail after the charge.
     pub cap: usize,
+    /// The decomposition's ρ, public and fixed in advance. `None`: the theorem's
+    /// `ρ = α²/(6 ln(2/β))` (Fig. 6.3, TYPO-15). A larger ρ gives fewer, coarser
+    /// pieces; the oracle's tolerance must still be at most `ρ/12` for Lemma 6.3.8
+    /// ([`ReleaseConfig::central_tolerance`], [`LocalSqOracle::worst_tau`]).
+    pub rho: Option<f64>,
     /// Refuse (before any charge) when n is below what tolerance `ρ/12` needs.
     pub require_n: bool,
 }
@@ -102,14 +109,22 @@ pub struct ConjunctionRelease {
 }
 
 impl ConjunctionRelease {
-    /// The released `c_S(D)` for the attribute set S (a bit mask): `1 − μ_{F(S)}`.
+    /// The released `c_S(D)` for the attribute set S (a bit mask): the noisy
+    /// mean of the piece `F(S)`, clamped into `[0, 1]` (post-processing: a
+    /// fraction lies there).
     pub fn conjunction(&self, s: u64) -> f64 {
-        self.answers[self.decomposition.position_for(s)]
+        self.answers[self.decomposition.position_for(s)].clamp(0.0, 1.0)
     }
 
     /// The decomposition (public: a function of the oracle's noisy answers).
     pub fn decomposition(&self) -> &Decomposition {
         &self.decomposition
+    }
+
+    /// Whether the decomposition stopped at the piece cap: some conjunctions are
+    /// then answered outside the (α, β) guarantee of Thm 6.3.12.
+    pub fn truncated(&self) -> bool {
+        self.decomposition.truncated()
     }
 
     /// The oracle's fixed query budget k.
@@ -181,11 +196,35 @@ impl ReleaseConfig {
             .cap
             .checked_mul(d as usize + 2)
             .ok_or_else(|| ReleaseError::InvalidParameter("the piece cap is too large".into()))?;
-        Ok(Plan {
-            d,
-            rho: rho_for(self.alpha, self.beta),
-            k,
-        })
+        let rho = match self.rho {
+            None => rho_for(self.alpha, self.beta),
+            Some(rho) if rho > 0.0 && rho.is_finite() => rho,
+            Some(rho) => {
+                return Err(ReleaseError::InvalidParameter(format!(
+                    "rho = {rho} must be positive and finite"
+                )));
+            }
+        };
+        Ok(Plan { d, rho, k })
+    }
+
+    /// The central oracle's tolerance for this release on `n` records of a
+    /// universe of `cells` cells: `scale·ln(k/β)`, with the noise scale the SQ
+    /// session will really use for `Lap(k/(εn))` (its grid can make it larger at
+    /// huge n). Depends only on public n, k, ε and β; a ρ of at least 12 times it
+    /// meets Lemma 6.3.8's condition.
+    pub fn central_tolerance(
+        &self,
+        cells: usize,
+        n: u64,
+        epsilon: Epsilon,
+    ) -> Result<f64, ReleaseError> {
+        let k = self.plan(cells)?.k;
+        let per_query = epsilon
+            .checked_div_int(k as u64)
+            .map_err(MechanismError::Core)?;
+        let scale = VectorLaplace::fractions(Neighbours::Replace, n.max(1), 1, per_query)?.scale();
+        Ok(scale * (k as f64 / self.beta).ln())
     }
 
     /// The oracle's query budget `k = cap·(d + 2)` for `d` attributes.
@@ -205,7 +244,7 @@ fn decompose_and_measure(
     let d = plan.d;
     let decomposition = {
         let mut oracle = Memo::new(NegatedDisjunction { ask: &mut *ask, d });
-        Decomposition::tolerant(&mut oracle, plan.rho, config.cap)?
+        Decomposition::tolerant_truncated(&mut oracle, plan.rho, config.cap)?
     };
     let cells = 1u64 << d;
     let full = (1u64 << d) - 1;
@@ -253,7 +292,7 @@ fn decompose_and_measure(
 /// // d = 3: 10^9 records, attribute 0 almost always set.
 /// let counts = vec![1, 2, 3, 4, 5, 6, 7, 8].into_iter().map(|c: u64| c * 10u64.pow(8) / 36).collect();
 /// let data = CountHistogram::from_counts(counts, MemoryCap::default())?;
-/// let config = ReleaseConfig { alpha: 0.3, beta: 0.1, p: vec![0.5; 3], cap: 8, require_n: true };
+/// let config = ReleaseConfig { alpha: 0.3, beta: 0.1, p: vec![0.5; 3], cap: 8, rho: None, require_n: true };
 /// let eps = Epsilon::new(1, 1)?;
 /// let mut budget = Accountant::pure(eps);
 /// let r = release_conjunctions(&data, &config, eps, &mut budget, &mut seeded_rng(1))?;
@@ -271,21 +310,14 @@ pub fn release_conjunctions<R: Rng + CryptoRng + ?Sized>(
     let (rho, k) = (plan.rho, plan.k);
     let n = data.total();
     let oracle = SqOracle::new(Neighbours::Replace, k, epsilon)?;
-    if config.require_n && n > 0 {
-        // The noise the session will really add (its grid can make it larger than
-        // k/(εn) at huge n), against the tolerance: scale·ln(k/β) ≤ ρ/12, the
-        // condition behind Prop. 2.9.1's n (n is public under replace-one).
-        let per_query = epsilon
-            .checked_div_int(k as u64)
-            .map_err(MechanismError::Core)?;
-        let scale = VectorLaplace::fractions(Neighbours::Replace, n, 1, per_query)?.scale();
-        if scale * (k as f64 / config.beta).ln() > rho / 12.0 {
-            let needed = SqOracle::required_n(k, epsilon.to_f64(), rho / 12.0, config.beta);
-            return Err(ReleaseError::TooFewRecords {
-                n,
-                needed: needed.max(n as f64 + 1.0),
-            });
-        }
+    // The tolerance against ρ/12, the condition behind Prop. 2.9.1's n (n is
+    // public under replace-one).
+    if config.require_n && n > 0 && config.central_tolerance(data.len(), n, epsilon)? > rho / 12.0 {
+        let needed = SqOracle::required_n(k, epsilon.to_f64(), rho / 12.0, config.beta);
+        return Err(ReleaseError::TooFewRecords {
+            n,
+            needed: needed.max(n as f64 + 1.0),
+        });
     }
     let mut session = oracle.release(data, budget, rng)?;
     // Everything below reads the data only through the session's noisy answers.

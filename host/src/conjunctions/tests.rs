@@ -235,6 +235,7 @@ fn private_release_is_alpha_beta_accurate_and_refuses_small_n() {
         beta,
         p: vec![0.5; d as usize],
         cap: 256,
+        rho: None,
         require_n: true,
     };
     let eps = Epsilon::new(1, 1).unwrap();
@@ -296,6 +297,7 @@ fn local_release_is_accurate_and_refuses_a_small_fleet() {
         beta,
         p: vec![0.5; d as usize],
         cap: 16,
+        rho: None,
         require_n: false,
     };
     let k = config.query_budget(d).unwrap();
@@ -311,6 +313,7 @@ fn local_release_is_accurate_and_refuses_a_small_fleet() {
     }
     // With the theorem's tolerance ρ/12 the fleet is far too small: refused.
     let strict = ReleaseConfig {
+        rho: None,
         require_n: true,
         ..config.clone()
     };

@@ -1,6 +1,7 @@
 //! Reproducible experiments from the papers: the thesis' Chapter 5 MWEM protocol
 //! (`privq experiment mwem`), with tables, acceptance checks and SVG figures.
 
+pub mod conjunctions;
 pub mod distance;
 pub mod knorm;
 pub mod mwem;

@@ -75,6 +75,7 @@ pub fn conjunction_release(small: bool) -> Result<AuditCase, AuditError> {
         beta: 0.1,
         p: vec![0.5; 2],
         cap: 4,
+        rho: None,
         require_n: true,
     };
     let reference = release_conjunctions(

@@ -37,6 +37,45 @@ pub enum Which {
     Pmw(PmwArgs),
     /// PRIVLEARN (thesis Fig. 7.2) with a PTF learner on a few NLTCS attributes.
     Privlearn(PrivlearnArgs),
+    /// Releasing conjunctions (thesis Fig. 6.6), central vs local vs MWEM, and the SQ barrier.
+    Conjunctions(ConjunctionsArgs),
+}
+
+/// Options of `privq experiment conjunctions`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq experiment conjunctions                # from the repository root (../shared/data)\n  \
+    privq experiment conjunctions --epsilons 1 --widths 3 --runs 1\n\n\
+    Three tables: (alpha, beta)-accuracy against MWEM, the SQ barrier against d, and the\n\
+    price of the local model (central vs local oracle), measured and predicted.")]
+pub struct ConjunctionsArgs {
+    /// A binary CSV (0/1 columns named by the header; default ../shared/data/nltcs.csv).
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+    /// Comma-separated budgets ε (decimals or fractions).
+    #[arg(long, value_delimiter = ',', default_value = "0.1,1")]
+    pub epsilons: Vec<String>,
+    /// Comma-separated query widths w (attributes in S with probability w/d); 0 means p = 1/2.
+    #[arg(long, value_delimiter = ',', default_value = "0,2,3,4")]
+    pub widths: Vec<u32>,
+    /// Conjunctions scored per run (also MWEM's workload).
+    #[arg(long, default_value_t = 500)]
+    pub queries: usize,
+    /// Runs per table cell.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// The error threshold of the "within α" column.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Comma-separated piece caps of Fig. 6.6, one row each (the query budget is cap·(d+2)).
+    #[arg(long, value_delimiter = ',', default_value = "8,64,512")]
+    pub caps: Vec<usize>,
+    /// Comma-separated replication factors of the table (n·m records, same distribution).
+    #[arg(long, value_delimiter = ',', default_value = "1,100")]
+    pub scales: Vec<u64>,
+    /// Base seed.
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
 }
 
 /// Options of `privq experiment privlearn`.
@@ -222,6 +261,7 @@ pub fn run(
         Which::Knorm(k) => run_knorm(k, stdout),
         Which::Pmw(p) => run_pmw(p, stdout),
         Which::Privlearn(p) => run_privlearn(p, stdout),
+        Which::Conjunctions(c) => run_conjunctions(c, stdout, stderr),
         Which::Distance(d) => run_distance(d, stdout, stderr),
     }
 }
@@ -274,6 +314,41 @@ fn run_privlearn(p: &PrivlearnArgs, stdout: &mut dyn Write) -> Result<(), CliErr
     run(&data.counts, &config, stdout)
         .map(|_| ())
         .map_err(CliError::Run)
+}
+
+/// `privq experiment conjunctions`: Fig. 6.6 central and local against MWEM, and the SQ barrier.
+fn run_conjunctions(
+    c: &ConjunctionsArgs,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    use privq_host::experiment::conjunctions::{Config, QueryDistribution, run};
+    let data = binary_table(c.input.as_ref())?;
+    at_least_one(&[("runs", c.runs), ("queries", c.queries)])?;
+    let mut config = Config::standard().map_err(|source| CliError::Parameter {
+        option: "epsilons",
+        source,
+    })?;
+    config.epsilons = parse_epsilons(&c.epsilons)?;
+    config.distributions = c
+        .widths
+        .iter()
+        .map(|&w| match w {
+            0 => QueryDistribution::Half,
+            w => QueryDistribution::Width(w),
+        })
+        .collect();
+    config.queries = c.queries;
+    config.runs = c.runs;
+    config.alpha = c.alpha;
+    config.caps = c.caps.clone();
+    config.scales = c.scales.clone();
+    config.seed = c.seed;
+    run(&data.counts, &config, stdout, &mut |what| {
+        let _ = writeln!(stderr, "conjunctions: {what}");
+    })
+    .map(|_| ())
+    .map_err(CliError::Run)
 }
 
 /// `privq experiment pmw`: the default profile's usefulness, measured.
