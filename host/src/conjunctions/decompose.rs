@@ -86,7 +86,7 @@ impl fmt::Display for DecomposeError {
 impl std::error::Error for DecomposeError {}
 
 /// One piece `g^B(S) = f(S ∪ B)` on `S ⊆ V(B)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Piece {
     /// B.
     pub b: u64,
@@ -235,6 +235,49 @@ impl Decomposition {
             d.pieces[i].t = t;
         }
         Ok(d)
+    }
+
+    /// A decomposition from its parts (e.g. read back from a release file),
+    /// checked so that every lookup stays in range: at least one piece, ∅ first,
+    /// no two pieces with the same B, every set inside the ground set of 1 to 64
+    /// elements, ρ positive.
+    pub fn from_parts(
+        ground: u32,
+        rho: f64,
+        pieces: Vec<Piece>,
+        truncated: bool,
+    ) -> Result<Self, DecomposeError> {
+        let bad = |why: String| Err(DecomposeError::InvalidParameter(why));
+        if ground == 0 || ground > 64 {
+            return bad(format!("a ground set of {ground} elements (1 to 64)"));
+        }
+        if !(rho > 0.0 && rho.is_finite()) {
+            return bad(format!("rho = {rho} must be positive and finite"));
+        }
+        if pieces.first().map(|p| p.b) != Some(0) {
+            return bad("the first piece must be B = {} (the empty set)".into());
+        }
+        let full = if ground == 64 {
+            u64::MAX
+        } else {
+            (1u64 << ground) - 1
+        };
+        let mut index = HashMap::with_capacity(pieces.len());
+        for (i, p) in pieces.iter().enumerate() {
+            if [p.b, p.v, p.v_path, p.t].iter().any(|&m| m & !full != 0) {
+                return bad(format!("piece {i} names an element outside the ground set"));
+            }
+            if index.insert(p.b, i).is_some() {
+                return bad(format!("two pieces have B = {:#b}", p.b));
+            }
+        }
+        Ok(Decomposition {
+            ground,
+            rho,
+            pieces,
+            index,
+            truncated,
+        })
     }
 
     /// The number of pieces `|I|`.

@@ -7,7 +7,7 @@ use std::fmt;
 use privq_core::Epsilon;
 use privq_core::rand_core::{CryptoRng, Rng};
 
-use super::decompose::{DecomposeError, Decomposition, Memo, SetFunction};
+use super::decompose::{DecomposeError, Decomposition, Memo, Piece, SetFunction};
 use super::learn::rho_for;
 use super::local::{CellQuery, device_records};
 use crate::accountant::Accountant;
@@ -100,7 +100,10 @@ impl From<MechanismError> for ReleaseError {
 
 /// The released structure: the decomposition of the disjunction function on the
 /// negated records and one noisy mean per piece. Answers any monotone conjunction.
-#[derive(Debug, Clone)]
+/// It serializes (serde) to its parts and is checked when read back, so a
+/// damaged or hostile file is an error, never a panic.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "ReleaseParts", into = "ReleaseParts")]
 pub struct ConjunctionRelease {
     decomposition: Decomposition,
     /// `E_x q_B(x)` per piece, noisy: the conjunction answer of the piece.
@@ -130,6 +133,50 @@ impl ConjunctionRelease {
     /// The oracle's fixed query budget k.
     pub fn query_budget(&self) -> usize {
         self.queries
+    }
+}
+
+/// [`ConjunctionRelease`] as stored: every field public data.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReleaseParts {
+    attributes: u32,
+    rho: f64,
+    truncated: bool,
+    query_budget: usize,
+    pieces: Vec<Piece>,
+    answers: Vec<f64>,
+}
+
+impl From<ConjunctionRelease> for ReleaseParts {
+    fn from(r: ConjunctionRelease) -> Self {
+        ReleaseParts {
+            attributes: r.decomposition.ground(),
+            rho: r.decomposition.rho(),
+            truncated: r.decomposition.truncated(),
+            query_budget: r.queries,
+            pieces: r.decomposition.pieces().to_vec(),
+            answers: r.answers,
+        }
+    }
+}
+
+impl TryFrom<ReleaseParts> for ConjunctionRelease {
+    type Error = DecomposeError;
+
+    fn try_from(p: ReleaseParts) -> Result<Self, Self::Error> {
+        if p.answers.len() != p.pieces.len() || p.answers.iter().any(|a| !a.is_finite()) {
+            return Err(DecomposeError::InvalidParameter(format!(
+                "{} answers for {} pieces, or an answer that is not a finite number",
+                p.answers.len(),
+                p.pieces.len()
+            )));
+        }
+        Ok(ConjunctionRelease {
+            decomposition: Decomposition::from_parts(p.attributes, p.rho, p.pieces, p.truncated)?,
+            answers: p.answers,
+            queries: p.query_budget,
+        })
     }
 }
 

@@ -16,6 +16,7 @@ use privq_host::ldp::output::{AtomicFile, Destination};
 use rand_chacha::ChaCha12Rng;
 
 pub mod audit;
+pub mod conjunctions;
 pub mod distance;
 pub mod domain;
 pub mod dx;
@@ -59,6 +60,8 @@ pub enum Command {
     Knorm(knorm::Args),
     /// Fairness through awareness (thesis Ch. 8): Lipschitz classifiers, bias, earthmover.
     Fairness(fairness::Args),
+    /// Release all monotone conjunctions of a binary table (thesis Ch. 6), and query the release.
+    Conjunctions(conjunctions::Args),
     /// Audit the mechanisms' privacy claims empirically (stochastic tester on neighbouring datasets).
     Audit(audit::Args),
 }
@@ -80,6 +83,7 @@ pub fn run(
         Command::Distance(args) => distance::run(&args, stdin, stdout, stderr),
         Command::Knorm(args) => knorm::run(&args, stdin, stdout, stderr),
         Command::Fairness(args) => fairness::run(&args, stdin, stdout, stderr),
+        Command::Conjunctions(args) => conjunctions::run(&args, stdin, stdout, stderr),
         Command::Audit(args) => audit::run(&args, stdin, stdout, stderr),
     }
 }

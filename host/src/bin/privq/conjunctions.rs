@@ -1,0 +1,551 @@
+//! `privq conjunctions`: release every monotone conjunction (or disjunction) of
+//! a binary table by submodular decomposition (thesis Fig. 6.6), and answer any
+//! of them from the release file.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::results::{Cell, FormatArg, write_rows};
+use super::{CliError, LedgerArgs};
+use privq_host::accountant::Accountant;
+use privq_host::conjunctions::{
+    ConjunctionRelease, ReleaseConfig, release_conjunctions, release_conjunctions_local, rho_for,
+};
+use privq_host::contract::Neighbours;
+use privq_host::data::{CountHistogram, Dataset, Domain, MemoryCap};
+use privq_host::ldp::sq::{LocalSqOracle, Strategy};
+use privq_host::query::Query;
+use privq_host::rand_core::Rng;
+
+/// Options of `privq conjunctions`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Args {
+    /// What to do.
+    #[command(subcommand)]
+    pub which: Which,
+}
+
+/// The subcommands.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Which {
+    /// Release all monotone conjunctions (or disjunctions) of a binary table to a file.
+    Release(ReleaseArgs),
+    /// Answer conjunctions (or disjunctions) from a release file.
+    Query(QueryArgs),
+}
+
+/// Which family a release answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// `c_S`: the fraction of records with every attribute of S set.
+    Conjunctions,
+    /// The fraction with some attribute of S set (conjunctions of the negated records).
+    Disjunctions,
+}
+
+/// Which SQ oracle answers the algorithm's statistical queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Oracle {
+    /// The curator's oracle: ε-DP (replace-one neighbours), Laplace noise of scale k/(εn).
+    Central,
+    /// Simulated devices, one per record, each answering by randomized response through its
+    /// own ledger (ε-LDP per device; query j to the j-th of k random groups).
+    Local,
+}
+
+/// Options of `privq conjunctions release`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq conjunctions release --input ../shared/data/nltcs.csv --epsilon 1 --out nltcs.conj.json\n  \
+    privq conjunctions release --input t.csv --epsilon 1 --width 3 --cap 512 --oracle local --out t.json\n  \
+    privq conjunctions query --release nltcs.conj.json --set a1,a2 --set a3\n\n\
+    The CSV's columns (except `count`) are 0/1 attributes named by the header: the schema\n\
+    is public, the values are not. Every data access is one of k = cap·(d+2) statistical\n\
+    queries fixed before the first (thesis Fig. 6.6, corrected: Lap(k/(εn)) each), so the\n\
+    release costs exactly ε. The decomposition's rho defaults to the smallest value the\n\
+    oracle's tolerance supports at this n (12 τ, Lemma 6.3.8) or the theorem's\n\
+    alpha²/(6 ln(2/beta)), whichever is larger.")]
+pub struct ReleaseArgs {
+    /// The private binary table (CSV with a header; a `count` column makes it a count table).
+    #[arg(long, value_name = "PATH")]
+    pub input: PathBuf,
+    /// Privacy budget ε (central: of the release; local: of each device).
+    #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
+    pub epsilon: String,
+    /// Which family to release.
+    #[arg(long, value_enum, default_value = "conjunctions")]
+    pub kind: Kind,
+    /// Accuracy target α of Thm 6.3.12 (sets the theorem's rho).
+    #[arg(long, default_value_t = 0.3)]
+    pub alpha: f64,
+    /// Failure probability β (fraction of queries allowed a larger error).
+    #[arg(long, default_value_t = 0.1)]
+    pub beta: f64,
+    /// Tune the release to sets of about W attributes (each in with probability W/d;
+    /// Lemma 6.4.3). Default: all sets alike (probability 1/2).
+    #[arg(long, value_name = "W")]
+    pub width: Option<u32>,
+    /// The piece cap; the query budget is cap·(d+2). A decomposition that needs more pieces
+    /// stops at the cap (reported) rather than fail after the charge.
+    #[arg(long, default_value_t = 64)]
+    pub cap: usize,
+    /// The decomposition's rho (public, fixed in advance); see the notes below.
+    #[arg(long)]
+    pub rho: Option<f64>,
+    /// Which SQ oracle answers the statistical queries.
+    #[arg(long, value_enum, default_value = "central")]
+    pub oracle: Oracle,
+    /// Local oracle: how the devices share the queries.
+    #[arg(long, value_enum, default_value = "partition")]
+    pub strategy: StrategyArg,
+    /// Where to write the release (JSON; atomically, only on success).
+    #[arg(long, value_name = "PATH")]
+    pub out: PathBuf,
+    /// Seed for a reproducible run (tests and demos only).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Where to write the ledger as JSON (central oracle).
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
+}
+
+/// `--strategy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StrategyArg {
+    /// k disjoint random groups, one per query, each at the full ε.
+    Partition,
+    /// Every device answers every query at ε/k.
+    Split,
+}
+
+/// Options of `privq conjunctions query`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct QueryArgs {
+    /// A file written by `privq conjunctions release`.
+    #[arg(long, value_name = "PATH")]
+    pub release: PathBuf,
+    /// A set of attributes, comma-separated names (repeat for more; `""` is the empty set).
+    #[arg(long = "set", value_name = "A,B,...", required = true)]
+    pub sets: Vec<String>,
+    /// Output format.
+    #[command(flatten)]
+    pub format: FormatArg,
+}
+
+/// The release file: the released structure and everything public about it.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReleaseFile {
+    format: String,
+    kind: Kind,
+    /// Attribute names by bit (bit i of a set is attribute i).
+    attributes: Vec<String>,
+    records: u64,
+    oracle: String,
+    epsilon: String,
+    privacy: String,
+    alpha: f64,
+    beta: f64,
+    p: f64,
+    release: ConjunctionRelease,
+}
+
+const FORMAT: &str = "privq-conjunctions/1";
+
+/// Runs `privq conjunctions`.
+pub fn run(
+    args: &Args,
+    _stdin: &mut dyn BufRead,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    match &args.which {
+        Which::Release(a) => release(a, stderr),
+        Which::Query(a) => query(a, stdout),
+    }
+}
+
+fn run_err(e: impl std::error::Error + Send + Sync + 'static) -> CliError {
+    CliError::Run(Box::new(e))
+}
+
+fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
+    let epsilon = super::parse_epsilon(&args.epsilon)?;
+    std::fs::File::open(&args.input).map_err(|e| CliError::file(&args.input, e))?;
+    let ds = Dataset::binary_from_header(&args.input, MemoryCap::default()).map_err(run_err)?;
+    let d = ds.domain.attributes().len() as u32;
+    let names = bit_names(&ds.domain)?;
+    let data = match args.kind {
+        Kind::Conjunctions => ds.counts,
+        Kind::Disjunctions => negate(&ds.counts)?,
+    };
+    let n = data.total();
+    let p = match args.width {
+        None => 0.5,
+        Some(0) => return Err(usage("width", "must be at least 1")),
+        Some(w) if w > d => return Err(usage("width", &format!("exceeds the {d} attributes"))),
+        Some(w) => f64::from(w) / f64::from(d),
+    };
+    if args.ledger.ledger_json.is_some() && args.oracle == Oracle::Local {
+        return Err(usage(
+            "--ledger-json",
+            "records a central release; the local oracle's budget is each device's own ledger",
+        ));
+    }
+    let mut config = ReleaseConfig {
+        alpha: args.alpha,
+        beta: args.beta,
+        p: vec![p; d as usize],
+        cap: args.cap,
+        rho: None,
+        require_n: false,
+    };
+    let k = config
+        .query_budget(d)
+        .ok_or_else(|| usage("cap", "is too large"))?;
+    let mut rng = super::rng(args.seed, stderr)?;
+    let (released, tolerance, privacy) = match args.oracle {
+        Oracle::Central => {
+            let tau = config
+                .central_tolerance(data.len(), n, epsilon)
+                .map_err(run_err)?;
+            config.rho = Some(pick_rho(args, tau)?);
+            let mut budget = Accountant::pure(epsilon);
+            let r = release_conjunctions(&data, &config, epsilon, &mut budget, &mut rng)
+                .map_err(run_err)?;
+            args.ledger.write(&budget)?;
+            let privacy = format!(
+                "{}; k = {k} statistical queries, Laplace noise of scale k/(εn) on each",
+                Neighbours::Replace.summary(&privq_host::accountant::Cost::Pure(epsilon), n)
+            );
+            (r, tau, privacy)
+        }
+        Oracle::Local => {
+            let strategy = match args.strategy {
+                StrategyArg::Partition => Strategy::Partition,
+                StrategyArg::Split => Strategy::Split,
+            };
+            let oracle = LocalSqOracle::new(epsilon, k, args.beta, strategy).map_err(run_err)?;
+            let tau = oracle.worst_tau(n);
+            config.rho = Some(pick_rho(args, tau)?);
+            let r = release_conjunctions_local(&data, &config, &oracle, rng.next_u64())
+                .map_err(run_err)?;
+            let privacy = format!(
+                "ε = {epsilon}-local DP per device (simulated: one device per record, each \
+                 reporting through its own ledger); k = {k} statistical queries, {strategy:?}"
+            );
+            (r, tau, privacy)
+        }
+    };
+    let rho = config.rho.unwrap_or_default();
+    writeln!(
+        stderr,
+        "privq: {privacy}\nprivq: {} pieces (cap {}{}), rho = {rho:.4} against the oracle's \
+         tolerance {tolerance:.4} (Lemma 6.3.8 wants rho >= 12 x tolerance)",
+        released.decomposition().len(),
+        args.cap,
+        if released.truncated() {
+            "; STOPPED AT THE CAP: some sets are answered outside Thm 6.3.12's guarantee"
+        } else {
+            ""
+        }
+    )?;
+    if released.decomposition().len() == 1 {
+        writeln!(
+            stderr,
+            "privq: warning: one piece: every set gets the same answer. At n = {n} the oracle's \
+             tolerance ({tolerance:.4}) is too coarse for a finer decomposition; a smaller \
+             --cap (fewer queries, less noise each), a larger ε or more records would help"
+        )?;
+    }
+    let file = ReleaseFile {
+        format: FORMAT.into(),
+        kind: args.kind,
+        attributes: names,
+        records: n,
+        oracle: format!("{:?}", args.oracle).to_lowercase(),
+        epsilon: epsilon.to_string(),
+        privacy,
+        alpha: args.alpha,
+        beta: args.beta,
+        p,
+        release: released,
+    };
+    let mut bytes = serde_json::to_vec_pretty(&file).map_err(run_err)?;
+    bytes.push(b'\n');
+    super::write_atomically(&args.out, &bytes)?;
+    writeln!(stderr, "privq: wrote {}", args.out.display())?;
+    Ok(())
+}
+
+/// `--rho`, or the larger of the theorem's rho and 12 × the oracle's tolerance.
+fn pick_rho(args: &ReleaseArgs, tolerance: f64) -> Result<f64, CliError> {
+    match args.rho {
+        Some(rho) if rho > 0.0 && rho.is_finite() => Ok(rho),
+        Some(_) => Err(usage("rho", "must be positive and finite")),
+        None => {
+            if !(args.alpha > 0.0 && args.alpha <= 1.0 && args.beta > 0.0 && args.beta <= 1.0) {
+                return Err(usage("alpha/--beta", "must lie in (0, 1]"));
+            }
+            Ok(rho_for(args.alpha, args.beta).max(12.0 * tolerance))
+        }
+    }
+}
+
+fn usage(option: &'static str, message: &str) -> CliError {
+    CliError::Usage {
+        option,
+        message: message.to_string(),
+    }
+}
+
+/// Attribute names by bit of the cell index.
+fn bit_names(domain: &Domain) -> Result<Vec<String>, CliError> {
+    let d = domain.attributes().len();
+    let mut names = vec![String::new(); d];
+    for (i, a) in domain.attributes().iter().enumerate() {
+        let Query::BitPattern { mask, .. } = Query::conjunction(domain, &[i]).map_err(run_err)?
+        else {
+            return Err(usage("input", "is not a binary table"));
+        };
+        let bit = mask.trailing_zeros() as usize;
+        if let Some(slot) = names.get_mut(bit) {
+            *slot = a.name().to_string();
+        }
+    }
+    Ok(names)
+}
+
+/// The histogram of the records with every attribute flipped.
+fn negate(counts: &CountHistogram) -> Result<CountHistogram, CliError> {
+    let full = counts.len() - 1;
+    let mut out = vec![0u64; counts.len()];
+    for (u, &c) in counts.counts().iter().enumerate() {
+        out[full ^ u] = c;
+    }
+    CountHistogram::from_counts(out, MemoryCap::default()).map_err(run_err)
+}
+
+fn query(args: &QueryArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
+    let text = super::read_text(&args.release, &mut std::io::empty())?;
+    let file: ReleaseFile = serde_json::from_str(&text).map_err(|e| {
+        usage(
+            "release",
+            &format!(
+                "{} is not a privq conjunction release: {e}",
+                args.release.display()
+            ),
+        )
+    })?;
+    if file.format != FORMAT {
+        return Err(usage(
+            "release",
+            &format!(
+                "{} has format {:?}; this privq reads {FORMAT:?}",
+                args.release.display(),
+                file.format
+            ),
+        ));
+    }
+    if file.attributes.len() != file.release.decomposition().ground() as usize {
+        return Err(usage(
+            "release",
+            &format!(
+                "{} names {} attributes for a release over {}",
+                args.release.display(),
+                file.attributes.len(),
+                file.release.decomposition().ground()
+            ),
+        ));
+    }
+    // Parse every set before printing anything.
+    let mut rows = Vec::with_capacity(args.sets.len());
+    for text in &args.sets {
+        let mut mask = 0u64;
+        for name in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let bit = file
+                .attributes
+                .iter()
+                .position(|a| a == name)
+                .ok_or_else(|| usage("set", &format!("names an unknown attribute {name:?}")))?;
+            mask |= 1 << bit;
+        }
+        let c = file.release.conjunction(mask);
+        let answer = match file.kind {
+            Kind::Conjunctions => c,
+            // Conjunctions of the negated records: P[all of S unset] = 1 − disjunction.
+            Kind::Disjunctions => 1.0 - c,
+        };
+        rows.push([Cell::Text(text.clone()), Cell::Num(answer)]);
+    }
+    write_rows(
+        args.format.format,
+        &["set", "answer"],
+        rows.iter().map(|r| &r[..]),
+        stdout,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ledger_tests::scratch;
+    use crate::run_with;
+
+    /// A binary table of 4 attributes: a1 in 3/4 of the records, a2 in half.
+    fn table(name: &str) -> std::path::PathBuf {
+        let path = scratch(name).join("table.csv");
+        let mut text = String::from("a1,a2,a3,a4,count\n");
+        for u in 0..16u32 {
+            let bits: Vec<String> = (0..4).map(|i| (u >> i & 1).to_string()).collect();
+            let count = 1000 + 3000 * (u & 1) + 1000 * (u >> 1 & 1);
+            text.push_str(&format!("{},{count}\n", bits.join(",")));
+        }
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn release_then_query_round_trips() {
+        let input = table("conj-table");
+        let out = scratch("conj-release").join("release.json");
+        let (_, err) = run_with(
+            &[
+                "conjunctions",
+                "release",
+                "--input",
+                input.to_str().unwrap(),
+                "--epsilon",
+                "4",
+                "--cap",
+                "4",
+                "--seed",
+                "3",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            "",
+        )
+        .unwrap();
+        assert!(
+            err.contains("pieces") && err.contains("replace-one"),
+            "{err}"
+        );
+        let (text, _) = run_with(
+            &[
+                "conjunctions",
+                "query",
+                "--release",
+                out.to_str().unwrap(),
+                "--set",
+                "",
+                "--set",
+                "a1",
+                "--set",
+                "a1,a2",
+            ],
+            "",
+        )
+        .unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "set,answer");
+        assert_eq!(lines.len(), 4, "{text}");
+        let empty: f64 = lines[1].split(',').nth(1).unwrap().parse().unwrap();
+        assert!((0.0..=1.0).contains(&empty));
+        // An unknown attribute, a damaged file: typed errors, nothing printed.
+        let e = run_with(
+            &[
+                "conjunctions",
+                "query",
+                "--release",
+                out.to_str().unwrap(),
+                "--set",
+                "zz",
+            ],
+            "",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("zz"), "{e}");
+        let text = std::fs::read_to_string(&out).unwrap();
+        std::fs::write(&out, text.replace("\"answers\": [", "\"answers\": [0.5, ")).unwrap();
+        let e = run_with(
+            &[
+                "conjunctions",
+                "query",
+                "--release",
+                out.to_str().unwrap(),
+                "--set",
+                "a1",
+            ],
+            "",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("answers"), "{e}");
+    }
+
+    #[test]
+    fn local_oracle_and_disjunctions() {
+        let input = table("conj-table-local");
+        let out = scratch("conj-release-local").join("release.json");
+        let (_, err) = run_with(
+            &[
+                "conjunctions",
+                "release",
+                "--input",
+                input.to_str().unwrap(),
+                "--epsilon",
+                "1",
+                "--kind",
+                "disjunctions",
+                "--oracle",
+                "local",
+                "--cap",
+                "2",
+                "--seed",
+                "3",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            "",
+        )
+        .unwrap();
+        assert!(err.contains("local DP per device"), "{err}");
+        let (text, _) = run_with(
+            &[
+                "conjunctions",
+                "query",
+                "--release",
+                out.to_str().unwrap(),
+                "--set",
+                "a1,a2",
+                "--format",
+                "json",
+            ],
+            "",
+        )
+        .unwrap();
+        assert!(text.contains("\"answer\""), "{text}");
+        // The ledger records central releases only.
+        let e = run_with(
+            &[
+                "conjunctions",
+                "release",
+                "--input",
+                input.to_str().unwrap(),
+                "--epsilon",
+                "1",
+                "--oracle",
+                "local",
+                "--out",
+                out.to_str().unwrap(),
+                "--ledger-json",
+                scratch("conj-ledger").join("ledger.json").to_str().unwrap(),
+            ],
+            "",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("ledger"), "{e}");
+    }
+}
