@@ -35,6 +35,9 @@ pub enum AppError {
     Sensor,
     /// No hardware entropy source: the device refuses to release anything.
     NoEntropy,
+    /// No provisioned upload-frame key (feature `frames` on hardware): the device
+    /// refuses to run rather than send unauthenticated or test-keyed frames.
+    NoDeviceKey,
     /// The privacy core refused (budget exhausted, corrupted ledger, storage, …).
     Core(privq_core::Error),
 }
