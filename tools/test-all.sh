@@ -216,12 +216,15 @@ size_tool() {
 #   m0-grr, m0-olh, m0-hadamard, m0-laplace   the other mechanisms on Cortex-M0
 #   m0-frames, m4f-frames, m0-laplace-frames   feature `frames`: authenticated upload
 #                                              frames (HMAC-SHA-256) besides the report lines
+#   m0-ntc, m4f-ntc                            feature `ntc`: thermistor through an ADC,
+#                                              converted with micromath (f32)
 E2E_DIR=target/e2e
 E2E_CONFIGS=("m0:thumbv6m-none-eabi:" "m4f:thumbv7em-none-eabihf:"
   "m0-grr:thumbv6m-none-eabi:grr" "m0-olh:thumbv6m-none-eabi:olh"
   "m0-hadamard:thumbv6m-none-eabi:hadamard" "m0-laplace:thumbv6m-none-eabi:laplace"
   "m0-frames:thumbv6m-none-eabi:frames" "m4f-frames:thumbv7em-none-eabihf:frames"
-  "m0-laplace-frames:thumbv6m-none-eabi:laplace,frames")
+  "m0-laplace-frames:thumbv6m-none-eabi:laplace,frames"
+  "m0-ntc:thumbv6m-none-eabi:ntc" "m4f-ntc:thumbv7em-none-eabihf:ntc")
 
 build_e2e_elfs() {
   mkdir -p "$E2E_DIR"
@@ -315,6 +318,7 @@ step clippy-bare-metal - bash -c '
     cargo clippy -p privq-firmware --features rt --target $t -- -D warnings
     cargo clippy -p privq-firmware --features qemu,frames --target $t -- -D warnings
     cargo clippy -p privq-firmware --features rt,frames --target $t -- -D warnings
+    cargo clippy -p privq-firmware --features qemu,ntc --target $t -- -D warnings
   done
   for f in grr olh hadamard laplace; do
     cargo clippy -p privq-firmware --features qemu,$f --target thumbv6m-none-eabi -- -D warnings

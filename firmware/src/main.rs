@@ -17,8 +17,14 @@ use privq_core::ledger::Ledger;
 use privq_core::local::QueryId;
 use privq_firmware::app::{self, AppError, CountingDelay, Device, EpochOutcome};
 use privq_firmware::release::{self, EpochRelease};
+#[cfg(not(feature = "ntc"))]
 use privq_firmware::sensor::{DEFAULT_ADDRESS, TempSensor};
+#[cfg(feature = "ntc")]
+use privq_firmware::sensor::{NTC_10K_B3950, NTC_ADC_ADDRESS, NtcSensor};
 use privq_firmware::store::{FlashLedgerStore, SimFlash};
+#[cfg(feature = "ntc")]
+use privq_firmware::synthetic::SyntheticNtcBus;
+#[cfg(not(feature = "ntc"))]
 use privq_firmware::synthetic::SyntheticSensorBus;
 use privq_firmware::wire;
 
@@ -76,7 +82,15 @@ fn run(fleet: u64, device: u64) -> Result<(), AppError> {
     let release = release::selected()?;
     let name = release.name();
     let mut device_app = Device::new(
+        #[cfg(not(feature = "ntc"))]
         TempSensor::new(SyntheticSensorBus::for_device(device), DEFAULT_ADDRESS),
+        // Feature `ntc`: a thermistor through an ADC, converted with micromath.
+        #[cfg(feature = "ntc")]
+        NtcSensor::new(
+            SyntheticNtcBus::for_device(device, NTC_10K_B3950),
+            NTC_ADC_ADDRESS,
+            NTC_10K_B3950,
+        ),
         CountingDelay::default(),
         ledger,
         release_rng(fleet, device)?,

@@ -20,6 +20,10 @@
 //!   (all five epochs, including the ledger refusing the fifth), the epoch-0 reports
 //!   are put in place of the host-simulated ones and the fleet is aggregated again.
 //!
+//!   Firmware built with feature `ntc` (labels containing `ntc`) reads a simulated
+//!   thermistor through an ADC and converts with micromath in `f32`: its reports must be
+//!   byte-identical to the host's run of the same sensor (soft-float Cortex-M0,
+//!   FPU Cortex-M4F and x86-64 agree bit for bit).
 //!   Firmware built with feature `frames` (labels containing `frames`) also sends every
 //!   report inside HMAC-SHA-256-authenticated upload frames (`privq-frame` lines); the
 //!   host verifies each frame with the device's test-only key (derived here
@@ -43,9 +47,11 @@ use privq_firmware::release::{
     BinFractions, EpochRelease, ModalBin, epoch_epsilon, lifetime_epsilon,
 };
 use privq_firmware::seed::fleet_device_rng;
-use privq_firmware::sensor::{DEFAULT_ADDRESS, TempSensor};
+use privq_firmware::sensor::{
+    DEFAULT_ADDRESS, NTC_10K_B3950, NTC_ADC_ADDRESS, NtcSensor, TempSensor, Thermometer,
+};
 use privq_firmware::store::{FlashLedgerStore, SimFlash};
-use privq_firmware::synthetic::SyntheticSensorBus;
+use privq_firmware::synthetic::{SyntheticNtcBus, SyntheticSensorBus};
 use privq_firmware::wire;
 use privq_host::ldp::aggregate::Aggregator;
 use privq_host::ldp::fleet::{Fleet, MechanismSpec, device_rng};
@@ -78,15 +84,35 @@ struct DeviceRun {
 }
 
 /// Runs device `device` of the fleet for `epochs` epochs exactly as the firmware's
-/// `main` does, with release policy `release`.
-fn run_device<E: EpochRelease>(release: E, device: u64, epochs: u16) -> DeviceRun {
+/// `main` does, with release policy `release`; with `ntc`, the temperature comes from
+/// the simulated thermistor (firmware feature `ntc`), converted with micromath.
+fn run_device<E: EpochRelease>(release: E, device: u64, epochs: u16, ntc: bool) -> DeviceRun {
+    if ntc {
+        let sensor = NtcSensor::new(
+            SyntheticNtcBus::for_device(device, NTC_10K_B3950),
+            NTC_ADC_ADDRESS,
+            NTC_10K_B3950,
+        );
+        run_with(sensor, release, device, epochs)
+    } else {
+        let sensor = TempSensor::new(SyntheticSensorBus::for_device(device), DEFAULT_ADDRESS);
+        run_with(sensor, release, device, epochs)
+    }
+}
+
+fn run_with<T: Thermometer, E: EpochRelease>(
+    sensor: T,
+    release: E,
+    device: u64,
+    epochs: u16,
+) -> DeviceRun {
     let ledger = Ledger::open(
         FlashLedgerStore::new(SimFlash::<FLASH_BYTES>::new()),
         lifetime_epsilon().unwrap(),
     )
     .unwrap();
     let mut dev = Device::new(
-        TempSensor::new(SyntheticSensorBus::for_device(device), DEFAULT_ADDRESS),
+        sensor,
         CountingDelay::default(),
         ledger,
         fleet_device_rng(FLEET_SEED, device),
@@ -124,21 +150,28 @@ fn eps() -> Epsilon {
 
 /// Runs `device` with the release of mechanism `name` (as written in report headers).
 fn run_named(name: &str, device: u64, epochs: u16) -> DeviceRun {
+    run_named_with(name, device, epochs, false)
+}
+
+/// [`run_named`], with the thermistor sensor when `ntc`.
+fn run_named_with(name: &str, device: u64, epochs: u16, ntc: bool) -> DeviceRun {
     let d = BINS as u32;
     match name {
         "oue" => run_device(
             ModalBin(UnaryEncoding::new(UeVariant::Optimized, eps(), d).unwrap()),
             device,
             epochs,
+            ntc,
         ),
-        "grr" => run_device(ModalBin(Grr::new(eps(), d).unwrap()), device, epochs),
-        "olh" => run_device(ModalBin(Olh::new(eps(), d).unwrap()), device, epochs),
+        "grr" => run_device(ModalBin(Grr::new(eps(), d).unwrap()), device, epochs, ntc),
+        "olh" => run_device(ModalBin(Olh::new(eps(), d).unwrap()), device, epochs, ntc),
         "hr" => run_device(
             ModalBin(HadamardResponse::new(eps(), d).unwrap()),
             device,
             epochs,
+            ntc,
         ),
-        "sq-laplace" => run_device(BinFractions::new(eps()).unwrap(), device, epochs),
+        "sq-laplace" => run_device(BinFractions::new(eps()).unwrap(), device, epochs, ntc),
         other => panic!("no firmware release for mechanism {other}"),
     }
 }
@@ -473,7 +506,7 @@ fn qemu_devices_match_the_host() {
         .flat_map(|t| {
             // The non-default configurations get a shorter sample (frames of the
             // default mechanism get the full one).
-            let full = ["m0", "m4f", "m0-frames", "m4f-frames"];
+            let full = ["m0", "m4f", "m0-frames", "m4f-frames", "m0-ntc", "m4f-ntc"];
             let n = if !full.contains(&targets[t].label.as_str()) {
                 2
             } else {
@@ -512,7 +545,8 @@ fn qemu_devices_match_the_host() {
     let mut frames = 0;
     for ((t, device), qemu) in &runs {
         let target = &targets[*t];
-        let host = run_named(&qemu.mechanism, *device, EPOCHS);
+        let ntc = target.label.contains("ntc");
+        let host = run_named_with(&qemu.mechanism, *device, EPOCHS, ntc);
         assert_eq!(
             qemu.reports, host.reports,
             "{} device {device} ({}): QEMU reports differ from the host's",
@@ -536,7 +570,7 @@ fn qemu_devices_match_the_host() {
         entry.0 += 1;
         entry.1 += qemu.reports.len();
         entry.2 = entry.2.max(qemu.stack);
-        if qemu.mechanism == "oue" {
+        if qemu.mechanism == "oue" && !ntc {
             // The epoch-0 report is also the host simulator's report of this device.
             let i = *device as usize;
             let (_, epoch0) = &qemu.reports[0];

@@ -34,11 +34,13 @@ use privq_core::sample::{BoundedDiscreteLaplace, DiscreteLaplace};
 use privq_core::{Epsilon, Result};
 use privq_firmware::app::{BINS, CountingDelay, Device};
 use privq_firmware::release::ModalBin;
-use privq_firmware::sensor::{DEFAULT_ADDRESS, TempSensor};
+use privq_firmware::sensor::{
+    DEFAULT_ADDRESS, NTC_10K_B3950, NTC_10K_B3950_DIGEST, TempSensor, ntc_digest,
+};
 use privq_firmware::store::{FlashLedgerStore, SimFlash};
 use privq_firmware::synthetic::SyntheticSensorBus;
 use privq_tests::CHECKS;
-use privq_tests::check::{Runner, expect_ok};
+use privq_tests::check::{Failure, Runner, expect_ok};
 use privq_tests::cost::CostProfile;
 use privq_tests::rng::SplitMix64;
 use rand_chacha::ChaCha12Rng;
@@ -344,6 +346,18 @@ fn main() -> ! {
         CHECKS.len()
     );
     runner.run_all(CHECKS);
+    runner.run("ntc_micromath_conversion_bit_identical_to_host", || {
+        let got = ntc_digest(&NTC_10K_B3950);
+        if got == NTC_10K_B3950_DIGEST {
+            Ok(())
+        } else {
+            Err(Failure::Mismatch {
+                what: "digest of the thermistor conversion (f32, micromath)",
+                got: i128::from(got),
+                want: i128::from(NTC_10K_B3950_DIGEST),
+            })
+        }
+    });
     match cortex_m::Peripherals::take() {
         Some(p) => {
             let ticks = Ticks::start(p.SYST);
