@@ -18,7 +18,7 @@
 //! All integers are little-endian. [`open`] checks the framing, verifies the tag
 //! in constant time (the `hmac` crate's `verify_slice`) **before** it looks at the
 //! body, then checks the count, the report lengths and every report with
-//! [`report::decode`](crate::report::decode); each hostile case has its own
+//! [`report::decode`]; each hostile case has its own
 //! [`FrameError`]. The collector's replay key is `(device, epoch, sequence)`.
 //!
 //! [`Outbox`] is the device side: a fixed-capacity queue (`heapless`) of encoded
@@ -146,7 +146,7 @@ pub enum FrameError {
     /// exactly (a report runs past the tag, or bytes are left over).
     BodyLength,
     /// Authenticated, but report number `index` (from 0) fails
-    /// [`report::decode`](crate::report::decode) with `error`.
+    /// [`report::decode`] with `error`.
     Report {
         /// Position of the report in the frame.
         index: u16,
@@ -227,7 +227,7 @@ pub struct Frame<'a> {
 
 impl<'a> Frame<'a> {
     /// The reports, in order, each exactly the bytes of one wire-format report
-    /// (each already passed [`report::decode`](crate::report::decode)).
+    /// (each already passed [`report::decode`]).
     pub fn reports(&self) -> Reports<'a> {
         Reports { rest: self.body }
     }
