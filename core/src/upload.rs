@@ -89,9 +89,13 @@ impl DeviceKey {
     }
 
     fn mac(&self) -> HmacSha256 {
-        // HMAC accepts keys of any length, so this never takes the fallback.
-        <HmacSha256 as Mac>::new_from_slice(&self.0)
-            .unwrap_or_else(|_| <HmacSha256 as Mac>::new(&Default::default()))
+        // RFC 2104 §2: a key shorter than the 64-byte block is zero-padded to it, so
+        // the padded block is the same HMAC key, and this constructor cannot fail.
+        let mut block = [0u8; 64];
+        for (dst, &b) in block.iter_mut().zip(&self.0) {
+            *dst = b;
+        }
+        <HmacSha256 as Mac>::new(&block.into())
     }
 }
 
@@ -507,28 +511,18 @@ impl<const FRAMES: usize, const BYTES: usize> Outbox<FRAMES, BYTES> {
             .checked_add(REPORT_PREFIX_LEN)
             .filter(|&n| n <= self.free_bytes())
             .ok_or(Error::OutboxFull)?;
-        let open = match self.open {
-            Some(o) if o.epoch == epoch => o,
-            Some(_) => {
-                self.check_seal()?;
-                self.seal()?;
-                OpenFrame {
-                    epoch,
-                    count: 0,
-                    body_len: 0,
-                }
-            }
-            None => OpenFrame {
-                epoch,
-                count: 0,
-                body_len: 0,
-            },
-        };
-        let count = open.count.checked_add(1).ok_or(Error::OutboxFull)?;
-        let body_len = usize::from(open.body_len)
+        // Everything that can fail is checked before anything changes.
+        let same_epoch = self.open.filter(|o| o.epoch == epoch);
+        let (count, body_len) = same_epoch.map_or((0, 0), |o| (o.count, o.body_len));
+        let count = count.checked_add(1).ok_or(Error::OutboxFull)?;
+        let body_len = usize::from(body_len)
             .checked_add(entry)
             .and_then(|n| u16::try_from(n).ok())
             .ok_or(Error::OutboxFull)?;
+        if self.open.is_some() && same_epoch.is_none() {
+            self.check_seal()?;
+            self.seal()?;
+        }
         let prefix = (report.len() as u16).to_le_bytes();
         self.bytes
             .extend_from_slice(&prefix)

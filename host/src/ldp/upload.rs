@@ -330,6 +330,56 @@ mod tests {
             prop_assert_eq!(verify_frame(&long, keys), Err(FrameReject::TrailingBytes));
         }
 
+        /// Any sequence of pushes, seals and (acknowledged or lost) sends: every report
+        /// the outbox accepted comes out exactly once, in order, in a frame of its epoch,
+        /// with sequence numbers 0, 1, 2, …; a refused push changes nothing.
+        #[test]
+        fn the_outbox_loses_nothing(
+            ops in proptest::collection::vec((0u8..4, 0u32..3, any::<bool>()), 1..80),
+        ) {
+            let mut ob: Outbox<3, 60> = Outbox::new(5, 0);
+            let mut accepted = Vec::new();
+            let mut delivered = Vec::new();
+            let mut next_seq = 0u32;
+            let mut buf = [0u8; 128];
+            let mut q = 0u8;
+            let mut send = |ob: &mut Outbox<3, 60>, ack: bool, delivered: &mut Vec<(u32, Vec<u8>)>,
+                            next_seq: &mut u32| {
+                if let Some(n) = ob.write_front(&key(), &mut buf).unwrap() {
+                    let v = verify_frame(&buf[..n], keys).unwrap();
+                    if ack {
+                        assert_eq!(v.sequence, *next_seq);
+                        *next_seq += 1;
+                        ob.acknowledge(v.sequence).unwrap();
+                        delivered.extend(v.reports.into_iter().map(|r| (v.epoch, r)));
+                    }
+                }
+            };
+            for (op, epoch, ack) in ops {
+                match op {
+                    0 | 1 => {
+                        q = q.wrapping_add(1);
+                        let r = [1, 8, q, 0, 1, 0, 1, 0, 0, 0, 0, 0, q % 2];
+                        let (pending, free) = (ob.pending(), ob.free_bytes());
+                        match ob.push(epoch, &r) {
+                            Ok(()) => accepted.push((epoch, r.to_vec())),
+                            Err(e) => {
+                                prop_assert_eq!(e, privq_core::Error::OutboxFull);
+                                prop_assert_eq!((ob.pending(), ob.free_bytes()), (pending, free));
+                            }
+                        }
+                    }
+                    2 => { let _ = ob.seal(); }
+                    _ => send(&mut ob, ack, &mut delivered, &mut next_seq),
+                }
+            }
+            while ob.pending() > 0 || ob.unsealed_reports() > 0 {
+                let _ = ob.seal();
+                send(&mut ob, true, &mut delivered, &mut next_seq);
+            }
+            prop_assert_eq!(delivered, accepted);
+        }
+
         /// Arbitrary bytes (also with a correct magic, version and length) never panic
         /// and never verify; arbitrary bodies with a correct tag never panic.
         #[test]
