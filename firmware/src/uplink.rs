@@ -11,12 +11,15 @@
 //!
 //! ```
 //! use privq_firmware::uplink::Uplink;
-//! use privq_core::upload::{open, DeviceKey};
+//! use privq_core::upload::{open, DeviceKey, FrameHeader};
 //!
 //! let key = DeviceKey::new([3; 32]); // a fixed key: tests only
 //! let mut up: Uplink<2, 64, 121> = Uplink::new(9, key.clone());
 //! let mut got = Vec::new();
-//! let mut deliver = |_: &_, frame: &[u8]| { got.push(frame.to_vec()); true };
+//! let mut deliver = |_: &FrameHeader, frame: &[u8]| {
+//!     got.push(frame.to_vec());
+//!     true
+//! };
 //! up.queue(0, &[1, 8, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1], &mut deliver)?;
 //! up.flush(&mut deliver)?;
 //! assert_eq!(open(&got[0], &key).map(|f| f.header.count), Ok(1));
@@ -126,6 +129,22 @@ mod tests {
 
     fn report(q: u8) -> [u8; 13] {
         [1, 8, q, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1]
+    }
+
+    /// The module example, compiled (the crate has no doctests).
+    #[test]
+    fn module_example() -> Result<(), Error> {
+        let key = DeviceKey::new([3; 32]); // a fixed key: tests only
+        let mut up: Uplink<2, 64, 121> = Uplink::new(9, key.clone());
+        let mut got = Vec::new();
+        let mut deliver = |_: &FrameHeader, frame: &[u8]| {
+            got.push(frame.to_vec());
+            true
+        };
+        up.queue(0, &[1, 8, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1], &mut deliver)?;
+        up.flush(&mut deliver)?;
+        assert_eq!(open(&got[0], &key).map(|f| f.header.count), Ok(1));
+        Ok(())
     }
 
     #[test]
