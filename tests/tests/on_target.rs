@@ -358,6 +358,10 @@ fn main() -> ! {
             })
         }
     });
+    runner.run(
+        "hmac_sha256_rfc4231_case_2_and_frame_round_trip",
+        hmac_on_target,
+    );
     match cortex_m::Peripherals::take() {
         Some(p) => {
             let ticks = Ticks::start(p.SYST);
@@ -373,6 +377,52 @@ fn main() -> ! {
     }
     let ok = runner.finish();
     exit(ok)
+}
+
+/// HMAC-SHA-256 on the target: RFC 4231 test case 2 ("Jefe", zero-padded to the
+/// 32-byte device key: the same HMAC key), and a frame written by an outbox that
+/// verifies, then fails after a one-bit change.
+fn hmac_on_target() -> privq_tests::check::Outcome {
+    use privq_core::upload::{DeviceKey, FrameError, Outbox, open, tag};
+    let mut k = [0u8; 32];
+    k[..4].copy_from_slice(b"Jefe");
+    let key = DeviceKey::new(k);
+    let want: [u8; 32] = [
+        0x5b, 0xdc, 0xc1, 0x46, 0xbf, 0x60, 0x75, 0x4e, 0x6a, 0x04, 0x24, 0x26, 0x08, 0x95, 0x75,
+        0xc7, 0x5a, 0x00, 0x3f, 0x08, 0x9d, 0x27, 0x39, 0x83, 0x9d, 0xec, 0x58, 0xb9, 0x64, 0xec,
+        0x38, 0x43,
+    ];
+    let got = tag(&key, b"what do ya want for nothing?");
+    if got != want {
+        return Err(Failure::Mismatch {
+            what: "HMAC-SHA-256 RFC 4231 case 2, first 8 bytes",
+            got: i128::from(u64::from_be_bytes([
+                got[0], got[1], got[2], got[3], got[4], got[5], got[6], got[7],
+            ])),
+            want: i128::from(u64::from_be_bytes([
+                want[0], want[1], want[2], want[3], want[4], want[5], want[6], want[7],
+            ])),
+        });
+    }
+    let mut outbox: Outbox<2, 32> = Outbox::new(7, 0);
+    let report = [1, 8, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1];
+    expect_ok("outbox push", outbox.push(3, &report))?;
+    expect_ok("outbox seal", outbox.seal())?;
+    let mut buf = [0u8; 89];
+    let n = expect_ok("write_front", outbox.write_front(&key, &mut buf))?.unwrap_or(0);
+    let ok = open(&buf[..n], &key).map(|f| f.header.sequence);
+    buf[30] ^= 1;
+    let bad = open(&buf[..n], &key).map(|f| f.header.sequence);
+    if ok == Ok(0) && bad == Err(FrameError::Mac) {
+        Ok(())
+    } else {
+        Err(Failure::Mismatch {
+            what: "frame verifies (1) and a flipped bit fails (1)",
+            got: i128::from(u8::from(ok == Ok(0))) * 2
+                + i128::from(u8::from(bad == Err(FrameError::Mac))),
+            want: 3,
+        })
+    }
 }
 
 /// Ends QEMU with status 0 (`ok`) or 1.
