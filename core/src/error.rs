@@ -74,6 +74,15 @@ pub enum Error {
     /// A report's payload holds a value out of range (item ≥ domain, bit not 0/1,
     /// padding bits set, hash seed ≥ prime, value off its grid).
     ReportValueOutOfRange,
+    /// The upload outbox has no room for the report (or no free frame slot for a
+    /// seal); nothing was added or dropped.
+    OutboxFull,
+    /// The outbox has used every sequence number; it seals no further frame.
+    SequenceExhausted,
+    /// No pending upload frame has this sequence number at the front of the outbox.
+    NotPending,
+    /// An upload frame must hold at least one report.
+    EmptyFrame,
     /// ρ (zero-concentrated DP) was zero.
     RhoZero,
     /// ρ was negative, not finite, below 2⁻⁶³ or too large for a 64-bit fraction.
@@ -122,6 +131,10 @@ impl fmt::Display for Error {
             Error::ReportParameter => "the report's header parameters are invalid",
             Error::ReportLength => "the report's length does not match its header",
             Error::ReportValueOutOfRange => "the report's payload holds an out-of-range value",
+            Error::OutboxFull => "the upload outbox is full; nothing was dropped",
+            Error::SequenceExhausted => "the upload outbox has used every sequence number",
+            Error::NotPending => "no pending upload frame has this sequence number",
+            Error::EmptyFrame => "an upload frame needs at least one report",
             Error::RhoZero => "rho must be positive, got 0",
             Error::RhoInvalid => {
                 "rho must be a positive finite number between 2^-63 and 2^64 (as a 64-bit fraction)"

@@ -10,6 +10,8 @@
 //! * [`Fixed`], [`GridLaplace`] and [`GridGaussian`]: the Laplace and Gaussian
 //!   mechanisms on a power-of-two grid.
 //! * [`histogram::Histogram`]: fixed-size histograms of readings.
+//! * [`report`]: the device-report wire format; [`upload`]: HMAC-SHA-256-authenticated
+//!   upload frames of reports and the device's outbox that keeps them until acknowledged.
 //!
 //! Randomness is always passed in (`R: rand_core::Rng`; releases need `CryptoRng`),
 //! and every fallible operation returns [`Result`] with a typed [`Error`].
@@ -56,3 +58,4 @@ pub use rho::Rho;
 pub mod ledger;
 pub mod local;
 pub mod report;
+pub mod upload;

@@ -2,7 +2,6 @@
 //! through the configured local randomizer, debiting the budget ledger first.
 
 use embedded_hal::delay::DelayNs;
-use embedded_hal::i2c::I2c;
 use privq_core::Fixed;
 use privq_core::histogram::{Histogram, OutOfRange};
 use privq_core::ledger::{Ledger, LedgerStore};
@@ -10,7 +9,7 @@ use privq_core::local::QueryId;
 use privq_core::rand_core::{CryptoRng, Rng};
 
 use crate::release::{EpochRelease, modal_bin};
-use crate::sensor::TempSensor;
+use crate::sensor::Thermometer;
 
 /// Histogram bins (the randomizers' domain).
 pub const BINS: usize = 64;
@@ -35,6 +34,9 @@ pub enum AppError {
     Sensor,
     /// No hardware entropy source: the device refuses to release anything.
     NoEntropy,
+    /// No provisioned upload-frame key (feature `frames` on hardware): the device
+    /// refuses to run rather than send unauthenticated or test-keyed frames.
+    NoDeviceKey,
     /// The privacy core refused (budget exhausted, corrupted ledger, storage, …).
     Core(privq_core::Error),
 }
@@ -69,8 +71,8 @@ pub fn bin_of_raw(raw: i16) -> usize {
 /// Reads `count` temperatures, one every [`READ_PERIOD_MS`], into `histogram` (one of
 /// [`new_histogram`]'s layout); `on_reading` sees each raw reading (e.g. for logging).
 /// Returns the last reading in °C.
-pub fn collect<I2C: I2c, D: DelayNs>(
-    sensor: &mut TempSensor<I2C>,
+pub fn collect<T: Thermometer, D: DelayNs>(
+    sensor: &mut T,
     delay: &mut D,
     histogram: &mut Histogram<BINS>,
     count: u32,
@@ -106,9 +108,9 @@ pub enum EpochOutcome {
 /// The same code runs on the microcontroller, in QEMU and in host simulations of a
 /// whole fleet (the end-to-end test).
 #[derive(Debug)]
-pub struct Device<I2C, D, S: LedgerStore, R, E> {
+pub struct Device<T, D, S: LedgerStore, R, E> {
     /// The temperature sensor.
-    pub sensor: TempSensor<I2C>,
+    pub sensor: T,
     /// Paces the readings.
     pub delay: D,
     /// The lifetime budget.
@@ -121,9 +123,9 @@ pub struct Device<I2C, D, S: LedgerStore, R, E> {
     pub histogram: Histogram<BINS>,
 }
 
-impl<I2C, D, S, R, E> Device<I2C, D, S, R, E>
+impl<T, D, S, R, E> Device<T, D, S, R, E>
 where
-    I2C: I2c,
+    T: Thermometer,
     D: DelayNs,
     S: LedgerStore,
     R: Rng + CryptoRng,
@@ -131,7 +133,7 @@ where
 {
     /// A device with an empty histogram.
     pub fn new(
-        sensor: TempSensor<I2C>,
+        sensor: T,
         delay: D,
         ledger: Ledger<S>,
         rng: R,
@@ -202,7 +204,7 @@ mod tests {
     use super::*;
     use crate::release::{lifetime_epsilon, selected};
     use crate::seed::fleet_device_rng;
-    use crate::sensor::DEFAULT_ADDRESS;
+    use crate::sensor::{DEFAULT_ADDRESS, TempSensor};
     use crate::store::{FlashLedgerStore, SimFlash};
     use crate::synthetic::SyntheticSensorBus;
     use std::vec::Vec;
@@ -238,7 +240,7 @@ mod tests {
     fn device(
         d: u64,
     ) -> Device<
-        SyntheticSensorBus,
+        TempSensor<SyntheticSensorBus>,
         CountingDelay,
         FlashLedgerStore<SimFlash<512>>,
         crate::chacha::ChaCha12,

@@ -16,7 +16,10 @@
 //!    fails closed;
 //! 4. each report is encoded in the wire format of [`privq_core::report`] and emitted:
 //!    a defmt log line, plus in QEMU the raw bytes as a text line on semihosting stderr
-//!    ([`wire`]) for the host to decode and aggregate.
+//!    ([`wire`]) for the host to decode and aggregate;
+//! 5. with feature `frames`, the reports also go into an outbox ([`uplink`]) and leave
+//!    as HMAC-SHA-256-authenticated upload frames (`docs/upload-frame.md`), each kept
+//!    until acknowledged; in QEMU one `privq-frame` line per frame.
 //!
 //! Randomness is passed in: [`seed`] holds the **QEMU/test-only** fixed seeds (device
 //! `i` of fleet `s` uses exactly the host simulator's seed, so QEMU and host reports can
@@ -33,4 +36,5 @@ pub mod seed;
 pub mod sensor;
 pub mod store;
 pub mod synthetic;
+pub mod uplink;
 pub mod wire;

@@ -17,8 +17,14 @@ use privq_core::ledger::Ledger;
 use privq_core::local::QueryId;
 use privq_firmware::app::{self, AppError, CountingDelay, Device, EpochOutcome};
 use privq_firmware::release::{self, EpochRelease};
+#[cfg(not(feature = "ntc"))]
 use privq_firmware::sensor::{DEFAULT_ADDRESS, TempSensor};
+#[cfg(feature = "ntc")]
+use privq_firmware::sensor::{NTC_10K_B3950, NTC_ADC_ADDRESS, NtcSensor};
 use privq_firmware::store::{FlashLedgerStore, SimFlash};
+#[cfg(feature = "ntc")]
+use privq_firmware::synthetic::SyntheticNtcBus;
+#[cfg(not(feature = "ntc"))]
 use privq_firmware::synthetic::SyntheticSensorBus;
 use privq_firmware::wire;
 
@@ -34,6 +40,13 @@ const EPOCHS: u16 = 5;
 
 /// Bytes of simulated flash for the ledger: a flag page and a one-page record log.
 const FLASH_BYTES: usize = 512;
+
+/// Feature `frames`: the outbox holds 2 sealed frames and 4 reports of the longest kind
+/// (with their 2-byte length prefixes); a frame is at most 57 + 104 = 161 bytes.
+#[cfg(feature = "frames")]
+type FirmwareUplink = privq_firmware::uplink::Uplink<2, OUTBOX_BYTES, { OUTBOX_BYTES + 57 }>;
+#[cfg(feature = "frames")]
+const OUTBOX_BYTES: usize = 4 * (release::MAX_REPORT_LEN + 2);
 
 #[entry]
 fn main() -> ! {
@@ -69,14 +82,42 @@ fn run(fleet: u64, device: u64) -> Result<(), AppError> {
     let release = release::selected()?;
     let name = release.name();
     let mut device_app = Device::new(
+        #[cfg(not(feature = "ntc"))]
         TempSensor::new(SyntheticSensorBus::for_device(device), DEFAULT_ADDRESS),
+        // Feature `ntc`: a thermistor through an ADC, converted with micromath.
+        #[cfg(feature = "ntc")]
+        NtcSensor::new(
+            SyntheticNtcBus::for_device(device, NTC_10K_B3950),
+            NTC_ADC_ADDRESS,
+            NTC_10K_B3950,
+        ),
         CountingDelay::default(),
         ledger,
         release_rng(fleet, device)?,
         release,
     )?;
     let (mut released, mut refused) = (0u32, 0u32);
+    #[cfg(feature = "frames")]
+    let mut uplink = FirmwareUplink::new(device, device_key(fleet, device)?);
+    #[cfg(feature = "frames")]
+    let mut send = |h: &privq_core::upload::FrameHeader, frame: &[u8]| {
+        defmt::info!(
+            "frame seq {=u32} epoch {=u32}: {=usize} bytes",
+            h.sequence,
+            h.epoch,
+            frame.len()
+        );
+        emit(wire::frame_line_head(fleet, device, h.epoch, h.sequence).as_bytes());
+        for piece in frame.chunks(wire::HEX_PIECE) {
+            emit(wire::hex_piece(piece).as_bytes());
+        }
+        emit(b"\n");
+        // The semihosting channel cannot lose a line: delivered = acknowledged.
+        true
+    };
     for epoch in 0..EPOCHS {
+        #[cfg(feature = "frames")]
+        let mut upload_error = None;
         let outcome = device_app.run_epoch(
             epoch,
             |n, raw| {
@@ -88,8 +129,19 @@ fn run(fleet: u64, device: u64) -> Result<(), AppError> {
             &mut |query: QueryId, report: &[u8]| {
                 defmt::info!("report query {=u16}: {=[u8]:02x}", query.0, report);
                 emit(wire::report_line(fleet, device, query.0, report).as_bytes());
+                #[cfg(feature = "frames")]
+                if let Err(e) = uplink.queue(u32::from(epoch), report, &mut send) {
+                    upload_error.get_or_insert(e);
+                }
             },
         )?;
+        #[cfg(feature = "frames")]
+        {
+            if let Some(e) = upload_error {
+                return Err(e.into());
+            }
+            uplink.flush(&mut send)?;
+        }
         match outcome {
             EpochOutcome::Released { item, reports } => {
                 released += reports;
@@ -305,6 +357,23 @@ mod cmdline {
 #[cfg(not(feature = "qemu"))]
 fn device_identity() -> (u64, u64) {
     (0, 0)
+}
+
+/// The upload-frame key: the **QEMU/test-only** key of simulated device `device`.
+#[cfg(all(feature = "frames", feature = "qemu"))]
+fn device_key(fleet: u64, device: u64) -> Result<privq_core::upload::DeviceKey, AppError> {
+    defmt::warn!("QEMU build: test-only frame key, frames are NOT authenticated");
+    Ok(privq_firmware::seed::qemu_test_only_device_key(
+        fleet, device,
+    ))
+}
+
+/// The upload-frame key, provisioned per device. This generic example targets no
+/// particular board, so it has none and the firmware refuses to run.
+#[cfg(all(feature = "frames", not(feature = "qemu")))]
+fn device_key(_fleet: u64, _device: u64) -> Result<privq_core::upload::DeviceKey, AppError> {
+    defmt::error!("no provisioned frame key for this board: refusing to run");
+    Err(AppError::NoDeviceKey)
 }
 
 /// The RNG that noises releases.

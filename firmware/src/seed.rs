@@ -9,6 +9,7 @@
 //! guarantee entirely. They exist so QEMU runs and tests are reproducible.
 
 use crate::chacha::ChaCha12;
+use privq_core::upload::DeviceKey;
 use rand_core::SeedableRng;
 
 /// **QEMU / TEST ONLY.** The fixed seed of the original single-device demo.
@@ -34,7 +35,44 @@ pub fn fleet_device_rng(fleet_seed: u64, device: u64) -> ChaCha12 {
     ChaCha12::from_seed(seed)
 }
 
+/// **QEMU / TEST ONLY — NOT A SECRET.** The last 16 bytes of every test-only frame key.
+pub const QEMU_TEST_ONLY_KEY_LABEL: [u8; 16] = *b"NOT-A-REAL-KEY!!";
+
+/// **QEMU / TEST ONLY — NOT A SECRET.** The upload-frame key of simulated device
+/// `device` in fleet `fleet_seed`: `fleet_seed` (8 bytes LE) ‖ `device` (8 bytes LE) ‖
+/// [`QEMU_TEST_ONLY_KEY_LABEL`], derived like [`fleet_device_rng`]'s seed (but never
+/// equal to it), so the host can verify a QEMU device's frames. Anyone can compute
+/// it: frames tagged with it prove nothing. A real device gets a random per-device
+/// key provisioned into protected storage.
+pub fn qemu_test_only_device_key(fleet_seed: u64, device: u64) -> DeviceKey {
+    let mut key = [0u8; 32];
+    for (dst, &b) in key.iter_mut().zip(
+        fleet_seed
+            .to_le_bytes()
+            .iter()
+            .chain(&device.to_le_bytes())
+            .chain(&QEMU_TEST_ONLY_KEY_LABEL),
+    ) {
+        *dst = b;
+    }
+    DeviceKey::new(key)
+}
+
 /// The release RNG from 32 bytes of hardware entropy.
 pub fn rng_from_entropy(entropy: [u8; 32]) -> ChaCha12 {
     ChaCha12::from_seed(entropy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn test_key_layout() {
+        let k = qemu_test_only_device_key(0x0102_0304_0506_0708, 3);
+        let b = k.as_bytes();
+        assert_eq!(b[..8], [8, 7, 6, 5, 4, 3, 2, 1]);
+        assert_eq!(b[8..16], [3, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(&b[16..], b"NOT-A-REAL-KEY!!");
+    }
 }

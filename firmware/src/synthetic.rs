@@ -15,7 +15,9 @@ use core::convert::Infallible;
 
 use embedded_hal::i2c::{ErrorType, I2c, Operation, SevenBitAddress};
 
-use crate::sensor::{DEFAULT_ADDRESS, TEMPERATURE_REGISTER};
+use crate::sensor::{
+    ADC_CONVERSION_REGISTER, DEFAULT_ADDRESS, NTC_ADC_ADDRESS, Ntc, TEMPERATURE_REGISTER,
+};
 
 /// Baseline of the original single-device demo (and of [`SyntheticSensorBus::new`]):
 /// 21.5 °C in 1/128 °C units.
@@ -136,6 +138,64 @@ impl I2c<SevenBitAddress> for SyntheticSensorBus {
     }
 }
 
+/// The simulated thermistor of [`crate::sensor::NtcSensor`]: an ADC at
+/// [`NTC_ADC_ADDRESS`] whose conversion register serves, for each reading, the code an
+/// ideal divider gives at the temperature [`SyntheticSensorBus`] would serve
+/// ([`Ntc::raw_to_code`]). Other transfers read zeros.
+#[derive(Debug)]
+pub struct SyntheticNtcBus {
+    inner: SyntheticSensorBus,
+    ntc: Ntc,
+    register: u8,
+}
+
+impl SyntheticNtcBus {
+    /// The thermistor of simulated device `device` (the waveform of
+    /// [`SyntheticSensorBus::for_device`]).
+    pub fn for_device(device: u64, ntc: Ntc) -> Self {
+        SyntheticNtcBus {
+            inner: SyntheticSensorBus::for_device(device),
+            ntc,
+            register: 0,
+        }
+    }
+}
+
+impl ErrorType for SyntheticNtcBus {
+    type Error = Infallible;
+}
+
+impl I2c<SevenBitAddress> for SyntheticNtcBus {
+    fn transaction(
+        &mut self,
+        address: SevenBitAddress,
+        operations: &mut [Operation<'_>],
+    ) -> Result<(), Infallible> {
+        for op in operations {
+            match op {
+                Operation::Write(bytes) => {
+                    if let Some(&r) = bytes.first() {
+                        self.register = r;
+                    }
+                }
+                Operation::Read(buf) => {
+                    buf.fill(0);
+                    if address == NTC_ADC_ADDRESS && self.register == ADC_CONVERSION_REGISTER {
+                        let mut t = [0u8; 2];
+                        self.inner
+                            .write_read(DEFAULT_ADDRESS, &[TEMPERATURE_REGISTER], &mut t)?;
+                        let code = self.ntc.raw_to_code(i16::from_be_bytes(t)).to_be_bytes();
+                        for (b, v) in buf.iter_mut().zip(code) {
+                            *b = v;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -154,6 +214,30 @@ mod tests {
         }
         assert_eq!(sensor.release().readings(), 100);
         assert_eq!(waveform(DEMO_BASELINE, 0), 2752); // 21.5 °C exactly
+    }
+
+    #[test]
+    fn the_thermistor_reads_the_waveform_within_a_tenth_of_a_degree() {
+        use crate::sensor::{NTC_10K_B3950, NtcSensor, Thermometer};
+        let mut ntc = NtcSensor::new(
+            SyntheticNtcBus::for_device(7, NTC_10K_B3950),
+            NTC_ADC_ADDRESS,
+            NTC_10K_B3950,
+        );
+        for n in 0..100 {
+            let raw = ntc.read_raw().unwrap();
+            let truth = waveform(device_baseline(7), n);
+            assert!((raw - truth).abs() <= 12, "{n}: {raw} vs {truth}");
+        }
+        let mut wrong = NtcSensor::new(
+            SyntheticNtcBus::for_device(7, NTC_10K_B3950),
+            0x10,
+            NTC_10K_B3950,
+        );
+        assert!(
+            wrong.read_raw().is_err(),
+            "other addresses read 0: open circuit"
+        );
     }
 
     #[test]

@@ -8,7 +8,12 @@
 //! privq-report fleet=<u64> device=<u64> query=<u16> hex=<report bytes, lowercase hex>
 //! privq-refused fleet=<u64> device=<u64> epoch=<u16> reason=<budget-exhausted|ledger-corrupted>
 //! privq-done fleet=<u64> device=<u64> mechanism=<name> released=<n> refused=<n> stack=<bytes>
+//! privq-frame fleet=<u64> device=<u64> epoch=<u32> seq=<u32> hex=<upload frame, lowercase hex>
 //! ```
+//!
+//! `privq-frame` lines (feature `frames`) carry one whole upload frame
+//! (`docs/upload-frame.md`); the firmware writes them in pieces ([`frame_line_head`],
+//! then [`hex_piece`]s, then `\n`) so one 160-byte line buffer serves every line.
 //!
 //! `hex` is the exact wire-format report (`docs/report-format.md`). The formatting is
 //! allocation-free and does not use `core::fmt` (small flash); [`field`] and
@@ -162,6 +167,29 @@ pub fn done_line(
     line
 }
 
+/// The start of a `privq-frame …` line, up to and including `hex=`; the frame's hex
+/// follows in [`hex_piece`]s and the line ends with `\n`.
+pub fn frame_line_head(fleet: u64, device: u64, epoch: u32, sequence: u32) -> Line<160> {
+    let mut line = Line::new();
+    line.push_str("privq-frame")
+        .field("fleet", fleet)
+        .field("device", device)
+        .field("epoch", u64::from(epoch))
+        .field("seq", u64::from(sequence))
+        .push_str(" hex=");
+    line
+}
+
+/// Bytes of a frame per [`hex_piece`] (hex: twice as many characters).
+pub const HEX_PIECE: usize = 64;
+
+/// Up to [`HEX_PIECE`] bytes as lowercase hex (no newline).
+pub fn hex_piece(bytes: &[u8]) -> Line<160> {
+    let mut line = Line::new();
+    line.push_hex(bytes);
+    line
+}
+
 /// The value of ` key=` in `line` (up to the next space or the end).
 pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     line.split(' ').find_map(|part| {
@@ -193,6 +221,8 @@ pub fn field_u64(line: &str, key: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
+
     use super::*;
 
     #[test]
@@ -254,6 +284,27 @@ mod tests {
         );
         assert_eq!(field("a b=1 bc=2", "bc"), Some("2"));
         assert_eq!(field("a b=1", "c"), None);
+    }
+
+    #[test]
+    fn frame_lines_round_trip() {
+        let frame: std::vec::Vec<u8> = (0..=200u8).collect();
+        let mut text = std::string::String::new();
+        let head = frame_line_head(u64::MAX, 2, u32::MAX, 7);
+        text.push_str(core::str::from_utf8(head.as_bytes()).unwrap());
+        for piece in frame.chunks(HEX_PIECE) {
+            let p = hex_piece(piece);
+            assert!(!p.overflowed() && !head.overflowed());
+            text.push_str(core::str::from_utf8(p.as_bytes()).unwrap());
+        }
+        assert!(text.starts_with(
+            "privq-frame fleet=18446744073709551615 device=2 epoch=4294967295 seq=7 hex=0001"
+        ));
+        assert_eq!(field_u64(&text, "seq"), Some(7));
+        assert_eq!(field_u64(&text, "epoch"), Some(u64::from(u32::MAX)));
+        let mut out = [0u8; 256];
+        let n = decode_hex(field(&text, "hex").unwrap(), &mut out).unwrap();
+        assert_eq!(&out[..n], &frame[..]);
     }
 
     #[test]

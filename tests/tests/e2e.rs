@@ -20,6 +20,17 @@
 //!   (all five epochs, including the ledger refusing the fifth), the epoch-0 reports
 //!   are put in place of the host-simulated ones and the fleet is aggregated again.
 //!
+//!   Firmware built with feature `ntc` (labels containing `ntc`) reads a simulated
+//!   thermistor through an ADC and converts with micromath in `f32`: its reports must be
+//!   byte-identical to the host's run of the same sensor (soft-float Cortex-M0,
+//!   FPU Cortex-M4F and x86-64 agree bit for bit).
+//!   Firmware built with feature `frames` (labels containing `frames`) also sends every
+//!   report inside HMAC-SHA-256-authenticated upload frames (`privq-frame` lines); the
+//!   host verifies each frame with the device's test-only key (derived here
+//!   independently of the firmware), requires sequence numbers 0, 1, 2, … with no gap
+//!   or repeat, each frame's epoch to match its reports' query ids, and the reports in
+//!   the frames to equal, in order, the reports checked above.
+//!
 //! Both fail the run on any byte difference or estimate outside its interval.
 
 use std::collections::BTreeMap;
@@ -30,17 +41,21 @@ use privq_core::Epsilon;
 use privq_core::ledger::Ledger;
 use privq_core::local::{Grr, HadamardResponse, Olh, QueryId, UeVariant, UnaryEncoding};
 use privq_core::report::decode;
+use privq_core::upload::DeviceKey;
 use privq_firmware::app::{BINS, CountingDelay, Device, EpochOutcome};
 use privq_firmware::release::{
     BinFractions, EpochRelease, ModalBin, epoch_epsilon, lifetime_epsilon,
 };
 use privq_firmware::seed::fleet_device_rng;
-use privq_firmware::sensor::{DEFAULT_ADDRESS, TempSensor};
+use privq_firmware::sensor::{
+    DEFAULT_ADDRESS, NTC_10K_B3950, NTC_ADC_ADDRESS, NtcSensor, TempSensor, Thermometer,
+};
 use privq_firmware::store::{FlashLedgerStore, SimFlash};
-use privq_firmware::synthetic::SyntheticSensorBus;
+use privq_firmware::synthetic::{SyntheticNtcBus, SyntheticSensorBus};
 use privq_firmware::wire;
 use privq_host::ldp::aggregate::Aggregator;
 use privq_host::ldp::fleet::{Fleet, MechanismSpec, device_rng};
+use privq_host::ldp::upload::{Admission, SeenFrames, VerifiedFrame, verify_frame};
 use rand_core::Rng;
 
 /// The fleet seed (QEMU/test only: fixed seeds are not private).
@@ -69,15 +84,35 @@ struct DeviceRun {
 }
 
 /// Runs device `device` of the fleet for `epochs` epochs exactly as the firmware's
-/// `main` does, with release policy `release`.
-fn run_device<E: EpochRelease>(release: E, device: u64, epochs: u16) -> DeviceRun {
+/// `main` does, with release policy `release`; with `ntc`, the temperature comes from
+/// the simulated thermistor (firmware feature `ntc`), converted with micromath.
+fn run_device<E: EpochRelease>(release: E, device: u64, epochs: u16, ntc: bool) -> DeviceRun {
+    if ntc {
+        let sensor = NtcSensor::new(
+            SyntheticNtcBus::for_device(device, NTC_10K_B3950),
+            NTC_ADC_ADDRESS,
+            NTC_10K_B3950,
+        );
+        run_with(sensor, release, device, epochs)
+    } else {
+        let sensor = TempSensor::new(SyntheticSensorBus::for_device(device), DEFAULT_ADDRESS);
+        run_with(sensor, release, device, epochs)
+    }
+}
+
+fn run_with<T: Thermometer, E: EpochRelease>(
+    sensor: T,
+    release: E,
+    device: u64,
+    epochs: u16,
+) -> DeviceRun {
     let ledger = Ledger::open(
         FlashLedgerStore::new(SimFlash::<FLASH_BYTES>::new()),
         lifetime_epsilon().unwrap(),
     )
     .unwrap();
     let mut dev = Device::new(
-        TempSensor::new(SyntheticSensorBus::for_device(device), DEFAULT_ADDRESS),
+        sensor,
         CountingDelay::default(),
         ledger,
         fleet_device_rng(FLEET_SEED, device),
@@ -115,21 +150,28 @@ fn eps() -> Epsilon {
 
 /// Runs `device` with the release of mechanism `name` (as written in report headers).
 fn run_named(name: &str, device: u64, epochs: u16) -> DeviceRun {
+    run_named_with(name, device, epochs, false)
+}
+
+/// [`run_named`], with the thermistor sensor when `ntc`.
+fn run_named_with(name: &str, device: u64, epochs: u16, ntc: bool) -> DeviceRun {
     let d = BINS as u32;
     match name {
         "oue" => run_device(
             ModalBin(UnaryEncoding::new(UeVariant::Optimized, eps(), d).unwrap()),
             device,
             epochs,
+            ntc,
         ),
-        "grr" => run_device(ModalBin(Grr::new(eps(), d).unwrap()), device, epochs),
-        "olh" => run_device(ModalBin(Olh::new(eps(), d).unwrap()), device, epochs),
+        "grr" => run_device(ModalBin(Grr::new(eps(), d).unwrap()), device, epochs, ntc),
+        "olh" => run_device(ModalBin(Olh::new(eps(), d).unwrap()), device, epochs, ntc),
         "hr" => run_device(
             ModalBin(HadamardResponse::new(eps(), d).unwrap()),
             device,
             epochs,
+            ntc,
         ),
-        "sq-laplace" => run_device(BinFractions::new(eps()).unwrap(), device, epochs),
+        "sq-laplace" => run_device(BinFractions::new(eps()).unwrap(), device, epochs, ntc),
         other => panic!("no firmware release for mechanism {other}"),
     }
 }
@@ -300,9 +342,31 @@ fn targets() -> Vec<Target> {
         .collect()
 }
 
+/// The test-only frame key of `device` (docs/upload-frame.md), spelled out here rather
+/// than taken from the firmware: fleet (8 bytes LE) ‖ device (8 bytes LE) ‖ the label.
+fn test_only_key(fleet: u64, device: u64) -> DeviceKey {
+    let mut k = Vec::with_capacity(32);
+    k.extend_from_slice(&fleet.to_le_bytes());
+    k.extend_from_slice(&device.to_le_bytes());
+    k.extend_from_slice(b"NOT-A-REAL-KEY!!");
+    DeviceKey::new(k.try_into().unwrap())
+}
+
+#[test]
+fn the_firmware_derives_the_documented_test_key() {
+    for (fleet, device) in [(0, 0), (FLEET_SEED, 7), (u64::MAX, 3)] {
+        assert_eq!(
+            privq_firmware::seed::qemu_test_only_device_key(fleet, device),
+            test_only_key(fleet, device)
+        );
+    }
+}
+
 /// What a QEMU run of the firmware printed.
 struct QemuRun {
     mechanism: String,
+    /// Verified upload frames, in the order printed.
+    frames: Vec<VerifiedFrame>,
     reports: Vec<(u16, Vec<u8>)>,
     refused: Vec<u16>,
     defmt_report_lines: usize,
@@ -330,6 +394,7 @@ fn run_qemu(target: &Target, device: u64) -> QemuRun {
     );
     let mut run = QemuRun {
         mechanism: String::new(),
+        frames: Vec::new(),
         reports: Vec::new(),
         refused: Vec::new(),
         defmt_report_lines: stdout.matches("report query").count(),
@@ -351,6 +416,25 @@ fn run_qemu(target: &Target, device: u64) -> QemuRun {
             let mut bytes = [0u8; 64];
             let n = wire::decode_hex(wire::field(line, "hex").unwrap(), &mut bytes).unwrap();
             run.reports.push((query, bytes[..n].to_vec()));
+        } else if line.starts_with("privq-frame ") {
+            let hex = wire::field(line, "hex").unwrap();
+            let mut bytes = vec![0u8; hex.len() / 2];
+            let n = wire::decode_hex(hex, &mut bytes).unwrap();
+            let frame = verify_frame(&bytes[..n], |d| {
+                (d == device).then(|| test_only_key(FLEET_SEED, device))
+            })
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{} device {device}: frame rejected ({e}): {line}",
+                    target.label
+                )
+            });
+            assert_eq!(wire::field_u64(line, "epoch"), Some(u64::from(frame.epoch)));
+            assert_eq!(
+                wire::field_u64(line, "seq"),
+                Some(u64::from(frame.sequence))
+            );
+            run.frames.push(frame);
         } else if line.starts_with("privq-refused ") {
             assert_eq!(wire::field(line, "reason"), Some("budget-exhausted"));
             run.refused
@@ -370,7 +454,46 @@ fn run_qemu(target: &Target, device: u64) -> QemuRun {
         "{} device {device}: no privq-done line\n{stderr}",
         target.label
     );
+    check_frames(target, device, &run);
     run
+}
+
+/// Frames (labels with `frames`): numbered 0, 1, 2, … without gap or repeat, admitted
+/// once each, epochs matching their reports' query ids, and together exactly the
+/// reports of the `privq-report` lines, in order. Other builds send no frame.
+fn check_frames(target: &Target, device: u64, run: &QemuRun) {
+    let who = format!("{} device {device}", target.label);
+    if !target.label.contains("frames") {
+        assert!(
+            run.frames.is_empty(),
+            "{who}: frames from a build without them"
+        );
+        return;
+    }
+    assert!(!run.frames.is_empty(), "{who}: no privq-frame line");
+    let mut seen = SeenFrames::default();
+    let mut framed = Vec::new();
+    for (i, f) in run.frames.iter().enumerate() {
+        assert_eq!(f.sequence, i as u32, "{who}: sequence numbers 0, 1, 2, …");
+        assert_eq!(seen.admit(f), Admission::New, "{who}: replayed frame");
+        for r in &f.reports {
+            let query = decode(r).unwrap().header.query.0;
+            let epoch = if run.mechanism == "sq-laplace" {
+                u32::from(query) / BINS as u32
+            } else {
+                u32::from(query)
+            };
+            assert_eq!(
+                epoch, f.epoch,
+                "{who}: report of another epoch in the frame"
+            );
+            framed.push((query, r.clone()));
+        }
+    }
+    assert_eq!(
+        framed, run.reports,
+        "{who}: framed reports differ from the report lines"
+    );
 }
 
 #[test]
@@ -381,8 +504,10 @@ fn qemu_devices_match_the_host() {
     // Every (target, device) run, two at a time (the machine has two cores).
     let jobs: Vec<(usize, u64)> = (0..targets.len())
         .flat_map(|t| {
-            // The non-default mechanisms get a shorter sample.
-            let n = if targets[t].label.contains('-') {
+            // The non-default configurations get a shorter sample (frames of the
+            // default mechanism get the full one).
+            let full = ["m0", "m4f", "m0-frames", "m4f-frames", "m0-ntc", "m4f-ntc"];
+            let n = if !full.contains(&targets[t].label.as_str()) {
                 2
             } else {
                 QEMU_DEVICES.len()
@@ -417,9 +542,11 @@ fn qemu_devices_match_the_host() {
     let mut merged = batch.bytes().to_vec();
     let mut identical = 0;
     let mut per_target: BTreeMap<String, (usize, usize, u64)> = BTreeMap::new();
+    let mut frames = 0;
     for ((t, device), qemu) in &runs {
         let target = &targets[*t];
-        let host = run_named(&qemu.mechanism, *device, EPOCHS);
+        let ntc = target.label.contains("ntc");
+        let host = run_named_with(&qemu.mechanism, *device, EPOCHS, ntc);
         assert_eq!(
             qemu.reports, host.reports,
             "{} device {device} ({}): QEMU reports differ from the host's",
@@ -438,11 +565,12 @@ fn qemu_devices_match_the_host() {
             target.label
         );
         identical += qemu.reports.len();
+        frames += qemu.frames.len();
         let entry = per_target.entry(target.label.clone()).or_default();
         entry.0 += 1;
         entry.1 += qemu.reports.len();
         entry.2 = entry.2.max(qemu.stack);
-        if qemu.mechanism == "oue" {
+        if qemu.mechanism == "oue" && !ntc {
             // The epoch-0 report is also the host simulator's report of this device.
             let i = *device as usize;
             let (_, epoch0) = &qemu.reports[0];
@@ -462,5 +590,9 @@ fn qemu_devices_match_the_host() {
         "e2e-qemu: {} runs on {} targets, {identical} reports, all byte-identical to the host",
         runs.len(),
         targets.len()
+    );
+    println!(
+        "e2e-qemu frames: {frames} upload frames verified (HMAC-SHA-256, test-only keys), \
+         their reports equal to the report lines"
     );
 }

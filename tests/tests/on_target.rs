@@ -34,11 +34,13 @@ use privq_core::sample::{BoundedDiscreteLaplace, DiscreteLaplace};
 use privq_core::{Epsilon, Result};
 use privq_firmware::app::{BINS, CountingDelay, Device};
 use privq_firmware::release::ModalBin;
-use privq_firmware::sensor::{DEFAULT_ADDRESS, TempSensor};
+use privq_firmware::sensor::{
+    DEFAULT_ADDRESS, NTC_10K_B3950, NTC_10K_B3950_DIGEST, TempSensor, ntc_digest,
+};
 use privq_firmware::store::{FlashLedgerStore, SimFlash};
 use privq_firmware::synthetic::SyntheticSensorBus;
 use privq_tests::CHECKS;
-use privq_tests::check::{Runner, expect_ok};
+use privq_tests::check::{Failure, Runner, expect_ok};
 use privq_tests::cost::CostProfile;
 use privq_tests::rng::SplitMix64;
 use rand_chacha::ChaCha12Rng;
@@ -344,6 +346,22 @@ fn main() -> ! {
         CHECKS.len()
     );
     runner.run_all(CHECKS);
+    runner.run("ntc_micromath_conversion_bit_identical_to_host", || {
+        let got = ntc_digest(&NTC_10K_B3950);
+        if got == NTC_10K_B3950_DIGEST {
+            Ok(())
+        } else {
+            Err(Failure::Mismatch {
+                what: "digest of the thermistor conversion (f32, micromath)",
+                got: i128::from(got),
+                want: i128::from(NTC_10K_B3950_DIGEST),
+            })
+        }
+    });
+    runner.run(
+        "hmac_sha256_rfc4231_case_2_and_frame_round_trip",
+        hmac_on_target,
+    );
     match cortex_m::Peripherals::take() {
         Some(p) => {
             let ticks = Ticks::start(p.SYST);
@@ -359,6 +377,52 @@ fn main() -> ! {
     }
     let ok = runner.finish();
     exit(ok)
+}
+
+/// HMAC-SHA-256 on the target: RFC 4231 test case 2 ("Jefe", zero-padded to the
+/// 32-byte device key: the same HMAC key), and a frame written by an outbox that
+/// verifies, then fails after a one-bit change.
+fn hmac_on_target() -> privq_tests::check::Outcome {
+    use privq_core::upload::{DeviceKey, FrameError, Outbox, open, tag};
+    let mut k = [0u8; 32];
+    k[..4].copy_from_slice(b"Jefe");
+    let key = DeviceKey::new(k);
+    let want: [u8; 32] = [
+        0x5b, 0xdc, 0xc1, 0x46, 0xbf, 0x60, 0x75, 0x4e, 0x6a, 0x04, 0x24, 0x26, 0x08, 0x95, 0x75,
+        0xc7, 0x5a, 0x00, 0x3f, 0x08, 0x9d, 0x27, 0x39, 0x83, 0x9d, 0xec, 0x58, 0xb9, 0x64, 0xec,
+        0x38, 0x43,
+    ];
+    let got = tag(&key, b"what do ya want for nothing?");
+    if got != want {
+        return Err(Failure::Mismatch {
+            what: "HMAC-SHA-256 RFC 4231 case 2, first 8 bytes",
+            got: i128::from(u64::from_be_bytes([
+                got[0], got[1], got[2], got[3], got[4], got[5], got[6], got[7],
+            ])),
+            want: i128::from(u64::from_be_bytes([
+                want[0], want[1], want[2], want[3], want[4], want[5], want[6], want[7],
+            ])),
+        });
+    }
+    let mut outbox: Outbox<2, 32> = Outbox::new(7, 0);
+    let report = [1, 8, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1];
+    expect_ok("outbox push", outbox.push(3, &report))?;
+    expect_ok("outbox seal", outbox.seal())?;
+    let mut buf = [0u8; 89];
+    let n = expect_ok("write_front", outbox.write_front(&key, &mut buf))?.unwrap_or(0);
+    let ok = open(&buf[..n], &key).map(|f| f.header.sequence);
+    buf[30] ^= 1;
+    let bad = open(&buf[..n], &key).map(|f| f.header.sequence);
+    if ok == Ok(0) && bad == Err(FrameError::Mac) {
+        Ok(())
+    } else {
+        Err(Failure::Mismatch {
+            what: "frame verifies (1) and a flipped bit fails (1)",
+            got: i128::from(u8::from(ok == Ok(0))) * 2
+                + i128::from(u8::from(bad == Err(FrameError::Mac))),
+            want: 3,
+        })
+    }
 }
 
 /// Ends QEMU with status 0 (`ok`) or 1.

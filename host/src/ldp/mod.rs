@@ -11,6 +11,8 @@
 //! * [`campaign`]: the public campaign configuration an aggregation is checked
 //!   against; [`intake`]: campaign-checked, resynchronising, bounded intake of
 //!   report files with full accounting; [`output`]: atomic outputs and rendering.
+//! * [`upload`]: HMAC-SHA-256-authenticated upload frames (`docs/upload-frame.md`):
+//!   verification with per-device keys, reject classes, the replay key.
 //! * [`fleet`]: simulated fleets of devices (tests, benchmarks, `privq ldp simulate`).
 //!
 //! ```
@@ -41,3 +43,4 @@ pub mod output;
 pub mod postprocess;
 pub mod sq;
 pub mod unary;
+pub mod upload;
