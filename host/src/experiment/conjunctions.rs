@@ -35,8 +35,9 @@ use crate::accountant::Accountant;
 use crate::central::mwem::{MwemConfig, mwem, optimal_rounds};
 use crate::central::{SqOracle, VectorLaplace};
 use crate::conjunctions::{
-    CellQuery, Coverage, Decomposition, Memo, ReleaseConfig, device_records, release_conjunctions,
-    release_conjunctions_local, rho_for,
+    CellQuery, Coverage, Decomposition, LocalStat, Memo, ReleaseConfig, ReleaseError, StatOracle,
+    device_records, release_by_agnostic_learning, release_by_agnostic_learning_private,
+    release_conjunctions, release_conjunctions_local, rho_for,
 };
 use crate::contract::{Mechanism, Neighbours};
 use crate::data::{CountHistogram, MemoryCap};
@@ -143,6 +144,9 @@ pub struct AccuracyRow {
     pub within_alpha: f64,
     /// Mean absolute error.
     pub mae: f64,
+    /// Runs refused before any charge (Fig. 6.7: the oracle's tolerance exceeds
+    /// β/4 at this n); the means are over the other runs (NaN if none).
+    pub refused: usize,
 }
 
 /// One line of the barrier table.
@@ -286,6 +290,10 @@ enum Method {
     Central(usize),
     /// Fig. 6.6 with the local oracle (partition), at this piece cap.
     Local(usize),
+    /// Fig. 6.7 (central oracle) over conjunctions of width ≤ 3.
+    Agnostic,
+    /// Fig. 6.7 with the local oracle.
+    AgnosticLocal,
     Mwem,
     Zero,
 }
@@ -295,6 +303,8 @@ impl Method {
         match self {
             Method::Central(cap) => format!("6.6 central/{cap}"),
             Method::Local(cap) => format!("6.6 local/{cap}"),
+            Method::Agnostic => "6.7 central".into(),
+            Method::AgnosticLocal => "6.7 local".into(),
             Method::Mwem => "MWEM".into(),
             Method::Zero => "zero".into(),
         }
@@ -318,7 +328,12 @@ fn accuracy(
         .iter()
         .flat_map(|&c| [Method::Central(c), Method::Local(c)])
         .collect();
-    methods.extend([Method::Mwem, Method::Zero]);
+    methods.extend([
+        Method::Agnostic,
+        Method::AgnosticLocal,
+        Method::Mwem,
+        Method::Zero,
+    ]);
     for (ei, &epsilon) in config.epsilons.iter().enumerate() {
         for (di, &dist) in config.distributions.iter().enumerate() {
             progress(&format!("n = {n}, eps {epsilon}, {}", dist.label()));
@@ -326,12 +341,17 @@ fn accuracy(
             // Per method: [within, abs, pieces, truncated runs], and ρ.
             let mut sums = vec![[0f64; 4]; methods.len()];
             let mut rhos = vec![None; methods.len()];
+            let mut refused = vec![0usize; methods.len()];
             for r in 0..config.runs {
                 let seed = config.seed ^ ((ei as u64) << 40) ^ ((di as u64) << 32) ^ (r as u64);
                 let sets = draw_sets(d, p, config.queries, &mut seeded_rng(seed));
                 for (m, &method) in methods.iter().enumerate() {
-                    let (answers, pieces, truncated, rho) =
-                        run_method(method, data, &sets, p, epsilon, config, seed)?;
+                    let Some((answers, pieces, truncated, rho)) =
+                        run_method(method, data, &sets, p, epsilon, config, seed)?
+                    else {
+                        refused[m] += 1;
+                        continue;
+                    };
                     for (&s, a) in sets.iter().zip(&answers) {
                         let err = (a - truth[s as usize]).abs();
                         sums[m][0] += f64::from(u8::from(err <= config.alpha));
@@ -344,7 +364,7 @@ fn accuracy(
             }
             for (m, &method) in methods.iter().enumerate() {
                 let [within, abs, pieces, truncated] = sums[m];
-                let runs = config.runs as f64;
+                let runs = (config.runs - refused[m]) as f64;
                 let total = runs * config.queries as f64;
                 let fig66 = matches!(method, Method::Central(_) | Method::Local(_));
                 let row = AccuracyRow {
@@ -357,6 +377,7 @@ fn accuracy(
                     truncated: fig66.then_some(truncated as usize),
                     within_alpha: within / total,
                     mae: abs / total,
+                    refused: refused[m],
                 };
                 writeln!(
                     out,
@@ -374,12 +395,23 @@ fn accuracy(
                     row.within_alpha,
                     row.mae
                 )?;
+                if row.refused > 0 {
+                    writeln!(
+                        out,
+                        "{:>9} {:>5} {:>6} {:<17} refused in {} of {} runs: tolerance > beta/4 at this n",
+                        "", "", "", row.method, row.refused, config.runs
+                    )?;
+                }
                 report.accuracy.push(row);
             }
         }
     }
     Ok(())
 }
+
+/// A release's answers to the drawn sets, its pieces, whether it stopped at the
+/// cap, and its ρ (`None` from [`run_method`]: refused before any charge).
+type Outcome = (Vec<f64>, f64, bool, Option<f64>);
 
 /// One release by `method` on `data`, tuned to query sets drawn with probability
 /// `p`: its answers to `sets`, its pieces, whether it stopped at the cap, and ρ.
@@ -391,7 +423,7 @@ fn run_method(
     epsilon: Epsilon,
     config: &Config,
     seed: u64,
-) -> Result<(Vec<f64>, f64, bool, Option<f64>), Failure> {
+) -> Result<Option<Outcome>, Failure> {
     let cells = data.len();
     let d = cells.trailing_zeros();
     let n = data.total();
@@ -418,12 +450,12 @@ fn run_method(
                 &mut seeded_rng(seed ^ 0x66),
             )?;
             let answers = sets.iter().map(|&s| r.conjunction(s)).collect();
-            Ok((
+            Ok(Some((
                 answers,
                 r.decomposition().len() as f64,
                 r.truncated(),
                 Some(rho),
-            ))
+            )))
         }
         Method::Local(cap) => {
             let mut config = release(cap);
@@ -433,12 +465,12 @@ fn run_method(
             config.rho = Some(rho);
             let r = release_conjunctions_local(data, &config, &oracle, seed ^ 0x10ca1)?;
             let answers = sets.iter().map(|&s| r.conjunction(s)).collect();
-            Ok((
+            Ok(Some((
                 answers,
                 r.decomposition().len() as f64,
                 r.truncated(),
                 Some(rho),
-            ))
+            )))
         }
         Method::Mwem => {
             let workload = Workload::new(
@@ -467,9 +499,48 @@ fn run_method(
             )?;
             let synthetic = conjunction_table(&mw.distribution);
             let answers = sets.iter().map(|&s| synthetic[s as usize]).collect();
-            Ok((answers, 0.0, false, None))
+            Ok(Some((answers, 0.0, false, None)))
         }
-        Method::Zero => Ok((vec![0.0; sets.len()], 0.0, false, None)),
+        Method::Agnostic | Method::AgnosticLocal => {
+            let class: Vec<Query> = (0..cells)
+                .filter(|m| m.count_ones() <= 3)
+                .map(|m| Query::BitPattern {
+                    mask: m,
+                    pattern: m,
+                })
+                .collect();
+            let beta = AGNOSTIC_BETA;
+            let released = if method == Method::Agnostic {
+                let mut budget = Accountant::pure(epsilon);
+                release_by_agnostic_learning_private(
+                    data,
+                    &class,
+                    beta,
+                    epsilon,
+                    &mut budget,
+                    &mut seeded_rng(seed ^ 0x67),
+                )
+            } else {
+                let oracle =
+                    LocalSqOracle::new(epsilon, class.len(), config.beta, Strategy::Partition)?;
+                let records = device_records(data)?;
+                let mut stat = LocalStat::new(&oracle, &records, class.len(), seed ^ 0x67)?;
+                if stat.tolerance() > beta / 4.0 {
+                    return Ok(None);
+                }
+                release_by_agnostic_learning(&class, &mut stat, cells, beta)
+            };
+            match released {
+                Ok(r) => {
+                    let table = conjunction_table(r.state.probabilities());
+                    let answers = sets.iter().map(|&s| table[s as usize]).collect();
+                    Ok(Some((answers, 0.0, false, None)))
+                }
+                Err(ReleaseError::TooFewRecords { .. }) => Ok(None),
+                Err(e) => Err(e.into()),
+            }
+        }
+        Method::Zero => Ok(Some((vec![0.0; sets.len()], 0.0, false, None))),
     }
 }
 
@@ -673,6 +744,9 @@ fn local_price(
     Ok(())
 }
 
+/// β of the Fig. 6.7 rows (its stopping rule needs the tolerance below β/4).
+const AGNOSTIC_BETA: f64 = 0.2;
+
 /// The piece cap of the barrier table's uncapped decompositions.
 const BARRIER_CAP: usize = 4096;
 
@@ -712,7 +786,7 @@ mod tests {
         let report = run(&data, &config, &mut text, &mut |_| {}).unwrap();
         let text = String::from_utf8(text).unwrap();
         assert!(text.contains("6.6 local/8") && text.contains("tolerance"));
-        assert_eq!(report.accuracy.len(), 2 * (2 * 3 + 2));
+        assert_eq!(report.accuracy.len(), 2 * (2 * 3 + 4));
         assert_eq!(report.barrier.len(), 2);
         let mae = |name: &str| {
             report
