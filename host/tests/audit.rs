@@ -219,3 +219,10 @@ fn agnostic_mw_within_claim() {
 fn conjunction_release_within_claim() {
     assert_contract(&check("conjunction-release", 4_000));
 }
+
+/// Fig. 6.6 in the local model: the noisy marginals of 16 devices decide the
+/// pieces, and every device answers once at ε.
+#[test]
+fn conjunction_release_local_within_claim() {
+    assert_contract(&check("conjunction-release-local", 4_000));
+}

@@ -196,7 +196,7 @@ impl privq_host::local::sq::StatQuery<u64> for Bit {
 }
 
 /// The adaptive session: every device reports once (partition) or k times at ε/k
-/// (split), its ledger refuses more, a (k+1)-th query is refused, and the answers
+/// (split), spending exactly ε, a (k+1)-th query is refused, and the answers
 /// are within τ in at least a 1 − β fraction of runs.
 #[test]
 fn adaptive_session_budget_and_coverage() {
@@ -219,6 +219,11 @@ fn adaptive_session_budget_and_coverage() {
                 Strategy::Split => 3 * records.len() as u64,
             };
             assert_eq!(s.reports(), expected);
+            assert!(
+                (s.max_device_spent() - 1.0).abs() < 1e-12,
+                "{}",
+                s.max_device_spent()
+            );
             assert_eq!(s.rejected().total(), 0);
             assert!(s.answer(&Bit(0)).is_err(), "a fourth query must be refused");
         }

@@ -316,14 +316,16 @@ impl Decomposition {
         &self.pieces[self.position_for(s)]
     }
 
-    /// The index of `F(S)` in [`Decomposition::pieces`].
+    /// The index of `F(S)` in [`Decomposition::pieces`] (bits of S at or above
+    /// the ground set's size are ignored).
     pub fn position_for(&self, s: u64) -> usize {
         let mut at = 0usize;
         for x in 0..self.ground {
             let bit = 1u64 << x;
             let p = &self.pieces[at];
             if s & bit != 0 && p.v_path & bit == 0 {
-                // B ∪ {x} ∈ I by construction (same memoized marginal).
+                // B ∪ {x} ∈ I by construction (same memoized marginal), unless a
+                // truncated decomposition left it out: then B answers.
                 match self.index.get(&(p.b | bit)) {
                     Some(&next) => at = next,
                     None => break,

@@ -11,7 +11,11 @@ use privq_core::local::sq::StatQuery;
 
 use super::agnostic::StatOracle;
 use super::release::ReleaseError;
-use crate::data::CountHistogram;
+use crate::central::MechanismError;
+use crate::data::{CountHistogram, MemoryCap};
+
+/// A simulated device's memory: its record, ledger and group slot.
+const BYTES_PER_DEVICE: usize = 96;
 use crate::ldp::sq::{LocalSqOracle, LocalSqSession};
 use crate::query::Query;
 
@@ -29,14 +33,13 @@ impl StatQuery<usize> for CellQuery<'_> {
 }
 
 /// One record per device: cell `u` repeated `counts[u]` times (a simulated fleet
-/// holding exactly the histogram's records). Refuses more than 2³² records.
+/// holding exactly the histogram's records). Refuses a fleet whose records and
+/// device ledgers would not fit the default [`MemoryCap`] (about 10⁷ devices).
 pub fn device_records(data: &CountHistogram) -> Result<Vec<usize>, ReleaseError> {
     let n = data.total();
-    if n > u64::from(u32::MAX) {
-        return Err(ReleaseError::InvalidParameter(format!(
-            "{n} records: a simulated fleet holds at most 2^32 devices"
-        )));
-    }
+    MemoryCap::default()
+        .check(usize::try_from(n).unwrap_or(usize::MAX), BYTES_PER_DEVICE)
+        .map_err(|e| ReleaseError::Mechanism(MechanismError::Data(e)))?;
     let mut records = Vec::with_capacity(n as usize);
     for (u, &c) in data.counts().iter().enumerate() {
         records.extend(std::iter::repeat_n(u, c as usize));

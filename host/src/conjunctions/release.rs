@@ -55,7 +55,7 @@ pub enum ReleaseError {
     },
     /// A parameter or the data is unusable.
     InvalidParameter(String),
-    /// The decomposition failed (e.g. more pieces than the cap).
+    /// The decomposition failed (e.g. a non-finite oracle answer).
     Decompose(DecomposeError),
     /// The SQ oracle failed (budget, data).
     Mechanism(MechanismError),
@@ -204,6 +204,9 @@ impl SetFunction for NegatedDisjunction<'_> {
     }
 }
 
+/// The ρ from which the decomposition is the single piece ∅ (see `plan`).
+const TRIVIAL_RHO: f64 = 3.0;
+
 /// The checked shape of a release: `d` attributes, ρ and the query budget k.
 struct Plan {
     d: u32,
@@ -214,7 +217,7 @@ struct Plan {
 impl ReleaseConfig {
     /// Checks the configuration against a universe of `cells` cells (it must be
     /// binary: `2^d` cells, `1 ≤ d ≤ 24`) and derives ρ and the budget
-    /// `k = cap·(d + 2)`.
+    /// `k = cap·(d + 2)` (1 when ρ ≥ 3 makes the decomposition trivial).
     fn plan(&self, cells: usize) -> Result<Plan, ReleaseError> {
         if !cells.is_power_of_two() || !(2..=1 << 24).contains(&cells) {
             return Err(ReleaseError::InvalidParameter(format!(
@@ -222,12 +225,17 @@ impl ReleaseConfig {
             )));
         }
         let d = cells.trailing_zeros();
-        for (name, v) in [("alpha", self.alpha), ("beta", self.beta)] {
-            if !(v > 0.0 && v <= 1.0) {
-                return Err(ReleaseError::InvalidParameter(format!(
-                    "{name} = {v} must be in (0, 1]"
-                )));
-            }
+        if !(self.alpha > 0.0 && self.alpha <= 1.0) {
+            return Err(ReleaseError::InvalidParameter(format!(
+                "alpha = {} must be in (0, 1]",
+                self.alpha
+            )));
+        }
+        if !(self.beta > 0.0 && self.beta < 1.0) {
+            return Err(ReleaseError::InvalidParameter(format!(
+                "beta = {} must be in (0, 1)",
+                self.beta
+            )));
         }
         if self.p.len() != d as usize || self.p.iter().any(|p| !(0.0..=1.0).contains(p)) {
             return Err(ReleaseError::InvalidParameter(format!(
@@ -252,11 +260,15 @@ impl ReleaseConfig {
                 )));
             }
         };
+        // At ρ ≥ 3 no marginal (at most 1) reaches the include threshold ρ/3 and
+        // every element is in V(∅) and V′(∅): the decomposition is the single piece
+        // ∅, known in advance, and the release needs one query, not k.
+        let k = if rho >= TRIVIAL_RHO { 1 } else { k };
         Ok(Plan { d, rho, k })
     }
 
     /// The central oracle's tolerance for this release on `n` records of a
-    /// universe of `cells` cells: `scale·ln(k/β)`, with the noise scale the SQ
+    /// universe of `cells` cells: `scale·(ln(k/β) + 1)`, with the noise scale the SQ
     /// session will really use for `Lap(k/(εn))` (its grid can make it larger at
     /// huge n). Depends only on public n, k, ε and β; a ρ of at least 12 times it
     /// meets Lemma 6.3.8's condition.
@@ -271,12 +283,23 @@ impl ReleaseConfig {
             .checked_div_int(k as u64)
             .map_err(MechanismError::Core)?;
         let scale = VectorLaplace::fractions(Neighbours::Replace, n.max(1), 1, per_query)?.scale();
-        Ok(scale * (k as f64 / self.beta).ln())
+        // One more scale unit covers the grid snap and the discrete tail (as
+        // Fig. 6.7's private variant does).
+        Ok(scale * ((k as f64 / self.beta).ln() + 1.0))
     }
 
-    /// The oracle's query budget `k = cap·(d + 2)` for `d` attributes.
-    pub fn query_budget(&self, d: u32) -> Option<usize> {
-        self.cap.checked_mul(d as usize + 2)
+    /// The oracle's query budget for a universe of `cells` cells: `k = cap·(d + 2)`,
+    /// or 1 when ρ ≥ 3 (the decomposition is then the single piece ∅).
+    pub fn query_budget(&self, cells: usize) -> Result<usize, ReleaseError> {
+        Ok(self.plan(cells)?.k)
+    }
+
+    /// The accuracy Thm 6.3.12 gives at this ρ: `α = √(6ρ ln(2/β))` (the
+    /// configured α when ρ is the theorem's), provided the oracle's tolerance is
+    /// at most ρ/12.
+    pub fn effective_alpha(&self) -> f64 {
+        let rho = self.rho.unwrap_or_else(|| rho_for(self.alpha, self.beta));
+        (6.0 * rho * (2.0 / self.beta).ln()).sqrt()
     }
 }
 
@@ -289,12 +312,20 @@ fn decompose_and_measure(
     ask: &mut dyn FnMut(&Query) -> Result<f64, ReleaseError>,
 ) -> Result<ConjunctionRelease, ReleaseError> {
     let d = plan.d;
-    let decomposition = {
+    let full = (1u64 << d) - 1;
+    let decomposition = if plan.rho >= TRIVIAL_RHO {
+        let root = Piece {
+            b: 0,
+            v: full,
+            v_path: full,
+            t: 0,
+        };
+        Decomposition::from_parts(d, plan.rho, vec![root], false)?
+    } else {
         let mut oracle = Memo::new(NegatedDisjunction { ask: &mut *ask, d });
         Decomposition::tolerant_truncated(&mut oracle, plan.rho, config.cap)?
     };
     let cells = 1u64 << d;
-    let full = (1u64 << d) - 1;
     let answers = decomposition
         .pieces()
         .iter()
@@ -327,7 +358,8 @@ fn decompose_and_measure(
 /// (n public) for the whole release, because every data access is one of the
 /// `k = cap·(d + 2)` queries of one SQ oracle (Prop. 2.9.1, `Lap(k/(εn))` each,
 /// TYPO-18) charged before the first. The decomposition is the tolerant Algorithm
-/// 6.2 (TYPO-17) at `ρ = α²/(6 ln(2/β))`; the mean of piece B is one statistical
+/// 6.2 (TYPO-17) at `ρ = α²/(6 ln(2/β))` (or the configured ρ; it stops at the
+/// piece cap, and at ρ ≥ 3 it is the single piece ∅); the mean of piece B is one statistical
 /// query, `q_B(x) = 1[B ⊆ x]·Π_{i ∈ Φ, x_i = 0}(1 − p_i)` with Φ the piece's free
 /// attributes, and it is the piece's conjunction answer.
 ///

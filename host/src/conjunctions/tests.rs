@@ -300,7 +300,7 @@ fn local_release_is_accurate_and_refuses_a_small_fleet() {
         rho: None,
         require_n: false,
     };
-    let k = config.query_budget(d).unwrap();
+    let k = config.query_budget(data.len()).unwrap();
     let eps = Epsilon::new(1, 1).unwrap();
     let oracle = LocalSqOracle::new(eps, k, beta, Strategy::Partition).unwrap();
     let r = release_conjunctions_local(&data, &config, &oracle, 5).unwrap();

@@ -9,7 +9,9 @@
 //! tuned to that distribution (the piece means of Fig. 6.6 depend on p) and
 //! scored on fresh draws: the fraction within α and the mean absolute error.
 //! Fig. 6.6 runs at the smallest ρ its oracle's tolerance supports (`ρ = 12τ`,
-//! Lemma 6.3.8; τ from public n, k, ε, β), so its pieces are never noise-driven.
+//! Lemma 6.3.8; τ from public n, k, ε, β), so with probability `1 − β` its
+//! pieces are not noise-driven; at ρ ≥ 3 the decomposition is the single piece
+//! ∅ and the release asks one query.
 //! MWEM (Hardt–Ligett–McSherry, thesis Chapter 5) gets the same ε and the drawn
 //! queries as its workload. "zero" answers 0 everywhere (a data-free baseline:
 //! most conjunctions of a sparse table are rare).
@@ -459,10 +461,13 @@ fn run_method(
         }
         Method::Local(cap) => {
             let mut config = release(cap);
-            let k = config.query_budget(d).ok_or("the piece cap is too large")?;
+            let k = config.query_budget(cells)?;
             let oracle = LocalSqOracle::new(epsilon, k, config.beta, Strategy::Partition)?;
             let rho = 12.0 * oracle.worst_tau(n);
             config.rho = Some(rho);
+            // ρ ≥ 3 makes the decomposition trivial and the budget one query.
+            let k = config.query_budget(cells)?;
+            let oracle = LocalSqOracle::new(epsilon, k, config.beta, Strategy::Partition)?;
             let r = release_conjunctions_local(data, &config, &oracle, seed ^ 0x10ca1)?;
             let answers = sets.iter().map(|&s| r.conjunction(s)).collect();
             Ok(Some((

@@ -579,7 +579,14 @@ impl LocalSqOracle {
 /// run is ε-LDP per device whatever the queries are; asking more than `k`
 /// queries is refused ([`SqError::TooManyQueries`]). The tolerance of every
 /// answer is [`LocalSqOracle::tau`] for its group, all `k` at once with
-/// probability at least `1 − β`. Fixed seeds: simulation only.
+/// probability at least `1 − β`, with one caveat for partition: its sampling
+/// term (Hoeffding for the group, drawn without replacement) is proved for
+/// queries fixed in advance. An adaptively chosen query j depends on the other
+/// groups' reports, hence on which records group j did not get; the bound then
+/// holds for the population the records are drawn from i.i.d. (each group a fresh
+/// sample, as in the SQ model), not for the fleet's own average. Split has no
+/// sampling term. Device ledgers live for one session: the guarantee is ε per
+/// device per session, and sessions compose. Fixed seeds: simulation only.
 ///
 /// ```
 /// use privq_host::ldp::sq::{LocalSqOracle, Strategy};
@@ -737,6 +744,18 @@ impl<T> LocalSqSession<'_, T> {
     /// Reports the host accepted so far (every device's reports, all queries).
     pub fn reports(&self) -> u64 {
         self.reports
+    }
+
+    /// The largest ε any device has spent so far (exact; at most the
+    /// oracle's ε, which each device's ledger enforces).
+    pub fn max_device_spent(&self) -> f64 {
+        self.ledgers
+            .iter()
+            .map(|l| {
+                let s = l.spent();
+                s.num() as f64 / s.den() as f64
+            })
+            .fold(0.0, f64::max)
     }
 
     /// Reports rejected during aggregation (none in a simulation; kept so a

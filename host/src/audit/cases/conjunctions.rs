@@ -87,13 +87,16 @@ pub fn conjunction_release(small: bool) -> Result<AuditCase, AuditError> {
     )
     .map_err(setup)?;
     let truth: Vec<f64> = (0..4u64).map(|s| reference.conjunction(s)).collect();
-    let events = (0..4).flat_map(move |j| {
-        let centre = truth[j];
-        (-half..=half).flat_map(move |k| {
-            let v = centre + f64::from(k) * 2e-6;
-            [Event::at_least(j, v), Event::at_most(j, v)]
+    // Output 4 is the number of pieces: the data-dependent branching itself.
+    let events = (0..4)
+        .flat_map(move |j| {
+            let centre = truth[j];
+            (-half..=half).flat_map(move |k| {
+                let v = centre + f64::from(k) * 2e-6;
+                [Event::at_least(j, v), Event::at_most(j, v)]
+            })
         })
-    });
+        .chain([1.5, 2.5, 3.5].map(|v| Event::at_least(4, v)));
     Ok(AuditCase::new(
         "conjunction-release",
         "replace-one, n = 10^6 over {0,1}²: a record moves from cell 00 to 11",
@@ -105,7 +108,60 @@ pub fn conjunction_release(small: bool) -> Result<AuditCase, AuditError> {
         let data = if side == Side::D { &d } else { &d_prime };
         let r = release_conjunctions(data, &config, eps, &mut Accountant::pure(eps), rng)
             .map_err(|e| AuditError::InvalidCase(e.to_string()))?;
-        Ok((0..4u64).map(|s| r.conjunction(s)).collect())
+        let mut out: Vec<f64> = (0..4u64).map(|s| r.conjunction(s)).collect();
+        out.push(r.decomposition().len() as f64);
+        Ok(out)
+    })
+    .events(events))
+}
+
+/// Fig. 6.6 in the local model: 16 simulated devices over two attributes, ε = 1
+/// per device (partition: each answers one of the k = 8 queries once), ρ = 0.3 so
+/// that the noisy marginals decide the pieces. One device's record moves from cell
+/// 00 to 11; the outputs are the four conjunction answers (on a 0.05 grid of
+/// events) and the number of pieces.
+pub fn conjunction_release_local(small: bool) -> Result<AuditCase, AuditError> {
+    use crate::conjunctions::{ReleaseConfig, release_conjunctions_local};
+    use crate::ldp::sq::{LocalSqOracle, Strategy};
+    use privq_core::rand_core::Rng;
+    let eps = Epsilon::new(1, 1).map_err(setup)?;
+    let make = |c00: u64, c11: u64| -> Result<_, AuditError> {
+        CountHistogram::from_counts(vec![c00, 2, 2, c11], MemoryCap::default()).map_err(setup)
+    };
+    let (d, d_prime) = (make(4, 8)?, make(3, 9)?);
+    let config = ReleaseConfig {
+        alpha: 0.3,
+        beta: 0.1,
+        p: vec![0.5; 2],
+        cap: 2,
+        rho: Some(0.3),
+        require_n: false,
+    };
+    let k = config.query_budget(4).map_err(setup)?;
+    let oracle = LocalSqOracle::new(eps, k, 0.1, Strategy::Partition).map_err(setup)?;
+    let step = if small { 10 } else { 20 };
+    let events = (0..4)
+        .flat_map(move |j| {
+            (0..=step).flat_map(move |i| {
+                let v = f64::from(i) / f64::from(step);
+                [Event::at_least(j, v), Event::at_most(j, v)]
+            })
+        })
+        .chain([Event::at_least(4, 1.5)]);
+    Ok(AuditCase::new(
+        "conjunction-release-local",
+        "replace-one, 16 devices over {0,1}²: one device's record moves from cell 00 to 11",
+        Claim::Pure(1.0),
+        20_000,
+    )
+    .mechanism("Fig. 6.6 (decomposition, local SQ oracle, partition)")
+    .run(move |side, rng| {
+        let data = if side == Side::D { &d } else { &d_prime };
+        let r = release_conjunctions_local(data, &config, &oracle, rng.next_u64())
+            .map_err(|e| AuditError::InvalidCase(e.to_string()))?;
+        let mut out: Vec<f64> = (0..4u64).map(|s| r.conjunction(s)).collect();
+        out.push(r.decomposition().len() as f64);
+        Ok(out)
     })
     .events(events))
 }

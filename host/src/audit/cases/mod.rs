@@ -19,7 +19,7 @@ mod threshold;
 
 pub use baselines::{grid_mwem, laplace_per_query, tree_cdf};
 pub use central::{discrete_gaussian, exponential, geometric_histogram, sq_oracle, vector_laplace};
-pub use conjunctions::{agnostic_mw, conjunction_release};
+pub use conjunctions::{agnostic_mw, conjunction_release, conjunction_release_local};
 pub use discover::discovery;
 pub use distance::{distance_offline, distance_session};
 pub use dx::{dx_laplace, dx_mwem, smalldb};
@@ -63,6 +63,7 @@ pub const REGISTRY: &[(&str, CaseFn)] = &[
     ("fairness-dp", fairness_dp),
     ("agnostic-mw", agnostic_mw),
     ("conjunction-release", conjunction_release),
+    ("conjunction-release-local", conjunction_release_local),
 ];
 
 /// The case called `name`, if registered.

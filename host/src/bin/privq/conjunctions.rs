@@ -78,7 +78,7 @@ pub struct ReleaseArgs {
     /// Which family to release.
     #[arg(long, value_enum, default_value = "conjunctions")]
     pub kind: Kind,
-    /// Accuracy target α of Thm 6.3.12 (sets the theorem's rho).
+    /// Accuracy target α of Thm 6.3.12 (sets the theorem's rho, the smallest the default allows).
     #[arg(long, default_value_t = 0.3)]
     pub alpha: f64,
     /// Failure probability β (fraction of queries allowed a larger error).
@@ -147,9 +147,15 @@ struct ReleaseFile {
     oracle: String,
     epsilon: String,
     privacy: String,
+    /// The α Thm 6.3.12 gives at this ρ (`√(6ρ ln(2/β))`), valid when `guarantee`.
     alpha: f64,
     beta: f64,
+    /// The probability of each attribute in the sets the release is tuned to.
     p: f64,
+    /// The oracle's tolerance τ (with probability 1 − β on all answers).
+    tolerance: f64,
+    /// Whether Thm 6.3.12 applies: ρ ≥ 12τ and no piece was left out at the cap.
+    guarantee: bool,
     release: ConjunctionRelease,
 }
 
@@ -195,6 +201,9 @@ fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
             "records a central release; the local oracle's budget is each device's own ledger",
         ));
     }
+    if args.cap == 0 {
+        return Err(usage("cap", "must be at least 1"));
+    }
     let mut config = ReleaseConfig {
         alpha: args.alpha,
         beta: args.beta,
@@ -203,54 +212,70 @@ fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
         rho: None,
         require_n: false,
     };
-    let k = config
-        .query_budget(d)
-        .ok_or_else(|| usage("cap", "is too large"))?;
+    let cells = data.len();
     let mut rng = super::rng(args.seed, stderr)?;
-    let (released, tolerance, privacy) = match args.oracle {
+    // ρ from public n, k, ε and β only; the budget is then fixed by ρ.
+    let (released, tolerance, privacy, budget) = match args.oracle {
         Oracle::Central => {
             let tau = config
-                .central_tolerance(data.len(), n, epsilon)
+                .central_tolerance(cells, n, epsilon)
                 .map_err(run_err)?;
             config.rho = Some(pick_rho(args, tau)?);
+            let k = config.query_budget(cells).map_err(run_err)?;
+            let tau = config
+                .central_tolerance(cells, n, epsilon)
+                .map_err(run_err)?;
             let mut budget = Accountant::pure(epsilon);
             let r = release_conjunctions(&data, &config, epsilon, &mut budget, &mut rng)
                 .map_err(run_err)?;
-            args.ledger.write(&budget)?;
             let privacy = format!(
-                "{}; k = {k} statistical queries, Laplace noise of scale k/(εn) on each",
+                "{}; k = {k} statistical queries, Laplace noise of scale at least k/(εn) on each",
                 Neighbours::Replace.summary(&privq_host::accountant::Cost::Pure(epsilon), n)
             );
-            (r, tau, privacy)
+            (r, tau, privacy, Some(budget))
         }
         Oracle::Local => {
             let strategy = match args.strategy {
                 StrategyArg::Partition => Strategy::Partition,
                 StrategyArg::Split => Strategy::Split,
             };
-            let oracle = LocalSqOracle::new(epsilon, k, args.beta, strategy).map_err(run_err)?;
-            let tau = oracle.worst_tau(n);
-            config.rho = Some(pick_rho(args, tau)?);
+            let local = |k| LocalSqOracle::new(epsilon, k, args.beta, strategy).map_err(run_err);
+            let k = config.query_budget(cells).map_err(run_err)?;
+            config.rho = Some(pick_rho(args, local(k)?.worst_tau(n))?);
+            let k = config.query_budget(cells).map_err(run_err)?;
+            let oracle = local(k)?;
             let r = release_conjunctions_local(&data, &config, &oracle, rng.next_u64())
                 .map_err(run_err)?;
             let privacy = format!(
-                "ε = {epsilon}-local DP per device (simulated: one device per record, each \
-                 reporting through its own ledger); k = {k} statistical queries, {strategy:?}"
+                "ε = {epsilon}-local DP per device in this run (simulated: one device per \
+                 record, each reporting through its own ledger); k = {k} statistical queries, \
+                 {strategy:?}"
             );
-            (r, tau, privacy)
+            (r, oracle.worst_tau(n), privacy, None)
         }
     };
     let rho = config.rho.unwrap_or_default();
+    let guarantee = rho >= 12.0 * tolerance && !released.truncated();
     writeln!(
         stderr,
-        "privq: {privacy}\nprivq: {} pieces (cap {}{}), rho = {rho:.4} against the oracle's \
-         tolerance {tolerance:.4} (Lemma 6.3.8 wants rho >= 12 x tolerance)",
+        "privq: {privacy}\nprivq: {} pieces (cap {}{}), rho = {rho:.4}, the oracle's tolerance \
+         {tolerance:.4}; Thm 6.3.12 {}",
         released.decomposition().len(),
         args.cap,
         if released.truncated() {
-            "; STOPPED AT THE CAP: some sets are answered outside Thm 6.3.12's guarantee"
+            "; STOPPED AT THE CAP"
         } else {
             ""
+        },
+        if guarantee {
+            format!(
+                "gives (alpha, beta) = ({:.4}, {}) for sets drawn with probability {p}",
+                config.effective_alpha(),
+                args.beta
+            )
+        } else {
+            "does NOT apply (rho < 12 x tolerance, or stopped at the cap): no accuracy guarantee"
+                .into()
         }
     )?;
     if released.decomposition().len() == 1 {
@@ -269,14 +294,19 @@ fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
         oracle: format!("{:?}", args.oracle).to_lowercase(),
         epsilon: epsilon.to_string(),
         privacy,
-        alpha: args.alpha,
+        alpha: config.effective_alpha(),
         beta: args.beta,
         p,
+        tolerance,
+        guarantee,
         release: released,
     };
     let mut bytes = serde_json::to_vec_pretty(&file).map_err(run_err)?;
     bytes.push(b'\n');
     super::write_atomically(&args.out, &bytes)?;
+    if let Some(budget) = budget {
+        args.ledger.write(&budget)?;
+    }
     writeln!(stderr, "privq: wrote {}", args.out.display())?;
     Ok(())
 }
@@ -287,8 +317,8 @@ fn pick_rho(args: &ReleaseArgs, tolerance: f64) -> Result<f64, CliError> {
         Some(rho) if rho > 0.0 && rho.is_finite() => Ok(rho),
         Some(_) => Err(usage("rho", "must be positive and finite")),
         None => {
-            if !(args.alpha > 0.0 && args.alpha <= 1.0 && args.beta > 0.0 && args.beta <= 1.0) {
-                return Err(usage("alpha/--beta", "must lie in (0, 1]"));
+            if !(args.alpha > 0.0 && args.alpha <= 1.0 && args.beta > 0.0 && args.beta < 1.0) {
+                return Err(usage("alpha", "must lie in (0, 1] (and --beta in (0, 1))"));
             }
             Ok(rho_for(args.alpha, args.beta).max(12.0 * tolerance))
         }
