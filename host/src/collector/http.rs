@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::Router;
@@ -24,6 +25,9 @@ use crate::ldp::decode::RejectCounts;
 
 /// The largest request body `POST /v1/frames` accepts (413 beyond).
 pub const MAX_BATCH_BYTES: usize = 1 << 20;
+/// Batches received and waiting for the store at once; more are answered 503
+/// (bounds the memory held by queued bodies to this many MiB).
+pub const MAX_QUEUED_BATCHES: usize = 64;
 
 /// Why a batch body could not be split into frames (400, nothing stored).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -184,6 +188,7 @@ pub struct Collector {
     aggregates: Mutex<Aggregates>,
     policy: Policy,
     quiet: bool,
+    queued: AtomicUsize,
 }
 
 impl Collector {
@@ -195,6 +200,7 @@ impl Collector {
             aggregates: Mutex::new(aggregates),
             policy,
             quiet,
+            queued: AtomicUsize::new(0),
         })
     }
 
@@ -240,12 +246,29 @@ fn error(status: StatusCode, message: impl fmt::Display) -> Response {
     )
 }
 
+/// Frees a queue slot when the batch is done, also if its worker panicked.
+struct QueueSlot<'a>(&'a AtomicUsize);
+
+impl Drop for QueueSlot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 async fn post_frames(State(c): State<Arc<Collector>>, body: Bytes) -> Response {
     if let Err(e) = split_batch(&body) {
         return error(StatusCode::BAD_REQUEST, e);
     }
+    if c.queued.fetch_add(1, Ordering::SeqCst) >= MAX_QUEUED_BATCHES {
+        c.queued.fetch_sub(1, Ordering::SeqCst);
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy: batch not stored, retry later",
+        );
+    }
     let worker = Arc::clone(&c);
     let done = tokio::task::spawn_blocking(move || {
+        let _slot = QueueSlot(&worker.queued);
         let frames = split_batch(&body).unwrap_or_default();
         worker.submit(&frames)
     })
