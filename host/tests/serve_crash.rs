@@ -11,6 +11,7 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,8 +27,8 @@ use serde_json::Value;
 const BIN: &str = env!("CARGO_BIN_EXE_privq");
 const FLEET: u64 = 11;
 const DEVICES: u64 = 6;
-const BATCHES: usize = 800;
-const KILLS: usize = 25;
+const BATCHES: usize = 2000;
+const KILLS: usize = 60;
 
 /// The documented test-only key of simulated device `device` in fleet `FLEET`.
 fn test_key(device: u64) -> DeviceKey {
@@ -148,7 +149,11 @@ struct Tally {
 }
 
 /// Sends every batch in order until the server answers it, through restarts.
-fn send_all(batches: &[(Vec<u8>, Vec<SentFrame>)], addr: &Mutex<Option<SocketAddr>>) -> Tally {
+fn send_all(
+    batches: &[(Vec<u8>, Vec<SentFrame>)],
+    addr: &Mutex<Option<SocketAddr>>,
+    answered: &AtomicUsize,
+) -> Tally {
     let mut t = Tally::default();
     let mut client: Option<(SocketAddr, Client)> = None;
     for (body, sent) in batches {
@@ -172,6 +177,7 @@ fn send_all(batches: &[(Vec<u8>, Vec<SentFrame>)], addr: &Mutex<Option<SocketAdd
                 }
             }
         };
+        answered.fetch_add(1, Ordering::SeqCst);
         let v: Value = serde_json::from_slice(&reply).unwrap();
         let results = v["results"].as_array().unwrap();
         assert_eq!(results.len(), sent.len());
@@ -233,15 +239,26 @@ fn sigkill_loses_nothing_and_counts_nothing_twice() {
     let mut rng = ChaCha12Rng::seed_from_u64(0x5e_7e);
     let batches = Arc::new(workload(&mut rng));
     let addr = Arc::new(Mutex::new(None));
+    let answered = Arc::new(AtomicUsize::new(0));
     let sender = {
-        let (batches, addr) = (Arc::clone(&batches), Arc::clone(&addr));
-        std::thread::spawn(move || send_all(&batches, &addr))
+        let (batches, addr, answered) = (
+            Arc::clone(&batches),
+            Arc::clone(&addr),
+            Arc::clone(&answered),
+        );
+        std::thread::spawn(move || send_all(&batches, &addr, &answered))
     };
     let mut kills = 0;
     while kills < KILLS && !sender.is_finished() {
         let (mut child, a) = start(&db);
         *addr.lock().unwrap() = Some(a);
-        std::thread::sleep(Duration::from_millis(5 + u64::from(rng.next_u32() % 60)));
+        // Kill after 1–40 more answered batches plus 0–2 ms: at a random point of a
+        // request (receiving, verifying, committing or answering).
+        let target = answered.load(Ordering::SeqCst) + 1 + (rng.next_u32() % 40) as usize;
+        while answered.load(Ordering::SeqCst) < target && !sender.is_finished() {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        std::thread::sleep(Duration::from_micros(u64::from(rng.next_u32() % 2000)));
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         *addr.lock().unwrap() = None;
