@@ -494,6 +494,10 @@ fn aggregate(
     #[cfg(feature = "serve")]
     if let Some(db) = &args.db {
         // The stored reports, framed as one report file (docs/report-format.md).
+        if !db.is_file() {
+            let missing = io::Error::new(io::ErrorKind::NotFound, "no such database file");
+            return Err(LdpError::Read(db.display().to_string(), missing).into());
+        }
         let mut file = Vec::new();
         frames::write_file_header(&mut file)?;
         let store = privq_host::collector::store::Store::open(db)
