@@ -345,7 +345,7 @@ step clippy-bare-metal - bash -c '
     cargo clippy -p privq-firmware --features qemu,$f --target thumbv6m-none-eabi -- -D warnings
   done
   cargo clippy -p privq-tests --features rt --test on_target --target thumbv7m-none-eabi -- -D warnings'
-step docs - env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+step docs - env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --features privq-host/serve
 step host-tests expect_host_tests cargo test --workspace --no-fail-fast
 step serve-tests expect_serve serve_tests
 step qemu-m0 expect_suite_ran_m0 cargo qemu-m0
