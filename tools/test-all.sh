@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # privq: THE test command. Runs everything and prints a summary:
 #
-#   formatting, clippy (host + bare-metal), docs without warnings, host tests, the on-target suites in QEMU
+#   formatting, clippy (host, host with feature serve, bare-metal), docs without warnings, host tests,
+#   the collector's tests with feature serve (SIGKILL crash test, load benchmark), the on-target suites in QEMU
 #   (Cortex-M0 microbit, Cortex-M3 lm3s6965evb, Cortex-M4F mps2-an386), the firmware in
 #   QEMU (M0 + M4F), the device -> host end-to-end test in QEMU (tests/tests/e2e.rs), the
 #   firmware's flash/RAM sizes, and tools/sampler-cost.sh --check.
@@ -298,6 +299,25 @@ firmware_sizes() {
   fi
 }
 
+# Feature `serve` (privq serve, the upload collector): its tests, including the SIGKILL
+# crash test (host/tests/serve_crash.rs), which must have run and passed, and a short
+# loopback load benchmark whose numbers go into the summary.
+serve_tests() {
+  cargo test -p privq-host --features serve --no-fail-fast || return
+  cargo test -p privq-host --features serve --test serve_crash -- --nocapture sigkill || return
+  cargo run -q -p privq-host --features serve -- serve bench --clients 2 --batches 200 || return
+}
+
+expect_serve() {
+  expect_host_tests "$1" || return
+  if ! grep -q '^test sigkill_loses_nothing_and_counts_nothing_twice ... ok' "$1" ||
+    ! grep -Eq '^serve-crash: [1-9][0-9]* SIGKILLs' "$1" || ! grep -q '^batches .* reports/s' "$1"; then
+    echo "test-all: the serve crash test or the serve benchmark did not run to its end" >&2
+    return 3
+  fi
+  grep -E '^serve-crash: |^batches .* reports/s' "$1" | while IFS= read -r line; do note "serve: $line"; done
+}
+
 sampler_cost() {
   if [[ -e tools/sampler-cost.sh ]]; then
     bash tools/sampler-cost.sh --check || return
@@ -311,6 +331,7 @@ setup
 
 step fmt - cargo fmt --all --check
 step clippy - cargo clippy --workspace --all-targets -- -D warnings
+step clippy-serve - cargo clippy --workspace --all-targets --features privq-host/serve -- -D warnings
 step clippy-bare-metal - bash -c '
   set -e
   for t in thumbv6m-none-eabi thumbv7em-none-eabihf; do
@@ -324,8 +345,9 @@ step clippy-bare-metal - bash -c '
     cargo clippy -p privq-firmware --features qemu,$f --target thumbv6m-none-eabi -- -D warnings
   done
   cargo clippy -p privq-tests --features rt --test on_target --target thumbv7m-none-eabi -- -D warnings'
-step docs - env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+step docs - env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --features privq-host/serve
 step host-tests expect_host_tests cargo test --workspace --no-fail-fast
+step serve-tests expect_serve serve_tests
 step qemu-m0 expect_suite_ran_m0 cargo qemu-m0
 step qemu-m3 expect_suite_ran cargo qemu-m3
 step qemu-m4f expect_suite_ran cargo qemu-m4f

@@ -24,6 +24,8 @@ pub mod accountant;
 pub mod audit;
 pub mod central;
 pub mod choice;
+#[cfg(feature = "serve")]
+pub mod collector;
 pub mod conjunctions;
 pub mod contract;
 pub mod data;

@@ -179,8 +179,13 @@ pub struct AggregateArgs {
     #[command(flatten)]
     pub campaign: CampaignFlags,
     /// Report files (`-` for standard input); repeat or list several.
-    #[arg(long, value_name = "PATH", required = true, num_args = 1..)]
+    #[arg(long, value_name = "PATH", num_args = 1..)]
     pub input: Vec<PathBuf>,
+    /// Also aggregate the reports a collector accepted (`privq serve --db`), read
+    /// from its SQLite database (feature `serve`).
+    #[cfg(feature = "serve")]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
     /// What to print and save.
     #[command(flatten)]
     pub result: ResultArgs,
@@ -475,7 +480,39 @@ fn aggregate(
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     let post = check_result_args(&args.result)?;
+    #[cfg(feature = "serve")]
+    let from_db = args.db.is_some();
+    #[cfg(not(feature = "serve"))]
+    let from_db = false;
+    if args.input.is_empty() && !from_db {
+        return Err(CliError::Usage {
+            option: "input",
+            message: "give at least one report file (--input PATH, `-` for standard input)".into(),
+        });
+    }
     let mut intake = Intake::new(campaign_plan(&args.campaign)?);
+    #[cfg(feature = "serve")]
+    if let Some(db) = &args.db {
+        // The stored reports, framed as one report file (docs/report-format.md).
+        if !db.is_file() {
+            let missing = io::Error::new(io::ErrorKind::NotFound, "no such database file");
+            return Err(LdpError::Read(db.display().to_string(), missing).into());
+        }
+        let mut file = Vec::new();
+        frames::write_file_header(&mut file)?;
+        let store = privq_host::collector::store::Store::open(db)
+            .map_err(|e| CliError::Run(format!("{}: {e}", db.display()).into()))?;
+        let mut written = Ok(());
+        store
+            .for_each_report(|r| {
+                if written.is_ok() {
+                    written = frames::write_frame(&mut file, &r.report);
+                }
+            })
+            .map_err(|e| CliError::Run(format!("{}: {e}", db.display()).into()))?;
+        written?;
+        intake.ingest_slice(&db.display().to_string(), &file);
+    }
     for input in &args.input {
         let name = input.display().to_string();
         let read = if input.as_os_str() == "-" {

@@ -28,6 +28,8 @@ pub mod noise;
 pub mod pmw;
 mod progress;
 pub mod results;
+#[cfg(feature = "serve")]
+pub mod serve;
 pub mod synth;
 
 /// privq: exact differential privacy from the microcontroller to the curator.
@@ -64,6 +66,9 @@ pub enum Command {
     Conjunctions(conjunctions::Args),
     /// Audit the mechanisms' privacy claims empirically (stochastic tester on neighbouring datasets).
     Audit(audit::Args),
+    /// The authenticated upload collector: HTTP API over a SQLite store (feature `serve`).
+    #[cfg(feature = "serve")]
+    Serve(serve::Args),
 }
 
 /// Runs a parsed command line with the given streams.
@@ -85,6 +90,8 @@ pub fn run(
         Command::Fairness(args) => fairness::run(&args, stdin, stdout, stderr),
         Command::Conjunctions(args) => conjunctions::run(&args, stdin, stdout, stderr),
         Command::Audit(args) => audit::run(&args, stdin, stdout, stderr),
+        #[cfg(feature = "serve")]
+        Command::Serve(args) => serve::run(&args, stdout, stderr),
     }
 }
 

@@ -1,0 +1,384 @@
+//! `privq serve` (feature `serve`): the authenticated upload collector, device
+//! provisioning, and a loopback load benchmark. The work is done by
+//! [`privq_host::collector`]; this module parses options and logs on stderr.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use privq_core::upload::{DeviceKey, FrameWriter, KEY_LEN};
+use privq_host::collector::client::Client;
+use privq_host::collector::http::{self, Collector, push_batch};
+use privq_host::collector::store::{Policy, Store, StoreError, is_test_key};
+use rand_core::Rng;
+
+use super::CliError;
+
+/// Options of `privq serve`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    after_help = "Examples:
+  privq serve provision --db fleet.db --device 42 --key <64 hex digits> --cap 10
+  privq serve --db fleet.db --listen 127.0.0.1:8080
+  curl -s http://127.0.0.1:8080/v1/estimates
+
+API and database schema: docs/collector.md. Exit codes: 0 after a clean shutdown
+(SIGTERM or ctrl-c), 2 if the database cannot be opened or the address bound."
+)]
+pub struct Args {
+    /// Provision devices or benchmark instead of serving.
+    #[command(subcommand)]
+    pub action: Option<Action>,
+    /// The SQLite database (created if missing).
+    #[arg(long, value_name = "PATH", required = true)]
+    pub db: Option<PathBuf>,
+    /// Address to listen on (port 0: any free port, printed on stderr).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    /// Largest domain a report may declare (bounds the aggregate's memory).
+    #[arg(long, value_name = "N", default_value_t = 1 << 16)]
+    pub max_domain: u32,
+    /// Accept devices holding the documented test-only keys (tests only).
+    #[arg(long)]
+    pub allow_test_keys: bool,
+    /// Log only startup, shutdown and errors (no line per batch).
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// `privq serve` actions.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum Action {
+    /// Add a device (or replace its key and cap; its spent ε is kept).
+    Provision(ProvisionArgs),
+    /// List the provisioned devices with their caps and spent ε.
+    Devices(DevicesArgs),
+    /// Load benchmark: an in-process collector on 127.0.0.1 and blocking clients.
+    Bench(BenchArgs),
+}
+
+/// Options of `privq serve provision`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProvisionArgs {
+    /// The SQLite database (created if missing).
+    #[arg(long, value_name = "PATH")]
+    pub db: PathBuf,
+    /// Device id (u64).
+    #[arg(long)]
+    pub device: u64,
+    /// The device's 32-byte HMAC key, as 64 hex digits.
+    #[arg(long, value_name = "HEX")]
+    pub key: String,
+    /// Lifetime ε cap, exactly (`10`, `2.5`, `5/2`).
+    #[arg(long, value_name = "EPS")]
+    pub cap: String,
+    /// Allow a documented test-only key (tests only).
+    #[arg(long)]
+    pub allow_test_key: bool,
+}
+
+/// Options of `privq serve devices`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DevicesArgs {
+    /// The SQLite database.
+    #[arg(long, value_name = "PATH")]
+    pub db: PathBuf,
+}
+
+/// Options of `privq serve bench`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BenchArgs {
+    /// A database to create for the run (must not exist; default: a temporary file, removed).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Concurrent clients (one keep-alive connection each).
+    #[arg(long, default_value_t = 2)]
+    pub clients: usize,
+    /// Batches per client.
+    #[arg(long, default_value_t = 200)]
+    pub batches: usize,
+    /// Frames per batch (each from another device).
+    #[arg(long, default_value_t = 8)]
+    pub frames: usize,
+    /// Reports per frame (13-byte SQ-bit reports, ε = 1/64 each).
+    #[arg(long, default_value_t = 16)]
+    pub reports: usize,
+}
+
+fn store_error(path: &Path, e: StoreError) -> CliError {
+    CliError::Run(format!("{}: {e}", path.display()).into())
+}
+
+/// Runs `privq serve`.
+pub fn run(args: &Args, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<(), CliError> {
+    match &args.action {
+        Some(Action::Provision(a)) => provision(a, stderr),
+        Some(Action::Devices(a)) => devices(a, stdout),
+        Some(Action::Bench(a)) => bench(a, stdout, stderr),
+        None => {
+            let db = args.db.as_deref().ok_or(CliError::Usage {
+                option: "db",
+                message: "give the database: --db PATH".into(),
+            })?;
+            let policy = Policy {
+                max_domain: args.max_domain,
+                allow_test_keys: args.allow_test_keys,
+            };
+            serve(db, args.listen, policy, args.quiet)
+        }
+    }
+}
+
+fn parse_key(hex: &str) -> Result<DeviceKey, CliError> {
+    let usage = |message: &str| CliError::Usage {
+        option: "key",
+        message: message.into(),
+    };
+    let hex = hex.trim();
+    if hex.len() != 2 * KEY_LEN {
+        return Err(usage("expected 64 hex digits (a 32-byte key)"));
+    }
+    let mut key = [0u8; KEY_LEN];
+    for (i, byte) in key.iter_mut().enumerate() {
+        let digits = hex.get(2 * i..2 * i + 2).ok_or_else(|| usage("not hex"))?;
+        *byte = u8::from_str_radix(digits, 16).map_err(|_| usage("not hex"))?;
+    }
+    Ok(DeviceKey::new(key))
+}
+
+fn provision(args: &ProvisionArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
+    let key = parse_key(&args.key)?;
+    if is_test_key(&key) && !args.allow_test_key {
+        return Err(CliError::Usage {
+            option: "key",
+            message: "this is a documented test-only key (docs/upload-frame.md); \
+                      pass --allow-test-key in tests"
+                .into(),
+        });
+    }
+    let cap = args.cap.parse().map_err(|source| CliError::Parameter {
+        option: "cap",
+        source,
+    })?;
+    let mut store = Store::open(&args.db).map_err(|e| store_error(&args.db, e))?;
+    store
+        .provision(args.device, &key, cap)
+        .map_err(|e| store_error(&args.db, e))?;
+    writeln!(
+        stderr,
+        "privq serve: provisioned device {} (cap eps = {cap}) in {}",
+        args.device,
+        args.db.display()
+    )?;
+    Ok(())
+}
+
+fn devices(args: &DevicesArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
+    let store = Store::open(&args.db).map_err(|e| store_error(&args.db, e))?;
+    writeln!(stdout, "device\tcap\tspent")?;
+    for d in store.devices().map_err(|e| store_error(&args.db, e))? {
+        let spent = d.spent.map_or_else(|| "0".to_string(), |s| s.to_string());
+        writeln!(stdout, "{}\t{}\t{spent}", d.device, d.cap)?;
+    }
+    Ok(())
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(CliError::Io)
+}
+
+fn serve(db: &Path, listen: SocketAddr, policy: Policy, quiet: bool) -> Result<(), CliError> {
+    let store = Store::open(db).map_err(|e| store_error(db, e))?;
+    let (devices, frames) = (
+        store.devices().map_err(|e| store_error(db, e))?.len(),
+        store.frame_count().map_err(|e| store_error(db, e))?,
+    );
+    let collector = Arc::new(Collector::new(store, policy, quiet).map_err(|e| store_error(db, e))?);
+    let rt = runtime()?;
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind(listen)
+            .await
+            .map_err(|e| CliError::Run(format!("--listen {listen}: {e}").into()))?;
+        let addr = http::local_addr(&listener)?;
+        eprintln!(
+            "privq serve: listening on {addr} (db {}: {devices} devices, {frames} frames, {} reports)",
+            db.display(),
+            collector.reports()
+        );
+        http::serve(listener, collector, http::shutdown_signal()).await?;
+        eprintln!("privq serve: shut down cleanly");
+        Ok(())
+    })
+}
+
+/// Latency quantile `q` of sorted durations.
+fn quantile(sorted: &[Duration], q: f64) -> Duration {
+    let i = ((sorted.len() as f64 - 1.0) * q).round() as usize;
+    sorted.get(i).copied().unwrap_or_default()
+}
+
+fn bench(args: &BenchArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<(), CliError> {
+    let usage = |option, message: &str| CliError::Usage {
+        option,
+        message: message.into(),
+    };
+    if args.clients == 0 || args.batches == 0 || args.frames == 0 || args.reports == 0 {
+        return Err(usage(
+            "clients",
+            "clients, batches, frames and reports must be positive",
+        ));
+    }
+    if args.reports > 1000 || args.frames > 1000 {
+        return Err(usage(
+            "reports",
+            "at most 1000 reports per frame and frames per batch",
+        ));
+    }
+    let (db, temporary) = match &args.db {
+        Some(p) if p.exists() => return Err(usage("db", "the benchmark database must not exist")),
+        Some(p) => (p.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!("privq-bench-{}.db", std::process::id())),
+            true,
+        ),
+    };
+    let mut rng = privq_host::secure_rng().map_err(CliError::Seed)?;
+    let devices = args.clients * args.frames;
+    let mut store = Store::open(&db).map_err(|e| store_error(&db, e))?;
+    let cap = privq_core::Epsilon::new(1 << 40, 1).map_err(|source| CliError::Parameter {
+        option: "reports",
+        source,
+    })?;
+    let mut keys = Vec::with_capacity(devices);
+    for d in 0..devices {
+        let mut k = [0u8; KEY_LEN];
+        rng.fill_bytes(&mut k);
+        let key = DeviceKey::new(k);
+        store
+            .provision(d as u64, &key, cap)
+            .map_err(|e| store_error(&db, e))?;
+        keys.push(key);
+    }
+    // Client c sends batch b with one frame (sequence b) of each of its devices.
+    let mut work: Vec<Vec<Vec<u8>>> = Vec::with_capacity(args.clients);
+    let mut frame = vec![0u8; 65_535];
+    for c in 0..args.clients {
+        let mut batches = Vec::with_capacity(args.batches);
+        for b in 0..args.batches {
+            let mut body = Vec::new();
+            for f in 0..args.frames {
+                let d = c * args.frames + f;
+                let key = keys.get(d).ok_or(CliError::EmptyInput)?;
+                let seq = u32::try_from(b).unwrap_or(u32::MAX);
+                let mut w = FrameWriter::new(&mut frame, d as u64, 0, seq).map_err(|source| {
+                    CliError::Parameter {
+                        option: "frames",
+                        source,
+                    }
+                })?;
+                for _ in 0..args.reports {
+                    let bit = (rng.next_u32() & 1) as u8;
+                    w.push(&[1, 8, 0, 0, 1, 0, 64, 0, 0, 0, 0, 0, bit])
+                        .map_err(|source| CliError::Parameter {
+                            option: "reports",
+                            source,
+                        })?;
+                }
+                let n = w.finish(key).map_err(|source| CliError::Parameter {
+                    option: "reports",
+                    source,
+                })?;
+                push_batch(&mut body, frame.get(..n).unwrap_or_default())
+                    .map_err(|e| CliError::Run(e.to_string().into()))?;
+            }
+            batches.push(body);
+        }
+        work.push(batches);
+    }
+    let collector =
+        Arc::new(Collector::new(store, Policy::default(), true).map_err(|e| store_error(&db, e))?);
+    let rt = runtime()?;
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .map_err(CliError::Io)?;
+    let addr = listener.local_addr()?;
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    let server = rt.spawn(http::serve(listener, Arc::clone(&collector), async move {
+        let _ = tokio::task::spawn_blocking(move || stop_rx.recv()).await;
+    }));
+    writeln!(
+        stderr,
+        "privq serve bench: {} clients x {} batches x {} frames x {} reports on {addr}",
+        args.clients, args.batches, args.frames, args.reports
+    )?;
+    let start = Instant::now();
+    let results: Vec<Result<Vec<Duration>, String>> = std::thread::scope(|s| {
+        let handles: Vec<_> = work
+            .iter()
+            .map(|batches| {
+                s.spawn(move || {
+                    let mut client = Client::new(addr, Duration::from_secs(30));
+                    let mut lat = Vec::with_capacity(batches.len());
+                    for body in batches {
+                        let t = Instant::now();
+                        let (status, reply) =
+                            client.post("/v1/frames", body).map_err(|e| e.to_string())?;
+                        lat.push(t.elapsed());
+                        let text = String::from_utf8_lossy(&reply);
+                        if status != 200 || text.contains("\"rejected\"") {
+                            return Err(format!("status {status}: {text}"));
+                        }
+                    }
+                    Ok(lat)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("client thread panicked".into()))
+            })
+            .collect()
+    });
+    let elapsed = start.elapsed();
+    let _ = stop_tx.send(());
+    let _ = rt.block_on(server);
+    let mut lat = Vec::new();
+    for r in results {
+        lat.extend(r.map_err(|e| CliError::Run(format!("bench client: {e}").into()))?);
+    }
+    lat.sort();
+    let reports = (args.clients * args.batches * args.frames * args.reports) as f64;
+    let stored = collector.reports();
+    writeln!(
+        stdout,
+        "batches {}  reports {reports}  stored {stored}  time {:.2} s  reports/s {:.0}  batches/s {:.0}  \
+         latency p50 {:.2} ms  p99 {:.2} ms",
+        lat.len(),
+        elapsed.as_secs_f64(),
+        reports / elapsed.as_secs_f64(),
+        lat.len() as f64 / elapsed.as_secs_f64(),
+        quantile(&lat, 0.5).as_secs_f64() * 1e3,
+        quantile(&lat, 0.99).as_secs_f64() * 1e3,
+    )?;
+    drop(collector);
+    if temporary {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", db.display()));
+        }
+    }
+    if stored as f64 != reports {
+        return Err(CliError::Run(
+            format!("stored {stored} reports, sent {reports}").into(),
+        ));
+    }
+    Ok(())
+}

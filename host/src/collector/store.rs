@@ -1,0 +1,725 @@
+//! The collector's SQLite store: device keys and budgets, accepted frames (the
+//! replay keys with their tags) and their reports (schema in `docs/collector.md`).
+//!
+//! [`Store::submit`] handles one batch of frames in **one** transaction: every
+//! frame is authenticated, checked against the replay table and its device's
+//! lifetime ε cap, and the accepted frames, their reports and the devices' new
+//! spent ε are written together. The transaction commits before the caller gets
+//! the statuses, so an acknowledgement always describes data on disk (WAL mode,
+//! `synchronous = FULL`).
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+use privq_core::Epsilon;
+use privq_core::upload::{self, DeviceKey, KEY_LEN};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use serde::Serialize;
+
+use crate::ldp::aggregate::ReportKind;
+use crate::ldp::decode::decode_report;
+use crate::ldp::upload::{FrameReject, verify_frame};
+
+/// The schema version this module writes (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: i64 = 1;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS devices (
+    device   INTEGER PRIMARY KEY,          -- u64 device id, stored as its two's-complement i64
+    key      BLOB NOT NULL CHECK (length(key) = 32),
+    cap      TEXT NOT NULL,                -- lifetime ε cap, exact: 'num/den' or 'num'
+    spent    TEXT                          -- ε of the accepted reports, exact; NULL = 0
+);
+CREATE TABLE IF NOT EXISTS frames (
+    device   INTEGER NOT NULL REFERENCES devices(device),
+    epoch    INTEGER NOT NULL,
+    sequence INTEGER NOT NULL,
+    tag      BLOB NOT NULL CHECK (length(tag) = 32),
+    reports  INTEGER NOT NULL,
+    received INTEGER NOT NULL,              -- Unix seconds
+    PRIMARY KEY (device, epoch, sequence)
+);
+CREATE TABLE IF NOT EXISTS reports (
+    id       INTEGER PRIMARY KEY,           -- acceptance order
+    device   INTEGER NOT NULL,
+    epoch    INTEGER NOT NULL,
+    sequence INTEGER NOT NULL,
+    position INTEGER NOT NULL,              -- index of the report in its frame
+    report   BLOB NOT NULL,                 -- wire format (docs/report-format.md)
+    UNIQUE (device, epoch, sequence, position),
+    FOREIGN KEY (device, epoch, sequence) REFERENCES frames(device, epoch, sequence)
+);
+";
+
+/// Why the store failed (the batch was not committed; nothing was acknowledged).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// SQLite failed.
+    Sqlite(rusqlite::Error),
+    /// The database holds a value this module does not write (edited by hand, or a
+    /// newer schema).
+    Corrupt(String),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Sqlite(e) => write!(f, "database: {e}"),
+            StoreError::Corrupt(what) => write!(f, "database content not understood: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Sqlite(e) => Some(e),
+            StoreError::Corrupt(_) => None,
+        }
+    }
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite(e)
+    }
+}
+
+/// Why the collector refused a frame (besides [`FrameReject`]'s authentication
+/// and format classes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Rejection {
+    /// The frame failed verification (format, unknown device, MAC, body, report).
+    Frame(FrameReject),
+    /// The replay key `(device, epoch, sequence)` was accepted before with another
+    /// tag: a reused counter or a forgery attempt by a key holder. Not acknowledged.
+    Conflict,
+    /// The frame's reports would take the device past its lifetime ε cap (or the
+    /// exact sum overflows). Nothing of the frame is counted.
+    BudgetExceeded,
+    /// Report `index` declares a domain above the collector's `max_domain`
+    /// (its aggregator would be too large to allocate).
+    DomainTooLarge {
+        /// Position of the report in the frame.
+        index: u16,
+    },
+    /// The device's key is a documented test-only key (`docs/upload-frame.md`) and
+    /// the collector was not started with test keys allowed.
+    TestKey,
+}
+
+impl Rejection {
+    /// The snake_case name used in responses and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rejection::Frame(f) => f.name(),
+            Rejection::Conflict => "replay_conflict",
+            Rejection::BudgetExceeded => "budget_exceeded",
+            Rejection::DomainTooLarge { .. } => "domain_too_large",
+            Rejection::TestKey => "test_key_refused",
+        }
+    }
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rejection::Frame(r) => write!(f, "{r}"),
+            Rejection::Conflict => f.write_str(
+                "another frame with the same device, epoch and sequence number was accepted",
+            ),
+            Rejection::BudgetExceeded => {
+                f.write_str("the frame's reports would exceed the device's lifetime epsilon cap")
+            }
+            Rejection::DomainTooLarge { index } => {
+                write!(
+                    f,
+                    "report {index} declares a domain above the collector's limit"
+                )
+            }
+            Rejection::TestKey => f.write_str("the device holds a test-only key"),
+        }
+    }
+}
+
+/// The outcome for one frame of a batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FrameStatus {
+    /// New: its reports are stored and counted.
+    Accepted {
+        /// Replay key: device.
+        device: u64,
+        /// Replay key: epoch.
+        epoch: u32,
+        /// Replay key: sequence number.
+        sequence: u32,
+        /// Reports stored.
+        reports: usize,
+    },
+    /// A byte-identical retry of an accepted frame: acknowledged, nothing counted.
+    Duplicate {
+        /// Replay key: device.
+        device: u64,
+        /// Replay key: epoch.
+        epoch: u32,
+        /// Replay key: sequence number.
+        sequence: u32,
+    },
+    /// Refused: nothing of it is stored; not acknowledged.
+    Rejected(Rejection),
+}
+
+impl FrameStatus {
+    /// Whether the device may drop the frame (accepted or duplicate).
+    pub fn acknowledged(&self) -> bool {
+        !matches!(self, FrameStatus::Rejected(_))
+    }
+}
+
+/// The JSON form of a [`FrameStatus`] (`docs/collector.md`).
+#[derive(Debug, Clone, Serialize)]
+pub struct StatusJson {
+    /// `accepted`, `duplicate` or `rejected`.
+    pub status: &'static str,
+    /// The replay key's device (absent when rejected).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<u64>,
+    /// The replay key's epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub epoch: Option<u32>,
+    /// The replay key's sequence number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<u32>,
+    /// Reports stored (accepted frames).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reports: Option<usize>,
+    /// The rejection class.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
+    /// The rejection in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl From<&FrameStatus> for StatusJson {
+    fn from(s: &FrameStatus) -> StatusJson {
+        let mut j = StatusJson {
+            status: "rejected",
+            device: None,
+            epoch: None,
+            sequence: None,
+            reports: None,
+            reason: None,
+            detail: None,
+        };
+        match *s {
+            FrameStatus::Accepted {
+                device,
+                epoch,
+                sequence,
+                reports,
+            } => {
+                j.status = "accepted";
+                (j.device, j.epoch, j.sequence) = (Some(device), Some(epoch), Some(sequence));
+                j.reports = Some(reports);
+            }
+            FrameStatus::Duplicate {
+                device,
+                epoch,
+                sequence,
+            } => {
+                j.status = "duplicate";
+                (j.device, j.epoch, j.sequence) = (Some(device), Some(epoch), Some(sequence));
+            }
+            FrameStatus::Rejected(r) => {
+                j.reason = Some(r.name());
+                j.detail = Some(r.to_string());
+            }
+        }
+        j
+    }
+}
+
+/// What the collector accepts beyond a valid frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// The largest domain (items, or Hadamard's header parameter) a report may declare.
+    pub max_domain: u32,
+    /// Accept devices whose key is a documented test-only key.
+    pub allow_test_keys: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy {
+            max_domain: 1 << 16,
+            allow_test_keys: false,
+        }
+    }
+}
+
+/// Whether `key` is a documented test-only key (`fleet ‖ device ‖ "NOT-A-REAL-KEY!!"`).
+pub fn is_test_key(key: &DeviceKey) -> bool {
+    key.as_bytes().get(16..) == Some(b"NOT-A-REAL-KEY!!".as_slice())
+}
+
+/// A provisioned device as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceRecord {
+    /// The device id.
+    pub device: u64,
+    /// Lifetime ε cap.
+    pub cap: Epsilon,
+    /// ε of its accepted reports (`None`: nothing yet).
+    pub spent: Option<Epsilon>,
+}
+
+/// One stored report with its frame's replay key.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct StoredReport {
+    /// Sending device.
+    pub device: u64,
+    /// Frame epoch.
+    pub epoch: u32,
+    /// Frame sequence number.
+    pub sequence: u32,
+    /// Position in the frame.
+    pub position: u16,
+    /// The report bytes.
+    pub report: Vec<u8>,
+}
+
+/// The collector's database.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+}
+
+// SQLite integers are i64: u64 device ids and u32 counters are stored by bit pattern.
+fn dev(d: u64) -> i64 {
+    i64::from_ne_bytes(d.to_ne_bytes())
+}
+fn undev(d: i64) -> u64 {
+    u64::from_ne_bytes(d.to_ne_bytes())
+}
+
+fn parse_eps(text: &str) -> Result<Epsilon, StoreError> {
+    text.parse()
+        .map_err(|_| StoreError::Corrupt(format!("epsilon {text:?}")))
+}
+
+struct DeviceState {
+    key: DeviceKey,
+    cap: Epsilon,
+    spent: Option<Epsilon>,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`: WAL journal,
+    /// `synchronous = FULL`, foreign keys on, a 5 s busy timeout (so `provision`
+    /// can run beside a live collector), and the schema.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        #[cfg(unix)]
+        if !path.exists() {
+            // The store holds device keys: readable by its owner only.
+            use std::os::unix::fs::OpenOptionsExt;
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path);
+        }
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Corrupt(format!(
+                "journal mode {mode:?} instead of wal"
+            )));
+        }
+        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::Corrupt(format!(
+                "schema version {version}, this program knows {SCHEMA_VERSION}"
+            )));
+        }
+        conn.execute_batch(SCHEMA)?;
+        conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
+        Ok(Store { conn })
+    }
+
+    /// Adds a device, or replaces its key and cap (its spent ε and frames stay).
+    pub fn provision(
+        &mut self,
+        device: u64,
+        key: &DeviceKey,
+        cap: Epsilon,
+    ) -> Result<(), StoreError> {
+        self.conn.execute(
+            "INSERT INTO devices (device, key, cap, spent) VALUES (?1, ?2, ?3, NULL)
+             ON CONFLICT (device) DO UPDATE SET key = excluded.key, cap = excluded.cap",
+            params![dev(device), key.as_bytes().as_slice(), cap.to_string()],
+        )?;
+        Ok(())
+    }
+
+    /// Every provisioned device, by id.
+    pub fn devices(&self) -> Result<Vec<DeviceRecord>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT device, cap, spent FROM devices ORDER BY device")?;
+        let rows = st.query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (d, cap, spent) = row?;
+            out.push(DeviceRecord {
+                device: undev(d),
+                cap: parse_eps(&cap)?,
+                spent: spent.as_deref().map(parse_eps).transpose()?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Every stored report, in acceptance order.
+    pub fn reports(&self) -> Result<Vec<StoredReport>, StoreError> {
+        let mut out = Vec::new();
+        self.for_each_report(|r| out.push(r))?;
+        Ok(out)
+    }
+
+    /// Calls `f` with every stored report, in acceptance order.
+    pub fn for_each_report(&self, mut f: impl FnMut(StoredReport)) -> Result<(), StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT device, epoch, sequence, position, report FROM reports ORDER BY id")?;
+        let mut rows = st.query([])?;
+        while let Some(r) = rows.next()? {
+            let int = |i| -> Result<i64, StoreError> { Ok(r.get::<_, i64>(i)?) };
+            let small = |i, what: &str| -> Result<u32, StoreError> {
+                u32::try_from(int(i)?)
+                    .map_err(|_| StoreError::Corrupt(format!("{what} out of range")))
+            };
+            f(StoredReport {
+                device: undev(int(0)?),
+                epoch: small(1, "epoch")?,
+                sequence: small(2, "sequence")?,
+                position: u16::try_from(int(3)?)
+                    .map_err(|_| StoreError::Corrupt("position out of range".into()))?,
+                report: r.get(4)?,
+            });
+        }
+        Ok(())
+    }
+
+    /// Number of accepted frames.
+    pub fn frame_count(&self) -> Result<u64, StoreError> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM frames", [], |r| r.get(0))?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// Authenticates, admits and stores a batch of frames in one transaction, and
+    /// returns one status per frame plus the reports newly accepted (in storage
+    /// order). On error nothing of the batch is stored.
+    pub fn submit(
+        &mut self,
+        frames: &[&[u8]],
+        policy: &Policy,
+    ) -> Result<(Vec<FrameStatus>, Vec<Vec<u8>>), StoreError> {
+        let received = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut devices: HashMap<u64, Option<DeviceState>> = HashMap::new();
+        let mut statuses = Vec::with_capacity(frames.len());
+        let mut fresh = Vec::new();
+        for bytes in frames {
+            // Only the framing is read before the tag is checked (verify_frame).
+            let header = match upload::peek_header(bytes) {
+                Ok(h) => h,
+                Err(e) => {
+                    statuses.push(FrameStatus::Rejected(Rejection::Frame(
+                        FrameReject::from_core(e),
+                    )));
+                    continue;
+                }
+            };
+            let state = match devices.entry(header.device) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(load_device(&tx, header.device)?)
+                }
+            };
+            let Some(state) = state else {
+                statuses.push(FrameStatus::Rejected(Rejection::Frame(
+                    FrameReject::UnknownDevice,
+                )));
+                continue;
+            };
+            let frame = match verify_frame(bytes, |_| Some(state.key.clone())) {
+                Ok(f) => f,
+                Err(e) => {
+                    statuses.push(FrameStatus::Rejected(Rejection::Frame(e)));
+                    continue;
+                }
+            };
+            if !policy.allow_test_keys && is_test_key(&state.key) {
+                statuses.push(FrameStatus::Rejected(Rejection::TestKey));
+                continue;
+            }
+            let (d, e, s) = (
+                dev(frame.device),
+                i64::from(frame.epoch),
+                i64::from(frame.sequence),
+            );
+            let seen: Option<Vec<u8>> = tx
+                .prepare_cached(
+                    "SELECT tag FROM frames WHERE device = ?1 AND epoch = ?2 AND sequence = ?3",
+                )?
+                .query_row(params![d, e, s], |r| r.get(0))
+                .optional()?;
+            if let Some(tag) = seen {
+                statuses.push(if tag.as_slice() == frame.tag.as_slice() {
+                    FrameStatus::Duplicate {
+                        device: frame.device,
+                        epoch: frame.epoch,
+                        sequence: frame.sequence,
+                    }
+                } else {
+                    FrameStatus::Rejected(Rejection::Conflict)
+                });
+                continue;
+            }
+            match charge(state, &frame.reports, policy) {
+                Ok(total) => state.spent = Some(total),
+                Err(r) => {
+                    statuses.push(FrameStatus::Rejected(r));
+                    continue;
+                }
+            }
+            tx.prepare_cached(
+                "INSERT INTO frames (device, epoch, sequence, tag, reports, received)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?
+            .execute(params![
+                d,
+                e,
+                s,
+                frame.tag.as_slice(),
+                i64::try_from(frame.reports.len()).unwrap_or(i64::MAX),
+                received
+            ])?;
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO reports (device, epoch, sequence, position, report)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for (i, r) in frame.reports.iter().enumerate() {
+                insert.execute(params![d, e, s, i64::try_from(i).unwrap_or(i64::MAX), r])?;
+            }
+            drop(insert);
+            tx.prepare_cached("UPDATE devices SET spent = ?2 WHERE device = ?1")?
+                .execute(params![d, state.spent.map(|x| x.to_string())])?;
+            statuses.push(FrameStatus::Accepted {
+                device: frame.device,
+                epoch: frame.epoch,
+                sequence: frame.sequence,
+                reports: frame.reports.len(),
+            });
+            fresh.extend(frame.reports);
+        }
+        tx.commit()?;
+        Ok((statuses, fresh))
+    }
+}
+
+fn load_device(
+    tx: &rusqlite::Transaction<'_>,
+    device: u64,
+) -> Result<Option<DeviceState>, StoreError> {
+    let row: Option<(Vec<u8>, String, Option<String>)> = tx
+        .prepare_cached("SELECT key, cap, spent FROM devices WHERE device = ?1")?
+        .query_row(params![dev(device)], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
+        .optional()?;
+    let Some((key, cap, spent)) = row else {
+        return Ok(None);
+    };
+    let key: [u8; KEY_LEN] = key
+        .try_into()
+        .map_err(|_| StoreError::Corrupt(format!("key of device {device}")))?;
+    Ok(Some(DeviceState {
+        key: DeviceKey::new(key),
+        cap: parse_eps(&cap)?,
+        spent: spent.as_deref().map(parse_eps).transpose()?,
+    }))
+}
+
+/// The device's spent ε after `reports`, exactly, or why they are refused: a
+/// domain above the policy's, or a total above the cap (or overflowing).
+fn charge(state: &DeviceState, reports: &[Vec<u8>], policy: &Policy) -> Result<Epsilon, Rejection> {
+    let mut total = state.spent;
+    for (i, bytes) in reports.iter().enumerate() {
+        let index = u16::try_from(i).unwrap_or(u16::MAX);
+        // verify_frame decoded every report already; this cannot fail.
+        let r = decode_report(bytes)
+            .map_err(|reason| Rejection::Frame(FrameReject::Report { index, reason }))?;
+        let kind = ReportKind::of(&r);
+        if kind.domain().is_some_and(|d| d > policy.max_domain) {
+            return Err(Rejection::DomainTooLarge { index });
+        }
+        let eps = r.header.epsilon;
+        total = Some(match total {
+            None => eps,
+            Some(t) => t.checked_add(eps).map_err(|_| Rejection::BudgetExceeded)?,
+        });
+    }
+    match total {
+        Some(t) if t > state.cap => Err(Rejection::BudgetExceeded),
+        Some(t) => Ok(t),
+        // A verified frame holds at least one report.
+        None => Err(Rejection::Frame(FrameReject::Count)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use privq_core::upload::FrameWriter;
+
+    fn temp_db(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("privq-store-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("c.db")
+    }
+
+    /// A frame of `device` whose reports are SQ-bit reports with ε = 1/`den` each.
+    fn frame(key: &DeviceKey, device: u64, seq: u32, reports: usize, den: u8) -> Vec<u8> {
+        let mut buf = vec![0u8; 4096];
+        let mut w = FrameWriter::new(&mut buf, device, 1, seq).unwrap();
+        for i in 0..reports {
+            w.push(&[1, 8, 0, 0, 1, 0, den, 0, 0, 0, 0, 0, (i % 2) as u8])
+                .unwrap();
+        }
+        let n = w.finish(key).unwrap();
+        buf.truncate(n);
+        buf
+    }
+
+    fn eps(n: u64, d: u64) -> Epsilon {
+        Epsilon::new(n, d).unwrap()
+    }
+
+    #[test]
+    fn auth_replay_and_budget() {
+        let path = temp_db("auth");
+        let mut s = Store::open(&path).unwrap();
+        let (k1, k2) = (DeviceKey::new([1; 32]), DeviceKey::new([2; 32]));
+        s.provision(1, &k1, eps(1, 1)).unwrap();
+        s.provision(u64::MAX, &k2, eps(1, 1)).unwrap();
+        let p = Policy::default();
+        let a = frame(&k1, 1, 0, 2, 4); // ε 1/2
+        let a_other = frame(&k1, 1, 0, 1, 4); // same replay key, other bytes
+        let forged = frame(&k2, 1, 1, 1, 4); // device 1's id, device 2's key
+        let unknown = frame(&k1, 9, 0, 1, 4);
+        let big = frame(&k2, u64::MAX, 0, 3, 2); // ε 3/2 > cap 1
+        let (st, fresh) = s
+            .submit(&[&a, &a, &a_other, &forged, &unknown, &big, b"garbage"], &p)
+            .unwrap();
+        use FrameStatus::*;
+        assert_eq!(
+            st,
+            vec![
+                Accepted {
+                    device: 1,
+                    epoch: 1,
+                    sequence: 0,
+                    reports: 2
+                },
+                Duplicate {
+                    device: 1,
+                    epoch: 1,
+                    sequence: 0
+                },
+                Rejected(Rejection::Conflict),
+                Rejected(Rejection::Frame(FrameReject::Mac)),
+                Rejected(Rejection::Frame(FrameReject::UnknownDevice)),
+                Rejected(Rejection::BudgetExceeded),
+                Rejected(Rejection::Frame(FrameReject::Truncated)),
+            ]
+        );
+        assert_eq!(fresh.len(), 2);
+        // The spent ε persists across reopening; the next 1/2 fits exactly, then no more.
+        drop(s);
+        let mut s = Store::open(&path).unwrap();
+        let spent = s.devices().unwrap()[1].spent;
+        assert_eq!(spent, Some(eps(1, 2)));
+        let b = frame(&k1, 1, 1, 2, 4);
+        let c = frame(&k1, 1, 2, 1, 64);
+        let (st, _) = s.submit(&[&b, &c], &p).unwrap();
+        assert!(matches!(st[0], Accepted { .. }));
+        assert_eq!(st[1], Rejected(Rejection::BudgetExceeded));
+        assert_eq!(s.reports().unwrap().len(), 4);
+        assert_eq!(s.frame_count().unwrap(), 2);
+        let max = s
+            .devices()
+            .unwrap()
+            .into_iter()
+            .find(|d| d.device == u64::MAX)
+            .unwrap();
+        assert_eq!(max.spent, None);
+    }
+
+    #[test]
+    fn domain_limit_and_test_keys() {
+        let mut s = Store::open(&temp_db("policy")).unwrap();
+        let mut tk = [0u8; 32];
+        tk[16..].copy_from_slice(b"NOT-A-REAL-KEY!!");
+        let test_key = DeviceKey::new(tk);
+        assert!(is_test_key(&test_key));
+        s.provision(3, &test_key, eps(10, 1)).unwrap();
+        let f = frame(&test_key, 3, 0, 1, 1);
+        let strict = Policy::default();
+        assert_eq!(
+            s.submit(&[&f], &strict).unwrap().0,
+            vec![FrameStatus::Rejected(Rejection::TestKey)]
+        );
+        let lax = Policy {
+            allow_test_keys: true,
+            ..strict
+        };
+        assert!(s.submit(&[&f], &lax).unwrap().0[0].acknowledged());
+        // A GRR report over 70 000 items (ε = 1, item 5): above the default limit.
+        let key = DeviceKey::new([5; 32]);
+        s.provision(4, &key, eps(10, 1)).unwrap();
+        let mut buf = vec![0u8; 256];
+        let mut w = FrameWriter::new(&mut buf, 4, 0, 0).unwrap();
+        let d = 70_000u32.to_le_bytes();
+        w.push(&[1, 2, 0, 0, 1, 0, 1, 0, d[0], d[1], d[2], d[3], 5, 0, 0, 0])
+            .unwrap();
+        let n = w.finish(&key).unwrap();
+        let st = s.submit(&[&buf[..n]], &strict).unwrap().0;
+        assert_eq!(
+            st,
+            vec![FrameStatus::Rejected(Rejection::DomainTooLarge {
+                index: 0
+            })]
+        );
+    }
+}

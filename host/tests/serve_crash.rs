@@ -1,0 +1,419 @@
+//! `privq serve` loses nothing and counts nothing twice: the real binary on
+//! loopback is killed with SIGKILL at random points while a client sends batches;
+//! unacknowledged batches are retried after each restart. Afterwards every sent
+//! report is stored exactly once, and the estimates (the server's, and those of
+//! `privq ldp aggregate --db`) equal the in-process aggregation of exactly those
+//! reports.
+#![cfg(feature = "serve")]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use privq_core::upload::{DeviceKey, FrameWriter};
+use privq_host::collector::client::Client;
+use privq_host::collector::http::{Aggregates, push_batch};
+use privq_host::collector::store::Store;
+use privq_host::ldp::frames;
+use rand_chacha::ChaCha12Rng;
+use rand_core::{Rng, SeedableRng};
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_privq");
+const FLEET: u64 = 11;
+const DEVICES: u64 = 6;
+const BATCHES: usize = 2000;
+const KILLS: usize = 60;
+
+/// The documented test-only key of simulated device `device` in fleet `FLEET`.
+fn test_key(device: u64) -> DeviceKey {
+    let mut k = [0u8; 32];
+    k[..8].copy_from_slice(&FLEET.to_le_bytes());
+    k[8..16].copy_from_slice(&device.to_le_bytes());
+    k[16..].copy_from_slice(b"NOT-A-REAL-KEY!!");
+    DeviceKey::new(k)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn temp_dir() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("privq-serve-crash-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Starts `privq serve` on a free loopback port; returns it and its address.
+fn start(db: &Path) -> (Child, SocketAddr) {
+    let mut child = Command::new(BIN)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--allow-test-keys",
+            "--quiet",
+            "--db",
+        ])
+        .arg(db)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start privq serve");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("privq serve exited before listening")
+            .unwrap();
+        if let Some(rest) = line.strip_prefix("privq serve: listening on ") {
+            break rest.split(' ').next().unwrap().parse().unwrap();
+        }
+    };
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (child, addr)
+}
+
+/// One frame of the workload, with what the server must answer for it.
+struct SentFrame {
+    replay: (u64, u32, u32),
+    reports: Vec<Vec<u8>>,
+    /// A frame whose tag was corrupted: must be rejected as `frame_bad_mac`.
+    forged: bool,
+}
+
+/// Batches of 1–6 frames of 1–4 reports (SQ-bit, ε = 1/8, and binary RR, ε = 1/2),
+/// each frame from a random device with its next sequence number; every tenth
+/// batch also carries a frame with a flipped tag bit.
+fn workload(rng: &mut ChaCha12Rng) -> Vec<(Vec<u8>, Vec<SentFrame>)> {
+    let mut next_seq = [0u32; DEVICES as usize];
+    let mut buf = vec![0u8; 1024];
+    (0..BATCHES)
+        .map(|b| {
+            let mut body = Vec::new();
+            let mut sent = Vec::new();
+            for f in 0..1 + rng.next_u32() % 6 {
+                let device = u64::from(rng.next_u32()) % DEVICES;
+                let forged = b % 10 == 0 && f == 0;
+                let seq = if forged {
+                    u32::MAX
+                } else {
+                    let s = next_seq[device as usize];
+                    next_seq[device as usize] += 1;
+                    s
+                };
+                let mut w = FrameWriter::new(&mut buf, device, 0, seq).unwrap();
+                let mut reports = Vec::new();
+                for _ in 0..1 + rng.next_u32() % 4 {
+                    let bit = (rng.next_u32() & 1) as u8;
+                    let r = if rng.next_u32() % 2 == 0 {
+                        vec![1, 8, 0, 0, 1, 0, 8, 0, 0, 0, 0, 0, bit]
+                    } else {
+                        vec![1, 1, 3, 0, 1, 0, 2, 0, 2, 0, 0, 0, bit]
+                    };
+                    w.push(&r).unwrap();
+                    reports.push(r);
+                }
+                let n = w.finish(&test_key(device)).unwrap();
+                let mut frame = buf[..n].to_vec();
+                if forged {
+                    frame[n - 1] ^= 1;
+                }
+                push_batch(&mut body, &frame).unwrap();
+                sent.push(SentFrame {
+                    replay: (device, 0, seq),
+                    reports,
+                    forged,
+                });
+            }
+            (body, sent)
+        })
+        .collect()
+}
+
+#[derive(Default, Debug)]
+struct Tally {
+    attempts: usize,
+    failed: usize,
+    accepted: BTreeMap<(u64, u32, u32), usize>,
+    duplicates: usize,
+    rejected: usize,
+}
+
+/// Sends every batch in order until the server answers it, through restarts.
+fn send_all(
+    batches: &[(Vec<u8>, Vec<SentFrame>)],
+    addr: &Mutex<Option<SocketAddr>>,
+    answered: &AtomicUsize,
+) -> Tally {
+    let mut t = Tally::default();
+    let mut client: Option<(SocketAddr, Client)> = None;
+    for (body, sent) in batches {
+        let reply = loop {
+            let Some(a) = *addr.lock().unwrap() else {
+                std::thread::sleep(Duration::from_millis(2));
+                continue;
+            };
+            if client.as_ref().is_none_or(|(ca, _)| *ca != a) {
+                client = Some((a, Client::new(a, Duration::from_secs(5))));
+            }
+            t.attempts += 1;
+            match client.as_mut().unwrap().1.post("/v1/frames", body) {
+                Ok((200, reply)) => break reply,
+                Ok((status, reply)) => {
+                    panic!("status {status}: {}", String::from_utf8_lossy(&reply))
+                }
+                Err(_) => {
+                    t.failed += 1; // killed mid-request or not yet listening: retry
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
+        };
+        answered.fetch_add(1, Ordering::SeqCst);
+        let v: Value = serde_json::from_slice(&reply).unwrap();
+        let results = v["results"].as_array().unwrap();
+        assert_eq!(results.len(), sent.len());
+        for (r, f) in results.iter().zip(sent) {
+            match (r["status"].as_str().unwrap(), f.forged) {
+                ("accepted", false) => {
+                    assert_eq!(r["reports"].as_u64().unwrap() as usize, f.reports.len());
+                    *t.accepted.entry(f.replay).or_default() += 1;
+                }
+                ("duplicate", false) => t.duplicates += 1,
+                ("rejected", true) => {
+                    assert_eq!(r["reason"], "frame_bad_mac");
+                    t.rejected += 1;
+                }
+                (s, forged) => panic!("frame {:?} (forged: {forged}): {s}: {r}", f.replay),
+            }
+        }
+    }
+    t
+}
+
+fn ldp_aggregate(args: &[&str], source: &[&str]) -> (Option<i32>, Value) {
+    let out = Command::new(BIN)
+        .args(["ldp", "aggregate", "--format", "json"])
+        .args(args)
+        .args(source)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code(), v["groups"].clone())
+}
+
+#[test]
+fn sigkill_loses_nothing_and_counts_nothing_twice() {
+    let t0 = Instant::now();
+    let dir = temp_dir();
+    let db = dir.join("collector.db");
+    for d in 0..DEVICES {
+        let ok = Command::new(BIN)
+            .args([
+                "serve",
+                "provision",
+                "--allow-test-key",
+                "--cap",
+                "10000",
+                "--db",
+            ])
+            .arg(&db)
+            .args([
+                "--device",
+                &d.to_string(),
+                "--key",
+                &hex(test_key(d).as_bytes()),
+            ])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    let mut rng = ChaCha12Rng::seed_from_u64(0x5e_7e);
+    let batches = Arc::new(workload(&mut rng));
+    let addr = Arc::new(Mutex::new(None));
+    let answered = Arc::new(AtomicUsize::new(0));
+    let sender = {
+        let (batches, addr, answered) = (
+            Arc::clone(&batches),
+            Arc::clone(&addr),
+            Arc::clone(&answered),
+        );
+        std::thread::spawn(move || send_all(&batches, &addr, &answered))
+    };
+    let mut kills = 0;
+    while kills < KILLS && !sender.is_finished() {
+        let (mut child, a) = start(&db);
+        *addr.lock().unwrap() = Some(a);
+        // Kill after 1–40 more answered batches plus 0–2 ms: at a random point of a
+        // request (receiving, verifying, committing or answering).
+        let target = answered.load(Ordering::SeqCst) + 1 + (rng.next_u32() % 40) as usize;
+        while answered.load(Ordering::SeqCst) < target && !sender.is_finished() {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        std::thread::sleep(Duration::from_micros(u64::from(rng.next_u32() % 2000)));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        *addr.lock().unwrap() = None;
+        kills += 1;
+    }
+    let (mut child, a) = start(&db);
+    *addr.lock().unwrap() = Some(a);
+    let tally = sender.join().unwrap();
+    assert!(
+        kills > 0 && tally.failed > 0,
+        "no request was cut by a kill"
+    );
+
+    // Every valid frame was accepted exactly once, or (its answer lost in a kill)
+    // accepted by a killed server and answered `duplicate` on the retry.
+    let valid: Vec<&SentFrame> = batches
+        .iter()
+        .flat_map(|b| &b.1)
+        .filter(|f| !f.forged)
+        .collect();
+    assert!(
+        tally.accepted.values().all(|&n| n == 1),
+        "a frame was accepted twice"
+    );
+    let mut expected = Vec::new();
+    for f in &valid {
+        for (i, r) in f.reports.iter().enumerate() {
+            expected.push((f.replay.0, f.replay.1, f.replay.2, i as u16, r.clone()));
+        }
+    }
+    let mut stored: Vec<_> = Store::open(&db)
+        .unwrap()
+        .reports()
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.device, r.epoch, r.sequence, r.position, r.report))
+        .collect();
+    stored.sort();
+    expected.sort();
+    assert_eq!(stored.len(), expected.len(), "stored vs sent reports");
+    assert!(
+        stored == expected,
+        "the stored reports are not exactly the sent ones"
+    );
+
+    // The server's estimates equal the in-process aggregation of exactly those reports.
+    let mut local = Aggregates::default();
+    local.ingest(expected.iter().map(|r| r.4.as_slice()));
+    let want = serde_json::to_vec(&local.estimates(0.9)).unwrap();
+    let mut c = Client::new(a, Duration::from_secs(5));
+    let (status, body) = c.get("/v1/estimates?confidence=0.9").unwrap();
+    assert_eq!(status, 200);
+    assert!(
+        body == want,
+        "the server's estimates differ from the in-process ones"
+    );
+    let got: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(got["groups"].as_array().unwrap().len(), 2);
+
+    // SIGTERM: a clean shutdown with exit code 0.
+    let term = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let exit = child.wait().unwrap();
+    assert_eq!(exit.code(), Some(0), "privq serve after SIGTERM: {exit:?}");
+
+    // `privq ldp aggregate --db` equals the same command on a file of the expected reports.
+    let file = dir.join("expected.pqr");
+    let mut bytes = Vec::new();
+    frames::write_file_header(&mut bytes).unwrap();
+    for r in &expected {
+        frames::write_frame(&mut bytes, &r.4).unwrap();
+    }
+    std::fs::write(&file, &bytes).unwrap();
+    let db_arg = db.to_str().unwrap();
+    let file_arg = file.to_str().unwrap();
+    for campaign in [
+        &[
+            "--mechanism",
+            "sq-bit",
+            "--epsilon",
+            "1/8",
+            "--queries",
+            "0",
+        ][..],
+        &[
+            "--mechanism",
+            "rr",
+            "--epsilon",
+            "1/2",
+            "--domain",
+            "2",
+            "--queries",
+            "3",
+        ][..],
+    ] {
+        let from_db = ldp_aggregate(campaign, &["--db", db_arg]);
+        let from_file = ldp_aggregate(campaign, &["--input", file_arg]);
+        // Exit 3: the other kind's reports are rejected as not of this campaign.
+        assert_eq!(from_db.0, Some(3), "{campaign:?}");
+        assert_eq!(from_db, from_file, "{campaign:?}");
+        assert!(from_db.1.as_array().is_some_and(|g| !g.is_empty()));
+    }
+
+    let sent_reports = expected.len();
+    eprintln!(
+        "serve-crash: {kills} SIGKILLs, {} batches ({} frames, {} forged) in {} attempts \
+         ({} failed), {} frames accepted, {} answered duplicate after a lost reply, \
+         {sent_reports} reports stored exactly once, {:.1} s",
+        batches.len(),
+        valid.len() + tally.rejected,
+        tally.rejected,
+        tally.attempts,
+        tally.failed,
+        tally.accepted.len(),
+        tally.duplicates,
+        t0.elapsed().as_secs_f64()
+    );
+    // A frame never answered `accepted` was committed by a server killed before it replied.
+    assert!(tally.duplicates >= valid.len() - tally.accepted.len());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Hostile requests get typed answers and never stop the server.
+#[test]
+fn hostile_requests_are_answered_not_fatal() {
+    let dir = std::env::temp_dir().join(format!("privq-serve-hostile-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("c.db");
+    let (mut child, a) = start(&db);
+    let mut c = Client::new(a, Duration::from_secs(5));
+    let status = |c: &mut Client, body: &[u8]| c.post("/v1/frames", body).unwrap();
+    assert_eq!(status(&mut c, b"").0, 400); // empty batch
+    assert_eq!(status(&mut c, &[9, 0, 1]).0, 400); // entry runs past the body
+    assert_eq!(status(&mut c, &vec![0u8; (1 << 20) + 1]).0, 413);
+    let mut body = Vec::new();
+    push_batch(&mut body, b"PQUF\x01garbage").unwrap();
+    let mut buf = [0u8; 128];
+    let mut w = FrameWriter::new(&mut buf, 99, 0, 0).unwrap();
+    w.push(&[1, 8, 0, 0, 1, 0, 8, 0, 0, 0, 0, 0, 1]).unwrap();
+    let n = w.finish(&test_key(99)).unwrap();
+    push_batch(&mut body, &buf[..n]).unwrap();
+    let (code, reply) = status(&mut c, &body);
+    assert_eq!(code, 200);
+    let v: Value = serde_json::from_slice(&reply).unwrap();
+    assert_eq!(v["results"][0]["reason"], "frame_truncated");
+    assert_eq!(v["results"][1]["reason"], "frame_unknown_device");
+    assert_eq!(c.get("/v1/nothing").unwrap().0, 404);
+    assert_eq!(c.get("/v1/frames").unwrap().0, 405);
+    assert_eq!(c.get("/v1/estimates?confidence=abc").unwrap().0, 400);
+    assert_eq!(c.get("/v1/estimates").unwrap().0, 200);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
