@@ -643,3 +643,82 @@ fn the_answer_for_other_mechanisms_is_exact_on_huge_counts() {
     );
     assert!(body.answer_for_release(&[1]).is_err());
 }
+
+/// The dense simplex of `chord` finds the same chord ends as the general LP layer
+/// on random bodies (random interior points and directions, both signs), and the
+/// cube's closed form on the cube forced through the general path.
+#[test]
+fn fast_chords_match_the_general_lp() {
+    let mut rng = seeded_rng(23);
+    for &(d, n) in &[(2usize, 5usize), (3, 9), (5, 16), (8, 40), (12, 64)] {
+        let rows = random_rows(d, n, &mut rng);
+        let body = Body::general(&rows).unwrap();
+        for _ in 0..12 {
+            let mut z = uniform_cube(d, &mut rng);
+            // Scale z well inside K: K ⊇ (1/‖z‖_K)·z.
+            let g = body.gauge_lp(&z).unwrap();
+            let s = uniform(&mut rng, 0.0, 0.95) / g;
+            z.iter_mut().for_each(|a| *a *= s);
+            let u = uniform_cube(d, &mut rng);
+            let fast = body.ray_exit(&z, &u).unwrap();
+            let slow = body.ray_exit_lp(&z, &u).unwrap();
+            assert!(
+                (fast - slow).abs() <= 1e-7 * (1.0 + slow),
+                "d = {d}, N = {n}: {fast} vs {slow}"
+            );
+        }
+    }
+    // The 4-cube through the LP path: the chord end is the closed form.
+    let cube = Body::hypercube(4).unwrap();
+    let general = Body::general(&rows_of(&cube)).unwrap();
+    for _ in 0..20 {
+        let z: Vec<f64> = uniform_cube(4, &mut rng).iter().map(|a| 0.9 * a).collect();
+        let u = uniform_cube(4, &mut rng);
+        let exact = cube.ray_exit(&z, &u).unwrap();
+        let fast = general.ray_exit(&z, &u).unwrap();
+        assert!((fast - exact).abs() < 1e-9, "{fast} vs {exact}");
+    }
+    // A point outside K (by more than round-off) has a chord of length 0.
+    let outside = vec![1.5; 4];
+    assert_eq!(
+        general.ray_exit(&outside, &[1.0, 0.0, 0.0, 0.0]).unwrap(),
+        0.0
+    );
+}
+
+/// Timing of one chord at the Fig. 3.1 sizes (`--ignored`): the dense simplex
+/// against the general LP layer.
+#[test]
+#[ignore = "timing probe"]
+fn chord_timing_probe() {
+    let mut rng = seeded_rng(5);
+    for &d in &[8usize, 16, 32, 64] {
+        let n = 1024;
+        let rows: Vec<Vec<f64>> = (0..d)
+            .map(|_| {
+                (0..n)
+                    .map(|_| if rng.next_u32() & 1 == 1 { 1.0 } else { -1.0 })
+                    .collect()
+            })
+            .collect();
+        let body = Body::general(&rows).unwrap();
+        let mut z = vec![0.0; d];
+        super::sample::walk(&body, &mut z, 2 * d, &mut rng).unwrap();
+        let u = uniform_cube(d, &mut rng);
+        let t0 = std::time::Instant::now();
+        let reps = 20;
+        let mut fast = 0.0;
+        for _ in 0..reps {
+            fast = body.ray_exit(&z, &u).unwrap();
+        }
+        let tf = t0.elapsed().as_secs_f64() / reps as f64;
+        let t0 = std::time::Instant::now();
+        let slow = body.ray_exit_lp(&z, &u).unwrap();
+        let ts = t0.elapsed().as_secs_f64();
+        eprintln!(
+            "d = {d}, N = {n}: dense simplex {:.2} ms, general LP {:.1} ms ({fast} vs {slow})",
+            tf * 1e3,
+            ts * 1e3
+        );
+    }
+}
