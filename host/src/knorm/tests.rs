@@ -722,3 +722,78 @@ fn chord_timing_probe() {
         );
     }
 }
+
+/// VolLB (thesis Cor. 3.2.4) on bodies whose answer is known by hand.
+#[test]
+fn vol_lb_over_projections_on_known_bodies() {
+    use super::bounds::{Projection, VolLbOptions, vol_lb};
+    use std::f64::consts::PI;
+    let opts = VolLbOptions::default();
+    let mut rng = seeded_rng(41);
+    // F = I₄: every coordinate projection is B₁ᵏ, and k·vr_k(B₁ᵏ) grows with k, so
+    // the maximum is the whole body: 4·((2⁴/4!)/Vol(B₂⁴))^{1/4}/16, Vol(B₂⁴) = π²/2.
+    let all = vol_lb(&Body::identity(4).unwrap(), 1.0, &opts, &mut rng).unwrap();
+    let best = &all[0];
+    let want = 4.0 * ((16.0 / 24.0) / (PI * PI / 2.0)).powf(0.25) / 16.0;
+    assert!((best.bound - want).abs() < 1e-12, "{all:?}");
+    assert!(best.exact && best.k == 4);
+    // k = 2 on B₁²: vr = (2/π)^{1/2}; at ε = 1/2 the bound doubles.
+    let two = all
+        .iter()
+        .find(|b| b.k == 2 && matches!(b.projection, Projection::Coordinates(_)))
+        .unwrap();
+    assert!((two.volume_radius - (2.0 / PI).sqrt()).abs() < 1e-12);
+    let half = vol_lb(&Body::identity(4).unwrap(), 0.5, &opts, &mut rng).unwrap();
+    assert!((half[0].bound - 2.0 * want).abs() < 1e-12);
+    // The cube B∞³: every projection onto coordinates is a cube; the best is k = 3,
+    // 3·(2³/(4π/3))^{1/3}/16.
+    let cube = vol_lb(&Body::hypercube(3).unwrap(), 1.0, &opts, &mut rng).unwrap();
+    let want = 3.0 * (8.0 / (4.0 * PI / 3.0)).powf(1.0 / 3.0) / 16.0;
+    assert!((cube[0].bound - want).abs() < 1e-12, "{cube:?}");
+    // The cube forced through the general path: Monte Carlo lower limits stay
+    // below the truth, and not far below it.
+    let rows: Vec<Vec<f64>> = (0..3)
+        .map(|i| {
+            (0..8)
+                .map(|s: usize| if s >> i & 1 == 1 { 1.0 } else { -1.0 })
+                .collect()
+        })
+        .collect();
+    let general = Body::general(&rows).unwrap();
+    let mc = vol_lb(&general, 1.0, &opts, &mut rng).unwrap();
+    assert!(mc.iter().all(|b| b.bound <= want + 1e-12), "{mc:?}");
+    assert!(mc[0].bound > 0.95 * want, "{mc:?}");
+    // The hexagon conv(±e₁, ±e₂, ±(1, 1)) has area 3: vr = (3/π)^{1/2}.
+    let hexagon = Body::from_rows(&[vec![1.0, 0.0, 1.0], vec![0.0, 1.0, 1.0]]).unwrap();
+    // (A one-sided 97.5 % limit per projection here: 20 000 points, fixed seed.)
+    let many = VolLbOptions {
+        samples: 20_000,
+        ..opts
+    };
+    let hex = vol_lb(&hexagon, 1.0, &many, &mut rng).unwrap();
+    let vr = (3.0 / PI).sqrt();
+    let coords = hex
+        .iter()
+        .find(|b| matches!(b.projection, Projection::Coordinates(_)))
+        .unwrap();
+    assert!(
+        coords.volume_radius <= vr && coords.volume_radius > 0.95 * vr,
+        "{hex:?}"
+    );
+    // The inscribed cross-polytope of the hexagon: two columns, |det| = 1.
+    let inscribed = hex
+        .iter()
+        .find(|b| b.projection == Projection::InscribedCrossPolytope)
+        .unwrap();
+    assert!((inscribed.volume_radius - (2.0 / PI).sqrt()).abs() < 1e-12);
+    // Bad input is a typed error; d = 1 has no bound (Thm 3.2.3 needs d ≥ 2).
+    let bad = VolLbOptions { samples: 0, ..opts };
+    assert!(vol_lb(&hexagon, 1.0, &bad, &mut rng).is_err());
+    assert!(vol_lb(&hexagon, 0.0, &opts, &mut rng).is_err());
+    assert!(vol_lb(&hexagon, f64::NAN, &opts, &mut rng).is_err());
+    assert!(
+        vol_lb(&Body::identity(1).unwrap(), 1.0, &opts, &mut rng)
+            .unwrap()
+            .is_empty()
+    );
+}
