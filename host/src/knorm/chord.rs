@@ -24,9 +24,12 @@ const RC_TOL: f64 = 1e-10;
 const FEAS_TOL: f64 = 1e-9;
 /// Consecutive degenerate pivots before Bland's rule takes over.
 const DEGENERATE_RUN: usize = 30;
+/// The scale of the right-hand-side shifts that break degeneracy.
+const PERTURBATION: f64 = 1e-9;
 
 /// The ray-exit LP of one chord end.
 struct Chord<'a> {
+    perturbed: bool,
     f: &'a [f64],
     d: usize,
     n: usize,
@@ -81,8 +84,18 @@ impl Chord<'_> {
         }
     }
 
-    fn rhs(&self) -> Vec<f64> {
+    /// The right-hand side `(z, 1)`, or with a tiny distinct shift on each
+    /// equality row (`perturbed`): the classic cure for the degenerate start at
+    /// `z = 0` (the gauge), where every basis through the origin has value 0 and
+    /// the simplex stalls.
+    fn rhs(&self, perturbed: bool) -> Vec<f64> {
         let mut b = self.z.to_vec();
+        if perturbed {
+            for (i, bi) in b.iter_mut().enumerate() {
+                // Distinct, irrational-ratio shifts of order 10⁻⁹.
+                *bi += PERTURBATION * (1.0 + (i as f64 * 0.618_033_988_75).fract());
+            }
+        }
         b.push(1.0);
         b
     }
@@ -99,6 +112,10 @@ struct Tableau {
 
 impl Tableau {
     fn refactor(&mut self, lp: &Chord<'_>) -> Option<()> {
+        self.refactor_with(lp, lp.perturbed)
+    }
+
+    fn refactor_with(&mut self, lp: &Chord<'_>, perturbed: bool) -> Option<()> {
         let m = self.m;
         let mut b = DMatrix::zeros(m, m);
         let mut col = vec![0.0; m];
@@ -114,15 +131,16 @@ impl Tableau {
                 *self.binv.get_mut(r * m + c)? = inv[(r, c)];
             }
         }
-        let rhs = lp.rhs();
+        let rhs = lp.rhs(perturbed);
         for r in 0..m {
             let row = self.binv.get(r * m..(r + 1) * m)?;
-            *self.x.get_mut(r)? = row
-                .iter()
-                .zip(&rhs)
-                .map(|(a, b)| a * b)
-                .sum::<f64>()
-                .max(0.0);
+            let x: f64 = row.iter().zip(&rhs).map(|(a, b)| a * b).sum();
+            if !perturbed && x < -1e-9 {
+                // The perturbed problem's optimal basis is infeasible for the
+                // original one: let the caller fall back to the LP layer.
+                return None;
+            }
+            *self.x.get_mut(r)? = x.max(0.0);
         }
         Some(())
     }
@@ -176,7 +194,16 @@ pub(crate) fn ray_exit(f: &[f64], d: usize, n: usize, z: &[f64], u: &[f64]) -> O
     if f.len() != d * n || z.len() != d || u.len() != d || n == 0 {
         return None;
     }
-    let lp = Chord { f, d, n, z, u };
+    // Shift the right-hand side only where the start is degenerate (some zᵢ = 0).
+    let perturbed = z.contains(&0.0);
+    let lp = Chord {
+        perturbed,
+        f,
+        d,
+        n,
+        z,
+        u,
+    };
     let m = d + 1;
     let vars = lp.vars();
     let mut t = Tableau {
@@ -203,7 +230,12 @@ pub(crate) fn ray_exit(f: &[f64], d: usize, n: usize, z: &[f64], u: &[f64]) -> O
         // z is outside K (round-off at the boundary): the chord has length 0.
         return Some(0.0);
     }
-    match run_phase(&lp, &mut t, false)? {
+    let phase = run_phase(&lp, &mut t, false)?;
+    if perturbed {
+        // The optimal basis of the shifted problem, evaluated at the true (z, 1).
+        t.refactor_with(&lp, false)?;
+    }
+    match phase {
         Phase::Unbounded => Some(f64::INFINITY),
         Phase::Optimal => Some(
             t.basis

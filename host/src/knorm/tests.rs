@@ -720,6 +720,18 @@ fn chord_timing_probe() {
             tf * 1e3,
             ts * 1e3
         );
+        // The gauge: a chord from the centre (a degenerate start).
+        let t0 = std::time::Instant::now();
+        let fast = body.gauge(&u).unwrap();
+        let tf = t0.elapsed().as_secs_f64();
+        let t0 = std::time::Instant::now();
+        let slow = body.gauge_lp(&u).unwrap();
+        let ts = t0.elapsed().as_secs_f64();
+        eprintln!(
+            "  gauge: dense simplex {:.2} ms, general LP {:.1} ms ({fast} vs {slow})",
+            tf * 1e3,
+            ts * 1e3
+        );
     }
 }
 
