@@ -227,8 +227,9 @@ pub(crate) fn ray_exit(f: &[f64], d: usize, n: usize, z: &[f64], u: &[f64]) -> O
         .map(|(_, x)| x)
         .sum();
     if infeasibility > FEAS_TOL {
-        // z is outside K (round-off at the boundary): the chord has length 0.
-        return Some(0.0);
+        // z is outside K (round-off at the boundary): the chord has length 0. A
+        // shifted z can leave a flat body's range: the LP layer decides then.
+        return if perturbed { None } else { Some(0.0) };
     }
     let phase = run_phase(&lp, &mut t, false)?;
     if perturbed {

@@ -809,3 +809,13 @@ fn vol_lb_over_projections_on_known_bodies() {
             .is_empty()
     );
 }
+
+/// A flat body (rank 1 in ℝ²): the gauge is finite on its line and +∞ off it,
+/// although the degeneracy shift moves the chord's start off the line.
+#[test]
+fn gauge_of_a_flat_body_through_the_chord_simplex() {
+    let flat = Body::general(&[vec![1.0, 0.5, -1.0], vec![1.0, 0.5, -1.0]]).unwrap();
+    assert!((flat.gauge(&[0.5, 0.5]).unwrap() - 0.5).abs() < 1e-12);
+    assert_eq!(flat.gauge(&[0.5, -0.5]).unwrap(), f64::INFINITY);
+    assert_eq!(flat.gauge(&[0.0, 0.0]).unwrap(), 0.0);
+}
