@@ -256,11 +256,15 @@ pub fn run(
             vol_lb: best,
         });
     }
+    let steps = if config.steps == 0 {
+        "4·d".to_string()
+    } else {
+        format!("max({}, 4·d)", config.steps)
+    };
     writeln!(
         out,
         "* H&R: K has no exact sampler; KM's z (and NiKM's on general levels) comes from \
-         max({}, 4·d) hit-and-run steps (APPROXIMATE privacy). Total {:.1} s.",
-        config.steps,
+         {steps} hit-and-run steps (APPROXIMATE privacy). Total {:.1} s.",
         started.elapsed().as_secs_f64()
     )?;
     if let Some(dir) = &config.out_dir {
