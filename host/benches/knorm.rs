@@ -1,12 +1,12 @@
 //! K-norm benchmarks (thesis Ch. 3): one KM release at d = 32, N = 1024 on an exact
 //! body (the cross-polytope, exact sampler) and on a random ±1 body (hit-and-run,
-//! 4·d = 128 steps, the floor `hit_and_run_approximate` accepts; two LPs of size
-//! 32 × 2049 per step, about 20 s a release), one gauge LP `min{‖x‖₁ : Fx = v}` at
-//! d × 2N = 32 × 2048 and 64 × 2048, and NiKM (Fig. 3.3) next to KM on the same
+//! 4·d = 128 steps, the floor `hit_and_run_approximate` accepts; two chord LPs of
+//! size 33 × 2050 per step), the gauge `min{‖x‖₁ : Fx = v}` at d × 2N = 32 × 2048
+//! and 64 × 2048 both by the general LP layer (`gauge_lp`, the baseline) and by the
+//! dense chord simplex (`gauge`), and NiKM (Fig. 3.3) next to KM on the same
 //! bodies: d = 32 on the cross-polytope (exact at all 6 levels), and d = 8 on a body
-//! of uniform entries in [−1, 1] (hit-and-run at 32 steps per level; on a general
-//! body at d = 32 a release would take minutes). Run one part with a filter, e.g.
-//! `cargo bench -p privq-host --bench knorm -- 'cross-polytope|d=8'`.
+//! of uniform entries in [−1, 1] (hit-and-run at 32 steps per level). Run one part
+//! with a filter, e.g. `cargo bench -p privq-host --bench knorm -- 'gauge'`.
 
 use std::hint::black_box;
 
@@ -155,10 +155,16 @@ fn bench(c: &mut Criterion) {
     g.bench_function("gauge LP d=32 2N=2048", |b| {
         b.iter(|| random.gauge_lp(black_box(&v)).expect("gauge"))
     });
+    g.bench_function("gauge chord simplex d=32 2N=2048", |b| {
+        b.iter(|| random.gauge(black_box(&v)).expect("gauge"))
+    });
     let wide = Body::from_rows(&sign_rows(64, n, 3)).expect("valid");
     let v64: Vec<f64> = (0..64).map(|i| (i as f64 * 0.37).sin()).collect();
     g.bench_function("gauge LP d=64 2N=2048", |b| {
         b.iter(|| wide.gauge_lp(black_box(&v64)).expect("gauge"))
+    });
+    g.bench_function("gauge chord simplex d=64 2N=2048", |b| {
+        b.iter(|| wide.gauge(black_box(&v64)).expect("gauge"))
     });
     g.finish();
 }

@@ -139,6 +139,19 @@ fn knorm_l1_within_claim_and_close_to_it() {
     );
 }
 
+/// KM on the cube at ε = 4 (exact sampler, one record added to the all-ones
+/// column): the orthant events carry the full e^ε ratio, so the auditor must see
+/// most of it and never more.
+#[test]
+fn knorm_large_epsilon_within_claim_and_close_to_it() {
+    let r = check("knorm-linf-eps4", 20_000);
+    assert_contract(&r);
+    assert!(
+        r.empirical_epsilon > 2.5,
+        "the auditor should see most of ε = 4"
+    );
+}
+
 /// NiKM on the cube (F = all sign vectors, d = 2, two levels at ε/2), one record
 /// added to the all-ones column.
 #[test]

@@ -5,10 +5,14 @@
 //!
 //! When `d ≤ log₂ N + 1` the random matrix usually contains every sign pattern, so
 //! `K` is the cube and KM samples exactly (Fact 3.2.5); otherwise KM uses
-//! hit-and-run and its row is marked approximate (see [`crate::knorm`]). The
-//! matrices are public (drawn from the seed); the histogram is fixed.
+//! hit-and-run with `max(steps, 4·d)` steps and its row is marked approximate (see
+//! [`crate::knorm`]). The matrices are public (drawn from the seed); the histogram
+//! is fixed. [`Config::full`] is the protocol at the issue's sizes (d = 8 … 64,
+//! N = 2¹⁰); with an output directory the table is also drawn as an SVG.
 
 use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
 
 use privq_core::Epsilon;
 use privq_core::rand_core::Rng;
@@ -16,7 +20,10 @@ use privq_core::rand_core::Rng;
 use crate::accountant::Accountant;
 use crate::central::VectorLaplace;
 use crate::contract::{Mechanism, Neighbours};
-use crate::knorm::bounds::{MAX_MONTE_CARLO_DIM, volume_lower_bound, volume_radius};
+use crate::experiment::svg::{Series, line_chart};
+use crate::knorm::bounds::{
+    MAX_MONTE_CARLO_DIM, VolLbOptions, vol_lb, volume_lower_bound, volume_radius,
+};
 use crate::knorm::{Body, KNorm, Nikm, NikmOptions, Sampler, Shape};
 use crate::seeded_rng;
 
@@ -33,10 +40,14 @@ pub struct Config {
     pub epsilon: Epsilon,
     /// Releases per mechanism and d.
     pub runs: usize,
-    /// Hit-and-run steps when K has no exact sampler.
+    /// Hit-and-run steps when K has no exact sampler (raised to the 4·d floor).
     pub steps: usize,
     /// Uniform points for the Monte Carlo volume radius (d ≤ 8).
     pub volume_samples: usize,
+    /// Hit-and-run points estimating NiKM's level covariances.
+    pub covariance_samples: usize,
+    /// Where to write `knorm-fig3-1.svg` (none: the table only).
+    pub out_dir: Option<PathBuf>,
 }
 
 impl Config {
@@ -51,6 +62,21 @@ impl Config {
             runs: 200,
             steps: 50,
             volume_samples: 4000,
+            covariance_samples: 500,
+            out_dir: None,
+        })
+    }
+
+    /// The protocol at the issue's sizes: d = 8, 16, 32, 64 over N = 2¹⁰ columns,
+    /// ε = 1, 30 runs, hit-and-run at the 4·d floor, seed 31 (minutes in release
+    /// mode; see the README for the measured table and runtime).
+    pub fn full() -> Result<Self, privq_core::Error> {
+        Ok(Config {
+            dims: vec![8, 16, 32, 64],
+            columns: 1024,
+            runs: 30,
+            steps: 0,
+            ..Self::standard()?
         })
     }
 }
@@ -64,21 +90,33 @@ pub struct Row {
     pub n: usize,
     /// The body's shape (the cube: exact sampler; general: hit-and-run).
     pub shape: Shape,
+    /// Hit-and-run steps of KM (0 with the exact sampler).
+    pub steps: usize,
     /// Mean ℓ2 error of vector Laplace (ℓ1 sensitivity d).
     pub laplace: f64,
     /// Mean ℓ2 error of KM.
     pub km: f64,
     /// Mean ℓ2 error of NiKM (ε/L per level; hit-and-run on general levels).
     pub nikm: f64,
+    /// Standard deviations of the three errors over the runs (Laplace, KM, NiKM).
+    pub sd: [f64; 3],
+    /// The thesis' predicted Laplace/KM ratio `√d/√ln(N/d)` (Fig. 3.1's rates).
+    pub predicted_ratio: f64,
+    /// Wall-clock seconds for this d (construction and all runs).
+    pub seconds: f64,
     /// Mean `‖w‖_K/(d·θ)` of KM's noise: 1 when `z` is uniform (a mixing check).
     pub gauge_ratio: f64,
     /// `vr(K)` (exact on the cube, Monte Carlo otherwise; None above d = 8).
     pub volume_radius: Option<f64>,
     /// Thm 3.2.3's lower bound `d·vr(K)/(16ε)` for every ε-DP mechanism.
     pub lower_bound: Option<f64>,
+    /// VolLB (Cor. 3.2.4): the best `k·vr_k(PK)/(16ε)` over the projections of
+    /// [`vol_lb`] (95 % confidence), and which projection gave it.
+    pub vol_lb: Option<(f64, String)>,
 }
 
-/// Runs the protocol, writing the table to `out`.
+/// Runs the protocol, writing the table to `out` (and the SVG when
+/// [`Config::out_dir`] is set).
 pub fn run(
     config: &Config,
     out: &mut dyn Write,
@@ -86,6 +124,7 @@ pub fn run(
     let eps = config.epsilon;
     let e = eps.to_f64();
     let n = config.columns;
+    let started = Instant::now();
     writeln!(
         out,
         "K-norm vs Laplace, random ±1 queries (thesis Fig. 3.1), N = {n}, ε = {e}, {} runs, seed {}",
@@ -93,21 +132,26 @@ pub fn run(
     )?;
     writeln!(
         out,
-        "{:>3} {:>8} {:>10} {:>10} {:>10} {:>7} {:>10} {:>9} {:>9} {:>11} {:>14}",
+        "{:>3} {:>8} {:>10} {:>10} {:>10} {:>7} {:>7} {:>10} {:>9} {:>9} {:>8} {:>30} {:>11} {:>14} {:>8}",
         "d",
         "body",
         "Laplace",
         "KM",
         "NiKM",
         "ratio",
+        "pred.",
         "‖w‖_K/dθ",
         "vr(K)",
         "LB 3.2.3",
+        "VolLB",
+        "VolLB argmax",
         "d√d/ε",
-        "d√ln(N/d)/ε"
+        "d√ln(N/d)/ε",
+        "time s"
     )?;
     let mut rows = Vec::new();
     for (k, &d) in config.dims.iter().enumerate() {
+        let t0 = Instant::now();
         let mut rng = seeded_rng(config.seed.wrapping_add(k as u64));
         let f: Vec<Vec<f64>> = (0..d)
             .map(|_| {
@@ -119,14 +163,16 @@ pub fn run(
         let body = Body::from_rows(&f)?;
         let counts: Vec<u64> = (0..n as u64).map(|j| 10 + j % 7).collect();
         let truth = body.answer(&counts.iter().map(|&c| c as f64).collect::<Vec<_>>())?;
+        // The 4·d floor of `hit_and_run_approximate` (no certified step count exists).
+        let steps = config.steps.max(4 * d);
         let km = if body.shape() == Shape::General {
-            KNorm::hit_and_run_approximate(body.clone(), Neighbours::AddRemove, eps, config.steps)?
+            KNorm::hit_and_run_approximate(body.clone(), Neighbours::AddRemove, eps, steps)?
         } else {
             KNorm::new(body.clone(), Neighbours::AddRemove, eps)?
         };
         let options = NikmOptions {
-            steps: Some(config.steps),
-            covariance_samples: 500,
+            steps: Some(steps),
+            covariance_samples: config.covariance_samples,
             covariance_seed: config.seed,
         };
         let nikm = Nikm::new(body.clone(), Neighbours::AddRemove, eps, options)?;
@@ -142,55 +188,157 @@ pub fn run(
                 .sum::<f64>()
                 .sqrt()
         };
-        let (mut e_lap, mut e_km, mut e_nikm, mut ratio) = (0.0, 0.0, 0.0, 0.0);
+        let (mut sum, mut sq, mut ratio) = ([0.0f64; 3], [0.0f64; 3], 0.0);
         let runs = config.runs.max(1) as f64;
         for _ in 0..config.runs {
-            e_lap += l2(&lap.release(&truth[..], &mut acct, &mut rng)?) / runs;
-            e_km += l2(&km.release(&counts[..], &mut acct, &mut rng)?) / runs;
-            e_nikm += l2(&nikm.release(&counts[..], &mut acct, &mut rng)?) / runs;
-            let w = km.sample_noise(&mut rng)?;
+            let km_out = km.release(&counts[..], &mut acct, &mut rng)?;
+            let errs = [
+                l2(&lap.release(&truth[..], &mut acct, &mut rng)?),
+                l2(&km_out),
+                l2(&nikm.release(&counts[..], &mut acct, &mut rng)?),
+            ];
+            for (i, &x) in errs.iter().enumerate() {
+                sum[i] += x;
+                sq[i] += x * x;
+            }
+            // The released noise (within the grid γ of r·z) in the gauge of K.
+            let w: Vec<f64> = km_out.iter().zip(&truth).map(|(a, b)| a - b).collect();
             ratio += body.gauge(&w)? / km.expected_noise_gauge() / runs;
         }
+        let mean = sum.map(|s| s / runs);
+        let sd: [f64; 3] =
+            std::array::from_fn(|i| (sq[i] / runs - mean[i] * mean[i]).max(0.0).sqrt());
+        let [e_lap, e_km, e_nikm] = mean;
         let vr = if body.shape() != Shape::General || d <= MAX_MONTE_CARLO_DIM {
             Some(volume_radius(&body, config.volume_samples, &mut rng)?)
         } else {
             None
         };
         let lower = vr.and_then(|v| volume_lower_bound(d, v, e));
+        let best = vol_lb(&body, e, &VolLbOptions::default(), &mut rng)?
+            .into_iter()
+            .next()
+            .map(|b| (b.bound, b.to_string()));
         let df = d as f64;
+        let log_ratio = (n as f64 / df).ln().max(0.0);
+        let predicted_ratio = (df / log_ratio).sqrt();
         let fmt = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
-        let shape = match km.sampler() {
-            Sampler::Exact => "cube",
-            Sampler::HitAndRun { .. } => "H&R*",
+        let (shape, km_steps) = match km.sampler() {
+            Sampler::Exact => ("cube", 0),
+            Sampler::HitAndRun { steps } => ("H&R*", steps),
         };
+        let seconds = t0.elapsed().as_secs_f64();
         writeln!(
             out,
-            "{d:>3} {shape:>8} {e_lap:>10.3} {e_km:>10.3} {e_nikm:>10.3} {:>7.2} {ratio:>10.3} {:>9} {:>9} {:>11.3} {:>14.3}",
+            "{d:>3} {shape:>8} {e_lap:>10.3} {e_km:>10.3} {e_nikm:>10.3} {:>7.2} {predicted_ratio:>7.2} {ratio:>10.3} {:>9} {:>9} {:>8} {:>30} {:>11.3} {:>14.3} {seconds:>8.1}",
             e_lap / e_km,
             fmt(vr),
             fmt(lower),
+            fmt(best.as_ref().map(|b| b.0)),
+            best.as_ref().map_or("-", |b| b.1.as_str()),
             df * df.sqrt() / e,
-            df * (n as f64 / df).ln().max(0.0).sqrt() / e,
+            df * log_ratio.sqrt() / e,
         )?;
         rows.push(Row {
             d,
             n,
             shape: body.shape(),
+            steps: km_steps,
             laplace: e_lap,
             km: e_km,
             nikm: e_nikm,
+            sd,
+            predicted_ratio,
+            seconds,
             gauge_ratio: ratio,
             volume_radius: vr,
             lower_bound: lower,
+            vol_lb: best,
         });
     }
+    let steps = if config.steps == 0 {
+        "4·d".to_string()
+    } else {
+        format!("max({}, 4·d)", config.steps)
+    };
     writeln!(
         out,
-        "* H&R: K has no exact sampler; KM's z (and NiKM's on general levels) comes from {} \
-         hit-and-run steps (APPROXIMATE privacy).",
-        config.steps
+        "* H&R: K has no exact sampler; KM's z (and NiKM's on general levels) comes from \
+         {steps} hit-and-run steps (APPROXIMATE privacy). Total {:.1} s.",
+        started.elapsed().as_secs_f64()
     )?;
+    if let Some(dir) = &config.out_dir {
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join("knorm-fig3-1.svg");
+        std::fs::write(&path, chart(&rows, n, e))?;
+        writeln!(out, "wrote {}", path.display())?;
+    }
     Ok(rows)
+}
+
+/// The measured errors (±1 sd over the runs) and the thesis' rates against d.
+fn chart(rows: &[Row], n: usize, e: f64) -> String {
+    let curve = |f: &dyn Fn(&Row) -> (f64, f64)| -> Vec<(f64, f64, f64)> {
+        rows.iter()
+            .map(|r| {
+                let (m, s) = f(r);
+                (r.d as f64, m, s)
+            })
+            .collect()
+    };
+    let mut series = vec![
+        Series {
+            label: "Laplace".into(),
+            color: "#d62728",
+            dash: "",
+            points: curve(&|r| (r.laplace, r.sd[0])),
+        },
+        Series {
+            label: "KM".into(),
+            color: "#1f77b4",
+            dash: "",
+            points: curve(&|r| (r.km, r.sd[1])),
+        },
+        Series {
+            label: "NiKM".into(),
+            color: "#2ca02c",
+            dash: "",
+            points: curve(&|r| (r.nikm, r.sd[2])),
+        },
+        Series {
+            label: "d√d/ε".into(),
+            color: "#d62728",
+            dash: "4 3",
+            points: curve(&|r| ((r.d as f64).powf(1.5) / e, 0.0)),
+        },
+        Series {
+            label: "d√ln(N/d)/ε".into(),
+            color: "#1f77b4",
+            dash: "4 3",
+            points: curve(&|r| {
+                let d = r.d as f64;
+                (d * (n as f64 / d).ln().max(0.0).sqrt() / e, 0.0)
+            }),
+        },
+    ];
+    let lower: Vec<(f64, f64, f64)> = rows
+        .iter()
+        .filter_map(|r| r.vol_lb.as_ref().map(|lb| (r.d as f64, lb.0, 0.0)))
+        .collect();
+    if !lower.is_empty() {
+        series.push(Series {
+            label: "VolLB (Cor. 3.2.4)".into(),
+            color: "#555555",
+            dash: "1 3",
+            points: lower,
+        });
+    }
+    line_chart(
+        &format!("Fig. 3.1: l2 error on d random ±1 queries, N = {n}, ε = {e}"),
+        "d (queries)",
+        "mean l2 error",
+        &series,
+    )
 }
 
 #[cfg(test)]
@@ -212,9 +360,11 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert_eq!(rows.len(), 2, "{text}");
         for row in &rows {
-            // Every ε-DP mechanism is above the volume lower bound; KM beats Laplace.
+            // Every ε-DP mechanism is above the volume lower bounds; KM beats Laplace.
             let lb = row.lower_bound.unwrap();
             assert!(row.km > lb && row.laplace > lb && row.nikm > lb, "{text}");
+            let (vol, _) = row.vol_lb.clone().unwrap();
+            assert!(vol >= lb * 0.9 && row.km > vol, "{text}");
             assert!(row.laplace > row.km, "{text}");
             assert!((row.gauge_ratio - 1.0).abs() < 0.2, "{text}");
         }

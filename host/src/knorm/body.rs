@@ -242,14 +242,22 @@ impl Body {
     }
 
     /// The Minkowski gauge `‖v‖_K = inf{r ≥ 0 : v ∈ rK}` (thesis §3.1): `‖v‖₁` on the
-    /// cross-polytope, `‖v‖∞` on the cube, otherwise the LP of
-    /// [`Body::gauge_lp`]. `+∞` outside `range(F)`.
+    /// cross-polytope, `‖v‖∞` on the cube, otherwise `1/max{t : t·v ∈ K}` by the
+    /// chord LP (the value of [`Body::gauge_lp`]). `+∞` outside `range(F)`.
     pub fn gauge(&self, v: &[f64]) -> Result<f64, KnormError> {
         self.check_len(v)?;
         match self.shape {
             Shape::CrossPolytope => Ok(v.iter().map(|a| a.abs()).sum()),
             Shape::Cube => Ok(v.iter().fold(0.0, |m: f64, a| m.max(a.abs()))),
-            Shape::General => self.gauge_lp(v),
+            // ‖v‖_K = 1/max{t : t·v ∈ K} (0 for v = 0, +∞ outside range(F)), by
+            // the dense chord simplex; the LP when it fails.
+            Shape::General => {
+                match super::chord::ray_exit(&self.f, self.d, self.n, &zeros(self.d), v) {
+                    Some(t) if t > 0.0 => Ok(1.0 / t),
+                    Some(_) => Ok(f64::INFINITY),
+                    None => self.gauge_lp(v),
+                }
+            }
         }
     }
 
@@ -292,7 +300,8 @@ impl Body {
     /// `z ∈ K` and `u ≠ 0`. Closed form on the cube; bisection on the ℓ1 gauge for
     /// the cross-polytope; on a general body the LP
     /// `max t` s.t. `F(x⁺ − x⁻) − t·u = z`, `Σ(x⁺ + x⁻) ≤ 1` (thesis §3.7, as the
-    /// spec's practical recommendation (b)).
+    /// spec's practical recommendation (b)), solved by a dense revised simplex
+    /// sized for its d + 1 rows, with the general LP layer as the fallback.
     pub fn ray_exit(&self, z: &[f64], u: &[f64]) -> Result<f64, KnormError> {
         self.check_len(z)?;
         self.check_len(u)?;
@@ -317,30 +326,39 @@ impl Body {
                 }
                 Ok(lo)
             }
-            Shape::General => {
-                let n = self.n;
-                let t = 2 * n;
-                let mut objective = vec![0.0; 2 * n + 1];
-                if let Some(c) = objective.get_mut(t) {
-                    *c = -1.0;
-                }
-                let mut lp = LinearProgram::new(objective);
-                for (i, (&zi, &ui)) in z.iter().zip(u).enumerate() {
-                    let mut row = self.signed_row(i);
-                    if ui != 0.0 {
-                        row.push((t, -ui));
-                    }
-                    lp.add_row(&row, Relation::Eq, zi)?;
-                }
-                let budget: Vec<(usize, f64)> = (0..2 * n).map(|j| (j, 1.0)).collect();
-                lp.add_row(&budget, Relation::Le, 1.0)?;
-                match lp.solve()? {
-                    LpOutcome::Optimal { x, .. } => Ok(x.get(t).copied().unwrap_or(0.0)),
-                    // z slightly outside K by round-off: the chord has length 0.
-                    LpOutcome::Infeasible => Ok(0.0),
-                    LpOutcome::Unbounded => Ok(f64::INFINITY),
-                }
+            Shape::General => match super::chord::ray_exit(&self.f, self.d, self.n, z, u) {
+                Some(t) => Ok(t),
+                None => self.ray_exit_lp(z, u),
+            },
+        }
+    }
+
+    /// [`Body::ray_exit`] on a general body through the general LP layer (the
+    /// fallback of the dense simplex of `chord`, and its reference in tests).
+    pub(crate) fn ray_exit_lp(&self, z: &[f64], u: &[f64]) -> Result<f64, KnormError> {
+        self.check_len(z)?;
+        self.check_len(u)?;
+        let n = self.n;
+        let t = 2 * n;
+        let mut objective = vec![0.0; 2 * n + 1];
+        if let Some(c) = objective.get_mut(t) {
+            *c = -1.0;
+        }
+        let mut lp = LinearProgram::new(objective);
+        for (i, (&zi, &ui)) in z.iter().zip(u).enumerate() {
+            let mut row = self.signed_row(i);
+            if ui != 0.0 {
+                row.push((t, -ui));
             }
+            lp.add_row(&row, Relation::Eq, zi)?;
+        }
+        let budget: Vec<(usize, f64)> = (0..2 * n).map(|j| (j, 1.0)).collect();
+        lp.add_row(&budget, Relation::Le, 1.0)?;
+        match lp.solve()? {
+            LpOutcome::Optimal { x, .. } => Ok(x.get(t).copied().unwrap_or(0.0)),
+            // z slightly outside K by round-off: the chord has length 0.
+            LpOutcome::Infeasible => Ok(0.0),
+            LpOutcome::Unbounded => Ok(f64::INFINITY),
         }
     }
 
@@ -421,4 +439,8 @@ impl Body {
             })
             .collect())
     }
+}
+
+fn zeros(d: usize) -> Vec<f64> {
+    vec![0.0; d]
 }

@@ -50,6 +50,7 @@ use crate::lp::LpError;
 
 mod body;
 pub mod bounds;
+mod chord;
 mod mechanism;
 pub mod nikm;
 pub mod sample;

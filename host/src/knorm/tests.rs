@@ -643,3 +643,179 @@ fn the_answer_for_other_mechanisms_is_exact_on_huge_counts() {
     );
     assert!(body.answer_for_release(&[1]).is_err());
 }
+
+/// The dense simplex of `chord` finds the same chord ends as the general LP layer
+/// on random bodies (random interior points and directions, both signs), and the
+/// cube's closed form on the cube forced through the general path.
+#[test]
+fn fast_chords_match_the_general_lp() {
+    let mut rng = seeded_rng(23);
+    for &(d, n) in &[(2usize, 5usize), (3, 9), (5, 16), (8, 40), (12, 64)] {
+        let rows = random_rows(d, n, &mut rng);
+        let body = Body::general(&rows).unwrap();
+        for _ in 0..12 {
+            let mut z = uniform_cube(d, &mut rng);
+            // Scale z well inside K: K ⊇ (1/‖z‖_K)·z.
+            let g = body.gauge_lp(&z).unwrap();
+            let s = uniform(&mut rng, 0.0, 0.95) / g;
+            z.iter_mut().for_each(|a| *a *= s);
+            let u = uniform_cube(d, &mut rng);
+            let fast = body.ray_exit(&z, &u).unwrap();
+            let slow = body.ray_exit_lp(&z, &u).unwrap();
+            assert!(
+                (fast - slow).abs() <= 1e-7 * (1.0 + slow),
+                "d = {d}, N = {n}: {fast} vs {slow}"
+            );
+        }
+    }
+    // The 4-cube through the LP path: the chord end is the closed form.
+    let cube = Body::hypercube(4).unwrap();
+    let general = Body::general(&rows_of(&cube)).unwrap();
+    for _ in 0..20 {
+        let z: Vec<f64> = uniform_cube(4, &mut rng).iter().map(|a| 0.9 * a).collect();
+        let u = uniform_cube(4, &mut rng);
+        let exact = cube.ray_exit(&z, &u).unwrap();
+        let fast = general.ray_exit(&z, &u).unwrap();
+        assert!((fast - exact).abs() < 1e-9, "{fast} vs {exact}");
+    }
+    // A point outside K (by more than round-off) has a chord of length 0.
+    let outside = vec![1.5; 4];
+    assert_eq!(
+        general.ray_exit(&outside, &[1.0, 0.0, 0.0, 0.0]).unwrap(),
+        0.0
+    );
+}
+
+/// Timing of one chord at the Fig. 3.1 sizes (`--ignored`): the dense simplex
+/// against the general LP layer.
+#[test]
+#[ignore = "timing probe"]
+fn chord_timing_probe() {
+    let mut rng = seeded_rng(5);
+    for &d in &[8usize, 16, 32, 64] {
+        let n = 1024;
+        let rows: Vec<Vec<f64>> = (0..d)
+            .map(|_| {
+                (0..n)
+                    .map(|_| if rng.next_u32() & 1 == 1 { 1.0 } else { -1.0 })
+                    .collect()
+            })
+            .collect();
+        let body = Body::general(&rows).unwrap();
+        let mut z = vec![0.0; d];
+        super::sample::walk(&body, &mut z, 2 * d, &mut rng).unwrap();
+        let u = uniform_cube(d, &mut rng);
+        let t0 = std::time::Instant::now();
+        let reps = 20;
+        let mut fast = 0.0;
+        for _ in 0..reps {
+            fast = body.ray_exit(&z, &u).unwrap();
+        }
+        let tf = t0.elapsed().as_secs_f64() / reps as f64;
+        let t0 = std::time::Instant::now();
+        let slow = body.ray_exit_lp(&z, &u).unwrap();
+        let ts = t0.elapsed().as_secs_f64();
+        eprintln!(
+            "d = {d}, N = {n}: dense simplex {:.2} ms, general LP {:.1} ms ({fast} vs {slow})",
+            tf * 1e3,
+            ts * 1e3
+        );
+        // The gauge: a chord from the centre (a degenerate start).
+        let t0 = std::time::Instant::now();
+        let fast = body.gauge(&u).unwrap();
+        let tf = t0.elapsed().as_secs_f64();
+        let t0 = std::time::Instant::now();
+        let slow = body.gauge_lp(&u).unwrap();
+        let ts = t0.elapsed().as_secs_f64();
+        eprintln!(
+            "  gauge: dense simplex {:.2} ms, general LP {:.1} ms ({fast} vs {slow})",
+            tf * 1e3,
+            ts * 1e3
+        );
+    }
+}
+
+/// VolLB (thesis Cor. 3.2.4) on bodies whose answer is known by hand.
+#[test]
+fn vol_lb_over_projections_on_known_bodies() {
+    use super::bounds::{Projection, VolLbOptions, vol_lb};
+    use std::f64::consts::PI;
+    let opts = VolLbOptions::default();
+    let mut rng = seeded_rng(41);
+    // F = I₄: every coordinate projection is B₁ᵏ, and k·vr_k(B₁ᵏ) grows with k, so
+    // the maximum is the whole body: 4·((2⁴/4!)/Vol(B₂⁴))^{1/4}/16, Vol(B₂⁴) = π²/2.
+    let all = vol_lb(&Body::identity(4).unwrap(), 1.0, &opts, &mut rng).unwrap();
+    let best = &all[0];
+    let want = 4.0 * ((16.0 / 24.0) / (PI * PI / 2.0)).powf(0.25) / 16.0;
+    assert!((best.bound - want).abs() < 1e-12, "{all:?}");
+    assert!(best.exact && best.k == 4);
+    // k = 2 on B₁²: vr = (2/π)^{1/2}; at ε = 1/2 the bound doubles.
+    let two = all
+        .iter()
+        .find(|b| b.k == 2 && matches!(b.projection, Projection::Coordinates(_)))
+        .unwrap();
+    assert!((two.volume_radius - (2.0 / PI).sqrt()).abs() < 1e-12);
+    let half = vol_lb(&Body::identity(4).unwrap(), 0.5, &opts, &mut rng).unwrap();
+    assert!((half[0].bound - 2.0 * want).abs() < 1e-12);
+    // The cube B∞³: every projection onto coordinates is a cube; the best is k = 3,
+    // 3·(2³/(4π/3))^{1/3}/16.
+    let cube = vol_lb(&Body::hypercube(3).unwrap(), 1.0, &opts, &mut rng).unwrap();
+    let want = 3.0 * (8.0 / (4.0 * PI / 3.0)).powf(1.0 / 3.0) / 16.0;
+    assert!((cube[0].bound - want).abs() < 1e-12, "{cube:?}");
+    // The cube forced through the general path: Monte Carlo lower limits stay
+    // below the truth, and not far below it.
+    let rows: Vec<Vec<f64>> = (0..3)
+        .map(|i| {
+            (0..8)
+                .map(|s: usize| if s >> i & 1 == 1 { 1.0 } else { -1.0 })
+                .collect()
+        })
+        .collect();
+    let general = Body::general(&rows).unwrap();
+    let mc = vol_lb(&general, 1.0, &opts, &mut rng).unwrap();
+    assert!(mc.iter().all(|b| b.bound <= want + 1e-12), "{mc:?}");
+    assert!(mc[0].bound > 0.95 * want, "{mc:?}");
+    // The hexagon conv(±e₁, ±e₂, ±(1, 1)) has area 3: vr = (3/π)^{1/2}.
+    let hexagon = Body::from_rows(&[vec![1.0, 0.0, 1.0], vec![0.0, 1.0, 1.0]]).unwrap();
+    // (A one-sided 97.5 % limit per projection here: 20 000 points, fixed seed.)
+    let many = VolLbOptions {
+        samples: 20_000,
+        ..opts
+    };
+    let hex = vol_lb(&hexagon, 1.0, &many, &mut rng).unwrap();
+    let vr = (3.0 / PI).sqrt();
+    let coords = hex
+        .iter()
+        .find(|b| matches!(b.projection, Projection::Coordinates(_)))
+        .unwrap();
+    assert!(
+        coords.volume_radius <= vr && coords.volume_radius > 0.95 * vr,
+        "{hex:?}"
+    );
+    // The inscribed cross-polytope of the hexagon: two columns, |det| = 1.
+    let inscribed = hex
+        .iter()
+        .find(|b| b.projection == Projection::InscribedCrossPolytope)
+        .unwrap();
+    assert!((inscribed.volume_radius - (2.0 / PI).sqrt()).abs() < 1e-12);
+    // Bad input is a typed error; d = 1 has no bound (Thm 3.2.3 needs d ≥ 2).
+    let bad = VolLbOptions { samples: 0, ..opts };
+    assert!(vol_lb(&hexagon, 1.0, &bad, &mut rng).is_err());
+    assert!(vol_lb(&hexagon, 0.0, &opts, &mut rng).is_err());
+    assert!(vol_lb(&hexagon, f64::NAN, &opts, &mut rng).is_err());
+    assert!(
+        vol_lb(&Body::identity(1).unwrap(), 1.0, &opts, &mut rng)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// A flat body (rank 1 in ℝ²): the gauge is finite on its line and +∞ off it,
+/// although the degeneracy shift moves the chord's start off the line.
+#[test]
+fn gauge_of_a_flat_body_through_the_chord_simplex() {
+    let flat = Body::general(&[vec![1.0, 0.5, -1.0], vec![1.0, 0.5, -1.0]]).unwrap();
+    assert!((flat.gauge(&[0.5, 0.5]).unwrap() - 0.5).abs() < 1e-12);
+    assert_eq!(flat.gauge(&[0.5, -0.5]).unwrap(), f64::INFINITY);
+    assert_eq!(flat.gauge(&[0.0, 0.0]).unwrap(), 0.0);
+}

@@ -24,7 +24,7 @@ pub use discover::discovery;
 pub use distance::{distance_offline, distance_session};
 pub use dx::{dx_laplace, dx_mwem, smalldb};
 pub use fairness::fairness_dp;
-pub use knorm::{knorm_l1, nikm_linf};
+pub use knorm::{knorm_cube_large_eps, knorm_l1, nikm_linf};
 pub use mwem::{mwem_init, mwem_rounds, synth_rare_value};
 pub use pmw::{pmw_approximate, pmw_project, pmw_pure, pmw_reduce};
 pub use threshold::threshold_oracle;
@@ -55,6 +55,7 @@ pub const REGISTRY: &[(&str, CaseFn)] = &[
     ("distance-offline", distance_offline),
     ("distance-session", distance_session),
     ("knorm-l1", knorm_l1),
+    ("knorm-linf-eps4", knorm_cube_large_eps),
     ("nikm-linf", nikm_linf),
     ("tree-cdf", tree_cdf),
     ("laplace-per-query", laplace_per_query),

@@ -145,25 +145,37 @@ pub struct PmwArgs {
 
 /// Options of `privq experiment knorm`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq experiment knorm                                   # quick: d = 2, 4, 6, 8, N = 64\n  \
+    privq experiment knorm --full --out-dir target/experiments   # d = 8, 16, 32, 64, N = 1024\n  \
+    privq experiment knorm --dims 8,16,32,64 --n 1024 --runs 10")]
 pub struct KnormArgs {
-    /// Comma-separated numbers of queries d.
-    #[arg(long, value_delimiter = ',', default_value = "2,4,6,8")]
-    pub dims: Vec<usize>,
-    /// Number of columns N of the random ±1 matrix.
-    #[arg(long, default_value_t = 64)]
-    pub columns: usize,
-    /// Releases per mechanism and d.
-    #[arg(long, default_value_t = 200)]
-    pub runs: usize,
-    /// Hit-and-run steps when K has no exact sampler (APPROXIMATE privacy).
-    #[arg(long, default_value_t = 50)]
-    pub steps: usize,
+    /// The protocol at the issue's sizes: d = 8, 16, 32, 64, N = 1024, 30 runs
+    /// (minutes in a release build); the options below override it.
+    #[arg(long)]
+    pub full: bool,
+    /// Comma-separated numbers of queries d [default: 2,4,6,8].
+    #[arg(long, value_delimiter = ',')]
+    pub dims: Option<Vec<usize>>,
+    /// Number of columns N of the random ±1 matrix [default: 64].
+    #[arg(long, alias = "n")]
+    pub columns: Option<usize>,
+    /// Releases per mechanism and d [default: 200].
+    #[arg(long)]
+    pub runs: Option<usize>,
+    /// Hit-and-run steps when K has no exact sampler, at least 4·d (APPROXIMATE
+    /// privacy) [default: 50].
+    #[arg(long)]
+    pub steps: Option<usize>,
     /// ε of each release: a decimal or a fraction.
     #[arg(long, default_value = "1")]
     pub epsilon: String,
     /// Base seed (matrices and noise).
     #[arg(long, default_value_t = 31)]
     pub seed: u64,
+    /// Also draw the table as `knorm-fig3-1.svg` in this directory.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
 }
 
 /// Options of `privq experiment dx`.
@@ -373,16 +385,27 @@ fn run_pmw(p: &PmwArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
 /// `privq experiment knorm`: the Fig. 3.1 comparison of Laplace and K-norm noise.
 fn run_knorm(k: &KnormArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
     use privq_host::experiment::knorm::{Config, run};
-    let mut config = Config::standard().map_err(|source| CliError::Parameter {
+    let base = if k.full {
+        Config::full()
+    } else {
+        Config::standard()
+    };
+    let mut config = base.map_err(|source| CliError::Parameter {
         option: "epsilon",
         source,
     })?;
-    config.dims = k.dims.clone();
-    config.columns = k.columns;
-    config.runs = k.runs;
-    config.steps = k.steps;
+    if let Some(dims) = &k.dims {
+        config.dims = dims.clone();
+    }
+    config.columns = k.columns.unwrap_or(config.columns);
+    config.runs = k.runs.unwrap_or(config.runs);
+    config.steps = k.steps.unwrap_or(config.steps);
     config.seed = k.seed;
     config.epsilon = super::parse_epsilon(&k.epsilon)?;
+    if let Some(dir) = &k.out_dir {
+        super::check_out_dir(dir)?;
+        config.out_dir = Some(dir.clone());
+    }
     run(&config, stdout).map(|_| ()).map_err(CliError::Run)
 }
 
@@ -570,5 +593,37 @@ mod missing_data_tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("is absent"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod knorm_tests {
+    /// A tiny Fig. 3.1 run through the CLI: the table, the predicted ratio and the
+    /// SVG; `--n` is the alias of `--columns`.
+    #[test]
+    fn knorm_experiment_writes_its_table_and_figure() {
+        let dir = std::env::temp_dir().join(format!("privq-knorm-exp-{}", std::process::id()));
+        let (out, _) = crate::run_with(
+            &[
+                "experiment",
+                "knorm",
+                "--dims",
+                "3",
+                "--n",
+                "16",
+                "--runs",
+                "4",
+                "--steps",
+                "12",
+                "--out-dir",
+                dir.to_str().unwrap(),
+            ],
+            "",
+        )
+        .unwrap();
+        assert!(out.contains("N = 16") && out.contains("pred."), "{out}");
+        let svg = std::fs::read_to_string(dir.join("knorm-fig3-1.svg")).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("NiKM"), "{svg}");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
