@@ -191,7 +191,22 @@ fn class_answers(class: &[Query], state: &MwState) -> Vec<f64> {
     if !conjunctions {
         return class.iter().map(|q| state.evaluate(q)).collect();
     }
-    let mut t = state.probabilities().to_vec();
+    let t = superset_sums(state.probabilities());
+    class
+        .iter()
+        .map(|q| match q {
+            Query::BitPattern { mask, .. } => t[*mask],
+            _ => state.evaluate(q),
+        })
+        .collect()
+}
+
+/// Every monotone conjunction's value under a distribution over a binary
+/// universe of `2^d` cells at once: `c_S = Σ_{u ⊇ S} p(u)`, indexed by S (the
+/// zeta transform, `O(d·2^d)`). `p.len()` must be a power of two.
+pub(crate) fn superset_sums(p: &[f64]) -> Vec<f64> {
+    let mut t = p.to_vec();
+    let cells = t.len();
     let mut bit = 1;
     while bit < cells {
         for u in 0..cells {
@@ -201,13 +216,7 @@ fn class_answers(class: &[Query], state: &MwState) -> Vec<f64> {
         }
         bit <<= 1;
     }
-    class
-        .iter()
-        .map(|q| match q {
-            Query::BitPattern { mask, .. } => t[*mask],
-            _ => state.evaluate(q),
-        })
-        .collect()
+    t
 }
 
 /// `T = ⌈16 ln|X|/β²⌉ + 1`, refused above 10⁹ rounds.

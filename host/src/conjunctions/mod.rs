@@ -34,6 +34,7 @@ mod local;
 mod nonmonotone;
 mod release;
 
+pub(crate) use agnostic::superset_sums;
 pub use agnostic::{
     AgnosticRelease, ExactStat, StatOracle, release_by_agnostic_learning,
     release_by_agnostic_learning_private,

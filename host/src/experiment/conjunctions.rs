@@ -180,21 +180,9 @@ pub struct Report {
     pub barrier: Vec<BarrierRow>,
 }
 
-/// `c_S` for every S at once: the superset sums of a distribution over the cells
-/// (`O(d·2^d)`, the zeta transform).
+/// `c_S` for every S at once (the superset sums of a distribution over the cells).
 fn conjunction_table(probabilities: &[f64]) -> Vec<f64> {
-    let mut t = probabilities.to_vec();
-    let cells = t.len();
-    let mut bit = 1;
-    while bit < cells {
-        for u in 0..cells {
-            if u & bit == 0 {
-                t[u] += t[u | bit];
-            }
-        }
-        bit <<= 1;
-    }
-    t
+    crate::conjunctions::superset_sums(probabilities)
 }
 
 /// `count` attribute sets, each attribute in with probability `p`.
