@@ -232,19 +232,33 @@ pub(crate) fn ray_exit(f: &[f64], d: usize, n: usize, z: &[f64], u: &[f64]) -> O
         return if perturbed { None } else { Some(0.0) };
     }
     let phase = run_phase(&lp, &mut t, false)?;
-    if perturbed {
-        // The optimal basis of the shifted problem, evaluated at the true (z, 1).
-        t.refactor_with(&lp, false)?;
+    // The optimal basis re-evaluated from scratch (at the true (z, 1) when the
+    // start was shifted), so in-place round-off cannot decide the answer.
+    t.refactor_with(&lp, false)?;
+    let artificial: f64 = t
+        .basis
+        .iter()
+        .zip(&t.x)
+        .filter(|(k, _)| lp.is_artificial(**k))
+        .map(|(_, x)| x.abs())
+        .sum();
+    if t.x.iter().any(|x| !x.is_finite()) || artificial > FEAS_TOL {
+        return None;
     }
     match phase {
-        Phase::Unbounded => Some(f64::INFINITY),
-        Phase::Optimal => Some(
-            t.basis
+        // K is compact: only u = 0 never leaves it; anything else is a numerical
+        // miss, for the LP layer to decide.
+        Phase::Unbounded if u.iter().all(|&v| v == 0.0) => Some(f64::INFINITY),
+        Phase::Unbounded => None,
+        Phase::Optimal => {
+            let t_exit = t
+                .basis
                 .iter()
                 .zip(&t.x)
                 .find(|(k, _)| **k == 2 * n)
-                .map_or(0.0, |(_, x)| *x),
-        ),
+                .map_or(0.0, |(_, x)| *x);
+            (t_exit.is_finite() && t_exit >= -FEAS_TOL).then_some(t_exit.max(0.0))
+        }
     }
 }
 

@@ -103,8 +103,8 @@ pub fn nikm_linf(small: bool) -> Result<AuditCase, AuditError> {
 /// KM (thesis Def 3.3.1) at a large ε = 4 on the cube `K = B∞ᵈ` (F = all sign
 /// vectors; d = 2 at test size, 3 at full size), the exact sampler whose radius
 /// is a rejection-thinned negative binomial: at large ε the noise spans few
-/// units, so a truncated radius, a mis-rounded acceptance probability or a
-/// snapping error larger than its calibration would show as loss above ε.
+/// units, so a truncated radius or a mis-rounded acceptance probability would
+/// show as loss above ε (F·x lies on the grid here: snapping is not exercised).
 /// Add/remove-one neighbours: one more record in the all-ones column moves the
 /// answer from 0 to (1, …, 1). On the orthant `{v ≥ (1 + s)·1}` the density ratio
 /// is `e^{ε/(1 + 2⁻¹⁰)}` pointwise, the largest possible, and the orthant has

@@ -11,8 +11,8 @@ use privq_host::accountant::Accountant;
 use privq_host::central::VectorLaplace;
 use privq_host::contract::{Mechanism, Neighbours};
 use privq_host::knorm::bounds::{
-    MAX_MONTE_CARLO_DIM, VolLbOptions, coordinate_second_moment, km_squared_error, vol_lb,
-    volume_lower_bound, volume_radius,
+    VolLbOptions, coordinate_second_moment, km_squared_error, vol_lb, volume_lower_bound,
+    volume_radius,
 };
 use privq_host::knorm::{Body, KNorm, Nikm, NikmOptions, Sampler, Shape};
 
@@ -151,13 +151,12 @@ fn parse_counts(text: &str) -> Result<Vec<u64>, CliError> {
     Ok(counts)
 }
 
-/// Thm 3.2.3's `d·vr(K)/(16ε)` when `vr(K)` is exact (cross-polytope, cube) or a
-/// Monte Carlo estimate is cheap (d ≤ 8, N ≤ 256; fixed public seed).
+/// Thm 3.2.3's `d·vr(K)/(16ε)` when `vr(K)` is exact (cross-polytope, cube). A
+/// general body's volume radius would be a Monte Carlo point estimate, not a
+/// bound, so none is printed for it (VolLB prints confidence limits instead).
 fn lower_bound(body: &Body, epsilon: f64) -> Option<f64> {
     let d = body.dim();
-    let cheap =
-        body.shape() != Shape::General || (d <= MAX_MONTE_CARLO_DIM && body.columns() <= 256);
-    if !cheap {
+    if body.shape() == Shape::General {
         return None;
     }
     let vr = volume_radius(body, 2000, &mut privq_host::seeded_rng(0)).ok()?;
@@ -356,7 +355,7 @@ pub fn run(
         } else if !vol.is_empty() || !lower.is_empty() {
             writeln!(
                 stderr,
-                "privq: lower bounds{}",
+                "privq: lower bounds:{}",
                 format!("{lower}{vol}").trim_start_matches(';')
             )?;
         }
