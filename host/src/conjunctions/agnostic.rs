@@ -63,20 +63,31 @@ pub(crate) struct CentralStat<'r, R: ?Sized> {
 
 impl<R: Rng + CryptoRng + ?Sized> StatOracle for CentralStat<'_, R> {
     fn stat(&mut self, index: usize, q: &Query) -> Result<f64, ReleaseError> {
-        let slot = self.answers.get_mut(index).ok_or_else(|| {
-            ReleaseError::InvalidParameter(format!("class member {index} is out of range"))
-        })?;
-        if let Some(a) = *slot {
-            return Ok(a);
-        }
-        let a = self.session.answer(q, self.rng)?;
-        *slot = Some(a);
-        Ok(a)
+        let (session, rng) = (&mut self.session, &mut *self.rng);
+        answer_once(&mut self.answers, index, || Ok(session.answer(q, rng)?))
     }
 
     fn tolerance(&self) -> f64 {
         self.tolerance
     }
+}
+
+/// Class member `index`'s answer from `answers`, or `ask`ed once and kept: an
+/// oracle that answers each member once and repeats it.
+pub(super) fn answer_once(
+    answers: &mut [Option<f64>],
+    index: usize,
+    ask: impl FnOnce() -> Result<f64, ReleaseError>,
+) -> Result<f64, ReleaseError> {
+    let slot = answers.get_mut(index).ok_or_else(|| {
+        ReleaseError::InvalidParameter(format!("class member {index} is out of range"))
+    })?;
+    if let Some(a) = *slot {
+        return Ok(a);
+    }
+    let a = ask()?;
+    *slot = Some(a);
+    Ok(a)
 }
 
 /// What Fig. 6.7 released, and how it got there.

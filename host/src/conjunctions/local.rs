@@ -9,7 +9,7 @@ use privq_core::Error as CoreError;
 use privq_core::local::UnitValue;
 use privq_core::local::sq::StatQuery;
 
-use super::agnostic::StatOracle;
+use super::agnostic::{StatOracle, answer_once};
 use super::release::ReleaseError;
 use crate::central::MechanismError;
 use crate::data::{CountHistogram, MemoryCap};
@@ -89,19 +89,10 @@ impl<'a> LocalStat<'a> {
 
 impl StatOracle for LocalStat<'_> {
     fn stat(&mut self, index: usize, q: &Query) -> Result<f64, ReleaseError> {
-        let slot = self.answers.get_mut(index).ok_or_else(|| {
-            ReleaseError::InvalidParameter(format!("class member {index} is out of range"))
-        })?;
-        if let Some(a) = *slot {
-            return Ok(a);
-        }
-        let a = self
-            .session
-            .answer(&CellQuery(q))
-            .map_err(ReleaseError::Local)?
-            .estimate;
-        *slot = Some(a);
-        Ok(a)
+        let session = &mut self.session;
+        answer_once(&mut self.answers, index, || {
+            Ok(session.answer(&CellQuery(q))?.estimate)
+        })
     }
 
     fn tolerance(&self) -> f64 {

@@ -227,7 +227,7 @@ pub fn vol_lb<R: Rng + ?Sized>(
     // Build the projected bodies first, to count the Monte Carlo ones.
     let mut built = Vec::with_capacity(candidates.len());
     for (projection, w) in candidates {
-        let (rows, scale) = project_rows(body, &w);
+        let (rows, scale) = super::nikm::project(body, &w);
         let projected = Body::from_rows(&rows)?;
         built.push((projection, w.len(), projected, scale));
     }
@@ -286,32 +286,6 @@ fn principal_directions(body: &Body) -> Vec<Vec<f64>> {
         .iter()
         .map(|&i| eig.eigenvectors.column(i).iter().copied().collect())
         .collect()
-}
-
-/// The rows of `WF/s` and `s`, the largest magnitude of an entry of WF (entries of
-/// a Body must lie in [−1, 1]).
-fn project_rows(body: &Body, w: &[Vec<f64>]) -> (Vec<Vec<f64>>, f64) {
-    let n = body.columns();
-    let mut rows: Vec<Vec<f64>> = w
-        .iter()
-        .map(|wi| {
-            (0..n)
-                .map(|j| {
-                    wi.iter()
-                        .enumerate()
-                        .filter(|(_, a)| **a != 0.0)
-                        .map(|(i, a)| a * body.entry(i, j).unwrap_or(0.0))
-                        .sum()
-                })
-                .collect()
-        })
-        .collect();
-    let max = rows.iter().flatten().fold(0.0f64, |m, a| m.max(a.abs()));
-    let s = if max > 0.0 { max } else { 1.0 };
-    for a in rows.iter_mut().flatten() {
-        *a = (*a / s).clamp(-1.0, 1.0);
-    }
-    (rows, s)
 }
 
 /// `vr(K)` from the one-sided Clopper–Pearson lower limit (level `alpha`) of the

@@ -283,8 +283,9 @@ fn combine(frame: &[Vec<f64>], c: &[f64], d: usize) -> Vec<f64> {
 
 /// The rows of `WᵀF/s` with `s` the largest magnitude of an entry of `WᵀF`, and
 /// `s` (so that some entry is exactly ±1: a one-dimensional level is then the
-/// cross-polytope `[−1, 1]`, with an exact sampler). `F` has rank d, so `s > 0`.
-fn project(body: &Body, frame: &[Vec<f64>]) -> (Vec<Vec<f64>>, f64) {
+/// cross-polytope `[−1, 1]`, with an exact sampler). `F` has rank d, so `s > 0`
+/// (`s = 1` for an all-zero product). VolLB projects bodies the same way.
+pub(super) fn project(body: &Body, frame: &[Vec<f64>]) -> (Vec<Vec<f64>>, f64) {
     let n = body.columns();
     let mut rows: Vec<Vec<f64>> = frame
         .iter()
