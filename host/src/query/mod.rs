@@ -7,5 +7,5 @@ mod wht;
 mod workload;
 
 pub use linear::{AttrRange, Query};
-pub use wht::{fwht, fwht_i64, parity_answers, parity_counts};
+pub use wht::{fwht, fwht_i64, parity_answers, parity_counts, pattern_answers, pattern_counts};
 pub use workload::Workload;

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::linear::Query;
-use super::wht::{parity_answers, parity_counts};
+use super::wht::{parity_answers, parity_counts, pattern_answers, pattern_counts};
 use crate::data::{DataError, Domain};
 
 /// A fixed list of queries over one universe, evaluated together.
@@ -11,7 +11,9 @@ use crate::data::{DataError, Domain};
 /// When every query is a parity query, all answers come from one fast
 /// Walsh–Hadamard transform (O(N log N) instead of O(|Q|·N)); marginal cells are
 /// answered one table per attribute set, by one pass that sums each cell into its
-/// projected index.
+/// projected index — or, on a binary domain where it is cheaper, all marginal cells
+/// and conjunctions from one Walsh–Hadamard transform (a `k`-way cell then costs
+/// `2^k` terms).
 ///
 /// ```
 /// use privq_host::data::Domain;
@@ -28,6 +30,9 @@ pub struct Workload {
     queries: Vec<Query>,
     cells: usize,
     all_parity: bool,
+    /// `(mask, pattern)` of every query, when all are bit patterns of a binary
+    /// universe and the transform is cheaper than one pass per attribute set.
+    patterns: Option<Vec<(usize, usize)>>,
 }
 
 impl Workload {
@@ -40,10 +45,12 @@ impl Workload {
             q.check_universe(cells)?;
         }
         let all_parity = queries.iter().all(|q| matches!(q, Query::Parity { .. }));
+        let patterns = transform_patterns(&queries, cells);
         Ok(Workload {
             queries,
             cells,
             all_parity,
+            patterns,
         })
     }
 
@@ -71,7 +78,9 @@ impl Workload {
         Workload::new(qs, domain.size())
     }
 
-    /// Every cell of every `k`-way marginal of any domain.
+    /// Every cell of every `k`-way marginal of any domain. On a binary domain the
+    /// cells are bit patterns, which the MW engine updates block-wise and the
+    /// workload answers from one transform.
     pub fn marginals(domain: &Domain, k: usize) -> Result<Self, DataError> {
         if k == 0 || k > domain.dims() {
             return Err(DataError::InvalidValue(format!(
@@ -89,7 +98,12 @@ impl Workload {
                     values.push(c % s);
                     c /= s;
                 }
-                qs.push(Query::marginal_cell(domain, &set, &values)?);
+                let cell = Query::marginal_cell(domain, &set, &values)?;
+                qs.push(if domain.is_binary() {
+                    as_bit_pattern(&cell).unwrap_or(cell)
+                } else {
+                    cell
+                });
             }
         }
         Workload::new(qs, domain.size())
@@ -134,6 +148,11 @@ impl Workload {
                     .collect();
             }
         }
+        if let Some(patterns) = &self.patterns {
+            if let Ok(all) = pattern_answers(x, patterns) {
+                return all;
+            }
+        }
         let mut tables: HashMap<Vec<(usize, usize)>, Vec<f64>> = HashMap::new();
         self.queries
             .iter()
@@ -169,7 +188,56 @@ impl Workload {
                 })
                 .collect();
         }
+        if let Some(patterns) = &self.patterns {
+            if let Ok(all) = pattern_counts(counts, patterns) {
+                return Some(all);
+            }
+        }
         self.queries.iter().map(|q| q.count(counts)).collect()
+    }
+}
+
+/// The `(mask, pattern)` form of every query when all are bit patterns of a binary
+/// universe of `cells = 2^d` cells (conjunctions, or marginal cells of binary
+/// attributes) and one transform plus `Σ 2^{|mask|}` terms costs less than a pass
+/// over the universe per distinct attribute set.
+fn transform_patterns(queries: &[Query], cells: usize) -> Option<Vec<(usize, usize)>> {
+    if !cells.is_power_of_two() {
+        return None;
+    }
+    let patterns = queries
+        .iter()
+        .map(|q| match as_bit_pattern(q)? {
+            Query::BitPattern { mask, pattern } => Some((mask, pattern)),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let log_n = cells.trailing_zeros() as u128;
+    let terms: u128 = patterns
+        .iter()
+        .map(|&(m, _)| 1u128 << m.count_ones().min(127))
+        .sum();
+    let mut masks: Vec<usize> = patterns.iter().map(|&(m, _)| m).collect();
+    masks.sort_unstable();
+    masks.dedup();
+    let transform = cells as u128 * log_n + terms;
+    (transform < masks.len() as u128 * cells as u128).then_some(patterns)
+}
+
+/// A bit pattern as itself, and a marginal cell of binary attributes (strides
+/// powers of two) as the equivalent bit pattern; `None` for anything else.
+fn as_bit_pattern(q: &Query) -> Option<Query> {
+    match q {
+        Query::BitPattern { .. } => Some(q.clone()),
+        Query::Box(ranges) => {
+            let (mask, pattern) = ranges.iter().try_fold((0usize, 0usize), |(m, p), a| {
+                let bit = a.stride;
+                let binary = a.radix == 2 && a.lo == a.hi && bit.is_power_of_two();
+                (binary && m & bit == 0).then_some((m | bit, if a.lo == 1 { p | bit } else { p }))
+            })?;
+            Some(Query::BitPattern { mask, pattern })
+        }
+        _ => None,
     }
 }
 
@@ -277,5 +345,25 @@ mod tests {
             assert_eq!(q.count(&c), Some(n));
         }
         assert_eq!(Workload::conjunctions(&bin, 2).unwrap().len(), 15);
+    }
+
+    #[test]
+    fn binary_marginals_and_conjunctions_use_the_transform() {
+        let bin = Domain::binary((0..10).map(|i| format!("a{i}"))).unwrap();
+        let x: Vec<f64> = (0..1024).map(|u| ((u * 37 + 5) % 11) as f64).collect();
+        let c: Vec<u64> = x.iter().map(|&v| v as u64).collect();
+        for w in [
+            Workload::marginals(&bin, 3).unwrap(),
+            Workload::conjunctions(&bin, 3).unwrap(),
+        ] {
+            assert!(w.patterns.is_some());
+            let counts = w.counts(&c).unwrap();
+            for ((q, a), n) in w.queries().iter().zip(w.answers(&x)).zip(counts) {
+                assert!((q.evaluate(&x) - a).abs() < 1e-9);
+                assert_eq!(q.count(&c), Some(n));
+            }
+        }
+        // One 10-way marginal: 1024 cells of 1024 terms each; a pass is cheaper.
+        assert!(Workload::marginals(&bin, 10).unwrap().patterns.is_none());
     }
 }
