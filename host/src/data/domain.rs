@@ -211,8 +211,43 @@ impl Domain {
     /// assert_eq!(d.attribute(1).unwrap().index_of("64.5"), Some(1));
     /// # Ok::<(), privq_host::data::DataError>(())
     /// ```
+    ///
+    /// A second, compact form maps each attribute name to its number of values
+    /// `k`: the attribute is categorical with the labels `"0"`, …, `"k−1"` (data that
+    /// are already value indices, as in the common benchmark versions of Adult).
+    /// Attributes keep the order of the file.
+    ///
+    /// ```
+    /// use privq_host::data::Domain;
+    /// let d = Domain::from_json(r#"{"age": 85, "sex": 2}"#)?;
+    /// assert_eq!(d.size(), 170);
+    /// assert_eq!(d.attribute(0).unwrap().name(), "age");
+    /// assert_eq!(d.attribute(1).unwrap().index_of("1"), Some(1));
+    /// # Ok::<(), privq_host::data::DataError>(())
+    /// ```
     pub fn from_json(text: &str) -> Result<Self, DataError> {
-        let spec: DomainSpec = serde_json::from_str(text)?;
+        let value: serde_json::Value = serde_json::from_str(text)?;
+        if value
+            .as_object()
+            .is_some_and(|o| !o.contains_key("attributes"))
+        {
+            let sizes: SizesSpec = serde_json::from_str(text)?;
+            let attrs = sizes
+                .0
+                .into_iter()
+                .map(|(name, k)| match k {
+                    0 => Err(DataError::InvalidDomain(format!(
+                        "attribute {name:?} has no values"
+                    ))),
+                    k if k > 1 << 24 => Err(DataError::InvalidDomain(format!(
+                        "attribute {name:?} has {k} values; at most 2^24 are supported"
+                    ))),
+                    k => Attribute::categorical(name, (0..k).map(|v| v.to_string())),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            return Domain::new(attrs);
+        }
+        let spec: DomainSpec = serde_json::from_value(value)?;
         let mut attrs = Vec::with_capacity(spec.attributes.len());
         for a in spec.attributes {
             attrs.push(match (a.values, a.edges) {
@@ -337,6 +372,32 @@ struct AttributeSpec {
     edges: Option<Vec<EdgeSpec>>,
 }
 
+/// `{"name": size, …}` in the order of the file.
+struct SizesSpec(Vec<(String, u64)>);
+
+impl<'de> Deserialize<'de> for SizesSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = SizesSpec;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object mapping attribute names to their numbers of values")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<SizesSpec, A::Error> {
+                let mut out = Vec::new();
+                while let Some(entry) = map.next_entry::<String, u64>()? {
+                    out.push(entry);
+                }
+                Ok(SizesSpec(out))
+            }
+        }
+        de.deserialize_map(Visit)
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum EdgeSpec {
@@ -400,6 +461,18 @@ mod tests {
             Err(DataError::InvalidDomain(_))
         ));
         assert!(matches!(Domain::from_json("{"), Err(DataError::Json(_))));
+        assert!(matches!(
+            Domain::from_json(r#"{"a": 0}"#),
+            Err(DataError::InvalidDomain(_))
+        ));
+        assert!(matches!(
+            Domain::from_json(r#"{"a": "x"}"#),
+            Err(DataError::Json(_))
+        ));
+        assert!(matches!(
+            Domain::from_json(r#"{"a": 2, "a": 3}"#),
+            Err(DataError::InvalidDomain(_))
+        ));
         assert!(matches!(
             Domain::binary(["a", "a"]),
             Err(DataError::InvalidDomain(_))

@@ -22,6 +22,7 @@ mod domain;
 mod error;
 mod histogram;
 mod load;
+mod records;
 
 pub use discover::{
     Discovered, Discovery, DiscoveryError, DomainSource, Opened, ValueCounts, open_dataset,
@@ -33,6 +34,7 @@ pub use histogram::{CountHistogram, Distribution, MemoryCap};
 pub use load::{
     Dataset, attribute_names, load_auto, load_count_table, load_records, write_records,
 };
+pub use records::Records;
 
 /// The benchmark data directory `../shared/data` for tests, or `None` (with a
 /// SKIPPED line) when it is absent. With the environment variable `CI` set an
