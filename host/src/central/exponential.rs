@@ -34,7 +34,7 @@ pub enum Sampling {
 /// exact `exp(−p/q)` drawn with the core's integer sampler.
 ///
 /// `neighbours()` is the relation the score sensitivity Δ is stated for; `cost()`
-/// is pure ε. The input of a release is the vector of scores `s_r(D)`, one per
+/// is ε with ε-bounded range (pure ε for permute-and-flip). The input of a release is the vector of scores `s_r(D)`, one per
 /// candidate; the output is the index of the chosen candidate.
 ///
 /// ```
@@ -263,8 +263,15 @@ impl Mechanism for ExponentialMechanism {
         self.neighbours
     }
 
+    /// ε with ε-bounded range for the exact sampler (charged as ε by a pure
+    /// accountant and as ε²/8 by a zCDP one: Durfee–Rogers 2019, Cesar–Rogers 2021
+    /// Lemma 3.2); pure ε for permute-and-flip, whose bounded range is not
+    /// established.
     fn cost(&self) -> Cost {
-        Cost::Pure(self.epsilon)
+        match self.sampling {
+            Sampling::Exact => Cost::BoundedRange(self.epsilon),
+            Sampling::PermuteAndFlip => Cost::Pure(self.epsilon),
+        }
     }
 
     fn label(&self) -> String {
@@ -287,6 +294,24 @@ mod tests {
     use super::*;
     use crate::seeded_rng;
     use crate::stats::chi_square_gof;
+
+    #[test]
+    fn a_zcdp_accountant_charges_eps_squared_over_8() {
+        use crate::accountant::Accountant;
+        use privq_core::Rho;
+        let em = ExponentialMechanism::counts(Neighbours::AddRemove, Epsilon::new(1, 2).unwrap())
+            .unwrap();
+        let mut acct = Accountant::zcdp(Rho::new(1, 10).unwrap(), 1e-9).unwrap();
+        em.release(&[1.0, 2.0][..], &mut acct, &mut seeded_rng(1))
+            .unwrap();
+        assert_eq!(acct.spent_rho(), Some(Rho::new(1, 32).unwrap()));
+        let mut pure = Accountant::pure(Epsilon::new(1, 1).unwrap());
+        em.release(&[1.0, 2.0][..], &mut pure, &mut seeded_rng(1))
+            .unwrap();
+        assert_eq!(pure.spent_epsilon(), Some(Epsilon::new(1, 2).unwrap()));
+        let pf = em.with_sampling(Sampling::PermuteAndFlip);
+        assert_eq!(pf.cost(), Cost::Pure(Epsilon::new(1, 2).unwrap()));
+    }
 
     #[test]
     fn exact_frequencies_match_the_softmax() {
