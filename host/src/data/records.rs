@@ -14,8 +14,8 @@ use super::error::DataError;
 /// let d = Domain::from_json(r#"{"a": 3, "b": 2}"#)?;
 /// let r = Records::from_csv("b,a\n1,2\n0,2\n1,0\n".as_bytes(), &d)?;
 /// assert_eq!(r.len(), 3);
-/// // The (a, b) marginal: cell index = a + 3·b.
-/// assert_eq!(r.marginal(&[0, 1], &d)?, vec![0, 0, 1, 1, 0, 1]);
+/// // The (a, b) marginal, row-major: cell index = 2·a + b.
+/// assert_eq!(r.marginal(&[0, 1], &d)?, vec![0, 1, 0, 0, 1, 1]);
 /// # Ok::<(), privq_host::data::DataError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,12 +122,13 @@ impl Records {
     }
 
     /// The exact counts of the marginal on the attributes `attrs` (distinct, in
-    /// the order given): cell index `Σ_j v_j·Π_{i<j} size(attrs[i])`, the first
-    /// attribute varying fastest. Refuses a marginal of more than 2³² cells.
+    /// the order given), row-major: cell index `Σ_j v_j·Π_{i>j} size(attrs[i])`,
+    /// the last attribute varying fastest. Refuses a marginal of more than 2³²
+    /// cells.
     pub fn marginal(&self, attrs: &[usize], domain: &Domain) -> Result<Vec<u64>, DataError> {
-        let mut strides = Vec::with_capacity(attrs.len());
+        let mut strides = vec![0usize; attrs.len()];
         let mut cells: usize = 1;
-        for (i, &a) in attrs.iter().enumerate() {
+        for (i, &a) in attrs.iter().enumerate().rev() {
             let attr = domain.attribute(a).ok_or_else(|| {
                 DataError::InvalidValue(format!("the domain has no attribute number {a}"))
             })?;
@@ -137,7 +138,7 @@ impl Records {
                     attr.name()
                 )));
             }
-            strides.push(cells);
+            strides[i] = cells;
             cells = cells
                 .checked_mul(attr.size())
                 .filter(|&c| c <= 1 << 32)
@@ -174,11 +175,12 @@ mod tests {
         let r = Records::from_columns(cols, &d).unwrap();
         assert_eq!(r.marginal(&[], &d).unwrap(), vec![5]);
         assert_eq!(r.marginal(&[0], &d).unwrap(), vec![1, 2, 2]);
+        // (b, a) row-major: index 3·b + a.
         assert_eq!(r.marginal(&[1, 0], &d).unwrap(), vec![0, 1, 1, 1, 1, 1]);
         let abc = r.marginal(&[0, 1, 2], &d).unwrap();
         assert_eq!(abc.len(), 24);
         assert_eq!(abc.iter().sum::<u64>(), 5);
-        assert_eq!(abc[3 + 3 * 2 * 3], 1); // a=0, b=1, c=3
+        assert_eq!(abc[4 + 3], 1); // a=0, b=1, c=3: (a·2 + b)·4 + c
         assert!(r.marginal(&[0, 0], &d).is_err());
         assert!(r.marginal(&[3], &d).is_err());
     }
