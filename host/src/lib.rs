@@ -37,4 +37,5 @@ pub mod knorm;
 pub mod ldp;
 pub mod lp;
 pub mod query;
+pub mod synth;
 pub mod threshold;

@@ -1,0 +1,714 @@
+//! **Adaptive marginals**: privq's default mechanism for private synthetic data.
+//!
+//! It follows AIM (McKenna, Mullins, Sheldon, Miklau, VLDB 2022, Algorithm 3):
+//! measure every one-way marginal, then, round after round, choose the marginal
+//! whose model estimate is worst relative to the noise it would get, measure it with
+//! Gaussian noise, and refit a graphical model to all measurements
+//! ([`MarginalEstimator`]); when a measurement barely moves the model, halve the
+//! noise (budget annealing). Synthetic records are drawn from the final model.
+//!
+//! # Privacy argument (ρ-zCDP, then (ε, δ))
+//! * Neighbours: [`Neighbours::AddRemove`] (n private; the model's total is
+//!   estimated from the noisy marginals) or [`Neighbours::Replace`] (n public). A
+//!   marginal's count vector then has ℓ2² sensitivity 1 or 2 and ℓ1 sensitivity 1
+//!   or 2 ([`Neighbours::histogram_l2_squared`], [`Neighbours::histogram_l1`]).
+//! * A measurement is the exact discrete Gaussian mechanism
+//!   ([`DiscreteGaussian::histogram`]) at a rational ρ_m, costing exactly ρ_m
+//!   (Canonne–Kamath–Steinke 2020, Thm. 14–15).
+//! * A selection is the exact exponential mechanism over the candidates with score
+//!   `w_r·(‖M_r(D) − M_r(p̂)‖₁ − √(2/π)·σ·n_r)`, whose sensitivity is
+//!   `max_r w_r · Δ₁` (the model p̂ and σ are fixed by earlier outputs). It has
+//!   ε-bounded range, so it costs ε²/8 (Cesar–Rogers 2021, Lemma 3.2); ε is a
+//!   dyadic rational at most `√(8·ρ_s)`.
+//! * Everything else — the workload and its weights, the candidate set, the model
+//!   size filter, σ and ε of each round (annealing reads only the model), when to
+//!   stop (the remaining ρ) — is a function of public inputs and earlier outputs.
+//!   Each step charges the one accountant before it samples; the ρ's add
+//!   (Bun–Steinke 2016, Lemma 2.3) and never exceed the accountant's budget, whose
+//!   (ε, δ) is the CKS20 conversion.
+//!
+//! # Where it differs from AIM
+//! * Noise and selection are exact (discrete Gaussian, exact exponential sampler),
+//!   so every ρ is an exact rational and the total is enforced to the last bit; AIM
+//!   samples floating-point Gaussians.
+//! * Scores are in counts; weights are integers (the workload's), so the
+//!   sensitivity is exact.
+//! * Replace-one neighbours are supported (Δ doubled, n public) beside AIM's
+//!   add/remove.
+//! * The round plan (T = 16·d, 90 % of each round's ρ to measurement, the last round
+//!   taking all that is left, annealing by 4× in ρ) is AIM's.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use privq_core::rand_core::{CryptoRng, Rng};
+use privq_core::{Epsilon, Rho};
+
+use crate::accountant::{Accountant, AccountantError};
+use crate::central::{DiscreteGaussian, ExponentialMechanism, MechanismError};
+use crate::contract::{Mechanism, Neighbours};
+use crate::data::{DataError, Domain, Records};
+
+/// A noisy marginal: the attributes (sorted), the noisy counts in row-major order
+/// (last attribute fastest; see [`Records::marginal`]) and the noise's standard
+/// deviation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoisyMarginal {
+    /// The attributes, sorted ascending.
+    pub attrs: Vec<usize>,
+    /// Noisy counts, one per cell.
+    pub values: Vec<f64>,
+    /// Standard deviation of each cell's noise.
+    pub sigma: f64,
+}
+
+/// What the mechanism needs from an estimator (post-processing only: it sees the
+/// noisy marginals, never the data).
+pub trait MarginalEstimator {
+    /// The fitted model.
+    type Model;
+    /// Fits a model to all measurements so far, warm-started from `previous`.
+    fn fit(
+        &self,
+        measurements: &[NoisyMarginal],
+        previous: Option<&Self::Model>,
+    ) -> Result<Self::Model, SynthError>;
+    /// The model's marginal on the sorted attributes `attrs`, in counts (scaled by
+    /// the model's total), row-major.
+    fn marginal(&self, model: &Self::Model, attrs: &[usize]) -> Result<Vec<f64>, SynthError>;
+    /// True when `attrs` lies inside one table of the model (its marginal is then
+    /// free to represent).
+    fn covers(&self, model: &Self::Model, attrs: &[usize]) -> bool;
+    /// The number of cells of the model the estimator would build for `cliques`.
+    fn model_cells(&self, cliques: &[Vec<usize>]) -> Result<u128, SynthError>;
+}
+
+/// Marginals to be answered well: attribute sets with integer weights `c_s ≥ 1`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MarginalWorkload {
+    cliques: Vec<(Vec<usize>, u64)>,
+}
+
+impl MarginalWorkload {
+    /// All `k`-way marginals of the domain, weight 1.
+    pub fn all_k_way(domain: &Domain, k: usize) -> Result<Self, SynthError> {
+        if k == 0 || k > domain.dims() {
+            return Err(SynthError::InvalidParameter(format!(
+                "marginal order {k} is not in 1..={}",
+                domain.dims()
+            )));
+        }
+        let mut cliques = Vec::new();
+        let mut cur: Vec<usize> = (0..k).collect();
+        let d = domain.dims();
+        loop {
+            cliques.push((cur.clone(), 1));
+            let mut i = k;
+            while i > 0 && cur[i - 1] == d - k + i - 1 {
+                i -= 1;
+            }
+            if i == 0 {
+                break;
+            }
+            cur[i - 1] += 1;
+            for j in i..k {
+                cur[j] = cur[j - 1] + 1;
+            }
+        }
+        Ok(MarginalWorkload { cliques })
+    }
+
+    /// Explicit attribute sets and weights (each set non-empty, in the domain;
+    /// weights ≥ 1).
+    pub fn new(domain: &Domain, cliques: Vec<(Vec<usize>, u64)>) -> Result<Self, SynthError> {
+        if cliques.is_empty() {
+            return Err(SynthError::InvalidParameter("the workload is empty".into()));
+        }
+        let mut out = Vec::with_capacity(cliques.len());
+        for (mut attrs, w) in cliques {
+            attrs.sort_unstable();
+            attrs.dedup();
+            if attrs.is_empty() || w == 0 || attrs.iter().any(|&a| a >= domain.dims()) {
+                return Err(SynthError::InvalidParameter(format!(
+                    "workload marginal {attrs:?} (weight {w}) is empty, has weight 0 or \
+                     names an attribute outside the {} of the domain",
+                    domain.dims()
+                )));
+            }
+            out.push((attrs, w));
+        }
+        Ok(MarginalWorkload { cliques: out })
+    }
+
+    /// The attribute sets and their weights.
+    pub fn cliques(&self) -> &[(Vec<usize>, u64)] {
+        &self.cliques
+    }
+
+    /// AIM's candidates: every non-empty subset `r` of a workload set, with weight
+    /// `w_r = Σ_s c_s·|r ∩ s|`, in a deterministic order.
+    pub fn candidates(&self) -> Vec<(Vec<usize>, u64)> {
+        let mut subsets: BTreeMap<Vec<usize>, u64> = BTreeMap::new();
+        for (attrs, _) in &self.cliques {
+            let k = attrs.len().min(20);
+            for bits in 1u32..(1 << k) {
+                let r: Vec<usize> = (0..k)
+                    .filter(|&i| bits >> i & 1 == 1)
+                    .map(|i| attrs[i])
+                    .collect();
+                subsets.entry(r).or_insert(0);
+            }
+        }
+        for (r, w) in subsets.iter_mut() {
+            *w = self
+                .cliques
+                .iter()
+                .map(|(s, c)| c * r.iter().filter(|a| s.contains(a)).count() as u64)
+                .sum();
+        }
+        subsets.into_iter().collect()
+    }
+}
+
+/// Options of the adaptive-marginals mechanism.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AdaptiveConfig {
+    /// The neighbour relation the guarantee is stated for.
+    pub neighbours: Neighbours,
+    /// Planned rounds T (default 16·d, AIM's); the one-way marginals use d of them.
+    pub rounds: Option<usize>,
+    /// Cap on the model's cells (default 10 485 760: AIM's 80 MB of doubles).
+    pub max_model_cells: u128,
+}
+
+impl AdaptiveConfig {
+    /// AIM's defaults under `neighbours`.
+    pub fn new(neighbours: Neighbours) -> Self {
+        AdaptiveConfig {
+            neighbours,
+            rounds: None,
+            max_model_cells: 80 << 17,
+        }
+    }
+}
+
+/// What one round did (public: a function of the outputs).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoundLog {
+    /// 1-based round number (the one-way measurements are round 0).
+    pub round: usize,
+    /// The marginal chosen and measured.
+    pub attrs: Vec<usize>,
+    /// Candidates that passed the size filter.
+    pub candidates: usize,
+    /// The measurement's noise standard deviation.
+    pub sigma: f64,
+    /// The selection's ε.
+    pub epsilon: Option<Epsilon>,
+    /// ρ spent by this round.
+    pub rho: Rho,
+    /// True when the next round halves σ.
+    pub annealed: bool,
+}
+
+/// The result: the fitted model, every measurement, and the rounds.
+#[derive(Debug)]
+pub struct AdaptiveOutput<M> {
+    /// The final model.
+    pub model: M,
+    /// Every noisy marginal, in the order measured.
+    pub measurements: Vec<NoisyMarginal>,
+    /// One entry per round.
+    pub rounds: Vec<RoundLog>,
+}
+
+/// Errors of the synthesis mechanisms.
+#[derive(Debug)]
+pub enum SynthError {
+    /// A parameter is outside its range.
+    InvalidParameter(String),
+    /// The data or domain.
+    Data(DataError),
+    /// A mechanism refused (budget, parameters).
+    Mechanism(MechanismError),
+    /// The accountant refused or is not a zCDP one.
+    Budget(AccountantError),
+    /// The estimator failed.
+    Estimator(String),
+}
+
+impl fmt::Display for SynthError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SynthError::InvalidParameter(m) => write!(f, "invalid parameter: {m}"),
+            SynthError::Data(e) => write!(f, "{e}"),
+            SynthError::Mechanism(e) => write!(f, "{e}"),
+            SynthError::Budget(e) => write!(f, "{e}"),
+            SynthError::Estimator(m) => write!(f, "model estimation failed: {m}"),
+        }
+    }
+}
+
+impl std::error::Error for SynthError {}
+
+impl From<DataError> for SynthError {
+    fn from(e: DataError) -> Self {
+        SynthError::Data(e)
+    }
+}
+impl From<MechanismError> for SynthError {
+    fn from(e: MechanismError) -> Self {
+        SynthError::Mechanism(e)
+    }
+}
+impl From<AccountantError> for SynthError {
+    fn from(e: AccountantError) -> Self {
+        SynthError::Budget(e)
+    }
+}
+impl From<privq_core::Error> for SynthError {
+    fn from(e: privq_core::Error) -> Self {
+        SynthError::Mechanism(MechanismError::Core(e))
+    }
+}
+
+/// `ρ·p/q` rounded **down** to a dyadic `m/2^K` (K ≤ 56, as fine as 63-bit `m`
+/// allows): a smaller cost is always safe to charge, and sums and differences of
+/// dyadic costs stay exact in 64-bit fractions, where arbitrary fractions would
+/// overflow after a few rounds. An error when it rounds to zero.
+fn rho_scaled(rho: Rho, p: u64, q: u64) -> Result<Rho, SynthError> {
+    let num = u128::from(rho.num()) * u128::from(p);
+    let den = u128::from(rho.den()) * u128::from(q);
+    if den == 0 {
+        return Err(SynthError::InvalidParameter("a split of zero ways".into()));
+    }
+    let whole = num / den;
+    if whole >= 1 << 62 {
+        return Err(SynthError::InvalidParameter(format!(
+            "the budget ρ = {} is too large",
+            rho.to_f64()
+        )));
+    }
+    // K bits of binary long division, without overflow (2·frac may not fit).
+    let k = 56u32.min(62 - (128 - whole.leading_zeros()));
+    let (mut m, mut frac) = (whole, num % den);
+    for _ in 0..k {
+        m <<= 1;
+        if frac >= den - frac {
+            m |= 1;
+            frac -= den - frac;
+        } else {
+            frac <<= 1;
+        }
+    }
+    let m = m as u64;
+    Rho::new(m, 1 << k).map_err(|_| {
+        SynthError::InvalidParameter(format!(
+            "the budget ρ = {} is too small to split {p}/{q} ways",
+            rho.to_f64()
+        ))
+    })
+}
+
+fn add(spent: Option<Rho>, cost: Rho) -> Result<Rho, SynthError> {
+    Ok(match spent {
+        None => cost,
+        Some(s) => s.checked_add(cost)?,
+    })
+}
+
+/// The largest `m/2²⁴ ≤ √(8ρ)`: the selection ε whose bounded-range cost ε²/8 fits
+/// in ρ.
+fn selection_epsilon(rho: Rho) -> Result<Epsilon, SynthError> {
+    const SHIFT: u32 = 24;
+    // 8ρ·2^48 = num·2^51/den, floor; its integer square root is floor(√(8ρ)·2^24).
+    let scaled = (u128::from(rho.num()) << (2 * SHIFT + 3)) / u128::from(rho.den());
+    let m = isqrt(scaled);
+    let m = u64::try_from(m).map_err(|_| SynthError::InvalidParameter("ρ is too large".into()))?;
+    Epsilon::new(m, 1 << SHIFT).map_err(|_| {
+        SynthError::InvalidParameter(format!(
+            "the selection budget ρ = {} is too small",
+            rho.to_f64()
+        ))
+    })
+}
+
+fn isqrt(n: u128) -> u128 {
+    if n < 2 {
+        return n;
+    }
+    let mut x = (n as f64).sqrt() as u128;
+    while x * x > n {
+        x -= 1;
+    }
+    while (x + 1) * (x + 1) <= n {
+        x += 1;
+    }
+    x
+}
+
+/// The per-round plan: measurement ρ and selection ε.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    measure: Rho,
+    select: Epsilon,
+}
+
+impl Step {
+    fn cost(&self) -> Result<Rho, SynthError> {
+        Ok(self
+            .measure
+            .checked_add(Rho::from_bounded_range(self.select)?)?)
+    }
+
+    /// σ halved (ρ ×4) and ε doubled (ρ ×4).
+    fn annealed(&self) -> Result<Step, SynthError> {
+        Ok(Step {
+            measure: rho_scaled(self.measure, 4, 1)?,
+            select: self.select.checked_mul_int(2)?,
+        })
+    }
+
+    /// The last round: 90 % of what is left to measurement, the rest to selection.
+    fn last(remaining: Rho) -> Result<Step, SynthError> {
+        let measure = rho_scaled(remaining, 9, 10)?;
+        let select_budget = remaining.checked_sub(measure)?.ok_or_else(|| {
+            SynthError::InvalidParameter("the remaining budget is too small".into())
+        })?;
+        Ok(Step {
+            measure,
+            select: selection_epsilon(select_budget)?,
+        })
+    }
+}
+
+/// Runs the adaptive-marginals mechanism on `records` over `domain`, spending the
+/// whole remaining ρ of `accountant` (which must be a zCDP accountant), and returns
+/// the fitted model. `progress` sees every round.
+#[allow(clippy::too_many_arguments)]
+pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
+    records: &Records,
+    domain: &Domain,
+    workload: &MarginalWorkload,
+    config: &AdaptiveConfig,
+    estimator: &E,
+    accountant: &mut Accountant,
+    rng: &mut R,
+    progress: &mut dyn FnMut(&RoundLog),
+) -> Result<AdaptiveOutput<E::Model>, SynthError> {
+    let available = accountant.remaining_rho().ok_or_else(|| {
+        SynthError::InvalidParameter(
+            "the adaptive-marginals mechanism needs a zCDP accountant with budget left".into(),
+        )
+    })?;
+    // Plan on a dyadic budget ≤ the accountant's, so that every cost and every
+    // remainder below is an exact dyadic fraction.
+    let total = rho_scaled(available, 1, 1)?;
+    let mut spent: Option<Rho> = None;
+    let d = domain.dims();
+    let rounds = config.rounds.unwrap_or(16 * d);
+    if rounds <= d {
+        return Err(SynthError::InvalidParameter(format!(
+            "{rounds} planned rounds leave none after the {d} one-way marginals"
+        )));
+    }
+    let neighbours = config.neighbours;
+    let t = rounds as u64;
+    let mut step = Step {
+        measure: rho_scaled(total, 9, 10 * t)?,
+        select: selection_epsilon(rho_scaled(total, 1, 10 * t)?)?,
+    };
+    let candidates = workload.candidates();
+    let mut truth: Vec<Option<Vec<u64>>> = vec![None; candidates.len()];
+    let l1 = neighbours.histogram_l1() as f64;
+    let gauss_sigma = |rho: Rho| -> Result<(DiscreteGaussian, f64), SynthError> {
+        let mech = DiscreteGaussian::histogram(neighbours, rho)?;
+        let sigma = mech.sigma_squared().to_f64().sqrt();
+        Ok((mech, sigma))
+    };
+
+    // Round 0: every one-way marginal.
+    let mut measurements = Vec::with_capacity(d + rounds);
+    let (mech, sigma) = gauss_sigma(step.measure)?;
+    for a in 0..d {
+        let counts = records.marginal(&[a], domain)?;
+        let noisy = mech.release(&counts[..], accountant, rng)?;
+        spent = Some(add(spent, step.measure)?);
+        measurements.push(NoisyMarginal {
+            attrs: vec![a],
+            values: noisy.into_iter().map(|v| v as f64).collect(),
+            sigma,
+        });
+    }
+    let mut model = estimator.fit(&measurements, None)?;
+    let mut log = Vec::new();
+    let mut cliques: Vec<Vec<usize>> = (0..d).map(|a| vec![a]).collect();
+    let noise_norm = (2.0 / std::f64::consts::PI).sqrt();
+
+    for round in 1..=4 * rounds {
+        let remaining = match spent {
+            None => Some(total),
+            Some(s) => total.checked_sub(s)?,
+        };
+        let Some(remaining) = remaining else {
+            break;
+        };
+        let last = remaining < rho_scaled(step.cost()?, 2, 1)?;
+        if last {
+            step = Step::last(remaining)?;
+        }
+        let (mech, sigma) = gauss_sigma(step.measure)?;
+        // The size filter reads only public quantities and the model.
+        let used = 1.0 - remaining.to_f64() / total.to_f64();
+        let limit = (config.max_model_cells as f64 * used) as u128;
+        let mut chosen_from = Vec::new();
+        for (i, (r, _)) in candidates.iter().enumerate() {
+            let fits = estimator.covers(&model, r) || {
+                cliques.push(r.clone());
+                let cells = estimator.model_cells(&cliques);
+                cliques.pop();
+                cells? <= limit
+            };
+            if fits {
+                chosen_from.push(i);
+            }
+        }
+        let mut scores = Vec::with_capacity(chosen_from.len());
+        let mut max_weight = 1u64;
+        for &i in &chosen_from {
+            let (r, w) = &candidates[i];
+            if truth[i].is_none() {
+                truth[i] = Some(records.marginal(r, domain)?);
+            }
+            let Some(y) = truth[i].as_ref() else {
+                continue;
+            };
+            let est = estimator.marginal(&model, r)?;
+            let err: f64 = y
+                .iter()
+                .zip(&est)
+                .map(|(&a, &b)| (a as f64 - b).abs())
+                .sum();
+            scores.push(*w as f64 * (err - noise_norm * sigma * y.len() as f64));
+            max_weight = max_weight.max(*w);
+        }
+        let em = ExponentialMechanism::for_scores(neighbours, max_weight as f64 * l1, step.select)?;
+        let pick = chosen_from[em.release(&scores[..], accountant, rng)?];
+        spent = Some(add(spent, Rho::from_bounded_range(step.select)?)?);
+        let (attrs, _) = &candidates[pick];
+        let y = truth[pick]
+            .as_ref()
+            .ok_or_else(|| SynthError::Estimator("the chosen marginal was not counted".into()))?;
+        let noisy = mech.release(&y[..], accountant, rng)?;
+        spent = Some(add(spent, step.measure)?);
+        measurements.push(NoisyMarginal {
+            attrs: attrs.clone(),
+            values: noisy.into_iter().map(|v| v as f64).collect(),
+            sigma,
+        });
+        if !cliques.contains(attrs) {
+            cliques.push(attrs.clone());
+        }
+        let before = estimator.marginal(&model, attrs)?;
+        model = estimator.fit(&measurements, Some(&model))?;
+        let after = estimator.marginal(&model, attrs)?;
+        let moved: f64 = before.iter().zip(&after).map(|(a, b)| (a - b).abs()).sum();
+        let annealed = !last && moved <= noise_norm * sigma * after.len() as f64;
+        let entry = RoundLog {
+            round,
+            attrs: attrs.clone(),
+            candidates: chosen_from.len(),
+            sigma,
+            epsilon: Some(step.select),
+            rho: step.cost()?,
+            annealed,
+        };
+        progress(&entry);
+        log.push(entry);
+        if last {
+            break;
+        }
+        if annealed {
+            step = step.annealed()?;
+        }
+    }
+    Ok(AdaptiveOutput {
+        model,
+        measurements,
+        rounds: log,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn candidates_are_the_downward_closure_with_aims_weights() {
+        let d = Domain::binary(["a", "b", "c", "d"]).unwrap();
+        let w = MarginalWorkload::all_k_way(&d, 3).unwrap();
+        assert_eq!(w.cliques().len(), 4);
+        let c = w.candidates();
+        assert_eq!(c.len(), 4 + 6 + 4);
+        // {0}: in 3 of the 4 triples, once each.
+        assert_eq!(c.iter().find(|(r, _)| r == &vec![0]).unwrap().1, 3);
+        // {0,1}: |r ∩ s| = 2 for the 2 triples holding both, 1 for the 2 others.
+        assert_eq!(c.iter().find(|(r, _)| r == &vec![0, 1]).unwrap().1, 6);
+        assert_eq!(
+            c.iter().find(|(r, _)| r == &vec![0, 1, 2]).unwrap().1,
+            3 + 2 + 2 + 2
+        );
+        assert!(MarginalWorkload::new(&d, vec![(vec![4], 1)]).is_err());
+        assert!(MarginalWorkload::new(&d, vec![(vec![1], 0)]).is_err());
+        assert!(MarginalWorkload::all_k_way(&d, 5).is_err());
+    }
+
+    #[test]
+    fn budget_arithmetic_rounds_down_and_fits() {
+        let rho = Rho::new(1, 3).unwrap();
+        let r = rho_scaled(rho, 9, 10).unwrap();
+        assert!(r.to_f64() <= 0.3 && r.to_f64() > 0.3 - 1e-16);
+        let huge = Rho::new(u64::MAX - 2, u64::MAX - 1).unwrap();
+        let s = rho_scaled(huge, 9, 1000).unwrap();
+        assert!(s.to_f64() <= huge.to_f64() * 0.009 && s.to_f64() > huge.to_f64() * 0.00899);
+        assert!(s.den().is_power_of_two());
+        let big = rho_scaled(Rho::new(1 << 40, 3).unwrap(), 1, 1).unwrap();
+        assert!(big.to_f64() <= (1u64 << 40) as f64 / 3.0 && big.to_f64() > 3.66e11);
+        assert!(rho_scaled(Rho::new(u64::MAX, 1).unwrap(), 1, 1).is_err());
+        for rho in [Rho::new(1, 8).unwrap(), Rho::new(7, 1024).unwrap(), s] {
+            let e = selection_epsilon(rho).unwrap();
+            assert!(Rho::from_bounded_range(e).unwrap() <= rho);
+            let e2 = e.to_f64() + 2f64.powi(-23);
+            assert!(e2 * e2 / 8.0 > rho.to_f64());
+            let last = Step::last(rho).unwrap();
+            assert!(last.cost().unwrap() <= rho);
+        }
+        assert!(selection_epsilon(Rho::new(1, u64::MAX).unwrap()).is_err());
+    }
+
+    /// A stand-in estimator: the product of the measured one-way marginals.
+    struct Independent {
+        sizes: Vec<usize>,
+    }
+
+    impl MarginalEstimator for Independent {
+        type Model = (Vec<Vec<f64>>, f64);
+        fn fit(
+            &self,
+            m: &[NoisyMarginal],
+            _: Option<&Self::Model>,
+        ) -> Result<Self::Model, SynthError> {
+            let mut ways = vec![Vec::new(); self.sizes.len()];
+            let mut total = 0.0;
+            for x in m.iter().filter(|x| x.attrs.len() == 1) {
+                let v: Vec<f64> = x.values.iter().map(|&v| v.max(0.0) + 1e-9).collect();
+                let s: f64 = v.iter().sum();
+                total = s;
+                ways[x.attrs[0]] = v.into_iter().map(|v| v / s).collect();
+            }
+            Ok((ways, total))
+        }
+        fn marginal(&self, m: &Self::Model, attrs: &[usize]) -> Result<Vec<f64>, SynthError> {
+            let mut out = vec![m.1];
+            for &a in attrs {
+                out = out
+                    .iter()
+                    .flat_map(|&p| m.0[a].iter().map(move |&q| p * q))
+                    .collect();
+            }
+            Ok(out)
+        }
+        fn covers(&self, _: &Self::Model, attrs: &[usize]) -> bool {
+            attrs.len() == 1
+        }
+        fn model_cells(&self, cliques: &[Vec<usize>]) -> Result<u128, SynthError> {
+            Ok(cliques
+                .iter()
+                .map(|c| c.iter().map(|&a| self.sizes[a] as u128).product::<u128>())
+                .sum())
+        }
+    }
+
+    fn small() -> (Domain, Records) {
+        let d = Domain::from_json(r#"{"a": 3, "b": 2, "c": 2, "d": 4}"#).unwrap();
+        let n = 400;
+        let cols = vec![
+            (0..n).map(|i| (i % 3) as u32).collect(),
+            (0..n).map(|i| (i % 3 == 0) as u32).collect(),
+            (0..n).map(|i| (i % 5 == 0) as u32).collect(),
+            (0..n).map(|i| (i * 7 % 4) as u32).collect(),
+        ];
+        let r = Records::from_columns(cols, &d).unwrap();
+        (d, r)
+    }
+
+    #[test]
+    fn spends_exactly_its_budget_in_at_most_t_rounds() {
+        let (d, r) = small();
+        let w = MarginalWorkload::all_k_way(&d, 2).unwrap();
+        let est = Independent {
+            sizes: vec![3, 2, 2, 4],
+        };
+        for neighbours in [Neighbours::AddRemove, Neighbours::Replace] {
+            let mut acct = Accountant::zcdp(Rho::new(1, 2).unwrap(), 1e-9).unwrap();
+            let config = AdaptiveConfig::new(neighbours);
+            let mut seen = 0;
+            let out = adaptive_marginals(
+                &r,
+                &d,
+                &w,
+                &config,
+                &est,
+                &mut acct,
+                &mut crate::seeded_rng(5),
+                &mut |_| seen += 1,
+            )
+            .unwrap();
+            assert_eq!(seen, out.rounds.len());
+            assert!(!out.rounds.is_empty() && out.rounds.len() <= 16 * 4 - 4);
+            assert_eq!(out.measurements.len(), 4 + out.rounds.len());
+            let spent = acct.spent_rho().unwrap().to_f64();
+            assert!(spent <= 0.5 && spent > 0.5 * 0.999, "spent {spent}");
+            // The ledger holds exactly the charges: 4 one-way + 2 per round.
+            assert_eq!(acct.ledger().len(), 4 + 2 * out.rounds.len());
+            // Annealing only ever lowers σ.
+            for pair in out.rounds.windows(2) {
+                assert!(pair[1].sigma <= pair[0].sigma * (1.0 + 1e-12));
+            }
+        }
+    }
+
+    #[test]
+    fn refuses_a_pure_accountant_and_too_few_rounds() {
+        let (d, r) = small();
+        let w = MarginalWorkload::all_k_way(&d, 2).unwrap();
+        let est = Independent {
+            sizes: vec![3, 2, 2, 4],
+        };
+        let config = AdaptiveConfig::new(Neighbours::AddRemove);
+        let mut pure = Accountant::pure(Epsilon::new(1, 1).unwrap());
+        let run = |acct: &mut Accountant, config: &AdaptiveConfig| {
+            adaptive_marginals(
+                &r,
+                &d,
+                &w,
+                config,
+                &est,
+                acct,
+                &mut crate::seeded_rng(1),
+                &mut |_| {},
+            )
+        };
+        assert!(matches!(
+            run(&mut pure, &config),
+            Err(SynthError::InvalidParameter(_))
+        ));
+        let mut acct = Accountant::zcdp(Rho::new(1, 2).unwrap(), 1e-9).unwrap();
+        let few = AdaptiveConfig {
+            rounds: Some(4),
+            ..config
+        };
+        assert!(run(&mut acct, &few).is_err());
+        assert!(acct.spent_rho().is_none(), "a refused run spends nothing");
+    }
+}

@@ -1,0 +1,3 @@
+//! Private synthetic data from measured marginals.
+
+pub mod adaptive;
