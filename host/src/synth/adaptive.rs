@@ -72,15 +72,15 @@ pub trait MarginalEstimator {
         &self,
         measurements: &[NoisyMarginal],
         previous: Option<&Self::Model>,
-    ) -> Result<Self::Model, SynthError>;
+    ) -> Result<Self::Model, AdaptiveError>;
     /// The model's marginal on the sorted attributes `attrs`, in counts (scaled by
     /// the model's total), row-major.
-    fn marginal(&self, model: &Self::Model, attrs: &[usize]) -> Result<Vec<f64>, SynthError>;
+    fn marginal(&self, model: &Self::Model, attrs: &[usize]) -> Result<Vec<f64>, AdaptiveError>;
     /// True when `attrs` lies inside one table of the model (its marginal is then
     /// free to represent).
     fn covers(&self, model: &Self::Model, attrs: &[usize]) -> bool;
     /// The number of cells of the model the estimator would build for `cliques`.
-    fn model_cells(&self, cliques: &[Vec<usize>]) -> Result<u128, SynthError>;
+    fn model_cells(&self, cliques: &[Vec<usize>]) -> Result<u128, AdaptiveError>;
 }
 
 /// Marginals to be answered well: attribute sets with integer weights `c_s ≥ 1`.
@@ -91,9 +91,9 @@ pub struct MarginalWorkload {
 
 impl MarginalWorkload {
     /// All `k`-way marginals of the domain, weight 1.
-    pub fn all_k_way(domain: &Domain, k: usize) -> Result<Self, SynthError> {
+    pub fn all_k_way(domain: &Domain, k: usize) -> Result<Self, AdaptiveError> {
         if k == 0 || k > domain.dims() {
-            return Err(SynthError::InvalidParameter(format!(
+            return Err(AdaptiveError::InvalidParameter(format!(
                 "marginal order {k} is not in 1..={}",
                 domain.dims()
             )));
@@ -120,16 +120,16 @@ impl MarginalWorkload {
 
     /// Explicit attribute sets and weights (each set non-empty, in the domain;
     /// weights ≥ 1).
-    pub fn new(domain: &Domain, cliques: Vec<(Vec<usize>, u64)>) -> Result<Self, SynthError> {
+    pub fn new(domain: &Domain, cliques: Vec<(Vec<usize>, u64)>) -> Result<Self, AdaptiveError> {
         if cliques.is_empty() {
-            return Err(SynthError::InvalidParameter("the workload is empty".into()));
+            return Err(AdaptiveError::InvalidParameter("the workload is empty".into()));
         }
         let mut out = Vec::with_capacity(cliques.len());
         for (mut attrs, w) in cliques {
             attrs.sort_unstable();
             attrs.dedup();
             if attrs.is_empty() || w == 0 || attrs.iter().any(|&a| a >= domain.dims()) {
-                return Err(SynthError::InvalidParameter(format!(
+                return Err(AdaptiveError::InvalidParameter(format!(
                     "workload marginal {attrs:?} (weight {w}) is empty, has weight 0 or \
                      names an attribute outside the {} of the domain",
                     domain.dims()
@@ -222,9 +222,9 @@ pub struct AdaptiveOutput<M> {
     pub rounds: Vec<RoundLog>,
 }
 
-/// Errors of the synthesis mechanisms.
+/// Errors of the adaptive-marginals mechanism.
 #[derive(Debug)]
-pub enum SynthError {
+pub enum AdaptiveError {
     /// A parameter is outside its range.
     InvalidParameter(String),
     /// The data or domain.
@@ -237,38 +237,38 @@ pub enum SynthError {
     Estimator(String),
 }
 
-impl fmt::Display for SynthError {
+impl fmt::Display for AdaptiveError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SynthError::InvalidParameter(m) => write!(f, "invalid parameter: {m}"),
-            SynthError::Data(e) => write!(f, "{e}"),
-            SynthError::Mechanism(e) => write!(f, "{e}"),
-            SynthError::Budget(e) => write!(f, "{e}"),
-            SynthError::Estimator(m) => write!(f, "model estimation failed: {m}"),
+            AdaptiveError::InvalidParameter(m) => write!(f, "invalid parameter: {m}"),
+            AdaptiveError::Data(e) => write!(f, "{e}"),
+            AdaptiveError::Mechanism(e) => write!(f, "{e}"),
+            AdaptiveError::Budget(e) => write!(f, "{e}"),
+            AdaptiveError::Estimator(m) => write!(f, "model estimation failed: {m}"),
         }
     }
 }
 
-impl std::error::Error for SynthError {}
+impl std::error::Error for AdaptiveError {}
 
-impl From<DataError> for SynthError {
+impl From<DataError> for AdaptiveError {
     fn from(e: DataError) -> Self {
-        SynthError::Data(e)
+        AdaptiveError::Data(e)
     }
 }
-impl From<MechanismError> for SynthError {
+impl From<MechanismError> for AdaptiveError {
     fn from(e: MechanismError) -> Self {
-        SynthError::Mechanism(e)
+        AdaptiveError::Mechanism(e)
     }
 }
-impl From<AccountantError> for SynthError {
+impl From<AccountantError> for AdaptiveError {
     fn from(e: AccountantError) -> Self {
-        SynthError::Budget(e)
+        AdaptiveError::Budget(e)
     }
 }
-impl From<privq_core::Error> for SynthError {
+impl From<privq_core::Error> for AdaptiveError {
     fn from(e: privq_core::Error) -> Self {
-        SynthError::Mechanism(MechanismError::Core(e))
+        AdaptiveError::Mechanism(MechanismError::Core(e))
     }
 }
 
@@ -276,15 +276,15 @@ impl From<privq_core::Error> for SynthError {
 /// allows): a smaller cost is always safe to charge, and sums and differences of
 /// dyadic costs stay exact in 64-bit fractions, where arbitrary fractions would
 /// overflow after a few rounds. An error when it rounds to zero.
-fn rho_scaled(rho: Rho, p: u64, q: u64) -> Result<Rho, SynthError> {
+fn rho_scaled(rho: Rho, p: u64, q: u64) -> Result<Rho, AdaptiveError> {
     let num = u128::from(rho.num()) * u128::from(p);
     let den = u128::from(rho.den()) * u128::from(q);
     if den == 0 {
-        return Err(SynthError::InvalidParameter("a split of zero ways".into()));
+        return Err(AdaptiveError::InvalidParameter("a split of zero ways".into()));
     }
     let whole = num / den;
     if whole >= 1 << 62 {
-        return Err(SynthError::InvalidParameter(format!(
+        return Err(AdaptiveError::InvalidParameter(format!(
             "the budget ρ = {} is too large",
             rho.to_f64()
         )));
@@ -303,14 +303,14 @@ fn rho_scaled(rho: Rho, p: u64, q: u64) -> Result<Rho, SynthError> {
     }
     let m = m as u64;
     Rho::new(m, 1 << k).map_err(|_| {
-        SynthError::InvalidParameter(format!(
+        AdaptiveError::InvalidParameter(format!(
             "the budget ρ = {} is too small to split {p}/{q} ways",
             rho.to_f64()
         ))
     })
 }
 
-fn add(spent: Option<Rho>, cost: Rho) -> Result<Rho, SynthError> {
+fn add(spent: Option<Rho>, cost: Rho) -> Result<Rho, AdaptiveError> {
     Ok(match spent {
         None => cost,
         Some(s) => s.checked_add(cost)?,
@@ -319,14 +319,14 @@ fn add(spent: Option<Rho>, cost: Rho) -> Result<Rho, SynthError> {
 
 /// The largest `m/2²⁴ ≤ √(8ρ)`: the selection ε whose bounded-range cost ε²/8 fits
 /// in ρ.
-fn selection_epsilon(rho: Rho) -> Result<Epsilon, SynthError> {
+fn selection_epsilon(rho: Rho) -> Result<Epsilon, AdaptiveError> {
     const SHIFT: u32 = 24;
     // 8ρ·2^48 = num·2^51/den, floor; its integer square root is floor(√(8ρ)·2^24).
     let scaled = (u128::from(rho.num()) << (2 * SHIFT + 3)) / u128::from(rho.den());
     let m = isqrt(scaled);
-    let m = u64::try_from(m).map_err(|_| SynthError::InvalidParameter("ρ is too large".into()))?;
+    let m = u64::try_from(m).map_err(|_| AdaptiveError::InvalidParameter("ρ is too large".into()))?;
     Epsilon::new(m, 1 << SHIFT).map_err(|_| {
-        SynthError::InvalidParameter(format!(
+        AdaptiveError::InvalidParameter(format!(
             "the selection budget ρ = {} is too small",
             rho.to_f64()
         ))
@@ -355,14 +355,14 @@ struct Step {
 }
 
 impl Step {
-    fn cost(&self) -> Result<Rho, SynthError> {
+    fn cost(&self) -> Result<Rho, AdaptiveError> {
         Ok(self
             .measure
             .checked_add(Rho::from_bounded_range(self.select)?)?)
     }
 
     /// σ halved (ρ ×4) and ε doubled (ρ ×4).
-    fn annealed(&self) -> Result<Step, SynthError> {
+    fn annealed(&self) -> Result<Step, AdaptiveError> {
         Ok(Step {
             measure: rho_scaled(self.measure, 4, 1)?,
             select: self.select.checked_mul_int(2)?,
@@ -370,10 +370,10 @@ impl Step {
     }
 
     /// The last round: 90 % of what is left to measurement, the rest to selection.
-    fn last(remaining: Rho) -> Result<Step, SynthError> {
+    fn last(remaining: Rho) -> Result<Step, AdaptiveError> {
         let measure = rho_scaled(remaining, 9, 10)?;
         let select_budget = remaining.checked_sub(measure)?.ok_or_else(|| {
-            SynthError::InvalidParameter("the remaining budget is too small".into())
+            AdaptiveError::InvalidParameter("the remaining budget is too small".into())
         })?;
         Ok(Step {
             measure,
@@ -395,9 +395,9 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
     accountant: &mut Accountant,
     rng: &mut R,
     progress: &mut dyn FnMut(&RoundLog),
-) -> Result<AdaptiveOutput<E::Model>, SynthError> {
+) -> Result<AdaptiveOutput<E::Model>, AdaptiveError> {
     let available = accountant.remaining_rho().ok_or_else(|| {
-        SynthError::InvalidParameter(
+        AdaptiveError::InvalidParameter(
             "the adaptive-marginals mechanism needs a zCDP accountant with budget left".into(),
         )
     })?;
@@ -408,7 +408,7 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
     let d = domain.dims();
     let rounds = config.rounds.unwrap_or(16 * d);
     if rounds <= d {
-        return Err(SynthError::InvalidParameter(format!(
+        return Err(AdaptiveError::InvalidParameter(format!(
             "{rounds} planned rounds leave none after the {d} one-way marginals"
         )));
     }
@@ -421,7 +421,7 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
     let candidates = workload.candidates();
     let mut truth: Vec<Option<Vec<u64>>> = vec![None; candidates.len()];
     let l1 = neighbours.histogram_l1() as f64;
-    let gauss_sigma = |rho: Rho| -> Result<(DiscreteGaussian, f64), SynthError> {
+    let gauss_sigma = |rho: Rho| -> Result<(DiscreteGaussian, f64), AdaptiveError> {
         let mech = DiscreteGaussian::histogram(neighbours, rho)?;
         let sigma = mech.sigma_squared().to_f64().sqrt();
         Ok((mech, sigma))
@@ -498,7 +498,7 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
         let (attrs, _) = &candidates[pick];
         let y = truth[pick]
             .as_ref()
-            .ok_or_else(|| SynthError::Estimator("the chosen marginal was not counted".into()))?;
+            .ok_or_else(|| AdaptiveError::Estimator("the chosen marginal was not counted".into()))?;
         let noisy = mech.release(&y[..], accountant, rng)?;
         spent = Some(add(spent, step.measure)?);
         measurements.push(NoisyMarginal {
@@ -597,7 +597,7 @@ mod tests {
             &self,
             m: &[NoisyMarginal],
             _: Option<&Self::Model>,
-        ) -> Result<Self::Model, SynthError> {
+        ) -> Result<Self::Model, AdaptiveError> {
             let mut ways = vec![Vec::new(); self.sizes.len()];
             let mut total = 0.0;
             for x in m.iter().filter(|x| x.attrs.len() == 1) {
@@ -608,7 +608,7 @@ mod tests {
             }
             Ok((ways, total))
         }
-        fn marginal(&self, m: &Self::Model, attrs: &[usize]) -> Result<Vec<f64>, SynthError> {
+        fn marginal(&self, m: &Self::Model, attrs: &[usize]) -> Result<Vec<f64>, AdaptiveError> {
             let mut out = vec![m.1];
             for &a in attrs {
                 out = out
@@ -621,7 +621,7 @@ mod tests {
         fn covers(&self, _: &Self::Model, attrs: &[usize]) -> bool {
             attrs.len() == 1
         }
-        fn model_cells(&self, cliques: &[Vec<usize>]) -> Result<u128, SynthError> {
+        fn model_cells(&self, cliques: &[Vec<usize>]) -> Result<u128, AdaptiveError> {
             Ok(cliques
                 .iter()
                 .map(|c| c.iter().map(|&a| self.sizes[a] as u128).product::<u128>())
@@ -701,7 +701,7 @@ mod tests {
         };
         assert!(matches!(
             run(&mut pure, &config),
-            Err(SynthError::InvalidParameter(_))
+            Err(AdaptiveError::InvalidParameter(_))
         ));
         let mut acct = Accountant::zcdp(Rho::new(1, 2).unwrap(), 1e-9).unwrap();
         let few = AdaptiveConfig {
