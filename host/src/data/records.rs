@@ -25,10 +25,12 @@ pub struct Records {
 }
 
 impl Records {
-    /// Loads one record per CSV row; every domain attribute must be a column (extra
-    /// columns are ignored). A value outside the domain is
-    /// [`DataError::UnknownValue`] naming the attribute, the value and the line;
-    /// a file without records is [`DataError::EmptyData`].
+    /// Loads one record per CSV row, or, when the header has a `count` column that
+    /// is not a domain attribute, one cell per row repeated `count` times (at most
+    /// 2³² records in all). Every domain attribute must be a column (extra columns
+    /// are ignored). A value outside the domain is [`DataError::UnknownValue`]
+    /// naming the attribute, the value and the line; a bad count is
+    /// [`DataError::BadCount`]; a file without records is [`DataError::EmptyData`].
     pub fn from_csv<R: Read>(reader: R, domain: &Domain) -> Result<Self, DataError> {
         let mut rdr = csv::Reader::from_reader(reader);
         let header: Vec<String> = rdr
@@ -49,25 +51,44 @@ impl Records {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let count_column = match domain.position("count") {
+            Some(_) => None,
+            None => header.iter().position(|h| h == "count"),
+        };
         let mut columns = vec![Vec::new(); domain.dims()];
         let mut len = 0usize;
+        let mut values = vec![0u32; domain.dims()];
         for (row, rec) in rdr.records().enumerate() {
             let rec = rec?;
-            for ((column, &pos), attr) in
-                columns.iter_mut().zip(&positions).zip(domain.attributes())
-            {
+            let line = row + 2;
+            for ((slot, &pos), attr) in values.iter_mut().zip(&positions).zip(domain.attributes()) {
                 let text = rec.get(pos).unwrap_or("");
-                let value = attr
+                *slot = attr
                     .index_of(text)
                     .and_then(|v| u32::try_from(v).ok())
                     .ok_or_else(|| DataError::UnknownValue {
                         attribute: attr.name().to_string(),
                         value: text.to_string(),
-                        line: row + 2,
+                        line,
                     })?;
-                column.push(value);
             }
-            len += 1;
+            let times = match count_column {
+                None => 1,
+                Some(c) => {
+                    let text = rec.get(c).unwrap_or("").trim();
+                    text.parse::<usize>()
+                        .ok()
+                        .filter(|&t| len.checked_add(t).is_some_and(|l| l <= 1 << 32))
+                        .ok_or_else(|| DataError::BadCount {
+                            line,
+                            text: text.to_string(),
+                        })?
+                }
+            };
+            for (column, &v) in columns.iter_mut().zip(&values) {
+                column.extend(std::iter::repeat_n(v, times));
+            }
+            len += times;
         }
         if len == 0 {
             return Err(DataError::EmptyData);
@@ -186,6 +207,14 @@ mod tests {
     }
 
     #[test]
+    fn a_count_column_repeats_cells() {
+        let d = Domain::binary(["a", "b"]).unwrap();
+        let r = Records::from_csv("a,b,count\n0,1,3\n1,1,0\n1,0,2\n".as_bytes(), &d).unwrap();
+        assert_eq!(r.len(), 5);
+        assert_eq!(r.marginal(&[0, 1], &d).unwrap(), vec![0, 3, 2, 0]);
+    }
+
+    #[test]
     fn bad_input_is_named() {
         let d = Domain::from_json(r#"{"a": 3, "b": 2}"#).unwrap();
         let e = Records::from_csv("a,b\n1,0\n3,1\n".as_bytes(), &d).unwrap_err();
@@ -198,6 +227,14 @@ mod tests {
         assert!(matches!(
             Records::from_csv("a,b\n".as_bytes(), &d),
             Err(DataError::EmptyData)
+        ));
+        assert!(matches!(
+            Records::from_csv("a,b,count\n1,0,x\n".as_bytes(), &d),
+            Err(DataError::BadCount { line: 2, .. })
+        ));
+        assert!(matches!(
+            Records::from_csv("a,b,count\n1,0,9999999999\n".as_bytes(), &d),
+            Err(DataError::BadCount { .. })
         ));
         assert!(Records::from_columns(vec![vec![0], vec![2]], &d).is_err());
         assert!(Records::from_columns(vec![vec![0], vec![0, 1]], &d).is_err());
