@@ -18,6 +18,7 @@ pub use privq_core::*;
 
 mod rng;
 pub mod stats;
+pub mod synth;
 
 pub use rng::{SeedError, secure_rng, seeded_rng};
 pub mod accountant;

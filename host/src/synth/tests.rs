@@ -1,0 +1,315 @@
+//! Brute-force checks of the junction-tree engine over small full joints.
+
+use super::factor::{Factor, Projection};
+use super::infer::{BeliefPropagation, MarginalPlan, marginal};
+use super::*;
+use crate::seeded_rng;
+use privq_core::rand_core::Rng;
+
+fn unif<R: Rng>(rng: &mut R) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn cl(a: &[usize]) -> Clique {
+    Clique::new(a.iter().copied()).unwrap()
+}
+
+/// Brute-force marginal (probabilities) of `q` from a full joint over all attributes.
+fn brute_marginal(sizes: &[usize], joint: &[f64], q: &Clique) -> Vec<f64> {
+    let full = Clique::new(0..sizes.len()).unwrap();
+    let mut out = vec![0.0; q.cells(sizes).unwrap()];
+    for (cell, &p) in joint.iter().enumerate() {
+        let rec = full.cell_values(sizes, cell);
+        out[q.cell_of_record(sizes, &rec).unwrap()] += p;
+    }
+    out
+}
+
+/// The normalised joint `∝ exp Σ θ_C` by enumeration.
+fn brute_joint(sizes: &[usize], factors: &[(Clique, Vec<f64>)]) -> Vec<f64> {
+    let full = Clique::new(0..sizes.len()).unwrap();
+    let n = full.cells(sizes).unwrap();
+    let mut lj: Vec<f64> = (0..n)
+        .map(|cell| {
+            let rec = full.cell_values(sizes, cell);
+            factors
+                .iter()
+                .map(|(c, t)| t[c.cell_of_record(sizes, &rec).unwrap()])
+                .sum()
+        })
+        .collect();
+    let z = factor::logsumexp(&lj);
+    lj.iter_mut().for_each(|x| *x = (*x - z).exp());
+    lj
+}
+
+fn random_factors<R: Rng>(
+    sizes: &[usize],
+    cliques: &[Clique],
+    rng: &mut R,
+) -> Vec<(Clique, Vec<f64>)> {
+    cliques
+        .iter()
+        .map(|c| {
+            let n = c.cells(sizes).unwrap();
+            (c.clone(), (0..n).map(|_| 3.0 * (unif(rng) - 0.5)).collect())
+        })
+        .collect()
+}
+
+fn subsets(d: usize, k: usize) -> Vec<Clique> {
+    (0u32..1 << d)
+        .filter(|m| m.count_ones() as usize <= k)
+        .map(|m| Clique::new((0..d).filter(|i| m >> i & 1 == 1)).unwrap())
+        .collect()
+}
+
+/// Checks the running-intersection property and coverage of a junction tree.
+fn check_tree(tree: &JunctionTree, cliques: &[Clique]) {
+    let cs = tree.cliques();
+    for c in cliques {
+        assert!(tree.containing(c).is_some(), "{c} not covered");
+    }
+    for a in 0..tree.sizes().len() {
+        let holders: Vec<usize> = (0..cs.len()).filter(|&i| cs[i].contains(a)).collect();
+        assert!(!holders.is_empty());
+        // The holders form a connected subtree: exactly one has a parent without a.
+        let tops = holders
+            .iter()
+            .filter(|&&i| tree.parent(i).is_none_or(|p| !cs[p].contains(a)))
+            .count();
+        assert_eq!(tops, 1, "attribute {a} is not in a connected subtree");
+    }
+}
+
+fn check_inference(sizes: &[usize], cliques: &[Clique], seed: u64) {
+    let mut rng = seeded_rng(seed);
+    let factors = random_factors(sizes, cliques, &mut rng);
+    let joint = brute_joint(sizes, &factors);
+    let tree = JunctionTree::new(sizes, cliques).unwrap();
+    check_tree(&tree, cliques);
+    let mut theta: Vec<Vec<f64>> = tree
+        .cliques()
+        .iter()
+        .map(|c| vec![0.0; c.cells(sizes).unwrap()])
+        .collect();
+    for (c, t) in &factors {
+        let k = tree.containing(c).unwrap();
+        Projection::new(sizes, &tree.cliques()[k], c)
+            .unwrap()
+            .broadcast_add(&mut theta[k], t, 1.0);
+    }
+    let mut bp = BeliefPropagation::new(&tree).unwrap();
+    let mut beliefs = vec![Vec::new(); theta.len()];
+    bp.calibrate(&tree, &theta, &mut beliefs);
+    let d = sizes.len();
+    let mut beyond = 0;
+    for q in subsets(d, d.min(4)) {
+        if tree.containing(&q).is_none() {
+            beyond += 1;
+        }
+        let got = marginal(&tree, &beliefs, &q).unwrap();
+        let want = brute_marginal(sizes, &joint, &q);
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() < 1e-9, "marginal {q}: {g} vs {w}");
+        }
+    }
+    assert!(
+        beyond > 0,
+        "no query beyond a single tree clique was tested"
+    );
+}
+
+#[test]
+fn clique_is_sorted_and_validated() {
+    assert_eq!(cl(&[3, 1]).attributes(), &[1, 3]);
+    assert_eq!(Clique::new([1, 1]), Err(SynthError::DuplicateAttribute(1)));
+    assert_eq!(
+        cl(&[0, 5]).cells(&[2, 2]),
+        Err(SynthError::AttributeOutOfRange {
+            attribute: 5,
+            attributes: 2
+        })
+    );
+    assert_eq!(
+        cl(&[0, 1]).cells(&[usize::MAX, 2]),
+        Err(SynthError::TooManyCells)
+    );
+    let sizes = [3, 4, 5];
+    let c = cl(&[0, 2]);
+    for cell in 0..15 {
+        assert_eq!(
+            c.cell_index(&sizes, &c.cell_values(&sizes, cell)).unwrap(),
+            cell
+        );
+    }
+}
+
+#[test]
+fn projections_match_brute_force() {
+    let sizes = [2, 3, 1, 4, 2];
+    let mut rng = seeded_rng(7);
+    let big = Clique::new(0..5).unwrap();
+    let vals: Vec<f64> = (0..48).map(|_| unif(&mut rng)).collect();
+    let f = Factor::new(&sizes, big.clone(), vals.clone()).unwrap();
+    for q in subsets(5, 5) {
+        let m = f.marginalize(&sizes, &q).unwrap();
+        assert_eq!(m.values().len(), q.cells(&sizes).unwrap());
+        let want = brute_marginal(&sizes, &vals, &q);
+        for (a, b) in m.values().iter().zip(&want) {
+            assert!((a - b).abs() < 1e-12);
+        }
+        let lf = Factor::new(&sizes, big.clone(), vals.iter().map(|x| x.ln()).collect()).unwrap();
+        let lm = lf.log_marginalize(&sizes, &q).unwrap();
+        for (a, b) in lm.values().iter().zip(&want) {
+            assert!((a.exp() - b).abs() < 1e-12);
+        }
+        // Broadcast is the transpose of the sum.
+        let small: Vec<f64> = (0..want.len()).map(|_| unif(&mut rng)).collect();
+        let mut g = Factor::constant(&sizes, big.clone(), 0.0).unwrap();
+        g.add_scaled(
+            &sizes,
+            &Factor::new(&sizes, q.clone(), small.clone()).unwrap(),
+            2.0,
+        )
+        .unwrap();
+        let lhs: f64 = g.values().iter().zip(&vals).map(|(a, b)| a * b).sum();
+        let rhs: f64 = 2.0 * small.iter().zip(&want).map(|(a, b)| a * b).sum::<f64>();
+        assert!((lhs - rhs).abs() < 1e-12);
+    }
+    assert_eq!(
+        Projection::new(&sizes, &cl(&[0]), &cl(&[1])).err(),
+        Some(SynthError::NotASubset)
+    );
+}
+
+#[test]
+fn marginal_plan_matches_direct_projections() {
+    let sizes = [2, 3, 2, 2, 3, 2];
+    let big = Clique::new(0..6).unwrap();
+    let mut rng = seeded_rng(3);
+    let vals: Vec<f64> = (0..big.cells(&sizes).unwrap())
+        .map(|_| unif(&mut rng))
+        .collect();
+    let targets: Vec<Clique> = subsets(6, 3)
+        .into_iter()
+        .filter(|q| q.len() == 3)
+        .take(17)
+        .collect();
+    let mut plan = MarginalPlan::new(&sizes, &big, &targets).unwrap();
+    plan.marginalize(&vals);
+    let grads: Vec<Vec<f64>> = targets
+        .iter()
+        .map(|t| {
+            (0..t.cells(&sizes).unwrap())
+                .map(|_| unif(&mut rng))
+                .collect()
+        })
+        .collect();
+    let mut want_b = vec![0.0; vals.len()];
+    for (t, tq) in targets.iter().enumerate() {
+        let want = brute_marginal(&sizes, &vals, tq);
+        for (a, b) in plan.target(t).iter().zip(&want) {
+            assert!((a - b).abs() < 1e-12);
+        }
+        Projection::new(&sizes, &big, tq)
+            .unwrap()
+            .broadcast_add(&mut want_b, &grads[t], 0.5);
+    }
+    let mut got_b = vec![0.0; vals.len()];
+    let refs: Vec<&[f64]> = grads.iter().map(|g| g.as_slice()).collect();
+    plan.broadcast_add(&mut got_b, &refs, 0.5);
+    for (a, b) in got_b.iter().zip(&want_b) {
+        assert!((a - b).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn inference_on_a_chain_matches_brute_force() {
+    let sizes = [2, 3, 2, 4, 3, 2];
+    let cliques: Vec<Clique> = (0..5).map(|i| cl(&[i, i + 1])).collect();
+    check_inference(&sizes, &cliques, 1);
+}
+
+#[test]
+fn inference_on_a_tree_matches_brute_force() {
+    let sizes = [3, 2, 2, 3, 2, 2, 2];
+    let cliques = [
+        cl(&[0, 1]),
+        cl(&[0, 2, 3]),
+        cl(&[3, 4]),
+        cl(&[3, 5]),
+        cl(&[1, 6]),
+    ];
+    check_inference(&sizes, &cliques, 2);
+}
+
+#[test]
+fn inference_on_loopy_cliques_made_chordal_matches_brute_force() {
+    let sizes = [2, 3, 2, 2, 3, 2, 2];
+    // A 5-cycle, a triangle and an uncovered attribute (6).
+    let cliques = [
+        cl(&[0, 1]),
+        cl(&[1, 2]),
+        cl(&[2, 3]),
+        cl(&[3, 4]),
+        cl(&[0, 4]),
+        cl(&[1, 3, 5]),
+    ];
+    check_inference(&sizes, &cliques, 3);
+    check_inference(
+        &[2; 7],
+        &[
+            cl(&[0, 1, 2]),
+            cl(&[2, 3, 4]),
+            cl(&[4, 5, 0]),
+            cl(&[1, 3, 5]),
+        ],
+        4,
+    );
+}
+
+#[test]
+fn model_cells_is_the_sum_of_built_tables() {
+    let mut rng = seeded_rng(11);
+    for trial in 0..20 {
+        let d = 6 + trial % 5;
+        let sizes: Vec<usize> = (0..d).map(|_| 1 + (rng.next_u64() % 4) as usize).collect();
+        let cliques: Vec<Clique> = (0..4 + trial % 6)
+            .map(|_| {
+                let mut v: Vec<usize> = (0..3)
+                    .map(|_| (rng.next_u64() % d as u64) as usize)
+                    .collect();
+                v.sort();
+                v.dedup();
+                Clique::new(v).unwrap()
+            })
+            .collect();
+        let tree = JunctionTree::new(&sizes, &cliques).unwrap();
+        check_tree(&tree, &cliques);
+        let built: usize = tree
+            .cliques()
+            .iter()
+            .map(|c| {
+                Factor::constant(&sizes, c.clone(), 0.0)
+                    .unwrap()
+                    .values()
+                    .len()
+            })
+            .sum();
+        assert_eq!(model_cells(&sizes, &cliques).unwrap(), built as u128);
+        assert_eq!(tree.cells(), built as u128);
+    }
+    assert!(matches!(
+        model_cells(&[], &[]),
+        Err(SynthError::InvalidDomain(_))
+    ));
+    assert!(matches!(
+        model_cells(&[2, 0], &[]),
+        Err(SynthError::InvalidDomain(_))
+    ));
+    assert!(matches!(
+        model_cells(&[2, 2], &[cl(&[0, 2])]),
+        Err(SynthError::AttributeOutOfRange { .. })
+    ));
+}
