@@ -313,3 +313,271 @@ fn model_cells_is_the_sum_of_built_tables() {
         Err(SynthError::AttributeOutOfRange { .. })
     ));
 }
+
+/// A random joint over `sizes` (cells in full-clique order), not close to uniform.
+fn random_joint<R: Rng>(sizes: &[usize], rng: &mut R) -> Vec<f64> {
+    let n: usize = sizes.iter().product();
+    let mut p: Vec<f64> = (0..n).map(|_| (2.0 * unif(rng)).exp()).collect();
+    let s: f64 = p.iter().sum();
+    p.iter_mut().for_each(|x| *x /= s);
+    p
+}
+
+fn exact_measurements(
+    sizes: &[usize],
+    joint: &[f64],
+    n: f64,
+    cliques: &[Clique],
+) -> Vec<Measurement> {
+    cliques
+        .iter()
+        .map(|c| {
+            let v = brute_marginal(sizes, joint, c)
+                .into_iter()
+                .map(|p| p * n)
+                .collect();
+            Measurement::new(c.clone(), v, 1.0).unwrap()
+        })
+        .collect()
+}
+
+fn noisy(ms: &[Measurement], sigma: f64, seed: u64) -> Vec<Measurement> {
+    let mut rng = seeded_rng(seed);
+    ms.iter()
+        .map(|m| {
+            let v = m
+                .values
+                .iter()
+                .map(|&x| {
+                    // Box–Muller: test noise only.
+                    let (u1, u2) = (unif(&mut rng).max(1e-300), unif(&mut rng));
+                    x + sigma * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+                })
+                .collect();
+            Measurement::new(m.clique.clone(), v, sigma).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn fit_reproduces_exact_marginals() {
+    let sizes = [2, 3, 2, 2, 3];
+    let mut rng = seeded_rng(21);
+    let joint = random_joint(&sizes, &mut rng);
+    let n = 1000.0;
+    let cliques = [
+        cl(&[0, 1]),
+        cl(&[1, 2]),
+        cl(&[2, 3]),
+        cl(&[0, 3]),
+        cl(&[3, 4]),
+    ];
+    let ms = exact_measurements(&sizes, &joint, n, &cliques);
+    let opts = FitOptions {
+        iterations: 20_000,
+        tolerance: 1e-10,
+        ..FitOptions::default()
+    };
+    let model = fit(&sizes, &ms, Total::Known(n), &opts).unwrap();
+    for m in &ms {
+        let got = model.marginal(&m.clique).unwrap();
+        for (g, y) in got.iter().zip(&m.values) {
+            assert!(
+                (g - y).abs() / n < 1e-6,
+                "{}: {g} vs {y} after {} steps",
+                m.clique,
+                model.iterations()
+            );
+        }
+    }
+    assert!(
+        model.converged(),
+        "gap {} after {} steps",
+        model.gap(),
+        model.iterations()
+    );
+    // The estimated total of exact measurements is n.
+    let est = fit(
+        &sizes,
+        &ms,
+        Total::Estimated,
+        &FitOptions {
+            iterations: 1,
+            ..opts
+        },
+    )
+    .unwrap();
+    assert!((est.total() - n).abs() < 1e-9);
+}
+
+#[test]
+fn fit_agrees_with_the_dense_estimator_on_noisy_measurements() {
+    let sizes = [2, 3, 2, 2, 3, 2];
+    let mut rng = seeded_rng(22);
+    let joint = random_joint(&sizes, &mut rng);
+    let n = 500.0;
+    let cliques = [
+        cl(&[0, 1, 2]),
+        cl(&[2, 3]),
+        cl(&[3, 4, 5]),
+        cl(&[0, 5]),
+        cl(&[1, 4]),
+    ];
+    let ms = noisy(&exact_measurements(&sizes, &joint, n, &cliques), 5.0, 1);
+    let opts = FitOptions {
+        iterations: 5000,
+        tolerance: 1e-9,
+        ..FitOptions::default()
+    };
+    let tree = fit(&sizes, &ms, Total::Estimated, &opts).unwrap();
+    let dense = fit_dense(&sizes, &ms, Total::Estimated, &opts).unwrap();
+    assert!(
+        tree.converged(),
+        "gap {} after {}",
+        tree.gap(),
+        tree.iterations()
+    );
+    assert!((tree.total() - dense.total()).abs() < 1e-9);
+    assert!(
+        (tree.loss() - dense.loss()).abs() < 1e-6 * dense.loss().max(1.0),
+        "loss {} vs {}",
+        tree.loss(),
+        dense.loss()
+    );
+    for q in subsets(6, 3) {
+        let (a, b) = (
+            MarginalModel::marginal(&tree, &q).unwrap(),
+            dense.marginal(&q).unwrap(),
+        );
+        for (x, y) in a.iter().zip(&b) {
+            assert!((x - y).abs() < 1e-3, "{q}: {x} vs {y}");
+        }
+    }
+}
+
+#[test]
+fn warm_start_reaches_the_same_optimum_in_fewer_steps() {
+    let sizes = [2, 3, 2, 2, 3, 2];
+    let mut rng = seeded_rng(23);
+    let joint = random_joint(&sizes, &mut rng);
+    let n = 800.0;
+    let first = [
+        cl(&[0, 1]),
+        cl(&[1, 2]),
+        cl(&[2, 3]),
+        cl(&[3, 4]),
+        cl(&[4, 5]),
+    ];
+    let all: Vec<Clique> = first.iter().cloned().chain([cl(&[0, 2, 5])]).collect();
+    let ms = noisy(&exact_measurements(&sizes, &joint, n, &all), 3.0, 2);
+    let opts = FitOptions {
+        iterations: 5000,
+        tolerance: 1e-8,
+        ..FitOptions::default()
+    };
+    let before = fit(&sizes, &ms[..5], Total::Known(n), &opts).unwrap();
+    let cold = fit(&sizes, &ms, Total::Known(n), &opts).unwrap();
+    let warm = fit(
+        &sizes,
+        &ms,
+        Total::Known(n),
+        &FitOptions {
+            warm_start: Some(&before),
+            ..opts
+        },
+    )
+    .unwrap();
+    assert!(cold.converged() && warm.converged());
+    assert!(
+        warm.iterations() < cold.iterations(),
+        "warm {} vs cold {}",
+        warm.iterations(),
+        cold.iterations()
+    );
+    assert!((warm.loss() - cold.loss()).abs() < 1e-4 * cold.loss().max(1.0));
+    for q in subsets(6, 2) {
+        for (x, y) in warm
+            .marginal(&q)
+            .unwrap()
+            .iter()
+            .zip(&cold.marginal(&q).unwrap())
+        {
+            assert!((x - y).abs() < 1e-2, "{q}: {x} vs {y}");
+        }
+    }
+}
+
+#[test]
+fn fit_errors_are_typed() {
+    let sizes = [2, 2];
+    let ok = Measurement::new(cl(&[0]), vec![1.0, 2.0], 1.0).unwrap();
+    let o = FitOptions::default();
+    assert_eq!(
+        Measurement::new(cl(&[0]), vec![1.0, 2.0], 0.0),
+        Err(SynthError::InvalidSigma {
+            index: 0,
+            sigma: 0.0
+        })
+    );
+    assert!(matches!(
+        Measurement::new(cl(&[0]), vec![1.0, 2.0], f64::NAN),
+        Err(SynthError::InvalidSigma { .. })
+    ));
+    assert_eq!(
+        Measurement::new(cl(&[0]), vec![f64::NAN, 2.0], 1.0),
+        Err(SynthError::NonFiniteValue { index: 0 })
+    );
+    let short = Measurement {
+        values: vec![1.0],
+        ..ok.clone()
+    };
+    assert_eq!(
+        fit(&sizes, &[ok.clone(), short], Total::Estimated, &o).err(),
+        Some(SynthError::MeasurementLength {
+            index: 1,
+            expected: 2,
+            got: 1
+        })
+    );
+    assert_eq!(
+        fit(&sizes, &[], Total::Estimated, &o).err(),
+        Some(SynthError::NoMeasurements)
+    );
+    assert_eq!(
+        fit(&sizes, &[ok.clone()], Total::Known(0.0), &o).err(),
+        Some(SynthError::InvalidTotal(0.0))
+    );
+    let big = Measurement::new(cl(&[0, 1]), vec![0.0; 4], 1.0).unwrap();
+    assert_eq!(
+        fit(
+            &sizes,
+            &[big],
+            Total::Known(1.0),
+            &FitOptions { max_cells: 3, ..o }
+        )
+        .err(),
+        Some(SynthError::ModelTooLarge { cells: 4, cap: 3 })
+    );
+    let out = Measurement::new(cl(&[2]), vec![0.0; 2], 1.0).unwrap();
+    assert_eq!(
+        fit(&sizes, &[out], Total::Known(1.0), &o).err(),
+        Some(SynthError::AttributeOutOfRange {
+            attribute: 2,
+            attributes: 2
+        })
+    );
+    let m = fit(&sizes, &[ok.clone()], Total::Known(3.0), &o).unwrap();
+    assert_eq!(
+        fit(
+            &[2, 2, 2],
+            &[ok],
+            Total::Known(3.0),
+            &FitOptions {
+                warm_start: Some(&m),
+                ..o
+            }
+        )
+        .err(),
+        Some(SynthError::WarmStartMismatch)
+    );
+}
