@@ -581,3 +581,105 @@ fn fit_errors_are_typed() {
         Some(SynthError::WarmStartMismatch)
     );
 }
+
+fn empirical(sizes: &[usize], rows: &[Vec<usize>], q: &Clique) -> Vec<f64> {
+    let mut out = vec![0.0; q.cells(sizes).unwrap()];
+    for r in rows {
+        out[q.cell_of_record(sizes, r).unwrap()] += 1.0;
+    }
+    out
+}
+
+fn sampling_model() -> (Vec<usize>, Model) {
+    let sizes = vec![2, 3, 2, 2, 3, 2];
+    let mut rng = seeded_rng(31);
+    let joint = random_joint(&sizes, &mut rng);
+    let cliques = [
+        cl(&[0, 1, 2]),
+        cl(&[2, 3]),
+        cl(&[3, 4]),
+        cl(&[1, 5]),
+        cl(&[0, 4]),
+    ];
+    let ms = exact_measurements(&sizes, &joint, 1000.0, &cliques);
+    let model = fit(&sizes, &ms, Total::Known(1000.0), &FitOptions::default()).unwrap();
+    (sizes, model)
+}
+
+#[test]
+fn forward_sampling_matches_the_model_marginals() {
+    let (sizes, model) = sampling_model();
+    let n = 100_000;
+    let rows = model.sample_rows(n, &mut seeded_rng(5)).unwrap();
+    assert_eq!(rows.len(), n);
+    // Every 1-, 2- and 3-way marginal within 5 standard errors per cell, and a
+    // chi-square statistic per marginal below its 0.9999 quantile bound
+    // (df + 4√(2·df) + 10 is safely above it for these df).
+    for q in subsets(6, 3) {
+        let p: Vec<f64> = model
+            .marginal(&q)
+            .unwrap()
+            .iter()
+            .map(|x| x / model.total())
+            .collect();
+        let e = empirical(&sizes, &rows, &q);
+        let mut chi2 = 0.0;
+        for (&pi, &ei) in p.iter().zip(&e) {
+            let se = (pi * (1.0 - pi) / n as f64).max(0.0).sqrt();
+            assert!(
+                (ei / n as f64 - pi).abs() <= 5.0 * se + 1e-9,
+                "{q}: {ei} {pi}"
+            );
+            if pi > 0.0 {
+                chi2 += (ei - n as f64 * pi).powi(2) / (n as f64 * pi);
+            }
+        }
+        let df = (p.len() - 1) as f64;
+        assert!(
+            chi2 <= df + 4.0 * (2.0 * df).sqrt() + 10.0,
+            "{q}: chi2 {chi2} df {df}"
+        );
+    }
+}
+
+#[test]
+fn rounded_sampling_keeps_the_model_counts() {
+    let (sizes, model) = sampling_model();
+    for n in [1000, 997, 20] {
+        let rows = model.sample_rows_rounded(n, &mut seeded_rng(6)).unwrap();
+        assert_eq!(rows.len(), n);
+        // The root clique: every cell within 1 of the model's count.
+        let root = &model.cliques()[model.tree().order()[0]];
+        let want: Vec<f64> = model
+            .marginal(root)
+            .unwrap()
+            .iter()
+            .map(|x| x * n as f64 / model.total())
+            .collect();
+        let got = empirical(&sizes, &rows, root);
+        let l1: f64 = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).sum();
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() < 1.0, "{root}: {g} vs {w}");
+        }
+        assert!(l1 / n as f64 <= want.len() as f64 / n as f64);
+    }
+    // Far closer than i.i.d. sampling on every junction-tree clique.
+    let n = 1000;
+    let rounded = model.sample_rows_rounded(n, &mut seeded_rng(7)).unwrap();
+    let iid = model.sample_rows(n, &mut seeded_rng(7)).unwrap();
+    let tv = |rows: &[Vec<usize>], q: &Clique| -> f64 {
+        let m = model.marginal(q).unwrap();
+        let e = empirical(&sizes, rows, q);
+        0.5 * m
+            .iter()
+            .zip(&e)
+            .map(|(a, b)| (a / model.total() - b / n as f64).abs())
+            .sum::<f64>()
+    };
+    let (tr, ti): (f64, f64) = model
+        .cliques()
+        .iter()
+        .map(|q| (tv(&rounded, q), tv(&iid, q)))
+        .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
+    assert!(tr < 0.5 * ti, "rounded TV {tr} vs i.i.d. {ti}");
+}
