@@ -1,0 +1,243 @@
+//! `privq synth --mechanism adaptive` (the default): adaptive marginals measured
+//! with the exact discrete Gaussian and fitted with a junction-tree model, so
+//! domains far too large for a dense histogram (Adult) work.
+
+use std::io::{BufRead, Write};
+
+use privq_core::Epsilon;
+use privq_host::accountant::{Accountant, zcdp_epsilon};
+use privq_host::contract::Neighbours;
+use privq_host::data::{Domain, Records, attribute_names};
+use privq_host::synth::adaptive::{
+    AdaptiveConfig, MarginalWorkload, PgmEstimator, RoundLog, adaptive_marginals,
+};
+use privq_host::synth::{Clique, MarginalModel, Model};
+
+use super::domain::DomainArg;
+use super::progress::bar;
+use super::synth::{Args, NeighboursArg};
+use super::{CliError, InputFile, Output};
+
+fn run_err<E: std::error::Error + Send + Sync + 'static>(e: E) -> CliError {
+    CliError::Run(Box::new(e))
+}
+
+/// The public domain: `--domain FILE|binary`; discovery is not offered here (it is
+/// an (ε, δ) mechanism with no ρ-zCDP guarantee to compose with).
+fn domain(args: &Args, input: &InputFile) -> Result<Domain, CliError> {
+    match (&args.domain.domain, args.domain.discover_domain) {
+        (Some(DomainArg::Binary), _) => {
+            let file = std::fs::File::open(input.path())
+                .map_err(|e| CliError::file(input.path(), e))?;
+            let names = attribute_names(file, "count").map_err(run_err)?;
+            Domain::binary(names).map_err(run_err)
+        }
+        (Some(DomainArg::File(path)), _) => {
+            Domain::from_json(&super::read_text(path, &mut std::io::empty())?).map_err(run_err)
+        }
+        (None, true) => Err(CliError::Usage {
+            option: "discover-domain",
+            message: "the adaptive mechanism needs a public domain (--domain FILE|binary); \
+                      private discovery is (ε, δ)-DP and composes only with --mechanism mwem"
+                .into(),
+        }),
+        (None, false) => Err(run_err(privq_host::data::DataError::DomainRequired {
+            discovery: false,
+        })),
+    }
+}
+
+/// `marginals:K` (default 3, at most the number of attributes).
+fn workload(args: &Args, domain: &Domain) -> Result<MarginalWorkload, CliError> {
+    let spec = args.workload.as_deref().unwrap_or("marginals:3");
+    let k = spec
+        .strip_prefix("marginals:")
+        .and_then(|k| k.trim().parse::<usize>().ok())
+        .filter(|&k| k >= 1)
+        .ok_or_else(|| CliError::Usage {
+            option: "workload",
+            message: format!(
+                "{spec:?}: the adaptive mechanism answers marginal workloads, marginals:K \
+                 (parity and conjunction workloads need --mechanism mwem)"
+            ),
+        })?;
+    MarginalWorkload::all_k_way(domain, k.min(domain.dims())).map_err(run_err)
+}
+
+/// Runs the adaptive mechanism for `privq synth`.
+pub fn run(
+    args: &Args,
+    epsilon: Epsilon,
+    stdin: &mut dyn BufRead,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    let delta = args.delta;
+    if !(delta > 0.0 && delta < 1.0) {
+        return Err(CliError::Usage {
+            option: "delta",
+            message: format!("δ = {delta} is not in (0, 1)"),
+        });
+    }
+    if args.max_model_mib == 0 {
+        return Err(CliError::Usage {
+            option: "max-model-mib",
+            message: "must be at least 1".into(),
+        });
+    }
+    // Before any privacy is spent: the input exists and the output can be created.
+    let input = InputFile::open(&args.input, stdin)?;
+    let mut output = Output::open(args.output.as_deref())?;
+    let domain = domain(args, &input)?;
+    let workload = workload(args, &domain)?;
+    let file = std::fs::File::open(input.path()).map_err(|e| CliError::file(input.path(), e))?;
+    let records = Records::from_csv(std::io::BufReader::new(file), &domain).map_err(run_err)?;
+    let neighbours = match args.neighbours {
+        NeighboursArg::AddRemove => Neighbours::AddRemove,
+        NeighboursArg::Replace => Neighbours::Replace,
+    };
+    let mut accountant = Accountant::zcdp_for(epsilon, delta).map_err(run_err)?;
+    accountant.bind(neighbours);
+    let mut rng = super::rng(args.seed, stderr)?;
+    let config = AdaptiveConfig {
+        rounds: args.rounds,
+        max_model_cells: u128::from(args.max_model_mib) << 17,
+        ..AdaptiveConfig::new(neighbours)
+    };
+    let n = records.len();
+    let estimator = PgmEstimator::new(&domain, neighbours, n);
+    let planned = config.rounds.unwrap_or(16 * domain.dims());
+    let pb = bar(planned as u64, "adaptive rounds");
+    let out = adaptive_marginals(
+        &records,
+        &domain,
+        &workload,
+        &config,
+        &estimator,
+        &mut accountant,
+        &mut rng,
+        &mut |r: &RoundLog| {
+            pb.set_position(r.round as u64);
+        },
+    )
+    .map_err(run_err)?;
+    pb.finish_and_clear();
+
+    // Rows from the model by randomized rounding of its counts: post-processing.
+    let rows = match (args.records, neighbours) {
+        (Some(r), _) => r,
+        (None, Neighbours::Replace) => n,
+        (None, Neighbours::AddRemove) => out.model.total().round().max(1.0) as usize,
+    };
+    let sample = out
+        .model
+        .sample_rows_rounded(rows, &mut rng)
+        .map_err(run_err)?;
+    write_rows(output.writer(stdout), &domain, &sample)?;
+    output.commit(stdout)?;
+
+    let annealed = out.rounds.iter().filter(|r| r.annealed).count();
+    writeln!(
+        stderr,
+        "privq: adaptive marginals over {} attributes ({} cells in the model, {} universe cells \
+         never materialised): {} one-way + {} selected marginals, {} rounds ({} annealed); \
+         {rows} synthetic records",
+        domain.dims(),
+        out.model.cells(),
+        domain.size(),
+        domain.dims(),
+        out.rounds.len(),
+        out.rounds.len(),
+        annealed,
+    )?;
+    let rho = accountant.spent_rho().map_or(0.0, |r| r.to_f64());
+    let eps = zcdp_epsilon(rho, delta).map_err(run_err)?;
+    writeln!(
+        stderr,
+        "privq: privacy: rho = {rho:.6} zCDP under {}, i.e. (epsilon = {eps:.4}, delta = {delta:e})-DP \
+         (budget epsilon = {epsilon}){}",
+        neighbours.phrase(),
+        if neighbours.n_is_public() {
+            format!("; n = {n} treated as public")
+        } else {
+            "; n is private (the model's total is estimated)".to_string()
+        }
+    )?;
+    if args.compare {
+        compare(&records, &domain, &out.model, &sample, stderr)?;
+    }
+    writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
+    args.ledger.write(&accountant)
+}
+
+/// Writes rows of value indices as CSV with the domain's names and labels.
+fn write_rows(writer: &mut dyn Write, domain: &Domain, rows: &[Vec<usize>]) -> Result<(), CliError> {
+    let mut w = csv::Writer::from_writer(writer);
+    w.write_record(domain.attributes().iter().map(|a| a.name()))
+        .map_err(CliError::Csv)?;
+    let mut line = Vec::with_capacity(domain.dims());
+    for row in rows {
+        line.clear();
+        for (a, &v) in domain.attributes().iter().zip(row) {
+            line.push(a.label(v).unwrap_or_default());
+        }
+        w.write_record(&line).map_err(CliError::Csv)?;
+    }
+    w.flush()?;
+    Ok(())
+}
+
+/// `--compare` (not private: a diagnostic for a curator who may see the data):
+/// mean total-variation distance of the model and of the synthetic rows from the
+/// input over all 2-way and 3-way marginals.
+fn compare(
+    records: &Records,
+    domain: &Domain,
+    model: &Model,
+    sample: &[Vec<usize>],
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    let columns: Vec<Vec<u32>> = (0..domain.dims())
+        .map(|a| sample.iter().map(|r| r[a] as u32).collect())
+        .collect();
+    let synthetic = Records::from_columns(columns, domain).map_err(run_err)?;
+    for k in [2usize, 3] {
+        let Ok(w) = MarginalWorkload::all_k_way(domain, k) else {
+            continue;
+        };
+        let (mut tv_model, mut tv_sample) = (0.0, 0.0);
+        for (attrs, _) in w.cliques() {
+            let truth = records.marginal(attrs, domain).map_err(run_err)?;
+            let syn = synthetic.marginal(attrs, domain).map_err(run_err)?;
+            let clique = Clique::new(attrs.iter().copied()).map_err(run_err)?;
+            let est = model.marginal(&clique).map_err(run_err)?;
+            let (nt, ns, nm) = (
+                records.len() as f64,
+                synthetic.len() as f64,
+                MarginalModel::total(model),
+            );
+            tv_model += 0.5
+                * truth
+                    .iter()
+                    .zip(&est)
+                    .map(|(&t, &e)| (t as f64 / nt - e / nm).abs())
+                    .sum::<f64>();
+            tv_sample += 0.5
+                * truth
+                    .iter()
+                    .zip(&syn)
+                    .map(|(&t, &s)| (t as f64 / nt - s as f64 / ns).abs())
+                    .sum::<f64>();
+        }
+        let m = w.cliques().len() as f64;
+        writeln!(
+            stderr,
+            "privq: compare (NOT PRIVATE, reads the input): mean {k}-way TV over {} marginals: \
+             model {:.5}, synthetic records {:.5}",
+            w.cliques().len(),
+            tv_model / m,
+            tv_sample / m
+        )?;
+    }
+    Ok(())
+}

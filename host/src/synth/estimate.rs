@@ -1,0 +1,387 @@
+//! Estimating a junction-tree model from noisy marginals (Private-PGM).
+
+use privq_core::rand_core::Rng;
+
+use super::infer::{BeliefPropagation, MarginalPlan, marginal};
+use super::optimise::{Oracle, mirror_descent};
+use super::{Clique, JunctionTree, MarginalModel, SynthError, sample};
+use crate::synth::factor::Projection;
+
+/// A noisy measurement of a marginal: `values[j] = (count of cell j) + noise` with
+/// noise of standard deviation `sigma`, cells in [`Clique`] order (row-major, the
+/// first attribute most significant; [`Clique::cell_of_record`] indexes them).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measurement {
+    /// The measured clique.
+    pub clique: Clique,
+    /// Noisy counts, one per cell of the clique.
+    pub values: Vec<f64>,
+    /// The noise's standard deviation (its weight in the loss is `1/σ²`).
+    pub sigma: f64,
+}
+
+impl Measurement {
+    /// A measurement; σ must be finite and positive and the values finite (the
+    /// length is checked against the attribute sizes by [`fit`]).
+    pub fn new(clique: Clique, values: Vec<f64>, sigma: f64) -> Result<Self, SynthError> {
+        let m = Measurement {
+            clique,
+            values,
+            sigma,
+        };
+        m.validate(0, None)?;
+        Ok(m)
+    }
+
+    fn validate(&self, index: usize, sizes: Option<&[usize]>) -> Result<(), SynthError> {
+        if !(self.sigma.is_finite() && self.sigma > 0.0) {
+            return Err(SynthError::InvalidSigma {
+                index,
+                sigma: self.sigma,
+            });
+        }
+        if self.values.iter().any(|v| !v.is_finite()) {
+            return Err(SynthError::NonFiniteValue { index });
+        }
+        if let Some(sizes) = sizes {
+            let expected = self.clique.cells(sizes)?;
+            if expected != self.values.len() {
+                return Err(SynthError::MeasurementLength {
+                    index,
+                    expected,
+                    got: self.values.len(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The number of records N the model is scaled to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Total {
+    /// N is public (replace-one-record neighbours).
+    Known(f64),
+    /// N is private (add/remove-one-record neighbours): estimated from the
+    /// measurements as the inverse-variance weighted mean of their sums (the sum
+    /// of measurement `i` has variance `cells_i·σ_i²`), floored at 1.
+    Estimated,
+}
+
+/// Options of [`fit`] and [`fit_dense`](super::fit_dense).
+#[derive(Debug, Clone, Copy)]
+pub struct FitOptions<'m> {
+    /// At most this many mirror-descent steps.
+    pub iterations: usize,
+    /// Stop when the Frank–Wolfe gap (an upper bound on the loss's distance to its
+    /// minimum) is at most `tolerance × Σ_i cells(C_i)`.
+    pub tolerance: f64,
+    /// Start from this model's potentials (its cliques join the junction tree, so
+    /// the start is exactly that model's distribution).
+    pub warm_start: Option<&'m Model>,
+    /// Refuse models whose junction-tree tables have more cells in total.
+    pub max_cells: u128,
+}
+
+impl Default for FitOptions<'_> {
+    /// 1000 steps, tolerance 10⁻⁶, no warm start, at most 2²⁵ cells.
+    fn default() -> Self {
+        FitOptions {
+            iterations: 1000,
+            tolerance: 1e-6,
+            warm_start: None,
+            max_cells: 1 << 25,
+        }
+    }
+}
+
+pub(crate) fn validate(
+    sizes: &[usize],
+    measurements: &[Measurement],
+    total: Total,
+    options: &FitOptions<'_>,
+) -> Result<f64, SynthError> {
+    if sizes.is_empty() {
+        return Err(SynthError::InvalidDomain("no attributes".into()));
+    }
+    if let Some(a) = sizes.iter().position(|&s| s == 0) {
+        return Err(SynthError::InvalidDomain(format!(
+            "attribute {a} has no values"
+        )));
+    }
+    if !(options.tolerance >= 0.0) {
+        return Err(SynthError::InvalidOption("tolerance must be ≥ 0".into()));
+    }
+    for (i, m) in measurements.iter().enumerate() {
+        m.validate(i, Some(sizes))?;
+    }
+    if let Some(w) = options.warm_start {
+        if w.sizes() != sizes {
+            return Err(SynthError::WarmStartMismatch);
+        }
+    }
+    match total {
+        Total::Known(n) if n.is_finite() && n > 0.0 => Ok(n),
+        Total::Known(n) => Err(SynthError::InvalidTotal(n)),
+        Total::Estimated => {
+            if measurements.is_empty() {
+                return Err(SynthError::NoMeasurements);
+            }
+            let (mut num, mut den) = (0.0, 0.0);
+            for m in measurements {
+                let w = 1.0 / (m.values.len() as f64 * m.sigma * m.sigma);
+                num += w * m.values.iter().sum::<f64>();
+                den += w;
+            }
+            Ok((num / den).max(1.0))
+        }
+    }
+}
+
+/// A graphical model `p(x) ∝ exp Σ_C θ_C(x_C)` over the cliques of a junction
+/// tree, scaled to a total N, as fitted by [`fit`].
+#[derive(Debug, Clone)]
+pub struct Model {
+    tree: JunctionTree,
+    theta: Vec<Vec<f64>>,
+    log_beliefs: Vec<Vec<f64>>,
+    total: f64,
+    iterations: usize,
+    loss: f64,
+    gap: f64,
+    converged: bool,
+}
+
+impl Model {
+    /// The model's number of records N.
+    pub fn total(&self) -> f64 {
+        self.total
+    }
+
+    /// The junction-tree cliques.
+    pub fn cliques(&self) -> &[Clique] {
+        self.tree.cliques()
+    }
+
+    /// The junction tree.
+    pub fn tree(&self) -> &JunctionTree {
+        &self.tree
+    }
+
+    /// The attribute sizes.
+    pub fn sizes(&self) -> &[usize] {
+        self.tree.sizes()
+    }
+
+    /// Σ of the junction-tree tables' cells.
+    pub fn cells(&self) -> u128 {
+        self.tree.cells()
+    }
+
+    /// The log-potentials θ_C, one table per junction-tree clique.
+    pub fn potentials(&self) -> &[Vec<f64>] {
+        &self.theta
+    }
+
+    /// The calibrated, normalised log-marginals of the junction-tree cliques.
+    pub fn log_marginals(&self) -> &[Vec<f64>] {
+        &self.log_beliefs
+    }
+
+    /// Mirror-descent steps taken by the fit.
+    pub fn iterations(&self) -> usize {
+        self.iterations
+    }
+
+    /// The fit's final loss `Σ_i ‖N·μ_{C_i} − y_i‖²/σ_i²`.
+    pub fn loss(&self) -> f64 {
+        self.loss
+    }
+
+    /// The final Frank–Wolfe gap (≥ loss − minimal loss).
+    pub fn gap(&self) -> f64 {
+        self.gap
+    }
+
+    /// True when the fit stopped on the tolerance rather than the step limit.
+    pub fn converged(&self) -> bool {
+        self.converged
+    }
+
+    /// The marginal counts of any clique (exact; cells in [`Clique`] order).
+    pub fn marginal(&self, clique: &Clique) -> Result<Vec<f64>, SynthError> {
+        let mut m = marginal(&self.tree, &self.log_beliefs, clique)?;
+        m.iter_mut().for_each(|x| *x *= self.total);
+        Ok(m)
+    }
+
+    /// `n` synthetic rows by forward sampling along the junction tree (i.i.d.).
+    pub fn sample_rows<R: Rng + ?Sized>(
+        &self,
+        n: usize,
+        rng: &mut R,
+    ) -> Result<Vec<Vec<usize>>, SynthError> {
+        sample::forward(&self.tree, &self.log_beliefs, n, rng)
+    }
+
+    /// `n` synthetic rows by randomized rounding of the model's counts along the
+    /// junction tree (see [`sample::rounded`]).
+    pub fn sample_rows_rounded<R: Rng + ?Sized>(
+        &self,
+        n: usize,
+        rng: &mut R,
+    ) -> Result<Vec<Vec<usize>>, SynthError> {
+        sample::rounded(&self.tree, &self.log_beliefs, n, rng)
+    }
+}
+
+impl MarginalModel for Model {
+    fn marginal(&self, clique: &Clique) -> Result<Vec<f64>, SynthError> {
+        Model::marginal(self, clique)
+    }
+    fn total(&self) -> f64 {
+        self.total
+    }
+}
+
+/// The junction-tree marginal oracle.
+struct TreeOracle<'t> {
+    tree: &'t JunctionTree,
+    bp: BeliefPropagation,
+    beliefs: Vec<Vec<f64>>,
+    lin: Vec<f64>,
+    /// Per junction-tree clique: its plan and the measurements it serves.
+    plans: Vec<Option<(MarginalPlan, Vec<usize>)>>,
+    work: Vec<f64>,
+}
+
+impl Oracle for TreeOracle<'_> {
+    fn evaluate(&mut self, theta: &[Vec<f64>], marginals: &mut [Vec<f64>]) {
+        self.bp.calibrate(self.tree, theta, &mut self.beliefs);
+        for (c, plan) in self.plans.iter_mut().enumerate() {
+            let Some((plan, ids)) = plan else { continue };
+            self.lin.clear();
+            self.lin.extend(self.beliefs[c].iter().map(|x| x.exp()));
+            plan.marginalize(&self.lin);
+            for (t, &i) in ids.iter().enumerate() {
+                marginals[i].copy_from_slice(plan.target(t));
+            }
+        }
+    }
+
+    fn gradient(&mut self, grads: &[Vec<f64>], out: &mut [Vec<f64>]) {
+        for (c, plan) in self.plans.iter_mut().enumerate() {
+            out[c].iter_mut().for_each(|x| *x = 0.0);
+            let Some((plan, ids)) = plan else { continue };
+            let tables: Vec<&[f64]> = ids.iter().map(|&i| grads[i].as_slice()).collect();
+            plan.broadcast_add(&mut out[c], &tables, 1.0);
+        }
+    }
+
+    fn min_value(&mut self, g: &[Vec<f64>]) -> f64 {
+        self.bp.min_sum(self.tree, g, &mut self.work)
+    }
+}
+
+/// Fits a junction-tree model to noisy marginals by mirror descent (Private-PGM).
+///
+/// Minimises `Σ_i ‖N·μ_{C_i} − y_i‖² / σ_i²` over distributions, where `μ_C` is
+/// the model's probability marginal on `C` and N the [`Total`]. The model's
+/// cliques are the junction tree of the measured cliques (plus the warm start's);
+/// the optimum is the same as over the full histogram
+/// ([`fit_dense`](super::fit_dense)), since the loss only sees measured marginals.
+///
+/// ```
+/// use privq_host::synth::{Clique, FitOptions, Measurement, Total, fit};
+/// let sizes = [2, 2];
+/// let y = Measurement::new(Clique::new([0, 1])?, vec![30.0, 20.0, 10.0, 40.0], 2.0)?;
+/// let model = fit(&sizes, &[y], Total::Known(100.0), &FitOptions::default())?;
+/// let m0 = model.marginal(&Clique::new([0])?)?;
+/// assert!((m0[0] - 50.0).abs() < 1e-3);
+/// # Ok::<(), privq_host::synth::SynthError>(())
+/// ```
+pub fn fit(
+    sizes: &[usize],
+    measurements: &[Measurement],
+    total: Total,
+    options: &FitOptions<'_>,
+) -> Result<Model, SynthError> {
+    let n = validate(sizes, measurements, total, options)?;
+    let mut cliques: Vec<Clique> = measurements.iter().map(|m| m.clique.clone()).collect();
+    if let Some(w) = options.warm_start {
+        cliques.extend(w.cliques().iter().cloned());
+    }
+    cliques.sort();
+    cliques.dedup();
+    let tree = JunctionTree::new(sizes, &cliques)?;
+    let cells = tree.cells();
+    if cells > options.max_cells {
+        return Err(SynthError::ModelTooLarge {
+            cells,
+            cap: options.max_cells,
+        });
+    }
+    let m = tree.cliques().len();
+    let mut assigned: Vec<Vec<usize>> = vec![Vec::new(); m];
+    for (i, meas) in measurements.iter().enumerate() {
+        let c = tree
+            .containing(&meas.clique)
+            .ok_or(SynthError::NotASubset)?;
+        assigned[c].push(i);
+    }
+    let mut plans = Vec::with_capacity(m);
+    for (c, ids) in assigned.into_iter().enumerate() {
+        if ids.is_empty() {
+            plans.push(None);
+        } else {
+            let targets: Vec<Clique> = ids
+                .iter()
+                .map(|&i| measurements[i].clique.clone())
+                .collect();
+            plans.push(Some((
+                MarginalPlan::new(sizes, &tree.cliques()[c], &targets)?,
+                ids,
+            )));
+        }
+    }
+    let mut theta: Vec<Vec<f64>> = tree
+        .cliques()
+        .iter()
+        .map(|c| c.cells(sizes).map(|k| vec![0.0; k]))
+        .collect::<Result<_, _>>()?;
+    if let Some(w) = options.warm_start {
+        for (old, th) in w.cliques().iter().zip(w.potentials()) {
+            let c = tree.containing(old).ok_or(SynthError::NotASubset)?;
+            Projection::new(sizes, &tree.cliques()[c], old)?.broadcast_add(&mut theta[c], th, 1.0);
+        }
+    }
+    let beliefs: Vec<Vec<f64>> = theta.iter().map(|t| Vec::with_capacity(t.len())).collect();
+    let mut oracle = TreeOracle {
+        tree: &tree,
+        bp: BeliefPropagation::new(&tree)?,
+        beliefs,
+        lin: Vec::new(),
+        plans,
+        work: Vec::new(),
+    };
+    let out = mirror_descent(
+        &mut oracle,
+        &mut theta,
+        measurements,
+        n,
+        options.iterations,
+        options.tolerance,
+    );
+    let mut log_beliefs = std::mem::take(&mut oracle.beliefs);
+    oracle.bp.calibrate(&tree, &theta, &mut log_beliefs);
+    Ok(Model {
+        tree,
+        theta,
+        log_beliefs,
+        total: n,
+        iterations: out.iterations,
+        loss: out.loss,
+        gap: out.gap,
+        converged: out.converged,
+    })
+}

@@ -1,0 +1,149 @@
+//! Mirror descent over the marginal polytope, shared by the junction-tree and the
+//! dense estimators (Private-PGM, McKenna–Sheldon–Miklau 2019, §4: entropic
+//! mirror descent on the potentials with a line search).
+//!
+//! Loss `L(p) = Σ_i ‖N·M_i p − y_i‖² / σ_i²` (M_i = marginal onto clique C_i).
+//! Its gradient in the marginal of C_i is `g_i = 2N(N·μ_i − y_i)/σ_i²`, and the
+//! entropic mirror step is `θ ← θ − η·Σ_i g_i` on the log-potentials, which stays
+//! in the model's exponential family because every `g_i` lives on a measured
+//! clique. `L` is `L₀ = 2N²·Σ_i σ_i⁻²`-smooth relative to the entropy (Pinsker),
+//! so `η = 1/L₀` always decreases it; each step first tries twice the last
+//! accepted step and halves until the Armijo condition
+//! `L(p') ≤ L(p) + ½⟨∇L(p), p' − p⟩` holds (or `η ≤ 1/L₀`).
+//!
+//! Stopping: the Frank–Wolfe gap `⟨∇L(p), p⟩ − min_x ∇L(p)(x)` bounds
+//! `L(p) − min L` from above (convexity); the fit stops when it is at most
+//! `tolerance × Σ_i cells(C_i)`.
+
+use super::estimate::Measurement;
+
+/// What the mirror descent needs from a parametrisation.
+pub(crate) trait Oracle {
+    /// The probability marginals of every measurement's clique under `theta`.
+    fn evaluate(&mut self, theta: &[Vec<f64>], marginals: &mut [Vec<f64>]);
+    /// `out = Σ_i broadcast(grads[i])` in the shape of `theta` (out is overwritten).
+    fn gradient(&mut self, grads: &[Vec<f64>], out: &mut [Vec<f64>]);
+    /// `min_x Σ_C g_C(x_C)`.
+    fn min_value(&mut self, g: &[Vec<f64>]) -> f64;
+}
+
+/// The outcome of a run.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Outcome {
+    pub iterations: usize,
+    pub loss: f64,
+    pub gap: f64,
+    pub converged: bool,
+}
+
+fn loss_and_grads(
+    ms: &[Measurement],
+    n: f64,
+    marg: &[Vec<f64>],
+    grads: Option<&mut [Vec<f64>]>,
+) -> f64 {
+    let mut loss = 0.0;
+    match grads {
+        Some(gs) => {
+            for ((m, mu), g) in ms.iter().zip(marg).zip(gs.iter_mut()) {
+                let w = 1.0 / (m.sigma * m.sigma);
+                g.clear();
+                for (&p, &y) in mu.iter().zip(&m.values) {
+                    let r = n * p - y;
+                    loss += w * r * r;
+                    g.push(2.0 * n * w * r);
+                }
+            }
+        }
+        None => {
+            for (m, mu) in ms.iter().zip(marg) {
+                let w = 1.0 / (m.sigma * m.sigma);
+                loss += mu
+                    .iter()
+                    .zip(&m.values)
+                    .map(|(&p, &y)| (n * p - y).powi(2))
+                    .sum::<f64>()
+                    * w;
+            }
+        }
+    }
+    loss
+}
+
+/// Runs mirror descent from `theta` (updated in place).
+pub(crate) fn mirror_descent<O: Oracle>(
+    oracle: &mut O,
+    theta: &mut Vec<Vec<f64>>,
+    ms: &[Measurement],
+    n: f64,
+    iterations: usize,
+    tolerance: f64,
+) -> Outcome {
+    let l0 = 2.0 * n * n * ms.iter().map(|m| 1.0 / (m.sigma * m.sigma)).sum::<f64>();
+    let eta_min = if l0 > 0.0 { 1.0 / l0 } else { 1.0 };
+    let scale: f64 = ms
+        .iter()
+        .map(|m| m.values.len() as f64)
+        .sum::<f64>()
+        .max(1.0);
+    let mut marg: Vec<Vec<f64>> = ms.iter().map(|m| vec![0.0; m.values.len()]).collect();
+    let mut trial_marg = marg.clone();
+    let mut grads: Vec<Vec<f64>> = vec![Vec::new(); ms.len()];
+    let mut g_tables: Vec<Vec<f64>> = theta.iter().map(|t| vec![0.0; t.len()]).collect();
+    let mut trial = theta.clone();
+    oracle.evaluate(theta, &mut marg);
+    let mut loss = loss_and_grads(ms, n, &marg, None);
+    let mut eta = eta_min;
+    let mut out = Outcome {
+        iterations: 0,
+        loss,
+        gap: f64::INFINITY,
+        converged: false,
+    };
+    for _ in 0..iterations {
+        loss = loss_and_grads(ms, n, &marg, Some(&mut grads));
+        oracle.gradient(&grads, &mut g_tables);
+        let lin: f64 = grads
+            .iter()
+            .zip(&marg)
+            .map(|(g, m)| g.iter().zip(m).map(|(a, b)| a * b).sum::<f64>())
+            .sum();
+        let gap = (lin - oracle.min_value(&g_tables)).max(0.0);
+        out.gap = gap;
+        out.loss = loss;
+        if gap <= tolerance * scale {
+            out.converged = true;
+            return out;
+        }
+        eta *= 2.0;
+        loop {
+            for (t, (th, g)) in trial.iter_mut().zip(theta.iter().zip(&g_tables)) {
+                for (x, (&a, &b)) in t.iter_mut().zip(th.iter().zip(g)) {
+                    *x = a - eta * b;
+                }
+            }
+            oracle.evaluate(&trial, &mut trial_marg);
+            let new_loss = loss_and_grads(ms, n, &trial_marg, None);
+            let dec: f64 = grads
+                .iter()
+                .zip(trial_marg.iter().zip(&marg))
+                .map(|(g, (a, b))| {
+                    g.iter()
+                        .zip(a.iter().zip(b))
+                        .map(|(g, (a, b))| g * (a - b))
+                        .sum::<f64>()
+                })
+                .sum();
+            if (new_loss.is_finite() && new_loss <= loss + 0.5 * dec) || eta <= eta_min {
+                std::mem::swap(theta, &mut trial);
+                std::mem::swap(&mut marg, &mut trial_marg);
+                loss = new_loss;
+                break;
+            }
+            eta *= 0.5;
+        }
+        out.iterations += 1;
+        out.loss = loss;
+    }
+    out
+}

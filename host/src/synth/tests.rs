@@ -1,0 +1,685 @@
+//! Brute-force checks of the junction-tree engine over small full joints.
+
+use super::factor::{Factor, Projection};
+use super::infer::{BeliefPropagation, MarginalPlan, marginal};
+use super::*;
+use crate::seeded_rng;
+use privq_core::rand_core::Rng;
+
+fn unif<R: Rng>(rng: &mut R) -> f64 {
+    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn cl(a: &[usize]) -> Clique {
+    Clique::new(a.iter().copied()).unwrap()
+}
+
+/// Brute-force marginal (probabilities) of `q` from a full joint over all attributes.
+fn brute_marginal(sizes: &[usize], joint: &[f64], q: &Clique) -> Vec<f64> {
+    let full = Clique::new(0..sizes.len()).unwrap();
+    let mut out = vec![0.0; q.cells(sizes).unwrap()];
+    for (cell, &p) in joint.iter().enumerate() {
+        let rec = full.cell_values(sizes, cell);
+        out[q.cell_of_record(sizes, &rec).unwrap()] += p;
+    }
+    out
+}
+
+/// The normalised joint `∝ exp Σ θ_C` by enumeration.
+fn brute_joint(sizes: &[usize], factors: &[(Clique, Vec<f64>)]) -> Vec<f64> {
+    let full = Clique::new(0..sizes.len()).unwrap();
+    let n = full.cells(sizes).unwrap();
+    let mut lj: Vec<f64> = (0..n)
+        .map(|cell| {
+            let rec = full.cell_values(sizes, cell);
+            factors
+                .iter()
+                .map(|(c, t)| t[c.cell_of_record(sizes, &rec).unwrap()])
+                .sum()
+        })
+        .collect();
+    let z = factor::logsumexp(&lj);
+    lj.iter_mut().for_each(|x| *x = (*x - z).exp());
+    lj
+}
+
+fn random_factors<R: Rng>(
+    sizes: &[usize],
+    cliques: &[Clique],
+    rng: &mut R,
+) -> Vec<(Clique, Vec<f64>)> {
+    cliques
+        .iter()
+        .map(|c| {
+            let n = c.cells(sizes).unwrap();
+            (c.clone(), (0..n).map(|_| 3.0 * (unif(rng) - 0.5)).collect())
+        })
+        .collect()
+}
+
+fn subsets(d: usize, k: usize) -> Vec<Clique> {
+    (0u32..1 << d)
+        .filter(|m| m.count_ones() as usize <= k)
+        .map(|m| Clique::new((0..d).filter(|i| m >> i & 1 == 1)).unwrap())
+        .collect()
+}
+
+/// Checks the running-intersection property and coverage of a junction tree.
+fn check_tree(tree: &JunctionTree, cliques: &[Clique]) {
+    let cs = tree.cliques();
+    for c in cliques {
+        assert!(tree.containing(c).is_some(), "{c} not covered");
+    }
+    for a in 0..tree.sizes().len() {
+        let holders: Vec<usize> = (0..cs.len()).filter(|&i| cs[i].contains(a)).collect();
+        assert!(!holders.is_empty());
+        // The holders form a connected subtree: exactly one has a parent without a.
+        let tops = holders
+            .iter()
+            .filter(|&&i| tree.parent(i).is_none_or(|p| !cs[p].contains(a)))
+            .count();
+        assert_eq!(tops, 1, "attribute {a} is not in a connected subtree");
+    }
+}
+
+fn check_inference(sizes: &[usize], cliques: &[Clique], seed: u64) {
+    let mut rng = seeded_rng(seed);
+    let factors = random_factors(sizes, cliques, &mut rng);
+    let joint = brute_joint(sizes, &factors);
+    let tree = JunctionTree::new(sizes, cliques).unwrap();
+    check_tree(&tree, cliques);
+    let mut theta: Vec<Vec<f64>> = tree
+        .cliques()
+        .iter()
+        .map(|c| vec![0.0; c.cells(sizes).unwrap()])
+        .collect();
+    for (c, t) in &factors {
+        let k = tree.containing(c).unwrap();
+        Projection::new(sizes, &tree.cliques()[k], c)
+            .unwrap()
+            .broadcast_add(&mut theta[k], t, 1.0);
+    }
+    let mut bp = BeliefPropagation::new(&tree).unwrap();
+    let mut beliefs = vec![Vec::new(); theta.len()];
+    bp.calibrate(&tree, &theta, &mut beliefs);
+    let d = sizes.len();
+    let mut beyond = 0;
+    for q in subsets(d, d.min(4)) {
+        if tree.containing(&q).is_none() {
+            beyond += 1;
+        }
+        let got = marginal(&tree, &beliefs, &q).unwrap();
+        let want = brute_marginal(sizes, &joint, &q);
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() < 1e-9, "marginal {q}: {g} vs {w}");
+        }
+    }
+    assert!(
+        beyond > 0,
+        "no query beyond a single tree clique was tested"
+    );
+}
+
+#[test]
+fn clique_is_sorted_and_validated() {
+    assert_eq!(cl(&[3, 1]).attributes(), &[1, 3]);
+    assert_eq!(Clique::new([1, 1]), Err(SynthError::DuplicateAttribute(1)));
+    assert_eq!(
+        cl(&[0, 5]).cells(&[2, 2]),
+        Err(SynthError::AttributeOutOfRange {
+            attribute: 5,
+            attributes: 2
+        })
+    );
+    assert_eq!(
+        cl(&[0, 1]).cells(&[usize::MAX, 2]),
+        Err(SynthError::TooManyCells)
+    );
+    let sizes = [3, 4, 5];
+    let c = cl(&[0, 2]);
+    for cell in 0..15 {
+        assert_eq!(
+            c.cell_index(&sizes, &c.cell_values(&sizes, cell)).unwrap(),
+            cell
+        );
+    }
+}
+
+#[test]
+fn projections_match_brute_force() {
+    let sizes = [2, 3, 1, 4, 2];
+    let mut rng = seeded_rng(7);
+    let big = Clique::new(0..5).unwrap();
+    let vals: Vec<f64> = (0..48).map(|_| unif(&mut rng)).collect();
+    let f = Factor::new(&sizes, big.clone(), vals.clone()).unwrap();
+    for q in subsets(5, 5) {
+        let m = f.marginalize(&sizes, &q).unwrap();
+        assert_eq!(m.values().len(), q.cells(&sizes).unwrap());
+        let want = brute_marginal(&sizes, &vals, &q);
+        for (a, b) in m.values().iter().zip(&want) {
+            assert!((a - b).abs() < 1e-12);
+        }
+        let lf = Factor::new(&sizes, big.clone(), vals.iter().map(|x| x.ln()).collect()).unwrap();
+        let lm = lf.log_marginalize(&sizes, &q).unwrap();
+        for (a, b) in lm.values().iter().zip(&want) {
+            assert!((a.exp() - b).abs() < 1e-12);
+        }
+        // Broadcast is the transpose of the sum.
+        let small: Vec<f64> = (0..want.len()).map(|_| unif(&mut rng)).collect();
+        let mut g = Factor::constant(&sizes, big.clone(), 0.0).unwrap();
+        g.add_scaled(
+            &sizes,
+            &Factor::new(&sizes, q.clone(), small.clone()).unwrap(),
+            2.0,
+        )
+        .unwrap();
+        let lhs: f64 = g.values().iter().zip(&vals).map(|(a, b)| a * b).sum();
+        let rhs: f64 = 2.0 * small.iter().zip(&want).map(|(a, b)| a * b).sum::<f64>();
+        assert!((lhs - rhs).abs() < 1e-12);
+    }
+    assert_eq!(
+        Projection::new(&sizes, &cl(&[0]), &cl(&[1])).err(),
+        Some(SynthError::NotASubset)
+    );
+}
+
+#[test]
+fn marginal_plan_matches_direct_projections() {
+    let sizes = [2, 3, 2, 2, 3, 2];
+    let big = Clique::new(0..6).unwrap();
+    let mut rng = seeded_rng(3);
+    let vals: Vec<f64> = (0..big.cells(&sizes).unwrap())
+        .map(|_| unif(&mut rng))
+        .collect();
+    let targets: Vec<Clique> = subsets(6, 3)
+        .into_iter()
+        .filter(|q| q.len() == 3)
+        .take(17)
+        .collect();
+    let mut plan = MarginalPlan::new(&sizes, &big, &targets).unwrap();
+    plan.marginalize(&vals);
+    let grads: Vec<Vec<f64>> = targets
+        .iter()
+        .map(|t| {
+            (0..t.cells(&sizes).unwrap())
+                .map(|_| unif(&mut rng))
+                .collect()
+        })
+        .collect();
+    let mut want_b = vec![0.0; vals.len()];
+    for (t, tq) in targets.iter().enumerate() {
+        let want = brute_marginal(&sizes, &vals, tq);
+        for (a, b) in plan.target(t).iter().zip(&want) {
+            assert!((a - b).abs() < 1e-12);
+        }
+        Projection::new(&sizes, &big, tq)
+            .unwrap()
+            .broadcast_add(&mut want_b, &grads[t], 0.5);
+    }
+    let mut got_b = vec![0.0; vals.len()];
+    let refs: Vec<&[f64]> = grads.iter().map(|g| g.as_slice()).collect();
+    plan.broadcast_add(&mut got_b, &refs, 0.5);
+    for (a, b) in got_b.iter().zip(&want_b) {
+        assert!((a - b).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn inference_on_a_chain_matches_brute_force() {
+    let sizes = [2, 3, 2, 4, 3, 2];
+    let cliques: Vec<Clique> = (0..5).map(|i| cl(&[i, i + 1])).collect();
+    check_inference(&sizes, &cliques, 1);
+}
+
+#[test]
+fn inference_on_a_tree_matches_brute_force() {
+    let sizes = [3, 2, 2, 3, 2, 2, 2];
+    let cliques = [
+        cl(&[0, 1]),
+        cl(&[0, 2, 3]),
+        cl(&[3, 4]),
+        cl(&[3, 5]),
+        cl(&[1, 6]),
+    ];
+    check_inference(&sizes, &cliques, 2);
+}
+
+#[test]
+fn inference_on_loopy_cliques_made_chordal_matches_brute_force() {
+    let sizes = [2, 3, 2, 2, 3, 2, 2];
+    // A 5-cycle, a triangle and an uncovered attribute (6).
+    let cliques = [
+        cl(&[0, 1]),
+        cl(&[1, 2]),
+        cl(&[2, 3]),
+        cl(&[3, 4]),
+        cl(&[0, 4]),
+        cl(&[1, 3, 5]),
+    ];
+    check_inference(&sizes, &cliques, 3);
+    check_inference(
+        &[2; 7],
+        &[
+            cl(&[0, 1, 2]),
+            cl(&[2, 3, 4]),
+            cl(&[4, 5, 0]),
+            cl(&[1, 3, 5]),
+        ],
+        4,
+    );
+}
+
+#[test]
+fn model_cells_is_the_sum_of_built_tables() {
+    let mut rng = seeded_rng(11);
+    for trial in 0..20 {
+        let d = 6 + trial % 5;
+        let sizes: Vec<usize> = (0..d).map(|_| 1 + (rng.next_u64() % 4) as usize).collect();
+        let cliques: Vec<Clique> = (0..4 + trial % 6)
+            .map(|_| {
+                let mut v: Vec<usize> = (0..3)
+                    .map(|_| (rng.next_u64() % d as u64) as usize)
+                    .collect();
+                v.sort();
+                v.dedup();
+                Clique::new(v).unwrap()
+            })
+            .collect();
+        let tree = JunctionTree::new(&sizes, &cliques).unwrap();
+        check_tree(&tree, &cliques);
+        let built: usize = tree
+            .cliques()
+            .iter()
+            .map(|c| {
+                Factor::constant(&sizes, c.clone(), 0.0)
+                    .unwrap()
+                    .values()
+                    .len()
+            })
+            .sum();
+        assert_eq!(model_cells(&sizes, &cliques).unwrap(), built as u128);
+        assert_eq!(tree.cells(), built as u128);
+    }
+    assert!(matches!(
+        model_cells(&[], &[]),
+        Err(SynthError::InvalidDomain(_))
+    ));
+    assert!(matches!(
+        model_cells(&[2, 0], &[]),
+        Err(SynthError::InvalidDomain(_))
+    ));
+    assert!(matches!(
+        model_cells(&[2, 2], &[cl(&[0, 2])]),
+        Err(SynthError::AttributeOutOfRange { .. })
+    ));
+}
+
+/// A random joint over `sizes` (cells in full-clique order), not close to uniform.
+fn random_joint<R: Rng>(sizes: &[usize], rng: &mut R) -> Vec<f64> {
+    let n: usize = sizes.iter().product();
+    let mut p: Vec<f64> = (0..n).map(|_| (2.0 * unif(rng)).exp()).collect();
+    let s: f64 = p.iter().sum();
+    p.iter_mut().for_each(|x| *x /= s);
+    p
+}
+
+fn exact_measurements(
+    sizes: &[usize],
+    joint: &[f64],
+    n: f64,
+    cliques: &[Clique],
+) -> Vec<Measurement> {
+    cliques
+        .iter()
+        .map(|c| {
+            let v = brute_marginal(sizes, joint, c)
+                .into_iter()
+                .map(|p| p * n)
+                .collect();
+            Measurement::new(c.clone(), v, 1.0).unwrap()
+        })
+        .collect()
+}
+
+fn noisy(ms: &[Measurement], sigma: f64, seed: u64) -> Vec<Measurement> {
+    let mut rng = seeded_rng(seed);
+    ms.iter()
+        .map(|m| {
+            let v = m
+                .values
+                .iter()
+                .map(|&x| {
+                    // Box–Muller: test noise only.
+                    let (u1, u2) = (unif(&mut rng).max(1e-300), unif(&mut rng));
+                    x + sigma * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+                })
+                .collect();
+            Measurement::new(m.clique.clone(), v, sigma).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn fit_reproduces_exact_marginals() {
+    let sizes = [2, 3, 2, 2, 3];
+    let mut rng = seeded_rng(21);
+    let joint = random_joint(&sizes, &mut rng);
+    let n = 1000.0;
+    let cliques = [
+        cl(&[0, 1]),
+        cl(&[1, 2]),
+        cl(&[2, 3]),
+        cl(&[0, 3]),
+        cl(&[3, 4]),
+    ];
+    let ms = exact_measurements(&sizes, &joint, n, &cliques);
+    let opts = FitOptions {
+        iterations: 20_000,
+        tolerance: 1e-10,
+        ..FitOptions::default()
+    };
+    let model = fit(&sizes, &ms, Total::Known(n), &opts).unwrap();
+    for m in &ms {
+        let got = model.marginal(&m.clique).unwrap();
+        for (g, y) in got.iter().zip(&m.values) {
+            assert!(
+                (g - y).abs() / n < 1e-6,
+                "{}: {g} vs {y} after {} steps",
+                m.clique,
+                model.iterations()
+            );
+        }
+    }
+    assert!(
+        model.converged(),
+        "gap {} after {} steps",
+        model.gap(),
+        model.iterations()
+    );
+    // The estimated total of exact measurements is n.
+    let est = fit(
+        &sizes,
+        &ms,
+        Total::Estimated,
+        &FitOptions {
+            iterations: 1,
+            ..opts
+        },
+    )
+    .unwrap();
+    assert!((est.total() - n).abs() < 1e-9);
+}
+
+#[test]
+fn fit_agrees_with_the_dense_estimator_on_noisy_measurements() {
+    let sizes = [2, 3, 2, 2, 3, 2];
+    let mut rng = seeded_rng(22);
+    let joint = random_joint(&sizes, &mut rng);
+    let n = 500.0;
+    let cliques = [
+        cl(&[0, 1, 2]),
+        cl(&[2, 3]),
+        cl(&[3, 4, 5]),
+        cl(&[0, 5]),
+        cl(&[1, 4]),
+    ];
+    let ms = noisy(&exact_measurements(&sizes, &joint, n, &cliques), 5.0, 1);
+    let opts = FitOptions {
+        iterations: 5000,
+        tolerance: 1e-9,
+        ..FitOptions::default()
+    };
+    let tree = fit(&sizes, &ms, Total::Estimated, &opts).unwrap();
+    let dense = fit_dense(&sizes, &ms, Total::Estimated, &opts).unwrap();
+    assert!(
+        tree.converged(),
+        "gap {} after {}",
+        tree.gap(),
+        tree.iterations()
+    );
+    assert!((tree.total() - dense.total()).abs() < 1e-9);
+    assert!(
+        (tree.loss() - dense.loss()).abs() < 1e-6 * dense.loss().max(1.0),
+        "loss {} vs {}",
+        tree.loss(),
+        dense.loss()
+    );
+    for q in subsets(6, 3) {
+        let (a, b) = (
+            MarginalModel::marginal(&tree, &q).unwrap(),
+            dense.marginal(&q).unwrap(),
+        );
+        for (x, y) in a.iter().zip(&b) {
+            assert!((x - y).abs() < 1e-3, "{q}: {x} vs {y}");
+        }
+    }
+}
+
+#[test]
+fn warm_start_reaches_the_same_optimum_in_fewer_steps() {
+    let sizes = [2, 3, 2, 2, 3, 2];
+    let mut rng = seeded_rng(23);
+    let joint = random_joint(&sizes, &mut rng);
+    let n = 800.0;
+    let first = [
+        cl(&[0, 1]),
+        cl(&[1, 2]),
+        cl(&[2, 3]),
+        cl(&[3, 4]),
+        cl(&[4, 5]),
+    ];
+    let all: Vec<Clique> = first.iter().cloned().chain([cl(&[0, 2, 5])]).collect();
+    let ms = noisy(&exact_measurements(&sizes, &joint, n, &all), 3.0, 2);
+    let opts = FitOptions {
+        iterations: 5000,
+        tolerance: 1e-8,
+        ..FitOptions::default()
+    };
+    let before = fit(&sizes, &ms[..5], Total::Known(n), &opts).unwrap();
+    let cold = fit(&sizes, &ms, Total::Known(n), &opts).unwrap();
+    let warm = fit(
+        &sizes,
+        &ms,
+        Total::Known(n),
+        &FitOptions {
+            warm_start: Some(&before),
+            ..opts
+        },
+    )
+    .unwrap();
+    assert!(cold.converged() && warm.converged());
+    assert!(
+        warm.iterations() < cold.iterations(),
+        "warm {} vs cold {}",
+        warm.iterations(),
+        cold.iterations()
+    );
+    assert!((warm.loss() - cold.loss()).abs() < 1e-4 * cold.loss().max(1.0));
+    for q in subsets(6, 2) {
+        for (x, y) in warm
+            .marginal(&q)
+            .unwrap()
+            .iter()
+            .zip(&cold.marginal(&q).unwrap())
+        {
+            assert!((x - y).abs() < 1e-2, "{q}: {x} vs {y}");
+        }
+    }
+}
+
+#[test]
+fn fit_errors_are_typed() {
+    let sizes = [2, 2];
+    let ok = Measurement::new(cl(&[0]), vec![1.0, 2.0], 1.0).unwrap();
+    let o = FitOptions::default();
+    assert_eq!(
+        Measurement::new(cl(&[0]), vec![1.0, 2.0], 0.0),
+        Err(SynthError::InvalidSigma {
+            index: 0,
+            sigma: 0.0
+        })
+    );
+    assert!(matches!(
+        Measurement::new(cl(&[0]), vec![1.0, 2.0], f64::NAN),
+        Err(SynthError::InvalidSigma { .. })
+    ));
+    assert_eq!(
+        Measurement::new(cl(&[0]), vec![f64::NAN, 2.0], 1.0),
+        Err(SynthError::NonFiniteValue { index: 0 })
+    );
+    let short = Measurement {
+        values: vec![1.0],
+        ..ok.clone()
+    };
+    assert_eq!(
+        fit(&sizes, &[ok.clone(), short], Total::Estimated, &o).err(),
+        Some(SynthError::MeasurementLength {
+            index: 1,
+            expected: 2,
+            got: 1
+        })
+    );
+    assert_eq!(
+        fit(&sizes, &[], Total::Estimated, &o).err(),
+        Some(SynthError::NoMeasurements)
+    );
+    assert_eq!(
+        fit(&sizes, &[ok.clone()], Total::Known(0.0), &o).err(),
+        Some(SynthError::InvalidTotal(0.0))
+    );
+    let big = Measurement::new(cl(&[0, 1]), vec![0.0; 4], 1.0).unwrap();
+    assert_eq!(
+        fit(
+            &sizes,
+            &[big],
+            Total::Known(1.0),
+            &FitOptions { max_cells: 3, ..o }
+        )
+        .err(),
+        Some(SynthError::ModelTooLarge { cells: 4, cap: 3 })
+    );
+    let out = Measurement::new(cl(&[2]), vec![0.0; 2], 1.0).unwrap();
+    assert_eq!(
+        fit(&sizes, &[out], Total::Known(1.0), &o).err(),
+        Some(SynthError::AttributeOutOfRange {
+            attribute: 2,
+            attributes: 2
+        })
+    );
+    let m = fit(&sizes, &[ok.clone()], Total::Known(3.0), &o).unwrap();
+    assert_eq!(
+        fit(
+            &[2, 2, 2],
+            &[ok],
+            Total::Known(3.0),
+            &FitOptions {
+                warm_start: Some(&m),
+                ..o
+            }
+        )
+        .err(),
+        Some(SynthError::WarmStartMismatch)
+    );
+}
+
+fn empirical(sizes: &[usize], rows: &[Vec<usize>], q: &Clique) -> Vec<f64> {
+    let mut out = vec![0.0; q.cells(sizes).unwrap()];
+    for r in rows {
+        out[q.cell_of_record(sizes, r).unwrap()] += 1.0;
+    }
+    out
+}
+
+fn sampling_model() -> (Vec<usize>, Model) {
+    let sizes = vec![2, 3, 2, 2, 3, 2];
+    let mut rng = seeded_rng(31);
+    let joint = random_joint(&sizes, &mut rng);
+    let cliques = [
+        cl(&[0, 1, 2]),
+        cl(&[2, 3]),
+        cl(&[3, 4]),
+        cl(&[1, 5]),
+        cl(&[0, 4]),
+    ];
+    let ms = exact_measurements(&sizes, &joint, 1000.0, &cliques);
+    let model = fit(&sizes, &ms, Total::Known(1000.0), &FitOptions::default()).unwrap();
+    (sizes, model)
+}
+
+#[test]
+fn forward_sampling_matches_the_model_marginals() {
+    let (sizes, model) = sampling_model();
+    let n = 100_000;
+    let rows = model.sample_rows(n, &mut seeded_rng(5)).unwrap();
+    assert_eq!(rows.len(), n);
+    // Every 1-, 2- and 3-way marginal within 5 standard errors per cell, and a
+    // chi-square statistic per marginal below its 0.9999 quantile bound
+    // (df + 4√(2·df) + 10 is safely above it for these df).
+    for q in subsets(6, 3) {
+        let p: Vec<f64> = model
+            .marginal(&q)
+            .unwrap()
+            .iter()
+            .map(|x| x / model.total())
+            .collect();
+        let e = empirical(&sizes, &rows, &q);
+        let mut chi2 = 0.0;
+        for (&pi, &ei) in p.iter().zip(&e) {
+            let se = (pi * (1.0 - pi) / n as f64).max(0.0).sqrt();
+            assert!(
+                (ei / n as f64 - pi).abs() <= 5.0 * se + 1e-9,
+                "{q}: {ei} {pi}"
+            );
+            if pi > 0.0 {
+                chi2 += (ei - n as f64 * pi).powi(2) / (n as f64 * pi);
+            }
+        }
+        let df = (p.len() - 1) as f64;
+        assert!(
+            chi2 <= df + 4.0 * (2.0 * df).sqrt() + 10.0,
+            "{q}: chi2 {chi2} df {df}"
+        );
+    }
+}
+
+#[test]
+fn rounded_sampling_keeps_the_model_counts() {
+    let (sizes, model) = sampling_model();
+    for n in [1000, 997, 20] {
+        let rows = model.sample_rows_rounded(n, &mut seeded_rng(6)).unwrap();
+        assert_eq!(rows.len(), n);
+        // The root clique: every cell within 1 of the model's count.
+        let root = &model.cliques()[model.tree().order()[0]];
+        let want: Vec<f64> = model
+            .marginal(root)
+            .unwrap()
+            .iter()
+            .map(|x| x * n as f64 / model.total())
+            .collect();
+        let got = empirical(&sizes, &rows, root);
+        let l1: f64 = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).sum();
+        for (g, w) in got.iter().zip(&want) {
+            assert!((g - w).abs() < 1.0, "{root}: {g} vs {w}");
+        }
+        assert!(l1 / n as f64 <= want.len() as f64 / n as f64);
+    }
+    // Far closer than i.i.d. sampling on every junction-tree clique.
+    let n = 1000;
+    let rounded = model.sample_rows_rounded(n, &mut seeded_rng(7)).unwrap();
+    let iid = model.sample_rows(n, &mut seeded_rng(7)).unwrap();
+    let tv = |rows: &[Vec<usize>], q: &Clique| -> f64 {
+        let m = model.marginal(q).unwrap();
+        let e = empirical(&sizes, rows, q);
+        0.5 * m
+            .iter()
+            .zip(&e)
+            .map(|(a, b)| (a / model.total() - b / n as f64).abs())
+            .sum::<f64>()
+    };
+    let (tr, ti): (f64, f64) = model
+        .cliques()
+        .iter()
+        .map(|q| (tv(&rounded, q), tv(&iid, q)))
+        .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
+    assert!(tr < 0.5 * ti, "rounded TV {tr} vs i.i.d. {ti}");
+}
