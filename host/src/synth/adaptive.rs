@@ -44,49 +44,93 @@ use std::fmt;
 use privq_core::rand_core::{CryptoRng, Rng};
 use privq_core::{Epsilon, Rho};
 
+use super::{Clique, FitOptions, Measurement, Model, SynthError, Total, fit, model_cells};
 use crate::accountant::{Accountant, AccountantError};
 use crate::central::{DiscreteGaussian, ExponentialMechanism, MechanismError};
 use crate::contract::{Mechanism, Neighbours};
 use crate::data::{DataError, Domain, Records};
 
-/// A noisy marginal: the attributes (sorted), the noisy counts in row-major order
-/// (last attribute fastest; see [`Records::marginal`]) and the noise's standard
-/// deviation.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NoisyMarginal {
-    /// The attributes, sorted ascending.
-    pub attrs: Vec<usize>,
-    /// Noisy counts, one per cell.
-    pub values: Vec<f64>,
-    /// Standard deviation of each cell's noise.
-    pub sigma: f64,
-}
-
 /// What the mechanism needs from an estimator (post-processing only: it sees the
-/// noisy marginals, never the data).
+/// noisy marginals, never the data). [`PgmEstimator`] is the junction-tree one.
 pub trait MarginalEstimator {
     /// The fitted model.
     type Model;
     /// Fits a model to all measurements so far, warm-started from `previous`.
     fn fit(
         &self,
-        measurements: &[NoisyMarginal],
+        measurements: &[Measurement],
         previous: Option<&Self::Model>,
-    ) -> Result<Self::Model, AdaptiveError>;
-    /// The model's marginal on the sorted attributes `attrs`, in counts (scaled by
-    /// the model's total), row-major.
-    fn marginal(&self, model: &Self::Model, attrs: &[usize]) -> Result<Vec<f64>, AdaptiveError>;
-    /// True when `attrs` lies inside one table of the model (its marginal is then
+    ) -> Result<Self::Model, SynthError>;
+    /// The model's marginal on `clique`, in counts (scaled by the model's total),
+    /// cells in [`Clique`] order.
+    fn marginal(&self, model: &Self::Model, clique: &Clique) -> Result<Vec<f64>, SynthError>;
+    /// True when `clique` lies inside one table of the model (its marginal is then
     /// free to represent).
-    fn covers(&self, model: &Self::Model, attrs: &[usize]) -> bool;
+    fn covers(&self, model: &Self::Model, clique: &Clique) -> bool;
     /// The number of cells of the model the estimator would build for `cliques`.
-    fn model_cells(&self, cliques: &[Vec<usize>]) -> Result<u128, AdaptiveError>;
+    fn model_cells(&self, cliques: &[Clique]) -> Result<u128, SynthError>;
+}
+
+/// The junction-tree estimator ([`fit`], Private-PGM) for the mechanism: the total
+/// is public n under replace-one neighbours and estimated from the noisy marginals
+/// under add/remove.
+#[derive(Debug, Clone)]
+pub struct PgmEstimator {
+    sizes: Vec<usize>,
+    total: Total,
+    iterations: usize,
+}
+
+impl PgmEstimator {
+    /// The estimator for `domain` with `n` records under `neighbours` (n is used
+    /// only when it is public).
+    pub fn new(domain: &Domain, neighbours: Neighbours, n: usize) -> Self {
+        PgmEstimator {
+            sizes: domain.attributes().iter().map(|a| a.size()).collect(),
+            total: if neighbours.n_is_public() {
+                Total::Known(n as f64)
+            } else {
+                Total::Estimated
+            },
+            iterations: 1000,
+        }
+    }
+}
+
+impl MarginalEstimator for PgmEstimator {
+    type Model = Model;
+
+    fn fit(
+        &self,
+        measurements: &[Measurement],
+        previous: Option<&Model>,
+    ) -> Result<Model, SynthError> {
+        let options = FitOptions {
+            iterations: self.iterations,
+            warm_start: previous,
+            max_cells: u128::MAX,
+            ..FitOptions::default()
+        };
+        fit(&self.sizes, measurements, self.total, &options)
+    }
+
+    fn marginal(&self, model: &Model, clique: &Clique) -> Result<Vec<f64>, SynthError> {
+        model.marginal(clique)
+    }
+
+    fn covers(&self, model: &Model, clique: &Clique) -> bool {
+        model.cliques().iter().any(|c| clique.is_subset(c))
+    }
+
+    fn model_cells(&self, cliques: &[Clique]) -> Result<u128, SynthError> {
+        model_cells(&self.sizes, cliques)
+    }
 }
 
 /// Marginals to be answered well: attribute sets with integer weights `c_s ≥ 1`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MarginalWorkload {
-    cliques: Vec<(Vec<usize>, u64)>,
+    cliques: Vec<(Clique, u64)>,
 }
 
 impl MarginalWorkload {
@@ -102,7 +146,7 @@ impl MarginalWorkload {
         let mut cur: Vec<usize> = (0..k).collect();
         let d = domain.dims();
         loop {
-            cliques.push((cur.clone(), 1));
+            cliques.push((Clique::new(cur.iter().copied())?, 1));
             let mut i = k;
             while i > 0 && cur[i - 1] == d - k + i - 1 {
                 i -= 1;
@@ -122,7 +166,9 @@ impl MarginalWorkload {
     /// weights ≥ 1).
     pub fn new(domain: &Domain, cliques: Vec<(Vec<usize>, u64)>) -> Result<Self, AdaptiveError> {
         if cliques.is_empty() {
-            return Err(AdaptiveError::InvalidParameter("the workload is empty".into()));
+            return Err(AdaptiveError::InvalidParameter(
+                "the workload is empty".into(),
+            ));
         }
         let mut out = Vec::with_capacity(cliques.len());
         for (mut attrs, w) in cliques {
@@ -135,21 +181,22 @@ impl MarginalWorkload {
                     domain.dims()
                 )));
             }
-            out.push((attrs, w));
+            out.push((Clique::new(attrs)?, w));
         }
         Ok(MarginalWorkload { cliques: out })
     }
 
     /// The attribute sets and their weights.
-    pub fn cliques(&self) -> &[(Vec<usize>, u64)] {
+    pub fn cliques(&self) -> &[(Clique, u64)] {
         &self.cliques
     }
 
     /// AIM's candidates: every non-empty subset `r` of a workload set, with weight
     /// `w_r = Σ_s c_s·|r ∩ s|`, in a deterministic order.
-    pub fn candidates(&self) -> Vec<(Vec<usize>, u64)> {
+    pub fn candidates(&self) -> Vec<(Clique, u64)> {
         let mut subsets: BTreeMap<Vec<usize>, u64> = BTreeMap::new();
-        for (attrs, _) in &self.cliques {
+        for (clique, _) in &self.cliques {
+            let attrs = clique.attributes();
             let k = attrs.len().min(20);
             for bits in 1u32..(1 << k) {
                 let r: Vec<usize> = (0..k)
@@ -163,10 +210,13 @@ impl MarginalWorkload {
             *w = self
                 .cliques
                 .iter()
-                .map(|(s, c)| c * r.iter().filter(|a| s.contains(a)).count() as u64)
+                .map(|(s, c)| c * r.iter().filter(|&&a| s.contains(a)).count() as u64)
                 .sum();
         }
-        subsets.into_iter().collect()
+        subsets
+            .into_iter()
+            .filter_map(|(r, w)| Clique::new(r).ok().map(|c| (c, w)))
+            .collect()
     }
 }
 
@@ -198,7 +248,7 @@ pub struct RoundLog {
     /// 1-based round number (the one-way measurements are round 0).
     pub round: usize,
     /// The marginal chosen and measured.
-    pub attrs: Vec<usize>,
+    pub clique: Clique,
     /// Candidates that passed the size filter.
     pub candidates: usize,
     /// The measurement's noise standard deviation.
@@ -217,7 +267,7 @@ pub struct AdaptiveOutput<M> {
     /// The final model.
     pub model: M,
     /// Every noisy marginal, in the order measured.
-    pub measurements: Vec<NoisyMarginal>,
+    pub measurements: Vec<Measurement>,
     /// One entry per round.
     pub rounds: Vec<RoundLog>,
 }
@@ -234,7 +284,7 @@ pub enum AdaptiveError {
     /// The accountant refused or is not a zCDP one.
     Budget(AccountantError),
     /// The estimator failed.
-    Estimator(String),
+    Estimator(SynthError),
 }
 
 impl fmt::Display for AdaptiveError {
@@ -244,13 +294,18 @@ impl fmt::Display for AdaptiveError {
             AdaptiveError::Data(e) => write!(f, "{e}"),
             AdaptiveError::Mechanism(e) => write!(f, "{e}"),
             AdaptiveError::Budget(e) => write!(f, "{e}"),
-            AdaptiveError::Estimator(m) => write!(f, "model estimation failed: {m}"),
+            AdaptiveError::Estimator(e) => write!(f, "model estimation failed: {e}"),
         }
     }
 }
 
 impl std::error::Error for AdaptiveError {}
 
+impl From<SynthError> for AdaptiveError {
+    fn from(e: SynthError) -> Self {
+        AdaptiveError::Estimator(e)
+    }
+}
 impl From<DataError> for AdaptiveError {
     fn from(e: DataError) -> Self {
         AdaptiveError::Data(e)
@@ -280,7 +335,9 @@ fn rho_scaled(rho: Rho, p: u64, q: u64) -> Result<Rho, AdaptiveError> {
     let num = u128::from(rho.num()) * u128::from(p);
     let den = u128::from(rho.den()) * u128::from(q);
     if den == 0 {
-        return Err(AdaptiveError::InvalidParameter("a split of zero ways".into()));
+        return Err(AdaptiveError::InvalidParameter(
+            "a split of zero ways".into(),
+        ));
     }
     let whole = num / den;
     if whole >= 1 << 62 {
@@ -324,7 +381,8 @@ fn selection_epsilon(rho: Rho) -> Result<Epsilon, AdaptiveError> {
     // 8ρ·2^48 = num·2^51/den, floor; its integer square root is floor(√(8ρ)·2^24).
     let scaled = (u128::from(rho.num()) << (2 * SHIFT + 3)) / u128::from(rho.den());
     let m = isqrt(scaled);
-    let m = u64::try_from(m).map_err(|_| AdaptiveError::InvalidParameter("ρ is too large".into()))?;
+    let m =
+        u64::try_from(m).map_err(|_| AdaptiveError::InvalidParameter("ρ is too large".into()))?;
     Epsilon::new(m, 1 << SHIFT).map_err(|_| {
         AdaptiveError::InvalidParameter(format!(
             "the selection budget ρ = {} is too small",
@@ -434,15 +492,15 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
         let counts = records.marginal(&[a], domain)?;
         let noisy = mech.release(&counts[..], accountant, rng)?;
         spent = Some(add(spent, step.measure)?);
-        measurements.push(NoisyMarginal {
-            attrs: vec![a],
-            values: noisy.into_iter().map(|v| v as f64).collect(),
+        measurements.push(Measurement::new(
+            Clique::new([a])?,
+            noisy.into_iter().map(|v| v as f64).collect(),
             sigma,
-        });
+        )?);
     }
     let mut model = estimator.fit(&measurements, None)?;
     let mut log = Vec::new();
-    let mut cliques: Vec<Vec<usize>> = (0..d).map(|a| vec![a]).collect();
+    let mut cliques: Vec<Clique> = measurements.iter().map(|m| m.clique.clone()).collect();
     let noise_norm = (2.0 / std::f64::consts::PI).sqrt();
 
     for round in 1..=4 * rounds {
@@ -477,11 +535,9 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
         let mut max_weight = 1u64;
         for &i in &chosen_from {
             let (r, w) = &candidates[i];
-            if truth[i].is_none() {
-                truth[i] = Some(records.marginal(r, domain)?);
-            }
-            let Some(y) = truth[i].as_ref() else {
-                continue;
+            let y: &[u64] = match &mut truth[i] {
+                Some(y) => y,
+                slot => slot.insert(records.marginal(r.attributes(), domain)?),
             };
             let est = estimator.marginal(&model, r)?;
             let err: f64 = y
@@ -495,28 +551,29 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
         let em = ExponentialMechanism::for_scores(neighbours, max_weight as f64 * l1, step.select)?;
         let pick = chosen_from[em.release(&scores[..], accountant, rng)?];
         spent = Some(add(spent, Rho::from_bounded_range(step.select)?)?);
-        let (attrs, _) = &candidates[pick];
-        let y = truth[pick]
-            .as_ref()
-            .ok_or_else(|| AdaptiveError::Estimator("the chosen marginal was not counted".into()))?;
+        let (clique, _) = &candidates[pick];
+        let y = match &mut truth[pick] {
+            Some(y) => y,
+            slot => slot.insert(records.marginal(clique.attributes(), domain)?),
+        };
         let noisy = mech.release(&y[..], accountant, rng)?;
         spent = Some(add(spent, step.measure)?);
-        measurements.push(NoisyMarginal {
-            attrs: attrs.clone(),
-            values: noisy.into_iter().map(|v| v as f64).collect(),
+        measurements.push(Measurement::new(
+            clique.clone(),
+            noisy.into_iter().map(|v| v as f64).collect(),
             sigma,
-        });
-        if !cliques.contains(attrs) {
-            cliques.push(attrs.clone());
+        )?);
+        if !cliques.contains(clique) {
+            cliques.push(clique.clone());
         }
-        let before = estimator.marginal(&model, attrs)?;
+        let before = estimator.marginal(&model, clique)?;
         model = estimator.fit(&measurements, Some(&model))?;
-        let after = estimator.marginal(&model, attrs)?;
+        let after = estimator.marginal(&model, clique)?;
         let moved: f64 = before.iter().zip(&after).map(|(a, b)| (a - b).abs()).sum();
         let annealed = !last && moved <= noise_norm * sigma * after.len() as f64;
         let entry = RoundLog {
             round,
-            attrs: attrs.clone(),
+            clique: clique.clone(),
             candidates: chosen_from.len(),
             sigma,
             epsilon: Some(step.select),
@@ -551,13 +608,14 @@ mod tests {
         let c = w.candidates();
         assert_eq!(c.len(), 4 + 6 + 4);
         // {0}: in 3 of the 4 triples, once each.
-        assert_eq!(c.iter().find(|(r, _)| r == &vec![0]).unwrap().1, 3);
+        let weight = |attrs: &[usize]| {
+            let want = Clique::new(attrs.iter().copied()).unwrap();
+            c.iter().find(|(r, _)| *r == want).unwrap().1
+        };
+        assert_eq!(weight(&[0]), 3);
         // {0,1}: |r ∩ s| = 2 for the 2 triples holding both, 1 for the 2 others.
-        assert_eq!(c.iter().find(|(r, _)| r == &vec![0, 1]).unwrap().1, 6);
-        assert_eq!(
-            c.iter().find(|(r, _)| r == &vec![0, 1, 2]).unwrap().1,
-            3 + 2 + 2 + 2
-        );
+        assert_eq!(weight(&[0, 1]), 6);
+        assert_eq!(weight(&[0, 1, 2]), 3 + 2 + 2 + 2);
         assert!(MarginalWorkload::new(&d, vec![(vec![4], 1)]).is_err());
         assert!(MarginalWorkload::new(&d, vec![(vec![1], 0)]).is_err());
         assert!(MarginalWorkload::all_k_way(&d, 5).is_err());
@@ -595,22 +653,22 @@ mod tests {
         type Model = (Vec<Vec<f64>>, f64);
         fn fit(
             &self,
-            m: &[NoisyMarginal],
+            m: &[Measurement],
             _: Option<&Self::Model>,
-        ) -> Result<Self::Model, AdaptiveError> {
+        ) -> Result<Self::Model, SynthError> {
             let mut ways = vec![Vec::new(); self.sizes.len()];
             let mut total = 0.0;
-            for x in m.iter().filter(|x| x.attrs.len() == 1) {
+            for x in m.iter().filter(|x| x.clique.len() == 1) {
                 let v: Vec<f64> = x.values.iter().map(|&v| v.max(0.0) + 1e-9).collect();
                 let s: f64 = v.iter().sum();
                 total = s;
-                ways[x.attrs[0]] = v.into_iter().map(|v| v / s).collect();
+                ways[x.clique.attributes()[0]] = v.into_iter().map(|v| v / s).collect();
             }
             Ok((ways, total))
         }
-        fn marginal(&self, m: &Self::Model, attrs: &[usize]) -> Result<Vec<f64>, AdaptiveError> {
+        fn marginal(&self, m: &Self::Model, c: &Clique) -> Result<Vec<f64>, SynthError> {
             let mut out = vec![m.1];
-            for &a in attrs {
+            for &a in c.attributes() {
                 out = out
                     .iter()
                     .flat_map(|&p| m.0[a].iter().map(move |&q| p * q))
@@ -618,14 +676,11 @@ mod tests {
             }
             Ok(out)
         }
-        fn covers(&self, _: &Self::Model, attrs: &[usize]) -> bool {
-            attrs.len() == 1
+        fn covers(&self, _: &Self::Model, c: &Clique) -> bool {
+            c.len() == 1
         }
-        fn model_cells(&self, cliques: &[Vec<usize>]) -> Result<u128, AdaptiveError> {
-            Ok(cliques
-                .iter()
-                .map(|c| c.iter().map(|&a| self.sizes[a] as u128).product::<u128>())
-                .sum())
+        fn model_cells(&self, cliques: &[Clique]) -> Result<u128, SynthError> {
+            Ok(cliques.iter().map(|c| c.cells_u128(&self.sizes)).sum())
         }
     }
 

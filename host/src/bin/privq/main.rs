@@ -31,6 +31,7 @@ pub mod results;
 #[cfg(feature = "serve")]
 pub mod serve;
 pub mod synth;
+mod synth_adaptive;
 
 /// privq: exact differential privacy from the microcontroller to the curator.
 #[derive(Debug, Parser)]

@@ -44,12 +44,36 @@ pub struct Args {
     /// Total privacy budget ε (pure ε-DP): a decimal or a fraction.
     #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
     pub epsilon: String,
-    /// Rounds T (default: T* of Thm 5.2.11, clamped to 5..=50).
+    /// The mechanism: `adaptive` (default; adaptive marginals with exact discrete
+    /// Gaussian noise and a graphical model, (ε, δ)-DP via ρ-zCDP, any domain size)
+    /// or `mwem` (pure ε-DP MWEM over a dense histogram).
+    #[arg(long, value_enum, default_value = "adaptive")]
+    pub mechanism: MechanismArg,
+    /// δ of the adaptive mechanism's (ε, δ) guarantee (its ρ is the largest whose
+    /// conversion meets ε at this δ).
+    #[arg(long, value_name = "DELTA", default_value_t = 1e-9)]
+    pub delta: f64,
+    /// Neighbour relation of the adaptive mechanism: `add-remove` (n private) or
+    /// `replace` (n public). MWEM always uses `replace`.
+    #[arg(long, value_enum, default_value = "add-remove")]
+    pub neighbours: NeighboursArg,
+    /// Cap on the adaptive mechanism's model, in MiB of 8-byte cells.
+    #[arg(long, value_name = "MIB", default_value_t = 80)]
+    pub max_model_mib: u64,
+    /// After the release, print the mean total-variation distance of the model and
+    /// of the synthetic records from the input over all 2- and 3-way marginals.
+    /// NOT PRIVATE: a diagnostic for a curator who may see the data.
+    #[arg(long)]
+    pub compare: bool,
+    /// Rounds T (MWEM default: T* of Thm 5.2.11, clamped to 5..=50; adaptive
+    /// default: 16·d planned rounds).
     #[arg(long, value_name = "T")]
     pub rounds: Option<usize>,
-    /// Query workload: parity:W (binary domains), conjunctions:W, or marginals:K.
-    #[arg(long, default_value = "parity:3")]
-    pub workload: String,
+    /// Query workload: parity:W (binary domains), conjunctions:W, or marginals:K
+    /// (default: marginals:3 for adaptive, parity:3 for MWEM; adaptive takes only
+    /// marginals:K).
+    #[arg(long)]
+    pub workload: Option<String>,
     /// Plain Algorithm 5.1 (no §5.3.2 improvements).
     #[arg(long)]
     pub plain: bool,
@@ -76,6 +100,24 @@ pub struct Args {
     /// Where to write the ledger as JSON.
     #[command(flatten)]
     pub ledger: LedgerArgs,
+}
+
+/// `--mechanism`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MechanismArg {
+    /// Adaptive marginals (ρ-zCDP, exact discrete Gaussian, graphical model).
+    Adaptive,
+    /// MWEM (pure ε, dense histogram).
+    Mwem,
+}
+
+/// `--neighbours`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NeighboursArg {
+    /// Add or remove one record; n private.
+    AddRemove,
+    /// Replace one record; n public.
+    Replace,
 }
 
 /// Parses `parity:3`, `conjunctions:2` or `marginals:2`.
@@ -114,6 +156,9 @@ pub fn run(
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     let epsilon = super::parse_epsilon(&args.epsilon)?;
+    if args.mechanism == MechanismArg::Adaptive {
+        return super::synth_adaptive::run(args, epsilon, stdin, stdout, stderr);
+    }
     // Before any privacy is spent: the input exists and the output can be created.
     let input = InputFile::open(&args.input, stdin)?;
     let mut output = Output::open(args.output.as_deref())?;
@@ -131,7 +176,8 @@ pub fn run(
         stderr,
     )?;
     let ds = &opened.dataset;
-    let workload = parse_workload(&args.workload, &ds.domain)?;
+    let workload_spec = args.workload.as_deref().unwrap_or("parity:3");
+    let workload = parse_workload(workload_spec, &ds.domain)?;
     let n = ds.counts.total();
     let rounds = rounds(args, epsilon, ds, &workload)?;
     let config = mwem_config(args, mwem_epsilon, rounds, stderr)?;
@@ -149,7 +195,7 @@ pub fn run(
         "privq: MWEM over {} cells, {} queries ({}), {} rounds run; {} synthetic records",
         ds.counts.len(),
         workload.len(),
-        args.workload,
+        workload_spec,
         out.rounds,
         records
     )?;
@@ -380,8 +426,13 @@ mod tests {
             input,
             domain: DomainArgs::binary(),
             epsilon: epsilon.into(),
+            mechanism: MechanismArg::Mwem,
+            delta: 1e-9,
+            neighbours: NeighboursArg::AddRemove,
+            max_model_mib: 80,
+            compare: false,
             rounds: Some(5),
-            workload: "parity:2".into(),
+            workload: Some("parity:2".into()),
             plain: false,
             profile: EmProfile::Corrected,
             records: Some(50),

@@ -11,7 +11,7 @@ use privq_host::data::{Domain, Records, attribute_names};
 use privq_host::synth::adaptive::{
     AdaptiveConfig, MarginalWorkload, PgmEstimator, RoundLog, adaptive_marginals,
 };
-use privq_host::synth::{Clique, MarginalModel, Model};
+use privq_host::synth::{MarginalModel, Model};
 
 use super::domain::DomainArg;
 use super::progress::bar;
@@ -27,8 +27,8 @@ fn run_err<E: std::error::Error + Send + Sync + 'static>(e: E) -> CliError {
 fn domain(args: &Args, input: &InputFile) -> Result<Domain, CliError> {
     match (&args.domain.domain, args.domain.discover_domain) {
         (Some(DomainArg::Binary), _) => {
-            let file = std::fs::File::open(input.path())
-                .map_err(|e| CliError::file(input.path(), e))?;
+            let file =
+                std::fs::File::open(input.path()).map_err(|e| CliError::file(input.path(), e))?;
             let names = attribute_names(file, "count").map_err(run_err)?;
             Domain::binary(names).map_err(run_err)
         }
@@ -171,7 +171,11 @@ pub fn run(
 }
 
 /// Writes rows of value indices as CSV with the domain's names and labels.
-fn write_rows(writer: &mut dyn Write, domain: &Domain, rows: &[Vec<usize>]) -> Result<(), CliError> {
+fn write_rows(
+    writer: &mut dyn Write,
+    domain: &Domain,
+    rows: &[Vec<usize>],
+) -> Result<(), CliError> {
     let mut w = csv::Writer::from_writer(writer);
     w.write_record(domain.attributes().iter().map(|a| a.name()))
         .map_err(CliError::Csv)?;
@@ -206,11 +210,14 @@ fn compare(
             continue;
         };
         let (mut tv_model, mut tv_sample) = (0.0, 0.0);
-        for (attrs, _) in w.cliques() {
-            let truth = records.marginal(attrs, domain).map_err(run_err)?;
-            let syn = synthetic.marginal(attrs, domain).map_err(run_err)?;
-            let clique = Clique::new(attrs.iter().copied()).map_err(run_err)?;
-            let est = model.marginal(&clique).map_err(run_err)?;
+        for (clique, _) in w.cliques() {
+            let truth = records
+                .marginal(clique.attributes(), domain)
+                .map_err(run_err)?;
+            let syn = synthetic
+                .marginal(clique.attributes(), domain)
+                .map_err(run_err)?;
+            let est = model.marginal(clique).map_err(run_err)?;
             let (nt, ns, nm) = (
                 records.len() as f64,
                 synthetic.len() as f64,
