@@ -150,6 +150,10 @@ pub(crate) fn mirror_descent<O: Oracle>(
                         .sum::<f64>()
                 })
                 .sum();
+            if !new_loss.is_finite() && eta <= eta_min {
+                // Numerically stuck even at the guaranteed step: keep the last iterate.
+                return out;
+            }
             if (new_loss.is_finite() && new_loss <= loss + 0.5 * dec) || eta <= eta_min {
                 std::mem::swap(theta, &mut trial);
                 std::mem::swap(&mut marg, &mut trial_marg);
