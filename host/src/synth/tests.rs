@@ -737,7 +737,6 @@ fn timing_probe() {
         })
         .collect();
     let ms = noisy(&ms, 10.0, 3);
-    let t = std::time::Instant::now();
     for iterations in [250, 1000, 4000] {
         let t = std::time::Instant::now();
         let m = fit(
