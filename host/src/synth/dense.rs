@@ -119,6 +119,7 @@ pub fn fit_dense(
         n,
         options.iterations,
         options.tolerance,
+        None,
     );
     oracle.probabilities(&theta[0]);
     Ok(DenseModel {

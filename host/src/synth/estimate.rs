@@ -109,7 +109,7 @@ pub(crate) fn validate(
             "attribute {a} has no values"
         )));
     }
-    if !(options.tolerance >= 0.0) {
+    if options.tolerance.is_nan() || options.tolerance < 0.0 {
         return Err(SynthError::InvalidOption("tolerance must be ≥ 0".into()));
     }
     for (i, m) in measurements.iter().enumerate() {
@@ -147,9 +147,11 @@ pub struct Model {
     log_beliefs: Vec<Vec<f64>>,
     total: f64,
     iterations: usize,
+    evaluations: usize,
     loss: f64,
     gap: f64,
     converged: bool,
+    step: f64,
 }
 
 impl Model {
@@ -191,6 +193,11 @@ impl Model {
     /// Mirror-descent steps taken by the fit.
     pub fn iterations(&self) -> usize {
         self.iterations
+    }
+
+    /// Belief-propagation passes the fit made (steps plus line-search trials).
+    pub fn evaluations(&self) -> usize {
+        self.evaluations
     }
 
     /// The fit's final loss `Σ_i ‖N·μ_{C_i} − y_i‖²/σ_i²`.
@@ -249,7 +256,7 @@ struct TreeOracle<'t> {
     tree: &'t JunctionTree,
     bp: BeliefPropagation,
     beliefs: Vec<Vec<f64>>,
-    lin: Vec<f64>,
+    lin: Vec<Vec<f64>>,
     /// Per junction-tree clique: its plan and the measurements it serves.
     plans: Vec<Option<(MarginalPlan, Vec<usize>)>>,
     work: Vec<f64>,
@@ -257,12 +264,11 @@ struct TreeOracle<'t> {
 
 impl Oracle for TreeOracle<'_> {
     fn evaluate(&mut self, theta: &[Vec<f64>], marginals: &mut [Vec<f64>]) {
-        self.bp.calibrate(self.tree, theta, &mut self.beliefs);
+        self.bp
+            .calibrate(self.tree, theta, &mut self.beliefs, &mut self.lin);
         for (c, plan) in self.plans.iter_mut().enumerate() {
             let Some((plan, ids)) = plan else { continue };
-            self.lin.clear();
-            self.lin.extend(self.beliefs[c].iter().map(|x| x.exp()));
-            plan.marginalize(&self.lin);
+            plan.marginalize(&self.lin[c]);
             for (t, &i) in ids.iter().enumerate() {
                 marginals[i].copy_from_slice(plan.target(t));
             }
@@ -360,10 +366,12 @@ pub fn fit(
         tree: &tree,
         bp: BeliefPropagation::new(&tree)?,
         beliefs,
-        lin: Vec::new(),
+        lin: vec![Vec::new(); m],
         plans,
         work: Vec::new(),
     };
+    // The previous step, rescaled: the loss's curvature grows as N².
+    let start = options.warm_start.map(|w| w.step * (w.total / n).powi(2));
     let out = mirror_descent(
         &mut oracle,
         &mut theta,
@@ -371,17 +379,23 @@ pub fn fit(
         n,
         options.iterations,
         options.tolerance,
+        start,
     );
     let mut log_beliefs = std::mem::take(&mut oracle.beliefs);
-    oracle.bp.calibrate(&tree, &theta, &mut log_beliefs);
+    let mut lin = std::mem::take(&mut oracle.lin);
+    oracle
+        .bp
+        .calibrate(&tree, &theta, &mut log_beliefs, &mut lin);
     Ok(Model {
         tree,
         theta,
         log_beliefs,
         total: n,
         iterations: out.iterations,
+        evaluations: out.evaluations,
         loss: out.loss,
         gap: out.gap,
         converged: out.converged,
+        step: out.step,
     })
 }

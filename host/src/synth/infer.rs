@@ -3,7 +3,7 @@
 //! (MAP value) of a sum of clique tables, and shared plans that compute many
 //! marginals of one table (or broadcast many tables into it) in few passes.
 
-use super::factor::{Projection, logsumexp};
+use super::factor::Projection;
 use super::{Clique, JunctionTree, SynthError};
 
 /// Reusable belief propagation over one junction tree.
@@ -49,15 +49,30 @@ impl BeliefPropagation {
 
     /// Calibrates: from log-potentials `theta` (one table per junction-tree clique,
     /// the model being `p(x) ∝ exp Σ_C θ_C(x_C)`) writes each clique's normalised
-    /// log-marginal into `beliefs` and returns `ln Z`.
+    /// log-marginal into `beliefs` and its probability marginal into `linear`, and
+    /// returns `ln Z`.
+    ///
+    /// Messages are log tables; each is computed from the sending clique's table
+    /// exponentiated once relative to its maximum and summed linearly (the
+    /// downward messages of all children share one exponentiation: Hugin's
+    /// "marginal of the belief minus the upward message"). A separator cell whose
+    /// mass is below `f64::MIN_POSITIVE` times the clique's largest cell is
+    /// floored there (≈ e^−708 relative), so no table ever holds −∞.
     pub fn calibrate(
         &mut self,
         tree: &JunctionTree,
         theta: &[Vec<f64>],
         beliefs: &mut [Vec<f64>],
+        linear: &mut [Vec<f64>],
     ) -> f64 {
         let order = tree.order();
-        // Upward: b_c = θ_c + Σ_children up-messages; up-message = lse onto separator.
+        let exp_rel = |b: &[f64], out: &mut Vec<f64>| -> f64 {
+            let m = b.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            out.clear();
+            out.extend(b.iter().map(|&x| (x - m).exp()));
+            m
+        };
+        // Upward: b_c = θ_c + Σ_children up-messages; up-message = ln Σ onto the separator.
         for &c in order.iter().rev() {
             let b = &mut beliefs[c];
             b.clear();
@@ -68,32 +83,42 @@ impl BeliefPropagation {
                 }
             }
             if let Some(p) = &self.up[c] {
-                p.logsumexp(b, None, &mut self.msg_up[c], &mut self.scratch);
+                let m = exp_rel(b, &mut self.scratch);
+                let msg = &mut self.msg_up[c];
+                msg.clear();
+                msg.resize(p.sub_len(), 0.0);
+                p.sum_into(&self.scratch, msg);
+                msg.iter_mut()
+                    .for_each(|x| *x = x.max(f64::MIN_POSITIVE).ln() + m);
             }
         }
-        // Downward: add the parent's message, then send (b_c − up_k) to each child k.
+        // Downward: add the parent's message, exponentiate once, send
+        // (marginal − up-message) to each child, normalise.
+        let mut log_z = f64::NEG_INFINITY;
         for &c in order {
             if let Some(p) = &self.up[c] {
                 p.broadcast_add(&mut beliefs[c], &self.msg_down[c], 1.0);
             }
+            let lin = &mut linear[c];
+            let m = exp_rel(&beliefs[c], lin);
+            let z: f64 = lin.iter().sum();
             for &k in tree.children(c) {
                 if let Some(p) = &self.down[k] {
-                    p.logsumexp(
-                        &beliefs[c],
-                        Some(&self.msg_up[k]),
-                        &mut self.msg_down[k],
-                        &mut self.scratch,
-                    );
+                    let msg = &mut self.msg_down[k];
+                    msg.clear();
+                    msg.resize(p.sub_len(), 0.0);
+                    p.sum_into(lin, msg);
+                    for (x, u) in msg.iter_mut().zip(&self.msg_up[k]) {
+                        *x = x.max(f64::MIN_POSITIVE).ln() + m - u;
+                    }
                 }
             }
-        }
-        let mut log_z = f64::NEG_INFINITY;
-        for (i, b) in beliefs.iter_mut().enumerate() {
-            let z = logsumexp(b);
-            if i == 0 {
-                log_z = z;
+            let lz = m + z.ln();
+            if c == order[0] {
+                log_z = lz;
             }
-            b.iter_mut().for_each(|x| *x -= z);
+            lin.iter_mut().for_each(|x| *x /= z);
+            beliefs[c].iter_mut().for_each(|x| *x -= lz);
         }
         log_z
     }

@@ -7,8 +7,9 @@
 //! entropic mirror step is `θ ← θ − η·Σ_i g_i` on the log-potentials, which stays
 //! in the model's exponential family because every `g_i` lives on a measured
 //! clique. `L` is `L₀ = 2N²·Σ_i σ_i⁻²`-smooth relative to the entropy (Pinsker),
-//! so `η = 1/L₀` always decreases it; each step first tries twice the last
-//! accepted step and halves until the Armijo condition
+//! so `η = 1/L₀` always decreases it; each step tries the last accepted step
+//! (doubled if that one was accepted at its first trial; a warm start begins at
+//! the previous fit's step) and halves until the Armijo condition
 //! `L(p') ≤ L(p) + ½⟨∇L(p), p' − p⟩` holds (or `η ≤ 1/L₀`).
 //!
 //! Stopping: the Frank–Wolfe gap `⟨∇L(p), p⟩ − min_x ∇L(p)(x)` bounds
@@ -31,9 +32,13 @@ pub(crate) trait Oracle {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Outcome {
     pub iterations: usize,
+    /// Marginal-oracle calls (one belief propagation each for the tree).
+    pub evaluations: usize,
     pub loss: f64,
     pub gap: f64,
     pub converged: bool,
+    /// The last accepted step size.
+    pub step: f64,
 }
 
 fn loss_and_grads(
@@ -78,6 +83,7 @@ pub(crate) fn mirror_descent<O: Oracle>(
     n: f64,
     iterations: usize,
     tolerance: f64,
+    start_step: Option<f64>,
 ) -> Outcome {
     let l0 = 2.0 * n * n * ms.iter().map(|m| 1.0 / (m.sigma * m.sigma)).sum::<f64>();
     let eta_min = if l0 > 0.0 { 1.0 / l0 } else { 1.0 };
@@ -93,12 +99,17 @@ pub(crate) fn mirror_descent<O: Oracle>(
     let mut trial = theta.clone();
     oracle.evaluate(theta, &mut marg);
     let mut loss = loss_and_grads(ms, n, &marg, None);
-    let mut eta = eta_min;
+    let mut eta = start_step
+        .filter(|s| s.is_finite() && *s > eta_min)
+        .unwrap_or(eta_min);
+    let mut grow = start_step.is_none();
     let mut out = Outcome {
         iterations: 0,
+        evaluations: 1,
         loss,
         gap: f64::INFINITY,
         converged: false,
+        step: eta,
     };
     for _ in 0..iterations {
         loss = loss_and_grads(ms, n, &marg, Some(&mut grads));
@@ -115,7 +126,11 @@ pub(crate) fn mirror_descent<O: Oracle>(
             out.converged = true;
             return out;
         }
-        eta *= 2.0;
+        // Try a longer step only after one accepted at the first trial.
+        if grow {
+            eta *= 2.0;
+        }
+        grow = true;
         loop {
             for (t, (th, g)) in trial.iter_mut().zip(theta.iter().zip(&g_tables)) {
                 for (x, (&a, &b)) in t.iter_mut().zip(th.iter().zip(g)) {
@@ -123,6 +138,7 @@ pub(crate) fn mirror_descent<O: Oracle>(
                 }
             }
             oracle.evaluate(&trial, &mut trial_marg);
+            out.evaluations += 1;
             let new_loss = loss_and_grads(ms, n, &trial_marg, None);
             let dec: f64 = grads
                 .iter()
@@ -134,6 +150,10 @@ pub(crate) fn mirror_descent<O: Oracle>(
                         .sum::<f64>()
                 })
                 .sum();
+            if !new_loss.is_finite() && eta <= eta_min {
+                // Numerically stuck even at the guaranteed step: keep the last iterate.
+                return out;
+            }
             if (new_loss.is_finite() && new_loss <= loss + 0.5 * dec) || eta <= eta_min {
                 std::mem::swap(theta, &mut trial);
                 std::mem::swap(&mut marg, &mut trial_marg);
@@ -141,9 +161,11 @@ pub(crate) fn mirror_descent<O: Oracle>(
                 break;
             }
             eta *= 0.5;
+            grow = false;
         }
         out.iterations += 1;
         out.loss = loss;
+        out.step = eta;
     }
     out
 }

@@ -139,7 +139,7 @@ fn round_counts<R: Rng + ?Sized>(weights: &[f64], k: usize, rng: &mut R) -> Vec<
     if k == 0 || len == 0 {
         return vec![0; len];
     }
-    if !(sum > 0.0) {
+    if sum.is_nan() || sum <= 0.0 {
         let mut out = vec![k / len; len];
         for _ in 0..k % len {
             out[below(rng, len)] += 1;

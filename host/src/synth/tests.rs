@@ -101,7 +101,14 @@ fn check_inference(sizes: &[usize], cliques: &[Clique], seed: u64) {
     }
     let mut bp = BeliefPropagation::new(&tree).unwrap();
     let mut beliefs = vec![Vec::new(); theta.len()];
-    bp.calibrate(&tree, &theta, &mut beliefs);
+    let mut lin = vec![Vec::new(); theta.len()];
+    bp.calibrate(&tree, &theta, &mut beliefs, &mut lin);
+    for (c, l) in tree.cliques().iter().zip(&lin) {
+        let want = brute_marginal(sizes, &joint, c);
+        for (g, w) in l.iter().zip(&want) {
+            assert!((g - w).abs() < 1e-9);
+        }
+    }
     let d = sizes.len();
     let mut beyond = 0;
     for q in subsets(d, d.min(4)) {
@@ -468,11 +475,11 @@ fn warm_start_reaches_the_same_optimum_in_fewer_steps() {
         cl(&[3, 4]),
         cl(&[4, 5]),
     ];
-    let all: Vec<Clique> = first.iter().cloned().chain([cl(&[0, 2, 5])]).collect();
+    let all: Vec<Clique> = first.iter().cloned().chain([cl(&[0, 2])]).collect();
     let ms = noisy(&exact_measurements(&sizes, &joint, n, &all), 3.0, 2);
     let opts = FitOptions {
         iterations: 5000,
-        tolerance: 1e-8,
+        tolerance: 1e-6,
         ..FitOptions::default()
     };
     let before = fit(&sizes, &ms[..5], Total::Known(n), &opts).unwrap();
@@ -544,7 +551,7 @@ fn fit_errors_are_typed() {
         Some(SynthError::NoMeasurements)
     );
     assert_eq!(
-        fit(&sizes, &[ok.clone()], Total::Known(0.0), &o).err(),
+        fit(&sizes, std::slice::from_ref(&ok), Total::Known(0.0), &o).err(),
         Some(SynthError::InvalidTotal(0.0))
     );
     let big = Measurement::new(cl(&[0, 1]), vec![0.0; 4], 1.0).unwrap();
@@ -566,7 +573,7 @@ fn fit_errors_are_typed() {
             attributes: 2
         })
     );
-    let m = fit(&sizes, &[ok.clone()], Total::Known(3.0), &o).unwrap();
+    let m = fit(&sizes, std::slice::from_ref(&ok), Total::Known(3.0), &o).unwrap();
     assert_eq!(
         fit(
             &[2, 2, 2],
@@ -682,4 +689,97 @@ fn rounded_sampling_keeps_the_model_counts() {
         .map(|q| (tv(&rounded, q), tv(&iid, q)))
         .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
     assert!(tr < 0.5 * ti, "rounded TV {tr} vs i.i.d. {ti}");
+}
+
+/// Timing probe on an NLTCS-shaped input (run with `--ignored --nocapture`).
+#[test]
+#[ignore]
+fn timing_probe() {
+    let mut rng = seeded_rng(1);
+    let sizes = vec![2usize; 16];
+    let nltcs =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/nltcs.csv");
+    let real: Option<Vec<Vec<usize>>> = std::fs::read_to_string(nltcs).ok().map(|t| {
+        t.lines()
+            .skip(1)
+            .map(|l| l.split(',').map(|v| v.trim().parse().unwrap()).collect())
+            .collect()
+    });
+    let rows: Vec<Vec<usize>> = real.unwrap_or_else(|| {
+        (0..21_574)
+            .map(|_| {
+                let mut r = vec![0usize; 16];
+                for i in 0..16 {
+                    let p = if i > 0 && r[i - 1] == 1 { 0.7 } else { 0.2 };
+                    r[i] = usize::from(unif(&mut rng) < p);
+                }
+                r
+            })
+            .collect()
+    });
+    let mut cliques: Vec<Clique> = Vec::new();
+    while cliques.len() < 40 {
+        let mut v: Vec<usize> = (0..3).map(|_| (rng.next_u64() % 16) as usize).collect();
+        v.sort();
+        v.dedup();
+        if v.len() == 3 && !cliques.contains(&cl(&v)) {
+            cliques.push(cl(&v));
+        }
+    }
+    let ms: Vec<Measurement> = cliques
+        .iter()
+        .map(|c| {
+            let mut v = vec![0.0; c.cells(&sizes).unwrap()];
+            for r in &rows {
+                v[c.cell_of_record(&sizes, r).unwrap()] += 1.0;
+            }
+            Measurement::new(c.clone(), v, 10.0).unwrap()
+        })
+        .collect();
+    let ms = noisy(&ms, 10.0, 3);
+    for iterations in [250, 1000, 4000] {
+        let t = std::time::Instant::now();
+        let m = fit(
+            &sizes,
+            &ms,
+            Total::Estimated,
+            &FitOptions {
+                iterations,
+                ..FitOptions::default()
+            },
+        )
+        .unwrap();
+        let tv: f64 = cliques
+            .iter()
+            .zip(&ms)
+            .map(|(c, y)| {
+                let truth: Vec<f64> = {
+                    let mut v = vec![0.0; c.cells(&sizes).unwrap()];
+                    for r in &rows {
+                        v[c.cell_of_record(&sizes, r).unwrap()] += 1.0;
+                    }
+                    v
+                };
+                let got = m.marginal(c).unwrap();
+                let _ = y;
+                0.5 * truth
+                    .iter()
+                    .zip(&got)
+                    .map(|(a, b)| (a - b).abs())
+                    .sum::<f64>()
+                    / rows.len() as f64
+            })
+            .sum::<f64>()
+            / cliques.len() as f64;
+        eprintln!("mean TV on measured 3-way {tv:.5}");
+        eprintln!(
+            "{:?}: {} cells, {} steps, {} evaluations, loss {}, gap {}",
+            t.elapsed(),
+            m.cells(),
+            m.iterations(),
+            m.evaluations(),
+            m.loss(),
+            m.gap()
+        );
+    }
 }
