@@ -53,6 +53,14 @@ pub enum ReleaseError {
         /// Records needed.
         needed: f64,
     },
+    /// The public bound `E_max` of a cut release is too small for the oracle's
+    /// tolerance `ρ/12` at this k and ε.
+    EMaxTooSmall {
+        /// The bound given.
+        e_max: u64,
+        /// The bound needed.
+        needed: f64,
+    },
     /// A parameter or the data is unusable.
     InvalidParameter(String),
     /// The decomposition failed (e.g. a non-finite oracle answer).
@@ -69,6 +77,10 @@ impl fmt::Display for ReleaseError {
             ReleaseError::TooFewRecords { n, needed } => write!(
                 f,
                 "n = {n} records are too few for this alpha and beta: the oracle's tolerance needs n >= {needed:.3e}"
+            ),
+            ReleaseError::EMaxTooSmall { e_max, needed } => write!(
+                f,
+                "E_max = {e_max} is too small for this alpha, beta and piece cap: the oracle's tolerance needs E_max >= {needed:.3e}"
             ),
             ReleaseError::InvalidParameter(why) => write!(f, "invalid parameter: {why}"),
             ReleaseError::Decompose(e) => write!(f, "{e}"),
