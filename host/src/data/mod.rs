@@ -16,6 +16,7 @@
 //! # Ok::<(), privq_host::data::DataError>(())
 //! ```
 
+mod binarize;
 mod discover;
 mod divergence;
 mod domain;
@@ -23,6 +24,7 @@ mod error;
 mod histogram;
 mod load;
 
+pub use binarize::{binarize, binarized_domain};
 pub use discover::{
     Discovered, Discovery, DiscoveryError, DomainSource, Opened, ValueCounts, open_dataset,
 };

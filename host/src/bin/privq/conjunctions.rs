@@ -14,7 +14,7 @@ use privq_host::conjunctions::{
     ConjunctionRelease, ReleaseConfig, release_conjunctions, release_conjunctions_local, rho_for,
 };
 use privq_host::contract::Neighbours;
-use privq_host::data::{CountHistogram, Dataset, Domain, MemoryCap};
+use privq_host::data::{CountHistogram, DataError, Dataset, Domain, MemoryCap, binarize};
 use privq_host::ldp::sq::{LocalSqOracle, Strategy};
 use privq_host::query::Query;
 use privq_host::rand_core::Rng;
@@ -61,17 +61,25 @@ pub enum Oracle {
 #[command(after_help = "Examples:\n  \
     privq conjunctions release --input ../shared/data/nltcs.csv --epsilon 1 --out nltcs.conj.json\n  \
     privq conjunctions release --input t.csv --epsilon 1 --width 3 --cap 512 --oracle local --out t.json\n  \
-    privq conjunctions query --release nltcs.conj.json --set a1,a2 --set a3\n\n\
+    privq conjunctions query --release nltcs.conj.json --set a1,a2 --set a3\n  \
+    privq conjunctions release --input people.csv --domain domain.json --epsilon 1 --out p.json\n\n\
     The CSV's columns (except `count`) are 0/1 attributes named by the header: the schema\n\
-    is public, the values are not. Every data access is one of k = cap·(d+2) statistical\n\
+    is public, the values are not. With --domain FILE, columns may be categorical or binned:\n\
+    each (attribute, value) becomes a 0/1 attribute `attr=value` (d = the number of values). Every data access is one of k = cap·(d+2) statistical\n\
     queries fixed before the first (thesis Fig. 6.6, corrected: Lap(k/(εn)) each), so the\n\
     release costs exactly ε. The decomposition's rho defaults to the smallest value the\n\
     oracle's tolerance supports at this n (12 τ, Lemma 6.3.8) or the theorem's\n\
     alpha²/(6 ln(2/beta)), whichever is larger.")]
 pub struct ReleaseArgs {
-    /// The private binary table (CSV with a header; a `count` column makes it a count table).
+    /// The private table (CSV with a header; a `count` column makes it a count table):
+    /// 0/1 columns, or any columns described by --domain.
     #[arg(long, value_name = "PATH")]
     pub input: PathBuf,
+    /// A public JSON domain spec ({"attributes": [{"name": ..., "values": [...]} or
+    /// {"name": ..., "edges": [...]}]}) for a table with categorical or binned columns:
+    /// every (attribute, value) becomes one 0/1 attribute named `attr=value`.
+    #[arg(long, value_name = "FILE")]
+    pub domain: Option<PathBuf>,
     /// Privacy budget ε (central: of the release; local: of each device).
     #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
     pub epsilon: String,
@@ -181,7 +189,27 @@ fn run_err(e: impl std::error::Error + Send + Sync + 'static) -> CliError {
 fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
     let epsilon = super::parse_epsilon(&args.epsilon)?;
     std::fs::File::open(&args.input).map_err(|e| CliError::file(&args.input, e))?;
-    let ds = Dataset::binary_from_header(&args.input, MemoryCap::default()).map_err(run_err)?;
+    let ds = match &args.domain {
+        None => {
+            Dataset::binary_from_header(&args.input, MemoryCap::default()).map_err(|e| match e {
+                DataError::UnknownValue { .. } => CliError::Run(
+                    format!(
+                        "{e}; a table with categorical or binned columns needs --domain FILE \
+                         (one 0/1 attribute per value, named attr=value)"
+                    )
+                    .into(),
+                ),
+                e => run_err(e),
+            })?
+        }
+        Some(path) => {
+            let domain = Domain::from_json(&super::read_text(path, &mut std::io::empty())?)
+                .map_err(run_err)?;
+            let ds = Dataset::from_csv_with_domain(&args.input, domain, MemoryCap::default())
+                .map_err(run_err)?;
+            binarize(&ds, MemoryCap::default()).map_err(run_err)?
+        }
+    };
     let d = ds.domain.attributes().len() as u32;
     let names = bit_names(&ds.domain)?;
     let data = match args.kind {
@@ -513,6 +541,87 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("answers"), "{e}");
+    }
+
+    /// A table with a categorical and a binned column: refused with a typed
+    /// error that names --domain without it, released over the one-hot attributes
+    /// `attr=value` with it, and queried by those names.
+    #[test]
+    fn a_non_binary_table_needs_and_works_with_a_domain_file() {
+        let dir = scratch("conj-domain");
+        let input = dir.join("people.csv");
+        let mut text = String::from("size,age,count\n");
+        for (size, age, count) in [
+            ("S", 10, 4000),
+            ("M", 30, 9000),
+            ("L", 70, 3000),
+            ("M", 70, 2000),
+        ] {
+            text.push_str(&format!("{size},{age},{count}\n"));
+        }
+        std::fs::write(&input, text).unwrap();
+        let domain = dir.join("domain.json");
+        std::fs::write(
+            &domain,
+            r#"{"attributes": [{"name": "size", "values": ["S", "M", "L"]},
+                               {"name": "age", "edges": [0, 18, 65, 120]}]}"#,
+        )
+        .unwrap();
+        let out = dir.join("release.json");
+        let args = |with_domain: bool| {
+            let mut a = vec![
+                "conjunctions",
+                "release",
+                "--input",
+                input.to_str().unwrap(),
+                "--epsilon",
+                "4",
+                "--cap",
+                "4",
+                "--seed",
+                "5",
+                "--out",
+                out.to_str().unwrap(),
+            ];
+            if with_domain {
+                a.extend(["--domain", domain.to_str().unwrap()]);
+            }
+            a.iter().map(|s| s.to_string()).collect::<Vec<String>>()
+        };
+        let refused = args(false);
+        let refused: Vec<&str> = refused.iter().map(String::as_str).collect();
+        let e = run_with(&refused, "").unwrap_err();
+        assert!(e.to_string().contains("--domain"), "{e}");
+        assert!(!out.exists(), "nothing written on refusal");
+        let ok = args(true);
+        let ok: Vec<&str> = ok.iter().map(String::as_str).collect();
+        run_with(&ok, "").unwrap();
+        let (text, _) = run_with(
+            &[
+                "conjunctions",
+                "query",
+                "--release",
+                out.to_str().unwrap(),
+                "--set",
+                "size=M",
+                "--set",
+                "size=M,size=L",
+            ],
+            "",
+        )
+        .unwrap();
+        let answers: Vec<f64> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.rsplit(',').next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(answers.len(), 2, "{text}");
+        assert!(answers.iter().all(|a| (0.0..=1.0).contains(a)), "{text}");
+        let json = std::fs::read_to_string(&out).unwrap();
+        assert!(
+            json.contains("\"size=M\"") && json.contains("\"age="),
+            "{json}"
+        );
     }
 
     #[test]
