@@ -14,6 +14,7 @@ use crate::accountant::Accountant;
 use crate::central::{MechanismError, SqOracle, VectorLaplace};
 use crate::contract::{Mechanism, Neighbours};
 use crate::data::CountHistogram;
+use crate::ldp::fleet::FleetSeed;
 use crate::ldp::sq::{LocalSqOracle, SqError};
 use crate::query::Query;
 
@@ -423,13 +424,14 @@ pub fn release_conjunctions<R: Rng + CryptoRng + ?Sized>(
 /// randomized-response reports, enforced by its own ledger, so the release is
 /// ε-LDP per device; the host's work is post-processing of the reports. With
 /// `require_n`, refuses (before any device reports) a fleet smaller than the
-/// tolerance `ρ/12` needs ([`LocalSqOracle::required_devices`]). Fixed seed:
-/// simulation only.
+/// tolerance `ρ/12` needs ([`LocalSqOracle::required_devices`]). The fleet's
+/// seed: a 32-byte [`FleetSeed`] drawn from a cryptographic generator for a real
+/// run, a `u64` for reproducible tests and demos.
 pub fn release_conjunctions_local(
     data: &CountHistogram,
     config: &ReleaseConfig,
     oracle: &LocalSqOracle,
-    seed: u64,
+    seed: impl Into<FleetSeed>,
 ) -> Result<ConjunctionRelease, ReleaseError> {
     let plan = config.plan(data.len())?;
     if oracle.k() != plan.k {

@@ -15,9 +15,9 @@ use privq_host::conjunctions::{
 };
 use privq_host::contract::Neighbours;
 use privq_host::data::{CountHistogram, DataError, Dataset, Domain, MemoryCap, binarize};
+use privq_host::ldp::fleet::FleetSeed;
 use privq_host::ldp::sq::{LocalSqOracle, Strategy};
 use privq_host::query::Query;
-use privq_host::rand_core::Rng;
 
 /// Options of `privq conjunctions`.
 #[derive(Debug, Clone, clap::Args)]
@@ -272,8 +272,10 @@ fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
             config.rho = Some(pick_rho(args, local(k)?.worst_tau(n))?);
             let k = config.query_budget(cells).map_err(run_err)?;
             let oracle = local(k)?;
-            let r = release_conjunctions_local(&data, &config, &oracle, rng.next_u64())
-                .map_err(run_err)?;
+            // The fleet's 32-byte ChaCha seed from the run's generator (secure
+            // unless --seed made the whole run reproducible).
+            let fleet = FleetSeed::random(&mut rng);
+            let r = release_conjunctions_local(&data, &config, &oracle, fleet).map_err(run_err)?;
             let privacy = format!(
                 "ε = {epsilon}-local DP per device in this run (simulated: one device per \
                  record, each reporting through its own ledger); k = {k} statistical queries, \
