@@ -6,7 +6,8 @@
 use super::{CountHistogram, DataError, Dataset, Domain, MemoryCap};
 
 /// The binary domain of [`binarize`]: attribute `a` with values `v_0, …, v_{m−1}`
-/// becomes the m binary attributes `a=v_0`, …, `a=v_{m−1}`, in the domain's order.
+/// becomes the m binary attributes `a=v_0`, …, `a=v_{m−1}`, in the domain's order
+/// (a bin `[lo, hi)` is named `a=[lo..hi)`, any comma in a value becomes `..`).
 pub fn binarized_domain(domain: &Domain) -> Result<Domain, DataError> {
     let mut names = Vec::new();
     for a in domain.attributes() {
@@ -14,7 +15,9 @@ pub fn binarized_domain(domain: &Domain) -> Result<Domain, DataError> {
             let label = a.label(v).ok_or_else(|| {
                 DataError::InvalidDomain(format!("attribute {} has no value {v}", a.name()))
             })?;
-            names.push(format!("{}={label}", a.name()));
+            // Commas separate attributes in a query's set: a bin `[lo,hi)` is
+            // named `[lo..hi)`.
+            names.push(format!("{}={}", a.name(), label.replace(',', "..")));
         }
     }
     Domain::binary(names)

@@ -608,6 +608,8 @@ mod tests {
                 "size=M",
                 "--set",
                 "size=M,size=L",
+                "--set",
+                "size=M,age=[18..65)",
             ],
             "",
         )
@@ -617,7 +619,9 @@ mod tests {
             .skip(1)
             .map(|l| l.rsplit(',').next().unwrap().parse().unwrap())
             .collect();
-        assert_eq!(answers.len(), 2, "{text}");
+        assert_eq!(answers.len(), 3, "{text}");
+        // 9 000 of 18 000 records are size M aged 18 to 65: about one half.
+        assert!((answers[2] - 0.5).abs() < 0.2, "{text}");
         assert!(answers.iter().all(|a| (0.0..=1.0).contains(a)), "{text}");
         let json = std::fs::read_to_string(&out).unwrap();
         assert!(
