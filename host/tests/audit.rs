@@ -239,3 +239,16 @@ fn conjunction_release_within_claim() {
 fn conjunction_release_local_within_claim() {
     assert_contract(&check("conjunction-release-local", 4_000));
 }
+
+/// The cut-function oracle: k = 2 answers on one edge more or less.
+#[test]
+fn cut_oracle_within_claim() {
+    assert_contract(&check("cut-oracle", 10_000));
+}
+
+/// The cut-function release at the clamp: a graph with |E| = E_max against one
+/// with an edge more (answered with clamped values, not refused).
+#[test]
+fn cut_release_within_claim() {
+    assert_contract(&check("cut-release", 4_000));
+}

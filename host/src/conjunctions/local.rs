@@ -16,6 +16,7 @@ use crate::data::{CountHistogram, MemoryCap};
 
 /// A simulated device's memory: its record, ledger and group slot.
 const BYTES_PER_DEVICE: usize = 96;
+use crate::ldp::fleet::FleetSeed;
 use crate::ldp::sq::{LocalSqOracle, LocalSqSession};
 use crate::query::Query;
 
@@ -65,7 +66,7 @@ impl<'a> LocalStat<'a> {
         oracle: &LocalSqOracle,
         records: &'a [usize],
         members: usize,
-        seed: u64,
+        seed: impl Into<FleetSeed>,
     ) -> Result<Self, ReleaseError> {
         if oracle.k() != members {
             return Err(ReleaseError::InvalidParameter(format!(

@@ -21,12 +21,16 @@
 //!   [`StatOracle`] (exact, or the central SQ oracle for
 //!   [`release_by_agnostic_learning_private`]), with η = β/4 and
 //!   `T = ⌈16 ln|X|/β²⌉ + 1` (TYPO-21) and the signed update (TYPO-20).
+//! * [`release_cut_function`]: the private release of a graph's cut function
+//!   (§6.4.1, Cor. 6.4.7) normalised by a public `E_max` (TYPO-19), ε-DP under
+//!   add/remove-one-edge neighbours through one [`CutOracle`] charged up front.
 //! * [`SetFunction`] implementations for tests and experiments: coverage functions
 //!   (disjunctions over a dataset, Lemma 6.4.1) and graph cut functions (§6.4.1).
 //!
 //! Sets are bit masks over a ground set of at most 64 elements.
 
 mod agnostic;
+mod cut;
 mod decompose;
 mod functions;
 mod learn;
@@ -39,6 +43,7 @@ pub use agnostic::{
     AgnosticRelease, ExactStat, StatOracle, release_by_agnostic_learning,
     release_by_agnostic_learning_private,
 };
+pub use cut::{CutConfig, CutOracle, CutRelease, CutSession, Graph, release_cut_function};
 pub use decompose::{DecomposeError, Decomposition, Memo, Piece, SetFunction};
 pub use functions::{Coverage, Cut};
 pub use learn::{Learned, learn, rho_for};

@@ -51,9 +51,59 @@ impl TwoLevel {
         Ok(TwoLevel { first, second })
     }
 
+    /// [`TwoLevel::tolerant`] that stops growing each decomposition at `cap`
+    /// pieces instead of failing ([`Decomposition::tolerant_truncated`]). With a
+    /// memoized f it asks at most `cap·(cap + 1)·(|U| + 1)` distinct sets: at most
+    /// `cap·(|U| + 1)` for the first level and as many for each of its (at most
+    /// `cap`) pieces' complements. A private release fixes its query budget from
+    /// that bound.
+    pub fn tolerant_truncated<F: SetFunction>(
+        f: &mut F,
+        rho: f64,
+        cap: usize,
+    ) -> Result<Self, DecomposeError> {
+        let first = Decomposition::tolerant_truncated(f, rho, cap)?;
+        let second = first
+            .pieces()
+            .iter()
+            .map(|p| {
+                let mut g = Complement { f, b: p.b, v: p.v };
+                Decomposition::tolerant_truncated(&mut g, rho, cap)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(TwoLevel { first, second })
+    }
+
+    /// From its parts (e.g. read back from a release file): one second-level
+    /// decomposition per first-level piece, all over the same ground set.
+    pub fn from_parts(
+        first: Decomposition,
+        second: Vec<Decomposition>,
+    ) -> Result<Self, DecomposeError> {
+        if second.len() != first.len() || second.iter().any(|d| d.ground() != first.ground()) {
+            return Err(DecomposeError::InvalidParameter(format!(
+                "{} second-level decompositions for {} first-level pieces, or a ground set that differs",
+                second.len(),
+                first.len()
+            )));
+        }
+        Ok(TwoLevel { first, second })
+    }
+
+    /// Whether a decomposition at either level stopped at the piece cap.
+    pub fn truncated(&self) -> bool {
+        self.first.truncated() || self.second.iter().any(Decomposition::truncated)
+    }
+
     /// The first-level decomposition (of f).
     pub fn first(&self) -> &Decomposition {
         &self.first
+    }
+
+    /// The second-level decompositions (of each first-level piece's complement),
+    /// indexed like [`TwoLevel::first`]'s pieces.
+    pub fn second(&self) -> &[Decomposition] {
+        &self.second
     }
 
     /// The number of final pieces `(B, C)`.

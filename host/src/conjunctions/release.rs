@@ -14,6 +14,7 @@ use crate::accountant::Accountant;
 use crate::central::{MechanismError, SqOracle, VectorLaplace};
 use crate::contract::{Mechanism, Neighbours};
 use crate::data::CountHistogram;
+use crate::ldp::fleet::FleetSeed;
 use crate::ldp::sq::{LocalSqOracle, SqError};
 use crate::query::Query;
 
@@ -53,6 +54,14 @@ pub enum ReleaseError {
         /// Records needed.
         needed: f64,
     },
+    /// The public bound `E_max` of a cut release is too small for the oracle's
+    /// tolerance `ρ/12` at this k and ε.
+    EMaxTooSmall {
+        /// The bound given.
+        e_max: u64,
+        /// The bound needed.
+        needed: f64,
+    },
     /// A parameter or the data is unusable.
     InvalidParameter(String),
     /// The decomposition failed (e.g. a non-finite oracle answer).
@@ -69,6 +78,10 @@ impl fmt::Display for ReleaseError {
             ReleaseError::TooFewRecords { n, needed } => write!(
                 f,
                 "n = {n} records are too few for this alpha and beta: the oracle's tolerance needs n >= {needed:.3e}"
+            ),
+            ReleaseError::EMaxTooSmall { e_max, needed } => write!(
+                f,
+                "E_max = {e_max} is too small for this alpha, beta and piece cap: the oracle's tolerance needs E_max >= {needed:.3e}"
             ),
             ReleaseError::InvalidParameter(why) => write!(f, "invalid parameter: {why}"),
             ReleaseError::Decompose(e) => write!(f, "{e}"),
@@ -411,13 +424,14 @@ pub fn release_conjunctions<R: Rng + CryptoRng + ?Sized>(
 /// randomized-response reports, enforced by its own ledger, so the release is
 /// ε-LDP per device; the host's work is post-processing of the reports. With
 /// `require_n`, refuses (before any device reports) a fleet smaller than the
-/// tolerance `ρ/12` needs ([`LocalSqOracle::required_devices`]). Fixed seed:
-/// simulation only.
+/// tolerance `ρ/12` needs ([`LocalSqOracle::required_devices`]). The fleet's
+/// seed: a 32-byte [`FleetSeed`] drawn from a cryptographic generator for a real
+/// run, a `u64` for reproducible tests and demos.
 pub fn release_conjunctions_local(
     data: &CountHistogram,
     config: &ReleaseConfig,
     oracle: &LocalSqOracle,
-    seed: u64,
+    seed: impl Into<FleetSeed>,
 ) -> Result<ConjunctionRelease, ReleaseError> {
     let plan = config.plan(data.len())?;
     if oracle.k() != plan.k {

@@ -16,6 +16,7 @@
 //! # Ok::<(), privq_host::data::DataError>(())
 //! ```
 
+mod binarize;
 mod discover;
 mod divergence;
 mod domain;
@@ -24,6 +25,7 @@ mod histogram;
 mod load;
 mod records;
 
+pub use binarize::{binarize, binarized_domain};
 pub use discover::{
     Discovered, Discovery, DiscoveryError, DomainSource, Opened, ValueCounts, open_dataset,
 };

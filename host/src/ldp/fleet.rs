@@ -20,11 +20,55 @@ use rand_core::{CryptoRng, Rng, SeedableRng};
 use super::aggregate::{Aggregator, ReportKind};
 use super::decode::RejectCounts;
 
-/// The RNG of simulated device `device` in fleet `fleet_seed`.
+/// The RNG of simulated device `device` in fleet `fleet_seed` (a 64-bit seed:
+/// tests and demos; [`device_rng_from`] takes a full 32-byte [`FleetSeed`]).
 pub fn device_rng(fleet_seed: u64, device: u64) -> ChaCha12Rng {
-    let mut seed = [0u8; 32];
-    seed[..8].copy_from_slice(&fleet_seed.to_le_bytes());
-    seed[8..16].copy_from_slice(&device.to_le_bytes());
+    device_rng_from(&FleetSeed::from(fleet_seed), device)
+}
+
+/// The 32-byte ChaCha seed of a simulated fleet. A real run draws it from a
+/// cryptographic generator ([`FleetSeed::random`]); `From<u64>` (the seed in
+/// the first 8 bytes, the rest zero) is for reproducible tests and demos and
+/// gives the same device streams as [`device_rng`]. `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct FleetSeed([u8; 32]);
+
+impl FleetSeed {
+    /// 32 bytes from a cryptographic generator.
+    pub fn random<R: Rng + CryptoRng + ?Sized>(rng: &mut R) -> Self {
+        let mut seed = [0u8; 32];
+        rng.fill_bytes(&mut seed);
+        FleetSeed(seed)
+    }
+
+    /// The seed's bytes.
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        FleetSeed(bytes)
+    }
+}
+
+impl From<u64> for FleetSeed {
+    fn from(seed: u64) -> Self {
+        let mut bytes = [0u8; 32];
+        bytes[..8].copy_from_slice(&seed.to_le_bytes());
+        FleetSeed(bytes)
+    }
+}
+
+impl std::fmt::Debug for FleetSeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FleetSeed(..)")
+    }
+}
+
+/// The RNG of simulated device `device` in the fleet seeded by `fleet`: the ChaCha
+/// key is the fleet seed with bytes 8..16 XORed with the device index (for a
+/// `From<u64>` seed exactly [`device_rng`]'s key).
+pub fn device_rng_from(fleet: &FleetSeed, device: u64) -> ChaCha12Rng {
+    let mut seed = fleet.0;
+    for (b, d) in seed[8..16].iter_mut().zip(device.to_le_bytes()) {
+        *b ^= d;
+    }
     ChaCha12Rng::from_seed(seed)
 }
 
@@ -323,4 +367,23 @@ pub fn aggregate_parallel(
 /// categories.
 pub fn default_distribution(d: u32) -> Vec<f64> {
     (1..=d).map(|r| 1.0 / f64::from(r).powf(1.1)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `u64` fleet seed reproduces the 64-bit streams; 32 random bytes give other
+    /// streams per device; `Debug` shows no seed bytes.
+    #[test]
+    fn fleet_seeds_reproduce_u64_streams_and_hide_their_bytes() {
+        let a = device_rng(42, 7).next_u64();
+        assert_eq!(device_rng_from(&FleetSeed::from(42), 7).next_u64(), a);
+        let fleet = FleetSeed::random(&mut crate::seeded_rng(1));
+        let x = device_rng_from(&fleet, 7).next_u64();
+        assert_ne!(x, a);
+        assert_ne!(device_rng_from(&fleet, 8).next_u64(), x);
+        assert_eq!(device_rng_from(&fleet, 7).next_u64(), x);
+        assert_eq!(format!("{fleet:?}"), "FleetSeed(..)");
+    }
 }

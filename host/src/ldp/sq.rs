@@ -61,7 +61,7 @@ use serde::{Deserialize, Serialize};
 
 use super::aggregate::{AggregateError, Aggregator, ReportKind};
 use super::decode::{RejectCounts, RejectReason, decode_report};
-use super::fleet::device_rng;
+use super::fleet::{FleetSeed, device_rng, device_rng_from};
 
 /// How the fleet's budget is spread over the queries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -616,7 +616,7 @@ pub struct LocalSqSession<'a, T> {
     /// Under Partition, group j's devices; empty under Split (every device).
     groups: Vec<Vec<u32>>,
     ledgers: Vec<Ledger<MemoryStore>>,
-    seed: u64,
+    seed: FleetSeed,
     asked: usize,
     reports: u64,
     rejected: RejectCounts,
@@ -641,15 +641,16 @@ impl LocalSqOracle {
     pub fn session<'a, T>(
         &self,
         records: &'a [T],
-        seed: u64,
+        seed: impl Into<FleetSeed>,
     ) -> Result<LocalSqSession<'a, T>, SqError> {
+        let seed = seed.into();
         let n = records.len();
         if n == 0 || n > u32::MAX as usize || (self.strategy == Strategy::Partition && n < self.k) {
             return Err(SqError::TooFewDevices);
         }
         let groups = match self.strategy {
             Strategy::Partition => {
-                let mut planner = device_rng(seed, u64::MAX);
+                let mut planner = device_rng_from(&seed, u64::MAX);
                 let mut groups = vec![Vec::with_capacity(n / self.k + 1); self.k];
                 for (i, g) in self.assignment(n, &mut planner)?.into_iter().enumerate() {
                     if let Some(members) = groups.get_mut(usize::from(g)) {
@@ -719,7 +720,7 @@ impl<T> LocalSqSession<'_, T> {
             };
             let value = q.evaluate(record)?;
             // One stream per (device, query): the device's draws for query j.
-            let mut rng = device_rng(self.seed, i as u64);
+            let mut rng = device_rng_from(&self.seed, i as u64);
             rng.set_stream(j as u64);
             let start = reports.len();
             reports.resize(start + len, 0);

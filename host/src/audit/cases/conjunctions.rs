@@ -165,3 +165,89 @@ pub fn conjunction_release_local(small: bool) -> Result<AuditCase, AuditError> {
     })
     .events(events))
 }
+
+/// The cut-function oracle (thesis §6.4.1) alone: k = 2 answers on a graph
+/// normalised by E_max = 10, ε = 1, add/remove-one-edge: the edge 0 → 1 three
+/// times vs four times; both queries ask the cut of {0}. Events on both answers
+/// together, so the auditor can see most of ε (each answer carries ε/2).
+pub fn cut_oracle(small: bool) -> Result<AuditCase, AuditError> {
+    use crate::conjunctions::{CutOracle, Graph};
+    use crate::contract::Mechanism;
+    let _ = small;
+    let eps = Epsilon::new(1, 1).map_err(setup)?;
+    let d = Graph::with_multiplicities(2, &[(0, 1, 3)]).map_err(setup)?;
+    let d_prime = Graph::with_multiplicities(2, &[(0, 1, 4)]).map_err(setup)?;
+    let events = [0.3, 0.4, 0.5, 0.6, 0.7].into_iter().flat_map(|t| {
+        [
+            Event::new(format!("both answers >= {t}"), move |o: &[f64]| {
+                o.iter().all(|&v| v >= t)
+            }),
+            Event::new(format!("both answers <= {t}"), move |o: &[f64]| {
+                o.iter().all(|&v| v <= t)
+            }),
+        ]
+    });
+    Ok(AuditCase::new(
+        "cut-oracle",
+        "add/remove-one-edge, E_max = 10: edge 0 -> 1 three vs four times; k = 2 queries on the cut of {0}",
+        Claim::Pure(1.0),
+        100_000,
+    )
+    .mechanism("cut-function oracle (§6.4.1)")
+    .run(move |side, rng| {
+        let graph = if side == Side::D { &d } else { &d_prime };
+        let oracle = CutOracle::new(2, eps, 10)?;
+        let mut session = oracle.release(graph, &mut Accountant::pure(eps), rng)?;
+        Ok(vec![session.cut(0b01, rng)?, session.cut(0b01, rng)?])
+    })
+    .events(events))
+}
+
+/// The private cut-function release (thesis §6.4.1, Cor. 6.4.7) across the clamp:
+/// two vertices, E_max = 20, ε = 1, cap 1 (k = 7), ρ = 6 and p = (1, 0), so the
+/// piece mean is the count of edges 0 → 1 itself. `D` is 0 → 1 nineteen times and
+/// 1 → 0 once (|E| = E_max); `D′` adds one more 0 → 1 (|E| = 21 > E_max: answered,
+/// where a refusal would separate the two completely). Outputs: the released f of
+/// the four vertex sets, the number of first-level pieces and of final pieces.
+/// Only the mean (ε/7) and the pieces are observable, so little of ε can show.
+pub fn cut_release(small: bool) -> Result<AuditCase, AuditError> {
+    use crate::conjunctions::{CutConfig, Graph, release_cut_function};
+    let eps = Epsilon::new(1, 1).map_err(setup)?;
+    let d = Graph::with_multiplicities(2, &[(0, 1, 19), (1, 0, 1)]).map_err(setup)?;
+    let d_prime = Graph::with_multiplicities(2, &[(0, 1, 20), (1, 0, 1)]).map_err(setup)?;
+    let config = CutConfig {
+        alpha: 0.5,
+        beta: 0.1,
+        p: vec![1.0, 0.0],
+        cap: 1,
+        rho: Some(6.0),
+        e_max: 20,
+        require_tolerance: false,
+    };
+    let step = if small { 20 } else { 40 };
+    let events = (0..4)
+        .flat_map(move |j| {
+            (0..=step).flat_map(move |i| {
+                let v = f64::from(i) / f64::from(step);
+                [Event::at_least(j, v), Event::at_most(j, v)]
+            })
+        })
+        .chain([Event::at_least(4, 1.5), Event::at_least(5, 1.5)]);
+    Ok(AuditCase::new(
+        "cut-release",
+        "add/remove-one-edge, E_max = 20: 0 -> 1 x19 and 1 -> 0 vs one more 0 -> 1 (|E| = 21 > E_max, clamped); k = 7",
+        Claim::Pure(1.0),
+        20_000,
+    )
+    .mechanism("cut-function release (§6.4.1, Alg. 6.4, cut oracle)")
+    .run(move |side, rng| {
+        let graph = if side == Side::D { &d } else { &d_prime };
+        let r = release_cut_function(graph, &config, eps, &mut Accountant::pure(eps), rng)
+            .map_err(|e| AuditError::InvalidCase(e.to_string()))?;
+        let mut out: Vec<f64> = (0..4u64).map(|s| r.cut(s)).collect();
+        out.push(r.decomposition().first().len() as f64);
+        out.push(r.decomposition().len() as f64);
+        Ok(out)
+    })
+    .events(events))
+}

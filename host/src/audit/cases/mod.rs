@@ -19,7 +19,9 @@ mod threshold;
 
 pub use baselines::{grid_mwem, laplace_per_query, tree_cdf};
 pub use central::{discrete_gaussian, exponential, geometric_histogram, sq_oracle, vector_laplace};
-pub use conjunctions::{agnostic_mw, conjunction_release, conjunction_release_local};
+pub use conjunctions::{
+    agnostic_mw, conjunction_release, conjunction_release_local, cut_oracle, cut_release,
+};
 pub use discover::discovery;
 pub use distance::{distance_offline, distance_session};
 pub use dx::{dx_laplace, dx_mwem, smalldb};
@@ -65,6 +67,8 @@ pub const REGISTRY: &[(&str, CaseFn)] = &[
     ("agnostic-mw", agnostic_mw),
     ("conjunction-release", conjunction_release),
     ("conjunction-release-local", conjunction_release_local),
+    ("cut-oracle", cut_oracle),
+    ("cut-release", cut_release),
 ];
 
 /// The case called `name`, if registered.

@@ -11,13 +11,14 @@ use super::results::{Cell, FormatArg, write_rows};
 use super::{CliError, LedgerArgs};
 use privq_host::accountant::Accountant;
 use privq_host::conjunctions::{
-    ConjunctionRelease, ReleaseConfig, release_conjunctions, release_conjunctions_local, rho_for,
+    ConjunctionRelease, CutConfig, Graph, ReleaseConfig, release_conjunctions,
+    release_conjunctions_local, release_cut_function, rho_for,
 };
 use privq_host::contract::Neighbours;
-use privq_host::data::{CountHistogram, Dataset, Domain, MemoryCap};
+use privq_host::data::{CountHistogram, DataError, Dataset, Domain, MemoryCap, binarize};
+use privq_host::ldp::fleet::FleetSeed;
 use privq_host::ldp::sq::{LocalSqOracle, Strategy};
 use privq_host::query::Query;
-use privq_host::rand_core::Rng;
 
 /// Options of `privq conjunctions`.
 #[derive(Debug, Clone, clap::Args)]
@@ -34,6 +35,52 @@ pub enum Which {
     Release(ReleaseArgs),
     /// Answer conjunctions (or disjunctions) from a release file.
     Query(QueryArgs),
+    /// Release a graph's cut function (thesis §6.4.1) and answer vertex sets from it.
+    Cut(CutArgs),
+}
+
+/// Options of `privq conjunctions cut`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Example:\n  \
+    privq conjunctions cut --edges g.csv --vertices 20 --e-max 100000 --epsilon 1 --set 0,1,2 --out g.cut.json\n\n\
+    The edge list is a CSV with the header u,v (vertex numbers 0..vertices-1), one edge per\n\
+    line, each line one individual's record (neighbours differ in one edge). --e-max is a\n\
+    PUBLIC bound on the number of edges: the released function is min(cut(S), E_max)/E_max,\n\
+    so a graph with more edges is answered with clamped values, never refused.")]
+pub struct CutArgs {
+    /// The private edge list (CSV, header `u,v`).
+    #[arg(long, value_name = "PATH")]
+    pub edges: PathBuf,
+    /// The number of vertices (public, 1 to 64).
+    #[arg(long)]
+    pub vertices: u32,
+    /// The public bound on the number of edges.
+    #[arg(long, value_name = "E_MAX")]
+    pub e_max: u64,
+    /// Privacy budget ε of the release (add/remove-one-edge neighbours).
+    #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
+    pub epsilon: String,
+    /// Accuracy target α (sets the theorem's rho unless --rho is given).
+    #[arg(long, default_value_t = 0.5)]
+    pub alpha: f64,
+    /// Failure probability β.
+    #[arg(long, default_value_t = 0.1)]
+    pub beta: f64,
+    /// The piece cap c of each level; the query budget is c(c+1)(vertices+1) + c².
+    #[arg(long, default_value_t = 8)]
+    pub cap: usize,
+    /// The decomposition's rho (public).
+    #[arg(long)]
+    pub rho: Option<f64>,
+    /// Vertex sets to answer (comma-separated vertex numbers; repeat for more).
+    #[arg(long = "set", value_name = "U,V,...")]
+    pub sets: Vec<String>,
+    /// Where to write the release (JSON; atomically, only on success).
+    #[arg(long, value_name = "PATH")]
+    pub out: PathBuf,
+    /// Seed for a reproducible run (tests and demos only).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
 }
 
 /// Which family a release answers.
@@ -61,17 +108,25 @@ pub enum Oracle {
 #[command(after_help = "Examples:\n  \
     privq conjunctions release --input ../shared/data/nltcs.csv --epsilon 1 --out nltcs.conj.json\n  \
     privq conjunctions release --input t.csv --epsilon 1 --width 3 --cap 512 --oracle local --out t.json\n  \
-    privq conjunctions query --release nltcs.conj.json --set a1,a2 --set a3\n\n\
+    privq conjunctions query --release nltcs.conj.json --set a1,a2 --set a3\n  \
+    privq conjunctions release --input people.csv --domain domain.json --epsilon 1 --out p.json\n\n\
     The CSV's columns (except `count`) are 0/1 attributes named by the header: the schema\n\
-    is public, the values are not. Every data access is one of k = cap·(d+2) statistical\n\
+    is public, the values are not. With --domain FILE, columns may be categorical or binned:\n\
+    each (attribute, value) becomes a 0/1 attribute `attr=value` (d = the number of values). Every data access is one of k = cap·(d+2) statistical\n\
     queries fixed before the first (thesis Fig. 6.6, corrected: Lap(k/(εn)) each), so the\n\
     release costs exactly ε. The decomposition's rho defaults to the smallest value the\n\
     oracle's tolerance supports at this n (12 τ, Lemma 6.3.8) or the theorem's\n\
     alpha²/(6 ln(2/beta)), whichever is larger.")]
 pub struct ReleaseArgs {
-    /// The private binary table (CSV with a header; a `count` column makes it a count table).
+    /// The private table (CSV with a header; a `count` column makes it a count table):
+    /// 0/1 columns, or any columns described by --domain.
     #[arg(long, value_name = "PATH")]
     pub input: PathBuf,
+    /// A public JSON domain spec ({"attributes": [{"name": ..., "values": [...]} or
+    /// {"name": ..., "edges": [...]}]}) for a table with categorical or binned columns:
+    /// every (attribute, value) becomes one 0/1 attribute named `attr=value`.
+    #[arg(long, value_name = "FILE")]
+    pub domain: Option<PathBuf>,
     /// Privacy budget ε (central: of the release; local: of each device).
     #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
     pub epsilon: String,
@@ -171,7 +226,104 @@ pub fn run(
     match &args.which {
         Which::Release(a) => release(a, stderr),
         Which::Query(a) => query(a, stdout),
+        Which::Cut(a) => cut(a, stdout, stderr),
     }
+}
+
+/// `privq conjunctions cut`: reads the edge list, releases the cut function,
+/// writes it and prints the answers of the requested sets.
+fn cut(args: &CutArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<(), CliError> {
+    let epsilon = super::parse_epsilon(&args.epsilon)?;
+    // Sets first: a malformed set is a usage error before anything is charged.
+    let sets = args
+        .sets
+        .iter()
+        .map(|text| {
+            text.split(',')
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .try_fold(0u64, |m, v| match v.parse::<u32>() {
+                    Ok(i) if i < args.vertices && i < 64 => Ok(m | 1 << i),
+                    _ => Err(usage(
+                        "set",
+                        &format!("{v:?} is not a vertex below {}", args.vertices),
+                    )),
+                })
+        })
+        .collect::<Result<Vec<u64>, _>>()?;
+    let text = super::read_text(&args.edges, &mut std::io::empty())?;
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let header: Vec<String> = reader
+        .headers()
+        .map_err(run_err)?
+        .iter()
+        .map(|h| h.trim().to_string())
+        .collect();
+    if header != ["u", "v"] {
+        return Err(usage("edges", "needs the CSV header u,v"));
+    }
+    let mut edges = Vec::new();
+    for (line, row) in reader.records().enumerate() {
+        let row = row.map_err(run_err)?;
+        let vertex = |i: usize| -> Result<u32, CliError> {
+            row.get(i)
+                .and_then(|x| x.trim().parse().ok())
+                .ok_or_else(|| usage("edges", &format!("line {}: not a vertex number", line + 2)))
+        };
+        edges.push((vertex(0)?, vertex(1)?));
+    }
+    let graph = Graph::new(args.vertices, &edges).map_err(run_err)?;
+    let config = CutConfig {
+        alpha: args.alpha,
+        beta: args.beta,
+        p: vec![0.5; args.vertices.clamp(1, 64) as usize],
+        cap: args.cap,
+        rho: args.rho,
+        e_max: args.e_max,
+        require_tolerance: false,
+    };
+    let k = config.query_budget(args.vertices).map_err(run_err)?;
+    let tolerance = config.tolerance(args.vertices, epsilon).map_err(run_err)?;
+    let rho = args.rho.unwrap_or_else(|| rho_for(args.alpha, args.beta));
+    let mut rng = super::rng(args.seed, stderr)?;
+    let mut budget = Accountant::pure(epsilon);
+    let released =
+        release_cut_function(&graph, &config, epsilon, &mut budget, &mut rng).map_err(run_err)?;
+    let guarantee = rho >= 12.0 * tolerance && !released.truncated();
+    writeln!(
+        stderr,
+        "privq: ε = {epsilon} under add/remove-one-edge neighbours; E_max = {} public; k = {k} \
+         queries, discrete Laplace noise of scale k/ε edges each\nprivq: {} pieces (cap {} per \
+         level{}), rho = {rho:.4}, tolerance {tolerance:.4}; Cor. 6.4.7 {}",
+        args.e_max,
+        released.decomposition().len(),
+        args.cap,
+        if released.truncated() {
+            "; STOPPED AT THE CAP"
+        } else {
+            ""
+        },
+        if guarantee {
+            "applies"
+        } else {
+            "does NOT apply (rho < 12 x tolerance, or stopped at the cap)"
+        }
+    )?;
+    let bytes = serde_json::to_vec_pretty(&released).map_err(run_err)?;
+    super::write_atomically(&args.out, &bytes)?;
+    if !sets.is_empty() {
+        writeln!(stdout, "set,cut_fraction,cut_edges")?;
+        for (text, s) in args.sets.iter().zip(&sets) {
+            writeln!(
+                stdout,
+                "\"{}\",{},{}",
+                text.trim(),
+                released.cut(*s),
+                released.cut_edges(*s)
+            )?;
+        }
+    }
+    Ok(())
 }
 
 fn run_err(e: impl std::error::Error + Send + Sync + 'static) -> CliError {
@@ -181,7 +333,27 @@ fn run_err(e: impl std::error::Error + Send + Sync + 'static) -> CliError {
 fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
     let epsilon = super::parse_epsilon(&args.epsilon)?;
     std::fs::File::open(&args.input).map_err(|e| CliError::file(&args.input, e))?;
-    let ds = Dataset::binary_from_header(&args.input, MemoryCap::default()).map_err(run_err)?;
+    let ds = match &args.domain {
+        None => {
+            Dataset::binary_from_header(&args.input, MemoryCap::default()).map_err(|e| match e {
+                DataError::UnknownValue { .. } => CliError::Run(
+                    format!(
+                        "{e}; a table with categorical or binned columns needs --domain FILE \
+                         (one 0/1 attribute per value, named attr=value)"
+                    )
+                    .into(),
+                ),
+                e => run_err(e),
+            })?
+        }
+        Some(path) => {
+            let domain = Domain::from_json(&super::read_text(path, &mut std::io::empty())?)
+                .map_err(run_err)?;
+            let ds = Dataset::from_csv_with_domain(&args.input, domain, MemoryCap::default())
+                .map_err(run_err)?;
+            binarize(&ds, MemoryCap::default()).map_err(run_err)?
+        }
+    };
     let d = ds.domain.attributes().len() as u32;
     let names = bit_names(&ds.domain)?;
     let data = match args.kind {
@@ -244,8 +416,10 @@ fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
             config.rho = Some(pick_rho(args, local(k)?.worst_tau(n))?);
             let k = config.query_budget(cells).map_err(run_err)?;
             let oracle = local(k)?;
-            let r = release_conjunctions_local(&data, &config, &oracle, rng.next_u64())
-                .map_err(run_err)?;
+            // The fleet's 32-byte ChaCha seed from the run's generator (secure
+            // unless --seed made the whole run reproducible).
+            let fleet = FleetSeed::random(&mut rng);
+            let r = release_conjunctions_local(&data, &config, &oracle, fleet).map_err(run_err)?;
             let privacy = format!(
                 "ε = {epsilon}-local DP per device in this run (simulated: one device per \
                  record, each reporting through its own ledger); k = {k} statistical queries, \
@@ -513,6 +687,158 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("answers"), "{e}");
+    }
+
+    /// A table with a categorical and a binned column: refused with a typed
+    /// error that names --domain without it, released over the one-hot attributes
+    /// `attr=value` with it, and queried by those names.
+    #[test]
+    fn a_non_binary_table_needs_and_works_with_a_domain_file() {
+        let dir = scratch("conj-domain");
+        let input = dir.join("people.csv");
+        let mut text = String::from("size,age,count\n");
+        for (size, age, count) in [
+            ("S", 10, 4000),
+            ("M", 30, 9000),
+            ("L", 70, 3000),
+            ("M", 70, 2000),
+        ] {
+            text.push_str(&format!("{size},{age},{count}\n"));
+        }
+        std::fs::write(&input, text).unwrap();
+        let domain = dir.join("domain.json");
+        std::fs::write(
+            &domain,
+            r#"{"attributes": [{"name": "size", "values": ["S", "M", "L"]},
+                               {"name": "age", "edges": [0, 18, 65, 120]}]}"#,
+        )
+        .unwrap();
+        let out = dir.join("release.json");
+        let args = |with_domain: bool| {
+            let mut a = vec![
+                "conjunctions",
+                "release",
+                "--input",
+                input.to_str().unwrap(),
+                "--epsilon",
+                "4",
+                "--cap",
+                "4",
+                "--seed",
+                "5",
+                "--out",
+                out.to_str().unwrap(),
+            ];
+            if with_domain {
+                a.extend(["--domain", domain.to_str().unwrap()]);
+            }
+            a.iter().map(|s| s.to_string()).collect::<Vec<String>>()
+        };
+        let refused = args(false);
+        let refused: Vec<&str> = refused.iter().map(String::as_str).collect();
+        let e = run_with(&refused, "").unwrap_err();
+        assert!(e.to_string().contains("--domain"), "{e}");
+        assert!(!out.exists(), "nothing written on refusal");
+        let ok = args(true);
+        let ok: Vec<&str> = ok.iter().map(String::as_str).collect();
+        run_with(&ok, "").unwrap();
+        let (text, _) = run_with(
+            &[
+                "conjunctions",
+                "query",
+                "--release",
+                out.to_str().unwrap(),
+                "--set",
+                "size=M",
+                "--set",
+                "size=M,size=L",
+                "--set",
+                "size=M,age=[18..65)",
+            ],
+            "",
+        )
+        .unwrap();
+        let answers: Vec<f64> = text
+            .lines()
+            .skip(1)
+            .map(|l| l.rsplit(',').next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(answers.len(), 3, "{text}");
+        // 9 000 of 18 000 records are size M aged 18 to 65: about one half.
+        assert!((answers[2] - 0.5).abs() < 0.2, "{text}");
+        assert!(answers.iter().all(|a| (0.0..=1.0).contains(a)), "{text}");
+        let json = std::fs::read_to_string(&out).unwrap();
+        assert!(
+            json.contains("\"size=M\"") && json.contains("\"age="),
+            "{json}"
+        );
+    }
+
+    /// `privq conjunctions cut`: a star 0 → 1..4 of 2 000 edges, E_max = 2 000;
+    /// the file reads back; a bad set is a usage error before any work; a graph
+    /// beyond E_max is answered.
+    #[test]
+    fn cut_releases_and_answers_vertex_sets() {
+        let dir = scratch("conj-cut");
+        let edges = dir.join("g.csv");
+        let mut text = String::from("u,v\n");
+        for i in 0..2000 {
+            text.push_str(&format!("0,{}\n", 1 + i % 4));
+        }
+        std::fs::write(&edges, text).unwrap();
+        let out = dir.join("g.cut.json");
+        let run = |e_max: &str, set: &str| {
+            run_with(
+                &[
+                    "conjunctions",
+                    "cut",
+                    "--edges",
+                    edges.to_str().unwrap(),
+                    "--vertices",
+                    "5",
+                    "--e-max",
+                    e_max,
+                    "--epsilon",
+                    "4",
+                    "--cap",
+                    "4",
+                    "--rho",
+                    "0.9",
+                    "--seed",
+                    "3",
+                    "--set",
+                    "0",
+                    "--set",
+                    set,
+                    "--out",
+                    out.to_str().unwrap(),
+                ],
+                "",
+            )
+        };
+        let (text, err) = run("2000", "1,2").unwrap();
+        assert!(err.contains("add/remove-one-edge"), "{err}");
+        let answers: Vec<f64> = text
+            .lines()
+            .skip(1)
+            .map(|l| {
+                l.split(',')
+                    .nth(l.split(',').count() - 2)
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(answers.len(), 2, "{text}");
+        // {0}'s answer is its piece's mean over the sets drawn with p = 1/2 (about
+        // half the edges); {1, 2} lies in a piece with vertex 0 out: no edge cut.
+        assert!(answers[0] > answers[1] + 0.2, "{text}");
+        let back: privq_host::conjunctions::CutRelease =
+            serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        assert_eq!(back.e_max(), 2000);
+        assert!(run("2000", "9").is_err());
+        // More edges than E_max: clamped, answered.
+        assert!(run("100", "1,2").is_ok());
     }
 
     #[test]
