@@ -532,6 +532,8 @@ mod tests {
         let eps = |text: &str| text.parse::<privq_core::Epsilon>().unwrap();
         let base = [
             "synth",
+            "--mechanism",
+            "mwem",
             "--input",
             input,
             "--epsilon",
@@ -586,9 +588,17 @@ mod tests {
     fn the_default_profile_is_corrected_and_unknown_ones_are_refused() {
         let input = "people.csv";
         use clap::Parser;
-        let cli =
-            crate::Cli::try_parse_from(["privq", "synth", "--input", input, "--epsilon", "1"])
-                .unwrap();
+        let cli = crate::Cli::try_parse_from([
+            "privq",
+            "synth",
+            "--mechanism",
+            "mwem",
+            "--input",
+            input,
+            "--epsilon",
+            "1",
+        ])
+        .unwrap();
         match cli.command {
             crate::Command::Synth(a) => assert_eq!(a.profile, EmProfile::Corrected),
             _ => unreachable!(),
@@ -597,6 +607,8 @@ mod tests {
             crate::Cli::try_parse_from([
                 "privq",
                 "synth",
+                "--mechanism",
+                "mwem",
                 "--input",
                 input,
                 "--epsilon",
@@ -626,6 +638,8 @@ mod tests {
         let ledger = dir.join("ledger.json");
         let argv = [
             "synth",
+            "--mechanism",
+            "mwem",
             "--input",
             input.to_str().unwrap(),
             "--domain",
@@ -663,6 +677,8 @@ mod tests {
         let output = dir.join("no-such-dir").join("out.csv");
         let argv = [
             "synth",
+            "--mechanism",
+            "mwem",
             "--input",
             input.to_str().unwrap(),
             "--domain",
@@ -693,7 +709,19 @@ mod tests {
     #[test]
     fn without_a_domain_synth_is_refused_naming_both_fixes() {
         let Some(input) = nltcs() else { return };
-        let e = crate::run_with(&["synth", "--input", &input, "--epsilon", "1"], "").unwrap_err();
+        let e = crate::run_with(
+            &[
+                "synth",
+                "--mechanism",
+                "mwem",
+                "--input",
+                &input,
+                "--epsilon",
+                "1",
+            ],
+            "",
+        )
+        .unwrap_err();
         let CliError::Run(inner) = &e else {
             panic!("{e:?}")
         };
@@ -720,6 +748,8 @@ mod tests {
         let Some(input) = nltcs() else { return };
         let base = [
             "synth",
+            "--mechanism",
+            "mwem",
             "--input",
             &input,
             "--epsilon",
@@ -782,6 +812,80 @@ mod tests {
         assert!(!err.contains("discover"), "{err}");
     }
 
+    #[test]
+    fn adaptive_is_the_default_and_reports_rho_and_epsilon_delta() {
+        let dir = crate::ledger_tests::scratch("synth-adaptive");
+        let input = dir.join("t.csv");
+        let mut text = String::from("city,smoker\n");
+        for i in 0..300 {
+            text.push_str(["Oslo,1\n", "Rome,0\n", "Oslo,0\n"][i % 3]);
+        }
+        std::fs::write(&input, text).unwrap();
+        let spec = dir.join("dom.json");
+        std::fs::write(
+            &spec,
+            r#"{"attributes": [{"name": "city", "values": ["Oslo", "Rome", "Lima"]},
+                {"name": "smoker", "values": ["0", "1"]}]}"#,
+        )
+        .unwrap();
+        let (input, spec) = (input.to_str().unwrap(), spec.to_str().unwrap());
+        let base = ["synth", "--input", input, "--domain", spec, "--seed", "2"];
+        let mut argv = base.to_vec();
+        argv.extend(["--epsilon", "2", "--compare"]);
+        let (out, err) = crate::run_with(&argv, "").unwrap();
+        assert!(out.starts_with("city,smoker\n"), "{out}");
+        assert!(out.lines().count() > 250, "{out}");
+        assert!(
+            err.contains("adaptive marginals over 2 attributes"),
+            "{err}"
+        );
+        assert!(err.contains("(epsilon = 2.0000, delta = 1e-9)-DP"), "{err}");
+        assert!(err.contains("NOT PRIVATE"), "{err}");
+        for (extra, option) in [
+            (&["--epsilon", "1", "--delta", "0"][..], "delta"),
+            (&["--epsilon", "1", "--delta", "NaN"][..], "delta"),
+            (
+                &["--epsilon", "1", "--workload", "parity:2"][..],
+                "workload",
+            ),
+            (
+                &["--epsilon", "1", "--max-model-mib", "0"][..],
+                "max-model-mib",
+            ),
+        ] {
+            let mut argv = base.to_vec();
+            argv.extend(extra);
+            match crate::run_with(&argv, "") {
+                Err(CliError::Usage { option: o, .. }) => assert_eq!(o, option),
+                other => panic!("{extra:?}: {other:?}"),
+            }
+        }
+        let e = crate::run_with(
+            &[
+                "synth",
+                "--input",
+                input,
+                "--discover-domain",
+                "--epsilon",
+                "1",
+            ],
+            "",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("--mechanism mwem"), "{e}");
+        let e = crate::run_with(&["synth", "--input", input, "--epsilon", "-1"], "").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                CliError::Parameter {
+                    option: "epsilon",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+    }
+
     /// The defect: D′ = D plus one record with a rare value. With a public domain
     /// the universe, and so which rows can appear, is the same on both.
     #[test]
@@ -804,6 +908,8 @@ mod tests {
         let cells = |path: &PathBuf| {
             let argv = [
                 "synth",
+                "--mechanism",
+                "mwem",
                 "--input",
                 path.to_str().unwrap(),
                 "--domain",
