@@ -55,12 +55,22 @@ use crate::data::{DataError, Domain, Records};
 pub trait MarginalEstimator {
     /// The fitted model.
     type Model;
-    /// Fits a model to all measurements so far, warm-started from `previous`.
+    /// Fits a model to all measurements so far, warm-started from `previous`
+    /// (between rounds: the model only guides selection and annealing).
     fn fit(
         &self,
         measurements: &[Measurement],
         previous: Option<&Self::Model>,
     ) -> Result<Self::Model, SynthError>;
+    /// The released model: a final, full fit warm-started from the last round's.
+    fn finish(
+        &self,
+        measurements: &[Measurement],
+        last: Self::Model,
+    ) -> Result<Self::Model, SynthError> {
+        let _ = measurements;
+        Ok(last)
+    }
     /// The model's marginal on `clique`, in counts (scaled by the model's total),
     /// cells in [`Clique`] order.
     fn marginal(&self, model: &Self::Model, clique: &Clique) -> Result<Vec<f64>, SynthError>;
@@ -78,7 +88,8 @@ pub trait MarginalEstimator {
 pub struct PgmEstimator {
     sizes: Vec<usize>,
     total: Total,
-    iterations: usize,
+    round_iterations: usize,
+    final_iterations: usize,
 }
 
 impl PgmEstimator {
@@ -92,8 +103,29 @@ impl PgmEstimator {
             } else {
                 Total::Estimated
             },
-            iterations: 1000,
+            round_iterations: ROUND_ITERATIONS,
+            final_iterations: 1000,
         }
+    }
+}
+
+/// Mirror-descent steps of the fits between rounds (warm-started each time).
+const ROUND_ITERATIONS: usize = 100;
+
+impl PgmEstimator {
+    fn fit_for(
+        &self,
+        measurements: &[Measurement],
+        previous: Option<&Model>,
+        iterations: usize,
+    ) -> Result<Model, SynthError> {
+        let options = FitOptions {
+            iterations,
+            warm_start: previous,
+            max_cells: u128::MAX,
+            ..FitOptions::default()
+        };
+        fit(&self.sizes, measurements, self.total, &options)
     }
 }
 
@@ -105,13 +137,11 @@ impl MarginalEstimator for PgmEstimator {
         measurements: &[Measurement],
         previous: Option<&Model>,
     ) -> Result<Model, SynthError> {
-        let options = FitOptions {
-            iterations: self.iterations,
-            warm_start: previous,
-            max_cells: u128::MAX,
-            ..FitOptions::default()
-        };
-        fit(&self.sizes, measurements, self.total, &options)
+        self.fit_for(measurements, previous, self.round_iterations)
+    }
+
+    fn finish(&self, measurements: &[Measurement], last: Model) -> Result<Model, SynthError> {
+        self.fit_for(measurements, Some(&last), self.final_iterations)
     }
 
     fn marginal(&self, model: &Model, clique: &Clique) -> Result<Vec<f64>, SynthError> {
@@ -589,6 +619,7 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
             step = step.annealed()?;
         }
     }
+    let model = estimator.finish(&measurements, model)?;
     Ok(AdaptiveOutput {
         model,
         measurements,
