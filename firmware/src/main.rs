@@ -15,6 +15,8 @@
 use cortex_m_rt::entry;
 use privq_core::ledger::Ledger;
 use privq_core::local::QueryId;
+#[cfg(feature = "frames")]
+use privq_core::upload_counters::UploadCounters;
 use privq_firmware::app::{self, AppError, CountingDelay, Device, EpochOutcome, ReportSink};
 use privq_firmware::release::{self, EpochRelease};
 #[cfg(not(feature = "ntc"))]
@@ -98,7 +100,16 @@ fn run(fleet: u64, device: u64) -> Result<(), AppError> {
     )?;
     let (mut released, mut refused) = (0u32, 0u32);
     #[cfg(feature = "frames")]
-    let mut uplink = FirmwareUplink::new(device, device_key(fleet, device)?);
+    let mut counters = {
+        // The upload counters (next epoch, next sequence) persist beside the ledger, in
+        // their own flash region with the same wear-levelled, fail-closed record log.
+        let flash = cortex_m::singleton!(: SimFlash<FLASH_BYTES> = SimFlash::new())
+            .ok_or(privq_core::Error::Storage)?;
+        UploadCounters::open(FlashLedgerStore::new(flash))?
+    };
+    #[cfg(feature = "frames")]
+    let mut uplink =
+        FirmwareUplink::resume(device, device_key(fleet, device)?, counters.next_sequence());
     #[cfg(feature = "frames")]
     let mut send = |h: &privq_core::upload::FrameHeader, frame: &[u8]| {
         defmt::info!(
@@ -115,12 +126,27 @@ fn run(fleet: u64, device: u64) -> Result<(), AppError> {
         // The semihosting channel cannot lose a line: delivered = acknowledged.
         true
     };
-    for epoch in 0..EPOCHS {
+    for step in 0..EPOCHS {
+        // With frames, the collection epoch comes from the persisted counters, so a
+        // reboot never repeats a replay key (device, epoch, sequence); without, it
+        // counts from 0 in every run as before.
+        #[cfg(feature = "frames")]
+        let (epoch, frame_epoch) = {
+            let _ = step; // the counters number the epochs
+            let next = uplink.outbox().next_sequence().unwrap_or(u32::MAX);
+            let e = counters.begin_epoch(next)?;
+            (
+                u16::try_from(e).map_err(|_| privq_core::Error::Overflow)?,
+                e,
+            )
+        };
+        #[cfg(not(feature = "frames"))]
+        let epoch = step;
         let mut sink = Sink {
             fleet,
             device,
             #[cfg(feature = "frames")]
-            upload: (u32::from(epoch), &mut uplink, &mut send),
+            upload: (frame_epoch, &mut uplink, &mut send),
             #[cfg(not(feature = "frames"))]
             upload: core::marker::PhantomData,
         };

@@ -50,9 +50,15 @@ impl<const FRAMES: usize, const BYTES: usize, const BUF: usize> Uplink<FRAMES, B
 
     /// An empty uplink for `device`, frames numbered from 0.
     pub fn new(device: u64, key: DeviceKey) -> Self {
+        Self::resume(device, key, 0)
+    }
+
+    /// An empty uplink for `device` whose first frame gets `first_sequence` (the
+    /// persisted counter of [`privq_core::upload_counters::UploadCounters`]).
+    pub fn resume(device: u64, key: DeviceKey, first_sequence: u32) -> Self {
         let () = Self::FITS;
         Uplink {
-            outbox: Outbox::new(device, 0),
+            outbox: Outbox::new(device, first_sequence),
             key,
             delivered: 0,
         }
