@@ -37,6 +37,7 @@ fn harness() -> &'static Mutex<Harness> {
         drop(store);
         let raw = Connection::open(&path).expect("raw connection");
         let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
             .build()
             .expect("runtime");
         Mutex::new(Harness {

@@ -290,24 +290,26 @@ struct AppState {
     body_timeout: Duration,
 }
 
-/// Reads a request body of at most `limit` bytes within `timeout`: `413` once it
-/// passes the limit, `408` when the client is too slow, `400` when the body breaks off.
-async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<Bytes, Response> {
-    let too_large = || {
-        error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("the body is larger than {limit} bytes"),
-        )
-    };
+/// Reads a request body of at most `limit` bytes within `timeout`, or the status and
+/// message to answer: `413` once it passes the limit, `408` when the client is too
+/// slow, `400` when the body breaks off.
+async fn read_body(
+    body: Body,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Bytes, (StatusCode, String)> {
     let read = async {
         let mut body = std::pin::pin!(body);
         let mut out = Vec::new();
         while let Some(frame) = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
-            let frame = frame
-                .map_err(|e| error(StatusCode::BAD_REQUEST, format!("reading the body: {e}")))?;
+            let frame =
+                frame.map_err(|e| (StatusCode::BAD_REQUEST, format!("reading the body: {e}")))?;
             if let Ok(data) = frame.into_data() {
                 if out.len() + data.len() > limit {
-                    return Err(too_large());
+                    return Err((
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        format!("the body is larger than {limit} bytes"),
+                    ));
                 }
                 out.extend_from_slice(&data);
             }
@@ -317,7 +319,7 @@ async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<Bytes,
     tokio::time::timeout(timeout, read)
         .await
         .unwrap_or_else(|_| {
-            Err(error(
+            Err((
                 StatusCode::REQUEST_TIMEOUT,
                 format!("the body did not arrive within {} ms", timeout.as_millis()),
             ))
@@ -327,7 +329,7 @@ async fn read_body(body: Body, limit: usize, timeout: Duration) -> Result<Bytes,
 async fn post_frames(State(st): State<AppState>, body: Body) -> Response {
     let body = match read_body(body, MAX_BATCH_BYTES, st.body_timeout).await {
         Ok(b) => b,
-        Err(r) => return r,
+        Err((status, message)) => return error(status, message),
     };
     let c = st.collector;
     if let Err(e) = split_batch(&body) {
