@@ -22,7 +22,7 @@ use super::store::{FrameStatus, Policy, StatusJson, Store, StoreError};
 use crate::ldp::aggregate::{
     Aggregator, FrequencyEstimates, MeanEstimate, ReportKind, ingest_grouped,
 };
-use crate::ldp::decode::RejectCounts;
+use crate::ldp::decode::{RejectCounts, RejectReason, decode_report};
 
 /// The largest request body `POST /v1/frames` accepts (413 beyond).
 pub const MAX_BATCH_BYTES: usize = 1 << 20;
@@ -129,9 +129,25 @@ impl Aggregates {
 
     /// The aggregate of every report in `store`.
     pub fn from_store(store: &Store) -> Result<Aggregates, StoreError> {
-        let mut all = Vec::new();
-        store.for_each_report(|r| all.push(r.report))?;
+        Aggregates::from_store_within(store, u32::MAX)
+    }
+
+    /// The aggregate of the reports in `store` whose domain is at most `max_domain`;
+    /// the others count as undecodable. A stored report passed the policy when it was
+    /// accepted, but an edited database could declare any domain, and an aggregator
+    /// allocates a counter per item (`Collector::new` applies its policy's bound).
+    pub fn from_store_within(store: &Store, max_domain: u32) -> Result<Aggregates, StoreError> {
         let mut a = Aggregates::default();
+        let mut all = Vec::new();
+        store.for_each_report(|r| {
+            let too_large = decode_report(&r.report)
+                .is_ok_and(|d| ReportKind::of(&d).domain().is_some_and(|n| n > max_domain));
+            if too_large {
+                a.rejected.record(RejectReason::Parameter);
+            } else {
+                all.push(r.report);
+            }
+        })?;
         a.ingest(all.iter().map(Vec::as_slice));
         Ok(a)
     }
@@ -222,7 +238,7 @@ pub struct Collector {
 impl Collector {
     /// A collector over `store`, its aggregate rebuilt from the stored reports.
     pub fn new(store: Store, policy: Policy, quiet: bool) -> Result<Collector, StoreError> {
-        let aggregates = Aggregates::from_store(&store)?;
+        let aggregates = Aggregates::from_store_within(&store, policy.max_domain)?;
         Ok(Collector {
             store: Mutex::new(store),
             aggregates: Mutex::new(aggregates),
