@@ -83,6 +83,9 @@ pub enum Error {
     NotPending,
     /// An upload frame must hold at least one report.
     EmptyFrame,
+    /// The stored upload counters (epoch, sequence) failed validation, or every
+    /// epoch is used; the device uploads nothing rather than risk repeating a replay key.
+    CountersCorrupted,
     /// ρ (zero-concentrated DP) was zero.
     RhoZero,
     /// ρ was negative, not finite, below 2⁻⁶³ or too large for a 64-bit fraction.
@@ -125,6 +128,9 @@ impl fmt::Display for Error {
                 "the stored privacy-budget ledger is corrupted; every release is refused"
             }
             Error::Storage => "the privacy-budget ledger's storage failed",
+            Error::CountersCorrupted => {
+                "the stored upload counters are corrupted or exhausted; nothing is uploaded"
+            }
             Error::ReportTruncated => "the report is shorter than its header",
             Error::ReportVersion => "the report has an unsupported format version",
             Error::UnknownMechanism => "the report names an unknown mechanism",

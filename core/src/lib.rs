@@ -59,3 +59,4 @@ pub mod ledger;
 pub mod local;
 pub mod report;
 pub mod upload;
+pub mod upload_counters;

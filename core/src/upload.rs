@@ -494,6 +494,30 @@ impl<const FRAMES: usize, const BYTES: usize> Outbox<FRAMES, BYTES> {
         self.next_sequence
     }
 
+    /// Whether [`push`](Self::push) of one report of `len` bytes and epoch `epoch`
+    /// would find room now: its bytes and prefix, and, when it must seal an open
+    /// frame of another epoch first, a free frame slot and a sequence number. A
+    /// caller that must not lose a report checks this **before** it pays for the
+    /// report (the firmware charges its privacy ledger only after this holds).
+    pub fn has_room(&self, epoch: u32, len: usize) -> bool {
+        let Some(entry) = len
+            .checked_add(REPORT_PREFIX_LEN)
+            .filter(|&n| n <= self.free_bytes())
+        else {
+            return false;
+        };
+        let fits_body = |body_len: u16| {
+            usize::from(body_len)
+                .checked_add(entry)
+                .is_some_and(|n| n <= usize::from(u16::MAX))
+        };
+        match self.open {
+            Some(o) if o.epoch == epoch => o.count < u16::MAX && fits_body(o.body_len),
+            Some(_) => self.check_seal().is_ok() && fits_body(0),
+            None => fits_body(0),
+        }
+    }
+
     /// Adds one encoded report of collection epoch `epoch`. If the open frame holds
     /// another epoch it is sealed first. Refused, with the outbox unchanged:
     /// [`Error::OutboxFull`] (no room for the report, or no frame slot for that seal),
@@ -870,6 +894,27 @@ mod tests {
         assert_eq!(seen, [(1, 1), (2, 2), (3, 3)], "nothing lost, in order");
         assert_eq!(ob.push(0, &[1; 5]), Err(Error::ReportTruncated));
         assert_eq!(ob.push(0, &[2; 13]), Err(Error::ReportVersion));
+    }
+
+    #[test]
+    fn has_room_predicts_push() {
+        // Every push of a 13- or 20-byte report over a mix of epochs and acks:
+        // `has_room` says yes exactly when `push` succeeds.
+        let mut ob: Outbox<2, 60> = Outbox::new(1, 0);
+        let mut long = [0u8; 20];
+        long[..13].copy_from_slice(&rr(0, 0));
+        for step in 0u32..400 {
+            let epoch = (step / 3) % 4;
+            let report: &[u8] = if step % 5 == 0 { &long } else { &rr(1, 1) };
+            let room = ob.has_room(epoch, report.len());
+            assert_eq!(room, ob.push(epoch, report).is_ok(), "step {step}");
+            if step % 7 == 0 {
+                if let Some(f) = ob.front() {
+                    ob.acknowledge(f.header.sequence).unwrap();
+                }
+            }
+        }
+        assert!(!ob.has_room(0, usize::MAX));
     }
 
     #[test]

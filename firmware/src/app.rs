@@ -89,6 +89,33 @@ pub fn collect<T: Thermometer, D: DelayNs>(
     Ok(last)
 }
 
+/// Where the reports of an epoch go. The release calls [`reserve`](Self::reserve)
+/// **before** it charges the ledger for a report and [`accept`](Self::accept) with
+/// the report after, so a report is charged only once it has a place to go (an
+/// outbox slot): never charged and then dropped.
+pub trait ReportSink {
+    /// Makes room for one more report of `len` bytes (e.g. by delivering pending
+    /// upload frames). An error ends the release before this report is charged.
+    fn reserve(&mut self, len: usize) -> Result<(), privq_core::Error>;
+
+    /// Takes one charged report, for which [`reserve`](Self::reserve) made room.
+    fn accept(&mut self, query: QueryId, report: &[u8]) -> Result<(), privq_core::Error>;
+}
+
+/// A [`ReportSink`] with unbounded room: every report goes to the closure.
+pub struct EmitTo<F: FnMut(QueryId, &[u8])>(pub F);
+
+impl<F: FnMut(QueryId, &[u8])> ReportSink for EmitTo<F> {
+    fn reserve(&mut self, _len: usize) -> Result<(), privq_core::Error> {
+        Ok(())
+    }
+
+    fn accept(&mut self, query: QueryId, report: &[u8]) -> Result<(), privq_core::Error> {
+        (self.0)(query, report);
+        Ok(())
+    }
+}
+
 /// How an epoch ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EpochOutcome {
@@ -150,13 +177,13 @@ where
     }
 
     /// Collects [`READINGS_PER_EPOCH`] readings into a fresh histogram, then releases
-    /// it: every report goes to `emit` with its query id. A refusal by the ledger is
-    /// an [`EpochOutcome::Refused`], not an error.
+    /// it: every report goes to `sink` with its query id (room reserved before each
+    /// charge). A refusal by the ledger is an [`EpochOutcome::Refused`], not an error.
     pub fn run_epoch(
         &mut self,
         epoch: u16,
         on_reading: impl FnMut(u32, i16),
-        emit: &mut dyn FnMut(QueryId, &[u8]),
+        sink: &mut dyn ReportSink,
     ) -> Result<EpochOutcome, AppError> {
         self.histogram.clear();
         collect(
@@ -172,7 +199,7 @@ where
             &self.histogram,
             epoch,
             &mut self.rng,
-            emit,
+            sink,
         ) {
             Ok(reports) => Ok(EpochOutcome::Released { item, reports }),
             Err(AppError::Core(
@@ -269,8 +296,12 @@ mod tests {
             let mut outcomes = Vec::new();
             for epoch in 0..5 {
                 outcomes.push(
-                    dev.run_epoch(epoch, |_, _| {}, &mut |q, r| reports.push((q, r.to_vec())))
-                        .unwrap(),
+                    dev.run_epoch(
+                        epoch,
+                        |_, _| {},
+                        &mut EmitTo(|q, r| reports.push((q, r.to_vec()))),
+                    )
+                    .unwrap(),
                 );
             }
             (outcomes, reports)

@@ -15,7 +15,9 @@
 use cortex_m_rt::entry;
 use privq_core::ledger::Ledger;
 use privq_core::local::QueryId;
-use privq_firmware::app::{self, AppError, CountingDelay, Device, EpochOutcome};
+#[cfg(feature = "frames")]
+use privq_core::upload_counters::UploadCounters;
+use privq_firmware::app::{self, AppError, CountingDelay, Device, EpochOutcome, ReportSink};
 use privq_firmware::release::{self, EpochRelease};
 #[cfg(not(feature = "ntc"))]
 use privq_firmware::sensor::{DEFAULT_ADDRESS, TempSensor};
@@ -98,7 +100,16 @@ fn run(fleet: u64, device: u64) -> Result<(), AppError> {
     )?;
     let (mut released, mut refused) = (0u32, 0u32);
     #[cfg(feature = "frames")]
-    let mut uplink = FirmwareUplink::new(device, device_key(fleet, device)?);
+    let mut counters = {
+        // The upload counters (next epoch, next sequence) persist beside the ledger, in
+        // their own flash region with the same wear-levelled, fail-closed record log.
+        let flash = cortex_m::singleton!(: SimFlash<FLASH_BYTES> = SimFlash::new())
+            .ok_or(privq_core::Error::Storage)?;
+        UploadCounters::open(FlashLedgerStore::new(flash))?
+    };
+    #[cfg(feature = "frames")]
+    let mut uplink =
+        FirmwareUplink::resume(device, device_key(fleet, device)?, counters.next_sequence());
     #[cfg(feature = "frames")]
     let mut send = |h: &privq_core::upload::FrameHeader, frame: &[u8]| {
         defmt::info!(
@@ -115,9 +126,30 @@ fn run(fleet: u64, device: u64) -> Result<(), AppError> {
         // The semihosting channel cannot lose a line: delivered = acknowledged.
         true
     };
-    for epoch in 0..EPOCHS {
+    for step in 0..EPOCHS {
+        // With frames, the collection epoch comes from the persisted counters, so a
+        // reboot never repeats a replay key (device, epoch, sequence); without, it
+        // counts from 0 in every run as before.
         #[cfg(feature = "frames")]
-        let mut upload_error = None;
+        let (epoch, frame_epoch) = {
+            let _ = step; // the counters number the epochs
+            let next = uplink.outbox().next_sequence().unwrap_or(u32::MAX);
+            let e = counters.begin_epoch(next)?;
+            (
+                u16::try_from(e).map_err(|_| privq_core::Error::Overflow)?,
+                e,
+            )
+        };
+        #[cfg(not(feature = "frames"))]
+        let epoch = step;
+        let mut sink = Sink {
+            fleet,
+            device,
+            #[cfg(feature = "frames")]
+            upload: (frame_epoch, &mut uplink, &mut send),
+            #[cfg(not(feature = "frames"))]
+            upload: core::marker::PhantomData,
+        };
         let outcome = device_app.run_epoch(
             epoch,
             |n, raw| {
@@ -126,22 +158,10 @@ fn run(fleet: u64, device: u64) -> Result<(), AppError> {
                     defmt::info!("epoch {=u16}: first reading {=i16}/128 °C", epoch, raw);
                 }
             },
-            &mut |query: QueryId, report: &[u8]| {
-                defmt::info!("report query {=u16}: {=[u8]:02x}", query.0, report);
-                emit(wire::report_line(fleet, device, query.0, report).as_bytes());
-                #[cfg(feature = "frames")]
-                if let Err(e) = uplink.queue(u32::from(epoch), report, &mut send) {
-                    upload_error.get_or_insert(e);
-                }
-            },
+            &mut sink,
         )?;
         #[cfg(feature = "frames")]
-        {
-            if let Some(e) = upload_error {
-                return Err(e.into());
-            }
-            uplink.flush(&mut send)?;
-        }
+        uplink.flush(&mut send)?;
         match outcome {
             EpochOutcome::Released { item, reports } => {
                 released += reports;
@@ -165,6 +185,49 @@ fn run(fleet: u64, device: u64) -> Result<(), AppError> {
     defmt::info!("stack high-water mark: {=u32} bytes", stack);
     emit(wire::done_line(fleet, device, name, released, refused, stack).as_bytes());
     Ok(())
+}
+
+/// Where an epoch's reports go: a defmt line and a `privq-report` line each and, with
+/// feature `frames`, the uplink's outbox of the frame epoch, whose room is reserved
+/// before the ledger is charged (delivering pending frames if needed): a report the
+/// outbox cannot take is refused before it is charged, and the firmware stops.
+struct Sink<'a> {
+    fleet: u64,
+    device: u64,
+    #[cfg(feature = "frames")]
+    upload: (
+        u32,
+        &'a mut FirmwareUplink,
+        &'a mut privq_firmware::uplink::Deliver<'a>,
+    ),
+    #[cfg(not(feature = "frames"))]
+    upload: core::marker::PhantomData<&'a ()>,
+}
+
+impl ReportSink for Sink<'_> {
+    fn reserve(&mut self, len: usize) -> Result<(), privq_core::Error> {
+        #[cfg(feature = "frames")]
+        {
+            let (epoch, uplink, send) = &mut self.upload;
+            uplink.reserve(*epoch, len, &mut **send)
+        }
+        #[cfg(not(feature = "frames"))]
+        {
+            let _ = len;
+            Ok(())
+        }
+    }
+
+    fn accept(&mut self, query: QueryId, report: &[u8]) -> Result<(), privq_core::Error> {
+        defmt::info!("report query {=u16}: {=[u8]:02x}", query.0, report);
+        emit(wire::report_line(self.fleet, self.device, query.0, report).as_bytes());
+        #[cfg(feature = "frames")]
+        {
+            let (epoch, uplink, send) = &mut self.upload;
+            uplink.queue(*epoch, report, &mut **send)?;
+        }
+        Ok(())
+    }
 }
 
 /// Stack high-water mark by painting (QEMU builds): [`stack::paint`] fills the free

@@ -28,7 +28,7 @@ use privq_core::local::{LocalRandomizer, QueryId, SqLaplace};
 use privq_core::rand_core::{CryptoRng, Rng};
 use privq_core::{Epsilon, Error};
 
-use crate::app::{AppError, BINS};
+use crate::app::{AppError, BINS, ReportSink};
 
 /// ε of one report of the frequency mechanisms (and of one whole epoch of `laplace`).
 pub const EPOCH_EPSILON: (u64, u64) = (1, 1);
@@ -73,8 +73,9 @@ pub trait EpochRelease {
     /// Reports written per epoch.
     fn reports_per_epoch(&self) -> u32;
 
-    /// Debits the ledger and writes the epoch's reports, handing each to `emit`
-    /// with its query id. Returns the number of reports. Checks up front that the
+    /// Debits the ledger and writes the epoch's reports, handing each to `sink`
+    /// with its query id; before each debit, `sink` must reserve room for the report
+    /// (its error ends the release with that report not debited). Returns the number of reports. Checks up front that the
     /// ledger covers the whole epoch: [`Error::BudgetExhausted`] or
     /// [`Error::LedgerCorrupted`] otherwise, with nothing debited or drawn.
     fn release<S: LedgerStore, R: Rng + CryptoRng + ?Sized>(
@@ -83,7 +84,7 @@ pub trait EpochRelease {
         histogram: &Histogram<BINS>,
         epoch: u16,
         rng: &mut R,
-        emit: &mut dyn FnMut(QueryId, &[u8]),
+        sink: &mut dyn ReportSink,
     ) -> Result<u32, AppError>;
 }
 
@@ -121,13 +122,14 @@ impl<M: LocalRandomizer<Input = u32>> EpochRelease for ModalBin<M> {
         histogram: &Histogram<BINS>,
         epoch: u16,
         rng: &mut R,
-        emit: &mut dyn FnMut(QueryId, &[u8]),
+        sink: &mut dyn ReportSink,
     ) -> Result<u32, AppError> {
         check_budget(ledger, self.0.epsilon())?;
         let mut buf = [0u8; MAX_REPORT_LEN];
         let query = QueryId(epoch);
+        sink.reserve(self.0.report_len())?;
         let n = ledger.release(&self.0, &modal_bin(histogram), query, rng, &mut buf)?;
-        emit(query, buf.get(..n).ok_or(Error::BufferTooSmall)?);
+        sink.accept(query, buf.get(..n).ok_or(Error::BufferTooSmall)?)?;
         Ok(1)
     }
 }
@@ -177,7 +179,7 @@ impl EpochRelease for BinFractions {
         histogram: &Histogram<BINS>,
         epoch: u16,
         rng: &mut R,
-        emit: &mut dyn FnMut(QueryId, &[u8]),
+        sink: &mut dyn ReportSink,
     ) -> Result<u32, AppError> {
         check_budget(ledger, self.epoch_epsilon)?;
         let mut buf = [0u8; MAX_REPORT_LEN];
@@ -185,8 +187,9 @@ impl EpochRelease for BinFractions {
         for b in 0..BINS {
             let query = u16::try_from(first + b as u32).map_err(|_| Error::Overflow)?;
             let fraction = BinRange::new(b, b + 1)?.evaluate(histogram)?;
+            sink.reserve(self.mech.report_len())?;
             let n = ledger.release(&self.mech, &fraction, QueryId(query), rng, &mut buf)?;
-            emit(QueryId(query), buf.get(..n).ok_or(Error::BufferTooSmall)?);
+            sink.accept(QueryId(query), buf.get(..n).ok_or(Error::BufferTooSmall)?)?;
         }
         Ok(BINS as u32)
     }
@@ -301,6 +304,7 @@ mod tests {
     extern crate std;
 
     use super::*;
+    use crate::app::EmitTo;
     use crate::store::{FlashLedgerStore, SimFlash};
     use privq_core::Fixed;
     use privq_core::histogram::OutOfRange;
@@ -341,14 +345,24 @@ mod tests {
         let mut emitted = Vec::new();
         for epoch in 0..4 {
             let n = release
-                .release(&mut ledger, &h, epoch, &mut rng, &mut |q, r| {
-                    emitted.push((q, r.to_vec()))
-                })
+                .release(
+                    &mut ledger,
+                    &h,
+                    epoch,
+                    &mut rng,
+                    &mut EmitTo(|q, r| emitted.push((q, r.to_vec()))),
+                )
                 .unwrap();
             assert_eq!(n, release.reports_per_epoch());
         }
         assert_eq!(
-            release.release(&mut ledger, &h, 4, &mut rng, &mut |_, _| panic!("emitted")),
+            release.release(
+                &mut ledger,
+                &h,
+                4,
+                &mut rng,
+                &mut EmitTo(|_, _| panic!("emitted"))
+            ),
             Err(AppError::Core(Error::BudgetExhausted))
         );
         assert_eq!(emitted.len(), 4 * release.reports_per_epoch() as usize);
@@ -356,6 +370,55 @@ mod tests {
             let report = decode(r).unwrap();
             assert_eq!(report.header.query, *q);
             assert_eq!(report.header.mechanism.name(), release.name());
+        }
+    }
+
+    /// A sink whose room runs out after `room` reports.
+    struct Bounded {
+        room: usize,
+        got: Vec<Vec<u8>>,
+    }
+
+    impl ReportSink for Bounded {
+        fn reserve(&mut self, _len: usize) -> Result<(), Error> {
+            if self.got.len() < self.room {
+                Ok(())
+            } else {
+                Err(Error::OutboxFull)
+            }
+        }
+
+        fn accept(&mut self, _q: QueryId, r: &[u8]) -> Result<(), Error> {
+            self.got.push(r.to_vec());
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_report_without_room_is_not_charged() {
+        let release = selected().unwrap();
+        let per = release.reports_per_epoch() as usize;
+        let mut rng = ChaCha12Rng::seed_from_u64(3);
+        let h = histogram(&[1, 2]);
+        let eps = release.epoch_epsilon();
+        for room in [0, per - 1] {
+            let mut ledger = Ledger::open(MemoryStore::new(), lifetime_epsilon().unwrap()).unwrap();
+            let mut sink = Bounded {
+                room,
+                got: Vec::new(),
+            };
+            assert_eq!(
+                release.release(&mut ledger, &h, 0, &mut rng, &mut sink),
+                Err(AppError::Core(Error::OutboxFull))
+            );
+            // Exactly the queued reports were charged, ε/per each: spent = room·ε/per.
+            let spent = ledger.spent();
+            assert_eq!(
+                u128::from(spent.num()) * u128::from(eps.den()) * per as u128,
+                room as u128 * u128::from(eps.num()) * u128::from(spent.den()),
+                "room for {room}"
+            );
+            assert_eq!(sink.got.len(), room);
         }
     }
 
@@ -368,9 +431,13 @@ mod tests {
         let mut ledger = Ledger::open(MemoryStore::new(), eps).unwrap();
         let mut reports = Vec::new();
         let n = release
-            .release(&mut ledger, &h, 0, &mut rng, &mut |q, r| {
-                reports.push((q, r.to_vec()))
-            })
+            .release(
+                &mut ledger,
+                &h,
+                0,
+                &mut rng,
+                &mut EmitTo(|q, r| reports.push((q, r.to_vec()))),
+            )
             .unwrap();
         assert_eq!(n as usize, per_epoch, "{name}");
         assert_eq!(reports.len(), per_epoch, "{name}");
@@ -387,7 +454,13 @@ mod tests {
         assert!(!ledger.can_spend(eps), "{name}: the epoch spent the budget");
         assert!(
             release
-                .release(&mut ledger, &h, 1, &mut rng, &mut |_, _| panic!("{name}"))
+                .release(
+                    &mut ledger,
+                    &h,
+                    1,
+                    &mut rng,
+                    &mut EmitTo(|_, _| panic!("{name}"))
+                )
                 .is_err()
         );
     }
@@ -421,7 +494,7 @@ mod tests {
                 &histogram(&[1]),
                 0,
                 &mut rng,
-                &mut |_, _| panic!()
+                &mut EmitTo(|_, _| panic!())
             ),
             Err(AppError::Core(Error::LedgerCorrupted))
         );

@@ -397,6 +397,25 @@ mod tests {
     }
 
     #[test]
+    fn upload_counters_survive_reboots_and_fail_closed_on_erased_flash() {
+        use privq_core::upload_counters::UploadCounters;
+        let mut c = UploadCounters::open(FlashLedgerStore::new(Flash::new())).unwrap();
+        assert_eq!(c.begin_epoch(0), Ok(0));
+        assert_eq!(c.begin_epoch(2), Ok(1));
+        // Reboot: the RAM outbox is gone, the counters are read back.
+        let mut c =
+            UploadCounters::open(FlashLedgerStore::new(c.into_store().into_flash())).unwrap();
+        assert_eq!((c.next_epoch(), c.next_sequence()), (2, 2));
+        assert_eq!(c.begin_epoch(2), Ok(2));
+        let mut flash = c.into_store().into_flash();
+        flash.erase(256, 512).unwrap();
+        assert_eq!(
+            UploadCounters::open(FlashLedgerStore::new(flash)).err(),
+            Some(Error::CountersCorrupted)
+        );
+    }
+
+    #[test]
     fn erased_flash_after_first_boot_is_not_a_fresh_ledger() {
         let mut ledger = open(Flash::new());
         ledger.debit(eps(4, 1)).unwrap();

@@ -50,9 +50,15 @@ impl<const FRAMES: usize, const BYTES: usize, const BUF: usize> Uplink<FRAMES, B
 
     /// An empty uplink for `device`, frames numbered from 0.
     pub fn new(device: u64, key: DeviceKey) -> Self {
+        Self::resume(device, key, 0)
+    }
+
+    /// An empty uplink for `device` whose first frame gets `first_sequence` (the
+    /// persisted counter of [`privq_core::upload_counters::UploadCounters`]).
+    pub fn resume(device: u64, key: DeviceKey, first_sequence: u32) -> Self {
         let () = Self::FITS;
         Uplink {
-            outbox: Outbox::new(device, 0),
+            outbox: Outbox::new(device, first_sequence),
             key,
             delivered: 0,
         }
@@ -83,6 +89,27 @@ impl<const FRAMES: usize, const BYTES: usize, const BUF: usize> Uplink<FRAMES, B
                 self.outbox.push(epoch, report)
             }
             other => other,
+        }
+    }
+
+    /// Makes room for one report of `len` bytes of epoch `epoch`, delivering pending
+    /// frames if the outbox has none; [`Error::OutboxFull`] if delivery is not
+    /// acknowledged. After `Ok`, [`queue`](Self::queue) of such a report cannot fail
+    /// for lack of room: call this before charging the ledger for the report.
+    pub fn reserve(
+        &mut self,
+        epoch: u32,
+        len: usize,
+        deliver: &mut Deliver<'_>,
+    ) -> Result<(), Error> {
+        if self.outbox.has_room(epoch, len) {
+            return Ok(());
+        }
+        self.flush(deliver)?;
+        if self.outbox.has_room(epoch, len) {
+            Ok(())
+        } else {
+            Err(Error::OutboxFull)
         }
     }
 
@@ -172,6 +199,24 @@ mod tests {
         }
         assert_eq!(seen, (0..10).collect::<Vec<_>>());
         assert_eq!(up.delivered() as usize, frames.len());
+    }
+
+    #[test]
+    fn reserve_delivers_to_make_room_and_refuses_without_an_acknowledgement() {
+        let key = DeviceKey::new([7; 32]);
+        let mut up: Uplink<2, 45, 102> = Uplink::new(4, key);
+        let mut refuse = |_: &FrameHeader, _: &[u8]| false;
+        for q in 0..3u8 {
+            up.reserve(0, 13, &mut refuse).unwrap();
+            up.queue(0, &report(q), &mut refuse).unwrap();
+        }
+        // Full (3 × 15 bytes), and the transport acknowledges nothing: refused, and
+        // the caller has not charged anything for the report.
+        assert_eq!(up.reserve(0, 13, &mut refuse), Err(Error::OutboxFull));
+        let mut accept = |_: &FrameHeader, _: &[u8]| true;
+        up.reserve(0, 13, &mut accept).unwrap();
+        assert_eq!(up.delivered(), 1);
+        up.queue(0, &report(3), &mut refuse).unwrap();
     }
 
     #[test]

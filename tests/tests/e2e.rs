@@ -42,7 +42,7 @@ use privq_core::ledger::Ledger;
 use privq_core::local::{Grr, HadamardResponse, Olh, QueryId, UeVariant, UnaryEncoding};
 use privq_core::report::decode;
 use privq_core::upload::DeviceKey;
-use privq_firmware::app::{BINS, CountingDelay, Device, EpochOutcome};
+use privq_firmware::app::{BINS, CountingDelay, Device, EmitTo, EpochOutcome};
 use privq_firmware::release::{
     BinFractions, EpochRelease, ModalBin, epoch_epsilon, lifetime_epsilon,
 };
@@ -127,9 +127,11 @@ fn run_with<T: Thermometer, E: EpochRelease>(
     for epoch in 0..epochs {
         let mut emitted = Vec::new();
         let outcome = dev
-            .run_epoch(epoch, |_, _| {}, &mut |q: QueryId, r: &[u8]| {
-                emitted.push((q.0, r.to_vec()))
-            })
+            .run_epoch(
+                epoch,
+                |_, _| {},
+                &mut EmitTo(|q: QueryId, r: &[u8]| emitted.push((q.0, r.to_vec()))),
+            )
             .unwrap();
         match outcome {
             EpochOutcome::Released { item, .. } => {

@@ -32,7 +32,7 @@ use privq_core::local::{
 };
 use privq_core::sample::{BoundedDiscreteLaplace, DiscreteLaplace};
 use privq_core::{Epsilon, Result};
-use privq_firmware::app::{BINS, CountingDelay, Device};
+use privq_firmware::app::{BINS, CountingDelay, Device, EmitTo};
 use privq_firmware::release::ModalBin;
 use privq_firmware::sensor::{
     DEFAULT_ADDRESS, NTC_10K_B3950, NTC_10K_B3950_DIGEST, TempSensor, ntc_digest,
@@ -310,9 +310,13 @@ fn firmware_epoch_cost<W: Write>(
         epoch += 1;
         let (r, t) = ticks.time(|| {
             device
-                .run_epoch(black_box(epoch), |_, _| {}, &mut |_, r| {
-                    black_box(r);
-                })
+                .run_epoch(
+                    black_box(epoch),
+                    |_, _| {},
+                    &mut EmitTo(|_, r| {
+                        black_box(r);
+                    }),
+                )
                 .map_err(|_| privq_core::Error::Storage)
         });
         (r.map(|_| 0), t)

@@ -8,10 +8,11 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Query, State};
+use axum::body::{Body, Bytes, HttpBody};
+use axum::extract::{Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -21,13 +22,40 @@ use super::store::{FrameStatus, Policy, StatusJson, Store, StoreError};
 use crate::ldp::aggregate::{
     Aggregator, FrequencyEstimates, MeanEstimate, ReportKind, ingest_grouped,
 };
-use crate::ldp::decode::RejectCounts;
+use crate::ldp::decode::{RejectCounts, RejectReason, decode_report};
 
 /// The largest request body `POST /v1/frames` accepts (413 beyond).
 pub const MAX_BATCH_BYTES: usize = 1 << 20;
 /// Batches received and waiting for the store at once; more are answered 503
 /// (bounds the memory held by queued bodies to this many MiB).
 pub const MAX_QUEUED_BATCHES: usize = 64;
+
+/// How [`serve_with`] treats connections: slow clients are cut off and the number
+/// served at once is bounded, so that slow or idle clients cannot hold the collector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Time a client has to send a request's headers, from the start of the
+    /// connection or the end of its previous request (hyper's `header_read_timeout`);
+    /// then the connection is closed.
+    pub header_timeout: Duration,
+    /// Time a client has to send a whole request body once the handler reads it;
+    /// then `408` and nothing is stored.
+    pub body_timeout: Duration,
+    /// Connections served at once; further clients wait in the listen queue until one
+    /// closes.
+    pub max_connections: usize,
+}
+
+impl Default for ConnectionLimits {
+    /// 10 s for the headers, 30 s for a body (1 MiB at 35 KB/s), 256 connections.
+    fn default() -> ConnectionLimits {
+        ConnectionLimits {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            max_connections: 256,
+        }
+    }
+}
 
 /// Why a batch body could not be split into frames (400, nothing stored).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,9 +129,25 @@ impl Aggregates {
 
     /// The aggregate of every report in `store`.
     pub fn from_store(store: &Store) -> Result<Aggregates, StoreError> {
-        let mut all = Vec::new();
-        store.for_each_report(|r| all.push(r.report))?;
+        Aggregates::from_store_within(store, u32::MAX)
+    }
+
+    /// The aggregate of the reports in `store` whose domain is at most `max_domain`;
+    /// the others count as undecodable. A stored report passed the policy when it was
+    /// accepted, but an edited database could declare any domain, and an aggregator
+    /// allocates a counter per item (`Collector::new` applies its policy's bound).
+    pub fn from_store_within(store: &Store, max_domain: u32) -> Result<Aggregates, StoreError> {
         let mut a = Aggregates::default();
+        let mut all = Vec::new();
+        store.for_each_report(|r| {
+            let too_large = decode_report(&r.report)
+                .is_ok_and(|d| ReportKind::of(&d).domain().is_some_and(|n| n > max_domain));
+            if too_large {
+                a.rejected.record(RejectReason::Parameter);
+            } else {
+                all.push(r.report);
+            }
+        })?;
         a.ingest(all.iter().map(Vec::as_slice));
         Ok(a)
     }
@@ -194,7 +238,7 @@ pub struct Collector {
 impl Collector {
     /// A collector over `store`, its aggregate rebuilt from the stored reports.
     pub fn new(store: Store, policy: Policy, quiet: bool) -> Result<Collector, StoreError> {
-        let aggregates = Aggregates::from_store(&store)?;
+        let aggregates = Aggregates::from_store_within(&store, policy.max_domain)?;
         Ok(Collector {
             store: Mutex::new(store),
             aggregates: Mutex::new(aggregates),
@@ -255,7 +299,55 @@ impl Drop for QueueSlot<'_> {
     }
 }
 
-async fn post_frames(State(c): State<Arc<Collector>>, body: Bytes) -> Response {
+/// What the handlers share: the collector and the body timeout.
+#[derive(Debug, Clone)]
+struct AppState {
+    collector: Arc<Collector>,
+    body_timeout: Duration,
+}
+
+/// Reads a request body of at most `limit` bytes within `timeout`, or the status and
+/// message to answer: `413` once it passes the limit, `408` when the client is too
+/// slow, `400` when the body breaks off.
+async fn read_body(
+    body: Body,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Bytes, (StatusCode, String)> {
+    let read = async {
+        let mut body = std::pin::pin!(body);
+        let mut out = Vec::new();
+        while let Some(frame) = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
+            let frame =
+                frame.map_err(|e| (StatusCode::BAD_REQUEST, format!("reading the body: {e}")))?;
+            if let Ok(data) = frame.into_data() {
+                if out.len() + data.len() > limit {
+                    return Err((
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        format!("the body is larger than {limit} bytes"),
+                    ));
+                }
+                out.extend_from_slice(&data);
+            }
+        }
+        Ok(Bytes::from(out))
+    };
+    tokio::time::timeout(timeout, read)
+        .await
+        .unwrap_or_else(|_| {
+            Err((
+                StatusCode::REQUEST_TIMEOUT,
+                format!("the body did not arrive within {} ms", timeout.as_millis()),
+            ))
+        })
+}
+
+async fn post_frames(State(st): State<AppState>, body: Body) -> Response {
+    let body = match read_body(body, MAX_BATCH_BYTES, st.body_timeout).await {
+        Ok(b) => b,
+        Err((status, message)) => return error(status, message),
+    };
+    let c = st.collector;
     if let Err(e) = split_batch(&body) {
         return error(StatusCode::BAD_REQUEST, e);
     }
@@ -313,7 +405,7 @@ struct EstimatesQuery {
 }
 
 async fn get_estimates(
-    State(c): State<Arc<Collector>>,
+    State(AppState { collector: c, .. }): State<AppState>,
     q: Result<Query<EstimatesQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let Ok(Query(q)) = q else {
@@ -338,26 +430,86 @@ async fn not_found() -> Response {
     )
 }
 
-/// The routes, with the request-size limit.
+/// The routes, with the default body timeout.
 pub fn router(collector: Arc<Collector>) -> Router {
+    router_with(collector, ConnectionLimits::default().body_timeout)
+}
+
+/// The routes; `POST /v1/frames` reads at most [`MAX_BATCH_BYTES`] of body within
+/// `body_timeout`.
+pub fn router_with(collector: Arc<Collector>, body_timeout: Duration) -> Router {
     Router::new()
         .route("/v1/frames", post(post_frames))
         .route("/v1/estimates", get(get_estimates))
         .fallback(not_found)
-        .layer(DefaultBodyLimit::max(MAX_BATCH_BYTES))
-        .with_state(collector)
+        .with_state(AppState {
+            collector,
+            body_timeout,
+        })
 }
 
-/// Serves `collector` on `listener` until `shutdown` completes, then finishes the
-/// requests in flight.
+/// Serves `collector` on `listener` with the default [`ConnectionLimits`] until
+/// `shutdown` completes, then finishes the requests in flight.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     collector: Arc<Collector>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(collector))
-        .with_graceful_shutdown(shutdown)
-        .await
+    serve_with(listener, collector, ConnectionLimits::default(), shutdown).await
+}
+
+/// Serves `collector` on `listener` under `limits` until `shutdown` completes, then
+/// finishes the connections in flight. A connection is accepted only when one of the
+/// `max_connections` slots is free; each is served by hyper's HTTP/1 with the header
+/// timeout, and every body is read under the body timeout.
+pub async fn serve_with(
+    listener: tokio::net::TcpListener,
+    collector: Arc<Collector>,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::service::TowerToHyperService;
+
+    let app = router_with(collector, limits.body_timeout);
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout);
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let slot = tokio::select! {
+            s = Arc::clone(&slots).acquire_owned() => match s {
+                Ok(s) => s,
+                Err(_) => break,
+            },
+            () = &mut shutdown => break,
+        };
+        let stream = tokio::select! {
+            r = listener.accept() => match r {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // E.g. out of file descriptors: wait a little instead of spinning.
+                    eprintln!("privq serve: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let service = TowerToHyperService::new(app.clone());
+        let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            // A client that breaks off or times out ends only its own connection.
+            let _ = conn.await;
+            drop(slot);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
 }
 
 /// Completes on ctrl-c (SIGINT) or, on Unix, SIGTERM.
@@ -392,6 +544,111 @@ pub fn local_addr(listener: &tokio::net::TcpListener) -> std::io::Result<SocketA
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collector::store::{Policy, Store};
+
+    use std::net::SocketAddr;
+    use std::time::Instant;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+
+    /// A collector on 127.0.0.1 under `limits` (empty store); dropping the sender stops it.
+    async fn start(
+        name: &str,
+        limits: ConnectionLimits,
+    ) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
+        let path =
+            std::env::temp_dir().join(format!("privq-http-{name}-{}.sqlite", std::process::id()));
+        for ext in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
+        }
+        let store = Store::open(&path).unwrap();
+        let collector = Arc::new(Collector::new(store, Policy::default(), true).unwrap());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(serve_with(listener, collector, limits, async move {
+            let _ = stopped.await;
+        }));
+        (addr, stop)
+    }
+
+    /// Everything the server sends until it closes the connection (at most `within`).
+    async fn read_all(s: &mut TcpStream, within: Duration) -> Option<String> {
+        let mut out = Vec::new();
+        tokio::time::timeout(within, s.read_to_end(&mut out))
+            .await
+            .ok()
+            .map(|_| String::from_utf8_lossy(&out).into_owned())
+    }
+
+    const GET: &[u8] = b"GET /v1/estimates HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn slow_clients_do_not_block_others_and_are_cut_off() {
+        let limits = ConnectionLimits {
+            header_timeout: Duration::from_secs(2),
+            body_timeout: Duration::from_secs(2),
+            max_connections: 8,
+        };
+        let (addr, _stop) = start("slow", limits).await;
+        let mut headers = TcpStream::connect(addr).await.unwrap();
+        headers
+            .write_all(b"POST /v1/frames HTTP/1.1\r\nHost: t\r\n")
+            .await
+            .unwrap();
+        let mut body = TcpStream::connect(addr).await.unwrap();
+        body.write_all(
+            b"POST /v1/frames HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n0123456789",
+        )
+        .await
+        .unwrap();
+        let started = Instant::now();
+        let mut other = TcpStream::connect(addr).await.unwrap();
+        other.write_all(GET).await.unwrap();
+        let answer = read_all(&mut other, Duration::from_secs(10)).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(
+            started.elapsed() < Duration::from_millis(1500),
+            "answered while the slow clients stall: {:?}",
+            started.elapsed()
+        );
+        let cut = read_all(&mut body, Duration::from_secs(10)).await.unwrap();
+        assert!(cut.starts_with("HTTP/1.1 408"), "slow body: {cut}");
+        let cut = read_all(&mut headers, Duration::from_secs(10)).await;
+        assert!(cut.is_some(), "slow headers: the connection is closed");
+        assert!(started.elapsed() >= Duration::from_millis(1500));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_connection_limit_holds() {
+        let limits = ConnectionLimits {
+            header_timeout: Duration::from_secs(2),
+            body_timeout: Duration::from_secs(2),
+            max_connections: 2,
+        };
+        let (addr, _stop) = start("limit", limits).await;
+        let mut idle = Vec::new();
+        for _ in 0..2 {
+            idle.push(TcpStream::connect(addr).await.unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut third = TcpStream::connect(addr).await.unwrap();
+        third.write_all(GET).await.unwrap();
+        // Both slots are held: no answer while the idle connections last …
+        let mut byte = [0u8; 1];
+        let early = tokio::time::timeout(Duration::from_millis(1000), third.read(&mut byte)).await;
+        assert!(early.is_err(), "served beyond the limit: {early:?}");
+        // … and an answer once the header timeout has closed them.
+        let answer = read_all(&mut third, Duration::from_secs(10)).await.unwrap();
+        assert!(
+            format!("{}{answer}", byte[0] as char).contains("200 OK"),
+            "{answer}"
+        );
+        for mut s in idle {
+            assert!(read_all(&mut s, Duration::from_secs(10)).await.is_some());
+        }
+    }
 
     #[test]
     fn batches_split_and_refuse_truncation() {

@@ -627,6 +627,31 @@ mod tests {
     }
 
     #[test]
+    fn an_edited_huge_domain_is_not_aggregated_at_startup() {
+        use crate::collector::http::Collector;
+        let path = temp_db("huge");
+        let mut s = Store::open(&path).unwrap();
+        let k = DeviceKey::new([3; 32]);
+        s.provision(5, &k, eps(4, 1)).unwrap();
+        let f = frame(&k, 5, 0, 1, 2);
+        s.submit(&[&f], &Policy::default()).unwrap();
+        // A GRR report over 2^20 items (past the policy's 2^16), written by hand.
+        let mut grr = vec![1, 2, 0, 0, 1, 0, 2, 0];
+        grr.extend_from_slice(&(1u32 << 20).to_le_bytes());
+        grr.extend_from_slice(&[7, 0, 0, 0]);
+        assert!(decode_report(&grr).is_ok());
+        s.conn
+            .execute(
+                "INSERT INTO reports (device, epoch, sequence, position, report)
+                 VALUES (5, 1, 0, 1, ?1)",
+                params![grr],
+            )
+            .unwrap();
+        let c = Collector::new(s, Policy::default(), true).unwrap();
+        assert_eq!(c.reports(), 1, "only the accepted SQ report");
+    }
+
+    #[test]
     fn auth_replay_and_budget() {
         let path = temp_db("auth");
         let mut s = Store::open(&path).unwrap();

@@ -1,0 +1,100 @@
+//! The collector's database loader: rows as a damaged or edited database could
+//! hold them (any key blob, ε text, counters and report bytes) are written with
+//! plain SQL, then read back through `Store` (devices, reports), the collector's
+//! start-up aggregation (`Collector::new`) and a submit against the loaded device.
+#![no_main]
+
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+use libfuzzer_sys::fuzz_target;
+use privq_fuzz::{Cursor, DEVICES, db_path, frame, key_of, valid_reports};
+use privq_host::collector::http::Collector;
+use privq_host::collector::store::{Policy, Store};
+use rusqlite::{Connection, params};
+
+struct Db {
+    path: PathBuf,
+    raw: Connection,
+}
+
+fn db() -> &'static Mutex<Db> {
+    static DB: OnceLock<Mutex<Db>> = OnceLock::new();
+    DB.get_or_init(|| {
+        let path = db_path("store_load");
+        drop(Store::open(&path).expect("a fresh store opens"));
+        let raw = Connection::open(&path).expect("raw connection");
+        Mutex::new(Db { path, raw })
+    })
+}
+
+/// A signed integer of any magnitude from two bytes.
+fn int(c: &mut Cursor<'_>) -> i64 {
+    i64::from(c.byte() as i8) << (c.byte() % 64)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fuzz_target!(|data: &[u8]| {
+    let db = db().lock().unwrap_or_else(|e| e.into_inner());
+    db.raw
+        .execute_batch("DELETE FROM reports; DELETE FROM frames; DELETE FROM devices;")
+        .expect("reset");
+    let mut c = Cursor::new(data);
+    let flags = c.byte();
+    let device = DEVICES[usize::from(flags) % 2];
+    // Mostly the device's real key, so that the submit below can authenticate.
+    let key = if flags & 8 == 0 {
+        key_of(device).as_bytes().to_vec()
+    } else {
+        c.chunk().to_vec()
+    };
+    let cap = text(c.chunk());
+    let spent = (flags & 4 != 0).then(|| text(c.chunk()));
+    // Rows the schema's checks refuse are simply not there.
+    let _ = db.raw.execute(
+        "INSERT INTO devices (device, key, cap, spent) VALUES (?1, ?2, ?3, ?4)",
+        params![device as i64, key, cap, spent],
+    );
+    let mut n = 0;
+    while !c.is_empty() && n < 32 {
+        let (epoch, sequence, position) = (int(&mut c), int(&mut c), int(&mut c));
+        let report = if c.byte() & 1 == 0 {
+            c.chunk().to_vec()
+        } else {
+            let seeds = valid_reports_cached();
+            let mut r = seeds[usize::from(c.byte()) % seeds.len()].clone();
+            let at = usize::from(c.byte());
+            if let Some(b) = r.get_mut(at) {
+                *b ^= c.byte();
+            }
+            r
+        };
+        let _ = db.raw.execute(
+            "INSERT INTO reports (device, epoch, sequence, position, report)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![device as i64, epoch, sequence, position, report],
+        );
+        n += 1;
+    }
+    let Ok(store) = Store::open(&db.path) else {
+        return;
+    };
+    let _ = store.devices();
+    let _ = store.reports();
+    let _ = store.frame_count();
+    let Ok(collector) = Collector::new(store, Policy::default(), true) else {
+        return;
+    };
+    let seeds = valid_reports_cached();
+    let f = frame(device, 1, 0, &seeds[..1]);
+    let _ = collector.submit(&[&f]);
+    let _ = collector.reports();
+});
+
+fn valid_reports_cached() -> &'static [Vec<u8>] {
+    static SEEDS: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
+    SEEDS.get_or_init(valid_reports)
+}
