@@ -126,7 +126,12 @@ impl Graph {
         self.edges
             .iter()
             .map(|&(u, v, m)| {
-                let w = inside(u) * (1.0 - inside(v));
+                // A self-loop is never cut (as in the exact count).
+                let w = if u == v {
+                    0.0
+                } else {
+                    inside(u) * (1.0 - inside(v))
+                };
                 // The weight is a function of the edge and public parameters only.
                 let units = (w * one as f64).round().clamp(0.0, one as f64) as u64;
                 units.saturating_mul(m)

@@ -586,7 +586,9 @@ impl LocalSqOracle {
 /// holds for the population the records are drawn from i.i.d. (each group a fresh
 /// sample, as in the SQ model), not for the fleet's own average. Split has no
 /// sampling term. Device ledgers live for one session: the guarantee is ε per
-/// device per session, and sessions compose. Fixed seeds: simulation only.
+/// device per session, and sessions compose **only when each session has its own
+/// fleet seed**: two sessions with one seed draw the same device randomness, and
+/// their reports together can reveal a device's value. Fixed seeds: simulation only.
 ///
 /// ```
 /// use privq_host::ldp::sq::{LocalSqOracle, Strategy};

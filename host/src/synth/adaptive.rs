@@ -31,8 +31,9 @@
 //! * Noise and selection are exact (discrete Gaussian, exact exponential sampler),
 //!   so every ρ is an exact rational and the total is enforced to the last bit; AIM
 //!   samples floating-point Gaussians.
-//! * Scores are in counts; weights are integers (the workload's), so the
-//!   sensitivity is exact.
+//! * Scores are in counts and weights are integers (the workload's); the
+//!   sensitivity gets a slack of 2⁻¹⁰ per unit weight for the floating-point
+//!   rounding of the error sums.
 //! * Replace-one neighbours are supported (Δ doubled, n public) beside AIM's
 //!   add/remove.
 //! * The round plan (T = 16·d, 90 % of each round's ρ to measurement, the last round
@@ -109,6 +110,10 @@ impl PgmEstimator {
     }
 }
 
+/// Added to a score's ℓ1 sensitivity per unit weight, to absorb the rounding of
+/// the floating-point error sums.
+const SCORE_SLACK: f64 = 1.0 / 1024.0;
+
 /// Mirror-descent steps of the fits between rounds (warm-started each time).
 const ROUND_ITERATIONS: usize = 100;
 
@@ -166,10 +171,10 @@ pub struct MarginalWorkload {
 impl MarginalWorkload {
     /// All `k`-way marginals of the domain, weight 1.
     pub fn all_k_way(domain: &Domain, k: usize) -> Result<Self, AdaptiveError> {
-        if k == 0 || k > domain.dims() {
+        if k == 0 || k > domain.dims() || k > 20 {
             return Err(AdaptiveError::InvalidParameter(format!(
                 "marginal order {k} is not in 1..={}",
-                domain.dims()
+                domain.dims().min(20)
             )));
         }
         let mut cliques = Vec::new();
@@ -204,10 +209,14 @@ impl MarginalWorkload {
         for (mut attrs, w) in cliques {
             attrs.sort_unstable();
             attrs.dedup();
-            if attrs.is_empty() || w == 0 || attrs.iter().any(|&a| a >= domain.dims()) {
+            if attrs.is_empty()
+                || attrs.len() > 20
+                || w == 0
+                || attrs.iter().any(|&a| a >= domain.dims())
+            {
                 return Err(AdaptiveError::InvalidParameter(format!(
-                    "workload marginal {attrs:?} (weight {w}) is empty, has weight 0 or \
-                     names an attribute outside the {} of the domain",
+                    "workload marginal {attrs:?} (weight {w}) is empty, has more than 20 \
+                     attributes, has weight 0 or names an attribute outside the {} of the domain",
                     domain.dims()
                 )));
             }
@@ -227,7 +236,7 @@ impl MarginalWorkload {
         let mut subsets: BTreeMap<Vec<usize>, u64> = BTreeMap::new();
         for (clique, _) in &self.cliques {
             let attrs = clique.attributes();
-            let k = attrs.len().min(20);
+            let k = attrs.len();
             for bits in 1u32..(1 << k) {
                 let r: Vec<usize> = (0..k)
                     .filter(|&i| bits >> i & 1 == 1)
@@ -501,7 +510,12 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
         )));
     }
     let neighbours = config.neighbours;
-    let t = rounds as u64;
+    let t = u64::try_from(rounds)
+        .ok()
+        .filter(|t| t.checked_mul(10).is_some() && rounds.checked_mul(4).is_some())
+        .ok_or_else(|| {
+            AdaptiveError::InvalidParameter(format!("{rounds} planned rounds are too many"))
+        })?;
     let mut step = Step {
         measure: rho_scaled(total, 9, 10 * t)?,
         select: selection_epsilon(rho_scaled(total, 1, 10 * t)?)?,
@@ -516,7 +530,7 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
     };
 
     // Round 0: every one-way marginal.
-    let mut measurements = Vec::with_capacity(d + rounds);
+    let mut measurements = Vec::new();
     let (mech, sigma) = gauss_sigma(step.measure)?;
     for a in 0..d {
         let counts = records.marginal(&[a], domain)?;
@@ -578,7 +592,10 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
             scores.push(*w as f64 * (err - noise_norm * sigma * y.len() as f64));
             max_weight = max_weight.max(*w);
         }
-        let em = ExponentialMechanism::for_scores(neighbours, max_weight as f64 * l1, step.select)?;
+        // Slack of 2⁻¹⁰ per unit weight covers the floating-point error of the
+        // ℓ1 sums (far below it), so neighbours' scores differ by at most Δ.
+        let sensitivity = max_weight as f64 * (l1 + SCORE_SLACK);
+        let em = ExponentialMechanism::for_scores(neighbours, sensitivity, step.select)?;
         let pick = chosen_from[em.release(&scores[..], accountant, rng)?];
         spent = Some(add(spent, Rho::from_bounded_range(step.select)?)?);
         let (clique, _) = &candidates[pick];

@@ -23,17 +23,22 @@ use privq_host::query::Workload;
 /// Options of `privq synth`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "Examples:\n  \
-    privq synth --input ../shared/data/czech.csv --domain binary --epsilon 1 --seed 7 > synthetic.csv\n  \
-    privq synth --input people.csv --domain domain.json --epsilon 0.5 --workload marginals:2\n  \
-    privq synth --input people.csv --discover-domain --epsilon 1 --discovery-epsilon 0.2 \\\n      --workload marginals:2\n\n\
+    privq synth --input ../shared/data/nltcs.csv --domain binary --epsilon 1 > synthetic.csv\n  \
+    privq synth --input adult.csv --domain adult-domain.json --epsilon 1 --delta 1e-9\n  \
+    privq synth --mechanism mwem --input people.csv --domain domain.json --epsilon 0.5 \\\n      --workload marginals:2\n  \
+    privq synth --mechanism mwem --input people.csv --discover-domain --epsilon 1 \\\n      --discovery-epsilon 0.2 --workload marginals:2\n\n\
     The input is CSV with a header: one record per row, or one cell per row with a\n\
     `count` column. The domain (every value each attribute can take) is public input:\n\
-    --domain FILE (JSON spec) or --domain binary (0/1 columns named by the header).\n\
-    Reading it from the values present would reveal which values occur, so without\n\
-    --domain the run is refused unless --discover-domain chooses the values privately\n\
-    (charged to --epsilon; the run becomes (epsilon, delta)-DP).\n\
-    Neighbours: replace one record; the number of records n is public (it is the\n\
-    default --records).")]
+    --domain FILE (JSON spec, or {\"name\": size, ...} for value indices) or --domain\n\
+    binary (0/1 columns named by the header). Reading it from the values present would\n\
+    reveal which values occur, so without --domain the run is refused (MWEM can\n\
+    choose the values privately with --discover-domain, charged to --epsilon).\n\n\
+    --mechanism adaptive (default): adaptive marginals with exact discrete Gaussian\n\
+    noise and a graphical model, rho-zCDP converted to (epsilon, --delta)-DP; any\n\
+    domain size. Neighbours: --neighbours add-remove (default; n private, the number\n\
+    of synthetic records is the model's noisy total) or replace (n public).\n\
+    --mechanism mwem: pure epsilon-DP over a dense histogram; replace-one neighbours,\n\
+    n public (the default --records).")]
 pub struct Args {
     /// The private data (CSV with a header); `-` for standard input.
     #[arg(long, value_name = "PATH")]
@@ -41,7 +46,8 @@ pub struct Args {
     /// The domain: --domain FILE|binary, or --discover-domain.
     #[command(flatten)]
     pub domain: DomainArgs,
-    /// Total privacy budget ε (pure ε-DP): a decimal or a fraction.
+    /// Total privacy budget ε: (ε, --delta)-DP for the adaptive mechanism, pure ε-DP
+    /// for MWEM; a decimal or a fraction.
     #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
     pub epsilon: String,
     /// The mechanism: `adaptive` (default; adaptive marginals with exact discrete
@@ -84,7 +90,8 @@ pub struct Args {
     /// round gets less noise-budget than with `corrected`.
     #[arg(long, value_parser = crate::choice::<EmProfile>(), default_value = "corrected")]
     pub profile: EmProfile,
-    /// Number of synthetic records (default: as many as the input).
+    /// Number of synthetic records (default: the model's noisy total under
+    /// add/remove neighbours; the input's n when it is public).
     #[arg(long, value_name = "N")]
     pub records: Option<usize>,
     /// Write the synthetic CSV here (atomically: whole or not at all) instead of
@@ -873,6 +880,25 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("--mechanism mwem"), "{e}");
+        // Under add/remove the empty dataset is a neighbour like any other: it
+        // runs (refusing would reveal n = 0); with n public it is refused.
+        let empty = dir.join("empty.csv");
+        std::fs::write(&empty, "city,smoker\n").unwrap();
+        let empty = empty.to_str().unwrap();
+        let run = [
+            "synth",
+            "--input",
+            empty,
+            "--domain",
+            spec,
+            "--epsilon",
+            "1",
+        ];
+        let (out, _) = crate::run_with(&run, "").unwrap();
+        assert!(out.starts_with("city,smoker\n"), "{out}");
+        let mut replace = run.to_vec();
+        replace.extend(["--neighbours", "replace"]);
+        assert!(crate::run_with(&replace, "").is_err());
         let e = crate::run_with(&["synth", "--input", input, "--epsilon", "-1"], "").unwrap_err();
         assert!(
             matches!(

@@ -96,6 +96,11 @@ pub fn run(
         NeighboursArg::AddRemove => Neighbours::AddRemove,
         NeighboursArg::Replace => Neighbours::Replace,
     };
+    // n is public only under replace-one; under add/remove an empty input is a
+    // valid dataset and runs like any other.
+    if records.is_empty() && neighbours.n_is_public() {
+        return Err(run_err(privq_host::data::DataError::EmptyData));
+    }
     let mut accountant = Accountant::zcdp_for(epsilon, delta).map_err(run_err)?;
     accountant.bind(neighbours);
     let mut rng = super::rng(args.seed, stderr)?;
