@@ -20,7 +20,7 @@ data=${DATA:-../shared/data/nltcs.csv}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for seed in 1 2 3 4 5; do
-  "$bin" synth --input "$data" --epsilon 1 --workload parity:3 --seed "$seed" \
+  "$bin" synth --mechanism mwem --input "$data" --epsilon 1 --workload parity:3 --seed "$seed" \
     "${extra[@]}" --output "$tmp/s$seed.csv" 2>"$tmp/log$seed" \
     || { cat "$tmp/log$seed" >&2; exit 1; }
 done

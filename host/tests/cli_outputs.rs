@@ -82,6 +82,8 @@ fn synth_output_is_opened_first_and_written_whole() {
     d.write("t.csv", TABLE);
     let base = [
         "synth",
+        "--mechanism",
+        "mwem",
         "--input",
         "t.csv",
         "--domain",
@@ -136,6 +138,8 @@ fn synth_reads_and_writes_dash_as_the_standard_streams() {
     let d = Dir::new("synth-dash");
     let argv = [
         "synth",
+        "--mechanism",
+        "mwem",
         "--input",
         "-",
         "--domain",
@@ -173,6 +177,8 @@ fn synth_on_non_binary_data_suggests_marginals() {
     );
     let argv = [
         "synth",
+        "--mechanism",
+        "mwem",
         "--input",
         "p.csv",
         "--domain",
@@ -197,6 +203,8 @@ fn a_closed_pipe_ends_quietly() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_privq"))
         .args([
             "synth",
+            "--mechanism",
+            "mwem",
             "--input",
             "t.csv",
             "--domain",
@@ -503,6 +511,8 @@ fn a_file_that_is_not_text_is_named_and_called_so() {
         &dir.0,
         &[
             "synth",
+            "--mechanism",
+            "mwem",
             "--input",
             "bad.csv",
             "--domain",

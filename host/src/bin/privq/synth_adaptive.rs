@@ -41,9 +41,14 @@ fn domain(args: &Args, input: &InputFile) -> Result<Domain, CliError> {
                       private discovery is (ε, δ)-DP and composes only with --mechanism mwem"
                 .into(),
         }),
-        (None, false) => Err(run_err(privq_host::data::DataError::DomainRequired {
-            discovery: false,
-        })),
+        (None, false) => Err(CliError::Usage {
+            option: "domain",
+            message: format!(
+                "{}; or let MWEM choose the values privately with --mechanism mwem \
+                 --discover-domain",
+                privq_host::data::DataError::DomainRequired { discovery: false }
+            ),
+        }),
     }
 }
 
@@ -90,8 +95,8 @@ pub fn run(
     let mut output = Output::open(args.output.as_deref())?;
     let domain = domain(args, &input)?;
     let workload = workload(args, &domain)?;
-    let file = std::fs::File::open(input.path()).map_err(|e| CliError::file(input.path(), e))?;
-    let records = Records::from_csv(std::io::BufReader::new(file), &domain).map_err(run_err)?;
+    let text = super::read_text(input.path(), &mut std::io::empty())?;
+    let records = Records::from_csv(text.as_bytes(), &domain).map_err(run_err)?;
     let neighbours = match args.neighbours {
         NeighboursArg::AddRemove => Neighbours::AddRemove,
         NeighboursArg::Replace => Neighbours::Replace,
