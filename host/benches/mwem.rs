@@ -45,6 +45,26 @@ fn budget() -> Accountant {
     Accountant::pure(Epsilon::new(100, 1).expect("valid"))
 }
 
+/// 40 rounds with the improvements and `passes` re-iteration passes per round.
+fn improved(eps: Epsilon, passes: usize) -> MwemConfig {
+    MwemConfig {
+        improvements: Improvements {
+            reiterate: Some(Reiterate {
+                passes,
+                tolerance: 1e-9,
+                max_noise: 0.05,
+                discrepancy: true,
+            }),
+            noisy_init: Some((1, 10)),
+            init_policy: Default::default(),
+            adaptive: false,
+            adaptive_max_noise: 0.2,
+        },
+        output: OutputRule::Last,
+        ..MwemConfig::unoptimized(eps, 40).expect("T = 40")
+    }
+}
+
 fn bench_mwem(c: &mut Criterion) {
     let Some(ds) = nltcs() else { return };
     let Ok(workload) = Workload::parities(&ds.domain, 3) else {
@@ -75,22 +95,7 @@ fn bench_mwem(c: &mut Criterion) {
     });
 
     for passes in [1usize, 5, 20] {
-        let improved = MwemConfig {
-            improvements: Improvements {
-                reiterate: Some(Reiterate {
-                    passes,
-                    tolerance: 1e-9,
-                    max_noise: 0.05,
-                    discrepancy: true,
-                }),
-                noisy_init: Some((1, 10)),
-                init_policy: Default::default(),
-                adaptive: false,
-                adaptive_max_noise: 0.2,
-            },
-            output: OutputRule::Last,
-            ..MwemConfig::unoptimized(eps, 40).expect("T = 40")
-        };
+        let improved = improved(eps, passes);
         group.bench_function(format!("40_rounds_improved_R{passes}"), |b| {
             b.iter(|| {
                 mwem(&ds.counts, &workload, &improved, &mut budget(), &mut rng).expect("runs")
@@ -99,22 +104,7 @@ fn bench_mwem(c: &mut Criterion) {
     }
     group.finish();
 
-    let improved = MwemConfig {
-        improvements: Improvements {
-            reiterate: Some(Reiterate {
-                passes: 5,
-                tolerance: 1e-9,
-                max_noise: 0.05,
-                discrepancy: true,
-            }),
-            noisy_init: Some((1, 10)),
-            init_policy: Default::default(),
-            adaptive: false,
-            adaptive_max_noise: 0.2,
-        },
-        output: OutputRule::Last,
-        ..MwemConfig::unoptimized(eps, 40).expect("T = 40")
-    };
+    let improved = improved(eps, 5);
     let mut group = c.benchmark_group("mwem_nltcs_workloads");
     for (name, workload) in [
         ("parity3", Workload::parities(&ds.domain, 3)),
