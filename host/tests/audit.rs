@@ -252,3 +252,9 @@ fn cut_oracle_within_claim() {
 fn cut_release_within_claim() {
     assert_contract(&check("cut-release", 4_000));
 }
+
+#[test]
+fn adaptive_marginals_within_claim() {
+    let r = check("adaptive-marginals", 4_000);
+    assert_contract(&r);
+}

@@ -15,6 +15,7 @@ mod fairness;
 mod knorm;
 mod mwem;
 mod pmw;
+mod synth;
 mod threshold;
 
 pub use baselines::{grid_mwem, laplace_per_query, tree_cdf};
@@ -29,6 +30,7 @@ pub use fairness::fairness_dp;
 pub use knorm::{knorm_cube_large_eps, knorm_l1, nikm_linf};
 pub use mwem::{mwem_init, mwem_rounds, synth_rare_value};
 pub use pmw::{pmw_approximate, pmw_project, pmw_pure, pmw_reduce};
+pub use synth::adaptive_marginals_case;
 pub use threshold::threshold_oracle;
 
 use super::{AuditCase, AuditError};
@@ -69,6 +71,7 @@ pub const REGISTRY: &[(&str, CaseFn)] = &[
     ("conjunction-release-local", conjunction_release_local),
     ("cut-oracle", cut_oracle),
     ("cut-release", cut_release),
+    ("adaptive-marginals", adaptive_marginals_case),
 ];
 
 /// The case called `name`, if registered.
