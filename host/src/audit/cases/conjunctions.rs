@@ -235,7 +235,7 @@ pub fn cut_release(small: bool) -> Result<AuditCase, AuditError> {
         .chain([Event::at_least(4, 1.5), Event::at_least(5, 1.5)]);
     Ok(AuditCase::new(
         "cut-release",
-        "add/remove-one-edge, E_max = 20: 0 -> 1 x19 and 1 -> 0 vs one more 0 -> 1 (|E| = 21 > E_max, clamped); k = 7",
+        "add/remove-one-edge, E_max = 20: 0 -> 1 x19 and 1 -> 0 vs one more 0 -> 1 (|E| = 21 > E_max: answered, not refused; cut({0}) reaches E_max, the clamp's edge); k = 7",
         Claim::Pure(1.0),
         20_000,
     )
