@@ -99,6 +99,7 @@ fuzz_target!(|data: &[u8]| {
     let policy = Policy {
         max_domain: if flags & 1 == 0 { 1 << 16 } else { 100 },
         allow_test_keys: flags & 2 != 0,
+        ..Policy::default()
     };
     let (body, frames) = if flags & 4 == 0 {
         (c.rest().to_vec(), None)

@@ -2,7 +2,7 @@
 //! of upload frames and answers one status per frame after the batch is committed;
 //! `GET /v1/estimates` serves the aggregate of every stored report.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -119,6 +119,7 @@ pub struct Aggregates {
     groups: BTreeMap<ReportKind, Aggregator>,
     rejected: RejectCounts,
     reports: u64,
+    refused: u64,
 }
 
 impl Aggregates {
@@ -129,27 +130,58 @@ impl Aggregates {
 
     /// The aggregate of every report in `store`.
     pub fn from_store(store: &Store) -> Result<Aggregates, StoreError> {
-        Aggregates::from_store_within(store, u32::MAX)
+        Aggregates::from_store_within(store, u32::MAX, usize::MAX)
     }
 
-    /// The aggregate of the reports in `store` whose domain is at most `max_domain`;
-    /// the others count as undecodable. A stored report passed the policy when it was
-    /// accepted, but an edited database could declare any domain, and an aggregator
-    /// allocates a counter per item (`Collector::new` applies its policy's bound).
-    pub fn from_store_within(store: &Store, max_domain: u32) -> Result<Aggregates, StoreError> {
+    /// The aggregate of the reports in `store` whose domain is at most `max_domain`,
+    /// in at most `max_groups` groups (the first kinds in acceptance order); the
+    /// other reports count as undecodable and are not allocated for. Intake
+    /// ([`Store::submit`]) enforces both bounds, but an edited database (or a
+    /// collector restarted with smaller limits) could hold anything, and an
+    /// aggregator allocates a counter per item (`Collector::new` applies its
+    /// policy's bounds).
+    pub fn from_store_within(
+        store: &Store,
+        max_domain: u32,
+        max_groups: usize,
+    ) -> Result<Aggregates, StoreError> {
         let mut a = Aggregates::default();
+        let mut kinds = BTreeSet::new();
         let mut all = Vec::new();
         store.for_each_report(|r| {
-            let too_large = decode_report(&r.report)
-                .is_ok_and(|d| ReportKind::of(&d).domain().is_some_and(|n| n > max_domain));
-            if too_large {
+            let refused = decode_report(&r.report).is_ok_and(|d| {
+                let kind = ReportKind::of(&d);
+                if kind.domain().is_some_and(|n| n > max_domain) {
+                    return true;
+                }
+                if !kinds.contains(&kind) {
+                    if kinds.len() >= max_groups {
+                        return true;
+                    }
+                    kinds.insert(kind);
+                }
+                false
+            });
+            if refused {
                 a.rejected.record(RejectReason::Parameter);
+                a.refused += 1;
             } else {
                 all.push(r.report);
             }
         })?;
         a.ingest(all.iter().map(Vec::as_slice));
         Ok(a)
+    }
+
+    /// Stored reports left out by [`from_store_within`](Self::from_store_within)'s
+    /// domain and group limits.
+    pub fn refused(&self) -> u64 {
+        self.refused
+    }
+
+    /// The kinds of the open aggregation groups.
+    pub fn kinds(&self) -> BTreeSet<ReportKind> {
+        self.groups.keys().copied().collect()
     }
 
     /// Reports aggregated.
@@ -192,7 +224,8 @@ impl Aggregates {
 pub struct EstimatesJson {
     /// Reports aggregated.
     pub reports: u64,
-    /// Stored reports the aggregator could not use (0 unless the database was edited).
+    /// Stored reports the aggregator could not use or left out by the domain and
+    /// group limits (0 unless the database was edited or the limits lowered).
     pub undecodable: u64,
     /// Two-sided confidence of the intervals.
     pub confidence: f64,
@@ -238,7 +271,17 @@ pub struct Collector {
 impl Collector {
     /// A collector over `store`, its aggregate rebuilt from the stored reports.
     pub fn new(store: Store, policy: Policy, quiet: bool) -> Result<Collector, StoreError> {
-        let aggregates = Aggregates::from_store_within(&store, policy.max_domain)?;
+        let aggregates =
+            Aggregates::from_store_within(&store, policy.max_domain, policy.max_groups)?;
+        if aggregates.refused() > 0 {
+            eprintln!(
+                "privq serve: warning: {} stored reports exceed the domain limit ({}) or the \
+                 group limit ({}) and are not aggregated",
+                aggregates.refused(),
+                policy.max_domain,
+                policy.max_groups
+            );
+        }
         Ok(Collector {
             store: Mutex::new(store),
             aggregates: Mutex::new(aggregates),
@@ -259,7 +302,14 @@ impl Collector {
     /// Stores a batch (one transaction) and then counts its new reports.
     pub fn submit(&self, frames: &[&[u8]]) -> Result<Vec<FrameStatus>, StoreError> {
         let mut store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
-        let (statuses, fresh) = store.submit(frames, &self.policy)?;
+        // Only this function changes the aggregate, under the store lock: the open
+        // groups cannot change until the batch is ingested.
+        let open = self
+            .aggregates
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .kinds();
+        let (statuses, fresh) = store.submit(frames, &self.policy, &open)?;
         // Still under the store lock, so the aggregate follows the commit order.
         self.aggregates
             .lock()

@@ -8,7 +8,7 @@
 //! the statuses, so an acknowledgement always describes data on disk (WAL mode,
 //! `synchronous = FULL`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::path::Path;
 use std::time::Duration;
@@ -107,6 +107,19 @@ pub enum Rejection {
         /// Position of the report in the frame.
         index: u16,
     },
+    /// Report `index` has an ε below the collector's `min_epsilon` (each distinct
+    /// ε is an aggregation group of its own).
+    EpsilonTooSmall {
+        /// Position of the report in the frame.
+        index: u16,
+    },
+    /// Report `index` would open an aggregation group (mechanism, ε, parameter,
+    /// query, g) beyond the collector's `max_groups`. Groups already open keep
+    /// accepting reports.
+    GroupLimit {
+        /// Position of the report in the frame.
+        index: u16,
+    },
     /// The device's key is a documented test-only key (`docs/upload-frame.md`) and
     /// the collector was not started with test keys allowed.
     TestKey,
@@ -120,6 +133,8 @@ impl Rejection {
             Rejection::Conflict => "replay_conflict",
             Rejection::BudgetExceeded => "budget_exceeded",
             Rejection::DomainTooLarge { .. } => "domain_too_large",
+            Rejection::EpsilonTooSmall { .. } => "epsilon_too_small",
+            Rejection::GroupLimit { .. } => "group_limit",
             Rejection::TestKey => "test_key_refused",
         }
     }
@@ -141,6 +156,16 @@ impl fmt::Display for Rejection {
                     "report {index} declares a domain above the collector's limit"
                 )
             }
+            Rejection::EpsilonTooSmall { index } => {
+                write!(
+                    f,
+                    "report {index} has an epsilon below the collector's minimum"
+                )
+            }
+            Rejection::GroupLimit { index } => write!(
+                f,
+                "report {index} would open an aggregation group beyond the collector's limit"
+            ),
             Rejection::TestKey => f.write_str("the device holds a test-only key"),
         }
     }
@@ -249,14 +274,22 @@ impl From<&FrameStatus> for StatusJson {
 pub struct Policy {
     /// The largest domain (items, or Hadamard's header parameter) a report may declare.
     pub max_domain: u32,
+    /// The most aggregation groups (distinct [`ReportKind`]s) the collector keeps;
+    /// each allocates up to about `2 * max_domain` counters.
+    pub max_groups: usize,
+    /// The smallest ε a report may have (`None`: any).
+    pub min_epsilon: Option<Epsilon>,
     /// Accept devices whose key is a documented test-only key.
     pub allow_test_keys: bool,
 }
 
 impl Default for Policy {
+    /// Domains up to 2^16, 1024 groups, ε at least 1/1024, no test keys.
     fn default() -> Policy {
         Policy {
             max_domain: 1 << 16,
+            max_groups: 1024,
+            min_epsilon: Epsilon::new(1, 1024).ok(),
             allow_test_keys: false,
         }
     }
@@ -434,10 +467,16 @@ impl Store {
     /// Authenticates, admits and stores a batch of frames in one transaction, and
     /// returns one status per frame plus the reports newly accepted (in storage
     /// order). On error nothing of the batch is stored.
+    ///
+    /// `open` holds the aggregation groups already open; a frame whose reports
+    /// would take their number past [`Policy::max_groups`] is rejected
+    /// ([`Rejection::GroupLimit`]). Groups opened by earlier frames of the batch
+    /// count.
     pub fn submit(
         &mut self,
         frames: &[&[u8]],
         policy: &Policy,
+        open: &BTreeSet<ReportKind>,
     ) -> Result<(Vec<FrameStatus>, Vec<Vec<u8>>), StoreError> {
         let received = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -448,6 +487,8 @@ impl Store {
         let mut devices: HashMap<u64, Option<DeviceState>> = HashMap::new();
         let mut statuses = Vec::with_capacity(frames.len());
         let mut fresh = Vec::new();
+        // Groups opened by the frames accepted so far in this batch.
+        let mut opened: BTreeSet<ReportKind> = BTreeSet::new();
         for bytes in frames {
             // Only the framing is read before the tag is checked (verify_frame).
             let header = match upload::peek_header(bytes) {
@@ -505,8 +546,16 @@ impl Store {
                 });
                 continue;
             }
-            match charge(state, &frame.reports, policy) {
-                Ok(total) => state.spent = Some(total),
+            let admitted = Admission {
+                policy,
+                open,
+                opened: &opened,
+            };
+            match charge(state, &frame.reports, &admitted) {
+                Ok((total, new)) => {
+                    state.spent = Some(total);
+                    opened.extend(new);
+                }
                 Err(r) => {
                     statuses.push(FrameStatus::Rejected(r));
                     continue;
@@ -570,9 +619,25 @@ fn load_device(
     }))
 }
 
-/// The device's spent ε after `reports`, exactly, or why they are refused: a
-/// domain above the policy's, or a total above the cap (or overflowing).
-fn charge(state: &DeviceState, reports: &[Vec<u8>], policy: &Policy) -> Result<Epsilon, Rejection> {
+/// What a frame's reports are admitted against besides the device's cap.
+struct Admission<'a> {
+    policy: &'a Policy,
+    /// Groups open before the batch.
+    open: &'a BTreeSet<ReportKind>,
+    /// Groups opened by earlier frames of the batch.
+    opened: &'a BTreeSet<ReportKind>,
+}
+
+/// The device's spent ε after `reports`, exactly, with the groups they open, or
+/// why they are refused: a domain above the policy's, an ε below its minimum, a
+/// group beyond its limit, or a total above the cap (or overflowing).
+fn charge(
+    state: &DeviceState,
+    reports: &[Vec<u8>],
+    adm: &Admission<'_>,
+) -> Result<(Epsilon, BTreeSet<ReportKind>), Rejection> {
+    let policy = adm.policy;
+    let mut new = BTreeSet::new();
     let mut total = state.spent;
     for (i, bytes) in reports.iter().enumerate() {
         let index = u16::try_from(i).unwrap_or(u16::MAX);
@@ -584,6 +649,16 @@ fn charge(state: &DeviceState, reports: &[Vec<u8>], policy: &Policy) -> Result<E
             return Err(Rejection::DomainTooLarge { index });
         }
         let eps = r.header.epsilon;
+        if policy.min_epsilon.is_some_and(|m| eps < m) {
+            return Err(Rejection::EpsilonTooSmall { index });
+        }
+        if !adm.open.contains(&kind) && !adm.opened.contains(&kind) && !new.contains(&kind) {
+            let groups = adm.open.len() + adm.opened.len() + new.len();
+            if groups >= policy.max_groups {
+                return Err(Rejection::GroupLimit { index });
+            }
+            new.insert(kind);
+        }
         total = Some(match total {
             None => eps,
             Some(t) => t.checked_add(eps).map_err(|_| Rejection::BudgetExceeded)?,
@@ -591,7 +666,7 @@ fn charge(state: &DeviceState, reports: &[Vec<u8>], policy: &Policy) -> Result<E
     }
     match total {
         Some(t) if t > state.cap => Err(Rejection::BudgetExceeded),
-        Some(t) => Ok(t),
+        Some(t) => Ok((t, new)),
         // A verified frame holds at least one report.
         None => Err(Rejection::Frame(FrameReject::Count)),
     }
@@ -626,6 +701,86 @@ mod tests {
         Epsilon::new(n, d).unwrap()
     }
 
+    /// A frame of one SQ-bit report with ε = 1/`den` (`den` < 2^16).
+    fn frame_eps(key: &DeviceKey, device: u64, seq: u32, den: u16) -> Vec<u8> {
+        let mut buf = vec![0u8; 256];
+        let mut w = FrameWriter::new(&mut buf, device, 1, seq).unwrap();
+        let [lo, hi] = den.to_le_bytes();
+        w.push(&[1, 8, 0, 0, 1, 0, lo, hi, 0, 0, 0, 0, 1]).unwrap();
+        let n = w.finish(key).unwrap();
+        buf.truncate(n);
+        buf
+    }
+
+    #[test]
+    fn groups_beyond_the_limit_and_tiny_epsilon_are_refused_and_survive_restart() {
+        use crate::collector::http::Collector;
+        let path = temp_db("groups");
+        let mut s = Store::open(&path).unwrap();
+        let k = DeviceKey::new([6; 32]);
+        s.provision(6, &k, eps(10, 1)).unwrap();
+        let policy = Policy {
+            max_groups: 3,
+            ..Policy::default()
+        };
+        let c = Collector::new(s, policy, true).unwrap();
+        // Each ε is a group of its own: 1/2, 1/3, 1/4 open three groups.
+        let first: Vec<Vec<u8>> = (0..3).map(|i| frame_eps(&k, 6, i, i as u16 + 2)).collect();
+        let st = c
+            .submit(&first.iter().map(Vec::as_slice).collect::<Vec<_>>())
+            .unwrap();
+        assert!(st.iter().all(FrameStatus::acknowledged), "{st:?}");
+        // A fourth ε is refused, in the next batch and within one batch alike, while
+        // the open groups keep accepting; ε = 1/2048 is below the 1/1024 minimum.
+        let more = [
+            frame_eps(&k, 6, 3, 5),
+            frame_eps(&k, 6, 4, 2),
+            frame_eps(&k, 6, 5, 6),
+            frame_eps(&k, 6, 6, 2048),
+            frame_eps(&k, 6, 7, 1024),
+        ];
+        let st = c
+            .submit(&more.iter().map(Vec::as_slice).collect::<Vec<_>>())
+            .unwrap();
+        use FrameStatus::*;
+        assert_eq!(st[0], Rejected(Rejection::GroupLimit { index: 0 }));
+        assert!(matches!(st[1], Accepted { reports: 1, .. }));
+        assert_eq!(st[2], Rejected(Rejection::GroupLimit { index: 0 }));
+        assert_eq!(st[3], Rejected(Rejection::EpsilonTooSmall { index: 0 }));
+        // 1/1024 is allowed by ε, but it would be a fourth group.
+        assert_eq!(st[4], Rejected(Rejection::GroupLimit { index: 0 }));
+        assert_eq!(StatusJson::from(&st[0]).reason, Some("group_limit"));
+        assert_eq!(StatusJson::from(&st[3]).reason, Some("epsilon_too_small"));
+        assert_eq!(c.reports(), 4);
+        drop(c);
+        // Nothing of the refused frames was stored or charged.
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.frame_count().unwrap(), 4);
+        let spent = s.devices().unwrap()[0].spent.unwrap();
+        let want = [3u64, 4, 2]
+            .iter()
+            .fold(eps(1, 2), |t, &d| t.checked_add(eps(1, d)).unwrap());
+        assert_eq!(spent, want);
+        // Restarting with the same database and limits rebuilds the same aggregate.
+        let c = Collector::new(s, policy, true).unwrap();
+        assert_eq!(c.reports(), 4);
+        let st = c
+            .submit(&[&frame_eps(&k, 6, 8, 3), &frame_eps(&k, 6, 9, 7)])
+            .unwrap();
+        assert!(st[0].acknowledged());
+        assert_eq!(st[1], Rejected(Rejection::GroupLimit { index: 0 }));
+        drop(c);
+        // With a smaller limit the reports of the later groups are refused, not
+        // allocated for.
+        let s = Store::open(&path).unwrap();
+        let small = Policy {
+            max_groups: 1,
+            ..policy
+        };
+        let c = Collector::new(s, small, true).unwrap();
+        assert_eq!(c.reports(), 2, "only the two reports with ε = 1/2");
+    }
+
     #[test]
     fn an_edited_huge_domain_is_not_aggregated_at_startup() {
         use crate::collector::http::Collector;
@@ -634,7 +789,8 @@ mod tests {
         let k = DeviceKey::new([3; 32]);
         s.provision(5, &k, eps(4, 1)).unwrap();
         let f = frame(&k, 5, 0, 1, 2);
-        s.submit(&[&f], &Policy::default()).unwrap();
+        s.submit(&[&f], &Policy::default(), &BTreeSet::new())
+            .unwrap();
         // A GRR report over 2^20 items (past the policy's 2^16), written by hand.
         let mut grr = vec![1, 2, 0, 0, 1, 0, 2, 0];
         grr.extend_from_slice(&(1u32 << 20).to_le_bytes());
@@ -659,13 +815,18 @@ mod tests {
         s.provision(1, &k1, eps(1, 1)).unwrap();
         s.provision(u64::MAX, &k2, eps(1, 1)).unwrap();
         let p = Policy::default();
+        let none = BTreeSet::new();
         let a = frame(&k1, 1, 0, 2, 4); // ε 1/2
         let a_other = frame(&k1, 1, 0, 1, 4); // same replay key, other bytes
         let forged = frame(&k2, 1, 1, 1, 4); // device 1's id, device 2's key
         let unknown = frame(&k1, 9, 0, 1, 4);
         let big = frame(&k2, u64::MAX, 0, 3, 2); // ε 3/2 > cap 1
         let (st, fresh) = s
-            .submit(&[&a, &a, &a_other, &forged, &unknown, &big, b"garbage"], &p)
+            .submit(
+                &[&a, &a, &a_other, &forged, &unknown, &big, b"garbage"],
+                &p,
+                &none,
+            )
             .unwrap();
         use FrameStatus::*;
         assert_eq!(
@@ -697,7 +858,7 @@ mod tests {
         assert_eq!(spent, Some(eps(1, 2)));
         let b = frame(&k1, 1, 1, 2, 4);
         let c = frame(&k1, 1, 2, 1, 64);
-        let (st, _) = s.submit(&[&b, &c], &p).unwrap();
+        let (st, _) = s.submit(&[&b, &c], &p, &none).unwrap();
         assert!(matches!(st[0], Accepted { .. }));
         assert_eq!(st[1], Rejected(Rejection::BudgetExceeded));
         assert_eq!(s.reports().unwrap().len(), 4);
@@ -721,15 +882,16 @@ mod tests {
         s.provision(3, &test_key, eps(10, 1)).unwrap();
         let f = frame(&test_key, 3, 0, 1, 1);
         let strict = Policy::default();
+        let none = BTreeSet::new();
         assert_eq!(
-            s.submit(&[&f], &strict).unwrap().0,
+            s.submit(&[&f], &strict, &none).unwrap().0,
             vec![FrameStatus::Rejected(Rejection::TestKey)]
         );
         let lax = Policy {
             allow_test_keys: true,
             ..strict
         };
-        assert!(s.submit(&[&f], &lax).unwrap().0[0].acknowledged());
+        assert!(s.submit(&[&f], &lax, &none).unwrap().0[0].acknowledged());
         // A GRR report over 70 000 items (ε = 1, item 5): above the default limit.
         let key = DeviceKey::new([5; 32]);
         s.provision(4, &key, eps(10, 1)).unwrap();
@@ -739,7 +901,7 @@ mod tests {
         w.push(&[1, 2, 0, 0, 1, 0, 1, 0, d[0], d[1], d[2], d[3], 5, 0, 0, 0])
             .unwrap();
         let n = w.finish(&key).unwrap();
-        let st = s.submit(&[&buf[..n]], &strict).unwrap().0;
+        let st = s.submit(&[&buf[..n]], &strict, &none).unwrap().0;
         assert_eq!(
             st,
             vec![FrameStatus::Rejected(Rejection::DomainTooLarge {

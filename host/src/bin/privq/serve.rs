@@ -42,6 +42,14 @@ pub struct Args {
     /// Largest domain a report may declare (bounds the aggregate's memory).
     #[arg(long, value_name = "N", default_value_t = 1 << 16)]
     pub max_domain: u32,
+    /// Most aggregation groups (mechanism, ε, parameter, query, g) kept; reports
+    /// that would open more are rejected (`group_limit`). Bounds the aggregate's
+    /// memory to about max-groups × 2 × max-domain counters.
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub max_groups: usize,
+    /// Smallest ε a report may have, exact (`num/den`); smaller: `epsilon_too_small`.
+    #[arg(long, value_name = "EPS", default_value = "1/1024")]
+    pub min_epsilon: String,
     /// Accept devices holding the documented test-only keys (tests only).
     #[arg(long)]
     pub allow_test_keys: bool,
@@ -126,6 +134,13 @@ pub fn run(args: &Args, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Resul
             })?;
             let policy = Policy {
                 max_domain: args.max_domain,
+                max_groups: args.max_groups,
+                min_epsilon: Some(args.min_epsilon.parse().map_err(|source| {
+                    CliError::Parameter {
+                        option: "min-epsilon",
+                        source,
+                    }
+                })?),
                 allow_test_keys: args.allow_test_keys,
             };
             serve(db, args.listen, policy, args.quiet)
