@@ -129,6 +129,33 @@ pub fn load_count_table<R: Read>(
     load_csv(reader, domain, Some(count_column), Unknown::Refuse, cap)
 }
 
+/// The trimmed CSV header, and the column of every domain attribute in domain
+/// order ([`DataError::MissingColumn`] naming the first one absent).
+pub(crate) fn domain_columns<R: Read>(
+    rdr: &mut csv::Reader<R>,
+    domain: &Domain,
+) -> Result<(Vec<String>, Vec<usize>), DataError> {
+    let header: Vec<String> = rdr
+        .headers()?
+        .iter()
+        .map(|s| s.trim().to_string())
+        .collect();
+    let columns = domain
+        .attributes()
+        .iter()
+        .map(|a| {
+            header
+                .iter()
+                .position(|h| h == a.name())
+                .ok_or_else(|| DataError::MissingColumn {
+                    column: a.name().to_string(),
+                    available: header.clone(),
+                })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((header, columns))
+}
+
 pub(crate) fn load_csv<R: Read>(
     reader: R,
     domain: &Domain,
@@ -137,25 +164,7 @@ pub(crate) fn load_csv<R: Read>(
     cap: MemoryCap,
 ) -> Result<CountHistogram, DataError> {
     let mut rdr = csv::Reader::from_reader(reader);
-    let header: Vec<String> = rdr
-        .headers()?
-        .iter()
-        .map(|s| s.trim().to_string())
-        .collect();
-    let find = |name: &str| {
-        header
-            .iter()
-            .position(|h| h == name)
-            .ok_or_else(|| DataError::MissingColumn {
-                column: name.to_string(),
-                available: header.clone(),
-            })
-    };
-    let columns = domain
-        .attributes()
-        .iter()
-        .map(|a| find(a.name()))
-        .collect::<Result<Vec<_>, _>>()?;
+    let (header, columns) = domain_columns(&mut rdr, domain)?;
     let count_col = count_column.and_then(|c| header.iter().position(|h| h == c));
     let mut hist = CountHistogram::zeros(domain, cap)?;
     let mut values = vec![0usize; domain.dims()];

@@ -6,6 +6,7 @@ use std::io::Read;
 
 use super::domain::Domain;
 use super::error::DataError;
+use super::load::domain_columns;
 
 /// The records of a dataset as one column of value indices per domain attribute.
 ///
@@ -35,24 +36,7 @@ impl Records {
     /// would reveal that n = 0 (callers with n public may refuse it).
     pub fn from_csv<R: Read>(reader: R, domain: &Domain) -> Result<Self, DataError> {
         let mut rdr = csv::Reader::from_reader(reader);
-        let header: Vec<String> = rdr
-            .headers()?
-            .iter()
-            .map(|s| s.trim().to_string())
-            .collect();
-        let positions = domain
-            .attributes()
-            .iter()
-            .map(|a| {
-                header
-                    .iter()
-                    .position(|h| h == a.name())
-                    .ok_or_else(|| DataError::MissingColumn {
-                        column: a.name().to_string(),
-                        available: header.clone(),
-                    })
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let (header, positions) = domain_columns(&mut rdr, domain)?;
         let count_column = match domain.position("count") {
             Some(_) => None,
             None => header.iter().position(|h| h == "count"),
