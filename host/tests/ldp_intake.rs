@@ -473,3 +473,35 @@ fn fuzz_random_corruptions_are_accounted_for() {
     assert!(cases >= 100_000);
     assert!(slowest < Duration::from_millis(250), "slowest {slowest:?}");
 }
+
+#[test]
+fn reports_one_by_one_equal_the_same_reports_framed() {
+    for (mechanism, d) in [("oue", 64), ("grr", 16), ("olh", 32)] {
+        let (file, plan) = simulated(mechanism, d, 2000, 17);
+        let mut reports: Vec<Vec<u8>> = frames::frames(&file)
+            .unwrap()
+            .map(|f| f.unwrap().to_vec())
+            .collect();
+        // Malformed reports of the campaign's length: version, mechanism, ε, payload.
+        for (i, r) in reports.iter_mut().enumerate().filter(|(i, _)| i % 97 == 0) {
+            match i % 4 {
+                0 => r[0] ^= 0x40,
+                1 => r[1] = 0xee,
+                2 => r[4] = r[4].wrapping_add(1),
+                _ => r.iter_mut().skip(12).for_each(|b| *b = 0xff),
+            }
+        }
+        let framed = intake_of(&plan, &[&file_of(reports.iter().map(Vec::as_slice))]);
+        let mut loose = Intake::new(plan.clone());
+        loose.ingest_reports(reports.iter().map(Vec::as_slice));
+        let (a, b) = (framed.to_state(), loose.to_state());
+        assert_eq!(a.groups, b.groups, "{mechanism}");
+        assert_eq!(a.stats.rejected, b.stats.rejected, "{mechanism}");
+        assert!(b.stats.rejected.total() > 0, "{mechanism}");
+        assert_eq!(
+            (a.stats.frames, a.stats.accepted),
+            (b.stats.frames, b.stats.accepted)
+        );
+        assert_eq!(b.stats.frame_bytes, b.stats.bytes);
+    }
+}

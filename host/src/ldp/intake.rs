@@ -392,6 +392,31 @@ impl Intake {
         let _ = self.ingest_reader(input, &mut r);
     }
 
+    /// Checks and aggregates reports that arrive one by one rather than framed in a
+    /// report file (rows of a Parquet table, say): each counts as one complete
+    /// frame of its length, is [classified](CampaignPlan::classify) against the
+    /// campaign exactly like a frame of a report file, and is accepted or counted
+    /// under its [`RejectReason`]. No input, file or problem is recorded (the
+    /// caller knows where the reports came from); `bytes` and `frame_bytes` both
+    /// grow by the reports' lengths.
+    ///
+    /// For reports of the campaign's length this gives the groups and rejection
+    /// counts of reading the same reports framed in a report file.
+    pub fn ingest_reports<'r>(&mut self, reports: impl IntoIterator<Item = &'r [u8]>) {
+        let mut batch: BTreeMap<u16, Vec<&[u8]>> = BTreeMap::new();
+        for report in reports {
+            let len = report.len() as u64;
+            self.stats.frames += 1;
+            self.stats.bytes += len;
+            self.stats.frame_bytes += len;
+            match self.plan.classify(report) {
+                Ok(r) => batch.entry(r.header.query.0).or_default().push(report),
+                Err(reason) => self.stats.rejected.record(reason),
+            }
+        }
+        self.flush(batch);
+    }
+
     /// Handles one scanner event at `offset`.
     fn event<'a>(
         &mut self,
