@@ -1,0 +1,215 @@
+//! Running `privq_aggregate` over a directory of Parquet report tables.
+//!
+//! [`aggregate_parquet`] plans `SELECT privq_aggregate(report) FROM reports`:
+//! DataFusion scans the files in `target_partitions` partitions, each partial
+//! aggregate ingests its rows, and the final aggregate merges the partial
+//! states; the one resulting state becomes an [`Intake`] whose groups and
+//! rejection counts equal those of the in-process intake over the same
+//! reports (see [`Intake::ingest_reports`]). No GROUP BY on the table's kind
+//! columns is needed (nor trusted): the intake groups reports by the query id
+//! it decodes, so memory stays within the campaign's bound per partition.
+//!
+//! [`aggregate_parquet_by_kind`] runs the grouped form
+//! `SELECT mechanism, …, g, privq_aggregate(report) … GROUP BY mechanism, …, g`,
+//! one intake per value of the kind columns (rows whose kind columns are null,
+//! i.e. undecodable reports, form their own group). Its groups are as many as
+//! the table has distinct kind values: use it on tables you wrote.
+
+use std::path::Path;
+
+use datafusion::arrow::array::{Array, AsArray};
+use datafusion::arrow::datatypes::{UInt8Type, UInt16Type, UInt32Type, UInt64Type};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::error::DataFusionError;
+use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+
+use super::super::aggregate::ReportKind;
+use super::super::campaign::{CampaignPlan, Limits};
+use super::super::intake::{Intake, StateError};
+use super::udaf::{NAME, privq_aggregate};
+
+/// Errors of a Parquet aggregation.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum QueryError {
+    /// Listing the directory or starting the runtime failed.
+    Io(std::io::Error),
+    /// Planning or running the query failed (missing `report` column, unreadable
+    /// file, …).
+    DataFusion(DataFusionError),
+    /// A state produced by the query could not be read back (not expected).
+    State(StateError),
+    /// The result has an unexpected shape (not expected).
+    Shape(&'static str),
+}
+
+impl std::fmt::Display for QueryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QueryError::Io(e) => write!(f, "{e}"),
+            QueryError::DataFusion(e) => write!(f, "query: {e}"),
+            QueryError::State(e) => write!(f, "aggregate state: {e}"),
+            QueryError::Shape(what) => write!(f, "unexpected query result: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for QueryError {}
+
+impl From<DataFusionError> for QueryError {
+    fn from(e: DataFusionError) -> QueryError {
+        QueryError::DataFusion(e)
+    }
+}
+
+impl From<std::io::Error> for QueryError {
+    fn from(e: std::io::Error) -> QueryError {
+        QueryError::Io(e)
+    }
+}
+
+/// The `*.parquet` files directly in `dir`.
+pub fn parquet_files(dir: &Path) -> Result<u64, QueryError> {
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir)? {
+        let p = entry?.path();
+        if p.is_file() && p.extension().is_some_and(|e| e == "parquet") {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// A session with `privq_aggregate` and the table `reports` (the Parquet
+/// files of `dir`) registered.
+pub async fn session(
+    dir: &Path,
+    plan: &CampaignPlan,
+    limits: &Limits,
+    target_partitions: usize,
+) -> Result<SessionContext, QueryError> {
+    let config = SessionConfig::new().with_target_partitions(target_partitions.max(1));
+    let ctx = SessionContext::new_with_config(config);
+    ctx.register_udaf(privq_aggregate(plan.clone(), *limits));
+    let dir = std::path::absolute(dir)?;
+    let mut url = dir.to_string_lossy().into_owned();
+    if !url.ends_with('/') {
+        url.push('/');
+    }
+    ctx.register_parquet("reports", &url, ParquetReadOptions::default())
+        .await?;
+    Ok(ctx)
+}
+
+fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, QueryError> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads.max(1))
+        .enable_all()
+        .build()?)
+}
+
+/// Merges the serialized states in column `col` of `batches` into one intake.
+fn merge_states(
+    plan: &CampaignPlan,
+    limits: &Limits,
+    batches: &[RecordBatch],
+    col: usize,
+) -> Result<Vec<Intake>, QueryError> {
+    let mut out = Vec::new();
+    for b in batches {
+        let states = b
+            .column(col)
+            .as_binary_opt::<i32>()
+            .ok_or(QueryError::Shape("state column is not binary"))?;
+        for s in states.iter() {
+            let s = s.ok_or(QueryError::Shape("null state"))?;
+            let text =
+                std::str::from_utf8(s).map_err(|_| QueryError::Shape("state is not UTF-8"))?;
+            let intake = Intake::from_json(text, limits).map_err(QueryError::State)?;
+            if intake.plan() != plan {
+                return Err(QueryError::Shape("state of another campaign"));
+            }
+            out.push(intake);
+        }
+    }
+    Ok(out)
+}
+
+/// Aggregates the Parquet report tables in `dir` (all `*.parquet` files; see
+/// [`super::table`]) for the campaign `plan` on `target_partitions`
+/// partitions (and as many runtime threads). The intake's `inputs` is the
+/// number of Parquet files; its `frames` the number of rows.
+pub fn aggregate_parquet(
+    dir: &Path,
+    plan: &CampaignPlan,
+    limits: &Limits,
+    target_partitions: usize,
+) -> Result<Intake, QueryError> {
+    let files = parquet_files(dir)?;
+    let batches = runtime(target_partitions)?.block_on(async {
+        let ctx = session(dir, plan, limits, target_partitions).await?;
+        let df = ctx
+            .sql(&format!(r#"SELECT {NAME}("report") FROM reports"#))
+            .await?;
+        Ok::<_, QueryError>(df.collect().await?)
+    })?;
+    let mut total = Intake::new(plan.clone());
+    for part in merge_states(plan, limits, &batches, 0)? {
+        total.merge(&part).map_err(QueryError::State)?;
+    }
+    let mut state = total.to_state();
+    state.stats.inputs = files;
+    Intake::from_state(state, limits).map_err(QueryError::State)
+}
+
+/// The grouped query: one intake per distinct value of the kind columns
+/// (`None` for rows whose kind columns are null), in no particular order.
+pub fn aggregate_parquet_by_kind(
+    dir: &Path,
+    plan: &CampaignPlan,
+    limits: &Limits,
+    target_partitions: usize,
+) -> Result<Vec<(Option<ReportKind>, Intake)>, QueryError> {
+    let cols = r#""mechanism", "epsilon_num", "epsilon_den", "param", "query", "g""#;
+    let batches = runtime(target_partitions)?.block_on(async {
+        let ctx = session(dir, plan, limits, target_partitions).await?;
+        let sql = format!(r#"SELECT {cols}, {NAME}("report") FROM reports GROUP BY {cols}"#);
+        Ok::<_, QueryError>(ctx.sql(&sql).await?.collect().await?)
+    })?;
+    let shape = QueryError::Shape("kind columns of unexpected types");
+    let mut out = Vec::new();
+    for b in &batches {
+        let intakes = merge_states(plan, limits, std::slice::from_ref(b), 6)?;
+        let mech = b.column(0).as_primitive_opt::<UInt8Type>();
+        let num = b.column(1).as_primitive_opt::<UInt64Type>();
+        let den = b.column(2).as_primitive_opt::<UInt64Type>();
+        let param = b.column(3).as_primitive_opt::<UInt32Type>();
+        let query = b.column(4).as_primitive_opt::<UInt16Type>();
+        let g = b.column(5).as_primitive_opt::<UInt16Type>();
+        let (Some(mech), Some(num), Some(den), Some(param), Some(query), Some(g)) =
+            (mech, num, den, param, query, g)
+        else {
+            return Err(shape);
+        };
+        for (i, intake) in intakes.into_iter().enumerate() {
+            let null = [
+                mech.is_null(i),
+                num.is_null(i),
+                den.is_null(i),
+                param.is_null(i),
+                query.is_null(i),
+                g.is_null(i),
+            ];
+            let kind = (!null.contains(&true)).then(|| ReportKind {
+                mechanism: mech.value(i),
+                epsilon_num: num.value(i),
+                epsilon_den: den.value(i),
+                param: param.value(i),
+                query: query.value(i),
+                g: g.value(i),
+            });
+            out.push((kind, intake));
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,144 @@
+//! `privq_aggregate(report)`: privq's campaign-checked intake as a DataFusion
+//! user-defined aggregate function.
+//!
+//! | step           | what it does                                                    |
+//! |----------------|-----------------------------------------------------------------|
+//! | `update_batch` | [`Intake::ingest_reports`] on the batch's `report` values        |
+//! | `state`        | the intake as saved-state JSON ([`Intake::to_state`]), Binary    |
+//! | `merge_batch`  | [`Intake::from_json`] on each state, then [`Intake::merge`]      |
+//! | `evaluate`     | the merged intake as saved-state JSON, Binary                    |
+//!
+//! Aggregator states are plain counts (and, for SQ Laplace, sums of dyadic
+//! grid values), so merging partial states gives exactly the state of one
+//! pass over all reports. The evaluated state is a `privq ldp merge` input.
+//!
+//! The argument may be Binary, LargeBinary or BinaryView (Parquet readers
+//! differ). A null report counts as an empty report: rejected as
+//! [`RejectReason::Truncated`](crate::ldp::decode::RejectReason::Truncated).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{DataFusionError, Result as DfResult, ScalarValue};
+use datafusion::logical_expr::function::{AccumulatorArgs, AccumulatorFactoryFunction};
+use datafusion::logical_expr::{Accumulator, AggregateUDF, Volatility, create_udaf};
+
+use super::super::campaign::{CampaignPlan, Limits};
+use super::super::intake::Intake;
+
+/// The function's SQL name.
+pub const NAME: &str = "privq_aggregate";
+
+/// `privq_aggregate(report)` for reports of `plan`; saved states it merges are
+/// re-validated against `limits`.
+///
+/// ```
+/// use privq_host::ldp::analytics::udaf;
+/// use privq_host::ldp::campaign::{Campaign, Limits};
+/// use privq_host::ldp::fleet::MechanismSpec;
+/// use privq_host::Epsilon;
+///
+/// let spec = MechanismSpec::parse("oue", Epsilon::new(1, 1)?, 16)?;
+/// let plan = Campaign::for_spec(&spec).validate(&Limits::default())?;
+/// let f = udaf::privq_aggregate(plan, Limits::default());
+/// assert_eq!(f.name(), "privq_aggregate");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn privq_aggregate(plan: CampaignPlan, limits: Limits) -> AggregateUDF {
+    let factory: AccumulatorFactoryFunction = Arc::new(
+        move |_: AccumulatorArgs| -> DfResult<Box<dyn Accumulator>> {
+            Ok(Box::new(IntakeAccumulator {
+                intake: Intake::new(plan.clone()),
+                limits,
+            }))
+        },
+    );
+    create_udaf(
+        NAME,
+        vec![DataType::Binary],
+        Arc::new(DataType::Binary),
+        Volatility::Immutable,
+        factory,
+        Arc::new(vec![DataType::Binary]),
+    )
+}
+
+/// The accumulator: one campaign-checked intake.
+#[derive(Debug)]
+struct IntakeAccumulator {
+    intake: Intake,
+    limits: Limits,
+}
+
+fn exec_err(what: &str, e: impl std::fmt::Display) -> DataFusionError {
+    DataFusionError::Execution(format!("{NAME}: {what}: {e}"))
+}
+
+/// Calls `f` with the non-null-or-empty byte values of a binary array.
+fn with_bytes(a: &ArrayRef, f: impl FnOnce(&mut dyn Iterator<Item = &[u8]>)) -> DfResult<()> {
+    if let Some(b) = a.as_binary_opt::<i32>() {
+        f(&mut b.iter().map(|v| v.unwrap_or(&[])));
+    } else if let Some(b) = a.as_binary_opt::<i64>() {
+        f(&mut b.iter().map(|v| v.unwrap_or(&[])));
+    } else if let Some(b) = a.as_binary_view_opt() {
+        f(&mut b.iter().map(|v| v.unwrap_or(&[])));
+    } else {
+        return Err(exec_err(
+            "argument",
+            format!("expected binary, got {}", a.data_type()),
+        ));
+    }
+    Ok(())
+}
+
+impl IntakeAccumulator {
+    fn serialized(&self) -> DfResult<ScalarValue> {
+        let json = serde_json::to_vec(&self.intake.to_state()).map_err(|e| exec_err("state", e))?;
+        Ok(ScalarValue::Binary(Some(json)))
+    }
+}
+
+impl Accumulator for IntakeAccumulator {
+    fn update_batch(&mut self, values: &[ArrayRef]) -> DfResult<()> {
+        let reports = values
+            .first()
+            .ok_or_else(|| exec_err("arguments", "expected one (the report)"))?;
+        with_bytes(reports, |it| self.intake.ingest_reports(it))
+    }
+
+    fn evaluate(&mut self) -> DfResult<ScalarValue> {
+        self.serialized()
+    }
+
+    fn size(&self) -> usize {
+        let counts: usize = self.intake.groups().map(|g| g.counts().len() * 8).sum();
+        size_of_val(self) + counts + self.intake.stats().problems.len() * 64
+    }
+
+    fn state(&mut self) -> DfResult<Vec<ScalarValue>> {
+        Ok(vec![self.serialized()?])
+    }
+
+    fn merge_batch(&mut self, states: &[ArrayRef]) -> DfResult<()> {
+        let states = states
+            .first()
+            .ok_or_else(|| exec_err("states", "expected one column"))?;
+        let mut result = Ok(());
+        let (intake, limits) = (&mut self.intake, &self.limits);
+        with_bytes(states, |it| {
+            for s in it.filter(|s| !s.is_empty()) {
+                result = std::str::from_utf8(s)
+                    .map_err(|e| exec_err("state", e))
+                    .and_then(|text| {
+                        Intake::from_json(text, limits).map_err(|e| exec_err("state", e))
+                    })
+                    .and_then(|other| intake.merge(&other).map_err(|e| exec_err("merge", e)));
+                if result.is_err() {
+                    return;
+                }
+            }
+        })?;
+        result
+    }
+}

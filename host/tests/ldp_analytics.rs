@@ -1,0 +1,455 @@
+//! DataFusion aggregation of Parquet report tables (feature `analytics`):
+//! `privq_aggregate` over several partitions must give exactly the in-process
+//! intake's groups, rejection counts and estimates, for several mechanisms,
+//! malformed reports included; foreign or damaged tables are errors or counted
+//! rejections, never panics; and the `privq ldp export` / `aggregate --parquet`
+//! commands print what `aggregate --input` prints.
+#![cfg(feature = "analytics")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, BinaryBuilder, UInt8Builder};
+use arrow::datatypes::{DataType, Field, Schema};
+use arrow::record_batch::RecordBatch;
+use parquet::arrow::ArrowWriter;
+use privq_core::local::{LocalRandomizer, QueryId, SqLaplace, UnitValue};
+use privq_host::Epsilon;
+use privq_host::ldp::aggregate::Aggregator;
+use privq_host::ldp::analytics::{query, table};
+use privq_host::ldp::campaign::{Campaign, CampaignPlan, Limits};
+use privq_host::ldp::decode::RejectReason;
+use privq_host::ldp::fleet::{MechanismSpec, default_distribution, device_rng};
+use privq_host::ldp::intake::Intake;
+use rand_chacha::ChaCha12Rng;
+use rand_core::{Rng, SeedableRng};
+
+/// A scratch directory removed on drop.
+struct Dir(PathBuf);
+
+impl Dir {
+    fn new(name: &str) -> Dir {
+        let p = std::env::temp_dir().join(format!("privq-analytics-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Dir(p)
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn eps(num: u64, den: u64) -> Epsilon {
+    Epsilon::new(num, den).unwrap()
+}
+
+/// `n` reports of a simulated mechanism for query `query`, items Zipf-distributed.
+fn simulated(mechanism: &str, d: u32, query: u16, n: usize, seed: u64) -> Vec<Vec<u8>> {
+    let spec = MechanismSpec::parse(mechanism, eps(1, 1), d).unwrap();
+    let w = default_distribution(d);
+    let total: f64 = w.iter().sum();
+    let mut rng = ChaCha12Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|i| {
+            // Inverse-CDF item draw (test data only).
+            let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * total;
+            let mut acc = 0.0;
+            let item = w.iter().position(|x| {
+                acc += x;
+                acc > u
+            });
+            let item = item.unwrap_or(d as usize - 1) as u32;
+            let mut buf = vec![0u8; spec.report_len()];
+            let mut dev = device_rng(seed, i as u64);
+            spec.privatize_into(item, QueryId(query), &mut dev, &mut buf)
+                .unwrap();
+            buf
+        })
+        .collect()
+}
+
+fn sq_laplace(n: usize, seed: u64) -> Vec<Vec<u8>> {
+    let mut rng = ChaCha12Rng::seed_from_u64(seed);
+    let m = SqLaplace::new(eps(1, 1)).unwrap();
+    (0..n)
+        .map(|i| {
+            let unit = UnitValue::from_fraction(i as u64 % 5, 4).unwrap();
+            let mut buf = vec![0u8; 64];
+            let len = m
+                .privatize_into(&unit, QueryId(0), &mut rng, &mut buf)
+                .unwrap();
+            buf.truncate(len);
+            buf
+        })
+        .collect()
+}
+
+/// About 4 300 reports of five mechanisms (OUE on three queries) and ~300
+/// malformed ones, shuffled.
+fn mixed_reports() -> Vec<Vec<u8>> {
+    let mut all = Vec::new();
+    for q in 0..3 {
+        all.extend(simulated("oue", 64, q, 600, 10 + u64::from(q)));
+    }
+    all.extend(simulated("oue", 64, 7, 50, 13)); // a query no campaign collects
+    all.extend(simulated("grr", 16, 0, 500, 20));
+    all.extend(simulated("olh", 32, 0, 400, 30));
+    all.extend(simulated("hr", 32, 0, 400, 40));
+    all.extend(sq_laplace(500, 50));
+    let mut rng = ChaCha12Rng::seed_from_u64(99);
+    let valid = all.len();
+    for i in 0..300 {
+        let mut r = all[(rng.next_u64() as usize) % valid].clone();
+        match i % 6 {
+            0 => r.truncate((rng.next_u64() % 12) as usize), // truncated
+            1 => r[0] ^= 0x40,                               // version
+            2 => r[1] = 0xee,                                // unknown mechanism
+            3 => r.push(0),                                  // length
+            4 => rng.fill_bytes(&mut r),                     // garbage
+            _ => r[4] = r[4].wrapping_add(1),                // another epsilon
+        }
+        all.push(r);
+    }
+    // Fisher–Yates.
+    for i in (1..all.len()).rev() {
+        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+        all.swap(i, j);
+    }
+    all
+}
+
+fn plan(json: &str) -> CampaignPlan {
+    Campaign::from_json(json)
+        .unwrap()
+        .validate(&Limits::default())
+        .unwrap()
+}
+
+fn campaigns() -> Vec<CampaignPlan> {
+    vec![
+        plan(r#"{"mechanism":"oue","epsilon":"1","domain":64,"queries":["0-2"]}"#),
+        plan(r#"{"mechanism":"grr","epsilon":"1","domain":16}"#),
+        plan(r#"{"mechanism":"olh","epsilon":"1","domain":32}"#),
+        plan(r#"{"mechanism":"hr","epsilon":"1","domain":32}"#),
+        plan(r#"{"mechanism":"sq-laplace","epsilon":"1","grid_exponent":-10}"#),
+    ]
+}
+
+fn write_table(dir: &Path, reports: &[Vec<u8>], rows_per_file: u64) {
+    let mut w = table::ReportTableWriter::create(dir, rows_per_file).unwrap();
+    for r in reports {
+        w.push(r).unwrap();
+    }
+    assert_eq!(w.commit().unwrap(), reports.len() as u64);
+}
+
+/// Groups, accepted, rejected and frames equal; estimates equal.
+fn assert_same(got: &Intake, want: &Intake, what: &str) {
+    let (g, w) = (got.to_state(), want.to_state());
+    assert_eq!(g.groups, w.groups, "{what}: aggregator states");
+    assert_eq!(g.stats.accepted, w.stats.accepted, "{what}: accepted");
+    assert_eq!(g.stats.rejected, w.stats.rejected, "{what}: rejections");
+    assert_eq!(g.stats.frames, w.stats.frames, "{what}: rows");
+    for (a, b) in got.groups().zip(want.groups()) {
+        assert_eq!(a.frequencies(0.95).ok(), b.frequencies(0.95).ok(), "{what}");
+        assert_eq!(a.mean(0.95).ok(), b.mean(0.95).ok(), "{what}");
+    }
+}
+
+#[test]
+fn datafusion_equals_in_process_for_every_mechanism_and_partitioning() {
+    let reports = mixed_reports();
+    let dir = Dir::new("equal");
+    let table_dir = dir.0.join("reports");
+    write_table(&table_dir, &reports, 700);
+    assert_eq!(query::parquet_files(&table_dir).unwrap(), 7);
+    for plan in campaigns() {
+        let name = plan.campaign().mechanism.clone();
+        // The in-process intake, one pass.
+        let mut want = Intake::new(plan.clone());
+        want.ingest_reports(reports.iter().map(Vec::as_slice));
+        assert!(want.stats().accepted >= 400, "{name}");
+        assert!(want.stats().rejected.total() > 300, "{name}");
+        assert_eq!(
+            want.stats().accepted + want.stats().rejected.total(),
+            reports.len() as u64
+        );
+        // … whose groups are the plain aggregators over the campaign's reports.
+        let mut direct: Vec<Aggregator> = Vec::new();
+        for q in 0..3u16 {
+            if !plan.collects(q) {
+                continue;
+            }
+            let mut agg = Aggregator::new(plan.kind(q)).unwrap();
+            for r in &reports {
+                if plan.classify(r).is_ok_and(|d| d.header.query.0 == q) {
+                    agg.ingest_bytes(r).unwrap();
+                }
+            }
+            direct.push(agg);
+        }
+        assert_eq!(
+            want.to_state().groups,
+            direct,
+            "{name}: intake vs aggregators"
+        );
+        for tp in [1, 2, 3] {
+            let got = query::aggregate_parquet(&table_dir, &plan, &Limits::default(), tp).unwrap();
+            assert_same(&got, &want, &format!("{name}, target_partitions {tp}"));
+            assert_eq!(got.stats().inputs, 7);
+        }
+        // The grouped plan: one intake per kind value, merged.
+        let groups =
+            query::aggregate_parquet_by_kind(&table_dir, &plan, &Limits::default(), 2).unwrap();
+        assert!(groups.len() >= 8, "{name}: {} groups", groups.len());
+        assert!(
+            groups
+                .iter()
+                .any(|(k, i)| k.is_none() && i.stats().frames > 0)
+        );
+        let mut merged = Intake::new(plan.clone());
+        for (kind, intake) in &groups {
+            merged.merge(intake).unwrap();
+            // A group of the campaign's kinds accepts all its rows.
+            if let Some(k) = kind
+                && plan.collects(k.query)
+                && *k == plan.kind(k.query)
+            {
+                assert_eq!(intake.stats().accepted, intake.stats().frames, "{name}");
+            }
+        }
+        assert_same(&merged, &want, &format!("{name}, GROUP BY kind"));
+    }
+}
+
+#[test]
+fn foreign_and_damaged_tables_are_errors_or_counted_never_panics() {
+    let dir = Dir::new("foreign");
+    let plan = plan(r#"{"mechanism":"grr","epsilon":"1","domain":16}"#);
+    let good = simulated("grr", 16, 0, 10, 1);
+
+    // Nullable report column with nulls, and kind columns that lie.
+    let t = dir.0.join("nulls");
+    std::fs::create_dir(&t).unwrap();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("mechanism", DataType::UInt8, true),
+        Field::new("report", DataType::Binary, true),
+    ]));
+    let mut mech = UInt8Builder::new();
+    let mut rep = BinaryBuilder::new();
+    for (i, r) in good.iter().enumerate() {
+        mech.append_value(3);
+        if i % 3 == 0 {
+            rep.append_null();
+        } else if i % 3 == 1 {
+            rep.append_value(&r[..5]);
+        } else {
+            rep.append_value(r);
+        }
+    }
+    let cols: Vec<ArrayRef> = vec![Arc::new(mech.finish()), Arc::new(rep.finish())];
+    let batch = RecordBatch::try_new(schema.clone(), cols).unwrap();
+    let mut w = ArrowWriter::try_new(
+        std::fs::File::create(t.join("x.parquet")).unwrap(),
+        schema,
+        None,
+    )
+    .unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let got = query::aggregate_parquet(&t, &plan, &Limits::default(), 2).unwrap();
+    assert_eq!(got.stats().accepted, 3);
+    assert_eq!(got.stats().rejected.get(RejectReason::Truncated), 7);
+
+    // No report column: an error.
+    let t = dir.0.join("noreport");
+    std::fs::create_dir(&t).unwrap();
+    let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::UInt8, false)]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(UInt8Builder::new().finish()) as ArrayRef],
+    )
+    .unwrap();
+    let mut w = ArrowWriter::try_new(
+        std::fs::File::create(t.join("x.parquet")).unwrap(),
+        schema,
+        None,
+    )
+    .unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    assert!(query::aggregate_parquet(&t, &plan, &Limits::default(), 2).is_err());
+
+    // Not Parquet at all, and a truncated Parquet file: errors.
+    let t = dir.0.join("junk");
+    std::fs::create_dir(&t).unwrap();
+    std::fs::write(t.join("a.parquet"), b"PAR1 this is not parquet PAR1").unwrap();
+    assert!(query::aggregate_parquet(&t, &plan, &Limits::default(), 1).is_err());
+    let t2 = dir.0.join("cut");
+    write_table(&t2, &good, 100);
+    let f = t2.join("part-00000.parquet");
+    let bytes = std::fs::read(&f).unwrap();
+    std::fs::write(&f, &bytes[..bytes.len() / 2]).unwrap();
+    assert!(query::aggregate_parquet(&t2, &plan, &Limits::default(), 1).is_err());
+
+    // The writer refuses an existing destination and leaves nothing on drop.
+    assert!(table::ReportTableWriter::create(&t2, 10).is_err());
+    let t3 = dir.0.join("dropped");
+    let mut w = table::ReportTableWriter::create(&t3, 2).unwrap();
+    for r in &good {
+        w.push(r).unwrap();
+    }
+    drop(w);
+    assert!(!t3.exists());
+    assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 4);
+}
+
+fn privq(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_privq"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn cli_export_then_aggregate_parquet_prints_what_aggregate_input_prints() {
+    let dir = Dir::new("cli");
+    let s = |f: &str| dir.0.join(f).to_str().unwrap().to_string();
+    let o = privq(&[
+        "ldp",
+        "simulate",
+        "--mechanism",
+        "oue",
+        "--epsilon",
+        "1",
+        "--domain",
+        "32",
+        "--devices",
+        "3000",
+        "--seed",
+        "5",
+        "--output",
+        &s("r.pqr"),
+        "--campaign",
+        &s("c.json"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // A damaged copy: its truncated final frame is reported, not exported.
+    let mut bytes = std::fs::read(s("r.pqr")).unwrap();
+    bytes.truncate(bytes.len() - 3);
+    std::fs::write(s("cut.pqr"), &bytes).unwrap();
+    let o = privq(&[
+        "ldp",
+        "export",
+        "--input",
+        &s("r.pqr"),
+        "--out",
+        &s("t"),
+        "--rows-per-file",
+        "700",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("exported 3000 reports"));
+    let o = privq(&["ldp", "export", "--input", &s("cut.pqr"), "--out", &s("t2")]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("truncated final frame"));
+    // Refuses to overwrite.
+    let o = privq(&["ldp", "export", "--input", &s("r.pqr"), "--out", &s("t")]);
+    assert_eq!(o.status.code(), Some(2));
+    for format in ["table", "csv"] {
+        let a = privq(&[
+            "ldp",
+            "aggregate",
+            "--campaign",
+            &s("c.json"),
+            "--input",
+            &s("r.pqr"),
+            "--format",
+            format,
+        ]);
+        let b = privq(&[
+            "ldp",
+            "aggregate",
+            "--campaign",
+            &s("c.json"),
+            "--parquet",
+            &s("t"),
+            "--partitions",
+            "2",
+            "--format",
+            format,
+        ]);
+        assert!(
+            a.status.success() && b.status.success(),
+            "{}",
+            String::from_utf8_lossy(&b.stderr)
+        );
+        assert_eq!(a.stdout, b.stdout, "{format}");
+    }
+}
+
+#[test]
+fn cli_export_from_a_collector_database_matches_aggregate_db() {
+    use privq_core::upload::{DeviceKey, FrameWriter};
+    use privq_host::collector::store::{Policy, Store};
+    let dir = Dir::new("db");
+    let s = |f: &str| dir.0.join(f).to_str().unwrap().to_string();
+    let reports = simulated("grr", 16, 0, 120, 8);
+    let db = dir.0.join("c.db");
+    {
+        let mut store = Store::open(&db).unwrap();
+        let key = DeviceKey::new([7; 32]);
+        for device in 0..4u64 {
+            store.provision(device, &key, eps(100, 1)).unwrap();
+        }
+        let mut frames = Vec::new();
+        for (device, chunk) in reports.chunks(30).enumerate() {
+            for (seq, pair) in chunk.chunks(3).enumerate() {
+                let mut buf = vec![0u8; 512];
+                let mut w = FrameWriter::new(&mut buf, device as u64, 1, seq as u32).unwrap();
+                for r in pair {
+                    w.push(r).unwrap();
+                }
+                let n = w.finish(&key).unwrap();
+                buf.truncate(n);
+                frames.push(buf);
+            }
+        }
+        let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+        let (statuses, _) = store
+            .submit(&refs, &Policy::default(), &Default::default())
+            .unwrap();
+        assert!(statuses.iter().all(|s| s.acknowledged()), "{statuses:?}");
+    }
+    let o = privq(&[
+        "ldp",
+        "export",
+        "--db",
+        &s("c.db"),
+        "--out",
+        &s("t"),
+        "--rows-per-file",
+        "50",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("exported 120 reports"));
+    let (db_s, t_s) = (s("c.db"), s("t"));
+    let run = |source: [&str; 2]| {
+        let mut args = vec!["ldp", "aggregate", "--mechanism", "grr", "--epsilon", "1"];
+        args.extend(["--domain", "16", source[0], source[1]]);
+        privq(&args)
+    };
+    let a = run(["--db", &db_s]);
+    let b = run(["--parquet", &t_s]);
+    assert!(
+        a.status.success() && b.status.success(),
+        "{}",
+        String::from_utf8_lossy(&b.stderr)
+    );
+    assert_eq!(a.stdout, b.stdout);
+}
