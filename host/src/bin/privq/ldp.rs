@@ -45,6 +45,12 @@ pub enum Action {
     Aggregate(AggregateArgs),
     /// Merge saved aggregation states (`aggregate --save-state`) and print their estimates.
     Merge(MergeArgs),
+    /// Write report files or a collector's reports as a Parquet table (feature `analytics`).
+    #[cfg(feature = "analytics")]
+    Export(super::ldp_parquet::ExportArgs),
+    /// Measure DataFusion's aggregation of a simulated fleet's Parquet table (feature `analytics`).
+    #[cfg(feature = "analytics")]
+    Scale(super::ldp_parquet::ScaleArgs),
 }
 
 /// Options of `privq ldp simulate`.
@@ -186,6 +192,15 @@ pub struct AggregateArgs {
     #[cfg(feature = "serve")]
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
+    /// Also aggregate the Parquet report table in this directory (`privq ldp export`)
+    /// with DataFusion (feature `analytics`).
+    #[cfg(feature = "analytics")]
+    #[arg(long, value_name = "DIR")]
+    pub parquet: Option<PathBuf>,
+    /// DataFusion's target partitions (and threads) for --parquet (default: the cores).
+    #[cfg(feature = "analytics")]
+    #[arg(long, value_name = "N", requires = "parquet")]
+    pub partitions: Option<usize>,
     /// What to print and save.
     #[command(flatten)]
     pub result: ResultArgs,
@@ -295,19 +310,34 @@ pub fn run(
         Action::Simulate(a) => simulate(a, stdout, stderr),
         Action::Aggregate(a) => aggregate(a, stdin, stdout, stderr),
         Action::Merge(a) => merge(a, stdout, stderr),
+        #[cfg(feature = "analytics")]
+        Action::Export(a) => super::ldp_parquet::export(a, stdin, stderr),
+        #[cfg(feature = "analytics")]
+        Action::Scale(a) => super::ldp_parquet::scale(a, stdout),
     }
 }
 
 fn simulation_spec(args: &SimulateArgs) -> Result<(MechanismSpec, Epsilon), CliError> {
+    let spec = simulation_spec_of(&args.mechanism, &args.epsilon, args.domain)?;
     let epsilon: Epsilon = super::parse_epsilon(&args.epsilon)?;
-    let spec =
-        MechanismSpec::parse(&args.mechanism, epsilon, args.domain).map_err(|e| match e {
-            privq_core::Error::Parse => LdpError::Mechanism(args.mechanism.clone()).into(),
-            source => CliError::Parameter {
-                option: "domain",
-                source,
-            },
-        })?;
+    Ok((spec, epsilon))
+}
+
+/// A simulated randomizer from `--mechanism`, `--epsilon` and `--domain`, checked
+/// like a campaign (ε usable, reports fit a frame).
+pub(crate) fn simulation_spec_of(
+    mechanism: &str,
+    epsilon: &str,
+    domain: u32,
+) -> Result<MechanismSpec, CliError> {
+    let epsilon: Epsilon = super::parse_epsilon(epsilon)?;
+    let spec = MechanismSpec::parse(mechanism, epsilon, domain).map_err(|e| match e {
+        privq_core::Error::Parse => LdpError::Mechanism(mechanism.to_string()).into(),
+        source => CliError::Parameter {
+            option: "domain",
+            source,
+        },
+    })?;
     // The aggregator's checks (ε usable, reports fit a frame), without its memory cap.
     let unlimited = Limits {
         memory_bytes: u64::MAX,
@@ -315,7 +345,7 @@ fn simulation_spec(args: &SimulateArgs) -> Result<(MechanismSpec, Epsilon), CliE
     Campaign::for_spec(&spec)
         .validate(&unlimited)
         .map_err(LdpError::Flag)?;
-    Ok((spec, epsilon))
+    Ok(spec)
 }
 
 fn read_weights(path: Option<&Path>, domain: u32) -> Result<Vec<f64>, CliError> {
@@ -484,6 +514,8 @@ fn aggregate(
     let from_db = args.db.is_some();
     #[cfg(not(feature = "serve"))]
     let from_db = false;
+    #[cfg(feature = "analytics")]
+    let from_db = from_db || args.parquet.is_some();
     if args.input.is_empty() && !from_db {
         return Err(CliError::Usage {
             option: "input",
@@ -512,6 +544,21 @@ fn aggregate(
             .map_err(|e| CliError::Run(format!("{}: {e}", db.display()).into()))?;
         written?;
         intake.ingest_slice(&db.display().to_string(), &file);
+    }
+    #[cfg(feature = "analytics")]
+    if let Some(dir) = &args.parquet {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let limits = Limits::from_mib(args.campaign.memory_mib);
+        let table = privq_host::ldp::analytics::query::aggregate_parquet(
+            dir,
+            intake.plan(),
+            &limits,
+            args.partitions.unwrap_or(threads),
+        )
+        .map_err(|e| CliError::Run(format!("{}: {e}", dir.display()).into()))?;
+        intake
+            .merge(&table)
+            .map_err(|e| LdpError::State(dir.clone(), e))?;
     }
     for input in &args.input {
         let name = input.display().to_string();

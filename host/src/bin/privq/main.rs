@@ -24,6 +24,8 @@ pub mod experiment;
 pub mod fairness;
 pub mod knorm;
 pub mod ldp;
+#[cfg(feature = "analytics")]
+mod ldp_parquet;
 pub mod noise;
 pub mod pmw;
 mod progress;

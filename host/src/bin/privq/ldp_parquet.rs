@@ -1,0 +1,298 @@
+//! `privq ldp export` and `privq ldp scale` (feature `analytics`): reports as
+//! Parquet tables for DataFusion ([`privq_host::ldp::analytics`]), and the
+//! throughput measurement of aggregating them.
+
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use privq_core::local::QueryId;
+use privq_host::ldp::analytics::{query, table};
+use privq_host::ldp::campaign::{Campaign, Limits};
+use privq_host::ldp::fleet::{Fleet, default_distribution, device_rng};
+use privq_host::ldp::frames;
+use privq_host::ldp::intake::{Intake, Outcome};
+use rayon::prelude::*;
+
+use super::CliError;
+use super::ldp::{LdpError, simulation_spec_of};
+
+/// Options of `privq ldp export`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:
+  privq ldp export --input day1.pqr --input day2.pqr --out reports/
+  privq ldp export --db collector.db --out reports/ --rows-per-file 1000000
+  privq ldp aggregate --campaign campaign.json --parquet reports/
+
+The table is a directory of Parquet files part-00000.parquet, … with one row per
+report: the kind columns mechanism (UInt8), epsilon_num, epsilon_den (UInt64), param
+(UInt32), query, g (UInt16), null for a report that does not decode, and report
+(Binary), the encoded bytes. Undecodable reports are kept, so that aggregation counts
+their rejections. The directory is written under a temporary name and renamed into
+place at the end: on failure nothing is left. A report file's truncated final frame
+has no report to export: it is counted on stderr and the exit code is 3.")]
+pub struct ExportArgs {
+    /// Report files (`-` for standard input), one report file each.
+    #[arg(long, value_name = "PATH", num_args = 1..)]
+    pub input: Vec<PathBuf>,
+    /// The reports a collector accepted (`privq serve --db`).
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// The table directory to create (must not exist).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Rows per Parquet file.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub rows_per_file: u64,
+}
+
+fn table_err(path: &Path) -> impl Fn(table::TableError) -> CliError + '_ {
+    move |e| CliError::Run(format!("{}: {e}", path.display()).into())
+}
+
+/// Runs `privq ldp export`.
+pub fn export(
+    args: &ExportArgs,
+    stdin: &mut dyn Read,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    if args.input.is_empty() && args.db.is_none() {
+        return Err(CliError::Usage {
+            option: "input",
+            message: "give report files (--input PATH) or a collector database (--db PATH)".into(),
+        });
+    }
+    let mut out = table::ReportTableWriter::create(&args.out, args.rows_per_file)
+        .map_err(table_err(&args.out))?;
+    if let Some(db) = &args.db {
+        if !db.is_file() {
+            let missing = io::Error::new(io::ErrorKind::NotFound, "no such database file");
+            return Err(LdpError::Read(db.display().to_string(), missing).into());
+        }
+        let store = privq_host::collector::store::Store::open(db)
+            .map_err(|e| CliError::Run(format!("{}: {e}", db.display()).into()))?;
+        let mut pushed = Ok(());
+        store
+            .for_each_report(|r| {
+                if pushed.is_ok() {
+                    pushed = out.push(&r.report);
+                }
+            })
+            .map_err(|e| CliError::Run(format!("{}: {e}", db.display()).into()))?;
+        pushed.map_err(table_err(&args.out))?;
+    }
+    let mut truncated = 0u64;
+    for input in &args.input {
+        let name = input.display().to_string();
+        let bytes = if input.as_os_str() == "-" {
+            frames::read_file(stdin)
+        } else {
+            std::fs::File::open(input)
+                .map_err(frames::FrameError::Io)
+                .and_then(|mut f| frames::read_file(&mut f))
+        }
+        .map_err(|e| CliError::Run(format!("{name}: {e}").into()))?;
+        let frames =
+            frames::frames(&bytes).map_err(|e| CliError::Run(format!("{name}: {e}").into()))?;
+        for f in frames {
+            match f {
+                Ok(report) => out.push(report).map_err(table_err(&args.out))?,
+                Err(tail) => {
+                    truncated += 1;
+                    writeln!(
+                        stderr,
+                        "privq:   {name}: a truncated final frame ({} bytes) was not exported",
+                        tail.len()
+                    )?;
+                }
+            }
+        }
+    }
+    let undecodable = out.undecodable();
+    let rows = out.commit().map_err(table_err(&args.out))?;
+    let files = query::parquet_files(&args.out).map_err(|e| CliError::Run(e.to_string().into()))?;
+    writeln!(
+        stderr,
+        "privq: exported {rows} reports ({undecodable} undecodable, kept with null kind columns) \
+         to {} in {files} Parquet file(s)",
+        args.out.display()
+    )?;
+    if truncated > 0 {
+        writeln!(
+            stderr,
+            "privq: warning: {truncated} truncated final frame(s) not exported (exit code 3)"
+        )?;
+        return Err(CliError::Outcome(Outcome::Rejected));
+    }
+    Ok(())
+}
+
+/// Options of `privq ldp scale`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Example:
+  privq ldp scale --reports 100000000 --dir /tmp/privq-scale
+
+Simulates a fleet (device i privatizes its item with ChaCha12 seeded by --seed and i),
+writes its reports as Parquet partitions into --dir (created, removed at the end unless
+--keep), aggregates them in process (privq's Intake, timed per partition: the per-core
+baseline) and with DataFusion at each --partitions value, checks that every result equals
+the in-process one, and prints reports/s.")]
+pub struct ScaleArgs {
+    /// Number of reports (devices).
+    #[arg(long, default_value_t = 10_000_000)]
+    pub reports: u64,
+    /// Randomizer: rr, grr, sue, oue, olh or hr.
+    #[arg(long, default_value = "oue")]
+    pub mechanism: String,
+    /// ε per report.
+    #[arg(long, default_value = "1")]
+    pub epsilon: String,
+    /// Number of items d.
+    #[arg(long, default_value_t = 64)]
+    pub domain: u32,
+    /// Reports per Parquet file.
+    #[arg(long, value_name = "N", default_value_t = 4_000_000)]
+    pub rows_per_file: u64,
+    /// DataFusion target partitions to measure.
+    #[arg(long, value_name = "N", value_delimiter = ',', default_value = "1,2")]
+    pub partitions: Vec<usize>,
+    /// Fleet seed (simulation only).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Scratch directory for the table (must not exist).
+    #[arg(long, value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Keep the table instead of removing it.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+fn rate(n: u64, t: Duration) -> f64 {
+    n as f64 / t.as_secs_f64().max(1e-9)
+}
+
+/// Whether two intakes hold the same groups and counts.
+fn same(a: &Intake, b: &Intake) -> bool {
+    let (sa, sb) = (a.to_state(), b.to_state());
+    sa.groups == sb.groups
+        && sa.stats.accepted == sb.stats.accepted
+        && sa.stats.rejected == sb.stats.rejected
+        && sa.stats.frames == sb.stats.frames
+}
+
+/// Runs `privq ldp scale`.
+pub fn scale(args: &ScaleArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
+    let spec = simulation_spec_of(&args.mechanism, &args.epsilon, args.domain)?;
+    let n = usize::try_from(args.reports).map_err(|_| CliError::Usage {
+        option: "reports",
+        message: "too many reports for this machine".into(),
+    })?;
+    let per = usize::try_from(args.rows_per_file.max(1)).unwrap_or(usize::MAX);
+    let plan = Campaign::for_spec(&spec)
+        .validate(&Limits::default())
+        .map_err(LdpError::Flag)?;
+    let fleet = Fleet::from_weights(&default_distribution(spec.domain()), n).map_err(|source| {
+        CliError::Parameter {
+            option: "reports",
+            source,
+        }
+    })?;
+    std::fs::create_dir(&args.dir).map_err(|e| CliError::file(&args.dir, e))?;
+    let result = measure(args, &spec, &plan, &fleet, per, stdout);
+    if !args.keep {
+        std::fs::remove_dir_all(&args.dir).map_err(|e| CliError::file(&args.dir, e))?;
+    }
+    result
+}
+
+fn measure(
+    args: &ScaleArgs,
+    spec: &privq_host::ldp::fleet::MechanismSpec,
+    plan: &privq_host::ldp::campaign::CampaignPlan,
+    fleet: &Fleet,
+    per: usize,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let len = spec.report_len();
+    let items = fleet.items();
+    let t0 = Instant::now();
+    // One partition per task: privatize, aggregate in process (timed), write.
+    let parts: Vec<Result<(Intake, Duration), CliError>> = items
+        .par_chunks(per)
+        .enumerate()
+        .map(|(p, chunk)| {
+            let mut bytes = vec![0u8; chunk.len() * len];
+            for (k, (buf, &item)) in bytes.chunks_exact_mut(len).zip(chunk).enumerate() {
+                let mut rng = device_rng(args.seed, (p * per + k) as u64);
+                spec.privatize_into(item, QueryId(0), &mut rng, buf)
+                    .map_err(|source| CliError::Parameter {
+                        option: "epsilon",
+                        source,
+                    })?;
+            }
+            let mut intake = Intake::new(plan.clone());
+            let t = Instant::now();
+            intake.ingest_reports(bytes.chunks_exact(len));
+            let took = t.elapsed();
+            let path = args.dir.join(format!("part-{p:05}.parquet"));
+            table::write_file(&path, bytes.chunks_exact(len))
+                .map_err(|e| CliError::Run(format!("{}: {e}", path.display()).into()))?;
+            Ok((intake, took))
+        })
+        .collect();
+    let generated = t0.elapsed();
+    let mut baseline = Intake::new(plan.clone());
+    let mut cpu = Duration::ZERO;
+    for part in parts {
+        let (intake, took) = part?;
+        baseline
+            .merge(&intake)
+            .map_err(|e| CliError::Run(e.to_string().into()))?;
+        cpu += took;
+    }
+    let n = fleet.len() as u64;
+    let files = query::parquet_files(&args.dir).map_err(|e| CliError::Run(e.to_string().into()))?;
+    let disk: u64 = std::fs::read_dir(&args.dir)
+        .and_then(|d| {
+            d.map(|e| e.and_then(|e| e.metadata()).map(|m| m.len()))
+                .sum::<io::Result<u64>>()
+        })
+        .map_err(|e| CliError::file(&args.dir, e))?;
+    writeln!(
+        out,
+        "scale: {n} {} reports ({len} bytes each) in {files} Parquet files, {:.1} MB; generated in {:.1} s",
+        args.mechanism,
+        disk as f64 / 1e6,
+        generated.as_secs_f64()
+    )?;
+    writeln!(
+        out,
+        "scale: in-process Intake::ingest_reports: {:.2} s on one core, {:.3e} reports/s per core",
+        cpu.as_secs_f64(),
+        rate(n, cpu)
+    )?;
+    let mut first: Option<f64> = None;
+    for &tp in &args.partitions {
+        let t = Instant::now();
+        let intake = query::aggregate_parquet(&args.dir, plan, &Limits::default(), tp)
+            .map_err(|e| CliError::Run(e.to_string().into()))?;
+        let took = t.elapsed();
+        let r = rate(n, took);
+        let equal = same(&intake, &baseline);
+        let scaling = first.map_or(String::new(), |f| format!(", {:.2}× the first", r / f));
+        first.get_or_insert(r);
+        writeln!(
+            out,
+            "scale: datafusion target_partitions={tp}: {:.2} s, {r:.3e} reports/s ({:.3e} per partition){scaling}; equal to in-process: {}",
+            took.as_secs_f64(),
+            r / tp.max(1) as f64,
+            if equal { "yes" } else { "NO" }
+        )?;
+        if !equal {
+            return Err(CliError::Run(
+                "the DataFusion aggregate differs from the in-process one".into(),
+            ));
+        }
+    }
+    Ok(())
+}
