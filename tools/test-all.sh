@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # privq: THE test command. Runs everything and prints a summary:
 #
-#   formatting, clippy (host, host with feature serve, bare-metal), docs without warnings, host tests,
-#   the collector's tests with feature serve (SIGKILL crash test, load benchmark), the on-target suites in QEMU
+#   formatting, clippy (host, host with feature serve, host with feature analytics, bare-metal), docs
+#   without warnings, host tests, the collector's tests with feature serve (SIGKILL crash test, load
+#   benchmark), the DataFusion/Parquet tests with feature analytics, the on-target suites in QEMU
 #   (Cortex-M0 microbit, Cortex-M3 lm3s6965evb, Cortex-M4F mps2-an386), the firmware in
 #   QEMU (M0 + M4F), the device -> host end-to-end test in QEMU (tests/tests/e2e.rs), the
 #   firmware's flash/RAM sizes, and tools/sampler-cost.sh --check.
@@ -318,6 +319,15 @@ expect_serve() {
   grep -E '^serve-crash: |^batches .* reports/s' "$1" | while IFS= read -r line; do note "serve: $line"; done
 }
 
+# Feature `analytics` (Parquet report tables aggregated by DataFusion): its docs and doc
+# tests, and host/tests/ldp_analytics.rs (DataFusion over several partitions equals the
+# in-process intake; the export / aggregate --parquet commands).
+analytics_tests() {
+  env RUSTDOCFLAGS="-D warnings" cargo doc -p privq-host --no-deps --features analytics || return
+  cargo test -p privq-host --features analytics --no-fail-fast --test ldp_analytics || return
+  cargo test -p privq-host --features analytics --no-fail-fast --doc analytics || return
+}
+
 sampler_cost() {
   if [[ -e tools/sampler-cost.sh ]]; then
     bash tools/sampler-cost.sh --check || return
@@ -332,6 +342,7 @@ setup
 step fmt - cargo fmt --all --check
 step clippy - cargo clippy --workspace --all-targets -- -D warnings
 step clippy-serve - cargo clippy --workspace --all-targets --features privq-host/serve -- -D warnings
+step clippy-analytics - cargo clippy --workspace --all-targets --features privq-host/analytics -- -D warnings
 step clippy-bare-metal - bash -c '
   set -e
   for t in thumbv6m-none-eabi thumbv7em-none-eabihf; do
@@ -348,6 +359,7 @@ step clippy-bare-metal - bash -c '
 step docs - env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --features privq-host/serve
 step host-tests expect_host_tests cargo test --workspace --no-fail-fast
 step serve-tests expect_serve serve_tests
+step analytics-tests expect_host_tests analytics_tests
 step qemu-m0 expect_suite_ran_m0 cargo qemu-m0
 step qemu-m3 expect_suite_ran cargo qemu-m3
 step qemu-m4f expect_suite_ran cargo qemu-m4f
