@@ -49,7 +49,7 @@ pub enum Command {
     Noise(noise::Args),
     /// Local differential privacy: simulate device fleets and aggregate their reports.
     Ldp(ldp::Args),
-    /// Private synthetic data (CSV) with MWEM.
+    /// Private synthetic data (CSV): adaptive marginals (default) or MWEM.
     Synth(synth::Args),
     /// An interactive private-multiplicative-weights session answering queries.
     Pmw(pmw::Args),
