@@ -27,6 +27,7 @@ use privq_host::query::Workload;
 #[command(after_help = "Examples:\n  \
     privq synth --input ../shared/data/nltcs.csv --domain binary --epsilon 1 > synthetic.csv\n  \
     privq synth --input adult.csv --domain adult-domain.json --epsilon 1 --delta 1e-9\n  \
+    privq synth --input adult.csv --domain adult-domain.json --epsilon 1 --report report.html\n  \
     privq synth --mechanism mwem --input people.csv --domain domain.json --epsilon 0.5 \\\n      --workload marginals:2\n  \
     privq synth --mechanism mwem --input people.csv --discover-domain --epsilon 1 \\\n      --discovery-epsilon 0.2 --workload marginals:2\n\n\
     The input is CSV with a header: one record per row, or one cell per row with a\n\

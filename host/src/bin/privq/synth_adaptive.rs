@@ -401,6 +401,10 @@ fn report(
             other: Vec::new(),
             total,
             guarantee,
+            note: "Round 0 measures every one-way marginal (discrete Gaussian); each later \
+                   round selects a marginal with the exponential mechanism (ε-bounded range, \
+                   ρ = ε²/8) and measures it (discrete Gaussian)."
+                .into(),
         },
         diagnostics,
     }
@@ -455,15 +459,11 @@ fn diagnose(
         domain,
         &sets,
         format!(
-            "the workload, {}",
-            args_workload_name(workload.cliques().first().map_or(0, |(c, _)| c.len()))
+            "the workload, all {}-way marginals",
+            workload.cliques().first().map_or(0, |(c, _)| c.len())
         ),
         &truth,
         &fitted,
         &synth,
     )
-}
-
-fn args_workload_name(k: usize) -> String {
-    format!("all {k}-way marginals")
 }

@@ -97,6 +97,8 @@ pub(crate) struct Budget {
     pub total: f64,
     /// The final guarantee, e.g. `(ε = 1.0000, δ = 1e-9)-DP`.
     pub guarantee: String,
+    /// How the rounds spend (shown under the heading).
+    pub note: String,
 }
 
 /// One marginal shown side by side: true against released.
@@ -308,9 +310,10 @@ impl Report {
         let _ = write!(
             h,
             "<h2>Budget spent per round</h2>\n<p>From the run's ledger (public). Final \
-             guarantee: <strong>{}</strong>; total budget {u} = {:.6}.</p>\n",
+             guarantee: <strong>{}</strong>; total budget {u} = {:.6}. {}</p>\n",
             esc(&b.guarantee),
-            b.total
+            b.total,
+            esc(&b.note)
         );
         h.push_str(&budget_bars(b)?);
         h.push_str(&cumulative(b)?);
@@ -411,6 +414,7 @@ fn budget_bars(b: &Budget) -> Result<String, CliError> {
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], meas));
         chart
             .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
             .border_style(BLACK)
             .background_style(WHITE.mix(0.9))
             .draw()

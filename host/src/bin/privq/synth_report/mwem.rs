@@ -85,6 +85,11 @@ impl Run<'_> {
                 }
             }
         }
+        let steps = self
+            .out
+            .ledger
+            .spent_epsilon()
+            .map_or("0".into(), |e| e.to_string());
         let spent = self.accountant.spent_epsilon();
         let delta = self.accountant.spent_delta();
         let spent_text = spent.map_or("0".into(), |e| e.to_string());
@@ -104,7 +109,10 @@ impl Run<'_> {
                 ),
             ),
             ("ε (budget)".into(), self.epsilon.to_string()),
-            ("ε spent".into(), spent_text),
+            (
+                "ε spent".into(),
+                format!("{spent_text} (MWEM's steps used {steps})"),
+            ),
             ("δ".into(), format!("{delta:e}")),
             (
                 "ρ".into(),
@@ -136,6 +144,12 @@ impl Run<'_> {
                 other,
                 total: self.epsilon.to_f64(),
                 guarantee,
+                note: format!(
+                    "MWEM charges its whole share to the run's accountant before it starts; its \
+                     itemised steps below used ε = {steps} of it (adaptive rounds may stop \
+                     early; the guarantee is what was charged). Each round selects a query \
+                     with the exponential mechanism and measures it with Laplace noise."
+                ),
             },
             diagnostics,
         }
