@@ -32,6 +32,7 @@ pub mod results;
 pub mod serve;
 pub mod synth;
 mod synth_adaptive;
+mod synth_report;
 
 /// privq: exact differential privacy from the microcontroller to the curator.
 #[derive(Debug, Parser)]
