@@ -297,8 +297,8 @@ impl Report {
                 "<h2>Error against the input</h2>\n<p>Not computed. The error distribution over \
                  the workload and the true-against-synthetic marginals read the private input; \
                  privq computes them only when the curator passes <code>--compare</code>. \
-                 Everything else on this page is derived from the release and public parameters, \
-                 except the wall time.</p>\n",
+                 Everything else on this page is derived from the release and public \
+                 parameters.</p>\n",
             ),
         }
         h.push_str("</body>\n</html>\n");

@@ -132,7 +132,7 @@ impl Run<'_> {
                 "workload".into(),
                 a.workload.clone().unwrap_or_else(|| "parity:3".into()),
             ),
-            ("wall time".into(), wall_time(self.wall)),
+            ("wall time".into(), wall_time(self.wall, a.compare)),
             ("seed".into(), seed_text(a.seed)),
         ];
         Report {
