@@ -174,6 +174,7 @@ pub fn run(
         None => None,
     };
     output.commit(stdout)?;
+    let released = started.elapsed();
     if let Some((file, html)) = report {
         file.write(&html)?;
         writeln!(
@@ -209,6 +210,12 @@ pub fn run(
         }
     )?;
     if args.compare {
+        writeln!(
+            stderr,
+            "privq: compare (NOT PRIVATE, depends on the input's size): the release took {:.3} s \
+             (reading the input to writing the records)",
+            released.as_secs_f64()
+        )?;
         compare(&records, &domain, &out.model, &sample, stderr)?;
     }
     writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
