@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use privq_core::Epsilon;
-use privq_core::upload::{self, DeviceKey, KEY_LEN};
+use privq_core::upload::{self, Delivery, DeviceKey, KEY_LEN};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
@@ -273,6 +273,16 @@ impl FrameStatus {
     /// Whether the device may drop the frame (accepted or duplicate).
     pub fn acknowledged(&self) -> bool {
         !matches!(self, FrameStatus::Rejected(_))
+    }
+
+    /// What the device does with the frame: remove it (acknowledged), or drop and
+    /// count it (a [permanent](Rejection::permanent) rejection).
+    pub fn delivery(&self) -> Delivery {
+        match self {
+            FrameStatus::Accepted { .. } | FrameStatus::Duplicate { .. } => Delivery::Acknowledged,
+            FrameStatus::Rejected(r) if r.permanent() => Delivery::Rejected,
+            FrameStatus::Rejected(_) => Delivery::NotDelivered,
+        }
     }
 }
 
@@ -1214,6 +1224,13 @@ mod tests {
         assert!(matches!(st[0], Accepted { .. }));
         assert_eq!(st[1], Rejected(Rejection::AlreadyReported { index: 0 }));
         assert_eq!(StatusJson::from(&st[1]).reason, Some("already_reported"));
+        // The device drops it (it would be refused for ever) rather than retrying.
+        assert_eq!(st[1].delivery(), Delivery::Rejected);
+        assert_eq!(
+            Delivery::from_status(StatusJson::from(&st[1]).status),
+            Delivery::Rejected
+        );
+        assert_eq!(st[0].delivery(), Delivery::Acknowledged);
         assert_eq!(fresh.len(), 1);
         // Two reports of one kind in a single frame: refused whole.
         let mut buf = vec![0u8; 256];

@@ -2,7 +2,7 @@
 //! provisioning, and a loopback load benchmark. The work is done by
 //! [`privq_host::collector`]; this module parses options and logs on stderr.
 
-use std::io::{BufRead, Read, Write};
+use std::io::{BufRead, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
