@@ -458,3 +458,44 @@ fn hostile_requests_are_answered_not_fatal() {
     child.wait().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `provision` takes the key from a file, standard input or generates it, refuses it
+/// on the command line, refuses an existing id, and rotates on request.
+#[test]
+fn provision_keeps_keys_off_the_command_line_and_rotates_explicitly() {
+    let dir = std::env::temp_dir().join(format!("privq-serve-provision-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("c.db");
+    let key_file = dir.join("k.hex");
+    std::fs::write(&key_file, format!("{}\n", hex(&[0x5a; 32]))).unwrap();
+    let run = |extra: &[&str]| {
+        Command::new(BIN)
+            .args(["serve", "provision", "--cap", "3", "--db"])
+            .arg(&db)
+            .args(extra)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let with_file = ["--device", "1", "--key-file", key_file.to_str().unwrap()];
+    let out = run(&["--device", "1", "--key", &hex(&[0x5a; 32])]);
+    assert_eq!(out.status.code(), Some(2), "--key is refused");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--key-file"));
+    assert!(run(&with_file).status.success());
+    let again = run(&with_file);
+    assert!(!again.status.success(), "an existing id is refused");
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--rotate"));
+    let rotated = run(&["--device", "1", "--generate-key", "--rotate"]);
+    assert!(rotated.status.success());
+    let printed = String::from_utf8_lossy(&rotated.stdout).trim().to_string();
+    assert_eq!(
+        printed.len(),
+        64,
+        "the generated key, printed once: {printed}"
+    );
+    let store = Store::open(&db).unwrap();
+    let d = &store.devices().unwrap()[0];
+    assert_eq!((d.device, d.generation), (1, 1));
+    let _ = std::fs::remove_dir_all(&dir);
+}
