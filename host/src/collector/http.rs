@@ -155,14 +155,11 @@ impl Aggregates {
     ) -> Result<Aggregates, StoreError> {
         let mut a = Aggregates::default();
         let mut kinds = BTreeSet::new();
-        let mut reported = BTreeSet::new();
         let mut all = Vec::new();
-        store.for_each_report(|r| {
+        let repeated = store.for_each_admitted_report(|r| {
             let refused = decode_report(&r.report).is_ok_and(|d| {
                 let kind = ReportKind::of(&d);
-                if kind.domain().is_some_and(|n| n > max_domain)
-                    || !reported.insert((r.device, kind))
-                {
+                if kind.domain().is_some_and(|n| n > max_domain) {
                     return true;
                 }
                 if !kinds.contains(&kind) {
@@ -179,6 +176,7 @@ impl Aggregates {
                 all.push(r.report);
             }
         })?;
+        a.refused += repeated;
         a.ingest(all.iter().map(Vec::as_slice));
         Ok(a)
     }
