@@ -93,7 +93,7 @@ pub fn run(
         Command::Conjunctions(args) => conjunctions::run(&args, stdin, stdout, stderr),
         Command::Audit(args) => audit::run(&args, stdin, stdout, stderr),
         #[cfg(feature = "serve")]
-        Command::Serve(args) => serve::run(&args, stdout, stderr),
+        Command::Serve(args) => serve::run(&args, stdin, stdout, stderr),
     }
 }
 
