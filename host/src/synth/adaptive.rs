@@ -31,9 +31,9 @@
 //! * Noise and selection are exact (discrete Gaussian, exact exponential sampler),
 //!   so every ρ is an exact rational and the total is enforced to the last bit; AIM
 //!   samples floating-point Gaussians.
-//! * Scores are in counts and weights are integers (the workload's); the
-//!   sensitivity gets a slack of 2⁻¹⁰ per unit weight for the floating-point
-//!   rounding of the error sums.
+//! * Scores are in counts and weights are integers (the workload's); the error
+//!   sums are exact (fixed point, 2⁻²⁰ grid), and the sensitivity gets a slack of
+//!   2⁻¹⁰ per unit weight for the scores' final rounding to `f64`.
 //! * Replace-one neighbours are supported (Δ doubled, n public) beside AIM's
 //!   add/remove.
 //! * Candidates whose expected noise, √(2/π)·σ·n_r, is more than twice the
@@ -119,9 +119,34 @@ impl PgmEstimator {
     }
 }
 
-/// Added to a score's ℓ1 sensitivity per unit weight, to absorb the rounding of
-/// the floating-point error sums.
+/// Added to a score's ℓ1 sensitivity per unit weight, to absorb the one rounding
+/// of [`score`]'s exact fixed-point value to `f64` (at most 2⁻¹³ per unit weight
+/// on each side).
 const SCORE_SLACK: f64 = 1.0 / 1024.0;
+
+/// Fixed-point bits of [`score`]: model counts are floored to multiples of 2⁻²⁰.
+const SCORE_BITS: u32 = 20;
+
+/// AIM's score `w·(‖y − ŷ‖₁ − noise)` of a candidate with true counts `y`, model
+/// counts `ŷ` and expected noise `noise`, computed exactly on a 2⁻²⁰ grid: ŷ and
+/// the noise (public, identical for neighbouring inputs) are floored to the grid
+/// and clamped to [0, 2⁶⁴], y is exact, so the ℓ1 sum is exact in `i128` and a
+/// neighbour (y changed by Δ₁ in total) moves it by at most Δ₁, however many cells
+/// the marginal has; the error term is clamped to ±2⁴⁰ counts (1-Lipschitz, and
+/// beyond any real table) and multiplied by `w` exactly. The one rounding left is
+/// the final conversion to `f64`, at most 2⁻¹³·w.
+fn score(w: u64, y: &[u64], est: &[f64], noise: f64) -> f64 {
+    let unit = f64::from(1u32 << SCORE_BITS);
+    let grid = |v: f64| (v.clamp(0.0, 2f64.powi(64)) * unit).floor() as i128;
+    let err: i128 = y
+        .iter()
+        .zip(est)
+        .map(|(&a, &b)| ((i128::from(a) << SCORE_BITS) - grid(b)).abs())
+        .sum();
+    let limit = 1i128 << (40 + SCORE_BITS);
+    let x = (err - grid(noise)).clamp(-limit, limit);
+    (x * i128::from(w)) as f64 / unit
+}
 
 /// Mirror-descent steps of the fits between rounds (warm-started each time).
 const ROUND_ITERATIONS: usize = 100;
@@ -608,16 +633,11 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
                 slot => slot.insert(records.marginal(r.attributes(), domain)?),
             };
             let est = estimator.marginal(&model, r)?;
-            let err: f64 = y
-                .iter()
-                .zip(&est)
-                .map(|(&a, &b)| (a as f64 - b).abs())
-                .sum();
-            scores.push(*w as f64 * (err - noise_norm * sigma * y.len() as f64));
+            scores.push(score(*w, y, &est, noise_norm * sigma * y.len() as f64));
             max_weight = max_weight.max(*w);
         }
-        // Slack of 2⁻¹⁰ per unit weight covers the floating-point error of the
-        // ℓ1 sums (far below it), so neighbours' scores differ by at most Δ.
+        // The slack of 2⁻¹⁰ per unit weight covers the scores' one rounding (at
+        // most 2⁻¹³ per unit weight), so neighbours' scores differ by at most Δ.
         let sensitivity = max_weight as f64 * (l1 + SCORE_SLACK);
         let em = ExponentialMechanism::for_scores(neighbours, sensitivity, step.select)?;
         let pick = chosen_from[em.release(&scores[..], accountant, rng)?];
@@ -691,6 +711,39 @@ mod tests {
         assert!(MarginalWorkload::new(&d, vec![(vec![4], 1)]).is_err());
         assert!(MarginalWorkload::new(&d, vec![(vec![1], 0)]).is_err());
         assert!(MarginalWorkload::all_k_way(&d, 5).is_err());
+    }
+
+    /// Neighbouring true counts move a score by at most w·Δ₁ plus its one rounding,
+    /// on marginals of a million cells with counts near 2¹⁹ (error sums near 2³⁹,
+    /// below the clamp), where a plain `f64` sum drifts by more than the slack.
+    #[test]
+    fn scores_of_neighbours_differ_by_at_most_the_sensitivity() {
+        let mut rng = crate::seeded_rng(9);
+        let cells = 1 << 20;
+        let y: Vec<u64> = (0..cells)
+            .map(|_| (rng.next_u64() >> 45) | (1 << 18))
+            .collect();
+        let est: Vec<f64> = (0..cells)
+            .map(|_| (rng.next_u64() >> 11) as f64 / 2f64.powi(34))
+            .collect();
+        for (w, noise) in [(1u64, 0.0), (7, 1e9), (300, 3.3e11)] {
+            let base = score(w, &y, &est, noise);
+            assert!(base.abs() < w as f64 * 2f64.powi(40), "clamped: {base}");
+            for cell in [0, cells / 3, cells - 1] {
+                for delta in [1i64, -1] {
+                    let mut z = y.clone();
+                    z[cell] = z[cell].wrapping_add_signed(delta);
+                    let moved = (score(w, &z, &est, noise) - base).abs();
+                    assert!(
+                        moved <= w as f64 * (1.0 + SCORE_SLACK),
+                        "w {w}: moved {moved}"
+                    );
+                }
+            }
+        }
+        // Exact on small, hand-checkable values: |3 − 1.5| + |0 − 2| − 1 = 2.5.
+        assert_eq!(score(2, &[3, 0], &[1.5, 2.0], 1.0), 5.0);
+        assert_eq!(score(1, &[0], &[f64::NAN], 0.0), 0.0);
     }
 
     #[test]

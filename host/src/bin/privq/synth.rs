@@ -244,6 +244,8 @@ pub fn run(
         None => None,
     };
     output.commit(stdout)?;
+    // The records are out: record the spend before anything else can fail.
+    args.ledger.write(&accountant)?;
     if let Some((file, html)) = report {
         file.write(&html)?;
         writeln!(
@@ -274,7 +276,7 @@ pub fn run(
     };
     summary.write(&accountant, &out, stderr)?;
     writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
-    args.ledger.write(&accountant)
+    Ok(())
 }
 
 /// The run's accountant: pure ε, or (ε, δ) when the domain is discovered privately.

@@ -151,7 +151,8 @@ pub fn run(
     write_rows(output.writer(stdout), &domain, &sample)?;
     let rho = accountant.spent_rho().map_or(0.0, |r| r.to_f64());
     let eps = zcdp_epsilon(rho, delta).map_err(run_err)?;
-    // Rendered before anything is put in place, so a failure leaves neither file.
+    // Rendered before anything is put in place, so a failure leaves neither file
+    // (with --output FILE; on standard output the records are already streamed).
     let report = match report_file {
         Some(file) => {
             let facts = Facts {
@@ -174,6 +175,8 @@ pub fn run(
         None => None,
     };
     output.commit(stdout)?;
+    // The records are out: record the spend before anything else can fail.
+    args.ledger.write(&accountant)?;
     let released = started.elapsed();
     if let Some((file, html)) = report {
         file.write(&html)?;
@@ -219,7 +222,7 @@ pub fn run(
         compare(&records, &domain, &out.model, &sample, stderr)?;
     }
     writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
-    args.ledger.write(&accountant)
+    Ok(())
 }
 
 /// Writes rows of value indices as CSV with the domain's names and labels.

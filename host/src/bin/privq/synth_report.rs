@@ -25,7 +25,6 @@ use super::CliError;
 /// runs, so a bad path fails before any budget is spent; it appears, whole, only on
 /// [`ReportFile::write`].
 pub(crate) struct ReportFile {
-    file: AtomicFile,
     path: PathBuf,
 }
 
@@ -53,18 +52,26 @@ impl ReportFile {
                 message: format!("{} is also the --output path", path.display()),
             });
         }
+        // A probe, dropped at once (which removes it): the real file is created
+        // only when the page is written, so its timestamps do not span the run,
+        // whose length depends on the input's size.
         match AtomicFile::create(&path) {
-            Ok(file) => Ok(Some(ReportFile { file, path })),
+            Ok(probe) => {
+                drop(probe);
+                Ok(Some(ReportFile { path }))
+            }
             Err(e) => Err(CliError::file(&path, e)),
         }
     }
 
     /// Writes `html` and puts the file in place.
-    pub(crate) fn write(mut self, html: &str) -> Result<(), CliError> {
+    pub(crate) fn write(self, html: &str) -> Result<(), CliError> {
         let path = self.path;
-        self.file
-            .write_all(html.as_bytes())
-            .and_then(|()| self.file.commit())
+        AtomicFile::create(&path)
+            .and_then(|mut file| {
+                file.write_all(html.as_bytes())?;
+                file.commit()
+            })
             .map_err(|e| CliError::file(&path, e))
     }
 }
