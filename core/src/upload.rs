@@ -458,15 +458,16 @@ pub enum Delivery {
     /// `rejected` (any reason): resending the same bytes cannot succeed; drop it and
     /// count the drop ([`Outbox::reject`]).
     Rejected,
-    /// No per-frame status (no connection, timeout, `503`, `408`): keep the frame
-    /// and resend the same bytes later.
+    /// `refused` (by the collector's configuration: limits, key store) or no
+    /// per-frame status (no connection, timeout, `503`, `408`): keep the frame and
+    /// resend the same bytes later.
     NotDelivered,
 }
 
 impl Delivery {
     /// The delivery for a per-frame `status` of the collector's response
-    /// (`accepted`, `duplicate`, `rejected`); anything else is
-    /// [`NotDelivered`](Delivery::NotDelivered).
+    /// (`accepted`, `duplicate`, `rejected`); anything else (`refused`, an unknown
+    /// status) is [`NotDelivered`](Delivery::NotDelivered).
     pub fn from_status(status: &str) -> Delivery {
         match status {
             "accepted" | "duplicate" => Delivery::Acknowledged,
@@ -1031,5 +1032,6 @@ mod tests {
         ob.acknowledge(1).unwrap();
         assert_eq!((ob.pending(), ob.dropped()), (1, 1));
         assert_eq!(Delivery::from_status("busy"), Delivery::NotDelivered);
+        assert_eq!(Delivery::from_status("refused"), Delivery::NotDelivered);
     }
 }

@@ -337,6 +337,18 @@ fn sq_laplace_values_are_clipped_the_same_on_every_path() {
     let mut neg = Aggregator::new(kind).unwrap();
     neg.ingest_bytes(&sq_laplace_report(i64::MIN)).unwrap();
     assert_eq!(neg.mean(0.95).unwrap().estimate.value, -20.0);
+    // A saved state whose sums no clipped values give (saved before clipping, or
+    // edited) is refused by merge, the path of restored states and `ldp merge`.
+    let mut state = serde_json::to_value(&one).unwrap();
+    state["sum"] = serde_json::json!(2f64.powi(31));
+    let forged: Aggregator = serde_json::from_value(state).unwrap();
+    let mut into = Aggregator::new(kind).unwrap();
+    assert_eq!(
+        into.merge(&forged),
+        Err(privq_host::ldp::aggregate::AggregateError::Unclipped)
+    );
+    into.merge(&one).unwrap();
+    assert_eq!(into, one);
 }
 
 fn sq_records(n: usize, seed: u64) -> Vec<Histogram<8>> {

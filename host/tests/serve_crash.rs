@@ -216,7 +216,7 @@ fn send_all(
                     *t.accepted.entry(f.replay).or_default() += 1;
                 }
                 ("duplicate", false) => t.duplicates += 1,
-                ("rejected", true) => {
+                ("refused", true) => {
                     assert_eq!(r["reason"], "unauthenticated");
                     t.rejected += 1;
                 }
@@ -449,7 +449,10 @@ fn hostile_requests_are_answered_not_fatal() {
     assert_eq!(code, 200);
     let v: Value = serde_json::from_slice(&reply).unwrap();
     assert_eq!(v["results"][0]["reason"], "frame_truncated");
+    assert_eq!(v["results"][0]["status"], "rejected");
+    // Unknown to this collector's key store: refused (the device keeps the frame).
     assert_eq!(v["results"][1]["reason"], "unauthenticated");
+    assert_eq!(v["results"][1]["status"], "refused");
     assert_eq!(c.get("/v1/nothing").unwrap().0, 404);
     assert_eq!(c.get("/v1/frames").unwrap().0, 405);
     assert_eq!(c.get("/v1/estimates?confidence=abc").unwrap().0, 400);

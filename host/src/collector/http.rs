@@ -459,9 +459,10 @@ async fn post_frames(State(st): State<AppState>, body: Body) -> Response {
         }
         Ok(Err(e)) => {
             eprintln!("privq serve: error: batch not stored: {e}");
+            // The detail (which may name devices) stays in the log.
             error(
                 StatusCode::SERVICE_UNAVAILABLE,
-                format!("batch not stored: {e}"),
+                "batch not stored; retry later",
             )
         }
         Err(e) => {

@@ -195,12 +195,22 @@ impl Rejection {
     }
 
     /// Whether resending the same frame can never succeed, so the device drops it
-    /// from its outbox and counts the drop (`docs/collector.md`). Every per-frame
-    /// rejection is permanent: the same bytes get the same answer from the same
-    /// database and limits. Transient failures (`503`, `408`, no answer) carry no
-    /// per-frame status; the device keeps the frame and resends it.
+    /// from its outbox and counts the drop (wire status `rejected`,
+    /// `docs/collector.md`). Rejections that depend on the collector's
+    /// configuration — its limits, its key store (`unauthenticated`: a device may
+    /// upload before its provisioning is committed, or after a restore from an
+    /// older backup) and the test-key switch — are not: the operator can change
+    /// them, so the frame is `refused` and the device keeps it and resends it
+    /// later, rather than losing reports to a setting.
     pub fn permanent(self) -> bool {
-        true
+        !matches!(
+            self,
+            Rejection::Frame(FrameReject::UnknownDevice | FrameReject::Mac)
+                | Rejection::DomainTooLarge { .. }
+                | Rejection::EpsilonTooSmall { .. }
+                | Rejection::GroupLimit { .. }
+                | Rejection::TestKey
+        )
     }
 }
 
@@ -289,7 +299,8 @@ impl FrameStatus {
 /// The JSON form of a [`FrameStatus`] (`docs/collector.md`).
 #[derive(Debug, Clone, Serialize)]
 pub struct StatusJson {
-    /// `accepted`, `duplicate` or `rejected`.
+    /// `accepted`, `duplicate`, `rejected` (permanent) or `refused` (by the
+    /// collector's configuration: keep the frame and resend it later).
     pub status: &'static str,
     /// The replay key's device (absent when rejected).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -342,6 +353,9 @@ impl From<&FrameStatus> for StatusJson {
                 (j.device, j.epoch, j.sequence) = (Some(device), Some(epoch), Some(sequence));
             }
             FrameStatus::Rejected(r) => {
+                if !r.permanent() {
+                    j.status = "refused";
+                }
                 j.reason = Some(r.wire_name());
                 j.detail = Some(r.wire_detail());
             }
@@ -1041,6 +1055,9 @@ mod tests {
             .unwrap();
         use FrameStatus::*;
         assert_eq!(st[0], Rejected(Rejection::GroupLimit { index: 0 }));
+        // A limit is configuration: refused, so the device keeps the frame.
+        assert_eq!(StatusJson::from(&st[0]).status, "refused");
+        assert_eq!(st[0].delivery(), Delivery::NotDelivered);
         assert!(matches!(st[1], Accepted { reports: 1, .. }));
         assert_eq!(st[2], Rejected(Rejection::GroupLimit { index: 0 }));
         assert_eq!(st[3], Rejected(Rejection::EpsilonTooSmall { index: 0 }));

@@ -204,6 +204,9 @@ pub enum AggregateError {
     WrongEstimate,
     /// The kind's parameters are not valid (unknown mechanism, zero domain, …).
     InvalidKind,
+    /// A state's SQ-Laplace sums are not those of clipped values (a state saved
+    /// before values were clipped, or edited): refused rather than merged.
+    Unclipped,
 }
 
 impl fmt::Display for AggregateError {
@@ -213,6 +216,10 @@ impl fmt::Display for AggregateError {
             AggregateError::Empty => "no reports have been aggregated",
             AggregateError::WrongEstimate => "this mechanism does not estimate that quantity",
             AggregateError::InvalidKind => "invalid report kind",
+            AggregateError::Unclipped => {
+                "the SQ-Laplace sums exceed those of n clipped values (a state saved before \
+                 clipping, or edited)"
+            }
         })
     }
 }
@@ -384,6 +391,9 @@ impl Aggregator {
         if other.kind != self.kind || other.counts.len() != self.counts.len() {
             return Err(AggregateError::KindMismatch);
         }
+        if !other.sums_are_clipped() {
+            return Err(AggregateError::Unclipped);
+        }
         self.n = self.n.saturating_add(other.n);
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             *a = a.saturating_add(*b);
@@ -391,6 +401,23 @@ impl Aggregator {
         self.sum += other.sum;
         self.sum_sq += other.sum_sq;
         Ok(())
+    }
+
+    /// Whether the SQ-Laplace sums could come from `n` values clipped by
+    /// [`clip_sq_laplace`] (with a relative allowance of 10⁻⁹ for the float sums);
+    /// true for the other mechanisms, whose sums stay 0.
+    fn sums_are_clipped(&self) -> bool {
+        let lo = clip_sq_laplace(&self.kind, f64::NEG_INFINITY);
+        let hi = clip_sq_laplace(&self.kind, f64::INFINITY);
+        if !lo.is_finite() || !hi.is_finite() {
+            return self.sum.is_finite() && self.sum_sq.is_finite();
+        }
+        let n = self.n as f64;
+        let slack = 1.0 + 1e-9;
+        let top = lo.abs().max(hi.abs());
+        self.sum >= lo * n * slack
+            && self.sum <= hi * n * slack
+            && (0.0..=top * top * n * slack).contains(&self.sum_sq)
     }
 
     /// Per-item support counts `C_v` (the Hadamard transform for Hadamard response).

@@ -2,7 +2,7 @@
 //! provisioning, and a loopback load benchmark. The work is done by
 //! [`privq_host::collector`]; this module parses options and logs on stderr.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -184,7 +184,10 @@ fn parse_key(hex: &str) -> Result<DeviceKey, CliError> {
     }
     let mut key = [0u8; KEY_LEN];
     for (i, byte) in key.iter_mut().enumerate() {
-        let digits = hex.get(2 * i..2 * i + 2).ok_or_else(|| usage("not hex"))?;
+        let digits = hex
+            .get(2 * i..2 * i + 2)
+            .filter(|d| d.bytes().all(|b| b.is_ascii_hexdigit()))
+            .ok_or_else(|| usage("not hex"))?;
         *byte = u8::from_str_radix(digits, 16).map_err(|_| usage("not hex"))?;
     }
     Ok(DeviceKey::new(key))
@@ -192,11 +195,7 @@ fn parse_key(hex: &str) -> Result<DeviceKey, CliError> {
 
 /// The key of `privq serve provision`: read from `--key-file` (or standard input),
 /// or generated and printed once.
-fn provision_key(
-    args: &ProvisionArgs,
-    stdin: &mut dyn BufRead,
-    stdout: &mut dyn Write,
-) -> Result<DeviceKey, CliError> {
+fn provision_key(args: &ProvisionArgs, stdin: &mut dyn BufRead) -> Result<DeviceKey, CliError> {
     let usage = |message: &str| CliError::Usage {
         option: "key-file",
         message: message.into(),
@@ -212,22 +211,21 @@ fn provision_key(
     }
     match (&args.key_file, args.generate_key) {
         (Some(path), false) => {
+            // 64 hex digits and some whitespace: read at most 1 KiB.
             let mut text = String::new();
-            if path.as_os_str() == "-" {
-                stdin.read_to_string(&mut text)?;
+            let read = if path.as_os_str() == "-" {
+                Read::take(stdin, 1024).read_to_string(&mut text)
             } else {
-                text = std::fs::read_to_string(path).map_err(|e| {
-                    CliError::Run(format!("--key-file {}: {e}", path.display()).into())
-                })?;
-            }
+                std::fs::File::open(path)
+                    .and_then(|f| Read::take(f, 1024).read_to_string(&mut text))
+            };
+            read.map_err(|e| CliError::Run(format!("--key-file {}: {e}", path.display()).into()))?;
             parse_key(&text)
         }
         (None, true) => {
             let mut rng = privq_host::secure_rng().map_err(CliError::Seed)?;
             let mut k = [0u8; KEY_LEN];
             rng.fill_bytes(&mut k);
-            let hex: String = k.iter().map(|b| format!("{b:02x}")).collect();
-            writeln!(stdout, "{hex}")?;
             Ok(DeviceKey::new(k))
         }
         _ => Err(usage(
@@ -242,7 +240,7 @@ fn provision(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let key = provision_key(args, stdin, stdout)?;
+    let key = provision_key(args, stdin)?;
     if is_test_key(&key) && !args.allow_test_key {
         return Err(CliError::Usage {
             option: "key",
@@ -268,6 +266,11 @@ fn provision(
             message: other.to_string(),
         },
     })?;
+    // A generated key is shown once, and only once it is stored.
+    if args.generate_key {
+        let hex: String = key.as_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        writeln!(stdout, "{hex}")?;
+    }
     writeln!(
         stderr,
         "privq serve: provisioned device {} (cap eps = {cap}, key generation {generation}) in {}",
