@@ -125,10 +125,10 @@ pub struct BenchArgs {
     /// Batches per client.
     #[arg(long, default_value_t = 200)]
     pub batches: usize,
-    /// Frames per batch (each from another device).
+    /// Frames per batch (each from another device, which sends only that frame).
     #[arg(long, default_value_t = 8)]
     pub frames: usize,
-    /// Reports per frame (13-byte SQ-bit reports, ε = 1/64 each).
+    /// Reports per frame (13-byte SQ-bit reports, ε = 1/64 each, one per query id).
     #[arg(long, default_value_t = 16)]
     pub reports: usize,
 }
@@ -359,7 +359,19 @@ fn bench(args: &BenchArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Re
         ),
     };
     let mut rng = privq_host::secure_rng().map_err(CliError::Seed)?;
-    let devices = args.clients * args.frames;
+    // One frame per device, its reports one per query: each device contributes
+    // at most one report to each aggregation group (`already_reported`).
+    let devices = args
+        .clients
+        .checked_mul(args.batches)
+        .and_then(|n| n.checked_mul(args.frames))
+        .filter(|&n| n <= 1 << 20)
+        .ok_or_else(|| {
+            usage(
+                "batches",
+                "clients x batches x frames (one device each) must be at most 2^20",
+            )
+        })?;
     let mut store = Store::open(&db).map_err(|e| store_error(&db, e))?;
     let cap = privq_core::Epsilon::new(1 << 40, 1).map_err(|source| CliError::Parameter {
         option: "reports",
@@ -375,7 +387,7 @@ fn bench(args: &BenchArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Re
             .map_err(|e| CliError::Run(format!("{}: {e}", db.display()).into()))?;
         keys.push(key);
     }
-    // Client c sends batch b with one frame (sequence b) of each of its devices.
+    // Client c sends batch b with one frame of each of its next `frames` devices.
     let mut work: Vec<Vec<Vec<u8>>> = Vec::with_capacity(args.clients);
     let mut frame = vec![0u8; 65_535];
     for c in 0..args.clients {
@@ -383,18 +395,18 @@ fn bench(args: &BenchArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Re
         for b in 0..args.batches {
             let mut body = Vec::new();
             for f in 0..args.frames {
-                let d = c * args.frames + f;
+                let d = (c * args.batches + b) * args.frames + f;
                 let key = keys.get(d).ok_or(CliError::EmptyInput)?;
-                let seq = u32::try_from(b).unwrap_or(u32::MAX);
-                let mut w = FrameWriter::new(&mut frame, d as u64, 0, seq).map_err(|source| {
+                let mut w = FrameWriter::new(&mut frame, d as u64, 0, 0).map_err(|source| {
                     CliError::Parameter {
                         option: "frames",
                         source,
                     }
                 })?;
-                for _ in 0..args.reports {
+                for r in 0..args.reports {
                     let bit = (rng.next_u32() & 1) as u8;
-                    w.push(&[1, 8, 0, 0, 1, 0, 64, 0, 0, 0, 0, 0, bit])
+                    let [q0, q1] = (r as u16).to_le_bytes();
+                    w.push(&[1, 8, q0, q1, 1, 0, 64, 0, 0, 0, 0, 0, bit])
                         .map_err(|source| CliError::Parameter {
                             option: "reports",
                             source,
@@ -441,7 +453,10 @@ fn bench(args: &BenchArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Re
                             client.post("/v1/frames", body).map_err(|e| e.to_string())?;
                         lat.push(t.elapsed());
                         let text = String::from_utf8_lossy(&reply);
-                        if status != 200 || text.contains("\"rejected\"") {
+                        if status != 200
+                            || text.contains("\"rejected\"")
+                            || text.contains("\"refused\"")
+                        {
                             return Err(format!("status {status}: {text}"));
                         }
                     }
