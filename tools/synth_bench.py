@@ -94,7 +94,9 @@ def mbi2_compat():
     from mbi import Domain, estimation
     if not hasattr(Domain, "attrs"):
         Domain.attrs = property(lambda self: self.attributes)
-    est = estimation.Estimator.estimate
+    est = getattr(getattr(estimation, "Estimator", None), "estimate", None)
+    if est is None:  # mbi 1.0.0: estimators are functions (estimation.mirror_descent)
+        return
     params = inspect.signature(est).parameters
     if "potentials" in params or "warm_start" not in params \
             or getattr(est, "_synth_bench_compat", False):
