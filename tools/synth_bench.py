@@ -42,9 +42,33 @@ def mean_tv(data, other, k):
                           for c in cliques]))
 
 
+def mbi_version():
+    """The installed mbi's version as a tuple of ints, e.g. (2, 0, 0)."""
+    from importlib.metadata import version
+    return tuple(int(x) for x in re.findall(r"\d+", version("mbi"))[:3])
+
+
+def make_dataset(df, domain):
+    """An mbi Dataset of a pandas DataFrame's columns over an mbi Domain. mbi 1.x takes the
+    DataFrame itself; mbi 2.x takes a dict of 1-d integer arrays (and has no Dataset.load)."""
+    from mbi import Dataset
+    if mbi_version() >= (2,):
+        return Dataset({a: df[a].to_numpy(dtype=np.int64) for a in domain.attrs}, domain)
+    return Dataset(df[list(domain.attrs)], domain)
+
+
+def read_dataset(csv, domain_json):
+    """Dataset.load of mbi 1.x, for either version: the CSV's columns named in the domain
+    file (a JSON object, attribute -> number of values)."""
+    import pandas as pd
+    from mbi import Domain
+    with open(domain_json) as f:
+        domain = Domain.fromdict(json.load(f))
+    return make_dataset(pd.read_csv(csv, usecols=list(domain.attrs)), domain)
+
+
 def load(name, data_dir, tmp):
     """An mbi Dataset and the privq arguments for the same data."""
-    from mbi import Dataset
     if name == "nltcs":
         csv = os.path.join(data_dir, "nltcs.csv")
         with open(csv) as f:
@@ -52,31 +76,63 @@ def load(name, data_dir, tmp):
         domain = os.path.join(tmp, "nltcs-domain.json")
         with open(domain, "w") as f:
             json.dump({h: 2 for h in header}, f)
-        return Dataset.load(csv, domain), ["--input", csv, "--domain", "binary"]
+        return read_dataset(csv, domain), ["--input", csv, "--domain", "binary"]
     if name == "adult":
         csv = os.path.join(data_dir, "adult", "adult.csv")
         domain = os.path.join(data_dir, "adult", "adult-domain.json")
-        return Dataset.load(csv, domain), ["--input", csv, "--domain", domain]
+        return read_dataset(csv, domain), ["--input", csv, "--domain", domain]
     sys.exit(f"synth-bench: unknown dataset {name!r} (nltcs, adult)")
 
 
+def mbi2_compat():
+    """Run the newest mechanisms/ folder we have (github.com/ryan112358/mbi at 361705d,
+    written against mbi 1.3) and this script on mbi 2.0.0, which renamed two things it
+    uses: Domain.attrs is Domain.attributes, and estimate(..., potentials=P) (AIM's warm
+    start) is estimate(..., warm_start=P), which takes the same CliqueVector. Alias the old
+    names to the new ones (a no-op where the old names exist)."""
+    import inspect
+    from mbi import Domain, estimation
+    if not hasattr(Domain, "attrs"):
+        Domain.attrs = property(lambda self: self.attributes)
+    est = getattr(getattr(estimation, "Estimator", None), "estimate", None)
+    if est is None:  # mbi 1.0.0: estimators are functions (estimation.mirror_descent)
+        return
+    params = inspect.signature(est).parameters
+    if "potentials" in params or "warm_start" not in params \
+            or getattr(est, "_synth_bench_compat", False):
+        return
+
+    def estimate(self, *args, potentials=None, **kwargs):
+        if potentials is not None and kwargs.get("warm_start") is None:
+            kwargs["warm_start"] = potentials
+        return est(self, *args, **kwargs)
+    estimate._synth_bench_compat = True
+    estimation.Estimator.estimate = estimate
+
+
 def run_privq(privq, data, args, eps, delta, seed, tmp):
-    from mbi import Dataset
+    """privq synth --compare. Its wall time is the release's own time, which privq reports
+    under --compare (reading the input to writing the records); the process time (which
+    also counts the compare, a diagnostic that is slow on Adult) is the second value."""
     out = os.path.join(tmp, "privq-synth.csv")
     cmd = [privq, "synth", *args, "--epsilon", str(eps), "--delta", str(delta),
            "--seed", str(seed), "--compare", "--output", out]
     start = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - start
+    process = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr}")
+    m = re.search(r"the release took ([0-9.]+) s", proc.stderr)
+    if m is None:
+        print("synth-bench: privq did not report the release's time; "
+              "using the process's wall time", flush=True)
+    wall = float(m.group(1)) if m else process
     model = {}
     for k, m in re.findall(r"mean (\d)-way TV over \d+ marginals: model ([0-9.]+)", proc.stderr):
         model[int(k)] = float(m)
     import pandas as pd
-    df = pd.read_csv(out)
-    synth = Dataset(df[list(data.domain.attrs)], data.domain)
-    return wall, model.get(2), model.get(3), synth
+    synth = make_dataset(pd.read_csv(out), data.domain)
+    return wall, process, model.get(2), model.get(3), synth
 
 
 def run_aim(mechanisms, data, eps, delta, seed, full_joint_max_cells=0):
@@ -123,17 +179,41 @@ def run_mst(mechanisms, data, eps, delta, seed):
 
 def run_one(spec):
     """One run in this (child) process: spec is a JSON object; the row is written to spec["out"]."""
+    mbi2_compat()
     with tempfile.TemporaryDirectory() as tmp:
         data, privq_args = load(spec["dataset"], spec["data"], tmp)
         mech, eps, delta, seed = spec["mechanism"], spec["epsilon"], spec["delta"], spec["seed"]
         row = {}
         if mech == "privq":
-            wall, m2, m3, synth = run_privq(spec["privq"], data, privq_args, eps, delta, seed, tmp)
-            row.update(model_tv2=m2, model_tv3=m3)
+            wall, process, m2, m3, synth = run_privq(spec["privq"], data, privq_args, eps,
+                                                      delta, seed, tmp)
+            row.update(model_tv2=m2, model_tv3=m3, process_wall_s=process)
         elif mech == "aim":
             wall, model, synth = run_aim(spec["mechanisms"], data, eps, delta, seed,
                                          spec.get("aim_full_joint_max_cells", 0))
-            print("synth-bench: AIM done, computing TV", flush=True)
+            print(f"synth-bench: AIM done in {wall:.1f} s, computing TV", flush=True)
+            # The model's marginals: on a small domain from its full joint, computed once.
+            # (mbi 2.0.0 answers each other marginal by a jitted variable elimination, one
+            # compilation per clique: the 680 of NLTCS ran out of memory after a 3 GB AIM.)
+            if data.domain.size() <= max(spec.get("aim_full_joint_max_cells", 0), 0) \
+                    and data.domain.size() <= 1 << 20:
+                joint = model.project(tuple(data.domain.attrs))
+                attrs = list(joint.domain.attrs)
+                values = np.asarray(joint.datavector(flatten=False))
+
+                class Marginal:
+                    def __init__(self, cl):
+                        cl = list(cl)
+                        rest = tuple(i for i, a in enumerate(attrs) if a not in cl)
+                        kept = [a for a in attrs if a in cl]
+                        self.v = values.sum(axis=rest).transpose([kept.index(a) for a in cl])
+
+                    def datavector(self):
+                        return self.v.reshape(-1)
+
+                class Joint:
+                    project = Marginal
+                model = Joint
             row.update(model_tv2=mean_tv(data, model, 2), model_tv3=mean_tv(data, model, 3))
         elif mech == "mst":
             wall, synth = run_mst(spec["mechanisms"], data, eps, delta, seed)
@@ -157,7 +237,7 @@ def run_child(spec, timeout, tmp):
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     # AIM prints "Budget Used" once per round: keep when each round started.
-    rounds, tail, timed_out = [], [], False
+    rounds, tail, timed_out, aim_wall = [], [], False, []
     import threading
 
     def pump():
@@ -165,6 +245,9 @@ def run_child(spec, timeout, tmp):
             now = time.monotonic() - start
             if line.startswith("Budget Used"):
                 rounds.append(now)
+            m = re.match(r"synth-bench: AIM done in ([0-9.]+) s", line)
+            if m:
+                aim_wall.append(float(m.group(1)))
             tail.append(line.rstrip())
             del tail[:-20]
             print(f"  [{now:8.1f} s] {line.rstrip()}", file=sys.stderr, flush=True)
@@ -190,8 +273,11 @@ def run_child(spec, timeout, tmp):
         res["log_tail"] = tail[-5:]
         return res
     if proc.returncode != 0 or not os.path.exists(spec["out"]):
-        return {"status": "error", "returncode": proc.returncode, "elapsed_s": elapsed,
-                "log_tail": tail[-10:]}
+        res = {"status": "error", "returncode": proc.returncode, "elapsed_s": elapsed,
+               "log_tail": tail[-10:]}
+        if spec["mechanism"] == "aim":  # AIM itself may have finished (the TV failed)
+            res.update(aim_rounds=len(rounds), aim_wall_s=aim_wall[0] if aim_wall else None)
+        return res
     with open(spec["out"]) as f:
         res = json.load(f)
     res.update(status="ok", elapsed_s=elapsed)
@@ -334,6 +420,7 @@ def main():
             rows = json.load(f)
     run_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     env = versions(a.privq)
+    env["mechanisms"] = os.path.abspath(a.mechanisms) if a.mechanisms else None
     print(f"synth-bench: run at {run_at}, {json.dumps(env)}", file=sys.stderr, flush=True)
 
     def save():
