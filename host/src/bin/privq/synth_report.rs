@@ -254,6 +254,25 @@ pub(crate) struct Report {
 /// At most this many cells of a marginal are drawn and tabulated.
 const MAX_CELLS: usize = 48;
 
+/// A chart's legend, framed, at `position`.
+fn legend<'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), CliError> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .draw()
+        .map_err(plot_err)
+}
+
+/// The legend's swatch of a bar series.
+fn legend_box((x, y): (i32, i32), style: ShapeStyle) -> Rectangle<(i32, i32)> {
+    Rectangle::new([(x, y - 5), (x + 12, y + 5)], style)
+}
+
 fn plot_err<E: std::fmt::Display>(e: E) -> CliError {
     CliError::Run(format!("drawing the report's charts: {e}").into())
 }
@@ -405,7 +424,7 @@ fn budget_bars(b: &Budget) -> Result<String, CliError> {
             }))
             .map_err(plot_err)?
             .label("selection")
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], sel));
+            .legend(move |at| legend_box(at, sel));
         chart
             .draw_series(b.rounds.iter().enumerate().map(|(i, r)| {
                 let x = i as f64;
@@ -419,14 +438,8 @@ fn budget_bars(b: &Budget) -> Result<String, CliError> {
             }))
             .map_err(plot_err)?
             .label("measurement")
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], meas));
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.9))
-            .draw()
-            .map_err(plot_err)?;
+            .legend(move |at| legend_box(at, meas));
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg)
@@ -481,13 +494,7 @@ fn cumulative(b: &Budget) -> Result<String, CliError> {
                 ("sans-serif", 15),
             )))
             .map_err(plot_err)?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.9))
-            .draw()
-            .map_err(plot_err)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg)
@@ -613,14 +620,9 @@ fn tv_histogram(model: &[f64], sample: &[f64]) -> Result<String, CliError> {
                 )
                 .map_err(plot_err)?
                 .label(name)
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], style));
+                .legend(move |at| legend_box(at, style));
         }
-        chart
-            .configure_series_labels()
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.9))
-            .draw()
-            .map_err(plot_err)?;
+        legend(&mut chart, SeriesLabelPosition::MiddleRight)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg)
@@ -677,14 +679,9 @@ fn marginal_bars(v: &MarginalView, shown: usize) -> Result<String, CliError> {
                 }))
                 .map_err(plot_err)?
                 .label(name)
-                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], style));
+                .legend(move |at| legend_box(at, style));
         }
-        chart
-            .configure_series_labels()
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.9))
-            .draw()
-            .map_err(plot_err)?;
+        legend(&mut chart, SeriesLabelPosition::MiddleRight)?;
         root.present().map_err(plot_err)?;
     }
     Ok(svg)
