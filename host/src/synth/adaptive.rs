@@ -142,7 +142,9 @@ fn score(w: u64, y: &[u64], est: &[f64], noise: f64) -> f64 {
         .iter()
         .zip(est)
         .map(|(&a, &b)| ((i128::from(a) << SCORE_BITS) - grid(b)).abs())
-        .sum();
+        // Terms are non-negative, so saturating is min(sum, MAX): still 1-Lipschitz
+        // (reached only beyond 2⁴³ cells).
+        .fold(0, i128::saturating_add);
     let limit = 1i128 << (40 + SCORE_BITS);
     let x = (err - grid(noise)).clamp(-limit, limit);
     (x * i128::from(w)) as f64 / unit
@@ -287,8 +289,8 @@ impl MarginalWorkload {
             *w = self
                 .cliques
                 .iter()
-                .map(|(s, c)| c * r.iter().filter(|&&a| s.contains(a)).count() as u64)
-                .sum();
+                .map(|(s, c)| c.saturating_mul(r.iter().filter(|&&a| s.contains(a)).count() as u64))
+                .fold(0u64, u64::saturating_add);
         }
         subsets
             .into_iter()
@@ -636,8 +638,9 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
             scores.push(score(*w, y, &est, noise_norm * sigma * y.len() as f64));
             max_weight = max_weight.max(*w);
         }
-        // The slack of 2⁻¹⁰ per unit weight covers the scores' one rounding (at
-        // most 2⁻¹³ per unit weight), so neighbours' scores differ by at most Δ.
+        // The slack of 2⁻¹⁰ per unit weight covers the scores' one rounding each (at
+        // most 2⁻¹³ per unit weight on each side, 2⁻¹² between neighbours), so
+        // neighbours' scores differ by at most Δ.
         let sensitivity = max_weight as f64 * (l1 + SCORE_SLACK);
         let em = ExponentialMechanism::for_scores(neighbours, sensitivity, step.select)?;
         let pick = chosen_from[em.release(&scores[..], accountant, rng)?];
@@ -740,6 +743,19 @@ mod tests {
                     );
                 }
             }
+        }
+        // At the clamp and with the largest weight, where the final rounding is
+        // largest: a replace move (two cells) still stays within the sensitivity.
+        let near = (1u64 << 40) - 3;
+        let (y, est) = (vec![near, 0, 5], vec![0.0, 0.25, 0.0]);
+        for w in [u64::MAX, u64::MAX / 3, 1 << 40] {
+            let base = score(w, &y, &est, 0.0);
+            let z = vec![near + 1, 0, 4];
+            let moved = (score(w, &z, &est, 0.0) - base).abs();
+            assert!(
+                moved <= w as f64 * (2.0 + SCORE_SLACK),
+                "w {w}: moved {moved}"
+            );
         }
         // Exact on small, hand-checkable values: |3 − 1.5| + |0 − 2| − 1 = 2.5.
         assert_eq!(score(2, &[3, 0], &[1.5, 2.0], 1.0), 5.0);
