@@ -432,8 +432,11 @@ struct OpenFrame {
 /// sealing assigns the next sequence number. [`write_front`](Outbox::write_front)
 /// writes the oldest sealed frame (the same bytes every time), and
 /// [`acknowledge`](Outbox::acknowledge) removes it once the collector has it.
-/// Nothing is ever dropped: a report or seal that does not fit is refused with
-/// [`Error::OutboxFull`] and the outbox is left unchanged.
+/// A report or seal that does not fit is refused with [`Error::OutboxFull`] and the
+/// outbox is left unchanged. The one way a frame leaves unacknowledged is
+/// [`reject`](Outbox::reject), for a frame the collector rejected permanently
+/// ([`Delivery::Rejected`]); such drops are counted ([`dropped`](Outbox::dropped)).
+/// The outbox lives in RAM: a power cut loses its frames (their ε stays charged).
 #[derive(Debug)]
 pub struct Outbox<const FRAMES: usize, const BYTES: usize> {
     device: u64,
@@ -441,6 +444,37 @@ pub struct Outbox<const FRAMES: usize, const BYTES: usize> {
     sealed: heapless::Deque<PendingFrame, FRAMES>,
     open: Option<OpenFrame>,
     bytes: heapless::Vec<u8, BYTES>,
+    dropped: u32,
+}
+
+/// What became of one delivery attempt of a frame, as the device's transport reads
+/// the collector's answer (`docs/collector.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Delivery {
+    /// `accepted` or `duplicate`: the collector has the frame; remove it
+    /// ([`Outbox::acknowledge`]).
+    Acknowledged,
+    /// `rejected` (any reason): resending the same bytes cannot succeed; drop it and
+    /// count the drop ([`Outbox::reject`]).
+    Rejected,
+    /// `refused` (by the collector's configuration: limits, key store) or no
+    /// per-frame status (no connection, timeout, `503`, `408`): keep the frame and
+    /// resend the same bytes later.
+    NotDelivered,
+}
+
+impl Delivery {
+    /// The delivery for a per-frame `status` of the collector's response
+    /// (`accepted`, `duplicate`, `rejected`); anything else (`refused`, an unknown
+    /// status) is [`NotDelivered`](Delivery::NotDelivered).
+    pub fn from_status(status: &str) -> Delivery {
+        match status {
+            "accepted" | "duplicate" => Delivery::Acknowledged,
+            "rejected" => Delivery::Rejected,
+            _ => Delivery::NotDelivered,
+        }
+    }
 }
 
 impl<const FRAMES: usize, const BYTES: usize> Outbox<FRAMES, BYTES> {
@@ -461,7 +495,14 @@ impl<const FRAMES: usize, const BYTES: usize> Outbox<FRAMES, BYTES> {
             sealed: heapless::Deque::new(),
             open: None,
             bytes: heapless::Vec::new(),
+            dropped: 0,
         }
+    }
+
+    /// Frames dropped after a permanent rejection ([`reject`](Self::reject)),
+    /// saturating at `u32::MAX`: a number the device can report.
+    pub fn dropped(&self) -> u32 {
+        self.dropped
     }
 
     /// The device id written into every frame.
@@ -621,6 +662,22 @@ impl<const FRAMES: usize, const BYTES: usize> Outbox<FRAMES, BYTES> {
     /// [`Error::NotPending`] (and nothing removed) unless `sequence` is that frame's
     /// sequence number: a late or repeated acknowledgement never removes another frame.
     pub fn acknowledge(&mut self, sequence: u32) -> Result<()> {
+        self.remove_front(sequence)
+    }
+
+    /// Drops the oldest sealed frame after the collector rejected it permanently
+    /// ([`Delivery::Rejected`]: a bad tag after a re-key, the device's ε cap
+    /// reached, a replay conflict, a kind already reported, …), so that it does not
+    /// block the frames behind it, and counts the drop ([`dropped`](Self::dropped)).
+    /// Its reports are lost; the ε charged for them stays charged (privacy-safe).
+    /// [`Error::NotPending`] (and nothing removed) unless `sequence` is that frame's.
+    pub fn reject(&mut self, sequence: u32) -> Result<()> {
+        self.remove_front(sequence)?;
+        self.dropped = self.dropped.saturating_add(1);
+        Ok(())
+    }
+
+    fn remove_front(&mut self, sequence: u32) -> Result<()> {
         let front = self.front().ok_or(Error::NotPending)?;
         if front.header.sequence != sequence {
             return Err(Error::NotPending);
@@ -949,5 +1006,32 @@ mod tests {
         assert_eq!(ob.write_front(&key(), &mut out), Err(Error::BufferTooSmall));
         assert!(ob.write_front(&key(), &mut tiny).unwrap().is_some());
         assert_eq!(std::format!("{:?}", key()), "DeviceKey(..)");
+    }
+
+    #[test]
+    fn a_rejected_front_frame_is_dropped_counted_and_unblocks_the_rest() {
+        let mut ob: Outbox<3, 64> = Outbox::new(7, 0);
+        for e in 0..3 {
+            ob.push(e, &rr(e as u8, 1)).unwrap();
+        }
+        ob.seal().unwrap();
+        assert_eq!(ob.pending(), 3);
+        assert_eq!(ob.reject(1), Err(Error::NotPending), "only the front frame");
+        assert_eq!(Delivery::from_status("rejected"), Delivery::Rejected);
+        ob.reject(0).unwrap();
+        assert_eq!((ob.pending(), ob.dropped()), (2, 1));
+        // The next frame is now in front, with its own bytes intact.
+        let mut buf = [0u8; 128];
+        let n = ob.write_front(&key(), &mut buf).unwrap().unwrap();
+        let f = open(&buf[..n], &key()).unwrap();
+        assert_eq!(
+            (f.header.sequence, f.reports().next()),
+            (1, Some(&rr(1, 1)[..]))
+        );
+        assert_eq!(Delivery::from_status("duplicate"), Delivery::Acknowledged);
+        ob.acknowledge(1).unwrap();
+        assert_eq!((ob.pending(), ob.dropped()), (1, 1));
+        assert_eq!(Delivery::from_status("busy"), Delivery::NotDelivered);
+        assert_eq!(Delivery::from_status("refused"), Delivery::NotDelivered);
     }
 }

@@ -19,7 +19,8 @@
 //!    ([`wire`]) for the host to decode and aggregate;
 //! 5. with feature `frames`, the reports also go into an outbox ([`uplink`]) and leave
 //!    as HMAC-SHA-256-authenticated upload frames (`docs/upload-frame.md`), each kept
-//!    until acknowledged; in QEMU one `privq-frame` line per frame.
+//!    until acknowledged or permanently rejected (then dropped and counted); in QEMU one
+//!    `privq-frame` line per frame.
 //!
 //! Randomness is passed in: [`seed`] holds the **QEMU/test-only** fixed seeds (device
 //! `i` of fleet `s` uses exactly the host simulator's seed, so QEMU and host reports can

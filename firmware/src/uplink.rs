@@ -1,7 +1,10 @@
 //! The device's upload path: every released report goes into a
 //! [`privq_core::upload::Outbox`], which is sealed into authenticated upload frames
-//! (`docs/upload-frame.md`) and delivered oldest first; a frame leaves the outbox only
-//! when the transport reports it acknowledged.
+//! (`docs/upload-frame.md`) and delivered oldest first; a frame leaves the outbox when
+//! the transport reports it acknowledged, or when the collector rejected it
+//! permanently ([`Delivery::Rejected`]: dropped and counted, [`Uplink::dropped`], so
+//! that it cannot block the frames behind it). A transient failure
+//! ([`Delivery::NotDelivered`]) keeps it for a resend of the same bytes.
 //!
 //! When the outbox is full, [`Uplink::queue`] first delivers what is pending and then
 //! queues the report; if delivery is not acknowledged the report is refused with
@@ -11,14 +14,14 @@
 //!
 //! ```
 //! use privq_firmware::uplink::Uplink;
-//! use privq_core::upload::{open, DeviceKey, FrameHeader};
+//! use privq_core::upload::{open, Delivery, DeviceKey, FrameHeader};
 //!
 //! let key = DeviceKey::new([3; 32]); // a fixed key: tests only
 //! let mut up: Uplink<2, 64, 121> = Uplink::new(9, key.clone());
 //! let mut got = Vec::new();
 //! let mut deliver = |_: &FrameHeader, frame: &[u8]| {
 //!     got.push(frame.to_vec());
-//!     true
+//!     Delivery::Acknowledged
 //! };
 //! up.queue(0, &[1, 8, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1], &mut deliver)?;
 //! up.flush(&mut deliver)?;
@@ -27,6 +30,7 @@
 //! ```
 
 use privq_core::Error;
+pub use privq_core::upload::Delivery;
 use privq_core::upload::{DeviceKey, FrameHeader, Outbox};
 
 /// An [`Outbox`] of `FRAMES` frames and `BYTES` bytes of reports, with its device key:
@@ -41,8 +45,9 @@ pub struct Uplink<const FRAMES: usize, const BYTES: usize, const BUF: usize> {
 }
 
 /// A frame transport: sends one frame (its header, for logging, and its bytes),
-/// returns whether the collector acknowledged it.
-pub type Deliver<'a> = dyn FnMut(&FrameHeader, &[u8]) -> bool + 'a;
+/// returns what the collector made of it ([`Delivery::from_status`] of the frame's
+/// status; [`Delivery::NotDelivered`] without one).
+pub type Deliver<'a> = dyn FnMut(&FrameHeader, &[u8]) -> Delivery + 'a;
 
 impl<const FRAMES: usize, const BYTES: usize, const BUF: usize> Uplink<FRAMES, BYTES, BUF> {
     /// Refuses, at compile time, a buffer too small for the largest frame.
@@ -72,6 +77,12 @@ impl<const FRAMES: usize, const BYTES: usize, const BUF: usize> Uplink<FRAMES, B
     /// Frames delivered and acknowledged so far.
     pub fn delivered(&self) -> u32 {
         self.delivered
+    }
+
+    /// Frames dropped after a permanent rejection (their reports are lost, their ε
+    /// stays charged): a number for the device to report.
+    pub fn dropped(&self) -> u32 {
+        self.outbox.dropped()
     }
 
     /// Queues `report` of epoch `epoch`. If the outbox is full, seals and delivers
@@ -114,9 +125,10 @@ impl<const FRAMES: usize, const BYTES: usize, const BUF: usize> Uplink<FRAMES, B
     }
 
     /// Seals the open frame and delivers pending frames oldest first, removing each
-    /// one only when `deliver` reports it acknowledged; stops at the first
-    /// unacknowledged frame (it stays queued, and the next flush sends the same bytes).
-    /// Returns the number of frames delivered.
+    /// one when `deliver` reports it acknowledged, dropping (and counting) each one
+    /// rejected permanently; stops at the first frame not delivered (it stays
+    /// queued, and the next flush sends the same bytes). Returns the number of frames
+    /// acknowledged.
     pub fn flush(&mut self, deliver: &mut Deliver<'_>) -> Result<u32, Error> {
         // A full set of frame slots cannot take the seal: deliver first, then seal.
         let mut sent = 0;
@@ -135,12 +147,15 @@ impl<const FRAMES: usize, const BYTES: usize, const BUF: usize> Uplink<FRAMES, B
                 .outbox
                 .write_front(&self.key, &mut buf)?
                 .ok_or(Error::NotPending)?;
-            if !deliver(&front.header, buf.get(..n).ok_or(Error::BufferTooSmall)?) {
-                break;
+            match deliver(&front.header, buf.get(..n).ok_or(Error::BufferTooSmall)?) {
+                Delivery::Acknowledged => {
+                    self.outbox.acknowledge(front.header.sequence)?;
+                    sent += 1;
+                    self.delivered += 1;
+                }
+                Delivery::Rejected => self.outbox.reject(front.header.sequence)?,
+                Delivery::NotDelivered => break,
             }
-            self.outbox.acknowledge(front.header.sequence)?;
-            sent += 1;
-            self.delivered += 1;
         }
         Ok(sent)
     }
@@ -166,7 +181,7 @@ mod tests {
         let mut got = Vec::new();
         let mut deliver = |_: &FrameHeader, frame: &[u8]| {
             got.push(frame.to_vec());
-            true
+            Delivery::Acknowledged
         };
         up.queue(0, &[1, 8, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1], &mut deliver)?;
         up.flush(&mut deliver)?;
@@ -181,7 +196,7 @@ mod tests {
         let mut frames = Vec::new();
         let mut deliver = |_: &FrameHeader, f: &[u8]| {
             frames.push(f.to_vec());
-            true
+            Delivery::Acknowledged
         };
         for q in 0..10u8 {
             up.queue(u32::from(q / 4), &report(q), &mut deliver)
@@ -205,7 +220,7 @@ mod tests {
     fn reserve_delivers_to_make_room_and_refuses_without_an_acknowledgement() {
         let key = DeviceKey::new([7; 32]);
         let mut up: Uplink<2, 45, 102> = Uplink::new(4, key);
-        let mut refuse = |_: &FrameHeader, _: &[u8]| false;
+        let mut refuse = |_: &FrameHeader, _: &[u8]| Delivery::NotDelivered;
         for q in 0..3u8 {
             up.reserve(0, 13, &mut refuse).unwrap();
             up.queue(0, &report(q), &mut refuse).unwrap();
@@ -213,7 +228,7 @@ mod tests {
         // Full (3 × 15 bytes), and the transport acknowledges nothing: refused, and
         // the caller has not charged anything for the report.
         assert_eq!(up.reserve(0, 13, &mut refuse), Err(Error::OutboxFull));
-        let mut accept = |_: &FrameHeader, _: &[u8]| true;
+        let mut accept = |_: &FrameHeader, _: &[u8]| Delivery::Acknowledged;
         up.reserve(0, 13, &mut accept).unwrap();
         assert_eq!(up.delivered(), 1);
         up.queue(0, &report(3), &mut refuse).unwrap();
@@ -226,7 +241,7 @@ mod tests {
         let mut tries = Vec::new();
         let mut refuse = |_: &FrameHeader, f: &[u8]| {
             tries.push(f.to_vec());
-            false
+            Delivery::NotDelivered
         };
         for q in 0..3 {
             up.queue(q, &report(q as u8), &mut refuse).unwrap();
@@ -240,9 +255,43 @@ mod tests {
         let mut acked = Vec::new();
         let mut accept = |_: &FrameHeader, f: &[u8]| {
             acked.push(f.to_vec());
-            true
+            Delivery::Acknowledged
         };
         assert_eq!(up.flush(&mut accept), Ok(3));
         assert_eq!(acked[0], tries[0]);
+    }
+
+    #[test]
+    fn a_permanently_rejected_frame_is_dropped_and_does_not_block_the_rest() {
+        let key = DeviceKey::new([8; 32]);
+        let mut up: Uplink<2, 45, 102> = Uplink::new(4, key.clone());
+        // The collector rejects sequence 0 for good (say, budget_exceeded) and
+        // accepts the rest.
+        let mut got = Vec::new();
+        let mut collector = |h: &FrameHeader, f: &[u8]| {
+            if h.sequence == 0 {
+                Delivery::from_status("rejected")
+            } else {
+                got.push(f.to_vec());
+                Delivery::from_status("accepted")
+            }
+        };
+        for q in 0..6u8 {
+            up.queue(u32::from(q / 2), &report(q), &mut collector)
+                .unwrap();
+        }
+        up.flush(&mut collector).unwrap();
+        assert_eq!(up.dropped(), 1);
+        assert_eq!(
+            up.outbox().pending(),
+            0,
+            "nothing stuck behind the rejected frame"
+        );
+        assert_eq!(up.delivered() as usize, got.len());
+        let seqs: Vec<u32> = got
+            .iter()
+            .map(|f| open(f, &key).unwrap().header.sequence)
+            .collect();
+        assert_eq!(seqs, std::vec![1, 2, 3]);
     }
 }

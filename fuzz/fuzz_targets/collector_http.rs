@@ -91,7 +91,7 @@ fuzz_target!(|data: &[u8]| {
     let h = harness().lock().unwrap_or_else(|e| e.into_inner());
     h.raw
         .execute_batch(
-            "DELETE FROM reports; DELETE FROM frames; UPDATE devices SET spent = NULL;",
+            "DELETE FROM reports; DELETE FROM frames; DELETE FROM reported; UPDATE devices SET spent = NULL;",
         )
         .expect("reset");
     let mut c = Cursor::new(data);

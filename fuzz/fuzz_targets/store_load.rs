@@ -40,7 +40,7 @@ fn text(bytes: &[u8]) -> String {
 fuzz_target!(|data: &[u8]| {
     let db = db().lock().unwrap_or_else(|e| e.into_inner());
     db.raw
-        .execute_batch("DELETE FROM reports; DELETE FROM frames; DELETE FROM devices;")
+        .execute_batch("DELETE FROM reports; DELETE FROM frames; DELETE FROM reported; DELETE FROM devices;")
         .expect("reset");
     let mut c = Cursor::new(data);
     let flags = c.byte();

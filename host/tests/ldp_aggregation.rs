@@ -295,6 +295,62 @@ fn sq_laplace_mean_is_unbiased() {
     assert!(m.estimate.covers(0.375), "{:?}", m.estimate);
 }
 
+/// An SQ-Laplace report (ε = 1, grid 2^-10, query 3) whose value is `bits` (Q31.32).
+fn sq_laplace_report(bits: i64) -> Vec<u8> {
+    let mut r = vec![1, 9, 3, 0, 1, 0, 1, 0];
+    r.extend_from_slice(&(-10i32).to_le_bytes());
+    r.extend_from_slice(&bits.to_le_bytes());
+    r
+}
+
+#[test]
+fn sq_laplace_values_are_clipped_the_same_on_every_path() {
+    // One hostile report near +2^31 among 99 honest-looking zeros: unclipped it
+    // would move the mean by about 2^31/100; clipped (b = 1/ε = 1, c = 20) by 21/100.
+    let huge = sq_laplace_report(i64::MAX & !((1 << 22) - 1));
+    let zero = sq_laplace_report(0);
+    assert!(decode_report(&huge).is_ok());
+    let mut reports = vec![huge.clone()];
+    reports.extend(std::iter::repeat_n(zero, 99));
+    let kind = ReportKind::of(&decode_report(&huge).unwrap());
+    let mut one = Aggregator::new(kind).unwrap();
+    for r in &reports {
+        one.ingest_bytes(r).unwrap();
+    }
+    let mean = one.mean(0.95).unwrap().estimate.value;
+    assert!((mean - 0.21).abs() < 1e-12, "clipped mean: {mean}");
+    // The grouped path (collector, its startup rebuild, `ldp aggregate --db`) agrees.
+    let mut groups = std::collections::BTreeMap::new();
+    let mut rejected = RejectCounts::default();
+    let n = privq_host::ldp::aggregate::ingest_grouped(
+        &mut groups,
+        reports.iter().map(Vec::as_slice),
+        &mut rejected,
+    );
+    assert_eq!(n, 100);
+    assert_eq!(groups[&kind], one);
+    // And the batch path.
+    let mut batch = Aggregator::new(kind).unwrap();
+    batch.ingest_batch(reports.iter().map(Vec::as_slice), &mut rejected);
+    assert_eq!(batch, one);
+    // Negative values clip at −c·b.
+    let mut neg = Aggregator::new(kind).unwrap();
+    neg.ingest_bytes(&sq_laplace_report(i64::MIN)).unwrap();
+    assert_eq!(neg.mean(0.95).unwrap().estimate.value, -20.0);
+    // A saved state whose sums no clipped values give (saved before clipping, or
+    // edited) is refused by merge, the path of restored states and `ldp merge`.
+    let mut state = serde_json::to_value(&one).unwrap();
+    state["sum"] = serde_json::json!(2f64.powi(31));
+    let forged: Aggregator = serde_json::from_value(state).unwrap();
+    let mut into = Aggregator::new(kind).unwrap();
+    assert_eq!(
+        into.merge(&forged),
+        Err(privq_host::ldp::aggregate::AggregateError::Unclipped)
+    );
+    into.merge(&one).unwrap();
+    assert_eq!(into, one);
+}
+
 fn sq_records(n: usize, seed: u64) -> Vec<Histogram<8>> {
     let mut rng = ChaCha12Rng::seed_from_u64(seed);
     (0..n)

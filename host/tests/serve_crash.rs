@@ -26,7 +26,9 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_privq");
 const FLEET: u64 = 11;
-const DEVICES: u64 = 6;
+const DEVICES: u64 = 1024;
+/// Queries per mechanism: each device reports each (mechanism, query) at most once.
+const QUERIES: u8 = 8;
 const BATCHES: usize = 2000;
 const KILLS: usize = 60;
 
@@ -90,18 +92,39 @@ struct SentFrame {
     forged: bool,
 }
 
-/// Batches of 1–6 frames of 1–4 reports (SQ-bit, ε = 1/8, and binary RR, ε = 1/2),
-/// each frame from a random device with its next sequence number; every tenth
-/// batch also carries a frame with a flipped tag bit.
+/// The report of kind `kind` (0..QUERIES: SQ bit, ε = 1/8, query `kind`; then binary
+/// RR, ε = 1/2, query `kind − QUERIES`) with bit `bit`.
+fn report(kind: u8, bit: u8) -> Vec<u8> {
+    if kind < QUERIES {
+        vec![1, 8, kind, 0, 1, 0, 8, 0, 0, 0, 0, 0, bit]
+    } else {
+        vec![1, 1, kind - QUERIES, 0, 1, 0, 2, 0, 2, 0, 0, 0, bit]
+    }
+}
+
+/// Up to `BATCHES` batches of 1–6 frames of 1–4 reports, each frame from a random
+/// device with its next sequence number and kinds that device has not reported
+/// (the collector accepts one report per device and kind); every tenth batch also
+/// carries a frame with a flipped tag bit.
 fn workload(rng: &mut ChaCha12Rng) -> Vec<(Vec<u8>, Vec<SentFrame>)> {
-    let mut next_seq = [0u32; DEVICES as usize];
+    let mut next_seq = vec![0u32; DEVICES as usize];
+    // Kinds each device has left, and the devices with any left.
+    let mut left: Vec<Vec<u8>> = (0..DEVICES).map(|_| (0..2 * QUERIES).collect()).collect();
+    let mut active: Vec<u64> = (0..DEVICES).collect();
     let mut buf = vec![0u8; 1024];
     (0..BATCHES)
-        .map(|b| {
+        .map_while(|b| {
+            if active.is_empty() {
+                return None;
+            }
             let mut body = Vec::new();
             let mut sent = Vec::new();
             for f in 0..1 + rng.next_u32() % 6 {
-                let device = u64::from(rng.next_u32()) % DEVICES;
+                if active.is_empty() {
+                    break;
+                }
+                let slot = rng.next_u32() as usize % active.len();
+                let device = active[slot];
                 let forged = b % 10 == 0 && f == 0;
                 let seq = if forged {
                     u32::MAX
@@ -112,15 +135,20 @@ fn workload(rng: &mut ChaCha12Rng) -> Vec<(Vec<u8>, Vec<SentFrame>)> {
                 };
                 let mut w = FrameWriter::new(&mut buf, device, 0, seq).unwrap();
                 let mut reports = Vec::new();
-                for _ in 0..1 + rng.next_u32() % 4 {
+                let kinds = &mut left[device as usize];
+                for i in 0..(1 + rng.next_u32() as usize % 4).min(kinds.len()) {
                     let bit = (rng.next_u32() & 1) as u8;
-                    let r = if rng.next_u32() % 2 == 0 {
-                        vec![1, 8, 0, 0, 1, 0, 8, 0, 0, 0, 0, 0, bit]
+                    let r = if forged {
+                        report(kinds[i], bit) // rejected: uses up nothing
                     } else {
-                        vec![1, 1, 3, 0, 1, 0, 2, 0, 2, 0, 0, 0, bit]
+                        let at = rng.next_u32() as usize % kinds.len();
+                        report(kinds.swap_remove(at), bit)
                     };
                     w.push(&r).unwrap();
                     reports.push(r);
+                }
+                if kinds.is_empty() {
+                    active.swap_remove(slot);
                 }
                 let n = w.finish(&test_key(device)).unwrap();
                 let mut frame = buf[..n].to_vec();
@@ -134,7 +162,7 @@ fn workload(rng: &mut ChaCha12Rng) -> Vec<(Vec<u8>, Vec<SentFrame>)> {
                     forged,
                 });
             }
-            (body, sent)
+            Some((body, sent))
         })
         .collect()
 }
@@ -188,8 +216,8 @@ fn send_all(
                     *t.accepted.entry(f.replay).or_default() += 1;
                 }
                 ("duplicate", false) => t.duplicates += 1,
-                ("rejected", true) => {
-                    assert_eq!(r["reason"], "frame_bad_mac");
+                ("refused", true) => {
+                    assert_eq!(r["reason"], "unauthenticated");
                     t.rejected += 1;
                 }
                 (s, forged) => panic!("frame {:?} (forged: {forged}): {s}: {r}", f.replay),
@@ -215,26 +243,36 @@ fn sigkill_loses_nothing_and_counts_nothing_twice() {
     let t0 = Instant::now();
     let dir = temp_dir();
     let db = dir.join("collector.db");
-    for d in 0..DEVICES {
-        let ok = Command::new(BIN)
-            .args([
-                "serve",
-                "provision",
-                "--allow-test-key",
-                "--cap",
-                "10000",
-                "--db",
-            ])
-            .arg(&db)
-            .args([
-                "--device",
-                &d.to_string(),
-                "--key",
-                &hex(test_key(d).as_bytes()),
-            ])
-            .status()
-            .unwrap();
-        assert!(ok.success());
+    // Device 0 through the command (key on standard input), the rest in process.
+    let mut provision = Command::new(BIN)
+        .args([
+            "serve",
+            "provision",
+            "--allow-test-key",
+            "--cap",
+            "10000",
+            "--device",
+            "0",
+            "--key-file",
+            "-",
+            "--db",
+        ])
+        .arg(&db)
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = provision.stdin.take().unwrap();
+        writeln!(stdin, "{}", hex(test_key(0).as_bytes())).unwrap();
+    }
+    assert!(provision.wait().unwrap().success());
+    {
+        let mut store = Store::open(&db).unwrap();
+        let cap = "10000".parse().unwrap();
+        for d in 1..DEVICES {
+            store.provision(d, &test_key(d), cap).unwrap();
+        }
     }
     let mut rng = ChaCha12Rng::seed_from_u64(0x5e_7e);
     let batches = Arc::new(workload(&mut rng));
@@ -316,7 +354,10 @@ fn sigkill_loses_nothing_and_counts_nothing_twice() {
         "the server's estimates differ from the in-process ones"
     );
     let got: Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(got["groups"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        got["groups"].as_array().unwrap().len(),
+        2 * usize::from(QUERIES)
+    );
 
     // SIGTERM: a clean shutdown with exit code 0.
     let term = Command::new("kill")
@@ -344,7 +385,7 @@ fn sigkill_loses_nothing_and_counts_nothing_twice() {
             "--epsilon",
             "1/8",
             "--queries",
-            "0",
+            "0-7",
         ][..],
         &[
             "--mechanism",
@@ -354,7 +395,7 @@ fn sigkill_loses_nothing_and_counts_nothing_twice() {
             "--domain",
             "2",
             "--queries",
-            "3",
+            "0-7",
         ][..],
     ] {
         let from_db = ldp_aggregate(campaign, &["--db", db_arg]);
@@ -408,12 +449,56 @@ fn hostile_requests_are_answered_not_fatal() {
     assert_eq!(code, 200);
     let v: Value = serde_json::from_slice(&reply).unwrap();
     assert_eq!(v["results"][0]["reason"], "frame_truncated");
-    assert_eq!(v["results"][1]["reason"], "frame_unknown_device");
+    assert_eq!(v["results"][0]["status"], "rejected");
+    // Unknown to this collector's key store: refused (the device keeps the frame).
+    assert_eq!(v["results"][1]["reason"], "unauthenticated");
+    assert_eq!(v["results"][1]["status"], "refused");
     assert_eq!(c.get("/v1/nothing").unwrap().0, 404);
     assert_eq!(c.get("/v1/frames").unwrap().0, 405);
     assert_eq!(c.get("/v1/estimates?confidence=abc").unwrap().0, 400);
     assert_eq!(c.get("/v1/estimates").unwrap().0, 200);
     child.kill().unwrap();
     child.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `provision` takes the key from a file, standard input or generates it, refuses it
+/// on the command line, refuses an existing id, and rotates on request.
+#[test]
+fn provision_keeps_keys_off_the_command_line_and_rotates_explicitly() {
+    let dir = std::env::temp_dir().join(format!("privq-serve-provision-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("c.db");
+    let key_file = dir.join("k.hex");
+    std::fs::write(&key_file, format!("{}\n", hex(&[0x5a; 32]))).unwrap();
+    let run = |extra: &[&str]| {
+        Command::new(BIN)
+            .args(["serve", "provision", "--cap", "3", "--db"])
+            .arg(&db)
+            .args(extra)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let with_file = ["--device", "1", "--key-file", key_file.to_str().unwrap()];
+    let out = run(&["--device", "1", "--key", &hex(&[0x5a; 32])]);
+    assert_eq!(out.status.code(), Some(2), "--key is refused");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--key-file"));
+    assert!(run(&with_file).status.success());
+    let again = run(&with_file);
+    assert!(!again.status.success(), "an existing id is refused");
+    assert!(String::from_utf8_lossy(&again.stderr).contains("--rotate"));
+    let rotated = run(&["--device", "1", "--generate-key", "--rotate"]);
+    assert!(rotated.status.success());
+    let printed = String::from_utf8_lossy(&rotated.stdout).trim().to_string();
+    assert_eq!(
+        printed.len(),
+        64,
+        "the generated key, printed once: {printed}"
+    );
+    let store = Store::open(&db).unwrap();
+    let d = &store.devices().unwrap()[0];
+    assert_eq!((d.device, d.generation), (1, 1));
     let _ = std::fs::remove_dir_all(&dir);
 }

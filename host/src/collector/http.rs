@@ -22,7 +22,7 @@ use super::store::{FrameStatus, Policy, StatusJson, Store, StoreError};
 use crate::ldp::aggregate::{
     Aggregator, FrequencyEstimates, MeanEstimate, ReportKind, ingest_grouped,
 };
-use crate::ldp::decode::{RejectCounts, RejectReason, decode_report};
+use crate::ldp::decode::{RejectCounts, decode_report};
 
 /// The largest request body `POST /v1/frames` accepts (413 beyond).
 pub const MAX_BATCH_BYTES: usize = 1 << 20;
@@ -44,15 +44,22 @@ pub struct ConnectionLimits {
     /// Connections served at once; further clients wait in the listen queue until one
     /// closes.
     pub max_connections: usize,
+    /// The longest a connection lasts in all (requests, responses, idle time between
+    /// them); then it is closed, also in the middle of writing a response. Hyper
+    /// has no write timeout, so without this a client that never reads its
+    /// responses would hold a slot for ever.
+    pub connection_timeout: Duration,
 }
 
 impl Default for ConnectionLimits {
-    /// 10 s for the headers, 30 s for a body (1 MiB at 35 KB/s), 256 connections.
+    /// 10 s for the headers, 30 s for a body (1 MiB at 35 KB/s), 256 connections,
+    /// 60 s per connection.
     fn default() -> ConnectionLimits {
         ConnectionLimits {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
             max_connections: 256,
+            connection_timeout: Duration::from_secs(60),
         }
     }
 }
@@ -134,12 +141,13 @@ impl Aggregates {
     }
 
     /// The aggregate of the reports in `store` whose domain is at most `max_domain`,
-    /// in at most `max_groups` groups (the first kinds in acceptance order); the
-    /// other reports count as undecodable and are not allocated for. Intake
-    /// ([`Store::submit`]) enforces both bounds, but an edited database (or a
-    /// collector restarted with smaller limits) could hold anything, and an
-    /// aggregator allocates a counter per item (`Collector::new` applies its
-    /// policy's bounds).
+    /// in at most `max_groups` groups (the first kinds in acceptance order), with
+    /// at most one report per device and kind (the first, as intake admits); the
+    /// other reports are [held back](Self::held_back) and not allocated for. Intake
+    /// ([`Store::submit`]) enforces these bounds, but an edited database, a
+    /// database of schema version 1, or a collector restarted with smaller limits
+    /// could hold anything, and an aggregator allocates a counter per item
+    /// (`Collector::new` applies its policy's bounds).
     pub fn from_store_within(
         store: &Store,
         max_domain: u32,
@@ -148,7 +156,7 @@ impl Aggregates {
         let mut a = Aggregates::default();
         let mut kinds = BTreeSet::new();
         let mut all = Vec::new();
-        store.for_each_report(|r| {
+        let repeated = store.for_each_admitted_report(|r| {
             let refused = decode_report(&r.report).is_ok_and(|d| {
                 let kind = ReportKind::of(&d);
                 if kind.domain().is_some_and(|n| n > max_domain) {
@@ -163,19 +171,19 @@ impl Aggregates {
                 false
             });
             if refused {
-                a.rejected.record(RejectReason::Parameter);
                 a.refused += 1;
             } else {
                 all.push(r.report);
             }
         })?;
+        a.refused += repeated;
         a.ingest(all.iter().map(Vec::as_slice));
         Ok(a)
     }
 
     /// Stored reports left out by [`from_store_within`](Self::from_store_within)'s
-    /// domain and group limits.
-    pub fn refused(&self) -> u64 {
+    /// domain, group and one-report-per-device-and-kind limits.
+    pub fn held_back(&self) -> u64 {
         self.refused
     }
 
@@ -213,6 +221,7 @@ impl Aggregates {
         EstimatesJson {
             reports: self.reports,
             undecodable: self.rejected.total(),
+            held_back: self.refused,
             confidence,
             groups,
         }
@@ -224,9 +233,14 @@ impl Aggregates {
 pub struct EstimatesJson {
     /// Reports aggregated.
     pub reports: u64,
-    /// Stored reports the aggregator could not use or left out by the domain and
-    /// group limits (0 unless the database was edited or the limits lowered).
+    /// Stored reports the aggregator could not use (0 unless the database was
+    /// edited).
     pub undecodable: u64,
+    /// Stored (acknowledged) reports held back at startup by the domain or group
+    /// limit (the collector was restarted with lower `--max-domain` or
+    /// `--max-groups`) or as a second report of one device for one kind (stored
+    /// under schema version 1); logged at startup.
+    pub held_back: u64,
     /// Two-sided confidence of the intervals.
     pub confidence: f64,
     /// One entry per report kind (mechanism, ε, parameter, query, g).
@@ -273,11 +287,12 @@ impl Collector {
     pub fn new(store: Store, policy: Policy, quiet: bool) -> Result<Collector, StoreError> {
         let aggregates =
             Aggregates::from_store_within(&store, policy.max_domain, policy.max_groups)?;
-        if aggregates.refused() > 0 {
+        if aggregates.held_back() > 0 {
             eprintln!(
-                "privq serve: warning: {} stored reports exceed the domain limit ({}) or the \
-                 group limit ({}) and are not aggregated",
-                aggregates.refused(),
+                "privq serve: warning: {} stored reports are held back (reported as held_back \
+                 in /v1/estimates): they exceed the domain limit ({}) or the group limit ({}), \
+                 or repeat a device's report kind",
+                aggregates.held_back(),
                 policy.max_domain,
                 policy.max_groups
             );
@@ -297,6 +312,14 @@ impl Collector {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .reports()
+    }
+
+    /// The estimates of the aggregate at two-sided `confidence`.
+    pub fn estimates(&self, confidence: f64) -> EstimatesJson {
+        self.aggregates
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .estimates(confidence)
     }
 
     /// Stores a batch (one transaction) and then counts its new reports.
@@ -436,9 +459,10 @@ async fn post_frames(State(st): State<AppState>, body: Body) -> Response {
         }
         Ok(Err(e)) => {
             eprintln!("privq serve: error: batch not stored: {e}");
+            // The detail (which may name devices) stays in the log.
             error(
                 StatusCode::SERVICE_UNAVAILABLE,
-                format!("batch not stored: {e}"),
+                "batch not stored; retry later",
             )
         }
         Err(e) => {
@@ -511,7 +535,8 @@ pub async fn serve(
 /// Serves `collector` on `listener` under `limits` until `shutdown` completes, then
 /// finishes the connections in flight. A connection is accepted only when one of the
 /// `max_connections` slots is free; each is served by hyper's HTTP/1 with the header
-/// timeout, and every body is read under the body timeout.
+/// timeout, every body is read under the body timeout, and the connection is closed
+/// at the connection timeout.
 pub async fn serve_with(
     listener: tokio::net::TcpListener,
     collector: Arc<Collector>,
@@ -551,9 +576,12 @@ pub async fn serve_with(
         };
         let service = TowerToHyperService::new(app.clone());
         let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        let deadline = limits.connection_timeout;
         tokio::spawn(async move {
-            // A client that breaks off or times out ends only its own connection.
-            let _ = conn.await;
+            // A client that breaks off or times out ends only its own connection;
+            // past the deadline the connection is dropped (closed), whatever it is
+            // doing, and its slot freed.
+            let _ = tokio::time::timeout(deadline, conn).await;
             drop(slot);
         });
     }
@@ -640,6 +668,7 @@ mod tests {
             header_timeout: Duration::from_secs(2),
             body_timeout: Duration::from_secs(2),
             max_connections: 8,
+            connection_timeout: Duration::from_secs(60),
         };
         let (addr, _stop) = start("slow", limits).await;
         let mut headers = TcpStream::connect(addr).await.unwrap();
@@ -676,6 +705,7 @@ mod tests {
             header_timeout: Duration::from_secs(2),
             body_timeout: Duration::from_secs(2),
             max_connections: 2,
+            connection_timeout: Duration::from_secs(60),
         };
         let (addr, _stop) = start("limit", limits).await;
         let mut idle = Vec::new();
@@ -698,6 +728,63 @@ mod tests {
         for mut s in idle {
             assert!(read_all(&mut s, Duration::from_secs(10)).await.is_some());
         }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_client_that_never_reads_is_cut_off_and_its_slot_freed() {
+        let limits = ConnectionLimits {
+            header_timeout: Duration::from_secs(2),
+            body_timeout: Duration::from_secs(2),
+            max_connections: 1,
+            connection_timeout: Duration::from_secs(2),
+        };
+        let (addr, _stop) = start("noread", limits).await;
+        // Pipelined requests whose responses are never read: the server's writes fill
+        // the socket buffers and block; every request's headers arrived at once, so
+        // the header timeout does not help.
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let hog = socket.connect(addr).await.unwrap();
+        let (mut hog_read, mut hog_write) = hog.into_split();
+        let flood = tokio::spawn(async move {
+            let one: &[u8] = b"GET /v1/estimates HTTP/1.1\r\nHost: t\r\n\r\n";
+            let many = one.repeat(1000);
+            for _ in 0..200 {
+                if hog_write.write_all(&many).await.is_err() {
+                    break;
+                }
+            }
+            hog_write
+        });
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        // The only slot is held; a second client is answered once the deadline has
+        // closed the hog's connection.
+        let started = Instant::now();
+        let mut other = TcpStream::connect(addr).await.unwrap();
+        other.write_all(GET).await.unwrap();
+        let answer = read_all(&mut other, Duration::from_secs(20)).await.unwrap();
+        assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        // The hog's connection was closed: reading drains to its end.
+        let mut sink = vec![0u8; 1 << 16];
+        let closed = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                match hog_read.read(&mut sink).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+        })
+        .await;
+        assert!(
+            closed.is_ok(),
+            "the non-reading client was not disconnected"
+        );
+        flood.abort();
     }
 
     #[test]

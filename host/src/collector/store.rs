@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use privq_core::Epsilon;
-use privq_core::upload::{self, DeviceKey, KEY_LEN};
+use privq_core::upload::{self, Delivery, DeviceKey, KEY_LEN};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
@@ -23,34 +23,52 @@ use crate::ldp::decode::decode_report;
 use crate::ldp::upload::{FrameReject, verify_frame};
 
 /// The schema version this module writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS devices (
-    device   INTEGER PRIMARY KEY,          -- u64 device id, stored as its two's-complement i64
-    key      BLOB NOT NULL CHECK (length(key) = 32),
-    cap      TEXT NOT NULL,                -- lifetime ε cap, exact: 'num/den' or 'num'
-    spent    TEXT                          -- ε of the accepted reports, exact; NULL = 0
+    device     INTEGER PRIMARY KEY,        -- u64 device id, stored as its two's-complement i64
+    key        BLOB NOT NULL CHECK (length(key) = 32),
+    cap        TEXT NOT NULL,              -- lifetime ε cap, exact: 'num/den' or 'num'
+    spent      TEXT,                       -- ε of the accepted reports, exact; NULL = 0
+    generation INTEGER NOT NULL DEFAULT 0  -- key generation, +1 per rotation
 );
 CREATE TABLE IF NOT EXISTS frames (
-    device   INTEGER NOT NULL REFERENCES devices(device),
-    epoch    INTEGER NOT NULL,
-    sequence INTEGER NOT NULL,
-    tag      BLOB NOT NULL CHECK (length(tag) = 32),
-    reports  INTEGER NOT NULL,
-    received INTEGER NOT NULL,              -- Unix seconds
-    PRIMARY KEY (device, epoch, sequence)
+    device     INTEGER NOT NULL REFERENCES devices(device),
+    generation INTEGER NOT NULL DEFAULT 0,  -- the device's key generation
+    epoch      INTEGER NOT NULL,
+    sequence   INTEGER NOT NULL,
+    tag        BLOB NOT NULL CHECK (length(tag) = 32),
+    reports    INTEGER NOT NULL,
+    received   INTEGER NOT NULL,            -- Unix seconds
+    PRIMARY KEY (device, generation, epoch, sequence)
 );
 CREATE TABLE IF NOT EXISTS reports (
-    id       INTEGER PRIMARY KEY,           -- acceptance order
-    device   INTEGER NOT NULL,
-    epoch    INTEGER NOT NULL,
-    sequence INTEGER NOT NULL,
-    position INTEGER NOT NULL,              -- index of the report in its frame
-    report   BLOB NOT NULL,                 -- wire format (docs/report-format.md)
-    UNIQUE (device, epoch, sequence, position),
-    FOREIGN KEY (device, epoch, sequence) REFERENCES frames(device, epoch, sequence)
+    id         INTEGER PRIMARY KEY,         -- acceptance order
+    device     INTEGER NOT NULL,
+    generation INTEGER NOT NULL DEFAULT 0,
+    epoch      INTEGER NOT NULL,
+    sequence   INTEGER NOT NULL,
+    position   INTEGER NOT NULL,            -- index of the report in its frame
+    report     BLOB NOT NULL,               -- wire format (docs/report-format.md)
+    UNIQUE (device, generation, epoch, sequence, position),
+    FOREIGN KEY (device, generation, epoch, sequence)
+        REFERENCES frames(device, generation, epoch, sequence)
 );
+CREATE TABLE IF NOT EXISTS reported (      -- at most one report per (device, report kind)
+    device     INTEGER NOT NULL,
+    kind       TEXT NOT NULL,               -- ReportKind::key
+    PRIMARY KEY (device, kind)
+);
+";
+
+/// Schema version 1 to 2: the key generation joins the replay key (tables
+/// rebuilt, old rows generation 0) and the `reported` table is filled from the
+/// stored reports (the first per device and kind, as the startup rebuild counts).
+const MIGRATE_1_TO_2: &str = "
+ALTER TABLE devices ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE frames RENAME TO frames_v1;
+ALTER TABLE reports RENAME TO reports_v1;
 ";
 
 /// Why the store failed (the batch was not committed; nothing was acknowledged).
@@ -98,9 +116,21 @@ pub enum Rejection {
     /// The replay key `(device, epoch, sequence)` was accepted before with another
     /// tag: a reused counter or a forgery attempt by a key holder. Not acknowledged.
     Conflict,
-    /// The frame's reports would take the device past its lifetime ε cap (or the
-    /// exact sum overflows). Nothing of the frame is counted.
+    /// The frame's reports would take the device past its lifetime ε cap. Nothing
+    /// of the frame is counted.
     BudgetExceeded,
+    /// The exact sum of the device's spent ε and the frame's ε does not fit
+    /// [`Epsilon`]'s 64-bit numerator and denominator (many coprime denominators).
+    /// Fail-closed: nothing is counted, and no later frame with such ε can be
+    /// accepted for this device either. Logged.
+    EpsilonOverflow,
+    /// Report `index` is of a kind (mechanism, ε, parameter, query, g) the device
+    /// has reported before, or repeats a kind earlier in the frame: each device
+    /// contributes at most one report to each aggregation group. Not charged.
+    AlreadyReported {
+        /// Position of the report in the frame.
+        index: u16,
+    },
     /// Report `index` declares a domain above the collector's `max_domain`
     /// (its aggregator would be too large to allocate).
     DomainTooLarge {
@@ -132,11 +162,55 @@ impl Rejection {
             Rejection::Frame(f) => f.name(),
             Rejection::Conflict => "replay_conflict",
             Rejection::BudgetExceeded => "budget_exceeded",
+            Rejection::EpsilonOverflow => "epsilon_accounting_overflow",
+            Rejection::AlreadyReported { .. } => "already_reported",
             Rejection::DomainTooLarge { .. } => "domain_too_large",
             Rejection::EpsilonTooSmall { .. } => "epsilon_too_small",
             Rejection::GroupLimit { .. } => "group_limit",
             Rejection::TestKey => "test_key_refused",
         }
+    }
+}
+
+impl Rejection {
+    /// The reason sent to the client: [`name`](Self::name), except that an unknown
+    /// device and a tag that does not verify are both `unauthenticated`, so a client
+    /// cannot tell provisioned device ids apart (the logs keep the distinction).
+    pub fn wire_name(self) -> &'static str {
+        match self {
+            Rejection::Frame(FrameReject::UnknownDevice | FrameReject::Mac) => "unauthenticated",
+            r => r.name(),
+        }
+    }
+
+    /// The rejection in words, as sent to the client (one text for both
+    /// `unauthenticated` causes).
+    pub fn wire_detail(self) -> String {
+        match self {
+            Rejection::Frame(FrameReject::UnknownDevice | FrameReject::Mac) => {
+                "the frame does not verify under a provisioned device key".into()
+            }
+            r => r.to_string(),
+        }
+    }
+
+    /// Whether resending the same frame can never succeed, so the device drops it
+    /// from its outbox and counts the drop (wire status `rejected`,
+    /// `docs/collector.md`). Rejections that depend on the collector's
+    /// configuration — its limits, its key store (`unauthenticated`: a device may
+    /// upload before its provisioning is committed, or after a restore from an
+    /// older backup) and the test-key switch — are not: the operator can change
+    /// them, so the frame is `refused` and the device keeps it and resends it
+    /// later, rather than losing reports to a setting.
+    pub fn permanent(self) -> bool {
+        !matches!(
+            self,
+            Rejection::Frame(FrameReject::UnknownDevice | FrameReject::Mac)
+                | Rejection::DomainTooLarge { .. }
+                | Rejection::EpsilonTooSmall { .. }
+                | Rejection::GroupLimit { .. }
+                | Rejection::TestKey
+        )
     }
 }
 
@@ -150,6 +224,13 @@ impl fmt::Display for Rejection {
             Rejection::BudgetExceeded => {
                 f.write_str("the frame's reports would exceed the device's lifetime epsilon cap")
             }
+            Rejection::EpsilonOverflow => f.write_str(
+                "the exact sum of the device's epsilon does not fit 64-bit numerator and denominator",
+            ),
+            Rejection::AlreadyReported { index } => write!(
+                f,
+                "report {index} is of a kind the device has already reported"
+            ),
             Rejection::DomainTooLarge { index } => {
                 write!(
                     f,
@@ -203,12 +284,23 @@ impl FrameStatus {
     pub fn acknowledged(&self) -> bool {
         !matches!(self, FrameStatus::Rejected(_))
     }
+
+    /// What the device does with the frame: remove it (acknowledged), or drop and
+    /// count it (a [permanent](Rejection::permanent) rejection).
+    pub fn delivery(&self) -> Delivery {
+        match self {
+            FrameStatus::Accepted { .. } | FrameStatus::Duplicate { .. } => Delivery::Acknowledged,
+            FrameStatus::Rejected(r) if r.permanent() => Delivery::Rejected,
+            FrameStatus::Rejected(_) => Delivery::NotDelivered,
+        }
+    }
 }
 
 /// The JSON form of a [`FrameStatus`] (`docs/collector.md`).
 #[derive(Debug, Clone, Serialize)]
 pub struct StatusJson {
-    /// `accepted`, `duplicate` or `rejected`.
+    /// `accepted`, `duplicate`, `rejected` (permanent) or `refused` (by the
+    /// collector's configuration: keep the frame and resend it later).
     pub status: &'static str,
     /// The replay key's device (absent when rejected).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -261,8 +353,11 @@ impl From<&FrameStatus> for StatusJson {
                 (j.device, j.epoch, j.sequence) = (Some(device), Some(epoch), Some(sequence));
             }
             FrameStatus::Rejected(r) => {
-                j.reason = Some(r.name());
-                j.detail = Some(r.to_string());
+                if !r.permanent() {
+                    j.status = "refused";
+                }
+                j.reason = Some(r.wire_name());
+                j.detail = Some(r.wire_detail());
             }
         }
         j
@@ -309,6 +404,8 @@ pub struct DeviceRecord {
     pub cap: Epsilon,
     /// ε of its accepted reports (`None`: nothing yet).
     pub spent: Option<Epsilon>,
+    /// Its key generation (0 at first provisioning, +1 per rotation).
+    pub generation: u32,
 }
 
 /// One stored report with its frame's replay key.
@@ -316,6 +413,8 @@ pub struct DeviceRecord {
 pub struct StoredReport {
     /// Sending device.
     pub device: u64,
+    /// The device's key generation when the frame was accepted.
+    pub generation: u32,
     /// Frame epoch.
     pub epoch: u32,
     /// Frame sequence number.
@@ -349,6 +448,62 @@ struct DeviceState {
     key: DeviceKey,
     cap: Epsilon,
     spent: Option<Epsilon>,
+    generation: i64,
+}
+
+/// Why [`Store::provision`] refused.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ProvisionError {
+    /// The device id is provisioned already and no rotation was asked for.
+    Exists {
+        /// The device id.
+        device: u64,
+    },
+    /// A rotation of a device id that is not provisioned.
+    NotProvisioned {
+        /// The device id.
+        device: u64,
+    },
+    /// The store failed.
+    Store(StoreError),
+}
+
+impl fmt::Display for ProvisionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProvisionError::Exists { device } => write!(
+                f,
+                "device {device} is provisioned already; give it a new key with --rotate"
+            ),
+            ProvisionError::NotProvisioned { device } => {
+                write!(f, "device {device} is not provisioned: nothing to rotate")
+            }
+            ProvisionError::Store(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ProvisionError {}
+
+impl From<StoreError> for ProvisionError {
+    fn from(e: StoreError) -> ProvisionError {
+        ProvisionError::Store(e)
+    }
+}
+
+impl From<rusqlite::Error> for ProvisionError {
+    fn from(e: rusqlite::Error) -> ProvisionError {
+        ProvisionError::Store(StoreError::Sqlite(e))
+    }
+}
+
+/// The text key of a report kind in the `reported` table.
+fn kind_key(k: &ReportKind) -> String {
+    format!(
+        "{}/{}/{}/{}/{}/{}",
+        k.mechanism, k.epsilon_num, k.epsilon_den, k.param, k.query, k.g
+    )
 }
 
 impl Store {
@@ -381,45 +536,96 @@ impl Store {
                 "schema version {version}, this program knows {SCHEMA_VERSION}"
             )));
         }
+        if version == 1 {
+            migrate_1_to_2(&conn)?;
+        }
         conn.execute_batch(SCHEMA)?;
         conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
         Ok(Store { conn })
     }
 
-    /// Adds a device, or replaces its key and cap (its spent ε and frames stay).
+    /// Adds a new device with key generation 0; [`ProvisionError::Exists`] if the
+    /// id is provisioned already (see [`rotate`](Self::rotate)).
     pub fn provision(
         &mut self,
         device: u64,
         key: &DeviceKey,
         cap: Epsilon,
-    ) -> Result<(), StoreError> {
-        self.conn.execute(
-            "INSERT INTO devices (device, key, cap, spent) VALUES (?1, ?2, ?3, NULL)
-             ON CONFLICT (device) DO UPDATE SET key = excluded.key, cap = excluded.cap",
+    ) -> Result<(), ProvisionError> {
+        let n = self.conn.execute(
+            "INSERT INTO devices (device, key, cap, spent, generation) VALUES (?1, ?2, ?3, NULL, 0)
+             ON CONFLICT (device) DO NOTHING",
             params![dev(device), key.as_bytes().as_slice(), cap.to_string()],
         )?;
+        if n == 0 {
+            return Err(ProvisionError::Exists { device });
+        }
         Ok(())
+    }
+
+    /// Gives a provisioned device a new key and cap and bumps its key generation,
+    /// which is part of the replay key `(device, generation, epoch, sequence)`: a
+    /// re-keyed device may start again at epoch 0 without colliding with the replay
+    /// keys of its old frames, and those frames (tagged under the old key) do not
+    /// verify under the new one. Its spent ε and its stored reports stay (the cap
+    /// and the one-report-per-kind rule are per device id, across generations).
+    /// Returns the new generation.
+    pub fn rotate(
+        &mut self,
+        device: u64,
+        key: &DeviceKey,
+        cap: Epsilon,
+    ) -> Result<u32, ProvisionError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let generation: Option<i64> = tx
+            .query_row(
+                "SELECT generation FROM devices WHERE device = ?1",
+                params![dev(device)],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let generation = generation
+            .ok_or(ProvisionError::NotProvisioned { device })?
+            .checked_add(1)
+            .and_then(|g| u32::try_from(g).ok())
+            .ok_or_else(|| StoreError::Corrupt(format!("generation of device {device}")))?;
+        tx.execute(
+            "UPDATE devices SET key = ?2, cap = ?3, generation = ?4 WHERE device = ?1",
+            params![
+                dev(device),
+                key.as_bytes().as_slice(),
+                cap.to_string(),
+                i64::from(generation)
+            ],
+        )?;
+        tx.commit()?;
+        Ok(generation)
     }
 
     /// Every provisioned device, by id.
     pub fn devices(&self) -> Result<Vec<DeviceRecord>, StoreError> {
         let mut st = self
             .conn
-            .prepare("SELECT device, cap, spent FROM devices ORDER BY device")?;
+            .prepare("SELECT device, cap, spent, generation FROM devices ORDER BY device")?;
         let rows = st.query_map([], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
                 r.get::<_, String>(1)?,
                 r.get::<_, Option<String>>(2)?,
+                r.get::<_, i64>(3)?,
             ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (d, cap, spent) = row?;
+            let (d, cap, spent, generation) = row?;
             out.push(DeviceRecord {
                 device: undev(d),
                 cap: parse_eps(&cap)?,
                 spent: spent.as_deref().map(parse_eps).transpose()?,
+                generation: u32::try_from(generation)
+                    .map_err(|_| StoreError::Corrupt(format!("generation of device {d}")))?,
             });
         }
         Ok(out)
@@ -434,9 +640,9 @@ impl Store {
 
     /// Calls `f` with every stored report, in acceptance order.
     pub fn for_each_report(&self, mut f: impl FnMut(StoredReport)) -> Result<(), StoreError> {
-        let mut st = self
-            .conn
-            .prepare("SELECT device, epoch, sequence, position, report FROM reports ORDER BY id")?;
+        let mut st = self.conn.prepare(
+            "SELECT device, generation, epoch, sequence, position, report FROM reports ORDER BY id",
+        )?;
         let mut rows = st.query([])?;
         while let Some(r) = rows.next()? {
             let int = |i| -> Result<i64, StoreError> { Ok(r.get::<_, i64>(i)?) };
@@ -446,14 +652,38 @@ impl Store {
             };
             f(StoredReport {
                 device: undev(int(0)?),
-                epoch: small(1, "epoch")?,
-                sequence: small(2, "sequence")?,
-                position: u16::try_from(int(3)?)
+                generation: small(1, "generation")?,
+                epoch: small(2, "epoch")?,
+                sequence: small(3, "sequence")?,
+                position: u16::try_from(int(4)?)
                     .map_err(|_| StoreError::Corrupt("position out of range".into()))?,
-                report: r.get(4)?,
+                report: r.get(5)?,
             });
         }
         Ok(())
+    }
+
+    /// Calls `f` with every stored report that intake's one-report-per-device-and-
+    /// kind rule admits, in acceptance order: a report that repeats the kind of an
+    /// earlier report of its device (possible only in a database written by schema
+    /// version 1) is skipped. Returns the number skipped. The startup aggregate and
+    /// `privq ldp aggregate --db` both read the store through this.
+    pub fn for_each_admitted_report(
+        &self,
+        mut f: impl FnMut(StoredReport),
+    ) -> Result<u64, StoreError> {
+        let mut seen = BTreeSet::new();
+        let mut skipped = 0;
+        self.for_each_report(|r| {
+            let repeat = decode_report(&r.report)
+                .is_ok_and(|d| !seen.insert((r.device, ReportKind::of(&d))));
+            if repeat {
+                skipped += 1;
+            } else {
+                f(r);
+            }
+        })?;
+        Ok(skipped)
     }
 
     /// Number of accepted frames.
@@ -507,6 +737,9 @@ impl Store {
                 }
             };
             let Some(state) = state else {
+                // Verify under a dummy key anyway, so an unknown id costs the same
+                // work as a bad tag (the client sees `unauthenticated` for both).
+                let _ = verify_frame(bytes, |_| Some(DeviceKey::new([0; KEY_LEN])));
                 statuses.push(FrameStatus::Rejected(Rejection::Frame(
                     FrameReject::UnknownDevice,
                 )));
@@ -523,16 +756,18 @@ impl Store {
                 statuses.push(FrameStatus::Rejected(Rejection::TestKey));
                 continue;
             }
-            let (d, e, s) = (
+            let (d, g, e, s) = (
                 dev(frame.device),
+                state.generation,
                 i64::from(frame.epoch),
                 i64::from(frame.sequence),
             );
             let seen: Option<Vec<u8>> = tx
                 .prepare_cached(
-                    "SELECT tag FROM frames WHERE device = ?1 AND epoch = ?2 AND sequence = ?3",
+                    "SELECT tag FROM frames
+                     WHERE device = ?1 AND generation = ?2 AND epoch = ?3 AND sequence = ?4",
                 )?
-                .query_row(params![d, e, s], |r| r.get(0))
+                .query_row(params![d, g, e, s], |r| r.get(0))
                 .optional()?;
             if let Some(tag) = seen {
                 statuses.push(if tag.as_slice() == frame.tag.as_slice() {
@@ -551,22 +786,41 @@ impl Store {
                 open,
                 opened: &opened,
             };
-            match charge(state, &frame.reports, &admitted) {
-                Ok((total, new)) => {
+            let reported = |kind: &ReportKind| -> Result<bool, rusqlite::Error> {
+                tx.prepare_cached("SELECT 1 FROM reported WHERE device = ?1 AND kind = ?2")?
+                    .exists(params![d, kind_key(kind)])
+            };
+            let kinds = match charge(state, &frame.reports, &admitted, reported)? {
+                Ok((total, new, kinds)) => {
                     state.spent = Some(total);
                     opened.extend(new);
+                    kinds
                 }
                 Err(r) => {
+                    if r == Rejection::EpsilonOverflow {
+                        eprintln!(
+                            "privq serve: device {}: epsilon_accounting_overflow: its exact spent \
+                             epsilon plus the frame's does not fit 64 bits; frame refused",
+                            frame.device
+                        );
+                    }
                     statuses.push(FrameStatus::Rejected(r));
                     continue;
                 }
+            };
+            let mut mark =
+                tx.prepare_cached("INSERT INTO reported (device, kind) VALUES (?1, ?2)")?;
+            for kind in &kinds {
+                mark.execute(params![d, kind_key(kind)])?;
             }
+            drop(mark);
             tx.prepare_cached(
-                "INSERT INTO frames (device, epoch, sequence, tag, reports, received)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO frames (device, generation, epoch, sequence, tag, reports, received)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             )?
             .execute(params![
                 d,
+                g,
                 e,
                 s,
                 frame.tag.as_slice(),
@@ -574,11 +828,11 @@ impl Store {
                 received
             ])?;
             let mut insert = tx.prepare_cached(
-                "INSERT INTO reports (device, epoch, sequence, position, report)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO reports (device, generation, epoch, sequence, position, report)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             )?;
             for (i, r) in frame.reports.iter().enumerate() {
-                insert.execute(params![d, e, s, i64::try_from(i).unwrap_or(i64::MAX), r])?;
+                insert.execute(params![d, g, e, s, i64::try_from(i).unwrap_or(i64::MAX), r])?;
             }
             drop(insert);
             tx.prepare_cached("UPDATE devices SET spent = ?2 WHERE device = ?1")?
@@ -600,13 +854,13 @@ fn load_device(
     tx: &rusqlite::Transaction<'_>,
     device: u64,
 ) -> Result<Option<DeviceState>, StoreError> {
-    let row: Option<(Vec<u8>, String, Option<String>)> = tx
-        .prepare_cached("SELECT key, cap, spent FROM devices WHERE device = ?1")?
+    let row: Option<(Vec<u8>, String, Option<String>, i64)> = tx
+        .prepare_cached("SELECT key, cap, spent, generation FROM devices WHERE device = ?1")?
         .query_row(params![dev(device)], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })
         .optional()?;
-    let Some((key, cap, spent)) = row else {
+    let Some((key, cap, spent, generation)) = row else {
         return Ok(None);
     };
     let key: [u8; KEY_LEN] = key
@@ -616,7 +870,41 @@ fn load_device(
         key: DeviceKey::new(key),
         cap: parse_eps(&cap)?,
         spent: spent.as_deref().map(parse_eps).transpose()?,
+        generation,
     }))
+}
+
+fn migrate_1_to_2(conn: &Connection) -> Result<(), StoreError> {
+    // Foreign keys are off while the tables are rebuilt (the pragma is a no-op
+    // inside a transaction, so it is set around it).
+    conn.execute_batch("PRAGMA foreign_keys = OFF;")?;
+    let tx = conn.unchecked_transaction()?;
+    tx.execute_batch(MIGRATE_1_TO_2)?;
+    tx.execute_batch(SCHEMA)?;
+    tx.execute_batch(
+        "INSERT INTO frames (device, generation, epoch, sequence, tag, reports, received)
+             SELECT device, 0, epoch, sequence, tag, reports, received FROM frames_v1;
+         INSERT INTO reports (id, device, generation, epoch, sequence, position, report)
+             SELECT id, device, 0, epoch, sequence, position, report FROM reports_v1;
+         DROP TABLE reports_v1;
+         DROP TABLE frames_v1;",
+    )?;
+    {
+        let mut st = tx.prepare("SELECT device, report FROM reports ORDER BY id")?;
+        let mut rows = st.query([])?;
+        let mut mark =
+            tx.prepare("INSERT OR IGNORE INTO reported (device, kind) VALUES (?1, ?2)")?;
+        while let Some(r) = rows.next()? {
+            let (d, bytes): (i64, Vec<u8>) = (r.get(0)?, r.get(1)?);
+            if let Ok(rep) = decode_report(&bytes) {
+                mark.execute(params![d, kind_key(&ReportKind::of(&rep))])?;
+            }
+        }
+    }
+    tx.execute_batch("PRAGMA user_version = 2;")?;
+    tx.commit()?;
+    conn.execute_batch("PRAGMA foreign_keys = ON;")?;
+    Ok(())
 }
 
 /// What a frame's reports are admitted against besides the device's cap.
@@ -628,48 +916,66 @@ struct Admission<'a> {
     opened: &'a BTreeSet<ReportKind>,
 }
 
-/// The device's spent ε after `reports`, exactly, with the groups they open, or
-/// why they are refused: a domain above the policy's, an ε below its minimum, a
-/// group beyond its limit, or a total above the cap (or overflowing).
+/// A frame's admission: the device's spent ε after it, the groups it opens and
+/// the kinds it reports.
+type Charge = (Epsilon, BTreeSet<ReportKind>, Vec<ReportKind>);
+
+/// The device's spent ε after `reports`, exactly, with the groups they open and
+/// their kinds, or why they are refused: a domain above the policy's, an ε below
+/// its minimum, a kind the device has reported (`reported`) or repeats in the frame,
+/// a group beyond its limit, a total above the cap, or an exact sum that overflows.
 fn charge(
     state: &DeviceState,
     reports: &[Vec<u8>],
     adm: &Admission<'_>,
-) -> Result<(Epsilon, BTreeSet<ReportKind>), Rejection> {
+    reported: impl Fn(&ReportKind) -> Result<bool, rusqlite::Error>,
+) -> Result<Result<Charge, Rejection>, StoreError> {
     let policy = adm.policy;
     let mut new = BTreeSet::new();
+    let mut kinds: Vec<ReportKind> = Vec::with_capacity(reports.len());
     let mut total = state.spent;
     for (i, bytes) in reports.iter().enumerate() {
         let index = u16::try_from(i).unwrap_or(u16::MAX);
         // verify_frame decoded every report already; this cannot fail.
-        let r = decode_report(bytes)
-            .map_err(|reason| Rejection::Frame(FrameReject::Report { index, reason }))?;
+        let r = match decode_report(bytes) {
+            Ok(r) => r,
+            Err(reason) => {
+                return Ok(Err(Rejection::Frame(FrameReject::Report { index, reason })));
+            }
+        };
         let kind = ReportKind::of(&r);
         if kind.domain().is_some_and(|d| d > policy.max_domain) {
-            return Err(Rejection::DomainTooLarge { index });
+            return Ok(Err(Rejection::DomainTooLarge { index }));
         }
         let eps = r.header.epsilon;
         if policy.min_epsilon.is_some_and(|m| eps < m) {
-            return Err(Rejection::EpsilonTooSmall { index });
+            return Ok(Err(Rejection::EpsilonTooSmall { index }));
         }
+        if kinds.contains(&kind) || reported(&kind)? {
+            return Ok(Err(Rejection::AlreadyReported { index }));
+        }
+        kinds.push(kind);
         if !adm.open.contains(&kind) && !adm.opened.contains(&kind) && !new.contains(&kind) {
             let groups = adm.open.len() + adm.opened.len() + new.len();
             if groups >= policy.max_groups {
-                return Err(Rejection::GroupLimit { index });
+                return Ok(Err(Rejection::GroupLimit { index }));
             }
             new.insert(kind);
         }
         total = Some(match total {
             None => eps,
-            Some(t) => t.checked_add(eps).map_err(|_| Rejection::BudgetExceeded)?,
+            Some(t) => match t.checked_add(eps) {
+                Ok(t) => t,
+                Err(_) => return Ok(Err(Rejection::EpsilonOverflow)),
+            },
         });
     }
-    match total {
+    Ok(match total {
         Some(t) if t > state.cap => Err(Rejection::BudgetExceeded),
-        Some(t) => Ok((t, new)),
+        Some(t) => Ok((t, new, kinds)),
         // A verified frame holds at least one report.
         None => Err(Rejection::Frame(FrameReject::Count)),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -684,12 +990,14 @@ mod tests {
         dir.join("c.db")
     }
 
-    /// A frame of `device` whose reports are SQ-bit reports with ε = 1/`den` each.
+    /// A frame of `device` whose reports are SQ-bit reports with ε = 1/`den` each,
+    /// report `i` for query `8 * seq + i` (a kind of its own).
     fn frame(key: &DeviceKey, device: u64, seq: u32, reports: usize, den: u8) -> Vec<u8> {
         let mut buf = vec![0u8; 4096];
         let mut w = FrameWriter::new(&mut buf, device, 1, seq).unwrap();
         for i in 0..reports {
-            w.push(&[1, 8, 0, 0, 1, 0, den, 0, 0, 0, 0, 0, (i % 2) as u8])
+            let q = (8 * seq as usize + i) as u8;
+            w.push(&[1, 8, q, 0, 1, 0, den, 0, 0, 0, 0, 0, (i % 2) as u8])
                 .unwrap();
         }
         let n = w.finish(key).unwrap();
@@ -719,6 +1027,8 @@ mod tests {
         let mut s = Store::open(&path).unwrap();
         let k = DeviceKey::new([6; 32]);
         s.provision(6, &k, eps(10, 1)).unwrap();
+        let k7 = DeviceKey::new([7; 32]);
+        s.provision(7, &k7, eps(10, 1)).unwrap();
         let policy = Policy {
             max_groups: 3,
             ..Policy::default()
@@ -731,10 +1041,11 @@ mod tests {
             .unwrap();
         assert!(st.iter().all(FrameStatus::acknowledged), "{st:?}");
         // A fourth ε is refused, in the next batch and within one batch alike, while
-        // the open groups keep accepting; ε = 1/2048 is below the 1/1024 minimum.
+        // the open groups keep accepting (from another device: one report per device
+        // and kind); ε = 1/2048 is below the 1/1024 minimum.
         let more = [
             frame_eps(&k, 6, 3, 5),
-            frame_eps(&k, 6, 4, 2),
+            frame_eps(&k7, 7, 0, 2),
             frame_eps(&k, 6, 5, 6),
             frame_eps(&k, 6, 6, 2048),
             frame_eps(&k, 6, 7, 1024),
@@ -744,6 +1055,9 @@ mod tests {
             .unwrap();
         use FrameStatus::*;
         assert_eq!(st[0], Rejected(Rejection::GroupLimit { index: 0 }));
+        // A limit is configuration: refused, so the device keeps the frame.
+        assert_eq!(StatusJson::from(&st[0]).status, "refused");
+        assert_eq!(st[0].delivery(), Delivery::NotDelivered);
         assert!(matches!(st[1], Accepted { reports: 1, .. }));
         assert_eq!(st[2], Rejected(Rejection::GroupLimit { index: 0 }));
         assert_eq!(st[3], Rejected(Rejection::EpsilonTooSmall { index: 0 }));
@@ -757,7 +1071,7 @@ mod tests {
         let s = Store::open(&path).unwrap();
         assert_eq!(s.frame_count().unwrap(), 4);
         let spent = s.devices().unwrap()[0].spent.unwrap();
-        let want = [3u64, 4, 2]
+        let want = [3u64, 4]
             .iter()
             .fold(eps(1, 2), |t, &d| t.checked_add(eps(1, d)).unwrap());
         assert_eq!(spent, want);
@@ -765,7 +1079,7 @@ mod tests {
         let c = Collector::new(s, policy, true).unwrap();
         assert_eq!(c.reports(), 4);
         let st = c
-            .submit(&[&frame_eps(&k, 6, 8, 3), &frame_eps(&k, 6, 9, 7)])
+            .submit(&[&frame_eps(&k7, 7, 1, 3), &frame_eps(&k, 6, 9, 7)])
             .unwrap();
         assert!(st[0].acknowledged());
         assert_eq!(st[1], Rejected(Rejection::GroupLimit { index: 0 }));
@@ -851,6 +1165,13 @@ mod tests {
             ]
         );
         assert_eq!(fresh.len(), 2);
+        // On the wire an unknown device and a bad tag look the same.
+        let (wire_mac, wire_unknown) = (StatusJson::from(&st[3]), StatusJson::from(&st[4]));
+        assert_eq!(wire_mac.reason, Some("unauthenticated"));
+        assert_eq!(
+            (wire_mac.reason, &wire_mac.detail),
+            (wire_unknown.reason, &wire_unknown.detail)
+        );
         // The spent ε persists across reopening; the next 1/2 fits exactly, then no more.
         drop(s);
         let mut s = Store::open(&path).unwrap();
@@ -907,6 +1228,188 @@ mod tests {
             vec![FrameStatus::Rejected(Rejection::DomainTooLarge {
                 index: 0
             })]
+        );
+    }
+
+    /// A frame of one SQ-bit report for `query` at ε = 1/`den`, in `epoch`.
+    fn frame_q(key: &DeviceKey, device: u64, epoch: u32, seq: u32, query: u8, den: u8) -> Vec<u8> {
+        let mut buf = vec![0u8; 256];
+        let mut w = FrameWriter::new(&mut buf, device, epoch, seq).unwrap();
+        w.push(&[1, 8, query, 0, 1, 0, den, 0, 0, 0, 0, 0, 1])
+            .unwrap();
+        let n = w.finish(key).unwrap();
+        buf.truncate(n);
+        buf
+    }
+
+    #[test]
+    fn one_report_per_device_and_kind_survives_restart() {
+        use crate::collector::http::Collector;
+        let path = temp_db("once");
+        let mut s = Store::open(&path).unwrap();
+        let k = DeviceKey::new([8; 32]);
+        s.provision(8, &k, eps(10, 1)).unwrap();
+        let p = Policy::default();
+        let none = BTreeSet::new();
+        use FrameStatus::*;
+        // Query 0 twice in one batch (other epochs, other sequence numbers): the
+        // second is refused, not charged.
+        let (st, fresh) = s
+            .submit(
+                &[&frame_q(&k, 8, 0, 0, 0, 2), &frame_q(&k, 8, 1, 0, 0, 2)],
+                &p,
+                &none,
+            )
+            .unwrap();
+        assert!(matches!(st[0], Accepted { .. }));
+        assert_eq!(st[1], Rejected(Rejection::AlreadyReported { index: 0 }));
+        assert_eq!(StatusJson::from(&st[1]).reason, Some("already_reported"));
+        // The device drops it (it would be refused for ever) rather than retrying.
+        assert_eq!(st[1].delivery(), Delivery::Rejected);
+        assert_eq!(
+            Delivery::from_status(StatusJson::from(&st[1]).status),
+            Delivery::Rejected
+        );
+        assert_eq!(st[0].delivery(), Delivery::Acknowledged);
+        assert_eq!(fresh.len(), 1);
+        // Two reports of one kind in a single frame: refused whole.
+        let mut buf = vec![0u8; 256];
+        let mut w = FrameWriter::new(&mut buf, 8, 2, 0).unwrap();
+        w.push(&[1, 8, 5, 0, 1, 0, 2, 0, 0, 0, 0, 0, 1]).unwrap();
+        w.push(&[1, 8, 5, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0]).unwrap();
+        let n = w.finish(&k).unwrap();
+        let (st, _) = s.submit(&[&buf[..n]], &p, &none).unwrap();
+        assert_eq!(st[0], Rejected(Rejection::AlreadyReported { index: 1 }));
+        drop(s);
+        // After a restart the rule holds (the `reported` table), the spent ε is that
+        // of the one accepted report, and another ε is another kind.
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.devices().unwrap()[0].spent, Some(eps(1, 2)));
+        let c = Collector::new(s, p, true).unwrap();
+        let st = c
+            .submit(&[&frame_q(&k, 8, 3, 0, 0, 2), &frame_q(&k, 8, 3, 1, 0, 4)])
+            .unwrap();
+        assert_eq!(st[0], Rejected(Rejection::AlreadyReported { index: 0 }));
+        assert!(st[1].acknowledged());
+        assert_eq!(c.reports(), 2);
+    }
+
+    #[test]
+    fn a_version_1_database_migrates_and_its_rebuild_agrees() {
+        use crate::collector::http::{Aggregates, Collector};
+        let path = temp_db("v1");
+        {
+            // The version-1 schema, with two reports of one kind from one device (the
+            // old rules allowed it).
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "PRAGMA journal_mode = WAL;
+                 CREATE TABLE devices (device INTEGER PRIMARY KEY, key BLOB NOT NULL CHECK (length(key) = 32), cap TEXT NOT NULL, spent TEXT);
+                 CREATE TABLE frames (device INTEGER NOT NULL REFERENCES devices(device), epoch INTEGER NOT NULL, sequence INTEGER NOT NULL, tag BLOB NOT NULL CHECK (length(tag) = 32), reports INTEGER NOT NULL, received INTEGER NOT NULL, PRIMARY KEY (device, epoch, sequence));
+                 CREATE TABLE reports (id INTEGER PRIMARY KEY, device INTEGER NOT NULL, epoch INTEGER NOT NULL, sequence INTEGER NOT NULL, position INTEGER NOT NULL, report BLOB NOT NULL, UNIQUE (device, epoch, sequence, position), FOREIGN KEY (device, epoch, sequence) REFERENCES frames(device, epoch, sequence));
+                 PRAGMA user_version = 1;",
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO devices VALUES (9, ?1, '10', '1')",
+                params![[9u8; 32].as_slice()],
+            )
+            .unwrap();
+            for seq in 0..2 {
+                conn.execute(
+                    "INSERT INTO frames VALUES (9, 0, ?1, ?2, 1, 0)",
+                    params![seq, [seq as u8; 32].as_slice()],
+                )
+                .unwrap();
+                conn.execute(
+                    "INSERT INTO reports (device, epoch, sequence, position, report) VALUES (9, 0, ?1, 0, ?2)",
+                    params![seq, [1u8, 8, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 1].as_slice()],
+                )
+                .unwrap();
+            }
+        }
+        let s = Store::open(&path).unwrap();
+        assert_eq!(s.frame_count().unwrap(), 2);
+        assert_eq!(s.reports().unwrap().len(), 2);
+        assert_eq!(s.devices().unwrap()[0].generation, 0);
+        // `ldp aggregate --db` and the rebuild read the first report of the kind and
+        // hold back the second, as intake would have.
+        let mut n = 0;
+        assert_eq!(s.for_each_admitted_report(|_| n += 1).unwrap(), 1);
+        assert_eq!(n, 1);
+        let a = Aggregates::from_store(&s).unwrap();
+        assert_eq!((a.reports(), a.held_back()), (1, 1));
+        let c = Collector::new(s, Policy::default(), true).unwrap();
+        let k = DeviceKey::new([9; 32]);
+        let st = c.submit(&[&frame_q(&k, 9, 1, 0, 0, 2)]).unwrap();
+        assert_eq!(
+            st[0],
+            FrameStatus::Rejected(Rejection::AlreadyReported { index: 0 })
+        );
+        let est = c.estimates(0.95);
+        assert_eq!((est.reports, est.held_back), (1, 1));
+    }
+
+    #[test]
+    fn provisioning_twice_is_refused_and_rotation_starts_a_new_replay_space() {
+        let path = temp_db("rotate");
+        let mut s = Store::open(&path).unwrap();
+        let (old, new) = (DeviceKey::new([1; 32]), DeviceKey::new([2; 32]));
+        s.provision(4, &old, eps(10, 1)).unwrap();
+        assert!(matches!(
+            s.provision(4, &new, eps(10, 1)),
+            Err(ProvisionError::Exists { device: 4 })
+        ));
+        assert!(matches!(
+            s.rotate(5, &new, eps(10, 1)),
+            Err(ProvisionError::NotProvisioned { device: 5 })
+        ));
+        let p = Policy::default();
+        let none = BTreeSet::new();
+        let before = frame_q(&old, 4, 0, 0, 0, 2);
+        assert!(s.submit(&[&before], &p, &none).unwrap().0[0].acknowledged());
+        assert_eq!(s.rotate(4, &new, eps(10, 1)).unwrap(), 1);
+        // The re-keyed device starts again at (epoch 0, sequence 0): no conflict with
+        // the old frame; the old frame itself no longer verifies.
+        let after = frame_q(&new, 4, 0, 0, 1, 2);
+        let (st, _) = s.submit(&[&after, &before], &p, &none).unwrap();
+        assert!(matches!(st[0], FrameStatus::Accepted { .. }), "{st:?}");
+        assert_eq!(
+            st[1],
+            FrameStatus::Rejected(Rejection::Frame(FrameReject::Mac))
+        );
+        let d = &s.devices().unwrap()[0];
+        assert_eq!((d.generation, d.spent), (1, Some(eps(1, 1))));
+        let gens: Vec<u32> = s.reports().unwrap().iter().map(|r| r.generation).collect();
+        assert_eq!(gens, vec![0, 1]);
+    }
+
+    #[test]
+    fn an_overflowing_exact_sum_is_a_typed_rejection() {
+        let mut s = Store::open(&temp_db("overflow")).unwrap();
+        let k = DeviceKey::new([4; 32]);
+        s.provision(3, &k, eps(1 << 40, 1)).unwrap();
+        let p = Policy {
+            min_epsilon: None,
+            ..Policy::default()
+        };
+        let none = BTreeSet::new();
+        // Distinct primes as denominators: the exact sum's denominator is their
+        // product, past 2^64 after a few.
+        let primes = [65521u16, 65519, 65497, 65479, 65449];
+        let mut last = None;
+        for (i, den) in primes.into_iter().enumerate() {
+            let f = frame_eps(&k, 3, i as u32, den);
+            last = Some(s.submit(&[&f], &p, &none).unwrap().0.remove(0));
+            if !last.as_ref().unwrap().acknowledged() {
+                break;
+            }
+        }
+        let last = last.unwrap();
+        assert_eq!(last, FrameStatus::Rejected(Rejection::EpsilonOverflow));
+        assert_eq!(
+            StatusJson::from(&last).reason,
+            Some("epsilon_accounting_overflow")
         );
     }
 }

@@ -159,6 +159,39 @@ impl fmt::Display for ReportKind {
     }
 }
 
+/// The public multiple `c` of the noise scale `b = 1/ε` by which an SQ-Laplace
+/// value may leave the query range `[0, 1]` before [`clip_sq_laplace`] clips it.
+pub const SQ_LAPLACE_CLIP_SCALES: f64 = 20.0;
+
+/// Clips a released SQ-Laplace value `x` of a report of `kind` to
+/// `[−c·b, 1 + c·b]`, `b = 1/ε` (the noise scale for the query range `[0, 1]`,
+/// whose sensitivity 1 the grid `2^k ≤ 1` leaves unchanged),
+/// `c` = [`SQ_LAPLACE_CLIP_SCALES`]. A device's local ε cap bounds its privacy loss,
+/// not its influence: without the clip one report of value ±2³¹ moves the mean of
+/// any group. The bound depends only on the header (public), so the clip is
+/// post-processing. An honest report is clipped only if its noise exceeds `c·b`
+/// in magnitude: grid-Laplace noise `γ·Z`, `P[Z = z] ∝ e^{−εγ|z|}`, has
+/// `P[|γZ| > t] ≤ 2e^{−εt}`, so with probability at most `2e^{−20}` ≈ 4.1·10⁻⁹ per
+/// report; only then does the clip bias the mean (by less than the clipped excess
+/// over `n`). Every aggregation path (files, the collector, its startup rebuild)
+/// adds SQ-Laplace values through [`Aggregator::ingest`], which calls this.
+///
+/// ```
+/// use privq_host::ldp::aggregate::{clip_sq_laplace, ReportKind};
+/// // SQ Laplace (mechanism 9), ε = 1/2: b = 2, values kept within [−40, 41].
+/// let kind = ReportKind { mechanism: 9, epsilon_num: 1, epsilon_den: 2, param: (-10i32) as u32, query: 0, g: 0 };
+/// assert_eq!(clip_sq_laplace(&kind, 2147483648.0), 41.0);
+/// assert_eq!(clip_sq_laplace(&kind, -1e9), -40.0);
+/// assert_eq!(clip_sq_laplace(&kind, 0.75), 0.75);
+/// ```
+pub fn clip_sq_laplace(kind: &ReportKind, x: f64) -> f64 {
+    if kind.epsilon_num == 0 {
+        return x;
+    }
+    let margin = SQ_LAPLACE_CLIP_SCALES * kind.epsilon_den as f64 / kind.epsilon_num as f64;
+    x.clamp(-margin, 1.0 + margin)
+}
+
 /// Errors of aggregator construction, merging and estimation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -171,6 +204,9 @@ pub enum AggregateError {
     WrongEstimate,
     /// The kind's parameters are not valid (unknown mechanism, zero domain, …).
     InvalidKind,
+    /// A state's SQ-Laplace sums are not those of clipped values (a state saved
+    /// before values were clipped, or edited): refused rather than merged.
+    Unclipped,
 }
 
 impl fmt::Display for AggregateError {
@@ -180,6 +216,10 @@ impl fmt::Display for AggregateError {
             AggregateError::Empty => "no reports have been aggregated",
             AggregateError::WrongEstimate => "this mechanism does not estimate that quantity",
             AggregateError::InvalidKind => "invalid report kind",
+            AggregateError::Unclipped => {
+                "the SQ-Laplace sums exceed those of n clipped values (a state saved before \
+                 clipping, or edited)"
+            }
         })
     }
 }
@@ -275,7 +315,7 @@ impl Aggregator {
                 add_olh_support(&mut self.counts, o.hash.parts(), u32::from(o.g), o.value)
             }
             Payload::Value(v) => {
-                let x = v.to_f64();
+                let x = clip_sq_laplace(&self.kind, v.to_f64());
                 self.sum += x;
                 self.sum_sq += x * x;
             }
@@ -351,6 +391,9 @@ impl Aggregator {
         if other.kind != self.kind || other.counts.len() != self.counts.len() {
             return Err(AggregateError::KindMismatch);
         }
+        if !other.sums_are_clipped() {
+            return Err(AggregateError::Unclipped);
+        }
         self.n = self.n.saturating_add(other.n);
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             *a = a.saturating_add(*b);
@@ -358,6 +401,23 @@ impl Aggregator {
         self.sum += other.sum;
         self.sum_sq += other.sum_sq;
         Ok(())
+    }
+
+    /// Whether the SQ-Laplace sums could come from `n` values clipped by
+    /// [`clip_sq_laplace`] (with a relative allowance of 10⁻⁹ for the float sums);
+    /// true for the other mechanisms, whose sums stay 0.
+    fn sums_are_clipped(&self) -> bool {
+        let lo = clip_sq_laplace(&self.kind, f64::NEG_INFINITY);
+        let hi = clip_sq_laplace(&self.kind, f64::INFINITY);
+        if !lo.is_finite() || !hi.is_finite() {
+            return self.sum.is_finite() && self.sum_sq.is_finite();
+        }
+        let n = self.n as f64;
+        let slack = 1.0 + 1e-9;
+        let top = lo.abs().max(hi.abs());
+        self.sum >= lo * n * slack
+            && self.sum <= hi * n * slack
+            && (0.0..=top * top * n * slack).contains(&self.sum_sq)
     }
 
     /// Per-item support counts `C_v` (the Hadamard transform for Hadamard response).

@@ -31,11 +31,18 @@
 //! * Noise and selection are exact (discrete Gaussian, exact exponential sampler),
 //!   so every ρ is an exact rational and the total is enforced to the last bit; AIM
 //!   samples floating-point Gaussians.
-//! * Scores are in counts and weights are integers (the workload's); the
-//!   sensitivity gets a slack of 2⁻¹⁰ per unit weight for the floating-point
-//!   rounding of the error sums.
+//! * Scores are in counts and weights are integers (the workload's); the error
+//!   sums are exact (fixed point, 2⁻²⁰ grid), and the sensitivity gets a slack of
+//!   2⁻¹⁰ per unit weight for the scores' final rounding to `f64`.
 //! * Replace-one neighbours are supported (Δ doubled, n public) beside AIM's
 //!   add/remove.
+//! * Candidates whose expected noise, √(2/π)·σ·n_r, is more than twice the
+//!   model's total count are left out of a round (unless no other candidate is
+//!   left): their error is at most n + n̂, so their score cannot beat ≈ 0, and
+//!   AIM's exponential mechanism gives them a vanishing probability. The rule
+//!   reads only σ, n_r and the model (public), and it is what makes large domains
+//!   fast: on Adult it skips the candidates of 10⁴–10⁶ cells whose model marginals
+//!   would otherwise dominate the running time.
 //! * The round plan (T = 16·d, 90 % of each round's ρ to measurement, the last round
 //!   taking all that is left, annealing by 4× in ρ) is AIM's.
 
@@ -75,6 +82,8 @@ pub trait MarginalEstimator {
     /// The model's marginal on `clique`, in counts (scaled by the model's total),
     /// cells in [`Clique`] order.
     fn marginal(&self, model: &Self::Model, clique: &Clique) -> Result<Vec<f64>, SynthError>;
+    /// The model's total count (its estimate of n under add/remove neighbours).
+    fn total(&self, model: &Self::Model) -> f64;
     /// True when `clique` lies inside one table of the model (its marginal is then
     /// free to represent).
     fn covers(&self, model: &Self::Model, clique: &Clique) -> bool;
@@ -110,9 +119,36 @@ impl PgmEstimator {
     }
 }
 
-/// Added to a score's ℓ1 sensitivity per unit weight, to absorb the rounding of
-/// the floating-point error sums.
+/// Added to a score's ℓ1 sensitivity per unit weight, to absorb the one rounding
+/// of [`score`]'s exact fixed-point value to `f64` (at most 2⁻¹³ per unit weight
+/// on each side).
 const SCORE_SLACK: f64 = 1.0 / 1024.0;
+
+/// Fixed-point bits of [`score`]: model counts are floored to multiples of 2⁻²⁰.
+const SCORE_BITS: u32 = 20;
+
+/// AIM's score `w·(‖y − ŷ‖₁ − noise)` of a candidate with true counts `y`, model
+/// counts `ŷ` and expected noise `noise`, computed exactly on a 2⁻²⁰ grid: ŷ and
+/// the noise (public, identical for neighbouring inputs) are floored to the grid
+/// and clamped to [0, 2⁶⁴], y is exact, so the ℓ1 sum is exact in `i128` and a
+/// neighbour (y changed by Δ₁ in total) moves it by at most Δ₁, however many cells
+/// the marginal has; the error term is clamped to ±2⁴⁰ counts (1-Lipschitz, and
+/// beyond any real table) and multiplied by `w` exactly. The one rounding left is
+/// the final conversion to `f64`, at most 2⁻¹³·w.
+fn score(w: u64, y: &[u64], est: &[f64], noise: f64) -> f64 {
+    let unit = f64::from(1u32 << SCORE_BITS);
+    let grid = |v: f64| (v.clamp(0.0, 2f64.powi(64)) * unit).floor() as i128;
+    let err: i128 = y
+        .iter()
+        .zip(est)
+        .map(|(&a, &b)| ((i128::from(a) << SCORE_BITS) - grid(b)).abs())
+        // Terms are non-negative, so saturating is min(sum, MAX): still 1-Lipschitz
+        // (reached only beyond 2⁴³ cells).
+        .fold(0, i128::saturating_add);
+    let limit = 1i128 << (40 + SCORE_BITS);
+    let x = (err - grid(noise)).clamp(-limit, limit);
+    (x * i128::from(w)) as f64 / unit
+}
 
 /// Mirror-descent steps of the fits between rounds (warm-started each time).
 const ROUND_ITERATIONS: usize = 100;
@@ -151,6 +187,10 @@ impl MarginalEstimator for PgmEstimator {
 
     fn marginal(&self, model: &Model, clique: &Clique) -> Result<Vec<f64>, SynthError> {
         model.marginal(clique)
+    }
+
+    fn total(&self, model: &Model) -> f64 {
+        model.total()
     }
 
     fn covers(&self, model: &Model, clique: &Clique) -> bool {
@@ -249,8 +289,8 @@ impl MarginalWorkload {
             *w = self
                 .cliques
                 .iter()
-                .map(|(s, c)| c * r.iter().filter(|&&a| s.contains(a)).count() as u64)
-                .sum();
+                .map(|(s, c)| c.saturating_mul(r.iter().filter(|&&a| s.contains(a)).count() as u64))
+                .fold(0u64, u64::saturating_add);
         }
         subsets
             .into_iter()
@@ -503,6 +543,7 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
     let total = rho_scaled(available, 1, 1)?;
     let mut spent: Option<Rho> = None;
     let d = domain.dims();
+    let sizes: Vec<usize> = domain.attributes().iter().map(|a| a.size()).collect();
     let rounds = config.rounds.unwrap_or(16 * d);
     if rounds <= d {
         return Err(AdaptiveError::InvalidParameter(format!(
@@ -563,7 +604,11 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
         // The size filter reads only public quantities and the model.
         let used = 1.0 - remaining.to_f64() / total.to_f64();
         let limit = (config.max_model_cells as f64 * used) as u128;
-        let mut chosen_from = Vec::new();
+        // So does the noise filter: a marginal whose expected noise, √(2/π)·σ·n_r,
+        // exceeds twice the model's total cannot score above ≈ 0 (its error is at
+        // most n + n̂), so it is left out unless nothing else is left.
+        let noise_cap = 2.0 * estimator.total(&model).max(0.0) / (noise_norm * sigma);
+        let mut fitting = Vec::new();
         for (i, (r, _)) in candidates.iter().enumerate() {
             let fits = estimator.covers(&model, r) || {
                 cliques.push(r.clone());
@@ -572,9 +617,15 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
                 cells? <= limit
             };
             if fits {
-                chosen_from.push(i);
+                fitting.push(i);
             }
         }
+        let quiet: Vec<usize> = fitting
+            .iter()
+            .copied()
+            .filter(|&i| (candidates[i].0.cells_u128(&sizes) as f64) <= noise_cap)
+            .collect();
+        let chosen_from = if quiet.is_empty() { fitting } else { quiet };
         let mut scores = Vec::with_capacity(chosen_from.len());
         let mut max_weight = 1u64;
         for &i in &chosen_from {
@@ -584,16 +635,12 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
                 slot => slot.insert(records.marginal(r.attributes(), domain)?),
             };
             let est = estimator.marginal(&model, r)?;
-            let err: f64 = y
-                .iter()
-                .zip(&est)
-                .map(|(&a, &b)| (a as f64 - b).abs())
-                .sum();
-            scores.push(*w as f64 * (err - noise_norm * sigma * y.len() as f64));
+            scores.push(score(*w, y, &est, noise_norm * sigma * y.len() as f64));
             max_weight = max_weight.max(*w);
         }
-        // Slack of 2⁻¹⁰ per unit weight covers the floating-point error of the
-        // ℓ1 sums (far below it), so neighbours' scores differ by at most Δ.
+        // The slack of 2⁻¹⁰ per unit weight covers the scores' one rounding each (at
+        // most 2⁻¹³ per unit weight on each side, 2⁻¹² between neighbours), so
+        // neighbours' scores differ by at most Δ.
         let sensitivity = max_weight as f64 * (l1 + SCORE_SLACK);
         let em = ExponentialMechanism::for_scores(neighbours, sensitivity, step.select)?;
         let pick = chosen_from[em.release(&scores[..], accountant, rng)?];
@@ -669,6 +716,52 @@ mod tests {
         assert!(MarginalWorkload::all_k_way(&d, 5).is_err());
     }
 
+    /// Neighbouring true counts move a score by at most w·Δ₁ plus its one rounding,
+    /// on marginals of a million cells with counts near 2¹⁹ (error sums near 2³⁹,
+    /// below the clamp), where a plain `f64` sum drifts by more than the slack.
+    #[test]
+    fn scores_of_neighbours_differ_by_at_most_the_sensitivity() {
+        let mut rng = crate::seeded_rng(9);
+        let cells = 1 << 20;
+        let y: Vec<u64> = (0..cells)
+            .map(|_| (rng.next_u64() >> 45) | (1 << 18))
+            .collect();
+        let est: Vec<f64> = (0..cells)
+            .map(|_| (rng.next_u64() >> 11) as f64 / 2f64.powi(34))
+            .collect();
+        for (w, noise) in [(1u64, 0.0), (7, 1e9), (300, 3.3e11)] {
+            let base = score(w, &y, &est, noise);
+            assert!(base.abs() < w as f64 * 2f64.powi(40), "clamped: {base}");
+            for cell in [0, cells / 3, cells - 1] {
+                for delta in [1i64, -1] {
+                    let mut z = y.clone();
+                    z[cell] = z[cell].wrapping_add_signed(delta);
+                    let moved = (score(w, &z, &est, noise) - base).abs();
+                    assert!(
+                        moved <= w as f64 * (1.0 + SCORE_SLACK),
+                        "w {w}: moved {moved}"
+                    );
+                }
+            }
+        }
+        // At the clamp and with the largest weight, where the final rounding is
+        // largest: a replace move (two cells) still stays within the sensitivity.
+        let near = (1u64 << 40) - 3;
+        let (y, est) = (vec![near, 0, 5], vec![0.0, 0.25, 0.0]);
+        for w in [u64::MAX, u64::MAX / 3, 1 << 40] {
+            let base = score(w, &y, &est, 0.0);
+            let z = vec![near + 1, 0, 4];
+            let moved = (score(w, &z, &est, 0.0) - base).abs();
+            assert!(
+                moved <= w as f64 * (2.0 + SCORE_SLACK),
+                "w {w}: moved {moved}"
+            );
+        }
+        // Exact on small, hand-checkable values: |3 − 1.5| + |0 − 2| − 1 = 2.5.
+        assert_eq!(score(2, &[3, 0], &[1.5, 2.0], 1.0), 5.0);
+        assert_eq!(score(1, &[0], &[f64::NAN], 0.0), 0.0);
+    }
+
     #[test]
     fn budget_arithmetic_rounds_down_and_fits() {
         let rho = Rho::new(1, 3).unwrap();
@@ -709,7 +802,10 @@ mod tests {
             for x in m.iter().filter(|x| x.clique.len() == 1) {
                 let v: Vec<f64> = x.values.iter().map(|&v| v.max(0.0) + 1e-9).collect();
                 let s: f64 = v.iter().sum();
-                total = s;
+                // The first attribute's total (a wide one's clamped noise inflates it).
+                if total == 0.0 {
+                    total = s;
+                }
                 ways[x.clique.attributes()[0]] = v.into_iter().map(|v| v / s).collect();
             }
             Ok((ways, total))
@@ -723,6 +819,9 @@ mod tests {
                     .collect();
             }
             Ok(out)
+        }
+        fn total(&self, m: &Self::Model) -> f64 {
+            m.1
         }
         fn covers(&self, _: &Self::Model, c: &Clique) -> bool {
             c.len() == 1
@@ -830,6 +929,42 @@ mod tests {
                     .count()
                     >= 3
             );
+        }
+    }
+
+    /// Marginals whose expected noise dwarfs the data (an attribute of 4000 values
+    /// over 200 records) are never candidates; the others still are.
+    #[test]
+    fn noise_dominated_candidates_are_left_out() {
+        let d = Domain::from_json(r#"{"a": 2, "b": 2, "big": 4000}"#).unwrap();
+        let n = 200;
+        let cols = vec![
+            (0..n).map(|i| (i % 2) as u32).collect(),
+            (0..n).map(|i| (i % 3 == 0) as u32).collect(),
+            (0..n).map(|i| (i * 37 % 4000) as u32).collect(),
+        ];
+        let r = Records::from_columns(cols, &d).unwrap();
+        let w = MarginalWorkload::all_k_way(&d, 2).unwrap();
+        let est = Independent {
+            sizes: vec![2, 2, 4000],
+        };
+        let mut acct = Accountant::zcdp(Rho::new(1, 2).unwrap(), 1e-9).unwrap();
+        let out = adaptive_marginals(
+            &r,
+            &d,
+            &w,
+            &AdaptiveConfig::new(Neighbours::AddRemove),
+            &est,
+            &mut acct,
+            &mut crate::seeded_rng(3),
+            &mut |_| {},
+        )
+        .unwrap();
+        assert!(!out.rounds.is_empty());
+        for round in &out.rounds {
+            // {a}, {b} and {a, b} of the 6 candidates.
+            assert_eq!(round.candidates, 3, "{round:?}");
+            assert!(!round.clique.contains(2), "{round:?}");
         }
     }
 

@@ -525,7 +525,8 @@ fn aggregate(
     let mut intake = Intake::new(campaign_plan(&args.campaign)?);
     #[cfg(feature = "serve")]
     if let Some(db) = &args.db {
-        // The stored reports, framed as one report file (docs/report-format.md).
+        // The stored reports the collector counts (one per device and kind), framed
+        // as one report file (docs/report-format.md).
         if !db.is_file() {
             let missing = io::Error::new(io::ErrorKind::NotFound, "no such database file");
             return Err(LdpError::Read(db.display().to_string(), missing).into());
@@ -536,7 +537,7 @@ fn aggregate(
             .map_err(|e| CliError::Run(format!("{}: {e}", db.display()).into()))?;
         let mut written = Ok(());
         store
-            .for_each_report(|r| {
+            .for_each_admitted_report(|r| {
                 if written.is_ok() {
                     written = frames::write_frame(&mut file, &r.report);
                 }

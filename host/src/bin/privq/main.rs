@@ -34,6 +34,7 @@ pub mod results;
 pub mod serve;
 pub mod synth;
 mod synth_adaptive;
+mod synth_report;
 
 /// privq: exact differential privacy from the microcontroller to the curator.
 #[derive(Debug, Parser)]
@@ -51,7 +52,7 @@ pub enum Command {
     Noise(noise::Args),
     /// Local differential privacy: simulate device fleets and aggregate their reports.
     Ldp(ldp::Args),
-    /// Private synthetic data (CSV) with MWEM.
+    /// Private synthetic data (CSV): adaptive marginals (default) or MWEM.
     Synth(synth::Args),
     /// An interactive private-multiplicative-weights session answering queries.
     Pmw(pmw::Args),
@@ -94,7 +95,7 @@ pub fn run(
         Command::Conjunctions(args) => conjunctions::run(&args, stdin, stdout, stderr),
         Command::Audit(args) => audit::run(&args, stdin, stdout, stderr),
         #[cfg(feature = "serve")]
-        Command::Serve(args) => serve::run(&args, stdout, stderr),
+        Command::Serve(args) => serve::run(&args, stdin, stdout, stderr),
     }
 }
 

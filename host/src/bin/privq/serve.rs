@@ -2,7 +2,7 @@
 //! provisioning, and a loopback load benchmark. The work is done by
 //! [`privq_host::collector`]; this module parses options and logs on stderr.
 
-use std::io::Write;
+use std::io::{BufRead, Read, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use privq_core::upload::{DeviceKey, FrameWriter, KEY_LEN};
 use privq_host::collector::client::Client;
 use privq_host::collector::http::{self, Collector, push_batch};
-use privq_host::collector::store::{Policy, Store, StoreError, is_test_key};
+use privq_host::collector::store::{Policy, ProvisionError, Store, StoreError, is_test_key};
 use rand_core::Rng;
 
 use super::CliError;
@@ -22,7 +22,7 @@ use super::CliError;
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
     after_help = "Examples:
-  privq serve provision --db fleet.db --device 42 --key <64 hex digits> --cap 10
+  privq serve provision --db fleet.db --device 42 --key-file device42.key --cap 10
   privq serve --db fleet.db --listen 127.0.0.1:8080
   curl -s http://127.0.0.1:8080/v1/estimates
 
@@ -53,6 +53,11 @@ pub struct Args {
     /// Accept devices holding the documented test-only keys (tests only).
     #[arg(long)]
     pub allow_test_keys: bool,
+    /// Seconds a connection may last in all (reading requests, writing responses,
+    /// idle between them); then it is closed. Cuts off a client that never reads
+    /// its response, which hyper's own timeouts do not.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    pub connection_timeout: u64,
     /// Log only startup, shutdown and errors (no line per batch).
     #[arg(long)]
     pub quiet: bool,
@@ -61,7 +66,7 @@ pub struct Args {
 /// `privq serve` actions.
 #[derive(Debug, Clone, clap::Subcommand)]
 pub enum Action {
-    /// Add a device (or replace its key and cap; its spent ε is kept).
+    /// Add a device, or give a provisioned one a new key (`--rotate`).
     Provision(ProvisionArgs),
     /// List the provisioned devices with their caps and spent ε.
     Devices(DevicesArgs),
@@ -78,9 +83,20 @@ pub struct ProvisionArgs {
     /// Device id (u64).
     #[arg(long)]
     pub device: u64,
-    /// The device's 32-byte HMAC key, as 64 hex digits.
-    #[arg(long, value_name = "HEX")]
-    pub key: String,
+    /// A file holding the device's 32-byte HMAC key as 64 hex digits (`-`:
+    /// standard input). Not on the command line, where other users can read it.
+    #[arg(long, value_name = "FILE", conflicts_with = "generate_key")]
+    pub key_file: Option<PathBuf>,
+    /// Generate a random key and print it once, as 64 hex digits, on standard output.
+    #[arg(long)]
+    pub generate_key: bool,
+    /// Removed: a key on the command line is visible in /proc/*/cmdline.
+    #[arg(long, value_name = "HEX", hide = true)]
+    pub key: Option<String>,
+    /// Replace the key of a provisioned device and bump its key generation (its
+    /// spent ε, reports and one-report-per-kind record are kept).
+    #[arg(long)]
+    pub rotate: bool,
     /// Lifetime ε cap, exactly (`10`, `2.5`, `5/2`).
     #[arg(long, value_name = "EPS")]
     pub cap: String,
@@ -109,10 +125,10 @@ pub struct BenchArgs {
     /// Batches per client.
     #[arg(long, default_value_t = 200)]
     pub batches: usize,
-    /// Frames per batch (each from another device).
+    /// Frames per batch (each from another device, which sends only that frame).
     #[arg(long, default_value_t = 8)]
     pub frames: usize,
-    /// Reports per frame (13-byte SQ-bit reports, ε = 1/64 each).
+    /// Reports per frame (13-byte SQ-bit reports, ε = 1/64 each, one per query id).
     #[arg(long, default_value_t = 16)]
     pub reports: usize,
 }
@@ -122,9 +138,14 @@ fn store_error(path: &Path, e: StoreError) -> CliError {
 }
 
 /// Runs `privq serve`.
-pub fn run(args: &Args, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<(), CliError> {
+pub fn run(
+    args: &Args,
+    stdin: &mut dyn BufRead,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
     match &args.action {
-        Some(Action::Provision(a)) => provision(a, stderr),
+        Some(Action::Provision(a)) => provision(a, stdin, stdout, stderr),
         Some(Action::Devices(a)) => devices(a, stdout),
         Some(Action::Bench(a)) => bench(a, stdout, stderr),
         None => {
@@ -143,7 +164,11 @@ pub fn run(args: &Args, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Resul
                 })?),
                 allow_test_keys: args.allow_test_keys,
             };
-            serve(db, args.listen, policy, args.quiet)
+            let limits = http::ConnectionLimits {
+                connection_timeout: Duration::from_secs(args.connection_timeout.max(1)),
+                ..http::ConnectionLimits::default()
+            };
+            serve(db, args.listen, policy, limits, args.quiet)
         }
     }
 }
@@ -159,14 +184,63 @@ fn parse_key(hex: &str) -> Result<DeviceKey, CliError> {
     }
     let mut key = [0u8; KEY_LEN];
     for (i, byte) in key.iter_mut().enumerate() {
-        let digits = hex.get(2 * i..2 * i + 2).ok_or_else(|| usage("not hex"))?;
+        let digits = hex
+            .get(2 * i..2 * i + 2)
+            .filter(|d| d.bytes().all(|b| b.is_ascii_hexdigit()))
+            .ok_or_else(|| usage("not hex"))?;
         *byte = u8::from_str_radix(digits, 16).map_err(|_| usage("not hex"))?;
     }
     Ok(DeviceKey::new(key))
 }
 
-fn provision(args: &ProvisionArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
-    let key = parse_key(&args.key)?;
+/// The key of `privq serve provision`: read from `--key-file` (or standard input),
+/// or generated and printed once.
+fn provision_key(args: &ProvisionArgs, stdin: &mut dyn BufRead) -> Result<DeviceKey, CliError> {
+    let usage = |message: &str| CliError::Usage {
+        option: "key-file",
+        message: message.into(),
+    };
+    if args.key.is_some() {
+        return Err(CliError::Usage {
+            option: "key",
+            message: "--key was removed: a key on the command line is visible to other users \
+                      (/proc/*/cmdline, shell history); use --key-file FILE, --key-file - \
+                      (standard input) or --generate-key"
+                .into(),
+        });
+    }
+    match (&args.key_file, args.generate_key) {
+        (Some(path), false) => {
+            // 64 hex digits and some whitespace: read at most 1 KiB.
+            let mut text = String::new();
+            let read = if path.as_os_str() == "-" {
+                Read::take(stdin, 1024).read_to_string(&mut text)
+            } else {
+                std::fs::File::open(path)
+                    .and_then(|f| Read::take(f, 1024).read_to_string(&mut text))
+            };
+            read.map_err(|e| CliError::Run(format!("--key-file {}: {e}", path.display()).into()))?;
+            parse_key(&text)
+        }
+        (None, true) => {
+            let mut rng = privq_host::secure_rng().map_err(CliError::Seed)?;
+            let mut k = [0u8; KEY_LEN];
+            rng.fill_bytes(&mut k);
+            Ok(DeviceKey::new(k))
+        }
+        _ => Err(usage(
+            "give the key: --key-file FILE, --key-file - or --generate-key",
+        )),
+    }
+}
+
+fn provision(
+    args: &ProvisionArgs,
+    stdin: &mut dyn BufRead,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    let key = provision_key(args, stdin)?;
     if is_test_key(&key) && !args.allow_test_key {
         return Err(CliError::Usage {
             option: "key",
@@ -180,12 +254,26 @@ fn provision(args: &ProvisionArgs, stderr: &mut dyn Write) -> Result<(), CliErro
         source,
     })?;
     let mut store = Store::open(&args.db).map_err(|e| store_error(&args.db, e))?;
-    store
-        .provision(args.device, &key, cap)
-        .map_err(|e| store_error(&args.db, e))?;
+    let provisioned = if args.rotate {
+        store.rotate(args.device, &key, cap)
+    } else {
+        store.provision(args.device, &key, cap).map(|()| 0)
+    };
+    let generation = provisioned.map_err(|e| match e {
+        ProvisionError::Store(e) => store_error(&args.db, e),
+        other => CliError::Usage {
+            option: "rotate",
+            message: other.to_string(),
+        },
+    })?;
+    // A generated key is shown once, and only once it is stored.
+    if args.generate_key {
+        let hex: String = key.as_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        writeln!(stdout, "{hex}")?;
+    }
     writeln!(
         stderr,
-        "privq serve: provisioned device {} (cap eps = {cap}) in {}",
+        "privq serve: provisioned device {} (cap eps = {cap}, key generation {generation}) in {}",
         args.device,
         args.db.display()
     )?;
@@ -194,10 +282,10 @@ fn provision(args: &ProvisionArgs, stderr: &mut dyn Write) -> Result<(), CliErro
 
 fn devices(args: &DevicesArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
     let store = Store::open(&args.db).map_err(|e| store_error(&args.db, e))?;
-    writeln!(stdout, "device\tcap\tspent")?;
+    writeln!(stdout, "device\tcap\tspent\tgeneration")?;
     for d in store.devices().map_err(|e| store_error(&args.db, e))? {
         let spent = d.spent.map_or_else(|| "0".to_string(), |s| s.to_string());
-        writeln!(stdout, "{}\t{}\t{spent}", d.device, d.cap)?;
+        writeln!(stdout, "{}\t{}\t{spent}\t{}", d.device, d.cap, d.generation)?;
     }
     Ok(())
 }
@@ -209,7 +297,13 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
         .map_err(CliError::Io)
 }
 
-fn serve(db: &Path, listen: SocketAddr, policy: Policy, quiet: bool) -> Result<(), CliError> {
+fn serve(
+    db: &Path,
+    listen: SocketAddr,
+    policy: Policy,
+    limits: http::ConnectionLimits,
+    quiet: bool,
+) -> Result<(), CliError> {
     let store = Store::open(db).map_err(|e| store_error(db, e))?;
     let (devices, frames) = (
         store.devices().map_err(|e| store_error(db, e))?.len(),
@@ -227,7 +321,7 @@ fn serve(db: &Path, listen: SocketAddr, policy: Policy, quiet: bool) -> Result<(
             db.display(),
             collector.reports()
         );
-        http::serve(listener, collector, http::shutdown_signal()).await?;
+        http::serve_with(listener, collector, limits, http::shutdown_signal()).await?;
         eprintln!("privq serve: shut down cleanly");
         Ok(())
     })
@@ -265,7 +359,19 @@ fn bench(args: &BenchArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Re
         ),
     };
     let mut rng = privq_host::secure_rng().map_err(CliError::Seed)?;
-    let devices = args.clients * args.frames;
+    // One frame per device, its reports one per query: each device contributes
+    // at most one report to each aggregation group (`already_reported`).
+    let devices = args
+        .clients
+        .checked_mul(args.batches)
+        .and_then(|n| n.checked_mul(args.frames))
+        .filter(|&n| n <= 1 << 20)
+        .ok_or_else(|| {
+            usage(
+                "batches",
+                "clients x batches x frames (one device each) must be at most 2^20",
+            )
+        })?;
     let mut store = Store::open(&db).map_err(|e| store_error(&db, e))?;
     let cap = privq_core::Epsilon::new(1 << 40, 1).map_err(|source| CliError::Parameter {
         option: "reports",
@@ -278,10 +384,10 @@ fn bench(args: &BenchArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Re
         let key = DeviceKey::new(k);
         store
             .provision(d as u64, &key, cap)
-            .map_err(|e| store_error(&db, e))?;
+            .map_err(|e| CliError::Run(format!("{}: {e}", db.display()).into()))?;
         keys.push(key);
     }
-    // Client c sends batch b with one frame (sequence b) of each of its devices.
+    // Client c sends batch b with one frame of each of its next `frames` devices.
     let mut work: Vec<Vec<Vec<u8>>> = Vec::with_capacity(args.clients);
     let mut frame = vec![0u8; 65_535];
     for c in 0..args.clients {
@@ -289,18 +395,18 @@ fn bench(args: &BenchArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Re
         for b in 0..args.batches {
             let mut body = Vec::new();
             for f in 0..args.frames {
-                let d = c * args.frames + f;
+                let d = (c * args.batches + b) * args.frames + f;
                 let key = keys.get(d).ok_or(CliError::EmptyInput)?;
-                let seq = u32::try_from(b).unwrap_or(u32::MAX);
-                let mut w = FrameWriter::new(&mut frame, d as u64, 0, seq).map_err(|source| {
+                let mut w = FrameWriter::new(&mut frame, d as u64, 0, 0).map_err(|source| {
                     CliError::Parameter {
                         option: "frames",
                         source,
                     }
                 })?;
-                for _ in 0..args.reports {
+                for r in 0..args.reports {
                     let bit = (rng.next_u32() & 1) as u8;
-                    w.push(&[1, 8, 0, 0, 1, 0, 64, 0, 0, 0, 0, 0, bit])
+                    let [q0, q1] = (r as u16).to_le_bytes();
+                    w.push(&[1, 8, q0, q1, 1, 0, 64, 0, 0, 0, 0, 0, bit])
                         .map_err(|source| CliError::Parameter {
                             option: "reports",
                             source,
@@ -347,7 +453,10 @@ fn bench(args: &BenchArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Re
                             client.post("/v1/frames", body).map_err(|e| e.to_string())?;
                         lat.push(t.elapsed());
                         let text = String::from_utf8_lossy(&reply);
-                        if status != 200 || text.contains("\"rejected\"") {
+                        if status != 200
+                            || text.contains("\"rejected\"")
+                            || text.contains("\"refused\"")
+                        {
                             return Err(format!("status {status}: {text}"));
                         }
                     }

@@ -9,6 +9,8 @@ use rand_chacha::ChaCha12Rng;
 
 use super::domain::DomainArgs;
 use super::progress::bar;
+use super::synth_report::ReportFile;
+use super::synth_report::mwem as mwem_report;
 use super::{CliError, InputFile, LedgerArgs, Output};
 use privq_host::accountant::{Accountant, Cost};
 use privq_host::central::mwem::{
@@ -25,6 +27,7 @@ use privq_host::query::Workload;
 #[command(after_help = "Examples:\n  \
     privq synth --input ../shared/data/nltcs.csv --domain binary --epsilon 1 > synthetic.csv\n  \
     privq synth --input adult.csv --domain adult-domain.json --epsilon 1 --delta 1e-9\n  \
+    privq synth --input adult.csv --domain adult-domain.json --epsilon 1 --report report.html\n  \
     privq synth --mechanism mwem --input people.csv --domain domain.json --epsilon 0.5 \\\n      --workload marginals:2\n  \
     privq synth --mechanism mwem --input people.csv --discover-domain --epsilon 1 \\\n      --discovery-epsilon 0.2 --workload marginals:2\n\n\
     The input is CSV with a header: one record per row, or one cell per row with a\n\
@@ -68,7 +71,9 @@ pub struct Args {
     pub max_model_mib: u64,
     /// After the release, print the mean total-variation distance of the model and
     /// of the synthetic records from the input over all 2- and 3-way marginals.
-    /// NOT PRIVATE: a diagnostic for a curator who may see the data.
+    /// NOT PRIVATE: a diagnostic for a curator who may see the data. With
+    /// --report, the page also gets the per-marginal error histogram and true
+    /// against synthetic marginals, in a section marked NOT PRIVATE.
     #[arg(long)]
     pub compare: bool,
     /// Rounds T (MWEM default: T* of Thm 5.2.11, clamped to 5..=50; adaptive
@@ -98,6 +103,12 @@ pub struct Args {
     /// standard output; `-` is standard output. The file is opened before MWEM runs.
     #[arg(long, value_name = "PATH")]
     pub output: Option<PathBuf>,
+    /// Also write an HTML report here: the budget per round, the run's parameters and
+    /// chosen marginals (public), and with --compare the NOT PRIVATE error
+    /// diagnostics. Written atomically; its directory is checked before any budget
+    /// is spent.
+    #[arg(long, value_name = "FILE.html")]
+    pub report: Option<PathBuf>,
     /// Seed for a reproducible run (tests and demos only: it makes the noise removable).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
@@ -166,9 +177,11 @@ pub fn run(
     if args.mechanism == MechanismArg::Adaptive {
         return super::synth_adaptive::run(args, epsilon, stdin, stdout, stderr);
     }
-    // Before any privacy is spent: the input exists and the output can be created.
+    let started = std::time::Instant::now();
+    // Before any privacy is spent: the input exists and the outputs can be created.
     let input = InputFile::open(&args.input, stdin)?;
     let mut output = Output::open(args.output.as_deref())?;
+    let report_file = ReportFile::open(args.report.as_deref(), args.output.as_deref())?;
     // MWEM's synthetic data are normalized by n: replace-one neighbours, n public.
     let neighbours = Neighbours::Replace;
     let (source, mwem_epsilon) = args.domain.source(neighbours, epsilon)?;
@@ -195,7 +208,55 @@ pub fn run(
     let cells = sample_cells(&out.distribution, records, &mut rng);
     write_records(output.writer(stdout), &ds.domain, &cells)
         .map_err(|e| CliError::Run(Box::new(e)))?;
+    // NOT PRIVATE, and only on request: the release against the input.
+    let diagnostics = if args.compare {
+        let d = mwem_report::diagnose(ds, workload_spec, &out, &cells)?;
+        Some(d)
+    } else {
+        None
+    };
+    if let Some(d) = &diagnostics {
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        writeln!(
+            stderr,
+            "privq: compare (NOT PRIVATE, reads the input): mean TV over {} ({} marginals): \
+             model {:.5}, synthetic records {:.5}",
+            d.workload,
+            d.tv_model.len(),
+            mean(&d.tv_model),
+            mean(&d.tv_sample)
+        )?;
+    }
+    // Rendered before anything is put in place, so a failure leaves neither file.
+    let report = match report_file {
+        Some(file) => {
+            let run = mwem_report::Run {
+                args,
+                epsilon,
+                accountant: &accountant,
+                out: &out,
+                cells: ds.counts.len(),
+                rows: records,
+                wall: started.elapsed(),
+            };
+            Some((file, run.render(diagnostics)?))
+        }
+        None => None,
+    };
     output.commit(stdout)?;
+    // The records are out: record the spend before anything else can fail.
+    args.ledger.write(&accountant)?;
+    if let Some((file, html)) = report {
+        file.write(&html)?;
+        writeln!(
+            stderr,
+            "privq: report written to {}",
+            args.report
+                .as_deref()
+                .unwrap_or(std::path::Path::new(""))
+                .display()
+        )?;
+    }
 
     writeln!(
         stderr,
@@ -215,7 +276,7 @@ pub fn run(
     };
     summary.write(&accountant, &out, stderr)?;
     writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
-    args.ledger.write(&accountant)
+    Ok(())
 }
 
 /// The run's accountant: pure ε, or (ε, δ) when the domain is discovered privately.
@@ -444,6 +505,7 @@ mod tests {
             profile: EmProfile::Corrected,
             records: Some(50),
             output: None,
+            report: None,
             seed: Some(3),
             memory_mib: 1024,
             ledger: LedgerArgs::default(),
@@ -966,5 +1028,167 @@ mod tests {
         };
         assert_eq!(cells(&p), cells(&p2));
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A two-attribute table whose true one-way probabilities are distinctive
+    /// numbers (city 210/311, 101/311; smoker 174/311, 137/311).
+    fn report_table(name: &str) -> (PathBuf, String, String) {
+        let dir = crate::ledger_tests::scratch(name);
+        let mut text = String::from("city,smoker\n");
+        for (row, times) in [("Oslo,1\n", 137), ("Rome,0\n", 101), ("Oslo,0\n", 73)] {
+            for _ in 0..times {
+                text.push_str(row);
+            }
+        }
+        let input = dir.join("t.csv");
+        std::fs::write(&input, text).unwrap();
+        let spec = dir.join("dom.json");
+        std::fs::write(
+            &spec,
+            r#"{"attributes": [{"name": "city", "values": ["Oslo", "Rome", "Lima"]},
+                {"name": "smoker", "values": ["0", "1"]}]}"#,
+        )
+        .unwrap();
+        let s = |p: PathBuf| p.to_str().unwrap().to_string();
+        (dir, s(input), s(spec))
+    }
+
+    const TRUE_ONE_WAY: [&str; 4] = ["0.675241", "0.324759", "0.559486", "0.440514"];
+
+    /// No temporary file is left beside the report.
+    fn no_temporaries(dir: &std::path::Path) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let name = entry.unwrap().file_name();
+            assert!(!name.to_string_lossy().ends_with(".tmp"), "{name:?}");
+        }
+    }
+
+    fn check_page(html: &str, compare: bool) {
+        assert!(html.starts_with("<!DOCTYPE html>"), "{html}");
+        assert!(html.trim_end().ends_with("</html>"));
+        assert!(html.contains("<svg"));
+        // Self-contained: no scripts, links or external resources.
+        for bad in ["<script", "<link", "src=", "href=", "https://"] {
+            assert!(!html.contains(bad), "{bad}");
+        }
+        assert!(html.contains("Budget spent per round"));
+        assert_eq!(html.contains("NOT PRIVATE"), compare);
+        assert_eq!(html.contains("Not computed"), !compare);
+        for truth in TRUE_ONE_WAY {
+            assert_eq!(html.contains(truth), compare, "{truth}");
+        }
+    }
+
+    #[test]
+    fn the_report_shows_the_budget_and_reads_the_input_only_with_compare() {
+        let (dir, input, spec) = report_table("synth-report");
+        let page = dir.join("report.html");
+        let page_s = page.to_str().unwrap();
+        for mechanism in ["adaptive", "mwem"] {
+            for compare in [false, true] {
+                let mut argv = vec![
+                    "synth",
+                    "--mechanism",
+                    mechanism,
+                    "--input",
+                    &input,
+                    "--domain",
+                    &spec,
+                    "--epsilon",
+                    "1",
+                    "--seed",
+                    "5",
+                    "--report",
+                    page_s,
+                ];
+                if mechanism == "mwem" {
+                    argv.extend(["--rounds", "4", "--workload", "marginals:2"]);
+                }
+                if compare {
+                    argv.push("--compare");
+                }
+                let (out, err) = crate::run_with(&argv, "").unwrap();
+                assert!(out.starts_with("city,smoker\n"), "{out}");
+                assert!(err.contains("report written to"), "{err}");
+                let html = std::fs::read_to_string(&page).unwrap();
+                check_page(&html, compare);
+                let (unit, guarantee) = match mechanism {
+                    "adaptive" => ("ρ per round", "(ε = 1.0000, δ = 1e-9)-DP"),
+                    _ => ("ε per round", "ε = 1 pure DP"),
+                };
+                assert!(html.contains(unit), "{mechanism}");
+                assert!(html.contains(guarantee), "{mechanism}");
+                for row in [
+                    "neighbour relation",
+                    "model size",
+                    "rows released",
+                    "wall time",
+                ] {
+                    assert!(html.contains(row), "{row}");
+                }
+                assert!(html.contains("5 (fixed: tests and demos only"));
+                no_temporaries(&dir);
+                std::fs::remove_file(&page).unwrap();
+            }
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_bad_report_path_is_refused_before_any_budget_is_spent() {
+        let (dir, input, spec) = report_table("synth-report-bad");
+        let ledger = dir.join("ledger.json");
+        let output = dir.join("out.csv");
+        let missing = dir.join("no-such-dir").join("report.html");
+        let base = [
+            "synth",
+            "--input",
+            &input,
+            "--domain",
+            &spec,
+            "--epsilon",
+            "1",
+            "--output",
+            output.to_str().unwrap(),
+            "--ledger-json",
+            ledger.to_str().unwrap(),
+            "--report",
+        ];
+        for mechanism in ["adaptive", "mwem"] {
+            let mut argv = base.to_vec();
+            argv.extend([missing.to_str().unwrap(), "--mechanism", mechanism]);
+            match crate::run_with(&argv, "") {
+                Err(CliError::File { path, .. }) => assert_eq!(path, missing),
+                other => panic!("{other:?}"),
+            }
+            // Nothing ran: no ledger, no synthetic data.
+            assert!(!ledger.exists() && !output.exists());
+        }
+        let mut argv = base.to_vec();
+        argv.push("-");
+        assert!(matches!(
+            crate::run_with(&argv, ""),
+            Err(CliError::Usage {
+                option: "report",
+                ..
+            })
+        ));
+        let mut argv = base.to_vec();
+        argv.push(output.to_str().unwrap());
+        assert!(matches!(
+            crate::run_with(&argv, ""),
+            Err(CliError::Usage {
+                option: "report",
+                ..
+            })
+        ));
+        // A run that fails after the report was opened leaves no report behind.
+        let page = dir.join("report.html");
+        let mut argv = base.to_vec();
+        argv.extend([page.to_str().unwrap(), "--rounds", "1"]);
+        assert!(crate::run_with(&argv, "").is_err());
+        assert!(!page.exists() && !output.exists());
+        no_temporaries(&dir);
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -3,19 +3,22 @@
 //! domains far too large for a dense histogram (Adult) work.
 
 use std::io::{BufRead, Write};
+use std::path::Path;
+use std::time::Duration;
 
 use privq_core::Epsilon;
 use privq_host::accountant::{Accountant, zcdp_epsilon};
 use privq_host::contract::Neighbours;
 use privq_host::data::{Domain, Records, attribute_names};
 use privq_host::synth::adaptive::{
-    AdaptiveConfig, MarginalWorkload, PgmEstimator, RoundLog, adaptive_marginals,
+    AdaptiveConfig, AdaptiveOutput, MarginalWorkload, PgmEstimator, RoundLog, adaptive_marginals,
 };
 use privq_host::synth::{MarginalModel, Model};
 
 use super::domain::DomainArg;
 use super::progress::bar;
 use super::synth::{Args, NeighboursArg};
+use super::synth_report::{self, Budget, Diagnostics, ReportFile, RoundSpend, normalised};
 use super::{CliError, InputFile, Output};
 
 fn run_err<E: std::error::Error + Send + Sync + 'static>(e: E) -> CliError {
@@ -91,8 +94,10 @@ pub fn run(
         });
     }
     // Before any privacy is spent: the input exists and the output can be created.
+    let started = std::time::Instant::now();
     let input = InputFile::open(&args.input, stdin)?;
     let mut output = Output::open(args.output.as_deref())?;
+    let report_file = ReportFile::open(args.report.as_deref(), args.output.as_deref())?;
     let domain = domain(args, &input)?;
     let workload = workload(args, &domain)?;
     let text = super::read_text(input.path(), &mut std::io::empty())?;
@@ -144,7 +149,43 @@ pub fn run(
         .sample_rows_rounded(rows, &mut rng)
         .map_err(run_err)?;
     write_rows(output.writer(stdout), &domain, &sample)?;
+    let rho = accountant.spent_rho().map_or(0.0, |r| r.to_f64());
+    let eps = zcdp_epsilon(rho, delta).map_err(run_err)?;
+    // Rendered before anything is put in place, so a failure leaves neither file
+    // (with --output FILE; on standard output the records are already streamed).
+    let report = match report_file {
+        Some(file) => {
+            let facts = Facts {
+                epsilon,
+                delta,
+                rho,
+                eps,
+                neighbours,
+                rows,
+                wall: started.elapsed(),
+            };
+            let diagnostics = if args.compare {
+                Some(diagnose(&records, &domain, &workload, &out.model, &sample)?)
+            } else {
+                None
+            };
+            let html = report(args, &facts, &domain, &accountant, &out, diagnostics)?;
+            Some((file, html))
+        }
+        None => None,
+    };
     output.commit(stdout)?;
+    // The records are out: record the spend before anything else can fail.
+    args.ledger.write(&accountant)?;
+    let released = started.elapsed();
+    if let Some((file, html)) = report {
+        file.write(&html)?;
+        writeln!(
+            stderr,
+            "privq: report written to {}",
+            args.report.as_deref().unwrap_or(Path::new("")).display()
+        )?;
+    }
 
     let annealed = out.rounds.iter().filter(|r| r.annealed).count();
     writeln!(
@@ -160,8 +201,6 @@ pub fn run(
         out.rounds.len(),
         annealed,
     )?;
-    let rho = accountant.spent_rho().map_or(0.0, |r| r.to_f64());
-    let eps = zcdp_epsilon(rho, delta).map_err(run_err)?;
     writeln!(
         stderr,
         "privq: privacy: rho = {rho:.6} zCDP under {}, i.e. (epsilon = {eps:.4}, delta = {delta:e})-DP \
@@ -174,10 +213,16 @@ pub fn run(
         }
     )?;
     if args.compare {
+        writeln!(
+            stderr,
+            "privq: compare (NOT PRIVATE, depends on the input's size): the release took {:.3} s \
+             (reading the input to writing the records)",
+            released.as_secs_f64()
+        )?;
         compare(&records, &domain, &out.model, &sample, stderr)?;
     }
     writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
-    args.ledger.write(&accountant)
+    Ok(())
 }
 
 /// Writes rows of value indices as CSV with the domain's names and labels.
@@ -257,4 +302,183 @@ fn compare(
         )?;
     }
     Ok(())
+}
+
+/// Public facts of the run for the report.
+struct Facts {
+    epsilon: Epsilon,
+    delta: f64,
+    rho: f64,
+    eps: f64,
+    neighbours: Neighbours,
+    rows: usize,
+    wall: Duration,
+}
+
+/// The `--report` page: header and budget from public quantities only (the
+/// parameters, the accountant, the round log, the model's size); `diagnostics`
+/// (NOT PRIVATE) only with `--compare`.
+fn report(
+    args: &Args,
+    facts: &Facts,
+    domain: &Domain,
+    accountant: &Accountant,
+    out: &AdaptiveOutput<Model>,
+    diagnostics: Option<Diagnostics>,
+) -> Result<String, CliError> {
+    let names = |c: &privq_host::synth::Clique| {
+        c.attributes()
+            .iter()
+            .map(|&a| domain.attribute(a).map_or("?", |x| x.name()))
+            .collect::<Vec<_>>()
+            .join(" × ")
+    };
+    let mut rounds = Vec::with_capacity(out.rounds.len() + 1);
+    let in_rounds: f64 = out.rounds.iter().map(|r| r.rho.to_f64()).sum();
+    // Round 0 measures every one-way marginal: what the ledger holds beyond the rounds.
+    rounds.push(RoundSpend {
+        label: "0".into(),
+        selection: 0.0,
+        measurement: (facts.rho - in_rounds).max(0.0),
+        chose: format!("all {} one-way marginals", domain.dims()),
+        note: String::new(),
+    });
+    for r in &out.rounds {
+        let selection = match r.epsilon {
+            Some(e) => privq_core::Rho::from_bounded_range(e)
+                .map_err(|source| CliError::Parameter {
+                    option: "epsilon",
+                    source,
+                })?
+                .to_f64(),
+            None => 0.0,
+        };
+        rounds.push(RoundSpend {
+            label: r.round.to_string(),
+            selection,
+            measurement: (r.rho.to_f64() - selection).max(0.0),
+            chose: names(&r.clique),
+            note: format!(
+                "σ = {:.3}, {} candidates{}",
+                r.sigma,
+                r.candidates,
+                if r.annealed { ", annealed" } else { "" }
+            ),
+        });
+    }
+    let guarantee = format!(
+        "ρ = {:.6}-zCDP, i.e. (ε = {:.4}, δ = {:e})-DP",
+        facts.rho, facts.eps, facts.delta
+    );
+    let total = accountant.rho_budget().map_or(facts.rho, |r| r.to_f64());
+    let header = vec![
+        (
+            "mechanism".into(),
+            "adaptive marginals (AIM-style, exact discrete Gaussian, graphical model)".into(),
+        ),
+        ("ε (budget)".into(), facts.epsilon.to_string()),
+        ("δ".into(), format!("{:e}", facts.delta)),
+        (
+            "ρ spent / budget".into(),
+            format!("{:.6} / {total:.6}", facts.rho),
+        ),
+        ("guarantee".into(), guarantee.clone()),
+        (
+            "neighbour relation".into(),
+            facts.neighbours.phrase().to_string(),
+        ),
+        (
+            "rounds".into(),
+            format!("{} after the one-way round", out.rounds.len()),
+        ),
+        ("model size".into(), format!("{} cells", out.model.cells())),
+        ("rows released".into(), facts.rows.to_string()),
+        (
+            "workload".into(),
+            args.workload
+                .clone()
+                .unwrap_or_else(|| "marginals:3".into()),
+        ),
+        ("wall time".into(), wall_time(facts.wall, args.compare)),
+        ("seed".into(), seed_text(args.seed)),
+    ];
+    synth_report::Report {
+        mechanism: "adaptive marginals".into(),
+        header,
+        budget: Budget {
+            unit: "ρ",
+            rounds,
+            other: Vec::new(),
+            total,
+            guarantee,
+            note: "Round 0 measures every one-way marginal (discrete Gaussian); each later \
+                   round selects a marginal with the exponential mechanism (ε-bounded range, \
+                   ρ = ε²/8) and measures it (discrete Gaussian)."
+                .into(),
+        },
+        diagnostics,
+    }
+    .render()
+}
+
+/// The wall time, shown only beside the `--compare` diagnostics: it depends on the
+/// input's size and is not covered by the guarantee.
+pub(crate) fn wall_time(wall: Duration, compare: bool) -> String {
+    if compare {
+        format!(
+            "{:.2} s (NOT PRIVATE: depends on the input's size)",
+            wall.as_secs_f64()
+        )
+    } else {
+        "not shown: it depends on the input's size (shown with --compare)".into()
+    }
+}
+
+/// The seed, flagged when fixed.
+pub(crate) fn seed_text(seed: Option<u64>) -> String {
+    match seed {
+        Some(s) => format!("{s} (fixed: tests and demos only, the noise is removable)"),
+        None => "none (operating-system entropy)".into(),
+    }
+}
+
+/// NOT PRIVATE (`--compare`): the model and the synthetic rows against the input
+/// on every workload marginal.
+fn diagnose(
+    records: &Records,
+    domain: &Domain,
+    workload: &MarginalWorkload,
+    model: &Model,
+    sample: &[Vec<usize>],
+) -> Result<Diagnostics, CliError> {
+    let columns: Vec<Vec<u32>> = (0..domain.dims())
+        .map(|a| sample.iter().map(|r| r[a] as u32).collect())
+        .collect();
+    let synthetic = Records::from_columns(columns, domain).map_err(run_err)?;
+    let counts = |r: &Records, attrs: &[usize]| -> Result<Vec<f64>, CliError> {
+        let c = r.marginal(attrs, domain).map_err(run_err)?;
+        Ok(normalised(c.into_iter().map(|v| v as f64).collect()))
+    };
+    let truth = |attrs: &[usize]| counts(records, attrs);
+    let synth = |attrs: &[usize]| counts(&synthetic, attrs);
+    let fitted = |attrs: &[usize]| -> Result<Vec<f64>, CliError> {
+        let clique = privq_host::synth::Clique::new(attrs.iter().copied()).map_err(run_err)?;
+        Ok(normalised(model.marginal(&clique).map_err(run_err)?))
+    };
+    let sets: Vec<Vec<usize>> = workload
+        .cliques()
+        .iter()
+        .map(|(c, _)| c.attributes().to_vec())
+        .collect();
+    synth_report::diagnose(
+        domain,
+        &sets,
+        format!(
+            "the workload, all {}-way marginals",
+            workload.cliques().first().map_or(0, |(c, _)| c.len())
+        ),
+        &truth,
+        &fitted,
+        &synth,
+    )
 }
