@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # privq: THE test command. Runs everything and prints a summary:
 #
-#   formatting, clippy (host, host with feature serve, host with feature analytics, bare-metal), docs
+#   formatting, clippy (host, host with feature serve, host with feature ballista, which implies
+#   analytics, bare-metal), docs
 #   without warnings, host tests, the collector's tests with feature serve (SIGKILL crash test, load
-#   benchmark), the DataFusion/Parquet tests with feature analytics, the on-target suites in QEMU
+#   benchmark), the DataFusion/Parquet tests with features analytics and ballista, the on-target suites in QEMU
 #   (Cortex-M0 microbit, Cortex-M3 lm3s6965evb, Cortex-M4F mps2-an386), the firmware in
 #   QEMU (M0 + M4F), the device -> host end-to-end test in QEMU (tests/tests/e2e.rs), the
 #   firmware's flash/RAM sizes, and tools/sampler-cost.sh --check.
@@ -321,11 +322,14 @@ expect_serve() {
 
 # Feature `analytics` (Parquet report tables aggregated by DataFusion): its docs and doc
 # tests, and host/tests/ldp_analytics.rs (DataFusion over several partitions equals the
-# in-process intake; the export / aggregate --parquet commands).
+# in-process intake; the export / aggregate --parquet commands). Feature `ballista` (which
+# implies analytics): host/tests/ldp_ballista.rs (the same query on Ballista in standalone
+# mode equals both; forged codec payloads are errors).
 analytics_tests() {
   env RUSTDOCFLAGS="-D warnings" cargo doc -p privq-host --no-deps --features analytics || return
   cargo test -p privq-host --features analytics --no-fail-fast --test ldp_analytics || return
   cargo test -p privq-host --features analytics --no-fail-fast --doc analytics || return
+  cargo test -p privq-host --features ballista --no-fail-fast --test ldp_ballista || return
 }
 
 sampler_cost() {
@@ -342,7 +346,7 @@ setup
 step fmt - cargo fmt --all --check
 step clippy - cargo clippy --workspace --all-targets -- -D warnings
 step clippy-serve - cargo clippy --workspace --all-targets --features privq-host/serve -- -D warnings
-step clippy-analytics - cargo clippy --workspace --all-targets --features privq-host/analytics -- -D warnings
+step clippy-analytics - cargo clippy --workspace --all-targets --features privq-host/ballista -- -D warnings
 step clippy-bare-metal - bash -c '
   set -e
   for t in thumbv6m-none-eabi thumbv7em-none-eabihf; do

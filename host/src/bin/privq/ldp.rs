@@ -201,6 +201,11 @@ pub struct AggregateArgs {
     #[cfg(feature = "analytics")]
     #[arg(long, value_name = "N", requires = "parquet")]
     pub partitions: Option<usize>,
+    /// The engine for --parquet: DataFusion in process, or Apache Ballista in
+    /// standalone mode (feature `ballista`).
+    #[cfg(feature = "analytics")]
+    #[arg(long, value_enum, default_value = "datafusion", requires = "parquet")]
+    pub engine: super::ldp_parquet::Engine,
     /// What to print and save.
     #[command(flatten)]
     pub result: ResultArgs,
@@ -550,13 +555,12 @@ fn aggregate(
     if let Some(dir) = &args.parquet {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let limits = Limits::from_mib(args.campaign.memory_mib);
-        let table = privq_host::ldp::analytics::query::aggregate_parquet(
+        let table = args.engine.aggregate(
             dir,
             intake.plan(),
             &limits,
             args.partitions.unwrap_or(threads),
-        )
-        .map_err(|e| CliError::Run(format!("{}: {e}", dir.display()).into()))?;
+        )?;
         intake
             .merge(&table)
             .map_err(|e| LdpError::State(dir.clone(), e))?;

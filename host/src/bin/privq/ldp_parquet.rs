@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use privq_core::local::QueryId;
 use privq_host::ldp::analytics::{query, table};
-use privq_host::ldp::campaign::{Campaign, Limits};
+use privq_host::ldp::campaign::{Campaign, CampaignPlan, Limits};
 use privq_host::ldp::fleet::{Fleet, default_distribution, device_rng};
 use privq_host::ldp::frames;
 use privq_host::ldp::intake::{Intake, Outcome};
@@ -44,6 +44,55 @@ pub struct ExportArgs {
     /// Rows per Parquet file.
     #[arg(long, value_name = "N", default_value_t = 1_000_000)]
     pub rows_per_file: u64,
+}
+
+/// The engine that runs a Parquet aggregation (`--engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Engine {
+    /// DataFusion in this process.
+    #[default]
+    Datafusion,
+    /// Apache Ballista in standalone mode: a scheduler and an executor in
+    /// this process, on loopback gRPC (feature `ballista`).
+    Ballista,
+}
+
+impl Engine {
+    fn name(self) -> &'static str {
+        match self {
+            Engine::Datafusion => "datafusion",
+            Engine::Ballista => "ballista",
+        }
+    }
+
+    /// `privq_aggregate` over the Parquet table `dir` on this engine.
+    pub fn aggregate(
+        self,
+        dir: &Path,
+        plan: &CampaignPlan,
+        limits: &Limits,
+        target_partitions: usize,
+    ) -> Result<Intake, CliError> {
+        let run = |e: query::QueryError| CliError::Run(format!("{}: {e}", dir.display()).into());
+        match self {
+            Engine::Datafusion => {
+                query::aggregate_parquet(dir, plan, limits, target_partitions).map_err(run)
+            }
+            #[cfg(feature = "ballista")]
+            Engine::Ballista => privq_host::ldp::analytics::ballista::aggregate_parquet_ballista(
+                dir,
+                plan,
+                limits,
+                target_partitions,
+            )
+            .map_err(run),
+            #[cfg(not(feature = "ballista"))]
+            Engine::Ballista => Err(CliError::Usage {
+                option: "engine",
+                message: "this privq was built without the feature `ballista`".into(),
+            }),
+        }
+    }
 }
 
 fn table_err(path: &Path) -> impl Fn(table::TableError) -> CliError + '_ {
@@ -156,6 +205,9 @@ pub struct ScaleArgs {
     /// DataFusion target partitions to measure.
     #[arg(long, value_name = "N", value_delimiter = ',', default_value = "1,2")]
     pub partitions: Vec<usize>,
+    /// Engines to measure at each --partitions value.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "datafusion")]
+    pub engine: Vec<Engine>,
     /// Fleet seed (simulation only).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -271,27 +323,33 @@ fn measure(
         cpu.as_secs_f64(),
         rate(n, cpu)
     )?;
-    let mut first: Option<f64> = None;
-    for &tp in &args.partitions {
-        let t = Instant::now();
-        let intake = query::aggregate_parquet(&args.dir, plan, &Limits::default(), tp)
-            .map_err(|e| CliError::Run(e.to_string().into()))?;
-        let took = t.elapsed();
-        let r = rate(n, took);
-        let equal = same(&intake, &baseline);
-        let scaling = first.map_or(String::new(), |f| format!(", {:.2}× the first", r / f));
-        first.get_or_insert(r);
-        writeln!(
-            out,
-            "scale: datafusion target_partitions={tp}: {:.2} s, {r:.3e} reports/s ({:.3e} per partition){scaling}; equal to in-process: {}",
-            took.as_secs_f64(),
-            r / tp.max(1) as f64,
-            if equal { "yes" } else { "NO" }
-        )?;
-        if !equal {
-            return Err(CliError::Run(
-                "the DataFusion aggregate differs from the in-process one".into(),
-            ));
+    for &engine in &args.engine {
+        let mut first: Option<f64> = None;
+        for &tp in &args.partitions {
+            let t = Instant::now();
+            let intake = engine.aggregate(&args.dir, plan, &Limits::default(), tp)?;
+            let took = t.elapsed();
+            let r = rate(n, took);
+            let equal = same(&intake, &baseline);
+            let scaling = first.map_or(String::new(), |f| format!(", {:.2}× the first", r / f));
+            first.get_or_insert(r);
+            writeln!(
+                out,
+                "scale: {} target_partitions={tp}: {:.2} s, {r:.3e} reports/s ({:.3e} per partition){scaling}; equal to in-process: {}",
+                engine.name(),
+                took.as_secs_f64(),
+                r / tp.max(1) as f64,
+                if equal { "yes" } else { "NO" }
+            )?;
+            if !equal {
+                return Err(CliError::Run(
+                    format!(
+                        "the {} aggregate differs from the in-process one",
+                        engine.name()
+                    )
+                    .into(),
+                ));
+            }
         }
     }
     Ok(())

@@ -15,6 +15,9 @@
 //!   and `evaluate` returns the serialized state.
 //! * [`query`]: runs `SELECT privq_aggregate(report) FROM reports` over a
 //!   directory of Parquet files and merges the result into one intake.
+//! * `codec` and `ballista` (feature `ballista`): a DataFusion extension codec
+//!   that carries `privq_aggregate`'s campaign inside serialized plans, and the
+//!   same query on an Apache Ballista cluster in standalone mode.
 //!
 //! The bytes of the `report` column are untrusted: every report is checked
 //! against the campaign (never against the table's kind columns, which only
@@ -42,6 +45,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(feature = "ballista")]
+pub mod ballista;
+#[cfg(feature = "ballista")]
+pub mod codec;
 pub mod query;
 pub mod table;
 pub mod udaf;

@@ -41,6 +41,9 @@ pub enum QueryError {
     State(StateError),
     /// The result has an unexpected shape (not expected).
     Shape(&'static str),
+    /// Starting the Ballista scheduler or executor failed.
+    #[cfg(feature = "ballista")]
+    Ballista(ballista_core::error::BallistaError),
 }
 
 impl std::fmt::Display for QueryError {
@@ -50,6 +53,8 @@ impl std::fmt::Display for QueryError {
             QueryError::DataFusion(e) => write!(f, "query: {e}"),
             QueryError::State(e) => write!(f, "aggregate state: {e}"),
             QueryError::Shape(what) => write!(f, "unexpected query result: {what}"),
+            #[cfg(feature = "ballista")]
+            QueryError::Ballista(e) => write!(f, "ballista: {e}"),
         }
     }
 }
@@ -59,6 +64,13 @@ impl std::error::Error for QueryError {}
 impl From<DataFusionError> for QueryError {
     fn from(e: DataFusionError) -> QueryError {
         QueryError::DataFusion(e)
+    }
+}
+
+#[cfg(feature = "ballista")]
+impl From<ballista_core::error::BallistaError> for QueryError {
+    fn from(e: ballista_core::error::BallistaError) -> QueryError {
+        QueryError::Ballista(e)
     }
 }
 
@@ -91,6 +103,12 @@ pub async fn session(
     let config = SessionConfig::new().with_target_partitions(target_partitions.max(1));
     let ctx = SessionContext::new_with_config(config);
     ctx.register_udaf(privq_aggregate(plan.clone(), *limits));
+    register_reports(&ctx, dir).await?;
+    Ok(ctx)
+}
+
+/// Registers the Parquet files of `dir` as the table `reports` of `ctx`.
+pub(super) async fn register_reports(ctx: &SessionContext, dir: &Path) -> Result<(), QueryError> {
     let dir = std::path::absolute(dir)?;
     let mut url = dir.to_string_lossy().into_owned();
     if !url.ends_with('/') {
@@ -98,10 +116,15 @@ pub async fn session(
     }
     ctx.register_parquet("reports", &url, ParquetReadOptions::default())
         .await?;
-    Ok(ctx)
+    Ok(())
 }
 
-fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, QueryError> {
+/// The ungrouped query: one state, the whole table's.
+pub(super) fn total_sql() -> String {
+    format!(r#"SELECT {NAME}("report") FROM reports"#)
+}
+
+pub(super) fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, QueryError> {
     Ok(tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads.max(1))
         .enable_all()
@@ -148,13 +171,22 @@ pub fn aggregate_parquet(
     let files = parquet_files(dir)?;
     let batches = runtime(target_partitions)?.block_on(async {
         let ctx = session(dir, plan, limits, target_partitions).await?;
-        let df = ctx
-            .sql(&format!(r#"SELECT {NAME}("report") FROM reports"#))
-            .await?;
-        Ok::<_, QueryError>(df.collect().await?)
+        Ok::<_, QueryError>(ctx.sql(&total_sql()).await?.collect().await?)
     })?;
+    total_intake(plan, limits, &batches, files)
+}
+
+/// The intake of the ungrouped query's result `batches` (the merge of every
+/// state in its one column, re-validated against `plan` and `limits`), with
+/// `inputs` set to the number of Parquet files read.
+pub(super) fn total_intake(
+    plan: &CampaignPlan,
+    limits: &Limits,
+    batches: &[RecordBatch],
+    files: u64,
+) -> Result<Intake, QueryError> {
     let mut total = Intake::new(plan.clone());
-    for part in merge_states(plan, limits, &batches, 0)? {
+    for part in merge_states(plan, limits, batches, 0)? {
         total.merge(&part).map_err(QueryError::State)?;
     }
     let mut state = total.to_state();

@@ -16,13 +16,16 @@
 //! differ). A null report counts as an empty report: rejected as
 //! [`RejectReason::Truncated`](crate::ldp::decode::RejectReason::Truncated).
 
-use std::sync::Arc;
+use std::hash::{Hash, Hasher};
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, Field, FieldRef};
 use datafusion::common::{DataFusionError, Result as DfResult, ScalarValue};
-use datafusion::logical_expr::function::{AccumulatorArgs, AccumulatorFactoryFunction};
-use datafusion::logical_expr::{Accumulator, AggregateUDF, Volatility, create_udaf};
+use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
+use datafusion::logical_expr::utils::format_state_name;
+use datafusion::logical_expr::{
+    Accumulator, AggregateUDF, AggregateUDFImpl, Signature, Volatility,
+};
 
 use super::super::campaign::{CampaignPlan, Limits};
 use super::super::intake::Intake;
@@ -41,27 +44,69 @@ pub const NAME: &str = "privq_aggregate";
 ///
 /// let spec = MechanismSpec::parse("oue", Epsilon::new(1, 1)?, 16)?;
 /// let plan = Campaign::for_spec(&spec).validate(&Limits::default())?;
-/// let f = udaf::privq_aggregate(plan, Limits::default());
+/// let f = udaf::privq_aggregate(plan.clone(), Limits::default());
 /// assert_eq!(f.name(), "privq_aggregate");
+/// assert_eq!(udaf::campaign_of(&f), Some(&plan));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn privq_aggregate(plan: CampaignPlan, limits: Limits) -> AggregateUDF {
-    let factory: AccumulatorFactoryFunction = Arc::new(
-        move |_: AccumulatorArgs| -> DfResult<Box<dyn Accumulator>> {
-            Ok(Box::new(IntakeAccumulator {
-                intake: Intake::new(plan.clone()),
-                limits,
-            }))
-        },
-    );
-    create_udaf(
-        NAME,
-        vec![DataType::Binary],
-        Arc::new(DataType::Binary),
-        Volatility::Immutable,
-        factory,
-        Arc::new(vec![DataType::Binary]),
-    )
+    AggregateUDF::from(PrivqAggregate {
+        signature: Signature::exact(vec![DataType::Binary], Volatility::Immutable),
+        plan,
+        limits,
+    })
+}
+
+/// The campaign a `privq_aggregate` function collects (`None` for any other
+/// aggregate function): what an extension codec sends along with the plan.
+pub fn campaign_of(f: &AggregateUDF) -> Option<&CampaignPlan> {
+    f.inner().downcast_ref::<PrivqAggregate>().map(|p| &p.plan)
+}
+
+/// The function's implementation: a validated campaign and the limits states
+/// are re-validated against.
+#[derive(Debug, PartialEq, Eq)]
+struct PrivqAggregate {
+    signature: Signature,
+    plan: CampaignPlan,
+    limits: Limits,
+}
+
+impl Hash for PrivqAggregate {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // Fields compared by `eq`; the campaign through its exact report shape.
+        self.signature.hash(state);
+        self.plan.header().hash(state);
+        self.plan.report_len().hash(state);
+        self.plan.memory_bytes().hash(state);
+        self.limits.memory_bytes.hash(state);
+    }
+}
+
+impl AggregateUDFImpl for PrivqAggregate {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _args: &[DataType]) -> DfResult<DataType> {
+        Ok(DataType::Binary)
+    }
+
+    fn accumulator(&self, _args: AccumulatorArgs) -> DfResult<Box<dyn Accumulator>> {
+        Ok(Box::new(IntakeAccumulator {
+            intake: Intake::new(self.plan.clone()),
+            limits: self.limits,
+        }))
+    }
+
+    fn state_fields(&self, args: StateFieldsArgs) -> DfResult<Vec<FieldRef>> {
+        let name = format_state_name(args.name, "intake");
+        Ok(vec![Field::new(name, DataType::Binary, true).into()])
+    }
 }
 
 /// The accumulator: one campaign-checked intake.
