@@ -165,7 +165,7 @@ fn datafusion_equals_in_process_for_every_mechanism_and_partitioning() {
     let reports = mixed_reports();
     let dir = Dir::new("equal");
     let table_dir = dir.0.join("reports");
-    write_table(&table_dir, &reports, 700);
+    write_table(&table_dir, &reports, 600);
     assert_eq!(query::parquet_files(&table_dir).unwrap(), 7);
     for plan in campaigns() {
         let name = plan.campaign().mechanism.clone();
@@ -288,7 +288,19 @@ fn foreign_and_damaged_tables_are_errors_or_counted_never_panics() {
     let t = dir.0.join("junk");
     std::fs::create_dir(&t).unwrap();
     std::fs::write(t.join("a.parquet"), b"PAR1 this is not parquet PAR1").unwrap();
-    assert!(query::aggregate_parquet(&t, &plan, &Limits::default(), 1).is_err());
+    let e = query::aggregate_parquet(&t, &plan, &Limits::default(), 1).unwrap_err();
+    assert!(matches!(e, query::QueryError::NotParquet { .. }), "{e}");
+    // A footer that claims more metadata than the file holds (the Parquet
+    // reader would subtract past zero), in a subdirectory: checked too.
+    std::fs::remove_file(t.join("a.parquet")).unwrap();
+    std::fs::create_dir(t.join("sub")).unwrap();
+    let mut hostile = b"PAR1".to_vec();
+    hostile.extend_from_slice(&[0; 8]);
+    hostile.extend_from_slice(&u32::MAX.to_le_bytes());
+    hostile.extend_from_slice(b"PAR1");
+    std::fs::write(t.join("sub/b.parquet"), &hostile).unwrap();
+    let e = query::aggregate_parquet(&t, &plan, &Limits::default(), 1).unwrap_err();
+    assert!(e.to_string().contains("claims more metadata"), "{e}");
     let t2 = dir.0.join("cut");
     write_table(&t2, &good, 100);
     let f = t2.join("part-00000.parquet");
@@ -404,21 +416,16 @@ fn cli_export_from_a_collector_database_matches_aggregate_db() {
     {
         let mut store = Store::open(&db).unwrap();
         let key = DeviceKey::new([7; 32]);
-        for device in 0..4u64 {
-            store.provision(device, &key, eps(100, 1)).unwrap();
-        }
+        // The collector counts one report per device and kind: a device each.
         let mut frames = Vec::new();
-        for (device, chunk) in reports.chunks(30).enumerate() {
-            for (seq, pair) in chunk.chunks(3).enumerate() {
-                let mut buf = vec![0u8; 512];
-                let mut w = FrameWriter::new(&mut buf, device as u64, 1, seq as u32).unwrap();
-                for r in pair {
-                    w.push(r).unwrap();
-                }
-                let n = w.finish(&key).unwrap();
-                buf.truncate(n);
-                frames.push(buf);
-            }
+        for (device, r) in reports.iter().enumerate() {
+            store.provision(device as u64, &key, eps(100, 1)).unwrap();
+            let mut buf = vec![0u8; 512];
+            let mut w = FrameWriter::new(&mut buf, device as u64, 1, 0).unwrap();
+            w.push(r).unwrap();
+            let n = w.finish(&key).unwrap();
+            buf.truncate(n);
+            frames.push(buf);
         }
         let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
         let (statuses, _) = store

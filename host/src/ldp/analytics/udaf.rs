@@ -19,10 +19,12 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::datatypes::{DataType, Field};
 use datafusion::common::{DataFusionError, Result as DfResult, ScalarValue};
 use datafusion::logical_expr::function::{AccumulatorArgs, AccumulatorFactoryFunction};
-use datafusion::logical_expr::{Accumulator, AggregateUDF, Volatility, create_udaf};
+use datafusion::logical_expr::{
+    Accumulator, AggregateUDF, Signature, SimpleAggregateUDF, Volatility,
+};
 
 use super::super::campaign::{CampaignPlan, Limits};
 use super::super::intake::Intake;
@@ -54,14 +56,20 @@ pub fn privq_aggregate(plan: CampaignPlan, limits: Limits) -> AggregateUDF {
             }))
         },
     );
-    create_udaf(
+    // Any binary layout: DataFusion reads Parquet BYTE_ARRAY columns as BinaryView
+    // by default, other sources give Binary or LargeBinary.
+    let binary = vec![
+        DataType::Binary,
+        DataType::LargeBinary,
+        DataType::BinaryView,
+    ];
+    AggregateUDF::from(SimpleAggregateUDF::new_with_signature(
         NAME,
-        vec![DataType::Binary],
-        Arc::new(DataType::Binary),
-        Volatility::Immutable,
+        Signature::uniform(1, binary, Volatility::Immutable),
+        DataType::Binary,
         factory,
-        Arc::new(vec![DataType::Binary]),
-    )
+        vec![Arc::new(Field::new("state", DataType::Binary, true))],
+    ))
 }
 
 /// The accumulator: one campaign-checked intake.
