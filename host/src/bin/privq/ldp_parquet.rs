@@ -71,15 +71,23 @@ pub fn export(
         }
         let store = privq_host::collector::store::Store::open(db)
             .map_err(|e| CliError::Run(format!("{}: {e}", db.display()).into()))?;
+        // The reports the collector counts, as `ldp aggregate --db` reads them.
         let mut pushed = Ok(());
-        store
-            .for_each_report(|r| {
+        let skipped = store
+            .for_each_admitted_report(|r| {
                 if pushed.is_ok() {
                     pushed = out.push(&r.report);
                 }
             })
             .map_err(|e| CliError::Run(format!("{}: {e}", db.display()).into()))?;
         pushed.map_err(table_err(&args.out))?;
+        if skipped > 0 {
+            writeln!(
+                stderr,
+                "privq:   {}: {skipped} repeated report(s) of a device and kind not exported (a schema-1 database)",
+                db.display()
+            )?;
+        }
     }
     let mut truncated = 0u64;
     for input in &args.input {

@@ -82,24 +82,27 @@ impl From<std::io::Error> for QueryError {
     }
 }
 
-/// The number of `*.parquet` files under `dir` (recursively, as DataFusion's
-/// listing scans them), each checked to be framed as Parquet: the magic `PAR1`
-/// at both ends and a footer length that fits the file. The Parquet reader
-/// trusts that length (a file whose footer claims more bytes than it has can
-/// make it panic), so the check runs before any query.
+/// The number of Parquet files of the table `dir`: the files directly in it
+/// whose names end in `.parquet`, the files DataFusion's listing reads. A
+/// subdirectory is an error (DataFusion would skip it, or read it as a Hive
+/// partition when its name holds `=`, so its rows would be aggregated or not
+/// depending on its name). Each file is checked to be framed as Parquet: the
+/// magic `PAR1` at both ends and a footer length that fits the file (a footer
+/// claiming more bytes than the file has can make the Parquet reader panic).
 pub fn parquet_files(dir: &Path) -> Result<u64, QueryError> {
     let mut n = 0;
-    let mut dirs = vec![dir.to_path_buf()];
-    while let Some(d) = dirs.pop() {
-        for entry in std::fs::read_dir(&d)? {
-            let entry = entry?;
-            let p = entry.path();
-            if entry.file_type()?.is_dir() {
-                dirs.push(p);
-            } else if p.is_file() && p.extension().is_some_and(|e| e == "parquet") {
-                check_parquet_framing(&p)?;
-                n += 1;
-            }
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let p = entry.path();
+        if p.is_dir() {
+            return Err(QueryError::NotParquet {
+                path: p,
+                why: "a subdirectory in a report table (give the directory of the Parquet files)",
+            });
+        }
+        if entry.file_name().to_string_lossy().ends_with(".parquet") {
+            check_parquet_framing(&p)?;
+            n += 1;
         }
     }
     Ok(n)
