@@ -147,6 +147,14 @@ fn write_table(dir: &Path, reports: &[Vec<u8>], rows_per_file: u64) {
     assert_eq!(w.commit().unwrap(), reports.len() as u64);
 }
 
+/// Writes `batch` as the Parquet file `path` with the plain Arrow writer.
+fn write_batch(path: &Path, batch: RecordBatch) {
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
 /// Groups, accepted, rejected and frames equal; estimates equal.
 fn assert_same(got: &Intake, want: &Intake, what: &str) {
     let (g, w) = (got.to_state(), want.to_state());
@@ -252,15 +260,10 @@ fn foreign_and_damaged_tables_are_errors_or_counted_never_panics() {
         }
     }
     let cols: Vec<ArrayRef> = vec![Arc::new(mech.finish()), Arc::new(rep.finish())];
-    let batch = RecordBatch::try_new(schema.clone(), cols).unwrap();
-    let mut w = ArrowWriter::try_new(
-        std::fs::File::create(t.join("x.parquet")).unwrap(),
-        schema,
-        None,
-    )
-    .unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
+    write_batch(
+        &t.join("x.parquet"),
+        RecordBatch::try_new(schema, cols).unwrap(),
+    );
     let got = query::aggregate_parquet(&t, &plan, &Limits::default(), 2).unwrap();
     assert_eq!(got.stats().accepted, 3);
     assert_eq!(got.stats().rejected.get(RejectReason::Truncated), 7);
@@ -269,19 +272,11 @@ fn foreign_and_damaged_tables_are_errors_or_counted_never_panics() {
     let t = dir.0.join("noreport");
     std::fs::create_dir(&t).unwrap();
     let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::UInt8, false)]));
-    let batch = RecordBatch::try_new(
-        schema.clone(),
-        vec![Arc::new(UInt8Builder::new().finish()) as ArrayRef],
-    )
-    .unwrap();
-    let mut w = ArrowWriter::try_new(
-        std::fs::File::create(t.join("x.parquet")).unwrap(),
-        schema,
-        None,
-    )
-    .unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
+    let cols = vec![Arc::new(UInt8Builder::new().finish()) as ArrayRef];
+    write_batch(
+        &t.join("x.parquet"),
+        RecordBatch::try_new(schema, cols).unwrap(),
+    );
     assert!(query::aggregate_parquet(&t, &plan, &Limits::default(), 2).is_err());
 
     // Not Parquet at all, and a truncated Parquet file: errors.
