@@ -405,6 +405,18 @@ def main():
     if a.mechanisms is None and set(which) - {"privq"}:
         sys.exit("synth-bench: --mechanisms DIR is needed for aim and mst "
                  "(or pass --mechanisms-to-run privq)")
+    if "aim" in which:
+        # JAX compiles a kernel per marginal shape and maps memory for each: on Adult,
+        # AIM exhausted Linux's default 65 530 map areas within its first rounds and
+        # aborted ("LLVM ERROR: Unable to allocate section memory").
+        try:
+            maps = int(open("/proc/sys/vm/max_map_count").read())
+        except (OSError, ValueError):
+            maps = None
+        if maps is not None and maps < 262144:
+            print(f"synth-bench: warning: vm.max_map_count is {maps}; AIM (JAX) may abort on "
+                  "large domains with 'Cannot allocate memory'. Raise it with "
+                  "`sysctl -w vm.max_map_count=1048576`.", file=sys.stderr)
     caps = {}
     seeds_for = dict(t.split("=", 1) for t in a.seeds_for)
     stop_at = None

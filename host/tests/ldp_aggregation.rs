@@ -172,7 +172,7 @@ fn corrupt(valid: &[u8], class: RejectReason, rng: &mut ChaCha12Rng) -> Vec<u8> 
         RejectReason::UnknownMechanism => r[1] = 10 + (rng.next_u32() % 240) as u8,
         RejectReason::Parameter => r[4..6].copy_from_slice(&[0, 0]), // ε = 0
         RejectReason::Length => {
-            if rng.next_u32() % 2 == 0 {
+            if rng.next_u32().is_multiple_of(2) {
                 r.push(0)
             } else {
                 r.pop();

@@ -8,6 +8,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 
@@ -22,12 +23,20 @@ use privq_host::ldp::campaign::Limits;
 use privq_host::ldp::decode::RejectReason;
 use privq_host::ldp::intake::Intake;
 
+/// Writes `batch` as the Parquet file `path` with the plain Arrow writer.
+fn write_batch(path: &Path, batch: RecordBatch) {
+    let file = std::fs::File::create(path).unwrap();
+    let mut w = ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+}
+
 #[test]
 fn datafusion_equals_in_process_for_every_mechanism_and_partitioning() {
     let reports = mixed_reports();
     let dir = Dir::new("equal");
     let table_dir = dir.0.join("reports");
-    write_table(&table_dir, &reports, 700);
+    write_table(&table_dir, &reports, 600);
     assert_eq!(query::parquet_files(&table_dir).unwrap(), 7);
     for plan in campaigns() {
         let name = plan.campaign().mechanism.clone();
@@ -114,15 +123,10 @@ fn foreign_and_damaged_tables_are_errors_or_counted_never_panics() {
         }
     }
     let cols: Vec<ArrayRef> = vec![Arc::new(mech.finish()), Arc::new(rep.finish())];
-    let batch = RecordBatch::try_new(schema.clone(), cols).unwrap();
-    let mut w = ArrowWriter::try_new(
-        std::fs::File::create(t.join("x.parquet")).unwrap(),
-        schema,
-        None,
-    )
-    .unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
+    write_batch(
+        &t.join("x.parquet"),
+        RecordBatch::try_new(schema, cols).unwrap(),
+    );
     let got = query::aggregate_parquet(&t, &plan, &Limits::default(), 2).unwrap();
     assert_eq!(got.stats().accepted, 3);
     assert_eq!(got.stats().rejected.get(RejectReason::Truncated), 7);
@@ -131,26 +135,35 @@ fn foreign_and_damaged_tables_are_errors_or_counted_never_panics() {
     let t = dir.0.join("noreport");
     std::fs::create_dir(&t).unwrap();
     let schema = Arc::new(Schema::new(vec![Field::new("x", DataType::UInt8, false)]));
-    let batch = RecordBatch::try_new(
-        schema.clone(),
-        vec![Arc::new(UInt8Builder::new().finish()) as ArrayRef],
-    )
-    .unwrap();
-    let mut w = ArrowWriter::try_new(
-        std::fs::File::create(t.join("x.parquet")).unwrap(),
-        schema,
-        None,
-    )
-    .unwrap();
-    w.write(&batch).unwrap();
-    w.close().unwrap();
+    let cols = vec![Arc::new(UInt8Builder::new().finish()) as ArrayRef];
+    write_batch(
+        &t.join("x.parquet"),
+        RecordBatch::try_new(schema, cols).unwrap(),
+    );
     assert!(query::aggregate_parquet(&t, &plan, &Limits::default(), 2).is_err());
 
     // Not Parquet at all, and a truncated Parquet file: errors.
     let t = dir.0.join("junk");
     std::fs::create_dir(&t).unwrap();
     std::fs::write(t.join("a.parquet"), b"PAR1 this is not parquet PAR1").unwrap();
-    assert!(query::aggregate_parquet(&t, &plan, &Limits::default(), 1).is_err());
+    let e = query::aggregate_parquet(&t, &plan, &Limits::default(), 1).unwrap_err();
+    assert!(matches!(e, query::QueryError::NotParquet { .. }), "{e}");
+    // A footer that claims more metadata than the file holds (the Parquet
+    // reader would subtract past zero).
+    std::fs::remove_file(t.join("a.parquet")).unwrap();
+    let mut hostile = b"PAR1".to_vec();
+    hostile.extend_from_slice(&[0; 8]);
+    hostile.extend_from_slice(&u32::MAX.to_le_bytes());
+    hostile.extend_from_slice(b"PAR1");
+    std::fs::write(t.join("b.parquet"), &hostile).unwrap();
+    let e = query::aggregate_parquet(&t, &plan, &Limits::default(), 1).unwrap_err();
+    assert!(e.to_string().contains("claims more metadata"), "{e}");
+    // A subdirectory, whose rows DataFusion would skip (or read, were its name
+    // `k=v`): refused rather than aggregated or not by its name.
+    std::fs::remove_file(t.join("b.parquet")).unwrap();
+    std::fs::create_dir(t.join("day=1")).unwrap();
+    let e = query::aggregate_parquet(&t, &plan, &Limits::default(), 1).unwrap_err();
+    assert!(e.to_string().contains("subdirectory"), "{e}");
     let t2 = dir.0.join("cut");
     write_table(&t2, &good, 100);
     let f = t2.join("part-00000.parquet");
@@ -266,21 +279,16 @@ fn cli_export_from_a_collector_database_matches_aggregate_db() {
     {
         let mut store = Store::open(&db).unwrap();
         let key = DeviceKey::new([7; 32]);
-        for device in 0..4u64 {
-            store.provision(device, &key, eps(100, 1)).unwrap();
-        }
+        // The collector counts one report per device and kind: a device each.
         let mut frames = Vec::new();
-        for (device, chunk) in reports.chunks(30).enumerate() {
-            for (seq, pair) in chunk.chunks(3).enumerate() {
-                let mut buf = vec![0u8; 512];
-                let mut w = FrameWriter::new(&mut buf, device as u64, 1, seq as u32).unwrap();
-                for r in pair {
-                    w.push(r).unwrap();
-                }
-                let n = w.finish(&key).unwrap();
-                buf.truncate(n);
-                frames.push(buf);
-            }
+        for (device, r) in reports.iter().enumerate() {
+            store.provision(device as u64, &key, eps(100, 1)).unwrap();
+            let mut buf = vec![0u8; 512];
+            let mut w = FrameWriter::new(&mut buf, device as u64, 1, 0).unwrap();
+            w.push(r).unwrap();
+            let n = w.finish(&key).unwrap();
+            buf.truncate(n);
+            frames.push(buf);
         }
         let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
         let (statuses, _) = store

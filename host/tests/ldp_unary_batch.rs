@@ -138,7 +138,7 @@ fn workload(
                 r.push(0);
                 Some(RejectReason::Length)
             }
-            6 if d % 8 != 0 => {
+            6 if !d.is_multiple_of(8) => {
                 *r.last_mut().unwrap() |= 0x80;
                 Some(RejectReason::ValueOutOfRange)
             }

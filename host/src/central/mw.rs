@@ -564,11 +564,11 @@ impl Kernel {
                     pc.iter_mut().zip(f).for_each(|(v, m)| *v *= m);
                 }
             }
-            if let Some(k) = next {
-                if let Some(direct) = k.block_mode(b) {
-                    let (dot, sum) = dot_and_sum(pc, &k.low);
-                    total += if direct { dot } else { sum - dot };
-                }
+            if let Some(k) = next
+                && let Some(direct) = k.block_mode(b)
+            {
+                let (dot, sum) = dot_and_sum(pc, &k.low);
+                total += if direct { dot } else { sum - dot };
             }
         }
         total

@@ -540,7 +540,12 @@ impl Store {
             migrate_1_to_2(&conn)?;
         }
         conn.execute_batch(SCHEMA)?;
-        conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
+        // Readers (`ldp aggregate --db`, `serve status`) leave a current store
+        // untouched: the schema statements are `IF NOT EXISTS`, and the version
+        // is written only when it changes.
+        if version != SCHEMA_VERSION {
+            conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
+        }
         Ok(Store { conn })
     }
 
@@ -933,6 +938,7 @@ fn charge(
     let policy = adm.policy;
     let mut new = BTreeSet::new();
     let mut kinds: Vec<ReportKind> = Vec::with_capacity(reports.len());
+    let mut seen = BTreeSet::new();
     let mut total = state.spent;
     for (i, bytes) in reports.iter().enumerate() {
         let index = u16::try_from(i).unwrap_or(u16::MAX);
@@ -951,7 +957,7 @@ fn charge(
         if policy.min_epsilon.is_some_and(|m| eps < m) {
             return Ok(Err(Rejection::EpsilonTooSmall { index }));
         }
-        if kinds.contains(&kind) || reported(&kind)? {
+        if !seen.insert(kind) || reported(&kind)? {
             return Ok(Err(Rejection::AlreadyReported { index }));
         }
         kinds.push(kind);
@@ -1119,6 +1125,22 @@ mod tests {
             .unwrap();
         let c = Collector::new(s, Policy::default(), true).unwrap();
         assert_eq!(c.reports(), 1, "only the accepted SQ report");
+    }
+
+    #[test]
+    fn reopening_a_current_store_writes_nothing() {
+        let path = temp_db("reopen");
+        let mut s = Store::open(&path).unwrap();
+        s.provision(1, &DeviceKey::new([1; 32]), eps(1, 1)).unwrap();
+        drop(s);
+        let before = std::fs::read(&path).unwrap();
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        drop(Store::open(&path).unwrap());
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().modified().unwrap(),
+            modified
+        );
     }
 
     #[test]

@@ -10,7 +10,9 @@ fn random_coverage(d: u32, records: usize, seed: u64) -> Coverage {
     // Sparse records (each attribute with probability 1/4) so marginals vary.
     let recs: Vec<(u64, u64)> = (0..records)
         .map(|_| {
-            let m = (0..d).fold(0u64, |m, i| m | (u64::from(rng.next_u32() % 4 == 0) << i));
+            let m = (0..d).fold(0u64, |m, i| {
+                m | (u64::from(rng.next_u32().is_multiple_of(4)) << i)
+            });
             (m, u64::from(rng.next_u32() % 5 + 1))
         })
         .collect();

@@ -232,20 +232,19 @@ impl Mapping {
                 )));
             }
         }
-        if let Some((metric, div)) = lipschitz {
-            if let Some(v) = self.worst_violation(metric, div) {
-                if v.excess() > LIPSCHITZ_TOLERANCE {
-                    return Err(FairnessError::Unverified(format!(
-                        "D_{}(μ_{}, μ_{}) = {} exceeds d = {} by {:e}",
-                        div.name(),
-                        v.x,
-                        v.y,
-                        v.divergence,
-                        v.distance,
-                        v.excess()
-                    )));
-                }
-            }
+        if let Some((metric, div)) = lipschitz
+            && let Some(v) = self.worst_violation(metric, div)
+            && v.excess() > LIPSCHITZ_TOLERANCE
+        {
+            return Err(FairnessError::Unverified(format!(
+                "D_{}(μ_{}, μ_{}) = {} exceeds d = {} by {:e}",
+                div.name(),
+                v.x,
+                v.y,
+                v.divergence,
+                v.distance,
+                v.excess()
+            )));
         }
         Ok(())
     }

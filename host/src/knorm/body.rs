@@ -169,10 +169,10 @@ impl Body {
                 break;
             }
             let nonzero: Vec<usize> = (0..self.d).filter(|&i| col[i] != 0.0).collect();
-            if let [i] = nonzero[..] {
-                if col[i].abs() == 1.0 {
-                    units[i] = true;
-                }
+            if let [i] = nonzero[..]
+                && col[i].abs() == 1.0
+            {
+                units[i] = true;
             }
         }
         if in_l1 && units.iter().all(|&u| u) {

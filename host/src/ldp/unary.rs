@@ -338,10 +338,10 @@ mod tests {
         (0..n)
             .map(|_| {
                 let mut p: Vec<u8> = (0..columns.div_ceil(8)).map(|_| next() as u8).collect();
-                if columns % 8 != 0 {
-                    if let Some(last) = p.last_mut() {
-                        *last &= (1u8 << (columns % 8)) - 1;
-                    }
+                if !columns.is_multiple_of(8)
+                    && let Some(last) = p.last_mut()
+                {
+                    *last &= (1u8 << (columns % 8)) - 1;
                 }
                 p
             })

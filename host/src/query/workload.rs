@@ -136,22 +136,22 @@ impl Workload {
 
     /// Every answer `f(x)` on a vector `x` of length N.
     pub fn answers(&self, x: &[f64]) -> Vec<f64> {
-        if self.all_parity {
-            if let Ok(all) = parity_answers(x) {
-                return self
-                    .queries
-                    .iter()
-                    .map(|q| match q {
-                        Query::Parity { mask } => all.get(*mask).copied().unwrap_or(0.0),
-                        other => other.evaluate(x),
-                    })
-                    .collect();
-            }
+        if self.all_parity
+            && let Ok(all) = parity_answers(x)
+        {
+            return self
+                .queries
+                .iter()
+                .map(|q| match q {
+                    Query::Parity { mask } => all.get(*mask).copied().unwrap_or(0.0),
+                    other => other.evaluate(x),
+                })
+                .collect();
         }
-        if let Some(patterns) = &self.patterns {
-            if let Ok(all) = pattern_answers(x, patterns) {
-                return all;
-            }
+        if let Some(patterns) = &self.patterns
+            && let Ok(all) = pattern_answers(x, patterns)
+        {
+            return all;
         }
         let mut tables: HashMap<Vec<(usize, usize)>, Vec<f64>> = HashMap::new();
         self.queries
@@ -188,10 +188,10 @@ impl Workload {
                 })
                 .collect();
         }
-        if let Some(patterns) = &self.patterns {
-            if let Ok(all) = pattern_counts(counts, patterns) {
-                return Some(all);
-            }
+        if let Some(patterns) = &self.patterns
+            && let Ok(all) = pattern_counts(counts, patterns)
+        {
+            return Some(all);
         }
         self.queries.iter().map(|q| q.count(counts)).collect()
     }

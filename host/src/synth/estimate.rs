@@ -115,10 +115,10 @@ pub(crate) fn validate(
     for (i, m) in measurements.iter().enumerate() {
         m.validate(i, Some(sizes))?;
     }
-    if let Some(w) = options.warm_start {
-        if w.sizes() != sizes {
-            return Err(SynthError::WarmStartMismatch);
-        }
+    if let Some(w) = options.warm_start
+        && w.sizes() != sizes
+    {
+        return Err(SynthError::WarmStartMismatch);
     }
     match total {
         Total::Known(n) if n.is_finite() && n > 0.0 => Ok(n),

@@ -48,11 +48,11 @@ impl Projection {
         let mut dims: Vec<usize> = Vec::new();
         let mut strides: Vec<usize> = Vec::new();
         for &(n, s) in raw.iter().rev() {
-            if let (Some(dl), Some(sl)) = (dims.last_mut(), strides.last()) {
-                if s == *sl * *dl {
-                    *dl *= n;
-                    continue;
-                }
+            if let (Some(dl), Some(sl)) = (dims.last_mut(), strides.last())
+                && s == *sl * *dl
+            {
+                *dl *= n;
+                continue;
             }
             dims.push(n);
             strides.push(s);

@@ -188,7 +188,9 @@ pub struct AggregateArgs {
     #[arg(long, value_name = "PATH", num_args = 1..)]
     pub input: Vec<PathBuf>,
     /// Also aggregate the reports a collector accepted (`privq serve --db`), read
-    /// from its SQLite database (feature `serve`).
+    /// from its SQLite database (feature `serve`). Reports carry no identity, so
+    /// nothing is deduplicated across sources: a report both in the database and
+    /// in an `--input` file (an export of the same collector, say) counts twice.
     #[cfg(feature = "serve")]
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,

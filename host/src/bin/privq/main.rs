@@ -370,17 +370,16 @@ impl CliError {
     pub fn is_broken_pipe(&self) -> bool {
         let mut next: Option<&(dyn std::error::Error + 'static)> = Some(self);
         while let Some(e) = next {
-            if let Some(io) = e.downcast_ref::<io::Error>() {
-                if io.kind() == io::ErrorKind::BrokenPipe {
-                    return true;
-                }
+            if let Some(io) = e.downcast_ref::<io::Error>()
+                && io.kind() == io::ErrorKind::BrokenPipe
+            {
+                return true;
             }
-            if let Some(csv) = e.downcast_ref::<csv::Error>() {
-                if let csv::ErrorKind::Io(io) = csv.kind() {
-                    if io.kind() == io::ErrorKind::BrokenPipe {
-                        return true;
-                    }
-                }
+            if let Some(csv) = e.downcast_ref::<csv::Error>()
+                && let csv::ErrorKind::Io(io) = csv.kind()
+                && io.kind() == io::ErrorKind::BrokenPipe
+            {
+                return true;
             }
             next = e.source();
         }

@@ -133,10 +133,10 @@ pub fn aggregate_parquet_ballista(
     let files = query::parquet_files(dir)?;
     // The scheduler's and executor's loops share the runtime with the query.
     let runtime = query::runtime(target_partitions.max(2))?;
-    let batches = runtime.block_on(async {
+    let batches = query::block_on_guarded(&runtime, async {
         let ctx = standalone_session(plan, limits, target_partitions).await?;
         query::register_reports(&ctx, dir).await?;
-        Ok::<_, QueryError>(ctx.sql(&query::total_sql()).await?.collect().await?)
+        Ok(ctx.sql(&query::total_sql()).await?.collect().await?)
     });
     runtime.shutdown_timeout(Duration::from_secs(5));
     query::total_intake(plan, limits, &batches?, files)

@@ -5,8 +5,8 @@
 //! path ([`Intake`](super::intake::Intake) over the same reports).
 //!
 //! * [`table`]: the Parquet schema of a report table (one row per report: the
-//!   report's kind as columns and its encoded bytes), and [`ReportTableWriter`]
-//!   (table::ReportTableWriter), which writes a directory of Parquet partitions
+//!   report's kind as columns and its encoded bytes), and [`ReportTableWriter`](table::ReportTableWriter),
+//!   which writes a directory of Parquet partitions
 //!   atomically.
 //! * [`udaf`]: `privq_aggregate(report)`, a DataFusion user-defined aggregate
 //!   function whose state is a campaign-checked [`Intake`](super::intake::Intake):

@@ -41,6 +41,16 @@ pub enum QueryError {
     State(StateError),
     /// The result has an unexpected shape (not expected).
     Shape(&'static str),
+    /// A `*.parquet` file is not framed as Parquet (checked before the query).
+    NotParquet {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// The query engine panicked (a defect of DataFusion or the Parquet reader
+    /// on this input); nothing was aggregated.
+    Panicked,
     /// Starting the Ballista scheduler or executor failed.
     #[cfg(feature = "ballista")]
     Ballista(ballista_core::error::BallistaError),
@@ -53,6 +63,10 @@ impl std::fmt::Display for QueryError {
             QueryError::DataFusion(e) => write!(f, "query: {e}"),
             QueryError::State(e) => write!(f, "aggregate state: {e}"),
             QueryError::Shape(what) => write!(f, "unexpected query result: {what}"),
+            QueryError::NotParquet { path, why } => {
+                write!(f, "{}: not a Parquet file: {why}", path.display())
+            }
+            QueryError::Panicked => f.write_str("the query engine panicked on this input"),
             #[cfg(feature = "ballista")]
             QueryError::Ballista(e) => write!(f, "ballista: {e}"),
         }
@@ -80,16 +94,59 @@ impl From<std::io::Error> for QueryError {
     }
 }
 
-/// The `*.parquet` files directly in `dir`.
+/// The number of Parquet files of the table `dir`: the files directly in it
+/// whose names end in `.parquet`, the files DataFusion's listing reads. A
+/// subdirectory is an error (DataFusion would skip it, or read it as a Hive
+/// partition when its name holds `=`, so its rows would be aggregated or not
+/// depending on its name). Each file is checked to be framed as Parquet: the
+/// magic `PAR1` at both ends and a footer length that fits the file (a footer
+/// claiming more bytes than the file has can make the Parquet reader panic).
 pub fn parquet_files(dir: &Path) -> Result<u64, QueryError> {
     let mut n = 0;
     for entry in std::fs::read_dir(dir)? {
-        let p = entry?.path();
-        if p.is_file() && p.extension().is_some_and(|e| e == "parquet") {
+        let entry = entry?;
+        let p = entry.path();
+        if p.is_dir() {
+            return Err(QueryError::NotParquet {
+                path: p,
+                why: "a subdirectory in a report table (give the directory of the Parquet files)",
+            });
+        }
+        if entry.file_name().to_string_lossy().ends_with(".parquet") {
+            check_parquet_framing(&p)?;
             n += 1;
         }
     }
     Ok(n)
+}
+
+/// `PAR1` … metadata, metadata length (u32 little-endian), `PAR1`.
+fn check_parquet_framing(path: &Path) -> Result<(), QueryError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let bad = |why: &'static str| QueryError::NotParquet {
+        path: path.to_path_buf(),
+        why,
+    };
+    let mut f = std::fs::File::open(path)?;
+    let len = f.metadata()?.len();
+    if len < 12 {
+        return Err(bad("shorter than the 12 bytes of Parquet framing"));
+    }
+    let mut head = [0u8; 4];
+    f.read_exact(&mut head)?;
+    let mut tail = [0u8; 8];
+    f.seek(SeekFrom::End(-8))?;
+    f.read_exact(&mut tail)?;
+    if &head != b"PAR1" || &tail[4..] != b"PAR1" {
+        return Err(bad(
+            "no PAR1 magic at both ends (not Parquet, or encrypted)",
+        ));
+    }
+    let metadata = u64::from(u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]));
+    if metadata + 12 > len {
+        return Err(bad("its footer claims more metadata than the file holds"));
+    }
+    Ok(())
 }
 
 /// A session with `privq_aggregate` and the table `reports` (the Parquet
@@ -131,6 +188,35 @@ pub(super) fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, QueryEr
         .build()?)
 }
 
+/// Checks the files of `dir` ([`parquet_files`]), then runs `sql` over them on
+/// a runtime of `target_partitions` threads; a panic inside the engine becomes
+/// [`QueryError::Panicked`]. Returns the number of files and the result.
+fn run_sql(
+    dir: &Path,
+    plan: &CampaignPlan,
+    limits: &Limits,
+    target_partitions: usize,
+    sql: &str,
+) -> Result<(u64, Vec<RecordBatch>), QueryError> {
+    let files = parquet_files(dir)?;
+    let rt = runtime(target_partitions)?;
+    let batches = block_on_guarded(&rt, async {
+        let ctx = session(dir, plan, limits, target_partitions).await?;
+        Ok(ctx.sql(sql).await?.collect().await?)
+    })?;
+    Ok((files, batches))
+}
+
+/// Runs `query` on `rt`; a panic inside the engine becomes
+/// [`QueryError::Panicked`].
+pub(super) fn block_on_guarded<T>(
+    rt: &tokio::runtime::Runtime,
+    query: impl std::future::Future<Output = Result<T, QueryError>>,
+) -> Result<T, QueryError> {
+    let run = std::panic::AssertUnwindSafe(|| rt.block_on(query));
+    std::panic::catch_unwind(run).map_err(|_| QueryError::Panicked)?
+}
+
 /// Merges the serialized states in column `col` of `batches` into one intake.
 fn merge_states(
     plan: &CampaignPlan,
@@ -168,11 +254,7 @@ pub fn aggregate_parquet(
     limits: &Limits,
     target_partitions: usize,
 ) -> Result<Intake, QueryError> {
-    let files = parquet_files(dir)?;
-    let batches = runtime(target_partitions)?.block_on(async {
-        let ctx = session(dir, plan, limits, target_partitions).await?;
-        Ok::<_, QueryError>(ctx.sql(&total_sql()).await?.collect().await?)
-    })?;
+    let (files, batches) = run_sql(dir, plan, limits, target_partitions, &total_sql())?;
     total_intake(plan, limits, &batches, files)
 }
 
@@ -203,11 +285,8 @@ pub fn aggregate_parquet_by_kind(
     target_partitions: usize,
 ) -> Result<Vec<(Option<ReportKind>, Intake)>, QueryError> {
     let cols = r#""mechanism", "epsilon_num", "epsilon_den", "param", "query", "g""#;
-    let batches = runtime(target_partitions)?.block_on(async {
-        let ctx = session(dir, plan, limits, target_partitions).await?;
-        let sql = format!(r#"SELECT {cols}, {NAME}("report") FROM reports GROUP BY {cols}"#);
-        Ok::<_, QueryError>(ctx.sql(&sql).await?.collect().await?)
-    })?;
+    let sql = format!(r#"SELECT {cols}, {NAME}("report") FROM reports GROUP BY {cols}"#);
+    let (_, batches) = run_sql(dir, plan, limits, target_partitions, &sql)?;
     let shape = QueryError::Shape("kind columns of unexpected types");
     let mut out = Vec::new();
     for b in &batches {

@@ -190,6 +190,39 @@ pub fn write_file<'r>(
     Ok(rows)
 }
 
+/// Calls `f` once per record batch of the Parquet file at `path` with the
+/// batch's values of the `report` column, read with the plain Parquet reader on
+/// the calling thread (no query engine): the single-threaded baseline
+/// `privq ldp scale` measures DataFusion against. Null values are passed as
+/// empty reports. Returns the number of rows. Check the file's framing first
+/// ([`super::query::parquet_files`]) if it is untrusted.
+pub fn for_each_batch(
+    path: &Path,
+    mut f: impl FnMut(&mut dyn Iterator<Item = &[u8]>),
+) -> Result<u64, TableError> {
+    use arrow::array::{Array, AsArray};
+    use parquet::arrow::ProjectionMask;
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let named = |what: &str| TableError::Parquet(format!("{}: {what}", path.display()));
+    let builder = ParquetRecordBatchReaderBuilder::try_new(File::open(path)?)?;
+    let column = builder
+        .schema()
+        .index_of("report")
+        .map_err(|_| named("no report column"))?;
+    let mask = ProjectionMask::roots(builder.parquet_schema(), [column]);
+    let mut rows = 0u64;
+    for batch in builder.with_projection(mask).build()? {
+        let batch = batch?;
+        let values = batch
+            .column(0)
+            .as_binary_opt::<i32>()
+            .ok_or_else(|| named("report column is not Binary"))?;
+        f(&mut values.iter().map(|v| v.unwrap_or(&[])));
+        rows += values.len() as u64;
+    }
+    Ok(rows)
+}
+
 /// Writes reports as a directory of Parquet partitions, atomically.
 ///
 /// ```

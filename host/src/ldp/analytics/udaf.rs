@@ -51,7 +51,13 @@ pub const NAME: &str = "privq_aggregate";
 /// ```
 pub fn privq_aggregate(plan: CampaignPlan, limits: Limits) -> AggregateUDF {
     AggregateUDF::from(PrivqAggregate {
-        signature: Signature::exact(vec![DataType::Binary], Volatility::Immutable),
+        // Any binary layout: DataFusion reads Parquet BYTE_ARRAY columns as
+        // BinaryView by default, other sources give Binary or LargeBinary.
+        signature: Signature::uniform(
+            1,
+            vec![DataType::Binary, DataType::LargeBinary, DataType::BinaryView],
+            Volatility::Immutable,
+        ),
         plan,
         limits,
     })
