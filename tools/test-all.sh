@@ -2,9 +2,9 @@
 # privq: THE test command. Runs everything and prints a summary:
 #
 #   formatting, clippy (host, host with feature serve, host with feature ballista, which implies
-#   analytics, bare-metal), docs
-#   without warnings, host tests, the collector's tests with feature serve (SIGKILL crash test, load
-#   benchmark), the DataFusion/Parquet tests with features analytics and ballista, the on-target suites in QEMU
+#   analytics, bare-metal), docs without warnings, host tests, the collector's tests with
+#   feature serve (SIGKILL crash test, load benchmark), the DataFusion/Parquet and Ballista
+#   tests with feature ballista, the on-target suites in QEMU
 #   (Cortex-M0 microbit, Cortex-M3 lm3s6965evb, Cortex-M4F mps2-an386), the firmware in
 #   QEMU (M0 + M4F), the device -> host end-to-end test in QEMU (tests/tests/e2e.rs), the
 #   firmware's flash/RAM sizes, and tools/sampler-cost.sh --check.
@@ -320,16 +320,21 @@ expect_serve() {
   grep -E '^serve-crash: |^batches .* reports/s' "$1" | while IFS= read -r line; do note "serve: $line"; done
 }
 
-# Feature `analytics` (Parquet report tables aggregated by DataFusion): its docs and doc
-# tests, and host/tests/ldp_analytics.rs (DataFusion over several partitions equals the
-# in-process intake; the export / aggregate --parquet commands). Feature `ballista` (which
-# implies analytics): host/tests/ldp_ballista.rs (the same query on Ballista in standalone
-# mode equals both; forged codec payloads are errors).
+# Features `analytics` (Parquet report tables aggregated by DataFusion) and `ballista`
+# (which implies analytics), built once: one DataFusion configuration for clippy, docs and
+# tests (`-p privq-host` in all three, so they resolve the same features). Its docs and doc
+# tests, host/tests/ldp_analytics.rs (DataFusion over several partitions equals the
+# in-process intake; the export / aggregate --parquet commands) and host/tests/ldp_ballista.rs
+# (the same query on Ballista in standalone mode equals both; forged codec payloads are
+# errors). The tests compile the dependencies unoptimised and without debug info
+# (DF_TEST_PROFILE): their data are small, and DataFusion at opt-level 2 is the slowest build
+# of the whole run. privq's own crates keep the dev profile.
+DF_TEST_PROFILE=(--config 'profile.dev.package."*".opt-level=0' --config 'profile.dev.package."*".debug=0')
 analytics_tests() {
-  env RUSTDOCFLAGS="-D warnings" cargo doc -p privq-host --no-deps --features analytics || return
-  cargo test -p privq-host --features analytics --no-fail-fast --test ldp_analytics || return
-  cargo test -p privq-host --features analytics --no-fail-fast --doc analytics || return
-  cargo test -p privq-host --features ballista --no-fail-fast --test ldp_ballista || return
+  env RUSTDOCFLAGS="-D warnings" cargo doc -p privq-host --no-deps --features ballista || return
+  cargo test "${DF_TEST_PROFILE[@]}" -p privq-host --features ballista --no-fail-fast \
+    --test ldp_analytics --test ldp_ballista || return
+  cargo test "${DF_TEST_PROFILE[@]}" -p privq-host --features ballista --no-fail-fast --doc analytics || return
 }
 
 sampler_cost() {
@@ -346,7 +351,7 @@ setup
 step fmt - cargo fmt --all --check
 step clippy - cargo clippy --workspace --all-targets -- -D warnings
 step clippy-serve - cargo clippy --workspace --all-targets --features privq-host/serve -- -D warnings
-step clippy-analytics - cargo clippy --workspace --all-targets --features privq-host/ballista -- -D warnings
+step clippy-analytics - cargo clippy -p privq-host --all-targets --features ballista -- -D warnings
 step clippy-bare-metal - bash -c '
   set -e
   for t in thumbv6m-none-eabi thumbv7em-none-eabihf; do

@@ -75,7 +75,11 @@ impl std::fmt::Display for FrameError {
 impl std::error::Error for FrameError {}
 
 /// Splits an in-memory report file into frames. Yields `Ok(report)` per complete
-/// frame and a final `Err(truncated_bytes)` if the file ends inside a frame.
+/// frame and a final `Err(truncated_bytes)` if the file ends inside a frame. A
+/// file header where a frame would start begins a concatenated file: its length
+/// prefix would be `PQ`, and no report starts with the `RS` that follows (a
+/// report starts with its format version, 1). Damaged length prefixes are not
+/// detected: [`Scanner`] resynchronises, knowing the campaign.
 pub fn frames(file: &[u8]) -> Result<Frames<'_>, FrameError> {
     let rest = file.strip_prefix(&MAGIC).ok_or(FrameError::BadFileHeader)?;
     match rest.split_first() {
@@ -102,6 +106,9 @@ impl<'a> Iterator for Frames<'a> {
     type Item = Result<&'a [u8], &'a [u8]>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        while let Some(next) = self.rest.strip_prefix(&FILE_HEADER) {
+            self.rest = next;
+        }
         if self.rest.is_empty() {
             return None;
         }
@@ -355,5 +362,37 @@ impl Scanner {
             }
             None => (Event::Skipped, end),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(reports: &[&[u8]]) -> Vec<u8> {
+        let mut f = Vec::new();
+        write_file_header(&mut f).unwrap();
+        for r in reports {
+            write_frame(&mut f, r).unwrap();
+        }
+        f
+    }
+
+    #[test]
+    fn frames_splits_concatenated_files_and_reports_a_truncated_tail() {
+        let (a, b, c) = ([1u8, 2, 3].as_slice(), [1u8; 20].as_slice(), [].as_slice());
+        let mut all = file(&[a, b]);
+        all.extend(file(&[]));
+        all.extend(file(&[c, a]));
+        all.extend([7, 0, 1, 2]); // a frame of 7 bytes with 2 of them
+        let got: Vec<_> = frames(&all).unwrap().collect();
+        assert_eq!(
+            got,
+            [Ok(a), Ok(b), Ok(c), Ok(a), Err([7u8, 0, 1, 2].as_slice())]
+        );
+        assert!(matches!(
+            frames(b"PQRS\x02"),
+            Err(FrameError::BadFileHeader)
+        ));
     }
 }

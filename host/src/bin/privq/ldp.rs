@@ -133,6 +133,23 @@ pub struct CampaignFlags {
     pub memory_mib: u64,
 }
 
+impl CampaignFlags {
+    /// The campaign file `path`, with the default memory cap.
+    #[cfg(feature = "analytics")]
+    pub(super) fn file(path: &Path) -> CampaignFlags {
+        CampaignFlags {
+            campaign: Some(path.to_path_buf()),
+            mechanism: None,
+            epsilon: None,
+            domain: None,
+            queries: None,
+            bound: None,
+            grid_exponent: None,
+            memory_mib: 256,
+        }
+    }
+}
+
 /// Options shared by `aggregate` and `merge`: what to print and save.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ResultArgs {
@@ -469,7 +486,7 @@ fn campaign_file(path: &Path, campaign: &Campaign) -> Result<AtomicFile, CliErro
 }
 
 /// The validated campaign of `flags`: from the file, or from the flags.
-fn campaign_plan(flags: &CampaignFlags) -> Result<CampaignPlan, CliError> {
+pub(super) fn campaign_plan(flags: &CampaignFlags) -> Result<CampaignPlan, CliError> {
     let limits = Limits::from_mib(flags.memory_mib);
     if let Some(path) = &flags.campaign {
         let text = std::fs::read_to_string(path)

@@ -10,18 +10,19 @@ use privq_core::local::QueryId;
 use privq_host::ldp::analytics::{query, table};
 use privq_host::ldp::campaign::{Campaign, CampaignPlan, Limits};
 use privq_host::ldp::fleet::{Fleet, default_distribution, device_rng};
-use privq_host::ldp::frames;
+use privq_host::ldp::frames::{self, Event, FrameSync, Scanner};
 use privq_host::ldp::intake::{Intake, Outcome};
 use rayon::prelude::*;
 
 use super::CliError;
-use super::ldp::{LdpError, simulation_spec_of};
+use super::ldp::{CampaignFlags, LdpError, campaign_plan, simulation_spec_of};
 
 /// Options of `privq ldp export`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "Examples:
   privq ldp export --input day1.pqr --input day2.pqr --out reports/
   privq ldp export --db collector.db --out reports/ --rows-per-file 1000000
+  cat day*.pqr | privq ldp export --input - --campaign campaign.json --out reports/
   privq ldp aggregate --campaign campaign.json --parquet reports/
 
 The table is a directory of Parquet files part-00000.parquet, … with one row per
@@ -29,8 +30,17 @@ report: the kind columns mechanism (UInt8), epsilon_num, epsilon_den (UInt64), p
 (UInt32), query, g (UInt16), null for a report that does not decode, and report
 (Binary), the encoded bytes. Undecodable reports are kept, so that aggregation counts
 their rejections. The directory is written under a temporary name and renamed into
-place at the end: on failure nothing is left. A report file's truncated final frame
-has no report to export: it is counted on stderr and the exit code is 3.")]
+place at the end: on failure nothing is left.
+
+Report files are split into frames by their length prefixes; a report file header
+where a frame would start begins a concatenated file. A length prefix damaged in
+transit cannot be told from a long foreign report without knowing the campaign:
+with --campaign, the files are read by the resynchronising reader of `ldp aggregate
+--input` (frames of other kinds are still exported, to be counted as rejections),
+and damaged framing is skipped up to the next frame of the campaign. What has no
+report to export (a truncated final frame, a damaged length prefix, skipped bytes,
+a missing file header) is counted on stderr with its byte offset, and the exit code
+is 3.")]
 pub struct ExportArgs {
     /// Report files (`-` for standard input), one report file each.
     #[arg(long, value_name = "PATH", num_args = 1..)]
@@ -44,6 +54,10 @@ pub struct ExportArgs {
     /// Rows per Parquet file.
     #[arg(long, value_name = "N", default_value_t = 1_000_000)]
     pub rows_per_file: u64,
+    /// Read --input files with the resynchronising reader of `ldp aggregate`, which
+    /// knows this campaign's report length and header (see below).
+    #[arg(long, value_name = "FILE")]
+    pub campaign: Option<PathBuf>,
 }
 
 /// The engine that runs a Parquet aggregation (`--engine`).
@@ -138,7 +152,18 @@ pub fn export(
             )?;
         }
     }
-    let mut truncated = 0u64;
+    // The campaign's frame pattern, for the resynchronising reader.
+    let sync = match &args.campaign {
+        Some(path) => {
+            let plan = campaign_plan(&CampaignFlags::file(path))?;
+            let sync = FrameSync::new(plan.report_len(), plan.header()).ok_or_else(|| {
+                CliError::Run(format!("{}: its reports do not fit a frame", path.display()).into())
+            })?;
+            Some(sync)
+        }
+        None => None,
+    };
+    let mut lost = 0u64;
     for input in &args.input {
         let name = input.display().to_string();
         let bytes = if input.as_os_str() == "-" {
@@ -149,18 +174,52 @@ pub fn export(
                 .and_then(|mut f| frames::read_file(&mut f))
         }
         .map_err(|e| CliError::Run(format!("{name}: {e}").into()))?;
-        let frames =
-            frames::frames(&bytes).map_err(|e| CliError::Run(format!("{name}: {e}").into()))?;
-        for f in frames {
-            match f {
-                Ok(report) => out.push(report).map_err(table_err(&args.out))?,
-                Err(tail) => {
-                    truncated += 1;
-                    writeln!(
-                        stderr,
-                        "privq:   {name}: a truncated final frame ({} bytes) was not exported",
-                        tail.len()
-                    )?;
+        let mut push = |r: &[u8]| out.push(r).map_err(table_err(&args.out));
+        let mut report = |offset: usize, what: String| {
+            lost += 1;
+            writeln!(
+                stderr,
+                "privq:   {name}: byte {offset}: {what}, not exported"
+            )
+        };
+        match sync {
+            Some(sync) => {
+                let mut scanner = Scanner::new(sync);
+                let (mut offset, mut skipped) = (0, None::<(usize, usize)>);
+                while let Some((event, used)) = scanner.step(&bytes[offset..], true) {
+                    match event {
+                        Event::FileHeader => {}
+                        Event::Frame(r) => push(r)?,
+                        Event::Skipped => skipped.get_or_insert((offset, 0)).1 += used,
+                        Event::BadFrame(reason) => {
+                            report(offset, format!("{reason} ({used} bytes)"))?
+                        }
+                        Event::MissingFileHeader => {
+                            report(offset, "no report file header here".into())?
+                        }
+                    }
+                    if !matches!(event, Event::Skipped)
+                        && let Some((at, n)) = skipped.take()
+                    {
+                        report(at, format!("{n} bytes skipped to the next frame"))?;
+                    }
+                    offset += used;
+                }
+                if let Some((at, n)) = skipped {
+                    report(at, format!("{n} bytes skipped to the end"))?;
+                }
+            }
+            None => {
+                let frames = frames::frames(&bytes)
+                    .map_err(|e| CliError::Run(format!("{name}: {e}").into()))?;
+                for f in frames {
+                    match f {
+                        Ok(r) => push(r)?,
+                        Err(tail) => report(
+                            bytes.len() - tail.len(),
+                            format!("a truncated final frame ({} bytes)", tail.len()),
+                        )?,
+                    }
                 }
             }
         }
@@ -174,10 +233,17 @@ pub fn export(
          to {} in {files} Parquet file(s)",
         args.out.display()
     )?;
-    if truncated > 0 {
+    if undecodable > 0 && sync.is_none() && !args.input.is_empty() {
         writeln!(
             stderr,
-            "privq: warning: {truncated} truncated final frame(s) not exported (exit code 3)"
+            "privq: note: if a report file's framing was damaged, export with --campaign to \
+             resynchronise as `ldp aggregate --input` does"
+        )?;
+    }
+    if lost > 0 {
+        writeln!(
+            stderr,
+            "privq: warning: {lost} frame(s) or byte run(s) without a report to export (exit code 3)"
         )?;
         return Err(CliError::Outcome(Outcome::Rejected));
     }
@@ -341,7 +407,10 @@ fn measure(
             let intake = engine.aggregate(&args.dir, plan, &Limits::default(), tp)?;
             let took = t.elapsed();
             if !same(&intake, &baseline) {
-                let e = format!("the {} aggregate differs from the in-process one", engine.name());
+                let e = format!(
+                    "the {} aggregate differs from the in-process one",
+                    engine.name()
+                );
                 return Err(CliError::Run(e.into()));
             }
             Ok(took)

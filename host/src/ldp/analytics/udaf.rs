@@ -55,7 +55,11 @@ pub fn privq_aggregate(plan: CampaignPlan, limits: Limits) -> AggregateUDF {
         // BinaryView by default, other sources give Binary or LargeBinary.
         signature: Signature::uniform(
             1,
-            vec![DataType::Binary, DataType::LargeBinary, DataType::BinaryView],
+            vec![
+                DataType::Binary,
+                DataType::LargeBinary,
+                DataType::BinaryView,
+            ],
             Volatility::Immutable,
         ),
         plan,
