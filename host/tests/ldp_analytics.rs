@@ -294,10 +294,10 @@ fn cli_export_of_concatenated_and_damaged_files_resynchronises_with_campaign() {
     let one = std::fs::read(s("r.pqr")).unwrap();
     // Two files back to back: every report of both, with or without the campaign.
     std::fs::write(s("twice.pqr"), [one.as_slice(), &one].concat()).unwrap();
+    let twice = s("twice.pqr");
     for (out, extra) in [("t1", None), ("t2", Some(s("c.json")))] {
-        let mut args = vec!["ldp", "export", "--input", &s("twice.pqr")];
         let out = s(out);
-        args.extend(["--out", &out]);
+        let mut args = vec!["ldp", "export", "--input", &twice, "--out", &out];
         if let Some(c) = &extra {
             args.extend(["--campaign", c]);
         }

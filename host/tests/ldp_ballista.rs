@@ -26,6 +26,14 @@ fn ballista_equals_in_process_and_datafusion_for_mechanisms_and_partitionings() 
     let campaigns = campaigns();
     // OUE over three queries, GRR, and SQ Laplace (sums of grid values).
     let chosen = [&campaigns[0], &campaigns[1], &campaigns[4]];
+    let work_dirs = || -> std::collections::BTreeSet<_> {
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.file_name()))
+            .filter(|n| n.to_string_lossy().starts_with("privq-ballista-"))
+            .collect()
+    };
+    let before = work_dirs();
     for files in [1u64, 3, 7] {
         let table_dir = dir.0.join(format!("t{files}"));
         let rows = (reports.len() as u64).div_ceil(files);
@@ -48,6 +56,8 @@ fn ballista_equals_in_process_and_datafusion_for_mechanisms_and_partitionings() 
             }
         }
     }
+    // The executors' private work directories are gone.
+    assert!(work_dirs().is_subset(&before));
 }
 
 fn dferr_codec(e: &DataFusionError) -> Option<&CodecError> {

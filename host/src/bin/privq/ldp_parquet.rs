@@ -39,8 +39,9 @@ with --campaign, the files are read by the resynchronising reader of `ldp aggreg
 --input` (frames of other kinds are still exported, to be counted as rejections),
 and damaged framing is skipped up to the next frame of the campaign. What has no
 report to export (a truncated final frame, a damaged length prefix, skipped bytes,
-a missing file header) is counted on stderr with its byte offset, and the exit code
-is 3.")]
+a missing file header, an empty input) and, without --campaign, undecodable frames
+(which a damaged length prefix would produce) are reported on stderr, and the exit
+code is 3.")]
 pub struct ExportArgs {
     /// Report files (`-` for standard input), one report file each.
     #[arg(long, value_name = "PATH", num_args = 1..)]
@@ -174,6 +175,7 @@ pub fn export(
                 .and_then(|mut f| frames::read_file(&mut f))
         }
         .map_err(|e| CliError::Run(format!("{name}: {e}").into()))?;
+        let before = out.undecodable();
         let mut push = |r: &[u8]| out.push(r).map_err(table_err(&args.out));
         let mut report = |offset: usize, what: String| {
             lost += 1;
@@ -182,6 +184,9 @@ pub fn export(
                 "privq:   {name}: byte {offset}: {what}, not exported"
             )
         };
+        if bytes.is_empty() {
+            report(0, "an empty input".into())?;
+        }
         match sync {
             Some(sync) => {
                 let mut scanner = Scanner::new(sync);
@@ -221,6 +226,18 @@ pub fn export(
                         )?,
                     }
                 }
+                // Without the campaign a damaged length prefix cannot be told from
+                // a foreign report: an undecodable row may hold reports.
+                let undecodable = out.undecodable() - before;
+                if undecodable > 0 {
+                    lost += 1;
+                    writeln!(
+                        stderr,
+                        "privq:   {name}: {undecodable} undecodable frame(s), exported as such; a \
+                         damaged length prefix would look the same (export with --campaign to \
+                         resynchronise)"
+                    )?;
+                }
             }
         }
     }
@@ -233,17 +250,10 @@ pub fn export(
          to {} in {files} Parquet file(s)",
         args.out.display()
     )?;
-    if undecodable > 0 && sync.is_none() && !args.input.is_empty() {
-        writeln!(
-            stderr,
-            "privq: note: if a report file's framing was damaged, export with --campaign to \
-             resynchronise as `ldp aggregate --input` does"
-        )?;
-    }
     if lost > 0 {
         writeln!(
             stderr,
-            "privq: warning: {lost} frame(s) or byte run(s) without a report to export (exit code 3)"
+            "privq: warning: {lost} problem(s) in the report files: see above (exit code 3)"
         )?;
         return Err(CliError::Outcome(Outcome::Rejected));
     }

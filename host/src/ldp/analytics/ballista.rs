@@ -23,6 +23,19 @@
 //! DataFusion's and Ballista's defaults, and they learn the campaign only
 //! from the plan.
 //!
+//! Who can talk to the cluster: the scheduler and the executor listen on
+//! loopback ports while the call runs, and Ballista 55 authenticates no gRPC
+//! or Flight peer. Another user of the same machine could, during the call,
+//! submit plans of their own to the scheduler (they run with this process's
+//! permissions) or register as an executor and return forged partial states.
+//! What privq checks: every state's campaign and limits, exactly one final
+//! state, and that it counted exactly the rows the Parquet footers declare
+//! (so a lost or duplicated partial state is an error). A forged state with
+//! the right row count is not detected. Use this engine on a machine whose
+//! users you trust (or in its own network namespace); the default engine,
+//! DataFusion in this process, opens no port. The executor's shuffle files go
+//! to a private directory ([`WorkDir`]) removed when the call returns.
+//!
 //! Why the result equals the in-process intake: each partial aggregate is an
 //! [`Intake`] fed the reports of its files, and intakes merge exactly (their
 //! states are counts, and for SQ Laplace sums of dyadic grid values), whatever
@@ -55,13 +68,24 @@
 //! [`codec`]: super::codec
 //! [`query::aggregate_parquet`]: super::query::aggregate_parquet
 
-use std::path::Path;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use arrow_flight::flight_service_server::FlightServiceServer;
 use ballista_core::extension::{SessionConfigExt, SessionStateExt};
+use ballista_core::serde::BallistaCodec;
+use ballista_core::serde::protobuf::ExecutorRegistration;
 use ballista_core::serde::protobuf::scheduler_grpc_client::SchedulerGrpcClient;
-use ballista_core::utils::default_session_builder;
+use ballista_core::serde::scheduler::{
+    ExecutorOperatingSystemSpecification, ExecutorSpecification,
+};
+use ballista_core::utils::{GrpcServerConfig, create_grpc_server, default_session_builder};
+use ballista_core::{BALLISTA_PROTOCOL_VERSION, ConfigProducer, RuntimeProducer};
+use ballista_executor::executor::Executor;
+use ballista_executor::flight_service::BallistaFlightService;
+use ballista_executor::metrics::LoggingMetricsCollector;
 use datafusion::execution::SessionState;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
@@ -87,19 +111,125 @@ fn generic_state(limits: &Limits, target_partitions: usize) -> Result<SessionSta
     Ok(default_session_builder(config)?)
 }
 
-/// Starts a scheduler and an executor (`target_partitions` task slots) in
-/// this runtime, and returns a client session with `privq_aggregate` for
-/// `plan` registered. Only the client knows the campaign.
+/// The executor's work directory (its shuffle files, partial states among
+/// them): created with mode 0700 under a fresh random name, so no other user
+/// can read it or plant it beforehand, and removed when dropped.
+pub struct WorkDir(PathBuf);
+
+impl WorkDir {
+    /// A new private directory in the system's temporary directory.
+    pub fn create() -> std::io::Result<WorkDir> {
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        loop {
+            let mut nonce = [0u8; 8];
+            getrandom::fill(&mut nonce).map_err(std::io::Error::other)?;
+            let name = format!("privq-ballista-{}", u64::from_le_bytes(nonce));
+            let path = std::env::temp_dir().join(name);
+            match builder.create(&path) {
+                Ok(()) => return Ok(WorkDir(path)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Starts an executor of `slots` task slots on this runtime: it polls
+/// `scheduler` for tasks, decodes their plans with `state`'s codecs, writes
+/// its shuffle files into `work_dir` and serves them on a Flight port of
+/// 127.0.0.1. (Ballista's own standalone executor uses a world-readable
+/// temporary directory that it neither creates safely nor removes.)
+async fn start_executor(
+    scheduler: SchedulerGrpcClient<tonic::transport::Channel>,
+    slots: usize,
+    state: &SessionState,
+    work_dir: &Path,
+) -> Result<(), QueryError> {
+    let work_dir = work_dir.to_string_lossy().into_owned();
+    let config = state.config().clone().upgrade_for_ballista();
+    let max_message = config.ballista_grpc_client_max_message_size();
+    let codec: BallistaCodec = BallistaCodec::new(
+        config.ballista_logical_extension_codec(),
+        config.ballista_physical_extension_codec(),
+    );
+    let runtime = state.runtime_env().clone();
+    let config_producer: ConfigProducer = Arc::new(move || config.clone());
+    let runtime_producer: RuntimeProducer = Arc::new(move |_| Ok(runtime.clone()));
+    let incoming =
+        tonic::transport::server::TcpIncoming::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?
+            .with_nodelay(Some(true));
+    let flight = incoming.local_addr()?;
+    let registration = ExecutorRegistration {
+        id: ballista_core::ids::new_instance_id(),
+        host: Some(flight.ip().to_string()),
+        port: u32::from(flight.port()),
+        grpc_port: 0,
+        specification: Some(
+            ExecutorSpecification::default()
+                .with_vcores(slots as u32)
+                .into(),
+        ),
+        os_info: Some(ExecutorOperatingSystemSpecification::default().into()),
+        ballista_protocol_version: BALLISTA_PROTOCOL_VERSION,
+    };
+    let executor = Arc::new(Executor::with_default_execution_engine(
+        registration,
+        &work_dir,
+        runtime_producer,
+        config_producer,
+        Arc::new(state.into()),
+        Arc::new(LoggingMetricsCollector::default()),
+        slots,
+    ));
+    let service = FlightServiceServer::new(BallistaFlightService::new(work_dir))
+        .max_decoding_message_size(max_message)
+        .max_encoding_message_size(max_message);
+    tokio::spawn(
+        create_grpc_server(&GrpcServerConfig::default())
+            .add_service(service)
+            .serve_with_incoming(incoming),
+    );
+    tokio::spawn(ballista_executor::execution_loop::poll_loop(
+        scheduler,
+        executor,
+        codec,
+        None,
+        None,
+        ballista_executor::health::ExecutorHealth::new(),
+    ));
+    Ok(())
+}
+
+/// Starts a scheduler and an executor (`target_partitions` task slots, shuffle
+/// files in `work_dir`) in this runtime, and returns a client session with
+/// `privq_aggregate` for `plan` registered. Only the client knows the
+/// campaign. Both listen on loopback only, and neither authenticates its
+/// peers (Ballista has no authentication): see the module documentation.
 pub async fn standalone_session(
     plan: &CampaignPlan,
     limits: &Limits,
     target_partitions: usize,
+    work_dir: &Path,
 ) -> Result<SessionContext, QueryError> {
     let slots = target_partitions.max(1);
     let generic = generic_state(limits, slots)?;
     let addr =
         ballista_scheduler::standalone::new_standalone_scheduler_from_state(&generic).await?;
-    let url = format!("http://localhost:{}", addr.port());
+    // The address bound, not a name that may resolve to the other address family.
+    let url = format!("http://{addr}");
     let mut tries = 0;
     let scheduler = loop {
         match SchedulerGrpcClient::connect(url.clone()).await {
@@ -114,7 +244,7 @@ pub async fn standalone_session(
             }
         }
     };
-    ballista_executor::new_standalone_executor_from_state(scheduler, slots, &generic).await?;
+    start_executor(scheduler, slots, &generic, work_dir).await?;
     let ctx = SessionContext::new_with_state(generic.upgrade_for_ballista(url)?);
     ctx.register_udaf(privq_aggregate(plan.clone(), *limits));
     Ok(ctx)
@@ -130,14 +260,15 @@ pub fn aggregate_parquet_ballista(
     limits: &Limits,
     target_partitions: usize,
 ) -> Result<Intake, QueryError> {
-    let files = query::parquet_files(dir)?;
+    let table = query::checked_table(dir)?;
+    let work_dir = WorkDir::create()?;
     // The scheduler's and executor's loops share the runtime with the query.
     let runtime = query::runtime(target_partitions.max(2))?;
     let batches = query::block_on_guarded(&runtime, async {
-        let ctx = standalone_session(plan, limits, target_partitions).await?;
+        let ctx = standalone_session(plan, limits, target_partitions, work_dir.path()).await?;
         query::register_reports(&ctx, dir).await?;
         Ok(ctx.sql(&query::total_sql()).await?.collect().await?)
     });
     runtime.shutdown_timeout(Duration::from_secs(5));
-    query::total_intake(plan, limits, &batches?, files)
+    query::total_intake(plan, limits, &batches?, table)
 }

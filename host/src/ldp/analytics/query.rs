@@ -51,6 +51,15 @@ pub enum QueryError {
     /// The query engine panicked (a defect of DataFusion or the Parquet reader
     /// on this input); nothing was aggregated.
     Panicked,
+    /// The aggregate counted another number of rows than the files' footers
+    /// hold: rows were dropped or counted twice on the way (a partial state
+    /// lost or duplicated by the engine, or one forged by a peer).
+    RowCount {
+        /// Rows (reports) in the final state.
+        counted: u64,
+        /// Rows the Parquet footers declare.
+        stored: u64,
+    },
     /// Starting the Ballista scheduler or executor failed.
     #[cfg(feature = "ballista")]
     Ballista(ballista_core::error::BallistaError),
@@ -67,6 +76,11 @@ impl std::fmt::Display for QueryError {
                 write!(f, "{}: not a Parquet file: {why}", path.display())
             }
             QueryError::Panicked => f.write_str("the query engine panicked on this input"),
+            QueryError::RowCount { counted, stored } => write!(
+                f,
+                "the aggregate counted {counted} rows of a table of {stored}: \
+                 rows were lost or counted twice"
+            ),
             #[cfg(feature = "ballista")]
             QueryError::Ballista(e) => write!(f, "ballista: {e}"),
         }
@@ -102,7 +116,12 @@ impl From<std::io::Error> for QueryError {
 /// magic `PAR1` at both ends and a footer length that fits the file (a footer
 /// claiming more bytes than the file has can make the Parquet reader panic).
 pub fn parquet_files(dir: &Path) -> Result<u64, QueryError> {
-    let mut n = 0;
+    Ok(checked_table(dir)?.0)
+}
+
+/// [`parquet_files`], and the rows the files' footers declare.
+pub(super) fn checked_table(dir: &Path) -> Result<(u64, u64), QueryError> {
+    let (mut files, mut rows) = (0, 0u64);
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let p = entry.path();
@@ -114,10 +133,30 @@ pub fn parquet_files(dir: &Path) -> Result<u64, QueryError> {
         }
         if entry.file_name().to_string_lossy().ends_with(".parquet") {
             check_parquet_framing(&p)?;
-            n += 1;
+            rows = rows.saturating_add(footer_rows(&p)?);
+            files += 1;
         }
     }
-    Ok(n)
+    Ok((files, rows))
+}
+
+/// The row count of a Parquet file's footer (parsed by the `parquet` crate,
+/// a panic of which is caught).
+fn footer_rows(path: &Path) -> Result<u64, QueryError> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let bad = |why: &'static str| QueryError::NotParquet {
+        path: path.to_path_buf(),
+        why,
+    };
+    let file = std::fs::File::open(path)?;
+    let read = std::panic::AssertUnwindSafe(|| {
+        SerializedFileReader::new(file).map(|r| r.metadata().file_metadata().num_rows())
+    });
+    match std::panic::catch_unwind(read) {
+        Err(_) => Err(QueryError::Panicked),
+        Ok(Err(_)) => Err(bad("its footer does not parse")),
+        Ok(Ok(n)) => u64::try_from(n).map_err(|_| bad("its footer declares a negative row count")),
+    }
 }
 
 /// `PAR1` … metadata, metadata length (u32 little-endian), `PAR1`.
@@ -190,21 +229,22 @@ pub(super) fn runtime(threads: usize) -> Result<tokio::runtime::Runtime, QueryEr
 
 /// Checks the files of `dir` ([`parquet_files`]), then runs `sql` over them on
 /// a runtime of `target_partitions` threads; a panic inside the engine becomes
-/// [`QueryError::Panicked`]. Returns the number of files and the result.
+/// [`QueryError::Panicked`]. Returns the numbers of files and rows, and the
+/// result.
 fn run_sql(
     dir: &Path,
     plan: &CampaignPlan,
     limits: &Limits,
     target_partitions: usize,
     sql: &str,
-) -> Result<(u64, Vec<RecordBatch>), QueryError> {
-    let files = parquet_files(dir)?;
+) -> Result<((u64, u64), Vec<RecordBatch>), QueryError> {
+    let table = checked_table(dir)?;
     let rt = runtime(target_partitions)?;
     let batches = block_on_guarded(&rt, async {
         let ctx = session(dir, plan, limits, target_partitions).await?;
         Ok(ctx.sql(sql).await?.collect().await?)
     })?;
-    Ok((files, batches))
+    Ok((table, batches))
 }
 
 /// Runs `query` on `rt`; a panic inside the engine becomes
@@ -254,23 +294,27 @@ pub fn aggregate_parquet(
     limits: &Limits,
     target_partitions: usize,
 ) -> Result<Intake, QueryError> {
-    let (files, batches) = run_sql(dir, plan, limits, target_partitions, &total_sql())?;
-    total_intake(plan, limits, &batches, files)
+    let (table, batches) = run_sql(dir, plan, limits, target_partitions, &total_sql())?;
+    total_intake(plan, limits, &batches, table)
 }
 
-/// The intake of the ungrouped query's result `batches` (the merge of every
-/// state in its one column, re-validated against `plan` and `limits`), with
-/// `inputs` set to the number of Parquet files read.
+/// The intake of the ungrouped query's result `batches` (its one state,
+/// re-validated against `plan` and `limits`), with `inputs` set to the number
+/// of Parquet files read; `table` is the files and rows of [`checked_table`],
+/// and the state must have counted every row once.
 pub(super) fn total_intake(
     plan: &CampaignPlan,
     limits: &Limits,
     batches: &[RecordBatch],
-    files: u64,
+    (files, rows): (u64, u64),
 ) -> Result<Intake, QueryError> {
-    let mut total = Intake::new(plan.clone());
-    for part in merge_states(plan, limits, batches, 0)? {
-        total.merge(&part).map_err(QueryError::State)?;
-    }
+    let mut states = merge_states(plan, limits, batches, 0)?;
+    let (Some(total), None) = (states.pop(), states.pop()) else {
+        return Err(QueryError::Shape(
+            "an ungrouped aggregate without exactly one state",
+        ));
+    };
+    check_rows(total.stats().frames, rows)?;
     let mut state = total.to_state();
     state.stats.inputs = files;
     Intake::from_state(state, limits).map_err(QueryError::State)
@@ -286,7 +330,7 @@ pub fn aggregate_parquet_by_kind(
 ) -> Result<Vec<(Option<ReportKind>, Intake)>, QueryError> {
     let cols = r#""mechanism", "epsilon_num", "epsilon_den", "param", "query", "g""#;
     let sql = format!(r#"SELECT {cols}, {NAME}("report") FROM reports GROUP BY {cols}"#);
-    let (_, batches) = run_sql(dir, plan, limits, target_partitions, &sql)?;
+    let ((_, rows), batches) = run_sql(dir, plan, limits, target_partitions, &sql)?;
     let shape = QueryError::Shape("kind columns of unexpected types");
     let mut out = Vec::new();
     for b in &batches {
@@ -322,5 +366,16 @@ pub fn aggregate_parquet_by_kind(
             out.push((kind, intake));
         }
     }
+    let counted = out.iter().map(|(_, i)| i.stats().frames).sum();
+    check_rows(counted, rows)?;
     Ok(out)
+}
+
+/// Every row of the table counted exactly once.
+fn check_rows(counted: u64, stored: u64) -> Result<(), QueryError> {
+    if counted == stored {
+        Ok(())
+    } else {
+        Err(QueryError::RowCount { counted, stored })
+    }
 }

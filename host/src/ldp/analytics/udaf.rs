@@ -130,7 +130,7 @@ fn exec_err(what: &str, e: impl std::fmt::Display) -> DataFusionError {
     DataFusionError::Execution(format!("{NAME}: {what}: {e}"))
 }
 
-/// Calls `f` with the non-null-or-empty byte values of a binary array.
+/// Calls `f` with the byte values of a binary array (a null value as empty).
 fn with_bytes(a: &ArrayRef, f: impl FnOnce(&mut dyn Iterator<Item = &[u8]>)) -> DfResult<()> {
     if let Some(b) = a.as_binary_opt::<i32>() {
         f(&mut b.iter().map(|v| v.unwrap_or(&[])));
@@ -182,7 +182,13 @@ impl Accumulator for IntakeAccumulator {
         let mut result = Ok(());
         let (intake, limits) = (&mut self.intake, &self.limits);
         with_bytes(states, |it| {
-            for s in it.filter(|s| !s.is_empty()) {
+            for s in it {
+                // Every partial aggregate has a state: a missing one (null or
+                // empty) would drop its rows.
+                if s.is_empty() {
+                    result = Err(exec_err("state", "missing (null or empty)"));
+                    return;
+                }
                 result = std::str::from_utf8(s)
                     .map_err(|e| exec_err("state", e))
                     .and_then(|text| {
