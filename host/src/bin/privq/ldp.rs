@@ -221,7 +221,9 @@ pub struct AggregateArgs {
     #[arg(long, value_name = "N", requires = "parquet")]
     pub partitions: Option<usize>,
     /// The engine for --parquet: DataFusion in process, or Apache Ballista in
-    /// standalone mode (feature `ballista`).
+    /// standalone mode (feature `ballista`; its scheduler and executor listen
+    /// on loopback, unauthenticated, while it runs: for machines whose users
+    /// you trust).
     #[cfg(feature = "analytics")]
     #[arg(long, value_enum, default_value = "datafusion", requires = "parquet")]
     pub engine: super::ldp_parquet::Engine,

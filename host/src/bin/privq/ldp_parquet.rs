@@ -68,7 +68,8 @@ pub enum Engine {
     #[default]
     Datafusion,
     /// Apache Ballista in standalone mode: a scheduler and an executor in
-    /// this process, on loopback gRPC (feature `ballista`).
+    /// this process, on loopback gRPC without authentication (feature
+    /// `ballista`).
     Ballista,
 }
 
@@ -262,14 +263,16 @@ pub fn export(
 
 /// Options of `privq ldp scale`.
 #[derive(Debug, Clone, clap::Args)]
-#[command(after_help = "Example:
+#[command(after_help = "Examples:
   privq ldp scale --reports 100000000 --dir /tmp/privq-scale
+  privq ldp scale --reports 100000000 --engine datafusion,ballista --dir /tmp/privq-scale
 
 Simulates a fleet (device i privatizes its item with ChaCha12 seeded by --seed and i),
 writes its reports as Parquet partitions into --dir (created, removed at the end unless
 --keep), aggregates them in process (the plain Parquet reader and privq's Intake on one
-thread: the baseline) and with DataFusion at each --partitions value (one warm-up run, then the fastest
-of --repeat runs), checks that every result equals the in-process one, and prints reports/s.")]
+thread: the baseline) and with each --engine at each --partitions value (one warm-up
+run, then the fastest of --repeat runs), checks that every result equals the in-process
+one, and prints reports/s.")]
 pub struct ScaleArgs {
     /// Number of reports (devices).
     #[arg(long, default_value_t = 10_000_000)]
@@ -286,7 +289,7 @@ pub struct ScaleArgs {
     /// Reports per Parquet file.
     #[arg(long, value_name = "N", default_value_t = 4_000_000)]
     pub rows_per_file: u64,
-    /// DataFusion target partitions to measure.
+    /// Target partitions (and threads) to measure, for each engine.
     #[arg(long, value_name = "N", value_delimiter = ',', default_value = "1,2")]
     pub partitions: Vec<usize>,
     /// Engines to measure at each --partitions value.
