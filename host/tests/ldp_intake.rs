@@ -13,7 +13,9 @@ use privq_host::ldp::campaign::{Campaign, CampaignError, CampaignPlan, Limits};
 use privq_host::ldp::decode::RejectReason;
 use privq_host::ldp::fleet::{Fleet, MechanismSpec, default_distribution};
 use privq_host::ldp::frames;
-use privq_host::ldp::intake::{FILE_HEADER_LEN, Intake, IntakeStats, Issue, Outcome};
+use privq_host::ldp::intake::{
+    FILE_HEADER_LEN, Intake, IntakeStats, Issue, MAX_PROBLEMS, Outcome, Problem, StateError,
+};
 use rand_chacha::ChaCha12Rng;
 use rand_core::{Rng, SeedableRng};
 
@@ -365,6 +367,35 @@ fn saved_states_round_trip_and_merge_like_one_run() {
         .replace("\"query\": 0", "\"query\": 5")
         .replace("\"query\":0", "\"query\":5");
     assert!(Intake::from_json(&tampered, &Limits::default()).is_err());
+    // Counters that disagree with the groups or with each other are refused.
+    let state = second.to_state();
+    let problem = state
+        .stats
+        .problems
+        .first()
+        .cloned()
+        .expect("a damaged input");
+    type Edit = fn(&mut IntakeStats, &Problem);
+    let edits: [(&str, Edit); 4] = [
+        ("accepted", |s, _| s.accepted += 1),
+        ("frames", |s, _| s.frames -= 1),
+        ("rejected", |s, _| s.rejected.record(RejectReason::Version)),
+        ("problems", |s, p| {
+            s.problems = vec![p.clone(); MAX_PROBLEMS + 1]
+        }),
+    ];
+    for (what, edit) in edits {
+        let mut bad = state.clone();
+        edit(&mut bad.stats, &problem);
+        assert!(
+            matches!(
+                Intake::from_state(bad, &Limits::default()),
+                Err(StateError::Stats(_))
+            ),
+            "{what}"
+        );
+    }
+    assert!(Intake::from_state(state, &Limits::default()).is_ok());
 }
 
 /// One random corruption: a byte changed, a truncation, bytes inserted, a range

@@ -226,6 +226,8 @@ pub enum StateError {
     CampaignMismatch,
     /// A group that the campaign does not allow, or with inconsistent counts.
     Group(AggregateError),
+    /// The counters disagree with the groups or with each other.
+    Stats(&'static str),
 }
 
 impl fmt::Display for StateError {
@@ -236,6 +238,7 @@ impl fmt::Display for StateError {
             StateError::Campaign(e) => write!(f, "campaign {}: {e}", e.field()),
             StateError::CampaignMismatch => f.write_str("the states are of different campaigns"),
             StateError::Group(e) => write!(f, "a group does not fit the campaign: {e}"),
+            StateError::Stats(what) => write!(f, "inconsistent counters: {what}"),
         }
     }
 }
@@ -283,6 +286,30 @@ pub struct GroupEstimates {
     pub mean: Option<MeanEstimate>,
     /// Some value is not finite (printed as `undefined`, never as a number).
     pub undefined: bool,
+}
+
+/// The invariants every intake keeps between its counters and its groups
+/// (a saved state comes from outside: from a file, or from another process
+/// through a query engine).
+fn check_stats(stats: &IntakeStats, intake: &Intake) -> Result<(), StateError> {
+    let reports = intake
+        .groups()
+        .try_fold(0u64, |n, g| n.checked_add(g.n()))
+        .ok_or(StateError::Stats("the groups' reports overflow"))?;
+    if stats.accepted != reports {
+        return Err(StateError::Stats(
+            "accepted is not the groups' number of reports",
+        ));
+    }
+    if stats.accepted.checked_add(stats.rejected.total()) != Some(stats.frames) {
+        return Err(StateError::Stats("frames is not accepted plus rejected"));
+    }
+    if stats.problems.len() > MAX_PROBLEMS {
+        return Err(StateError::Stats(
+            "more problems listed than an intake keeps",
+        ));
+    }
+    Ok(())
 }
 
 /// Campaign-checked aggregation of report inputs.
@@ -561,11 +588,15 @@ impl Intake {
                 }
             }
         }
+        check_stats(&state.stats, &intake)?;
         intake.stats = state.stats;
         Ok(intake)
     }
 
     /// Reads a saved state from JSON (see [`from_state`](Intake::from_state)).
+    /// The counters must agree with the groups: `accepted` is the groups'
+    /// reports, every frame is accepted or rejected, and at most
+    /// [`MAX_PROBLEMS`] problems are listed.
     pub fn from_json(text: &str, limits: &Limits) -> Result<Intake, StateError> {
         let state: IntakeState = serde_json::from_str(text).map_err(StateError::Json)?;
         Intake::from_state(state, limits)
