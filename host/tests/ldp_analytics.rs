@@ -181,6 +181,14 @@ fn foreign_and_damaged_tables_are_errors_or_counted_never_panics() {
     drop(w);
     assert!(!t3.exists());
     assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 4);
+
+    // A directory whose name is a glob pattern is read as a directory: its
+    // reports, not those of the sibling the pattern would match.
+    let (globbed, sibling) = (dir.0.join("t[1]*"), dir.0.join("t1x"));
+    write_table(&globbed, &good, 100);
+    write_table(&sibling, &simulated("grr", 16, 0, 30, 2), 100);
+    let got = query::aggregate_parquet(&globbed, &plan, &Limits::default(), 1).unwrap();
+    assert_eq!(got.stats().frames, good.len() as u64);
 }
 
 fn privq(args: &[&str]) -> Output {

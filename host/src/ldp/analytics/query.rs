@@ -203,14 +203,17 @@ pub async fn session(
     Ok(ctx)
 }
 
-/// Registers the Parquet files of `dir` as the table `reports` of `ctx`.
+/// Registers the Parquet files of `dir` as the table `reports` of `ctx`. The
+/// directory is given as a `file://` URL: DataFusion reads a plain path as a
+/// glob pattern, so a directory named `reports[1]` or `*` would list other
+/// files.
 pub(super) async fn register_reports(ctx: &SessionContext, dir: &Path) -> Result<(), QueryError> {
     let dir = std::path::absolute(dir)?;
-    let mut url = dir.to_string_lossy().into_owned();
-    if !url.ends_with('/') {
-        url.push('/');
-    }
-    ctx.register_parquet("reports", &url, ParquetReadOptions::default())
+    let url = url::Url::from_directory_path(&dir).map_err(|()| {
+        let e = format!("{}: not a path a file URL can name", dir.display());
+        QueryError::Io(std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
+    })?;
+    ctx.register_parquet("reports", url.as_str(), ParquetReadOptions::default())
         .await?;
     Ok(())
 }
