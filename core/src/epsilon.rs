@@ -233,15 +233,25 @@ pub(crate) fn parse_decimal(s: &str) -> Result<(u64, u64)> {
             .and_then(|n| n.checked_add(u64::from(d - b'0')))
             .ok_or(Error::Overflow)?;
     }
-    let mut scale: i32 = exp - frac_part.len() as i32;
-    let mut den: u64 = 1;
-    while scale < 0 {
-        den = den.checked_mul(10).ok_or(Error::Overflow)?;
-        scale += 1;
+    if num == 0 {
+        // Zero at any exponent (an exponent near i32::MIN or MAX must neither
+        // overflow the scale nor loop 2^31 times).
+        return Ok((0, 1));
     }
-    while scale > 0 {
+    let frac_len = i64::try_from(frac_part.len()).map_err(|_| Error::Overflow)?;
+    let scale = i64::from(exp)
+        .checked_sub(frac_len)
+        .ok_or(Error::Overflow)?;
+    // 10^20 exceeds u64: a larger shift overflows num (≥ 1) or den.
+    if scale.unsigned_abs() >= 20 {
+        return Err(Error::Overflow);
+    }
+    let mut den: u64 = 1;
+    for _ in scale..0 {
+        den = den.checked_mul(10).ok_or(Error::Overflow)?;
+    }
+    for _ in 0..scale {
         num = num.checked_mul(10).ok_or(Error::Overflow)?;
-        scale -= 1;
     }
     Ok((num, den))
 }
@@ -280,6 +290,23 @@ impl FromStr for Epsilon {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn extreme_exponents_are_errors_not_overflows() {
+        assert_eq!(parse_decimal("0.5e-2147483648"), Err(Error::Overflow));
+        assert_eq!(parse_decimal("1e2147483647"), Err(Error::Overflow));
+        assert_eq!(parse_decimal("0.0e-2147483648"), Ok((0, 1)));
+        assert_eq!(parse_decimal("0e2147483647"), Ok((0, 1)));
+        assert_eq!(parse_decimal("25e-1"), Ok((25, 10)));
+        assert_eq!(parse_decimal("1.5e3"), Ok((1500, 1)));
+        assert_eq!(parse_decimal("1e19"), Ok((10_000_000_000_000_000_000, 1)));
+        assert_eq!(parse_decimal("1e-19"), Ok((1, 10_000_000_000_000_000_000)));
+        assert_eq!(parse_decimal("1e20"), Err(Error::Overflow));
+        assert_eq!(
+            "0.0e-2147483648".parse::<Epsilon>(),
+            Err(Error::EpsilonZero)
+        );
+    }
 
     #[test]
     fn reduces_and_orders() {
