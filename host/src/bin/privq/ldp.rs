@@ -529,6 +529,10 @@ fn check_result_args(args: &ResultArgs) -> Result<PostProcess, CliError> {
     Ok(args.post.parse().map_err(LdpError::Post)?)
 }
 
+/// Stored reports classified at a time by `ldp aggregate --db`.
+#[cfg(feature = "serve")]
+const DB_CHUNK: usize = 4096;
+
 fn aggregate(
     args: &AggregateArgs,
     stdin: &mut dyn BufRead,
@@ -551,26 +555,27 @@ fn aggregate(
     let mut intake = Intake::new(campaign_plan(&args.campaign)?);
     #[cfg(feature = "serve")]
     if let Some(db) = &args.db {
-        // The stored reports the collector counts (one per device and kind), framed
-        // as one report file (docs/report-format.md).
+        // The stored reports the collector counts (one per device and kind), each
+        // classified on its own, as the collector and the Parquet path count them:
+        // never re-framed and re-scanned, where a long report of another kind could
+        // carry frames of this campaign past the one-report-per-kind rule.
         if !db.is_file() {
             let missing = io::Error::new(io::ErrorKind::NotFound, "no such database file");
             return Err(LdpError::Read(db.display().to_string(), missing).into());
         }
-        let mut file = Vec::new();
-        frames::write_file_header(&mut file)?;
         let store = privq_host::collector::store::Store::open(db)
             .map_err(|e| CliError::Run(format!("{}: {e}", db.display()).into()))?;
-        let mut written = Ok(());
+        let mut chunk: Vec<Vec<u8>> = Vec::new();
         store
             .for_each_admitted_report(|r| {
-                if written.is_ok() {
-                    written = frames::write_frame(&mut file, &r.report);
+                chunk.push(r.report);
+                if chunk.len() == DB_CHUNK {
+                    intake.ingest_reports(chunk.iter().map(Vec::as_slice));
+                    chunk.clear();
                 }
             })
             .map_err(|e| CliError::Run(format!("{}: {e}", db.display()).into()))?;
-        written?;
-        intake.ingest_slice(&db.display().to_string(), &file);
+        intake.ingest_reports(chunk.iter().map(Vec::as_slice));
     }
     #[cfg(feature = "analytics")]
     if let Some(dir) = &args.parquet {
