@@ -75,7 +75,13 @@ pub enum BatchError {
         /// Byte offset of the incomplete entry.
         offset: usize,
     },
+    /// The body holds more than [`MAX_BATCH_FRAMES`] entries (its answer, a
+    /// status per frame, would be many times larger than the body).
+    TooManyFrames,
 }
+
+/// The most frames one batch may hold.
+pub const MAX_BATCH_FRAMES: usize = 1024;
 
 impl fmt::Display for BatchError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -83,6 +89,9 @@ impl fmt::Display for BatchError {
             BatchError::Empty => f.write_str("the batch holds no frame"),
             BatchError::Truncated { offset } => {
                 write!(f, "the batch ends inside the entry at byte {offset}")
+            }
+            BatchError::TooManyFrames => {
+                write!(f, "the batch holds more than {MAX_BATCH_FRAMES} frames")
             }
         }
     }
@@ -102,6 +111,9 @@ pub fn split_batch(body: &[u8]) -> Result<Vec<&[u8]>, BatchError> {
         };
         let n = usize::from(u16::from_le_bytes([lo, hi]));
         let frame = rest.get(2..2 + n).ok_or(BatchError::Truncated { offset })?;
+        if frames.len() == MAX_BATCH_FRAMES {
+            return Err(BatchError::TooManyFrames);
+        }
         frames.push(frame);
         rest = rest.get(2 + n..).unwrap_or_default();
         offset += 2 + n;
@@ -489,12 +501,19 @@ async fn get_estimates(
     if !(confidence > 0.0 && confidence < 1.0) {
         return error(StatusCode::BAD_REQUEST, "confidence must be in (0, 1)");
     }
-    let est = c
-        .aggregates
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .estimates(confidence);
-    json_response(StatusCode::OK, &est)
+    // Estimates take time in the number of groups and their domains: off the
+    // async workers, so a slow one holds a blocking thread, not the server.
+    let est = tokio::task::spawn_blocking(move || {
+        c.aggregates
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .estimates(confidence)
+    })
+    .await;
+    match est {
+        Ok(est) => json_response(StatusCode::OK, &est),
+        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "estimates failed"),
+    }
 }
 
 async fn not_found() -> Response {
@@ -795,6 +814,12 @@ mod tests {
         assert_eq!(split_batch(&body).unwrap(), vec![&b"abc"[..], &b""[..]]);
         assert_eq!(split_batch(&[]), Err(BatchError::Empty));
         assert_eq!(split_batch(&[5]), Err(BatchError::Truncated { offset: 0 }));
+        // Empty entries are two bytes each: a body of many of them would be
+        // answered with a status each, so their number is bounded.
+        let zeros = vec![0u8; 2 * MAX_BATCH_FRAMES];
+        assert_eq!(split_batch(&zeros).unwrap().len(), MAX_BATCH_FRAMES);
+        let zeros = vec![0u8; 2 * MAX_BATCH_FRAMES + 2];
+        assert_eq!(split_batch(&zeros), Err(BatchError::TooManyFrames));
         assert_eq!(
             split_batch(&body[..body.len() - 1]),
             Err(BatchError::Truncated { offset: 5 })

@@ -742,9 +742,12 @@ impl Store {
                 }
             };
             let Some(state) = state else {
-                // Verify under a dummy key anyway, so an unknown id costs the same
-                // work as a bad tag (the client sees `unauthenticated` for both).
-                let _ = verify_frame(bytes, |_| Some(DeviceKey::new([0; KEY_LEN])));
+                // Verify under a secret dummy key anyway, so an unknown id costs the
+                // same work as a bad tag (the client sees `unauthenticated` for both).
+                // The key is random per process: with a fixed one, a client could tag
+                // frames that verify for unknown ids only, whose report decoding would
+                // then tell provisioned ids apart by time.
+                let _ = verify_frame(bytes, |_| Some(unknown_device_key().clone()));
                 statuses.push(FrameStatus::Rejected(Rejection::Frame(
                     FrameReject::UnknownDevice,
                 )));
@@ -981,6 +984,18 @@ fn charge(
         Some(t) => Ok((t, new, kinds)),
         // A verified frame holds at least one report.
         None => Err(Rejection::Frame(FrameReject::Count)),
+    })
+}
+
+/// The key frames of unprovisioned ids are verified under: random per process
+/// (all zeros only if the system has no random source, which costs the timing
+/// protection and nothing else).
+fn unknown_device_key() -> &'static DeviceKey {
+    static KEY: std::sync::OnceLock<DeviceKey> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        let mut k = [0u8; KEY_LEN];
+        let _ = getrandom::fill(&mut k);
+        DeviceKey::new(k)
     })
 }
 
