@@ -12,8 +12,8 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, BinaryBuilder, UInt8Builder};
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::array::{ArrayRef, BinaryBuilder, StructArray, UInt8Array, UInt8Builder};
+use arrow::datatypes::{DataType, Field, Fields, Schema};
 use arrow::record_batch::RecordBatch;
 use common::{Dir, assert_same, campaigns, eps, mixed_reports, plan, simulated, write_table};
 use parquet::arrow::ArrowWriter;
@@ -142,6 +142,29 @@ fn foreign_and_damaged_tables_are_errors_or_counted_never_panics() {
     );
     assert!(query::aggregate_parquet(&t, &plan, &Limits::default(), 2).is_err());
 
+    // A nested column: refused by the footer check before any Parquet reader
+    // parses the footer (report tables are flat).
+    let t = dir.0.join("nested");
+    std::fs::create_dir(&t).unwrap();
+    let inner = Fields::from(vec![Field::new("a", DataType::UInt8, false)]);
+    let column: ArrayRef = Arc::new(StructArray::new(
+        inner.clone(),
+        vec![Arc::new(UInt8Array::from(vec![1u8])) as ArrayRef],
+        None,
+    ));
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "s",
+        DataType::Struct(inner),
+        false,
+    )]));
+    write_batch(
+        &t.join("x.parquet"),
+        RecordBatch::try_new(schema, vec![column]).unwrap(),
+    );
+    let e = query::aggregate_parquet(&t, &plan, &Limits::default(), 1).unwrap_err();
+    assert!(matches!(e, query::QueryError::Footer { .. }), "{e}");
+    assert!(e.to_string().contains("nested schema"), "{e}");
+
     // Not Parquet at all, and a truncated Parquet file: errors.
     let t = dir.0.join("junk");
     std::fs::create_dir(&t).unwrap();
@@ -180,7 +203,7 @@ fn foreign_and_damaged_tables_are_errors_or_counted_never_panics() {
     }
     drop(w);
     assert!(!t3.exists());
-    assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 4);
+    assert_eq!(std::fs::read_dir(&dir.0).unwrap().count(), 5);
 
     // A directory whose name is a glob pattern is read as a directory: its
     // reports, not those of the sibling the pattern would match.

@@ -44,6 +44,7 @@ pub mod fleet;
 pub mod frames;
 pub mod intake;
 pub mod output;
+pub mod parquet_footer;
 pub mod postprocess;
 pub mod sq;
 pub mod unary;

@@ -103,7 +103,7 @@ const CONNECT_WAIT: Duration = Duration::from_millis(50);
 /// no `privq_aggregate`) whose Ballista codecs are [`PrivqCodec`]s.
 fn generic_state(limits: &Limits, target_partitions: usize) -> Result<SessionState, QueryError> {
     let codec = Arc::new(PrivqCodec::new(*limits));
-    let config = SessionConfig::new_with_ballista()
+    let config = query::trusted_reads_only(SessionConfig::new_with_ballista())
         .with_target_partitions(target_partitions)
         .with_ballista_standalone_parallelism(target_partitions)
         .with_ballista_logical_extension_codec(codec.clone())

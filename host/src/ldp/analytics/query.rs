@@ -26,6 +26,7 @@ use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 use super::super::aggregate::ReportKind;
 use super::super::campaign::{CampaignPlan, Limits};
 use super::super::intake::{Intake, StateError};
+use super::super::parquet_footer::{FooterError, FooterSummary, MAX_FOOTER, check_footer};
 use super::udaf::{NAME, privq_aggregate};
 
 /// Errors of a Parquet aggregation.
@@ -47,6 +48,14 @@ pub enum QueryError {
         path: std::path::PathBuf,
         /// What is wrong with it.
         why: &'static str,
+    },
+    /// A `*.parquet` file's footer is not of the shape of privq's report tables
+    /// (checked before any Parquet reader parses it).
+    Footer {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with its footer.
+        error: FooterError,
     },
     /// The query engine panicked (a defect of DataFusion or the Parquet reader
     /// on this input); nothing was aggregated.
@@ -75,6 +84,11 @@ impl std::fmt::Display for QueryError {
             QueryError::NotParquet { path, why } => {
                 write!(f, "{}: not a Parquet file: {why}", path.display())
             }
+            QueryError::Footer { path, error } => write!(
+                f,
+                "{}: refused before reading: {error} (not a privq report table)",
+                path.display()
+            ),
             QueryError::Panicked => f.write_str("the query engine panicked on this input"),
             QueryError::RowCount { counted, stored } => write!(
                 f,
@@ -112,9 +126,11 @@ impl From<std::io::Error> for QueryError {
 /// whose names end in `.parquet`, the files DataFusion's listing reads. A
 /// subdirectory is an error (DataFusion would skip it, or read it as a Hive
 /// partition when its name holds `=`, so its rows would be aggregated or not
-/// depending on its name). Each file is checked to be framed as Parquet: the
-/// magic `PAR1` at both ends and a footer length that fits the file (a footer
-/// claiming more bytes than the file has can make the Parquet reader panic).
+/// depending on its name). Each file is checked before any Parquet reader sees
+/// it: the magic `PAR1` at both ends, a footer length that fits the file, and a
+/// footer of the shape of privq's tables ([`check_footer`]: bounded lists and
+/// nesting, a flat schema, uncompressed column chunks in the file itself), so
+/// that a crafted footer cannot make the reader abort the process.
 pub fn parquet_files(dir: &Path) -> Result<u64, QueryError> {
     Ok(checked_table(dir)?.0)
 }
@@ -132,35 +148,16 @@ pub(super) fn checked_table(dir: &Path) -> Result<(u64, u64), QueryError> {
             });
         }
         if entry.file_name().to_string_lossy().ends_with(".parquet") {
-            check_parquet_framing(&p)?;
-            rows = rows.saturating_add(footer_rows(&p)?);
+            rows = rows.saturating_add(checked_file(&p)?.rows);
             files += 1;
         }
     }
     Ok((files, rows))
 }
 
-/// The row count of a Parquet file's footer (parsed by the `parquet` crate,
-/// a panic of which is caught).
-fn footer_rows(path: &Path) -> Result<u64, QueryError> {
-    use parquet::file::reader::{FileReader, SerializedFileReader};
-    let bad = |why: &'static str| QueryError::NotParquet {
-        path: path.to_path_buf(),
-        why,
-    };
-    let file = std::fs::File::open(path)?;
-    let read = std::panic::AssertUnwindSafe(|| {
-        SerializedFileReader::new(file).map(|r| r.metadata().file_metadata().num_rows())
-    });
-    match std::panic::catch_unwind(read) {
-        Err(_) => Err(QueryError::Panicked),
-        Ok(Err(_)) => Err(bad("its footer does not parse")),
-        Ok(Ok(n)) => u64::try_from(n).map_err(|_| bad("its footer declares a negative row count")),
-    }
-}
-
-/// `PAR1` … metadata, metadata length (u32 little-endian), `PAR1`.
-fn check_parquet_framing(path: &Path) -> Result<(), QueryError> {
+/// `PAR1` … metadata, metadata length (u32 little-endian), `PAR1`; the
+/// metadata checked by [`check_footer`].
+fn checked_file(path: &Path) -> Result<FooterSummary, QueryError> {
     use std::io::{Read, Seek, SeekFrom};
     let bad = |why: &'static str| QueryError::NotParquet {
         path: path.to_path_buf(),
@@ -185,7 +182,22 @@ fn check_parquet_framing(path: &Path) -> Result<(), QueryError> {
     if metadata + 12 > len {
         return Err(bad("its footer claims more metadata than the file holds"));
     }
-    Ok(())
+    let footer_error = |error| QueryError::Footer {
+        path: path.to_path_buf(),
+        error,
+    };
+    let size = usize::try_from(metadata)
+        .ok()
+        .filter(|&n| n <= MAX_FOOTER)
+        .ok_or_else(|| {
+            footer_error(FooterError::TooLong {
+                len: metadata as usize,
+            })
+        })?;
+    let mut footer = vec![0u8; size];
+    f.seek(SeekFrom::End(-8 - metadata as i64))?;
+    f.read_exact(&mut footer)?;
+    check_footer(&footer).map_err(footer_error)
 }
 
 /// A session with `privq_aggregate` and the table `reports` (the Parquet
@@ -196,11 +208,25 @@ pub async fn session(
     limits: &Limits,
     target_partitions: usize,
 ) -> Result<SessionContext, QueryError> {
-    let config = SessionConfig::new().with_target_partitions(target_partitions.max(1));
+    let config =
+        trusted_reads_only(SessionConfig::new().with_target_partitions(target_partitions.max(1)));
     let ctx = SessionContext::new_with_config(config);
     ctx.register_udaf(privq_aggregate(plan.clone(), *limits));
     register_reports(&ctx, dir).await?;
     Ok(ctx)
+}
+
+/// `config` reading from a Parquet file only what [`parquet_files`] checked
+/// (the footer) and the pages it locates: no page index, bloom filter or
+/// embedded Arrow schema, which live elsewhere in the file and would be parsed
+/// unchecked (the aggregation scans every row and needs none of them).
+pub(super) fn trusted_reads_only(mut config: SessionConfig) -> SessionConfig {
+    let parquet = &mut config.options_mut().execution.parquet;
+    parquet.enable_page_index = false;
+    parquet.bloom_filter_on_read = false;
+    parquet.skip_metadata = true;
+    parquet.pushdown_filters = false;
+    config
 }
 
 /// Registers the Parquet files of `dir` as the table `reports` of `ctx`. The
