@@ -502,3 +502,96 @@ fn provision_keeps_keys_off_the_command_line_and_rotates_explicitly() {
     assert_eq!((d.device, d.generation), (1, 1));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `privq ldp aggregate --db` classifies each stored report on its own. A device's
+/// long report of another kind whose payload holds reports of the campaign, framed
+/// as in a report file, adds nothing to the campaign's group (re-framing the stored
+/// reports and scanning them would resynchronise into that payload and count the
+/// hidden reports past the one-report-per-kind rule).
+#[test]
+fn aggregate_db_counts_stored_reports_not_frames_hidden_in_them() {
+    use privq_core::Epsilon;
+    use privq_host::collector::store::Policy;
+    use privq_host::ldp::fleet::{Fleet, MechanismSpec};
+    let dir = std::env::temp_dir().join(format!("privq-serve-db-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let eps = Epsilon::new(1, 1).unwrap();
+    let grr = MechanismSpec::parse("grr", eps, 16).unwrap();
+    let honest: Vec<Vec<u8>> = Fleet::from_weights(&[1.0; 16], 40)
+        .unwrap()
+        .privatize(&grr, 3)
+        .unwrap()
+        .iter()
+        .map(<[u8]>::to_vec)
+        .collect();
+    let oue = MechanismSpec::parse("oue", eps, 4096).unwrap();
+    let mut carrier = Fleet::from_weights(&[1.0; 4096], 1)
+        .unwrap()
+        .privatize(&oue, 4)
+        .unwrap()
+        .iter()
+        .next()
+        .unwrap()
+        .to_vec();
+    // The carrier's payload (its last 512 bytes, one bit per item): GRR reports
+    // framed as in a report file, behind a file header.
+    let mut hidden = Vec::new();
+    frames::write_file_header(&mut hidden).unwrap();
+    for r in honest.iter().cycle() {
+        if hidden.len() + 2 + r.len() > 512 {
+            break;
+        }
+        frames::write_frame(&mut hidden, r).unwrap();
+    }
+    let start = carrier.len() - 512;
+    carrier[start..start + hidden.len()].copy_from_slice(&hidden);
+
+    let db = dir.join("c.db");
+    let key = DeviceKey::new([9; 32]);
+    let mut store = Store::open(&db).unwrap();
+    let mut sent = Vec::new();
+    for (device, r) in honest.iter().chain([&carrier]).enumerate() {
+        store
+            .provision(device as u64, &key, Epsilon::new(100, 1).unwrap())
+            .unwrap();
+        let mut buf = vec![0u8; 1024];
+        let mut w = FrameWriter::new(&mut buf, device as u64, 1, 0).unwrap();
+        w.push(r).unwrap();
+        let n = w.finish(&key).unwrap();
+        buf.truncate(n);
+        sent.push(buf);
+    }
+    let refs: Vec<&[u8]> = sent.iter().map(Vec::as_slice).collect();
+    let (statuses, _) = store
+        .submit(&refs, &Policy::default(), &Default::default())
+        .unwrap();
+    assert!(statuses.iter().all(|s| s.acknowledged()), "{statuses:?}");
+    drop(store);
+
+    let file = dir.join("honest.pqr");
+    let mut bytes = Vec::new();
+    frames::write_file_header(&mut bytes).unwrap();
+    for r in &honest {
+        frames::write_frame(&mut bytes, r).unwrap();
+    }
+    std::fs::write(&file, &bytes).unwrap();
+    let campaign = [
+        "--mechanism",
+        "grr",
+        "--epsilon",
+        "1",
+        "--domain",
+        "16",
+        "--queries",
+        "0",
+    ];
+    let from_db = ldp_aggregate(&campaign, &["--db", db.to_str().unwrap()]);
+    let from_file = ldp_aggregate(&campaign, &["--input", file.to_str().unwrap()]);
+    // Exit 3 from the database: the carrier is rejected as not of this campaign.
+    assert_eq!(from_db.0, Some(3));
+    assert_eq!(from_file.0, Some(0));
+    assert_eq!(from_db.1, from_file.1);
+    assert!(from_db.1.as_array().is_some_and(|g| g.len() == 1));
+    let _ = std::fs::remove_dir_all(&dir);
+}
