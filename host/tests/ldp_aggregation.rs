@@ -412,3 +412,34 @@ fn sq_oracle_answers_fall_within_tau() {
         SqError::TooManyQueries
     );
 }
+
+/// A state whose counts could not come from its `n` reports (edited, or forged
+/// by a peer) is refused at merge, for one-hot, unary and OLH kinds alike.
+#[test]
+fn merge_refuses_counts_that_no_reports_give() {
+    use privq_host::ldp::aggregate::AggregateError;
+    for (name, d) in [("grr", 8u32), ("rr", 2), ("oue", 8), ("olh", 8), ("hr", 8)] {
+        let spec = MechanismSpec::parse(name, Epsilon::new(1, 1).unwrap(), d).unwrap();
+        let reports = Fleet::from_weights(&vec![1.0; d as usize], 50)
+            .unwrap()
+            .privatize(&spec, 5)
+            .unwrap();
+        let mut agg = Aggregator::new(reports.kind()).unwrap();
+        for r in reports.iter() {
+            agg.ingest_bytes(r).unwrap();
+        }
+        let mut fresh = Aggregator::new(reports.kind()).unwrap();
+        fresh.merge(&agg).unwrap();
+        // One more count than reports in the first slot: a one-hot total of n + 1,
+        // or (after raising it to n) a unary / OLH count above n.
+        let mut v = serde_json::to_value(&agg).unwrap();
+        let n = v["n"].as_u64().unwrap();
+        v["counts"][0] = serde_json::json!(n + 1);
+        let forged: Aggregator = serde_json::from_value(v).unwrap();
+        assert_eq!(
+            fresh.merge(&forged),
+            Err(AggregateError::Inconsistent),
+            "{name}"
+        );
+    }
+}

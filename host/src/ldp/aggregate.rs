@@ -207,6 +207,10 @@ pub enum AggregateError {
     /// A state's SQ-Laplace sums are not those of clipped values (a state saved
     /// before values were clipped, or edited): refused rather than merged.
     Unclipped,
+    /// A state's counts could not come from `n` reports (counts of a one-hot
+    /// mechanism that do not sum to `n`, a unary or OLH count above `n`, counts
+    /// of an SQ-Laplace state): refused rather than merged.
+    Inconsistent,
 }
 
 impl fmt::Display for AggregateError {
@@ -216,6 +220,9 @@ impl fmt::Display for AggregateError {
             AggregateError::Empty => "no reports have been aggregated",
             AggregateError::WrongEstimate => "this mechanism does not estimate that quantity",
             AggregateError::InvalidKind => "invalid report kind",
+            AggregateError::Inconsistent => {
+                "the counts could not come from n reports (a damaged or edited state)"
+            }
             AggregateError::Unclipped => {
                 "the SQ-Laplace sums exceed those of n clipped values (a state saved before \
                  clipping, or edited)"
@@ -394,6 +401,9 @@ impl Aggregator {
         if !other.sums_are_clipped() {
             return Err(AggregateError::Unclipped);
         }
+        if !other.counts_are_consistent() {
+            return Err(AggregateError::Inconsistent);
+        }
         self.n = self.n.saturating_add(other.n);
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             *a = a.saturating_add(*b);
@@ -401,6 +411,27 @@ impl Aggregator {
         self.sum += other.sum;
         self.sum_sq += other.sum_sq;
         Ok(())
+    }
+
+    /// Whether the counts could come from `n` reports of the kind: a report of a
+    /// one-hot mechanism (a bit, an index) adds one to exactly one count, one of
+    /// unary encoding or OLH adds at most one to each, an SQ-Laplace report none.
+    fn counts_are_consistent(&self) -> bool {
+        let total = || self.counts.iter().map(|&c| u128::from(c)).sum::<u128>();
+        match self.kind.mechanism() {
+            Some(
+                MechanismId::BinaryRr
+                | MechanismId::OneBitMean
+                | MechanismId::SqBit
+                | MechanismId::Grr
+                | MechanismId::Hadamard,
+            ) => total() == u128::from(self.n),
+            Some(MechanismId::Sue | MechanismId::Oue | MechanismId::Olh) => {
+                self.counts.iter().all(|&c| c <= self.n)
+            }
+            Some(MechanismId::SqLaplace) => self.counts.iter().all(|&c| c == 0),
+            _ => false,
+        }
     }
 
     /// Whether the SQ-Laplace sums could come from `n` values clipped by
