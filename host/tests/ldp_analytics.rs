@@ -437,3 +437,46 @@ fn cli_export_from_a_collector_database_matches_aggregate_db() {
     );
     assert_eq!(a.stdout, b.stdout);
 }
+
+/// `ldp aggregate --parquet` reads the table in a child process: a table whose
+/// footer makes the Parquet reader abort (here a footer the footer walk accepts
+/// but the reader reads differently: field 1 declared as an 8-byte binary, which
+/// the reader takes as the version varint followed by a list of 2³¹ − 1 row
+/// groups, whose reservation fails) ends the child, not privq, which names the
+/// table and exits 2 with nothing printed.
+#[test]
+fn cli_aggregate_parquet_survives_a_table_that_crashes_the_reader() {
+    let dir = Dir::new("crash");
+    let s = |f: &str| dir.0.join(f).to_str().unwrap().to_string();
+    std::fs::write(
+        s("c.json"),
+        r#"{"mechanism": "grr", "epsilon": "1", "domain": 16, "queries": [0]}"#,
+    )
+    .unwrap();
+    let footer = [
+        0x15, 0x02, 0x19, 0x1c, 0x48, 0x01, 0x72, 0x00, 0x16, 0x00, 0x08, 0x02, 0x08, 0x09, 0x08,
+        0xfc, 0xff, 0xff, 0xff, 0xff, 0x07, 0x00,
+    ];
+    assert!(privq_host::ldp::parquet_footer::check_footer(&footer).is_ok());
+    let mut file = b"PAR1".to_vec();
+    file.extend_from_slice(&footer);
+    file.extend_from_slice(&(footer.len() as u32).to_le_bytes());
+    file.extend_from_slice(b"PAR1");
+    std::fs::create_dir(s("t")).unwrap();
+    std::fs::write(dir.0.join("t").join("part-00000.parquet"), &file).unwrap();
+    let o = privq(&[
+        "ldp",
+        "aggregate",
+        "--campaign",
+        &s("c.json"),
+        "--parquet",
+        &s("t"),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the Parquet reader crashed on this table"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+}

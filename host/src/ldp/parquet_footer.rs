@@ -25,6 +25,13 @@
 //! Page indexes and bloom filters are stored outside the footer; the aggregation
 //! query does not read them.
 //!
+//! This is a first filter with clear errors, not a proof that the reader is safe
+//! on what it accepts: the reader decodes a struct's fields by id whatever type
+//! their header declares, the walk skips them by the declared type, so crafted
+//! bytes can mean different things to each; and page headers and page data,
+//! outside the footer, are the reader's alone. `privq ldp aggregate --parquet`
+//! therefore reads tables in a child process with a capped address space.
+//!
 //! ```
 //! use privq_host::ldp::parquet_footer::{check_footer, FooterError};
 //!

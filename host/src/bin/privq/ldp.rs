@@ -51,6 +51,10 @@ pub enum Action {
     /// Measure DataFusion's aggregation of a simulated fleet's Parquet table (feature `analytics`).
     #[cfg(feature = "analytics")]
     Scale(super::ldp_parquet::ScaleArgs),
+    /// The child process of `aggregate --parquet` (internal).
+    #[cfg(feature = "analytics")]
+    #[command(hide = true)]
+    ParquetWorker(super::ldp_parquet::WorkerArgs),
 }
 
 /// Options of `privq ldp simulate`.
@@ -340,6 +344,8 @@ pub fn run(
         Action::Export(a) => super::ldp_parquet::export(a, stdin, stderr),
         #[cfg(feature = "analytics")]
         Action::Scale(a) => super::ldp_parquet::scale(a, stdout),
+        #[cfg(feature = "analytics")]
+        Action::ParquetWorker(a) => super::ldp_parquet::worker(a, stdin, stdout),
     }
 }
 

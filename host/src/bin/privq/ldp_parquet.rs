@@ -81,8 +81,72 @@ impl Engine {
         }
     }
 
-    /// `privq_aggregate` over the Parquet table `dir` on this engine.
+    /// `privq_aggregate` over the Parquet table `dir` on this engine, in a child
+    /// process (see [`WorkerArgs`]): whatever the table's bytes make the Parquet
+    /// reader do, this process survives, and a crash of the reader is an error
+    /// that names the table.
     pub fn aggregate(
+        self,
+        dir: &Path,
+        plan: &CampaignPlan,
+        limits: &Limits,
+        target_partitions: usize,
+    ) -> Result<Intake, CliError> {
+        let failed = |why: String| CliError::Run(format!("{}: {why}", dir.display()).into());
+        let exe = std::env::current_exe().map_err(|e| failed(format!("privq's own path: {e}")))?;
+        let mut child = std::process::Command::new(exe)
+            .args([
+                "ldp",
+                "parquet-worker",
+                "--engine",
+                self.name(),
+                "--partitions",
+            ])
+            .arg(target_partitions.to_string())
+            .arg("--memory-bytes")
+            .arg(limits.memory_bytes.to_string())
+            .arg("--address-space-mib")
+            .arg(address_space_mib(limits, target_partitions).to_string())
+            .arg("--parquet")
+            .arg(dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| failed(format!("cannot start the reader process: {e}")))?;
+        let campaign = serde_json::to_vec(plan.campaign()).map_err(io::Error::from)?;
+        if let Some(mut stdin) = child.stdin.take() {
+            // A worker that dies before reading its campaign is reported below.
+            let _ = stdin.write_all(&campaign);
+        }
+        let out = child
+            .wait_with_output()
+            .map_err(|e| failed(format!("the reader process: {e}")))?;
+        let said = String::from_utf8_lossy(&out.stderr);
+        let said = said.trim();
+        if !out.status.success() {
+            return Err(failed(match crashed(&out.status) {
+                Some(signal) => format!(
+                    "the Parquet reader crashed on this table (signal {signal}){}; nothing was \
+                     aggregated. A table written by `privq ldp export` does not do this: it is \
+                     damaged or crafted",
+                    if said.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {said}")
+                    }
+                ),
+                None => said.strip_prefix("privq: ").unwrap_or(said).to_string(),
+            }));
+        }
+        let text = std::str::from_utf8(&out.stdout)
+            .map_err(|_| failed("the reader process wrote a state that is not UTF-8".into()))?;
+        Intake::from_json(text, limits).map_err(|e| LdpError::State(dir.to_path_buf(), e).into())
+    }
+
+    /// `privq_aggregate` over the Parquet table `dir` on this engine, in this
+    /// process (tables privq wrote itself: `ldp scale`, and the worker).
+    pub fn aggregate_in_process(
         self,
         dir: &Path,
         plan: &CampaignPlan,
@@ -109,6 +173,89 @@ impl Engine {
             }),
         }
     }
+}
+
+/// The signal that ended a process, if one did.
+fn crashed(status: &std::process::ExitStatus) -> Option<i32> {
+    #[cfg(unix)]
+    {
+        std::os::unix::process::ExitStatusExt::signal(status)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = status;
+        None
+    }
+}
+
+/// Options of the hidden `privq ldp parquet-worker`, the child process that
+/// `ldp aggregate --parquet` runs the query in. The Parquet reader trusts a
+/// file's metadata and page headers: crafted bytes can make it request an
+/// allocation of terabytes or recurse without bound, which aborts the process
+/// rather than returning an error. The worker caps its own address space
+/// (`--address-space-mib`, so a huge allocation fails at once instead of
+/// exhausting the machine), reads the campaign as JSON on standard input, runs
+/// the query and writes the resulting state (`aggregate --save-state` JSON) on
+/// standard output; the parent checks that state like any saved state.
+#[derive(Debug, Clone, clap::Args)]
+pub struct WorkerArgs {
+    /// The table directory.
+    #[arg(long, value_name = "DIR")]
+    pub parquet: PathBuf,
+    /// DataFusion target partitions.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub partitions: usize,
+    /// The engine.
+    #[arg(long, value_enum, default_value = "datafusion")]
+    pub engine: Engine,
+    /// Cap on the aggregation state in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 256 << 20)]
+    pub memory_bytes: u64,
+    /// Cap on the worker's virtual address space in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = WORKER_ADDRESS_SPACE_MIB)]
+    pub address_space_mib: u64,
+}
+
+/// The worker's default address-space cap: room for the runtime's threads and
+/// allocator arenas, the campaign's state in every partition and the pages in
+/// flight, far below what a crafted length field asks for.
+const WORKER_ADDRESS_SPACE_MIB: u64 = 16 * 1024;
+
+/// The worker's address-space cap for a query: the default, plus the
+/// campaign's state twice over in every partition and in the final merge.
+fn address_space_mib(limits: &Limits, target_partitions: usize) -> u64 {
+    let partitions = u64::try_from(target_partitions).unwrap_or(u64::MAX);
+    let state =
+        (limits.memory_bytes >> 20).saturating_mul(partitions.saturating_add(1).saturating_mul(2));
+    WORKER_ADDRESS_SPACE_MIB.saturating_add(state)
+}
+
+/// Runs `privq ldp parquet-worker`.
+pub fn worker(
+    args: &WorkerArgs,
+    stdin: &mut dyn io::BufRead,
+    stdout: &mut dyn Write,
+) -> Result<(), CliError> {
+    let bytes = args.address_space_mib.saturating_mul(1 << 20);
+    let cap = rustix::process::Rlimit {
+        current: Some(bytes),
+        maximum: Some(bytes),
+    };
+    rustix::process::setrlimit(rustix::process::Resource::As, cap)
+        .map_err(|e| CliError::Run(format!("cannot cap the address space: {e}").into()))?;
+    let mut text = String::new();
+    stdin.take(1 << 20).read_to_string(&mut text)?;
+    let limits = Limits {
+        memory_bytes: args.memory_bytes,
+    };
+    let plan = Campaign::from_json(&text)
+        .and_then(|c| c.validate(&limits))
+        .map_err(|e| CliError::Run(format!("the campaign given to the worker: {e}").into()))?;
+    let intake =
+        args.engine
+            .aggregate_in_process(&args.parquet, &plan, &limits, args.partitions)?;
+    serde_json::to_writer(&mut *stdout, &intake.to_state()).map_err(io::Error::from)?;
+    Ok(())
 }
 
 fn table_err(path: &Path) -> impl Fn(table::TableError) -> CliError + '_ {
@@ -417,7 +564,7 @@ fn measure(
         // Ballista's cluster start) is not timed.
         let run = |tp: usize| -> Result<Duration, CliError> {
             let t = Instant::now();
-            let intake = engine.aggregate(&args.dir, plan, &Limits::default(), tp)?;
+            let intake = engine.aggregate_in_process(&args.dir, plan, &Limits::default(), tp)?;
             let took = t.elapsed();
             if !same(&intake, &baseline) {
                 let e = format!(

@@ -129,8 +129,11 @@ impl From<std::io::Error> for QueryError {
 /// depending on its name). Each file is checked before any Parquet reader sees
 /// it: the magic `PAR1` at both ends, a footer length that fits the file, and a
 /// footer of the shape of privq's tables ([`check_footer`]: bounded lists and
-/// nesting, a flat schema, uncompressed column chunks in the file itself), so
-/// that a crafted footer cannot make the reader abort the process.
+/// nesting, a flat schema, uncompressed column chunks in the file itself). That
+/// check refuses what privq's tables never hold; it does not make the Parquet
+/// reader safe on crafted files (see [`check_footer`]): run queries over tables
+/// you did not write in a process you can lose, as `privq ldp aggregate
+/// --parquet` does.
 pub fn parquet_files(dir: &Path) -> Result<u64, QueryError> {
     Ok(checked_table(dir)?.0)
 }
