@@ -12,7 +12,7 @@
 set -eu
 RUNS=${1:-10000000}
 [ "$#" -gt 0 ] && shift
-TARGETS=${*:-"report_decode frame_open report_file store_load collector_http"}
+TARGETS=${*:-"report_decode frame_open report_file store_load collector_http parquet_footer"}
 MAX_TIME=${FUZZ_MAX_TIME:-0}
 cd "$(dirname "$0")/../fuzz"
 export RUSTC_BOOTSTRAP=1

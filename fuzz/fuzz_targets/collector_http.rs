@@ -36,6 +36,8 @@ fn harness() -> &'static Mutex<Harness> {
         }
         drop(store);
         let raw = Connection::open(&path).expect("raw connection");
+        raw.execute_batch("PRAGMA synchronous = OFF")
+            .expect("pragma");
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
@@ -91,7 +93,7 @@ fuzz_target!(|data: &[u8]| {
     let h = harness().lock().unwrap_or_else(|e| e.into_inner());
     h.raw
         .execute_batch(
-            "DELETE FROM reports; DELETE FROM frames; DELETE FROM reported; UPDATE devices SET spent = NULL;",
+            "BEGIN; DELETE FROM reports; DELETE FROM frames; DELETE FROM reported; UPDATE devices SET spent = NULL; COMMIT;",
         )
         .expect("reset");
     let mut c = Cursor::new(data);

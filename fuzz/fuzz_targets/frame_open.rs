@@ -23,14 +23,24 @@ fuzz_target!(|data: &[u8]| {
     let host = verify_frame(&bytes, |_| Some(key.clone()));
     assert_eq!(opened.is_ok(), host.is_ok());
     if mode & 1 == 1 && peek_header(&bytes).is_ok() {
-        assert_ne!(opened.err(), Some(FrameError::Mac), "a re-tagged frame verifies");
+        assert_ne!(
+            opened.err(),
+            Some(FrameError::Mac),
+            "a re-tagged frame verifies"
+        );
     }
     if let Ok(f) = opened {
         let reports: Vec<&[u8]> = f.reports().collect();
         assert_eq!(reports.len(), usize::from(f.header.count));
         assert!(reports.iter().all(|r| decode(r).is_ok()));
         let v = host.expect("host agrees");
-        assert_eq!(v.reports, reports.iter().map(|r| r.to_vec()).collect::<Vec<_>>());
-        assert_eq!(v.replay_key(), (f.header.device, f.header.epoch, f.header.sequence));
+        assert_eq!(
+            v.reports,
+            reports.iter().map(|r| r.to_vec()).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            v.replay_key(),
+            (f.header.device, f.header.epoch, f.header.sequence)
+        );
     }
 });

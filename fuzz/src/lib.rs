@@ -27,7 +27,10 @@ impl<'a> Cursor<'a> {
 
     /// One byte (0 past the end).
     pub fn byte(&mut self) -> u8 {
-        let (b, rest) = self.rest.split_first().map_or((0, &[][..]), |(b, r)| (*b, r));
+        let (b, rest) = self
+            .rest
+            .split_first()
+            .map_or((0, &[][..]), |(b, r)| (*b, r));
         self.rest = rest;
         b
     }
@@ -148,4 +151,43 @@ pub fn db_path(target: &str) -> std::path::PathBuf {
         let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
     }
     path
+}
+
+/// The footer (Thrift `FileMetaData`) of a Parquet file shaped like privq's report
+/// tables: optional integer kind columns, a required binary `report` column,
+/// uncompressed, holding `valid_reports()`.
+pub fn parquet_table_footer() -> Vec<u8> {
+    use parquet::data_type::{ByteArray, ByteArrayType, Int32Type};
+    use parquet::file::properties::WriterProperties;
+    use parquet::file::writer::SerializedFileWriter;
+    use parquet::schema::parser::parse_message_type;
+    use std::sync::Arc;
+    let schema = parse_message_type(
+        "message reports { optional int32 mechanism (INTEGER(8,false)); \
+         optional int32 query (INTEGER(16,false)); required binary report; }",
+    )
+    .expect("schema");
+    let reports: Vec<ByteArray> = valid_reports().into_iter().map(ByteArray::from).collect();
+    let rows = reports.len();
+    let mut out = Vec::new();
+    let props = Arc::new(WriterProperties::builder().build());
+    let mut w = SerializedFileWriter::new(&mut out, Arc::new(schema), props).expect("writer");
+    let mut group = w.next_row_group().expect("row group");
+    for kind in [2, 0] {
+        let mut col = group.next_column().expect("column").expect("kind column");
+        col.typed::<Int32Type>()
+            .write_batch(&vec![kind; rows], Some(&vec![1; rows]), None)
+            .expect("kind values");
+        col.close().expect("close");
+    }
+    let mut col = group.next_column().expect("column").expect("report column");
+    col.typed::<ByteArrayType>()
+        .write_batch(&reports, None, None)
+        .expect("reports");
+    col.close().expect("close");
+    group.close().expect("row group");
+    w.close().expect("file");
+    let n = out.len();
+    let m = u32::from_le_bytes([out[n - 8], out[n - 7], out[n - 6], out[n - 5]]) as usize;
+    out[n - 8 - m..n - 8].to_vec()
 }
