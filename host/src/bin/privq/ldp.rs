@@ -216,7 +216,9 @@ pub struct AggregateArgs {
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
     /// Also aggregate the Parquet report table in this directory (`privq ldp export`)
-    /// with DataFusion (feature `analytics`).
+    /// with DataFusion (feature `analytics`), in a child process with a capped
+    /// address space: a damaged or crafted table that crashes the Parquet reader
+    /// is an error naming the table.
     #[cfg(feature = "analytics")]
     #[arg(long, value_name = "DIR")]
     pub parquet: Option<PathBuf>,
@@ -224,7 +226,7 @@ pub struct AggregateArgs {
     #[cfg(feature = "analytics")]
     #[arg(long, value_name = "N", requires = "parquet")]
     pub partitions: Option<usize>,
-    /// The engine for --parquet: DataFusion in process, or Apache Ballista in
+    /// The engine for --parquet: DataFusion, or Apache Ballista in
     /// standalone mode (feature `ballista`; its scheduler and executor listen
     /// on loopback, unauthenticated, while it runs: for machines whose users
     /// you trust).
