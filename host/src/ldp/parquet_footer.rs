@@ -326,6 +326,26 @@ impl Walk<'_> {
         }
     }
 
+    /// Walks a struct at nesting `depth` and returns its i32 field `want` (the
+    /// last, if repeated); `wrong` if that field has another type.
+    fn i32_field(
+        &mut self,
+        depth: usize,
+        want: i16,
+        wrong: &'static str,
+    ) -> Result<Option<i32>, FooterError> {
+        let mut value = None;
+        self.fields(depth, |w, id, ty| match (id == want, ty) {
+            (true, I32) => {
+                value = Some(w.i32()?);
+                Ok(true)
+            }
+            (true, _) => Err(FooterError::Shape(wrong)),
+            (false, _) => Ok(false),
+        })?;
+        Ok(value)
+    }
+
     /// The schema list: a root counting the columns, then flat columns. Returns
     /// the number of columns.
     fn schema(&mut self) -> Result<usize, FooterError> {
@@ -336,15 +356,7 @@ impl Walk<'_> {
             ));
         }
         for i in 0..count {
-            let mut children = None;
-            self.fields(3, |w, id, ty| match (id, ty) {
-                (5, I32) => {
-                    children = Some(w.i32()?);
-                    Ok(true)
-                }
-                (5, _) => Err(FooterError::Shape("num_children of the wrong type")),
-                _ => Ok(false),
-            })?;
+            let children = self.i32_field(3, 5, "num_children of the wrong type")?;
             let expected = if i == 0 { count - 1 } else { 0 };
             if usize::try_from(children.unwrap_or(0)).ok() != Some(expected) {
                 return Err(FooterError::Shape(
@@ -381,16 +393,7 @@ impl Walk<'_> {
             (8 | 9, _) => Err(FooterError::Shape("an encrypted column chunk")),
             (3, STRUCT) => {
                 meta = true;
-                let mut codec = None;
-                w.fields(6, |w, id, ty| match (id, ty) {
-                    (4, I32) => {
-                        codec = Some(w.i32()?);
-                        Ok(true)
-                    }
-                    (4, _) => Err(FooterError::Shape("a codec of the wrong type")),
-                    _ => Ok(false),
-                })?;
-                match codec {
+                match w.i32_field(6, 4, "a codec of the wrong type")? {
                     Some(0) => Ok(true),
                     _ => Err(FooterError::Shape(
                         "a compressed column chunk (report tables are uncompressed)",
