@@ -454,6 +454,16 @@ mod tests {
             self.field(id, ty);
             self.varint(((v << 1) ^ (v >> 63)) as u64);
         }
+        /// An open `FileMetaData` with a root-only schema and `rows` rows.
+        fn head(rows: i64) -> W {
+            let mut w = W::default();
+            w.begin();
+            w.list(2, STRUCT, 1);
+            w.begin();
+            w.end();
+            w.i(3, I64, rows);
+            w
+        }
         fn begin(&mut self) {
             self.last.push(0);
         }
@@ -544,12 +554,7 @@ mod tests {
             }
         );
         // Field ids out of delta range (written long form) read the same.
-        let mut w = W::default();
-        w.begin();
-        w.list(2, STRUCT, 1);
-        w.begin();
-        w.end();
-        w.i(3, I64, 5);
+        let mut w = W::head(5);
         w.i(40, I64, 9);
         w.i(3 + 20, I32, 1);
         w.end();
@@ -576,12 +581,7 @@ mod tests {
         w.end();
         assert!(shape(&w.out).contains("nested"));
         // A column chunk naming another file.
-        let mut w = W::default();
-        w.begin();
-        w.list(2, STRUCT, 1);
-        w.begin();
-        w.end();
-        w.i(3, I64, 0);
+        let mut w = W::head(0);
         w.list(4, STRUCT, 1);
         w.begin();
         w.list(1, STRUCT, 1);
@@ -592,12 +592,7 @@ mod tests {
         w.end();
         assert!(shape(&w.out).contains("another file"));
         // An encrypted footer (field 8 of FileMetaData).
-        let mut w = W::default();
-        w.begin();
-        w.list(2, STRUCT, 1);
-        w.begin();
-        w.end();
-        w.i(3, I64, 0);
+        let mut w = W::head(0);
         w.field(8, STRUCT);
         w.begin();
         w.end();
@@ -610,12 +605,7 @@ mod tests {
     #[test]
     fn hostile_counts_and_depths_are_refused_without_allocating() {
         // A list of 2^31 strings in a column's key-value metadata.
-        let mut w = W::default();
-        w.begin();
-        w.list(2, STRUCT, 1);
-        w.begin();
-        w.end();
-        w.i(3, I64, 0);
+        let mut w = W::head(0);
         w.list(5, STRUCT, 1 << 31);
         w.end();
         assert!(matches!(
