@@ -16,7 +16,9 @@
 //!   than the last-level cache, so every pass — aggregation or bound — streams it
 //!   from memory;
 //! * pure-LDP's aggregation throughput on the same workload, by running
-//!   `tools/pure_ldp_bench.py` (skipped with a note if python3/pure-ldp is missing).
+//!   `tools/pure_ldp_bench.py` (skipped with a note if python3/pure-ldp is missing);
+//! * OUE frequency estimates with 95 % intervals for all d items, against a
+//!   baseline that inverts the normal quantile once per item.
 //!
 //! Run: `cargo bench -p privq-host --bench ldp`.
 
@@ -29,6 +31,7 @@ use criterion::{Criterion, Throughput};
 use privq_host::Epsilon;
 use privq_host::ldp::aggregate::{Aggregator, aggregate_packed};
 use privq_host::ldp::decode::RejectCounts;
+use privq_host::ldp::estimate::Estimate;
 use privq_host::ldp::fleet::{
     Fleet, MechanismSpec, ReportBatch, aggregate_parallel, default_distribution,
 };
@@ -170,6 +173,28 @@ fn main() {
             );
         }
         g.finish();
+        if name == "oue" {
+            // Estimates with 95 % intervals for all d items: privq computes the
+            // normal quantile once per call; the baseline inverts it per item.
+            let agg = aggregate_single(&bytes, &b);
+            let mut g = c.benchmark_group(format!("ldp_estimates_{name}_d1024"));
+            g.throughput(Throughput::Elements(u64::from(D)));
+            g.bench_function("frequencies", |bench| {
+                bench.iter(|| black_box(agg.frequencies(0.95).unwrap()))
+            });
+            g.bench_function("baseline_quantile_per_item", |bench| {
+                bench.iter(|| {
+                    let f = agg.frequencies(0.95).unwrap();
+                    let per_item: Vec<Estimate> = f
+                        .items
+                        .iter()
+                        .map(|e| Estimate::normal(e.value, e.variance, 0.95))
+                        .collect();
+                    black_box(per_item)
+                })
+            });
+            g.finish();
+        }
         // Summary numbers for the side-by-side table: best of 10. For OUE each
         // aggregation run alternates with a bandwidth pass over the same buffer on
         // the same number of threads, so both see the same machine load.

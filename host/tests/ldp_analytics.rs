@@ -406,7 +406,7 @@ fn cli_export_from_a_collector_database_matches_aggregate_db() {
         }
         let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
         let (statuses, _) = store
-            .submit(&refs, &Policy::default(), &Default::default())
+            .submit(&refs, &Policy::default(), &mut Default::default())
             .unwrap();
         assert!(statuses.iter().all(|s| s.acknowledged()), "{statuses:?}");
     }

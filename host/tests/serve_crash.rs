@@ -564,7 +564,7 @@ fn aggregate_db_counts_stored_reports_not_frames_hidden_in_them() {
     }
     let refs: Vec<&[u8]> = sent.iter().map(Vec::as_slice).collect();
     let (statuses, _) = store
-        .submit(&refs, &Policy::default(), &Default::default())
+        .submit(&refs, &Policy::default(), &mut Default::default())
         .unwrap();
     assert!(statuses.iter().all(|s| s.acknowledged()), "{statuses:?}");
     drop(store);

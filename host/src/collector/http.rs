@@ -2,7 +2,7 @@
 //! of upload frames and answers one status per frame after the batch is committed;
 //! `GET /v1/estimates` serves the aggregate of every stored report.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 
-use super::store::{FrameStatus, Policy, StatusJson, Store, StoreError};
+use super::store::{FrameStatus, OpenGroups, Policy, StatusJson, Store, StoreError};
 use crate::ldp::aggregate::{
     Aggregator, FrequencyEstimates, MeanEstimate, ReportKind, ingest_grouped,
 };
@@ -149,7 +149,7 @@ impl Aggregates {
 
     /// The aggregate of every report in `store`.
     pub fn from_store(store: &Store) -> Result<Aggregates, StoreError> {
-        Aggregates::from_store_within(store, u32::MAX, usize::MAX)
+        Ok(Aggregates::from_store_within(store, u32::MAX, usize::MAX)?.0)
     }
 
     /// The aggregate of the reports in `store` whose domain is at most `max_domain`,
@@ -160,13 +160,16 @@ impl Aggregates {
     /// database of schema version 1, or a collector restarted with smaller limits
     /// could hold anything, and an aggregator allocates a counter per item
     /// (`Collector::new` applies its policy's bounds).
+    ///
+    /// Also returns the open groups with their openers: the device of each
+    /// group's first report, as [`Store::submit`] recorded them.
     pub fn from_store_within(
         store: &Store,
         max_domain: u32,
         max_groups: usize,
-    ) -> Result<Aggregates, StoreError> {
+    ) -> Result<(Aggregates, OpenGroups), StoreError> {
         let mut a = Aggregates::default();
-        let mut kinds = BTreeSet::new();
+        let mut open = OpenGroups::default();
         let mut all = Vec::new();
         let repeated = store.for_each_admitted_report(|r| {
             let refused = decode_report(&r.report).is_ok_and(|d| {
@@ -174,11 +177,11 @@ impl Aggregates {
                 if kind.domain().is_some_and(|n| n > max_domain) {
                     return true;
                 }
-                if !kinds.contains(&kind) {
-                    if kinds.len() >= max_groups {
+                if !open.contains(&kind) {
+                    if open.len() >= max_groups {
                         return true;
                     }
-                    kinds.insert(kind);
+                    open.open(kind, r.device);
                 }
                 false
             });
@@ -190,18 +193,13 @@ impl Aggregates {
         })?;
         a.refused += repeated;
         a.ingest(all.iter().map(Vec::as_slice));
-        Ok(a)
+        Ok((a, open))
     }
 
     /// Stored reports left out by [`from_store_within`](Self::from_store_within)'s
     /// domain, group and one-report-per-device-and-kind limits.
     pub fn held_back(&self) -> u64 {
         self.refused
-    }
-
-    /// The kinds of the open aggregation groups.
-    pub fn kinds(&self) -> BTreeSet<ReportKind> {
-        self.groups.keys().copied().collect()
     }
 
     /// Reports aggregated.
@@ -284,10 +282,18 @@ pub struct BatchJson {
     pub results: Vec<StatusJson>,
 }
 
+/// The store with the open groups it admits reports against; they change
+/// together, under one lock.
+#[derive(Debug)]
+struct Writer {
+    store: Store,
+    open: OpenGroups,
+}
+
 /// What the handlers share.
 #[derive(Debug)]
 pub struct Collector {
-    store: Mutex<Store>,
+    writer: Mutex<Writer>,
     aggregates: Mutex<Aggregates>,
     policy: Policy,
     quiet: bool,
@@ -297,7 +303,7 @@ pub struct Collector {
 impl Collector {
     /// A collector over `store`, its aggregate rebuilt from the stored reports.
     pub fn new(store: Store, policy: Policy, quiet: bool) -> Result<Collector, StoreError> {
-        let aggregates =
+        let (aggregates, open) =
             Aggregates::from_store_within(&store, policy.max_domain, policy.max_groups)?;
         if aggregates.held_back() > 0 {
             eprintln!(
@@ -310,7 +316,7 @@ impl Collector {
             );
         }
         Ok(Collector {
-            store: Mutex::new(store),
+            writer: Mutex::new(Writer { store, open }),
             aggregates: Mutex::new(aggregates),
             policy,
             quiet,
@@ -336,15 +342,9 @@ impl Collector {
 
     /// Stores a batch (one transaction) and then counts its new reports.
     pub fn submit(&self, frames: &[&[u8]]) -> Result<Vec<FrameStatus>, StoreError> {
-        let mut store = self.store.lock().unwrap_or_else(PoisonError::into_inner);
-        // Only this function changes the aggregate, under the store lock: the open
-        // groups cannot change until the batch is ingested.
-        let open = self
-            .aggregates
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .kinds();
-        let (statuses, fresh) = store.submit(frames, &self.policy, &open)?;
+        let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
+        let Writer { store, open } = &mut *writer;
+        let (statuses, fresh) = store.submit(frames, &self.policy, open)?;
         // Still under the store lock, so the aggregate follows the commit order.
         self.aggregates
             .lock()

@@ -8,7 +8,7 @@
 //! the statuses, so an acknowledgement always describes data on disk (WAL mode,
 //! `synchronous = FULL`).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::path::Path;
 use std::time::Duration;
@@ -150,6 +150,14 @@ pub enum Rejection {
         /// Position of the report in the frame.
         index: u16,
     },
+    /// Report `index` would open an aggregation group, and the device has already
+    /// opened the collector's `max_groups_per_device` groups (it was the first to
+    /// report their kinds). Its reports of open groups are accepted; the frame is
+    /// accepted once another device has opened the group.
+    DeviceGroupLimit {
+        /// Position of the report in the frame.
+        index: u16,
+    },
     /// The device's key is a documented test-only key (`docs/upload-frame.md`) and
     /// the collector was not started with test keys allowed.
     TestKey,
@@ -167,6 +175,7 @@ impl Rejection {
             Rejection::DomainTooLarge { .. } => "domain_too_large",
             Rejection::EpsilonTooSmall { .. } => "epsilon_too_small",
             Rejection::GroupLimit { .. } => "group_limit",
+            Rejection::DeviceGroupLimit { .. } => "device_group_limit",
             Rejection::TestKey => "test_key_refused",
         }
     }
@@ -209,6 +218,7 @@ impl Rejection {
                 | Rejection::DomainTooLarge { .. }
                 | Rejection::EpsilonTooSmall { .. }
                 | Rejection::GroupLimit { .. }
+                | Rejection::DeviceGroupLimit { .. }
                 | Rejection::TestKey
         )
     }
@@ -246,6 +256,11 @@ impl fmt::Display for Rejection {
             Rejection::GroupLimit { index } => write!(
                 f,
                 "report {index} would open an aggregation group beyond the collector's limit"
+            ),
+            Rejection::DeviceGroupLimit { index } => write!(
+                f,
+                "report {index} would open an aggregation group, and the device has opened \
+                 as many as the collector allows one device"
             ),
             Rejection::TestKey => f.write_str("the device holds a test-only key"),
         }
@@ -372,6 +387,9 @@ pub struct Policy {
     /// The most aggregation groups (distinct [`ReportKind`]s) the collector keeps;
     /// each allocates up to about `2 * max_domain` counters.
     pub max_groups: usize,
+    /// The most groups one device may open (be the first to report a kind of):
+    /// a single key holder cannot take all `max_groups`.
+    pub max_groups_per_device: usize,
     /// The smallest ε a report may have (`None`: any).
     pub min_epsilon: Option<Epsilon>,
     /// Accept devices whose key is a documented test-only key.
@@ -379,11 +397,13 @@ pub struct Policy {
 }
 
 impl Default for Policy {
-    /// Domains up to 2^16, 1024 groups, ε at least 1/1024, no test keys.
+    /// Domains up to 2^16, 1024 groups, 16 opened per device, ε at least 1/1024,
+    /// no test keys.
     fn default() -> Policy {
         Policy {
             max_domain: 1 << 16,
             max_groups: 1024,
+            max_groups_per_device: 16,
             min_epsilon: Epsilon::new(1, 1024).ok(),
             allow_test_keys: false,
         }
@@ -393,6 +413,53 @@ impl Default for Policy {
 /// Whether `key` is a documented test-only key (`fleet ‖ device ‖ "NOT-A-REAL-KEY!!"`).
 pub fn is_test_key(key: &DeviceKey) -> bool {
     key.as_bytes().get(16..) == Some(b"NOT-A-REAL-KEY!!".as_slice())
+}
+
+/// The open aggregation groups, each with the device that opened it (the first
+/// to report its kind), in acceptance order. [`Store::submit`] admits reports
+/// against it; the collector rebuilds it at startup from the stored reports.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OpenGroups {
+    opener: BTreeMap<ReportKind, u64>,
+    opened: HashMap<u64, usize>,
+}
+
+impl OpenGroups {
+    /// Records that `device` opened the group of `kind`; `false` (and no change)
+    /// if it was open already.
+    pub fn open(&mut self, kind: ReportKind, device: u64) -> bool {
+        if self.opener.contains_key(&kind) {
+            return false;
+        }
+        self.opener.insert(kind, device);
+        *self.opened.entry(device).or_insert(0) += 1;
+        true
+    }
+
+    /// Whether the group of `kind` is open.
+    pub fn contains(&self, kind: &ReportKind) -> bool {
+        self.opener.contains_key(kind)
+    }
+
+    /// The device that opened the group of `kind`.
+    pub fn opener(&self, kind: &ReportKind) -> Option<u64> {
+        self.opener.get(kind).copied()
+    }
+
+    /// Groups opened by `device`.
+    pub fn opened_by(&self, device: u64) -> usize {
+        self.opened.get(&device).copied().unwrap_or(0)
+    }
+
+    /// Open groups.
+    pub fn len(&self) -> usize {
+        self.opener.len()
+    }
+
+    /// Whether no group is open.
+    pub fn is_empty(&self) -> bool {
+        self.opener.is_empty()
+    }
 }
 
 /// A provisioned device as stored.
@@ -704,14 +771,16 @@ impl Store {
     /// order). On error nothing of the batch is stored.
     ///
     /// `open` holds the aggregation groups already open; a frame whose reports
-    /// would take their number past [`Policy::max_groups`] is rejected
-    /// ([`Rejection::GroupLimit`]). Groups opened by earlier frames of the batch
-    /// count.
+    /// would take their number past [`Policy::max_groups`] is refused
+    /// ([`Rejection::GroupLimit`]), and so is one whose device would open more than
+    /// [`Policy::max_groups_per_device`] ([`Rejection::DeviceGroupLimit`]). Groups
+    /// opened by earlier frames of the batch count; after the commit they are
+    /// added to `open`, with their openers.
     pub fn submit(
         &mut self,
         frames: &[&[u8]],
         policy: &Policy,
-        open: &BTreeSet<ReportKind>,
+        open: &mut OpenGroups,
     ) -> Result<(Vec<FrameStatus>, Vec<Vec<u8>>), StoreError> {
         let received = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -723,7 +792,7 @@ impl Store {
         let mut statuses = Vec::with_capacity(frames.len());
         let mut fresh = Vec::new();
         // Groups opened by the frames accepted so far in this batch.
-        let mut opened: BTreeSet<ReportKind> = BTreeSet::new();
+        let mut opened = OpenGroups::default();
         for bytes in frames {
             // Only the framing is read before the tag is checked (verify_frame).
             let header = match upload::peek_header(bytes) {
@@ -791,6 +860,7 @@ impl Store {
             }
             let admitted = Admission {
                 policy,
+                device: frame.device,
                 open,
                 opened: &opened,
             };
@@ -801,7 +871,9 @@ impl Store {
             let kinds = match charge(state, &frame.reports, &admitted, reported)? {
                 Ok((total, new, kinds)) => {
                     state.spent = Some(total);
-                    opened.extend(new);
+                    for kind in new {
+                        opened.open(kind, frame.device);
+                    }
                     kinds
                 }
                 Err(r) => {
@@ -854,6 +926,10 @@ impl Store {
             fresh.extend(frame.reports);
         }
         tx.commit()?;
+        // Each group's opener is the device of the first frame that reported it.
+        for (kind, device) in opened.opener {
+            open.open(kind, device);
+        }
         Ok((statuses, fresh))
     }
 }
@@ -918,10 +994,12 @@ fn migrate_1_to_2(conn: &Connection) -> Result<(), StoreError> {
 /// What a frame's reports are admitted against besides the device's cap.
 struct Admission<'a> {
     policy: &'a Policy,
+    /// The frame's device.
+    device: u64,
     /// Groups open before the batch.
-    open: &'a BTreeSet<ReportKind>,
+    open: &'a OpenGroups,
     /// Groups opened by earlier frames of the batch.
-    opened: &'a BTreeSet<ReportKind>,
+    opened: &'a OpenGroups,
 }
 
 /// A frame's admission: the device's spent ε after it, the groups it opens and
@@ -968,6 +1046,11 @@ fn charge(
             let groups = adm.open.len() + adm.opened.len() + new.len();
             if groups >= policy.max_groups {
                 return Ok(Err(Rejection::GroupLimit { index }));
+            }
+            let mine =
+                adm.open.opened_by(adm.device) + adm.opened.opened_by(adm.device) + new.len();
+            if mine >= policy.max_groups_per_device {
+                return Ok(Err(Rejection::DeviceGroupLimit { index }));
             }
             new.insert(kind);
         }
@@ -1034,11 +1117,16 @@ mod tests {
     fn frame_eps(key: &DeviceKey, device: u64, seq: u32, den: u16) -> Vec<u8> {
         let mut buf = vec![0u8; 256];
         let mut w = FrameWriter::new(&mut buf, device, 1, seq).unwrap();
-        let [lo, hi] = den.to_le_bytes();
-        w.push(&[1, 8, 0, 0, 1, 0, lo, hi, 0, 0, 0, 0, 1]).unwrap();
+        w.push(&frame_report(den)).unwrap();
         let n = w.finish(key).unwrap();
         buf.truncate(n);
         buf
+    }
+
+    /// The report of [`frame_eps`].
+    fn frame_report(den: u16) -> Vec<u8> {
+        let [lo, hi] = den.to_le_bytes();
+        vec![1, 8, 0, 0, 1, 0, lo, hi, 0, 0, 0, 0, 1]
     }
 
     #[test]
@@ -1117,6 +1205,80 @@ mod tests {
     }
 
     #[test]
+    fn one_device_opens_at_most_its_quota_of_groups_and_restart_remembers_openers() {
+        use crate::collector::http::{Aggregates, Collector};
+        use FrameStatus::*;
+        let path = temp_db("quota");
+        let mut s = Store::open(&path).unwrap();
+        let (ka, kb) = (DeviceKey::new([8; 32]), DeviceKey::new([9; 32]));
+        s.provision(8, &ka, eps(10, 1)).unwrap();
+        s.provision(9, &kb, eps(10, 1)).unwrap();
+        let policy = Policy {
+            max_groups_per_device: 2,
+            ..Policy::default()
+        };
+        let submit = |c: &Collector, frames: &[Vec<u8>]| {
+            c.submit(&frames.iter().map(Vec::as_slice).collect::<Vec<_>>())
+                .unwrap()
+        };
+        let c = Collector::new(s, policy, true).unwrap();
+        // Device 8 opens ε = 1/2 and 1/3; a third group (1/4) is refused, in the same
+        // batch and in the next.
+        let st = submit(
+            &c,
+            &[
+                frame_eps(&ka, 8, 0, 2),
+                frame_eps(&ka, 8, 1, 3),
+                frame_eps(&ka, 8, 2, 4),
+            ],
+        );
+        assert!(st[0].acknowledged() && st[1].acknowledged(), "{st:?}");
+        assert_eq!(st[2], Rejected(Rejection::DeviceGroupLimit { index: 0 }));
+        assert_eq!(StatusJson::from(&st[2]).status, "refused");
+        assert_eq!(StatusJson::from(&st[2]).reason, Some("device_group_limit"));
+        assert_eq!(st[2].delivery(), Delivery::NotDelivered);
+        let st = submit(&c, &[frame_eps(&ka, 8, 2, 4)]);
+        assert_eq!(st[0], Rejected(Rejection::DeviceGroupLimit { index: 0 }));
+        // Device 9 opens 1/4 and 1/5; then device 8's resent frame joins 1/4.
+        let st = submit(
+            &c,
+            &[
+                frame_eps(&kb, 9, 0, 4),
+                frame_eps(&kb, 9, 1, 5),
+                frame_eps(&ka, 8, 2, 4),
+            ],
+        );
+        assert!(st.iter().all(FrameStatus::acknowledged), "{st:?}");
+        assert_eq!(c.reports(), 5);
+        drop(c);
+        // After a restart the openers are rebuilt from the stored reports: two
+        // groups each. Neither device opens 1/6; device 8 still joins 1/5.
+        let s = Store::open(&path).unwrap();
+        let (_, open) = Aggregates::from_store_within(&s, u32::MAX, usize::MAX).unwrap();
+        assert_eq!(
+            (open.len(), open.opened_by(8), open.opened_by(9)),
+            (4, 2, 2)
+        );
+        assert_eq!(
+            open.opener(&ReportKind::of(&decode_report(&frame_report(4)).unwrap())),
+            Some(9)
+        );
+        let c = Collector::new(s, policy, true).unwrap();
+        let st = submit(
+            &c,
+            &[
+                frame_eps(&ka, 8, 3, 6),
+                frame_eps(&kb, 9, 2, 6),
+                frame_eps(&ka, 8, 4, 5),
+            ],
+        );
+        assert_eq!(st[0], Rejected(Rejection::DeviceGroupLimit { index: 0 }));
+        assert_eq!(st[1], Rejected(Rejection::DeviceGroupLimit { index: 0 }));
+        assert!(st[2].acknowledged(), "{st:?}");
+        assert_eq!(c.reports(), 6);
+    }
+
+    #[test]
     fn an_edited_huge_domain_is_not_aggregated_at_startup() {
         use crate::collector::http::Collector;
         let path = temp_db("huge");
@@ -1124,7 +1286,7 @@ mod tests {
         let k = DeviceKey::new([3; 32]);
         s.provision(5, &k, eps(4, 1)).unwrap();
         let f = frame(&k, 5, 0, 1, 2);
-        s.submit(&[&f], &Policy::default(), &BTreeSet::new())
+        s.submit(&[&f], &Policy::default(), &mut OpenGroups::default())
             .unwrap();
         // A GRR report over 2^20 items (past the policy's 2^16), written by hand.
         let mut grr = vec![1, 2, 0, 0, 1, 0, 2, 0];
@@ -1166,7 +1328,7 @@ mod tests {
         s.provision(1, &k1, eps(1, 1)).unwrap();
         s.provision(u64::MAX, &k2, eps(1, 1)).unwrap();
         let p = Policy::default();
-        let none = BTreeSet::new();
+        let mut open = OpenGroups::default();
         let a = frame(&k1, 1, 0, 2, 4); // ε 1/2
         let a_other = frame(&k1, 1, 0, 1, 4); // same replay key, other bytes
         let forged = frame(&k2, 1, 1, 1, 4); // device 1's id, device 2's key
@@ -1176,7 +1338,7 @@ mod tests {
             .submit(
                 &[&a, &a, &a_other, &forged, &unknown, &big, b"garbage"],
                 &p,
-                &none,
+                &mut open,
             )
             .unwrap();
         use FrameStatus::*;
@@ -1216,7 +1378,7 @@ mod tests {
         assert_eq!(spent, Some(eps(1, 2)));
         let b = frame(&k1, 1, 1, 2, 4);
         let c = frame(&k1, 1, 2, 1, 64);
-        let (st, _) = s.submit(&[&b, &c], &p, &none).unwrap();
+        let (st, _) = s.submit(&[&b, &c], &p, &mut open).unwrap();
         assert!(matches!(st[0], Accepted { .. }));
         assert_eq!(st[1], Rejected(Rejection::BudgetExceeded));
         assert_eq!(s.reports().unwrap().len(), 4);
@@ -1240,16 +1402,16 @@ mod tests {
         s.provision(3, &test_key, eps(10, 1)).unwrap();
         let f = frame(&test_key, 3, 0, 1, 1);
         let strict = Policy::default();
-        let none = BTreeSet::new();
+        let mut open = OpenGroups::default();
         assert_eq!(
-            s.submit(&[&f], &strict, &none).unwrap().0,
+            s.submit(&[&f], &strict, &mut open).unwrap().0,
             vec![FrameStatus::Rejected(Rejection::TestKey)]
         );
         let lax = Policy {
             allow_test_keys: true,
             ..strict
         };
-        assert!(s.submit(&[&f], &lax, &none).unwrap().0[0].acknowledged());
+        assert!(s.submit(&[&f], &lax, &mut open).unwrap().0[0].acknowledged());
         // A GRR report over 70 000 items (ε = 1, item 5): above the default limit.
         let key = DeviceKey::new([5; 32]);
         s.provision(4, &key, eps(10, 1)).unwrap();
@@ -1259,7 +1421,7 @@ mod tests {
         w.push(&[1, 2, 0, 0, 1, 0, 1, 0, d[0], d[1], d[2], d[3], 5, 0, 0, 0])
             .unwrap();
         let n = w.finish(&key).unwrap();
-        let st = s.submit(&[&buf[..n]], &strict, &none).unwrap().0;
+        let st = s.submit(&[&buf[..n]], &strict, &mut open).unwrap().0;
         assert_eq!(
             st,
             vec![FrameStatus::Rejected(Rejection::DomainTooLarge {
@@ -1287,7 +1449,7 @@ mod tests {
         let k = DeviceKey::new([8; 32]);
         s.provision(8, &k, eps(10, 1)).unwrap();
         let p = Policy::default();
-        let none = BTreeSet::new();
+        let mut open = OpenGroups::default();
         use FrameStatus::*;
         // Query 0 twice in one batch (other epochs, other sequence numbers): the
         // second is refused, not charged.
@@ -1295,7 +1457,7 @@ mod tests {
             .submit(
                 &[&frame_q(&k, 8, 0, 0, 0, 2), &frame_q(&k, 8, 1, 0, 0, 2)],
                 &p,
-                &none,
+                &mut open,
             )
             .unwrap();
         assert!(matches!(st[0], Accepted { .. }));
@@ -1315,7 +1477,7 @@ mod tests {
         w.push(&[1, 8, 5, 0, 1, 0, 2, 0, 0, 0, 0, 0, 1]).unwrap();
         w.push(&[1, 8, 5, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0]).unwrap();
         let n = w.finish(&k).unwrap();
-        let (st, _) = s.submit(&[&buf[..n]], &p, &none).unwrap();
+        let (st, _) = s.submit(&[&buf[..n]], &p, &mut open).unwrap();
         assert_eq!(st[0], Rejected(Rejection::AlreadyReported { index: 1 }));
         drop(s);
         // After a restart the rule holds (the `reported` table), the spent ε is that
@@ -1402,14 +1564,14 @@ mod tests {
             Err(ProvisionError::NotProvisioned { device: 5 })
         ));
         let p = Policy::default();
-        let none = BTreeSet::new();
+        let mut open = OpenGroups::default();
         let before = frame_q(&old, 4, 0, 0, 0, 2);
-        assert!(s.submit(&[&before], &p, &none).unwrap().0[0].acknowledged());
+        assert!(s.submit(&[&before], &p, &mut open).unwrap().0[0].acknowledged());
         assert_eq!(s.rotate(4, &new, eps(10, 1)).unwrap(), 1);
         // The re-keyed device starts again at (epoch 0, sequence 0): no conflict with
         // the old frame; the old frame itself no longer verifies.
         let after = frame_q(&new, 4, 0, 0, 1, 2);
-        let (st, _) = s.submit(&[&after, &before], &p, &none).unwrap();
+        let (st, _) = s.submit(&[&after, &before], &p, &mut open).unwrap();
         assert!(matches!(st[0], FrameStatus::Accepted { .. }), "{st:?}");
         assert_eq!(
             st[1],
@@ -1430,14 +1592,14 @@ mod tests {
             min_epsilon: None,
             ..Policy::default()
         };
-        let none = BTreeSet::new();
+        let mut open = OpenGroups::default();
         // Distinct primes as denominators: the exact sum's denominator is their
         // product, past 2^64 after a few.
         let primes = [65521u16, 65519, 65497, 65479, 65449];
         let mut last = None;
         for (i, den) in primes.into_iter().enumerate() {
             let f = frame_eps(&k, 3, i as u32, den);
-            last = Some(s.submit(&[&f], &p, &none).unwrap().0.remove(0));
+            last = Some(s.submit(&[&f], &p, &mut open).unwrap().0.remove(0));
             if !last.as_ref().unwrap().acknowledged() {
                 break;
             }

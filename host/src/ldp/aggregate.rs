@@ -475,12 +475,13 @@ impl Aggregator {
             return Err(AggregateError::Empty);
         }
         let n = self.n as f64;
+        let z = z_value(confidence);
         let items = self
             .support()?
             .into_iter()
             .map(|c| {
                 let f = proto.frequency(c, n);
-                Estimate::normal(f, proto.variance(f.clamp(0.0, 1.0), n), confidence)
+                Estimate::with_z(f, proto.variance(f.clamp(0.0, 1.0), n), z)
             })
             .collect();
         Ok(FrequencyEstimates {

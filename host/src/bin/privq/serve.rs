@@ -47,6 +47,12 @@ pub struct Args {
     /// memory to about max-groups × 2 × max-domain counters.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_groups: usize,
+    /// Most groups one device may open, by being the first to report their kind;
+    /// past it, its reports that would open a group are refused
+    /// (`device_group_limit`) until another device opens it. One compromised key
+    /// cannot take every group.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub max_groups_per_device: usize,
     /// Smallest ε a report may have, exact (`num/den`); smaller: `epsilon_too_small`.
     #[arg(long, value_name = "EPS", default_value = "1/1024")]
     pub min_epsilon: String,
@@ -156,6 +162,7 @@ pub fn run(
             let policy = Policy {
                 max_domain: args.max_domain,
                 max_groups: args.max_groups,
+                max_groups_per_device: args.max_groups_per_device,
                 min_epsilon: Some(args.min_epsilon.parse().map_err(|source| {
                     CliError::Parameter {
                         option: "min-epsilon",
