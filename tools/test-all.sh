@@ -242,21 +242,28 @@ build_e2e_elfs() {
 
 # Device -> host end to end: sampled devices in QEMU (M0 and M4F, plus the other
 # mechanisms on M0) must emit reports byte-identical to the host's run of the same
-# device, and the fleet aggregate must match the truth (tests/tests/e2e.rs).
+# device, and the fleet aggregate must match the truth; the upload frames go to a
+# running `privq serve`, whose estimates must equal the host simulation's
+# (tests/tests/e2e.rs).
 e2e_qemu() {
   build_e2e_elfs || return
+  cargo build -p privq-host --features serve --bin privq || return
+  cp target/debug/privq "$E2E_DIR/privq-serve" || return
   local elfs="" c label
   for c in "${E2E_CONFIGS[@]}"; do
     label=${c%%:*}
     elfs+="$label=$E2E_DIR/privq-firmware-$label "
   done
-  PRIVQ_E2E_ELFS=$elfs cargo test -p privq-tests --test e2e -- --ignored --nocapture \
+  PRIVQ_E2E_ELFS=$elfs PRIVQ_SERVE_BIN=$E2E_DIR/privq-serve \
+    cargo test -p privq-tests --test e2e -- --ignored --nocapture \
     qemu_devices_match_the_host || return
 }
 
 expect_e2e() {
   if ! grep -Eq '^e2e-qemu: [0-9]+ runs on [0-9]+ targets, [0-9]+ reports, all byte-identical' "$1" ||
     ! grep -Eq '^e2e-qemu frames: [1-9][0-9]* upload frames verified' "$1" ||
+    ! grep -Eq '^e2e-qemu collector oue: [1-9][0-9]* frames .* 0 rejected, 0 refused; [1-9][0-9]* groups, estimates equal' "$1" ||
+    ! grep -Eq '^e2e-qemu collector sq-laplace: [1-9][0-9]* frames .* estimates equal' "$1" ||
     ! grep -q '^test result: ok. 1 passed' "$1"; then
     echo "test-all: the QEMU end-to-end test did not run to its end" >&2
     return 3

@@ -595,3 +595,102 @@ fn aggregate_db_counts_stored_reports_not_frames_hidden_in_them() {
     assert!(from_db.1.as_array().is_some_and(|g| g.len() == 1));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `privq serve upload` relays the `privq-frame` lines of device output (other lines
+/// skipped): each frame is accepted once and a resent log is all duplicates (exit
+/// 0); a frame that does not verify is refused and named (exit 3); a malformed
+/// line fails the run before anything is sent, and an unreachable collector is an
+/// error (exit 2).
+#[test]
+fn upload_relays_device_output_once_and_exits_by_outcome() {
+    let dir = std::env::temp_dir().join(format!("privq-serve-upload-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("c.db");
+    {
+        let mut store = Store::open(&db).unwrap();
+        for d in 0..4 {
+            store
+                .provision(d, &test_key(d), "3".parse().unwrap())
+                .unwrap();
+        }
+    }
+    let frame = |device: u64, key: &DeviceKey| {
+        let mut buf = vec![0u8; 256];
+        let mut w = FrameWriter::new(&mut buf, device, 1, 0).unwrap();
+        w.push(&report(device as u8, 1)).unwrap();
+        let n = w.finish(key).unwrap();
+        buf.truncate(n);
+        format!(
+            "privq-frame fleet={FLEET} device={device} epoch=1 seq=0 hex={}\n",
+            hex(&buf)
+        )
+    };
+    let mut log = String::from("privq-start fleet=11\nnot a frame line\n");
+    for d in 0..3 {
+        log.push_str(&frame(d, &test_key(d)));
+        log.push_str("privq-report query=0 hex=00\n");
+    }
+    let good = dir.join("good.log");
+    std::fs::write(&good, &log).unwrap();
+    let forged = dir.join("forged.log");
+    std::fs::write(&forged, frame(3, &DeviceKey::new([1; 32]))).unwrap();
+    let bad = dir.join("bad.log");
+    std::fs::write(
+        &bad,
+        format!("{}privq-frame device=2 hex=5g\n", frame(3, &test_key(3))),
+    )
+    .unwrap();
+
+    let (mut child, addr) = start(&db);
+    let upload = |files: &[&Path], extra: &[&str]| {
+        let out = Command::new(BIN)
+            .args(["serve", "upload", "--server", &addr.to_string()])
+            .args(extra)
+            .args(files)
+            .output()
+            .unwrap();
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let summary = |a: usize, r: usize, d: usize, j: usize, f: usize| {
+        format!(
+            "uploaded {} frames to {addr}: {a} accepted ({r} reports), {d} duplicate, {j} rejected, {f} refused\n",
+            a + d + j + f
+        )
+    };
+    assert_eq!(
+        upload(&[&good], &[]),
+        (Some(0), summary(3, 3, 0, 0, 0), String::new())
+    );
+    assert_eq!(
+        upload(&[&good], &[]),
+        (Some(0), summary(0, 0, 3, 0, 0), String::new())
+    );
+    let (code, out, err) = upload(&[&good, &forged], &[]);
+    assert_eq!((code, out), (Some(3), summary(0, 0, 3, 0, 1)));
+    assert!(
+        err.contains("forged.log:1 device 3 epoch 1 sequence 0: refused unauthenticated"),
+        "{err}"
+    );
+    let (code, out, err) = upload(&[&bad], &[]);
+    assert_eq!((code, out.as_str()), (Some(2), ""));
+    assert!(
+        err.contains("bad.log:2") && err.contains("nothing was uploaded"),
+        "{err}"
+    );
+    let (_, estimates) = Client::new(addr, Duration::from_secs(10))
+        .get("/v1/estimates")
+        .unwrap();
+    let estimates: Value = serde_json::from_slice(&estimates).unwrap();
+    assert_eq!(
+        estimates["reports"], 3,
+        "the malformed file's good frame was not sent"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (code, out, err) = upload(&[&good], &["--attempts", "2", "--timeout", "1"]);
+    assert_eq!((code, out.as_str()), (Some(2), ""));
+    assert!(err.contains("no answer from the collector"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -369,6 +369,8 @@ struct QemuRun {
     mechanism: String,
     /// Verified upload frames, in the order printed.
     frames: Vec<VerifiedFrame>,
+    /// Their `privq-frame` lines, as printed.
+    frame_lines: Vec<String>,
     reports: Vec<(u16, Vec<u8>)>,
     refused: Vec<u16>,
     defmt_report_lines: usize,
@@ -397,6 +399,7 @@ fn run_qemu(target: &Target, device: u64) -> QemuRun {
     let mut run = QemuRun {
         mechanism: String::new(),
         frames: Vec::new(),
+        frame_lines: Vec::new(),
         reports: Vec::new(),
         refused: Vec::new(),
         defmt_report_lines: stdout.matches("report query").count(),
@@ -437,6 +440,7 @@ fn run_qemu(target: &Target, device: u64) -> QemuRun {
                 Some(u64::from(frame.sequence))
             );
             run.frames.push(frame);
+            run.frame_lines.push(line.to_string());
         } else if line.starts_with("privq-refused ") {
             assert_eq!(wire::field(line, "reason"), Some("budget-exhausted"));
             run.refused
@@ -596,5 +600,176 @@ fn qemu_devices_match_the_host() {
     println!(
         "e2e-qemu frames: {frames} upload frames verified (HMAC-SHA-256, test-only keys), \
          their reports equal to the report lines"
+    );
+    // One collector per mechanism: a device id runs one firmware in a real fleet.
+    let mut framed: BTreeMap<&str, Vec<&QemuRun>> = BTreeMap::new();
+    for (_, q) in &runs {
+        if !q.frame_lines.is_empty() {
+            framed.entry(q.mechanism.as_str()).or_default().push(q);
+        }
+    }
+    assert!(!framed.is_empty(), "no QEMU run sent upload frames");
+    for (mechanism, runs) in framed {
+        upload_to_collector(mechanism, &runs);
+    }
+}
+
+/// `PRIVQ_SERVE_BIN`: a `privq` binary built with feature `serve`.
+fn serve_bin() -> PathBuf {
+    PathBuf::from(std::env::var("PRIVQ_SERVE_BIN").expect(
+        "set PRIVQ_SERVE_BIN to a privq binary built with --features serve (tools/test-all.sh does)",
+    ))
+}
+
+/// `GET path` from the collector at `addr` (HTTP/1.1, connection closed after).
+fn http_get(addr: &str, path: &str) -> serde_json::Value {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = Vec::new();
+    s.read_to_end(&mut answer).unwrap();
+    let text = String::from_utf8(answer).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    serde_json::from_str(body).unwrap()
+}
+
+/// The upload frames of the QEMU devices running `mechanism`, sent to a running
+/// `privq serve` on loopback by `privq serve upload` (the `privq-frame` lines as
+/// the firmware printed them, each device's frames from every target that ran it:
+/// the repeats are byte-identical, so the collector acknowledges them as
+/// duplicates). The collector's estimates must equal, group by group, the
+/// in-process aggregation of the host simulation of the same devices.
+fn upload_to_collector(mechanism: &str, runs: &[&QemuRun]) {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let bin = serve_bin();
+    let dir = std::env::temp_dir().join(format!(
+        "privq-e2e-serve-{mechanism}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("collector.db");
+    // The devices in upload order (the collector's order within each group).
+    let mut devices: Vec<u64> = Vec::new();
+    let mut log = String::new();
+    for run in runs {
+        let device = run.frames[0].device;
+        if !devices.contains(&device) {
+            devices.push(device);
+        }
+        for line in &run.frame_lines {
+            log.push_str(line);
+            log.push('\n');
+        }
+    }
+    let frames_file = dir.join("frames.log");
+    std::fs::write(&frames_file, &log).unwrap();
+    for &device in &devices {
+        let mut p = Command::new(&bin)
+            .args(["serve", "provision", "--allow-test-key", "--key-file", "-"])
+            .arg("--device")
+            .arg(device.to_string())
+            .arg("--cap")
+            .arg(lifetime_epsilon().unwrap().to_string())
+            .arg("--db")
+            .arg(&db)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let key = test_only_key(FLEET_SEED, device);
+        let hex: String = key.as_bytes().iter().map(|b| format!("{b:02x}")).collect();
+        writeln!(p.stdin.take().unwrap(), "{hex}").unwrap();
+        assert!(p.wait().unwrap().success(), "provision device {device}");
+    }
+    let mut server = Command::new(&bin)
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--allow-test-keys",
+            "--quiet",
+        ])
+        .arg("--db")
+        .arg(&db)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next().expect("privq serve exited").unwrap();
+        if let Some(rest) = line.strip_prefix("privq serve: listening on ") {
+            break rest.split(' ').next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    let out = Command::new(&bin)
+        .args(["serve", "upload", "--server", &addr])
+        .arg(&frames_file)
+        .output()
+        .unwrap();
+    let summary = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "privq serve upload: {summary}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let collector = http_get(&addr, "/v1/estimates?confidence=0.95");
+    let _ = server.kill();
+    let _ = server.wait();
+
+    // The host simulation of the same devices, aggregated in process.
+    let mut host = BTreeMap::new();
+    let mut rejected = privq_host::ldp::decode::RejectCounts::default();
+    let reports: Vec<Vec<u8>> = devices
+        .iter()
+        .flat_map(|&device| {
+            run_named(mechanism, device, EPOCHS)
+                .reports
+                .into_iter()
+                .map(|(_, r)| r)
+        })
+        .collect();
+    let accepted = privq_host::ldp::aggregate::ingest_grouped(
+        &mut host,
+        reports.iter().map(Vec::as_slice),
+        &mut rejected,
+    );
+    assert_eq!(rejected.total(), 0);
+    assert_eq!(collector["reports"], accepted, "{collector}");
+    let groups = collector["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), host.len(), "{collector}");
+    for (kind, agg) in &host {
+        let want = serde_json::to_value(kind).unwrap();
+        let got = groups
+            .iter()
+            .find(|g| g["kind"] == want)
+            .unwrap_or_else(|| panic!("no group {want} at the collector"));
+        assert_eq!(got["n"], agg.n(), "{want}");
+        let frequencies = serde_json::to_value(agg.frequencies(0.95).ok()).unwrap();
+        let mean = serde_json::to_value(agg.mean(0.95).ok()).unwrap();
+        assert!(!frequencies.is_null() || !mean.is_null(), "{want}");
+        assert_eq!(got["frequencies"], frequencies, "{want}: estimates differ");
+        assert_eq!(got["mean"], mean, "{want}: estimates differ");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    println!(
+        "e2e-qemu collector {mechanism}: {} frames of {} QEMU runs ({} devices) sent to privq \
+         serve: {}; {} groups, estimates equal to the host simulation's",
+        log.lines().count(),
+        runs.len(),
+        devices.len(),
+        summary.trim(),
+        host.len()
     );
 }

@@ -397,13 +397,13 @@ pub struct Policy {
 }
 
 impl Default for Policy {
-    /// Domains up to 2^16, 1024 groups, 16 opened per device, ε at least 1/1024,
+    /// Domains up to 2^16, 1024 groups, 256 opened per device, ε at least 1/1024,
     /// no test keys.
     fn default() -> Policy {
         Policy {
             max_domain: 1 << 16,
             max_groups: 1024,
-            max_groups_per_device: 16,
+            max_groups_per_device: 256,
             min_epsilon: Epsilon::new(1, 1024).ok(),
             allow_test_keys: false,
         }

@@ -32,6 +32,8 @@ mod progress;
 pub mod results;
 #[cfg(feature = "serve")]
 pub mod serve;
+#[cfg(feature = "serve")]
+mod serve_upload;
 pub mod synth;
 mod synth_adaptive;
 mod synth_report;

@@ -50,8 +50,9 @@ pub struct Args {
     /// Most groups one device may open, by being the first to report their kind;
     /// past it, its reports that would open a group are refused
     /// (`device_group_limit`) until another device opens it. One compromised key
-    /// cannot take every group.
-    #[arg(long, value_name = "N", default_value_t = 16)]
+    /// cannot take every group. The first device to report a campaign opens all
+    /// its kinds (the firmware's SQ-Laplace campaign: 64 bins × 4 epochs = 256).
+    #[arg(long, value_name = "N", default_value_t = 256)]
     pub max_groups_per_device: usize,
     /// Smallest ε a report may have, exact (`num/den`); smaller: `epsilon_too_small`.
     #[arg(long, value_name = "EPS", default_value = "1/1024")]
@@ -78,6 +79,8 @@ pub enum Action {
     Devices(DevicesArgs),
     /// Load benchmark: an in-process collector on 127.0.0.1 and blocking clients.
     Bench(BenchArgs),
+    /// Send the upload frames a device printed (`privq-frame` lines) to a collector.
+    Upload(super::serve_upload::UploadArgs),
 }
 
 /// Options of `privq serve provision`.
@@ -154,6 +157,7 @@ pub fn run(
         Some(Action::Provision(a)) => provision(a, stdin, stdout, stderr),
         Some(Action::Devices(a)) => devices(a, stdout),
         Some(Action::Bench(a)) => bench(a, stdout, stderr),
+        Some(Action::Upload(a)) => super::serve_upload::upload(a, stdin, stdout, stderr),
         None => {
             let db = args.db.as_deref().ok_or(CliError::Usage {
                 option: "db",
