@@ -598,9 +598,9 @@ fn aggregate_db_counts_stored_reports_not_frames_hidden_in_them() {
 
 /// `privq serve upload` relays the `privq-frame` lines of device output (other lines
 /// skipped): each frame is accepted once and a resent log is all duplicates (exit
-/// 0); a frame that does not verify is refused and named (exit 3); a malformed
-/// line fails the run before anything is sent, and an unreachable collector is an
-/// error (exit 2).
+/// 0); a frame that does not verify is refused and named (exit 3); an input without
+/// frame lines is exit 4; a malformed line fails the run before anything is sent,
+/// and an unreachable collector is an error (exit 2).
 #[test]
 fn upload_relays_device_output_once_and_exits_by_outcome() {
     let dir = std::env::temp_dir().join(format!("privq-serve-upload-{}", std::process::id()));
@@ -628,6 +628,10 @@ fn upload_relays_device_output_once_and_exits_by_outcome() {
     };
     let mut log = String::from("privq-start fleet=11\nnot a frame line\n");
     for d in 0..3 {
+        // A logger's timestamp before the frame line is allowed.
+        if d == 1 {
+            log.push_str("[12:00:01] ");
+        }
         log.push_str(&frame(d, &test_key(d)));
         log.push_str("privq-report query=0 hex=00\n");
     }
@@ -673,6 +677,11 @@ fn upload_relays_device_output_once_and_exits_by_outcome() {
         err.contains("forged.log:1 device 3 epoch 1 sequence 0: refused unauthenticated"),
         "{err}"
     );
+    let foreign = dir.join("foreign.log");
+    std::fs::write(&foreign, "no frames here\n").unwrap();
+    let (code, out, err) = upload(&[&foreign], &[]);
+    assert_eq!((code, out), (Some(4), summary(0, 0, 0, 0, 0)));
+    assert!(err.contains("no privq-frame line"), "{err}");
     let (code, out, err) = upload(&[&bad], &[]);
     assert_eq!((code, out.as_str()), (Some(2), ""));
     assert!(

@@ -690,6 +690,14 @@ fn upload_to_collector(mechanism: &str, runs: &[&QemuRun]) {
         writeln!(p.stdin.take().unwrap(), "{hex}").unwrap();
         assert!(p.wait().unwrap().success(), "provision device {device}");
     }
+    /// Kills the collector however the test ends.
+    struct Server(std::process::Child);
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
     let mut server = Command::new(&bin)
         .args([
             "serve",
@@ -704,8 +712,9 @@ fn upload_to_collector(mechanism: &str, runs: &[&QemuRun]) {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
+        .map(Server)
         .unwrap();
-    let mut lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let mut lines = BufReader::new(server.0.stderr.take().unwrap()).lines();
     let addr = loop {
         let line = lines.next().expect("privq serve exited").unwrap();
         if let Some(rest) = line.strip_prefix("privq serve: listening on ") {
@@ -725,8 +734,17 @@ fn upload_to_collector(mechanism: &str, runs: &[&QemuRun]) {
         String::from_utf8_lossy(&out.stderr)
     );
     let collector = http_get(&addr, "/v1/estimates?confidence=0.95");
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
+    // Each distinct frame accepted once, every repeat a duplicate.
+    let distinct: std::collections::BTreeSet<&str> = log.lines().collect();
+    // Every run of a mechanism releases the same number of reports.
+    let stored = runs[0].reports.len() * devices.len();
+    let want = format!(
+        "{} accepted ({stored} reports), {} duplicate, 0 rejected, 0 refused",
+        distinct.len(),
+        log.lines().count() - distinct.len()
+    );
+    assert!(summary.contains(&want), "{summary} (expected {want})");
 
     // The host simulation of the same devices, aggregated in process.
     let mut host = BTreeMap::new();
@@ -759,6 +777,17 @@ fn upload_to_collector(mechanism: &str, runs: &[&QemuRun]) {
         let frequencies = serde_json::to_value(agg.frequencies(0.95).ok()).unwrap();
         let mean = serde_json::to_value(agg.mean(0.95).ok()).unwrap();
         assert!(!frequencies.is_null() || !mean.is_null(), "{want}");
+        let finite = |e: &privq_host::ldp::estimate::Estimate| {
+            [e.value, e.variance, e.ci_low, e.ci_high]
+                .iter()
+                .all(|x| x.is_finite())
+        };
+        if let Ok(f) = agg.frequencies(0.95) {
+            assert!(f.items.iter().all(finite), "{want}: a non-finite estimate");
+        }
+        if let Ok(m) = agg.mean(0.95) {
+            assert!(finite(&m.estimate), "{want}: a non-finite mean");
+        }
         assert_eq!(got["frequencies"], frequencies, "{want}: estimates differ");
         assert_eq!(got["mean"], mean, "{want}: estimates differ");
     }

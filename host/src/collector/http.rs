@@ -168,9 +168,12 @@ impl Aggregates {
         max_domain: u32,
         max_groups: usize,
     ) -> Result<(Aggregates, OpenGroups), StoreError> {
+        // Reports are aggregated a chunk at a time, in acceptance order, so memory
+        // does not grow with the database.
+        const CHUNK: usize = 4096;
         let mut a = Aggregates::default();
         let mut open = OpenGroups::default();
-        let mut all = Vec::new();
+        let mut chunk = Vec::with_capacity(CHUNK);
         let repeated = store.for_each_admitted_report(|r| {
             let refused = decode_report(&r.report).is_ok_and(|d| {
                 let kind = ReportKind::of(&d);
@@ -188,11 +191,15 @@ impl Aggregates {
             if refused {
                 a.refused += 1;
             } else {
-                all.push(r.report);
+                chunk.push(r.report);
+                if chunk.len() == CHUNK {
+                    a.ingest(chunk.iter().map(Vec::as_slice));
+                    chunk.clear();
+                }
             }
         })?;
         a.refused += repeated;
-        a.ingest(all.iter().map(Vec::as_slice));
+        a.ingest(chunk.iter().map(Vec::as_slice));
         Ok((a, open))
     }
 

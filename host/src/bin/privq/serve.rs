@@ -175,6 +175,15 @@ pub fn run(
                 })?),
                 allow_test_keys: args.allow_test_keys,
             };
+            if policy.max_groups_per_device >= policy.max_groups {
+                writeln!(
+                    stderr,
+                    "privq serve: warning: --max-groups-per-device {} is not below --max-groups \
+                     {}: one device can open every aggregation group",
+                    policy.max_groups_per_device, policy.max_groups
+                )
+                .map_err(CliError::Io)?;
+            }
             let limits = http::ConnectionLimits {
                 connection_timeout: Duration::from_secs(args.connection_timeout.max(1)),
                 ..http::ConnectionLimits::default()

@@ -3,12 +3,13 @@
 //! serial-attached devices and `privq serve` would.
 //!
 //! Every input is read and every frame line decoded before anything is sent, so a
-//! malformed line fails the run with nothing uploaded. Frames go in batches of at
+//! malformed line (or one longer than [`MAX_LINE`]) fails the run with nothing
+//! uploaded. Frames go in batches of at
 //! most [`MAX_BATCH_FRAMES`] frames and [`MAX_BATCH_BYTES`]; a batch whose request
 //! fails (connection error, a 5xx or 503 answer) is resent, which is safe because
 //! the collector acknowledges a resent frame as `duplicate` and counts it once.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,8 +29,9 @@ use super::CliError;
 Lines other than `privq-frame … hex=…` are skipped. Prints one line per frame that was
 not acknowledged (on standard error) and a summary (on standard output).
 Exit codes: 0 if every frame was acknowledged (accepted, or a duplicate of an accepted
-frame), 3 if the collector rejected or refused some, 2 if an input is malformed (nothing
-is sent) or the collector could not be reached.")]
+frame), 3 if the collector rejected or refused some, 4 if the input holds no frame line,
+2 if an input is malformed (nothing is sent) or the collector could not be reached.
+Files are read whole before sending: relay a live serial port by rotating its log.")]
 pub struct UploadArgs {
     /// The collector's address.
     #[arg(long, value_name = "ADDR")]
@@ -48,6 +50,10 @@ pub struct UploadArgs {
 /// The longest frame a batch entry holds (its length is a u16).
 const MAX_FRAME: usize = u16::MAX as usize;
 
+/// The longest line read: a frame line of the longest frame, with room for its
+/// other fields and a logger's prefix.
+const MAX_LINE: u64 = 2 * MAX_FRAME as u64 + 4096;
+
 /// One frame line of the input.
 struct Line {
     /// `file:line`, for messages.
@@ -55,9 +61,11 @@ struct Line {
     frame: Vec<u8>,
 }
 
-/// The frame of a `privq-frame` line, or `None` for any other line.
+/// The frame of a `privq-frame` line (after any prefix a logger added, such as a
+/// timestamp), or `None` for any other line.
 fn frame_of(line: &str) -> Option<Result<Vec<u8>, String>> {
-    let rest = line.strip_prefix("privq-frame ")?;
+    let at = line.find("privq-frame ")?;
+    let rest = line.get(at + "privq-frame ".len()..).unwrap_or_default();
     let Some(hex) = rest.split_whitespace().find_map(|t| t.strip_prefix("hex=")) else {
         return Some(Err("a privq-frame line without hex=".into()));
     };
@@ -67,13 +75,13 @@ fn frame_of(line: &str) -> Option<Result<Vec<u8>, String>> {
             hex.len()
         )));
     }
+    let digit = |b: u8| char::from(b).to_digit(16);
     let bytes: Option<Vec<u8>> = hex
         .as_bytes()
         .chunks(2)
-        .map(|pair| {
-            std::str::from_utf8(pair)
-                .ok()
-                .and_then(|d| u8::from_str_radix(d, 16).ok())
+        .map(|pair| match pair {
+            [hi, lo] => Some(u8::try_from(digit(*hi)? << 4 | digit(*lo)?).ok()?),
+            _ => None,
         })
         .collect();
     Some(bytes.ok_or_else(|| "hex= holds a character that is not a hex digit".into()))
@@ -91,13 +99,23 @@ fn read_lines(path: &Path, stdin: &mut dyn BufRead, out: &mut Vec<Line>) -> Resu
     let mut number = 0;
     loop {
         buf.clear();
-        let n = reader
+        let n = (&mut *reader)
+            .take(MAX_LINE)
             .read_until(b'\n', &mut buf)
             .map_err(|e| CliError::file(path, e))?;
         if n == 0 {
             return Ok(());
         }
         number += 1;
+        if buf.len() as u64 == MAX_LINE && buf.last() != Some(&b'\n') {
+            return Err(CliError::Run(
+                format!(
+                    "{}:{number}: a line longer than {MAX_LINE} bytes; nothing was uploaded",
+                    path.display()
+                )
+                .into(),
+            ));
+        }
         let text = String::from_utf8_lossy(&buf);
         let at = format!("{}:{number}", path.display());
         match frame_of(text.trim_end()) {
@@ -231,8 +249,8 @@ pub fn upload(
                         "privq serve upload: {}{who}: {} {} ({})",
                         line.at,
                         other.unwrap_or("?"),
-                        field("reason").unwrap_or("?"),
-                        field("detail").unwrap_or("")
+                        field("reason").unwrap_or("?").escape_debug(),
+                        field("detail").unwrap_or("").escape_debug()
                     )
                     .map_err(CliError::Io)?;
                 }
@@ -247,6 +265,14 @@ pub fn upload(
         args.server
     )
     .map_err(CliError::Io)?;
+    if lines.is_empty() {
+        writeln!(
+            stderr,
+            "privq serve upload: no privq-frame line in the input (is it a device's output?)"
+        )
+        .map_err(CliError::Io)?;
+        return Err(CliError::Outcome(Outcome::NothingUsable));
+    }
     if rejected + refused > 0 {
         return Err(CliError::Outcome(Outcome::Rejected));
     }
@@ -260,6 +286,11 @@ mod tests {
     #[test]
     fn frame_lines_decode_and_other_lines_are_skipped() {
         assert_eq!(frame_of("privq-report query=1 hex=00"), None);
+        assert_eq!(
+            frame_of("[12:00:01] privq-frame device=2 hex=0a").unwrap(),
+            Ok(vec![10])
+        );
+        assert!(frame_of("privq-frame hex=+f+f").unwrap().is_err());
         assert_eq!(
             frame_of("privq-frame fleet=1 device=2 epoch=0 seq=0 hex=5051ff").unwrap(),
             Ok(vec![0x50, 0x51, 0xff])
