@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use privq_core::Epsilon;
@@ -19,6 +20,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
 use crate::ldp::aggregate::ReportKind;
+use crate::ldp::campaign::CampaignPlan;
 use crate::ldp::decode::decode_report;
 use crate::ldp::upload::{FrameReject, verify_frame};
 
@@ -161,6 +163,12 @@ pub enum Rejection {
     /// The device's key is a documented test-only key (`docs/upload-frame.md`) and
     /// the collector was not started with test keys allowed.
     TestKey,
+    /// Report `index` is of a kind none of the collector's campaigns collects (only
+    /// when it was started with campaigns, [`Policy::campaigns`]).
+    NotInCampaign {
+        /// Position of the report in the frame.
+        index: u16,
+    },
 }
 
 impl Rejection {
@@ -177,6 +185,7 @@ impl Rejection {
             Rejection::GroupLimit { .. } => "group_limit",
             Rejection::DeviceGroupLimit { .. } => "device_group_limit",
             Rejection::TestKey => "test_key_refused",
+            Rejection::NotInCampaign { .. } => "not_in_campaign",
         }
     }
 }
@@ -219,6 +228,7 @@ impl Rejection {
                 | Rejection::EpsilonTooSmall { .. }
                 | Rejection::GroupLimit { .. }
                 | Rejection::DeviceGroupLimit { .. }
+                | Rejection::NotInCampaign { .. }
                 | Rejection::TestKey
         )
     }
@@ -263,6 +273,10 @@ impl fmt::Display for Rejection {
                  as many as the collector allows one device"
             ),
             Rejection::TestKey => f.write_str("the device holds a test-only key"),
+            Rejection::NotInCampaign { index } => write!(
+                f,
+                "report {index} is of a kind none of the collector's campaigns collects"
+            ),
         }
     }
 }
@@ -380,7 +394,7 @@ impl From<&FrameStatus> for StatusJson {
 }
 
 /// What the collector accepts beyond a valid frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Policy {
     /// The largest domain (items, or Hadamard's header parameter) a report may declare.
     pub max_domain: u32,
@@ -394,6 +408,20 @@ pub struct Policy {
     pub min_epsilon: Option<Epsilon>,
     /// Accept devices whose key is a documented test-only key.
     pub allow_test_keys: bool,
+    /// The campaigns whose reports are accepted (`None`: any kind, within the
+    /// group limits). With campaigns, no key holder can open a group outside them.
+    pub campaigns: Option<Arc<[CampaignPlan]>>,
+}
+
+impl Policy {
+    /// Whether the campaigns (if any) collect reports of `kind`.
+    pub fn collects(&self, kind: &ReportKind) -> bool {
+        self.campaigns.as_ref().is_none_or(|plans| {
+            plans
+                .iter()
+                .any(|p| p.collects(kind.query) && p.kind(kind.query) == *kind)
+        })
+    }
 }
 
 impl Default for Policy {
@@ -406,6 +434,7 @@ impl Default for Policy {
             max_groups_per_device: 256,
             min_epsilon: Epsilon::new(1, 1024).ok(),
             allow_test_keys: false,
+            campaigns: None,
         }
     }
 }
@@ -1038,6 +1067,9 @@ fn charge(
         if policy.min_epsilon.is_some_and(|m| eps < m) {
             return Ok(Err(Rejection::EpsilonTooSmall { index }));
         }
+        if !policy.collects(&kind) {
+            return Ok(Err(Rejection::NotInCampaign { index }));
+        }
         if !seen.insert(kind) || reported(&kind)? {
             return Ok(Err(Rejection::AlreadyReported { index }));
         }
@@ -1142,7 +1174,7 @@ mod tests {
             max_groups: 3,
             ..Policy::default()
         };
-        let c = Collector::new(s, policy, true).unwrap();
+        let c = Collector::new(s, policy.clone(), true).unwrap();
         // Each ε is a group of its own: 1/2, 1/3, 1/4 open three groups.
         let first: Vec<Vec<u8>> = (0..3).map(|i| frame_eps(&k, 6, i, i as u16 + 2)).collect();
         let st = c
@@ -1185,7 +1217,7 @@ mod tests {
             .fold(eps(1, 2), |t, &d| t.checked_add(eps(1, d)).unwrap());
         assert_eq!(spent, want);
         // Restarting with the same database and limits rebuilds the same aggregate.
-        let c = Collector::new(s, policy, true).unwrap();
+        let c = Collector::new(s, policy.clone(), true).unwrap();
         assert_eq!(c.reports(), 4);
         let st = c
             .submit(&[&frame_eps(&k7, 7, 1, 3), &frame_eps(&k, 6, 9, 7)])
@@ -1221,7 +1253,7 @@ mod tests {
             c.submit(&frames.iter().map(Vec::as_slice).collect::<Vec<_>>())
                 .unwrap()
         };
-        let c = Collector::new(s, policy, true).unwrap();
+        let c = Collector::new(s, policy.clone(), true).unwrap();
         // Device 8 opens ε = 1/2 and 1/3; a third group (1/4) is refused, in the same
         // batch and in the next.
         let st = submit(
@@ -1276,6 +1308,42 @@ mod tests {
         assert_eq!(st[1], Rejected(Rejection::DeviceGroupLimit { index: 0 }));
         assert!(st[2].acknowledged(), "{st:?}");
         assert_eq!(c.reports(), 6);
+    }
+
+    #[test]
+    fn with_campaigns_only_their_kinds_are_accepted() {
+        use crate::collector::http::Collector;
+        use crate::ldp::campaign::{Campaign, Limits};
+        use FrameStatus::*;
+        let path = temp_db("campaigns");
+        let mut s = Store::open(&path).unwrap();
+        let k = DeviceKey::new([5; 32]);
+        s.provision(5, &k, eps(10, 1)).unwrap();
+        let plan =
+            Campaign::from_json(r#"{"mechanism": "sq-bit", "epsilon": "1/2", "queries": ["0-1"]}"#)
+                .unwrap()
+                .validate(&Limits::from_mib(1))
+                .unwrap();
+        let policy = Policy {
+            campaigns: Some(vec![plan].into()),
+            ..Policy::default()
+        };
+        let c = Collector::new(s, policy, true).unwrap();
+        // ε = 1/2 query 0 is the campaign's; ε = 1/3 is not, nor is a frame whose
+        // second report is of query 2 (nothing of it counts).
+        let st = c
+            .submit(&[
+                &frame_eps(&k, 5, 0, 3),
+                &frame(&k, 5, 0, 3, 2),
+                &frame_eps(&k, 5, 1, 2),
+            ])
+            .unwrap();
+        assert_eq!(st[0], Rejected(Rejection::NotInCampaign { index: 0 }));
+        assert_eq!(StatusJson::from(&st[0]).status, "refused");
+        assert_eq!(StatusJson::from(&st[0]).reason, Some("not_in_campaign"));
+        assert_eq!(st[1], Rejected(Rejection::NotInCampaign { index: 2 }));
+        assert!(st[2].acknowledged(), "{st:?}");
+        assert_eq!(c.reports(), 1);
     }
 
     #[test]
@@ -1409,7 +1477,7 @@ mod tests {
         );
         let lax = Policy {
             allow_test_keys: true,
-            ..strict
+            ..strict.clone()
         };
         assert!(s.submit(&[&f], &lax, &mut open).unwrap().0[0].acknowledged());
         // A GRR report over 70 000 items (ε = 1, item 5): above the default limit.

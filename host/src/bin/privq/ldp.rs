@@ -495,16 +495,20 @@ fn campaign_file(path: &Path, campaign: &Campaign) -> Result<AtomicFile, CliErro
     Ok(f)
 }
 
+/// The validated campaign of the file `path`.
+pub(super) fn campaign_from_file(path: &Path, limits: &Limits) -> Result<CampaignPlan, CliError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| LdpError::Read(path.display().to_string(), e))?;
+    let c = Campaign::from_json(&text).map_err(|e| LdpError::CampaignFile(path.into(), e))?;
+    Ok(c.validate(limits)
+        .map_err(|e| LdpError::CampaignFile(path.into(), e))?)
+}
+
 /// The validated campaign of `flags`: from the file, or from the flags.
 pub(super) fn campaign_plan(flags: &CampaignFlags) -> Result<CampaignPlan, CliError> {
     let limits = Limits::from_mib(flags.memory_mib);
     if let Some(path) = &flags.campaign {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| LdpError::Read(path.display().to_string(), e))?;
-        let c = Campaign::from_json(&text).map_err(|e| LdpError::CampaignFile(path.clone(), e))?;
-        return Ok(c
-            .validate(&limits)
-            .map_err(|e| LdpError::CampaignFile(path.clone(), e))?);
+        return campaign_from_file(path, &limits);
     }
     let (Some(mechanism), Some(epsilon)) = (&flags.mechanism, &flags.epsilon) else {
         return Err(LdpError::NoCampaign.into());

@@ -60,6 +60,11 @@ pub struct Args {
     /// Accept devices holding the documented test-only keys (tests only).
     #[arg(long)]
     pub allow_test_keys: bool,
+    /// A campaign file (as for `privq ldp aggregate`; repeatable): accept only
+    /// reports of the campaigns' kinds (`not_in_campaign` otherwise), so no key
+    /// holder can open groups outside them. Without it, any kind within the limits.
+    #[arg(long, value_name = "FILE")]
+    pub campaign: Vec<PathBuf>,
     /// Seconds a connection may last in all (reading requests, writing responses,
     /// idle between them); then it is closed. Cuts off a client that never reads
     /// its response, which hyper's own timeouts do not.
@@ -174,6 +179,17 @@ pub fn run(
                     }
                 })?),
                 allow_test_keys: args.allow_test_keys,
+                campaigns: if args.campaign.is_empty() {
+                    None
+                } else {
+                    let limits = privq_host::ldp::campaign::Limits::from_mib(256);
+                    let plans = args
+                        .campaign
+                        .iter()
+                        .map(|path| super::ldp::campaign_from_file(path, &limits))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    Some(plans.into())
+                },
             };
             if policy.max_groups_per_device >= policy.max_groups {
                 writeln!(
