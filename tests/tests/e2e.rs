@@ -621,6 +621,14 @@ fn serve_bin() -> PathBuf {
     ))
 }
 
+/// `value` printed as JSON and parsed back, as the collector's answer is: identical
+/// f64s print identically (the shortest round-trip form), so they parse identically
+/// (serde_json's default parser may round the last bit, so a value serialized
+/// directly could differ from the same value parsed from text).
+fn through_json(value: serde_json::Value) -> serde_json::Value {
+    serde_json::from_str(&value.to_string()).unwrap()
+}
+
 /// `GET path` from the collector at `addr` (HTTP/1.1, connection closed after).
 fn http_get(addr: &str, path: &str) -> serde_json::Value {
     use std::io::{Read, Write};
@@ -774,8 +782,8 @@ fn upload_to_collector(mechanism: &str, runs: &[&QemuRun]) {
             .find(|g| g["kind"] == want)
             .unwrap_or_else(|| panic!("no group {want} at the collector"));
         assert_eq!(got["n"], agg.n(), "{want}");
-        let frequencies = serde_json::to_value(agg.frequencies(0.95).ok()).unwrap();
-        let mean = serde_json::to_value(agg.mean(0.95).ok()).unwrap();
+        let frequencies = through_json(serde_json::to_value(agg.frequencies(0.95).ok()).unwrap());
+        let mean = through_json(serde_json::to_value(agg.mean(0.95).ok()).unwrap());
         assert!(!frequencies.is_null() || !mean.is_null(), "{want}");
         let finite = |e: &privq_host::ldp::estimate::Estimate| {
             [e.value, e.variance, e.ci_low, e.ci_high]
