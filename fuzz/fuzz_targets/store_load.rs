@@ -1,20 +1,25 @@
 //! The collector's database loader: rows as a damaged or edited database could
 //! hold them (any key blob, ε text, counters and report bytes) are written with
 //! plain SQL, then read back through `Store` (devices, reports), the collector's
-//! start-up aggregation (`Collector::new`) and a submit against the loaded device.
+//! start-up aggregation (`Aggregates::from_store_within`, as `Collector::new` runs
+//! it) and a submit against the loaded device (`Store::submit`, as
+//! `Collector::submit` runs it).
+//!
+//! One `Store` connection serves every input: `Store::open` reads no rows (it sets
+//! the journal mode and checks the schema version), and reopening per input spent
+//! most of the time parsing the schema.
 #![no_main]
 
-use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use privq_fuzz::{Cursor, DEVICES, db_path, frame, key_of, valid_reports};
-use privq_host::collector::http::Collector;
+use privq_host::collector::http::Aggregates;
 use privq_host::collector::store::{Policy, Store};
 use rusqlite::{Connection, params};
 
 struct Db {
-    path: PathBuf,
+    store: Store,
     raw: Connection,
 }
 
@@ -22,13 +27,13 @@ fn db() -> &'static Mutex<Db> {
     static DB: OnceLock<Mutex<Db>> = OnceLock::new();
     DB.get_or_init(|| {
         let path = db_path("store_load");
-        drop(Store::open(&path).expect("a fresh store opens"));
+        let store = Store::open(&path).expect("a fresh store opens");
         let raw = Connection::open(&path).expect("raw connection");
         // The harness's own writes need no durability (the store's connection
         // keeps its own settings).
         raw.execute_batch("PRAGMA synchronous = OFF")
             .expect("pragma");
-        Mutex::new(Db { path, raw })
+        Mutex::new(Db { store, raw })
     })
 }
 
@@ -42,7 +47,7 @@ fn text(bytes: &[u8]) -> String {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let db = db().lock().unwrap_or_else(|e| e.into_inner());
+    let mut db = db().lock().unwrap_or_else(|e| e.into_inner());
     // The rows are written in one transaction, not ~35 autocommits (each a WAL
     // write and sync); what `Store` then reads is the same.
     db.raw
@@ -88,19 +93,20 @@ fuzz_target!(|data: &[u8]| {
         n += 1;
     }
     db.raw.execute_batch("COMMIT").expect("commit");
-    let Ok(store) = Store::open(&db.path) else {
-        return;
-    };
+    let store = &mut db.store;
     let _ = store.devices();
     let _ = store.reports();
     let _ = store.frame_count();
-    let Ok(collector) = Collector::new(store, Policy::default(), true) else {
+    let policy = Policy::default();
+    let Ok((mut aggregates, mut open)) = Aggregates::from_store_within(store, &policy) else {
         return;
     };
     let seeds = valid_reports_cached();
     let f = frame(device, 1, 0, &seeds[..1]);
-    let _ = collector.submit(&[&f]);
-    let _ = collector.reports();
+    if let Ok((_, fresh)) = store.submit(&[&f], &policy, &mut open) {
+        aggregates.ingest(fresh.iter().map(Vec::as_slice));
+    }
+    let _ = aggregates.estimates(0.95);
 });
 
 fn valid_reports_cached() -> &'static [Vec<u8>] {

@@ -703,3 +703,38 @@ fn upload_relays_device_output_once_and_exits_by_outcome() {
     assert!(err.contains("no answer from the collector"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--campaign` files are checked before serving: a campaign whose reports the
+/// collector's limits would all refuse is a usage error (exit 2), as is a file
+/// that is not a campaign.
+#[test]
+fn campaigns_the_limits_would_refuse_are_usage_errors() {
+    let dir = std::env::temp_dir().join(format!("privq-serve-campaign-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let serve = |campaign: &str| {
+        let path = dir.join("campaign.json");
+        std::fs::write(&path, campaign).unwrap();
+        let out = Command::new(BIN)
+            .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+            .arg(dir.join("c.db"))
+            .arg("--campaign")
+            .arg(&path)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, err) = serve(r#"{"mechanism": "grr", "epsilon": "1", "domain": 100000}"#);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("above --max-domain"), "{err}");
+    let (code, err) = serve(r#"{"mechanism": "grr", "epsilon": "1/2048", "domain": 4}"#);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("below --min-epsilon"), "{err}");
+    let (code, err) = serve(r#"{"mechanism": "grr"}"#);
+    assert_eq!(code, Some(2), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

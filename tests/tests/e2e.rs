@@ -621,16 +621,9 @@ fn serve_bin() -> PathBuf {
     ))
 }
 
-/// `value` printed as JSON and parsed back, as the collector's answer is: identical
-/// f64s print identically (the shortest round-trip form), so they parse identically
-/// (serde_json's default parser may round the last bit, so a value serialized
-/// directly could differ from the same value parsed from text).
-fn through_json(value: serde_json::Value) -> serde_json::Value {
-    serde_json::from_str(&value.to_string()).unwrap()
-}
-
-/// `GET path` from the collector at `addr` (HTTP/1.1, connection closed after).
-fn http_get(addr: &str, path: &str) -> serde_json::Value {
+/// `GET path` from the collector at `addr` (HTTP/1.1, connection closed after):
+/// the body parsed, and as text.
+fn http_get(addr: &str, path: &str) -> (serde_json::Value, String) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
@@ -645,7 +638,7 @@ fn http_get(addr: &str, path: &str) -> serde_json::Value {
     let text = String::from_utf8(answer).unwrap();
     let (head, body) = text.split_once("\r\n\r\n").unwrap();
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    serde_json::from_str(body).unwrap()
+    (serde_json::from_str(body).unwrap(), body.to_string())
 }
 
 /// The upload frames of the QEMU devices running `mechanism`, sent to a running
@@ -741,7 +734,7 @@ fn upload_to_collector(mechanism: &str, runs: &[&QemuRun]) {
         "privq serve upload: {summary}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let collector = http_get(&addr, "/v1/estimates?confidence=0.95");
+    let (collector, text) = http_get(&addr, "/v1/estimates?confidence=0.95");
     drop(server);
     // Each distinct frame accepted once, every repeat a duplicate.
     let distinct: std::collections::BTreeSet<&str> = log.lines().collect();
@@ -782,22 +775,31 @@ fn upload_to_collector(mechanism: &str, runs: &[&QemuRun]) {
             .find(|g| g["kind"] == want)
             .unwrap_or_else(|| panic!("no group {want} at the collector"));
         assert_eq!(got["n"], agg.n(), "{want}");
-        let frequencies = through_json(serde_json::to_value(agg.frequencies(0.95).ok()).unwrap());
-        let mean = through_json(serde_json::to_value(agg.mean(0.95).ok()).unwrap());
-        assert!(!frequencies.is_null() || !mean.is_null(), "{want}");
+        // The host's estimates, printed as the collector prints its own, must appear
+        // in its answer verbatim: the shortest round-trip form of an f64 is unique,
+        // so equal text is equal bits (parsed numbers could hide an ulp).
+        let (frequencies, mean) = (agg.frequencies(0.95), agg.mean(0.95));
+        assert!(frequencies.is_ok() || mean.is_ok(), "{want}");
+        let printed = match (&frequencies, &mean) {
+            (Ok(f), _) => format!("\"frequencies\":{}", serde_json::to_string(f).unwrap()),
+            (_, Ok(m)) => format!("\"mean\":{}", serde_json::to_string(m).unwrap()),
+            _ => unreachable!(),
+        };
+        assert!(
+            text.contains(&printed),
+            "{want}: the collector's estimates differ from {printed}"
+        );
         let finite = |e: &privq_host::ldp::estimate::Estimate| {
             [e.value, e.variance, e.ci_low, e.ci_high]
                 .iter()
                 .all(|x| x.is_finite())
         };
-        if let Ok(f) = agg.frequencies(0.95) {
+        if let Ok(f) = &frequencies {
             assert!(f.items.iter().all(finite), "{want}: a non-finite estimate");
         }
-        if let Ok(m) = agg.mean(0.95) {
+        if let Ok(m) = &mean {
             assert!(finite(&m.estimate), "{want}: a non-finite mean");
         }
-        assert_eq!(got["frequencies"], frequencies, "{want}: estimates differ");
-        assert_eq!(got["mean"], mean, "{want}: estimates differ");
     }
     let _ = std::fs::remove_dir_all(&dir);
     println!(

@@ -149,24 +149,29 @@ impl Aggregates {
 
     /// The aggregate of every report in `store`.
     pub fn from_store(store: &Store) -> Result<Aggregates, StoreError> {
-        Ok(Aggregates::from_store_within(store, u32::MAX, usize::MAX)?.0)
+        let everything = Policy {
+            max_domain: u32::MAX,
+            max_groups: usize::MAX,
+            ..Policy::default()
+        };
+        Ok(Aggregates::from_store_within(store, &everything)?.0)
     }
 
-    /// The aggregate of the reports in `store` whose domain is at most `max_domain`,
-    /// in at most `max_groups` groups (the first kinds in acceptance order), with
-    /// at most one report per device and kind (the first, as intake admits); the
-    /// other reports are [held back](Self::held_back) and not allocated for. Intake
+    /// The aggregate of the reports in `store` whose domain is at most the
+    /// policy's `max_domain` and whose kind its campaigns (if any) collect, in at
+    /// most `max_groups` groups (the first kinds in acceptance order), with at most
+    /// one report per device and kind (the first, as intake admits); the other
+    /// reports are [held back](Self::held_back) and not allocated for. Intake
     /// ([`Store::submit`]) enforces these bounds, but an edited database, a
     /// database of schema version 1, or a collector restarted with smaller limits
-    /// could hold anything, and an aggregator allocates a counter per item
-    /// (`Collector::new` applies its policy's bounds).
+    /// or other campaigns could hold anything, and an aggregator allocates a
+    /// counter per item (`Collector::new` applies its policy).
     ///
     /// Also returns the open groups with their openers: the device of each
     /// group's first report, as [`Store::submit`] recorded them.
     pub fn from_store_within(
         store: &Store,
-        max_domain: u32,
-        max_groups: usize,
+        policy: &Policy,
     ) -> Result<(Aggregates, OpenGroups), StoreError> {
         // Reports are aggregated a chunk at a time, in acceptance order, so memory
         // does not grow with the database.
@@ -177,11 +182,11 @@ impl Aggregates {
         let repeated = store.for_each_admitted_report(|r| {
             let refused = decode_report(&r.report).is_ok_and(|d| {
                 let kind = ReportKind::of(&d);
-                if kind.domain().is_some_and(|n| n > max_domain) {
+                if kind.domain().is_some_and(|n| n > policy.max_domain) || !policy.collects(&kind) {
                     return true;
                 }
                 if !open.contains(&kind) {
-                    if open.len() >= max_groups {
+                    if open.len() >= policy.max_groups {
                         return true;
                     }
                     open.open(kind, r.device);
@@ -310,13 +315,12 @@ pub struct Collector {
 impl Collector {
     /// A collector over `store`, its aggregate rebuilt from the stored reports.
     pub fn new(store: Store, policy: Policy, quiet: bool) -> Result<Collector, StoreError> {
-        let (aggregates, open) =
-            Aggregates::from_store_within(&store, policy.max_domain, policy.max_groups)?;
+        let (aggregates, open) = Aggregates::from_store_within(&store, &policy)?;
         if aggregates.held_back() > 0 {
             eprintln!(
                 "privq serve: warning: {} stored reports are held back (reported as held_back \
                  in /v1/estimates): they exceed the domain limit ({}) or the group limit ({}), \
-                 or repeat a device's report kind",
+                 are of kinds outside the campaigns, or repeat a device's report kind",
                 aggregates.held_back(),
                 policy.max_domain,
                 policy.max_groups

@@ -1286,7 +1286,7 @@ mod tests {
         // After a restart the openers are rebuilt from the stored reports: two
         // groups each. Neither device opens 1/6; device 8 still joins 1/5.
         let s = Store::open(&path).unwrap();
-        let (_, open) = Aggregates::from_store_within(&s, u32::MAX, usize::MAX).unwrap();
+        let (_, open) = Aggregates::from_store_within(&s, &Policy::default()).unwrap();
         assert_eq!(
             (open.len(), open.opened_by(8), open.opened_by(9)),
             (4, 2, 2)
@@ -1328,7 +1328,14 @@ mod tests {
             campaigns: Some(vec![plan].into()),
             ..Policy::default()
         };
-        let c = Collector::new(s, policy, true).unwrap();
+        // A report accepted before the collector had campaigns is held back when it
+        // restarts with them: its group is not reopened.
+        let c = Collector::new(s, Policy::default(), true).unwrap();
+        assert!(c.submit(&[&frame_eps(&k, 5, 9, 3)]).unwrap()[0].acknowledged());
+        drop(c);
+        let c = Collector::new(Store::open(&path).unwrap(), policy, true).unwrap();
+        let e = c.estimates(0.95);
+        assert_eq!((e.reports, e.held_back, e.groups.len()), (0, 1, 0));
         // ε = 1/2 query 0 is the campaign's; ε = 1/3 is not, nor is a frame whose
         // second report is of query 2 (nothing of it counts).
         let st = c

@@ -505,6 +505,14 @@ impl CampaignPlan {
         self.memory_bytes
     }
 
+    /// Number of query ids the campaign collects (each is a report kind of its own).
+    pub fn query_count(&self) -> u64 {
+        self.queries
+            .iter()
+            .map(|&(a, b)| u64::from(b.saturating_sub(a)) + 1)
+            .sum()
+    }
+
     /// Whether the campaign collects `query`.
     pub fn collects(&self, query: u16) -> bool {
         self.queries.iter().any(|&(a, b)| (a..=b).contains(&query))

@@ -12,6 +12,7 @@ use privq_core::upload::{DeviceKey, FrameWriter, KEY_LEN};
 use privq_host::collector::client::Client;
 use privq_host::collector::http::{self, Collector, push_batch};
 use privq_host::collector::store::{Policy, ProvisionError, Store, StoreError, is_test_key};
+use privq_host::ldp::campaign::{CampaignPlan, Limits};
 use rand_core::Rng;
 
 use super::CliError;
@@ -179,18 +180,25 @@ pub fn run(
                     }
                 })?),
                 allow_test_keys: args.allow_test_keys,
-                campaigns: if args.campaign.is_empty() {
-                    None
-                } else {
-                    let limits = privq_host::ldp::campaign::Limits::from_mib(256);
-                    let plans = args
-                        .campaign
-                        .iter()
-                        .map(|path| super::ldp::campaign_from_file(path, &limits))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    Some(plans.into())
-                },
+                campaigns: None,
             };
+            let policy = Policy {
+                campaigns: campaigns(&args.campaign, &policy)?,
+                ..policy
+            };
+            if let Some(plans) = &policy.campaigns {
+                let kinds: u64 = plans.iter().map(|p| p.query_count()).sum();
+                if kinds > policy.max_groups as u64 {
+                    writeln!(
+                        stderr,
+                        "privq serve: warning: the campaigns collect {kinds} report kinds, more \
+                         than --max-groups {}: key holders can fill the groups with kinds not \
+                         in use yet; list only the query ids being collected",
+                        policy.max_groups
+                    )
+                    .map_err(CliError::Io)?;
+                }
+            }
             if policy.max_groups_per_device >= policy.max_groups {
                 writeln!(
                     stderr,
@@ -207,6 +215,41 @@ pub fn run(
             serve(db, args.listen, policy, limits, args.quiet)
         }
     }
+}
+
+/// The campaigns of `--campaign` (`None` without any), each checked against the
+/// policy's domain and ε limits, which would otherwise refuse all its reports.
+fn campaigns(paths: &[PathBuf], policy: &Policy) -> Result<Option<Arc<[CampaignPlan]>>, CliError> {
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    // The collector bounds its memory by --max-groups and --max-domain, not by
+    // the campaign's full size.
+    let limits = Limits {
+        memory_bytes: u64::MAX,
+    };
+    let mut plans = Vec::with_capacity(paths.len());
+    for path in paths {
+        let plan = super::ldp::campaign_from_file(path, &limits)?;
+        let kind = plan.kind(0);
+        let usage = |what: &str| CliError::Usage {
+            option: "campaign",
+            message: format!(
+                "{}: {what}; none of its reports would be accepted",
+                path.display()
+            ),
+        };
+        if kind.domain().is_some_and(|d| d > policy.max_domain) {
+            return Err(usage("its domain is above --max-domain"));
+        }
+        if let (Some(e), Some(min)) = (kind.epsilon(), policy.min_epsilon)
+            && e < min
+        {
+            return Err(usage("its epsilon is below --min-epsilon"));
+        }
+        plans.push(plan);
+    }
+    Ok(Some(plans.into()))
 }
 
 fn parse_key(hex: &str) -> Result<DeviceKey, CliError> {
