@@ -254,7 +254,7 @@ e2e_qemu() {
     label=${c%%:*}
     elfs+="$label=$E2E_DIR/privq-firmware-$label "
   done
-  PRIVQ_E2E_ELFS=$elfs PRIVQ_SERVE_BIN=$E2E_DIR/privq-serve \
+  PRIVQ_E2E_ELFS=$elfs PRIVQ_SERVE_BIN=$ROOT/$E2E_DIR/privq-serve \
     cargo test -p privq-tests --test e2e -- --ignored --nocapture \
     qemu_devices_match_the_host || return
 }
