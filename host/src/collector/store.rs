@@ -445,8 +445,8 @@ pub fn is_test_key(key: &DeviceKey) -> bool {
 }
 
 /// The open aggregation groups, each with the device that opened it (the first
-/// to report its kind), in acceptance order. [`Store::submit`] admits reports
-/// against it; the collector rebuilds it at startup from the stored reports.
+/// to report its kind). [`Store::submit`] admits reports against it; the
+/// collector rebuilds it at startup from the stored reports in acceptance order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OpenGroups {
     opener: BTreeMap<ReportKind, u64>,
