@@ -200,6 +200,19 @@ fn post(
     ))
 }
 
+/// Whether an acknowledgement names `frame`'s replay key (device, epoch, sequence):
+/// statuses are matched to frames by position, so this catches a collector that
+/// answers in another order.
+fn names_its_frame(status: &serde_json::Value, frame: &[u8]) -> bool {
+    let Ok(h) = peek_header(frame) else {
+        return false;
+    };
+    let number = |k: &str| status.get(k).and_then(serde_json::Value::as_u64);
+    number("device") == Some(h.device)
+        && number("epoch") == Some(u64::from(h.epoch))
+        && number("sequence") == Some(u64::from(h.sequence))
+}
+
 /// Runs `privq serve upload`.
 pub fn upload(
     args: &UploadArgs,
@@ -223,6 +236,17 @@ pub fn upload(
         })?;
         for (line, status) in sent.iter().zip(&results) {
             let field = |k: &str| status.get(k).and_then(serde_json::Value::as_str);
+            let acknowledged = matches!(field("status"), Some("accepted" | "duplicate"));
+            if acknowledged && !names_its_frame(status, &line.frame) {
+                return Err(CliError::Run(
+                    format!(
+                        "{}: the collector acknowledged another replay key than this frame's \
+                         ({status}); {accepted} frames accepted and {duplicate} duplicates before",
+                        line.at
+                    )
+                    .into(),
+                ));
+            }
             match field("status") {
                 Some("accepted") => {
                     accepted += 1;
@@ -300,6 +324,20 @@ mod tests {
         assert!(frame_of("privq-frame hex=50zz").unwrap().is_err());
         let long = format!("privq-frame hex={}", "00".repeat(MAX_FRAME + 1));
         assert!(frame_of(&long).unwrap().is_err());
+    }
+
+    #[test]
+    fn an_acknowledgement_must_name_its_frame() {
+        use privq_core::upload::{DeviceKey, FrameWriter};
+        let mut frame = vec![0u8; 128];
+        let mut w = FrameWriter::new(&mut frame, 7, 1, 2).unwrap();
+        w.push(&[1, 8, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 1]).unwrap();
+        let n = w.finish(&DeviceKey::new([3; 32])).unwrap();
+        frame.truncate(n);
+        let status = |device: u64| serde_json::json!({"status": "accepted", "device": device, "epoch": 1, "sequence": 2});
+        assert!(names_its_frame(&status(7), &frame));
+        assert!(!names_its_frame(&status(8), &frame));
+        assert!(!names_its_frame(&status(7), &frame[..10]));
     }
 
     #[test]
