@@ -179,10 +179,7 @@ fn post(
                     })?;
                 return Ok(results);
             }
-            Ok((code, answer)) if code >= 500 => {
-                last = format!("the collector answered {code}");
-                let _ = answer;
-            }
+            Ok((code, _)) if code >= 500 => last = format!("the collector answered {code}"),
             Ok((code, answer)) => {
                 let message = serde_json::from_slice::<serde_json::Value>(&answer)
                     .ok()
