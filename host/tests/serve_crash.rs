@@ -425,7 +425,8 @@ fn sigkill_loses_nothing_and_counts_nothing_twice() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Hostile requests get typed answers and never stop the server.
+/// Hostile requests get typed answers and never stop the server; a second
+/// collector on the same database is refused.
 #[test]
 fn hostile_requests_are_answered_not_fatal() {
     let dir = std::env::temp_dir().join(format!("privq-serve-hostile-{}", std::process::id()));
@@ -457,6 +458,31 @@ fn hostile_requests_are_answered_not_fatal() {
     assert_eq!(c.get("/v1/frames").unwrap().0, 405);
     assert_eq!(c.get("/v1/estimates?confidence=abc").unwrap().0, 400);
     assert_eq!(c.get("/v1/estimates").unwrap().0, 200);
+    // A second collector on the same database would keep aggregates of its own.
+    let mut second = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--quiet", "--db"])
+        .arg(&db)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while second.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if second.try_wait().unwrap().is_none() {
+        second.kill().unwrap();
+        panic!("a second privq serve on the same database kept running");
+    }
+    let second = second.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{err}");
+    assert!(err.contains("another privq serve"), "{err}");
+    assert_eq!(c.get("/v1/estimates").unwrap().0, 200);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The operating system released the lock with the process.
+    let (mut child, _) = start(&db);
     child.kill().unwrap();
     child.wait().unwrap();
     let _ = std::fs::remove_dir_all(&dir);

@@ -383,6 +383,7 @@ fn serve(
     limits: http::ConnectionLimits,
     quiet: bool,
 ) -> Result<(), CliError> {
+    let _lock = lock_for_serving(db)?;
     let store = Store::open(db).map_err(|e| store_error(db, e))?;
     let (devices, frames) = (
         store.devices().map_err(|e| store_error(db, e))?.len(),
@@ -404,6 +405,41 @@ fn serve(
         eprintln!("privq serve: shut down cleanly");
         Ok(())
     })
+}
+
+/// Takes `DB.lock` (created next to the database and left there) for the life of
+/// the returned handle, so that a second `privq serve` on the same database fails
+/// instead of keeping its own aggregates and open groups beside the first one's.
+///
+/// The lock is `flock`-style on a file of its own: SQLite's POSIX locks on the
+/// database are per process and would be dropped by closing any other handle on
+/// the database file. The operating system releases it when the process ends,
+/// SIGKILL included. Provisioning and `privq ldp aggregate --db` do not take it.
+fn lock_for_serving(db: &Path) -> Result<std::fs::File, CliError> {
+    let mut path = db.as_os_str().to_owned();
+    path.push(".lock");
+    let path = PathBuf::from(path);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|source| CliError::File {
+            path: path.clone(),
+            source,
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(CliError::Run(
+            format!(
+                "{}: another privq serve is serving this database (it holds {})",
+                db.display(),
+                path.display()
+            )
+            .into(),
+        )),
+        Err(std::fs::TryLockError::Error(source)) => Err(CliError::File { path, source }),
+    }
 }
 
 /// Latency quantile `q` of sorted durations.
