@@ -3,7 +3,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The largest response head read (status line and headers).
 const MAX_HEAD: usize = 16 * 1024;
@@ -22,8 +22,56 @@ fn bad(msg: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg.to_string())
 }
 
+/// The instant a request must be done by: each read and write may block only
+/// for the time left, so a collector answering a byte at a time cannot hold the
+/// client past it.
+#[derive(Debug, Clone, Copy)]
+struct Deadline(Instant);
+
+impl Deadline {
+    fn left(self) -> io::Result<Duration> {
+        match self.0.checked_duration_since(Instant::now()) {
+            Some(d) if !d.is_zero() => Ok(d),
+            _ => Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the request took longer than its timeout",
+            )),
+        }
+    }
+
+    fn read(self, stream: &mut TcpStream, buf: &mut [u8]) -> io::Result<usize> {
+        stream.set_read_timeout(Some(self.left()?))?;
+        stream.read(buf).map_err(timed_out)
+    }
+
+    fn write_all(self, stream: &mut TcpStream, mut bytes: &[u8]) -> io::Result<()> {
+        while !bytes.is_empty() {
+            stream.set_write_timeout(Some(self.left()?))?;
+            match stream.write(bytes).map_err(timed_out)? {
+                0 => return Err(io::ErrorKind::WriteZero.into()),
+                n => bytes = bytes.get(n..).unwrap_or_default(),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A socket timeout surfaces as `WouldBlock` on Unix: name it for what it is.
+fn timed_out(e: io::Error) -> io::Error {
+    if e.kind() == io::ErrorKind::WouldBlock {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the request took longer than its timeout",
+        )
+    } else {
+        e
+    }
+}
+
 impl Client {
-    /// A client of the collector at `addr`; every read and write times out after `timeout`.
+    /// A client of the collector at `addr`; each request (connecting, sending and
+    /// reading the whole answer) fails with [`io::ErrorKind::TimedOut`] once it has
+    /// taken `timeout`, however slowly the collector trickles its answer.
     pub fn new(addr: SocketAddr, timeout: Duration) -> Client {
         Client {
             addr,
@@ -51,12 +99,11 @@ impl Client {
     }
 
     fn exchange(&mut self, method: &str, path: &str, body: &[u8]) -> io::Result<(u16, Vec<u8>)> {
+        let deadline = Deadline(Instant::now() + self.timeout);
         let stream = match &mut self.stream {
             Some(s) => s,
             None => {
-                let s = TcpStream::connect_timeout(&self.addr, self.timeout)?;
-                s.set_read_timeout(Some(self.timeout))?;
-                s.set_write_timeout(Some(self.timeout))?;
+                let s = TcpStream::connect_timeout(&self.addr, deadline.left()?)?;
                 s.set_nodelay(true)?;
                 self.stream.insert(s)
             }
@@ -66,8 +113,8 @@ impl Client {
             self.addr,
             body.len()
         );
-        stream.write_all(head.as_bytes())?;
-        stream.write_all(body)?;
+        deadline.write_all(stream, head.as_bytes())?;
+        deadline.write_all(stream, body)?;
         // Read the head.
         let mut buf = Vec::new();
         let mut chunk = [0u8; 4096];
@@ -78,7 +125,7 @@ impl Client {
             if buf.len() > MAX_HEAD {
                 return Err(bad("response head too long"));
             }
-            let n = stream.read(&mut chunk)?;
+            let n = deadline.read(stream, &mut chunk)?;
             if n == 0 {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -115,7 +162,7 @@ impl Client {
         }
         let mut body: Vec<u8> = buf.get(end + 4..).unwrap_or_default().to_vec();
         while body.len() < length {
-            let n = stream.read(&mut chunk)?;
+            let n = deadline.read(stream, &mut chunk)?;
             if n == 0 {
                 return Err(io::Error::new(
                     io::ErrorKind::UnexpectedEof,
@@ -129,5 +176,39 @@ impl Client {
             self.stream = None;
         }
         Ok((status, body))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A collector that answers one byte every 50 ms cannot hold a request past its
+    /// timeout (with a timeout per read, this request would wait for the whole trickle).
+    #[test]
+    fn a_trickled_answer_times_out_as_a_whole() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = std::thread::spawn(move || {
+            let (mut s, _) = listener.accept().unwrap();
+            let mut request = [0u8; 1024];
+            let _ = s.read(&mut request);
+            // 30 s of trickle, then the connection closes (an EOF error, not a timeout).
+            for b in b"HTTP/1.1 200 OK\r\nX-Slow: "
+                .iter()
+                .chain([b'a'; 600].iter())
+            {
+                if s.write_all(&[*b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let mut client = Client::new(addr, Duration::from_millis(500));
+        let err = client.get("/v1/estimates").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut, "{err}");
+        drop(client);
+        server.join().unwrap();
     }
 }
