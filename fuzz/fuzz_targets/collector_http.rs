@@ -3,6 +3,7 @@
 //! three provisioned devices. The first byte sets the policy and whether the body
 //! is sent raw or built from entries: raw frames, frames re-tagged under a known
 //! key, frames of valid (optionally damaged) reports, and resent earlier frames.
+//! The estimates of what was accepted are then built and parsed.
 #![no_main]
 
 use std::path::PathBuf;
@@ -101,6 +102,7 @@ fuzz_target!(|data: &[u8]| {
     let policy = Policy {
         max_domain: if flags & 1 == 0 { 1 << 16 } else { 100 },
         allow_test_keys: flags & 2 != 0,
+        max_items: if flags & 8 == 0 { 1 << 20 } else { 150 },
         ..Policy::default()
     };
     let (body, frames) = if flags & 4 == 0 {
@@ -132,4 +134,8 @@ fuzz_target!(|data: &[u8]| {
         StatusCode::BAD_REQUEST => assert!(json["error"].is_string()),
         s => panic!("unexpected status {s}: {json}"),
     }
+    // The estimates of whatever was accepted are served, and name its count.
+    let est = collector.estimates_json(0.95).expect("estimates serialize");
+    let est: serde_json::Value = serde_json::from_slice(&est).expect("estimates JSON");
+    assert_eq!(est["reports"].as_u64(), Some(collector.reports()));
 });

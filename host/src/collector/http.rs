@@ -152,6 +152,7 @@ impl Aggregates {
         let everything = Policy {
             max_domain: u32::MAX,
             max_groups: usize::MAX,
+            max_items: u64::MAX,
             ..Policy::default()
         };
         Ok(Aggregates::from_store_within(store, &everything)?.0)
@@ -159,7 +160,8 @@ impl Aggregates {
 
     /// The aggregate of the reports in `store` whose domain is at most the
     /// policy's `max_domain` and whose kind its campaigns (if any) collect, in at
-    /// most `max_groups` groups (the first kinds in acceptance order), with at most
+    /// most `max_groups` groups of at most `max_items` items in all (the first
+    /// kinds in acceptance order), with at most
     /// one report per device and kind (the first, as intake admits); the other
     /// reports are [held back](Self::held_back) and not allocated for. Intake
     /// ([`Store::submit`]) enforces these bounds, but an edited database, a
@@ -186,7 +188,9 @@ impl Aggregates {
                     return true;
                 }
                 if !open.contains(&kind) {
-                    if open.len() >= policy.max_groups {
+                    if open.len() >= policy.max_groups
+                        || open.items().saturating_add(kind.items()) > policy.max_items
+                    {
                         return true;
                     }
                     open.open(kind, r.device);
@@ -307,6 +311,8 @@ struct Writer {
 pub struct Collector {
     writer: Mutex<Writer>,
     aggregates: Mutex<Aggregates>,
+    /// The last `GET /v1/estimates` answer: (reports aggregated, confidence bits, JSON).
+    answered: Mutex<Option<(u64, u64, Bytes)>>,
     policy: Policy,
     quiet: bool,
     queued: AtomicUsize,
@@ -319,16 +325,19 @@ impl Collector {
         if aggregates.held_back() > 0 {
             eprintln!(
                 "privq serve: warning: {} stored reports are held back (reported as held_back \
-                 in /v1/estimates): they exceed the domain limit ({}) or the group limit ({}), \
-                 are of kinds outside the campaigns, or repeat a device's report kind",
+                 in /v1/estimates): they exceed the domain limit ({}), the group limit ({}) \
+                 or the item limit ({}), are of kinds outside the campaigns, or repeat a \
+                 device's report kind",
                 aggregates.held_back(),
                 policy.max_domain,
-                policy.max_groups
+                policy.max_groups,
+                policy.max_items
             );
         }
         Ok(Collector {
             writer: Mutex::new(Writer { store, open }),
             aggregates: Mutex::new(aggregates),
+            answered: Mutex::new(None),
             policy,
             quiet,
             queued: AtomicUsize::new(0),
@@ -349,6 +358,25 @@ impl Collector {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .estimates(confidence)
+    }
+
+    /// The JSON of [`estimates`](Self::estimates). The answer is kept until a report
+    /// is added (the aggregate only grows, so its report count names it) or another
+    /// confidence is asked for; requests meanwhile wait for it and share it, so
+    /// however many arrive at once, one answer is built and held at a time.
+    pub fn estimates_json(&self, confidence: f64) -> Result<Bytes, serde_json::Error> {
+        let mut answered = self.answered.lock().unwrap_or_else(PoisonError::into_inner);
+        let key = (self.reports(), confidence.to_bits());
+        if let Some((reports, bits, json)) = &*answered
+            && (*reports, *bits) == key
+        {
+            return Ok(json.clone());
+        }
+        *answered = None;
+        let est = self.estimates(confidence);
+        let json = Bytes::from(serde_json::to_vec(&est)?);
+        *answered = Some((est.reports, key.1, json.clone()));
+        Ok(json)
     }
 
     /// Stores a batch (one transaction) and then counts its new reports.
@@ -512,18 +540,16 @@ async fn get_estimates(
     if !(confidence > 0.0 && confidence < 1.0) {
         return error(StatusCode::BAD_REQUEST, "confidence must be in (0, 1)");
     }
-    // Estimates take time in the number of groups and their domains: off the
-    // async workers, so a slow one holds a blocking thread, not the server.
-    let est = tokio::task::spawn_blocking(move || {
-        c.aggregates
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .estimates(confidence)
-    })
-    .await;
-    match est {
-        Ok(est) => json_response(StatusCode::OK, &est),
-        Err(_) => error(StatusCode::INTERNAL_SERVER_ERROR, "estimates failed"),
+    // Estimates and their JSON take time and memory in the open groups' items
+    // (at most `Policy::max_items`): built off the async workers, one at a time.
+    match tokio::task::spawn_blocking(move || c.estimates_json(confidence)).await {
+        Ok(Ok(json)) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            json,
+        )
+            .into_response(),
+        _ => error(StatusCode::INTERNAL_SERVER_ERROR, "estimates failed"),
     }
 }
 
@@ -815,6 +841,44 @@ mod tests {
             "the non-reading client was not disconnected"
         );
         flood.abort();
+    }
+
+    /// One answer is shared until a report is added or another confidence asked.
+    #[test]
+    fn estimates_json_is_kept_until_the_aggregate_changes() {
+        use privq_core::upload::{DeviceKey, FrameWriter};
+        let path =
+            std::env::temp_dir().join(format!("privq-http-answered-{}.sqlite", std::process::id()));
+        for ext in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
+        }
+        let mut store = Store::open(&path).unwrap();
+        let key = DeviceKey::new([4; 32]);
+        let cap = privq_core::Epsilon::new(10, 1).unwrap();
+        store.provision(4, &key, cap).unwrap();
+        let c = Collector::new(store, Policy::default(), true).unwrap();
+        let first = c.estimates_json(0.95).unwrap();
+        let again = c.estimates_json(0.95).unwrap();
+        assert_eq!(
+            first.as_ptr(),
+            again.as_ptr(),
+            "the same answer, not a copy"
+        );
+        let other = c.estimates_json(0.9).unwrap();
+        assert_ne!(first, other);
+        let mut buf = [0u8; 128];
+        let mut w = FrameWriter::new(&mut buf, 4, 0, 0).unwrap();
+        w.push(&[1, 8, 0, 0, 1, 0, 8, 0, 0, 0, 0, 0, 1]).unwrap();
+        let n = w.finish(&key).unwrap();
+        assert!(c.submit(&[&buf[..n]]).unwrap()[0].acknowledged());
+        let after = c.estimates_json(0.9).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&after).unwrap();
+        assert_eq!(v["reports"], 1);
+        assert_eq!(
+            serde_json::to_vec(&c.estimates(0.9)).unwrap(),
+            after.to_vec(),
+            "the kept answer is the estimates' JSON"
+        );
     }
 
     #[test]

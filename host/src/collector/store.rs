@@ -160,6 +160,13 @@ pub enum Rejection {
         /// Position of the report in the frame.
         index: u16,
     },
+    /// Report `index` would open an aggregation group whose items (its domain; 1
+    /// for a mean) would take the open groups' total past the collector's
+    /// `max_items`, which bounds its counters and the size of its estimates.
+    ItemLimit {
+        /// Position of the report in the frame.
+        index: u16,
+    },
     /// The device's key is a documented test-only key (`docs/upload-frame.md`) and
     /// the collector was not started with test keys allowed.
     TestKey,
@@ -184,6 +191,7 @@ impl Rejection {
             Rejection::EpsilonTooSmall { .. } => "epsilon_too_small",
             Rejection::GroupLimit { .. } => "group_limit",
             Rejection::DeviceGroupLimit { .. } => "device_group_limit",
+            Rejection::ItemLimit { .. } => "item_limit",
             Rejection::TestKey => "test_key_refused",
             Rejection::NotInCampaign { .. } => "not_in_campaign",
         }
@@ -219,15 +227,26 @@ impl Rejection {
     /// upload before its provisioning is committed, or after a restore from an
     /// older backup) and the test-key switch — are not: the operator can change
     /// them, so the frame is `refused` and the device keeps it and resends it
-    /// later, rather than losing reports to a setting.
+    /// later, rather than losing reports to a setting. Nor is any framing fault
+    /// found before the tag is verified (truncated, magic, version, length,
+    /// trailing bytes): those bytes are not authenticated, so they may be line
+    /// noise on an intact frame the device still holds, exactly like a failed tag.
     pub fn permanent(self) -> bool {
         !matches!(
             self,
-            Rejection::Frame(FrameReject::UnknownDevice | FrameReject::Mac)
-                | Rejection::DomainTooLarge { .. }
+            Rejection::Frame(
+                FrameReject::Truncated
+                    | FrameReject::Magic
+                    | FrameReject::Version
+                    | FrameReject::Length
+                    | FrameReject::TrailingBytes
+                    | FrameReject::UnknownDevice
+                    | FrameReject::Mac
+            ) | Rejection::DomainTooLarge { .. }
                 | Rejection::EpsilonTooSmall { .. }
                 | Rejection::GroupLimit { .. }
                 | Rejection::DeviceGroupLimit { .. }
+                | Rejection::ItemLimit { .. }
                 | Rejection::NotInCampaign { .. }
                 | Rejection::TestKey
         )
@@ -271,6 +290,11 @@ impl fmt::Display for Rejection {
                 f,
                 "report {index} would open an aggregation group, and the device has opened \
                  as many as the collector allows one device"
+            ),
+            Rejection::ItemLimit { index } => write!(
+                f,
+                "report {index} would open an aggregation group beyond the collector's limit \
+                 on estimated items"
             ),
             Rejection::TestKey => f.write_str("the device holds a test-only key"),
             Rejection::NotInCampaign { index } => write!(
@@ -404,6 +428,10 @@ pub struct Policy {
     /// The most groups one device may open (be the first to report a kind of):
     /// a single key holder cannot take all `max_groups`.
     pub max_groups_per_device: usize,
+    /// The most estimated items over all open groups (the sum of their domains,
+    /// counting a mean as 1): bounds the collector's counters and the size of
+    /// `GET /v1/estimates` (about 110 bytes of JSON per item).
+    pub max_items: u64,
     /// The smallest ε a report may have (`None`: any).
     pub min_epsilon: Option<Epsilon>,
     /// Accept devices whose key is a documented test-only key.
@@ -425,13 +453,14 @@ impl Policy {
 }
 
 impl Default for Policy {
-    /// Domains up to 2^16, 1024 groups, 256 opened per device, ε at least 1/1024,
-    /// no test keys.
+    /// Domains up to 2^16, 1024 groups, 256 opened per device, 2^20 items in all,
+    /// ε at least 1/1024, no test keys.
     fn default() -> Policy {
         Policy {
             max_domain: 1 << 16,
             max_groups: 1024,
             max_groups_per_device: 256,
+            max_items: 1 << 20,
             min_epsilon: Epsilon::new(1, 1024).ok(),
             allow_test_keys: false,
             campaigns: None,
@@ -451,6 +480,7 @@ pub fn is_test_key(key: &DeviceKey) -> bool {
 pub struct OpenGroups {
     opener: BTreeMap<ReportKind, u64>,
     opened: HashMap<u64, usize>,
+    items: u64,
 }
 
 impl OpenGroups {
@@ -462,7 +492,13 @@ impl OpenGroups {
         }
         self.opener.insert(kind, device);
         *self.opened.entry(device).or_insert(0) += 1;
+        self.items = self.items.saturating_add(kind.items());
         true
+    }
+
+    /// Estimated items over the open groups ([`Policy::max_items`]).
+    pub fn items(&self) -> u64 {
+        self.items
     }
 
     /// Whether the group of `kind` is open.
@@ -670,7 +706,10 @@ impl Store {
     /// keys of its old frames, and those frames (tagged under the old key) do not
     /// verify under the new one. Its spent ε and its stored reports stay (the cap
     /// and the one-report-per-kind rule are per device id, across generations).
-    /// Returns the new generation.
+    /// Returns the new generation. Given the device's current key, only the cap
+    /// changes and the generation stays: bumping it would reopen the replay keys
+    /// of frames tagged under that same key, so a resent acknowledged frame would
+    /// no longer be a `duplicate`.
     pub fn rotate(
         &mut self,
         device: u64,
@@ -680,16 +719,17 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let generation: Option<i64> = tx
+        let current: Option<(i64, Vec<u8>)> = tx
             .query_row(
-                "SELECT generation FROM devices WHERE device = ?1",
+                "SELECT generation, key FROM devices WHERE device = ?1",
                 params![dev(device)],
-                |r| r.get(0),
+                |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()?;
+        let (generation, stored) = current.ok_or(ProvisionError::NotProvisioned { device })?;
+        let bump = i64::from(stored.as_slice() != key.as_bytes().as_slice());
         let generation = generation
-            .ok_or(ProvisionError::NotProvisioned { device })?
-            .checked_add(1)
+            .checked_add(bump)
             .and_then(|g| u32::try_from(g).ok())
             .ok_or_else(|| StoreError::Corrupt(format!("generation of device {device}")))?;
         tx.execute(
@@ -802,7 +842,8 @@ impl Store {
     /// `open` holds the aggregation groups already open; a frame whose reports
     /// would take their number past [`Policy::max_groups`] is refused
     /// ([`Rejection::GroupLimit`]), and so is one whose device would open more than
-    /// [`Policy::max_groups_per_device`] ([`Rejection::DeviceGroupLimit`]). Groups
+    /// [`Policy::max_groups_per_device`] ([`Rejection::DeviceGroupLimit`]), or the
+    /// open groups' items past [`Policy::max_items`] ([`Rejection::ItemLimit`]). Groups
     /// opened by earlier frames of the batch count; after the commit they are
     /// added to `open`, with their openers.
     pub fn submit(
@@ -1047,6 +1088,7 @@ fn charge(
 ) -> Result<Result<Charge, Rejection>, StoreError> {
     let policy = adm.policy;
     let mut new = BTreeSet::new();
+    let mut new_items = 0u64;
     let mut kinds: Vec<ReportKind> = Vec::with_capacity(reports.len());
     let mut seen = BTreeSet::new();
     let mut total = state.spent;
@@ -1083,6 +1125,11 @@ fn charge(
                 adm.open.opened_by(adm.device) + adm.opened.opened_by(adm.device) + new.len();
             if mine >= policy.max_groups_per_device {
                 return Ok(Err(Rejection::DeviceGroupLimit { index }));
+            }
+            new_items = new_items.saturating_add(kind.items());
+            let items = adm.open.items().saturating_add(adm.opened.items());
+            if items.saturating_add(new_items) > policy.max_items {
+                return Ok(Err(Rejection::ItemLimit { index }));
             }
             new.insert(kind);
         }
@@ -1234,6 +1281,63 @@ mod tests {
         };
         let c = Collector::new(s, small, true).unwrap();
         assert_eq!(c.reports(), 2, "only the two reports with ε = 1/2");
+    }
+
+    /// Groups whose items (domains; a mean counts 1) would take the total past
+    /// `max_items` are refused, and so held back at a restart with a smaller limit.
+    #[test]
+    fn groups_beyond_the_item_limit_are_refused_and_held_back() {
+        use crate::collector::http::Collector;
+        use FrameStatus::*;
+        let path = temp_db("items");
+        let mut s = Store::open(&path).unwrap();
+        let k = DeviceKey::new([5; 32]);
+        s.provision(5, &k, eps(10, 1)).unwrap();
+        // k-ary randomized response over 100 items (ε = 1), query `q`, item 7.
+        let grr = |q: u8| vec![1, 2, q, 0, 1, 0, 1, 0, 100, 0, 0, 0, 7];
+        let one = |seq: u32, report: Vec<u8>| {
+            let mut buf = vec![0u8; 256];
+            let mut w = FrameWriter::new(&mut buf, 5, 1, seq).unwrap();
+            w.push(&report).unwrap();
+            let n = w.finish(&k).unwrap();
+            buf.truncate(n);
+            buf
+        };
+        let policy = Policy {
+            max_items: 250,
+            ..Policy::default()
+        };
+        let c = Collector::new(s, policy, true).unwrap();
+        let frames = [
+            one(0, grr(0)),
+            one(1, grr(1)),
+            one(2, frame_report(2)),
+            one(3, grr(2)),
+            one(4, frame_report(3)),
+        ];
+        let st = c
+            .submit(&frames.iter().map(Vec::as_slice).collect::<Vec<_>>())
+            .unwrap();
+        assert!(st[..3].iter().all(FrameStatus::acknowledged), "{st:?}");
+        // 100 + 100 + 1 open; another 100 would make 301.
+        assert_eq!(st[3], Rejected(Rejection::ItemLimit { index: 0 }));
+        assert_eq!(StatusJson::from(&st[3]).status, "refused");
+        assert_eq!(StatusJson::from(&st[3]).reason, Some("item_limit"));
+        assert!(st[4].acknowledged(), "a mean fits: 202 items");
+        assert_eq!(c.reports(), 4);
+        drop(c);
+        // At 150 items, the second domain-100 group is held back (in acceptance order).
+        let c = Collector::new(
+            Store::open(&path).unwrap(),
+            Policy {
+                max_items: 150,
+                ..Policy::default()
+            },
+            true,
+        )
+        .unwrap();
+        let est = c.estimates(0.95);
+        assert_eq!((est.reports, est.held_back), (3, 1));
     }
 
     #[test]
@@ -1656,6 +1760,12 @@ mod tests {
         assert_eq!((d.generation, d.spent), (1, Some(eps(1, 1))));
         let gens: Vec<u32> = s.reports().unwrap().iter().map(|r| r.generation).collect();
         assert_eq!(gens, vec![0, 1]);
+        // "Rotating" to the current key changes the cap only: the generation stays,
+        // so a resent acknowledged frame is still a duplicate.
+        assert_eq!(s.rotate(4, &new, eps(20, 1)).unwrap(), 1);
+        let (st, _) = s.submit(&[&after], &p, &mut open).unwrap();
+        assert!(matches!(st[0], FrameStatus::Duplicate { .. }), "{st:?}");
+        assert_eq!(s.devices().unwrap()[0].cap, eps(20, 1));
     }
 
     #[test]

@@ -99,6 +99,11 @@ impl ReportKind {
         }
     }
 
+    /// The items an aggregate of this kind estimates: its domain, or 1 for a mean.
+    pub fn items(&self) -> u64 {
+        self.domain().map_or(1, u64::from)
+    }
+
     /// The pure-protocol probabilities `(p, q)` of a frequency mechanism.
     pub fn protocol(&self) -> Option<PureProtocol> {
         let e = self.epsilon_f64().exp();
