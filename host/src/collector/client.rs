@@ -71,11 +71,12 @@ fn timed_out(e: io::Error) -> io::Error {
 impl Client {
     /// A client of the collector at `addr`; each request (connecting, sending and
     /// reading the whole answer) fails with [`io::ErrorKind::TimedOut`] once it has
-    /// taken `timeout`, however slowly the collector trickles its answer.
+    /// taken `timeout` (at most a day), however slowly the collector trickles its
+    /// answer.
     pub fn new(addr: SocketAddr, timeout: Duration) -> Client {
         Client {
             addr,
-            timeout,
+            timeout: timeout.min(Duration::from_secs(86_400)),
             stream: None,
         }
     }
@@ -205,6 +206,8 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(50));
             }
         });
+        // Any timeout is accepted (a day at most): the deadline cannot overflow.
+        assert!(Client::new(addr, Duration::MAX).timeout <= Duration::from_secs(86_400));
         let mut client = Client::new(addr, Duration::from_millis(500));
         let err = client.get("/v1/estimates").unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::TimedOut, "{err}");

@@ -48,6 +48,12 @@ pub struct Args {
     /// memory to about max-groups × 2 × max-domain counters.
     #[arg(long, value_name = "N", default_value_t = 1024)]
     pub max_groups: usize,
+    /// Most estimated items over all groups (the sum of their domains, a mean
+    /// counting 1); reports that would open a group past it are refused
+    /// (`item_limit`). Bounds the counters and the size of `GET /v1/estimates`
+    /// (about 110 bytes of JSON per item: 115 MB at the default).
+    #[arg(long, value_name = "N", default_value_t = 1 << 20)]
+    pub max_items: u64,
     /// Most groups one device may open, by being the first to report their kind;
     /// past it, its reports that would open a group are refused
     /// (`device_group_limit`) until another device opens it. One compromised key
@@ -109,7 +115,8 @@ pub struct ProvisionArgs {
     #[arg(long, value_name = "HEX", hide = true)]
     pub key: Option<String>,
     /// Replace the key of a provisioned device and bump its key generation (its
-    /// spent ε, reports and one-report-per-kind record are kept).
+    /// spent ε, reports and one-report-per-kind record are kept). With its current
+    /// key: change only the cap, keeping the generation.
     #[arg(long)]
     pub rotate: bool,
     /// Lifetime ε cap, exactly (`10`, `2.5`, `5/2`).
@@ -173,6 +180,7 @@ pub fn run(
                 max_domain: args.max_domain,
                 max_groups: args.max_groups,
                 max_groups_per_device: args.max_groups_per_device,
+                max_items: args.max_items,
                 min_epsilon: Some(args.min_epsilon.parse().map_err(|source| {
                     CliError::Parameter {
                         option: "min-epsilon",
@@ -195,6 +203,19 @@ pub fn run(
                          than --max-groups {}: key holders can fill the groups with kinds not \
                          in use yet; list only the query ids being collected",
                         policy.max_groups
+                    )
+                    .map_err(CliError::Io)?;
+                }
+                let items: u64 = plans
+                    .iter()
+                    .map(|p| p.kind(0).items().saturating_mul(p.query_count()))
+                    .fold(0, u64::saturating_add);
+                if items > policy.max_items {
+                    writeln!(
+                        stderr,
+                        "privq serve: warning: the campaigns estimate {items} items, more than \
+                         --max-items {}: reports of the last groups to open will be refused",
+                        policy.max_items
                     )
                     .map_err(CliError::Io)?;
                 }
@@ -383,7 +404,7 @@ fn serve(
     limits: http::ConnectionLimits,
     quiet: bool,
 ) -> Result<(), CliError> {
-    let _lock = lock_for_serving(db)?;
+    lock_for_serving(db)?;
     let store = Store::open(db).map_err(|e| store_error(db, e))?;
     let (devices, frames) = (
         store.devices().map_err(|e| store_error(db, e))?.len(),
@@ -407,38 +428,37 @@ fn serve(
     })
 }
 
-/// Takes `DB.lock` (created next to the database and left there) for the life of
-/// the returned handle, so that a second `privq serve` on the same database fails
-/// instead of keeping its own aggregates and open groups beside the first one's.
+/// Locks the database file itself (`flock`, exclusive) for the rest of the
+/// process, so that a second `privq serve` on the same database (by any path:
+/// a symbolic or hard link is the same file) fails instead of keeping its own
+/// aggregates and open groups beside the first one's. The operating system
+/// releases the lock when the process ends, SIGKILL included.
 ///
-/// The lock is `flock`-style on a file of its own: SQLite's POSIX locks on the
-/// database are per process and would be dropped by closing any other handle on
-/// the database file. The operating system releases it when the process ends,
-/// SIGKILL included. Provisioning and `privq ldp aggregate --db` do not take it.
-fn lock_for_serving(db: &Path) -> Result<std::fs::File, CliError> {
-    let mut path = db.as_os_str().to_owned();
-    path.push(".lock");
-    let path = PathBuf::from(path);
+/// The handle is never closed: SQLite's POSIX locks on the file belong to the
+/// process, and closing any handle on the file would drop them. `flock` locks
+/// are separate from POSIX locks on local file systems, so provisioning and
+/// `privq ldp aggregate --db` beside the collector are unaffected.
+fn lock_for_serving(db: &Path) -> Result<(), CliError> {
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
+        .read(true)
         .write(true)
-        .open(&path)
-        .map_err(|source| CliError::File {
-            path: path.clone(),
-            source,
-        })?;
+        .open(db)
+        .map_err(|source| CliError::file(db, source))?;
     match file.try_lock() {
-        Ok(()) => Ok(file),
+        Ok(()) => {
+            std::mem::forget(file);
+            Ok(())
+        }
         Err(std::fs::TryLockError::WouldBlock) => Err(CliError::Run(
             format!(
-                "{}: another privq serve is serving this database (it holds {})",
-                db.display(),
-                path.display()
+                "{}: another privq serve is serving this database",
+                db.display()
             )
             .into(),
         )),
-        Err(std::fs::TryLockError::Error(source)) => Err(CliError::File { path, source }),
+        Err(std::fs::TryLockError::Error(source)) => Err(CliError::file(db, source)),
     }
 }
 

@@ -6,7 +6,7 @@
 //! malformed line (or one longer than [`MAX_LINE`]) fails the run with nothing
 //! uploaded. Frames go in batches of at
 //! most [`MAX_BATCH_FRAMES`] frames and [`MAX_BATCH_BYTES`]; a batch whose request
-//! fails (connection error, a 5xx or 503 answer) is resent, which is safe because
+//! fails (connection error, a 5xx or 408 answer) is resent, which is safe because
 //! the collector acknowledges a resent frame as `duplicate` and counts it once.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -39,7 +39,7 @@ pub struct UploadArgs {
     /// Files of device output (`-`: standard input).
     #[arg(value_name = "FILE", required = true)]
     pub input: Vec<PathBuf>,
-    /// Seconds to wait for the collector on each request.
+    /// Seconds a request may take in all (at most a day).
     #[arg(long, value_name = "SECONDS", default_value_t = 30)]
     pub timeout: u64,
     /// Times a batch is sent before giving up when the request fails.
@@ -179,7 +179,10 @@ fn post(
                     })?;
                 return Ok(results);
             }
-            Ok((code, _)) if code >= 500 => last = format!("the collector answered {code}"),
+            // 408: the body reached the collector too slowly; nothing was stored.
+            Ok((code, _)) if code >= 500 || code == 408 => {
+                last = format!("the collector answered {code}");
+            }
             Ok((code, answer)) => {
                 let message = serde_json::from_slice::<serde_json::Value>(&answer)
                     .ok()
