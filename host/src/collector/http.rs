@@ -44,6 +44,10 @@ pub struct ConnectionLimits {
     /// Connections served at once; further clients wait in the listen queue until one
     /// closes.
     pub max_connections: usize,
+    /// Connections one peer (an IPv4 address, or an IPv6 /64 network) may hold at
+    /// once; a further connection of it is closed as soon as it is accepted, so
+    /// that one client cannot hold every slot (a gateway needs one).
+    pub max_connections_per_peer: usize,
     /// The longest a connection lasts in all (requests, responses, idle time between
     /// them); then it is closed, also in the middle of writing a response. Hyper
     /// has no write timeout, so without this a client that never reads its
@@ -53,12 +57,13 @@ pub struct ConnectionLimits {
 
 impl Default for ConnectionLimits {
     /// 10 s for the headers, 30 s for a body (1 MiB at 35 KB/s), 256 connections,
-    /// 60 s per connection.
+    /// 32 per peer, 60 s per connection.
     fn default() -> ConnectionLimits {
         ConnectionLimits {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
             max_connections: 256,
+            max_connections_per_peer: 32,
             connection_timeout: Duration::from_secs(60),
         }
     }
@@ -590,7 +595,8 @@ pub async fn serve(
 
 /// Serves `collector` on `listener` under `limits` until `shutdown` completes, then
 /// finishes the connections in flight. A connection is accepted only when one of the
-/// `max_connections` slots is free; each is served by hyper's HTTP/1 with the header
+/// `max_connections` slots is free, and closed at once if its peer holds
+/// `max_connections_per_peer` already; each is served by hyper's HTTP/1 with the header
 /// timeout, every body is read under the body timeout, and the connection is closed
 /// at the connection timeout.
 pub async fn serve_with(
@@ -604,6 +610,7 @@ pub async fn serve_with(
 
     let app = router_with(collector, limits.body_timeout);
     let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    let peers = Arc::new(Mutex::new(Peers::default()));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -618,9 +625,9 @@ pub async fn serve_with(
             },
             () = &mut shutdown => break,
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             r = listener.accept() => match r {
-                Ok((stream, _)) => stream,
+                Ok((stream, addr)) => (stream, Peer::of(addr.ip())),
                 Err(e) => {
                     // E.g. out of file descriptors: wait a little instead of spinning.
                     eprintln!("privq serve: accept failed: {e}");
@@ -630,6 +637,9 @@ pub async fn serve_with(
             },
             () = &mut shutdown => break,
         };
+        let Some(held) = Peers::hold(&peers, peer, limits.max_connections_per_peer) else {
+            continue; // closes the stream and frees the slot
+        };
         let service = TowerToHyperService::new(app.clone());
         let conn = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
         let deadline = limits.connection_timeout;
@@ -638,12 +648,70 @@ pub async fn serve_with(
             // past the deadline the connection is dropped (closed), whatever it is
             // doing, and its slot freed.
             let _ = tokio::time::timeout(deadline, conn).await;
-            drop(slot);
+            drop((held, slot));
         });
     }
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+/// A peer for the per-peer connection limit: an IPv4 address, or the /64 network
+/// of an IPv6 address (one host commonly holds a whole /64).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Peer {
+    V4(std::net::Ipv4Addr),
+    V6Net(u64),
+}
+
+impl Peer {
+    fn of(ip: std::net::IpAddr) -> Peer {
+        match ip {
+            std::net::IpAddr::V4(a) => Peer::V4(a),
+            std::net::IpAddr::V6(a) => match a.to_ipv4_mapped() {
+                Some(v4) => Peer::V4(v4),
+                None => Peer::V6Net((a.to_bits() >> 64) as u64),
+            },
+        }
+    }
+}
+
+/// Connections held per peer.
+#[derive(Debug, Default)]
+struct Peers(std::collections::HashMap<Peer, usize>);
+
+/// One connection counted against its peer until dropped.
+struct HeldByPeer {
+    peers: Arc<Mutex<Peers>>,
+    peer: Peer,
+}
+
+impl Peers {
+    /// Counts a connection of `peer`, or `None` if it holds `limit` already.
+    fn hold(peers: &Arc<Mutex<Peers>>, peer: Peer, limit: usize) -> Option<HeldByPeer> {
+        let mut p = peers.lock().unwrap_or_else(PoisonError::into_inner);
+        let n = p.0.entry(peer).or_insert(0);
+        if *n >= limit.max(1) {
+            return None;
+        }
+        *n += 1;
+        Some(HeldByPeer {
+            peers: Arc::clone(peers),
+            peer,
+        })
+    }
+}
+
+impl Drop for HeldByPeer {
+    fn drop(&mut self) {
+        let mut p = self.peers.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = p.0.get_mut(&self.peer) {
+            *n -= 1;
+            if *n == 0 {
+                p.0.remove(&self.peer);
+            }
+        }
+    }
 }
 
 /// Completes on ctrl-c (SIGINT) or, on Unix, SIGTERM.
@@ -724,6 +792,7 @@ mod tests {
             header_timeout: Duration::from_secs(2),
             body_timeout: Duration::from_secs(2),
             max_connections: 8,
+            max_connections_per_peer: 32,
             connection_timeout: Duration::from_secs(60),
         };
         let (addr, _stop) = start("slow", limits).await;
@@ -761,6 +830,7 @@ mod tests {
             header_timeout: Duration::from_secs(2),
             body_timeout: Duration::from_secs(2),
             max_connections: 2,
+            max_connections_per_peer: 32,
             connection_timeout: Duration::from_secs(60),
         };
         let (addr, _stop) = start("limit", limits).await;
@@ -786,12 +856,59 @@ mod tests {
         }
     }
 
+    /// One peer holds at most its share of the slots; another peer is served.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_peer_cannot_take_every_slot() {
+        let limits = ConnectionLimits {
+            max_connections: 4,
+            max_connections_per_peer: 2,
+            ..ConnectionLimits::default()
+        };
+        let (addr, _stop) = start("peer", limits).await;
+        let mut idle = Vec::new();
+        for _ in 0..2 {
+            idle.push(TcpStream::connect(addr).await.unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        // A third connection of 127.0.0.1 is closed without an answer …
+        let mut third = TcpStream::connect(addr).await.unwrap();
+        let _ = third.write_all(GET).await;
+        let answer = read_all(&mut third, Duration::from_secs(5)).await;
+        assert_eq!(answer.as_deref(), Some(""), "closed at once, unanswered");
+        // … while another peer (127.0.0.2, also loopback on Linux) is served.
+        let other = tokio::net::TcpSocket::new_v4().unwrap();
+        other.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+        let mut other = other.connect(addr).await.unwrap();
+        other.write_all(GET).await.unwrap();
+        let answer = read_all(&mut other, Duration::from_secs(5)).await.unwrap();
+        assert!(answer.contains("200 OK"), "{answer}");
+        // Once its connections close, the first peer is served again.
+        drop(idle);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let mut again = TcpStream::connect(addr).await.unwrap();
+        again.write_all(GET).await.unwrap();
+        let answer = read_all(&mut again, Duration::from_secs(5)).await.unwrap();
+        assert!(answer.contains("200 OK"), "{answer}");
+    }
+
+    #[test]
+    fn ipv6_peers_are_their_64_networks() {
+        let a: std::net::IpAddr = "2001:db8:1:2::1".parse().unwrap();
+        let b: std::net::IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
+        let c: std::net::IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(Peer::of(a), Peer::of(b));
+        assert_ne!(Peer::of(a), Peer::of(c));
+        let mapped: std::net::IpAddr = "::ffff:10.0.0.1".parse().unwrap();
+        assert_eq!(Peer::of(mapped), Peer::of("10.0.0.1".parse().unwrap()));
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_client_that_never_reads_is_cut_off_and_its_slot_freed() {
         let limits = ConnectionLimits {
             header_timeout: Duration::from_secs(2),
             body_timeout: Duration::from_secs(2),
             max_connections: 1,
+            max_connections_per_peer: 32,
             connection_timeout: Duration::from_secs(2),
         };
         let (addr, _stop) = start("noread", limits).await;

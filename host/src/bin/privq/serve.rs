@@ -72,6 +72,10 @@ pub struct Args {
     /// holder can open groups outside them. Without it, any kind within the limits.
     #[arg(long, value_name = "FILE")]
     pub campaign: Vec<PathBuf>,
+    /// Connections one peer (an IPv4 address or an IPv6 /64) may hold of the 256;
+    /// a further one is closed at once. A gateway needs one.
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    pub max_connections_per_peer: usize,
     /// Seconds a connection may last in all (reading requests, writing responses,
     /// idle between them); then it is closed. Cuts off a client that never reads
     /// its response, which hyper's own timeouts do not.
@@ -231,6 +235,7 @@ pub fn run(
             }
             let limits = http::ConnectionLimits {
                 connection_timeout: Duration::from_secs(args.connection_timeout.max(1)),
+                max_connections_per_peer: args.max_connections_per_peer.max(1),
                 ..http::ConnectionLimits::default()
             };
             serve(db, args.listen, policy, limits, args.quiet)
