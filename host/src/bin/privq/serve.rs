@@ -571,9 +571,21 @@ fn bench(args: &BenchArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Re
         .map_err(CliError::Io)?;
     let addr = listener.local_addr()?;
     let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
-    let server = rt.spawn(http::serve(listener, Arc::clone(&collector), async move {
+    // Every client is on 127.0.0.1: one peer, so it gets every slot.
+    let limits = http::ConnectionLimits {
+        max_connections: args.clients.max(256),
+        max_connections_per_peer: args.clients.max(256),
+        ..http::ConnectionLimits::default()
+    };
+    let stop = async move {
         let _ = tokio::task::spawn_blocking(move || stop_rx.recv()).await;
-    }));
+    };
+    let server = rt.spawn(http::serve_with(
+        listener,
+        Arc::clone(&collector),
+        limits,
+        stop,
+    ));
     writeln!(
         stderr,
         "privq serve bench: {} clients x {} batches x {} frames x {} reports on {addr}",
