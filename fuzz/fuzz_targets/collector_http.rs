@@ -103,6 +103,7 @@ fuzz_target!(|data: &[u8]| {
         max_domain: if flags & 1 == 0 { 1 << 16 } else { 100 },
         allow_test_keys: flags & 2 != 0,
         max_items: if flags & 8 == 0 { 1 << 20 } else { 150 },
+        max_items_per_device: if flags & 16 == 0 { 1 << 18 } else { 120 },
         ..Policy::default()
     };
     let (body, frames) = if flags & 4 == 0 {

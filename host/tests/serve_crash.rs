@@ -496,7 +496,7 @@ fn hostile_requests_are_answered_not_fatal() {
 /// `provision` takes the key from a file, standard input or generates it, refuses it
 /// on the command line, refuses an existing id, and rotates on request.
 #[test]
-fn provision_keeps_keys_off_the_command_line_and_rotates_explicitly() {
+fn provision_keeps_keys_off_the_command_line_rotates_explicitly_and_sets_caps() {
     let dir = std::env::temp_dir().join(format!("privq-serve-provision-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -531,6 +531,33 @@ fn provision_keeps_keys_off_the_command_line_and_rotates_explicitly() {
     let store = Store::open(&db).unwrap();
     let d = &store.devices().unwrap()[0];
     assert_eq!((d.device, d.generation), (1, 1));
+    drop(store);
+    // --set-cap takes no key and keeps the generation.
+    let set = Command::new(BIN)
+        .args([
+            "serve",
+            "provision",
+            "--cap",
+            "7/2",
+            "--set-cap",
+            "--device",
+            "1",
+            "--db",
+        ])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        set.status.success(),
+        "{}",
+        String::from_utf8_lossy(&set.stderr)
+    );
+    let d = &Store::open(&db).unwrap().devices().unwrap()[0];
+    assert_eq!((d.generation, d.cap.to_string().as_str()), (1, "7/2"));
+    let unknown = run(&["--device", "9", "--set-cap"]);
+    assert_eq!(unknown.status.code(), Some(2), "an unknown id");
+    let both = run(&["--device", "1", "--set-cap", "--generate-key"]);
+    assert_eq!(both.status.code(), Some(2), "--set-cap takes no key");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

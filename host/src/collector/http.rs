@@ -158,6 +158,7 @@ impl Aggregates {
             max_domain: u32::MAX,
             max_groups: usize::MAX,
             max_items: u64::MAX,
+            max_items_per_device: u64::MAX,
             ..Policy::default()
         };
         Ok(Aggregates::from_store_within(store, &everything)?.0)
@@ -218,7 +219,7 @@ impl Aggregates {
     }
 
     /// Stored reports left out by [`from_store_within`](Self::from_store_within)'s
-    /// domain, group and one-report-per-device-and-kind limits.
+    /// domain, campaign, group, item and one-report-per-device-and-kind limits.
     pub fn held_back(&self) -> u64 {
         self.refused
     }
@@ -267,10 +268,12 @@ pub struct EstimatesJson {
     /// Stored reports the aggregator could not use (0 unless the database was
     /// edited).
     pub undecodable: u64,
-    /// Stored (acknowledged) reports held back at startup by the domain or group
-    /// limit (the collector was restarted with lower `--max-domain` or
-    /// `--max-groups`) or as a second report of one device for one kind (stored
-    /// under schema version 1); logged at startup.
+    /// Stored (acknowledged) reports held back at startup by the domain, group or
+    /// item limit (the collector was restarted with lower `--max-domain`,
+    /// `--max-groups` or `--max-items`, or the database was written without the
+    /// item limit), as outside the campaigns (`--campaign`), or as a second report
+    /// of one device for one kind (stored under schema version 1); logged at
+    /// startup.
     pub held_back: u64,
     /// Two-sided confidence of the intervals.
     pub confidence: f64,
@@ -318,6 +321,9 @@ pub struct Collector {
     aggregates: Mutex<Aggregates>,
     /// The last `GET /v1/estimates` answer: (reports aggregated, confidence bits, JSON).
     answered: Mutex<Option<(u64, u64, Bytes)>>,
+    /// Permits for `GET /v1/estimates` answers being built or sent
+    /// ([`MAX_ESTIMATES_IN_FLIGHT`]); each sent answer holds one until written.
+    answers: Arc<tokio::sync::Semaphore>,
     policy: Policy,
     quiet: bool,
     queued: AtomicUsize,
@@ -343,6 +349,7 @@ impl Collector {
             writer: Mutex::new(Writer { store, open }),
             aggregates: Mutex::new(aggregates),
             answered: Mutex::new(None),
+            answers: Arc::new(tokio::sync::Semaphore::new(MAX_ESTIMATES_IN_FLIGHT)),
             policy,
             quiet,
             queued: AtomicUsize::new(0),
@@ -365,10 +372,10 @@ impl Collector {
             .estimates(confidence)
     }
 
-    /// The JSON of [`estimates`](Self::estimates). The answer is kept until a report
-    /// is added (the aggregate only grows, so its report count names it) or another
-    /// confidence is asked for; requests meanwhile wait for it and share it, so
-    /// however many arrive at once, one answer is built and held at a time.
+    /// The JSON of [`estimates`](Self::estimates). The last answer is kept until a
+    /// report is added (the aggregate only grows, so its report count names it) or
+    /// another confidence is asked for; answers are built one at a time, and
+    /// requests for the kept one share it.
     pub fn estimates_json(&self, confidence: f64) -> Result<Bytes, serde_json::Error> {
         let mut answered = self.answered.lock().unwrap_or_else(PoisonError::into_inner);
         let key = (self.reports(), confidence.to_bits());
@@ -546,15 +553,42 @@ async fn get_estimates(
         return error(StatusCode::BAD_REQUEST, "confidence must be in (0, 1)");
     }
     // Estimates and their JSON take time and memory in the open groups' items
-    // (at most `Policy::max_items`): built off the async workers, one at a time.
+    // (at most `Policy::max_items`): built off the async workers, one at a time,
+    // and at most MAX_ESTIMATES_IN_FLIGHT answers built or being sent at once, so
+    // slow readers asking for new answers cannot pile them up in memory.
+    let Ok(permit) = Arc::clone(&c.answers).try_acquire_owned() else {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "busy: too many estimates answers in flight; retry later",
+        );
+    };
     match tokio::task::spawn_blocking(move || c.estimates_json(confidence)).await {
         Ok(Ok(json)) => (
             StatusCode::OK,
             [(header::CONTENT_TYPE, "application/json")],
-            json,
+            // The permit is released when hyper drops the bytes: once written.
+            Bytes::from_owner(InFlight {
+                json,
+                _permit: permit,
+            }),
         )
             .into_response(),
         _ => error(StatusCode::INTERNAL_SERVER_ERROR, "estimates failed"),
+    }
+}
+
+/// `GET /v1/estimates` answers built or being sent at once; more get `503`.
+pub const MAX_ESTIMATES_IN_FLIGHT: usize = 4;
+
+/// An estimates answer with its in-flight permit.
+struct InFlight {
+    json: Bytes,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl AsRef<[u8]> for InFlight {
+    fn as_ref(&self) -> &[u8] {
+        &self.json
     }
 }
 
@@ -854,6 +888,82 @@ mod tests {
         for mut s in idle {
             assert!(read_all(&mut s, Duration::from_secs(10)).await.is_some());
         }
+    }
+
+    /// Answers of `GET /v1/estimates` that clients do not read hold their permits:
+    /// past `MAX_ESTIMATES_IN_FLIGHT` the collector answers 503 instead of building
+    /// more, and serves again once they are read.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn unread_estimates_answers_are_bounded() {
+        use privq_core::upload::{DeviceKey, FrameWriter};
+        let path =
+            std::env::temp_dir().join(format!("privq-http-inflight-{}.sqlite", std::process::id()));
+        for ext in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
+        }
+        let mut store = Store::open(&path).unwrap();
+        let key = DeviceKey::new([3; 32]);
+        store
+            .provision(3, &key, privq_core::Epsilon::new(100, 1).unwrap())
+            .unwrap();
+        let c = Arc::new(Collector::new(store, Policy::default(), true).unwrap());
+        // Four OUE groups over 2^16 items: about 25 MB of estimates JSON, more
+        // than the socket buffers hold.
+        let mut buf = vec![0u8; 40_000];
+        for q in 0..4u8 {
+            let mut w = FrameWriter::new(&mut buf, 3, 0, u32::from(q)).unwrap();
+            let mut report = vec![1, 4, q, 0, 1, 0, 1, 0, 0, 0, 1, 0];
+            report.extend(std::iter::repeat_n(0x5a, 8192));
+            w.push(&report).unwrap();
+            let n = w.finish(&key).unwrap();
+            assert!(c.submit(&[&buf[..n]]).unwrap()[0].acknowledged());
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (_stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(serve_with(
+            listener,
+            c,
+            ConnectionLimits::default(),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        let get = |confidence: u32| {
+            format!(
+                "GET /v1/estimates?confidence=0.{confidence} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+            )
+        };
+        let mut unread = Vec::new();
+        for i in 0..MAX_ESTIMATES_IN_FLIGHT as u32 {
+            let mut s = TcpStream::connect(addr).await.unwrap();
+            s.write_all(get(90 + i).as_bytes()).await.unwrap();
+            let mut head = [0u8; 12];
+            s.read_exact(&mut head).await.unwrap();
+            assert_eq!(&head, b"HTTP/1.1 200");
+            unread.push(s);
+        }
+        let mut busy = TcpStream::connect(addr).await.unwrap();
+        busy.write_all(get(80).as_bytes()).await.unwrap();
+        let answer = read_all(&mut busy, Duration::from_secs(30)).await.unwrap();
+        assert!(
+            answer.starts_with("HTTP/1.1 503"),
+            "{}",
+            &answer[..answer.len().min(200)]
+        );
+        for mut s in unread {
+            let rest = read_all(&mut s, Duration::from_secs(60)).await.unwrap();
+            assert!(rest.len() > 1 << 20, "a large answer: {} bytes", rest.len());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut again = TcpStream::connect(addr).await.unwrap();
+        again.write_all(get(80).as_bytes()).await.unwrap();
+        let answer = read_all(&mut again, Duration::from_secs(30)).await.unwrap();
+        assert!(
+            answer.starts_with("HTTP/1.1 200"),
+            "{}",
+            &answer[..answer.len().min(200)]
+        );
     }
 
     /// One peer holds at most its share of the slots; another peer is served.

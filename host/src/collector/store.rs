@@ -167,6 +167,14 @@ pub enum Rejection {
         /// Position of the report in the frame.
         index: u16,
     },
+    /// Report `index` would open an aggregation group, and the items of the groups
+    /// its device opened would pass the collector's `max_items_per_device`: one
+    /// key cannot take the whole item budget with a few large domains. Accepted
+    /// once another device has opened the group.
+    DeviceItemLimit {
+        /// Position of the report in the frame.
+        index: u16,
+    },
     /// The device's key is a documented test-only key (`docs/upload-frame.md`) and
     /// the collector was not started with test keys allowed.
     TestKey,
@@ -192,6 +200,7 @@ impl Rejection {
             Rejection::GroupLimit { .. } => "group_limit",
             Rejection::DeviceGroupLimit { .. } => "device_group_limit",
             Rejection::ItemLimit { .. } => "item_limit",
+            Rejection::DeviceItemLimit { .. } => "device_item_limit",
             Rejection::TestKey => "test_key_refused",
             Rejection::NotInCampaign { .. } => "not_in_campaign",
         }
@@ -247,6 +256,7 @@ impl Rejection {
                 | Rejection::GroupLimit { .. }
                 | Rejection::DeviceGroupLimit { .. }
                 | Rejection::ItemLimit { .. }
+                | Rejection::DeviceItemLimit { .. }
                 | Rejection::NotInCampaign { .. }
                 | Rejection::TestKey
         )
@@ -295,6 +305,11 @@ impl fmt::Display for Rejection {
                 f,
                 "report {index} would open an aggregation group beyond the collector's limit \
                  on estimated items"
+            ),
+            Rejection::DeviceItemLimit { index } => write!(
+                f,
+                "report {index} would open an aggregation group, and the groups the device \
+                 has opened hold as many items as the collector allows one device"
             ),
             Rejection::TestKey => f.write_str("the device holds a test-only key"),
             Rejection::NotInCampaign { index } => write!(
@@ -432,6 +447,9 @@ pub struct Policy {
     /// counting a mean as 1): bounds the collector's counters and the size of
     /// `GET /v1/estimates` (about 110 bytes of JSON per item).
     pub max_items: u64,
+    /// The most estimated items in the groups one device opened: one key cannot
+    /// take all `max_items` with a few groups of large domains.
+    pub max_items_per_device: u64,
     /// The smallest ε a report may have (`None`: any).
     pub min_epsilon: Option<Epsilon>,
     /// Accept devices whose key is a documented test-only key.
@@ -453,14 +471,15 @@ impl Policy {
 }
 
 impl Default for Policy {
-    /// Domains up to 2^16, 1024 groups, 256 opened per device, 2^20 items in all,
-    /// ε at least 1/1024, no test keys.
+    /// Domains up to 2^16, 1024 groups, 256 opened per device, 2^20 items in all
+    /// and 2^18 in the groups one device opened, ε at least 1/1024, no test keys.
     fn default() -> Policy {
         Policy {
             max_domain: 1 << 16,
             max_groups: 1024,
             max_groups_per_device: 256,
             max_items: 1 << 20,
+            max_items_per_device: 1 << 18,
             min_epsilon: Epsilon::new(1, 1024).ok(),
             allow_test_keys: false,
             campaigns: None,
@@ -479,7 +498,7 @@ pub fn is_test_key(key: &DeviceKey) -> bool {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OpenGroups {
     opener: BTreeMap<ReportKind, u64>,
-    opened: HashMap<u64, usize>,
+    opened: HashMap<u64, (usize, u64)>,
     items: u64,
 }
 
@@ -491,9 +510,16 @@ impl OpenGroups {
             return false;
         }
         self.opener.insert(kind, device);
-        *self.opened.entry(device).or_insert(0) += 1;
+        let (groups, items) = self.opened.entry(device).or_insert((0, 0));
+        *groups += 1;
+        *items = items.saturating_add(kind.items());
         self.items = self.items.saturating_add(kind.items());
         true
+    }
+
+    /// Estimated items in the groups `device` opened.
+    pub fn items_opened_by(&self, device: u64) -> u64 {
+        self.opened.get(&device).map_or(0, |o| o.1)
     }
 
     /// Estimated items over the open groups ([`Policy::max_items`]).
@@ -513,7 +539,7 @@ impl OpenGroups {
 
     /// Groups opened by `device`.
     pub fn opened_by(&self, device: u64) -> usize {
-        self.opened.get(&device).copied().unwrap_or(0)
+        self.opened.get(&device).map_or(0, |o| o.0)
     }
 
     /// Open groups.
@@ -706,10 +732,10 @@ impl Store {
     /// keys of its old frames, and those frames (tagged under the old key) do not
     /// verify under the new one. Its spent ε and its stored reports stay (the cap
     /// and the one-report-per-kind rule are per device id, across generations).
-    /// Returns the new generation. Given the device's current key, only the cap
-    /// changes and the generation stays: bumping it would reopen the replay keys
-    /// of frames tagged under that same key, so a resent acknowledged frame would
-    /// no longer be a `duplicate`.
+    /// Returns the new generation. To change only the cap, use
+    /// [`set_cap`](Self::set_cap): rotating to the same key would reopen the replay
+    /// keys of frames tagged under it, so a resent acknowledged frame would be
+    /// answered `already_reported` instead of `duplicate`.
     pub fn rotate(
         &mut self,
         device: u64,
@@ -719,17 +745,16 @@ impl Store {
         let tx = self
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let current: Option<(i64, Vec<u8>)> = tx
+        let generation: Option<i64> = tx
             .query_row(
-                "SELECT generation, key FROM devices WHERE device = ?1",
+                "SELECT generation FROM devices WHERE device = ?1",
                 params![dev(device)],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| r.get(0),
             )
             .optional()?;
-        let (generation, stored) = current.ok_or(ProvisionError::NotProvisioned { device })?;
-        let bump = i64::from(stored.as_slice() != key.as_bytes().as_slice());
         let generation = generation
-            .checked_add(bump)
+            .ok_or(ProvisionError::NotProvisioned { device })?
+            .checked_add(1)
             .and_then(|g| u32::try_from(g).ok())
             .ok_or_else(|| StoreError::Corrupt(format!("generation of device {device}")))?;
         tx.execute(
@@ -743,6 +768,20 @@ impl Store {
         )?;
         tx.commit()?;
         Ok(generation)
+    }
+
+    /// Changes a provisioned device's lifetime ε cap, keeping its key, key
+    /// generation (so its replay keys), spent ε and reports. A cap below the spent
+    /// ε refuses its further reports (`budget_exceeded`).
+    pub fn set_cap(&mut self, device: u64, cap: Epsilon) -> Result<(), ProvisionError> {
+        let n = self.conn.execute(
+            "UPDATE devices SET cap = ?2 WHERE device = ?1",
+            params![dev(device), cap.to_string()],
+        )?;
+        if n == 0 {
+            return Err(ProvisionError::NotProvisioned { device });
+        }
+        Ok(())
     }
 
     /// Every provisioned device, by id.
@@ -843,7 +882,9 @@ impl Store {
     /// would take their number past [`Policy::max_groups`] is refused
     /// ([`Rejection::GroupLimit`]), and so is one whose device would open more than
     /// [`Policy::max_groups_per_device`] ([`Rejection::DeviceGroupLimit`]), or the
-    /// open groups' items past [`Policy::max_items`] ([`Rejection::ItemLimit`]). Groups
+    /// open groups' items past [`Policy::max_items`] ([`Rejection::ItemLimit`]) or
+    /// its device's past [`Policy::max_items_per_device`]
+    /// ([`Rejection::DeviceItemLimit`]). Groups
     /// opened by earlier frames of the batch count; after the commit they are
     /// added to `open`, with their openers.
     pub fn submit(
@@ -1131,6 +1172,13 @@ fn charge(
             if items.saturating_add(new_items) > policy.max_items {
                 return Ok(Err(Rejection::ItemLimit { index }));
             }
+            let mine = adm
+                .open
+                .items_opened_by(adm.device)
+                .saturating_add(adm.opened.items_opened_by(adm.device));
+            if mine.saturating_add(new_items) > policy.max_items_per_device {
+                return Ok(Err(Rejection::DeviceItemLimit { index }));
+            }
             new.insert(kind);
         }
         total = Some(match total {
@@ -1305,9 +1353,10 @@ mod tests {
         };
         let policy = Policy {
             max_items: 250,
+            max_items_per_device: 250,
             ..Policy::default()
         };
-        let c = Collector::new(s, policy, true).unwrap();
+        let c = Collector::new(s, policy.clone(), true).unwrap();
         let frames = [
             one(0, grr(0)),
             one(1, grr(1)),
@@ -1338,6 +1387,23 @@ mod tests {
         .unwrap();
         let est = c.estimates(0.95);
         assert_eq!((est.reports, est.held_back), (3, 1));
+        drop(c);
+        // One device's groups hold at most `max_items_per_device` items: device 5
+        // opened 202 of them, so another 100 are refused for it.
+        let c = Collector::new(
+            Store::open(&path).unwrap(),
+            Policy {
+                max_items: 1000,
+                max_items_per_device: 250,
+                ..policy
+            },
+            true,
+        )
+        .unwrap();
+        let st = c.submit(&[&one(5, grr(3))]).unwrap();
+        assert_eq!(st[0], Rejected(Rejection::DeviceItemLimit { index: 0 }));
+        assert_eq!(StatusJson::from(&st[0]).reason, Some("device_item_limit"));
+        assert_eq!(StatusJson::from(&st[0]).status, "refused");
     }
 
     #[test]
@@ -1760,12 +1826,17 @@ mod tests {
         assert_eq!((d.generation, d.spent), (1, Some(eps(1, 1))));
         let gens: Vec<u32> = s.reports().unwrap().iter().map(|r| r.generation).collect();
         assert_eq!(gens, vec![0, 1]);
-        // "Rotating" to the current key changes the cap only: the generation stays,
-        // so a resent acknowledged frame is still a duplicate.
-        assert_eq!(s.rotate(4, &new, eps(20, 1)).unwrap(), 1);
+        // A new cap alone keeps the generation, so a resent acknowledged frame is
+        // still a duplicate.
+        s.set_cap(4, eps(20, 1)).unwrap();
         let (st, _) = s.submit(&[&after], &p, &mut open).unwrap();
         assert!(matches!(st[0], FrameStatus::Duplicate { .. }), "{st:?}");
-        assert_eq!(s.devices().unwrap()[0].cap, eps(20, 1));
+        let d = &s.devices().unwrap()[0];
+        assert_eq!((d.generation, d.cap), (1, eps(20, 1)));
+        assert!(matches!(
+            s.set_cap(5, eps(1, 1)),
+            Err(ProvisionError::NotProvisioned { device: 5 })
+        ));
     }
 
     #[test]

@@ -54,6 +54,11 @@ pub struct Args {
     /// (about 110 bytes of JSON per item: 115 MB at the default).
     #[arg(long, value_name = "N", default_value_t = 1 << 20)]
     pub max_items: u64,
+    /// Most estimated items in the groups one device opened (`device_item_limit`
+    /// past it, until another device opens the group): one key cannot take all of
+    /// --max-items with a few large domains.
+    #[arg(long, value_name = "N", default_value_t = 1 << 18)]
+    pub max_items_per_device: u64,
     /// Most groups one device may open, by being the first to report their kind;
     /// past it, its reports that would open a group are refused
     /// (`device_group_limit`) until another device opens it. One compromised key
@@ -119,10 +124,14 @@ pub struct ProvisionArgs {
     #[arg(long, value_name = "HEX", hide = true)]
     pub key: Option<String>,
     /// Replace the key of a provisioned device and bump its key generation (its
-    /// spent ε, reports and one-report-per-kind record are kept). With its current
-    /// key: change only the cap, keeping the generation.
-    #[arg(long)]
+    /// spent ε, reports and one-report-per-kind record are kept): a new replay
+    /// space, for a replaced or reset device.
+    #[arg(long, conflicts_with = "set_cap")]
     pub rotate: bool,
+    /// Change only the cap of a provisioned device (no key: its key, generation,
+    /// replay keys, spent ε and reports are kept).
+    #[arg(long, conflicts_with_all = ["key_file", "generate_key"])]
+    pub set_cap: bool,
     /// Lifetime ε cap, exactly (`10`, `2.5`, `5/2`).
     #[arg(long, value_name = "EPS")]
     pub cap: String,
@@ -185,6 +194,7 @@ pub fn run(
                 max_groups: args.max_groups,
                 max_groups_per_device: args.max_groups_per_device,
                 max_items: args.max_items,
+                max_items_per_device: args.max_items_per_device,
                 min_epsilon: Some(args.min_epsilon.parse().map_err(|source| {
                     CliError::Parameter {
                         option: "min-epsilon",
@@ -230,6 +240,15 @@ pub fn run(
                     "privq serve: warning: --max-groups-per-device {} is not below --max-groups \
                      {}: one device can open every aggregation group",
                     policy.max_groups_per_device, policy.max_groups
+                )
+                .map_err(CliError::Io)?;
+            }
+            if policy.max_items_per_device >= policy.max_items {
+                writeln!(
+                    stderr,
+                    "privq serve: warning: --max-items-per-device {} is not below --max-items \
+                     {}: one device can take every item",
+                    policy.max_items_per_device, policy.max_items
                 )
                 .map_err(CliError::Io)?;
             }
@@ -345,6 +364,9 @@ fn provision(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
+    if args.set_cap {
+        return set_cap(args, stderr);
+    }
     let key = provision_key(args, stdin)?;
     if is_test_key(&key) && !args.allow_test_key {
         return Err(CliError::Usage {
@@ -379,6 +401,28 @@ fn provision(
     writeln!(
         stderr,
         "privq serve: provisioned device {} (cap eps = {cap}, key generation {generation}) in {}",
+        args.device,
+        args.db.display()
+    )?;
+    Ok(())
+}
+
+fn set_cap(args: &ProvisionArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
+    let cap = args.cap.parse().map_err(|source| CliError::Parameter {
+        option: "cap",
+        source,
+    })?;
+    let mut store = Store::open(&args.db).map_err(|e| store_error(&args.db, e))?;
+    store.set_cap(args.device, cap).map_err(|e| match e {
+        ProvisionError::Store(e) => store_error(&args.db, e),
+        other => CliError::Usage {
+            option: "set-cap",
+            message: other.to_string(),
+        },
+    })?;
+    writeln!(
+        stderr,
+        "privq serve: device {} now has cap eps = {cap} in {}",
         args.device,
         args.db.display()
     )?;
@@ -442,7 +486,10 @@ fn serve(
 /// The handle is never closed: SQLite's POSIX locks on the file belong to the
 /// process, and closing any handle on the file would drop them. `flock` locks
 /// are separate from POSIX locks on local file systems, so provisioning and
-/// `privq ldp aggregate --db` beside the collector are unaffected.
+/// `privq ldp aggregate --db` beside the collector are unaffected. Elsewhere (on
+/// Windows a file lock is mandatory and would stop SQLite itself) nothing is
+/// locked.
+#[cfg(unix)]
 fn lock_for_serving(db: &Path) -> Result<(), CliError> {
     let file = std::fs::OpenOptions::new()
         .create(true)
@@ -465,6 +512,11 @@ fn lock_for_serving(db: &Path) -> Result<(), CliError> {
         )),
         Err(std::fs::TryLockError::Error(source)) => Err(CliError::file(db, source)),
     }
+}
+
+#[cfg(not(unix))]
+fn lock_for_serving(_db: &Path) -> Result<(), CliError> {
+    Ok(())
 }
 
 /// Latency quantile `q` of sorted durations.
