@@ -3,7 +3,8 @@
 //! three provisioned devices. The first byte sets the policy and whether the body
 //! is sent raw or built from entries: raw frames, frames re-tagged under a known
 //! key, frames of valid (optionally damaged) reports, and resent earlier frames.
-//! The estimates of what was accepted are then built and parsed.
+//! The estimates of what was accepted are then built and parsed (under the
+//! small domain limit).
 #![no_main]
 
 use std::path::PathBuf;
@@ -135,8 +136,12 @@ fuzz_target!(|data: &[u8]| {
         StatusCode::BAD_REQUEST => assert!(json["error"].is_string()),
         s => panic!("unexpected status {s}: {json}"),
     }
-    // The estimates of whatever was accepted are served, and name its count.
-    let est = collector.estimates_json(0.95).expect("estimates serialize");
-    let est: serde_json::Value = serde_json::from_slice(&est).expect("estimates JSON");
-    assert_eq!(est["reports"].as_u64(), Some(collector.reports()));
+    // The estimates of whatever was accepted are served, and name its count (under
+    // the small domain limit only: a domain of 2^16 items is 7 MB of JSON, which
+    // would halve the inputs per second).
+    if flags & 1 != 0 {
+        let est = collector.estimates_json(0.95).expect("estimates serialize");
+        let est: serde_json::Value = serde_json::from_slice(&est).expect("estimates JSON");
+        assert_eq!(est["reports"].as_u64(), Some(collector.reports()));
+    }
 });
