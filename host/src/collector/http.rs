@@ -793,12 +793,7 @@ mod tests {
         name: &str,
         limits: ConnectionLimits,
     ) -> (SocketAddr, tokio::sync::oneshot::Sender<()>) {
-        let path =
-            std::env::temp_dir().join(format!("privq-http-{name}-{}.sqlite", std::process::id()));
-        for ext in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
-        }
-        let store = Store::open(&path).unwrap();
+        let store = fresh_store(name);
         let collector = Arc::new(Collector::new(store, Policy::default(), true).unwrap());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -807,6 +802,16 @@ mod tests {
             let _ = stopped.await;
         }));
         (addr, stop)
+    }
+
+    /// An empty store in a fresh temporary database named after `name`.
+    fn fresh_store(name: &str) -> Store {
+        let path =
+            std::env::temp_dir().join(format!("privq-http-{name}-{}.sqlite", std::process::id()));
+        for ext in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
+        }
+        Store::open(&path).unwrap()
     }
 
     /// Everything the server sends until it closes the connection (at most `within`).
@@ -896,12 +901,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn unread_estimates_answers_are_bounded() {
         use privq_core::upload::{DeviceKey, FrameWriter};
-        let path =
-            std::env::temp_dir().join(format!("privq-http-inflight-{}.sqlite", std::process::id()));
-        for ext in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
-        }
-        let mut store = Store::open(&path).unwrap();
+        let mut store = fresh_store("inflight");
         let key = DeviceKey::new([3; 32]);
         store
             .provision(3, &key, privq_core::Epsilon::new(100, 1).unwrap())
@@ -1074,12 +1074,7 @@ mod tests {
     #[test]
     fn estimates_json_is_kept_until_the_aggregate_changes() {
         use privq_core::upload::{DeviceKey, FrameWriter};
-        let path =
-            std::env::temp_dir().join(format!("privq-http-answered-{}.sqlite", std::process::id()));
-        for ext in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
-        }
-        let mut store = Store::open(&path).unwrap();
+        let mut store = fresh_store("answered");
         let key = DeviceKey::new([4; 32]);
         let cap = privq_core::Epsilon::new(10, 1).unwrap();
         store.provision(4, &key, cap).unwrap();

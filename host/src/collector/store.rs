@@ -1242,9 +1242,14 @@ mod tests {
 
     /// A frame of one SQ-bit report with ε = 1/`den` (`den` < 2^16).
     fn frame_eps(key: &DeviceKey, device: u64, seq: u32, den: u16) -> Vec<u8> {
+        frame_with(key, device, seq, &frame_report(den))
+    }
+
+    /// A frame (epoch 1, sequence `seq`) of one report.
+    fn frame_with(key: &DeviceKey, device: u64, seq: u32, report: &[u8]) -> Vec<u8> {
         let mut buf = vec![0u8; 256];
         let mut w = FrameWriter::new(&mut buf, device, 1, seq).unwrap();
-        w.push(&frame_report(den)).unwrap();
+        w.push(report).unwrap();
         let n = w.finish(key).unwrap();
         buf.truncate(n);
         buf
@@ -1343,14 +1348,7 @@ mod tests {
         s.provision(5, &k, eps(10, 1)).unwrap();
         // k-ary randomized response over 100 items (ε = 1), query `q`, item 7.
         let grr = |q: u8| vec![1, 2, q, 0, 1, 0, 1, 0, 100, 0, 0, 0, 7];
-        let one = |seq: u32, report: Vec<u8>| {
-            let mut buf = vec![0u8; 256];
-            let mut w = FrameWriter::new(&mut buf, 5, 1, seq).unwrap();
-            w.push(&report).unwrap();
-            let n = w.finish(&k).unwrap();
-            buf.truncate(n);
-            buf
-        };
+        let one = |seq: u32, report: Vec<u8>| frame_with(&k, 5, seq, &report);
         let policy = Policy {
             max_items: 250,
             max_items_per_device: 250,
