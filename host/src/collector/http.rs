@@ -814,6 +814,16 @@ mod tests {
         Store::open(&path).unwrap()
     }
 
+    /// `n` connections that send nothing, once the server has accepted them.
+    async fn idle_connections(addr: SocketAddr, n: usize) -> Vec<TcpStream> {
+        let mut idle = Vec::with_capacity(n);
+        for _ in 0..n {
+            idle.push(TcpStream::connect(addr).await.unwrap());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        idle
+    }
+
     /// Everything the server sends until it closes the connection (at most `within`).
     async fn read_all(s: &mut TcpStream, within: Duration) -> Option<String> {
         let mut out = Vec::new();
@@ -873,11 +883,7 @@ mod tests {
             connection_timeout: Duration::from_secs(60),
         };
         let (addr, _stop) = start("limit", limits).await;
-        let mut idle = Vec::new();
-        for _ in 0..2 {
-            idle.push(TcpStream::connect(addr).await.unwrap());
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        let idle = idle_connections(addr, 2).await;
         let mut third = TcpStream::connect(addr).await.unwrap();
         third.write_all(GET).await.unwrap();
         // Both slots are held: no answer while the idle connections last …
@@ -975,11 +981,7 @@ mod tests {
             ..ConnectionLimits::default()
         };
         let (addr, _stop) = start("peer", limits).await;
-        let mut idle = Vec::new();
-        for _ in 0..2 {
-            idle.push(TcpStream::connect(addr).await.unwrap());
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        let idle = idle_connections(addr, 2).await;
         // A third connection of 127.0.0.1 is closed without an answer …
         let mut third = TcpStream::connect(addr).await.unwrap();
         let _ = third.write_all(GET).await;
