@@ -47,8 +47,11 @@ fi
 
 cd "$(dirname "$0")/.."
 
-# Build the example and find its executable from cargo's JSON messages.
-exe=$(cargo build -q "${profile[@]}" -p privq-host --example sampler_cost \
+# Build the example and find its executable from cargo's JSON messages. The package
+# selection and features can be set with SAMPLER_COST_CARGO_ARGS (tools/test-all.sh passes
+# its host build's, so the example reuses that build).
+read -r -a select <<<"${SAMPLER_COST_CARGO_ARGS:--p privq-host}"
+exe=$(cargo build -q "${profile[@]}" "${select[@]}" --example sampler_cost \
     --message-format=json-render-diagnostics \
     | grep '"name":"sampler_cost"' | grep -o '"executable":"[^"]*"' | tail -n1 | cut -d'"' -f4) || true
 if [ -z "$exe" ] || [ ! -x "$exe" ]; then

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # privq: THE test command. Runs everything and prints a summary:
 #
-#   formatting, clippy (host, host with feature serve, with feature analytics, with feature
-#   ballista, which implies analytics, bare-metal), docs without warnings, host tests, the collector's tests with
-#   feature serve (SIGKILL crash test, load benchmark), the DataFusion/Parquet and Ballista
-#   tests with feature ballista, the on-target suites in QEMU
-#   (Cortex-M0 microbit, Cortex-M3 lm3s6965evb, Cortex-M4F mps2-an386), the firmware in
-#   QEMU (M0 + M4F), the device -> host end-to-end test in QEMU (tests/tests/e2e.rs), the
-#   firmware's flash/RAM sizes, and tools/sampler-cost.sh --check.
+#   formatting; clippy on the host crates with every host feature (serve, analytics,
+#   ballista) and with none, and on the bare-metal builds; docs without warnings; every
+#   host test (library, CLI, collector, DataFusion/Parquet and Ballista, doc tests) in one
+#   build; the collector's SIGKILL crash test and load benchmark; the on-target suites in
+#   QEMU (Cortex-M0 microbit, Cortex-M3 lm3s6965evb, Cortex-M4F mps2-an386); the firmware in
+#   QEMU (M0 + M4F); the device -> host end-to-end test in QEMU (tests/tests/e2e.rs); the
+#   firmware's flash/RAM sizes; and tools/sampler-cost.sh --check.
+#
+# The host crates are checked once and built once, with one feature set (see HOST below).
 #
 # On a fresh Debian 12 machine it first installs what it needs (rustup targets and
 # components; QEMU from bookworm-backports when running as root; defmt-print). Without
@@ -247,7 +249,8 @@ build_e2e_elfs() {
 # (tests/tests/e2e.rs).
 e2e_qemu() {
   build_e2e_elfs || return
-  cargo build -p privq-host --features serve --bin privq || return
+  # The privq binary of the host-tests build (features serve, analytics, ballista).
+  cargo build "${HOST[@]}" --bin privq || return
   cp target/debug/privq "$E2E_DIR/privq-serve" || return
   local elfs="" c label
   for c in "${E2E_CONFIGS[@]}"; do
@@ -255,7 +258,7 @@ e2e_qemu() {
     elfs+="$label=$E2E_DIR/privq-firmware-$label "
   done
   PRIVQ_E2E_ELFS=$elfs PRIVQ_SERVE_BIN=$ROOT/$E2E_DIR/privq-serve \
-    cargo test -p privq-tests --test e2e -- --ignored --nocapture \
+    cargo test "${HOST[@]}" --test e2e -- --ignored --nocapture \
     qemu_devices_match_the_host || return
 }
 
@@ -308,17 +311,42 @@ firmware_sizes() {
   fi
 }
 
-# Feature `serve` (privq serve, the upload collector): its tests, including the SIGKILL
-# crash test (host/tests/serve_crash.rs), which must have run and passed, and a short
-# loopback load benchmark whose numbers go into the summary.
+# One feature set for every host step: `privq-host/ballista` (which implies `analytics` and
+# `serve`), so the host crate and its dependencies are checked once and built once. The
+# crates that only DataFusion and Ballista bring are compiled unoptimised and without
+# debug info (their test data are small; at opt-level 2 they were the slowest build of
+# the whole run); every other crate keeps the dev profile, so the exact samplers'
+# distribution tests run at full speed. The list is read from the dependency graph, so
+# it follows the lock file.
+HOST=(--workspace --features privq-host/ballista --config "$LOG_DIR/df-profile.toml")
+df_profile() {
+  local keep all
+  keep=$(cargo tree --workspace --features privq-host/serve -e normal,build,dev --prefix none |
+    awk '{ print $1 }' | sort -u) || return
+  all=$(cargo tree --workspace --features privq-host/ballista -e normal,build,dev --prefix none |
+    awk '{ print $1 }' | sort -u) || return
+  comm -13 <(echo "$keep") <(echo "$all") | while IFS= read -r p; do
+    printf '[profile.dev.package."%s"]\nopt-level = 0\ndebug = 0\n' "$p"
+  done >"$LOG_DIR/df-profile.toml"
+  echo "df-profile: $(grep -c '^\[profile' "$LOG_DIR/df-profile.toml") DataFusion/Ballista-only crates unoptimised"
+}
+
+# Every host test (library, CLI, collector with feature `serve`, DataFusion and Ballista,
+# doc tests), in one build; the collector's SIGKILL crash test runs on its own with its
+# output shown (its summary line goes into the notes), so it is skipped here.
+host_tests() {
+  cargo test "${HOST[@]}" --no-fail-fast -- --skip sigkill_loses_nothing_and_counts_nothing_twice
+}
+
+# The collector's SIGKILL crash test (host/tests/serve_crash.rs), which must have run and
+# passed, and a short loopback load benchmark whose numbers go into the summary; both
+# reuse the host-tests build.
 serve_tests() {
-  cargo test -p privq-host --features serve --no-fail-fast || return
-  cargo test -p privq-host --features serve --test serve_crash -- --nocapture sigkill || return
-  cargo run -q -p privq-host --features serve -- serve bench --clients 2 --batches 200 || return
+  cargo test "${HOST[@]}" --test serve_crash -- --nocapture sigkill || return
+  target/debug/privq serve bench --clients 2 --batches 200 || return
 }
 
 expect_serve() {
-  expect_host_tests "$1" || return
   if ! grep -q '^test sigkill_loses_nothing_and_counts_nothing_twice ... ok' "$1" ||
     ! grep -Eq '^serve-crash: [1-9][0-9]* SIGKILLs' "$1" || ! grep -q '^batches .* reports/s' "$1"; then
     echo "test-all: the serve crash test or the serve benchmark did not run to its end" >&2
@@ -327,27 +355,9 @@ expect_serve() {
   grep -E '^serve-crash: |^batches .* reports/s' "$1" | while IFS= read -r line; do note "serve: $line"; done
 }
 
-# Features `analytics` (Parquet report tables aggregated by DataFusion) and `ballista`
-# (which implies analytics), tested together: one DataFusion configuration for the
-# clippy-ballista step, docs and tests (`-p privq-host` in all three, so they resolve the same
-# features; `analytics` alone, with fewer DataFusion features, is checked by clippy only). Its docs and doc
-# tests, host/tests/ldp_analytics.rs (DataFusion over several partitions equals the
-# in-process intake; the export / aggregate --parquet commands) and host/tests/ldp_ballista.rs
-# (the same query on Ballista in standalone mode equals both; forged codec payloads are
-# errors). The tests compile the dependencies unoptimised and without debug info
-# (DF_TEST_PROFILE): their data are small, and DataFusion at opt-level 2 is the slowest build
-# of the whole run. privq's own crates keep the dev profile.
-DF_TEST_PROFILE=(--config 'profile.dev.package."*".opt-level=0' --config 'profile.dev.package."*".debug=0')
-analytics_tests() {
-  env RUSTDOCFLAGS="-D warnings" cargo doc -p privq-host --no-deps --features ballista || return
-  cargo test "${DF_TEST_PROFILE[@]}" -p privq-host --features ballista --no-fail-fast \
-    --test ldp_analytics --test ldp_ballista || return
-  cargo test "${DF_TEST_PROFILE[@]}" -p privq-host --features ballista --no-fail-fast --doc analytics || return
-}
-
 sampler_cost() {
   if [[ -e tools/sampler-cost.sh ]]; then
-    bash tools/sampler-cost.sh --check || return
+    SAMPLER_COST_CARGO_ARGS="${HOST[*]}" bash tools/sampler-cost.sh --check || return
   else
     echo "NOTICE: tools/sampler-cost.sh is not present yet; skipping the sampler cost check."
     note "tools/sampler-cost.sh not present yet: sampler cost check skipped"
@@ -356,11 +366,12 @@ sampler_cost() {
 
 setup
 
+step df-profile - df_profile
 step fmt - cargo fmt --all --check
-step clippy - cargo clippy --workspace --all-targets -- -D warnings
-step clippy-serve - cargo clippy --workspace --all-targets --features privq-host/serve -- -D warnings
-step clippy-analytics - cargo clippy -p privq-host --all-targets --features analytics -- -D warnings
-step clippy-ballista - cargo clippy -p privq-host --all-targets --features ballista -- -D warnings
+step clippy - cargo clippy "${HOST[@]}" --all-targets -- -D warnings
+# The default feature set compiles and is lint-clean too (cfg'd-out code leaves no
+# unused items); a check of the host crates only, cheap after the step above.
+step clippy-default - cargo clippy -p privq-host -p privq-tests --all-targets -- -D warnings
 step clippy-bare-metal - bash -c '
   set -e
   for t in thumbv6m-none-eabi thumbv7em-none-eabihf; do
@@ -374,10 +385,9 @@ step clippy-bare-metal - bash -c '
     cargo clippy -p privq-firmware --features qemu,$f --target thumbv6m-none-eabi -- -D warnings
   done
   cargo clippy -p privq-tests --features rt --test on_target --target thumbv7m-none-eabi -- -D warnings'
-step docs - env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --features privq-host/serve
-step host-tests expect_host_tests cargo test --workspace --no-fail-fast
+step docs - env RUSTDOCFLAGS="-D warnings" cargo doc "${HOST[@]}" --no-deps
+step host-tests expect_host_tests host_tests
 step serve-tests expect_serve serve_tests
-step analytics-tests expect_host_tests analytics_tests
 step qemu-m0 expect_suite_ran_m0 cargo qemu-m0
 step qemu-m3 expect_suite_ran cargo qemu-m3
 step qemu-m4f expect_suite_ran cargo qemu-m4f
