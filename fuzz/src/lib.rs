@@ -131,7 +131,7 @@ pub fn frame(device: u64, epoch: u32, sequence: u32, reports: &[Vec<u8>]) -> Vec
     buf
 }
 
-/// A report file (`docs/report-format.md`) of `reports`.
+/// A report file (`docs/src/report-format.md`) of `reports`.
 pub fn report_file(reports: &[Vec<u8>]) -> Vec<u8> {
     let mut file = Vec::new();
     let _ = write_file_header(&mut file);

@@ -21,7 +21,7 @@ use privq_host::accountant::Accountant;
 use privq_host::conjunctions::{
     ReleaseConfig, release_by_agnostic_learning_private, release_conjunctions,
 };
-use privq_host::data::{CountHistogram, Dataset, MemoryCap};
+use privq_host::data::{CountHistogram, CsvColumns, Dataset, MemoryCap};
 use privq_host::query::Query;
 use privq_host::{Epsilon, seeded_rng};
 
@@ -33,7 +33,7 @@ fn nltcs_times_100() -> CountHistogram {
         "{} is absent: the conjunction benchmark needs NLTCS (see the datasets' provenance)",
         path.display()
     );
-    let ds = Dataset::binary_from_header(&path, MemoryCap::default())
+    let ds = Dataset::binary_from_header(&path, &CsvColumns::new(), MemoryCap::default())
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let counts = ds.counts.counts().iter().map(|&c| c * 100).collect();
     CountHistogram::from_counts(counts, MemoryCap::default()).expect("counts")

@@ -18,7 +18,7 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group, criterion_main};
 use privq_host::accountant::Accountant;
 use privq_host::central::mwem::{Improvements, MwemConfig, OutputRule, Reiterate, mwem};
-use privq_host::data::{Dataset, MemoryCap};
+use privq_host::data::{CsvColumns, Dataset, MemoryCap};
 use privq_host::query::Workload;
 use privq_host::{Epsilon, seeded_rng};
 
@@ -34,7 +34,7 @@ fn nltcs() -> Option<Dataset> {
         eprintln!("SKIPPED: {} is absent; no MWEM benchmark", path.display());
         return None;
     }
-    match Dataset::binary_from_header(&path, MemoryCap::default()) {
+    match Dataset::binary_from_header(&path, &CsvColumns::new(), MemoryCap::default()) {
         Ok(ds) => Some(ds),
         Err(e) => panic!("{}: {e}", path.display()),
     }

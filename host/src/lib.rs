@@ -39,3 +39,8 @@ pub mod lp;
 pub mod query;
 pub mod synth;
 pub mod threshold;
+
+/// The README's Rust examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

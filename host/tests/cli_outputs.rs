@@ -88,6 +88,8 @@ fn synth_output_is_opened_first_and_written_whole() {
         "t.csv",
         "--domain",
         "binary",
+        "--count-column",
+        "count",
         "--epsilon",
         "1",
         "--seed",
@@ -144,6 +146,8 @@ fn synth_reads_and_writes_dash_as_the_standard_streams() {
         "-",
         "--domain",
         "binary",
+        "--count-column",
+        "count",
         "--epsilon",
         "1",
         "--seed",
@@ -209,6 +213,8 @@ fn a_closed_pipe_ends_quietly() {
             "t.csv",
             "--domain",
             "binary",
+            "--count-column",
+            "count",
             "--epsilon",
             "1",
             "--seed",
@@ -471,6 +477,8 @@ fn dash_is_standard_input_for_dx_and_pmw() {
             "b.csv",
             "--domain",
             "binary",
+            "--count-column",
+            "count",
             "--epsilon",
             "1",
             "--rounds",
@@ -526,4 +534,259 @@ fn a_file_that_is_not_text_is_named_and_called_so() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("bad.csv: not UTF-8 text"), "{err}");
     assert!(!err.contains("i/o error"), "{err}");
+}
+
+/// Inputs mean what they say: a column named `count` is a weight only when
+/// declared; a numeric NaN is refused naming the line and column; columns the
+/// domain does not cover are refused naming them (or left out when declared).
+#[test]
+fn inputs_are_read_as_declared() {
+    let d = Dir::new("declared");
+    let mut visits = String::from("sex,count\n");
+    for i in 0..200 {
+        visits.push_str(&format!("{},{}\n", i % 2, if i == 0 { 500 } else { 1 }));
+    }
+    d.write("visits.csv", &visits);
+    d.write(
+        "sex.json",
+        r#"{"attributes": [{"name": "sex", "values": ["0", "1"]}]}"#,
+    );
+    let synth = |extra: &[&str]| {
+        let mut argv = vec![
+            "synth",
+            "--input",
+            "visits.csv",
+            "--domain",
+            "sex.json",
+            "--epsilon",
+            "1",
+            "--seed",
+            "1",
+            "--output",
+            "out.csv",
+        ];
+        argv.extend_from_slice(extra);
+        privq(&d.0, &argv, b"")
+    };
+    // Undeclared: refused, naming the column and both fixes; no output.
+    let o = synth(&[]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("\"count\"")
+            && err.contains("--count-column")
+            && err.contains("--ignore-columns"),
+        "{err}"
+    );
+    assert!(!d.path("out.csv").exists());
+    // Declared as ignored: one record per row (about 200 synthetic rows, not 700).
+    let o = synth(&["--ignore-columns", "count"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rows = std::fs::read_to_string(d.path("out.csv"))
+        .unwrap()
+        .lines()
+        .count()
+        - 1;
+    assert!((150..260).contains(&rows), "{rows} rows");
+    // Declared as a weight: each row stands for `count` records.
+    let o = synth(&["--count-column", "count"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let rows = std::fs::read_to_string(d.path("out.csv"))
+        .unwrap()
+        .lines()
+        .count()
+        - 1;
+    assert!((600..800).contains(&rows), "{rows} rows");
+
+    // NaN in a binned column: refused naming the line and column.
+    d.write(
+        "income.json",
+        r#"{"attributes": [{"name": "income", "edges": [0, 10, 20]}]}"#,
+    );
+    d.write("income.csv", "income\n5\n12\nNaN\n");
+    let o = privq(
+        &d.0,
+        &[
+            "synth",
+            "--input",
+            "income.csv",
+            "--domain",
+            "income.json",
+            "--epsilon",
+            "1",
+        ],
+        b"",
+    );
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("line 4") && err.contains("\"income\"") && err.contains("not a finite number"),
+        "{err}"
+    );
+}
+
+/// The private input is never overwritten by the release (also through a link),
+/// and an unwritable ledger path fails before anything is read or released.
+#[test]
+fn outputs_never_replace_the_input_and_the_ledger_path_is_probed_first() {
+    let d = Dir::new("overwrite");
+    let input = d.write("x.csv", TABLE);
+    let base = [
+        "synth",
+        "--input",
+        "x.csv",
+        "--domain",
+        "binary",
+        "--count-column",
+        "count",
+        "--epsilon",
+        "1",
+        "--seed",
+        "1",
+    ];
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&input, d.path("link.csv")).unwrap();
+    for (flag, path) in [
+        ("--output", "x.csv"),
+        ("--output", "./x.csv"),
+        ("--ledger-json", "x.csv"),
+    ]
+    .into_iter()
+    .chain(cfg!(unix).then_some(("--output", "link.csv")))
+    {
+        let mut argv = base.to_vec();
+        argv.extend([flag, path]);
+        let o = privq(&d.0, &argv, b"");
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag} {path}: {err}");
+        assert!(err.contains("is the input file"), "{err}");
+        assert_eq!(std::fs::read_to_string(&input).unwrap(), TABLE);
+    }
+    // A ledger in a directory that does not exist: refused while parsing, before
+    // the output is written or anything printed.
+    let mut argv = base.to_vec();
+    argv.extend(["--output", "o.csv", "--ledger-json", "no-such-dir/l.json"]);
+    let o = privq(&d.0, &argv, b"");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).contains("no-such-dir/l.json"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(!d.path("o.csv").exists());
+    let o = privq(
+        &d.0,
+        &[
+            "noise",
+            "--demo",
+            "--epsilon",
+            "1",
+            "--sensitivity",
+            "1",
+            "--ledger-json",
+            "no-such-dir/l.json",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty(), "{}", text(&o.stdout));
+    assert_eq!(
+        d.names().iter().filter(|n| n.ends_with(".tmp")).count(),
+        0,
+        "{:?}",
+        d.names()
+    );
+}
+
+/// `pmw` with no query fails (and an empty stream is refused before any charge).
+#[test]
+fn pmw_without_queries_fails() {
+    let d = Dir::new("pmw-none");
+    d.write("b.csv", "x,y,count\n0,0,500\n1,1,500\n");
+    for stdin in ["", "\n\n"] {
+        let o = privq(
+            &d.0,
+            &[
+                "pmw",
+                "--input",
+                "b.csv",
+                "--count-column",
+                "count",
+                "--domain",
+                "binary",
+                "--epsilon",
+                "1",
+                "--rounds",
+                "2",
+                "--pure",
+                "--seed",
+                "1",
+                "--ledger-json",
+                "l.json",
+            ],
+            stdin.as_bytes(),
+        );
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{stdin:?}: {err}");
+        assert!(err.contains("no query"), "{err}");
+        // Nothing charged for the empty stream, so no ledger; blank lines were read
+        // after the charge, and the ledger records it.
+        assert_eq!(d.path("l.json").exists(), !stdin.is_empty(), "{stdin:?}");
+    }
+}
+
+/// No false refusals or aborts: 64 binary columns (a universe beyond 2^64 cells)
+/// run with the adaptive mechanism, which never builds the universe; a `--records`
+/// too large for memory is refused naming the flag, before anything is written.
+#[test]
+fn huge_domains_run_and_huge_record_counts_are_refused() {
+    let d = Dir::new("huge");
+    let header: Vec<String> = (0..64).map(|i| format!("b{i}")).collect();
+    let mut table = header.join(",") + "\n";
+    for r in 0..300u64 {
+        let row: Vec<String> = (0..64)
+            .map(|i| (((r * 2654435761) >> i) & 1).to_string())
+            .collect();
+        table.push_str(&(row.join(",") + "\n"));
+    }
+    d.write("wide.csv", &table);
+    let base = [
+        "synth",
+        "--input",
+        "wide.csv",
+        "--domain",
+        "binary",
+        "--epsilon",
+        "1",
+        "--seed",
+        "2",
+        "--workload",
+        "marginals:2",
+        "--rounds",
+        "68",
+    ];
+    let mut argv = base.to_vec();
+    argv.extend(["--output", "out.csv"]);
+    let o = privq(&d.0, &argv, b"");
+    let err = text(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("1.845e19 universe cells"), "{err}");
+    let out = std::fs::read_to_string(d.path("out.csv")).unwrap();
+    assert_eq!(out.lines().next().unwrap(), header.join(","));
+
+    let mut argv = base.to_vec();
+    argv.extend(["--records", "1000000000000", "--output", "big.csv"]);
+    let o = privq(&d.0, &argv, b"");
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--records") && err.contains("--memory-mib"),
+        "{err}"
+    );
+    assert!(!d.path("big.csv").exists());
+    assert!(
+        !d.names().iter().any(|n| n.ends_with(".tmp")),
+        "{:?}",
+        d.names()
+    );
 }

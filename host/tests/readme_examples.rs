@@ -1,7 +1,9 @@
-//! Every `privq …` command line in the README's ```sh blocks, run with the built
-//! binary in a scratch directory: it must exit 0, and where a ```text block right
-//! after the ```sh block shows output, the last command's output must contain those
-//! lines in that order (`...` stands for lines left out).
+//! Every `privq …` command line in the ```sh blocks of the README and of the book
+//! (`docs/src`, in the order of its `SUMMARY.md`), run with the built binary in one
+//! scratch directory: it must exit 0, and where a ```text block right after the
+//! ```sh block shows output, the last command's output must contain those lines in
+//! that order (`...` stands for lines left out). A `cat > FILE <<'EOF'` here-document
+//! in a ```sh block writes FILE, as it would for a reader following along.
 //!
 //! `cargo run --release -p privq-host --` is read as `privq`. Commands are run by
 //! `sh -c` with the binary first on `PATH`, so pipes and redirections work as in
@@ -44,14 +46,46 @@ fn examples(readme: &str) -> Vec<Example> {
             }
             block.push(l.to_string());
         }
-        let mut found: Vec<Example> = joined(&block)
-            .into_iter()
-            .filter_map(|c| command(&c))
-            .map(|command| Example {
+        let mut found = Vec::new();
+        let mut rest = Vec::new();
+        let mut block = block.into_iter();
+        while let Some(l) = block.next() {
+            let Some(delim) = heredoc(&l) else {
+                rest.push(l);
+                continue;
+            };
+            // Commands before the here-document run first.
+            found.extend(
+                joined(&std::mem::take(&mut rest))
+                    .iter()
+                    .filter_map(|c| command(c))
+                    .map(|command| Example {
+                        command,
+                        shown: Vec::new(),
+                    }),
+            );
+            let mut command = l.clone();
+            for body in block.by_ref() {
+                command.push('\n');
+                command.push_str(&body);
+                if body.trim() == delim {
+                    break;
+                }
+            }
+            found.push(Example {
                 command,
                 shown: Vec::new(),
-            })
-            .collect();
+            });
+        }
+        found.extend(
+            joined(&rest)
+                .iter()
+                .filter_map(|c| command(c))
+                .map(|command| Example {
+                    command,
+                    shown: Vec::new(),
+                }),
+        );
         // A ```text block right after (blank lines allowed) shows the last command's output.
         while lines.peek().is_some_and(|l| l.trim().is_empty()) {
             lines.next();
@@ -70,6 +104,29 @@ fn examples(readme: &str) -> Vec<Example> {
         out.append(&mut found);
     }
     out
+}
+
+/// The delimiter of a `cat > FILE <<'EOF'` line.
+fn heredoc(line: &str) -> Option<String> {
+    let rest = line.trim().strip_prefix("cat > ")?;
+    let (_, delim) = rest.split_once(" <<")?;
+    Some(delim.trim().trim_matches('\'').to_string())
+}
+
+/// The README followed by the book's chapters in the order of `docs/src/SUMMARY.md`.
+fn documents() -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut text = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let src = root.join("docs/src");
+    let summary = std::fs::read_to_string(src.join("SUMMARY.md")).unwrap();
+    for chapter in summary.split("](").skip(1) {
+        let name = &chapter[..chapter.find(')').unwrap()];
+        text.push('\n');
+        text.push_str(
+            &std::fs::read_to_string(src.join(name)).unwrap_or_else(|e| panic!("{name}: {e}")),
+        );
+    }
+    text
 }
 
 /// Lines with `\` continuations joined.
@@ -156,10 +213,7 @@ fn shows(output: &str, shown: &[String]) -> Result<(), String> {
 
 #[test]
 fn the_readme_examples_run_and_print_what_the_readme_shows() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
-            .unwrap();
-    let all = examples(&readme);
+    let all = examples(&documents());
     assert!(all.len() >= 10, "too few examples found: {all:#?}");
     for (c, _) in SKIPPED {
         assert!(
@@ -217,6 +271,17 @@ fn the_extraction_reads_continuations_pipes_and_comments() {
     let md = "x\n```sh\nprivq a --b \\\n    --c d   # note\necho 'q' | privq pmw\ntools/x.sh\n```\n\n```text\nout\n...\n```\n";
     let ex = examples(md);
     assert_eq!(ex.len(), 2, "{ex:?}");
+    let doc = "```sh\nprivq x\ncat > d.json <<'EOF'\n{\"a\": 2}\nEOF\nprivq y\n```\n";
+    let heredoc = examples(doc);
+    let commands: Vec<&str> = heredoc.iter().map(|e| e.command.as_str()).collect();
+    assert_eq!(
+        commands,
+        [
+            "privq x",
+            "cat > d.json <<'EOF'\n{\"a\": 2}\nEOF",
+            "privq y"
+        ]
+    );
     assert_eq!(ex[0].command, "privq a --b      --c d");
     assert_eq!(ex[1].command, "echo 'q' | privq pmw");
     assert_eq!(ex[1].shown, ["out", "..."]);

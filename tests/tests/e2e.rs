@@ -344,7 +344,7 @@ fn targets() -> Vec<Target> {
         .collect()
 }
 
-/// The test-only frame key of `device` (docs/upload-frame.md), spelled out here rather
+/// The test-only frame key of `device` (docs/src/upload-frame.md), spelled out here rather
 /// than taken from the firmware: fleet (8 bytes LE) ‖ device (8 bytes LE) ‖ the label.
 fn test_only_key(fleet: u64, device: u64) -> DeviceKey {
     let mut k = Vec::with_capacity(32);

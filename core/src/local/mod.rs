@@ -7,7 +7,7 @@
 //! approximations, and [`Odds`] exposes each randomizer's output probabilities as
 //! exact rational functions of `e^ε` so tests can check the privacy ratio exactly.
 //!
-//! | randomizer | input | output | report bytes (see `docs/report-format.md`) |
+//! | randomizer | input | output | report bytes (see `docs/src/report-format.md`) |
 //! |---|---|---|---|
 //! | [`BinaryRr`] | `bool` | `bool` | 13 |
 //! | [`Grr`] (k-ary RR) | item `< d` | item `< d` | 12 + 1/2/4 |

@@ -1,4 +1,4 @@
-//! The collector's HTTP API (`docs/collector.md`): `POST /v1/frames` takes a batch
+//! The collector's HTTP API (`docs/src/collector.md`): `POST /v1/frames` takes a batch
 //! of upload frames and answers one status per frame after the batch is committed;
 //! `GET /v1/estimates` serves the aggregate of every stored report.
 

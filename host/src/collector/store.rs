@@ -1,5 +1,5 @@
 //! The collector's SQLite store: device keys and budgets, accepted frames (the
-//! replay keys with their tags) and their reports (schema in `docs/collector.md`).
+//! replay keys with their tags) and their reports (schema in `docs/src/collector.md`).
 //!
 //! [`Store::submit`] handles one batch of frames in **one** transaction: every
 //! frame is authenticated, checked against the replay table and its device's
@@ -52,7 +52,7 @@ CREATE TABLE IF NOT EXISTS reports (
     epoch      INTEGER NOT NULL,
     sequence   INTEGER NOT NULL,
     position   INTEGER NOT NULL,            -- index of the report in its frame
-    report     BLOB NOT NULL,               -- wire format (docs/report-format.md)
+    report     BLOB NOT NULL,               -- wire format (docs/src/report-format.md)
     UNIQUE (device, generation, epoch, sequence, position),
     FOREIGN KEY (device, generation, epoch, sequence)
         REFERENCES frames(device, generation, epoch, sequence)
@@ -175,7 +175,7 @@ pub enum Rejection {
         /// Position of the report in the frame.
         index: u16,
     },
-    /// The device's key is a documented test-only key (`docs/upload-frame.md`) and
+    /// The device's key is a documented test-only key (`docs/src/upload-frame.md`) and
     /// the collector was not started with test keys allowed.
     TestKey,
     /// Report `index` is of a kind none of the collector's campaigns collects (only
@@ -231,7 +231,7 @@ impl Rejection {
 
     /// Whether resending the same frame can never succeed, so the device drops it
     /// from its outbox and counts the drop (wire status `rejected`,
-    /// `docs/collector.md`). Rejections that depend on the collector's
+    /// `docs/src/collector.md`). Rejections that depend on the collector's
     /// configuration — its limits, its key store (`unauthenticated`: a device may
     /// upload before its provisioning is committed, or after a restore from an
     /// older backup) and the test-key switch — are not: the operator can change
@@ -364,7 +364,7 @@ impl FrameStatus {
     }
 }
 
-/// The JSON form of a [`FrameStatus`] (`docs/collector.md`).
+/// The JSON form of a [`FrameStatus`] (`docs/src/collector.md`).
 #[derive(Debug, Clone, Serialize)]
 pub struct StatusJson {
     /// `accepted`, `duplicate`, `rejected` (permanent) or `refused` (by the

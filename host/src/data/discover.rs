@@ -33,12 +33,12 @@
 //! ```
 //! use privq_host::accountant::Accountant;
 //! use privq_host::contract::Neighbours;
-//! use privq_host::data::{Discovery, ValueCounts};
+//! use privq_host::data::{CsvColumns, Discovery, ValueCounts};
 //! use privq_host::{seeded_rng, Epsilon};
 //! let mut csv = String::from("color\n");
 //! csv.push_str(&"red\n".repeat(500));
 //! csv.push_str("mauve\n"); // one record: survives with probability ≤ δ
-//! let counts = ValueCounts::from_csv(csv.as_bytes(), "count")?;
+//! let counts = ValueCounts::from_csv(csv.as_bytes(), &CsvColumns::new())?;
 //! let d = Discovery::new(Neighbours::Replace, Epsilon::new(1, 1)?, 1e-6, 1)?;
 //! let mut acct = Accountant::approximate(Epsilon::new(1, 1)?, 1e-6)?;
 //! let domain = d.release(&counts, &mut acct, &mut seeded_rng(1))?;
@@ -56,6 +56,7 @@ use privq_core::Epsilon;
 use privq_core::rand_core::{CryptoRng, Rng};
 use privq_core::sample::DiscreteLaplace;
 
+use super::columns::{CsvColumns, header};
 use super::domain::{Attribute, Domain};
 use super::error::DataError;
 use super::histogram::MemoryCap;
@@ -149,21 +150,19 @@ pub struct ValueCounts {
 }
 
 impl ValueCounts {
-    /// Counts the values of every column except `count_column`; when that column
-    /// exists each row is a cell with that many records.
-    pub fn from_csv<R: Read>(reader: R, count_column: &str) -> Result<Self, DataError> {
+    /// Counts the values of every column except those `columns` declares; with a
+    /// declared count column each row is a cell with that many records.
+    pub fn from_csv<R: Read>(reader: R, columns: &CsvColumns) -> Result<Self, DataError> {
         let mut rdr = csv::Reader::from_reader(reader);
-        let header: Vec<String> = rdr
-            .headers()?
+        let header = header(&mut rdr)?;
+        let names = columns.attributes(&header)?;
+        let positions: Vec<usize> = names
             .iter()
-            .map(|s| s.trim().to_string())
+            .filter_map(|n| header.iter().position(|h| h == n))
             .collect();
-        let count_col = header.iter().position(|h| h == count_column);
-        let names: Vec<String> = header
-            .iter()
-            .filter(|h| *h != count_column)
-            .cloned()
-            .collect();
+        let count_col = columns
+            .count_column()
+            .and_then(|c| header.iter().position(|h| h == c));
         let mut counts = vec![BTreeMap::new(); names.len()];
         for (row, rec) in rdr.records().enumerate() {
             let rec = rec?;
@@ -177,11 +176,7 @@ impl ValueCounts {
                 }
                 None => 1,
             };
-            let values = rec
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| Some(*i) != count_col)
-                .map(|(_, v)| v);
+            let values = positions.iter().map(|&p| rec.get(p).unwrap_or(""));
             // A row of weight 0 holds no record: it must not make its values
             // candidates (the layout of a count table is not data).
             if weight == 0 {
@@ -379,15 +374,17 @@ pub struct Opened {
     pub discovered: Option<Discovered>,
 }
 
-/// Loads a CSV file for a release under `source`; `None` is refused with
+/// Loads a CSV file, its columns read as `columns` declares, for a release under
+/// `source`; `None` is refused with
 /// [`DataError::DomainRequired`]. Discovery charges `accountant` before it samples.
 ///
 /// ```
 /// use privq_host::accountant::Accountant;
-/// use privq_host::data::{open_dataset, DataError, DiscoveryError, MemoryCap};
+/// use privq_host::data::{open_dataset, CsvColumns, DataError, DiscoveryError, MemoryCap};
 /// use privq_host::{seeded_rng, Epsilon};
 /// let mut acct = Accountant::pure(Epsilon::new(1, 1)?);
-/// let err = open_dataset("any.csv".as_ref(), None, &mut acct, &mut seeded_rng(1), MemoryCap::default())
+/// let (columns, cap) = (CsvColumns::new(), MemoryCap::default());
+/// let err = open_dataset("any.csv".as_ref(), None, &columns, &mut acct, &mut seeded_rng(1), cap)
 ///     .unwrap_err();
 /// assert!(matches!(err, DiscoveryError::Data(DataError::DomainRequired { discovery: true })));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -395,30 +392,27 @@ pub struct Opened {
 pub fn open_dataset<R: Rng + CryptoRng + ?Sized>(
     path: &Path,
     source: Option<&DomainSource>,
+    columns: &CsvColumns,
     accountant: &mut Accountant,
     rng: &mut R,
     cap: MemoryCap,
 ) -> Result<Opened, DiscoveryError> {
     let source = source.ok_or(DataError::DomainRequired { discovery: true })?;
     let dataset = match source {
-        DomainSource::Public(domain) => Dataset::from_csv_with_domain(path, domain.clone(), cap)?,
-        DomainSource::BinaryHeader => Dataset::binary_from_header(path, cap)?,
+        DomainSource::Public(domain) => {
+            Dataset::from_csv_with_domain(path, domain.clone(), columns, cap)?
+        }
+        DomainSource::BinaryHeader => Dataset::binary_from_header(path, columns, cap)?,
         DomainSource::Discover {
             neighbours,
             epsilon,
             delta,
         } => {
             let text = std::fs::read_to_string(path).map_err(DataError::from)?;
-            let counts = ValueCounts::from_csv(text.as_bytes(), "count")?;
+            let counts = ValueCounts::from_csv(text.as_bytes(), columns)?;
             let discovery = Discovery::new(*neighbours, *epsilon, *delta, counts.names.len())?;
             let domain = discovery.release(&counts, accountant, rng)?;
-            let hist = load_csv(
-                text.as_bytes(),
-                &domain,
-                Some("count"),
-                Unknown::MapToFirst,
-                cap,
-            )?;
+            let hist = load_csv(text.as_bytes(), &domain, columns, Unknown::MapToFirst, cap)?;
             let discovered = Discovered {
                 cost: discovery.cost(),
                 threshold: discovery.threshold(),
@@ -468,7 +462,7 @@ mod tests {
         let d = Discovery::new(Neighbours::Replace, eps(1, 1), delta, 2).unwrap();
         // Scale d·Δ/ε = 2·2/1 = 4.
         assert_eq!((d.noise().scale_num(), d.noise().scale_den()), (4, 1));
-        let counts = ValueCounts::from_csv(table(true).as_bytes(), "count").unwrap();
+        let counts = ValueCounts::from_csv(table(true).as_bytes(), &CsvColumns::new()).unwrap();
         let runs = 4000;
         let (mut rare, mut frequent) = (0, 0);
         for seed in 0..runs {
@@ -521,7 +515,7 @@ mod tests {
 
     #[test]
     fn charges_before_sampling_and_refuses_bad_parameters() {
-        let counts = ValueCounts::from_csv(table(false).as_bytes(), "count").unwrap();
+        let counts = ValueCounts::from_csv(table(false).as_bytes(), &CsvColumns::new()).unwrap();
         let d = Discovery::new(Neighbours::Replace, eps(1, 2), 1e-6, 2).unwrap();
         let mut acct = Accountant::approximate(eps(1, 1), 1e-6).unwrap();
         d.release(&counts, &mut acct, &mut seeded_rng(3)).unwrap();
@@ -574,7 +568,8 @@ mod tests {
         let mut acct = Accountant::approximate(eps(1, 1), 1e-6).unwrap();
         let mut rng = seeded_rng(5);
         let cap = MemoryCap::default();
-        let err = open_dataset(&path, None, &mut acct, &mut rng, cap).unwrap_err();
+        let err =
+            open_dataset(&path, None, &CsvColumns::new(), &mut acct, &mut rng, cap).unwrap_err();
         assert!(matches!(
             err,
             DiscoveryError::Data(DataError::DomainRequired { discovery: true })
@@ -592,7 +587,15 @@ mod tests {
             epsilon: eps(1, 2),
             delta: 1e-6,
         };
-        let opened = open_dataset(&path, Some(&source), &mut acct, &mut rng, cap).unwrap();
+        let opened = open_dataset(
+            &path,
+            Some(&source),
+            &CsvColumns::new(),
+            &mut acct,
+            &mut rng,
+            cap,
+        )
+        .unwrap();
         let found = opened.discovered.unwrap();
         assert_eq!(found.values_per_attribute, [2, 2]);
         // n is unchanged: the Lima record is counted under the first kept city.

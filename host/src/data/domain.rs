@@ -97,7 +97,7 @@ impl Attribute {
     /// The value index of a text value, or `None` if the attribute has no such value
     /// (a category not in the list, or text that is not a number).
     ///
-    /// Numbers outside the bin edges are clamped into the first or last bin, as
+    /// Finite numbers outside the bin edges are clamped into the first or last bin, as
     /// bounded DP requires: whatever a record's value, it lands in some bin, so an
     /// outlier neither aborts the run (which would reveal it) nor weighs more
     /// than one record.
@@ -109,11 +109,11 @@ impl Attribute {
                 let last = edges.len() - 1;
                 let x: Fixed = match text.parse() {
                     Ok(x) => x,
-                    // A number beyond the fixed-point range (or ±inf, NaN) is clamped
-                    // like any outlier: above the range to the last bin, below it
-                    // (and NaN) to the first.
+                    // A finite number beyond the fixed-point range is clamped like
+                    // any outlier: above the range to the last bin, below it to the
+                    // first. NaN and ±inf are not numbers a record can hold.
                     Err(_) => {
-                        let v: f64 = text.parse().ok()?;
+                        let v: f64 = text.parse().ok().filter(|v: &f64| v.is_finite())?;
                         match Fixed::from_f64(v) {
                             Ok(x) => x,
                             Err(_) if v > 0.0 => return Some(last - 1),
@@ -125,6 +125,28 @@ impl Attribute {
                 // end and everything above fall in the last bin.
                 let i = edges.partition_point(|e| *e <= x);
                 Some(i.saturating_sub(1).min(last - 1))
+            }
+        }
+    }
+
+    /// The error for a value `text` on `line` that [`Attribute::index_of`] does
+    /// not accept: [`DataError::NotFinite`] for NaN or ±inf in a numeric
+    /// attribute, else [`DataError::UnknownValue`].
+    pub fn value_error(&self, text: &str, line: usize) -> DataError {
+        let non_finite = matches!(self.kind, AttributeKind::Binned(_))
+            && text.trim().parse::<f64>().is_ok_and(|v| !v.is_finite());
+        let (attribute, value) = (self.name.clone(), text.to_string());
+        if non_finite {
+            DataError::NotFinite {
+                attribute,
+                value,
+                line,
+            }
+        } else {
+            DataError::UnknownValue {
+                attribute,
+                value,
+                line,
             }
         }
     }
@@ -159,18 +181,21 @@ impl Attribute {
 pub struct Domain {
     attributes: Vec<Attribute>,
     strides: Vec<usize>,
-    size: usize,
+    /// `None` when the universe has more cells than `usize` can index.
+    size: Option<usize>,
 }
 
 impl Domain {
-    /// A domain from its attributes (non-empty, distinct names). The universe size
-    /// must fit in `usize`; memory is checked when a histogram is allocated.
+    /// A domain from its attributes (non-empty, distinct names), of any size: a
+    /// universe beyond `usize` cells is a valid domain for the mechanisms that never
+    /// index it (adaptive marginals); [`Domain::encode`] and dense histograms refuse
+    /// it with [`DataError::UniverseTooLarge`].
     pub fn new(attributes: Vec<Attribute>) -> Result<Self, DataError> {
         if attributes.is_empty() {
             return Err(DataError::InvalidDomain("no attributes".into()));
         }
         let mut strides = Vec::with_capacity(attributes.len());
-        let mut size: usize = 1;
+        let mut size = Some(1usize);
         for (i, a) in attributes.iter().enumerate() {
             if attributes[..i].iter().any(|b| b.name == a.name) {
                 return Err(DataError::InvalidDomain(format!(
@@ -178,14 +203,8 @@ impl Domain {
                     a.name
                 )));
             }
-            strides.push(size);
-            size = size
-                .checked_mul(a.size())
-                .ok_or(DataError::UniverseTooLarge {
-                    cells: u64::MAX,
-                    bytes: u64::MAX,
-                    cap: 0,
-                })?;
+            strides.push(size.unwrap_or(usize::MAX));
+            size = size.and_then(|s| s.checked_mul(a.size()));
         }
         Ok(Domain {
             attributes,
@@ -301,9 +320,16 @@ impl Domain {
         self.attributes.len()
     }
 
-    /// Number of cells N of the universe.
+    /// Number of cells N of the universe, saturating at `usize::MAX` for a universe
+    /// beyond the index type (see [`Domain::cells`]).
     pub fn size(&self) -> usize {
-        self.size
+        self.size.unwrap_or(usize::MAX)
+    }
+
+    /// Number of cells N of the universe as a float, exact up to 2⁵³ and never
+    /// saturating (2⁶⁴ binary attributes give `1.8e19`): for messages.
+    pub fn cells(&self) -> f64 {
+        self.attributes.iter().map(|a| a.size() as f64).product()
     }
 
     /// The index stride of each attribute.
@@ -324,6 +350,13 @@ impl Domain {
                 got: values.len(),
             });
         }
+        if self.size.is_none() {
+            return Err(DataError::UniverseTooLarge {
+                cells: u64::MAX,
+                bytes: u64::MAX,
+                cap: 0,
+            });
+        }
         let mut index = 0;
         for ((a, &v), &s) in self.attributes.iter().zip(values).zip(&self.strides) {
             if v >= a.size() {
@@ -340,7 +373,7 @@ impl Domain {
 
     /// The value indices of cell `index` (taken modulo the universe size).
     pub fn decode(&self, index: usize) -> Vec<usize> {
-        let mut rest = index % self.size;
+        let mut rest = index % self.size();
         self.attributes
             .iter()
             .map(|a| {
@@ -432,12 +465,21 @@ mod tests {
         // Outliers are clamped into the end bins, never refused.
         assert_eq!(a.index_of("20.001"), Some(1));
         assert_eq!(a.index_of("1e6"), Some(1));
-        // Beyond the fixed-point range, and non-finite numbers, too.
+        // Beyond the fixed-point range, too; non-finite numbers are not values.
         assert_eq!(a.index_of("3000000000"), Some(1));
         assert_eq!(a.index_of("1e300"), Some(1));
-        assert_eq!(a.index_of("inf"), Some(1));
         assert_eq!(a.index_of("-1e300"), Some(0));
-        assert_eq!(a.index_of("NaN"), Some(0));
+        for bad in ["inf", "-inf", "NaN", "1e999"] {
+            assert_eq!(a.index_of(bad), None, "{bad}");
+            assert!(matches!(
+                a.value_error(bad, 3),
+                DataError::NotFinite { line: 3, .. }
+            ));
+        }
+        assert!(matches!(
+            a.value_error("abc", 3),
+            DataError::UnknownValue { .. }
+        ));
         assert_eq!(a.index_of("-1"), Some(0));
         assert_eq!(a.index_of("abc"), None);
     }
@@ -477,10 +519,18 @@ mod tests {
             Domain::binary(["a", "a"]),
             Err(DataError::InvalidDomain(_))
         ));
-        // 2^70 cells do not even fit the index type.
+        // 2^70 cells do not fit the index type: a valid domain that cannot be
+        // encoded or held as a dense histogram.
         let names: Vec<String> = (0..70).map(|i| format!("a{i}")).collect();
+        let d = Domain::binary(names).unwrap();
+        assert_eq!(d.size(), usize::MAX);
+        assert_eq!(d.cells(), 2f64.powi(70));
         assert!(matches!(
-            Domain::binary(names),
+            d.encode(&[0; 70]),
+            Err(DataError::UniverseTooLarge { .. })
+        ));
+        assert!(matches!(
+            crate::data::CountHistogram::zeros(&d, crate::data::MemoryCap::default()),
             Err(DataError::UniverseTooLarge { .. })
         ));
     }

@@ -16,6 +16,22 @@ pub enum DataError {
         /// 1-based line in the input (the header is line 1).
         line: usize,
     },
+    /// A numeric attribute's value is NaN or infinite (or too large to be a
+    /// finite number, such as `1e999`).
+    NotFinite {
+        /// The attribute (column) name.
+        attribute: String,
+        /// The offending text.
+        value: String,
+        /// 1-based line in the input (the header is line 1).
+        line: usize,
+    },
+    /// Columns of the CSV header that are neither attributes of the domain nor
+    /// declared (as the count column or as ignored): nothing is dropped silently.
+    UncoveredColumns {
+        /// The columns, in header order.
+        columns: Vec<String>,
+    },
     /// A column that the domain needs is missing from the CSV header.
     MissingColumn {
         /// The missing column.
@@ -84,12 +100,39 @@ impl fmt::Display for DataError {
                 line,
             } => write!(
                 f,
-                "line {line}: attribute {attribute:?} has no value {value:?}"
+                "line {line}: attribute {attribute:?} has no value {:?}",
+                super::shorten(value)
+            ),
+            DataError::NotFinite {
+                attribute,
+                value,
+                line,
+            } => write!(
+                f,
+                "line {line}, column {attribute:?}: {} is not a finite number",
+                super::shorten(value)
+            ),
+            DataError::UncoveredColumns { columns } => write!(
+                f,
+                "the column(s) {} are not attributes of the domain: add them to the domain, \
+                 declare a weight column with --count-column NAME (each row then stands for \
+                 NAME records), or leave them out with --ignore-columns {}",
+                columns
+                    .iter()
+                    .map(|c| format!("{:?}", super::shorten(c)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                columns.join(",")
             ),
             DataError::MissingColumn { column, available } => write!(
                 f,
                 "no column named {column:?}; the header has: {}",
                 available.join(", ")
+            ),
+            DataError::UniverseTooLarge { cells, .. } if *cells == u64::MAX => write!(
+                f,
+                "the universe has 2^64 cells or more, too many for a dense histogram or a cell \
+                 index (the adaptive mechanism handles it; or use fewer attributes or coarser bins)"
             ),
             DataError::UniverseTooLarge { cells, bytes, cap } => write!(
                 f,

@@ -3,6 +3,7 @@
 use std::io::{Read, Write};
 use std::path::Path;
 
+use super::columns::{CsvColumns, header};
 use super::domain::Domain;
 use super::error::DataError;
 use super::histogram::{CountHistogram, MemoryCap};
@@ -27,21 +28,24 @@ fn read_file(path: &Path) -> Result<String, DataError> {
 }
 
 impl Dataset {
-    /// Loads a CSV file under a public domain (see [`load_auto`]).
+    /// Loads a CSV file under a public domain, its columns read as `columns`
+    /// declares (see [`load_records`]).
     ///
     /// ```no_run
-    /// use privq_host::data::{Dataset, Domain, MemoryCap};
+    /// use privq_host::data::{CsvColumns, Dataset, Domain, MemoryCap};
     /// let domain = Domain::from_json(&std::fs::read_to_string("domain.json")?)?;
-    /// let ds = Dataset::from_csv_with_domain("people.csv".as_ref(), domain, MemoryCap::default())?;
+    /// let ds = Dataset::from_csv_with_domain(
+    ///     "people.csv".as_ref(), domain, &CsvColumns::new(), MemoryCap::default())?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn from_csv_with_domain(
         path: &Path,
         domain: Domain,
+        columns: &CsvColumns,
         cap: MemoryCap,
     ) -> Result<Self, DataError> {
         let text = read_file(path)?;
-        let counts = load_auto(text.as_bytes(), &domain, cap)?;
+        let counts = load_records(text.as_bytes(), &domain, columns, cap)?;
         Ok(Dataset {
             name: file_name(path),
             domain,
@@ -49,13 +53,17 @@ impl Dataset {
         })
     }
 
-    /// Loads a CSV file whose every column (except `count`) is a binary `0`/`1`
-    /// attribute. Only the header, which is public schema, fixes the domain; a value
-    /// other than `0`/`1` is [`DataError::UnknownValue`].
-    pub fn binary_from_header(path: &Path, cap: MemoryCap) -> Result<Self, DataError> {
+    /// Loads a CSV file whose every column (except those `columns` declares) is a
+    /// binary `0`/`1` attribute. Only the header, which is public schema, fixes the
+    /// domain; a value other than `0`/`1` is [`DataError::UnknownValue`].
+    pub fn binary_from_header(
+        path: &Path,
+        columns: &CsvColumns,
+        cap: MemoryCap,
+    ) -> Result<Self, DataError> {
         let text = read_file(path)?;
-        let domain = Domain::binary(attribute_names(text.as_bytes(), "count")?)?;
-        let counts = load_auto(text.as_bytes(), &domain, cap)?;
+        let domain = Domain::binary(attribute_names(text.as_bytes(), columns)?)?;
+        let counts = load_records(text.as_bytes(), &domain, columns, cap)?;
         Ok(Dataset {
             name: file_name(path),
             domain,
@@ -70,25 +78,11 @@ pub(super) fn file_name(path: &Path) -> String {
         .unwrap_or_else(|| "data".into())
 }
 
-/// The attribute names of a CSV file: its header without `count_column`. The
-/// header is public schema; no value is read.
-pub fn attribute_names<R: Read>(reader: R, count_column: &str) -> Result<Vec<String>, DataError> {
+/// The attribute names of a CSV file: its header without the columns `columns`
+/// declares. The header is public schema; no value is read.
+pub fn attribute_names<R: Read>(reader: R, columns: &CsvColumns) -> Result<Vec<String>, DataError> {
     let mut rdr = csv::Reader::from_reader(reader);
-    Ok(rdr
-        .headers()?
-        .iter()
-        .map(|s| s.trim().to_string())
-        .filter(|h| h != count_column)
-        .collect())
-}
-
-/// Loads a count table if the header has a `count` column, else records.
-pub fn load_auto<R: Read>(
-    reader: R,
-    domain: &Domain,
-    cap: MemoryCap,
-) -> Result<CountHistogram, DataError> {
-    load_csv(reader, domain, Some("count"), Unknown::Refuse, cap)
+    columns.attributes(&header(&mut rdr)?)
 }
 
 /// What the loader does with a value its attribute does not list.
@@ -101,91 +95,55 @@ pub(crate) enum Unknown {
     MapToFirst,
 }
 
-/// Loads one record per row: every domain attribute must be a column (extra
-/// columns are ignored). Unknown values are [`DataError::UnknownValue`].
+/// Loads the records of a CSV table into exact counts per cell: every domain
+/// attribute must be a column, every other column declared in `columns` (as the
+/// count column, each row then standing for that many records, or as ignored).
+/// A value outside the domain is [`DataError::UnknownValue`], NaN or ±inf in a
+/// numeric attribute [`DataError::NotFinite`], each naming the line.
 ///
 /// ```
-/// use privq_host::data::{load_records, Domain, MemoryCap};
+/// use privq_host::data::{load_records, CsvColumns, Domain, MemoryCap};
 /// let d = Domain::binary(["a", "b"])?;
-/// let h = load_records("b,a\n1,0\n1,1\n".as_bytes(), &d, MemoryCap::default())?;
+/// let h = load_records("b,a\n1,0\n1,1\n".as_bytes(), &d, &CsvColumns::new(), MemoryCap::default())?;
 /// assert_eq!(h.counts(), &[0, 0, 1, 1]);
 /// # Ok::<(), privq_host::data::DataError>(())
 /// ```
 pub fn load_records<R: Read>(
     reader: R,
     domain: &Domain,
+    columns: &CsvColumns,
     cap: MemoryCap,
 ) -> Result<CountHistogram, DataError> {
-    load_csv(reader, domain, None, Unknown::Refuse, cap)
-}
-
-/// Loads one cell per row with its count in `count_column`.
-pub fn load_count_table<R: Read>(
-    reader: R,
-    domain: &Domain,
-    count_column: &str,
-    cap: MemoryCap,
-) -> Result<CountHistogram, DataError> {
-    load_csv(reader, domain, Some(count_column), Unknown::Refuse, cap)
-}
-
-/// The trimmed CSV header, and the column of every domain attribute in domain
-/// order ([`DataError::MissingColumn`] naming the first one absent).
-pub(crate) fn domain_columns<R: Read>(
-    rdr: &mut csv::Reader<R>,
-    domain: &Domain,
-) -> Result<(Vec<String>, Vec<usize>), DataError> {
-    let header: Vec<String> = rdr
-        .headers()?
-        .iter()
-        .map(|s| s.trim().to_string())
-        .collect();
-    let columns = domain
-        .attributes()
-        .iter()
-        .map(|a| {
-            header
-                .iter()
-                .position(|h| h == a.name())
-                .ok_or_else(|| DataError::MissingColumn {
-                    column: a.name().to_string(),
-                    available: header.clone(),
-                })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((header, columns))
+    load_csv(reader, domain, columns, Unknown::Refuse, cap)
 }
 
 pub(crate) fn load_csv<R: Read>(
     reader: R,
     domain: &Domain,
-    count_column: Option<&str>,
+    columns: &CsvColumns,
     unknown: Unknown,
     cap: MemoryCap,
 ) -> Result<CountHistogram, DataError> {
     let mut rdr = csv::Reader::from_reader(reader);
-    let (header, columns) = domain_columns(&mut rdr, domain)?;
-    let count_col = count_column.and_then(|c| header.iter().position(|h| h == c));
+    let layout = columns.layout(header(&mut rdr)?, domain)?;
     let mut hist = CountHistogram::zeros(domain, cap)?;
     let mut values = vec![0usize; domain.dims()];
     for (row, rec) in rdr.records().enumerate() {
         let rec = rec?;
         let line = row + 2;
-        for ((slot, &col), attr) in values.iter_mut().zip(&columns).zip(domain.attributes()) {
+        for ((slot, &col), attr) in values
+            .iter_mut()
+            .zip(&layout.attributes)
+            .zip(domain.attributes())
+        {
             let text = rec.get(col).unwrap_or("");
             *slot = match (attr.index_of(text), unknown) {
                 (Some(i), _) => i,
                 (None, Unknown::MapToFirst) => 0,
-                (None, Unknown::Refuse) => {
-                    return Err(DataError::UnknownValue {
-                        attribute: attr.name().to_string(),
-                        value: text.to_string(),
-                        line,
-                    });
-                }
+                (None, Unknown::Refuse) => return Err(attr.value_error(text, line)),
             };
         }
-        let count = match count_col {
+        let count = match layout.count {
             Some(c) => {
                 let text = rec.get(c).unwrap_or("").trim();
                 text.parse::<u64>().map_err(|_| DataError::BadCount {
@@ -232,15 +190,16 @@ mod tests {
     fn count_tables_and_errors() {
         let d = Domain::binary(["a", "b"]).unwrap();
         let cap = MemoryCap::default();
-        let h = load_count_table("a,b,count\n0,0,3\n1,1,2\n".as_bytes(), &d, "count", cap).unwrap();
+        let count = CsvColumns::new().count("count");
+        let h = load_records("a,b,count\n0,0,3\n1,1,2\n".as_bytes(), &d, &count, cap).unwrap();
         assert_eq!(h.counts(), &[3, 0, 0, 2]);
-        let e = load_records("a,b\n0,2\n".as_bytes(), &d, cap).unwrap_err();
+        let e = load_records("a,b\n0,2\n".as_bytes(), &d, &CsvColumns::new(), cap).unwrap_err();
         assert!(matches!(e, DataError::UnknownValue { line: 2, .. }), "{e}");
-        let e = load_records("a,c\n0,1\n".as_bytes(), &d, cap).unwrap_err();
+        let e = load_records("a,c\n0,1\n".as_bytes(), &d, &CsvColumns::new(), cap).unwrap_err();
         assert!(matches!(e, DataError::MissingColumn { .. }));
-        let e = load_records("a,b\n".as_bytes(), &d, cap).unwrap_err();
+        let e = load_records("a,b\n".as_bytes(), &d, &CsvColumns::new(), cap).unwrap_err();
         assert!(matches!(e, DataError::EmptyData));
-        let e = load_count_table("a,b,count\n0,0,x\n".as_bytes(), &d, "count", cap).unwrap_err();
+        let e = load_records("a,b,count\n0,0,x\n".as_bytes(), &d, &count, cap).unwrap_err();
         assert!(matches!(e, DataError::BadCount { .. }));
     }
 
@@ -254,7 +213,13 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(d.size(), 8);
-        let h = load_auto(text.as_bytes(), &d, MemoryCap::default()).unwrap();
+        let h = load_records(
+            text.as_bytes(),
+            &d,
+            &CsvColumns::new(),
+            MemoryCap::default(),
+        )
+        .unwrap();
         assert_eq!(h.total(), 3);
         let mut out = Vec::new();
         write_records(&mut out, &d, &[0, 6]).unwrap();
@@ -263,14 +228,18 @@ mod tests {
             "color,flag\nblue,0\nred,1\n"
         );
         assert_eq!(
-            attribute_names("a, b ,count\n1,0,3\n".as_bytes(), "count").unwrap(),
+            attribute_names(
+                "a, b ,count\n1,0,3\n".as_bytes(),
+                &CsvColumns::new().count("count")
+            )
+            .unwrap(),
             ["a", "b"]
         );
         // An unknown value can be mapped to value 0 (discovery) instead of refused.
         let h = load_csv(
             "color,flag\nmauve,1\n".as_bytes(),
             &d,
-            None,
+            &CsvColumns::new(),
             Unknown::MapToFirst,
             MemoryCap::default(),
         )
@@ -290,8 +259,9 @@ mod tests {
         .unwrap();
         let base = "city,smoker\nOslo,1\nRome,0\nOslo,0\n";
         let with_rare = format!("{base}Lima,1\n");
-        let a = load_records(base.as_bytes(), &d, MemoryCap::default()).unwrap();
-        let b = load_records(with_rare.as_bytes(), &d, MemoryCap::default()).unwrap();
+        let none = CsvColumns::new();
+        let a = load_records(base.as_bytes(), &d, &none, MemoryCap::default()).unwrap();
+        let b = load_records(with_rare.as_bytes(), &d, &none, MemoryCap::default()).unwrap();
         assert_eq!(a.len(), b.len());
         assert_eq!(a.len(), d.size());
         let diff: u64 = a
@@ -308,14 +278,14 @@ mod tests {
         std::fs::write(&p, "a,b,c\n0,0,0\n0,0,0\n").unwrap();
         std::fs::write(&q, "a,b,c\n0,0,0\n1,1,1\n").unwrap();
         let (x, y) = (
-            Dataset::binary_from_header(&p, MemoryCap::default()).unwrap(),
-            Dataset::binary_from_header(&q, MemoryCap::default()).unwrap(),
+            Dataset::binary_from_header(&p, &none, MemoryCap::default()).unwrap(),
+            Dataset::binary_from_header(&q, &none, MemoryCap::default()).unwrap(),
         );
         assert_eq!(x.domain, y.domain);
         assert_eq!(x.counts.len(), 8);
         std::fs::write(&q, "a,b,c\n0,2,0\n").unwrap();
         assert!(matches!(
-            Dataset::binary_from_header(&q, MemoryCap::default()),
+            Dataset::binary_from_header(&q, &none, MemoryCap::default()),
             Err(DataError::UnknownValue { .. })
         ));
         let _ = std::fs::remove_dir_all(dir);
@@ -323,6 +293,7 @@ mod tests {
 
     #[test]
     fn shared_datasets_match_table_5_1() {
+        use crate::data::shared_table;
         let Some(dir) = crate::data::shared_data_dir("Table 5.1 check") else {
             return;
         };
@@ -333,7 +304,8 @@ mod tests {
             ("nltcs", 21574, 16, 3152),
         ] {
             let path = dir.join(format!("{name}.csv"));
-            let ds = Dataset::binary_from_header(&path, MemoryCap::default()).unwrap();
+            let ds = Dataset::binary_from_header(&path, &shared_table(name), MemoryCap::default())
+                .unwrap();
             assert!(ds.domain.is_binary(), "{name}");
             assert_eq!(ds.domain.dims(), d, "{name}");
             assert_eq!(ds.counts.total(), n, "{name}");

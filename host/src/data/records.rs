@@ -4,16 +4,16 @@
 
 use std::io::Read;
 
+use super::columns::{CsvColumns, header};
 use super::domain::Domain;
 use super::error::DataError;
-use super::load::domain_columns;
 
 /// The records of a dataset as one column of value indices per domain attribute.
 ///
 /// ```
-/// use privq_host::data::{Domain, Records};
+/// use privq_host::data::{CsvColumns, Domain, Records};
 /// let d = Domain::from_json(r#"{"a": 3, "b": 2}"#)?;
-/// let r = Records::from_csv("b,a\n1,2\n0,2\n1,0\n".as_bytes(), &d)?;
+/// let r = Records::from_csv("b,a\n1,2\n0,2\n1,0\n".as_bytes(), &d, &CsvColumns::new())?;
 /// assert_eq!(r.len(), 3);
 /// // The (a, b) marginal, row-major: cell index = 2·a + b.
 /// assert_eq!(r.marginal(&[0, 1], &d)?, vec![0, 1, 0, 0, 1, 1]);
@@ -26,39 +26,40 @@ pub struct Records {
 }
 
 impl Records {
-    /// Loads one record per CSV row, or, when the header has a `count` column that
-    /// is not a domain attribute, one cell per row repeated `count` times (at most
-    /// 2³² records in all). Every domain attribute must be a column (extra columns
-    /// are ignored). A value outside the domain is [`DataError::UnknownValue`]
-    /// naming the attribute, the value and the line; a bad count is
-    /// [`DataError::BadCount`]. A file without records gives empty `Records`: under
-    /// add/remove-one neighbours the empty dataset is a valid input, and refusing it
-    /// would reveal that n = 0 (callers with n public may refuse it).
-    pub fn from_csv<R: Read>(reader: R, domain: &Domain) -> Result<Self, DataError> {
+    /// Loads one record per CSV row, or, when `columns` declares a count column,
+    /// one cell per row repeated `count` times (at most 2³² records in all). Every
+    /// domain attribute must be a column, every other column declared. A value
+    /// outside the domain is [`DataError::UnknownValue`] naming the attribute, the
+    /// value and the line (NaN or ±inf in a numeric attribute
+    /// [`DataError::NotFinite`]); a bad count is [`DataError::BadCount`]. A file
+    /// without records gives empty `Records`: under add/remove-one neighbours the
+    /// empty dataset is a valid input, and refusing it would reveal that n = 0
+    /// (callers with n public may refuse it).
+    pub fn from_csv<R: Read>(
+        reader: R,
+        domain: &Domain,
+        columns: &CsvColumns,
+    ) -> Result<Self, DataError> {
         let mut rdr = csv::Reader::from_reader(reader);
-        let (header, positions) = domain_columns(&mut rdr, domain)?;
-        let count_column = match domain.position("count") {
-            Some(_) => None,
-            None => header.iter().position(|h| h == "count"),
-        };
-        let mut columns = vec![Vec::new(); domain.dims()];
+        let layout = columns.layout(header(&mut rdr)?, domain)?;
+        let mut out = vec![Vec::new(); domain.dims()];
         let mut len = 0usize;
         let mut values = vec![0u32; domain.dims()];
         for (row, rec) in rdr.records().enumerate() {
             let rec = rec?;
             let line = row + 2;
-            for ((slot, &pos), attr) in values.iter_mut().zip(&positions).zip(domain.attributes()) {
+            for ((slot, &pos), attr) in values
+                .iter_mut()
+                .zip(&layout.attributes)
+                .zip(domain.attributes())
+            {
                 let text = rec.get(pos).unwrap_or("");
                 *slot = attr
                     .index_of(text)
                     .and_then(|v| u32::try_from(v).ok())
-                    .ok_or_else(|| DataError::UnknownValue {
-                        attribute: attr.name().to_string(),
-                        value: text.to_string(),
-                        line,
-                    })?;
+                    .ok_or_else(|| attr.value_error(text, line))?;
             }
-            let times = match count_column {
+            let times = match layout.count {
                 None => 1,
                 Some(c) => {
                     let text = rec.get(c).unwrap_or("").trim();
@@ -71,12 +72,12 @@ impl Records {
                         })?
                 }
             };
-            for (column, &v) in columns.iter_mut().zip(&values) {
+            for (column, &v) in out.iter_mut().zip(&values) {
                 column.extend(std::iter::repeat_n(v, times));
             }
             len += times;
         }
-        Ok(Records { columns, len })
+        Ok(Records { columns: out, len })
     }
 
     /// Records from columns of value indices (all of one length, each value below
@@ -189,7 +190,9 @@ mod tests {
     #[test]
     fn a_count_column_repeats_cells() {
         let d = Domain::binary(["a", "b"]).unwrap();
-        let r = Records::from_csv("a,b,count\n0,1,3\n1,1,0\n1,0,2\n".as_bytes(), &d).unwrap();
+        let count = CsvColumns::new().count("count");
+        let r =
+            Records::from_csv("a,b,count\n0,1,3\n1,1,0\n1,0,2\n".as_bytes(), &d, &count).unwrap();
         assert_eq!(r.len(), 5);
         assert_eq!(r.marginal(&[0, 1], &d).unwrap(), vec![0, 3, 2, 0]);
     }
@@ -197,27 +200,63 @@ mod tests {
     #[test]
     fn bad_input_is_named() {
         let d = Domain::from_json(r#"{"a": 3, "b": 2}"#).unwrap();
-        let e = Records::from_csv("a,b\n1,0\n3,1\n".as_bytes(), &d).unwrap_err();
+        let count = CsvColumns::new().count("count");
+        let e =
+            Records::from_csv("a,b\n1,0\n3,1\n".as_bytes(), &d, &CsvColumns::new()).unwrap_err();
         assert!(e.to_string().contains("\"3\""), "{e}");
         assert!(e.to_string().contains("3"), "{e}");
         assert!(matches!(
-            Records::from_csv("a\n1\n".as_bytes(), &d),
+            Records::from_csv("a\n1\n".as_bytes(), &d, &CsvColumns::new()),
             Err(DataError::MissingColumn { .. })
         ));
         assert!(
-            Records::from_csv("a,b\n".as_bytes(), &d)
+            Records::from_csv("a,b\n".as_bytes(), &d, &CsvColumns::new())
                 .unwrap()
                 .is_empty()
         );
         assert!(matches!(
-            Records::from_csv("a,b,count\n1,0,x\n".as_bytes(), &d),
+            Records::from_csv("a,b,count\n1,0,x\n".as_bytes(), &d, &count),
             Err(DataError::BadCount { line: 2, .. })
         ));
         assert!(matches!(
-            Records::from_csv("a,b,count\n1,0,9999999999\n".as_bytes(), &d),
+            Records::from_csv("a,b,count\n1,0,9999999999\n".as_bytes(), &d, &count),
             Err(DataError::BadCount { .. })
+        ));
+        // A column named `count` is an attribute like any other unless declared.
+        assert!(matches!(
+            Records::from_csv("a,b,count\n1,0,500\n".as_bytes(), &d, &CsvColumns::new()),
+            Err(DataError::UncoveredColumns { .. })
         ));
         assert!(Records::from_columns(vec![vec![0], vec![2]], &d).is_err());
         assert!(Records::from_columns(vec![vec![0], vec![0, 1]], &d).is_err());
+    }
+}
+
+#[cfg(test)]
+mod numeric_tests {
+    use super::*;
+
+    /// NaN, ±inf and numbers too large for a double are refused naming the line
+    /// and column; finite outliers are clamped into the end bins.
+    #[test]
+    fn non_finite_numbers_are_refused_and_outliers_clamped() {
+        let d = Domain::from_json(r#"{"attributes": [{"name": "income", "edges": [0, 10, 20]}]}"#)
+            .unwrap();
+        for bad in ["NaN", "inf", "-inf", "1e999", "-1e999"] {
+            let csv = format!("income\n5\n{bad}\n");
+            let e = Records::from_csv(csv.as_bytes(), &d, &CsvColumns::new()).unwrap_err();
+            assert!(
+                matches!(&e, DataError::NotFinite { line: 3, attribute, .. } if attribute == "income"),
+                "{bad}: {e}"
+            );
+            assert!(e.to_string().contains("not a finite number"), "{e}");
+        }
+        let r = Records::from_csv(
+            "income\n-1e300\n1e300\n25\n".as_bytes(),
+            &d,
+            &CsvColumns::new(),
+        )
+        .unwrap();
+        assert_eq!(r.column(0).unwrap(), &[0, 1, 1]);
     }
 }

@@ -304,7 +304,11 @@ pub fn run(protocol: &Protocol, observe: Observer<'_>) -> Result<Report, Experim
     }
     for name in &protocol.datasets {
         let path = protocol.data_dir.join(format!("{name}.csv"));
-        let ds = Dataset::binary_from_header(&path, MemoryCap::default())?;
+        let ds = Dataset::binary_from_header(
+            &path,
+            &crate::data::shared_table(name),
+            MemoryCap::default(),
+        )?;
         let mut methods: Vec<Method> = protocol
             .baselines
             .iter()

@@ -203,7 +203,7 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::{MemoryCap, shared_data_dir};
+    use crate::data::{CsvColumns, MemoryCap, shared_data_dir};
 
     /// The README's claim (issue acceptance): at ε = 1 the default profile's mean
     /// absolute error on 1 000 random 2-way marginal cells of NLTCS beats the uniform
@@ -213,8 +213,12 @@ mod tests {
         let Some(dir) = shared_data_dir("PMW on NLTCS") else {
             return;
         };
-        let data = Dataset::binary_from_header(&dir.join("nltcs.csv"), MemoryCap::default())
-            .expect("nltcs.csv loads");
+        let data = Dataset::binary_from_header(
+            &dir.join("nltcs.csv"),
+            &CsvColumns::new(),
+            MemoryCap::default(),
+        )
+        .expect("nltcs.csv loads");
         let mut config = Config::standard().unwrap();
         config.epsilons = vec![Epsilon::new(1, 1).unwrap()];
         config.runs = 1;

@@ -2,7 +2,7 @@
 //! into unbiased estimates with error bars, and run the local statistical-query
 //! oracle.
 //!
-//! * [`decode`]: validation of the wire format (`docs/report-format.md`) with one
+//! * [`decode`]: validation of the wire format (`docs/src/report-format.md`) with one
 //!   counter per rejection class; [`frames`]: the report-file framing.
 //! * [`aggregate`]: mergeable, serializable aggregators for every randomizer in
 //!   [`privq_core::local`], with unbiased estimates, exact per-item variances and
@@ -11,7 +11,7 @@
 //! * [`campaign`]: the public campaign configuration an aggregation is checked
 //!   against; [`intake`]: campaign-checked, resynchronising, bounded intake of
 //!   report files with full accounting; [`output`]: atomic outputs and rendering.
-//! * [`upload`]: HMAC-SHA-256-authenticated upload frames (`docs/upload-frame.md`):
+//! * [`upload`]: HMAC-SHA-256-authenticated upload frames (`docs/src/upload-frame.md`):
 //!   verification with per-device keys, reject classes, the replay key.
 //! * `analytics` (feature `analytics`): reports as Parquet tables, aggregated by
 //!   DataFusion with privq's intake as a user-defined aggregate function.

@@ -483,7 +483,7 @@ impl LocalSqOracle {
         let mut reports = reports.peekable();
         while reports.peek().is_some() {
             for bytes in reports.by_ref().take(ROUTE_CHUNK) {
-                // The header's query id (docs/report-format.md: bytes 2..4, LE).
+                // The header's query id (docs/src/report-format.md: bytes 2..4, LE).
                 // A report whose bytes there name no aggregator is rejected below
                 // exactly as decoding would; one that does is fully decoded by
                 // its aggregator, which checks its kind.

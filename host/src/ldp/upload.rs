@@ -1,4 +1,4 @@
-//! Upload frames on the host (`docs/upload-frame.md`): authentication with each
+//! Upload frames on the host (`docs/src/upload-frame.md`): authentication with each
 //! device's key, one [`FrameReject`] per rejection class, and the replay key a
 //! collector stores so that a resent frame is counted once.
 //!

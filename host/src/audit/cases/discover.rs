@@ -6,7 +6,7 @@ use super::setup;
 use crate::accountant::Accountant;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
 use crate::contract::Neighbours;
-use crate::data::{Discovery, ValueCounts};
+use crate::data::{CsvColumns, Discovery, ValueCounts};
 
 /// The pair partition selection is most fragile against, under replace-one
 /// neighbours: one record moves from a value `b` whose count sits exactly at the
@@ -24,7 +24,7 @@ pub fn discovery(small: bool) -> Result<AuditCase, AuditError> {
         for (value, count) in rows {
             text.push_str(&format!("{value},{count}\n"));
         }
-        ValueCounts::from_csv(text.as_bytes(), "count").map_err(setup)
+        ValueCounts::from_csv(text.as_bytes(), &CsvColumns::new().count("count")).map_err(setup)
     };
     let d = table(&[("a", 1000), ("b", tau)])?;
     let d_prime = table(&[("a", 1000), ("b", tau - 1), ("zz", 1)])?;

@@ -10,7 +10,9 @@ use crate::accountant::Accountant;
 use crate::accountant::AccountantError;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
 use crate::central::mwem::{Improvements, InitPolicy, MwemConfig, mwem};
-use crate::data::{Attribute, CountHistogram, Domain, DomainSource, MemoryCap, open_dataset};
+use crate::data::{
+    Attribute, CountHistogram, CsvColumns, Domain, DomainSource, MemoryCap, open_dataset,
+};
 use crate::query::{Query, Workload};
 
 /// Records in the reference cell of [`mwem_init`].
@@ -227,6 +229,7 @@ pub fn synth_rare_value(small: bool) -> Result<AuditCase, AuditError> {
         let opened = open_dataset(
             Path::new(input),
             Some(&source),
+            &CsvColumns::new(),
             &mut accountant,
             rng,
             MemoryCap::default(),

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::results::{Cell, FormatArg, write_rows};
-use super::{CliError, LedgerArgs};
+use super::{CliError, ColumnsArgs, LedgerArgs};
 use privq_host::accountant::Accountant;
 use privq_host::conjunctions::{
     ConjunctionRelease, CutConfig, Graph, ReleaseConfig, release_conjunctions,
@@ -118,10 +118,13 @@ pub enum Oracle {
     oracle's tolerance supports at this n (12 τ, Lemma 6.3.8) or the theorem's\n\
     alpha²/(6 ln(2/beta)), whichever is larger.")]
 pub struct ReleaseArgs {
-    /// The private table (CSV with a header; a `count` column makes it a count table):
+    /// The private table (CSV with a header; --count-column NAME makes it a count table):
     /// 0/1 columns, or any columns described by --domain.
     #[arg(long, value_name = "PATH")]
     pub input: PathBuf,
+    /// How the input's columns are read: --count-column, --ignore-columns.
+    #[command(flatten)]
+    pub columns: ColumnsArgs,
     /// A public JSON domain spec ({"attributes": [{"name": ..., "values": [...]} or
     /// {"name": ..., "edges": [...]}]}) for a table with categorical or binned columns:
     /// every (attribute, value) becomes one 0/1 attribute named `attr=value`.
@@ -332,10 +335,17 @@ fn run_err(e: impl std::error::Error + Send + Sync + 'static) -> CliError {
 
 fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
     let epsilon = super::parse_epsilon(&args.epsilon)?;
+    super::refuse_overwriting_input(&args.input, Some(&args.out), "out")?;
+    super::refuse_overwriting_input(
+        &args.input,
+        args.ledger.ledger_json.as_deref(),
+        "ledger-json",
+    )?;
     std::fs::File::open(&args.input).map_err(|e| CliError::file(&args.input, e))?;
+    let columns = args.columns.columns();
     let ds = match &args.domain {
-        None => {
-            Dataset::binary_from_header(&args.input, MemoryCap::default()).map_err(|e| match e {
+        None => Dataset::binary_from_header(&args.input, &columns, MemoryCap::default()).map_err(
+            |e| match e {
                 DataError::UnknownValue { .. } => CliError::Run(
                     format!(
                         "{e}; a table with categorical or binned columns needs --domain FILE \
@@ -344,13 +354,14 @@ fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
                     .into(),
                 ),
                 e => run_err(e),
-            })?
-        }
+            },
+        )?,
         Some(path) => {
             let domain = Domain::from_json(&super::read_text(path, &mut std::io::empty())?)
                 .map_err(run_err)?;
-            let ds = Dataset::from_csv_with_domain(&args.input, domain, MemoryCap::default())
-                .map_err(run_err)?;
+            let ds =
+                Dataset::from_csv_with_domain(&args.input, domain, &columns, MemoryCap::default())
+                    .map_err(run_err)?;
             binarize(&ds, MemoryCap::default()).map_err(run_err)?
         }
     };
@@ -621,6 +632,8 @@ mod tests {
                 "release",
                 "--input",
                 input.to_str().unwrap(),
+                "--count-column",
+                "count",
                 "--epsilon",
                 "4",
                 "--cap",
@@ -720,6 +733,8 @@ mod tests {
                 "release",
                 "--input",
                 input.to_str().unwrap(),
+                "--count-column",
+                "count",
                 "--epsilon",
                 "4",
                 "--cap",
@@ -851,6 +866,8 @@ mod tests {
                 "release",
                 "--input",
                 input.to_str().unwrap(),
+                "--count-column",
+                "count",
                 "--epsilon",
                 "1",
                 "--kind",
@@ -890,6 +907,8 @@ mod tests {
                 "release",
                 "--input",
                 input.to_str().unwrap(),
+                "--count-column",
+                "count",
                 "--epsilon",
                 "1",
                 "--oracle",

@@ -189,6 +189,7 @@ fn release(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
+    super::refuse_overwriting_input(&a.input, Some(&a.out), "out")?;
     let domain = BoxDomain::new(a.lo.clone(), a.hi.clone()).map_err(run_err)?;
     let privacy = Privacy::parse(&a.epsilon, a.delta).map_err(run_err)?;
     let mut config = OfflineConfig::new(privacy);

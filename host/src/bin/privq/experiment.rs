@@ -285,8 +285,12 @@ fn binary_table(input: Option<&PathBuf>) -> Result<privq_host::data::Dataset, Cl
         .cloned()
         .unwrap_or_else(|| default_data_dir().join("nltcs.csv"));
     std::fs::File::open(&input).map_err(|e| CliError::file(&input, e))?;
-    Dataset::binary_from_header(&input, MemoryCap::default())
-        .map_err(|e| CliError::Run(Box::new(e)))
+    Dataset::binary_from_header(
+        &input,
+        &privq_host::data::CsvColumns::new(),
+        MemoryCap::default(),
+    )
+    .map_err(|e| CliError::Run(Box::new(e)))
 }
 
 /// A comma-separated list of exact budgets.

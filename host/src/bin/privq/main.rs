@@ -147,6 +147,33 @@ pub(crate) fn rng(seed: Option<u64>, stderr: &mut dyn Write) -> Result<ChaCha12R
     }
 }
 
+/// How the input table's columns are read, for the commands that load a CSV table
+/// under a domain. Nothing is guessed from a column's name.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ColumnsArgs {
+    /// Column NAME holds a non-negative integer weight: each row stands for NAME
+    /// records (a count table), and the guarantee is per record, not per row.
+    /// Without this flag a column named `count` is an ordinary column.
+    #[arg(long, value_name = "NAME")]
+    pub count_column: Option<String>,
+    /// Columns to leave out of the release, comma-separated. Every input column must
+    /// be a domain attribute, the --count-column, or listed here; any other is an
+    /// error naming it.
+    #[arg(long, value_name = "A,B", value_delimiter = ',')]
+    pub ignore_columns: Vec<String>,
+}
+
+impl ColumnsArgs {
+    /// The declared layout.
+    pub(crate) fn columns(&self) -> privq_host::data::CsvColumns {
+        let columns = privq_host::data::CsvColumns::new().ignore(self.ignore_columns.clone());
+        match &self.count_column {
+            Some(c) => columns.count(c.clone()),
+            None => columns,
+        }
+    }
+}
+
 /// The option every command that spends privacy shares: where to write its ledger
 /// as JSON.
 ///
@@ -173,6 +200,9 @@ impl LedgerArgs {
     }
 }
 
+/// `--ledger-json`: a file path whose directory takes a new file, probed while
+/// the arguments are parsed, so an unwritable path fails before any input is read
+/// or anything is released.
 fn ledger_path(text: &str) -> Result<PathBuf, String> {
     if text == "-" {
         return Err("standard output carries the results; give a file path".into());
@@ -180,7 +210,53 @@ fn ledger_path(text: &str) -> Result<PathBuf, String> {
     if text.is_empty() {
         return Err("empty path".into());
     }
-    Ok(PathBuf::from(text))
+    let path = PathBuf::from(text);
+    if path.is_dir() {
+        return Err(format!("{text} is a directory; give a file path"));
+    }
+    // Creating (and dropping) the temporary file the ledger will be written through
+    // checks the directory exists and is writable; nothing is left behind.
+    privq_host::ldp::output::AtomicFile::create(&path).map_err(|e| format!("{text}: {e}"))?;
+    Ok(path)
+}
+
+/// Refuses to write `output` (named by `--option`) over the input file `input`,
+/// also when the two are links to one file: the private input would be replaced
+/// by the release.
+pub(crate) fn refuse_overwriting_input(
+    input: &Path,
+    output: Option<&Path>,
+    option: &'static str,
+) -> Result<(), CliError> {
+    let Some(output) = output else { return Ok(()) };
+    if input.as_os_str() == "-" || output.as_os_str() == "-" {
+        return Ok(());
+    }
+    if let (Ok(a), Ok(b)) = (std::fs::metadata(input), std::fs::metadata(output)) {
+        let same = {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::MetadataExt;
+                (a.dev(), a.ino()) == (b.dev(), b.ino())
+            }
+            #[cfg(not(unix))]
+            {
+                let _ = (a, b);
+                std::fs::canonicalize(input).ok() == std::fs::canonicalize(output).ok()
+            }
+        };
+        if same {
+            return Err(CliError::Usage {
+                option,
+                message: format!(
+                    "{} is the input file ({}); the release would replace the private data",
+                    output.display(),
+                    input.display()
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn ledger_bytes(accountant: &Accountant) -> Vec<u8> {
@@ -216,6 +292,32 @@ pub(crate) fn run_with(argv: &[&str], input: &str) -> Result<(String, String), C
 }
 
 /// Test helpers for `--ledger-json`.
+#[cfg(test)]
+mod feature_hint_tests {
+    use super::missing_feature;
+
+    fn feature(line: &str) -> Option<&'static str> {
+        let args: Vec<String> = line.split(' ').map(String::from).collect();
+        missing_feature(&args).map(|(f, _)| f)
+    }
+
+    #[test]
+    fn subcommands_of_absent_features_name_the_feature() {
+        let serve = (!cfg!(feature = "serve")).then_some("serve");
+        let analytics = (!cfg!(feature = "analytics")).then_some("analytics");
+        assert_eq!(feature("privq serve bench"), serve);
+        assert_eq!(feature("privq ldp export --input r.pqr"), analytics);
+        assert_eq!(feature("privq ldp scale"), analytics);
+        assert_eq!(
+            feature("privq ldp aggregate --campaign c --parquet t/"),
+            analytics
+        );
+        assert_eq!(feature("privq ldp aggregate --campaign c --db x.db"), serve);
+        assert_eq!(feature("privq ldp aggregate --campaign c --input r"), None);
+        assert_eq!(feature("privq synth --input serve"), None);
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod ledger_tests {
     use std::path::{Path, PathBuf};
@@ -572,8 +674,47 @@ pub(crate) fn check_out_dir(dir: &Path) -> Result<(), CliError> {
     std::fs::remove_file(&probe).map_err(|e| CliError::file(&probe, e))
 }
 
+/// The cargo feature that builds a subcommand absent from this build (`privq serve`,
+/// `privq ldp export|scale`), for the message that replaces clap's "unrecognized
+/// subcommand".
+fn missing_feature(args: &[String]) -> Option<(&'static str, String)> {
+    let words: Vec<&str> = args
+        .iter()
+        .skip(1)
+        .map(String::as_str)
+        .filter(|a| !a.starts_with('-'))
+        .take(2)
+        .collect();
+    let has = |flag: &str| {
+        args.iter()
+            .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
+    };
+    match words.as_slice() {
+        ["serve", ..] if !cfg!(feature = "serve") => Some(("serve", "privq serve".into())),
+        ["ldp", sub @ ("export" | "scale")] if !cfg!(feature = "analytics") => {
+            Some(("analytics", format!("privq ldp {sub}")))
+        }
+        ["ldp", "aggregate"] if !cfg!(feature = "analytics") && has("--parquet") => {
+            Some(("analytics", "privq ldp aggregate --parquet".into()))
+        }
+        ["ldp", "aggregate"] if !cfg!(feature = "serve") && has("--db") => {
+            Some(("serve", "privq ldp aggregate --db".into()))
+        }
+        _ => None,
+    }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<String> = std::env::args().collect();
+    if let Some((feature, command)) = missing_feature(&args) {
+        eprintln!(
+            "privq: error: `{command}` is not in this build of privq; it needs the cargo feature \
+             `{feature}`:\n  cargo install --path host --features {feature}\n  \
+             (or cargo run --release -p privq-host --features {feature} -- ...)"
+        );
+        return ExitCode::from(2);
+    }
+    let cli = Cli::parse_from(args);
     let stdin = io::stdin();
     let mut stdin = stdin.lock();
     let mut stdout = io::BufWriter::new(io::stdout().lock());

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use rand_chacha::ChaCha12Rng;
 
 use super::domain::DomainArg;
-use super::{CliError, LedgerArgs};
+use super::{CliError, ColumnsArgs, LedgerArgs};
 use privq_host::accountant::Accountant;
 use privq_host::central::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwUpdate, PmwVariant};
 use privq_host::central::pmw_reduce::{DomainReduction, ReduceError, ReducedDomain};
@@ -24,14 +24,17 @@ use privq_host::query::Query;
     conj ATTR [ATTR ...]                fraction with all of them 1 (binary)\n\
 Each answer is printed as `VALUE<TAB>lazy|update|hypothesis`.\n\n\
 Examples:\n  \
-    echo 'count smoke=1 family=1' | privq pmw --input ../shared/data/czech.csv --domain binary --epsilon 1 --rounds 10\n  \
+    echo 'count smoke=1 family=1' | privq pmw --input ../shared/data/czech.csv --count-column count --domain binary --epsilon 1 --rounds 10\n  \
     privq pmw --input ../shared/data/nltcs.csv --domain binary --epsilon 1 --rounds 1000 --queries q.txt \\\n      \
     --pure --eta 0.5 --sigma 0.01 --threshold 0.05 --max-updates 50 --update project"
 )]
 pub struct Args {
-    /// The private data (CSV with a header; a `count` column makes it a count table).
+    /// The private data (CSV with a header; --count-column NAME makes it a count table).
     #[arg(long, value_name = "PATH")]
     pub input: PathBuf,
+    /// How the input's columns are read: --count-column, --ignore-columns.
+    #[command(flatten)]
+    pub columns: ColumnsArgs,
     /// The public domain: a JSON spec FILE, or `binary` for 0/1 columns named by the
     /// CSV header. Required: reading it from the values would reveal which occur.
     #[arg(long, value_name = "FILE|binary")]
@@ -227,6 +230,14 @@ pub fn run(
             delta: args.delta.unwrap_or(1e-6),
         }
     };
+    // An empty query stream is refused before the session charges its budget.
+    let queries: &mut dyn BufRead = match &mut query_file {
+        Some(file) => file,
+        None => stdin,
+    };
+    if queries.fill_buf()?.is_empty() {
+        return Err(no_queries());
+    }
     let mut rng = super::rng(args.seed, stderr)?;
     let reduced = reduce_domain(args, n, ds.counts.len(), &mut rng, stderr)?;
     let cells = reduced.as_ref().map_or(ds.counts.len(), |v| v.len());
@@ -275,10 +286,6 @@ pub fn run(
     }
     .map_err(pmw_err)?;
     warn_about_threshold(&session, &params, reduced.as_ref(), n, stderr)?;
-    let queries: &mut dyn BufRead = match &mut query_file {
-        Some(file) => file,
-        None => stdin,
-    };
     answer_all(
         &mut session,
         &ds.domain,
@@ -289,7 +296,22 @@ pub fn run(
     )?;
     summarize(&session, &params, n, stderr)?;
     writeln!(stderr, "privq: ledger:\n{}", budget.ledger_text())?;
-    args.ledger.write(&budget)
+    // The budget is spent either way, so the ledger is written; a run that
+    // answered nothing still fails.
+    args.ledger.write(&budget)?;
+    if session.transcript().is_empty() {
+        return Err(no_queries());
+    }
+    Ok(())
+}
+
+fn no_queries() -> CliError {
+    CliError::Usage {
+        option: "queries",
+        message:
+            "no query to answer: give one query per line on standard input or in --queries FILE"
+                .into(),
+    }
 }
 
 /// The session `privq pmw` runs.
@@ -303,14 +325,17 @@ fn pmw_err(e: PmwError) -> CliError {
 fn load(args: &Args) -> Result<Dataset, CliError> {
     let boxed = |e: DataError| CliError::Run(Box::new(e));
     let cap = MemoryCap::default();
+    let columns = args.columns.columns();
     std::fs::File::open(&args.input).map_err(|e| CliError::file(&args.input, e))?;
     match &args.domain {
         Some(DomainArg::File(spec)) => {
             let domain = Domain::from_json(&super::read_text(spec, &mut std::io::empty())?)
                 .map_err(boxed)?;
-            Dataset::from_csv_with_domain(&args.input, domain, cap).map_err(boxed)
+            Dataset::from_csv_with_domain(&args.input, domain, &columns, cap).map_err(boxed)
         }
-        Some(DomainArg::Binary) => Dataset::binary_from_header(&args.input, cap).map_err(boxed),
+        Some(DomainArg::Binary) => {
+            Dataset::binary_from_header(&args.input, &columns, cap).map_err(boxed)
+        }
         None => Err(boxed(DataError::DomainRequired { discovery: false })),
     }
 }
@@ -493,6 +518,10 @@ mod tests {
         .unwrap();
         let args = Args {
             input,
+            columns: ColumnsArgs {
+                count_column: Some("count".into()),
+                ignore_columns: Vec::new(),
+            },
             domain: Some(DomainArg::Binary),
             epsilon: "1".into(),
             profile: Profile::Practical,
@@ -564,6 +593,8 @@ mod tests {
             "pmw",
             "--input",
             input,
+            "--count-column",
+            "count",
             "--domain",
             "binary",
             "--epsilon",

@@ -27,7 +27,7 @@ use super::CliError;
   privq serve --db fleet.db --listen 127.0.0.1:8080
   curl -s http://127.0.0.1:8080/v1/estimates
 
-API and database schema: docs/collector.md. Exit codes: 0 after a clean shutdown
+API and database schema: docs/src/collector.md. Exit codes: 0 after a clean shutdown
 (SIGTERM or ctrl-c), 2 if the database cannot be opened or the address bound."
 )]
 pub struct Args {
@@ -371,7 +371,7 @@ fn provision(
     if is_test_key(&key) && !args.allow_test_key {
         return Err(CliError::Usage {
             option: "key",
-            message: "this is a documented test-only key (docs/upload-frame.md); \
+            message: "this is a documented test-only key (docs/src/upload-frame.md); \
                       pass --allow-test-key in tests"
                 .into(),
         });

@@ -1,5 +1,5 @@
 //! `privq serve upload`: relays the upload frames a device printed (`privq-frame`
-//! lines, `docs/report-format.md`) to a running collector, the way a gateway between
+//! lines, `docs/src/report-format.md`) to a running collector, the way a gateway between
 //! serial-attached devices and `privq serve` would.
 //!
 //! Every input is read and every frame line decoded before anything is sent, so a

@@ -11,7 +11,7 @@ use super::domain::DomainArgs;
 use super::progress::bar;
 use super::synth_report::ReportFile;
 use super::synth_report::mwem as mwem_report;
-use super::{CliError, InputFile, LedgerArgs, Output};
+use super::{CliError, ColumnsArgs, InputFile, LedgerArgs, Output};
 use privq_host::accountant::{Accountant, Cost};
 use privq_host::central::mwem::{
     EmProfile, MwemConfig, MwemOutput, mwem_with_progress, optimal_rounds,
@@ -49,6 +49,9 @@ pub struct Args {
     /// The domain: --domain FILE|binary, or --discover-domain.
     #[command(flatten)]
     pub domain: DomainArgs,
+    /// How the input's columns are read: --count-column, --ignore-columns.
+    #[command(flatten)]
+    pub columns: ColumnsArgs,
     /// Total privacy budget ε: (ε, --delta)-DP for the adaptive mechanism, pure ε-DP
     /// for MWEM; a decimal or a fraction.
     #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
@@ -112,7 +115,7 @@ pub struct Args {
     /// Seed for a reproducible run (tests and demos only: it makes the noise removable).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// Memory cap for dense histograms, in MiB.
+    /// Memory cap, in MiB, for dense histograms (MWEM) and for the synthetic records.
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     pub memory_mib: u64,
     /// Where to write the ledger as JSON.
@@ -174,9 +177,18 @@ pub fn run(
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     let epsilon = super::parse_epsilon(&args.epsilon)?;
+    for (path, option) in [
+        (args.output.as_deref(), "output"),
+        (args.report.as_deref(), "report"),
+        (args.ledger.ledger_json.as_deref(), "ledger-json"),
+    ] {
+        super::refuse_overwriting_input(&args.input, path, option)?;
+    }
     if args.mechanism == MechanismArg::Adaptive {
         return super::synth_adaptive::run(args, epsilon, stdin, stdout, stderr);
     }
+    // MWEM samples one cell index per synthetic record.
+    check_records(args, 8)?;
     let started = std::time::Instant::now();
     // Before any privacy is spent: the input exists and the outputs can be created.
     let input = InputFile::open(&args.input, stdin)?;
@@ -292,6 +304,28 @@ fn accountant_for(source: &DomainSource, epsilon: Epsilon) -> Result<Accountant,
     Ok(accountant)
 }
 
+/// Refuses a `--records` whose synthetic rows, at `bytes_per_row`, would not fit
+/// under `--memory-mib`: checked before anything is read or spent.
+pub(crate) fn check_records(args: &Args, bytes_per_row: u64) -> Result<(), CliError> {
+    let Some(rows) = args.records else {
+        return Ok(());
+    };
+    let cap = args.memory_mib.saturating_mul(1 << 20);
+    let bytes = (rows as u64).saturating_mul(bytes_per_row);
+    if bytes > cap {
+        return Err(CliError::Usage {
+            option: "records",
+            message: format!(
+                "{rows} synthetic records need about {} MiB, over --memory-mib {}; \
+                 write fewer records or raise --memory-mib",
+                bytes >> 20,
+                args.memory_mib
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Opens the data under the domain `source` (discovery, if asked for, is charged to
 /// `accountant` and reported).
 fn open(
@@ -303,8 +337,15 @@ fn open(
     stderr: &mut dyn Write,
 ) -> Result<Opened, CliError> {
     let cap = MemoryCap(args.memory_mib.saturating_mul(1 << 20));
-    let opened = open_dataset(input, Some(source), accountant, rng, cap)
-        .map_err(|e| CliError::Run(Box::new(e)))?;
+    let opened = open_dataset(
+        input,
+        Some(source),
+        &args.columns.columns(),
+        accountant,
+        rng,
+        cap,
+    )
+    .map_err(|e| CliError::Run(Box::new(e)))?;
     if let Some(found) = &opened.discovered {
         writeln!(
             stderr,
@@ -492,6 +533,10 @@ mod tests {
     fn args(input: PathBuf, epsilon: &str) -> Args {
         Args {
             input,
+            columns: ColumnsArgs {
+                count_column: Some("count".into()),
+                ignore_columns: Vec::new(),
+            },
             domain: DomainArgs::binary(),
             epsilon: epsilon.into(),
             mechanism: MechanismArg::Mwem,
@@ -617,6 +662,8 @@ mod tests {
             "parity:2",
             "--domain",
             "binary",
+            "--count-column",
+            "count",
         ];
         // Plain MWEM: every round is charged, so the spend is exact. Corrected: T·ε₀ = ε.
         // Literal: ε₀ = (2/3)ε/T and each round costs 1.5·ε₀, again exactly ε — never 1.5ε.
@@ -713,6 +760,8 @@ mod tests {
             input.to_str().unwrap(),
             "--domain",
             "binary",
+            "--count-column",
+            "count",
             "--epsilon",
             "3/4",
             "--rounds",
@@ -752,6 +801,8 @@ mod tests {
             input.to_str().unwrap(),
             "--domain",
             "binary",
+            "--count-column",
+            "count",
             "--epsilon",
             "1",
             "--rounds",

@@ -32,7 +32,7 @@ fn domain(args: &Args, input: &InputFile) -> Result<Domain, CliError> {
         (Some(DomainArg::Binary), _) => {
             let file =
                 std::fs::File::open(input.path()).map_err(|e| CliError::file(input.path(), e))?;
-            let names = attribute_names(file, "count").map_err(run_err)?;
+            let names = attribute_names(file, &args.columns.columns()).map_err(run_err)?;
             Domain::binary(names).map_err(run_err)
         }
         (Some(DomainArg::File(path)), _) => {
@@ -100,8 +100,11 @@ pub fn run(
     let report_file = ReportFile::open(args.report.as_deref(), args.output.as_deref())?;
     let domain = domain(args, &input)?;
     let workload = workload(args, &domain)?;
+    // Each synthetic row is a vector of value indices.
+    super::synth::check_records(args, 24 + 8 * domain.dims() as u64)?;
     let text = super::read_text(input.path(), &mut std::io::empty())?;
-    let records = Records::from_csv(text.as_bytes(), &domain).map_err(run_err)?;
+    let records =
+        Records::from_csv(text.as_bytes(), &domain, &args.columns.columns()).map_err(run_err)?;
     let neighbours = match args.neighbours {
         NeighboursArg::AddRemove => Neighbours::AddRemove,
         NeighboursArg::Replace => Neighbours::Replace,
@@ -195,7 +198,11 @@ pub fn run(
          {rows} synthetic records",
         domain.dims(),
         out.model.cells(),
-        domain.size(),
+        if domain.cells() < 1e15 {
+            format!("{}", domain.cells())
+        } else {
+            format!("{:.3e}", domain.cells())
+        },
         domain.dims(),
         out.rounds.len(),
         out.rounds.len(),
