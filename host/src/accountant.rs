@@ -364,15 +364,134 @@ impl Cost {
     }
 }
 
-impl fmt::Display for Cost {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Cost {
+    /// The cost in words: exact (its `Display`, as in the JSON ledger), or short as
+    /// the text ledger shows it (see [`Accountant::ledger_text`]).
+    fn describe(&self, exact: bool) -> String {
+        let e = |e: &Epsilon| fraction(e.num(), e.den(), exact);
         match self {
-            Cost::Pure(e) => write!(f, "ε = {e}"),
-            Cost::Approximate { epsilon, delta } => write!(f, "ε = {epsilon}, δ = {delta:e}"),
-            Cost::Zcdp(rho) => write!(f, "ρ = {rho} (zCDP)"),
-            Cost::BoundedRange(e) => write!(f, "ε = {e} (bounded range)"),
-            Cost::Uncertified(e) => write!(f, "ε = {e} (UNCERTIFIED: no proof that it holds)"),
+            Cost::Pure(x) => format!("ε = {}", e(x)),
+            Cost::Approximate { epsilon, delta } => {
+                format!("ε = {}, δ = {}", e(epsilon), delta_text(*delta, exact))
+            }
+            Cost::Zcdp(rho) => format!("ρ = {} (zCDP)", fraction(rho.num(), rho.den(), exact)),
+            Cost::BoundedRange(x) => format!("ε = {} (bounded range)", e(x)),
+            Cost::Uncertified(x) => {
+                format!("ε = {} (UNCERTIFIED: no proof that it holds)", e(x))
+            }
         }
+    }
+}
+
+impl fmt::Display for Cost {
+    /// Exact: every ε and ρ as a fraction, δ in Rust's `{:e}` form.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe(true))
+    }
+}
+
+// ---------------------------------------------------------------- short numbers
+
+/// An ε or ρ exactly (`num/den`, or `num` when `den` is 1, as their `Display`),
+/// or as [`short_ratio`] rounded up.
+fn fraction(num: u64, den: u64, exact: bool) -> String {
+    match (exact, den) {
+        (true, 1) => num.to_string(),
+        (true, _) => format!("{num}/{den}"),
+        (false, _) => short_ratio(num, den, true),
+    }
+}
+
+/// A δ exactly (Rust's `{:e}`: `0e0`, `1e-9`), or as [`short_f64`].
+fn delta_text(delta: f64, exact: bool) -> String {
+    if exact {
+        format!("{delta:e}")
+    } else {
+        short_f64(delta)
+    }
+}
+
+/// `num/den` for reading: exact when numerator and denominator have at most four
+/// digits (`1/2`, `3`, `7/40`), else a decimal of four significant digits (every
+/// integer digit from 1000 on) rounded up (`up`) or down, computed on integers so
+/// that the shown value is exactly on that side of the true one; scientific below
+/// 10⁻⁴ (`1.235e-7`).
+pub(crate) fn short_ratio(num: u64, den: u64, up: bool) -> String {
+    if num == 0 || (num <= 9999 && den <= 9999) {
+        return if den == 1 || num == 0 {
+            num.to_string()
+        } else {
+            format!("{num}/{den}")
+        };
+    }
+    let den = u128::from(den.max(1));
+    let div = |n: u128| if up { n.div_ceil(den) } else { n / den };
+    let mut n = u128::from(num);
+    if n >= 1000 * den {
+        return div(n).to_string();
+    }
+    // Scale by 10^k until n/den ∈ [1000, 10000): then n < 10⁴·den < 2⁷⁸.
+    let mut exp = 0;
+    while n < 1000 * den {
+        n *= 10;
+        exp -= 1;
+    }
+    decimal(div(n), exp)
+}
+
+/// An `f64` (a δ, or an ε converted from ρ) for reading: its shortest round-trip
+/// form when that has at most four significant digits (`1e-9`, `1.5e-6`, `0.5`),
+/// else four significant digits rounded up (an integer from 1000 on), so that it
+/// never reads as less than the value; `0` for zero.
+pub(crate) fn short_f64(x: f64) -> String {
+    if !(x.is_finite() && x > 0.0) {
+        return if x == 0.0 { "0".into() } else { x.to_string() };
+    }
+    if x >= 1000.0 {
+        return x.ceil().to_string();
+    }
+    // (digits, exponent) of Rust's `{:e}` form, e.g. "7.766e0" → (7766, -3).
+    let split = |s: &str| -> (u128, i32) {
+        let (mantissa, e) = s.split_once('e').unwrap_or((s, "0"));
+        let digits = mantissa.replace('.', "");
+        let e: i32 = e.parse().unwrap_or(0);
+        (digits.parse().unwrap_or(0), e + 1 - digits.len() as i32)
+    };
+    let (m, exp) = split(&format!("{x:e}"));
+    if m < 10_000 {
+        return decimal(m, exp);
+    }
+    let four = format!("{x:.3e}");
+    let (mut m, mut exp) = split(&four);
+    if four.parse::<f64>().is_ok_and(|shown| shown < x) {
+        m += 1;
+        if m == 10_000 {
+            (m, exp) = (1000, exp + 1);
+        }
+    }
+    decimal(m, exp)
+}
+
+/// `m · 10^exp` (m > 0) in decimal, trailing zeros dropped; scientific below 10⁻⁴.
+fn decimal(mut m: u128, mut exp: i32) -> String {
+    while m % 10 == 0 && m > 0 {
+        m /= 10;
+        exp += 1;
+    }
+    let digits = m.to_string();
+    let int_len = digits.len() as i32 + exp;
+    if int_len - 1 < -4 {
+        let (lead, rest) = digits.split_at(1);
+        let point = if rest.is_empty() { "" } else { "." };
+        return format!("{lead}{point}{rest}e{}", int_len - 1);
+    }
+    if exp >= 0 {
+        format!("{digits}{}", "0".repeat(exp as usize))
+    } else if int_len > 0 {
+        let (int, frac) = digits.split_at(int_len as usize);
+        format!("{int}.{frac}")
+    } else {
+        format!("0.{}{digits}", "0".repeat(int_len.unsigned_abs() as usize))
     }
 }
 
@@ -915,54 +1034,96 @@ impl Accountant {
     /// The ledger as text, one charge per line and a total — the one format every
     /// `privq` command prints. A zCDP ledger shows each charge's ρ and the total ρ
     /// with its (ε, δ) by the tight (CKS20) and the simple (Bun–Steinke) conversion.
+    ///
+    /// Short: an ε or ρ whose numerator and denominator have at most four digits is
+    /// shown exactly (`ε = 1/2`), any other as four significant digits **rounded
+    /// up** (`ρ = 0.125`, `ρ = 0.1235`, `1.235e-7`) — costs, totals and the budget
+    /// alike, so no cost reads smaller than it is and a spent total never reads
+    /// above a budget it fits in. δ is `0`, or its shortest form when that has at
+    /// most four digits (`1e-9`), else four digits rounded up; the converted ε is
+    /// rounded up to four digits. [`Accountant::ledger_text_exact`] has every
+    /// fraction exact, as does [`Accountant::ledger_json`].
+    ///
+    /// ```
+    /// use privq_host::accountant::Accountant;
+    /// use privq_host::Epsilon;
+    /// let mut acct = Accountant::pure(Epsilon::new(1, 1)?);
+    /// let _ = acct.charge("a", Epsilon::new(123_456_789, 987_654_321)?.into())?;
+    /// assert!(acct.ledger_text().contains("1. a: ε = 0.125\n"));
+    /// assert!(acct.ledger_text().contains("total: ε = 0.125 of 1, δ = 0 of 0 "));
+    /// assert!(acct.ledger_text_exact().contains("ε = 13717421/109739369 of 1, δ = 0e0 of 0e0"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn ledger_text(&self) -> String {
+        self.ledger_lines(false)
+    }
+
+    /// The ledger as text with every ε and ρ an exact fraction and δ in Rust's
+    /// `{:e}` form (`0e0`), the converted ε to six decimals.
+    pub fn ledger_text_exact(&self) -> String {
+        self.ledger_lines(true)
+    }
+
+    fn ledger_lines(&self, exact: bool) -> String {
         let mut out = String::new();
         for (i, c) in self.ledger.iter().enumerate() {
+            let cost = c.cost.describe(exact);
             match (self.zcdp, &c.cost) {
                 (Some(_), Cost::Zcdp(_)) | (None, _) => {
-                    out.push_str(&format!("  {:>3}. {}: {}\n", i + 1, c.label, c.cost));
+                    out.push_str(&format!("  {:>3}. {}: {cost}\n", i + 1, c.label));
                 }
-                (Some(_), cost) => {
-                    let rho = cost.rho().map_or_else(|_| "?".into(), |r| r.to_string());
+                (Some(_), _) => {
+                    let rho = c
+                        .cost
+                        .rho()
+                        .map_or_else(|_| "?".into(), |r| fraction(r.num(), r.den(), exact));
                     out.push_str(&format!(
-                        "  {:>3}. {}: {} → ρ = {rho}\n",
+                        "  {:>3}. {}: {cost} → ρ = {rho}\n",
                         i + 1,
-                        c.label,
-                        c.cost
+                        c.label
                     ));
                 }
             }
         }
         if let Some(z) = self.zcdp {
-            let spent = z.spent.map_or_else(|| "0".into(), |r| r.to_string());
+            let spent = z
+                .spent
+                .map_or_else(|| "0".into(), |r| fraction(r.num(), r.den(), exact));
             let rho = z.spent.map_or(0.0, |r| r.to_f64());
             let conv = |f: fn(f64, f64) -> Result<f64, AccountantError>| {
                 if rho > 0.0 {
-                    f(rho, self.delta).map_or_else(|_| "?".into(), |e| format!("{e:.6}"))
+                    f(rho, self.delta).map_or_else(
+                        |_| "?".into(),
+                        |e| {
+                            if exact {
+                                format!("{e:.6}")
+                            } else {
+                                short_f64(e)
+                            }
+                        },
+                    )
                 } else {
                     "0".into()
                 }
             };
             out.push_str(&format!(
-                "  total: ρ = {spent} of {} ⇒ (ε, δ) = ({}, {:e}) [CKS20 Cor. 13; \
+                "  total: ρ = {spent} of {} ⇒ (ε, δ) = ({}, {}) [CKS20 Cor. 13; \
                  simple bound ε = {}] ({} charge(s), zCDP composition)",
-                z.rho,
+                fraction(z.rho.num(), z.rho.den(), exact),
                 conv(zcdp_epsilon),
-                self.delta,
+                delta_text(self.delta, exact),
                 conv(zcdp_epsilon_simple),
                 self.ledger.len()
             ));
             return out;
         }
-        let spent = self
-            .spent
-            .map(|e| e.to_string())
-            .unwrap_or_else(|| "0".into());
+        let eps = |e: Epsilon| fraction(e.num(), e.den(), exact);
+        let spent = self.spent.map_or_else(|| "0".into(), eps);
         out.push_str(&format!(
-            "  total: ε = {spent} of {}, δ = {:e} of {:e} ({} charge(s), basic composition)",
-            self.epsilon,
-            self.spent_delta,
-            self.delta,
+            "  total: ε = {spent} of {}, δ = {} of {} ({} charge(s), basic composition)",
+            eps(self.epsilon),
+            delta_text(self.spent_delta, exact),
+            delta_text(self.delta, exact),
             self.ledger.len()
         ));
         if self.has_uncertified() {
@@ -1375,11 +1536,18 @@ mod tests {
         let text = a.ledger_text();
         assert!(text.contains("1. counts: ρ = 1/2 (zCDP)"), "{text}");
         assert!(text.contains("2. laplace: ε = 1 → ρ = 1/2"), "{text}");
+        // The converted ε = 7.7662166… and 8.4338… read rounded up.
         assert!(
-            text.contains("total: ρ = 1 of 1 ⇒ (ε, δ) = (7.766217, 1e-6)"),
+            text.contains("total: ρ = 1 of 1 ⇒ (ε, δ) = (7.767, 1e-6)"),
             "{text}"
         );
-        assert!(text.contains("simple bound ε = 8.433844"), "{text}");
+        assert!(text.contains("simple bound ε = 8.434]"), "{text}");
+        let exact = a.ledger_text_exact();
+        assert!(
+            exact.contains("total: ρ = 1 of 1 ⇒ (ε, δ) = (7.766217, 1e-6)"),
+            "{exact}"
+        );
+        assert!(exact.contains("simple bound ε = 8.433844"), "{exact}");
         let json = a.ledger_json();
         assert_eq!(json["composition"], "zCDP");
         assert_eq!(json["spent"]["rho"]["exact"], "1");
@@ -1388,5 +1556,92 @@ mod tests {
         assert!((eps - 7.766_216_625).abs() < 1e-8);
         assert!(json["spent"]["epsilon_simple"].as_f64().unwrap() > eps);
         assert_eq!(json["budget"]["delta"], 1e-6);
+    }
+
+    #[test]
+    fn short_numbers_round_exactly_in_the_stated_direction() {
+        // Short fractions stay exact.
+        assert_eq!(short_ratio(1, 2, true), "1/2");
+        assert_eq!(short_ratio(3, 1, true), "3");
+        assert_eq!(short_ratio(0, 123_456_789, true), "0");
+        assert_eq!(short_ratio(9999, 9998, true), "9999/9998");
+        // 1/8 + 2⁻⁶³: the nearest f64 is 1/8, so float formatting would show 0.125.
+        assert_eq!((((1u64 << 60) + 1) as f64 / (1u64 << 63) as f64), 0.125);
+        assert_eq!(short_ratio((1 << 60) + 1, 1 << 63, true), "0.1251");
+        assert_eq!(short_ratio((1 << 60) + 1, 1 << 63, false), "0.125");
+        // 0.3333366…: `{:.4}` rounds to nearest, down here.
+        assert_eq!(format!("{:.4}", 100_001.0 / 300_000.0), "0.3333");
+        assert_eq!(short_ratio(100_001, 300_000, true), "0.3334");
+        assert_eq!(short_ratio(100_001, 300_000, false), "0.3333");
+        assert_eq!(short_ratio(12_500, 100_000, true), "0.125");
+        assert_eq!(short_ratio(99_999, 100_000, true), "1");
+        assert_eq!(short_ratio(99_999, 100_000, false), "0.9999");
+        assert_eq!(short_ratio(12_345, 100_000_000_000, true), "1.235e-7");
+        assert_eq!(short_ratio(12_345, 100_000_000_000, false), "1.234e-7");
+        assert_eq!(short_ratio(1, u64::MAX, true), "5.422e-20");
+        assert_eq!(short_ratio(u64::MAX, 3, true), "6148914691236517205");
+        // σ² = 2⁵⁵/10114898543903 = 3561.98…: integer digits are kept.
+        assert_eq!(short_ratio(1 << 55, 10_114_898_543_903, true), "3562");
+        assert_eq!(short_ratio(1 << 55, 10_114_898_543_903, false), "3561");
+        assert_eq!(short_ratio(123_456_789, 987_654_321, true), "0.125");
+        // Floats: the shortest form when it is short, else four digits rounded up.
+        assert_eq!(short_f64(0.0), "0");
+        assert_eq!(short_f64(1e-9), "1e-9");
+        assert_eq!(short_f64(1.5e-6), "1.5e-6");
+        assert_eq!(short_f64(0.5), "0.5");
+        assert_eq!(short_f64(1e-4), "0.0001");
+        assert_eq!(short_f64(0.1 + 0.2), "0.3001");
+        assert_eq!(format!("{:.3e}", 1.23449e-6), "1.234e-6");
+        assert_eq!(short_f64(1.23449e-6), "1.235e-6");
+        assert_eq!(short_f64(0.999_99), "1");
+        assert_eq!(short_f64(1234.5), "1235");
+    }
+
+    #[test]
+    fn the_text_ledger_is_short_and_the_exact_one_keeps_fractions() {
+        let e = |n, d| Epsilon::new(n, d).unwrap();
+        let mut a = Accountant::approximate(e(1, 1), 1e-6).unwrap();
+        let long = e(123_456_789, 987_654_321);
+        let _ = a.charge("long", long.into()).unwrap();
+        let _ = a
+            .charge(
+                "approx",
+                Cost::Approximate {
+                    epsilon: e(1, 10),
+                    delta: 1.5e-7,
+                },
+            )
+            .unwrap();
+        let text = a.ledger_text();
+        assert!(text.contains("1. long: ε = 0.125\n"), "{text}");
+        assert!(text.contains("2. approx: ε = 1/10, δ = 1.5e-7\n"), "{text}");
+        // 0.2249999988… + nothing lost: the total reads 0.225 ≥ the exact spend.
+        assert!(
+            text.contains("total: ε = 0.225 of 1, δ = 1.5e-7 of 1e-6 (2 charge(s)"),
+            "{text}"
+        );
+        let exact = a.ledger_text_exact();
+        assert!(
+            exact.contains("1. long: ε = 13717421/109739369\n"),
+            "{exact}"
+        );
+        assert!(exact.contains("δ = 1.5e-7 of 1e-6"), "{exact}");
+        let spent = a.spent_epsilon().unwrap();
+        assert!(
+            exact.contains(&format!("total: ε = {spent} of 1,")),
+            "{exact}"
+        );
+        assert_eq!(
+            a.ledger_json()["spent"]["epsilon"]["exact"],
+            spent.to_string()
+        );
+        let pure = Accountant::pure(e(1, 2));
+        assert!(
+            pure.ledger_text()
+                .contains("total: ε = 0 of 1/2, δ = 0 of 0 (0 charge(s)"),
+            "{}",
+            pure.ledger_text()
+        );
+        assert!(pure.ledger_text_exact().contains("δ = 0e0 of 0e0"));
     }
 }

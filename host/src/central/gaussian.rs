@@ -101,12 +101,14 @@ impl Mechanism for DiscreteGaussian {
         Cost::Zcdp(self.rho)
     }
 
+    /// `σ²` as the ledger shows numbers (exact when short, else four significant
+    /// digits), rounded **down**: the label never claims more noise than is drawn.
     fn label(&self) -> String {
+        let s = self.sigma_squared();
         format!(
-            "discrete Gaussian (Δ₂² = {}, σ² = {}/{})",
+            "discrete Gaussian (Δ₂² = {}, σ² = {})",
             self.l2_squared,
-            self.sigma_squared().num(),
-            self.sigma_squared().den()
+            crate::accountant::short_ratio(s.num(), s.den(), false)
         )
     }
 

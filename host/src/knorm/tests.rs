@@ -565,9 +565,11 @@ fn hit_and_run_is_booked_as_uncertified_and_refused_by_certified_accountants() {
     opted_in.allow_uncertified();
     mech.release(&counts[..], &mut opted_in, &mut rng).unwrap();
     assert!(opted_in.ledger_text().contains("UNCERTIFIED"));
-    assert!(opted_in.ledger_text().contains(
-        "total: ε = 1 of 1, δ = 0e0 of 0e0 (1 charge(s), basic composition) — UNCERTIFIED"
-    ));
+    assert!(
+        opted_in.ledger_text().contains(
+            "total: ε = 1 of 1, δ = 0 of 0 (1 charge(s), basic composition) — UNCERTIFIED"
+        )
+    );
     assert_eq!(opted_in.ledger_json()["certified"], false);
     assert_eq!(certified.ledger_json()["certified"], true);
 }

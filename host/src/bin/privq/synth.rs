@@ -574,7 +574,7 @@ mod tests {
         assert!(out.starts_with("a,b,c\n"));
         let err = String::from_utf8(err).unwrap();
         assert!(
-            err.contains("total: ε = ") && err.contains(" of 1, δ = 0e0"),
+            err.contains("total: ε = ") && err.contains(" of 1, δ = 0 of 0 "),
             "{err}"
         );
         assert!(
@@ -674,7 +674,7 @@ mod tests {
             assert_eq!(out.lines().count(), 11);
             assert_eq!(spent(&err), eps("3/4"), "{profile}: {err}");
             assert!(
-                err.contains("of 3/4, δ = 0e0 of 0e0 (1 charge(s)") && err.contains("in 8 steps"),
+                err.contains("of 3/4, δ = 0 of 0 (1 charge(s)") && err.contains("in 8 steps"),
                 "{err}"
             );
             let literal = profile == "thesis-literal";
