@@ -790,3 +790,67 @@ fn huge_domains_run_and_huge_record_counts_are_refused() {
         d.names()
     );
 }
+
+#[test]
+fn synth_writes_bins_as_midpoints_or_as_labels() {
+    let d = Dir::new("synth-bins");
+    let mut table = String::from("age,city\n");
+    for i in 0..60 {
+        table.push_str(&format!("{},{}\n", i % 50, ["Lima", "Oslo"][i % 2]));
+    }
+    d.write("people.csv", &table);
+    d.write(
+        "domain.json",
+        r#"{"attributes": [{"name": "age", "edges": [0, 18, 30, 45.5]},
+            {"name": "city", "values": ["Lima", "Oslo"]}]}"#,
+    );
+    let base = [
+        "synth",
+        "--input",
+        "people.csv",
+        "--domain",
+        "domain.json",
+        "--epsilon",
+        "1",
+        "--seed",
+        "5",
+        "--records",
+        "40",
+    ];
+    let midpoints = ["9", "24", "37.75"];
+    let labels = ["[0,18)", "[18,30)", "[30,45.5)"];
+    for mechanism in [
+        &["--mechanism", "adaptive"][..],
+        &["--mechanism", "mwem", "--workload", "marginals:2"],
+    ] {
+        for as_labels in [false, true] {
+            let mut argv = base.to_vec();
+            argv.extend(mechanism);
+            if as_labels {
+                argv.push("--bins-as-labels");
+            }
+            let o = privq(&d.0, &argv, b"");
+            assert!(o.status.success(), "{argv:?}: {}", text(&o.stderr));
+            let out = text(&o.stdout);
+            assert!(out.starts_with("age,city\n"), "{out}");
+            // A label holds a comma, so the CSV quotes it: read the CSV as CSV.
+            let rows: Vec<csv::StringRecord> = csv::Reader::from_reader(out.as_bytes())
+                .records()
+                .map(Result::unwrap)
+                .collect();
+            assert_eq!(rows.len(), 40, "{out}");
+            for row in &rows {
+                let (age, city) = (&row[0], &row[1]);
+                assert!(["Lima", "Oslo"].contains(&city), "{out}");
+                if as_labels {
+                    assert!(labels.contains(&age), "{argv:?}: {out}");
+                } else {
+                    assert!(
+                        age.parse::<f64>().is_ok() && midpoints.contains(&age),
+                        "{argv:?}: {out}"
+                    );
+                }
+            }
+        }
+    }
+}

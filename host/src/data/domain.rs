@@ -161,6 +161,70 @@ impl Attribute {
             }
         }
     }
+
+    /// The value that stands for value index `i`: the category, or the bin's
+    /// midpoint `(lo + hi)/2` as an exact decimal (a number that lands back in the
+    /// bin).
+    ///
+    /// ```
+    /// use privq_host::data::Attribute;
+    /// use privq_host::Fixed;
+    /// let edges = vec![Fixed::from_int(0), Fixed::from_int(18), Fixed::from_int(25)];
+    /// let age = Attribute::binned("age", edges)?;
+    /// assert_eq!(age.value_text(0).as_deref(), Some("9"));
+    /// assert_eq!(age.value_text(1).as_deref(), Some("21.5"));
+    /// assert_eq!(age.label(1).as_deref(), Some("[18,25)"));
+    /// # Ok::<(), privq_host::data::DataError>(())
+    /// ```
+    pub fn value_text(&self, i: usize) -> Option<String> {
+        match &self.kind {
+            AttributeKind::Categorical(v) => v.get(i).cloned(),
+            AttributeKind::Binned(e) => {
+                let (lo, hi) = (e.get(i)?, e.get(i + 1)?);
+                Some(midpoint_text(*lo, *hi))
+            }
+        }
+    }
+}
+
+/// `(lo + hi)/2` exactly: the sum of two Q31.32 values halved is a Q32.33 value,
+/// whose decimal expansion ends within 33 fractional digits.
+fn midpoint_text(lo: Fixed, hi: Fixed) -> String {
+    let sum = i128::from(lo.to_bits()) + i128::from(hi.to_bits());
+    let (sign, mag) = if sum < 0 { ("-", -sum) } else { ("", sum) };
+    let one = 1i128 << (Fixed::FRAC_BITS + 1);
+    let mut frac = mag % one;
+    let mut text = format!("{sign}{}", mag / one);
+    if frac != 0 {
+        text.push('.');
+        while frac != 0 {
+            frac *= 10;
+            text.push(char::from(b'0' + (frac / one) as u8));
+            frac %= one;
+        }
+    }
+    text
+}
+
+/// How a binned attribute's values are written out (categories are written as
+/// they are either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BinOutput {
+    /// The bin's midpoint, a number ([`Attribute::value_text`]).
+    #[default]
+    Midpoint,
+    /// The bin's label `[lo,hi)` ([`Attribute::label`]).
+    Label,
+}
+
+impl BinOutput {
+    /// The text written for value index `i` of `attribute`.
+    pub fn text(self, attribute: &Attribute, i: usize) -> Option<String> {
+        match self {
+            BinOutput::Midpoint => attribute.value_text(i),
+            BinOutput::Label => attribute.label(i),
+        }
+    }
 }
 
 /// A finite universe: the product of named attributes.
@@ -458,6 +522,58 @@ mod tests {
             vec![Fixed::from_int(0), Fixed::from_int(10), Fixed::from_int(20)],
         )
         .unwrap();
+    #[test]
+    fn bins_are_written_as_exact_midpoints_or_labels() {
+        let fixed = |s: &str| s.parse::<Fixed>().unwrap();
+        let a = Attribute::binned(
+            "x",
+            vec![
+                fixed("-3"),
+                fixed("0"),
+                fixed("0.1"),
+                fixed("0.5"),
+                fixed("18"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(a.value_text(0).as_deref(), Some("-1.5"));
+        assert_eq!(
+            a.value_text(2).as_deref(),
+            Some("0.30000000004656612873077392578125")
+        );
+        assert_eq!(a.value_text(3).as_deref(), Some("9.25"));
+        assert_eq!(a.value_text(4), None);
+        // 0.1 is stored as the nearest Q31.32 value, 429496730·2⁻³²; the midpoint of
+        // [0, 0.1) is that halved, exactly — not the float 0.05 (0.05000000000000000277…).
+        assert_eq!(fixed("0.1").to_bits(), 429_496_730);
+        let mid = "0.05000000004656612873077392578125";
+        assert_eq!(a.value_text(1).as_deref(), Some(mid));
+        assert_eq!(
+            format!("{:.20}", (0.0 + 0.1) / 2.0),
+            "0.05000000000000000278"
+        );
+        assert_eq!(a.index_of(mid), Some(1));
+        // An odd sum needs the 33rd fractional bit.
+        let tiny = Attribute::binned("t", vec![Fixed::ZERO, Fixed::from_bits(1)]).unwrap();
+        assert_eq!(
+            tiny.value_text(0).as_deref(),
+            Some("0.000000000116415321826934814453125")
+        );
+        let wide = Attribute::binned("w", vec![Fixed::MIN, Fixed::MAX]).unwrap();
+        assert_eq!(
+            wide.value_text(0).as_deref(),
+            Some("-0.000000000116415321826934814453125")
+        );
+        assert_eq!(
+            BinOutput::Label.text(&a, 1).as_deref(),
+            Some("[0,0.1000000000931322574615478515625)")
+        );
+        assert_eq!(BinOutput::Midpoint.text(&a, 1).as_deref(), Some(mid));
+        let c = Attribute::categorical("c", ["x", "y"]).unwrap();
+        assert_eq!(BinOutput::Midpoint.text(&c, 1).as_deref(), Some("y"));
+        assert_eq!(c.value_text(1), c.label(1));
+    }
+
         assert_eq!(a.index_of("0"), Some(0));
         assert_eq!(a.index_of("9.999"), Some(0));
         assert_eq!(a.index_of("10"), Some(1));

@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 use super::columns::{CsvColumns, header};
-use super::domain::Domain;
+use super::domain::{BinOutput, Domain};
 use super::error::DataError;
 use super::histogram::{CountHistogram, MemoryCap};
 
@@ -161,11 +161,13 @@ pub(crate) fn load_csv<R: Read>(
     Ok(hist)
 }
 
-/// Writes records (cell indices) as CSV with the domain's attribute names and labels.
+/// Writes records (cell indices) as CSV with the domain's attribute names: each
+/// category as it is, each bin as `bins` says (its midpoint, or its label).
 pub fn write_records<W: Write>(
     writer: W,
     domain: &Domain,
     cells: &[usize],
+    bins: BinOutput,
 ) -> Result<(), DataError> {
     let mut w = csv::Writer::from_writer(writer);
     w.write_record(domain.attributes().iter().map(|a| a.name()))?;
@@ -174,7 +176,7 @@ pub fn write_records<W: Write>(
             .decode(cell)
             .iter()
             .zip(domain.attributes())
-            .map(|(&v, a)| a.label(v).unwrap_or_default())
+            .map(|(&v, a)| bins.text(a, v).unwrap_or_default())
             .collect();
         w.write_record(&row)?;
     }
@@ -222,11 +224,22 @@ mod tests {
         .unwrap();
         assert_eq!(h.total(), 3);
         let mut out = Vec::new();
-        write_records(&mut out, &d, &[0, 6]).unwrap();
+        write_records(&mut out, &d, &[0, 6], BinOutput::Midpoint).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "color,flag\nblue,0\nred,1\n"
         );
+        // Bins: the midpoint by default, the label on request.
+        let edges = [0, 18, 30].map(privq_core::Fixed::from_int).to_vec();
+        let b = Domain::new(vec![super::super::Attribute::binned("age", edges).unwrap()]).unwrap();
+        for (bins, shown) in [
+            (BinOutput::Midpoint, "9\n24"),
+            (BinOutput::Label, "\"[0,18)\"\n\"[18,30)\""),
+        ] {
+            let mut out = Vec::new();
+            write_records(&mut out, &b, &[0, 1], bins).unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), format!("age\n{shown}\n"));
+        }
         assert_eq!(
             attribute_names(
                 "a, b ,count\n1,0,3\n".as_bytes(),

@@ -33,7 +33,7 @@ pub use discover::{
     Discovered, Discovery, DiscoveryError, DomainSource, Opened, ValueCounts, open_dataset,
 };
 pub use divergence::{kl, relative_entropy};
-pub use domain::{Attribute, AttributeKind, Domain};
+pub use domain::{Attribute, AttributeKind, BinOutput, Domain};
 pub use error::DataError;
 pub use histogram::{CountHistogram, Distribution, MemoryCap};
 pub use load::{Dataset, attribute_names, load_records, write_records};

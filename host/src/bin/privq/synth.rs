@@ -18,7 +18,8 @@ use privq_host::central::mwem::{
 };
 use privq_host::contract::Neighbours;
 use privq_host::data::{
-    Dataset, Discovered, Domain, DomainSource, MemoryCap, Opened, open_dataset, write_records,
+    BinOutput, Dataset, Discovered, Domain, DomainSource, MemoryCap, Opened, open_dataset,
+    write_records,
 };
 use privq_host::query::Workload;
 
@@ -107,6 +108,10 @@ pub struct Args {
     #[arg(long, value_name = "PATH")]
     pub output: Option<PathBuf>,
     /// Also write an HTML report here: the budget per round, the run's parameters and
+    /// Write a binned numeric column's values as bin labels `[lo,hi)` instead of
+    /// numbers (by default each value is its bin's midpoint (lo+hi)/2, exact).
+    #[arg(long)]
+    pub bins_as_labels: bool,
     /// chosen marginals (public), and with --compare the NOT PRIVATE error
     /// diagnostics. Written atomically; its directory is checked before any budget
     /// is spent.
@@ -128,6 +133,17 @@ pub struct Args {
 pub enum MechanismArg {
     /// Adaptive marginals (ρ-zCDP, exact discrete Gaussian, graphical model).
     Adaptive,
+impl Args {
+    /// How binned columns are written: `--bins-as-labels`, else midpoints.
+    pub(crate) fn bin_output(&self) -> BinOutput {
+        if self.bins_as_labels {
+            BinOutput::Label
+        } else {
+            BinOutput::Midpoint
+        }
+    }
+}
+
     /// MWEM (pure ε, dense histogram).
     Mwem,
 }
@@ -218,7 +234,7 @@ pub fn run(
     // Sampling records from the released distribution is post-processing.
     let records = args.records.unwrap_or(n as usize);
     let cells = sample_cells(&out.distribution, records, &mut rng);
-    write_records(output.writer(stdout), &ds.domain, &cells)
+    write_records(output.writer(stdout), &ds.domain, &cells, args.bin_output())
         .map_err(|e| CliError::Run(Box::new(e)))?;
     // NOT PRIVATE, and only on request: the release against the input.
     let diagnostics = if args.compare {
@@ -562,6 +578,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("privq-synth-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let input = dir.join("t.csv");
+            bins_as_labels: false,
         std::fs::write(
             &input,
             "a,b,c,count\n0,0,0,40\n0,1,1,25\n1,0,1,20\n1,1,0,15\n",

@@ -9,7 +9,7 @@ use std::time::Duration;
 use privq_core::Epsilon;
 use privq_host::accountant::{Accountant, zcdp_epsilon};
 use privq_host::contract::Neighbours;
-use privq_host::data::{Domain, Records, attribute_names};
+use privq_host::data::{BinOutput, Domain, Records, attribute_names};
 use privq_host::synth::adaptive::{
     AdaptiveConfig, AdaptiveOutput, MarginalWorkload, PgmEstimator, RoundLog, adaptive_marginals,
 };
@@ -151,7 +151,7 @@ pub fn run(
         .model
         .sample_rows_rounded(rows, &mut rng)
         .map_err(run_err)?;
-    write_rows(output.writer(stdout), &domain, &sample)?;
+    write_rows(output.writer(stdout), &domain, &sample, args.bin_output())?;
     let rho = accountant.spent_rho().map_or(0.0, |r| r.to_f64());
     let eps = zcdp_epsilon(rho, delta).map_err(run_err)?;
     // Rendered before anything is put in place, so a failure leaves neither file
@@ -232,7 +232,8 @@ pub fn run(
     Ok(())
 }
 
-/// Writes rows of value indices as CSV with the domain's names and labels.
+/// Writes rows of value indices as CSV with the domain's names: categories as
+/// they are, bins as `bins` says (midpoints or labels).
 fn write_rows(
     writer: &mut dyn Write,
     domain: &Domain,
@@ -245,8 +246,9 @@ fn write_rows(
     for row in rows {
         line.clear();
         for (a, &v) in domain.attributes().iter().zip(row) {
-            line.push(a.label(v).unwrap_or_default());
+            line.push(bins.text(a, v).unwrap_or_default());
         }
+    bins: BinOutput,
         w.write_record(&line).map_err(CliError::Csv)?;
     }
     w.flush()?;
