@@ -474,7 +474,7 @@ pub(crate) fn short_f64(x: f64) -> String {
 
 /// `m · 10^exp` (m > 0) in decimal, trailing zeros dropped; scientific below 10⁻⁴.
 fn decimal(mut m: u128, mut exp: i32) -> String {
-    while m % 10 == 0 && m > 0 {
+    while m > 0 && m.is_multiple_of(10) {
         m /= 10;
         exp += 1;
     }
