@@ -22,6 +22,10 @@ use privq_host::query::Query;
 
 /// Options of `privq conjunctions`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq conjunctions release --input table.csv --epsilon 1 --out table.conj.json\n  \
+    privq conjunctions query --release table.conj.json --set a1,a2 --set a3\n  \
+    privq conjunctions cut --edges g.csv --vertices 20 --e-max 100000 --epsilon 1 --set 0,1,2 --out g.cut.json")]
 pub struct Args {
     /// What to do.
     #[command(subcommand)]
@@ -181,6 +185,10 @@ pub enum StrategyArg {
 
 /// Options of `privq conjunctions query`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq conjunctions query --release table.conj.json --set a1,a2 --set a3\n  \
+    privq conjunctions query --release table.conj.json --set '' --set a1 --format json\n\n\
+    Answers come from the release file alone: no data is read and no budget is spent.")]
 pub struct QueryArgs {
     /// A file written by `privq conjunctions release`.
     #[arg(long, value_name = "PATH")]

@@ -147,16 +147,21 @@ fn check_alpha_work(a: &ReleaseArgs, units: usize, what: &str) -> Result<(), Cli
 fn read_points(path: &std::path::Path, stdin: &mut dyn BufRead) -> Result<Vec<Vec<f64>>, CliError> {
     let text = read_text(path, stdin)?;
     let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let header = reader.headers()?.clone();
+    let file = match path.to_str() {
+        Some("-") => "standard input".to_string(),
+        _ => path.display().to_string(),
+    };
     let mut points = Vec::new();
     for (i, rec) in reader.records().enumerate() {
         let rec = rec?;
         let p: Vec<f64> = rec
             .iter()
-            .map(|f| {
-                f.trim().parse::<f64>().map_err(|_| CliError::Value {
-                    line: i + 2,
-                    text: f.to_string(),
-                    source: privq_core::Error::OutOfRange,
+            .enumerate()
+            .map(|(k, f)| {
+                super::finite(f, || {
+                    let column = header.get(k).unwrap_or("?");
+                    format!("{file} line {}, column {column}", i + 2)
                 })
             })
             .collect::<Result<_, _>>()?;
@@ -573,7 +578,11 @@ mod tests {
         let word = dir.join("word.csv");
         std::fs::write(&word, "x,y\n0.5,1\n0.5,abc\n").unwrap();
         match release(word.to_str().unwrap(), "0,0", "1,2", "1", &[]) {
-            Err(CliError::Value { line: 3, text, .. }) => assert_eq!(text, "abc"),
+            Err(e @ CliError::NotANumber { .. }) => assert!(
+                e.to_string()
+                    .ends_with("word.csv line 3, column y: \"abc\" is not a number"),
+                "{e}"
+            ),
             other => panic!("{other:?}"),
         }
         let three = dir.join("three.csv");

@@ -187,7 +187,7 @@ fn read_universe(args: &Args, stdin: &mut dyn BufRead) -> Result<Universe, CliEr
             break;
         }
         let rec = rec?;
-        let num = |i: usize| number(&rec, i, line + 2);
+        let num = |i: usize| number(&rec, i, line + 2, &header[i]);
         u.points.push(
             coord_idx
                 .iter()
@@ -196,7 +196,14 @@ fn read_universe(args: &Args, stdin: &mut dyn BufRead) -> Result<Universe, CliEr
         );
         let c = num(count_idx)?;
         if !(c >= 0.0 && c.fract() == 0.0) {
-            return Err(bad_value(line + 2, &rec[count_idx]));
+            return Err(CliError::Usage {
+                option: "counts",
+                message: format!(
+                    "line {}: {:?} is not a non-negative whole number of records",
+                    line + 2,
+                    &rec[count_idx]
+                ),
+            });
         }
         u.counts.push(c as u64);
         for (v, &i) in u.query_columns.iter_mut().zip(&q_idx) {
@@ -209,20 +216,9 @@ fn read_universe(args: &Args, stdin: &mut dyn BufRead) -> Result<Universe, CliEr
     Ok(u)
 }
 
-/// Field `i` of `rec` (on 1-based `line`) as a number.
-fn number(rec: &csv::StringRecord, i: usize, line: usize) -> Result<f64, CliError> {
-    rec[i]
-        .trim()
-        .parse::<f64>()
-        .map_err(|_| bad_value(line, &rec[i]))
-}
-
-fn bad_value(line: usize, text: &str) -> CliError {
-    CliError::Value {
-        line,
-        text: text.to_string(),
-        source: privq_core::Error::OutOfRange,
-    }
+/// Field `i` of `rec` (on 1-based `line`, in `column`) as a finite number.
+fn number(rec: &csv::StringRecord, i: usize, line: usize, column: &str) -> Result<f64, CliError> {
+    super::finite(&rec[i], || format!("line {line}, column {column}"))
 }
 
 /// The `--queries` CSV: one row of coefficients per query, no header.
@@ -236,9 +232,13 @@ fn read_query_rows(path: &Path, stdin: &mut dyn BufRead) -> Result<Vec<Vec<f64>>
         let rec = rec?;
         let row: Vec<f64> = rec
             .iter()
-            .map(|v| v.trim().parse::<f64>())
-            .collect::<Result<_, _>>()
-            .map_err(|_| bad_value(line + 1, &rec.iter().collect::<Vec<_>>().join(",")))?;
+            .enumerate()
+            .map(|(k, v)| {
+                super::finite(v, || {
+                    format!("{} line {}, field {}", path.display(), line + 1, k + 1)
+                })
+            })
+            .collect::<Result<_, _>>()?;
         rows.push(row);
     }
     Ok(rows)

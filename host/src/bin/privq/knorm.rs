@@ -90,10 +90,14 @@ fn bad(option: &'static str) -> CliError {
 
 /// Parses `identity:D`, `hypercube:D` or `random:D,N`.
 fn parse_body(spec: &str, matrix_seed: u64) -> Result<Body, CliError> {
-    let (kind, rest) = spec.split_once(':').ok_or_else(|| bad("body"))?;
+    let unknown = || CliError::Usage {
+        option: "body",
+        message: format!("unknown body `{spec}`; expected identity:D, hypercube:D or random:D,N"),
+    };
+    let (kind, rest) = spec.split_once(':').ok_or_else(unknown)?;
     let nums: Vec<usize> = rest
         .split(',')
-        .map(|t| t.trim().parse().map_err(|_| bad("body")))
+        .map(|t| t.trim().parse().map_err(|_| unknown()))
         .collect::<Result<_, _>>()?;
     match (kind, &nums[..]) {
         ("identity", [d]) => Body::identity(*d).map_err(run_err),
@@ -109,7 +113,7 @@ fn parse_body(spec: &str, matrix_seed: u64) -> Result<Body, CliError> {
                 .collect();
             Body::from_rows(&rows).map_err(run_err)
         }
-        _ => Err(bad("body")),
+        _ => Err(unknown()),
     }
 }
 
@@ -121,12 +125,9 @@ fn parse_matrix(text: &str) -> Result<Body, CliError> {
         }
         let row = line
             .split(',')
-            .map(|t| {
-                t.trim().parse::<f64>().map_err(|_| CliError::Value {
-                    line: i + 1,
-                    text: t.trim().to_string(),
-                    source: privq_core::Error::OutOfRange,
-                })
+            .enumerate()
+            .map(|(k, t)| {
+                super::finite(t, || format!("--queries line {}, column {}", i + 1, k + 1))
             })
             .collect::<Result<Vec<f64>, _>>()?;
         rows.push(row);
@@ -138,11 +139,20 @@ fn parse_counts(text: &str) -> Result<Vec<u64>, CliError> {
     let mut counts = Vec::new();
     for (i, line) in text.lines().enumerate() {
         for t in line.split(',').map(str::trim).filter(|t| !t.is_empty()) {
-            counts.push(t.parse().map_err(|_| CliError::Value {
-                line: i + 1,
-                text: t.to_string(),
-                source: privq_core::Error::OutOfRange,
-            })?);
+            let count = match t.parse() {
+                Ok(c) => c,
+                Err(_) => {
+                    super::finite(t, || format!("counts line {}", i + 1))?;
+                    return Err(CliError::Usage {
+                        option: "counts",
+                        message: format!(
+                            "line {}: {t:?} is not a non-negative whole number of records",
+                            i + 1
+                        ),
+                    });
+                }
+            };
+            counts.push(count);
         }
     }
     if counts.is_empty() {
@@ -232,12 +242,16 @@ pub fn run(
     };
     let body = match (&args.body, &args.queries) {
         (Some(spec), _) => parse_body(spec, args.matrix_seed)?,
-        (None, Some(path)) => parse_matrix(&fs::read_to_string(path)?)?,
+        (None, Some(path)) => {
+            parse_matrix(&fs::read_to_string(path).map_err(|e| CliError::file(path, e))?)?
+        }
         (None, None) => return Err(bad("queries")),
     };
     let mut text = String::new();
     match &args.counts {
-        Some(path) if path.as_os_str() != "-" => text = fs::read_to_string(path)?,
+        Some(path) if path.as_os_str() != "-" => {
+            text = fs::read_to_string(path).map_err(|e| CliError::file(path, e))?
+        }
         _ => {
             stdin.read_to_string(&mut text)?;
         }

@@ -72,8 +72,8 @@ pub struct SimulateArgs {
     /// ε per report: a decimal (`0.5`) or a fraction (`1/2`), read exactly.
     #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
     pub epsilon: String,
-    /// Number of items d.
-    #[arg(long, default_value_t = 64)]
+    /// Number of items d (rr is binary: d = 2, its default).
+    #[arg(long, default_value_t = 64, default_value_if("mechanism", "rr", "2"))]
     pub domain: u32,
     /// Number of devices.
     #[arg(long, default_value_t = 100_000)]
@@ -352,6 +352,16 @@ pub fn run(
 }
 
 fn simulation_spec(args: &SimulateArgs) -> Result<(MechanismSpec, Epsilon), CliError> {
+    if args.mechanism == "rr" && args.domain != 2 {
+        return Err(CliError::Usage {
+            option: "domain",
+            message: format!(
+                "randomized response (--mechanism rr) is binary: it needs --domain 2 (or no \
+                 --domain), not {}; for {} items use grr, sue, oue, olh or hr",
+                args.domain, args.domain
+            ),
+        });
+    }
     let spec = simulation_spec_of(&args.mechanism, &args.epsilon, args.domain)?;
     let epsilon: Epsilon = super::parse_epsilon(&args.epsilon)?;
     Ok((spec, epsilon))
@@ -391,15 +401,29 @@ fn read_weights(path: Option<&Path>, domain: u32) -> Result<Vec<f64>, CliError> 
         .and_then(|mut f| f.read_to_string(&mut text))
         .map_err(|e| LdpError::Read(path.display().to_string(), e))?;
     let mut w = Vec::new();
+    let refused = |place: String| CliError::Usage {
+        option: "weights",
+        message: format!("{place}: weights must be finite, non-negative and not all zero"),
+    };
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        w.push(line.trim().parse::<f64>().map_err(|_| CliError::Value {
-            line: i + 1,
-            text: line.to_string(),
-            source: privq_core::Error::Parse,
-        })?);
+        let place = || format!("{} line {}", path.display(), i + 1);
+        let x = line
+            .trim()
+            .parse::<f64>()
+            .map_err(|_| CliError::NotANumber {
+                place: place(),
+                text: line.to_string(),
+            })?;
+        if !(x.is_finite() && x >= 0.0) {
+            return Err(refused(format!("{} holds {:?}", place(), line.trim())));
+        }
+        w.push(x);
+    }
+    if !w.is_empty() && w.iter().all(|&x| x == 0.0) {
+        return Err(refused(format!("{} holds only zeros", path.display())));
     }
     if w.len() != domain as usize {
         return Err(LdpError::WeightCount {
@@ -471,9 +495,13 @@ fn simulate(
             frames::write_frame(out, r)?;
         }
         Ok(())
+    })
+    .map_err(|e| match (e, &dest) {
+        (CliError::Io(e), Destination::File(p)) => CliError::file(p, e),
+        (e, _) => e,
     })?;
-    if let Some(f) = campaign {
-        f.commit()?;
+    if let (Some(f), Some(path)) = (campaign, &args.campaign) {
+        f.commit().map_err(|e| CliError::file(path, e))?;
     }
     writeln!(
         stderr,

@@ -41,6 +41,12 @@ mod synth_report;
 /// privq: exact differential privacy from the microcontroller to the curator.
 #[derive(Debug, Parser)]
 #[command(name = "privq", version, about, long_about = None)]
+#[command(after_help = "Examples:\n  \
+    privq noise --demo --epsilon 0.5 --range 15,30 --seed 7\n  \
+    privq synth --input data.csv --domain binary --epsilon 1 > synthetic.csv\n  \
+    privq ldp simulate --mechanism oue --epsilon 1 --domain 64 --devices 1000 --output r.pqr\n  \
+    privq conjunctions release --input table.csv --epsilon 1 --out table.conj.json\n  \
+    privq COMMAND --help")]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -87,7 +93,9 @@ pub fn run(
     match cli.command {
         Command::Noise(args) => noise::run(&args, stdin, stdout, stderr),
         Command::Ldp(args) => ldp::run(&args, stdin, stdout, stderr),
-        Command::Synth(args) => synth::run(&args, stdin, stdout, stderr),
+        Command::Synth(args) => {
+            synth::run(&args, stdin, stdout, stderr).map_err(|e| synth_epsilon(e, &args))
+        }
         Command::Pmw(args) => pmw::run(&args, stdin, stdout, stderr),
         Command::Experiment(args) => experiment::run(&args, stdin, stdout, stderr),
         Command::Dx(args) => dx::run(&args, stdin, stdout, stderr),
@@ -120,6 +128,49 @@ pub(crate) fn short(x: f64) -> String {
         format!("{x:.3e}")
     } else {
         format!("{x:.4}")
+    }
+}
+
+/// The largest ρ whose sums the adaptive mechanism keeps exact: its costs are
+/// dyadic with denominators up to 2⁵⁶, so totals below 2⁷ keep numerators in 63 bits.
+const ADAPTIVE_MAX_RHO: f64 = 128.0;
+
+/// `privq synth`: an overflow of the adaptive mechanism's exact arithmetic means
+/// `--epsilon` is too large; the error says so, with the largest value accepted
+/// for every input at `--delta`.
+fn synth_epsilon(e: CliError, args: &synth::Args) -> CliError {
+    use privq_host::synth::adaptive::AdaptiveError;
+    let overflowed = matches!(&e, CliError::Run(inner) if matches!(
+        inner.downcast_ref::<AdaptiveError>(),
+        Some(AdaptiveError::Mechanism(privq_host::central::MechanismError::Core(
+            privq_core::Error::Overflow
+        )) | AdaptiveError::Budget(privq_host::accountant::AccountantError::Overflow))
+    ));
+    if !overflowed || args.mechanism != synth::MechanismArg::Adaptive {
+        return e;
+    }
+    let largest = privq_host::accountant::zcdp_epsilon(ADAPTIVE_MAX_RHO, args.delta)
+        .map(|x| format!("{}", x.floor()))
+        .unwrap_or_else(|_| "smaller".into());
+    CliError::Usage {
+        option: "epsilon",
+        message: format!(
+            "ε = {} is too large: the adaptive mechanism's exact integer arithmetic would \
+             overflow; the largest value accepted for every input is {largest} (at --delta {:e})",
+            args.epsilon, args.delta
+        ),
+    }
+}
+
+/// `text` as a finite number; unparseable text, NaN or ±inf is
+/// [`CliError::NotANumber`] at `place` (a line and column, or a flag).
+pub(crate) fn finite(text: &str, place: impl FnOnce() -> String) -> Result<f64, CliError> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(x),
+        _ => Err(CliError::NotANumber {
+            place: place(),
+            text: text.to_string(),
+        }),
     }
 }
 
@@ -425,6 +476,13 @@ pub enum CliError {
         /// Why.
         source: privq_core::Error,
     },
+    /// Text where a number belongs is not one (unparseable, NaN or infinite).
+    NotANumber {
+        /// Where: `line 3, column x`, or a flag.
+        place: String,
+        /// The offending text.
+        text: String,
+    },
     /// The named CSV column does not exist.
     MissingColumn {
         /// The requested column.
@@ -508,6 +566,7 @@ impl fmt::Display for CliError {
             CliError::Value { line, text, source } => {
                 write!(f, "line {line}: cannot use {text:?}: {source}")
             }
+            CliError::NotANumber { place, text } => write!(f, "{place}: {text:?} is not a number"),
             CliError::MissingColumn { column, available } => write!(
                 f,
                 "no column named {column:?}; the header has: {}",

@@ -239,10 +239,19 @@ fn parse_range(text: &str) -> Result<(Fixed, Fixed), CliError> {
     let (lo, hi) = text
         .split_once(',')
         .ok_or(bad(privq_core::Error::OutOfRange))?;
-    let lo: Fixed = lo.trim().parse().map_err(bad)?;
-    let hi: Fixed = hi.trim().parse().map_err(bad)?;
+    let bound = |text: &str| match text.trim().parse::<Fixed>() {
+        Err(privq_core::Error::Parse) => Err(CliError::NotANumber {
+            place: "--range".into(),
+            text: text.to_string(),
+        }),
+        parsed => parsed.map_err(bad),
+    };
+    let (lo, hi) = (bound(lo)?, bound(hi)?);
     if lo >= hi {
-        return Err(bad(privq_core::Error::OutOfRange));
+        return Err(CliError::Usage {
+            option: "range",
+            message: format!("LO must be below HI, got LO = {lo}, HI = {hi}"),
+        });
     }
     Ok((lo, hi))
 }
@@ -453,6 +462,10 @@ fn parse_value(line: usize, text: &str, saturate: bool) -> Result<Fixed, CliErro
                 source: privq_core::Error::OutOfRange,
             }),
         },
+        Err(privq_core::Error::Parse) => Err(CliError::NotANumber {
+            place: format!("line {line}"),
+            text: text.to_string(),
+        }),
         Err(source) => Err(CliError::Value {
             line,
             text: text.to_string(),
@@ -541,21 +554,24 @@ mod tests {
         )
         .unwrap();
         assert!(err.contains("asserted, not checked"), "{err}");
-        for bad in ["10,0", "1", "a,b", "3,3"] {
+        for (bad, says) in [
+            ("10,0", "--range: LO must be below HI"),
+            ("3,3", "--range: LO must be below HI"),
+            ("1", "--range: "),
+            ("a,b", "--range: \"a\" is not a number"),
+            ("0,nan", "--range: \"nan\" is not a number"),
+            (
+                "0,1e20",
+                "--range: the value is outside the fixed-point range",
+            ),
+        ] {
             let e = run_with(
                 &["noise", "--epsilon", "1", "--range", bad, "--seed", "5"],
                 "1\n",
-            );
-            assert!(
-                matches!(
-                    e,
-                    Err(CliError::Parameter {
-                        option: "range",
-                        ..
-                    })
-                ),
-                "{bad}"
-            );
+            )
+            .unwrap_err()
+            .to_string();
+            assert!(e.starts_with(says), "{bad}: {e}");
         }
     }
 
@@ -640,11 +656,13 @@ mod tests {
             }
         }
         match run_with(&with_eps("1"), "1\nabc\n") {
-            Err(CliError::Value { line: 2, text, .. }) => assert_eq!(text, "abc"),
+            Err(e @ CliError::NotANumber { .. }) => {
+                assert_eq!(e.to_string(), "line 2: \"abc\" is not a number")
+            }
             other => panic!("{other:?}"),
         }
         match run_with(&with_eps("1"), "1\n\n2\n") {
-            Err(CliError::Value { line: 2, .. }) => {}
+            Err(CliError::NotANumber { place, .. }) if place == "line 2" => {}
             other => panic!("blank line in the middle: {other:?}"),
         }
         match run_with(&with_eps("1"), "99999999999\n") {

@@ -67,8 +67,13 @@ pub struct Args {
     #[arg(long, value_name = "DELTA", default_value_t = 1e-9)]
     pub delta: f64,
     /// Neighbour relation of the adaptive mechanism: `add-remove` (n private) or
-    /// `replace` (n public). MWEM always uses `replace`.
-    #[arg(long, value_enum, default_value = "add-remove")]
+    /// `replace` (n public). MWEM takes only `replace` (its default).
+    #[arg(
+        long,
+        value_enum,
+        default_value = "add-remove",
+        default_value_if("mechanism", "mwem", "replace")
+    )]
     pub neighbours: NeighboursArg,
     /// Cap on the adaptive mechanism's model, in MiB of 8-byte cells.
     #[arg(long, value_name = "MIB", default_value_t = 80)]
@@ -211,6 +216,14 @@ pub fn run(
     let mut output = Output::open(args.output.as_deref())?;
     let report_file = ReportFile::open(args.report.as_deref(), args.output.as_deref())?;
     // MWEM's synthetic data are normalized by n: replace-one neighbours, n public.
+    if args.neighbours == NeighboursArg::AddRemove {
+        return Err(CliError::Usage {
+            option: "neighbours",
+            message: "--mechanism mwem is replace-one (n public) and cannot run with \
+                      --neighbours add-remove; omit --neighbours, or use --mechanism adaptive"
+                .into(),
+        });
+    }
     let neighbours = Neighbours::Replace;
     let (source, mwem_epsilon) = args.domain.source(neighbours, epsilon)?;
     let mut accountant = accountant_for(&source, epsilon)?;
@@ -557,7 +570,7 @@ mod tests {
             epsilon: epsilon.into(),
             mechanism: MechanismArg::Mwem,
             delta: 1e-9,
-            neighbours: NeighboursArg::AddRemove,
+            neighbours: NeighboursArg::Replace,
             max_model_mib: 80,
             compare: false,
             rounds: Some(5),

@@ -69,6 +69,16 @@ fn workload(args: &Args, domain: &Domain) -> Result<MarginalWorkload, CliError> 
                  (parity and conjunction workloads need --mechanism mwem)"
             ),
         })?;
+    if args.workload.is_some() && k > domain.dims() {
+        return Err(CliError::Usage {
+            option: "workload",
+            message: format!(
+                "{spec} but the domain has {} attributes; use marginals:K with K ≤ {}",
+                domain.dims(),
+                domain.dims()
+            ),
+        });
+    }
     MarginalWorkload::all_k_way(domain, k.min(domain.dims())).map_err(run_err)
 }
 
