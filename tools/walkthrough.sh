@@ -87,3 +87,28 @@ row "a missing input file" $q synth --input missing.csv --domain binary --epsilo
 row "synth piped into head -1" bash -c "$q synth --input $data/czech.csv --count-column count --domain binary --epsilon 1 --seed 1 | head -1 >/dev/null; exit \${PIPESTATUS[0]}"
 row "noise --format json" $q noise --demo --epsilon 1 --range 15,30 --seed 7 --format json
 row "ledger as JSON on stdout (--ledger-json -)" $q noise --demo --epsilon 1 --range 15,30 --ledger-json -
+
+# The first-hour findings: inputs that silently meant something else, crashes and
+# false refusals, misleading messages.
+python3 -c "print('sex,count'); [print(f'{i % 2},{500 if i == 0 else i % 7}') for i in range(1000)]" > visits.csv
+printf '{"attributes": [{"name": "sex", "values": ["0", "1"]}]}' > sex.json
+row "a column named count, not declared" $q synth --input visits.csv --domain sex.json --epsilon 1 --seed 1
+MATCH=synthetic row "… declared as a weight (--count-column count)" $q synth --input visits.csv --domain sex.json --count-column count --epsilon 1 --seed 1 --output w.csv
+python3 -c "print('income'); [print('NaN' if i % 5 == 0 else i % 40) for i in range(2000)]" > income.csv
+printf '{"attributes": [{"name": "income", "edges": [0, 10, 20, 40]}]}' > income.json
+row "NaN in a binned column" $q synth --input income.csv --domain income.json --epsilon 1 --seed 1
+python3 -c "print('sex,age'); [print(f'{i % 2},{i % 90}') for i in range(500)]" > two.csv
+row "a domain that lists fewer columns than the CSV" $q synth --input two.csv --domain sex.json --epsilon 1 --seed 1
+cp two.csv x.csv
+row "--output equal to --input" $q synth --input x.csv --domain sex.json --ignore-columns age --epsilon 1 --output x.csv
+row "--ledger-json to an unwritable path (synth)" $q synth --input two.csv --domain sex.json --ignore-columns age --epsilon 1 --output o.csv --ledger-json /sys/l.json
+printf '| &nbsp;&nbsp;… o.csv afterwards | | %s |\n' "$([[ -e o.csv ]] && echo exists || echo "absent")"
+row "--ledger-json to an unwritable path (noise)" $q noise --demo --epsilon 1 --range 15,30 --ledger-json /sys/l.json
+python3 -c "print(','.join(f'b{i}' for i in range(64))); [print(','.join(str((r * 2654435761 >> i) & 1) for i in range(64))) for r in range(400)]" > wide.csv
+MATCH=adaptive row "synth --domain binary on 64 binary columns" $q synth --input wide.csv --domain binary --epsilon 1 --seed 1 --workload marginals:2 --rounds 70 --output wide-out.csv
+row "synth --records 1000000000000" $q synth --input two.csv --domain sex.json --ignore-columns age --epsilon 1 --records 1000000000000 --output big.csv
+row "pmw with no query" $q pmw --input "$data/nltcs.csv" --domain binary --epsilon 1 --rounds 2 --pure --queries /dev/null
+row "ldp export in a build without the feature" $q ldp export --input a.pqr --out t/
+MATCH=TODO row "domain init (header only)" $q domain init two.csv --numeric age --output tmpl.json
+row "synth on the unfilled template" $q synth --input two.csv --domain tmpl.json --epsilon 1
+MATCH=discovered row "domain discover (charged)" $q domain discover --input two.csv --ignore-columns age --epsilon 0.5 --seed 1 --output found.json

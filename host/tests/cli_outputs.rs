@@ -854,3 +854,80 @@ fn synth_writes_bins_as_midpoints_or_as_labels() {
         }
     }
 }
+
+/// `privq domain init` writes a template from the header alone (refused until
+/// filled in); `privq domain discover` writes a domain chosen privately, charged.
+#[test]
+fn domain_init_and_discover() {
+    let d = Dir::new("domain-cmd");
+    let mut people = String::from("age,city,smoker\n");
+    for i in 0..3000 {
+        let city = ["Oslo", "Rome", "Lima"][i % 3];
+        people.push_str(&format!("{},{city},{}\n", 18 + i % 70, i % 2));
+    }
+    people.push_str("44,Atlantis,1\n"); // one record's rare value
+    d.write("people.csv", &people);
+    let o = privq(
+        &d.0,
+        &[
+            "domain",
+            "init",
+            "people.csv",
+            "--numeric",
+            "age",
+            "--output",
+            "t.json",
+        ],
+        b"",
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let t = std::fs::read_to_string(d.path("t.json")).unwrap();
+    assert!(t.contains(r#"{"name": "age", "edges": ["TODO:"#), "{t}");
+    assert!(t.contains(r#"{"name": "city", "values": ["TODO:"#), "{t}");
+    assert!(!t.contains("Oslo") && !t.contains("44"), "{t}");
+    let o = privq(
+        &d.0,
+        &[
+            "synth",
+            "--input",
+            "people.csv",
+            "--domain",
+            "t.json",
+            "--epsilon",
+            "1",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("TODO:"), "{}", text(&o.stderr));
+
+    let o = privq(
+        &d.0,
+        &[
+            "domain",
+            "discover",
+            "--input",
+            "people.csv",
+            "--ignore-columns",
+            "age",
+            "--epsilon",
+            "1",
+            "--seed",
+            "3",
+            "--output",
+            "d.json",
+            "--ledger-json",
+            "l.json",
+        ],
+        b"",
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let domain = std::fs::read_to_string(d.path("d.json")).unwrap();
+    assert_eq!(
+        domain,
+        "{\"attributes\": [\n  {\"name\": \"city\", \"values\": [\"Lima\", \"Oslo\", \"Rome\"]},\n  \
+         {\"name\": \"smoker\", \"values\": [\"0\", \"1\"]}\n]}\n"
+    );
+    let ledger = std::fs::read_to_string(d.path("l.json")).unwrap();
+    assert!(ledger.contains("domain discovery"), "{ledger}");
+}

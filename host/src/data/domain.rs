@@ -187,12 +187,32 @@ impl Attribute {
     }
 }
 
-/// `(lo + hi)/2` exactly: the sum of two Q31.32 values halved is a Q32.33 value,
-/// whose decimal expansion ends within 33 fractional digits.
+/// `(lo + hi)/2` as a decimal. The sum of two Q31.32 values halved is exact at
+/// 33 fractional bits; when it is itself a Q31.32 value (an even sum) the
+/// shortest decimal that reads back as exactly that value is written (the
+/// midpoint of `[0, 0.1)` is written `0.05`, which reads back as the grid value
+/// 0.0500000000465… the midpoint is), else the exact expansion.
 fn midpoint_text(lo: Fixed, hi: Fixed) -> String {
     let sum = i128::from(lo.to_bits()) + i128::from(hi.to_bits());
     let (sign, mag) = if sum < 0 { ("-", -sum) } else { ("", sum) };
     let one = 1i128 << (Fixed::FRAC_BITS + 1);
+    if sum % 2 == 0
+        && let Ok(bits) = i64::try_from(sum / 2)
+    {
+        let mid = Fixed::from_bits(bits);
+        for digits in 0..=12u32 {
+            let scale = 10i128.pow(digits);
+            // mag < 2^65 and scale ≤ 10^12: no overflow.
+            let r = (mag * scale + one / 2) / one;
+            let mut text = format!("{sign}{}", r / scale);
+            if digits > 0 {
+                text.push_str(&format!(".{:0width$}", r % scale, width = digits as usize));
+            }
+            if text.parse::<Fixed>().ok() == Some(mid) {
+                return text;
+            }
+        }
+    }
     let mut frac = mag % one;
     let mut text = format!("{sign}{}", mag / one);
     if frac != 0 {
@@ -309,6 +329,13 @@ impl Domain {
     /// # Ok::<(), privq_host::data::DataError>(())
     /// ```
     pub fn from_json(text: &str) -> Result<Self, DataError> {
+        if text.contains(super::PLACEHOLDER) {
+            return Err(DataError::InvalidDomain(format!(
+                "the spec still holds {:?} placeholders (a template from `privq domain init`): \
+                 replace each with the attribute's public values or bin edges",
+                super::PLACEHOLDER
+            )));
+        }
         let value: serde_json::Value = serde_json::from_str(text)?;
         if value
             .as_object()
@@ -516,13 +543,6 @@ mod tests {
     }
 
     #[test]
-    fn bins_are_half_open_with_closed_end() {
-        let a = Attribute::binned(
-            "x",
-            vec![Fixed::from_int(0), Fixed::from_int(10), Fixed::from_int(20)],
-        )
-        .unwrap();
-    #[test]
     fn bins_are_written_as_exact_midpoints_or_labels() {
         let fixed = |s: &str| s.parse::<Fixed>().unwrap();
         let a = Attribute::binned(
@@ -537,21 +557,17 @@ mod tests {
         )
         .unwrap();
         assert_eq!(a.value_text(0).as_deref(), Some("-1.5"));
-        assert_eq!(
-            a.value_text(2).as_deref(),
-            Some("0.30000000004656612873077392578125")
-        );
+        // The midpoint of [0.1, 0.5) on the grid is the grid value nearest 0.3.
+        assert_eq!(a.value_text(2).as_deref(), Some("0.3"));
         assert_eq!(a.value_text(3).as_deref(), Some("9.25"));
         assert_eq!(a.value_text(4), None);
         // 0.1 is stored as the nearest Q31.32 value, 429496730·2⁻³²; the midpoint of
-        // [0, 0.1) is that halved, exactly — not the float 0.05 (0.05000000000000000277…).
+        // [0, 0.1) is that halved, a grid value, written as the shortest decimal that
+        // reads back as it exactly.
         assert_eq!(fixed("0.1").to_bits(), 429_496_730);
-        let mid = "0.05000000004656612873077392578125";
+        let mid = "0.05";
         assert_eq!(a.value_text(1).as_deref(), Some(mid));
-        assert_eq!(
-            format!("{:.20}", (0.0 + 0.1) / 2.0),
-            "0.05000000000000000278"
-        );
+        assert_eq!(fixed(mid).to_bits(), 429_496_730 / 2);
         assert_eq!(a.index_of(mid), Some(1));
         // An odd sum needs the 33rd fractional bit.
         let tiny = Attribute::binned("t", vec![Fixed::ZERO, Fixed::from_bits(1)]).unwrap();
@@ -574,6 +590,13 @@ mod tests {
         assert_eq!(c.value_text(1), c.label(1));
     }
 
+    #[test]
+    fn bins_are_half_open_with_closed_end() {
+        let a = Attribute::binned(
+            "x",
+            vec![Fixed::from_int(0), Fixed::from_int(10), Fixed::from_int(20)],
+        )
+        .unwrap();
         assert_eq!(a.index_of("0"), Some(0));
         assert_eq!(a.index_of("9.999"), Some(0));
         assert_eq!(a.index_of("10"), Some(1));

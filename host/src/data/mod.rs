@@ -22,6 +22,7 @@ mod columns;
 mod discover;
 mod divergence;
 mod domain;
+mod domain_json;
 mod error;
 mod histogram;
 mod load;
@@ -34,6 +35,7 @@ pub use discover::{
 };
 pub use divergence::{kl, relative_entropy};
 pub use domain::{Attribute, AttributeKind, BinOutput, Domain};
+pub use domain_json::{PLACEHOLDER, domain_template};
 pub use error::DataError;
 pub use histogram::{CountHistogram, Distribution, MemoryCap};
 pub use load::{Dataset, attribute_names, load_records, write_records};

@@ -19,6 +19,7 @@ pub mod audit;
 pub mod conjunctions;
 pub mod distance;
 pub mod domain;
+pub mod domain_cmd;
 pub mod dx;
 pub mod experiment;
 pub mod fairness;
@@ -64,6 +65,8 @@ pub enum Command {
     Synth(synth::Args),
     /// An interactive private-multiplicative-weights session answering queries.
     Pmw(pmw::Args),
+    /// Start a domain file: a template from the CSV header (`init`), or private discovery (`discover`).
+    Domain(domain_cmd::Args),
     /// Reproduce experiments from the papers (e.g. `experiment mwem`).
     Experiment(experiment::Args),
     /// d_X-private (metric-private) answers to linear queries over a universe of points.
@@ -97,6 +100,7 @@ pub fn run(
             synth::run(&args, stdin, stdout, stderr).map_err(|e| synth_epsilon(e, &args))
         }
         Command::Pmw(args) => pmw::run(&args, stdin, stdout, stderr),
+        Command::Domain(args) => domain_cmd::run(&args, stdin, stdout, stderr),
         Command::Experiment(args) => experiment::run(&args, stdin, stdout, stderr),
         Command::Dx(args) => dx::run(&args, stdin, stdout, stderr),
         Command::Distance(args) => distance::run(&args, stdin, stdout, stderr),

@@ -730,7 +730,7 @@ mod tests {
         let label = json["charges"][0]["label"].as_str().unwrap();
         assert!(label.contains("24 value(s), one per individual (parallel composition)"));
         assert!(err.contains("privq: ledger:\n"), "{err}");
-        assert!(err.contains("total: ε = 1/2 of 1/2, δ = 0e0"), "{err}");
+        assert!(err.contains("total: ε = 1/2 of 1/2, δ = 0 of 0"), "{err}");
         // The bounded-work sampler is charged its δ ≤ 2^-64 as well.
         let mut bounded = argv.to_vec();
         bounded.push("--bounded-work");

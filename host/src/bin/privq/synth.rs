@@ -108,15 +108,15 @@ pub struct Args {
     /// add/remove neighbours; the input's n when it is public).
     #[arg(long, value_name = "N")]
     pub records: Option<usize>,
+    /// Write a binned numeric column's values as bin labels `[lo,hi)` instead of
+    /// numbers (by default each value is its bin's midpoint (lo+hi)/2, exact).
+    #[arg(long)]
+    pub bins_as_labels: bool,
     /// Write the synthetic CSV here (atomically: whole or not at all) instead of
     /// standard output; `-` is standard output. The file is opened before MWEM runs.
     #[arg(long, value_name = "PATH")]
     pub output: Option<PathBuf>,
     /// Also write an HTML report here: the budget per round, the run's parameters and
-    /// Write a binned numeric column's values as bin labels `[lo,hi)` instead of
-    /// numbers (by default each value is its bin's midpoint (lo+hi)/2, exact).
-    #[arg(long)]
-    pub bins_as_labels: bool,
     /// chosen marginals (public), and with --compare the NOT PRIVATE error
     /// diagnostics. Written atomically; its directory is checked before any budget
     /// is spent.
@@ -133,11 +133,6 @@ pub struct Args {
     pub ledger: LedgerArgs,
 }
 
-/// `--mechanism`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum MechanismArg {
-    /// Adaptive marginals (ρ-zCDP, exact discrete Gaussian, graphical model).
-    Adaptive,
 impl Args {
     /// How binned columns are written: `--bins-as-labels`, else midpoints.
     pub(crate) fn bin_output(&self) -> BinOutput {
@@ -149,6 +144,11 @@ impl Args {
     }
 }
 
+/// `--mechanism`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MechanismArg {
+    /// Adaptive marginals (ρ-zCDP, exact discrete Gaussian, graphical model).
+    Adaptive,
     /// MWEM (pure ε, dense histogram).
     Mwem,
 }
@@ -578,6 +578,7 @@ mod tests {
             plain: false,
             profile: EmProfile::Corrected,
             records: Some(50),
+            bins_as_labels: false,
             output: None,
             report: None,
             seed: Some(3),
@@ -591,7 +592,6 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("privq-synth-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let input = dir.join("t.csv");
-            bins_as_labels: false,
         std::fs::write(
             &input,
             "a,b,c,count\n0,0,0,40\n0,1,1,25\n1,0,1,20\n1,1,0,15\n",

@@ -248,6 +248,7 @@ fn write_rows(
     writer: &mut dyn Write,
     domain: &Domain,
     rows: &[Vec<usize>],
+    bins: BinOutput,
 ) -> Result<(), CliError> {
     let mut w = csv::Writer::from_writer(writer);
     w.write_record(domain.attributes().iter().map(|a| a.name()))
@@ -258,7 +259,6 @@ fn write_rows(
         for (a, &v) in domain.attributes().iter().zip(row) {
             line.push(bins.text(a, v).unwrap_or_default());
         }
-    bins: BinOutput,
         w.write_record(&line).map_err(CliError::Csv)?;
     }
     w.flush()?;
