@@ -659,7 +659,10 @@ fn outputs_never_replace_the_input_and_the_ledger_path_is_probed_first() {
         let o = privq(&d.0, &argv, b"");
         let err = text(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{flag} {path}: {err}");
-        assert!(err.contains("is the input file"), "{err}");
+        assert!(
+            err.contains("is the input file") || err.contains("is not a privq ledger"),
+            "{err}"
+        );
         assert_eq!(std::fs::read_to_string(&input).unwrap(), TABLE);
     }
     // A ledger in a directory that does not exist: refused while parsing, before
@@ -930,4 +933,138 @@ fn domain_init_and_discover() {
     );
     let ledger = std::fs::read_to_string(d.path("l.json")).unwrap();
     assert!(ledger.contains("domain discovery"), "{ledger}");
+}
+
+/// Ctrl-C during a long run leaves no temporary file behind and exits 130.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_run_leaves_no_temporary_file() {
+    let d = Dir::new("sigint");
+    let header: Vec<String> = (0..48).map(|i| format!("b{i}")).collect();
+    let mut table = header.join(",") + "\n";
+    for r in 0..2000u64 {
+        let row: Vec<String> = (0..48)
+            .map(|i| (((r * 2654435761) >> (i % 31)) & 1).to_string())
+            .collect();
+        table.push_str(&(row.join(",") + "\n"));
+    }
+    d.write("wide.csv", &table);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_privq"))
+        .args([
+            "synth",
+            "--input",
+            "wide.csv",
+            "--domain",
+            "binary",
+            "--epsilon",
+            "10",
+            "--seed",
+            "1",
+            "--workload",
+            "marginals:2",
+            "--rounds",
+            "2000",
+            "--output",
+            "out.csv",
+        ])
+        .current_dir(&d.0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !d.names().iter().any(|n| n.ends_with(".tmp")) {
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "no temporary output appeared: {:?}",
+            d.names()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert!(
+        !d.names()
+            .iter()
+            .any(|n| n.ends_with(".tmp") || n == "out.csv"),
+        "{:?}",
+        d.names()
+    );
+}
+
+/// `--ledger-json` replaces an existing file only when it is a ledger: never the
+/// input, a release or a domain file named by mistake; nor the `--output` path.
+#[test]
+fn the_ledger_never_replaces_a_file_that_is_not_a_ledger() {
+    let d = Dir::new("ledger-clobber");
+    d.write("x.csv", TABLE);
+    let noise = |ledger: &str| {
+        privq(
+            &d.0,
+            &[
+                "noise",
+                "--input",
+                "x.csv",
+                "--column",
+                "count",
+                "--epsilon",
+                "1",
+                "--range",
+                "0,50",
+                "--seed",
+                "1",
+                "--ledger-json",
+                ledger,
+            ],
+            b"",
+        )
+    };
+    let o = noise("x.csv");
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("not a privq ledger"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert_eq!(std::fs::read_to_string(d.path("x.csv")).unwrap(), TABLE);
+    // A ledger may be replaced by the next run's.
+    let o = noise("l.json");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("other columns (a, b, c)"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = noise("l.json");
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let o = privq(
+        &d.0,
+        &[
+            "synth",
+            "--input",
+            "x.csv",
+            "--domain",
+            "binary",
+            "--count-column",
+            "count",
+            "--epsilon",
+            "1",
+            "--output",
+            "o.csv",
+            "--ledger-json",
+            "o.csv",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("also the --output path"),
+        "{}",
+        text(&o.stderr)
+    );
 }

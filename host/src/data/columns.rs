@@ -68,8 +68,27 @@ impl CsvColumns {
         &self.ignored
     }
 
-    /// Every declared column must be in the header.
+    /// Every declared column must be in the header, a header name must not repeat,
+    /// and an ignored column is not also the count column.
     fn check_declared(&self, header: &[String]) -> Result<(), DataError> {
+        if let Some((i, name)) = header
+            .iter()
+            .enumerate()
+            .find(|(i, h)| header[..*i].contains(h))
+        {
+            return Err(DataError::InvalidValue(format!(
+                "the header names column {:?} twice (column {} repeats it)",
+                name,
+                i + 1
+            )));
+        }
+        if let Some(c) = &self.count
+            && self.ignored.contains(c)
+        {
+            return Err(DataError::InvalidDomain(format!(
+                "{c:?} is declared both as the count column and as ignored"
+            )));
+        }
         for name in self.count.iter().chain(&self.ignored) {
             if !header.contains(name) {
                 return Err(DataError::MissingColumn {
@@ -101,11 +120,15 @@ impl CsvColumns {
     /// ([`DataError::UncoveredColumns`] naming the rest).
     pub(crate) fn layout(&self, header: Vec<String>, domain: &Domain) -> Result<Layout, DataError> {
         self.check_declared(&header)?;
-        if let Some(c) = &self.count
-            && domain.position(c).is_some()
+        if let Some(c) = self
+            .count
+            .iter()
+            .chain(&self.ignored)
+            .find(|c| domain.position(c).is_some())
         {
             return Err(DataError::InvalidDomain(format!(
-                "{c:?} is declared as the count column and is also an attribute of the domain"
+                "{c:?} is declared as the count column or as ignored, and is also an \
+                 attribute of the domain"
             )));
         }
         let attributes = domain
@@ -186,6 +209,23 @@ mod tests {
         assert!(matches!(
             CsvColumns::new().count("a").layout(h(&["a"]), &d),
             Err(DataError::InvalidDomain(_))
+        ));
+        // An ignored column is never read as an attribute or as the weight.
+        assert!(matches!(
+            CsvColumns::new().ignore(["a"]).layout(h(&["a"]), &d),
+            Err(DataError::InvalidDomain(_))
+        ));
+        assert!(matches!(
+            CsvColumns::new()
+                .count("n")
+                .ignore(["n"])
+                .layout(h(&["a", "n"]), &d),
+            Err(DataError::InvalidDomain(_))
+        ));
+        // A repeated header name is refused, not read from its first column.
+        assert!(matches!(
+            CsvColumns::new().layout(h(&["a", "b", "a"]), &d),
+            Err(DataError::InvalidValue(_))
         ));
         let names = CsvColumns::new()
             .count("n")

@@ -163,8 +163,8 @@ impl Attribute {
     }
 
     /// The value that stands for value index `i`: the category, or the bin's
-    /// midpoint `(lo + hi)/2` as an exact decimal (a number that lands back in the
-    /// bin).
+    /// midpoint `(lo + hi)/2` on the fixed-point grid, as the shortest decimal that
+    /// reads back as it (a number that lands back in the bin).
     ///
     /// ```
     /// use privq_host::data::Attribute;
@@ -187,43 +187,30 @@ impl Attribute {
     }
 }
 
-/// `(lo + hi)/2` as a decimal. The sum of two Q31.32 values halved is exact at
-/// 33 fractional bits; when it is itself a Q31.32 value (an even sum) the
-/// shortest decimal that reads back as exactly that value is written (the
-/// midpoint of `[0, 0.1)` is written `0.05`, which reads back as the grid value
-/// 0.0500000000465… the midpoint is), else the exact expansion.
+/// The bin's midpoint `(lo + hi)/2`, rounded down to the Q31.32 grid (so it lies
+/// in `[lo, hi)`), written as the shortest decimal that reads back as exactly that
+/// grid value (the midpoint of `[0, 0.1)` is written `0.05`, which reads back as the
+/// grid value 0.0500000000465…).
 fn midpoint_text(lo: Fixed, hi: Fixed) -> String {
     let sum = i128::from(lo.to_bits()) + i128::from(hi.to_bits());
-    let (sign, mag) = if sum < 0 { ("-", -sum) } else { ("", sum) };
-    let one = 1i128 << (Fixed::FRAC_BITS + 1);
-    if sum % 2 == 0
-        && let Ok(bits) = i64::try_from(sum / 2)
-    {
-        let mid = Fixed::from_bits(bits);
-        for digits in 0..=12u32 {
-            let scale = 10i128.pow(digits);
-            // mag < 2^65 and scale ≤ 10^12: no overflow.
-            let r = (mag * scale + one / 2) / one;
-            let mut text = format!("{sign}{}", r / scale);
-            if digits > 0 {
-                text.push_str(&format!(".{:0width$}", r % scale, width = digits as usize));
-            }
-            if text.parse::<Fixed>().ok() == Some(mid) {
-                return text;
-            }
+    // ⌊sum/2⌋ lies between two i64 values, so it is one.
+    let mid = Fixed::from_bits(i64::try_from(sum.div_euclid(2)).unwrap_or(i64::MAX));
+    let bits = i128::from(mid.to_bits());
+    let (sign, mag) = if bits < 0 { ("-", -bits) } else { ("", bits) };
+    let one = 1i128 << Fixed::FRAC_BITS;
+    for digits in 0..=12u32 {
+        let scale = 10i128.pow(digits);
+        // mag ≤ 2^63 and scale ≤ 10^12: no overflow.
+        let r = (mag * scale + one / 2) / one;
+        let mut text = format!("{sign}{}", r / scale);
+        if digits > 0 {
+            text.push_str(&format!(".{:0width$}", r % scale, width = digits as usize));
+        }
+        if text.parse::<Fixed>().ok() == Some(mid) {
+            return text;
         }
     }
-    let mut frac = mag % one;
-    let mut text = format!("{sign}{}", mag / one);
-    if frac != 0 {
-        text.push('.');
-        while frac != 0 {
-            frac *= 10;
-            text.push(char::from(b'0' + (frac / one) as u8));
-            frac %= one;
-        }
-    }
-    text
+    mid.to_string()
 }
 
 /// How a binned attribute's values are written out (categories are written as
@@ -569,17 +556,18 @@ mod tests {
         assert_eq!(a.value_text(1).as_deref(), Some(mid));
         assert_eq!(fixed(mid).to_bits(), 429_496_730 / 2);
         assert_eq!(a.index_of(mid), Some(1));
-        // An odd sum needs the 33rd fractional bit.
-        let tiny = Attribute::binned("t", vec![Fixed::ZERO, Fixed::from_bits(1)]).unwrap();
-        assert_eq!(
-            tiny.value_text(0).as_deref(),
-            Some("0.000000000116415321826934814453125")
-        );
+        // An odd sum is rounded down to the grid, so the midpoint stays in its bin
+        // (a half-step midpoint would read back as the next bin's lower edge).
+        let tiny = Attribute::binned(
+            "t",
+            vec![Fixed::ZERO, Fixed::from_bits(1), Fixed::from_int(1)],
+        )
+        .unwrap();
+        assert_eq!(tiny.value_text(0).as_deref(), Some("0"));
+        assert_eq!(tiny.index_of("0"), Some(0));
         let wide = Attribute::binned("w", vec![Fixed::MIN, Fixed::MAX]).unwrap();
-        assert_eq!(
-            wide.value_text(0).as_deref(),
-            Some("-0.000000000116415321826934814453125")
-        );
+        let w = wide.value_text(0).unwrap();
+        assert_eq!(w.parse::<Fixed>().unwrap(), Fixed::from_bits(-1), "{w}");
         assert_eq!(
             BinOutput::Label.text(&a, 1).as_deref(),
             Some("[0,0.1000000000931322574615478515625)")

@@ -98,6 +98,15 @@ impl fmt::Display for DataError {
                 attribute,
                 value,
                 line,
+            } if value.trim().is_empty() => write!(
+                f,
+                "line {line}: attribute {attribute:?} is empty; privq has no missing values \
+                 (drop or impute such rows, or give the attribute a value such as \"missing\")"
+            ),
+            DataError::UnknownValue {
+                attribute,
+                value,
+                line,
             } => write!(
                 f,
                 "line {line}: attribute {attribute:?} has no value {:?}",

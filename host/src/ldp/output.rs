@@ -19,6 +19,27 @@ use super::campaign::Campaign;
 use super::decode::RejectReason;
 use super::intake::{GroupEstimates, IntakeStats, Outcome};
 
+/// The temporary files of the [`AtomicFile`]s not yet committed or dropped, for
+/// [`remove_pending_temporaries`].
+static PENDING: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn pending(f: impl FnOnce(&mut Vec<PathBuf>)) {
+    if let Ok(mut list) = PENDING.lock() {
+        f(&mut list);
+    }
+}
+
+/// Removes the temporary file of every [`AtomicFile`] still open: for a program
+/// interrupted by a signal (its destructors do not run), so that Ctrl-C leaves no
+/// stray temporary file.
+pub fn remove_pending_temporaries() {
+    pending(|list| {
+        for tmp in list.drain(..) {
+            let _ = fs::remove_file(tmp);
+        }
+    });
+}
+
 /// A file written in full or not at all.
 #[derive(Debug)]
 pub struct AtomicFile {
@@ -41,6 +62,7 @@ impl AtomicFile {
             .write(true)
             .create_new(true)
             .open(&tmp)?;
+        pending(|list| list.push(tmp.clone()));
         Ok(AtomicFile {
             dest: dest.to_path_buf(),
             tmp,
@@ -54,7 +76,9 @@ impl AtomicFile {
             let f = f.into_inner().map_err(|e| e.into_error())?;
             f.sync_all()?;
         }
-        fs::rename(&self.tmp, &self.dest)
+        fs::rename(&self.tmp, &self.dest)?;
+        pending(|list| list.retain(|p| p != &self.tmp));
+        Ok(())
     }
 }
 
@@ -78,6 +102,7 @@ impl Drop for AtomicFile {
     fn drop(&mut self) {
         if self.file.take().is_some() {
             let _ = fs::remove_file(&self.tmp);
+            pending(|list| list.retain(|p| p != &self.tmp));
         }
     }
 }

@@ -336,6 +336,9 @@ pub struct RoundLog {
     pub epsilon: Option<Epsilon>,
     /// ρ spent by this round.
     pub rho: Rho,
+    /// ρ spent so far, this round and the one-way measurements included (the run
+    /// ends when it reaches the budget).
+    pub spent: Rho,
     /// True when the next round halves σ.
     pub annealed: bool,
 }
@@ -672,6 +675,7 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
             sigma,
             epsilon: Some(step.select),
             rho: step.cost()?,
+            spent: spent.unwrap_or(step.measure),
             annealed,
         };
         progress(&entry);

@@ -110,10 +110,15 @@ fn init(
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     super::refuse_overwriting_input(&a.input, a.output.as_deref(), "output")?;
-    let input = InputFile::open(&a.input, stdin)?;
     let mut output = Output::open(a.output.as_deref())?;
-    let file = std::fs::File::open(input.path()).map_err(|e| CliError::file(input.path(), e))?;
-    let names = attribute_names(file, &a.columns.columns()).map_err(run_err)?;
+    // The header only: standard input is read straight, never spooled to disk.
+    let names = if a.input.as_os_str() == "-" {
+        attribute_names(stdin, &a.columns.columns())
+    } else {
+        let file = std::fs::File::open(&a.input).map_err(|e| CliError::file(&a.input, e))?;
+        attribute_names(file, &a.columns.columns())
+    }
+    .map_err(run_err)?;
     if let Some(unknown) = a.numeric.iter().find(|n| !names.contains(n)) {
         return Err(CliError::Usage {
             option: "numeric",
@@ -161,9 +166,13 @@ fn discover(
     let mut accountant = Accountant::approximate(epsilon, a.delta).map_err(run_err)?;
     accountant.bind(neighbours);
     let mut rng = super::rng(a.seed, stderr)?;
-    let domain = discovery
-        .release(&counts, &mut accountant, &mut rng)
-        .map_err(run_err)?;
+    let released = discovery.release(&counts, &mut accountant, &mut rng);
+    if released.is_err() && !accountant.ledger().is_empty() {
+        // Charged, then nothing kept: the spend is recorded all the same.
+        a.ledger.write(&accountant)?;
+        writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
+    }
+    let domain = released.map_err(run_err)?;
     output
         .writer(stdout)
         .write_all(domain.to_json().as_bytes())?;

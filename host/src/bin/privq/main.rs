@@ -269,10 +269,32 @@ fn ledger_path(text: &str) -> Result<PathBuf, String> {
     if path.is_dir() {
         return Err(format!("{text} is a directory; give a file path"));
     }
+    // An existing file is replaced only when it is a ledger already: never the
+    // private input, a release or a domain file named by mistake.
+    if path.exists() && !is_ledger(&path) {
+        return Err(format!(
+            "{text} exists and is not a privq ledger (JSON with \"composition\" and \
+             \"charges\"); refusing to replace it"
+        ));
+    }
     // Creating (and dropping) the temporary file the ledger will be written through
     // checks the directory exists and is writable; nothing is left behind.
     privq_host::ldp::output::AtomicFile::create(&path).map_err(|e| format!("{text}: {e}"))?;
     Ok(path)
+}
+
+/// True when `path` holds a ledger written by `--ledger-json` (read at most 16 MiB).
+fn is_ledger(path: &Path) -> bool {
+    use std::io::Read;
+    let mut text = String::new();
+    let read = std::fs::File::open(path)
+        .and_then(|f| f.take(16 << 20).read_to_string(&mut text))
+        .is_ok();
+    read && serde_json::from_str::<serde_json::Value>(&text).is_ok_and(|v| {
+        v.get("composition")
+            .is_some_and(serde_json::Value::is_string)
+            && v.get("charges").is_some_and(serde_json::Value::is_array)
+    })
 }
 
 /// Refuses to write `output` (named by `--option`) over the input file `input`,
@@ -778,6 +800,19 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     let cli = Cli::parse_from(args);
+    // Ctrl-C or SIGTERM: no output was committed, so remove the temporary files
+    // and exit as a shell reports a program ended by SIGINT. Not for the collector,
+    // which shuts down gracefully on these signals itself.
+    #[cfg(feature = "serve")]
+    let serving = matches!(cli.command, Command::Serve(_));
+    #[cfg(not(feature = "serve"))]
+    let serving = false;
+    if !serving {
+        let _ = ctrlc::set_handler(|| {
+            privq_host::ldp::output::remove_pending_temporaries();
+            std::process::exit(130);
+        });
+    }
     let stdin = io::stdin();
     let mut stdin = stdin.lock();
     let mut stdout = io::BufWriter::new(io::stdout().lock());

@@ -90,6 +90,21 @@ pub fn run(
     summarize(&mech, args.bounded_work, released.len(), stderr)?;
     warn_saturated(&released, mech.grid.grid(), stderr)?;
     explain_sensitivity(range, mech.sensitivity, stderr)?;
+    if let Some(table) = &input.csv {
+        let others: Vec<&str> = (0..table.header.len())
+            .filter(|&i| i != table.column)
+            .filter_map(|i| table.header.get(i))
+            .collect();
+        if !others.is_empty() {
+            writeln!(
+                stderr,
+                "privq: warning: only column {:?} is private; the other columns ({}) are \
+                 copied unchanged, so do not publish them as part of this release",
+                table.header.get(table.column).unwrap_or(""),
+                others.join(", ")
+            )?;
+        }
+    }
     writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
     args.ledger.write(&accountant)
 }

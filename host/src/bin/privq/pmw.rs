@@ -286,19 +286,20 @@ pub fn run(
     }
     .map_err(pmw_err)?;
     warn_about_threshold(&session, &params, reduced.as_ref(), n, stderr)?;
-    answer_all(
+    let answered = answer_all(
         &mut session,
         &ds.domain,
         args.after_failure,
         queries,
         stdout,
         stderr,
-    )?;
+    );
     summarize(&session, &params, n, stderr)?;
     writeln!(stderr, "privq: ledger:\n{}", budget.ledger_text())?;
-    // The budget is spent either way, so the ledger is written; a run that
-    // answered nothing still fails.
+    // The budget is spent either way, so the ledger is written; a run that failed
+    // on a query, or answered nothing, still fails.
     args.ledger.write(&budget)?;
+    answered?;
     if session.transcript().is_empty() {
         return Err(no_queries());
     }

@@ -205,6 +205,14 @@ pub fn run(
     ] {
         super::refuse_overwriting_input(&args.input, path, option)?;
     }
+    if let (Some(ledger), Some(output)) = (&args.ledger.ledger_json, &args.output)
+        && ledger == output
+    {
+        return Err(CliError::Usage {
+            option: "ledger-json",
+            message: format!("{} is also the --output path", ledger.display()),
+        });
+    }
     if args.mechanism == MechanismArg::Adaptive {
         return super::synth_adaptive::run(args, epsilon, stdin, stdout, stderr);
     }

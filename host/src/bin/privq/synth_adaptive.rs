@@ -134,8 +134,9 @@ pub fn run(
     };
     let n = records.len();
     let estimator = PgmEstimator::new(&domain, neighbours, n);
-    let planned = config.rounds.unwrap_or(16 * domain.dims());
-    let pb = bar(planned as u64, "adaptive rounds");
+    // The run ends when the budget is spent: progress is the share of ρ spent (‰).
+    let budget = accountant.rho_budget().map_or(0.0, |r| r.to_f64());
+    let pb = bar(1000, "adaptive (ρ ‰)");
     let out = adaptive_marginals(
         &records,
         &domain,
@@ -145,7 +146,9 @@ pub fn run(
         &mut accountant,
         &mut rng,
         &mut |r: &RoundLog| {
-            pb.set_position(r.round as u64);
+            if budget > 0.0 {
+                pb.set_position((r.spent.to_f64() / budget * 1000.0).min(1000.0) as u64);
+            }
         },
     )
     .map_err(run_err)?;
@@ -162,6 +165,9 @@ pub fn run(
         .sample_rows_rounded(rows, &mut rng)
         .map_err(run_err)?;
     write_rows(output.writer(stdout), &domain, &sample, args.bin_output())?;
+    // The release's own time, reported once (on stderr and in the report): the
+    // NOT PRIVATE diagnostics below are not part of it.
+    let release_time = started.elapsed();
     let rho = accountant.spent_rho().map_or(0.0, |r| r.to_f64());
     let eps = zcdp_epsilon(rho, delta).map_err(run_err)?;
     // Rendered before anything is put in place, so a failure leaves neither file
@@ -175,7 +181,7 @@ pub fn run(
                 eps,
                 neighbours,
                 rows,
-                wall: started.elapsed(),
+                wall: release_time,
             };
             let diagnostics = if args.compare {
                 Some(diagnose(&records, &domain, &workload, &out.model, &sample)?)
@@ -190,7 +196,6 @@ pub fn run(
     output.commit(stdout)?;
     // The records are out: record the spend before anything else can fail.
     args.ledger.write(&accountant)?;
-    let released = started.elapsed();
     if let Some((file, html)) = report {
         file.write(&html)?;
         writeln!(
@@ -234,7 +239,7 @@ pub fn run(
             stderr,
             "privq: compare (NOT PRIVATE, depends on the input's size): the release took {:.3} s \
              (reading the input to writing the records)",
-            released.as_secs_f64()
+            release_time.as_secs_f64()
         )?;
         compare(&records, &domain, &out.model, &sample, stderr)?;
     }
