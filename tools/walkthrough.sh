@@ -32,6 +32,8 @@ row() { # row DESCRIPTION CMD...   (MATCH=regex picks the stderr line to show)
     err=$(grep -v -e '--seed .* makes' -e '^$' err.txt | grep -E -e "${MATCH:-.}" | head -1)
     [[ -z "$err" ]] && err="(stdout) $(printf '%s' "$out" | head -1)"
     err=${err//|/\\|}
+    err=${err//</&lt;}
+    err=${err//>/&gt;}
     printf '| %s | %s | %s |\n' "$what" "$rc" "${err:0:160}"
 }
 
