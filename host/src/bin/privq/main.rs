@@ -232,15 +232,17 @@ impl ColumnsArgs {
 /// The option every command that spends privacy shares: where to write its ledger
 /// as JSON.
 ///
-/// The file is written only when the run succeeds, after its results, and
-/// atomically (a temporary file in the same directory, then a rename), so a reader
-/// never sees a partial ledger and a failed run leaves none. `-` (standard output)
-/// is refused: standard output carries the results.
+/// The file is written when the run succeeds, after its results (and by the
+/// commands that can fail after charging, when they do), atomically (a temporary
+/// file in the same directory, then a rename), so a reader never sees a partial
+/// ledger and a run refused before any charge leaves none. `-` (standard output)
+/// is refused: standard output carries the results; so is an existing file that
+/// is not a ledger.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct LedgerArgs {
     /// Also write the privacy ledger (every charge and the exact total ε, δ) as JSON
-    /// to PATH, atomically and only if the run succeeds. Not `-`: standard output
-    /// carries the results.
+    /// to PATH, atomically, once budget is spent. Not `-` (standard output carries
+    /// the results), and not an existing file that is not a ledger.
     #[arg(long, value_name = "PATH", value_parser = ledger_path)]
     pub ledger_json: Option<PathBuf>,
 }
