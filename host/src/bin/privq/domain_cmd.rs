@@ -154,10 +154,7 @@ fn discover(
     }
     let input = InputFile::open(&a.input, stdin)?;
     let mut output = Output::open(a.output.as_deref())?;
-    let neighbours = match a.neighbours {
-        NeighboursArg::AddRemove => Neighbours::AddRemove,
-        NeighboursArg::Replace => Neighbours::Replace,
-    };
+    let neighbours = Neighbours::from(a.neighbours);
     let file = std::fs::File::open(input.path()).map_err(|e| CliError::file(input.path(), e))?;
     let counts = ValueCounts::from_csv(std::io::BufReader::new(file), &a.columns.columns())
         .map_err(run_err)?;

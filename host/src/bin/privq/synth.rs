@@ -162,6 +162,15 @@ pub enum NeighboursArg {
     Replace,
 }
 
+impl From<NeighboursArg> for Neighbours {
+    fn from(arg: NeighboursArg) -> Self {
+        match arg {
+            NeighboursArg::AddRemove => Neighbours::AddRemove,
+            NeighboursArg::Replace => Neighbours::Replace,
+        }
+    }
+}
+
 /// Parses `parity:3`, `conjunctions:2` or `marginals:2`.
 pub fn parse_workload(spec: &str, domain: &Domain) -> Result<Workload, CliError> {
     let bad = || {

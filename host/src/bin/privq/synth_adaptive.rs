@@ -17,7 +17,7 @@ use privq_host::synth::{MarginalModel, Model};
 
 use super::domain::DomainArg;
 use super::progress::bar;
-use super::synth::{Args, NeighboursArg};
+use super::synth::Args;
 use super::synth_report::{self, Budget, Diagnostics, ReportFile, RoundSpend, normalised};
 use super::{CliError, InputFile, Output};
 
@@ -115,10 +115,7 @@ pub fn run(
     let text = super::read_text(input.path(), &mut std::io::empty())?;
     let records =
         Records::from_csv(text.as_bytes(), &domain, &args.columns.columns()).map_err(run_err)?;
-    let neighbours = match args.neighbours {
-        NeighboursArg::AddRemove => Neighbours::AddRemove,
-        NeighboursArg::Replace => Neighbours::Replace,
-    };
+    let neighbours = Neighbours::from(args.neighbours);
     // n is public only under replace-one; under add/remove an empty input is a
     // valid dataset and runs like any other.
     if records.is_empty() && neighbours.n_is_public() {
