@@ -4,7 +4,7 @@
 # for 5 fixed seeds: one line per seed, then the mean.
 #
 # Usage: tools/synth-tv.sh [PRIVQ_BINARY] [-- extra synth options]
-#   PRIVQ_BINARY  default: target/debug/privq (built with cargo build -p privq-host --bin privq)
+#   PRIVQ_BINARY  default: target/debug/privq (built with cargo build -p privq --bin privq)
 #   extra options are passed to `privq synth`; default: --domain binary
 #   DATA=path/to/nltcs.csv overrides the input (default ../shared/data/nltcs.csv,
 #   i.e. /work/shared/data/nltcs.csv from the repository root).

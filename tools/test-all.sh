@@ -321,19 +321,21 @@ firmware_sizes() {
   fi
 }
 
-# One feature set for every host step: `privq-host/ballista` (which implies `analytics` and
-# `serve`), so the host crate and its dependencies are checked once and built once. The
+# One feature set for every host step: `privq/ballista` (the CLI's feature, which implies
+# `analytics` and `serve`), so the host crates and their dependencies are checked once and
+# built once. Only the crates that need DataFusion (privq-analytics, and the `privq` program
+# and its Parquet test) link it; the library's own tests do not. The
 # crates that only DataFusion and Ballista bring are compiled unoptimised and without
 # debug info (their test data are small; at opt-level 2 they were the slowest build of
 # the whole run); every other crate keeps the dev profile, so the exact samplers'
 # distribution tests run at full speed. The list is read from the dependency graph, so
 # it follows the lock file.
-HOST=(--workspace --features privq-host/ballista --config "$LOG_DIR/df-profile.toml")
+HOST=(--workspace --features privq/ballista --config "$LOG_DIR/df-profile.toml")
 df_profile() {
   local keep all
-  keep=$(cargo tree --workspace --features privq-host/serve -e normal,build,dev --prefix none |
+  keep=$(cargo tree --workspace --exclude privq-analytics --features privq/serve -e normal,build,dev --prefix none |
     awk '{ print $1 }' | sort -u) || return
-  all=$(cargo tree --workspace --features privq-host/ballista -e normal,build,dev --prefix none |
+  all=$(cargo tree --workspace --features privq/ballista -e normal,build,dev --prefix none |
     awk '{ print $1 }' | sort -u) || return
   comm -13 <(echo "$keep") <(echo "$all") | while IFS= read -r p; do
     printf '[profile.dev.package."%s"]\nopt-level = 0\ndebug = 0\n' "$p"
@@ -348,7 +350,7 @@ host_tests() {
   cargo test "${HOST[@]}" --no-fail-fast -- --skip sigkill_loses_nothing_and_counts_nothing_twice
 }
 
-# The collector's SIGKILL crash test (host/tests/serve_crash.rs), which must have run and
+# The collector's SIGKILL crash test (host/cli/tests/serve_crash.rs), which must have run and
 # passed, and a short loopback load benchmark whose numbers go into the summary; both
 # reuse the host-tests build.
 serve_tests() {
@@ -392,7 +394,7 @@ step fmt - cargo fmt --all --check
 step clippy - cargo clippy "${HOST[@]}" --all-targets -- -D warnings
 # The default feature set compiles and is lint-clean too (cfg'd-out code leaves no
 # unused items); a check of the host crates only, cheap after the step above.
-step clippy-default - cargo clippy -p privq-host -p privq-tests --all-targets -- -D warnings
+step clippy-default - cargo clippy -p privq-host -p privq -p privq-tests --all-targets -- -D warnings
 step clippy-bare-metal - bash -c '
   set -e
   for t in thumbv6m-none-eabi thumbv7em-none-eabihf; do

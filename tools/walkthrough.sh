@@ -12,7 +12,7 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 if [[ -z "${PRIVQ:-}" ]]; then
-    cargo build --release -q -p privq-host --bin privq || exit 1
+    cargo build --release -q -p privq --bin privq || exit 1
     PRIVQ="$root/target/release/privq"
 fi
 data="$root/../shared/data"

@@ -15,8 +15,8 @@ use axum::http::{Request, StatusCode};
 use libfuzzer_sys::fuzz_target;
 use privq_core::Epsilon;
 use privq_fuzz::{Cursor, DEVICES, db_path, frame, key_of, retag, valid_reports};
-use privq_host::collector::http::{Collector, push_batch, router};
-use privq_host::collector::store::{Policy, Store};
+use privq_collector::http::{Collector, push_batch, router};
+use privq_collector::store::{Policy, Store};
 use rusqlite::Connection;
 use tower::ServiceExt;
 

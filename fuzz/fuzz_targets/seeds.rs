@@ -11,7 +11,7 @@ use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
 use privq_fuzz::{DEVICES, frame, parquet_table_footer, report_file, valid_reports};
-use privq_host::collector::http::push_batch;
+use privq_collector::http::push_batch;
 
 fn write(target: &str, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))

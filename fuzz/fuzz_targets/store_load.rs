@@ -14,8 +14,8 @@ use std::sync::{Mutex, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use privq_fuzz::{Cursor, DEVICES, db_path, frame, key_of, valid_reports};
-use privq_host::collector::http::Aggregates;
-use privq_host::collector::store::{Policy, Store};
+use privq_collector::http::Aggregates;
+use privq_collector::store::{Policy, Store};
 use rusqlite::{Connection, params};
 
 struct Db {

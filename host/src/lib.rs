@@ -1,8 +1,9 @@
 //! # privq-host
 //!
 //! The curator's side of privq: everything in [`privq_core`] (re-exported here, so
-//! std users need one dependency), an OS-seeded secure RNG, and the `privq`
-//! command-line program (`privq --help`).
+//! std users need one dependency), an OS-seeded secure RNG, and the offline
+//! mechanisms. The `privq` program is the `privq` crate (`host/cli`); the upload
+//! collector is `privq-collector` and the DataFusion integration `privq-analytics`.
 //!
 //! ```
 //! use privq_host::{Epsilon, Fixed, GridLaplace, secure_rng};
@@ -24,8 +25,6 @@ pub mod accountant;
 pub mod audit;
 pub mod central;
 pub mod choice;
-#[cfg(feature = "serve")]
-pub mod collector;
 pub mod conjunctions;
 pub mod contract;
 pub mod data;

@@ -13,7 +13,7 @@
 //!   report files with full accounting; [`output`]: atomic outputs and rendering.
 //! * [`upload`]: HMAC-SHA-256-authenticated upload frames (`docs/src/upload-frame.md`):
 //!   verification with per-device keys, reject classes, the replay key.
-//! * `analytics` (feature `analytics`): reports as Parquet tables, aggregated by
+//! * The `privq-analytics` crate: reports as Parquet tables, aggregated by
 //!   DataFusion with privq's intake as a user-defined aggregate function.
 //! * [`fleet`]: simulated fleets of devices (tests, benchmarks, `privq ldp simulate`).
 //!
@@ -35,8 +35,6 @@
 //! ```
 
 pub mod aggregate;
-#[cfg(feature = "analytics")]
-pub mod analytics;
 pub mod campaign;
 pub mod decode;
 pub mod estimate;

@@ -3,7 +3,6 @@
 //! that know no campaign must give exactly the in-process intake (and the
 //! in-process DataFusion result) for several mechanisms and partitionings;
 //! forged `privq_aggregate` payloads are typed errors, never panics.
-#![cfg(feature = "ballista")]
 
 mod common;
 
@@ -11,10 +10,10 @@ use common::{Dir, assert_same, campaigns, mixed_reports, plan, write_table};
 use datafusion::common::DataFusionError;
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::PhysicalExtensionCodec;
-use privq_host::ldp::analytics::codec::{
+use privq_analytics::codec::{
     CodecError, MAX_PAYLOAD_LEN, PAYLOAD_TAG, PrivqCodec, decode_campaign, encode_campaign,
 };
-use privq_host::ldp::analytics::{ballista, query, udaf};
+use privq_analytics::{ballista, query, udaf};
 use privq_host::ldp::campaign::{CampaignError, Limits};
 use privq_host::ldp::intake::Intake;
 

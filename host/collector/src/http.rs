@@ -19,10 +19,10 @@ use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 
 use super::store::{FrameStatus, OpenGroups, Policy, StatusJson, Store, StoreError};
-use crate::ldp::aggregate::{
+use privq_host::ldp::aggregate::{
     Aggregator, FrequencyEstimates, MeanEstimate, ReportKind, ingest_grouped,
 };
-use crate::ldp::decode::{RejectCounts, decode_report};
+use privq_host::ldp::decode::{RejectCounts, decode_report};
 
 /// The largest request body `POST /v1/frames` accepts (413 beyond).
 pub const MAX_BATCH_BYTES: usize = 1 << 20;
@@ -780,7 +780,7 @@ pub fn local_addr(listener: &tokio::net::TcpListener) -> std::io::Result<SocketA
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collector::store::{Policy, Store};
+    use crate::store::{Policy, Store};
 
     use std::net::SocketAddr;
     use std::time::Instant;

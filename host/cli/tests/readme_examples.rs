@@ -5,7 +5,7 @@
 //! that order (`...` stands for lines left out). A `cat > FILE <<'EOF'` here-document
 //! in a ```sh block writes FILE, as it would for a reader following along.
 //!
-//! `cargo run --release -p privq-host --` is read as `privq`. Commands are run by
+//! `cargo run --release -p privq --` is read as `privq`. Commands are run by
 //! `sh -c` with the binary first on `PATH`, so pipes and redirections work as in
 //! the README. The scratch directory holds the inputs the README refers to
 //! (`points.csv`, `queries.csv`, `people.csv`) and `../shared/data` (a link to the
@@ -115,7 +115,7 @@ fn heredoc(line: &str) -> Option<String> {
 
 /// The README followed by the book's chapters in the order of `docs/src/SUMMARY.md`.
 fn documents() -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let mut text = std::fs::read_to_string(root.join("README.md")).unwrap();
     let src = root.join("docs/src");
     let summary = std::fs::read_to_string(src.join("SUMMARY.md")).unwrap();
@@ -150,7 +150,7 @@ fn joined(block: &[String]) -> Vec<String> {
 
 /// The shell command of a line that runs `privq` (comments dropped), if it does.
 fn command(line: &str) -> Option<String> {
-    let line = line.replace("cargo run --release -p privq-host --", "privq");
+    let line = line.replace("cargo run --release -p privq --", "privq");
     let code = match line.find(" #") {
         Some(i) => &line[..i],
         None => line.as_str(),

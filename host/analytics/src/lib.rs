@@ -1,15 +1,15 @@
-//! Reports as Parquet tables, aggregated by DataFusion (feature `analytics`).
+//! privq-analytics: local reports as Parquet tables, aggregated by DataFusion.
 //!
 //! Aggregating local reports is post-processing of already privatized data: no
 //! noise is added here, and the result must be exactly that of the in-process
-//! path ([`Intake`](super::intake::Intake) over the same reports).
+//! path ([`Intake`](privq_host::ldp::intake::Intake) over the same reports).
 //!
 //! * [`table`]: the Parquet schema of a report table (one row per report: the
 //!   report's kind as columns and its encoded bytes), and [`ReportTableWriter`](table::ReportTableWriter),
 //!   which writes a directory of Parquet partitions
 //!   atomically.
 //! * [`udaf`]: `privq_aggregate(report)`, a DataFusion user-defined aggregate
-//!   function whose state is a campaign-checked [`Intake`](super::intake::Intake):
+//!   function whose state is a campaign-checked [`Intake`](privq_host::ldp::intake::Intake):
 //!   `update_batch` ingests reports, `state` serializes the intake (the saved-state
 //!   JSON of `privq ldp aggregate --save-state`), `merge_batch` merges intakes,
 //!   and `evaluate` returns the serialized state.
@@ -22,10 +22,10 @@
 //! The bytes of the `report` column are untrusted: every report is checked
 //! against the campaign (never against the table's kind columns, which only
 //! describe the rows) and malformed ones are counted under their
-//! [`RejectReason`](super::decode::RejectReason), as in a report file.
+//! [`RejectReason`](privq_host::ldp::decode::RejectReason), as in a report file.
 //!
 //! ```
-//! use privq_host::ldp::analytics::{query, table::ReportTableWriter};
+//! use privq_analytics::{query, table::ReportTableWriter};
 //! use privq_host::ldp::campaign::{Campaign, Limits};
 //! use privq_host::ldp::fleet::{Fleet, MechanismSpec};
 //! use privq_host::Epsilon;

@@ -1,13 +1,13 @@
 //! `privq ldp export` and `privq ldp scale` (feature `analytics`): reports as
-//! Parquet tables for DataFusion ([`privq_host::ldp::analytics`]), and the
+//! Parquet tables for DataFusion ([`privq_analytics`]), and the
 //! throughput measurement of aggregating them.
 
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use privq_analytics::{query, table};
 use privq_core::local::QueryId;
-use privq_host::ldp::analytics::{query, table};
 use privq_host::ldp::campaign::{Campaign, CampaignPlan, Limits};
 use privq_host::ldp::fleet::{Fleet, default_distribution, device_rng};
 use privq_host::ldp::frames::{self, Event, FrameSync, Scanner};
@@ -159,7 +159,7 @@ impl Engine {
                 query::aggregate_parquet(dir, plan, limits, target_partitions).map_err(run)
             }
             #[cfg(feature = "ballista")]
-            Engine::Ballista => privq_host::ldp::analytics::ballista::aggregate_parquet_ballista(
+            Engine::Ballista => privq_analytics::ballista::aggregate_parquet_ballista(
                 dir,
                 plan,
                 limits,
@@ -281,7 +281,7 @@ pub fn export(
             let missing = io::Error::new(io::ErrorKind::NotFound, "no such database file");
             return Err(LdpError::Read(db.display().to_string(), missing).into());
         }
-        let store = privq_host::collector::store::Store::open(db)
+        let store = privq_collector::store::Store::open(db)
             .map_err(|e| CliError::Run(format!("{}: {e}", db.display()).into()))?;
         // The reports the collector counts, as `ldp aggregate --db` reads them.
         let mut pushed = Ok(());

@@ -15,10 +15,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use privq_collector::client::Client;
+use privq_collector::http::{Aggregates, push_batch};
+use privq_collector::store::Store;
 use privq_core::upload::{DeviceKey, FrameWriter};
-use privq_host::collector::client::Client;
-use privq_host::collector::http::{Aggregates, push_batch};
-use privq_host::collector::store::Store;
 use privq_host::ldp::frames;
 use rand_chacha::ChaCha12Rng;
 use rand_core::{Rng, SeedableRng};
@@ -568,8 +568,8 @@ fn provision_keeps_keys_off_the_command_line_rotates_explicitly_and_sets_caps() 
 /// hidden reports past the one-report-per-kind rule).
 #[test]
 fn aggregate_db_counts_stored_reports_not_frames_hidden_in_them() {
+    use privq_collector::store::Policy;
     use privq_core::Epsilon;
-    use privq_host::collector::store::Policy;
     use privq_host::ldp::fleet::{Fleet, MechanismSpec};
     let dir = std::env::temp_dir().join(format!("privq-serve-db-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);

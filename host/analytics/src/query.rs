@@ -23,11 +23,11 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::error::DataFusionError;
 use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
 
-use super::super::aggregate::ReportKind;
-use super::super::campaign::{CampaignPlan, Limits};
-use super::super::intake::{Intake, StateError};
-use super::super::parquet_footer::{FooterError, FooterSummary, MAX_FOOTER, check_footer};
-use super::udaf::{NAME, privq_aggregate};
+use crate::udaf::{NAME, privq_aggregate};
+use privq_host::ldp::aggregate::ReportKind;
+use privq_host::ldp::campaign::{CampaignPlan, Limits};
+use privq_host::ldp::intake::{Intake, StateError};
+use privq_host::ldp::parquet_footer::{FooterError, FooterSummary, MAX_FOOTER, check_footer};
 
 /// Errors of a Parquet aggregation.
 #[derive(Debug)]
@@ -317,7 +317,7 @@ fn merge_states(
 }
 
 /// Aggregates the Parquet report tables in `dir` (all `*.parquet` files; see
-/// [`super::table`]) for the campaign `plan` on `target_partitions`
+/// [`crate::table`]) for the campaign `plan` on `target_partitions`
 /// partitions (and as many runtime threads). The intake's `inputs` is the
 /// number of Parquet files; its `frames` the number of rows.
 pub fn aggregate_parquet(

@@ -1,6 +1,6 @@
 //! `privq serve` (feature `serve`): the authenticated upload collector, device
 //! provisioning, and a loopback load benchmark. The work is done by
-//! [`privq_host::collector`]; this module parses options and logs on stderr.
+//! [`privq_collector`]; this module parses options and logs on stderr.
 
 use std::io::{BufRead, Read, Write};
 use std::net::SocketAddr;
@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use privq_collector::client::Client;
+use privq_collector::http::{self, Collector, push_batch};
+use privq_collector::store::{Policy, ProvisionError, Store, StoreError, is_test_key};
 use privq_core::upload::{DeviceKey, FrameWriter, KEY_LEN};
-use privq_host::collector::client::Client;
-use privq_host::collector::http::{self, Collector, push_batch};
-use privq_host::collector::store::{Policy, ProvisionError, Store, StoreError, is_test_key};
 use privq_host::ldp::campaign::{CampaignPlan, Limits};
 use rand_core::Rng;
 

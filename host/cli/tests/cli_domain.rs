@@ -1,21 +1,11 @@
 //! `privq synth` and `privq pmw` refuse to read the domain from the private data:
 //! the real binary exits non-zero with an error naming both fixes.
 
-use std::path::Path;
 use std::process::Command;
 
 fn nltcs() -> Option<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/data/nltcs.csv");
-    if path.exists() {
-        return path.to_str().map(String::from);
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} is absent and CI is set: this test cannot be skipped",
-        path.display()
-    );
-    eprintln!("SKIPPED: {} is absent", path.display());
-    None
+    let dir = privq_host::data::shared_data_dir("the NLTCS domain test")?;
+    dir.join("nltcs.csv").to_str().map(String::from)
 }
 
 #[test]

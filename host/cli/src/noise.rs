@@ -14,7 +14,7 @@ use super::results::{Cell, Format, write_rows};
 use super::{CliError, LedgerArgs};
 
 /// The built-in demo input: 24 synthetic room-temperature readings.
-pub const DEMO_CSV: &str = include_str!("../../../data/readings.csv");
+pub const DEMO_CSV: &str = include_str!("../data/readings.csv");
 
 /// Options of `privq noise`.
 #[derive(Debug, Clone, clap::Args)]

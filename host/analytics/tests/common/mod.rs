@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use privq_analytics::table;
 use privq_core::local::{LocalRandomizer, QueryId, SqLaplace, UnitValue};
 use privq_host::Epsilon;
-use privq_host::ldp::analytics::table;
 use privq_host::ldp::campaign::{Campaign, CampaignPlan, Limits};
 use privq_host::ldp::fleet::{MechanismSpec, default_distribution, device_rng};
 use privq_host::ldp::intake::Intake;

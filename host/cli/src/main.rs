@@ -796,8 +796,8 @@ fn main() -> ExitCode {
     if let Some((feature, command)) = missing_feature(&args) {
         eprintln!(
             "privq: error: `{command}` is not in this build of privq; it needs the cargo feature \
-             `{feature}`:\n  cargo install --path host --features {feature}\n  \
-             (or cargo run --release -p privq-host --features {feature} -- ...)"
+             `{feature}`:\n  cargo install --path host/cli --features {feature}\n  \
+             (or cargo run --release -p privq --features {feature} -- ...)"
         );
         return ExitCode::from(2);
     }

@@ -14,9 +14,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use privq_collector::client::Client;
+use privq_collector::http::{MAX_BATCH_BYTES, MAX_BATCH_FRAMES, push_batch};
 use privq_core::upload::peek_header;
-use privq_host::collector::client::Client;
-use privq_host::collector::http::{MAX_BATCH_BYTES, MAX_BATCH_FRAMES, push_batch};
 use privq_host::ldp::intake::Outcome;
 
 use super::CliError;

@@ -34,8 +34,8 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
 
-use super::super::campaign::{Campaign, CampaignError, CampaignPlan, Limits};
-use super::udaf::{NAME, campaign_of, privq_aggregate};
+use crate::udaf::{NAME, campaign_of, privq_aggregate};
+use privq_host::ldp::campaign::{Campaign, CampaignError, CampaignPlan, Limits};
 
 /// The first bytes of a `privq_aggregate` payload (format and version).
 pub const PAYLOAD_TAG: &[u8] = b"privq-aggregate/1\n";
@@ -99,7 +99,7 @@ pub fn encode_campaign(plan: &CampaignPlan) -> Vec<u8> {
 /// documentation for what is checked).
 ///
 /// ```
-/// use privq_host::ldp::analytics::codec::{decode_campaign, encode_campaign, CodecError};
+/// use privq_analytics::codec::{decode_campaign, encode_campaign, CodecError};
 /// use privq_host::ldp::campaign::{Campaign, Limits};
 /// use privq_host::ldp::fleet::MechanismSpec;
 /// use privq_host::Epsilon;

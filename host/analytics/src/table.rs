@@ -37,8 +37,8 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
-use super::super::aggregate::ReportKind;
-use super::super::decode::decode_report;
+use privq_host::ldp::aggregate::ReportKind;
+use privq_host::ldp::decode::decode_report;
 
 /// Rows per Arrow record batch (and Parquet row group granularity).
 const BATCH_ROWS: usize = 64 * 1024;
@@ -195,7 +195,7 @@ pub fn write_file<'r>(
 /// the calling thread (no query engine): the single-threaded baseline
 /// `privq ldp scale` measures DataFusion against. Null values are passed as
 /// empty reports. Returns the number of rows. Check the file's framing first
-/// ([`super::query::parquet_files`]) if it is untrusted.
+/// ([`crate::query::parquet_files`]) if it is untrusted.
 pub fn for_each_batch(
     path: &Path,
     mut f: impl FnMut(&mut dyn Iterator<Item = &[u8]>),
@@ -226,7 +226,7 @@ pub fn for_each_batch(
 /// Writes reports as a directory of Parquet partitions, atomically.
 ///
 /// ```
-/// use privq_host::ldp::analytics::table::ReportTableWriter;
+/// use privq_analytics::table::ReportTableWriter;
 ///
 /// let dir = std::env::temp_dir().join(format!("privq-doc-table-{}", std::process::id()));
 /// let mut out = ReportTableWriter::create(&dir, 1000)?;

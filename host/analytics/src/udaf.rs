@@ -14,7 +14,7 @@
 //!
 //! The argument may be Binary, LargeBinary or BinaryView (Parquet readers
 //! differ). A null report counts as an empty report: rejected as
-//! [`RejectReason::Truncated`](crate::ldp::decode::RejectReason::Truncated).
+//! [`RejectReason::Truncated`](privq_host::ldp::decode::RejectReason::Truncated).
 
 use std::hash::{Hash, Hasher};
 
@@ -27,8 +27,8 @@ use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, Signature, Volatility,
 };
 
-use super::super::campaign::{CampaignPlan, Limits};
-use super::super::intake::Intake;
+use privq_host::ldp::campaign::{CampaignPlan, Limits};
+use privq_host::ldp::intake::Intake;
 
 /// The function's SQL name.
 pub const NAME: &str = "privq_aggregate";
@@ -37,7 +37,7 @@ pub const NAME: &str = "privq_aggregate";
 /// re-validated against `limits`.
 ///
 /// ```
-/// use privq_host::ldp::analytics::udaf;
+/// use privq_analytics::udaf;
 /// use privq_host::ldp::campaign::{Campaign, Limits};
 /// use privq_host::ldp::fleet::MechanismSpec;
 /// use privq_host::Epsilon;

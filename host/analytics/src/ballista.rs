@@ -43,7 +43,7 @@
 //! for DataFusion in one process.
 //!
 //! ```
-//! use privq_host::ldp::analytics::{ballista, query, table::ReportTableWriter};
+//! use privq_analytics::{ballista, query, table::ReportTableWriter};
 //! use privq_host::ldp::campaign::{Campaign, Limits};
 //! use privq_host::ldp::fleet::{Fleet, MechanismSpec};
 //! use privq_host::Epsilon;
@@ -65,8 +65,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! [`codec`]: super::codec
-//! [`query::aggregate_parquet`]: super::query::aggregate_parquet
+//! [`codec`]: crate::codec
+//! [`query::aggregate_parquet`]: crate::query::aggregate_parquet
 
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -89,11 +89,11 @@ use ballista_executor::metrics::LoggingMetricsCollector;
 use datafusion::execution::SessionState;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
-use super::super::campaign::{CampaignPlan, Limits};
-use super::super::intake::Intake;
-use super::codec::PrivqCodec;
-use super::query::{self, QueryError};
-use super::udaf::privq_aggregate;
+use crate::codec::PrivqCodec;
+use crate::query::{self, QueryError};
+use crate::udaf::privq_aggregate;
+use privq_host::ldp::campaign::{CampaignPlan, Limits};
+use privq_host::ldp::intake::Intake;
 
 /// How long the client waits for the in-process scheduler to answer.
 const CONNECT_TRIES: u32 = 100;

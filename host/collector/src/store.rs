@@ -19,10 +19,10 @@ use privq_core::upload::{self, Delivery, DeviceKey, KEY_LEN};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
-use crate::ldp::aggregate::ReportKind;
-use crate::ldp::campaign::CampaignPlan;
-use crate::ldp::decode::decode_report;
-use crate::ldp::upload::{FrameReject, verify_frame};
+use privq_host::ldp::aggregate::ReportKind;
+use privq_host::ldp::campaign::CampaignPlan;
+use privq_host::ldp::decode::decode_report;
+use privq_host::ldp::upload::{FrameReject, verify_frame};
 
 /// The schema version this module writes (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = 2;
@@ -1263,7 +1263,7 @@ mod tests {
 
     #[test]
     fn groups_beyond_the_limit_and_tiny_epsilon_are_refused_and_survive_restart() {
-        use crate::collector::http::Collector;
+        use crate::http::Collector;
         let path = temp_db("groups");
         let mut s = Store::open(&path).unwrap();
         let k = DeviceKey::new([6; 32]);
@@ -1340,7 +1340,7 @@ mod tests {
     /// `max_items` are refused, and so held back at a restart with a smaller limit.
     #[test]
     fn groups_beyond_the_item_limit_are_refused_and_held_back() {
-        use crate::collector::http::Collector;
+        use crate::http::Collector;
         use FrameStatus::*;
         let path = temp_db("items");
         let mut s = Store::open(&path).unwrap();
@@ -1406,7 +1406,7 @@ mod tests {
 
     #[test]
     fn one_device_opens_at_most_its_quota_of_groups_and_restart_remembers_openers() {
-        use crate::collector::http::{Aggregates, Collector};
+        use crate::http::{Aggregates, Collector};
         use FrameStatus::*;
         let path = temp_db("quota");
         let mut s = Store::open(&path).unwrap();
@@ -1480,9 +1480,9 @@ mod tests {
 
     #[test]
     fn with_campaigns_only_their_kinds_are_accepted() {
-        use crate::collector::http::Collector;
-        use crate::ldp::campaign::{Campaign, Limits};
+        use crate::http::Collector;
         use FrameStatus::*;
+        use privq_host::ldp::campaign::{Campaign, Limits};
         let path = temp_db("campaigns");
         let mut s = Store::open(&path).unwrap();
         let k = DeviceKey::new([5; 32]);
@@ -1523,7 +1523,7 @@ mod tests {
 
     #[test]
     fn an_edited_huge_domain_is_not_aggregated_at_startup() {
-        use crate::collector::http::Collector;
+        use crate::http::Collector;
         let path = temp_db("huge");
         let mut s = Store::open(&path).unwrap();
         let k = DeviceKey::new([3; 32]);
@@ -1686,7 +1686,7 @@ mod tests {
 
     #[test]
     fn one_report_per_device_and_kind_survives_restart() {
-        use crate::collector::http::Collector;
+        use crate::http::Collector;
         let path = temp_db("once");
         let mut s = Store::open(&path).unwrap();
         let k = DeviceKey::new([8; 32]);
@@ -1738,7 +1738,7 @@ mod tests {
 
     #[test]
     fn a_version_1_database_migrates_and_its_rebuild_agrees() {
-        use crate::collector::http::{Aggregates, Collector};
+        use crate::http::{Aggregates, Collector};
         let path = temp_db("v1");
         {
             // The version-1 schema, with two reports of one kind from one device (the

@@ -603,7 +603,7 @@ fn aggregate(
             let missing = io::Error::new(io::ErrorKind::NotFound, "no such database file");
             return Err(LdpError::Read(db.display().to_string(), missing).into());
         }
-        let store = privq_host::collector::store::Store::open(db)
+        let store = privq_collector::store::Store::open(db)
             .map_err(|e| CliError::Run(format!("{}: {e}", db.display()).into()))?;
         let mut chunk: Vec<Vec<u8>> = Vec::new();
         store
