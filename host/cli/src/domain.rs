@@ -4,11 +4,9 @@
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use privq_core::Epsilon;
-
 use super::CliError;
-use privq_host::contract::Neighbours;
 use privq_host::data::{DataError, Domain, DomainSource};
+use privq_host::synth::mwem::{MwemRequest, MwemSynthError};
 
 /// A public domain on the command line: a JSON spec file, or `binary`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,67 +58,48 @@ impl DomainArgs {
         }
     }
 
-    /// The domain source and the ε left for the mechanism after discovery.
-    /// Without --domain or --discover-domain: [`DataError::DomainRequired`].
-    pub fn source(
+    /// The public domain (`--domain`), or `request` with private discovery added
+    /// (`--discover-domain`: the library splits the budget). Without either:
+    /// [`DataError::DomainRequired`].
+    pub fn apply(
         &self,
-        neighbours: Neighbours,
-        total: Epsilon,
-    ) -> Result<(DomainSource, Epsilon), CliError> {
+        request: MwemRequest,
+    ) -> Result<(MwemRequest, Option<DomainSource>), CliError> {
         let boxed = |e: DataError| CliError::Run(Box::new(e));
         match (&self.domain, self.discover_domain) {
-            (Some(DomainArg::Binary), _) => Ok((DomainSource::BinaryHeader, total)),
+            (Some(DomainArg::Binary), _) => Ok((request, Some(DomainSource::BinaryHeader))),
             (Some(DomainArg::File(path)), _) => {
                 let domain = Domain::from_json(&super::read_text(path, &mut std::io::empty())?)
                     .map_err(boxed)?;
-                Ok((DomainSource::Public(domain), total))
+                Ok((request, Some(DomainSource::Public(domain))))
             }
             (None, false) => Err(boxed(DataError::DomainRequired { discovery: true })),
             (None, true) => {
-                let epsilon = match &self.discovery_epsilon {
-                    Some(text) => super::parse_epsilon(text).map_err(|e| match e {
+                let share = match &self.discovery_epsilon {
+                    Some(text) => Some(super::parse_epsilon(text).map_err(|e| match e {
                         CliError::Parameter { source, .. } => CliError::Parameter {
                             option: "discovery-epsilon",
                             source,
                         },
                         other => other,
-                    })?,
-                    None => total
-                        .checked_div_int(4)
-                        .map_err(|source| CliError::Parameter {
-                            option: "epsilon",
-                            source,
-                        })?,
+                    })?),
+                    None => None,
                 };
-                let rest = total
-                    .checked_sub(epsilon)
-                    .map_err(|source| CliError::Parameter {
-                        option: "discovery-epsilon",
-                        source,
-                    })?
-                    .ok_or_else(|| {
-                        CliError::Run(
-                            format!(
-                                "--discovery-epsilon {epsilon} leaves nothing of --epsilon {total} \
-                                 for the release"
-                            )
-                            .into(),
-                        )
-                    })?;
-                let delta = self.discovery_delta;
-                if !(delta > 0.0 && delta < 1.0) {
-                    return Err(CliError::Run(Box::new(
-                        privq_host::data::DiscoveryError::InvalidDelta(delta),
-                    )));
-                }
-                Ok((
-                    DomainSource::Discover {
-                        neighbours,
-                        epsilon,
-                        delta,
-                    },
-                    rest,
-                ))
+                let request =
+                    request
+                        .discover(share, self.discovery_delta)
+                        .map_err(|e| match e {
+                            MwemSynthError::Split(source) => CliError::Parameter {
+                                option: if share.is_some() {
+                                    "discovery-epsilon"
+                                } else {
+                                    "epsilon"
+                                },
+                                source,
+                            },
+                            e => CliError::Run(Box::new(e)),
+                        })?;
+                Ok((request, None))
             }
         }
     }

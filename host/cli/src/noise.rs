@@ -5,10 +5,9 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 
-use privq_core::sample::{BoundedDiscreteLaplace, DiscreteLaplace, IntegerNoise};
-use privq_core::{Fixed, GridLaplace};
-use privq_host::accountant::{Accountant, AccountantError, Cost};
-use rand_chacha::ChaCha12Rng;
+use privq_core::Fixed;
+use privq_host::central::MechanismError;
+use privq_host::central::values::{Sampler, ValueBound, ValueNoise};
 
 use super::results::{Cell, Format, write_rows};
 use super::{CliError, LedgerArgs};
@@ -74,22 +73,35 @@ pub struct Args {
     pub format: Option<Format>,
 }
 
-/// Runs `privq noise`.
+/// Runs `privq noise`: the library's [`ValueNoise`] releases the values under its
+/// own accountant; this parses, reads and prints.
 pub fn run(
     args: &Args,
     stdin: &mut dyn BufRead,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let (mech, range) = mechanism(args)?;
+    let noise = mechanism(args)?;
+    let range = matches!(noise.bound(), ValueBound::Range { .. });
     let input = read_input(args, stdin, range)?;
     let mut rng = super::rng(args.seed, stderr)?;
-    let accountant = charge(&mech, args.bounded_work, input.values.len())?;
-    let released = release(&mech, args.bounded_work, &input.values, &mut rng)?;
+    let values: Vec<Fixed> = input.values.iter().map(|&(_, v)| v).collect();
+    let noise = noise.with_count(values.len());
+    let (released, accountant) =
+        noise
+            .release_with_ledger(&values, &mut rng)
+            .map_err(|e| match e {
+                MechanismError::Value { index, source } => CliError::Value {
+                    line: input.values.get(index).map_or(0, |&(line, _)| line),
+                    text: values.get(index).map(Fixed::to_string).unwrap_or_default(),
+                    source,
+                },
+                e => CliError::Run(Box::new(e)),
+            })?;
     input.write(&released, args.format, stdout)?;
-    summarize(&mech, args.bounded_work, released.len(), stderr)?;
-    warn_saturated(&released, mech.grid.grid(), stderr)?;
-    explain_sensitivity(range, mech.sensitivity, stderr)?;
+    summarize(&noise, released.len(), stderr)?;
+    warn_saturated(&released, noise.summary().grid, stderr)?;
+    explain_sensitivity(noise.bound(), stderr)?;
     if let Some(table) = &input.csv {
         let others: Vec<&str> = (0..table.header.len())
             .filter(|&i| i != table.column)
@@ -114,34 +126,39 @@ fn param(option: &'static str) -> impl Fn(privq_core::Error) -> CliError {
     move |source| CliError::Parameter { option, source }
 }
 
-/// The mechanism the options describe, and the public range if one was given.
-fn mechanism(args: &Args) -> Result<(Mechanism, Option<(Fixed, Fixed)>), CliError> {
+/// The mechanism the options describe.
+fn mechanism(args: &Args) -> Result<ValueNoise, CliError> {
     let epsilon = super::parse_epsilon(&args.epsilon)?;
     let range = args.range.as_deref().map(parse_range).transpose()?;
-    let sensitivity: Fixed = match (range, &args.sensitivity) {
-        (Some((lo, hi)), _) => hi.checked_sub(lo).map_err(param("range"))?,
-        (None, Some(text)) => text.parse().map_err(param("sensitivity"))?,
+    let bound = match (range, &args.sensitivity) {
+        (Some((lo, hi)), _) => {
+            hi.checked_sub(lo).map_err(param("range"))?;
+            ValueBound::Range { lo, hi }
+        }
+        (None, Some(text)) => ValueBound::Asserted(text.parse().map_err(param("sensitivity"))?),
         (None, None) => return Err(param("range")(privq_core::Error::OutOfRange)),
     };
-    let grid = match args.grid_exp {
-        Some(k) => GridLaplace::with_grid(sensitivity, epsilon, k).map_err(param("grid-exp"))?,
-        None => GridLaplace::new(sensitivity, epsilon).map_err(param("sensitivity"))?,
+    let sampler = if args.bounded_work {
+        Sampler::BoundedWork
+    } else {
+        Sampler::Exact
     };
-    Ok((Mechanism { grid, sensitivity }, range))
+    ValueNoise::new(epsilon, bound, args.grid_exp, sampler).map_err(|e| match e {
+        MechanismError::Core(source) => CliError::Parameter {
+            option: if args.grid_exp.is_some() {
+                "grid-exp"
+            } else {
+                "sensitivity"
+            },
+            source,
+        },
+        e => CliError::Run(Box::new(e)),
+    })
 }
 
-/// The grid Laplace mechanism with the sensitivity it was built for.
-struct Mechanism {
-    grid: GridLaplace<DiscreteLaplace>,
-    sensitivity: Fixed,
-}
-
-/// Reads the values (a CSV column or one per line), clamped into `range` if given.
-fn read_input(
-    args: &Args,
-    stdin: &mut dyn BufRead,
-    range: Option<(Fixed, Fixed)>,
-) -> Result<Input, CliError> {
+/// Reads the values (a CSV column or one per line); with a public range, values
+/// beyond the fixed-point range saturate (the mechanism clamps them anyway).
+fn read_input(args: &Args, stdin: &mut dyn BufRead, range: bool) -> Result<Input, CliError> {
     let mut text = String::new();
     match (&args.input, args.demo) {
         (_, true) => text.push_str(DEMO_CSV),
@@ -159,83 +176,22 @@ fn read_input(
         (None, true) => Some("temperature_c"),
         (None, false) => None,
     };
-    let mut input = match column {
-        Some(name) => Input::csv(&text, name, range.is_some())?,
-        None => Input::lines(&text, range.is_some())?,
-    };
-    if let Some((lo, hi)) = range {
-        // Clamping is part of the mechanism: it bounds every individual's influence.
-        // How many values were clamped is data-dependent and is not reported.
-        for (_, v) in &mut input.values {
-            *v = (*v).clamp(lo, hi);
-        }
-    }
-    Ok(input)
-}
-
-/// What releasing `count` values costs each individual, and an accountant that
-/// has charged it. Every value belongs to one individual, so by parallel
-/// composition the whole run costs each of them one value's ε (and, with the
-/// bounded-work sampler, one value's δ ≤ 2⁻⁶⁴).
-fn charge(mech: &Mechanism, bounded: bool, count: usize) -> Result<Accountant, CliError> {
-    let epsilon = mech.grid.epsilon();
-    let (cost, sampler) = if bounded {
-        let delta_log2 = bounded_noise(mech)?
-            .delta_log2()
-            .expect("the bounded-work sampler states its δ");
-        let delta = 2f64.powi(delta_log2);
-        let cost = Cost::Approximate { epsilon, delta };
-        (
-            cost,
-            format!(", bounded-work sampler (δ ≤ 2^{delta_log2} per value)"),
-        )
-    } else {
-        (Cost::Pure(epsilon), String::new())
-    };
-    let label = format!(
-        "grid Laplace on {count} value(s), one per individual (parallel composition){sampler}"
-    );
-    let run_err = |e: AccountantError| CliError::Run(Box::new(e));
-    let mut accountant = Accountant::exactly(cost).map_err(run_err)?;
-    let _receipt = accountant.charge(&label, cost).map_err(run_err)?;
-    Ok(accountant)
-}
-
-/// The mechanism with the bounded-work sampler in place of the exact one.
-fn bounded_noise(mech: &Mechanism) -> Result<GridLaplace<BoundedDiscreteLaplace>, CliError> {
-    mech.grid
-        .with_noise(BoundedDiscreteLaplace::new)
-        .map_err(param("sensitivity"))
-}
-
-/// Releases every value with the exact or the bounded-work sampler.
-fn release(
-    mech: &Mechanism,
-    bounded: bool,
-    values: &[(usize, Fixed)],
-    rng: &mut ChaCha12Rng,
-) -> Result<Vec<Fixed>, CliError> {
-    if bounded {
-        release_all(&bounded_noise(mech)?, values, rng)
-    } else {
-        release_all(&mech.grid, values, rng)
+    match column {
+        Some(name) => Input::csv(&text, name, range),
+        None => Input::lines(&text, range),
     }
 }
 
-/// Says for whom ε holds: everyone (`--range`) or only those within the asserted
-/// sensitivity.
-fn explain_sensitivity(
-    range: Option<(Fixed, Fixed)>,
-    sensitivity: Fixed,
-    stderr: &mut dyn Write,
-) -> Result<(), CliError> {
-    match range {
-        Some((lo, hi)) => writeln!(
+/// Says for whom ε holds: everyone (a public range) or only those within the
+/// asserted sensitivity.
+fn explain_sensitivity(bound: ValueBound, stderr: &mut dyn Write) -> Result<(), CliError> {
+    match bound {
+        ValueBound::Range { lo, hi } => writeln!(
             stderr,
             "privq: values were clamped into the public range [{lo}, {hi}]; sensitivity = its width, \
              so every value is protected, outliers included"
         )?,
-        None => writeln!(
+        ValueBound::Asserted(sensitivity) => writeln!(
             stderr,
             "privq: the sensitivity {sensitivity} is asserted, not checked: ε holds only for \
              individuals who change a value by at most that much (use --range LO,HI for a \
@@ -271,23 +227,6 @@ fn parse_range(text: &str) -> Result<(Fixed, Fixed), CliError> {
     Ok((lo, hi))
 }
 
-fn release_all<N: IntegerNoise>(
-    mech: &GridLaplace<N>,
-    values: &[(usize, Fixed)],
-    rng: &mut ChaCha12Rng,
-) -> Result<Vec<Fixed>, CliError> {
-    values
-        .iter()
-        .map(|&(line, v)| {
-            mech.release(v, rng).map_err(|source| CliError::Value {
-                line,
-                text: v.to_string(),
-                source,
-            })
-        })
-        .collect()
-}
-
 /// Warns when released values sit on the last grid point inside the fixed-point
 /// range: the noise (ε too small for the sensitivity) pushed them past it and they
 /// were clamped there, so they carry no information about the input.
@@ -310,26 +249,16 @@ fn warn_saturated(released: &[Fixed], grid: Fixed, stderr: &mut dyn Write) -> Re
     Ok(())
 }
 
-fn summarize(
-    mech: &Mechanism,
-    bounded: bool,
-    count: usize,
-    stderr: &mut dyn Write,
-) -> Result<(), CliError> {
-    let mech = &mech.grid;
-    let noise = mech.noise();
-    let delta = if bounded { ", δ ≤ 2^-64" } else { "" };
+fn summarize(values: &ValueNoise, count: usize, stderr: &mut dyn Write) -> Result<(), CliError> {
+    let s = values.summary();
+    let delta = values
+        .delta_log2()
+        .map_or(String::new(), |k| format!(", δ ≤ 2^{k}"));
     writeln!(
         stderr,
         "privq: released {count} value(s), each with ε = {}{delta}; grid γ = 2^{} = {}; \
          sensitivity {} steps; noise scale {}/{} steps (std dev ≈ {:.4})",
-        mech.epsilon(),
-        mech.grid_exp(),
-        mech.grid(),
-        mech.sensitivity_steps(),
-        noise.scale_num(),
-        noise.scale_den(),
-        noise.variance().sqrt() * mech.grid().to_f64(),
+        s.epsilon, s.grid_exp, s.grid, s.sensitivity_steps, s.scale_num, s.scale_den, s.std_dev,
     )?;
     writeln!(
         stderr,

@@ -4,8 +4,6 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use privq_core::Epsilon;
-use privq_core::rand_core::Rng;
-use rand_chacha::ChaCha12Rng;
 
 use super::domain::DomainArgs;
 use super::progress::bar;
@@ -13,15 +11,12 @@ use super::synth_report::ReportFile;
 use super::synth_report::mwem as mwem_report;
 use super::{CliError, ColumnsArgs, InputFile, LedgerArgs, Output};
 use privq_host::accountant::{Accountant, Cost};
-use privq_host::central::mwem::{
-    EmProfile, MwemConfig, MwemOutput, mwem_with_progress, optimal_rounds,
-};
+use privq_host::central::mwem::{EmProfile, MwemConfig, MwemOutput};
 use privq_host::contract::Neighbours;
-use privq_host::data::{
-    BinOutput, Dataset, Discovered, Domain, DomainSource, MemoryCap, Opened, open_dataset,
-    write_records,
-};
+use privq_host::data::{BinOutput, Discovered, Domain, MemoryCap, write_records};
 use privq_host::query::Workload;
+use privq_host::synth::mwem::{MwemRequest, MwemRun, MwemSynthError, MwemSynthetic};
+use rand_chacha::ChaCha12Rng;
 
 /// Options of `privq synth`.
 #[derive(Debug, Clone, clap::Args)]
@@ -241,29 +236,56 @@ pub fn run(
                 .into(),
         });
     }
-    let neighbours = Neighbours::Replace;
-    let (source, mwem_epsilon) = args.domain.source(neighbours, epsilon)?;
-    let mut accountant = accountant_for(&source, epsilon)?;
+    // Every release decision is the library's (`MwemRequest`): the accountant, the
+    // discovery share, the rounds, the profile's scaling, the rows.
+    let request = MwemRequest::new(epsilon)
+        .profile(args.profile)
+        .optimized(!args.plain)
+        .rows(args.records)
+        .rounds(args.rounds)
+        .map_err(|_| CliError::Usage {
+            option: "rounds",
+            message: "must be at least 1".into(),
+        })?;
+    let (request, public) = args.domain.apply(request)?;
     let mut rng = super::rng(args.seed, stderr)?;
-    let opened = open(
-        args,
-        input.path(),
-        &source,
-        &mut accountant,
-        &mut rng,
-        stderr,
-    )?;
-    let ds = &opened.dataset;
+    let cap = MemoryCap(args.memory_mib.saturating_mul(1 << 20));
+    let mut run = request
+        .open(input.path(), public, &args.columns.columns(), cap, &mut rng)
+        .map_err(|e| CliError::Run(Box::new(e)))?;
+    if let Some(found) = run.discovered() {
+        writeln!(
+            stderr,
+            "privq: domain discovered privately ({}, threshold {}): values per attribute {:?}, {} cells",
+            found.cost,
+            found.threshold,
+            found.values_per_attribute,
+            run.dataset().domain.size()
+        )?;
+    }
     let workload_spec = args.workload.as_deref().unwrap_or("parity:3");
-    let workload = parse_workload(workload_spec, &ds.domain)?;
+    let release = match release_mwem(&mut run, &request, workload_spec, &mut rng, stderr) {
+        Ok(release) => release,
+        Err(e) => {
+            // Discovery may have spent budget and released the domain: record it.
+            if !run.accountant().ledger().is_empty() {
+                args.ledger.write(run.accountant())?;
+                writeln!(stderr, "privq: ledger:\n{}", run.accountant().ledger_text())?;
+            }
+            return Err(e);
+        }
+    };
+    let (
+        workload,
+        MwemSynthetic {
+            cells, output: out, ..
+        },
+    ) = release;
+    let accountant = run.accountant();
+    let discovered = run.discovered();
+    let ds = run.dataset();
     let n = ds.counts.total();
-    let rounds = rounds(args, epsilon, ds, &workload)?;
-    let config = mwem_config(args, mwem_epsilon, rounds, stderr)?;
-    let out = run_mwem(ds, &workload, &config, &mut accountant, &mut rng)?;
-
-    // Sampling records from the released distribution is post-processing.
-    let records = args.records.unwrap_or(n as usize);
-    let cells = sample_cells(&out.distribution, records, &mut rng);
+    let records = cells.len();
     write_records(output.writer(stdout), &ds.domain, &cells, args.bin_output())
         .map_err(|e| CliError::Run(Box::new(e)))?;
     // NOT PRIVATE, and only on request: the release against the input.
@@ -291,7 +313,7 @@ pub fn run(
             let run = mwem_report::Run {
                 args,
                 epsilon,
-                accountant: &accountant,
+                accountant,
                 out: &out,
                 cells: ds.counts.len(),
                 rows: records,
@@ -303,7 +325,7 @@ pub fn run(
     };
     output.commit(stdout)?;
     // The records are out: record the spend before anything else can fail.
-    args.ledger.write(&accountant)?;
+    args.ledger.write(accountant)?;
     if let Some((file, html)) = report {
         file.write(&html)?;
         writeln!(
@@ -328,26 +350,45 @@ pub fn run(
     let summary = Summary {
         epsilon,
         n,
-        neighbours,
-        discovered: opened.discovered.as_ref(),
+        neighbours: MwemConfig::NEIGHBOURS,
+        discovered,
         profile: args.profile,
     };
-    summary.write(&accountant, &out, stderr)?;
+    summary.write(accountant, &out, stderr)?;
     writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
     Ok(())
 }
 
-/// The run's accountant: pure ε, or (ε, δ) when the domain is discovered privately.
-/// Bound to MWEM's replace-one relation (discovery declares the same).
-fn accountant_for(source: &DomainSource, epsilon: Epsilon) -> Result<Accountant, CliError> {
-    let mut accountant = match source {
-        DomainSource::Discover { delta, .. } => {
-            Accountant::approximate(epsilon, *delta).map_err(|e| CliError::Run(Box::new(e)))?
-        }
-        _ => Accountant::pure(epsilon),
-    };
-    accountant.bind(privq_host::central::mwem::MwemConfig::NEIGHBOURS);
-    Ok(accountant)
+/// The workload over the loaded domain, then MWEM's release (the library decides
+/// the rounds, the profile's scaling and the rows).
+fn release_mwem(
+    run: &mut MwemRun,
+    request: &MwemRequest,
+    workload_spec: &str,
+    rng: &mut ChaCha12Rng,
+    stderr: &mut dyn Write,
+) -> Result<(Workload, MwemSynthetic), CliError> {
+    let run_err = |e: MwemSynthError| CliError::Run(Box::new(e));
+    let workload = parse_workload(workload_spec, &run.dataset().domain)?;
+    if request.em_profile() == EmProfile::ThesisLiteral {
+        let share = request.mwem_epsilon().map_err(run_err)?;
+        writeln!(
+            stderr,
+            "privq: note: --profile thesis-literal uses the printed EM weights exp(eps0*s/2), which cost \
+             1.5*eps0 per round, not eps0; MWEM is run with {} = 2/3 of epsilon {share} so the \
+             true total stays within {share}",
+            request.configured_epsilon().map_err(run_err)?,
+        )?;
+    }
+    let pb = bar(run.rounds(&workload) as u64, "MWEM rounds");
+    let release = run
+        .release(&workload, rng, &mut |r, total| {
+            pb.set_length(total as u64);
+            pb.set_position(r as u64);
+        })
+        .map_err(run_err)?;
+    pb.finish_and_clear();
+    Ok((workload, release))
 }
 
 /// Refuses a `--records` whose synthetic rows, at `bytes_per_row`, would not fit
@@ -370,146 +411,6 @@ pub(crate) fn check_records(args: &Args, bytes_per_row: u64) -> Result<(), CliEr
         });
     }
     Ok(())
-}
-
-/// Opens the data under the domain `source` (discovery, if asked for, is charged to
-/// `accountant` and reported).
-fn open(
-    args: &Args,
-    input: &std::path::Path,
-    source: &DomainSource,
-    accountant: &mut Accountant,
-    rng: &mut ChaCha12Rng,
-    stderr: &mut dyn Write,
-) -> Result<Opened, CliError> {
-    let cap = MemoryCap(args.memory_mib.saturating_mul(1 << 20));
-    let opened = open_dataset(
-        input,
-        Some(source),
-        &args.columns.columns(),
-        accountant,
-        rng,
-        cap,
-    )
-    .map_err(|e| CliError::Run(Box::new(e)))?;
-    if let Some(found) = &opened.discovered {
-        writeln!(
-            stderr,
-            "privq: domain discovered privately ({}, threshold {}): values per attribute {:?}, {} cells",
-            found.cost,
-            found.threshold,
-            found.values_per_attribute,
-            opened.dataset.domain.size()
-        )?;
-    }
-    Ok(opened)
-}
-
-/// `--rounds`, or T* of Thm 5.2.11 clamped to 5..=50.
-fn rounds(
-    args: &Args,
-    epsilon: Epsilon,
-    ds: &Dataset,
-    workload: &Workload,
-) -> Result<usize, CliError> {
-    match args.rounds {
-        Some(0) => Err(CliError::Usage {
-            option: "rounds",
-            message: "must be at least 1".into(),
-        }),
-        Some(t) => Ok(t),
-        None => {
-            let (t, _) = optimal_rounds(
-                epsilon.to_f64(),
-                ds.counts.total() as f64,
-                ds.counts.len() as f64,
-                workload.len() as f64,
-            );
-            Ok(t.round().clamp(5.0, 50.0) as usize)
-        }
-    }
-}
-
-/// MWEM's configuration for its share `mwem_epsilon` of the budget. The literal
-/// profile spends 1.5× what it is given (mwem sizes its filter to 1.5ε); it is
-/// given 2/3 of the share so the total never exceeds it (and says so on `stderr`).
-fn mwem_config(
-    args: &Args,
-    mwem_epsilon: Epsilon,
-    rounds: usize,
-    stderr: &mut dyn Write,
-) -> Result<MwemConfig, CliError> {
-    let given = match args.profile {
-        EmProfile::Corrected => mwem_epsilon,
-        EmProfile::ThesisLiteral => mwem_epsilon
-            .checked_mul_int(2)
-            .and_then(|e| e.checked_div_int(3))
-            .map_err(|source| CliError::Parameter {
-                option: "epsilon",
-                source,
-            })?,
-    };
-    let base = if args.plain {
-        MwemConfig::unoptimized(given, rounds)
-    } else {
-        MwemConfig::optimized(given, rounds)
-    };
-    let config = MwemConfig {
-        profile: args.profile,
-        ..base.map_err(|e| CliError::Run(Box::new(e)))?
-    };
-    if args.profile == EmProfile::ThesisLiteral {
-        writeln!(
-            stderr,
-            "privq: note: --profile thesis-literal uses the printed EM weights exp(eps0*s/2), which cost \
-             1.5*eps0 per round, not eps0; MWEM is run with {given} = 2/3 of epsilon {mwem_epsilon} so the \
-             true total stays within {mwem_epsilon}"
-        )?;
-    }
-    Ok(config)
-}
-
-/// Runs MWEM with a progress bar, charging `accountant`.
-fn run_mwem(
-    ds: &Dataset,
-    workload: &Workload,
-    config: &MwemConfig,
-    accountant: &mut Accountant,
-    rng: &mut ChaCha12Rng,
-) -> Result<MwemOutput, CliError> {
-    let pb = bar(config.rounds as u64, "MWEM rounds");
-    let out = mwem_with_progress(
-        &ds.counts,
-        workload,
-        config,
-        accountant,
-        rng,
-        &mut |r, total| {
-            pb.set_length(total as u64);
-            pb.set_position(r as u64);
-        },
-    )
-    .map_err(|e| CliError::Run(Box::new(e)))?;
-    pb.finish_and_clear();
-    Ok(out)
-}
-
-/// `records` cells drawn from `distribution` (post-processing of the release).
-fn sample_cells(distribution: &[f64], records: usize, rng: &mut ChaCha12Rng) -> Vec<usize> {
-    let cdf: Vec<f64> = distribution
-        .iter()
-        .scan(0.0, |s, &p| {
-            *s += p;
-            Some(*s)
-        })
-        .collect();
-    let last = cdf.last().copied().unwrap_or(1.0);
-    (0..records)
-        .map(|_| {
-            let u = (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * last;
-            cdf.partition_point(|&c| c <= u).min(cdf.len() - 1)
-        })
-        .collect()
 }
 
 /// What the run's privacy summary needs to know.

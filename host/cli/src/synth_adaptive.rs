@@ -7,12 +7,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use privq_core::Epsilon;
-use privq_host::accountant::{Accountant, zcdp_epsilon};
+use privq_host::accountant::Accountant;
 use privq_host::contract::Neighbours;
-use privq_host::data::{BinOutput, Domain, Records, attribute_names};
-use privq_host::synth::adaptive::{
-    AdaptiveConfig, AdaptiveOutput, MarginalWorkload, PgmEstimator, RoundLog, adaptive_marginals,
-};
+use privq_host::data::{Domain, Records, attribute_names, write_rows};
+use privq_host::synth::adaptive::{AdaptiveError, AdaptiveOutput, MarginalWorkload, RoundLog};
+use privq_host::synth::release::{SynthRequest, Synthetic, synthesize};
 use privq_host::synth::{MarginalModel, Model};
 
 use super::domain::DomainArg;
@@ -90,19 +89,22 @@ pub fn run(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let delta = args.delta;
-    if !(delta > 0.0 && delta < 1.0) {
-        return Err(CliError::Usage {
-            option: "delta",
-            message: format!("δ = {delta} is not in (0, 1)"),
-        });
-    }
-    if args.max_model_mib == 0 {
-        return Err(CliError::Usage {
-            option: "max-model-mib",
-            message: "must be at least 1".into(),
-        });
-    }
+    // Every release decision is the library's (`synthesize`); parameters are
+    // validated before any file is touched.
+    let neighbours = Neighbours::from(args.neighbours);
+    let usage = |option| {
+        move |e: AdaptiveError| CliError::Usage {
+            option,
+            message: e.to_string(),
+        }
+    };
+    let request = SynthRequest::new(epsilon, args.delta, neighbours)
+        .map_err(usage("delta"))?
+        .max_model_mib(args.max_model_mib)
+        .map_err(usage("max-model-mib"))?
+        .rounds(args.rounds)
+        .rows(args.records);
+    let delta = request.delta();
     // Before any privacy is spent: the input exists and the output can be created.
     let started = std::time::Instant::now();
     let input = InputFile::open(&args.input, stdin)?;
@@ -115,32 +117,18 @@ pub fn run(
     let text = super::read_text(input.path(), &mut std::io::empty())?;
     let records =
         Records::from_csv(text.as_bytes(), &domain, &args.columns.columns()).map_err(run_err)?;
-    let neighbours = Neighbours::from(args.neighbours);
-    // n is public only under replace-one; under add/remove an empty input is a
-    // valid dataset and runs like any other.
-    if records.is_empty() && neighbours.n_is_public() {
-        return Err(run_err(privq_host::data::DataError::EmptyData));
-    }
-    let mut accountant = Accountant::zcdp_for(epsilon, delta).map_err(run_err)?;
-    accountant.bind(neighbours);
     let mut rng = super::rng(args.seed, stderr)?;
-    let config = AdaptiveConfig {
-        rounds: args.rounds,
-        max_model_cells: u128::from(args.max_model_mib) << 17,
-        ..AdaptiveConfig::new(neighbours)
-    };
-    let n = records.len();
-    let estimator = PgmEstimator::new(&domain, neighbours, n);
     // The run ends when the budget is spent: progress is the share of ρ spent (‰).
-    let budget = accountant.rho_budget().map_or(0.0, |r| r.to_f64());
+    let budget = Accountant::zcdp_for(epsilon, delta)
+        .ok()
+        .and_then(|a| a.rho_budget())
+        .map_or(0.0, |r| r.to_f64());
     let pb = bar(1000, "adaptive (ρ ‰)");
-    let out = adaptive_marginals(
+    let release = synthesize(
         &records,
         &domain,
         &workload,
-        &config,
-        &estimator,
-        &mut accountant,
+        &request,
         &mut rng,
         &mut |r: &RoundLog| {
             if budget > 0.0 {
@@ -150,23 +138,19 @@ pub fn run(
     )
     .map_err(run_err)?;
     pb.finish_and_clear();
-
-    // Rows from the model by randomized rounding of its counts: post-processing.
-    let rows = match (args.records, neighbours) {
-        (Some(r), _) => r,
-        (None, Neighbours::Replace) => n,
-        (None, Neighbours::AddRemove) => out.model.total().round().max(1.0) as usize,
-    };
-    let sample = out
-        .model
-        .sample_rows_rounded(rows, &mut rng)
-        .map_err(run_err)?;
-    write_rows(output.writer(stdout), &domain, &sample, args.bin_output())?;
+    let Synthetic {
+        rows: sample,
+        output: out,
+        accountant,
+        guarantee,
+    } = release;
+    let (n, rows) = (records.len(), sample.len());
+    write_rows(output.writer(stdout), &domain, &sample, args.bin_output()).map_err(run_err)?;
     // The release's own time, reported once (on stderr and in the report): the
     // NOT PRIVATE diagnostics below are not part of it.
     let release_time = started.elapsed();
     let rho = accountant.spent_rho().map_or(0.0, |r| r.to_f64());
-    let eps = zcdp_epsilon(rho, delta).map_err(run_err)?;
+    let eps = guarantee.epsilon;
     // Rendered before anything is put in place, so a failure leaves neither file
     // (with --output FILE; on standard output the records are already streamed).
     let report = match report_file {
@@ -241,29 +225,6 @@ pub fn run(
         compare(&records, &domain, &out.model, &sample, stderr)?;
     }
     writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
-    Ok(())
-}
-
-/// Writes rows of value indices as CSV with the domain's names: categories as
-/// they are, bins as `bins` says (midpoints or labels).
-fn write_rows(
-    writer: &mut dyn Write,
-    domain: &Domain,
-    rows: &[Vec<usize>],
-    bins: BinOutput,
-) -> Result<(), CliError> {
-    let mut w = csv::Writer::from_writer(writer);
-    w.write_record(domain.attributes().iter().map(|a| a.name()))
-        .map_err(CliError::Csv)?;
-    let mut line = Vec::with_capacity(domain.dims());
-    for row in rows {
-        line.clear();
-        for (a, &v) in domain.attributes().iter().zip(row) {
-            line.push(bins.text(a, v).unwrap_or_default());
-        }
-        w.write_record(&line).map_err(CliError::Csv)?;
-    }
-    w.flush()?;
     Ok(())
 }
 

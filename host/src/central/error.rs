@@ -30,6 +30,14 @@ pub enum MechanismError {
         /// The length given.
         got: usize,
     },
+    /// One value of a vector could not be released (it or its noisy value leaves
+    /// the fixed-point range).
+    Value {
+        /// The value's 0-based position in the input.
+        index: usize,
+        /// Why.
+        source: privq_core::Error,
+    },
     /// An interactive session already answered all the queries its budget allows.
     QueryBudgetExhausted {
         /// The number of queries the budget allowed.
@@ -54,6 +62,7 @@ impl fmt::Display for MechanismError {
                 f,
                 "the mechanism was built for {expected} value(s), got {got}"
             ),
+            MechanismError::Value { index, source } => write!(f, "value {index}: {source}"),
             MechanismError::QueryBudgetExhausted { limit } => {
                 write!(f, "the session's budget of {limit} queries is used up")
             }
@@ -64,7 +73,7 @@ impl fmt::Display for MechanismError {
 impl std::error::Error for MechanismError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            MechanismError::Core(e) => Some(e),
+            MechanismError::Core(e) | MechanismError::Value { source: e, .. } => Some(e),
             MechanismError::Budget(e) => Some(e),
             MechanismError::Data(e) => Some(e),
             _ => None,

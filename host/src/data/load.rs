@@ -161,24 +161,39 @@ pub(crate) fn load_csv<R: Read>(
     Ok(hist)
 }
 
-/// Writes records (cell indices) as CSV with the domain's attribute names: each
-/// category as it is, each bin as `bins` says (its midpoint, or its label).
+/// Writes universe cells as CSV rows with the domain's attribute names: categories
+/// as they are, bins as `bins` says (midpoints or labels).
 pub fn write_records<W: Write>(
     writer: W,
     domain: &Domain,
     cells: &[usize],
     bins: BinOutput,
 ) -> Result<(), DataError> {
+    write_rows(
+        writer,
+        domain,
+        cells.iter().map(|&c| domain.decode(c)),
+        bins,
+    )
+}
+
+/// Writes rows of value indices (one per attribute, in the domain's order) as CSV
+/// with the domain's attribute names: categories as they are, bins as `bins` says.
+pub fn write_rows<W: Write, R: AsRef<[usize]>>(
+    writer: W,
+    domain: &Domain,
+    rows: impl IntoIterator<Item = R>,
+    bins: BinOutput,
+) -> Result<(), DataError> {
     let mut w = csv::Writer::from_writer(writer);
     w.write_record(domain.attributes().iter().map(|a| a.name()))?;
-    for &cell in cells {
-        let row: Vec<String> = domain
-            .decode(cell)
-            .iter()
-            .zip(domain.attributes())
-            .map(|(&v, a)| bins.text(a, v).unwrap_or_default())
-            .collect();
-        w.write_record(&row)?;
+    let mut line = Vec::with_capacity(domain.dims());
+    for row in rows {
+        line.clear();
+        for (a, &v) in domain.attributes().iter().zip(row.as_ref()) {
+            line.push(bins.text(a, v).unwrap_or_default());
+        }
+        w.write_record(&line)?;
     }
     w.flush()?;
     Ok(())

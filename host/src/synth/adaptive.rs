@@ -89,6 +89,10 @@ pub trait MarginalEstimator {
     fn covers(&self, model: &Self::Model, clique: &Clique) -> bool;
     /// The number of cells of the model the estimator would build for `cliques`.
     fn model_cells(&self, cliques: &[Clique]) -> Result<u128, SynthError>;
+    /// True when the model's total is the exact number of records (the data's n),
+    /// which only a release under replace-one neighbours may publish;
+    /// [`adaptive_marginals`] refuses such an estimator under add/remove.
+    fn exact_total(&self) -> bool;
 }
 
 /// The junction-tree estimator ([`fit`], Private-PGM) for the mechanism: the total
@@ -199,6 +203,10 @@ impl MarginalEstimator for PgmEstimator {
 
     fn model_cells(&self, cliques: &[Clique]) -> Result<u128, SynthError> {
         model_cells(&self.sizes, cliques)
+    }
+
+    fn exact_total(&self) -> bool {
+        matches!(self.total, Total::Known(_))
     }
 }
 
@@ -536,6 +544,21 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
     rng: &mut R,
     progress: &mut dyn FnMut(&RoundLog),
 ) -> Result<AdaptiveOutput<E::Model>, AdaptiveError> {
+    if let Some(bound) = accountant.neighbours()
+        && bound != config.neighbours
+    {
+        return Err(AdaptiveError::InvalidParameter(format!(
+            "the accountant is bound to {} but the mechanism runs under {}",
+            bound.phrase(),
+            config.neighbours.phrase()
+        )));
+    }
+    if estimator.exact_total() && !config.neighbours.n_is_public() {
+        return Err(AdaptiveError::InvalidParameter(format!(
+            "the estimator fixes the model's total to the exact n, which is private under {}",
+            config.neighbours.phrase()
+        )));
+    }
     let available = accountant.remaining_rho().ok_or_else(|| {
         AdaptiveError::InvalidParameter(
             "the adaptive-marginals mechanism needs a zCDP accountant with budget left".into(),
@@ -826,6 +849,9 @@ mod tests {
         }
         fn total(&self, m: &Self::Model) -> f64 {
             m.1
+        }
+        fn exact_total(&self) -> bool {
+            false
         }
         fn covers(&self, _: &Self::Model, c: &Clique) -> bool {
             c.len() == 1

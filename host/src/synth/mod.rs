@@ -24,6 +24,8 @@
 //! - [`adaptive`]: the adaptive-marginals mechanism (privq's default for
 //!   `privq synth`), which chooses and measures marginals privately and fits them
 //!   with this engine.
+//! - The entry points that own every release decision: [`release::synthesize`]
+//!   (adaptive marginals) and [`mwem::MwemRequest`] (MWEM, thesis Ch. 5).
 //!
 //! ```
 //! use privq_host::synth::{Clique, FitOptions, Measurement, MarginalModel, Total, fit};
@@ -45,7 +47,9 @@ mod estimate;
 pub mod factor;
 pub mod infer;
 mod junction;
+pub mod mwem;
 mod optimise;
+pub mod release;
 pub mod sample;
 
 #[cfg(test)]

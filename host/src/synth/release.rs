@@ -1,0 +1,286 @@
+//! Private synthetic data by adaptive marginals, end to end: the entry point that
+//! owns every release decision — the zCDP accountant and its budget, the neighbour
+//! relation (given once, for the accountant, the mechanism and the estimator),
+//! whether the number of records is public, whether empty data may run, and how
+//! many rows are released. Front ends (`privq synth`, bindings) parse, call
+//! [`synthesize`] and print what it returns.
+//!
+//! ```
+//! use privq_host::contract::Neighbours;
+//! use privq_host::data::{Domain, Records};
+//! use privq_host::synth::adaptive::MarginalWorkload;
+//! use privq_host::synth::release::{SynthRequest, synthesize};
+//! use privq_host::{Epsilon, seeded_rng};
+//!
+//! let domain = Domain::binary(["smoker", "cough"])?;
+//! let csv = "smoker,cough\n1,1\n0,0\n0,1\n1,1\n0,0\n";
+//! let records = Records::from_csv(csv.as_bytes(), &domain, &Default::default())?;
+//! let workload = MarginalWorkload::all_k_way(&domain, 2)?;
+//! let request = SynthRequest::new(Epsilon::new(1, 1)?, 1e-9, Neighbours::Replace)?;
+//! let out = synthesize(&records, &domain, &workload, &request, &mut seeded_rng(7), &mut |_| {})?;
+//! assert_eq!(out.rows.len(), 5); // n is public under replace-one neighbours
+//! assert!(out.guarantee.epsilon <= 1.0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use privq_core::Epsilon;
+use privq_core::rand_core::{CryptoRng, Rng};
+
+use super::Model;
+use super::adaptive::{
+    AdaptiveConfig, AdaptiveError, AdaptiveOutput, MarginalWorkload, PgmEstimator, RoundLog,
+    adaptive_marginals,
+};
+use crate::accountant::{Accountant, PrivacyLoss};
+use crate::contract::Neighbours;
+use crate::data::{DataError, Domain, Records};
+
+/// What to release: the privacy parameters and the public knobs, validated when
+/// set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SynthRequest {
+    epsilon: Epsilon,
+    delta: f64,
+    neighbours: Neighbours,
+    rounds: Option<usize>,
+    max_model_cells: u128,
+    rows: Option<usize>,
+}
+
+impl SynthRequest {
+    /// An (ε, δ) release under `neighbours`, with the mechanism's defaults (16·d
+    /// rounds, an 80 MiB model, as many rows as the data has — or, under
+    /// add/remove, as the model estimates). δ must lie in (0, 1).
+    pub fn new(
+        epsilon: Epsilon,
+        delta: f64,
+        neighbours: Neighbours,
+    ) -> Result<Self, AdaptiveError> {
+        if !(delta > 0.0 && delta < 1.0) {
+            return Err(AdaptiveError::InvalidParameter(format!(
+                "δ = {delta} is not in (0, 1)"
+            )));
+        }
+        Ok(SynthRequest {
+            epsilon,
+            delta,
+            neighbours,
+            rounds: None,
+            max_model_cells: AdaptiveConfig::new(neighbours).max_model_cells,
+            rows: None,
+        })
+    }
+
+    /// Planned rounds T (default 16·d); the one-way marginals use d of them.
+    pub fn rounds(mut self, rounds: Option<usize>) -> Self {
+        self.rounds = rounds;
+        self
+    }
+
+    /// The cap on the model's size in MiB of `f64` cells (at least 1).
+    pub fn max_model_mib(mut self, mib: u64) -> Result<Self, AdaptiveError> {
+        if mib == 0 {
+            return Err(AdaptiveError::InvalidParameter(
+                "the model's size cap must be at least 1 MiB".into(),
+            ));
+        }
+        self.max_model_cells = u128::from(mib) << 17;
+        Ok(self)
+    }
+
+    /// How many synthetic rows to release (public; default: see [`SynthRequest::new`]).
+    pub fn rows(mut self, rows: Option<usize>) -> Self {
+        self.rows = rows;
+        self
+    }
+
+    /// The budget ε.
+    pub fn epsilon(&self) -> Epsilon {
+        self.epsilon
+    }
+
+    /// The budget δ.
+    pub fn delta(&self) -> f64 {
+        self.delta
+    }
+
+    /// The neighbour relation of the guarantee.
+    pub fn neighbours(&self) -> Neighbours {
+        self.neighbours
+    }
+}
+
+/// A release: the rows, what produced them, and what it cost.
+#[derive(Debug)]
+pub struct Synthetic {
+    /// The synthetic rows: one value index per attribute, in the domain's order.
+    pub rows: Vec<Vec<usize>>,
+    /// The fitted model, the noisy measurements and the round log (all public).
+    pub output: AdaptiveOutput<Model>,
+    /// The accountant that paid for the release, bound to the request's relation;
+    /// its ledger is the release's.
+    pub accountant: Accountant,
+    /// The guarantee of what was spent: ρ converted to (ε, δ) at the request's δ.
+    pub guarantee: PrivacyLoss,
+}
+
+/// Releases synthetic rows of `records` over the public `domain`, answering the
+/// marginals of `workload` well: the adaptive-marginals mechanism under a fresh
+/// ρ-zCDP accountant for the request's (ε, δ), then rows sampled from the model by
+/// randomized rounding (post-processing). Under replace-one neighbours n is public:
+/// the model's total is the exact n and empty data is refused; under add/remove the
+/// total is estimated from the noisy marginals and empty data runs like any other.
+/// `progress` sees every round.
+pub fn synthesize<R: Rng + CryptoRng + ?Sized>(
+    records: &Records,
+    domain: &Domain,
+    workload: &MarginalWorkload,
+    request: &SynthRequest,
+    rng: &mut R,
+    progress: &mut dyn FnMut(&RoundLog),
+) -> Result<Synthetic, AdaptiveError> {
+    let neighbours = request.neighbours;
+    if records.is_empty() && neighbours.n_is_public() {
+        return Err(AdaptiveError::Data(DataError::EmptyData));
+    }
+    let mut accountant = Accountant::zcdp_for(request.epsilon, request.delta)?;
+    accountant.bind(neighbours);
+    let config = AdaptiveConfig {
+        rounds: request.rounds,
+        max_model_cells: request.max_model_cells,
+        ..AdaptiveConfig::new(neighbours)
+    };
+    let n = records.len();
+    let estimator = PgmEstimator::new(domain, neighbours, n);
+    let output = adaptive_marginals(
+        records,
+        domain,
+        workload,
+        &config,
+        &estimator,
+        &mut accountant,
+        rng,
+        progress,
+    )?;
+    let rows = match (request.rows, neighbours) {
+        (Some(r), _) => r,
+        (None, Neighbours::Replace) => n,
+        // The model's total is fitted to the noisy marginals (post-processing).
+        (None, Neighbours::AddRemove) => {
+            let total = output.model.total();
+            if !total.is_finite() {
+                return Err(AdaptiveError::InvalidParameter(format!(
+                    "the model's estimated total is {total}; give the number of rows"
+                )));
+            }
+            total.round().max(1.0) as usize
+        }
+    };
+    let rows = output.model.sample_rows_rounded(rows, rng)?;
+    let guarantee = accountant.spent_guarantee()?;
+    Ok(Synthetic {
+        rows,
+        output,
+        accountant,
+        guarantee,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seeded_rng;
+
+    fn table(n: usize) -> (Domain, Records, MarginalWorkload) {
+        let domain = Domain::binary(["a", "b", "c"]).unwrap();
+        let a: Vec<u32> = (0..n).map(|i| (i % 2) as u32).collect();
+        let b: Vec<u32> = (0..n).map(|i| (i % 3 == 0) as u32).collect();
+        let c: Vec<u32> = a.clone();
+        let records = Records::from_columns(vec![a, b, c], &domain).unwrap();
+        let workload = MarginalWorkload::all_k_way(&domain, 2).unwrap();
+        (domain, records, workload)
+    }
+
+    fn request(neighbours: Neighbours) -> SynthRequest {
+        SynthRequest::new(Epsilon::new(1, 1).unwrap(), 1e-9, neighbours).unwrap()
+    }
+
+    #[test]
+    fn the_accountant_is_bound_to_the_requested_relation_and_spends_the_budget() {
+        let (domain, records, workload) = table(200);
+        for neighbours in [Neighbours::Replace, Neighbours::AddRemove] {
+            let out = synthesize(
+                &records,
+                &domain,
+                &workload,
+                &request(neighbours),
+                &mut seeded_rng(1),
+                &mut |_| {},
+            )
+            .unwrap();
+            assert_eq!(out.accountant.neighbours(), Some(neighbours));
+            assert!(out.guarantee.epsilon <= 1.0 && out.guarantee.epsilon > 0.99);
+            assert_eq!(out.guarantee.delta, 1e-9);
+            if neighbours.n_is_public() {
+                assert_eq!(out.rows.len(), 200);
+            }
+            assert!(
+                out.rows
+                    .iter()
+                    .all(|r| r.len() == 3 && r.iter().all(|&v| v < 2))
+            );
+        }
+    }
+
+    #[test]
+    fn empty_data_is_refused_only_when_n_is_public() {
+        let (domain, _, workload) = table(0);
+        let empty = Records::from_columns(vec![vec![], vec![], vec![]], &domain).unwrap();
+        let run = |n: Neighbours| {
+            synthesize(
+                &empty,
+                &domain,
+                &workload,
+                &request(n),
+                &mut seeded_rng(2),
+                &mut |_| {},
+            )
+        };
+        assert!(matches!(
+            run(Neighbours::Replace),
+            Err(AdaptiveError::Data(DataError::EmptyData))
+        ));
+        assert!(!run(Neighbours::AddRemove).unwrap().rows.is_empty());
+    }
+
+    #[test]
+    fn bad_parameters_are_refused_before_anything_runs() {
+        let e = Epsilon::new(1, 1).unwrap();
+        for delta in [0.0, 1.0, -1e-9, f64::NAN] {
+            assert!(SynthRequest::new(e, delta, Neighbours::Replace).is_err());
+        }
+        assert!(request(Neighbours::Replace).max_model_mib(0).is_err());
+    }
+
+    /// The lower-level entry point refuses an estimator that would publish the
+    /// exact n under a relation that keeps n private.
+    #[test]
+    fn an_exact_total_estimator_is_refused_under_add_remove() {
+        let (domain, records, workload) = table(50);
+        let estimator = PgmEstimator::new(&domain, Neighbours::Replace, records.len());
+        let mut acct = Accountant::zcdp_for(Epsilon::new(1, 1).unwrap(), 1e-9).unwrap();
+        let err = adaptive_marginals(
+            &records,
+            &domain,
+            &workload,
+            &AdaptiveConfig::new(Neighbours::AddRemove),
+            &estimator,
+            &mut acct,
+            &mut seeded_rng(3),
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(matches!(err, AdaptiveError::InvalidParameter(_)), "{err}");
+        assert!(acct.ledger().is_empty(), "nothing was charged");
+    }
+}
