@@ -59,6 +59,16 @@ impl Neighbours {
         matches!(self, Neighbours::Replace)
     }
 
+    /// True when one individual moves every counting query the same way (adding a
+    /// record raises counts, removing one lowers them): counting queries are then
+    /// monotone, and report noisy max over them needs only half the noise. Not
+    /// under replace-one, where one count can go down while another goes up; and
+    /// not a statement about other scores (a score that is not a count may move
+    /// both ways under either relation).
+    pub fn monotone_counting_queries(self) -> bool {
+        matches!(self, Neighbours::AddRemove)
+    }
+
     /// ℓ1 sensitivity of a histogram of counts over any partition of the records:
     /// 1 for add/remove, 2 for replace.
     pub fn histogram_l1(self) -> u64 {

@@ -77,7 +77,7 @@ fn select(which: &str, quick: bool) -> Result<Vec<AuditCase>, CliError> {
     if which == "all" {
         return cases::REGISTRY
             .iter()
-            .map(|(_, make)| make(quick).map_err(boxed))
+            .map(|r| (r.make)(quick).map_err(boxed))
             .collect();
     }
     match cases::by_name(which, quick) {

@@ -38,6 +38,7 @@ mod serve_upload;
 pub mod synth;
 mod synth_adaptive;
 mod synth_report;
+pub mod top;
 
 /// privq: exact differential privacy from the microcontroller to the curator.
 #[derive(Debug, Parser)]
@@ -79,6 +80,8 @@ pub enum Command {
     Fairness(fairness::Args),
     /// Release all monotone conjunctions of a binary table (thesis Ch. 6), and query the release.
     Conjunctions(conjunctions::Args),
+    /// The most frequent of a public list of values in a column, chosen privately (report noisy max).
+    Top(top::Args),
     /// Audit the mechanisms' privacy claims empirically (stochastic tester on neighbouring datasets).
     Audit(audit::Args),
     /// The authenticated upload collector: HTTP API over a SQLite store (feature `serve`).
@@ -107,6 +110,7 @@ pub fn run(
         Command::Knorm(args) => knorm::run(&args, stdin, stdout, stderr),
         Command::Fairness(args) => fairness::run(&args, stdin, stdout, stderr),
         Command::Conjunctions(args) => conjunctions::run(&args, stdin, stdout, stderr),
+        Command::Top(args) => top::run(&args, stdin, stdout, stderr),
         Command::Audit(args) => audit::run(&args, stdin, stdout, stderr),
         #[cfg(feature = "serve")]
         Command::Serve(args) => serve::run(&args, stdin, stdout, stderr),

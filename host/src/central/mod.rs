@@ -6,7 +6,9 @@
 //!   ([`Geometric`]), the discrete Gaussian mechanism for counts under ρ-zCDP
 //!   ([`DiscreteGaussian`]), the exponential mechanism with exact sampling
 //!   ([`ExponentialMechanism`]) and the statistical-query oracle of Prop. 2.9.1
-//!   ([`SqOracle`]). Each implements [`Mechanism`](crate::contract::Mechanism).
+//!   ([`SqOracle`]), report noisy max ([`ReportNoisyMax`]), and one value per
+//!   individual on the grid ([`values`]). Each
+//!   implements [`Mechanism`](crate::contract::Mechanism).
 //! - The multiplicative-weights engine ([`mw`]) and what is built on it: private
 //!   multiplicative weights ([`pmw`], thesis Ch. 4) with its domain reduction
 //!   ([`pmw_reduce`], §4.5), and MWEM ([`mwem`], thesis Ch. 5).
@@ -22,12 +24,15 @@ mod gaussian;
 mod laplace;
 pub mod mw;
 pub mod mwem;
+mod noisy_max;
 pub mod pmw;
 pub mod pmw_reduce;
 mod sq_oracle;
+pub mod values;
 
 pub use error::MechanismError;
 pub use exponential::{ExponentialMechanism, Sampling};
 pub use gaussian::DiscreteGaussian;
 pub use laplace::{Geometric, VectorLaplace, epsilon_at_most, fixed_ceil};
+pub use noisy_max::ReportNoisyMax;
 pub use sq_oracle::{SqOracle, SqSession};

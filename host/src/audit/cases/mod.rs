@@ -14,6 +14,7 @@ mod dx;
 mod fairness;
 mod knorm;
 mod mwem;
+mod noisy_max;
 mod pmw;
 mod synth;
 mod threshold;
@@ -29,6 +30,7 @@ pub use dx::{dx_laplace, dx_mwem, smalldb};
 pub use fairness::fairness_dp;
 pub use knorm::{knorm_cube_large_eps, knorm_l1, nikm_linf};
 pub use mwem::{mwem_init, mwem_rounds, synth_rare_value};
+pub use noisy_max::{report_noisy_max, report_noisy_max_add_remove};
 pub use pmw::{pmw_approximate, pmw_project, pmw_pure, pmw_reduce};
 pub use synth::adaptive_marginals_case;
 pub use threshold::threshold_oracle;
@@ -38,56 +40,133 @@ use super::{AuditCase, AuditError};
 /// Builds a case at the test (`true`) or full (`false`) size.
 pub type CaseFn = fn(bool) -> Result<AuditCase, AuditError>;
 
-/// Every case, by name, in table order.
-pub const REGISTRY: &[(&str, CaseFn)] = &[
-    ("vector-laplace", vector_laplace),
-    ("geometric-histogram", geometric_histogram),
-    ("discrete-gaussian", discrete_gaussian),
-    ("exponential", exponential),
-    ("sq-oracle", sq_oracle),
-    ("pmw-pure", pmw_pure),
-    ("pmw-approx", pmw_approximate),
-    ("pmw-project", pmw_project),
-    ("pmw-reduce", pmw_reduce),
-    ("mwem-init", mwem_init),
-    ("mwem-rounds", mwem_rounds),
-    ("synth-rare-value", synth_rare_value),
-    ("discovery", discovery),
-    ("dx-laplace", dx_laplace),
-    ("smalldb", smalldb),
-    ("dx-mwem", dx_mwem),
-    ("distance-offline", distance_offline),
-    ("distance-session", distance_session),
-    ("knorm-l1", knorm_l1),
-    ("knorm-linf-eps4", knorm_cube_large_eps),
-    ("nikm-linf", nikm_linf),
-    ("tree-cdf", tree_cdf),
-    ("laplace-per-query", laplace_per_query),
-    ("grid-mwem", grid_mwem),
-    ("threshold-oracle", threshold_oracle),
-    ("fairness-dp", fairness_dp),
-    ("agnostic-mw", agnostic_mw),
-    ("conjunction-release", conjunction_release),
-    ("conjunction-release-local", conjunction_release_local),
-    ("cut-oracle", cut_oracle),
-    ("cut-release", cut_release),
-    ("adaptive-marginals", adaptive_marginals_case),
+/// A registered case: its name, how to build it, and how the test suite audits it
+/// (a case cannot be registered without a test size, so none goes untested).
+#[derive(Debug, Clone, Copy)]
+pub struct Registered {
+    /// The name (`privq audit NAME`).
+    pub name: &'static str,
+    /// Builds the case.
+    pub make: CaseFn,
+    /// Runs per side at the test size (`host/tests/audit.rs`).
+    pub test_runs: u64,
+    /// The empirical ε the test suite must see at least, where the neighbouring
+    /// pair is tight enough for the auditor to see much of the claim.
+    pub test_sees: Option<f64>,
+}
+
+impl Registered {
+    /// Also requires the test suite's audit to see at least `epsilon`.
+    pub const fn sees(self, epsilon: f64) -> Self {
+        Registered {
+            test_sees: Some(epsilon),
+            ..self
+        }
+    }
+}
+
+/// A registry entry.
+const fn case(name: &'static str, make: CaseFn, test_runs: u64) -> Registered {
+    Registered {
+        name,
+        make,
+        test_runs,
+        test_sees: None,
+    }
+}
+
+/// Every case, in table order.
+pub const REGISTRY: &[Registered] = &[
+    // Vector Laplace on grid-rounding neighbours (a past finding).
+    case("vector-laplace", vector_laplace, 4000),
+    case("geometric-histogram", geometric_histogram, 20_000).sees(0.5),
+    // The discrete Gaussian (ρ = 1/2) against its converted (ε, δ) claim.
+    case("discrete-gaussian", discrete_gaussian, 20_000).sees(0.3),
+    case("exponential", exponential, 20_000).sees(0.5),
+    // The first index wins only in the noise's tail; each has a broken twin.
+    case("report-noisy-max", report_noisy_max, 20_000).sees(0.5),
+    case(
+        "report-noisy-max-add-remove",
+        report_noisy_max_add_remove,
+        20_000,
+    )
+    .sees(0.5),
+    case("sq-oracle", sq_oracle, 10_000),
+    // Pure PMW on an adversarial pattern: the worst-case loss sits on transcripts of
+    // probability ≤ 2^−k, which no sampled event reaches.
+    case("pmw-pure", pmw_pure, 4000),
+    case("pmw-approx", pmw_approximate, 4000),
+    // Pure PMW with projection updates and answers from the hypothesis after the failure.
+    case("pmw-project", pmw_project, 4000),
+    // Pure PMW on a domain reduced to a strict subset, at the raised threshold.
+    case("pmw-reduce", pmw_reduce, 2000),
+    // MWEM's initialisation under replace-one (a past finding: charged at sensitivity 1).
+    case("mwem-init", mwem_init, 4000),
+    case("mwem-rounds", mwem_rounds, 4000),
+    // A synthetic-data domain that must not be inferred from the data (a past finding).
+    case("synth-rare-value", synth_rare_value, 500),
+    // Partition selection with a count at the threshold and a new value.
+    case("discovery", discovery, 20_000),
+    case("dx-laplace", dx_laplace, 10_000),
+    case("smalldb", smalldb, 10_000),
+    case("dx-mwem", dx_mwem, 4000),
+    case("distance-offline", distance_offline, 2000),
+    case("distance-session", distance_session, 2000),
+    // The K-norm mechanism with F = I (K = B₁²), one record added to bin 0.
+    case("knorm-l1", knorm_l1, 20_000).sees(0.3),
+    // KM on the cube at ε = 4: the orthant events carry the full e^ε ratio.
+    case("knorm-linf-eps4", knorm_cube_large_eps, 20_000).sees(2.5),
+    // NiKM on the cube (d = 2, two levels at ε/2), one record added to the all-ones column.
+    case("nikm-linf", nikm_linf, 20_000),
+    case("tree-cdf", tree_cdf, 10_000),
+    case("laplace-per-query", laplace_per_query, 10_000),
+    case("grid-mwem", grid_mwem, 2000),
+    // Lemma 7.3.1: TO's labels on neighbouring data, queries asked at several thresholds.
+    case("threshold-oracle", threshold_oracle, 20_000).sees(0.5),
+    // The (D_∞, ε|xΔy|) Fairness LP's optimal count mechanism (thesis §8.2.3).
+    case("fairness-dp", fairness_dp, 20_000).sees(0.1),
+    // Fig. 6.7's private release: post-processing of one SQ session.
+    case("agnostic-mw", agnostic_mw, 4000),
+    // Fig. 6.6's conjunction release: one SQ session charged up front.
+    case("conjunction-release", conjunction_release, 4000),
+    // Fig. 6.6 in the local model: every device answers once at ε.
+    case("conjunction-release-local", conjunction_release_local, 4000),
+    // The cut-function oracle: k = 2 answers on one edge more or less.
+    case("cut-oracle", cut_oracle, 10_000),
+    // The cut-function release at the clamp |E| = E_max against one edge more.
+    case("cut-release", cut_release, 4000),
+    case("adaptive-marginals", adaptive_marginals_case, 4000),
 ];
 
 /// The case called `name`, if registered.
 pub fn by_name(name: &str, small: bool) -> Option<Result<AuditCase, AuditError>> {
     REGISTRY
         .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, make)| make(small))
+        .find(|r| r.name == name)
+        .map(|r| (r.make)(small))
 }
 
 /// The registered names.
 pub fn names() -> Vec<&'static str> {
-    REGISTRY.iter().map(|(n, _)| *n).collect()
+    REGISTRY.iter().map(|r| r.name).collect()
 }
 
 /// Wraps a construction error of a mechanism.
 pub(crate) fn setup<E: std::error::Error + Send + Sync + 'static>(e: E) -> AuditError {
     AuditError::InvalidCase(format!("setting up the mechanism failed: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_every_case_has_a_test_size() {
+        let mut names = names();
+        names.sort_unstable();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(names.len(), before, "a case name is registered twice");
+        assert!(REGISTRY.iter().all(|r| r.test_runs > 0));
+    }
 }

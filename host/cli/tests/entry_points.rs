@@ -1,0 +1,187 @@
+//! The `privq` program is a thin front end: for a fixed seed, each command that
+//! releases prints byte for byte what its library entry point returns, and the
+//! entry point's accountant is bound to the relation the command declares.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use privq_host::central::ReportNoisyMax;
+use privq_host::central::values::{Sampler, ValueBound, ValueNoise};
+use privq_host::contract::{Mechanism, Neighbours};
+use privq_host::data::{
+    BinOutput, CsvColumns, Domain, DomainSource, MemoryCap, Records, write_records, write_rows,
+};
+use privq_host::query::Workload;
+use privq_host::synth::adaptive::MarginalWorkload;
+use privq_host::synth::mwem::MwemRequest;
+use privq_host::synth::release::{SynthRequest, synthesize};
+use privq_host::{Epsilon, Fixed, seeded_rng};
+
+fn inputs() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/inputs")
+}
+
+fn privq(args: &[&str]) -> Vec<u8> {
+    let out = Command::new(env!("CARGO_BIN_EXE_privq"))
+        .args(args)
+        .current_dir(inputs())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+fn eps(n: u64, d: u64) -> Epsilon {
+    Epsilon::new(n, d).unwrap()
+}
+
+fn people_domain() -> Domain {
+    Domain::from_json(&std::fs::read_to_string(inputs().join("people-domain.json")).unwrap())
+        .unwrap()
+}
+
+#[test]
+fn synth_adaptive_prints_what_synthesize_returns() {
+    let domain = people_domain();
+    let text = std::fs::read(inputs().join("people.csv")).unwrap();
+    let records = Records::from_csv(&text[..], &domain, &CsvColumns::new()).unwrap();
+    let workload = MarginalWorkload::all_k_way(&domain, 3).unwrap();
+    let request = SynthRequest::new(eps(1, 1), 1e-9, Neighbours::AddRemove).unwrap();
+    let out = synthesize(
+        &records,
+        &domain,
+        &workload,
+        &request,
+        &mut seeded_rng(21),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(out.accountant.neighbours(), Some(Neighbours::AddRemove));
+    let mut want = Vec::new();
+    write_rows(&mut want, &domain, &out.rows, BinOutput::Midpoint).unwrap();
+    let got = privq(&[
+        "synth",
+        "--input",
+        "people.csv",
+        "--domain",
+        "people-domain.json",
+        "--epsilon",
+        "1",
+        "--seed",
+        "21",
+    ]);
+    assert_eq!(
+        String::from_utf8(got).unwrap(),
+        String::from_utf8(want).unwrap()
+    );
+}
+
+#[test]
+fn synth_mwem_prints_what_the_mwem_request_returns() {
+    let mut rng = seeded_rng(22);
+    let mut run = MwemRequest::new(eps(1, 2))
+        .open(
+            &inputs().join("binary.csv"),
+            Some(DomainSource::BinaryHeader),
+            &CsvColumns::new(),
+            MemoryCap::default(),
+            &mut rng,
+        )
+        .unwrap();
+    let workload = Workload::parities(&run.dataset().domain, 3).unwrap();
+    let out = run.release(&workload, &mut rng, &mut |_, _| {}).unwrap();
+    assert_eq!(run.accountant().neighbours(), Some(Neighbours::Replace));
+    let mut want = Vec::new();
+    write_records(
+        &mut want,
+        &run.dataset().domain,
+        &out.cells,
+        BinOutput::Midpoint,
+    )
+    .unwrap();
+    let got = privq(&[
+        "synth",
+        "--mechanism",
+        "mwem",
+        "--input",
+        "binary.csv",
+        "--domain",
+        "binary",
+        "--epsilon",
+        "1/2",
+        "--seed",
+        "22",
+    ]);
+    assert_eq!(
+        String::from_utf8(got).unwrap(),
+        String::from_utf8(want).unwrap()
+    );
+}
+
+#[test]
+fn noise_prints_what_value_noise_returns() {
+    let text = std::fs::read_to_string(inputs().join("counts.txt")).unwrap();
+    let values: Vec<Fixed> = text.lines().map(|l| l.parse().unwrap()).collect();
+    let bound = ValueBound::Range {
+        lo: Fixed::from_int(0),
+        hi: Fixed::from_int(50),
+    };
+    let noise = ValueNoise::new(eps(1, 2), bound, None, Sampler::Exact)
+        .unwrap()
+        .with_count(values.len());
+    let (released, accountant) = noise
+        .release_with_ledger(&values, &mut seeded_rng(23))
+        .unwrap();
+    assert_eq!(accountant.neighbours(), Some(Neighbours::Replace));
+    let want: String = released.iter().map(|v| format!("{v}\n")).collect();
+    let got = privq(&[
+        "noise",
+        "--input",
+        "counts.txt",
+        "--epsilon",
+        "1/2",
+        "--range",
+        "0,50",
+        "--seed",
+        "23",
+    ]);
+    assert_eq!(String::from_utf8(got).unwrap(), want);
+}
+
+#[test]
+fn top_prints_what_report_noisy_max_returns() {
+    let values = ["north", "south", "east", "west"];
+    let text = std::fs::read_to_string(inputs().join("people.csv")).unwrap();
+    let mut counts = [0u64; 4];
+    for line in text.lines().skip(1) {
+        let region = line.split(',').nth(2).unwrap();
+        counts[values.iter().position(|v| *v == region).unwrap()] += 1;
+    }
+    // Far below the real gaps, so the winner depends on the noise.
+    let mech = ReportNoisyMax::counts(Neighbours::AddRemove, eps(1, 100), 4).unwrap();
+    let mut acct = privq_host::accountant::Accountant::pure(eps(1, 100));
+    acct.bind(Neighbours::AddRemove);
+    let mut rng = seeded_rng(24);
+    let want = mech.release(&counts[..], &mut acct, &mut rng).unwrap();
+    let got = privq(&[
+        "top",
+        "--input",
+        "people.csv",
+        "--column",
+        "region",
+        "--values",
+        "north,south,east,west",
+        "--epsilon",
+        "1/100",
+        "--seed",
+        "24",
+    ]);
+    assert_eq!(
+        String::from_utf8(got).unwrap(),
+        format!("{}\n", values[want])
+    );
+}
