@@ -743,6 +743,18 @@ impl Drop for InputFile {
     }
 }
 
+/// The position of `column` in a CSV header (names compared trimmed), or an error
+/// listing the header's names.
+pub(crate) fn column_index(header: &csv::StringRecord, column: &str) -> Result<usize, CliError> {
+    header
+        .iter()
+        .position(|h| h.trim() == column)
+        .ok_or_else(|| CliError::MissingColumn {
+            column: column.to_string(),
+            available: header.iter().map(str::to_string).collect(),
+        })
+}
+
 /// The whole text of `path` (`-`: standard input), naming the file on failure.
 pub(crate) fn read_text(path: &Path, stdin: &mut dyn BufRead) -> Result<String, CliError> {
     let mut text = String::new();

@@ -298,13 +298,7 @@ impl Input {
     fn csv(text: &str, column: &str, saturate: bool) -> Result<Input, CliError> {
         let mut reader = csv::ReaderBuilder::new().from_reader(BufReader::new(text.as_bytes()));
         let header = reader.headers()?.clone();
-        let index = header
-            .iter()
-            .position(|h| h.trim() == column)
-            .ok_or_else(|| CliError::MissingColumn {
-                column: column.to_string(),
-                available: header.iter().map(str::to_string).collect(),
-            })?;
+        let index = super::column_index(&header, column)?;
         let mut records = Vec::new();
         let mut values = Vec::new();
         for (i, record) in reader.records().enumerate() {

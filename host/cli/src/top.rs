@@ -98,13 +98,7 @@ pub fn run(
 fn count(text: &str, column: &str, values: &[&str]) -> Result<Vec<u64>, CliError> {
     let mut reader = csv::Reader::from_reader(text.as_bytes());
     let header = reader.headers()?.clone();
-    let index = header
-        .iter()
-        .position(|h| h.trim() == column)
-        .ok_or_else(|| CliError::MissingColumn {
-            column: column.to_string(),
-            available: header.iter().map(str::to_string).collect(),
-        })?;
+    let index = super::column_index(&header, column)?;
     let mut counts = vec![0u64; values.len()];
     for record in reader.records() {
         let record = record?;
