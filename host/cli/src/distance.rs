@@ -232,7 +232,7 @@ fn release(
         stderr,
         "privq: privacy: {}\nprivq: ledger:\n{}",
         NEIGHBOURS.summary(&config.privacy.cost(), s.n() as u64),
-        accountant.ledger_text()
+        a.ledger.text(&accountant)
     )?;
     warn_about_accuracy(&s, stderr)?;
     a.ledger.write(&accountant)
@@ -320,7 +320,7 @@ fn interactive(
         super::short(s.params().alpha),
         s.params().rounds,
         NEIGHBOURS.summary(&config.privacy.cost(), cols.len() as u64),
-        accountant.ledger_text()
+        a.ledger.text(&accountant)
     )?;
     answer_lines(&mut s, &mut r, stdin, stdout, stderr)?;
     let g = s.spent().map_err(run_err)?;

@@ -167,7 +167,7 @@ fn discover(
     if released.is_err() && !accountant.ledger().is_empty() {
         // Charged, then nothing kept: the spend is recorded all the same.
         a.ledger.write(&accountant)?;
-        writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
+        writeln!(stderr, "privq: ledger:\n{}", a.ledger.text(&accountant))?;
     }
     let domain = released.map_err(run_err)?;
     output
@@ -186,6 +186,6 @@ fn discover(
         discovery.threshold(),
         sizes.join(", ")
     )?;
-    writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
+    writeln!(stderr, "privq: ledger:\n{}", a.ledger.text(&accountant))?;
     Ok(())
 }

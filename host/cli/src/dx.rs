@@ -143,7 +143,7 @@ pub fn run(
         metric.len(),
         super::num(metric.min_offdiag()),
         super::num(mech.loss_ratio()),
-        accountant.ledger_text()
+        args.ledger.text(&accountant)
     )?;
     write_answers(&mech, &answers, base, args.format.format, stdout)?;
     args.ledger.write(&accountant)

@@ -249,9 +249,22 @@ pub struct LedgerArgs {
     /// the results), and not an existing file that is not a ledger.
     #[arg(long, value_name = "PATH", value_parser = ledger_path)]
     pub ledger_json: Option<PathBuf>,
+    /// Print the ledger's costs as exact fractions (as `--ledger-json` holds them)
+    /// instead of four significant digits rounded up.
+    #[arg(long)]
+    pub exact: bool,
 }
 
 impl LedgerArgs {
+    /// `accountant`'s ledger for standard error: short, or exact with `--exact`.
+    pub(crate) fn text(&self, accountant: &Accountant) -> String {
+        if self.exact {
+            accountant.ledger_text_exact()
+        } else {
+            accountant.ledger_text()
+        }
+    }
+
     /// Writes `accountant`'s ledger to `--ledger-json`, if given.
     pub(crate) fn write(&self, accountant: &Accountant) -> Result<(), CliError> {
         match &self.ledger_json {
@@ -744,8 +757,11 @@ impl Drop for InputFile {
 }
 
 /// The position of `column` in a CSV header (names compared trimmed), or an error
-/// listing the header's names.
+/// listing the header's names ([`CliError::EmptyInput`] without a header).
 pub(crate) fn column_index(header: &csv::StringRecord, column: &str) -> Result<usize, CliError> {
+    if header.is_empty() {
+        return Err(CliError::EmptyInput);
+    }
     header
         .iter()
         .position(|h| h.trim() == column)

@@ -117,7 +117,7 @@ pub fn run(
             )?;
         }
     }
-    writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
+    writeln!(stderr, "privq: ledger:\n{}", args.ledger.text(&accountant))?;
     args.ledger.write(&accountant)
 }
 

@@ -295,7 +295,7 @@ pub fn run(
         stderr,
     );
     summarize(&session, &params, n, stderr)?;
-    writeln!(stderr, "privq: ledger:\n{}", budget.ledger_text())?;
+    writeln!(stderr, "privq: ledger:\n{}", args.ledger.text(&budget))?;
     // The budget is spent either way, so the ledger is written; a run that failed
     // on a query, or answered nothing, still fails.
     args.ledger.write(&budget)?;

@@ -270,7 +270,11 @@ pub fn run(
             // Discovery may have spent budget and released the domain: record it.
             if !run.accountant().ledger().is_empty() {
                 args.ledger.write(run.accountant())?;
-                writeln!(stderr, "privq: ledger:\n{}", run.accountant().ledger_text())?;
+                writeln!(
+                    stderr,
+                    "privq: ledger:\n{}",
+                    args.ledger.text(run.accountant())
+                )?;
             }
             return Err(e);
         }
@@ -355,7 +359,7 @@ pub fn run(
         profile: args.profile,
     };
     summary.write(accountant, &out, stderr)?;
-    writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
+    writeln!(stderr, "privq: ledger:\n{}", args.ledger.text(accountant))?;
     Ok(())
 }
 

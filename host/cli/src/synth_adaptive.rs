@@ -224,7 +224,7 @@ pub fn run(
         )?;
         compare(&records, &domain, &out.model, &sample, stderr)?;
     }
-    writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
+    writeln!(stderr, "privq: ledger:\n{}", args.ledger.text(&accountant))?;
     Ok(())
 }
 

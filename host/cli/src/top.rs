@@ -17,7 +17,9 @@ use super::{CliError, LedgerArgs};
     privq top --input people.csv --column region --values north,south,east,west --epsilon 1\n\n\
     Each row is one record (one person); the guarantee is per record. Only the winning value \
     is released, at epsilon whatever the number of candidates. Rows with a value not in \
-    --values count for no candidate (their number is private and not shown). Under --neighbours add-remove \
+    --values count for no candidate (their number is private and not shown). Values match \
+    exactly after trimming spaces (case-sensitive); equal noisy counts go to the value listed \
+    first. Under --neighbours add-remove \
     (the default) one record moves every count the same way and the noise scale is \
     1/epsilon; under replace it is 2/epsilon.")]
 pub struct Args {
@@ -55,6 +57,12 @@ pub fn run(
 ) -> Result<(), CliError> {
     let epsilon = super::parse_epsilon(&args.epsilon)?;
     let values: Vec<&str> = args.values.iter().map(|v| v.trim()).collect();
+    if values.iter().any(|v| v.is_empty()) {
+        return Err(CliError::Usage {
+            option: "values",
+            message: "an empty candidate (a stray comma?); list the values as A,B,...".into(),
+        });
+    }
     if let Some(v) = values
         .iter()
         .enumerate()
@@ -88,7 +96,7 @@ pub fn run(
         mech.scale(),
         neighbours.phrase()
     )?;
-    writeln!(stderr, "privq: ledger:\n{}", accountant.ledger_text())?;
+    writeln!(stderr, "privq: ledger:\n{}", args.ledger.text(&accountant))?;
     args.ledger.write(&accountant)
 }
 
@@ -146,8 +154,10 @@ mod tests {
         let (out, err) = crate::run_with(&argv, "").unwrap();
         assert_eq!(out, "blue\n");
         assert!(!err.contains("red") && !err.contains("40"), "{err}");
-        let mut argv = base.to_vec();
-        argv.extend(["--values", "red,red"]);
-        assert!(crate::run_with(&argv, "").is_err());
+        for bad in ["red,red", "", "red,", "red,,blue"] {
+            let mut argv = base.to_vec();
+            argv.extend(["--values", bad]);
+            assert!(crate::run_with(&argv, "").is_err(), "{bad:?}");
+        }
     }
 }
