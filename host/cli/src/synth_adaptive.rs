@@ -119,7 +119,8 @@ pub fn run(
         Records::from_csv(text.as_bytes(), &domain, &args.columns.columns()).map_err(run_err)?;
     let mut rng = super::rng(args.seed, stderr)?;
     // The run ends when the budget is spent: progress is the share of ρ spent (‰).
-    let budget = Accountant::zcdp_for(epsilon, delta)
+    let budget = request
+        .accountant()
         .ok()
         .and_then(|a| a.rho_budget())
         .map_or(0.0, |r| r.to_f64());

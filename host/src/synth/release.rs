@@ -108,6 +108,14 @@ impl SynthRequest {
     pub fn neighbours(&self) -> Neighbours {
         self.neighbours
     }
+
+    /// The accountant the release runs under: a fresh ρ-zCDP budget, the largest ρ
+    /// whose conversion meets (ε, δ), bound to the request's relation.
+    pub fn accountant(&self) -> Result<Accountant, AdaptiveError> {
+        let mut accountant = Accountant::zcdp_for(self.epsilon, self.delta)?;
+        accountant.bind(self.neighbours);
+        Ok(accountant)
+    }
 }
 
 /// A release: the rows, what produced them, and what it cost.
@@ -143,8 +151,7 @@ pub fn synthesize<R: Rng + CryptoRng + ?Sized>(
     if records.is_empty() && neighbours.n_is_public() {
         return Err(AdaptiveError::Data(DataError::EmptyData));
     }
-    let mut accountant = Accountant::zcdp_for(request.epsilon, request.delta)?;
-    accountant.bind(neighbours);
+    let mut accountant = request.accountant()?;
     let config = AdaptiveConfig {
         rounds: request.rounds,
         max_model_cells: request.max_model_cells,
