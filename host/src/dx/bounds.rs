@@ -1,6 +1,7 @@
-//! The paper's error and utility bounds (spec §2.2–§2.5, §5.4), as stated after the
-//! spec's corrections (§6.2 items 3–5), plus the exact l2² identity of the d_X
-//! Laplace mechanism.
+//! The paper's error and utility bounds (Theorems 2, 4, 6, 8 and 11 and
+//! Proposition 1, §3.1–3.4 and Appendix C), with privq's corrections of Theorem 4,
+//! Proposition 1 and Theorem 6 (`docs/src/dx.md`, "How privq reads the paper"),
+//! plus the exact l2² identity of the d_X Laplace mechanism.
 //!
 //! Conventions: natural logarithms throughout; `n = ‖x‖₁`; `Q` is the target query
 //! matrix and `Q̃ = c ⊙ Q'` the effective one ([`Queries`]). Where the paper's
@@ -36,7 +37,8 @@ fn same_shape(a: &Queries, b: &Queries, c: &[f64]) -> Result<(), DxError> {
     Ok(())
 }
 
-/// Entrywise `p`-norm of `Q̃ − Q` (spec §1.1; `p = ∞` is the max |entry|).
+/// Entrywise `p`-norm of `Q̃ − Q` (the paper's matrix norm, §2.1: entrywise, not
+/// the operator norm; `p = ∞` is the max |entry|).
 pub fn approx_norm(q: &Queries, q_eff: &Queries, p: f64) -> Result<f64, DxError> {
     same_shape(q, q_eff, &vec![0.0; q.rows()])?;
     let diffs = (0..q.rows())
@@ -123,8 +125,8 @@ fn gamma_fn(x: f64) -> f64 {
     (2.0 * std::f64::consts::PI).sqrt() * t.powf(x + 0.5) * (-t).exp() * a
 }
 
-/// The exact l2² error at `x` (spec §2.2 NOTE; Theorem 2.1's proof without the
-/// loosening): `E‖Z − Qx‖₂² = ‖(Q̃ − Q)x‖₂² + 2‖c‖₂²`.
+/// The exact l2² error at `x` (privq's derivation: Theorem 2.1's proof in
+/// Appendix A.1 without the loosening): `E‖Z − Qx‖₂² = ‖(Q̃ − Q)x‖₂² + 2‖c‖₂²`.
 pub fn laplace_l2sq_exact(
     q: &Queries,
     q_eff: &Queries,
@@ -145,7 +147,7 @@ pub fn laplace_l2sq_exact(
 }
 
 /// Theorem 2.1: `err_{l2²} ≤ 2n²‖c⊙Q' − Q‖₂² + 4‖c‖₂²` (loose by a factor of 2,
-/// spec §6.2 item 19; [`laplace_l2sq_exact`] is the exact value).
+/// `docs/src/dx.md`; [`laplace_l2sq_exact`] is the exact value).
 pub fn laplace_l2sq(q: &Queries, q_eff: &Queries, c: &[f64], n: f64) -> Result<f64, DxError> {
     same_shape(q, q_eff, c)?;
     let a = approx_norm(q, q_eff, 2.0)?;
@@ -184,7 +186,8 @@ fn check_prob(p: f64, name: &str) -> Result<(), DxError> {
     }
 }
 
-/// Theorem 4, **sign-corrected** (spec §2.3 NOTE, §6.2 item 3): for
+/// Theorem 4, **sign-corrected** (privq's correction of the sign of `δ_{u,u'}` in
+/// Theorem 4 and its proof in Appendix A.2; `docs/src/dx.md`): for
 /// `Z = M_{Exp,c}(x, u')`, with probability ≥ 1 − e^{−t},
 /// `u(x, Z) > ⋆_{u'}(x) − δ_{u,u'} − 2c(ln(|R|/|R_⋆|) + t)`. Returns that threshold.
 ///
@@ -214,13 +217,15 @@ pub fn exponential_lower_literal(
     star + delta_uu - 2.0 * c * ((range / optimal).ln() + t)
 }
 
-/// Proposition 1 (sign typo of its proof fixed, spec §6.2 item 4): for
+/// Proposition 1 (privq fixes a sign slip in its proof, Appendix A.3;
+/// `docs/src/dx.md`): for
 /// `y = SmallDB(x, Q', c, α)` with synthetic size `m`, with probability ≥ 1 − β,
 /// `max_q |q(x) − c·q'(y)| ≤ n·max_q‖q − c q'‖_∞ + αn + 2c(m·ln N + ln(1/β))`.
 ///
 /// The paper writes `ln|Q|/α²` for `m`; the implementation uses
 /// `m = max(1, ⌈ln|Q|/α²⌉)` and `|R| ≤ N^m`, so the actual `m` goes here. Requires
-/// Theorem 9's setting: `c·q'` with entries in `[0, 1]` (spec §2.4(d)) and the
+/// Theorem 9's setting: `c·q'` with entries in `[0, 1]` (Theorem 9 is Dwork and
+/// Roth's Theorem 4.2, stated for queries with values in `[0, 1]`) and the
 /// normalised (default) SmallDB.
 pub fn smalldb_prop1(
     n: f64,
@@ -243,7 +248,8 @@ pub fn smalldb_gamma(universe: usize, queries: usize, beta: f64) -> f64 {
 }
 
 /// Theorem 6's accuracy `α = (cγ/n)^{1/3}`; SmallDB must be run with `α/2`.
-/// Valid only when `α ≤ 1` (spec §6.2 item 5) — `None` otherwise.
+/// Valid only when `α ≤ 1` (the step from Proposition 1 to (10) in Theorem 6's
+/// proof needs it; `docs/src/dx.md`) — `None` otherwise.
 pub fn smalldb_thm6_alpha(
     n: f64,
     c: f64,
@@ -260,8 +266,8 @@ pub fn smalldb_thm6_alpha(
 /// `max_q |q(x) − c q'(y)| ≤ n·max_q‖q − c q'‖_∞ + (c n² γ)^{1/3} + 2c·ln N`.
 ///
 /// The last term is the rounding slack: the theorem assumes `4ln|Q|/α²` is an
-/// integer; `⌈·⌉` adds at most one record, i.e. `ln N` to `ln|R|` (derivation: spec
-/// §2.4 NOTE, Proposition 1 at `α/2`, which needs `α ≤ 1`). Errors if `α > 1`.
+/// integer; `⌈·⌉` adds at most one record, i.e. `ln N` to `ln|R|` (privq's
+/// derivation: Proposition 1 at `α/2`, which needs `α ≤ 1`). Errors if `α > 1`.
 pub fn smalldb_thm6(
     n: f64,
     approx_inf: f64,
@@ -298,8 +304,9 @@ pub fn mwem_thm8(
         + n * approx_inf
 }
 
-/// Theorem 8's stated probability `1 − 2T/|Q|` (copied from \[14\], spec §6.2 item
-/// 8; vacuous, i.e. ≤ 0, when `|Q| ≤ 2T`).
+/// Theorem 8's stated probability `1 − 2T/|Q|` (taken as stated from the paper's
+/// reference \[14\], Hardt, Ligett and McSherry's MWEM; vacuous, i.e. ≤ 0, when
+/// `|Q| ≤ 2T`).
 pub fn mwem_thm8_probability(queries: usize, rounds: usize) -> f64 {
     1.0 - 2.0 * rounds as f64 / queries as f64
 }
@@ -361,9 +368,9 @@ mod tests {
         assert!((gamma_fn(5.0) - 24.0).abs() < 1e-9);
     }
 
-    /// Spec §6.2 item 3: with `u = u' − δ` and a single optimum, `u(x, Z) = ⋆ − δ`
-    /// surely; the corrected bound holds, the printed `+δ` one fails for every
-    /// `t < δ/c` — with probability 1, not ≤ e^{−t}.
+    /// Theorem 4's sign (privq's correction): with `u = u' − δ` and a single
+    /// optimum, `u(x, Z) = ⋆ − δ` surely; the corrected bound holds, the printed
+    /// `+δ` one fails for every `t < δ/c` — with probability 1, not ≤ e^{−t}.
     #[test]
     fn theorem4_sign_fix() {
         let (star, delta, c, t) = (5.0, 3.0, 0.5, 1.0);

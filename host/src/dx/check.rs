@@ -1,5 +1,5 @@
 //! Query matrices, pairwise (generalised) sensitivities and the privacy-constraint
-//! checkers of Theorems 1, 3, 5/7 and 10 (spec §1.5, §2, §5.4).
+//! checkers of Theorems 1, 3, 5/7 and 10 (Definition 3, §3 and Appendix C).
 
 use super::{DxError, FiniteMetric};
 
@@ -123,7 +123,8 @@ impl Queries {
     }
 }
 
-/// `a / d` with the conventions of spec §0: `0/d = 0` (any d), `a/∞ = 0`, `a/0 = ∞`.
+/// `a / d` with privq's conventions (`docs/src/dx.md`): `0/d = 0` (any d), `a/∞ = 0`,
+/// `a/0 = ∞`.
 pub fn ratio(a: f64, d: f64) -> f64 {
     if a == 0.0 || d.is_infinite() {
         0.0
@@ -182,7 +183,7 @@ pub fn worst_ratio(metric: &FiniteMetric, lhs: impl Fn(usize, usize) -> f64) -> 
 }
 
 /// Theorem 1 (d_X Laplace, eq. 5) for the effective queries `Q̃ = c ⊙ Q'` and scales
-/// `c`: `max_p Σ_k |Q̃_{k,i} − Q̃_{k,j}|/c_k / d(p)` (spec §2.2 representation; a
+/// `c`: `max_p Σ_k |Q̃_{k,i} − Q̃_{k,j}|/c_k / d(p)` (Theorem 1's condition, §3.1; a
 /// noiseless row with a non-zero difference on a finite pair gives `∞`).
 pub fn check_laplace(
     metric: &FiniteMetric,

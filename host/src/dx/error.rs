@@ -27,7 +27,8 @@ pub enum DxError {
         i: usize,
     },
     /// `d(i, j) = 0` for `i != j`: only a pseudo-metric; any query separating `i`
-    /// and `j` would need infinite noise (spec §4.3: deduplicate the universe).
+    /// and `j` would need infinite noise (deduplicate the universe, as privq does
+    /// with the cities of §4.3; `docs/src/dx.md`).
     ZeroDistance {
         /// First element.
         i: usize,

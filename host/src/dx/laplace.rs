@@ -123,7 +123,8 @@ impl DxLaplace {
         Ok(mech)
     }
 
-    /// The ε-DP baseline `Qx + Lap(Δ^Q_1/ε)^K` with `ε = min_{i≠j} d(i, j)` (§1.6),
+    /// The ε-DP baseline `Qx + Lap(Δ^Q_1/ε)^K` with `ε = min_{i≠j} d(i, j)`
+    /// (Definition 4, §2.5),
     /// on the same exact grid machinery.
     pub fn baseline(metric: &FiniteMetric, q: Queries) -> Result<Self, DxError> {
         let c = baseline_scale(metric, &q)?;

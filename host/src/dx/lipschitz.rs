@@ -1,5 +1,6 @@
-//! The exact 1-D reduction of problem (8) for SmallDB and MWEM (spec §2.6): for a
-//! fixed `c` the best `q̃ = c·q'` is the McShane extension with error
+//! The exact 1-D reduction of problem (8) for SmallDB and MWEM (§3.3–3.4; privq's
+//! addition, `docs/src/dx.md`, "Beyond the paper"): for a fixed `c` the best
+//! `q̃ = c·q'` is the McShane extension with error
 //! `δ*_q(c) = max_p (|q_i − q_j| − c·d(p))⁺/2`, so (8) becomes
 //! `min_{c>0} n·max_q δ*_q(c) + h(c)` with `h` concave — minimised exactly over the
 //! breakpoints of a piecewise-linear upper envelope.

@@ -1,4 +1,5 @@
-//! Dense symmetric d_X metrics over a finite universe (spec §1.4, §4.4, §5.1).
+//! Dense symmetric d_X metrics over a finite universe (Definition 2; the metrics of
+//! Example 1, §4.1, §4.4 and the Discussion, §5).
 
 use super::DxError;
 
@@ -31,7 +32,8 @@ pub enum Combine {
     Min,
     /// `max{ε(a), ε(b)}` — §5's counter-example (a metric that breaks the intent).
     Max,
-    /// `ε(a) + ε(b)` — §5.1's valid generalisation to any number of values.
+    /// `ε(a) + ε(b)` — §5's valid generalisation to any number of values
+    /// ("Heterogeneous Privacy for Tabular Data").
     Sum,
 }
 
@@ -47,7 +49,8 @@ impl FiniteMetric {
 
     /// The shortest-path closure (Floyd–Warshall) of a symmetric matrix with zero
     /// diagonal and positive entries, e.g. the Blowfish threshold "metric" whose
-    /// `+∞` entries break the triangle inequality (spec §6.2 item 9).
+    /// `+∞` entries break the triangle inequality (§4.4; privq's reading,
+    /// `docs/src/dx.md`).
     pub fn closure_of(n: usize, d: Vec<f64>) -> Result<Self, DxError> {
         let mut m = Self::unchecked(n, d)?;
         m.check_entries()?;
@@ -169,7 +172,7 @@ impl FiniteMetric {
         })
     }
 
-    /// `ε·‖u_i − u_j‖_∞` — the time-series metric of §5.1.
+    /// `ε·‖u_i − u_j‖_∞` — the time-series metric of §5.
     pub fn linf<P: AsRef<[f64]>>(points: &[P], scale: f64) -> Result<Self, DxError> {
         Self::from_points(points, scale, |a, b| {
             a.iter()
@@ -205,7 +208,7 @@ impl FiniteMetric {
         })
     }
 
-    /// `ε·|u_i − u_j|/T` — the date-generalisation metric of §5.1.
+    /// `ε·|u_i − u_j|/T` — the date-generalisation metric of §5.
     pub fn scaled_line(values: &[f64], epsilon: f64, period: f64) -> Result<Self, DxError> {
         positive("period", period)?;
         let pts: Vec<[f64; 1]> = values.iter().map(|&v| [v]).collect();
@@ -354,7 +357,7 @@ impl FiniteMetric {
         Self::attribute_budget(elements, &budgets, Combine::Min)
     }
 
-    /// Per-element budgets `(ε_i + ε_j)·[i ≠ j]` (§5.1).
+    /// Per-element budgets `(ε_i + ε_j)·[i ≠ j]` (§5).
     pub fn per_element(eps: &[f64]) -> Result<Self, DxError> {
         let n = eps.len();
         let mut d = vec![0.0; n * n];
@@ -371,7 +374,7 @@ impl FiniteMetric {
     }
 
     /// The shortest-path metric of an undirected weighted graph (e.g. a social
-    /// network's spanning tree, §5.1); unreachable pairs get `+∞`.
+    /// network's spanning tree, §5); unreachable pairs get `+∞`.
     pub fn graph(n: usize, edges: &[(usize, usize, f64)]) -> Result<Self, DxError> {
         let mut d = vec![f64::INFINITY; n * n];
         for i in 0..n {
@@ -443,7 +446,8 @@ impl FiniteMetric {
         &self.d[i * self.n..(i + 1) * self.n]
     }
 
-    /// `min_{i≠j} d(i, j)` (spec §6.2 item 1; `+∞` if every pair is unprotected).
+    /// `min_{i≠j} d(i, j)` (the paper's `min_{i,j}` read over pairs `i ≠ j`,
+    /// `docs/src/dx.md`; `+∞` if every pair is unprotected).
     pub fn min_offdiag(&self) -> f64 {
         let n = self.n;
         (0..n)

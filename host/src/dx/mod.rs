@@ -1,6 +1,8 @@
 //! d_X-privacy (metric privacy) for linear queries — Kamalaruban, Perrier, Asghar
-//! and Kaafar, "Not All Attributes are Created Equal" (implementation
-//! spec `specs/dx-privacy-linear-queries.md`).
+//! and Kaafar, "Not All Attributes are Created Equal: d_X-Private Mechanisms for
+//! Linear Queries". Section, theorem, algorithm and equation numbers in this module
+//! are the paper's; privq's conventions and corrections are in the book
+//! (`docs/src/dx.md`, "How privq reads the paper").
 //!
 //! Every pair of universe elements gets its own budget `d_X(i, j)`
 //! ([`FiniteMetric`]); a mechanism is d_X-private when moving one record from `i` to `j`

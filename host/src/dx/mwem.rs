@@ -9,7 +9,8 @@ use crate::central::mw::MwState;
 use crate::data::MemoryCap;
 use crate::query::Query;
 
-/// Which iterates Algorithm 2's "avg_{t<T} y^t" averages (spec §6.2 item 7).
+/// Which iterates Algorithm 2's "avg_{t<T} y^t" averages (ambiguous in the paper;
+/// `docs/src/dx.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Averaging {
     /// `y¹ … y^T` (the MWEM literature's practice; default).
@@ -24,9 +25,10 @@ pub enum Averaging {
 /// each round is `d_X/(2T)`-private per step, so the whole run is d_X-private when
 /// `|q'_i − q'_j| ≤ d_X(i, j)` (Theorem 7).
 ///
-/// Spec §2.5: by default the update uses the effective query `q̃ = c·q'` on both
-/// sides (`y_i ← y_i·exp(q̃_i (m_t − q̃(y))/(2n))`); `literal` keeps the paper's
-/// mixed scales. Noise is drawn exactly ([`DxExponential`], [`DxLaplace`]).
+/// privq's reading of Algorithm 2's step 3 (`docs/src/dx.md`): by default the
+/// update uses the effective query `q̃ = c·q'` on both sides
+/// (`y_i ← y_i·exp(q̃_i (m_t − q̃(y))/(2n))`); `literal` keeps the paper's mixed
+/// scales. Noise is drawn exactly ([`DxExponential`], [`DxLaplace`]).
 ///
 /// ```
 /// use privq_host::accountant::Accountant;
@@ -47,7 +49,7 @@ pub struct DxMwem {
     rounds: usize,
     /// Which iterates are averaged.
     pub averaging: Averaging,
-    /// Keep the paper's literal step-3 scales (spec §6.2 item 7).
+    /// Keep the paper's literal step-3 scales (Algorithm 2 as printed).
     pub literal: bool,
 }
 

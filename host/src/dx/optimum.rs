@@ -1,6 +1,7 @@
 //! The exact solution of §4.2's relaxed multi-query problem
 //! `min_c Σ c_k²  s.t.  Σ_k ΔQ_k(p)/c_k ≤ d(p)`, convex in `r_k = 1/c_k`
-//! (spec §2.6 "exact solvers"), so PSA's gap to the optimum can be reported.
+//! (an exact solver the paper does not give; `docs/src/dx.md`, "Beyond the
+//! paper"), so PSA's gap to the optimum can be reported.
 //!
 //! Method: cutting planes over the pair constraints `b_p·r ≤ 1`
 //! (`b_pk = ΔQ_k(p)/d(p)`), each restricted problem solved by a log-barrier

@@ -1,12 +1,14 @@
-//! Parameter selection for the d_X Laplace mechanism under `c ⊙ Q' = Q` (spec §3,
-//! §4.1–4.2): the single-query closed form, Strategies 1 and 2, Strategy 3 = PSA
-//! (Algorithm 3 with the §3.2 conventions, computed by the §3.3 closed form), and
+//! Parameter selection for the d_X Laplace mechanism under `c ⊙ Q' = Q` (§4.1–4.2,
+//! Algorithm 3): the single-query closed form, Strategies 1 and 2, Strategy 3 = PSA
+//! (Algorithm 3 with privq's handling of its degenerate cases, each iteration
+//! computed in closed form; `docs/src/dx.md`, "PSA as implemented"), and
 //! improvement factors.
 
 use super::check::ratio;
 use super::{DxError, FiniteMetric, Queries, baseline_scale};
 
-/// Relative clamp of saturated pairs after PSA's step 4 (spec §3.2).
+/// Relative clamp of saturated pairs after PSA's step 4 (privq's convention,
+/// `docs/src/dx.md`).
 const SATURATION_TOL: f64 = 1e-12;
 
 /// Pair-major table of `|Q_{k,i} − Q_{k,j}|` over the pairs with finite budget.
@@ -101,7 +103,7 @@ impl Selection {
 }
 
 /// Raises `c` by a few ulps until `ratio(c) ≤ 1` (round-off must always err on the
-/// side of more noise, spec §0).
+/// side of more noise; `docs/src/dx.md`).
 fn guard(mut c: Vec<f64>, ratio: impl Fn(&[f64]) -> f64) -> Vec<f64> {
     for _ in 0..64 {
         let rho = ratio(&c);
@@ -183,8 +185,9 @@ pub fn psa(metric: &FiniteMetric, q: &Queries) -> Result<Selection, DxError> {
     psa_table(&PairTable::new(metric, q)?)
 }
 
-/// PSA (Algorithm 3) with the conventions of spec §3.2, each iteration computed by
-/// the closed form `c_k = c'_k·max_{p: ΔQ_k(p)>0} S(p)/d(p)` of §3.3: constant rows
+/// PSA (Algorithm 3) with privq's conventions (`docs/src/dx.md`, "PSA as
+/// implemented"), each iteration computed by the closed form
+/// `c_k = c'_k·max_{p: ΔQ_k(p)>0} S(p)/d(p)` (steps 2 and 3 combined): constant rows
 /// get `c = 0`; a query whose separating pair is exhausted is blocked; saturated
 /// residues are clamped to 0; at most `K + 1` iterations; a final guard rescales
 /// `c` if round-off left the Theorem 1 ratio above 1.
@@ -258,7 +261,8 @@ pub fn psa_table(t: &PairTable) -> Result<Selection, DxError> {
 }
 
 /// The single-query improvement factor `(Δ^q_1/ε)/c` with `ε = min d` (§4.1);
-/// `+∞` for `c = 0` (spec §6.2 item 17).
+/// `+∞` for `c = 0` (privq's convention for a query that needs no noise;
+/// `docs/src/dx.md`).
 pub fn improvement_factor(baseline: f64, c: f64) -> f64 {
     if c == 0.0 {
         f64::INFINITY
@@ -302,7 +306,8 @@ mod tests {
         }
     }
 
-    /// Spec §3.4's table: PSA c, iterations, Strategy 1 and 2 c, IFs.
+    /// Hand-computed vectors (Algorithm 3 worked by hand on three points on a line at
+    /// 0, 1 and 3): PSA c, iterations, Strategy 1 and 2 c, IFs.
     #[test]
     fn psa_vectors() {
         use std::f64::consts::SQRT_2;
@@ -475,7 +480,7 @@ mod tests {
         ));
     }
 
-    /// Spec §1.9 Example 1 (ε0 = 0.1, ε1 = 1): exact scales for the min and max
+    /// The paper's Example 1 (§3; ε0 = 0.1, ε1 = 1): exact scales for the min and max
     /// variants of eq. (3), and the baseline 10.
     #[test]
     fn example1_scales() {

@@ -11,8 +11,9 @@ use crate::accountant::Accountant;
 /// ⌈ln|Q'|/α²⌉` from `M_{Exp,c}` with utility (7)
 /// `u'(x, y) = −c·max_{q'} |q'(x) − q'(y)|`, and answers `q ∈ Q` by `c·q'(y)`.
 ///
-/// Spec §2.4(b): by default `q'(y)` is normalised as `(n/‖y‖₁)⟨q', y⟩` (n is public
-/// in the bounded model); `literal` reproduces the paper's un-normalised text.
+/// privq's reading of Algorithm 1 (`docs/src/dx.md`): by default `q'(y)` is
+/// normalised as `(n/‖y‖₁)⟨q', y⟩` (n is public in the bounded model); `literal`
+/// reproduces the paper's un-normalised text.
 ///
 /// ```
 /// use privq_host::accountant::Accountant;
@@ -33,7 +34,7 @@ pub struct SmallDb {
     m: usize,
     /// Largest candidate count that is enumerated (default 10⁶).
     pub cap: u64,
-    /// Use the paper's un-normalised `q'(y)` (spec §6.2 item 6).
+    /// Use the paper's un-normalised `q'(y)` (Algorithm 1 as printed).
     pub literal: bool,
 }
 

@@ -1,4 +1,5 @@
-//! What a d_X release spends (ARCHITECTURE principle 5).
+//! What a d_X release spends, so that it can be stated and charged before anything
+//! is sampled, as every central mechanism's cost is (`docs/src/privacy-model.md`).
 //!
 //! Design decision: a d_X-private release does not spend one ε but a whole metric,
 //! so its receipt is a [`DxSpend`] holding the metric it is certified for. d_X

@@ -1,5 +1,6 @@
 //! Statistical queries (Appendix C): the universe-map mechanism (12), the
-//! Theorem 10 check and the separable solver of problem (14) (spec §5.4–5.5).
+//! Theorem 10 check and the separable solver of problem (14); the closed form for
+//! ±1 attributes is in `docs/src/dx.md` ("Beyond the paper").
 
 use super::lipschitz::{Envelope, best_lipschitz};
 use super::{DxError, DxLaplace, FiniteMetric, Queries};
@@ -14,7 +15,7 @@ use super::{DxError, DxLaplace, FiniteMetric, Queries};
 /// use privq_host::dx::{FiniteMetric, sq};
 /// use privq_host::{Epsilon, seeded_rng};
 /// let d = FiniteMetric::euclidean(&[[-1.0], [1.0]], 0.1)?; // d(−1, +1) = 0.2
-/// // n = 100: §5.5 gives c = 2/(n·ε) = 0.1 and u' = u·n·ε/2, i.e. ṽ = u.
+/// // n = 100: the ±1 closed form of (14) gives c = 2/(n·ε) = 0.1 and u' = u·n·ε/2, i.e. ṽ = u.
 /// let mech = sq::universe_map_mechanism(&d, &[vec![-1.0], vec![1.0]], &[0.1], 100)?;
 /// let mut accountant = Accountant::pure(Epsilon::new(1, 4)?); // charges d = 0.2, rounded up to 2⁻²⁰
 /// let z = mech.release(&[30, 70], &mut accountant, &mut seeded_rng(1))?; // mean 0.4 plus noise
@@ -96,7 +97,8 @@ mod tests {
     use crate::dx::check::check_statistical;
     use crate::seeded_rng;
 
-    /// Spec §5.5: X_i = {−1, +1}, d_i = ε·[·]: c* = 2/(nε) if nε ≥ 2 else 0, and
+    /// Problem (14)'s closed form (privq's derivation, `docs/src/dx.md`):
+    /// X_i = {−1, +1}, d_i = ε·[·]: c* = 2/(nε) if nε ≥ 2 else 0, and
     /// the optimum is min(1, 2/(nε)).
     #[test]
     fn plus_minus_one_closed_form() {
