@@ -1,4 +1,5 @@
-//! Baselines measured side by side with the Huang–Roth mechanisms (spec §4).
+//! Baselines measured side by side with the Huang–Roth mechanisms. The paper has no
+//! experiments; these are privq's choice (`docs/src/distance.md`).
 //!
 //! * [`LaplacePerQuery`]: each of `k` queries answered with exact Laplace noise of
 //!   sensitivity `1/n`, the budget composed over the k queries.
@@ -284,10 +285,10 @@ impl GridMwemConfig {
     }
 }
 
-/// MWEM on a discretised grid (spec §4(c)): every point is snapped to its cell of a
-/// data-independent grid with `g` bins per coordinate, MWEM runs over the cell
-/// counts with the ℓ1 distance queries of `W` public query points (values measured
-/// from the cell centres), and the released distribution answers **every** ℓ1
+/// MWEM on a discretised grid (a baseline for small ℓ; `docs/src/distance.md`):
+/// every point is snapped to its cell of a data-independent grid with `g` bins per
+/// coordinate, MWEM runs over the cell counts with the ℓ1 distance queries of `W`
+/// public query points (values measured from the cell centres), and the released distribution answers **every** ℓ1
 /// query by post-processing (through its per-coordinate marginals, `O(ℓg)` per
 /// query). By default MWEM starts from a noisy histogram when that is informative
 /// and releases its last iterate (see [`GridMwemConfig`]). The discretisation alone

@@ -54,10 +54,10 @@ pub fn p_stable_mean_abs(p: f64) -> f64 {
 /// box `[lo, hi]` into ℓ1, each output coordinate clipped to `±4σ` (σ the largest
 /// standard deviation a coordinate can have), so outputs lie in a known box.
 ///
-/// [`RandomProjection::p_stable`] generalises it to ℓp, 1 < p < 2 (spec §2.1, after
-/// Indyk): `G` has iid standard symmetric p-stable entries, so
-/// `⟨g, v⟩ ~ ‖v‖_p·X`, and the scale is `1/(ℓ′·E|X|·(1+α))`. The law of `|X|` is
-/// heavy-tailed (infinite variance for p < 2), so the ℓ1 mean concentrates more
+/// [`RandomProjection::p_stable`] generalises it to ℓp, 1 < p < 2 (§4.2, footnote 7,
+/// without details in the paper; privq follows Indyk's p-stable projections): `G`
+/// has iid standard symmetric p-stable entries, so `⟨g, v⟩ ~ ‖v‖_p·X`, and the scale
+/// is `1/(ℓ′·E|X|·(1+α))`. The law of `|X|` is heavy-tailed (infinite variance for p < 2), so the ℓ1 mean concentrates more
 /// slowly than for p = 2: use more output dimensions and measure the distortion
 /// (outputs are clipped at `±1000·r_p·scale`, r_p the box's ℓp radius; clipping
 /// never expands a distance, and shrinks `E|X|` noticeably only as p → 1).

@@ -72,7 +72,7 @@ impl Learner1d {
 
     /// Adds the tangent at `t` with (noisy) value and slope. Post-processing keeps the
     /// hypothesis 1-Lipschitz and in range: the slope is clamped to `[−1, 1]` and the
-    /// value to `[0, width]` (spec §1.1 NOTE).
+    /// value to `[0, width]` (privq's addition to Figure 1, `docs/src/distance.md`).
     pub fn update(&mut self, t: f64, value: f64, slope: f64) {
         let a = if slope.is_finite() {
             slope.clamp(-1.0, 1.0)

@@ -1,5 +1,7 @@
-//! Huang–Roth private release of **distance queries** over metric spaces
-//! (seeds 000/001, spec `huang-roth-distance-queries.md`).
+//! Huang–Roth private release of **distance queries** over metric spaces (Zhiyi
+//! Huang and Aaron Roth, "Exploiting Metric Structure for Efficient Private Query
+//! Release"; section, figure, lemma and theorem numbers below are the paper's, and
+//! where privq departs from it is in `docs/src/distance.md`).
 //!
 //! A distance query is a point `y`; its answer on a database `D` of `n` points is
 //! the average distance `F_D(y) = (1/n) Σ_{x∈D} d(x, y)`, with `d` scaled by a public

@@ -1,8 +1,8 @@
 //! Theorem 3.2: the offline ℓ1 synopsis. For every coordinate, the 1-D learner of
 //! Figure 1 runs inside a sparse-vector loop over the fixed grid
-//! `T = {0, τ, 2τ, …, w_i}` with `τ = α/(2ℓ)` (spec §1.4 NOTE: offline the queries are
-//! 1-D, so each coordinate runs its own loop and the budget is split over all of
-//! them). Both `F̂^{(i)}` and `F^{(i)}` are 1-Lipschitz, so grid accuracy gives
+//! `T = {0, τ, 2τ, …, w_i}` with `τ = α/(2ℓ)` (privq's reading, `docs/src/distance.md`:
+//! offline the queries are 1-D, so each coordinate runs its own loop and the budget
+//! is split over all of them). Both `F̂^{(i)}` and `F^{(i)}` are 1-Lipschitz, so grid accuracy gives
 //! accuracy `α` for **every** ℓ1 query. The released [`Synopsis`] is the ℓ sets of
 //! tangent lines (serde, JSON save/load) and answers any query without the data.
 

@@ -2,8 +2,8 @@
 //! offline mechanisms.
 //!
 //! The paper calibrates with the analysis constant 3000 (Lemma 3.1). Here the
-//! accounting is exact instead (spec §1.3 NOTE): the mechanism is a sequence of at
-//! most `M` sub-mechanisms — AboveThreshold instances (Dwork–Roth Alg. 1, threshold
+//! accounting is exact instead (`docs/src/distance.md`): the mechanism is a
+//! sequence of at most `M` sub-mechanisms — AboveThreshold instances (Dwork–Roth Alg. 1, threshold
 //! noise `Lap(2Δ/ε₀)`, query noise `Lap(4Δ/ε₀)`) and update rounds (vector Laplace) —
 //! each ε₀-DP. Pure ε: `ε₀ = ε/M` exactly (basic composition, rational arithmetic).
 //! (ε, δ): `ε₀` from advanced composition over `M` steps (rounded down to an exact

@@ -1,5 +1,5 @@
-//! The distance-query baselines (spec §4): the tree CDF, Laplace per query, and
-//! MWEM on a grid.
+//! The distance-query baselines (privq's, the paper has none; `docs/src/distance.md`):
+//! the tree CDF, Laplace per query, and MWEM on a grid.
 
 use privq_core::Epsilon;
 
