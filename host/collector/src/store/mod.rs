@@ -1,0 +1,583 @@
+//! The collector's SQLite store: device keys and budgets, accepted frames (the
+//! replay keys with their tags) and their reports (schema in `docs/src/collector.md`).
+//!
+//! [`Store::submit`] handles one batch of frames in **one** transaction: every
+//! frame is authenticated, checked against the replay table and its device's
+//! lifetime ε cap, and the accepted frames, their reports and the devices' new
+//! spent ε are written together. The transaction commits before the caller gets
+//! the statuses, so an acknowledgement always describes data on disk (WAL mode,
+//! `synchronous = FULL`).
+
+mod policy;
+mod schema;
+mod status;
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::path::Path;
+use std::time::Duration;
+
+use privq_core::Epsilon;
+use privq_core::upload::{self, DeviceKey, KEY_LEN};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+
+use privq_host::ldp::aggregate::ReportKind;
+use privq_host::ldp::decode::decode_report;
+use privq_host::ldp::upload::{FrameReject, verify_frame};
+
+pub use policy::{OpenGroups, Policy, is_test_key};
+pub use schema::SCHEMA_VERSION;
+pub use status::{FrameStatus, Rejection, StatusJson};
+
+use policy::{Admission, charge};
+use schema::{SCHEMA, dev, kind_key, migrate_1_to_2, undev};
+
+/// Why the store failed (the batch was not committed; nothing was acknowledged).
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// SQLite failed.
+    Sqlite(rusqlite::Error),
+    /// The database holds a value this module does not write (edited by hand, or a
+    /// newer schema).
+    Corrupt(String),
+}
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreError::Sqlite(e) => write!(f, "database: {e}"),
+            StoreError::Corrupt(what) => write!(f, "database content not understood: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreError::Sqlite(e) => Some(e),
+            StoreError::Corrupt(_) => None,
+        }
+    }
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite(e)
+    }
+}
+
+/// A provisioned device as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceRecord {
+    /// The device id.
+    pub device: u64,
+    /// Lifetime ε cap.
+    pub cap: Epsilon,
+    /// ε of its accepted reports (`None`: nothing yet).
+    pub spent: Option<Epsilon>,
+    /// Its key generation (0 at first provisioning, +1 per rotation).
+    pub generation: u32,
+}
+
+/// One stored report with its frame's replay key.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct StoredReport {
+    /// Sending device.
+    pub device: u64,
+    /// The device's key generation when the frame was accepted.
+    pub generation: u32,
+    /// Frame epoch.
+    pub epoch: u32,
+    /// Frame sequence number.
+    pub sequence: u32,
+    /// Position in the frame.
+    pub position: u16,
+    /// The report bytes.
+    pub report: Vec<u8>,
+}
+
+/// The collector's database.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+}
+
+fn parse_eps(text: &str) -> Result<Epsilon, StoreError> {
+    text.parse()
+        .map_err(|_| StoreError::Corrupt(format!("epsilon {text:?}")))
+}
+
+struct DeviceState {
+    key: DeviceKey,
+    cap: Epsilon,
+    spent: Option<Epsilon>,
+    generation: i64,
+}
+
+/// Why [`Store::provision`] refused.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ProvisionError {
+    /// The device id is provisioned already and no rotation was asked for.
+    Exists {
+        /// The device id.
+        device: u64,
+    },
+    /// A rotation of a device id that is not provisioned.
+    NotProvisioned {
+        /// The device id.
+        device: u64,
+    },
+    /// The store failed.
+    Store(StoreError),
+}
+
+impl fmt::Display for ProvisionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProvisionError::Exists { device } => write!(
+                f,
+                "device {device} is provisioned already; give it a new key with --rotate"
+            ),
+            ProvisionError::NotProvisioned { device } => {
+                write!(f, "device {device} is not provisioned: nothing to rotate")
+            }
+            ProvisionError::Store(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for ProvisionError {}
+
+impl From<StoreError> for ProvisionError {
+    fn from(e: StoreError) -> ProvisionError {
+        ProvisionError::Store(e)
+    }
+}
+
+impl From<rusqlite::Error> for ProvisionError {
+    fn from(e: rusqlite::Error) -> ProvisionError {
+        ProvisionError::Store(StoreError::Sqlite(e))
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`: WAL journal,
+    /// `synchronous = FULL`, foreign keys on, a 5 s busy timeout (so `provision`
+    /// can run beside a live collector), and the schema.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        #[cfg(unix)]
+        if !path.exists() {
+            // The store holds device keys: readable by its owner only.
+            use std::os::unix::fs::OpenOptionsExt;
+            let _ = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path);
+        }
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Corrupt(format!(
+                "journal mode {mode:?} instead of wal"
+            )));
+        }
+        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::Corrupt(format!(
+                "schema version {version}, this program knows {SCHEMA_VERSION}"
+            )));
+        }
+        if version == 1 {
+            migrate_1_to_2(&conn)?;
+        }
+        conn.execute_batch(SCHEMA)?;
+        // Readers (`ldp aggregate --db`, `serve status`) leave a current store
+        // untouched: the schema statements are `IF NOT EXISTS`, and the version
+        // is written only when it changes.
+        if version != SCHEMA_VERSION {
+            conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
+        }
+        Ok(Store { conn })
+    }
+
+    /// Adds a new device with key generation 0; [`ProvisionError::Exists`] if the
+    /// id is provisioned already (see [`rotate`](Self::rotate)).
+    pub fn provision(
+        &mut self,
+        device: u64,
+        key: &DeviceKey,
+        cap: Epsilon,
+    ) -> Result<(), ProvisionError> {
+        let n = self.conn.execute(
+            "INSERT INTO devices (device, key, cap, spent, generation) VALUES (?1, ?2, ?3, NULL, 0)
+             ON CONFLICT (device) DO NOTHING",
+            params![dev(device), key.as_bytes().as_slice(), cap.to_string()],
+        )?;
+        if n == 0 {
+            return Err(ProvisionError::Exists { device });
+        }
+        Ok(())
+    }
+
+    /// Gives a provisioned device a new key and cap and bumps its key generation,
+    /// which is part of the replay key `(device, generation, epoch, sequence)`: a
+    /// re-keyed device may start again at epoch 0 without colliding with the replay
+    /// keys of its old frames, and those frames (tagged under the old key) do not
+    /// verify under the new one. Its spent ε and its stored reports stay (the cap
+    /// and the one-report-per-kind rule are per device id, across generations).
+    /// Returns the new generation. To change only the cap, use
+    /// [`set_cap`](Self::set_cap): rotating to the same key would reopen the replay
+    /// keys of frames tagged under it, so a resent acknowledged frame would be
+    /// answered `already_reported` instead of `duplicate`.
+    pub fn rotate(
+        &mut self,
+        device: u64,
+        key: &DeviceKey,
+        cap: Epsilon,
+    ) -> Result<u32, ProvisionError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let generation: Option<i64> = tx
+            .query_row(
+                "SELECT generation FROM devices WHERE device = ?1",
+                params![dev(device)],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let generation = generation
+            .ok_or(ProvisionError::NotProvisioned { device })?
+            .checked_add(1)
+            .and_then(|g| u32::try_from(g).ok())
+            .ok_or_else(|| StoreError::Corrupt(format!("generation of device {device}")))?;
+        tx.execute(
+            "UPDATE devices SET key = ?2, cap = ?3, generation = ?4 WHERE device = ?1",
+            params![
+                dev(device),
+                key.as_bytes().as_slice(),
+                cap.to_string(),
+                i64::from(generation)
+            ],
+        )?;
+        tx.commit()?;
+        Ok(generation)
+    }
+
+    /// Changes a provisioned device's lifetime ε cap, keeping its key, key
+    /// generation (so its replay keys), spent ε and reports. A cap below the spent
+    /// ε refuses its further reports (`budget_exceeded`).
+    pub fn set_cap(&mut self, device: u64, cap: Epsilon) -> Result<(), ProvisionError> {
+        let n = self.conn.execute(
+            "UPDATE devices SET cap = ?2 WHERE device = ?1",
+            params![dev(device), cap.to_string()],
+        )?;
+        if n == 0 {
+            return Err(ProvisionError::NotProvisioned { device });
+        }
+        Ok(())
+    }
+
+    /// Every provisioned device, by id.
+    pub fn devices(&self) -> Result<Vec<DeviceRecord>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare("SELECT device, cap, spent, generation FROM devices ORDER BY device")?;
+        let rows = st.query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?,
+                r.get::<_, i64>(3)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (d, cap, spent, generation) = row?;
+            out.push(DeviceRecord {
+                device: undev(d),
+                cap: parse_eps(&cap)?,
+                spent: spent.as_deref().map(parse_eps).transpose()?,
+                generation: u32::try_from(generation)
+                    .map_err(|_| StoreError::Corrupt(format!("generation of device {d}")))?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Every stored report, in acceptance order.
+    pub fn reports(&self) -> Result<Vec<StoredReport>, StoreError> {
+        let mut out = Vec::new();
+        self.for_each_report(|r| out.push(r))?;
+        Ok(out)
+    }
+
+    /// Calls `f` with every stored report, in acceptance order.
+    pub fn for_each_report(&self, mut f: impl FnMut(StoredReport)) -> Result<(), StoreError> {
+        let mut st = self.conn.prepare(
+            "SELECT device, generation, epoch, sequence, position, report FROM reports ORDER BY id",
+        )?;
+        let mut rows = st.query([])?;
+        while let Some(r) = rows.next()? {
+            let int = |i| -> Result<i64, StoreError> { Ok(r.get::<_, i64>(i)?) };
+            let small = |i, what: &str| -> Result<u32, StoreError> {
+                u32::try_from(int(i)?)
+                    .map_err(|_| StoreError::Corrupt(format!("{what} out of range")))
+            };
+            f(StoredReport {
+                device: undev(int(0)?),
+                generation: small(1, "generation")?,
+                epoch: small(2, "epoch")?,
+                sequence: small(3, "sequence")?,
+                position: u16::try_from(int(4)?)
+                    .map_err(|_| StoreError::Corrupt("position out of range".into()))?,
+                report: r.get(5)?,
+            });
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with every stored report that intake's one-report-per-device-and-
+    /// kind rule admits, in acceptance order: a report that repeats the kind of an
+    /// earlier report of its device (possible only in a database written by schema
+    /// version 1) is skipped. Returns the number skipped. The startup aggregate and
+    /// `privq ldp aggregate --db` both read the store through this.
+    pub fn for_each_admitted_report(
+        &self,
+        mut f: impl FnMut(StoredReport),
+    ) -> Result<u64, StoreError> {
+        let mut seen = BTreeSet::new();
+        let mut skipped = 0;
+        self.for_each_report(|r| {
+            let repeat = decode_report(&r.report)
+                .is_ok_and(|d| !seen.insert((r.device, ReportKind::of(&d))));
+            if repeat {
+                skipped += 1;
+            } else {
+                f(r);
+            }
+        })?;
+        Ok(skipped)
+    }
+
+    /// Number of accepted frames.
+    pub fn frame_count(&self) -> Result<u64, StoreError> {
+        let n: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM frames", [], |r| r.get(0))?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// Authenticates, admits and stores a batch of frames in one transaction, and
+    /// returns one status per frame plus the reports newly accepted (in storage
+    /// order). On error nothing of the batch is stored.
+    ///
+    /// `open` holds the aggregation groups already open; a frame whose reports
+    /// would take their number past [`Policy::max_groups`] is refused
+    /// ([`Rejection::GroupLimit`]), and so is one whose device would open more than
+    /// [`Policy::max_groups_per_device`] ([`Rejection::DeviceGroupLimit`]), or the
+    /// open groups' items past [`Policy::max_items`] ([`Rejection::ItemLimit`]) or
+    /// its device's past [`Policy::max_items_per_device`]
+    /// ([`Rejection::DeviceItemLimit`]). Groups
+    /// opened by earlier frames of the batch count; after the commit they are
+    /// added to `open`, with their openers.
+    pub fn submit(
+        &mut self,
+        frames: &[&[u8]],
+        policy: &Policy,
+        open: &mut OpenGroups,
+    ) -> Result<(Vec<FrameStatus>, Vec<Vec<u8>>), StoreError> {
+        let received = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let mut devices: HashMap<u64, Option<DeviceState>> = HashMap::new();
+        let mut statuses = Vec::with_capacity(frames.len());
+        let mut fresh = Vec::new();
+        // Groups opened by the frames accepted so far in this batch.
+        let mut opened = OpenGroups::default();
+        for bytes in frames {
+            // Only the framing is read before the tag is checked (verify_frame).
+            let header = match upload::peek_header(bytes) {
+                Ok(h) => h,
+                Err(e) => {
+                    statuses.push(FrameStatus::Rejected(Rejection::Frame(
+                        FrameReject::from_core(e),
+                    )));
+                    continue;
+                }
+            };
+            let state = match devices.entry(header.device) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(load_device(&tx, header.device)?)
+                }
+            };
+            let Some(state) = state else {
+                // Verify under a secret dummy key anyway, so an unknown id costs the
+                // same work as a bad tag (the client sees `unauthenticated` for both).
+                // The key is random per process: with a fixed one, a client could tag
+                // frames that verify for unknown ids only, whose report decoding would
+                // then tell provisioned ids apart by time.
+                let _ = verify_frame(bytes, |_| Some(unknown_device_key().clone()));
+                statuses.push(FrameStatus::Rejected(Rejection::Frame(
+                    FrameReject::UnknownDevice,
+                )));
+                continue;
+            };
+            let frame = match verify_frame(bytes, |_| Some(state.key.clone())) {
+                Ok(f) => f,
+                Err(e) => {
+                    statuses.push(FrameStatus::Rejected(Rejection::Frame(e)));
+                    continue;
+                }
+            };
+            if !policy.allow_test_keys && is_test_key(&state.key) {
+                statuses.push(FrameStatus::Rejected(Rejection::TestKey));
+                continue;
+            }
+            let (d, g, e, s) = (
+                dev(frame.device),
+                state.generation,
+                i64::from(frame.epoch),
+                i64::from(frame.sequence),
+            );
+            let seen: Option<Vec<u8>> = tx
+                .prepare_cached(
+                    "SELECT tag FROM frames
+                     WHERE device = ?1 AND generation = ?2 AND epoch = ?3 AND sequence = ?4",
+                )?
+                .query_row(params![d, g, e, s], |r| r.get(0))
+                .optional()?;
+            if let Some(tag) = seen {
+                statuses.push(if tag.as_slice() == frame.tag.as_slice() {
+                    FrameStatus::Duplicate {
+                        device: frame.device,
+                        epoch: frame.epoch,
+                        sequence: frame.sequence,
+                    }
+                } else {
+                    FrameStatus::Rejected(Rejection::Conflict)
+                });
+                continue;
+            }
+            let admitted = Admission {
+                policy,
+                device: frame.device,
+                open,
+                opened: &opened,
+            };
+            let reported = |kind: &ReportKind| -> Result<bool, rusqlite::Error> {
+                tx.prepare_cached("SELECT 1 FROM reported WHERE device = ?1 AND kind = ?2")?
+                    .exists(params![d, kind_key(kind)])
+            };
+            let kinds = match charge(state, &frame.reports, &admitted, reported)? {
+                Ok((total, new, kinds)) => {
+                    state.spent = Some(total);
+                    for kind in new {
+                        opened.open(kind, frame.device);
+                    }
+                    kinds
+                }
+                Err(r) => {
+                    if r == Rejection::EpsilonOverflow {
+                        eprintln!(
+                            "privq serve: device {}: epsilon_accounting_overflow: its exact spent \
+                             epsilon plus the frame's does not fit 64 bits; frame refused",
+                            frame.device
+                        );
+                    }
+                    statuses.push(FrameStatus::Rejected(r));
+                    continue;
+                }
+            };
+            let mut mark =
+                tx.prepare_cached("INSERT INTO reported (device, kind) VALUES (?1, ?2)")?;
+            for kind in &kinds {
+                mark.execute(params![d, kind_key(kind)])?;
+            }
+            drop(mark);
+            tx.prepare_cached(
+                "INSERT INTO frames (device, generation, epoch, sequence, tag, reports, received)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                d,
+                g,
+                e,
+                s,
+                frame.tag.as_slice(),
+                i64::try_from(frame.reports.len()).unwrap_or(i64::MAX),
+                received
+            ])?;
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO reports (device, generation, epoch, sequence, position, report)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            for (i, r) in frame.reports.iter().enumerate() {
+                insert.execute(params![d, g, e, s, i64::try_from(i).unwrap_or(i64::MAX), r])?;
+            }
+            drop(insert);
+            tx.prepare_cached("UPDATE devices SET spent = ?2 WHERE device = ?1")?
+                .execute(params![d, state.spent.map(|x| x.to_string())])?;
+            statuses.push(FrameStatus::Accepted {
+                device: frame.device,
+                epoch: frame.epoch,
+                sequence: frame.sequence,
+                reports: frame.reports.len(),
+            });
+            fresh.extend(frame.reports);
+        }
+        tx.commit()?;
+        // Each group's opener is the device of the first frame that reported it.
+        for (kind, device) in opened.opener {
+            open.open(kind, device);
+        }
+        Ok((statuses, fresh))
+    }
+}
+
+fn load_device(
+    tx: &rusqlite::Transaction<'_>,
+    device: u64,
+) -> Result<Option<DeviceState>, StoreError> {
+    let row: Option<(Vec<u8>, String, Option<String>, i64)> = tx
+        .prepare_cached("SELECT key, cap, spent, generation FROM devices WHERE device = ?1")?
+        .query_row(params![dev(device)], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })
+        .optional()?;
+    let Some((key, cap, spent, generation)) = row else {
+        return Ok(None);
+    };
+    let key: [u8; KEY_LEN] = key
+        .try_into()
+        .map_err(|_| StoreError::Corrupt(format!("key of device {device}")))?;
+    Ok(Some(DeviceState {
+        key: DeviceKey::new(key),
+        cap: parse_eps(&cap)?,
+        spent: spent.as_deref().map(parse_eps).transpose()?,
+        generation,
+    }))
+}
+
+/// The key frames of unprovisioned ids are verified under: random per process
+/// (all zeros only if the system has no random source, which costs the timing
+/// protection and nothing else).
+fn unknown_device_key() -> &'static DeviceKey {
+    static KEY: std::sync::OnceLock<DeviceKey> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        let mut k = [0u8; KEY_LEN];
+        let _ = getrandom::fill(&mut k);
+        DeviceKey::new(k)
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,107 @@
+//! The SQLite schema: its version, the tables, the migration from version 1, and
+//! how device ids, counters and report kinds are stored.
+
+use rusqlite::{Connection, params};
+
+use privq_host::ldp::aggregate::ReportKind;
+use privq_host::ldp::decode::decode_report;
+
+use super::StoreError;
+
+/// The schema version this module writes (`PRAGMA user_version`).
+pub const SCHEMA_VERSION: i64 = 2;
+
+pub(super) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS devices (
+    device     INTEGER PRIMARY KEY,        -- u64 device id, stored as its two's-complement i64
+    key        BLOB NOT NULL CHECK (length(key) = 32),
+    cap        TEXT NOT NULL,              -- lifetime ε cap, exact: 'num/den' or 'num'
+    spent      TEXT,                       -- ε of the accepted reports, exact; NULL = 0
+    generation INTEGER NOT NULL DEFAULT 0  -- key generation, +1 per rotation
+);
+CREATE TABLE IF NOT EXISTS frames (
+    device     INTEGER NOT NULL REFERENCES devices(device),
+    generation INTEGER NOT NULL DEFAULT 0,  -- the device's key generation
+    epoch      INTEGER NOT NULL,
+    sequence   INTEGER NOT NULL,
+    tag        BLOB NOT NULL CHECK (length(tag) = 32),
+    reports    INTEGER NOT NULL,
+    received   INTEGER NOT NULL,            -- Unix seconds
+    PRIMARY KEY (device, generation, epoch, sequence)
+);
+CREATE TABLE IF NOT EXISTS reports (
+    id         INTEGER PRIMARY KEY,         -- acceptance order
+    device     INTEGER NOT NULL,
+    generation INTEGER NOT NULL DEFAULT 0,
+    epoch      INTEGER NOT NULL,
+    sequence   INTEGER NOT NULL,
+    position   INTEGER NOT NULL,            -- index of the report in its frame
+    report     BLOB NOT NULL,               -- wire format (docs/src/report-format.md)
+    UNIQUE (device, generation, epoch, sequence, position),
+    FOREIGN KEY (device, generation, epoch, sequence)
+        REFERENCES frames(device, generation, epoch, sequence)
+);
+CREATE TABLE IF NOT EXISTS reported (      -- at most one report per (device, report kind)
+    device     INTEGER NOT NULL,
+    kind       TEXT NOT NULL,               -- ReportKind::key
+    PRIMARY KEY (device, kind)
+);
+";
+
+/// Schema version 1 to 2: the key generation joins the replay key (tables
+/// rebuilt, old rows generation 0) and the `reported` table is filled from the
+/// stored reports (the first per device and kind, as the startup rebuild counts).
+pub(super) const MIGRATE_1_TO_2: &str = "
+ALTER TABLE devices ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE frames RENAME TO frames_v1;
+ALTER TABLE reports RENAME TO reports_v1;
+";
+
+// SQLite integers are i64: u64 device ids and u32 counters are stored by bit pattern.
+pub(super) fn dev(d: u64) -> i64 {
+    i64::from_ne_bytes(d.to_ne_bytes())
+}
+pub(super) fn undev(d: i64) -> u64 {
+    u64::from_ne_bytes(d.to_ne_bytes())
+}
+
+/// The text key of a report kind in the `reported` table.
+pub(super) fn kind_key(k: &ReportKind) -> String {
+    format!(
+        "{}/{}/{}/{}/{}/{}",
+        k.mechanism, k.epsilon_num, k.epsilon_den, k.param, k.query, k.g
+    )
+}
+
+pub(super) fn migrate_1_to_2(conn: &Connection) -> Result<(), StoreError> {
+    // Foreign keys are off while the tables are rebuilt (the pragma is a no-op
+    // inside a transaction, so it is set around it).
+    conn.execute_batch("PRAGMA foreign_keys = OFF;")?;
+    let tx = conn.unchecked_transaction()?;
+    tx.execute_batch(MIGRATE_1_TO_2)?;
+    tx.execute_batch(SCHEMA)?;
+    tx.execute_batch(
+        "INSERT INTO frames (device, generation, epoch, sequence, tag, reports, received)
+             SELECT device, 0, epoch, sequence, tag, reports, received FROM frames_v1;
+         INSERT INTO reports (id, device, generation, epoch, sequence, position, report)
+             SELECT id, device, 0, epoch, sequence, position, report FROM reports_v1;
+         DROP TABLE reports_v1;
+         DROP TABLE frames_v1;",
+    )?;
+    {
+        let mut st = tx.prepare("SELECT device, report FROM reports ORDER BY id")?;
+        let mut rows = st.query([])?;
+        let mut mark =
+            tx.prepare("INSERT OR IGNORE INTO reported (device, kind) VALUES (?1, ?2)")?;
+        while let Some(r) = rows.next()? {
+            let (d, bytes): (i64, Vec<u8>) = (r.get(0)?, r.get(1)?);
+            if let Ok(rep) = decode_report(&bytes) {
+                mark.execute(params![d, kind_key(&ReportKind::of(&rep))])?;
+            }
+        }
+    }
+    tx.execute_batch("PRAGMA user_version = 2;")?;
+    tx.commit()?;
+    conn.execute_batch("PRAGMA foreign_keys = ON;")?;
+    Ok(())
+}

@@ -1,0 +1,654 @@
+use super::*;
+use privq_core::upload::{Delivery, FrameWriter};
+
+fn temp_db(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("privq-store-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("c.db")
+}
+
+/// A frame of `device` whose reports are SQ-bit reports with ε = 1/`den` each,
+/// report `i` for query `8 * seq + i` (a kind of its own).
+fn frame(key: &DeviceKey, device: u64, seq: u32, reports: usize, den: u8) -> Vec<u8> {
+    let mut buf = vec![0u8; 4096];
+    let mut w = FrameWriter::new(&mut buf, device, 1, seq).unwrap();
+    for i in 0..reports {
+        let q = (8 * seq as usize + i) as u8;
+        w.push(&[1, 8, q, 0, 1, 0, den, 0, 0, 0, 0, 0, (i % 2) as u8])
+            .unwrap();
+    }
+    let n = w.finish(key).unwrap();
+    buf.truncate(n);
+    buf
+}
+
+fn eps(n: u64, d: u64) -> Epsilon {
+    Epsilon::new(n, d).unwrap()
+}
+
+/// A frame of one SQ-bit report with ε = 1/`den` (`den` < 2^16).
+fn frame_eps(key: &DeviceKey, device: u64, seq: u32, den: u16) -> Vec<u8> {
+    frame_with(key, device, seq, &frame_report(den))
+}
+
+/// A frame (epoch 1, sequence `seq`) of one report.
+fn frame_with(key: &DeviceKey, device: u64, seq: u32, report: &[u8]) -> Vec<u8> {
+    let mut buf = vec![0u8; 256];
+    let mut w = FrameWriter::new(&mut buf, device, 1, seq).unwrap();
+    w.push(report).unwrap();
+    let n = w.finish(key).unwrap();
+    buf.truncate(n);
+    buf
+}
+
+/// The report of [`frame_eps`].
+fn frame_report(den: u16) -> Vec<u8> {
+    let [lo, hi] = den.to_le_bytes();
+    vec![1, 8, 0, 0, 1, 0, lo, hi, 0, 0, 0, 0, 1]
+}
+
+#[test]
+fn groups_beyond_the_limit_and_tiny_epsilon_are_refused_and_survive_restart() {
+    use crate::http::Collector;
+    let path = temp_db("groups");
+    let mut s = Store::open(&path).unwrap();
+    let k = DeviceKey::new([6; 32]);
+    s.provision(6, &k, eps(10, 1)).unwrap();
+    let k7 = DeviceKey::new([7; 32]);
+    s.provision(7, &k7, eps(10, 1)).unwrap();
+    let policy = Policy {
+        max_groups: 3,
+        ..Policy::default()
+    };
+    let c = Collector::new(s, policy.clone(), true).unwrap();
+    // Each ε is a group of its own: 1/2, 1/3, 1/4 open three groups.
+    let first: Vec<Vec<u8>> = (0..3).map(|i| frame_eps(&k, 6, i, i as u16 + 2)).collect();
+    let st = c
+        .submit(&first.iter().map(Vec::as_slice).collect::<Vec<_>>())
+        .unwrap();
+    assert!(st.iter().all(FrameStatus::acknowledged), "{st:?}");
+    // A fourth ε is refused, in the next batch and within one batch alike, while
+    // the open groups keep accepting (from another device: one report per device
+    // and kind); ε = 1/2048 is below the 1/1024 minimum.
+    let more = [
+        frame_eps(&k, 6, 3, 5),
+        frame_eps(&k7, 7, 0, 2),
+        frame_eps(&k, 6, 5, 6),
+        frame_eps(&k, 6, 6, 2048),
+        frame_eps(&k, 6, 7, 1024),
+    ];
+    let st = c
+        .submit(&more.iter().map(Vec::as_slice).collect::<Vec<_>>())
+        .unwrap();
+    use FrameStatus::*;
+    assert_eq!(st[0], Rejected(Rejection::GroupLimit { index: 0 }));
+    // A limit is configuration: refused, so the device keeps the frame.
+    assert_eq!(StatusJson::from(&st[0]).status, "refused");
+    assert_eq!(st[0].delivery(), Delivery::NotDelivered);
+    assert!(matches!(st[1], Accepted { reports: 1, .. }));
+    assert_eq!(st[2], Rejected(Rejection::GroupLimit { index: 0 }));
+    assert_eq!(st[3], Rejected(Rejection::EpsilonTooSmall { index: 0 }));
+    // 1/1024 is allowed by ε, but it would be a fourth group.
+    assert_eq!(st[4], Rejected(Rejection::GroupLimit { index: 0 }));
+    assert_eq!(StatusJson::from(&st[0]).reason, Some("group_limit"));
+    assert_eq!(StatusJson::from(&st[3]).reason, Some("epsilon_too_small"));
+    assert_eq!(c.reports(), 4);
+    drop(c);
+    // Nothing of the refused frames was stored or charged.
+    let s = Store::open(&path).unwrap();
+    assert_eq!(s.frame_count().unwrap(), 4);
+    let spent = s.devices().unwrap()[0].spent.unwrap();
+    let want = [3u64, 4]
+        .iter()
+        .fold(eps(1, 2), |t, &d| t.checked_add(eps(1, d)).unwrap());
+    assert_eq!(spent, want);
+    // Restarting with the same database and limits rebuilds the same aggregate.
+    let c = Collector::new(s, policy.clone(), true).unwrap();
+    assert_eq!(c.reports(), 4);
+    let st = c
+        .submit(&[&frame_eps(&k7, 7, 1, 3), &frame_eps(&k, 6, 9, 7)])
+        .unwrap();
+    assert!(st[0].acknowledged());
+    assert_eq!(st[1], Rejected(Rejection::GroupLimit { index: 0 }));
+    drop(c);
+    // With a smaller limit the reports of the later groups are refused, not
+    // allocated for.
+    let s = Store::open(&path).unwrap();
+    let small = Policy {
+        max_groups: 1,
+        ..policy
+    };
+    let c = Collector::new(s, small, true).unwrap();
+    assert_eq!(c.reports(), 2, "only the two reports with ε = 1/2");
+}
+
+/// Groups whose items (domains; a mean counts 1) would take the total past
+/// `max_items` are refused, and so held back at a restart with a smaller limit.
+#[test]
+fn groups_beyond_the_item_limit_are_refused_and_held_back() {
+    use crate::http::Collector;
+    use FrameStatus::*;
+    let path = temp_db("items");
+    let mut s = Store::open(&path).unwrap();
+    let k = DeviceKey::new([5; 32]);
+    s.provision(5, &k, eps(10, 1)).unwrap();
+    // k-ary randomized response over 100 items (ε = 1), query `q`, item 7.
+    let grr = |q: u8| vec![1, 2, q, 0, 1, 0, 1, 0, 100, 0, 0, 0, 7];
+    let one = |seq: u32, report: Vec<u8>| frame_with(&k, 5, seq, &report);
+    let policy = Policy {
+        max_items: 250,
+        max_items_per_device: 250,
+        ..Policy::default()
+    };
+    let c = Collector::new(s, policy.clone(), true).unwrap();
+    let frames = [
+        one(0, grr(0)),
+        one(1, grr(1)),
+        one(2, frame_report(2)),
+        one(3, grr(2)),
+        one(4, frame_report(3)),
+    ];
+    let st = c
+        .submit(&frames.iter().map(Vec::as_slice).collect::<Vec<_>>())
+        .unwrap();
+    assert!(st[..3].iter().all(FrameStatus::acknowledged), "{st:?}");
+    // 100 + 100 + 1 open; another 100 would make 301.
+    assert_eq!(st[3], Rejected(Rejection::ItemLimit { index: 0 }));
+    assert_eq!(StatusJson::from(&st[3]).status, "refused");
+    assert_eq!(StatusJson::from(&st[3]).reason, Some("item_limit"));
+    assert!(st[4].acknowledged(), "a mean fits: 202 items");
+    assert_eq!(c.reports(), 4);
+    drop(c);
+    // At 150 items, the second domain-100 group is held back (in acceptance order).
+    let c = Collector::new(
+        Store::open(&path).unwrap(),
+        Policy {
+            max_items: 150,
+            ..Policy::default()
+        },
+        true,
+    )
+    .unwrap();
+    let est = c.estimates(0.95);
+    assert_eq!((est.reports, est.held_back), (3, 1));
+    drop(c);
+    // One device's groups hold at most `max_items_per_device` items: device 5
+    // opened 202 of them, so another 100 are refused for it.
+    let c = Collector::new(
+        Store::open(&path).unwrap(),
+        Policy {
+            max_items: 1000,
+            max_items_per_device: 250,
+            ..policy
+        },
+        true,
+    )
+    .unwrap();
+    let st = c.submit(&[&one(5, grr(3))]).unwrap();
+    assert_eq!(st[0], Rejected(Rejection::DeviceItemLimit { index: 0 }));
+    assert_eq!(StatusJson::from(&st[0]).reason, Some("device_item_limit"));
+    assert_eq!(StatusJson::from(&st[0]).status, "refused");
+}
+
+#[test]
+fn one_device_opens_at_most_its_quota_of_groups_and_restart_remembers_openers() {
+    use crate::http::{Aggregates, Collector};
+    use FrameStatus::*;
+    let path = temp_db("quota");
+    let mut s = Store::open(&path).unwrap();
+    let (ka, kb) = (DeviceKey::new([8; 32]), DeviceKey::new([9; 32]));
+    s.provision(8, &ka, eps(10, 1)).unwrap();
+    s.provision(9, &kb, eps(10, 1)).unwrap();
+    let policy = Policy {
+        max_groups_per_device: 2,
+        ..Policy::default()
+    };
+    let submit = |c: &Collector, frames: &[Vec<u8>]| {
+        c.submit(&frames.iter().map(Vec::as_slice).collect::<Vec<_>>())
+            .unwrap()
+    };
+    let c = Collector::new(s, policy.clone(), true).unwrap();
+    // Device 8 opens ε = 1/2 and 1/3; a third group (1/4) is refused, in the same
+    // batch and in the next.
+    let st = submit(
+        &c,
+        &[
+            frame_eps(&ka, 8, 0, 2),
+            frame_eps(&ka, 8, 1, 3),
+            frame_eps(&ka, 8, 2, 4),
+        ],
+    );
+    assert!(st[0].acknowledged() && st[1].acknowledged(), "{st:?}");
+    assert_eq!(st[2], Rejected(Rejection::DeviceGroupLimit { index: 0 }));
+    assert_eq!(StatusJson::from(&st[2]).status, "refused");
+    assert_eq!(StatusJson::from(&st[2]).reason, Some("device_group_limit"));
+    assert_eq!(st[2].delivery(), Delivery::NotDelivered);
+    let st = submit(&c, &[frame_eps(&ka, 8, 2, 4)]);
+    assert_eq!(st[0], Rejected(Rejection::DeviceGroupLimit { index: 0 }));
+    // Device 9 opens 1/4 and 1/5; then device 8's resent frame joins 1/4.
+    let st = submit(
+        &c,
+        &[
+            frame_eps(&kb, 9, 0, 4),
+            frame_eps(&kb, 9, 1, 5),
+            frame_eps(&ka, 8, 2, 4),
+        ],
+    );
+    assert!(st.iter().all(FrameStatus::acknowledged), "{st:?}");
+    assert_eq!(c.reports(), 5);
+    drop(c);
+    // After a restart the openers are rebuilt from the stored reports: two
+    // groups each. Neither device opens 1/6; device 8 still joins 1/5.
+    let s = Store::open(&path).unwrap();
+    let (_, open) = Aggregates::from_store_within(&s, &Policy::default()).unwrap();
+    assert_eq!(
+        (open.len(), open.opened_by(8), open.opened_by(9)),
+        (4, 2, 2)
+    );
+    assert_eq!(
+        open.opener(&ReportKind::of(&decode_report(&frame_report(4)).unwrap())),
+        Some(9)
+    );
+    let c = Collector::new(s, policy, true).unwrap();
+    let st = submit(
+        &c,
+        &[
+            frame_eps(&ka, 8, 3, 6),
+            frame_eps(&kb, 9, 2, 6),
+            frame_eps(&ka, 8, 4, 5),
+        ],
+    );
+    assert_eq!(st[0], Rejected(Rejection::DeviceGroupLimit { index: 0 }));
+    assert_eq!(st[1], Rejected(Rejection::DeviceGroupLimit { index: 0 }));
+    assert!(st[2].acknowledged(), "{st:?}");
+    assert_eq!(c.reports(), 6);
+}
+
+#[test]
+fn with_campaigns_only_their_kinds_are_accepted() {
+    use crate::http::Collector;
+    use FrameStatus::*;
+    use privq_host::ldp::campaign::{Campaign, Limits};
+    let path = temp_db("campaigns");
+    let mut s = Store::open(&path).unwrap();
+    let k = DeviceKey::new([5; 32]);
+    s.provision(5, &k, eps(10, 1)).unwrap();
+    let plan =
+        Campaign::from_json(r#"{"mechanism": "sq-bit", "epsilon": "1/2", "queries": ["0-1"]}"#)
+            .unwrap()
+            .validate(&Limits::from_mib(1))
+            .unwrap();
+    let policy = Policy {
+        campaigns: Some(vec![plan].into()),
+        ..Policy::default()
+    };
+    // A report accepted before the collector had campaigns is held back when it
+    // restarts with them: its group is not reopened.
+    let c = Collector::new(s, Policy::default(), true).unwrap();
+    assert!(c.submit(&[&frame_eps(&k, 5, 9, 3)]).unwrap()[0].acknowledged());
+    drop(c);
+    let c = Collector::new(Store::open(&path).unwrap(), policy, true).unwrap();
+    let e = c.estimates(0.95);
+    assert_eq!((e.reports, e.held_back, e.groups.len()), (0, 1, 0));
+    // ε = 1/2 query 0 is the campaign's; ε = 1/3 is not, nor is a frame whose
+    // second report is of query 2 (nothing of it counts).
+    let st = c
+        .submit(&[
+            &frame_eps(&k, 5, 0, 3),
+            &frame(&k, 5, 0, 3, 2),
+            &frame_eps(&k, 5, 1, 2),
+        ])
+        .unwrap();
+    assert_eq!(st[0], Rejected(Rejection::NotInCampaign { index: 0 }));
+    assert_eq!(StatusJson::from(&st[0]).status, "refused");
+    assert_eq!(StatusJson::from(&st[0]).reason, Some("not_in_campaign"));
+    assert_eq!(st[1], Rejected(Rejection::NotInCampaign { index: 2 }));
+    assert!(st[2].acknowledged(), "{st:?}");
+    assert_eq!(c.reports(), 1);
+}
+
+#[test]
+fn an_edited_huge_domain_is_not_aggregated_at_startup() {
+    use crate::http::Collector;
+    let path = temp_db("huge");
+    let mut s = Store::open(&path).unwrap();
+    let k = DeviceKey::new([3; 32]);
+    s.provision(5, &k, eps(4, 1)).unwrap();
+    let f = frame(&k, 5, 0, 1, 2);
+    s.submit(&[&f], &Policy::default(), &mut OpenGroups::default())
+        .unwrap();
+    // A GRR report over 2^20 items (past the policy's 2^16), written by hand.
+    let mut grr = vec![1, 2, 0, 0, 1, 0, 2, 0];
+    grr.extend_from_slice(&(1u32 << 20).to_le_bytes());
+    grr.extend_from_slice(&[7, 0, 0, 0]);
+    assert!(decode_report(&grr).is_ok());
+    s.conn
+        .execute(
+            "INSERT INTO reports (device, epoch, sequence, position, report)
+                 VALUES (5, 1, 0, 1, ?1)",
+            params![grr],
+        )
+        .unwrap();
+    let c = Collector::new(s, Policy::default(), true).unwrap();
+    assert_eq!(c.reports(), 1, "only the accepted SQ report");
+}
+
+#[test]
+fn reopening_a_current_store_writes_nothing() {
+    let path = temp_db("reopen");
+    let mut s = Store::open(&path).unwrap();
+    s.provision(1, &DeviceKey::new([1; 32]), eps(1, 1)).unwrap();
+    drop(s);
+    let before = std::fs::read(&path).unwrap();
+    let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+    drop(Store::open(&path).unwrap());
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().modified().unwrap(),
+        modified
+    );
+}
+
+#[test]
+fn auth_replay_and_budget() {
+    let path = temp_db("auth");
+    let mut s = Store::open(&path).unwrap();
+    let (k1, k2) = (DeviceKey::new([1; 32]), DeviceKey::new([2; 32]));
+    s.provision(1, &k1, eps(1, 1)).unwrap();
+    s.provision(u64::MAX, &k2, eps(1, 1)).unwrap();
+    let p = Policy::default();
+    let mut open = OpenGroups::default();
+    let a = frame(&k1, 1, 0, 2, 4); // ε 1/2
+    let a_other = frame(&k1, 1, 0, 1, 4); // same replay key, other bytes
+    let forged = frame(&k2, 1, 1, 1, 4); // device 1's id, device 2's key
+    let unknown = frame(&k1, 9, 0, 1, 4);
+    let big = frame(&k2, u64::MAX, 0, 3, 2); // ε 3/2 > cap 1
+    let (st, fresh) = s
+        .submit(
+            &[&a, &a, &a_other, &forged, &unknown, &big, b"garbage"],
+            &p,
+            &mut open,
+        )
+        .unwrap();
+    use FrameStatus::*;
+    assert_eq!(
+        st,
+        vec![
+            Accepted {
+                device: 1,
+                epoch: 1,
+                sequence: 0,
+                reports: 2
+            },
+            Duplicate {
+                device: 1,
+                epoch: 1,
+                sequence: 0
+            },
+            Rejected(Rejection::Conflict),
+            Rejected(Rejection::Frame(FrameReject::Mac)),
+            Rejected(Rejection::Frame(FrameReject::UnknownDevice)),
+            Rejected(Rejection::BudgetExceeded),
+            Rejected(Rejection::Frame(FrameReject::Truncated)),
+        ]
+    );
+    assert_eq!(fresh.len(), 2);
+    // On the wire an unknown device and a bad tag look the same.
+    let (wire_mac, wire_unknown) = (StatusJson::from(&st[3]), StatusJson::from(&st[4]));
+    assert_eq!(wire_mac.reason, Some("unauthenticated"));
+    assert_eq!(
+        (wire_mac.reason, &wire_mac.detail),
+        (wire_unknown.reason, &wire_unknown.detail)
+    );
+    // The spent ε persists across reopening; the next 1/2 fits exactly, then no more.
+    drop(s);
+    let mut s = Store::open(&path).unwrap();
+    let spent = s.devices().unwrap()[1].spent;
+    assert_eq!(spent, Some(eps(1, 2)));
+    let b = frame(&k1, 1, 1, 2, 4);
+    let c = frame(&k1, 1, 2, 1, 64);
+    let (st, _) = s.submit(&[&b, &c], &p, &mut open).unwrap();
+    assert!(matches!(st[0], Accepted { .. }));
+    assert_eq!(st[1], Rejected(Rejection::BudgetExceeded));
+    assert_eq!(s.reports().unwrap().len(), 4);
+    assert_eq!(s.frame_count().unwrap(), 2);
+    let max = s
+        .devices()
+        .unwrap()
+        .into_iter()
+        .find(|d| d.device == u64::MAX)
+        .unwrap();
+    assert_eq!(max.spent, None);
+}
+
+#[test]
+fn domain_limit_and_test_keys() {
+    let mut s = Store::open(&temp_db("policy")).unwrap();
+    let mut tk = [0u8; 32];
+    tk[16..].copy_from_slice(b"NOT-A-REAL-KEY!!");
+    let test_key = DeviceKey::new(tk);
+    assert!(is_test_key(&test_key));
+    s.provision(3, &test_key, eps(10, 1)).unwrap();
+    let f = frame(&test_key, 3, 0, 1, 1);
+    let strict = Policy::default();
+    let mut open = OpenGroups::default();
+    assert_eq!(
+        s.submit(&[&f], &strict, &mut open).unwrap().0,
+        vec![FrameStatus::Rejected(Rejection::TestKey)]
+    );
+    let lax = Policy {
+        allow_test_keys: true,
+        ..strict.clone()
+    };
+    assert!(s.submit(&[&f], &lax, &mut open).unwrap().0[0].acknowledged());
+    // A GRR report over 70 000 items (ε = 1, item 5): above the default limit.
+    let key = DeviceKey::new([5; 32]);
+    s.provision(4, &key, eps(10, 1)).unwrap();
+    let mut buf = vec![0u8; 256];
+    let mut w = FrameWriter::new(&mut buf, 4, 0, 0).unwrap();
+    let d = 70_000u32.to_le_bytes();
+    w.push(&[1, 2, 0, 0, 1, 0, 1, 0, d[0], d[1], d[2], d[3], 5, 0, 0, 0])
+        .unwrap();
+    let n = w.finish(&key).unwrap();
+    let st = s.submit(&[&buf[..n]], &strict, &mut open).unwrap().0;
+    assert_eq!(
+        st,
+        vec![FrameStatus::Rejected(Rejection::DomainTooLarge {
+            index: 0
+        })]
+    );
+}
+
+/// A frame of one SQ-bit report for `query` at ε = 1/`den`, in `epoch`.
+fn frame_q(key: &DeviceKey, device: u64, epoch: u32, seq: u32, query: u8, den: u8) -> Vec<u8> {
+    let mut buf = vec![0u8; 256];
+    let mut w = FrameWriter::new(&mut buf, device, epoch, seq).unwrap();
+    w.push(&[1, 8, query, 0, 1, 0, den, 0, 0, 0, 0, 0, 1])
+        .unwrap();
+    let n = w.finish(key).unwrap();
+    buf.truncate(n);
+    buf
+}
+
+#[test]
+fn one_report_per_device_and_kind_survives_restart() {
+    use crate::http::Collector;
+    let path = temp_db("once");
+    let mut s = Store::open(&path).unwrap();
+    let k = DeviceKey::new([8; 32]);
+    s.provision(8, &k, eps(10, 1)).unwrap();
+    let p = Policy::default();
+    let mut open = OpenGroups::default();
+    use FrameStatus::*;
+    // Query 0 twice in one batch (other epochs, other sequence numbers): the
+    // second is refused, not charged.
+    let (st, fresh) = s
+        .submit(
+            &[&frame_q(&k, 8, 0, 0, 0, 2), &frame_q(&k, 8, 1, 0, 0, 2)],
+            &p,
+            &mut open,
+        )
+        .unwrap();
+    assert!(matches!(st[0], Accepted { .. }));
+    assert_eq!(st[1], Rejected(Rejection::AlreadyReported { index: 0 }));
+    assert_eq!(StatusJson::from(&st[1]).reason, Some("already_reported"));
+    // The device drops it (it would be refused for ever) rather than retrying.
+    assert_eq!(st[1].delivery(), Delivery::Rejected);
+    assert_eq!(
+        Delivery::from_status(StatusJson::from(&st[1]).status),
+        Delivery::Rejected
+    );
+    assert_eq!(st[0].delivery(), Delivery::Acknowledged);
+    assert_eq!(fresh.len(), 1);
+    // Two reports of one kind in a single frame: refused whole.
+    let mut buf = vec![0u8; 256];
+    let mut w = FrameWriter::new(&mut buf, 8, 2, 0).unwrap();
+    w.push(&[1, 8, 5, 0, 1, 0, 2, 0, 0, 0, 0, 0, 1]).unwrap();
+    w.push(&[1, 8, 5, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0]).unwrap();
+    let n = w.finish(&k).unwrap();
+    let (st, _) = s.submit(&[&buf[..n]], &p, &mut open).unwrap();
+    assert_eq!(st[0], Rejected(Rejection::AlreadyReported { index: 1 }));
+    drop(s);
+    // After a restart the rule holds (the `reported` table), the spent ε is that
+    // of the one accepted report, and another ε is another kind.
+    let s = Store::open(&path).unwrap();
+    assert_eq!(s.devices().unwrap()[0].spent, Some(eps(1, 2)));
+    let c = Collector::new(s, p, true).unwrap();
+    let st = c
+        .submit(&[&frame_q(&k, 8, 3, 0, 0, 2), &frame_q(&k, 8, 3, 1, 0, 4)])
+        .unwrap();
+    assert_eq!(st[0], Rejected(Rejection::AlreadyReported { index: 0 }));
+    assert!(st[1].acknowledged());
+    assert_eq!(c.reports(), 2);
+}
+
+#[test]
+fn a_version_1_database_migrates_and_its_rebuild_agrees() {
+    use crate::http::{Aggregates, Collector};
+    let path = temp_db("v1");
+    {
+        // The version-1 schema, with two reports of one kind from one device (the
+        // old rules allowed it).
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+                 CREATE TABLE devices (device INTEGER PRIMARY KEY, key BLOB NOT NULL CHECK (length(key) = 32), cap TEXT NOT NULL, spent TEXT);
+                 CREATE TABLE frames (device INTEGER NOT NULL REFERENCES devices(device), epoch INTEGER NOT NULL, sequence INTEGER NOT NULL, tag BLOB NOT NULL CHECK (length(tag) = 32), reports INTEGER NOT NULL, received INTEGER NOT NULL, PRIMARY KEY (device, epoch, sequence));
+                 CREATE TABLE reports (id INTEGER PRIMARY KEY, device INTEGER NOT NULL, epoch INTEGER NOT NULL, sequence INTEGER NOT NULL, position INTEGER NOT NULL, report BLOB NOT NULL, UNIQUE (device, epoch, sequence, position), FOREIGN KEY (device, epoch, sequence) REFERENCES frames(device, epoch, sequence));
+                 PRAGMA user_version = 1;",
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO devices VALUES (9, ?1, '10', '1')",
+            params![[9u8; 32].as_slice()],
+        )
+        .unwrap();
+        for seq in 0..2 {
+            conn.execute(
+                "INSERT INTO frames VALUES (9, 0, ?1, ?2, 1, 0)",
+                params![seq, [seq as u8; 32].as_slice()],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO reports (device, epoch, sequence, position, report) VALUES (9, 0, ?1, 0, ?2)",
+                params![seq, [1u8, 8, 0, 0, 1, 0, 2, 0, 0, 0, 0, 0, 1].as_slice()],
+            )
+            .unwrap();
+        }
+    }
+    let s = Store::open(&path).unwrap();
+    assert_eq!(s.frame_count().unwrap(), 2);
+    assert_eq!(s.reports().unwrap().len(), 2);
+    assert_eq!(s.devices().unwrap()[0].generation, 0);
+    // `ldp aggregate --db` and the rebuild read the first report of the kind and
+    // hold back the second, as intake would have.
+    let mut n = 0;
+    assert_eq!(s.for_each_admitted_report(|_| n += 1).unwrap(), 1);
+    assert_eq!(n, 1);
+    let a = Aggregates::from_store(&s).unwrap();
+    assert_eq!((a.reports(), a.held_back()), (1, 1));
+    let c = Collector::new(s, Policy::default(), true).unwrap();
+    let k = DeviceKey::new([9; 32]);
+    let st = c.submit(&[&frame_q(&k, 9, 1, 0, 0, 2)]).unwrap();
+    assert_eq!(
+        st[0],
+        FrameStatus::Rejected(Rejection::AlreadyReported { index: 0 })
+    );
+    let est = c.estimates(0.95);
+    assert_eq!((est.reports, est.held_back), (1, 1));
+}
+
+#[test]
+fn provisioning_twice_is_refused_and_rotation_starts_a_new_replay_space() {
+    let path = temp_db("rotate");
+    let mut s = Store::open(&path).unwrap();
+    let (old, new) = (DeviceKey::new([1; 32]), DeviceKey::new([2; 32]));
+    s.provision(4, &old, eps(10, 1)).unwrap();
+    assert!(matches!(
+        s.provision(4, &new, eps(10, 1)),
+        Err(ProvisionError::Exists { device: 4 })
+    ));
+    assert!(matches!(
+        s.rotate(5, &new, eps(10, 1)),
+        Err(ProvisionError::NotProvisioned { device: 5 })
+    ));
+    let p = Policy::default();
+    let mut open = OpenGroups::default();
+    let before = frame_q(&old, 4, 0, 0, 0, 2);
+    assert!(s.submit(&[&before], &p, &mut open).unwrap().0[0].acknowledged());
+    assert_eq!(s.rotate(4, &new, eps(10, 1)).unwrap(), 1);
+    // The re-keyed device starts again at (epoch 0, sequence 0): no conflict with
+    // the old frame; the old frame itself no longer verifies.
+    let after = frame_q(&new, 4, 0, 0, 1, 2);
+    let (st, _) = s.submit(&[&after, &before], &p, &mut open).unwrap();
+    assert!(matches!(st[0], FrameStatus::Accepted { .. }), "{st:?}");
+    assert_eq!(
+        st[1],
+        FrameStatus::Rejected(Rejection::Frame(FrameReject::Mac))
+    );
+    let d = &s.devices().unwrap()[0];
+    assert_eq!((d.generation, d.spent), (1, Some(eps(1, 1))));
+    let gens: Vec<u32> = s.reports().unwrap().iter().map(|r| r.generation).collect();
+    assert_eq!(gens, vec![0, 1]);
+    // A new cap alone keeps the generation, so a resent acknowledged frame is
+    // still a duplicate.
+    s.set_cap(4, eps(20, 1)).unwrap();
+    let (st, _) = s.submit(&[&after], &p, &mut open).unwrap();
+    assert!(matches!(st[0], FrameStatus::Duplicate { .. }), "{st:?}");
+    let d = &s.devices().unwrap()[0];
+    assert_eq!((d.generation, d.cap), (1, eps(20, 1)));
+    assert!(matches!(
+        s.set_cap(5, eps(1, 1)),
+        Err(ProvisionError::NotProvisioned { device: 5 })
+    ));
+}
+
+#[test]
+fn an_overflowing_exact_sum_is_a_typed_rejection() {
+    let mut s = Store::open(&temp_db("overflow")).unwrap();
+    let k = DeviceKey::new([4; 32]);
+    s.provision(3, &k, eps(1 << 40, 1)).unwrap();
+    let p = Policy {
+        min_epsilon: None,
+        ..Policy::default()
+    };
+    let mut open = OpenGroups::default();
+    // Distinct primes as denominators: the exact sum's denominator is their
+    // product, past 2^64 after a few.
+    let primes = [65521u16, 65519, 65497, 65479, 65449];
+    let mut last = None;
+    for (i, den) in primes.into_iter().enumerate() {
+        let f = frame_eps(&k, 3, i as u32, den);
+        last = Some(s.submit(&[&f], &p, &mut open).unwrap().0.remove(0));
+        if !last.as_ref().unwrap().acknowledged() {
+            break;
+        }
+    }
+    let last = last.unwrap();
+    assert_eq!(last, FrameStatus::Rejected(Rejection::EpsilonOverflow));
+    assert_eq!(
+        StatusJson::from(&last).reason,
+        Some("epsilon_accounting_overflow")
+    );
+}
