@@ -1,5 +1,6 @@
-//! `privq experiment dx`: the d_X-privacy experiments of Kamalaruban et al. §4.1–4.4 (spec
-//! §4) with fixed seeds — summary tables, acceptance checks and SVG figures.
+//! `privq experiment dx`: the d_X-privacy experiments of Kamalaruban et al. §4.1–4.4
+//! with fixed seeds — summary tables, acceptance checks and SVG figures (the
+//! details the paper omits, and what the checks test: `docs/src/dx.md`).
 //!
 //! All quantities are analytic (with `c ⊙ Q' = Q` the RMSE of a query is `√2·c`
 //! exactly and the improvement factor is the ratio of Laplace scales), so the full
@@ -20,7 +21,7 @@ use crate::dx::psa::{
 use crate::dx::{DxError, FiniteMetric, Queries, baseline_scale};
 use crate::seeded_rng;
 
-/// The protocol's parameters (defaults = the paper's §4 and spec §4.5).
+/// The protocol's parameters (defaults = the sizes the paper's §4 reports).
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Base seed (universes, queries, matrices).
@@ -77,7 +78,8 @@ pub struct IfSummary {
     pub max: f64,
     /// Fraction above 7.5 (Fig. 3b's "some queries").
     pub above_7_5: f64,
-    /// Queries with IF = ∞ (c = 0), excluded above (spec §6.2 item 17).
+    /// Queries with IF = ∞ (c = 0), excluded above (privq's convention,
+    /// `docs/src/dx.md`).
     pub infinite: usize,
 }
 
@@ -206,7 +208,7 @@ pub struct Cities {
 }
 
 /// Loads the `keep` most populous cities with population > 50k, deduplicating
-/// identical coordinates (spec §4.3).
+/// identical coordinates (a detail §4.3 leaves open; `docs/src/dx.md`).
 pub fn load_cities(
     path: &Path,
     keep: usize,
@@ -436,7 +438,8 @@ fn thresholds(
     Ok(shape)
 }
 
-/// Spec §4.6's acceptance checks, added to `rep.checks`.
+/// privq's acceptance checks of the paper's §4 claims (`docs/src/dx.md`), added to
+/// `rep.checks`.
 fn acceptance_checks(cfg: &Config, shape: &ThresholdShape, rep: &mut Report) {
     let mut checks = Vec::new();
     let mut check = |name: &str, ok: bool| checks.push((name.to_string(), ok));
@@ -735,7 +738,7 @@ mod tests {
     use super::*;
 
     /// The whole §4 protocol with the paper's sizes (analytic; a few seconds) and
-    /// every spec §4.6 acceptance check.
+    /// every acceptance check.
     #[test]
     fn protocol_passes_every_acceptance_check() {
         let cfg = Config {
