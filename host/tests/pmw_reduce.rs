@@ -1,4 +1,4 @@
-//! PMW domain reduction (thesis Lemma 4.6.4 / Thm 4.1.4, spec §3.8): the size M of
+//! PMW domain reduction (Hardt's thesis §4.6, Lemma 4.6.4 / Thm 4.1.4): the size M of
 //! eq. 4.26, the distribution of the public sub-universe V, and PMW's accuracy on V
 //! for smooth data.
 

@@ -22,8 +22,9 @@ pub enum Sampling {
     PermuteAndFlip,
 }
 
-/// The exponential mechanism parameterized by its privacy budget (spec §1.6 and
-/// TYPO-2): for scores of sensitivity Δ it selects item `r` with probability
+/// The exponential mechanism parameterized by its privacy budget (Hardt's thesis
+/// §2.5, Definition 2.5.1 and Lemma 2.5.2, with privq's correction TYPO-2 in
+/// `docs/src/corrections.md`): for scores of sensitivity Δ it selects item `r` with probability
 /// `∝ exp(ε·s_r/(2Δ))`, which is ε-DP for **any** score function.
 ///
 /// Scores are floats (they come from optimisation state), so before any random
@@ -370,7 +371,8 @@ mod tests {
 
     #[test]
     fn utility_tail_bound() {
-        // P[OPT − s ≥ τ] ≤ k·e^{−λτ} (spec §1.6), k = 200 items.
+        // P[OPT − s ≥ τ] ≤ k·e^{−λτ} (the finite-range utility bound behind thesis
+        // Lemma 2.5.2: each worse item weighs at most e^{−λτ} of the best), k = 200 items.
         let em = ExponentialMechanism::new(Epsilon::new(1, 1).unwrap(), 1.0).unwrap();
         let scores: Vec<f64> = (0..200).map(|i| (i % 37) as f64 * 0.7).collect();
         let opt = scores.iter().cloned().fold(f64::MIN, f64::max);

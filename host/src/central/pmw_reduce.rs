@@ -1,5 +1,5 @@
-//! Domain reduction for PMW on (pseudo-)smooth databases (thesis §4.6, Lemma 4.6.4
-//! and Thm 4.1.4; spec §3.8).
+//! Domain reduction for PMW on (pseudo-)smooth databases (Hardt's thesis §4.6,
+//! Definitions 4.6.1–4.6.2, Lemma 4.6.4 and Thm 4.1.4).
 //!
 //! A normalized database `x` is ξ-smooth if `x_u ≤ ξ` for every cell, and
 //! (ξ, φ)-pseudo-smooth for a query class Q if some ξ-smooth `x*` answers every

@@ -20,7 +20,7 @@ use crate::data::{DataError, Domain};
 /// use privq_host::query::Workload;
 /// let d = Domain::binary((0..6).map(|i| format!("a{i}")))?;
 /// let q3 = Workload::parities(&d, 3)?;
-/// assert_eq!(q3.len(), 41); // |Q_3| for d = 6 (spec §4.6)
+/// assert_eq!(q3.len(), 41); // parities of degree 1–3 (thesis §5.3): C(6,1) + C(6,2) + C(6,3)
 /// let x = vec![1.0 / 64.0; 64];
 /// assert!(q3.answers(&x).iter().all(|a| (a - 0.5).abs() < 1e-12));
 /// # Ok::<(), privq_host::data::DataError>(())
