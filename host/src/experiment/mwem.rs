@@ -28,7 +28,7 @@ pub struct Protocol {
     pub data_dir: PathBuf,
     /// Where SVG plots and the CSV of results go.
     pub out_dir: PathBuf,
-    /// The ε grid (spec §4.9 proposes 0.01 … 2).
+    /// The ε grid (the thesis' §5.3 figures list none; privq's default is 0.01 … 2).
     pub epsilons: Vec<Epsilon>,
     /// Runs per point on the small datasets (thesis: 100).
     pub runs_small: usize,
@@ -58,8 +58,8 @@ pub struct Protocol {
 /// its noisy measurements. The thesis only says "multiplicative weights".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Baseline {
-    /// Fit all measurements until the residuals stop changing (the spec's
-    /// reading, §4.7). Noise-unaware: it fits the noise too.
+    /// Fit all measurements until the residuals stop changing (the plain reading of
+    /// the baseline of thesis §5.3.1 and §5.3.3). Noise-unaware: it fits the noise too.
     Fit,
     /// Stop once the mean residual is at the noise level (the discrepancy
     /// principle, the stopping rule MWEM's own re-iteration uses).
@@ -90,7 +90,7 @@ impl Baseline {
 }
 
 impl Protocol {
-    /// The thesis protocol with the spec's ε grid.
+    /// The thesis protocol (§5.3) with privq's ε grid (the thesis lists none).
     pub fn thesis(data_dir: PathBuf, out_dir: PathBuf) -> Self {
         let epsilons = ["0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1", "2"]
             .iter()
@@ -109,7 +109,7 @@ impl Protocol {
             seed: 2011,
             reiterate_passes: 20,
             max_noise: 0.05,
-            // The spec's baseline fits to convergence (§4.7); the pass cap keeps
+            // The `Fit` baseline fits to convergence; the pass cap keeps
             // NLTCS (696 measurements × 2^16 cells) affordable.
             barak_fit: FitConfig {
                 max_passes: 200,
@@ -179,7 +179,8 @@ impl Panel {
     }
 }
 
-/// One acceptance check of spec §4.10.
+/// One acceptance check: A1–A4, privq's reading of the thesis' claims in
+/// §5.3.3–5.3.4 (listed in `docs/src/synthetic-data.md`).
 #[derive(Debug, Clone)]
 pub struct Check {
     /// A1 … A4.
@@ -521,7 +522,7 @@ fn mix(base: u64, a: u64, b: u64, c: u64, d: u64) -> u64 {
     z
 }
 
-/// Spec §4.10 A1–A4 on the panels that were run. A2 and A3 are checked
+/// The checks A1–A4 (`docs/src/synthetic-data.md`) on the panels that were run. A2 and A3 are checked
 /// against every baseline fit in the panels.
 pub fn acceptance_checks(panels: &[Panel], epsilons: &[Epsilon]) -> Vec<Check> {
     let eps: Vec<f64> = epsilons.iter().map(|e| e.to_f64()).collect();
