@@ -3,7 +3,7 @@
 //! Each randomizer turns one private input into a report that is ε-locally
 //! differentially private: for every pair of inputs `x, x′` and every output `o`,
 //! `P[o | x] ≤ e^ε · P[o | x′]`. Every random choice is drawn exactly with integer
-//! arithmetic (ARCHITECTURE principle 1): the probabilities below are exact, not
+//! arithmetic (`docs/src/design.md`): the probabilities below are exact, not
 //! approximations, and [`Odds`] exposes each randomizer's output probabilities as
 //! exact rational functions of `e^ε` so tests can check the privacy ratio exactly.
 //!

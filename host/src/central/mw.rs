@@ -1,44 +1,24 @@
-//! The one multiplicative-weights engine (ARCHITECTURE principle 6).
+//! The one multiplicative-weights engine: PMW (Hardt's thesis Ch. 4), MWEM (Ch. 5),
+//! the d_X MWEM and the Barak-style baseline all drive this one type
+//! (`docs/src/curator.md`, "The multiplicative-weights engine").
 //!
 //! [`MwState`] is a distribution over the universe `U` (or over a public
 //! sub-universe `V ⊆ U`) with a signed update by a linear query and the
-//! relative-entropy potential of the thesis (eq. 4.4). PMW (Ch. 4), MWEM (Ch. 5)
-//! and the Barak-style baseline all drive this one type; they differ only in how
-//! they pick the query and the step ("the distinguisher").
+//! relative-entropy potential of the thesis (eq. 4.4). The mechanisms differ only
+//! in how they pick the query and the step ("the distinguisher").
 //!
 //! The update is `x_t[u] ∝ x_{t−1}[u] · exp(step · f[u])`. Chapter 4 uses
-//! `step = −η·sign(d̂)`, Chapter 5 `step = d̂/2` (spec TYPO-13: the caller passes
-//! the signed step explicitly).
+//! `step = −η·sign(d̂)`, Chapter 5 `step = d̂/2` (TYPO-13 in
+//! `docs/src/corrections.md`: the caller passes the signed step explicitly).
 //!
 //! Floats are fine here: the weights are optimisation state computed from already
 //! released values (post-processing), never used to decide noise.
 //!
-//! # Representation and numerical accuracy
-//!
-//! The weights are held as **linear** probabilities (one `f64` per cell; the
-//! log-weights are derived on demand, [`MwState::log_probabilities`]), so an
-//! update by a 0/1 query streams the vector once (read and write), with no `exp`
-//! or `ln` per cell:
-//!
-//! * a 0/1 query's update multiplies each cell by one of two factors
-//!   `[1/Z, e^step/Z]`, with the exact normalizer `Z = 1 + f(x)(e^step − 1)`
-//!   computed from the answer before the update. Each multiplication rounds once
-//!   (relative error ≤ 2^−53 per update per cell); after `k` updates a weight is
-//!   within a relative `k·2^−53` of the exact product (≈ 10^−12 after 10^4
-//!   updates);
-//! * every [`RESYNC_EVERY`] updates (and earlier when the updates since the last
-//!   one may have shrunk a weight by more than `e^−SHRINK_BUDGET`) a
-//!   renormalisation pass rescales the weights to sum 1 (removing the drift of `Z`
-//!   computed from a rounded answer) and raises non-zero weights below
-//!   [`FLOOR`] = 10^−250 to it, so no weight ever becomes subnormal or is lost to
-//!   underflow. The floor moves at most `N·10^−250` of mass: answers are
-//!   unaffected in `f64`, and a cell pushed below it (a cumulative log-shift
-//!   beyond −575, far outside any run of PMW or MWEM) can be revived as from
-//!   10^−250 rather than from its exact value;
-//! * steps beyond ±30, queries without a blocked kernel and sub-universes update
-//!   in the log domain (`ln`, shift, log-sum-exp, `exp`), exact to rounding.
-//!
-//! Zero weights (from [`MwState::from_weights`]) stay zero forever.
+//! Accuracy contract: the weights are linear probabilities, renormalised every
+//! [`RESYNC_EVERY`] updates (or sooner), which raises non-zero weights to at least
+//! [`FLOOR`]; after `k` updates a weight is within a relative `k·2^−53` of the
+//! exact product, and zero weights (from [`MwState::from_weights`]) stay zero
+//! forever. Why these hold is in the book chapter above.
 
 use std::sync::Arc;
 

@@ -4,9 +4,9 @@
 //! ICML 2019).
 //!
 //! Everything here is **post-processing** of already released noisy
-//! measurements: it never reads private data, so floating point is fine (see
-//! ARCHITECTURE principle 1: floats never decide released noise, and nothing here
-//! draws noise).
+//! measurements: it never reads private data, so floating point is fine (floats
+//! never decide released noise, `docs/src/design.md`, and nothing here draws
+//! noise).
 //!
 //! - [`Clique`]: a sorted set of attribute indices; its cells are ordered
 //!   row-major, the first (smallest) attribute most significant.
