@@ -1,6 +1,7 @@
-//! Privacy auditor for the pure PMW variant (architecture principle 5): neighbouring
-//! count histograms, many seeded runs, and a Clopper–Pearson lower bound on ε over
-//! events of the public transcript, which must not exceed the claimed ε.
+//! Privacy auditor for the pure PMW variant (every mechanism has one,
+//! `docs/src/auditor.md`): neighbouring count histograms, many seeded runs, and a
+//! Clopper–Pearson lower bound on ε over events of the public transcript, which
+//! must not exceed the claimed ε.
 //!
 //! The adversary targets the weak point of the thesis' pure variant (§4.4, Claim
 //! 4.4.3): an update round whose released answer bounds the noisy threshold

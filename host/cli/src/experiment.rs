@@ -247,8 +247,8 @@ pub struct MwemArgs {
     /// 10 runs on the small datasets and 2 on NLTCS.
     #[arg(long)]
     pub quick: bool,
-    /// Fits of the Barak baseline to run: `fit` (to convergence, as the spec
-    /// reads the thesis) and/or `discrepancy` (stop at the noise level).
+    /// Fits of the Barak baseline to run: `fit` (to convergence, the plain reading
+    /// of the thesis) and/or `discrepancy` (stop at the noise level).
     #[arg(long, value_delimiter = ',', value_name = "FIT,...", value_parser = crate::choice::<Baseline>())]
     pub baselines: Vec<Baseline>,
     /// Largest Laplace scale (normalized) of a measurement that MWEM's

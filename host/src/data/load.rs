@@ -275,9 +275,9 @@ mod tests {
         assert_eq!(h.counts()[d.encode(&[0, 1]).unwrap()], 1);
     }
 
-    /// Principle 5: the universe does not depend on the private values. D′ is D
-    /// plus one record holding a rare value; under a public domain both load into
-    /// the same universe (the inferred domain of old grew with the rare value).
+    /// The privacy model (`docs/src/privacy-model.md`): the universe does not depend
+    /// on the private values. D′ is D plus one record holding a rare value; under a
+    /// public domain both load into the same universe (the inferred domain of old grew with the rare value).
     #[test]
     fn public_domain_gives_the_same_universe_on_neighbours() {
         let d = Domain::new(vec![

@@ -1,4 +1,4 @@
-//! The Huang–Roth distance-query mechanisms (seeds 000/001): the offline
+//! The Huang–Roth distance-query mechanisms (`docs/src/distance.md`): the offline
 //! synopsis and the interactive session.
 
 use privq_core::Epsilon;
