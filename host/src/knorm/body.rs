@@ -299,8 +299,8 @@ impl Body {
     /// The largest `t ≥ 0` with `z + t·u ∈ K` (one end of a hit-and-run chord), for
     /// `z ∈ K` and `u ≠ 0`. Closed form on the cube; bisection on the ℓ1 gauge for
     /// the cross-polytope; on a general body the LP
-    /// `max t` s.t. `F(x⁺ − x⁻) − t·u = z`, `Σ(x⁺ + x⁻) ≤ 1` (thesis §3.7, as the
-    /// spec's practical recommendation (b)), solved by a dense revised simplex
+    /// `max t` s.t. `F(x⁺ − x⁻) − t·u = z`, `Σ(x⁺ + x⁻) ≤ 1` (hit-and-run, privq's
+    /// practical substitute for thesis §3.7's walk), solved by a dense revised simplex
     /// sized for its d + 1 rows, with the general LP layer as the fallback.
     pub fn ray_exit(&self, z: &[f64], u: &[f64]) -> Result<f64, KnormError> {
         self.check_len(z)?;

@@ -1,5 +1,6 @@
 //! Hit-and-run chords on a general body by a dense revised simplex (the hot path
-//! of thesis §3.7's walk, as the spec's practical recommendation (b)).
+//! of privq's practical substitute for thesis §3.7's provable grid walk;
+//! `docs/src/knorm.md`).
 //!
 //! The ray-exit LP `max t` s.t. `A·λ − t·u = z`, `1ᵀλ + σ = 1`, `λ, σ, t ≥ 0`
 //! (`A = [F, −F]`) has only `m = d + 1` rows but `2N + 2` columns. A general sparse

@@ -28,7 +28,7 @@
 //!   floating-point Laplace (Mironov 2012) has nothing to read.
 //! * **Hit-and-run ([`Sampler::HitAndRun`]) is APPROXIMATE.** For bodies other than
 //!   the cross-polytope and the cube, `z` comes from a finite hit-and-run walk
-//!   (chords by LP, thesis §3.7 as the spec's practical recommendation); its law is
+//!   (chords by LP, privq's practical substitute for thesis §3.7's walk); its law is
 //!   not uniform, no pointwise bound is proven (the provable grid walk of
 //!   Lemma 3.7.4 is far too slow), and the ε in the accountant is the ε of the
 //!   ideal mechanism. The label of such a mechanism says "APPROXIMATE privacy".

@@ -1,6 +1,6 @@
 //! NiKM(F, ε), the recursive K-norm mechanism (thesis Fig. 3.3, §3.6.1), with
-//! ε/L per level and `L = ⌊log₂ d⌋ + 1` levels (the spec's correction of the
-//! thesis' "log d" levels, Lemma 3.6.2 / Cor 3.6.11).
+//! ε/L per level and `L = ⌊log₂ d⌋ + 1` levels (privq's correction TYPO-8 of the
+//! thesis' "log d" levels, Lemma 3.6.2 / Cor 3.6.11; `docs/src/corrections.md`).
 //!
 //! Level `l` works in a `d_l`-dimensional orthonormal frame `W_l` of ℝᵈ (`W₀ = I`,
 //! `d₀ = d`) on the body `K_l = W_lᵀF·B₁ᴺ`, the projection of `K` on the frame's span

@@ -70,7 +70,8 @@ fn direction<R: Rng + ?Sized>(d: usize, rng: &mut R) -> Vec<f64> {
     }
 }
 
-/// Hit-and-run in `K` (thesis §3.7; the spec's practical recommendation (b)):
+/// Hit-and-run in `K` (privq's practical substitute for thesis §3.7's provable walk,
+/// `docs/src/knorm.md`):
 /// from the centre `0`, `steps` times: pick a uniform direction `u`, find the chord
 /// `{z + t·u} ∩ K` through the current point ([`Body::ray_exit`] both ways; two LPs
 /// of size d × (2N + 1) per step on a general body), move to a uniform point of it.

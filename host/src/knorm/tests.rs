@@ -166,7 +166,8 @@ fn bad_matrices_are_typed_errors() {
     ));
 }
 
-/// Spec of thesis §3.3: `‖z‖_K ∼ Beta(d, 1)` for `z ∼ Unif(K)`.
+/// `‖z‖_K ∼ Beta(d, 1)` for `z ∼ Unif(K)` (volume scales as `r^d`; the fact behind
+/// thesis §3.3's sampler, Remark 3.3.2).
 #[test]
 fn exact_uniform_samplers_have_beta_gauges() {
     let mut rng = seeded_rng(4);
@@ -201,8 +202,8 @@ fn exact_uniform_samplers_have_beta_gauges() {
     }
 }
 
-/// `‖r·z‖_K ∼ Gamma(d, θ)` for `r ∼ Gamma(d + 1, θ)` (spec of thesis §3.3), on the
-/// mechanism's own noise.
+/// `‖r·z‖_K ∼ Gamma(d, θ)` for `r ∼ Gamma(d + 1, θ)` (a consequence of thesis
+/// §3.3's sampler, Remark 3.3.2), on the mechanism's own noise.
 #[test]
 fn noise_gauge_is_gamma_d() {
     let mut rng = seeded_rng(5);
