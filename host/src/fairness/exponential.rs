@@ -1,5 +1,5 @@
 //! The exponential-mechanism mapping of thesis §8.5 (Def 8.5.1), corrected for
-//! TYPO-27 of the implementation spec.
+//! TYPO-27 (`docs/src/corrections.md`).
 
 use super::{FairnessError, Mapping};
 use crate::dx::FiniteMetric;

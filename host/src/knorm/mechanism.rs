@@ -169,8 +169,8 @@ impl KNorm {
         self.theta
     }
 
-    /// The expected K-norm of the noise, `d·Δ′/ε` (`‖w‖_K ∼ Gamma(d, Δ′/ε)`, spec of
-    /// thesis §3.3).
+    /// The expected K-norm of the noise, `d·Δ′/ε` (`‖w‖_K ∼ Gamma(d, Δ′/ε)`, a
+    /// consequence of thesis §3.3's sampler, Remark 3.3.2).
     pub fn expected_noise_gauge(&self) -> f64 {
         self.body.dim() as f64 * self.theta
     }

@@ -143,7 +143,7 @@ pub struct Nikm {
     levels: Vec<NikmLevel>,
 }
 
-/// `L = ⌊log₂ d⌋ + 1` for `d ≥ 1` (spec TYPO-8).
+/// `L = ⌊log₂ d⌋ + 1` for `d ≥ 1` (TYPO-8, `docs/src/corrections.md`).
 pub fn level_count(d: usize) -> usize {
     if d == 0 { 0 } else { d.ilog2() as usize + 1 }
 }
