@@ -1,4 +1,5 @@
-//! The d_X-private mechanisms (seed 002): Laplace, SmallDB, MWEM.
+//! The d_X-private mechanisms (Kamalaruban et al.; `docs/src/dx.md`): Laplace,
+//! SmallDB, MWEM.
 
 use super::setup;
 use crate::accountant::Accountant;
