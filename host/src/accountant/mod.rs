@@ -1,0 +1,549 @@
+//! Privacy accounting: basic and advanced composition (thesis Thm 2.4.4 and the
+//! corrected Thm 2.4.5), the inverse of advanced composition, zero-concentrated DP
+//! (ρ-zCDP) and its conversion to (ε, δ), and the one [`Accountant`] every central
+//! mechanism charges before it samples.
+//!
+//! Pure-ε spending is tracked **exactly** with [`Epsilon`] rationals, and ρ spending
+//! with [`Rho`] rationals, so "total ≤ budget" is decided without rounding. Advanced
+//! composition and the ρ → (ε, δ) conversions involve `√`, `exp` and `ln` and are
+//! computed in `f64` for reports and planning, rounded in the safe direction:
+//! [`invert_advanced`] towards the smaller per-step ε, [`zcdp_epsilon`] and
+//! [`zcdp_epsilon_simple`] towards the larger ε, [`zcdp_rho_for`] towards the smaller ρ.
+
+mod composition;
+mod cost;
+mod ledger;
+mod short;
+mod zcdp;
+
+use std::fmt;
+
+use privq_core::{Epsilon, Rho};
+
+use crate::contract::Neighbours;
+
+pub use composition::{PrivacyLoss, advanced, basic, invert_advanced};
+pub use cost::Cost;
+pub(crate) use short::short_ratio;
+pub use zcdp::{zcdp_epsilon, zcdp_epsilon_simple, zcdp_rho_for};
+
+/// What the accountant refuses.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum AccountantError {
+    /// The charge would exceed the budget; nothing was spent.
+    BudgetExceeded {
+        /// What the charge is for.
+        label: String,
+        /// ε requested.
+        requested: Epsilon,
+        /// ε still available (`None` when none is left).
+        remaining: Option<Epsilon>,
+    },
+    /// A receipt paid for less than the release it was presented to.
+    ReceiptTooSmall {
+        /// What the receipt paid.
+        paid: Cost,
+        /// What the release costs.
+        needed: Cost,
+    },
+    /// The charge would take the total ρ of a zCDP accountant above its budget;
+    /// nothing was spent.
+    RhoBudgetExceeded {
+        /// What the charge is for.
+        label: String,
+        /// ρ requested (a pure or bounded-range ε already converted to ρ).
+        requested: Rho,
+        /// ρ still available (`None` when none is left).
+        remaining: Option<Rho>,
+    },
+    /// The cost cannot be charged to this kind of accountant: an (ε, δ) cost with
+    /// δ > 0 to a zCDP accountant, or a ρ-zCDP cost to a pure or (ε, δ) accountant.
+    IncompatibleCost {
+        /// The cost.
+        cost: Cost,
+        /// The accountant's composition ("basic" or "zCDP").
+        composition: &'static str,
+    },
+    /// An [`Cost::Uncertified`] charge to an accountant that did not opt in with
+    /// [`Accountant::allow_uncertified`]; nothing was spent.
+    Uncertified {
+        /// What the charge is for.
+        label: String,
+    },
+    /// The charge is stated for another neighbour relation than the one this
+    /// accountant is bound to ([`Accountant::bind`]), or states none; nothing was
+    /// spent. Costs under different relations do not add up to a guarantee under
+    /// either.
+    RelationMismatch {
+        /// What the charge is for.
+        label: String,
+        /// The accountant's relation.
+        bound: Neighbours,
+        /// The charge's relation (`None`: not stated).
+        stated: Option<Neighbours>,
+    },
+    /// A δ is outside `[0, 1)`, or the total δ would exceed the budget's δ.
+    DeltaExceeded,
+    /// A parameter is out of range (k = 0, ε ≤ 0, δ' ∉ (0,1), non-finite values).
+    InvalidParameter(&'static str),
+    /// Exact rational arithmetic overflowed.
+    Overflow,
+}
+
+impl fmt::Display for AccountantError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AccountantError::BudgetExceeded {
+                label,
+                requested,
+                remaining,
+            } => write!(
+                f,
+                "privacy budget exceeded: {label} needs epsilon {requested}, only {} remains",
+                remaining
+                    .map(|e| e.to_string())
+                    .unwrap_or_else(|| "0".into())
+            ),
+            AccountantError::RhoBudgetExceeded {
+                label,
+                requested,
+                remaining,
+            } => write!(
+                f,
+                "zCDP budget exceeded: {label} needs rho {requested}, only {} remains",
+                remaining
+                    .map(|r| r.to_string())
+                    .unwrap_or_else(|| "0".into())
+            ),
+            AccountantError::IncompatibleCost { cost, composition } => write!(
+                f,
+                "a cost of {cost} cannot be charged to a {composition} accountant"
+            ),
+            AccountantError::ReceiptTooSmall { paid, needed } => write!(
+                f,
+                "a release costing {needed} was presented a receipt for only {paid}"
+            ),
+            AccountantError::Uncertified { label } => write!(
+                f,
+                "{label} has no proven privacy guarantee; this accountant accepts only certified \
+                 costs (opt in with allow_uncertified)"
+            ),
+            AccountantError::RelationMismatch {
+                label,
+                bound,
+                stated,
+            } => match stated {
+                Some(stated) => write!(
+                    f,
+                    "{label} is stated for {stated}, but this accountant is bound to {bound}"
+                ),
+                None => write!(
+                    f,
+                    "{label} states no neighbour relation, but this accountant is bound to {bound}"
+                ),
+            },
+            AccountantError::DeltaExceeded => write!(f, "the delta budget would be exceeded"),
+            AccountantError::InvalidParameter(what) => write!(f, "invalid parameter: {what}"),
+            AccountantError::Overflow => write!(f, "exact epsilon or rho arithmetic overflowed"),
+        }
+    }
+}
+
+impl std::error::Error for AccountantError {}
+
+/// One recorded charge.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Charge {
+    /// What the budget was spent on.
+    pub label: String,
+    /// What it cost.
+    pub cost: Cost,
+}
+
+/// Proof that a charge was accepted: only [`Accountant::charge`] makes one, and a
+/// mechanism's sampling step consumes it (see [`crate::contract::Mechanism`]), so
+/// nothing is sampled that was not charged first.
+#[derive(Debug)]
+pub struct Receipt {
+    cost: Cost,
+}
+
+impl Receipt {
+    /// What was charged.
+    pub fn cost(&self) -> Cost {
+        self.cost
+    }
+
+    /// Errors unless this receipt pays for a release of cost `needed`.
+    pub fn check_covers(&self, needed: &Cost) -> Result<(), AccountantError> {
+        if self.cost.covers(needed) {
+            Ok(())
+        } else {
+            Err(AccountantError::ReceiptTooSmall {
+                paid: self.cost,
+                needed: *needed,
+            })
+        }
+    }
+}
+
+/// The privacy accountant: a filter under basic composition, or under ρ-zCDP
+/// composition. It holds a total budget, records every charge in a ledger, and
+/// refuses any charge that would exceed the budget — before anything is sampled.
+///
+/// * [`Accountant::pure`] / [`Accountant::approximate`]: an exact ε budget (and a δ);
+///   ε's add exactly, δ's add. ρ-zCDP costs are refused.
+/// * [`Accountant::zcdp`] / [`Accountant::zcdp_for`]: an exact ρ budget; ρ's add
+///   exactly (Bun–Steinke 2016, Lemma 2.3), pure ε is charged as ρ = ε²/2 and
+///   bounded-range ε as ε²/8 (see [`Cost`]); (ε, δ) costs with δ > 0 are refused.
+///   The guarantee is reported as (ε, δ) at the accountant's δ by
+///   [`zcdp_epsilon`] (CKS20 Cor. 13).
+///
+/// ```
+/// use privq_host::accountant::{Accountant, Cost};
+/// use privq_host::Epsilon;
+/// let mut acct = Accountant::pure(Epsilon::new(1, 1)?);
+/// let _ = acct.charge("round 1", Cost::Pure(Epsilon::new(1, 2)?))?;
+/// let _ = acct.charge("round 2", Epsilon::new(1, 2)?.into())?;
+/// assert!(acct.charge("one too many", Epsilon::new(1, 1000)?.into()).is_err());
+/// assert_eq!(acct.spent_epsilon().map(|e| e.to_string()), Some("1".to_string()));
+///
+/// // zCDP: ρ's add; a pure ε = 1/2 costs ρ = 1/8.
+/// use privq_host::Rho;
+/// let mut z = Accountant::zcdp(Rho::new(1, 2)?, 1e-6)?;
+/// let _ = z.charge("gaussian counts", Rho::new(1, 4)?.into())?;
+/// let _ = z.charge("laplace count", Epsilon::new(1, 2)?.into())?;
+/// assert_eq!(z.spent_rho(), Some(Rho::new(3, 8)?));
+/// assert!(z.charge("too much", Rho::new(1, 4)?.into()).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Accountant {
+    epsilon: Epsilon,
+    delta: f64,
+    spent: Option<Epsilon>,
+    spent_delta: f64,
+    zcdp: Option<ZcdpBudget>,
+    ledger: Vec<Charge>,
+    uncertified: bool,
+    neighbours: Option<Neighbours>,
+}
+
+/// The ρ side of a zCDP accountant.
+#[derive(Debug, Clone, Copy)]
+struct ZcdpBudget {
+    rho: Rho,
+    spent: Option<Rho>,
+}
+
+impl Accountant {
+    /// Binds the accountant to one neighbour relation: from now on it accepts only
+    /// charges stated under it ([`Accountant::charge_as`]), so costs computed for
+    /// add/remove and for replace-one neighbours are never added up. privq's
+    /// commands bind their accountant to the relation they declare.
+    pub fn bind(&mut self, neighbours: Neighbours) {
+        self.neighbours = Some(neighbours);
+    }
+
+    /// The relation this accountant is bound to, if any.
+    pub fn neighbours(&self) -> Option<Neighbours> {
+        self.neighbours
+    }
+
+    /// Lets this accountant accept [`Cost::Uncertified`] charges (counted like pure
+    /// ε, marked in the ledger). For experiments with heuristic mechanisms only: the
+    /// total is then not a proven guarantee.
+    pub fn allow_uncertified(&mut self) {
+        self.uncertified = true;
+    }
+
+    /// A pure ε-DP budget.
+    pub fn pure(epsilon: Epsilon) -> Self {
+        Accountant {
+            epsilon,
+            delta: 0.0,
+            spent: None,
+            spent_delta: 0.0,
+            zcdp: None,
+            ledger: Vec::new(),
+            uncertified: false,
+            neighbours: None,
+        }
+    }
+
+    /// An (ε, δ) budget; δ must be in `[0, 1)`.
+    pub fn approximate(epsilon: Epsilon, delta: f64) -> Result<Self, AccountantError> {
+        if !(0.0..1.0).contains(&delta) {
+            return Err(AccountantError::DeltaExceeded);
+        }
+        Ok(Accountant {
+            delta,
+            ..Accountant::pure(epsilon)
+        })
+    }
+
+    /// A ρ-zCDP budget, whose guarantee is reported as (ε, δ) at `delta ∈ (0, 1)`
+    /// ([`budget`](Self::budget) is then the ε of ρ at δ by [`zcdp_epsilon`], for
+    /// reports; the exact ρ is what is enforced).
+    pub fn zcdp(rho: Rho, delta: f64) -> Result<Self, AccountantError> {
+        let eps = zcdp_epsilon(rho.to_f64(), delta)?;
+        let epsilon = Epsilon::from_f64(eps)
+            .map_err(|_| AccountantError::InvalidParameter("rho converts to no epsilon"))?;
+        Ok(Accountant {
+            epsilon,
+            delta,
+            spent: None,
+            spent_delta: 0.0,
+            zcdp: Some(ZcdpBudget { rho, spent: None }),
+            ledger: Vec::new(),
+            uncertified: false,
+            neighbours: None,
+        })
+    }
+
+    /// A ρ-zCDP budget with the largest ρ whose conversion meets (ε, δ)
+    /// ([`zcdp_rho_for`]); [`budget`](Self::budget) is the given ε.
+    ///
+    /// ```
+    /// use privq_host::accountant::Accountant;
+    /// use privq_host::Epsilon;
+    /// let acct = Accountant::zcdp_for(Epsilon::new(1, 1)?, 1e-6)?;
+    /// let rho = acct.rho_budget().unwrap().to_f64();
+    /// assert!(rho > 0.0243 && rho < 0.0244);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn zcdp_for(epsilon: Epsilon, delta: f64) -> Result<Self, AccountantError> {
+        let rho = zcdp_rho_for(epsilon.to_f64(), delta)?;
+        Ok(Accountant {
+            epsilon,
+            delta,
+            spent: None,
+            spent_delta: 0.0,
+            zcdp: Some(ZcdpBudget { rho, spent: None }),
+            ledger: Vec::new(),
+            uncertified: false,
+            neighbours: None,
+        })
+    }
+
+    /// A budget of exactly `cost`, for one release that gets a budget of its own: pure
+    /// or approximate for ε costs (bounded range as pure), zCDP with δ = 10⁻⁹
+    /// (for reports only) for a ρ cost; an uncertified ε opts the accountant in.
+    pub fn exactly(cost: Cost) -> Result<Self, AccountantError> {
+        match cost {
+            Cost::Pure(e) | Cost::BoundedRange(e) => Ok(Accountant::pure(e)),
+            Cost::Uncertified(e) => {
+                let mut acct = Accountant::pure(e);
+                acct.allow_uncertified();
+                Ok(acct)
+            }
+            Cost::Approximate { epsilon, delta } => Accountant::approximate(epsilon, delta),
+            Cost::Zcdp(rho) => Accountant::zcdp(rho, 1e-9),
+        }
+    }
+
+    /// True for a ρ-zCDP accountant.
+    pub fn is_zcdp(&self) -> bool {
+        self.zcdp.is_some()
+    }
+
+    /// The composition rule: `"basic"` or `"zCDP"`.
+    pub fn composition(&self) -> &'static str {
+        if self.is_zcdp() { "zCDP" } else { "basic" }
+    }
+
+    /// Charges a release of cost `cost`; on refusal nothing is recorded.
+    pub fn charge(&mut self, label: &str, cost: Cost) -> Result<Receipt, AccountantError> {
+        if let Some(bound) = self.neighbours {
+            return Err(AccountantError::RelationMismatch {
+                label: label.to_string(),
+                bound,
+                stated: None,
+            });
+        }
+        self.charge_unbound(label, cost)
+    }
+
+    /// [`Accountant::charge`] for a cost stated under `neighbours`: a bound
+    /// accountant ([`Accountant::bind`]) refuses any other relation. Every
+    /// mechanism charges through this.
+    pub fn charge_as(
+        &mut self,
+        neighbours: Neighbours,
+        label: &str,
+        cost: Cost,
+    ) -> Result<Receipt, AccountantError> {
+        if let Some(bound) = self.neighbours
+            && bound != neighbours
+        {
+            return Err(AccountantError::RelationMismatch {
+                label: label.to_string(),
+                bound,
+                stated: Some(neighbours),
+            });
+        }
+        self.charge_unbound(label, cost)
+    }
+
+    fn charge_unbound(&mut self, label: &str, cost: Cost) -> Result<Receipt, AccountantError> {
+        if matches!(cost, Cost::Uncertified(_)) && !self.uncertified {
+            return Err(AccountantError::Uncertified {
+                label: label.to_string(),
+            });
+        }
+        if let Some(z) = self.zcdp {
+            let total = self.zcdp_total(&cost)?;
+            if total > z.rho {
+                return Err(AccountantError::RhoBudgetExceeded {
+                    label: label.to_string(),
+                    requested: cost.rho()?,
+                    remaining: self.remaining_rho(),
+                });
+            }
+            self.zcdp = Some(ZcdpBudget {
+                spent: Some(total),
+                ..z
+            });
+            self.ledger.push(Charge {
+                label: label.to_string(),
+                cost,
+            });
+            return Ok(Receipt { cost });
+        }
+        let Some(epsilon) = cost.epsilon() else {
+            return Err(AccountantError::IncompatibleCost {
+                cost,
+                composition: "basic",
+            });
+        };
+        let delta = cost.delta();
+        if !(0.0..1.0).contains(&delta) || self.spent_delta + delta > self.delta {
+            return Err(AccountantError::DeltaExceeded);
+        }
+        let total = match self.spent {
+            None => epsilon,
+            Some(s) => s
+                .checked_add(epsilon)
+                .map_err(|_| AccountantError::Overflow)?,
+        };
+        if total > self.epsilon {
+            return Err(AccountantError::BudgetExceeded {
+                label: label.to_string(),
+                requested: epsilon,
+                remaining: self.remaining(),
+            });
+        }
+        self.spent = Some(total);
+        self.spent_delta += delta;
+        self.ledger.push(Charge {
+            label: label.to_string(),
+            cost,
+        });
+        Ok(Receipt { cost })
+    }
+
+    /// The total ρ after charging `cost` to this zCDP accountant (exact).
+    fn zcdp_total(&self, cost: &Cost) -> Result<Rho, AccountantError> {
+        let rho = cost.rho()?;
+        match self.zcdp.and_then(|z| z.spent) {
+            None => Ok(rho),
+            Some(s) => s.checked_add(rho).map_err(|_| AccountantError::Overflow),
+        }
+    }
+
+    /// True when a charge of `cost` would be accepted.
+    pub fn can_afford(&self, cost: &Cost) -> bool {
+        if let Some(z) = self.zcdp {
+            return self.zcdp_total(cost).is_ok_and(|t| t <= z.rho);
+        }
+        let Some(epsilon) = cost.epsilon() else {
+            return false;
+        };
+        let eps_ok = match self.spent {
+            None => epsilon <= self.epsilon,
+            Some(s) => s.checked_add(epsilon).is_ok_and(|t| t <= self.epsilon),
+        };
+        eps_ok && self.spent_delta + cost.delta() <= self.delta
+    }
+
+    /// ε still available (`None` when the budget is used up exactly, and always for
+    /// a zCDP accountant: see [`remaining_rho`](Self::remaining_rho)).
+    pub fn remaining(&self) -> Option<Epsilon> {
+        if self.is_zcdp() {
+            return None;
+        }
+        match self.spent {
+            None => Some(self.epsilon),
+            Some(s) => self.epsilon.checked_sub(s).ok().flatten(),
+        }
+    }
+
+    /// Exact total ε spent (`None` before the first charge, and always for a zCDP
+    /// accountant: see [`spent_rho`](Self::spent_rho)).
+    pub fn spent_epsilon(&self) -> Option<Epsilon> {
+        self.spent
+    }
+
+    /// Total δ spent (0 for a zCDP accountant, whose δ is that of the conversion).
+    pub fn spent_delta(&self) -> f64 {
+        self.spent_delta
+    }
+
+    /// The total budget ε (for a zCDP accountant, the ε of its (ε, δ) target).
+    pub fn budget(&self) -> Epsilon {
+        self.epsilon
+    }
+
+    /// The total budget δ (for a zCDP accountant, the δ its guarantee is reported at).
+    pub fn budget_delta(&self) -> f64 {
+        self.delta
+    }
+
+    /// The ρ budget of a zCDP accountant.
+    pub fn rho_budget(&self) -> Option<Rho> {
+        self.zcdp.map(|z| z.rho)
+    }
+
+    /// Exact total ρ spent by a zCDP accountant (`None` before the first charge).
+    pub fn spent_rho(&self) -> Option<Rho> {
+        self.zcdp.and_then(|z| z.spent)
+    }
+
+    /// ρ still available to a zCDP accountant (`None` when used up exactly, or for
+    /// other accountants).
+    pub fn remaining_rho(&self) -> Option<Rho> {
+        let z = self.zcdp?;
+        match z.spent {
+            None => Some(z.rho),
+            Some(s) => z.rho.checked_sub(s).ok().flatten(),
+        }
+    }
+
+    /// The (ε, δ) guarantee of what has been spent: exact ε and δ for a basic
+    /// accountant; for a zCDP accountant the spent ρ converted at the budget δ by
+    /// [`zcdp_epsilon`] (ε = 0 before the first charge).
+    pub fn spent_guarantee(&self) -> Result<PrivacyLoss, AccountantError> {
+        match self.zcdp {
+            Some(z) => Ok(PrivacyLoss {
+                epsilon: match z.spent {
+                    Some(rho) => zcdp_epsilon(rho.to_f64(), self.delta)?,
+                    None => 0.0,
+                },
+                delta: self.delta,
+            }),
+            None => Ok(PrivacyLoss {
+                epsilon: self.spent.map_or(0.0, |e| e.to_f64()),
+                delta: self.spent_delta,
+            }),
+        }
+    }
+
+    /// Every accepted charge, in order.
+    pub fn ledger(&self) -> &[Charge] {
+        &self.ledger
+    }
+}
+
+#[cfg(test)]
+mod tests;
