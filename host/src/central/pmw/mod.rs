@@ -15,9 +15,10 @@
 //! from the counts, never passed beside them. [`PmwParams`] record the ε (and δ) and
 //! the n they were checked for; a session refuses other values
 //! ([`PmwError::ParamsMismatch`]), states [`PmwParams::cost`] and charges the
-//! [`Accountant`] **before** drawing anything (including the threshold). All noise
-//! is exact discrete Laplace on the core's power-of-two grid ([`GridLaplace`]), with
-//! every sensitivity rounded up to a whole number of grid steps, and the comparisons
+//! [`Accountant`](crate::accountant::Accountant) **before** drawing anything
+//! (including the threshold). All noise is exact discrete Laplace on the core's
+//! power-of-two grid ([`GridLaplace`](privq_core::GridLaplace)), with every
+//! sensitivity rounded up to a whole number of grid steps, and the comparisons
 //! are made exactly in fixed point — floating point never decides noise.
 //!
 //! The (ε, δ) variant is the thesis construction (Fig. 4.2, eq. 4.2); the (ε, 0)
