@@ -1,0 +1,307 @@
+use super::*;
+
+#[test]
+fn candidates_are_the_downward_closure_with_aims_weights() {
+    let d = Domain::binary(["a", "b", "c", "d"]).unwrap();
+    let w = MarginalWorkload::all_k_way(&d, 3).unwrap();
+    assert_eq!(w.cliques().len(), 4);
+    let c = w.candidates();
+    assert_eq!(c.len(), 4 + 6 + 4);
+    // {0}: in 3 of the 4 triples, once each.
+    let weight = |attrs: &[usize]| {
+        let want = Clique::new(attrs.iter().copied()).unwrap();
+        c.iter().find(|(r, _)| *r == want).unwrap().1
+    };
+    assert_eq!(weight(&[0]), 3);
+    // {0,1}: |r ∩ s| = 2 for the 2 triples holding both, 1 for the 2 others.
+    assert_eq!(weight(&[0, 1]), 6);
+    assert_eq!(weight(&[0, 1, 2]), 3 + 2 + 2 + 2);
+    assert!(MarginalWorkload::new(&d, vec![(vec![4], 1)]).is_err());
+    assert!(MarginalWorkload::new(&d, vec![(vec![1], 0)]).is_err());
+    assert!(MarginalWorkload::all_k_way(&d, 5).is_err());
+}
+
+/// Neighbouring true counts move a score by at most w·Δ₁ plus its one rounding,
+/// on marginals of a million cells with counts near 2¹⁹ (error sums near 2³⁹,
+/// below the clamp), where a plain `f64` sum drifts by more than the slack.
+#[test]
+fn scores_of_neighbours_differ_by_at_most_the_sensitivity() {
+    let mut rng = crate::seeded_rng(9);
+    let cells = 1 << 20;
+    let y: Vec<u64> = (0..cells)
+        .map(|_| (rng.next_u64() >> 45) | (1 << 18))
+        .collect();
+    let est: Vec<f64> = (0..cells)
+        .map(|_| (rng.next_u64() >> 11) as f64 / 2f64.powi(34))
+        .collect();
+    for (w, noise) in [(1u64, 0.0), (7, 1e9), (300, 3.3e11)] {
+        let base = score(w, &y, &est, noise);
+        assert!(base.abs() < w as f64 * 2f64.powi(40), "clamped: {base}");
+        for cell in [0, cells / 3, cells - 1] {
+            for delta in [1i64, -1] {
+                let mut z = y.clone();
+                z[cell] = z[cell].wrapping_add_signed(delta);
+                let moved = (score(w, &z, &est, noise) - base).abs();
+                assert!(
+                    moved <= w as f64 * (1.0 + SCORE_SLACK),
+                    "w {w}: moved {moved}"
+                );
+            }
+        }
+    }
+    // At the clamp and with the largest weight, where the final rounding is
+    // largest: a replace move (two cells) still stays within the sensitivity.
+    let near = (1u64 << 40) - 3;
+    let (y, est) = (vec![near, 0, 5], vec![0.0, 0.25, 0.0]);
+    for w in [u64::MAX, u64::MAX / 3, 1 << 40] {
+        let base = score(w, &y, &est, 0.0);
+        let z = vec![near + 1, 0, 4];
+        let moved = (score(w, &z, &est, 0.0) - base).abs();
+        assert!(
+            moved <= w as f64 * (2.0 + SCORE_SLACK),
+            "w {w}: moved {moved}"
+        );
+    }
+    // Exact on small, hand-checkable values: |3 − 1.5| + |0 − 2| − 1 = 2.5.
+    assert_eq!(score(2, &[3, 0], &[1.5, 2.0], 1.0), 5.0);
+    assert_eq!(score(1, &[0], &[f64::NAN], 0.0), 0.0);
+}
+
+#[test]
+fn budget_arithmetic_rounds_down_and_fits() {
+    let rho = Rho::new(1, 3).unwrap();
+    let r = rho_scaled(rho, 9, 10).unwrap();
+    assert!(r.to_f64() <= 0.3 && r.to_f64() > 0.3 - 1e-16);
+    let huge = Rho::new(u64::MAX - 2, u64::MAX - 1).unwrap();
+    let s = rho_scaled(huge, 9, 1000).unwrap();
+    assert!(s.to_f64() <= huge.to_f64() * 0.009 && s.to_f64() > huge.to_f64() * 0.00899);
+    assert!(s.den().is_power_of_two());
+    let big = rho_scaled(Rho::new(1 << 40, 3).unwrap(), 1, 1).unwrap();
+    assert!(big.to_f64() <= (1u64 << 40) as f64 / 3.0 && big.to_f64() > 3.66e11);
+    assert!(rho_scaled(Rho::new(u64::MAX, 1).unwrap(), 1, 1).is_err());
+    for rho in [Rho::new(1, 8).unwrap(), Rho::new(7, 1024).unwrap(), s] {
+        let e = selection_epsilon(rho).unwrap();
+        assert!(Rho::from_bounded_range(e).unwrap() <= rho);
+        let e2 = e.to_f64() + 2f64.powi(-23);
+        assert!(e2 * e2 / 8.0 > rho.to_f64());
+        let last = Step::last(rho).unwrap();
+        assert!(last.cost().unwrap() <= rho);
+    }
+    assert!(selection_epsilon(Rho::new(1, u64::MAX).unwrap()).is_err());
+}
+
+/// A stand-in estimator: the product of the measured one-way marginals.
+struct Independent {
+    sizes: Vec<usize>,
+}
+
+impl MarginalEstimator for Independent {
+    type Model = (Vec<Vec<f64>>, f64);
+    fn fit(&self, m: &[Measurement], _: Option<&Self::Model>) -> Result<Self::Model, SynthError> {
+        let mut ways = vec![Vec::new(); self.sizes.len()];
+        let mut total = 0.0;
+        for x in m.iter().filter(|x| x.clique.len() == 1) {
+            let v: Vec<f64> = x.values.iter().map(|&v| v.max(0.0) + 1e-9).collect();
+            let s: f64 = v.iter().sum();
+            // The first attribute's total (a wide one's clamped noise inflates it).
+            if total == 0.0 {
+                total = s;
+            }
+            ways[x.clique.attributes()[0]] = v.into_iter().map(|v| v / s).collect();
+        }
+        Ok((ways, total))
+    }
+    fn marginal(&self, m: &Self::Model, c: &Clique) -> Result<Vec<f64>, SynthError> {
+        let mut out = vec![m.1];
+        for &a in c.attributes() {
+            out = out
+                .iter()
+                .flat_map(|&p| m.0[a].iter().map(move |&q| p * q))
+                .collect();
+        }
+        Ok(out)
+    }
+    fn total(&self, m: &Self::Model) -> f64 {
+        m.1
+    }
+    fn exact_total(&self) -> bool {
+        false
+    }
+    fn covers(&self, _: &Self::Model, c: &Clique) -> bool {
+        c.len() == 1
+    }
+    fn model_cells(&self, cliques: &[Clique]) -> Result<u128, SynthError> {
+        Ok(cliques.iter().map(|c| c.cells_u128(&self.sizes)).sum())
+    }
+}
+
+fn small() -> (Domain, Records) {
+    let d = Domain::from_json(r#"{"a": 3, "b": 2, "c": 2, "d": 4}"#).unwrap();
+    let n = 400;
+    let cols = vec![
+        (0..n).map(|i| (i % 3) as u32).collect(),
+        (0..n).map(|i| (i % 3 == 0) as u32).collect(),
+        (0..n).map(|i| (i % 5 == 0) as u32).collect(),
+        (0..n).map(|i| (i * 7 % 4) as u32).collect(),
+    ];
+    let r = Records::from_columns(cols, &d).unwrap();
+    (d, r)
+}
+
+#[test]
+fn spends_exactly_its_budget_in_at_most_t_rounds() {
+    let (d, r) = small();
+    let w = MarginalWorkload::all_k_way(&d, 2).unwrap();
+    let est = Independent {
+        sizes: vec![3, 2, 2, 4],
+    };
+    for neighbours in [Neighbours::AddRemove, Neighbours::Replace] {
+        let mut acct = Accountant::zcdp(Rho::new(1, 2).unwrap(), 1e-9).unwrap();
+        let config = AdaptiveConfig::new(neighbours);
+        let mut seen = 0;
+        let out = adaptive_marginals(
+            &r,
+            &d,
+            &w,
+            &config,
+            &est,
+            &mut acct,
+            &mut crate::seeded_rng(5),
+            &mut |_| seen += 1,
+        )
+        .unwrap();
+        assert_eq!(seen, out.rounds.len());
+        assert!(!out.rounds.is_empty() && out.rounds.len() <= 16 * 4 - 4);
+        assert_eq!(out.measurements.len(), 4 + out.rounds.len());
+        let spent = acct.spent_rho().unwrap().to_f64();
+        assert!(spent <= 0.5 && spent > 0.5 * 0.999, "spent {spent}");
+        // The ledger holds exactly the charges: 4 one-way + 2 per round.
+        assert_eq!(acct.ledger().len(), 4 + 2 * out.rounds.len());
+        // Annealing only ever lowers σ.
+        for pair in out.rounds.windows(2) {
+            assert!(pair[1].sigma <= pair[0].sigma * (1.0 + 1e-12));
+        }
+    }
+}
+
+/// Accuracy on a small correlated table, with the junction-tree estimator: at a
+/// large budget every 2-way marginal of the model is close to the data's, far
+/// closer than the independent model the one-way marginals alone give.
+#[test]
+fn the_pgm_model_recovers_two_way_structure() {
+    let d = Domain::from_json(r#"{"a": 3, "b": 2, "c": 4, "e": 2}"#).unwrap();
+    let n = 3000usize;
+    let a: Vec<u32> = (0..n).map(|i| (i * 7 % 3) as u32).collect();
+    let b: Vec<u32> = a.iter().map(|&v| (v == 0) as u32).collect();
+    let c: Vec<u32> = (0..n).map(|i| (a[i] + (i % 2) as u32 * 2) % 4).collect();
+    let e: Vec<u32> = (0..n)
+        .map(|i| ((c[i] >= 2) as u32) ^ (i % 11 == 0) as u32)
+        .collect();
+    let r = Records::from_columns(vec![a, b, c, e], &d).unwrap();
+    let w = MarginalWorkload::all_k_way(&d, 2).unwrap();
+    for neighbours in [Neighbours::AddRemove, Neighbours::Replace] {
+        let est = PgmEstimator::new(&d, neighbours, n);
+        let mut acct = Accountant::zcdp(Rho::new(4, 1).unwrap(), 1e-9).unwrap();
+        let out = adaptive_marginals(
+            &r,
+            &d,
+            &w,
+            &AdaptiveConfig::new(neighbours),
+            &est,
+            &mut acct,
+            &mut crate::seeded_rng(11),
+            &mut |_| {},
+        )
+        .unwrap();
+        for (clique, _) in w.cliques() {
+            let truth = r.marginal(clique.attributes(), &d).unwrap();
+            let model = out.model.marginal(clique).unwrap();
+            let tv: f64 = truth
+                .iter()
+                .zip(&model)
+                .map(|(&t, &m)| (t as f64 / n as f64 - m / out.model.total()).abs())
+                .sum::<f64>()
+                / 2.0;
+            assert!(tv < 0.02, "{clique:?}: TV {tv} under {neighbours}");
+        }
+        let total = out.model.total();
+        assert!((total - n as f64).abs() < 0.01 * n as f64, "total {total}");
+        assert!(
+            out.measurements
+                .iter()
+                .filter(|m| m.clique.len() == 2)
+                .count()
+                >= 3
+        );
+    }
+}
+
+/// Marginals whose expected noise dwarfs the data (an attribute of 4000 values
+/// over 200 records) are never candidates; the others still are.
+#[test]
+fn noise_dominated_candidates_are_left_out() {
+    let d = Domain::from_json(r#"{"a": 2, "b": 2, "big": 4000}"#).unwrap();
+    let n = 200;
+    let cols = vec![
+        (0..n).map(|i| (i % 2) as u32).collect(),
+        (0..n).map(|i| (i % 3 == 0) as u32).collect(),
+        (0..n).map(|i| (i * 37 % 4000) as u32).collect(),
+    ];
+    let r = Records::from_columns(cols, &d).unwrap();
+    let w = MarginalWorkload::all_k_way(&d, 2).unwrap();
+    let est = Independent {
+        sizes: vec![2, 2, 4000],
+    };
+    let mut acct = Accountant::zcdp(Rho::new(1, 2).unwrap(), 1e-9).unwrap();
+    let out = adaptive_marginals(
+        &r,
+        &d,
+        &w,
+        &AdaptiveConfig::new(Neighbours::AddRemove),
+        &est,
+        &mut acct,
+        &mut crate::seeded_rng(3),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(!out.rounds.is_empty());
+    for round in &out.rounds {
+        // {a}, {b} and {a, b} of the 6 candidates.
+        assert_eq!(round.candidates, 3, "{round:?}");
+        assert!(!round.clique.contains(2), "{round:?}");
+    }
+}
+
+#[test]
+fn refuses_a_pure_accountant_and_too_few_rounds() {
+    let (d, r) = small();
+    let w = MarginalWorkload::all_k_way(&d, 2).unwrap();
+    let est = Independent {
+        sizes: vec![3, 2, 2, 4],
+    };
+    let config = AdaptiveConfig::new(Neighbours::AddRemove);
+    let mut pure = Accountant::pure(Epsilon::new(1, 1).unwrap());
+    let run = |acct: &mut Accountant, config: &AdaptiveConfig| {
+        adaptive_marginals(
+            &r,
+            &d,
+            &w,
+            config,
+            &est,
+            acct,
+            &mut crate::seeded_rng(1),
+            &mut |_| {},
+        )
+    };
+    assert!(matches!(
+        run(&mut pure, &config),
+        Err(AdaptiveError::InvalidParameter(_))
+    ));
+    let mut acct = Accountant::zcdp(Rho::new(1, 2).unwrap(), 1e-9).unwrap();
+    let few = AdaptiveConfig {
+        rounds: Some(4),
+        ..config
+    };
+    assert!(run(&mut acct, &few).is_err());
+    assert!(acct.spent_rho().is_none(), "a refused run spends nothing");
+}
