@@ -2,6 +2,7 @@
 //! with the exact discrete Gaussian and fitted with a junction-tree model, so
 //! domains far too large for a dense histogram (Adult) work.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::path::Path;
 use std::time::Duration;
@@ -10,9 +11,9 @@ use privq_core::Epsilon;
 use privq_host::accountant::Accountant;
 use privq_host::contract::Neighbours;
 use privq_host::data::{Domain, Records, attribute_names, write_rows};
+use privq_host::synth::Model;
 use privq_host::synth::adaptive::{AdaptiveError, AdaptiveOutput, MarginalWorkload, RoundLog};
 use privq_host::synth::release::{SynthRequest, Synthetic, synthesize};
-use privq_host::synth::{MarginalModel, Model};
 
 use super::domain::DomainArg;
 use super::progress::bar;
@@ -152,6 +153,15 @@ pub fn run(
     let release_time = started.elapsed();
     let rho = accountant.spent_rho().map_or(0.0, |r| r.to_f64());
     let eps = guarantee.epsilon;
+    // NOT PRIVATE (`--compare`): every compared marginal is computed once, for the
+    // report and for standard error.
+    let compared = if args.compare {
+        Some(Compared::new(
+            &records, &domain, &out.model, &sample, &workload,
+        )?)
+    } else {
+        None
+    };
     // Rendered before anything is put in place, so a failure leaves neither file
     // (with --output FILE; on standard output the records are already streamed).
     let report = match report_file {
@@ -165,10 +175,9 @@ pub fn run(
                 rows,
                 wall: release_time,
             };
-            let diagnostics = if args.compare {
-                Some(diagnose(&records, &domain, &workload, &out.model, &sample)?)
-            } else {
-                None
+            let diagnostics = match &compared {
+                Some(c) => Some(c.diagnose(&workload)?),
+                None => None,
             };
             let html = report(args, &facts, &domain, &accountant, &out, diagnostics)?;
             Some((file, html))
@@ -223,68 +232,134 @@ pub fn run(
              (reading the input to writing the records)",
             release_time.as_secs_f64()
         )?;
-        compare(&records, &domain, &out.model, &sample, stderr)?;
+    }
+    if let Some(c) = &compared {
+        c.print(stderr)?;
     }
     writeln!(stderr, "privq: ledger:\n{}", args.ledger.text(&accountant))?;
     Ok(())
 }
 
-/// `--compare` (not private: a diagnostic for a curator who may see the data):
-/// mean total-variation distance of the model and of the synthetic rows from the
-/// input over all 2-way and 3-way marginals.
-fn compare(
-    records: &Records,
-    domain: &Domain,
-    model: &Model,
-    sample: &[Vec<usize>],
-    stderr: &mut dyn Write,
-) -> Result<(), CliError> {
-    let columns: Vec<Vec<u32>> = (0..domain.dims())
-        .map(|a| sample.iter().map(|r| r[a] as u32).collect())
-        .collect();
-    let synthetic = Records::from_columns(columns, domain).map_err(run_err)?;
-    for k in [2usize, 3] {
-        let Ok(w) = MarginalWorkload::all_k_way(domain, k) else {
-            continue;
+/// `--compare` (not private: a diagnostic for a curator who may see the data): the
+/// total-variation distance of the model and of the synthetic rows from the input
+/// on every 2-way and 3-way marginal and every workload marginal, each computed once.
+struct Compared<'a> {
+    records: &'a Records,
+    domain: &'a Domain,
+    model: &'a Model,
+    synthetic: Records,
+    /// Per marginal (attribute list): TV of the model and of the synthetic rows.
+    tv: BTreeMap<Vec<usize>, (f64, f64)>,
+}
+
+impl<'a> Compared<'a> {
+    fn new(
+        records: &'a Records,
+        domain: &'a Domain,
+        model: &'a Model,
+        sample: &[Vec<usize>],
+        workload: &MarginalWorkload,
+    ) -> Result<Self, CliError> {
+        let columns: Vec<Vec<u32>> = (0..domain.dims())
+            .map(|a| sample.iter().map(|r| r[a] as u32).collect())
+            .collect();
+        let synthetic = Records::from_columns(columns, domain).map_err(run_err)?;
+        let mut c = Compared {
+            records,
+            domain,
+            model,
+            synthetic,
+            tv: BTreeMap::new(),
         };
-        let (mut tv_model, mut tv_sample) = (0.0, 0.0);
-        for (clique, _) in w.cliques() {
-            let truth = records
-                .marginal(clique.attributes(), domain)
-                .map_err(run_err)?;
-            let syn = synthetic
-                .marginal(clique.attributes(), domain)
-                .map_err(run_err)?;
-            let est = model.marginal(clique).map_err(run_err)?;
-            let (nt, ns, nm) = (
-                records.len() as f64,
-                synthetic.len() as f64,
-                MarginalModel::total(model),
-            );
-            tv_model += 0.5
-                * truth
-                    .iter()
-                    .zip(&est)
-                    .map(|(&t, &e)| (t as f64 / nt - e / nm).abs())
-                    .sum::<f64>();
-            tv_sample += 0.5
-                * truth
-                    .iter()
-                    .zip(&syn)
-                    .map(|(&t, &s)| (t as f64 / nt - s as f64 / ns).abs())
-                    .sum::<f64>();
+        let mut sets: Vec<Vec<usize>> = Vec::new();
+        for k in [2usize, 3] {
+            if let Ok(w) = MarginalWorkload::all_k_way(domain, k) {
+                sets.extend(w.cliques().iter().map(|(q, _)| q.attributes().to_vec()));
+            }
         }
-        let m = w.cliques().len() as f64;
-        writeln!(
-            stderr,
-            "privq: compare (NOT PRIVATE, reads the input): mean {k}-way TV over {} marginals: \
-             model {:.5}, synthetic records {:.5}",
-            w.cliques().len(),
-            tv_model / m,
-            tv_sample / m
-        )?;
+        sets.extend(
+            workload
+                .cliques()
+                .iter()
+                .map(|(q, _)| q.attributes().to_vec()),
+        );
+        for attrs in sets {
+            if !c.tv.contains_key(&attrs) {
+                let truth = c.truth(&attrs)?;
+                let tv = (
+                    synth_report::tv(&truth, &c.fitted(&attrs)?),
+                    synth_report::tv(&truth, &c.synth(&attrs)?),
+                );
+                c.tv.insert(attrs, tv);
+            }
+        }
+        Ok(c)
     }
-    Ok(())
+
+    fn counts(&self, r: &Records, attrs: &[usize]) -> Result<Vec<f64>, CliError> {
+        let c = r.marginal(attrs, self.domain).map_err(run_err)?;
+        Ok(normalised(c.into_iter().map(|v| v as f64).collect()))
+    }
+
+    /// The input's marginal (NOT PRIVATE).
+    fn truth(&self, attrs: &[usize]) -> Result<Vec<f64>, CliError> {
+        self.counts(self.records, attrs)
+    }
+
+    fn synth(&self, attrs: &[usize]) -> Result<Vec<f64>, CliError> {
+        self.counts(&self.synthetic, attrs)
+    }
+
+    fn fitted(&self, attrs: &[usize]) -> Result<Vec<f64>, CliError> {
+        let clique = privq_host::synth::Clique::new(attrs.iter().copied()).map_err(run_err)?;
+        Ok(normalised(self.model.marginal(&clique).map_err(run_err)?))
+    }
+
+    /// The mean 2-way and 3-way TV, on standard error.
+    fn print(&self, stderr: &mut dyn Write) -> Result<(), CliError> {
+        for k in [2usize, 3] {
+            let Ok(w) = MarginalWorkload::all_k_way(self.domain, k) else {
+                continue;
+            };
+            let (mut tv_model, mut tv_sample) = (0.0, 0.0);
+            for (clique, _) in w.cliques() {
+                let (m, s) = self.tv[clique.attributes()];
+                tv_model += m;
+                tv_sample += s;
+            }
+            let m = w.cliques().len() as f64;
+            writeln!(
+                stderr,
+                "privq: compare (NOT PRIVATE, reads the input): mean {k}-way TV over {} \
+                 marginals: model {:.5}, synthetic records {:.5}",
+                w.cliques().len(),
+                tv_model / m,
+                tv_sample / m
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The report's diagnostics on every workload marginal.
+    fn diagnose(&self, workload: &MarginalWorkload) -> Result<Diagnostics, CliError> {
+        let sets: Vec<Vec<usize>> = workload
+            .cliques()
+            .iter()
+            .map(|(c, _)| c.attributes().to_vec())
+            .collect();
+        synth_report::diagnose(
+            self.domain,
+            &sets,
+            format!(
+                "the workload, all {}-way marginals",
+                workload.cliques().first().map_or(0, |(c, _)| c.len())
+            ),
+            &|attrs| Ok(self.tv[attrs]),
+            &|attrs| self.truth(attrs),
+            &|attrs| self.fitted(attrs),
+            &|attrs| self.synth(attrs),
+        )
+    }
 }
 
 /// Public facts of the run for the report.
@@ -423,45 +498,4 @@ pub(crate) fn seed_text(seed: Option<u64>) -> String {
         Some(s) => format!("{s} (fixed: tests and demos only, the noise is removable)"),
         None => "none (operating-system entropy)".into(),
     }
-}
-
-/// NOT PRIVATE (`--compare`): the model and the synthetic rows against the input
-/// on every workload marginal.
-fn diagnose(
-    records: &Records,
-    domain: &Domain,
-    workload: &MarginalWorkload,
-    model: &Model,
-    sample: &[Vec<usize>],
-) -> Result<Diagnostics, CliError> {
-    let columns: Vec<Vec<u32>> = (0..domain.dims())
-        .map(|a| sample.iter().map(|r| r[a] as u32).collect())
-        .collect();
-    let synthetic = Records::from_columns(columns, domain).map_err(run_err)?;
-    let counts = |r: &Records, attrs: &[usize]| -> Result<Vec<f64>, CliError> {
-        let c = r.marginal(attrs, domain).map_err(run_err)?;
-        Ok(normalised(c.into_iter().map(|v| v as f64).collect()))
-    };
-    let truth = |attrs: &[usize]| counts(records, attrs);
-    let synth = |attrs: &[usize]| counts(&synthetic, attrs);
-    let fitted = |attrs: &[usize]| -> Result<Vec<f64>, CliError> {
-        let clique = privq_host::synth::Clique::new(attrs.iter().copied()).map_err(run_err)?;
-        Ok(normalised(model.marginal(&clique).map_err(run_err)?))
-    };
-    let sets: Vec<Vec<usize>> = workload
-        .cliques()
-        .iter()
-        .map(|(c, _)| c.attributes().to_vec())
-        .collect();
-    synth_report::diagnose(
-        domain,
-        &sets,
-        format!(
-            "the workload, all {}-way marginals",
-            workload.cliques().first().map_or(0, |(c, _)| c.len())
-        ),
-        &truth,
-        &fitted,
-        &synth,
-    )
 }

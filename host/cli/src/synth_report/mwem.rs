@@ -204,13 +204,21 @@ pub(crate) fn diagnose(
             *s += 1.0;
         }
     }
+    let truth = |a: &[usize]| Ok(dense_marginal(domain, &truth, a));
+    let model = |a: &[usize]| Ok(dense_marginal(domain, &out.distribution, a));
+    let sample = |a: &[usize]| Ok(dense_marginal(domain, &sample, a));
+    let tvs = |a: &[usize]| -> Result<(f64, f64), CliError> {
+        let t = truth(a)?;
+        Ok((super::tv(&t, &model(a)?), super::tv(&t, &sample(a)?)))
+    };
     super::diagnose(
         domain,
         &sets,
         format!("all {k}-way marginals"),
-        &|a: &[usize]| Ok(dense_marginal(domain, &truth, a)),
-        &|a: &[usize]| Ok(dense_marginal(domain, &out.distribution, a)),
-        &|a: &[usize]| Ok(dense_marginal(domain, &sample, a)),
+        &tvs,
+        &truth,
+        &model,
+        &sample,
     )
 }
 
