@@ -37,7 +37,7 @@ const BIAS_HELP: &str = "Example:\n  \
 const EM_HELP: &str = "Example:\n  \
     privq fairness em --individuals people.csv --features score:0.1,age:0.02 --out -\n\n\
     E(x)(y) ∝ exp(−d(x,y)/scale). --scale 2 (the default) is (D_∞, d)-Lipschitz; --scale 1\n\
-    is the thesis' Def 8.5.1, which is only (D_∞, 2d)-Lipschitz (spec TYPO-27).";
+    is the thesis' Def 8.5.1, which is only (D_∞, 2d)-Lipschitz (privq's correction TYPO-27 of Lemma 8.5.2).";
 
 /// Options of `privq fairness`.
 #[derive(Debug, Clone, clap::Args)]

@@ -405,7 +405,7 @@ fn warn_about_threshold(
         writeln!(
             stderr,
             "privq: warning: the threshold T = {threshold:.3} is >= 1, so every answer may be off by up to 2T: \
-             the thesis constants are vacuous at n = {n} (spec §3.9); consider a user profile",
+             the thesis constants (eq. 4.2) are vacuous at n = {n} (book: Privacy arguments, PMW); consider a user profile",
         )?;
     }
     Ok(())

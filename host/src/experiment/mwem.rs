@@ -749,7 +749,10 @@ impl Report {
             )?;
         }
         if !self.checks.is_empty() {
-            writeln!(out, "\nAcceptance checks (spec §4.10):")?;
+            writeln!(
+                out,
+                "\nAcceptance checks (thesis Table 5.1 and the worked values of Ch. 5):"
+            )?;
             for c in &self.checks {
                 writeln!(
                     out,
