@@ -27,15 +27,15 @@ impl Accountant {
     /// let _ = acct.charge("a", Epsilon::new(123_456_789, 987_654_321)?.into())?;
     /// assert!(acct.ledger_text().contains("1. a: ε = 0.125\n"));
     /// assert!(acct.ledger_text().contains("total: ε = 0.125 of 1, δ = 0 of 0 "));
-    /// assert!(acct.ledger_text_exact().contains("ε = 13717421/109739369 of 1, δ = 0e0 of 0e0"));
+    /// assert!(acct.ledger_text_exact().contains("ε = 13717421/109739369 of 1, δ = 0 of 0"));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn ledger_text(&self) -> String {
         self.ledger_lines(false)
     }
 
-    /// The ledger as text with every ε and ρ an exact fraction and δ in Rust's
-    /// `{:e}` form (`0e0`), the converted ε to six decimals.
+    /// The ledger as text with every ε and ρ an exact fraction and a nonzero δ in
+    /// Rust's shortest round-trip `{:e}` form (`1e-9`), the converted ε to six decimals.
     pub fn ledger_text_exact(&self) -> String {
         self.ledger_lines(true)
     }

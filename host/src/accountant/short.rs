@@ -10,9 +10,11 @@ pub(super) fn fraction(num: u64, den: u64, exact: bool) -> String {
     }
 }
 
-/// A δ exactly (Rust's `{:e}`: `0e0`, `1e-9`), or as [`short_f64`].
+/// A δ exactly (`0`, else Rust's shortest round-trip `{:e}`: `1e-9`), or as [`short_f64`].
 pub(super) fn delta_text(delta: f64, exact: bool) -> String {
-    if exact {
+    if exact && delta == 0.0 {
+        "0".into()
+    } else if exact {
         format!("{delta:e}")
     } else {
         short_f64(delta)

@@ -440,5 +440,5 @@ fn the_text_ledger_is_short_and_the_exact_one_keeps_fractions() {
         "{}",
         pure.ledger_text()
     );
-    assert!(pure.ledger_text_exact().contains("δ = 0e0 of 0e0"));
+    assert!(pure.ledger_text_exact().contains("δ = 0 of 0"));
 }
