@@ -18,7 +18,7 @@ use privq_host::knorm::{Body, KNorm, Nikm, NikmOptions, Sampler, Shape};
 
 use super::progress::bar;
 
-use super::CliError;
+use super::{CliError, LedgerArgs};
 use super::results::{Cell, FormatArg, write_rows};
 
 /// Options of `privq knorm`.
@@ -75,6 +75,9 @@ pub struct Args {
     /// CSV or JSON answers.
     #[command(flatten)]
     pub format: FormatArg,
+    /// Where to write the ledger as JSON, and --exact.
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
 }
 
 fn run_err(e: impl std::error::Error + Send + Sync + 'static) -> CliError {
@@ -400,8 +403,9 @@ pub fn run(
                 .map_or(privq_host::accountant::Cost::Pure(epsilon), |c| c.cost),
             counts.iter().fold(0u64, |n, &c| n.saturating_add(c))
         ),
-        accountant.ledger_text()
+        args.ledger.text(&accountant)
     )?;
+    args.ledger.write(&accountant)?;
     let rows: Vec<[Cell; 2]> = answers
         .iter()
         .enumerate()
