@@ -18,8 +18,10 @@ const IMPLIED_EPSILON_WARNING: f64 = 10.0;
 /// Options of `privq dx`.
 #[derive(Debug, Clone, clap::Args)]
 #[command(after_help = "Examples:\n  \
-    privq dx --universe ../shared/data/us_cities.csv --coords lon,lat --counts population \\\n    \
-    --epsilon 1 --query-column elevation_m --top 741\n  \
+    # each pair of cities protected at 0.01 x its distance in degrees; the eps-DP charge\n  \
+    # (0.01 x the largest distance, about 0.9 on the 741 largest US cities) capped at 1:\n  \
+    privq dx --universe us_cities.csv --coords lon,lat --counts population \\\n    \
+    --epsilon 1/100 --budget 1 --query-column elevation_m --top 741\n  \
     privq dx --universe pts.csv --coords x,y --metric blowfish --epsilon 1 --threshold 4 \\\n    \
     --counts n --queries q.csv --strategy psa")]
 pub struct Args {
