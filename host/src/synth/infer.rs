@@ -153,9 +153,9 @@ impl BeliefPropagation {
 /// (`log_beliefs` = normalised log-marginals of the tree's cliques).
 ///
 /// If a tree clique contains `q`, sums its marginal; otherwise eliminates
-/// variables over the smallest subtree touching `q`'s attributes, whose cliques
-/// represent the joint of their attributes as `Π μ_C / Π μ_S` (running
-/// intersection), keeping only `q` and the separators in the messages.
+/// every other variable of the smallest subtree touching `q`'s attributes, whose
+/// cliques represent the joint of their attributes as `Π μ_C / Π μ_S` (running
+/// intersection), by variable elimination that never builds the full product.
 pub fn marginal(
     tree: &JunctionTree,
     log_beliefs: &[Vec<f64>],
@@ -218,28 +218,18 @@ pub fn marginal(
             x = par[x];
         }
     }
-    // Post-order elimination over the kept subtree (reverse BFS order).
-    let mut msgs: Vec<Option<Scaled>> = vec![None; m];
+    // The kept subtree's joint is Π μ_C / Π μ_S (running intersection): one factor
+    // per kept clique (its belief) and per kept separator (its marginal, negated in
+    // log space); everything outside q is summed out in the order elimination picks.
+    let mut factors = Vec::new();
     let mut scratch = Vec::new();
-    for &c in bfs.iter().rev() {
+    for &c in &bfs {
         if !keep[c] {
             continue;
         }
-        let kids: Vec<usize> = nbrs[c]
-            .iter()
-            .copied()
-            .filter(|&n| n != root && par[n] == c && keep[n])
-            .collect();
-        let sep = if c == root {
-            Clique::empty()
-        } else {
-            cl[c].intersection(&cl[par[c]])
-        };
-        // The kept subtree's joint is Π μ_C / Π μ_S: this clique's factors are its
-        // log-belief, minus its parent separator's log-marginal, plus its children's
-        // messages; everything outside q and the parent separator is summed out.
-        let mut factors = vec![Scaled::from_log(cl[c].clone(), &log_beliefs[c])];
+        factors.push(Scaled::from_log(cl[c].clone(), &log_beliefs[c]));
         if c != root {
+            let sep = cl[c].intersection(&cl[par[c]]);
             let mut lsep = Vec::new();
             Projection::new(sizes, &cl[c], &sep)?.logsumexp(
                 &log_beliefs[c],
@@ -248,19 +238,17 @@ pub fn marginal(
                 &mut scratch,
             );
             lsep.iter_mut().for_each(|x| *x = -*x);
-            factors.push(Scaled::from_log(sep.clone(), &lsep));
+            factors.push(Scaled::from_log(sep, &lsep));
         }
-        factors.extend(kids.iter().filter_map(|&kid| msgs[kid].take()));
-        msgs[c] = Some(eliminate(sizes, factors, &q.union(&sep))?);
     }
-    let Some(Scaled {
+    let Scaled {
         scope,
         values,
         log_scale,
-    }) = msgs[root].take()
-    else {
+    } = eliminate(sizes, factors, q)?;
+    if scope != *q {
         return Err(SynthError::NotASubset);
-    };
+    }
     // scope == q (all of q's attributes were reached).
     let p = Projection::new(sizes, &scope, q)?;
     let scale = log_scale.exp();
@@ -388,7 +376,7 @@ fn sum_product(sizes: &[usize], factors: &[Scaled], out: &Clique) -> Result<Scal
         .collect();
     let ostr = strides(out);
     let mut res = vec![0.0; out.cells(sizes)?];
-    let mut dims: Vec<usize> = attrs.iter().map(|&a| sizes[a]).collect();
+    let dims: Vec<usize> = attrs.iter().map(|&a| sizes[a]).collect();
     // The inner loop runs over a large attribute that the largest factor holds
     // at a small stride (or not at all), so it walks memory nearly in order.
     let largest = lin.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
@@ -407,11 +395,12 @@ fn sum_product(sizes: &[usize], factors: &[Scaled], out: &Clique) -> Result<Scal
         res[0] = lin.iter().map(|(_, v)| v[0]).product();
         return Ok(Scaled::from_linear(out.clone(), res, shift));
     };
-    // The inner loop runs over the largest attribute; the odometer over the rest.
-    let n = dims.swap_remove(inner);
+    // The inner loop runs over `inner`; the odometer over the rest, in order.
+    let n = dims[inner];
+    let order: Vec<usize> = (0..dims.len()).filter(|&d| d != inner).collect();
+    let dims: Vec<usize> = order.iter().map(|&d| dims[d]).collect();
     let take = |st: &[usize]| -> (usize, Vec<usize>) {
-        let mut st = st.to_vec();
-        (st.swap_remove(inner), st)
+        (st[inner], order.iter().map(|&d| st[d]).collect())
     };
     let (o_in, ostr) = take(&ostr);
     type Strided<'v> = (Vec<usize>, &'v [f64]);
