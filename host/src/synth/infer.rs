@@ -243,19 +243,16 @@ pub fn marginal(
     }
     let Scaled {
         scope,
-        values,
+        mut values,
         log_scale,
     } = eliminate(sizes, factors, q)?;
-    if scope != *q {
+    // Every attribute of q was reached, and nothing else is left.
+    if scope != *q || values.len() != qn {
         return Err(SynthError::NotASubset);
     }
-    // scope == q (all of q's attributes were reached).
-    let p = Projection::new(sizes, &scope, q)?;
     let scale = log_scale.exp();
-    let lin: Vec<f64> = values.iter().map(|x| x * scale).collect();
-    let mut out = vec![0.0; qn];
-    p.sum_into(&lin, &mut out);
-    Ok(out)
+    values.iter_mut().for_each(|x| *x *= scale);
+    Ok(values)
 }
 
 /// A nonnegative table `exp(log_scale) · values` over `scope`, with the values
