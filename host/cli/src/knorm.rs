@@ -18,8 +18,8 @@ use privq_host::knorm::{Body, KNorm, Nikm, NikmOptions, Sampler, Shape};
 
 use super::progress::bar;
 
-use super::{CliError, LedgerArgs};
 use super::results::{Cell, FormatArg, write_rows};
+use super::{CliError, LedgerArgs};
 
 /// Options of `privq knorm`.
 #[derive(Debug, Clone, clap::Args)]

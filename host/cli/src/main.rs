@@ -233,6 +233,9 @@ impl ColumnsArgs {
     }
 }
 
+/// Above this total ε the ledger carries a warning.
+pub(crate) const WEAK_EPSILON: f64 = 10.0;
+
 /// The option every command that spends privacy shares: where to write its ledger
 /// as JSON.
 ///
@@ -256,13 +259,26 @@ pub struct LedgerArgs {
 }
 
 impl LedgerArgs {
-    /// `accountant`'s ledger for standard error: short, or exact with `--exact`.
+    /// `accountant`'s ledger for standard error: short, or exact with `--exact`;
+    /// followed by a warning when the total ε exceeds [`WEAK_EPSILON`].
     pub(crate) fn text(&self, accountant: &Accountant) -> String {
-        if self.exact {
+        let mut text = if self.exact {
             accountant.ledger_text_exact()
         } else {
             accountant.ledger_text()
+        };
+        if let Ok(spent) = accountant.spent_guarantee()
+            && spent.epsilon > WEAK_EPSILON
+        {
+            text.push_str(&format!(
+                "\nprivq: warning: a total ε of {} protects little: an output may be up to \
+                 e^{:.0} times likelier on one input than on a neighbouring one (above about \
+                 {WEAK_EPSILON}, ε is rarely defensible)",
+                (spent.epsilon * 100.0).round() / 100.0,
+                spent.epsilon
+            ));
         }
+        text
     }
 
     /// Writes `accountant`'s ledger to `--ledger-json`, if given.
@@ -757,18 +773,32 @@ impl Drop for InputFile {
 }
 
 /// The position of `column` in a CSV header (names compared trimmed), or an error
-/// listing the header's names ([`CliError::EmptyInput`] without a header).
+/// listing the header's names ([`CliError::EmptyInput`] without a header); a name
+/// the header holds twice is refused, so neither copy is released by mistake.
 pub(crate) fn column_index(header: &csv::StringRecord, column: &str) -> Result<usize, CliError> {
     if header.is_empty() {
         return Err(CliError::EmptyInput);
     }
-    header
+    let mut found = header
         .iter()
-        .position(|h| h.trim() == column)
-        .ok_or_else(|| CliError::MissingColumn {
+        .enumerate()
+        .filter(|(_, h)| h.trim() == column)
+        .map(|(i, _)| i);
+    match (found.next(), found.next()) {
+        (Some(i), None) => Ok(i),
+        (Some(i), Some(j)) => Err(CliError::Usage {
+            option: "column",
+            message: format!(
+                "the header names column {column:?} twice (columns {} and {}); rename one",
+                i + 1,
+                j + 1
+            ),
+        }),
+        (None, _) => Err(CliError::MissingColumn {
             column: column.to_string(),
             available: header.iter().map(str::to_string).collect(),
-        })
+        }),
+    }
 }
 
 /// The whole text of `path` (`-`: standard input), naming the file on failure.

@@ -394,3 +394,86 @@ fn domain_init_and_discover() {
     let ledger = std::fs::read_to_string(d.path("l.json")).unwrap();
     assert!(ledger.contains("domain discovery"), "{ledger}");
 }
+
+#[test]
+fn a_column_named_twice_is_refused_not_released_first_come() {
+    let d = Dir::new("dup-column");
+    d.write("dup.csv", "a,a,b\n1,2,x\n3,4,y\n");
+    let o = privq(
+        &d.0,
+        &[
+            "noise",
+            "--input",
+            "dup.csv",
+            "--column",
+            "a",
+            "--range",
+            "0,10",
+            "--epsilon",
+            "1",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(o.stdout.is_empty());
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("names column \"a\" twice (columns 1 and 2)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn text_in_a_binned_column_is_not_a_number() {
+    let d = Dir::new("binned-nan");
+    d.write("p.csv", "age,sex\n20,m\nabc,f\n");
+    d.write(
+        "d.json",
+        r#"{"attributes":[{"name":"age","edges":[0,10,20,30,40]},{"name":"sex","values":["m","f"]}]}"#,
+    );
+    let o = privq(
+        &d.0,
+        &[
+            "synth",
+            "--input",
+            "p.csv",
+            "--domain",
+            "d.json",
+            "--epsilon",
+            "1",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("line 3: attribute \"age\" is numeric")
+            && err.contains("\"abc\" is not a number"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_total_epsilon_above_ten_is_warned_about() {
+    let d = Dir::new("weak-epsilon");
+    let run = |eps: &str| {
+        let o = privq(
+            &d.0,
+            &[
+                "noise",
+                "--demo",
+                "--range",
+                "0,10",
+                "--epsilon",
+                eps,
+                "--seed",
+                "1",
+            ],
+            b"",
+        );
+        assert!(o.status.success());
+        text(&o.stderr)
+    };
+    assert!(run("100").contains("warning: a total ε of 100 protects little"));
+    assert!(!run("10").contains("protects little"));
+}

@@ -130,24 +130,29 @@ impl Attribute {
     }
 
     /// The error for a value `text` on `line` that [`Attribute::index_of`] does
-    /// not accept: [`DataError::NotFinite`] for NaN or ±inf in a numeric
-    /// attribute, else [`DataError::UnknownValue`].
+    /// not accept: in a numeric attribute [`DataError::NotFinite`] for NaN or ±inf
+    /// and [`DataError::NotANumber`] for other non-empty text; else
+    /// [`DataError::UnknownValue`].
     pub fn value_error(&self, text: &str, line: usize) -> DataError {
-        let non_finite = matches!(self.kind, AttributeKind::Binned(_))
-            && text.trim().parse::<f64>().is_ok_and(|v| !v.is_finite());
+        let binned = matches!(self.kind, AttributeKind::Binned(_));
+        let parsed = text.trim().parse::<f64>();
         let (attribute, value) = (self.name.clone(), text.to_string());
-        if non_finite {
-            DataError::NotFinite {
+        match parsed {
+            Ok(v) if binned && !v.is_finite() => DataError::NotFinite {
                 attribute,
                 value,
                 line,
-            }
-        } else {
-            DataError::UnknownValue {
+            },
+            Err(_) if binned && !text.trim().is_empty() => DataError::NotANumber {
                 attribute,
                 value,
                 line,
-            }
+            },
+            _ => DataError::UnknownValue {
+                attribute,
+                value,
+                line,
+            },
         }
     }
 
@@ -605,7 +610,7 @@ mod tests {
         }
         assert!(matches!(
             a.value_error("abc", 3),
-            DataError::UnknownValue { .. }
+            DataError::NotANumber { line: 3, .. }
         ));
         assert_eq!(a.index_of("-1"), Some(0));
         assert_eq!(a.index_of("abc"), None);

@@ -26,6 +26,15 @@ pub enum DataError {
         /// 1-based line in the input (the header is line 1).
         line: usize,
     },
+    /// A numeric (binned) attribute's value is not a number at all (`abc`).
+    NotANumber {
+        /// The attribute (column) name.
+        attribute: String,
+        /// The offending text.
+        value: String,
+        /// 1-based line in the input (the header is line 1).
+        line: usize,
+    },
     /// Columns of the CSV header that are neither attributes of the domain nor
     /// declared (as the count column or as ignored): nothing is dropped silently.
     UncoveredColumns {
@@ -110,6 +119,16 @@ impl fmt::Display for DataError {
             } => write!(
                 f,
                 "line {line}: attribute {attribute:?} has no value {:?}",
+                super::shorten(value)
+            ),
+            DataError::NotANumber {
+                attribute,
+                value,
+                line,
+            } => write!(
+                f,
+                "line {line}: attribute {attribute:?} is numeric (binned on its edges), and {:?} \
+                 is not a number",
                 super::shorten(value)
             ),
             DataError::NotFinite {
