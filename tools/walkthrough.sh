@@ -32,8 +32,8 @@ row() { # row DESCRIPTION CMD...   (MATCH=regex picks the stderr line to show)
     err=$(grep -v -e '--seed .* makes' -e '^$' err.txt | grep -E -e "${MATCH:-.}" | head -1)
     [[ -z "$err" ]] && err="(stdout) $(printf '%s' "$out" | head -1)"
     err=${err//|/\\|}
-    err=${err//</&lt;}
-    err=${err//>/&gt;}
+    err=${err//</\&lt;}
+    err=${err//>/\&gt;}
     printf '| %s | %s | %s |\n' "$what" "$rc" "${err:0:160}"
 }
 
@@ -114,3 +114,8 @@ row "ldp export in a build without the feature" $q ldp export --input a.pqr --ou
 MATCH=TODO row "domain init (header only)" $q domain init two.csv --numeric age --output tmpl.json
 row "synth on the unfilled template" $q synth --input two.csv --domain tmpl.json --epsilon 1
 MATCH=discovered row "domain discover (charged)" $q domain discover --input two.csv --ignore-columns age --epsilon 0.5 --seed 1 --output found.json
+printf 'a,a,b\n1,2,x\n' > dup.csv
+row "a column the header names twice" $q noise --input dup.csv --column a --range 0,10 --epsilon 1
+printf 'income\n12\nabc\n' > word.csv
+row "text in a binned column" $q synth --input word.csv --domain income.json --epsilon 1
+MATCH=protects row "noise at epsilon = 100" $q noise --demo --epsilon 100 --range 15,30 --seed 7
