@@ -5,17 +5,17 @@
 //! * `query`: synopsis + query points CSV → answers (average ℓ1 distance);
 //! * `interactive`: points CSV, then one query per line on standard input.
 
-use privq_host::accountant::Accountant;
 use rand_chacha::ChaCha12Rng;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use super::results::{Cell, FormatArg, write_rows};
 use super::{CliError, LedgerArgs, Output, read_text};
-use privq_host::distance::interactive::{InteractiveConfig, Session};
-use privq_host::distance::offline::{OfflineConfig, Synopsis};
-use privq_host::distance::privacy::{NEIGHBOURS, Privacy};
-use privq_host::distance::{BoxDomain, Columns, DistanceError};
+use privq_host::distance::interactive::Session;
+use privq_host::distance::offline::Synopsis;
+use privq_host::distance::privacy::Privacy;
+use privq_host::distance::release::{DistanceRequest, OpenSession, SynopsisRelease};
+use privq_host::distance::{BoxDomain, DistanceError};
 
 /// Options of `privq distance`.
 #[derive(Debug, Clone, clap::Args)]
@@ -109,39 +109,34 @@ pub struct QueryArgs {
     pub format: FormatArg,
 }
 
-/// The run's accountant: exactly the budget the user gave, bound to the
-/// replace-one relation the distance mechanisms declare.
-fn budget_for(privacy: &Privacy) -> Result<Accountant, CliError> {
-    let mut accountant = Accountant::exactly(privacy.cost()).map_err(|e| run_err(e.into()))?;
-    accountant.bind(privq_host::distance::privacy::NEIGHBOURS);
-    Ok(accountant)
-}
-
 fn run_err(e: DistanceError) -> CliError {
-    CliError::Run(Box::new(e))
+    match e {
+        // The library's typed refusal, in the options' words.
+        DistanceError::WorkTooLarge {
+            alpha,
+            units,
+            what,
+            bytes,
+            cap_mib,
+        } => CliError::Usage {
+            option: "alpha",
+            message: format!(
+                "{alpha} implies {units} {what} (about {} MiB), over --memory-mib {cap_mib}; \
+                 use a larger --alpha, omit it to calibrate from n, or raise --memory-mib",
+                bytes >> 20
+            ),
+        },
+        e => CliError::Run(Box::new(e)),
+    }
 }
 
-/// Bytes of work each grid point or update round an explicit α implies is
-/// charged against `--memory-mib` (values, tangents and their JSON text).
-const BYTES_PER_UNIT: u64 = 64;
-
-/// Refuses an `--alpha` whose `units` of work (grid points or rounds) exceed the cap.
-fn check_alpha_work(a: &ReleaseArgs, units: usize, what: &str) -> Result<(), CliError> {
-    let Some(alpha) = a.alpha else { return Ok(()) };
-    let bytes = (units as u64).saturating_mul(BYTES_PER_UNIT);
-    let cap = a.memory_mib.saturating_mul(1 << 20);
-    if bytes <= cap {
-        return Ok(());
-    }
-    Err(CliError::Usage {
-        option: "alpha",
-        message: format!(
-            "{alpha} implies {units} {what} (about {} MiB), over --memory-mib {}; \
-             use a larger --alpha, omit it to calibrate from n, or raise --memory-mib",
-            bytes >> 20,
-            a.memory_mib
-        ),
-    })
+/// The request the options state (ε and δ parsed, the domain checked).
+fn request(a: &ReleaseArgs) -> Result<DistanceRequest, CliError> {
+    let domain = BoxDomain::new(a.lo.clone(), a.hi.clone()).map_err(run_err)?;
+    let privacy = Privacy::parse(&a.epsilon, a.delta).map_err(run_err)?;
+    Ok(DistanceRequest::new(domain, privacy)
+        .alpha(a.alpha)
+        .memory_mib(a.memory_mib))
 }
 
 fn read_points(path: &std::path::Path, stdin: &mut dyn BufRead) -> Result<Vec<Vec<f64>>, CliError> {
@@ -195,23 +190,18 @@ fn release(
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     super::refuse_overwriting_input(&a.input, Some(&a.out), "out")?;
-    let domain = BoxDomain::new(a.lo.clone(), a.hi.clone()).map_err(run_err)?;
-    let privacy = Privacy::parse(&a.epsilon, a.delta).map_err(run_err)?;
-    let mut config = OfflineConfig::new(privacy);
-    config.alpha = a.alpha;
-    let points = read_points(&a.input, stdin)?;
-    let cols = Columns::new(&domain, &points).map_err(run_err)?;
-    let params = config
-        .calibrate(cols.len(), cols.widths())
+    let request = request(a)?;
+    let plan = request
+        .plan_synopsis(&read_points(&a.input, stdin)?)
         .map_err(run_err)?;
-    check_alpha_work(a, params.grid_points, "grid points")?;
-    drop(cols);
     // Before any privacy is spent: the synopsis file can be created.
     let mut output = Output::open(Some(&a.out))?;
-    let mut accountant = budget_for(&config.privacy)?;
     let mut rng = super::rng(a.seed, stderr)?;
-    let s =
-        Synopsis::release(&domain, &points, &config, &mut accountant, &mut rng).map_err(run_err)?;
+    let SynopsisRelease {
+        synopsis: s,
+        accountant,
+        privacy,
+    } = plan.release(&mut rng).map_err(run_err)?;
     let json = s.to_json().map_err(run_err)?;
     writeln!(output.writer(stdout), "{json}")?;
     let target = output.describe();
@@ -230,8 +220,7 @@ fn release(
     )?;
     writeln!(
         stderr,
-        "privq: privacy: {}\nprivq: ledger:\n{}",
-        NEIGHBOURS.summary(&config.privacy.cost(), s.n() as u64),
+        "privq: privacy: {privacy}\nprivq: ledger:\n{}",
         a.ledger.text(&accountant)
     )?;
     warn_about_accuracy(&s, stderr)?;
@@ -296,30 +285,27 @@ fn interactive(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let domain = BoxDomain::new(a.lo.clone(), a.hi.clone()).map_err(run_err)?;
-    let privacy = Privacy::parse(&a.epsilon, a.delta).map_err(run_err)?;
-    let mut config = InteractiveConfig::new(privacy);
-    config.alpha = a.alpha;
+    let request = request(a)?;
     if a.input.as_os_str() == "-" {
         return Err(CliError::Usage {
             option: "input",
             message: "standard input carries the queries; give the points as a file".into(),
         });
     }
-    let cols = Columns::new(&domain, &read_points(&a.input, stdin)?).map_err(run_err)?;
-    let params = config
-        .calibrate(cols.len(), cols.widths())
+    let plan = request
+        .plan_session(&read_points(&a.input, stdin)?)
         .map_err(run_err)?;
-    check_alpha_work(a, params.rounds, "update rounds")?;
     let mut r = super::rng(a.seed, stderr)?;
-    let mut accountant = budget_for(&config.privacy)?;
-    let mut s = Session::new(&cols, &config, &mut accountant, &mut r).map_err(run_err)?;
+    let OpenSession {
+        session: mut s,
+        accountant,
+        privacy,
+    } = plan.open(&mut r).map_err(run_err)?;
     writeln!(
         stderr,
-        "privq: session: alpha = {}, {} update rounds\nprivq: privacy: {}\nprivq: ledger:\n{}",
+        "privq: session: alpha = {}, {} update rounds\nprivq: privacy: {privacy}\nprivq: ledger:\n{}",
         super::short(s.params().alpha),
         s.params().rounds,
-        NEIGHBOURS.summary(&config.privacy.cost(), cols.len() as u64),
         a.ledger.text(&accountant)
     )?;
     answer_lines(&mut s, &mut r, stdin, stdout, stderr)?;
@@ -376,6 +362,7 @@ fn answer_lines(
 mod tests {
     use super::*;
     use crate::run_with;
+    use privq_host::distance::Columns;
 
     /// A fresh directory for one test's files.
     fn scratch(name: &str) -> PathBuf {

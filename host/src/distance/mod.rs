@@ -45,6 +45,7 @@ pub mod learner;
 pub mod metric;
 pub mod offline;
 pub mod privacy;
+pub mod release;
 
 pub use columns::{BoxDomain, Columns};
 pub use metric::Metric;
@@ -99,6 +100,20 @@ pub enum DistanceError {
     Mwem(crate::central::mwem::MwemError),
     /// A mechanism rejected its parameters.
     Mechanism(crate::central::MechanismError),
+    /// An explicit α implies more work (grid points or update rounds) than the
+    /// memory cap allows.
+    WorkTooLarge {
+        /// The α asked for.
+        alpha: f64,
+        /// Units of work it implies.
+        units: usize,
+        /// What the units are (`"grid points"`, `"update rounds"`).
+        what: &'static str,
+        /// Bytes of that work.
+        bytes: u64,
+        /// The cap in MiB.
+        cap_mib: u64,
+    },
 }
 
 /// Why a synopsis file could not be used.
@@ -195,6 +210,17 @@ impl fmt::Display for DistanceError {
             ),
             DistanceError::Mwem(e) => write!(f, "MWEM baseline: {e}"),
             DistanceError::Mechanism(e) => write!(f, "{e}"),
+            DistanceError::WorkTooLarge {
+                alpha,
+                units,
+                what,
+                bytes,
+                cap_mib,
+            } => write!(
+                f,
+                "alpha = {alpha} implies {units} {what} (about {} MiB), over the {cap_mib} MiB cap",
+                bytes >> 20
+            ),
         }
     }
 }
