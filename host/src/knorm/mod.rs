@@ -53,6 +53,7 @@ pub mod bounds;
 mod chord;
 mod mechanism;
 pub mod nikm;
+pub mod release;
 pub mod sample;
 
 pub use body::{Body, MAX_ENTRIES, Shape};
