@@ -7,14 +7,13 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
 use privq_core::rand_core::Rng;
-use privq_host::accountant::Accountant;
-use privq_host::central::VectorLaplace;
-use privq_host::contract::{Mechanism, Neighbours};
+use privq_host::contract::Neighbours;
 use privq_host::knorm::bounds::{
     VolLbOptions, coordinate_second_moment, km_squared_error, vol_lb, volume_lower_bound,
     volume_radius,
 };
-use privq_host::knorm::{Body, KNorm, Nikm, NikmOptions, Sampler, Shape};
+use privq_host::knorm::release::{Deployed, KnormMechanism, KnormRequest, release};
+use privq_host::knorm::{Body, NikmOptions, Sampler, Shape};
 
 use super::progress::bar;
 
@@ -200,36 +199,6 @@ fn vol_lb_note(body: &Body, epsilon: f64) -> String {
     }
 }
 
-/// Builds NiKM with a progress bar over its levels (on a terminal) or one line per
-/// level (otherwise).
-fn build_nikm(
-    body: Body,
-    neighbours: Neighbours,
-    epsilon: privq_core::Epsilon,
-    options: NikmOptions,
-    stderr: &mut dyn Write,
-) -> Result<Nikm, CliError> {
-    let total = privq_host::knorm::level_count(body.dim()) as u64;
-    if std::io::stderr().is_terminal() {
-        let pb = bar(total, "NiKM levels");
-        let mech = Nikm::with_progress(body, neighbours, epsilon, options, &mut |l, _| {
-            pb.set_position(l as u64)
-        });
-        pb.finish_and_clear();
-        mech.map_err(run_err)
-    } else {
-        let mut lost = Ok(());
-        let mech = Nikm::with_progress(body, neighbours, epsilon, options, &mut |l, n| {
-            if lost.is_ok() {
-                lost = writeln!(stderr, "privq: NiKM: building level {} of {n}", l + 1);
-            }
-        })
-        .map_err(run_err)?;
-        lost?;
-        Ok(mech)
-    }
-}
-
 /// Runs `privq knorm`: prints `query,answer` for each of the d queries; the
 /// mechanism, its privacy status and the ledger go to standard error.
 pub fn run(
@@ -262,151 +231,94 @@ pub fn run(
     let counts = parse_counts(&text)?;
     let d = body.dim();
     let mut rng = super::rng(args.seed, stderr)?;
-    let mut accountant = Accountant::pure(epsilon);
-    accountant.bind(neighbours);
-    let (answers, status) = if args.mechanism == "laplace" {
-        // ℓ1 sensitivity of F·x: Δ times the largest column ℓ1 norm.
-        let col_l1 = (0..body.columns())
-            .map(|j| {
-                (0..d)
-                    .filter_map(|i| body.entry(i, j))
-                    .map(f64::abs)
-                    .sum::<f64>()
-            })
-            .fold(0.0, f64::max);
-        // Plus d·2⁻²⁰ for F's grid and the rounding of the exact answer to f64
-        // (`Body::answer_for_release`).
-        let l1 = neighbours.histogram_l1() as f64 * col_l1 + d as f64 * (-20f64).exp2();
-        let mech = VectorLaplace::with_sensitivity(neighbours, d, l1, epsilon).map_err(run_err)?;
-        if counts.len() != body.columns() {
-            return Err(run_err(
-                privq_host::central::MechanismError::DimensionMismatch {
-                    expected: body.columns(),
-                    got: counts.len(),
-                },
-            ));
-        }
-        let truth = body.answer_for_release(&counts).map_err(run_err)?;
-        let out = mech
-            .release(&truth[..], &mut accountant, &mut rng)
-            .map_err(run_err)?;
-        (
-            out,
-            "exact (integer noise on the fixed-point grid)".to_string(),
-        )
-    } else if args.mechanism == "nikm" {
-        let options = NikmOptions {
+    let mechanism = match args.mechanism.as_str() {
+        "laplace" => KnormMechanism::Laplace,
+        "nikm" => KnormMechanism::Nikm(NikmOptions {
             steps: args.steps,
             covariance_samples: args.covariance_samples,
             covariance_seed: args.covariance_seed,
-        };
-        let lower = lower_bound(&body, epsilon.to_f64());
-        let vol = vol_lb_note(&body, epsilon.to_f64());
-        let mech = build_nikm(body, neighbours, epsilon, options, stderr)?;
-        if mech.is_approximate() {
-            // --steps is the opt-in: the ledger books the ε as UNCERTIFIED.
-            accountant.allow_uncertified();
-        }
-        let levels: Vec<String> = mech
-            .levels()
-            .iter()
-            .map(|l| {
-                let how = match l.km().sampler() {
-                    Sampler::Exact => "exact".to_string(),
-                    Sampler::HitAndRun { steps } => format!("hit-and-run {steps}"),
-                };
-                format!("{}/{} ({how})", l.subspace().len(), l.dim())
-            })
-            .collect();
-        writeln!(
-            stderr,
-            "privq: NiKM levels (kept/dim): {}\nprivq: expected squared ℓ2 error of the ideal \
-             sampler (Thm 3.3.3 per level): {:.4} (rms {:.4}){}{vol}",
-            levels.join(", "),
-            mech.expected_squared_error(),
-            mech.expected_squared_error().sqrt(),
-            lower
-                .map(|lb| format!("; every ε-DP mechanism: ℓ2 error > {lb:.4} (Thm 3.2.3)"))
-                .unwrap_or_default()
-        )?;
-        let status = if mech.is_approximate() {
-            "APPROXIMATE: some levels draw z from hit-and-run walks, not exactly uniform; \
-             each level rounds to its own data-independent grid"
-                .to_string()
-        } else {
-            "exactly ε-DP (ε/L per level): integer noise from the discrete K-norm law on each \
-             level's data-independent grid, no floating point"
-                .to_string()
-        };
-        let out = mech
-            .release(&counts[..], &mut accountant, &mut rng)
-            .map_err(run_err)?;
-        (out, status)
-    } else {
-        let lower = lower_bound(&body, epsilon.to_f64());
-        let vol = vol_lb_note(&body, epsilon.to_f64());
-        let mech = match (body.shape(), args.steps) {
-            (Shape::General, None) => {
-                return Err(run_err(privq_host::knorm::KnormError::NoExactSampler));
-            }
-            (Shape::General, Some(steps)) => {
-                KNorm::hit_and_run_approximate(body, neighbours, epsilon, steps)
-            }
-            _ => KNorm::new(body, neighbours, epsilon),
-        }
-        .map_err(run_err)?;
-        if matches!(mech.sampler(), privq_host::knorm::Sampler::HitAndRun { .. }) {
-            // --steps is the opt-in: the ledger books the ε as UNCERTIFIED.
-            accountant.allow_uncertified();
-        }
-        let lower = lower
+        }),
+        _ => KnormMechanism::KNorm { steps: args.steps },
+    };
+    let request = KnormRequest::new(epsilon, neighbours, mechanism);
+    // The error bounds are public (F and ε only): computed before F goes to the
+    // mechanism.
+    let bounds = (mechanism != KnormMechanism::Laplace).then(|| {
+        let lower = lower_bound(&body, epsilon.to_f64())
             .map(|lb| format!("; every ε-DP mechanism: ℓ2 error > {lb:.4} (Thm 3.2.3)"))
             .unwrap_or_default();
-        if let Some(m) = coordinate_second_moment(mech.body()) {
-            let e2 = km_squared_error(d, mech.scale(), d as f64 * m);
+        (lower, vol_lb_note(&body, epsilon.to_f64()))
+    });
+    // NiKM's levels as they are built: a progress bar on a terminal, else one line
+    // per level (the first failed write is kept in `lost`).
+    let levels = privq_host::knorm::level_count(d) as u64;
+    let pb = std::io::stderr()
+        .is_terminal()
+        .then(|| bar(levels, "NiKM levels"));
+    let mut lost = Ok(());
+    let out = release(body, &counts, &request, &mut rng, &mut |l, n| match &pb {
+        Some(pb) => pb.set_position(l as u64),
+        None if lost.is_ok() => {
+            lost = writeln!(stderr, "privq: NiKM: building level {} of {n}", l + 1);
+        }
+        None => {}
+    });
+    if let Some(pb) = pb {
+        pb.finish_and_clear();
+    }
+    let out = out.map_err(run_err)?;
+    lost?;
+    let (lower, vol) = bounds.unwrap_or_default();
+    match &out.mechanism {
+        Deployed::Laplace(_) => {}
+        Deployed::Nikm(mech) => {
+            let levels: Vec<String> = mech
+                .levels()
+                .iter()
+                .map(|l| {
+                    let how = match l.km().sampler() {
+                        Sampler::Exact => "exact".to_string(),
+                        Sampler::HitAndRun { steps } => format!("hit-and-run {steps}"),
+                    };
+                    format!("{}/{} ({how})", l.subspace().len(), l.dim())
+                })
+                .collect();
             writeln!(
                 stderr,
-                "privq: expected squared ℓ2 error (Thm 3.3.3, p = 2): {e2:.4} (rms {:.4}){lower}{vol}",
-                e2.sqrt(),
-            )?;
-        } else if !vol.is_empty() || !lower.is_empty() {
-            writeln!(
-                stderr,
-                "privq: lower bounds:{}",
-                format!("{lower}{vol}").trim_start_matches(';')
+                "privq: NiKM levels (kept/dim): {}\nprivq: expected squared ℓ2 error of the ideal \
+                 sampler (Thm 3.3.3 per level): {:.4} (rms {:.4}){lower}{vol}",
+                levels.join(", "),
+                mech.expected_squared_error(),
+                mech.expected_squared_error().sqrt(),
             )?;
         }
-        let status = match mech.sampler() {
-            privq_host::knorm::Sampler::Exact => format!(
-                "exactly ε-DP: integer noise from the discrete K-norm law on the \
-                 data-independent grid γ = {}, no floating point",
-                mech.grid()
-            ),
-            privq_host::knorm::Sampler::HitAndRun { steps } => format!(
-                "APPROXIMATE: z from {steps} hit-and-run steps, not exactly uniform; \
-                 grid γ = {}",
-                mech.grid()
-            ),
-        };
-        let out = mech
-            .release(&counts[..], &mut accountant, &mut rng)
-            .map_err(run_err)?;
-        (out, status)
-    };
+        Deployed::KNorm(mech) => {
+            if let Some(m) = coordinate_second_moment(mech.body()) {
+                let e2 = km_squared_error(d, mech.scale(), d as f64 * m);
+                writeln!(
+                    stderr,
+                    "privq: expected squared ℓ2 error (Thm 3.3.3, p = 2): {e2:.4} (rms {:.4}){lower}{vol}",
+                    e2.sqrt(),
+                )?;
+            } else if !vol.is_empty() || !lower.is_empty() {
+                writeln!(
+                    stderr,
+                    "privq: lower bounds:{}",
+                    format!("{lower}{vol}").trim_start_matches(';')
+                )?;
+            }
+        }
+    }
     writeln!(
         stderr,
-        "privq: {}\nprivq: privacy: {status}\nprivq: ledger:\n{}",
-        neighbours.summary(
-            &accountant
-                .ledger()
-                .first()
-                .map_or(privq_host::accountant::Cost::Pure(epsilon), |c| c.cost),
-            counts.iter().fold(0u64, |n, &c| n.saturating_add(c))
-        ),
-        args.ledger.text(&accountant)
+        "privq: {}\nprivq: privacy: {}\nprivq: ledger:\n{}",
+        out.summary,
+        out.status(),
+        args.ledger.text(&out.accountant)
     )?;
-    args.ledger.write(&accountant)?;
-    let rows: Vec<[Cell; 2]> = answers
+    args.ledger.write(&out.accountant)?;
+    let rows: Vec<[Cell; 2]> = out
+        .answers
         .iter()
         .enumerate()
         .map(|(i, &a)| [Cell::Int(i as u64), Cell::Num(a)])
