@@ -8,7 +8,6 @@ use rand_chacha::ChaCha12Rng;
 
 use super::domain::DomainArg;
 use super::{CliError, ColumnsArgs, LedgerArgs};
-use privq_host::accountant::Accountant;
 use privq_host::central::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwUpdate, PmwVariant};
 use privq_host::central::pmw_reduce::{DomainReduction, ReduceError, ReducedDomain};
 use privq_host::data::{DataError, Dataset, Domain, MemoryCap};
@@ -265,26 +264,9 @@ pub fn run(
         Some(rule) => params.with_update(rule),
         None => params,
     };
-    let mut budget = match variant {
-        PmwVariant::Pure => Accountant::pure(epsilon),
-        PmwVariant::Approximate { delta } => {
-            Accountant::approximate(epsilon, delta).map_err(|e| CliError::Run(Box::new(e)))?
-        }
-    };
-    budget.bind(params.neighbours());
-    let mut session = match &reduced {
-        Some(v) => PmwSession::on_reduced_domain(
-            &ds.counts,
-            params,
-            args.rounds,
-            epsilon,
-            &mut budget,
-            v,
-            rng,
-        ),
-        None => PmwSession::new(&ds.counts, params, args.rounds, epsilon, &mut budget, rng),
-    }
-    .map_err(pmw_err)?;
+    let (mut session, budget) =
+        PmwSession::open(&ds.counts, params, args.rounds, reduced.as_ref(), rng)
+            .map_err(pmw_err)?;
     warn_about_threshold(&session, &params, reduced.as_ref(), n, stderr)?;
     let answered = answer_all(
         &mut session,

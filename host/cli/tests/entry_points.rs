@@ -185,3 +185,54 @@ fn top_prints_what_report_noisy_max_returns() {
         format!("{}\n", values[want])
     );
 }
+
+#[test]
+fn pmw_prints_what_the_opened_session_answers() {
+    use privq_host::central::pmw::{Answer, PmwParams, PmwSession};
+    use privq_host::data::Dataset;
+    use privq_host::query::Query;
+
+    let ds = Dataset::binary_from_header(
+        &inputs().join("binary.csv"),
+        &CsvColumns::new(),
+        MemoryCap::default(),
+    )
+    .unwrap();
+    let params = PmwParams::practical(eps(1, 1), ds.counts.total(), 0.3).unwrap();
+    let (mut session, accountant) =
+        PmwSession::open(&ds.counts, params, 10, None, seeded_rng(8)).unwrap();
+    assert_eq!(accountant.neighbours(), Some(Neighbours::Replace));
+    // pmw-queries.txt: count a1=1 a2=1 / a3=1 / a4=1 a5=0 / a6=1.
+    let mut want = String::new();
+    for (attrs, values) in [
+        (vec![0, 1], vec![1, 1]),
+        (vec![2], vec![1]),
+        (vec![3, 4], vec![1, 0]),
+        (vec![5], vec![1]),
+    ] {
+        let q = Query::marginal_cell(&ds.domain, &attrs, &values).unwrap();
+        want.push_str(&match session.answer(&q).unwrap() {
+            Answer::Lazy(v) => format!("{v:.6}\tlazy\n"),
+            Answer::Update(v) => format!("{v:.6}\tupdate\n"),
+            other => panic!("{other:?}: no failure within 4 queries"),
+        });
+    }
+    let got = privq(&[
+        "pmw",
+        "--input",
+        "binary.csv",
+        "--domain",
+        "binary",
+        "--epsilon",
+        "1",
+        "--rounds",
+        "10",
+        "--alpha",
+        "0.3",
+        "--queries",
+        "pmw-queries.txt",
+        "--seed",
+        "8",
+    ]);
+    assert_eq!(String::from_utf8(got).unwrap(), want);
+}

@@ -15,7 +15,7 @@
 //! from the counts, never passed beside them. [`PmwParams`] record the ε (and δ) and
 //! the n they were checked for; a session refuses other values
 //! ([`PmwError::ParamsMismatch`]), states [`PmwParams::cost`] and charges the
-//! [`Accountant`](crate::accountant::Accountant) **before** drawing anything
+//! [`Accountant`] **before** drawing anything
 //! (including the threshold). All noise is exact discrete Laplace on the core's
 //! power-of-two grid ([`GridLaplace`](privq_core::GridLaplace)), with every
 //! sensitivity rounded up to a whole number of grid steps, and the comparisons
@@ -35,7 +35,7 @@ use std::fmt;
 
 use privq_core::Epsilon;
 
-use crate::accountant::{AccountantError, Cost};
+use crate::accountant::{Accountant, AccountantError, Cost};
 use crate::central::MechanismError;
 use crate::contract::Neighbours;
 use crate::data::DataError;
@@ -397,6 +397,18 @@ impl PmwParams {
     /// The neighbour relation of the guarantee: replace one record, n public.
     pub fn neighbours(&self) -> Neighbours {
         Neighbours::Replace
+    }
+
+    /// A fresh accountant for one session: its budget is exactly [`cost`](Self::cost)
+    /// (pure ε, or (ε, δ)) and it is bound to [`neighbours`](Self::neighbours), so a
+    /// front end never chooses either. [`PmwSession::open`] uses it.
+    pub fn accountant(&self) -> Result<Accountant, PmwError> {
+        let mut budget = match self.variant {
+            PmwVariant::Pure => Accountant::pure(self.epsilon),
+            PmwVariant::Approximate { delta } => Accountant::approximate(self.epsilon, delta)?,
+        };
+        budget.bind(self.neighbours());
+        Ok(budget)
     }
 
     /// The cost of one session: pure ε, or (ε, δ).

@@ -136,6 +136,45 @@ impl<R> fmt::Debug for PmwSession<R> {
 }
 
 impl<R: Rng + CryptoRng> PmwSession<R> {
+    /// The library entry point of `privq pmw`: a session for at most `rounds`
+    /// queries over the universe of `counts`, or over the public sub-universe
+    /// `reduced` (thesis §4.6), together with the accountant it charged — built by
+    /// [`PmwParams::accountant`] (budget exactly the session's cost, bound to
+    /// replace-one-record neighbours), so the caller decides neither.
+    ///
+    /// ```
+    /// use privq_host::central::pmw::{PmwParams, PmwSession, PmwVariant};
+    /// use privq_host::contract::Neighbours;
+    /// use privq_host::data::{CountHistogram, MemoryCap};
+    /// use privq_host::{Epsilon, seeded_rng};
+    ///
+    /// let counts = CountHistogram::from_counts(vec![30, 10, 40, 20], MemoryCap::default())?;
+    /// let eps = Epsilon::new(1, 1)?;
+    /// let params = PmwParams::user(0.5, 0.2, 0.3, 4.0, PmwVariant::Pure, eps, 100)?;
+    /// let (session, accountant) = PmwSession::open(&counts, params, 5, None, seeded_rng(1))?;
+    /// assert_eq!(accountant.neighbours(), Some(Neighbours::Replace));
+    /// assert_eq!(accountant.spent_epsilon(), Some(eps));
+    /// assert_eq!(session.transcript().len(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open(
+        counts: &CountHistogram,
+        params: PmwParams,
+        rounds: usize,
+        reduced: Option<&ReducedDomain>,
+        rng: R,
+    ) -> Result<(Self, Accountant), PmwError> {
+        let mut budget = params.accountant()?;
+        let epsilon = params.epsilon();
+        let session = match reduced {
+            Some(v) => {
+                Self::on_reduced_domain(counts, params, rounds, epsilon, &mut budget, v, rng)
+            }
+            None => Self::new(counts, params, rounds, epsilon, &mut budget, rng),
+        }?;
+        Ok((session, budget))
+    }
+
     /// A session over the universe of `counts` (V = U) for at most `rounds` queries,
     /// charging `epsilon` (and δ for the approximate variant) to `budget`. n and the
     /// normalized histogram are computed from `counts`; `params` must have been
