@@ -52,6 +52,7 @@ pub mod metric;
 mod mwem;
 pub mod optimum;
 pub mod psa;
+pub mod release;
 mod smalldb;
 mod spend;
 pub mod sq;
