@@ -6,14 +6,8 @@ use std::path::{Path, PathBuf};
 
 use super::results::{Cell, Format, FormatArg, write_rows};
 use super::{CliError, LedgerArgs};
-use privq_host::accountant::Accountant;
-use privq_host::dx::optimum::{Objective, relaxed_optimum};
-use privq_host::dx::psa::{PairTable, psa_table, strategy1, strategy2};
-use privq_host::dx::{DxLaplace, FiniteMetric, Queries, baseline_scale};
-
-/// Above this implied ε-DP cost (and without `--budget`) `privq dx` warns that the
-/// ε-DP reading of the release says little.
-const IMPLIED_EPSILON_WARNING: f64 = 10.0;
+use privq_host::dx::release::{DxRequest, Strategy};
+use privq_host::dx::{DxLaplace, FiniteMetric, Queries};
 
 /// Options of `privq dx`.
 #[derive(Debug, Clone, clap::Args)]
@@ -95,6 +89,14 @@ pub fn run(
             message: "the universe is already read from standard input; give a file".into(),
         });
     }
+    let strategy = strategy(&args.strategy)?;
+    let budget = match &args.budget {
+        Some(text) => Some(text.parse().map_err(|source| CliError::Parameter {
+            option: "budget",
+            source,
+        })?),
+        None => None,
+    };
     let universe = read_universe(args, stdin)?;
     let mut rows = universe.query_columns;
     if let Some(path) = &args.queries {
@@ -105,38 +107,21 @@ pub fn run(
     }
     let metric = metric(args, &universe.points)?;
     let q = Queries::new(rows).map_err(run_err)?;
-    let table = PairTable::new(&metric, &q).map_err(run_err)?;
-    let scales = scales(&args.strategy, &table)?;
-    let base = baseline_scale(&metric, &q).map_err(run_err)?;
-    let mech = DxLaplace::new(&metric, q, scales).map_err(run_err)?;
-    // The release charges the d_X spend, as the ε-DP guarantee it implies, before
-    // it samples.
-    let budget = match &args.budget {
-        Some(text) => text.parse().map_err(|source| CliError::Parameter {
-            option: "budget",
-            source,
-        })?,
-        None => mech.spend().charged_epsilon().map_err(run_err)?,
-    };
-    let mut accountant = Accountant::pure(budget);
-    // A d_X release moves one record from element i to j: replace-one.
-    accountant.bind(privq_host::contract::Neighbours::Replace);
-    if args.budget.is_none() {
-        let implied = mech.spend().dp_epsilon();
-        if implied > IMPLIED_EPSILON_WARNING {
-            writeln!(
-                stderr,
-                "privq: warning: no --budget; the implied ε-DP cost is {} (the largest pair \
-                 budget), at which the ε-DP reading says little: the guarantee that matters \
-                 here is d_X-privacy, pair by pair. Pass --budget to cap the charge.",
-                super::num(implied)
-            )?;
-        }
+    let plan = DxRequest::new(strategy)
+        .budget(budget)
+        .prepare(&metric, q)
+        .map_err(run_err)?;
+    if let Some(implied) = plan.implied_epsilon_warning() {
+        writeln!(
+            stderr,
+            "privq: warning: no --budget; the implied ε-DP cost is {} (the largest pair \
+             budget), at which the ε-DP reading says little: the guarantee that matters \
+             here is d_X-privacy, pair by pair. Pass --budget to cap the charge.",
+            super::num(implied)
+        )?;
     }
     let mut rng = super::rng(args.seed, stderr)?;
-    let answers = mech
-        .release(&universe.counts, &mut accountant, &mut rng)
-        .map_err(run_err)?;
+    let out = plan.release(&universe.counts, &mut rng).map_err(run_err)?;
     writeln!(
         stderr,
         "privq: d_X-privacy for neighbours that change one record's element (replace-one: \
@@ -144,11 +129,17 @@ pub fn run(
          privq: ledger (each pair (i, j) is protected at d_X(i, j); the ε-DP charge is the largest):\n{}",
         metric.len(),
         super::num(metric.min_offdiag()),
-        super::num(mech.loss_ratio()),
-        args.ledger.text(&accountant)
+        super::num(out.mechanism.loss_ratio()),
+        args.ledger.text(&out.accountant)
     )?;
-    write_answers(&mech, &answers, base, args.format.format, stdout)?;
-    args.ledger.write(&accountant)
+    write_answers(
+        &out.mechanism,
+        &out.answers,
+        out.baseline_scale,
+        args.format.format,
+        stdout,
+    )?;
+    args.ledger.write(&out.accountant)
 }
 
 /// The universe CSV: each element's coordinates and count, and the query columns.
@@ -272,25 +263,18 @@ fn metric(args: &Args, points: &[Vec<f64>]) -> Result<FiniteMetric, CliError> {
     .map_err(run_err)
 }
 
-/// The noise scale of every query under `--strategy`.
-fn scales(strategy: &str, table: &PairTable) -> Result<Vec<f64>, CliError> {
-    let scales = match strategy {
-        "psa" => psa_table(table).map_err(run_err)?.scales,
-        "s1" => strategy1(table).map_err(run_err)?.scales,
-        "s2" => strategy2(table).map_err(run_err)?.scales,
-        "optimum" => {
-            relaxed_optimum(table, Objective::SumOfSquares)
-                .map_err(run_err)?
-                .scales
-        }
-        _ => {
-            return Err(CliError::Parameter {
-                option: "strategy",
-                source: privq_core::Error::OutOfRange,
-            });
-        }
-    };
-    Ok(scales)
+/// `--strategy`.
+fn strategy(text: &str) -> Result<Strategy, CliError> {
+    match text {
+        "psa" => Ok(Strategy::Psa),
+        "s1" => Ok(Strategy::S1),
+        "s2" => Ok(Strategy::S2),
+        "optimum" => Ok(Strategy::Optimum),
+        _ => Err(CliError::Parameter {
+            option: "strategy",
+            source: privq_core::Error::OutOfRange,
+        }),
+    }
 }
 
 /// The answers' CSV, with each query's scale beside the ε-DP baseline's.
