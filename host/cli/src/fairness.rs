@@ -10,11 +10,11 @@ use std::time::Instant;
 
 use super::{CliError, Output, num, read_text, short};
 use privq_host::dx::FiniteMetric;
-use privq_host::fairness::{
-    Divergence, EmForm, FairnessError, FairnessLp, Group, Instance, LIPSCHITZ_SCALE,
-    LIPSCHITZ_TOLERANCE, Mapping, bias, doubling_dimension, earthmover, expected_distance,
-    exponential_mapping, is_well_separated, net_mapping, preferential_treatment,
+use privq_host::fairness::release::{
+    EmRequest, FairReleaseError, Individuals, Method, Report, SolveRequest, bias_between,
+    exponential,
 };
+use privq_host::fairness::{Divergence, FairnessError, LIPSCHITZ_SCALE, Mapping};
 
 const SOLVE_HELP: &str = "Examples:\n  \
     privq fairness solve --individuals people.csv --losses reject,accept \\\n    \
@@ -163,40 +163,41 @@ pub fn run(
     }
 }
 
-/// What the individuals CSV holds.
-struct People {
-    ids: Vec<String>,
-    groups: Vec<String>,
-    weights: Vec<f64>,
-    losses: Vec<Vec<f64>>,
-    metric: FiniteMetric,
-}
-
-impl People {
-    /// The named groups `S, T` (if `--groups` was given).
-    fn groups(&self, names: &[String]) -> Result<Option<(Group, Group)>, CliError> {
-        match names {
-            [] => Ok(None),
-            [s, t] => {
-                let group = |name: &String| {
-                    let members: Vec<usize> = (0..self.ids.len())
-                        .filter(|&i| &self.groups[i] == name)
-                        .collect();
-                    Group::weighted(&self.weights, &members).map_err(|e| match e {
-                        FairnessError::EmptyGroup(_) => CliError::Usage {
-                            option: "groups",
-                            message: format!("group {name:?} has no individuals (or no weight)"),
-                        },
-                        other => run_err(other),
-                    })
-                };
-                Ok(Some((group(s)?, group(t)?)))
-            }
-            _ => Err(CliError::Usage {
-                option: "groups",
-                message: "give exactly two group names, `S,T`".into(),
-            }),
+/// A refusal of the library's entry point, in the options' words (individuals
+/// named by id).
+fn release_err(e: FairReleaseError, ids: &[String]) -> CliError {
+    let usage = |option: &'static str, message: String| CliError::Usage { option, message };
+    match e {
+        FairReleaseError::GroupCount(_) => {
+            usage("groups", "give exactly two group names, `S,T`".into())
         }
+        FairReleaseError::GroupsRequired => usage(
+            "groups",
+            "`bias` needs two group names, `--groups S,T`".into(),
+        ),
+        FairReleaseError::EmptyGroup(name) => usage(
+            "groups",
+            format!("group {name:?} has no individuals (or no weight)"),
+        ),
+        FairReleaseError::WeightedPreferential => usage(
+            "weight-column",
+            "--preferential treats every individual alike; drop the weights".into(),
+        ),
+        FairReleaseError::GroupsNotCovering {
+            groups: [s, t],
+            covered,
+            individuals,
+        } => usage(
+            "preferential",
+            format!(
+                "groups {s} and {t} must hold every individual ({covered} of {individuals} do)"
+            ),
+        ),
+        FairReleaseError::Parity(e) => usage("parity", e.to_string()),
+        FairReleaseError::Scale(e) => usage("scale", e.to_string()),
+        FairReleaseError::Net(e) => usage("net", e.to_string()),
+        FairReleaseError::Fairness(e) => named(e, ids),
+        other => run_err(other),
     }
 }
 
@@ -204,7 +205,7 @@ fn read_people(
     args: &InputArgs,
     loss_columns: &[String],
     stdin: &mut dyn BufRead,
-) -> Result<People, CliError> {
+) -> Result<Individuals, CliError> {
     let text = read_text(&args.individuals, stdin)?;
     let mut rdr = csv::Reader::from_reader(text.as_bytes());
     let header: Vec<String> = rdr.headers()?.iter().map(str::to_string).collect();
@@ -273,10 +274,10 @@ fn read_people(
         None => FiniteMetric::weighted_l1(&points, &feature_w),
     }
     .map_err(|e| named(FairnessError::from(e), &ids))?;
-    Ok(People {
+    Ok(Individuals {
         ids,
         groups,
-        weights,
+        weights: weight.map(|_| weights),
         losses,
         metric,
     })
@@ -370,12 +371,12 @@ fn write_mapping(
 /// The worst Lipschitz pair and, with `--groups`, the parity, on stderr.
 fn report(
     stderr: &mut dyn Write,
-    people: &People,
-    mapping: &Mapping,
+    ids: &[String],
+    report: &Report,
     div: Divergence,
     groups: &[String],
 ) -> Result<(), CliError> {
-    match mapping.worst_violation(&people.metric, div) {
+    match report.worst {
         Some(v) => writeln!(
             stderr,
             "worst Lipschitz pair: D_{}(μ_{x}, μ_{y}) − d({x}, {y}) = {} ({})",
@@ -385,23 +386,23 @@ fn report(
             } else {
                 v.excess()
             }), // round-off prints as 0
-            if v.excess() <= LIPSCHITZ_TOLERANCE {
+            if report.lipschitz {
                 "Lipschitz"
             } else {
                 "VIOLATED"
             },
-            x = people.ids[v.x],
-            y = people.ids[v.y],
+            x = ids[v.x],
+            y = ids[v.y],
         )?,
         None => writeln!(stderr, "worst Lipschitz pair: none (no finite distances)")?,
     }
-    if let Some((s, t)) = people.groups(groups)? {
+    if let Some(parity) = report.parity {
         writeln!(
             stderr,
             "statistical parity between {} and {}: D_tv(μ_S, μ_T) = {}",
             groups[0],
             groups[1],
-            short(mapping.parity(&s, &t).map_err(run_err)?)
+            short(parity)
         )?;
     }
     Ok(())
@@ -415,112 +416,70 @@ fn solve(
 ) -> Result<(), CliError> {
     let mut out = Output::open(Some(&args.out))?;
     let people = read_people(&args.input, &args.losses, stdin)?;
-    let groups = people.groups(&args.input.groups)?; // checked before the LP
     let div = if args.divergence == "inf" {
         Divergence::Inf
     } else {
         Divergence::Tv
     };
-    let inst = Instance::new(people.metric.clone(), people.losses.clone())
-        .and_then(|i| i.with_weights(&people.weights))
-        .map_err(|e| named(e, &people.ids))?;
+    let err = |e| release_err(e, &people.ids);
+    let request = SolveRequest::new(div)
+        .groups(&args.input.groups)
+        .and_then(|r| r.parity(args.parity))
+        .and_then(|r| r.preferential(args.preferential))
+        .map_err(err)?
+        .memory_cap(args.memory_mib.saturating_mul(1 << 20));
     let started = Instant::now();
-    if args.preferential {
-        return preferential(args, &people, &inst, div, out, stdout, stderr);
-    }
-    let mut lp = FairnessLp::new(div).memory_cap(args.memory_mib.saturating_mul(1 << 20));
-    if let (Some(bias), Some((s, t))) = (args.parity, groups) {
-        lp = lp.parity(s, t, bias).map_err(|e| CliError::Usage {
-            option: "parity",
-            message: e.to_string(),
-        })?;
-    }
-    let sol = lp.solve(&inst).map_err(run_err)?;
+    let sol = privq_host::fairness::release::solve(&people, &request).map_err(err)?;
     write_mapping(out.writer(stdout), &people.ids, &args.losses, &sol.mapping)?;
     out.commit(stdout)?;
-    writeln!(
-        stderr,
-        "fairness LP (D_{}): {} individuals, {} outcomes; {} variables, {} rows, {} constrained pairs; {:.2} s",
-        div.name(),
-        inst.individuals(),
-        inst.outcomes(),
-        sol.size.vars,
-        sol.size.rows,
-        sol.constrained_pairs,
-        started.elapsed().as_secs_f64()
-    )?;
-    let unconstrained: f64 = (0..inst.individuals())
-        .map(|x| {
-            inst.weights()[x]
-                * (0..inst.outcomes())
-                    .map(|a| inst.loss(x, a))
-                    .fold(f64::INFINITY, f64::min)
-        })
-        .sum();
-    writeln!(
-        stderr,
-        "expected loss: {} (without the fairness constraint: {})",
-        short(sol.loss),
-        short(unconstrained)
-    )?;
-    report(stderr, &people, &sol.mapping, div, &args.input.groups)
-}
-
-/// `solve --preferential`: §8.4.1.
-fn preferential(
-    args: &SolveArgs,
-    people: &People,
-    inst: &Instance,
-    div: Divergence,
-    mut out: Output,
-    stdout: &mut dyn Write,
-    stderr: &mut dyn Write,
-) -> Result<(), CliError> {
-    if args.input.weight_column.is_some() {
-        // §8.4.1's construction (and Prop 8.4.1's parity) is for uniform groups.
-        return Err(CliError::Usage {
-            option: "weight-column",
-            message: "--preferential treats every individual alike; drop the weights".into(),
-        });
-    }
     let names = &args.input.groups;
-    let members = |name: &String| -> Vec<usize> {
-        (0..people.ids.len())
-            .filter(|&i| &people.groups[i] == name)
-            .collect()
-    };
-    let (s, t) = (members(&names[0]), members(&names[1]));
-    if s.len() + t.len() != people.ids.len() {
-        return Err(CliError::Usage {
-            option: "preferential",
-            message: format!(
-                "groups {} and {} must hold every individual ({} of {} do)",
+    match sol.method {
+        Method::Lp {
+            size,
+            constrained_pairs,
+            loss,
+            unconstrained_loss,
+        } => {
+            writeln!(
+                stderr,
+                "fairness LP (D_{}): {} individuals, {} outcomes; {} variables, {} rows, {} constrained pairs; {:.2} s",
+                div.name(),
+                sol.individuals,
+                sol.outcomes,
+                size.vars,
+                size.rows,
+                constrained_pairs,
+                started.elapsed().as_secs_f64()
+            )?;
+            writeln!(
+                stderr,
+                "expected loss: {} (without the fairness constraint: {})",
+                short(loss),
+                short(unconstrained_loss)
+            )?;
+        }
+        Method::Preferential {
+            em_plus_l,
+            bias,
+            loss,
+        } => {
+            writeln!(
+                stderr,
+                "preferential treatment (§8.4.1, D_{}): d_EM+L({}, {}) = {} at parity ≤ {}; expected loss {}",
+                div.name(),
                 names[0],
                 names[1],
-                s.len() + t.len(),
-                people.ids.len()
-            ),
-        });
+                short(em_plus_l),
+                num(bias),
+                short(loss)
+            )?;
+            writeln!(
+                stderr,
+                "Lipschitz inside each group (Prop 8.4.1); across the groups only Prop 8.4.2's average bound holds"
+            )?;
+        }
     }
-    let bias = args.parity.unwrap_or(0.0);
-    let p = preferential_treatment(inst, &s, &t, bias, div).map_err(run_err)?;
-    write_mapping(out.writer(stdout), &people.ids, &args.losses, &p.mapping)?;
-    out.commit(stdout)?;
-    writeln!(
-        stderr,
-        "preferential treatment (§8.4.1, D_{}): d_EM+L({}, {}) = {} at parity ≤ {}; expected loss {}",
-        div.name(),
-        names[0],
-        names[1],
-        short(p.em_plus_l),
-        num(bias),
-        short(p.mapping.expected_loss(inst).map_err(run_err)?)
-    )?;
-    writeln!(
-        stderr,
-        "Lipschitz inside each group (Prop 8.4.1); across the groups only Prop 8.4.2's average bound holds"
-    )?;
-    report(stderr, people, &p.mapping, div, names)
+    report(stderr, &people.ids, &sol.report, div, names)
 }
 
 fn run_bias(
@@ -530,20 +489,11 @@ fn run_bias(
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     let people = read_people(args, &[], stdin)?;
-    let Some((s, t)) = people.groups(&args.groups)? else {
-        return Err(CliError::Usage {
-            option: "groups",
-            message: "`bias` needs two group names, `--groups S,T`".into(),
-        });
-    };
-    let d = &people.metric;
-    let em = earthmover(d, &s, &t, EmForm::Flow).map_err(run_err)?;
-    let tv = bias(d, &s, &t, Divergence::Tv).map_err(run_err)?.value;
-    let inf = bias(d, &s, &t, Divergence::Inf).map_err(run_err)?.value;
+    let b = bias_between(&people, &args.groups).map_err(|e| release_err(e, &people.ids))?;
     writeln!(stdout, "measure,value")?;
-    writeln!(stdout, "earthmover,{}", num(em))?;
-    writeln!(stdout, "bias_tv,{}", num(tv))?;
-    writeln!(stdout, "bias_inf,{}", num(inf))?;
+    writeln!(stdout, "earthmover,{}", num(b.earthmover))?;
+    writeln!(stdout, "bias_tv,{}", num(b.bias_tv))?;
+    writeln!(stdout, "bias_inf,{}", num(b.bias_inf))?;
     stdout.flush()?;
     writeln!(
         stderr,
@@ -551,10 +501,10 @@ fn run_bias(
          bias_tv = d_EM when every distance is ≤ 1, here max d = {})",
         args.groups[0],
         args.groups[1],
-        short(em),
-        short(tv),
-        short(inf),
-        short(d.max_offdiag())
+        short(b.earthmover),
+        short(b.bias_tv),
+        short(b.bias_inf),
+        short(b.max_distance)
     )?;
     Ok(())
 }
@@ -567,30 +517,23 @@ fn em(
 ) -> Result<(), CliError> {
     let mut out = Output::open(Some(&args.out))?;
     let people = read_people(&args.input, &[], stdin)?;
-    people.groups(&args.input.groups)?;
-    let usage = |option: &'static str| {
-        move |e: FairnessError| CliError::Usage {
-            option,
-            message: e.to_string(),
-        }
-    };
-    let mapping = match args.net {
-        None => exponential_mapping(&people.metric, args.scale).map_err(usage("scale"))?,
-        Some(eps) => {
-            let (m, net) = net_mapping(&people.metric, eps, args.scale).map_err(usage("net"))?;
-            writeln!(
-                stderr,
-                "through a {eps}-net of {} of the {} individuals (Remark 8.5.6): Lipschitz up to d + {}",
-                net.len(),
-                people.ids.len(),
-                short(2.0 * eps)
-            )?;
-            m
-        }
-    };
-    write_mapping(out.writer(stdout), &people.ids, &people.ids, &mapping)?;
+    let err = |e| release_err(e, &people.ids);
+    let request = EmRequest::new(args.scale)
+        .net(args.net)
+        .groups(&args.input.groups)
+        .map_err(err)?;
+    let e = exponential(&people, &request).map_err(err)?;
+    if let Some((eps, size)) = e.net {
+        writeln!(
+            stderr,
+            "through a {eps}-net of {size} of the {} individuals (Remark 8.5.6): Lipschitz up to d + {}",
+            people.ids.len(),
+            short(2.0 * eps)
+        )?;
+    }
+    write_mapping(out.writer(stdout), &people.ids, &people.ids, &e.mapping)?;
     out.commit(stdout)?;
-    if let Ok(k) = doubling_dimension(&people.metric) {
+    if let Some(k) = e.doubling {
         writeln!(
             stderr,
             "doubling dimension (greedy estimate, Def 8.5.3): at most {} (a ball of radius {} \
@@ -599,7 +542,7 @@ fn em(
             short(k.ball.1),
             people.ids[k.ball.0],
             k.cover,
-            is_well_separated(&people.metric, 0.5)
+            e.well_separated
         )?;
     }
     writeln!(
@@ -607,18 +550,18 @@ fn em(
         "exponential mapping (scale {}): expected distance E_x E_(y∼E(x)) d(x, y) = {}; \
          D_∞ Lipschitz ratio max D_∞/d = {} (guaranteed ≤ {})",
         args.scale,
-        short(expected_distance(&people.metric, &mapping).map_err(run_err)?),
-        short(mapping.lipschitz_ratio(&people.metric, Divergence::Inf)),
-        if args.scale >= LIPSCHITZ_SCALE {
+        short(e.expected_distance),
+        short(e.lipschitz_ratio),
+        if e.guaranteed_ratio == 1.0 {
             "1".to_string()
         } else {
-            short(2.0 / args.scale)
+            short(e.guaranteed_ratio)
         }
     )?;
     report(
         stderr,
-        &people,
-        &mapping,
+        &people.ids,
+        &e.report,
         Divergence::Inf,
         &args.input.groups,
     )

@@ -45,6 +45,7 @@ mod mapping;
 mod pairs;
 mod preferential;
 mod program;
+pub mod release;
 
 pub use crate::dx::FiniteMetric;
 pub use bias::{Bias, bias};
