@@ -9,10 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use super::results::{Cell, FormatArg, write_rows};
 use super::{CliError, ColumnsArgs, LedgerArgs};
-use privq_host::accountant::Accountant;
 use privq_host::conjunctions::{
-    ConjunctionRelease, CutConfig, Graph, ReleaseConfig, release_conjunctions,
-    release_conjunctions_local, release_cut_function, rho_for,
+    ConjunctionRelease, CutConfig, Graph, ReleaseConfig, release_conjunctions_local, rho_for,
 };
 use privq_host::contract::Neighbours;
 use privq_host::data::{CountHistogram, DataError, Dataset, Domain, MemoryCap, binarize};
@@ -85,6 +83,9 @@ pub struct CutArgs {
     /// Seed for a reproducible run (tests and demos only).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
+    /// Where to write the ledger as JSON, and --exact.
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
 }
 
 /// Which family a release answers.
@@ -245,6 +246,12 @@ pub fn run(
 /// writes it and prints the answers of the requested sets.
 fn cut(args: &CutArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<(), CliError> {
     let epsilon = super::parse_epsilon(&args.epsilon)?;
+    super::refuse_overwriting_input(&args.edges, Some(&args.out), "out")?;
+    super::refuse_overwriting_input(
+        &args.edges,
+        args.ledger.ledger_json.as_deref(),
+        "ledger-json",
+    )?;
     // Sets first: a malformed set is a usage error before anything is charged.
     let sets = args
         .sets
@@ -297,9 +304,7 @@ fn cut(args: &CutArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     let tolerance = config.tolerance(args.vertices, epsilon).map_err(run_err)?;
     let rho = args.rho.unwrap_or_else(|| rho_for(args.alpha, args.beta));
     let mut rng = super::rng(args.seed, stderr)?;
-    let mut budget = Accountant::pure(epsilon);
-    let released =
-        release_cut_function(&graph, &config, epsilon, &mut budget, &mut rng).map_err(run_err)?;
+    let (released, budget) = config.release(&graph, epsilon, &mut rng).map_err(run_err)?;
     let guarantee = rho >= 12.0 * tolerance && !released.truncated();
     writeln!(
         stderr,
@@ -322,6 +327,8 @@ fn cut(args: &CutArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     )?;
     let bytes = serde_json::to_vec_pretty(&released).map_err(run_err)?;
     super::write_atomically(&args.out, &bytes)?;
+    writeln!(stderr, "privq: ledger:\n{}", args.ledger.text(&budget))?;
+    args.ledger.write(&budget)?;
     if !sets.is_empty() {
         writeln!(stdout, "set,cut_fraction,cut_edges")?;
         for (text, s) in args.sets.iter().zip(&sets) {
@@ -416,9 +423,7 @@ fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
             let tau = config
                 .central_tolerance(cells, n, epsilon)
                 .map_err(run_err)?;
-            let mut budget = Accountant::pure(epsilon);
-            let r = release_conjunctions(&data, &config, epsilon, &mut budget, &mut rng)
-                .map_err(run_err)?;
+            let (r, budget) = config.release(&data, epsilon, &mut rng).map_err(run_err)?;
             let privacy = format!(
                 "{}; k = {k} statistical queries, Laplace noise of scale at least k/(εn) on each",
                 Neighbours::Replace.summary(&privq_host::accountant::Cost::Pure(epsilon), n)
@@ -498,6 +503,7 @@ fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
     bytes.push(b'\n');
     super::write_atomically(&args.out, &bytes)?;
     if let Some(budget) = budget {
+        writeln!(stderr, "privq: ledger:\n{}", args.ledger.text(&budget))?;
         args.ledger.write(&budget)?;
     }
     writeln!(stderr, "privq: wrote {}", args.out.display())?;

@@ -319,6 +319,36 @@ struct CutPlan {
 }
 
 impl CutConfig {
+    /// The library entry point of `privq conjunctions cut`: [`release_cut_function`]
+    /// charged to a fresh pure-ε accountant bound to its relation (add or remove one
+    /// edge, the number of edges private), returned beside the release.
+    ///
+    /// ```
+    /// use privq_host::conjunctions::{CutConfig, Graph};
+    /// use privq_host::contract::Neighbours;
+    /// use privq_host::{Epsilon, seeded_rng};
+    /// let graph = Graph::with_multiplicities(3, &[(0, 1, 1_000_000_000)])?;
+    /// let config = CutConfig {
+    ///     alpha: 0.5, beta: 0.1, p: vec![0.5; 3], cap: 4, rho: None,
+    ///     e_max: 1_000_000_000, require_tolerance: true,
+    /// };
+    /// let (r, accountant) = config.release(&graph, Epsilon::new(1, 1)?, &mut seeded_rng(1))?;
+    /// assert!((r.cut(0b001) - 1.0).abs() < 0.01);
+    /// assert_eq!(accountant.neighbours(), Some(Neighbours::AddRemove));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn release<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        graph: &Graph,
+        epsilon: Epsilon,
+        rng: &mut R,
+    ) -> Result<(CutRelease, Accountant), ReleaseError> {
+        let mut budget = Accountant::pure(epsilon);
+        budget.bind(Neighbours::AddRemove);
+        let released = release_cut_function(graph, self, epsilon, &mut budget, rng)?;
+        Ok((released, budget))
+    }
+
     fn plan(&self, vertices: u32) -> Result<CutPlan, ReleaseError> {
         let bad = |why: String| Err(ReleaseError::InvalidParameter(why));
         if vertices == 0 || vertices > 64 {

@@ -228,6 +228,37 @@ struct Plan {
 }
 
 impl ReleaseConfig {
+    /// The library entry point of `privq conjunctions release --oracle central`:
+    /// [`release_conjunctions`] charged to a fresh pure-ε accountant bound to its
+    /// relation (replace one record, n public), returned beside the release.
+    ///
+    /// ```
+    /// use privq_host::conjunctions::ReleaseConfig;
+    /// use privq_host::contract::Neighbours;
+    /// use privq_host::data::{CountHistogram, MemoryCap};
+    /// use privq_host::{Epsilon, seeded_rng};
+    /// let counts = vec![1, 2, 3, 4, 5, 6, 7, 8].into_iter().map(|c: u64| c * 10u64.pow(8) / 36).collect();
+    /// let data = CountHistogram::from_counts(counts, MemoryCap::default())?;
+    /// let config = ReleaseConfig { alpha: 0.3, beta: 0.1, p: vec![0.5; 3], cap: 8, rho: None, require_n: true };
+    /// let eps = Epsilon::new(1, 1)?;
+    /// let (r, accountant) = config.release(&data, eps, &mut seeded_rng(1))?;
+    /// assert!(r.conjunction(0b001) > 0.5);
+    /// assert_eq!(accountant.neighbours(), Some(Neighbours::Replace));
+    /// assert_eq!(accountant.spent_epsilon(), Some(eps));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn release<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        data: &CountHistogram,
+        epsilon: Epsilon,
+        rng: &mut R,
+    ) -> Result<(ConjunctionRelease, Accountant), ReleaseError> {
+        let mut budget = Accountant::pure(epsilon);
+        budget.bind(Neighbours::Replace);
+        let released = release_conjunctions(data, self, epsilon, &mut budget, rng)?;
+        Ok((released, budget))
+    }
+
     /// Checks the configuration against a universe of `cells` cells (it must be
     /// binary: `2^d` cells, `1 ≤ d ≤ 24`) and derives ρ and the budget
     /// `k = cap·(d + 2)` (1 when ρ ≥ 3 makes the decomposition trivial).
