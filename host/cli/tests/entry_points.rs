@@ -236,3 +236,91 @@ fn pmw_prints_what_the_opened_session_answers() {
     ]);
     assert_eq!(String::from_utf8(got).unwrap(), want);
 }
+
+#[test]
+fn distance_release_prints_what_release_synopsis_returns() {
+    use privq_host::distance::BoxDomain;
+    use privq_host::distance::privacy::Privacy;
+    use privq_host::distance::release::{DistanceRequest, release_synopsis};
+    let text = std::fs::read_to_string(inputs().join("points.csv")).unwrap();
+    let points: Vec<Vec<f64>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(|f| f.parse().unwrap()).collect())
+        .collect();
+    let domain = BoxDomain::new(vec![0.0, 0.0], vec![1.0, 1.0]).unwrap();
+    let request = DistanceRequest::new(domain, Privacy::pure(eps(1, 1)));
+    let out = release_synopsis(&points, &request, &mut seeded_rng(13)).unwrap();
+    assert_eq!(out.accountant.neighbours(), Some(Neighbours::Replace));
+    assert_eq!(out.accountant.neighbours(), Some(request.neighbours()));
+    let want = format!("{}\n", out.synopsis.to_json().unwrap());
+    let got = privq(&[
+        "distance",
+        "release",
+        "--input",
+        "points.csv",
+        "--lo",
+        "0,0",
+        "--hi",
+        "1,1",
+        "--epsilon",
+        "1",
+        "--seed",
+        "13",
+        "--out",
+        "-",
+    ]);
+    assert_eq!(String::from_utf8(got).unwrap(), want);
+}
+
+/// `privq fairness` spends no privacy budget: its entry points return no
+/// accountant (there is no relation to bind), and the mapping is deterministic.
+#[test]
+fn fairness_em_prints_what_exponential_returns() {
+    use privq_host::dx::FiniteMetric;
+    use privq_host::fairness::LIPSCHITZ_SCALE;
+    use privq_host::fairness::release::{EmRequest, Individuals, exponential};
+    // The CLI's number format (`num` in main.rs).
+    let num = |x: f64| {
+        if x == 0.0 || !x.is_finite() || (1e-4..1e15).contains(&x.abs()) {
+            format!("{x}")
+        } else {
+            format!("{x:e}")
+        }
+    };
+    let text = std::fs::read_to_string(inputs().join("individuals.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    let points: Vec<Vec<f64>> = rows
+        .iter()
+        .map(|r| vec![r[4].parse().unwrap(), r[5].parse().unwrap()])
+        .collect();
+    let people = Individuals {
+        ids: rows.iter().map(|r| r[0].to_string()).collect(),
+        groups: rows.iter().map(|r| r[1].to_string()).collect(),
+        weights: None,
+        losses: vec![vec![]; rows.len()],
+        metric: FiniteMetric::weighted_l1(&points, &[0.1, 0.02]).unwrap(),
+    };
+    let out = exponential(&people, &EmRequest::new(LIPSCHITZ_SCALE)).unwrap();
+    assert!(out.report.lipschitz);
+    let mut want = format!("id,{}\n", people.ids.join(","));
+    for (x, id) in people.ids.iter().enumerate() {
+        let row: Vec<String> = out.mapping.row(x).iter().map(|&p| num(p)).collect();
+        want.push_str(&format!("{id},{}\n", row.join(",")));
+    }
+    let got = privq(&[
+        "fairness",
+        "em",
+        "--individuals",
+        "individuals.csv",
+        "--features",
+        "score:0.1,age:0.02",
+        "--out",
+        "-",
+    ]);
+    assert_eq!(String::from_utf8(got).unwrap(), want);
+}
