@@ -324,3 +324,205 @@ fn fairness_em_prints_what_exponential_returns() {
     ]);
     assert_eq!(String::from_utf8(got).unwrap(), want);
 }
+
+/// `privq`'s number format (`num` in the CLI): plain, or scientific outside
+/// [1e-4, 1e15).
+fn cli_num(x: f64) -> String {
+    let a = x.abs();
+    if x == 0.0 || !x.is_finite() || (1e-4..1e15).contains(&a) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    }
+}
+
+#[test]
+fn knorm_prints_what_knorm_release_returns() {
+    use privq_host::knorm::release::{KnormMechanism, KnormRequest, release};
+    use privq_host::knorm::{Body, NikmOptions};
+
+    let read = |name: &str| -> Vec<u64> {
+        std::fs::read_to_string(inputs().join(name))
+            .unwrap()
+            .lines()
+            .map(|l| l.trim().parse().unwrap())
+            .collect()
+    };
+    let cases: [(&[&str], Body, &str, KnormRequest, u64); 4] = [
+        (
+            &[
+                "--body",
+                "identity:3",
+                "--counts",
+                "counts.txt",
+                "--epsilon",
+                "1",
+            ],
+            Body::identity(3).unwrap(),
+            "counts.txt",
+            KnormRequest::new(
+                eps(1, 1),
+                Neighbours::AddRemove,
+                KnormMechanism::KNorm { steps: None },
+            ),
+            7,
+        ),
+        (
+            &[
+                "--body",
+                "identity:3",
+                "--counts",
+                "counts.txt",
+                "--epsilon",
+                "1",
+                "--mechanism",
+                "nikm",
+                "--neighbours",
+                "replace",
+            ],
+            Body::identity(3).unwrap(),
+            "counts.txt",
+            KnormRequest::new(
+                eps(1, 1),
+                Neighbours::Replace,
+                KnormMechanism::Nikm(NikmOptions::default()),
+            ),
+            9,
+        ),
+        (
+            &[
+                "--body",
+                "hypercube:3",
+                "--counts",
+                "counts8.txt",
+                "--epsilon",
+                "1/2",
+                "--mechanism",
+                "laplace",
+            ],
+            Body::hypercube(3).unwrap(),
+            "counts8.txt",
+            KnormRequest::new(eps(1, 2), Neighbours::AddRemove, KnormMechanism::Laplace),
+            8,
+        ),
+        (
+            &[
+                "--body",
+                "hypercube:3",
+                "--counts",
+                "counts8.txt",
+                "--epsilon",
+                "1/2",
+                "--neighbours",
+                "replace",
+            ],
+            Body::hypercube(3).unwrap(),
+            "counts8.txt",
+            KnormRequest::new(
+                eps(1, 2),
+                Neighbours::Replace,
+                KnormMechanism::KNorm { steps: None },
+            ),
+            10,
+        ),
+    ];
+    for (argv, body, counts, request, seed) in cases {
+        let out = release(
+            body,
+            &read(counts),
+            &request,
+            &mut seeded_rng(seed),
+            &mut |_, _| {},
+        )
+        .unwrap();
+        assert_eq!(out.accountant.neighbours(), Some(request.neighbours()));
+        assert_eq!(out.accountant.ledger().len(), 1);
+        let mut want = String::from("query,answer\n");
+        for (i, a) in out.answers.iter().enumerate() {
+            want.push_str(&format!("{i},{}\n", cli_num(*a)));
+        }
+        let seed = seed.to_string();
+        let got = privq(&[&["knorm"], argv, &["--seed", &seed]].concat());
+        assert_eq!(String::from_utf8(got).unwrap(), want, "{argv:?}");
+    }
+}
+
+#[test]
+fn dx_prints_what_dx_release_returns() {
+    use privq_host::dx::release::{DxRequest, NEIGHBOURS, Strategy, release};
+    use privq_host::dx::{FiniteMetric, Queries};
+
+    let text = std::fs::read_to_string(inputs().join("universe.csv")).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("x,y,n,value"));
+    let (mut points, mut counts, mut values) = (Vec::new(), Vec::new(), Vec::new());
+    for line in lines {
+        let f: Vec<f64> = line.split(',').map(|t| t.parse().unwrap()).collect();
+        points.push(vec![f[0], f[1]]);
+        counts.push(f[2] as u64);
+        values.push(f[3]);
+    }
+    let cases = [
+        (
+            FiniteMetric::euclidean(&points, 1.0).unwrap(),
+            DxRequest::new(Strategy::Psa),
+            vec!["--seed", "11"],
+        ),
+        (
+            FiniteMetric::blowfish(&points, 1.0, 4.0).unwrap(),
+            DxRequest::new(Strategy::S2).budget(Some(eps(5, 1))),
+            vec![
+                "--metric",
+                "blowfish",
+                "--threshold",
+                "4",
+                "--strategy",
+                "s2",
+                "--budget",
+                "5",
+                "--seed",
+                "12",
+            ],
+        ),
+    ];
+    for (metric, request, extra) in cases {
+        let seed: u64 = extra.last().unwrap().parse().unwrap();
+        let queries = Queries::new(vec![values.clone()]).unwrap();
+        let out = release(&metric, queries, &counts, &request, &mut seeded_rng(seed)).unwrap();
+        assert_eq!(NEIGHBOURS, Neighbours::Replace);
+        assert_eq!(out.accountant.neighbours(), Some(Neighbours::Replace));
+        assert_eq!(out.accountant.ledger().len(), 1);
+        let mut want = String::from("query,answer,noise_scale,baseline_scale,improvement\n");
+        for (k, a) in out.answers.iter().enumerate() {
+            let s = out.mechanism.scale(k);
+            let base = out.baseline_scale;
+            let improvement = if s > 0.0 { base / s } else { f64::INFINITY };
+            want.push_str(&format!(
+                "{k},{},{},{},{}\n",
+                cli_num(*a),
+                cli_num(s),
+                cli_num(base),
+                cli_num(improvement)
+            ));
+        }
+        let argv = [
+            &[
+                "dx",
+                "--universe",
+                "universe.csv",
+                "--coords",
+                "x,y",
+                "--counts",
+                "n",
+                "--epsilon",
+                "1",
+                "--query-column",
+                "value",
+            ][..],
+            &extra[..],
+        ]
+        .concat();
+        let got = privq(&argv);
+        assert_eq!(String::from_utf8(got).unwrap(), want, "{argv:?}");
+    }
+}
