@@ -34,7 +34,7 @@ use std::fmt;
 
 use privq_core::rand_core::{CryptoRng, Rng};
 
-use crate::accountant::{Accountant, Cost, Receipt};
+use crate::accountant::{Accountant, AccountantError, Cost, Receipt};
 use crate::central::MechanismError;
 
 /// Which datasets are neighbours: the relation a guarantee is stated for.
@@ -182,6 +182,27 @@ pub trait Mechanism {
         self.check_input(input)?;
         let receipt = accountant.charge_as(self.neighbours(), &self.label(), self.cost())?;
         self.release_paid(input, receipt, rng)
+    }
+
+    /// A fresh accountant for one release: its budget is exactly
+    /// [`cost`](Mechanism::cost) ([`Accountant::exactly`]) and it is bound to
+    /// [`neighbours`](Mechanism::neighbours), so a front end chooses neither.
+    fn accountant(&self) -> Result<Accountant, AccountantError> {
+        let mut accountant = Accountant::exactly(self.cost())?;
+        accountant.bind(self.neighbours());
+        Ok(accountant)
+    }
+
+    /// The one-shot entry point: releases under [`accountant`](Mechanism::accountant)
+    /// and returns the release with it (its ledger is the release's).
+    fn release_with_ledger<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        input: &Self::Input,
+        rng: &mut R,
+    ) -> Result<(Self::Output, Accountant), MechanismError> {
+        let mut accountant = self.accountant()?;
+        let released = self.release(input, &mut accountant, rng)?;
+        Ok((released, accountant))
     }
 }
 

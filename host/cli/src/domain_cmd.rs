@@ -5,7 +5,6 @@
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
-use privq_host::accountant::Accountant;
 use privq_host::contract::Neighbours;
 use privq_host::data::{Discovery, ValueCounts, attribute_names, domain_template};
 
@@ -160,8 +159,7 @@ fn discover(
         .map_err(run_err)?;
     let discovery =
         Discovery::new(neighbours, epsilon, a.delta, counts.attributes().len()).map_err(run_err)?;
-    let mut accountant = Accountant::approximate(epsilon, a.delta).map_err(run_err)?;
-    accountant.bind(neighbours);
+    let mut accountant = discovery.accountant().map_err(run_err)?;
     let mut rng = super::rng(a.seed, stderr)?;
     let released = discovery.release(&counts, &mut accountant, &mut rng);
     if released.is_err() && !accountant.ledger().is_empty() {

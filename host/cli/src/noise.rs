@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use privq_core::Fixed;
 use privq_host::central::MechanismError;
 use privq_host::central::values::{Sampler, ValueBound, ValueNoise};
+use privq_host::contract::Mechanism;
 
 use super::results::{Cell, Format, write_rows};
 use super::{CliError, LedgerArgs};

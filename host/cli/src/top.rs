@@ -4,7 +4,6 @@
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
-use privq_host::accountant::Accountant;
 use privq_host::central::ReportNoisyMax;
 use privq_host::contract::{Mechanism, Neighbours};
 
@@ -82,10 +81,8 @@ pub fn run(
         &values,
     )?;
     let mut rng = super::rng(args.seed, stderr)?;
-    let mut accountant = Accountant::pure(epsilon);
-    accountant.bind(neighbours);
-    let winner = mech
-        .release(&counts[..], &mut accountant, &mut rng)
+    let (winner, accountant) = mech
+        .release_with_ledger(&counts[..], &mut rng)
         .map_err(|e| CliError::Run(Box::new(e)))?;
     writeln!(stdout, "{}", values[winner])?;
     writeln!(

@@ -5,6 +5,7 @@
 //!
 //! ```
 //! use privq_host::central::values::{Sampler, ValueBound, ValueNoise};
+//! use privq_host::contract::Mechanism;
 //! use privq_host::{Epsilon, Fixed, seeded_rng};
 //!
 //! let bound = ValueBound::Range { lo: Fixed::from_int(15), hi: Fixed::from_int(30) };
@@ -21,7 +22,7 @@ use privq_core::sample::{BoundedDiscreteLaplace, DiscreteLaplace, IntegerNoise};
 use privq_core::{Epsilon, Fixed, GridLaplace};
 
 use super::error::MechanismError;
-use crate::accountant::{Accountant, Cost, Receipt};
+use crate::accountant::{Cost, Receipt};
 use crate::contract::{Mechanism, Neighbours};
 
 /// How far one individual can move their value.
@@ -150,20 +151,6 @@ impl ValueNoise {
     /// `log2 δ` per value of the bounded-work sampler; `None` for the exact one.
     pub fn delta_log2(&self) -> Option<i32> {
         self.bounded.as_ref().and_then(|b| b.delta_log2())
-    }
-
-    /// Releases `values` under a fresh accountant holding exactly this release's
-    /// cost, bound to replace-one neighbours; returns the values and the accountant
-    /// (its ledger is the release's).
-    pub fn release_with_ledger<R: Rng + CryptoRng + ?Sized>(
-        &self,
-        values: &[Fixed],
-        rng: &mut R,
-    ) -> Result<(Vec<Fixed>, Accountant), MechanismError> {
-        let mut accountant = Accountant::exactly(self.cost())?;
-        accountant.bind(self.neighbours());
-        let released = self.release(values, &mut accountant, rng)?;
-        Ok((released, accountant))
     }
 }
 

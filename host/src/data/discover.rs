@@ -271,6 +271,15 @@ impl Discovery {
         self.neighbours
     }
 
+    /// A fresh accountant for one discovery: budget exactly [`Discovery::cost`],
+    /// bound to [`Discovery::neighbours`]. Kept by the caller, so a discovery that
+    /// is charged and then keeps nothing still has its spend on record.
+    pub fn accountant(&self) -> Result<Accountant, AccountantError> {
+        let mut accountant = Accountant::exactly(self.cost())?;
+        accountant.bind(self.neighbours);
+        Ok(accountant)
+    }
+
     /// The threshold τ a noisy count must reach.
     pub fn threshold(&self) -> i64 {
         self.threshold
