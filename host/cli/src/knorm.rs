@@ -252,9 +252,8 @@ pub fn run(
     // NiKM's levels as they are built: a progress bar on a terminal, else one line
     // per level (the first failed write is kept in `lost`).
     let levels = privq_host::knorm::level_count(d) as u64;
-    let pb = std::io::stderr()
-        .is_terminal()
-        .then(|| bar(levels, "NiKM levels"));
+    let nikm = matches!(mechanism, KnormMechanism::Nikm(_));
+    let pb = (nikm && std::io::stderr().is_terminal()).then(|| bar(levels, "NiKM levels"));
     let mut lost = Ok(());
     let out = release(body, &counts, &request, &mut rng, &mut |l, n| match &pb {
         Some(pb) => pb.set_position(l as u64),
