@@ -272,8 +272,7 @@ fn cut(args: &CutArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     let text = super::read_text(&args.edges, &mut std::io::empty())?;
     let mut reader = csv::Reader::from_reader(text.as_bytes());
     let header: Vec<String> = reader
-        .headers()
-        .map_err(run_err)?
+        .headers()?
         .iter()
         .map(|h| h.trim().to_string())
         .collect();
@@ -282,7 +281,7 @@ fn cut(args: &CutArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     }
     let mut edges = Vec::new();
     for (line, row) in reader.records().enumerate() {
-        let row = row.map_err(run_err)?;
+        let row = row?;
         let vertex = |i: usize| -> Result<u32, CliError> {
             row.get(i)
                 .and_then(|x| x.trim().parse().ok())
@@ -290,7 +289,7 @@ fn cut(args: &CutArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
         };
         edges.push((vertex(0)?, vertex(1)?));
     }
-    let graph = Graph::new(args.vertices, &edges).map_err(run_err)?;
+    let graph = Graph::new(args.vertices, &edges)?;
     let config = CutConfig {
         alpha: args.alpha,
         beta: args.beta,
@@ -300,11 +299,11 @@ fn cut(args: &CutArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
         e_max: args.e_max,
         require_tolerance: false,
     };
-    let k = config.query_budget(args.vertices).map_err(run_err)?;
-    let tolerance = config.tolerance(args.vertices, epsilon).map_err(run_err)?;
+    let k = config.query_budget(args.vertices)?;
+    let tolerance = config.tolerance(args.vertices, epsilon)?;
     let rho = args.rho.unwrap_or_else(|| rho_for(args.alpha, args.beta));
     let mut rng = super::rng(args.seed, stderr)?;
-    let (released, budget) = config.release(&graph, epsilon, &mut rng).map_err(run_err)?;
+    let (released, budget) = config.release(&graph, epsilon, &mut rng)?;
     let guarantee = rho >= 12.0 * tolerance && !released.truncated();
     writeln!(
         stderr,
@@ -325,7 +324,7 @@ fn cut(args: &CutArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
             "does NOT apply (rho < 12 x tolerance, or stopped at the cap)"
         }
     )?;
-    let bytes = serde_json::to_vec_pretty(&released).map_err(run_err)?;
+    let bytes = serde_json::to_vec_pretty(&released)?;
     super::write_atomically(&args.out, &bytes)?;
     writeln!(stderr, "privq: ledger:\n{}", args.ledger.text(&budget))?;
     args.ledger.write(&budget)?;
@@ -372,12 +371,10 @@ fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
             },
         )?,
         Some(path) => {
-            let domain = Domain::from_json(&super::read_text(path, &mut std::io::empty())?)
-                .map_err(run_err)?;
+            let domain = Domain::from_json(&super::read_text(path, &mut std::io::empty())?)?;
             let ds =
-                Dataset::from_csv_with_domain(&args.input, domain, &columns, MemoryCap::default())
-                    .map_err(run_err)?;
-            binarize(&ds, MemoryCap::default()).map_err(run_err)?
+                Dataset::from_csv_with_domain(&args.input, domain, &columns, MemoryCap::default())?;
+            binarize(&ds, MemoryCap::default())?
         }
     };
     let d = ds.domain.attributes().len() as u32;
@@ -415,15 +412,11 @@ fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
     // ρ from public n, k, ε and β only; the budget is then fixed by ρ.
     let (released, tolerance, privacy, budget) = match args.oracle {
         Oracle::Central => {
-            let tau = config
-                .central_tolerance(cells, n, epsilon)
-                .map_err(run_err)?;
+            let tau = config.central_tolerance(cells, n, epsilon)?;
             config.rho = Some(pick_rho(args, tau)?);
-            let k = config.query_budget(cells).map_err(run_err)?;
-            let tau = config
-                .central_tolerance(cells, n, epsilon)
-                .map_err(run_err)?;
-            let (r, budget) = config.release(&data, epsilon, &mut rng).map_err(run_err)?;
+            let k = config.query_budget(cells)?;
+            let tau = config.central_tolerance(cells, n, epsilon)?;
+            let (r, budget) = config.release(&data, epsilon, &mut rng)?;
             let privacy = format!(
                 "{}; k = {k} statistical queries, Laplace noise of scale at least k/(εn) on each",
                 Neighbours::Replace.summary(&privq_host::accountant::Cost::Pure(epsilon), n)
@@ -436,14 +429,14 @@ fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
                 StrategyArg::Split => Strategy::Split,
             };
             let local = |k| LocalSqOracle::new(epsilon, k, args.beta, strategy).map_err(run_err);
-            let k = config.query_budget(cells).map_err(run_err)?;
+            let k = config.query_budget(cells)?;
             config.rho = Some(pick_rho(args, local(k)?.worst_tau(n))?);
-            let k = config.query_budget(cells).map_err(run_err)?;
+            let k = config.query_budget(cells)?;
             let oracle = local(k)?;
             // The fleet's 32-byte ChaCha seed from the run's generator (secure
             // unless --seed made the whole run reproducible).
             let fleet = FleetSeed::random(&mut rng);
-            let r = release_conjunctions_local(&data, &config, &oracle, fleet).map_err(run_err)?;
+            let r = release_conjunctions_local(&data, &config, &oracle, fleet)?;
             let privacy = format!(
                 "ε = {epsilon}-local DP per device in this run (simulated: one device per \
                  record, each reporting through its own ledger); k = {k} statistical queries, \
@@ -499,7 +492,7 @@ fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
         guarantee,
         release: released,
     };
-    let mut bytes = serde_json::to_vec_pretty(&file).map_err(run_err)?;
+    let mut bytes = serde_json::to_vec_pretty(&file)?;
     bytes.push(b'\n');
     super::write_atomically(&args.out, &bytes)?;
     if let Some(budget) = budget {
@@ -536,8 +529,7 @@ fn bit_names(domain: &Domain) -> Result<Vec<String>, CliError> {
     let d = domain.attributes().len();
     let mut names = vec![String::new(); d];
     for (i, a) in domain.attributes().iter().enumerate() {
-        let Query::BitPattern { mask, .. } = Query::conjunction(domain, &[i]).map_err(run_err)?
-        else {
+        let Query::BitPattern { mask, .. } = Query::conjunction(domain, &[i])? else {
             return Err(usage("input", "is not a binary table"));
         };
         let bit = mask.trailing_zeros() as usize;

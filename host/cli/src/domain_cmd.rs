@@ -98,10 +98,6 @@ pub fn run(
     }
 }
 
-fn run_err<E: std::error::Error + Send + Sync + 'static>(e: E) -> CliError {
-    CliError::Run(Box::new(e))
-}
-
 fn init(
     a: &InitArgs,
     stdin: &mut dyn BufRead,
@@ -116,8 +112,7 @@ fn init(
     } else {
         let file = std::fs::File::open(&a.input).map_err(|e| CliError::file(&a.input, e))?;
         attribute_names(file, &a.columns.columns())
-    }
-    .map_err(run_err)?;
+    }?;
     if let Some(unknown) = a.numeric.iter().find(|n| !names.contains(n)) {
         return Err(CliError::Usage {
             option: "numeric",
@@ -155,11 +150,9 @@ fn discover(
     let mut output = Output::open(a.output.as_deref())?;
     let neighbours = Neighbours::from(a.neighbours);
     let file = std::fs::File::open(input.path()).map_err(|e| CliError::file(input.path(), e))?;
-    let counts = ValueCounts::from_csv(std::io::BufReader::new(file), &a.columns.columns())
-        .map_err(run_err)?;
-    let discovery =
-        Discovery::new(neighbours, epsilon, a.delta, counts.attributes().len()).map_err(run_err)?;
-    let mut accountant = discovery.accountant().map_err(run_err)?;
+    let counts = ValueCounts::from_csv(std::io::BufReader::new(file), &a.columns.columns())?;
+    let discovery = Discovery::new(neighbours, epsilon, a.delta, counts.attributes().len())?;
+    let mut accountant = discovery.accountant()?;
     let mut rng = super::rng(a.seed, stderr)?;
     let released = discovery.release(&counts, &mut accountant, &mut rng);
     if released.is_err() && !accountant.ledger().is_empty() {
@@ -167,7 +160,7 @@ fn discover(
         a.ledger.write(&accountant)?;
         writeln!(stderr, "privq: ledger:\n{}", a.ledger.text(&accountant))?;
     }
-    let domain = released.map_err(run_err)?;
+    let domain = released?;
     output
         .writer(stdout)
         .write_all(domain.to_json().as_bytes())?;

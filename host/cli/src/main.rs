@@ -670,6 +670,35 @@ impl From<csv::Error> for CliError {
     }
 }
 
+/// A library error reaches the user through [`CliError::Run`], its message and
+/// `source()` chain intact: `?` converts it.
+macro_rules! library_errors {
+    ($($error:ty),* $(,)?) => {
+        $(impl From<$error> for CliError {
+            fn from(e: $error) -> Self {
+                CliError::Run(Box::new(e))
+            }
+        })*
+    };
+}
+
+library_errors!(
+    privq_host::accountant::AccountantError,
+    privq_host::central::MechanismError,
+    privq_host::central::pmw::PmwError,
+    privq_host::central::pmw_reduce::ReduceError,
+    privq_host::conjunctions::DecomposeError,
+    privq_host::conjunctions::ReleaseError,
+    privq_host::data::DataError,
+    privq_host::data::DiscoveryError,
+    privq_host::dx::DxError,
+    privq_host::synth::SynthError,
+    privq_host::synth::adaptive::AdaptiveError,
+    privq_host::synth::mwem::MwemSynthError,
+    privq_host::ldp::sq::SqError,
+    serde_json::Error,
+);
+
 /// The exit status when the reader of standard output went away (`privq … | head`):
 /// 128 + SIGPIPE, what a shell reports for a program the signal ended. Nothing is
 /// printed.

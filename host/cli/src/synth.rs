@@ -15,7 +15,7 @@ use privq_host::central::mwem::{EmProfile, MwemConfig, MwemOutput};
 use privq_host::contract::Neighbours;
 use privq_host::data::{BinOutput, Discovered, Domain, MemoryCap, write_records};
 use privq_host::query::Workload;
-use privq_host::synth::mwem::{MwemRequest, MwemRun, MwemSynthError, MwemSynthetic};
+use privq_host::synth::mwem::{MwemRequest, MwemRun, MwemSynthetic};
 use rand_chacha::ChaCha12Rng;
 
 /// Options of `privq synth`.
@@ -372,25 +372,22 @@ fn release_mwem(
     rng: &mut ChaCha12Rng,
     stderr: &mut dyn Write,
 ) -> Result<(Workload, MwemSynthetic), CliError> {
-    let run_err = |e: MwemSynthError| CliError::Run(Box::new(e));
     let workload = parse_workload(workload_spec, &run.dataset().domain)?;
     if request.em_profile() == EmProfile::ThesisLiteral {
-        let share = request.mwem_epsilon().map_err(run_err)?;
+        let share = request.mwem_epsilon()?;
         writeln!(
             stderr,
             "privq: note: --profile thesis-literal uses the printed EM weights exp(eps0*s/2), which cost \
              1.5*eps0 per round, not eps0; MWEM is run with {} = 2/3 of epsilon {share} so the \
              true total stays within {share}",
-            request.configured_epsilon().map_err(run_err)?,
+            request.configured_epsilon()?,
         )?;
     }
     let pb = bar(run.rounds(&workload) as u64, "MWEM rounds");
-    let release = run
-        .release(&workload, rng, &mut |r, total| {
-            pb.set_length(total as u64);
-            pb.set_position(r as u64);
-        })
-        .map_err(run_err)?;
+    let release = run.release(&workload, rng, &mut |r, total| {
+        pb.set_length(total as u64);
+        pb.set_position(r as u64);
+    })?;
     pb.finish_and_clear();
     Ok((workload, release))
 }

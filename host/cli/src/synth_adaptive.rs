@@ -32,7 +32,7 @@ fn domain(args: &Args, input: &InputFile) -> Result<Domain, CliError> {
         (Some(DomainArg::Binary), _) => {
             let file =
                 std::fs::File::open(input.path()).map_err(|e| CliError::file(input.path(), e))?;
-            let names = attribute_names(file, &args.columns.columns()).map_err(run_err)?;
+            let names = attribute_names(file, &args.columns.columns())?;
             Domain::binary(names).map_err(run_err)
         }
         (Some(DomainArg::File(path)), _) => {
@@ -116,8 +116,7 @@ pub fn run(
     // Each synthetic row is a vector of value indices.
     super::synth::check_records(args, 24 + 8 * domain.dims() as u64)?;
     let text = super::read_text(input.path(), &mut std::io::empty())?;
-    let records =
-        Records::from_csv(text.as_bytes(), &domain, &args.columns.columns()).map_err(run_err)?;
+    let records = Records::from_csv(text.as_bytes(), &domain, &args.columns.columns())?;
     let mut rng = super::rng(args.seed, stderr)?;
     // The run ends when the budget is spent: progress is the share of ρ spent (‰).
     let budget = request
@@ -137,8 +136,7 @@ pub fn run(
                 pb.set_position((r.spent.to_f64() / budget * 1000.0).min(1000.0) as u64);
             }
         },
-    )
-    .map_err(run_err)?;
+    )?;
     pb.finish_and_clear();
     let Synthetic {
         rows: sample,
@@ -147,7 +145,7 @@ pub fn run(
         guarantee,
     } = release;
     let (n, rows) = (records.len(), sample.len());
-    write_rows(output.writer(stdout), &domain, &sample, args.bin_output()).map_err(run_err)?;
+    write_rows(output.writer(stdout), &domain, &sample, args.bin_output())?;
     // The release's own time, reported once (on stderr and in the report): the
     // NOT PRIVATE diagnostics below are not part of it.
     let release_time = started.elapsed();
@@ -263,7 +261,7 @@ impl<'a> Compared<'a> {
         let columns: Vec<Vec<u32>> = (0..domain.dims())
             .map(|a| sample.iter().map(|r| r[a] as u32).collect())
             .collect();
-        let synthetic = Records::from_columns(columns, domain).map_err(run_err)?;
+        let synthetic = Records::from_columns(columns, domain)?;
         let mut c = Compared {
             records,
             domain,
@@ -297,7 +295,7 @@ impl<'a> Compared<'a> {
     }
 
     fn counts(&self, r: &Records, attrs: &[usize]) -> Result<Vec<f64>, CliError> {
-        let c = r.marginal(attrs, self.domain).map_err(run_err)?;
+        let c = r.marginal(attrs, self.domain)?;
         Ok(normalised(c.into_iter().map(|v| v as f64).collect()))
     }
 
@@ -311,8 +309,8 @@ impl<'a> Compared<'a> {
     }
 
     fn fitted(&self, attrs: &[usize]) -> Result<Vec<f64>, CliError> {
-        let clique = privq_host::synth::Clique::new(attrs.iter().copied()).map_err(run_err)?;
-        Ok(normalised(self.model.marginal(&clique).map_err(run_err)?))
+        let clique = privq_host::synth::Clique::new(attrs.iter().copied())?;
+        Ok(normalised(self.model.marginal(&clique)?))
     }
 
     /// The mean 2-way and 3-way TV, on standard error.
