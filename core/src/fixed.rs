@@ -143,6 +143,45 @@ fn round_half_up_scaled(x: f64) -> Result<i64> {
     i64::try_from(rounded).map_err(|_| Error::OutOfRange)
 }
 
+impl Fixed {
+    /// Parses a decimal like [`FromStr`], but rounds **up** (towards +∞) to the
+    /// next representable value: the form for a bound that must not shrink, such
+    /// as an asserted sensitivity (`"3e-10"`, 1.29 units of 2⁻³², becomes two
+    /// units, never one: a smaller bound would understate ε).
+    ///
+    /// ```
+    /// use privq_core::Fixed;
+    /// assert_eq!(Fixed::parse_up("3e-10")?, Fixed::from_bits(2));
+    /// assert_eq!(Fixed::parse_up("1e-10")?, Fixed::from_bits(1)); // never 0
+    /// assert_eq!(Fixed::parse_up("1e-9")?, Fixed::from_bits(5)); // 4.29 units, up
+    /// assert_eq!(Fixed::parse_up("0.5")?, "0.5".parse()?);
+    /// # Ok::<(), privq_core::Error>(())
+    /// ```
+    pub fn parse_up(s: &str) -> Result<Fixed> {
+        let s = s.trim();
+        let (negative, body) = match s.strip_prefix('-') {
+            Some(rest) => (true, rest),
+            None => (false, s.strip_prefix('+').unwrap_or(s)),
+        };
+        let (num, den) = parse_decimal(body).map_err(|e| match e {
+            Error::Overflow => Error::OutOfRange,
+            e => e,
+        })?;
+        let scaled = u128::from(num) << 32;
+        let (floor, exact) = (scaled / u128::from(den), scaled % u128::from(den) == 0);
+        let units = i128::try_from(floor).map_err(|_| Error::OutOfRange)?;
+        // Up for a positive value; towards zero (also up) for a negative one.
+        let units = match (negative, exact) {
+            (false, false) => units + 1,
+            (false, true) => units,
+            (true, _) => -units,
+        };
+        i64::try_from(units)
+            .map(Fixed)
+            .map_err(|_| Error::OutOfRange)
+    }
+}
+
 impl FromStr for Fixed {
     type Err = Error;
 

@@ -136,7 +136,10 @@ fn mechanism(args: &Args) -> Result<ValueNoise, CliError> {
             hi.checked_sub(lo).map_err(param("range"))?;
             ValueBound::Range { lo, hi }
         }
-        (None, Some(text)) => ValueBound::Asserted(text.parse().map_err(param("sensitivity"))?),
+        // Rounded up to the grid: an asserted bound must never shrink.
+        (None, Some(text)) => {
+            ValueBound::Asserted(Fixed::parse_up(text).map_err(param("sensitivity"))?)
+        }
         (None, None) => return Err(param("range")(privq_core::Error::OutOfRange)),
     };
     let sampler = if args.bounded_work {
@@ -729,5 +732,27 @@ mod tests {
         ];
         let (_, err) = crate::run_with(&argv, "3\n4.25\n").unwrap();
         assert!(!err.contains("saturated"), "{err}");
+    }
+
+    #[test]
+    fn an_asserted_sensitivity_is_rounded_up_to_the_grid() {
+        // 3e-10 is 1.29 units of 2^-32: two units, never one (which would
+        // understate ε by 29 %); 1e-10 is one unit, never zero.
+        for (text, steps) in [("3e-10", 2), ("1e-10", 1), ("1e-9", 5)] {
+            let argv = [
+                "noise",
+                "--epsilon",
+                "1",
+                "--sensitivity",
+                text,
+                "--seed",
+                "1",
+            ];
+            let (_, err) = run_with(&argv, "0.1\n").unwrap();
+            assert!(
+                err.contains(&format!("sensitivity {steps} steps")),
+                "{text}: {err}"
+            );
+        }
     }
 }
