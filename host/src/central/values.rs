@@ -234,6 +234,7 @@ impl Mechanism for ValueNoise {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::accountant::Accountant;
     use crate::seeded_rng;
 
     fn fixed(x: i32) -> Fixed {

@@ -40,17 +40,41 @@ pub fn remove_pending_temporaries() {
     });
 }
 
-/// A file written in full or not at all.
+/// A file written in full or not at all: a temporary file beside the destination,
+/// renamed into place by [`AtomicFile::commit`]. A symbolic link is followed (its
+/// target is replaced, the link kept); a destination that exists and is not a
+/// regular file — `/dev/null`, a FIFO, a terminal — is written in place, since it
+/// cannot be replaced (and must not be: as root, a rename would swap the device
+/// node for a plain file).
 #[derive(Debug)]
 pub struct AtomicFile {
     dest: PathBuf,
-    tmp: PathBuf,
+    /// The temporary file; `None` when writing in place.
+    tmp: Option<PathBuf>,
     file: Option<BufWriter<File>>,
 }
 
 impl AtomicFile {
-    /// Creates the temporary file `.<name>.<pid>.tmp` next to `dest`.
+    /// Creates the temporary file `.<name>.<pid>.tmp` next to `dest` (next to the
+    /// target of a link), or opens a special file such as `/dev/null` in place.
     pub fn create(dest: &Path) -> io::Result<AtomicFile> {
+        let dest = match fs::symlink_metadata(dest) {
+            Ok(m) if m.file_type().is_symlink() => {
+                fs::canonicalize(dest).unwrap_or_else(|_| dest.to_path_buf())
+            }
+            _ => dest.to_path_buf(),
+        };
+        if let Ok(m) = fs::metadata(&dest)
+            && !m.is_file()
+            && !m.is_dir()
+        {
+            let file = fs::OpenOptions::new().write(true).open(&dest)?;
+            return Ok(AtomicFile {
+                dest,
+                tmp: None,
+                file: Some(BufWriter::new(file)),
+            });
+        }
         let name = dest
             .file_name()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file path"))?;
@@ -64,20 +88,25 @@ impl AtomicFile {
             .open(&tmp)?;
         pending(|list| list.push(tmp.clone()));
         Ok(AtomicFile {
-            dest: dest.to_path_buf(),
-            tmp,
+            dest,
+            tmp: Some(tmp),
             file: Some(BufWriter::new(file)),
         })
     }
 
-    /// Flushes, syncs and renames the file into place.
+    /// Flushes, syncs and renames the file into place (a special file: flushes).
     pub fn commit(mut self) -> io::Result<()> {
-        if let Some(f) = self.file.take() {
-            let f = f.into_inner().map_err(|e| e.into_error())?;
+        let Some(f) = self.file.take() else {
+            return Ok(());
+        };
+        let f = f.into_inner().map_err(|e| e.into_error())?;
+        if let Some(tmp) = &self.tmp {
             f.sync_all()?;
+            fs::rename(tmp, &self.dest)?;
+            pending(|list| list.retain(|p| p != tmp));
+            // In place: nothing left for `drop` to remove.
+            self.tmp = None;
         }
-        fs::rename(&self.tmp, &self.dest)?;
-        pending(|list| list.retain(|p| p != &self.tmp));
         Ok(())
     }
 }
@@ -99,10 +128,11 @@ impl Write for AtomicFile {
 }
 
 impl Drop for AtomicFile {
+    /// An uncommitted (or failed) file leaves no temporary file behind.
     fn drop(&mut self) {
-        if self.file.take().is_some() {
-            let _ = fs::remove_file(&self.tmp);
-            pending(|list| list.retain(|p| p != &self.tmp));
+        if let Some(tmp) = self.tmp.take() {
+            let _ = fs::remove_file(&tmp);
+            pending(|list| list.retain(|p| p != &tmp));
         }
     }
 }
@@ -404,5 +434,36 @@ mod tests {
         let entries = std::fs::read_dir(&dir).unwrap().count();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(entries, 1);
+    }
+
+    #[test]
+    fn special_files_are_written_in_place_and_links_followed() {
+        // /dev/null stays a device: nothing renamed over it.
+        let mut f = AtomicFile::create(Path::new("/dev/null")).unwrap();
+        f.write_all(b"gone").unwrap();
+        f.commit().unwrap();
+        let m = fs::metadata("/dev/null").unwrap();
+        assert!(!m.is_file(), "/dev/null must remain a device");
+        // A link keeps pointing at its target, which gets the content.
+        let dir = std::env::temp_dir().join(format!("privq-atomic-link-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let (target, link) = (dir.join("target.txt"), dir.join("link.txt"));
+        fs::write(&target, "old").unwrap();
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let mut f = AtomicFile::create(&link).unwrap();
+        f.write_all(b"new").unwrap();
+        f.commit().unwrap();
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(fs::read_to_string(&target).unwrap(), "new");
+        // Dropped uncommitted: no temporary file left.
+        drop(AtomicFile::create(&dir.join("never.txt")).unwrap());
+        let entries = fs::read_dir(&dir).unwrap().count();
+        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(entries, 2);
     }
 }
