@@ -569,6 +569,41 @@ fn check_result_args(args: &ResultArgs) -> Result<PostProcess, CliError> {
     Ok(args.post.parse().map_err(LdpError::Post)?)
 }
 
+/// Before anything is read: `--output` and `--save-state` name neither an input
+/// (reports, campaign, database, states) nor each other, and no input is given
+/// twice (its reports would count twice and the intervals shrink).
+fn check_paths(inputs: &[&Path], args: &ResultArgs) -> Result<(), CliError> {
+    for (i, input) in inputs.iter().enumerate() {
+        super::refuse_overwriting_input(input, args.output.as_deref(), "output")?;
+        super::refuse_overwriting_input(input, args.save_state.as_deref(), "save-state")?;
+        for earlier in &inputs[..i] {
+            if super::refuse_overwriting_input(earlier, Some(input), "input").is_err() {
+                return Err(CliError::Usage {
+                    option: "input",
+                    message: format!(
+                        "{} is given twice (as {} too); its reports would count twice",
+                        input.display(),
+                        earlier.display()
+                    ),
+                });
+            }
+        }
+    }
+    if let (Some(out), Some(state)) = (&args.output, &args.save_state)
+        && (out == state
+            || super::refuse_overwriting_input(out, Some(state), "save-state").is_err())
+    {
+        return Err(CliError::Usage {
+            option: "save-state",
+            message: format!(
+                "{} is also --output; give the state and the estimates different files",
+                state.display()
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Stored reports classified at a time by `ldp aggregate --db`.
 #[cfg(feature = "serve")]
 const DB_CHUNK: usize = 4096;
@@ -580,6 +615,13 @@ fn aggregate(
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     let post = check_result_args(&args.result)?;
+    let mut inputs: Vec<&Path> = args.input.iter().map(PathBuf::as_path).collect();
+    inputs.extend(args.campaign.campaign.as_deref());
+    #[cfg(feature = "serve")]
+    inputs.extend(args.db.as_deref());
+    #[cfg(feature = "analytics")]
+    inputs.extend(args.parquet.as_deref());
+    check_paths(&inputs, &args.result)?;
     #[cfg(feature = "serve")]
     let from_db = args.db.is_some();
     #[cfg(not(feature = "serve"))]
@@ -645,6 +687,8 @@ fn aggregate(
 
 fn merge(args: &MergeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<(), CliError> {
     let post = check_result_args(&args.result)?;
+    let states: Vec<&Path> = args.states.iter().map(PathBuf::as_path).collect();
+    check_paths(&states, &args.result)?;
     let limits = Limits::from_mib(args.memory_mib);
     let mut total: Option<Intake> = None;
     for path in &args.states {

@@ -440,3 +440,36 @@ fn simulate_sizes_are_capped_by_memory_mib_naming_devices() {
         text(&o.stderr)
     );
 }
+
+#[test]
+fn aggregate_never_overwrites_or_double_counts_its_inputs() {
+    let d = Dir::new("own-inputs");
+    simulate(&d, "r.pqr", 200, 3);
+    let reports = std::fs::read(d.path("r.pqr")).unwrap();
+    let campaign = std::fs::read(d.path("campaign.json")).unwrap();
+    let r = d.s("r.pqr");
+    for (extra, says) in [
+        (vec!["--input", &r, "--output", &r], "--output: "),
+        (vec!["--input", &r, "--save-state", &r], "--save-state: "),
+        (
+            vec!["--input", &r, "--output", "campaign.json"],
+            "--output: campaign.json is the input file",
+        ),
+        (vec!["--input", &r, "--input", "r.pqr"], "is given twice"),
+        (
+            vec!["--input", &r, "--output", "e.csv", "--save-state", "e.csv"],
+            "is also --output",
+        ),
+    ] {
+        let o = aggregate(&d, &extra, b"");
+        assert_eq!(code(&o), 2, "{extra:?}");
+        assert!(
+            text(&o.stderr).contains(says),
+            "{extra:?}: {}",
+            text(&o.stderr)
+        );
+    }
+    assert_eq!(std::fs::read(d.path("r.pqr")).unwrap(), reports);
+    assert_eq!(std::fs::read(d.path("campaign.json")).unwrap(), campaign);
+    assert!(!d.path("e.csv").exists());
+}
