@@ -238,6 +238,66 @@ fn pmw_prints_what_the_opened_session_answers() {
 }
 
 #[test]
+fn conjunctions_cut_prints_what_the_cut_config_releases() {
+    use privq_host::conjunctions::{CutConfig, Graph};
+
+    let text = std::fs::read_to_string(inputs().join("edges.csv")).unwrap();
+    let edges: Vec<(u32, u32)> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let (u, v) = l.split_once(',').unwrap();
+            (u.trim().parse().unwrap(), v.trim().parse().unwrap())
+        })
+        .collect();
+    let graph = Graph::new(10, &edges).unwrap();
+    let config = CutConfig {
+        alpha: 0.5,
+        beta: 0.1,
+        p: vec![0.5; 10],
+        cap: 8,
+        rho: None,
+        e_max: 40,
+        require_tolerance: false,
+    };
+    let (released, accountant) = config
+        .release(&graph, eps(1, 1), &mut seeded_rng(17))
+        .unwrap();
+    assert_eq!(accountant.neighbours(), Some(Neighbours::AddRemove));
+    let mut want = String::from("set,cut_fraction,cut_edges\n");
+    for (text, set) in [("0,1,2", 0b111u64), ("5", 1 << 5)] {
+        want.push_str(&format!(
+            "\"{text}\",{},{}\n",
+            released.cut(set),
+            released.cut_edges(set)
+        ));
+    }
+    let out = std::env::temp_dir().join(format!("privq-entry-cut-{}.json", std::process::id()));
+    let got = privq(&[
+        "conjunctions",
+        "cut",
+        "--edges",
+        "edges.csv",
+        "--vertices",
+        "10",
+        "--e-max",
+        "40",
+        "--epsilon",
+        "1",
+        "--seed",
+        "17",
+        "--set",
+        "0,1,2",
+        "--set",
+        "5",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let _ = std::fs::remove_file(&out);
+    assert_eq!(String::from_utf8(got).unwrap(), want);
+}
+
+#[test]
 fn distance_release_prints_what_release_synopsis_returns() {
     use privq_host::distance::BoxDomain;
     use privq_host::distance::privacy::Privacy;
