@@ -10,7 +10,7 @@ use std::time::Duration;
 use privq_core::Epsilon;
 use privq_host::accountant::Accountant;
 use privq_host::contract::Neighbours;
-use privq_host::data::{Domain, Records, attribute_names, write_rows};
+use privq_host::data::{DataError, Domain, Records, attribute_names, write_rows};
 use privq_host::synth::Model;
 use privq_host::synth::adaptive::{AdaptiveError, AdaptiveOutput, MarginalWorkload, RoundLog};
 use privq_host::synth::release::{SynthRequest, Synthetic, synthesize};
@@ -116,7 +116,28 @@ pub fn run(
     // Each synthetic row is a vector of value indices.
     super::synth::check_records(args, 24 + 8 * domain.dims() as u64)?;
     let text = super::read_text(input.path(), &mut std::io::empty())?;
-    let records = Records::from_csv(text.as_bytes(), &domain, &args.columns.columns())?;
+    // Each record: a value index per attribute, a cell index while marginals are
+    // counted, and about one synthetic row (24 + 8·d bytes) in the release.
+    let per_record = 4 * domain.dims() as u64 + 8 + 24 + 8 * domain.dims() as u64;
+    let max = args.memory_mib.saturating_mul(1 << 20) / per_record;
+    let records = Records::from_csv_within(
+        text.as_bytes(),
+        &domain,
+        &args.columns.columns(),
+        usize::try_from(max).unwrap_or(usize::MAX),
+    )
+    .map_err(|e| match e {
+        DataError::TooManyRecords { line, max } => CliError::Usage {
+            option: "memory-mib",
+            message: format!(
+                "line {line}: the input holds more than {max} records (count-column weights \
+                 included), about {} bytes each with the synthetic rows, over --memory-mib {}; \
+                 raise --memory-mib",
+                per_record, args.memory_mib
+            ),
+        },
+        e => e.into(),
+    })?;
     let mut rng = super::rng(args.seed, stderr)?;
     // The run ends when the budget is spent: progress is the share of ρ spent (‰).
     let budget = request

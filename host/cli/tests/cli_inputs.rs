@@ -477,3 +477,35 @@ fn a_total_epsilon_above_ten_is_warned_about() {
     assert!(run("100").contains("warning: a total ε of 100 protects little"));
     assert!(!run("10").contains("protects little"));
 }
+
+#[test]
+fn a_count_column_beyond_the_memory_cap_is_refused_before_anything_is_spent() {
+    let d = Dir::new("huge-count");
+    d.write("c.csv", "a,b,count\n0,1,5\n1,0,300000000\n");
+    let o = privq(
+        &d.0,
+        &[
+            "synth",
+            "--input",
+            "c.csv",
+            "--count-column",
+            "count",
+            "--domain",
+            "binary",
+            "--epsilon",
+            "1",
+            "--output",
+            "o.csv",
+            "--ledger-json",
+            "l.json",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(2));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("--memory-mib: line 3: the input holds more than"),
+        "{err}"
+    );
+    assert!(!d.0.join("o.csv").exists() && !d.0.join("l.json").exists());
+}

@@ -57,6 +57,14 @@ pub enum DataError {
         /// The configured cap in bytes.
         cap: u64,
     },
+    /// The input holds more records (count-column weights included) than the
+    /// caller's limit, reached at `line`.
+    TooManyRecords {
+        /// 1-based line where the limit was passed.
+        line: usize,
+        /// The limit.
+        max: usize,
+    },
     /// The data hold no records (or every count is zero).
     EmptyData,
     /// Records were to be loaded for a release without a domain. The values each
@@ -166,6 +174,11 @@ impl fmt::Display for DataError {
                 f,
                 "the universe has {cells} cells, which needs {bytes} bytes for a dense histogram; \
                  the memory cap is {cap} bytes (raise it, or use fewer attributes or coarser bins)"
+            ),
+            DataError::TooManyRecords { line, max } => write!(
+                f,
+                "line {line}: the input holds more than {max} records (count-column weights \
+                 included), more than the memory cap allows"
             ),
             DataError::EmptyData => write!(f, "the data hold no records"),
             DataError::DomainRequired { discovery } => {

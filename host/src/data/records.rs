@@ -40,6 +40,18 @@ impl Records {
         domain: &Domain,
         columns: &CsvColumns,
     ) -> Result<Self, DataError> {
+        Self::from_csv_within(reader, domain, columns, 1 << 32)
+    }
+
+    /// [`Records::from_csv`] holding at most `max` records (count-column weights
+    /// included): one more is [`DataError::TooManyRecords`], refused before it is
+    /// stored, so a memory cap binds before the memory is taken.
+    pub fn from_csv_within<R: Read>(
+        reader: R,
+        domain: &Domain,
+        columns: &CsvColumns,
+        max: usize,
+    ) -> Result<Self, DataError> {
         let mut rdr = csv::Reader::from_reader(reader);
         let layout = columns.layout(header(&mut rdr)?, domain)?;
         let mut out = vec![Vec::new(); domain.dims()];
@@ -65,13 +77,19 @@ impl Records {
                     let text = rec.get(c).unwrap_or("").trim();
                     text.parse::<usize>()
                         .ok()
-                        .filter(|&t| len.checked_add(t).is_some_and(|l| l <= 1 << 32))
+                        .filter(|&t| t <= 1 << 32)
                         .ok_or_else(|| DataError::BadCount {
                             line,
                             text: text.to_string(),
                         })?
                 }
             };
+            if len.saturating_add(times) > max.min(1 << 32) {
+                return Err(DataError::TooManyRecords {
+                    line,
+                    max: max.min(1 << 32),
+                });
+            }
             for (column, &v) in out.iter_mut().zip(&values) {
                 column.extend(std::iter::repeat_n(v, times));
             }
@@ -258,5 +276,19 @@ mod numeric_tests {
         )
         .unwrap();
         assert_eq!(r.column(0).unwrap(), &[0, 1, 1]);
+    }
+
+    #[test]
+    fn a_record_limit_binds_before_the_records_are_stored() {
+        let d = Domain::binary(["a", "b"]).unwrap();
+        let count = CsvColumns::new().count("count");
+        let csv = "a,b,count\n0,1,3\n1,0,300000000\n";
+        let e = Records::from_csv_within(csv.as_bytes(), &d, &count, 10).unwrap_err();
+        assert!(
+            matches!(e, DataError::TooManyRecords { line: 3, max: 10 }),
+            "{e}"
+        );
+        let r = Records::from_csv_within("a,b,count\n0,1,3\n".as_bytes(), &d, &count, 3).unwrap();
+        assert_eq!(r.len(), 3);
     }
 }
