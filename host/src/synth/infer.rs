@@ -219,27 +219,36 @@ pub fn marginal(
         }
     }
     // The kept subtree's joint is Π μ_C / Π μ_S (running intersection): one factor
-    // per kept clique (its belief) and per kept separator (its marginal, negated in
-    // log space); everything outside q is summed out in the order elimination picks.
+    // per kept clique — the root's belief, every other clique's conditional
+    // μ_C / μ_S given its parent separator (at most 1, so no reciprocal of a tiny
+    // separator marginal ever appears) — and everything outside q is summed out in
+    // the order elimination picks.
     let mut factors = Vec::new();
     let mut scratch = Vec::new();
     for &c in &bfs {
         if !keep[c] {
             continue;
         }
-        factors.push(Scaled::from_log(cl[c].clone(), &log_beliefs[c]));
-        if c != root {
-            let sep = cl[c].intersection(&cl[par[c]]);
-            let mut lsep = Vec::new();
-            Projection::new(sizes, &cl[c], &sep)?.logsumexp(
-                &log_beliefs[c],
-                None,
-                &mut lsep,
-                &mut scratch,
-            );
-            lsep.iter_mut().for_each(|x| *x = -*x);
-            factors.push(Scaled::from_log(sep, &lsep));
+        if c == root {
+            factors.push(Scaled::from_log(cl[c].clone(), &log_beliefs[c]));
+            continue;
         }
+        let sep = cl[c].intersection(&cl[par[c]]);
+        let mut lsep = Vec::new();
+        Projection::new(sizes, &cl[c], &sep)?.logsumexp(
+            &log_beliefs[c],
+            None,
+            &mut lsep,
+            &mut scratch,
+        );
+        let mut conditional = log_beliefs[c].clone();
+        Projection::new(sizes, &cl[c], &sep)?.broadcast_add(&mut conditional, &lsep, -1.0);
+        // μ_C = μ_S = 0 (−∞ − −∞): a cell of probability 0.
+        conditional
+            .iter_mut()
+            .filter(|x| x.is_nan())
+            .for_each(|x| *x = f64::NEG_INFINITY);
+        factors.push(Scaled::from_log(cl[c].clone(), &conditional));
     }
     let Scaled {
         scope,
@@ -250,8 +259,11 @@ pub fn marginal(
     if scope != *q || values.len() != qn {
         return Err(SynthError::NotASubset);
     }
+    // A zero stays zero (never 0·∞ = NaN).
     let scale = log_scale.exp();
-    values.iter_mut().for_each(|x| *x *= scale);
+    values
+        .iter_mut()
+        .for_each(|x| *x = if *x == 0.0 { 0.0 } else { *x * scale });
     Ok(values)
 }
 

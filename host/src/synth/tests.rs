@@ -239,6 +239,33 @@ fn inference_on_a_chain_matches_brute_force() {
 }
 
 #[test]
+fn a_marginal_across_a_nearly_impossible_separator_value_is_finite() {
+    // A–B–C with P(B = 1) = e^-800: a reciprocal of the separator marginal would
+    // underflow to 0 · ∞; the conditionals μ_BC / μ_B never do. P(A, C) = 1/4 each.
+    let sizes = [2, 2, 2];
+    let tree = JunctionTree::new(&sizes, &[cl(&[0, 1]), cl(&[1, 2])]).unwrap();
+    let half = 0.5f64.ln();
+    let beliefs: Vec<Vec<f64>> = tree
+        .cliques()
+        .iter()
+        .map(|c| {
+            // Cells with the last attribute fastest; B is attribute 1.
+            let b_first = c.attributes()[0] == 1;
+            (0..4)
+                .map(|i| {
+                    let b = if b_first { i / 2 } else { i % 2 };
+                    half - 800.0 * b as f64
+                })
+                .collect()
+        })
+        .collect();
+    let got = marginal(&tree, &beliefs, &cl(&[0, 2])).unwrap();
+    for g in got {
+        assert!((g - 0.25).abs() < 1e-9, "{g}");
+    }
+}
+
+#[test]
 fn inference_on_a_tree_matches_brute_force() {
     let sizes = [3, 2, 2, 3, 2, 2, 2];
     let cliques = [
