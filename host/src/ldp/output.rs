@@ -41,11 +41,13 @@ pub fn remove_pending_temporaries() {
 }
 
 /// A file written in full or not at all: a temporary file beside the destination,
-/// renamed into place by [`AtomicFile::commit`]. A symbolic link is followed (its
-/// target is replaced, the link kept); a destination that exists and is not a
-/// regular file — `/dev/null`, a FIFO, a terminal — is written in place, since it
-/// cannot be replaced (and must not be: as root, a rename would swap the device
-/// node for a plain file).
+/// renamed into place by [`AtomicFile::commit`]. A destination that is (or links
+/// to) a character device, FIFO or socket — `/dev/null`, `/dev/stdout`, a
+/// terminal, a pipe — is written in place instead, since it cannot be replaced
+/// (and must not be: as root, a rename would swap the device node for a plain
+/// file). A symbolic link to anything else is itself replaced, never followed: a
+/// link planted in the output's directory cannot redirect the write onto another
+/// file.
 #[derive(Debug)]
 pub struct AtomicFile {
     dest: PathBuf,
@@ -55,19 +57,11 @@ pub struct AtomicFile {
 }
 
 impl AtomicFile {
-    /// Creates the temporary file `.<name>.<pid>.tmp` next to `dest` (next to the
-    /// target of a link), or opens a special file such as `/dev/null` in place.
+    /// Creates the temporary file `.<name>.<pid>.tmp` next to `dest`, or opens a
+    /// character device, FIFO or socket such as `/dev/null` in place.
     pub fn create(dest: &Path) -> io::Result<AtomicFile> {
-        let dest = match fs::symlink_metadata(dest) {
-            Ok(m) if m.file_type().is_symlink() => {
-                fs::canonicalize(dest).unwrap_or_else(|_| dest.to_path_buf())
-            }
-            _ => dest.to_path_buf(),
-        };
-        if let Ok(m) = fs::metadata(&dest)
-            && !m.is_file()
-            && !m.is_dir()
-        {
+        let dest = dest.to_path_buf();
+        if fs::metadata(&dest).is_ok_and(|m| is_stream(&m.file_type())) {
             let file = fs::OpenOptions::new().write(true).open(&dest)?;
             return Ok(AtomicFile {
                 dest,
@@ -109,6 +103,19 @@ impl AtomicFile {
         }
         Ok(())
     }
+}
+
+/// A destination written in place: a character device, FIFO or socket (never a
+/// block device, which holds a file system).
+#[cfg(unix)]
+fn is_stream(t: &fs::FileType) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    t.is_char_device() || t.is_fifo() || t.is_socket()
+}
+
+#[cfg(not(unix))]
+fn is_stream(_: &fs::FileType) -> bool {
+    false
 }
 
 impl Write for AtomicFile {
@@ -437,14 +444,14 @@ mod tests {
     }
 
     #[test]
-    fn special_files_are_written_in_place_and_links_followed() {
+    fn streams_are_written_in_place_and_other_links_replaced() {
         // /dev/null stays a device: nothing renamed over it.
         let mut f = AtomicFile::create(Path::new("/dev/null")).unwrap();
         f.write_all(b"gone").unwrap();
         f.commit().unwrap();
-        let m = fs::metadata("/dev/null").unwrap();
-        assert!(!m.is_file(), "/dev/null must remain a device");
-        // A link keeps pointing at its target, which gets the content.
+        assert!(!fs::metadata("/dev/null").unwrap().is_file());
+        // A link to a regular file is replaced, never followed: its target is
+        // untouched, whatever a planted link points at.
         let dir = std::env::temp_dir().join(format!("privq-atomic-link-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
         let (target, link) = (dir.join("target.txt"), dir.join("link.txt"));
@@ -453,17 +460,25 @@ mod tests {
         let mut f = AtomicFile::create(&link).unwrap();
         f.write_all(b"new").unwrap();
         f.commit().unwrap();
+        assert!(fs::symlink_metadata(&link).unwrap().file_type().is_file());
+        assert_eq!(fs::read_to_string(&link).unwrap(), "new");
+        assert_eq!(fs::read_to_string(&target).unwrap(), "old");
+        // A link to a device is written through (like /dev/stdout).
+        let null = dir.join("null");
+        std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+        let mut f = AtomicFile::create(&null).unwrap();
+        f.write_all(b"gone").unwrap();
+        f.commit().unwrap();
         assert!(
-            fs::symlink_metadata(&link)
+            fs::symlink_metadata(&null)
                 .unwrap()
                 .file_type()
                 .is_symlink()
         );
-        assert_eq!(fs::read_to_string(&target).unwrap(), "new");
         // Dropped uncommitted: no temporary file left.
         drop(AtomicFile::create(&dir.join("never.txt")).unwrap());
         let entries = fs::read_dir(&dir).unwrap().count();
         fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(entries, 2);
+        assert_eq!(entries, 3);
     }
 }
