@@ -414,6 +414,7 @@ fn solve(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
+    super::refuse_overwriting_input(&args.input.individuals, Some(&args.out), "out")?;
     let mut out = Output::open(Some(&args.out))?;
     let people = read_people(&args.input, &args.losses, stdin)?;
     let div = if args.divergence == "inf" {
@@ -515,6 +516,7 @@ fn em(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
+    super::refuse_overwriting_input(&args.input.individuals, Some(&args.out), "out")?;
     let mut out = Output::open(Some(&args.out))?;
     let people = read_people(&args.input, &[], stdin)?;
     let err = |e| release_err(e, &people.ids);
