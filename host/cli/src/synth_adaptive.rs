@@ -304,15 +304,40 @@ impl<'a> Compared<'a> {
         );
         for attrs in sets {
             if !c.tv.contains_key(&attrs) {
-                let truth = c.truth(&attrs)?;
+                // The input and the synthetic rows as their non-zero cells (at most
+                // one per row), the model's marginal dense: one dense table at a time.
+                let truth = c.sparse(c.records, &attrs)?;
+                let tv_model = tv_against_dense(&truth, &c.fitted(&attrs)?);
                 let tv = (
-                    synth_report::tv(&truth, &c.fitted(&attrs)?),
-                    synth_report::tv(&truth, &c.synth(&attrs)?),
+                    tv_model,
+                    tv_sparse(&truth, &c.sparse(&c.synthetic, &attrs)?),
                 );
                 c.tv.insert(attrs, tv);
             }
         }
         Ok(c)
+    }
+
+    /// The non-zero cells of `r`'s marginal on `attrs` (cell index, last attribute
+    /// fastest; share of the rows), in cell order.
+    fn sparse(&self, r: &Records, attrs: &[usize]) -> Result<Vec<(usize, f64)>, CliError> {
+        let n = r.len();
+        let mut index = vec![0usize; n];
+        let mut stride = 1usize;
+        for &a in attrs.iter().rev() {
+            let (Some(column), Some(attr)) = (r.column(a), self.domain.attribute(a)) else {
+                return Err(CliError::Run(format!("no attribute number {a}").into()));
+            };
+            for (i, &v) in index.iter_mut().zip(column) {
+                *i += v as usize * stride;
+            }
+            stride = stride.saturating_mul(attr.size());
+        }
+        index.sort_unstable();
+        Ok(index
+            .chunk_by(|x, y| x == y)
+            .map(|run| (run[0], run.len() as f64 / n as f64))
+            .collect())
     }
 
     fn counts(&self, r: &Records, attrs: &[usize]) -> Result<Vec<f64>, CliError> {
@@ -379,6 +404,47 @@ impl<'a> Compared<'a> {
             &|attrs| self.synth(attrs),
         )
     }
+}
+
+/// TV between a sparse distribution (non-zero cells in order) and a dense one:
+/// ½(Σ q + Σ_{p_i > 0} (|p_i − q_i| − q_i)).
+fn tv_against_dense(p: &[(usize, f64)], q: &[f64]) -> f64 {
+    let inside: f64 = p
+        .iter()
+        .map(|&(i, pi)| {
+            let qi = q.get(i).copied().unwrap_or(0.0);
+            (pi - qi).abs() - qi
+        })
+        .sum();
+    0.5 * (q.iter().sum::<f64>() + inside)
+}
+
+/// TV between two sparse distributions (non-zero cells in order).
+fn tv_sparse(p: &[(usize, f64)], q: &[(usize, f64)]) -> f64 {
+    let (mut i, mut j, mut sum) = (0, 0, 0.0);
+    while i < p.len() || j < q.len() {
+        match (p.get(i), q.get(j)) {
+            (Some(&(a, x)), Some(&(b, y))) if a == b => {
+                sum += (x - y).abs();
+                i += 1;
+                j += 1;
+            }
+            (Some(&(a, x)), Some(&(b, _))) if a < b => {
+                sum += x;
+                i += 1;
+            }
+            (Some(&(_, x)), None) => {
+                sum += x;
+                i += 1;
+            }
+            (_, Some(&(_, y))) => {
+                sum += y;
+                j += 1;
+            }
+            (None, None) => break,
+        }
+    }
+    0.5 * sum
 }
 
 /// Public facts of the run for the report.
