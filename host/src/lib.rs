@@ -22,6 +22,7 @@ pub mod stats;
 
 pub use rng::{SeedError, secure_rng, seeded_rng};
 pub mod accountant;
+pub mod aggregate;
 pub mod audit;
 pub mod central;
 pub mod choice;

@@ -1,0 +1,85 @@
+//! What can go wrong in a private-statistics query.
+
+use crate::accountant::AccountantError;
+use crate::data::DiscoveryError;
+
+/// Why a query was refused. Every refusal happens before any budget is spent,
+/// except [`AggregateError::Budget`], which is the accountant refusing the charge.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AggregateError {
+    /// A column the query reads is not in the table's header.
+    #[error("no column {column:?}; the header has: {}", available.join(", "))]
+    MissingColumn {
+        /// The missing column.
+        column: String,
+        /// The columns the header has.
+        available: Vec<String>,
+    },
+    /// The header names a column twice.
+    #[error("the header names column {column:?} twice (columns {first} and {second}); rename one")]
+    DuplicateColumn {
+        /// The column.
+        column: String,
+        /// Its first position (1-based).
+        first: usize,
+        /// Its second position (1-based).
+        second: usize,
+    },
+    /// A value is not a number (an empty field included).
+    #[error("line {line}: column {column:?} holds {value:?}, which is not a number")]
+    NotANumber {
+        /// The column.
+        column: String,
+        /// The text found.
+        value: String,
+        /// 1-based line (the header is line 1).
+        line: usize,
+    },
+    /// A value is NaN or infinite.
+    #[error("line {line}: column {column:?} holds {value:?}, which is not finite")]
+    NotFinite {
+        /// The column.
+        column: String,
+        /// The text found.
+        value: String,
+        /// 1-based line (the header is line 1).
+        line: usize,
+    },
+    /// The table has more rows than the caller allowed.
+    #[error("the table has more than {max} rows; raise the limit")]
+    TooManyRows {
+        /// The limit.
+        max: usize,
+    },
+    /// The table has no row.
+    #[error("the table has no row")]
+    EmptyTable,
+    /// Bounds that are not `LO < HI` decimals within the fixed-point range.
+    #[error("invalid bounds: {0}")]
+    InvalidBounds(String),
+    /// An aggregate reads a column no bounds were given for.
+    #[error(
+        "column {0:?} has no bounds: give its public range (e.g. --bounds {0}=LO:HI); \
+         bounds from the data would leak it"
+    )]
+    Unbounded(String),
+    /// A parameter out of range, or a plan whose parts do not fit together.
+    #[error("{0}")]
+    InvalidParameter(String),
+    /// A SQL construct outside the supported subset, or a syntax error.
+    #[error("SQL: {0}")]
+    Sql(String),
+    /// The CSV reader failed.
+    #[error("CSV: {0}")]
+    Csv(#[from] csv::Error),
+    /// The accountant refused a charge (or its parameters).
+    #[error(transparent)]
+    Budget(#[from] AccountantError),
+    /// Calibrating private group selection failed.
+    #[error(transparent)]
+    Selection(#[from] DiscoveryError),
+    /// Exact arithmetic or a sampler failed.
+    #[error(transparent)]
+    Core(#[from] privq_core::Error),
+}

@@ -1,0 +1,735 @@
+//! Queries, plans (a query with everything its guarantee depends on) and releases.
+
+use std::collections::{BTreeMap, HashMap};
+
+use privq_core::Epsilon;
+use privq_core::rand_core::{CryptoRng, Rng};
+use privq_core::sample::DiscreteLaplace;
+
+use super::AggregateError;
+use super::bounding::{Contribution, bound};
+use super::bounds::Bounds;
+use super::measure::{self, LEVEL_DEN, Measure};
+use super::table::{Columns, Table};
+use crate::accountant::{Accountant, Cost};
+use crate::contract::Neighbours;
+use crate::data::Discovery;
+
+/// One aggregate of a query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Aggregate {
+    /// The number of rows (after contribution bounding).
+    Count,
+    /// The sum of a column's clamped values.
+    Sum(String),
+    /// The mean of a column's clamped values.
+    Mean(String),
+    /// The `q`-quantile of a column, q = `level`/10 000 (four decimals).
+    Quantile {
+        /// The column.
+        column: String,
+        /// q·10 000, at most 10 000.
+        level: u64,
+    },
+}
+
+impl Aggregate {
+    /// The quantile of `column` at `q ∈ [0, 1]`, read to four decimals.
+    pub fn quantile(column: impl Into<String>, q: f64) -> Result<Self, AggregateError> {
+        if !(0.0..=1.0).contains(&q) {
+            return Err(AggregateError::InvalidParameter(format!(
+                "a quantile level must be between 0 and 1, got {q}"
+            )));
+        }
+        Ok(Aggregate::Quantile {
+            column: column.into(),
+            level: (q * LEVEL_DEN as f64).round() as u64,
+        })
+    }
+
+    fn column(&self) -> Option<&str> {
+        match self {
+            Aggregate::Count => None,
+            Aggregate::Sum(c) | Aggregate::Mean(c) | Aggregate::Quantile { column: c, .. } => {
+                Some(c)
+            }
+        }
+    }
+}
+
+/// Group-by columns and named aggregates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Query {
+    group_by: Vec<String>,
+    aggregates: Vec<(String, Aggregate)>,
+}
+
+impl Query {
+    /// A query grouping by `group_by` (none: the whole table is one group).
+    pub fn new<G, A>(group_by: G, aggregates: A) -> Self
+    where
+        G: IntoIterator,
+        G::Item: Into<String>,
+        A: IntoIterator<Item = (&'static str, Aggregate)>,
+    {
+        Query {
+            group_by: group_by.into_iter().map(Into::into).collect(),
+            aggregates: aggregates
+                .into_iter()
+                .map(|(n, a)| (n.to_string(), a))
+                .collect(),
+        }
+    }
+
+    /// A query from owned parts.
+    pub fn from_parts(group_by: Vec<String>, aggregates: Vec<(String, Aggregate)>) -> Self {
+        Query {
+            group_by,
+            aggregates,
+        }
+    }
+
+    /// The group-by columns.
+    pub fn group_by(&self) -> &[String] {
+        &self.group_by
+    }
+
+    /// The aggregates and their output names.
+    pub fn aggregates(&self) -> &[(String, Aggregate)] {
+        &self.aggregates
+    }
+}
+
+/// Which groups a release reports.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Groups {
+    /// Public keys, one value per group-by column each: released in this order,
+    /// with noisy zeros for a key the data lacks. Rows with other keys are set
+    /// aside before bounding (how many there are is not released).
+    Public(Vec<Vec<String>>),
+    /// Keys selected privately: a key is released when its number of units plus
+    /// discrete Laplace noise reaches a threshold τ, so a key held by few units
+    /// appears with probability at most δ.
+    Private {
+        /// δ of the selection.
+        delta: f64,
+    },
+}
+
+impl Groups {
+    /// Public keys from anything listing lists of strings.
+    pub fn public<K, V>(keys: K) -> Self
+    where
+        K: IntoIterator<Item = V>,
+        V: IntoIterator,
+        V::Item: Into<String>,
+    {
+        Groups::Public(
+            keys.into_iter()
+                .map(|k| k.into_iter().map(Into::into).collect())
+                .collect(),
+        )
+    }
+}
+
+/// Builds a [`Plan`] (see [`Plan::builder`]).
+#[derive(Debug, Clone)]
+pub struct PlanBuilder {
+    query: Query,
+    unit: Option<String>,
+    contribution: Contribution,
+    neighbours: Neighbours,
+    bounds: BTreeMap<String, Bounds>,
+    groups: Option<Groups>,
+    confidence: f64,
+    candidates: u32,
+}
+
+impl PlanBuilder {
+    /// The privacy-unit column and how much one unit may contribute. Without it,
+    /// every row is its own unit (one row, one group).
+    pub fn privacy_unit(mut self, column: impl Into<String>, limits: Contribution) -> Self {
+        self.unit = Some(column.into());
+        self.contribution = limits;
+        self
+    }
+
+    /// The neighbour relation (default: add/remove one unit).
+    pub fn neighbours(mut self, neighbours: Neighbours) -> Self {
+        self.neighbours = neighbours;
+        self
+    }
+
+    /// The public bounds of a numeric column.
+    pub fn bounds(mut self, column: impl Into<String>, bounds: Bounds) -> Self {
+        self.bounds.insert(column.into(), bounds);
+        self
+    }
+
+    /// Which groups are released (needed when the query groups by anything).
+    pub fn groups(mut self, groups: Groups) -> Self {
+        self.groups = Some(groups);
+        self
+    }
+
+    /// The confidence level of the intervals (default 0.95).
+    pub fn confidence(mut self, confidence: f64) -> Self {
+        self.confidence = confidence;
+        self
+    }
+
+    /// The number of steps between the candidates of a quantile (default 1 000:
+    /// 1 001 candidates spread evenly over the column's bounds).
+    pub fn quantile_candidates(mut self, steps: u32) -> Self {
+        self.candidates = steps;
+        self
+    }
+
+    /// Validates the plan at total budget ε (plus δ for private groups).
+    pub fn build(self, epsilon: Epsilon) -> Result<Plan, AggregateError> {
+        let query = self.query;
+        if query.aggregates.is_empty() {
+            return Err(AggregateError::InvalidParameter(
+                "the query has no aggregate (COUNT, SUM, AVG, QUANTILE)".into(),
+            ));
+        }
+        if !(self.confidence > 0.0 && self.confidence < 1.0) {
+            return Err(AggregateError::InvalidParameter(format!(
+                "the confidence level must be strictly between 0 and 1, got {}",
+                self.confidence
+            )));
+        }
+        if self.candidates == 0 {
+            return Err(AggregateError::InvalidParameter(
+                "a quantile needs at least one step between candidates".into(),
+            ));
+        }
+        let mut names: Vec<&str> = query.group_by.iter().map(String::as_str).collect();
+        for (name, _) in &query.aggregates {
+            if names.contains(&name.as_str()) {
+                return Err(AggregateError::InvalidParameter(format!(
+                    "the output column {name:?} is named twice"
+                )));
+            }
+            names.push(name);
+        }
+        let groups = match (self.groups, query.group_by.is_empty()) {
+            (_, true) => Groups::Public(vec![Vec::new()]),
+            (None, false) => {
+                return Err(AggregateError::InvalidParameter(format!(
+                    "grouping by {} needs its groups: list the public keys, or select them \
+                     privately with a δ",
+                    query.group_by.join(", ")
+                )));
+            }
+            (Some(Groups::Public(keys)), false) => {
+                if keys.is_empty() {
+                    return Err(AggregateError::InvalidParameter("no public key".into()));
+                }
+                if let Some(k) = keys.iter().find(|k| k.len() != query.group_by.len()) {
+                    return Err(AggregateError::InvalidParameter(format!(
+                        "the public key {k:?} has {} value(s), the query groups by {}",
+                        k.len(),
+                        query.group_by.len()
+                    )));
+                }
+                let mut seen = std::collections::HashSet::new();
+                if let Some(k) = keys.iter().find(|k| !seen.insert(*k)) {
+                    return Err(AggregateError::InvalidParameter(format!(
+                        "the public key {k:?} is listed twice"
+                    )));
+                }
+                Groups::Public(keys)
+            }
+            (Some(Groups::Private { delta }), false) => {
+                if !(delta > 0.0 && delta < 1.0) {
+                    return Err(AggregateError::InvalidParameter(format!(
+                        "δ must be strictly between 0 and 1, got {delta}"
+                    )));
+                }
+                Groups::Private { delta }
+            }
+        };
+        let contribution = match self.unit {
+            Some(_) => self.contribution,
+            None => Contribution::per_row(),
+        };
+        // The value columns, in first-use order, each with its bounds.
+        let mut values: Vec<String> = Vec::new();
+        for (_, a) in &query.aggregates {
+            if let Some(c) = a.column() {
+                if !self.bounds.contains_key(c) {
+                    return Err(AggregateError::Unbounded(c.to_string()));
+                }
+                if !values.iter().any(|v| v == c) {
+                    values.push(c.to_string());
+                }
+            }
+        }
+        let bounds: Vec<Bounds> = values.iter().map(|c| self.bounds[c]).collect();
+        let index = |c: &str| values.iter().position(|v| v == c).unwrap_or(0);
+        let mut measures: Vec<Measure> = Vec::new();
+        let mut need = |m: Measure| {
+            if !measures.contains(&m) {
+                measures.push(m);
+            }
+        };
+        for (_, a) in &query.aggregates {
+            match a {
+                Aggregate::Count => need(Measure::Count),
+                Aggregate::Sum(c) => need(Measure::Sum(index(c))),
+                Aggregate::Mean(c) => {
+                    need(Measure::Count);
+                    need(Measure::CentredSum(index(c)));
+                }
+                Aggregate::Quantile { column, level } => {
+                    if *level > LEVEL_DEN {
+                        return Err(AggregateError::InvalidParameter(format!(
+                            "a quantile level must be at most 1, got {}",
+                            *level as f64 / LEVEL_DEN as f64
+                        )));
+                    }
+                    need(Measure::Quantile(index(column), *level))
+                }
+            }
+        }
+        let shares = measures.len() as u64 + u64::from(matches!(groups, Groups::Private { .. }));
+        let share = epsilon.checked_div_int(shares)?;
+        let noise = measures
+            .iter()
+            .map(|&m| measure::noise_for(m, &bounds, contribution, self.neighbours, share))
+            .collect::<Result<Vec<_>, _>>()?;
+        let selection = match groups {
+            Groups::Private { delta } => Some(Discovery::new(
+                self.neighbours,
+                share,
+                delta,
+                contribution.max_groups() as usize,
+            )?),
+            Groups::Public(_) => None,
+        };
+        Ok(Plan {
+            query,
+            columns: Columns {
+                unit: self.unit,
+                group_by: Vec::new(),
+                values,
+            },
+            contribution,
+            neighbours: self.neighbours,
+            bounds,
+            groups,
+            epsilon,
+            share,
+            measures,
+            noise,
+            selection,
+            confidence: self.confidence,
+            candidates: self.candidates,
+        })
+        .map(|mut p| {
+            p.columns.group_by = p.query.group_by.clone();
+            p
+        })
+    }
+}
+
+/// A validated query with everything its guarantee depends on (see the module
+/// docs). Built with [`Plan::builder`]; released with [`Plan::release`].
+#[derive(Debug, Clone)]
+pub struct Plan {
+    query: Query,
+    columns: Columns,
+    contribution: Contribution,
+    neighbours: Neighbours,
+    bounds: Vec<Bounds>,
+    groups: Groups,
+    epsilon: Epsilon,
+    share: Epsilon,
+    measures: Vec<Measure>,
+    noise: Vec<DiscreteLaplace>,
+    selection: Option<Discovery>,
+    confidence: f64,
+    candidates: u32,
+}
+
+impl Plan {
+    /// Starts a plan for `query`: add the privacy unit, bounds and groups, then
+    /// [`PlanBuilder::build`].
+    pub fn builder(query: Query) -> PlanBuilder {
+        PlanBuilder {
+            query,
+            unit: None,
+            contribution: Contribution::per_row(),
+            neighbours: Neighbours::AddRemove,
+            bounds: BTreeMap::new(),
+            groups: None,
+            confidence: 0.95,
+            candidates: 1000,
+        }
+    }
+
+    /// The columns a [`Table`] for this plan must be read with.
+    pub fn columns(&self) -> Columns {
+        self.columns.clone()
+    }
+
+    /// The whole cost: ε, plus δ when groups are selected privately.
+    pub fn cost(&self) -> Cost {
+        match &self.groups {
+            Groups::Private { delta } => Cost::Approximate {
+                epsilon: self.epsilon,
+                delta: *delta,
+            },
+            Groups::Public(_) => Cost::Pure(self.epsilon),
+        }
+    }
+
+    /// The neighbour relation of the guarantee.
+    pub fn neighbours(&self) -> Neighbours {
+        self.neighbours
+    }
+
+    /// The contribution limits in force (one row per unit without a unit column).
+    pub fn contribution(&self) -> Contribution {
+        self.contribution
+    }
+
+    /// ε of each measurement (and of the group selection): the budget split evenly.
+    pub fn epsilon_share(&self) -> Epsilon {
+        self.share
+    }
+
+    /// The selection threshold τ on noisy unit counts, for private groups.
+    pub fn threshold(&self) -> Option<i64> {
+        self.selection.as_ref().map(Discovery::threshold)
+    }
+
+    /// A fresh accountant for one release: budget exactly [`Plan::cost`], bound to
+    /// the plan's relation.
+    pub fn accountant(&self) -> Result<Accountant, AggregateError> {
+        let mut accountant = Accountant::exactly(self.cost())?;
+        accountant.bind(self.neighbours);
+        Ok(accountant)
+    }
+
+    /// Releases the query on `table` under a fresh [`Plan::accountant`] and returns
+    /// the release with the accountant (its ledger).
+    pub fn release<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        table: &Table,
+        rng: &mut R,
+    ) -> Result<(Release, Accountant), AggregateError> {
+        let mut accountant = self.accountant()?;
+        let release = self.release_charged(table, &mut accountant, rng)?;
+        Ok((release, accountant))
+    }
+
+    /// Charges `accountant` with every measurement (and the selection) first, then
+    /// bounds the table and samples; a refused charge samples nothing.
+    pub fn release_charged<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        table: &Table,
+        accountant: &mut Accountant,
+        rng: &mut R,
+    ) -> Result<Release, AggregateError> {
+        if table.columns() != &self.columns {
+            return Err(AggregateError::InvalidParameter(
+                "the table was not read with this plan's columns (Plan::columns)".into(),
+            ));
+        }
+        if table.is_empty() {
+            return Err(AggregateError::EmptyTable);
+        }
+        let unit = match &self.columns.unit {
+            Some(u) => format!("unit {u:?}"),
+            None => "unit = row".into(),
+        };
+        let mut receipts = Vec::new();
+        if let Some(selection) = &self.selection {
+            receipts.push(accountant.charge_as(
+                self.neighbours,
+                &format!(
+                    "group selection ({unit}, threshold {})",
+                    selection.threshold()
+                ),
+                selection.cost(),
+            )?);
+        }
+        for m in &self.measures {
+            let label = match *m {
+                Measure::Count => format!("count by group ({unit})"),
+                Measure::Sum(c) => format!("sum of {} ({unit})", self.columns.values[c]),
+                Measure::CentredSum(c) => {
+                    format!("centred sum of {} ({unit})", self.columns.values[c])
+                }
+                Measure::Quantile(c, l) => format!(
+                    "quantile {} of {} ({unit})",
+                    l as f64 / LEVEL_DEN as f64,
+                    self.columns.values[c]
+                ),
+            };
+            receipts.push(accountant.charge_as(self.neighbours, &label, Cost::Pure(self.share))?);
+        }
+        let keys = table.key_values();
+        // The released groups: indices into the table's keys (None: a public key the
+        // data lacks).
+        let (admit, public): (Vec<bool>, Option<Vec<Option<u32>>>) = match &self.groups {
+            Groups::Public(list) => {
+                let ids: HashMap<&Vec<String>, u32> = keys
+                    .iter()
+                    .enumerate()
+                    .map(|(i, k)| (k, i as u32))
+                    .collect();
+                let chosen: Vec<Option<u32>> = list.iter().map(|k| ids.get(k).copied()).collect();
+                let mut admit = vec![false; keys.len()];
+                for id in chosen.iter().flatten() {
+                    admit[*id as usize] = true;
+                }
+                (admit, Some(chosen))
+            }
+            Groups::Private { .. } => (vec![true; keys.len()], None),
+        };
+        let bounded = bound(table, &|k| admit[k as usize], self.contribution, rng)?;
+        let released: Vec<Option<u32>> = match public {
+            Some(chosen) => chosen,
+            None => {
+                let selection = self.selection.as_ref().ok_or_else(|| {
+                    AggregateError::InvalidParameter("private groups without a selection".into())
+                })?;
+                let noise = selection.noise();
+                let mut kept = Vec::new();
+                for (k, &units) in bounded.units.iter().enumerate() {
+                    if units == 0 {
+                        continue;
+                    }
+                    let units = i64::try_from(units).unwrap_or(i64::MAX);
+                    if units.saturating_add(noise.sample(rng)?) >= selection.threshold() {
+                        kept.push(k as u32);
+                    }
+                }
+                kept.sort_by(|a, b| keys[*a as usize].cmp(&keys[*b as usize]));
+                kept.into_iter().map(Some).collect()
+            }
+        };
+        // Each measurement over the released groups, in grid steps (counts: rows).
+        let mut values: Vec<Vec<i128>> = Vec::with_capacity(self.measures.len());
+        for (m, noise) in self.measures.iter().zip(&self.noise) {
+            let mut column = Vec::with_capacity(released.len());
+            for g in &released {
+                let rows: &[u32] = g.map_or(&[], |g| &bounded.rows[g as usize]);
+                let value = match *m {
+                    Measure::Count => rows.len() as i128 + i128::from(noise.sample(rng)?),
+                    Measure::Sum(c) => {
+                        let b = &self.bounds[c];
+                        let x = table.values(c);
+                        let s: i128 = rows
+                            .iter()
+                            .map(|&r| i128::from(b.steps(x[r as usize])))
+                            .sum();
+                        s + i128::from(noise.sample(rng)?)
+                    }
+                    Measure::CentredSum(c) => {
+                        let b = &self.bounds[c];
+                        let (x, mid) = (table.values(c), i128::from(b.mid_steps()));
+                        let s: i128 = rows
+                            .iter()
+                            .map(|&r| i128::from(b.steps(x[r as usize])) - mid)
+                            .sum();
+                        s + i128::from(noise.sample(rng)?)
+                    }
+                    Measure::Quantile(c, level) => {
+                        let b = &self.bounds[c];
+                        let x = table.values(c);
+                        let mut sorted: Vec<i64> =
+                            rows.iter().map(|&r| b.steps(x[r as usize])).collect();
+                        sorted.sort_unstable();
+                        let cands = measure::candidates(b, self.candidates);
+                        i128::from(measure::noisy_quantile(&sorted, level, &cands, noise, rng)?)
+                    }
+                };
+                column.push(value);
+            }
+            values.push(column);
+        }
+        drop(receipts);
+        Ok(self.assemble(&released, keys, &values))
+    }
+
+    /// The released table from the noisy measurements (post-processing only).
+    fn assemble(
+        &self,
+        released: &[Option<u32>],
+        keys: &[Vec<String>],
+        values: &[Vec<i128>],
+    ) -> Release {
+        let at = |m: Measure| self.measures.iter().position(|x| *x == m).unwrap_or(0);
+        let z = crate::stats::normal_isf((1.0 - self.confidence) / 2.0);
+        let public_keys = match &self.groups {
+            Groups::Public(list) => Some(list),
+            Groups::Private { .. } => None,
+        };
+        let mut rows = Vec::with_capacity(released.len());
+        for (i, g) in released.iter().enumerate() {
+            let key = match (public_keys, g) {
+                (Some(list), _) => list[i].clone(),
+                (None, Some(g)) => keys[*g as usize].clone(),
+                (None, None) => Vec::new(),
+            };
+            let mut estimates = Vec::new();
+            for (_, a) in &self.query.aggregates {
+                let col = |c: &str| self.columns.values.iter().position(|v| v == c).unwrap_or(0);
+                let estimate = match a {
+                    Aggregate::Count => {
+                        let j = at(Measure::Count);
+                        let n = values[j][i] as f64;
+                        let k = measure::half_width(&self.noise[j], self.confidence);
+                        Estimate::new(n, Some((n - k, n + k)))
+                    }
+                    Aggregate::Sum(c) => {
+                        let c = col(c);
+                        let j = at(Measure::Sum(c));
+                        let b = &self.bounds[c];
+                        let s = values[j][i] as f64;
+                        let k = measure::half_width(&self.noise[j], self.confidence);
+                        Estimate::new(b.value(s), Some((b.value(s - k), b.value(s + k))))
+                    }
+                    Aggregate::Mean(c) => {
+                        let c = col(c);
+                        let b = &self.bounds[c];
+                        let (jn, js) = (at(Measure::Count), at(Measure::CentredSum(c)));
+                        mean(
+                            b,
+                            values[jn][i],
+                            values[js][i],
+                            &self.noise[jn],
+                            &self.noise[js],
+                            z,
+                        )
+                    }
+                    Aggregate::Quantile { column, level } => {
+                        let c = col(column);
+                        let b = &self.bounds[c];
+                        let j = at(Measure::Quantile(c, *level));
+                        Estimate::new(b.value(values[j][i] as f64), None)
+                    }
+                };
+                estimates.push(estimate);
+            }
+            rows.push(ReleasedRow { key, estimates });
+        }
+        Release {
+            group_by: self.query.group_by.clone(),
+            names: self
+                .query
+                .aggregates
+                .iter()
+                .map(|(n, _)| n.clone())
+                .collect(),
+            rows,
+            threshold: self.threshold(),
+        }
+    }
+}
+
+/// The mean from a noisy count `n` and a noisy centred sum `s` (grid steps):
+/// `mid + s/max(n, 1)`, clamped into the bounds. Its interval is the delta
+/// method's `± z·√(Var s + m²·Var n)/n` (m the centred mean), clamped; with a noisy
+/// count below 1 the mean is the midpoint and the interval the whole range.
+fn mean(
+    b: &Bounds,
+    n: i128,
+    s: i128,
+    count_noise: &DiscreteLaplace,
+    sum_noise: &DiscreteLaplace,
+    z: f64,
+) -> Estimate {
+    let (lo, hi) = b.step_range();
+    let (lo, hi) = (lo as f64, hi as f64);
+    let mid = b.mid_steps() as f64;
+    if n < 1 {
+        return Estimate::new(b.value(mid), Some((b.value(lo), b.value(hi))));
+    }
+    let n = n as f64;
+    let m = s as f64 / n;
+    let value = (mid + m).clamp(lo, hi);
+    let se = (sum_noise.variance() + m * m * count_noise.variance()).sqrt() / n;
+    let (a, c) = (
+        (value - z * se).clamp(lo, hi),
+        (value + z * se).clamp(lo, hi),
+    );
+    Estimate::new(b.value(value), Some((b.value(a), b.value(c))))
+}
+
+/// One released value and its interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Estimate {
+    value: f64,
+    interval: Option<(f64, f64)>,
+}
+
+impl Estimate {
+    fn new(value: f64, interval: Option<(f64, f64)>) -> Self {
+        Estimate { value, interval }
+    }
+
+    /// The released value.
+    pub fn value(&self) -> f64 {
+        self.value
+    }
+
+    /// The interval at the plan's confidence (`None` for a quantile).
+    pub fn interval(&self) -> Option<(f64, f64)> {
+        self.interval
+    }
+}
+
+/// One released group.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReleasedRow {
+    key: Vec<String>,
+    estimates: Vec<Estimate>,
+}
+
+impl ReleasedRow {
+    /// The group's key, one value per group-by column.
+    pub fn key(&self) -> &[String] {
+        &self.key
+    }
+
+    /// One estimate per aggregate of the query, in order.
+    pub fn estimates(&self) -> &[Estimate] {
+        &self.estimates
+    }
+}
+
+/// What a query releases.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Release {
+    group_by: Vec<String>,
+    names: Vec<String>,
+    rows: Vec<ReleasedRow>,
+    threshold: Option<i64>,
+}
+
+impl Release {
+    /// The group-by columns.
+    pub fn group_by(&self) -> &[String] {
+        &self.group_by
+    }
+
+    /// The aggregates' output names.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// The released groups.
+    pub fn rows(&self) -> &[ReleasedRow] {
+        &self.rows
+    }
+
+    /// The selection threshold, when groups were selected privately.
+    pub fn threshold(&self) -> Option<i64> {
+        self.threshold
+    }
+}

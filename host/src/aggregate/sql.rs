@@ -1,0 +1,371 @@
+//! The SQL subset of `privq sql`, parsed with the `sqlparser` crate (the parser
+//! DataFusion uses) into a [`Query`].
+//!
+//! ```sql
+//! SELECT region, COUNT(*) AS n, SUM(kwh), AVG(temp), MEDIAN(temp), QUANTILE(temp, 0.9)
+//! FROM readings
+//! GROUP BY region
+//! ```
+//!
+//! One table; bare columns in the select list must be group-by columns (the
+//! release lists every group-by column first, then the aggregates in order);
+//! aggregates over a column name: `COUNT(*)`, `SUM(x)`, `AVG(x)`, `MEDIAN(x)`,
+//! `QUANTILE(x, q)`. Anything else — `WHERE`, joins, subqueries, `HAVING`,
+//! `ORDER BY`, `LIMIT`, `DISTINCT`, expressions inside an aggregate, window
+//! functions — is refused with a message naming it.
+
+use sqlparser::ast::{
+    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, SelectItem,
+    SetExpr, Statement, TableFactor, Value,
+};
+use sqlparser::dialect::GenericDialect;
+use sqlparser::parser::Parser;
+
+use super::AggregateError;
+use super::plan::{Aggregate, Query};
+
+/// A parsed query and the table it reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqlQuery {
+    /// The table named in `FROM`.
+    pub table: String,
+    /// The group-by columns and aggregates.
+    pub query: Query,
+}
+
+fn refuse<T>(what: impl Into<String>) -> Result<T, AggregateError> {
+    Err(AggregateError::Sql(what.into()))
+}
+
+/// Parses one `SELECT … FROM table [GROUP BY …]` of the supported subset.
+///
+/// ```
+/// use privq_host::aggregate::{Aggregate, parse_sql};
+/// let q = parse_sql("SELECT region, COUNT(*) AS n, AVG(temp) FROM r GROUP BY region")?;
+/// assert_eq!(q.table, "r");
+/// assert_eq!(q.query.group_by(), ["region"]);
+/// assert_eq!(q.query.aggregates()[1].0, "AVG(temp)");
+/// assert_eq!(q.query.aggregates()[1].1, Aggregate::Mean("temp".into()));
+/// assert!(parse_sql("SELECT COUNT(*) FROM r WHERE temp > 3").is_err());
+/// # Ok::<(), privq_host::aggregate::AggregateError>(())
+/// ```
+pub fn parse_sql(sql: &str) -> Result<SqlQuery, AggregateError> {
+    let statements = Parser::parse_sql(&GenericDialect {}, sql)
+        .map_err(|e| AggregateError::Sql(format!("cannot parse the query: {e}")))?;
+    let [Statement::Query(query)] = statements.as_slice() else {
+        return refuse(format!(
+            "expected one SELECT statement, got {} statement(s){}",
+            statements.len(),
+            if statements.len() == 1 {
+                " that is not a SELECT"
+            } else {
+                ""
+            }
+        ));
+    };
+    if query.with.is_some() {
+        return refuse("WITH (common table expressions) is not supported");
+    }
+    if query.order_by.is_some() {
+        return refuse("ORDER BY is not supported (groups come in key order)");
+    }
+    if query.limit_clause.is_some() || query.fetch.is_some() {
+        return refuse("LIMIT/FETCH is not supported");
+    }
+    if !query.locks.is_empty()
+        || query.for_clause.is_some()
+        || query.settings.is_some()
+        || query.format_clause.is_some()
+        || !query.pipe_operators.is_empty()
+    {
+        return refuse("only SELECT … FROM … GROUP BY … is supported");
+    }
+    let select = match query.body.as_ref() {
+        SetExpr::Select(s) => s,
+        SetExpr::SetOperation { op, .. } => return refuse(format!("{op} is not supported")),
+        SetExpr::Query(_) => return refuse("a parenthesised subquery is not supported"),
+        _ => return refuse("only SELECT … FROM … GROUP BY … is supported"),
+    };
+    if select.distinct.is_some() {
+        return refuse("DISTINCT is not supported");
+    }
+    if select.top.is_some() {
+        return refuse("TOP is not supported");
+    }
+    if select.into.is_some() {
+        return refuse("SELECT INTO is not supported");
+    }
+    if select.selection.is_some() || select.prewhere.is_some() {
+        return refuse("WHERE is not supported yet: filter the table before the query");
+    }
+    if select.having.is_some() {
+        return refuse("HAVING is not supported (it would filter on private values)");
+    }
+    if select.qualify.is_some() || !select.named_window.is_empty() {
+        return refuse("window functions are not supported");
+    }
+    if !select.lateral_views.is_empty()
+        || !select.connect_by.is_empty()
+        || !select.cluster_by.is_empty()
+        || !select.distribute_by.is_empty()
+        || !select.sort_by.is_empty()
+        || select.exclude.is_some()
+        || select.select_modifiers.is_some()
+        || select.value_table_mode.is_some()
+        || !select.optimizer_hints.is_empty()
+    {
+        return refuse("only SELECT … FROM … GROUP BY … is supported");
+    }
+    let table = match select.from.as_slice() {
+        [one] if !one.joins.is_empty() => return refuse("joins are not supported"),
+        [one] => match &one.relation {
+            TableFactor::Table {
+                name, args: None, ..
+            } => name.to_string(),
+            TableFactor::Derived { .. } => {
+                return refuse("a subquery in FROM is not supported");
+            }
+            other => return refuse(format!("FROM {other} is not a table name")),
+        },
+        [] => return refuse("the query names no table (FROM is missing)"),
+        _ => return refuse("more than one table in FROM (a join) is not supported"),
+    };
+    let group_by: Vec<String> = match &select.group_by {
+        GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs
+            .iter()
+            .map(|e| column_name(e, "GROUP BY"))
+            .collect::<Result<_, _>>()?,
+        _ => return refuse("GROUP BY ALL and GROUP BY modifiers are not supported"),
+    };
+    if let Some(c) = group_by
+        .iter()
+        .enumerate()
+        .find_map(|(i, c)| group_by[..i].contains(c).then_some(c))
+    {
+        return refuse(format!("GROUP BY names {c} twice"));
+    }
+    let mut aggregates = Vec::new();
+    for item in &select.projection {
+        let (expr, alias) = match item {
+            SelectItem::UnnamedExpr(e) => (e, None),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
+            _ => return refuse(format!("{item} is not supported (name the columns)")),
+        };
+        match expr {
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
+                let c = column_name(expr, "SELECT")?;
+                if !group_by.contains(&c) {
+                    return refuse(format!(
+                        "{c} is neither aggregated nor in GROUP BY (a bare value would \
+                         release a row)"
+                    ));
+                }
+                if alias.is_some() {
+                    return refuse(format!("renaming the group-by column {c} is not supported"));
+                }
+            }
+            Expr::Function(f) => {
+                let aggregate = aggregate(f)?;
+                aggregates.push((alias.unwrap_or_else(|| expr.to_string()), aggregate));
+            }
+            other => {
+                return refuse(format!(
+                    "{other} is not supported: select group-by columns and aggregates"
+                ));
+            }
+        }
+    }
+    if aggregates.is_empty() {
+        return refuse("the query has no aggregate (COUNT, SUM, AVG, MEDIAN, QUANTILE)");
+    }
+    Ok(SqlQuery {
+        table,
+        query: Query::from_parts(group_by, aggregates),
+    })
+}
+
+/// A plain column name (`region` or `t.region`: the table prefix is dropped).
+fn column_name(expr: &Expr, clause: &str) -> Result<String, AggregateError> {
+    match expr {
+        Expr::Identifier(i) => Ok(i.value.clone()),
+        Expr::CompoundIdentifier(parts) if parts.len() == 2 => Ok(parts[1].value.clone()),
+        other => refuse(format!(
+            "{clause} {other}: only plain column names are supported"
+        )),
+    }
+}
+
+fn aggregate(f: &Function) -> Result<Aggregate, AggregateError> {
+    let name = f.name.to_string().to_ascii_uppercase();
+    if f.over.is_some() {
+        return refuse(format!("{f}: window functions are not supported"));
+    }
+    if f.filter.is_some() || !f.within_group.is_empty() || f.null_treatment.is_some() {
+        return refuse(format!(
+            "{f}: FILTER, WITHIN GROUP and null treatments are not supported"
+        ));
+    }
+    if !matches!(f.parameters, FunctionArguments::None) {
+        return refuse(format!("{f}: parametric aggregates are not supported"));
+    }
+    let args = match &f.args {
+        FunctionArguments::List(list) => {
+            if list.duplicate_treatment.is_some() {
+                return refuse(format!(
+                    "{f}: DISTINCT/ALL inside an aggregate is not supported"
+                ));
+            }
+            if !list.clauses.is_empty() {
+                return refuse(format!(
+                    "{f}: clauses inside an aggregate are not supported"
+                ));
+            }
+            &list.args
+        }
+        FunctionArguments::None => return refuse(format!("{f} needs arguments")),
+        FunctionArguments::Subquery(_) => {
+            return refuse(format!("{f}: subqueries are not supported"));
+        }
+    };
+    let column = |i: usize| -> Result<String, AggregateError> {
+        match args.get(i) {
+            Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(e))) => column_name(e, &name),
+            _ => refuse(format!("{f}: argument {} must be a column name", i + 1)),
+        }
+    };
+    let arity = |n: usize| {
+        if args.len() == n {
+            Ok(())
+        } else {
+            refuse(format!("{f} takes {n} argument(s), got {}", args.len()))
+        }
+    };
+    match name.as_str() {
+        "COUNT" => match args.as_slice() {
+            [FunctionArg::Unnamed(FunctionArgExpr::Wildcard)] => Ok(Aggregate::Count),
+            _ => refuse(format!(
+                "{f}: only COUNT(*) is supported (rows with a missing value are refused, so \
+                 COUNT(column) would count the same rows)"
+            )),
+        },
+        "SUM" => arity(1).and(Ok(Aggregate::Sum(column(0)?))),
+        "AVG" | "MEAN" => arity(1).and(Ok(Aggregate::Mean(column(0)?))),
+        "MEDIAN" => {
+            arity(1)?;
+            Aggregate::quantile(column(0)?, 0.5)
+        }
+        "QUANTILE" | "PERCENTILE" => {
+            arity(2)?;
+            let q = match args.get(1) {
+                Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(v)))) => {
+                    match &v.value {
+                        Value::Number(n, _) => n.parse::<f64>().ok(),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            match q {
+                Some(q) => Aggregate::quantile(column(0)?, q),
+                None => refuse(format!("{f}: the level must be a number between 0 and 1")),
+            }
+        }
+        "MIN" | "MAX" => refuse(format!(
+            "{f}: MIN and MAX are not supported (one row decides them); use QUANTILE(x, 0.01) \
+             or QUANTILE(x, 0.99)"
+        )),
+        _ => refuse(format!(
+            "{name} is not a supported aggregate (COUNT(*), SUM, AVG, MEDIAN, QUANTILE)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_subset_parses() {
+        let q = parse_sql(
+            "select t.region, year, count(*) as n, sum(kwh), avg(temp) mean_t, median(temp), \
+             quantile(temp, 0.9) from readings t group by region, year",
+        )
+        .unwrap();
+        assert_eq!(q.table, "readings");
+        assert_eq!(q.query.group_by(), ["region", "year"]);
+        let names: Vec<&str> = q
+            .query
+            .aggregates()
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "n",
+                "sum(kwh)",
+                "mean_t",
+                "median(temp)",
+                "quantile(temp, 0.9)"
+            ]
+        );
+        assert_eq!(
+            q.query.aggregates()[4].1,
+            Aggregate::Quantile {
+                column: "temp".into(),
+                level: 9000
+            }
+        );
+        let q = parse_sql("SELECT COUNT(*) FROM r").unwrap();
+        assert!(q.query.group_by().is_empty());
+    }
+
+    #[test]
+    fn everything_else_is_refused_by_name() {
+        let cases = [
+            ("SELECT COUNT(*) FROM a JOIN b ON a.x = b.x", "joins"),
+            ("SELECT COUNT(*) FROM a, b", "more than one table"),
+            ("SELECT COUNT(*) FROM (SELECT * FROM a) s", "subquery"),
+            ("SELECT COUNT(*) FROM a WHERE x > 1", "WHERE"),
+            (
+                "SELECT g, COUNT(*) FROM a GROUP BY g HAVING COUNT(*) > 5",
+                "HAVING",
+            ),
+            (
+                "SELECT g, COUNT(*) FROM a GROUP BY g ORDER BY g",
+                "ORDER BY",
+            ),
+            ("SELECT COUNT(*) FROM a LIMIT 3", "LIMIT"),
+            ("SELECT DISTINCT g, COUNT(*) FROM a GROUP BY g", "DISTINCT"),
+            ("SELECT SUM(x + 1) FROM a", "only plain column names"),
+            ("SELECT SUM(DISTINCT x) FROM a", "DISTINCT"),
+            ("SELECT COUNT(x) FROM a", "only COUNT(*)"),
+            ("SELECT MAX(x) FROM a", "MIN and MAX"),
+            ("SELECT STDDEV(x) FROM a", "not a supported aggregate"),
+            (
+                "SELECT x, COUNT(*) FROM a",
+                "neither aggregated nor in GROUP BY",
+            ),
+            ("SELECT g FROM a GROUP BY g", "no aggregate"),
+            ("SELECT QUANTILE(x, 2) FROM a", "between 0 and 1"),
+            ("SELECT QUANTILE(x, y) FROM a", "level must be a number"),
+            ("SELECT COUNT(*) OVER () FROM a", "window"),
+            (
+                "SELECT COUNT(*) FROM a UNION SELECT COUNT(*) FROM b",
+                "UNION",
+            ),
+            ("SELECT * FROM a", "not supported"),
+            ("DELETE FROM a", "not a SELECT"),
+            ("SELECT COUNT(*) FROM a; SELECT 1", "2 statement(s)"),
+            ("SELEC COUNT(*)", "cannot parse"),
+            ("SELECT COUNT(*)", "FROM is missing"),
+            ("SELECT g, COUNT(*) FROM a GROUP BY g, g", "twice"),
+        ];
+        for (sql, needle) in cases {
+            match parse_sql(sql) {
+                Ok(q) => panic!("{sql}: accepted as {q:?}"),
+                Err(e) => assert!(e.to_string().contains(needle), "{sql}: {e}"),
+            }
+        }
+    }
+}
