@@ -10,6 +10,7 @@
 //! [`invert_advanced`] towards the smaller per-step ε, [`zcdp_epsilon`] and
 //! [`zcdp_epsilon_simple`] towards the larger ε, [`zcdp_rho_for`] towards the smaller ρ.
 
+mod budget_file;
 mod composition;
 mod cost;
 mod ledger;
@@ -22,6 +23,10 @@ use privq_core::{Epsilon, Rho};
 
 use crate::contract::Neighbours;
 
+pub use budget_file::{
+    BUDGET_FILE_VERSION, BudgetCharge, BudgetExceeded, BudgetFile, BudgetFileError, BudgetStatus,
+    Cap, RunCost,
+};
 pub use composition::{PrivacyLoss, advanced, basic, invert_advanced};
 pub use cost::Cost;
 pub(crate) use short::short_ratio;
@@ -340,6 +345,36 @@ impl Accountant {
             }
             Cost::Approximate { epsilon, delta } => Accountant::approximate(epsilon, delta),
             Cost::Zcdp(rho) => Accountant::zcdp(rho, 1e-9),
+        }
+    }
+
+    /// The whole budget as one [`Cost`]: what a run that builds this accountant
+    /// through a library entry point ([`Accountant::exactly`],
+    /// [`Mechanism::accountant`](crate::contract::Mechanism::accountant), a
+    /// request's `accountant()`) may spend at most. `Zcdp(ρ budget)` for a zCDP
+    /// accountant; `Approximate` when the budget δ is positive; `Uncertified` for an
+    /// accountant that accepts uncertified charges; else `Pure`.
+    ///
+    /// ```
+    /// use privq_host::accountant::{Accountant, Cost};
+    /// use privq_host::Epsilon;
+    /// let half = Epsilon::new(1, 2)?;
+    /// assert_eq!(Accountant::exactly(Cost::Pure(half))?.budget_cost(), Cost::Pure(half));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn budget_cost(&self) -> Cost {
+        if let Some(z) = self.zcdp {
+            return Cost::Zcdp(z.rho);
+        }
+        if self.delta > 0.0 {
+            Cost::Approximate {
+                epsilon: self.epsilon,
+                delta: self.delta,
+            }
+        } else if self.uncertified {
+            Cost::Uncertified(self.epsilon)
+        } else {
+            Cost::Pure(self.epsilon)
         }
     }
 
