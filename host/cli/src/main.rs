@@ -35,6 +35,7 @@ pub mod results;
 pub mod serve;
 #[cfg(feature = "serve")]
 mod serve_upload;
+pub mod sql;
 pub mod synth;
 mod synth_adaptive;
 mod synth_report;
@@ -82,6 +83,8 @@ pub enum Command {
     Conjunctions(conjunctions::Args),
     /// The most frequent of a public list of values in a column, chosen privately (report noisy max).
     Top(top::Args),
+    /// Private counts, sums, means and quantiles by group, from a SQL query over a CSV table.
+    Sql(sql::Args),
     /// Audit the mechanisms' privacy claims empirically (stochastic tester on neighbouring datasets).
     Audit(audit::Args),
     /// The authenticated upload collector: HTTP API over a SQLite store (feature `serve`).
@@ -111,6 +114,7 @@ pub fn run(
         Command::Fairness(args) => fairness::run(&args, stdin, stdout, stderr),
         Command::Conjunctions(args) => conjunctions::run(&args, stdin, stdout, stderr),
         Command::Top(args) => top::run(&args, stdin, stdout, stderr),
+        Command::Sql(args) => sql::run(&args, stdin, stdout, stderr),
         Command::Audit(args) => audit::run(&args, stdin, stdout, stderr),
         #[cfg(feature = "serve")]
         Command::Serve(args) => serve::run(&args, stdin, stdout, stderr),
@@ -684,6 +688,7 @@ macro_rules! library_errors {
 
 library_errors!(
     privq_host::accountant::AccountantError,
+    privq_host::aggregate::AggregateError,
     privq_host::central::MechanismError,
     privq_host::central::pmw::PmwError,
     privq_host::central::pmw_reduce::ReduceError,

@@ -49,9 +49,21 @@ impl Bounds {
         // γ = 2^k ≤ width/2^10: k = ⌊log2(width)⌋ − 10, width in units of 2^-32.
         let grid_exp = (bits.ilog2() as i32 - Fixed::FRAC_BITS as i32 - 10).max(-32);
         let shift = (grid_exp + Fixed::FRAC_BITS as i32) as u32;
-        // Grid points inside [lo, hi]: ⌈lo/γ⌉ and ⌊hi/γ⌋ (arithmetic shifts floor).
-        let lo_steps = -((-lo.to_bits()) >> shift);
-        let hi_steps = hi.to_bits() >> shift;
+        // Grid points inside [lo, hi]: ⌈lo/γ⌉ and ⌊hi/γ⌋ (arithmetic shifts floor),
+        // in i128 so that negating Fixed::MIN cannot overflow.
+        let lo_steps = -((-i128::from(lo.to_bits())) >> shift);
+        let hi_steps = i128::from(hi.to_bits()) >> shift;
+        let (Ok(lo_steps), Ok(hi_steps)) = (i64::try_from(lo_steps), i64::try_from(hi_steps))
+        else {
+            return Err(AggregateError::InvalidBounds(format!(
+                "{lo}:{hi} is outside privq's fixed-point range"
+            )));
+        };
+        if lo_steps >= hi_steps {
+            return Err(AggregateError::InvalidBounds(format!(
+                "{lo}:{hi} holds no two grid points"
+            )));
+        }
         Ok(Bounds {
             lo,
             hi,
@@ -160,6 +172,10 @@ mod tests {
         let (lo, hi) = b.step_range();
         assert!(b.value(lo as f64) >= 0.3 && b.value(hi as f64) <= 1.3);
         assert_eq!(b.steps(0.3), lo);
+        let b: Bounds = "-2147483648:-1000".parse().unwrap();
+        let (lo, hi) = b.step_range();
+        assert!(lo < hi && b.value(lo as f64) == -2147483648.0, "{lo} {hi}");
+        assert_eq!(b.steps(-1e300), lo);
         for bad in ["1:1", "2:1", "x:1", "1", "-2147483648:2147483647"] {
             assert!(bad.parse::<Bounds>().is_err(), "{bad}");
         }

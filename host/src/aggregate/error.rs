@@ -46,6 +46,14 @@ pub enum AggregateError {
         /// 1-based line (the header is line 1).
         line: usize,
     },
+    /// A row names no privacy unit.
+    #[error("line {line}: the row has no privacy unit (column {column:?} is empty)")]
+    EmptyUnit {
+        /// The privacy-unit column.
+        column: String,
+        /// 1-based line (the header is line 1).
+        line: usize,
+    },
     /// The table has more rows than the caller allowed.
     #[error("the table has more than {max} rows; raise the limit")]
     TooManyRows {

@@ -64,7 +64,14 @@ pub(super) fn noise_for(
     let l1 = per_unit
         .checked_mul(steps)
         .ok_or(privq_core::Error::Overflow)?;
-    Ok(DiscreteLaplace::for_sensitivity(l1, epsilon)?)
+    let noise = DiscreteLaplace::for_sensitivity(l1, epsilon)?;
+    if noise.scale_num() as f64 / noise.scale_den() as f64 > MAX_SCALE {
+        return Err(AggregateError::InvalidParameter(format!(
+            "the noise scale would exceed 2^50 (sensitivity {l1} at ε = {epsilon}): narrow the \
+             bounds, lower the contribution limits or raise ε"
+        )));
+    }
+    Ok(noise)
 }
 
 /// The half width `k` (in the noise's units) of the interval `[x − k, x + k]` that
@@ -72,20 +79,28 @@ pub(super) fn noise_for(
 /// with `P[|Z| > k] = 2q^{k+1}/(1+q) ≤ 1 − confidence`, `q = e^{−1/t}`.
 pub(super) fn half_width(noise: &DiscreteLaplace, confidence: f64) -> f64 {
     let t = noise.scale_num() as f64 / noise.scale_den() as f64;
-    let q = (-1.0 / t).exp();
     let alpha = 1.0 - confidence;
-    let tail = |k: f64| 2.0 * q.powf(k + 1.0) / (1.0 + q);
-    let mut k = ((alpha * (1.0 + q) / 2.0).ln() / q.ln() - 1.0)
+    // ln q = −1/t exactly; 1 + q = 2 − (1 − q) without cancellation.
+    let one_plus_q = 2.0 + (-1.0 / t).exp_m1();
+    let tail = |k: f64| 2.0 * (-(k + 1.0) / t).exp() / one_plus_q;
+    let mut k = (t * (2.0 / (alpha * one_plus_q)).ln() - 1.0)
         .ceil()
         .max(0.0);
-    while k > 0.0 && tail(k - 1.0) <= alpha {
+    // Rounding can leave k one step off either way; the scale is capped (see
+    // MAX_SCALE), so k is far below 2⁵³ and each step is exact.
+    if k > 0.0 && tail(k - 1.0) <= alpha {
         k -= 1.0;
     }
-    while tail(k) > alpha {
+    if tail(k) > alpha {
         k += 1.0;
     }
     k
 }
+
+/// The largest noise scale (in grid steps or score units) a plan may deploy: far
+/// beyond any useful release, and small enough that no draw overflows `i64` in
+/// practice and interval arithmetic stays exact in `f64`.
+pub(super) const MAX_SCALE: f64 = (1u64 << 50) as f64;
 
 /// Report noisy max over the candidates of one group: the grid point (in steps)
 /// whose score `−|D·#{x ≤ c} − Q·n|` plus noise is largest, the first on ties.

@@ -34,11 +34,17 @@ pub enum Aggregate {
 }
 
 impl Aggregate {
-    /// The quantile of `column` at `q ∈ [0, 1]`, read to four decimals.
+    /// The quantile of `column` at `q ∈ [0, 1]`, given to at most four decimals.
     pub fn quantile(column: impl Into<String>, q: f64) -> Result<Self, AggregateError> {
         if !(0.0..=1.0).contains(&q) {
             return Err(AggregateError::InvalidParameter(format!(
                 "a quantile level must be between 0 and 1, got {q}"
+            )));
+        }
+        let scaled = q * LEVEL_DEN as f64;
+        if (scaled - scaled.round()).abs() > 1e-6 {
+            return Err(AggregateError::InvalidParameter(format!(
+                "a quantile level has at most four decimals, got {q}"
             )));
         }
         Ok(Aggregate::Quantile {
@@ -438,6 +444,8 @@ impl Plan {
                 "the table was not read with this plan's columns (Plan::columns)".into(),
             ));
         }
+        // An empty table is the curator's input error, refused before any charge
+        // (a refusal is not a release; see `Table`).
         if table.is_empty() {
             return Err(AggregateError::EmptyTable);
         }
@@ -445,6 +453,11 @@ impl Plan {
             Some(u) => format!("unit {u:?}"),
             None => "unit = row".into(),
         };
+        // The whole cost is tried first on a copy, so a budget that cannot pay for
+        // every measurement pays for none of them.
+        accountant
+            .clone()
+            .charge_as(self.neighbours, "the whole query", self.cost())?;
         let mut receipts = Vec::new();
         if let Some(selection) = &self.selection {
             receipts.push(accountant.charge_as(

@@ -8,7 +8,8 @@
 //! ```
 //!
 //! One table; bare columns in the select list must be group-by columns (the
-//! release lists every group-by column first, then the aggregates in order);
+//! release lists every group-by column first, whether selected or not, then the
+//! aggregates in order);
 //! aggregates over a column name: `COUNT(*)`, `SUM(x)`, `AVG(x)`, `MEDIAN(x)`,
 //! `QUANTILE(x, q)`. Anything else — `WHERE`, joins, subqueries, `HAVING`,
 //! `ORDER BY`, `LIMIT`, `DISTINCT`, expressions inside an aggregate, window
@@ -116,12 +117,36 @@ pub fn parse_sql(sql: &str) -> Result<SqlQuery, AggregateError> {
     {
         return refuse("only SELECT … FROM … GROUP BY … is supported");
     }
+    let mut prefixes: Vec<String> = Vec::new();
     let table = match select.from.as_slice() {
         [one] if !one.joins.is_empty() => return refuse("joins are not supported"),
         [one] => match &one.relation {
             TableFactor::Table {
-                name, args: None, ..
-            } => name.to_string(),
+                name,
+                alias,
+                args: None,
+                with_hints,
+                version: None,
+                with_ordinality: false,
+                partitions,
+                json_path: None,
+                sample: None,
+                index_hints,
+            } if with_hints.is_empty() && partitions.is_empty() && index_hints.is_empty() => {
+                if let Some(a) = alias {
+                    if !a.columns.is_empty() {
+                        return refuse("renaming a table's columns is not supported");
+                    }
+                    prefixes.push(a.name.value.clone());
+                }
+                prefixes.push(name.to_string());
+                name.to_string()
+            }
+            TableFactor::Table { .. } => {
+                return refuse(
+                    "table modifiers (TABLESAMPLE, PARTITION, hints, versions) are not supported",
+                );
+            }
             TableFactor::Derived { .. } => {
                 return refuse("a subquery in FROM is not supported");
             }
@@ -133,7 +158,7 @@ pub fn parse_sql(sql: &str) -> Result<SqlQuery, AggregateError> {
     let group_by: Vec<String> = match &select.group_by {
         GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs
             .iter()
-            .map(|e| column_name(e, "GROUP BY"))
+            .map(|e| column_name(e, "GROUP BY", &prefixes))
             .collect::<Result<_, _>>()?,
         _ => return refuse("GROUP BY ALL and GROUP BY modifiers are not supported"),
     };
@@ -153,7 +178,7 @@ pub fn parse_sql(sql: &str) -> Result<SqlQuery, AggregateError> {
         };
         match expr {
             Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
-                let c = column_name(expr, "SELECT")?;
+                let c = column_name(expr, "SELECT", &prefixes)?;
                 if !group_by.contains(&c) {
                     return refuse(format!(
                         "{c} is neither aggregated nor in GROUP BY (a bare value would \
@@ -165,7 +190,7 @@ pub fn parse_sql(sql: &str) -> Result<SqlQuery, AggregateError> {
                 }
             }
             Expr::Function(f) => {
-                let aggregate = aggregate(f)?;
+                let aggregate = aggregate(f, &prefixes)?;
                 aggregates.push((alias.unwrap_or_else(|| expr.to_string()), aggregate));
             }
             other => {
@@ -184,18 +209,27 @@ pub fn parse_sql(sql: &str) -> Result<SqlQuery, AggregateError> {
     })
 }
 
-/// A plain column name (`region` or `t.region`: the table prefix is dropped).
-fn column_name(expr: &Expr, clause: &str) -> Result<String, AggregateError> {
+/// A plain column name (`region`, or `t.region` with `t` the table or its alias).
+fn column_name(expr: &Expr, clause: &str, prefixes: &[String]) -> Result<String, AggregateError> {
     match expr {
         Expr::Identifier(i) => Ok(i.value.clone()),
-        Expr::CompoundIdentifier(parts) if parts.len() == 2 => Ok(parts[1].value.clone()),
+        Expr::CompoundIdentifier(parts) if parts.len() == 2 => {
+            if prefixes.contains(&parts[0].value) {
+                Ok(parts[1].value.clone())
+            } else {
+                refuse(format!(
+                    "{clause} {expr}: {} names no table of the query",
+                    parts[0]
+                ))
+            }
+        }
         other => refuse(format!(
             "{clause} {other}: only plain column names are supported"
         )),
     }
 }
 
-fn aggregate(f: &Function) -> Result<Aggregate, AggregateError> {
+fn aggregate(f: &Function, prefixes: &[String]) -> Result<Aggregate, AggregateError> {
     let name = f.name.to_string().to_ascii_uppercase();
     if f.over.is_some() {
         return refuse(format!("{f}: window functions are not supported"));
@@ -229,7 +263,7 @@ fn aggregate(f: &Function) -> Result<Aggregate, AggregateError> {
     };
     let column = |i: usize| -> Result<String, AggregateError> {
         match args.get(i) {
-            Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(e))) => column_name(e, &name),
+            Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(e))) => column_name(e, &name, prefixes),
             _ => refuse(format!("{f}: argument {} must be a column name", i + 1)),
         }
     };
@@ -287,7 +321,7 @@ mod tests {
     #[test]
     fn the_subset_parses() {
         let q = parse_sql(
-            "select t.region, year, count(*) as n, sum(kwh), avg(temp) mean_t, median(temp), \
+            "select t.region, readings.year, count(*) as n, sum(kwh), avg(temp) mean_t, median(temp), \
              quantile(temp, 0.9) from readings t group by region, year",
         )
         .unwrap();
@@ -360,6 +394,12 @@ mod tests {
             ("SELEC COUNT(*)", "cannot parse"),
             ("SELECT COUNT(*)", "FROM is missing"),
             ("SELECT g, COUNT(*) FROM a GROUP BY g, g", "twice"),
+            (
+                "SELECT COUNT(*) FROM a TABLESAMPLE BERNOULLI (10)",
+                "modifiers",
+            ),
+            ("SELECT zz.g, COUNT(*) FROM a GROUP BY g", "names no table"),
+            ("SELECT QUANTILE(x, 0.99999) FROM a", "four decimals"),
         ];
         for (sql, needle) in cases {
             match parse_sql(sql) {

@@ -20,9 +20,10 @@ pub struct Columns {
 /// unit and each group key interned to a number.
 ///
 /// Loading refuses what it cannot read faithfully, naming the line and column: a
-/// missing column, an empty or non-numeric or non-finite value. Nothing is dropped
-/// or reinterpreted silently (an error's line number is shown to the curator
-/// only; it is not part of any release).
+/// missing column, an empty or non-numeric or non-finite value, a row with no
+/// privacy unit. Nothing is dropped or reinterpreted silently. Refusals (and the
+/// row cap) are for the curator: they depend on the data and are not releases, so
+/// an automated pipeline that publishes them would publish that dependence.
 #[derive(Debug, Clone)]
 pub struct Table {
     columns: Columns,
@@ -88,6 +89,12 @@ impl Table {
             let field = |i: usize| record.get(i).unwrap_or("").trim();
             let unit = match unit_index {
                 Some(i) => {
+                    if field(i).is_empty() {
+                        return Err(AggregateError::EmptyUnit {
+                            column: columns.unit.clone().unwrap_or_default(),
+                            line,
+                        });
+                    }
                     let next = unit_ids.len();
                     *unit_ids.entry(field(i).to_string()).or_insert(next as u32)
                 }
@@ -192,6 +199,7 @@ mod tests {
             ("id,region,temp\na,north,NaN\n", "not finite"),
             ("id,region,temp\na,north,1e999\n", "not finite"),
             ("id,region,temp,temp\na,north,1,2\n", "twice"),
+            ("id,region,temp\n,north,1\n", "no privacy unit"),
         ];
         for (csv, needle) in bad {
             let e = Table::from_csv(csv.as_bytes(), &columns(), 10).unwrap_err();

@@ -1,0 +1,439 @@
+//! `privq sql`: private counts, sums, means and quantiles by group, from a SQL
+//! query over a CSV table ([`privq_host::aggregate`]).
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+
+use privq_host::aggregate::{Bounds, Contribution, Groups, Plan, Release, parse_sql};
+use privq_host::contract::Neighbours;
+
+use super::results::{Cell, FormatArg, write_rows};
+use super::synth::NeighboursArg;
+use super::{CliError, LedgerArgs};
+
+/// Options of `privq sql`.
+#[derive(Debug, Clone, clap::Args)]
+#[command(after_help = "Examples:\n  \
+    privq sql \"SELECT region, COUNT(*), AVG(temp), MEDIAN(temp) FROM readings GROUP BY region\" \\\n    \
+    --table readings=readings.csv --privacy-unit device --max-groups 1 --max-rows 10 \\\n    \
+    --bounds temp=-20:50 --keys region=north,south,east,west --epsilon 1\n  \
+    privq sql \"SELECT region, COUNT(*) FROM readings GROUP BY region\" --table readings=readings.csv \\\n    \
+    --privacy-unit device --epsilon 1 --delta 1e-6\n\n\
+    Supported: one table; SELECT group-by columns and COUNT(*), SUM(x), AVG(x), MEDIAN(x), \
+    QUANTILE(x, q); GROUP BY plain columns. The output lists the group-by columns, then each \
+    aggregate with the bounds of its interval (NAME_lo, NAME_hi; none for quantiles).\n\n\
+    The guarantee is per privacy unit (--privacy-unit; without it, per row): each unit \
+    contributes at most --max-rows rows to each of at most --max-groups groups, chosen at \
+    random; every value is clamped into its --bounds. Groups are the public --keys, or are \
+    selected privately with --delta (a group held by few units is dropped). epsilon is split \
+    evenly over the measurements: a count, each SUM, each AVG's sum (AVG shares the count), \
+    each quantile, and the group selection.")]
+pub struct Args {
+    /// The query (see below for the supported subset).
+    #[arg(value_name = "QUERY")]
+    pub query: String,
+    /// The table the query reads: NAME=PATH (a CSV file with a header; PATH `-`:
+    /// standard input).
+    #[arg(long, value_name = "NAME=PATH")]
+    pub table: String,
+    /// The column naming the person or device each row belongs to: the unit the
+    /// guarantee protects. Without it every row is its own unit.
+    #[arg(long, value_name = "COLUMN")]
+    pub privacy_unit: Option<String>,
+    /// The most groups one unit contributes to (needs --privacy-unit).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub max_groups: u32,
+    /// The most rows one unit contributes to one group (needs --privacy-unit).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub max_rows: u32,
+    /// The public range of a numeric column, COLUMN=LO:HI (repeat for each column an
+    /// aggregate reads). Values outside are clamped into it.
+    #[arg(long, value_name = "COLUMN=LO:HI")]
+    pub bounds: Vec<String>,
+    /// The public groups of a group-by column, COLUMN=A,B,... (repeat per column;
+    /// the groups are every combination). A listed group the data lacks is released
+    /// as noisy zeros; rows of unlisted groups are left out.
+    #[arg(long, value_name = "COLUMN=A,B,...")]
+    pub keys: Vec<String>,
+    /// Select the groups privately instead of --keys, with this δ: a group is
+    /// released when its noisy number of units clears a threshold.
+    #[arg(long, value_name = "DELTA")]
+    pub delta: Option<f64>,
+    /// Privacy budget ε for the whole query: a decimal (`0.5`) or a fraction (`1/2`).
+    #[arg(long, value_name = "EPS", allow_hyphen_values = true)]
+    pub epsilon: String,
+    /// The neighbour relation, over privacy units: add/remove one unit, or replace one.
+    #[arg(long, value_enum, default_value = "add-remove")]
+    pub neighbours: NeighboursArg,
+    /// The confidence level of the intervals.
+    #[arg(long, value_name = "LEVEL", default_value_t = 0.95)]
+    pub confidence: f64,
+    /// Steps between a quantile's candidate values (spread evenly over the bounds).
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub quantile_candidates: u32,
+    /// The most rows read from the table (a larger table is refused before anything
+    /// is spent).
+    #[arg(long, value_name = "N", default_value_t = 100_000_000)]
+    pub max_table_rows: usize,
+    /// Seed for a reproducible run (tests and demos only: it makes the noise removable).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Output format.
+    #[command(flatten)]
+    pub format: FormatArg,
+    /// The ledger.
+    #[command(flatten)]
+    pub ledger: LedgerArgs,
+}
+
+fn usage(option: &'static str, message: impl Into<String>) -> CliError {
+    CliError::Usage {
+        option,
+        message: message.into(),
+    }
+}
+
+/// Splits `NAME=VALUE`.
+fn pair<'a>(option: &'static str, text: &'a str) -> Result<(&'a str, &'a str), CliError> {
+    text.split_once('=')
+        .map(|(a, b)| (a.trim(), b.trim()))
+        .filter(|(a, _)| !a.is_empty())
+        .ok_or_else(|| usage(option, format!("{text:?} is not NAME=VALUE")))
+}
+
+/// The plan the options describe for `sql`.
+pub fn plan(args: &Args) -> Result<(Plan, String, PathBuf), CliError> {
+    let parsed = parse_sql(&args.query)?;
+    let (name, path) = pair("table", &args.table)?;
+    if name != parsed.table {
+        return Err(usage(
+            "table",
+            format!(
+                "the query reads table {:?}, --table names {name:?}",
+                parsed.table
+            ),
+        ));
+    }
+    let epsilon = super::parse_epsilon(&args.epsilon)?;
+    let mut builder = Plan::builder(parsed.query.clone())
+        .neighbours(Neighbours::from(args.neighbours))
+        .confidence(args.confidence)
+        .quantile_candidates(args.quantile_candidates);
+    match &args.privacy_unit {
+        Some(unit) => {
+            builder =
+                builder.privacy_unit(unit, Contribution::new(args.max_groups, args.max_rows)?);
+        }
+        None if args.max_groups != 1 || args.max_rows != 1 => {
+            return Err(usage(
+                "privacy-unit",
+                "--max-groups and --max-rows limit what one unit contributes: name the unit \
+                 column with --privacy-unit (without it every row is its own unit)",
+            ));
+        }
+        None => {}
+    }
+    for b in &args.bounds {
+        let (column, range) = pair("bounds", b)?;
+        let bounds: Bounds = range.parse()?;
+        builder = builder.bounds(column, bounds);
+    }
+    let group_by = parsed.query.group_by();
+    match (args.keys.is_empty(), args.delta) {
+        (false, Some(_)) => {
+            return Err(usage(
+                "delta",
+                "give either --keys (public groups) or --delta, not both",
+            ));
+        }
+        (true, Some(delta)) => builder = builder.groups(Groups::Private { delta }),
+        (false, None) => {
+            let mut lists: Vec<Option<Vec<String>>> = vec![None; group_by.len()];
+            for k in &args.keys {
+                let (column, values) = pair("keys", k)?;
+                let Some(i) = group_by.iter().position(|g| g == column) else {
+                    return Err(usage(
+                        "keys",
+                        format!("the query does not group by {column:?}"),
+                    ));
+                };
+                if lists[i].is_some() {
+                    return Err(usage("keys", format!("{column:?} is given twice")));
+                }
+                let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
+                if values.iter().any(String::is_empty) {
+                    return Err(usage(
+                        "keys",
+                        format!("{k:?} has an empty value (a stray comma?)"),
+                    ));
+                }
+                lists[i] = Some(values);
+            }
+            let mut keys: Vec<Vec<String>> = vec![Vec::new()];
+            for (column, list) in group_by.iter().zip(&lists) {
+                let list = list.as_ref().ok_or_else(|| {
+                    usage("keys", format!("no --keys for group-by column {column:?}"))
+                })?;
+                keys = keys
+                    .iter()
+                    .flat_map(|k| {
+                        list.iter().map(move |v| {
+                            let mut k = k.clone();
+                            k.push(v.clone());
+                            k
+                        })
+                    })
+                    .collect();
+                if keys.len() > 1_000_000 {
+                    return Err(usage("keys", "more than 10^6 combinations of keys"));
+                }
+            }
+            builder = builder.groups(Groups::Public(keys));
+        }
+        (true, None) if !group_by.is_empty() => {
+            return Err(usage(
+                "keys",
+                format!(
+                    "grouping by {} needs its groups: list them (--keys {}=A,B,...) or select \
+                     them privately (--delta 1e-6)",
+                    group_by.join(", "),
+                    group_by[0]
+                ),
+            ));
+        }
+        (true, None) => {}
+    }
+    let plan = builder.build(epsilon)?;
+    Ok((plan, name.to_string(), PathBuf::from(path)))
+}
+
+/// Runs `privq sql`.
+pub fn run(
+    args: &Args,
+    stdin: &mut dyn BufRead,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    let (plan, _, path) = plan(args)?;
+    let table = if path.as_os_str() == "-" {
+        privq_host::aggregate::Table::from_csv(stdin, &plan.columns(), args.max_table_rows)?
+    } else {
+        let file = std::fs::File::open(&path).map_err(|e| CliError::file(&path, e))?;
+        privq_host::aggregate::Table::from_csv(
+            std::io::BufReader::new(file),
+            &plan.columns(),
+            args.max_table_rows,
+        )?
+    };
+    let mut rng = super::rng(args.seed, stderr)?;
+    let (release, accountant) = plan.release(&table, &mut rng)?;
+    let mut out = Vec::new();
+    write_release(&release, args.format.format, &mut out)?;
+    stdout.write_all(&out)?;
+    let limits = plan.contribution();
+    let unit = match &args.privacy_unit {
+        Some(u) => format!(
+            "privacy unit {u:?}: at most {} group(s) and {} row(s) per group each",
+            limits.max_groups(),
+            limits.max_rows()
+        ),
+        None => "privacy unit: one row".into(),
+    };
+    let groups = match release.threshold() {
+        Some(t) => format!("groups selected privately (threshold {t} units)"),
+        None => "public groups".into(),
+    };
+    writeln!(
+        stderr,
+        "privq: {} group(s) released; {unit}; {groups}; ε = {} per measurement; \
+         intervals at {} confidence cover the clamped, bounded data's value; privacy: {} under {}",
+        release.rows().len(),
+        plan.epsilon_share(),
+        args.confidence,
+        plan.cost(),
+        plan.neighbours().phrase().replace("record", "unit")
+    )?;
+    writeln!(stderr, "privq: ledger:\n{}", args.ledger.text(&accountant))?;
+    args.ledger.write(&accountant)
+}
+
+/// The release as a table: group-by columns, then each aggregate and its interval.
+fn write_release(
+    release: &Release,
+    format: super::results::Format,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let with_interval: Vec<bool> = match release.rows().first() {
+        Some(row) => row
+            .estimates()
+            .iter()
+            .map(|e| e.interval().is_some())
+            .collect(),
+        None => Vec::new(),
+    };
+    let mut columns: Vec<String> = release.group_by().to_vec();
+    for (i, name) in release.names().iter().enumerate() {
+        columns.push(name.clone());
+        if with_interval.get(i).copied().unwrap_or(false) {
+            columns.push(format!("{name}_lo"));
+            columns.push(format!("{name}_hi"));
+        }
+    }
+    let rows: Vec<Vec<Cell>> = release
+        .rows()
+        .iter()
+        .map(|row| {
+            let mut cells: Vec<Cell> = row.key().iter().map(|k| Cell::Text(k.clone())).collect();
+            for e in row.estimates() {
+                cells.push(number(e.value()));
+                if let Some((lo, hi)) = e.interval() {
+                    cells.push(number(lo));
+                    cells.push(number(hi));
+                }
+            }
+            cells
+        })
+        .collect();
+    let names: Vec<&str> = columns.iter().map(String::as_str).collect();
+    write_rows(format, &names, rows.iter().map(|r| &r[..]), out)
+}
+
+/// A whole number (a count, a sum on a coarse grid) as an integer in both formats.
+fn number(x: f64) -> Cell {
+    if x.fract() == 0.0 && x.abs() < 9.0e15 {
+        Cell::Exact(format!("{}", x as i64))
+    } else {
+        Cell::Num(x)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use privq_host::aggregate::Table;
+
+    fn csv() -> String {
+        let mut s = String::from("device,region,temp\n");
+        for d in 0..300 {
+            for r in 0..4 {
+                let region = if d % 3 == 0 { "north" } else { "south" };
+                s.push_str(&format!("d{d},{region},{}\n", (d + r) % 40));
+            }
+        }
+        s
+    }
+
+    const QUERY: &str = "SELECT region, COUNT(*) AS n, AVG(temp), QUANTILE(temp, 0.25) \
+                         FROM t GROUP BY region";
+
+    #[test]
+    fn prints_what_the_library_releases() {
+        let argv = [
+            "sql",
+            QUERY,
+            "--table",
+            "t=-",
+            "--privacy-unit",
+            "device",
+            "--max-rows",
+            "3",
+            "--bounds",
+            "temp=0:40",
+            "--keys",
+            "region=north,south,west",
+            "--epsilon",
+            "1",
+            "--seed",
+            "5",
+        ];
+        let (out, err) = crate::run_with(&argv, &csv()).unwrap();
+        use clap::Parser;
+        let Ok(crate::Cli {
+            command: crate::Command::Sql(cli),
+        }) = crate::Cli::try_parse_from(std::iter::once("privq").chain(argv))
+        else {
+            panic!("not a sql command line")
+        };
+        let (plan, _, _) = super::plan(&cli).unwrap();
+        assert_eq!(
+            plan.accountant().unwrap().neighbours(),
+            Some(super::Neighbours::AddRemove)
+        );
+        let table = Table::from_csv(csv().as_bytes(), &plan.columns(), 1 << 20).unwrap();
+        let (release, _) = plan
+            .release(&table, &mut privq_host::seeded_rng(5))
+            .unwrap();
+        let mut expected = Vec::new();
+        super::write_release(&release, super::super::results::Format::Csv, &mut expected).unwrap();
+        assert_eq!(out, String::from_utf8(expected).unwrap());
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines[0],
+            "region,n,n_lo,n_hi,AVG(temp),AVG(temp)_lo,AVG(temp)_hi,\"QUANTILE(temp, 0.25)\""
+        );
+        assert_eq!(lines.len(), 4);
+        assert!(lines[3].starts_with("west,"));
+        assert!(err.contains("ε = 1/3 per measurement"), "{err}");
+        assert!(err.contains("total: ε = 1 of 1"), "{err}");
+    }
+
+    #[test]
+    fn bad_options_are_refused_before_anything_is_spent() {
+        let base = [
+            "sql",
+            QUERY,
+            "--table",
+            "t=-",
+            "--epsilon",
+            "1",
+            "--bounds",
+            "temp=0:40",
+        ];
+        let bad: [(&[&str], &str); 9] = [
+            (&["--keys", "region=a"], ""),
+            (&["--delta", "1e-6", "--keys", "region=a"], "not both"),
+            (&["--keys", "region=a,,b"], "empty value"),
+            (&["--keys", "city=a"], "does not group by"),
+            (&["--max-rows", "5"], "--privacy-unit"),
+            (
+                &[
+                    "--privacy-unit",
+                    "device",
+                    "--max-rows",
+                    "0",
+                    "--delta",
+                    "1e-6",
+                ],
+                "between 1",
+            ),
+            (
+                &["--privacy-unit", "nobody", "--delta", "1e-6"],
+                "no column \"nobody\"",
+            ),
+            (&["--delta", "1e-6", "--confidence", "1"], "confidence"),
+            (&["--delta", "2"], "δ"),
+        ];
+        for (extra, needle) in bad {
+            let mut argv = base.to_vec();
+            argv.extend_from_slice(extra);
+            if needle.is_empty() {
+                // A well-formed run: the groups need not hold data.
+                assert!(crate::run_with(&argv, &csv()).is_ok(), "{extra:?}");
+                continue;
+            }
+            let e = crate::run_with(&argv, &csv()).unwrap_err().to_string();
+            assert!(e.contains(needle), "{extra:?}: {e}");
+        }
+        let e = crate::run_with(&base, &csv()).unwrap_err().to_string();
+        assert!(e.contains("needs its groups"), "{e}");
+        let argv = [
+            "sql",
+            "SELECT COUNT(*) FROM t",
+            "--table",
+            "t=-",
+            "--epsilon",
+            "1",
+        ];
+        let e = crate::run_with(&argv, "a,b\n").unwrap_err().to_string();
+        assert!(e.contains("no row"), "{e}");
+    }
+}
