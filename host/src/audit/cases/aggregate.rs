@@ -1,0 +1,496 @@
+//! The cases for private statistics by group (`aggregate`, `privq sql`): one per
+//! safeguard its guarantee rests on — contribution bounding, clamping, private
+//! group selection and the quantile's noise — each on the add/remove-one-unit pair
+//! that safeguard is most fragile against, and the broken twins they must catch.
+//!
+//! Every case runs the public API (`Plan::builder(..).build(ε)`,
+//! `Table::from_csv`, `plan.release`) end to end. The twins are the same plans
+//! with one safeguard defeated through public parameters (limits set huge with the
+//! noise of small ones, a δ that lowers τ by one, twice the ε for the quantile), or,
+//! for clamping, which no parameter switches off, a line-by-line mimic of the
+//! measurement without the clamp (checked against the mimic with it).
+
+use privq_core::Epsilon;
+
+use super::setup;
+use crate::aggregate::{Aggregate, Bounds, Contribution, Groups, Plan, Query, Release, Table};
+use crate::audit::{AuditCase, AuditError, Claim, Event, RunError, Side};
+
+/// The two tables of a pair, read with the plan's columns.
+fn tables(plan: &Plan, d: &str, d_prime: &str) -> Result<[Table; 2], AuditError> {
+    let read = |csv: &str| Table::from_csv(csv.as_bytes(), &plan.columns(), 1 << 24);
+    Ok([read(d).map_err(setup)?, read(d_prime).map_err(setup)?])
+}
+
+/// One release of `plan` on the side's table, under the plan's own accountant.
+fn release(
+    plan: &Plan,
+    [d, d_prime]: &[Table; 2],
+    side: Side,
+    rng: &mut rand_chacha::ChaCha12Rng,
+) -> Result<Release, RunError> {
+    let table = if side == Side::D { d } else { d_prime };
+    Ok(plan.release(table, rng)?.0)
+}
+
+fn bounds(text: &str) -> Result<Bounds, AuditError> {
+    text.parse().map_err(setup)
+}
+
+// --- 1. A heavy unit: contribution bounding. -------------------------------------
+
+/// Light units in D (ten in `a`, five in `b`); D′ adds one unit with `heavy` rows.
+fn heavy_tables(heavy: usize) -> (String, String) {
+    let mut d = String::from("device,region\n");
+    for i in 0..15 {
+        d.push_str(&format!("u{i},{}\n", if i < 10 { "a" } else { "b" }));
+    }
+    let mut d_prime = d.clone();
+    d_prime.push_str(&"heavy,a\n".repeat(heavy));
+    (d, d_prime)
+}
+
+/// `COUNT(*) GROUP BY region` over the public keys `a`, `b`, at total ε.
+fn heavy_plan(limits: Contribution, eps: Epsilon) -> Result<Plan, AuditError> {
+    Plan::builder(Query::new(["region"], [("n", Aggregate::Count)]))
+        .privacy_unit("device", limits)
+        .groups(Groups::public([["a"], ["b"]]))
+        .build(eps)
+        .map_err(setup)
+}
+
+fn heavy_case(plan: Plan, heavy: usize, claim: Claim, runs: u64) -> Result<AuditCase, AuditError> {
+    let (d, d_prime) = heavy_tables(heavy);
+    let pair = tables(&plan, &d, &d_prime)?;
+    let limits = plan.contribution();
+    Ok(AuditCase::new(
+        "aggregate-heavy-unit",
+        format!(
+            "add/remove one unit: ten units in group a vs the same and one unit with {heavy} \
+             rows in a"
+        ),
+        claim,
+        runs,
+    )
+    .mechanism(format!(
+        "aggregate COUNT by public group (at most {} group(s), {} row(s) per unit)",
+        limits.max_groups(),
+        limits.max_rows()
+    ))
+    .run(move |side, rng| {
+        let r = release(&plan, &pair, side, rng)?;
+        Ok(r.rows()
+            .iter()
+            .map(|row| row.estimates()[0].value())
+            .collect())
+    })
+    // The bounded count of a is 10 on D and 12 on D′; ≥ 12 are the tail events
+    // with the full ratio e^ε, ≥ 30 catches any unbounded leak.
+    .events(
+        (10..=14)
+            .chain([30])
+            .map(|t| Event::at_least(0, f64::from(t))),
+    ))
+}
+
+/// One unit with 10 000 rows in one group, at most 2 rows per unit (1 group):
+/// `COUNT(*) GROUP BY region` with public keys, ε = 1. Bounding caps the unit at
+/// 2 rows, so the count of `a` is 10 on D and 12 on D′ under noise of scale 2:
+/// the tail events `count ≥ t`, t ≥ 12, carry the full ratio e^ε.
+pub fn aggregate_heavy_unit(small: bool) -> Result<AuditCase, AuditError> {
+    let eps = Epsilon::new(1, 1).map_err(setup)?;
+    let plan = heavy_plan(Contribution::new(1, 2).map_err(setup)?, eps)?;
+    heavy_case(
+        plan,
+        10_000,
+        Claim::Pure(1.0),
+        if small { 4_000 } else { 50_000 },
+    )
+}
+
+// --- 2. An outlier: clamping. -----------------------------------------------------
+
+/// Readings in `[0, 100]` (grid 1/16: 1 600 steps); twenty units read 0 once each.
+/// D′ adds a unit with three readings of 10⁹.
+const OUTLIER: f64 = 1e9;
+
+fn outlier_tables() -> (String, String) {
+    let mut d = String::from("device,temp\n");
+    for i in 0..20 {
+        d.push_str(&format!("u{i},0\n"));
+    }
+    let mut d_prime = d.clone();
+    d_prime.push_str(&format!("rogue,{OUTLIER}\n").repeat(3));
+    (d, d_prime)
+}
+
+/// `SUM(temp), AVG(temp)` over the whole table, temp in `[0, 100]`, at most 2 rows
+/// per unit, ε = 1 (split over the sum, the count and the centred sum).
+fn outlier_plan() -> Result<Plan, AuditError> {
+    let query = Query::new(
+        Vec::<String>::new(),
+        [
+            ("total", Aggregate::Sum("temp".into())),
+            ("mean", Aggregate::Mean("temp".into())),
+        ],
+    );
+    Plan::builder(query)
+        .privacy_unit("device", Contribution::new(1, 2).map_err(setup)?)
+        .bounds("temp", bounds("0:100")?)
+        .build(Epsilon::new(1, 1).map_err(setup)?)
+        .map_err(setup)
+}
+
+/// Output `[sum, mean]`. On D the sum is 0 and the mean 0; clamped, D′'s unit adds
+/// 200 to the sum (2 rows at 100: its full sensitivity) and raises the mean, through
+/// both the centred sum and the count, to about 9.1.
+fn outlier_events() -> Vec<Event> {
+    let mut events: Vec<Event> = [100.0, 200.0, 400.0, 800.0, 1600.0]
+        .into_iter()
+        .map(|t| Event::at_least(0, t))
+        .collect();
+    events.extend([10.0, 20.0, 40.0, 80.0].map(|t| Event::at_least(1, t)));
+    for (s, m) in [(200.0, 20.0), (400.0, 40.0), (800.0, 40.0)] {
+        events.push(Event::new(
+            format!("sum >= {s} and mean >= {m}"),
+            move |o: &[f64]| o.len() == 2 && o[0] >= s && o[1] >= m,
+        ));
+    }
+    events
+}
+
+fn outlier_case(
+    run: impl Fn(Side, &mut rand_chacha::ChaCha12Rng) -> Result<Vec<f64>, RunError>
+    + Send
+    + Sync
+    + 'static,
+    label: &str,
+) -> AuditCase {
+    AuditCase::new(
+        "aggregate-outlier",
+        "add/remove one unit: twenty units reading 0 vs the same and one unit with three \
+         readings of 1e9 (bounds 0:100, 2 rows per unit)",
+        Claim::Pure(1.0),
+        200_000,
+    )
+    .mechanism(label)
+    .run(run)
+    .events(outlier_events())
+}
+
+/// `SUM` and `AVG` of a column bounded to `[0, 100]`, ε = 1, with an outlier far
+/// outside the bounds in D′ (clamping must cap its effect at the bound).
+pub fn aggregate_outlier(small: bool) -> Result<AuditCase, AuditError> {
+    let _ = small;
+    let plan = outlier_plan()?;
+    let (d, d_prime) = outlier_tables();
+    let pair = tables(&plan, &d, &d_prime)?;
+    Ok(outlier_case(
+        move |side, rng| {
+            let r = release(&plan, &pair, side, rng)?;
+            Ok(r.rows()[0].estimates().iter().map(|e| e.value()).collect())
+        },
+        "aggregate SUM and AVG (clamped grid sums, discrete Laplace)",
+    ))
+}
+
+// --- 3. A rare key: private group selection. --------------------------------------
+
+/// δ just above `P[Z ≥ 6] = e^{−3}/(1 + e^{−1/2}) ≈ 0.030991` for the selection's
+/// noise (scale 2: ε/2 = 1/2 of the budget, one group per unit): τ = 7 is then
+/// tight, and a key held by one unit is released with probability 0.9997·δ.
+const RARE_DELTA: f64 = 0.031;
+
+fn rare_tables() -> (String, String) {
+    let mut d = String::from("patient,site\n");
+    for i in 0..30 {
+        d.push_str(&format!("p{i},a\np{i},a\n"));
+    }
+    let mut d_prime = d.clone();
+    d_prime.push_str("rare,zz\nrare,zz\n");
+    (d, d_prime)
+}
+
+/// `COUNT(*) GROUP BY site` with privately selected groups at (ε, δ), one group and
+/// two rows per unit.
+fn rare_plan(delta: f64) -> Result<Plan, AuditError> {
+    Plan::builder(Query::new(["site"], [("n", Aggregate::Count)]))
+        .privacy_unit("patient", Contribution::new(1, 2).map_err(setup)?)
+        .groups(Groups::Private { delta })
+        .build(Epsilon::new(1, 1).map_err(setup)?)
+        .map_err(setup)
+}
+
+fn rare_case(plan: Plan, delta: f64) -> Result<AuditCase, AuditError> {
+    let (d, d_prime) = rare_tables();
+    let pair = tables(&plan, &d, &d_prime)?;
+    let tau = plan.threshold().unwrap_or(0);
+    Ok(AuditCase::new(
+        "aggregate-rare-group",
+        format!(
+            "add/remove one unit: thirty units at site a vs the same and one unit at a site \
+             zz nobody else has (threshold {tau})"
+        ),
+        Claim::Approximate {
+            epsilon: 1.0,
+            delta,
+        },
+        200_000,
+    )
+    .mechanism("aggregate COUNT by privately selected group")
+    .run(move |side, rng| {
+        let r = release(&plan, &pair, side, rng)?;
+        let zz = r.rows().iter().find(|row| row.key()[0] == "zz");
+        Ok(vec![
+            f64::from(u8::from(zz.is_some())),
+            zz.map_or(f64::NAN, |row| row.estimates()[0].value()),
+        ])
+    })
+    // The rare key released (with probability ≤ δ on D′, never on D) and, among
+    // those releases, with a count that looks like one unit's.
+    .events([
+        Event::equals(0, 1.0),
+        Event::equals(0, 0.0),
+        Event::new("zz released with count <= 4", |o: &[f64]| {
+            o[0] == 1.0 && o[1] <= 4.0
+        }),
+    ]))
+}
+
+/// Private groups: D′ adds a unit holding a key no other unit has. That key must
+/// appear with probability at most δ; the claim is (ε, δ) = (1, 0.031), δ set so
+/// that τ is tight (the auditor's bound is δ-adjusted: `ln((p − δ)/q)`).
+pub fn aggregate_rare_group(small: bool) -> Result<AuditCase, AuditError> {
+    let _ = small;
+    rare_case(rare_plan(RARE_DELTA)?, RARE_DELTA)
+}
+
+// --- 4. A quantile at a data gap: the quantile's noise. ---------------------------
+
+fn quantile_tables() -> (String, String) {
+    let mut d = String::from("unit,x\n");
+    for i in 0..20 {
+        d.push_str(&format!("u{i},{}\n", if i < 18 { 0 } else { 60 }));
+    }
+    let mut d_prime = d.clone();
+    d_prime.push_str("new,95\n");
+    (d, d_prime)
+}
+
+/// `QUANTILE(x, 0.9)` over `[0, 100]` with the public candidates 0, 25, 50, 75,
+/// 100, at total ε.
+fn quantile_plan(eps: Epsilon) -> Result<Plan, AuditError> {
+    let q = Aggregate::quantile("x", 0.9).map_err(setup)?;
+    Plan::builder(Query::new(Vec::<String>::new(), [("p90", q)]))
+        .bounds("x", bounds("0:100")?)
+        .quantile_candidates(4)
+        .build(eps)
+        .map_err(setup)
+}
+
+fn quantile_case(plan: Plan) -> Result<AuditCase, AuditError> {
+    let (d, d_prime) = quantile_tables();
+    let pair = tables(&plan, &d, &d_prime)?;
+    Ok(AuditCase::new(
+        "aggregate-quantile-gap",
+        "add/remove one unit: 18 values at 0 and 2 at 60 (the 0.9-quantile anywhere in the \
+         gap [0, 60)) vs the same and one value at 95",
+        Claim::Pure(1.0),
+        200_000,
+    )
+    .mechanism("aggregate QUANTILE (report noisy max over 5 public candidates)")
+    .run(move |side, rng| {
+        let r = release(&plan, &pair, side, rng)?;
+        Ok(vec![r.rows()[0].estimates()[0].value()])
+    })
+    .events(
+        [0.0, 25.0, 50.0, 75.0, 100.0]
+            .into_iter()
+            .map(|c| Event::equals(0, c))
+            .chain([Event::at_least(0, 75.0)]),
+    ))
+}
+
+/// `QUANTILE(x, 0.9)` at a data gap, ε = 1, one row per unit. In scores
+/// `−|#{x ≤ c} − q·n|` (in rows) the candidates 0–50 inside the gap score 0 on D and
+/// −0.9 on D′, while 75 rises from −2 to −1.1: a relative move of 1.8 rows, close to
+/// the 2·Δ the noise's factor 2 pays for (at the median no pair moves two scores
+/// apart by more than Δ, so halving the noise there is no violation). The true loss
+/// of the event "75 is released" is about 0.83 of ε = 1, and 1.73 at half the noise.
+pub fn aggregate_quantile_gap(small: bool) -> Result<AuditCase, AuditError> {
+    let _ = small;
+    quantile_case(quantile_plan(Epsilon::new(1, 1).map_err(setup)?)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::{AuditReport, audit};
+    use privq_core::sample::DiscreteLaplace;
+    use rand_chacha::ChaCha12Rng;
+
+    fn test_runs(name: &str) -> u64 {
+        super::super::REGISTRY
+            .iter()
+            .find(|r| r.name == name)
+            .unwrap()
+            .test_runs
+    }
+
+    fn check(name: &str, real: &AuditCase, twin: &AuditCase) -> (AuditReport, AuditReport) {
+        let runs = test_runs(name);
+        let start = std::time::Instant::now();
+        let real = audit(real, runs, 7, &|_| {}).unwrap();
+        let took = start.elapsed();
+        let twin = audit(twin, runs, 7, &|_| {}).unwrap();
+        eprintln!(
+            "{name}: real {:.3} ({:?}; {:.2?}), twin {:.3} ({:?}), claimed {:.3}",
+            real.empirical_epsilon,
+            real.witness,
+            took,
+            twin.empirical_epsilon,
+            twin.witness,
+            real.claimed_epsilon
+        );
+        assert!(real.passed(), "{name}: {:.3}", real.empirical_epsilon);
+        assert!(
+            !twin.passed(),
+            "{name}: the twin went unnoticed: {:.3}",
+            twin.empirical_epsilon
+        );
+        (real, twin)
+    }
+
+    /// No bounding: limits of 10 000 rows (the heavy unit keeps every row) with
+    /// ε scaled by 5 000, so the noise is the scale 2 of the real limits.
+    #[test]
+    fn the_heavy_unit_case_flags_a_count_without_bounding() {
+        let real = heavy_plan(
+            Contribution::new(1, 2).unwrap(),
+            Epsilon::new(1, 1).unwrap(),
+        )
+        .unwrap();
+        let twin = heavy_plan(
+            Contribution::new(1, 10_000).unwrap(),
+            Epsilon::new(5_000, 1).unwrap(),
+        )
+        .unwrap();
+        let scale = |p: &Plan| p.contribution().rows_per_unit() as f64 / p.epsilon_share().to_f64();
+        assert_eq!(scale(&real), scale(&twin));
+        let twin = heavy_case(twin, 10_000, Claim::Pure(1.0), 1).unwrap();
+        check(
+            "aggregate-heavy-unit",
+            &aggregate_heavy_unit(true).unwrap(),
+            &twin,
+        );
+    }
+
+    /// The outlier case's measurement, line by line as `Plan::release` does it for
+    /// this pair (one group; no unit over the row limit except the outlier, whose
+    /// rows are all equal), with the clamp optional.
+    fn outlier_mimic(
+        clamp: bool,
+    ) -> impl Fn(Side, &mut ChaCha12Rng) -> Result<Vec<f64>, RunError> + Send + Sync + 'static {
+        let b = bounds("0:100").unwrap();
+        assert_eq!(
+            (b.grid_exp(), b.step_range(), b.mid_steps()),
+            (-4, (0, 1600), 800)
+        );
+        let share = Epsilon::new(1, 3).unwrap();
+        // Sensitivities for 2 rows per unit under add/remove: 2, 2·1600, 2·800.
+        let count = DiscreteLaplace::for_sensitivity(2, share).unwrap();
+        let sum = DiscreteLaplace::for_sensitivity(2 * 1600, share).unwrap();
+        let centred = DiscreteLaplace::for_sensitivity(2 * 800, share).unwrap();
+        move |side, rng| {
+            let mut rows = vec![0.0; 20];
+            if side == Side::DPrime {
+                rows.extend([OUTLIER; 2]);
+            }
+            let steps = |x: f64| {
+                if clamp {
+                    b.steps(x) as i128
+                } else {
+                    (x * 16.0).round() as i128
+                }
+            };
+            let s: i128 = rows.iter().map(|&x| steps(x)).sum();
+            let total = s + i128::from(sum.sample(rng)?);
+            let n = rows.len() as i128 + i128::from(count.sample(rng)?);
+            let c: i128 = rows.iter().map(|&x| steps(x) - 800).sum();
+            let c = c + i128::from(centred.sample(rng)?);
+            let mean = if n < 1 {
+                800.0
+            } else {
+                (800.0 + c as f64 / n as f64).clamp(0.0, 1600.0)
+            };
+            Ok(vec![b.value(total as f64), b.value(mean)])
+        }
+    }
+
+    /// No clamping: the outlier's readings enter the sums as they are. The mimic
+    /// with the clamp must pass as the real mechanism does.
+    #[test]
+    fn the_outlier_case_flags_sums_without_clamping() {
+        let faithful = outlier_case(outlier_mimic(true), "mimic with clamping");
+        let twin = outlier_case(outlier_mimic(false), "mimic without clamping");
+        let (real, _) = check(
+            "aggregate-outlier",
+            &aggregate_outlier(true).unwrap(),
+            &twin,
+        );
+        let faithful = audit(&faithful, test_runs("aggregate-outlier"), 7, &|_| {}).unwrap();
+        eprintln!(
+            "aggregate-outlier: faithful mimic {:.3}",
+            faithful.empirical_epsilon
+        );
+        assert!(faithful.passed());
+        // Same distribution: the mimic sees about what the real mechanism sees.
+        assert!(
+            (faithful.empirical_epsilon - real.empirical_epsilon).abs() < 0.15,
+            "{faithful:?} vs {real:?}"
+        );
+    }
+
+    /// Threshold τ − 1: the same plan with a δ just large enough to lower τ by one,
+    /// still claiming the real δ. The real case must release the rare key at a rate
+    /// near δ (so the event is live) and not above it.
+    #[test]
+    fn the_rare_group_case_flags_a_threshold_one_lower() {
+        let real = rare_plan(RARE_DELTA).unwrap();
+        let tau = real.threshold().unwrap();
+        assert_eq!(tau, 7);
+        // The selection's noise has scale 1/share (one group per unit, add/remove):
+        // P[Z ≥ k] = e^{−k·share}/(1 + e^{−share}); τ − 1 needs δ' ≥ P[Z ≥ τ − 2].
+        let share = real.epsilon_share().to_f64();
+        let tail = |k: i64| (-share * k as f64).exp() / (1.0 + (-share).exp());
+        assert!(tail(tau - 1) <= RARE_DELTA && tail(tau - 1) > 0.99 * RARE_DELTA);
+        let lowered = rare_plan(tail(tau - 2) * (1.0 + 1e-9)).unwrap();
+        assert_eq!(lowered.threshold(), Some(tau - 1));
+        let twin = rare_case(lowered, RARE_DELTA).unwrap();
+        let case = aggregate_rare_group(true).unwrap();
+        check("aggregate-rare-group", &case, &twin);
+        // How often the real mechanism releases zz on D′.
+        let runs = 10_000u64;
+        let mut kept = 0u64;
+        for i in 0..runs {
+            let mut rng = crate::seeded_rng(1_000_000 + i);
+            kept += u64::from(case.sample(Side::DPrime, &mut rng).unwrap()[0] == 1.0);
+        }
+        let rate = kept as f64 / runs as f64;
+        eprintln!(
+            "aggregate-rare-group: zz released in {rate:.4} of runs on D' (δ = {RARE_DELTA})"
+        );
+        assert!(rate > 0.5 * RARE_DELTA && rate < 1.3 * RARE_DELTA, "{rate}");
+    }
+
+    /// No factor 2: the same plan at 2ε (half the noise), claiming ε.
+    #[test]
+    fn the_quantile_case_flags_half_the_noise() {
+        let twin = quantile_case(quantile_plan(Epsilon::new(2, 1).unwrap()).unwrap()).unwrap();
+        check(
+            "aggregate-quantile-gap",
+            &aggregate_quantile_gap(true).unwrap(),
+            &twin,
+        );
+    }
+}
