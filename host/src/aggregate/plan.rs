@@ -331,6 +331,7 @@ impl PlanBuilder {
             noise,
             selection,
             confidence: self.confidence,
+            z: crate::stats::normal_isf((1.0 - self.confidence) / 2.0),
             candidates: self.candidates,
         })
         .map(|mut p| {
@@ -356,6 +357,8 @@ pub struct Plan {
     noise: Vec<DiscreteLaplace>,
     selection: Option<Discovery>,
     confidence: f64,
+    /// The normal quantile of the mean's interval at `confidence`.
+    z: f64,
     candidates: u32,
 }
 
@@ -577,7 +580,7 @@ impl Plan {
         values: &[Vec<i128>],
     ) -> Release {
         let at = |m: Measure| self.measures.iter().position(|x| *x == m).unwrap_or(0);
-        let z = crate::stats::normal_isf((1.0 - self.confidence) / 2.0);
+        let z = self.z;
         let public_keys = match &self.groups {
             Groups::Public(list) => Some(list),
             Groups::Private { .. } => None,
