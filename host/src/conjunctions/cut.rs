@@ -319,6 +319,15 @@ struct CutPlan {
 }
 
 impl CutConfig {
+    /// The accountant a release at `epsilon` runs under: a pure budget of exactly
+    /// `epsilon`, bound to add/remove-one-edge neighbours. A front end that charges
+    /// elsewhere first (a budget file) charges this budget.
+    pub fn accountant(epsilon: Epsilon) -> Accountant {
+        let mut budget = Accountant::pure(epsilon);
+        budget.bind(Neighbours::AddRemove);
+        budget
+    }
+
     /// The library entry point of `privq conjunctions cut`: [`release_cut_function`]
     /// charged to a fresh pure-ε accountant bound to its relation (add or remove one
     /// edge, the number of edges private), returned beside the release.
@@ -343,8 +352,7 @@ impl CutConfig {
         epsilon: Epsilon,
         rng: &mut R,
     ) -> Result<(CutRelease, Accountant), ReleaseError> {
-        let mut budget = Accountant::pure(epsilon);
-        budget.bind(Neighbours::AddRemove);
+        let mut budget = Self::accountant(epsilon);
         let released = release_cut_function(graph, self, epsilon, &mut budget, rng)?;
         Ok((released, budget))
     }

@@ -228,6 +228,15 @@ struct Plan {
 }
 
 impl ReleaseConfig {
+    /// The accountant a central release at `epsilon` runs under: a pure budget of
+    /// exactly `epsilon`, bound to replace-one neighbours (n public). A front end
+    /// that charges elsewhere first (a budget file) charges this budget.
+    pub fn accountant(epsilon: Epsilon) -> Accountant {
+        let mut budget = Accountant::pure(epsilon);
+        budget.bind(Neighbours::Replace);
+        budget
+    }
+
     /// The library entry point of `privq conjunctions release --oracle central`:
     /// [`release_conjunctions`] charged to a fresh pure-ε accountant bound to its
     /// relation (replace one record, n public), returned beside the release.
@@ -253,8 +262,7 @@ impl ReleaseConfig {
         epsilon: Epsilon,
         rng: &mut R,
     ) -> Result<(ConjunctionRelease, Accountant), ReleaseError> {
-        let mut budget = Accountant::pure(epsilon);
-        budget.bind(Neighbours::Replace);
+        let mut budget = Self::accountant(epsilon);
         let released = release_conjunctions(data, self, epsilon, &mut budget, rng)?;
         Ok((released, budget))
     }

@@ -216,6 +216,20 @@ impl MwemRequest {
         }
     }
 
+    /// The accountant the whole run (discovery, if asked for, and MWEM) is charged
+    /// to: exactly the budget ε — with discovery's δ when the domain is discovered —
+    /// bound to replace-one neighbours. [`MwemRequest::open`] uses it; a front end
+    /// that charges elsewhere first (a budget file) charges this budget.
+    pub fn accountant(&self) -> Result<Accountant, MwemSynthError> {
+        let mut accountant = match self.discovery {
+            Some((_, delta)) => Accountant::approximate(self.epsilon, delta)
+                .map_err(|e| MwemSynthError::Data(DiscoveryError::Budget(e)))?,
+            None => Accountant::pure(self.epsilon),
+        };
+        accountant.bind(MwemConfig::NEIGHBOURS);
+        Ok(accountant)
+    }
+
     /// Loads the data at `path` over the public domain `public`, or — when
     /// [`MwemRequest::discover`] was asked for — over a privately discovered
     /// domain, charged to the run's accountant. `public` is ignored with discovery.
@@ -228,19 +242,15 @@ impl MwemRequest {
         rng: &mut R,
     ) -> Result<MwemRun, MwemSynthError> {
         let neighbours = MwemConfig::NEIGHBOURS;
-        let (source, mut accountant) = match self.discovery {
-            Some((epsilon, delta)) => (
-                Some(DomainSource::Discover {
-                    neighbours,
-                    epsilon,
-                    delta,
-                }),
-                Accountant::approximate(self.epsilon, delta)
-                    .map_err(|e| MwemSynthError::Data(DiscoveryError::Budget(e)))?,
-            ),
-            None => (public, Accountant::pure(self.epsilon)),
+        let mut accountant = self.accountant()?;
+        let source = match self.discovery {
+            Some((epsilon, delta)) => Some(DomainSource::Discover {
+                neighbours,
+                epsilon,
+                delta,
+            }),
+            None => public,
         };
-        accountant.bind(neighbours);
         let opened =
             crate::data::open_dataset(path, source.as_ref(), columns, &mut accountant, rng, cap)?;
         Ok(MwemRun {
