@@ -302,6 +302,11 @@ fn cut(args: &CutArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     let k = config.query_budget(args.vertices)?;
     let tolerance = config.tolerance(args.vertices, epsilon)?;
     let rho = args.rho.unwrap_or_else(|| rho_for(args.alpha, args.beta));
+    args.ledger.reserve(
+        &CutConfig::accountant(epsilon),
+        "privq conjunctions cut",
+        stderr,
+    )?;
     let mut rng = super::rng(args.seed, stderr)?;
     let (released, budget) = config.release(&graph, epsilon, &mut rng)?;
     let guarantee = rho >= 12.0 * tolerance && !released.truncated();
@@ -416,6 +421,11 @@ fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
             config.rho = Some(pick_rho(args, tau)?);
             let k = config.query_budget(cells)?;
             let tau = config.central_tolerance(cells, n, epsilon)?;
+            args.ledger.reserve(
+                &ReleaseConfig::accountant(epsilon),
+                "privq conjunctions release",
+                stderr,
+            )?;
             let (r, budget) = config.release(&data, epsilon, &mut rng)?;
             let privacy = format!(
                 "{}; k = {k} statistical queries, Laplace noise of scale at least k/(εn) on each",
@@ -424,6 +434,13 @@ fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
             (r, tau, privacy, Some(budget))
         }
         Oracle::Local => {
+            if args.ledger.budget_file.is_some() {
+                return Err(usage(
+                    "budget-file",
+                    "--oracle local simulates devices that each spend their own ε-local-DP \
+                     budget; it has no central charge for a dataset's budget file",
+                ));
+            }
             let strategy = match args.strategy {
                 StrategyArg::Partition => Strategy::Partition,
                 StrategyArg::Split => Strategy::Split,

@@ -196,6 +196,9 @@ fn release(
         .map_err(run_err)?;
     // Before any privacy is spent: the synopsis file can be created.
     let mut output = Output::open(Some(&a.out))?;
+    let budget = request.accountant().map_err(run_err)?;
+    a.ledger
+        .reserve(&budget, "privq distance release", stderr)?;
     let mut rng = super::rng(a.seed, stderr)?;
     let SynopsisRelease {
         synopsis: s,
@@ -295,6 +298,9 @@ fn interactive(
     let plan = request
         .plan_session(&read_points(&a.input, stdin)?)
         .map_err(run_err)?;
+    let budget = request.accountant().map_err(run_err)?;
+    a.ledger
+        .reserve(&budget, "privq distance interactive", stderr)?;
     let mut r = super::rng(a.seed, stderr)?;
     let OpenSession {
         session: mut s,

@@ -153,6 +153,8 @@ fn discover(
     let counts = ValueCounts::from_csv(std::io::BufReader::new(file), &a.columns.columns())?;
     let discovery = Discovery::new(neighbours, epsilon, a.delta, counts.attributes().len())?;
     let mut accountant = discovery.accountant()?;
+    a.ledger
+        .reserve(&accountant, "privq domain discover", stderr)?;
     let mut rng = super::rng(a.seed, stderr)?;
     let released = discovery.release(&counts, &mut accountant, &mut rng);
     if released.is_err() && !accountant.ledger().is_empty() {

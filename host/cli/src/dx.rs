@@ -120,6 +120,7 @@ pub fn run(
             super::num(implied)
         )?;
     }
+    args.ledger.reserve(plan.accountant(), "privq dx", stderr)?;
     let mut rng = super::rng(args.seed, stderr)?;
     let out = plan.release(&universe.counts, &mut rng).map_err(run_err)?;
     writeln!(

@@ -241,6 +241,28 @@ pub fn run(
         _ => KnormMechanism::KNorm { steps: args.steps },
     };
     let request = KnormRequest::new(epsilon, neighbours, mechanism);
+    // What the release would refuse on the public inputs alone is refused here too,
+    // before the run is charged to a budget file.
+    if let KnormMechanism::KNorm { steps: None } = mechanism
+        && body.shape() == Shape::General
+    {
+        return Err(run_err(privq_host::knorm::KnormError::NoExactSampler));
+    }
+    if counts.len() != body.columns() {
+        return Err(run_err(
+            privq_host::central::MechanismError::DimensionMismatch {
+                expected: body.columns(),
+                got: counts.len(),
+            },
+        ));
+    }
+    // The run's budget: the request's accountant; with --steps a hit-and-run sampler
+    // may be used, whose ε is booked as uncertified (the release decides per level).
+    let mut budget = request.accountant();
+    if args.steps.is_some() && mechanism != KnormMechanism::Laplace {
+        budget.allow_uncertified();
+    }
+    args.ledger.reserve(&budget, "privq knorm", stderr)?;
     // The error bounds are public (F and ε only): computed before F goes to the
     // mechanism.
     let bounds = (mechanism != KnormMechanism::Laplace).then(|| {

@@ -10,12 +10,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use privq_host::accountant::Accountant;
+use privq_host::accountant::{Accountant, BudgetFile, BudgetFileError, Cap, RunCost};
 use privq_host::choice::Named;
 use privq_host::ldp::output::{AtomicFile, Destination};
 use rand_chacha::ChaCha12Rng;
 
 pub mod audit;
+pub mod budget;
 pub mod conjunctions;
 pub mod distance;
 pub mod domain;
@@ -85,6 +86,8 @@ pub enum Command {
     Top(top::Args),
     /// Private counts, sums, means and quantiles by group, from a SQL query over a CSV table.
     Sql(sql::Args),
+    /// A dataset's privacy budget across runs: print a budget file (`budget show PATH`).
+    Budget(budget::Args),
     /// Audit the mechanisms' privacy claims empirically (stochastic tester on neighbouring datasets).
     Audit(audit::Args),
     /// The authenticated upload collector: HTTP API over a SQLite store (feature `serve`).
@@ -114,7 +117,14 @@ pub fn run(
         Command::Fairness(args) => fairness::run(&args, stdin, stdout, stderr),
         Command::Conjunctions(args) => conjunctions::run(&args, stdin, stdout, stderr),
         Command::Top(args) => top::run(&args, stdin, stdout, stderr),
+        // Until `privq sql` charges its run with `LedgerArgs::reserve`, a budget
+        // file is refused rather than silently left uncharged.
+        Command::Sql(args) if args.ledger.budget_file.is_some() => Err(CliError::Usage {
+            option: "budget-file",
+            message: "privq sql does not charge a budget file yet; nothing was released".into(),
+        }),
         Command::Sql(args) => sql::run(&args, stdin, stdout, stderr),
+        Command::Budget(args) => budget::run(&args, stdin, stdout, stderr),
         Command::Audit(args) => audit::run(&args, stdin, stdout, stderr),
         #[cfg(feature = "serve")]
         Command::Serve(args) => serve::run(&args, stdin, stdout, stderr),
@@ -260,6 +270,16 @@ pub struct LedgerArgs {
     /// instead of four significant digits rounded up.
     #[arg(long)]
     pub exact: bool,
+    /// The dataset's budget file: this run's whole cost is charged to it, under a
+    /// lock, before anything is released, and the run is refused (releasing
+    /// nothing) when the charges would exceed the file's cap. Created with
+    /// --budget-cap on first use; `privq budget show PATH` prints it.
+    #[arg(long, value_name = "PATH")]
+    pub budget_file: Option<PathBuf>,
+    /// The budget file's cap, ε[,δ] (e.g. `5` or `2,1e-6`): required to create
+    /// the file; later runs may omit it, and a different cap is refused.
+    #[arg(long, value_name = "EPS[,DELTA]", requires = "budget_file", value_parser = budget_cap)]
+    pub budget_cap: Option<Cap>,
 }
 
 impl LedgerArgs {
@@ -285,6 +305,42 @@ impl LedgerArgs {
         text
     }
 
+    /// Charges the run of `accountant` to `--budget-file`, if given: its whole
+    /// budget ([`Accountant::budget_cost`]), as `label` (the command). **Every
+    /// command that spends privacy calls this after building its accountant through
+    /// the library's entry point and before it samples or writes anything**; a
+    /// refusal is an error and the run releases nothing.
+    pub(crate) fn reserve(
+        &self,
+        accountant: &Accountant,
+        label: &str,
+        stderr: &mut dyn Write,
+    ) -> Result<(), CliError> {
+        let Some(path) = &self.budget_file else {
+            return Ok(());
+        };
+        let refused = |e: BudgetFileError| CliError::Usage {
+            option: "budget-file",
+            message: format!("{e}; nothing was released"),
+        };
+        let run = RunCost::of(accountant).map_err(refused)?;
+        let status =
+            BudgetFile::charge(path, self.budget_cap, &run, label, accountant.neighbours())
+                .map_err(refused)?;
+        let delta = match run.delta() {
+            0.0 => "0".to_string(),
+            d => format!("{d:e}"),
+        };
+        writeln!(
+            stderr,
+            "privq: budget file {}: charged ε = {}, δ = {delta} (this run's budget, {}); {status}",
+            path.display(),
+            run.epsilon(),
+            run.cost()
+        )?;
+        Ok(())
+    }
+
     /// Writes `accountant`'s ledger to `--ledger-json`, if given.
     pub(crate) fn write(&self, accountant: &Accountant) -> Result<(), CliError> {
         match &self.ledger_json {
@@ -292,6 +348,25 @@ impl LedgerArgs {
             None => Ok(()),
         }
     }
+}
+
+/// `--budget-cap EPS[,DELTA]`: ε exact (decimal or fraction), δ in [0, 1) (default 0).
+fn budget_cap(text: &str) -> Result<Cap, String> {
+    let (eps, delta) = match text.split_once(',') {
+        Some((e, d)) => (e, Some(d)),
+        None => (text, None),
+    };
+    let epsilon: privq_core::Epsilon = eps
+        .parse()
+        .map_err(|e| format!("ε {:?}: {e}", eps.trim()))?;
+    let delta = match delta {
+        None => 0.0,
+        Some(d) => d
+            .trim()
+            .parse::<f64>()
+            .map_err(|_| format!("δ {:?} is not a number", d.trim()))?,
+    };
+    Cap::new(epsilon, delta).map_err(|e| e.to_string())
 }
 
 /// `--ledger-json`: a file path whose directory takes a new file, probed while

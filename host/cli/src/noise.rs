@@ -88,17 +88,21 @@ pub fn run(
     let mut rng = super::rng(args.seed, stderr)?;
     let values: Vec<Fixed> = input.values.iter().map(|&(_, v)| v).collect();
     let noise = noise.with_count(values.len());
-    let (released, accountant) =
-        noise
-            .release_with_ledger(&values, &mut rng)
-            .map_err(|e| match e {
-                MechanismError::Value { index, source } => CliError::Value {
-                    line: input.values.get(index).map_or(0, |&(line, _)| line),
-                    text: values.get(index).map(Fixed::to_string).unwrap_or_default(),
-                    source,
-                },
-                e => CliError::Run(Box::new(e)),
-            })?;
+    let mechanism_error = |e| match e {
+        MechanismError::Value { index, source } => CliError::Value {
+            line: input.values.get(index).map_or(0, |&(line, _)| line),
+            text: values.get(index).map(Fixed::to_string).unwrap_or_default(),
+            source,
+        },
+        e => CliError::Run(Box::new(e)),
+    };
+    // The input is checked, then the run charged to the budget file, before any noise.
+    noise.check_input(&values).map_err(mechanism_error)?;
+    let mut accountant = noise.accountant()?;
+    args.ledger.reserve(&accountant, "privq noise", stderr)?;
+    let released = noise
+        .release(&values, &mut accountant, &mut rng)
+        .map_err(mechanism_error)?;
     input.write(&released, args.format, stdout)?;
     summarize(&noise, released.len(), stderr)?;
     warn_saturated(&released, noise.summary().grid, stderr)?;

@@ -264,6 +264,8 @@ pub fn run(
         Some(rule) => params.with_update(rule),
         None => params,
     };
+    args.ledger
+        .reserve(&params.accountant().map_err(pmw_err)?, "privq pmw", stderr)?;
     let (mut session, budget) =
         PmwSession::open(&ds.counts, params, args.rounds, reduced.as_ref(), rng)
             .map_err(pmw_err)?;

@@ -248,6 +248,13 @@ pub fn run(
             message: "must be at least 1".into(),
         })?;
     let (request, public) = args.domain.apply(request)?;
+    args.ledger.reserve(
+        &request
+            .accountant()
+            .map_err(|e| CliError::Run(Box::new(e)))?,
+        "privq synth (mwem)",
+        stderr,
+    )?;
     let mut rng = super::rng(args.seed, stderr)?;
     let cap = MemoryCap(args.memory_mib.saturating_mul(1 << 20));
     let mut run = request

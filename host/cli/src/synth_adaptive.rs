@@ -138,6 +138,8 @@ pub fn run(
         },
         e => e.into(),
     })?;
+    args.ledger
+        .reserve(&request.accountant()?, "privq synth (adaptive)", stderr)?;
     let mut rng = super::rng(args.seed, stderr)?;
     // The run ends when the budget is spent: progress is the share of ρ spent (‰).
     let budget = request

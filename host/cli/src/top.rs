@@ -81,8 +81,12 @@ pub fn run(
         &values,
     )?;
     let mut rng = super::rng(args.seed, stderr)?;
-    let (winner, accountant) = mech
-        .release_with_ledger(&counts[..], &mut rng)
+    mech.check_input(&counts[..])
+        .map_err(|e| CliError::Run(Box::new(e)))?;
+    let mut accountant = mech.accountant()?;
+    args.ledger.reserve(&accountant, "privq top", stderr)?;
+    let winner = mech
+        .release(&counts[..], &mut accountant, &mut rng)
         .map_err(|e| CliError::Run(Box::new(e)))?;
     writeln!(stdout, "{}", values[winner])?;
     writeln!(
