@@ -117,12 +117,6 @@ pub fn run(
         Command::Fairness(args) => fairness::run(&args, stdin, stdout, stderr),
         Command::Conjunctions(args) => conjunctions::run(&args, stdin, stdout, stderr),
         Command::Top(args) => top::run(&args, stdin, stdout, stderr),
-        // Until `privq sql` charges its run with `LedgerArgs::reserve`, a budget
-        // file is refused rather than silently left uncharged.
-        Command::Sql(args) if args.ledger.budget_file.is_some() => Err(CliError::Usage {
-            option: "budget-file",
-            message: "privq sql does not charge a budget file yet; nothing was released".into(),
-        }),
         Command::Sql(args) => sql::run(&args, stdin, stdout, stderr),
         Command::Budget(args) => budget::run(&args, stdin, stdout, stderr),
         Command::Audit(args) => audit::run(&args, stdin, stdout, stderr),

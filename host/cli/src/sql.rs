@@ -226,7 +226,10 @@ pub fn run(
         )?
     };
     let mut rng = super::rng(args.seed, stderr)?;
-    let (release, accountant) = plan.release(&table, &mut rng)?;
+    plan.check_table(&table)?;
+    let mut accountant = plan.accountant()?;
+    args.ledger.reserve(&accountant, "privq sql", stderr)?;
+    let release = plan.release_charged(&table, &mut accountant, &mut rng)?;
     let mut out = Vec::new();
     write_release(&release, args.format.format, &mut out)?;
     stdout.write_all(&out)?;
@@ -434,6 +437,35 @@ mod tests {
             "1",
         ];
         let e = crate::run_with(&argv, "a,b\n").unwrap_err().to_string();
+        assert!(e.contains("no row"), "{e}");
+    }
+
+    #[test]
+    fn a_budget_file_is_charged_before_the_release_and_refuses_past_its_cap() {
+        let dir = crate::ledger_tests::scratch("sql-budget");
+        let budget = dir.join("budget.json");
+        let _ = std::fs::remove_file(&budget);
+        let budget = budget.to_str().unwrap();
+        let argv = [
+            "sql",
+            "SELECT COUNT(*) FROM t",
+            "--table",
+            "t=-",
+            "--epsilon",
+            "1",
+            "--budget-file",
+            budget,
+            "--budget-cap",
+            "3/2",
+        ];
+        let (out, err) = crate::run_with(&argv, &csv()).unwrap();
+        assert!(out.starts_with("COUNT(*),"), "{out}");
+        assert!(err.contains("budget file"), "{err}");
+        // The second run would take the file to ε = 2 > 3/2: refused, nothing printed.
+        let e = crate::run_with(&argv, &csv()).unwrap_err().to_string();
+        assert!(e.contains("nothing was released"), "{e}");
+        // An empty table is refused before the charge, so the file is unchanged.
+        let e = crate::run_with(&argv, "a\n").unwrap_err().to_string();
         assert!(e.contains("no row"), "{e}");
     }
 }

@@ -156,6 +156,7 @@ mod tests {
             unit: Some("id".into()),
             group_by: vec!["g".into()],
             values: vec![],
+            filter: None,
         };
         Table::from_csv(csv.as_bytes(), &columns, 1 << 20).unwrap()
     }

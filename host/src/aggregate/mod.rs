@@ -59,6 +59,7 @@
 mod bounding;
 mod bounds;
 mod error;
+mod filter;
 mod measure;
 mod plan;
 mod sql;
@@ -69,6 +70,7 @@ mod tests;
 pub use bounding::Contribution;
 pub use bounds::Bounds;
 pub use error::AggregateError;
+pub use filter::{Compare, Filter, Literal};
 pub use plan::{Aggregate, Estimate, Groups, Plan, PlanBuilder, Query, Release, ReleasedRow};
 pub use sql::{SqlQuery, parse_sql};
 pub use table::{Columns, Table};

@@ -9,6 +9,7 @@ use privq_core::sample::DiscreteLaplace;
 use super::AggregateError;
 use super::bounding::{Contribution, bound};
 use super::bounds::Bounds;
+use super::filter::Filter;
 use super::measure::{self, LEVEL_DEN, Measure};
 use super::table::{Columns, Table};
 use crate::accountant::{Accountant, Cost};
@@ -63,11 +64,12 @@ impl Aggregate {
     }
 }
 
-/// Group-by columns and named aggregates.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Group-by columns, named aggregates, and optionally a row filter.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Query {
     group_by: Vec<String>,
     aggregates: Vec<(String, Aggregate)>,
+    filter: Option<Filter>,
 }
 
 impl Query {
@@ -84,7 +86,19 @@ impl Query {
                 .into_iter()
                 .map(|(n, a)| (n.to_string(), a))
                 .collect(),
+            filter: None,
         }
+    }
+
+    /// The same query over the rows `filter` accepts (`WHERE`).
+    pub fn with_filter(mut self, filter: Filter) -> Self {
+        self.filter = Some(filter);
+        self
+    }
+
+    /// The row filter, if any.
+    pub fn filter(&self) -> Option<&Filter> {
+        self.filter.as_ref()
     }
 
     /// A query from owned parts.
@@ -92,6 +106,7 @@ impl Query {
         Query {
             group_by,
             aggregates,
+            filter: None,
         }
     }
 
@@ -320,6 +335,7 @@ impl PlanBuilder {
                 unit: self.unit,
                 group_by: Vec::new(),
                 values,
+                filter: None,
             },
             contribution,
             neighbours: self.neighbours,
@@ -336,6 +352,7 @@ impl PlanBuilder {
         })
         .map(|mut p| {
             p.columns.group_by = p.query.group_by.clone();
+            p.columns.filter = p.query.filter.clone();
             p
         })
     }
@@ -434,6 +451,22 @@ impl Plan {
         Ok((release, accountant))
     }
 
+    /// Checks, before anything is charged, that `table` was read for this plan and
+    /// holds at least one row (an empty input is the curator's input error; a
+    /// refusal is not a release, see [`Table`]). [`Plan::release_charged`] calls it
+    /// first; a front end that charges a budget file first calls it before that.
+    pub fn check_table(&self, table: &Table) -> Result<(), AggregateError> {
+        if table.columns() != &self.columns {
+            return Err(AggregateError::InvalidParameter(
+                "the table was not read with this plan's columns (Plan::columns)".into(),
+            ));
+        }
+        if table.is_empty() {
+            return Err(AggregateError::EmptyTable);
+        }
+        Ok(())
+    }
+
     /// Charges `accountant` with every measurement (and the selection) first, then
     /// bounds the table and samples; a refused charge samples nothing.
     pub fn release_charged<R: Rng + CryptoRng + ?Sized>(
@@ -442,16 +475,7 @@ impl Plan {
         accountant: &mut Accountant,
         rng: &mut R,
     ) -> Result<Release, AggregateError> {
-        if table.columns() != &self.columns {
-            return Err(AggregateError::InvalidParameter(
-                "the table was not read with this plan's columns (Plan::columns)".into(),
-            ));
-        }
-        // An empty table is the curator's input error, refused before any charge
-        // (a refusal is not a release; see `Table`).
-        if table.is_empty() {
-            return Err(AggregateError::EmptyTable);
-        }
+        self.check_table(table)?;
         let unit = match &self.columns.unit {
             Some(u) => format!("unit {u:?}"),
             None => "unit = row".into(),

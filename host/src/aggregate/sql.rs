@@ -11,22 +11,24 @@
 //! release lists every group-by column first, whether selected or not, then the
 //! aggregates in order);
 //! aggregates over a column name: `COUNT(*)`, `SUM(x)`, `AVG(x)`, `MEDIAN(x)`,
-//! `QUANTILE(x, q)`. Anything else — `WHERE`, joins, subqueries, `HAVING`,
+//! `QUANTILE(x, q)`; `WHERE` with comparisons of a column and a literal, `BETWEEN`,
+//! `IN`, `IS [NOT] NULL`, `AND`, `OR`, `NOT`. Anything else — joins, subqueries, `HAVING`,
 //! `ORDER BY`, `LIMIT`, `DISTINCT`, expressions inside an aggregate, window
 //! functions — is refused with a message naming it.
 
 use sqlparser::ast::{
-    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr, SelectItem,
-    SetExpr, Statement, TableFactor, Value,
+    BinaryOperator, Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, GroupByExpr,
+    SelectItem, SetExpr, Statement, TableFactor, UnaryOperator, Value,
 };
 use sqlparser::dialect::GenericDialect;
 use sqlparser::parser::Parser;
 
 use super::AggregateError;
+use super::filter::{Compare, Filter, Literal};
 use super::plan::{Aggregate, Query};
 
 /// A parsed query and the table it reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SqlQuery {
     /// The table named in `FROM`.
     pub table: String,
@@ -47,7 +49,7 @@ fn refuse<T>(what: impl Into<String>) -> Result<T, AggregateError> {
 /// assert_eq!(q.query.group_by(), ["region"]);
 /// assert_eq!(q.query.aggregates()[1].0, "AVG(temp)");
 /// assert_eq!(q.query.aggregates()[1].1, Aggregate::Mean("temp".into()));
-/// assert!(parse_sql("SELECT COUNT(*) FROM r WHERE temp > 3").is_err());
+/// assert!(parse_sql("SELECT COUNT(*) FROM r HAVING COUNT(*) > 3").is_err());
 /// # Ok::<(), privq_host::aggregate::AggregateError>(())
 /// ```
 pub fn parse_sql(sql: &str) -> Result<SqlQuery, AggregateError> {
@@ -96,8 +98,8 @@ pub fn parse_sql(sql: &str) -> Result<SqlQuery, AggregateError> {
     if select.into.is_some() {
         return refuse("SELECT INTO is not supported");
     }
-    if select.selection.is_some() || select.prewhere.is_some() {
-        return refuse("WHERE is not supported yet: filter the table before the query");
+    if select.prewhere.is_some() {
+        return refuse("PREWHERE is not supported (use WHERE)");
     }
     if select.having.is_some() {
         return refuse("HAVING is not supported (it would filter on private values)");
@@ -203,10 +205,126 @@ pub fn parse_sql(sql: &str) -> Result<SqlQuery, AggregateError> {
     if aggregates.is_empty() {
         return refuse("the query has no aggregate (COUNT, SUM, AVG, MEDIAN, QUANTILE)");
     }
-    Ok(SqlQuery {
-        table,
-        query: Query::from_parts(group_by, aggregates),
-    })
+    let mut query = Query::from_parts(group_by, aggregates);
+    if let Some(condition) = &select.selection {
+        query = query.with_filter(filter(condition, &prefixes)?);
+    }
+    Ok(SqlQuery { table, query })
+}
+
+/// A `WHERE` condition: comparisons of a column with a literal (`=`, `<>`, `<`,
+/// `<=`, `>`, `>=`, `BETWEEN`, `IN (…)`, `IS [NOT] NULL`) joined by `AND`, `OR`, `NOT`.
+fn filter(expr: &Expr, prefixes: &[String]) -> Result<Filter, AggregateError> {
+    let boxed = |e: &Expr| filter(e, prefixes).map(Box::new);
+    match expr {
+        Expr::Nested(e) => filter(e, prefixes),
+        Expr::UnaryOp {
+            op: UnaryOperator::Not,
+            expr,
+        } => Ok(Filter::Not(boxed(expr)?)),
+        Expr::BinaryOp { left, op, right } => match op {
+            BinaryOperator::And => Ok(Filter::And(boxed(left)?, boxed(right)?)),
+            BinaryOperator::Or => Ok(Filter::Or(boxed(left)?, boxed(right)?)),
+            _ => {
+                let op = match op {
+                    BinaryOperator::Eq => Compare::Eq,
+                    BinaryOperator::NotEq => Compare::NotEq,
+                    BinaryOperator::Lt => Compare::Lt,
+                    BinaryOperator::LtEq => Compare::LtEq,
+                    BinaryOperator::Gt => Compare::Gt,
+                    BinaryOperator::GtEq => Compare::GtEq,
+                    _ => {
+                        return refuse(format!("WHERE {expr}: the operator {op} is not supported"));
+                    }
+                };
+                Ok(Filter::Compare {
+                    column: column_name(left, "WHERE", prefixes)?,
+                    op,
+                    value: literal(right, expr)?,
+                })
+            }
+        },
+        Expr::Between {
+            expr: e,
+            negated,
+            low,
+            high,
+        } => {
+            let column = column_name(e, "WHERE", prefixes)?;
+            let range = Filter::And(
+                Box::new(Filter::Compare {
+                    column: column.clone(),
+                    op: Compare::GtEq,
+                    value: literal(low, expr)?,
+                }),
+                Box::new(Filter::Compare {
+                    column,
+                    op: Compare::LtEq,
+                    value: literal(high, expr)?,
+                }),
+            );
+            Ok(if *negated {
+                Filter::Not(Box::new(range))
+            } else {
+                range
+            })
+        }
+        Expr::InList {
+            expr: e,
+            list,
+            negated,
+        } => {
+            let within = Filter::In {
+                column: column_name(e, "WHERE", prefixes)?,
+                values: list
+                    .iter()
+                    .map(|v| literal(v, expr))
+                    .collect::<Result<_, _>>()?,
+            };
+            Ok(if *negated {
+                Filter::Not(Box::new(within))
+            } else {
+                within
+            })
+        }
+        Expr::IsNull(e) => Ok(Filter::IsEmpty(column_name(e, "WHERE", prefixes)?)),
+        Expr::IsNotNull(e) => Ok(Filter::Not(Box::new(Filter::IsEmpty(column_name(
+            e, "WHERE", prefixes,
+        )?)))),
+        other => refuse(format!(
+            "WHERE {other}: only comparisons of a column with a literal, BETWEEN, IN, IS NULL, \
+             AND, OR and NOT are supported"
+        )),
+    }
+}
+
+/// A number or a quoted string (`-3`, `2.5`, `'north'`).
+fn literal(expr: &Expr, whole: &Expr) -> Result<Literal, AggregateError> {
+    let number = |text: &str, negate: bool| match text.parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(Literal::Number(if negate { -x } else { x })),
+        _ => refuse(format!("WHERE {whole}: {text} is not a finite number")),
+    };
+    match expr {
+        Expr::Value(v) => match &v.value {
+            Value::Number(n, _) => number(n, false),
+            Value::SingleQuotedString(t) => Ok(Literal::Text(t.clone())),
+            _ => refuse(format!("WHERE {whole}: {v} is not a number or a 'string'")),
+        },
+        Expr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr: inner,
+        } => match inner.as_ref() {
+            Expr::Value(v) => match &v.value {
+                Value::Number(n, _) => number(n, true),
+                _ => refuse(format!("WHERE {whole}: -{v} is not a number")),
+            },
+            _ => refuse(format!("WHERE {whole}: compare a column with a literal")),
+        },
+        _ => refuse(format!(
+            "WHERE {whole}: compare a column with a literal (a number or a 'string'), \
+             column on the left"
+        )),
+    }
 }
 
 /// A plain column name (`region`, or `t.region` with `t` the table or its alias).
@@ -352,6 +470,16 @@ mod tests {
         );
         let q = parse_sql("SELECT COUNT(*) FROM r").unwrap();
         assert!(q.query.group_by().is_empty());
+        let q = parse_sql(
+            "SELECT COUNT(*) FROM r WHERE (region = 'north' OR region IN ('east', 'west')) \
+             AND temp BETWEEN -5 AND 30.5 AND NOT note IS NULL AND r.year <> 2020",
+        )
+        .unwrap();
+        assert_eq!(
+            q.query.filter().unwrap().to_string(),
+            "((((region = 'north' OR region IN ('east', 'west')) AND (temp >= -5 AND temp <= \
+             30.5)) AND NOT note IS NULL) AND year <> 2020)"
+        );
     }
 
     #[test]
@@ -360,7 +488,19 @@ mod tests {
             ("SELECT COUNT(*) FROM a JOIN b ON a.x = b.x", "joins"),
             ("SELECT COUNT(*) FROM a, b", "more than one table"),
             ("SELECT COUNT(*) FROM (SELECT * FROM a) s", "subquery"),
-            ("SELECT COUNT(*) FROM a WHERE x > 1", "WHERE"),
+            ("SELECT COUNT(*) FROM a WHERE x > y", "literal"),
+            (
+                "SELECT COUNT(*) FROM a WHERE x LIKE 'a%'",
+                "only comparisons",
+            ),
+            (
+                "SELECT COUNT(*) FROM a WHERE x + 1 > 2",
+                "only plain column names",
+            ),
+            (
+                "SELECT COUNT(*) FROM a WHERE x IN (SELECT y FROM b)",
+                "only comparisons",
+            ),
             (
                 "SELECT g, COUNT(*) FROM a GROUP BY g HAVING COUNT(*) > 5",
                 "HAVING",

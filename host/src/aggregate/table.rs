@@ -4,9 +4,10 @@ use std::collections::HashMap;
 use std::io::Read;
 
 use super::AggregateError;
+use super::filter::Filter;
 
-/// Which columns of a CSV table a query reads.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Which columns of a CSV table a query reads, and which rows.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Columns {
     /// The privacy-unit column (`None`: every row is its own unit).
     pub unit: Option<String>,
@@ -14,6 +15,8 @@ pub struct Columns {
     pub group_by: Vec<String>,
     /// The numeric columns the aggregates read.
     pub values: Vec<String>,
+    /// The rows kept (`WHERE`); none: every row.
+    pub filter: Option<Filter>,
 }
 
 /// The rows of a table as a query reads them: held in memory, with each privacy
@@ -31,11 +34,13 @@ pub struct Table {
     keys: Vec<u32>,
     key_values: Vec<Vec<String>>,
     values: Vec<Vec<f64>>,
+    read: usize,
 }
 
 impl Table {
-    /// Reads a CSV table with a header row. `max_rows` caps the number of rows
-    /// held (a table past it is refused before anything is spent).
+    /// Reads a CSV table with a header row, keeping the rows the filter accepts.
+    /// `max_rows` caps the number of rows read (a table past it is refused before
+    /// anything is spent).
     pub fn from_csv<R: Read>(
         reader: R,
         columns: &Columns,
@@ -69,12 +74,21 @@ impl Table {
             .iter()
             .map(|c| index(c))
             .collect::<Result<_, _>>()?;
+        let filter_columns: Vec<(String, usize)> = match &columns.filter {
+            Some(f) => f
+                .columns()
+                .into_iter()
+                .map(|c| index(&c).map(|i| (c, i)))
+                .collect::<Result<_, _>>()?,
+            None => Vec::new(),
+        };
         let mut table = Table {
             columns: columns.clone(),
             units: Vec::new(),
             keys: Vec::new(),
             key_values: Vec::new(),
             values: vec![Vec::new(); value_index.len()],
+            read: 0,
         };
         let mut unit_ids: HashMap<String, u32> = HashMap::new();
         let mut key_ids: HashMap<Vec<String>, u32> = HashMap::new();
@@ -86,7 +100,19 @@ impl Table {
                 return Err(AggregateError::TooManyRows { max: max_rows });
             }
             row += 1;
+            table.read = row;
             let field = |i: usize| record.get(i).unwrap_or("").trim();
+            if let Some(filter) = &columns.filter {
+                let named = |c: &str| {
+                    filter_columns
+                        .iter()
+                        .find(|(n, _)| n == c)
+                        .map_or("", |&(_, i)| field(i))
+                };
+                if !filter.holds(&named, line)? {
+                    continue;
+                }
+            }
             let unit = match unit_index {
                 Some(i) => {
                     if field(i).is_empty() {
@@ -139,14 +165,14 @@ impl Table {
         &self.columns
     }
 
-    /// The number of rows.
+    /// The number of rows kept.
     pub fn rows(&self) -> usize {
         self.keys.len()
     }
 
-    /// True when the table has no row.
+    /// True when the input had no data row at all (before any filter).
     pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
+        self.read == 0
     }
 
     pub(super) fn unit(&self, row: usize) -> u32 {
@@ -176,6 +202,7 @@ mod tests {
             unit: Some("id".into()),
             group_by: vec!["region".into()],
             values: vec!["temp".into()],
+            filter: None,
         }
     }
 

@@ -176,3 +176,36 @@ fn count_and_sum_intervals_cover_at_their_level() {
         );
     }
 }
+
+#[test]
+fn where_keeps_only_matching_rows_and_an_empty_match_still_releases() {
+    let sql = super::parse_sql(
+        "SELECT region, COUNT(*) AS n FROM t WHERE temp >= 10 AND region <> 'r1' GROUP BY region",
+    )
+    .unwrap();
+    let p = Plan::builder(sql.query)
+        .privacy_unit("device", Contribution::new(1, 1).unwrap())
+        .groups(Groups::public([["r0"], ["r1"]]))
+        .build(eps(2, 1))
+        .unwrap();
+    // Devices u: temp u % 30; region r(u % 2). r0 with temp ≥ 10: 40 % of 300 = 120 devices.
+    let table = Table::from_csv(readings(600, 1, 2).as_bytes(), &p.columns(), 1 << 20).unwrap();
+    assert_eq!(table.rows(), 200);
+    let (r, _) = p.release(&table, &mut seeded_rng(2)).unwrap();
+    assert!((r.rows()[0].estimates()[0].value() - 200.0).abs() < 10.0);
+    assert!(r.rows()[1].estimates()[0].value().abs() < 10.0);
+    // No row matches: noisy zeros, not a refusal (the input is not empty).
+    let none = super::parse_sql("SELECT COUNT(*) FROM t WHERE temp > 1000").unwrap();
+    let p = Plan::builder(none.query)
+        .privacy_unit("device", Contribution::new(1, 1).unwrap())
+        .build(eps(1, 1))
+        .unwrap();
+    let table = Table::from_csv(readings(50, 1, 2).as_bytes(), &p.columns(), 1 << 20).unwrap();
+    assert_eq!(table.rows(), 0);
+    assert!(p.release(&table, &mut seeded_rng(3)).is_ok());
+    // A number compared with text is an error naming the line.
+    let bad = super::parse_sql("SELECT COUNT(*) FROM t WHERE region > 3").unwrap();
+    let p = Plan::builder(bad.query).build(eps(1, 1)).unwrap();
+    let e = Table::from_csv(readings(5, 1, 2).as_bytes(), &p.columns(), 10).unwrap_err();
+    assert!(e.to_string().contains("line 2"), "{e}");
+}

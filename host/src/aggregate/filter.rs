@@ -1,0 +1,232 @@
+//! Row filters (`WHERE`): a condition on each row's own fields, applied before
+//! contribution bounding.
+//!
+//! A filter looks at one row at a time, so two tables that differ in one unit's
+//! rows still differ in (a subset of) that unit's rows after it: filtering changes
+//! no sensitivity and costs nothing.
+
+use std::fmt;
+
+use super::AggregateError;
+
+/// A literal a column is compared with.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Literal {
+    /// Text, compared with the field exactly (after trimming spaces).
+    Text(String),
+    /// A number, compared with the field read as a number.
+    Number(f64),
+}
+
+/// A comparison operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compare {
+    /// `=`
+    Eq,
+    /// `<>` / `!=`
+    NotEq,
+    /// `<`
+    Lt,
+    /// `<=`
+    LtEq,
+    /// `>`
+    Gt,
+    /// `>=`
+    GtEq,
+}
+
+/// A condition on one row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Filter {
+    /// Both hold.
+    And(Box<Filter>, Box<Filter>),
+    /// Either holds.
+    Or(Box<Filter>, Box<Filter>),
+    /// It does not hold.
+    Not(Box<Filter>),
+    /// `column OP literal`.
+    Compare {
+        /// The column.
+        column: String,
+        /// The operator.
+        op: Compare,
+        /// The literal.
+        value: Literal,
+    },
+    /// `column IN (…)`: equal to one of the literals.
+    In {
+        /// The column.
+        column: String,
+        /// The literals.
+        values: Vec<Literal>,
+    },
+    /// `column IS NULL`: the field is empty.
+    IsEmpty(String),
+}
+
+impl Filter {
+    /// Every column the filter reads, in first-use order.
+    pub fn columns(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.collect(&mut out);
+        out
+    }
+
+    fn collect(&self, out: &mut Vec<String>) {
+        match self {
+            Filter::And(a, b) | Filter::Or(a, b) => {
+                a.collect(out);
+                b.collect(out);
+            }
+            Filter::Not(a) => a.collect(out),
+            Filter::Compare { column, .. }
+            | Filter::In { column, .. }
+            | Filter::IsEmpty(column) => {
+                if !out.contains(column) {
+                    out.push(column.clone());
+                }
+            }
+        }
+    }
+
+    /// Evaluates the filter on a row; `field(column)` gives a field's trimmed text.
+    /// A number compared with a field that is not a number is an error (naming the
+    /// line), never silently false.
+    pub(super) fn holds<'r>(
+        &self,
+        field: &dyn Fn(&str) -> &'r str,
+        line: usize,
+    ) -> Result<bool, AggregateError> {
+        Ok(match self {
+            Filter::And(a, b) => a.holds(field, line)? && b.holds(field, line)?,
+            Filter::Or(a, b) => a.holds(field, line)? || b.holds(field, line)?,
+            Filter::Not(a) => !a.holds(field, line)?,
+            Filter::IsEmpty(column) => field(column).is_empty(),
+            Filter::In { column, values } => {
+                let text = field(column);
+                let mut any = false;
+                for v in values {
+                    any |= equal(text, v, column, line)?;
+                }
+                any
+            }
+            Filter::Compare { column, op, value } => {
+                let text = field(column);
+                match (op, value) {
+                    (Compare::Eq, v) => equal(text, v, column, line)?,
+                    (Compare::NotEq, v) => !equal(text, v, column, line)?,
+                    (op, Literal::Number(x)) => {
+                        let y = number(text, column, line)?;
+                        match op {
+                            Compare::Lt => y < *x,
+                            Compare::LtEq => y <= *x,
+                            Compare::Gt => y > *x,
+                            _ => y >= *x,
+                        }
+                    }
+                    (op, Literal::Text(t)) => {
+                        let ord = text.cmp(t.as_str());
+                        match op {
+                            Compare::Lt => ord.is_lt(),
+                            Compare::LtEq => ord.is_le(),
+                            Compare::Gt => ord.is_gt(),
+                            _ => ord.is_ge(),
+                        }
+                    }
+                }
+            }
+        })
+    }
+}
+
+fn number(text: &str, column: &str, line: usize) -> Result<f64, AggregateError> {
+    match text.parse::<f64>() {
+        Ok(y) if !y.is_nan() => Ok(y),
+        _ => Err(AggregateError::NotANumber {
+            column: column.to_string(),
+            value: text.to_string(),
+            line,
+        }),
+    }
+}
+
+fn equal(text: &str, value: &Literal, column: &str, line: usize) -> Result<bool, AggregateError> {
+    Ok(match value {
+        Literal::Text(t) => text == t,
+        Literal::Number(x) => number(text, column, line)? == *x,
+    })
+}
+
+impl fmt::Display for Filter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let lit = |v: &Literal| match v {
+            Literal::Text(t) => format!("'{}'", t.replace('\'', "''")),
+            Literal::Number(x) => x.to_string(),
+        };
+        match self {
+            Filter::And(a, b) => write!(f, "({a} AND {b})"),
+            Filter::Or(a, b) => write!(f, "({a} OR {b})"),
+            Filter::Not(a) => write!(f, "NOT {a}"),
+            Filter::IsEmpty(c) => write!(f, "{c} IS NULL"),
+            Filter::In { column, values } => {
+                let v: Vec<String> = values.iter().map(lit).collect();
+                write!(f, "{column} IN ({})", v.join(", "))
+            }
+            Filter::Compare { column, op, value } => {
+                let op = match op {
+                    Compare::Eq => "=",
+                    Compare::NotEq => "<>",
+                    Compare::Lt => "<",
+                    Compare::LtEq => "<=",
+                    Compare::Gt => ">",
+                    Compare::GtEq => ">=",
+                };
+                write!(f, "{column} {op} {}", lit(value))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evaluates_on_text_and_numbers() {
+        let row = |c: &str| -> &'static str {
+            match c {
+                "region" => "north",
+                "temp" => "21.5",
+                "note" => "",
+                _ => "abc",
+            }
+        };
+        let cmp = |column: &str, op, value| Filter::Compare {
+            column: column.into(),
+            op,
+            value,
+        };
+        let north = cmp("region", Compare::Eq, Literal::Text("north".into()));
+        let warm = cmp("temp", Compare::Gt, Literal::Number(20.0));
+        assert!(north.holds(&row, 2).unwrap());
+        assert!(
+            Filter::And(Box::new(north.clone()), Box::new(warm.clone()))
+                .holds(&row, 2)
+                .unwrap()
+        );
+        assert!(!Filter::Not(Box::new(warm)).holds(&row, 2).unwrap());
+        assert!(Filter::IsEmpty("note".into()).holds(&row, 2).unwrap());
+        let in_list = Filter::In {
+            column: "temp".into(),
+            values: vec![Literal::Number(3.0), Literal::Number(21.5)],
+        };
+        assert!(in_list.holds(&row, 2).unwrap());
+        let bad = cmp("other", Compare::Lt, Literal::Number(1.0));
+        let e = bad.holds(&row, 7).unwrap_err().to_string();
+        assert!(e.contains("line 7") && e.contains("not a number"), "{e}");
+        assert_eq!(
+            Filter::Or(Box::new(north), Box::new(in_list)).columns(),
+            ["region", "temp"]
+        );
+    }
+}
