@@ -7,6 +7,7 @@
 //! * counts move by at most `g·r` in ℓ1;
 //! * clamped grid sums by at most `g·r·M` grid steps, `M` the largest |value|;
 //! * centred sums (`x − midpoint`) by at most `g·r·H`, `H` the half width;
+//! * centred sums of squares by at most `g·r·H²`;
 //! * a quantile score `−|D·#{x ≤ c} − Q·n|` (q = Q/D) of one group by at most
 //!   `D·r`, in at most `g` groups.
 //!
@@ -37,6 +38,8 @@ pub(super) enum Measure {
     Sum(usize),
     /// The clamped grid sum of `x − midpoint`.
     CentredSum(usize),
+    /// The clamped grid sum of `(x − midpoint)²`.
+    CentredSquares(usize),
     /// The quantile `level/LEVEL_DEN` of a value column.
     Quantile(usize, u64),
 }
@@ -58,6 +61,10 @@ pub(super) fn noise_for(
         Measure::Count => 1,
         Measure::Sum(c) => bounds[c].max_abs_steps(),
         Measure::CentredSum(c) => bounds[c].half_width_steps(),
+        Measure::CentredSquares(c) => bounds[c]
+            .half_width_steps()
+            .checked_pow(2)
+            .ok_or(privq_core::Error::Overflow)?,
         // 2·D·r·g·Δ: the 2 of report noisy max over non-monotone scores.
         Measure::Quantile(..) => 2 * LEVEL_DEN,
     };

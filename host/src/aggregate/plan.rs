@@ -25,6 +25,10 @@ pub enum Aggregate {
     Sum(String),
     /// The mean of a column's clamped values.
     Mean(String),
+    /// The population variance of a column's clamped values.
+    Variance(String),
+    /// The population standard deviation of a column's clamped values.
+    StdDev(String),
     /// The `q`-quantile of a column, q = `level`/10 000 (four decimals).
     Quantile {
         /// The column.
@@ -57,9 +61,11 @@ impl Aggregate {
     fn column(&self) -> Option<&str> {
         match self {
             Aggregate::Count => None,
-            Aggregate::Sum(c) | Aggregate::Mean(c) | Aggregate::Quantile { column: c, .. } => {
-                Some(c)
-            }
+            Aggregate::Sum(c)
+            | Aggregate::Mean(c)
+            | Aggregate::Variance(c)
+            | Aggregate::StdDev(c)
+            | Aggregate::Quantile { column: c, .. } => Some(c),
         }
     }
 }
@@ -211,7 +217,7 @@ impl PlanBuilder {
         let query = self.query;
         if query.aggregates.is_empty() {
             return Err(AggregateError::InvalidParameter(
-                "the query has no aggregate (COUNT, SUM, AVG, QUANTILE)".into(),
+                "the query has no aggregate (COUNT, SUM, AVG, VARIANCE, STDDEV, QUANTILE)".into(),
             ));
         }
         if !(self.confidence > 0.0 && self.confidence < 1.0) {
@@ -302,6 +308,11 @@ impl PlanBuilder {
                 Aggregate::Mean(c) => {
                     need(Measure::Count);
                     need(Measure::CentredSum(index(c)));
+                }
+                Aggregate::Variance(c) | Aggregate::StdDev(c) => {
+                    need(Measure::Count);
+                    need(Measure::CentredSum(index(c)));
+                    need(Measure::CentredSquares(index(c)));
                 }
                 Aggregate::Quantile { column, level } => {
                     if *level > LEVEL_DEN {
@@ -503,6 +514,12 @@ impl Plan {
                 Measure::CentredSum(c) => {
                     format!("centred sum of {} ({unit})", self.columns.values[c])
                 }
+                Measure::CentredSquares(c) => {
+                    format!(
+                        "centred sum of squares of {} ({unit})",
+                        self.columns.values[c]
+                    )
+                }
                 Measure::Quantile(c, l) => format!(
                     "quantile {} of {} ({unit})",
                     l as f64 / LEVEL_DEN as f64,
@@ -578,6 +595,15 @@ impl Plan {
                             .sum();
                         s + i128::from(noise.sample(rng)?)
                     }
+                    Measure::CentredSquares(c) => {
+                        let b = &self.bounds[c];
+                        let (x, mid) = (table.values(c), i128::from(b.mid_steps()));
+                        let s: i128 = rows
+                            .iter()
+                            .map(|&r| (i128::from(b.steps(x[r as usize])) - mid).pow(2))
+                            .sum();
+                        s + i128::from(noise.sample(rng)?)
+                    }
                     Measure::Quantile(c, level) => {
                         let b = &self.bounds[c];
                         let x = table.values(c);
@@ -647,6 +673,20 @@ impl Plan {
                             z,
                         )
                     }
+                    Aggregate::Variance(c) | Aggregate::StdDev(c) => {
+                        let c = col(c);
+                        let b = &self.bounds[c];
+                        let n = values[at(Measure::Count)][i];
+                        let s1 = values[at(Measure::CentredSum(c))][i];
+                        let s2 = values[at(Measure::CentredSquares(c))][i];
+                        let var = variance(b, n, s1, s2);
+                        let value = if matches!(a, Aggregate::StdDev(_)) {
+                            var.sqrt()
+                        } else {
+                            var
+                        };
+                        Estimate::new(value, None)
+                    }
                     Aggregate::Quantile { column, level } => {
                         let c = col(column);
                         let b = &self.bounds[c];
@@ -699,6 +739,22 @@ fn mean(
         (value + z * se).clamp(lo, hi),
     );
     Estimate::new(b.value(value), Some((b.value(a), b.value(c))))
+}
+
+/// The population variance from a noisy count `n`, centred sum `s1` and centred
+/// sum of squares `s2` (grid steps): `s2/n − (s1/n)²`, clamped into
+/// `[0, (width/2)²]` (the largest variance of values within the bounds); 0 when
+/// the noisy count is below 1. In the column's units squared.
+fn variance(b: &Bounds, n: i128, s1: i128, s2: i128) -> f64 {
+    if n < 1 {
+        return 0.0;
+    }
+    let n = n as f64;
+    let (lo, hi) = b.step_range();
+    let half = (hi - lo) as f64 / 2.0;
+    let m = s1 as f64 / n;
+    let var = (s2 as f64 / n - m * m).clamp(0.0, half * half);
+    var * 2f64.powi(2 * b.grid_exp())
 }
 
 /// One released value and its interval.

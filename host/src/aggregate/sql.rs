@@ -10,7 +10,8 @@
 //! One table; bare columns in the select list must be group-by columns (the
 //! release lists every group-by column first, whether selected or not, then the
 //! aggregates in order);
-//! aggregates over a column name: `COUNT(*)`, `SUM(x)`, `AVG(x)`, `MEDIAN(x)`,
+//! aggregates over a column name: `COUNT(*)`, `SUM(x)`, `AVG(x)`, `VARIANCE(x)`,
+//! `STDDEV(x)` (population forms), `MEDIAN(x)`,
 //! `QUANTILE(x, q)`; `WHERE` with comparisons of a column and a literal, `BETWEEN`,
 //! `IN`, `IS [NOT] NULL`, `AND`, `OR`, `NOT`. Anything else — joins, subqueries, `HAVING`,
 //! `ORDER BY`, `LIMIT`, `DISTINCT`, expressions inside an aggregate, window
@@ -402,6 +403,12 @@ fn aggregate(f: &Function, prefixes: &[String]) -> Result<Aggregate, AggregateEr
         },
         "SUM" => arity(1).and(Ok(Aggregate::Sum(column(0)?))),
         "AVG" | "MEAN" => arity(1).and(Ok(Aggregate::Mean(column(0)?))),
+        "VARIANCE" | "VAR_POP" => arity(1).and(Ok(Aggregate::Variance(column(0)?))),
+        "STDDEV" | "STDDEV_POP" => arity(1).and(Ok(Aggregate::StdDev(column(0)?))),
+        "VAR_SAMP" | "STDDEV_SAMP" => refuse(format!(
+            "{f}: the sample (n − 1) forms are not supported; VARIANCE and STDDEV are the \
+             population forms"
+        )),
         "MEDIAN" => {
             arity(1)?;
             Aggregate::quantile(column(0)?, 0.5)
@@ -427,7 +434,7 @@ fn aggregate(f: &Function, prefixes: &[String]) -> Result<Aggregate, AggregateEr
              or QUANTILE(x, 0.99)"
         )),
         _ => refuse(format!(
-            "{name} is not a supported aggregate (COUNT(*), SUM, AVG, MEDIAN, QUANTILE)"
+            "{name} is not a supported aggregate (COUNT(*), SUM, AVG, VARIANCE, STDDEV, MEDIAN, QUANTILE)"
         )),
     }
 }
@@ -515,7 +522,8 @@ mod tests {
             ("SELECT SUM(DISTINCT x) FROM a", "DISTINCT"),
             ("SELECT COUNT(x) FROM a", "only COUNT(*)"),
             ("SELECT MAX(x) FROM a", "MIN and MAX"),
-            ("SELECT STDDEV(x) FROM a", "not a supported aggregate"),
+            ("SELECT CORR(x, y) FROM a", "not a supported aggregate"),
+            ("SELECT VAR_SAMP(x) FROM a", "population"),
             (
                 "SELECT x, COUNT(*) FROM a",
                 "neither aggregated nor in GROUP BY",

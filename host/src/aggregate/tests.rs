@@ -209,3 +209,32 @@ fn where_keeps_only_matching_rows_and_an_empty_match_still_releases() {
     let e = Table::from_csv(readings(5, 1, 2).as_bytes(), &p.columns(), 10).unwrap_err();
     assert!(e.to_string().contains("line 2"), "{e}");
 }
+
+#[test]
+fn variance_and_standard_deviation_come_from_three_noisy_totals() {
+    // temp = u % 30 over 3 000 devices: population variance (30² − 1)/12 = 74.92.
+    let query = Query::new(
+        Vec::<String>::new(),
+        [
+            ("v", Aggregate::Variance("temp".into())),
+            ("sd", Aggregate::StdDev("temp".into())),
+        ],
+    );
+    let p = Plan::builder(query)
+        .privacy_unit("device", Contribution::new(1, 1).unwrap())
+        .bounds("temp", "0:40".parse().unwrap())
+        .build(eps(3, 1))
+        .unwrap();
+    // Count, centred sum, centred sum of squares.
+    assert_eq!(p.epsilon_share(), eps(1, 1));
+    let table = Table::from_csv(readings(3000, 1, 1).as_bytes(), &p.columns(), 1 << 20).unwrap();
+    let (r, acct) = p.release(&table, &mut seeded_rng(4)).unwrap();
+    assert_eq!(acct.ledger().len(), 3);
+    let (v, sd) = (
+        r.rows()[0].estimates()[0].value(),
+        r.rows()[0].estimates()[1].value(),
+    );
+    assert!((v - 74.92).abs() < 5.0, "{v}");
+    assert!((sd - v.sqrt()).abs() < 1e-9);
+    assert!(r.rows()[0].estimates()[0].interval().is_none());
+}
