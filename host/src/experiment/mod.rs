@@ -11,3 +11,4 @@ mod svg;
 
 pub use svg::{Series, line_chart};
 pub mod dx;
+pub mod sql_accuracy;
