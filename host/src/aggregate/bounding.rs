@@ -89,36 +89,48 @@ pub(super) fn bound<R: Rng + CryptoRng + ?Sized>(
         rows: vec![Vec::new(); groups],
         units: vec![0; groups],
     };
-    let mut order: Vec<u32> = (0..table.rows() as u32)
-        .filter(|&r| admit(table.key(r as usize)))
+    if table.columns().unit.is_none() {
+        // Every row is its own unit: one row in one group, nothing to choose.
+        for r in 0..table.rows() {
+            let key = table.key(r);
+            if admit(key) {
+                out.rows[key as usize].push(r as u32);
+                out.units[key as usize] += 1;
+            }
+        }
+        return Ok(out);
+    }
+    // Rows of one unit together, by group within a unit (unit and key packed in
+    // one word, so the sort compares integers); the row order within a (unit,
+    // group) run does not matter: rows are chosen from it at random.
+    let mut order: Vec<(u64, u32)> = (0..table.rows())
+        .filter(|&r| admit(table.key(r)))
+        .map(|r| {
+            let packed = (u64::from(table.unit(r)) << 32) | u64::from(table.key(r));
+            (packed, r as u32)
+        })
         .collect();
-    // Rows of one unit together, by group within a unit; the row order within a
-    // (unit, group) run does not matter: rows are chosen from it at random.
-    order.sort_unstable_by_key(|&r| (table.unit(r as usize), table.key(r as usize), r));
-    let mut runs: Vec<&[u32]> = Vec::new();
+    order.sort_unstable();
+    let mut runs: Vec<(usize, usize)> = Vec::new();
     let mut start = 0;
     while start < order.len() {
-        let unit = table.unit(order[start] as usize);
+        let unit = order[start].0 >> 32;
         runs.clear();
         let mut i = start;
-        while i < order.len() && table.unit(order[i] as usize) == unit {
-            let key = table.key(order[i] as usize);
+        while i < order.len() && order[i].0 >> 32 == unit {
+            let packed = order[i].0;
             let mut j = i;
-            while j < order.len()
-                && table.unit(order[j] as usize) == unit
-                && table.key(order[j] as usize) == key
-            {
+            while j < order.len() && order[j].0 == packed {
                 j += 1;
             }
-            runs.push(&order[i..j]);
+            runs.push((i, j));
             i = j;
         }
         choose(&mut runs, limits.max_groups as usize, rng)?;
-        for run in &runs {
-            let key = table.key(run[0] as usize) as usize;
-            let mut rows: Vec<u32> = run.to_vec();
-            choose(&mut rows, limits.max_rows as usize, rng)?;
-            out.rows[key].extend_from_slice(&rows);
+        for &(a, b) in &runs {
+            let key = (order[a].0 & u64::from(u32::MAX)) as usize;
+            let kept = choose_in_place(&mut order[a..b], limits.max_rows as usize, rng)?;
+            out.rows[key].extend(kept.iter().map(|&(_, r)| r));
             out.units[key] += 1;
         }
         start = i;
@@ -126,22 +138,33 @@ pub(super) fn bound<R: Rng + CryptoRng + ?Sized>(
     Ok(out)
 }
 
-/// Keeps `k` of `items` chosen uniformly at random (a partial Fisher–Yates
-/// shuffle with exact uniform draws); all of them when there are at most `k`.
+/// The first `k` items after a partial Fisher–Yates shuffle of `items` with exact
+/// uniform draws: `k` of them chosen uniformly at random (all when there are at
+/// most `k`).
+fn choose_in_place<'a, T, R: Rng + CryptoRng + ?Sized>(
+    items: &'a mut [T],
+    k: usize,
+    rng: &mut R,
+) -> Result<&'a [T], AggregateError> {
+    let n = items.len();
+    if n <= k {
+        return Ok(items);
+    }
+    for i in 0..k {
+        let j = i + uniform_below((n - i) as u64, rng)? as usize;
+        items.swap(i, j);
+    }
+    Ok(&items[..k])
+}
+
+/// Keeps `k` of `items` chosen uniformly at random ([`choose_in_place`]).
 fn choose<T, R: Rng + CryptoRng + ?Sized>(
     items: &mut Vec<T>,
     k: usize,
     rng: &mut R,
 ) -> Result<(), AggregateError> {
-    if items.len() <= k {
-        return Ok(());
-    }
-    let n = items.len();
-    for i in 0..k {
-        let j = i + uniform_below((n - i) as u64, rng)? as usize;
-        items.swap(i, j);
-    }
-    items.truncate(k);
+    let kept = choose_in_place(items, k, rng)?.len();
+    items.truncate(kept);
     Ok(())
 }
 
