@@ -358,7 +358,6 @@ impl PlanBuilder {
             noise,
             selection,
             confidence: self.confidence,
-            z: crate::stats::normal_isf((1.0 - self.confidence) / 2.0),
             candidates: self.candidates,
         })
         .map(|mut p| {
@@ -385,8 +384,6 @@ pub struct Plan {
     noise: Vec<DiscreteLaplace>,
     selection: Option<Discovery>,
     confidence: f64,
-    /// The normal quantile of the mean's interval at `confidence`.
-    z: f64,
     candidates: u32,
 }
 
@@ -630,7 +627,6 @@ impl Plan {
         values: &[Vec<i128>],
     ) -> Release {
         let at = |m: Measure| self.measures.iter().position(|x| *x == m).unwrap_or(0);
-        let z = self.z;
         let public_keys = match &self.groups {
             Groups::Public(list) => Some(list),
             Groups::Private { .. } => None,
@@ -670,7 +666,7 @@ impl Plan {
                             values[js][i],
                             &self.noise[jn],
                             &self.noise[js],
-                            z,
+                            self.confidence,
                         )
                     }
                     Aggregate::Variance(c) | Aggregate::StdDev(c) => {
@@ -713,8 +709,10 @@ impl Plan {
 }
 
 /// The mean from a noisy count `n` and a noisy centred sum `s` (grid steps):
-/// `mid + s/max(n, 1)`, clamped into the bounds. Its interval is the delta
-/// method's `± z·√(Var s + m²·Var n)/n` (m the centred mean), clamped; with a noisy
+/// `mid + s/max(n, 1)`, clamped into the bounds. Its interval's half width is
+/// `√(k_s² + (m·k_n)²)/n`, with `k_s` and `k_n` the exact half widths of the sum's
+/// and the count's noise at `confidence` and `m` the centred mean: exact when the
+/// sum's noise dominates (the usual case), conservative otherwise. With a noisy
 /// count below 1 the mean is the midpoint and the interval the whole range.
 fn mean(
     b: &Bounds,
@@ -722,7 +720,7 @@ fn mean(
     s: i128,
     count_noise: &DiscreteLaplace,
     sum_noise: &DiscreteLaplace,
-    z: f64,
+    confidence: f64,
 ) -> Estimate {
     let (lo, hi) = b.step_range();
     let (lo, hi) = (lo as f64, hi as f64);
@@ -733,11 +731,10 @@ fn mean(
     let n = n as f64;
     let m = s as f64 / n;
     let value = (mid + m).clamp(lo, hi);
-    let se = (sum_noise.variance() + m * m * count_noise.variance()).sqrt() / n;
-    let (a, c) = (
-        (value - z * se).clamp(lo, hi),
-        (value + z * se).clamp(lo, hi),
-    );
+    let k_s = measure::half_width(sum_noise, confidence);
+    let k_n = measure::half_width(count_noise, confidence);
+    let half = k_s.hypot(m * k_n) / n;
+    let (a, c) = ((value - half).clamp(lo, hi), (value + half).clamp(lo, hi));
     Estimate::new(b.value(value), Some((b.value(a), b.value(c))))
 }
 

@@ -1,6 +1,7 @@
 //! The rows a query reads: each row's privacy unit, its group key and its values.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::io::Read;
 
 use super::AggregateError;
@@ -91,7 +92,10 @@ impl Table {
             read: 0,
         };
         let mut unit_ids: HashMap<String, u32> = HashMap::new();
-        let mut key_ids: HashMap<Vec<String>, u32> = HashMap::new();
+        // Keys by their fields, each prefixed by its length (unambiguous whatever the
+        // fields hold), built in one reused buffer: no allocation for a known key.
+        let mut key_ids: HashMap<String, u32> = HashMap::new();
+        let mut key_text = String::new();
         let mut record = csv::StringRecord::new();
         let mut row = 0usize;
         while csv.read_record(&mut record)? {
@@ -121,17 +125,35 @@ impl Table {
                             line,
                         });
                     }
-                    let next = unit_ids.len();
-                    *unit_ids.entry(field(i).to_string()).or_insert(next as u32)
+                    let unit = field(i);
+                    match unit_ids.get(unit) {
+                        Some(&id) => id,
+                        None => {
+                            let id = unit_ids.len() as u32;
+                            unit_ids.insert(unit.to_string(), id);
+                            id
+                        }
+                    }
                 }
                 None => (row - 1) as u32,
             };
-            let key: Vec<String> = key_index.iter().map(|&i| field(i).to_string()).collect();
-            let next = key_ids.len();
-            let key_id = *key_ids.entry(key.clone()).or_insert_with(|| {
-                table.key_values.push(key);
-                next as u32
-            });
+            key_text.clear();
+            for &i in &key_index {
+                let f = field(i);
+                // Writing to a String cannot fail.
+                let _ = write!(key_text, "{}:{f}", f.len());
+            }
+            let key_id = match key_ids.get(key_text.as_str()) {
+                Some(&id) => id,
+                None => {
+                    let id = key_ids.len() as u32;
+                    key_ids.insert(key_text.clone(), id);
+                    table
+                        .key_values
+                        .push(key_index.iter().map(|&i| field(i).to_string()).collect());
+                    id
+                }
+            };
             for (c, &i) in value_index.iter().enumerate() {
                 let text = field(i);
                 let column = &columns.values[c];
