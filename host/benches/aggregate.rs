@@ -1,5 +1,5 @@
 //! Private statistics by group (`privq_host::aggregate`, `privq sql`) against a plain
-//! non-private group-by in the same run — the privacy overhead of issue 29's benchmark.
+//! non-private group-by in the same run: the privacy overhead.
 //!
 //! ```text
 //! cargo bench -p privq-host --bench aggregate                          # 10⁶ rows

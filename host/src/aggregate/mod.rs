@@ -27,7 +27,7 @@
 //! |---|---|---|
 //! | `COUNT(*)` | bounded rows + noise | exact, from the noise's distribution |
 //! | `SUM(x)` | clamped grid sum + noise | exact, from the noise's distribution |
-//! | `AVG(x)` | midpoint + (noisy sum of `x − midpoint`) / noisy count, clamped | normal approximation (delta method) |
+//! | `AVG(x)` | midpoint + (noisy sum of `x − midpoint`) / noisy count, clamped | `± √(k_s² + (m·k_n)²)/n` from the noises' exact half widths |
 //! | `QUANTILE(x, q)` | report noisy max over a public grid of candidates | none |
 //!
 //! ```

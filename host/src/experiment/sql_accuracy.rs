@@ -1,5 +1,5 @@
 //! `privq experiment sql-accuracy`: how accurate `privq sql`'s releases are, and
-//! whether their 95 % intervals hold what they claim (issue 29, "Must show").
+//! whether their 95 % intervals hold what they claim.
 //!
 //! On Adult it releases `COUNT(*)`, `AVG(age)` and `AVG(hours-per-week)` by
 //! `education-num` over the 16 public keys 1–16, and `MEDIAN(age)` over the whole
