@@ -133,6 +133,10 @@ fn write_text(
         let relation = first
             .neighbours
             .map_or("no stated neighbour relation", |n| n.phrase());
+        let relation = match &first.unit {
+            Some(unit) => relation.replace("record", &format!("unit ({unit:?})")),
+            None => relation.to_string(),
+        };
         writeln!(out, "charges (under {relation}):")?;
     }
     for (i, c) in file.charges().iter().enumerate() {

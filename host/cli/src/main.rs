@@ -310,6 +310,19 @@ impl LedgerArgs {
         label: &str,
         stderr: &mut dyn Write,
     ) -> Result<(), CliError> {
+        self.reserve_for(accountant, label, None, stderr)
+    }
+
+    /// [`LedgerArgs::reserve`] for a run whose relation is over a privacy unit
+    /// other than one record (`unit`: its column); a file holding charges for
+    /// another unit refuses it.
+    pub(crate) fn reserve_for(
+        &self,
+        accountant: &Accountant,
+        label: &str,
+        unit: Option<&str>,
+        stderr: &mut dyn Write,
+    ) -> Result<(), CliError> {
         let Some(path) = &self.budget_file else {
             return Ok(());
         };
@@ -318,9 +331,15 @@ impl LedgerArgs {
             message: format!("{e}; nothing was released"),
         };
         let run = RunCost::of(accountant).map_err(refused)?;
-        let status =
-            BudgetFile::charge(path, self.budget_cap, &run, label, accountant.neighbours())
-                .map_err(refused)?;
+        let status = BudgetFile::charge_unit(
+            path,
+            self.budget_cap,
+            &run,
+            label,
+            accountant.neighbours(),
+            unit,
+        )
+        .map_err(refused)?;
         let delta = match run.delta() {
             0.0 => "0".to_string(),
             d => format!("{d:e}"),

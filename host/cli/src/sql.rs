@@ -19,9 +19,12 @@ use super::{CliError, LedgerArgs};
     --bounds temp=-20:50 --keys region=north,south,east,west --epsilon 1\n  \
     privq sql \"SELECT region, COUNT(*) FROM readings GROUP BY region\" --table readings=readings.csv \\\n    \
     --privacy-unit device --epsilon 1 --delta 1e-6\n\n\
-    Supported: one table; SELECT group-by columns and COUNT(*), SUM(x), AVG(x), MEDIAN(x), \
-    QUANTILE(x, q); GROUP BY plain columns. The output lists the group-by columns, then each \
-    aggregate with the bounds of its interval (NAME_lo, NAME_hi; none for quantiles).\n\n\
+    Supported: one table; SELECT group-by columns and COUNT(*), SUM(x), AVG(x), VARIANCE(x), \
+    STDDEV(x), MEDIAN(x), QUANTILE(x, q); WHERE comparing columns with literals (=, <>, <, <=, \
+    >, >=, BETWEEN, IN, IS NULL; AND, OR, NOT; numbers unquoted, text 'quoted'); GROUP BY \
+    plain columns. Names and keys are case-sensitive. The output lists the group-by columns, \
+    then each aggregate with the bounds of its interval (NAME_lo, NAME_hi; none for VARIANCE, \
+    STDDEV and quantiles).\n\n\
     The guarantee is per privacy unit (--privacy-unit; without it, per row): each unit \
     contributes at most --max-rows rows to each of at most --max-groups groups, chosen at \
     random; every value is clamped into its --bounds. Groups are the public --keys, or are \
@@ -71,6 +74,11 @@ pub struct Args {
     /// Steps between a quantile's candidate values (spread evenly over the bounds).
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub quantile_candidates: u32,
+    /// Drop rows whose privacy unit is empty or whose aggregated values are not
+    /// finite numbers (blank, text, NaN), instead of stopping at the first one. A
+    /// per-row rule: it costs nothing, and how many rows it drops is not shown.
+    #[arg(long)]
+    pub drop_invalid: bool,
     /// The most rows read from the table (a larger table is refused before anything
     /// is spent).
     #[arg(long, value_name = "N", default_value_t = 100_000_000)]
@@ -118,7 +126,8 @@ pub fn plan(args: &Args) -> Result<(Plan, String, PathBuf), CliError> {
     let mut builder = Plan::builder(parsed.query.clone())
         .neighbours(Neighbours::from(args.neighbours))
         .confidence(args.confidence)
-        .quantile_candidates(args.quantile_candidates);
+        .quantile_candidates(args.quantile_candidates)
+        .drop_invalid(args.drop_invalid);
     match &args.privacy_unit {
         Some(unit) => {
             builder =
@@ -133,8 +142,20 @@ pub fn plan(args: &Args) -> Result<(Plan, String, PathBuf), CliError> {
         }
         None => {}
     }
+    let read = parsed.query.value_columns();
+    let mut bounded: Vec<&str> = Vec::new();
     for b in &args.bounds {
         let (column, range) = pair("bounds", b)?;
+        if bounded.contains(&column) {
+            return Err(usage("bounds", format!("{column:?} is given twice")));
+        }
+        if !read.iter().any(|c| c == column) {
+            return Err(usage(
+                "bounds",
+                format!("the query aggregates no column {column:?} (names are case-sensitive)"),
+            ));
+        }
+        bounded.push(column);
         let bounds: Bounds = range.parse()?;
         builder = builder.bounds(column, bounds);
     }
@@ -144,6 +165,12 @@ pub fn plan(args: &Args) -> Result<(Plan, String, PathBuf), CliError> {
             return Err(usage(
                 "delta",
                 "give either --keys (public groups) or --delta, not both",
+            ));
+        }
+        (true, Some(_)) if group_by.is_empty() => {
+            return Err(usage(
+                "delta",
+                "the query has no GROUP BY, so there are no groups to select",
             ));
         }
         (true, Some(delta)) => builder = builder.groups(Groups::Private { delta }),
@@ -215,6 +242,22 @@ pub fn run(
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     let (plan, _, path) = plan(args)?;
+    if args.privacy_unit.is_none() {
+        writeln!(
+            stderr,
+            "privq: note: without --privacy-unit every row is its own unit; if a person or \
+             device can have several rows, name its column with --privacy-unit, or the \
+             guarantee protects single rows only"
+        )?;
+    }
+    if args.delta.is_some_and(|d| d > 1e-3) {
+        writeln!(
+            stderr,
+            "privq: warning: δ = {} is large: a group held by one unit is released with \
+             probability up to δ (1e-6 or smaller is usual)",
+            args.delta.unwrap_or_default()
+        )?;
+    }
     let table = if path.as_os_str() == "-" {
         privq_host::aggregate::Table::from_csv(stdin, &plan.columns(), args.max_table_rows)?
     } else {
@@ -228,7 +271,12 @@ pub fn run(
     let mut rng = super::rng(args.seed, stderr)?;
     plan.check_table(&table)?;
     let mut accountant = plan.accountant()?;
-    args.ledger.reserve(&accountant, "privq sql", stderr)?;
+    args.ledger.reserve_for(
+        &accountant,
+        "privq sql",
+        args.privacy_unit.as_deref(),
+        stderr,
+    )?;
     let release = plan.release_charged(&table, &mut accountant, &mut rng)?;
     let mut out = Vec::new();
     write_release(&release, args.format.format, &mut out)?;
@@ -266,14 +314,7 @@ fn write_release(
     format: super::results::Format,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let with_interval: Vec<bool> = match release.rows().first() {
-        Some(row) => row
-            .estimates()
-            .iter()
-            .map(|e| e.interval().is_some())
-            .collect(),
-        None => Vec::new(),
-    };
+    let with_interval = release.has_interval();
     let mut columns: Vec<String> = release.group_by().to_vec();
     for (i, name) in release.names().iter().enumerate() {
         columns.push(name.clone());

@@ -247,6 +247,9 @@ pub struct BudgetCharge {
     pub time: String,
     /// The neighbour relation the cost was stated for (`None`: not stated).
     pub neighbours: Option<Neighbours>,
+    /// The privacy unit the relation is over: `None` for one record (row), or the
+    /// column naming the unit (`privq sql --privacy-unit`).
+    pub unit: Option<String>,
     /// The run's cost as stated, exactly (e.g. `ε = 1/2`, `ρ = 1/8 (zCDP)`).
     pub cost: String,
     /// The ε charged against the cap.
@@ -388,6 +391,15 @@ pub enum BudgetFileError {
         /// The relation of this charge.
         stated: Option<Neighbours>,
     },
+    /// The file's charges are for another privacy unit than this run's.
+    UnitMismatch {
+        /// The file.
+        path: PathBuf,
+        /// The unit of the file's charges (`None`: one record).
+        file: Option<String>,
+        /// This run's unit.
+        stated: Option<String>,
+    },
     /// A δ outside `[0, 1)`.
     InvalidDelta(f64),
     /// A cost that cannot be charged (see the message).
@@ -449,6 +461,22 @@ impl fmt::Display for BudgetFileError {
                 delta_text(x.spent_delta),
                 x.cap,
             ),
+            BudgetFileError::UnitMismatch { path, file, stated } => {
+                let name = |u: &Option<String>| {
+                    u.as_ref().map_or_else(
+                        || "one record".to_string(),
+                        |c| format!("privacy unit {c:?}"),
+                    )
+                };
+                write!(
+                    f,
+                    "budget file {} holds charges that protect {}, but this run protects {}; \
+                     costs for different units do not add up (use another budget file)",
+                    path.display(),
+                    name(file),
+                    name(stated)
+                )
+            }
             BudgetFileError::RelationMismatch { path, file, stated } => {
                 let name = |n: &Option<Neighbours>| {
                     n.map_or_else(|| "no stated relation".into(), |n| n.phrase().to_string())
@@ -500,6 +528,8 @@ struct ChargeJson {
     label: String,
     time: String,
     neighbours: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    unit: Option<String>,
     cost: String,
     epsilon: Fraction,
     delta: f64,
@@ -560,13 +590,28 @@ impl BudgetFile {
         label: &str,
         neighbours: Option<Neighbours>,
     ) -> Result<BudgetStatus, BudgetFileError> {
+        Self::charge_unit(path, cap, run, label, neighbours, None)
+    }
+
+    /// [`BudgetFile::charge`] for a relation over a privacy unit other than one
+    /// record (`unit`: the column naming it). Every charge of a file must protect
+    /// the same unit: a run over rows and a run over devices do not add up to one
+    /// guarantee (a device with k rows costs k times a row's ε).
+    pub fn charge_unit(
+        path: &Path,
+        cap: Option<Cap>,
+        run: &RunCost,
+        label: &str,
+        neighbours: Option<Neighbours>,
+        unit: Option<&str>,
+    ) -> Result<BudgetStatus, BudgetFileError> {
         let io_err = |source| BudgetFileError::Io {
             path: path.to_path_buf(),
             source,
         };
         let lock = open_lock(path)?;
         lock.lock().map_err(io_err)?;
-        let result = Self::charge_locked(path, cap, run, label, neighbours);
+        let result = Self::charge_locked(path, cap, run, label, neighbours, unit);
         // Closing the file releases the lock too; unlock explicitly for clarity.
         let _ = lock.unlock();
         result
@@ -590,6 +635,7 @@ impl BudgetFile {
         run: &RunCost,
         label: &str,
         neighbours: Option<Neighbours>,
+        unit: Option<&str>,
     ) -> Result<BudgetStatus, BudgetFileError> {
         let mut file = match (load(path)?, cap) {
             (Some(file), Some(given)) if file.cap != given => {
@@ -606,6 +652,15 @@ impl BudgetFile {
             },
             (None, None) => return Err(BudgetFileError::NoCap(path.to_path_buf())),
         };
+        if let Some(first) = file.charges.first()
+            && first.unit.as_deref() != unit
+        {
+            return Err(BudgetFileError::UnitMismatch {
+                path: path.to_path_buf(),
+                file: first.unit.clone(),
+                stated: unit.map(str::to_string),
+            });
+        }
         if let Some(first) = file.charges.first()
             && first.neighbours != neighbours
         {
@@ -638,6 +693,7 @@ impl BudgetFile {
             label: label.to_string(),
             time: utc_now(),
             neighbours,
+            unit: unit.map(str::to_string),
             cost: run.cost.to_string(),
             epsilon: run.epsilon,
             delta: run.delta,
@@ -712,6 +768,7 @@ impl BudgetFile {
                     label: c.label.clone(),
                     time: c.time.clone(),
                     neighbours: c.neighbours.map(|n| neighbours_name(n).to_string()),
+                    unit: c.unit.clone(),
                     cost: c.cost.clone(),
                     epsilon: fraction(c.epsilon),
                     delta: c.delta,
@@ -784,9 +841,18 @@ impl BudgetFile {
                 label: c.label,
                 time: c.time,
                 neighbours,
+                unit: c.unit,
                 cost: c.cost,
                 certified: c.certified,
             });
+        }
+        if let Some(first) = charges.first()
+            && let Some(other) = charges.iter().find(|c| c.unit != first.unit)
+        {
+            return Err(corrupt(format!(
+                "charges for two privacy units ({:?} and {:?})",
+                first.unit, other.unit
+            )));
         }
         if let Some(first) = charges.first()
             && let Some(other) = charges.iter().find(|c| c.neighbours != first.neighbours)
@@ -960,6 +1026,22 @@ mod tests {
 
     fn pure(n: u64, d: u64) -> RunCost {
         RunCost::new(Cost::Pure(eps(n, d))).unwrap()
+    }
+
+    #[test]
+    fn budget_charges_for_another_privacy_unit_are_refused() {
+        let path = scratch("unit");
+        let cap = Cap::new(eps(3, 1), 0.0).unwrap();
+        let run = pure(1, 1);
+        BudgetFile::charge_unit(&path, Some(cap), &run, "sql", None, Some("device")).unwrap();
+        BudgetFile::charge_unit(&path, None, &run, "sql", None, Some("device")).unwrap();
+        // Rows and devices do not add up: a device with k rows costs k·ε per row run.
+        let e = BudgetFile::charge(&path, None, &run, "noise", None).unwrap_err();
+        assert!(matches!(e, BudgetFileError::UnitMismatch { .. }), "{e}");
+        assert!(e.to_string().contains("privacy unit \"device\""), "{e}");
+        let file = BudgetFile::read(&path).unwrap();
+        assert_eq!(file.charges().len(), 2);
+        assert_eq!(file.charges()[0].unit.as_deref(), Some("device"));
     }
 
     #[test]

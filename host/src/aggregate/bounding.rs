@@ -180,6 +180,7 @@ mod tests {
             group_by: vec!["g".into()],
             values: vec![],
             filter: None,
+            drop_invalid: false,
         };
         Table::from_csv(csv.as_bytes(), &columns, 1 << 20).unwrap()
     }

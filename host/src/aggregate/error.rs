@@ -26,23 +26,20 @@ pub enum AggregateError {
         /// Its second position (1-based).
         second: usize,
     },
-    /// A value is not a number (an empty field included).
-    #[error("line {line}: column {column:?} holds {value:?}, which is not a number")]
+    /// A value is not a number (an empty field included). The message names the
+    /// line and column, not the text, which may be private.
+    #[error("line {line}: column {column:?} is not a number (empty or text)")]
     NotANumber {
         /// The column.
         column: String,
-        /// The text found.
-        value: String,
         /// 1-based line (the header is line 1).
         line: usize,
     },
     /// A value is NaN or infinite.
-    #[error("line {line}: column {column:?} holds {value:?}, which is not finite")]
+    #[error("line {line}: column {column:?} is not finite (NaN or infinite)")]
     NotFinite {
         /// The column.
         column: String,
-        /// The text found.
-        value: String,
         /// 1-based line (the header is line 1).
         line: usize,
     },

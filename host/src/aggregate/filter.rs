@@ -7,8 +7,6 @@
 
 use std::fmt;
 
-use super::AggregateError;
-
 /// A literal a column is compared with.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Literal {
@@ -90,40 +88,33 @@ impl Filter {
     }
 
     /// Evaluates the filter on a row; `field(column)` gives a field's trimmed text.
-    /// A number compared with a field that is not a number is an error (naming the
-    /// line), never silently false.
-    pub(super) fn holds<'r>(
-        &self,
-        field: &dyn Fn(&str) -> &'r str,
-        line: usize,
-    ) -> Result<bool, AggregateError> {
-        Ok(match self {
-            Filter::And(a, b) => a.holds(field, line)? && b.holds(field, line)?,
-            Filter::Or(a, b) => a.holds(field, line)? || b.holds(field, line)?,
-            Filter::Not(a) => !a.holds(field, line)?,
+    /// A number compared with a field that is not a number is false whatever the
+    /// operator (SQL's unknown), never an error: a refusal that depends on one
+    /// row's field would tell whoever wrote the filter about that row.
+    pub(super) fn holds<'r>(&self, field: &dyn Fn(&str) -> &'r str) -> bool {
+        match self {
+            Filter::And(a, b) => a.holds(field) && b.holds(field),
+            Filter::Or(a, b) => a.holds(field) || b.holds(field),
+            Filter::Not(a) => !a.holds(field),
             Filter::IsEmpty(column) => field(column).is_empty(),
             Filter::In { column, values } => {
                 let text = field(column);
-                let mut any = false;
-                for v in values {
-                    any |= equal(text, v, column, line)?;
-                }
-                any
+                values.iter().any(|v| equal(text, v) == Some(true))
             }
             Filter::Compare { column, op, value } => {
                 let text = field(column);
                 match (op, value) {
-                    (Compare::Eq, v) => equal(text, v, column, line)?,
-                    (Compare::NotEq, v) => !equal(text, v, column, line)?,
-                    (op, Literal::Number(x)) => {
-                        let y = number(text, column, line)?;
-                        match op {
+                    (Compare::Eq, v) => equal(text, v) == Some(true),
+                    (Compare::NotEq, v) => equal(text, v) == Some(false),
+                    (op, Literal::Number(x)) => match number(text) {
+                        Some(y) => match op {
                             Compare::Lt => y < *x,
                             Compare::LtEq => y <= *x,
                             Compare::Gt => y > *x,
                             _ => y >= *x,
-                        }
-                    }
+                        },
+                        None => false,
+                    },
                     (op, Literal::Text(t)) => {
                         let ord = text.cmp(t.as_str());
                         match op {
@@ -135,26 +126,22 @@ impl Filter {
                     }
                 }
             }
-        })
+        }
     }
 }
 
-fn number(text: &str, column: &str, line: usize) -> Result<f64, AggregateError> {
-    match text.parse::<f64>() {
-        Ok(y) if !y.is_nan() => Ok(y),
-        _ => Err(AggregateError::NotANumber {
-            column: column.to_string(),
-            value: text.to_string(),
-            line,
-        }),
-    }
+/// The field as a number (`None`: not a number, or NaN).
+fn number(text: &str) -> Option<f64> {
+    text.parse::<f64>().ok().filter(|y| !y.is_nan())
 }
 
-fn equal(text: &str, value: &Literal, column: &str, line: usize) -> Result<bool, AggregateError> {
-    Ok(match value {
-        Literal::Text(t) => text == t,
-        Literal::Number(x) => number(text, column, line)? == *x,
-    })
+/// Whether the field equals the literal (`None`: a number literal and a field that
+/// is not a number, SQL's unknown).
+fn equal(text: &str, value: &Literal) -> Option<bool> {
+    match value {
+        Literal::Text(t) => Some(text == t),
+        Literal::Number(x) => number(text).map(|y| y == *x),
+    }
 }
 
 impl fmt::Display for Filter {
@@ -208,22 +195,19 @@ mod tests {
         };
         let north = cmp("region", Compare::Eq, Literal::Text("north".into()));
         let warm = cmp("temp", Compare::Gt, Literal::Number(20.0));
-        assert!(north.holds(&row, 2).unwrap());
-        assert!(
-            Filter::And(Box::new(north.clone()), Box::new(warm.clone()))
-                .holds(&row, 2)
-                .unwrap()
-        );
-        assert!(!Filter::Not(Box::new(warm)).holds(&row, 2).unwrap());
-        assert!(Filter::IsEmpty("note".into()).holds(&row, 2).unwrap());
+        assert!(north.holds(&row));
+        assert!(Filter::And(Box::new(north.clone()), Box::new(warm.clone())).holds(&row));
+        assert!(!Filter::Not(Box::new(warm)).holds(&row));
+        assert!(Filter::IsEmpty("note".into()).holds(&row));
         let in_list = Filter::In {
             column: "temp".into(),
             values: vec![Literal::Number(3.0), Literal::Number(21.5)],
         };
-        assert!(in_list.holds(&row, 2).unwrap());
-        let bad = cmp("other", Compare::Lt, Literal::Number(1.0));
-        let e = bad.holds(&row, 7).unwrap_err().to_string();
-        assert!(e.contains("line 7") && e.contains("not a number"), "{e}");
+        assert!(in_list.holds(&row));
+        // A number against text: unknown, so false under every operator.
+        for op in [Compare::Lt, Compare::Eq, Compare::NotEq, Compare::GtEq] {
+            assert!(!cmp("other", op, Literal::Number(1.0)).holds(&row));
+        }
         assert_eq!(
             Filter::Or(Box::new(north), Box::new(in_list)).columns(),
             ["region", "temp"]

@@ -107,6 +107,20 @@ impl Query {
         self.filter.as_ref()
     }
 
+    /// The numeric columns the aggregates read (each needs bounds), in first-use
+    /// order.
+    pub fn value_columns(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for (_, a) in &self.aggregates {
+            if let Some(c) = a.column()
+                && !out.iter().any(|o| o == c)
+            {
+                out.push(c.to_string());
+            }
+        }
+        out
+    }
+
     /// A query from owned parts.
     pub fn from_parts(group_by: Vec<String>, aggregates: Vec<(String, Aggregate)>) -> Self {
         Query {
@@ -170,6 +184,7 @@ pub struct PlanBuilder {
     groups: Option<Groups>,
     confidence: f64,
     candidates: u32,
+    drop_invalid: bool,
 }
 
 impl PlanBuilder {
@@ -196,6 +211,13 @@ impl PlanBuilder {
     /// Which groups are released (needed when the query groups by anything).
     pub fn groups(mut self, groups: Groups) -> Self {
         self.groups = Some(groups);
+        self
+    }
+
+    /// Drop rows with an empty unit or a value that is not a finite number instead
+    /// of refusing the table ([`Columns::drop_invalid`]).
+    pub fn drop_invalid(mut self, drop: bool) -> Self {
+        self.drop_invalid = drop;
         self
     }
 
@@ -347,6 +369,7 @@ impl PlanBuilder {
                 group_by: Vec::new(),
                 values,
                 filter: None,
+                drop_invalid: self.drop_invalid,
             },
             contribution,
             neighbours: self.neighbours,
@@ -400,6 +423,7 @@ impl Plan {
             groups: None,
             confidence: 0.95,
             candidates: 1000,
+            drop_invalid: false,
         }
     }
 
@@ -569,6 +593,10 @@ impl Plan {
         // Each measurement over the released groups, in grid steps (counts: rows).
         let mut values: Vec<Vec<i128>> = Vec::with_capacity(self.measures.len());
         for (m, noise) in self.measures.iter().zip(&self.noise) {
+            let cands = match *m {
+                Measure::Quantile(c, _) => measure::candidates(&self.bounds[c], self.candidates),
+                _ => Vec::new(),
+            };
             let mut column = Vec::with_capacity(released.len());
             for g in &released {
                 let rows: &[u32] = g.map_or(&[], |g| &bounded.rows[g as usize]);
@@ -607,7 +635,6 @@ impl Plan {
                         let mut sorted: Vec<i64> =
                             rows.iter().map(|&r| b.steps(x[r as usize])).collect();
                         sorted.sort_unstable();
-                        let cands = measure::candidates(b, self.candidates);
                         i128::from(measure::noisy_quantile(&sorted, level, &cands, noise, rng)?)
                     }
                 };
@@ -701,6 +728,14 @@ impl Plan {
                 .aggregates
                 .iter()
                 .map(|(n, _)| n.clone())
+                .collect(),
+            intervals: self
+                .query
+                .aggregates
+                .iter()
+                .map(|(_, a)| {
+                    matches!(a, Aggregate::Count | Aggregate::Sum(_) | Aggregate::Mean(_))
+                })
                 .collect(),
             rows,
             threshold: self.threshold(),
@@ -801,6 +836,7 @@ impl ReleasedRow {
 pub struct Release {
     group_by: Vec<String>,
     names: Vec<String>,
+    intervals: Vec<bool>,
     rows: Vec<ReleasedRow>,
     threshold: Option<i64>,
 }
@@ -814,6 +850,13 @@ impl Release {
     /// The aggregates' output names.
     pub fn names(&self) -> &[String] {
         &self.names
+    }
+
+    /// Whether each aggregate's estimates carry an interval (count, sum and mean
+    /// do; variance, standard deviation and quantiles do not), known even when no
+    /// group is released.
+    pub fn has_interval(&self) -> &[bool] {
+        &self.intervals
     }
 
     /// The released groups.

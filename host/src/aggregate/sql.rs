@@ -238,10 +238,33 @@ fn filter(expr: &Expr, prefixes: &[String]) -> Result<Filter, AggregateError> {
                         return refuse(format!("WHERE {expr}: the operator {op} is not supported"));
                     }
                 };
+                // `10 < temp` reads as `temp > 10`.
+                let (column, value, op) = match (left.as_ref(), right.as_ref()) {
+                    (Expr::Identifier(_) | Expr::CompoundIdentifier(_), _) => (left, right, op),
+                    (_, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) => {
+                        let flipped = match op {
+                            Compare::Lt => Compare::Gt,
+                            Compare::LtEq => Compare::GtEq,
+                            Compare::Gt => Compare::Lt,
+                            Compare::GtEq => Compare::LtEq,
+                            other => other,
+                        };
+                        (right, left, flipped)
+                    }
+                    _ => (left, right, op),
+                };
+                let value = literal(value, expr)?;
+                if matches!(value, Literal::Text(_)) && !matches!(op, Compare::Eq | Compare::NotEq)
+                {
+                    return refuse(format!(
+                        "WHERE {expr}: <, <=, > and >= compare numbers; write the number \
+                         unquoted ('quoted' text is compared only with = and <>)"
+                    ));
+                }
                 Ok(Filter::Compare {
-                    column: column_name(left, "WHERE", prefixes)?,
+                    column: column_name(column, "WHERE", prefixes)?,
                     op,
-                    value: literal(right, expr)?,
+                    value,
                 })
             }
         },
@@ -496,6 +519,7 @@ mod tests {
             ("SELECT COUNT(*) FROM a, b", "more than one table"),
             ("SELECT COUNT(*) FROM (SELECT * FROM a) s", "subquery"),
             ("SELECT COUNT(*) FROM a WHERE x > y", "literal"),
+            ("SELECT COUNT(*) FROM a WHERE x > '10'", "compare numbers"),
             (
                 "SELECT COUNT(*) FROM a WHERE x LIKE 'a%'",
                 "only comparisons",

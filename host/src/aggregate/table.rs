@@ -18,14 +18,19 @@ pub struct Columns {
     pub values: Vec<String>,
     /// The rows kept (`WHERE`); none: every row.
     pub filter: Option<Filter>,
+    /// Drop a row whose unit is empty or whose values are not finite numbers,
+    /// instead of refusing the table (a per-row rule, so it costs nothing; how
+    /// many rows it drops is not reported).
+    pub drop_invalid: bool,
 }
 
 /// The rows of a table as a query reads them: held in memory, with each privacy
 /// unit and each group key interned to a number.
 ///
-/// Loading refuses what it cannot read faithfully, naming the line and column: a
-/// missing column, an empty or non-numeric or non-finite value, a row with no
-/// privacy unit. Nothing is dropped or reinterpreted silently. Refusals (and the
+/// Loading refuses what it cannot read faithfully, naming the line and column (not
+/// the value): a missing column, an empty or non-numeric or non-finite value, a
+/// row with no privacy unit — checked on every row, whatever the filter keeps (or
+/// such rows are dropped, with [`Columns::drop_invalid`]). Nothing is dropped or reinterpreted silently. Refusals (and the
 /// row cap) are for the curator: they depend on the data and are not releases, so
 /// an automated pipeline that publishes them would publish that dependence.
 #[derive(Debug, Clone)]
@@ -49,6 +54,9 @@ impl Table {
     ) -> Result<Self, AggregateError> {
         let mut csv = csv::ReaderBuilder::new().from_reader(reader);
         let header = csv.headers()?.clone();
+        if header.is_empty() {
+            return Err(AggregateError::EmptyTable);
+        }
         let index = |name: &str| -> Result<usize, AggregateError> {
             let mut found = header.iter().enumerate().filter(|(_, h)| h.trim() == name);
             match (found.next(), found.next()) {
@@ -97,6 +105,7 @@ impl Table {
         let mut key_ids: HashMap<String, u32> = HashMap::new();
         let mut key_text = String::new();
         let mut record = csv::StringRecord::new();
+        let mut parsed: Vec<f64> = Vec::with_capacity(value_index.len());
         let mut row = 0usize;
         while csv.read_record(&mut record)? {
             let line = row + 2;
@@ -106,6 +115,42 @@ impl Table {
             row += 1;
             table.read = row;
             let field = |i: usize| record.get(i).unwrap_or("").trim();
+            // Every row's unit and values are checked before any filter, so whether
+            // a query is refused cannot be steered row by row with WHERE; with
+            // `drop_invalid` such a row is dropped instead (a per-row rule).
+            let mut invalid = None;
+            if let Some(i) = unit_index
+                && field(i).is_empty()
+            {
+                invalid = Some(AggregateError::EmptyUnit {
+                    column: columns.unit.clone().unwrap_or_default(),
+                    line,
+                });
+            }
+            parsed.clear();
+            for (c, &i) in value_index.iter().enumerate() {
+                let column = &columns.values[c];
+                match field(i).parse::<f64>() {
+                    Ok(x) if x.is_finite() => parsed.push(x),
+                    Ok(_) => {
+                        invalid.get_or_insert(AggregateError::NotFinite {
+                            column: column.clone(),
+                            line,
+                        });
+                    }
+                    Err(_) => {
+                        invalid.get_or_insert(AggregateError::NotANumber {
+                            column: column.clone(),
+                            line,
+                        });
+                    }
+                }
+            }
+            match invalid {
+                Some(_) if columns.drop_invalid => continue,
+                Some(e) => return Err(e),
+                None => {}
+            }
             if let Some(filter) = &columns.filter {
                 let named = |c: &str| {
                     filter_columns
@@ -113,18 +158,12 @@ impl Table {
                         .find(|(n, _)| n == c)
                         .map_or("", |&(_, i)| field(i))
                 };
-                if !filter.holds(&named, line)? {
+                if !filter.holds(&named) {
                     continue;
                 }
             }
             let unit = match unit_index {
                 Some(i) => {
-                    if field(i).is_empty() {
-                        return Err(AggregateError::EmptyUnit {
-                            column: columns.unit.clone().unwrap_or_default(),
-                            line,
-                        });
-                    }
                     let unit = field(i);
                     match unit_ids.get(unit) {
                         Some(&id) => id,
@@ -154,21 +193,7 @@ impl Table {
                     id
                 }
             };
-            for (c, &i) in value_index.iter().enumerate() {
-                let text = field(i);
-                let column = &columns.values[c];
-                let x: f64 = text.parse().map_err(|_| AggregateError::NotANumber {
-                    column: column.clone(),
-                    value: text.to_string(),
-                    line,
-                })?;
-                if !x.is_finite() {
-                    return Err(AggregateError::NotFinite {
-                        column: column.clone(),
-                        value: text.to_string(),
-                        line,
-                    });
-                }
+            for (c, &x) in parsed.iter().enumerate() {
                 table.values[c].push(x);
             }
             table.units.push(unit);
@@ -225,6 +250,7 @@ mod tests {
             group_by: vec!["region".into()],
             values: vec!["temp".into()],
             filter: None,
+            drop_invalid: false,
         }
     }
 
@@ -245,6 +271,7 @@ mod tests {
             ("id,region\na,north\n", "no column \"temp\""),
             ("id,region,temp\na,north,\n", "line 2"),
             ("id,region,temp\na,north,abc\n", "not a number"),
+            ("id,region,temp\na,north,1\nb,north,secret\n", "line 3"),
             ("id,region,temp\na,north,NaN\n", "not finite"),
             ("id,region,temp\na,north,1e999\n", "not finite"),
             ("id,region,temp,temp\na,north,1,2\n", "twice"),

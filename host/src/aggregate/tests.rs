@@ -203,11 +203,38 @@ fn where_keeps_only_matching_rows_and_an_empty_match_still_releases() {
     let table = Table::from_csv(readings(50, 1, 2).as_bytes(), &p.columns(), 1 << 20).unwrap();
     assert_eq!(table.rows(), 0);
     assert!(p.release(&table, &mut seeded_rng(3)).is_ok());
-    // A number compared with text is an error naming the line.
-    let bad = super::parse_sql("SELECT COUNT(*) FROM t WHERE region > 3").unwrap();
-    let p = Plan::builder(bad.query).build(eps(1, 1)).unwrap();
-    let e = Table::from_csv(readings(5, 1, 2).as_bytes(), &p.columns(), 10).unwrap_err();
-    assert!(e.to_string().contains("line 2"), "{e}");
+    // A number compared with text is unknown: no row matches, nothing is refused.
+    let text = super::parse_sql("SELECT COUNT(*) FROM t WHERE region > 3").unwrap();
+    let p = Plan::builder(text.query).build(eps(1, 1)).unwrap();
+    let t = Table::from_csv(readings(5, 1, 2).as_bytes(), &p.columns(), 10).unwrap();
+    assert_eq!(t.rows(), 0);
+    // A bad value is refused whatever WHERE keeps, or dropped on request.
+    let mut csv = readings(5, 1, 2);
+    csv.push_str("d9,r0,oops\n");
+    let q = || {
+        super::parse_sql("SELECT AVG(temp) FROM t WHERE region = 'nowhere'")
+            .unwrap()
+            .query
+    };
+    let p = Plan::builder(q())
+        .bounds("temp", "0:40".parse().unwrap())
+        .build(eps(1, 1))
+        .unwrap();
+    let e = Table::from_csv(csv.as_bytes(), &p.columns(), 10)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("line 7") && !e.contains("oops"), "{e}");
+    let p = Plan::builder(q())
+        .bounds("temp", "0:40".parse().unwrap())
+        .drop_invalid(true)
+        .build(eps(1, 1))
+        .unwrap();
+    assert_eq!(
+        Table::from_csv(csv.as_bytes(), &p.columns(), 10)
+            .unwrap()
+            .rows(),
+        0
+    );
 }
 
 #[test]
