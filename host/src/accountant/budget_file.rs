@@ -400,6 +400,8 @@ pub enum BudgetFileError {
         /// This run's unit.
         stated: Option<String>,
     },
+    /// The budget file is gone although its lock file shows that it existed.
+    Missing(PathBuf),
     /// A δ outside `[0, 1)`.
     InvalidDelta(f64),
     /// A cost that cannot be charged (see the message).
@@ -460,6 +462,14 @@ impl fmt::Display for BudgetFileError {
                     .map_or_else(|| "0".into(), |e| e.to_string()),
                 delta_text(x.spent_delta),
                 x.cap,
+            ),
+            BudgetFileError::Missing(path) => write!(
+                f,
+                "budget file {} is missing, but its lock file shows that it existed: restore it \
+                 (starting afresh would forget the budget already spent), or delete {}.lock to \
+                 start a new budget on purpose",
+                path.display(),
+                path.display()
             ),
             BudgetFileError::UnitMismatch { path, file, stated } => {
                 let name = |u: &Option<String>| {
@@ -609,9 +619,18 @@ impl BudgetFile {
             path: path.to_path_buf(),
             source,
         };
-        let lock = open_lock(path)?;
+        let mut lock = open_lock(path)?;
         lock.lock().map_err(io_err)?;
-        let result = Self::charge_locked(path, cap, run, label, neighbours, unit);
+        // The lock file is marked once a budget file was written beside it, so a
+        // budget file that has gone missing is not silently started afresh.
+        let existed = lock.metadata().map_err(io_err)?.len() > 0;
+        let result = Self::charge_locked(path, cap, run, label, neighbours, unit, existed);
+        if result.is_ok() && !existed {
+            use std::io::Write as _;
+            lock.write_all(LOCK_MARK)
+                .and_then(|()| lock.sync_all())
+                .map_err(io_err)?;
+        }
         // Closing the file releases the lock too; unlock explicitly for clarity.
         let _ = lock.unlock();
         result
@@ -636,8 +655,12 @@ impl BudgetFile {
         label: &str,
         neighbours: Option<Neighbours>,
         unit: Option<&str>,
+        existed: bool,
     ) -> Result<BudgetStatus, BudgetFileError> {
         let mut file = match (load(path)?, cap) {
+            (None, _) if existed => {
+                return Err(BudgetFileError::Missing(path.to_path_buf()));
+            }
             (Some(file), Some(given)) if file.cap != given => {
                 return Err(BudgetFileError::CapMismatch {
                     path: path.to_path_buf(),
@@ -917,6 +940,9 @@ fn sibling(path: &Path, f: impl FnOnce(&str) -> String) -> Result<PathBuf, Budge
 }
 
 /// Opens (creating) the lock file `<name>.lock` beside `path`.
+/// What a lock file holds once its budget file has been written.
+const LOCK_MARK: &[u8] = b"privq budget file lock\n";
+
 fn open_lock(path: &Path) -> Result<File, BudgetFileError> {
     let lock_path = sibling(path, |name| format!("{name}.lock"))?;
     if fs::symlink_metadata(&lock_path).is_ok_and(|m| !m.file_type().is_file()) {
@@ -1026,6 +1052,19 @@ mod tests {
 
     fn pure(n: u64, d: u64) -> RunCost {
         RunCost::new(Cost::Pure(eps(n, d))).unwrap()
+    }
+
+    #[test]
+    fn a_deleted_budget_file_is_not_started_afresh() {
+        let path = scratch("deleted");
+        let cap = Cap::new(eps(2, 1), 0.0).unwrap();
+        // A first charge refused at creation leaves no budget behind to protect.
+        assert!(BudgetFile::charge(&path, Some(cap), &pure(3, 1), "too big", None).is_err());
+        BudgetFile::charge(&path, Some(cap), &pure(1, 1), "first", None).unwrap();
+        fs::remove_file(&path).unwrap();
+        let e = BudgetFile::charge(&path, Some(cap), &pure(1, 1), "again", None).unwrap_err();
+        assert!(matches!(e, BudgetFileError::Missing(_)), "{e}");
+        assert!(!path.exists());
     }
 
     #[test]
