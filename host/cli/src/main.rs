@@ -270,7 +270,7 @@ pub struct LedgerArgs {
     /// --budget-cap on first use; `privq budget show PATH` prints it.
     #[arg(long, value_name = "PATH")]
     pub budget_file: Option<PathBuf>,
-    /// The budget file's cap, ε[,δ] (e.g. `5` or `2,1e-6`): required to create
+    /// The budget file's cap, `ε[,δ]` (e.g. `5` or `2,1e-6`): required to create
     /// the file; later runs may omit it, and a different cap is refused.
     #[arg(long, value_name = "EPS[,DELTA]", requires = "budget_file", value_parser = budget_cap)]
     pub budget_cap: Option<Cap>,
