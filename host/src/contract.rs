@@ -188,9 +188,7 @@ pub trait Mechanism {
     /// [`cost`](Mechanism::cost) ([`Accountant::exactly`]) and it is bound to
     /// [`neighbours`](Mechanism::neighbours), so a front end chooses neither.
     fn accountant(&self) -> Result<Accountant, AccountantError> {
-        let mut accountant = Accountant::exactly(self.cost())?;
-        accountant.bind(self.neighbours());
-        Ok(accountant)
+        Accountant::exactly_for(self.cost(), self.neighbours())
     }
 
     /// The one-shot entry point: releases under [`accountant`](Mechanism::accountant)

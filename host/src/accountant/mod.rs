@@ -348,6 +348,14 @@ impl Accountant {
         }
     }
 
+    /// [`Accountant::exactly`] `cost`, bound to `neighbours`: the fresh accountant of
+    /// one release, whose front end chooses neither its budget nor its relation.
+    pub fn exactly_for(cost: Cost, neighbours: Neighbours) -> Result<Self, AccountantError> {
+        let mut accountant = Self::exactly(cost)?;
+        accountant.bind(neighbours);
+        Ok(accountant)
+    }
+
     /// The whole budget as one [`Cost`]: what a run that builds this accountant
     /// through a library entry point ([`Accountant::exactly`],
     /// [`Mechanism::accountant`](crate::contract::Mechanism::accountant), a

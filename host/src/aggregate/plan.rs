@@ -466,9 +466,7 @@ impl Plan {
     /// A fresh accountant for one release: budget exactly [`Plan::cost`], bound to
     /// the plan's relation.
     pub fn accountant(&self) -> Result<Accountant, AggregateError> {
-        let mut accountant = Accountant::exactly(self.cost())?;
-        accountant.bind(self.neighbours);
-        Ok(accountant)
+        Ok(Accountant::exactly_for(self.cost(), self.neighbours)?)
     }
 
     /// Releases the query on `table` under a fresh [`Plan::accountant`] and returns

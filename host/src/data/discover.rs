@@ -275,9 +275,7 @@ impl Discovery {
     /// bound to [`Discovery::neighbours`]. Kept by the caller, so a discovery that
     /// is charged and then keeps nothing still has its spend on record.
     pub fn accountant(&self) -> Result<Accountant, AccountantError> {
-        let mut accountant = Accountant::exactly(self.cost())?;
-        accountant.bind(self.neighbours);
-        Ok(accountant)
+        Accountant::exactly_for(self.cost(), self.neighbours)
     }
 
     /// The threshold τ a noisy count must reach.

@@ -97,9 +97,7 @@ impl DistanceRequest {
     /// The accountant a release runs under: exactly the budget asked for, bound
     /// to [`DistanceRequest::neighbours`].
     pub fn accountant(&self) -> Result<Accountant, DistanceError> {
-        let mut accountant = Accountant::exactly(self.privacy.cost())?;
-        accountant.bind(NEIGHBOURS);
-        Ok(accountant)
+        Ok(Accountant::exactly_for(self.privacy.cost(), NEIGHBOURS)?)
     }
 
     /// What the guarantee means for `n` points (the relation, what is public).
