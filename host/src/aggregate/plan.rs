@@ -458,6 +458,15 @@ impl Plan {
         self.share
     }
 
+    /// The noise of measurement `m`, if the plan takes it (tests read its scale).
+    #[cfg(test)]
+    pub(super) fn noise_of(&self, m: Measure) -> Option<&DiscreteLaplace> {
+        self.measures
+            .iter()
+            .position(|x| *x == m)
+            .map(|j| &self.noise[j])
+    }
+
     /// The selection threshold τ on noisy unit counts, for private groups.
     pub fn threshold(&self) -> Option<i64> {
         self.selection.as_ref().map(Discovery::threshold)

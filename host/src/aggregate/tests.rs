@@ -265,3 +265,131 @@ fn variance_and_standard_deviation_come_from_three_noisy_totals() {
     assert!((sd - v.sqrt()).abs() < 1e-9);
     assert!(r.rows()[0].estimates()[0].interval().is_none());
 }
+
+#[test]
+fn the_centred_squares_noise_is_g_r_delta_h_squared_over_the_share() {
+    use super::measure::Measure;
+    // -20:50: grid 1/16, steps -320..800, midpoint 240, H = max(800 − 240, 240 + 320).
+    let b: Bounds = "-20:50".parse().unwrap();
+    assert_eq!((b.mid_steps(), b.half_width_steps()), (240, 560));
+    let h2: u128 = 560 * 560;
+    let query = || {
+        Query::new(
+            ["region"],
+            [
+                ("v", Aggregate::Variance("temp".into())),
+                ("sd", Aggregate::StdDev("temp".into())),
+            ],
+        )
+    };
+    for (neighbours, delta) in [(Neighbours::AddRemove, 1u128), (Neighbours::Replace, 2)] {
+        // Count, centred sum, centred sum of squares: ε split in three.
+        for (total, share) in [(eps(3, 2), eps(1, 2)), (eps(10, 1), eps(10, 3))] {
+            let p = Plan::builder(query())
+                .privacy_unit("device", Contribution::new(2, 3).unwrap())
+                .neighbours(neighbours)
+                .bounds("temp", b)
+                .groups(Groups::public([["r0"], ["r1"]]))
+                .build(total)
+                .unwrap();
+            assert_eq!(p.epsilon_share(), share);
+            // Sensitivity g·r·Δ·H² grid steps², scale sensitivity/share: compare the
+            // fractions num/den = l1·share.den/share.num crosswise, exactly.
+            let l1 = 2 * 3 * delta * h2;
+            let noise = p.noise_of(Measure::CentredSquares(0)).unwrap();
+            assert_eq!(
+                u128::from(noise.scale_num()) * u128::from(share.num()),
+                l1 * u128::from(share.den()) * u128::from(noise.scale_den()),
+                "{neighbours:?} at {total}: {}/{}",
+                noise.scale_num(),
+                noise.scale_den()
+            );
+            // Its neighbours in the plan: count g·r·Δ, centred sum g·r·Δ·H.
+            let scale = |m| {
+                let n = p.noise_of(m).unwrap();
+                (n.scale_num(), n.scale_den())
+            };
+            let expect = |l1: u128| {
+                let num = l1 * u128::from(share.den());
+                let den = u128::from(share.num());
+                let g = (1..=den)
+                    .rev()
+                    .find(|g| num % g == 0 && den % g == 0)
+                    .unwrap();
+                ((num / g) as u64, (den / g) as u64)
+            };
+            assert_eq!(scale(Measure::Count), expect(6 * delta));
+            assert_eq!(scale(Measure::CentredSum(0)), expect(6 * delta * 560));
+            assert_eq!(scale(Measure::CentredSquares(0)), expect(l1));
+        }
+    }
+}
+
+/// Every row its own unit, `VARIANCE` and `STDDEV` of temp in `[0, 8]` by region, at
+/// an ε so large that no noise is drawn in practice (the centred squares' scale is
+/// 3·512²/2⁴⁰ < 10⁻⁶ grid steps²).
+fn variance_by_region(epsilon: Epsilon) -> Plan {
+    let query = Query::new(
+        ["region"],
+        [
+            ("v", Aggregate::Variance("temp".into())),
+            ("sd", Aggregate::StdDev("temp".into())),
+        ],
+    );
+    Plan::builder(query)
+        .bounds("temp", "0:8".parse().unwrap())
+        .groups(Groups::public([["a"], ["one"], ["same"], ["none"]]))
+        .build(epsilon)
+        .unwrap()
+}
+
+/// `a`: −3, 2.001, 4, 4, 5, 7, 100, 6.999, clamped to `[0, 8]` and snapped to the grid
+/// 1/128: 0, 2, 4, 4, 5, 7, 8, 7. `one`: a single row. `same`: three rows at 100,
+/// all 8 after clamping. `none`: no row.
+const VARIANCE_CSV: &str = "region,temp\n\
+    a,-3\na,2.001\na,4\na,4\na,5\na,7\na,100\na,6.999\n\
+    one,3\n\
+    same,100\nsame,100\nsame,100\n";
+
+#[test]
+fn variance_without_noise_is_the_population_variance_after_clamping_and_snapping() {
+    let p = variance_by_region(eps(1 << 40, 1));
+    let table = Table::from_csv(VARIANCE_CSV.as_bytes(), &p.columns(), 100).unwrap();
+    let (r, _) = p.release(&table, &mut seeded_rng(5)).unwrap();
+    let got: Vec<(f64, f64)> = r
+        .rows()
+        .iter()
+        .map(|row| (row.estimates()[0].value(), row.estimates()[1].value()))
+        .collect();
+    // a: mean 37/8 = 4.625, mean square 223/8 = 27.875: 27.875 − 4.625² = 415/64.
+    // In grid steps: s1 = 640, s2 = 901 120, (s2/8 − 80²)/128² = 6.484375, exactly.
+    let var_a: f64 = 415.0 / 64.0;
+    assert_eq!(got[0], (var_a, var_a.sqrt()));
+    // One row, all values equal, no row: 0 (never negative, never NaN).
+    for (i, &(v, sd)) in got.iter().enumerate().skip(1) {
+        assert!(v == 0.0 && v.is_sign_positive(), "group {i}: {v}");
+        assert!(sd == 0.0 && sd.is_sign_positive(), "group {i}: {sd}");
+    }
+}
+
+#[test]
+fn noisy_variance_is_never_negative_nor_nan_and_stddev_is_its_root() {
+    // ε = 3/10 (a tenth per measurement): the noise swamps every group of one to
+    // eight rows, so the clamps at 0 and at (width/2)² = 16 both bite.
+    let p = variance_by_region(eps(3, 10));
+    let table = Table::from_csv(VARIANCE_CSV.as_bytes(), &p.columns(), 100).unwrap();
+    let mut rng = seeded_rng(6);
+    let (mut zeros, mut tops) = (0, 0);
+    for _ in 0..500 {
+        let (r, _) = p.release(&table, &mut rng).unwrap();
+        for row in r.rows() {
+            let (v, sd) = (row.estimates()[0].value(), row.estimates()[1].value());
+            assert!((0.0..=16.0).contains(&v) && v.is_sign_positive(), "{v}");
+            assert_eq!(sd, v.sqrt(), "{v}");
+            zeros += u32::from(v == 0.0);
+            tops += u32::from(v == 16.0);
+        }
+    }
+    // Both clamps were exercised.
+    assert!(zeros > 100 && tops > 100, "{zeros} {tops}");
+}
