@@ -10,8 +10,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use privq_host::accountant::Accountant;
 use privq_host::dx::optimum::{Objective, relaxed_optimum};
 use privq_host::dx::psa::{PairTable, psa_table};
+use privq_host::dx::universe::{load_cities, synthetic_points};
 use privq_host::dx::{DxLaplace, FiniteMetric, Queries};
-use privq_host::experiment::dx::{load_cities, synthetic_points};
 use privq_host::seeded_rng;
 use rand_core::Rng;
 

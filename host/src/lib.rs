@@ -1,21 +1,32 @@
 //! # privq-host
 //!
-//! The curator's side of privq: everything in [`privq_core`] (re-exported here, so
-//! std users need one dependency), an OS-seeded secure RNG, and the offline
-//! mechanisms. The `privq` program is the `privq` crate (`host/cli`); the upload
-//! collector is `privq-collector` and the DataFusion integration `privq-analytics`.
+//! The curator's side of privq: the offline mechanisms, each charging an
+//! [`Accountant`](accountant::Accountant) before it samples
+//! ([`contract`]), private statistics by group ([`aggregate`]), synthetic data
+//! ([`synth`]), the aggregation of device reports ([`ldp`]) and an OS-seeded secure RNG.
+//! The `privq` program is the `privq` crate (`host/cli`); the upload collector is
+//! `privq-collector` and the DataFusion integration `privq-analytics`.
 //!
 //! ```
-//! use privq_host::{Epsilon, Fixed, GridLaplace, secure_rng};
+//! use privq_host::central::Geometric;
+//! use privq_host::contract::{Mechanism, Neighbours};
+//! use privq_host::{Epsilon, secure_rng};
 //!
-//! let mech = GridLaplace::new(Fixed::ONE, Epsilon::new(1, 2)?)?;
+//! // A histogram under replace-one neighbours at ε = 1/2: the accountant holds exactly
+//! // that budget, is bound to the relation, and is charged before any noise is drawn.
+//! let mech = Geometric::histogram(Neighbours::Replace, Epsilon::new(1, 2)?)?;
 //! let mut rng = secure_rng().expect("the OS provides entropy");
-//! let released = mech.release("41.5".parse()?, &mut rng)?;
-//! println!("{released}");
-//! # Ok::<(), privq_host::Error>(())
+//! let (noisy, ledger) = mech.release_with_ledger(&[120, 7, 33][..], &mut rng)?;
+//! assert_eq!(noisy.len(), 3);
+//! assert_eq!(ledger.spent_epsilon(), Some(Epsilon::new(1, 2)?));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! The core's types that host APIs name are re-exported here; the rest of the device
+//! crate (report and upload formats, the device ledger, the grid samplers) is used from
+//! [`privq_core`] itself.
 
-pub use privq_core::*;
+pub use privq_core::{Epsilon, Error, Fixed, Histogram, Rho, histogram, local, rand_core, sample};
 
 mod rng;
 pub mod stats;
@@ -31,7 +42,6 @@ pub mod contract;
 pub mod data;
 pub mod distance;
 pub mod dx;
-pub mod experiment;
 pub mod fairness;
 pub mod knorm;
 pub mod ldp;

@@ -8,12 +8,13 @@
 //!
 //! Run with `-- --nocapture` to see every statistic.
 
+use privq_core::{GridGaussian, GridLaplace};
 use privq_host::sample::{
     BoundedDiscreteLaplace, DiscreteGaussian, DiscreteLaplace, SigmaSquared, bernoulli,
     bernoulli_exp, uniform_below,
 };
 use privq_host::stats::{chi_square_gof, chi2_sf, normal_isf};
-use privq_host::{Epsilon, Error, Fixed, GridGaussian, GridLaplace, Rho};
+use privq_host::{Epsilon, Error, Fixed, Rho};
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use rand_chacha::ChaCha12Rng;

@@ -18,10 +18,11 @@
 
 use std::collections::BTreeMap;
 
+use privq_core::{GridLaplace, laplace_on_grid};
 use privq_host::histogram::{Histogram, OutOfRange};
 use privq_host::sample::{BoundedDiscreteLaplace, DiscreteLaplace, IntegerNoise};
 use privq_host::stats::{binomial_two_sided_p, chi_square_gof};
-use privq_host::{Epsilon, Error, Fixed, GridLaplace, laplace_on_grid};
+use privq_host::{Epsilon, Error, Fixed};
 use proptest::prelude::*;
 use proptest::test_runner::RngSeed;
 use rand_chacha::ChaCha12Rng;

@@ -7,7 +7,7 @@ use privq_core::Epsilon;
 
 use super::CliError;
 use super::progress::bar;
-use privq_host::experiment::mwem::{Baseline, Protocol, default_data_dir, run as run_protocol};
+use crate::experiments::mwem::{Baseline, Protocol, default_data_dir, run as run_protocol};
 
 /// Options of `privq experiment`.
 #[derive(Debug, Clone, clap::Args)]
@@ -319,7 +319,7 @@ fn run_sql_accuracy(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
-    use privq_host::experiment::sql_accuracy::{Config, run};
+    use crate::experiments::sql_accuracy::{Config, run};
     at_least_one(&[("runs", a.runs)])?;
     let input = a
         .input
@@ -397,7 +397,7 @@ fn at_least_one(options: &[(&'static str, usize)]) -> Result<(), CliError> {
 
 /// `privq experiment privlearn`: Fig. 7.2 on a small table, beside eq. 7.8's n.
 fn run_privlearn(p: &PrivlearnArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
-    use privq_host::experiment::privlearn::{Config, run};
+    use crate::experiments::privlearn::{Config, run};
     let data = binary_table(p.input.as_ref())?;
     at_least_one(&[("runs", p.runs), ("samples", p.samples), ("fresh", p.fresh)])?;
     let mut config = Config::standard().map_err(|source| CliError::Parameter {
@@ -424,7 +424,7 @@ fn run_conjunctions(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
-    use privq_host::experiment::conjunctions::{Config, QueryDistribution, run};
+    use crate::experiments::conjunctions::{Config, QueryDistribution, run};
     let data = binary_table(c.input.as_ref())?;
     at_least_one(&[("runs", c.runs), ("queries", c.queries)])?;
     let mut config = Config::standard().map_err(|source| CliError::Parameter {
@@ -455,7 +455,7 @@ fn run_conjunctions(
 
 /// `privq experiment pmw`: the default profile's usefulness, measured.
 fn run_pmw(p: &PmwArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
-    use privq_host::experiment::pmw::{Config, run};
+    use crate::experiments::pmw::{Config, run};
     let data = binary_table(p.input.as_ref())?;
     at_least_one(&[("runs", p.runs), ("queries", p.queries)])?;
     let mut config = Config::standard().map_err(|source| CliError::Parameter {
@@ -474,7 +474,7 @@ fn run_pmw(p: &PmwArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
 
 /// `privq experiment knorm`: the Fig. 3.1 comparison of Laplace and K-norm noise.
 fn run_knorm(k: &KnormArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
-    use privq_host::experiment::knorm::{Config, run};
+    use crate::experiments::knorm::{Config, run};
     let base = if k.full {
         Config::full()
     } else {
@@ -506,13 +506,13 @@ fn run_distance(
 ) -> Result<(), CliError> {
     let dir = d.out_dir.clone();
     let p = if d.full {
-        privq_host::experiment::distance::Protocol::full(dir)
+        crate::experiments::distance::Protocol::full(dir)
     } else {
-        privq_host::experiment::distance::Protocol::quick(dir)
+        crate::experiments::distance::Protocol::quick(dir)
     }
     .map_err(|e| CliError::Run(Box::new(e)))?;
     super::check_out_dir(&d.out_dir)?;
-    privq_host::experiment::distance::run(&p, stdout, stderr).map_err(CliError::Run)?;
+    crate::experiments::distance::run(&p, stdout, stderr).map_err(CliError::Run)?;
     Ok(())
 }
 
@@ -606,7 +606,7 @@ fn mwem_protocol(a: &MwemArgs) -> Result<Protocol, CliError> {
 }
 
 fn run_dx(a: &DxArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<(), CliError> {
-    let mut cfg = privq_host::experiment::dx::Config {
+    let mut cfg = crate::experiments::dx::Config {
         seed: a.seed,
         optimum: !a.no_optimum,
         out_dir: Some(a.out_dir.clone()),
@@ -633,7 +633,7 @@ fn run_dx(a: &DxArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result<
         cfg.seed,
         a.out_dir.display()
     )?;
-    let rep = privq_host::experiment::dx::run(&cfg).map_err(CliError::Run)?;
+    let rep = crate::experiments::dx::run(&cfg).map_err(CliError::Run)?;
     rep.write_tables(stdout)?;
     Ok(())
 }

@@ -23,6 +23,7 @@ pub mod domain;
 pub mod domain_cmd;
 pub mod dx;
 pub mod experiment;
+mod experiments;
 pub mod fairness;
 pub mod knorm;
 pub mod ldp;

@@ -214,10 +214,17 @@ fn class_answers(class: &[Query], state: &MwState) -> Vec<f64> {
 
 /// Every monotone conjunction's value under a distribution over a binary
 /// universe of `2^d` cells at once: `c_S = Σ_{u ⊇ S} p(u)`, indexed by S (the
-/// zeta transform, `O(d·2^d)`). `p.len()` must be a power of two.
-pub(crate) fn superset_sums(p: &[f64]) -> Vec<f64> {
+/// zeta transform, `O(d·2^d)`).
+///
+/// # Panics
+/// If `p.len()` is not a power of two (the cells of `d` binary attributes).
+pub fn superset_sums(p: &[f64]) -> Vec<f64> {
     let mut t = p.to_vec();
     let cells = t.len();
+    assert!(
+        cells.is_power_of_two(),
+        "superset_sums: {cells} cells is not 2^d"
+    );
     let mut bit = 1;
     while bit < cells {
         for u in 0..cells {

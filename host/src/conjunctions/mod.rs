@@ -38,10 +38,9 @@ mod local;
 mod nonmonotone;
 mod release;
 
-pub(crate) use agnostic::superset_sums;
 pub use agnostic::{
     AgnosticRelease, ExactStat, StatOracle, release_by_agnostic_learning,
-    release_by_agnostic_learning_private,
+    release_by_agnostic_learning_private, superset_sums,
 };
 pub use cut::{CutConfig, CutOracle, CutRelease, CutSession, Graph, release_cut_function};
 pub use decompose::{DecomposeError, Decomposition, Memo, Piece, SetFunction};

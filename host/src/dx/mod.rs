@@ -56,6 +56,7 @@ pub mod release;
 mod smalldb;
 mod spend;
 pub mod sq;
+pub mod universe;
 
 pub use check::{ConstraintRatio, Queries};
 pub use error::DxError;

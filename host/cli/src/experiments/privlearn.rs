@@ -12,10 +12,10 @@ use std::io::Write;
 use privq_core::Epsilon;
 use privq_core::rand_core::Rng;
 
-use crate::accountant::Accountant;
-use crate::data::{CountHistogram, MemoryCap};
-use crate::seeded_rng;
-use crate::threshold::{CountingQuery, PtfLearner, Requirements, fraction, privlearn};
+use privq_host::accountant::Accountant;
+use privq_host::data::{CountHistogram, MemoryCap};
+use privq_host::seeded_rng;
+use privq_host::threshold::{CountingQuery, PtfLearner, Requirements, fraction, privlearn};
 
 /// The protocol's parameters.
 #[derive(Debug, Clone)]
@@ -87,7 +87,7 @@ pub fn low_attributes(
     counts: &CountHistogram,
     d: u32,
 ) -> Result<CountHistogram, Box<dyn Error + Send + Sync>> {
-    let full = crate::threshold::binary_dimension(counts)?;
+    let full = privq_host::threshold::binary_dimension(counts)?;
     if d == 0 || d > full.min(12) {
         return Err(format!("d = {d} must be in 1..={}", full.min(12)).into());
     }

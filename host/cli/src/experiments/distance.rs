@@ -1,7 +1,7 @@
 //! `privq experiment distance`: error of the Huang–Roth ℓ1 mechanisms and the
 //! baselines as n grows, fitted log-log slopes, and embedding distortion.
 
-use crate::accountant::Accountant;
+use privq_host::accountant::Accountant;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::PathBuf;
@@ -11,14 +11,14 @@ use privq_core::rand_core::Rng;
 use rand_chacha::ChaCha12Rng;
 
 use super::svg::{Series, line_chart};
-use crate::distance::baselines::{GridMwem, GridMwemConfig, LaplacePerQuery, TreeCdf};
-use crate::distance::embed::{self, Bourgain, RandomProjection};
-use crate::distance::interactive::{InteractiveConfig, Session};
-use crate::distance::metric::{Levenshtein, Lp, Metric};
-use crate::distance::offline::{OfflineConfig, Synopsis};
-use crate::distance::privacy::Privacy;
-use crate::distance::{BoxDomain, Columns, DistanceError};
-use crate::seeded_rng;
+use privq_host::distance::baselines::{GridMwem, GridMwemConfig, LaplacePerQuery, TreeCdf};
+use privq_host::distance::embed::{self, Bourgain, RandomProjection};
+use privq_host::distance::interactive::{InteractiveConfig, Session};
+use privq_host::distance::metric::{Levenshtein, Lp, Metric};
+use privq_host::distance::offline::{OfflineConfig, Synopsis};
+use privq_host::distance::privacy::Privacy;
+use privq_host::distance::{BoxDomain, Columns, DistanceError};
+use privq_host::seeded_rng;
 
 /// The grid of an experiment run.
 #[derive(Debug, Clone)]

@@ -33,19 +33,19 @@ use std::io::Write;
 use privq_core::Epsilon;
 use privq_core::rand_core::Rng;
 
-use crate::accountant::Accountant;
-use crate::central::mwem::{MwemConfig, mwem, optimal_rounds};
-use crate::central::{SqOracle, VectorLaplace};
-use crate::conjunctions::{
+use privq_host::accountant::Accountant;
+use privq_host::central::mwem::{MwemConfig, mwem, optimal_rounds};
+use privq_host::central::{SqOracle, VectorLaplace};
+use privq_host::conjunctions::{
     CellQuery, Coverage, Decomposition, LocalStat, Memo, ReleaseConfig, ReleaseError, StatOracle,
     device_records, release_by_agnostic_learning, release_by_agnostic_learning_private,
     release_conjunctions, release_conjunctions_local, rho_for,
 };
-use crate::contract::{Mechanism, Neighbours};
-use crate::data::{CountHistogram, MemoryCap};
-use crate::ldp::sq::{LocalSqOracle, Strategy};
-use crate::query::{Query, Workload};
-use crate::seeded_rng;
+use privq_host::contract::{Mechanism, Neighbours};
+use privq_host::data::{CountHistogram, MemoryCap};
+use privq_host::ldp::sq::{LocalSqOracle, Strategy};
+use privq_host::query::{Query, Workload};
+use privq_host::seeded_rng;
 
 type Failure = Box<dyn Error + Send + Sync>;
 
@@ -182,7 +182,7 @@ pub struct Report {
 
 /// `c_S` for every S at once (the superset sums of a distribution over the cells).
 fn conjunction_table(probabilities: &[f64]) -> Vec<f64> {
-    crate::conjunctions::superset_sums(probabilities)
+    privq_host::conjunctions::superset_sums(probabilities)
 }
 
 /// `count` attribute sets, each attribute in with probability `p`.

@@ -39,8 +39,8 @@ use std::io::Write;
 use privq_core::Epsilon;
 use privq_core::sample::DiscreteLaplace;
 
-use crate::aggregate::{Aggregate, Bounds, Groups, Plan, Query, Table};
-use crate::seeded_rng;
+use privq_host::aggregate::{Aggregate, Bounds, Groups, Plan, Query, Table};
+use privq_host::seeded_rng;
 
 /// The experiment's parameters.
 #[derive(Debug, Clone)]
@@ -746,7 +746,7 @@ mod tests {
     /// without ../shared/data, an error under CI).
     #[test]
     fn adult_runs_with_every_key() {
-        let Some(dir) = crate::data::shared_data_dir("sql-accuracy on Adult") else {
+        let Some(dir) = privq_host::data::shared_data_dir("sql-accuracy on Adult") else {
             return;
         };
         let path = dir.join("adult/adult.csv");

@@ -6,7 +6,7 @@
 //! When `d ≤ log₂ N + 1` the random matrix usually contains every sign pattern, so
 //! `K` is the cube and KM samples exactly (Fact 3.2.5); otherwise KM uses
 //! hit-and-run with `max(steps, 4·d)` steps and its row is marked approximate (see
-//! [`crate::knorm`]). The matrices are public (drawn from the seed); the histogram
+//! [`privq_host::knorm`]). The matrices are public (drawn from the seed); the histogram
 //! is fixed. [`Config::full`] is the protocol at the sizes (d = 8 … 64,
 //! N = 2¹⁰); with an output directory the table is also drawn as an SVG.
 
@@ -17,13 +17,13 @@ use std::time::Instant;
 use privq_core::Epsilon;
 use privq_core::rand_core::Rng;
 
-use crate::accountant::Accountant;
-use crate::central::VectorLaplace;
-use crate::contract::{Mechanism, Neighbours};
-use crate::experiment::svg::{Series, line_chart};
-use crate::knorm::bounds::{VolLbOptions, vol_lb, volume_lower_bound, volume_radius};
-use crate::knorm::{Body, KNorm, Nikm, NikmOptions, Sampler, Shape};
-use crate::seeded_rng;
+use crate::experiments::svg::{Series, line_chart};
+use privq_host::accountant::Accountant;
+use privq_host::central::VectorLaplace;
+use privq_host::contract::{Mechanism, Neighbours};
+use privq_host::knorm::bounds::{VolLbOptions, vol_lb, volume_lower_bound, volume_radius};
+use privq_host::knorm::{Body, KNorm, Nikm, NikmOptions, Sampler, Shape};
+use privq_host::seeded_rng;
 
 /// The protocol's parameters.
 #[derive(Debug, Clone)]

@@ -8,18 +8,15 @@ use std::path::{Path, PathBuf};
 use privq_core::Epsilon;
 
 use super::svg::{Series, line_chart};
-use crate::accountant::Accountant;
-use crate::central::mwem::{
+use privq_host::accountant::Accountant;
+use privq_host::central::mwem::{
     FitConfig, Improvements, MwemConfig, MwemError, OutputRule, Reiterate, barak_baseline,
     exact_fit, mwem, optimal_rounds,
 };
-use crate::data::{DataError, Dataset, MemoryCap, kl};
-use crate::query::Workload;
-use crate::seeded_rng;
+use privq_host::data::{DataError, Dataset, MemoryCap, kl};
+use privq_host::query::Workload;
+use privq_host::seeded_rng;
 use rayon::prelude::*;
-
-/// The small datasets of Fig. 5.2, run `runs_small` times each.
-pub const SMALL_DATASETS: [&str; 3] = ["mildew", "czech", "rochdale"];
 
 /// The protocol's settings.
 #[derive(Debug, Clone)]
@@ -66,7 +63,7 @@ pub enum Baseline {
     Discrepancy,
 }
 
-impl crate::choice::Named for Baseline {
+impl privq_host::choice::Named for Baseline {
     const WHAT: &'static str = "baseline fit";
     const ALL: &'static [Self] = &[Baseline::Fit, Baseline::Discrepancy];
     const NAMES: &'static [&'static str] = &["fit", "discrepancy"];
@@ -307,7 +304,7 @@ pub fn run(protocol: &Protocol, observe: Observer<'_>) -> Result<Report, Experim
         let path = protocol.data_dir.join(format!("{name}.csv"));
         let ds = Dataset::binary_from_header(
             &path,
-            &crate::data::shared_table(name),
+            &privq_host::data::shared_table(name),
             MemoryCap::default(),
         )?;
         let mut methods: Vec<Method> = protocol
@@ -455,7 +452,7 @@ fn run_method(
     method: Method,
     eps: Epsilon,
     rng: &mut rand_chacha::ChaCha12Rng,
-) -> Result<crate::central::mwem::MwemOutput, MwemError> {
+) -> Result<privq_host::central::mwem::MwemOutput, MwemError> {
     let n = ds.counts.total() as f64;
     let (t_star, _) = optimal_rounds(
         eps.to_f64(),
@@ -840,7 +837,7 @@ mod tests {
 
     #[test]
     fn tiny_protocol_runs_and_checks() {
-        let Some(dir) = crate::data::shared_data_dir("experiment smoke test") else {
+        let Some(dir) = privq_host::data::shared_data_dir("experiment smoke test") else {
             return;
         };
         let out = std::env::temp_dir().join(format!("privq-exp-{}", std::process::id()));

@@ -18,12 +18,12 @@ use std::io::Write;
 use privq_core::Epsilon;
 use privq_core::rand_core::Rng;
 
-use crate::accountant::Accountant;
-use crate::central::mw::dot;
-use crate::central::pmw::{Answer, PmwParams, PmwSession, PmwVariant};
-use crate::data::Dataset;
-use crate::query::Query;
-use crate::seeded_rng;
+use privq_host::accountant::Accountant;
+use privq_host::central::mw::dot;
+use privq_host::central::pmw::{Answer, PmwParams, PmwSession, PmwVariant};
+use privq_host::data::Dataset;
+use privq_host::query::Query;
+use privq_host::seeded_rng;
 
 /// The protocol's parameters.
 #[derive(Debug, Clone)]
@@ -203,7 +203,7 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::{CsvColumns, MemoryCap, shared_data_dir};
+    use privq_host::data::{CsvColumns, MemoryCap, shared_data_dir};
 
     /// The README's claim (issue acceptance): at ε = 1 the default profile's mean
     /// absolute error on 1 000 random 2-way marginal cells of NLTCS beats the uniform
@@ -241,8 +241,8 @@ mod tests {
     fn two_way_cells_use_two_distinct_attributes() {
         let data = Dataset {
             name: "t".into(),
-            domain: crate::data::Domain::binary(["a", "b", "c"]).unwrap(),
-            counts: crate::data::CountHistogram::from_counts(vec![1; 8], MemoryCap::default())
+            domain: privq_host::data::Domain::binary(["a", "b", "c"]).unwrap(),
+            counts: privq_host::data::CountHistogram::from_counts(vec![1; 8], MemoryCap::default())
                 .unwrap(),
         };
         let cells = random_marginal_cells(&data, 200, &mut seeded_rng(3)).unwrap();

@@ -14,12 +14,13 @@ use rand_chacha::ChaCha12Rng;
 use rand_core::Rng;
 
 use super::svg::{Series, line_chart};
-use crate::dx::optimum::{Objective, relaxed_optimum};
-use crate::dx::psa::{
+use privq_host::dx::optimum::{Objective, relaxed_optimum};
+use privq_host::dx::psa::{
     PairTable, improvement_factor, psa_table, single_query_scale, strategy1, strategy2,
 };
-use crate::dx::{DxError, FiniteMetric, Queries, baseline_scale};
-use crate::seeded_rng;
+use privq_host::dx::universe::{load_cities, synthetic_points, uniform};
+use privq_host::dx::{DxError, FiniteMetric, Queries, baseline_scale};
+use privq_host::seeded_rng;
 
 /// The protocol's parameters (defaults = the sizes the paper's §4 reports).
 #[derive(Debug, Clone)]
@@ -158,17 +159,6 @@ pub struct Report {
     pub notes: Vec<String>,
 }
 
-fn uniform(rng: &mut impl Rng) -> f64 {
-    (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-}
-
-/// `n` points uniform in `[0, 100]²`.
-pub fn synthetic_points(n: usize, rng: &mut impl Rng) -> Vec<[f64; 2]> {
-    (0..n)
-        .map(|_| [100.0 * uniform(rng), 100.0 * uniform(rng)])
-        .collect()
-}
-
 /// Single-query IFs of `queries` on `metric` (closed form, §4.1), plus the largest
 /// Theorem 1 ratio seen.
 pub fn single_query_ifs(
@@ -182,7 +172,7 @@ pub fn single_query_ifs(
         let qm = Queries::new(vec![q.clone()])?;
         let base = baseline_scale(metric, &qm)?;
         if c > 0.0 {
-            let w = crate::dx::check::check_laplace(metric, &qm, &[c])?.worst;
+            let w = privq_host::dx::check::check_laplace(metric, &qm, &[c])?.worst;
             worst = worst.max(w);
         }
         out.push(improvement_factor(base, c));
@@ -194,55 +184,6 @@ fn random_queries(n: usize, count: usize, rng: &mut impl Rng) -> Vec<Vec<f64>> {
     (0..count)
         .map(|_| (0..n).map(|_| uniform(rng)).collect())
         .collect()
-}
-
-/// A loaded city universe: (lon, lat) points, populations, elevations.
-#[derive(Debug, Clone)]
-pub struct Cities {
-    /// `(lon, lat)` in degrees.
-    pub points: Vec<[f64; 2]>,
-    /// Populations (the histogram).
-    pub population: Vec<u64>,
-    /// Elevation in metres.
-    pub elevation: Vec<f64>,
-}
-
-/// Loads the `keep` most populous cities with population > 50k, deduplicating
-/// identical coordinates (a detail §4.3 leaves open; `docs/src/dx.md`).
-pub fn load_cities(
-    path: &Path,
-    keep: usize,
-) -> Result<Cities, Box<dyn std::error::Error + Send + Sync>> {
-    let mut rdr = csv::Reader::from_path(path)?;
-    let h = rdr.headers()?.clone();
-    let col = |name: &str| {
-        h.iter()
-            .position(|c| c == name)
-            .ok_or_else(|| format!("no column {name}"))
-    };
-    let (lat, lon, pop, ele) = (
-        col("lat")?,
-        col("lon")?,
-        col("population")?,
-        col("elevation_m")?,
-    );
-    let mut rows: Vec<(u64, [f64; 2], f64)> = Vec::new();
-    for rec in rdr.records() {
-        let rec = rec?;
-        let p: u64 = rec[pop].parse()?;
-        if p > 50_000 {
-            rows.push((p, [rec[lon].parse()?, rec[lat].parse()?], rec[ele].parse()?));
-        }
-    }
-    rows.sort_by_key(|r| std::cmp::Reverse(r.0));
-    let mut seen = std::collections::HashSet::new();
-    rows.retain(|r| seen.insert((r.1[0].to_bits(), r.1[1].to_bits())));
-    rows.truncate(keep);
-    Ok(Cities {
-        points: rows.iter().map(|r| r.1).collect(),
-        population: rows.iter().map(|r| r.0).collect(),
-        elevation: rows.iter().map(|r| r.2).collect(),
-    })
 }
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -323,7 +264,7 @@ fn multi_query_row(
         let mut row_if = [0.0; 3];
         for (s, sel) in sels.iter().enumerate() {
             *worst_ratio = worst_ratio.max(t.worst_ratio(&sel.scales));
-            row_if[s] = crate::dx::psa::improvement_factor_multi(metric, &q, &sel.scales)?;
+            row_if[s] = privq_host::dx::psa::improvement_factor_multi(metric, &q, &sel.scales)?;
         }
         if row_if.iter().all(|v| v.is_finite()) {
             counted += 1;
@@ -534,11 +475,6 @@ fn multi_query_checks(multi: &[MultiRow], check: &mut impl FnMut(&str, bool)) {
 }
 
 impl Report {
-    /// Whether every acceptance check passed.
-    pub fn passed(&self) -> bool {
-        self.checks.iter().all(|c| c.1)
-    }
-
     /// Prints the summary tables and checks.
     pub fn write_tables(&self, out: &mut dyn Write) -> std::io::Result<()> {
         for n in &self.notes {
@@ -758,7 +694,7 @@ mod tests {
         let mut out = Vec::new();
         rep.write_tables(&mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
-        assert!(rep.passed(), "{text}");
+        assert!(rep.checks.iter().all(|c| c.1), "{text}");
         assert!(rep.worst_ratio <= 1.0);
     }
 }
