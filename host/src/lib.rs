@@ -54,3 +54,33 @@ pub mod threshold;
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
+
+#[cfg(test)]
+mod api_chapter {
+    /// The book's API chapter (`docs/src/library.md`) has one row per public module,
+    /// and no row for a module that is not public: a module made public, renamed or
+    /// hidden without the chapter fails here.
+    #[test]
+    fn the_api_chapter_lists_exactly_the_public_modules() {
+        let chapter = include_str!("../../docs/src/library.md");
+        let table = chapter
+            .split("module by module")
+            .nth(1)
+            .and_then(|rest| rest.split("## Conventions").next())
+            .expect("the chapter has its module table");
+        let mut rows: Vec<&str> = table
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `")?.split('`').next())
+            .collect();
+        let mut modules: Vec<&str> = include_str!("lib.rs")
+            .lines()
+            .filter_map(|l| l.strip_prefix("pub mod ")?.strip_suffix(';'))
+            .collect();
+        rows.sort_unstable();
+        modules.sort_unstable();
+        assert_eq!(
+            rows, modules,
+            "docs/src/library.md against lib.rs's `pub mod` lines"
+        );
+    }
+}
