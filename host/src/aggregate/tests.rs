@@ -314,7 +314,7 @@ fn the_centred_squares_noise_is_g_r_delta_h_squared_over_the_share() {
                 let den = u128::from(share.num());
                 let g = (1..=den)
                     .rev()
-                    .find(|g| num % g == 0 && den % g == 0)
+                    .find(|g| num.is_multiple_of(*g) && den.is_multiple_of(*g))
                     .unwrap();
                 ((num / g) as u64, (den / g) as u64)
             };

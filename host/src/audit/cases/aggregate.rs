@@ -1,14 +1,16 @@
 //! The cases for private statistics by group (`aggregate`, `privq sql`): one per
 //! safeguard its guarantee rests on — contribution bounding, clamping, private
-//! group selection and the quantile's noise — each on the add/remove-one-unit pair
-//! that safeguard is most fragile against, and the broken twins they must catch.
+//! group selection, the quantile's noise and the variance's centred squares — each
+//! on the add/remove-one-unit pair that safeguard is most fragile against, and the
+//! broken twins they must catch.
 //!
 //! Every case runs the public API (`Plan::builder(..).build(ε)`,
 //! `Table::from_csv`, `plan.release`) end to end. The twins are the same plans
 //! with one safeguard defeated through public parameters (limits set huge with the
 //! noise of small ones, a δ that lowers τ by one, twice the ε for the quantile), or,
-//! for clamping, which no parameter switches off, a line-by-line mimic of the
-//! measurement without the clamp (checked against the mimic with it).
+//! for clamping and the squares' noise, which no parameter reaches alone, a
+//! line-by-line mimic of the measurement without the clamp or with the squares'
+//! noise for g·r·Δ·H instead of g·r·Δ·H² (each checked against the faithful mimic).
 
 use privq_core::Epsilon;
 
@@ -322,6 +324,86 @@ pub fn aggregate_quantile_gap(small: bool) -> Result<AuditCase, AuditError> {
     quantile_case(quantile_plan(Epsilon::new(1, 1).map_err(setup)?)?)
 }
 
+// --- 5. A unit at the bound: the variance's centred sum of squares. -------------
+
+/// Units in D, each reading the midpoint 50 of `[0, 100]` once (centred value 0).
+const EDGE_UNITS: usize = 50;
+
+/// D: fifty units at the midpoint; D′ adds a unit with three readings at the bound
+/// 100 (two kept by bounding), centred value H = 50 (800 grid steps) each.
+fn edge_tables() -> (String, String) {
+    let mut d = String::from("device,temp\n");
+    for i in 0..EDGE_UNITS {
+        d.push_str(&format!("u{i},50\n"));
+    }
+    let mut d_prime = d.clone();
+    d_prime.push_str(&"edge,100\n".repeat(3));
+    (d, d_prime)
+}
+
+/// `VARIANCE(temp)` over the whole table, temp in `[0, 100]`, at most 2 rows per
+/// unit, ε = 1 (a third each for the count, the centred sum and the centred sum of
+/// squares).
+fn edge_plan() -> Result<Plan, AuditError> {
+    let query = Query::new(
+        Vec::<String>::new(),
+        [("var", Aggregate::Variance("temp".into()))],
+    );
+    Plan::builder(query)
+        .privacy_unit("device", Contribution::new(1, 2).map_err(setup)?)
+        .bounds("temp", bounds("0:100")?)
+        .build(Epsilon::new(1, 1).map_err(setup)?)
+        .map_err(setup)
+}
+
+/// Output `[variance]`, in temp². On D it is the noise's `s2/n − (s1/n)²` clamped
+/// at 0, the squares' noise (scale 3·2·800² steps², 150 temp² after dividing by
+/// n = 50) dominating; D′'s unit raises the centred squares by 2·H² (its full
+/// sensitivity), the variance by about 2·50²/52 ≈ 96 temp², while its count and
+/// centred sum move it by little.
+fn edge_events() -> Vec<Event> {
+    [25.0, 50.0, 100.0, 200.0, 300.0, 400.0, 600.0, 800.0]
+        .into_iter()
+        .map(|t| Event::at_least(0, t))
+        .collect()
+}
+
+fn edge_case(
+    run: impl Fn(Side, &mut rand_chacha::ChaCha12Rng) -> Result<Vec<f64>, RunError>
+    + Send
+    + Sync
+    + 'static,
+    label: &str,
+) -> AuditCase {
+    AuditCase::new(
+        "aggregate-variance-edge",
+        "add/remove one unit: fifty units reading the midpoint 50 vs the same and one unit \
+         with three readings at the bound 100 (bounds 0:100, 2 rows per unit)",
+        Claim::Pure(1.0),
+        200_000,
+    )
+    .mechanism(label)
+    .run(run)
+    .events(edge_events())
+}
+
+/// `VARIANCE` of a column bounded to `[0, 100]`, ε = 1, with D′ adding a unit at the
+/// bound to units at the midpoint: the centred squares move by their whole
+/// sensitivity g·r·Δ·H² while the variance's other two totals barely matter.
+pub fn aggregate_variance_edge(small: bool) -> Result<AuditCase, AuditError> {
+    let _ = small;
+    let plan = edge_plan()?;
+    let (d, d_prime) = edge_tables();
+    let pair = tables(&plan, &d, &d_prime)?;
+    Ok(edge_case(
+        move |side, rng| {
+            let r = release(&plan, &pair, side, rng)?;
+            Ok(vec![r.rows()[0].estimates()[0].value()])
+        },
+        "aggregate VARIANCE (count, centred sum and centred sum of squares, discrete Laplace)",
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -491,6 +573,69 @@ mod tests {
             "aggregate-quantile-gap",
             &aggregate_quantile_gap(true).unwrap(),
             &twin,
+        );
+    }
+
+    /// The variance case's measurement, line by line as `Plan::release` does it for
+    /// this pair (one group; the edge unit's three rows are equal, so bounding keeps
+    /// two of them whichever it picks), with the centred squares' sensitivity given.
+    fn edge_mimic(
+        squares_l1: u64,
+    ) -> impl Fn(Side, &mut ChaCha12Rng) -> Result<Vec<f64>, RunError> + Send + Sync + 'static {
+        let b = bounds("0:100").unwrap();
+        assert_eq!(
+            (
+                b.grid_exp(),
+                b.step_range(),
+                b.mid_steps(),
+                b.half_width_steps()
+            ),
+            (-4, (0, 1600), 800, 800)
+        );
+        let share = Epsilon::new(1, 3).unwrap();
+        // Sensitivities for 2 rows per unit under add/remove: 2, 2·800 (and 2·800²).
+        let count = DiscreteLaplace::for_sensitivity(2, share).unwrap();
+        let centred = DiscreteLaplace::for_sensitivity(2 * 800, share).unwrap();
+        let squares = DiscreteLaplace::for_sensitivity(squares_l1, share).unwrap();
+        move |side, rng| {
+            // Centred grid steps of the kept rows.
+            let mut rows = vec![0i128; EDGE_UNITS];
+            if side == Side::DPrime {
+                rows.extend([800; 2]);
+            }
+            let n = rows.len() as i128 + i128::from(count.sample(rng)?);
+            let s1 = rows.iter().sum::<i128>() + i128::from(centred.sample(rng)?);
+            let s2 = rows.iter().map(|c| c * c).sum::<i128>() + i128::from(squares.sample(rng)?);
+            let var = if n < 1 {
+                0.0
+            } else {
+                let (n, m) = (n as f64, s1 as f64 / n as f64);
+                (s2 as f64 / n - m * m).clamp(0.0, 800.0 * 800.0)
+            };
+            Ok(vec![var / 256.0])
+        }
+    }
+
+    /// Squares' noise for g·r·Δ·H instead of g·r·Δ·H² (800 times too little). The
+    /// mimic with H² must pass as the real mechanism does, and see about what it sees.
+    #[test]
+    fn the_variance_case_flags_squares_noise_scaled_to_h_not_h_squared() {
+        let faithful = edge_case(edge_mimic(2 * 800 * 800), "mimic with g·r·Δ·H²");
+        let twin = edge_case(edge_mimic(2 * 800), "mimic with g·r·Δ·H");
+        let (real, _) = check(
+            "aggregate-variance-edge",
+            &aggregate_variance_edge(true).unwrap(),
+            &twin,
+        );
+        let faithful = audit(&faithful, test_runs("aggregate-variance-edge"), 7, &|_| {}).unwrap();
+        eprintln!(
+            "aggregate-variance-edge: faithful mimic {:.3}",
+            faithful.empirical_epsilon
+        );
+        assert!(faithful.passed());
+        assert!(
+            (faithful.empirical_epsilon - real.empirical_epsilon).abs() < 0.15,
+            "{faithful:?} vs {real:?}"
         );
     }
 }
