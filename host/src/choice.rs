@@ -2,10 +2,9 @@
 //! each lists its names and parses them with [`FromStr`](std::str::FromStr),
 //! failing with [`UnknownName`].
 
-use std::fmt;
-
 /// A name that is not one of the choices.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} {given:?}; expected one of: {}", expected.join(", "))]
 pub struct UnknownName {
     /// What was being chosen (e.g. "exponential-mechanism profile").
     pub what: &'static str,
@@ -14,20 +13,6 @@ pub struct UnknownName {
     /// The names that exist.
     pub expected: &'static [&'static str],
 }
-
-impl fmt::Display for UnknownName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unknown {} {:?}; expected one of: {}",
-            self.what,
-            self.given,
-            self.expected.join(", ")
-        )
-    }
-}
-
-impl std::error::Error for UnknownName {}
 
 /// An enum whose values have names.
 pub trait Named: Sized + Copy + 'static {

@@ -31,8 +31,6 @@
 //! # Ok::<(), privq_host::lp::LpError>(())
 //! ```
 
-use std::fmt;
-
 use microlp::{ComparisonOp, OptimizationDirection, Problem};
 
 /// The sense of one row `aᵀx ⋈ b`.
@@ -63,27 +61,22 @@ pub enum LpOutcome {
 }
 
 /// Why an LP could not be set up or solved.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LpError {
     /// The model is malformed (a variable index out of range, a NaN, a lower bound
     /// above its upper bound); the message says which.
+    #[error("invalid linear program: {0}")]
     InvalidModel(String),
+    /// The solve gave no answer (it stopped at a limit, or an LP that cannot be
+    /// unbounded was reported so); the message says which.
+    #[error("the LP solver failed: {0}")]
+    Solver(String),
     /// The solver failed numerically (it returns this rather than an answer it
     /// could not verify).
-    Solver(String),
+    #[error("the LP solver failed: {0}")]
+    Microlp(#[source] microlp::Error),
 }
-
-impl fmt::Display for LpError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LpError::InvalidModel(why) => write!(f, "invalid linear program: {why}"),
-            LpError::Solver(why) => write!(f, "the LP solver failed: {why}"),
-        }
-    }
-}
-
-impl std::error::Error for LpError {}
 
 /// A linear program in the form `min cᵀx` s.t. rows `aᵀx ⋈ b` and bounds
 /// `lᵢ ≤ xᵢ ≤ uᵢ` (default `0 ≤ xᵢ < ∞`; use infinities for free sides).
@@ -241,7 +234,7 @@ impl LinearProgram {
             },
             Err(microlp::Error::Infeasible) => Ok(LpOutcome::Infeasible),
             Err(microlp::Error::Unbounded) => Ok(LpOutcome::Unbounded),
-            Err(e) => Err(LpError::Solver(e.to_string())),
+            Err(e) => Err(LpError::Microlp(e)),
         }
     }
 }

@@ -4,20 +4,9 @@ use rand_chacha::ChaCha12Rng;
 use rand_core::SeedableRng;
 
 /// The operating system could not provide entropy.
-#[derive(Debug)]
-pub struct SeedError(getrandom::Error);
-
-impl std::fmt::Display for SeedError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "could not read entropy from the operating system: {}",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for SeedError {}
+#[derive(Debug, thiserror::Error)]
+#[error("could not read entropy from the operating system: {0}")]
+pub struct SeedError(#[source] getrandom::Error);
 
 /// A ChaCha12 generator seeded with 256 bits from the operating system: use this
 /// for real releases.

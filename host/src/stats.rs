@@ -33,10 +33,11 @@ pub const MIN_EXPECTED: f64 = 5.0;
 const MAX_TERMS: usize = 1_000_000;
 
 /// Errors of the statistics helpers (bad arguments; never a panic).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum StatsError {
     /// `observed` and `probabilities` have different lengths.
+    #[error("{observed} observed counts but {probabilities} probabilities")]
     LengthMismatch {
         /// Number of observed counts.
         observed: usize,
@@ -44,45 +45,25 @@ pub enum StatsError {
         probabilities: usize,
     },
     /// A probability is negative or not finite.
+    #[error("a probability is negative or not finite")]
     BadProbability,
     /// The probabilities do not sum to 1 (within 10⁻⁹).
+    #[error("the probabilities sum to {sum}, not 1")]
     NotNormalized {
         /// Their sum.
         sum: f64,
     },
     /// No observations at all.
+    #[error("there are no observations")]
     NoObservations,
     /// Fewer than two cells remain after pooling, so the test has no degrees of freedom.
+    #[error("fewer than two cells remain after pooling small cells")]
     TooFewCells,
     /// A parameter is outside its domain (e.g. a degree-of-freedom count of 0,
     /// a probability outside `(0, 1)`, or a NaN).
+    #[error("a parameter is outside its domain")]
     Domain,
 }
-
-impl fmt::Display for StatsError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StatsError::LengthMismatch {
-                observed,
-                probabilities,
-            } => write!(
-                f,
-                "{observed} observed counts but {probabilities} probabilities"
-            ),
-            StatsError::BadProbability => f.write_str("a probability is negative or not finite"),
-            StatsError::NotNormalized { sum } => {
-                write!(f, "the probabilities sum to {sum}, not 1")
-            }
-            StatsError::NoObservations => f.write_str("there are no observations"),
-            StatsError::TooFewCells => {
-                f.write_str("fewer than two cells remain after pooling small cells")
-            }
-            StatsError::Domain => f.write_str("a parameter is outside its domain"),
-        }
-    }
-}
-
-impl std::error::Error for StatsError {}
 
 /// `ln Γ(a)` for `a > 0`: the Stirling series for `a ≥ 20`, shifted by the recurrence
 /// `Γ(a) = Γ(a + n) / (a(a+1)…(a+n−1))` below that. Absolute error ≈ 10⁻¹⁵·a·ln a.

@@ -33,10 +33,14 @@ pub(crate) use short::short_ratio;
 pub use zcdp::{zcdp_epsilon, zcdp_epsilon_simple, zcdp_rho_for};
 
 /// What the accountant refuses.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AccountantError {
     /// The charge would exceed the budget; nothing was spent.
+    #[error(
+        "privacy budget exceeded: {label} needs epsilon {requested}, only {} remains",
+        remaining.as_ref().map_or_else(|| "0".into(), |e| e.to_string())
+    )]
     BudgetExceeded {
         /// What the charge is for.
         label: String,
@@ -46,6 +50,7 @@ pub enum AccountantError {
         remaining: Option<Epsilon>,
     },
     /// A receipt paid for less than the release it was presented to.
+    #[error("a release costing {needed} was presented a receipt for only {paid}")]
     ReceiptTooSmall {
         /// What the receipt paid.
         paid: Cost,
@@ -54,6 +59,10 @@ pub enum AccountantError {
     },
     /// The charge would take the total ρ of a zCDP accountant above its budget;
     /// nothing was spent.
+    #[error(
+        "zCDP budget exceeded: {label} needs rho {requested}, only {} remains",
+        remaining.as_ref().map_or_else(|| "0".into(), |r| r.to_string())
+    )]
     RhoBudgetExceeded {
         /// What the charge is for.
         label: String,
@@ -64,6 +73,7 @@ pub enum AccountantError {
     },
     /// The cost cannot be charged to this kind of accountant: an (ε, δ) cost with
     /// δ > 0 to a zCDP accountant, or a ρ-zCDP cost to a pure or (ε, δ) accountant.
+    #[error("a cost of {cost} cannot be charged to a {composition} accountant")]
     IncompatibleCost {
         /// The cost.
         cost: Cost,
@@ -72,6 +82,10 @@ pub enum AccountantError {
     },
     /// An [`Cost::Uncertified`] charge to an accountant that did not opt in with
     /// [`Accountant::allow_uncertified`]; nothing was spent.
+    #[error(
+        "{label} has no proven privacy guarantee; this accountant accepts only certified costs \
+         (opt in with allow_uncertified)"
+    )]
     Uncertified {
         /// What the charge is for.
         label: String,
@@ -80,6 +94,7 @@ pub enum AccountantError {
     /// accountant is bound to ([`Accountant::bind`]), or states none; nothing was
     /// spent. Costs under different relations do not add up to a guarantee under
     /// either.
+    #[error(fmt = relation_mismatch)]
     RelationMismatch {
         /// What the charge is for.
         label: String,
@@ -89,73 +104,34 @@ pub enum AccountantError {
         stated: Option<Neighbours>,
     },
     /// A δ is outside `[0, 1)`, or the total δ would exceed the budget's δ.
+    #[error("the delta budget would be exceeded")]
     DeltaExceeded,
     /// A parameter is out of range (k = 0, ε ≤ 0, δ' ∉ (0,1), non-finite values).
+    #[error("invalid parameter: {0}")]
     InvalidParameter(&'static str),
     /// Exact rational arithmetic overflowed.
+    #[error("exact epsilon or rho arithmetic overflowed")]
     Overflow,
 }
 
-impl fmt::Display for AccountantError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AccountantError::BudgetExceeded {
-                label,
-                requested,
-                remaining,
-            } => write!(
-                f,
-                "privacy budget exceeded: {label} needs epsilon {requested}, only {} remains",
-                remaining
-                    .map(|e| e.to_string())
-                    .unwrap_or_else(|| "0".into())
-            ),
-            AccountantError::RhoBudgetExceeded {
-                label,
-                requested,
-                remaining,
-            } => write!(
-                f,
-                "zCDP budget exceeded: {label} needs rho {requested}, only {} remains",
-                remaining
-                    .map(|r| r.to_string())
-                    .unwrap_or_else(|| "0".into())
-            ),
-            AccountantError::IncompatibleCost { cost, composition } => write!(
-                f,
-                "a cost of {cost} cannot be charged to a {composition} accountant"
-            ),
-            AccountantError::ReceiptTooSmall { paid, needed } => write!(
-                f,
-                "a release costing {needed} was presented a receipt for only {paid}"
-            ),
-            AccountantError::Uncertified { label } => write!(
-                f,
-                "{label} has no proven privacy guarantee; this accountant accepts only certified \
-                 costs (opt in with allow_uncertified)"
-            ),
-            AccountantError::RelationMismatch {
-                label,
-                bound,
-                stated,
-            } => match stated {
-                Some(stated) => write!(
-                    f,
-                    "{label} is stated for {stated}, but this accountant is bound to {bound}"
-                ),
-                None => write!(
-                    f,
-                    "{label} states no neighbour relation, but this accountant is bound to {bound}"
-                ),
-            },
-            AccountantError::DeltaExceeded => write!(f, "the delta budget would be exceeded"),
-            AccountantError::InvalidParameter(what) => write!(f, "invalid parameter: {what}"),
-            AccountantError::Overflow => write!(f, "exact epsilon or rho arithmetic overflowed"),
-        }
+/// [`AccountantError::RelationMismatch`]'s message.
+fn relation_mismatch(
+    label: &str,
+    bound: &Neighbours,
+    stated: &Option<Neighbours>,
+    f: &mut fmt::Formatter<'_>,
+) -> fmt::Result {
+    match stated {
+        Some(stated) => write!(
+            f,
+            "{label} is stated for {stated}, but this accountant is bound to {bound}"
+        ),
+        None => write!(
+            f,
+            "{label} states no neighbour relation, but this accountant is bound to {bound}"
+        ),
     }
 }
-
-impl std::error::Error for AccountantError {}
 
 /// One recorded charge.
 #[derive(Debug, Clone, PartialEq)]

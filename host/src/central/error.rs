@@ -1,29 +1,41 @@
 //! The mechanisms' error type.
 
-use std::fmt;
-
 use crate::accountant::AccountantError;
 use crate::data::DataError;
 
 /// Why a mechanism refused to run or to answer.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum MechanismError {
     /// A core sampler or parameter was rejected (ε ≤ 0, zero scale, overflow, …).
-    Core(privq_core::Error),
+    #[error(transparent)]
+    Core(#[from] privq_core::Error),
     /// The privacy budget does not allow the release.
-    Budget(AccountantError),
+    #[error(transparent)]
+    Budget(#[from] AccountantError),
     /// The data or a query is unusable.
-    Data(DataError),
+    #[error(transparent)]
+    Data(#[from] DataError),
     /// A parameter is out of range; the message says which.
+    #[error("invalid parameter: {0}")]
     InvalidParameter(String),
+    /// The K-norm body or its parameters were refused (any K-norm error but a
+    /// dimension mismatch, which is [`MechanismError::DimensionMismatch`]).
+    #[error("invalid parameter: {0}")]
+    Knorm(#[source] crate::knorm::KnormError),
     /// The grid calibration does not fit: the worst snapped gap `steps` (grid steps)
     /// times ε's denominator, or the calibrated sensitivity, leaves the exact range.
+    #[error(
+        "the noise calibration overflows: {steps} grid steps (times epsilon's denominator) do \
+         not fit the exact sampler; use an epsilon with a smaller denominator or a larger \
+         sensitivity per coordinate"
+    )]
     CalibrationOverflow {
         /// The number of grid steps the noise would have to cover.
         steps: u128,
     },
     /// An input has another length than the mechanism was built for.
+    #[error("the mechanism was built for {expected} value(s), got {got}")]
     DimensionMismatch {
         /// The length the mechanism was built for.
         expected: usize,
@@ -32,6 +44,7 @@ pub enum MechanismError {
     },
     /// One value of a vector could not be released (it or its noisy value leaves
     /// the fixed-point range).
+    #[error("value {index}: {source}")]
     Value {
         /// The value's 0-based position in the input.
         index: usize,
@@ -39,62 +52,9 @@ pub enum MechanismError {
         source: privq_core::Error,
     },
     /// An interactive session already answered all the queries its budget allows.
+    #[error("the session's budget of {limit} queries is used up")]
     QueryBudgetExhausted {
         /// The number of queries the budget allowed.
         limit: usize,
     },
-}
-
-impl fmt::Display for MechanismError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            MechanismError::Core(e) => write!(f, "{e}"),
-            MechanismError::Budget(e) => write!(f, "{e}"),
-            MechanismError::Data(e) => write!(f, "{e}"),
-            MechanismError::InvalidParameter(why) => write!(f, "invalid parameter: {why}"),
-            MechanismError::CalibrationOverflow { steps } => write!(
-                f,
-                "the noise calibration overflows: {steps} grid steps (times epsilon's \
-                 denominator) do not fit the exact sampler; use an epsilon with a smaller \
-                 denominator or a larger sensitivity per coordinate"
-            ),
-            MechanismError::DimensionMismatch { expected, got } => write!(
-                f,
-                "the mechanism was built for {expected} value(s), got {got}"
-            ),
-            MechanismError::Value { index, source } => write!(f, "value {index}: {source}"),
-            MechanismError::QueryBudgetExhausted { limit } => {
-                write!(f, "the session's budget of {limit} queries is used up")
-            }
-        }
-    }
-}
-
-impl std::error::Error for MechanismError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            MechanismError::Core(e) | MechanismError::Value { source: e, .. } => Some(e),
-            MechanismError::Budget(e) => Some(e),
-            MechanismError::Data(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<privq_core::Error> for MechanismError {
-    fn from(e: privq_core::Error) -> Self {
-        MechanismError::Core(e)
-    }
-}
-
-impl From<AccountantError> for MechanismError {
-    fn from(e: AccountantError) -> Self {
-        MechanismError::Budget(e)
-    }
-}
-
-impl From<DataError> for MechanismError {
-    fn from(e: DataError) -> Self {
-        MechanismError::Data(e)
-    }
 }

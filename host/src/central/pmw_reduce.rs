@@ -29,12 +29,13 @@ use privq_core::rand_core::Rng;
 use privq_core::sample::uniform_below;
 
 /// Why a domain reduction was refused.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReduceError {
     /// The smoothness ξ is not in `[1/N, 1]` (no distribution on N cells is
     /// ξ-smooth for ξ < 1/N), or is NaN; `universe` is 0 when N was not yet
     /// known (then the check was ξ ∈ (0, 1]).
+    #[error(fmt = smoothness_message)]
     Smoothness {
         /// ξ as given.
         xi: f64,
@@ -42,55 +43,37 @@ pub enum ReduceError {
         universe: usize,
     },
     /// α is not in (0, 1) (or NaN).
+    #[error("alpha = {0} must lie in (0, 1)")]
     Alpha(f64),
     /// β is not in (0, 1) (or NaN).
+    #[error("beta = {0} must lie in (0, 1)")]
     Beta(f64),
     /// The pseudo-smoothness gap φ is negative, infinite or NaN.
+    #[error("the pseudo-smoothness gap phi = {0} must be finite and non-negative")]
     Phi(f64),
     /// The query class is empty (`|Q| = 0`).
+    #[error("the query class is empty (|Q| = 0)")]
     NoQueries,
     /// The universe is empty (`N = 0`).
+    #[error("the universe is empty (N = 0)")]
     EmptyUniverse,
     /// The database size n is 0 (so `α = 1/√n` is undefined).
+    #[error("the database size n is 0, so alpha = 1/sqrt(n) is undefined")]
     EmptyDatabase,
     /// The exact uniform sampler failed.
-    Sampler(privq_core::Error),
+    #[error("uniform sampler: {0}")]
+    Sampler(#[from] privq_core::Error),
 }
 
-impl fmt::Display for ReduceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ReduceError::Smoothness { xi, universe: 0 } => {
-                write!(f, "smoothness xi = {xi} must lie in (0, 1]")
-            }
-            ReduceError::Smoothness { xi, universe } => write!(
-                f,
-                "smoothness xi = {xi} must lie in [1/N, 1] with N = {universe} cells"
-            ),
-            ReduceError::Alpha(a) => write!(f, "alpha = {a} must lie in (0, 1)"),
-            ReduceError::Beta(b) => write!(f, "beta = {b} must lie in (0, 1)"),
-            ReduceError::Phi(p) => write!(
-                f,
-                "the pseudo-smoothness gap phi = {p} must be finite and non-negative"
-            ),
-            ReduceError::NoQueries => write!(f, "the query class is empty (|Q| = 0)"),
-            ReduceError::EmptyUniverse => write!(f, "the universe is empty (N = 0)"),
-            ReduceError::EmptyDatabase => {
-                write!(
-                    f,
-                    "the database size n is 0, so alpha = 1/sqrt(n) is undefined"
-                )
-            }
-            ReduceError::Sampler(e) => write!(f, "uniform sampler: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for ReduceError {}
-
-impl From<privq_core::Error> for ReduceError {
-    fn from(e: privq_core::Error) -> Self {
-        ReduceError::Sampler(e)
+/// [`ReduceError::Smoothness`]'s message: the interval ξ must lie in, `(0, 1]` when N
+/// was not yet known (`universe` 0), else `[1/N, 1]`.
+fn smoothness_message(xi: &f64, universe: &usize, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    match universe {
+        0 => write!(f, "smoothness xi = {xi} must lie in (0, 1]"),
+        n => write!(
+            f,
+            "smoothness xi = {xi} must lie in [1/N, 1] with N = {n} cells"
+        ),
     }
 }
 

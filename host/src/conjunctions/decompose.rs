@@ -1,7 +1,6 @@
 //! Algorithms 6.1 and 6.2 (thesis Figs. 6.1–6.2, Lemmas 6.3.1 and 6.3.8).
 
 use std::collections::HashMap;
-use std::fmt;
 
 /// Query access to a set function `f: 2^U → [0, 1]`, `|U| ≤ 64`, sets as bit masks.
 pub trait SetFunction {
@@ -55,35 +54,25 @@ impl<F: SetFunction> SetFunction for Memo<F> {
 }
 
 /// Why a decomposition failed.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecomposeError {
     /// More pieces than the cap (Claim 6.3.9 bounds `|I|` by `|U|^{6/ρ}`, which is
     /// rarely affordable): raise ρ or the cap.
+    #[error(
+        "the decomposition needs more than {cap} pieces; raise rho (or alpha) or the piece cap"
+    )]
     TooManyPieces {
         /// The cap.
         cap: usize,
     },
     /// A parameter is out of range; the message says which.
+    #[error("invalid parameter: {0}")]
     InvalidParameter(String),
     /// The oracle failed.
+    #[error("the oracle failed: {0}")]
     Oracle(String),
 }
-
-impl fmt::Display for DecomposeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DecomposeError::TooManyPieces { cap } => write!(
-                f,
-                "the decomposition needs more than {cap} pieces; raise rho (or alpha) or the piece cap"
-            ),
-            DecomposeError::InvalidParameter(why) => write!(f, "invalid parameter: {why}"),
-            DecomposeError::Oracle(why) => write!(f, "the oracle failed: {why}"),
-        }
-    }
-}
-
-impl std::error::Error for DecomposeError {}
 
 /// One piece `g^B(S) = f(S ∪ B)` on `S ⊆ V(B)`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -2,8 +2,6 @@
 //! tolerant decomposition and the piece means, all answered by one central SQ
 //! oracle whose query budget k is fixed before anything is asked.
 
-use std::fmt;
-
 use privq_core::Epsilon;
 use privq_core::rand_core::{CryptoRng, Rng};
 
@@ -43,11 +41,15 @@ pub struct ReleaseConfig {
 }
 
 /// Why a release failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReleaseError {
     /// n is below `k(ln k + ln(1/β))/(ετ)` for `τ = ρ/12` (Prop. 2.9.1 with the
     /// tolerance Lemma 6.3.8 needs): the release would not be (α, β)-accurate.
+    #[error(
+        "n = {n} records are too few for this alpha and beta: the oracle's tolerance needs n >= \
+         {needed:.3e}"
+    )]
     TooFewRecords {
         /// Records given.
         n: u64,
@@ -56,6 +58,10 @@ pub enum ReleaseError {
     },
     /// The public bound `E_max` of a cut release is too small for the oracle's
     /// tolerance `ρ/12` at this k and ε.
+    #[error(
+        "E_max = {e_max} is too small for this alpha, beta and piece cap: the oracle's tolerance \
+         needs E_max >= {needed:.3e}"
+    )]
     EMaxTooSmall {
         /// The bound given.
         e_max: u64,
@@ -63,52 +69,17 @@ pub enum ReleaseError {
         needed: f64,
     },
     /// A parameter or the data is unusable.
+    #[error("invalid parameter: {0}")]
     InvalidParameter(String),
     /// The decomposition failed (e.g. a non-finite oracle answer).
-    Decompose(DecomposeError),
+    #[error(transparent)]
+    Decompose(#[from] DecomposeError),
     /// The SQ oracle failed (budget, data).
-    Mechanism(MechanismError),
+    #[error(transparent)]
+    Mechanism(#[from] MechanismError),
     /// The local SQ oracle failed (too few devices, budget, a device's ledger).
-    Local(SqError),
-}
-
-impl fmt::Display for ReleaseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ReleaseError::TooFewRecords { n, needed } => write!(
-                f,
-                "n = {n} records are too few for this alpha and beta: the oracle's tolerance needs n >= {needed:.3e}"
-            ),
-            ReleaseError::EMaxTooSmall { e_max, needed } => write!(
-                f,
-                "E_max = {e_max} is too small for this alpha, beta and piece cap: the oracle's tolerance needs E_max >= {needed:.3e}"
-            ),
-            ReleaseError::InvalidParameter(why) => write!(f, "invalid parameter: {why}"),
-            ReleaseError::Decompose(e) => write!(f, "{e}"),
-            ReleaseError::Mechanism(e) => write!(f, "{e}"),
-            ReleaseError::Local(e) => write!(f, "local SQ oracle: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for ReleaseError {}
-
-impl From<DecomposeError> for ReleaseError {
-    fn from(e: DecomposeError) -> Self {
-        ReleaseError::Decompose(e)
-    }
-}
-
-impl From<SqError> for ReleaseError {
-    fn from(e: SqError) -> Self {
-        ReleaseError::Local(e)
-    }
-}
-
-impl From<MechanismError> for ReleaseError {
-    fn from(e: MechanismError) -> Self {
-        ReleaseError::Mechanism(e)
-    }
+    #[error("local SQ oracle: {0}")]
+    Local(#[from] SqError),
 }
 
 /// The released structure: the decomposition of the disjunction function on the

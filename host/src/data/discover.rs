@@ -48,7 +48,6 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::io::Read;
 use std::path::Path;
 
@@ -65,80 +64,36 @@ use crate::accountant::{Accountant, AccountantError, Cost, Receipt};
 use crate::contract::Neighbours;
 
 /// Why discovery (or loading under a [`DomainSource`]) failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DiscoveryError {
     /// Reading or loading the data failed (including [`DataError::DomainRequired`]).
-    Data(DataError),
+    #[error(transparent)]
+    Data(#[from] DataError),
     /// The accountant refused the charge (nothing was sampled), or a receipt was short.
-    Budget(AccountantError),
+    #[error("domain discovery: {0}")]
+    Budget(#[from] AccountantError),
     /// The noise could not be built or sampled (e.g. the scale overflows).
-    Noise(privq_core::Error),
+    #[error("domain discovery noise: {0}")]
+    Noise(#[from] privq_core::Error),
     /// δ is not in (0, 1).
+    #[error("domain discovery needs a delta in (0, 1), got {0}")]
     InvalidDelta(f64),
     /// There are no attributes to discover.
+    #[error("domain discovery: no attributes")]
     NoAttributes,
     /// The threshold does not fit in an integer (δ is absurdly small).
+    #[error("domain discovery: the threshold overflows (delta too small)")]
     ThresholdOverflow,
     /// No value of this attribute survived: the domain would be empty.
+    #[error(
+        "domain discovery kept no value of attribute {attribute:?}; give more discovery budget, \
+         or a public --domain"
+    )]
     NothingKept {
         /// The attribute.
         attribute: String,
     },
-}
-
-impl fmt::Display for DiscoveryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DiscoveryError::Data(e) => write!(f, "{e}"),
-            DiscoveryError::Budget(e) => write!(f, "domain discovery: {e}"),
-            DiscoveryError::Noise(e) => write!(f, "domain discovery noise: {e}"),
-            DiscoveryError::InvalidDelta(d) => {
-                write!(f, "domain discovery needs a delta in (0, 1), got {d}")
-            }
-            DiscoveryError::NoAttributes => write!(f, "domain discovery: no attributes"),
-            DiscoveryError::ThresholdOverflow => {
-                write!(
-                    f,
-                    "domain discovery: the threshold overflows (delta too small)"
-                )
-            }
-            DiscoveryError::NothingKept { attribute } => write!(
-                f,
-                "domain discovery kept no value of attribute {attribute:?}; give more \
-                 discovery budget, or a public --domain"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for DiscoveryError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            DiscoveryError::Data(e) => Some(e),
-            DiscoveryError::Budget(e) => Some(e),
-            DiscoveryError::Noise(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<DataError> for DiscoveryError {
-    fn from(e: DataError) -> Self {
-        DiscoveryError::Data(e)
-    }
-}
-
-impl From<AccountantError> for DiscoveryError {
-    fn from(e: AccountantError) -> Self {
-        DiscoveryError::Budget(e)
-    }
-}
-
-impl From<privq_core::Error> for DiscoveryError {
-    fn from(e: privq_core::Error) -> Self {
-        DiscoveryError::Noise(e)
-    }
 }
 
 /// The private input of discovery: for every attribute, how many records hold

@@ -35,8 +35,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::fmt;
-
 pub mod baselines;
 pub mod columns;
 pub mod embed;
@@ -51,12 +49,14 @@ pub use columns::{BoxDomain, Columns};
 pub use metric::Metric;
 
 /// What the distance-query mechanisms refuse.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DistanceError {
     /// The database holds no points.
+    #[error("the database holds no points")]
     EmptyData,
     /// A point has the wrong number of coordinates.
+    #[error("expected {expected} coordinates, found {found}")]
     DimensionMismatch {
         /// Coordinates expected.
         expected: usize,
@@ -64,6 +64,7 @@ pub enum DistanceError {
         found: usize,
     },
     /// A point lies outside the declared domain (or is not finite).
+    #[error("coordinate {coordinate} = {value} lies outside the declared domain")]
     OutsideDomain {
         /// Which coordinate (or character position) is out of range.
         coordinate: usize,
@@ -71,6 +72,7 @@ pub enum DistanceError {
         value: String,
     },
     /// A distance exceeded the metric's declared diameter bound.
+    #[error("distance {distance} exceeds the declared diameter bound {diameter}")]
     ExceedsDiameter {
         /// The raw distance.
         distance: f64,
@@ -78,16 +80,25 @@ pub enum DistanceError {
         diameter: f64,
     },
     /// A privacy or accuracy parameter is out of range (ε ≤ 0, δ ∉ (0,1), α ∉ (0,1], …).
+    #[error("invalid parameter: {0}")]
     InvalidParameter(String),
     /// The interactive session's update budget is used up.
-    Exhausted(Exhausted),
+    #[error(transparent)]
+    Exhausted(#[from] Exhausted),
     /// The accountant refused a charge.
-    Budget(crate::accountant::AccountantError),
+    #[error(transparent)]
+    Budget(#[from] crate::accountant::AccountantError),
     /// The exact sampler or the fixed-point arithmetic failed.
-    Core(privq_core::Error),
+    #[error(transparent)]
+    Core(#[from] privq_core::Error),
     /// A synopsis file could not be read or written.
-    Synopsis(SynopsisError),
+    #[error("synopsis: {0}")]
+    Synopsis(#[source] SynopsisError),
     /// A discretised grid (the MWEM baseline) needs more memory than the cap.
+    #[error(
+        "the grid has {cells} cells and needs {bytes} bytes; the memory cap is {cap} bytes (use \
+         fewer bins per coordinate or a smaller dimension)"
+    )]
     GridTooLarge {
         /// Cells of the grid (saturating at `u64::MAX`).
         cells: u64,
@@ -97,11 +108,17 @@ pub enum DistanceError {
         cap: u64,
     },
     /// The MWEM baseline refused to run.
-    Mwem(crate::central::mwem::MwemError),
+    #[error("MWEM baseline: {0}")]
+    Mwem(#[source] crate::central::mwem::MwemError),
     /// A mechanism rejected its parameters.
+    #[error(transparent)]
     Mechanism(crate::central::MechanismError),
     /// An explicit α implies more work (grid points or update rounds) than the
     /// memory cap allows.
+    #[error(
+        "alpha = {alpha} implies {units} {what} (about {} MiB), over the {cap_mib} MiB cap",
+        bytes >> 20
+    )]
     WorkTooLarge {
         /// The α asked for.
         alpha: f64,
@@ -117,14 +134,17 @@ pub enum DistanceError {
 }
 
 /// Why a synopsis file could not be used.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SynopsisError {
     /// Reading or writing the file failed.
-    Io(std::io::Error),
+    #[error("{0}")]
+    Io(#[source] std::io::Error),
     /// The text is not a synopsis in JSON.
-    Json(serde_json::Error),
+    #[error("not a synopsis: {0}")]
+    Json(#[source] serde_json::Error),
     /// The file is of another format version.
+    #[error("unsupported version {found} (expected {expected})")]
     Version {
         /// The version in the file.
         found: u32,
@@ -132,129 +152,20 @@ pub enum SynopsisError {
         expected: u32,
     },
     /// The learner's dimension does not match the domain's.
+    #[error("the learner's dimension does not match the domain")]
     Inconsistent,
-}
-
-impl fmt::Display for SynopsisError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SynopsisError::Io(e) => write!(f, "{e}"),
-            SynopsisError::Json(e) => write!(f, "not a synopsis: {e}"),
-            SynopsisError::Version { found, expected } => {
-                write!(f, "unsupported version {found} (expected {expected})")
-            }
-            SynopsisError::Inconsistent => {
-                write!(f, "the learner's dimension does not match the domain")
-            }
-        }
-    }
-}
-
-impl std::error::Error for SynopsisError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            SynopsisError::Io(e) => Some(e),
-            SynopsisError::Json(e) => Some(e),
-            _ => None,
-        }
-    }
 }
 
 /// The error an interactive session returns once its budget of update rounds is
 /// spent: no further data-dependent answers are possible. The hypothesis remains
 /// available for post-processing answers without accuracy guarantees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("privacy budget exhausted: all {rounds} update rounds used after {answered} answers")]
 pub struct Exhausted {
     /// Update rounds that were allowed (all used).
     pub rounds: usize,
     /// Queries answered before the refusal.
     pub answered: usize,
-}
-
-impl fmt::Display for Exhausted {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "privacy budget exhausted: all {} update rounds used after {} answers",
-            self.rounds, self.answered
-        )
-    }
-}
-
-impl std::error::Error for Exhausted {}
-
-impl fmt::Display for DistanceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            DistanceError::EmptyData => write!(f, "the database holds no points"),
-            DistanceError::DimensionMismatch { expected, found } => {
-                write!(f, "expected {expected} coordinates, found {found}")
-            }
-            DistanceError::OutsideDomain { coordinate, value } => write!(
-                f,
-                "coordinate {coordinate} = {value} lies outside the declared domain"
-            ),
-            DistanceError::ExceedsDiameter { distance, diameter } => write!(
-                f,
-                "distance {distance} exceeds the declared diameter bound {diameter}"
-            ),
-            DistanceError::InvalidParameter(s) => write!(f, "invalid parameter: {s}"),
-            DistanceError::Exhausted(e) => write!(f, "{e}"),
-            DistanceError::Budget(e) => write!(f, "{e}"),
-            DistanceError::Core(e) => write!(f, "{e}"),
-            DistanceError::Synopsis(s) => write!(f, "synopsis: {s}"),
-            DistanceError::GridTooLarge { cells, bytes, cap } => write!(
-                f,
-                "the grid has {cells} cells and needs {bytes} bytes; the memory cap is {cap} bytes \
-                 (use fewer bins per coordinate or a smaller dimension)"
-            ),
-            DistanceError::Mwem(e) => write!(f, "MWEM baseline: {e}"),
-            DistanceError::Mechanism(e) => write!(f, "{e}"),
-            DistanceError::WorkTooLarge {
-                alpha,
-                units,
-                what,
-                bytes,
-                cap_mib,
-            } => write!(
-                f,
-                "alpha = {alpha} implies {units} {what} (about {} MiB), over the {cap_mib} MiB cap",
-                bytes >> 20
-            ),
-        }
-    }
-}
-
-impl std::error::Error for DistanceError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            DistanceError::Exhausted(e) => Some(e),
-            DistanceError::Budget(e) => Some(e),
-            DistanceError::Core(e) => Some(e),
-            DistanceError::Synopsis(e) => Some(e),
-            DistanceError::Mwem(e) => Some(e),
-            DistanceError::Mechanism(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<privq_core::Error> for DistanceError {
-    fn from(e: privq_core::Error) -> Self {
-        DistanceError::Core(e)
-    }
-}
-
-impl From<crate::accountant::AccountantError> for DistanceError {
-    fn from(e: crate::accountant::AccountantError) -> Self {
-        DistanceError::Budget(e)
-    }
-}
-
-impl From<Exhausted> for DistanceError {
-    fn from(e: Exhausted) -> Self {
-        DistanceError::Exhausted(e)
-    }
 }
 
 impl From<crate::central::MechanismError> for DistanceError {

@@ -32,8 +32,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::fmt;
-
 use super::{
     Divergence, Doubling, EmForm, FairnessError, FairnessLp, Group, Instance, LIPSCHITZ_SCALE,
     LIPSCHITZ_TOLERANCE, LpSize, Mapping, Violation, bias, doubling_dimension, earthmover,
@@ -107,18 +105,26 @@ impl Individuals {
 }
 
 /// Why a fairness release was refused.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FairReleaseError {
     /// Group names were given, but not exactly two.
+    #[error("{0} group names given; give exactly two, `S,T`")]
     GroupCount(usize),
     /// The release needs two groups and none were named.
+    #[error("two group names `S,T` are needed")]
     GroupsRequired,
     /// The named group has no individuals (or no weight).
+    #[error("group {0:?} has no individuals (or no weight)")]
     EmptyGroup(String),
     /// Preferential treatment (§8.4.1) is for unweighted individuals.
+    #[error("preferential treatment treats every individual alike; drop the weights")]
     WeightedPreferential,
     /// Preferential treatment needs the two groups to hold every individual.
+    #[error(
+        "groups {} and {} must hold every individual ({covered} of {individuals} do)",
+        groups[0], groups[1]
+    )]
     GroupsNotCovering {
         /// The groups' names.
         groups: [String; 2],
@@ -128,61 +134,17 @@ pub enum FairReleaseError {
         individuals: usize,
     },
     /// The parity bound was refused.
-    Parity(FairnessError),
+    #[error("parity: {0}")]
+    Parity(#[source] FairnessError),
     /// The exponential mapping's scale was refused.
-    Scale(FairnessError),
+    #[error("scale: {0}")]
+    Scale(#[source] FairnessError),
     /// The net radius was refused.
-    Net(FairnessError),
+    #[error("net: {0}")]
+    Net(#[source] FairnessError),
     /// The instance, the LP or a check failed.
-    Fairness(FairnessError),
-}
-
-impl From<FairnessError> for FairReleaseError {
-    fn from(e: FairnessError) -> Self {
-        FairReleaseError::Fairness(e)
-    }
-}
-
-impl fmt::Display for FairReleaseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FairReleaseError::GroupCount(n) => {
-                write!(f, "{n} group names given; give exactly two, `S,T`")
-            }
-            FairReleaseError::GroupsRequired => write!(f, "two group names `S,T` are needed"),
-            FairReleaseError::EmptyGroup(name) => {
-                write!(f, "group {name:?} has no individuals (or no weight)")
-            }
-            FairReleaseError::WeightedPreferential => write!(
-                f,
-                "preferential treatment treats every individual alike; drop the weights"
-            ),
-            FairReleaseError::GroupsNotCovering {
-                groups: [s, t],
-                covered,
-                individuals,
-            } => write!(
-                f,
-                "groups {s} and {t} must hold every individual ({covered} of {individuals} do)"
-            ),
-            FairReleaseError::Parity(e) => write!(f, "parity: {e}"),
-            FairReleaseError::Scale(e) => write!(f, "scale: {e}"),
-            FairReleaseError::Net(e) => write!(f, "net: {e}"),
-            FairReleaseError::Fairness(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for FairReleaseError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            FairReleaseError::Parity(e)
-            | FairReleaseError::Scale(e)
-            | FairReleaseError::Net(e)
-            | FairReleaseError::Fairness(e) => Some(e),
-            _ => None,
-        }
-    }
+    #[error(transparent)]
+    Fairness(#[from] FairnessError),
 }
 
 /// Validates group names: none, or exactly two.

@@ -43,8 +43,6 @@
 //! # Ok::<(), privq_host::knorm::KnormError>(())
 //! ```
 
-use std::fmt;
-
 use crate::central::MechanismError;
 use crate::lp::LpError;
 
@@ -61,12 +59,14 @@ pub use mechanism::{KNorm, Sampler};
 pub use nikm::{Nikm, NikmLevel, NikmOptions, level_count};
 
 /// Why a body or a K-norm mechanism could not be built or used.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum KnormError {
     /// The matrix has no rows or no columns.
+    #[error("the query matrix has no rows or no columns")]
     Empty,
     /// A row has another length than the first.
+    #[error("row {row} of the query matrix has {got} entries, the first has {expected}")]
     Ragged {
         /// The row.
         row: usize,
@@ -76,6 +76,7 @@ pub enum KnormError {
         got: usize,
     },
     /// An entry is NaN or outside `[−1, 1]`.
+    #[error("entry ({row}, {col}) of the query matrix is {value}, not in [-1, 1]")]
     EntryOutOfRange {
         /// Its row.
         row: usize,
@@ -85,6 +86,7 @@ pub enum KnormError {
         value: f64,
     },
     /// `d > N`: the body cannot be full-dimensional.
+    #[error("{d} queries over {n} columns: the K-norm mechanism needs d <= N")]
     MoreQueriesThanColumns {
         /// The number of rows.
         d: usize,
@@ -92,6 +94,7 @@ pub enum KnormError {
         n: usize,
     },
     /// `d·N` exceeds the memory cap [`MAX_ENTRIES`].
+    #[error("the query matrix has {entries} entries, above the cap of {cap}")]
     TooLarge {
         /// `d·N` (saturated).
         entries: usize,
@@ -100,16 +103,24 @@ pub enum KnormError {
     },
     /// `F` does not have rank d: the basis vector `e_basis` is not in `range(F)`, so
     /// the body is flat and the snapping error cannot be bounded in its norm.
+    #[error(
+        "the query matrix does not have full row rank (basis vector {basis} is not in its range)"
+    )]
     RankDeficient {
         /// The first basis vector outside the range.
         basis: usize,
     },
     /// The body is so thin that the grid would have to be finer than 2⁻³².
+    #[error(
+        "the body is too thin (sum of basis gauges {basis_gauge_sum}): the grid would be finer \
+         than 2^-32"
+    )]
     IllConditioned {
         /// `Σᵢ‖eᵢ‖_K`.
         basis_gauge_sum: f64,
     },
     /// A vector has another length than the body's dimension (or N).
+    #[error("expected a vector of length {expected}, got {got}")]
     DimensionMismatch {
         /// The expected length.
         expected: usize,
@@ -117,78 +128,25 @@ pub enum KnormError {
         got: usize,
     },
     /// A vector has a NaN or infinite coordinate.
+    #[error("a vector coordinate is NaN or infinite")]
     NonFinite,
     /// [`KNorm::new`] needs an exact sampler, which exists for the cross-polytope and
     /// the cube only; use [`KNorm::hit_and_run_approximate`].
+    #[error(
+        "no exact uniform sampler for this body (only the cross-polytope and the cube have one); \
+         hit-and-run is available with approximate privacy"
+    )]
     NoExactSampler,
     /// A hit-and-run chord is unbounded (the body is not bounded: cannot happen for
     /// `F·B₁ᴺ`, reported rather than looped on).
+    #[error("a hit-and-run chord is unbounded")]
     Unbounded,
     /// A parameter is out of range; the message says which.
+    #[error("invalid parameter: {0}")]
     InvalidParameter(String),
     /// An LP failed.
-    Lp(LpError),
-}
-
-impl fmt::Display for KnormError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            KnormError::Empty => write!(f, "the query matrix has no rows or no columns"),
-            KnormError::Ragged { row, expected, got } => write!(
-                f,
-                "row {row} of the query matrix has {got} entries, the first has {expected}"
-            ),
-            KnormError::EntryOutOfRange { row, col, value } => write!(
-                f,
-                "entry ({row}, {col}) of the query matrix is {value}, not in [-1, 1]"
-            ),
-            KnormError::MoreQueriesThanColumns { d, n } => write!(
-                f,
-                "{d} queries over {n} columns: the K-norm mechanism needs d <= N"
-            ),
-            KnormError::TooLarge { entries, cap } => write!(
-                f,
-                "the query matrix has {entries} entries, above the cap of {cap}"
-            ),
-            KnormError::RankDeficient { basis } => write!(
-                f,
-                "the query matrix does not have full row rank (basis vector {basis} is not \
-                 in its range)"
-            ),
-            KnormError::IllConditioned { basis_gauge_sum } => write!(
-                f,
-                "the body is too thin (sum of basis gauges {basis_gauge_sum}): the grid \
-                 would be finer than 2^-32"
-            ),
-            KnormError::DimensionMismatch { expected, got } => {
-                write!(f, "expected a vector of length {expected}, got {got}")
-            }
-            KnormError::NonFinite => write!(f, "a vector coordinate is NaN or infinite"),
-            KnormError::NoExactSampler => write!(
-                f,
-                "no exact uniform sampler for this body (only the cross-polytope and the \
-                 cube have one); hit-and-run is available with approximate privacy"
-            ),
-            KnormError::Unbounded => write!(f, "a hit-and-run chord is unbounded"),
-            KnormError::InvalidParameter(why) => write!(f, "invalid parameter: {why}"),
-            KnormError::Lp(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for KnormError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            KnormError::Lp(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<LpError> for KnormError {
-    fn from(e: LpError) -> Self {
-        KnormError::Lp(e)
-    }
+    #[error("{0}")]
+    Lp(#[from] LpError),
 }
 
 impl From<KnormError> for MechanismError {
@@ -197,7 +155,7 @@ impl From<KnormError> for MechanismError {
             KnormError::DimensionMismatch { expected, got } => {
                 MechanismError::DimensionMismatch { expected, got }
             }
-            e => MechanismError::InvalidParameter(e.to_string()),
+            e => MechanismError::Knorm(e),
         }
     }
 }

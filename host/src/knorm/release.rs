@@ -26,8 +26,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::fmt;
-
 use privq_core::Epsilon;
 use privq_core::rand_core::{CryptoRng, Rng};
 
@@ -166,44 +164,15 @@ impl KnormRelease {
 }
 
 /// Why a release was refused; nothing was drawn.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum KnormReleaseError {
     /// The body, the parameters or the NiKM levels were refused.
-    Knorm(KnormError),
+    #[error(transparent)]
+    Knorm(#[from] KnormError),
     /// The histogram or the charge was refused, or the Laplace mechanism failed.
-    Mechanism(MechanismError),
-}
-
-impl fmt::Display for KnormReleaseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            KnormReleaseError::Knorm(e) => write!(f, "{e}"),
-            KnormReleaseError::Mechanism(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for KnormReleaseError {
-    /// The inner error's source: the inner error itself is displayed.
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            KnormReleaseError::Knorm(e) => e.source(),
-            KnormReleaseError::Mechanism(e) => e.source(),
-        }
-    }
-}
-
-impl From<KnormError> for KnormReleaseError {
-    fn from(e: KnormError) -> Self {
-        KnormReleaseError::Knorm(e)
-    }
-}
-
-impl From<MechanismError> for KnormReleaseError {
-    fn from(e: MechanismError) -> Self {
-        KnormReleaseError::Mechanism(e)
-    }
+    #[error(transparent)]
+    Mechanism(#[from] MechanismError),
 }
 
 /// The ℓ1 sensitivity of `F·x` for the Laplace comparison: Δ times the largest

@@ -198,45 +198,34 @@ pub fn clip_sq_laplace(kind: &ReportKind, x: f64) -> f64 {
 }
 
 /// Errors of aggregator construction, merging and estimation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AggregateError {
     /// Merging aggregators of different kinds.
+    #[error("cannot merge aggregators of different report kinds")]
     KindMismatch,
     /// No reports: nothing to estimate.
+    #[error("no reports have been aggregated")]
     Empty,
     /// Frequencies asked of a mean mechanism or vice versa.
+    #[error("this mechanism does not estimate that quantity")]
     WrongEstimate,
     /// The kind's parameters are not valid (unknown mechanism, zero domain, …).
+    #[error("invalid report kind")]
     InvalidKind,
     /// A state's SQ-Laplace sums are not those of clipped values (a state saved
     /// before values were clipped, or edited): refused rather than merged.
+    #[error(
+        "the SQ-Laplace sums exceed those of n clipped values (a state saved before clipping, or \
+         edited)"
+    )]
     Unclipped,
     /// A state's counts could not come from `n` reports (counts of a one-hot
     /// mechanism that do not sum to `n`, a unary or OLH count above `n`, counts
     /// of an SQ-Laplace state): refused rather than merged.
+    #[error("the counts could not come from n reports (a damaged or edited state)")]
     Inconsistent,
 }
-
-impl fmt::Display for AggregateError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            AggregateError::KindMismatch => "cannot merge aggregators of different report kinds",
-            AggregateError::Empty => "no reports have been aggregated",
-            AggregateError::WrongEstimate => "this mechanism does not estimate that quantity",
-            AggregateError::InvalidKind => "invalid report kind",
-            AggregateError::Inconsistent => {
-                "the counts could not come from n reports (a damaged or edited state)"
-            }
-            AggregateError::Unclipped => {
-                "the SQ-Laplace sums exceed those of n clipped values (a state saved before \
-                 clipping, or edited)"
-            }
-        })
-    }
-}
-
-impl std::error::Error for AggregateError {}
 
 /// Aggregation state for one [`ReportKind`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -34,8 +34,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::fmt;
-
 use privq_core::Epsilon;
 use privq_core::local::QueryId;
 use privq_core::report::{
@@ -133,36 +131,61 @@ impl Default for Limits {
 
 /// Why a campaign is not usable. [`field`](CampaignError::field) names the
 /// campaign field (and command-line flag) at fault.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CampaignError {
     /// The file is not valid campaign JSON.
-    Json(serde_json::Error),
+    #[error("not a valid campaign file: {0}")]
+    Json(#[source] serde_json::Error),
     /// `format` is not `privq-ldp-campaign`.
+    #[error("format must be {CAMPAIGN_FORMAT:?}")]
     Format,
     /// A campaign file version this crate does not read.
+    #[error("campaign version {0} is not supported (this privq reads version {CAMPAIGN_VERSION})")]
     Version(u32),
     /// Not a mechanism name.
+    #[error(
+        "unknown mechanism {0:?} (one of rr, grr, sue, oue, olh, hr, 1bitmean, sq-bit, \
+         sq-laplace)"
+    )]
     UnknownMechanism(String),
     /// ε could not be read, is not encodable in a report header, or the
     /// mechanism refuses it.
-    Epsilon(privq_core::Error),
+    #[error("epsilon: {0}")]
+    Epsilon(#[source] privq_core::Error),
     /// ε is so large that the estimator is numerically meaningless
     /// (e^ε overflows a double, so the estimates would be NaN).
+    #[error(
+        "epsilon = {0} is too large: e^epsilon overflows, so the estimates would be undefined \
+         (NaN)"
+    )]
     EpsilonUnusable(Epsilon),
     /// A parameter the mechanism needs is missing.
+    #[error("this mechanism needs {0}")]
     Missing(&'static str),
     /// A parameter this mechanism does not take was given.
+    #[error("this mechanism takes no {0}")]
     Unexpected(&'static str),
     /// A parameter is out of the mechanism's range.
-    Parameter(&'static str, privq_core::Error),
+    #[error("{0}: {1}")]
+    Parameter(&'static str, #[source] privq_core::Error),
     /// The reports would not fit a frame (longer than 65535 bytes).
+    #[error(
+        "reports would be {0} bytes, more than a frame holds ({MAX_FRAME_LEN}); use a smaller \
+         domain"
+    )]
     ReportTooLong(usize),
     /// A query entry is not an id or an `a-b` range with a ≤ b.
+    #[error("query {0:?} is not an id or an a-b range (0 ≤ a ≤ b ≤ 65535)")]
     Query(String),
     /// The query set is empty.
+    #[error("the query set is empty")]
     NoQueries,
     /// The aggregation state could exceed the memory cap.
+    #[error(
+        "aggregating this campaign can need {} MiB, above the {} MiB limit (raise --memory-mib \
+         or shrink the domain or query set)", needed.div_ceil(1 << 20), limit / (1 << 20)
+    )]
     Memory {
         /// Bytes needed at most.
         needed: u64,
@@ -186,58 +209,6 @@ impl CampaignError {
             CampaignError::ReportTooLong(_) => "domain",
             CampaignError::Query(_) | CampaignError::NoQueries => "queries",
             CampaignError::Memory { .. } => "memory-mib",
-        }
-    }
-}
-
-impl fmt::Display for CampaignError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CampaignError::Json(e) => write!(f, "not a valid campaign file: {e}"),
-            CampaignError::Format => write!(f, "format must be {CAMPAIGN_FORMAT:?}"),
-            CampaignError::Version(v) => write!(
-                f,
-                "campaign version {v} is not supported (this privq reads version {CAMPAIGN_VERSION})"
-            ),
-            CampaignError::UnknownMechanism(m) => write!(
-                f,
-                "unknown mechanism {m:?} (one of rr, grr, sue, oue, olh, hr, 1bitmean, sq-bit, sq-laplace)"
-            ),
-            CampaignError::Epsilon(e) => write!(f, "epsilon: {e}"),
-            CampaignError::EpsilonUnusable(e) => write!(
-                f,
-                "epsilon = {e} is too large: e^epsilon overflows, so the estimates would be undefined (NaN)"
-            ),
-            CampaignError::Missing(p) => write!(f, "this mechanism needs {p}"),
-            CampaignError::Unexpected(p) => write!(f, "this mechanism takes no {p}"),
-            CampaignError::Parameter(p, e) => write!(f, "{p}: {e}"),
-            CampaignError::ReportTooLong(n) => write!(
-                f,
-                "reports would be {n} bytes, more than a frame holds ({MAX_FRAME_LEN}); use a smaller domain"
-            ),
-            CampaignError::Query(q) => {
-                write!(
-                    f,
-                    "query {q:?} is not an id or an a-b range (0 ≤ a ≤ b ≤ 65535)"
-                )
-            }
-            CampaignError::NoQueries => write!(f, "the query set is empty"),
-            CampaignError::Memory { needed, limit } => write!(
-                f,
-                "aggregating this campaign can need {} MiB, above the {} MiB limit (raise --memory-mib or shrink the domain or query set)",
-                needed.div_ceil(1 << 20),
-                limit / (1 << 20)
-            ),
-        }
-    }
-}
-
-impl std::error::Error for CampaignError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            CampaignError::Json(e) => Some(e),
-            CampaignError::Epsilon(e) | CampaignError::Parameter(_, e) => Some(e),
-            _ => None,
         }
     }
 }

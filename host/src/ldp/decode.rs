@@ -1,44 +1,55 @@
 //! Report validation with one typed error and one counter per rejection class.
 
-use std::fmt;
-
 use privq_core::Error;
 use privq_core::report::{self, Report};
 use serde::{Deserialize, Serialize};
 
 /// Why a report was rejected. Every class of malformed report has its own variant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, thiserror::Error)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum RejectReason {
     /// Shorter than the 12-byte header.
+    #[error("report shorter than its 12-byte header")]
     Truncated,
     /// Unsupported format version.
+    #[error("report has an unsupported format version")]
     Version,
     /// Unknown mechanism id.
+    #[error("report names an unknown mechanism")]
     UnknownMechanism,
     /// Invalid header parameters (ε zero, impossible domain/bucket count/bound/grid).
+    #[error("report header has invalid parameters")]
     Parameter,
     /// Length differs from what the header implies.
+    #[error("report length does not match its header")]
     Length,
     /// A payload value out of range.
+    #[error("report payload value out of range")]
     ValueOutOfRange,
     /// A valid report for a different mechanism, ε, domain or query than the
     /// aggregator's.
+    #[error("report is for another mechanism, epsilon, domain or query")]
     Mismatch,
     /// A valid report of another mechanism than the campaign's.
+    #[error("report is for another mechanism than the campaign")]
     MechanismMismatch,
     /// A valid report at another ε than the campaign's.
+    #[error("report has another epsilon than the campaign")]
     EpsilonMismatch,
     /// A valid report with another domain size / parameter (or OLH bucket count
     /// `g`) than the campaign's.
+    #[error("report has another domain size or parameter than the campaign")]
     ParameterMismatch,
     /// A valid report for a query id the campaign does not collect.
+    #[error("report's query id is not in the campaign")]
     QueryMismatch,
     /// A frame whose length prefix differs from the campaign's report length
     /// (a corrupted length: the reader resynchronises after it).
+    #[error("frame length differs from the campaign's report length (corrupted length prefix)")]
     FrameLength,
     /// The input ends inside a frame.
+    #[error("the input ends inside a frame")]
     FrameTruncated,
 }
 
@@ -91,33 +102,6 @@ impl RejectReason {
         }
     }
 }
-
-impl fmt::Display for RejectReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = match self {
-            RejectReason::Truncated => "report shorter than its 12-byte header",
-            RejectReason::Version => "report has an unsupported format version",
-            RejectReason::UnknownMechanism => "report names an unknown mechanism",
-            RejectReason::Parameter => "report header has invalid parameters",
-            RejectReason::Length => "report length does not match its header",
-            RejectReason::ValueOutOfRange => "report payload value out of range",
-            RejectReason::Mismatch => "report is for another mechanism, epsilon, domain or query",
-            RejectReason::MechanismMismatch => "report is for another mechanism than the campaign",
-            RejectReason::EpsilonMismatch => "report has another epsilon than the campaign",
-            RejectReason::ParameterMismatch => {
-                "report has another domain size or parameter than the campaign"
-            }
-            RejectReason::QueryMismatch => "report's query id is not in the campaign",
-            RejectReason::FrameLength => {
-                "frame length differs from the campaign's report length (corrupted length prefix)"
-            }
-            RejectReason::FrameTruncated => "the input ends inside a frame",
-        };
-        f.write_str(s)
-    }
-}
-
-impl std::error::Error for RejectReason {}
 
 /// Decodes and validates one report (see [`privq_core::report::decode`]).
 pub fn decode_report(bytes: &[u8]) -> Result<Report<'_>, RejectReason> {

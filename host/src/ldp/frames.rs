@@ -52,27 +52,16 @@ pub fn write_frame(w: &mut dyn Write, report: &[u8]) -> io::Result<()> {
 }
 
 /// Problems with the file itself (not with the reports in it).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum FrameError {
     /// The file does not start with `PQRS` and version 1.
+    #[error("not a privq report file (expected magic PQRS, version 1)")]
     BadFileHeader,
     /// Reading failed.
-    Io(io::Error),
+    #[error("reading the reports failed: {0}")]
+    Io(#[source] io::Error),
 }
-
-impl std::fmt::Display for FrameError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FrameError::BadFileHeader => {
-                f.write_str("not a privq report file (expected magic PQRS, version 1)")
-            }
-            FrameError::Io(e) => write!(f, "reading the reports failed: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for FrameError {}
 
 /// Splits an in-memory report file into frames. Yields `Ok(report)` per complete
 /// frame and a final `Err(truncated_bytes)` if the file ends inside a frame. A

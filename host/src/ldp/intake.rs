@@ -213,45 +213,27 @@ impl fmt::Display for Outcome {
 }
 
 /// Errors of saved states and merging.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StateError {
     /// Not valid state JSON.
-    Json(serde_json::Error),
+    #[error("not a valid saved state: {0}")]
+    Json(#[source] serde_json::Error),
     /// Not a `privq-ldp-state` of a supported version.
+    #[error("not a {STATE_FORMAT} file of version {STATE_VERSION}")]
     Format,
     /// The state's campaign is invalid (or over the limits).
-    Campaign(CampaignError),
+    #[error("campaign {field}: {0}", field = .0.field())]
+    Campaign(#[source] CampaignError),
     /// States of different campaigns.
+    #[error("the states are of different campaigns")]
     CampaignMismatch,
     /// A group that the campaign does not allow, or with inconsistent counts.
-    Group(AggregateError),
+    #[error("a group does not fit the campaign: {0}")]
+    Group(#[source] AggregateError),
     /// The counters disagree with the groups or with each other.
+    #[error("inconsistent counters: {0}")]
     Stats(&'static str),
-}
-
-impl fmt::Display for StateError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StateError::Json(e) => write!(f, "not a valid saved state: {e}"),
-            StateError::Format => write!(f, "not a {STATE_FORMAT} file of version {STATE_VERSION}"),
-            StateError::Campaign(e) => write!(f, "campaign {}: {e}", e.field()),
-            StateError::CampaignMismatch => f.write_str("the states are of different campaigns"),
-            StateError::Group(e) => write!(f, "a group does not fit the campaign: {e}"),
-            StateError::Stats(what) => write!(f, "inconsistent counters: {what}"),
-        }
-    }
-}
-
-impl std::error::Error for StateError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            StateError::Json(e) => Some(e),
-            StateError::Campaign(e) => Some(e),
-            StateError::Group(e) => Some(e),
-            _ => None,
-        }
-    }
 }
 
 /// A saved aggregator state (`privq ldp aggregate --save-state`), versioned.

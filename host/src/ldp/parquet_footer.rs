@@ -63,23 +63,29 @@ pub struct FooterSummary {
 }
 
 /// Why a footer was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum FooterError {
     /// The footer is longer than [`MAX_FOOTER`].
+    #[error("a footer of {len} bytes (report tables have at most {MAX_FOOTER})")]
     TooLong {
         /// Its length.
         len: usize,
     },
     /// The metadata ends inside a value.
+    #[error("the footer ends inside a value")]
     Truncated,
     /// A variable-length integer of more than ten bytes, or one out of range.
+    #[error("a malformed variable-length integer")]
     Varint,
     /// A Thrift type code outside 1–12.
+    #[error("Thrift type code {0}")]
     Type(u8),
     /// Thrift nesting deeper than [`MAX_DEPTH`].
+    #[error("nesting deeper than {MAX_DEPTH}")]
     TooDeep,
     /// A list, set or map declares more elements than the bytes left can hold.
+    #[error("a list of {declared} elements declared with {left} bytes left")]
     ListTooLong {
         /// The declared count.
         declared: u64,
@@ -87,33 +93,12 @@ pub enum FooterError {
         left: usize,
     },
     /// Bytes after the end of the metadata.
+    #[error("{0} bytes after the footer's end")]
     Trailing(usize),
     /// The footer has a field privq's tables never have, or lacks one they need.
+    #[error("{0}")]
     Shape(&'static str),
 }
-
-impl std::fmt::Display for FooterError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FooterError::TooLong { len } => write!(
-                f,
-                "a footer of {len} bytes (report tables have at most {MAX_FOOTER})"
-            ),
-            FooterError::Truncated => f.write_str("the footer ends inside a value"),
-            FooterError::Varint => f.write_str("a malformed variable-length integer"),
-            FooterError::Type(t) => write!(f, "Thrift type code {t}"),
-            FooterError::TooDeep => write!(f, "nesting deeper than {MAX_DEPTH}"),
-            FooterError::ListTooLong { declared, left } => write!(
-                f,
-                "a list of {declared} elements declared with {left} bytes left"
-            ),
-            FooterError::Trailing(n) => write!(f, "{n} bytes after the footer's end"),
-            FooterError::Shape(why) => f.write_str(why),
-        }
-    }
-}
-
-impl std::error::Error for FooterError {}
 
 // Thrift compact protocol type codes.
 const TRUE: u8 = 1;

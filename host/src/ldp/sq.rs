@@ -91,47 +91,24 @@ impl Responder {
 }
 
 /// Errors of the local SQ oracle.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SqError {
     /// More queries than the oracle was built for (its budget), or more than 65536.
+    #[error("more statistical queries than the oracle's budget allows")]
     TooManyQueries,
     /// No devices, or fewer devices than queries under [`Strategy::Partition`].
+    #[error("too few devices for the number of queries")]
     TooFewDevices,
     /// β outside (0, 1).
+    #[error("beta must lie strictly between 0 and 1")]
     BadBeta,
     /// A core error (ε not encodable, budget refusal, …).
-    Core(privq_core::Error),
+    #[error(transparent)]
+    Core(#[from] privq_core::Error),
     /// An aggregation error.
-    Aggregate(AggregateError),
-}
-
-impl fmt::Display for SqError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SqError::TooManyQueries => {
-                f.write_str("more statistical queries than the oracle's budget allows")
-            }
-            SqError::TooFewDevices => f.write_str("too few devices for the number of queries"),
-            SqError::BadBeta => f.write_str("beta must lie strictly between 0 and 1"),
-            SqError::Core(e) => write!(f, "{e}"),
-            SqError::Aggregate(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for SqError {}
-
-impl From<privq_core::Error> for SqError {
-    fn from(e: privq_core::Error) -> Self {
-        SqError::Core(e)
-    }
-}
-
-impl From<AggregateError> for SqError {
-    fn from(e: AggregateError) -> Self {
-        SqError::Aggregate(e)
-    }
+    #[error(transparent)]
+    Aggregate(#[from] AggregateError),
 }
 
 /// One query's answer with its tolerance.

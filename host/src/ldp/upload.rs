@@ -26,7 +26,6 @@
 //! ```
 
 use std::collections::HashMap;
-use std::fmt;
 
 use privq_core::upload::{self, DeviceKey, FrameError, TAG_LEN};
 use serde::{Deserialize, Serialize};
@@ -34,33 +33,44 @@ use serde::{Deserialize, Serialize};
 use super::decode::RejectReason;
 
 /// Why an upload frame was rejected.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, thiserror::Error)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum FrameReject {
     /// Shorter than the 25-byte header or than its length field.
+    #[error("the frame is truncated")]
     Truncated,
     /// Does not start with `PQUF`.
+    #[error("the frame does not start with PQUF")]
     Magic,
     /// Unsupported frame version.
+    #[error("the frame has an unsupported version")]
     Version,
     /// Length field below 57 (header and tag).
+    #[error("the frame's length field is too small")]
     Length,
     /// Bytes after the length the frame declares.
+    #[error("bytes follow the frame")]
     TrailingBytes,
     /// No key is known for the frame's device id.
+    #[error("no key is known for the frame's device")]
     UnknownDevice,
     /// The HMAC-SHA-256 tag does not verify.
+    #[error("the frame's HMAC-SHA-256 tag does not verify")]
     Mac,
     /// Authenticated, but it holds no report.
+    #[error("the frame holds no report")]
     Count,
     /// Authenticated, but the reports do not fill the body exactly.
+    #[error("the frame's reports do not fill its body exactly")]
     BodyLength,
     /// Authenticated, but report `index` is malformed (`reason`, as for report files).
+    #[error("the frame's report {index} is malformed: {reason}")]
     Report {
         /// Position of the report in the frame.
         index: u16,
         /// The report's rejection class.
+        #[source]
         reason: RejectReason,
     },
 }
@@ -102,29 +112,6 @@ impl FrameReject {
         }
     }
 }
-
-impl fmt::Display for FrameReject {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FrameReject::UnknownDevice => f.write_str("no key is known for the frame's device"),
-            FrameReject::Report { index, reason } => {
-                write!(f, "the frame's report {index} is malformed: {reason}")
-            }
-            FrameReject::Truncated => f.write_str("the frame is truncated"),
-            FrameReject::Magic => f.write_str("the frame does not start with PQUF"),
-            FrameReject::Version => f.write_str("the frame has an unsupported version"),
-            FrameReject::Length => f.write_str("the frame's length field is too small"),
-            FrameReject::TrailingBytes => f.write_str("bytes follow the frame"),
-            FrameReject::Mac => f.write_str("the frame's HMAC-SHA-256 tag does not verify"),
-            FrameReject::Count => f.write_str("the frame holds no report"),
-            FrameReject::BodyLength => {
-                f.write_str("the frame's reports do not fill its body exactly")
-            }
-        }
-    }
-}
-
-impl std::error::Error for FrameReject {}
 
 /// A verified frame: its header fields, tag and reports (each a wire-format report
 /// that passed [`privq_core::report::decode`]).

@@ -29,7 +29,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::fmt;
 use std::path::Path;
 
 use privq_core::rand_core::{CryptoRng, Rng};
@@ -54,10 +53,11 @@ pub struct MwemRequest {
 }
 
 /// Why an MWEM release could not be made.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum MwemSynthError {
     /// The discovery share leaves nothing of the budget for MWEM.
+    #[error("a discovery share of {share} leaves nothing of epsilon {total} for the release")]
     DiscoveryShare {
         /// ε of discovery.
         share: Epsilon,
@@ -65,48 +65,14 @@ pub enum MwemSynthError {
         total: Epsilon,
     },
     /// An exact split of the budget overflowed (ε's denominator is too large).
-    Split(CoreError),
+    #[error("splitting the budget: {0}")]
+    Split(#[source] CoreError),
     /// Loading the data, or private domain discovery.
-    Data(DiscoveryError),
+    #[error(transparent)]
+    Data(#[from] DiscoveryError),
     /// MWEM refused (rounds, workload, budget).
-    Mwem(MwemError),
-}
-
-impl fmt::Display for MwemSynthError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            MwemSynthError::DiscoveryShare { share, total } => write!(
-                f,
-                "a discovery share of {share} leaves nothing of epsilon {total} for the release"
-            ),
-            MwemSynthError::Split(e) => write!(f, "splitting the budget: {e}"),
-            MwemSynthError::Data(e) => write!(f, "{e}"),
-            MwemSynthError::Mwem(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for MwemSynthError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            MwemSynthError::Split(e) => Some(e),
-            MwemSynthError::Data(e) => Some(e),
-            MwemSynthError::Mwem(e) => Some(e),
-            MwemSynthError::DiscoveryShare { .. } => None,
-        }
-    }
-}
-
-impl From<MwemError> for MwemSynthError {
-    fn from(e: MwemError) -> Self {
-        MwemSynthError::Mwem(e)
-    }
-}
-
-impl From<DiscoveryError> for MwemSynthError {
-    fn from(e: DiscoveryError) -> Self {
-        MwemSynthError::Data(e)
-    }
+    #[error(transparent)]
+    Mwem(#[from] MwemError),
 }
 
 impl MwemRequest {

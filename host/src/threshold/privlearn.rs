@@ -1,7 +1,5 @@
 //! PRIVLEARN (thesis Fig. 7.2): data release from a threshold learner.
 
-use std::fmt;
-
 use privq_core::Epsilon;
 use privq_core::rand_core::{CryptoRng, Rng};
 
@@ -35,39 +33,18 @@ pub trait ThresholdLearner {
 }
 
 /// Why PRIVLEARN did not release.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PrivLearnError {
     /// A parameter is out of range; the message says which.
+    #[error("invalid parameter: {0}")]
     InvalidParameter(String),
     /// The oracle (budget, data, sampler) failed.
-    Mechanism(MechanismError),
+    #[error(transparent)]
+    Mechanism(#[from] MechanismError),
     /// The learner's LP failed.
-    Lp(LpError),
-}
-
-impl fmt::Display for PrivLearnError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PrivLearnError::InvalidParameter(why) => write!(f, "invalid parameter: {why}"),
-            PrivLearnError::Mechanism(e) => write!(f, "{e}"),
-            PrivLearnError::Lp(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for PrivLearnError {}
-
-impl From<MechanismError> for PrivLearnError {
-    fn from(e: MechanismError) -> Self {
-        PrivLearnError::Mechanism(e)
-    }
-}
-
-impl From<LpError> for PrivLearnError {
-    fn from(e: LpError) -> Self {
-        PrivLearnError::Lp(e)
-    }
+    #[error(transparent)]
+    Lp(#[from] LpError),
 }
 
 /// PRIVLEARN's release: the hypotheses `h_1 … h_k` combined by the count rule, or

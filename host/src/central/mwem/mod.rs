@@ -23,8 +23,6 @@
 //! ([`MwemConfig::cost`]) is charged to the caller's [`Accountant`] before anything
 //! is sampled; [`MwemOutput::ledger`] itemises how it was spent.
 
-use std::fmt;
-
 use privq_core::Epsilon;
 use privq_core::rand_core::{CryptoRng, Rng};
 
@@ -239,53 +237,26 @@ impl MwemConfig {
 }
 
 /// Why MWEM did not run.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum MwemError {
     /// A parameter is out of range.
+    #[error("invalid parameter: {0}")]
     InvalidParameter(&'static str),
     /// The data or workload is unusable (e.g. empty data).
-    Data(DataError),
+    #[error(transparent)]
+    Data(#[from] DataError),
     /// A mechanism failed.
-    Mechanism(MechanismError),
+    #[error(transparent)]
+    Mechanism(#[from] MechanismError),
     /// The budget filter refused a charge.
-    Budget(AccountantError),
-}
-
-impl fmt::Display for MwemError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            MwemError::InvalidParameter(why) => write!(f, "invalid parameter: {why}"),
-            MwemError::Data(e) => write!(f, "{e}"),
-            MwemError::Mechanism(e) => write!(f, "{e}"),
-            MwemError::Budget(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for MwemError {}
-
-impl From<DataError> for MwemError {
-    fn from(e: DataError) -> Self {
-        MwemError::Data(e)
-    }
-}
-
-impl From<MechanismError> for MwemError {
-    fn from(e: MechanismError) -> Self {
-        MwemError::Mechanism(e)
-    }
+    #[error(transparent)]
+    Budget(#[from] AccountantError),
 }
 
 impl From<privq_core::Error> for MwemError {
     fn from(e: privq_core::Error) -> Self {
         MwemError::Mechanism(MechanismError::Core(e))
-    }
-}
-
-impl From<AccountantError> for MwemError {
-    fn from(e: AccountantError) -> Self {
-        MwemError::Budget(e)
     }
 }
 

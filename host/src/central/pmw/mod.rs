@@ -31,8 +31,6 @@
 
 mod session;
 
-use std::fmt;
-
 use privq_core::Epsilon;
 
 use crate::accountant::{Accountant, AccountantError, Cost};
@@ -491,18 +489,24 @@ fn check_delta(delta: f64, epsilon: Epsilon) -> Result<(), PmwError> {
 }
 
 /// Why a PMW session did not answer.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PmwError {
     /// The update budget `m` was exceeded: the session aborted ("failure" in
     /// Fig. 4.2) and answers nothing more.
+    #[error("PMW failure: the update budget is used up, the session answers no more queries")]
     Failure,
     /// All `k` rounds were used.
+    #[error("all {rounds} rounds of the session are used")]
     RoundsExhausted {
         /// k.
         rounds: usize,
     },
     /// User constants fail the privacy condition of the construction.
+    #[error(
+        "the constants are not private: sigma*n = {sigma_n} but the construction needs at least \
+         {needed}"
+    )]
     PrivacyConditionViolated {
         /// σ·n as given.
         sigma_n: f64,
@@ -510,6 +514,10 @@ pub enum PmwError {
         needed: f64,
     },
     /// The parameters were checked for another ε or n than the session's.
+    #[error(
+        "the PMW parameters were checked for {what} = {checked_for}, but the session has {what} \
+         = {session}"
+    )]
     ParamsMismatch {
         /// "epsilon" or "n".
         what: &'static str,
@@ -519,68 +527,22 @@ pub enum PmwError {
         session: String,
     },
     /// A parameter is out of range.
+    #[error("invalid parameter: {0}")]
     InvalidParameter(&'static str),
     /// The privacy budget does not cover the session.
-    Budget(AccountantError),
+    #[error(transparent)]
+    Budget(#[from] AccountantError),
     /// A sampler or mechanism failed.
-    Mechanism(MechanismError),
+    #[error(transparent)]
+    Mechanism(#[from] MechanismError),
     /// Unusable data or query.
-    Data(DataError),
-}
-
-impl fmt::Display for PmwError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PmwError::Failure => write!(
-                f,
-                "PMW failure: the update budget is used up, the session answers no more queries"
-            ),
-            PmwError::RoundsExhausted { rounds } => {
-                write!(f, "all {rounds} rounds of the session are used")
-            }
-            PmwError::PrivacyConditionViolated { sigma_n, needed } => write!(
-                f,
-                "the constants are not private: sigma*n = {sigma_n} but the construction needs at least {needed}"
-            ),
-            PmwError::ParamsMismatch {
-                what,
-                checked_for,
-                session,
-            } => write!(
-                f,
-                "the PMW parameters were checked for {what} = {checked_for}, but the session has {what} = {session}"
-            ),
-            PmwError::InvalidParameter(why) => write!(f, "invalid parameter: {why}"),
-            PmwError::Budget(e) => write!(f, "{e}"),
-            PmwError::Mechanism(e) => write!(f, "{e}"),
-            PmwError::Data(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for PmwError {}
-
-impl From<MechanismError> for PmwError {
-    fn from(e: MechanismError) -> Self {
-        PmwError::Mechanism(e)
-    }
+    #[error(transparent)]
+    Data(#[from] DataError),
 }
 
 impl From<privq_core::Error> for PmwError {
     fn from(e: privq_core::Error) -> Self {
         PmwError::Mechanism(MechanismError::Core(e))
-    }
-}
-
-impl From<DataError> for PmwError {
-    fn from(e: DataError) -> Self {
-        PmwError::Data(e)
-    }
-}
-
-impl From<AccountantError> for PmwError {
-    fn from(e: AccountantError) -> Self {
-        PmwError::Budget(e)
     }
 }
 

@@ -19,7 +19,6 @@
 //! marginals (`docs/src/proofs.md`).
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use privq_core::rand_core::{CryptoRng, Rng};
 use privq_core::{Epsilon, Rho};
@@ -335,54 +334,25 @@ pub struct AdaptiveOutput<M> {
 }
 
 /// Errors of the adaptive-marginals mechanism.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum AdaptiveError {
     /// A parameter is outside its range.
+    #[error("invalid parameter: {0}")]
     InvalidParameter(String),
     /// The data or domain.
-    Data(DataError),
+    #[error(transparent)]
+    Data(#[from] DataError),
     /// A mechanism refused (budget, parameters).
-    Mechanism(MechanismError),
+    #[error(transparent)]
+    Mechanism(#[from] MechanismError),
     /// The accountant refused or is not a zCDP one.
-    Budget(AccountantError),
+    #[error(transparent)]
+    Budget(#[from] AccountantError),
     /// The estimator failed.
-    Estimator(SynthError),
+    #[error("model estimation failed: {0}")]
+    Estimator(#[from] SynthError),
 }
 
-impl fmt::Display for AdaptiveError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AdaptiveError::InvalidParameter(m) => write!(f, "invalid parameter: {m}"),
-            AdaptiveError::Data(e) => write!(f, "{e}"),
-            AdaptiveError::Mechanism(e) => write!(f, "{e}"),
-            AdaptiveError::Budget(e) => write!(f, "{e}"),
-            AdaptiveError::Estimator(e) => write!(f, "model estimation failed: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for AdaptiveError {}
-
-impl From<SynthError> for AdaptiveError {
-    fn from(e: SynthError) -> Self {
-        AdaptiveError::Estimator(e)
-    }
-}
-impl From<DataError> for AdaptiveError {
-    fn from(e: DataError) -> Self {
-        AdaptiveError::Data(e)
-    }
-}
-impl From<MechanismError> for AdaptiveError {
-    fn from(e: MechanismError) -> Self {
-        AdaptiveError::Mechanism(e)
-    }
-}
-impl From<AccountantError> for AdaptiveError {
-    fn from(e: AccountantError) -> Self {
-        AdaptiveError::Budget(e)
-    }
-}
 impl From<privq_core::Error> for AdaptiveError {
     fn from(e: privq_core::Error) -> Self {
         AdaptiveError::Mechanism(MechanismError::Core(e))
