@@ -21,7 +21,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use privq_host::sample::{BoundedDiscreteLaplace, DiscreteGaussian, DiscreteLaplace, SigmaSquared};
+use privq_core::sample::{BoundedDiscreteLaplace, DiscreteGaussian, DiscreteLaplace, SigmaSquared};
 use rand_chacha::ChaCha12Rng;
 use rand_core::SeedableRng;
 

@@ -22,7 +22,7 @@
 use std::convert::Infallible;
 use std::io::{BufWriter, Write};
 
-use privq_host::sample::{BoundedDiscreteLaplace, DiscreteLaplace};
+use privq_core::sample::{BoundedDiscreteLaplace, DiscreteLaplace};
 use rand_chacha::ChaCha12Rng;
 use rand_core::{Rng, SeedableRng, TryRng};
 

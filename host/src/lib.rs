@@ -22,11 +22,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The core's types that host APIs name are re-exported here; the rest of the device
-//! crate (report and upload formats, the device ledger, the grid samplers) is used from
-//! [`privq_core`] itself.
+//! The core's types that host APIs name are re-exported here. The rest of the device
+//! crate (report and upload formats, the device ledger, and the bare samplers, which
+//! charge no accountant) is used from [`privq_core`] itself.
 
-pub use privq_core::{Epsilon, Error, Fixed, Histogram, Rho, histogram, local, rand_core, sample};
+pub use privq_core::{Epsilon, Error, Fixed, Histogram, Rho, histogram, local, rand_core};
 
 mod rng;
 pub mod stats;

@@ -9,7 +9,7 @@
 //! Run with `-- --nocapture` to see every statistic.
 
 use privq_core::{GridGaussian, GridLaplace};
-use privq_host::sample::{
+use privq_core::sample::{
     BoundedDiscreteLaplace, DiscreteGaussian, DiscreteLaplace, SigmaSquared, bernoulli,
     bernoulli_exp, uniform_below,
 };
