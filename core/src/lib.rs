@@ -16,6 +16,10 @@
 //! Randomness is always passed in (`R: rand_core::Rng`; releases need `CryptoRng`),
 //! and every fallible operation returns [`Result`] with a typed [`Error`].
 //!
+//! Minimum Rust: **1.87** (`rust-version`; heapless 0.9.3 needs it, 0.9.4 needs 1.88). The
+//! test command builds this crate (host and `thumbv6m-none-eabi`) and the example firmware
+//! with exactly Rust 1.87 and the workspace's lock file.
+//!
 //! ```
 //! use privq_core::{laplace_on_grid, Epsilon, Fixed};
 //! use rand_chacha::ChaCha12Rng;
