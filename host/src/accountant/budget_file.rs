@@ -332,6 +332,18 @@ pub struct BudgetExceeded {
     pub requested_delta: f64,
 }
 
+impl BudgetExceeded {
+    /// Whether the requested ε fits in what the cap's ε leaves, so that δ alone is
+    /// what the charge exceeds.
+    fn epsilon_fits(&self) -> bool {
+        let total = match self.spent_epsilon {
+            None => Ok(self.requested_epsilon),
+            Some(s) => s.checked_add(self.requested_epsilon),
+        };
+        total.is_ok_and(|t| t <= self.cap.epsilon)
+    }
+}
+
 /// What a budget file refuses.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -449,6 +461,27 @@ impl fmt::Display for BudgetFileError {
                 "budget file {} was created with cap {stored}, not {given}; a cap is fixed \
                  when the file is created (omit the cap to use the stored one)",
                 path.display()
+            ),
+            BudgetFileError::Exceeded(x) if x.epsilon_fits() && x.cap.delta == 0.0 => write!(
+                f,
+                "privacy budget of {} exceeded in δ: {} needs δ = {}, but the cap {} allows no δ \
+                 (its ε = {} would fit); nothing was charged",
+                x.path.display(),
+                x.label,
+                delta_text(x.requested_delta),
+                x.cap,
+                x.requested_epsilon,
+            ),
+            BudgetFileError::Exceeded(x) if x.epsilon_fits() => write!(
+                f,
+                "privacy budget of {} exceeded in δ: {} needs δ = {}, but δ = {} of the cap {} \
+                 is spent (its ε = {} would fit); nothing was charged",
+                x.path.display(),
+                x.label,
+                delta_text(x.requested_delta),
+                delta_text(x.spent_delta),
+                x.cap,
+                x.requested_epsilon,
             ),
             BudgetFileError::Exceeded(x) => write!(
                 f,
@@ -1136,6 +1169,65 @@ mod tests {
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+    }
+
+    /// A charge whose ε fits but whose δ does not names δ; one that exceeds ε (alone
+    /// or with δ) keeps the message that shows both.
+    #[test]
+    fn budget_refusal_names_delta_when_delta_alone_is_exceeded() {
+        let approx = |n, d, delta| {
+            RunCost::new(Cost::Approximate {
+                epsilon: eps(n, d),
+                delta,
+            })
+            .unwrap()
+        };
+        let path = scratch("refuse-delta");
+        let cap = Cap::new(eps(1, 1), 0.0).unwrap();
+        let e = BudgetFile::charge(
+            &path,
+            Some(cap),
+            &approx(1, 2, 1e-6),
+            "private groups",
+            None,
+        )
+        .unwrap_err();
+        assert!(matches!(e, BudgetFileError::Exceeded(_)), "{e}");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "privacy budget of {} exceeded in δ: private groups needs δ = 1e-6, but the cap \
+                 ε = 1, δ = 0 allows no δ (its ε = 1/2 would fit); nothing was charged",
+                path.display()
+            )
+        );
+        assert!(!path.exists(), "nothing written");
+        // A cap with a δ, partly spent.
+        let cap = Cap::new(eps(2, 1), 1e-6).unwrap();
+        BudgetFile::charge(&path, Some(cap), &approx(1, 2, 6e-7), "first", None).unwrap();
+        let e = BudgetFile::charge(&path, None, &approx(1, 2, 6e-7), "second", None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "privacy budget of {} exceeded in δ: second needs δ = 6e-7, but δ = 6e-7 of the \
+                 cap ε = 2, δ = 1e-6 is spent (its ε = 1/2 would fit); nothing was charged",
+                path.display()
+            )
+        );
+        // ε exceeded, with δ or without: the message as before.
+        for (delta, what) in [(6e-7, "6e-7"), (0.0, "0")] {
+            let e =
+                BudgetFile::charge(&path, None, &approx(2, 1, delta), "third", None).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "privacy budget of {} exceeded: third needs ε = 2, δ = {what}, but ε = 1/2 \
+                     and δ = 6e-7 of the cap ε = 2, δ = 1e-6 are spent; nothing was charged",
+                    path.display()
+                )
+            );
+        }
+        assert_eq!(BudgetFile::read(&path).unwrap().charges().len(), 1);
     }
 
     #[test]
