@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use privq_host::accountant::Accountant;
-use privq_host::central::pmw::{PmwParams, PmwSession, PmwVariant};
+use privq_host::central::pmw::{PmwConfig, PmwSession, PmwVariant};
 use privq_host::data::{CountHistogram, Domain, MemoryCap};
 use privq_host::query::Query;
 use privq_host::{Epsilon, seeded_rng};
@@ -62,7 +62,7 @@ fn bench_pmw(c: &mut Criterion) {
     });
 
     // Lazy rounds: a huge threshold, so no round updates.
-    let lazy = PmwParams::user(0.01, 1e-4, 10.0, 1e6, PmwVariant::Pure, eps, n).expect("private");
+    let lazy = PmwConfig::user(0.01, 1e-4, 10.0, 1e6, PmwVariant::Pure, eps, n).expect("private");
     let mut budget = Accountant::pure(eps);
     let mut s = PmwSession::new(&counts, lazy, usize::MAX, eps, &mut budget, seeded_rng(1))
         .expect("session");
@@ -74,7 +74,7 @@ fn bench_pmw(c: &mut Criterion) {
     });
 
     // Update rounds: a tiny threshold, so every round updates.
-    let upd = PmwParams::user(1e-6, 0.02, 1e-12, 1e9, PmwVariant::Pure, eps, n).expect("private");
+    let upd = PmwConfig::user(1e-6, 0.02, 1e-12, 1e9, PmwVariant::Pure, eps, n).expect("private");
     let mut budget = Accountant::pure(eps);
     let mut s = PmwSession::new(&counts, upd, usize::MAX, eps, &mut budget, seeded_rng(2))
         .expect("session");

@@ -21,7 +21,7 @@
 
 use privq_host::Epsilon;
 use privq_host::accountant::Accountant;
-use privq_host::central::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwVariant};
+use privq_host::central::pmw::{Answer, PmwError, PmwConfig, PmwSession, PmwVariant};
 use privq_host::data::{CountHistogram, MemoryCap};
 use privq_host::query::Query;
 use privq_host::stats;
@@ -44,7 +44,7 @@ fn clopper_pearson(k: u64, n: u64, alpha: f64) -> (f64, f64) {
 /// whether the released bound `|h − â|` lies above its median region (0.2).
 fn outcome(counts: &CountHistogram, seed: u64) -> usize {
     let eps = Epsilon::new(1, 1).unwrap();
-    let params = PmwParams::user(ETA, SIGMA, T, 1.0, PmwVariant::Pure, eps, N).unwrap();
+    let params = PmwConfig::user(ETA, SIGMA, T, 1.0, PmwVariant::Pure, eps, N).unwrap();
     let mut budget = Accountant::pure(eps);
     let mut s = PmwSession::new(
         counts,
@@ -168,7 +168,7 @@ fn update_answers_are_fresh_and_unconditioned() {
     let q = Query::dense(vec![1.0, 0.0]).unwrap();
     let (mut sum, mut count) = (0.0, 0u64);
     for seed in 0..RUNS / 4 {
-        let params = PmwParams::user(ETA, SIGMA, T, 1.0, PmwVariant::Pure, eps, N).unwrap();
+        let params = PmwConfig::user(ETA, SIGMA, T, 1.0, PmwVariant::Pure, eps, N).unwrap();
         let mut budget = Accountant::pure(eps);
         let mut s = PmwSession::new(
             &d,

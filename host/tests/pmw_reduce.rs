@@ -3,7 +3,7 @@
 //! for smooth data.
 
 use privq_host::accountant::Accountant;
-use privq_host::central::pmw::{PmwError, PmwParams, PmwSession, PmwVariant};
+use privq_host::central::pmw::{PmwError, PmwConfig, PmwSession, PmwVariant};
 use privq_host::central::pmw_reduce::{DomainReduction, ReduceError};
 use privq_host::data::{CountHistogram, DataError, Distribution, Domain, MemoryCap};
 use privq_host::query::Query;
@@ -63,7 +63,7 @@ fn v_is_sorted_distinct_in_range_and_independent_of_the_data() {
     assert_eq!(x1.total(), x2.total());
     let n = x1.total();
     let eps = Epsilon::new(1, 1).unwrap();
-    let params = PmwParams::user(0.05, 0.001, 0.02, 100.0, PmwVariant::Pure, eps, n).unwrap();
+    let params = PmwConfig::user(0.05, 0.001, 0.02, 100.0, PmwVariant::Pure, eps, n).unwrap();
     let mut supports = Vec::new();
     for x in [&x1, &x2] {
         let v = r.sample(cells, &mut seeded_rng(7)).unwrap();
@@ -217,7 +217,7 @@ fn pmw_on_v_is_accurate_on_smooth_data() {
     let rounds = 4 * distinct;
     let variant = PmwVariant::Approximate { delta: 1e-6 };
     let eps = Epsilon::new(1, 1).unwrap();
-    let params = PmwParams::theory(eps, beta, n, rounds, v.len(), variant).unwrap();
+    let params = PmwConfig::theory(eps, beta, n, rounds, v.len(), variant).unwrap();
     let mut budget = Accountant::approximate(eps, 1e-6).unwrap();
     let mut s = PmwSession::on_reduced_domain(
         &counts,
@@ -309,7 +309,7 @@ fn bad_input_is_typed() {
         .unwrap();
     let x = CountHistogram::from_counts(vec![1; 999], MemoryCap::default()).unwrap();
     let eps = Epsilon::new(1, 1).unwrap();
-    let params = PmwParams::user(0.05, 1.0, 0.02, 100.0, PmwVariant::Pure, eps, 999).unwrap();
+    let params = PmwConfig::user(0.05, 1.0, 0.02, 100.0, PmwVariant::Pure, eps, 999).unwrap();
     let mut budget = Accountant::pure(eps);
     assert!(matches!(
         PmwSession::on_reduced_domain(&x, params, 5, eps, &mut budget, &v, seeded_rng(2)),

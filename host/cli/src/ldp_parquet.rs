@@ -319,7 +319,7 @@ pub fn export(
             frames::read_file(stdin)
         } else {
             std::fs::File::open(input)
-                .map_err(frames::FrameError::Io)
+                .map_err(frames::ReportFileError::Io)
                 .and_then(|mut f| frames::read_file(&mut f))
         }
         .map_err(|e| CliError::Run(format!("{name}: {e}").into()))?;

@@ -8,7 +8,7 @@ use rand_chacha::ChaCha12Rng;
 
 use super::domain::DomainArg;
 use super::{CliError, ColumnsArgs, LedgerArgs};
-use privq_host::central::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwUpdate, PmwVariant};
+use privq_host::central::pmw::{Answer, PmwError, PmwConfig, PmwSession, PmwUpdate, PmwVariant};
 use privq_host::central::pmw_reduce::{DomainReduction, ReduceError, ReducedDomain};
 use privq_host::data::{DataError, Dataset, Domain, MemoryCap};
 use privq_host::query::Query;
@@ -122,9 +122,9 @@ pub struct Args {
 /// Where `privq pmw`'s constants come from when no user profile is given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Profile {
-    /// [`PmwParams::practical`].
+    /// [`PmwConfig::practical`].
     Practical,
-    /// [`PmwParams::theory`].
+    /// [`PmwConfig::theory`].
     Theory,
 }
 
@@ -242,9 +242,9 @@ pub fn run(
     let cells = reduced.as_ref().map_or(ds.counts.len(), |v| v.len());
     let params = match (args.eta, args.sigma, args.threshold, args.max_updates) {
         (Some(eta), Some(sigma), Some(t), Some(m)) => {
-            PmwParams::user(eta, sigma, t, m, variant, epsilon, n).map_err(pmw_err)
+            PmwConfig::user(eta, sigma, t, m, variant, epsilon, n).map_err(pmw_err)
         }
-        _ if practical => PmwParams::practical(epsilon, n, args.alpha).map_err(|e| match e {
+        _ if practical => PmwConfig::practical(epsilon, n, args.alpha).map_err(|e| match e {
             PmwError::InvalidParameter(_) if args.alpha > 0.0 && args.alpha < 1.0 => {
                 let needed = (100.0 / (3.0 * epsilon.to_f64() * args.alpha)).ceil();
                 CliError::Usage {
@@ -258,7 +258,7 @@ pub fn run(
             }
             e => pmw_err(e),
         }),
-        _ => PmwParams::theory(epsilon, args.beta, n, args.rounds, cells, variant).map_err(pmw_err),
+        _ => PmwConfig::theory(epsilon, args.beta, n, args.rounds, cells, variant).map_err(pmw_err),
     }?;
     let params = match args.update {
         Some(rule) => params.with_update(rule),
@@ -371,7 +371,7 @@ fn reduce_domain(
 /// Reports a shifted threshold (domain reduction) and warns when it is vacuous.
 fn warn_about_threshold(
     session: &Session,
-    params: &PmwParams,
+    params: &PmwConfig,
     reduced: Option<&ReducedDomain>,
     n: u64,
     stderr: &mut dyn Write,
@@ -459,7 +459,7 @@ fn answer_all(
 /// The session's parameters, progress and privacy summary.
 fn summarize(
     session: &Session,
-    params: &PmwParams,
+    params: &PmwConfig,
     n: u64,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {

@@ -188,7 +188,7 @@ fn top_prints_what_report_noisy_max_returns() {
 
 #[test]
 fn pmw_prints_what_the_opened_session_answers() {
-    use privq_host::central::pmw::{Answer, PmwParams, PmwSession};
+    use privq_host::central::pmw::{Answer, PmwConfig, PmwSession};
     use privq_host::data::Dataset;
     use privq_host::query::Query;
 
@@ -198,7 +198,7 @@ fn pmw_prints_what_the_opened_session_answers() {
         MemoryCap::default(),
     )
     .unwrap();
-    let params = PmwParams::practical(eps(1, 1), ds.counts.total(), 0.3).unwrap();
+    let params = PmwConfig::practical(eps(1, 1), ds.counts.total(), 0.3).unwrap();
     let (mut session, accountant) =
         PmwSession::open(&ds.counts, params, 10, None, seeded_rng(8)).unwrap();
     assert_eq!(accountant.neighbours(), Some(Neighbours::Replace));

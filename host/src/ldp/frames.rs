@@ -54,7 +54,7 @@ pub fn write_frame(w: &mut dyn Write, report: &[u8]) -> io::Result<()> {
 /// Problems with the file itself (not with the reports in it).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum FrameError {
+pub enum ReportFileError {
     /// The file does not start with `PQRS` and version 1.
     #[error("not a privq report file (expected magic PQRS, version 1)")]
     BadFileHeader,
@@ -69,18 +69,18 @@ pub enum FrameError {
 /// prefix would be `PQ`, and no report starts with the `RS` that follows (a
 /// report starts with its format version, 1). Damaged length prefixes are not
 /// detected: [`Scanner`] resynchronises, knowing the campaign.
-pub fn frames(file: &[u8]) -> Result<Frames<'_>, FrameError> {
-    let rest = file.strip_prefix(&MAGIC).ok_or(FrameError::BadFileHeader)?;
+pub fn frames(file: &[u8]) -> Result<Frames<'_>, ReportFileError> {
+    let rest = file.strip_prefix(&MAGIC).ok_or(ReportFileError::BadFileHeader)?;
     match rest.split_first() {
         Some((&FILE_VERSION, body)) => Ok(Frames { rest: body }),
-        _ => Err(FrameError::BadFileHeader),
+        _ => Err(ReportFileError::BadFileHeader),
     }
 }
 
 /// Reads a whole report file into memory.
-pub fn read_file(r: &mut dyn Read) -> Result<Vec<u8>, FrameError> {
+pub fn read_file(r: &mut dyn Read) -> Result<Vec<u8>, ReportFileError> {
     let mut buf = Vec::new();
-    r.read_to_end(&mut buf).map_err(FrameError::Io)?;
+    r.read_to_end(&mut buf).map_err(ReportFileError::Io)?;
     Ok(buf)
 }
 
@@ -381,7 +381,7 @@ mod tests {
         );
         assert!(matches!(
             frames(b"PQRS\x02"),
-            Err(FrameError::BadFileHeader)
+            Err(ReportFileError::BadFileHeader)
         ));
     }
 }

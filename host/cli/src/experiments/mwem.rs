@@ -10,7 +10,7 @@ use privq_core::Epsilon;
 use super::svg::{Series, line_chart};
 use privq_host::accountant::Accountant;
 use privq_host::central::mwem::{
-    FitConfig, Improvements, MwemConfig, MwemError, OutputRule, Reiterate, barak_baseline,
+    BaselineFitOptions, Improvements, MwemConfig, MwemError, OutputRule, Reiterate, barak_baseline,
     exact_fit, mwem, optimal_rounds,
 };
 use privq_host::data::{DataError, Dataset, MemoryCap, kl};
@@ -45,7 +45,7 @@ pub struct Protocol {
     pub max_noise: f64,
     /// Pass cap and tolerance of the Barak baseline's MW fit (and of the
     /// non-private reference fit).
-    pub barak_fit: FitConfig,
+    pub barak_fit: BaselineFitOptions,
     /// Which fits of the Barak baseline to run; each is its own curve and has
     /// its own acceptance checks.
     pub baselines: Vec<Baseline>,
@@ -108,7 +108,7 @@ impl Protocol {
             max_noise: 0.05,
             // The `Fit` baseline fits to convergence; the pass cap keeps
             // NLTCS (696 measurements × 2^16 cells) affordable.
-            barak_fit: FitConfig {
+            barak_fit: BaselineFitOptions {
                 max_passes: 200,
                 tolerance: 1e-9,
                 discrepancy: false,
@@ -471,7 +471,7 @@ fn run_method(
     let mut accountant = Accountant::pure(eps);
     match method {
         Method::Barak(b) => {
-            let fit = FitConfig {
+            let fit = BaselineFitOptions {
                 discrepancy: b == Baseline::Discrepancy,
                 ..protocol.barak_fit
             };

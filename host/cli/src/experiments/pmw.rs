@@ -2,8 +2,8 @@
 //! random 2-way marginal cells (`a = u ∧ b = v` for random attributes and values) it
 //! compares the mean absolute error of
 //!
-//! * the **practical** profile ([`PmwParams::practical`], privq's default),
-//! * the thesis constants of the pure variant ([`PmwParams::theory`], eq. 4.14),
+//! * the **practical** profile ([`PmwConfig::practical`], privq's default),
+//! * the thesis constants of the pure variant ([`PmwConfig::theory`], eq. 4.14),
 //!   which are vacuous at n ≈ 20 000 (the threshold T exceeds 1),
 //! * the **uniform guess** `1/(|A_a|·|A_b|)`, what a session that never updates
 //!   answers.
@@ -20,7 +20,7 @@ use privq_core::rand_core::Rng;
 
 use privq_host::accountant::Accountant;
 use privq_host::central::mw::dot;
-use privq_host::central::pmw::{Answer, PmwParams, PmwSession, PmwVariant};
+use privq_host::central::pmw::{Answer, PmwConfig, PmwSession, PmwVariant};
 use privq_host::data::Dataset;
 use privq_host::query::Query;
 use privq_host::seeded_rng;
@@ -134,10 +134,10 @@ pub fn run(
     let mut rows = Vec::new();
     for (e, &epsilon) in config.epsilons.iter().enumerate() {
         let profiles = [
-            ("practical", PmwParams::practical(epsilon, n, config.alpha)?),
+            ("practical", PmwConfig::practical(epsilon, n, config.alpha)?),
             (
                 "theory",
-                PmwParams::theory(
+                PmwConfig::theory(
                     epsilon,
                     0.05,
                     n,

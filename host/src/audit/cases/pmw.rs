@@ -14,7 +14,7 @@ use privq_core::Epsilon;
 use super::setup;
 use crate::accountant::Accountant;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
-use crate::central::pmw::{Answer, PmwError, PmwParams, PmwSession, PmwUpdate, PmwVariant};
+use crate::central::pmw::{Answer, PmwError, PmwConfig, PmwSession, PmwUpdate, PmwVariant};
 use crate::central::pmw_reduce::DomainReduction;
 use crate::data::{CountHistogram, MemoryCap};
 use crate::query::Query;
@@ -84,7 +84,7 @@ pub fn pmw_approximate(small: bool) -> Result<AuditCase, AuditError> {
 
 fn build(name: &str, p: Pattern, claim: Claim) -> Result<AuditCase, AuditError> {
     let eps = Epsilon::new(1, 1).map_err(setup)?;
-    let params = PmwParams::user(1.0, p.sigma, p.threshold, 1.0, p.variant, eps, p.n)
+    let params = PmwConfig::user(1.0, p.sigma, p.threshold, 1.0, p.variant, eps, p.n)
         .map_err(setup)?
         .with_update(p.update);
     // After one (sign) update with η = 1 the hypothesis answers e/(e+1) on cell 0; put
@@ -167,7 +167,7 @@ pub fn pmw_reduce(small: bool) -> Result<AuditCase, AuditError> {
     let reduction =
         DomainReduction::new(1.0 / cells as f64, alpha, 0.05, k + 1, 0.0).map_err(setup)?;
     let params =
-        PmwParams::user(1.0, sigma, threshold, 1.0, PmwVariant::Pure, eps, n).map_err(setup)?;
+        PmwConfig::user(1.0, sigma, threshold, 1.0, PmwVariant::Pure, eps, n).map_err(setup)?;
     let c0 = ((threshold + alpha) * n as f64).ceil() as u64;
     let hist = |c: u64| -> Result<CountHistogram, AuditError> {
         let rest = n - c;

@@ -262,7 +262,7 @@ impl From<privq_core::Error> for MwemError {
 
 /// One released measurement.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Measurement {
+pub struct NoisyAnswer {
     /// Index of the query in the workload.
     pub query: usize,
     /// The noisy answer, normalized (`m_t / n`).
@@ -277,7 +277,7 @@ pub struct MwemOutput {
     /// The synthetic distribution over the universe.
     pub distribution: Vec<f64>,
     /// The measurements, in order.
-    pub measurements: Vec<Measurement>,
+    pub measurements: Vec<NoisyAnswer>,
     /// How the charged cost was spent, step by step (its budget is the cost charged
     /// to the caller's accountant; adaptive runs may spend less).
     pub ledger: Accountant,
@@ -370,7 +370,7 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
     let adaptive = config.improvements.adaptive
         && 2.0 * config.rounds as f64 / (eps_rounds.to_f64() * n)
             <= config.improvements.adaptive_max_noise;
-    let mut measurements: Vec<Measurement> = Vec::new();
+    let mut measurements: Vec<NoisyAnswer> = Vec::new();
     let mut average = vec![0.0; data.len()];
     let mut iterates = 0usize;
     let horizon = if adaptive {
@@ -419,7 +419,7 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
         )?;
         let noisy = truth.measure(chosen, lap_eps, rng)?;
         let value = noisy / n;
-        measurements.push(Measurement {
+        measurements.push(NoisyAnswer {
             query: chosen,
             value,
             noise_scale: 1.0 / (lap_eps.to_f64() * n),
@@ -540,7 +540,7 @@ fn noisy_init<R: Rng + CryptoRng + ?Sized>(
 fn reiterate(
     state: &mut MwState,
     workload: &Workload,
-    measurements: &[Measurement],
+    measurements: &[NoisyAnswer],
     re: Reiterate,
 ) {
     let prepared: Vec<(Prepared<'_>, f64)> = measurements
@@ -647,7 +647,7 @@ impl TrueAnswers {
 
 /// Settings of the MW fit in the [`barak_baseline`].
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FitConfig {
+pub struct BaselineFitOptions {
     /// At most this many passes over all measurements (default 1000).
     pub max_passes: usize,
     /// Stop when the largest residual changes by less than this (default 1e−9).
@@ -657,9 +657,9 @@ pub struct FitConfig {
     pub discrepancy: bool,
 }
 
-impl Default for FitConfig {
+impl Default for BaselineFitOptions {
     fn default() -> Self {
-        FitConfig {
+        BaselineFitOptions {
             max_passes: 1000,
             tolerance: 1e-9,
             discrepancy: true,
@@ -674,7 +674,7 @@ pub fn barak_baseline<R: Rng + CryptoRng + ?Sized>(
     data: &CountHistogram,
     workload: &Workload,
     epsilon: Epsilon,
-    fit: FitConfig,
+    fit: BaselineFitOptions,
     accountant: &mut Accountant,
     rng: &mut R,
 ) -> Result<MwemOutput, MwemError> {
@@ -689,7 +689,7 @@ pub fn barak_baseline<R: Rng + CryptoRng + ?Sized>(
     let truth = TrueAnswers::new(data, workload);
     let measurements = (0..workload.len())
         .map(|i| {
-            Ok(Measurement {
+            Ok(NoisyAnswer {
                 query: i,
                 value: truth.measure(i, per_query, rng)? / n,
                 noise_scale: 1.0 / (per_query.to_f64() * n),
@@ -712,19 +712,19 @@ pub fn barak_baseline<R: Rng + CryptoRng + ?Sized>(
 pub fn exact_fit(
     data: &CountHistogram,
     workload: &Workload,
-    fit: FitConfig,
+    fit: BaselineFitOptions,
 ) -> Result<Vec<f64>, MwemError> {
     check_inputs(data, workload)?;
     let n = data.total() as f64;
     let truth = TrueAnswers::new(data, workload);
-    let measurements: Vec<Measurement> = (0..workload.len())
-        .map(|i| Measurement {
+    let measurements: Vec<NoisyAnswer> = (0..workload.len())
+        .map(|i| NoisyAnswer {
             query: i,
             value: truth.get(i) / n,
             noise_scale: 0.0,
         })
         .collect();
-    let exact = FitConfig {
+    let exact = BaselineFitOptions {
         discrepancy: false,
         ..fit
     };
@@ -735,8 +735,8 @@ pub fn exact_fit(
 fn fit_from_uniform(
     cells: usize,
     workload: &Workload,
-    measurements: &[Measurement],
-    fit: FitConfig,
+    measurements: &[NoisyAnswer],
+    fit: BaselineFitOptions,
 ) -> Result<Vec<f64>, MwemError> {
     let mut state = MwState::uniform(cells, MemoryCap::default())?;
     reiterate(

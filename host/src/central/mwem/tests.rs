@@ -17,7 +17,7 @@ fn exact_fit_recovers_the_log_linear_model_of_the_workload() {
         .collect();
     let h = CountHistogram::from_counts(product, MemoryCap::default()).unwrap();
     let truth = h.normalized().unwrap();
-    let fit = FitConfig::default();
+    let fit = BaselineFitOptions::default();
     let one = exact_fit(&h, &Workload::parities(&dom, 1).unwrap(), fit).unwrap();
     assert!(kl(truth.probabilities(), &one) < 1e-9);
 
@@ -82,7 +82,7 @@ fn a5_accountant_total_never_exceeds_target() {
         &h,
         &w,
         eps,
-        FitConfig::default(),
+        BaselineFitOptions::default(),
         &mut acct(),
         &mut seeded_rng(2),
     )

@@ -12,9 +12,9 @@
 //! Neighbours are **replace-one-record** ([`Neighbours::Replace`]): n is public, and
 //! the normalized answer `f(x) = (1/n)·Σ f(record)` has sensitivity `Δ = 1/n`
 //! ([`Neighbours::fraction_l1`]). n and the distribution are computed by the session
-//! from the counts, never passed beside them. [`PmwParams`] record the ε (and δ) and
+//! from the counts, never passed beside them. [`PmwConfig`] record the ε (and δ) and
 //! the n they were checked for; a session refuses other values
-//! ([`PmwError::ParamsMismatch`]), states [`PmwParams::cost`] and charges the
+//! ([`PmwError::ParamsMismatch`]), states [`PmwConfig::cost`] and charges the
 //! [`Accountant`] **before** drawing anything
 //! (including the threshold). All noise is exact discrete Laplace on the core's
 //! power-of-two grid ([`GridLaplace`](privq_core::GridLaplace)), with every
@@ -26,8 +26,8 @@
 //! [`PureSplit`]) rather than the thesis' §4.4 variant. Why each is private is argued
 //! in the book, chapter "Privacy arguments", section PMW (`docs/src/proofs.md`).
 //!
-//! The thesis constants ([`PmwParams::theory`]) are vacuous at realistic sizes (T > 1
-//! at n = 21 574, see the example there); [`PmwParams::user`] accepts other constants.
+//! The thesis constants ([`PmwConfig::theory`]) are vacuous at realistic sizes (T > 1
+//! at n = 21 574, see the example there); [`PmwConfig::user`] accepts other constants.
 
 mod session;
 
@@ -119,9 +119,9 @@ impl crate::choice::Named for PmwUpdate {
 /// update budget m, the update rule, the variant — and the ε, δ and n they were
 /// checked for.
 ///
-/// Fields are private: build them with [`PmwParams::theory`] or [`PmwParams::user`].
+/// Fields are private: build them with [`PmwConfig::theory`] or [`PmwConfig::user`].
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PmwParams {
+pub struct PmwConfig {
     eta: f64,
     sigma: f64,
     threshold: f64,
@@ -132,7 +132,7 @@ pub struct PmwParams {
     n: u64,
 }
 
-impl PmwParams {
+impl PmwConfig {
     /// The thesis constants for budget ε, failure probability β, database size `n`,
     /// `k` rounds and a (sub-)universe of `m_cells` cells: eq. 4.2 for
     /// [`PmwVariant::Approximate`]; η, T and m of eq. 4.14 for [`PmwVariant::Pure`],
@@ -140,11 +140,11 @@ impl PmwParams {
     /// (below the thesis' `10m/(nε)`, so the accuracy analysis still applies).
     ///
     /// ```
-    /// use privq_host::central::pmw::{PmwParams, PmwVariant};
+    /// use privq_host::central::pmw::{PmwConfig, PmwVariant};
     /// use privq_host::Epsilon;
     /// // Eq. 4.2 at n = 21 574, N = 2^16, k = 697, ε = 1, δ = 1e-6, β = 0.05.
     /// let eps = Epsilon::new(1, 1)?;
-    /// let p = PmwParams::theory(eps, 0.05, 21_574, 697, 1 << 16, PmwVariant::Approximate { delta: 1e-6 })?;
+    /// let p = PmwConfig::theory(eps, 0.05, 21_574, 697, 1 << 16, PmwVariant::Approximate { delta: 1e-6 })?;
     /// assert!((p.eta() - 0.143).abs() < 5e-4);
     /// assert!((p.threshold() - 5.71).abs() < 0.01); // T > 1: vacuous at this n
     /// assert_eq!((p.epsilon(), p.n()), (eps, 21_574));
@@ -193,7 +193,7 @@ impl PmwParams {
             }
             PmwVariant::Pure => pure_sigma_needed(max_updates, epsilon, n),
         };
-        Ok(PmwParams {
+        Ok(PmwConfig {
             eta,
             sigma,
             threshold: 40.0 * eta,
@@ -208,7 +208,7 @@ impl PmwParams {
     /// Practical constants for the pure variant at accuracy target `alpha`: the
     /// threshold `T = α`, comparison noise `σ = α/5`, the largest update budget `m`
     /// the privacy condition allows at that σ (`σn ≥ 10(⌊m⌋ + 1)/(3ε)`), `η = 1`, and
-    /// [`PmwUpdate::Project`] steps. The thesis constants ([`PmwParams::theory`]) are
+    /// [`PmwUpdate::Project`] steps. The thesis constants ([`PmwConfig::theory`]) are
     /// vacuous at realistic n (`T > 1` at n = 21 574); these answer
     /// lazily within about `α + |ν|` and spend an update only where the hypothesis
     /// is off by more, so the session lasts as long as the data needs fewer than m
@@ -219,9 +219,9 @@ impl PmwParams {
     /// update (`n < 100/(3εα)`: 417 records at ε = 1, α = 0.08).
     ///
     /// ```
-    /// use privq_host::central::pmw::{PmwParams, PmwUpdate, PmwVariant};
+    /// use privq_host::central::pmw::{PmwConfig, PmwUpdate, PmwVariant};
     /// use privq_host::Epsilon;
-    /// let p = PmwParams::practical(Epsilon::new(1, 1)?, 21_574, 0.08)?;
+    /// let p = PmwConfig::practical(Epsilon::new(1, 1)?, 21_574, 0.08)?;
     /// assert_eq!((p.threshold(), p.max_updates()), (0.08, 102.0));
     /// assert_eq!((p.variant(), p.update()), (PmwVariant::Pure, PmwUpdate::Project));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -254,13 +254,13 @@ impl PmwParams {
     /// (eq. 4.3 with the constants its proof supports, see `approx_sigma_needed`), `σn ≥ 10(⌊m⌋ + 1)/(3ε)` (comparison noise, module docs) for the pure one.
     ///
     /// ```
-    /// use privq_host::central::pmw::{PmwError, PmwParams, PmwVariant};
+    /// use privq_host::central::pmw::{PmwError, PmwConfig, PmwVariant};
     /// use privq_host::Epsilon;
     /// let eps = Epsilon::new(1, 1)?;
     /// // m = 1: two above-threshold outcomes at most, σn ≥ 20/3 is needed.
-    /// assert!(PmwParams::user(0.1, 0.01, 0.05, 1.0, PmwVariant::Pure, eps, 1841).is_ok());
+    /// assert!(PmwConfig::user(0.1, 0.01, 0.05, 1.0, PmwVariant::Pure, eps, 1841).is_ok());
     /// assert!(matches!(
-    ///     PmwParams::user(0.1, 0.001, 0.05, 1.0, PmwVariant::Pure, eps, 1841),
+    ///     PmwConfig::user(0.1, 0.001, 0.05, 1.0, PmwVariant::Pure, eps, 1841),
     ///     Err(PmwError::PrivacyConditionViolated { .. })
     /// ));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -301,7 +301,7 @@ impl PmwParams {
                 needed: needed_sigma * n as f64,
             });
         }
-        Ok(PmwParams {
+        Ok(PmwConfig {
             eta,
             sigma,
             threshold,
@@ -323,7 +323,7 @@ impl PmwParams {
                 "the threshold shift must be finite and non-negative",
             ));
         }
-        Ok(PmwParams {
+        Ok(PmwConfig {
             threshold: self.threshold + gamma,
             ..self
         })
@@ -332,7 +332,7 @@ impl PmwParams {
     /// The same constants with another update rule (privacy is unchanged: the
     /// rule only post-processes released answers).
     pub fn with_update(self, update: PmwUpdate) -> Self {
-        PmwParams { update, ..self }
+        PmwConfig { update, ..self }
     }
 
     /// The update rule.

@@ -14,7 +14,7 @@ use crate::contract::Neighbours;
 use crate::data::{CountHistogram, DataError, Distribution, MemoryCap};
 use crate::query::{Query, Workload};
 
-use super::{Answer, PmwError, PmwParams, PmwVariant, TranscriptEntry, check_common};
+use super::{Answer, PmwError, PmwConfig, PmwVariant, TranscriptEntry, check_common};
 
 /// The noise of a session, all on one grid γ = 2^`grid_exp`.
 #[derive(Debug, Clone)]
@@ -28,7 +28,7 @@ struct Noise {
 }
 
 impl Noise {
-    fn new(params: &PmwParams, universe: usize) -> Result<Self, PmwError> {
+    fn new(params: &PmwConfig, universe: usize) -> Result<Self, PmwError> {
         let delta = params.neighbours().fraction_l1(params.n)?;
         let unit = fixed_ceil(delta)?;
         // The default grid for Δ: the largest power of two γ ≤ Δ/2^10.
@@ -85,14 +85,14 @@ impl Noise {
 ///
 /// ```
 /// use privq_host::data::{CountHistogram, MemoryCap};
-/// use privq_host::central::pmw::{PmwParams, PmwSession, PmwVariant};
+/// use privq_host::central::pmw::{PmwConfig, PmwSession, PmwVariant};
 /// use privq_host::query::Query;
 /// use privq_host::accountant::Accountant;
 /// use privq_host::{Epsilon, seeded_rng};
 ///
 /// let counts = CountHistogram::from_counts(vec![500_000, 300_000, 150_000, 50_000], MemoryCap::default())?;
 /// let eps = Epsilon::new(1, 1)?;
-/// let params = PmwParams::theory(eps, 0.05, counts.total(), 100, 4, PmwVariant::Pure)?;
+/// let params = PmwConfig::theory(eps, 0.05, counts.total(), 100, 4, PmwVariant::Pure)?;
 /// let mut budget = Accountant::pure(eps);
 /// let mut session = PmwSession::new(&counts, params, 100, eps, &mut budget, seeded_rng(1))?;
 /// let a = session.answer(&Query::dense(vec![1.0, 1.0, 0.0, 0.0])?)?;
@@ -107,7 +107,7 @@ pub struct PmwSession<R> {
     /// The last update round's update, applied in the same pass as the next
     /// round's evaluation of the hypothesis (bit-for-bit the immediate update).
     pending: Option<PendingUpdate>,
-    params: PmwParams,
+    params: PmwConfig,
     noise: Noise,
     /// `T` (approximate) or the secret `T̂` (pure): never exposed.
     pub(super) compare_threshold: Fixed,
@@ -139,18 +139,18 @@ impl<R: Rng + CryptoRng> PmwSession<R> {
     /// The library entry point of `privq pmw`: a session for at most `rounds`
     /// queries over the universe of `counts`, or over the public sub-universe
     /// `reduced` (thesis §4.6), together with the accountant it charged — built by
-    /// [`PmwParams::accountant`] (budget exactly the session's cost, bound to
+    /// [`PmwConfig::accountant`] (budget exactly the session's cost, bound to
     /// replace-one-record neighbours), so the caller decides neither.
     ///
     /// ```
-    /// use privq_host::central::pmw::{PmwParams, PmwSession, PmwVariant};
+    /// use privq_host::central::pmw::{PmwConfig, PmwSession, PmwVariant};
     /// use privq_host::contract::Neighbours;
     /// use privq_host::data::{CountHistogram, MemoryCap};
     /// use privq_host::{Epsilon, seeded_rng};
     ///
     /// let counts = CountHistogram::from_counts(vec![30, 10, 40, 20], MemoryCap::default())?;
     /// let eps = Epsilon::new(1, 1)?;
-    /// let params = PmwParams::user(0.5, 0.2, 0.3, 4.0, PmwVariant::Pure, eps, 100)?;
+    /// let params = PmwConfig::user(0.5, 0.2, 0.3, 4.0, PmwVariant::Pure, eps, 100)?;
     /// let (session, accountant) = PmwSession::open(&counts, params, 5, None, seeded_rng(1))?;
     /// assert_eq!(accountant.neighbours(), Some(Neighbours::Replace));
     /// assert_eq!(accountant.spent_epsilon(), Some(eps));
@@ -159,7 +159,7 @@ impl<R: Rng + CryptoRng> PmwSession<R> {
     /// ```
     pub fn open(
         counts: &CountHistogram,
-        params: PmwParams,
+        params: PmwConfig,
         rounds: usize,
         reduced: Option<&ReducedDomain>,
         rng: R,
@@ -181,7 +181,7 @@ impl<R: Rng + CryptoRng> PmwSession<R> {
     /// checked for this n and this ε ([`PmwError::ParamsMismatch`] otherwise).
     pub fn new(
         counts: &CountHistogram,
-        params: PmwParams,
+        params: PmwConfig,
         rounds: usize,
         epsilon: Epsilon,
         budget: &mut Accountant,
@@ -200,7 +200,7 @@ impl<R: Rng + CryptoRng> PmwSession<R> {
     /// data-independent reduced domain), never built from the data.
     pub(crate) fn with_state(
         counts: &CountHistogram,
-        params: PmwParams,
+        params: PmwConfig,
         rounds: usize,
         epsilon: Epsilon,
         budget: &mut Accountant,
@@ -262,8 +262,8 @@ impl<R: Rng + CryptoRng> PmwSession<R> {
     /// ([`ReducedDomain::threshold_shift`]; `T` itself when `V = U`).
     ///
     /// Pass the *unshifted* `params`, built for `|V|` cells
-    /// (`PmwParams::theory(…, domain.len(), …)`: η and m use `ln |V|`) or by
-    /// [`PmwParams::user`]; their privacy checks are what make the session private,
+    /// (`PmwConfig::theory(…, domain.len(), …)`: η and m use `ln |V|`) or by
+    /// [`PmwConfig::user`]; their privacy checks are what make the session private,
     /// for every database. Accuracy additionally needs the data to be
     /// (ξ, φ)-pseudo-smooth with the ξ and φ the reduction assumed, and a
     /// non-adaptive query sequence.
@@ -271,7 +271,7 @@ impl<R: Rng + CryptoRng> PmwSession<R> {
     /// ```
     /// use privq_host::accountant::Accountant;
     /// use privq_host::data::{CountHistogram, MemoryCap};
-    /// use privq_host::central::pmw::{PmwParams, PmwSession, PmwVariant};
+    /// use privq_host::central::pmw::{PmwConfig, PmwSession, PmwVariant};
     /// use privq_host::central::pmw_reduce::DomainReduction;
     /// use privq_host::query::Query;
     /// use privq_host::{Epsilon, seeded_rng};
@@ -283,7 +283,7 @@ impl<R: Rng + CryptoRng> PmwSession<R> {
     /// let v = DomainReduction::new(1.0 / cells as f64, 0.05, 0.05, k, 0.0)?
     ///     .sample(cells, &mut seeded_rng(1))?;
     /// let eps = Epsilon::new(1, 1)?;
-    /// let params = PmwParams::user(0.05, 0.001, 0.02, 100.0, PmwVariant::Pure, eps, n)?;
+    /// let params = PmwConfig::user(0.05, 0.001, 0.02, 100.0, PmwVariant::Pure, eps, n)?;
     /// let mut budget = Accountant::pure(eps);
     /// let mut s = PmwSession::on_reduced_domain(&counts, params, k, eps, &mut budget, &v, seeded_rng(2))?;
     /// assert_eq!(s.threshold(), 0.02 + 0.05);
@@ -293,7 +293,7 @@ impl<R: Rng + CryptoRng> PmwSession<R> {
     /// ```
     pub fn on_reduced_domain(
         counts: &CountHistogram,
-        params: PmwParams,
+        params: PmwConfig,
         rounds: usize,
         epsilon: Epsilon,
         budget: &mut Accountant,
@@ -376,7 +376,7 @@ impl<R: Rng + CryptoRng> PmwSession<R> {
 }
 
 /// Charges the session's cost; the pure variant as its three exact parts.
-fn charge(params: &PmwParams, budget: &mut Accountant) -> Result<Vec<Receipt>, PmwError> {
+fn charge(params: &PmwConfig, budget: &mut Accountant) -> Result<Vec<Receipt>, PmwError> {
     let cost = params.cost();
     let nb = params.neighbours();
     if !budget.can_afford(&cost) {
@@ -450,7 +450,7 @@ impl<R> PmwSession<R> {
     }
 
     /// The constants.
-    pub fn params(&self) -> &PmwParams {
+    pub fn params(&self) -> &PmwConfig {
         &self.params
     }
 
@@ -489,7 +489,7 @@ impl<R> PmwSession<R> {
 /// never depend on the data (thesis §4.3.2).
 pub fn replay(
     start: MwState,
-    params: &PmwParams,
+    params: &PmwConfig,
     queries: &[Query],
     transcript: &[TranscriptEntry],
 ) -> Vec<f64> {
@@ -535,7 +535,7 @@ pub struct SyntheticPmw {
 pub fn synthetic<R: Rng + CryptoRng>(
     counts: &CountHistogram,
     workload: &Workload,
-    params: PmwParams,
+    params: PmwConfig,
     epsilon: Epsilon,
     budget: &mut Accountant,
     rng: R,
@@ -571,12 +571,12 @@ pub fn synthetic_rounds(
     queries: usize,
     cells: usize,
     variant: PmwVariant,
-) -> Result<PmwParams, PmwError> {
+) -> Result<PmwConfig, PmwError> {
     let mut k = queries.max(1);
-    let mut p = PmwParams::theory(epsilon, beta, n, k, cells, variant)?;
+    let mut p = PmwConfig::theory(epsilon, beta, n, k, cells, variant)?;
     for _ in 0..3 {
         k = (p.max_updates.ceil() as usize + 1).saturating_mul(queries.max(1));
-        p = PmwParams::theory(epsilon, beta, n, k, cells, variant)?;
+        p = PmwConfig::theory(epsilon, beta, n, k, cells, variant)?;
     }
     Ok(p)
 }

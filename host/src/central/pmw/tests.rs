@@ -32,7 +32,7 @@ fn random_queries(cells: usize, k: usize, seed: u64) -> Vec<Query> {
 
 #[test]
 fn theory_constants_match_eq_4_2_worked_values() {
-    let a = PmwParams::theory(
+    let a = PmwConfig::theory(
         eps1(),
         0.05,
         21_574,
@@ -47,7 +47,7 @@ fn theory_constants_match_eq_4_2_worked_values() {
     assert!((a.sigma() - 0.2548).abs() < 1e-3, "{}", a.sigma());
     assert!((a.threshold() - 5.71).abs() < 0.01);
     assert!((a.max_updates() - 545.0).abs() < 2.0, "{}", a.max_updates());
-    let b = PmwParams::theory(
+    let b = PmwConfig::theory(
         eps1(),
         0.05,
         1_000_000,
@@ -62,7 +62,7 @@ fn theory_constants_match_eq_4_2_worked_values() {
         "{}",
         b.max_updates()
     );
-    let p = PmwParams::theory(eps1(), 0.05, 21_574, 697, 1 << 16, PmwVariant::Pure).unwrap();
+    let p = PmwConfig::theory(eps1(), 0.05, 21_574, 697, 1 << 16, PmwVariant::Pure).unwrap();
     assert!((p.eta() - 0.166).abs() < 5e-4, "{}", p.eta());
     assert!((p.threshold() - 6.63).abs() < 0.02);
     // The sparse-vector comparison scale holds with equality: σn = 10(⌊m⌋+1)/(3ε),
@@ -78,21 +78,21 @@ fn theory_constants_match_eq_4_2_worked_values() {
 fn bad_input_is_typed() {
     let v = PmwVariant::Approximate { delta: 1e-6 };
     assert!(matches!(
-        PmwParams::theory(eps1(), 0.05, 10, 0, 4, v),
+        PmwConfig::theory(eps1(), 0.05, 10, 0, 4, v),
         Err(PmwError::InvalidParameter(_))
     ));
     assert!(matches!(
-        PmwParams::theory(eps1(), 0.05, 0, 10, 4, v),
+        PmwConfig::theory(eps1(), 0.05, 0, 10, 4, v),
         Err(PmwError::Data(DataError::EmptyData))
     ));
     assert!(matches!(
-        PmwParams::user(0.1, 0.001, 0.05, 100.0, PmwVariant::Pure, eps1(), 1000),
+        PmwConfig::user(0.1, 0.001, 0.05, 100.0, PmwVariant::Pure, eps1(), 1000),
         Err(PmwError::PrivacyConditionViolated { .. })
     ));
-    assert!(PmwParams::user(0.1, 1.0, 0.05, 100.0, PmwVariant::Pure, eps1(), 1000).is_ok());
+    assert!(PmwConfig::user(0.1, 1.0, 0.05, 100.0, PmwVariant::Pure, eps1(), 1000).is_ok());
     // Pure, m = 1: σn ≥ 20/3 exactly at the edge.
     assert!(
-        PmwParams::user(
+        PmwConfig::user(
             0.1,
             6.67 / 1000.0,
             0.05,
@@ -104,7 +104,7 @@ fn bad_input_is_typed() {
         .is_ok()
     );
     assert!(
-        PmwParams::user(
+        PmwConfig::user(
             0.1,
             6.66 / 1000.0,
             0.05,
@@ -117,17 +117,17 @@ fn bad_input_is_typed() {
     );
     for m in [0.5, f64::NAN, f64::INFINITY] {
         assert!(matches!(
-            PmwParams::user(0.1, 1.0, 0.05, m, PmwVariant::Pure, eps1(), 1000),
+            PmwConfig::user(0.1, 1.0, 0.05, m, PmwVariant::Pure, eps1(), 1000),
             Err(PmwError::InvalidParameter(_))
         ));
     }
 }
 
 /// A user profile with a tiny update budget so that aborts happen.
-fn small_budget_params(n: u64, variant: PmwVariant) -> PmwParams {
+fn small_budget_params(n: u64, variant: PmwVariant) -> PmwConfig {
     let m = 5.0;
     let sigma = 10.0 * m / n as f64 * 100.0; // generous: both conditions hold
-    PmwParams::user(0.2, sigma, 0.02, m, variant, eps1(), n).unwrap()
+    PmwConfig::user(0.2, sigma, 0.02, m, variant, eps1(), n).unwrap()
 }
 
 #[test]
@@ -177,7 +177,7 @@ fn lazy_outputs_are_reproduced_from_the_transcript() {
         .into_iter()
         .flat_map(|v| [(v, PmwUpdate::Sign), (v, PmwUpdate::Project)])
     {
-        let params = PmwParams::user(0.05, 0.002, 0.01, 2000.0, variant, eps1(), n)
+        let params = PmwConfig::user(0.05, 0.002, 0.01, 2000.0, variant, eps1(), n)
             .unwrap()
             .with_update(rule);
         let mut budget = Accountant::approximate(eps1(), 1e-6).unwrap();
@@ -205,7 +205,7 @@ fn lazy_outputs_are_reproduced_from_the_transcript() {
 
 #[test]
 fn a_projection_step_lands_on_the_released_answer_within_its_cap() {
-    let p = PmwParams::practical(eps1(), 100_000, 0.08).unwrap();
+    let p = PmwConfig::practical(eps1(), 100_000, 0.08).unwrap();
     let mut x = MwState::uniform(8, MemoryCap::default()).unwrap();
     let q = Query::dense(vec![1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]).unwrap();
     // 0.25 → 0.4: ln(0.4·0.75/(0.25·0.6)) = ln 2, under the cap η = 1.
@@ -239,7 +239,7 @@ fn deferred_kernel_updates_replay_bit_for_bit() {
             }
         })
         .collect();
-    let params = PmwParams::user(0.05, 0.002, 0.005, 2000.0, PmwVariant::Pure, eps1(), n).unwrap();
+    let params = PmwConfig::user(0.05, 0.002, 0.005, 2000.0, PmwVariant::Pure, eps1(), n).unwrap();
     let mut budget = Accountant::pure(eps1());
     let mut s = PmwSession::new(&counts, params, 300, eps1(), &mut budget, seeded_rng(12)).unwrap();
     let outputs: Vec<f64> = queries
@@ -271,7 +271,7 @@ fn pure_variant_draws_the_threshold_once_and_never_shows_it() {
     let counts = random_counts(64, 1_000_000, 7);
     let n = counts.total();
     let queries = random_queries(64, 100, 8);
-    let params = PmwParams::user(0.05, 0.01, 0.02, 500.0, PmwVariant::Pure, eps1(), n).unwrap();
+    let params = PmwConfig::user(0.05, 0.01, 0.02, 500.0, PmwVariant::Pure, eps1(), n).unwrap();
     let mut budget = Accountant::pure(eps1());
     let mut s = PmwSession::new(&counts, params, 100, eps1(), &mut budget, seeded_rng(9)).unwrap();
     let secret = s.compare_threshold;
@@ -347,7 +347,7 @@ fn budget_split_is_exact_and_a_refused_charge_samples_nothing() {
     let counts = random_counts(16, 100_000, 1);
     let n = counts.total();
     let eps = Epsilon::new(1, 2).unwrap();
-    let params = PmwParams::user(0.1, 0.01, 0.05, 3.0, PmwVariant::Pure, eps, n).unwrap();
+    let params = PmwConfig::user(0.1, 0.01, 0.05, 3.0, PmwVariant::Pure, eps, n).unwrap();
     // The ledger holds the three exact parts and sums to ε.
     let mut budget = Accountant::pure(eps);
     let (rng, draws) = counting_rng(1);
@@ -385,7 +385,7 @@ fn budget_split_is_exact_and_a_refused_charge_samples_nothing() {
     assert!(small.ledger().is_empty() && small.spent_epsilon().is_none());
     // Approximate: δ over budget, likewise.
     let v = PmwVariant::Approximate { delta: 1e-6 };
-    let params = PmwParams::user(0.1, 1.0, 0.05, 3.0, v, eps, n).unwrap();
+    let params = PmwConfig::user(0.1, 1.0, 0.05, 3.0, v, eps, n).unwrap();
     let mut no_delta = Accountant::pure(Epsilon::new(1, 1).unwrap());
     let (rng, draws) = counting_rng(3);
     let err = PmwSession::new(&counts, params, 10, eps, &mut no_delta, rng).unwrap_err();
@@ -403,7 +403,7 @@ fn params_checked_for_another_epsilon_or_n_are_refused() {
     let n = counts.total();
     let half = Epsilon::new(1, 2).unwrap();
     for variant in [PmwVariant::Pure, PmwVariant::Approximate { delta: 1e-6 }] {
-        let params = PmwParams::user(0.1, 1.0, 0.05, 3.0, variant, half, n).unwrap();
+        let params = PmwConfig::user(0.1, 1.0, 0.05, 3.0, variant, half, n).unwrap();
         let mut budget = Accountant::approximate(eps1(), 1e-6).unwrap();
         let (rng, draws) = counting_rng(1);
         // Checked for ε = 1/2, charged ε = 1.
@@ -420,7 +420,7 @@ fn params_checked_for_another_epsilon_or_n_are_refused() {
         );
         assert!(err.to_string().contains("epsilon = 1/2"), "{err}");
         // Checked for another n.
-        let other = PmwParams::user(0.1, 1.0, 0.05, 3.0, variant, half, n + 1).unwrap();
+        let other = PmwConfig::user(0.1, 1.0, 0.05, 3.0, variant, half, n + 1).unwrap();
         let err =
             PmwSession::new(&counts, other, 10, half, &mut budget, seeded_rng(1)).unwrap_err();
         assert!(
@@ -447,7 +447,7 @@ fn params_checked_for_another_epsilon_or_n_are_refused() {
 fn abort_draws_no_fresh_answer_and_applies_no_update() {
     // m = 1: the second update round aborts; the hypothesis keeps one step only.
     let counts = CountHistogram::from_counts(vec![300, 0], MemoryCap::default()).unwrap();
-    let params = PmwParams::user(0.5, 0.05, 0.01, 1.0, PmwVariant::Pure, eps1(), 300).unwrap();
+    let params = PmwConfig::user(0.5, 0.05, 0.01, 1.0, PmwVariant::Pure, eps1(), 300).unwrap();
     let mut budget = Accountant::pure(eps1());
     let mut s = PmwSession::new(&counts, params, 5, eps1(), &mut budget, seeded_rng(4)).unwrap();
     let q = Query::dense(vec![1.0, 0.0]).unwrap();
@@ -471,7 +471,7 @@ fn theory_profile_is_accurate_at_large_n() {
         let x = counts.normalized().unwrap();
         let queries = random_queries(cells, k, 200 + run);
         let v = PmwVariant::Approximate { delta: 1e-6 };
-        let params = PmwParams::theory(eps1(), beta, n, k, cells, v).unwrap();
+        let params = PmwConfig::theory(eps1(), beta, n, k, cells, v).unwrap();
         let mut budget = Accountant::approximate(eps1(), 1e-6).unwrap();
         let mut s =
             PmwSession::new(&counts, params, k, eps1(), &mut budget, seeded_rng(run)).unwrap();
@@ -498,7 +498,7 @@ fn synthetic_mode_stops() {
     let x = counts.normalized().unwrap();
     let dom = crate::data::Domain::binary((0..6).map(|i| format!("a{i}"))).unwrap();
     let w = Workload::parities(&dom, 2).unwrap();
-    let params = PmwParams::user(0.1, 0.001, 0.02, 200.0, PmwVariant::Pure, eps1(), n).unwrap();
+    let params = PmwConfig::user(0.1, 0.001, 0.02, 200.0, PmwVariant::Pure, eps1(), n).unwrap();
     let mut budget = Accountant::pure(eps1());
     let out = synthetic(&counts, &w, params, eps1(), &mut budget, seeded_rng(10)).unwrap();
     assert!(out.passes <= params.max_updates().ceil() as usize + 1);
