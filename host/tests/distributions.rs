@@ -8,11 +8,11 @@
 //!
 //! Run with `-- --nocapture` to see every statistic.
 
-use privq_core::{GridGaussian, GridLaplace};
 use privq_core::sample::{
     BoundedDiscreteLaplace, DiscreteGaussian, DiscreteLaplace, SigmaSquared, bernoulli,
     bernoulli_exp, uniform_below,
 };
+use privq_core::{GridGaussian, GridLaplace};
 use privq_host::stats::{chi_square_gof, chi2_sf, normal_isf};
 use privq_host::{Epsilon, Error, Fixed, Rho};
 use proptest::prelude::*;

@@ -21,7 +21,7 @@
 
 use privq_host::Epsilon;
 use privq_host::accountant::Accountant;
-use privq_host::central::pmw::{Answer, PmwError, PmwConfig, PmwSession, PmwVariant};
+use privq_host::central::pmw::{Answer, PmwConfig, PmwError, PmwSession, PmwVariant};
 use privq_host::data::{CountHistogram, MemoryCap};
 use privq_host::query::Query;
 use privq_host::stats;

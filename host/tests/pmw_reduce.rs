@@ -3,7 +3,7 @@
 //! for smooth data.
 
 use privq_host::accountant::Accountant;
-use privq_host::central::pmw::{PmwError, PmwConfig, PmwSession, PmwVariant};
+use privq_host::central::pmw::{PmwConfig, PmwError, PmwSession, PmwVariant};
 use privq_host::central::pmw_reduce::{DomainReduction, ReduceError};
 use privq_host::data::{CountHistogram, DataError, Distribution, Domain, MemoryCap};
 use privq_host::query::Query;

@@ -18,9 +18,9 @@
 
 use std::collections::BTreeMap;
 
+use privq_core::sample::{BoundedDiscreteLaplace, DiscreteLaplace, IntegerNoise};
 use privq_core::{GridLaplace, laplace_on_grid};
 use privq_host::histogram::{Histogram, OutOfRange};
-use privq_core::sample::{BoundedDiscreteLaplace, DiscreteLaplace, IntegerNoise};
 use privq_host::stats::{binomial_two_sided_p, chi_square_gof};
 use privq_host::{Epsilon, Error, Fixed};
 use proptest::prelude::*;

@@ -8,7 +8,7 @@ use rand_chacha::ChaCha12Rng;
 
 use super::domain::DomainArg;
 use super::{CliError, ColumnsArgs, LedgerArgs};
-use privq_host::central::pmw::{Answer, PmwError, PmwConfig, PmwSession, PmwUpdate, PmwVariant};
+use privq_host::central::pmw::{Answer, PmwConfig, PmwError, PmwSession, PmwUpdate, PmwVariant};
 use privq_host::central::pmw_reduce::{DomainReduction, ReduceError, ReducedDomain};
 use privq_host::data::{DataError, Dataset, Domain, MemoryCap};
 use privq_host::query::Query;

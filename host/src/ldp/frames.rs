@@ -70,7 +70,9 @@ pub enum ReportFileError {
 /// report starts with its format version, 1). Damaged length prefixes are not
 /// detected: [`Scanner`] resynchronises, knowing the campaign.
 pub fn frames(file: &[u8]) -> Result<Frames<'_>, ReportFileError> {
-    let rest = file.strip_prefix(&MAGIC).ok_or(ReportFileError::BadFileHeader)?;
+    let rest = file
+        .strip_prefix(&MAGIC)
+        .ok_or(ReportFileError::BadFileHeader)?;
     match rest.split_first() {
         Some((&FILE_VERSION, body)) => Ok(Frames { rest: body }),
         _ => Err(ReportFileError::BadFileHeader),

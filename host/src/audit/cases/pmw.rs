@@ -14,7 +14,7 @@ use privq_core::Epsilon;
 use super::setup;
 use crate::accountant::Accountant;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
-use crate::central::pmw::{Answer, PmwError, PmwConfig, PmwSession, PmwUpdate, PmwVariant};
+use crate::central::pmw::{Answer, PmwConfig, PmwError, PmwSession, PmwUpdate, PmwVariant};
 use crate::central::pmw_reduce::DomainReduction;
 use crate::data::{CountHistogram, MemoryCap};
 use crate::query::Query;

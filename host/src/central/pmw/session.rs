@@ -14,7 +14,7 @@ use crate::contract::Neighbours;
 use crate::data::{CountHistogram, DataError, Distribution, MemoryCap};
 use crate::query::{Query, Workload};
 
-use super::{Answer, PmwError, PmwConfig, PmwVariant, TranscriptEntry, check_common};
+use super::{Answer, PmwConfig, PmwError, PmwVariant, TranscriptEntry, check_common};
 
 /// The noise of a session, all on one grid γ = 2^`grid_exp`.
 #[derive(Debug, Clone)]
