@@ -348,10 +348,6 @@ fn cut(args: &CutArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Result
     Ok(())
 }
 
-fn run_err(e: impl std::error::Error + Send + Sync + 'static) -> CliError {
-    CliError::Run(Box::new(e))
-}
-
 fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
     let epsilon = super::parse_epsilon(&args.epsilon)?;
     super::refuse_overwriting_input(&args.input, Some(&args.out), "out")?;
@@ -372,7 +368,7 @@ fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
                     )
                     .into(),
                 ),
-                e => run_err(e),
+                e => e.into(),
             },
         )?,
         Some(path) => {
@@ -445,7 +441,7 @@ fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
                 StrategyArg::Partition => Strategy::Partition,
                 StrategyArg::Split => Strategy::Split,
             };
-            let local = |k| LocalSqOracle::new(epsilon, k, args.beta, strategy).map_err(run_err);
+            let local = |k| LocalSqOracle::new(epsilon, k, args.beta, strategy);
             let k = config.query_budget(cells)?;
             config.rho = Some(pick_rho(args, local(k)?.worst_tau(n))?);
             let k = config.query_budget(cells)?;
@@ -564,7 +560,7 @@ fn negate(counts: &CountHistogram) -> Result<CountHistogram, CliError> {
     for (u, &c) in counts.counts().iter().enumerate() {
         out[full ^ u] = c;
     }
-    CountHistogram::from_counts(out, MemoryCap::default()).map_err(run_err)
+    Ok(CountHistogram::from_counts(out, MemoryCap::default())?)
 }
 
 fn query(args: &QueryArgs, stdout: &mut dyn Write) -> Result<(), CliError> {

@@ -109,31 +109,36 @@ pub struct QueryArgs {
     pub format: FormatArg,
 }
 
-fn run_err(e: DistanceError) -> CliError {
-    match e {
-        // The library's typed refusal, in the options' words.
-        DistanceError::WorkTooLarge {
-            alpha,
-            units,
-            what,
-            bytes,
-            cap_mib,
-        } => CliError::Usage {
-            option: "alpha",
-            message: format!(
-                "{alpha} implies {units} {what} (about {} MiB), over --memory-mib {cap_mib}; \
-                 use a larger --alpha, omit it to calibrate from n, or raise --memory-mib",
-                bytes >> 20
-            ),
-        },
-        e => CliError::Run(Box::new(e)),
+/// A distance error reaches the user through [`CliError::Run`], except the
+/// library's refusal of too much work, which becomes an `--alpha` usage error in
+/// the options' words.
+impl From<DistanceError> for CliError {
+    fn from(e: DistanceError) -> Self {
+        match e {
+            // The library's typed refusal, in the options' words.
+            DistanceError::WorkTooLarge {
+                alpha,
+                units,
+                what,
+                bytes,
+                cap_mib,
+            } => CliError::Usage {
+                option: "alpha",
+                message: format!(
+                    "{alpha} implies {units} {what} (about {} MiB), over --memory-mib {cap_mib}; \
+                     use a larger --alpha, omit it to calibrate from n, or raise --memory-mib",
+                    bytes >> 20
+                ),
+            },
+            e => CliError::Run(Box::new(e)),
+        }
     }
 }
 
 /// The request the options state (ε and δ parsed, the domain checked).
 fn request(a: &ReleaseArgs) -> Result<DistanceRequest, CliError> {
-    let domain = BoxDomain::new(a.lo.clone(), a.hi.clone()).map_err(run_err)?;
-    let privacy = Privacy::parse(&a.epsilon, a.delta).map_err(run_err)?;
+    let domain = BoxDomain::new(a.lo.clone(), a.hi.clone())?;
+    let privacy = Privacy::parse(&a.epsilon, a.delta)?;
     Ok(DistanceRequest::new(domain, privacy)
         .alpha(a.alpha)
         .memory_mib(a.memory_mib))
@@ -191,12 +196,10 @@ fn release(
 ) -> Result<(), CliError> {
     super::refuse_overwriting_input(&a.input, Some(&a.out), "out")?;
     let request = request(a)?;
-    let plan = request
-        .plan_synopsis(&read_points(&a.input, stdin)?)
-        .map_err(run_err)?;
+    let plan = request.plan_synopsis(&read_points(&a.input, stdin)?)?;
     // Before any privacy is spent: the synopsis file can be created.
     let mut output = Output::open(Some(&a.out))?;
-    let budget = request.accountant().map_err(run_err)?;
+    let budget = request.accountant()?;
     a.ledger
         .reserve(&budget, "privq distance release", stderr)?;
     let mut rng = super::rng(a.seed, stderr)?;
@@ -204,8 +207,8 @@ fn release(
         synopsis: s,
         accountant,
         privacy,
-    } = plan.release(&mut rng).map_err(run_err)?;
-    let json = s.to_json().map_err(run_err)?;
+    } = plan.release(&mut rng)?;
+    let json = s.to_json()?;
     writeln!(output.writer(stdout), "{json}")?;
     let target = output.describe();
     output.commit(stdout)?;
@@ -258,7 +261,7 @@ fn query(a: &QueryArgs, stdin: &mut dyn BufRead, stdout: &mut dyn Write) -> Resu
             message: "the synopsis is already read from standard input; give a file".into(),
         });
     }
-    let s = Synopsis::from_json(&read_text(&a.synopsis, stdin)?).map_err(run_err)?;
+    let s = Synopsis::from_json(&read_text(&a.synopsis, stdin)?)?;
     let answers = read_points(&a.input, stdin)?
         .iter()
         .enumerate()
@@ -295,10 +298,8 @@ fn interactive(
             message: "standard input carries the queries; give the points as a file".into(),
         });
     }
-    let plan = request
-        .plan_session(&read_points(&a.input, stdin)?)
-        .map_err(run_err)?;
-    let budget = request.accountant().map_err(run_err)?;
+    let plan = request.plan_session(&read_points(&a.input, stdin)?)?;
+    let budget = request.accountant()?;
     a.ledger
         .reserve(&budget, "privq distance interactive", stderr)?;
     let mut r = super::rng(a.seed, stderr)?;
@@ -306,7 +307,7 @@ fn interactive(
         session: mut s,
         accountant,
         privacy,
-    } = plan.open(&mut r).map_err(run_err)?;
+    } = plan.open(&mut r)?;
     writeln!(
         stderr,
         "privq: session: alpha = {}, {} update rounds\nprivq: privacy: {privacy}\nprivq: ledger:\n{}",
@@ -315,7 +316,7 @@ fn interactive(
         a.ledger.text(&accountant)
     )?;
     answer_lines(&mut s, &mut r, stdin, stdout, stderr)?;
-    let g = s.spent().map_err(run_err)?;
+    let g = s.spent()?;
     writeln!(
         stderr,
         "privq: spent epsilon = {}, delta = {}",

@@ -68,10 +68,6 @@ pub struct Args {
     pub format: FormatArg,
 }
 
-fn run_err(e: impl std::error::Error + Send + Sync + 'static) -> CliError {
-    CliError::Run(Box::new(e))
-}
-
 /// Runs `privq dx`: prints `query,answer,noise_scale,baseline_scale,improvement`.
 pub fn run(
     args: &Args,
@@ -106,11 +102,10 @@ pub fn run(
         return Err(CliError::EmptyInput);
     }
     let metric = metric(args, &universe.points)?;
-    let q = Queries::new(rows).map_err(run_err)?;
+    let q = Queries::new(rows)?;
     let plan = DxRequest::new(strategy)
         .budget(budget)
-        .prepare(&metric, q)
-        .map_err(run_err)?;
+        .prepare(&metric, q)?;
     if let Some(implied) = plan.implied_epsilon_warning() {
         writeln!(
             stderr,
@@ -122,7 +117,7 @@ pub fn run(
     }
     args.ledger.reserve(plan.accountant(), "privq dx", stderr)?;
     let mut rng = super::rng(args.seed, stderr)?;
-    let out = plan.release(&universe.counts, &mut rng).map_err(run_err)?;
+    let out = plan.release(&universe.counts, &mut rng)?;
     writeln!(
         stderr,
         "privq: d_X-privacy for neighbours that change one record's element (replace-one: \
@@ -247,7 +242,7 @@ fn metric(args: &Args, points: &[Vec<f64>]) -> Result<FiniteMetric, CliError> {
             message: format!("--metric {} needs a threshold T", args.metric),
         })
     };
-    match args.metric.as_str() {
+    let metric = match args.metric.as_str() {
         "euclidean" => FiniteMetric::euclidean(points, epsilon),
         "linf" => FiniteMetric::linf(points, epsilon),
         "blowfish" => FiniteMetric::blowfish(points, epsilon, threshold()?),
@@ -260,8 +255,8 @@ fn metric(args: &Args, points: &[Vec<f64>]) -> Result<FiniteMetric, CliError> {
                 ),
             });
         }
-    }
-    .map_err(run_err)
+    };
+    Ok(metric?)
 }
 
 /// `--strategy`.

@@ -145,10 +145,6 @@ pub struct EmArgs {
     pub out: PathBuf,
 }
 
-fn run_err(e: impl std::error::Error + Send + Sync + 'static) -> CliError {
-    CliError::Run(Box::new(e))
-}
-
 /// Runs `privq fairness …`.
 pub fn run(
     args: &Args,
@@ -197,7 +193,7 @@ fn release_err(e: FairReleaseError, ids: &[String]) -> CliError {
         FairReleaseError::Scale(e) => usage("scale", e.to_string()),
         FairReleaseError::Net(e) => usage("net", e.to_string()),
         FairReleaseError::Fairness(e) => named(e, ids),
-        other => run_err(other),
+        other => other.into(),
     }
 }
 
@@ -348,7 +344,7 @@ fn named(e: FairnessError, ids: &[String]) -> CliError {
                 outcome + 1
             ),
         },
-        other => run_err(other),
+        other => other.into(),
     }
 }
 

@@ -79,10 +79,6 @@ pub struct Args {
     pub ledger: LedgerArgs,
 }
 
-fn run_err(e: impl std::error::Error + Send + Sync + 'static) -> CliError {
-    CliError::Run(Box::new(e))
-}
-
 fn bad(option: &'static str) -> CliError {
     CliError::Parameter {
         option,
@@ -102,8 +98,8 @@ fn parse_body(spec: &str, matrix_seed: u64) -> Result<Body, CliError> {
         .map(|t| t.trim().parse().map_err(|_| unknown()))
         .collect::<Result<_, _>>()?;
     match (kind, &nums[..]) {
-        ("identity", [d]) => Body::identity(*d).map_err(run_err),
-        ("hypercube", [d]) => Body::hypercube(*d).map_err(run_err),
+        ("identity", [d]) => Ok(Body::identity(*d)?),
+        ("hypercube", [d]) => Ok(Body::hypercube(*d)?),
         ("random", [d, n]) => {
             let mut rng = privq_host::seeded_rng(matrix_seed);
             let rows: Vec<Vec<f64>> = (0..*d)
@@ -113,7 +109,7 @@ fn parse_body(spec: &str, matrix_seed: u64) -> Result<Body, CliError> {
                         .collect()
                 })
                 .collect();
-            Body::from_rows(&rows).map_err(run_err)
+            Ok(Body::from_rows(&rows)?)
         }
         _ => Err(unknown()),
     }
@@ -134,7 +130,7 @@ fn parse_matrix(text: &str) -> Result<Body, CliError> {
             .collect::<Result<Vec<f64>, _>>()?;
         rows.push(row);
     }
-    Body::from_rows(&rows).map_err(run_err)
+    Ok(Body::from_rows(&rows)?)
 }
 
 fn parse_counts(text: &str) -> Result<Vec<u64>, CliError> {
@@ -246,15 +242,14 @@ pub fn run(
     if let KnormMechanism::KNorm { steps: None } = mechanism
         && body.shape() == Shape::General
     {
-        return Err(run_err(privq_host::knorm::KnormError::NoExactSampler));
+        return Err(privq_host::knorm::KnormError::NoExactSampler.into());
     }
     if counts.len() != body.columns() {
-        return Err(run_err(
-            privq_host::central::MechanismError::DimensionMismatch {
-                expected: body.columns(),
-                got: counts.len(),
-            },
-        ));
+        return Err(privq_host::central::MechanismError::DimensionMismatch {
+            expected: body.columns(),
+            got: counts.len(),
+        }
+        .into());
     }
     // The run's budget: the request's accountant; with --steps a hit-and-run sampler
     // may be used, whose ε is booked as uncertified (the release decides per level).
@@ -287,7 +282,7 @@ pub fn run(
     if let Some(pb) = pb {
         pb.finish_and_clear();
     }
-    let out = out.map_err(run_err)?;
+    let out = out?;
     lost?;
     let (lower, vol) = bounds.unwrap_or_default();
     match &out.mechanism {

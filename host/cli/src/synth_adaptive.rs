@@ -21,10 +21,6 @@ use super::synth::Args;
 use super::synth_report::{self, Budget, Diagnostics, ReportFile, RoundSpend, normalised};
 use super::{CliError, InputFile, Output};
 
-fn run_err<E: std::error::Error + Send + Sync + 'static>(e: E) -> CliError {
-    CliError::Run(Box::new(e))
-}
-
 /// The public domain: `--domain FILE|binary`; discovery is not offered here (it is
 /// an (ε, δ) mechanism with no ρ-zCDP guarantee to compose with).
 fn domain(args: &Args, input: &InputFile) -> Result<Domain, CliError> {
@@ -33,11 +29,12 @@ fn domain(args: &Args, input: &InputFile) -> Result<Domain, CliError> {
             let file =
                 std::fs::File::open(input.path()).map_err(|e| CliError::file(input.path(), e))?;
             let names = attribute_names(file, &args.columns.columns())?;
-            Domain::binary(names).map_err(run_err)
+            Ok(Domain::binary(names)?)
         }
-        (Some(DomainArg::File(path)), _) => {
-            Domain::from_json(&super::read_text(path, &mut std::io::empty())?).map_err(run_err)
-        }
+        (Some(DomainArg::File(path)), _) => Ok(Domain::from_json(&super::read_text(
+            path,
+            &mut std::io::empty(),
+        )?)?),
         (None, true) => Err(CliError::Usage {
             option: "discover-domain",
             message: "the adaptive mechanism needs a public domain (--domain FILE|binary); \
@@ -79,7 +76,7 @@ fn workload(args: &Args, domain: &Domain) -> Result<MarginalWorkload, CliError> 
             ),
         });
     }
-    MarginalWorkload::all_k_way(domain, k.min(domain.dims())).map_err(run_err)
+    Ok(MarginalWorkload::all_k_way(domain, k.min(domain.dims()))?)
 }
 
 /// Runs the adaptive mechanism for `privq synth`.
