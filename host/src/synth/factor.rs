@@ -71,11 +71,6 @@ impl Projection {
         })
     }
 
-    /// Cells of the big table.
-    pub fn big_len(&self) -> usize {
-        self.big_len
-    }
-
     /// Cells of the sub-table.
     pub fn sub_len(&self) -> usize {
         self.sub_len
@@ -227,22 +222,17 @@ pub fn logsumexp(x: &[f64]) -> f64 {
 }
 
 /// A dense table of `f64` over a clique (cells in [`Clique`] order): counts,
-/// probabilities or log-potentials, as the caller decides.
-///
-/// ```
-/// use privq_host::synth::{Clique, factor::Factor};
-/// let sizes = [2, 3];
-/// let f = Factor::new(&sizes, Clique::new([0, 1])?, vec![1., 2., 3., 4., 5., 6.])?;
-/// let m = f.marginalize(&sizes, &Clique::new([1])?)?;
-/// assert_eq!(m.values(), &[5., 7., 9.]);
-/// # Ok::<(), privq_host::synth::SynthError>(())
-/// ```
+/// probabilities or log-potentials, as the caller decides. The tests' reference for
+/// the projections the estimator uses (marginalising `[[1, 2, 3], [4, 5, 6]]` onto
+/// attribute 1 gives `[5, 7, 9]`).
+#[cfg(test)]
 #[derive(Debug, Clone, PartialEq)]
 pub struct Factor {
     clique: Clique,
     values: Vec<f64>,
 }
 
+#[cfg(test)]
 impl Factor {
     /// A table with the given values (one per cell of `clique`).
     pub fn new(sizes: &[usize], clique: Clique, values: Vec<f64>) -> Result<Self, SynthError> {
@@ -265,24 +255,9 @@ impl Factor {
         })
     }
 
-    /// Its clique.
-    pub fn clique(&self) -> &Clique {
-        &self.clique
-    }
-
     /// Its values.
     pub fn values(&self) -> &[f64] {
         &self.values
-    }
-
-    /// Its values, mutable.
-    pub fn values_mut(&mut self) -> &mut [f64] {
-        &mut self.values
-    }
-
-    /// The table, consumed.
-    pub fn into_values(self) -> Vec<f64> {
-        self.values
     }
 
     /// Adds `scale·other` where `other`'s clique is a subset of this one (in log
@@ -318,23 +293,5 @@ impl Factor {
             clique: onto.clone(),
             values: out,
         })
-    }
-
-    /// Scales a linear table to sum 1 (unchanged if it sums to 0); returns the old sum.
-    pub fn normalize(&mut self) -> f64 {
-        let s: f64 = self.values.iter().sum();
-        if s != 0.0 {
-            self.values.iter_mut().for_each(|x| *x /= s);
-        }
-        s
-    }
-
-    /// Shifts a log table so that `ln Σ exp = 0`; returns the old log-sum-exp.
-    pub fn log_normalize(&mut self) -> f64 {
-        let z = logsumexp(&self.values);
-        if z.is_finite() {
-            self.values.iter_mut().for_each(|x| *x -= z);
-        }
-        z
     }
 }

@@ -591,11 +591,6 @@ impl MarginalPlan {
         Ok(())
     }
 
-    /// Number of targets.
-    pub fn targets(&self) -> usize {
-        self.target_node.len()
-    }
-
     /// Computes every target's sum-marginal of `big` (read them with [`MarginalPlan::target`]).
     pub fn marginalize(&mut self, big: &[f64]) {
         debug_assert_eq!(big.len(), self.big_len);

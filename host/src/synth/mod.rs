@@ -10,12 +10,12 @@
 //!
 //! - [`Clique`]: a sorted set of attribute indices; its cells are ordered
 //!   row-major, the first (smallest) attribute most significant.
-//! - [`factor`]: dense tables over a clique with strided marginalisation and
-//!   broadcasting (no per-cell allocation).
+//! - `factor` (internal): dense tables over a clique with strided marginalisation
+//!   and broadcasting (no per-cell allocation).
 //! - [`JunctionTree`]: greedy triangulation + maximum-weight spanning tree;
 //!   [`model_cells`] prices a set of cliques without building any table.
-//! - [`infer`]: two-pass sum-product belief propagation in log space and exact
-//!   marginals of any clique.
+//! - `infer` (internal): two-pass sum-product belief propagation in log space and
+//!   exact marginals of any clique ([`Model::marginal`] is its public face).
 //! - [`fit`]: mirror descent on the junction-tree potentials minimising
 //!   `Σ_i ‖N·μ_{C_i} − y_i‖² / σ_i²` over the marginal polytope, with an Armijo
 //!   line search; [`fit_dense`] minimises the same loss over the full histogram.
@@ -44,8 +44,8 @@ mod clique;
 mod dense;
 mod error;
 mod estimate;
-pub mod factor;
-pub mod infer;
+pub(crate) mod factor;
+pub(crate) mod infer;
 mod junction;
 pub mod mwem;
 mod optimise;
