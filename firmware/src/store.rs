@@ -166,7 +166,7 @@ impl<const N: usize> NorFlash for SimFlash<N> {
 
     fn erase(&mut self, from: usize, to: usize) -> Result<(), FlashError> {
         let r = self.range(from, to.saturating_sub(from))?;
-        if from % Self::ERASE_SIZE != 0 || to % Self::ERASE_SIZE != 0 {
+        if !from.is_multiple_of(Self::ERASE_SIZE) || !to.is_multiple_of(Self::ERASE_SIZE) {
             return Err(FlashError::Bounds);
         }
         self.bytes.get_mut(r).ok_or(FlashError::Bounds)?.fill(0xff);
@@ -176,7 +176,8 @@ impl<const N: usize> NorFlash for SimFlash<N> {
 
     fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), FlashError> {
         let r = self.range(offset, data.len())?;
-        if offset % Self::WRITE_SIZE != 0 || data.len() % Self::WRITE_SIZE != 0 {
+        if !offset.is_multiple_of(Self::WRITE_SIZE) || !data.len().is_multiple_of(Self::WRITE_SIZE)
+        {
             return Err(FlashError::Bounds);
         }
         let cells = self.bytes.get_mut(r).ok_or(FlashError::Bounds)?;

@@ -202,7 +202,7 @@ pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 /// or a too small `out`. Returns the number of bytes.
 pub fn decode_hex(hex: &str, out: &mut [u8]) -> Option<usize> {
     let digits = hex.as_bytes();
-    if digits.len() % 2 != 0 || digits.len() / 2 > out.len() {
+    if !digits.len().is_multiple_of(2) || digits.len() / 2 > out.len() {
         return None;
     }
     let nibble = |c: u8| (c as char).to_digit(16).map(|d| d as u8);

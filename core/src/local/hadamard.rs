@@ -64,7 +64,7 @@ impl HadamardResponse {
     /// Whether index `j` lies in item `x`'s half `C_x`.
     #[inline]
     pub fn in_half(x: u32, j: u64) -> bool {
-        ((u64::from(x) + 1) & j).count_ones() % 2 == 0
+        ((u64::from(x) + 1) & j).count_ones().is_multiple_of(2)
     }
 
     /// The released index.

@@ -166,7 +166,7 @@ pub(crate) fn bernoulli_exp_minus_one_from<R: Rng + ?Sized>(w: u32, rng: &mut R)
         return alternating_loop(1, 1, FACT_STEPS as u64 + 1, rng);
     }
     // Stopped at step K = continued + 1; the result is "K is odd".
-    Ok(continued % 2 == 0)
+    Ok(continued.is_multiple_of(2))
 }
 
 #[cfg(test)]
