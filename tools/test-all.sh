@@ -331,6 +331,78 @@ firmware_sizes() {
   fi
 }
 
+# No reachable panic in the default thumbv6m image (feature `qemu`, profile `firmware`): a
+# panic path links `core::fmt` (about 1-2 KB on the M0). The symbols below are exactly what
+# remains, all from the QEMU-only transport crates, never from privq code:
+#   - semihosting's `Write::write_all` (`&buf[n..]`, slice_index_fail -> usize Display) and
+#     `OwnedFd::as_fd` (`assert!(fd != -1)`, panicking::panic), both through defmt-semihosting;
+#   - defmt-semihosting's "logger taken reentrantly" / "out of context" panics (panic_fmt).
+# The step fails if the set of panic/`core::fmt` symbols differs from this list (a new one
+# appeared, or one went and the list must shrink), or if any privq function reaches one.
+M0_PANIC_SYMBOLS_LEFT=(
+  "<core::fmt::Formatter>::pad_integral::write_prefix"
+  "<usize as core::fmt::Display>::fmt"
+  "core::panicking::panic"
+  "core::panicking::panic_fmt"
+  "core::slice::index::slice_index_fail"
+)
+PANIC_SYMBOL_RE='core::fmt|core::panicking|panic_fmt|panic_bounds_check|slice_index|slice_(start|end)_index|div_by_zero|rem_by_zero|unwrap_failed|expect_failed|len_mismatch'
+firmware_panics() {
+  local bin elf=$E2E_DIR/privq-firmware-m0
+  bin=$(dirname "$(size_tool)")
+  [[ -x $bin/llvm-nm && -x $bin/llvm-objdump ]] || {
+    echo "llvm-nm/llvm-objdump not found in $bin (rustup component add llvm-tools)" >&2
+    return 4
+  }
+  [[ -e $elf ]] || build_e2e_elfs || return
+  local found expected callers
+  found=$("$bin/llvm-nm" --demangle --defined-only "$elf" | cut -d' ' -f3- |
+    grep -E "$PANIC_SYMBOL_RE" | sort -u || true)
+  expected=$(printf '%s\n' "${M0_PANIC_SYMBOLS_LEFT[@]}" | sort -u)
+  echo "panic/core::fmt symbols in $elf:"
+  echo "${found:-  (none)}"
+  # Functions that reach a panic symbol through direct branches, as `function -> callee`
+  # (one step of the path each); the search does not continue through the QEMU transport
+  # crates (semihosting, defmt), which are allowed their panics above.
+  callers=$("$bin/llvm-objdump" -d --demangle --no-show-raw-insn "$elf" | awk -v re="$PANIC_SYMBOL_RE" '
+    /^[0-9a-f]+ <.*>:$/ { fn = substr($0, index($0, "<") + 1); sub(/>:$/, "", fn); next }
+    {
+      line = $0; sub(/ +@ .*$/, "", line)
+      if (match(line, /\tb[a-z.]*\t0x[0-9a-f]+ </)) {
+        t = substr(line, RSTART + RLENGTH); sub(/>$/, "", t)
+        if (t !~ /\+0x[0-9a-f]+$/ && t != fn) { n[t]++; caller[t, n[t]] = fn }
+      }
+    }
+    END {
+      for (t in n) if (t ~ re) { queue[++q] = t; seen[t] = 1 }
+      for (i = 1; i <= q; i++) {
+        t = queue[i]
+        if (t ~ /semihosting|defmt/) continue
+        for (j = 1; j <= n[t]; j++) {
+          c = caller[t, j]
+          if (!(c in seen)) { seen[c] = 1; queue[++q] = c; print c " -> " t }
+        }
+      }
+    }' | sort -u) || return
+  echo "what reaches them:"
+  echo "${callers:-  (nothing)}"
+  local rc=0
+  if [[ $found != "$expected" ]]; then
+    echo "test-all: the M0 image's panic/core::fmt symbols differ from M0_PANIC_SYMBOLS_LEFT" \
+      "(a new panic path, or one removed: update the list):" >&2
+    diff <(echo "$expected") <(echo "$found") >&2 || true
+    rc=5
+  fi
+  if grep -q 'privq' <<<"$callers"; then
+    echo "test-all: privq code reaches a panic path:" >&2
+    grep 'privq' <<<"$callers" >&2
+    rc=5
+  fi
+  ((rc == 0)) || return $rc
+  note "firmware m0 panics: none from privq code; ${#M0_PANIC_SYMBOLS_LEFT[@]} panic/core::fmt" \
+    "symbols left, all from the QEMU transport (semihosting, defmt-semihosting)"
+}
+
 # One feature set for every host step: `privq/ballista` (the CLI's feature, which implies
 # `analytics` and `serve`), so the host crates and their dependencies are checked once and
 # built once. Only the crates that need DataFusion (privq-analytics, and the `privq` program
@@ -471,6 +543,7 @@ step firmware-m4f expect_release cargo fw-m4f
 step firmware-m0-frames expect_frames cargo fw-m0 --features frames
 step e2e-qemu expect_e2e e2e_qemu
 step firmware-size - firmware_sizes
+step firmware-panics - firmware_panics
 step msrv - msrv
 step sampler-cost - sampler_cost
 

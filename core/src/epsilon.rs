@@ -2,6 +2,7 @@
 
 use core::cmp::Ordering;
 use core::fmt;
+use core::num::NonZeroU64;
 use core::str::FromStr;
 
 use crate::error::{Error, Result};
@@ -49,6 +50,16 @@ pub(crate) fn gcd(mut a: u64, mut b: u64) -> u64 {
     }
 }
 
+/// [`gcd`] as a divisor: `gcd(a, b)`, which is at least 1 unless `a = b = 0`, and 1 then.
+///
+/// Dividing by a [`NonZeroU64`] has no division-by-zero check, so no panic path (and
+/// no `core::fmt` code behind it) reaches a device image; a plain `u64` divisor keeps
+/// the check even where the caller knows it is nonzero, because the compiler cannot
+/// see that through the `gcd` loop.
+pub(crate) fn gcd_nz(a: u64, b: u64) -> NonZeroU64 {
+    NonZeroU64::new(gcd(a, b)).unwrap_or(NonZeroU64::MIN)
+}
+
 impl Epsilon {
     /// ε = `num/den`; errors on a zero numerator or denominator.
     pub fn new(num: u64, den: u64) -> Result<Self> {
@@ -58,7 +69,7 @@ impl Epsilon {
         if num == 0 {
             return Err(Error::EpsilonZero);
         }
-        let g = gcd(num, den);
+        let g = gcd_nz(num, den);
         Ok(Epsilon {
             num: num / g,
             den: den / g,
@@ -136,7 +147,7 @@ impl Epsilon {
             return Ok(None);
         }
         // a/b − c/d = (a·(d/g) − c·(b/g)) / (b·(d/g)) with g = gcd(b, d).
-        let g = gcd(self.den, other.den);
+        let g = gcd_nz(self.den, other.den);
         let (bg, dg) = (self.den / g, other.den / g);
         let lhs = self.num.checked_mul(dg).ok_or(Error::Overflow)?;
         let rhs = other.num.checked_mul(bg).ok_or(Error::Overflow)?;
@@ -146,9 +157,9 @@ impl Epsilon {
 
     /// Exact ε·`k` for a positive integer `k`.
     pub fn checked_mul_int(self, k: u64) -> Result<Epsilon> {
-        let g = gcd(k, self.den);
-        let num = self.num.checked_mul(k / g.max(1)).ok_or(Error::Overflow)?;
-        Epsilon::new(num, self.den / g.max(1))
+        let g = gcd_nz(k, self.den);
+        let num = self.num.checked_mul(k / g).ok_or(Error::Overflow)?;
+        Epsilon::new(num, self.den / g)
     }
 
     /// Exact ε/`k` for a positive integer `k` (splitting a budget `k` ways).
@@ -156,7 +167,7 @@ impl Epsilon {
         if k == 0 {
             return Err(Error::ZeroDenominator);
         }
-        let g = gcd(self.num, k);
+        let g = gcd_nz(self.num, k);
         let den = self.den.checked_mul(k / g).ok_or(Error::Overflow)?;
         Epsilon::new(self.num / g, den)
     }
@@ -169,14 +180,14 @@ pub(crate) fn add_fractions(a: u64, b: u64, c: u64, d: u64) -> Result<(u64, u64)
     if b == 0 || d == 0 {
         return Err(Error::ZeroDenominator);
     }
-    let g = gcd(b, d);
+    let g = gcd_nz(b, d);
     let (bg, dg) = (b / g, d / g);
     let num = a
         .checked_mul(dg)
         .and_then(|x| c.checked_mul(bg).and_then(|y| x.checked_add(y)))
         .ok_or(Error::Overflow)?;
     let den = b.checked_mul(dg).ok_or(Error::Overflow)?;
-    let r = gcd(num, den).max(1);
+    let r = gcd_nz(num, den);
     Ok((num / r, den / r))
 }
 

@@ -149,7 +149,11 @@ pub fn check_encodable(epsilon: Epsilon) -> Result<()> {
 /// Writes `header` into `buf[..HEADER_LEN]`.
 pub fn encode_header(header: &Header, buf: &mut [u8]) -> Result<()> {
     check_encodable(header.epsilon)?;
-    let out = buf.get_mut(..HEADER_LEN).ok_or(Error::BufferTooSmall)?;
+    // A fixed-size array assignment: no length check behind `copy_from_slice` (whose
+    // panic would link `core::fmt` into a device image).
+    let out = buf
+        .first_chunk_mut::<HEADER_LEN>()
+        .ok_or(Error::BufferTooSmall)?;
     let q = header.query.0.to_le_bytes();
     let n = (header.epsilon.num() as u16).to_le_bytes();
     let d = (header.epsilon.den() as u16).to_le_bytes();
@@ -168,7 +172,7 @@ pub fn encode_header(header: &Header, buf: &mut [u8]) -> Result<()> {
         p[2],
         p[3],
     ];
-    out.copy_from_slice(&bytes);
+    *out = bytes;
     Ok(())
 }
 

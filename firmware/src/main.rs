@@ -326,9 +326,9 @@ fn device_identity() -> (u64, u64) {
     if let Some(line) = cmdline::read(&mut buf) {
         let mut next = 0;
         while let Some(arg) = cmdline::next_arg(line, &mut next) {
-            if let Some(v) = arg.strip_prefix(b"fleet=").and_then(parse_u64) {
+            if let Some(v) = strip_prefix(arg, b"fleet=").and_then(parse_u64) {
                 fleet = v;
-            } else if let Some(v) = arg.strip_prefix(b"device=").and_then(parse_u64) {
+            } else if let Some(v) = strip_prefix(arg, b"device=").and_then(parse_u64) {
                 device = v;
             }
         }
@@ -336,11 +336,22 @@ fn device_identity() -> (u64, u64) {
     (fleet, device)
 }
 
+/// `<[u8]>::strip_prefix` without its `split_at`, whose length check the compiler
+/// keeps and whose panic links `core::fmt`.
+#[cfg(feature = "qemu")]
+fn strip_prefix<'a>(bytes: &'a [u8], prefix: &[u8]) -> Option<&'a [u8]> {
+    if bytes.get(..prefix.len())? == prefix {
+        bytes.get(prefix.len()..)
+    } else {
+        None
+    }
+}
+
 /// `str::parse::<u64>` on ASCII bytes (optional `+`, at least one digit, no overflow),
 /// as a digit loop: `str::parse` links `core::fmt` code through its panics.
 #[cfg(feature = "qemu")]
 fn parse_u64(digits: &[u8]) -> Option<u64> {
-    let digits = digits.strip_prefix(b"+").unwrap_or(digits);
+    let digits = strip_prefix(digits, b"+").unwrap_or(digits);
     if digits.is_empty() {
         return None;
     }
