@@ -139,7 +139,7 @@ impl fmt::Display for Neighbours {
 /// The shape of every central mechanism on the host (see the module docs).
 ///
 /// Implementors provide [`Mechanism::release_paid`], which must begin by checking
-/// that the receipt covers [`Mechanism::cost`] (`receipt.check_covers(&self.cost())?`);
+/// that the receipt covers [`Mechanism::cost`] (`receipt.check_covers(&self.cost(), self.neighbours())?`);
 /// callers use [`Mechanism::release`], which charges first.
 pub trait Mechanism {
     /// The private input (a dataset, a histogram, a vector of true answers).

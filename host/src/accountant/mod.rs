@@ -80,6 +80,19 @@ pub enum AccountantError {
         /// The accountant's composition ("basic" or "zCDP").
         composition: &'static str,
     },
+    /// A receipt charged under another neighbour relation (or none) than the release
+    /// it is offered for states; nothing is sampled.
+    #[error(
+        "a receipt charged under {} cannot pay for a release under {}",
+        paid.map_or("no neighbour relation", |n| n.phrase()),
+        needed.phrase()
+    )]
+    ReceiptRelation {
+        /// The relation the receipt was charged under.
+        paid: Option<Neighbours>,
+        /// The relation the release is stated for.
+        needed: Neighbours,
+    },
     /// An [`Cost::Uncertified`] charge to an accountant that did not opt in with
     /// [`Accountant::allow_uncertified`]; nothing was spent.
     #[error(
@@ -142,12 +155,16 @@ pub struct Charge {
     pub cost: Cost,
 }
 
-/// Proof that a charge was accepted: only [`Accountant::charge`] makes one, and a
+/// Proof that a charge was accepted: only an [`Accountant`] makes one, and a
 /// mechanism's sampling step consumes it (see [`crate::contract::Mechanism`]), so
-/// nothing is sampled that was not charged first.
+/// nothing is sampled that was not charged first. It records the cost and the
+/// neighbour relation it was charged under ([`Accountant::charge_as`], or the
+/// relation a bound accountant holds), so it pays only for a release whose cost it
+/// covers under that same relation.
 #[derive(Debug)]
 pub struct Receipt {
     cost: Cost,
+    neighbours: Option<Neighbours>,
 }
 
 impl Receipt {
@@ -156,8 +173,27 @@ impl Receipt {
         self.cost
     }
 
-    /// Errors unless this receipt pays for a release of cost `needed`.
-    pub fn check_covers(&self, needed: &Cost) -> Result<(), AccountantError> {
+    /// The neighbour relation the charge was stated under (`None` for a charge to an
+    /// unbound accountant through [`Accountant::charge`]).
+    pub fn neighbours(&self) -> Option<Neighbours> {
+        self.neighbours
+    }
+
+    /// Errors unless this receipt pays for a release of cost `needed` under
+    /// `neighbours`: its cost must cover `needed`, and it must have been charged
+    /// under the same relation (a receipt charged without a relation pays for
+    /// nothing that states one — costs under different relations do not compose).
+    pub fn check_covers(
+        &self,
+        needed: &Cost,
+        neighbours: Neighbours,
+    ) -> Result<(), AccountantError> {
+        if self.neighbours != Some(neighbours) {
+            return Err(AccountantError::ReceiptRelation {
+                paid: self.neighbours,
+                needed: neighbours,
+            });
+        }
         if self.cost.covers(needed) {
             Ok(())
         } else {
@@ -310,15 +346,15 @@ impl Accountant {
 
     /// A budget of exactly `cost`, for one release that gets a budget of its own: pure
     /// or approximate for ε costs (bounded range as pure), zCDP with δ = 10⁻⁹
-    /// (for reports only) for a ρ cost; an uncertified ε opts the accountant in.
+    /// (for reports only) for a ρ cost. An uncertified cost is refused: opting in to
+    /// a release without a proven guarantee is the caller's explicit act
+    /// ([`Accountant::allow_uncertified`] on an accountant it built).
     pub fn exactly(cost: Cost) -> Result<Self, AccountantError> {
         match cost {
             Cost::Pure(e) | Cost::BoundedRange(e) => Ok(Accountant::pure(e)),
-            Cost::Uncertified(e) => {
-                let mut acct = Accountant::pure(e);
-                acct.allow_uncertified();
-                Ok(acct)
-            }
+            Cost::Uncertified(_) => Err(AccountantError::Uncertified {
+                label: format!("a budget of exactly {cost}"),
+            }),
             Cost::Approximate { epsilon, delta } => Accountant::approximate(epsilon, delta),
             Cost::Zcdp(rho) => Accountant::zcdp(rho, 1e-9),
         }
@@ -381,7 +417,7 @@ impl Accountant {
                 stated: None,
             });
         }
-        self.charge_unbound(label, cost)
+        self.charge_under(None, label, cost)
     }
 
     /// [`Accountant::charge`] for a cost stated under `neighbours`: a bound
@@ -402,10 +438,15 @@ impl Accountant {
                 stated: Some(neighbours),
             });
         }
-        self.charge_unbound(label, cost)
+        self.charge_under(Some(neighbours), label, cost)
     }
 
-    fn charge_unbound(&mut self, label: &str, cost: Cost) -> Result<Receipt, AccountantError> {
+    fn charge_under(
+        &mut self,
+        neighbours: Option<Neighbours>,
+        label: &str,
+        cost: Cost,
+    ) -> Result<Receipt, AccountantError> {
         if matches!(cost, Cost::Uncertified(_)) && !self.uncertified {
             return Err(AccountantError::Uncertified {
                 label: label.to_string(),
@@ -428,7 +469,7 @@ impl Accountant {
                 label: label.to_string(),
                 cost,
             });
-            return Ok(Receipt { cost });
+            return Ok(Receipt { cost, neighbours });
         }
         let Some(epsilon) = cost.epsilon() else {
             return Err(AccountantError::IncompatibleCost {
@@ -459,7 +500,7 @@ impl Accountant {
             label: label.to_string(),
             cost,
         });
-        Ok(Receipt { cost })
+        Ok(Receipt { cost, neighbours })
     }
 
     /// The total ρ after charging `cost` to this zCDP accountant (exact).

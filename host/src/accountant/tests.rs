@@ -95,9 +95,17 @@ fn filter_is_exact_and_refuses_overspending() {
         epsilon: third,
         delta,
     };
-    let receipt = g.charge("a", approx(1e-6)).unwrap();
-    assert!(receipt.check_covers(&Cost::Pure(third)).is_ok());
-    assert!(receipt.check_covers(&approx(2e-6)).is_err());
+    let receipt = g.charge_as(Neighbours::Replace, "a", approx(1e-6)).unwrap();
+    assert!(
+        receipt
+            .check_covers(&Cost::Pure(third), Neighbours::Replace)
+            .is_ok()
+    );
+    assert!(
+        receipt
+            .check_covers(&approx(2e-6), Neighbours::Replace)
+            .is_err()
+    );
     assert_eq!(
         g.charge("b", approx(1e-7)).unwrap_err(),
         AccountantError::DeltaExceeded
@@ -222,7 +230,9 @@ fn zcdp_accountant_adds_rho_exactly_and_converts_pure_costs() {
     let eps = |n, d| Epsilon::new(n, d).unwrap();
     let mut a = Accountant::zcdp(rho(1, 1), 1e-6).unwrap();
     assert!(a.is_zcdp() && a.composition() == "zCDP");
-    let r1 = a.charge("gauss", Cost::Zcdp(rho(1, 3))).unwrap();
+    let r1 = a
+        .charge_as(Neighbours::Replace, "gauss", Cost::Zcdp(rho(1, 3)))
+        .unwrap();
     let _ = a.charge("laplace", Cost::Pure(eps(1, 2))).unwrap(); // ρ = 1/8
     let _ = a.charge("exp mech", Cost::BoundedRange(eps(1, 1))).unwrap(); // ρ = 1/8
     let _ = a
@@ -267,7 +277,10 @@ fn zcdp_accountant_adds_rho_exactly_and_converts_pure_costs() {
     // The guarantee of ρ = 1 at δ = 10⁻⁶ (reference table).
     let g = a.spent_guarantee().unwrap();
     assert!((g.epsilon - 7.766_216_625).abs() < 1e-8 && g.delta == 1e-6);
-    assert!(r1.check_covers(&Cost::Zcdp(rho(1, 3))).is_ok());
+    assert!(
+        r1.check_covers(&Cost::Zcdp(rho(1, 3)), Neighbours::Replace)
+            .is_ok()
+    );
 }
 
 #[test]
@@ -315,10 +328,71 @@ fn receipts_never_cover_across_kinds_silently() {
     assert!(br.covers(&Cost::BoundedRange(e(1, 2))));
     assert!(!br.covers(&Cost::Pure(e(1, 2))));
     assert!(Cost::Pure(e(1, 1)).covers(&Cost::BoundedRange(e(1, 1))));
-    let receipt = Receipt { cost: zcdp };
+    let receipt = Receipt {
+        cost: zcdp,
+        neighbours: Some(Neighbours::AddRemove),
+    };
     assert!(matches!(
-        receipt.check_covers(&Cost::Pure(e(1, 100))),
+        receipt.check_covers(&Cost::Pure(e(1, 100)), Neighbours::AddRemove),
         Err(AccountantError::ReceiptTooSmall { .. })
+    ));
+}
+
+/// A receipt pays only under the relation it was charged under: an add/remove
+/// receipt does not pay for a replace-one release, nor a receipt charged to an
+/// unbound accountant without a relation — however large its cost.
+#[test]
+fn a_receipt_pays_only_under_its_relation() {
+    let one = Epsilon::new(1, 1).unwrap();
+    let mut big = Accountant::pure(Epsilon::new(100, 1).unwrap());
+    let add_remove = big
+        .charge_as(Neighbours::AddRemove, "a", Cost::Pure(one))
+        .unwrap();
+    assert_eq!(add_remove.neighbours(), Some(Neighbours::AddRemove));
+    assert!(
+        add_remove
+            .check_covers(&Cost::Pure(one), Neighbours::AddRemove)
+            .is_ok()
+    );
+    let err = add_remove
+        .check_covers(&Cost::Pure(one), Neighbours::Replace)
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        AccountantError::ReceiptRelation {
+            paid: Some(Neighbours::AddRemove),
+            needed: Neighbours::Replace
+        }
+    ));
+    assert!(
+        err.to_string().starts_with("a receipt charged under "),
+        "{err}"
+    );
+    let unstated = big.charge("b", Cost::Pure(one)).unwrap();
+    assert_eq!(unstated.neighbours(), None);
+    assert!(matches!(
+        unstated.check_covers(&Cost::Pure(one), Neighbours::AddRemove),
+        Err(AccountantError::ReceiptRelation { paid: None, .. })
+    ));
+    // A bound accountant's receipts carry its relation.
+    let mut bound = Accountant::exactly_for(Cost::Pure(one), Neighbours::Replace).unwrap();
+    let r = bound
+        .charge_as(Neighbours::Replace, "c", Cost::Pure(one))
+        .unwrap();
+    assert_eq!(r.neighbours(), Some(Neighbours::Replace));
+}
+
+/// An uncertified cost never opts an accountant in by itself.
+#[test]
+fn exactly_an_uncertified_cost_is_refused() {
+    let one = Epsilon::new(1, 1).unwrap();
+    assert!(matches!(
+        Accountant::exactly(Cost::Uncertified(one)),
+        Err(AccountantError::Uncertified { .. })
+    ));
+    assert!(matches!(
+        Accountant::exactly_for(Cost::Uncertified(one), Neighbours::Replace),
+        Err(AccountantError::Uncertified { .. })
     ));
 }
 

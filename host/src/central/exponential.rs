@@ -285,7 +285,7 @@ impl Mechanism for ExponentialMechanism {
         receipt: Receipt,
         rng: &mut R,
     ) -> Result<usize, MechanismError> {
-        receipt.check_covers(&self.cost())?;
+        receipt.check_covers(&self.cost(), self.neighbours())?;
         self.select(scores, rng)
     }
 }

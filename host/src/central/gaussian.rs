@@ -122,7 +122,7 @@ impl Mechanism for DiscreteGaussian {
         receipt: Receipt,
         rng: &mut R,
     ) -> Result<Vec<i64>, MechanismError> {
-        receipt.check_covers(&self.cost())?;
+        receipt.check_covers(&self.cost(), self.neighbours())?;
         self.check_input(counts)?;
         super::counts::noisy_counts(&self.noise, counts, rng)
     }

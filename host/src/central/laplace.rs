@@ -337,7 +337,7 @@ impl Mechanism for VectorLaplace {
         receipt: Receipt,
         rng: &mut R,
     ) -> Result<Vec<f64>, MechanismError> {
-        receipt.check_covers(&self.cost())?;
+        receipt.check_covers(&self.cost(), self.neighbours())?;
         self.check_input(values)?;
         values.iter().map(|&v| self.release_one(v, rng)).collect()
     }
@@ -474,7 +474,7 @@ impl Mechanism for Geometric {
         receipt: Receipt,
         rng: &mut R,
     ) -> Result<Vec<i64>, MechanismError> {
-        receipt.check_covers(&self.cost())?;
+        receipt.check_covers(&self.cost(), self.neighbours())?;
         self.check_input(counts)?;
         self.release_raw(counts, rng)
     }

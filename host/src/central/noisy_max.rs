@@ -118,7 +118,7 @@ impl Mechanism for ReportNoisyMax {
         receipt: Receipt,
         rng: &mut R,
     ) -> Result<usize, MechanismError> {
-        receipt.check_covers(&self.cost())?;
+        receipt.check_covers(&self.cost(), self.neighbours())?;
         self.check_input(counts)?;
         let mut best: Option<(i128, usize)> = None;
         for (i, &c) in counts.iter().enumerate() {

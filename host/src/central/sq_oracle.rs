@@ -112,7 +112,7 @@ impl Mechanism for SqOracle {
         receipt: Receipt,
         _rng: &mut R,
     ) -> Result<SqSession, MechanismError> {
-        receipt.check_covers(&self.cost())?;
+        receipt.check_covers(&self.cost(), self.neighbours())?;
         let n = data.total();
         if n == 0 {
             return Err(MechanismError::Data(DataError::EmptyData));

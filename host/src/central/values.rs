@@ -222,7 +222,7 @@ impl Mechanism for ValueNoise {
         receipt: Receipt,
         rng: &mut R,
     ) -> Result<Vec<Fixed>, MechanismError> {
-        receipt.check_covers(&self.cost())?;
+        receipt.check_covers(&self.cost(), self.neighbours())?;
         self.check_input(input)?;
         match &self.bounded {
             Some(b) => release_all(b, input, self.bound, rng),

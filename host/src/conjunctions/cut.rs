@@ -210,7 +210,7 @@ impl Mechanism for CutOracle {
         receipt: Receipt,
         _rng: &mut R,
     ) -> Result<CutSession, MechanismError> {
-        receipt.check_covers(&self.cost())?;
+        receipt.check_covers(&self.cost(), self.neighbours())?;
         Ok(CutSession {
             graph: graph.clone(),
             oracle: *self,

@@ -269,7 +269,7 @@ impl Discovery {
         receipt: Receipt,
         rng: &mut R,
     ) -> Result<Domain, DiscoveryError> {
-        receipt.check_covers(&self.cost())?;
+        receipt.check_covers(&self.cost(), self.neighbours)?;
         if counts.names.len() != self.attributes {
             return Err(DataError::LengthMismatch {
                 expected: self.attributes,

@@ -388,7 +388,7 @@ impl Mechanism for KNorm {
         receipt: Receipt,
         rng: &mut R,
     ) -> Result<Vec<f64>, MechanismError> {
-        receipt.check_covers(&self.cost())?;
+        receipt.check_covers(&self.cost(), self.neighbours())?;
         self.check_input(counts)?;
         Ok(self.release_on_grid(counts, rng)?)
     }

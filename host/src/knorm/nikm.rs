@@ -422,7 +422,7 @@ impl Mechanism for Nikm {
         rng: &mut R,
     ) -> Result<Vec<f64>, MechanismError> {
         // One receipt pays for every level: it must cover their sum.
-        receipt.check_covers(&self.cost())?;
+        receipt.check_covers(&self.cost(), self.neighbours())?;
         self.check_input(counts)?;
         let mut out = vec![0.0; self.d];
         for level in &self.levels {

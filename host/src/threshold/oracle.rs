@@ -148,7 +148,7 @@ impl Mechanism for ThresholdOracle {
         receipt: Receipt,
         _rng: &mut R,
     ) -> Result<ThresholdSession, MechanismError> {
-        receipt.check_covers(&self.cost())?;
+        receipt.check_covers(&self.cost(), self.neighbours())?;
         self.check_input(data)?;
         Ok(ThresholdSession {
             counts: data.counts().to_vec(),
