@@ -52,8 +52,7 @@ pub fn run(
         reports.push(run_case(case, runs, args.seed, stderr)?);
     }
     if args.json {
-        let json =
-            serde_json::to_string_pretty(&reports).map_err(|e| CliError::Run(Box::new(e)))?;
+        let json = serde_json::to_string_pretty(&reports)?;
         writeln!(stdout, "{json}")?;
     } else {
         write_table(&reports, stdout)?;
@@ -73,15 +72,14 @@ pub fn run(
 
 /// The cases named by `which` (`all` or one name).
 fn select(which: &str, quick: bool) -> Result<Vec<AuditCase>, CliError> {
-    let boxed = |e: privq_host::audit::AuditError| CliError::Run(Box::new(e));
     if which == "all" {
-        return cases::REGISTRY
+        return Ok(cases::REGISTRY
             .iter()
-            .map(|r| (r.make)(quick).map_err(boxed))
-            .collect();
+            .map(|r| (r.make)(quick))
+            .collect::<Result<_, _>>()?);
     }
     match cases::by_name(which, quick) {
-        Some(case) => Ok(vec![case.map_err(boxed)?]),
+        Some(case) => Ok(vec![case?]),
         None => Err(CliError::Run(
             format!(
                 "no audit case named {which:?}; the cases are: all, {}",
@@ -111,8 +109,7 @@ fn run_case(
             case.name()
         )?;
         audit(case, runs, seed, &|_| {})
-    }
-    .map_err(|e| CliError::Run(Box::new(e)))?;
+    }?;
     writeln!(
         stderr,
         "privq: audit {}: empirical epsilon {:.3} (claimed {:.3}) {}",

@@ -76,8 +76,8 @@ fn delta(d: f64) -> String {
 }
 
 fn show(a: &ShowArgs, stdout: &mut dyn Write) -> Result<(), CliError> {
-    let file = BudgetFile::read(&a.path).map_err(|e| CliError::Run(Box::new(e)))?;
-    let status = file.status().map_err(|e| CliError::Run(Box::new(e)))?;
+    let file = BudgetFile::read(&a.path)?;
+    let status = file.status()?;
     match a.format {
         ShowFormat::Json => {
             let mut json = file.to_json();

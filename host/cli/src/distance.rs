@@ -130,6 +130,7 @@ impl From<DistanceError> for CliError {
                     bytes >> 20
                 ),
             },
+            // This is the `From` impl itself (it remaps one variant), so no `?` here.
             e => CliError::Run(Box::new(e)),
         }
     }

@@ -65,15 +65,13 @@ impl DomainArgs {
         &self,
         request: MwemRequest,
     ) -> Result<(MwemRequest, Option<DomainSource>), CliError> {
-        let boxed = |e: DataError| CliError::Run(Box::new(e));
         match (&self.domain, self.discover_domain) {
             (Some(DomainArg::Binary), _) => Ok((request, Some(DomainSource::BinaryHeader))),
             (Some(DomainArg::File(path)), _) => {
-                let domain = Domain::from_json(&super::read_text(path, &mut std::io::empty())?)
-                    .map_err(boxed)?;
+                let domain = Domain::from_json(&super::read_text(path, &mut std::io::empty())?)?;
                 Ok((request, Some(DomainSource::Public(domain))))
             }
-            (None, false) => Err(boxed(DataError::DomainRequired { discovery: true })),
+            (None, false) => Err(DataError::DomainRequired { discovery: true }.into()),
             (None, true) => {
                 let share = match &self.discovery_epsilon {
                     Some(text) => Some(super::parse_epsilon(text).map_err(|e| match e {
@@ -97,7 +95,7 @@ impl DomainArgs {
                                 },
                                 source,
                             },
-                            e => CliError::Run(Box::new(e)),
+                            e => e.into(),
                         })?;
                 Ok((request, None))
             }

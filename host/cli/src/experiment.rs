@@ -376,7 +376,7 @@ fn binary_table(input: Option<&PathBuf>) -> Result<privq_host::data::Dataset, Cl
         &privq_host::data::CsvColumns::new(),
         MemoryCap::default(),
     )
-    .map_err(|e| CliError::Run(Box::new(e)))
+    .map_err(CliError::from)
 }
 
 /// A comma-separated list of exact budgets.
@@ -509,8 +509,7 @@ fn run_distance(
         crate::experiments::distance::Protocol::full(dir)
     } else {
         crate::experiments::distance::Protocol::quick(dir)
-    }
-    .map_err(|e| CliError::Run(Box::new(e)))?;
+    }?;
     super::check_out_dir(&d.out_dir)?;
     crate::experiments::distance::run(&p, stdout, stderr).map_err(CliError::Run)?;
     Ok(())
@@ -555,8 +554,7 @@ fn run_mwem(a: &MwemArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Res
             last_what = what.to_string();
             last_tenth = tenth;
         }
-    })
-    .map_err(|e| CliError::Run(Box::new(e)))?;
+    })?;
     pb.finish_and_clear();
     report.write_tables(stdout)?;
     Ok(())

@@ -325,12 +325,6 @@ impl std::error::Error for LdpError {
     }
 }
 
-impl From<LdpError> for CliError {
-    fn from(e: LdpError) -> CliError {
-        CliError::Run(Box::new(e))
-    }
-}
-
 /// Runs `privq ldp`.
 pub fn run(
     args: &Args,

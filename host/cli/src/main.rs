@@ -777,7 +777,9 @@ macro_rules! library_errors {
 
 library_errors!(
     privq_host::accountant::AccountantError,
+    privq_host::accountant::BudgetFileError,
     privq_host::aggregate::AggregateError,
+    privq_host::audit::AuditError,
     privq_host::central::MechanismError,
     privq_host::central::pmw::PmwError,
     privq_host::central::pmw_reduce::ReduceError,
@@ -795,6 +797,8 @@ library_errors!(
     privq_host::synth::mwem::MwemSynthError,
     privq_host::ldp::sq::SqError,
     serde_json::Error,
+    experiments::mwem::ExperimentError,
+    ldp::LdpError,
 );
 
 /// The exit status when the reader of standard output went away (`privq … | head`):

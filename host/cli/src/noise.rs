@@ -94,7 +94,7 @@ pub fn run(
             text: values.get(index).map(Fixed::to_string).unwrap_or_default(),
             source,
         },
-        e => CliError::Run(Box::new(e)),
+        e => e.into(),
     };
     // The input is checked, then the run charged to the budget file, before any noise.
     noise.check_input(&values).map_err(mechanism_error)?;
@@ -160,7 +160,7 @@ fn mechanism(args: &Args) -> Result<ValueNoise, CliError> {
             },
             source,
         },
-        e => CliError::Run(Box::new(e)),
+        e => e.into(),
     })
 }
 

@@ -9,7 +9,7 @@ use rand_chacha::ChaCha12Rng;
 use super::domain::DomainArg;
 use super::{CliError, ColumnsArgs, LedgerArgs};
 use privq_host::central::pmw::{Answer, PmwConfig, PmwError, PmwSession, PmwUpdate, PmwVariant};
-use privq_host::central::pmw_reduce::{DomainReduction, ReduceError, ReducedDomain};
+use privq_host::central::pmw_reduce::{DomainReduction, ReducedDomain};
 use privq_host::data::{DataError, Dataset, Domain, MemoryCap};
 use privq_host::query::Query;
 
@@ -242,7 +242,7 @@ pub fn run(
     let cells = reduced.as_ref().map_or(ds.counts.len(), |v| v.len());
     let params = match (args.eta, args.sigma, args.threshold, args.max_updates) {
         (Some(eta), Some(sigma), Some(t), Some(m)) => {
-            PmwConfig::user(eta, sigma, t, m, variant, epsilon, n).map_err(pmw_err)
+            PmwConfig::user(eta, sigma, t, m, variant, epsilon, n).map_err(CliError::from)
         }
         _ if practical => PmwConfig::practical(epsilon, n, args.alpha).map_err(|e| match e {
             PmwError::InvalidParameter(_) if args.alpha > 0.0 && args.alpha < 1.0 => {
@@ -256,19 +256,19 @@ pub fn run(
                     ),
                 }
             }
-            e => pmw_err(e),
+            e => e.into(),
         }),
-        _ => PmwConfig::theory(epsilon, args.beta, n, args.rounds, cells, variant).map_err(pmw_err),
+        _ => PmwConfig::theory(epsilon, args.beta, n, args.rounds, cells, variant)
+            .map_err(CliError::from),
     }?;
     let params = match args.update {
         Some(rule) => params.with_update(rule),
         None => params,
     };
     args.ledger
-        .reserve(&params.accountant().map_err(pmw_err)?, "privq pmw", stderr)?;
+        .reserve(&params.accountant()?, "privq pmw", stderr)?;
     let (mut session, budget) =
-        PmwSession::open(&ds.counts, params, args.rounds, reduced.as_ref(), rng)
-            .map_err(pmw_err)?;
+        PmwSession::open(&ds.counts, params, args.rounds, reduced.as_ref(), rng)?;
     warn_about_threshold(&session, &params, reduced.as_ref(), n, stderr)?;
     let answered = answer_all(
         &mut session,
@@ -302,26 +302,23 @@ fn no_queries() -> CliError {
 /// The session `privq pmw` runs.
 type Session = PmwSession<ChaCha12Rng>;
 
-fn pmw_err(e: PmwError) -> CliError {
-    CliError::Run(Box::new(e))
-}
-
 /// The data under the public domain (there is no default read from the data).
 fn load(args: &Args) -> Result<Dataset, CliError> {
-    let boxed = |e: DataError| CliError::Run(Box::new(e));
     let cap = MemoryCap::default();
     let columns = args.columns.columns();
     std::fs::File::open(&args.input).map_err(|e| CliError::file(&args.input, e))?;
     match &args.domain {
         Some(DomainArg::File(spec)) => {
-            let domain = Domain::from_json(&super::read_text(spec, &mut std::io::empty())?)
-                .map_err(boxed)?;
-            Dataset::from_csv_with_domain(&args.input, domain, &columns, cap).map_err(boxed)
+            let domain = Domain::from_json(&super::read_text(spec, &mut std::io::empty())?)?;
+            Ok(Dataset::from_csv_with_domain(
+                &args.input,
+                domain,
+                &columns,
+                cap,
+            )?)
         }
-        Some(DomainArg::Binary) => {
-            Dataset::binary_from_header(&args.input, &columns, cap).map_err(boxed)
-        }
-        None => Err(boxed(DataError::DomainRequired { discovery: false })),
+        Some(DomainArg::Binary) => Ok(Dataset::binary_from_header(&args.input, &columns, cap)?),
+        None => Err(DataError::DomainRequired { discovery: false }.into()),
     }
 }
 
@@ -337,14 +334,12 @@ fn reduce_domain(
     let (true, Some(xi)) = (args.reduce_domain, args.smoothness) else {
         return Ok(None);
     };
-    let reduce_err = |e: ReduceError| CliError::Run(Box::new(e));
     let rule = match args.reduce_alpha {
         Some(alpha) => DomainReduction::new(xi, alpha, args.beta, args.rounds, args.phi),
         None => DomainReduction::sublinear(xi, n, args.beta, args.rounds, args.phi),
-    }
-    .map_err(reduce_err)?;
+    }?;
     // V depends on N, the parameters and the RNG only: public.
-    let v = rule.sample(universe, rng).map_err(reduce_err)?;
+    let v = rule.sample(universe, rng)?;
     if v.is_full() {
         writeln!(
             stderr,
@@ -450,7 +445,7 @@ fn answer_all(
                 writeln!(stderr, "privq: {e}")?;
                 break;
             }
-            Err(e) => return Err(pmw_err(e)),
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(())

@@ -191,7 +191,7 @@ pub fn parse_workload(spec: &str, domain: &Domain) -> Result<Workload, CliError>
         "marginals" => Workload::marginals(domain, w),
         _ => return Err(bad()),
     };
-    wl.map_err(|e| CliError::Run(Box::new(e)))
+    Ok(wl?)
 }
 
 /// Runs `privq synth`.
@@ -248,18 +248,11 @@ pub fn run(
             message: "must be at least 1".into(),
         })?;
     let (request, public) = args.domain.apply(request)?;
-    args.ledger.reserve(
-        &request
-            .accountant()
-            .map_err(|e| CliError::Run(Box::new(e)))?,
-        "privq synth (mwem)",
-        stderr,
-    )?;
+    args.ledger
+        .reserve(&request.accountant()?, "privq synth (mwem)", stderr)?;
     let mut rng = super::rng(args.seed, stderr)?;
     let cap = MemoryCap(args.memory_mib.saturating_mul(1 << 20));
-    let mut run = request
-        .open(input.path(), public, &args.columns.columns(), cap, &mut rng)
-        .map_err(|e| CliError::Run(Box::new(e)))?;
+    let mut run = request.open(input.path(), public, &args.columns.columns(), cap, &mut rng)?;
     if let Some(found) = run.discovered() {
         writeln!(
             stderr,
@@ -297,8 +290,7 @@ pub fn run(
     let ds = run.dataset();
     let n = ds.counts.total();
     let records = cells.len();
-    write_records(output.writer(stdout), &ds.domain, &cells, args.bin_output())
-        .map_err(|e| CliError::Run(Box::new(e)))?;
+    write_records(output.writer(stdout), &ds.domain, &cells, args.bin_output())?;
     // NOT PRIVATE, and only on request: the release against the input.
     let diagnostics = if args.compare {
         let d = mwem_report::diagnose(ds, workload_spec, &out, &cells)?;

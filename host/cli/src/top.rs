@@ -73,21 +73,17 @@ pub fn run(
         });
     }
     let neighbours = Neighbours::from(args.neighbours);
-    let mech = ReportNoisyMax::counts(neighbours, epsilon, values.len())
-        .map_err(|e| CliError::Run(Box::new(e)))?;
+    let mech = ReportNoisyMax::counts(neighbours, epsilon, values.len())?;
     let counts = count(
         &super::read_text(&args.input, stdin)?,
         &args.column,
         &values,
     )?;
     let mut rng = super::rng(args.seed, stderr)?;
-    mech.check_input(&counts[..])
-        .map_err(|e| CliError::Run(Box::new(e)))?;
+    mech.check_input(&counts[..])?;
     let mut accountant = mech.accountant()?;
     args.ledger.reserve(&accountant, "privq top", stderr)?;
-    let winner = mech
-        .release(&counts[..], &mut accountant, &mut rng)
-        .map_err(|e| CliError::Run(Box::new(e)))?;
+    let winner = mech.release(&counts[..], &mut accountant, &mut rng)?;
     writeln!(stdout, "{}", values[winner])?;
     writeln!(
         stderr,

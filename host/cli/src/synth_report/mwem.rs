@@ -191,8 +191,7 @@ pub(crate) fn diagnose(
         .and_then(|(_, w)| w.trim().parse::<usize>().ok())
         .unwrap_or(2)
         .clamp(1, domain.dims().clamp(1, 3));
-    let sets: Vec<Vec<usize>> = MarginalWorkload::all_k_way(domain, k)
-        .map_err(|e| CliError::Run(Box::new(e)))?
+    let sets: Vec<Vec<usize>> = MarginalWorkload::all_k_way(domain, k)?
         .cliques()
         .iter()
         .map(|(c, _)| c.attributes().to_vec())
