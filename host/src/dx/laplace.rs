@@ -192,6 +192,18 @@ impl DxLaplace {
                 self.n
             )));
         }
+        // With |coefficient| < 2⁶³ (checked in `new`) and at most 2⁶⁴ − 1 records,
+        // every exact answer is below 2¹²⁷ in magnitude, so `dot` cannot overflow.
+        // (No real table reaches 2⁶⁴ records; the bound is what makes the sum safe.)
+        if counts
+            .iter()
+            .try_fold(0u64, |t, &c| t.checked_add(c))
+            .is_none()
+        {
+            return Err(DxError::InvalidValue(
+                "a histogram of 2^64 or more records".into(),
+            ));
+        }
         Ok(())
     }
 
@@ -252,6 +264,8 @@ fn snap(exact: i128, exp: i32) -> i128 {
     }
 }
 
+/// `Σ coef·counts` in Q31.32; exact, since `check_counts` bounds the total records
+/// below 2⁶⁴ and `new` every coefficient below 2⁶³.
 fn dot(coef: &[i64], counts: &[u64]) -> i128 {
     coef.iter()
         .zip(counts)
@@ -274,6 +288,19 @@ pub fn baseline_scale(metric: &FiniteMetric, q: &Queries) -> Result<f64, DxError
 mod tests {
     use super::*;
     use crate::seeded_rng;
+
+    #[test]
+    fn a_histogram_of_2_64_records_is_refused_before_the_charge() {
+        let q = Queries::new(vec![vec![1.0, 1.0, 1.0]]).unwrap();
+        let m = DxLaplace::new(&line(), q, vec![4.0]).unwrap();
+        let mut acct = Accountant::pure(privq_core::Epsilon::new(100, 1).unwrap());
+        let err = m
+            .release(&[u64::MAX, 1, 0], &mut acct, &mut seeded_rng(1))
+            .unwrap_err();
+        assert!(matches!(err, DxError::InvalidValue(_)), "{err}");
+        assert!(acct.ledger().is_empty());
+        assert!(m.snapped(0, &[u64::MAX, 0, 0]).is_ok());
+    }
 
     fn line() -> FiniteMetric {
         FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 1.0).unwrap()
