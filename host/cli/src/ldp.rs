@@ -6,7 +6,6 @@
 //! [`privq_host::ldp::intake`], [`privq_host::ldp::output`]); this module parses options
 //! and wires streams.
 
-use std::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
@@ -258,20 +257,28 @@ pub struct MergeArgs {
 }
 
 /// Errors of `privq ldp` with the option or file they concern.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LdpError {
     /// A campaign given by flags (or a simulation's parameters) is invalid.
-    Flag(CampaignError),
+    #[error("--{flag}: {0}", flag = .0.field().replace('_', "-"))]
+    Flag(#[source] CampaignError),
     /// A campaign file is invalid.
-    CampaignFile(PathBuf, CampaignError),
+    #[error("{path}: field {field:?}: {1}", path = .0.display(), field = .1.field())]
+    CampaignFile(PathBuf, #[source] CampaignError),
     /// Neither `--campaign` nor `--mechanism`/`--epsilon` was given.
+    #[error(
+        "no campaign: give --campaign FILE (see `privq ldp simulate --campaign`) or --mechanism, --epsilon and --domain"
+    )]
     NoCampaign,
     /// A saved state could not be used.
-    State(PathBuf, StateError),
+    #[error("{path}: {1}", path = .0.display())]
+    State(PathBuf, #[source] StateError),
     /// An input, state or output file could not be read or created.
-    Read(String, io::Error),
+    #[error("{0}: {1}")]
+    Read(String, #[source] io::Error),
     /// `--weights` does not have one value per item.
+    #[error("--weights has {found} values, the domain has {domain} items")]
     WeightCount {
         /// Values in the file.
         found: usize,
@@ -279,50 +286,17 @@ pub enum LdpError {
         domain: u32,
     },
     /// `--confidence` outside (0, 1).
+    #[error("--confidence must be in (0, 1), got {0}")]
     Confidence(f64),
     /// `--post` is not a post-processing name.
+    #[error("--post: {0}")]
     Post(String),
     /// `--mechanism` is not a simulated randomizer.
+    #[error(
+        "--mechanism: unknown randomizer {0:?} (one of {names})",
+        names = MechanismSpec::NAMES.join(", ")
+    )]
     Mechanism(String),
-}
-
-impl fmt::Display for LdpError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let flag = |e: &CampaignError| e.field().replace('_', "-");
-        match self {
-            LdpError::Flag(e) => write!(f, "--{}: {e}", flag(e)),
-            LdpError::CampaignFile(p, e) => {
-                write!(f, "{}: field {:?}: {e}", p.display(), e.field())
-            }
-            LdpError::NoCampaign => f.write_str(
-                "no campaign: give --campaign FILE (see `privq ldp simulate --campaign`) or --mechanism, --epsilon and --domain",
-            ),
-            LdpError::State(p, e) => write!(f, "{}: {e}", p.display()),
-            LdpError::Read(p, e) => write!(f, "{p}: {e}"),
-            LdpError::WeightCount { found, domain } => write!(
-                f,
-                "--weights has {found} values, the domain has {domain} items"
-            ),
-            LdpError::Confidence(c) => write!(f, "--confidence must be in (0, 1), got {c}"),
-            LdpError::Post(e) => write!(f, "--post: {e}"),
-            LdpError::Mechanism(m) => write!(
-                f,
-                "--mechanism: unknown randomizer {m:?} (one of {})",
-                MechanismSpec::NAMES.join(", ")
-            ),
-        }
-    }
-}
-
-impl std::error::Error for LdpError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            LdpError::Flag(e) | LdpError::CampaignFile(_, e) => Some(e),
-            LdpError::State(_, e) => Some(e),
-            LdpError::Read(_, e) => Some(e),
-            _ => None,
-        }
-    }
 }
 
 /// Runs `privq ldp`.

@@ -4,7 +4,6 @@
 //! function that reads and writes through the streams it is given, so it can be
 //! tested without a process.
 
-use std::fmt;
 use std::io::{self, BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -611,26 +610,31 @@ pub(crate) fn choice<T: Named + Clone + Send + Sync>()
 }
 
 /// A failed command, with enough context to fix the input.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CliError {
     /// A privacy or numeric parameter was rejected.
+    #[error("--{option}: {source}")]
     Parameter {
         /// The option's name.
         option: &'static str,
         /// Why.
+        #[source]
         source: privq_core::Error,
     },
     /// An input value could not be used.
+    #[error("line {line}: cannot use {text:?}: {source}")]
     Value {
         /// 1-based line (or CSV record) number.
         line: usize,
         /// The offending text.
         text: String,
         /// Why.
+        #[source]
         source: privq_core::Error,
     },
     /// Text where a number belongs is not one (unparseable, NaN or infinite).
+    #[error("{place}: {text:?} is not a number")]
     NotANumber {
         /// Where: `line 3, column x`, or a flag.
         place: String,
@@ -638,6 +642,7 @@ pub enum CliError {
         text: String,
     },
     /// The named CSV column does not exist.
+    #[error("no column named {column:?}; the header has: {}", .available.join(", "))]
     MissingColumn {
         /// The requested column.
         column: String,
@@ -645,19 +650,25 @@ pub enum CliError {
         available: Vec<String>,
     },
     /// The input held no values.
+    #[error("the input holds no values")]
     EmptyInput,
     /// The input is not valid CSV.
-    Csv(csv::Error),
+    #[error("malformed CSV: {0}")]
+    Csv(#[from] csv::Error),
     /// Reading or writing a stream failed.
-    Io(std::io::Error),
+    #[error("reading or writing a stream: {0}")]
+    Io(#[from] std::io::Error),
     /// A named file (or directory) could not be opened, created, written or renamed.
+    #[error("{}: {source}", .path.display())]
     File {
         /// The path.
         path: PathBuf,
         /// Why.
+        #[source]
         source: std::io::Error,
     },
     /// An option's value was refused (a limit, a missing prerequisite, a bad combination).
+    #[error("--{option}: {message}")]
     Usage {
         /// The option's name, without `--`.
         option: &'static str,
@@ -665,11 +676,14 @@ pub enum CliError {
         message: String,
     },
     /// The operating system could not provide entropy.
-    Seed(privq_host::SeedError),
+    #[error("{0}")]
+    Seed(#[source] privq_host::SeedError),
     /// A library operation (data loading, a mechanism, a session) failed.
-    Run(Box<dyn std::error::Error + Send + Sync>),
+    #[error("{0}")]
+    Run(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The command ran and reported on standard error, but its outcome calls
     /// for a non-zero exit code (`privq ldp aggregate --help` lists them).
+    #[error("{0} (exit code {code})", code = .0.exit_code())]
     Outcome(privq_host::ldp::intake::Outcome),
 }
 
@@ -710,56 +724,6 @@ impl CliError {
             _ if self.is_broken_pipe() => BROKEN_PIPE,
             _ => 2,
         }
-    }
-}
-
-impl fmt::Display for CliError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CliError::Parameter { option, source } => write!(f, "--{option}: {source}"),
-            CliError::Value { line, text, source } => {
-                write!(f, "line {line}: cannot use {text:?}: {source}")
-            }
-            CliError::NotANumber { place, text } => write!(f, "{place}: {text:?} is not a number"),
-            CliError::MissingColumn { column, available } => write!(
-                f,
-                "no column named {column:?}; the header has: {}",
-                available.join(", ")
-            ),
-            CliError::EmptyInput => write!(f, "the input holds no values"),
-            CliError::Csv(e) => write!(f, "malformed CSV: {e}"),
-            CliError::Io(e) => write!(f, "reading or writing a stream: {e}"),
-            CliError::File { path, source } => write!(f, "{}: {source}", path.display()),
-            CliError::Usage { option, message } => write!(f, "--{option}: {message}"),
-            CliError::Seed(e) => write!(f, "{e}"),
-            CliError::Run(e) => write!(f, "{e}"),
-            CliError::Outcome(o) => write!(f, "{o} (exit code {})", o.exit_code()),
-        }
-    }
-}
-
-impl std::error::Error for CliError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            CliError::Parameter { source, .. } | CliError::Value { source, .. } => Some(source),
-            CliError::Csv(e) => Some(e),
-            CliError::Io(e) | CliError::File { source: e, .. } => Some(e),
-            CliError::Seed(e) => Some(e),
-            CliError::Run(e) => Some(e.as_ref()),
-            _ => None,
-        }
-    }
-}
-
-impl From<std::io::Error> for CliError {
-    fn from(e: std::io::Error) -> Self {
-        CliError::Io(e)
-    }
-}
-
-impl From<csv::Error> for CliError {
-    fn from(e: csv::Error) -> Self {
-        CliError::Csv(e)
     }
 }
 

@@ -1,7 +1,6 @@
 //! The Chapter 5 protocol: KL(true ‖ synthetic) of MWEM, optimized MWEM and the
 //! modified Barak et al. baseline over an ε grid, on the thesis' datasets.
 
-use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -202,66 +201,26 @@ pub struct Report {
 }
 
 /// Why the protocol stopped.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ExperimentError {
     /// Loading a dataset failed.
-    Data(DataError),
+    #[error("{0}")]
+    Data(#[from] DataError),
     /// A run failed.
-    Mwem(MwemError),
+    #[error("{0}")]
+    Mwem(#[from] MwemError),
     /// Writing results failed.
-    Io(std::io::Error),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
     /// A dataset the protocol asks for is absent (nothing was run).
+    #[error("dataset {name} was asked for but {} is absent", .path.display())]
     MissingDataset {
         /// The dataset's name.
         name: String,
         /// Where it was looked for.
         path: PathBuf,
     },
-}
-
-impl fmt::Display for ExperimentError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ExperimentError::Data(e) => write!(f, "{e}"),
-            ExperimentError::Mwem(e) => write!(f, "{e}"),
-            ExperimentError::Io(e) => write!(f, "{e}"),
-            ExperimentError::MissingDataset { name, path } => write!(
-                f,
-                "dataset {name} was asked for but {} is absent",
-                path.display()
-            ),
-        }
-    }
-}
-
-impl std::error::Error for ExperimentError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ExperimentError::Data(e) => Some(e),
-            ExperimentError::Mwem(e) => Some(e),
-            ExperimentError::Io(e) => Some(e),
-            ExperimentError::MissingDataset { .. } => None,
-        }
-    }
-}
-
-impl From<DataError> for ExperimentError {
-    fn from(e: DataError) -> Self {
-        ExperimentError::Data(e)
-    }
-}
-
-impl From<MwemError> for ExperimentError {
-    fn from(e: MwemError) -> Self {
-        ExperimentError::Mwem(e)
-    }
-}
-
-impl From<std::io::Error> for ExperimentError {
-    fn from(e: std::io::Error) -> Self {
-        ExperimentError::Io(e)
-    }
 }
 
 /// Progress observer: `(what, done, total)`.
