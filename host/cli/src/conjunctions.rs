@@ -361,13 +361,12 @@ fn release(args: &ReleaseArgs, stderr: &mut dyn Write) -> Result<(), CliError> {
     let ds = match &args.domain {
         None => Dataset::binary_from_header(&args.input, &columns, MemoryCap::default()).map_err(
             |e| match e {
-                DataError::UnknownValue { .. } => CliError::Run(
-                    format!(
-                        "{e}; a table with categorical or binned columns needs --domain FILE \
-                         (one 0/1 attribute per value, named attr=value)"
-                    )
-                    .into(),
-                ),
+                DataError::UnknownValue { .. } => CliError::from(super::InContext {
+                    before: String::new(),
+                    source: e,
+                    after: "; a table with categorical or binned columns needs --domain FILE \
+                            (one 0/1 attribute per value, named attr=value)",
+                }),
                 e => e.into(),
             },
         )?,
@@ -771,7 +770,24 @@ mod tests {
         let refused = args(false);
         let refused: Vec<&str> = refused.iter().map(String::as_str).collect();
         let e = run_with(&refused, "").unwrap_err();
-        assert!(e.to_string().contains("--domain"), "{e}");
+        assert!(
+            e.to_string().ends_with(
+                "; a table with categorical or binned columns needs --domain FILE \
+                 (one 0/1 attribute per value, named attr=value)"
+            ),
+            "{e}"
+        );
+        // The hint is the program's; the typed error is still the source.
+        let typed = std::error::Error::source(&e)
+            .and_then(std::error::Error::source)
+            .and_then(|s| s.downcast_ref::<privq_host::data::DataError>());
+        assert!(
+            matches!(
+                typed,
+                Some(privq_host::data::DataError::UnknownValue { .. })
+            ),
+            "{e:?}"
+        );
         assert!(!out.exists(), "nothing written on refusal");
         let ok = args(true);
         let ok: Vec<&str> = ok.iter().map(String::as_str).collect();

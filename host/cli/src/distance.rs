@@ -10,7 +10,7 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use super::results::{Cell, FormatArg, write_rows};
-use super::{CliError, LedgerArgs, Output, read_text};
+use super::{CliError, InContext, LedgerArgs, Output, read_text};
 use privq_host::distance::interactive::Session;
 use privq_host::distance::offline::Synopsis;
 use privq_host::distance::privacy::Privacy;
@@ -268,7 +268,12 @@ fn query(a: &QueryArgs, stdin: &mut dyn BufRead, stdout: &mut dyn Write) -> Resu
         .enumerate()
         .map(|(i, p)| {
             s.answer(p).map_err(|source| {
-                CliError::Run(format!("{} line {}: {source}", a.input.display(), i + 2).into())
+                // Not `?`: a bad point is the file's fault, so the message names its line.
+                CliError::from(InContext {
+                    before: format!("{} line {}: ", a.input.display(), i + 2),
+                    source,
+                    after: "",
+                })
             })
         })
         .collect::<Result<Vec<f64>, CliError>>()?;
@@ -642,11 +647,17 @@ mod tests {
         .unwrap();
         let outside = dir.join("outside.csv");
         std::fs::write(&outside, "x,y\n0.5,3\n").unwrap();
-        let e = query(&out, &outside).unwrap_err().to_string();
+        let e = query(&out, &outside).unwrap_err();
+        let text = e.to_string();
         assert!(
-            e.contains("outside.csv line 2: ") && e.contains("outside the declared domain"),
-            "{e}"
+            text.contains("outside.csv line 2: ") && text.contains("outside the declared domain"),
+            "{text}"
         );
+        // The message names the line; the typed error is still its source.
+        let typed = std::error::Error::source(&e)
+            .and_then(std::error::Error::source)
+            .and_then(|s| s.downcast_ref::<DistanceError>());
+        assert!(typed.is_some(), "{e:?}");
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -727,6 +727,21 @@ impl CliError {
     }
 }
 
+/// A library error in the program's words: the message is `{before}{source}{after}`
+/// (say, a file and line before it, a hint after it), and `source()` is still the
+/// typed error.
+#[derive(Debug, thiserror::Error)]
+#[error("{before}{source}{after}")]
+pub(crate) struct InContext<E> {
+    /// Text before the error's message.
+    pub(crate) before: String,
+    /// The error.
+    #[source]
+    pub(crate) source: E,
+    /// Text after the error's message.
+    pub(crate) after: &'static str,
+}
+
 /// A library error reaches the user through [`CliError::Run`], its message and
 /// `source()` chain intact: `?` converts it.
 macro_rules! library_errors {
@@ -763,6 +778,8 @@ library_errors!(
     serde_json::Error,
     experiments::mwem::ExperimentError,
     ldp::LdpError,
+    InContext<privq_host::data::DataError>,
+    InContext<privq_host::distance::DistanceError>,
 );
 
 /// The exit status when the reader of standard output went away (`privq … | head`):
