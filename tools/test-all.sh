@@ -496,6 +496,40 @@ msrv() {
   note "msrv: privq-core (host, thumbv6m) and privq-firmware (thumbv6m) build with $v"
 }
 
+# privq from Python (python/, issue 30): a virtual environment under target/ with the pinned
+# tools, the wheel built by maturin (dev profile, as the host build) and installed into it,
+# then the pytest suite (round trips, bad input, budgets and budget files, the same output as
+# `privq synth`, the docstrings and the book's chapter). Nothing in it skips: a missing tool,
+# package or program fails the step.
+PY_VENV=target/python-venv
+PY_PINS=(maturin==1.16.0 pytest==9.2.0 pandas==3.1.1 pyarrow==26.0.1 polars==2.1.0)
+python_tests() {
+  command -v python3 >/dev/null || {
+    echo "python3 not found: the python step needs CPython >= 3.9 with venv and pip" >&2
+    return 4
+  }
+  [[ -x $PY_VENV/bin/python ]] || python3 -m venv "$PY_VENV" || return
+  "$PY_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${PY_PINS[@]}" || return
+  # The program the suite compares with: the host-tests build's (a no-op after that step).
+  lint_cargo build "${HOST[@]}" --bin privq || return
+  rm -f target/wheels/privq-*.whl
+  "$PY_VENV/bin/maturin" build --profile dev --manifest-path python/Cargo.toml \
+    --interpreter "$PY_VENV/bin/python" --out target/wheels || return
+  "$PY_VENV/bin/python" -m pip install --quiet --force-reinstall --no-deps target/wheels/privq-*.whl || return
+  PRIVQ_BIN=$ROOT/target/debug/privq "$PY_VENV/bin/python" -m pytest python/tests -q -rs || return
+}
+
+# pytest must have run tests, and passed, skipped and deselected none.
+expect_pytest() {
+  local line
+  line=$(grep -E '^[0-9]+ passed' "$1" | tail -n1 || true)
+  if [[ -z $line || $line =~ (failed|skipped|deselected|error) ]]; then
+    echo "test-all: pytest summary is '${line:-missing}'" >&2
+    return 3
+  fi
+  note "python: $line"
+}
+
 sampler_cost() {
   if [[ -e tools/sampler-cost.sh ]]; then
     RUSTC_WORKSPACE_WRAPPER=$CLIPPY_DRIVER CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__" \
@@ -535,6 +569,7 @@ step docs - env RUSTDOCFLAGS="-D warnings" cargo doc -p privq-core -p privq-host
 step book - book
 step host-tests expect_host_tests host_tests
 step serve-tests expect_serve serve_tests
+step python expect_pytest python_tests
 step qemu-m0 expect_suite_ran_m0 cargo qemu-m0
 step qemu-m3 expect_suite_ran cargo qemu-m3
 step qemu-m4f expect_suite_ran cargo qemu-m4f
