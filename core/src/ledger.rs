@@ -11,9 +11,12 @@
 //! version, CRC, zero denominators, spent above cap) marks the ledger
 //! **corrupted**: it refuses every release with [`Error::LedgerCorrupted`], never
 //! treats the device as fresh. A store that has never been written (`load` returns
-//! `None`) starts a fresh ledger; firmware must therefore map erased flash to
+//! `None`) starts a fresh ledger; a store must therefore map erased flash to
 //! `None` only on first boot (e.g. by keeping a separate provisioning flag), since
-//! anyone who can erase the record can reset the budget.
+//! anyone who can erase the record can reset the budget. With the cargo feature
+//! `flash-ledger`, `flash_store::FlashStore` is such a store on any
+//! `embedded_storage::nor_flash::NorFlash`: provisioning flag, wear levelling, and
+//! tested against a power cut at every word it programs or erases.
 //!
 //! ```
 //! use privq_core::ledger::{Ledger, MemoryStore};
@@ -54,7 +57,10 @@ pub trait LedgerStore {
     /// The stored record, or `None` if the store has never been written.
     fn load(&mut self) -> core::result::Result<Option<[u8; LEDGER_RECORD_LEN]>, Self::Error>;
 
-    /// Replaces the stored record. Must not return before the record is durable.
+    /// Replaces the stored record. Must not return before the record is durable. If the
+    /// power fails before it returns, the next `load` may return the old record or the new
+    /// one (the caller released nothing on the strength of an unfinished store), but never
+    /// `None` once a record was stored.
     fn store(&mut self, record: &[u8; LEDGER_RECORD_LEN]) -> core::result::Result<(), Self::Error>;
 }
 
@@ -293,25 +299,22 @@ impl<S: LedgerStore> Ledger<S> {
 fn encode_record(cap: Epsilon, spent: Spent) -> [u8; LEDGER_RECORD_LEN] {
     let mut r = [0u8; LEDGER_RECORD_LEN];
     let fields = [cap.num(), cap.den(), spent.num, spent.den];
-    let mut chunks = r.chunks_exact_mut(1);
-    let mut put = |b: u8| {
-        if let Some(slot) = chunks.next().and_then(|c| c.first_mut()) {
-            *slot = b;
-        }
-    };
-    for b in MAGIC {
-        put(b);
-    }
-    put(RECORD_VERSION);
-    for f in fields {
-        for b in f.to_le_bytes() {
-            put(b);
+    // Fixed-size pieces of a fixed-size array: nothing here can fail or panic.
+    if let Some((magic, rest)) = r.split_first_chunk_mut::<4>() {
+        *magic = MAGIC;
+        if let Some((version, rest)) = rest.split_first_mut() {
+            *version = RECORD_VERSION;
+            for (chunk, f) in rest.chunks_exact_mut(8).zip(fields) {
+                if let Ok(chunk) = <&mut [u8; 8]>::try_from(chunk) {
+                    *chunk = f.to_le_bytes();
+                }
+            }
         }
     }
     let body_len = LEDGER_RECORD_LEN - 4;
     let crc = crc32(r.get(..body_len).unwrap_or(&[]));
-    if let Some(tail) = r.get_mut(body_len..) {
-        tail.copy_from_slice(&crc.to_le_bytes());
+    if let Some((_, tail)) = r.split_last_chunk_mut::<4>() {
+        *tail = crc.to_le_bytes();
     }
     r
 }

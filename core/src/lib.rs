@@ -20,17 +20,102 @@
 //! test command builds this crate (host and `thumbv6m-none-eabi`) and the example firmware
 //! with exactly Rust 1.87 and the workspace's lock file.
 //!
+//! # Quick start: a device
+//!
+//! ```toml
+//! [dependencies]
+//! privq-core = { version = "0.1", features = ["flash-ledger"] }
+//! rand_core = "0.10"
+//! # A CryptoRng for the randomizers. Seed it from the MCU's hardware RNG; without
+//! # `default-features = false` rand_chacha pulls in `std`.
+//! rand_chacha = { version = "0.10", default-features = false }
 //! ```
-//! use privq_core::{laplace_on_grid, Epsilon, Fixed};
+//!
+//! One reading period of a device: readings into histogram bins, the modal bin privatized with
+//! OUE (or GRR) at ε = 1 after the lifetime ledger in flash is debited, the report in the
+//! [`report`] wire format, and the report sealed into an HMAC-SHA-256 upload frame numbered by
+//! counters that survive reboots.
+//!
+//! ```
+//! # #[cfg(feature = "flash-ledger")]
+//! # fn main() -> Result<(), privq_core::Error> {
+//! use privq_core::flash_store::{FlashStore, RamFlash};
+//! use privq_core::histogram::{Histogram, OutOfRange};
+//! use privq_core::ledger::Ledger;
+//! use privq_core::local::{Grr, LocalRandomizer, QueryId, UeVariant, UnaryEncoding};
+//! use privq_core::report::{self, MechanismId};
+//! use privq_core::upload::{DeviceKey, Outbox};
+//! use privq_core::upload_counters::UploadCounters;
+//! use privq_core::{Epsilon, Error, Fixed};
 //! use rand_chacha::ChaCha12Rng;
 //! use rand_core::SeedableRng;
 //!
-//! let mut rng = ChaCha12Rng::seed_from_u64(2024); // fixed seed: tests only
-//! let reading: Fixed = "23.75".parse()?;
-//! let released = laplace_on_grid(reading, Fixed::ONE, Epsilon::new(1, 1)?, &mut rng)?;
-//! println!("{released}");
-//! # Ok::<(), privq_core::Error>(())
+//! // Randomness: on a device, seed from the hardware RNG (e.g. 32 bytes of the MCU's TRNG).
+//! // A fixed seed, as here, is for tests only: it makes the noise predictable.
+//! let mut rng = ChaCha12Rng::from_seed([7; 32]);
+//!
+//! // 1-2. Readings (°C, exact fixed point) into 64 bins of 0.5 °C over [5, 37); outliers clamp.
+//! let mut histogram =
+//!     Histogram::<64>::equal_width(Fixed::from_int(5), Fixed::from_int(37), OutOfRange::Clamp)?;
+//! for reading in ["21.5", "21.75", "22.0", "21.6", "40.2"] {
+//!     histogram.record(reading.parse()?)?;
+//! }
+//! // The modal bin (the lowest of the most frequent) is the item to report.
+//! let (modal, _) = (0u32..)
+//!     .zip(histogram.counts())
+//!     .fold((0, 0), |best, (bin, &count)| if count > best.1 { (bin, count) } else { best });
+//! assert_eq!(modal, 33); // [21.5, 22.0)
+//!
+//! // 3. The lifetime budget (ε = 4) in NOR flash. On a board: the HAL's
+//! //    `embedded_storage::nor_flash::NorFlash` and a region of whole pages, e.g.
+//! //    `FlashStore::in_region(flash, 0x3_F000..0x4_0000)`; here a simulated flash.
+//! let mut ledger_flash = RamFlash::<768>::new(); // flag page + 2 log pages of 256 bytes
+//! let mut ledger = Ledger::open(FlashStore::new(&mut ledger_flash), Epsilon::new(4, 1)?)?;
+//!
+//! // 4. OUE at ε = 1: `release` debits the ledger (and persists it) before it randomizes.
+//! let oue = UnaryEncoding::new(UeVariant::Optimized, Epsilon::new(1, 1)?, 64)?;
+//! let mut report = [0u8; 20];
+//! let len = ledger.release(&oue, &modal, QueryId(1), &mut rng, &mut report)?;
+//! // 5. The wire-format report (12-byte header + 64 bits), as the host decodes it.
+//! assert_eq!(report::decode(&report[..len])?.header.mechanism, MechanismId::Oue);
+//! // GRR instead: a 13-byte report.
+//! let grr = Grr::new(Epsilon::new(1, 1)?, 64)?;
+//! let mut short = [0u8; 13];
+//! ledger.release(&grr, &modal, QueryId(2), &mut rng, &mut short)?;
+//! assert_eq!(ledger.spent().num(), 2); // ε = 2 of 4 spent, and on flash
+//!
+//! // 6. An authenticated upload frame. The epoch comes from counters persisted before use,
+//! //    so (device, epoch, sequence) never repeats across reboots.
+//! let mut counter_flash = RamFlash::<768>::new(); // a second region
+//! let mut counters = UploadCounters::open(FlashStore::new(&mut counter_flash))?;
+//! let key = DeviceKey::new([0x42; 32]); // provisioned per device; never a constant
+//! let mut outbox: Outbox<2, 64> = Outbox::new(1234, counters.next_sequence());
+//! let epoch = counters.begin_epoch(outbox.next_sequence().ok_or(Error::SequenceExhausted)?)?;
+//! outbox.push(epoch, &report[..len])?;
+//! outbox.seal()?;
+//! let mut frame = [0u8; Outbox::<2, 64>::MAX_FRAME_LEN];
+//! let frame_len = outbox.write_front(&key, &mut frame)?.ok_or(Error::NotPending)?;
+//! assert_eq!(frame_len, 25 + 2 + 20 + 32); // header, length prefix, report, tag
+//! // ... send `frame[..frame_len]`; resend the same bytes until the collector answers, then:
+//! outbox.acknowledge(0)?;
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "flash-ledger"))]
+//! # fn main() {} // the example needs the `flash-ledger` feature
 //! ```
+//!
+//! The host side (`privq-host`, or the `privq serve` collector) verifies the frame, decodes
+//! the report and aggregates the fleet's reports into unbiased estimates.
+//!
+//! # Cargo features
+//!
+//! | feature | default | what it adds | dependencies |
+//! |---|---|---|---|
+//! | `flash-ledger` | no | `flash_store`: the fail-closed, wear-levelled ledger store on any `embedded_storage::nor_flash::NorFlash` (and `RamFlash`, a simulated flash) | `embedded-storage` 0.3 |
+//! | `defmt` | no | `defmt::Format` for the crate's types | `defmt` 1 |
+//!
+//! Without a feature, nothing of it is compiled; what a firmware does not call is removed
+//! by the linker either way.
 #![no_std]
 #![cfg_attr(
     not(test),
@@ -59,6 +144,8 @@ pub use grid::{GridGaussian, GridLaplace, laplace_on_grid};
 pub use histogram::Histogram;
 pub use rand_core;
 pub use rho::Rho;
+#[cfg(feature = "flash-ledger")]
+pub mod flash_store;
 pub mod ledger;
 pub mod local;
 pub mod report;

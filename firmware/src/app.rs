@@ -232,7 +232,7 @@ mod tests {
     use crate::release::{lifetime_epsilon, selected};
     use crate::seed::fleet_device_rng;
     use crate::sensor::{DEFAULT_ADDRESS, TempSensor};
-    use crate::store::{FlashLedgerStore, SimFlash};
+    use crate::store::{FlashStore, SimFlash};
     use crate::synthetic::SyntheticSensorBus;
     use std::vec::Vec;
 
@@ -269,12 +269,12 @@ mod tests {
     ) -> Device<
         TempSensor<SyntheticSensorBus>,
         CountingDelay,
-        FlashLedgerStore<SimFlash<512>>,
+        FlashStore<SimFlash<512>>,
         crate::chacha::ChaCha12,
         crate::release::Selected,
     > {
         let ledger = Ledger::open(
-            FlashLedgerStore::new(SimFlash::new()),
+            FlashStore::new(SimFlash::new()),
             lifetime_epsilon().unwrap(),
         )
         .unwrap();

@@ -12,8 +12,8 @@
 //! 3. [`release`] privatizes the epoch with the **one** local randomizer chosen by cargo
 //!    feature (`oue` by default; `grr`, `olh`, `hadamard`, or per-bin grid Laplace with
 //!    `laplace`), debiting the lifetime budget [`privq_core::ledger::Ledger`] first; the
-//!    ledger lives in NOR flash ([`store`]), where erased flash after the first boot
-//!    fails closed;
+//!    ledger lives in NOR flash through privq-core's `FlashStore` ([`store`]), where
+//!    erased flash after the first boot fails closed;
 //! 4. each report is encoded in the wire format of [`privq_core::report`] and emitted:
 //!    a defmt log line, plus in QEMU the raw bytes as a text line on semihosting stderr
 //!    ([`wire`]) for the host to decode and aggregate;

@@ -23,7 +23,7 @@ use privq_firmware::release::{self, EpochRelease};
 use privq_firmware::sensor::{DEFAULT_ADDRESS, TempSensor};
 #[cfg(feature = "ntc")]
 use privq_firmware::sensor::{NTC_10K_B3950, NTC_ADC_ADDRESS, NtcSensor};
-use privq_firmware::store::{FlashLedgerStore, SimFlash};
+use privq_firmware::store::{FlashStore, SimFlash};
 #[cfg(feature = "ntc")]
 use privq_firmware::synthetic::SyntheticNtcBus;
 #[cfg(not(feature = "ntc"))]
@@ -40,7 +40,7 @@ use {cortex_m as _, defmt_semihosting as _};
 /// ledger refusing.
 const EPOCHS: u16 = 5;
 
-/// Bytes of simulated flash for the ledger: a flag page and a one-page record log.
+/// Bytes of simulated flash for the ledger: a flag page and three log pages (128-byte pages).
 const FLASH_BYTES: usize = 512;
 
 /// Feature `frames`: the outbox holds 2 sealed frames and 4 reports of the longest kind
@@ -79,8 +79,7 @@ fn run(fleet: u64, device: u64) -> Result<(), AppError> {
     // The simulated flash lives in a static (as flash would be outside the stack).
     let flash = cortex_m::singleton!(: SimFlash<FLASH_BYTES> = SimFlash::new())
         .ok_or(privq_core::Error::Storage)?;
-    let store = FlashLedgerStore::new(flash);
-    let ledger = Ledger::open(store, release::lifetime_epsilon()?)?;
+    let ledger = Ledger::open(FlashStore::new(flash), release::lifetime_epsilon()?)?;
     let release = release::selected()?;
     let name = release.name();
     let mut device_app = Device::new(
@@ -105,7 +104,7 @@ fn run(fleet: u64, device: u64) -> Result<(), AppError> {
         // their own flash region with the same wear-levelled, fail-closed record log.
         let flash = cortex_m::singleton!(: SimFlash<FLASH_BYTES> = SimFlash::new())
             .ok_or(privq_core::Error::Storage)?;
-        UploadCounters::open(FlashLedgerStore::new(flash))?
+        UploadCounters::open(FlashStore::new(flash))?
     };
     #[cfg(feature = "frames")]
     let mut uplink =

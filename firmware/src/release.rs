@@ -305,7 +305,7 @@ mod tests {
 
     use super::*;
     use crate::app::EmitTo;
-    use crate::store::{FlashLedgerStore, SimFlash};
+    use crate::store::{FlashStore, SimFlash};
     use privq_core::Fixed;
     use privq_core::histogram::OutOfRange;
     use privq_core::ledger::MemoryStore;
@@ -339,7 +339,7 @@ mod tests {
     fn every_release_debits_and_stops_at_the_cap() {
         let cap = lifetime_epsilon().unwrap();
         let release = selected().unwrap();
-        let mut ledger = Ledger::open(FlashLedgerStore::new(SimFlash::<512>::new()), cap).unwrap();
+        let mut ledger = Ledger::open(FlashStore::new(SimFlash::<512>::new()), cap).unwrap();
         let mut rng = ChaCha12Rng::seed_from_u64(1);
         let h = histogram(&[7, 7, 8]);
         let mut emitted = Vec::new();

@@ -1,0 +1,595 @@
+//! A fail-closed, wear-levelled [`LedgerStore`] on NOR flash (cargo feature `flash-ledger`).
+//!
+//! [`FlashStore`] keeps the 41-byte records of a [`Ledger`](crate::ledger::Ledger) (or of the
+//! [`UploadCounters`](crate::upload_counters::UploadCounters)) in a region of any
+//! [`embedded_storage::nor_flash::NorFlash`]: erase a page to `0xFF`, program each word once.
+//! It is written for an attacker who can **erase** flash (a debugger's page erase, a glitched
+//! erase) and for **power cuts at any instant**; one who can program arbitrary bits can forge a
+//! record and is out of scope (the record is checked, not signed).
+//!
+//! # Layout
+//!
+//! The region (whole erase pages) is one **flag page** followed by 2 to 32 **log pages**:
+//!
+//! * the flag page holds the provisioning word `PQPV` at its start. The store writes it
+//!   with the first record and **never erases this page**. Once it is set, a region
+//!   without a valid record reads as a record of `0xFF` bytes, which fails the ledger's and the
+//!   counters' checks: erased flash after the first boot never looks like a fresh device
+//!   ([`Ledger::open`](crate::ledger::Ledger::open) marks the ledger corrupted and it refuses every
+//!   release; [`UploadCounters::open`](crate::upload_counters::UploadCounters::open) fails with
+//!   [`Error::CountersCorrupted`](crate::Error::CountersCorrupted)). Only a region with the
+//!   flag **and** every log page erased is a new device.
+//! * each log page holds [`SLOTS_PER_PAGE`](FlashStore::SLOTS_PER_PAGE) slots of
+//!   [`SLOT_LEN`](FlashStore::SLOT_LEN) bytes and, in its last word, a **closed** marker.
+//!   A slot is a write counter (u32 LE), the record, and a CRC-32 of both, padded with
+//!   `0xFF` to the write size. Every store programs the next erased slot with the counter
+//!   plus one; the newest record is the valid slot with the highest counter.
+//!
+//! # Wear levelling and power cuts
+//!
+//! The pages are used in a ring. When the active page is full, the store erases the next page
+//! (which holds only older records), writes the new record there, and then programs the
+//! full page's closed marker. Each page is thus erased once per `log pages ×
+//! SLOTS_PER_PAGE` stores, and the store never erases the page that holds the newest record:
+//!
+//! * a cut while a slot is programmed leaves a slot that fails its CRC; it is skipped, and the
+//!   newest valid record is the one before it (that store never returned, so the caller never
+//!   released anything on its strength: see [`LedgerStore::store`]);
+//! * a cut during the erase of the next page leaves the newest record intact in the full page,
+//!   and the next store erases that page again;
+//! * a cut before a closed marker is written is repaired by the next store, which closes
+//!   every page other than its own that still holds records, before it returns.
+//!
+//! Hence when [`store`](LedgerStore::store) returns, every page but the newest record's is
+//! closed, and the provisioning word is set. Erasing the newest record's page (with or without
+//! any other log page, or the flag page) leaves either no valid record or a newest valid record
+//! in a closed page: both read as the `0xFF` record, so the device fails closed instead of
+//! getting spent budget back or an upload epoch again. Only erasing the flag page together with
+//! every log page resets the device; place the region where a page erase needs privileges the
+//! attacker lacks (write protection, read-out protection) if that matters.
+//!
+//! The tests (`core/tests/flash_store.rs`) cut the power at every program and erase operation
+//! of a long run, at every word of it (the cut word left with undefined bits): a fresh-looking
+//! store never comes back after the first record, the spent budget never shrinks below what
+//! was debited, and an upload epoch is never handed out twice.
+//!
+//! # Cost
+//!
+//! RAM: the flash handle and two `u32`s; a `load` or `store` puts about 150 bytes on the stack
+//! (a 64-byte slot buffer and the scan's result). Time: no copy of the log is kept, so every
+//! `load` and `store` reads every slot (and CRCs every programmed one) before it programs one
+//! slot; a page change adds one page erase and one closed-marker word. Flash, measured on the
+//! example firmware (`thumbv6m-none-eabi`, `opt-level = "z"`, LTO): the scan is 480 bytes and
+//! the store as a whole (scan, reads, programs, `load`/`store`) about 1 KB; the firmware image
+//! grew by 580 bytes when it replaced its own simpler store (one log page, no closed markers,
+//! no write counter) with this one.
+//!
+//! # Example
+//!
+//! ```
+//! use privq_core::flash_store::{FlashStore, RamFlash};
+//! use privq_core::ledger::Ledger;
+//! use privq_core::Epsilon;
+//!
+//! // 4 pages of 128 bytes: the flag page and 3 log pages of 2 slots each. On a board, use the
+//! // HAL's `NorFlash` and a region of whole pages: `FlashStore::in_region(flash, 0x3_F000..0x4_0000)`.
+//! let mut flash = RamFlash::<512, 128, 4>::new();
+//! let mut ledger = Ledger::open(FlashStore::new(&mut flash), Epsilon::new(4, 1)?)?;
+//! for _ in 0..6 {
+//!     ledger.debit(Epsilon::new(1, 2)?)?; // wraps the log: 7 records in 6 slots
+//! }
+//! drop(ledger);
+//! // Reboot: the spent budget is read back from the newest record.
+//! let ledger = Ledger::open(FlashStore::new(&mut flash), Epsilon::new(4, 1)?)?;
+//! assert_eq!((ledger.spent().num(), ledger.spent().den()), (3, 1));
+//!
+//! // Erasing the log pages does not give the budget back: the ledger refuses everything.
+//! flash.erase_range(128..512);
+//! let ledger = Ledger::open(FlashStore::new(&mut flash), Epsilon::new(4, 1)?)?;
+//! assert!(ledger.is_corrupted());
+//! # Ok::<(), privq_core::Error>(())
+//! ```
+
+use core::ops::Range;
+
+use embedded_storage::nor_flash::{
+    ErrorType, NorFlash, NorFlashError, NorFlashErrorKind, ReadNorFlash,
+};
+
+use crate::error::Error;
+use crate::ledger::{LEDGER_RECORD_LEN, LedgerStore, crc32};
+
+/// The provisioning word at the start of the flag page.
+pub const PROVISIONED: [u8; 4] = *b"PQPV";
+/// The closed marker in the last word of a log page.
+const CLOSED: [u8; 4] = *b"PQCL";
+/// Counter and record: the bytes the slot's CRC covers.
+const BODY: usize = 4 + LEDGER_RECORD_LEN;
+/// Counter, record and CRC, before padding to the write size.
+const SLOT_BODY_AND_CRC: usize = BODY + 4;
+/// The largest slot or marker this store programs (write sizes up to 64 bytes).
+const MAX_UNIT: usize = 64;
+/// The most log pages a region may have (one bit each in a `u32`).
+const MAX_LOG_PAGES: u32 = 32;
+
+const fn round_up(n: usize, to: usize) -> usize {
+    if to == 0 { n } else { n.div_ceil(to) * to }
+}
+
+/// What can go wrong in a [`FlashStore`] (the flash driver's error is kept in
+/// [`Flash`](StoreError::Flash)). [`Ledger`](crate::ledger::Ledger) and
+/// [`UploadCounters`](crate::upload_counters::UploadCounters) report each as
+/// [`Error::Storage`]; [`From`] does the same for `?`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreError<E> {
+    /// The region or the flash geometry does not fit the layout: the region is not whole
+    /// erase pages inside the flash, has fewer than 3 or more than 33 pages, a page holds no
+    /// slot, or the write size is above 64 bytes (or the read size does not divide a slot).
+    Layout,
+    /// The device was provisioned but its newest record is gone (erased flash): the store
+    /// refuses to write, so nothing can replace the evidence. `load` returns the `0xFF`
+    /// record instead of this error.
+    Tampered,
+    /// The write counter reached `u32::MAX` (4·10⁹ stores: far past any flash's endurance).
+    Exhausted,
+    /// The flash driver failed.
+    Flash(E),
+}
+
+impl<E> From<StoreError<E>> for Error {
+    fn from(_: StoreError<E>) -> Error {
+        Error::Storage
+    }
+}
+
+/// What a scan of the log found.
+#[derive(Debug, Clone, Copy)]
+struct Scan {
+    /// (counter, page, slot) of the newest valid record.
+    newest: Option<(u32, u32, u32)>,
+    /// Whether the newest record's page is closed (a newer record was erased).
+    newest_closed: bool,
+    /// The first erased slot after the newest record, in its page.
+    next: Option<u32>,
+    /// Whether the provisioning word is set.
+    provisioned: bool,
+    /// Log pages with a programmed slot and no closed marker (bit per page).
+    unclosed: u32,
+}
+
+/// The fail-closed ledger store on a region of NOR flash (see the [module docs](self)).
+///
+/// `F` is any [`NorFlash`] with a write size of at most 64 bytes, or `&mut` one (so the flash
+/// outlives the store, e.g. across a simulated reboot). The store keeps no copy of the log:
+/// every `load` and `store` scans it (a read of every slot and a CRC of every programmed one).
+#[derive(Debug)]
+pub struct FlashStore<F> {
+    flash: F,
+    start: u32,
+    end: u32,
+}
+
+impl<F: NorFlash> FlashStore<F> {
+    /// Bytes per slot: counter, record and CRC (49 bytes) rounded up to the write size.
+    pub const SLOT_LEN: usize = round_up(SLOT_BODY_AND_CRC, F::WRITE_SIZE);
+    /// Bytes of a flag or closed-marker word: 4 rounded up to the write size.
+    const MARK_LEN: usize = round_up(4, F::WRITE_SIZE);
+    /// Slots in one log page (the page less its closed marker, in whole slots).
+    pub const SLOTS_PER_PAGE: usize = F::ERASE_SIZE.saturating_sub(Self::MARK_LEN) / Self::SLOT_LEN;
+
+    /// A store on the whole of `flash` (its capacity rounded down to whole pages).
+    pub fn new(flash: F) -> Self {
+        let pages = flash.capacity().checked_div(F::ERASE_SIZE).unwrap_or(0);
+        let end = u32::try_from(pages.saturating_mul(F::ERASE_SIZE)).unwrap_or(0);
+        Self::in_region(flash, 0..end)
+    }
+
+    /// A store on `region` of `flash` (byte offsets, whole erase pages; the first page is
+    /// the flag page). The layout is checked by every operation: a region that does not fit
+    /// makes `load` and `store` fail with [`StoreError::Layout`].
+    pub const fn in_region(flash: F, region: Range<u32>) -> Self {
+        FlashStore {
+            flash,
+            start: region.start,
+            end: region.end,
+        }
+    }
+
+    /// Gives the flash back.
+    pub fn into_flash(self) -> F {
+        self.flash
+    }
+
+    /// The flash.
+    pub fn flash(&self) -> &F {
+        &self.flash
+    }
+
+    /// The flash, mutably (e.g. to inject faults in tests).
+    pub fn flash_mut(&mut self) -> &mut F {
+        &mut self.flash
+    }
+
+    /// Log pages in the region (the flag page excluded).
+    pub fn log_pages(&self) -> u32 {
+        let pages = (self.end.saturating_sub(self.start) as usize)
+            .checked_div(F::ERASE_SIZE)
+            .unwrap_or(0);
+        u32::try_from(pages.saturating_sub(1)).unwrap_or(0)
+    }
+
+    /// Records the log holds: every store writes one slot, so each page is erased once
+    /// per this many stores.
+    pub fn slots(&self) -> usize {
+        (self.log_pages() as usize).saturating_mul(Self::SLOTS_PER_PAGE)
+    }
+
+    /// Whether the provisioning word is set (anything but an erased word counts: a torn
+    /// flag write must not make the device new again).
+    pub fn is_provisioned(&mut self) -> Result<bool, StoreError<F::Error>> {
+        self.check_layout()?;
+        let mut buf = [0xff; MAX_UNIT];
+        Ok(!self.read_erased(self.start, Self::MARK_LEN, &mut buf)?)
+    }
+
+    fn check_layout(&self) -> Result<(), StoreError<F::Error>> {
+        let divides = |n: usize, by: usize| n.checked_rem(by) == Some(0);
+        let ok = F::WRITE_SIZE > 0
+            && Self::SLOT_LEN <= MAX_UNIT
+            && Self::SLOTS_PER_PAGE > 0
+            && divides(F::ERASE_SIZE, F::WRITE_SIZE)
+            && divides(Self::SLOT_LEN, F::READ_SIZE)
+            && divides(Self::MARK_LEN, F::READ_SIZE)
+            && divides(F::ERASE_SIZE, F::READ_SIZE)
+            && divides(self.start as usize, F::ERASE_SIZE)
+            && divides(self.end as usize, F::ERASE_SIZE)
+            && self.start < self.end
+            && self.end as usize <= self.flash.capacity()
+            && (2..=MAX_LOG_PAGES).contains(&self.log_pages());
+        if ok { Ok(()) } else { Err(StoreError::Layout) }
+    }
+
+    fn page_at(&self, page: u32) -> u32 {
+        self.start + (page + 1) * F::ERASE_SIZE as u32
+    }
+
+    fn slot_at(&self, page: u32, slot: u32) -> u32 {
+        self.page_at(page) + slot * Self::SLOT_LEN as u32
+    }
+
+    fn mark_at(&self, page: u32) -> u32 {
+        self.page_at(page) + (F::ERASE_SIZE - Self::MARK_LEN) as u32
+    }
+
+    /// Reads `len` (≤ 64) bytes at `at` into the front of `buf` and tells whether they are
+    /// erased.
+    fn read_erased(
+        &mut self,
+        at: u32,
+        len: usize,
+        buf: &mut [u8; MAX_UNIT],
+    ) -> Result<bool, StoreError<F::Error>> {
+        let part = buf.get_mut(..len).ok_or(StoreError::Layout)?;
+        self.flash.read(at, part).map_err(StoreError::Flash)?;
+        Ok(part.iter().all(|&b| b == 0xff))
+    }
+
+    /// Programs the first `len` bytes of `buf` at `at`.
+    fn program(
+        &mut self,
+        at: u32,
+        buf: &[u8; MAX_UNIT],
+        len: usize,
+    ) -> Result<(), StoreError<F::Error>> {
+        let part = buf.get(..len).ok_or(StoreError::Layout)?;
+        self.flash.write(at, part).map_err(StoreError::Flash)
+    }
+
+    /// Programs a flag or closed-marker word.
+    fn mark(&mut self, at: u32, mark: [u8; 4]) -> Result<(), StoreError<F::Error>> {
+        if Self::MARK_LEN == 4 {
+            return self.flash.write(at, &mark).map_err(StoreError::Flash);
+        }
+        let mut buf = [0xff; MAX_UNIT];
+        for (b, m) in buf.iter_mut().zip(mark) {
+            *b = m;
+        }
+        self.program(at, &buf, Self::MARK_LEN)
+    }
+
+    /// Reads the whole log once: the newest valid record, the next free slot after it,
+    /// the flag and the unclosed pages. `buf` is left holding the last slot read.
+    fn scan(&mut self, buf: &mut [u8; MAX_UNIT]) -> Result<Scan, StoreError<F::Error>> {
+        self.check_layout()?;
+        let mut s = Scan {
+            newest: None,
+            newest_closed: false,
+            next: None,
+            provisioned: !self.read_erased(self.start, Self::MARK_LEN, buf)?,
+            unclosed: 0,
+        };
+        for page in 0..self.log_pages() {
+            let closed = !self.read_erased(self.mark_at(page), Self::MARK_LEN, buf)?;
+            for slot in 0..Self::SLOTS_PER_PAGE as u32 {
+                if self.read_erased(self.slot_at(page, slot), Self::SLOT_LEN, buf)? {
+                    if s.next.is_none() && matches!(s.newest, Some((_, p, _)) if p == page) {
+                        s.next = Some(slot);
+                    }
+                    continue;
+                }
+                if !closed {
+                    s.unclosed |= 1 << page;
+                }
+                if let Some(counter) = valid_counter(buf) {
+                    if s.newest.is_none_or(|(c, _, _)| counter > c) {
+                        s.newest = Some((counter, page, slot));
+                        s.newest_closed = closed;
+                        s.next = None;
+                    }
+                }
+            }
+        }
+        Ok(s)
+    }
+}
+
+/// The counter of a slot whose CRC holds.
+fn valid_counter(buf: &[u8; MAX_UNIT]) -> Option<u32> {
+    let crc = buf.get(BODY..SLOT_BODY_AND_CRC)?;
+    if crc != crc32(buf.get(..BODY)?).to_le_bytes().as_slice() {
+        return None;
+    }
+    Some(u32::from_le_bytes(*buf.first_chunk::<4>()?))
+}
+
+impl<F: NorFlash> LedgerStore for FlashStore<F> {
+    type Error = StoreError<F::Error>;
+
+    /// Scans the log: `None` only for a new device (flag and log erased); the `0xFF`
+    /// record (which every record check refuses) when the device was provisioned but its
+    /// newest record is gone; otherwise the newest record.
+    fn load(&mut self) -> Result<Option<[u8; LEDGER_RECORD_LEN]>, Self::Error> {
+        let mut buf = [0xff; MAX_UNIT];
+        let s = self.scan(&mut buf)?;
+        let mut record = [0xff; LEDGER_RECORD_LEN];
+        match s.newest {
+            None if !s.provisioned => return Ok(None),
+            Some((_, page, slot)) if !s.newest_closed => {
+                self.read_erased(self.slot_at(page, slot), Self::SLOT_LEN, &mut buf)?;
+                if let Some(r) = buf
+                    .get(4..)
+                    .and_then(|t| t.first_chunk::<LEDGER_RECORD_LEN>())
+                {
+                    record = *r;
+                }
+            }
+            _ => {}
+        }
+        Ok(Some(record))
+    }
+
+    /// Programs `record` into the next slot (erasing the next page when the active one is
+    /// full), closes the pages left behind and sets the provisioning word, all before it
+    /// returns. Refuses with [`StoreError::Tampered`] when the newest record is gone.
+    fn store(&mut self, record: &[u8; LEDGER_RECORD_LEN]) -> Result<(), Self::Error> {
+        let mut buf = [0xff; MAX_UNIT];
+        let s = self.scan(&mut buf)?;
+        // (counter, page, slot) of the new record, and the pages to erase before it.
+        let (counter, page, slot, erase) = match s.newest {
+            None if s.provisioned => return Err(StoreError::Tampered),
+            Some(_) if s.newest_closed => return Err(StoreError::Tampered),
+            // Nothing was ever stored: clear whatever an interrupted first store left.
+            None => (0, 0, 0, Some(self.page_at(0)..self.end)),
+            Some((counter, page, _)) => {
+                let counter = counter.checked_add(1).ok_or(StoreError::Exhausted)?;
+                match s.next {
+                    Some(slot) => (counter, page, slot, None),
+                    None => {
+                        // The page is full: go on with the next page of the ring, which
+                        // holds only older records. The full page is closed below.
+                        let to = if page + 1 == self.log_pages() {
+                            0
+                        } else {
+                            page + 1
+                        };
+                        (counter, to, 0, Some(self.page_at(to)..self.page_at(to + 1)))
+                    }
+                }
+            }
+        };
+        let close = if s.newest.is_some() {
+            s.unclosed & !(1 << page)
+        } else {
+            0
+        };
+        if let Some(pages) = erase {
+            self.flash
+                .erase(pages.start, pages.end)
+                .map_err(StoreError::Flash)?;
+        }
+        // The slot: counter, record, CRC of both, `0xFF` padding. Constant ranges of a
+        // 64-byte buffer: the copies cannot fail.
+        buf.fill(0xff);
+        if let Some((c, rest)) = buf.split_first_chunk_mut::<4>() {
+            *c = counter.to_le_bytes();
+            if let Some((r, _)) = rest.split_first_chunk_mut::<LEDGER_RECORD_LEN>() {
+                *r = *record;
+            }
+        }
+        let crc = crc32(buf.get(..BODY).unwrap_or(&[]));
+        if let Some(c) = buf.get_mut(BODY..).and_then(|t| t.first_chunk_mut::<4>()) {
+            *c = crc.to_le_bytes();
+        }
+        self.program(self.slot_at(page, slot), &buf, Self::SLOT_LEN)?;
+        // Close every other page that holds records, then set the flag: a cut before
+        // either leaves the new record in place, and the next store finishes the job.
+        for p in 0..self.log_pages() {
+            if close & (1 << p) != 0 {
+                self.mark(self.mark_at(p), CLOSED)?;
+            }
+        }
+        if !s.provisioned {
+            self.mark(self.start, PROVISIONED)?;
+        }
+        Ok(())
+    }
+}
+
+/// What can go wrong with a [`RamFlash`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum RamFlashError {
+    /// Offset or length outside the flash.
+    OutOfBounds,
+    /// Offset or length not a multiple of the write or erase size.
+    NotAligned,
+    /// A write to bytes that are not erased (NOR flash programs each word once).
+    NotErased,
+    /// A simulated hardware fault ([`RamFlash::set_failing`]).
+    Fault,
+}
+
+impl NorFlashError for RamFlashError {
+    fn kind(&self) -> NorFlashErrorKind {
+        match self {
+            RamFlashError::OutOfBounds => NorFlashErrorKind::OutOfBounds,
+            RamFlashError::NotAligned => NorFlashErrorKind::NotAligned,
+            RamFlashError::NotErased | RamFlashError::Fault => NorFlashErrorKind::Other,
+        }
+    }
+}
+
+/// `N` bytes of simulated NOR flash in RAM with `ERASE`-byte pages and `WRITE`-byte words
+/// (256 and 4 by default), for host simulations, tests and QEMU (not persistent: a reboot is
+/// simulated by opening a new store on the same `RamFlash`). Stricter than most hardware:
+/// programming bytes that are not erased is an error ([`RamFlashError::NotErased`]).
+#[derive(Debug, Clone)]
+pub struct RamFlash<const N: usize, const ERASE: usize = 256, const WRITE: usize = 4> {
+    bytes: [u8; N],
+    erases: u32,
+    failing: bool,
+}
+
+impl<const N: usize, const ERASE: usize, const WRITE: usize> Default for RamFlash<N, ERASE, WRITE> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const N: usize, const ERASE: usize, const WRITE: usize> RamFlash<N, ERASE, WRITE> {
+    /// Factory-fresh (erased) flash.
+    pub const fn new() -> Self {
+        RamFlash {
+            bytes: [0xff; N],
+            erases: 0,
+            failing: false,
+        }
+    }
+
+    /// The raw contents.
+    pub fn bytes(&self) -> &[u8; N] {
+        &self.bytes
+    }
+
+    /// The raw contents, mutably (tests: change flash behind the store's back).
+    pub fn bytes_mut(&mut self) -> &mut [u8; N] {
+        &mut self.bytes
+    }
+
+    /// Sets `range` to `0xFF` without counting an erase (an attacker's erase, in tests).
+    pub fn erase_range(&mut self, range: Range<usize>) {
+        if let Some(bytes) = self.bytes.get_mut(range) {
+            bytes.fill(0xff);
+        }
+    }
+
+    /// Pages erased so far.
+    pub fn erases(&self) -> u32 {
+        self.erases
+    }
+
+    /// Makes every later operation fail (simulated flash fault) until reset.
+    pub fn set_failing(&mut self, failing: bool) {
+        self.failing = failing;
+    }
+
+    fn range<const ALIGN: usize>(
+        &self,
+        offset: u32,
+        len: usize,
+    ) -> Result<Range<usize>, RamFlashError> {
+        if self.failing {
+            return Err(RamFlashError::Fault);
+        }
+        let start = offset as usize;
+        let end = start.checked_add(len).ok_or(RamFlashError::OutOfBounds)?;
+        if end > N {
+            return Err(RamFlashError::OutOfBounds);
+        }
+        if start.checked_rem(ALIGN) != Some(0) || len.checked_rem(ALIGN) != Some(0) {
+            return Err(RamFlashError::NotAligned);
+        }
+        Ok(start..end)
+    }
+}
+
+impl<const N: usize, const ERASE: usize, const WRITE: usize> ErrorType
+    for RamFlash<N, ERASE, WRITE>
+{
+    type Error = RamFlashError;
+}
+
+impl<const N: usize, const ERASE: usize, const WRITE: usize> ReadNorFlash
+    for RamFlash<N, ERASE, WRITE>
+{
+    const READ_SIZE: usize = 1;
+
+    fn read(&mut self, offset: u32, bytes: &mut [u8]) -> Result<(), RamFlashError> {
+        let r = self.range::<1>(offset, bytes.len())?;
+        let src = self.bytes.get(r).ok_or(RamFlashError::OutOfBounds)?;
+        // Same length; a zip copy links no length-mismatch panic.
+        for (d, &s) in bytes.iter_mut().zip(src) {
+            *d = s;
+        }
+        Ok(())
+    }
+
+    fn capacity(&self) -> usize {
+        N
+    }
+}
+
+impl<const N: usize, const ERASE: usize, const WRITE: usize> NorFlash
+    for RamFlash<N, ERASE, WRITE>
+{
+    const WRITE_SIZE: usize = WRITE;
+    const ERASE_SIZE: usize = ERASE;
+
+    fn erase(&mut self, from: u32, to: u32) -> Result<(), RamFlashError> {
+        let r = self.range::<ERASE>(from, (to as usize).saturating_sub(from as usize))?;
+        if to < from {
+            return Err(RamFlashError::OutOfBounds);
+        }
+        let pages = r.len().checked_div(ERASE).unwrap_or(0);
+        self.bytes
+            .get_mut(r)
+            .ok_or(RamFlashError::OutOfBounds)?
+            .fill(0xff);
+        self.erases = self.erases.saturating_add(pages as u32);
+        Ok(())
+    }
+
+    fn write(&mut self, offset: u32, data: &[u8]) -> Result<(), RamFlashError> {
+        let r = self.range::<WRITE>(offset, data.len())?;
+        let cells = self.bytes.get_mut(r).ok_or(RamFlashError::OutOfBounds)?;
+        if cells.iter().any(|&b| b != 0xff) {
+            return Err(RamFlashError::NotErased);
+        }
+        for (c, &d) in cells.iter_mut().zip(data) {
+            *c = d;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,540 @@
+//! The flash ledger store (`privq_core::flash_store`, feature `flash-ledger`) on a simulated
+//! NOR flash that loses power at any word of any program or erase operation.
+//!
+//! What must hold after every power cut, on every geometry:
+//! * once the first record was stored, the region never reads as a new device;
+//! * the ledger reopens (a cut alone never bricks it) with its spent budget equal to the
+//!   debits that returned, or those plus the one in flight (never less: no budget comes back);
+//! * the upload counters never hand out an epoch twice, so (epoch, sequence) never repeats;
+//! * the store keeps working afterwards (it never programs a word twice).
+//!
+//! And after an erase-only attacker erases any set of pages, at any point of a run: the spent
+//! budget is unchanged, or the ledger refuses everything; only a fully erased region is new.
+
+use std::collections::BTreeSet;
+
+use embedded_storage::nor_flash::{
+    ErrorType, NorFlash, NorFlashError, NorFlashErrorKind, ReadNorFlash,
+};
+use privq_core::flash_store::{FlashStore, RamFlash, StoreError};
+use privq_core::ledger::{LEDGER_RECORD_LEN, Ledger, LedgerStore};
+use privq_core::upload_counters::UploadCounters;
+use privq_core::{Epsilon, Error};
+
+/// Where the power goes: during operation `op` (programs and erases, counted from 0), after
+/// `word` words of it took effect; with `garbage`, the word being programmed (or the rest of
+/// the page being erased) is left with undefined bits.
+#[derive(Debug, Clone, Copy)]
+struct Cut {
+    op: usize,
+    word: usize,
+    garbage: bool,
+}
+
+#[derive(Debug)]
+struct Dead;
+
+impl NorFlashError for Dead {
+    fn kind(&self) -> NorFlashErrorKind {
+        NorFlashErrorKind::Other
+    }
+}
+
+/// NOR flash in a `Vec` with `E`-byte pages and `W`-byte words that can lose power, counts
+/// the erases of each page and refuses to program a byte that is not erased.
+#[derive(Debug, Clone)]
+struct CutFlash<const E: usize, const W: usize> {
+    bytes: Vec<u8>,
+    ops: usize,
+    /// Words in each operation, in order (to enumerate the cuts of a clean run).
+    op_words: Vec<usize>,
+    cut: Option<Cut>,
+    dead: bool,
+    page_erases: Vec<u32>,
+}
+
+impl<const E: usize, const W: usize> CutFlash<E, W> {
+    fn new(pages: usize) -> Self {
+        CutFlash {
+            bytes: vec![0xff; pages * E],
+            ops: 0,
+            op_words: Vec::new(),
+            cut: None,
+            dead: false,
+            page_erases: vec![0; pages],
+        }
+    }
+
+    /// The same bytes after power comes back.
+    fn reboot(&self) -> Self {
+        let mut f = Self::new(self.bytes.len() / E);
+        f.bytes.clone_from(&self.bytes);
+        f.page_erases.clone_from(&self.page_erases);
+        f
+    }
+
+    /// Whether this operation is cut, and after how many words.
+    fn cut_now(&mut self, words: usize) -> Option<(usize, bool)> {
+        let op = self.ops;
+        self.ops += 1;
+        self.op_words.push(words);
+        match self.cut {
+            Some(c) if c.op == op => {
+                self.dead = true;
+                Some((c.word.min(words), c.garbage))
+            }
+            _ => None,
+        }
+    }
+}
+
+impl<const E: usize, const W: usize> ErrorType for CutFlash<E, W> {
+    type Error = Dead;
+}
+
+impl<const E: usize, const W: usize> ReadNorFlash for CutFlash<E, W> {
+    const READ_SIZE: usize = 1;
+
+    fn read(&mut self, offset: u32, bytes: &mut [u8]) -> Result<(), Dead> {
+        if self.dead {
+            return Err(Dead);
+        }
+        let o = offset as usize;
+        bytes.copy_from_slice(&self.bytes[o..o + bytes.len()]);
+        Ok(())
+    }
+
+    fn capacity(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
+impl<const E: usize, const W: usize> NorFlash for CutFlash<E, W> {
+    const WRITE_SIZE: usize = W;
+    const ERASE_SIZE: usize = E;
+
+    fn erase(&mut self, from: u32, to: u32) -> Result<(), Dead> {
+        if self.dead {
+            return Err(Dead);
+        }
+        let (from, to) = (from as usize, to as usize);
+        assert!(
+            from.is_multiple_of(E) && to.is_multiple_of(E) && from < to && to <= self.bytes.len()
+        );
+        match self.cut_now((to - from) / W) {
+            None => {
+                self.bytes[from..to].fill(0xff);
+                for n in &mut self.page_erases[from / E..to / E] {
+                    *n += 1;
+                }
+                Ok(())
+            }
+            Some((word, garbage)) => {
+                let mid = from + word * W;
+                self.bytes[from..mid].fill(0xff);
+                if garbage {
+                    // Half-erased bits: some of the rest already reads 1.
+                    for (i, b) in self.bytes[mid..to].iter_mut().enumerate() {
+                        *b |= 0x11 << (i % 4);
+                    }
+                }
+                Err(Dead)
+            }
+        }
+    }
+
+    fn write(&mut self, offset: u32, data: &[u8]) -> Result<(), Dead> {
+        if self.dead {
+            return Err(Dead);
+        }
+        let o = offset as usize;
+        assert!(
+            o.is_multiple_of(W)
+                && data.len().is_multiple_of(W)
+                && o + data.len() <= self.bytes.len()
+        );
+        assert!(
+            self.bytes[o..o + data.len()].iter().all(|&b| b == 0xff),
+            "a word programmed twice at {o}"
+        );
+        match self.cut_now(data.len() / W) {
+            None => {
+                self.bytes[o..o + data.len()].copy_from_slice(data);
+                Ok(())
+            }
+            Some((word, garbage)) => {
+                let done = word * W;
+                self.bytes[o..o + done].copy_from_slice(&data[..done]);
+                if garbage && done < data.len() {
+                    // The word being programmed: some of its bits cleared, some not.
+                    for (i, b) in self.bytes[o + done..o + done + W].iter_mut().enumerate() {
+                        *b = data[done + i] | (0x5a >> (i % 3));
+                    }
+                }
+                Err(Dead)
+            }
+        }
+    }
+}
+
+fn eps(n: u64, d: u64) -> Epsilon {
+    Epsilon::new(n, d).unwrap()
+}
+
+/// What a run got done before the power went.
+#[derive(Debug, Default)]
+struct LedgerRun {
+    /// `Ledger::open` returned (the fresh record is stored).
+    opened: bool,
+    /// Debits of ε = 1 that returned `Ok`.
+    acked: u64,
+    /// A debit was being stored when the power went.
+    in_flight: bool,
+}
+
+/// Open, then `debits` debits of ε = 1, reopening the ledger (a reboot without a cut)
+/// after every 5th; stops at the first error (the power is gone).
+fn ledger_run<F: NorFlash>(flash: &mut F, debits: u64, run: &mut LedgerRun) {
+    let cap = eps(1000, 1);
+    let Ok(mut ledger) = Ledger::open(FlashStore::new(&mut *flash), cap) else {
+        return;
+    };
+    run.opened = true;
+    for i in 0..debits {
+        if i % 5 == 4 {
+            match Ledger::open(FlashStore::new(&mut *flash), cap) {
+                Ok(l) => ledger = l,
+                Err(_) => return,
+            }
+        }
+        run.in_flight = true;
+        if ledger.debit(eps(1, 1)).is_err() {
+            return;
+        }
+        run.in_flight = false;
+        run.acked += 1;
+    }
+}
+
+/// Every cut of a ledger run on geometry (E, W) with `pages` pages (flag page included).
+fn power_cut_at_every_word_of_a_ledger_run<const E: usize, const W: usize>(pages: usize) -> usize {
+    let slots = (pages as u64 - 1) * FlashStore::<CutFlash<E, W>>::SLOTS_PER_PAGE as u64;
+    let debits = 3 * slots + 4; // wraps the ring three times
+    let mut clean = CutFlash::<E, W>::new(pages);
+    let mut run = LedgerRun::default();
+    ledger_run(&mut clean, debits, &mut run);
+    assert_eq!(run.acked, debits, "the clean run completes");
+    // Wear levelling: the log pages' erase counts differ by at most one.
+    let log = &clean.page_erases[1..];
+    assert!(
+        log.iter().max().unwrap() - log.iter().min().unwrap() <= 1,
+        "{log:?}"
+    );
+    assert_eq!(clean.page_erases[0], 0, "the flag page is never erased");
+
+    let mut cuts = 0;
+    for (op, &words) in clean.op_words.iter().enumerate() {
+        for word in 0..=words {
+            for garbage in [false, true] {
+                if garbage && word == words {
+                    continue;
+                }
+                cuts += 1;
+                let cut = Cut { op, word, garbage };
+                let mut flash = CutFlash::<E, W>::new(pages);
+                flash.cut = Some(cut);
+                let mut run = LedgerRun::default();
+                ledger_run(&mut flash, debits, &mut run);
+                assert!(flash.dead, "{cut:?}: the cut happened");
+                let mut flash = flash.reboot();
+
+                let loaded = FlashStore::new(&mut flash).load().unwrap();
+                if run.opened {
+                    assert!(loaded.is_some(), "{cut:?}: a stored ledger reads as new");
+                }
+                let mut ledger = Ledger::open(FlashStore::new(&mut flash), eps(1000, 1)).unwrap();
+                assert!(
+                    !ledger.is_corrupted(),
+                    "{cut:?}: a power cut bricked the ledger"
+                );
+                let spent = ledger.spent();
+                assert_eq!(spent.den(), 1);
+                let upper = run.acked + u64::from(run.in_flight);
+                assert!(
+                    (run.acked..=upper).contains(&spent.num()),
+                    "{cut:?}: spent {} after {} acknowledged debits (in flight: {})",
+                    spent.num(),
+                    run.acked,
+                    run.in_flight
+                );
+                // The store keeps working after the cut: another lap of the ring, a reboot.
+                for _ in 0..slots + 1 {
+                    ledger.debit(eps(1, 1)).unwrap();
+                }
+                let ledger = Ledger::open(FlashStore::new(&mut flash), eps(1000, 1)).unwrap();
+                assert_eq!(ledger.spent().num(), spent.num() + slots + 1, "{cut:?}");
+            }
+        }
+    }
+    cuts
+}
+
+#[test]
+fn power_cuts_at_every_word_never_reset_or_refund_the_ledger() {
+    // (page, word): the nRF51-like default, byte writes, wide writes, one slot per page.
+    let cuts = power_cut_at_every_word_of_a_ledger_run::<256, 4>(3)
+        + power_cut_at_every_word_of_a_ledger_run::<128, 4>(4)
+        + power_cut_at_every_word_of_a_ledger_run::<128, 1>(3)
+        + power_cut_at_every_word_of_a_ledger_run::<256, 16>(3)
+        + power_cut_at_every_word_of_a_ledger_run::<64, 8>(5);
+    eprintln!("ledger: {cuts} power cuts");
+    assert!(cuts > 5000, "{cuts} cuts");
+}
+
+/// One boot of a device that uploads: 3 epochs of 2 frames each, numbered from the
+/// persisted sequence; the replay keys it used go into `keys`. Stops at the first error.
+fn upload_boot<F: NorFlash>(flash: &mut F, keys: &mut Vec<(u32, u32)>) -> Result<(), Error> {
+    let mut counters = UploadCounters::open(FlashStore::new(&mut *flash))?;
+    let mut sequence = counters.next_sequence();
+    for _ in 0..3 {
+        let epoch = counters.begin_epoch(sequence)?;
+        for _ in 0..2 {
+            keys.push((epoch, sequence));
+            sequence += 1;
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn power_cuts_never_repeat_an_upload_epoch_or_replay_key() {
+    const E: usize = 128;
+    const W: usize = 4;
+    let boots = 5;
+    let mut clean = CutFlash::<E, W>::new(3);
+    let mut keys = Vec::new();
+    for _ in 0..boots {
+        upload_boot(&mut clean, &mut keys).unwrap();
+    }
+    assert_eq!(keys.len(), boots * 6);
+    let mut cuts = 0;
+    for (op, &words) in clean.op_words.iter().enumerate() {
+        for word in 0..=words {
+            for garbage in [false, true] {
+                cuts += 1;
+                let cut = Cut { op, word, garbage };
+                let mut flash = CutFlash::<E, W>::new(3);
+                flash.cut = Some(cut);
+                let mut used = Vec::new();
+                for _ in 0..boots {
+                    if upload_boot(&mut flash, &mut used).is_err() {
+                        break;
+                    }
+                }
+                assert!(flash.dead, "{cut:?}");
+                // Power back: two more boots; every replay key is new.
+                let mut flash = flash.reboot();
+                let counters = UploadCounters::open(FlashStore::new(&mut flash)).unwrap();
+                if let Some(&(last, _)) = used.last() {
+                    assert!(counters.next_epoch() > last, "{cut:?}: epoch {last} again");
+                }
+                for _ in 0..2 {
+                    upload_boot(&mut flash, &mut used).unwrap();
+                }
+                let distinct: BTreeSet<_> = used.iter().collect();
+                assert_eq!(distinct.len(), used.len(), "{cut:?}: a replay key repeated");
+            }
+        }
+    }
+    eprintln!("upload counters: {cuts} power cuts");
+    assert!(cuts > 500, "{cuts} cuts");
+}
+
+#[test]
+fn an_erase_only_attacker_gets_no_budget_back() {
+    const E: usize = 128;
+    const PAGES: usize = 4; // flag + 3 log pages of 2 slots
+    type F = RamFlash<{ E * PAGES }, E, 4>;
+    let cap = eps(1000, 1);
+    let mut flash = F::new();
+    let mut ledger = Ledger::open(FlashStore::new(&mut flash), cap).unwrap();
+    for acked in 1..=20u64 {
+        ledger.debit(eps(1, 1)).unwrap();
+        let snapshot: F = (**ledger.store().flash()).clone();
+        // Every set of pages the attacker could erase, the flag page included.
+        for set in 1u32..(1 << PAGES) {
+            let mut attacked = snapshot.clone();
+            for p in 0..PAGES {
+                if set & (1 << p) != 0 {
+                    attacked.erase_range(p * E..(p + 1) * E);
+                }
+            }
+            let all_erased = attacked.bytes().iter().all(|&b| b == 0xff);
+            let reopened = Ledger::open(FlashStore::new(&mut attacked), cap).unwrap();
+            if all_erased {
+                assert_eq!(reopened.spent().num(), 0, "only a blank region is new");
+            } else if reopened.is_corrupted() {
+                assert_eq!(
+                    FlashStore::new(&mut attacked).store(&[0; LEDGER_RECORD_LEN]),
+                    Err(StoreError::Tampered),
+                    "a tampered store writes nothing"
+                );
+            } else {
+                assert_eq!(
+                    reopened.spent().num(),
+                    acked,
+                    "after {acked} debits, erasing pages {set:#b} refunded budget"
+                );
+            }
+        }
+    }
+    // Erasing the log pages (the flag kept) fails closed; so does erasing only the page
+    // that holds the newest record.
+    let flash = ledger.into_store().into_flash();
+    let mut attacked = flash.clone();
+    attacked.erase_range(E..E * PAGES);
+    assert!(
+        Ledger::open(FlashStore::new(&mut attacked), cap)
+            .unwrap()
+            .is_corrupted()
+    );
+    assert_eq!(
+        UploadCounters::open(FlashStore::new(&mut attacked)).err(),
+        Some(Error::CountersCorrupted)
+    );
+}
+
+#[test]
+fn the_budget_survives_reboots_and_the_log_wears_evenly() {
+    let mut flash = RamFlash::<1024>::new(); // flag page + 3 log pages of 4 slots
+    assert_eq!(FlashStore::<RamFlash<1024>>::SLOT_LEN, 52);
+    assert_eq!(FlashStore::<RamFlash<1024>>::SLOTS_PER_PAGE, 4);
+    let cap = eps(10, 1);
+    let mut ledger = Ledger::open(FlashStore::new(&mut flash), cap).unwrap();
+    assert_eq!(ledger.store().slots(), 12);
+    assert!(ledger.store_mut().is_provisioned().unwrap());
+    for _ in 0..40 {
+        ledger.debit(eps(1, 4)).unwrap();
+    }
+    assert_eq!(ledger.debit(eps(1, 4)), Err(Error::BudgetExhausted));
+    // 41 records in 12 slots: the ring wrapped three times, 37 slot writes after the first
+    // page's, so 10 page changes (and the first-boot erase of all 3 log pages).
+    assert_eq!(flash.erases(), 3 + 10);
+    let ledger = Ledger::open(FlashStore::new(&mut flash), cap).unwrap();
+    assert_eq!((ledger.spent().num(), ledger.spent().den()), (10, 1));
+    assert!(!ledger.can_spend(eps(1, 1000)));
+}
+
+#[test]
+fn regions_and_offsets() {
+    // Three pages of a larger flash, not at its start.
+    let mut flash = RamFlash::<{ 8 * 256 }>::new();
+    let region = 3 * 256..6 * 256;
+    let mut ledger =
+        Ledger::open(FlashStore::in_region(&mut flash, region.clone()), eps(2, 1)).unwrap();
+    ledger.debit(eps(1, 1)).unwrap();
+    assert!(flash.bytes()[..3 * 256].iter().all(|&b| b == 0xff));
+    assert!(flash.bytes()[6 * 256..].iter().all(|&b| b == 0xff));
+    assert_eq!(&flash.bytes()[3 * 256..3 * 256 + 4], b"PQPV");
+    let ledger = Ledger::open(FlashStore::in_region(&mut flash, region), eps(2, 1)).unwrap();
+    assert_eq!(ledger.spent().num(), 1);
+
+    // Layouts that do not fit: too few pages, unaligned, past the end, a page without a slot.
+    #[allow(clippy::reversed_empty_ranges)] // a reversed region is one of the bad layouts
+    let bad_regions = [0..512, 100..868, 1792..2560, 512..256];
+    for bad in bad_regions {
+        let mut store = FlashStore::in_region(&mut flash, bad.clone());
+        assert_eq!(store.load(), Err(StoreError::Layout), "{bad:?}");
+        assert!(matches!(
+            Ledger::open(store, eps(1, 1)),
+            Err(Error::Storage)
+        ));
+    }
+    let mut tiny = RamFlash::<{ 3 * 32 }, 32, 4>::new();
+    assert_eq!(FlashStore::new(&mut tiny).load(), Err(StoreError::Layout));
+}
+
+#[test]
+fn a_damaged_newest_slot_is_skipped() {
+    let mut flash = RamFlash::<768>::new();
+    let mut ledger = Ledger::open(FlashStore::new(&mut flash), eps(4, 1)).unwrap();
+    ledger.debit(eps(1, 1)).unwrap();
+    ledger.debit(eps(1, 1)).unwrap();
+    // Records in slots 0..3 of the first log page (offset 256, 52-byte slots). Clearing bits
+    // of the newest (an interrupted write looks like this) falls back to the one before.
+    let mut torn = flash.clone();
+    torn.bytes_mut()[256 + 2 * 52 + 4] &= 0x0f; // the record's magic 'P'
+    let ledger = Ledger::open(FlashStore::new(&mut torn), eps(4, 1)).unwrap();
+    assert_eq!(ledger.spent().num(), 1);
+    assert!(!ledger.is_corrupted());
+    // The next record skips the damaged slot.
+    let mut ledger = ledger;
+    ledger.debit(eps(1, 1)).unwrap();
+    assert_eq!(
+        Ledger::open(FlashStore::new(&mut torn), eps(4, 1))
+            .unwrap()
+            .spent()
+            .num(),
+        2
+    );
+}
+
+#[test]
+fn flash_faults_are_storage_errors_and_fail_closed() {
+    let mut flash = RamFlash::<768>::new();
+    flash.set_failing(true);
+    assert!(matches!(
+        Ledger::open(FlashStore::new(&mut flash), eps(1, 1)),
+        Err(Error::Storage)
+    ));
+    flash.set_failing(false);
+    let mut ledger = Ledger::open(FlashStore::new(&mut flash), eps(4, 1)).unwrap();
+    ledger.store_mut().flash_mut().set_failing(true);
+    assert_eq!(ledger.debit(eps(1, 1)), Err(Error::Storage));
+    assert_eq!(ledger.spent().num(), 1, "counted as spent in memory");
+    ledger.store_mut().flash_mut().set_failing(false);
+    ledger.debit(eps(1, 1)).unwrap();
+    assert_eq!(
+        Ledger::open(FlashStore::new(&mut flash), eps(4, 1))
+            .unwrap()
+            .spent()
+            .num(),
+        2
+    );
+}
+
+#[test]
+fn a_torn_provisioning_word_still_counts() {
+    let mut flash = RamFlash::<768>::new();
+    flash.write(0, &[b'P', 0xff, 0xff, 0xff]).unwrap();
+    assert!(
+        Ledger::open(FlashStore::new(&mut flash), eps(1, 1))
+            .unwrap()
+            .is_corrupted()
+    );
+}
+
+#[test]
+fn ram_flash_programs_each_word_once() {
+    let mut f = RamFlash::<512>::new();
+    f.write(0, &[0x0f, 0xff, 0xff, 0xff]).unwrap();
+    assert_eq!(
+        f.write(0, &[0x0e, 0xff, 0xff, 0xff]),
+        Err(privq_core::flash_store::RamFlashError::NotErased)
+    );
+    assert_eq!(
+        f.write(2, &[0; 4]).unwrap_err().kind(),
+        NorFlashErrorKind::NotAligned
+    );
+    assert_eq!(
+        f.write(512, &[0; 4]).unwrap_err().kind(),
+        NorFlashErrorKind::OutOfBounds
+    );
+    assert_eq!(
+        f.erase(0, 100).unwrap_err().kind(),
+        NorFlashErrorKind::NotAligned
+    );
+    f.erase(0, 256).unwrap();
+    assert_eq!(f.bytes()[0], 0xff);
+    assert_eq!(f.erases(), 1);
+}
