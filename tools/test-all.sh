@@ -8,7 +8,8 @@
 #   QEMU (Cortex-M0 microbit, Cortex-M3 lm3s6965evb, Cortex-M4F mps2-an386); the firmware in
 #   QEMU (M0 + M4F); the device -> host end-to-end test in QEMU (tests/tests/e2e.rs); the
 #   firmware's flash/RAM sizes; a build of privq-core and the firmware with the declared MSRV
-#   toolchain; and tools/sampler-cost.sh --check.
+#   toolchain; privq-core's flash-ledger store under power cuts and `cargo package` of
+#   privq-core; and tools/sampler-cost.sh --check.
 #
 # The host crates are checked once and built once, with one feature set (see HOST below).
 #
@@ -530,6 +531,40 @@ expect_pytest() {
   note "python: $line"
 }
 
+# privq-core's flash ledger store (feature `flash-ledger`): the power-cut and erase-attack
+# tests (core/tests/flash_store.rs) with their counts in the summary. The host-tests build
+# enables the feature only through the firmware's dependency; this step does not rely on it.
+core_flash_ledger() {
+  lint_cargo test -p privq-core --features flash-ledger --test flash_store -- --nocapture || return
+}
+
+expect_core_flash_ledger() {
+  if ! grep -Eq '^test result: ok\. [1-9][0-9]* passed; 0 failed' "$1" ||
+    ! grep -Eq '^ledger: [1-9][0-9]* power cuts' "$1" ||
+    ! grep -Eq '^upload counters: [1-9][0-9]* power cuts' "$1"; then
+    echo "test-all: the flash store tests did not run to their end" >&2
+    return 3
+  fi
+  grep -E 'power cuts$' "$1" | while IFS= read -r line; do note "flash store: $line"; done
+}
+
+# privq-core as a crates.io package: `cargo package` lists and packs it (without building the
+# copy: the crate is built and tested above), and the package holds its README, its sources
+# and its tests.
+core_package() {
+  local list f
+  list=$(cargo package -p privq-core --list --allow-dirty) || return
+  echo "$list"
+  for f in README.md Cargo.toml src/lib.rs src/flash_store.rs tests/flash_store.rs; do
+    grep -qx "$f" <<<"$list" || {
+      echo "test-all: the privq-core package lacks $f" >&2
+      return 3
+    }
+  done
+  cargo package -p privq-core --allow-dirty --no-verify || return
+  note "privq-core package: $(wc -l <<<"$list") files"
+}
+
 sampler_cost() {
   if [[ -e tools/sampler-cost.sh ]]; then
     RUSTC_WORKSPACE_WRAPPER=$CLIPPY_DRIVER CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__" \
@@ -569,6 +604,8 @@ step docs - env RUSTDOCFLAGS="-D warnings" cargo doc -p privq-core -p privq-host
 step book - book
 step host-tests expect_host_tests host_tests
 step serve-tests expect_serve serve_tests
+step core-flash-ledger expect_core_flash_ledger core_flash_ledger
+step core-package - core_package
 step python expect_pytest python_tests
 step qemu-m0 expect_suite_ran_m0 cargo qemu-m0
 step qemu-m3 expect_suite_ran cargo qemu-m3

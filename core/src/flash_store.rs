@@ -17,7 +17,7 @@
 //!   counters' checks: erased flash after the first boot never looks like a fresh device
 //!   ([`Ledger::open`](crate::ledger::Ledger::open) marks the ledger corrupted and it refuses every
 //!   release; [`UploadCounters::open`](crate::upload_counters::UploadCounters::open) fails with
-//!   [`Error::CountersCorrupted`](crate::Error::CountersCorrupted)). Only a region with the
+//!   [`Error::CountersCorrupted`]). Only a region with the
 //!   flag **and** every log page erased is a new device.
 //! * each log page holds [`SLOTS_PER_PAGE`](FlashStore::SLOTS_PER_PAGE) slots of
 //!   [`SLOT_LEN`](FlashStore::SLOT_LEN) bytes and, in its last word, a **closed** marker.
