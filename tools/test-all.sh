@@ -534,8 +534,12 @@ expect_pytest() {
 # privq-core's flash ledger store (feature `flash-ledger`): the power-cut and erase-attack
 # tests (core/tests/flash_store.rs) with their counts in the summary. The host-tests build
 # enables the feature only through the firmware's dependency; this step does not rely on it.
+# It builds without the default `upload` feature (no hmac/sha2), so that configuration is
+# compiled and linted too, on the host and for thumbv6m.
 core_flash_ledger() {
-  lint_cargo test -p privq-core --features flash-ledger --test flash_store -- --nocapture || return
+  lint_cargo test -p privq-core --no-default-features --features flash-ledger --test flash_store \
+    -- --nocapture || return
+  cargo build -p privq-core --no-default-features --features flash-ledger --target thumbv6m-none-eabi || return
 }
 
 expect_core_flash_ledger() {

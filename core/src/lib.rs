@@ -10,8 +10,9 @@
 //! * [`Fixed`], [`GridLaplace`] and [`GridGaussian`]: the Laplace and Gaussian
 //!   mechanisms on a power-of-two grid.
 //! * [`histogram::Histogram`]: fixed-size histograms of readings.
-//! * [`report`]: the device-report wire format; [`upload`]: HMAC-SHA-256-authenticated
-//!   upload frames of reports and the device's outbox that keeps them until acknowledged.
+//! * [`report`]: the device-report wire format; `upload` (feature `upload`, on by default):
+//!   HMAC-SHA-256-authenticated upload frames of reports and the device's outbox that keeps
+//!   them until acknowledged.
 //!
 //! Randomness is always passed in (`R: rand_core::Rng`; releases need `CryptoRng`),
 //! and every fallible operation returns [`Result`] with a typed [`Error`].
@@ -37,7 +38,7 @@
 //! counters that survive reboots.
 //!
 //! ```
-//! # #[cfg(feature = "flash-ledger")]
+//! # #[cfg(all(feature = "flash-ledger", feature = "upload"))]
 //! # fn main() -> Result<(), privq_core::Error> {
 //! use privq_core::flash_store::{FlashStore, RamFlash};
 //! use privq_core::histogram::{Histogram, OutOfRange};
@@ -100,8 +101,8 @@
 //! outbox.acknowledge(0)?;
 //! # Ok(())
 //! # }
-//! # #[cfg(not(feature = "flash-ledger"))]
-//! # fn main() {} // the example needs the `flash-ledger` feature
+//! # #[cfg(not(all(feature = "flash-ledger", feature = "upload")))]
+//! # fn main() {} // the example needs the `flash-ledger` and `upload` features
 //! ```
 //!
 //! The host side (`privq-host`, or the `privq serve` collector) verifies the frame, decodes
@@ -111,11 +112,14 @@
 //!
 //! | feature | default | what it adds | dependencies |
 //! |---|---|---|---|
+//! | `upload` | yes | `upload`: HMAC-SHA-256 (RFC 2104) upload frames and the device's outbox | `hmac` 0.12, `sha2` 0.10 |
+//! | `compact-sha` | no | `upload` with SHA-256's rounds in a loop (`sha2`'s `force-soft-compact`): about 1.8 KB less flash on thumbv6m, slower | |
 //! | `flash-ledger` | no | `flash_store`: the fail-closed, wear-levelled ledger store on any `embedded_storage::nor_flash::NorFlash` (and `RamFlash`, a simulated flash) | `embedded-storage` 0.3 |
 //! | `defmt` | no | `defmt::Format` for the crate's types | `defmt` 1 |
 //!
-//! Without a feature, nothing of it is compiled; what a firmware does not call is removed
-//! by the linker either way.
+//! Without a feature, nothing of it is compiled (`default-features = false` drops `upload` and
+//! its two crates); what a firmware does not call is removed by the linker either way. The
+//! `Error` variants of every feature are always present, so matches compile under any set.
 #![no_std]
 #![cfg_attr(
     not(test),
@@ -149,5 +153,6 @@ pub mod flash_store;
 pub mod ledger;
 pub mod local;
 pub mod report;
+#[cfg(feature = "upload")]
 pub mod upload;
 pub mod upload_counters;

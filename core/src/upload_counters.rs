@@ -2,7 +2,7 @@
 //! "Reboots").
 //!
 //! The collector's replay key is (device, epoch, sequence). The device's
-//! [`Outbox`](crate::upload::Outbox) lives in RAM, so a reboot loses its sequence
+//! `Outbox` (`crate::upload`, feature `upload`) lives in RAM, so a reboot loses its sequence
 //! counter; [`UploadCounters`] keeps the next collection epoch and the next sequence
 //! number in a [`LedgerStore`] beside the privacy ledger and hands out epochs
 //! **write-ahead**: [`begin_epoch`](UploadCounters::begin_epoch) persists
