@@ -9,7 +9,8 @@
 #   QEMU (M0 + M4F); the device -> host end-to-end test in QEMU (tests/tests/e2e.rs); the
 #   firmware's flash/RAM sizes; a build of privq-core and the firmware with the declared MSRV
 #   toolchain; privq-core's flash-ledger store under power cuts and `cargo package` of
-#   privq-core; and tools/sampler-cost.sh --check.
+#   privq-core; the independent example crate examples/device-flow (host tests, thumbv6m and
+#   thumbv7em builds); and tools/sampler-cost.sh --check.
 #
 # The host crates are checked once and built once, with one feature set (see HOST below).
 #
@@ -569,6 +570,28 @@ core_package() {
   note "privq-core package: $(wc -l <<<"$list") files"
 }
 
+# A second, independent crate on privq-core: examples/device-flow (its own workspace and lock
+# file, privq-core by path, only its public API) runs the device flow (bin, OUE, the flash
+# store, report, upload frame) in host tests and builds for thumbv6m and thumbv7em; locked,
+# formatted and linted here, since the workspace's fmt and clippy steps do not reach it.
+device_flow() {
+  local m=(--manifest-path examples/device-flow/Cargo.toml --locked --target-dir target/device-flow) t
+  cargo fmt --manifest-path examples/device-flow/Cargo.toml --check || return
+  cargo clippy "${m[@]}" --all-targets -- -D warnings || return
+  cargo test "${m[@]}" || return
+  for t in thumbv6m-none-eabi thumbv7em-none-eabihf; do
+    cargo build "${m[@]}" --release --target "$t" || return
+  done
+}
+
+expect_device_flow() {
+  if ! grep -Eq '^test result: ok\. [1-9][0-9]* passed; 0 failed' "$1"; then
+    echo "test-all: the device-flow example's tests did not run" >&2
+    return 3
+  fi
+  note "device-flow example: host tests passed, built for thumbv6m and thumbv7em"
+}
+
 sampler_cost() {
   if [[ -e tools/sampler-cost.sh ]]; then
     RUSTC_WORKSPACE_WRAPPER=$CLIPPY_DRIVER CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__" \
@@ -610,6 +633,7 @@ step host-tests expect_host_tests host_tests
 step serve-tests expect_serve serve_tests
 step core-flash-ledger expect_core_flash_ledger core_flash_ledger
 step core-package - core_package
+step device-flow expect_device_flow device_flow
 step python expect_pytest python_tests
 step qemu-m0 expect_suite_ran_m0 cargo qemu-m0
 step qemu-m3 expect_suite_ran cargo qemu-m3
