@@ -362,6 +362,20 @@ mod tests {
     }
 
     #[test]
+    fn record_layout_is_fixed() {
+        let r = encode_record(Epsilon::new(3, 2).unwrap(), Spent { num: 5, den: 7 });
+        let mut expected = [0u8; LEDGER_RECORD_LEN];
+        expected[..4].copy_from_slice(b"PQLG");
+        expected[4] = 1;
+        for (i, f) in [3u64, 2, 5, 7].into_iter().enumerate() {
+            expected[5 + 8 * i..13 + 8 * i].copy_from_slice(&f.to_le_bytes());
+        }
+        let crc = crc32(&expected[..37]);
+        expected[37..].copy_from_slice(&crc.to_le_bytes());
+        assert_eq!(r, expected);
+    }
+
+    #[test]
     fn record_round_trips() {
         let cap = Epsilon::new(3, 2).unwrap();
         let spent = Spent { num: 5, den: 7 };
