@@ -48,6 +48,12 @@
 //! every log page resets the device; place the region where a page erase needs privileges the
 //! attacker lacks (write protection, read-out protection) if that matters.
 //!
+//! Two limits, both on the safe side: a slot whose programming was cut before any bit changed
+//! reads as erased and is programmed again by the next store (flash that must never see a
+//! second program of a word needs the slot skipped instead); and on flash with ECC that
+//! faults on reading a torn word, the read error stops `load`, so the ledger does not open
+//! ([`Error::Storage`]) and nothing is released.
+//!
 //! The tests (`core/tests/flash_store.rs`) cut the power at every program and erase operation
 //! of a long run, at every word of it (the cut word left with undefined bits): a fresh-looking
 //! store never comes back after the first record, the spent budget never shrinks below what

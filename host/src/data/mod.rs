@@ -39,7 +39,7 @@ pub use domain_json::{PLACEHOLDER, domain_template};
 pub use error::DataError;
 pub use histogram::{CountHistogram, Distribution, MemoryCap};
 pub use load::{Dataset, attribute_names, load_records, write_records, write_rows};
-pub use records::Records;
+pub use records::{DictionaryColumn, Records};
 
 /// The declared layout of the benchmark tables of Hardt's thesis (Table 5.1):
 /// `mildew`, `czech` and `rochdale` are count tables whose `count` column says how

@@ -25,6 +25,40 @@ pub struct Records {
     len: usize,
 }
 
+/// One column of a table in dictionary form, for
+/// [`Records::from_dictionary_columns`]: its name, its distinct values as text
+/// (`None`: a missing value), and for each row the position of the row's value
+/// in that list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DictionaryColumn {
+    name: String,
+    values: Vec<Option<String>>,
+    codes: Vec<u32>,
+}
+
+impl DictionaryColumn {
+    /// The column `name` with dictionary `values` and one code per row.
+    pub fn new(name: impl Into<String>, values: Vec<Option<String>>, codes: Vec<u32>) -> Self {
+        DictionaryColumn {
+            name: name.into(),
+            values,
+            codes,
+        }
+    }
+
+    /// The column's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// A code that points past its column's dictionary of `len` values.
+fn bad_code(name: &str, len: usize, code: u32) -> DataError {
+    DataError::InvalidValue(format!(
+        "column {name:?}: code {code} is not a position in its dictionary of {len} values"
+    ))
+}
+
 impl Records {
     /// Loads one record per CSV row, or, when `columns` declares a count column,
     /// one cell per row repeated `count` times (at most 2³² records in all). Every
@@ -95,6 +129,119 @@ impl Records {
             }
             len += times;
         }
+        Ok(Records { columns: out, len })
+    }
+
+    /// Loads a table held column by column in dictionary form (as an Arrow
+    /// dictionary array holds a column, or a DataFrame's categorical column): one
+    /// record per row, read by the same rules as [`Records::from_csv`]. Every
+    /// domain attribute must be a column and every other column declared in
+    /// `declared` (a count column's values are the rows' weights); each value's
+    /// text is matched by [`Attribute::index_of`](super::Attribute::index_of), a
+    /// missing value (`None`) as empty text. A dictionary value that no row uses is
+    /// never looked at; a used one outside the domain is the error `from_csv`
+    /// gives, with `line` the line the row would have in the table written as CSV
+    /// (row `r`, counted from 0, is line `r + 2`).
+    ///
+    /// ```
+    /// use privq_host::data::{CsvColumns, DictionaryColumn, Domain, Records};
+    /// let d = Domain::from_json(r#"{"attributes": [{"name": "city", "values": ["Oslo", "Rome"]},
+    ///                                              {"name": "age", "edges": [0, 18, 120]}]}"#)?;
+    /// let columns = vec![
+    ///     DictionaryColumn::new("age", vec![Some("30".into()), Some("7".into())], vec![0, 1, 0]),
+    ///     DictionaryColumn::new("city", vec![Some("Rome".into()), Some("Paris".into()), Some("Oslo".into())], vec![0, 2, 2]),
+    /// ];
+    /// let r = Records::from_dictionary_columns(columns, &d, &CsvColumns::new())?;
+    /// assert_eq!((r.column(0), r.column(1)), (Some(&[1, 0, 0][..]), Some(&[1, 0, 1][..])));
+    /// # Ok::<(), privq_host::data::DataError>(())
+    /// ```
+    pub fn from_dictionary_columns(
+        columns: Vec<DictionaryColumn>,
+        domain: &Domain,
+        declared: &CsvColumns,
+    ) -> Result<Self, DataError> {
+        let header: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+        let layout = declared.layout(header, domain)?;
+        let rows = columns.first().map_or(0, |c| c.codes.len());
+        if let Some(c) = columns.iter().find(|c| c.codes.len() != rows) {
+            return Err(DataError::LengthMismatch {
+                expected: rows,
+                got: c.codes.len(),
+            });
+        }
+        let times: Option<Vec<usize>> = match layout.count {
+            None => None,
+            Some(i) => {
+                let c = &columns[i];
+                let counts = c
+                    .values
+                    .iter()
+                    .map(|v| {
+                        let text = v.as_deref().unwrap_or("").trim();
+                        text.parse::<usize>().ok().filter(|&t| t <= 1 << 32)
+                    })
+                    .collect::<Vec<_>>();
+                let mut times = Vec::with_capacity(rows);
+                for (row, &code) in c.codes.iter().enumerate() {
+                    let slot = counts
+                        .get(code as usize)
+                        .ok_or_else(|| bad_code(&c.name, c.values.len(), code))?;
+                    times.push(slot.ok_or_else(|| DataError::BadCount {
+                        line: row + 2,
+                        text: c.values[code as usize].clone().unwrap_or_default(),
+                    })?);
+                }
+                let total = times.iter().try_fold(0usize, |a, &t| a.checked_add(t));
+                if total.is_none_or(|t| t > 1 << 32) {
+                    return Err(DataError::TooManyRecords {
+                        line: rows + 1,
+                        max: 1 << 32,
+                    });
+                }
+                Some(times)
+            }
+        };
+        let mut slots: Vec<Option<DictionaryColumn>> = columns.into_iter().map(Some).collect();
+        let mut out = Vec::with_capacity(domain.dims());
+        for (&pos, attr) in layout.attributes.iter().zip(domain.attributes()) {
+            let Some(c) = slots.get_mut(pos).and_then(Option::take) else {
+                return Err(DataError::InvalidValue(format!(
+                    "column {:?} is read twice",
+                    attr.name()
+                )));
+            };
+            let DictionaryColumn {
+                name,
+                values,
+                mut codes,
+            } = c;
+            let lookup: Vec<Option<u32>> = values
+                .iter()
+                .map(|v| {
+                    attr.index_of(v.as_deref().unwrap_or(""))
+                        .and_then(|i| u32::try_from(i).ok())
+                })
+                .collect();
+            for (row, code) in codes.iter_mut().enumerate() {
+                let Some(&found) = lookup.get(*code as usize) else {
+                    return Err(bad_code(&name, values.len(), *code));
+                };
+                let text = || values[*code as usize].as_deref().unwrap_or("");
+                *code = found.ok_or_else(|| attr.value_error(text(), row + 2))?;
+            }
+            out.push(match &times {
+                None => codes,
+                Some(times) => codes
+                    .iter()
+                    .zip(times)
+                    .flat_map(|(&v, &t)| std::iter::repeat_n(v, t))
+                    .collect(),
+            });
+        }
+        let len = match &times {
+            None => rows,
+            Some(t) => t.iter().sum(),
+        };
         Ok(Records { columns: out, len })
     }
 
@@ -247,6 +394,100 @@ mod tests {
         ));
         assert!(Records::from_columns(vec![vec![0], vec![2]], &d).is_err());
         assert!(Records::from_columns(vec![vec![0], vec![0, 1]], &d).is_err());
+    }
+}
+
+#[cfg(test)]
+mod dictionary_tests {
+    use super::*;
+
+    fn col(name: &str, values: &[Option<&str>], codes: &[u32]) -> DictionaryColumn {
+        let values = values.iter().map(|v| v.map(str::to_string)).collect();
+        DictionaryColumn::new(name, values, codes.to_vec())
+    }
+
+    /// The same table as CSV and in dictionary form gives the same records; a
+    /// dictionary value no row uses is never looked at.
+    #[test]
+    fn dictionary_columns_read_as_the_csv_does() {
+        let d = Domain::from_json(
+            r#"{"attributes": [{"name": "a", "values": ["x", "y", "z"]},
+                                                     {"name": "n", "edges": [0, 10, 20]}]}"#,
+        )
+        .unwrap();
+        let csv = "n,a\n5,y\n25,x\n-3,y\n10,z\n";
+        let from_csv = Records::from_csv(csv.as_bytes(), &d, &CsvColumns::new()).unwrap();
+        let columns = vec![
+            col(
+                "n",
+                &[Some("5"), Some("25"), Some("-3"), Some("10")],
+                &[0, 1, 2, 3],
+            ),
+            col(
+                "a",
+                &[Some("y"), Some("unused"), Some("x"), Some("z")],
+                &[0, 2, 0, 3],
+            ),
+        ];
+        let table = Records::from_dictionary_columns(columns, &d, &CsvColumns::new()).unwrap();
+        assert_eq!(table, from_csv);
+        let weighted = vec![
+            col("a", &[Some("x"), Some("z")], &[0, 1]),
+            col("n", &[Some("1")], &[0, 0]),
+            col("w", &[Some("3"), Some("0")], &[0, 1]),
+        ];
+        let r =
+            Records::from_dictionary_columns(weighted, &d, &CsvColumns::new().count("w")).unwrap();
+        assert_eq!(r.len(), 3);
+        assert_eq!(r.column(0), Some(&[0, 0, 0][..]));
+    }
+
+    #[test]
+    fn bad_tables_are_the_csv_errors() {
+        let d = Domain::binary(["a", "b"]).unwrap();
+        let read = |columns| Records::from_dictionary_columns(columns, &d, &CsvColumns::new());
+        let e = read(vec![
+            col("a", &[Some("0"), Some("7")], &[0, 0, 1]),
+            col("b", &[Some("1")], &[0, 0, 0]),
+        ])
+        .unwrap_err();
+        assert!(
+            matches!(&e, DataError::UnknownValue { attribute, value, line: 4 } if attribute == "a" && value == "7"),
+            "{e}"
+        );
+        let e = read(vec![col("a", &[None], &[0]), col("b", &[Some("1")], &[0])]).unwrap_err();
+        assert!(e.to_string().contains("is empty"), "{e}");
+        assert!(matches!(
+            read(vec![
+                col("a", &[Some("0")], &[0]),
+                col("c", &[Some("1")], &[0]),
+                col("b", &[Some("1")], &[0])
+            ]),
+            Err(DataError::UncoveredColumns { .. })
+        ));
+        assert!(matches!(
+            read(vec![col("a", &[Some("0")], &[0])]),
+            Err(DataError::MissingColumn { .. })
+        ));
+        assert!(matches!(
+            read(vec![
+                col("a", &[Some("0")], &[0, 0]),
+                col("b", &[Some("1")], &[0])
+            ]),
+            Err(DataError::LengthMismatch { .. })
+        ));
+        assert!(matches!(
+            read(vec![
+                col("a", &[Some("0")], &[1]),
+                col("b", &[Some("1")], &[0])
+            ]),
+            Err(DataError::InvalidValue(_))
+        ));
+        assert!(
+            read(vec![col("a", &[], &[]), col("b", &[], &[])])
+                .unwrap()
+                .is_empty()
+        );
     }
 }
 

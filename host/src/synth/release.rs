@@ -31,7 +31,7 @@ use super::adaptive::{
     AdaptiveConfig, AdaptiveError, AdaptiveOutput, MarginalWorkload, PgmEstimator, RoundLog,
     adaptive_marginals,
 };
-use crate::accountant::{Accountant, PrivacyLoss};
+use crate::accountant::{Accountant, Cost, PrivacyLoss, Receipt, RunCost};
 use crate::contract::Neighbours;
 use crate::data::{DataError, Domain, Records};
 
@@ -116,6 +116,73 @@ impl SynthRequest {
         accountant.bind(self.neighbours);
         Ok(accountant)
     }
+
+    /// Refuses `records` that this request cannot release, before anything is
+    /// charged: empty data when n is public (replace-one neighbours). Under
+    /// add/remove the empty dataset is a valid input like any other.
+    pub fn admits(&self, records: &Records) -> Result<(), AdaptiveError> {
+        if records.is_empty() && self.neighbours.n_is_public() {
+            return Err(AdaptiveError::Data(DataError::EmptyData));
+        }
+        Ok(())
+    }
+
+    /// Charges this release's whole budget, as `label`, to `session`: an accountant
+    /// that spans several releases (a notebook's, a curator's), charged before the
+    /// release runs, as a budget file is ([`BudgetFile::charge_accountant`]). A
+    /// zCDP session is charged the run's ρ (ρ's add exactly); a basic one the
+    /// (ε, δ) of its guarantee ([`RunCost::of`]: the request's ε, which its ρ meets
+    /// at its δ). The charge is stated under the request's relation; a session not
+    /// yet bound to one is bound to it by its first charge, so later releases under
+    /// the other relation are refused (their costs would not add up). On refusal
+    /// nothing is charged.
+    ///
+    /// [`BudgetFile::charge_accountant`]: crate::accountant::BudgetFile::charge_accountant
+    ///
+    /// ```
+    /// use privq_host::accountant::Accountant;
+    /// use privq_host::contract::Neighbours;
+    /// use privq_host::synth::release::SynthRequest;
+    /// use privq_host::Epsilon;
+    /// let mut session = Accountant::approximate(Epsilon::new(3, 2)?, 1e-6)?;
+    /// let request = SynthRequest::new(Epsilon::new(1, 1)?, 1e-9, Neighbours::AddRemove)?;
+    /// request.charge_to(&mut session, "first release")?;
+    /// assert!(request.charge_to(&mut session, "second release").is_err());
+    /// assert_eq!(session.ledger().len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn charge_to(
+        &self,
+        session: &mut Accountant,
+        label: &str,
+    ) -> Result<Receipt, AdaptiveError> {
+        let bind = match session.neighbours() {
+            Some(_) => false,
+            None if session.ledger().is_empty() => true,
+            None => {
+                return Err(AdaptiveError::InvalidParameter(
+                    "the session accountant holds charges stated under no neighbour relation; \
+                     a release under one cannot be added to them"
+                        .into(),
+                ));
+            }
+        };
+        let run = RunCost::of(&self.accountant()?)
+            .map_err(|e| AdaptiveError::InvalidParameter(e.to_string()))?;
+        let cost = if session.is_zcdp() {
+            run.cost()
+        } else {
+            Cost::Approximate {
+                epsilon: run.epsilon(),
+                delta: run.delta(),
+            }
+        };
+        let receipt = session.charge_as(self.neighbours, label, cost)?;
+        if bind {
+            session.bind(self.neighbours);
+        }
+        Ok(receipt)
+    }
 }
 
 /// A release: the rows, what produced them, and what it cost.
@@ -148,9 +215,7 @@ pub fn synthesize<R: Rng + CryptoRng + ?Sized>(
     progress: &mut dyn FnMut(&RoundLog),
 ) -> Result<Synthetic, AdaptiveError> {
     let neighbours = request.neighbours;
-    if records.is_empty() && neighbours.n_is_public() {
-        return Err(AdaptiveError::Data(DataError::EmptyData));
-    }
+    request.admits(records)?;
     let mut accountant = request.accountant()?;
     let config = AdaptiveConfig {
         rounds: request.rounds,
@@ -196,6 +261,7 @@ pub fn synthesize<R: Rng + CryptoRng + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::accountant::AccountantError;
     use crate::seeded_rng;
 
     fn table(n: usize) -> (Domain, Records, MarginalWorkload) {
@@ -267,6 +333,50 @@ mod tests {
             assert!(SynthRequest::new(e, delta, Neighbours::Replace).is_err());
         }
         assert!(request(Neighbours::Replace).max_model_mib(0).is_err());
+    }
+
+    /// A session accountant pays for each release's whole budget before it runs:
+    /// ρ to a zCDP session, the stated (ε, δ) to a basic one; past its cap nothing
+    /// is charged, and it stays with the relation of its first charge.
+    #[test]
+    fn a_session_accountant_is_charged_the_whole_release() {
+        let one = Epsilon::new(1, 1).unwrap();
+        let add_remove = request(Neighbours::AddRemove);
+        let mut basic = Accountant::approximate(Epsilon::new(5, 2).unwrap(), 1e-6).unwrap();
+        for _ in 0..2 {
+            add_remove.charge_to(&mut basic, "release").unwrap();
+        }
+        assert_eq!(basic.spent_epsilon(), Some(Epsilon::new(2, 1).unwrap()));
+        assert_eq!(basic.spent_delta(), 2e-9);
+        assert!(add_remove.charge_to(&mut basic, "third").is_err());
+        assert_eq!(basic.ledger().len(), 2);
+        assert_eq!(basic.neighbours(), Some(Neighbours::AddRemove));
+        let replace = request(Neighbours::Replace);
+        let mut fresh = Accountant::approximate(Epsilon::new(5, 1).unwrap(), 1e-6).unwrap();
+        replace.charge_to(&mut fresh, "replace").unwrap();
+        assert!(matches!(
+            add_remove.charge_to(&mut fresh, "other relation"),
+            Err(AdaptiveError::Budget(
+                AccountantError::RelationMismatch { .. }
+            ))
+        ));
+        let run_rho = add_remove.accountant().unwrap().rho_budget().unwrap();
+        let mut zcdp = Accountant::zcdp(run_rho.checked_add(run_rho).unwrap(), 1e-6).unwrap();
+        add_remove.charge_to(&mut zcdp, "a").unwrap();
+        add_remove.charge_to(&mut zcdp, "b").unwrap();
+        assert_eq!(zcdp.remaining_rho(), None, "two runs spend exactly 2ρ");
+        assert!(add_remove.charge_to(&mut zcdp, "c").is_err());
+        // A pure session has no δ for an (ε, δ) release.
+        assert!(
+            add_remove
+                .charge_to(&mut Accountant::pure(one), "pure")
+                .is_err()
+        );
+        // Empty data with n public is refused before any charge.
+        let (domain, _, _) = table(0);
+        let empty = Records::from_columns(vec![vec![], vec![], vec![]], &domain).unwrap();
+        assert!(replace.admits(&empty).is_err());
+        assert!(add_remove.admits(&empty).is_ok());
     }
 
     /// The lower-level entry point refuses an estimator that would publish the

@@ -1,0 +1,367 @@
+"""privq from Python: exact differential privacy for DataFrames.
+
+A thin layer over privq's Rust library (the same entry points as the ``privq``
+program): DataFrames go in and out through Arrow (pandas, Polars, PyArrow, or any
+object with ``__arrow_c_stream__``), every privacy decision is made in Rust, and
+no Python code draws noise.
+
+>>> import pandas as pd
+>>> import privq
+>>> df = pd.DataFrame({"smoker": [0, 1, 1, 0] * 50, "cough": [0, 1, 0, 0] * 50})
+>>> domain = privq.Domain({"smoker": 2, "cough": 2})
+>>> budget = privq.Accountant(epsilon=2, delta=1e-6)
+>>> synthetic = privq.synthesize(df, domain, epsilon=1, delta=1e-9,
+...                              accountant=budget, seed=7)
+>>> list(synthetic.columns), str(synthetic["smoker"].dtype)
+(['smoker', 'cough'], 'int64')
+>>> budget.spent.epsilon
+Fraction(1, 1)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from fractions import Fraction
+from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
+
+from . import _privq
+from ._privq import BudgetExceeded, PrivqError
+
+__all__ = [
+    "Accountant",
+    "Budget",
+    "BudgetExceeded",
+    "Domain",
+    "PrivqError",
+    "SeedWarning",
+    "synthesize",
+]
+
+Number = Union[int, float, str, Fraction]
+
+
+class SeedWarning(UserWarning):
+    """A fixed ``seed`` makes the noise reproducible, so anyone who knows it can
+    remove the noise: use seeds for tests and demos only."""
+
+
+class Budget(NamedTuple):
+    """An amount of privacy budget.
+
+    ``epsilon`` is exact (a :class:`~fractions.Fraction`) for a basic accountant;
+    for a zCDP accountant ``rho`` is the exact quantity and ``epsilon`` its (ε, δ)
+    conversion at the accountant's δ (a float, rounded up), or ``None`` where there
+    is none. ``delta`` is a float.
+    """
+
+    epsilon: Optional[Union[Fraction, float]]
+    delta: float
+    rho: Optional[Fraction]
+
+
+def _fraction(pair: Optional[Sequence[int]]) -> Optional[Fraction]:
+    return None if pair is None else Fraction(pair[0], pair[1])
+
+
+class Accountant:
+    """A privacy budget shared by several releases.
+
+    ``Accountant(epsilon=..., delta=0)`` is an (ε, δ) budget under basic
+    composition (pure ε-DP when ``delta`` is 0); ``Accountant.zcdp(rho=...,
+    delta=...)`` a ρ-zCDP budget. ε and ρ are exact: a float is read as its
+    shortest decimal (``0.1`` is exactly 1/10), a string may be a decimal or a
+    fraction (``"1/3"``), and a :class:`~fractions.Fraction` is taken as it is.
+    NaN, infinite, negative or zero budgets are refused with :class:`ValueError`.
+
+    Each release passed this accountant is charged its whole budget **before** it
+    runs; a charge past the budget raises :class:`BudgetExceeded` and releases
+    nothing.
+
+    With ``budget_file=PATH`` the budget is kept in the library's budget file
+    (``privq budget show PATH`` prints it): every charge is written to it under a
+    lock before anything is released, so the budget holds across processes and
+    restarts. An existing file keeps its cap; ``epsilon`` may then be omitted.
+
+    >>> acct = Accountant(epsilon="3/2", delta=1e-6)
+    >>> acct.remaining.epsilon
+    Fraction(3, 2)
+    >>> Accountant(epsilon=0.1).budget.epsilon
+    Fraction(1, 10)
+    >>> Accountant(epsilon=-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: epsilon = -1: epsilon must be positive, got a negative value
+    """
+
+    def __init__(
+        self,
+        epsilon: Optional[Number] = None,
+        delta: float = 0.0,
+        *,
+        budget_file: Optional[Union[str, "os.PathLike[str]"]] = None,
+    ) -> None:
+        path = None if budget_file is None else os.fspath(budget_file)
+        self._inner = _privq.Accountant(epsilon, float(delta), path)
+
+    @classmethod
+    def zcdp(cls, rho: Number, delta: float) -> "Accountant":
+        """A ρ-zCDP budget (Bun–Steinke 2016), reported as (ε, δ) at ``delta``.
+
+        >>> Accountant.zcdp(rho="1/2", delta=1e-6).budget.rho
+        Fraction(1, 2)
+        """
+        self = cls.__new__(cls)
+        self._inner = _privq.Accountant.zcdp(rho, float(delta))
+        return self
+
+    @property
+    def budget(self) -> Budget:
+        """The whole budget."""
+        b = self._inner.budget()
+        return Budget(_fraction(b["epsilon"]), b["delta"], _fraction(b["rho"]))
+
+    @property
+    def spent(self) -> Budget:
+        """What has been charged so far (ε exact for a basic accountant: ``0``
+        before the first charge; ρ exact for a zCDP one)."""
+        s = self._inner.spent()
+        if s["rho"] is not None or self._inner.budget()["kind"] == "zcdp":
+            rho = _fraction(s["rho"]) or Fraction(0)
+            return Budget(s["epsilon_f64"], s["delta"], rho)
+        return Budget(_fraction(s["epsilon"]) or Fraction(0), s["delta"], None)
+
+    @property
+    def remaining(self) -> Budget:
+        """What is left (ε exact for a basic accountant, ρ exact for a zCDP one;
+        ``0`` when used up exactly)."""
+        r = self._inner.remaining()
+        if self._inner.budget()["kind"] == "zcdp":
+            return Budget(None, r["delta"], _fraction(r["rho"]) or Fraction(0))
+        return Budget(_fraction(r["epsilon"]) or Fraction(0), r["delta"], None)
+
+    def ledger(self) -> "Any":
+        """Every accepted charge, in order, as a :class:`pyarrow.Table` with the
+        columns ``label``, ``cost`` (exact), ``epsilon`` and ``rho`` (exact
+        fractions as text), ``delta``, ``neighbours`` and ``time`` (budget files
+        only). ``.to_pandas()`` or ``polars.from_arrow`` turn it into a DataFrame.
+        """
+        import pyarrow as pa
+
+        rows = self._inner.ledger()
+        schema = pa.schema(
+            [
+                ("label", pa.string()),
+                ("cost", pa.string()),
+                ("epsilon", pa.string()),
+                ("delta", pa.float64()),
+                ("rho", pa.string()),
+                ("neighbours", pa.string()),
+                ("time", pa.string()),
+            ]
+        )
+        return pa.Table.from_pylist(rows, schema=schema)
+
+    def __repr__(self) -> str:
+        b = self.budget
+        if b.rho is not None:
+            return f"Accountant.zcdp(rho={b.rho}, delta={b.delta!r}); spent {self.spent.rho}"
+        where = self._inner.budget()["budget_file"]
+        file = "" if where is None else f", budget_file={os.fspath(where)!r}"
+        return f"Accountant(epsilon={b.epsilon}, delta={b.delta!r}{file}); spent {self.spent.epsilon}"
+
+
+class Domain:
+    """The public domain of a table: each attribute and every value it can take.
+
+    The domain is public input, never read from the private data (one record
+    with a rare value would otherwise change the release). Built from a dict in
+    the library's JSON format, or from a JSON file:
+
+    * ``{"attributes": [{"name": "city", "values": ["Oslo", "Rome"]},
+      {"name": "age", "edges": [0, 18, 65, 120]}]}``: categories matched
+      exactly, or numbers binned on increasing edges (outliers clamped into the
+      end bins, as bounded DP requires; a binned attribute is released as its
+      bins' midpoints);
+    * ``{"smoker": 2, "age_bucket": 10}``: attributes whose values are the
+      integers ``0 .. k-1``.
+
+    >>> d = Domain({"attributes": [{"name": "city", "values": ["Oslo", "Rome"]},
+    ...                            {"name": "age", "edges": [0, 18, 65, 120]}]})
+    >>> d.columns, d.sizes
+    (['city', 'age'], [2, 3])
+    >>> d.values("age")
+    ['9', '41.5', '92.5']
+    """
+
+    def __init__(self, spec: Union[Mapping[str, Any], str, "os.PathLike[str]"]) -> None:
+        if isinstance(spec, Mapping):
+            text = json.dumps(spec)
+        elif isinstance(spec, (str, os.PathLike)):
+            with open(spec, encoding="utf-8") as f:
+                text = f.read()
+        else:
+            raise TypeError(
+                f"a Domain is built from a dict or the path of a JSON file, not {type(spec).__name__}"
+            )
+        self._inner = _privq.Domain.from_json(text)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Domain":
+        """A domain from the text of a JSON spec."""
+        self = cls.__new__(cls)
+        self._inner = _privq.Domain.from_json(text)
+        return self
+
+    @staticmethod
+    def template(df: Any) -> "dict[str, Any]":
+        """A domain spec to fill in, from the DataFrame's **schema only** (its
+        column names and dtypes, never its values): numeric columns get bin-edge
+        placeholders, the others category placeholders. ``Domain(spec)`` refuses
+        the spec until every ``"TODO: ..."`` placeholder is replaced.
+
+        >>> import pandas as pd
+        >>> t = Domain.template(pd.DataFrame({"age": [30], "city": ["Oslo"]}))
+        >>> [a["name"] for a in t["attributes"]], list(t["attributes"][0])
+        (['age', 'city'], ['name', 'edges'])
+        """
+        from ._frames import schema_of
+
+        names, numeric = schema_of(df)
+        return json.loads(_privq._domain_template(names, numeric))
+
+    @property
+    def columns(self) -> "list[str]":
+        """The attribute names, in the domain's order."""
+        return self._inner.names()
+
+    @property
+    def sizes(self) -> "list[int]":
+        """How many values (categories or bins) each attribute has."""
+        return self._inner.sizes()
+
+    def values(self, column: str) -> "list[str]":
+        """The values released for ``column``: its categories, or its bins'
+        midpoints as exact decimals."""
+        try:
+            i = self.columns.index(column)
+        except ValueError:
+            raise ValueError(f"the domain has no attribute {column!r}") from None
+        return self._inner.values(i)
+
+    def kind(self, column: str) -> str:
+        """``"categorical"`` or ``"binned"``."""
+        return self._inner.kinds()[self.columns.index(column)]
+
+    def to_json(self) -> str:
+        """The spec as the library's JSON (one attribute per line)."""
+        return self._inner.to_json()
+
+    def __len__(self) -> int:
+        return len(self.sizes)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Domain) and self._inner == other._inner
+
+    def __hash__(self) -> int:
+        return hash(self._inner)
+
+    def __repr__(self) -> str:
+        attrs = ", ".join(f"{n}: {s}" for n, s in zip(self.columns, self.sizes))
+        return f"Domain({attrs})"
+
+
+def synthesize(
+    df: Any,
+    domain: Domain,
+    *,
+    epsilon: Number,
+    delta: float = 1e-9,
+    workload: Optional[str] = None,
+    mechanism: str = "adaptive",
+    accountant: Optional[Accountant] = None,
+    seed: Optional[int] = None,
+    neighbours: str = "add-remove",
+    rows: Optional[int] = None,
+) -> Any:
+    """Private synthetic data: a table of the same kind as ``df`` (pandas in,
+    pandas out; Polars in, Polars out; a :class:`pyarrow.Table` otherwise), with
+    the same column names, order and dtypes, whose rows answer the marginals of
+    ``workload`` well.
+
+    The release is ``privq synth --mechanism adaptive``'s, through the same library
+    entry point: adaptive marginals measured with exact discrete Gaussian noise
+    and fitted with a graphical model, (``epsilon``, ``delta``)-DP through ρ-zCDP.
+
+    * ``domain``: the public :class:`Domain`; every column of ``df`` must be one
+      of its attributes and every attribute a column. A value outside the domain
+      raises :class:`ValueError` naming the column, the row and the value.
+    * ``epsilon``, ``delta``: the release's budget (ε exact, as for
+      :class:`Accountant`).
+    * ``workload``: ``"marginals:K"`` (default: ``marginals:3``, or all the
+      attributes when there are fewer).
+    * ``accountant``: charged the release's whole budget before it runs (ρ to a
+      zCDP accountant, (ε, δ) to a basic one or a budget file); past its budget
+      :class:`BudgetExceeded` is raised and nothing is released.
+    * ``seed``: for reproducible tests and demos only (a :class:`SeedWarning`
+      says so); by default the noise is drawn from the operating system's
+      entropy.
+    * ``neighbours``: ``"add-remove"`` (default; n private, the number of rows
+      released is the model's noisy total) or ``"replace"`` (n public).
+    * ``rows``: how many synthetic rows to release (public).
+
+    Column types: integers, floats, booleans (read as 1/0), strings and
+    categoricals come back as they went in. A value is matched against the
+    domain as the program reads it from CSV: a float as its shortest decimal
+    (``2.0`` is the text ``"2.0"``), so a whole-number column is best kept
+    integer. A binned attribute comes back as its bins' midpoints (rounded down
+    in an integer column).
+
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"city": ["Oslo", "Rome", "Rome"] * 40, "age": [30, 70, 12] * 40})
+    >>> domain = Domain({"attributes": [{"name": "city", "values": ["Oslo", "Rome"]},
+    ...                                 {"name": "age", "edges": [0, 18, 65, 120]}]})
+    >>> out = synthesize(df, domain, epsilon=1, seed=3)
+    >>> out.columns, out.dtypes == df.dtypes
+    (['city', 'age'], True)
+    """
+    if mechanism != "adaptive":
+        raise ValueError(
+            f"mechanism = {mechanism!r}: only \"adaptive\" is available from Python so far "
+            "(MWEM is on the command line: privq synth --mechanism mwem)"
+        )
+    if not isinstance(domain, Domain):
+        raise TypeError(f"domain must be a privq.Domain, not {type(domain).__name__}")
+    if accountant is not None and not isinstance(accountant, Accountant):
+        raise TypeError(
+            f"accountant must be a privq.Accountant, not {type(accountant).__name__}"
+        )
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+            raise ValueError(f"seed = {seed!r}: an integer in [0, 2**64)")
+        warnings.warn(
+            f"seed={seed} makes the noise reproducible; use it only for tests and demos",
+            SeedWarning,
+            stacklevel=2,
+        )
+    if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
+        raise ValueError(f"rows = {rows!r}: a non-negative integer")
+    if not isinstance(delta, (int, float)) or isinstance(delta, bool):
+        raise TypeError(f"delta must be a float, not {type(delta).__name__}")
+
+    from ._frames import from_columns, to_columns
+
+    table, kind, columns = to_columns(df, domain)
+    out, _info = _privq._synthesize(
+        columns,
+        domain._inner,
+        epsilon,
+        float(delta),
+        workload,
+        neighbours,
+        rows,
+        None if accountant is None else accountant._inner,
+        seed,
+    )
+    return from_columns(out, table, kind, df, domain)

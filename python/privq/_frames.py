@@ -1,0 +1,211 @@
+"""DataFrames in and out through Arrow, without a text round trip per row.
+
+A column goes to Rust in dictionary form: its distinct values (few) and one int32
+code per row as a single ``bytes`` buffer. Rust maps the values onto the domain
+by the library's rule (the rule of ``privq synth``'s CSV reader) and builds the
+records; the synthetic table comes back the same way, column by column, and is
+cast to the input's column types. Nothing here looks at a value to decide
+anything about privacy.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, List, Sequence, Tuple
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+if TYPE_CHECKING:
+    from . import Domain
+
+PANDAS, POLARS, ARROW = "pandas", "polars", "arrow"
+
+
+def _kind(df: Any) -> str:
+    module = type(df).__module__.split(".")[0]
+    if module == "pandas":
+        return PANDAS
+    if module == "polars":
+        return POLARS
+    return ARROW
+
+
+def as_table(df: Any) -> Tuple[pa.Table, str]:
+    """The Arrow table of ``df`` and the kind of DataFrame to return."""
+    kind = _kind(df)
+    if isinstance(df, pa.Table):
+        return df, ARROW
+    if isinstance(df, pa.RecordBatch):
+        return pa.Table.from_batches([df]), ARROW
+    if kind == PANDAS:
+        # The plain pandas path (any pandas with pyarrow); the index is not data.
+        import pandas as pd
+
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"expected a DataFrame, not {type(df).__name__}")
+        return pa.Table.from_pandas(df, preserve_index=False), PANDAS
+    if hasattr(df, "__arrow_c_stream__"):
+        return pa.RecordBatchReader.from_stream(df).read_all(), kind
+    if kind == POLARS and hasattr(df, "to_arrow"):
+        return df.to_arrow(), POLARS
+    raise TypeError(
+        f"{type(df).__name__} is not a DataFrame privq can read: pass a pandas or Polars "
+        "DataFrame, a pyarrow.Table, or any object with __arrow_c_stream__"
+    )
+
+
+def schema_of(df: Any) -> Tuple[List[str], List[str]]:
+    """The column names and the numeric ones, from the declared schema only."""
+    kind = _kind(df)
+    if kind == PANDAS:
+        from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+        names = [str(c) for c in df.columns]
+        numeric = [
+            str(c) for c, t in df.dtypes.items() if is_numeric_dtype(t) and not is_bool_dtype(t)
+        ]
+        return names, numeric
+    if kind == POLARS:
+        schema = df.schema
+        names = list(schema.names())
+        numeric = [n for n, t in schema.items() if t.is_numeric()]
+        return names, numeric
+    if isinstance(df, (pa.Table, pa.RecordBatch)):
+        schema = df.schema
+    elif hasattr(df, "__arrow_c_schema__"):
+        schema = pa.schema(df)
+    elif hasattr(df, "__arrow_c_stream__"):
+        schema = pa.RecordBatchReader.from_stream(df).schema
+    else:
+        raise TypeError(f"{type(df).__name__} has no Arrow schema")
+    numeric = [f.name for f in schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)]
+    return list(schema.names), numeric
+
+
+def _value_type(t: pa.DataType) -> pa.DataType:
+    return t.value_type if pa.types.is_dictionary(t) else t
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or (hasattr(pa.types, "is_string_view") and pa.types.is_string_view(t))
+    )
+
+
+def _cast_values(texts: pa.Array, t: pa.DataType, binned: bool) -> pa.Array:
+    """The domain's value texts as column type ``t`` (a binned attribute's
+    midpoints rounded down in an integer column)."""
+    if _is_text(t):
+        return texts.cast(t)
+    if pa.types.is_integer(t) and binned:
+        return pc.floor(texts.cast(pa.float64())).cast(t)
+    if pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return texts.cast(pa.float64()).cast(t)
+    if pa.types.is_boolean(t):
+        return pc.equal(texts.cast(pa.int64()), 1)
+    return texts.cast(t)
+
+
+def _domain_values(domain: "Domain", name: str, t: pa.DataType) -> pa.Array:
+    """The values of ``name`` as column type ``t``, refused before anything is
+    charged when one cannot be written in that type."""
+    texts = pa.array(domain.values(name), pa.string())
+    binned = domain.kind(name) == "binned"
+    try:
+        return _cast_values(texts, _value_type(t), binned)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise ValueError(
+            f"column {name!r} is of type {t}, and the domain's values for it "
+            f"({', '.join(domain.values(name)[:5])}{', ...' if len(texts) > 5 else ''}) "
+            f"cannot all be written in that type: {e}"
+        ) from None
+
+
+def to_columns(df: Any, domain: "Domain") -> Tuple[pa.Table, str, list]:
+    """``df`` in dictionary form: ``(name, distinct values, int32 codes as bytes)``
+    per column, after checking that each released column can keep its type."""
+    table, kind = as_table(df)
+    names = set(domain.columns)
+    columns = []
+    for field, column in zip(table.schema, table.columns):
+        if field.name in names:
+            _domain_values(domain, field.name, field.type)
+        array = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+        if not pa.types.is_dictionary(array.type):
+            if _is_text(array.type) and not pa.types.is_large_string(array.type):
+                array = array.cast(pa.large_string())
+            array = array.dictionary_encode(null_encoding="encode")
+        values = array.dictionary
+        if _is_text(values.type) and not pa.types.is_large_string(values.type):
+            values = values.cast(pa.large_string())
+        values = values.to_pylist()
+        indices = array.indices
+        if indices.null_count:
+            # A null entry: one more dictionary value, missing.
+            indices = indices.fill_null(len(values))
+            values.append(None)
+        columns.append((field.name, values, _int32_bytes(indices.cast(pa.int32()))))
+    return table, kind, columns
+
+
+def _int32_bytes(indices: pa.Array) -> bytes:
+    """The values of a null-free int32 array as one ``bytes`` (native order)."""
+    if indices.null_count:
+        raise ValueError("internal: dictionary codes with nulls")
+    buffer = indices.buffers()[1]
+    start = indices.offset * 4
+    if buffer is None:
+        return b""
+    return buffer.to_pybytes()[start : start + 4 * len(indices)]
+
+
+def from_columns(
+    out: Sequence[Tuple[str, List[str], bytes]],
+    table: pa.Table,
+    kind: str,
+    df: Any,
+    domain: "Domain",
+) -> Any:
+    """The synthetic columns as a table of ``df``'s kind, in ``df``'s column
+    order and types."""
+    released = {}
+    for name, _texts, codes in out:
+        n = len(codes) // 4
+        indices = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(codes)])
+        released[name] = indices
+    arrays = []
+    for field in table.schema:
+        indices = released[field.name]
+        t = field.type
+        values = _domain_values(domain, field.name, t)
+        if pa.types.is_dictionary(t):
+            index_type = t.index_type
+            if len(values) > 127 and pa.types.is_int8(index_type):
+                index_type = pa.int32()
+            arrays.append(pa.DictionaryArray.from_arrays(indices.cast(index_type), values))
+        elif _is_text(t) and not pa.types.is_large_string(t):
+            # `take` has no kernel for string views: take, then cast.
+            text = _domain_values(domain, field.name, pa.large_string())
+            arrays.append(text.take(indices).cast(t))
+        else:
+            arrays.append(values.take(indices))
+    result = pa.Table.from_arrays(arrays, names=table.schema.names)
+    if kind == PANDAS:
+        frame = result.to_pandas()
+        for c, dtype in df.dtypes.items():
+            if str(dtype) != "category" and frame[c].dtype != dtype:
+                frame[c] = frame[c].astype(dtype)
+        return frame
+    if kind == POLARS:
+        import polars as pl
+
+        frame = pl.from_arrow(result)
+        casts = {
+            c: t
+            for c, t in df.schema.items()
+            if frame.schema[c] != t and not isinstance(t, (pl.Categorical, pl.Enum))
+        }
+        return frame.cast(casts) if casts else frame
+    return result

@@ -1,0 +1,804 @@
+//! `privq._privq`: the extension module behind the Python package `privq`.
+//!
+//! A front end, like the `privq` program: it converts Python values into the
+//! library's types, calls the library's entry points and converts what they return.
+//! Every privacy decision is the library's: the accountant a release runs under
+//! ([`SynthRequest::accountant`]), how a session accountant or a budget file is
+//! charged ([`SynthRequest::charge_to`], [`BudgetFile::charge_accountant`]), how a
+//! table's values map onto the domain ([`Records::from_dictionary_columns`]) and
+//! the release itself ([`synthesize`]). The pure-Python layer (`privq/__init__.py`)
+//! only moves DataFrames in and out through Arrow.
+//!
+//! No Rust panic crosses into Python: every entry point runs under [`guard`], which
+//! turns a panic into `privq.PrivqError`. The GIL is released while a release runs.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use privq_core::{Epsilon, Rho};
+use privq_host::accountant::{Accountant, AccountantError, BudgetFile, BudgetFileError, Cap, Cost};
+use privq_host::contract::Neighbours;
+use privq_host::data::{
+    AttributeKind, CsvColumns, DataError, DictionaryColumn, Domain, Records, domain_template,
+};
+use privq_host::synth::adaptive::{AdaptiveError, MarginalWorkload};
+use privq_host::synth::release::{SynthRequest, synthesize};
+use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
+
+pyo3::create_exception!(
+    _privq,
+    PrivqError,
+    PyException,
+    "Base class of privq's own errors (a refused release, a bad budget file, an internal error)."
+);
+pyo3::create_exception!(
+    _privq,
+    BudgetExceeded,
+    PrivqError,
+    "The privacy budget (an Accountant's or a budget file's) would be exceeded; nothing was charged or released."
+);
+
+/// Runs `f`, turning a Rust panic into `privq.PrivqError` (a panic is a bug in
+/// privq; it must not abort the interpreter or surface as `PanicException`).
+fn guard<T>(f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            Err(PrivqError::new_err(format!(
+                "internal error (a bug in privq, please report it): {what}"
+            )))
+        }
+    }
+}
+
+// ---- parameters ----
+
+/// The text of a privacy parameter given as `str`, `int`, `float`,
+/// `fractions.Fraction` or `decimal.Decimal`: a float as its shortest round-trip
+/// decimal (`repr`), so `0.1` is exactly 1/10, as the text `0.1` is to the program.
+fn parameter_text(name: &str, value: &Bound<'_, PyAny>) -> PyResult<String> {
+    if value.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err(format!(
+            "{name} must be a number or a string such as \"1/2\", not a bool"
+        )));
+    }
+    if value.is_instance_of::<PyString>() {
+        return value.extract::<String>();
+    }
+    if value.is_instance_of::<PyFloat>() {
+        let x: f64 = value.extract()?;
+        if !x.is_finite() {
+            return Err(PyValueError::new_err(format!(
+                "{name} = {x} is not a finite number"
+            )));
+        }
+        return Ok(value.repr()?.to_string());
+    }
+    if value.is_instance_of::<PyInt>() {
+        return Ok(value.str()?.to_string());
+    }
+    if let (Ok(num), Ok(den)) = (value.getattr("numerator"), value.getattr("denominator")) {
+        return Ok(format!("{}/{}", num.str()?, den.str()?));
+    }
+    let kind = value.get_type().name()?.to_string();
+    if kind == "Decimal" {
+        return Ok(value.str()?.to_string());
+    }
+    Err(PyTypeError::new_err(format!(
+        "{name} must be an int, float, str, Fraction or Decimal, not {kind}"
+    )))
+}
+
+/// ε exactly, as the library parses its decimal or fraction text.
+fn epsilon_arg(value: &Bound<'_, PyAny>) -> PyResult<Epsilon> {
+    let text = parameter_text("epsilon", value)?;
+    text.parse::<Epsilon>()
+        .map_err(|e| PyValueError::new_err(format!("epsilon = {text}: {e}")))
+}
+
+/// ρ exactly, as the library parses its decimal or fraction text.
+fn rho_arg(value: &Bound<'_, PyAny>) -> PyResult<Rho> {
+    let text = parameter_text("rho", value)?;
+    text.parse::<Rho>()
+        .map_err(|e| PyValueError::new_err(format!("rho = {text}: {e}")))
+}
+
+fn neighbours_arg(name: &str) -> PyResult<Neighbours> {
+    match name {
+        "add-remove" | "add_remove" => Ok(Neighbours::AddRemove),
+        "replace" => Ok(Neighbours::Replace),
+        other => Err(PyValueError::new_err(format!(
+            "neighbours = {other:?}: expected \"add-remove\" (n private) or \"replace\" (n public)"
+        ))),
+    }
+}
+
+/// A relation as the budget file names it.
+fn neighbours_name(n: Neighbours) -> &'static str {
+    match n {
+        Neighbours::AddRemove => "add-remove",
+        Neighbours::Replace => "replace",
+    }
+}
+
+/// An exact fraction as `(numerator, denominator)`.
+fn fraction(num: u64, den: u64) -> (u64, u64) {
+    (num, den)
+}
+
+// ---- errors ----
+
+/// A library error as the Python exception a user can act on: a refused charge is
+/// `BudgetExceeded`, bad data or parameters `ValueError`, the rest `PrivqError`.
+fn adaptive_error(e: AdaptiveError) -> PyErr {
+    match e {
+        AdaptiveError::Data(d) => data_error(d),
+        AdaptiveError::Budget(a) => accountant_error(a),
+        AdaptiveError::InvalidParameter(m) => {
+            PyValueError::new_err(format!("invalid parameter: {m}"))
+        }
+        e => PrivqError::new_err(e.to_string()),
+    }
+}
+
+fn accountant_error(e: AccountantError) -> PyErr {
+    match e {
+        AccountantError::BudgetExceeded { .. }
+        | AccountantError::RhoBudgetExceeded { .. }
+        | AccountantError::DeltaExceeded => {
+            BudgetExceeded::new_err(format!("{e}; nothing was charged or released"))
+        }
+        AccountantError::InvalidParameter(_) => PyValueError::new_err(e.to_string()),
+        e => PrivqError::new_err(e.to_string()),
+    }
+}
+
+fn budget_file_error(e: BudgetFileError) -> PyErr {
+    match e {
+        BudgetFileError::Exceeded(_) => {
+            BudgetExceeded::new_err(format!("{e}; nothing was released"))
+        }
+        BudgetFileError::InvalidDelta(_) | BudgetFileError::CapMismatch { .. } => {
+            PyValueError::new_err(e.to_string())
+        }
+        e => PrivqError::new_err(e.to_string()),
+    }
+}
+
+/// Row `r` (from 0) of a table is line `r + 2` of the CSV the library counts in.
+fn row(line: usize) -> usize {
+    line.saturating_sub(2)
+}
+
+/// A data error in a table's words (columns and rows, not CSV lines and flags).
+fn data_error(e: DataError) -> PyErr {
+    let message = match &e {
+        DataError::UnknownValue {
+            attribute,
+            value,
+            line,
+        } if value.trim().is_empty() => format!(
+            "column {attribute:?}, row {}: missing value (null or empty); privq has no missing \
+             values (drop or impute such rows, or give the attribute a value such as \"missing\")",
+            row(*line)
+        ),
+        DataError::UnknownValue {
+            attribute,
+            value,
+            line,
+        } => format!(
+            "column {attribute:?}, row {}: the value {value:?} is not in the domain",
+            row(*line)
+        ),
+        DataError::NotFinite {
+            attribute,
+            value,
+            line,
+        } => format!(
+            "column {attribute:?}, row {}: {value} is not a finite number",
+            row(*line)
+        ),
+        DataError::NotANumber {
+            attribute,
+            value,
+            line,
+        } => format!(
+            "column {attribute:?}, row {}: the attribute is numeric (binned on its edges), and \
+             {value:?} is not a number",
+            row(*line)
+        ),
+        DataError::UncoveredColumns { columns } => format!(
+            "the column(s) {} are not attributes of the domain: add them to the domain, or \
+             leave them out of the DataFrame (nothing is dropped silently)",
+            columns
+                .iter()
+                .map(|c| format!("{c:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        DataError::MissingColumn { column, available } => format!(
+            "the DataFrame has no column {column:?}, an attribute of the domain (its columns: {})",
+            available.join(", ")
+        ),
+        _ => e.to_string(),
+    };
+    PyValueError::new_err(message)
+}
+
+// ---- the domain ----
+
+/// A public domain: the attributes, and every value each can take (`privq.Domain`
+/// wraps it).
+#[pyclass(module = "privq._privq", name = "Domain", frozen)]
+struct PyDomain {
+    domain: Domain,
+}
+
+#[pymethods]
+impl PyDomain {
+    /// Parses the library's JSON domain spec (`{"attributes": [...]}` or
+    /// `{"name": size, ...}`).
+    #[staticmethod]
+    fn from_json(text: &str) -> PyResult<Self> {
+        guard(|| {
+            Domain::from_json(text)
+                .map(|domain| PyDomain { domain })
+                .map_err(|e| PyValueError::new_err(e.to_string()))
+        })
+    }
+
+    /// The spec as JSON, one attribute per line.
+    fn to_json(&self) -> String {
+        self.domain.to_json()
+    }
+
+    /// The attribute names, in the domain's order.
+    fn names(&self) -> Vec<String> {
+        self.domain
+            .attributes()
+            .iter()
+            .map(|a| a.name().to_string())
+            .collect()
+    }
+
+    /// How many values (categories or bins) each attribute has.
+    fn sizes(&self) -> Vec<usize> {
+        self.domain.attributes().iter().map(|a| a.size()).collect()
+    }
+
+    /// Per attribute: `"categorical"` or `"binned"`.
+    fn kinds(&self) -> Vec<&'static str> {
+        self.domain
+            .attributes()
+            .iter()
+            .map(|a| match a.kind() {
+                AttributeKind::Categorical(_) => "categorical",
+                AttributeKind::Binned(_) => "binned",
+            })
+            .collect()
+    }
+
+    /// The values released for attribute `i`: its categories, or its bins'
+    /// midpoints (exact decimals), in value-index order.
+    fn values(&self, i: usize) -> PyResult<Vec<String>> {
+        let attr = self
+            .domain
+            .attribute(i)
+            .ok_or_else(|| PyValueError::new_err(format!("no attribute number {i}")))?;
+        Ok((0..attr.size())
+            .filter_map(|v| attr.value_text(v))
+            .collect())
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<PyDomain>()
+            .is_ok_and(|o| o.get().domain == self.domain)
+    }
+
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.domain.to_json().hash(&mut h);
+        h.finish()
+    }
+}
+
+/// A template of a domain spec for the columns `names` (bin-edge placeholders for
+/// those in `numeric`): names only, never values.
+#[pyfunction]
+fn _domain_template(names: Vec<String>, numeric: Vec<String>) -> String {
+    domain_template(&names, &numeric)
+}
+
+// ---- the accountant ----
+
+/// Where an accountant's state lives.
+enum State {
+    /// In this process: the library's accountant.
+    Memory(Accountant),
+    /// In a budget file, charged under its lock by every run ([`BudgetFile`]).
+    File { path: PathBuf, cap: Cap },
+}
+
+/// A privacy budget shared by several releases (`privq.Accountant` wraps it).
+#[pyclass(module = "privq._privq", name = "Accountant", frozen)]
+struct PyAccountant {
+    state: Mutex<State>,
+}
+
+impl PyAccountant {
+    fn with<T>(&self, f: impl FnOnce(&mut State) -> PyResult<T>) -> PyResult<T> {
+        let mut state = self
+            .state
+            .lock()
+            .map_err(|_| PrivqError::new_err("the accountant's lock is poisoned"))?;
+        f(&mut state)
+    }
+}
+
+/// A δ in `[0, 1)` (`(0, 1)` when `positive`).
+fn delta_arg(delta: f64, positive: bool) -> PyResult<f64> {
+    let ok = if positive {
+        delta > 0.0 && delta < 1.0
+    } else {
+        (0.0..1.0).contains(&delta)
+    };
+    if ok {
+        Ok(delta)
+    } else {
+        Err(PyValueError::new_err(format!(
+            "delta = {delta} is not in {}",
+            if positive { "(0, 1)" } else { "[0, 1)" }
+        )))
+    }
+}
+
+#[pymethods]
+impl PyAccountant {
+    /// An (ε, δ) budget under basic composition (pure ε-DP when δ = 0); with
+    /// `budget_file`, kept in that file (created on the first charge; an existing
+    /// file keeps its cap, and `epsilon` may then be omitted).
+    #[new]
+    #[pyo3(signature = (epsilon=None, delta=0.0, budget_file=None))]
+    fn new(
+        epsilon: Option<&Bound<'_, PyAny>>,
+        delta: f64,
+        budget_file: Option<PathBuf>,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let delta = delta_arg(delta, false)?;
+            let epsilon = epsilon.map(epsilon_arg).transpose()?;
+            let state = match (budget_file, epsilon) {
+                (None, None) => {
+                    return Err(PyValueError::new_err(
+                        "an Accountant needs epsilon (or a budget_file that exists)",
+                    ));
+                }
+                (None, Some(e)) => {
+                    State::Memory(Accountant::approximate(e, delta).map_err(accountant_error)?)
+                }
+                (Some(path), given) => {
+                    let stored = if path.exists() {
+                        Some(BudgetFile::read(&path).map_err(budget_file_error)?.cap())
+                    } else {
+                        None
+                    };
+                    let cap = match (stored, given) {
+                        (Some(stored), None) => stored,
+                        (None, Some(e)) => Cap::new(e, delta).map_err(budget_file_error)?,
+                        (Some(stored), Some(e)) => {
+                            let cap = Cap::new(e, delta).map_err(budget_file_error)?;
+                            if cap != stored {
+                                return Err(PyValueError::new_err(format!(
+                                    "budget file {} has the cap {stored}, not {cap}: a cap is \
+                                     fixed when its file is created (omit epsilon to use it)",
+                                    path.display()
+                                )));
+                            }
+                            cap
+                        }
+                        (None, None) => {
+                            return Err(PyValueError::new_err(format!(
+                                "budget file {} does not exist: give epsilon (and delta) to \
+                                 create it with that cap",
+                                path.display()
+                            )));
+                        }
+                    };
+                    State::File { path, cap }
+                }
+            };
+            Ok(PyAccountant {
+                state: Mutex::new(state),
+            })
+        })
+    }
+
+    /// A ρ-zCDP budget, reported as (ε, δ) at `delta`.
+    #[staticmethod]
+    fn zcdp(rho: &Bound<'_, PyAny>, delta: f64) -> PyResult<Self> {
+        guard(|| {
+            let rho = rho_arg(rho)?;
+            let delta = delta_arg(delta, true)?;
+            let accountant = Accountant::zcdp(rho, delta).map_err(accountant_error)?;
+            Ok(PyAccountant {
+                state: Mutex::new(State::Memory(accountant)),
+            })
+        })
+    }
+
+    /// `{"kind", "epsilon", "delta", "rho", "budget_file"}`: the budget.
+    fn budget<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        guard(|| {
+            self.with(|state| {
+                let d = PyDict::new(py);
+                match state {
+                    State::Memory(a) => {
+                        let e = a.budget();
+                        d.set_item("kind", if a.is_zcdp() { "zcdp" } else { "basic" })?;
+                        d.set_item("epsilon", fraction(e.num(), e.den()))?;
+                        d.set_item("delta", a.budget_delta())?;
+                        d.set_item("rho", a.rho_budget().map(|r| fraction(r.num(), r.den())))?;
+                        d.set_item("budget_file", py.None())?;
+                    }
+                    State::File { path, cap } => {
+                        let e = cap.epsilon();
+                        d.set_item("kind", "basic")?;
+                        d.set_item("epsilon", fraction(e.num(), e.den()))?;
+                        d.set_item("delta", cap.delta())?;
+                        d.set_item("rho", py.None())?;
+                        d.set_item("budget_file", path.clone())?;
+                    }
+                }
+                Ok(d)
+            })
+        })
+    }
+
+    /// `{"epsilon", "epsilon_f64", "delta", "rho"}` spent: exact ε for a basic
+    /// accountant (`None` before the first charge); for a zCDP one the exact ρ and
+    /// its (ε, δ) conversion.
+    fn spent<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        guard(|| {
+            self.with(|state| {
+                let d = PyDict::new(py);
+                match state {
+                    State::Memory(a) => {
+                        let e = a.spent_epsilon();
+                        d.set_item("epsilon", e.map(|e| fraction(e.num(), e.den())))?;
+                        let loss = a.spent_guarantee().map_err(accountant_error)?;
+                        d.set_item("epsilon_f64", loss.epsilon)?;
+                        d.set_item(
+                            "delta",
+                            if a.is_zcdp() {
+                                a.budget_delta()
+                            } else {
+                                a.spent_delta()
+                            },
+                        )?;
+                        d.set_item("rho", a.spent_rho().map(|r| fraction(r.num(), r.den())))?;
+                    }
+                    State::File { path, .. } => {
+                        let (e, delta) = if path.exists() {
+                            let status = BudgetFile::read(path)
+                                .and_then(|f| f.status())
+                                .map_err(budget_file_error)?;
+                            (status.spent_epsilon, status.spent_delta)
+                        } else {
+                            (None, 0.0)
+                        };
+                        d.set_item("epsilon", e.map(|e| fraction(e.num(), e.den())))?;
+                        d.set_item("epsilon_f64", e.map_or(0.0, |e| e.to_f64()))?;
+                        d.set_item("delta", delta)?;
+                        d.set_item("rho", py.None())?;
+                    }
+                }
+                Ok(d)
+            })
+        })
+    }
+
+    /// `{"epsilon", "delta", "rho"}` remaining: exact ε (`None`: none left) and δ
+    /// of a basic accountant or budget file; the exact ρ of a zCDP one.
+    fn remaining<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        guard(|| {
+            self.with(|state| {
+                let d = PyDict::new(py);
+                match state {
+                    State::Memory(a) if a.is_zcdp() => {
+                        d.set_item("epsilon", py.None())?;
+                        d.set_item("delta", a.budget_delta())?;
+                        d.set_item("rho", a.remaining_rho().map(|r| fraction(r.num(), r.den())))?;
+                    }
+                    State::Memory(a) => {
+                        let e = a.remaining();
+                        d.set_item("epsilon", e.map(|e| fraction(e.num(), e.den())))?;
+                        d.set_item("delta", (a.budget_delta() - a.spent_delta()).max(0.0))?;
+                        d.set_item("rho", py.None())?;
+                    }
+                    State::File { path, cap } => {
+                        let (e, delta) = if path.exists() {
+                            let status = BudgetFile::read(path)
+                                .and_then(|f| f.status())
+                                .map_err(budget_file_error)?;
+                            (status.remaining_epsilon(), status.remaining_delta())
+                        } else {
+                            (Some(cap.epsilon()), cap.delta())
+                        };
+                        d.set_item("epsilon", e.map(|e| fraction(e.num(), e.den())))?;
+                        d.set_item("delta", delta)?;
+                        d.set_item("rho", py.None())?;
+                    }
+                }
+                Ok(d)
+            })
+        })
+    }
+
+    /// Every accepted charge, in order: dicts with `label`, `cost` (exact text),
+    /// `epsilon` and `rho` (exact fraction text or `None`), `delta`, `neighbours`,
+    /// `time` (budget files only).
+    fn ledger<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        guard(|| {
+            self.with(|state| {
+                let out = PyList::empty(py);
+                match state {
+                    State::Memory(a) => {
+                        let neighbours = a.neighbours().map(neighbours_name);
+                        for c in a.ledger() {
+                            let d = PyDict::new(py);
+                            d.set_item("label", &c.label)?;
+                            d.set_item("cost", c.cost.to_string())?;
+                            d.set_item("epsilon", c.cost.epsilon().map(|e| e.to_string()))?;
+                            d.set_item("delta", c.cost.delta())?;
+                            let rho = match c.cost {
+                                Cost::Zcdp(r) => Some(r.to_string()),
+                                _ => None,
+                            };
+                            d.set_item("rho", rho)?;
+                            d.set_item("neighbours", neighbours)?;
+                            d.set_item("time", py.None())?;
+                            out.append(d)?;
+                        }
+                    }
+                    State::File { path, .. } => {
+                        if path.exists() {
+                            let file = BudgetFile::read(path).map_err(budget_file_error)?;
+                            for c in file.charges() {
+                                let d = PyDict::new(py);
+                                d.set_item("label", &c.label)?;
+                                d.set_item("cost", &c.cost)?;
+                                d.set_item("epsilon", c.epsilon.to_string())?;
+                                d.set_item("delta", c.delta)?;
+                                d.set_item("rho", py.None())?;
+                                d.set_item("neighbours", c.neighbours.map(neighbours_name))?;
+                                d.set_item("time", &c.time)?;
+                                out.append(d)?;
+                            }
+                        }
+                    }
+                }
+                Ok(out)
+            })
+        })
+    }
+}
+
+// ---- synthetic data ----
+
+/// The text of one dictionary value, as the program would read it from CSV:
+/// `str` as it is, `int` in decimal, `float` as its shortest round-trip decimal
+/// (`repr`), `bool` as `1`/`0`, `None` as missing; other scalars by `str()`.
+fn value_text(column: &str, value: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    if value.is_none() {
+        return Ok(None);
+    }
+    if value.is_instance_of::<PyBool>() {
+        let b: bool = value.extract()?;
+        return Ok(Some(if b { "1" } else { "0" }.into()));
+    }
+    if value.is_instance_of::<PyString>() {
+        return Ok(Some(value.extract::<String>()?));
+    }
+    if value.is_instance_of::<PyFloat>() {
+        return Ok(Some(value.repr()?.to_string()));
+    }
+    if value.is_instance_of::<PyBytes>() {
+        return Err(PyTypeError::new_err(format!(
+            "column {column:?} holds bytes; decode it to str first"
+        )));
+    }
+    Ok(Some(value.str()?.to_string()))
+}
+
+/// The per-row codes of one column: native-endian `int32`, as Arrow holds a
+/// dictionary array's indices.
+fn codes(column: &str, bytes: &[u8]) -> PyResult<Vec<u32>> {
+    if !bytes.len().is_multiple_of(4) {
+        return Err(PyValueError::new_err(format!(
+            "column {column:?}: {} bytes of codes are not whole int32 values",
+            bytes.len()
+        )));
+    }
+    bytes
+        .chunks_exact(4)
+        .map(|b| {
+            let code = i32::from_ne_bytes([b[0], b[1], b[2], b[3]]);
+            u32::try_from(code).map_err(|_| {
+                PyValueError::new_err(format!("column {column:?}: negative code {code}"))
+            })
+        })
+        .collect()
+}
+
+/// `marginals:K` (K ≥ 1); `None` is `marginals:3`, clamped to the attributes.
+fn workload_arg(spec: Option<&str>, domain: &Domain) -> PyResult<MarginalWorkload> {
+    let k = match spec {
+        None => 3.min(domain.dims()),
+        Some(spec) => {
+            let k = spec
+                .strip_prefix("marginals:")
+                .and_then(|k| k.trim().parse::<usize>().ok())
+                .filter(|&k| k >= 1)
+                .ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "workload = {spec:?}: the adaptive mechanism answers marginal \
+                         workloads, \"marginals:K\" with K ≥ 1"
+                    ))
+                })?;
+            if k > domain.dims() {
+                return Err(PyValueError::new_err(format!(
+                    "workload = {spec:?}, but the domain has {} attributes: use marginals:K \
+                     with K ≤ {}",
+                    domain.dims(),
+                    domain.dims()
+                )));
+            }
+            k
+        }
+    };
+    MarginalWorkload::all_k_way(domain, k).map_err(adaptive_error)
+}
+
+/// The memory the synthetic rows may take (`privq synth`'s default `--memory-mib`).
+const MEMORY_CAP: u64 = 1 << 30;
+
+/// One released column: its name, the text of each value index, and the rows'
+/// value indices as native-endian `int32` bytes.
+type ColumnOut<'py> = (String, Vec<String>, Bound<'py, PyBytes>);
+
+/// `privq.synthesize`'s Rust half: the table in dictionary form, the domain, the
+/// request and the accountant; returns the synthetic table, column by column in the
+/// domain's order, and a dict of what was spent.
+#[pyfunction]
+#[pyo3(signature = (columns, domain, epsilon, delta, workload, neighbours, rows, accountant, seed))]
+#[allow(clippy::too_many_arguments)]
+fn _synthesize<'py>(
+    py: Python<'py>,
+    columns: Vec<(String, Bound<'py, PyList>, Bound<'py, PyBytes>)>,
+    domain: &Bound<'py, PyDomain>,
+    epsilon: &Bound<'py, PyAny>,
+    delta: f64,
+    workload: Option<&str>,
+    neighbours: &str,
+    rows: Option<usize>,
+    accountant: Option<&Bound<'py, PyAccountant>>,
+    seed: Option<u64>,
+) -> PyResult<(Vec<ColumnOut<'py>>, Bound<'py, PyDict>)> {
+    guard(|| {
+        let domain = &domain.get().domain;
+        // Parameters first: nothing is read or charged for a bad one.
+        let epsilon = epsilon_arg(epsilon)?;
+        let neighbours = neighbours_arg(neighbours)?;
+        let request = SynthRequest::new(epsilon, delta, neighbours)
+            .map_err(adaptive_error)?
+            .rows(rows);
+        let workload = workload_arg(workload, domain)?;
+        // Each synthetic row is a vector of value indices (24 + 8·d bytes), as
+        // `privq synth` counts under its default --memory-mib.
+        if let Some(rows) = rows {
+            let bytes = (rows as u64).saturating_mul(24 + 8 * domain.dims() as u64);
+            if bytes > MEMORY_CAP {
+                return Err(PyValueError::new_err(format!(
+                    "rows = {rows}: the synthetic rows would need about {} MiB, over the {} MiB \
+                     cap; release fewer rows",
+                    bytes >> 20,
+                    MEMORY_CAP >> 20
+                )));
+            }
+        }
+        let mut table = Vec::with_capacity(columns.len());
+        for (name, values, bytes) in &columns {
+            let texts = values
+                .iter()
+                .map(|v| value_text(name, &v))
+                .collect::<PyResult<Vec<_>>>()?;
+            let codes = codes(name, bytes.as_bytes())?;
+            table.push(DictionaryColumn::new(name.clone(), texts, codes));
+        }
+        drop(columns);
+        let records = py
+            .detach(|| Records::from_dictionary_columns(table, domain, &CsvColumns::new()))
+            .map_err(data_error)?;
+        request.admits(&records).map_err(adaptive_error)?;
+        // The session's charge, before anything runs: refused, nothing is released.
+        let label = "privq.synthesize (adaptive)";
+        if let Some(accountant) = accountant {
+            accountant.get().with(|state| match state {
+                State::Memory(session) => request
+                    .charge_to(session, label)
+                    .map(drop)
+                    .map_err(adaptive_error),
+                State::File { path, cap } => {
+                    let run = request.accountant().map_err(adaptive_error)?;
+                    BudgetFile::charge_accountant(path, Some(*cap), &run, label)
+                        .map(drop)
+                        .map_err(budget_file_error)
+                }
+            })?;
+        }
+        let mut rng = match seed {
+            Some(seed) => privq_host::seeded_rng(seed),
+            None => privq_host::secure_rng().map_err(|e| PrivqError::new_err(e.to_string()))?,
+        };
+        let release = py.detach(|| {
+            catch_unwind(AssertUnwindSafe(|| {
+                synthesize(&records, domain, &workload, &request, &mut rng, &mut |_| {})
+            }))
+        });
+        let release = match release {
+            Ok(r) => r.map_err(adaptive_error)?,
+            Err(_) => {
+                return Err(PrivqError::new_err(
+                    "internal error (a bug in privq, please report it): the release panicked",
+                ));
+            }
+        };
+        let n = release.rows.len();
+        let mut out = Vec::with_capacity(domain.dims());
+        for (a, attr) in domain.attributes().iter().enumerate() {
+            let texts: Vec<String> = (0..attr.size())
+                .filter_map(|v| attr.value_text(v))
+                .collect();
+            let mut bytes = Vec::with_capacity(4 * n);
+            for r in &release.rows {
+                let v = r.get(a).copied().unwrap_or(0);
+                let v = i32::try_from(v)
+                    .map_err(|_| PrivqError::new_err("a value index beyond int32"))?;
+                bytes.extend_from_slice(&v.to_ne_bytes());
+            }
+            out.push((attr.name().to_string(), texts, PyBytes::new(py, &bytes)));
+        }
+        let info = PyDict::new(py);
+        let spent = &release.accountant;
+        info.set_item("rho", spent.spent_rho().map(|r| fraction(r.num(), r.den())))?;
+        info.set_item("epsilon", release.guarantee.epsilon)?;
+        info.set_item("delta", release.guarantee.delta)?;
+        info.set_item("rows", n)?;
+        info.set_item("records_in", records.len())?;
+        info.set_item("ledger", spent.ledger_text_exact())?;
+        Ok((out, info))
+    })
+}
+
+/// The extension module.
+#[pymodule]
+fn _privq(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("PrivqError", py.get_type::<PrivqError>())?;
+    m.add("BudgetExceeded", py.get_type::<BudgetExceeded>())?;
+    m.add_class::<PyDomain>()?;
+    m.add_class::<PyAccountant>()?;
+    m.add_function(wrap_pyfunction!(_synthesize, m)?)?;
+    m.add_function(wrap_pyfunction!(_domain_template, m)?)?;
+    Ok(())
+}
