@@ -554,7 +554,7 @@ mod tests {
             assert!(
                 matches!(
                     distance_error(release(&good_s, "0,0", "1,2", eps, &[]).unwrap_err()),
-                    DistanceError::InvalidParameter(_)
+                    DistanceError::Epsilon { .. }
                 ),
                 "epsilon {eps}"
             );

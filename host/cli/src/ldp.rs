@@ -613,8 +613,8 @@ fn aggregate(
             let missing = io::Error::new(io::ErrorKind::NotFound, "no such database file");
             return Err(LdpError::Read(db.display().to_string(), missing).into());
         }
-        let store = privq_collector::store::Store::open(db)
-            .map_err(|e| CliError::Run(format!("{}: {e}", db.display()).into()))?;
+        let store =
+            privq_collector::store::Store::open(db).map_err(|e| CliError::at(db.display(), e))?;
         let mut chunk: Vec<Vec<u8>> = Vec::new();
         store
             .for_each_admitted_report(|r| {
@@ -624,7 +624,7 @@ fn aggregate(
                     chunk.clear();
                 }
             })
-            .map_err(|e| CliError::Run(format!("{}: {e}", db.display()).into()))?;
+            .map_err(|e| CliError::at(db.display(), e))?;
         intake.ingest_reports(chunk.iter().map(Vec::as_slice));
     }
     #[cfg(feature = "analytics")]

@@ -153,7 +153,7 @@ impl Engine {
         limits: &Limits,
         target_partitions: usize,
     ) -> Result<Intake, CliError> {
-        let run = |e: query::QueryError| CliError::Run(format!("{}: {e}", dir.display()).into());
+        let run = |e: query::QueryError| CliError::at(dir.display(), e);
         match self {
             Engine::Datafusion => {
                 query::aggregate_parquet(dir, plan, limits, target_partitions).map_err(run)
@@ -242,7 +242,7 @@ pub fn worker(
         maximum: Some(bytes),
     };
     rustix::process::setrlimit(rustix::process::Resource::As, cap)
-        .map_err(|e| CliError::Run(format!("cannot cap the address space: {e}").into()))?;
+        .map_err(|e| CliError::at("cannot cap the address space", e))?;
     let mut text = String::new();
     stdin.take(1 << 20).read_to_string(&mut text)?;
     let limits = Limits {
@@ -250,7 +250,7 @@ pub fn worker(
     };
     let plan = Campaign::from_json(&text)
         .and_then(|c| c.validate(&limits))
-        .map_err(|e| CliError::Run(format!("the campaign given to the worker: {e}").into()))?;
+        .map_err(|e| CliError::at("the campaign given to the worker", e))?;
     let intake =
         args.engine
             .aggregate_in_process(&args.parquet, &plan, &limits, args.partitions)?;
@@ -259,7 +259,7 @@ pub fn worker(
 }
 
 fn table_err(path: &Path) -> impl Fn(table::TableError) -> CliError + '_ {
-    move |e| CliError::Run(format!("{}: {e}", path.display()).into())
+    move |e| CliError::at(path.display(), e)
 }
 
 /// Runs `privq ldp export`.
@@ -281,8 +281,8 @@ pub fn export(
             let missing = io::Error::new(io::ErrorKind::NotFound, "no such database file");
             return Err(LdpError::Read(db.display().to_string(), missing).into());
         }
-        let store = privq_collector::store::Store::open(db)
-            .map_err(|e| CliError::Run(format!("{}: {e}", db.display()).into()))?;
+        let store =
+            privq_collector::store::Store::open(db).map_err(|e| CliError::at(db.display(), e))?;
         // The reports the collector counts, as `ldp aggregate --db` reads them.
         let mut pushed = Ok(());
         let skipped = store
@@ -291,7 +291,7 @@ pub fn export(
                     pushed = out.push(&r.report);
                 }
             })
-            .map_err(|e| CliError::Run(format!("{}: {e}", db.display()).into()))?;
+            .map_err(|e| CliError::at(db.display(), e))?;
         pushed.map_err(table_err(&args.out))?;
         if skipped > 0 {
             writeln!(
@@ -322,7 +322,7 @@ pub fn export(
                 .map_err(frames::ReportFileError::Io)
                 .and_then(|mut f| frames::read_file(&mut f))
         }
-        .map_err(|e| CliError::Run(format!("{name}: {e}").into()))?;
+        .map_err(|e| CliError::at(&name, e))?;
         let before = out.undecodable();
         let mut push = |r: &[u8]| out.push(r).map_err(table_err(&args.out));
         let mut report = |offset: usize, what: String| {
@@ -363,8 +363,7 @@ pub fn export(
                 }
             }
             None => {
-                let frames = frames::frames(&bytes)
-                    .map_err(|e| CliError::Run(format!("{name}: {e}").into()))?;
+                let frames = frames::frames(&bytes).map_err(|e| CliError::at(&name, e))?;
                 for f in frames {
                     match f {
                         Ok(r) => push(r)?,
@@ -522,7 +521,7 @@ fn measure(
             }
             let path = args.dir.join(format!("part-{p:05}.parquet"));
             table::write_file(&path, bytes.chunks_exact(len))
-                .map_err(|e| CliError::Run(format!("{}: {e}", path.display()).into()))?;
+                .map_err(|e| CliError::at(path.display(), e))?;
             Ok(path)
         })
         .collect();
@@ -535,7 +534,7 @@ fn measure(
     for part in parts {
         let path = part?;
         table::for_each_batch(&path, |reports| baseline.ingest_reports(reports))
-            .map_err(|e| CliError::Run(format!("{}: {e}", path.display()).into()))?;
+            .map_err(|e| CliError::at(path.display(), e))?;
     }
     let cpu = t.elapsed();
     let n = fleet.len() as u64;

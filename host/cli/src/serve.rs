@@ -169,7 +169,7 @@ pub struct BenchArgs {
 }
 
 fn store_error(path: &Path, e: StoreError) -> CliError {
-    CliError::Run(format!("{}: {e}", path.display()).into())
+    CliError::at(path.display(), e)
 }
 
 /// Runs `privq serve`.
@@ -343,7 +343,7 @@ fn provision_key(args: &ProvisionArgs, stdin: &mut dyn BufRead) -> Result<Device
                 std::fs::File::open(path)
                     .and_then(|f| Read::take(f, 1024).read_to_string(&mut text))
             };
-            read.map_err(|e| CliError::Run(format!("--key-file {}: {e}", path.display()).into()))?;
+            read.map_err(|e| CliError::at(format_args!("--key-file {}", path.display()), e))?;
             parse_key(&text)
         }
         (None, true) => {
@@ -464,7 +464,7 @@ fn serve(
     rt.block_on(async {
         let listener = tokio::net::TcpListener::bind(listen)
             .await
-            .map_err(|e| CliError::Run(format!("--listen {listen}: {e}").into()))?;
+            .map_err(|e| CliError::at(format_args!("--listen {listen}"), e))?;
         let addr = http::local_addr(&listener)?;
         eprintln!(
             "privq serve: listening on {addr} (db {}: {devices} devices, {frames} frames, {} reports)",
@@ -576,7 +576,7 @@ fn bench(args: &BenchArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Re
         let key = DeviceKey::new(k);
         store
             .provision(d as u64, &key, cap)
-            .map_err(|e| CliError::Run(format!("{}: {e}", db.display()).into()))?;
+            .map_err(|e| CliError::at(db.display(), e))?;
         keys.push(key);
     }
     // Client c sends batch b with one frame of each of its next `frames` devices.

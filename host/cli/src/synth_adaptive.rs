@@ -112,13 +112,14 @@ pub fn run(
     let workload = workload(args, &domain)?;
     // Each synthetic row is a vector of value indices.
     super::synth::check_records(args, 24 + 8 * domain.dims() as u64)?;
-    let text = super::read_text(input.path(), &mut std::io::empty())?;
+    // Streamed: the records are the only copy of the data held.
+    let file = std::fs::File::open(input.path()).map_err(|e| CliError::file(input.path(), e))?;
     // Each record: a value index per attribute, a cell index while marginals are
     // counted, and about one synthetic row (24 + 8·d bytes) in the release.
     let per_record = 4 * domain.dims() as u64 + 8 + 24 + 8 * domain.dims() as u64;
     let max = args.memory_mib.saturating_mul(1 << 20) / per_record;
     let records = Records::from_csv_within(
-        text.as_bytes(),
+        std::io::BufReader::new(file),
         &domain,
         &args.columns.columns(),
         usize::try_from(max).unwrap_or(usize::MAX),

@@ -135,9 +135,13 @@ impl std::str::FromStr for Bounds {
             AggregateError::InvalidBounds(format!("{s:?} is not LO:HI (e.g. -20:50)"))
         })?;
         let parse = |t: &str| {
-            t.trim().parse::<Fixed>().map_err(|e| {
-                AggregateError::InvalidBounds(format!("{t:?} in {s:?} is not a decimal: {e}"))
-            })
+            t.trim()
+                .parse::<Fixed>()
+                .map_err(|source| AggregateError::Decimal {
+                    text: t.to_string(),
+                    bounds: s.to_string(),
+                    source,
+                })
         };
         Bounds::new(parse(lo)?, parse(hi)?)
     }

@@ -72,9 +72,23 @@ pub enum AggregateError {
     /// A parameter out of range, or a plan whose parts do not fit together.
     #[error("{0}")]
     InvalidParameter(String),
-    /// A SQL construct outside the supported subset, or a syntax error.
+    /// A SQL construct outside the supported subset.
     #[error("SQL: {0}")]
     Sql(String),
+    /// The query is not valid SQL.
+    #[error("SQL: cannot parse the query: {0}")]
+    SqlSyntax(#[source] sqlparser::parser::ParserError),
+    /// A bound is not a decimal privq's fixed point can hold.
+    #[error("invalid bounds: {text:?} in {bounds:?} is not a decimal: {source}")]
+    Decimal {
+        /// The bound's text.
+        text: String,
+        /// The bounds as given.
+        bounds: String,
+        /// Why.
+        #[source]
+        source: privq_core::Error,
+    },
     /// The CSV reader failed.
     #[error("CSV: {0}")]
     Csv(#[from] csv::Error),

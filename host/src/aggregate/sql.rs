@@ -54,8 +54,8 @@ fn refuse<T>(what: impl Into<String>) -> Result<T, AggregateError> {
 /// # Ok::<(), privq_host::aggregate::AggregateError>(())
 /// ```
 pub fn parse_sql(sql: &str) -> Result<SqlQuery, AggregateError> {
-    let statements = Parser::parse_sql(&GenericDialect {}, sql)
-        .map_err(|e| AggregateError::Sql(format!("cannot parse the query: {e}")))?;
+    let statements =
+        Parser::parse_sql(&GenericDialect {}, sql).map_err(AggregateError::SqlSyntax)?;
     let [Statement::Query(query)] = statements.as_slice() else {
         return refuse(format!(
             "expected one SELECT statement, got {} statement(s){}",

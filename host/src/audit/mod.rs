@@ -43,15 +43,15 @@ pub use case::{AuditCase, Claim, Event, Output, Predicate, RunError, RunFn, Side
 pub use estimate::{DEFAULT_ALPHA, EventCounts, Witness, empirical_epsilon};
 pub use runner::{AuditReport, audit, run_seed};
 
-use std::fmt;
-
 /// Why an audit could not be completed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AuditError {
     /// The case is incomplete or a parameter is out of range.
+    #[error("invalid audit case: {0}")]
     InvalidCase(String),
     /// The mechanism under audit returned an error on a run.
+    #[error("the mechanism failed on run {run} on {side}: {source}")]
     Mechanism {
         /// The run (0-based) and side that failed.
         run: u64,
@@ -61,33 +61,6 @@ pub enum AuditError {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// A confidence bound could not be computed.
-    Stats(crate::stats::StatsError),
-}
-
-impl fmt::Display for AuditError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AuditError::InvalidCase(why) => write!(f, "invalid audit case: {why}"),
-            AuditError::Mechanism { run, side, source } => {
-                write!(f, "the mechanism failed on run {run} on {side}: {source}")
-            }
-            AuditError::Stats(e) => write!(f, "confidence bound: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for AuditError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            AuditError::Mechanism { source, .. } => Some(source.as_ref()),
-            AuditError::Stats(e) => Some(e),
-            AuditError::InvalidCase(_) => None,
-        }
-    }
-}
-
-impl From<crate::stats::StatsError> for AuditError {
-    fn from(e: crate::stats::StatsError) -> Self {
-        AuditError::Stats(e)
-    }
+    #[error("confidence bound: {0}")]
+    Stats(#[from] crate::stats::StatsError),
 }

@@ -541,8 +541,7 @@ impl TryFrom<CutParts> for CutRelease {
                     .into(),
             ));
         }
-        let epsilon = Epsilon::new(p.epsilon.0, p.epsilon.1)
-            .map_err(|e| DecomposeError::InvalidParameter(format!("epsilon: {e:?}")))?;
+        let epsilon = Epsilon::new(p.epsilon.0, p.epsilon.1).map_err(DecomposeError::Epsilon)?;
         Ok(CutRelease {
             two,
             means: p.means,
@@ -568,7 +567,7 @@ impl<R: Rng + CryptoRng + ?Sized> SetFunction for NoisyCut<'_, R> {
     fn value(&mut self, set: u64) -> Result<f64, DecomposeError> {
         self.session
             .cut(set, self.rng)
-            .map_err(|e| DecomposeError::Oracle(e.to_string()))
+            .map_err(|e| DecomposeError::Oracle(Box::new(e)))
     }
 }
 

@@ -54,7 +54,7 @@ impl<F: SetFunction> SetFunction for Memo<F> {
 }
 
 /// Why a decomposition failed.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DecomposeError {
     /// More pieces than the cap (Claim 6.3.9 bounds `|I|` by `|U|^{6/ρ}`, which is
@@ -69,9 +69,20 @@ pub enum DecomposeError {
     /// A parameter is out of range; the message says which.
     #[error("invalid parameter: {0}")]
     InvalidParameter(String),
-    /// The oracle failed.
+    /// ε is not a value privq can hold exactly.
+    #[error("invalid parameter: epsilon: {0}")]
+    Epsilon(#[source] privq_core::Error),
+    /// The oracle failed (its own error is the source).
     #[error("the oracle failed: {0}")]
-    Oracle(String),
+    Oracle(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The oracle's answers at `set` and `with` are not both finite.
+    #[error("the oracle failed: the oracle's answers at {set:#b} and {with:#b} are not finite")]
+    NotFinite {
+        /// The first set.
+        set: u64,
+        /// The second set.
+        with: u64,
+    },
 }
 
 /// One piece `g^B(S) = f(S ∪ B)` on `S ⊆ V(B)`.
@@ -350,10 +361,10 @@ fn marginal<F: SetFunction>(f: &mut F, b: u64, bit: u64) -> Result<f64, Decompos
     let m = f.value(b | bit)? - f.value(b)?;
     if !m.is_finite() {
         // A NaN would be neither a child nor in V′, and F's walk would stop early.
-        return Err(DecomposeError::Oracle(format!(
-            "the oracle's answers at {b:#b} and {:#b} are not finite",
-            b | bit
-        )));
+        return Err(DecomposeError::NotFinite {
+            set: b,
+            with: b | bit,
+        });
     }
     Ok(m)
 }

@@ -183,7 +183,7 @@ impl SetFunction for NegatedDisjunction<'_> {
             mask,
             pattern: mask,
         };
-        let c = (self.ask)(&all_ones).map_err(|e| DecomposeError::Oracle(e.to_string()))?;
+        let c = (self.ask)(&all_ones).map_err(|e| DecomposeError::Oracle(Box::new(e)))?;
         Ok(1.0 - c)
     }
 }

@@ -82,6 +82,15 @@ pub enum DistanceError {
     /// A privacy or accuracy parameter is out of range (ε ≤ 0, δ ∉ (0,1), α ∉ (0,1], …).
     #[error("invalid parameter: {0}")]
     InvalidParameter(String),
+    /// ε as given is not a positive number privq can hold exactly.
+    #[error("invalid parameter: epsilon {text:?}: {source}")]
+    Epsilon {
+        /// The text given.
+        text: String,
+        /// Why it was refused.
+        #[source]
+        source: privq_core::Error,
+    },
     /// The interactive session's update budget is used up.
     #[error(transparent)]
     Exhausted(#[from] Exhausted),

@@ -54,7 +54,10 @@ impl Privacy {
         let e: Epsilon = epsilon
             .trim()
             .parse()
-            .map_err(|e| DistanceError::InvalidParameter(format!("epsilon {epsilon:?}: {e}")))?;
+            .map_err(|source| DistanceError::Epsilon {
+                text: epsilon.to_string(),
+                source,
+            })?;
         match delta {
             None => Ok(Privacy::Pure(e)),
             Some(d) => Privacy::approx(e, d),

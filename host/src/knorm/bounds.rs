@@ -315,7 +315,7 @@ fn monte_carlo_volume_radius<R: Rng + ?Sized>(
         }
     }
     let (low, _) = clopper_pearson(hits, samples as u64, (2.0 * alpha).min(0.999_999))
-        .map_err(|e| KnormError::InvalidParameter(format!("Clopper-Pearson: {e:?}")))?;
+        .map_err(KnormError::Interval)?;
     if low <= 0.0 {
         return Ok(0.0);
     }

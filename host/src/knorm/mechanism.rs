@@ -217,7 +217,7 @@ impl KNorm {
         let d = self.body.dim();
         match (self.sampler, self.body.shape()) {
             (Sampler::Exact, Shape::CrossPolytope) => (0..d)
-                .map(|_| self.steps.sample(rng).map_err(core_err))
+                .map(|_| self.steps.sample(rng).map_err(KnormError::Sampler))
                 .collect(),
             (Sampler::Exact, Shape::Cube) => (0..CUBE_TRIES)
                 .find_map(|_| self.cube_try(d, rng).transpose())
@@ -252,14 +252,14 @@ impl KNorm {
         for _ in 0..=d {
             s = s
                 .checked_add(self.geometric(rng)?)
-                .ok_or_else(|| core_err(privq_core::Error::Overflow))?;
+                .ok_or(KnormError::Sampler(privq_core::Error::Overflow))?;
         }
         let two_s = s
             .checked_mul(2)
             .filter(|v| *v < 1 << 62)
             .ok_or_else(|| KnormError::InvalidParameter("the noise radius overflowed".into()))?;
         for i in 1..=d as u64 {
-            if !bernoulli(two_s + 1, two_s + 2 * i, rng).map_err(core_err)? {
+            if !bernoulli(two_s + 1, two_s + 2 * i, rng).map_err(KnormError::Sampler)? {
                 return Ok(None);
             }
         }
@@ -267,7 +267,7 @@ impl KNorm {
             .map(|_| {
                 uniform_below(two_s + 1, rng)
                     .map(|u| u as i64 - s as i64)
-                    .map_err(core_err)
+                    .map_err(KnormError::Sampler)
             })
             .collect::<Result<Vec<i64>, KnormError>>()
             .map(Some)
@@ -277,7 +277,7 @@ impl KNorm {
     /// conditioned on being non-negative (rejection, acceptance above 1/2).
     fn geometric<R: Rng + ?Sized>(&self, rng: &mut R) -> Result<u64, KnormError> {
         loop {
-            let x = self.steps.sample(rng).map_err(core_err)?;
+            let x = self.steps.sample(rng).map_err(KnormError::Sampler)?;
             if x >= 0 {
                 return Ok(x as u64);
             }
@@ -301,10 +301,6 @@ impl KNorm {
 /// acceptance rate depends on ε and the grid only, and is near 1 unless ε is huge).
 const CUBE_TRIES: u32 = 1_000_000;
 
-fn core_err(e: privq_core::Error) -> KnormError {
-    KnormError::InvalidParameter(format!("the exact noise sampler failed: {e}"))
-}
-
 /// `t = Δ′/(εγ)` grid steps as an exact rational: `Δ′ = Δ(1 + 2⁻¹⁰)`, `γ = 2^−g`,
 /// `ε = p/q`, so `t = Δ·1025·2^g·q / (1024·p)`.
 fn step_scale(delta: u64, grid_exp: u32, epsilon: Epsilon) -> Result<DiscreteLaplace, KnormError> {
@@ -319,7 +315,7 @@ fn step_scale(delta: u64, grid_exp: u32, epsilon: Epsilon) -> Result<DiscreteLap
     let den = (1u128 << down) * u128::from(epsilon.num());
     let g = gcd(num, den);
     match (u64::try_from(num / g), u64::try_from(den / g)) {
-        (Ok(n), Ok(d)) => DiscreteLaplace::new(n, d).map_err(core_err),
+        (Ok(n), Ok(d)) => DiscreteLaplace::new(n, d).map_err(KnormError::Sampler),
         _ => Err(KnormError::InvalidParameter(format!(
             "epsilon {epsilon}: the noise scale in grid steps does not fit 64 bits; \
              use a simpler fraction for epsilon"

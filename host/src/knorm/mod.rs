@@ -144,6 +144,23 @@ pub enum KnormError {
     /// A parameter is out of range; the message says which.
     #[error("invalid parameter: {0}")]
     InvalidParameter(String),
+    /// ε cannot be split evenly over NiKM's `levels` levels (an exact rational of
+    /// the core's width would overflow).
+    #[error("invalid parameter: ε/L with L = {levels}: {source}")]
+    LevelSplit {
+        /// The number of levels L.
+        levels: usize,
+        /// The core's arithmetic error.
+        #[source]
+        source: privq_core::Error,
+    },
+    /// The exact noise sampler failed (an arithmetic limit of the core; the
+    /// message names it).
+    #[error("the exact noise sampler failed: {0}")]
+    Sampler(#[source] privq_core::Error),
+    /// The volume estimate's confidence interval could not be computed.
+    #[error("Clopper-Pearson: {0}")]
+    Interval(#[source] crate::stats::StatsError),
     /// An LP failed.
     #[error("{0}")]
     Lp(#[from] LpError),

@@ -172,9 +172,13 @@ impl Nikm {
     ) -> Result<Self, KnormError> {
         let (d, n) = (body.dim(), body.columns());
         let total = level_count(d);
-        let level_eps = epsilon
-            .checked_div_int(total as u64)
-            .map_err(|e| KnormError::InvalidParameter(format!("ε/L with L = {total}: {e}")))?;
+        let level_eps =
+            epsilon
+                .checked_div_int(total as u64)
+                .map_err(|source| KnormError::LevelSplit {
+                    levels: total,
+                    source,
+                })?;
         let mut chain_rng = seeded_rng(options.covariance_seed);
         // The current frame W_l: d_l orthonormal vectors of ℝᵈ.
         let mut frame: Vec<Vec<f64>> = (0..d).map(|i| unit(d, i)).collect();

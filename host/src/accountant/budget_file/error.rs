@@ -39,11 +39,45 @@ impl BudgetExceeded {
     }
 }
 
+impl fmt::Display for BudgetExceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (path, label) = (self.path.display(), &self.label);
+        let (cap, requested) = (&self.cap, delta_text(self.requested_delta));
+        if self.epsilon_fits() && self.cap.delta == 0.0 {
+            write!(
+                f,
+                "privacy budget of {path} exceeded in δ: {label} needs δ = {requested}, but the \
+                 cap {cap} allows no δ (its ε = {} would fit); nothing was charged",
+                self.requested_epsilon,
+            )
+        } else if self.epsilon_fits() {
+            write!(
+                f,
+                "privacy budget of {path} exceeded in δ: {label} needs δ = {requested}, but δ = {} \
+                 of the cap {cap} is spent (its ε = {} would fit); nothing was charged",
+                delta_text(self.spent_delta),
+                self.requested_epsilon,
+            )
+        } else {
+            write!(
+                f,
+                "privacy budget of {path} exceeded: {label} needs ε = {}, δ = {requested}, but \
+                 ε = {} and δ = {} of the cap {cap} are spent; nothing was charged",
+                self.requested_epsilon,
+                self.spent_epsilon
+                    .map_or_else(|| "0".into(), |e| e.to_string()),
+                delta_text(self.spent_delta),
+            )
+        }
+    }
+}
+
 /// What a budget file refuses.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BudgetFileError {
     /// Opening, locking, reading, writing or syncing failed.
+    #[error("budget file {}: {source}", .path.display())]
     Io {
         /// The file.
         path: PathBuf,
@@ -52,8 +86,16 @@ pub enum BudgetFileError {
     },
     /// The path exists but is not a regular file (a directory, a link, a device);
     /// it is left alone.
+    #[error(
+        "budget file {}: not a regular file (a directory, link or device); refusing to use it",
+        .0.display()
+    )]
     NotARegularFile(PathBuf),
     /// The file exists but is not a privq budget file; it is never overwritten.
+    #[error(
+        "{} exists and is not a privq budget file ({reason}); refusing to use or replace it",
+        .path.display()
+    )]
     NotABudgetFile {
         /// The file.
         path: PathBuf,
@@ -61,6 +103,11 @@ pub enum BudgetFileError {
         reason: String,
     },
     /// A budget file of a format version this build does not know.
+    #[error(
+        "budget file {}: format version {version} is not supported by this privq (it reads \
+         version {BUDGET_FILE_VERSION})",
+        .path.display()
+    )]
     UnsupportedVersion {
         /// The file.
         path: PathBuf,
@@ -69,6 +116,7 @@ pub enum BudgetFileError {
     },
     /// A privq budget file whose content is invalid (a zero denominator, a δ
     /// outside [0, 1), an unknown relation, charges under two relations, …).
+    #[error("budget file {} is corrupt: {reason}", .path.display())]
     Corrupt {
         /// The file.
         path: PathBuf,
@@ -76,8 +124,17 @@ pub enum BudgetFileError {
         reason: String,
     },
     /// The file does not exist yet and no cap was given to create it with.
+    #[error(
+        "budget file {} does not exist; give a cap (--budget-cap EPS[,DELTA]) to create it",
+        .0.display()
+    )]
     NoCap(PathBuf),
     /// A cap was given that differs from the one the file was created with.
+    #[error(
+        "budget file {} was created with cap {stored}, not {given}; a cap is fixed when the file \
+         is created (omit the cap to use the stored one)",
+        .path.display()
+    )]
     CapMismatch {
         /// The file.
         path: PathBuf,
@@ -87,9 +144,17 @@ pub enum BudgetFileError {
         given: Cap,
     },
     /// The charge does not fit in what is left of the cap; nothing was written.
+    #[error("{0}")]
     Exceeded(Box<BudgetExceeded>),
     /// The charge is stated for another neighbour relation than the file's
     /// charges; nothing was written.
+    #[error(
+        "budget file {} holds charges under {}, but this run's cost is stated for {}; costs \
+         under different neighbour relations do not add up (use another budget file)",
+        path.display(),
+        relation_name(*.file),
+        relation_name(*.stated)
+    )]
     RelationMismatch {
         /// The file.
         path: PathBuf,
@@ -99,6 +164,13 @@ pub enum BudgetFileError {
         stated: Option<Neighbours>,
     },
     /// The file's charges are for another privacy unit than this run's.
+    #[error(
+        "budget file {} holds charges that protect {}, but this run protects {}; costs for \
+         different units do not add up (use another budget file)",
+        path.display(),
+        unit_name(.file),
+        unit_name(.stated)
+    )]
     UnitMismatch {
         /// The file.
         path: PathBuf,
@@ -108,138 +180,35 @@ pub enum BudgetFileError {
         stated: Option<String>,
     },
     /// The budget file is gone although its lock file shows that it existed.
+    #[error(
+        "budget file {} is missing, but its lock file shows that it existed: restore it \
+         (starting afresh would forget the budget already spent), or delete {}.lock to start a \
+         new budget on purpose",
+        .0.display(),
+        .0.display()
+    )]
     Missing(PathBuf),
     /// A δ outside `[0, 1)`.
+    #[error("δ = {0} is not in [0, 1)")]
     InvalidDelta(f64),
     /// A cost that cannot be charged (see the message).
+    #[error("cannot charge a budget file: {0}")]
     InvalidCost(String),
+    /// A ρ-zCDP cost could not be converted to the (ε, δ) the file records.
+    #[error("cannot charge a budget file: {0}")]
+    Conversion(#[source] crate::accountant::AccountantError),
     /// Exact ε arithmetic overflowed.
+    #[error("exact ε arithmetic overflowed")]
     Overflow,
 }
 
-impl fmt::Display for BudgetFileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BudgetFileError::Io { path, source } => {
-                write!(f, "budget file {}: {source}", path.display())
-            }
-            BudgetFileError::NotARegularFile(path) => write!(
-                f,
-                "budget file {}: not a regular file (a directory, link or device); refusing to use it",
-                path.display()
-            ),
-            BudgetFileError::NotABudgetFile { path, reason } => write!(
-                f,
-                "{} exists and is not a privq budget file ({reason}); refusing to use or replace it",
-                path.display()
-            ),
-            BudgetFileError::UnsupportedVersion { path, version } => write!(
-                f,
-                "budget file {}: format version {version} is not supported by this privq \
-                 (it reads version {BUDGET_FILE_VERSION})",
-                path.display()
-            ),
-            BudgetFileError::Corrupt { path, reason } => {
-                write!(f, "budget file {} is corrupt: {reason}", path.display())
-            }
-            BudgetFileError::NoCap(path) => write!(
-                f,
-                "budget file {} does not exist; give a cap (--budget-cap EPS[,DELTA]) to create it",
-                path.display()
-            ),
-            BudgetFileError::CapMismatch {
-                path,
-                stored,
-                given,
-            } => write!(
-                f,
-                "budget file {} was created with cap {stored}, not {given}; a cap is fixed \
-                 when the file is created (omit the cap to use the stored one)",
-                path.display()
-            ),
-            BudgetFileError::Exceeded(x) if x.epsilon_fits() && x.cap.delta == 0.0 => write!(
-                f,
-                "privacy budget of {} exceeded in δ: {} needs δ = {}, but the cap {} allows no δ \
-                 (its ε = {} would fit); nothing was charged",
-                x.path.display(),
-                x.label,
-                delta_text(x.requested_delta),
-                x.cap,
-                x.requested_epsilon,
-            ),
-            BudgetFileError::Exceeded(x) if x.epsilon_fits() => write!(
-                f,
-                "privacy budget of {} exceeded in δ: {} needs δ = {}, but δ = {} of the cap {} \
-                 is spent (its ε = {} would fit); nothing was charged",
-                x.path.display(),
-                x.label,
-                delta_text(x.requested_delta),
-                delta_text(x.spent_delta),
-                x.cap,
-                x.requested_epsilon,
-            ),
-            BudgetFileError::Exceeded(x) => write!(
-                f,
-                "privacy budget of {} exceeded: {} needs ε = {}, δ = {}, but ε = {} and δ = {} \
-                 of the cap {} are spent; nothing was charged",
-                x.path.display(),
-                x.label,
-                x.requested_epsilon,
-                delta_text(x.requested_delta),
-                x.spent_epsilon
-                    .map_or_else(|| "0".into(), |e| e.to_string()),
-                delta_text(x.spent_delta),
-                x.cap,
-            ),
-            BudgetFileError::Missing(path) => write!(
-                f,
-                "budget file {} is missing, but its lock file shows that it existed: restore it \
-                 (starting afresh would forget the budget already spent), or delete {}.lock to \
-                 start a new budget on purpose",
-                path.display(),
-                path.display()
-            ),
-            BudgetFileError::UnitMismatch { path, file, stated } => {
-                let name = |u: &Option<String>| {
-                    u.as_ref().map_or_else(
-                        || "one record".to_string(),
-                        |c| format!("privacy unit {c:?}"),
-                    )
-                };
-                write!(
-                    f,
-                    "budget file {} holds charges that protect {}, but this run protects {}; \
-                     costs for different units do not add up (use another budget file)",
-                    path.display(),
-                    name(file),
-                    name(stated)
-                )
-            }
-            BudgetFileError::RelationMismatch { path, file, stated } => {
-                let name = |n: &Option<Neighbours>| {
-                    n.map_or_else(|| "no stated relation".into(), |n| n.phrase().to_string())
-                };
-                write!(
-                    f,
-                    "budget file {} holds charges under {}, but this run's cost is stated for {}; \
-                     costs under different neighbour relations do not add up (use another budget file)",
-                    path.display(),
-                    name(file),
-                    name(stated)
-                )
-            }
-            BudgetFileError::InvalidDelta(d) => write!(f, "δ = {d} is not in [0, 1)"),
-            BudgetFileError::InvalidCost(why) => write!(f, "cannot charge a budget file: {why}"),
-            BudgetFileError::Overflow => write!(f, "exact ε arithmetic overflowed"),
-        }
-    }
+fn relation_name(n: Option<Neighbours>) -> String {
+    n.map_or_else(|| "no stated relation".into(), |n| n.phrase().to_string())
 }
 
-impl std::error::Error for BudgetFileError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            BudgetFileError::Io { source, .. } => Some(source),
-            _ => None,
-        }
-    }
+fn unit_name(u: &Option<String>) -> String {
+    u.as_ref().map_or_else(
+        || "one record".to_string(),
+        |c| format!("privacy unit {c:?}"),
+    )
 }

@@ -173,8 +173,7 @@ impl RunCost {
     /// (ε, δ) with ε the tight conversion [`zcdp_epsilon`] (CKS20 Cor. 13), which
     /// is never below the exact bound, rounded up to an exact fraction.
     pub fn zcdp(rho: privq_core::Rho, delta: f64) -> Result<RunCost, BudgetFileError> {
-        let converted = zcdp_epsilon(rho.to_f64(), delta)
-            .map_err(|e| BudgetFileError::InvalidCost(e.to_string()))?;
+        let converted = zcdp_epsilon(rho.to_f64(), delta).map_err(BudgetFileError::Conversion)?;
         Ok(RunCost {
             cost: Cost::Zcdp(rho),
             epsilon: epsilon_at_least(converted)?,
@@ -194,8 +193,7 @@ impl RunCost {
             return RunCost::new(cost);
         };
         let delta = accountant.budget_delta();
-        let converted = zcdp_epsilon(rho.to_f64(), delta)
-            .map_err(|e| BudgetFileError::InvalidCost(e.to_string()))?;
+        let converted = zcdp_epsilon(rho.to_f64(), delta).map_err(BudgetFileError::Conversion)?;
         let stated = accountant.budget();
         let epsilon = if converted <= stated.to_f64() {
             stated
