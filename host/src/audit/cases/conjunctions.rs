@@ -1,112 +1,215 @@
-//! Release by agnostic learning and MW (thesis Fig. 6.7), private variant.
+//! Release by agnostic learning and MW (thesis Fig. 6.7), private variant; the
+//! conjunction release (Fig. 6.6), central and local; the cut-function oracle and
+//! release (§6.4.1); and the broken twins each must catch.
 
 use privq_core::Epsilon;
 
 use super::setup;
 use crate::accountant::Accountant;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
-use crate::conjunctions::release_by_agnostic_learning_private;
+use crate::conjunctions::{AgnosticRelease, ReleaseError, release_by_agnostic_learning_private};
 use crate::data::{CountHistogram, MemoryCap};
 use crate::query::Query;
+use rand_chacha::ChaCha12Rng;
 
-/// Fig. 6.7 over two attributes with the four monotone conjunctions as the class
-/// (β = 0.1, ε = 1, n = 1 000, most records in cell 11, so MW must move): one
-/// record moves from cell 00 to 11 (replace-one), which shifts three of the four
-/// answers. The outputs are the released answers of all four conjunctions.
+/// β of the Fig. 6.7 case.
+const AGNOSTIC_BETA: f64 = 0.1;
+/// n of the Fig. 6.7 case, the smallest round n whose tolerance
+/// `scale·(ln(|C|/β) + 1)` stays under β/4 with a margin (scale = 1/(εn)).
+const AGNOSTIC_N: u64 = 150;
+
+/// The class of the Fig. 6.7 case: the one conjunction "attribute 0" over a single
+/// binary attribute, so the whole ε sits on one noisy answer.
+fn agnostic_class() -> Vec<Query> {
+    vec![Query::BitPattern {
+        mask: 1,
+        pattern: 1,
+    }]
+}
+
+/// Fig. 6.7 (private: `STAT` from one central SQ oracle, ε = 1, β = 0.1, so
+/// η = β/4) over one binary attribute with the class {x₀} (|C| = 1: the whole ε on
+/// one answer, the most fragile class), n = 150: 96 of the records have x₀ = 1 on
+/// `D`, 97 on `D′` (replace-one). MW starts from uniform (½) and updates while the
+/// noisy answer is more than `β − τ` above the hypothesis, so the **number of
+/// rounds** reveals the noisy answer in bins of `η·p(1 − p) ≤ 0.00625`, finer than
+/// the neighbours' gap 1/n ≈ 0.0067: without noise, the two neighbours stop after
+/// different numbers of rounds (a deterministic difference), and a tail event
+/// "rounds ≥ r" beyond both has the full ratio `e^ε` of the Laplace tail.
+/// Outputs: the released answer and the rounds; events: the rounds' tails.
 pub fn agnostic_mw(small: bool) -> Result<AuditCase, AuditError> {
     let eps = Epsilon::new(1, 1).map_err(setup)?;
-    let make = |c00: u64, c11: u64| -> Result<_, AuditError> {
-        CountHistogram::from_counts(vec![c00, 100, 100, c11], MemoryCap::default()).map_err(setup)
+    let class = agnostic_class();
+    agnostic_case(
+        small,
+        "Fig. 6.7 (agnostic learning + MW, central STAT)",
+        move |data, rng| {
+            release_by_agnostic_learning_private(
+                data,
+                &class,
+                AGNOSTIC_BETA,
+                eps,
+                &mut Accountant::pure(eps),
+                rng,
+            )
+        },
+    )
+}
+
+/// The Fig. 6.7 case for a release function (the real one, or a twin).
+pub(crate) fn agnostic_case(
+    small: bool,
+    label: &str,
+    release: impl Fn(&CountHistogram, &mut ChaCha12Rng) -> Result<AgnosticRelease, ReleaseError>
+    + Send
+    + Sync
+    + 'static,
+) -> Result<AuditCase, AuditError> {
+    let make = |ones: u64| -> Result<_, AuditError> {
+        CountHistogram::from_counts(vec![AGNOSTIC_N - ones, ones], MemoryCap::default())
+            .map_err(setup)
     };
-    let (d, d_prime) = (make(100, 700)?, make(99, 701)?);
-    let class: Vec<Query> = (0..4)
-        .map(|m| Query::BitPattern {
-            mask: m,
-            pattern: m,
-        })
-        .collect();
-    let step = if small { 20.0 } else { 80.0 };
-    let events = (0..4).flat_map(move |j| {
-        (0..=step as u32).flat_map(move |k| {
-            let v = f64::from(k) / step;
-            [Event::at_least(j, v), Event::at_most(j, v)]
-        })
+    let (d, d_prime) = (make(96)?, make(97)?);
+    let top = if small { 16 } else { 20 };
+    let events = (4..=top).flat_map(|r| {
+        [
+            Event::at_least(1, f64::from(r)),
+            Event::at_most(1, f64::from(r)),
+        ]
     });
     Ok(AuditCase::new(
         "agnostic-mw",
-        "replace-one, n = 1000 over {0,1}²: a record moves from cell 00 to 11; class = the 4 conjunctions",
+        "replace-one, n = 150 over {0,1}, class {x0}: 96 vs 97 records with x0 = 1",
         Claim::Pure(1.0),
-        20_000,
+        100_000,
     )
-    .mechanism("Fig. 6.7 (agnostic learning + MW, central STAT)")
+    .mechanism(label)
     .run(move |side, rng| {
         let data = if side == Side::D { &d } else { &d_prime };
-        let r = release_by_agnostic_learning_private(
-            data,
-            &class,
-            0.1,
-            eps,
-            &mut Accountant::pure(eps),
-            rng,
-        )
-        .map_err(|e| AuditError::InvalidCase(e.to_string()))?;
-        Ok(r.answers)
+        let r = release(data, rng).map_err(|e| AuditError::InvalidCase(e.to_string()))?;
+        Ok(vec![r.answers[0], r.rounds as f64])
     })
     .events(events))
 }
 
-/// Fig. 6.6 (the decomposition-based conjunction release) over two attributes,
-/// n = 10⁶ (the tolerance's n for α = 0.3, β = 0.1 and 4 pieces), ε = 1: one record
-/// moves from cell 00 to 11. The outputs are the released answers of the four
-/// conjunctions (each the noisy mean of its piece); events sit on a grid of steps of
-/// 2·10⁻⁶ around the answers of one reference run on `D` (the noise scale is about
-/// 1.6·10⁻⁵).
-pub fn conjunction_release(small: bool) -> Result<AuditCase, AuditError> {
-    use crate::conjunctions::{ReleaseConfig, release_conjunctions};
-    let eps = Epsilon::new(1, 1).map_err(setup)?;
-    let make = |c00: u64, c11: u64| -> Result<_, AuditError> {
-        CountHistogram::from_counts(vec![c00, 200_000, 200_000, c11], MemoryCap::default())
-            .map_err(setup)
-    };
-    let (d, d_prime) = (make(300_000, 300_000)?, make(299_999, 300_001)?);
-    let half = if small { 5 } else { 12 };
-    let config = ReleaseConfig {
+/// n of the Fig. 6.6 case (the tolerance's n for α = 0.3, β = 0.1 and 4 pieces).
+const CONJ_N: u64 = 1_000_000;
+
+/// The Fig. 6.6 case's configuration: α = 0.3, β = 0.1 (so ρ = α²/(6 ln(2/β)) and
+/// the include threshold ρ/3 is 1 669.04 records at n = 10⁶), all conjunctions
+/// (p = ½), cap 4, so k = 16 queries at ε/16.
+fn conj_config() -> crate::conjunctions::ReleaseConfig {
+    crate::conjunctions::ReleaseConfig {
         alpha: 0.3,
         beta: 0.1,
         p: vec![0.5; 2],
         cap: 4,
         rho: None,
         require_n: true,
-    };
+    }
+}
+
+/// The Fig. 6.6 case's neighbours over cells (00, x₀ only, x₁ only, 11): `D` has
+/// 1 669 records with x₀ alone, `D′` has one record of cell 11 moved there (1 670),
+/// so the marginal `∂₁f({0}) = P(x₀ = 1, x₁ = 0)` that decides the piece {0, 1}
+/// straddles the include threshold ρ/3 (1 669.04 records): without noise `D` has
+/// 3 pieces and `D′` 4.
+fn conj_data(side: Side) -> Result<CountHistogram, AuditError> {
+    let b = if side == Side::D { 1_669 } else { 1_670 };
+    let (a, c) = (300_000, 200_000);
+    CountHistogram::from_counts(vec![a, b, c, CONJ_N - a - b - c], MemoryCap::default())
+        .map_err(setup)
+}
+
+/// Fig. 6.6 (the decomposition-based conjunction release, central SQ oracle, k = 16
+/// queries at ε/16, ε = 1) over two attributes, n = 10⁶, on the pair of
+/// [`conj_data`]: the piece count is decided by a marginal at the include
+/// threshold (it varies from run to run), and the move 11 → x₀-only lowers the
+/// answers of {1} and {0, 1} by 1/n and of ∅ and {0} by 1/(2n). Outputs: the four
+/// conjunction answers and the number of pieces. Events, against the exact answers
+/// of `D′` (a release at ε = 2³⁰): the piece count; each answer's tails beyond both
+/// neighbours; and joint events "4 pieces and the answers of {1} and {0, 1} (or
+/// all four) low", where the losses of several queries add up — a release that
+/// charges each query at ε instead of ε/k (TYPO-18) shows there.
+pub fn conjunction_release(small: bool) -> Result<AuditCase, AuditError> {
+    conjunction_release_at(
+        small,
+        Epsilon::new(1, 1).map_err(setup)?,
+        "Fig. 6.6 (decomposition, central SQ oracle)",
+    )
+}
+
+/// [`conjunction_release`] run at `run_eps` (a twin runs at k·ε) and judged against
+/// ε = 1.
+pub(crate) fn conjunction_release_at(
+    small: bool,
+    run_eps: Epsilon,
+    label: &str,
+) -> Result<AuditCase, AuditError> {
+    use crate::conjunctions::release_conjunctions;
+    let (d, d_prime) = (conj_data(Side::D)?, conj_data(Side::DPrime)?);
+    let config = conj_config();
+    let exact_eps = Epsilon::new(1 << 30, 1).map_err(setup)?;
     let reference = release_conjunctions(
-        &d,
+        &d_prime,
         &config,
-        eps,
-        &mut Accountant::pure(eps),
+        exact_eps,
+        &mut Accountant::pure(exact_eps),
         &mut crate::seeded_rng(0),
     )
     .map_err(setup)?;
+    if reference.decomposition().len() != 4 {
+        return Err(AuditError::InvalidCase(
+            "the reference release of D' should have 4 pieces".into(),
+        ));
+    }
     let truth: Vec<f64> = (0..4u64).map(|s| reference.conjunction(s)).collect();
-    // Output 4 is the number of pieces: the data-dependent branching itself.
-    let events = (0..4)
-        .flat_map(move |j| {
-            let centre = truth[j];
-            (-half..=half).flat_map(move |k| {
-                let v = centre + f64::from(k) * 2e-6;
-                [Event::at_least(j, v), Event::at_most(j, v)]
-            })
-        })
-        .chain([1.5, 2.5, 3.5].map(|v| Event::at_least(4, v)));
+    let unit = 1.0 / CONJ_N as f64;
+    let offsets: &[f64] = if small { &[0.5, 1.5] } else { &[0.5, 1.5, 2.5] };
+    let mut events = vec![Event::at_least(4, 3.5), Event::at_most(4, 3.5)];
+    for &t in offsets {
+        // Below both neighbours (D′ is lower by up to 1/n), and above both.
+        let low: Vec<f64> = truth.iter().map(|v| v - t * unit).collect();
+        let high: Vec<f64> = truth.iter().map(|v| v + (1.0 + t) * unit).collect();
+        for j in 0..4 {
+            events.push(Event::at_most(j, low[j]));
+            events.push(Event::at_least(j, high[j]));
+        }
+        for (name, cells) in [
+            ("{1} and {0,1}", vec![2usize, 3]),
+            ("all", vec![0, 1, 2, 3]),
+        ] {
+            for pieces in [false, true] {
+                let (lo, c) = (low.clone(), cells.clone());
+                events.push(Event::new(
+                    format!(
+                        "answers {name} below truth - {t}/n{}",
+                        if pieces { " and 4 pieces" } else { "" }
+                    ),
+                    move |o: &[f64]| (!pieces || o[4] == 4.0) && c.iter().all(|&j| o[j] <= lo[j]),
+                ));
+                let (hi, c) = (high.clone(), cells.clone());
+                events.push(Event::new(
+                    format!(
+                        "answers {name} above truth + {}/n{}",
+                        1.0 + t,
+                        if pieces { " and 3 pieces" } else { "" }
+                    ),
+                    move |o: &[f64]| (!pieces || o[4] == 3.0) && c.iter().all(|&j| o[j] >= hi[j]),
+                ));
+            }
+        }
+    }
     Ok(AuditCase::new(
         "conjunction-release",
-        "replace-one, n = 10^6 over {0,1}²: a record moves from cell 00 to 11",
+        "replace-one, n = 10^6 over {0,1}²: a record moves from cell 11 to x0-only, whose count 1669 vs 1670 straddles the include threshold rho/3",
         Claim::Pure(1.0),
         20_000,
     )
-    .mechanism("Fig. 6.6 (decomposition, central SQ oracle)")
+    .mechanism(label)
     .run(move |side, rng| {
         let data = if side == Side::D { &d } else { &d_prime };
-        let r = release_conjunctions(data, &config, eps, &mut Accountant::pure(eps), rng)
+        let r = release_conjunctions(data, &config, run_eps, &mut Accountant::pure(run_eps), rng)
             .map_err(|e| AuditError::InvalidCase(e.to_string()))?;
         let mut out: Vec<f64> = (0..4u64).map(|s| r.conjunction(s)).collect();
         out.push(r.decomposition().len() as f64);
@@ -203,51 +306,225 @@ pub fn cut_oracle(small: bool) -> Result<AuditCase, AuditError> {
     .events(events))
 }
 
-/// The private cut-function release (thesis §6.4.1, Cor. 6.4.7) across the clamp:
-/// two vertices, E_max = 20, ε = 1, cap 1 (k = 7), ρ = 6 and p = (1, 0), so the
-/// piece mean is the count of edges 0 → 1 itself. `D` is 0 → 1 nineteen times and
-/// 1 → 0 once (|E| = E_max); `D′` adds one more 0 → 1 (|E| = 21 > E_max: answered,
-/// where a refusal would separate the two completely). Outputs: the released f of
-/// the four vertex sets, the number of first-level pieces and of final pieces.
-/// Only the mean (ε/7) and the pieces are observable, so little of ε can show.
-pub fn cut_release(small: bool) -> Result<AuditCase, AuditError> {
-    use crate::conjunctions::{CutConfig, Graph, release_cut_function};
-    let eps = Epsilon::new(1, 1).map_err(setup)?;
-    let d = Graph::with_multiplicities(2, &[(0, 1, 19), (1, 0, 1)]).map_err(setup)?;
-    let d_prime = Graph::with_multiplicities(2, &[(0, 1, 20), (1, 0, 1)]).map_err(setup)?;
-    let config = CutConfig {
+/// The cut-release case's configuration: three vertices, cap c = 1 (so
+/// k = c(c + 1)(|V| + 1) + c² = 9 queries at ε/9), E_max = 20, ρ = 1.125 so that the include threshold
+/// ρ/3 is 7.5 edges (and V's 2ρ/3 is 15), p = (1, 0, 1).
+fn cut_config() -> crate::conjunctions::CutConfig {
+    crate::conjunctions::CutConfig {
         alpha: 0.5,
         beta: 0.1,
-        p: vec![1.0, 0.0],
+        p: vec![1.0, 0.0, 1.0],
         cap: 1,
-        rho: Some(6.0),
+        rho: Some(1.125),
         e_max: 20,
         require_tolerance: false,
-    };
-    let step = if small { 20 } else { 40 };
-    let events = (0..4)
-        .flat_map(move |j| {
-            (0..=step).flat_map(move |i| {
-                let v = f64::from(i) / f64::from(step);
-                [Event::at_least(j, v), Event::at_most(j, v)]
-            })
-        })
-        .chain([Event::at_least(4, 1.5), Event::at_least(5, 1.5)]);
+    }
+}
+
+/// The private cut-function release (thesis §6.4.1, Cor. 6.4.7, Algorithm 6.4)
+/// where its branching decides: three vertices, E_max = 20, ε = 1, k = 9. `D` has
+/// the edge 0 → 1 eight times and twelve self-loops at vertex 2 (never cut), so
+/// |E| = E_max; `D′` adds one more 0 → 1 (|E| = 21 > E_max: answered, never
+/// refused). The added edge moves cut({0}) and cut({0, 2}) (8 → 9 edges), which
+/// are exactly the marginals that decide the first level (vertex 0 at ∅) and the
+/// second (vertex 1 of the complement, `f({0, 2}) − f(V)`); both sit just above the
+/// include threshold ρ/3 = 7.5 edges, so each decision goes either way. When
+/// neither includes, the one final piece has vertices 0 and 2 free (p = 1) and 1
+/// free (p = 0), so its mean is cut({0, 2}) itself: a third query that moves.
+/// Outputs: the released f (every set has the same piece), whether each level
+/// included (truncated at the cap), the first-level V bits. Events: each decision,
+/// the mean's tails, and the three jointly — a release that charges each query at
+/// ε instead of ε/k shows only there.
+pub fn cut_release(small: bool) -> Result<AuditCase, AuditError> {
+    cut_release_at(
+        small,
+        Epsilon::new(1, 1).map_err(setup)?,
+        "cut-function release (§6.4.1, Alg. 6.4, cut oracle)",
+    )
+}
+
+/// [`cut_release`] run at `run_eps` (a twin runs at k·ε) and judged against ε = 1.
+pub(crate) fn cut_release_at(
+    small: bool,
+    run_eps: Epsilon,
+    label: &str,
+) -> Result<AuditCase, AuditError> {
+    use crate::conjunctions::{Graph, release_cut_function};
+    let d = Graph::with_multiplicities(3, &[(0, 1, 8), (2, 2, 12)]).map_err(setup)?;
+    let d_prime = Graph::with_multiplicities(3, &[(0, 1, 9), (2, 2, 12)]).map_err(setup)?;
+    let config = cut_config();
+    let e_max = config.e_max as f64;
+    // Edges, below D's 8 (and D′'s 9) and above both.
+    let offsets: &[f64] = if small { &[0.5, 1.5] } else { &[0.5, 1.5, 2.5] };
+    let mut events = vec![
+        Event::equals(1, 1.0),
+        Event::equals(1, 0.0),
+        Event::equals(2, 1.0),
+        Event::equals(2, 0.0),
+        Event::new("neither level includes", |o: &[f64]| {
+            o[1] == 0.0 && o[2] == 0.0
+        }),
+        Event::new("both levels include", |o: &[f64]| {
+            o[1] == 1.0 && o[2] == 1.0
+        }),
+    ];
+    for &t in offsets {
+        let (lo, hi) = ((8.0 - t) / e_max, (9.0 + t) / e_max);
+        events.push(Event::at_most(0, lo));
+        events.push(Event::at_least(0, hi));
+        events.push(Event::new(
+            format!("neither level includes and f <= {lo}"),
+            move |o: &[f64]| o[1] == 0.0 && o[2] == 0.0 && o[0] <= lo,
+        ));
+        events.push(Event::new(
+            format!("neither level includes and f >= {hi}"),
+            move |o: &[f64]| o[1] == 0.0 && o[2] == 0.0 && o[0] >= hi,
+        ));
+    }
     Ok(AuditCase::new(
         "cut-release",
-        "add/remove-one-edge, E_max = 20: 0 -> 1 x19 and 1 -> 0 vs one more 0 -> 1 (|E| = 21 > E_max: answered, not refused; cut({0}) reaches E_max, the clamp's edge); k = 7",
+        "add/remove-one-edge, 3 vertices, E_max = 20: 0 -> 1 x8 and 12 self-loops (|E| = E_max) vs one more 0 -> 1 (|E| = 21 > E_max, answered); cut({0}) and cut({0,2}) at the include threshold rho/3 = 7.5 edges; k = 9",
         Claim::Pure(1.0),
         20_000,
     )
-    .mechanism("cut-function release (§6.4.1, Alg. 6.4, cut oracle)")
+    .mechanism(label)
     .run(move |side, rng| {
         let graph = if side == Side::D { &d } else { &d_prime };
-        let r = release_cut_function(graph, &config, eps, &mut Accountant::pure(eps), rng)
+        let r = release_cut_function(graph, &config, run_eps, &mut Accountant::pure(run_eps), rng)
             .map_err(|e| AuditError::InvalidCase(e.to_string()))?;
-        let mut out: Vec<f64> = (0..4u64).map(|s| r.cut(s)).collect();
-        out.push(r.decomposition().first().len() as f64);
-        out.push(r.decomposition().len() as f64);
-        Ok(out)
+        let two = r.decomposition();
+        let first = two.first().pieces()[0];
+        let second = two.second()[0].pieces()[0];
+        Ok(vec![
+            r.cut(0),
+            f64::from(u8::from(first.v_path & 0b001 == 0)),
+            f64::from(u8::from(second.v_path & 0b010 == 0)),
+            first.v as f64,
+        ])
     })
     .events(events))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::{AuditReport, audit};
+    use crate::central::VectorLaplace;
+    use crate::conjunctions::{StatOracle, release_by_agnostic_learning};
+    use crate::contract::Neighbours;
+
+    fn test_runs(name: &str) -> u64 {
+        super::super::REGISTRY
+            .iter()
+            .find(|r| r.name == name)
+            .unwrap()
+            .test_runs
+    }
+
+    /// Audits the real case and its twins at the test size; the real one must pass
+    /// and every twin must be flagged.
+    fn check(name: &str, real: AuditCase, twins: Vec<(&str, AuditCase)>) -> Vec<AuditReport> {
+        let runs = test_runs(name);
+        let real = audit(&real, runs, 7, &|_| {}).unwrap();
+        eprintln!(
+            "{name} real: {:.3} vs claimed {:.3} ({:?})",
+            real.empirical_epsilon, real.claimed_epsilon, real.witness
+        );
+        assert!(real.passed(), "{name}: {real:?}");
+        let mut out = vec![real];
+        for (twin_name, twin) in twins {
+            let r = audit(&twin, runs, 7, &|_| {}).unwrap();
+            eprintln!(
+                "{name} twin ({twin_name}): {:.3} vs claimed {:.3} ({:?})",
+                r.empirical_epsilon, r.claimed_epsilon, r.witness
+            );
+            assert!(
+                !r.passed(),
+                "{name}: the twin ({twin_name}) went unnoticed: {r:?}"
+            );
+            out.push(r);
+        }
+        out
+    }
+
+    /// `STAT` without noise, with the tolerance the real oracle reports (so the
+    /// stopping rule is the real one): Fig. 6.7 with the noise removed.
+    struct Noiseless {
+        answer: f64,
+        tolerance: f64,
+    }
+
+    impl StatOracle for Noiseless {
+        fn stat(&mut self, _: usize, _: &Query) -> Result<f64, ReleaseError> {
+            Ok(self.answer)
+        }
+
+        fn tolerance(&self) -> f64 {
+            self.tolerance
+        }
+    }
+
+    /// Fig. 6.7's twins: no noise at all (the exact answers, same stopping rule),
+    /// and half the noise (the private release at 2ε, audited against ε).
+    #[test]
+    fn the_auditor_flags_each_twin_of_agnostic_mw() {
+        let eps = Epsilon::new(1, 1).unwrap();
+        let tolerance = VectorLaplace::fractions(Neighbours::Replace, AGNOSTIC_N, 1, eps)
+            .unwrap()
+            .scale()
+            * ((1.0 / AGNOSTIC_BETA).ln() + 1.0);
+        assert!(tolerance < AGNOSTIC_BETA / 4.0);
+        let noiseless = agnostic_case(true, "twin: no noise", move |data, _| {
+            let answer = data.counts()[1] as f64 / data.total() as f64;
+            let mut oracle = Noiseless { answer, tolerance };
+            release_by_agnostic_learning(&agnostic_class(), &mut oracle, 2, AGNOSTIC_BETA)
+        })
+        .unwrap();
+        let double = eps.checked_mul_int(2).unwrap();
+        let half_noise = agnostic_case(true, "twin: half the noise", move |data, rng| {
+            release_by_agnostic_learning_private(
+                data,
+                &agnostic_class(),
+                AGNOSTIC_BETA,
+                double,
+                &mut Accountant::pure(double),
+                rng,
+            )
+        })
+        .unwrap();
+        check(
+            "agnostic-mw",
+            agnostic_mw(true).unwrap(),
+            vec![("no noise", noiseless), ("half the noise", half_noise)],
+        );
+    }
+
+    /// Fig. 6.6's twin with the thesis' TYPO-18: every query at ε instead of ε/k
+    /// (the release run at 16ε, judged against ε).
+    #[test]
+    fn the_auditor_flags_each_twin_of_the_conjunction_release() {
+        let k = conj_config().query_budget(4).unwrap() as u64;
+        assert_eq!(k, 16);
+        let typo18 = Epsilon::new(k, 1).unwrap();
+        let twin = conjunction_release_at(true, typo18, "twin: TYPO-18").unwrap();
+        check(
+            "conjunction-release",
+            conjunction_release(true).unwrap(),
+            vec![("each query at ε (TYPO-18)", twin)],
+        );
+    }
+
+    /// The cut release's twin charging each query at ε instead of ε/k (k = 9: run
+    /// at 9ε, judged against ε).
+    #[test]
+    fn the_auditor_flags_each_twin_of_the_cut_release() {
+        let k = cut_config().query_budget(3).unwrap() as u64;
+        assert_eq!(k, 9);
+        let twin = cut_release_at(true, Epsilon::new(k, 1).unwrap(), "twin: ε per query").unwrap();
+        check(
+            "cut-release",
+            cut_release(true).unwrap(),
+            vec![("each query at ε", twin)],
+        );
+    }
 }

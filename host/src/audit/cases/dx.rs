@@ -23,25 +23,54 @@ fn implied_budget() -> Result<Accountant, AuditError> {
     Ok(Accountant::pure(Epsilon::new(3, 1).map_err(setup)?))
 }
 
-/// d_X Laplace over three points on a line (d = |u_i − u_j|): one record moves
-/// from point 0 to point 1, so the claim is ε = d(0, 1) = 1; the query is the sum
-/// of positions, which moves by exactly the distance.
+/// The d_X Laplace case's query: positions scaled by 1/3 (0, 1/3, 1 on the points
+/// 0, 1, 3), so its coefficient gaps (1/3, 2/3, 1) are not multiples of any
+/// power-of-two grid and neither neighbour's answer is on the grid.
+fn thirds() -> Result<Queries, AuditError> {
+    Queries::new(vec![vec![0.0, 1.0 / 3.0, 1.0]]).map_err(setup)
+}
+
+/// Theorem 1's scale for [`thirds`]: every pair's `|Δq|/d` is 1/3 (a hair above,
+/// so float rounding of the thirds cannot fail the check).
+const THIRDS_C: f64 = (1.0 / 3.0) * (1.0 + 1e-12);
+
+/// d_X Laplace over three points on a line (d = |u_i − u_j|) with the query
+/// (0, 1/3, 1) at Theorem 1's scale c = 1/3: one record moves from point 0 to
+/// point 1, so the claim is ε = d(0, 1) = 1 and the answer moves by exactly c·d.
+/// The coefficients are off the grid (thirds): the grid-level calibration
+/// `⌈|ΔQ̃|/γ⌉/m ≤ d` rounds up on every pair and both answers are snapped. Events:
+/// tails beyond both answers (3 + 2/3 and 4), where the ratio is the full `e^ε`.
 pub fn dx_laplace(small: bool) -> Result<AuditCase, AuditError> {
     let _ = small;
     let metric = FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 1.0).map_err(setup)?;
-    let queries = Queries::new(vec![vec![0.0, 1.0, 3.0]]).map_err(setup)?;
-    let mech = DxLaplace::new(&metric, queries, vec![1.0]).map_err(setup)?;
-    let events = (9..=14).flat_map(|t| [Event::at_least(0, t as f64), Event::at_most(0, t as f64)]);
+    let mech = DxLaplace::new(&metric, thirds()?, vec![THIRDS_C]).map_err(setup)?;
+    dx_laplace_case(mech, Epsilon::new(3, 1).map_err(setup)?, "DxLaplace")
+}
+
+/// The d_X Laplace case for a mechanism (the real one, or a twin), each run charged
+/// to a budget of `charge`.
+pub(crate) fn dx_laplace_case(
+    mech: DxLaplace,
+    charge: Epsilon,
+    label: &str,
+) -> Result<AuditCase, AuditError> {
+    let events = (0..4).flat_map(|j| {
+        let step = f64::from(j) / 6.0;
+        [
+            Event::at_least(0, 4.0 + 1.0 / 12.0 + step),
+            Event::at_most(0, 3.0 + 2.0 / 3.0 - 1.0 / 12.0 - step),
+        ]
+    });
     Ok(AuditCase::new(
         "dx-laplace",
-        "counts [5, 2, 3] vs [4, 3, 3] on points 0, 1, 3; d(0, 1) = 1",
+        "counts [5, 2, 3] vs [4, 3, 3] on points 0, 1, 3; d(0, 1) = 1; query (0, 1/3, 1), c = 1/3",
         Claim::Pure(1.0),
         100_000,
     )
-    .mechanism("DxLaplace")
+    .mechanism(label)
     .run(move |side, rng| {
         let counts = moved_record(side);
-        let mut accountant = implied_budget()?;
+        let mut accountant = Accountant::pure(charge);
         Ok(mech.release(&counts, &mut accountant, rng)?)
     })
     .events(events))
@@ -140,4 +169,67 @@ pub fn dx_mwem(small: bool) -> Result<AuditCase, AuditError> {
             .collect())
     })
     .events(events))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::audit;
+
+    fn test_runs(name: &str) -> u64 {
+        super::super::REGISTRY
+            .iter()
+            .find(|r| r.name == name)
+            .unwrap()
+            .test_runs
+    }
+
+    /// The d_X Laplace twin calibrated for twice the metric (half the noise) is
+    /// flagged; the real mechanism passes.
+    #[test]
+    fn the_auditor_flags_the_half_noise_twin_of_dx_laplace() {
+        let twice = FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 2.0).unwrap();
+        let twin = DxLaplace::new(&twice, thirds().unwrap(), vec![THIRDS_C / 2.0]).unwrap();
+        let twin =
+            dx_laplace_case(twin, Epsilon::new(6, 1).unwrap(), "twin: half the noise").unwrap();
+        let runs = test_runs("dx-laplace");
+        let real = audit(&dx_laplace(true).unwrap(), runs, 7, &|_| {}).unwrap();
+        let twin = audit(&twin, runs, 7, &|_| {}).unwrap();
+        eprintln!(
+            "dx-laplace: real {:.3} ({:?}), twin {:.3} ({:?}), claimed {:.3}",
+            real.empirical_epsilon,
+            real.witness,
+            twin.empirical_epsilon,
+            twin.witness,
+            real.claimed_epsilon
+        );
+        assert!(real.passed(), "{real:?}");
+        assert!(!twin.passed(), "half the noise went unnoticed: {twin:?}");
+    }
+
+    /// The ceiling of the grid-level calibration is exercised: the pair's answers
+    /// differ by a gap that is not a whole number of grid steps, the snapped gap is
+    /// its ceiling or floor, and the exact lattice loss `|s − t|/m` stays within
+    /// d = 1. (A calibration by the floor deploys at most one step in m ≥ 1 024 less
+    /// noise: a loss 2⁻¹⁰ above the claim, far below what sampling can resolve, so
+    /// this exact check, not the auditor, pins the ceiling.)
+    #[test]
+    fn the_dx_laplace_case_exercises_the_grid_ceiling() {
+        let metric = FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 1.0).unwrap();
+        let mech = DxLaplace::new(&metric, thirds().unwrap(), vec![THIRDS_C]).unwrap();
+        let (s, m) = mech.snapped(0, &moved_record(Side::D)).unwrap();
+        let (t, _) = mech.snapped(0, &moved_record(Side::DPrime)).unwrap();
+        let gamma = mech.scale(0) / m as f64;
+        let exact = mech.exact_answers(&moved_record(Side::DPrime)).unwrap()[0]
+            - mech.exact_answers(&moved_record(Side::D)).unwrap()[0];
+        let steps = exact / gamma;
+        assert!(steps.fract() > 0.01 && steps.fract() < 0.99, "{steps}");
+        let gap = (t - s).unsigned_abs() as f64;
+        assert!(
+            gap == steps.floor() || gap == steps.ceil(),
+            "{gap} vs {steps}"
+        );
+        assert!(gap / m as f64 <= 1.0, "{gap}/{m}");
+        assert!(steps.ceil() / m as f64 <= 1.0 && mech.loss_ratio() <= 1.0);
+    }
 }

@@ -1,5 +1,6 @@
-//! The K-norm mechanism (thesis Def 3.3.1) with `F = I` (K = B₁ᵈ) and, at ε = 4, on
-//! the cube; NiKM (Fig. 3.3) on the cube.
+//! The K-norm mechanism (thesis Def 3.3.1) with `F = I` (K = B₁ᵈ), with off-grid
+//! antipodal columns under replace-one neighbours, and, at ε = 4, on the cube; NiKM
+//! (Fig. 3.3) on the cube; and the broken twins they must catch.
 
 use privq_core::Epsilon;
 
@@ -49,6 +50,72 @@ pub fn knorm_l1(small: bool) -> Result<AuditCase, AuditError> {
     .run(move |side, rng| {
         let counts = if side == Side::D { &base } else { &neighbour };
         // Each run is one release through the contract, charged to its own ε = 1.
+        Ok(mech.release(&counts[..], &mut Accountant::pure(eps), rng)?)
+    })
+    .events(events))
+}
+
+/// The columns of the replace-one K-norm case: `e₁`, `e₂`, `a = (2/3, 1/3)` and
+/// `−a` (every column in B₁², each `±eᵢ` present: K = B₁², the exact sampler).
+fn replace_body() -> Result<Body, AuditError> {
+    let (a0, a1) = (2.0 / 3.0, 1.0 / 3.0);
+    Body::from_rows(&[vec![1.0, 0.0, a0, -a0], vec![0.0, 1.0, a1, -a1]]).map_err(setup)
+}
+
+/// KM (thesis Def 3.3.1) under **replace-one** neighbours (Δ = 2), ε = 1, with
+/// `F = [e₁ e₂ a −a]`, `a = (2/3, 1/3)` (K = B₁²): one record moves from column
+/// `a` to column `−a`, counts [3, 3, 4, 2] vs [3, 3, 3, 3], so `F·x` moves by
+/// `2a = (4/3, 2/3)`, the whole replace sensitivity `‖2a‖₁ = 2`, and neither answer
+/// lies on the grid (thirds): snapping moves each by up to γ/2 and the margin
+/// `Δ·2⁻¹⁰` of the calibration is what covers it. The noise is a product of two
+/// Laplace laws of scale Δ′/ε; on the quadrant beyond `D`'s answer in both
+/// coordinates the density ratio is the full `e^{ε/(1 + 2⁻¹⁰)}`. Events: those
+/// quadrants (and their mirror images beyond `D′`), and one-coordinate tails.
+pub fn knorm_replace(small: bool) -> Result<AuditCase, AuditError> {
+    let eps = Epsilon::new(1, 1).map_err(setup)?;
+    let mech = KNorm::new(replace_body()?, Neighbours::Replace, eps).map_err(setup)?;
+    knorm_replace_case(mech, eps, small)
+}
+
+/// The replace-one case for a mechanism (the real one, or a twin).
+pub(crate) fn knorm_replace_case(
+    mech: KNorm,
+    eps: Epsilon,
+    small: bool,
+) -> Result<AuditCase, AuditError> {
+    let base: Vec<u64> = vec![3, 3, 4, 2];
+    let neighbour: Vec<u64> = vec![3, 3, 3, 3];
+    // F·x on D is (3 + 4/3, 3 + 2/3), on D′ (3, 3).
+    let (y0, y1) = (3.0 + 4.0 / 3.0, 3.0 + 2.0 / 3.0);
+    let offsets: &[f64] = if small {
+        &[0.0, 1.0]
+    } else {
+        &[0.0, 0.5, 1.0, 2.0]
+    };
+    let mut events: Vec<Event> = Vec::new();
+    for &s in offsets {
+        let (hi0, hi1) = (y0 + s, y1 + s);
+        let (lo0, lo1) = (3.0 - s, 3.0 - s);
+        events.push(Event::new(
+            format!("out >= ({hi0:.3}, {hi1:.3})"),
+            move |o: &[f64]| o[0] >= hi0 && o[1] >= hi1,
+        ));
+        events.push(Event::new(
+            format!("out <= ({lo0:.3}, {lo1:.3})"),
+            move |o: &[f64]| o[0] <= lo0 && o[1] <= lo1,
+        ));
+        events.push(Event::at_least(0, hi0));
+        events.push(Event::at_most(0, lo0));
+    }
+    Ok(AuditCase::new(
+        "knorm-replace",
+        "replace-one: a record moves from column a = (2/3, 1/3) to -a (F = [e1 e2 a -a], K = B1^2), counts [3, 3, 4, 2] vs [3, 3, 3, 3]",
+        Claim::Pure(eps.to_f64()),
+        100_000,
+    )
+    .mechanism(mech.label())
+    .run(move |side, rng| {
+        let counts = if side == Side::D { &base } else { &neighbour };
         Ok(mech.release(&counts[..], &mut Accountant::pure(eps), rng)?)
     })
     .events(events))
@@ -147,4 +214,71 @@ pub fn knorm_cube_large_eps(small: bool) -> Result<AuditCase, AuditError> {
         Ok(mech.release(&counts[..], &mut Accountant::pure(eps), rng)?)
     })
     .events(events))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::audit;
+
+    fn test_runs(name: &str) -> u64 {
+        super::super::REGISTRY
+            .iter()
+            .find(|r| r.name == name)
+            .unwrap()
+            .test_runs
+    }
+
+    /// The replace-one case's twin is KM calibrated for add/remove (Δ = 1 where
+    /// replace-one needs 2: half the noise); the real mechanism passes and the twin
+    /// is flagged. The case's answers are off the grid, so snapping is exercised.
+    #[test]
+    fn the_auditor_flags_the_replace_twin_of_knorm() {
+        let eps = Epsilon::new(1, 1).unwrap();
+        let runs = test_runs("knorm-replace");
+        let real = knorm_replace(true).unwrap();
+        let twin = KNorm::new(replace_body().unwrap(), Neighbours::AddRemove, eps).unwrap();
+        let twin = knorm_replace_case(twin, eps, true).unwrap();
+        let real = audit(&real, runs, 7, &|_| {}).unwrap();
+        let twin = audit(&twin, runs, 7, &|_| {}).unwrap();
+        eprintln!(
+            "knorm-replace: real {:.3} ({:?}), twin {:.3} ({:?}), claimed {:.3}",
+            real.empirical_epsilon,
+            real.witness,
+            twin.empirical_epsilon,
+            twin.witness,
+            real.claimed_epsilon
+        );
+        assert!(real.passed(), "{real:?}");
+        assert!(
+            !twin.passed(),
+            "the add/remove calibration went unnoticed: {twin:?}"
+        );
+    }
+
+    /// The case's answers are off the grid, and the snapped answers of the two
+    /// neighbours are within the calibrated sensitivity Δ′ = Δ(1 + 2⁻¹⁰) but can be
+    /// beyond Δ (the margin is what covers them).
+    #[test]
+    fn the_replace_case_exercises_snapping() {
+        let eps = Epsilon::new(1, 1).unwrap();
+        let mech = KNorm::new(replace_body().unwrap(), Neighbours::Replace, eps).unwrap();
+        let gamma = mech.grid();
+        let y = mech.snapped_answer(&[3, 3, 4, 2]);
+        let y_prime = mech.snapped_answer(&[3, 3, 3, 3]);
+        let exact = [3.0 + 4.0 / 3.0, 3.0 + 2.0 / 3.0];
+        for (i, &e) in exact.iter().enumerate() {
+            let snapped = y[i] as f64 * gamma;
+            assert!(
+                snapped != e && (snapped - e).abs() <= gamma / 2.0,
+                "{snapped} vs {e}"
+            );
+        }
+        let l1: f64 = y
+            .iter()
+            .zip(&y_prime)
+            .map(|(a, b)| (a - b).abs() as f64 * gamma)
+            .sum();
+        assert!(l1 <= 2.0 * (1.0 + 2f64.powi(-10)), "{l1}");
+    }
 }

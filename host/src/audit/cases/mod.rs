@@ -33,7 +33,7 @@ pub use discover::discovery;
 pub use distance::{distance_offline, distance_session};
 pub use dx::{dx_laplace, dx_mwem, smalldb};
 pub use fairness::fairness_dp;
-pub use knorm::{knorm_cube_large_eps, knorm_l1, nikm_linf};
+pub use knorm::{knorm_cube_large_eps, knorm_l1, knorm_replace, nikm_linf};
 pub use mwem::{mwem_init, mwem_rounds, synth_rare_value};
 pub use noisy_max::{report_noisy_max, report_noisy_max_add_remove};
 pub use pmw::{pmw_approximate, pmw_project, pmw_pure, pmw_reduce};
@@ -112,7 +112,8 @@ pub const REGISTRY: &[Registered] = &[
     case("synth-rare-value", synth_rare_value, 500),
     // Partition selection with a count at the threshold and a new value.
     case("discovery", discovery, 20_000),
-    case("dx-laplace", dx_laplace, 10_000),
+    // d_X Laplace with off-grid (thirds) coefficients; its half-noise twin is flagged.
+    case("dx-laplace", dx_laplace, 10_000).sees(0.7),
     case("smalldb", smalldb, 10_000),
     case("dx-mwem", dx_mwem, 4000),
     case("distance-offline", distance_offline, 2000),
@@ -121,25 +122,37 @@ pub const REGISTRY: &[Registered] = &[
     case("knorm-l1", knorm_l1, 20_000).sees(0.3),
     // KM on the cube at ε = 4: the orthant events carry the full e^ε ratio.
     case("knorm-linf-eps4", knorm_cube_large_eps, 20_000).sees(2.5),
+    // KM under replace-one with off-grid antipodal columns (snapping exercised); its
+    // twin calibrated for add/remove (half the noise) is flagged.
+    case("knorm-replace", knorm_replace, 20_000).sees(0.7),
     // NiKM on the cube (d = 2, two levels at ε/2), one record added to the all-ones column.
     case("nikm-linf", nikm_linf, 20_000),
     case("tree-cdf", tree_cdf, 10_000),
     case("laplace-per-query", laplace_per_query, 10_000),
     case("grid-mwem", grid_mwem, 2000),
-    // Lemma 7.3.1: TO's labels on neighbouring data, queries asked at several thresholds.
-    case("threshold-oracle", threshold_oracle, 20_000).sees(0.5),
+    // Lemma 7.3.1: TO's labels on neighbouring data, each query asked twice at
+    // several thresholds beyond both counts, every answer an output; its twins (fresh
+    // noise per ask, each query at ε instead of ε/b) are flagged.
+    case("threshold-oracle", threshold_oracle, 20_000).sees(0.7),
     // The (D_∞, ε|xΔy|) Fairness LP's optimal count mechanism (thesis §8.2.3).
     case("fairness-dp", fairness_dp, 20_000).sees(0.1),
-    // Fig. 6.7's private release: post-processing of one SQ session.
-    case("agnostic-mw", agnostic_mw, 4000),
-    // Fig. 6.6's conjunction release: one SQ session charged up front.
-    case("conjunction-release", conjunction_release, 4000),
+    // Fig. 6.7's private release: post-processing of one SQ session; the class is
+    // one conjunction and the rounds reveal its noisy answer. Its twins (no noise,
+    // half the noise) are flagged.
+    case("agnostic-mw", agnostic_mw, 10_000).sees(0.7),
+    // Fig. 6.6's conjunction release: one SQ session charged up front; a marginal at
+    // the include threshold, joint events over several answers. Its TYPO-18 twin
+    // (each query at ε instead of ε/k) is flagged; the real release shows almost
+    // nothing (ε/16 per query, a few queries observable).
+    case("conjunction-release", conjunction_release, 10_000),
     // Fig. 6.6 in the local model: every device answers once at ε.
     case("conjunction-release-local", conjunction_release_local, 4000),
     // The cut-function oracle: k = 2 answers on one edge more or less.
     case("cut-oracle", cut_oracle, 10_000),
-    // The cut-function release at the clamp |E| = E_max against one edge more.
-    case("cut-release", cut_release, 4000),
+    // The cut-function release with both levels' decisions at the include threshold
+    // and one edge more taking |E| past E_max; its twin (each query at ε instead of
+    // ε/k) is flagged.
+    case("cut-release", cut_release, 10_000),
     case("adaptive-marginals", adaptive_marginals_case, 4000),
     // Private statistics by group, each on the pair its safeguard is most fragile
     // against, each with a broken twin in its tests (no bounding, no clamping, τ − 1,
