@@ -734,10 +734,21 @@ fn _synthesize<'py>(
         let label = "privq.synthesize (adaptive)";
         if let Some(accountant) = accountant {
             accountant.get().with(|state| match state {
-                State::Memory(session) => request
-                    .charge_to(session, label)
-                    .map(drop)
-                    .map_err(adaptive_error),
+                State::Memory(session) => match request.charge_to(session, label) {
+                    Ok(_) => Ok(()),
+                    Err(AdaptiveError::Budget(AccountantError::DeltaExceeded)) => {
+                        Err(BudgetExceeded::new_err(format!(
+                            "the delta budget would be exceeded: this release is (ε, δ)-DP with \
+                             δ = {:e}, and the Accountant has δ = {:e} of which {:e} is spent \
+                             (an Accountant with delta=0 takes pure ε-DP releases only: give it \
+                             a δ, or use Accountant.zcdp); nothing was charged or released",
+                            request.delta(),
+                            session.budget_delta(),
+                            session.spent_delta()
+                        )))
+                    }
+                    Err(e) => Err(adaptive_error(e)),
+                },
                 State::File { path, cap } => {
                     let run = request.accountant().map_err(adaptive_error)?;
                     BudgetFile::charge_accountant(path, Some(*cap), &run, label)

@@ -157,7 +157,7 @@ def test_an_accountant_shared_by_two_calls_refuses_past_its_cap(df, domain):
 
 def test_a_pure_accountant_has_no_delta_for_an_approximate_release(df, domain):
     acct = privq.Accountant(epsilon=5)
-    with pytest.raises(privq.BudgetExceeded, match="delta"):
+    with pytest.raises(privq.BudgetExceeded, match="delta=0 takes pure"):
         privq.synthesize(df, domain, epsilon=1, accountant=acct)
     untouched(acct)
 
