@@ -20,6 +20,16 @@ pub fn knorm_l1(small: bool) -> Result<AuditCase, AuditError> {
     let eps = Epsilon::new(1, 1).map_err(setup)?;
     let body = Body::identity(d).map_err(setup)?;
     let mech = KNorm::new(body, Neighbours::AddRemove, eps).map_err(setup)?;
+    knorm_l1_case(mech, eps, d)
+}
+
+/// The `knorm-l1` case for a mechanism (the real one, or a twin) on `d` counts,
+/// each run charged `charge`; the claim is ε = 1.
+pub(crate) fn knorm_l1_case(
+    mech: KNorm,
+    charge: Epsilon,
+    d: usize,
+) -> Result<AuditCase, AuditError> {
     let mut events: Vec<Event> = (0..=4)
         .flat_map(|t| {
             [
@@ -49,8 +59,8 @@ pub fn knorm_l1(small: bool) -> Result<AuditCase, AuditError> {
     .mechanism(mech.label())
     .run(move |side, rng| {
         let counts = if side == Side::D { &base } else { &neighbour };
-        // Each run is one release through the contract, charged to its own ε = 1.
-        Ok(mech.release(&counts[..], &mut Accountant::pure(eps), rng)?)
+        // Each run is one release through the contract, charged to its own budget.
+        Ok(mech.release(&counts[..], &mut Accountant::pure(charge), rng)?)
     })
     .events(events))
 }
@@ -133,6 +143,12 @@ pub fn nikm_linf(small: bool) -> Result<AuditCase, AuditError> {
     let body = Body::hypercube(d).map_err(setup)?;
     let mech =
         Nikm::new(body, Neighbours::AddRemove, eps, NikmOptions::default()).map_err(setup)?;
+    nikm_case(mech, eps, d)
+}
+
+/// The `nikm-linf` case for a mechanism (the real one, or a twin) on the cube of
+/// dimension `d`, each run charged `charge`; the claim is ε = 1.
+pub(crate) fn nikm_case(mech: Nikm, charge: Epsilon, d: usize) -> Result<AuditCase, AuditError> {
     let n = 1usize << d;
     let base: Vec<u64> = vec![3; n];
     // Column n − 1 is (1, …, 1) (bit i of the column index set ⇔ +1 in row i).
@@ -162,7 +178,7 @@ pub fn nikm_linf(small: bool) -> Result<AuditCase, AuditError> {
     .mechanism(mech.label())
     .run(move |side, rng| {
         let counts = if side == Side::D { &base } else { &neighbour };
-        Ok(mech.release(&counts[..], &mut Accountant::pure(eps), rng)?)
+        Ok(mech.release(&counts[..], &mut Accountant::pure(charge), rng)?)
     })
     .events(events))
 }
@@ -182,6 +198,16 @@ pub fn knorm_cube_large_eps(small: bool) -> Result<AuditCase, AuditError> {
     let eps = Epsilon::new(4, 1).map_err(setup)?;
     let body = Body::hypercube(d).map_err(setup)?;
     let mech = KNorm::new(body, Neighbours::AddRemove, eps).map_err(setup)?;
+    knorm_cube_case(mech, eps, d)
+}
+
+/// The `knorm-linf-eps4` case for a mechanism (the real one, or a twin) on the
+/// cube of dimension `d`, each run charged `charge`; the claim is ε = 4.
+pub(crate) fn knorm_cube_case(
+    mech: KNorm,
+    charge: Epsilon,
+    d: usize,
+) -> Result<AuditCase, AuditError> {
     let n = 1usize << d;
     let base: Vec<u64> = vec![2; n];
     // Column n − 1 is (1, …, 1) (bit i of the column index set ⇔ +1 in row i).
@@ -211,7 +237,7 @@ pub fn knorm_cube_large_eps(small: bool) -> Result<AuditCase, AuditError> {
     .mechanism(mech.label())
     .run(move |side, rng| {
         let counts = if side == Side::D { &base } else { &neighbour };
-        Ok(mech.release(&counts[..], &mut Accountant::pure(eps), rng)?)
+        Ok(mech.release(&counts[..], &mut Accountant::pure(charge), rng)?)
     })
     .events(events))
 }
@@ -254,6 +280,75 @@ mod tests {
             !twin.passed(),
             "the add/remove calibration went unnoticed: {twin:?}"
         );
+    }
+
+    /// The existing cases' twins with half the noise (KM or NiKM at 2ε, judged
+    /// against ε): `knorm-l1` and `nikm-linf` (ε = 1), `knorm-linf-eps4` (ε = 4, twin
+    /// at 8).
+    #[test]
+    fn the_auditor_flags_the_half_noise_twins_of_knorm() {
+        for (name, claim, twin) in [
+            (
+                "knorm-l1",
+                1,
+                knorm_l1_case(
+                    KNorm::new(
+                        Body::identity(2).unwrap(),
+                        Neighbours::AddRemove,
+                        Epsilon::new(2, 1).unwrap(),
+                    )
+                    .unwrap(),
+                    Epsilon::new(2, 1).unwrap(),
+                    2,
+                )
+                .unwrap(),
+            ),
+            (
+                "nikm-linf",
+                1,
+                nikm_case(
+                    Nikm::new(
+                        Body::hypercube(2).unwrap(),
+                        Neighbours::AddRemove,
+                        Epsilon::new(2, 1).unwrap(),
+                        NikmOptions::default(),
+                    )
+                    .unwrap(),
+                    Epsilon::new(2, 1).unwrap(),
+                    2,
+                )
+                .unwrap(),
+            ),
+            (
+                "knorm-linf-eps4",
+                4,
+                knorm_cube_case(
+                    KNorm::new(
+                        Body::hypercube(2).unwrap(),
+                        Neighbours::AddRemove,
+                        Epsilon::new(8, 1).unwrap(),
+                    )
+                    .unwrap(),
+                    Epsilon::new(8, 1).unwrap(),
+                    2,
+                )
+                .unwrap(),
+            ),
+        ] {
+            let runs = test_runs(name);
+            let real = super::super::by_name(name, true).unwrap().unwrap();
+            let real = audit(&real, runs, 7, &|_| {}).unwrap();
+            let twin = audit(&twin, runs, 7, &|_| {}).unwrap();
+            eprintln!(
+                "{name}: real {:.3} ({:?}), twin {:.3} ({:?}), claimed {claim}",
+                real.empirical_epsilon, real.witness, twin.empirical_epsilon, twin.witness
+            );
+            assert!(real.passed(), "{name}: {real:?}");
+            assert!(
+                !twin.passed(),
+                "{name}: half the noise went unnoticed: {twin:?}"
+            );
+        }
     }
 
     /// The case's answers are off the grid, and the snapped answers of the two
