@@ -92,6 +92,22 @@ pub fn smalldb(small: bool) -> Result<AuditCase, AuditError> {
     let _ = small;
     let (metric, queries) = line()?;
     let db = SmallDb::new(queries, 1.0, 0.7).map_err(setup)?;
+    smalldb_case(
+        db,
+        metric,
+        Epsilon::new(3, 1).map_err(setup)?,
+        "d_X SmallDB",
+    )
+}
+
+/// The SmallDB case for a database mechanism checked against `metric` (the real
+/// one, or a twin), each run charged `charge`; the claim is d(0, 1) = 1.
+pub(crate) fn smalldb_case(
+    db: SmallDb,
+    metric: FiniteMetric,
+    charge: Epsilon,
+    label: &str,
+) -> Result<AuditCase, AuditError> {
     let m = db.size() as u64;
     let base = (m + 1) as f64;
     let mut events: Vec<Event> = (0..(m + 1).pow(3))
@@ -106,14 +122,14 @@ pub fn smalldb(small: bool) -> Result<AuditCase, AuditError> {
         Claim::Pure(1.0),
         100_000,
     )
-    .mechanism("d_X SmallDB")
+    .mechanism(label)
     .run(move |side, rng| {
         let counts: [u64; 3] = if side == Side::D {
             [2, 1, 1]
         } else {
             [1, 2, 1]
         };
-        let mut accountant = implied_budget()?;
+        let mut accountant = Accountant::pure(charge);
         let out = db.run(&metric, &counts, &mut accountant, rng)?;
         let y: Vec<f64> = out.synthetic.iter().map(|&v| v as f64).collect();
         let code = y.iter().fold(0.0, |acc, &v| acc * base + v);
@@ -205,6 +221,30 @@ mod tests {
         );
         assert!(real.passed(), "{real:?}");
         assert!(!twin.passed(), "half the noise went unnoticed: {twin:?}");
+    }
+
+    /// SmallDB's twin checked against the wrong metric: queries twice as steep
+    /// (0, 2, 6 and 0, 2, 2) pass Theorem 5 on the metric 2d, so the utilities move
+    /// twice as far between the neighbours as the claim d(0, 1) = 1 allows.
+    #[test]
+    fn the_auditor_flags_the_wrong_metric_twin_of_smalldb() {
+        let twice = FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 2.0).unwrap();
+        let steep = Queries::new(vec![vec![0.0, 2.0, 6.0], vec![0.0, 2.0, 2.0]]).unwrap();
+        let db = SmallDb::new(steep, 1.0, 0.7).unwrap();
+        let twin = smalldb_case(db, twice, Epsilon::new(6, 1).unwrap(), "twin").unwrap();
+        let runs = test_runs("smalldb");
+        let real = audit(&smalldb(true).unwrap(), runs, 7, &|_| {}).unwrap();
+        let twin = audit(&twin, runs, 7, &|_| {}).unwrap();
+        eprintln!(
+            "smalldb: real {:.3} ({:?}), twin {:.3} ({:?}), claimed {:.3}",
+            real.empirical_epsilon,
+            real.witness,
+            twin.empirical_epsilon,
+            twin.witness,
+            real.claimed_epsilon
+        );
+        assert!(real.passed(), "{real:?}");
+        assert!(!twin.passed(), "the wrong metric went unnoticed: {twin:?}");
     }
 
     /// The ceiling of the grid-level calibration is exercised: the pair's answers
