@@ -109,11 +109,17 @@ use crate::ledger::{LEDGER_RECORD_LEN, LedgerStore, crc32};
 pub const PROVISIONED: [u8; 4] = *b"PQPV";
 /// The closed marker in the last word of a log page.
 const CLOSED: [u8; 4] = *b"PQCL";
+/// The formatted marker in the word before a log page's closed marker (every log page gets
+/// one at provisioning and after each erase).
+const FORMATTED: [u8; 4] = *b"PQFM";
+/// A slot's commit word, programmed after its body and CRC: all bits cleared, so no bit
+/// flip short of an erase (or 32 flips) makes a committed slot read as uncommitted.
+const COMMIT: [u8; 4] = [0; 4];
 /// Counter and record: the bytes the slot's CRC covers.
 const BODY: usize = 4 + LEDGER_RECORD_LEN;
 /// Counter, record and CRC, before padding to the write size.
 const SLOT_BODY_AND_CRC: usize = BODY + 4;
-/// The largest slot or marker this store programs (write sizes up to 64 bytes).
+/// The largest slot body or marker this store programs (write sizes up to 64 bytes).
 const MAX_UNIT: usize = 64;
 /// The most log pages a region may have (one bit each in a `u32`).
 const MAX_LOG_PAGES: u32 = 32;
@@ -152,6 +158,12 @@ impl<E> From<StoreError<E>> for Error {
 /// What a scan of the log found.
 #[derive(Debug, Clone, Copy)]
 struct Scan {
+    /// Log pages with a committed slot whose CRC fails (corruption, not a torn write).
+    damaged: u32,
+    /// Log pages whose formatted word is set.
+    formatted: u32,
+    /// Log pages with a formatted or closed word set (none: the log was never provisioned).
+    marked: u32,
     /// (counter, page, slot) of the newest valid record.
     newest: Option<(u32, u32, u32)>,
     /// Whether the newest record's page is closed (a newer record was erased).
@@ -177,12 +189,16 @@ pub struct FlashStore<F> {
 }
 
 impl<F: NorFlash> FlashStore<F> {
-    /// Bytes per slot: counter, record and CRC (49 bytes) rounded up to the write size.
-    pub const SLOT_LEN: usize = round_up(SLOT_BODY_AND_CRC, F::WRITE_SIZE);
-    /// Bytes of a flag or closed-marker word: 4 rounded up to the write size.
+    /// Bytes of a slot's body: counter, record and CRC (49 bytes) rounded up to the write
+    /// size.
+    const BODY_LEN: usize = round_up(SLOT_BODY_AND_CRC, F::WRITE_SIZE);
+    /// Bytes of a flag, commit, formatted or closed word: 4 rounded up to the write size.
     const MARK_LEN: usize = round_up(4, F::WRITE_SIZE);
-    /// Slots in one log page (the page less its closed marker, in whole slots).
-    pub const SLOTS_PER_PAGE: usize = F::ERASE_SIZE.saturating_sub(Self::MARK_LEN) / Self::SLOT_LEN;
+    /// Bytes per slot: the body and then the commit word (56 bytes for 4-byte writes).
+    pub const SLOT_LEN: usize = Self::BODY_LEN + Self::MARK_LEN;
+    /// Slots in one log page (the page less its formatted and closed words, in whole slots).
+    pub const SLOTS_PER_PAGE: usize =
+        F::ERASE_SIZE.saturating_sub(2 * Self::MARK_LEN) / Self::SLOT_LEN;
 
     /// A store on the whole of `flash` (its capacity rounded down to whole pages).
     pub fn new(flash: F) -> Self {
@@ -242,10 +258,10 @@ impl<F: NorFlash> FlashStore<F> {
     fn check_layout(&self) -> Result<(), StoreError<F::Error>> {
         let divides = |n: usize, by: usize| n.checked_rem(by) == Some(0);
         let ok = F::WRITE_SIZE > 0
-            && Self::SLOT_LEN <= MAX_UNIT
+            && Self::BODY_LEN <= MAX_UNIT
             && Self::SLOTS_PER_PAGE > 0
             && divides(F::ERASE_SIZE, F::WRITE_SIZE)
-            && divides(Self::SLOT_LEN, F::READ_SIZE)
+            && divides(Self::BODY_LEN, F::READ_SIZE)
             && divides(Self::MARK_LEN, F::READ_SIZE)
             && divides(F::ERASE_SIZE, F::READ_SIZE)
             && divides(self.start as usize, F::ERASE_SIZE)
@@ -266,6 +282,10 @@ impl<F: NorFlash> FlashStore<F> {
 
     fn mark_at(&self, page: u32) -> u32 {
         self.page_at(page) + (F::ERASE_SIZE - Self::MARK_LEN) as u32
+    }
+
+    fn format_at(&self, page: u32) -> u32 {
+        self.mark_at(page) - Self::MARK_LEN as u32
     }
 
     /// Reads `len` (≤ 64) bytes at `at` into the front of `buf` and tells whether they are
@@ -305,10 +325,15 @@ impl<F: NorFlash> FlashStore<F> {
     }
 
     /// Reads the whole log once: the newest valid record, the next free slot after it,
-    /// the flag and the unclosed pages. `buf` is left holding the last slot read.
+    /// the flag, the marked, damaged and unclosed pages. A slot whose commit word is
+    /// erased is free (body erased too) or a torn write (skipped); a committed slot whose
+    /// CRC fails is damage. `buf` is left holding the last slot body read.
     fn scan(&mut self, buf: &mut [u8; MAX_UNIT]) -> Result<Scan, StoreError<F::Error>> {
         self.check_layout()?;
         let mut s = Scan {
+            damaged: 0,
+            formatted: 0,
+            marked: 0,
             newest: None,
             newest_closed: false,
             next: None,
@@ -316,27 +341,60 @@ impl<F: NorFlash> FlashStore<F> {
             unclosed: 0,
         };
         for page in 0..self.log_pages() {
+            let bit = 1 << page;
             let closed = !self.read_erased(self.mark_at(page), Self::MARK_LEN, buf)?;
+            if !self.read_erased(self.format_at(page), Self::MARK_LEN, buf)? {
+                s.formatted |= bit;
+            }
+            if closed {
+                s.marked |= bit;
+            }
             for slot in 0..Self::SLOTS_PER_PAGE as u32 {
-                if self.read_erased(self.slot_at(page, slot), Self::SLOT_LEN, buf)? {
+                let at = self.slot_at(page, slot);
+                let committed =
+                    !self.read_erased(at + Self::BODY_LEN as u32, Self::MARK_LEN, buf)?;
+                if self.read_erased(at, Self::BODY_LEN, buf)? && !committed {
                     if s.next.is_none() && matches!(s.newest, Some((_, p, _)) if p == page) {
                         s.next = Some(slot);
                     }
                     continue;
                 }
                 if !closed {
-                    s.unclosed |= 1 << page;
+                    s.unclosed |= bit;
                 }
-                if let Some(counter) = valid_counter(buf) {
-                    if s.newest.is_none_or(|(c, _, _)| counter > c) {
-                        s.newest = Some((counter, page, slot));
-                        s.newest_closed = closed;
-                        s.next = None;
+                if !committed {
+                    continue; // a torn write: that store never returned
+                }
+                match valid_counter(buf) {
+                    None => s.damaged |= bit,
+                    Some(counter) => {
+                        if s.newest.is_none_or(|(c, _, _)| counter > c) {
+                            s.newest = Some((counter, page, slot));
+                            s.newest_closed = closed;
+                            s.next = None;
+                        }
                     }
                 }
             }
         }
+        s.marked |= s.formatted;
         Ok(s)
+    }
+}
+
+impl Scan {
+    /// `Some(None)`: a new device (no record, and nothing the store ever programs besides
+    /// torn slots: flag, formatted and closed words erased, no damaged slot).
+    /// `Some(Some(newest))`: the newest record, to be trusted (its page neither closed nor
+    /// damaged). `None`: tampered or corrupted, the store fails closed.
+    fn verdict(&self) -> Option<Option<(u32, u32, u32)>> {
+        match self.newest {
+            None if !self.provisioned && self.marked == 0 && self.damaged == 0 => Some(None),
+            Some(n @ (_, page, _)) if !self.newest_closed && self.damaged & (1 << page) == 0 => {
+                Some(Some(n))
+            }
+            _ => None,
+        }
     }
 }
 
@@ -359,10 +417,10 @@ impl<F: NorFlash> LedgerStore for FlashStore<F> {
         let mut buf = [0xff; MAX_UNIT];
         let s = self.scan(&mut buf)?;
         let mut record = [0xff; LEDGER_RECORD_LEN];
-        match s.newest {
-            None if !s.provisioned => return Ok(None),
-            Some((_, page, slot)) if !s.newest_closed => {
-                self.read_erased(self.slot_at(page, slot), Self::SLOT_LEN, &mut buf)?;
+        match s.verdict() {
+            Some(None) => return Ok(None),
+            Some(Some((_, page, slot))) => {
+                self.read_erased(self.slot_at(page, slot), Self::BODY_LEN, &mut buf)?;
                 if let Some(r) = buf
                     .get(4..)
                     .and_then(|t| t.first_chunk::<LEDGER_RECORD_LEN>())
@@ -370,7 +428,7 @@ impl<F: NorFlash> LedgerStore for FlashStore<F> {
                     record = *r;
                 }
             }
-            _ => {}
+            None => {}
         }
         Ok(Some(record))
     }
@@ -381,16 +439,15 @@ impl<F: NorFlash> LedgerStore for FlashStore<F> {
     fn store(&mut self, record: &[u8; LEDGER_RECORD_LEN]) -> Result<(), Self::Error> {
         let mut buf = [0xff; MAX_UNIT];
         let s = self.scan(&mut buf)?;
-        // (counter, page, slot) of the new record, and the pages to erase before it.
-        let (counter, page, slot, erase) = match s.newest {
-            None if s.provisioned => return Err(StoreError::Tampered),
-            Some(_) if s.newest_closed => return Err(StoreError::Tampered),
+        // (counter, page, slot) of the new record, and the log pages to erase before it.
+        let (counter, page, slot, erase) = match s.verdict() {
+            None => return Err(StoreError::Tampered),
             // Nothing was ever stored: clear whatever an interrupted first store left.
-            None => (0, 0, 0, Some(self.page_at(0)..self.end)),
-            Some((counter, page, _)) => {
+            Some(None) => (0, 0, 0, 0..self.log_pages()),
+            Some(Some((counter, page, _))) => {
                 let counter = counter.checked_add(1).ok_or(StoreError::Exhausted)?;
                 match s.next {
-                    Some(slot) => (counter, page, slot, None),
+                    Some(slot) => (counter, page, slot, 0..0),
                     None => {
                         // The page is full: go on with the next page of the ring, which
                         // holds only older records. The full page is closed below.
@@ -399,7 +456,7 @@ impl<F: NorFlash> LedgerStore for FlashStore<F> {
                         } else {
                             page + 1
                         };
-                        (counter, to, 0, Some(self.page_at(to)..self.page_at(to + 1)))
+                        (counter, to, 0, to..to + 1)
                     }
                 }
             }
@@ -409,9 +466,9 @@ impl<F: NorFlash> LedgerStore for FlashStore<F> {
         } else {
             0
         };
-        if let Some(pages) = erase {
+        if !erase.is_empty() {
             self.flash
-                .erase(pages.start, pages.end)
+                .erase(self.page_at(erase.start), self.page_at(erase.end))
                 .map_err(StoreError::Flash)?;
         }
         // The slot: counter, record, CRC of both, `0xFF` padding. Constant ranges of a
@@ -427,10 +484,19 @@ impl<F: NorFlash> LedgerStore for FlashStore<F> {
         if let Some(c) = buf.get_mut(BODY..).and_then(|t| t.first_chunk_mut::<4>()) {
             *c = crc.to_le_bytes();
         }
-        self.program(self.slot_at(page, slot), &buf, Self::SLOT_LEN)?;
-        // Close every other page that holds records, then set the flag: a cut before
-        // either leaves the new record in place, and the next store finishes the job.
+        let at = self.slot_at(page, slot);
+        self.program(at, &buf, Self::BODY_LEN)?;
+        // Commit the slot only now that its body is complete: a cut before this leaves a
+        // torn write (commit erased), skipped by the scan.
+        self.mark(at + Self::BODY_LEN as u32, COMMIT)?;
+        // Format the pages without a formatted word (all of them at provisioning, the
+        // erased one on a page change), close every other page that holds records, then
+        // set the flag: a cut before any of these leaves the new record in place, and the
+        // next store finishes the job.
         for p in 0..self.log_pages() {
+            if s.formatted & (1 << p) == 0 || erase.contains(&p) {
+                self.mark(self.format_at(p), FORMATTED)?;
+            }
             if close & (1 << p) != 0 {
                 self.mark(self.mark_at(p), CLOSED)?;
             }

@@ -286,7 +286,7 @@ fn power_cuts_at_every_word_never_reset_or_refund_the_ledger() {
         + power_cut_at_every_word_of_a_ledger_run::<128, 4>(4)
         + power_cut_at_every_word_of_a_ledger_run::<128, 1>(3)
         + power_cut_at_every_word_of_a_ledger_run::<256, 16>(3)
-        + power_cut_at_every_word_of_a_ledger_run::<64, 8>(5);
+        + power_cut_at_every_word_of_a_ledger_run::<128, 8>(5);
     eprintln!("ledger: {cuts} power cuts");
     assert!(cuts > 5000, "{cuts} cuts");
 }
@@ -407,7 +407,7 @@ fn an_erase_only_attacker_gets_no_budget_back() {
 #[test]
 fn the_budget_survives_reboots_and_the_log_wears_evenly() {
     let mut flash = RamFlash::<1024>::new(); // flag page + 3 log pages of 4 slots
-    assert_eq!(FlashStore::<RamFlash<1024>>::SLOT_LEN, 52);
+    assert_eq!(FlashStore::<RamFlash<1024>>::SLOT_LEN, 56);
     assert_eq!(FlashStore::<RamFlash<1024>>::SLOTS_PER_PAGE, 4);
     let cap = eps(10, 1);
     let mut ledger = Ledger::open(FlashStore::new(&mut flash), cap).unwrap();
@@ -454,28 +454,145 @@ fn regions_and_offsets() {
     assert_eq!(FlashStore::new(&mut tiny).load(), Err(StoreError::Layout));
 }
 
+/// Slot `slot` of log page `page` in a `RamFlash` with 256-byte pages, as a byte offset.
+fn slot_at(page: usize, slot: usize) -> usize {
+    (page + 1) * 256 + slot * FlashStore::<RamFlash<768>>::SLOT_LEN
+}
+
 #[test]
-fn a_damaged_newest_slot_is_skipped() {
+fn a_damaged_newest_slot_fails_closed() {
     let mut flash = RamFlash::<768>::new();
     let mut ledger = Ledger::open(FlashStore::new(&mut flash), eps(4, 1)).unwrap();
     ledger.debit(eps(1, 1)).unwrap();
     ledger.debit(eps(1, 1)).unwrap();
-    // Records in slots 0..3 of the first log page (offset 256, 52-byte slots). Clearing bits
-    // of the newest (an interrupted write looks like this) falls back to the one before.
-    let mut torn = flash.clone();
-    torn.bytes_mut()[256 + 2 * 52 + 4] &= 0x0f; // the record's magic 'P'
-    let ledger = Ledger::open(FlashStore::new(&mut torn), eps(4, 1)).unwrap();
-    assert_eq!(ledger.spent().num(), 1);
-    assert!(!ledger.is_corrupted());
-    // The next record skips the damaged slot.
-    let mut ledger = ledger;
+    // Records in slots 0..3 of the first log page. Clearing bits of the newest, committed
+    // record (a program-only attacker, marginal cells) must not fall back to the one before.
+    let mut damaged = flash.clone();
+    damaged.bytes_mut()[slot_at(0, 2) + 4] &= 0x0f; // the record's magic 'P'
+    let ledger = Ledger::open(FlashStore::new(&mut damaged), eps(4, 1)).unwrap();
+    assert!(ledger.is_corrupted());
+    assert!(!ledger.can_spend(eps(1, 1000)));
+    assert_eq!(
+        FlashStore::new(&mut damaged).store(&[0; LEDGER_RECORD_LEN]),
+        Err(StoreError::Tampered)
+    );
+    // So must damage to an older record of the same page, and clearing bits of several.
+    let mut older = flash.clone();
+    older.bytes_mut()[slot_at(0, 1) + 30] ^= 0x01;
+    assert!(
+        Ledger::open(FlashStore::new(&mut older), eps(4, 1))
+            .unwrap()
+            .is_corrupted()
+    );
+    let mut several = flash.clone();
+    for slot in 1..3 {
+        several.bytes_mut()[slot_at(0, slot) + 4] &= 0x0f;
+    }
+    assert!(
+        Ledger::open(FlashStore::new(&mut several), eps(4, 1))
+            .unwrap()
+            .is_corrupted()
+    );
+}
+
+#[test]
+fn a_torn_slot_without_its_commit_word_is_skipped() {
+    let mut flash = RamFlash::<768>::new();
+    let mut ledger = Ledger::open(FlashStore::new(&mut flash), eps(4, 1)).unwrap();
     ledger.debit(eps(1, 1)).unwrap();
+    // A store cut after the body of slot 2 but before its commit word: a torn write.
+    let body_len = FlashStore::<RamFlash<768>>::SLOT_LEN - 4;
+    let mut torn = flash.clone();
+    let body: Vec<u8> = torn.bytes()[slot_at(0, 1)..slot_at(0, 1) + body_len].to_vec();
+    torn.bytes_mut()[slot_at(0, 2)..slot_at(0, 2) + body_len].copy_from_slice(&body);
+    torn.bytes_mut()[slot_at(0, 2) + 9] &= 0x3f;
+    let mut ledger = Ledger::open(FlashStore::new(&mut torn), eps(4, 1)).unwrap();
+    assert!(!ledger.is_corrupted());
+    assert_eq!(ledger.spent().num(), 1);
+    // The next record skips the torn slot.
+    ledger.debit(eps(1, 1)).unwrap();
+    assert!(
+        torn.bytes()[slot_at(0, 3)..slot_at(0, 4)]
+            .iter()
+            .any(|&b| b != 0xff)
+    );
     assert_eq!(
         Ledger::open(FlashStore::new(&mut torn), eps(4, 1))
             .unwrap()
             .spent()
             .num(),
         2
+    );
+}
+
+/// The review's reproduction: one bit flip (either way) in the newest record after
+/// acknowledged debits gave budget back.
+#[test]
+fn a_bit_flip_in_the_newest_record_gives_no_budget_back() {
+    type F = RamFlash<{ 4 * 256 }>; // flag + 3 log pages of 4 slots
+    let mut flash = F::new();
+    let mut ledger = Ledger::open(FlashStore::new(&mut flash), eps(10, 1)).unwrap();
+    for _ in 0..3 {
+        ledger.debit(eps(1, 1)).unwrap(); // slots 0..=3 of log page 0
+    }
+    for byte in 0..FlashStore::<F>::SLOT_LEN - 4 {
+        for bit in 0..8 {
+            let mut flipped = flash.clone();
+            flipped.bytes_mut()[slot_at(0, 3) + byte] ^= 1 << bit;
+            let ledger = Ledger::open(FlashStore::new(&mut flipped), eps(10, 1)).unwrap();
+            assert!(
+                ledger.is_corrupted() || ledger.spent().num() == 3,
+                "a flip of bit {bit} of byte {byte}: spent {}",
+                ledger.spent().num()
+            );
+        }
+    }
+}
+
+/// The same for the upload counters: a bit flip in the newest record handed an epoch out
+/// twice.
+#[test]
+fn a_bit_flip_in_the_newest_counters_repeats_no_epoch() {
+    type F = RamFlash<{ 4 * 256 }>;
+    let mut flash = F::new();
+    let mut counters = UploadCounters::open(FlashStore::new(&mut flash)).unwrap();
+    let _ = counters.begin_epoch(0).unwrap();
+    let e1 = counters.begin_epoch(2).unwrap();
+    for byte in 0..FlashStore::<F>::SLOT_LEN - 4 {
+        for bit in 0..8 {
+            let mut flipped = flash.clone();
+            flipped.bytes_mut()[slot_at(0, 2) + byte] ^= 1 << bit;
+            match UploadCounters::open(FlashStore::new(&mut flipped)) {
+                Err(e) => assert!(matches!(e, Error::CountersCorrupted | Error::Storage)),
+                Ok(c) => assert!(
+                    c.next_epoch() > e1,
+                    "a flip of bit {bit} of byte {byte}: epoch {e1} again"
+                ),
+            }
+        }
+    }
+}
+
+/// Before the ring wraps, erasing the flag page and the only log page written so far does
+/// not make the device new: every log page carries a formatted word from provisioning on.
+#[test]
+fn erasing_the_flag_and_the_written_log_page_is_not_a_new_device() {
+    type F = RamFlash<{ 4 * 256 }>;
+    let mut flash = F::new();
+    let mut ledger = Ledger::open(FlashStore::new(&mut flash), eps(4, 1)).unwrap();
+    for _ in 0..3 {
+        ledger.debit(eps(1, 1)).unwrap();
+    }
+    flash.erase_range(0..512); // flag page + log page 0 (2 of 4 pages)
+    let ledger = Ledger::open(FlashStore::new(&mut flash), eps(4, 1)).unwrap();
+    assert!(ledger.is_corrupted());
+    assert_eq!(
+        FlashStore::new(&mut flash).store(&[0; LEDGER_RECORD_LEN]),
+        Err(StoreError::Tampered)
+    );
+    assert_eq!(
+        UploadCounters::open(FlashStore::new(&mut flash)).err(),
+        Some(Error::CountersCorrupted)
     );
 }
 
