@@ -3,27 +3,51 @@
 //! [`FlashStore`] keeps the 41-byte records of a [`Ledger`](crate::ledger::Ledger) (or of the
 //! [`UploadCounters`](crate::upload_counters::UploadCounters)) in a region of any
 //! [`embedded_storage::nor_flash::NorFlash`]: erase a page to `0xFF`, program each word once.
-//! It is written for an attacker who can **erase** flash (a debugger's page erase, a glitched
-//! erase) and for **power cuts at any instant**; one who can program arbitrary bits can forge a
-//! record and is out of scope (the record is checked, not signed).
+//! It is written for an attacker who can **erase** whole erase pages (a debugger's page
+//! erase), for **bit damage** (flips, marginal cells, an attacker who can only clear bits of
+//! programmed words) and for **power cuts at any instant**. One who can program arbitrary bits
+//! can forge a record, and one who can erase and re-program can **replay** an old image of a
+//! page: both are out of scope (the record is checked, not signed, and nothing on flash alone
+//! can tell an old image from the current one). Where that matters, lock the region with the
+//! MCU's write protection or read-out/debug protection, or bind the log to a monotonic counter
+//! the attacker cannot roll back (an OTP counter, a secure element).
 //!
 //! # Layout
 //!
 //! The region (whole erase pages) is one **flag page** followed by 2 to 32 **log pages**:
 //!
 //! * the flag page holds the provisioning word `PQPV` at its start. The store writes it
-//!   with the first record and **never erases this page**. Once it is set, a region
+//!   with the first record and **never erases this page**. Once it is set (or any log page's
+//!   formatted word), a region
 //!   without a valid record reads as a record of `0xFF` bytes, which fails the ledger's and the
 //!   counters' checks: erased flash after the first boot never looks like a fresh device
 //!   ([`Ledger::open`](crate::ledger::Ledger::open) marks the ledger corrupted and it refuses every
 //!   release; [`UploadCounters::open`](crate::upload_counters::UploadCounters::open) fails with
 //!   [`Error::CountersCorrupted`]). Only a region with the
-//!   flag **and** every log page erased is a new device.
+//!   flag **and** every log page erased is a new device: every word the store ever programs
+//!   (flag, formatted, closed and commit words, slot bodies) reads erased, torn slots of an
+//!   interrupted first store aside. An erase-only attacker erases whole pages, so this is the
+//!   same as the whole region erased. Erase the region when the device is first flashed (a
+//!   mass erase): leftover data from earlier firmware makes the store refuse, not start fresh.
 //! * each log page holds [`SLOTS_PER_PAGE`](FlashStore::SLOTS_PER_PAGE) slots of
-//!   [`SLOT_LEN`](FlashStore::SLOT_LEN) bytes and, in its last word, a **closed** marker.
-//!   A slot is a write counter (u32 LE), the record, and a CRC-32 of both, padded with
-//!   `0xFF` to the write size. Every store programs the next erased slot with the counter
-//!   plus one; the newest record is the valid slot with the highest counter.
+//!   [`SLOT_LEN`](FlashStore::SLOT_LEN) bytes, then a **formatted** word `PQFM` (programmed
+//!   into every log page at provisioning, and into a page again right after each erase) and,
+//!   in its last word, a **closed** marker.
+//!   A slot is a body (a write counter (u32 LE), the record, and a CRC-32 of both, padded with
+//!   `0xFF` to the write size) and then a **commit word** (all bits cleared), programmed after
+//!   the body. Every store programs the next erased slot with the counter plus one; the newest
+//!   record is the committed slot with the highest counter.
+//! * A slot whose commit word is erased is a **torn write** (the store was cut before it
+//!   committed, so it never returned): it is skipped. A committed slot whose CRC fails is
+//!   **corruption** (a bit flip, a marginal cell, bits cleared on purpose): if it is in the
+//!   page of the newest valid record, the store fails closed (`load` returns the `0xFF`
+//!   record, `store` refuses with [`StoreError::Tampered`]) instead of falling back to an
+//!   older record, which would give budget back or hand an upload epoch out twice. Turning a
+//!   committed slot into an uncommitted one takes 0→1 transitions, i.e. an erase of its page,
+//!   which the closed markers catch. Damage in another page is tolerated: a record newer than
+//!   the newest valid one could only be there if that store closed the newest record's page
+//!   before returning, and that page is not closed; a power cut during the store's own erase
+//!   of the next ring page leaves exactly such damage.
 //!
 //! # Wear levelling and power cuts
 //!
@@ -32,13 +56,16 @@
 //! full page's closed marker. Each page is thus erased once per `log pages ×
 //! SLOTS_PER_PAGE` stores, and the store never erases the page that holds the newest record:
 //!
-//! * a cut while a slot is programmed leaves a slot that fails its CRC; it is skipped, and the
-//!   newest valid record is the one before it (that store never returned, so the caller never
-//!   released anything on its strength: see [`LedgerStore::store`]);
+//! * a cut while a slot's body is programmed, or before its commit word is, leaves a torn
+//!   write (commit word erased); it is skipped, and the newest valid record is the one before
+//!   it (that store never returned, so the caller never released anything on its strength:
+//!   see [`LedgerStore::store`]); a cut while the commit word is programmed leaves it erased
+//!   (torn) or not (committed, and the body is complete);
 //! * a cut during the erase of the next page leaves the newest record intact in the full page,
 //!   and the next store erases that page again;
-//! * a cut before a closed marker is written is repaired by the next store, which closes
-//!   every page other than its own that still holds records, before it returns.
+//! * a cut before a formatted word or a closed marker is written is repaired by the next store,
+//!   which formats every log page without a formatted word and closes every page other than
+//!   its own that still holds records, before it returns.
 //!
 //! Hence when [`store`](LedgerStore::store) returns, every page but the newest record's is
 //! closed, and the provisioning word is set. Erasing the newest record's page (with or without
@@ -48,11 +75,30 @@
 //! every log page resets the device; place the region where a page erase needs privileges the
 //! attacker lacks (write protection, read-out protection) if that matters.
 //!
-//! Two limits, both on the safe side: a slot whose programming was cut before any bit changed
+//! # Requirements on the flash
+//!
+//! * **Erased flash reads `0xFF`** and programming only clears bits (NOR). The store does not
+//!   check this: on flash whose erased state reads `0x00` (e.g. the STM32L0/L1 data EEPROM and
+//!   program flash) every slot reads as programmed and the device never provisions (it fails
+//!   closed, [`StoreError::Tampered`]). Such flash needs a `NorFlash` wrapper that inverts
+//!   the bits.
+//! * [`NorFlash::ERASE_SIZE`] must be the **smallest unit an attacker can erase**. If the
+//!   hardware can erase less than that (sub-page or sector erases behind a larger page) or an
+//!   erase can be glitched into clearing only part of a page, an attacker can erase a closed
+//!   marker alone and reopen an old page: partial erases are out of scope.
+//! * `WRITE_SIZE` at most 64 bytes (a slot body of 49 bytes and each marker are rounded up
+//!   to it: 56-byte slots for 4-byte words, 128 bytes for 64-byte words); `READ_SIZE`
+//!   must divide the rounded body and marker; a page must hold a slot and two marker words.
+//! * On flash with **ECC** (e.g. STM32 families with 64-bit ECC words), reading a torn word
+//!   may raise a double-bit error: if the driver returns it, `load` stops with
+//!   [`Error::Storage`] and nothing is released; if the MCU raises a bus fault or NMI
+//!   instead, the device resets on every boot. Both are safe (no budget comes back) but a
+//!   power cut at the wrong instant then bricks the ledger: a denial of service. Handle the
+//!   ECC fault in the HAL (report it as a read error) where that matters.
+//!
+//! One more limit on the safe side: a slot whose programming was cut before any bit changed
 //! reads as erased and is programmed again by the next store (flash that must never see a
-//! second program of a word needs the slot skipped instead); and on flash with ECC that
-//! faults on reading a torn word, the read error stops `load`, so the ledger does not open
-//! ([`Error::Storage`]) and nothing is released.
+//! second program of a word needs the slot skipped instead).
 //!
 //! The tests (`core/tests/flash_store.rs`) cut the power at every program and erase operation
 //! of a long run, at every word of it (the cut word left with undefined bits): a fresh-looking
@@ -63,12 +109,12 @@
 //!
 //! RAM: the flash handle and two `u32`s; a `load` or `store` puts about 150 bytes on the stack
 //! (a 64-byte slot buffer and the scan's result). Time: no copy of the log is kept, so every
-//! `load` and `store` reads every slot (and CRCs every programmed one) before it programs one
-//! slot; a page change adds one page erase and one closed-marker word. Flash, measured on the
-//! example firmware (`thumbv6m-none-eabi`, `opt-level = "z"`, LTO): the scan is 480 bytes and
-//! the store as a whole (scan, reads, programs, `load`/`store`) about 1 KB; the firmware image
-//! grew by 580 bytes when it replaced its own simpler store (one log page, no closed markers,
-//! no write counter) with this one.
+//! `load` and `store` reads every slot (body and commit word, and CRCs every committed one)
+//! before it programs one slot and its commit word; a page change adds one page erase, one
+//! formatted word and one closed-marker word. Flash, measured on the example firmware
+//! (`thumbv6m-none-eabi`, `opt-level = "z"`, LTO): the scan is 640 bytes and the store as a
+//! whole (scan, reads, programs, `load`/`store`) about 1.4 KB; the commit and formatted words
+//! added 424 bytes to the image.
 //!
 //! # Example
 //!
@@ -78,7 +124,9 @@
 //! use privq_core::Epsilon;
 //!
 //! // 4 pages of 128 bytes: the flag page and 3 log pages of 2 slots each. On a board, use the
-//! // HAL's `NorFlash` and a region of whole pages: `FlashStore::in_region(flash, 0x3_F000..0x4_0000)`.
+//! // HAL's `NorFlash` and a region of at least 3 whole pages of its erase size, e.g. the last
+//! // 4 KiB of a 256 KiB nRF51 (1 KiB pages): `FlashStore::in_region(nvmc, 0x3_F000..0x4_0000)`;
+//! // on an nRF52840 (4 KiB pages), `0xF_C000..0x10_0000`.
 //! let mut flash = RamFlash::<512, 128, 4>::new();
 //! let mut ledger = Ledger::open(FlashStore::new(&mut flash), Epsilon::new(4, 1)?)?;
 //! for _ in 0..6 {
@@ -200,7 +248,9 @@ impl<F: NorFlash> FlashStore<F> {
     pub const SLOTS_PER_PAGE: usize =
         F::ERASE_SIZE.saturating_sub(2 * Self::MARK_LEN) / Self::SLOT_LEN;
 
-    /// A store on the whole of `flash` (its capacity rounded down to whole pages).
+    /// A store on the whole of `flash` (its capacity rounded down to whole pages). Only for
+    /// a flash (or a driver's window) that holds nothing else: on a board's program flash,
+    /// use [`in_region`](Self::in_region), or the first store's erase wipes the firmware.
     pub fn new(flash: F) -> Self {
         let pages = flash.capacity().checked_div(F::ERASE_SIZE).unwrap_or(0);
         let end = u32::try_from(pages.saturating_mul(F::ERASE_SIZE)).unwrap_or(0);

@@ -39,6 +39,11 @@ pub struct Device<L: NorFlash, C: NorFlash> {
 impl<L: NorFlash, C: NorFlash> Device<L, C> {
     /// Boots: opens the ledger (lifetime ε = 4) and the upload counters, each on its own
     /// flash region (whole pages: a flag page and at least two log pages).
+    ///
+    /// Each store is `FlashStore::new`, so it uses **all** of the flash it is given (its
+    /// capacity in whole pages) and its first store erases all of it: pass a driver or
+    /// window that covers only the store's region, never a board's whole program flash
+    /// (or build the stores with `FlashStore::in_region(flash, start..end)` instead).
     pub fn boot(
         ledger_flash: L,
         counter_flash: C,
