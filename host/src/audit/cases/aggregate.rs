@@ -407,40 +407,16 @@ pub fn aggregate_variance_edge(small: bool) -> Result<AuditCase, AuditError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::audit::cases::twins::test_runs;
     use crate::audit::{AuditReport, audit};
     use privq_core::sample::DiscreteLaplace;
     use rand_chacha::ChaCha12Rng;
 
-    fn test_runs(name: &str) -> u64 {
-        super::super::REGISTRY
-            .iter()
-            .find(|r| r.name == name)
-            .unwrap()
-            .test_runs
-    }
-
+    /// The real case passes and its one twin is flagged; both reports.
     fn check(name: &str, real: &AuditCase, twin: &AuditCase) -> (AuditReport, AuditReport) {
-        let runs = test_runs(name);
-        let start = std::time::Instant::now();
-        let real = audit(real, runs, 7, &|_| {}).unwrap();
-        let took = start.elapsed();
-        let twin = audit(twin, runs, 7, &|_| {}).unwrap();
-        eprintln!(
-            "{name}: real {:.3} ({:?}; {:.2?}), twin {:.3} ({:?}), claimed {:.3}",
-            real.empirical_epsilon,
-            real.witness,
-            took,
-            twin.empirical_epsilon,
-            twin.witness,
-            real.claimed_epsilon
-        );
-        assert!(real.passed(), "{name}: {:.3}", real.empirical_epsilon);
-        assert!(
-            !twin.passed(),
-            "{name}: the twin went unnoticed: {:.3}",
-            twin.empirical_epsilon
-        );
-        (real, twin)
+        let mut reports = super::super::twins::check(name, real, &[("twin", twin)]);
+        let twin = reports.pop().unwrap();
+        (reports.pop().unwrap(), twin)
     }
 
     /// No bounding: limits of 10 000 rows (the heavy unit keeps every row) with

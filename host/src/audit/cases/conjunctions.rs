@@ -408,43 +408,14 @@ pub(crate) fn cut_release_at(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::{AuditReport, audit};
+    use crate::audit::AuditReport;
     use crate::central::VectorLaplace;
     use crate::conjunctions::{StatOracle, release_by_agnostic_learning};
     use crate::contract::Neighbours;
 
-    fn test_runs(name: &str) -> u64 {
-        super::super::REGISTRY
-            .iter()
-            .find(|r| r.name == name)
-            .unwrap()
-            .test_runs
-    }
-
-    /// Audits the real case and its twins at the test size; the real one must pass
-    /// and every twin must be flagged.
     fn check(name: &str, real: AuditCase, twins: Vec<(&str, AuditCase)>) -> Vec<AuditReport> {
-        let runs = test_runs(name);
-        let real = audit(&real, runs, 7, &|_| {}).unwrap();
-        eprintln!(
-            "{name} real: {:.3} vs claimed {:.3} ({:?})",
-            real.empirical_epsilon, real.claimed_epsilon, real.witness
-        );
-        assert!(real.passed(), "{name}: {real:?}");
-        let mut out = vec![real];
-        for (twin_name, twin) in twins {
-            let r = audit(&twin, runs, 7, &|_| {}).unwrap();
-            eprintln!(
-                "{name} twin ({twin_name}): {:.3} vs claimed {:.3} ({:?})",
-                r.empirical_epsilon, r.claimed_epsilon, r.witness
-            );
-            assert!(
-                !r.passed(),
-                "{name}: the twin ({twin_name}) went unnoticed: {r:?}"
-            );
-            out.push(r);
-        }
-        out
+        let twins: Vec<(&str, &AuditCase)> = twins.iter().map(|(n, c)| (*n, c)).collect();
+        super::super::twins::check(name, &real, &twins)
     }
 
     /// `STAT` without noise, with the tolerance the real oracle reports (so the

@@ -190,15 +190,7 @@ pub fn dx_mwem(small: bool) -> Result<AuditCase, AuditError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::audit;
-
-    fn test_runs(name: &str) -> u64 {
-        super::super::REGISTRY
-            .iter()
-            .find(|r| r.name == name)
-            .unwrap()
-            .test_runs
-    }
+    use crate::audit::cases::twins::check;
 
     /// The d_X Laplace twin calibrated for twice the metric (half the noise) is
     /// flagged; the real mechanism passes.
@@ -208,19 +200,8 @@ mod tests {
         let twin = DxLaplace::new(&twice, thirds().unwrap(), vec![THIRDS_C / 2.0]).unwrap();
         let twin =
             dx_laplace_case(twin, Epsilon::new(6, 1).unwrap(), "twin: half the noise").unwrap();
-        let runs = test_runs("dx-laplace");
-        let real = audit(&dx_laplace(true).unwrap(), runs, 7, &|_| {}).unwrap();
-        let twin = audit(&twin, runs, 7, &|_| {}).unwrap();
-        eprintln!(
-            "dx-laplace: real {:.3} ({:?}), twin {:.3} ({:?}), claimed {:.3}",
-            real.empirical_epsilon,
-            real.witness,
-            twin.empirical_epsilon,
-            twin.witness,
-            real.claimed_epsilon
-        );
-        assert!(real.passed(), "{real:?}");
-        assert!(!twin.passed(), "half the noise went unnoticed: {twin:?}");
+        let real = dx_laplace(true).unwrap();
+        check("dx-laplace", &real, &[("half the noise", &twin)]);
     }
 
     /// SmallDB's twin checked against the wrong metric: queries twice as steep
@@ -232,19 +213,11 @@ mod tests {
         let steep = Queries::new(vec![vec![0.0, 2.0, 6.0], vec![0.0, 2.0, 2.0]]).unwrap();
         let db = SmallDb::new(steep, 1.0, 0.7).unwrap();
         let twin = smalldb_case(db, twice, Epsilon::new(6, 1).unwrap(), "twin").unwrap();
-        let runs = test_runs("smalldb");
-        let real = audit(&smalldb(true).unwrap(), runs, 7, &|_| {}).unwrap();
-        let twin = audit(&twin, runs, 7, &|_| {}).unwrap();
-        eprintln!(
-            "smalldb: real {:.3} ({:?}), twin {:.3} ({:?}), claimed {:.3}",
-            real.empirical_epsilon,
-            real.witness,
-            twin.empirical_epsilon,
-            twin.witness,
-            real.claimed_epsilon
+        check(
+            "smalldb",
+            &smalldb(true).unwrap(),
+            &[("the wrong metric", &twin)],
         );
-        assert!(real.passed(), "{real:?}");
-        assert!(!twin.passed(), "the wrong metric went unnoticed: {twin:?}");
     }
 
     /// The ceiling of the grid-level calibration is exercised: the pair's answers

@@ -245,15 +245,7 @@ pub(crate) fn knorm_cube_case(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::audit;
-
-    fn test_runs(name: &str) -> u64 {
-        super::super::REGISTRY
-            .iter()
-            .find(|r| r.name == name)
-            .unwrap()
-            .test_runs
-    }
+    use crate::audit::cases::twins::check;
 
     /// The replace-one case's twin is KM calibrated for add/remove (Δ = 1 where
     /// replace-one needs 2: half the noise); the real mechanism passes and the twin
@@ -261,25 +253,10 @@ mod tests {
     #[test]
     fn the_auditor_flags_the_replace_twin_of_knorm() {
         let eps = Epsilon::new(1, 1).unwrap();
-        let runs = test_runs("knorm-replace");
         let real = knorm_replace(true).unwrap();
         let twin = KNorm::new(replace_body().unwrap(), Neighbours::AddRemove, eps).unwrap();
         let twin = knorm_replace_case(twin, eps, true).unwrap();
-        let real = audit(&real, runs, 7, &|_| {}).unwrap();
-        let twin = audit(&twin, runs, 7, &|_| {}).unwrap();
-        eprintln!(
-            "knorm-replace: real {:.3} ({:?}), twin {:.3} ({:?}), claimed {:.3}",
-            real.empirical_epsilon,
-            real.witness,
-            twin.empirical_epsilon,
-            twin.witness,
-            real.claimed_epsilon
-        );
-        assert!(real.passed(), "{real:?}");
-        assert!(
-            !twin.passed(),
-            "the add/remove calibration went unnoticed: {twin:?}"
-        );
+        check("knorm-replace", &real, &[("add/remove calibration", &twin)]);
     }
 
     /// The existing cases' twins with half the noise (KM or NiKM at 2ε, judged
@@ -335,19 +312,9 @@ mod tests {
                 .unwrap(),
             ),
         ] {
-            let runs = test_runs(name);
             let real = super::super::by_name(name, true).unwrap().unwrap();
-            let real = audit(&real, runs, 7, &|_| {}).unwrap();
-            let twin = audit(&twin, runs, 7, &|_| {}).unwrap();
-            eprintln!(
-                "{name}: real {:.3} ({:?}), twin {:.3} ({:?}), claimed {claim}",
-                real.empirical_epsilon, real.witness, twin.empirical_epsilon, twin.witness
-            );
-            assert!(real.passed(), "{name}: {real:?}");
-            assert!(
-                !twin.passed(),
-                "{name}: half the noise went unnoticed: {twin:?}"
-            );
+            let reports = check(name, &real, &[("half the noise", &twin)]);
+            assert_eq!(reports[0].claimed_epsilon, f64::from(claim), "{name}");
         }
     }
 

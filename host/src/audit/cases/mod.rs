@@ -19,6 +19,8 @@ mod noisy_max;
 mod pmw;
 mod synth;
 mod threshold;
+#[cfg(test)]
+mod twins;
 
 pub use aggregate::{
     aggregate_heavy_unit, aggregate_outlier, aggregate_quantile_gap, aggregate_rare_group,

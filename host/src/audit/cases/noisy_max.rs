@@ -69,16 +69,8 @@ fn case_for(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::audit;
+    use crate::audit::cases::twins::check;
     use privq_core::sample::DiscreteLaplace;
-
-    fn test_runs(name: &str) -> u64 {
-        super::super::REGISTRY
-            .iter()
-            .find(|r| r.name == name)
-            .unwrap()
-            .test_runs
-    }
 
     /// The broken twins: half the noise each relation needs — the monotone scale
     /// 1/ε under replace-one (true loss ≈ 1.71 on the pair), and 1/(2ε) under
@@ -113,19 +105,7 @@ mod tests {
                 .unwrap()
                 .with_noise(noise);
             let twin = case_for(twin_mech, eps, name, "twin", counts);
-            let runs = test_runs(name);
-            let real = audit(&real, runs, 7, &|_| {}).unwrap();
-            let twin = audit(&twin, runs, 7, &|_| {}).unwrap();
-            eprintln!(
-                "{name}: real {:.3}, twin {:.3}, claimed {:.3}",
-                real.empirical_epsilon, twin.empirical_epsilon, real.claimed_epsilon
-            );
-            assert!(real.passed(), "{name}: {:.3}", real.empirical_epsilon);
-            assert!(
-                !twin.passed(),
-                "{name}: the twin went unnoticed: {:.3}",
-                twin.empirical_epsilon
-            );
+            check(name, &real, &[("half the noise", &twin)]);
         }
     }
 }

@@ -170,15 +170,7 @@ pub(crate) fn threshold_case(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::audit;
-
-    fn test_runs() -> u64 {
-        super::super::REGISTRY
-            .iter()
-            .find(|r| r.name == "threshold-oracle")
-            .unwrap()
-            .test_runs
-    }
+    use crate::audit::cases::twins::check;
 
     /// The broken twin of Lemma 7.3.1's noise reuse: every ask opens a fresh
     /// session (fresh noise per `(q, t)` and per repeat, as a session that forgot
@@ -202,32 +194,18 @@ mod tests {
     #[test]
     fn the_auditor_flags_each_twin_of_the_threshold_oracle() {
         let eps = Epsilon::new(1, 1).unwrap();
-        let runs = test_runs();
-        let real = audit(&threshold_oracle(true).unwrap(), runs, 7, &|_| {}).unwrap();
+        let real = threshold_oracle(true).unwrap();
         let oracle = ThresholdOracle::new(2, eps, ALPHA).unwrap();
         let fresh = threshold_case(oracle, eps, true, ask_fresh, "twin: fresh noise").unwrap();
-        let fresh = audit(&fresh, runs, 7, &|_| {}).unwrap();
         // Scale 1/ε: the oracle for b = 2 at 2ε, audited against ε.
         let double = eps.checked_mul_int(2).unwrap();
         let loud = ThresholdOracle::new(2, double, ALPHA).unwrap();
         let loud = threshold_case(loud, double, true, ask_session, "twin: ε per query").unwrap();
-        let loud = audit(&loud, runs, 7, &|_| {}).unwrap();
-        for (name, r) in [
-            ("real", &real),
-            ("fresh noise", &fresh),
-            ("ε per query", &loud),
-        ] {
-            eprintln!(
-                "threshold-oracle {name}: {:.3} vs claimed {:.3} ({:?})",
-                r.empirical_epsilon, r.claimed_epsilon, r.witness
-            );
-        }
-        assert!(real.passed(), "{real:?}");
-        assert!(
-            !fresh.passed(),
-            "fresh noise per ask went unnoticed: {fresh:?}"
+        check(
+            "threshold-oracle",
+            &real,
+            &[("fresh noise per ask", &fresh), ("ε per query", &loud)],
         );
-        assert!(!loud.passed(), "ε per query went unnoticed: {loud:?}");
     }
 
     /// The real session answers every repeat of `(q, t)` alike.
