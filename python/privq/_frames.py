@@ -113,6 +113,13 @@ def _domain_values(domain: "Domain", name: str, t: pa.DataType) -> pa.Array:
     charged when one cannot be written in that type."""
     texts = pa.array(domain.values(name), pa.string())
     binned = domain.kind(name) == "binned"
+    if pa.types.is_boolean(_value_type(t)) and sorted(domain.values(name)) != ["0", "1"]:
+        # Anything else would be relabelled on the way out (every value but 1 as False).
+        raise ValueError(
+            f"column {name!r} is boolean, and its domain values ({', '.join(domain.values(name)[:5])}"
+            f"{', ...' if len(texts) > 5 else ''}) are not exactly \"0\" and \"1\": give it "
+            "the values [\"0\", \"1\"] (or 2 as its size), or make the column integer or text"
+        )
     try:
         return _cast_values(texts, _value_type(t), binned)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:

@@ -215,3 +215,33 @@ def test_a_budget_file_survives_a_new_accountant(df, domain, tmp_path):
     (tmp_path / "other.json").write_text("{}")
     with pytest.raises(privq.PrivqError, match="not a privq budget file"):
         privq.Accountant(budget_file=tmp_path / "other.json")
+
+
+@pytest.mark.parametrize(
+    "values", [["0", "1", "2"], ["1", "2"], ["no", "yes"], ["0"], ["false", "true"]]
+)
+def test_a_bool_column_needs_the_values_0_and_1(df, values):
+    domain = privq.Domain({"attributes": [
+        {"name": "city", "values": ["Oslo", "Rome", "Lima"]},
+        {"name": "age", "edges": [0, 18, 65, 120]},
+        {"name": "smoker", "values": values},
+    ]})
+    acct = privq.Accountant(epsilon=5, delta=1e-6)
+    flags = df.assign(smoker=df["smoker"].astype(bool))
+    for frame in (flags, pl.from_pandas(flags), pa.Table.from_pandas(flags, preserve_index=False)):
+        with pytest.raises(ValueError, match="'smoker'.*boolean"):
+            privq.synthesize(frame, domain, epsilon=1, accountant=acct, seed=1)
+    untouched(acct)
+
+
+def test_a_bool_column_with_0_and_1_round_trips(df):
+    for values in (["0", "1"], ["1", "0"]):
+        domain = privq.Domain({"attributes": [
+            {"name": "city", "values": ["Oslo", "Rome", "Lima"]},
+            {"name": "age", "edges": [0, 18, 65, 120]},
+            {"name": "smoker", "values": values},
+        ]})
+        flags = df.assign(smoker=df["smoker"].astype(bool))
+        out = privq.synthesize(flags, domain, epsilon=1, seed=1, neighbours="replace")
+        assert out["smoker"].dtype == bool
+        assert out["smoker"].any() and not out["smoker"].all()
