@@ -478,7 +478,7 @@ impl Accountant {
             });
         };
         let delta = cost.delta();
-        if !(0.0..1.0).contains(&delta) || self.spent_delta + delta > self.delta {
+        if !(0.0..1.0).contains(&delta) || delta_sum(self.spent_delta, delta) > self.delta {
             return Err(AccountantError::DeltaExceeded);
         }
         let total = match self.spent {
@@ -495,7 +495,7 @@ impl Accountant {
             });
         }
         self.spent = Some(total);
-        self.spent_delta += delta;
+        self.spent_delta = delta_sum(self.spent_delta, delta);
         self.ledger.push(Charge {
             label: label.to_string(),
             cost,
@@ -524,7 +524,7 @@ impl Accountant {
             None => epsilon <= self.epsilon,
             Some(s) => s.checked_add(epsilon).is_ok_and(|t| t <= self.epsilon),
         };
-        eps_ok && self.spent_delta + cost.delta() <= self.delta
+        eps_ok && delta_sum(self.spent_delta, cost.delta()) <= self.delta
     }
 
     /// ε still available (`None` when the budget is used up exactly, and always for
@@ -603,6 +603,17 @@ impl Accountant {
     pub fn ledger(&self) -> &[Charge] {
         &self.ledger
     }
+}
+
+/// `a + b` for δ's (finite, non-negative), rounded up: never below the exact sum,
+/// so adding up spent δ's can never let a charge through that the exact sum would
+/// refuse. (Round-to-nearest can land below it: the error term of the sum, by
+/// Knuth's TwoSum, says when.)
+pub(crate) fn delta_sum(a: f64, b: f64) -> f64 {
+    let s = a + b;
+    let bb = s - a;
+    let err = (a - (s - bb)) + (b - bb);
+    if err > 0.0 { s.next_up() } else { s }
 }
 
 #[cfg(test)]

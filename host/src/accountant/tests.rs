@@ -516,3 +516,27 @@ fn the_text_ledger_is_short_and_the_exact_one_keeps_fractions() {
     );
     assert!(pure.ledger_text_exact().contains("δ = 0 of 0"));
 }
+
+/// Two δ's whose float sum rounds below their exact sum: a budget of that float
+/// sum must refuse the second (the exact spend would exceed it), and the spent δ
+/// is never below the exact sum.
+#[test]
+fn delta_sums_round_up_never_down() {
+    let (a, b) = (2.128856032350055e-09, 1.4275534950129973e-09);
+    let nearest = a + b;
+    // The exact sum is above the nearest double (the pair's error term is positive).
+    assert!(((a - (nearest - (nearest - a))) + (b - (nearest - a))) > 0.0);
+    assert_eq!(delta_sum(a, b), nearest.next_up());
+    assert_eq!(delta_sum(0.5, 0.25), 0.75);
+    let mut acc = Accountant::approximate(Epsilon::new(10, 1).unwrap(), nearest).unwrap();
+    let cost = |d| Cost::Approximate {
+        epsilon: Epsilon::new(1, 1).unwrap(),
+        delta: d,
+    };
+    acc.charge("first", cost(a)).unwrap();
+    assert!(!acc.can_afford(&cost(b)));
+    assert!(matches!(
+        acc.charge("second", cost(b)),
+        Err(AccountantError::DeltaExceeded)
+    ));
+}

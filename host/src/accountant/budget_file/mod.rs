@@ -81,7 +81,7 @@ use std::path::{Path, PathBuf};
 use privq_core::Epsilon;
 use serde::{Deserialize, Serialize};
 
-use super::{Accountant, Cost, zcdp_epsilon};
+use super::{Accountant, Cost, delta_sum, zcdp_epsilon};
 use crate::contract::Neighbours;
 
 /// The version of the budget-file format this build writes and reads.
@@ -499,7 +499,7 @@ impl BudgetFile {
                 .checked_add(run.epsilon)
                 .map_err(|_| BudgetFileError::Overflow)?,
         };
-        let total_delta = before.spent_delta + run.delta;
+        let total_delta = delta_sum(before.spent_delta, run.delta);
         if total > file.cap.epsilon || total_delta > file.cap.delta {
             return Err(BudgetFileError::Exceeded(Box::new(BudgetExceeded {
                 path: path.to_path_buf(),
@@ -551,7 +551,7 @@ impl BudgetFile {
                     .checked_add(c.epsilon)
                     .map_err(|_| BudgetFileError::Overflow)?,
             });
-            delta += c.delta;
+            delta = delta_sum(delta, c.delta);
         }
         Ok(BudgetStatus {
             cap: self.cap,

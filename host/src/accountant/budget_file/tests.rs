@@ -349,3 +349,22 @@ fn budget_times_are_utc() {
     assert_eq!(utc_text(951_782_400), "2000-02-29T00:00:00Z");
     assert_eq!(utc_text(1_767_225_599), "2025-12-31T23:59:59Z");
 }
+
+/// The file's δ total rounds up: two δ's whose float sum rounds below their exact
+/// sum do not both fit a cap of that float sum.
+#[test]
+fn a_budget_file_adds_deltas_rounding_up() {
+    let path = scratch("delta-sum");
+    let (a, b) = (2.128856032350055e-09, 1.4275534950129973e-09);
+    let cap = Cap::new(eps(10, 1), a + b).unwrap();
+    let run = |d| {
+        RunCost::new(Cost::Approximate {
+            epsilon: eps(1, 1),
+            delta: d,
+        })
+        .unwrap()
+    };
+    BudgetFile::charge(&path, Some(cap), &run(a), "first", None).unwrap();
+    let e = BudgetFile::charge(&path, None, &run(b), "second", None).unwrap_err();
+    assert!(matches!(e, BudgetFileError::Exceeded(_)), "{e}");
+}
