@@ -85,7 +85,10 @@
 //! * [`NorFlash::ERASE_SIZE`] must be the **smallest unit an attacker can erase**. If the
 //!   hardware can erase less than that (sub-page or sector erases behind a larger page) or an
 //!   erase can be glitched into clearing only part of a page, an attacker can erase a closed
-//!   marker alone and reopen an old page: partial erases are out of scope.
+//!   marker alone and reopen an old page: partial erases are out of scope. The same holds
+//!   for a power cut during the store's own erase of the next ring page on flash that can
+//!   leave that page's closed marker erased but older slots intact (an erase that is not
+//!   all-or-nothing nor front to back), followed by an attacker's erase of the newest page.
 //! * `WRITE_SIZE` at most 64 bytes (a slot body of 49 bytes and each marker are rounded up
 //!   to it: 56-byte slots for 4-byte words, 128 bytes for 64-byte words); `READ_SIZE`
 //!   must divide the rounded body and marker; a page must hold a slot and two marker words.
