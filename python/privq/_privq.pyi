@@ -67,6 +67,14 @@ class Accountant:
     def remaining(self) -> _RemainingDict: ...
     def ledger(self) -> list[_Charge]: ...
 
+class _SynthInfo(TypedDict, total=False):
+    rho: Optional[_Pair]
+    epsilon: float
+    delta: float
+    rows: int
+    records_in: int  # only under neighbours="replace" (n public); absent otherwise
+    ledger: str
+
 def _domain_template(names: Sequence[str], numeric: Sequence[str]) -> str: ...
 def _synthesize(
     columns: Sequence[Tuple[str, list[Any], bytes]],
@@ -78,4 +86,4 @@ def _synthesize(
     rows: Optional[int],
     accountant: Optional[Accountant],
     seed: Optional[int],
-) -> Tuple[list[Tuple[str, list[str], bytes]], dict[str, Any]]: ...
+) -> Tuple[list[Tuple[str, list[str], bytes]], _SynthInfo]: ...

@@ -795,7 +795,11 @@ fn _synthesize<'py>(
         info.set_item("epsilon", release.guarantee.epsilon)?;
         info.set_item("delta", release.guarantee.delta)?;
         info.set_item("rows", n)?;
-        info.set_item("records_in", records.len())?;
+        // n only where the relation makes it public: under add/remove neighbours
+        // the number of records is private and is not returned.
+        if neighbours == Neighbours::Replace {
+            info.set_item("records_in", records.len())?;
+        }
         info.set_item("ledger", spent.ledger_text_exact())?;
         Ok((out, info))
     })

@@ -245,3 +245,21 @@ def test_a_bool_column_with_0_and_1_round_trips(df):
         out = privq.synthesize(flags, domain, epsilon=1, seed=1, neighbours="replace")
         assert out["smoker"].dtype == bool
         assert out["smoker"].any() and not out["smoker"].all()
+
+
+def _columns(df, domain):
+    from privq._frames import to_columns
+
+    return to_columns(df, domain)[2]
+
+
+def test_the_internal_release_returns_n_only_when_it_is_public(df, domain):
+    args = (None, None, 1)  # rows, accountant, seed
+    _, info = privq._privq._synthesize(
+        _columns(df, domain), domain._inner, 1, 1e-9, None, "add-remove", *args
+    )
+    assert "records_in" not in info, "n is private under add/remove neighbours"
+    _, info = privq._privq._synthesize(
+        _columns(df, domain), domain._inner, 1, 1e-9, None, "replace", *args
+    )
+    assert info["records_in"] == len(df)
