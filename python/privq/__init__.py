@@ -21,6 +21,7 @@ Fraction(1, 1)
 from __future__ import annotations
 
 import json
+import numbers
 import os
 import warnings
 from fractions import Fraction
@@ -61,6 +62,27 @@ class Budget(NamedTuple):
     rho: Optional[Fraction]
 
 
+def _number(value: Any) -> Any:
+    """A NumPy scalar as the plain Python number it holds (``np.float64(0.1)`` as
+    the float ``0.1``, read by its shortest decimal; ``np.int64(3)`` as ``3``);
+    anything else, including NumPy's bool, unchanged (and refused in Rust)."""
+    if type(value).__module__ == "numpy":
+        if isinstance(value, numbers.Integral):
+            return int(value)
+        if isinstance(value, numbers.Real):
+            return float(value)
+    return value
+
+
+def _delta(value: Any) -> float:
+    """δ as a float: a Python or NumPy int or float, never a bool."""
+    value = _number(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"delta must be a float, not {type(value).__name__}")
+    return float(value)
+
+
+
 def _fraction(pair: Optional[Sequence[int]]) -> Optional[Fraction]:
     return None if pair is None else Fraction(pair[0], pair[1])
 
@@ -73,7 +95,9 @@ class Accountant:
     delta=...)`` a ρ-zCDP budget. ε and ρ are exact: a float is read as its
     shortest decimal (``0.1`` is exactly 1/10), a string may be a decimal or a
     fraction (``"1/3"``), and a :class:`~fractions.Fraction` is taken as it is.
-    NaN, infinite, negative or zero budgets are refused with :class:`ValueError`.
+    NumPy numbers are read as the Python numbers they hold (``np.float64(0.1)`` is
+    1/10). NaN, infinite, negative or zero budgets are refused with
+    :class:`ValueError`.
 
     Each release passed this accountant is charged its whole budget **before** it
     runs; a charge past the budget raises :class:`BudgetExceeded` and releases
@@ -103,7 +127,7 @@ class Accountant:
         budget_file: Optional[Union[str, "os.PathLike[str]"]] = None,
     ) -> None:
         path = None if budget_file is None else os.fspath(budget_file)
-        self._inner = _privq.Accountant(epsilon, float(delta), path)
+        self._inner = _privq.Accountant(_number(epsilon), _delta(delta), path)
 
     @classmethod
     def zcdp(cls, rho: Number, delta: float) -> "Accountant":
@@ -113,7 +137,7 @@ class Accountant:
         Fraction(1, 2)
         """
         self = cls.__new__(cls)
-        self._inner = _privq.Accountant.zcdp(rho, float(delta))
+        self._inner = _privq.Accountant.zcdp(_number(rho), _delta(delta))
         return self
 
     @property
@@ -347,8 +371,7 @@ def synthesize(
         )
     if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
         raise ValueError(f"rows = {rows!r}: a non-negative integer")
-    if not isinstance(delta, (int, float)) or isinstance(delta, bool):
-        raise TypeError(f"delta must be a float, not {type(delta).__name__}")
+    delta = _delta(delta)
 
     from ._frames import from_columns, to_columns
 
@@ -356,8 +379,8 @@ def synthesize(
     out, _info = _privq._synthesize(
         columns,
         domain._inner,
-        epsilon,
-        float(delta),
+        _number(epsilon),
+        delta,
         workload,
         neighbours,
         rows,

@@ -80,7 +80,7 @@ fn parameter_text(name: &str, value: &Bound<'_, PyAny>) -> PyResult<String> {
                 "{name} = {x} is not a finite number"
             )));
         }
-        return Ok(value.repr()?.to_string());
+        return float_text(value.py(), x);
     }
     if value.is_instance_of::<PyInt>() {
         return Ok(value.str()?.to_string());
@@ -95,6 +95,12 @@ fn parameter_text(name: &str, value: &Bound<'_, PyAny>) -> PyResult<String> {
     Err(PyTypeError::new_err(format!(
         "{name} must be an int, float, str, Fraction or Decimal, not {kind}"
     )))
+}
+
+/// The shortest round-trip decimal of `x`, as `float.__repr__` writes it: a
+/// subclass's own `repr` (`np.float64(0.1)`) is not a number's text.
+fn float_text(py: Python<'_>, x: f64) -> PyResult<String> {
+    Ok(PyFloat::new(py, x).repr()?.to_string())
 }
 
 /// ε exactly, as the library parses its decimal or fraction text.
@@ -610,7 +616,8 @@ fn value_text(column: &str, value: &Bound<'_, PyAny>) -> PyResult<Option<String>
         return Ok(Some(value.extract::<String>()?));
     }
     if value.is_instance_of::<PyFloat>() {
-        return Ok(Some(value.repr()?.to_string()));
+        let x: f64 = value.extract()?;
+        return Ok(Some(float_text(value.py(), x)?));
     }
     if value.is_instance_of::<PyBytes>() {
         return Err(PyTypeError::new_err(format!(

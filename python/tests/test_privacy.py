@@ -263,3 +263,38 @@ def test_the_internal_release_returns_n_only_when_it_is_public(df, domain):
         _columns(df, domain), domain._inner, 1, 1e-9, None, "replace", *args
     )
     assert info["records_in"] == len(df)
+
+
+def test_numpy_numbers_are_read_exactly(df, domain):
+    np = pytest.importorskip("numpy")
+    assert privq.Accountant(epsilon=np.float64(0.1)).budget.epsilon == Fraction(1, 10)
+    assert privq.Accountant(epsilon=np.float64(1e-7)).budget.epsilon == Fraction(1, 10**7)
+    assert privq.Accountant(epsilon=np.int64(3)).budget.epsilon == 3
+    # A float32 is the double it holds, exactly (not 1/10).
+    f32 = privq.Accountant(epsilon=np.float32(0.1)).budget.epsilon
+    assert f32 == Fraction(float(np.float32(0.1)).__repr__())
+    assert privq.Accountant.zcdp(rho=np.float64(0.5), delta=np.float64(1e-6)).budget.rho == Fraction(1, 2)
+    # The extension module reads a float subclass by float.__repr__, not its own repr.
+    assert privq._privq.Accountant(np.float64(0.1), 0.0, None).budget()["epsilon"] == (1, 10)
+    acct = privq.Accountant(epsilon="3/10", delta=np.float64(1e-6))
+    privq.synthesize(df, domain, epsilon=np.float64(0.1), delta=np.float64(1e-9), accountant=acct, seed=1)
+    privq.synthesize(df, domain, epsilon=np.float64(0.2), accountant=acct, seed=1)
+    assert acct.spent.epsilon == Fraction(3, 10)
+    for bad, exc in [
+        (np.bool_(True), TypeError),
+        (np.float64("nan"), ValueError),
+        (np.float64("inf"), ValueError),
+        (np.float64(0), ValueError),
+        (np.float64(-0.5), ValueError),
+        (np.int64(0), ValueError),
+        (np.int64(-1), ValueError),
+    ]:
+        with pytest.raises(exc):
+            privq.Accountant(epsilon=bad)
+        with pytest.raises(exc):
+            privq.synthesize(df, domain, epsilon=bad, accountant=acct, seed=1)
+        with pytest.raises(exc):
+            privq.Accountant.zcdp(rho=bad, delta=1e-6)
+    with pytest.raises(TypeError):
+        privq.synthesize(df, domain, epsilon=1, delta=np.bool_(False), accountant=acct)
+    assert acct.ledger().num_rows == 2
