@@ -82,7 +82,6 @@ def _delta(value: Any) -> float:
     return float(value)
 
 
-
 def _fraction(pair: Optional[Sequence[int]]) -> Optional[Fraction]:
     return None if pair is None else Fraction(pair[0], pair[1])
 
@@ -127,7 +126,7 @@ class Accountant:
         budget_file: Optional[Union[str, "os.PathLike[str]"]] = None,
     ) -> None:
         path = None if budget_file is None else os.fspath(budget_file)
-        self._inner = _privq.Accountant(_number(epsilon), _delta(delta), path)
+        self._inner = _privq.Accountant(_number(epsilon), float(delta), path)
 
     @classmethod
     def zcdp(cls, rho: Number, delta: float) -> "Accountant":
@@ -137,7 +136,7 @@ class Accountant:
         Fraction(1, 2)
         """
         self = cls.__new__(cls)
-        self._inner = _privq.Accountant.zcdp(_number(rho), _delta(delta))
+        self._inner = _privq.Accountant.zcdp(_number(rho), float(delta))
         return self
 
     @property
