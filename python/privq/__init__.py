@@ -24,6 +24,7 @@ import json
 import numbers
 import os
 import warnings
+import weakref
 from fractions import Fraction
 from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
 
@@ -82,6 +83,23 @@ def _delta(value: Any) -> float:
     return float(value)
 
 
+# Every Accountant of this process, so that a forked child can close its copies of
+# the in-memory ones: each copy could otherwise spend the whole budget again. A
+# budget file's accountant keeps working (the file is charged under its lock).
+_accountants: "weakref.WeakSet[Accountant]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for accountant in list(_accountants):
+        inner = getattr(accountant, "_inner", None)
+        if inner is not None:
+            inner._after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _fraction(pair: Optional[Sequence[int]]) -> Optional[Fraction]:
     return None if pair is None else Fraction(pair[0], pair[1])
 
@@ -107,6 +125,12 @@ class Accountant:
     lock before anything is released, so the budget holds across processes and
     restarts. An existing file keeps its cap; ``epsilon`` may then be omitted.
 
+    An in-memory accountant (no ``budget_file``) lives in one process: in a child
+    made by ``os.fork`` (or ``multiprocessing`` with the fork start method) it
+    refuses every charge with :class:`PrivqError`, since each copy could
+    otherwise spend the whole budget. Use ``budget_file=`` to share a budget
+    across processes.
+
     >>> acct = Accountant(epsilon="3/2", delta=1e-6)
     >>> acct.remaining.epsilon
     Fraction(3, 2)
@@ -127,6 +151,7 @@ class Accountant:
     ) -> None:
         path = None if budget_file is None else os.fspath(budget_file)
         self._inner = _privq.Accountant(_number(epsilon), float(delta), path)
+        _accountants.add(self)
 
     @classmethod
     def zcdp(cls, rho: Number, delta: float) -> "Accountant":
@@ -137,6 +162,7 @@ class Accountant:
         """
         self = cls.__new__(cls)
         self._inner = _privq.Accountant.zcdp(_number(rho), float(delta))
+        _accountants.add(self)
         return self
 
     @property

@@ -15,6 +15,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use privq_core::{Epsilon, Rho};
 use privq_host::accountant::{Accountant, AccountantError, BudgetFile, BudgetFileError, Cap, Cost};
@@ -339,9 +340,36 @@ enum State {
 #[pyclass(module = "privq._privq", name = "Accountant", frozen)]
 struct PyAccountant {
     state: Mutex<State>,
+    /// Kept in this process's memory (not in a budget file).
+    in_memory: bool,
+    /// The process that made it: an in-memory budget lives in one process only.
+    pid: u32,
+    /// Set in a forked child (`os.register_at_fork`, from the `privq` package).
+    forked: AtomicBool,
 }
 
+/// Why an in-memory accountant refuses to charge in a forked child.
+const FORKED: &str = "this in-memory privq.Accountant was copied into a new process by a fork \
+     (os.fork or multiprocessing): an in-memory accountant does not survive a fork, since each \
+     copy could spend the whole budget; it refuses every charge here. Use \
+     privq.Accountant(..., budget_file=PATH) to share a budget across processes";
+
 impl PyAccountant {
+    fn new_in_this_process(state: State) -> Self {
+        PyAccountant {
+            in_memory: matches!(state, State::Memory(_)),
+            state: Mutex::new(state),
+            pid: std::process::id(),
+            forked: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether this is a copy of an in-memory accountant in a forked child.
+    /// Read before the state's lock: another thread may have held it at the fork.
+    fn is_forked_copy(&self) -> bool {
+        self.in_memory && (self.forked.load(Ordering::SeqCst) || self.pid != std::process::id())
+    }
+
     fn with<T>(&self, f: impl FnOnce(&mut State) -> PyResult<T>) -> PyResult<T> {
         let mut state = self
             .state
@@ -423,9 +451,7 @@ impl PyAccountant {
                     State::File { path, cap }
                 }
             };
-            Ok(PyAccountant {
-                state: Mutex::new(state),
-            })
+            Ok(PyAccountant::new_in_this_process(state))
         })
     }
 
@@ -436,10 +462,15 @@ impl PyAccountant {
             let rho = rho_arg(rho)?;
             let delta = delta_arg(delta, true)?;
             let accountant = Accountant::zcdp(rho, delta).map_err(accountant_error)?;
-            Ok(PyAccountant {
-                state: Mutex::new(State::Memory(accountant)),
-            })
+            Ok(PyAccountant::new_in_this_process(State::Memory(accountant)))
         })
+    }
+
+    /// Called in a forked child for every accountant (`os.register_at_fork`):
+    /// an in-memory one refuses every charge from then on; a budget file's is
+    /// unchanged (the file is charged under its lock by every process).
+    fn _after_fork_in_child(&self) {
+        self.forked.store(true, Ordering::SeqCst);
     }
 
     /// `{"kind", "epsilon", "delta", "rho", "budget_file"}`: the budget.
@@ -740,7 +771,11 @@ fn _synthesize<'py>(
         // The session's charge, before anything runs: refused, nothing is released.
         let label = "privq.synthesize (adaptive)";
         if let Some(accountant) = accountant {
-            accountant.get().with(|state| match state {
+            let accountant = accountant.get();
+            if accountant.is_forked_copy() {
+                return Err(PrivqError::new_err(FORKED));
+            }
+            accountant.with(|state| match state {
                 State::Memory(session) => match request.charge_to(session, label) {
                     Ok(_) => Ok(()),
                     Err(AdaptiveError::Budget(AccountantError::DeltaExceeded)) => {
