@@ -123,7 +123,7 @@ fn conj_data(side: Side) -> Result<CountHistogram, AuditError> {
 
 /// Fig. 6.6 (the decomposition-based conjunction release, central SQ oracle, k = 16
 /// queries at ε/16, ε = 1) over two attributes, n = 10⁶, on the pair of
-/// [`conj_data`]: the piece count is decided by a marginal at the include
+/// `conj_data`: the piece count is decided by a marginal at the include
 /// threshold (it varies from run to run), and the move 11 → x₀-only lowers the
 /// answers of {1} and {0, 1} by 1/n and of ∅ and {0} by 1/(2n). Outputs: the four
 /// conjunction answers and the number of pieces. Events, against the exact answers

@@ -79,7 +79,7 @@ fn ask_session(
 /// queries' counts (attribute 0; attributes 0 and 1) grow by one (50 → 51 and
 /// 30 → 31). Each query is asked at `levels` thresholds whose upper band edge lies
 /// above both counts and at `levels` whose lower edge lies below both (see
-/// [`thresholds`]), every one twice, and **every answer is an output**: a session
+/// `thresholds`), every one twice, and **every answer is an output**: a session
 /// that drew fresh noise per ask (or per threshold) would show up as repeats
 /// agreeing more often in the tails on one side. Events: each query's tail alone,
 /// both queries' tails jointly (their losses add up to ε), and all repeats
