@@ -35,6 +35,16 @@ DEFMT_PRINT_VERSION=1.2.0
 MDBOOK_VERSION=0.5.4
 START=$SECONDS
 
+# Incremental compilation caches pay off only when the same crates are rebuilt after an edit;
+# on a fresh clone they are 1.6 GB of the target directory for nothing, and the disk of a CI
+# machine ran out under them once. A developer's own `cargo test` keeps them.
+export CARGO_INCREMENTAL=0
+# Free space on the target directory's file system, in MiB.
+free_mib() { df -Pm "$ROOT" | awk 'NR == 2 { print $4 }'; }
+FREE_AT_START=$(free_mib)
+# A fresh clone's run needs about this much (measured: see docs/src/testing.md).
+NEEDS_MIB=8192
+
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 die() {
   printf '\n\033[1;31mtest-all: FATAL: %s\033[0m\n' "$*" >&2
@@ -510,7 +520,7 @@ python_tests() {
     return 4
   }
   [[ -x $PY_VENV/bin/python ]] || python3 -m venv "$PY_VENV" || return
-  "$PY_VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${PY_PINS[@]}" || return
+  "$PY_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir "${PY_PINS[@]}" || return
   # The program the suite compares with: the host-tests build's (a no-op after that step).
   lint_cargo build "${HOST[@]}" --bin privq || return
   rm -f target/wheels/privq-*.whl
@@ -602,6 +612,10 @@ sampler_cost() {
 }
 
 setup
+if ((FREE_AT_START < NEEDS_MIB)); then
+  printf '\033[1;33mtest-all: only %s MiB free on %s; a run from a fresh clone needs about %s MiB\033[0m\n' \
+    "$FREE_AT_START" "$ROOT" "$NEEDS_MIB" >&2
+fi
 
 step df-profile - df_profile
 step fmt - cargo fmt --all --check
@@ -658,6 +672,7 @@ done
 while IFS= read -r n; do
   echo "  - $n"
 done <"$NOTES_FILE"
+echo "  disk: target/ $(du -sm target | cut -f1) MiB at the end; free $FREE_AT_START MiB at the start, $(free_mib) MiB at the end"
 echo "  logs: $LOG_DIR"
 total=$((SECONDS - START))
 passed=$((${#STEP_NAMES[@]} - failed))
