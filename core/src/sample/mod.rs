@@ -10,6 +10,8 @@
 //!   Canonne–Kamath–Steinke 2020, Algorithm 2.
 //! * [`DiscreteGaussian`]: `P[k] ∝ exp(−k²/(2σ²))` for an exact rational σ²
 //!   ([`SigmaSquared`]), Canonne–Kamath–Steinke 2020, Algorithm 3.
+//! * `lazy` (crate-internal): the Bernoulli(e^{−γ}) and randomized-response coins of
+//!   unary encoding, the same probabilities from a few bits of a shared buffer each.
 //! * [`BoundedDiscreteLaplace`]: the same distribution with a fixed amount of work per
 //!   sample, exact except with probability δ ≤ 2⁻⁶⁴.
 
@@ -17,6 +19,7 @@ mod bernoulli;
 mod bounded;
 mod gaussian;
 mod laplace;
+pub(crate) mod lazy;
 mod uniform;
 pub(crate) mod wide;
 

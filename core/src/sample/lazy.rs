@@ -1,0 +1,448 @@
+//! Exact coins from a few random bits each: the Canonne–Kamath–Steinke Bernoulli(e^{−γ})
+//! and the randomized-response coin `1/(1 + e^γ)`, decided by comparing one uniform
+//! number, read lazily from a shared bit buffer, against exact rational thresholds.
+//!
+//! These are the samplers behind unary encoding (OUE, SUE), which draws `d` independent
+//! coins per report. [`bernoulli_exp`](super::bernoulli_exp) and
+//! [`keep_with_odds`](crate::local::keep_with_odds) draw a whole 32-bit word (and a
+//! multiply-and-reject) for every fair coin and every step; here a fair coin costs one
+//! bit and the first steps of the exponential loop cost one 8-bit chunk.
+//! The probabilities are exactly the same (see [`ExpCoin`] and [`FlipCoin`]); the random
+//! words are used differently, so the outputs for a given seed differ from those
+//! samplers'.
+
+use core::num::NonZeroU64;
+
+use rand_core::Rng;
+
+use crate::error::{Error, Result};
+
+/// Bits of the chunk that decides the first steps of the exponential loop.
+const CHUNK_BITS: u32 = 8;
+
+/// Steps of the exponential loop decided by one chunk, at most.
+pub(crate) const MAX_STEPS: usize = 8;
+
+/// A source of 32-bit random words behind one indirect call: the samplers here take
+/// `&mut dyn Words`, so one copy of them serves every generator type, and a generator's
+/// block function is linked once per type (a `dyn Rng` would link it three times:
+/// `next_u32`, `next_u64` and `fill_bytes` each inline it). The call happens once per
+/// 32 bits.
+pub(crate) trait Words {
+    /// The generator's next 32-bit word.
+    fn word(&mut self) -> u32;
+}
+
+/// [`Words`] of a generator, word for word its `next_u32`.
+pub(crate) struct WordsOf<'a, R: ?Sized>(pub(crate) &'a mut R);
+
+impl<R: Rng + ?Sized> Words for WordsOf<'_, R> {
+    fn word(&mut self) -> u32 {
+        self.0.next_u32()
+    }
+}
+
+/// Random bits, most significant first, taken from 32-bit words of the generator.
+///
+/// Every bit handed out is a fresh bit of the generator's stream, used once; bits left
+/// in a word when a chunk does not fit are dropped (never reused), so every draw sees
+/// independent uniform bits whatever earlier draws returned.
+#[derive(Debug, Default)]
+pub(crate) struct Bits {
+    word: u32,
+    left: u32,
+}
+
+impl Bits {
+    /// An empty buffer: the first draw takes a word from the generator.
+    pub(crate) const fn new() -> Bits {
+        Bits { word: 0, left: 0 }
+    }
+
+    /// Takes a new word from the generator (out of line: inlined at every draw, the
+    /// generator's block function would be copied into each caller).
+    #[inline(never)]
+    fn refill(&mut self, rng: &mut dyn Words) {
+        self.word = rng.word();
+        self.left = 32;
+    }
+
+    /// One fair bit.
+    #[inline(always)]
+    pub(crate) fn bit(&mut self, rng: &mut dyn Words) -> bool {
+        if self.left == 0 {
+            self.refill(rng);
+        }
+        let b = self.word >> 31;
+        self.word <<= 1;
+        self.left -= 1;
+        b != 0
+    }
+
+    /// A uniform integer in `[0, 2^CHUNK_BITS)`.
+    #[inline(always)]
+    fn chunk(&mut self, rng: &mut dyn Words) -> u32 {
+        if self.left < CHUNK_BITS {
+            self.refill(rng);
+        }
+        let c = self.word >> (32 - CHUNK_BITS);
+        self.word <<= CHUNK_BITS;
+        self.left -= CHUNK_BITS;
+        c
+    }
+}
+
+/// The thresholds of Bernoulli(e⁻¹) (`p = q = 1`): `⌊2⁸/k!⌋` for `k = 1..=5`
+/// (`⌊2⁸/6!⌋ = 0`; checked against [`ExpCoin::new`] by a unit test).
+const E_MINUS_ONE: [u32; MAX_STEPS] = [256, 128, 42, 10, 2, 0, 0, 0];
+/// Steps of Bernoulli(e⁻¹) decided by the chunk.
+const E_MINUS_ONE_STEPS: u8 = 5;
+
+/// Bernoulli(exp(−`p/q`)) for `0 ≤ p ≤ q`, exactly, with its first steps decided by
+/// one 8-bit chunk.
+///
+/// **The distribution.** The Canonne–Kamath–Steinke loop (as in
+/// [`bernoulli_exp`](super::bernoulli_exp)) continues at step `k = 1, 2, …` with
+/// probability `γ/k` (`γ = p/q`) and returns "it stopped at an odd step"; so the
+/// number `C` of steps that continued has `P[C ≥ k] = T_k = γ^k/k!`. Here one uniform
+/// `U ∈ [0, 1)` decides the first `n ≤ 8` steps: `C ≥ k ⇔ U < T_k` for `k ≤ n`, which
+/// has probability exactly `T_k` since the `T_k` are decreasing (the events are nested).
+/// When `U < T_n` (all `n` steps continued) the plain loop runs on from step `n + 1`,
+/// which continues at step `k` with probability `γ/k` as before, so
+/// `P[C ≥ k | C ≥ n] = T_k/T_n` and the whole law of `C` is the loop's. The result is
+/// `C` even (stopped at step `C + 1`, odd) in both cases.
+///
+/// **Comparing `U` with `T_k` exactly.** `U` is read lazily: its first 8 bits `u`
+/// (one chunk), then single bits. With `t_k = ⌊2⁸·T_k⌋`: `u < t_k` means
+/// `U < (u+1)/2⁸ ≤ T_k`; `u > t_k` means `U ≥ (t_k+1)/2⁸ > T_k`; only `u = t_k`
+/// (probability 2⁻⁸) needs further bits, which are compared with the binary digits of
+/// the rational `T_k` produced by long division until the first difference (or until
+/// the expansion ends, when `U ≥ T_k`). The `t_k` are kept strictly decreasing, so a
+/// chunk ties with at most one threshold and every other comparison is decided by `u`.
+/// Nothing is rounded: each comparison has the exact answer for the real number `U`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub(crate) struct ExpCoin {
+    p: u64,
+    q: u64,
+    /// Steps decided by the chunk (0: the plain loop from step 1).
+    steps: u8,
+    /// `t_k` for `k = 1..=steps`, strictly decreasing and positive; zero beyond.
+    thresholds: [u32; MAX_STEPS],
+}
+
+impl ExpCoin {
+    /// The coin for exp(−`p/q`); [`Error::ZeroDenominator`] for `q = 0` and
+    /// [`Error::ProbabilityAboveOne`] for `p > q`.
+    pub(crate) fn new(p: u64, q: u64) -> Result<ExpCoin> {
+        if q == 0 {
+            return Err(Error::ZeroDenominator);
+        }
+        if p > q {
+            return Err(Error::ProbabilityAboveOne);
+        }
+        let mut coin = ExpCoin {
+            p,
+            q,
+            steps: 0,
+            thresholds: [0; MAX_STEPS],
+        };
+        if p == 0 {
+            return Ok(coin);
+        }
+        let mut prev = u32::MAX;
+        for (k, slot) in (1..=MAX_STEPS as u64).zip(coin.thresholds.iter_mut()) {
+            let Some((num, den)) = threshold(p, q, k) else {
+                break;
+            };
+            // num ≤ den < 2^47, so num·2^8 < 2^63 and the quotient is at most 2^8.
+            let t = ((num << CHUNK_BITS) / den) as u32;
+            if t == 0 || t >= prev {
+                break;
+            }
+            *slot = t;
+            prev = t;
+            coin.steps = k as u8;
+        }
+        Ok(coin)
+    }
+
+    /// The coin for e⁻¹, with its thresholds from the table.
+    pub(crate) const fn minus_one() -> ExpCoin {
+        ExpCoin {
+            p: 1,
+            q: 1,
+            steps: E_MINUS_ONE_STEPS,
+            thresholds: E_MINUS_ONE,
+        }
+    }
+
+    /// Draws the coin: `true` with probability exactly exp(−p/q).
+    #[inline]
+    pub(crate) fn sample(&self, bits: &mut Bits, rng: &mut dyn Words) -> Result<bool> {
+        if self.p == 0 {
+            return Ok(true);
+        }
+        let steps = u32::from(self.steps);
+        let mut continued = 0u32;
+        if steps > 0 {
+            let u = bits.chunk(rng);
+            // The thresholds decrease: count them from the first while u is below.
+            for &t in self.thresholds.iter().take(self.steps as usize) {
+                if u < t {
+                    continued += 1;
+                    continue;
+                }
+                // u = t: U < T_k decided by further bits; below the next threshold it
+                // cannot be (t_{k+1} < u).
+                if u == t && self.below_threshold(u64::from(continued) + 1, bits, rng)? {
+                    continued += 1;
+                }
+                break;
+            }
+        }
+        if continued == steps {
+            return self.continue_loop(u64::from(steps) + 1, bits, rng);
+        }
+        Ok(continued.is_multiple_of(2))
+    }
+
+    /// Whether `U < T_k`, given that the first 8 bits of `U` equal `t_k`: the rest of
+    /// `U` (a fresh uniform) against the rest of `T_k`, `(num·2⁸ − t_k·den)/den`.
+    #[cold]
+    #[inline(never)]
+    fn below_threshold(&self, k: u64, bits: &mut Bits, rng: &mut dyn Words) -> Result<bool> {
+        let (num, den) = threshold(self.p, self.q, k).ok_or(Error::Overflow)?;
+        let t = self
+            .thresholds
+            .get(k as usize - 1)
+            .copied()
+            .ok_or(Error::Overflow)?;
+        // Below den < 2^47 (t = ⌊num·2^8/den⌋).
+        let rem = (num << CHUNK_BITS) - u64::from(t) * den.get();
+        Ok(below(u128::from(rem), u128::from(den.get()), bits, rng))
+    }
+
+    /// The plain loop from step `k` on (every earlier step continued): step `k`
+    /// continues with probability `p/(q·k)`, a fresh uniform compared with that
+    /// rational; the result is "stopped at an odd step".
+    #[cold]
+    #[inline(never)]
+    fn continue_loop(&self, mut k: u64, bits: &mut Bits, rng: &mut dyn Words) -> Result<bool> {
+        loop {
+            // q < 2^64 and k < 2^63, so q·k < 2^127.
+            if k >= 1 << 63 {
+                return Err(Error::Overflow);
+            }
+            let qk = u128::from(self.q) * u128::from(k);
+            if !below(u128::from(self.p), qk, bits, rng) {
+                return Ok(k % 2 == 1);
+            }
+            k += 1;
+        }
+    }
+}
+
+/// Whether a fresh uniform `V ∈ [0, 1)`, read bit by bit, is below `rem/den`
+/// (`rem ≤ den < 2¹²⁷`): `V`'s bits against the binary digits of `rem/den` from long
+/// division, until the first difference (`V`'s 0 against a 1: below; the reverse: not
+/// below) or until the expansion ends (`V ≥ rem/den`). Each bit differs with
+/// probability ½, so this reads two bits on average, and its answer is exact.
+#[inline(never)]
+fn below(mut rem: u128, den: u128, bits: &mut Bits, rng: &mut dyn Words) -> bool {
+    loop {
+        if rem == 0 {
+            return false;
+        }
+        rem <<= 1;
+        let digit = rem >= den;
+        if digit {
+            rem -= den;
+        }
+        if bits.bit(rng) != digit {
+            return digit;
+        }
+    }
+}
+
+/// `T_k = p^k / (q^k·k!)` as `(numerator, denominator)`, when the denominator stays
+/// below 2⁴⁷ (so the chunk arithmetic cannot overflow).
+#[inline(never)]
+fn threshold(p: u64, q: u64, k: u64) -> Option<(u64, NonZeroU64)> {
+    let mut num: u64 = 1;
+    let mut den: u64 = 1;
+    for i in 1..=k {
+        num = num.checked_mul(p)?;
+        den = den.checked_mul(q)?.checked_mul(i)?;
+    }
+    if den >= 1 << 47 {
+        return None;
+    }
+    Some((num, NonZeroU64::new(den)?))
+}
+
+/// The randomized-response coin: `true` ("flip") with probability exactly
+/// `1/(1 + e^γ)`, `false` ("keep") with `e^γ/(1 + e^γ)`, for a rational `γ = a/b > 0`.
+///
+/// **The distribution.** The loop of [`keep_with_odds`](crate::local::keep_with_odds)
+/// with `c = 1`: a fair bit, `0` → keep; `1` → Bernoulli(e^{−γ}) → flip, else start
+/// again. A round keeps with probability ½ and flips with `e^{−γ}/2`, so the loop flips
+/// with probability `e^{−γ}/(1 + e^{−γ}) = 1/(1 + e^γ)`. Bernoulli(e^{−γ}) is
+/// `⌊γ⌋` coins Bernoulli(e⁻¹) and one Bernoulli(e^{−(a mod b)/b}), all of which must
+/// succeed (`e^{−γ} = (e⁻¹)^{⌊γ⌋}·e^{−(a mod b)/b}`), each an exact [`ExpCoin`]. Every
+/// coin and every fair bit reads fresh bits of the stream, so successive calls are
+/// independent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub(crate) struct FlipCoin {
+    whole: u64,
+    frac: ExpCoin,
+}
+
+impl FlipCoin {
+    /// The coin for `γ = a/b`; [`Error::ZeroDenominator`] for `b = 0`.
+    pub(crate) fn new(a: u64, b: u64) -> Result<FlipCoin> {
+        let den = NonZeroU64::new(b).ok_or(Error::ZeroDenominator)?;
+        Ok(FlipCoin {
+            whole: a / den,
+            frac: ExpCoin::new(a % den, b)?,
+        })
+    }
+
+    /// Bernoulli(e^{−γ}).
+    #[inline]
+    fn exp_neg(&self, bits: &mut Bits, rng: &mut dyn Words) -> Result<bool> {
+        const ONE: ExpCoin = ExpCoin::minus_one();
+        for _ in 0..self.whole {
+            if !ONE.sample(bits, rng)? {
+                return Ok(false);
+            }
+        }
+        self.frac.sample(bits, rng)
+    }
+
+    /// `true` with probability exactly `1/(1 + e^γ)`.
+    #[inline]
+    pub(crate) fn flip(&self, bits: &mut Bits, rng: &mut dyn Words) -> Result<bool> {
+        loop {
+            if !bits.bit(rng) {
+                return Ok(false);
+            }
+            if self.exp_neg(bits, rng)? {
+                return Ok(true);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_chacha::ChaCha12Rng;
+    use rand_core::SeedableRng;
+
+    #[test]
+    fn e_minus_one_table_is_the_computed_one() {
+        assert_eq!(ExpCoin::new(1, 1).unwrap(), ExpCoin::minus_one());
+        // ⌊2^8/k!⌋ directly.
+        let mut f = 1u64;
+        for (k, &t) in (1u64..).zip(E_MINUS_ONE.iter()) {
+            f *= k;
+            assert_eq!(u64::from(t), (1 << CHUNK_BITS) / f, "k = {k}");
+        }
+    }
+
+    #[test]
+    fn thresholds_are_floors_and_strictly_decreasing() {
+        for (p, q) in [(1u64, 2u64), (1, 3), (2, 3), (7, 10), (1, 1000), (999_999, 1_000_000), (1, 1 << 20)] {
+            let c = ExpCoin::new(p, q).unwrap();
+            let mut prev = u128::MAX;
+            for k in 1..=u64::from(c.steps) {
+                let (num, den) = threshold(p, q, k).unwrap();
+                let t = u128::from(c.thresholds[k as usize - 1]);
+                // t ≤ 2^8·num/den < t + 1, in exact integers.
+                let scaled = u128::from(num) << CHUNK_BITS;
+                let den = u128::from(den.get());
+                assert!(t * den <= scaled && scaled < (t + 1) * den, "{p}/{q} k={k}");
+                assert!(t > 0 && t < prev);
+                prev = t;
+            }
+            assert!(c.thresholds[usize::from(c.steps)..].iter().all(|&t| t == 0));
+        }
+        // γ below 2^-8: no step from the chunk, the plain loop does everything.
+        assert_eq!(ExpCoin::new(1, 1 << 20).unwrap().steps, 0);
+        assert_eq!(ExpCoin::new(2, 1), Err(Error::ProbabilityAboveOne));
+        assert_eq!(ExpCoin::new(0, 0), Err(Error::ZeroDenominator));
+    }
+
+    /// A generator that returns scripted words, then zeros.
+    struct Script<'a>(&'a [u32]);
+    impl rand_core::TryRng for Script<'_> {
+        type Error = core::convert::Infallible;
+        fn try_next_u32(&mut self) -> core::result::Result<u32, Self::Error> {
+            let (first, rest) = self.0.split_first().unwrap_or((&0, &[]));
+            self.0 = rest;
+            Ok(*first)
+        }
+        fn try_next_u64(&mut self) -> core::result::Result<u64, Self::Error> {
+            Ok(u64::from(self.try_next_u32()?) | (u64::from(self.try_next_u32()?) << 32))
+        }
+        fn try_fill_bytes(&mut self, dst: &mut [u8]) -> core::result::Result<(), Self::Error> {
+            dst.fill(0);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_tied_chunk_is_decided_by_the_digits_of_the_threshold() {
+        // e^-1, k = 3: T_3 = 1/6 = 0.0010101010…₂; t_3 = 42 = 0b0010_1010, and the
+        // digits after the first 8 are 1010…. U = t_3 then bits 0… is below T_3 (3 steps
+        // continued, stopped at 4: false); U = t_3 then 11… is above (2 steps, stopped at
+        // 3: true).
+        let coin = ExpCoin::minus_one();
+        let mut bits = Bits::new();
+        let below = [42u32 << 24];
+        assert!(!coin.sample(&mut bits, &mut WordsOf(&mut Script(&below))).unwrap());
+        let mut bits = Bits::new();
+        let above = [(42u32 << 24) | 0x00c0_0000];
+        assert!(coin.sample(&mut bits, &mut WordsOf(&mut Script(&above))).unwrap());
+        // A threshold with a finite expansion: T_2 = 1/2 = t_2/2^8 exactly, so a tie
+        // means U ≥ 1/2: one step continued, stopped at 2: false.
+        let mut bits = Bits::new();
+        assert!(!coin.sample(&mut bits, &mut WordsOf(&mut Script(&[128u32 << 24]))).unwrap());
+        // U below T_5 = 1/120 (chunk 0): the plain loop from step 6 on, whose step 6
+        // continues iff the next bits are below 1/6 = 0.001…₂: bits 1… are not (stopped
+        // at step 6, even: false).
+        let mut bits = Bits::new();
+        let deep = [0x00ff_ffff];
+        assert!(!coin.sample(&mut bits, &mut WordsOf(&mut Script(&deep))).unwrap());
+    }
+
+    /// Frequencies of Bernoulli(e^{-γ}) and of the flip coin against the exact values,
+    /// with 5-sigma bounds.
+    #[test]
+    fn frequencies_match_the_exact_probabilities() {
+        let mut rng = ChaCha12Rng::seed_from_u64(11);
+        let n = 200_000u32;
+        for (p, q) in [(1u64, 1u64), (1, 2), (1, 3), (5, 7), (1, 1 << 20), (0, 4)] {
+            let coin = ExpCoin::new(p, q).unwrap();
+            let mut bits = Bits::new();
+            let words = &mut WordsOf(&mut rng);
+            let hits = (0..n).filter(|_| coin.sample(&mut bits, words).unwrap()).count();
+            let want = libm::exp(-(p as f64) / q as f64);
+            let sd = (want * (1.0 - want) / f64::from(n)).sqrt().max(1e-9);
+            let got = hits as f64 / f64::from(n);
+            assert!((got - want).abs() < 5.0 * sd, "{p}/{q}: {got} vs {want}");
+        }
+        for (a, b) in [(1u64, 1u64), (1, 2), (3, 2), (5, 1), (1, 100)] {
+            let coin = FlipCoin::new(a, b).unwrap();
+            let mut bits = Bits::new();
+            let words = &mut WordsOf(&mut rng);
+            let hits = (0..n).filter(|_| coin.flip(&mut bits, words).unwrap()).count();
+            let want = 1.0 / (1.0 + libm::exp(a as f64 / b as f64));
+            let sd = (want * (1.0 - want) / f64::from(n)).sqrt();
+            let got = hits as f64 / f64::from(n);
+            assert!((got - want).abs() < 5.0 * sd, "{a}/{b}: {got} vs {want}");
+        }
+    }
+}
