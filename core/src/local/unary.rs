@@ -133,9 +133,12 @@ impl UnaryEncoding {
                 if i >= self.domain {
                     break;
                 }
-                if self.bit(i == x, &mut bits, rng)? {
-                    acc |= 1 << bit;
-                }
+                let one = if i == x {
+                    self.true_bit(&mut bits, rng)?
+                } else {
+                    self.flip.flip(&mut bits, rng)?
+                };
+                acc |= u8::from(one) << bit;
                 i += 1;
             }
             *byte = acc;
@@ -143,13 +146,13 @@ impl UnaryEncoding {
         Ok(())
     }
 
-    /// One bit: the true item's (`is_true`) or a noise bit.
-    #[inline]
-    fn bit(&self, is_true: bool, bits: &mut Bits, rng: &mut dyn Words) -> Result<bool> {
-        match (self.variant, is_true) {
-            (UeVariant::Optimized, true) => Ok(bits.bit(rng)),
-            (_, true) => Ok(!self.flip.flip(bits, rng)?),
-            (_, false) => self.flip.flip(bits, rng),
+    /// The true item's bit: a fair coin (OUE) or "keep" (SUE). Out of line: once per
+    /// report, while the noise bits' coin is inlined into the loop.
+    #[inline(never)]
+    fn true_bit(&self, bits: &mut Bits, rng: &mut dyn Words) -> Result<bool> {
+        match self.variant {
+            UeVariant::Optimized => Ok(bits.bit(rng)),
+            UeVariant::Symmetric => Ok(!self.flip.flip(bits, rng)?),
         }
     }
 

@@ -177,8 +177,10 @@ impl ExpCoin {
         }
     }
 
-    /// Draws the coin: `true` with probability exactly exp(−p/q).
-    #[inline]
+    /// Draws the coin: `true` with probability exactly exp(−p/q). (Inlined: with the
+    /// constant e⁻¹ coin the thresholds become immediates; the rare paths stay out of
+    /// line.)
+    #[inline(always)]
     pub(crate) fn sample(&self, bits: &mut Bits, rng: &mut dyn Words) -> Result<bool> {
         if self.p == 0 {
             return Ok(true);
@@ -310,7 +312,7 @@ impl FlipCoin {
     }
 
     /// Bernoulli(e^{−γ}).
-    #[inline]
+    #[inline(always)]
     fn exp_neg(&self, bits: &mut Bits, rng: &mut dyn Words) -> Result<bool> {
         const ONE: ExpCoin = ExpCoin::minus_one();
         for _ in 0..self.whole {
@@ -322,7 +324,7 @@ impl FlipCoin {
     }
 
     /// `true` with probability exactly `1/(1 + e^γ)`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn flip(&self, bits: &mut Bits, rng: &mut dyn Words) -> Result<bool> {
         loop {
             if !bits.bit(rng) {
@@ -354,7 +356,15 @@ mod tests {
 
     #[test]
     fn thresholds_are_floors_and_strictly_decreasing() {
-        for (p, q) in [(1u64, 2u64), (1, 3), (2, 3), (7, 10), (1, 1000), (999_999, 1_000_000), (1, 1 << 20)] {
+        for (p, q) in [
+            (1u64, 2u64),
+            (1, 3),
+            (2, 3),
+            (7, 10),
+            (1, 1000),
+            (999_999, 1_000_000),
+            (1, 1 << 20),
+        ] {
             let c = ExpCoin::new(p, q).unwrap();
             let mut prev = u128::MAX;
             for k in 1..=u64::from(c.steps) {
@@ -402,20 +412,35 @@ mod tests {
         let coin = ExpCoin::minus_one();
         let mut bits = Bits::new();
         let below = [42u32 << 24];
-        assert!(!coin.sample(&mut bits, &mut WordsOf(&mut Script(&below))).unwrap());
+        assert!(
+            !coin
+                .sample(&mut bits, &mut WordsOf(&mut Script(&below)))
+                .unwrap()
+        );
         let mut bits = Bits::new();
         let above = [(42u32 << 24) | 0x00c0_0000];
-        assert!(coin.sample(&mut bits, &mut WordsOf(&mut Script(&above))).unwrap());
+        assert!(
+            coin.sample(&mut bits, &mut WordsOf(&mut Script(&above)))
+                .unwrap()
+        );
         // A threshold with a finite expansion: T_2 = 1/2 = t_2/2^8 exactly, so a tie
         // means U ≥ 1/2: one step continued, stopped at 2: false.
         let mut bits = Bits::new();
-        assert!(!coin.sample(&mut bits, &mut WordsOf(&mut Script(&[128u32 << 24]))).unwrap());
+        assert!(
+            !coin
+                .sample(&mut bits, &mut WordsOf(&mut Script(&[128u32 << 24])))
+                .unwrap()
+        );
         // U below T_5 = 1/120 (chunk 0): the plain loop from step 6 on, whose step 6
         // continues iff the next bits are below 1/6 = 0.001…₂: bits 1… are not (stopped
         // at step 6, even: false).
         let mut bits = Bits::new();
         let deep = [0x00ff_ffff];
-        assert!(!coin.sample(&mut bits, &mut WordsOf(&mut Script(&deep))).unwrap());
+        assert!(
+            !coin
+                .sample(&mut bits, &mut WordsOf(&mut Script(&deep)))
+                .unwrap()
+        );
     }
 
     /// Frequencies of Bernoulli(e^{-γ}) and of the flip coin against the exact values,
@@ -428,7 +453,9 @@ mod tests {
             let coin = ExpCoin::new(p, q).unwrap();
             let mut bits = Bits::new();
             let words = &mut WordsOf(&mut rng);
-            let hits = (0..n).filter(|_| coin.sample(&mut bits, words).unwrap()).count();
+            let hits = (0..n)
+                .filter(|_| coin.sample(&mut bits, words).unwrap())
+                .count();
             let want = libm::exp(-(p as f64) / q as f64);
             let sd = (want * (1.0 - want) / f64::from(n)).sqrt().max(1e-9);
             let got = hits as f64 / f64::from(n);
@@ -438,7 +465,9 @@ mod tests {
             let coin = FlipCoin::new(a, b).unwrap();
             let mut bits = Bits::new();
             let words = &mut WordsOf(&mut rng);
-            let hits = (0..n).filter(|_| coin.flip(&mut bits, words).unwrap()).count();
+            let hits = (0..n)
+                .filter(|_| coin.flip(&mut bits, words).unwrap())
+                .count();
             let want = 1.0 / (1.0 + libm::exp(a as f64 / b as f64));
             let sd = (want * (1.0 - want) / f64::from(n)).sqrt();
             let got = hits as f64 / f64::from(n);
