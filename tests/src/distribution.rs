@@ -8,7 +8,7 @@
 //! freedom, so a correct sampler fails a case with probability about 10⁻⁷ (< 10⁻⁶).
 //! Cells are chosen so every expected count is at least about 20.
 
-use privq_core::Result;
+use privq_core::local::{UeVariant, UnaryEncoding};
 use privq_core::sample::{
     BoundedDiscreteLaplace, DiscreteGaussian, DiscreteLaplace, SigmaSquared, bernoulli,
     bernoulli_exp, uniform_below,
@@ -16,6 +16,7 @@ use privq_core::sample::{
 
 use crate::check::{Failure, Outcome, expect_ok};
 use crate::rng::chacha;
+use privq_core::{Epsilon, Result};
 
 /// Upper 10⁻⁷ quantiles of χ²: `(degrees of freedom, x)` with `P[χ²_df > x] = 10⁻⁷`.
 /// (Verified on the host by `tests/host.rs` with an independent incomplete-gamma routine.)
@@ -330,6 +331,109 @@ pub fn bernoulli_exponential() -> Outcome {
         })?;
     }
     Ok(())
+}
+
+/// `P[Binomial(n, p) = k]`, by the ratio of successive terms.
+fn binomial_pmf(n: u32, p: f64, k: u32) -> f64 {
+    if k > n {
+        return 0.0;
+    }
+    let mut pmf = libm::pow(1.0 - p, f64::from(n));
+    for j in 0..k {
+        pmf *= f64::from(n - j) / f64::from(j + 1) * p / (1.0 - p);
+    }
+    pmf
+}
+
+/// A unary-encoding report as one number: `2·(noise bits set) + (true bit)`. Given the
+/// item, the exact law is `2·Binomial(d − 1, q) + Bernoulli(p_true)` when every bit is
+/// independent with its exact probability, so the test judges the true bit's
+/// probability, the noise bits' probability and their independence at once.
+fn unary_report(
+    what: &'static str,
+    variant: UeVariant,
+    (num, den): (u64, u64),
+    d: u32,
+    cells: Cells,
+) -> Outcome {
+    let ue = expect_ok(
+        what,
+        Epsilon::new(num, den).and_then(|e| UnaryEncoding::new(variant, e, d)),
+    )?;
+    let mut rng = chacha(0x0e_0000 + num * 1009 + den * 31 + u64::from(d));
+    let e = libm::exp(num as f64 / den as f64);
+    let (p_true, q) = match variant {
+        // OUE: ½ for the true bit, 1/(e^ε + 1) for the others.
+        UeVariant::Optimized => (0.5, 1.0 / (e + 1.0)),
+        // SUE: e^{ε/2}/(e^{ε/2} + 1) and its complement.
+        UeVariant::Symmetric => {
+            let h = libm::sqrt(e);
+            (h / (h + 1.0), 1.0 / (h + 1.0))
+        }
+    };
+    let mut k = 0u32;
+    let sample = || {
+        k += 1;
+        let x = (k * 7) % d;
+        let mut bits = [0u8; 16];
+        ue.randomize_into(x, &mut rng, &mut bits)?;
+        let mut noise = 0i64;
+        let mut truth = 0i64;
+        for i in 0..d {
+            let set = bits
+                .get((i / 8) as usize)
+                .is_some_and(|b| b >> (i % 8) & 1 == 1);
+            match (set, i == x) {
+                (true, true) => truth = 1,
+                (true, false) => noise += 1,
+                _ => {}
+            }
+        }
+        Ok(2 * noise + truth)
+    };
+    let below = |v: i64| {
+        let mut total = 0.0;
+        for n in 0..d {
+            for t in 0..2 {
+                if 2 * i64::from(n) + t < v {
+                    let pt = if t == 1 { p_true } else { 1.0 - p_true };
+                    total += binomial_pmf(d - 1, q, n) * pt;
+                }
+            }
+        }
+        total
+    };
+    chi_square(what, 20_000, cells, sample, below)
+}
+
+/// OUE, ε = 1, 64 items (the firmware's report), 2·10⁴ reports.
+pub fn oue_report_bits() -> Outcome {
+    unary_report(
+        "OUE eps=1 d=64: 2*(noise ones) + true bit",
+        UeVariant::Optimized,
+        (1, 1),
+        64,
+        unit_cells(22, 24),
+    )
+}
+
+/// OUE, ε = 3/2 (whole and fractional part of the exponent), 20 items, and SUE,
+/// ε = 1 (coins at ε/2), 16 items; 2·10⁴ reports each.
+pub fn unary_report_bits_other_eps() -> Outcome {
+    unary_report(
+        "OUE eps=3/2 d=20: 2*(noise ones) + true bit",
+        UeVariant::Optimized,
+        (3, 2),
+        20,
+        unit_cells(2, 11),
+    )?;
+    unary_report(
+        "SUE eps=1 d=16: 2*(noise ones) + true bit",
+        UeVariant::Symmetric,
+        (1, 1),
+        16,
+        unit_cells(6, 11),
+    )
 }
 
 /// Uniform on `[0, 10)`, 2·10⁴ samples.

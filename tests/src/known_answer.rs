@@ -9,16 +9,16 @@
 use core::fmt::Write;
 
 use privq_core::histogram::{Histogram, OutOfRange};
+use privq_core::local::{UeVariant, UnaryEncoding};
 use privq_core::sample::{
     BoundedDiscreteLaplace, DiscreteGaussian, DiscreteLaplace, SigmaSquared, bernoulli,
     bernoulli_exp, uniform_below,
 };
 use privq_core::{Epsilon, Error, Fixed, GridGaussian, GridLaplace, Result, Rho};
-use rand_chacha::ChaCha12Rng;
 
 use crate::check::{Outcome, expect_eq};
 use crate::fnv::Fnv1a64;
-use crate::rng::chacha;
+use crate::rng::{Chacha, SplitMix64, chacha};
 
 /// The digest every target must reproduce (computed once on the host, then fixed).
 ///
@@ -107,6 +107,69 @@ pub fn check_gaussian() -> Outcome {
     )
 }
 
+/// The digest of the unary-encoding stream ([`unary_digest`]): OUE and SUE reports,
+/// bit for bit, which every target must reproduce; kept apart from
+/// [`KNOWN_ANSWER_DIGEST`] so the samplers' digest is unchanged. Print it with
+/// `cargo test -p privq-tests --test host print_known_answer_digest -- --nocapture`.
+pub const UNARY_DIGEST: u64 = 0x51a5_37fc_ed6e_369e;
+
+/// Seed of the unary-encoding known-answer stream (tests only).
+pub const UNARY_SEED: u64 = 0x7072_6976_715f_7565; // "privq_ue"
+
+/// `(variant, ε numerator, ε denominator, d)` of the unary-encoding stream: the
+/// firmware's OUE over 64 items at ε = 1, an exponent with whole and fractional parts,
+/// a tiny ε whose coins run the plain loop from the first step, and SUE.
+pub const UNARY_CASES: [(UeVariant, u64, u64, u32); 5] = [
+    (UeVariant::Optimized, 1, 1, 64),
+    (UeVariant::Optimized, 7, 3, 13),
+    (UeVariant::Optimized, 1, 1000, 16),
+    (UeVariant::Symmetric, 1, 1, 64),
+    (UeVariant::Symmetric, 5, 1, 9),
+];
+
+/// Runs the unary-encoding stream: 64 reports per case of [`UNARY_CASES`] (items
+/// `17·k mod d`), every byte fed to the digest; returns the digest and the errors.
+///
+/// The words come from [`SplitMix64`] (ChaCha12's own output is pinned by the other
+/// digests): a second generator type shows that the coins' words are read the same
+/// way whatever the generator.
+pub fn unary_digest() -> (u64, u32) {
+    let mut rng = SplitMix64::new(UNARY_SEED);
+    let mut h = Stream::default();
+    for (variant, num, den, d) in UNARY_CASES {
+        let ue = match Epsilon::new(num, den).and_then(|e| UnaryEncoding::new(variant, e, d)) {
+            Ok(ue) => ue,
+            Err(e) => {
+                h.error(e);
+                continue;
+            }
+        };
+        for k in 0..64u32 {
+            let mut bits = [0u8; 8];
+            let r = ue.randomize_into((17 * k) % d, &mut rng, &mut bits);
+            h.feed(r, |h, ()| h.bytes(&bits));
+        }
+    }
+    (h.digest.finish(), h.errors)
+}
+
+/// The check: no call of the unary-encoding stream errored and its digest equals
+/// [`UNARY_DIGEST`].
+pub fn check_unary() -> Outcome {
+    let (digest, errors) = unary_digest();
+    expect_eq(
+        "calls of the unary-encoding known-answer stream that errored",
+        errors,
+        0,
+    )?;
+    expect_eq(
+        "FNV-1a digest of the unary-encoding stream (if its output changed on purpose, \
+         update UNARY_DIGEST in tests/src/known_answer.rs)",
+        digest,
+        UNARY_DIGEST,
+    )
+}
+
 /// Runs the whole known-answer stream: returns its digest and how many calls errored
 /// (none should: every input of the stream is valid).
 pub fn digest() -> (u64, u32) {
@@ -169,7 +232,7 @@ impl Stream {
     }
 }
 
-fn uniform(rng: &mut ChaCha12Rng, h: &mut Stream) {
+fn uniform(rng: &mut Chacha, h: &mut Stream) {
     for n in [
         1u64,
         2,
@@ -187,7 +250,7 @@ fn uniform(rng: &mut ChaCha12Rng, h: &mut Stream) {
     }
 }
 
-fn bernoullis(rng: &mut ChaCha12Rng, h: &mut Stream) {
+fn bernoullis(rng: &mut Chacha, h: &mut Stream) {
     for (p, q) in [(0u64, 5u64), (1, 3), (2, 7), (5, 5), (999, 1000)] {
         for _ in 0..32 {
             h.feed(bernoulli(p, q, rng), Fnv1a64::bool);
@@ -200,7 +263,7 @@ fn bernoullis(rng: &mut ChaCha12Rng, h: &mut Stream) {
     }
 }
 
-fn laplaces(rng: &mut ChaCha12Rng, h: &mut Stream) {
+fn laplaces(rng: &mut Chacha, h: &mut Stream) {
     for (num, den) in LAPLACE_SCALES {
         match DiscreteLaplace::new(num, den) {
             Ok(d) => {
@@ -222,7 +285,7 @@ fn laplaces(rng: &mut ChaCha12Rng, h: &mut Stream) {
     }
 }
 
-fn grid_releases(rng: &mut ChaCha12Rng, h: &mut Stream) {
+fn grid_releases(rng: &mut Chacha, h: &mut Stream) {
     let values = [
         Fixed::from_bits(102_005_473_280), // 23.75
         Fixed::from_int(-3),
@@ -261,7 +324,7 @@ fn grid_releases(rng: &mut ChaCha12Rng, h: &mut Stream) {
     }
 }
 
-fn histograms(rng: &mut ChaCha12Rng, h: &mut Stream) {
+fn histograms(rng: &mut Chacha, h: &mut Stream) {
     let lo = Fixed::from_int(-10);
     let hi = Fixed::from_int(30);
     for outside in [OutOfRange::Tally, OutOfRange::Clamp, OutOfRange::Reject] {

@@ -38,6 +38,10 @@ pub const CHECKS: &[Check] = &[
         run: known_answer::check_gaussian,
     },
     Check {
+        name: "known_answer_unary_encoding",
+        run: known_answer::check_unary,
+    },
+    Check {
         name: "bad_input_epsilon",
         run: bad_input::epsilon,
     },
@@ -72,6 +76,14 @@ pub const CHECKS: &[Check] = &[
     Check {
         name: "chi2_bernoulli_exp",
         run: distribution::bernoulli_exponential,
+    },
+    Check {
+        name: "chi2_oue_report_eps_1_d_64",
+        run: distribution::oue_report_bits,
+    },
+    Check {
+        name: "chi2_unary_report_oue_3_2_sue_1",
+        run: distribution::unary_report_bits_other_eps,
     },
     Check {
         name: "chi2_discrete_laplace_t_1_2",

@@ -32,6 +32,7 @@ macro_rules! host_tests {
 host_tests!(
     known_answer_digest,
     known_answer_discrete_gaussian,
+    known_answer_unary_encoding,
     bad_input_epsilon,
     bad_input_sampler_parameters,
     bad_input_gaussian_parameters,
@@ -41,6 +42,8 @@ host_tests!(
     chi2_uniform_below_10,
     chi2_bernoulli_rational,
     chi2_bernoulli_exp,
+    chi2_oue_report_eps_1_d_64,
+    chi2_unary_report_oue_3_2_sue_1,
     chi2_discrete_laplace_t_1_2,
     chi2_discrete_laplace_t_1,
     chi2_discrete_laplace_t_10_3,
@@ -58,6 +61,8 @@ fn print_known_answer_digest() {
     println!("known-answer digest: {digest:#018x} ({errors} errors)");
     let (digest, errors) = known_answer::gaussian_digest();
     println!("discrete Gaussian digest: {digest:#018x} ({errors} errors)");
+    let (digest, errors) = known_answer::unary_digest();
+    println!("unary encoding digest: {digest:#018x} ({errors} errors)");
 }
 
 #[test]

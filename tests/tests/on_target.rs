@@ -255,6 +255,10 @@ fn report_costs<W: Write>(runner: &mut Runner<W>, ticks: &Ticks) {
         }
         Err(e) => runner.run("report_cost_oue", || expect_ok("oue", Err(e))),
     }
+    match UnaryEncoding::new(UeVariant::Symmetric, eps, d) {
+        Ok(m) => measure_reports(runner, ticks, cal, ("sue-64", "report_cost_sue"), &m, item),
+        Err(e) => runner.run("report_cost_sue", || expect_ok("sue", Err(e))),
+    }
     match Grr::new(eps, d) {
         Ok(m) => measure_reports(runner, ticks, cal, ("grr-64", "report_cost_grr"), &m, item),
         Err(e) => runner.run("report_cost_grr", || expect_ok("grr", Err(e))),
