@@ -50,7 +50,10 @@ pub enum UeVariant {
 ///   probability (the loop's proof: [`keep_with_odds`](super::keep_with_odds)).
 /// * Every bit of the buffer comes from the generator and is used once; bits left in a
 ///   word are dropped, never reused. Each coin's decision is a function of bits no other
-///   coin reads, so the `d` bits are independent given the input, as before.
+///   coin reads, so the `d` bits are independent given the input, as before. (The loop
+///   draws a noise coin at every position; at the true item SUE reports its complement,
+///   "keep", and OUE discards it and draws a fair coin from fresh bits. A discarded
+///   coin is a function of bits nothing else reads, so it changes no distribution.)
 ///
 /// The probabilities are unchanged; the way random words are consumed is not, so a
 /// given seed gives other bits than before (about 30 words per 64-bit OUE report at
@@ -126,34 +129,35 @@ impl UnaryEncoding {
         let mut bits = Bits::new();
         // One copy of the coins for every generator type.
         let rng: &mut dyn Words = &mut WordsOf(rng);
-        let mut i: u32 = 0;
+        // Every bit is first drawn as a noise bit (1 on "flip"), with no per-bit test
+        // of the position: one inlined copy of the coin, nothing else in the loop.
+        let mut left = self.domain;
         for byte in out.iter_mut() {
             let mut acc = 0u8;
             for bit in 0..8 {
-                if i >= self.domain {
+                if left == 0 {
                     break;
                 }
-                let one = if i == x {
-                    self.true_bit(&mut bits, rng)?
-                } else {
-                    self.flip.flip(&mut bits, rng)?
-                };
-                acc |= u8::from(one) << bit;
-                i += 1;
+                acc |= u8::from(self.flip.flip(&mut bits, rng)?) << bit;
+                left -= 1;
             }
             *byte = acc;
         }
-        Ok(())
-    }
-
-    /// The true item's bit: a fair coin (OUE) or "keep" (SUE). Out of line: once per
-    /// report, while the noise bits' coin is inlined into the loop.
-    #[inline(never)]
-    fn true_bit(&self, bits: &mut Bits, rng: &mut dyn Words) -> Result<bool> {
+        // Then the true item's bit: SUE's is 1 on "keep", the complement of the coin
+        // drawn there; OUE's is a fair coin from fresh bits, replacing the coin drawn
+        // there (which is discarded, unused: the bits stay independent).
+        let byte = out.get_mut((x / 8) as usize).ok_or(Error::BufferTooSmall)?;
+        let mask = 1u8 << (x % 8);
         match self.variant {
-            UeVariant::Optimized => Ok(bits.bit(rng)),
-            UeVariant::Symmetric => Ok(!self.flip.flip(bits, rng)?),
+            UeVariant::Symmetric => *byte ^= mask,
+            UeVariant::Optimized => {
+                *byte &= !mask;
+                if bits.bit(rng) {
+                    *byte |= mask;
+                }
+            }
         }
+        Ok(())
     }
 
     /// Exact `P[bit i = b | input = x]`; bits are independent given `x`.

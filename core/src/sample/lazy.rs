@@ -267,15 +267,25 @@ fn below(mut rem: u128, den: u128, bits: &mut Bits, rng: &mut dyn Words) -> bool
     }
 }
 
-/// `T_k = p^k / (q^k·k!)` as `(numerator, denominator)`, when the denominator stays
-/// below 2⁴⁷ (so the chunk arithmetic cannot overflow).
+/// `T_k = p^k / (q^k·k!)` as `(numerator, denominator)`, when `q < 2²⁷` and the
+/// denominator stays below 2⁴⁷ (so the chunk arithmetic cannot overflow); otherwise
+/// `None`, and the chunk decides fewer steps (the plain loop does the rest, exactly).
 #[inline(never)]
 fn threshold(p: u64, q: u64, k: u64) -> Option<(u64, NonZeroU64)> {
+    // Overflow excluded by magnitudes, without 64-bit multiply-with-overflow (a long
+    // routine on Cortex-M0): q·i < 2^31 and den < 2^32 before each step, so
+    // den·q·i < 2^63; num ≤ den and p ≤ q·i, so num·p fits too.
+    if q >= 1 << 27 {
+        return None;
+    }
     let mut num: u64 = 1;
     let mut den: u64 = 1;
     for i in 1..=k {
-        num = num.checked_mul(p)?;
-        den = den.checked_mul(q)?.checked_mul(i)?;
+        if den >= 1 << 32 {
+            return None;
+        }
+        den *= q * i;
+        num *= p;
     }
     if den >= 1 << 47 {
         return None;
