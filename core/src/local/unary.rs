@@ -56,8 +56,9 @@ pub enum UeVariant {
 ///   coin is a function of bits nothing else reads, so it changes no distribution.)
 ///
 /// The probabilities are unchanged; the way random words are consumed is not, so a
-/// given seed gives other bits than before (about 30 words per 64-bit OUE report at
+/// given seed gives other bits than before (about 16 words per 64-bit OUE report at
 /// ε = 1 instead of about 140).
+///
 /// **Variance** (host): OUE `n·Var = 4e^ε/(e^ε−1)²`, SUE `e^{ε/2}/(e^{ε/2}−1)²` at `f → 0`.
 /// **Report**: `12 + ⌈d/8⌉` bytes; OUE over 64 items is 20 bytes.
 ///
