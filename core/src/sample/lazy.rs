@@ -453,6 +453,73 @@ mod tests {
         );
     }
 
+    /// A word source whose first word is given and whose later words are arbitrary
+    /// (a fixed mixing sequence, so loops that read on end); counts the words taken.
+    struct Prefix {
+        word: u32,
+        calls: u32,
+    }
+
+    impl Words for Prefix {
+        fn word(&mut self) -> u32 {
+            self.calls += 1;
+            if self.calls == 1 {
+                self.word
+            } else {
+                self.calls.wrapping_mul(0x9e37_79b9).rotate_left(13) ^ self.word
+            }
+        }
+    }
+
+    /// The exact law, not a frequency: every string of the first `L` random bits is run
+    /// once. A string after which the coin has decided (it read at most `L` bits) has
+    /// probability exactly 2^-L and a fixed outcome, whatever follows; the others are
+    /// "undecided". So `P[true]` lies in `[yes, yes + undecided]·2^-L`, and this
+    /// interval must contain the target probability and be narrow.
+    fn enumerate(mut coin: impl FnMut(&mut Bits, &mut Prefix) -> bool) -> (f64, f64) {
+        const L: u32 = 20;
+        let (mut yes, mut undecided) = (0u64, 0u64);
+        for s in 0..(1u32 << L) {
+            let mut src = Prefix {
+                word: s << (32 - L),
+                calls: 0,
+            };
+            let mut bits = Bits::new();
+            let r = coin(&mut bits, &mut src);
+            if src.calls > 1 || 32 - bits.left > L {
+                undecided += 1;
+            } else if r {
+                yes += 1;
+            }
+        }
+        let scale = f64::from(1u32 << L);
+        (yes as f64 / scale, (yes + undecided) as f64 / scale)
+    }
+
+    #[test]
+    fn exact_law_by_enumerating_every_bit_string() {
+        for (p, q) in [(1u64, 1u64), (1, 2), (5, 7), (1, 300)] {
+            let c = ExpCoin::new(p, q).unwrap();
+            let (lo, hi) = enumerate(|bits, src| c.sample(bits, src).unwrap());
+            let want = libm::exp(-(p as f64) / q as f64);
+            assert!(
+                lo <= want && want <= hi,
+                "e^-{p}/{q}: {want} not in [{lo}, {hi}]"
+            );
+            assert!(hi - lo < 1e-3, "e^-{p}/{q}: undecided mass {}", hi - lo);
+        }
+        for (a, b) in [(1u64, 1u64), (1, 2), (3, 2)] {
+            let c = FlipCoin::new(a, b).unwrap();
+            let (lo, hi) = enumerate(|bits, src| c.flip(bits, src).unwrap());
+            let want = 1.0 / (1.0 + libm::exp(a as f64 / b as f64));
+            assert!(
+                lo <= want && want <= hi,
+                "flip {a}/{b}: {want} not in [{lo}, {hi}]"
+            );
+            assert!(hi - lo < 0.2, "flip {a}/{b}: undecided mass {}", hi - lo);
+        }
+    }
+
     /// Frequencies of Bernoulli(e^{-γ}) and of the flip coin against the exact values,
     /// with 5-sigma bounds.
     #[test]
