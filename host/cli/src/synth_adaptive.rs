@@ -136,6 +136,8 @@ pub fn run(
         },
         e => e.into(),
     })?;
+    // Everything the run checks before it samples, before the ledger is charged.
+    request.plan(&records, &domain, &workload)?;
     args.ledger
         .reserve(&request.accountant()?, "privq synth (adaptive)", stderr)?;
     let mut rng = super::rng(args.seed, stderr)?;

@@ -23,13 +23,16 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use privq_core::Epsilon;
+use std::ops::ControlFlow;
+
 use privq_core::rand_core::{CryptoRng, Rng};
+
+use privq_core::{Epsilon, Rho};
 
 use super::Model;
 use super::adaptive::{
     AdaptiveConfig, AdaptiveError, AdaptiveOutput, MarginalWorkload, PgmEstimator, RoundLog,
-    adaptive_marginals,
+    Schedule, adaptive_marginals_controlled,
 };
 use crate::accountant::{Accountant, Cost, PrivacyLoss, Receipt, RunCost};
 use crate::contract::Neighbours;
@@ -127,6 +130,67 @@ impl SynthRequest {
         Ok(())
     }
 
+    /// A dry run: validates the request against `records`, the public `domain`
+    /// and `workload` — everything [`synthesize`] checks before it samples — and
+    /// states what the release will cost and do, without charging anything or
+    /// drawing any randomness. The cost is the one [`charge_to`](Self::charge_to)
+    /// charges a session and a budget file is charged ([`RunCost::of`] of the
+    /// run's accountant). The number of records is read only under replace-one
+    /// neighbours (n public); under add/remove, with no number of rows requested,
+    /// the rows are [`PlannedRows::Hidden`].
+    ///
+    /// ```
+    /// use privq_host::contract::Neighbours;
+    /// use privq_host::data::{Domain, Records};
+    /// use privq_host::synth::adaptive::MarginalWorkload;
+    /// use privq_host::synth::release::{PlannedRows, SynthRequest};
+    /// use privq_host::Epsilon;
+    ///
+    /// let domain = Domain::binary(["smoker", "cough"])?;
+    /// let records = Records::from_csv("smoker,cough\n1,1\n0,0\n".as_bytes(), &domain, &Default::default())?;
+    /// let workload = MarginalWorkload::all_k_way(&domain, 2)?;
+    /// let request = SynthRequest::new(Epsilon::new(1, 1)?, 1e-9, Neighbours::AddRemove)?;
+    /// let plan = request.plan(&records, &domain, &workload)?;
+    /// assert_eq!(plan.cost.epsilon(), Epsilon::new(1, 1)?);
+    /// assert_eq!((plan.rounds, plan.one_way_rounds), (32, 2));
+    /// assert_eq!(plan.rows, PlannedRows::Hidden); // n is private under add/remove
+    /// let replace = SynthRequest::new(Epsilon::new(1, 1)?, 1e-9, Neighbours::Replace)?;
+    /// assert_eq!(replace.plan(&records, &domain, &workload)?.rows, PlannedRows::Exactly(2));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn plan(
+        &self,
+        records: &Records,
+        domain: &Domain,
+        workload: &MarginalWorkload,
+    ) -> Result<SynthPlan, AdaptiveError> {
+        self.admits(records)?;
+        let accountant = self.accountant()?;
+        let cost = RunCost::of(&accountant)?;
+        let available = accountant.remaining_rho().ok_or_else(|| {
+            AdaptiveError::InvalidParameter("the request's budget rounds to no ρ".into())
+        })?;
+        let d = domain.dims();
+        let schedule = Schedule::new(available, self.rounds, d)?;
+        let rows = match (self.rows, self.neighbours) {
+            (Some(r), _) => PlannedRows::Exactly(r),
+            (None, Neighbours::Replace) => PlannedRows::Exactly(records.len()),
+            (None, Neighbours::AddRemove) => PlannedRows::Hidden,
+        };
+        Ok(SynthPlan {
+            cost,
+            neighbours: self.neighbours,
+            rounds: schedule.rounds,
+            one_way_rounds: d,
+            max_rounds: 4 * schedule.rounds,
+            measure_rho: schedule.measure_rho(),
+            select_epsilon: schedule.select_epsilon(),
+            candidates: workload.candidates().len(),
+            max_model_cells: self.max_model_cells,
+            rows,
+        })
+    }
+
     /// Charges this release's whole budget, as `label`, to `session`: an accountant
     /// that spans several releases (a notebook's, a curator's), charged before the
     /// release runs, as a budget file is ([`BudgetFile::charge_accountant`]). A
@@ -167,21 +231,75 @@ impl SynthRequest {
                 ));
             }
         };
-        let run = RunCost::of(&self.accountant()?)
-            .map_err(|e| AdaptiveError::InvalidParameter(e.to_string()))?;
-        let cost = if session.is_zcdp() {
-            run.cost()
-        } else {
-            Cost::Approximate {
-                epsilon: run.epsilon(),
-                delta: run.delta(),
-            }
-        };
-        let receipt = session.charge_as(self.neighbours, label, cost)?;
+        let run = RunCost::of(&self.accountant()?)?;
+        let receipt = session.charge_as(self.neighbours, label, session_cost(&run, session))?;
         if bind {
             session.bind(self.neighbours);
         }
         Ok(receipt)
+    }
+}
+
+/// The cost a session accountant is charged for a run: its ρ for a zCDP session,
+/// the (ε, δ) of its guarantee for a basic one.
+fn session_cost(run: &RunCost, session: &Accountant) -> Cost {
+    if session.is_zcdp() {
+        run.cost()
+    } else {
+        Cost::Approximate {
+            epsilon: run.epsilon(),
+            delta: run.delta(),
+        }
+    }
+}
+
+/// How many rows a release holds, as known before it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlannedRows {
+    /// Exactly this many: the requested number, or n under replace-one neighbours
+    /// (where n is public).
+    Exactly(usize),
+    /// Decided by the run and not known before it: the model's noisy total, under
+    /// add/remove neighbours (where n is private) with no number requested.
+    Hidden,
+}
+
+/// What a release will cost and do, stated before it runs ([`SynthRequest::plan`]).
+/// Everything in it is public: it is read from the request, the public domain and
+/// workload, and the number of records only where the relation makes it public.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SynthPlan {
+    /// The run's cost: ρ as stated ([`RunCost::cost`]), and the (ε, δ) a basic
+    /// accountant or a budget file is charged for it.
+    pub cost: RunCost,
+    /// The neighbour relation the cost is stated under.
+    pub neighbours: Neighbours,
+    /// Planned rounds T; the first `one_way_rounds` of them measure the one-way
+    /// marginals, and annealing may run up to `max_rounds` in all.
+    pub rounds: usize,
+    /// The one-way marginals' rounds (d, one per attribute).
+    pub one_way_rounds: usize,
+    /// The most rounds the run can take (4·T; it ends when the budget is spent).
+    pub max_rounds: usize,
+    /// The ρ of each measurement in the first rounds (annealing raises it).
+    pub measure_rho: Rho,
+    /// The ε of each selection in the first rounds (annealing raises it).
+    pub select_epsilon: Epsilon,
+    /// How many marginals the workload offers for selection.
+    pub candidates: usize,
+    /// The cap on the model's size, in `f64` cells.
+    pub max_model_cells: u128,
+    /// How many synthetic rows the release holds.
+    pub rows: PlannedRows,
+}
+
+impl SynthPlan {
+    /// The cost `session` would be charged for this run by
+    /// [`SynthRequest::charge_to`]: its ρ for a zCDP session, its (ε, δ) for a
+    /// basic one.
+    pub fn session_cost(&self, session: &Accountant) -> Cost {
+        session_cost(&self.cost, session)
     }
 }
 
@@ -214,6 +332,25 @@ pub fn synthesize<R: Rng + CryptoRng + ?Sized>(
     rng: &mut R,
     progress: &mut dyn FnMut(&RoundLog),
 ) -> Result<Synthetic, AdaptiveError> {
+    synthesize_controlled(records, domain, workload, request, rng, &mut |r| {
+        progress(r);
+        ControlFlow::Continue(())
+    })
+}
+
+/// [`synthesize`], stopped when `control` breaks after a round (a front end's
+/// Ctrl-C): the run ends with [`AdaptiveError::Cancelled`] and nothing is
+/// released. A session charged for the release beforehand
+/// ([`SynthRequest::charge_to`]) keeps the charge: the rounds already run
+/// measured the data.
+pub fn synthesize_controlled<R: Rng + CryptoRng + ?Sized>(
+    records: &Records,
+    domain: &Domain,
+    workload: &MarginalWorkload,
+    request: &SynthRequest,
+    rng: &mut R,
+    control: &mut dyn FnMut(&RoundLog) -> ControlFlow<()>,
+) -> Result<Synthetic, AdaptiveError> {
     let neighbours = request.neighbours;
     request.admits(records)?;
     let mut accountant = request.accountant()?;
@@ -224,7 +361,7 @@ pub fn synthesize<R: Rng + CryptoRng + ?Sized>(
     };
     let n = records.len();
     let estimator = PgmEstimator::new(domain, neighbours, n);
-    let output = adaptive_marginals(
+    let output = adaptive_marginals_controlled(
         records,
         domain,
         workload,
@@ -232,7 +369,7 @@ pub fn synthesize<R: Rng + CryptoRng + ?Sized>(
         &estimator,
         &mut accountant,
         rng,
-        progress,
+        control,
     )?;
     let rows = match (request.rows, neighbours) {
         (Some(r), _) => r,
@@ -263,6 +400,7 @@ mod tests {
     use super::*;
     use crate::accountant::AccountantError;
     use crate::seeded_rng;
+    use crate::synth::adaptive::adaptive_marginals;
 
     fn table(n: usize) -> (Domain, Records, MarginalWorkload) {
         let domain = Domain::binary(["a", "b", "c"]).unwrap();
@@ -377,6 +515,123 @@ mod tests {
         let empty = Records::from_columns(vec![vec![], vec![], vec![]], &domain).unwrap();
         assert!(replace.admits(&empty).is_err());
         assert!(add_remove.admits(&empty).is_ok());
+    }
+
+    /// A plan states the cost `charge_to` charges and the run spends, and the
+    /// rounds the run plans, without charging or sampling; n shows only where it
+    /// is public.
+    #[test]
+    fn a_plan_states_the_cost_and_the_schedule_without_charging() {
+        let (domain, records, workload) = table(120);
+        for neighbours in [Neighbours::Replace, Neighbours::AddRemove] {
+            let request = request(neighbours);
+            let plan = request.plan(&records, &domain, &workload).unwrap();
+            assert_eq!(plan.neighbours, neighbours);
+            assert_eq!(
+                (plan.rounds, plan.one_way_rounds, plan.max_rounds),
+                (48, 3, 192)
+            );
+            assert_eq!(plan.candidates, workload.candidates().len());
+            let expected_rows = match neighbours {
+                Neighbours::Replace => PlannedRows::Exactly(120),
+                Neighbours::AddRemove => PlannedRows::Hidden,
+            };
+            assert_eq!(plan.rows, expected_rows);
+            assert_eq!(
+                request
+                    .rows(Some(7))
+                    .plan(&records, &domain, &workload)
+                    .unwrap()
+                    .rows,
+                PlannedRows::Exactly(7)
+            );
+            // The cost is what a session is charged, in its own terms.
+            let mut basic = Accountant::approximate(Epsilon::new(2, 1).unwrap(), 1e-6).unwrap();
+            let mut zcdp = Accountant::zcdp(plan.cost.cost().rho().unwrap(), 1e-6).unwrap();
+            for session in [&mut basic, &mut zcdp] {
+                let before = session.clone();
+                let expected = plan.session_cost(session);
+                assert!(session.ledger().is_empty(), "planning charged nothing");
+                request.charge_to(session, "run").unwrap();
+                assert_eq!(session.ledger()[0].cost, expected);
+                assert!(before.can_afford(&expected));
+            }
+            assert_eq!(basic.spent_epsilon(), Some(plan.cost.epsilon()));
+            assert_eq!(
+                zcdp.remaining_rho(),
+                None,
+                "the plan's ρ is the run's whole ρ"
+            );
+            // The run spends what the plan states.
+            let out = synthesize(
+                &records,
+                &domain,
+                &workload,
+                &request,
+                &mut seeded_rng(4),
+                &mut |_| {},
+            )
+            .unwrap();
+            assert_eq!(out.accountant.spent_rho(), plan.cost.cost().rho().ok());
+            assert!(out.output.rounds.len() <= plan.max_rounds);
+        }
+    }
+
+    /// What would make the run fail before sampling makes the plan fail, so a
+    /// front end that plans before charging a session charges nothing for it.
+    #[test]
+    fn a_plan_refuses_what_the_run_would_refuse() {
+        let (domain, records, workload) = table(50);
+        let few = request(Neighbours::AddRemove).rounds(Some(3));
+        assert!(matches!(
+            few.plan(&records, &domain, &workload),
+            Err(AdaptiveError::InvalidParameter(_))
+        ));
+        let run = synthesize(
+            &records,
+            &domain,
+            &workload,
+            &few,
+            &mut seeded_rng(5),
+            &mut |_| {},
+        );
+        assert!(matches!(run, Err(AdaptiveError::InvalidParameter(_))));
+        let empty = Records::from_columns(vec![vec![], vec![], vec![]], &domain).unwrap();
+        assert!(matches!(
+            request(Neighbours::Replace).plan(&empty, &domain, &workload),
+            Err(AdaptiveError::Data(DataError::EmptyData))
+        ));
+        assert_eq!(
+            request(Neighbours::AddRemove)
+                .plan(&empty, &domain, &workload)
+                .unwrap()
+                .rows,
+            PlannedRows::Hidden
+        );
+    }
+
+    /// A run stopped by its caller after a round releases nothing.
+    #[test]
+    fn a_cancelled_run_releases_nothing() {
+        let (domain, records, workload) = table(80);
+        let mut seen = 0;
+        let out = synthesize_controlled(
+            &records,
+            &domain,
+            &workload,
+            &request(Neighbours::AddRemove),
+            &mut seeded_rng(6),
+            &mut |r| {
+                seen += 1;
+                if r.round == 2 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            },
+        );
+        assert!(matches!(out, Err(AdaptiveError::Cancelled { round: 2 })));
+        assert_eq!(seen, 2);
     }
 
     /// The lower-level entry point refuses an estimator that would publish the

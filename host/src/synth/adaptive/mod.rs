@@ -19,12 +19,13 @@
 //! marginals (`docs/src/proofs.md`).
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 
 use privq_core::rand_core::{CryptoRng, Rng};
 use privq_core::{Epsilon, Rho};
 
 use super::{Clique, FitOptions, Measurement, Model, SynthError, Total, fit, model_cells};
-use crate::accountant::{Accountant, AccountantError};
+use crate::accountant::{Accountant, AccountantError, BudgetFileError};
 use crate::central::{DiscreteGaussian, ExponentialMechanism, MechanismError};
 use crate::contract::{Mechanism, Neighbours};
 use crate::data::{DataError, Domain, Records};
@@ -351,6 +352,17 @@ pub enum AdaptiveError {
     /// The estimator failed.
     #[error("model estimation failed: {0}")]
     Estimator(#[from] SynthError),
+    /// The run's cost cannot be stated in a session's or a budget file's terms
+    /// (its ρ's conversion to (ε, δ) failed, or δ is out of range).
+    #[error("the run's cost cannot be stated: {0}")]
+    RunCost(#[from] BudgetFileError),
+    /// The caller stopped the run after a round ([`adaptive_marginals_controlled`]);
+    /// nothing was released.
+    #[error("cancelled after round {round}; nothing was released")]
+    Cancelled {
+        /// The last round run.
+        round: usize,
+    },
 }
 
 impl From<privq_core::Error> for AdaptiveError {
@@ -472,6 +484,67 @@ impl Step {
     }
 }
 
+/// The public schedule of a run that spends `available` ρ: its planned rounds T,
+/// the dyadic budget it plans on and the first rounds' step. It reads only public
+/// quantities (the budget, the number of attributes, the configured rounds), so a
+/// front end can validate it, and state it, before anything is charged
+/// ([`SynthRequest::plan`](crate::synth::release::SynthRequest::plan)).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Schedule {
+    /// Planned rounds T (default 16·d); the one-way marginals use d of them, and
+    /// annealing may run up to 4·T in all.
+    pub(crate) rounds: usize,
+    /// The dyadic budget ≤ the available ρ that every cost is planned on.
+    pub(crate) total: Rho,
+    step: Step,
+}
+
+impl Schedule {
+    /// The schedule for `available` ρ over `d` attributes; `rounds` overrides
+    /// the default 16·d planned rounds. Refuses a count that leaves no round after
+    /// the one-way marginals, or a budget too small to split into its rounds.
+    pub(crate) fn new(
+        available: Rho,
+        rounds: Option<usize>,
+        d: usize,
+    ) -> Result<Schedule, AdaptiveError> {
+        // Plan on a dyadic budget ≤ the accountant's, so that every cost and every
+        // remainder is an exact dyadic fraction.
+        let total = rho_scaled(available, 1, 1)?;
+        let rounds = rounds.unwrap_or(16 * d);
+        if rounds <= d {
+            return Err(AdaptiveError::InvalidParameter(format!(
+                "{rounds} planned rounds leave none after the {d} one-way marginals"
+            )));
+        }
+        let t = u64::try_from(rounds)
+            .ok()
+            .filter(|t| t.checked_mul(10).is_some() && rounds.checked_mul(4).is_some())
+            .ok_or_else(|| {
+                AdaptiveError::InvalidParameter(format!("{rounds} planned rounds are too many"))
+            })?;
+        let step = Step {
+            measure: rho_scaled(total, 9, 10 * t)?,
+            select: selection_epsilon(rho_scaled(total, 1, 10 * t)?)?,
+        };
+        Ok(Schedule {
+            rounds,
+            total,
+            step,
+        })
+    }
+
+    /// The ρ of each measurement in the first rounds (before any annealing).
+    pub(crate) fn measure_rho(&self) -> Rho {
+        self.step.measure
+    }
+
+    /// The ε of each selection in the first rounds (before any annealing).
+    pub(crate) fn select_epsilon(&self) -> Epsilon {
+        self.step.select
+    }
+}
+
 /// Runs the adaptive-marginals mechanism on `records` over `domain`, spending the
 /// whole remaining ρ of `accountant` (which must be a zCDP accountant), and returns
 /// the fitted model. `progress` sees every round.
@@ -485,6 +558,36 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
     accountant: &mut Accountant,
     rng: &mut R,
     progress: &mut dyn FnMut(&RoundLog),
+) -> Result<AdaptiveOutput<E::Model>, AdaptiveError> {
+    adaptive_marginals_controlled(
+        records,
+        domain,
+        workload,
+        config,
+        estimator,
+        accountant,
+        rng,
+        &mut |r| {
+            progress(r);
+            ControlFlow::Continue(())
+        },
+    )
+}
+
+/// [`adaptive_marginals`], stopped when `control` breaks after a round: the run
+/// ends with [`AdaptiveError::Cancelled`] and returns nothing (a front end's
+/// Ctrl-C). What `accountant` was charged for the rounds already run stays
+/// charged: their measurements were taken.
+#[allow(clippy::too_many_arguments)]
+pub fn adaptive_marginals_controlled<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
+    records: &Records,
+    domain: &Domain,
+    workload: &MarginalWorkload,
+    config: &AdaptiveConfig,
+    estimator: &E,
+    accountant: &mut Accountant,
+    rng: &mut R,
+    control: &mut dyn FnMut(&RoundLog) -> ControlFlow<()>,
 ) -> Result<AdaptiveOutput<E::Model>, AdaptiveError> {
     if let Some(bound) = accountant.neighbours()
         && bound != config.neighbours
@@ -506,29 +609,15 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
             "the adaptive-marginals mechanism needs a zCDP accountant with budget left".into(),
         )
     })?;
-    // Plan on a dyadic budget ≤ the accountant's, so that every cost and every
-    // remainder below is an exact dyadic fraction.
-    let total = rho_scaled(available, 1, 1)?;
-    let mut spent: Option<Rho> = None;
     let d = domain.dims();
+    let Schedule {
+        rounds,
+        total,
+        mut step,
+    } = Schedule::new(available, config.rounds, d)?;
+    let mut spent: Option<Rho> = None;
     let sizes: Vec<usize> = domain.attributes().iter().map(|a| a.size()).collect();
-    let rounds = config.rounds.unwrap_or(16 * d);
-    if rounds <= d {
-        return Err(AdaptiveError::InvalidParameter(format!(
-            "{rounds} planned rounds leave none after the {d} one-way marginals"
-        )));
-    }
     let neighbours = config.neighbours;
-    let t = u64::try_from(rounds)
-        .ok()
-        .filter(|t| t.checked_mul(10).is_some() && rounds.checked_mul(4).is_some())
-        .ok_or_else(|| {
-            AdaptiveError::InvalidParameter(format!("{rounds} planned rounds are too many"))
-        })?;
-    let mut step = Step {
-        measure: rho_scaled(total, 9, 10 * t)?,
-        select: selection_epsilon(rho_scaled(total, 1, 10 * t)?)?,
-    };
     let candidates = workload.candidates();
     let mut truth: Vec<Option<Vec<u64>>> = vec![None; candidates.len()];
     let l1 = neighbours.histogram_l1() as f64;
@@ -643,7 +732,9 @@ pub fn adaptive_marginals<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
             spent: spent.unwrap_or(step.measure),
             annealed,
         };
-        progress(&entry);
+        if control(&entry).is_break() {
+            return Err(AdaptiveError::Cancelled { round });
+        }
         log.push(entry);
         if last {
             break;
