@@ -38,6 +38,9 @@ __all__ = [
     "Domain",
     "PrivqError",
     "SeedWarning",
+    "SynthesisPlan",
+    "ldp",
+    "plan_synthesis",
     "synthesize",
 ]
 
@@ -321,6 +324,22 @@ class Domain:
         return f"Domain({attrs})"
 
 
+def _check_synthesis_args(mechanism: str, domain: Any, accountant: Any, rows: Any) -> None:
+    if mechanism != "adaptive":
+        raise ValueError(
+            f"mechanism = {mechanism!r}: only \"adaptive\" is available from Python so far "
+            "(MWEM is on the command line: privq synth --mechanism mwem)"
+        )
+    if not isinstance(domain, Domain):
+        raise TypeError(f"domain must be a privq.Domain, not {type(domain).__name__}")
+    if accountant is not None and not isinstance(accountant, Accountant):
+        raise TypeError(
+            f"accountant must be a privq.Accountant, not {type(accountant).__name__}"
+        )
+    if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
+        raise ValueError(f"rows = {rows!r}: a non-negative integer")
+
+
 def synthesize(
     df: Any,
     domain: Domain,
@@ -360,6 +379,9 @@ def synthesize(
       released is the model's noisy total) or ``"replace"`` (n public).
     * ``rows``: how many synthetic rows to release (public).
 
+    :func:`plan_synthesis` takes the same arguments and states what this call
+    would cost and do, without charging or sampling.
+
     Column types: integers, floats, booleans (read as 1/0), strings and
     categoricals come back as they went in. A value is matched against the
     domain as the program reads it from CSV: a float as its shortest decimal
@@ -375,17 +397,7 @@ def synthesize(
     >>> out.columns, out.dtypes == df.dtypes
     (['city', 'age'], True)
     """
-    if mechanism != "adaptive":
-        raise ValueError(
-            f"mechanism = {mechanism!r}: only \"adaptive\" is available from Python so far "
-            "(MWEM is on the command line: privq synth --mechanism mwem)"
-        )
-    if not isinstance(domain, Domain):
-        raise TypeError(f"domain must be a privq.Domain, not {type(domain).__name__}")
-    if accountant is not None and not isinstance(accountant, Accountant):
-        raise TypeError(
-            f"accountant must be a privq.Accountant, not {type(accountant).__name__}"
-        )
+    _check_synthesis_args(mechanism, domain, accountant, rows)
     if seed is not None:
         if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
             raise ValueError(f"seed = {seed!r}: an integer in [0, 2**64)")
@@ -394,8 +406,6 @@ def synthesize(
             SeedWarning,
             stacklevel=2,
         )
-    if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
-        raise ValueError(f"rows = {rows!r}: a non-negative integer")
     delta = _delta(delta)
 
     from ._frames import from_columns, to_columns
@@ -413,3 +423,113 @@ def synthesize(
         seed,
     )
     return from_columns(out, table, kind, df, domain)
+
+
+class SynthesisPlan(NamedTuple):
+    """What :func:`synthesize` would cost and do (:func:`plan_synthesis`).
+
+    * ``epsilon`` (exact), ``delta``: the (ε, δ) a basic :class:`Accountant` or a
+      budget file is charged; ``rho`` (exact): the ρ a zCDP accountant is charged
+      (the run spends exactly this ρ).
+    * ``neighbours``: the relation the cost is stated under.
+    * ``rounds``: planned rounds T; ``one_way_rounds`` of them (one per
+      attribute) measure the one-way marginals; annealing may take up to
+      ``max_rounds``.
+    * ``measure_rho``, ``select_epsilon`` (exact): the budget of each
+      measurement and each selection in the first rounds.
+    * ``candidates``: the marginals the workload offers for selection.
+    * ``rows``: the number of synthetic rows, or ``None`` when it is **hidden**:
+      under add/remove neighbours (n private) with no ``rows`` given, the run
+      releases the model's noisy total, known only after it runs.
+    * ``charge``, ``accepted``: with an in-memory ``accountant``, the cost it
+      would be charged (exact text) and whether it would accept the charge now;
+      ``None`` otherwise (a budget file is shared by processes, so only the
+      charge itself, under the file's lock, can tell).
+    """
+
+    epsilon: Fraction
+    delta: float
+    rho: Optional[Fraction]
+    neighbours: str
+    rounds: int
+    one_way_rounds: int
+    max_rounds: int
+    measure_rho: Fraction
+    select_epsilon: Fraction
+    candidates: int
+    rows: Optional[int]
+    charge: Optional[str]
+    accepted: Optional[bool]
+
+
+def plan_synthesis(
+    df: Any,
+    domain: Domain,
+    *,
+    epsilon: Number,
+    delta: float = 1e-9,
+    workload: Optional[str] = None,
+    mechanism: str = "adaptive",
+    accountant: Optional[Accountant] = None,
+    neighbours: str = "add-remove",
+    rows: Optional[int] = None,
+) -> SynthesisPlan:
+    """A dry run of :func:`synthesize` with the same arguments (no ``seed``: it
+    draws nothing): validates everything the release checks before it samples
+    (the parameters, the workload, the table against the domain, the schedule
+    of rounds) and returns a :class:`SynthesisPlan` of what the release would
+    cost and do. **Nothing is charged and nothing is sampled**; an
+    ``accountant`` is only asked whether it would accept the charge. An input
+    that :func:`synthesize` refuses raises the same exception here.
+
+    The plan is public: it reads the number of rows of ``df`` only under
+    ``neighbours="replace"``, where n is public anyway.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"smoker": [0, 1, 1, 0] * 50, "cough": [0, 1, 0, 0] * 50})
+    >>> domain = Domain({"smoker": 2, "cough": 2})
+    >>> budget = Accountant(epsilon=1, delta=1e-6)
+    >>> plan = plan_synthesis(df, domain, epsilon=1, accountant=budget)
+    >>> plan.epsilon, plan.rounds, plan.rows, plan.accepted
+    (Fraction(1, 1), 32, None, True)
+    >>> plan_synthesis(df, domain, epsilon=2, accountant=budget).accepted
+    False
+    >>> plan_synthesis(df, domain, epsilon=1, neighbours="replace").rows
+    200
+    >>> budget.spent.epsilon
+    Fraction(0, 1)
+    """
+    _check_synthesis_args(mechanism, domain, accountant, rows)
+    delta = _delta(delta)
+
+    from ._frames import to_columns
+
+    _table, _kind, columns = to_columns(df, domain)
+    p = _privq._plan_synthesis(
+        columns,
+        domain._inner,
+        _number(epsilon),
+        delta,
+        workload,
+        neighbours,
+        rows,
+        None if accountant is None else accountant._inner,
+    )
+    return SynthesisPlan(
+        epsilon=Fraction(*p["epsilon"]),
+        delta=p["delta"],
+        rho=_fraction(p["rho"]),
+        neighbours=p["neighbours"],
+        rounds=p["rounds"],
+        one_way_rounds=p["one_way_rounds"],
+        max_rounds=p["max_rounds"],
+        measure_rho=Fraction(*p["measure_rho"]),
+        select_epsilon=Fraction(*p["select_epsilon"]),
+        candidates=p["candidates"],
+        rows=p["rows"],
+        charge=p["charge"],
+        accepted=p["accepted"],
+    )
+
+
+from . import ldp  # noqa: E402  (the submodule needs the names above)

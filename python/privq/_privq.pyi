@@ -88,3 +88,66 @@ def _synthesize(
     accountant: Optional[Accountant],
     seed: Optional[int],
 ) -> Tuple[list[Tuple[str, list[str], bytes]], _SynthInfo]: ...
+
+class _PlanDict(TypedDict):
+    epsilon: _Pair
+    delta: float
+    rho: Optional[_Pair]
+    neighbours: str
+    rounds: int
+    one_way_rounds: int
+    max_rounds: int
+    measure_rho: _Pair
+    select_epsilon: _Pair
+    candidates: int
+    rows: Optional[int]  # None: hidden (the model's noisy total, under add/remove)
+    charge: Optional[str]  # in-memory accountants only
+    accepted: Optional[bool]  # in-memory accountants only
+
+def _plan_synthesis(
+    columns: Sequence[Tuple[str, list[Any], bytes]],
+    domain: Domain,
+    epsilon: _Number,
+    delta: float,
+    workload: Optional[str],
+    neighbours: str,
+    rows: Optional[int],
+    accountant: Optional[Accountant],
+) -> _PlanDict: ...
+
+class Campaign:
+    def __init__(
+        self,
+        mechanism: str,
+        epsilon: _Number,
+        domain: Optional[int] = None,
+        queries: Optional[Sequence[str]] = None,
+        bound: Optional[int] = None,
+        grid_exponent: Optional[int] = None,
+        memory_mib: int = 256,
+    ) -> None: ...
+    @staticmethod
+    def from_json(text: str, memory_mib: int = 256) -> "Campaign": ...
+    def to_json(self) -> str: ...
+    def mechanism(self) -> str: ...
+    def epsilon(self) -> _Pair: ...
+    def domain(self) -> Optional[int]: ...
+    def report_len(self) -> int: ...
+
+class _EstimateRow(TypedDict):
+    group: str
+    item: Optional[int]  # None for a mean
+    estimate: float
+    std_error: float
+    ci_low: float
+    ci_high: float
+    post_processed: Optional[float]
+    reports: int
+
+def _ldp_simulate(values: bytes, campaign: Campaign, seed: Optional[int]) -> bytes: ...
+def _ldp_aggregate(
+    inputs: Sequence[Union[bytes, str]],
+    campaign: Campaign,
+    confidence: float,
+    post: str,
+) -> Tuple[list[_EstimateRow], str, str]: ...

@@ -5,13 +5,20 @@
 //! Every privacy decision is the library's: the accountant a release runs under
 //! ([`SynthRequest::accountant`]), how a session accountant or a budget file is
 //! charged ([`SynthRequest::charge_to`], [`BudgetFile::charge_accountant`]), how a
-//! table's values map onto the domain ([`Records::from_dictionary_columns`]) and
-//! the release itself ([`synthesize`]). The pure-Python layer (`privq/__init__.py`)
-//! only moves DataFrames in and out through Arrow.
+//! table's values map onto the domain ([`Records::from_dictionary_columns`]), the
+//! dry run ([`SynthRequest::plan`]), the release itself ([`synthesize_controlled`])
+//! and the device reports' aggregation (`ldp`, as `privq ldp`). The pure-Python
+//! layer (`privq/__init__.py`, `privq/ldp.py`) only moves DataFrames in and out
+//! through Arrow.
 //!
 //! No Rust panic crosses into Python: every entry point runs under [`guard`], which
-//! turns a panic into `privq.PrivqError`. The GIL is released while a release runs.
+//! turns a panic into `privq.PrivqError`. The GIL is released while a release runs
+//! (and while reports are simulated or aggregated); Ctrl-C stops a release after
+//! its current round ([`synthesize_controlled`]'s control hook).
 
+mod ldp;
+
+use std::ops::ControlFlow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -24,7 +31,7 @@ use privq_host::data::{
     AttributeKind, CsvColumns, DataError, DictionaryColumn, Domain, Records, domain_template,
 };
 use privq_host::synth::adaptive::{AdaptiveError, MarginalWorkload};
-use privq_host::synth::release::{SynthRequest, synthesize};
+use privq_host::synth::release::{PlannedRows, SynthRequest, synthesize_controlled};
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
@@ -152,6 +159,7 @@ fn adaptive_error(e: AdaptiveError) -> PyErr {
         AdaptiveError::InvalidParameter(m) => {
             PyValueError::new_err(format!("invalid parameter: {m}"))
         }
+        AdaptiveError::RunCost(e) => budget_file_error(e),
         e => PrivqError::new_err(e.to_string()),
     }
 }
@@ -714,6 +722,158 @@ const MEMORY_CAP: u64 = 1 << 30;
 /// value indices as native-endian `int32` bytes.
 type ColumnOut<'py> = (String, Vec<String>, Bound<'py, PyBytes>);
 
+/// A validated request, its workload and the table's records: everything
+/// [`SynthRequest::plan`] and a release need, checked before anything is charged.
+struct Prepared {
+    request: SynthRequest,
+    workload: MarginalWorkload,
+    records: Records,
+    neighbours: Neighbours,
+}
+
+/// Parameters first (nothing is read for a bad one), then the table's records.
+#[allow(clippy::too_many_arguments)]
+fn prepare<'py>(
+    py: Python<'py>,
+    columns: Vec<(String, Bound<'py, PyList>, Bound<'py, PyBytes>)>,
+    domain: &Domain,
+    epsilon: &Bound<'py, PyAny>,
+    delta: f64,
+    workload: Option<&str>,
+    neighbours: &str,
+    rows: Option<usize>,
+) -> PyResult<Prepared> {
+    let epsilon = epsilon_arg(epsilon)?;
+    let neighbours = neighbours_arg(neighbours)?;
+    let request = SynthRequest::new(epsilon, delta, neighbours)
+        .map_err(adaptive_error)?
+        .rows(rows);
+    let workload = workload_arg(workload, domain)?;
+    // Each synthetic row is a vector of value indices (24 + 8·d bytes), as
+    // `privq synth` counts under its default --memory-mib.
+    if let Some(rows) = rows {
+        let bytes = (rows as u64).saturating_mul(24 + 8 * domain.dims() as u64);
+        if bytes > MEMORY_CAP {
+            return Err(PyValueError::new_err(format!(
+                "rows = {rows}: the synthetic rows would need about {} MiB, over the {} MiB \
+                 cap; release fewer rows",
+                bytes >> 20,
+                MEMORY_CAP >> 20
+            )));
+        }
+    }
+    let mut table = Vec::with_capacity(columns.len());
+    for (name, values, bytes) in &columns {
+        let texts = values
+            .iter()
+            .map(|v| value_text(name, &v))
+            .collect::<PyResult<Vec<_>>>()?;
+        let codes = codes(name, bytes.as_bytes())?;
+        table.push(DictionaryColumn::new(name.clone(), texts, codes));
+    }
+    drop(columns);
+    let records = py
+        .detach(|| Records::from_dictionary_columns(table, domain, &CsvColumns::new()))
+        .map_err(data_error)?;
+    Ok(Prepared {
+        request,
+        workload,
+        records,
+        neighbours,
+    })
+}
+
+/// An exact fraction of ρ, or `None` for a cost that is not a zCDP one.
+fn rho_pair(cost: &Cost) -> Option<(u64, u64)> {
+    match cost {
+        Cost::Zcdp(r) => Some(fraction(r.num(), r.den())),
+        _ => None,
+    }
+}
+
+/// `privq.plan_synthesis`'s Rust half: the library's dry run
+/// ([`SynthRequest::plan`]) on the same inputs as `_synthesize`; nothing is
+/// charged and nothing is sampled. With an in-memory `accountant`, whether the
+/// release's charge would be accepted now (on a copy of it).
+#[pyfunction]
+#[pyo3(signature = (columns, domain, epsilon, delta, workload, neighbours, rows, accountant))]
+#[allow(clippy::too_many_arguments)]
+fn _plan_synthesis<'py>(
+    py: Python<'py>,
+    columns: Vec<(String, Bound<'py, PyList>, Bound<'py, PyBytes>)>,
+    domain: &Bound<'py, PyDomain>,
+    epsilon: &Bound<'py, PyAny>,
+    delta: f64,
+    workload: Option<&str>,
+    neighbours: &str,
+    rows: Option<usize>,
+    accountant: Option<&Bound<'py, PyAccountant>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    guard(|| {
+        let domain = &domain.get().domain;
+        let p = prepare(
+            py, columns, domain, epsilon, delta, workload, neighbours, rows,
+        )?;
+        let plan = p
+            .request
+            .plan(&p.records, domain, &p.workload)
+            .map_err(adaptive_error)?;
+        let info = PyDict::new(py);
+        let run = plan.cost;
+        info.set_item(
+            "epsilon",
+            fraction(run.epsilon().num(), run.epsilon().den()),
+        )?;
+        info.set_item("delta", run.delta())?;
+        info.set_item("rho", rho_pair(&run.cost()))?;
+        info.set_item("neighbours", neighbours_name(plan.neighbours))?;
+        info.set_item("rounds", plan.rounds)?;
+        info.set_item("one_way_rounds", plan.one_way_rounds)?;
+        info.set_item("max_rounds", plan.max_rounds)?;
+        info.set_item(
+            "measure_rho",
+            fraction(plan.measure_rho.num(), plan.measure_rho.den()),
+        )?;
+        info.set_item(
+            "select_epsilon",
+            fraction(plan.select_epsilon.num(), plan.select_epsilon.den()),
+        )?;
+        info.set_item("candidates", plan.candidates)?;
+        info.set_item(
+            "rows",
+            match plan.rows {
+                PlannedRows::Exactly(n) => Some(n),
+                PlannedRows::Hidden => None,
+            },
+        )?;
+        // What a session would be charged, and whether it would accept it now.
+        let (charge, accepted) = match accountant {
+            None => (None, None),
+            Some(accountant) => {
+                let accountant = accountant.get();
+                if accountant.is_forked_copy() {
+                    return Err(PrivqError::new_err(FORKED));
+                }
+                accountant.with(|state| {
+                    Ok(match state {
+                        State::Memory(session) => {
+                            let mut copy = session.clone();
+                            let ok = p.request.charge_to(&mut copy, "plan").is_ok();
+                            (Some(plan.session_cost(session).to_string()), Some(ok))
+                        }
+                        // A budget file is shared by processes: only a charge under
+                        // its lock can tell.
+                        State::File { .. } => (None, None),
+                    })
+                })?
+            }
+        };
+        info.set_item("charge", charge)?;
+        info.set_item("accepted", accepted)?;
+        Ok(info)
+    })
+}
+
 /// `privq.synthesize`'s Rust half: the table in dictionary form, the domain, the
 /// request and the accountant; returns the synthetic table, column by column in the
 /// domain's order, and a dict of what was spent.
@@ -734,40 +894,18 @@ fn _synthesize<'py>(
 ) -> PyResult<(Vec<ColumnOut<'py>>, Bound<'py, PyDict>)> {
     guard(|| {
         let domain = &domain.get().domain;
-        // Parameters first: nothing is read or charged for a bad one.
-        let epsilon = epsilon_arg(epsilon)?;
-        let neighbours = neighbours_arg(neighbours)?;
-        let request = SynthRequest::new(epsilon, delta, neighbours)
-            .map_err(adaptive_error)?
-            .rows(rows);
-        let workload = workload_arg(workload, domain)?;
-        // Each synthetic row is a vector of value indices (24 + 8·d bytes), as
-        // `privq synth` counts under its default --memory-mib.
-        if let Some(rows) = rows {
-            let bytes = (rows as u64).saturating_mul(24 + 8 * domain.dims() as u64);
-            if bytes > MEMORY_CAP {
-                return Err(PyValueError::new_err(format!(
-                    "rows = {rows}: the synthetic rows would need about {} MiB, over the {} MiB \
-                     cap; release fewer rows",
-                    bytes >> 20,
-                    MEMORY_CAP >> 20
-                )));
-            }
-        }
-        let mut table = Vec::with_capacity(columns.len());
-        for (name, values, bytes) in &columns {
-            let texts = values
-                .iter()
-                .map(|v| value_text(name, &v))
-                .collect::<PyResult<Vec<_>>>()?;
-            let codes = codes(name, bytes.as_bytes())?;
-            table.push(DictionaryColumn::new(name.clone(), texts, codes));
-        }
-        drop(columns);
-        let records = py
-            .detach(|| Records::from_dictionary_columns(table, domain, &CsvColumns::new()))
-            .map_err(data_error)?;
-        request.admits(&records).map_err(adaptive_error)?;
+        let Prepared {
+            request,
+            workload,
+            records,
+            neighbours,
+        } = prepare(
+            py, columns, domain, epsilon, delta, workload, neighbours, rows,
+        )?;
+        // Everything the run checks before it samples, before the session is charged.
+        request
+            .plan(&records, domain, &workload)
+            .map_err(adaptive_error)?;
         // The session's charge, before anything runs: refused, nothing is released.
         let label = "privq.synthesize (adaptive)";
         if let Some(accountant) = accountant {
@@ -803,11 +941,27 @@ fn _synthesize<'py>(
             Some(seed) => privq_host::seeded_rng(seed),
             None => privq_host::secure_rng().map_err(|e| PrivqError::new_err(e.to_string()))?,
         };
+        // Ctrl-C: after every round the interpreter's pending signals are run
+        // (with the GIL, briefly); a KeyboardInterrupt stops the run through the
+        // library's control hook, and nothing is released. The session keeps its
+        // charge: the rounds already run measured the data.
+        let mut interrupted: Option<PyErr> = None;
         let release = py.detach(|| {
             catch_unwind(AssertUnwindSafe(|| {
-                synthesize(&records, domain, &workload, &request, &mut rng, &mut |_| {})
+                synthesize_controlled(&records, domain, &workload, &request, &mut rng, &mut |_| {
+                    match Python::attach(|py| py.check_signals()) {
+                        Ok(()) => ControlFlow::Continue(()),
+                        Err(e) => {
+                            interrupted = Some(e);
+                            ControlFlow::Break(())
+                        }
+                    }
+                })
             }))
         });
+        if let Some(e) = interrupted {
+            return Err(e);
+        }
         let release = match release {
             Ok(r) => r.map_err(adaptive_error)?,
             Err(_) => {
@@ -856,6 +1010,10 @@ fn _privq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDomain>()?;
     m.add_class::<PyAccountant>()?;
     m.add_function(wrap_pyfunction!(_synthesize, m)?)?;
+    m.add_function(wrap_pyfunction!(_plan_synthesis, m)?)?;
+    m.add_class::<ldp::PyCampaign>()?;
+    m.add_function(wrap_pyfunction!(ldp::_ldp_simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(ldp::_ldp_aggregate, m)?)?;
     m.add_function(wrap_pyfunction!(_domain_template, m)?)?;
     Ok(())
 }

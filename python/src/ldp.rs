@@ -1,0 +1,340 @@
+//! `privq.ldp`'s Rust half: campaigns, simulated device reports and their
+//! aggregation, through the library entry points `privq ldp` uses
+//! ([`Campaign::validate`], [`Fleet::privatize`], [`Intake`]), so that the
+//! estimates are the program's for the same reports.
+
+use std::fs::File;
+use std::path::PathBuf;
+
+use privq_core::Epsilon;
+use privq_core::rand_core::Rng;
+use privq_host::ldp::campaign::{
+    CAMPAIGN_FORMAT, CAMPAIGN_VERSION, Campaign, CampaignError, CampaignPlan, Limits, QuerySpec,
+};
+use privq_host::ldp::fleet::{Fleet, MechanismSpec};
+use privq_host::ldp::frames;
+use privq_host::ldp::intake::{Intake, Outcome};
+use privq_host::ldp::output;
+use privq_host::ldp::postprocess::PostProcess;
+use pyo3::exceptions::{
+    PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError, PyTypeError,
+    PyValueError,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList};
+
+use crate::{PrivqError, guard, parameter_text};
+
+/// A campaign error as `ValueError`, naming the field at fault.
+fn campaign_error(e: CampaignError) -> PyErr {
+    PyValueError::new_err(format!("campaign {}: {e}", e.field().replace('-', "_")))
+}
+
+/// A validated campaign (`privq.ldp.Campaign` wraps it): what every accepted
+/// report is, exactly.
+#[pyclass(module = "privq._privq", name = "Campaign", frozen)]
+pub(crate) struct PyCampaign {
+    plan: CampaignPlan,
+}
+
+#[pymethods]
+impl PyCampaign {
+    /// A campaign from its fields, validated as `privq ldp aggregate` validates
+    /// a campaign given by flags (the aggregation state capped at `memory_mib`).
+    #[new]
+    #[pyo3(signature = (mechanism, epsilon, domain=None, queries=None, bound=None, grid_exponent=None, memory_mib=256))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        mechanism: String,
+        epsilon: &Bound<'_, PyAny>,
+        domain: Option<u32>,
+        queries: Option<Vec<String>>,
+        bound: Option<u32>,
+        grid_exponent: Option<i32>,
+        memory_mib: u64,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let epsilon = parameter_text("epsilon", epsilon)?;
+            let queries = match queries {
+                None => vec![QuerySpec::One(0)],
+                Some(q) => q.into_iter().map(QuerySpec::Range).collect(),
+            };
+            let campaign = Campaign {
+                format: CAMPAIGN_FORMAT.to_string(),
+                version: CAMPAIGN_VERSION,
+                mechanism,
+                epsilon,
+                domain,
+                bound,
+                grid_exponent,
+                g: None,
+                queries,
+            };
+            let plan = campaign
+                .validate(&Limits::from_mib(memory_mib))
+                .map_err(campaign_error)?;
+            Ok(PyCampaign { plan })
+        })
+    }
+
+    /// A campaign from the JSON of a campaign file (`privq ldp simulate
+    /// --campaign`).
+    #[staticmethod]
+    #[pyo3(signature = (text, memory_mib=256))]
+    fn from_json(text: &str, memory_mib: u64) -> PyResult<Self> {
+        guard(|| {
+            let plan = Campaign::from_json(text)
+                .and_then(|c| c.validate(&Limits::from_mib(memory_mib)))
+                .map_err(campaign_error)?;
+            Ok(PyCampaign { plan })
+        })
+    }
+
+    /// The campaign in canonical form, as JSON (a campaign file).
+    fn to_json(&self) -> PyResult<String> {
+        serde_json::to_string_pretty(self.plan.campaign())
+            .map_err(|e| PrivqError::new_err(e.to_string()))
+    }
+
+    /// The mechanism's name.
+    fn mechanism(&self) -> String {
+        self.plan.campaign().mechanism.clone()
+    }
+
+    /// ε per report, exactly, as `(numerator, denominator)`.
+    fn epsilon(&self) -> (u64, u64) {
+        let kind = self.plan.kind(0);
+        (kind.epsilon_num, kind.epsilon_den)
+    }
+
+    /// The number of items d (`None` for a mean mechanism).
+    fn domain(&self) -> Option<u32> {
+        self.plan.campaign().domain
+    }
+
+    /// The exact length of every accepted report, in bytes.
+    fn report_len(&self) -> usize {
+        self.plan.report_len()
+    }
+
+    /// The same reports accepted: the same report kind (mechanism, ε exactly,
+    /// parameter, OLH's g) and the same query ids, however they were written
+    /// (`"0.5"` or `"1/2"`, a g given or derived).
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other.cast::<PyCampaign>().is_ok_and(|o| {
+            let (a, b) = (&o.get().plan, &self.plan);
+            a.kind(0) == b.kind(0)
+                && a.report_len() == b.report_len()
+                && a.campaign().queries == b.campaign().queries
+        })
+    }
+}
+
+/// The randomizer a campaign's devices run, for a simulation.
+fn simulated(plan: &CampaignPlan) -> PyResult<MechanismSpec> {
+    let campaign = plan.campaign();
+    if !plan.collects(0) {
+        return Err(PyValueError::new_err(
+            "simulated devices send query 0's reports, and this campaign does not collect \
+             query 0",
+        ));
+    }
+    let kind = plan.kind(0);
+    let epsilon = Epsilon::new(kind.epsilon_num, kind.epsilon_den)
+        .map_err(|e| PyValueError::new_err(format!("epsilon: {e}")))?;
+    let domain = campaign.domain.unwrap_or(2);
+    let spec = MechanismSpec::parse(&campaign.mechanism, epsilon, domain).map_err(|_| {
+        PyValueError::new_err(format!(
+            "mechanism {:?} reports a mean, not an item: simulations cover the frequency \
+             randomizers ({})",
+            campaign.mechanism,
+            MechanismSpec::NAMES.join(", ")
+        ))
+    })?;
+    // Reports of the simulated randomizer are the campaign's (OLH's g included).
+    if spec.kind(privq_core::local::QueryId(0)) != kind {
+        return Err(PyValueError::new_err(
+            "this campaign's reports are not the ones its mechanism's devices send by default \
+             (an OLH campaign with its own g): it cannot be simulated",
+        ));
+    }
+    Ok(spec)
+}
+
+/// `privq.ldp.simulate`'s Rust half: every value (an item in `0..d`, as
+/// native-endian `int64` bytes) privatized by one simulated device; the reports
+/// as a report file (`privq ldp simulate`'s bytes for the same devices and seed).
+#[pyfunction]
+#[pyo3(signature = (values, campaign, seed))]
+pub(crate) fn _ldp_simulate<'py>(
+    py: Python<'py>,
+    values: &[u8],
+    campaign: &Bound<'py, PyCampaign>,
+    seed: Option<u64>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    guard(|| {
+        let spec = simulated(&campaign.get().plan)?;
+        if !values.len().is_multiple_of(8) {
+            return Err(PyValueError::new_err(
+                "values: the bytes are not whole int64 values",
+            ));
+        }
+        let d = spec.domain();
+        let mut items = Vec::with_capacity(values.len() / 8);
+        for (i, b) in values.chunks_exact(8).enumerate() {
+            let v = i64::from_ne_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+            match u32::try_from(v) {
+                Ok(item) if item < d => items.push(item),
+                _ => {
+                    return Err(PyValueError::new_err(format!(
+                        "values[{i}] = {v} is not an item of the campaign's domain (0 to {})",
+                        d - 1
+                    )));
+                }
+            }
+        }
+        let fleet = Fleet::from_items(items, d);
+        let seed = match seed {
+            Some(s) => s,
+            None => privq_host::secure_rng()
+                .map_err(|e| PrivqError::new_err(e.to_string()))?
+                .next_u64(),
+        };
+        let bytes = py.detach(|| -> Result<Vec<u8>, String> {
+            let batch = fleet.privatize(&spec, seed).map_err(|e| e.to_string())?;
+            let mut out = Vec::with_capacity(batch.bytes().len() + 4 * batch.count() + 16);
+            frames::write_file_header(&mut out).map_err(|e| e.to_string())?;
+            for r in batch.iter() {
+                frames::write_frame(&mut out, r).map_err(|e| e.to_string())?;
+            }
+            Ok(out)
+        });
+        let bytes = bytes.map_err(|e| PrivqError::new_err(format!("simulation failed: {e}")))?;
+        Ok(PyBytes::new(py, &bytes))
+    })
+}
+
+/// One input of an aggregation: report-file bytes, or the path of a report file.
+enum Input {
+    Bytes(Vec<u8>),
+    Path(PathBuf),
+}
+
+fn input_arg(i: usize, value: &Bound<'_, PyAny>) -> PyResult<Input> {
+    if let Ok(b) = value.cast::<PyBytes>() {
+        return Ok(Input::Bytes(b.as_bytes().to_vec()));
+    }
+    if let Ok(b) = value.extract::<Vec<u8>>()
+        && !value.is_instance_of::<pyo3::types::PyString>()
+    {
+        return Ok(Input::Bytes(b));
+    }
+    if let Ok(p) = value.extract::<PathBuf>() {
+        return Ok(Input::Path(p));
+    }
+    Err(PyTypeError::new_err(format!(
+        "reports[{i}]: report-file bytes or the path of a report file, not {}",
+        value.get_type().name()?
+    )))
+}
+
+/// `privq.ldp.aggregate`'s Rust half: the inputs checked against the campaign
+/// and aggregated as `privq ldp aggregate` does; returns the rows of every
+/// group's estimates, the outcome (`complete`, `rejected`, `nothing_usable`,
+/// `undefined`) and the program's summary of what was read.
+#[pyfunction]
+#[pyo3(signature = (inputs, campaign, confidence, post))]
+pub(crate) fn _ldp_aggregate<'py>(
+    py: Python<'py>,
+    inputs: Vec<Bound<'py, PyAny>>,
+    campaign: &Bound<'py, PyCampaign>,
+    confidence: f64,
+    post: &str,
+) -> PyResult<(Bound<'py, PyList>, &'static str, String)> {
+    guard(|| {
+        if !(confidence > 0.0 && confidence < 1.0) {
+            return Err(PyValueError::new_err(format!(
+                "confidence = {confidence} is not in (0, 1)"
+            )));
+        }
+        let post: PostProcess = post
+            .parse()
+            .map_err(|e: String| PyValueError::new_err(format!("post: {e}")))?;
+        let inputs = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, v)| input_arg(i, v))
+            .collect::<PyResult<Vec<_>>>()?;
+        let plan = campaign.get().plan.clone();
+        let read = py.detach(|| -> Result<_, (String, std::io::Error)> {
+            let mut intake = Intake::new(plan);
+            for (i, input) in inputs.iter().enumerate() {
+                match input {
+                    Input::Bytes(b) => intake.ingest_slice(&format!("reports[{i}]"), b),
+                    Input::Path(p) => {
+                        let name = p.display().to_string();
+                        File::open(p)
+                            .and_then(|mut f| intake.ingest_reader(&name, &mut f))
+                            .map_err(|e| (name, e))?;
+                    }
+                }
+            }
+            let groups = intake.estimates(confidence, post);
+            let outcome = intake.outcome_with(&groups);
+            let mut summary = Vec::new();
+            output::write_summary(intake.stats(), &groups, outcome, &mut summary)
+                .map_err(|e| ("the summary".to_string(), e))?;
+            Ok((
+                groups,
+                outcome,
+                String::from_utf8_lossy(&summary).into_owned(),
+            ))
+        });
+        let (groups, outcome, summary) = read.map_err(|(name, e)| {
+            let message = format!("{name}: {e}");
+            match e.kind() {
+                std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
+                std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
+                std::io::ErrorKind::IsADirectory => PyIsADirectoryError::new_err(message),
+                _ => PyOSError::new_err(message),
+            }
+        })?;
+        let rows = PyList::empty(py);
+        for g in &groups {
+            if let (Some(f), Some(pp)) = (&g.frequencies, &g.post_processed) {
+                for (i, (e, p)) in f.items.iter().zip(pp).enumerate() {
+                    let d = PyDict::new(py);
+                    d.set_item("group", &g.label)?;
+                    d.set_item("item", i)?;
+                    d.set_item("estimate", e.value)?;
+                    d.set_item("std_error", e.std_error())?;
+                    d.set_item("ci_low", e.ci_low)?;
+                    d.set_item("ci_high", e.ci_high)?;
+                    d.set_item("post_processed", *p)?;
+                    d.set_item("reports", g.n)?;
+                    rows.append(d)?;
+                }
+            }
+            if let Some(m) = &g.mean {
+                let e = m.estimate;
+                let d = PyDict::new(py);
+                d.set_item("group", &g.label)?;
+                d.set_item("item", py.None())?;
+                d.set_item("estimate", e.value)?;
+                d.set_item("std_error", e.std_error())?;
+                d.set_item("ci_low", e.ci_low)?;
+                d.set_item("ci_high", e.ci_high)?;
+                d.set_item("post_processed", py.None())?;
+                d.set_item("reports", g.n)?;
+                rows.append(d)?;
+            }
+        }
+        let outcome = match outcome {
+            Outcome::Complete => "complete",
+            Outcome::Rejected => "rejected",
+            Outcome::NothingUsable => "nothing_usable",
+            Outcome::Undefined => "undefined",
+        };
+        Ok((rows, outcome, summary))
+    })
+}
