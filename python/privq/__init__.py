@@ -430,7 +430,7 @@ class SynthesisPlan(NamedTuple):
 
     * ``epsilon`` (exact), ``delta``: the (ε, δ) a basic :class:`Accountant` or a
       budget file is charged; ``rho`` (exact): the ρ a zCDP accountant is charged
-      (the run spends exactly this ρ).
+      (the run spends all of it, but for a rounding down to a dyadic fraction).
     * ``neighbours``: the relation the cost is stated under.
     * ``rounds``: planned rounds T; ``one_way_rounds`` of them (one per
       attribute) measure the one-way marginals; annealing may take up to

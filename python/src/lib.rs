@@ -931,7 +931,9 @@ fn _synthesize<'py>(
                 },
                 State::File { path, cap } => {
                     let run = request.accountant().map_err(adaptive_error)?;
-                    BudgetFile::charge_accountant(path, Some(*cap), &run, label)
+                    // The file's lock may be held by another process: wait without the GIL.
+                    let cap = *cap;
+                    py.detach(|| BudgetFile::charge_accountant(path, Some(cap), &run, label))
                         .map(drop)
                         .map_err(budget_file_error)
                 }

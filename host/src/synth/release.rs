@@ -572,7 +572,15 @@ mod tests {
                 &mut |_| {},
             )
             .unwrap();
-            assert_eq!(out.accountant.spent_rho(), plan.cost.cost().rho().ok());
+            // All of it, but for the dyadic rounding down the schedule plans on.
+            let (spent, stated) = (
+                out.accountant.spent_rho().unwrap().to_f64(),
+                plan.cost.cost().rho().unwrap().to_f64(),
+            );
+            assert!(
+                spent <= stated && spent > stated * (1.0 - 1e-6),
+                "{spent} vs {stated}"
+            );
             assert!(out.output.rounds.len() <= plan.max_rounds);
         }
     }
