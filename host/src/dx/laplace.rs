@@ -8,8 +8,18 @@ use super::check::check_laplace;
 use super::{DxError, DxSpend, FiniteMetric, Queries};
 use crate::accountant::Accountant;
 
-/// Grid steps per unit of noise scale before calibration (γ ≤ c/2¹⁰).
+/// Grid steps per unit of noise scale before calibration: `γ_k ≤ c_k·min(1, d_min)/(K′·2¹⁰)`.
 const GRID_BITS: i32 = 10;
+
+/// The bound on coefficient magnitudes, in Q31.32 units (`|q| < 2³⁰`): with fewer
+/// than 2⁶⁴ records every partial sum of `Q̃x` is below `2⁶²·2⁶⁴ = 2¹²⁶` in
+/// magnitude, so the exact answer, its snapping (`+ 2⁶¹` at most) and the noisy
+/// lattice point all stay inside `i128` (bounded as the K-norm mechanism bounds
+/// its matrix entries).
+const MAX_COEF: i64 = 1 << 62;
+
+/// Q31.32: coefficients are stored in units of 2⁻³².
+const FRAC: f64 = 4_294_967_296.0;
 
 /// One query's exact release: coefficients in Q31.32, grid `2^exp`, noise of
 /// `steps` grid steps (0 = noiseless).
@@ -22,15 +32,35 @@ struct Row {
 }
 
 /// The d_X-private Laplace mechanism `Z = Q̃x + Y`, `Y_k ~ Lap(c_k)` (eq. 5), for
-/// effective queries `Q̃ = c ⊙ Q'` satisfying Theorem 1.
+/// effective queries `Q̃ = c ⊙ Q'` satisfying Theorem 1
+/// (`Σ_k |Q̃_ki − Q̃_kj|/c_k ≤ d_X(i, j)` for every pair).
 ///
-/// Exactness: every coefficient is rounded to Q31.32, so `Q̃_k x` is computed exactly
-/// in integers and neighbours `x' = x − e_i + e_j` differ by exactly the rounded
-/// coefficient difference. The answer is snapped to the grid `γ_k = 2^e` (e from
-/// `c_k` alone) and released as `γ_k(s + Z)` with `Z` exact discrete Laplace of scale
-/// `m_k` steps. Construction computes the grid-level privacy loss
-/// `L(p) = Σ_k ⌈|ΔQ̃_k(p)|/γ_k⌉ / m_k` of every pair and raises the `m_k` until
-/// `L(p) ≤ d(p)` everywhere, so the released noise is never below `c_k`.
+/// Exactness: every coefficient is rounded to Q31.32 (`|q| < 2³⁰`), so `Q̃_k x` is
+/// computed exactly in integers and neighbours `x' = x − e_i + e_j` differ by exactly
+/// the rounded coefficient difference `Δ_k`. The answer is snapped to the grid
+/// `γ_k = 2^e` (half up) and released as `γ_k(s + Z)` with `Z` exact discrete
+/// Laplace of scale `m_k` steps. Snapping moves two answers `Δ_k` apart by at most
+/// `⌈|Δ_k|/γ_k⌉` steps, and shifting a discrete Laplace of scale `m_k` by `s` steps
+/// changes every probability by at most `e^{s/m_k}`, so the release is d_X-private
+/// as soon as the grid-level loss
+/// `L(p) = Σ_k ⌈|Δ_k(p)|/γ_k⌉ / m_k ≤ d(p)` for every pair `p` with finite `d(p)`.
+/// Construction computes `L(p)/d(p)` for every pair (an upper bound: the float sum
+/// carries a margin for its own rounding, see `grid_ratio`) and raises the `m_k`
+/// until it is ≤ 1; the privacy proof rests on this check alone, never on how `γ_k`
+/// was chosen.
+///
+/// Calibration to `d_min` (how close `m_k γ_k` gets to `c_k`): the ceiling costs a
+/// pair at most one step per query that separates it, `L(p) < Σ_k |Δ_k|/(m_kγ_k) +
+/// Σ_{k: Δ_k ≠ 0} 1/m_k`. With `m_k γ_k ≥ c_k` the first sum is Theorem 1's loss,
+/// `≤ d(p)`; the grid is chosen so that the second is at most `2⁻¹⁰·d_min ≤ 2⁻¹⁰·d(p)`:
+/// `γ_k = 2^e ≤ c_k·min(1, d_min)·2⁻¹⁰/K′` with `K′` the number of noisy queries
+/// (each `1/m_k ≤ γ_k/c_k`), where `d_min` is the smallest finite budget of the
+/// metric. A pair with `0 < |ΔQ̃| ≪ γ` therefore costs a negligible fraction of its
+/// budget, and the deployed scale is within a factor `(1 + 2⁻¹⁰)²` of `c_k` (plus
+/// the Q31.32 rounding of the coefficients, which matters only when `c_k·d_min` is
+/// near 2⁻³²). The grid is data-independent (`c`, the metric and `K′` are public).
+/// On the finest grid, `γ = 2⁻³²`, the ceiling is exact (`Δ_k` is an integer number
+/// of steps).
 ///
 /// ```
 /// use privq_host::accountant::Accountant;
@@ -64,24 +94,32 @@ impl DxLaplace {
             }
         }
         check_laplace(metric, &q_eff, &c)?.require()?;
+        // Each noisy query may add one grid step to a pair's loss: spread 2⁻¹⁰·d_min
+        // over them (see the type's docs).
+        let noisy = c.iter().filter(|&&ck| ck > 0.0).count().max(1);
+        let d_min = metric.min_offdiag().min(1.0);
         let mut rows = Vec::with_capacity(q_eff.rows());
         for (k, &ck) in c.iter().enumerate() {
             let coef = q_eff
                 .row(k)
                 .iter()
                 .map(|&v| {
-                    let b = (v * 4_294_967_296.0).round();
-                    if b.abs() < 9.0e18 {
+                    let b = (v * FRAC).round();
+                    // 2⁶² is exact in f64, so the comparison is exact; |b| < 2⁶² also
+                    // keeps coefficient differences inside i64 (`grid_ratio`).
+                    if b.abs() < MAX_COEF as f64 {
                         Ok(b as i64)
                     } else {
                         Err(DxError::InvalidValue(format!(
-                            "coefficient {v} exceeds the Q31.32 range"
+                            "coefficient {v} exceeds 2^30 in magnitude (the exact answers \
+                             are computed in Q31.32)"
                         )))
                     }
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let (exp, steps) = if ck > 0.0 {
-                let e = (ck.log2().floor() as i32 - GRID_BITS).clamp(-32, 30);
+                let target = ck * d_min / noisy as f64;
+                let e = (target.log2().floor() as i32 - GRID_BITS).clamp(-32, 30);
                 (e, (ck / f64::from(e).exp2()).ceil() as u64)
             } else {
                 (-32, 0)
@@ -132,6 +170,12 @@ impl DxLaplace {
         DxLaplace::new(metric, q, vec![c; k])
     }
 
+    /// An upper bound on `max_p L(p)/d(p)`, the grid-level privacy loss of the
+    /// worst pair per unit of its budget (∞ if a pair is separated by a noiseless
+    /// query). Every term `⌈|Δ_k|/γ_k⌉/m_k` and the sum are positive, so the float
+    /// evaluation is within a relative `(K + 3)·2⁻⁵³` of the exact value; the
+    /// result is raised by `(K + 4)·2⁻⁵²` to cover that, so a result ≤ 1 certifies
+    /// `L(p) ≤ d(p)` exactly.
     fn grid_ratio(&self, metric: &FiniteMetric) -> f64 {
         let mut worst: f64 = 0.0;
         for (i, j, d) in metric.finite_pairs() {
@@ -149,7 +193,7 @@ impl DxLaplace {
             }
             worst = worst.max(loss / d);
         }
-        worst
+        worst * (1.0 + (self.rows.len() as f64 + 4.0) * f64::EPSILON)
     }
 
     /// The noise scale actually used for query `k` (`m_k·γ_k ≥ c_k`; 0 if noiseless).
@@ -177,11 +221,10 @@ impl DxLaplace {
     /// The exact (noise-free, Q31.32-rounded) answers `Q̃x`.
     pub fn exact_answers(&self, counts: &[u64]) -> Result<Vec<f64>, DxError> {
         self.check_counts(counts)?;
-        Ok(self
-            .rows
+        self.rows
             .iter()
-            .map(|r| dot(&r.coef, counts) as f64 / 4_294_967_296.0)
-            .collect())
+            .map(|r| Ok(dot(&r.coef, counts)? as f64 / FRAC))
+            .collect()
     }
 
     fn check_counts(&self, counts: &[u64]) -> Result<(), DxError> {
@@ -192,9 +235,10 @@ impl DxLaplace {
                 self.n
             )));
         }
-        // With |coefficient| < 2⁶³ (checked in `new`) and at most 2⁶⁴ − 1 records,
-        // every exact answer is below 2¹²⁷ in magnitude, so `dot` cannot overflow.
-        // (No real table reaches 2⁶⁴ records; the bound is what makes the sum safe.)
+        // With |coefficient| < 2⁶² (checked in `new`) and at most 2⁶⁴ − 1 records,
+        // every partial sum of an exact answer is below 2¹²⁶ in magnitude, so `dot`
+        // cannot overflow. (No real table reaches 2⁶⁴ records; the bound is what
+        // makes the sum safe.)
         if counts
             .iter()
             .try_fold(0u64, |t, &c| t.checked_add(c))
@@ -232,13 +276,14 @@ impl DxLaplace {
         self.check_counts(counts)?;
         let mut out = Vec::with_capacity(self.rows.len());
         for r in &self.rows {
-            let exact = dot(&r.coef, counts);
+            let exact = dot(&r.coef, counts)?;
             match &r.noise {
-                None => out.push(exact as f64 / 4_294_967_296.0),
+                None => out.push(exact as f64 / FRAC),
                 Some(noise) => {
                     let steps = snap(exact, r.exp);
                     let z = i128::from(noise.sample(rng)?);
-                    out.push((steps + z) as f64 * f64::from(r.exp).exp2());
+                    let noisy = steps.checked_add(z).ok_or_else(overflow)?;
+                    out.push(noisy as f64 * f64::from(r.exp).exp2());
                 }
             }
         }
@@ -250,11 +295,12 @@ impl DxLaplace {
     pub fn snapped(&self, k: usize, counts: &[u64]) -> Result<(i128, u64), DxError> {
         self.check_counts(counts)?;
         let r = &self.rows[k];
-        Ok((snap(dot(&r.coef, counts), r.exp), r.steps))
+        Ok((snap(dot(&r.coef, counts)?, r.exp), r.steps))
     }
 }
 
 /// Rounds a Q31.32 value to the nearest multiple of `2^exp` (half up), in steps.
+/// `|exact| < 2¹²⁶` ([`dot`]), so adding half a step (`≤ 2⁶¹`) cannot overflow.
 fn snap(exact: i128, exp: i32) -> i128 {
     let shift = (exp + 32) as u32;
     if shift == 0 {
@@ -264,13 +310,23 @@ fn snap(exact: i128, exp: i32) -> i128 {
     }
 }
 
-/// `Σ coef·counts` in Q31.32; exact, since `check_counts` bounds the total records
-/// below 2⁶⁴ and `new` every coefficient below 2⁶³.
-fn dot(coef: &[i64], counts: &[u64]) -> i128 {
+/// `Σ coef·counts` in Q31.32, exactly. `new` bounds every coefficient below 2⁶²
+/// and `check_counts` the total below 2⁶⁴, so every partial sum is below 2¹²⁶ in
+/// magnitude and the checked arithmetic never fails for a mechanism built by
+/// `new`; it is checked all the same, and an overflow is a typed error.
+fn dot(coef: &[i64], counts: &[u64]) -> Result<i128, DxError> {
     coef.iter()
         .zip(counts)
-        .map(|(&a, &b)| i128::from(a) * i128::from(b))
-        .sum()
+        .try_fold(0i128, |acc, (&a, &b)| {
+            i128::from(a)
+                .checked_mul(i128::from(b))
+                .and_then(|t| acc.checked_add(t))
+        })
+        .ok_or_else(overflow)
+}
+
+fn overflow() -> DxError {
+    DxError::InvalidValue("the exact answer overflowed the fixed-point range".into())
 }
 
 /// The baseline scale `Δ^Q_1 / min_{i≠j} d(i, j)` (0 if every pair is unprotected).
@@ -329,6 +385,114 @@ mod tests {
             m.release(&[5, 2, 3], &mut acct, &mut seeded_rng(0))
                 .is_err()
         );
+    }
+
+    /// The issue's examples of a pair with `0 < |ΔQ̃| ≪ γ` under the old grid
+    /// (`γ ≈ c/2¹⁰` regardless of `d_min`): points 0, 10⁻⁵, 1 with q = (0, 10⁻⁶, 1)
+    /// deployed 97.66 for c ≈ 1.00, and the elevation query on the 741 US cities at
+    /// ε = 1 deployed 4 648 for c ≈ 4 354. Calibrated to `d_min`, both are within 1 %.
+    #[test]
+    fn the_deployed_scale_is_within_one_percent_of_c_when_d_min_is_small() {
+        let d = FiniteMetric::euclidean(&[[0.0], [1e-5], [1.0]], 1.0).unwrap();
+        let q = vec![0.0, 1e-6, 1.0];
+        let c = crate::dx::psa::single_query_scale(&d, &q).unwrap();
+        assert!((c - 1.0).abs() < 1e-4, "{c}");
+        let m = DxLaplace::new(&d, Queries::new(vec![q]).unwrap(), vec![c]).unwrap();
+        let ratio = m.scale(0) / c;
+        eprintln!("points 0, 1e-5, 1: deployed {} vs analytic {c}", m.scale(0));
+        assert!(
+            (1.0..=1.01).contains(&ratio),
+            "deployed {} vs {c}",
+            m.scale(0)
+        );
+        assert!(m.loss_ratio() <= 1.0);
+
+        let Some(dir) = crate::data::shared_data_dir("the US-cities d_X grid example") else {
+            return;
+        };
+        let cities = crate::dx::universe::load_cities(&dir.join("us_cities.csv"), 741).unwrap();
+        let d = FiniteMetric::euclidean(&cities.points, 1.0).unwrap();
+        let c = crate::dx::psa::single_query_scale(&d, &cities.elevation).unwrap();
+        let q = Queries::new(vec![cities.elevation]).unwrap();
+        let m = DxLaplace::new(&d, q, vec![c]).unwrap();
+        let ratio = m.scale(0) / c;
+        eprintln!("US cities, elevation: deployed {} vs analytic {c}", m.scale(0));
+        assert!(
+            (1.0..=1.01).contains(&ratio),
+            "deployed {} vs analytic {c}",
+            m.scale(0)
+        );
+        assert!(m.loss_ratio() <= 1.0);
+    }
+
+    /// The ceiling in `grid_ratio` is what keeps the lattice loss within the budget:
+    /// two points at d = 1/2, q = (0, a) with `a·2¹⁰ = 1 365.1…`, c = 2a. The grid is
+    /// γ = 2⁻¹⁰ and `⌈c/γ⌉ = 2 731` steps, but a pair gap of a (1 365.1 steps) can
+    /// snap to 1 366 steps, a loss of 1 366/2 731 > 1/2. Counting the gap by its
+    /// floor would accept 2 731 steps; the ceiling raises them, and the exact lattice
+    /// loss of neighbours whose snapped answers are 1 366 steps apart stays ≤ 1/2.
+    #[test]
+    fn the_ceiling_in_the_grid_ratio_raises_the_noise_where_the_floor_would_not() {
+        let a = 1365.1 / 1024.0;
+        let d = FiniteMetric::euclidean(&[[0.0], [0.5]], 1.0).unwrap();
+        let c = 2.0 * a * (1.0 + 1e-12);
+        let m = DxLaplace::new(&d, Queries::new(vec![vec![0.0, a]]).unwrap(), vec![c]).unwrap();
+        let (_, steps) = m.snapped(0, &[0, 0]).unwrap();
+        assert_eq!(m.scale(0) / steps as f64, 2f64.powi(-10));
+        let floor_steps = (c * 1024.0).ceil() as u64;
+        assert_eq!(floor_steps, 2731);
+        assert!(steps > floor_steps, "the ceiling must raise the steps");
+        // Within the calibration's (1 + 2⁻¹⁰)² of c.
+        assert!(steps as f64 <= c * 1024.0 * 1.002, "{steps}");
+        // Neighbours (one record moves from point 0 to point 1) whose snapped
+        // answers are a whole 1 366 steps apart.
+        let (x, gap) = (1..5000u64)
+            .find_map(|n| {
+                let (s, _) = m.snapped(0, &[1, n - 1]).unwrap();
+                let (t, _) = m.snapped(0, &[0, n]).unwrap();
+                let gap = (t - s).unsigned_abs();
+                (gap == 1366).then_some((n, gap))
+            })
+            .expect("some neighbours realise the ceiling");
+        assert!(x > 0);
+        assert!(
+            gap as f64 / floor_steps as f64 > 0.5,
+            "the floor would break the claim"
+        );
+        assert!(
+            gap as f64 / steps as f64 <= 0.5,
+            "the real mechanism holds it"
+        );
+    }
+
+    #[test]
+    fn coefficients_are_bounded_so_the_exact_answer_cannot_overflow() {
+        let d = FiniteMetric::euclidean(&[[0.0], [1.0]], 1.0).unwrap();
+        let big = 2f64.powi(30);
+        let refused = DxLaplace::new(&d, Queries::new(vec![vec![0.0, big]]).unwrap(), vec![big]);
+        assert!(
+            matches!(refused, Err(DxError::InvalidValue(_))),
+            "{refused:?}"
+        );
+        let below = big - 1.0;
+        let m = DxLaplace::new(
+            &d,
+            Queries::new(vec![vec![-below, below]]).unwrap(),
+            vec![2.0 * big],
+        )
+        .unwrap();
+        // The largest histogram allowed, on the largest coefficients: no overflow.
+        let mut acct = Accountant::pure(privq_core::Epsilon::new(1, 1).unwrap());
+        let z = m
+            .release(&[0, u64::MAX], &mut acct, &mut seeded_rng(3))
+            .unwrap();
+        assert!(z[0] > 1.9e28, "{z:?}");
+        assert!(m.exact_answers(&[u64::MAX, 0]).unwrap()[0] < -1.9e28);
+        // `dot` itself reports an overflow as a typed error.
+        assert!(matches!(
+            dot(&[i64::MAX, i64::MAX], &[u64::MAX, u64::MAX]),
+            Err(DxError::InvalidValue(_))
+        ));
     }
 
     #[test]

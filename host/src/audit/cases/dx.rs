@@ -244,5 +244,15 @@ mod tests {
         );
         assert!(gap / m as f64 <= 1.0, "{gap}/{m}");
         assert!(steps.ceil() / m as f64 <= 1.0 && mech.loss_ratio() <= 1.0);
+        // The ceiling is what binds: on this mechanism, other neighbours with the
+        // same move (0 → 1), [6, 1, 3] vs [5, 2, 3], snap a whole ⌈ΔQ̃/γ⌉ steps apart,
+        // and the calibration counted exactly that: the lattice loss of that pair
+        // is the claim d = 1 up to the float margin of the check (one step in m).
+        let (s, _) = mech.snapped(0, &[6, 1, 3]).unwrap();
+        let (t, _) = mech.snapped(0, &[5, 2, 3]).unwrap();
+        let ceiling = (t - s).unsigned_abs() as f64;
+        assert_eq!(ceiling, steps.ceil());
+        assert!(ceiling / m as f64 <= 1.0, "{ceiling}/{m}");
+        assert!(ceiling / m as f64 >= 1.0 - 1.5 / m as f64, "{ceiling}/{m}");
     }
 }
