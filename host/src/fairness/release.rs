@@ -33,9 +33,9 @@
 //! ```
 
 use super::{
-    Divergence, Doubling, EmForm, FairnessError, FairnessLp, Group, Instance, LIPSCHITZ_SCALE,
-    LIPSCHITZ_TOLERANCE, LpSize, Mapping, Violation, bias, doubling_dimension, earthmover,
-    expected_distance, exponential_mapping, is_well_separated, net_mapping, preferential_treatment,
+    Divergence, Doubling, EmForm, FairnessError, FairnessLp, Group, Instance, LIPSCHITZ_TOLERANCE,
+    LpSize, Mapping, Violation, bias, doubling_dimension, earthmover, expected_distance,
+    exponential_mapping, is_well_separated, net_mapping, preferential_treatment,
 };
 use crate::dx::FiniteMetric;
 
@@ -426,7 +426,8 @@ pub struct EmRequest {
 }
 
 impl EmRequest {
-    /// Weights `exp(−d/scale)`: [`LIPSCHITZ_SCALE`] is (D_∞, d)-Lipschitz.
+    /// Weights `exp(−d/scale)`: [`LIPSCHITZ_SCALE`](super::LIPSCHITZ_SCALE) is
+    /// (D_∞, d)-Lipschitz.
     pub fn new(scale: f64) -> Self {
         EmRequest {
             scale,
@@ -448,6 +449,50 @@ impl EmRequest {
     }
 }
 
+/// The D_∞ bound an exponential mapping is guaranteed to meet on every pair:
+/// `D_∞(μ_x, μ_x′) ≤ factor·(d(x, x′) + additive)`.
+///
+/// Without a net (§8.5, Def 8.5.1 with a scale): for every outcome y,
+/// `ln E(x)(y) − ln E(x′)(y) = (d(x′, y) − d(x, y))/scale + ln(Z_x′/Z_x)`; the
+/// triangle inequality bounds the first term by `d(x, x′)/scale` and, applied to
+/// every weight of the normaliser, the second too. So `D_∞ ≤ (2/scale)·d`: `d` at
+/// the default scale 2, `2d` at the thesis' scale 1 (TYPO-27, the correction of
+/// Lemma 8.5.2), and `(2/scale)·d < d` above 2.
+///
+/// Through a greedy ε-net (Remark 8.5.6): x is mapped by the exponential mapping
+/// over the net from its nearest net point π(x), at most ε away, so
+/// `D_∞(μ_x, μ_x′) ≤ (2/scale)·d(π(x), π(x′)) ≤ (2/scale)·(d(x, x′) + 2ε)`. The
+/// bound is additive: `D_∞/d` itself is unbounded (two individuals 0.002 apart
+/// sent to different net points of a 0.2-net at scale 2 have `D_∞/d = 62.5`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LipschitzBound {
+    /// `2/scale`.
+    pub factor: f64,
+    /// `2ε` through an ε-net, else 0.
+    pub additive: f64,
+}
+
+impl LipschitzBound {
+    /// The bound of the exponential mapping at `scale`, optionally through an
+    /// `net`-net.
+    pub fn exponential(scale: f64, net: Option<f64>) -> Self {
+        LipschitzBound {
+            factor: 2.0 / scale,
+            additive: net.map_or(0.0, |eps| 2.0 * eps),
+        }
+    }
+
+    /// The guaranteed bound on `D_∞` for a pair at distance `d`.
+    pub fn at(&self, d: f64) -> f64 {
+        self.factor * (d + self.additive)
+    }
+
+    /// The guaranteed bound on the ratio `D_∞/d`, when there is one (no net).
+    pub fn ratio(&self) -> Option<f64> {
+        (self.additive == 0.0).then_some(self.factor)
+    }
+}
+
 /// The exponential mapping and what is reported about it.
 #[derive(Debug, Clone)]
 pub struct EmRelease {
@@ -463,8 +508,11 @@ pub struct EmRelease {
     pub expected_distance: f64,
     /// `max D_∞/d` of the mapping.
     pub lipschitz_ratio: f64,
-    /// The D_∞ Lipschitz ratio guaranteed by the scale: 1 at scale ≥ 2, else 2/scale.
-    pub guaranteed_ratio: f64,
+    /// The D_∞ bound guaranteed by the scale and the net.
+    pub guarantee: LipschitzBound,
+    /// `max D_∞/guarantee.at(d)` of the mapping: ≤ 1 (up to float rounding of the
+    /// mapping, [`LIPSCHITZ_TOLERANCE`](super::LIPSCHITZ_TOLERANCE)).
+    pub guarantee_ratio: f64,
     /// The worst D_∞ Lipschitz pair and the parity.
     pub report: Report,
 }
@@ -484,7 +532,8 @@ pub struct EmRelease {
 ///     metric: FiniteMetric::weighted_l1(&[vec![1.0], vec![3.0]], &[1.0])?,
 /// };
 /// let out = exponential(&people, &EmRequest::new(2.0))?;
-/// assert_eq!(out.guaranteed_ratio, 1.0);
+/// assert_eq!(out.guarantee.ratio(), Some(1.0));
+/// assert!(out.guarantee_ratio <= 1.0 + 1e-9);
 /// assert!(out.report.lipschitz);
 /// assert!(matches!(exponential(&people, &EmRequest::new(-1.0)), Err(FairReleaseError::Scale(_))));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -507,17 +556,19 @@ pub fn exponential(
         }
     };
     let report = people.report(&mapping, Divergence::Inf, &request.groups)?;
+    let guarantee = LipschitzBound::exponential(request.scale, request.net);
+    let guarantee_ratio = metric
+        .finite_pairs()
+        .map(|(x, y, d)| Divergence::Inf.between(mapping.row(x), mapping.row(y)) / guarantee.at(d))
+        .fold(0.0, f64::max);
     Ok(EmRelease {
         net,
         doubling: doubling_dimension(metric).ok(),
         well_separated: is_well_separated(metric, 0.5),
         expected_distance: expected_distance(metric, &mapping)?,
         lipschitz_ratio: mapping.lipschitz_ratio(metric, Divergence::Inf),
-        guaranteed_ratio: if request.scale >= LIPSCHITZ_SCALE {
-            1.0
-        } else {
-            2.0 / request.scale
-        },
+        guarantee,
+        guarantee_ratio,
         mapping,
         report,
     })
@@ -632,5 +683,78 @@ mod tests {
             } => assert!(loss >= unconstrained_loss - 1e-9),
             other => panic!("{other:?}"),
         }
+    }
+
+    fn scores(v: &[f64]) -> Individuals {
+        let n = v.len();
+        Individuals {
+            ids: (0..n).map(|i| format!("p{i}")).collect(),
+            groups: vec!["a".into(); n],
+            weights: None,
+            losses: vec![vec![]; n],
+            metric: FiniteMetric::weighted_l1(
+                &v.iter().map(|&x| vec![x]).collect::<Vec<_>>(),
+                &[1.0],
+            )
+            .unwrap(),
+        }
+    }
+
+    /// The stated bound holds for each scale, with and without a net, and is what
+    /// the scale and net imply: D_∞ ≤ (2/scale)·(d + 2ε).
+    #[test]
+    fn the_guaranteed_bound_holds_for_every_scale_and_net() {
+        let people = scores(&[0.0, 0.25, 0.124, 0.126, 0.6, 0.61, 1.3, 2.0]);
+        for scale in [0.5, 1.0, 2.0, 3.0] {
+            for net in [None, Some(0.0), Some(0.2), Some(0.5)] {
+                let out = exponential(&people, &EmRequest::new(scale).net(net)).unwrap();
+                let g = out.guarantee;
+                assert_eq!(g.factor, 2.0 / scale);
+                assert_eq!(g.additive, net.map_or(0.0, |e| 2.0 * e));
+                assert!(
+                    out.guarantee_ratio <= 1.0 + LIPSCHITZ_TOLERANCE,
+                    "scale {scale}, net {net:?}: {}",
+                    out.guarantee_ratio
+                );
+                for (x, y, d) in people.metric.finite_pairs() {
+                    let dinf = Divergence::Inf.between(out.mapping.row(x), out.mapping.row(y));
+                    assert!(dinf <= g.at(d) + LIPSCHITZ_TOLERANCE);
+                }
+                match g.ratio() {
+                    Some(r) => assert!(out.lipschitz_ratio <= r + LIPSCHITZ_TOLERANCE),
+                    None => assert!(net.is_some_and(|e| e > 0.0)),
+                }
+            }
+        }
+        // Without a net the bound is tight up to a factor of 2: scale 1 exceeds d.
+        let out = exponential(&people, &EmRequest::new(1.0)).unwrap();
+        assert!(out.lipschitz_ratio > 1.0);
+        assert_eq!(out.guarantee.ratio(), Some(2.0));
+    }
+
+    /// The issue's counterexample: scores 0, 0.25, 0.124, 0.126 through a 0.2-net.
+    /// The net is {0, 0.25}; 0.124 goes to 0 and 0.126 to 0.25, so the two are 0.002
+    /// apart but mapped 0.125 apart in D_∞: D_∞/d = 62.5, far above 1, while
+    /// D_∞ ≤ d + 2ε = 0.402 holds (scale 2), and 2·(d + 2ε) at scale 1.
+    #[test]
+    fn through_a_net_only_the_additive_bound_holds() {
+        let people = scores(&[0.0, 0.25, 0.124, 0.126]);
+        let out = exponential(&people, &EmRequest::new(2.0).net(Some(0.2))).unwrap();
+        assert_eq!(out.net, Some((0.2, 2)));
+        assert!(
+            (out.lipschitz_ratio - 62.5).abs() < 1e-6,
+            "{}",
+            out.lipschitz_ratio
+        );
+        assert_eq!(out.guarantee.ratio(), None);
+        assert!((out.guarantee.at(0.002) - 0.402).abs() < 1e-12);
+        assert!(out.guarantee_ratio <= 1.0 + LIPSCHITZ_TOLERANCE);
+        let dinf = Divergence::Inf.between(out.mapping.row(2), out.mapping.row(3));
+        assert!((dinf - 0.125).abs() < 1e-9 && dinf <= out.guarantee.at(0.002));
+        let out = exponential(&people, &EmRequest::new(1.0).net(Some(0.2))).unwrap();
+        assert!((out.guarantee.at(0.002) - 0.804).abs() < 1e-12);
+        let dinf = Divergence::Inf.between(out.mapping.row(2), out.mapping.row(3));
+        assert!(dinf > 0.402 / 2.0 && dinf <= out.guarantee.at(0.002));
+        assert!(out.guarantee_ratio <= 1.0 + LIPSCHITZ_TOLERANCE);
     }
 }
