@@ -36,8 +36,10 @@ const BIAS_HELP: &str = "Example:\n  \
 
 const EM_HELP: &str = "Example:\n  \
     privq fairness em --individuals people.csv --features score:0.1,age:0.02 --out -\n\n\
-    E(x)(y) ∝ exp(−d(x,y)/scale). --scale 2 (the default) is (D_∞, d)-Lipschitz; --scale 1\n\
-    is the thesis' Def 8.5.1, which is only (D_∞, 2d)-Lipschitz (privq's correction TYPO-27 of Lemma 8.5.2).";
+    E(x)(y) ∝ exp(−d(x,y)/scale) is (D_∞, (2/scale)·d)-Lipschitz: --scale 2 (the default) is\n\
+    (D_∞, d)-Lipschitz; --scale 1 is the thesis' Def 8.5.1, which is only (D_∞, 2d)-Lipschitz\n\
+    (privq's correction TYPO-27 of Lemma 8.5.2). Through --net EPS only the additive bound\n\
+    D_∞ ≤ (2/scale)·(d + 2·EPS) holds.";
 
 /// Options of `privq fairness`.
 #[derive(Debug, Clone, clap::Args)]
@@ -137,7 +139,8 @@ pub struct EmArgs {
     #[arg(long, default_value_t = LIPSCHITZ_SCALE)]
     pub scale: f64,
     /// Map through a greedy EPS-net first (Remark 8.5.6, for metrics that are not
-    /// well separated): Lipschitz up to d + 2·EPS, each loss up to EPS more.
+    /// well separated): D_∞ ≤ (2/scale)·(d + 2·EPS) (d + 2·EPS at scale 2), each
+    /// loss up to EPS more.
     #[arg(long, value_name = "EPS")]
     pub net: Option<f64>,
     /// The mapping as CSV (`id,<id>…`), written atomically; `-`: standard output.
@@ -506,6 +509,29 @@ fn run_bias(
     Ok(())
 }
 
+/// A number as printed in a bound: an integer without decimals, else [`short`].
+fn trimmed(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        short(x)
+    }
+}
+
+/// The library's guaranteed bound as text: `d`, `2·d`, `d + 0.4`, `2·(d + 0.4)`.
+fn bound_text(g: &privq_host::fairness::release::LipschitzBound) -> String {
+    let inner = if g.additive == 0.0 {
+        "d".to_string()
+    } else {
+        format!("d + {}", trimmed(g.additive))
+    };
+    match (g.factor == 1.0, g.additive == 0.0) {
+        (true, _) => inner,
+        (false, true) => format!("{}·{inner}", trimmed(g.factor)),
+        (false, false) => format!("{}·({inner})", trimmed(g.factor)),
+    }
+}
+
 fn em(
     args: &EmArgs,
     stdin: &mut dyn BufRead,
@@ -521,12 +547,13 @@ fn em(
         .groups(&args.input.groups)
         .map_err(err)?;
     let e = exponential(&people, &request).map_err(err)?;
+    let bound = bound_text(&e.guarantee);
     if let Some((eps, size)) = e.net {
         writeln!(
             stderr,
-            "through a {eps}-net of {size} of the {} individuals (Remark 8.5.6): Lipschitz up to d + {}",
+            "through a {eps}-net of {size} of the {} individuals (Remark 8.5.6): D_∞ ≤ {bound} \
+             for every pair (an additive bound: D_∞/d is not bounded)",
             people.ids.len(),
-            short(2.0 * eps)
         )?;
     }
     write_mapping(out.writer(stdout), &people.ids, &people.ids, &e.mapping)?;
@@ -543,18 +570,20 @@ fn em(
             e.well_separated
         )?;
     }
+    let guaranteed = match e.guarantee.ratio() {
+        Some(r) => format!("guaranteed ≤ {}", trimmed(r)),
+        None => format!(
+            "guaranteed: D_∞ ≤ {bound}, max D_∞/({bound}) = {}",
+            short(e.guarantee_ratio)
+        ),
+    };
     writeln!(
         stderr,
         "exponential mapping (scale {}): expected distance E_x E_(y∼E(x)) d(x, y) = {}; \
-         D_∞ Lipschitz ratio max D_∞/d = {} (guaranteed ≤ {})",
+         D_∞ Lipschitz ratio max D_∞/d = {} ({guaranteed})",
         args.scale,
         short(e.expected_distance),
         short(e.lipschitz_ratio),
-        if e.guaranteed_ratio == 1.0 {
-            "1".to_string()
-        } else {
-            short(e.guaranteed_ratio)
-        }
     )?;
     report(
         stderr,
@@ -681,6 +710,88 @@ mod tests {
             cyd.split(',').nth(3) == Some("0"),
             "cyd is off the net: {out}"
         );
+    }
+
+    /// The issue's counterexample through a 0.2-net: D_∞/d is 62.5, so the output
+    /// must not claim a ratio bound; the additive claim it prints holds, at each
+    /// scale, and its own check of it is ≤ 1.
+    #[test]
+    fn fairness_em_through_a_net_states_the_additive_bound_that_holds() {
+        let input = "id,group,score\nw,a,0\nx,a,0.25\ny,b,0.124\nz,b,0.126\n";
+        for (scale, claim) in [
+            ("2", "d + 0.4000"),
+            ("1", "2·(d + 0.4000)"),
+            ("4", "0.5000·(d + 0.4000)"),
+        ] {
+            let argv = [
+                "fairness",
+                "em",
+                "--individuals",
+                "-",
+                "--features",
+                "score:1",
+                "--net",
+                "0.2",
+                "--scale",
+                scale,
+            ];
+            let (out, err) = run_with(&argv, input).unwrap();
+            assert!(!err.contains("guaranteed ≤"), "{err}");
+            assert!(
+                err.contains(&format!("D_∞ ≤ {claim} for every pair")),
+                "{err}"
+            );
+            assert!(
+                err.contains(&format!("guaranteed: D_∞ ≤ {claim}, max D_∞/({claim}) = ")),
+                "{err}"
+            );
+            let checked: f64 = err
+                .split(&format!("max D_∞/({claim}) = "))
+                .nth(1)
+                .and_then(|t| t.split(')').next())
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(checked <= 1.0, "{err}");
+            // The claim, checked on the printed mapping: y (0.124) and z (0.126).
+            let row = |id: &str| -> Vec<f64> {
+                out.lines()
+                    .find(|l| l.starts_with(&format!("{id},")))
+                    .unwrap()
+                    .split(',')
+                    .skip(1)
+                    .map(|v| v.parse().unwrap())
+                    .collect()
+            };
+            let (y, z) = (row("y"), row("z"));
+            let dinf = y
+                .iter()
+                .zip(&z)
+                .filter(|(a, b)| **a > 0.0 || **b > 0.0)
+                .map(|(a, b)| (a / b).ln().abs())
+                .fold(0.0, f64::max);
+            let factor = 2.0 / scale.parse::<f64>().unwrap();
+            assert!(
+                dinf / 0.002 > 30.0,
+                "the ratio is far above any factor: {dinf}"
+            );
+            assert!(dinf <= factor * (0.002 + 0.4) + 1e-9, "{dinf}");
+        }
+        // Without a net the ratio bound is stated for each scale: 2/scale.
+        for (scale, bound) in [("2", "1"), ("1", "2"), ("4", "0.5000")] {
+            let argv = [
+                "fairness",
+                "em",
+                "--individuals",
+                "-",
+                "--features",
+                "score:1",
+                "--scale",
+                scale,
+            ];
+            let (_, err) = run_with(&argv, input).unwrap();
+            assert!(err.contains(&format!("(guaranteed ≤ {bound})")), "{err}");
+        }
     }
 
     #[test]
