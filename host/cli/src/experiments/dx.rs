@@ -19,7 +19,7 @@ use privq_host::dx::psa::{
     PairTable, improvement_factor, psa_table, single_query_scale, strategy1, strategy2,
 };
 use privq_host::dx::universe::{load_cities, synthetic_points, uniform};
-use privq_host::dx::{DxError, FiniteMetric, Queries, baseline_scale};
+use privq_host::dx::{DxError, DxLaplace, FiniteMetric, Queries, baseline_scale};
 use privq_host::seeded_rng;
 
 /// The protocol's parameters (defaults = the sizes the paper's §4 reports).
@@ -136,6 +136,55 @@ pub struct BlowRow {
     pub ifs: [IfSummary; 2],
 }
 
+/// One query's noise scale: analytic (Theorem 1's `c_k`) and deployed (the exact
+/// grid mechanism's `m_k·γ_k`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Deployed {
+    /// The experiment (a section of the paper and what was selected).
+    pub experiment: &'static str,
+    /// The query's index within the experiment.
+    pub query: usize,
+    /// `c_k`.
+    pub analytic: f64,
+    /// `m_k·γ_k`.
+    pub deployed: f64,
+}
+
+impl Deployed {
+    /// deployed / analytic.
+    pub fn ratio(&self) -> f64 {
+        self.deployed / self.analytic
+    }
+}
+
+/// Builds the exact mechanism for `(q, c)` and records each noisy query's analytic
+/// and deployed scale under `experiment`, numbering them from `*next`.
+fn deploy(
+    experiment: &'static str,
+    metric: &FiniteMetric,
+    q: &Queries,
+    c: &[f64],
+    next: &mut usize,
+    out: &mut Vec<Deployed>,
+) -> Result<(), DxError> {
+    if c.iter().all(|&v| v == 0.0) {
+        return Ok(());
+    }
+    let mech = DxLaplace::new(metric, q.clone(), c.to_vec())?;
+    for (k, &ck) in c.iter().enumerate() {
+        if ck > 0.0 {
+            out.push(Deployed {
+                experiment,
+                query: *next,
+                analytic: ck,
+                deployed: mech.scale(k),
+            });
+            *next += 1;
+        }
+    }
+    Ok(())
+}
+
 /// Everything the protocol measured.
 #[derive(Debug, Clone, Default)]
 pub struct Report {
@@ -153,6 +202,9 @@ pub struct Report {
     pub blowfish: Vec<BlowRow>,
     /// The largest Theorem 1 ratio of any produced parameter set (must be ≤ 1).
     pub worst_ratio: f64,
+    /// Every noisy query of every experiment: the analytic scale `c_k` next to the
+    /// scale [`DxLaplace`] deploys on its exact grid.
+    pub deployed: Vec<Deployed>,
     /// Named acceptance checks and whether they passed.
     pub checks: Vec<(String, bool)>,
     /// Notes (e.g. skipped parts).
@@ -160,20 +212,26 @@ pub struct Report {
 }
 
 /// Single-query IFs of `queries` on `metric` (closed form, §4.1), plus the largest
-/// Theorem 1 ratio seen.
+/// Theorem 1 ratio seen; with `deployed`, also each query's deployed scale under
+/// the given experiment name.
 pub fn single_query_ifs(
     metric: &FiniteMetric,
     queries: &[Vec<f64>],
+    mut deployed: Option<(&'static str, &mut Vec<Deployed>)>,
 ) -> Result<(Vec<f64>, f64), DxError> {
     let mut worst: f64 = 0.0;
     let mut out = Vec::with_capacity(queries.len());
-    for q in queries {
+    for (i, q) in queries.iter().enumerate() {
         let c = single_query_scale(metric, q)?;
         let qm = Queries::new(vec![q.clone()])?;
         let base = baseline_scale(metric, &qm)?;
         if c > 0.0 {
             let w = privq_host::dx::check::check_laplace(metric, &qm, &[c])?.worst;
             worst = worst.max(w);
+            if let Some((name, rows)) = deployed.as_mut() {
+                let mut next = i;
+                deploy(name, metric, &qm, &[c], &mut next, rows)?;
+            }
         }
         out.push(improvement_factor(base, c));
     }
@@ -202,14 +260,26 @@ pub fn run(cfg: &Config) -> Result<Report, BoxError> {
     ));
     // §4.1
     let qs = random_queries(cfg.universe, cfg.queries, &mut rng);
-    let (ifs, worst) = single_query_ifs(&metric, &qs)?;
+    let (ifs, worst) = single_query_ifs(
+        &metric,
+        &qs,
+        Some(("4.1 synthetic, closed form", &mut rep.deployed)),
+    )?;
     rep.worst_ratio = worst;
     rep.synthetic = IfSummary::of(&ifs);
     rep.synthetic_ifs = ifs;
     // §4.2
     for binary in [false, true] {
         for k in 1..=cfg.k_max {
-            let row = multi_query_row(cfg, &metric, binary, k, &mut rng, &mut rep.worst_ratio)?;
+            let row = multi_query_row(
+                cfg,
+                &metric,
+                binary,
+                k,
+                &mut rng,
+                &mut rep.worst_ratio,
+                &mut rep.deployed,
+            )?;
             rep.multi.push(row);
         }
     }
@@ -233,7 +303,24 @@ fn multi_query_row(
     k: usize,
     rng: &mut ChaCha12Rng,
     worst_ratio: &mut f64,
+    deployed: &mut Vec<Deployed>,
 ) -> Result<MultiRow, DxError> {
+    const NAMES: [[&str; 4]; 2] = [
+        [
+            "4.2 uniform, Strategy 1",
+            "4.2 uniform, Strategy 2",
+            "4.2 uniform, PSA",
+            "4.2 uniform, relaxed optimum",
+        ],
+        [
+            "4.2 binary, Strategy 1",
+            "4.2 binary, Strategy 2",
+            "4.2 binary, PSA",
+            "4.2 binary, relaxed optimum",
+        ],
+    ];
+    let names = NAMES[usize::from(binary)];
+    let mut next = [0usize; 4];
     let mut sums = [0.0; 3];
     let mut counted = 0usize;
     let (mut gap, mut gaps, mut iters, mut above) = (0.0, 0usize, 0usize, 0usize);
@@ -265,6 +352,7 @@ fn multi_query_row(
         for (s, sel) in sels.iter().enumerate() {
             *worst_ratio = worst_ratio.max(t.worst_ratio(&sel.scales));
             row_if[s] = privq_host::dx::psa::improvement_factor_multi(metric, &q, &sel.scales)?;
+            deploy(names[s], metric, &q, &sel.scales, &mut next[s], deployed)?;
         }
         if row_if.iter().all(|v| v.is_finite()) {
             counted += 1;
@@ -275,6 +363,7 @@ fn multi_query_row(
         if cfg.optimum && k > 1 {
             let opt = relaxed_optimum(&t, Objective::SumOfSquares)?;
             *worst_ratio = worst_ratio.max(t.worst_ratio(&opt.scales));
+            deploy(names[3], metric, &q, &opt.scales, &mut next[3], deployed)?;
             gap += sels[2].objective() / opt.upper - 1.0;
             gaps += 1;
         }
@@ -304,8 +393,12 @@ fn us_cities(cfg: &Config, rep: &mut Report) -> Result<(), BoxError> {
     let cm = FiniteMetric::euclidean(&c.points, 1.0)?;
     let mut crng = seeded_rng(cfg.seed ^ 0x0C17);
     let cq = random_queries(c.points.len(), cfg.queries, &mut crng);
-    let (cifs, w) = single_query_ifs(&cm, &cq)?;
-    let (elev, w2) = single_query_ifs(&cm, std::slice::from_ref(&c.elevation))?;
+    let (cifs, w) = single_query_ifs(&cm, &cq, Some(("4.3 US cities, random", &mut rep.deployed)))?;
+    let (elev, w2) = single_query_ifs(
+        &cm,
+        std::slice::from_ref(&c.elevation),
+        Some(("4.3 US cities, elevation", &mut rep.deployed)),
+    )?;
     rep.worst_ratio = rep.worst_ratio.max(w).max(w2);
     rep.cities = Some((IfSummary::of(&cifs), elev[0], c.points.len()));
     rep.city_ifs = cifs;
@@ -349,11 +442,24 @@ fn thresholds(
         smooth_ge_blow: true,
         eps_scaling: true,
     };
-    for t in [2.0, 4.0, 8.0, 16.0] {
+    const NAMES: [[&str; 2]; 4] = [
+        ["4.4 Blowfish T = 2", "4.4 smooth T = 2"],
+        ["4.4 Blowfish T = 4", "4.4 smooth T = 4"],
+        ["4.4 Blowfish T = 8", "4.4 smooth T = 8"],
+        ["4.4 Blowfish T = 16", "4.4 smooth T = 16"],
+    ];
+    for (names, t) in NAMES.iter().zip([2.0, 4.0, 8.0, 16.0]) {
         let blow = FiniteMetric::blowfish(pts, 1.0, t)?;
         let smooth = FiniteMetric::smooth(pts, 1.0, t)?;
         let cb = scales(&blow)?;
         let cs = scales(&smooth)?;
+        for (name, metric, c) in [(names[0], &blow, &cb), (names[1], &smooth, &cs)] {
+            for (i, (q, &ck)) in qs.iter().zip(c).enumerate() {
+                let mut next = i;
+                let qm = Queries::new(vec![q.clone()])?;
+                deploy(name, metric, &qm, &[ck], &mut next, &mut rep.deployed)?;
+            }
+        }
         let smooth_half = FiniteMetric::smooth(pts, 0.5, t)?;
         for (q, &c1) in qs.iter().zip(&cs).take(50) {
             let c_half = single_query_scale(&smooth_half, q)?;
@@ -387,6 +493,14 @@ fn acceptance_checks(cfg: &Config, shape: &ThresholdShape, rep: &mut Report) {
     check(
         "privacy constraint ratio <= 1 for every parameter set",
         rep.worst_ratio <= 1.0,
+    );
+    check(
+        "deployed noise scale within 1% of the analytic one, every query",
+        !rep.deployed.is_empty()
+            && rep
+                .deployed
+                .iter()
+                .all(|d| (1.0..=1.01).contains(&d.ratio())),
     );
     check(
         "IF >= 1 for every single query",
@@ -549,11 +663,69 @@ impl Report {
             "\nworst Theorem 1 ratio over every parameter set: {:.17}",
             self.worst_ratio
         )?;
+        self.write_deployed(out)?;
         writeln!(out, "\n== acceptance checks ==")?;
         for (name, ok) in &self.checks {
             writeln!(out, "[{}] {name}", if *ok { "PASS" } else { "FAIL" })?;
         }
         Ok(())
+    }
+}
+
+impl Report {
+    /// The deployed-vs-analytic table: per experiment, the query with the largest
+    /// ratio (every query is in `dx-deployed-scales.csv`); the elevation query in
+    /// full.
+    pub fn write_deployed(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "\n== deployed (exact grid) vs analytic (Theorem 1) noise scale, per query =="
+        )?;
+        writeln!(
+            out,
+            "experiment                      queries  worst query  analytic c     deployed       ratio      mean ratio"
+        )?;
+        let mut names: Vec<&str> = self.deployed.iter().map(|d| d.experiment).collect();
+        names.dedup();
+        for name in names {
+            let rows: Vec<&Deployed> = self
+                .deployed
+                .iter()
+                .filter(|d| d.experiment == name)
+                .collect();
+            let Some(worst) = rows.iter().max_by(|a, b| a.ratio().total_cmp(&b.ratio())) else {
+                continue;
+            };
+            let mean = rows.iter().map(|d| d.ratio()).sum::<f64>() / rows.len() as f64;
+            writeln!(
+                out,
+                "{name:<31} {:>7}  {:>11}  {:<13.6e} {:<13.6e}  {:<9.7}  {:.7}",
+                rows.len(),
+                worst.query,
+                worst.analytic,
+                worst.deployed,
+                worst.ratio(),
+                mean
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Every query's analytic and deployed scale as CSV.
+    pub fn deployed_csv(&self) -> String {
+        let mut s = String::from("experiment,query,analytic,deployed,ratio\n");
+        for d in &self.deployed {
+            let _ = writeln!(
+                s,
+                "{},{},{:e},{:e},{:.9}",
+                d.experiment,
+                d.query,
+                d.analytic,
+                d.deployed,
+                d.ratio()
+            );
+        }
+        s
     }
 }
 
@@ -601,6 +773,7 @@ pub fn histogram_svg(title: &str, values: &[f64], bins: usize) -> String {
 
 fn write_figures(rep: &Report, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join("dx-deployed-scales.csv"), rep.deployed_csv())?;
     std::fs::write(
         dir.join("dx-fig2b-synthetic-if.svg"),
         histogram_svg(
@@ -699,6 +872,9 @@ mod tests {
         let mut out = Vec::new();
         rep.write_tables(&mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
+        let mut table = Vec::new();
+        rep.write_deployed(&mut table).unwrap();
+        eprintln!("{}", String::from_utf8(table).unwrap());
         assert!(rep.checks.iter().all(|c| c.1), "{text}");
         assert!(rep.worst_ratio <= 1.0);
     }
