@@ -416,7 +416,10 @@ mod tests {
         let q = Queries::new(vec![cities.elevation]).unwrap();
         let m = DxLaplace::new(&d, q, vec![c]).unwrap();
         let ratio = m.scale(0) / c;
-        eprintln!("US cities, elevation: deployed {} vs analytic {c}", m.scale(0));
+        eprintln!(
+            "US cities, elevation: deployed {} vs analytic {c}",
+            m.scale(0)
+        );
         assert!(
             (1.0..=1.01).contains(&ratio),
             "deployed {} vs analytic {c}",
