@@ -11,6 +11,14 @@
 //!    charges the cost and only then calls [`Mechanism::release_paid`], which consumes
 //!    the [`Receipt`] the accountant issued; a receipt can be made by nobody else, so
 //!    nothing is sampled that was not charged, and a refused charge samples nothing.
+//!    A receipt names its issuer and the neighbour relation it was charged under:
+//!    it pays only for a release under that relation, and
+//!    [`Mechanism::release_prepaid`] accepts only a receipt of the accountant named.
+//! 5. **Its guarantee covers the released values, not the run's timing.** How long
+//!    a release takes (the wall time a command prints, a progress bar's rate and
+//!    ETA) can depend on the private data (its number of records, how soon an
+//!    iteration stops) and is not covered by the stated cost: keep it from whoever
+//!    must not learn more than the release.
 //! 4. **It chooses nothing from the private data** that the release depends on
 //!    (domain, number of records, round count, threshold) unless that choice is
 //!    itself a charged private mechanism.
@@ -139,8 +147,15 @@ impl fmt::Display for Neighbours {
 /// The shape of every central mechanism on the host (see the module docs).
 ///
 /// Implementors provide [`Mechanism::release_paid`], which must begin by checking
-/// that the receipt covers [`Mechanism::cost`] (`receipt.check_covers(&self.cost(), self.neighbours())?`);
-/// callers use [`Mechanism::release`], which charges first.
+/// that the receipt covers [`Mechanism::cost`] under [`Mechanism::neighbours`]
+/// (`receipt.check_covers(&self.cost(), self.neighbours())?`): a receipt charged
+/// under another relation, or for less, is refused with a typed error before
+/// anything is sampled. Callers use [`Mechanism::release`], which charges first, or
+/// [`Mechanism::release_prepaid`], which also checks that the receipt was issued by
+/// the accountant the caller names. `release_paid` itself sees only the receipt:
+/// called directly, it cannot tell which accountant *should* have paid, so a
+/// caller who charges a throwaway accountant releases under that accountant's
+/// budget, as `release` would with that accountant.
 pub trait Mechanism {
     /// The private input (a dataset, a histogram, a vector of true answers).
     type Input: ?Sized;
@@ -184,6 +199,47 @@ pub trait Mechanism {
         self.release_paid(input, receipt, rng)
     }
 
+    /// Samples one release paid for by a `receipt` charged earlier to
+    /// `accountant` (a plan that charges several releases first and samples them
+    /// afterwards): the receipt must have been issued by `accountant`
+    /// ([`Accountant::check_issued`]: one from any other accountant is
+    /// [`AccountantError::ForeignReceipt`]), and it must cover the cost under this
+    /// mechanism's relation ([`Receipt::check_covers`]). A malformed input
+    /// ([`Mechanism::check_input`]) is refused without sampling; its charge is
+    /// spent.
+    ///
+    /// ```
+    /// use privq_host::accountant::{Accountant, AccountantError};
+    /// use privq_host::central::{Geometric, MechanismError};
+    /// use privq_host::contract::{Mechanism, Neighbours};
+    /// use privq_host::{Epsilon, seeded_rng};
+    ///
+    /// let mech = Geometric::histogram(Neighbours::Replace, Epsilon::new(1, 2)?)?;
+    /// let mut acct = mech.accountant()?;
+    /// let receipt = acct.charge_as(mech.neighbours(), &mech.label(), mech.cost())?;
+    /// let noisy = mech.release_prepaid(&[4, 5][..], &acct, receipt, &mut seeded_rng(1))?;
+    /// assert_eq!(noisy.len(), 2);
+    ///
+    /// // A receipt from an accountant with a larger budget pays for nothing here.
+    /// let mut elsewhere = Accountant::pure(Epsilon::new(100, 1)?);
+    /// let foreign = elsewhere.charge_as(mech.neighbours(), "elsewhere", mech.cost())?;
+    /// let err = mech.release_prepaid(&[4, 5][..], &acct, foreign, &mut seeded_rng(1));
+    /// assert!(matches!(err, Err(MechanismError::Budget(AccountantError::ForeignReceipt { .. }))));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    fn release_prepaid<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        input: &Self::Input,
+        accountant: &Accountant,
+        receipt: Receipt,
+        rng: &mut R,
+    ) -> Result<Self::Output, MechanismError> {
+        accountant.check_issued(&receipt)?;
+        receipt.check_covers(&self.cost(), self.neighbours())?;
+        self.check_input(input)?;
+        self.release_paid(input, receipt, rng)
+    }
+
     /// A fresh accountant for one release: its budget is exactly
     /// [`cost`](Mechanism::cost) ([`Accountant::exactly`]) and it is bound to
     /// [`neighbours`](Mechanism::neighbours), so a front end chooses neither.
@@ -224,6 +280,48 @@ mod tests {
         assert_eq!(
             Neighbours::Replace.summary(&cost, 21_574),
             "ε = 1 under replace-one-record neighbours; n = 21574 treated as public"
+        );
+    }
+
+    /// `release_paid` refuses a receipt charged under another relation (however
+    /// large), and `release_prepaid` a receipt issued by another accountant; both
+    /// before sampling, with typed errors.
+    #[test]
+    fn receipts_pay_only_under_their_relation_and_to_their_issuer() {
+        use crate::central::Geometric;
+        use crate::seeded_rng;
+        use privq_core::Epsilon;
+        let half = Epsilon::new(1, 2).unwrap();
+        let mech = Geometric::histogram(Neighbours::Replace, half).unwrap();
+        let mut big = Accountant::pure(Epsilon::new(100, 1).unwrap());
+        let add_remove = big
+            .charge_as(Neighbours::AddRemove, "add/remove", Cost::Pure(half))
+            .unwrap();
+        assert!(matches!(
+            mech.release_paid(&[1, 2][..], add_remove, &mut seeded_rng(1)),
+            Err(MechanismError::Budget(AccountantError::ReceiptRelation {
+                paid: Some(Neighbours::AddRemove),
+                needed: Neighbours::Replace,
+            }))
+        ));
+        let mut acct = mech.accountant().unwrap();
+        let foreign = big
+            .charge_as(Neighbours::Replace, "replace", Cost::Pure(half))
+            .unwrap();
+        assert!(matches!(
+            mech.release_prepaid(&[1, 2][..], &acct, foreign, &mut seeded_rng(1)),
+            Err(MechanismError::Budget(
+                AccountantError::ForeignReceipt { .. }
+            ))
+        ));
+        let own = acct
+            .charge_as(Neighbours::Replace, &mech.label(), mech.cost())
+            .unwrap();
+        assert_eq!(
+            mech.release_prepaid(&[1, 2][..], &acct, own, &mut seeded_rng(1))
+                .unwrap()
+                .len(),
+            2
         );
     }
 }

@@ -22,11 +22,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The core's types that host APIs name are re-exported here. The rest of the device
-//! crate (report and upload formats, the device ledger, and the bare samplers, which
-//! charge no accountant) is used from [`privq_core`] itself.
+//! The core's types that host APIs name are re-exported here; none of them samples.
+//! The device's local randomizers, which charge no host accountant, are under
+//! [`device`]. The rest of the device crate (report and upload formats, the device
+//! ledger, and the bare samplers) is used from [`privq_core`] itself.
 
-pub use privq_core::{Epsilon, Error, Fixed, Histogram, Rho, histogram, local, rand_core};
+pub use privq_core::{Epsilon, Error, Fixed, Histogram, Rho, histogram, rand_core};
 
 mod rng;
 pub mod stats;
@@ -40,6 +41,7 @@ pub mod choice;
 pub mod conjunctions;
 pub mod contract;
 pub mod data;
+pub mod device;
 pub mod distance;
 pub mod dx;
 pub mod fairness;

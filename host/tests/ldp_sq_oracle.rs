@@ -4,11 +4,11 @@
 //! simulated runs, and τ not vacuous.
 
 use privq_host::Epsilon;
+use privq_host::device::local::sq::BinRange;
 use privq_host::histogram::Histogram;
 use privq_host::ldp::decode::RejectReason;
 use privq_host::ldp::fleet::{Fleet, MechanismSpec, default_distribution};
 use privq_host::ldp::sq::{LocalSqOracle, Responder, SqAnswer, Strategy, laplace_mean_bound};
-use privq_host::local::sq::BinRange;
 use rand_chacha::ChaCha12Rng;
 use rand_core::{Rng, SeedableRng};
 
@@ -185,12 +185,12 @@ fn sq_laplace_answers_fall_within_tau() {
 /// "Is bit `.0` of the record set?"
 struct Bit(u32);
 
-impl privq_host::local::sq::StatQuery<u64> for Bit {
-    fn evaluate(&self, x: &u64) -> Result<privq_host::local::UnitValue, privq_host::Error> {
+impl privq_host::device::local::sq::StatQuery<u64> for Bit {
+    fn evaluate(&self, x: &u64) -> Result<privq_host::device::local::UnitValue, privq_host::Error> {
         Ok(if x >> self.0 & 1 == 1 {
-            privq_host::local::UnitValue::ONE
+            privq_host::device::local::UnitValue::ONE
         } else {
-            privq_host::local::UnitValue::ZERO
+            privq_host::device::local::UnitValue::ZERO
         })
     }
 }

@@ -9,6 +9,14 @@
 //! computed in `f64` for reports and planning, rounded in the safe direction:
 //! [`invert_advanced`] towards the smaller per-step ε, [`zcdp_epsilon`] and
 //! [`zcdp_epsilon_simple`] towards the larger ε, [`zcdp_rho_for`] towards the smaller ρ.
+//! Costs printed as fixed decimals are rounded up ([`round_up`]).
+//!
+//! **What a charge covers.** A charge pays for the values a mechanism releases,
+//! under its neighbour relation. It does not cover how long the release took: the
+//! exact samplers' running time grows with the noise drawn, and a front end's
+//! progress bar (position, rate, ETA) and reported wall time depend on the private
+//! data (the number of records, when an iteration stops). Keep timing from
+//! whoever must learn no more than the release.
 
 mod budget_file;
 mod composition;
@@ -18,6 +26,7 @@ mod short;
 mod zcdp;
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use privq_core::{Epsilon, Rho};
 
@@ -29,6 +38,7 @@ pub use budget_file::{
 };
 pub use composition::{PrivacyLoss, advanced, basic, invert_advanced};
 pub use cost::Cost;
+pub use short::round_up;
 pub(crate) use short::short_ratio;
 pub use zcdp::{zcdp_epsilon, zcdp_epsilon_simple, zcdp_rho_for};
 
@@ -116,6 +126,16 @@ pub enum AccountantError {
         /// The charge's relation (`None`: not stated).
         stated: Option<Neighbours>,
     },
+    /// A receipt issued by another accountant than the one it is presented with
+    /// ([`Accountant::check_issued`]); nothing is sampled. A charge to one
+    /// accountant pays for nothing released under another's budget.
+    #[error("a receipt issued by {issuer} was presented to {accountant}")]
+    ForeignReceipt {
+        /// The accountant that issued the receipt.
+        issuer: AccountantId,
+        /// The accountant it was presented with.
+        accountant: AccountantId,
+    },
     /// A δ is outside `[0, 1)`, or the total δ would exceed the budget's δ.
     #[error("the delta budget would be exceeded")]
     DeltaExceeded,
@@ -146,6 +166,29 @@ fn relation_mismatch(
     }
 }
 
+/// The identity of one [`Accountant`]: unique among the accountants made in this
+/// process, drawn from a process-wide counter when the accountant is made (or
+/// cloned: a clone is another accountant). Only this crate makes one, so a receipt's
+/// issuer ([`Receipt::issuer`]) cannot be written by its holder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct AccountantId(u64);
+
+/// The next [`AccountantId`]. A `u64` counter incremented once per accountant
+/// cannot wrap in any process's lifetime (2⁶⁴ accountants).
+static NEXT_ACCOUNTANT: AtomicU64 = AtomicU64::new(1);
+
+impl AccountantId {
+    fn fresh() -> Self {
+        AccountantId(NEXT_ACCOUNTANT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+impl fmt::Display for AccountantId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "accountant #{}", self.0)
+    }
+}
+
 /// One recorded charge.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Charge {
@@ -157,17 +200,45 @@ pub struct Charge {
 
 /// Proof that a charge was accepted: only an [`Accountant`] makes one, and a
 /// mechanism's sampling step consumes it (see [`crate::contract::Mechanism`]), so
-/// nothing is sampled that was not charged first. It records the cost and the
+/// nothing is sampled that was not charged first. It records the cost, the
 /// neighbour relation it was charged under ([`Accountant::charge_as`], or the
-/// relation a bound accountant holds), so it pays only for a release whose cost it
-/// covers under that same relation.
+/// relation a bound accountant holds) and the accountant that issued it: it pays
+/// only for a release whose cost it covers under that same relation
+/// ([`Receipt::check_covers`]), and an accountant accepts only its own receipts
+/// ([`Accountant::check_issued`],
+/// [`Mechanism::release_prepaid`](crate::contract::Mechanism::release_prepaid)).
+/// Its fields are private and it is neither `Clone` nor constructible outside
+/// this crate, so a receipt pays once and names its true issuer.
+///
+/// ```
+/// use privq_host::accountant::{Accountant, AccountantError, Cost};
+/// use privq_host::contract::Neighbours;
+/// use privq_host::Epsilon;
+/// let half = Cost::Pure(Epsilon::new(1, 2)?);
+/// let mut ours = Accountant::pure(Epsilon::new(1, 1)?);
+/// let mut other = Accountant::pure(Epsilon::new(100, 1)?);
+/// let receipt = other.charge_as(Neighbours::Replace, "elsewhere", half)?;
+/// assert_eq!(receipt.issuer(), other.id());
+/// assert!(matches!(ours.check_issued(&receipt), Err(AccountantError::ForeignReceipt { .. })));
+/// let mine = ours.charge_as(Neighbours::Replace, "here", half)?;
+/// ours.check_issued(&mine)?;
+/// // Charged under replace-one, it pays for no add/remove release.
+/// assert!(mine.check_covers(&half, Neighbours::AddRemove).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct Receipt {
     cost: Cost,
     neighbours: Option<Neighbours>,
+    issuer: AccountantId,
 }
 
 impl Receipt {
+    /// The accountant that issued this receipt.
+    pub fn issuer(&self) -> AccountantId {
+        self.issuer
+    }
+
     /// What was charged.
     pub fn cost(&self) -> Cost {
         self.cost
@@ -235,8 +306,13 @@ impl Receipt {
 /// assert!(z.charge("too much", Rho::new(1, 4)?.into()).is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone)]
+///
+/// Every accountant has its own [`AccountantId`]; a clone is a new accountant with
+/// a new identity (and a copy of the spending so far), so a clone's receipts are
+/// not the original's.
+#[derive(Debug)]
 pub struct Accountant {
+    id: AccountantId,
     epsilon: Epsilon,
     delta: f64,
     spent: Option<Epsilon>,
@@ -247,6 +323,24 @@ pub struct Accountant {
     neighbours: Option<Neighbours>,
 }
 
+impl Clone for Accountant {
+    /// A new accountant (a fresh [`AccountantId`]) with this one's budget, spending
+    /// and ledger: receipts it issues are its own, never the original's.
+    fn clone(&self) -> Self {
+        Accountant {
+            id: AccountantId::fresh(),
+            epsilon: self.epsilon,
+            delta: self.delta,
+            spent: self.spent,
+            spent_delta: self.spent_delta,
+            zcdp: self.zcdp,
+            ledger: self.ledger.clone(),
+            uncertified: self.uncertified,
+            neighbours: self.neighbours,
+        }
+    }
+}
+
 /// The ρ side of a zCDP accountant.
 #[derive(Debug, Clone, Copy)]
 struct ZcdpBudget {
@@ -255,6 +349,26 @@ struct ZcdpBudget {
 }
 
 impl Accountant {
+    /// This accountant's identity, which every receipt it issues carries.
+    pub fn id(&self) -> AccountantId {
+        self.id
+    }
+
+    /// Errors with [`AccountantError::ForeignReceipt`] unless this accountant
+    /// issued `receipt`: a receipt from any other accountant (one made with a larger
+    /// budget, a clone, another session's) pays for nothing released under this
+    /// one's budget.
+    pub fn check_issued(&self, receipt: &Receipt) -> Result<(), AccountantError> {
+        if receipt.issuer == self.id {
+            Ok(())
+        } else {
+            Err(AccountantError::ForeignReceipt {
+                issuer: receipt.issuer,
+                accountant: self.id,
+            })
+        }
+    }
+
     /// Binds the accountant to one neighbour relation: from now on it accepts only
     /// charges stated under it ([`Accountant::charge_as`]), so costs computed for
     /// add/remove and for replace-one neighbours are never added up. privq's
@@ -278,6 +392,7 @@ impl Accountant {
     /// A pure ε-DP budget.
     pub fn pure(epsilon: Epsilon) -> Self {
         Accountant {
+            id: AccountantId::fresh(),
             epsilon,
             delta: 0.0,
             spent: None,
@@ -308,6 +423,7 @@ impl Accountant {
         let epsilon = Epsilon::from_f64(eps)
             .map_err(|_| AccountantError::InvalidParameter("rho converts to no epsilon"))?;
         Ok(Accountant {
+            id: AccountantId::fresh(),
             epsilon,
             delta,
             spent: None,
@@ -333,6 +449,7 @@ impl Accountant {
     pub fn zcdp_for(epsilon: Epsilon, delta: f64) -> Result<Self, AccountantError> {
         let rho = zcdp_rho_for(epsilon.to_f64(), delta)?;
         Ok(Accountant {
+            id: AccountantId::fresh(),
             epsilon,
             delta,
             spent: None,
@@ -469,7 +586,11 @@ impl Accountant {
                 label: label.to_string(),
                 cost,
             });
-            return Ok(Receipt { cost, neighbours });
+            return Ok(Receipt {
+                cost,
+                neighbours,
+                issuer: self.id,
+            });
         }
         let Some(epsilon) = cost.epsilon() else {
             return Err(AccountantError::IncompatibleCost {
@@ -500,7 +621,11 @@ impl Accountant {
             label: label.to_string(),
             cost,
         });
-        Ok(Receipt { cost, neighbours })
+        Ok(Receipt {
+            cost,
+            neighbours,
+            issuer: self.id,
+        })
     }
 
     /// The total ρ after charging `cost` to this zCDP accountant (exact).

@@ -82,6 +82,47 @@ pub(crate) fn short_f64(x: f64) -> String {
     decimal(m, exp)
 }
 
+/// A privacy cost (an ε or ρ as `f64`, ≥ 0) to `decimals` decimals, rounded **up**:
+/// the text never reads as less than the cost, so a printed spend never
+/// understates what was spent (round-to-nearest would print ε = 0.12346 as
+/// `0.1235` at four decimals — fine — but 0.12344 as `0.1234`, below the spend).
+/// Non-finite values print as Rust prints them; a negative value (no cost is) is
+/// rounded to nearest.
+///
+/// ```
+/// use privq_host::accountant::round_up;
+/// assert_eq!(round_up(0.123_44, 4), "0.1235");
+/// assert_eq!(round_up(0.5, 4), "0.5000");
+/// assert_eq!(round_up(9.999_91, 4), "10.0000");
+/// assert_eq!(round_up(2.0, 0), "2");
+/// ```
+pub fn round_up(x: f64, decimals: usize) -> String {
+    let shown = format!("{x:.decimals$}");
+    if !(x.is_finite() && x > 0.0) || shown.parse::<f64>().is_ok_and(|s| s >= x) {
+        return shown;
+    }
+    // One unit in the last decimal place up, on the digits (exact).
+    let mut digits: Vec<u8> = shown.into_bytes();
+    let mut carry = true;
+    for d in digits.iter_mut().rev() {
+        if !carry {
+            break;
+        }
+        match *d {
+            b'9' => *d = b'0',
+            b'0'..=b'8' => {
+                *d += 1;
+                carry = false;
+            }
+            _ => {}
+        }
+    }
+    if carry {
+        digits.insert(0, b'1');
+    }
+    String::from_utf8(digits).unwrap_or_default()
+}
+
 /// `m · 10^exp` (m > 0) in decimal, trailing zeros dropped; scientific below 10⁻⁴.
 fn decimal(mut m: u128, mut exp: i32) -> String {
     while m > 0 && m.is_multiple_of(10) {

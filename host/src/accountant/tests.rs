@@ -331,6 +331,7 @@ fn receipts_never_cover_across_kinds_silently() {
     let receipt = Receipt {
         cost: zcdp,
         neighbours: Some(Neighbours::AddRemove),
+        issuer: AccountantId::fresh(),
     };
     assert!(matches!(
         receipt.check_covers(&Cost::Pure(e(1, 100)), Neighbours::AddRemove),
@@ -539,4 +540,72 @@ fn delta_sums_round_up_never_down() {
         acc.charge("second", cost(b)),
         Err(AccountantError::DeltaExceeded)
     ));
+}
+
+/// A receipt names the accountant that issued it: another accountant (however
+/// large its budget, or a clone of this one) refuses it with a typed error, and
+/// the issuer is read from the receipt, never supplied by its holder.
+#[test]
+fn a_receipt_from_another_accountant_is_refused() {
+    let one = Epsilon::new(1, 1).unwrap();
+    let mut ours = Accountant::exactly_for(Cost::Pure(one), Neighbours::Replace).unwrap();
+    let mut big = Accountant::pure(Epsilon::new(1000, 1).unwrap());
+    assert_ne!(ours.id(), big.id());
+    let foreign = big
+        .charge_as(Neighbours::Replace, "elsewhere", Cost::Pure(one))
+        .unwrap();
+    assert_eq!(foreign.issuer(), big.id());
+    let err = ours.check_issued(&foreign).unwrap_err();
+    assert_eq!(
+        err,
+        AccountantError::ForeignReceipt {
+            issuer: big.id(),
+            accountant: ours.id(),
+        }
+    );
+    assert!(
+        err.to_string()
+            .starts_with("a receipt issued by accountant #"),
+        "{err}"
+    );
+    // A clone is another accountant: its receipts are not the original's.
+    let mut twin = ours.clone();
+    assert_ne!(twin.id(), ours.id());
+    let from_twin = twin
+        .charge_as(Neighbours::Replace, "twin", Cost::Pure(one))
+        .unwrap();
+    assert!(matches!(
+        ours.check_issued(&from_twin),
+        Err(AccountantError::ForeignReceipt { .. })
+    ));
+    let own = ours
+        .charge_as(Neighbours::Replace, "here", Cost::Pure(one))
+        .unwrap();
+    assert_eq!(ours.check_issued(&own), Ok(()));
+    assert!(twin.check_issued(&own).is_err());
+}
+
+/// Printed costs round up: never below the cost, and at most one unit in the last
+/// place above it (round-to-nearest would print 0.12344 as 0.1234).
+#[test]
+fn printed_costs_round_up() {
+    assert_eq!(round_up(0.123_44, 4), "0.1235");
+    assert_eq!(round_up(0.123_4, 4), "0.1234");
+    assert_eq!(round_up(0.999_999_1, 6), "1.000000");
+    assert_eq!(round_up(99.999_1, 2), "100.00");
+    assert_eq!(round_up(0.0, 3), "0.000");
+    assert_eq!(round_up(1e-9, 6), "0.000001");
+    let mut x = 1e-7_f64;
+    while x < 1e4 {
+        for d in [0, 2, 4, 6] {
+            let shown = round_up(x, d);
+            let v: f64 = shown.parse().unwrap();
+            assert!(v >= x, "{x} shown as {shown}");
+            assert!(
+                v - x <= 10f64.powi(-(d as i32)) * (1.0 + 1e-9),
+                "{x} as {shown}"
+            );
+        }
+        x *= 1.618_033_9;
+    }
 }

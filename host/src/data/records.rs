@@ -80,6 +80,12 @@ impl Records {
     /// [`Records::from_csv`] holding at most `max` records (count-column weights
     /// included): one more is [`DataError::TooManyRecords`], refused before it is
     /// stored, so a memory cap binds before the memory is taken.
+    ///
+    /// The refusal depends on the number of records, which is private under
+    /// add/remove-one neighbours (a count table declares any total in one line):
+    /// a caller under that relation charges the run before reading (as `privq
+    /// synth` charges its budget file), so the refusal releases nothing and is no
+    /// free probe of n.
     pub fn from_csv_within<R: Read>(
         reader: R,
         domain: &Domain,

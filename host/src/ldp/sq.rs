@@ -29,7 +29,7 @@
 //!
 //! ```
 //! use privq_host::ldp::sq::{LocalSqOracle, Strategy};
-//! use privq_host::local::sq::BinRange;
+//! use privq_host::device::local::sq::BinRange;
 //! use privq_host::{Epsilon, histogram::Histogram};
 //!
 //! // 20 000 devices, each with a histogram of 8 readings over 4 bins.
@@ -569,7 +569,7 @@ impl LocalSqOracle {
 ///
 /// ```
 /// use privq_host::ldp::sq::{LocalSqOracle, Strategy};
-/// use privq_host::local::{sq::StatQuery, UnitValue};
+/// use privq_host::device::local::{sq::StatQuery, UnitValue};
 /// use privq_host::Epsilon;
 ///
 /// /// "Is the record's attribute `.0` set?"
