@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use privq_host::accountant::{Accountant, BudgetFile, BudgetFileError, Cap, RunCost};
+use privq_host::accountant::{Accountant, BudgetFile, BudgetFileError, Cap, RunCost, round_up};
 use privq_host::choice::Named;
 use privq_host::ldp::output::{AtomicFile, Destination};
 use rand_chacha::ChaCha12Rng;
@@ -138,6 +138,16 @@ pub(crate) fn num(x: f64) -> String {
         format!("{x}")
     } else {
         format!("{x:e}")
+    }
+}
+
+/// A fixed-decimal number without its trailing zeros (and point): `10.50` → `10.5`,
+/// `10.00` → `10`.
+fn trim_zeros(text: String) -> String {
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
     }
 }
 
@@ -294,10 +304,11 @@ impl LedgerArgs {
         {
             text.push_str(&format!(
                 "\nprivq: warning: a total ε of {} protects little: an output may be up to \
-                 e^{:.0} times likelier on one input than on a neighbouring one (above about \
+                 e^{} times likelier on one input than on a neighbouring one (above about \
                  {WEAK_EPSILON}, ε is rarely defensible)",
-                (spent.epsilon * 100.0).round() / 100.0,
-                spent.epsilon
+                // Rounded up, as every printed cost: never below what was spent.
+                trim_zeros(round_up(spent.epsilon, 2)),
+                round_up(spent.epsilon, 0)
             ));
         }
         text
@@ -356,6 +367,35 @@ impl LedgerArgs {
             run.cost()
         )?;
         Ok(())
+    }
+
+    /// The outcome of the steps that follow a charge (streaming the records,
+    /// rendering a report, committing the output): on an error, the ledger of what
+    /// `accountant` was charged is still written to `--ledger-json` and printed
+    /// before the error is returned, so a run that spent budget and then failed
+    /// (records already streamed to standard output, then a report step) leaves
+    /// the record of its spend. Failing to write that ledger is noted on standard
+    /// error; the step's own error is returned.
+    pub(crate) fn after_charge<T>(
+        &self,
+        accountant: &Accountant,
+        stderr: &mut dyn Write,
+        result: Result<T, CliError>,
+    ) -> Result<T, CliError> {
+        let Err(failure) = result else {
+            return result;
+        };
+        if !accountant.ledger().is_empty() {
+            if let Err(e) = self.write(accountant) {
+                let _ = writeln!(stderr, "privq: the ledger could not be written: {e}");
+            }
+            let _ = writeln!(
+                stderr,
+                "privq: the run failed after spending budget; ledger:\n{}",
+                self.text(accountant)
+            );
+        }
+        Err(failure)
     }
 
     /// Writes `accountant`'s ledger to `--ledger-json`, if given.

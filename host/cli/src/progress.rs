@@ -2,6 +2,11 @@
 //! standard error, and a plain line at most every 10 seconds (position and
 //! elapsed time) when standard error is a file or a pipe, so a log shows progress
 //! too.
+//!
+//! **Not private.** The position, rate, ETA and elapsed time depend on the
+//! private data (how many records are read, how soon a run stops) and are covered
+//! by no stated cost: they are for the curator, on standard error, never part of a
+//! release.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};

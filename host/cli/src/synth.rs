@@ -290,43 +290,48 @@ pub fn run(
     let ds = run.dataset();
     let n = ds.counts.total();
     let records = cells.len();
-    write_records(output.writer(stdout), &ds.domain, &cells, args.bin_output())?;
-    // NOT PRIVATE, and only on request: the release against the input.
-    let diagnostics = if args.compare {
-        let d = mwem_report::diagnose(ds, workload_spec, &out, &cells)?;
-        Some(d)
-    } else {
-        None
-    };
-    if let Some(d) = &diagnostics {
-        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-        writeln!(
-            stderr,
-            "privq: compare (NOT PRIVATE, reads the input): mean TV over {} ({} marginals): \
+    // From here on the budget is spent: whatever fails, the ledger is written.
+    let finished = (|| {
+        write_records(output.writer(stdout), &ds.domain, &cells, args.bin_output())?;
+        // NOT PRIVATE, and only on request: the release against the input.
+        let diagnostics = if args.compare {
+            let d = mwem_report::diagnose(ds, workload_spec, &out, &cells)?;
+            Some(d)
+        } else {
+            None
+        };
+        if let Some(d) = &diagnostics {
+            let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+            writeln!(
+                stderr,
+                "privq: compare (NOT PRIVATE, reads the input): mean TV over {} ({} marginals): \
              model {:.5}, synthetic records {:.5}",
-            d.workload,
-            d.tv_model.len(),
-            mean(&d.tv_model),
-            mean(&d.tv_sample)
-        )?;
-    }
-    // Rendered before anything is put in place, so a failure leaves neither file.
-    let report = match report_file {
-        Some(file) => {
-            let run = mwem_report::Run {
-                args,
-                epsilon,
-                accountant,
-                out: &out,
-                cells: ds.counts.len(),
-                rows: records,
-                wall: started.elapsed(),
-            };
-            Some((file, run.render(diagnostics)?))
+                d.workload,
+                d.tv_model.len(),
+                mean(&d.tv_model),
+                mean(&d.tv_sample)
+            )?;
         }
-        None => None,
-    };
-    output.commit(stdout)?;
+        // Rendered before anything is put in place, so a failure leaves neither file.
+        let report = match report_file {
+            Some(file) => {
+                let run = mwem_report::Run {
+                    args,
+                    epsilon,
+                    accountant,
+                    out: &out,
+                    cells: ds.counts.len(),
+                    rows: records,
+                    wall: started.elapsed(),
+                };
+                Some((file, run.render(diagnostics)?))
+            }
+            None => None,
+        };
+        output.commit(stdout)?;
+        Ok::<_, CliError>(report)
+    })();
+    let report = args.ledger.after_charge(accountant, stderr, finished)?;
     // The records are out: record the spend before anything else can fail.
     args.ledger.write(accountant)?;
     if let Some((file, html)) = report {

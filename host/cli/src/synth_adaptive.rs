@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use privq_core::Epsilon;
-use privq_host::accountant::Accountant;
+use privq_host::accountant::{Accountant, round_up};
 use privq_host::contract::Neighbours;
 use privq_host::data::{DataError, Domain, Records, attribute_names, write_rows};
 use privq_host::synth::Model;
@@ -118,6 +118,20 @@ pub fn run(
     // counted, and about one synthetic row (24 + 8·d bytes) in the release.
     let per_record = 4 * domain.dims() as u64 + 8 + 24 + 8 * domain.dims() as u64;
     let max = args.memory_mib.saturating_mul(1 << 20) / per_record;
+    // Reading the records can refuse the input for what it holds: more records
+    // than the memory cap (or 2³²) allows — with a count column a one-line file
+    // can declare any total — or a count out of range. Under add/remove-one
+    // neighbours the number of records is private, and the cap cannot be checked
+    // from public parameters (the total is the private n), so the run is charged
+    // first: the dataset's budget file holds this run's whole cost before a byte
+    // of data is read, and a refusal then releases nothing and is no free probe of
+    // n — each one is paid for like a release. (Under replace-one neighbours n is
+    // public and the input is read first, so a refused input costs nothing.)
+    let label = "privq synth (adaptive)";
+    let charge_first = !neighbours.n_is_public();
+    if charge_first {
+        args.ledger.reserve(&request.accountant()?, label, stderr)?;
+    }
     let records = Records::from_csv_within(
         std::io::BufReader::new(file),
         &domain,
@@ -130,16 +144,26 @@ pub fn run(
             message: format!(
                 "line {line}: the input holds more than {max} records (count-column weights \
                  included), about {} bytes each with the synthetic rows, over --memory-mib {}; \
-                 raise --memory-mib",
-                per_record, args.memory_mib
+                 raise --memory-mib{}",
+                per_record,
+                args.memory_mib,
+                if charge_first && args.ledger.budget_file.is_some() {
+                    "; nothing was released, and the budget file's charge for this run stands \
+                     (under add/remove-one neighbours n is private: the run is charged before \
+                     the input is read)"
+                } else {
+                    ""
+                }
             ),
         },
         e => e.into(),
     })?;
-    // Everything the run checks before it samples, before the ledger is charged.
+    // Everything the run checks before it samples, before the ledger is charged
+    // (under add/remove the budget file holds the charge already, see above).
     request.plan(&records, &domain, &workload)?;
-    args.ledger
-        .reserve(&request.accountant()?, "privq synth (adaptive)", stderr)?;
+    if !charge_first {
+        args.ledger.reserve(&request.accountant()?, label, stderr)?;
+    }
     let mut rng = super::rng(args.seed, stderr)?;
     // The run ends when the budget is spent: progress is the share of ρ spent (‰).
     let budget = request
@@ -168,44 +192,50 @@ pub fn run(
         guarantee,
     } = release;
     let (n, rows) = (records.len(), sample.len());
-    write_rows(output.writer(stdout), &domain, &sample, args.bin_output())?;
-    // The release's own time, reported once (on stderr and in the report): the
-    // NOT PRIVATE diagnostics below are not part of it.
-    let release_time = started.elapsed();
+    // From here on the budget is spent: whatever fails, the ledger is written.
     let rho = accountant.spent_rho().map_or(0.0, |r| r.to_f64());
     let eps = guarantee.epsilon;
-    // NOT PRIVATE (`--compare`): every compared marginal is computed once, for the
-    // report and for standard error.
-    let compared = if args.compare {
-        Some(Compared::new(
-            &records, &domain, &out.model, &sample, &workload,
-        )?)
-    } else {
-        None
-    };
-    // Rendered before anything is put in place, so a failure leaves neither file
-    // (with --output FILE; on standard output the records are already streamed).
-    let report = match report_file {
-        Some(file) => {
-            let facts = Facts {
-                epsilon,
-                delta,
-                rho,
-                eps,
-                neighbours,
-                rows,
-                wall: release_time,
-            };
-            let diagnostics = match &compared {
-                Some(c) => Some(c.diagnose(&workload)?),
-                None => None,
-            };
-            let html = report(args, &facts, &domain, &accountant, &out, diagnostics)?;
-            Some((file, html))
-        }
-        None => None,
-    };
-    output.commit(stdout)?;
+    let finished = (|| {
+        write_rows(output.writer(stdout), &domain, &sample, args.bin_output())?;
+        // The release's own time, reported once (on stderr and in the report): the
+        // NOT PRIVATE diagnostics below are not part of it.
+        let release_time = started.elapsed();
+        // NOT PRIVATE (`--compare`): every compared marginal is computed once, for the
+        // report and for standard error.
+        let compared = if args.compare {
+            Some(Compared::new(
+                &records, &domain, &out.model, &sample, &workload,
+            )?)
+        } else {
+            None
+        };
+        // Rendered before anything is put in place, so a failure leaves neither file
+        // (with --output FILE; on standard output the records are already streamed).
+        let report = match report_file {
+            Some(file) => {
+                let facts = Facts {
+                    epsilon,
+                    delta,
+                    rho,
+                    eps,
+                    neighbours,
+                    rows,
+                    wall: release_time,
+                };
+                let diagnostics = match &compared {
+                    Some(c) => Some(c.diagnose(&workload)?),
+                    None => None,
+                };
+                let html = report(args, &facts, &domain, &accountant, &out, diagnostics)?;
+                Some((file, html))
+            }
+            None => None,
+        };
+        output.commit(stdout)?;
+        Ok::<_, CliError>((release_time, compared, report))
+    })();
+    let (release_time, compared, report) =
+        args.ledger.after_charge(&accountant, stderr, finished)?;
     // The records are out: record the spend before anything else can fail.
     args.ledger.write(&accountant)?;
     if let Some((file, html)) = report {
@@ -237,9 +267,11 @@ pub fn run(
     )?;
     writeln!(
         stderr,
-        "privq: privacy: rho = {rho:.6} zCDP under {}, i.e. (epsilon = {eps:.4}, delta = {delta:e})-DP \
+        "privq: privacy: rho = {} zCDP under {}, i.e. (epsilon = {}, delta = {delta:e})-DP \
          (budget epsilon = {epsilon}){}",
+        round_up(rho, 6),
         neighbours.phrase(),
+        round_up(eps, 4),
         if neighbours.n_is_public() {
             format!("; n = {n} treated as public")
         } else {
@@ -512,8 +544,10 @@ fn report(
         });
     }
     let guarantee = format!(
-        "ρ = {:.6}-zCDP, i.e. (ε = {:.4}, δ = {:e})-DP",
-        facts.rho, facts.eps, facts.delta
+        "ρ = {}-zCDP, i.e. (ε = {}, δ = {:e})-DP",
+        round_up(facts.rho, 6),
+        round_up(facts.eps, 4),
+        facts.delta
     );
     let total = accountant.rho_budget().map_or(facts.rho, |r| r.to_f64());
     let header = vec![
@@ -525,7 +559,7 @@ fn report(
         ("δ".into(), format!("{:e}", facts.delta)),
         (
             "ρ spent / budget".into(),
-            format!("{:.6} / {total:.6}", facts.rho),
+            format!("{} / {total:.6}", round_up(facts.rho, 6)),
         ),
         ("guarantee".into(), guarantee.clone()),
         (

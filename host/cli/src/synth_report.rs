@@ -16,6 +16,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use plotters::prelude::*;
+use privq_host::accountant::round_up;
 use privq_host::data::Domain;
 use privq_host::ldp::output::{AtomicFile, Destination};
 
@@ -356,19 +357,20 @@ impl Report {
         for (label, cost) in &b.other {
             let _ = writeln!(
                 h,
-                "<tr><td>–</td><td>{}</td><td class=\"num\">{cost:.6}</td><td></td><td></td></tr>",
-                esc(label)
+                "<tr><td>–</td><td>{}</td><td class=\"num\">{}</td><td></td><td></td></tr>",
+                esc(label),
+                round_up(*cost, 6)
             );
         }
         for r in &b.rounds {
             let _ = writeln!(
                 h,
-                "<tr><td>{}</td><td>{}</td><td class=\"num\">{:.6}</td><td class=\"num\">{:.6}</td>\
+                "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
                  <td>{}</td></tr>",
                 esc(&r.label),
                 esc(&r.chose),
-                r.selection,
-                r.measurement,
+                round_up(r.selection, 6),
+                round_up(r.measurement, 6),
                 esc(&r.note)
             );
         }

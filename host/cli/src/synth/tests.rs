@@ -715,3 +715,124 @@ fn a_bad_report_path_is_refused_before_any_budget_is_spent() {
     no_temporaries(&dir);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Standard output that takes `room` bytes and then fails, as a closed pipe does
+/// after a reader has taken the first rows.
+struct FailingAfter {
+    room: usize,
+    taken: Vec<u8>,
+}
+
+impl std::io::Write for FailingAfter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.taken.len() >= self.room {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "reader gone",
+            ));
+        }
+        let n = buf.len().min(self.room - self.taken.len());
+        self.taken.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A step that fails after the budget was spent and rows were streamed still
+/// leaves the ledger of the charge (issue 31).
+#[test]
+fn a_failure_after_streamed_rows_still_writes_the_ledger() {
+    let (dir, input, spec) = report_table("synth-fail-after-rows");
+    let ledger = dir.join("ledger.json");
+    let page = dir.join("report.html");
+    for mechanism in ["adaptive", "mwem"] {
+        let mut argv = vec![
+            "privq",
+            "synth",
+            "--mechanism",
+            mechanism,
+            "--input",
+            &input,
+            "--domain",
+            &spec,
+            "--epsilon",
+            "1",
+            "--seed",
+            "5",
+            "--report",
+            page.to_str().unwrap(),
+            "--ledger-json",
+            ledger.to_str().unwrap(),
+        ];
+        if mechanism == "mwem" {
+            argv.extend(["--rounds", "2", "--workload", "marginals:1"]);
+        }
+        let cli = <crate::Cli as clap::Parser>::try_parse_from(argv).unwrap();
+        let mut stdout = FailingAfter {
+            room: 20,
+            taken: Vec::new(),
+        };
+        let mut stderr = Vec::new();
+        let result = crate::run(cli, &mut "".as_bytes(), &mut stdout, &mut stderr);
+        let err = String::from_utf8(stderr).unwrap();
+        assert!(result.is_err(), "{mechanism}: {err}");
+        assert!(stdout.taken.starts_with(b"city,smoker\n"), "{mechanism}");
+        assert!(err.contains("failed after spending budget"), "{err}");
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&ledger).unwrap()).unwrap();
+        assert!(!json["charges"].as_array().unwrap().is_empty(), "{json}");
+        // The report, rendered after the failing step, was not written.
+        assert!(!page.exists(), "{mechanism}");
+        std::fs::remove_file(&ledger).unwrap();
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A count table whose total passes the memory cap is refused; under add/remove
+/// neighbours (n private) only after the budget file was charged, so the refusal,
+/// which depends on the private n, is no free probe. Under replace-one (n public)
+/// it is refused before any charge.
+#[test]
+fn a_count_table_too_large_is_refused_only_after_the_charge_under_add_remove() {
+    let dir = crate::ledger_tests::scratch("synth-count-cap");
+    let input = dir.join("t.csv");
+    // 1 MiB at 56 bytes a record holds 18 724 records; the table declares 20 000.
+    std::fs::write(&input, "a,b,count\n0,1,19000\n1,0,1000\n").unwrap();
+    let input = input.to_str().unwrap();
+    for (neighbours, charged) in [("add-remove", true), ("replace", false)] {
+        let budget = dir.join(format!("{neighbours}.budget.json"));
+        let argv = [
+            "synth",
+            "--input",
+            input,
+            "--domain",
+            "binary",
+            "--count-column",
+            "count",
+            "--neighbours",
+            neighbours,
+            "--epsilon",
+            "1",
+            "--memory-mib",
+            "1",
+            "--records",
+            "10",
+            "--budget-file",
+            budget.to_str().unwrap(),
+            "--budget-cap",
+            "5,1e-6",
+        ];
+        let e = crate::run_with(&argv, "").unwrap_err().to_string();
+        assert!(e.contains("raise --memory-mib"), "{e}");
+        assert_eq!(e.contains("charge for this run stands"), charged, "{e}");
+        assert_eq!(budget.exists(), charged, "{neighbours}");
+        if charged {
+            let file = privq_host::accountant::BudgetFile::read(&budget).unwrap();
+            assert_eq!(file.charges().len(), 1);
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
