@@ -74,10 +74,24 @@ impl BoundedDiscreteLaplace {
                 return Err(Error::Overflow);
             }
         }
-        let mut lo = [0u128; MAX_BITS];
-        let mut hi = [0u128; MAX_BITS];
+        // Filled in place: the tables are 2 KB, and a copy of them on a 16 KiB part's stack
+        // (built in locals, then moved into the value and its `Result`) overflowed the
+        // on-target suite on Cortex-M0 once the compiler inlined the constructor.
+        let mut out = BoundedDiscreteLaplace {
+            num,
+            den,
+            bits,
+            lo: [0u128; MAX_BITS],
+            hi: [0u128; MAX_BITS],
+        };
         let mut undecided_units: u128 = 0;
-        for (j, (l, h)) in lo.iter_mut().zip(hi.iter_mut()).take(bits).enumerate() {
+        for (j, (l, h)) in out
+            .lo
+            .iter_mut()
+            .zip(out.hi.iter_mut())
+            .take(bits)
+            .enumerate()
+        {
             // r_j = exp(−2^j · den / num).
             let (a, b) = (u128::from(den) << j, num);
             (*l, *h) = exp_neg(a, b);
@@ -89,13 +103,7 @@ impl BoundedDiscreteLaplace {
         if undecided_units > (1u128 << 62) {
             return Err(Error::Overflow);
         }
-        Ok(BoundedDiscreteLaplace {
-            num,
-            den,
-            bits,
-            lo,
-            hi,
-        })
+        Ok(out)
     }
 
     /// Numerator of the scale `t`.
