@@ -482,8 +482,12 @@ def plan_synthesis(
     ``accountant`` is only asked whether it would accept the charge. An input
     that :func:`synthesize` refuses raises the same exception here.
 
-    The plan is public: it reads the number of rows of ``df`` only under
-    ``neighbours="replace"``, where n is public anyway.
+    The plan reads and validates the data: it is for the data holder. Its
+    exceptions may name rows and values of ``df`` and are **not** private
+    outputs. Only the returned plan is free of the data (its cost and rounds
+    do not depend on it; ``rows`` is ``None`` under add/remove neighbours, and
+    the number of rows of ``df`` under ``neighbours="replace"``, where n is
+    public anyway).
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"smoker": [0, 1, 1, 0] * 50, "cough": [0, 1, 0, 0] * 50})

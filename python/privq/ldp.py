@@ -170,6 +170,8 @@ def _values_bytes(values: Any) -> bytes:
         values = values.to_arrow()  # Polars
     try:
         arr = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else pa.array(values)
+    except OverflowError:
+        raise ValueError("values hold an integer beyond 64 bits: items are 0 .. d-1") from None
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
         raise TypeError(f"values must be integers (items 0 .. d-1): {e}") from None
     if isinstance(arr, pa.ChunkedArray):
@@ -178,7 +180,10 @@ def _values_bytes(values: Any) -> bytes:
         raise ValueError("values hold missing values (null/None/NaN); every device holds one item")
     if len(arr) and not pa.types.is_integer(arr.type):
         raise TypeError(f"values must be integers (items 0 .. d-1), not {arr.type}")
-    arr = arr.cast(pa.int64())
+    try:
+        arr = arr.cast(pa.int64())
+    except pa.ArrowInvalid:
+        raise ValueError("values hold an integer beyond int64 (>= 2**63): items are 0 .. d-1") from None
     buf = arr.buffers()[1]
     if buf is None:
         return b""

@@ -7,11 +7,10 @@ use std::fs::File;
 use std::path::PathBuf;
 
 use privq_core::Epsilon;
-use privq_core::rand_core::Rng;
 use privq_host::ldp::campaign::{
     CAMPAIGN_FORMAT, CAMPAIGN_VERSION, Campaign, CampaignError, CampaignPlan, Limits, QuerySpec,
 };
-use privq_host::ldp::fleet::{Fleet, MechanismSpec};
+use privq_host::ldp::fleet::{Fleet, FleetSeed, MechanismSpec};
 use privq_host::ldp::frames;
 use privq_host::ldp::intake::{Intake, Outcome};
 use privq_host::ldp::output;
@@ -194,14 +193,18 @@ pub(crate) fn _ldp_simulate<'py>(
             }
         }
         let fleet = Fleet::from_items(items, d);
+        // An explicit seed: the 64-bit reproducible path (tests, demos); else a
+        // full 32-byte fleet seed from the operating system's entropy.
         let seed = match seed {
-            Some(s) => s,
-            None => privq_host::secure_rng()
-                .map_err(|e| PrivqError::new_err(e.to_string()))?
-                .next_u64(),
+            Some(s) => FleetSeed::from(s),
+            None => FleetSeed::random(
+                &mut privq_host::secure_rng().map_err(|e| PrivqError::new_err(e.to_string()))?,
+            ),
         };
         let bytes = py.detach(|| -> Result<Vec<u8>, String> {
-            let batch = fleet.privatize(&spec, seed).map_err(|e| e.to_string())?;
+            let batch = fleet
+                .privatize_from(&spec, &seed)
+                .map_err(|e| e.to_string())?;
             let mut out = Vec::with_capacity(batch.bytes().len() + 4 * batch.count() + 16);
             frames::write_file_header(&mut out).map_err(|e| e.to_string())?;
             for r in batch.iter() {

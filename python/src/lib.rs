@@ -34,6 +34,7 @@ use privq_host::synth::adaptive::{AdaptiveError, MarginalWorkload};
 use privq_host::synth::release::{PlannedRows, SynthRequest, synthesize_controlled};
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
 
 pyo3::create_exception!(
@@ -337,17 +338,26 @@ fn _domain_template(names: Vec<String>, numeric: Vec<String>) -> String {
 // ---- the accountant ----
 
 /// Where an accountant's state lives.
-enum State {
-    /// In this process: the library's accountant.
-    Memory(Accountant),
-    /// In a budget file, charged under its lock by every run ([`BudgetFile`]).
+enum Kind {
+    /// In this process: the library's accountant, behind a lock taken with the GIL
+    /// released while waiting ([`MutexExt::lock_py_attached`]).
+    Memory(Mutex<Accountant>),
+    /// In a budget file, charged under its lock by every run ([`BudgetFile`]). Its
+    /// path and cap never change: no lock here, so a run waiting (without the GIL)
+    /// for the file's lock holds nothing another thread needs.
     File { path: PathBuf, cap: Cap },
+}
+
+/// An accountant's state while one method uses it.
+enum State<'a> {
+    Memory(&'a mut Accountant),
+    File { path: &'a PathBuf, cap: &'a Cap },
 }
 
 /// A privacy budget shared by several releases (`privq.Accountant` wraps it).
 #[pyclass(module = "privq._privq", name = "Accountant", frozen)]
 struct PyAccountant {
-    state: Mutex<State>,
+    state: Kind,
     /// Kept in this process's memory (not in a budget file).
     in_memory: bool,
     /// The process that made it: an in-memory budget lives in one process only.
@@ -363,10 +373,10 @@ const FORKED: &str = "this in-memory privq.Accountant was copied into a new proc
      privq.Accountant(..., budget_file=PATH) to share a budget across processes";
 
 impl PyAccountant {
-    fn new_in_this_process(state: State) -> Self {
+    fn new_in_this_process(state: Kind) -> Self {
         PyAccountant {
-            in_memory: matches!(state, State::Memory(_)),
-            state: Mutex::new(state),
+            in_memory: matches!(state, Kind::Memory(_)),
+            state,
             pid: std::process::id(),
             forked: AtomicBool::new(false),
         }
@@ -378,12 +388,20 @@ impl PyAccountant {
         self.in_memory && (self.forked.load(Ordering::SeqCst) || self.pid != std::process::id())
     }
 
-    fn with<T>(&self, f: impl FnOnce(&mut State) -> PyResult<T>) -> PyResult<T> {
-        let mut state = self
-            .state
-            .lock()
-            .map_err(|_| PrivqError::new_err("the accountant's lock is poisoned"))?;
-        f(&mut state)
+    /// Runs `f` on the state: an in-memory accountant's lock is awaited without the
+    /// GIL (a thread holding it may need the GIL to finish); a budget file's state
+    /// is immutable and takes no lock. `f` must not release the GIL while it holds
+    /// an in-memory accountant's lock (it only charges or reads it).
+    fn with<T>(&self, py: Python<'_>, f: impl FnOnce(State<'_>) -> PyResult<T>) -> PyResult<T> {
+        match &self.state {
+            Kind::Memory(m) => {
+                let mut a = m
+                    .lock_py_attached(py)
+                    .map_err(|_| PrivqError::new_err("the accountant's lock is poisoned"))?;
+                f(State::Memory(&mut a))
+            }
+            Kind::File { path, cap } => f(State::File { path, cap }),
+        }
     }
 }
 
@@ -425,9 +443,9 @@ impl PyAccountant {
                         "an Accountant needs epsilon (or a budget_file that exists)",
                     ));
                 }
-                (None, Some(e)) => {
-                    State::Memory(Accountant::approximate(e, delta).map_err(accountant_error)?)
-                }
+                (None, Some(e)) => Kind::Memory(Mutex::new(
+                    Accountant::approximate(e, delta).map_err(accountant_error)?,
+                )),
                 (Some(path), given) => {
                     let stored = if path.exists() {
                         Some(BudgetFile::read(&path).map_err(budget_file_error)?.cap())
@@ -456,7 +474,7 @@ impl PyAccountant {
                             )));
                         }
                     };
-                    State::File { path, cap }
+                    Kind::File { path, cap }
                 }
             };
             Ok(PyAccountant::new_in_this_process(state))
@@ -470,7 +488,9 @@ impl PyAccountant {
             let rho = rho_arg(rho)?;
             let delta = delta_arg(delta, true)?;
             let accountant = Accountant::zcdp(rho, delta).map_err(accountant_error)?;
-            Ok(PyAccountant::new_in_this_process(State::Memory(accountant)))
+            Ok(PyAccountant::new_in_this_process(Kind::Memory(Mutex::new(
+                accountant,
+            ))))
         })
     }
 
@@ -484,7 +504,7 @@ impl PyAccountant {
     /// `{"kind", "epsilon", "delta", "rho", "budget_file"}`: the budget.
     fn budget<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         guard(|| {
-            self.with(|state| {
+            self.with(py, |state| {
                 let d = PyDict::new(py);
                 match state {
                     State::Memory(a) => {
@@ -514,7 +534,7 @@ impl PyAccountant {
     /// its (ε, δ) conversion.
     fn spent<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         guard(|| {
-            self.with(|state| {
+            self.with(py, |state| {
                 let d = PyDict::new(py);
                 match state {
                     State::Memory(a) => {
@@ -556,7 +576,7 @@ impl PyAccountant {
     /// of a basic accountant or budget file; the exact ρ of a zCDP one.
     fn remaining<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         guard(|| {
-            self.with(|state| {
+            self.with(py, |state| {
                 let d = PyDict::new(py);
                 match state {
                     State::Memory(a) if a.is_zcdp() => {
@@ -594,7 +614,7 @@ impl PyAccountant {
     /// `time` (budget files only).
     fn ledger<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         guard(|| {
-            self.with(|state| {
+            self.with(py, |state| {
                 let out = PyList::empty(py);
                 match state {
                     State::Memory(a) => {
@@ -854,7 +874,7 @@ fn _plan_synthesis<'py>(
                 if accountant.is_forked_copy() {
                     return Err(PrivqError::new_err(FORKED));
                 }
-                accountant.with(|state| {
+                accountant.with(py, |state| {
                     Ok(match state {
                         State::Memory(session) => {
                             let mut copy = session.clone();
@@ -913,7 +933,7 @@ fn _synthesize<'py>(
             if accountant.is_forked_copy() {
                 return Err(PrivqError::new_err(FORKED));
             }
-            accountant.with(|state| match state {
+            accountant.with(py, |state| match state {
                 State::Memory(session) => match request.charge_to(session, label) {
                     Ok(_) => Ok(()),
                     Err(AdaptiveError::Budget(AccountantError::DeltaExceeded)) => {
@@ -931,7 +951,8 @@ fn _synthesize<'py>(
                 },
                 State::File { path, cap } => {
                     let run = request.accountant().map_err(adaptive_error)?;
-                    // The file's lock may be held by another process: wait without the GIL.
+                    // The file's lock may be held by another process or thread: wait
+                    // without the GIL, holding no lock of this object (see `Kind::File`).
                     let cap = *cap;
                     py.detach(|| BudgetFile::charge_accountant(path, Some(cap), &run, label))
                         .map(drop)

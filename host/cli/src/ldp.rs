@@ -12,11 +12,10 @@ use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use privq_core::Epsilon;
-use rand_core::Rng;
 
 use super::CliError;
 use privq_host::ldp::campaign::{Campaign, CampaignError, CampaignPlan, Limits, QuerySpec};
-use privq_host::ldp::fleet::{Fleet, MechanismSpec, default_distribution};
+use privq_host::ldp::fleet::{Fleet, FleetSeed, MechanismSpec, default_distribution};
 use privq_host::ldp::frames;
 use privq_host::ldp::intake::{Intake, Outcome, StateError};
 use privq_host::ldp::output::{self, AtomicFile, Destination, IntakeReport};
@@ -435,9 +434,9 @@ fn simulate(
                 stderr,
                 "privq: warning: --seed {s} makes the reports reproducible; use it only for simulations"
             )?;
-            s
+            FleetSeed::from(s)
         }
-        None => privq_host::secure_rng().map_err(CliError::Seed)?.next_u64(),
+        None => FleetSeed::random(&mut privq_host::secure_rng().map_err(CliError::Seed)?),
     };
     let bar = ProgressBar::with_draw_target(Some(fleet.len() as u64), ProgressDrawTarget::stderr());
     bar.set_style(
@@ -447,7 +446,7 @@ fn simulate(
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let batch = fleet
-        .privatize_with_progress(&spec, seed, &|k| bar.inc(k))
+        .privatize_from_with_progress(&spec, &seed, &|k| bar.inc(k))
         .map_err(param("epsilon"))?;
     bar.finish_and_clear();
     // Both outputs or neither: the campaign is written to its temporary file

@@ -244,6 +244,28 @@ impl Fleet {
         seed: u64,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<ReportBatch, Error> {
+        self.privatize_from_with_progress(spec, &FleetSeed::from(seed), progress)
+    }
+
+    /// Every device privatizes its item with `spec` (query id 0), in parallel on
+    /// all available cores; devices use [`device_rng_from`]`(seed, index)`. A real
+    /// run's seed is [`FleetSeed::random`]; with `FleetSeed::from(s)` the reports
+    /// are [`Fleet::privatize`]`(spec, s)`'s.
+    pub fn privatize_from(
+        &self,
+        spec: &MechanismSpec,
+        seed: &FleetSeed,
+    ) -> Result<ReportBatch, Error> {
+        self.privatize_from_with_progress(spec, seed, &|_| {})
+    }
+
+    /// [`Fleet::privatize_from`], calling `progress(k)` after every 4096 devices.
+    pub fn privatize_from_with_progress(
+        &self,
+        spec: &MechanismSpec,
+        seed: &FleetSeed,
+        progress: &(dyn Fn(u64) + Sync),
+    ) -> Result<ReportBatch, Error> {
         let len = spec.report_len();
         let mut bytes = vec![0u8; len * self.items.len()];
         let threads = thread::available_parallelism().map_or(1, |n| n.get());
@@ -257,7 +279,7 @@ impl Fleet {
                     s.spawn(move || -> Result<(), Error> {
                         for (k, (buf, &item)) in out.chunks_exact_mut(len).zip(items).enumerate() {
                             let device = (t * per + k) as u64;
-                            let mut rng = device_rng(seed, device);
+                            let mut rng = device_rng_from(seed, device);
                             spec.privatize_into(item, QueryId(0), &mut rng, buf)?;
                             if k % 4096 == 4095 {
                                 progress(4096);
