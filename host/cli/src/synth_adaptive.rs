@@ -130,6 +130,10 @@ pub fn run(
     let label = "privq synth (adaptive)";
     let charge_first = !neighbours.n_is_public();
     if charge_first {
+        // What public parameters alone refuse (too few rounds, a budget too small
+        // to split) is refused before the charge: under add/remove the plan reads
+        // nothing from the records, so this is the whole plan.
+        request.plan_public(&domain, &workload)?;
         args.ledger.reserve(&request.accountant()?, label, stderr)?;
     }
     let records = Records::from_csv_within(

@@ -836,3 +836,35 @@ fn a_count_table_too_large_is_refused_only_after_the_charge_under_add_remove() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Under add/remove neighbours the budget file is charged before the input is
+/// read, but a refusal that depends only on public parameters (here too few
+/// rounds) comes before the charge: it is no probe of the data and costs nothing.
+#[test]
+fn a_public_parameter_refusal_under_add_remove_charges_nothing() {
+    let dir = crate::ledger_tests::scratch("synth-public-refusal");
+    let input = dir.join("t.csv");
+    std::fs::write(&input, "a,b\n0,1\n1,0\n").unwrap();
+    let budget = dir.join("budget.json");
+    let argv = [
+        "synth",
+        "--input",
+        input.to_str().unwrap(),
+        "--domain",
+        "binary",
+        "--neighbours",
+        "add-remove",
+        "--epsilon",
+        "1",
+        "--rounds",
+        "2",
+        "--budget-file",
+        budget.to_str().unwrap(),
+        "--budget-cap",
+        "5,1e-6",
+    ];
+    let e = crate::run_with(&argv, "").unwrap_err().to_string();
+    assert!(e.contains("one-way marginals"), "{e}");
+    assert!(!budget.exists(), "nothing was charged: {e}");
+    std::fs::remove_dir_all(&dir).ok();
+}
