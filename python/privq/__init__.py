@@ -430,7 +430,8 @@ class SynthesisPlan(NamedTuple):
 
     * ``epsilon`` (exact), ``delta``: the (ε, δ) a basic :class:`Accountant` or a
       budget file is charged; ``rho`` (exact): the ρ a zCDP accountant is charged
-      (the run spends all of it, but for a rounding down to a dyadic fraction).
+      (the run spends at most this; it falls short by under 2⁻²⁴, mostly because
+      the last selection's ε lies on a 2⁻²⁴ grid).
     * ``neighbours``: the relation the cost is stated under.
     * ``rounds``: planned rounds T; ``one_way_rounds`` of them (one per
       attribute) measure the one-way marginals; annealing may take up to
