@@ -59,6 +59,8 @@ struct Row {
 /// budget, and the deployed scale is within a factor `(1 + 2⁻¹⁰)²` of `c_k` (plus
 /// the Q31.32 rounding of the coefficients, which matters only when `c_k·d_min` is
 /// near 2⁻³²). The grid is data-independent (`c`, the metric and `K′` are public).
+/// A scale needing more than 2⁵² grid steps is refused (`DxError::InvalidValue`)
+/// rather than saturated, so `m_k·γ_k ≥ c_k` always holds.
 /// On the finest grid, `γ = 2⁻³²`, the ceiling is exact (`Δ_k` is an integer number
 /// of steps).
 ///
@@ -118,9 +120,15 @@ impl DxLaplace {
                 })
                 .collect::<Result<Vec<_>, _>>()?;
             let (exp, steps) = if ck > 0.0 {
+                // Clamped in f64 before the conversion: `target` can underflow to 0
+                // (`c_k·d_min` below the smallest subnormal), whose log2 is −∞.
                 let target = ck * d_min / noisy as f64;
-                let e = (target.log2().floor() as i32 - GRID_BITS).clamp(-32, 30);
-                (e, (ck / f64::from(e).exp2()).ceil() as u64)
+                let e = if target > 0.0 {
+                    (target.log2().floor() - f64::from(GRID_BITS)).clamp(-32.0, 30.0) as i32
+                } else {
+                    -32
+                };
+                (e, grid_steps(ck / f64::from(e).exp2(), k)?)
             } else {
                 (-32, 0)
             };
@@ -143,8 +151,13 @@ impl DxLaplace {
             if rho <= 1.0 {
                 break;
             }
-            for r in mech.rows.iter_mut().filter(|r| r.steps > 0) {
-                r.steps = (r.steps as f64 * rho * (1.0 + 1e-9)).ceil() as u64;
+            for (k, r) in mech
+                .rows
+                .iter_mut()
+                .enumerate()
+                .filter(|(_, r)| r.steps > 0)
+            {
+                r.steps = grid_steps(r.steps as f64 * rho * (1.0 + 1e-9), k)?;
             }
         }
         if mech.loss > 1.0 {
@@ -297,6 +310,25 @@ impl DxLaplace {
         let r = &self.rows[k];
         Ok((snap(dot(&r.coef, counts)?, r.exp), r.steps))
     }
+}
+
+/// The largest noise scale in grid steps: `2⁵²`, so that `⌈c/γ⌉` is computed
+/// exactly in f64 and never saturates the `u64` conversion.
+const MAX_STEPS: f64 = 4_503_599_627_370_496.0;
+
+/// `⌈steps⌉` as a grid-step count, at least 1 (a noisy query always gets noise),
+/// refused with a typed error above [`MAX_STEPS`] (the `as u64` conversion would
+/// otherwise saturate and deploy less noise than `c_k`).
+fn grid_steps(steps: f64, query: usize) -> Result<u64, DxError> {
+    let s = steps.ceil();
+    if !(s <= MAX_STEPS) {
+        return Err(DxError::InvalidValue(format!(
+            "query {query}: the noise scale needs {steps:e} grid steps, more than 2^52 \
+             (the noise scale is too large relative to the metric's smallest distance \
+             for the exact grid)"
+        )));
+    }
+    Ok((s as u64).max(1))
 }
 
 /// Rounds a Q31.32 value to the nearest multiple of `2^exp` (half up), in steps.
@@ -466,6 +498,60 @@ mod tests {
             gap as f64 / steps as f64 <= 0.5,
             "the real mechanism holds it"
         );
+    }
+
+    /// Review D1: `c_k·d_min` underflows to 0 (d_min = 5e−324), whose log2 is −∞;
+    /// the grid exponent is clamped in f64 and the construction neither panics nor
+    /// wraps.
+    #[test]
+    fn an_underflowing_grid_target_neither_panics_nor_wraps() {
+        let t = 5e-324;
+        let d =
+            FiniteMetric::from_matrix(3, vec![0.0, t, 1.0, t, 0.0, 1.0, 1.0, 1.0, 0.0]).unwrap();
+        let q = Queries::new(vec![vec![0.0, 0.0, 0.4]]).unwrap();
+        match DxLaplace::new(&d, q, vec![0.4]) {
+            Ok(m) => {
+                assert!(m.loss_ratio() <= 1.0);
+                assert!(m.scale(0) >= 0.4 && m.scale(0) < 0.41, "{}", m.scale(0));
+                let (_, steps) = m.snapped(0, &[0, 0, 0]).unwrap();
+                assert!(steps >= 1);
+            }
+            Err(e) => assert!(matches!(e, DxError::InvalidValue(_)), "{e}"),
+        }
+        // A noisy query always gets at least one step, even when c_k/γ_k underflows.
+        assert_eq!(grid_steps(0.0, 0).unwrap(), 1);
+    }
+
+    /// Review D2: points 0, 2⁻⁶⁰, 1 with q = (0, 0, 2²⁹) and c = 2³³ need
+    /// `c/γ ≈ 2⁶⁵` steps; `as u64` saturated and deployed ≈ c/2. Now refused.
+    #[test]
+    fn a_step_count_beyond_2_52_is_refused_not_saturated() {
+        let d = FiniteMetric::euclidean(&[[0.0], [2f64.powi(-60)], [1.0]], 1.0).unwrap();
+        let q = Queries::new(vec![vec![0.0, 0.0, 2f64.powi(29)]]).unwrap();
+        let r = DxLaplace::new(&d, q, vec![2f64.powi(33)]);
+        assert!(matches!(r, Err(DxError::InvalidValue(_))), "{r:?}");
+        assert!(grid_steps(2f64.powi(52), 0).is_ok());
+        assert!(grid_steps(2f64.powi(52) + 1.0, 0).is_err());
+        assert!(grid_steps(f64::NAN, 0).is_err());
+    }
+
+    /// Review D3: the `(K + 4)·ε` margin in `grid_ratio` matters. d = 1/3 (not exact
+    /// in f64), q = (0, 2⁻³²), c = 2⁻³²/(1/3): on γ = 2⁻³² the loss 1/3 steps over
+    /// d = 1/3 evaluates to 1 in f64, within rounding of the true ratio; the margin
+    /// pushes it above 1 and the steps from 3 to 4. Without it they stay at 3.
+    #[test]
+    fn the_float_margin_in_the_grid_ratio_raises_the_steps() {
+        let third = 1.0 / 3.0;
+        let d = FiniteMetric::from_matrix(2, vec![0.0, third, third, 0.0]).unwrap();
+        let a = 2f64.powi(-32);
+        let m = DxLaplace::new(
+            &d,
+            Queries::new(vec![vec![0.0, a]]).unwrap(),
+            vec![a / third],
+        )
+        .unwrap();
+        assert_eq!(m.snapped(0, &[0, 0]).unwrap().1, 4);
+        assert!(m.loss_ratio() <= 1.0);
     }
 
     #[test]
