@@ -11,6 +11,10 @@ pub const LIPSCHITZ_SCALE: f64 = 2.0;
 /// but the normaliser `Z_x` moves too: only `D_∞ ≤ 2d` holds.
 pub const THESIS_SCALE: f64 = 1.0;
 
+/// The largest `d/scale` the exponential mapping accepts: `e^{−700} ≈ 10⁻³⁰⁴` is
+/// still a normal f64 (the smallest normal is `e^{−708.4}`), so no weight underflows.
+pub const MAX_EXPONENT: f64 = 700.0;
+
 /// `E: V → Δ(V)`, `E(x)(y) = e^{−d(x,y)/scale} / Z_x` (Def 8.5.1 with a scale).
 ///
 /// With `scale = 2` both the numerator and `Z_x` move by at most `e^{d(x,x')/2}`
@@ -32,6 +36,23 @@ pub fn exponential_mapping(metric: &FiniteMetric, scale: f64) -> Result<Mapping,
         )));
     }
     let n = metric.len();
+    // e^{−d/scale} underflows (to a subnormal, then 0) once d/scale exceeds ~708:
+    // far individuals would then get exactly 0 instead of a tiny positive weight,
+    // the computed mapping degenerates (to the identity at worst, D_∞ = ∞) and the
+    // Lipschitz bound no longer holds for it. Refuse rather than release it.
+    let worst = (0..n)
+        .flat_map(|x| metric.row(x).iter().copied())
+        .filter(|d| d.is_finite())
+        .fold(0.0f64, f64::max)
+        / scale;
+    if worst > MAX_EXPONENT {
+        return Err(FairnessError::InvalidParameter(format!(
+            "the largest finite distance is {worst:.1} times the scale {scale}, more than \
+             {MAX_EXPONENT}: the weights exp(-d/scale) underflow in floating point and the \
+             computed mapping would not be Lipschitz (use a larger scale or rescale the \
+             distances)"
+        )));
+    }
     let mut probs = Vec::with_capacity(n * n);
     for x in 0..n {
         // d(x, x) = 0 is the row's minimum: e^{−d/scale} ≤ 1, no overflow.

@@ -553,3 +553,70 @@ fn results_are_verified_before_they_are_returned() {
     ));
     assert!(broken.verify(None).is_ok());
 }
+
+/// Review F1: at d/scale ≳ 708 the weights `e^{−d/scale}` underflow to 0 and the
+/// computed mapping degenerates to the identity (D_∞ = ∞); such a scale is refused
+/// with a typed error that says why.
+#[test]
+fn an_underflowing_exponential_mapping_is_refused() {
+    let d = FiniteMetric::euclidean(&[[0.0], [1500.0]], 1.0).unwrap();
+    let err = exponential_mapping(&d, LIPSCHITZ_SCALE).unwrap_err();
+    assert!(matches!(err, FairnessError::InvalidParameter(_)), "{err}");
+    assert!(err.to_string().contains("underflow"), "{err}");
+    // At d/scale = 700 every weight is still a normal float: accepted and Lipschitz.
+    let d = FiniteMetric::euclidean(&[[0.0], [1400.0]], 1.0).unwrap();
+    let e = exponential_mapping(&d, LIPSCHITZ_SCALE).unwrap();
+    assert!(e.lipschitz_ratio(&d, Divergence::Inf) <= 1.0 + 1e-9);
+}
+
+fn em_people(metric: FiniteMetric) -> release::Individuals {
+    let n = metric.len();
+    release::Individuals {
+        ids: (0..n).map(|i| format!("p{i}")).collect(),
+        groups: (0..n)
+            .map(|i| if i == 0 { "a" } else { "b" }.to_string())
+            .collect(),
+        weights: None,
+        losses: vec![vec![]; n],
+        metric,
+    }
+}
+
+/// Review F2/F3: the proof bounds the exact mapping; the release checks the
+/// computed one against `bound + τ` (absolute τ) and says whether it meets it.
+#[test]
+fn the_release_checks_the_computed_mapping_against_the_bound() {
+    // F2: scores 0, 1.2e-16, 1: D_∞/d is well above 1 by rounding, but only
+    // ~1e-16 in absolute terms, within τ.
+    let d = FiniteMetric::euclidean(&[[0.0], [1.2e-16], [1.0]], 1.0).unwrap();
+    let e = release::exponential(&em_people(d), &release::EmRequest::new(2.0)).unwrap();
+    assert!(e.guarantee_excess < 1e-12, "{}", e.guarantee_excess);
+    assert!(e.meets_guarantee());
+    // F3: a metric that passes the relative triangle check but violates the
+    // triangle inequality by ~1e-10: D_∞/d = 500, yet the excess stays below τ.
+    let d = FiniteMetric::from_matrix(
+        3,
+        vec![
+            0.0,
+            1e-13,
+            1000.0,
+            1e-13,
+            0.0,
+            1000.0 + 1e-10,
+            1000.0,
+            1000.0 + 1e-10,
+            0.0,
+        ],
+    );
+    if let Ok(d) = d {
+        let e = release::exponential(&em_people(d), &release::EmRequest::new(2.0)).unwrap();
+        assert!(e.guarantee_ratio > 10.0, "{}", e.guarantee_ratio);
+        assert!(e.guarantee_excess < release::GUARANTEE_TOLERANCE);
+        assert!(e.meets_guarantee());
+    }
+    // A computed mapping beyond bound + τ is not reported as meeting it.
+    let d = FiniteMetric::euclidean(&[[0.0], [1.0]], 1.0).unwrap();
+    let mut e = release::exponential(&em_people(d), &release::EmRequest::new(2.0)).unwrap();
+    e.guarantee_excess = 2.0 * release::GUARANTEE_TOLERANCE;
+    assert!(!e.meets_guarantee());
+}
