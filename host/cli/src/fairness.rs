@@ -817,7 +817,7 @@ mod tests {
             let checked: f64 = err
                 .split(&format!("max D_∞/({claim}) = "))
                 .nth(1)
-                .and_then(|t| t.split(')').next())
+                .and_then(|t| t.split(';').next())
                 .unwrap()
                 .parse()
                 .unwrap();
