@@ -321,7 +321,8 @@ const MAX_STEPS: f64 = 4_503_599_627_370_496.0;
 /// otherwise saturate and deploy less noise than `c_k`).
 fn grid_steps(steps: f64, query: usize) -> Result<u64, DxError> {
     let s = steps.ceil();
-    if !(s <= MAX_STEPS) {
+    // NaN is refused too.
+    if s.is_nan() || s > MAX_STEPS {
         return Err(DxError::InvalidValue(format!(
             "query {query}: the noise scale needs {steps:e} grid steps, more than 2^52 \
              (the noise scale is too large relative to the metric's smallest distance \
