@@ -511,7 +511,7 @@ pub struct EmRelease {
     /// The D_∞ bound guaranteed by the scale and the net.
     pub guarantee: LipschitzBound,
     /// `max D_∞/guarantee.at(d)` of the mapping: ≤ 1 (up to float rounding of the
-    /// mapping, [`LIPSCHITZ_TOLERANCE`](super::LIPSCHITZ_TOLERANCE)).
+    /// mapping, [`LIPSCHITZ_TOLERANCE`]).
     pub guarantee_ratio: f64,
     /// `max (D_∞ − guarantee.at(d))` over finite pairs: how far the *computed*
     /// mapping exceeds the bound in absolute terms (≤ 0 when it meets it exactly).
