@@ -5,6 +5,7 @@ data)."""
 from __future__ import annotations
 
 import _thread
+import signal
 import threading
 import time
 from pathlib import Path
@@ -29,6 +30,9 @@ def wide():
 def test_ctrl_c_interrupts_a_release():
     import pyarrow as pa
 
+    # interrupt_main does nothing unless SIGINT has Python's handler: an earlier
+    # test or library may have replaced it.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     cols, domain = wide()
     df = pa.table(cols)
     acct = privq.Accountant(epsilon=3, delta=1e-6)
@@ -50,6 +54,7 @@ def test_ctrl_c_interrupts_a_release():
             time.sleep(1)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
     stopped = time.monotonic() - started
     # Raised by the extension call itself (the run was stopped), not later in Python.
     last = info.traceback[-1]
