@@ -31,6 +31,11 @@ pub(crate) const MAX_STEPS: usize = 8;
 pub(crate) trait Words {
     /// The generator's next 32-bit word.
     fn word(&mut self) -> u32;
+
+    /// Test hook: the `left` bits still in the buffer are dropped by the refill that
+    /// follows (the exact search branches only on bits that are read).
+    #[cfg(test)]
+    fn dropping(&mut self, _left: u32) {}
 }
 
 /// [`Words`] of a generator, word for word its `next_u32`.
@@ -63,6 +68,8 @@ impl Bits {
     /// generator's block function would be copied into each caller).
     #[inline(never)]
     fn refill(&mut self, rng: &mut dyn Words) {
+        #[cfg(test)]
+        rng.dropping(self.left);
         self.word = rng.word();
         self.left = 32;
     }
@@ -549,6 +556,329 @@ mod tests {
             let sd = (want * (1.0 - want) / f64::from(n)).sqrt();
             let got = hits as f64 / f64::from(n);
             assert!((got - want).abs() < 5.0 * sd, "{a}/{b}: {got} vs {want}");
+        }
+    }
+
+    // ---- Exact search over the random stream, from every buffer state ----
+
+    extern crate std;
+    use std::vec::Vec;
+
+    /// Fixed-point scale of the reference values and of the report-law bounds: 2⁶².
+    const FX: u32 = 62;
+    const ONE_FX: u128 = 1 << FX;
+
+    /// Scale of the search's masses: a decided path of `n` bits has mass 2^(64−n), over
+    /// 2⁶⁴ (paths are at most 64 bits).
+    const MAX_DEPTH: u32 = 64;
+
+    /// The search deepens while the undecided mass exceeds 2⁻²⁴ and at most
+    /// `BUDGET` paths are undecided (the tail of the loop reads a random number of
+    /// bits with a slowly decaying law, so the number of undecided paths grows about
+    /// 1.4-fold per level where it is likely).
+    const TARGET: u128 = 1 << (MAX_DEPTH - 24);
+    const BUDGET: usize = 1 << 14;
+
+    /// Rigorous bounds `[lo, hi]·2⁻⁶²` on `e^{−p/q}` for `0 ≤ p ≤ q < 2⁴⁰`: the
+    /// alternating Taylor series with decreasing terms `t_k = γ^k/k!` (γ ≤ 1) lies
+    /// between consecutive partial sums; every term is rounded down where it is added
+    /// and up where it is subtracted (and the reverse for the upper bound).
+    fn exp_neg_frac(p: u64, q: u64) -> (u128, u128) {
+        assert!(p <= q && q < 1 << 40);
+        const N: usize = 28;
+        // Floor and ceiling chains of t_k, k = 0..N.
+        let (mut fl, mut ce) = ([0u128; N], [0u128; N]);
+        fl[0] = ONE_FX;
+        ce[0] = ONE_FX;
+        for k in 1..N {
+            let d = u128::from(q) * k as u128;
+            fl[k] = fl[k - 1] * u128::from(p) / d;
+            ce[k] = (ce[k - 1] * u128::from(p)).div_ceil(d);
+        }
+        // S_{N-1} (N-1 odd: ends with a subtracted term) ≤ e^-γ ≤ S_{N-2}.
+        let (mut lo, mut hi) = (0i128, 0i128);
+        for k in 0..N {
+            let (f, c) = (fl[k] as i128, ce[k] as i128);
+            if k % 2 == 0 {
+                lo += f;
+                if k < N - 1 {
+                    hi += c;
+                }
+            } else {
+                lo -= c;
+                if k < N - 1 {
+                    hi -= f;
+                }
+            }
+        }
+        assert!(0 <= lo && lo <= hi && hi <= ONE_FX as i128);
+        (lo as u128, hi as u128)
+    }
+
+    /// Fixed-point products rounded down and up.
+    fn mul_lo(a: u128, b: u128) -> u128 {
+        (a * b) >> FX
+    }
+    fn mul_hi(a: u128, b: u128) -> u128 {
+        (a * b).div_ceil(ONE_FX)
+    }
+
+    /// Bounds on `e^{−a/b}` for any `a/b`: `(e⁻¹)^⌊a/b⌋·e^{−(a mod b)/b}`.
+    fn exp_neg(a: u64, b: u64) -> (u128, u128) {
+        let (l1, h1) = exp_neg_frac(1, 1);
+        let (mut lo, mut hi) = exp_neg_frac(a % b, b);
+        for _ in 0..a / b {
+            lo = mul_lo(lo, l1);
+            hi = mul_hi(hi, h1);
+        }
+        (lo, hi)
+    }
+
+    /// Bounds on the flip probability `1/(1 + e^γ) = e^{−γ}/(1 + e^{−γ})` (increasing
+    /// in `e^{−γ}`).
+    fn flip_probability(a: u64, b: u64) -> (u128, u128) {
+        let (lo, hi) = exp_neg(a, b);
+        ((lo << FX) / (ONE_FX + lo), (hi << FX).div_ceil(ONE_FX + hi))
+    }
+
+    /// The random stream of the search: positions `0..len` are the known bits of the
+    /// path (position `i` is bit `63 − i` of `known`); later positions are filled from a
+    /// fixed mixing sequence (so that loops reading on end), and a run that reaches
+    /// them is extended by one position in both ways.
+    struct Tape {
+        /// The known bits, then the fill up to position 63.
+        head: u64,
+        /// Stream position of the first bit of the next word handed out.
+        next: u64,
+        /// Positions (below 64) dropped by a refill, unread.
+        dropped: u64,
+    }
+
+    impl Tape {
+        fn new(known: u64, len: u32) -> Tape {
+            const FILL: u64 = 0x9e37_79b9_7f4a_7c15;
+            let mask = u64::MAX.checked_shr(len).unwrap_or(0);
+            Tape {
+                head: (known & !mask) | (FILL & mask),
+                next: 0,
+                dropped: 0,
+            }
+        }
+
+        /// The 32 stream bits from `pos`, the first at the top.
+        fn word_at(&self, pos: u64) -> u32 {
+            let fill = (pos.wrapping_mul(0xd1b5_4a32_d192_ed03) >> 32) as u32;
+            if pos <= 32 {
+                (self.head << pos >> 32) as u32
+            } else if pos < 64 {
+                // The top 64 - pos bits from `head`, the rest fill.
+                ((self.head << pos >> 32) as u32) | (fill >> (64 - pos))
+            } else {
+                fill
+            }
+        }
+    }
+
+    impl Words for Tape {
+        fn word(&mut self) -> u32 {
+            let w = self.word_at(self.next);
+            self.next += 32;
+            w
+        }
+
+        fn dropping(&mut self, left: u32) {
+            for pos in self.next - u64::from(left)..self.next.min(64) {
+                self.dropped |= 1 << (63 - pos);
+            }
+        }
+    }
+
+    /// The exact law of `run` started with `start` fresh bits in the buffer (buffer
+    /// state `left = start`, 0..=32), by a breadth-first search over the random stream
+    /// that branches on each position the run reads: a run whose stream position
+    /// (bits handed out or dropped at a refill) ends within the known prefix is decided
+    /// by that prefix, with mass exactly 2^-(bits read); otherwise the next position is
+    /// tried both ways (or just passed when the run drops it unread), level by level,
+    /// until the undecided mass is at most [`TARGET`] or more than [`BUDGET`] paths are
+    /// undecided.
+    ///
+    /// Returns the mass (over 2⁶⁴) of each (outcome, buffer state after the run), and
+    /// the undecided mass. The unread bits left in the buffer after a decided run are
+    /// beyond the prefix, i.e. fresh: so a sequence of runs is a Markov chain on the
+    /// buffer state, and this is its exact transition kernel.
+    fn search<T: Copy + PartialEq>(
+        start: u32,
+        mut run: impl FnMut(&mut Bits, &mut Tape) -> T,
+    ) -> (Vec<(T, u32, u128)>, u128) {
+        let mut law: Vec<(T, u32, u128)> = Vec::new();
+        // Undecided paths of the current length: (known bits, mass over 2^64).
+        let mut level: Vec<(u64, u128)> = std::vec![(0, 1 << MAX_DEPTH)];
+        let mut len = 0u32;
+        loop {
+            let mut next = Vec::new();
+            for &(known, mass) in &level {
+                let mut tape = Tape::new(known, len);
+                let head = tape.word_at(0);
+                tape.next = u64::from(start);
+                let mut bits = Bits {
+                    word: head & !u32::MAX.checked_shr(start).unwrap_or(0),
+                    left: start,
+                };
+                let out = run(&mut bits, &mut tape);
+                let end = tape.next - u64::from(bits.left);
+                if end <= u64::from(len) {
+                    match law.iter_mut().find(|e| e.0 == out && e.1 == bits.left) {
+                        Some(e) => e.2 += mass,
+                        None => law.push((out, bits.left, mass)),
+                    }
+                } else if len < MAX_DEPTH && tape.dropped >> (63 - len) & 1 == 1 {
+                    // Position len is dropped whatever follows (the reads before it
+                    // depend on the prefix only): one path, the same mass.
+                    next.push((known, mass));
+                } else if len < MAX_DEPTH {
+                    next.push((known, mass / 2));
+                    next.push((known | (1 << (63 - len)), mass / 2));
+                } else {
+                    next.push((known, mass));
+                }
+            }
+            let undecided: u128 = next.iter().map(|e| e.1).sum();
+            if undecided <= TARGET || next.len() > BUDGET || len == MAX_DEPTH {
+                return (law, undecided);
+            }
+            level = next;
+            len += 1;
+        }
+    }
+
+    /// Whether the exact value `v` can lie in both `[got, got + und]·2⁻⁶⁴` and
+    /// `[lo, hi]·2^-62`, i.e. the two brackets overlap.
+    fn overlaps(got: u128, und: u128, lo: u128, hi: u128) -> bool {
+        let s = MAX_DEPTH - FX;
+        got <= hi << s && lo << s <= got + und
+    }
+
+    /// Mass of outcome `o` in a law from [`search`].
+    fn mass_of<T: PartialEq>(law: &[(T, u32, u128)], o: T) -> u128 {
+        law.iter().filter(|e| e.0 == o).map(|e| e.2).sum()
+    }
+
+    /// Largest undecided mass allowed: 2⁻¹⁶ (the effects of a wrong tail step are
+    /// around 10⁻² to 10⁻⁶; the search itself stops at 2⁻²⁴ where it can).
+    const SLACK: u128 = 1 << (MAX_DEPTH - 16);
+
+    /// Bernoulli(e^{−γ}) exactly, from every buffer state: the search's bracket must
+    /// contain e^{−γ} (bounded rigorously) with at most 2⁻¹⁶ undecided. Covers the
+    /// chunk steps, ties, and the plain loop's tail (the step after the last chunk step
+    /// continues with `γ/(steps + 1)`), for γ with 0 to 5 chunk steps and the large
+    /// denominators of SUE/OUE at ε = 65535/65534.
+    #[test]
+    fn exact_search_exp_coin_from_every_buffer_state() {
+        // (p, q, largest undecided mass allowed as a power of 2): γ near 1 with only
+        // two chunk steps (q near 2^16) enters the tail half the time, where paths
+        // are many; a wrong tail step moves its law by about 10^-2 there.
+        for (p, q, slack) in [
+            (1u64, 1u64, 16u32),
+            (1, 2, 16),
+            (5, 7, 16),
+            (1, 300, 16),
+            (1, 65534, 24),
+            (65535, 131_068, 12),
+            (65533, 65534, 8),
+            (0, 4, 64),
+        ] {
+            let coin = ExpCoin::new(p, q).unwrap();
+            let (lo, hi) = exp_neg(p, q);
+            for start in 0..=32 {
+                let (law, und) = search(start, |bits, tape| coin.sample(bits, tape).unwrap());
+                let yes = mass_of(&law, true);
+                let no = mass_of(&law, false);
+                assert_eq!(yes + no + und, 1 << MAX_DEPTH);
+                assert!(
+                    und <= (1 << MAX_DEPTH) >> slack,
+                    "e^-{p}/{q}, buffer {start}: undecided {und}"
+                );
+                assert!(
+                    overlaps(yes, und, lo, hi),
+                    "e^-{p}/{q}, buffer {start}: P[true] in [{yes}, {}]·2^-64, \
+                     e^-γ in [{lo}, {hi}]·2^-{FX}",
+                    yes + und
+                );
+            }
+        }
+    }
+
+    /// One round of [`FlipCoin::flip`]'s loop (the loop repeats the round until it is
+    /// not `AGAIN`): a fair bit, 0 → keep; 1 → Bernoulli(e^{−γ}): flip, else again.
+    const KEEP: u8 = 0;
+    const FLIP: u8 = 1;
+    const AGAIN: u8 = 2;
+
+    fn round(coin: &FlipCoin, bits: &mut Bits, tape: &mut Tape) -> u8 {
+        if !bits.bit(tape) {
+            KEEP
+        } else if coin.exp_neg(bits, tape).unwrap() {
+            FLIP
+        } else {
+            AGAIN
+        }
+    }
+
+    /// The exact kernel of one round from every buffer state: `mass[start][o][end]`
+    /// over 2⁶⁴, and the undecided mass per start.
+    struct RoundKernel {
+        mass: [[[u128; 33]; 3]; 33],
+        undecided: [u128; 33],
+    }
+
+    fn round_kernel(coin: &FlipCoin) -> RoundKernel {
+        let mut k = RoundKernel {
+            mass: [[[0; 33]; 3]; 33],
+            undecided: [0; 33],
+        };
+        for start in 0..=32u32 {
+            let (law, und) = search(start, |bits, tape| round(coin, bits, tape));
+            for (o, end, m) in law {
+                k.mass[start as usize][usize::from(o)][end as usize] += m;
+            }
+            k.undecided[start as usize] = und;
+        }
+        k
+    }
+
+    /// The bit-level ε of the noise coins: (OUE ε, SUE ε/2) for ε = 1, 1/2, 2 and
+    /// 65535/65534, as [`FlipCoin`] parameters.
+    const FLIP_COINS: [(u64, u64); 5] =
+        [(1, 1), (1, 2), (65535, 65534), (65535, 131_068), (1, 300)];
+
+    /// A round of the randomized-response coin exactly, from every buffer state: keep
+    /// with exactly 1/2, flip with e^{−γ}/2, again with (1 − e^{−γ})/2.
+    #[test]
+    fn exact_search_flip_round_from_every_buffer_state() {
+        for (a, b) in FLIP_COINS {
+            let coin = FlipCoin::new(a, b).unwrap();
+            let k = round_kernel(&coin);
+            let (lo, hi) = exp_neg(a, b);
+            for start in 0..=32 {
+                let und = k.undecided[start];
+                let sum = |o: u8| k.mass[start][usize::from(o)].iter().sum::<u128>();
+                let (keep, flip, again) = (sum(KEEP), sum(FLIP), sum(AGAIN));
+                assert_eq!(keep + flip + again + und, 1 << MAX_DEPTH);
+                assert!(und <= SLACK, "γ = {a}/{b}, buffer {start}: undecided {und}");
+                let half = ONE_FX / 2;
+                assert!(
+                    overlaps(keep, und, half, half),
+                    "γ = {a}/{b}, buffer {start}: keep"
+                );
+                assert!(
+                    overlaps(flip, und, lo / 2, hi.div_ceil(2)),
+                    "γ = {a}/{b}, buffer {start}: flip {flip} vs e^-γ/2 in [{lo}, {hi}]/2"
+                );
+                assert!(
+                    overlaps(again, und, (ONE_FX - hi) / 2, (ONE_FX - lo).div_ceil(2)),
+                    "γ = {a}/{b}, buffer {start}: again"
+                );
+            }
         }
     }
 }
