@@ -357,6 +357,7 @@ impl FlipCoin {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::epsilon::Epsilon;
     use rand_chacha::ChaCha12Rng;
     use rand_core::SeedableRng;
 
@@ -878,6 +879,206 @@ mod tests {
                     overlaps(again, und, (ONE_FX - hi) / 2, (ONE_FX - lo).div_ceil(2)),
                     "γ = {a}/{b}, buffer {start}: again"
                 );
+            }
+        }
+    }
+
+    /// Lower bounds (over 2⁶²) on the law of (noise bit, buffer state after it) for one
+    /// call of [`FlipCoin::flip`], from lower bounds `m` on the buffer state before it:
+    /// its rounds composed through the exact round kernel (at most 48 rounds; the
+    /// mass still in the loop after them, below 0.4⁴⁸, is left out like the
+    /// undecided mass, so only lower bounds are kept).
+    fn coin_step(k: &RoundKernel, m: &[u128; 33]) -> [[u128; 33]; 2] {
+        let mut out = [[0u128; 33]; 2];
+        let mut alive = *m;
+        for _ in 0..48 {
+            let mut again = [0u128; 33];
+            for (start, &a) in alive.iter().enumerate() {
+                if a == 0 {
+                    continue;
+                }
+                let row = &k.mass[start];
+                for end in 0..33 {
+                    out[0][end] += (a * row[usize::from(KEEP)][end]) >> MAX_DEPTH;
+                    out[1][end] += (a * row[usize::from(FLIP)][end]) >> MAX_DEPTH;
+                    again[end] += (a * row[usize::from(AGAIN)][end]) >> MAX_DEPTH;
+                }
+            }
+            alive = again;
+        }
+        out
+    }
+
+    /// The law of one fair bit (OUE's true bit) from every buffer state, exactly.
+    fn fair_bit_kernel() -> [[[u128; 33]; 2]; 33] {
+        let mut k = [[[0u128; 33]; 2]; 33];
+        for start in 0..=32u32 {
+            let (law, und) = search(start, |bits, tape| bits.bit(tape));
+            assert_eq!(und, 0);
+            for (b, end, m) in law {
+                k[start as usize][usize::from(b)][end as usize] += m;
+            }
+        }
+        k
+    }
+
+    /// Lower bounds (over 2⁶²) on the law of the report bits `tracked` (a bit mask
+    /// over `0..d`; the others are summed out) of unary encoding over `d` items for
+    /// item `x`, composed as [`UnaryEncoding::randomize_into`](crate::local::UnaryEncoding::randomize_into)
+    /// draws them: from an empty buffer, a noise coin at every position, then at `x`
+    /// SUE's complement or OUE's fresh fair bit. Indexed by the tracked bits' values.
+    fn report_law(
+        k: &RoundKernel,
+        fair: &[[[u128; 33]; 2]; 33],
+        sue: bool,
+        d: u32,
+        x: u32,
+        tracked: u32,
+    ) -> Vec<u128> {
+        let mut law: Vec<[u128; 33]> = std::vec![[0; 33]; 1 << d];
+        law[0][0] = ONE_FX;
+        for i in 0..d {
+            let mut next = std::vec![[0u128; 33]; 1 << d];
+            for (v, m) in law.iter().enumerate() {
+                if m.iter().all(|&a| a == 0) {
+                    continue;
+                }
+                let out = coin_step(k, m);
+                for (b, row) in out.iter().enumerate() {
+                    let w = v | ((b << i) & tracked as usize);
+                    for (e, &a) in row.iter().enumerate() {
+                        next[w][e] += a;
+                    }
+                }
+            }
+            law = next;
+        }
+        let xm = (1usize << x) & tracked as usize;
+        let mut res = std::vec![0u128; 1 << d];
+        for (v, m) in law.iter().enumerate() {
+            for (start, &a) in m.iter().enumerate() {
+                if sue {
+                    res[v ^ xm] += a;
+                } else {
+                    for (b, row) in fair[start].iter().enumerate() {
+                        let w = (v & !xm) | if b == 1 { xm } else { 0 };
+                        res[w] += row.iter().map(|&f| (a * f) >> MAX_DEPTH).sum::<u128>();
+                    }
+                }
+            }
+        }
+        res
+    }
+
+    /// Unary encoding's coins at ε = 1 and ε = 65535/65534: (SUE?, ε/2 or ε as the
+    /// flip coin's γ).
+    fn unary_coins() -> [(bool, (u64, u64)); 4] {
+        let mut out = [(false, (0, 0)); 4];
+        for (i, (sue, eps)) in [
+            (false, Epsilon::new(1, 1)),
+            (true, Epsilon::new(1, 1)),
+            (false, Epsilon::new(65535, 65534)),
+            (true, Epsilon::new(65535, 65534)),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let eps = eps.unwrap();
+            let g = if sue {
+                eps.checked_div_int(2).unwrap()
+            } else {
+                eps
+            };
+            out[i] = (sue, (g.num(), g.den()));
+        }
+        out
+    }
+
+    /// Bounds on `P[bit = b]` (over 2⁶²) for a noise bit or the true bit.
+    fn bit_bounds(sue: bool, (a, b): (u64, u64), is_x: bool, bit: bool) -> (u128, u128) {
+        let (fl, fh) = flip_probability(a, b);
+        let one = match (sue, is_x) {
+            (false, true) => (ONE_FX / 2, ONE_FX / 2),
+            (true, true) => (ONE_FX - fh, ONE_FX - fl),
+            (_, false) => (fl, fh),
+        };
+        if bit {
+            one
+        } else {
+            (ONE_FX - one.1, ONE_FX - one.0)
+        }
+    }
+
+    /// The whole report's law, exactly: every output vector of OUE and SUE over 4
+    /// items (every true item), at ε = 1 and ε = 65535/65534, has the probability of
+    /// the product of independent Bernoulli bits (p at the true item, q elsewhere),
+    /// within the mass the search left undecided. The coins are composed from the
+    /// exact round kernels over the buffer state, so a coin whose law depended on the
+    /// buffer state it starts from (bits shared or reused between coins) would fail.
+    #[test]
+    fn exact_report_law_is_the_product_law() {
+        const D: u32 = 4;
+        let fair = fair_bit_kernel();
+        for (sue, g) in unary_coins() {
+            let k = round_kernel(&FlipCoin::new(g.0, g.1).unwrap());
+            for x in 0..D {
+                let lo = report_law(&k, &fair, sue, D, x, (1 << D) - 1);
+                let deficit = ONE_FX - lo.iter().sum::<u128>();
+                assert!(
+                    deficit <= ONE_FX >> 12,
+                    "sue {sue} γ {g:?}: slack {deficit}"
+                );
+                for (v, &l) in lo.iter().enumerate() {
+                    let (mut pl, mut ph) = (ONE_FX, ONE_FX);
+                    for i in 0..D {
+                        let (bl, bh) = bit_bounds(sue, g, i == x, v >> i & 1 == 1);
+                        pl = mul_lo(pl, bl);
+                        ph = mul_hi(ph, bh);
+                    }
+                    assert!(
+                        l <= ph && pl <= l + deficit,
+                        "sue {sue} γ {g:?} x {x} v {v:04b}: [{l}, +{deficit}] vs [{pl}, {ph}]"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The bit at the true item and the bit at position 0 are independent, exactly:
+    /// their joint law (the other 10 bits of a 12-item report summed out; the true item
+    /// drawn after 7 coins, so from any buffer state) is the product of its marginals,
+    /// and the marginals are p and q, within the undecided mass.
+    #[test]
+    fn exact_true_bit_and_other_bit_are_independent() {
+        const D: u32 = 12;
+        const X: u32 = 7;
+        let fair = fair_bit_kernel();
+        for (sue, g) in unary_coins() {
+            let k = round_kernel(&FlipCoin::new(g.0, g.1).unwrap());
+            let lo = report_law(&k, &fair, sue, D, X, 1 | (1 << X));
+            let deficit = ONE_FX - lo.iter().sum::<u128>();
+            assert!(
+                deficit <= ONE_FX >> 10,
+                "sue {sue} γ {g:?}: slack {deficit}"
+            );
+            let joint = |a: bool, b: bool| lo[(usize::from(a) << X) | usize::from(b)];
+            let mx = |a: bool| joint(a, false) + joint(a, true);
+            let m0 = |b: bool| joint(false, b) + joint(true, b);
+            for a in [false, true] {
+                for b in [false, true] {
+                    // Product of the marginals, each known within the deficit.
+                    let pl = mul_lo(mx(a), m0(b));
+                    let ph = mul_hi(mx(a) + deficit, m0(b) + deficit);
+                    let j = joint(a, b);
+                    assert!(
+                        j <= ph && pl <= j + deficit,
+                        "sue {sue} γ {g:?} (r_x, r_0) = ({a}, {b}): {j} vs [{pl}, {ph}]"
+                    );
+                    // And the product of the exact p and q.
+                    let (xl, xh) = bit_bounds(sue, g, true, a);
+                    let (ol, oh) = bit_bounds(sue, g, false, b);
+                    assert!(j <= mul_hi(xh, oh) && mul_lo(xl, ol) <= j + deficit);
+                }
             }
         }
     }
