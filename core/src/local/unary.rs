@@ -49,11 +49,27 @@ pub enum UeVariant {
 ///   So each Bernoulli(e^{−γ}) and hence each report bit has exactly today's
 ///   probability (the loop's proof: [`keep_with_odds`](super::keep_with_odds)).
 /// * Every bit of the buffer comes from the generator and is used once; bits left in a
-///   word are dropped, never reused. Each coin's decision is a function of bits no other
-///   coin reads, so the `d` bits are independent given the input, as before. (The loop
-///   draws a noise coin at every position; at the true item SUE reports its complement,
-///   "keep", and OUE discards it and draws a fair coin from fresh bits. A discarded
-///   coin is a function of bits nothing else reads, so it changes no distribution.)
+///   word are dropped, never reused. The coins are drawn in stream order, position 0
+///   first: coin `i` reads the bits right after those coins `0..i` read or dropped.
+///   Where it starts depends on the earlier outcomes, but the bits from there on are
+///   i.i.d. uniform and independent of everything before, so coin `i` has its exact law
+///   whatever the earlier coins were, and the `d` bits are independent given the input,
+///   as before. (The loop draws a noise coin at every position; at the true item SUE
+///   reports its complement, "keep", and OUE discards it and draws a fair coin from the
+///   next fresh bit, after the last coin. A discarded coin changes no distribution.)
+///
+/// **Timing.** The work of a report is not constant: a noise coin that keeps reads one
+/// bit, one that flips (or starts over) reads an 8-bit chunk and sometimes more, so the
+/// time grows with the number of coins that came up "flip", i.e. with the set bits the
+/// coins produced. What is data-independent: coins are drawn at all `d` positions, in
+/// the same order and with the same law whatever the item `x`, and the true bit costs
+/// the same for every `x` (SUE: a complement; OUE: one fresh bit); so the law of the
+/// work alone is the same for every input. But the work is correlated with the coins,
+/// and the coin at `x` is complemented (SUE) or replaced (OUE) in the report: the work
+/// *together with* the report is not covered by the ε guarantee. For SUE the number of
+/// "flip" coins is the report's set bits other than `x` plus `1 − r_x`; for OUE it is
+/// the set bits other than `x` plus a discarded coin. So whoever receives a report
+/// must not also be able to time its making (the privacy model's timing caveat).
 ///
 /// The probabilities are unchanged; the way random words are consumed is not, so a
 /// given seed gives other bits than before (about 16 words per 64-bit OUE report at

@@ -9,7 +9,9 @@
 //! bit and the first steps of the exponential loop cost one 8-bit chunk.
 //! The probabilities are exactly the same (see [`ExpCoin`] and [`FlipCoin`]); the random
 //! words are used differently, so the outputs for a given seed differ from those
-//! samplers'.
+//! samplers'. Successive coins are independent by the order in which they read the
+//! stream ([`Bits`]); their work is not constant and depends on their outcomes
+//! ([`FlipCoin`]).
 
 use core::num::NonZeroU64;
 
@@ -50,8 +52,18 @@ impl<R: Rng + ?Sized> Words for WordsOf<'_, R> {
 /// Random bits, most significant first, taken from 32-bit words of the generator.
 ///
 /// Every bit handed out is a fresh bit of the generator's stream, used once; bits left
-/// in a word when a chunk does not fit are dropped (never reused), so every draw sees
-/// independent uniform bits whatever earlier draws returned.
+/// in a word when a chunk does not fit are dropped (never reused).
+///
+/// **Independence by stream order.** Draws take consecutive, disjoint pieces of one
+/// stream of i.i.d. uniform bits, in the order they are made: a draw gets the bits
+/// right after everything earlier draws read or dropped. *Where* a draw starts depends
+/// on what earlier draws returned (it is a stopping time of the stream, and so is the
+/// buffer state `left` it starts from), but the bits from that point on are i.i.d.
+/// uniform and independent of everything before it. So a coin drawn from this buffer
+/// has the same law from every buffer state and is independent of all earlier coins;
+/// it is not enough that coins read disjoint bits, it matters that which bits a coin
+/// reads is decided by earlier bits only. (Unit tests enumerate a coin, and a round of
+/// the flip coin, exactly from each buffer state 0..=32.)
 #[derive(Debug, Default)]
 pub(crate) struct Bits {
     word: u32,
@@ -309,8 +321,15 @@ fn threshold(p: u64, q: u64, k: u64) -> Option<(u64, NonZeroU64)> {
 /// with probability `e^{−γ}/(1 + e^{−γ}) = 1/(1 + e^γ)`. Bernoulli(e^{−γ}) is
 /// `⌊γ⌋` coins Bernoulli(e⁻¹) and one Bernoulli(e^{−(a mod b)/b}), all of which must
 /// succeed (`e^{−γ} = (e⁻¹)^{⌊γ⌋}·e^{−(a mod b)/b}`), each an exact [`ExpCoin`]. Every
-/// coin and every fair bit reads fresh bits of the stream, so successive calls are
-/// independent.
+/// coin and every fair bit reads the next fresh bits of the stream, so successive calls
+/// are independent and identically distributed (see [`Bits`]: independence by stream
+/// order).
+///
+/// **Work.** Not constant: a round that keeps reads one bit; one that goes on reads a
+/// chunk per Bernoulli(e⁻¹) coin and per fractional coin, and rarely further bits (ties,
+/// the plain loop's tail); a flip is reached after `≥ 1` such rounds. So the time of a
+/// call depends on its outcome (a "flip" costs more than a "keep"), and a caller that
+/// releases the outcomes releases information correlated with that time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub(crate) struct FlipCoin {
