@@ -153,7 +153,7 @@ use embedded_storage::nor_flash::{
     ErrorType, NorFlash, NorFlashError, NorFlashErrorKind, ReadNorFlash,
 };
 
-use crate::error::Error;
+use crate::error::{Error, StorageKind};
 use crate::ledger::{LEDGER_RECORD_LEN, LedgerStore, crc32};
 
 /// The provisioning word at the start of the flag page.
@@ -182,7 +182,8 @@ const fn round_up(n: usize, to: usize) -> usize {
 /// What can go wrong in a [`FlashStore`] (the flash driver's error is kept in
 /// [`Flash`](StoreError::Flash)). [`Ledger`](crate::ledger::Ledger) and
 /// [`UploadCounters`](crate::upload_counters::UploadCounters) report each as
-/// [`Error::Storage`]; [`From`] does the same for `?`.
+/// [`Error::Storage`] with its [`StorageKind`] ([`StoreError::kind`]: the variant, or the
+/// driver's `NorFlashErrorKind`); [`From`] does the same for `?`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StoreError<E> {
@@ -200,9 +201,28 @@ pub enum StoreError<E> {
     Flash(E),
 }
 
-impl<E> From<StoreError<E>> for Error {
-    fn from(_: StoreError<E>) -> Error {
-        Error::Storage
+impl<E: NorFlashError> StoreError<E> {
+    /// The kind [`Error::Storage`] carries for this error: [`Layout`](StoreError::Layout),
+    /// [`Tampered`](StoreError::Tampered) and [`Exhausted`](StoreError::Exhausted) as
+    /// themselves, a flash driver's error by its `NorFlashErrorKind` (a kind newer than this
+    /// crate as [`StorageKind::FlashOther`]).
+    pub fn kind(&self) -> StorageKind {
+        match self {
+            StoreError::Layout => StorageKind::Layout,
+            StoreError::Tampered => StorageKind::Tampered,
+            StoreError::Exhausted => StorageKind::Exhausted,
+            StoreError::Flash(e) => match e.kind() {
+                NorFlashErrorKind::NotAligned => StorageKind::FlashNotAligned,
+                NorFlashErrorKind::OutOfBounds => StorageKind::FlashOutOfBounds,
+                _ => StorageKind::FlashOther,
+            },
+        }
+    }
+}
+
+impl<E: NorFlashError> From<StoreError<E>> for Error {
+    fn from(e: StoreError<E>) -> Error {
+        Error::Storage(e.kind())
     }
 }
 
@@ -462,6 +482,12 @@ fn valid_counter(buf: &[u8; MAX_UNIT]) -> Option<u32> {
 
 impl<F: NorFlash> LedgerStore for FlashStore<F> {
     type Error = StoreError<F::Error>;
+
+    /// [`StoreError::kind`]: the layout, tamper and counter errors, or the flash driver's
+    /// `NorFlashErrorKind`.
+    fn error_kind(error: &Self::Error) -> StorageKind {
+        error.kind()
+    }
 
     /// Scans the log: `None` only for a new device (flag and log erased); the `0xFF`
     /// record (which every record check refuses) when the device was provisioned but its

@@ -40,7 +40,7 @@ use core::cmp::Ordering;
 use rand_core::{CryptoRng, Rng};
 
 use crate::epsilon::{Epsilon, add_fractions, gcd};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, StorageKind};
 use crate::local::{LocalRandomizer, QueryId};
 
 /// Bytes in a stored ledger record.
@@ -62,6 +62,21 @@ pub trait LedgerStore {
     /// one (the caller released nothing on the strength of an unfinished store), but never
     /// `None` once a record was stored.
     fn store(&mut self, record: &[u8; LEDGER_RECORD_LEN]) -> core::result::Result<(), Self::Error>;
+
+    /// What kind of failure `error` is, for [`Error::Storage`] (the ledger and the upload
+    /// counters return the core's error enum, so the store's own error is classified here
+    /// rather than dropped). The default, for stores that cannot tell, is
+    /// [`StorageKind::Unspecified`]; the flash store maps its own errors and the flash
+    /// driver's `NorFlashErrorKind`.
+    fn error_kind(error: &Self::Error) -> StorageKind {
+        let _ = error;
+        StorageKind::Unspecified
+    }
+}
+
+/// `error` of store `S` as the core's [`Error::Storage`], with its kind kept.
+pub(crate) fn storage_error<S: LedgerStore + ?Sized>(error: S::Error) -> Error {
+    Error::Storage(S::error_kind(&error))
 }
 
 /// A [`LedgerStore`] in RAM (host simulations and tests); it can be told to fail.
@@ -189,10 +204,11 @@ impl<S: LedgerStore> Ledger<S> {
     /// A never-written store starts fresh (and the fresh record is written). A
     /// stored record's cap is honoured when it is lower than `cap`. A record that
     /// fails validation yields a ledger that refuses everything
-    /// ([`Ledger::is_corrupted`]). Errors with [`Error::Storage`] when the store
+    /// ([`Ledger::is_corrupted`]). Errors with [`Error::Storage`] (with the store's
+    /// [`StorageKind`]) when the store
     /// cannot be read or the fresh record cannot be written.
     pub fn open(mut store: S, cap: Epsilon) -> Result<Ledger<S>> {
-        let loaded = store.load().map_err(|_| Error::Storage)?;
+        let loaded = store.load().map_err(storage_error::<S>)?;
         let mut ledger = Ledger {
             store,
             cap,
@@ -292,7 +308,7 @@ impl<S: LedgerStore> Ledger<S> {
 
     fn persist(&mut self, spent: Spent) -> Result<()> {
         let record = encode_record(self.cap, spent);
-        self.store.store(&record).map_err(|_| Error::Storage)
+        self.store.store(&record).map_err(storage_error::<S>)
     }
 }
 

@@ -142,7 +142,7 @@ mod rho;
 pub mod sample;
 
 pub use epsilon::Epsilon;
-pub use error::{Error, Result};
+pub use error::{Error, Result, StorageKind};
 pub use fixed::Fixed;
 pub use grid::{GridGaussian, GridLaplace, laplace_on_grid};
 pub use histogram::Histogram;

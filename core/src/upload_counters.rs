@@ -31,7 +31,7 @@
 //! ```
 
 use crate::error::{Error, Result};
-use crate::ledger::{LEDGER_RECORD_LEN, LedgerStore, crc32};
+use crate::ledger::{LEDGER_RECORD_LEN, LedgerStore, crc32, storage_error};
 
 const MAGIC: [u8; 4] = *b"PQUC";
 const VERSION: u8 = 1;
@@ -94,7 +94,7 @@ impl<S: LedgerStore> UploadCounters<S> {
     /// [`Error::Storage`] if the store fails, [`Error::CountersCorrupted`] if the
     /// record fails its checks.
     pub fn open(mut store: S) -> Result<Self> {
-        let (next_epoch, next_sequence) = match store.load().map_err(|_| Error::Storage)? {
+        let (next_epoch, next_sequence) = match store.load().map_err(storage_error::<S>)? {
             None => (0, 0),
             Some(r) => decode(&r).ok_or(Error::CountersCorrupted)?,
         };
@@ -125,7 +125,7 @@ impl<S: LedgerStore> UploadCounters<S> {
         let after = epoch.checked_add(1).ok_or(Error::CountersCorrupted)?;
         self.store
             .store(&encode(after, next_sequence))
-            .map_err(|_| Error::Storage)?;
+            .map_err(storage_error::<S>)?;
         self.next_epoch = after;
         self.next_sequence = next_sequence;
         Ok(epoch)
@@ -140,6 +140,7 @@ impl<S: LedgerStore> UploadCounters<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::StorageKind;
     use crate::ledger::MemoryStore;
 
     #[test]
@@ -167,14 +168,17 @@ mod tests {
         store.set_failing(true);
         assert_eq!(
             UploadCounters::open(store.clone()).err(),
-            Some(Error::Storage)
+            Some(Error::Storage(StorageKind::Unspecified))
         );
         let mut c = UploadCounters {
             store,
             next_epoch: 1,
             next_sequence: 0,
         };
-        assert_eq!(c.begin_epoch(5), Err(Error::Storage));
+        assert_eq!(
+            c.begin_epoch(5),
+            Err(Error::Storage(StorageKind::Unspecified))
+        );
         assert_eq!(c.next_epoch(), 1, "not consumed");
     }
 

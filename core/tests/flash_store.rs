@@ -16,10 +16,10 @@ use std::collections::BTreeSet;
 use embedded_storage::nor_flash::{
     ErrorType, NorFlash, NorFlashError, NorFlashErrorKind, ReadNorFlash,
 };
-use privq_core::flash_store::{FlashStore, RamFlash, StoreError};
+use privq_core::flash_store::{FlashStore, RamFlash, RamFlashError, StoreError};
 use privq_core::ledger::{LEDGER_RECORD_LEN, Ledger, LedgerStore};
 use privq_core::upload_counters::UploadCounters;
-use privq_core::{Epsilon, Error};
+use privq_core::{Epsilon, Error, StorageKind};
 
 /// Where the power goes: during operation `op` (programs and erases, counted from 0), after
 /// `word` words of it took effect; with `garbage`, the word being programmed (or the rest of
@@ -447,7 +447,7 @@ fn regions_and_offsets() {
         assert_eq!(store.load(), Err(StoreError::Layout), "{bad:?}");
         assert!(matches!(
             Ledger::open(store, eps(1, 1)),
-            Err(Error::Storage)
+            Err(Error::Storage(StorageKind::Layout))
         ));
     }
     let mut tiny = RamFlash::<{ 3 * 32 }, 32, 4>::new();
@@ -563,7 +563,7 @@ fn a_bit_flip_in_the_newest_counters_repeats_no_epoch() {
             let mut flipped = flash.clone();
             flipped.bytes_mut()[slot_at(0, 2) + byte] ^= 1 << bit;
             match UploadCounters::open(FlashStore::new(&mut flipped)) {
-                Err(e) => assert!(matches!(e, Error::CountersCorrupted | Error::Storage)),
+                Err(e) => assert!(matches!(e, Error::CountersCorrupted | Error::Storage(_))),
                 Ok(c) => assert!(
                     c.next_epoch() > e1,
                     "a flip of bit {bit} of byte {byte}: epoch {e1} again"
@@ -602,12 +602,15 @@ fn flash_faults_are_storage_errors_and_fail_closed() {
     flash.set_failing(true);
     assert!(matches!(
         Ledger::open(FlashStore::new(&mut flash), eps(1, 1)),
-        Err(Error::Storage)
+        Err(Error::Storage(StorageKind::FlashOther))
     ));
     flash.set_failing(false);
     let mut ledger = Ledger::open(FlashStore::new(&mut flash), eps(4, 1)).unwrap();
     ledger.store_mut().flash_mut().set_failing(true);
-    assert_eq!(ledger.debit(eps(1, 1)), Err(Error::Storage));
+    assert_eq!(
+        ledger.debit(eps(1, 1)),
+        Err(Error::Storage(StorageKind::FlashOther))
+    );
     assert_eq!(ledger.spent().num(), 1, "counted as spent in memory");
     ledger.store_mut().flash_mut().set_failing(false);
     ledger.debit(eps(1, 1)).unwrap();
@@ -654,4 +657,37 @@ fn ram_flash_programs_each_word_once() {
     f.erase(0, 256).unwrap();
     assert_eq!(f.bytes()[0], 0xff);
     assert_eq!(f.erases(), 1);
+}
+
+/// The store's error reaches the caller with its kind: the flash store's own errors as
+/// themselves, a driver's by its `NorFlashErrorKind`.
+#[test]
+fn storage_errors_keep_their_kind() {
+    type E = StoreError<RamFlashError>;
+    let kinds = [
+        (E::Layout, StorageKind::Layout, 81),
+        (E::Tampered, StorageKind::Tampered, 82),
+        (E::Exhausted, StorageKind::Exhausted, 83),
+        (
+            E::Flash(RamFlashError::NotAligned),
+            StorageKind::FlashNotAligned,
+            84,
+        ),
+        (
+            E::Flash(RamFlashError::OutOfBounds),
+            StorageKind::FlashOutOfBounds,
+            85,
+        ),
+        (
+            E::Flash(RamFlashError::NotErased),
+            StorageKind::FlashOther,
+            86,
+        ),
+        (E::Flash(RamFlashError::Fault), StorageKind::FlashOther, 86),
+    ];
+    for (store_error, kind, code) in kinds {
+        assert_eq!(store_error.kind(), kind);
+        assert_eq!(Error::from(store_error), Error::Storage(kind));
+        assert_eq!(Error::Storage(kind).code(), code);
+    }
 }

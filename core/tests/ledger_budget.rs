@@ -2,7 +2,7 @@
 
 use privq_core::ledger::{LEDGER_RECORD_LEN, Ledger, MemoryStore};
 use privq_core::local::{BinaryRr, Grr, QueryId};
-use privq_core::{Epsilon, Error};
+use privq_core::{Epsilon, Error, StorageKind};
 use rand_chacha::ChaCha12Rng;
 use rand_core::SeedableRng;
 
@@ -106,7 +106,10 @@ fn any_corrupted_byte_refuses_everything() {
 fn storage_faults_fail_closed() {
     let mut store = MemoryStore::new();
     store.set_failing(true);
-    assert_eq!(Ledger::open(store, e(1, 1)).unwrap_err(), Error::Storage);
+    assert_eq!(
+        Ledger::open(store, e(1, 1)).unwrap_err(),
+        Error::Storage(StorageKind::Unspecified)
+    );
 
     let mut ledger = Ledger::open(MemoryStore::new(), e(1, 1)).unwrap();
     ledger.store_mut().set_failing(true);
@@ -116,7 +119,7 @@ fn storage_faults_fail_closed() {
     // The write fails: no report, and the ε counts as spent (fail closed).
     assert_eq!(
         ledger.release(&rr, &true, QueryId(0), &mut rng, &mut buf),
-        Err(Error::Storage)
+        Err(Error::Storage(StorageKind::Unspecified))
     );
     assert_eq!(buf, [0u8; 13]);
     assert_eq!((ledger.spent().num(), ledger.spent().den()), (1, 2));

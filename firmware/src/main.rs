@@ -74,8 +74,9 @@ fn release_name() -> &'static str {
 
 fn run(fleet: u64, device: u64) -> Result<(), AppError> {
     // The simulated flash lives in a static (as flash would be outside the stack).
-    let flash = cortex_m::singleton!(: SimFlash<FLASH_BYTES> = SimFlash::new())
-        .ok_or(privq_core::Error::Storage)?;
+    let flash = cortex_m::singleton!(: SimFlash<FLASH_BYTES> = SimFlash::new()).ok_or(
+        privq_core::Error::Storage(privq_core::StorageKind::Unspecified),
+    )?;
     let ledger = Ledger::open(FlashStore::new(flash), release::lifetime_epsilon()?)?;
     let release = release::selected()?;
     let name = release.name();
@@ -99,8 +100,9 @@ fn run(fleet: u64, device: u64) -> Result<(), AppError> {
     let mut counters = {
         // The upload counters (next epoch, next sequence) persist beside the ledger, in
         // their own flash region with the same wear-levelled, fail-closed record log.
-        let flash = cortex_m::singleton!(: SimFlash<FLASH_BYTES> = SimFlash::new())
-            .ok_or(privq_core::Error::Storage)?;
+        let flash = cortex_m::singleton!(: SimFlash<FLASH_BYTES> = SimFlash::new()).ok_or(
+            privq_core::Error::Storage(privq_core::StorageKind::Unspecified),
+        )?;
         UploadCounters::open(FlashStore::new(flash))?
     };
     #[cfg(feature = "frames")]

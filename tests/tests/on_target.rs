@@ -309,7 +309,7 @@ fn firmware_epoch_cost<W: Write>(
             ChaCha12Rng::seed_from_u64(0xf1e1d),
             ModalBin(oue),
         )
-        .map_err(|_| privq_core::Error::Storage)
+        .map_err(|_| privq_core::Error::Storage(privq_core::StorageKind::Unspecified))
     });
     let mut device = match device {
         Ok(d) => d,
@@ -327,7 +327,7 @@ fn firmware_epoch_cost<W: Write>(
                         black_box(r);
                     }),
                 )
-                .map_err(|_| privq_core::Error::Storage)
+                .map_err(|_| privq_core::Error::Storage(privq_core::StorageKind::Unspecified))
         });
         (r.map(|_| 0), t)
     });
