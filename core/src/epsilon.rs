@@ -29,7 +29,7 @@ pub struct Epsilon {
 }
 
 /// Greatest common divisor (binary algorithm, no division).
-pub(crate) fn gcd(mut a: u64, mut b: u64) -> u64 {
+pub(crate) const fn gcd(mut a: u64, mut b: u64) -> u64 {
     if a == 0 {
         return b;
     }
@@ -41,7 +41,7 @@ pub(crate) fn gcd(mut a: u64, mut b: u64) -> u64 {
     loop {
         b >>= b.trailing_zeros();
         if a > b {
-            core::mem::swap(&mut a, &mut b);
+            (a, b) = (b, a);
         }
         b -= a;
         if b == 0 {
@@ -56,13 +56,36 @@ pub(crate) fn gcd(mut a: u64, mut b: u64) -> u64 {
 /// no `core::fmt` code behind it) reaches a device image; a plain `u64` divisor keeps
 /// the check even where the caller knows it is nonzero, because the compiler cannot
 /// see that through the `gcd` loop.
-pub(crate) fn gcd_nz(a: u64, b: u64) -> NonZeroU64 {
-    NonZeroU64::new(gcd(a, b)).unwrap_or(NonZeroU64::MIN)
+pub(crate) const fn gcd_nz(a: u64, b: u64) -> NonZeroU64 {
+    match NonZeroU64::new(gcd(a, b)) {
+        Some(g) => g,
+        None => NonZeroU64::MIN,
+    }
+}
+
+/// `a / d` in a `const fn` (where the `Div<NonZeroU64>` impl cannot be called): the
+/// divisor is nonzero, so `checked_div` always divides, with no panic path.
+const fn div_nz(a: u64, d: NonZeroU64) -> u64 {
+    match a.checked_div(d.get()) {
+        Some(q) => q,
+        None => a,
+    }
 }
 
 impl Epsilon {
     /// ε = `num/den`; errors on a zero numerator or denominator.
-    pub fn new(num: u64, den: u64) -> Result<Self> {
+    ///
+    /// `const`, so a device's privacy parameters can be checked at compile time:
+    ///
+    /// ```
+    /// use privq_core::Epsilon;
+    /// const EPSILON: Epsilon = match Epsilon::new(1, 2) {
+    ///     Ok(e) => e,
+    ///     Err(_) => panic!("invalid epsilon"), // a compile error, never a run-time panic
+    /// };
+    /// assert_eq!((EPSILON.num(), EPSILON.den()), (1, 2));
+    /// ```
+    pub const fn new(num: u64, den: u64) -> Result<Self> {
         if den == 0 {
             return Err(Error::ZeroDenominator);
         }
@@ -71,8 +94,8 @@ impl Epsilon {
         }
         let g = gcd_nz(num, den);
         Ok(Epsilon {
-            num: num / g,
-            den: den / g,
+            num: div_nz(num, g),
+            den: div_nz(den, g),
         })
     }
 

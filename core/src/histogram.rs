@@ -68,20 +68,35 @@ pub struct Histogram<const BINS: usize> {
 
 impl<const BINS: usize> Histogram<BINS> {
     /// A histogram over category indices `0..BINS`.
-    pub fn categorical() -> Result<Self> {
+    ///
+    /// `const`, so a histogram can be a `static` (see [`equal_width`](Self::equal_width)).
+    pub const fn categorical() -> Result<Self> {
         Self::with_binning(Binning::Categorical)
     }
 
     /// `BINS` equal-width bins over `[lo, hi)`.
-    pub fn equal_width(lo: Fixed, hi: Fixed, outside: OutOfRange) -> Result<Self> {
-        if lo >= hi {
+    ///
+    /// `const`, so the configuration can be checked at compile time and kept in a `static`:
+    ///
+    /// ```
+    /// use privq_core::{Fixed, histogram::{Histogram, OutOfRange}};
+    /// const TEMPERATURES: Histogram<64> =
+    ///     match Histogram::equal_width(Fixed::from_int(5), Fixed::from_int(37), OutOfRange::Clamp) {
+    ///         Ok(h) => h,
+    ///         Err(_) => panic!("empty range"), // a compile error, never a run-time panic
+    ///     };
+    /// let mut h = TEMPERATURES;
+    /// assert_eq!(h.record_clamped(Fixed::from_int(21)), 32);
+    /// ```
+    pub const fn equal_width(lo: Fixed, hi: Fixed, outside: OutOfRange) -> Result<Self> {
+        if lo.to_bits() >= hi.to_bits() {
             return Err(Error::EmptyRange);
         }
         Self::with_binning(Binning::EqualWidth { lo, hi, outside })
     }
 
-    fn with_binning(binning: Binning) -> Result<Self> {
-        if BINS == 0 || u32::try_from(BINS).is_err() {
+    const fn with_binning(binning: Binning) -> Result<Self> {
+        if BINS == 0 || BINS as u64 > u32::MAX as u64 {
             return Err(Error::EmptyRange);
         }
         Ok(Histogram {
@@ -95,7 +110,7 @@ impl<const BINS: usize> Histogram<BINS> {
     }
 
     /// Sets the saturation policy (builder style).
-    pub fn with_saturation(mut self, saturation: Saturation) -> Self {
+    pub const fn with_saturation(mut self, saturation: Saturation) -> Self {
         self.saturation = saturation;
         self
     }
@@ -117,10 +132,7 @@ impl<const BINS: usize> Histogram<BINS> {
                 OutOfRange::Tally => Ok(None),
             };
         }
-        // Exact: ⌊(v − lo)·BINS / (hi − lo)⌋ < BINS.
-        let offset = i128::from(value.to_bits()) - i128::from(lo.to_bits());
-        let width = i128::from(hi.to_bits()) - i128::from(lo.to_bits());
-        Ok(Some((offset * BINS as i128 / width) as usize))
+        Ok(Some(bin_in_range::<BINS>(lo, hi, value)))
     }
 
     /// Records a reading; returns its bin, or `None` when it was tallied as
@@ -142,6 +154,50 @@ impl<const BINS: usize> Histogram<BINS> {
             }
         }
         Ok(bin)
+    }
+
+    /// Records a reading and returns its bin; it cannot fail.
+    ///
+    /// The value is clamped into the range whatever the [`OutOfRange`] policy (below `lo`:
+    /// bin 0; at or above `hi`: the last bin; nothing goes to the under/overflow tallies),
+    /// and a counter at `u32::MAX` is held there and reported by
+    /// [`saturated`](Self::saturated) whatever the [`Saturation`] policy. A categorical
+    /// histogram takes the value's integer part (rounded down) as the index, clamped into
+    /// `0..BINS` the same way.
+    ///
+    /// ```
+    /// use privq_core::{Fixed, histogram::{Histogram, OutOfRange}};
+    /// let mut h = Histogram::<4>::equal_width(Fixed::from_int(0), Fixed::from_int(40), OutOfRange::Reject)?;
+    /// assert_eq!(h.record_clamped(Fixed::from_int(-3)), 0);
+    /// assert_eq!(h.record_clamped("12.5".parse()?), 1);
+    /// assert_eq!(h.record_clamped(Fixed::from_int(40)), 3);
+    /// assert_eq!(h.counts(), &[1, 1, 0, 1]);
+    /// # Ok::<(), privq_core::Error>(())
+    /// ```
+    pub fn record_clamped(&mut self, value: Fixed) -> usize {
+        let last = BINS.saturating_sub(1);
+        let bin = match self.binning {
+            Binning::EqualWidth { lo, hi, .. } => {
+                if value < lo {
+                    0
+                } else if value >= hi {
+                    last
+                } else {
+                    bin_in_range::<BINS>(lo, hi, value)
+                }
+            }
+            Binning::Categorical => {
+                let index = value.to_bits() >> Fixed::FRAC_BITS;
+                usize::try_from(index).map_or(0, |i| i.min(last))
+            }
+        };
+        if let Some(counter) = self.counts.get_mut(bin) {
+            match counter.checked_add(1) {
+                Some(c) => *counter = c,
+                None => self.saturated = true,
+            }
+        }
+        bin
     }
 
     /// Adds one to bin `index`; [`Error::BinOutOfRange`] when `index ≥ BINS`.
@@ -214,6 +270,16 @@ impl<const BINS: usize> Histogram<BINS> {
     }
 }
 
+/// `⌊(value − lo)·BINS / (hi − lo)⌋` for `lo ≤ value < hi`: exact, below `BINS`, and without
+/// a panic path (the width is positive; the product is below 2⁹⁶).
+fn bin_in_range<const BINS: usize>(lo: Fixed, hi: Fixed, value: Fixed) -> usize {
+    let offset = value.to_bits().abs_diff(lo.to_bits());
+    let width = hi.to_bits().abs_diff(lo.to_bits());
+    let scaled = u128::from(offset) * BINS as u128;
+    let bin = scaled.checked_div(u128::from(width)).unwrap_or(0);
+    usize::try_from(bin).map_or(0, |b| b.min(BINS.saturating_sub(1)))
+}
+
 fn bump(counter: &mut u32, policy: Saturation, saturated: &mut bool) -> Result<()> {
     match counter.checked_add(1) {
         Some(c) => *counter = c,
@@ -258,6 +324,58 @@ mod tests {
         let mut c = Histogram::<4>::equal_width(lo, hi, OutOfRange::Clamp).unwrap();
         assert_eq!(c.record(Fixed::from_int(-5)).unwrap(), Some(0));
         assert_eq!(c.record(Fixed::from_int(5)).unwrap(), Some(3));
+    }
+
+    #[test]
+    fn record_clamped_cannot_fail() {
+        let (lo, hi) = (Fixed::from_int(-1), Fixed::from_int(1));
+        for policy in [OutOfRange::Reject, OutOfRange::Clamp, OutOfRange::Tally] {
+            let mut h = Histogram::<4>::equal_width(lo, hi, policy).unwrap();
+            let checked = Histogram::<4>::equal_width(lo, hi, OutOfRange::Clamp).unwrap();
+            for v in [
+                Fixed::MIN,
+                Fixed::from_int(-2),
+                lo,
+                Fixed::ZERO,
+                hi,
+                Fixed::MAX,
+            ] {
+                let expected = checked.bin_of(v).unwrap().unwrap();
+                assert_eq!(h.record_clamped(v), expected, "{v:?} under {policy:?}");
+            }
+            assert_eq!(h.counts(), &[3, 0, 1, 2]);
+            assert_eq!((h.underflow(), h.overflow()), (0, 0));
+        }
+        // Under the `Error` policy a full counter is held, not refused.
+        let mut full = Histogram::<2>::equal_width(lo, hi, OutOfRange::Reject).unwrap();
+        full.counts[1] = u32::MAX;
+        assert_eq!(full.record_clamped(Fixed::MAX), 1);
+        assert_eq!(full.counts(), &[0, u32::MAX]);
+        assert!(full.saturated());
+        // Categorical: the integer part, clamped.
+        let mut cat = Histogram::<3>::categorical().unwrap();
+        let values = [
+            Fixed::MIN,
+            Fixed::from_bits(-1),
+            Fixed::from_int(1),
+            Fixed::MAX,
+        ];
+        let bins = values.map(|v| cat.record_clamped(v));
+        assert_eq!(bins, [0, 0, 1, 2]);
+        assert_eq!(cat.counts(), &[2, 1, 1]);
+    }
+
+    #[test]
+    fn bins_are_exact_at_extreme_ranges() {
+        let mut wide =
+            Histogram::<7>::equal_width(Fixed::MIN, Fixed::MAX, OutOfRange::Reject).unwrap();
+        assert_eq!(wide.record(Fixed::MIN).unwrap(), Some(0));
+        assert_eq!(
+            wide.record(Fixed::from_bits(i64::MAX - 1)).unwrap(),
+            Some(6)
+        );
+        // (0 − MIN)·7 / (MAX − MIN) = 2⁶³·7 / (2⁶⁴ − 1) → 3.
+        assert_eq!(wide.record(Fixed::ZERO).unwrap(), Some(3));
     }
 
     #[test]

@@ -139,8 +139,8 @@ pub const fn index_width(n: u64) -> usize {
 
 /// Checks that `epsilon` can be written in the header (numerator and denominator of
 /// the reduced fraction both fit in 16 bits).
-pub fn check_encodable(epsilon: Epsilon) -> Result<()> {
-    if epsilon.num() > u64::from(u16::MAX) || epsilon.den() > u64::from(u16::MAX) {
+pub const fn check_encodable(epsilon: Epsilon) -> Result<()> {
+    if epsilon.num() > u16::MAX as u64 || epsilon.den() > u16::MAX as u64 {
         return Err(Error::NotEncodable);
     }
     Ok(())

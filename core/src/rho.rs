@@ -33,7 +33,7 @@ use crate::sample::wide::{div_rem, gcd128, mul};
 pub struct Rho(Epsilon);
 
 /// An [`Epsilon`] result as a [`Rho`] one: the ε-specific errors become ρ's.
-fn as_rho(r: Result<Epsilon>) -> Result<Rho> {
+const fn as_rho(r: Result<Epsilon>) -> Result<Rho> {
     match r {
         Ok(e) => Ok(Rho(e)),
         Err(Error::EpsilonZero) => Err(Error::RhoZero),
@@ -46,7 +46,8 @@ fn as_rho(r: Result<Epsilon>) -> Result<Rho> {
 
 impl Rho {
     /// ρ = `num/den`; errors on a zero numerator ([`Error::RhoZero`]) or denominator.
-    pub fn new(num: u64, den: u64) -> Result<Self> {
+    /// `const`, like [`Epsilon::new`].
+    pub const fn new(num: u64, den: u64) -> Result<Self> {
         as_rho(Epsilon::new(num, den))
     }
 

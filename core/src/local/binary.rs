@@ -32,9 +32,11 @@ pub struct BinaryRr {
 impl BinaryRr {
     /// Randomized response at ε; [`Error::NotEncodable`] when ε's reduced fraction
     /// does not fit the report header (16-bit numerator and denominator).
-    pub fn new(epsilon: Epsilon) -> Result<BinaryRr> {
-        check_encodable(epsilon)?;
-        Ok(BinaryRr { epsilon })
+    pub const fn new(epsilon: Epsilon) -> Result<BinaryRr> {
+        match check_encodable(epsilon) {
+            Ok(()) => Ok(BinaryRr { epsilon }),
+            Err(e) => Err(e),
+        }
     }
 
     /// The released bit.

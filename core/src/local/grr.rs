@@ -38,9 +38,11 @@ pub struct Grr {
 
 impl Grr {
     /// GRR over `domain` items; [`crate::Error::InvalidDomain`] unless `2 ≤ d ≤ 2³¹ − 2`.
-    pub fn new(epsilon: Epsilon, domain: u32) -> Result<Grr> {
-        check_item_params(epsilon, domain)?;
-        Ok(Grr { epsilon, domain })
+    pub const fn new(epsilon: Epsilon, domain: u32) -> Result<Grr> {
+        match check_item_params(epsilon, domain) {
+            Ok(()) => Ok(Grr { epsilon, domain }),
+            Err(e) => Err(e),
+        }
     }
 
     /// The number of items `d`.

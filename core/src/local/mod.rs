@@ -129,9 +129,11 @@ pub trait LocalRandomizer {
 
 /// Shared parameter check for item-valued randomizers: ε fits the report header and
 /// the domain is `2 ≤ d ≤` [`MAX_DOMAIN`](crate::report::MAX_DOMAIN).
-pub(crate) fn check_item_params(epsilon: Epsilon, domain: u32) -> Result<()> {
-    crate::report::check_encodable(epsilon)?;
-    if (2..=crate::report::MAX_DOMAIN).contains(&domain) {
+pub(crate) const fn check_item_params(epsilon: Epsilon, domain: u32) -> Result<()> {
+    if let Err(e) = crate::report::check_encodable(epsilon) {
+        return Err(e);
+    }
+    if 2 <= domain && domain <= crate::report::MAX_DOMAIN {
         Ok(())
     } else {
         Err(Error::InvalidDomain)
