@@ -153,6 +153,7 @@ pub mod flash_store;
 pub mod ledger;
 pub mod local;
 pub mod report;
+pub mod rng;
 #[cfg(feature = "upload")]
 pub mod upload;
 pub mod upload_counters;
