@@ -14,8 +14,14 @@
 //!   HMAC-SHA-256-authenticated upload frames of reports and the device's outbox that keeps
 //!   them until acknowledged.
 //!
+//! * [`rng`]: where a device's randomness comes from (seed ChaCha from the hardware RNG) and,
+//!   with feature `rand-core-06`, adapters for HAL RNGs that implement rand_core 0.6.
+//!
 //! Randomness is always passed in (`R: rand_core::Rng`; releases need `CryptoRng`),
-//! and every fallible operation returns [`Result`] with a typed [`Error`].
+//! and every fallible operation returns [`Result`] with a typed [`Error`], whose variants have
+//! stable numeric codes for C callers ([`Error::code`]). Constructors whose arithmetic allows it
+//! are `const fn` ([`Epsilon::new`], [`Rho::new`], [`Histogram::equal_width`],
+//! [`local::Grr::new`], ...), so a device's configuration can be checked at compile time.
 //!
 //! Minimum Rust: **1.87** (`rust-version`; heapless 0.9.3 needs it, 0.9.4 needs 1.88). The
 //! test command builds this crate (host and `thumbv6m-none-eabi`) and the example firmware
@@ -27,8 +33,9 @@
 //! [dependencies]
 //! privq-core = { version = "0.1", features = ["flash-ledger"] }
 //! rand_core = "0.10"
-//! # A CryptoRng for the randomizers. Seed it from the MCU's hardware RNG; without
-//! # `default-features = false` rand_chacha pulls in `std`.
+//! # A CryptoRng for the randomizers. Seed it from the MCU's hardware RNG (see the `rng`
+//! # module; `seed_from_u64` is for tests only); without `default-features = false`
+//! # rand_chacha pulls in `std`.
 //! rand_chacha = { version = "0.10", default-features = false }
 //! ```
 //!
@@ -51,15 +58,16 @@
 //! use rand_chacha::ChaCha12Rng;
 //! use rand_core::SeedableRng;
 //!
-//! // Randomness: on a device, seed from the hardware RNG (e.g. 32 bytes of the MCU's TRNG).
-//! // A fixed seed, as here, is for tests only: it makes the noise predictable.
+//! // Randomness: on a device, seed from the hardware RNG (32 bytes of the MCU's TRNG, read
+//! // once per boot; see `privq_core::rng`). A fixed seed, as here, or `seed_from_u64` is for
+//! // tests only: it makes the noise predictable.
 //! let mut rng = ChaCha12Rng::from_seed([7; 32]);
 //!
 //! // 1-2. Readings (°C, exact fixed point) into 64 bins of 0.5 °C over [5, 37); outliers clamp.
 //! let mut histogram =
 //!     Histogram::<64>::equal_width(Fixed::from_int(5), Fixed::from_int(37), OutOfRange::Clamp)?;
 //! for reading in ["21.5", "21.75", "22.0", "21.6", "40.2"] {
-//!     histogram.record(reading.parse()?)?;
+//!     histogram.record_clamped(reading.parse()?); // returns the bin; cannot fail
 //! }
 //! // The modal bin (the lowest of the most frequent) is the item to report.
 //! let (modal, _) = (0u32..)
@@ -108,6 +116,17 @@
 //! The host side (`privq-host`, or the `privq serve` collector) verifies the frame, decodes
 //! the report and aggregates the fleet's reports into unbiased estimates.
 //!
+//! A failed flash write or read is [`Error::Storage`] with a [`StorageKind`] (the flash
+//! store's own layout, tamper and counter errors, or the driver's `NorFlashErrorKind`), and
+//! every error has a stable code for a C caller or a log line:
+//!
+//! ```
+//! use privq_core::{Error, StorageKind};
+//! let e = Error::Storage(StorageKind::FlashOutOfBounds);
+//! assert_eq!(e.code(), 85); // never renumbered; the table is in `Error::code`'s docs
+//! assert_eq!(Error::from_code(85), Some(e));
+//! ```
+//!
 //! # Cargo features
 //!
 //! | feature | default | what it adds | dependencies |
@@ -115,6 +134,7 @@
 //! | `upload` | yes | `upload`: HMAC-SHA-256 (RFC 2104) upload frames and the device's outbox | `hmac` 0.12, `sha2` 0.10 |
 //! | `compact-sha` | no | `upload` with SHA-256's rounds in a loop (`sha2`'s `force-soft-compact`): about 1.8 KB less flash on thumbv6m, slower | |
 //! | `flash-ledger` | no | `flash_store`: the fail-closed, wear-levelled ledger store on any `embedded_storage::nor_flash::NorFlash` (and `RamFlash`, a simulated flash) | `embedded-storage` 0.3 |
+//! | `rand-core-06` | no | `rng::Compat06` and `rng::TryCompat06`: HAL RNGs implementing rand_core 0.6's `RngCore` as this crate's rand_core 0.10 `Rng` / `CryptoRng` | `rand_core` 0.6 (no default features, no dependencies) |
 //! | `defmt` | no | `defmt::Format` for the crate's types | `defmt` 1 |
 //!
 //! Without a feature, nothing of it is compiled (`default-features = false` drops `upload` and
