@@ -178,6 +178,7 @@ mod tests {
         let columns = Columns {
             unit: Some("id".into()),
             group_by: vec!["g".into()],
+            bins: Default::default(),
             values: vec![],
             filter: None,
             drop_invalid: false,

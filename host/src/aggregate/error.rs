@@ -63,6 +63,27 @@ pub enum AggregateError {
     /// Bounds that are not `LO < HI` decimals within the fixed-point range.
     #[error("invalid bounds: {0}")]
     InvalidBounds(String),
+    /// Histogram bin edges that are not at least two finite, strictly increasing
+    /// numbers, or too many of them ([`Binning`](super::Binning)).
+    #[error("invalid bins for column {column:?}: {reason}")]
+    InvalidBins {
+        /// The binned column.
+        column: String,
+        /// What is wrong with the edges.
+        reason: String,
+    },
+    /// More public groups than a release may list (the listed keys times every
+    /// histogram's bins), refused before they are built.
+    #[error(
+        "{groups} public groups (the listed keys times the bins) is more than the {max} a \
+         release may list"
+    )]
+    TooManyGroups {
+        /// How many the plan would list (saturating).
+        groups: u64,
+        /// The limit.
+        max: u64,
+    },
     /// An aggregate reads a column no bounds were given for.
     #[error(
         "column {0:?} has no bounds: give its public range (e.g. --bounds {0}=LO:HI); \

@@ -1,6 +1,6 @@
 //! Private statistics by group over data with many rows per person: counts, sums,
-//! means and quantiles, with contribution bounding, exact noise and confidence
-//! intervals (`privq sql`).
+//! means, quantiles and histograms, with contribution bounding, exact noise and
+//! confidence intervals (`privq sql`).
 //!
 //! A query is a [`Query`] (group-by columns and [`Aggregate`]s); a [`Plan`] adds
 //! everything the guarantee depends on, all of it public:
@@ -17,6 +17,12 @@
 //!   the data is released as noisy zeros) or keys selected privately
 //!   ([`Groups::Private`]: the number of units per key plus discrete Laplace noise,
 //!   kept above a threshold τ chosen for δ);
+//! * **histogram bins** ([`Binning`], [`Query::bin`]; `BIN(x, e₀, e₁, …)` in SQL): a
+//!   group-by key derived from a numeric column by declared edges, bins `[e_i,
+//!   e_{i+1})` with the last closed and values outside clamped into the end bins.
+//!   The bins are public (from the edges), so with public groups every bin of every
+//!   listed key is released; a (key, bin) pair is one group for the contribution
+//!   limits, so nothing in the sensitivity argument changes;
 //! * **ε** (and δ for private groups), split evenly over the measurements.
 //!
 //! Every sensitivity follows from these, never from the data; the argument is in
@@ -26,6 +32,7 @@
 //! | aggregate | released as | interval |
 //! |---|---|---|
 //! | `COUNT(*)` | bounded rows + noise | exact, from the noise's distribution |
+//! | histogram: `COUNT(*)` by `BIN(x, e₀, …)` | bounded rows per (group, bin) + noise, every bin | exact, from the noise's distribution |
 //! | `SUM(x)` | clamped grid sum + noise | exact, from the noise's distribution |
 //! | `AVG(x)` | midpoint + (noisy sum of `x − midpoint`) / noisy count, clamped | `± √(k_s² + (m·k_n)²)/n` from the noises' exact half widths |
 //! | `QUANTILE(x, q)` | report noisy max over a public grid of candidates | none |
@@ -56,6 +63,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod bins;
 mod bounding;
 mod bounds;
 mod error;
@@ -67,6 +75,7 @@ mod table;
 #[cfg(test)]
 mod tests;
 
+pub use bins::Binning;
 pub use bounding::Contribution;
 pub use bounds::Bounds;
 pub use error::AggregateError;

@@ -7,6 +7,7 @@ use privq_core::rand_core::{CryptoRng, Rng};
 use privq_core::sample::DiscreteLaplace;
 
 use super::AggregateError;
+use super::bins::Binning;
 use super::bounding::{Contribution, bound};
 use super::bounds::Bounds;
 use super::filter::Filter;
@@ -70,10 +71,15 @@ impl Aggregate {
     }
 }
 
-/// Group-by columns, named aggregates, and optionally a row filter.
+/// Group-by keys, named aggregates, and optionally a row filter.
+///
+/// A group-by key is a column's text, or a histogram bin derived from a numeric
+/// column by public edges ([`Query::bin`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Query {
     group_by: Vec<String>,
+    /// The binned keys among `group_by`, by name.
+    pub(super) bins: BTreeMap<String, Binning>,
     aggregates: Vec<(String, Aggregate)>,
     filter: Option<Filter>,
 }
@@ -88,12 +94,42 @@ impl Query {
     {
         Query {
             group_by: group_by.into_iter().map(Into::into).collect(),
+            bins: BTreeMap::new(),
             aggregates: aggregates
                 .into_iter()
                 .map(|(n, a)| (n.to_string(), a))
                 .collect(),
             filter: None,
         }
+    }
+
+    /// The same query grouped also by a histogram: a group-by key called `name`
+    /// (after the keys so far) whose value is the label of the bin of
+    /// `binning`'s column that a row's value falls in (a histogram is then
+    /// `COUNT(*)` by that key). Its keys are public — every bin, from the edges —
+    /// so with public groups the other keys are listed and every bin comes with
+    /// each of them; a row's bin is part of its group, so the contribution limits
+    /// count (key, bin) pairs as groups.
+    ///
+    /// ```
+    /// use privq_host::aggregate::{Aggregate, Binning, Query};
+    /// let q = Query::new(["region"], [("n", Aggregate::Count)])
+    ///     .bin("band", Binning::new("temp", &[-20.0, 0.0, 20.0, 50.0])?);
+    /// assert_eq!(q.group_by(), ["region", "band"]);
+    /// assert_eq!(q.binning("band").map(|b| b.bins()), Some(3));
+    /// assert!(q.binning("region").is_none());
+    /// # Ok::<(), privq_host::aggregate::AggregateError>(())
+    /// ```
+    pub fn bin(mut self, name: impl Into<String>, binning: Binning) -> Self {
+        let name = name.into();
+        self.group_by.push(name.clone());
+        self.bins.insert(name, binning);
+        self
+    }
+
+    /// The binning of group-by key `name`, if it is a histogram's.
+    pub fn binning(&self, name: &str) -> Option<&Binning> {
+        self.bins.get(name)
     }
 
     /// The same query over the rows `filter` accepts (`WHERE`).
@@ -125,12 +161,13 @@ impl Query {
     pub fn from_parts(group_by: Vec<String>, aggregates: Vec<(String, Aggregate)>) -> Self {
         Query {
             group_by,
+            bins: BTreeMap::new(),
             aggregates,
             filter: None,
         }
     }
 
-    /// The group-by columns.
+    /// The group-by keys: columns, and the names of binned keys ([`Query::bin`]).
     pub fn group_by(&self) -> &[String] {
         &self.group_by
     }
@@ -253,7 +290,22 @@ impl PlanBuilder {
                 "a quantile needs at least one step between candidates".into(),
             ));
         }
-        let mut names: Vec<&str> = query.group_by.iter().map(String::as_str).collect();
+        let mut names: Vec<&str> = Vec::new();
+        for name in query.group_by.iter().map(String::as_str) {
+            if names.contains(&name) {
+                return Err(AggregateError::InvalidParameter(format!(
+                    "the group-by key {name:?} is named twice"
+                )));
+            }
+            names.push(name);
+        }
+        // The keys read from a column (the binned ones come from their edges).
+        let plain: Vec<&str> = query
+            .group_by
+            .iter()
+            .filter(|g| !query.bins.contains_key(*g))
+            .map(String::as_str)
+            .collect();
         for (name, _) in &query.aggregates {
             if names.contains(&name.as_str()) {
                 return Err(AggregateError::InvalidParameter(format!(
@@ -264,22 +316,29 @@ impl PlanBuilder {
         }
         let groups = match (self.groups, query.group_by.is_empty()) {
             (_, true) => Groups::Public(vec![Vec::new()]),
+            // Only histogram keys: every group is public, from the edges.
+            (None, false) if plain.is_empty() => Groups::Public(with_bins(&query, vec![vec![]])?),
             (None, false) => {
                 return Err(AggregateError::InvalidParameter(format!(
                     "grouping by {} needs its groups: list the public keys, or select them \
                      privately with a δ",
-                    query.group_by.join(", ")
+                    plain.join(", ")
                 )));
             }
             (Some(Groups::Public(keys)), false) => {
                 if keys.is_empty() {
                     return Err(AggregateError::InvalidParameter("no public key".into()));
                 }
-                if let Some(k) = keys.iter().find(|k| k.len() != query.group_by.len()) {
+                if let Some(k) = keys.iter().find(|k| k.len() != plain.len()) {
+                    let binned = if query.bins.is_empty() {
+                        String::new()
+                    } else {
+                        " (a histogram's bins are not listed: they come from its edges)".into()
+                    };
                     return Err(AggregateError::InvalidParameter(format!(
-                        "the public key {k:?} has {} value(s), the query groups by {}",
+                        "the public key {k:?} has {} value(s), the query groups by {} column(s){binned}",
                         k.len(),
-                        query.group_by.len()
+                        plain.len()
                     )));
                 }
                 let mut seen = std::collections::HashSet::new();
@@ -288,7 +347,7 @@ impl PlanBuilder {
                         "the public key {k:?} is listed twice"
                     )));
                 }
-                Groups::Public(keys)
+                Groups::Public(with_bins(&query, keys)?)
             }
             (Some(Groups::Private { delta }), false) => {
                 if !(delta > 0.0 && delta < 1.0) {
@@ -367,6 +426,7 @@ impl PlanBuilder {
             columns: Columns {
                 unit: self.unit,
                 group_by: Vec::new(),
+                bins: BTreeMap::new(),
                 values,
                 filter: None,
                 drop_invalid: self.drop_invalid,
@@ -385,6 +445,7 @@ impl PlanBuilder {
         })
         .map(|mut p| {
             p.columns.group_by = p.query.group_by.clone();
+            p.columns.bins = p.query.bins.clone();
             p.columns.filter = p.query.filter.clone();
             p
         })
@@ -593,7 +654,33 @@ impl Plan {
                         kept.push(k as u32);
                     }
                 }
-                kept.sort_by(|a, b| keys[*a as usize].cmp(&keys[*b as usize]));
+                // Key order, a histogram's bins in edge order.
+                let ranks: Vec<Option<HashMap<&str, usize>>> = self
+                    .query
+                    .group_by
+                    .iter()
+                    .map(|g| {
+                        self.query.bins.get(g).map(|b| {
+                            b.labels()
+                                .iter()
+                                .enumerate()
+                                .map(|(i, l)| (l.as_str(), i))
+                                .collect()
+                        })
+                    })
+                    .collect();
+                kept.sort_by(|a, b| {
+                    let (a, b) = (&keys[*a as usize], &keys[*b as usize]);
+                    a.iter()
+                        .zip(b)
+                        .zip(&ranks)
+                        .map(|((x, y), rank)| match rank {
+                            Some(r) => r.get(x.as_str()).cmp(&r.get(y.as_str())),
+                            None => x.cmp(y),
+                        })
+                        .find(|o| o.is_ne())
+                        .unwrap_or(std::cmp::Ordering::Equal)
+                });
                 kept.into_iter().map(Some).collect()
             }
         };
@@ -748,6 +835,53 @@ impl Plan {
             threshold: self.threshold(),
         }
     }
+}
+
+/// The most public groups a plan lists (the listed keys times the bins).
+const MAX_PUBLIC_GROUPS: u64 = 1_000_000;
+
+/// The public keys with every combination of the query's bins inserted at their
+/// keys' positions: for each listed key (values of the columns that are not binned,
+/// in order), every bin in edge order, the last binned key varying fastest. The
+/// count is checked against [`MAX_PUBLIC_GROUPS`] before anything is built.
+fn with_bins(query: &Query, keys: Vec<Vec<String>>) -> Result<Vec<Vec<String>>, AggregateError> {
+    if query.bins.is_empty() {
+        return Ok(keys);
+    }
+    let slots: Vec<Option<&Binning>> = query.group_by.iter().map(|g| query.bins.get(g)).collect();
+    let per_key = slots
+        .iter()
+        .flatten()
+        .fold(1u64, |n, b| n.saturating_mul(b.bins() as u64));
+    let groups = per_key.saturating_mul(keys.len() as u64);
+    if groups > MAX_PUBLIC_GROUPS {
+        return Err(AggregateError::TooManyGroups {
+            groups,
+            max: MAX_PUBLIC_GROUPS,
+        });
+    }
+    let mut out = Vec::with_capacity(groups as usize);
+    for key in &keys {
+        for mut combination in 0..per_key {
+            let mut full = vec![String::new(); slots.len()];
+            // Mixed radix, the last binned key the fastest digit.
+            for (slot, b) in full.iter_mut().zip(&slots).rev() {
+                if let Some(b) = b {
+                    let n = b.bins() as u64;
+                    *slot = b.labels()[(combination % n) as usize].clone();
+                    combination /= n;
+                }
+            }
+            let mut values = key.iter();
+            for (slot, b) in full.iter_mut().zip(&slots) {
+                if b.is_none() {
+                    *slot = values.next().cloned().unwrap_or_default();
+                }
+            }
+            out.push(full);
+        }
+    }
+    Ok(out)
 }
 
 /// The mean from a noisy count `n` and a noisy centred sum `s` (grid steps):

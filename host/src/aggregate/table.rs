@@ -1,10 +1,11 @@
 //! The rows a query reads: each row's privacy unit, its group key and its values.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::io::Read;
 
 use super::AggregateError;
+use super::bins::Binning;
 use super::filter::Filter;
 
 /// Which columns of a CSV table a query reads, and which rows.
@@ -12,8 +13,13 @@ use super::filter::Filter;
 pub struct Columns {
     /// The privacy-unit column (`None`: every row is its own unit).
     pub unit: Option<String>,
-    /// The grouping columns, in order (none: one group, the whole table).
+    /// The grouping keys, in order (none: one group, the whole table): a column's
+    /// text, or, for a name in `bins`, a histogram bin's label.
     pub group_by: Vec<String>,
+    /// The group-by keys that are histogram bins, by name: the key is the label of
+    /// the bin the binned column's value falls in (a value checked like the
+    /// aggregated values: a finite number, or the row is refused or dropped).
+    pub bins: BTreeMap<String, Binning>,
     /// The numeric columns the aggregates read.
     pub values: Vec<String>,
     /// The rows kept (`WHERE`); none: every row.
@@ -28,7 +34,8 @@ pub struct Columns {
 /// unit and each group key interned to a number.
 ///
 /// Loading refuses what it cannot read faithfully, naming the line and column (not
-/// the value): a missing column, an empty or non-numeric or non-finite value, a
+/// the value): a missing column, an empty or non-numeric or non-finite value (of an
+/// aggregated or a binned column), a
 /// row with no privacy unit — checked on every row, whatever the filter keeps (or
 /// such rows are dropped, with [`Columns::drop_invalid`]). Nothing is dropped or reinterpreted silently. Refusals (and the
 /// row cap) are for the curator: they depend on the data and are not releases, so
@@ -73,10 +80,14 @@ impl Table {
             }
         };
         let unit_index = columns.unit.as_deref().map(index).transpose()?;
-        let key_index: Vec<usize> = columns
+        // Each key's field, and its binning for a histogram key.
+        let key_index: Vec<(usize, Option<&Binning>)> = columns
             .group_by
             .iter()
-            .map(|c| index(c))
+            .map(|c| match columns.bins.get(c) {
+                Some(b) => index(b.column()).map(|i| (i, Some(b))),
+                None => index(c).map(|i| (i, None)),
+            })
             .collect::<Result<_, _>>()?;
         let value_index: Vec<usize> = columns
             .values
@@ -106,6 +117,8 @@ impl Table {
         let mut key_text = String::new();
         let mut record = csv::StringRecord::new();
         let mut parsed: Vec<f64> = Vec::with_capacity(value_index.len());
+        // The bin of each key (unused for a plain one).
+        let mut bin_of: Vec<usize> = vec![0; key_index.len()];
         let mut row = 0usize;
         while csv.read_record(&mut record)? {
             let line = row + 2;
@@ -146,6 +159,24 @@ impl Table {
                     }
                 }
             }
+            for (k, &(i, b)) in key_index.iter().enumerate() {
+                let Some(b) = b else { continue };
+                match field(i).parse::<f64>() {
+                    Ok(x) if x.is_finite() => bin_of[k] = b.bin(x),
+                    Ok(_) => {
+                        invalid.get_or_insert(AggregateError::NotFinite {
+                            column: b.column().to_string(),
+                            line,
+                        });
+                    }
+                    Err(_) => {
+                        invalid.get_or_insert(AggregateError::NotANumber {
+                            column: b.column().to_string(),
+                            line,
+                        });
+                    }
+                }
+            }
             match invalid {
                 Some(_) if columns.drop_invalid => continue,
                 Some(e) => return Err(e),
@@ -177,8 +208,12 @@ impl Table {
                 None => (row - 1) as u32,
             };
             key_text.clear();
-            for &i in &key_index {
-                let f = field(i);
+            let key_field = |k: usize| match key_index[k] {
+                (_, Some(b)) => b.labels()[bin_of[k]].as_str(),
+                (i, None) => field(i),
+            };
+            for k in 0..key_index.len() {
+                let f = key_field(k);
                 // Writing to a String cannot fail.
                 let _ = write!(key_text, "{}:{f}", f.len());
             }
@@ -187,9 +222,11 @@ impl Table {
                 None => {
                     let id = key_ids.len() as u32;
                     key_ids.insert(key_text.clone(), id);
-                    table
-                        .key_values
-                        .push(key_index.iter().map(|&i| field(i).to_string()).collect());
+                    table.key_values.push(
+                        (0..key_index.len())
+                            .map(|k| key_field(k).to_string())
+                            .collect(),
+                    );
                     id
                 }
             };
@@ -248,6 +285,7 @@ mod tests {
         Columns {
             unit: Some("id".into()),
             group_by: vec!["region".into()],
+            bins: BTreeMap::new(),
             values: vec!["temp".into()],
             filter: None,
             drop_invalid: false,

@@ -393,3 +393,249 @@ fn noisy_variance_is_never_negative_nor_nan_and_stddev_is_its_root() {
     // Both clamps were exercised.
     assert!(zeros > 100 && tops > 100, "{zeros} {tops}");
 }
+
+// --- Histograms: a bin of a numeric column as a group key. -----------------------
+
+fn bands() -> Binning {
+    Binning::new("temp", &[-20.0, 0.0, 20.0, 50.0]).unwrap()
+}
+
+/// Counts (and, to check the bin is only a key, sums) by region and band.
+fn histogram(groups: Option<Groups>, unit: Option<Contribution>, epsilon: Epsilon) -> Plan {
+    let query = Query::new(
+        ["region"],
+        [
+            ("n", Aggregate::Count),
+            ("total", Aggregate::Sum("temp".into())),
+        ],
+    )
+    .bin("band", bands());
+    let mut b = Plan::builder(query).bounds("temp", "-100:100".parse().unwrap());
+    if let Some(g) = groups {
+        b = b.groups(g);
+    }
+    if let Some(c) = unit {
+        b = b.privacy_unit("device", c);
+    }
+    b.build(epsilon).unwrap()
+}
+
+/// Without noise (ε = 2⁴⁰: the count's scale is 2⁻³⁹, the sum's 2⁻³¹ of a grid step,
+/// so every draw is 0 but with probability below 10⁻⁸): every bin of every public
+/// key in edge order, outliers clamped into the end bins, empty bins at 0.
+#[test]
+fn a_histogram_without_noise_counts_every_bin_and_clamps_outliers_into_the_end_bins() {
+    let p = histogram(
+        Some(Groups::public([["north"], ["south"], ["east"]])),
+        None,
+        eps(1 << 40, 1),
+    );
+    // One output group per region and bin: nine, listed without naming a bin.
+    assert_eq!(p.columns().group_by, ["region", "band"]);
+    let csv = "device,region,temp\n\
+        a,north,-30\nb,north,-5\nc,north,0\nd,north,19.5\ne,north,50\nf,north,1e6\n\
+        g,south,20\nh,west,5\n";
+    let table = Table::from_csv(csv.as_bytes(), &p.columns(), 100).unwrap();
+    let (r, acct) = p.release(&table, &mut seeded_rng(3)).unwrap();
+    assert_eq!(acct.spent_epsilon(), Some(eps(1 << 40, 1)));
+    let got: Vec<(String, String, f64, f64)> = r
+        .rows()
+        .iter()
+        .map(|row| {
+            (
+                row.key()[0].clone(),
+                row.key()[1].clone(),
+                row.estimates()[0].value(),
+                row.estimates()[1].value(),
+            )
+        })
+        .collect();
+    let want = [
+        // -30 is clamped into the first bin (its value into the bounds: -30 stays).
+        ("north", "[-20, 0)", 2.0, -35.0),
+        // 0 opens the second bin; 19.5 is in it.
+        ("north", "[0, 20)", 2.0, 19.5),
+        // 50 closes the last bin; 10⁶ is clamped into it (and its value to 100).
+        ("north", "[20, 50]", 2.0, 150.0),
+        ("south", "[-20, 0)", 0.0, 0.0),
+        ("south", "[0, 20)", 0.0, 0.0),
+        ("south", "[20, 50]", 1.0, 20.0),
+        ("east", "[-20, 0)", 0.0, 0.0),
+        ("east", "[0, 20)", 0.0, 0.0),
+        ("east", "[20, 50]", 0.0, 0.0),
+    ];
+    let want: Vec<(String, String, f64, f64)> = want
+        .iter()
+        .map(|&(a, b, n, s)| (a.into(), b.into(), n, s))
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(r.group_by(), ["region", "band"]);
+}
+
+#[test]
+fn a_histogram_alone_needs_no_groups_and_every_bin_is_released_with_noise() {
+    let query = Query::new(Vec::<String>::new(), [("n", Aggregate::Count)]).bin("band", bands());
+    let p = Plan::builder(query).build(eps(1, 1)).unwrap();
+    assert_eq!(p.cost(), crate::accountant::Cost::Pure(eps(1, 1)));
+    let mut csv = String::from("temp\n");
+    for i in 0..300 {
+        csv.push_str(&format!("{}\n", i % 30)); // 0..29: 200 in [0, 20), 100 in [20, 50]
+    }
+    let table = Table::from_csv(csv.as_bytes(), &p.columns(), 1000).unwrap();
+    let (r, _) = p.release(&table, &mut seeded_rng(4)).unwrap();
+    let keys: Vec<&str> = r.rows().iter().map(|row| row.key()[0].as_str()).collect();
+    assert_eq!(keys, ["[-20, 0)", "[0, 20)", "[20, 50]"]);
+    let n: Vec<f64> = r
+        .rows()
+        .iter()
+        .map(|row| row.estimates()[0].value())
+        .collect();
+    // One row per unit, ε = 1: scale 1, |noise| ≤ 15 but with probability e⁻¹⁵.
+    for (got, want) in n.iter().zip([0.0, 200.0, 100.0]) {
+        assert!((got - want).abs() < 15.0, "{n:?}");
+    }
+}
+
+/// A unit with 1 000 rows in each of three bins and limits of 2 groups, 3 rows:
+/// it adds 3 rows to each of 2 bins chosen at random, never more.
+#[test]
+fn a_heavy_unit_adds_at_most_max_rows_to_at_most_max_groups_bins() {
+    let p = histogram(
+        Some(Groups::public([["north"]])),
+        Some(Contribution::new(2, 3).unwrap()),
+        eps(1 << 40, 1),
+    );
+    let mut csv = String::from("device,region,temp\n");
+    for i in 0..10 {
+        csv.push_str(&format!("light{i},north,{}\n", [-10, 10, 30][i % 3]));
+    }
+    for t in [-10, 10, 30] {
+        csv.push_str(&format!("heavy,north,{t}\n").repeat(1000));
+    }
+    let table = Table::from_csv(csv.as_bytes(), &p.columns(), 1 << 20).unwrap();
+    let light = [4.0, 3.0, 3.0];
+    let mut hit = [0u32; 3];
+    for seed in 0..60 {
+        let (r, _) = p.release(&table, &mut seeded_rng(seed)).unwrap();
+        let n: Vec<f64> = r
+            .rows()
+            .iter()
+            .map(|row| row.estimates()[0].value())
+            .collect();
+        let extra: Vec<f64> = n.iter().zip(light).map(|(n, l)| n - l).collect();
+        // Each bin gets 0 or 3 of the heavy unit's rows; two bins get 3.
+        assert!(extra.iter().all(|&e| e == 0.0 || e == 3.0), "{n:?}");
+        assert_eq!(extra.iter().sum::<f64>(), 6.0, "{n:?}");
+        for (h, e) in hit.iter_mut().zip(&extra) {
+            *h += u32::from(*e == 3.0);
+        }
+    }
+    // The bins kept are chosen at random: each of the three is kept sometimes.
+    assert!(hit.iter().all(|&h| h > 10), "{hit:?}");
+}
+
+/// Private groups: each (region, bin) pair is a key of the partition selection; a
+/// pair held by one unit is dropped, and bins come in edge order, not text order.
+#[test]
+fn private_groups_select_region_and_bin_pairs_in_edge_order() {
+    let query = Query::new(["region"], [("n", Aggregate::Count)]).bin(
+        "band",
+        Binning::new("temp", &[0.0, 5.0, 10.0, 100.0]).unwrap(),
+    );
+    let p = Plan::builder(query)
+        .privacy_unit("device", Contribution::new(1, 1).unwrap())
+        .groups(Groups::Private { delta: 1e-6 })
+        .build(eps(2, 1))
+        .unwrap();
+    let mut csv = String::from("device,region,temp\n");
+    for i in 0..300 {
+        let t = [50, 7, 1][i % 3]; // text order of the labels: [0, 5), [10, 100], [5, 10)
+        csv.push_str(&format!("d{i},r{},{t}\n", i % 2));
+    }
+    // 50 units in each (region, bin) pair, and one unit alone in (r9, [0, 5)).
+    csv.push_str("rare,r9,3\n");
+    let table = Table::from_csv(csv.as_bytes(), &p.columns(), 1 << 20).unwrap();
+    for seed in 0..10 {
+        let (r, _) = p.release(&table, &mut seeded_rng(seed)).unwrap();
+        let keys: Vec<String> = r.rows().iter().map(|row| row.key().join(" ")).collect();
+        assert_eq!(
+            keys,
+            [
+                "r0 [0, 5)",
+                "r0 [5, 10)",
+                "r0 [10, 100]",
+                "r1 [0, 5)",
+                "r1 [5, 10)",
+                "r1 [10, 100]"
+            ],
+            "seed {seed}"
+        );
+    }
+}
+
+#[test]
+fn histograms_that_do_not_fit_are_refused_by_name() {
+    let q = || Query::new(["region"], [("n", Aggregate::Count)]).bin("band", bands());
+    let e = eps(1, 1);
+    // Public keys list the plain columns only.
+    let full = Plan::builder(q())
+        .groups(Groups::public([["north", "[-20, 0)"]]))
+        .build(e)
+        .unwrap_err()
+        .to_string();
+    assert!(full.contains("come from its edges"), "{full}");
+    // No groups for the plain column.
+    let none = Plan::builder(q()).build(e).unwrap_err().to_string();
+    assert!(none.contains("grouping by region needs"), "{none}");
+    // 10⁴ bins times 200 keys: refused before the keys are built.
+    let edges: Vec<f64> = (0..=Binning::MAX_BINS).map(|i| i as f64).collect();
+    let wide = Query::new(["region"], [("n", Aggregate::Count)])
+        .bin("band", Binning::new("temp", &edges).unwrap());
+    let keys: Vec<[String; 1]> = (0..200).map(|i| [format!("r{i}")]).collect();
+    assert!(matches!(
+        Plan::builder(wide).groups(Groups::public(keys)).build(e),
+        Err(AggregateError::TooManyGroups {
+            groups: 2_000_000,
+            max: 1_000_000
+        })
+    ));
+    // A key named twice.
+    let twice = Query::new(["band"], [("n", Aggregate::Count)]).bin("band", bands());
+    let twice = Plan::builder(twice).build(e).unwrap_err().to_string();
+    assert!(twice.contains("named twice"), "{twice}");
+}
+
+/// A binned value that is empty, text or not finite: refused with its line and
+/// column, like an aggregated value, whatever WHERE keeps; dropped with
+/// `drop_invalid`.
+#[test]
+fn a_binned_value_that_is_not_a_number_is_refused_or_dropped() {
+    let p = histogram(Some(Groups::public([["north"]])), None, eps(1 << 40, 1));
+    for (csv, needle) in [
+        (
+            "device,region,temp\na,north,\n",
+            "line 2: column \"temp\" is not a number",
+        ),
+        ("device,region,temp\na,north,1\nb,north,warm\n", "line 3"),
+        ("device,region,temp\na,north,inf\n", "not finite"),
+    ] {
+        let e = Table::from_csv(csv.as_bytes(), &p.columns(), 10).unwrap_err();
+        assert!(e.to_string().contains(needle), "{csv:?}: {e}");
+    }
+    // The binned column alone (no aggregate reads it) is checked just the same.
+    let only_bins = Query::new(["region"], [("n", Aggregate::Count)]).bin("band", bands());
+    let mut b = Plan::builder(only_bins).groups(Groups::public([["north"]]));
+    let strict = b.clone().build(eps(1, 1)).unwrap();
+    let csv = "region,temp\nnorth,5\nnorth,\nnorth,NaN\nnorth,25\n";
+    assert!(Table::from_csv(csv.as_bytes(), &strict.columns(), 10).is_err());
+    b = b.drop_invalid(true);
+    let lenient = b.build(eps(1 << 40, 1)).unwrap();
+    let table = Table::from_csv(csv.as_bytes(), &lenient.columns(), 10).unwrap();
+    let (r, _) = lenient.release(&table, &mut seeded_rng(1)).unwrap();
+    let n: Vec<f64> = r
+        .rows()
+        .iter()
+        .map(|row| row.estimates()[0].value())
+        .collect();
+    assert_eq!(n, [0.0, 1.0, 1.0]);
+}
