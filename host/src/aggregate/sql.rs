@@ -7,10 +7,23 @@
 //! GROUP BY region
 //! ```
 //!
+//! A histogram groups by a bin of a numeric column over literal edges ([`Binning`]):
+//!
+//! ```sql
+//! SELECT region, BIN(temp, -20, 0, 20, 50) AS band, COUNT(*) FROM readings
+//! GROUP BY region, band            -- or GROUP BY region, BIN(temp, -20, 0, 20, 50)
+//! ```
+//!
+//! `BIN(column, e₀, e₁, …)` is a group-by key: in `SELECT` it must also be in
+//! `GROUP BY` (by its alias, or written again with the same column and edges); a
+//! `GROUP BY` name that is a `BIN` alias of the select list means that bin, whatever
+//! the table's columns are called. Without an alias the key is named as written
+//! (`BIN(temp, -20, 0, 20, 50)`).
+//!
 //! One table; bare columns in the select list must be group-by columns (the
 //! release lists every group-by column first, whether selected or not, then the
 //! aggregates in order);
-//! aggregates over a column name: `COUNT(*)`, `SUM(x)`, `AVG(x)`, `VARIANCE(x)`,
+//! `BIN(x, e₀, e₁, …)` keys with literal edges; aggregates over a column name: `COUNT(*)`, `SUM(x)`, `AVG(x)`, `VARIANCE(x)`,
 //! `STDDEV(x)` (population forms), `MEDIAN(x)`,
 //! `QUANTILE(x, q)`; `WHERE` with comparisons of a column and a literal, `BETWEEN`,
 //! `IN`, `IS [NOT] NULL`, `AND`, `OR`, `NOT`. Anything else — joins, subqueries, `HAVING`,
@@ -25,6 +38,7 @@ use sqlparser::dialect::GenericDialect;
 use sqlparser::parser::Parser;
 
 use super::AggregateError;
+use super::bins::Binning;
 use super::filter::{Compare, Filter, Literal};
 use super::plan::{Aggregate, Query};
 
@@ -158,11 +172,52 @@ pub fn parse_sql(sql: &str) -> Result<SqlQuery, AggregateError> {
         [] => return refuse("the query names no table (FROM is missing)"),
         _ => return refuse("more than one table in FROM (a join) is not supported"),
     };
+    // The histogram keys of the select list: (name, binning).
+    let mut selected_bins: Vec<(String, Binning)> = Vec::new();
+    for item in &select.projection {
+        let (expr, alias) = match item {
+            SelectItem::UnnamedExpr(e) => (e, None),
+            SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
+            _ => continue,
+        };
+        if let Expr::Function(f) = expr
+            && is_bin(f)
+        {
+            let b = binning(f, &prefixes)?;
+            selected_bins.push((alias.unwrap_or_else(|| expr.to_string()), b));
+        }
+    }
+    let mut bins: Vec<(String, Binning)> = Vec::new();
     let group_by: Vec<String> = match &select.group_by {
-        GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs
-            .iter()
-            .map(|e| column_name(e, "GROUP BY", &prefixes))
-            .collect::<Result<_, _>>()?,
+        GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => {
+            let mut names = Vec::with_capacity(exprs.len());
+            for e in exprs {
+                let bin = match e {
+                    // A BIN written out: named as in the select list, if it is there.
+                    Expr::Function(f) if is_bin(f) => {
+                        let b = binning(f, &prefixes)?;
+                        let name = selected_bins
+                            .iter()
+                            .find(|(_, s)| *s == b)
+                            .map_or_else(|| e.to_string(), |(n, _)| n.clone());
+                        Some((name, b))
+                    }
+                    // The alias of a BIN of the select list.
+                    Expr::Identifier(i) => {
+                        selected_bins.iter().find(|(n, _)| *n == i.value).cloned()
+                    }
+                    _ => None,
+                };
+                match bin {
+                    Some((name, b)) => {
+                        names.push(name.clone());
+                        bins.push((name, b));
+                    }
+                    None => names.push(column_name(e, "GROUP BY", &prefixes)?),
+                }
+            }
+            names
+        }
         _ => return refuse("GROUP BY ALL and GROUP BY modifiers are not supported"),
     };
     if let Some(c) = group_by
@@ -192,6 +247,15 @@ pub fn parse_sql(sql: &str) -> Result<SqlQuery, AggregateError> {
                     return refuse(format!("renaming the group-by column {c} is not supported"));
                 }
             }
+            Expr::Function(f) if is_bin(f) => {
+                let name = alias.unwrap_or_else(|| expr.to_string());
+                if !bins.iter().any(|(n, _)| *n == name) {
+                    return refuse(format!(
+                        "{expr} is a histogram key: add it to GROUP BY (by its alias, or \
+                         written the same)"
+                    ));
+                }
+            }
             Expr::Function(f) => {
                 let aggregate = aggregate(f, &prefixes)?;
                 aggregates.push((alias.unwrap_or_else(|| expr.to_string()), aggregate));
@@ -207,6 +271,7 @@ pub fn parse_sql(sql: &str) -> Result<SqlQuery, AggregateError> {
         return refuse("the query has no aggregate (COUNT, SUM, AVG, MEDIAN, QUANTILE)");
     }
     let mut query = Query::from_parts(group_by, aggregates);
+    query.bins = bins.into_iter().collect();
     if let Some(condition) = &select.selection {
         query = query.with_filter(filter(condition, &prefixes)?);
     }
@@ -320,6 +385,99 @@ fn filter(expr: &Expr, prefixes: &[String]) -> Result<Filter, AggregateError> {
              AND, OR and NOT are supported"
         )),
     }
+}
+
+fn is_bin(f: &Function) -> bool {
+    f.name.to_string().eq_ignore_ascii_case("BIN")
+}
+
+/// `BIN(column, e₀, e₁, …)`: a column name and at least two literal, finite,
+/// strictly increasing edges.
+fn binning(f: &Function, prefixes: &[String]) -> Result<Binning, AggregateError> {
+    if f.over.is_some()
+        || f.filter.is_some()
+        || !f.within_group.is_empty()
+        || f.null_treatment.is_some()
+        || !matches!(f.parameters, FunctionArguments::None)
+    {
+        return refuse(format!(
+            "{f}: BIN takes a column and its edges, nothing else"
+        ));
+    }
+    let args = match &f.args {
+        FunctionArguments::List(list)
+            if list.duplicate_treatment.is_none() && list.clauses.is_empty() =>
+        {
+            &list.args
+        }
+        _ => return refuse(format!("{f}: write BIN(column, e0, e1, ...)")),
+    };
+    if args.len() < 3 {
+        return refuse(format!(
+            "{f}: BIN needs a column and at least two edges (one bin), e.g. BIN(x, 0, 10, 20)"
+        ));
+    }
+    if args.len() - 1 > Binning::MAX_BINS + 1 {
+        return refuse(format!(
+            "{f}: {} edges is more than the {} a histogram may have",
+            args.len() - 1,
+            Binning::MAX_BINS + 1
+        ));
+    }
+    let column = match &args[0] {
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => column_name(e, "BIN", prefixes)?,
+        _ => return refuse(format!("{f}: the first argument must be a column name")),
+    };
+    let mut edges = Vec::with_capacity(args.len() - 1);
+    for (i, a) in args[1..].iter().enumerate() {
+        let edge = match a {
+            FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => number_literal(e),
+            _ => None,
+        };
+        match edge {
+            Some(Ok(x)) => edges.push(x),
+            Some(Err(text)) => {
+                return refuse(format!(
+                    "BIN({column}, …): edge {} ({text}) is not a finite number",
+                    i + 1
+                ));
+            }
+            None => {
+                return refuse(format!(
+                    "BIN({column}, …): edge {} ({a}) must be a number literal (the edges are \
+                     public, never computed from the data)",
+                    i + 1
+                ));
+            }
+        }
+    }
+    Binning::new(column, &edges)
+}
+
+/// A number literal, optionally negated: `None` when `e` is not one, `Err(text)`
+/// when it is not a finite `f64`.
+fn number_literal(e: &Expr) -> Option<Result<f64, String>> {
+    let (text, negate) = match e {
+        Expr::Value(v) => match &v.value {
+            Value::Number(n, _) => (n.as_str(), false),
+            _ => return None,
+        },
+        Expr::UnaryOp {
+            op: UnaryOperator::Minus,
+            expr,
+        } => match expr.as_ref() {
+            Expr::Value(v) => match &v.value {
+                Value::Number(n, _) => (n.as_str(), true),
+                _ => return None,
+            },
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some(match text.parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(if negate { -x } else { x }),
+        _ => Err(e.to_string()),
+    })
 }
 
 /// A number or a quoted string (`-3`, `2.5`, `'north'`).
@@ -510,6 +668,109 @@ mod tests {
             "((((region = 'north' OR region IN ('east', 'west')) AND (temp >= -5 AND temp <= \
              30.5)) AND NOT note IS NULL) AND year <> 2020)"
         );
+    }
+
+    #[test]
+    fn histogram_bins_are_group_keys() {
+        let bands = Binning::new("temp", &[-20.0, 0.0, 20.0, 50.0]).unwrap();
+        // By alias, written out again (named by the alias), or only in GROUP BY.
+        for sql in [
+            "SELECT region, BIN(temp, -20, 0, 20, 50) AS band, COUNT(*) FROM r \
+             GROUP BY region, band",
+            "SELECT region, bin(r.temp, -20, 0.0, 2e1, 50) AS band, COUNT(*) FROM r \
+             GROUP BY region, BIN(temp, -20, 0, 20, 50)",
+        ] {
+            let q = parse_sql(sql).unwrap().query;
+            assert_eq!(q.group_by(), ["region", "band"], "{sql}");
+            assert_eq!(q.binning("band"), Some(&bands), "{sql}");
+            assert_eq!(q.binning("region"), None);
+            assert!(q.value_columns().is_empty(), "{sql}");
+        }
+        let q = parse_sql("SELECT COUNT(*) FROM r GROUP BY BIN(temp, -20, 0, 20, 50)")
+            .unwrap()
+            .query;
+        assert_eq!(q.group_by(), ["BIN(temp, -20, 0, 20, 50)"]);
+        assert_eq!(q.binning("BIN(temp, -20, 0, 20, 50)"), Some(&bands));
+        // A histogram and a mean of the binned column by band.
+        let q = parse_sql("SELECT BIN(temp, 0, 10) AS b, COUNT(*), AVG(temp) FROM r GROUP BY b")
+            .unwrap()
+            .query;
+        assert_eq!(q.value_columns(), ["temp"]);
+    }
+
+    #[test]
+    fn malformed_bins_are_refused_by_name() {
+        let cases = [
+            (
+                "SELECT COUNT(*) FROM r GROUP BY BIN(temp, 0, x)",
+                "edge 2 (x) must be a number literal",
+            ),
+            (
+                "SELECT COUNT(*) FROM r GROUP BY BIN(temp, 0, 1 + 1)",
+                "must be a number literal",
+            ),
+            (
+                "SELECT COUNT(*) FROM r GROUP BY BIN(temp, 0, '5')",
+                "must be a number literal",
+            ),
+            (
+                "SELECT COUNT(*) FROM r GROUP BY BIN(temp, 0, 1e999)",
+                "edge 2 (1e999) is not a finite number",
+            ),
+            (
+                "SELECT COUNT(*) FROM r GROUP BY BIN(temp, 5, 1)",
+                "strictly increasing",
+            ),
+            (
+                "SELECT COUNT(*) FROM r GROUP BY BIN(temp, 0, 1, 1)",
+                "strictly increasing",
+            ),
+            (
+                "SELECT COUNT(*) FROM r GROUP BY BIN(temp, 0)",
+                "at least two edges",
+            ),
+            (
+                "SELECT COUNT(*) FROM r GROUP BY BIN(temp + 1, 0, 1)",
+                "only plain column names",
+            ),
+            (
+                "SELECT COUNT(*) FROM r GROUP BY BIN(3, 0, 1)",
+                "only plain column names",
+            ),
+            (
+                "SELECT BIN(temp, 0, 1) AS b, COUNT(*) FROM r",
+                "add it to GROUP BY",
+            ),
+            (
+                "SELECT BIN(temp, 0, 1) AS b, COUNT(*) FROM r GROUP BY BIN(temp, 0, 2)",
+                "add it to GROUP BY",
+            ),
+            (
+                "SELECT SUM(BIN(temp, 0, 1)) FROM r",
+                "only plain column names",
+            ),
+            (
+                "SELECT COUNT(*) FROM r GROUP BY b, BIN(t, 0, 1) AS b",
+                "cannot parse",
+            ),
+            (
+                "SELECT BIN(t, 0, 1) AS b, COUNT(*) FROM r GROUP BY b, BIN(t, 0, 1)",
+                "twice",
+            ),
+        ];
+        for (sql, needle) in cases {
+            match parse_sql(sql) {
+                Ok(q) => panic!("{sql}: accepted as {q:?}"),
+                Err(e) => assert!(e.to_string().contains(needle), "{sql}: {e}"),
+            }
+        }
+        let many: Vec<String> = (0..=Binning::MAX_BINS + 1).map(|i| i.to_string()).collect();
+        let sql = format!(
+            "SELECT COUNT(*) FROM r GROUP BY BIN(t, {})",
+            many.join(", ")
+        );
+        let e = parse_sql(&sql).unwrap_err().to_string();
+        assert!(e.contains("10002 edges is more than the 10001"), "{e}");
     }
 
     #[test]
