@@ -1,6 +1,7 @@
 //! The cases for private statistics by group (`aggregate`, `privq sql`): one per
 //! safeguard its guarantee rests on — contribution bounding, clamping, private
-//! group selection, the quantile's noise and the variance's centred squares — each
+//! group selection, the quantile's noise, the variance's centred squares and a
+//! histogram's bins as bounded group keys — each
 //! on the add/remove-one-unit pair that safeguard is most fragile against, and the
 //! broken twins they must catch.
 //!
@@ -15,7 +16,9 @@
 use privq_core::Epsilon;
 
 use super::setup;
-use crate::aggregate::{Aggregate, Bounds, Contribution, Groups, Plan, Query, Release, Table};
+use crate::aggregate::{
+    Aggregate, Binning, Bounds, Contribution, Groups, Plan, Query, Release, Table,
+};
 use crate::audit::{AuditCase, AuditError, Claim, Event, RunError, Side};
 
 /// The two tables of a pair, read with the plan's columns.
@@ -404,6 +407,83 @@ pub fn aggregate_variance_edge(small: bool) -> Result<AuditCase, AuditError> {
     ))
 }
 
+// --- 6. A heavy unit in one bin: a histogram's bins are bounded group keys. -------
+
+/// The histogram's edges: bins `[0, 10)`, `[10, 20)`, `[20, 30]`.
+const HIST_EDGES: [f64; 4] = [0.0, 10.0, 20.0, 30.0];
+
+/// Readings of the value outside the edges D′'s heavy unit holds.
+const HIST_HEAVY: usize = 10_000;
+
+/// D: ten units with one reading each, at 5, 15, 25, 5, … (4, 3 and 3 per bin). D′
+/// adds one unit with 10 000 readings of 10⁹, far above the last edge: clamped into
+/// the last bin, never dropped.
+fn histogram_tables() -> (String, String) {
+    let mut d = String::from("device,temp\n");
+    for i in 0..10 {
+        d.push_str(&format!("u{i},{}\n", [5, 15, 25][i % 3]));
+    }
+    let mut d_prime = d.clone();
+    d_prime.push_str(&"heavy,1e9\n".repeat(HIST_HEAVY));
+    (d, d_prime)
+}
+
+/// `COUNT(*) GROUP BY BIN(temp, 0, 10, 20, 30)` (every bin public, from the edges)
+/// at total ε.
+fn histogram_plan(limits: Contribution, eps: Epsilon) -> Result<Plan, AuditError> {
+    let bins = Binning::new("temp", &HIST_EDGES).map_err(setup)?;
+    let query = Query::new(Vec::<String>::new(), [("n", Aggregate::Count)]).bin("band", bins);
+    Plan::builder(query)
+        .privacy_unit("device", limits)
+        .build(eps)
+        .map_err(setup)
+}
+
+fn histogram_case(plan: Plan, runs: u64) -> Result<AuditCase, AuditError> {
+    let (d, d_prime) = histogram_tables();
+    let pair = tables(&plan, &d, &d_prime)?;
+    let limits = plan.contribution();
+    Ok(AuditCase::new(
+        "aggregate-histogram",
+        format!(
+            "add/remove one unit: ten units across the bins [0, 10), [10, 20), [20, 30] vs \
+             the same and one unit with {HIST_HEAVY} readings of 1e9 (clamped into the last bin)"
+        ),
+        Claim::Pure(1.0),
+        runs,
+    )
+    .mechanism(format!(
+        "aggregate histogram: COUNT by BIN over public edges (at most {} bin(s), {} row(s) \
+         per bin per unit)",
+        limits.max_groups(),
+        limits.max_rows()
+    ))
+    .run(move |side, rng| {
+        let r = release(&plan, &pair, side, rng)?;
+        Ok(r.rows()
+            .iter()
+            .map(|row| row.estimates()[0].value())
+            .collect())
+    })
+    // The last bin's bounded count is 3 on D and 5 on D′ under noise of scale 2:
+    // `≥ t` for t ≥ 5 carries the full ratio e^ε; ≥ 30 catches an unbounded unit.
+    .events(
+        (3..=7)
+            .chain([30])
+            .map(|t| Event::at_least(2, f64::from(t))),
+    ))
+}
+
+/// A histogram (`COUNT(*)` by `BIN(temp, 0, 10, 20, 30)`, all three bins public), at
+/// most 1 bin and 2 rows per unit, ε = 1: D′ adds one unit with 10 000 readings far
+/// outside the edges, all clamped into the last bin. Bounding caps the unit at 2
+/// rows in one bin, so the last bin's count moves by 2 under noise of scale 2.
+pub fn aggregate_histogram(small: bool) -> Result<AuditCase, AuditError> {
+    let eps = Epsilon::new(1, 1).map_err(setup)?;
+    let plan = histogram_plan(Contribution::new(1, 2).map_err(setup)?, eps)?;
+    histogram_case(plan, if small { 4_000 } else { 50_000 })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -441,6 +521,35 @@ mod tests {
             &aggregate_heavy_unit(true).unwrap(),
             &twin,
         );
+    }
+
+    /// No bounding: 10 000 rows per bin (the heavy unit keeps every row) with ε
+    /// scaled by 5 000, so the noise is the scale 2 of the real limits.
+    #[test]
+    fn the_histogram_case_flags_bins_without_bounding() {
+        let real = histogram_plan(
+            Contribution::new(1, 2).unwrap(),
+            Epsilon::new(1, 1).unwrap(),
+        )
+        .unwrap();
+        let twin = histogram_plan(
+            Contribution::new(1, 10_000).unwrap(),
+            Epsilon::new(5_000, 1).unwrap(),
+        )
+        .unwrap();
+        let scale = |p: &Plan| p.contribution().rows_per_unit() as f64 / p.epsilon_share().to_f64();
+        assert_eq!(scale(&real), scale(&twin));
+        let twin = histogram_case(twin, 1).unwrap();
+        check(
+            "aggregate-histogram",
+            &aggregate_histogram(true).unwrap(),
+            &twin,
+        );
+        // Every bin is released on both sides, the heavy unit's rows in the last.
+        let case = aggregate_histogram(true).unwrap();
+        let mut rng = crate::seeded_rng(3);
+        assert_eq!(case.sample(Side::D, &mut rng).unwrap().len(), 3);
+        assert_eq!(case.sample(Side::DPrime, &mut rng).unwrap().len(), 3);
     }
 
     /// The outlier case's measurement, line by line as `Plan::release` does it for

@@ -23,8 +23,8 @@ mod threshold;
 mod twins;
 
 pub use aggregate::{
-    aggregate_heavy_unit, aggregate_outlier, aggregate_quantile_gap, aggregate_rare_group,
-    aggregate_variance_edge,
+    aggregate_heavy_unit, aggregate_histogram, aggregate_outlier, aggregate_quantile_gap,
+    aggregate_rare_group, aggregate_variance_edge,
 };
 pub use baselines::{grid_mwem, laplace_per_query, tree_cdf};
 pub use central::{discrete_gaussian, exponential, geometric_histogram, sq_oracle, vector_laplace};
@@ -176,6 +176,10 @@ pub const REGISTRY: &[Registered] = &[
     // flags the squares' noise only when it is about 3.5–4× too small or worse; the
     // exact scale is pinned by the aggregate unit test of the squares' noise.
     case("aggregate-variance-edge", aggregate_variance_edge, 10_000).sees(0.15),
+    // A histogram (COUNT by BIN over public edges) with one unit holding 10 000 rows
+    // far outside the edges, clamped into the last bin, against bounding to 2 rows
+    // (true loss ε); its twin test removes the bounding.
+    case("aggregate-histogram", aggregate_histogram, 4000).sees(0.7),
 ];
 
 /// The case called `name`, if registered.
