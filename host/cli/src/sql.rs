@@ -18,11 +18,16 @@ use super::{CliError, LedgerArgs};
     --table readings=readings.csv --privacy-unit device --max-groups 1 --max-rows 10 \\\n    \
     --bounds temp=-20:50 --keys region=north,south,east,west --epsilon 1\n  \
     privq sql \"SELECT region, COUNT(*) FROM readings GROUP BY region\" --table readings=readings.csv \\\n    \
-    --privacy-unit device --epsilon 1 --delta 1e-6\n\n\
+    --privacy-unit device --epsilon 1 --delta 1e-6\n  \
+    privq sql \"SELECT region, BIN(temp, -20, 0, 20, 50) AS band, COUNT(*) FROM readings GROUP BY region, band\" \\\n    \
+    --table readings=readings.csv --privacy-unit device --max-groups 3 --keys region=north,south --epsilon 1\n\n\
     Supported: one table; SELECT group-by columns and COUNT(*), SUM(x), AVG(x), VARIANCE(x), \
     STDDEV(x), MEDIAN(x), QUANTILE(x, q); WHERE comparing columns with literals (=, <>, <, <=, \
     >, >=, BETWEEN, IN, IS NULL; AND, OR, NOT; numbers unquoted, text 'quoted'); GROUP BY \
-    plain columns. Names and keys are case-sensitive. The output lists the group-by columns, \
+    plain columns and histogram bins BIN(x, e0, e1, ...) (literal edges, strictly increasing; \
+    bins [e0, e1), ..., [e(k-1), ek], values outside clamped into the end bins; every bin is \
+    released, so --keys lists the other group-by columns only). Names and keys are \
+    case-sensitive. The output lists the group-by columns, \
     then each aggregate with the bounds of its interval (NAME_lo, NAME_hi; none for VARIANCE, \
     STDDEV and quantiles).\n\n\
     The guarantee is per privacy unit (--privacy-unit; without it, per row): each unit \
@@ -74,8 +79,8 @@ pub struct Args {
     /// Steps between a quantile's candidate values (spread evenly over the bounds).
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub quantile_candidates: u32,
-    /// Drop rows whose privacy unit is empty or whose aggregated values are not
-    /// finite numbers (blank, text, NaN), instead of stopping at the first one. A
+    /// Drop rows whose privacy unit is empty or whose aggregated or binned values
+    /// are not finite numbers (blank, text, NaN), instead of stopping at the first one. A
     /// per-row rule: it costs nothing, and how many rows it drops is not shown.
     #[arg(long)]
     pub drop_invalid: bool,
@@ -160,6 +165,11 @@ pub fn plan(args: &Args) -> Result<(Plan, String, PathBuf), CliError> {
         builder = builder.bounds(column, bounds);
     }
     let group_by = parsed.query.group_by();
+    // The group-by columns whose keys are listed: a histogram's come from its edges.
+    let plain: Vec<&String> = group_by
+        .iter()
+        .filter(|g| parsed.query.binning(g).is_none())
+        .collect();
     match (args.keys.is_empty(), args.delta) {
         (false, Some(_)) => {
             return Err(usage(
@@ -175,10 +185,19 @@ pub fn plan(args: &Args) -> Result<(Plan, String, PathBuf), CliError> {
         }
         (true, Some(delta)) => builder = builder.groups(Groups::Private { delta }),
         (false, None) => {
-            let mut lists: Vec<Option<Vec<String>>> = vec![None; group_by.len()];
+            let mut lists: Vec<Option<Vec<String>>> = vec![None; plain.len()];
             for k in &args.keys {
                 let (column, values) = pair("keys", k)?;
-                let Some(i) = group_by.iter().position(|g| g == column) else {
+                if parsed.query.binning(column).is_some() {
+                    return Err(usage(
+                        "keys",
+                        format!(
+                            "{column:?} is a histogram (BIN): its groups are its bins, from the \
+                             edges; list --keys for the other group-by columns only"
+                        ),
+                    ));
+                }
+                let Some(i) = plain.iter().position(|g| *g == column) else {
                     return Err(usage(
                         "keys",
                         format!("the query does not group by {column:?}"),
@@ -197,7 +216,7 @@ pub fn plan(args: &Args) -> Result<(Plan, String, PathBuf), CliError> {
                 lists[i] = Some(values);
             }
             let mut keys: Vec<Vec<String>> = vec![Vec::new()];
-            for (column, list) in group_by.iter().zip(&lists) {
+            for (column, list) in plain.iter().zip(&lists) {
                 let list = list.as_ref().ok_or_else(|| {
                     usage("keys", format!("no --keys for group-by column {column:?}"))
                 })?;
@@ -217,14 +236,15 @@ pub fn plan(args: &Args) -> Result<(Plan, String, PathBuf), CliError> {
             }
             builder = builder.groups(Groups::Public(keys));
         }
-        (true, None) if !group_by.is_empty() => {
+        (true, None) if !plain.is_empty() => {
+            let names: Vec<&str> = plain.iter().map(|g| g.as_str()).collect();
             return Err(usage(
                 "keys",
                 format!(
                     "grouping by {} needs its groups: list them (--keys {}=A,B,...) or select \
                      them privately (--delta 1e-6)",
-                    group_by.join(", "),
-                    group_by[0]
+                    names.join(", "),
+                    names[0]
                 ),
             ));
         }
