@@ -178,7 +178,7 @@ pub const REGISTRY: &[Registered] = &[
     case("aggregate-variance-edge", aggregate_variance_edge, 10_000).sees(0.15),
     // A histogram (COUNT by BIN over public edges) with one unit holding 10 000 rows
     // far outside the edges, clamped into the last bin, against bounding to 2 rows
-    // (true loss ε); its twin test removes the bounding.
+    // (true loss ε; seen over 12 seeds: 0.85–0.96); its twin test removes the bounding.
     case("aggregate-histogram", aggregate_histogram, 4000).sees(0.7),
 ];
 
