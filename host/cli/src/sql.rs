@@ -31,8 +31,8 @@ use super::{CliError, LedgerArgs};
     then each aggregate with the bounds of its interval (NAME_lo, NAME_hi; none for VARIANCE, \
     STDDEV and quantiles).\n\n\
     The guarantee is per privacy unit (--privacy-unit; without it, per row): each unit \
-    contributes at most --max-rows rows to each of at most --max-groups groups, chosen at \
-    random; every value is clamped into its --bounds. Groups are the public --keys, or are \
+    contributes at most --max-rows rows to each of at most --max-groups groups (each of a \
+    histogram's bins with each key is a group), chosen at random; every value is clamped into its --bounds. Groups are the public --keys, or are \
     selected privately with --delta (a group held by few units is dropped). epsilon is split \
     evenly over the measurements: a count, each SUM, each AVG's sum (AVG shares the count), \
     each quantile, and the group selection.")]
