@@ -24,9 +24,9 @@ pub struct Columns {
     pub values: Vec<String>,
     /// The rows kept (`WHERE`); none: every row.
     pub filter: Option<Filter>,
-    /// Drop a row whose unit is empty or whose values are not finite numbers,
-    /// instead of refusing the table (a per-row rule, so it costs nothing; how
-    /// many rows it drops is not reported).
+    /// Drop a row whose unit is empty or whose values (aggregated or binned) are not
+    /// finite numbers, instead of refusing the table (a per-row rule, so it costs
+    /// nothing; how many rows it drops is not reported).
     pub drop_invalid: bool,
 }
 
