@@ -1,10 +1,11 @@
-//! Randomness on a device: where the seed comes from, and HAL random-number generators.
+//! Randomness on a device: the compact [`ChaCha12`] generator, where its seed comes from, and
+//! HAL random-number generators.
 //!
 //! The crate never makes its own entropy: every sampler takes `&mut R` with
 //! `R: rand_core::Rng` (rand_core 0.10), and everything that releases data also needs
-//! `R: CryptoRng`. On a device the usual choice is a ChaCha generator (`rand_chacha`, with
-//! `default-features = false`) **seeded once per boot with 32 bytes from the MCU's hardware
-//! random-number generator (TRNG)** via `SeedableRng::from_seed` (or `try_from_rng`):
+//! `R: CryptoRng`. On a device the usual choice is a ChaCha generator **seeded once per boot
+//! with 32 bytes from the MCU's hardware random-number generator (TRNG)** via
+//! `SeedableRng::from_seed` (or `try_from_rng`):
 //!
 //! * the seed is the whole secret: an attacker who knows or guesses it can subtract the
 //!   noise from every report. Never derive it from a device id, a counter, a clock or a
@@ -17,8 +18,21 @@
 //!   sample from the TRNG (which may stall for each word), and a TRNG failure is met once, at
 //!   boot, where it can be handled, instead of inside a release.
 //!
+//! # Which ChaCha: [`ChaCha12`] on flash-bound parts
+//!
+//! [`ChaCha12`] (always available: no feature, no allocation, no extra dependency) computes one
+//! 64-byte block at a time with its rounds in a loop. Its output is **identical to
+//! `rand_chacha::ChaCha12Rng`** (rand_chacha 0.10) seeded with the same bytes, call by call
+//! (`next_u32`, `next_u64`, `fill_bytes` in any mix; checked against rand_chacha by this
+//! crate's tests), so the host can reproduce a device's stream with `rand_chacha`, and a device
+//! can switch between the two without changing a single report. It costs a few hundred bytes
+//! of flash where `rand_chacha` costs about 2.4 KB on Cortex-M0 (4.9 KB with the helpers it
+//! brings into an image): use it on parts with 16–64 KiB of flash. `rand_chacha` (with
+//! `default-features = false`; it pulls in `std` otherwise) computes four blocks at a time
+//! with unrolled rounds and is faster per word where flash is plentiful.
+//!
 //! ```
-//! use rand_chacha::ChaCha12Rng;
+//! use privq_core::rng::ChaCha12;
 //! use rand_core::SeedableRng;
 //!
 //! # fn read_trng(seed: &mut [u8; 32]) -> Result<(), ()> { seed.fill(0x5a); Ok(()) }
@@ -26,7 +40,7 @@
 //! // (rand_core 0.6 HALs) or the HAL's own read method, and refuse to run if it fails.
 //! let mut seed = [0u8; 32];
 //! read_trng(&mut seed).expect("hardware RNG failed");
-//! let mut rng = ChaCha12Rng::from_seed(seed);
+//! let mut rng = ChaCha12::from_seed(seed); // or rand_chacha::ChaCha12Rng: the same stream
 //! # let _ = &mut rng;
 //! ```
 //!
@@ -39,7 +53,7 @@
 //!
 //! * `TryCompat06`: a fallible [`TryRng`](rand_core::TryRng) (its error is `Rng06Error`),
 //!   for seeding:
-//!   `ChaCha12Rng::try_from_rng(&mut TryCompat06(&mut hal_rng))?` — a hardware failure is an
+//!   `ChaCha12::try_from_rng(&mut TryCompat06(&mut hal_rng))?` — a hardware failure is an
 //!   error you handle, not a panic;
 //! * `Compat06`: an infallible [`Rng`](rand_core::Rng) (and `CryptoRng` when the HAL's
 //!   generator is a rand_core 0.6 `CryptoRng`), for passing the TRNG to the samplers
@@ -55,9 +69,8 @@
 The adapters: [`Compat06`], [`TryCompat06`] and [`Rng06Error`].
 
 ```
-use privq_core::rng::{Compat06, TryCompat06, rand_core_06};
+use privq_core::rng::{ChaCha12, Compat06, TryCompat06, rand_core_06};
 use privq_core::{Epsilon, local::{Grr, LocalRandomizer}};
-use rand_chacha::ChaCha12Rng;
 use rand_core::SeedableRng;
 
 // A stand-in for a HAL's TRNG, which implements rand_core 0.6's traits.
@@ -82,7 +95,7 @@ impl rand_core_06::CryptoRng for Trng {}
 
 let mut trng = Trng(1);
 // Seeding (the usual path): a TRNG failure is an error, not a panic.
-let mut rng = ChaCha12Rng::try_from_rng(&mut TryCompat06(&mut trng))?;
+let mut rng = ChaCha12::try_from_rng(&mut TryCompat06(&mut trng))?;
 // Or the TRNG itself as the randomizers' `Rng + CryptoRng`.
 let grr = Grr::new(Epsilon::new(1, 1)?, 8)?;
 let mut report = [0u8; 13];
@@ -92,6 +105,9 @@ grr.privatize_into(&3, privq_core::local::QueryId(2), &mut rng, &mut report)?;
 ```
 "#
 )]
+mod chacha;
+pub use chacha::ChaCha12;
+
 #[cfg(feature = "rand-core-06")]
 pub use adapters::{Compat06, Rng06Error, TryCompat06};
 /// rand_core 0.6, as this crate's adapters see it (feature `rand-core-06`).
@@ -140,7 +156,7 @@ mod adapters {
 
     /// A rand_core 0.6 `RngCore` as a fallible [`TryRng`] (rand_core 0.10): every call
     /// goes through the wrapped generator's `try_fill_bytes`, and its failure is returned as
-    /// an [`Rng06Error`]. For seeding: `ChaCha12Rng::try_from_rng(&mut TryCompat06(&mut hal_rng))`.
+    /// an [`Rng06Error`]. For seeding: `ChaCha12::try_from_rng(&mut TryCompat06(&mut hal_rng))`.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
     pub struct TryCompat06<R>(pub R);
 

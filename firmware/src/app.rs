@@ -270,7 +270,7 @@ mod tests {
         TempSensor<SyntheticSensorBus>,
         CountingDelay,
         FlashStore<SimFlash<512>>,
-        crate::chacha::ChaCha12,
+        privq_core::rng::ChaCha12,
         crate::release::Selected,
     > {
         let ledger = Ledger::open(

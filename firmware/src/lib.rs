@@ -31,7 +31,6 @@
 #![no_std]
 
 pub mod app;
-pub mod chacha;
 pub mod release;
 pub mod seed;
 pub mod sensor;

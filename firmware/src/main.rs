@@ -556,14 +556,14 @@ fn device_key(_fleet: u64, _device: u64) -> Result<privq_core::upload::DeviceKey
 
 /// The RNG that noises releases.
 #[cfg(feature = "qemu")]
-fn release_rng(fleet: u64, device: u64) -> Result<privq_firmware::chacha::ChaCha12, AppError> {
+fn release_rng(fleet: u64, device: u64) -> Result<privq_core::rng::ChaCha12, AppError> {
     defmt::warn!("QEMU build: fixed test-only seed, released values are NOT private");
     Ok(privq_firmware::seed::fleet_device_rng(fleet, device))
 }
 
 /// The RNG that noises releases: seeded from the board's entropy source.
 #[cfg(not(feature = "qemu"))]
-fn release_rng(_fleet: u64, _device: u64) -> Result<privq_firmware::chacha::ChaCha12, AppError> {
+fn release_rng(_fleet: u64, _device: u64) -> Result<privq_core::rng::ChaCha12, AppError> {
     hardware_entropy()
         .map(privq_firmware::seed::rng_from_entropy)
         .ok_or(AppError::NoEntropy)

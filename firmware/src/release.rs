@@ -311,7 +311,7 @@ mod tests {
     use privq_core::ledger::MemoryStore;
     use privq_core::local::{Grr, HadamardResponse, Olh, UeVariant, UnaryEncoding};
     use privq_core::report::{Payload, decode};
-    use rand_chacha::ChaCha12Rng;
+    use privq_core::rng::ChaCha12;
     use rand_core::SeedableRng;
     use std::vec::Vec;
 
@@ -340,7 +340,7 @@ mod tests {
         let cap = lifetime_epsilon().unwrap();
         let release = selected().unwrap();
         let mut ledger = Ledger::open(FlashStore::new(SimFlash::<512>::new()), cap).unwrap();
-        let mut rng = ChaCha12Rng::seed_from_u64(1);
+        let mut rng = ChaCha12::seed_from_u64(1);
         let h = histogram(&[7, 7, 8]);
         let mut emitted = Vec::new();
         for epoch in 0..4 {
@@ -398,7 +398,7 @@ mod tests {
     fn a_report_without_room_is_not_charged() {
         let release = selected().unwrap();
         let per = release.reports_per_epoch() as usize;
-        let mut rng = ChaCha12Rng::seed_from_u64(3);
+        let mut rng = ChaCha12::seed_from_u64(3);
         let h = histogram(&[1, 2]);
         let eps = release.epoch_epsilon();
         for room in [0, per - 1] {
@@ -427,7 +427,7 @@ mod tests {
     fn check_one_epoch<E: EpochRelease>(release: &E, name: &str, per_epoch: usize) {
         let eps = epoch_epsilon().unwrap();
         let h = histogram(&[3, 3, 40]);
-        let mut rng = ChaCha12Rng::seed_from_u64(2);
+        let mut rng = ChaCha12::seed_from_u64(2);
         let mut ledger = Ledger::open(MemoryStore::new(), eps).unwrap();
         let mut reports = Vec::new();
         let n = release
@@ -486,7 +486,7 @@ mod tests {
             lifetime_epsilon().unwrap(),
         )
         .unwrap();
-        let mut rng = ChaCha12Rng::seed_from_u64(3);
+        let mut rng = ChaCha12::seed_from_u64(3);
         let release = selected().unwrap();
         assert_eq!(
             release.release(

@@ -8,7 +8,7 @@
 //! seed makes every "random" noise value predictable, which voids the privacy
 //! guarantee entirely. They exist so QEMU runs and tests are reproducible.
 
-use crate::chacha::ChaCha12;
+use privq_core::rng::ChaCha12;
 use privq_core::upload::DeviceKey;
 use rand_core::SeedableRng;
 
