@@ -10,7 +10,8 @@
 #   firmware's flash/RAM sizes; a build of privq-core and the firmware with the declared MSRV
 #   toolchain; privq-core's flash-ledger store under power cuts and `cargo package` of
 #   privq-core; the independent example crate examples/device-flow (host tests, thumbv6m and
-#   thumbv7em builds); and tools/sampler-cost.sh --check.
+#   thumbv7em builds) and the documented device path's flash cost measured from it
+#   (tools/device-sizes.sh --check); and tools/sampler-cost.sh --check.
 #
 # The host crates are checked once and built once, with one feature set (see HOST below).
 #
@@ -590,7 +591,19 @@ device_flow() {
   cargo test "${m[@]}" || return
   for t in thumbv6m-none-eabi thumbv7em-none-eabihf; do
     cargo build "${m[@]}" --release --target "$t" || return
+    # The size-measurement images (examples/, measured by the device-sizes step).
+    cargo clippy "${m[@]}" --examples --target "$t" -- -D warnings || return
   done
+}
+
+# The documented device path's flash cost (tools/device-sizes.sh: the size-measurement images
+# of examples/device-flow, linked alone, opt-level "z" + LTO, llvm-size), the table of
+# docs/src/devices.md; fails if a thumbv6m report image exceeds 12 KiB (16 KiB with a frame).
+device_sizes() {
+  local table
+  table=$(CARGO_TARGET_DIR=target/device-flow tools/device-sizes.sh --check) || return
+  echo "$table"
+  grep -E '^\| (OUE|GRR)' <<<"$table" | while IFS= read -r line; do note "device path size: $line"; done
 }
 
 expect_device_flow() {
@@ -647,6 +660,7 @@ step serve-tests expect_serve serve_tests
 step core-flash-ledger expect_core_flash_ledger core_flash_ledger
 step core-package - core_package
 step device-flow expect_device_flow device_flow
+step device-sizes - device_sizes
 step python expect_pytest python_tests
 step qemu-m0 expect_suite_ran_m0 cargo qemu-m0
 step qemu-m3 expect_suite_ran cargo qemu-m3

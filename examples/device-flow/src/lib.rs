@@ -5,7 +5,10 @@
 //!
 //! Generic over `embedded_storage::nor_flash::NorFlash` (a board passes its HAL's flash and
 //! two regions of whole pages) and over any `CryptoRng` (a board seeds it from its hardware
-//! RNG). The tests run it on `privq_core::flash_store::RamFlash` with a fixed seed.
+//! RNG, e.g. into `privq_core::rng::ChaCha12`). The tests run it on
+//! `privq_core::flash_store::RamFlash` with a fixed seed.
+//!
+//! `examples/` holds the size-measurement images of the documented path (`tools/device-sizes.sh`).
 #![no_std]
 
 use embedded_storage::nor_flash::NorFlash;
@@ -128,8 +131,8 @@ mod tests {
     use super::*;
     use privq_core::flash_store::RamFlash;
     use privq_core::report::{self, MechanismId};
+    use privq_core::rng::ChaCha12;
     use privq_core::upload::open;
-    use rand_chacha::ChaCha12Rng;
     use rand_core::SeedableRng;
 
     fn readings() -> [Fixed; 4] {
@@ -144,7 +147,7 @@ mod tests {
     #[test]
     fn periods_release_until_the_budget_is_spent_and_survive_reboots() {
         let key = DeviceKey::new([9; 32]); // a fixed key: tests only
-        let mut rng = ChaCha12Rng::from_seed([3; 32]); // a fixed seed: tests only
+        let mut rng = ChaCha12::from_seed([3; 32]); // a fixed seed: tests only
         let (mut ledger_flash, mut counter_flash) =
             (RamFlash::<768>::new(), RamFlash::<768>::new());
         let mut frame = [0u8; FRAME_LEN];

@@ -1,0 +1,81 @@
+//! The documented path (privq-core's crate-level quick start) as one bare-metal image, for
+//! measuring its flash cost (`tools/device-sizes.sh`): readings → histogram bins → the modal
+//! bin → OUE or GRR at ε = 1 after the lifetime ledger in NOR flash is debited → a
+//! wire-format report, and with `FRAMES` the report sealed into an HMAC-SHA-256 upload frame
+//! numbered by persisted counters. The randomness is `privq_core::rng::ChaCha12`.
+//!
+//! Inputs pass through `black_box`, so nothing is computed at compile time, and the results
+//! go into one, so nothing is dropped. The flash is `RamFlash` (a simulated NOR flash in RAM):
+//! a board's HAL flash driver costs its own bytes instead.
+
+use core::hint::black_box;
+
+use privq_core::flash_store::{FlashStore, RamFlash};
+use privq_core::histogram::{Histogram, OutOfRange};
+use privq_core::ledger::Ledger;
+use privq_core::local::{LocalRandomizer, QueryId};
+use privq_core::rng::ChaCha12;
+use privq_core::upload::{DeviceKey, Outbox};
+use privq_core::upload_counters::UploadCounters;
+use privq_core::{Epsilon, Error, Fixed};
+use rand_core::SeedableRng;
+
+/// Bins: 0.5 °C over [5, 37) °C.
+pub const BINS: u32 = 64;
+
+/// One reading period with the randomizer that `make` builds for ε = 1; returns the length
+/// of the report (without `FRAMES`) or of the frame (with).
+pub fn period<M, const FRAMES: bool>(
+    make: impl FnOnce(Epsilon) -> Result<M, Error>,
+) -> Result<usize, Error>
+where
+    M: LocalRandomizer<Input = u32>,
+{
+    // On a board: 32 bytes from the MCU's hardware RNG, once per boot.
+    let mut rng = ChaCha12::from_seed(black_box([7; 32]));
+    let mut histogram = Histogram::<{ BINS as usize }>::equal_width(
+        Fixed::from_int(5),
+        Fixed::from_int(37),
+        OutOfRange::Clamp,
+    )?;
+    for reading in black_box([
+        Fixed::from_int(21),
+        Fixed::from_int(22),
+        Fixed::from_int(40),
+    ]) {
+        histogram.record_clamped(reading);
+    }
+    let (modal, _) = (0u32..)
+        .zip(histogram.counts())
+        .fold(
+            (0, 0),
+            |best, (bin, &count)| if count > best.1 { (bin, count) } else { best },
+        );
+
+    let mut ledger_flash = RamFlash::<768>::new();
+    let mut ledger = Ledger::open(FlashStore::new(&mut ledger_flash), Epsilon::new(4, 1)?)?;
+    let randomizer = make(Epsilon::new(1, 1)?)?;
+    let mut report = [0u8; 20];
+    let len = ledger.release(&randomizer, &modal, QueryId(1), &mut rng, &mut report)?;
+    let report = report.get(..len).ok_or(Error::BufferTooSmall)?;
+    if !FRAMES {
+        black_box(report);
+        return Ok(len);
+    }
+
+    let mut counter_flash = RamFlash::<768>::new();
+    let mut counters = UploadCounters::open(FlashStore::new(&mut counter_flash))?;
+    let key = DeviceKey::new(black_box([0x42; 32])); // provisioned per device
+    let mut outbox: Outbox<2, 64> = Outbox::new(black_box(1234), counters.next_sequence());
+    let next = outbox.next_sequence().ok_or(Error::SequenceExhausted)?;
+    let epoch = counters.begin_epoch(next)?;
+    outbox.push(epoch, report)?;
+    outbox.seal()?;
+    let mut frame = [0u8; Outbox::<2, 64>::MAX_FRAME_LEN];
+    let frame_len = outbox
+        .write_front(&key, &mut frame)?
+        .ok_or(Error::NotPending)?;
+    black_box(&frame);
+    outbox.acknowledge(next)?;
+    Ok(frame_len)
+}

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Flash cost of privq-core's documented device path (the crate-level quick start) on
+# thumbv6m and thumbv7em: the size-measurement images of examples/device-flow (an
+# independent crate on privq-core's public API), each path linked alone by cortex-m-rt with
+# --gc-sections in the `firmware` profile (opt-level "z", LTO, one codegen unit), measured
+# with llvm-size. Prints a Markdown table (the one in docs/src/devices.md).
+#
+#   tools/device-sizes.sh            # build and print the table
+#   tools/device-sizes.sh --check    # and fail if the thumbv6m images exceed the budgets:
+#                                    # 12 KiB per report without frames, 16 KiB with frames
+#
+# Environment: CARGO_TARGET_DIR (default target/device-flow, shared with test-all's
+# device-flow step).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+check=0
+[[ ${1:-} == --check ]] && check=1
+
+host=$(rustc -vV | sed -n 's/^host: //p')
+size_tool="$(rustc --print sysroot)/lib/rustlib/$host/bin/llvm-size"
+[[ -x $size_tool ]] || {
+  echo "llvm-size not found at $size_tool (rustup component add llvm-tools)" >&2
+  exit 4
+}
+target_dir=${CARGO_TARGET_DIR:-target/device-flow}
+examples=(size-oue size-grr size-oue-frame size-grr-frame)
+labels=("OUE report" "GRR report" "OUE report + upload frame" "GRR report + upload frame")
+targets=(thumbv6m-none-eabi thumbv7em-none-eabihf)
+declare -A flash
+for t in "${targets[@]}"; do
+  for e in "${examples[@]}"; do
+    cargo build --manifest-path examples/device-flow/Cargo.toml --locked --target-dir "$target_dir" \
+      --profile firmware --target "$t" --example "$e" >&2
+    # Berkeley format: text (code + rodata + vectors), data, bss; flash = text + data.
+    read -r text data _ < <("$size_tool" -B "$target_dir/$t/firmware/examples/$e" | tail -n1)
+    flash[$t:$e]=$((text + data))
+  done
+done
+
+echo "| Documented path (ε = 1, 64 bins, ledger in flash) | thumbv6m (Cortex-M0) | thumbv7em (Cortex-M4F) |"
+echo "|---|---:|---:|"
+for i in "${!examples[@]}"; do
+  e=${examples[$i]}
+  printf '| %s | %s B | %s B |\n' "${labels[$i]}" "${flash[thumbv6m-none-eabi:$e]}" \
+    "${flash[thumbv7em-none-eabihf:$e]}"
+done
+
+rc=0
+if ((check)); then
+  for e in "${examples[@]}"; do
+    budget=12288
+    [[ $e == *-frame ]] && budget=16384
+    v=${flash[thumbv6m-none-eabi:$e]}
+    if ((v > budget)); then
+      echo "device-sizes: $e on thumbv6m is $v B of flash, over its budget of $budget B" >&2
+      rc=5
+    fi
+  done
+fi
+exit $rc
