@@ -79,3 +79,38 @@ where
     outbox.acknowledge(next)?;
     Ok(frame_len)
 }
+
+/// The entry point (bare metal) or `main` (host) of a size image around
+/// `period::<_, $frames>($make)`; on the host the image runs the path once and prints
+/// the length it released.
+macro_rules! size_image {
+    ($make:expr, frames = $frames:literal) => {
+        fn period() -> Result<usize, privq_core::Error> {
+            common::period::<_, $frames>($make)
+        }
+
+        #[cfg(target_os = "none")]
+        #[cortex_m_rt::entry]
+        fn main() -> ! {
+            core::hint::black_box(period().is_ok());
+            loop {
+                core::hint::spin_loop();
+            }
+        }
+
+        #[cfg(target_os = "none")]
+        #[panic_handler]
+        fn panic(_: &core::panic::PanicInfo) -> ! {
+            loop {
+                core::hint::spin_loop();
+            }
+        }
+
+        #[cfg(not(target_os = "none"))]
+        fn main() {
+            let len =
+                core::hint::black_box(period()).expect("the documented path runs on the host");
+            println!("{len} bytes");
+        }
+    };
+}
