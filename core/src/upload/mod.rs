@@ -107,10 +107,86 @@ impl fmt::Debug for DeviceKey {
 
 /// HMAC-SHA-256 of `bytes` under `key`: the tag a frame ends with, computed over
 /// the frame's first `L − 32` bytes.
+///
+/// Computed on `sha2`'s compression function alone (RFC 2104 over FIPS 180-4's padding,
+/// below) rather than through the `hmac` crate: the digest traits' block buffers and
+/// finalisation cost about 1 KB of flash on thumbv6m and link the slice-index panic (and
+/// with it `core::fmt`). [`open`] verifies with the `hmac` crate, so every round trip in
+/// the tests checks one implementation against the other.
 pub fn tag(key: &DeviceKey, bytes: &[u8]) -> [u8; TAG_LEN] {
-    let mut mac = key.mac();
-    mac.update(bytes);
-    mac.finalize().into_bytes().into()
+    let inner = Sha256Stream::keyed(&key.0, 0x36).finish(bytes);
+    Sha256Stream::keyed(&key.0, 0x5c).finish(&inner)
+}
+
+/// SHA-256 fed byte by byte into a 64-byte block (no slicing, no panic path), for
+/// [`tag`].
+struct Sha256Stream {
+    state: [u32; 8],
+    block: [u8; 64],
+    /// Bytes hashed so far (the block's fill is `len % 64`).
+    len: u64,
+}
+
+impl Sha256Stream {
+    /// FIPS 180-4 §5.3.3.
+    const IV: [u32; 8] = [
+        0x6a09_e667,
+        0xbb67_ae85,
+        0x3c6e_f372,
+        0xa54f_f53a,
+        0x510e_527f,
+        0x9b05_688c,
+        0x1f83_d9ab,
+        0x5be0_cd19,
+    ];
+
+    /// A hash that has absorbed the key block (`key` zero-padded to 64 bytes, RFC 2104
+    /// §2) XOR `pad` (0x36: inner, 0x5c: outer).
+    fn keyed(key: &[u8; KEY_LEN], pad: u8) -> Self {
+        let mut s = Sha256Stream {
+            state: Self::IV,
+            block: [0; 64],
+            len: 0,
+        };
+        for i in 0..64 {
+            s.push(key.get(i).copied().unwrap_or(0) ^ pad);
+        }
+        s
+    }
+
+    #[inline(never)]
+    fn push(&mut self, b: u8) {
+        if let Some(slot) = self.block.get_mut((self.len % 64) as usize) {
+            *slot = b;
+        }
+        self.len += 1;
+        if self.len % 64 == 0 {
+            let block: &sha2::digest::generic_array::GenericArray<u8, _> = (&self.block).into();
+            sha2::compress256(&mut self.state, core::slice::from_ref(block));
+        }
+    }
+
+    /// Absorbs `bytes`, pads (FIPS 180-4 §5.1.1) and returns the digest.
+    fn finish(mut self, bytes: &[u8]) -> [u8; 32] {
+        for &b in bytes {
+            self.push(b);
+        }
+        let bits = self.len.wrapping_mul(8);
+        self.push(0x80);
+        while self.len % 64 != 56 {
+            self.push(0);
+        }
+        for b in bits.to_be_bytes() {
+            self.push(b);
+        }
+        let mut out = [0u8; 32];
+        for (dst, w) in out.chunks_exact_mut(4).zip(self.state) {
+            for (d, b) in dst.iter_mut().zip(w.to_be_bytes()) {
+                *d = b;
+            }
+        }
+        out
+    }
 }
 
 /// The fields of a frame header after the version and length.

@@ -329,3 +329,18 @@ fn a_rejected_front_frame_is_dropped_counted_and_unblocks_the_rest() {
     assert_eq!(Delivery::from_status("busy"), Delivery::NotDelivered);
     assert_eq!(Delivery::from_status("refused"), Delivery::NotDelivered);
 }
+
+#[test]
+fn tag_equals_the_hmac_crate_at_every_padding_boundary() {
+    // `tag` runs on sha2's compression function alone; the `hmac` crate is the reference.
+    // Lengths 0..=200 cover empty input, 55/56/64 bytes (one or two padding blocks) and
+    // several blocks.
+    let key = DeviceKey::new(core::array::from_fn(|i| (i as u8).wrapping_mul(29)));
+    let data: [u8; 200] = core::array::from_fn(|i| (i as u8).wrapping_mul(7) ^ 0x5a);
+    for n in 0..=data.len() {
+        let mut mac = key.mac();
+        mac.update(&data[..n]);
+        let want: [u8; TAG_LEN] = mac.finalize().into_bytes().into();
+        assert_eq!(tag(&key, &data[..n]), want, "{n} bytes");
+    }
+}
