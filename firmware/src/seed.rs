@@ -46,15 +46,11 @@ pub const QEMU_TEST_ONLY_KEY_LABEL: [u8; 16] = *b"NOT-A-REAL-KEY!!";
 /// key provisioned into protected storage.
 pub fn qemu_test_only_device_key(fleet_seed: u64, device: u64) -> DeviceKey {
     let mut key = [0u8; 32];
-    for (dst, &b) in key.iter_mut().zip(
-        fleet_seed
-            .to_le_bytes()
-            .iter()
-            .chain(&device.to_le_bytes())
-            .chain(&QEMU_TEST_ONLY_KEY_LABEL),
-    ) {
-        *dst = b;
-    }
+    let (fleet, rest) = key.split_at_mut(8);
+    fleet.copy_from_slice(&fleet_seed.to_le_bytes());
+    let (dev, label) = rest.split_at_mut(8);
+    dev.copy_from_slice(&device.to_le_bytes());
+    label.copy_from_slice(&QEMU_TEST_ONLY_KEY_LABEL);
     DeviceKey::new(key)
 }
 

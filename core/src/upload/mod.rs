@@ -176,14 +176,14 @@ impl Sha256Stream {
         while self.len % 64 != 56 {
             self.push(0);
         }
-        for b in bits.to_be_bytes() {
-            self.push(b);
+        // The message length in bits, big-endian; then the state words, big-endian.
+        for shift in (0..64).step_by(8).rev() {
+            self.push((bits >> shift) as u8);
         }
         let mut out = [0u8; 32];
-        for (dst, w) in out.chunks_exact_mut(4).zip(self.state) {
-            for (d, b) in dst.iter_mut().zip(w.to_be_bytes()) {
-                *d = b;
-            }
+        for (i, o) in out.iter_mut().enumerate() {
+            let word = self.state.get(i / 4).copied().unwrap_or(0);
+            *o = (word >> (24 - 8 * (i % 4))) as u8;
         }
         out
     }
