@@ -31,6 +31,7 @@
 #![no_std]
 
 pub mod app;
+pub mod divide;
 pub mod release;
 pub mod seed;
 pub mod sensor;
