@@ -6,7 +6,7 @@
 //! is about 950 bytes of flash; the bare-metal binary replaces it (its symbols are weak)
 //! with a shim around [`udivmod64`], a bit-at-a-time restoring division of about 100
 //! bytes: slower (64 steps), exact, and on no hot path of the firmware (a few divisions
-//! per epoch).
+//! per epoch). The same for `u32` ([`udivmod32`], `__aeabi_uidivmod`).
 
 /// `(n / d, n % d)` by restoring binary long division; `d == 0` gives `(u64::MAX, n)`
 /// (callers check for zero before dividing, as Rust's `/` does).
@@ -26,9 +26,57 @@ pub fn udivmod64(n: u64, d: u64) -> (u64, u64) {
     (q, r)
 }
 
+/// `(n / d, n % d)` for `u32`, the same way (`__aeabi_uidivmod`; compiler-builtins'
+/// `u32_div_rem` is about 430 bytes on thumbv6m).
+#[inline(never)]
+pub fn udivmod32(n: u32, d: u32) -> (u32, u32) {
+    let mut q = 0u32;
+    let mut r = 0u32;
+    for i in (0..32).rev() {
+        let carry = r >> 31;
+        r = (r << 1) | ((n >> i) & 1);
+        if carry != 0 || r >= d {
+            r = r.wrapping_sub(d);
+            q |= 1 << i;
+        }
+    }
+    (q, r)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::udivmod64;
+    extern crate std;
+
+    use super::{udivmod32, udivmod64};
+
+    #[test]
+    fn u32_equals_the_native_division() {
+        let mut values = std::vec![
+            0u32,
+            1,
+            2,
+            3,
+            10,
+            0x7fff_ffff,
+            0x8000_0000,
+            u32::MAX - 1,
+            u32::MAX
+        ];
+        let mut x = 0x2545_f491u32;
+        for _ in 0..3000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            values.push(x >> (x % 32));
+        }
+        for &n in &values {
+            for &d in &values {
+                if d != 0 {
+                    assert_eq!(udivmod32(n, d), (n / d, n % d), "{n} / {d}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn equals_the_native_division() {
