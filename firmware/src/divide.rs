@@ -12,15 +12,18 @@
 /// (callers check for zero before dividing, as Rust's `/` does).
 #[inline(never)]
 pub fn udivmod64(n: u64, d: u64) -> (u64, u64) {
-    let mut q = 0u64;
+    // `n` shifts out its bits from the top while the quotient shifts in at the bottom
+    // (shifts by one only: no variable-shift helper calls).
+    let mut q = n;
     let mut r = 0u64;
-    for i in (0..64).rev() {
+    for _ in 0..64 {
         // r < d before the shift, so 2r + 1 < 2^65: its 65th bit is the carry.
         let carry = r >> 63;
-        r = (r << 1) | ((n >> i) & 1);
+        r = (r << 1) | (q >> 63);
+        q <<= 1;
         if carry != 0 || r >= d {
             r = r.wrapping_sub(d);
-            q |= 1 << i;
+            q |= 1;
         }
     }
     (q, r)
@@ -30,14 +33,15 @@ pub fn udivmod64(n: u64, d: u64) -> (u64, u64) {
 /// `u32_div_rem` is about 430 bytes on thumbv6m).
 #[inline(never)]
 pub fn udivmod32(n: u32, d: u32) -> (u32, u32) {
-    let mut q = 0u32;
+    let mut q = n;
     let mut r = 0u32;
-    for i in (0..32).rev() {
+    for _ in 0..32 {
         let carry = r >> 31;
-        r = (r << 1) | ((n >> i) & 1);
+        r = (r << 1) | (q >> 31);
+        q <<= 1;
         if carry != 0 || r >= d {
             r = r.wrapping_sub(d);
-            q |= 1 << i;
+            q |= 1;
         }
     }
     (q, r)

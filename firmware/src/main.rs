@@ -598,7 +598,12 @@ fn parse_u64(digits: &[u8]) -> Option<u64> {
     }
     digits.iter().try_fold(0u64, |acc, &c| {
         let d = c.checked_sub(b'0').filter(|&d| d < 10)?;
-        acc.checked_mul(10)?.checked_add(u64::from(d))
+        // `acc * 10` overflows exactly when `acc > u64::MAX / 10` (cheaper than
+        // `checked_mul`'s 64×64 overflow test on the M0).
+        if acc > u64::MAX / 10 {
+            return None;
+        }
+        (acc * 10).checked_add(u64::from(d))
     })
 }
 

@@ -46,7 +46,8 @@ impl<const N: usize> Line<N> {
         }
     }
 
-    /// Appends one byte.
+    /// Appends one byte. Not inlined: every other push goes through it (smaller flash).
+    #[inline(never)]
     pub fn push_byte(&mut self, b: u8) -> &mut Self {
         match self.buf.get_mut(self.len) {
             Some(slot) => {
