@@ -335,26 +335,25 @@ firmware_sizes() {
     IFS=: read -r label target feature <<<"$c"
     report_size "$target firmware profile (opt z) ${feature:-oue}" "$E2E_DIR/privq-firmware-$label" || return
   done
-  # The default thumbv6m image must stay within the 16 KiB flash goal (README,
-  # "Firmware size"); feature `frames` is measured above but exempt (it does not fit).
-  read -r text data _ < <("$size_tool" -B "$E2E_DIR/privq-firmware-m0" | tail -n1) || return
-  if ((text + data > 16384)); then
-    echo "test-all: the default thumbv6m firmware uses $((text + data)) B of flash, over 16 KiB" >&2
-    return 5
-  fi
+  # The default thumbv6m image and the one with authenticated upload frames (feature
+  # `frames`, OUE) must stay within the 16 KiB flash goal (README, "Firmware size").
+  for label in m0 m0-frames; do
+    read -r text data _ < <("$size_tool" -B "$E2E_DIR/privq-firmware-$label" | tail -n1) || return
+    if ((text + data > 16384)); then
+      echo "test-all: the thumbv6m firmware $label uses $((text + data)) B of flash, over 16 KiB" >&2
+      return 5
+    fi
+  done
 }
 
 # No reachable panic in the default thumbv6m image (feature `qemu`, profile `firmware`): a
-# panic path links `core::fmt` (about 1-2 KB on the M0). The symbols below are exactly what
-# remains, from the QEMU-only semihosting crate, never from privq code: its `OwnedFd::as_fd`
-# (`assert!(fd != -1)`: panicking::panic, and panic_fmt behind it), reached through the
-# firmware's semihosting logger (`firmware/src/main.rs`), which itself formats nothing.
-# The step fails if the set of panic/`core::fmt` symbols differs from this list (a new one
-# appeared, or one went and the list must shrink), or if any privq function reaches one.
-M0_PANIC_SYMBOLS_LEFT=(
-  "core::panicking::panic"
-  "core::panicking::panic_fmt"
-)
+# panic path links `core::fmt` (about 1-2 KB on the M0). None is left: the firmware writes
+# to semihosting through its own `stdio` module (firmware/src/main.rs), which avoids the
+# `semihosting` crate's `assert!(fd != -1)` that used to be the last one. The step fails if
+# the set of panic/`core::fmt` symbols differs from this list (a new one appeared: remove
+# the panic path, or, for the QEMU transport only, list it here), or if any privq function
+# reaches one.
+M0_PANIC_SYMBOLS_LEFT=()
 PANIC_SYMBOL_RE='core::fmt|core::panicking|panic_fmt|panic_bounds_check|slice_index|slice_(start|end)_index|div_by_zero|rem_by_zero|unwrap_failed|expect_failed|len_mismatch'
 firmware_panics() {
   local bin elf=$E2E_DIR/privq-firmware-m0
@@ -367,7 +366,7 @@ firmware_panics() {
   local found expected callers
   found=$("$bin/llvm-nm" --demangle --defined-only "$elf" | cut -d' ' -f3- |
     grep -E "$PANIC_SYMBOL_RE" | sort -u || true)
-  expected=$(printf '%s\n' "${M0_PANIC_SYMBOLS_LEFT[@]}" | sort -u)
+  expected=$( ((${#M0_PANIC_SYMBOLS_LEFT[@]} == 0)) || printf '%s\n' "${M0_PANIC_SYMBOLS_LEFT[@]}" | sort -u)
   echo "panic/core::fmt symbols in $elf:"
   echo "${found:-  (none)}"
   # Functions that reach a panic symbol through direct branches, as `function -> callee`
@@ -409,7 +408,7 @@ firmware_panics() {
   fi
   ((rc == 0)) || return $rc
   note "firmware m0 panics: none from privq code; ${#M0_PANIC_SYMBOLS_LEFT[@]} panic/core::fmt" \
-    "symbols left, all from the QEMU transport (semihosting)"
+    "symbols left"
 }
 
 # One feature set for every host step: `privq/ballista` (the CLI's feature, which implies

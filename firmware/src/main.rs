@@ -51,15 +51,18 @@ const OUTBOX_BYTES: usize = 4 * (release::MAX_REPORT_LEN + 2);
 fn main() -> ! {
     stack::paint();
     let (fleet, device) = device_identity();
+    // Built once: the banner names it, `run` releases with it (one copy of the
+    // randomizer's construction in flash).
+    let release = release::selected();
     defmt::info!(
         "privq-firmware: mechanism {=str}, {=usize} bins, {=u32} readings/epoch, fleet {=u64} device {=u64}",
-        release_name(),
+        release.as_ref().map_or("?", |r| r.name()),
         app::BINS,
         app::READINGS_PER_EPOCH,
         fleet,
         device
     );
-    match run(fleet, device) {
+    match run(fleet, device, release) {
         Ok(()) => finish(true),
         Err(e) => {
             defmt::error!("privq-firmware failed: {}", e);
@@ -68,17 +71,18 @@ fn main() -> ! {
     }
 }
 
-fn release_name() -> &'static str {
-    release::selected().map_or("?", |r| r.name())
-}
-
-fn run(fleet: u64, device: u64) -> Result<(), AppError> {
+/// The firmware's epochs with `release` (its error, if any, is reported after the ledger's).
+fn run(
+    fleet: u64,
+    device: u64,
+    release: Result<release::Selected, privq_core::Error>,
+) -> Result<(), AppError> {
     // The simulated flash lives in a static (as flash would be outside the stack).
     let flash = cortex_m::singleton!(: SimFlash<FLASH_BYTES> = SimFlash::new()).ok_or(
         privq_core::Error::Storage(privq_core::StorageKind::Unspecified),
     )?;
     let ledger = Ledger::open(FlashStore::new(flash), release::lifetime_epsilon()?)?;
-    let release = release::selected()?;
+    let release = release?;
     let name = release.name();
     let mut device_app = Device::new(
         #[cfg(not(feature = "ntc"))]
@@ -434,22 +438,53 @@ mod stack {
 /// Writes one raw-report line to semihosting stderr (QEMU); nothing on hardware.
 fn emit(line: &[u8]) {
     #[cfg(feature = "qemu")]
-    if let Ok(mut err) = semihosting::io::stderr() {
-        write_all(&mut err, line);
+    if let Some(err) = stdio::stderr() {
+        stdio::write_all(&err, line);
     }
     #[cfg(not(feature = "qemu"))]
     let _ = line;
 }
 
-/// `write` in a loop rather than `semihosting`'s `write_all`, whose `&buf[n..]` links the
-/// slice-index panic and with it `core::fmt` integer formatting (about 0.8 KB on thumbv6m).
+/// Semihosting stdout and stderr (QEMU) as plain descriptors, written with
+/// `semihosting::sys::write`, instead of `semihosting::io::{stdout, stderr}`: their writes
+/// borrow the descriptor through `BorrowedFd::borrow_raw`, whose `assert!(fd != -1)` is a
+/// panic path (`core::panicking`, the panic handler and its location strings in flash);
+/// here the same check is an `if`, which the compiler then knows.
 #[cfg(feature = "qemu")]
-fn write_all(out: &mut impl semihosting::io::Write, bytes: &[u8]) {
-    let mut rest = bytes;
-    while let Some(n) = out.write(rest).ok().filter(|&n| n > 0) {
-        match rest.get(n..) {
-            Some(r) if !r.is_empty() => rest = r,
-            _ => break,
+#[allow(unsafe_code)]
+mod stdio {
+    use semihosting::fd::{BorrowedFd, OwnedFd};
+    use semihosting::sys::arm_compat::{OpenMode, sys_open};
+
+    /// Semihosting stdout: `:tt` opened for writing, as `semihosting::io::stdout` does.
+    pub fn stdout() -> Option<OwnedFd> {
+        sys_open(c":tt", OpenMode::WRONLY_TRUNC).ok()
+    }
+
+    /// Semihosting stderr: `:tt` opened for appending, or stdout if that fails, as
+    /// `semihosting::io::stderr` does.
+    pub fn stderr() -> Option<OwnedFd> {
+        sys_open(c":tt", OpenMode::WRONLY_APPEND)
+            .ok()
+            .or_else(stdout)
+    }
+
+    /// `write` in a loop rather than `semihosting`'s `write_all`, whose `&buf[n..]` links
+    /// the slice-index panic and with it `core::fmt` integer formatting (about 0.8 KB on
+    /// thumbv6m).
+    pub fn write_all(fd: &OwnedFd, bytes: &[u8]) {
+        let raw = fd.as_raw_fd();
+        if raw == -1 {
+            return;
+        }
+        // SAFETY: `raw` is `fd`'s open descriptor (not -1), and `fd` outlives the borrow.
+        let fd = unsafe { BorrowedFd::borrow_raw(raw) };
+        let mut rest = bytes;
+        while let Some(n) = semihosting::sys::write(fd, rest).ok().filter(|&n| n > 0) {
+            match rest.get(n..) {
+                Some(r) if !r.is_empty() => rest = r,
+                _ => break,
+            }
         }
     }
 }
@@ -465,7 +500,7 @@ fn write_all(out: &mut impl semihosting::io::Write, bytes: &[u8]) {
 mod semihosting_log {
     use core::ptr::addr_of_mut;
 
-    use semihosting::io::Stdout;
+    use semihosting::fd::OwnedFd as Stdout;
 
     #[defmt::global_logger]
     struct Logger;
@@ -498,7 +533,7 @@ mod semihosting_log {
 
     fn put(out: &mut Option<Stdout>, bytes: &[u8]) {
         if let Some(out) = out {
-            super::write_all(out, bytes);
+            super::stdio::write_all(out, bytes);
         }
     }
 
@@ -519,7 +554,7 @@ mod semihosting_log {
             s.taken = true;
             s.restore = enabled;
             if s.out.is_none() {
-                s.out = semihosting::io::stdout().ok();
+                s.out = super::stdio::stdout();
             }
             let State { encoder, out, .. } = s;
             encoder.start_frame(|b| put(out, b));
