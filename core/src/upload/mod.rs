@@ -160,7 +160,7 @@ impl Sha256Stream {
             *slot = b;
         }
         self.len += 1;
-        if self.len % 64 == 0 {
+        if self.len.is_multiple_of(64) {
             let block: &sha2::digest::generic_array::GenericArray<u8, _> = (&self.block).into();
             sha2::compress256(&mut self.state, core::slice::from_ref(block));
         }
