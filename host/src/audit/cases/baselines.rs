@@ -38,71 +38,82 @@ fn gap_events(i: usize, j: usize, lo: f64, hi: f64, step: f64) -> Vec<Event> {
         .collect()
 }
 
+/// Records per leaf of [`tree_cdf`] besides the moving one.
+const TREE_LEAF: usize = 25;
+
 /// The tree CDF (depth 2, four leaves) on the unit interval under replace-one:
-/// n − 1 points spread evenly over the four leaves' centres (so no noisy CDF value
-/// sits at a clamp) and one record at 0 on `D`, at 1 on `D′` — the move changes
-/// the first and last leaf and both nodes of the level below the root. The output
-/// is the answers at 0, 1/4, 1/2, 3/4, 1; the events threshold `F(0)`, `F(1)`,
-/// `F(0) − F(1)` (which the move shifts by 2/n) and the noisy CDF values the
-/// move lowers, read back from the answers, finely around the true values. The
-/// released CDF uses the root rather than the last leaf and its parent, so only
-/// 2 of the 6 charged units are visible here: the reachable ε is about 1/3.
+/// 25 points at each leaf's centre and one record in the first leaf (at 1/8) on
+/// `D`, in the third (at 5/8) on `D′`. The released CDF reads three noisy counts —
+/// the first leaf, the left node of level 1 and the third leaf (bin 3's value is
+/// the exact root) — and the move changes all three by one (the fourth count it
+/// changes, the right node of level 1, is never released). The output is those
+/// three counts, read back exactly from the answers at 0, 1/4, 1/2, 3/4; the
+/// events are joint: all three on the side `D` moves them to, which carries the
+/// whole per-count ratio of each (3 of the 4 charged units, ε·3/4 — the most any
+/// replace-one pair can show at depth 2: the released nodes are the left children,
+/// and a move changes at most one node of level 1 that is one).
 pub fn tree_cdf(small: bool) -> Result<AuditCase, AuditError> {
-    let n = if small { 21 } else { 41 };
+    let _ = small;
+    tree_cdf_at(Epsilon::new(1, 1).map_err(setup)?, "TreeCdf (depth 2)")
+}
+
+/// [`tree_cdf`] with the tree run at `run` (claim ε = 1).
+fn tree_cdf_at(run: Epsilon, label: &str) -> Result<AuditCase, AuditError> {
     let depth = 2;
-    let eps = Epsilon::new(1, 1).map_err(setup)?;
+    let n = 4 * TREE_LEAF + 1;
     let domain = BoxDomain::unit_cube(1).map_err(setup)?;
-    let spread = |far: f64| -> Vec<[f64; 1]> {
-        std::iter::once([far])
+    let spread = |moving: f64| -> Vec<[f64; 1]> {
+        std::iter::once([moving])
             .chain((0..n - 1).map(|i| [(i % 4) as f64 / 4.0 + 0.125]))
             .collect()
     };
     let (d, d_prime) = (
-        Columns::new(&domain, &spread(0.0)).map_err(setup)?,
-        Columns::new(&domain, &spread(1.0)).map_err(setup)?,
+        Columns::new(&domain, &spread(0.125)).map_err(setup)?,
+        Columns::new(&domain, &spread(0.625)).map_err(setup)?,
     );
-    let step = 0.5 / n as f64;
-    let mut events = gap_events(0, 4, -1.0, 1.0, step);
-    // The noisy CDF at 1/4 and 1/2 read back from the answers (h = 1/4):
-    // C(1/4) + C(1/2) = 4·(F(1/2) − F(1/4) + 1/4); both drop by 1/n on D′.
-    let cdf_sum = |o: &[f64]| 4.0 * (o[2] - o[1] + 0.25);
-    events.extend((0..=(2.0 / step).round() as usize).flat_map(|s| {
-        let u = s as f64 * step;
+    // On D the counts are (c + 1, 2c + 1, c), on D′ (c, 2c, c + 1).
+    let c = TREE_LEAF as f64;
+    let events = (0..3).flat_map(|s| {
+        let s = f64::from(s);
         [
-            Event::new(format!("C(1/4) + C(1/2) >= {u:.3}"), move |o: &[f64]| {
-                cdf_sum(o) >= u
-            }),
-            Event::new(format!("C(1/4) + C(1/2) <= {u:.3}"), move |o: &[f64]| {
-                cdf_sum(o) <= u
-            }),
+            Event::new(
+                format!("leaf0 >= c+1+{s}, node0 >= 2c+1+{s}, leaf2 <= c-{s}"),
+                move |o: &[f64]| o[0] > c + s && o[1] > 2.0 * c + s && o[2] <= c - s,
+            ),
+            Event::new(
+                format!("leaf0 <= c-{s}, node0 <= 2c-{s}, leaf2 >= c+1+{s}"),
+                move |o: &[f64]| o[0] <= c - s && o[1] <= 2.0 * c - s && o[2] > c + s,
+            ),
         ]
-    }));
-    events.extend((1..20).flat_map(|i| {
-        let t = i as f64 / 20.0;
-        [
-            Event::at_least(0, t),
-            Event::at_most(0, t),
-            Event::at_least(4, t),
-            Event::at_most(4, t),
-        ]
-    }));
+    });
     Ok(AuditCase::new(
         "tree-cdf",
         format!(
-            "replace-one, n = {n}: n − 1 points at 1/8, 3/8, 5/8, 7/8; one record at 0 vs at 1; depth {depth}"
+            "replace-one, n = {n}: {TREE_LEAF} points at each of 1/8, 3/8, 5/8, 7/8; one more at 1/8 vs at 5/8; depth {depth}"
         ),
         Claim::Pure(1.0),
         100_000,
     )
-    .mechanism("TreeCdf (depth 2)")
+    .mechanism(label)
     .run(move |side, rng| {
         let cols = if side == Side::D { &d } else { &d_prime };
-        let mut accountant = Accountant::pure(eps);
-        let tree = TreeCdf::release(cols, eps, depth, &mut accountant, rng)?;
-        [0.0, 0.25, 0.5, 0.75, 1.0]
+        let mut accountant = Accountant::pure(run);
+        let tree = TreeCdf::release(cols, run, depth, &mut accountant, rng)?;
+        let a = [0.0, 0.25, 0.5, 0.75]
             .iter()
-            .map(|&y| Ok(tree.answer(&[y])?))
-            .collect()
+            .map(|&y| tree.answer(&[y]))
+            .collect::<Result<Vec<_>, _>>()?;
+        // a(t) = a(0) + 2·∫₀ᵗ C − t with C piecewise linear between the bin
+        // edges (h = 1/4), so C at the edges 1/4, 1/2, 3/4 follows exactly.
+        let c0 = 4.0 * (a[1] - a[0] + 0.25);
+        let c1 = 4.0 * (a[2] - a[1] + 0.25) - c0;
+        let c2 = 4.0 * (a[3] - a[2] + 0.25) - c1;
+        let n = n as f64;
+        Ok(vec![
+            (n * c0).round(),
+            (n * c1).round(),
+            (n * (c2 - c1)).round(),
+        ])
     })
     .events(events))
 }
@@ -195,4 +206,22 @@ pub fn grid_mwem(small: bool) -> Result<AuditCase, AuditError> {
             .collect()
     })
     .events(events))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::cases::twins::check;
+
+    /// The tree CDF's twin charging each of the depth = 2 levels at ε instead of
+    /// ε/depth (noise for sensitivity 2 instead of 4: the tree run at 2ε).
+    #[test]
+    fn the_auditor_flags_the_per_level_twin_of_the_tree_cdf() {
+        let twin = tree_cdf_at(Epsilon::new(2, 1).unwrap(), "twin: each level at ε").unwrap();
+        check(
+            "tree-cdf",
+            &tree_cdf(true).unwrap(),
+            &[("each level at ε instead of ε/depth", &twin)],
+        );
+    }
 }
