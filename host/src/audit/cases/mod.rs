@@ -109,7 +109,11 @@ pub const REGISTRY: &[Registered] = &[
     case("pmw-reduce", pmw_reduce, 2000),
     // MWEM's initialisation under replace-one (a past finding: charged at sensitivity 1).
     case("mwem-init", mwem_init, 4000),
-    case("mwem-rounds", mwem_rounds, 4000),
+    // Two rounds on two cell queries that move in opposite directions (both scores
+    // move: the exponential mechanism's worst case); joint events over both rounds'
+    // selections and measurements. Its twin (each round at ε instead of ε/T) is
+    // flagged.
+    case("mwem-rounds", mwem_rounds, 10_000).sees(0.35),
     // A synthetic-data domain that must not be inferred from the data (a past finding).
     case("synth-rare-value", synth_rare_value, 500),
     // Partition selection with a count at the threshold and a new value.
@@ -129,7 +133,10 @@ pub const REGISTRY: &[Registered] = &[
     case("knorm-replace", knorm_replace, 20_000).sees(0.7),
     // NiKM on the cube (d = 2, two levels at ε/2), one record added to the all-ones column.
     case("nikm-linf", nikm_linf, 20_000),
-    case("tree-cdf", tree_cdf, 10_000),
+    // The tree CDF with a move that changes all three released counts (3 of the 4
+    // charged units: ε·3/4 is the most a pair can show at depth 2); joint events over
+    // the three counts. Its twin (each level at ε instead of ε/depth) is flagged.
+    case("tree-cdf", tree_cdf, 10_000).sees(0.4),
     case("laplace-per-query", laplace_per_query, 10_000),
     case("grid-mwem", grid_mwem, 2000),
     // Lemma 7.3.1: TO's labels on neighbouring data, each query asked twice at
