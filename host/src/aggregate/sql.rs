@@ -172,20 +172,43 @@ pub fn parse_sql(sql: &str) -> Result<SqlQuery, AggregateError> {
         [] => return refuse("the query names no table (FROM is missing)"),
         _ => return refuse("more than one table in FROM (a join) is not supported"),
     };
-    // The histogram keys of the select list: (name, binning).
+    // The histogram keys of the select list: (name, binning); and its plain columns.
     let mut selected_bins: Vec<(String, Binning)> = Vec::new();
+    let mut selected_columns: Vec<String> = Vec::new();
     for item in &select.projection {
         let (expr, alias) = match item {
             SelectItem::UnnamedExpr(e) => (e, None),
             SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.value.clone())),
             _ => continue,
         };
-        if let Expr::Function(f) = expr
-            && is_bin(f)
-        {
-            let b = binning(f, &prefixes)?;
-            selected_bins.push((alias.unwrap_or_else(|| expr.to_string()), b));
+        match expr {
+            Expr::Function(f) if is_bin(f) => {
+                let b = binning(f, &prefixes)?;
+                let name = alias.unwrap_or_else(|| expr.to_string());
+                if selected_bins.iter().any(|(n, _)| *n == name) {
+                    return refuse(format!(
+                        "two BIN(...) keys of SELECT are named {name}: give each its own alias"
+                    ));
+                }
+                selected_bins.push((name, b));
+            }
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) => {
+                if let Ok(c) = column_name(expr, "SELECT", &prefixes) {
+                    selected_columns.push(c);
+                }
+            }
+            _ => {}
         }
+    }
+    // A BIN's alias must not be a column's name too: `GROUP BY name` would mean the
+    // bin, silently, where the column may have been meant.
+    if let Some((name, _)) = selected_bins
+        .iter()
+        .find(|(n, _)| selected_columns.contains(n))
+    {
+        return refuse(format!(
+            "the BIN(...) alias {name} is also a selected column: choose another alias"
+        ));
     }
     let mut bins: Vec<(String, Binning)> = Vec::new();
     let group_by: Vec<String> = match &select.group_by {
@@ -213,7 +236,16 @@ pub fn parse_sql(sql: &str) -> Result<SqlQuery, AggregateError> {
                         names.push(name.clone());
                         bins.push((name, b));
                     }
-                    None => names.push(column_name(e, "GROUP BY", &prefixes)?),
+                    None => {
+                        let c = column_name(e, "GROUP BY", &prefixes)?;
+                        if selected_bins.iter().any(|(n, _)| *n == c) {
+                            return refuse(format!(
+                                "GROUP BY {e}: {c} is also the alias of a BIN(...) of SELECT: \
+                                 choose another alias"
+                            ));
+                        }
+                        names.push(c);
+                    }
                 }
             }
             names
@@ -436,9 +468,16 @@ fn binning(f: &Function, prefixes: &[String]) -> Result<Binning, AggregateError>
         };
         match edge {
             Some(Ok(x)) => edges.push(x),
-            Some(Err(text)) => {
+            Some(Err(Bad::NotFinite(text))) => {
                 return refuse(format!(
                     "BIN({column}, …): edge {} ({text}) is not a finite number",
+                    i + 1
+                ));
+            }
+            Some(Err(Bad::Long(text))) => {
+                return refuse(format!(
+                    "BIN({column}, …): edge {} ({text}) is a long literal: write the plain \
+                     number",
                     i + 1
                 ));
             }
@@ -454,12 +493,20 @@ fn binning(f: &Function, prefixes: &[String]) -> Result<Binning, AggregateError>
     Binning::new(column, &edges)
 }
 
-/// A number literal, optionally negated: `None` when `e` is not one, `Err(text)`
-/// when it is not a finite `f64`.
-fn number_literal(e: &Expr) -> Option<Result<f64, String>> {
-    let (text, negate) = match e {
+/// Why a number literal is not an edge, with its text.
+enum Bad {
+    /// Not a finite `f64`.
+    NotFinite(String),
+    /// A long literal (`10L`).
+    Long(String),
+}
+
+/// A number literal, optionally negated: `None` when `e` is not one, `Err` when it
+/// is not a finite `f64` or is a long literal (`10L`).
+fn number_literal(e: &Expr) -> Option<Result<f64, Bad>> {
+    let (text, negate, long) = match e {
         Expr::Value(v) => match &v.value {
-            Value::Number(n, _) => (n.as_str(), false),
+            Value::Number(n, long) => (n.as_str(), false, *long),
             _ => return None,
         },
         Expr::UnaryOp {
@@ -467,16 +514,20 @@ fn number_literal(e: &Expr) -> Option<Result<f64, String>> {
             expr,
         } => match expr.as_ref() {
             Expr::Value(v) => match &v.value {
-                Value::Number(n, _) => (n.as_str(), true),
+                Value::Number(n, long) => (n.as_str(), true, *long),
                 _ => return None,
             },
             _ => return None,
         },
         _ => return None,
     };
+    if long {
+        // `10L`: a long-integer literal (some dialects' suffix), not a plain number.
+        return Some(Err(Bad::Long(e.to_string())));
+    }
     Some(match text.parse::<f64>() {
         Ok(x) if x.is_finite() => Ok(if negate { -x } else { x }),
-        _ => Err(e.to_string()),
+        _ => Err(Bad::NotFinite(e.to_string())),
     })
 }
 
@@ -756,6 +807,33 @@ mod tests {
             (
                 "SELECT BIN(t, 0, 1) AS b, COUNT(*) FROM r GROUP BY b, BIN(t, 0, 1)",
                 "twice",
+            ),
+            // Two BINs under one alias (GROUP BY b would take the first).
+            (
+                "SELECT BIN(temp, 0, 10) AS b, BIN(temp, 0, 5, 10) AS b, COUNT(*) FROM r \
+                 GROUP BY b",
+                "two BIN(...) keys of SELECT are named b",
+            ),
+            // A BIN aliased as a selected column (GROUP BY region would take the bin).
+            (
+                "SELECT region, BIN(temp, 0, 10, 20) AS region, COUNT(*) FROM r \
+                 GROUP BY region",
+                "the BIN(...) alias region is also a selected column",
+            ),
+            // ... or as another group-by column.
+            (
+                "SELECT BIN(temp, 0, 10, 20) AS region, COUNT(*) FROM r \
+                 GROUP BY region, r.region",
+                "GROUP BY r.region: region is also the alias of a BIN(...)",
+            ),
+            // A long literal (`10L`) as an edge.
+            (
+                "SELECT COUNT(*) FROM r GROUP BY BIN(temp, 0, 10L)",
+                "edge 2 (10L) is a long literal",
+            ),
+            (
+                "SELECT COUNT(*) FROM r GROUP BY BIN(temp, -10L, 0)",
+                "edge 1 (-10L) is a long literal",
             ),
         ];
         for (sql, needle) in cases {
