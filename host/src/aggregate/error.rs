@@ -84,6 +84,19 @@ pub enum AggregateError {
         /// The limit.
         max: u64,
     },
+    /// Private group selection (a δ) asked for a query whose every group-by key is
+    /// a histogram bin: the bins are public, every one is released, so there is
+    /// nothing to select. Refused before anything is charged.
+    #[error(
+        "every group-by key ({}) is a histogram bin: bins are public and every bin is \
+         released, so private group selection would spend budget for nothing; drop the δ \
+         (--delta) and use public groups",
+        keys.join(", ")
+    )]
+    PrivateBins {
+        /// The group-by keys (all binned).
+        keys: Vec<String>,
+    },
     /// An aggregate reads a column no bounds were given for.
     #[error(
         "column {0:?} has no bounds: give its public range (e.g. --bounds {0}=LO:HI); \

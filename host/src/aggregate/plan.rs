@@ -349,6 +349,13 @@ impl PlanBuilder {
                 }
                 Groups::Public(with_bins(&query, keys)?)
             }
+            // Only histogram keys: every bin is public, selecting them would spend
+            // budget (and δ) for nothing and drop bins a public release keeps.
+            (Some(Groups::Private { .. }), false) if plain.is_empty() => {
+                return Err(AggregateError::PrivateBins {
+                    keys: query.group_by.clone(),
+                });
+            }
             (Some(Groups::Private { delta }), false) => {
                 if !(delta > 0.0 && delta < 1.0) {
                     return Err(AggregateError::InvalidParameter(format!(

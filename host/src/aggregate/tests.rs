@@ -599,6 +599,33 @@ fn histograms_that_do_not_fit_are_refused_by_name() {
             max: 1_000_000
         })
     ));
+    // Private selection over bins only: the bins are public, nothing to select.
+    let only_bins =
+        || Query::new(Vec::<String>::new(), [("n", Aggregate::Count)]).bin("band", bands());
+    let private = Plan::builder(only_bins())
+        .privacy_unit("device", Contribution::new(2, 2).unwrap())
+        .groups(Groups::Private { delta: 1e-6 })
+        .build(e);
+    match private {
+        Err(AggregateError::PrivateBins { keys }) => assert_eq!(keys, ["band"]),
+        other => panic!("{other:?}"),
+    }
+    let msg = Plan::builder(only_bins())
+        .groups(Groups::Private { delta: 1e-6 })
+        .build(e)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("every bin is released") && msg.contains("drop the δ"),
+        "{msg}"
+    );
+    // With a plain key as well, the (key, bin) pairs are selected as before.
+    assert!(
+        Plan::builder(q())
+            .groups(Groups::Private { delta: 1e-6 })
+            .build(e)
+            .is_ok()
+    );
     // A key named twice.
     let twice = Query::new(["band"], [("n", Aggregate::Count)]).bin("band", bands());
     let twice = Plan::builder(twice).build(e).unwrap_err().to_string();
