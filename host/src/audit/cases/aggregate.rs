@@ -1,7 +1,7 @@
 //! The cases for private statistics by group (`aggregate`, `privq sql`): one per
 //! safeguard its guarantee rests on — contribution bounding, clamping, private
 //! group selection, the quantile's noise, the variance's centred squares and a
-//! histogram's bins as bounded group keys — each
+//! histogram's bins as bounded group keys (one bin, and every bin) — each
 //! on the add/remove-one-unit pair that safeguard is most fragile against, and the
 //! broken twins they must catch.
 //!
@@ -484,6 +484,88 @@ pub fn aggregate_histogram(small: bool) -> Result<AuditCase, AuditError> {
     histogram_case(plan, if small { 4_000 } else { 50_000 })
 }
 
+// --- 7. A heavy unit in every bin: bins count toward max_groups. ----------------
+
+/// Readings of each value D′'s spread unit holds.
+const SPREAD_ROWS: usize = 3_000;
+
+/// D's count in each bin (the ten units of [`histogram_tables`]).
+const SPREAD_LIGHT: [f64; 3] = [4.0, 3.0, 3.0];
+
+/// D: the ten units of [`histogram_tables`]. D′ adds one unit with 3 000 readings
+/// each of −10⁹, 15 and 10⁹: rows in every bin, two of the three values clamped
+/// into the end bins.
+fn spread_tables() -> (String, String) {
+    let (d, _) = histogram_tables();
+    let mut d_prime = d.clone();
+    for v in ["-1e9", "15", "1e9"] {
+        d_prime.push_str(&format!("heavy,{v}\n").repeat(SPREAD_ROWS));
+    }
+    (d, d_prime)
+}
+
+fn spread_case(plan: Plan, runs: u64) -> Result<AuditCase, AuditError> {
+    let (d, d_prime) = spread_tables();
+    let pair = tables(&plan, &d, &d_prime)?;
+    let limits = plan.contribution();
+    Ok(AuditCase::new(
+        "aggregate-histogram-spread",
+        format!(
+            "add/remove one unit: ten units across the bins [0, 10), [10, 20), [20, 30] vs \
+             the same and one unit with {SPREAD_ROWS} readings each of -1e9, 15 and 1e9 (rows \
+             in every bin, two values clamped into the end bins)"
+        ),
+        Claim::Pure(1.0),
+        runs,
+    )
+    .mechanism(format!(
+        "aggregate histogram: COUNT by BIN over public edges (at most {} bin(s), {} row(s) \
+         per bin per unit)",
+        limits.max_groups(),
+        limits.max_rows()
+    ))
+    .run(move |side, rng| {
+        let r = release(&plan, &pair, side, rng)?;
+        Ok(r.rows()
+            .iter()
+            .map(|row| row.estimates()[0].value())
+            .collect())
+    })
+    // Bounded, the unit adds 2 rows to each of the 3 bins under noise of scale
+    // g·r/ε = 6 per bin: the joint tail "every bin ≥ its D count + t" and the sum's
+    // tail carry about the full ratio e^ε, e^{3ε} if the noise is for r alone.
+    .events(
+        (0..=8)
+            .map(|t| {
+                let t = f64::from(t);
+                Event::new(
+                    format!("every bin >= its D count + {t}"),
+                    move |o: &[f64]| {
+                        o.len() == 3 && o.iter().zip(SPREAD_LIGHT).all(|(x, l)| *x >= l + t)
+                    },
+                )
+            })
+            .chain((0..=8).map(|t| {
+                let s = 10.0 + 3.0 * f64::from(t);
+                Event::new(format!("sum of bins >= {s}"), move |o: &[f64]| {
+                    o.len() == 3 && o.iter().sum::<f64>() >= s
+                })
+            })),
+    ))
+}
+
+/// `COUNT(*)` by `BIN(temp, 0, 10, 20, 30)`, at most 3 bins and 2 rows per unit,
+/// ε = 1: D′ adds one unit with rows in every bin (3 000 each, two of its values far
+/// outside the edges). Bounding keeps 2 rows in each bin, so the unit moves the
+/// vector of counts by g·r = 6 in ℓ1 and the noise of scale 6 per bin must cover all
+/// three bins at once; noise for r alone (or bins not counted toward max_groups) is
+/// a loss of 3ε.
+pub fn aggregate_histogram_spread(small: bool) -> Result<AuditCase, AuditError> {
+    let eps = Epsilon::new(1, 1).map_err(setup)?;
+    let plan = histogram_plan(Contribution::new(3, 2).map_err(setup)?, eps)?;
+    spread_case(plan, if small { 10_000 } else { 50_000 })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -550,6 +632,60 @@ mod tests {
         let mut rng = crate::seeded_rng(3);
         assert_eq!(case.sample(Side::D, &mut rng).unwrap().len(), 3);
         assert_eq!(case.sample(Side::DPrime, &mut rng).unwrap().len(), 3);
+    }
+
+    /// Noise for r instead of g·r: limits (3 bins, 2 rows) at 3ε, scale r/ε = 2 per
+    /// bin — also what bins left out of max_groups would release (limits (1, 2) at ε
+    /// keeping 2 rows in each of the 3 bins under scale 2). And half the noise (2ε).
+    #[test]
+    fn the_histogram_spread_case_flags_noise_for_r_not_g_times_r() {
+        let plan = |eps: Epsilon| histogram_plan(Contribution::new(3, 2).unwrap(), eps).unwrap();
+        let scale = |p: &Plan| {
+            let c = p.contribution();
+            (c.max_groups() * c.max_rows()) as f64 / p.epsilon_share().to_f64()
+        };
+        let real = plan(Epsilon::new(1, 1).unwrap());
+        let per_bin = plan(Epsilon::new(3, 1).unwrap());
+        assert_eq!(scale(&real), 6.0);
+        assert_eq!(scale(&per_bin), 2.0);
+        let per_bin = spread_case(per_bin, 1).unwrap();
+        let half = spread_case(plan(Epsilon::new(2, 1).unwrap()), 1).unwrap();
+        super::super::twins::check(
+            "aggregate-histogram-spread",
+            &aggregate_histogram_spread(true).unwrap(),
+            &[
+                ("noise for r, not g·r", &per_bin),
+                ("half the noise", &half),
+            ],
+        );
+        // Every bin is released on both sides; D′'s unit adds 2 rows to each.
+        let case = aggregate_histogram_spread(true).unwrap();
+        let mut rng = crate::seeded_rng(3);
+        assert_eq!(case.sample(Side::D, &mut rng).unwrap().len(), 3);
+        assert_eq!(case.sample(Side::DPrime, &mut rng).unwrap().len(), 3);
+    }
+
+    /// The spread pair with limits of 1 bin per unit at ε (the real histogram
+    /// case's plan): bounding keeps the unit's rows in one bin, so it must pass.
+    #[test]
+    fn the_histogram_spread_pair_passes_with_one_bin_per_unit() {
+        let one = histogram_plan(
+            Contribution::new(1, 2).unwrap(),
+            Epsilon::new(1, 1).unwrap(),
+        )
+        .unwrap();
+        let r = audit(
+            &spread_case(one, 1).unwrap(),
+            test_runs("aggregate-histogram-spread"),
+            7,
+            &|_| {},
+        )
+        .unwrap();
+        eprintln!(
+            "aggregate-histogram-spread, limits (1, 2): {:.3}",
+            r.empirical_epsilon
+        );
+        assert!(r.passed(), "{r:?}");
     }
 
     /// The outlier case's measurement, line by line as `Plan::release` does it for

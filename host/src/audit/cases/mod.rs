@@ -23,8 +23,8 @@ mod threshold;
 mod twins;
 
 pub use aggregate::{
-    aggregate_heavy_unit, aggregate_histogram, aggregate_outlier, aggregate_quantile_gap,
-    aggregate_rare_group, aggregate_variance_edge,
+    aggregate_heavy_unit, aggregate_histogram, aggregate_histogram_spread, aggregate_outlier,
+    aggregate_quantile_gap, aggregate_rare_group, aggregate_variance_edge,
 };
 pub use baselines::{grid_mwem, laplace_per_query, tree_cdf};
 pub use central::{discrete_gaussian, exponential, geometric_histogram, sq_oracle, vector_laplace};
@@ -187,6 +187,17 @@ pub const REGISTRY: &[Registered] = &[
     // far outside the edges, clamped into the last bin, against bounding to 2 rows
     // (true loss ε; seen over 12 seeds: 0.85–0.96); its twin test removes the bounding.
     case("aggregate-histogram", aggregate_histogram, 4000).sees(0.7),
+    // A histogram whose added unit has rows in every bin (3 000 each, two values
+    // clamped into the end bins), limits (3 bins, 2 rows): the counts move by g·r in
+    // ℓ1 and the noise must cover all bins at once; joint events over the bins. Its
+    // twin tests scale the noise for r instead of g·r (what bins left out of
+    // max_groups would also release) and halve it.
+    case(
+        "aggregate-histogram-spread",
+        aggregate_histogram_spread,
+        10_000,
+    )
+    .sees(0.6),
 ];
 
 /// The case called `name`, if registered.
