@@ -126,3 +126,42 @@ fn a_histogram_alone_needs_no_keys_and_bins_take_no_keys() {
         assert!(stderr.contains(needle), "{sql}: {stderr}");
     }
 }
+
+/// A histogram alone with `--delta`: the bins are public (every one is released), so
+/// private selection is refused with the reason, before the budget file is touched.
+#[test]
+fn private_selection_over_bins_only_is_refused_before_any_charge() {
+    let d = Dir::new("sql-hist-delta");
+    d.write("readings.csv", READINGS);
+    let argv = [
+        "sql",
+        "SELECT BIN(temp, -20, 0, 20, 50) AS band, COUNT(*) AS n FROM readings GROUP BY band",
+        "--table",
+        "readings=readings.csv",
+        "--privacy-unit",
+        "device",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-6",
+        "--budget-file",
+        "b.json",
+        "--budget-cap",
+        "3",
+    ];
+    let out = privq(&d.0, &argv, b"");
+    assert!(!out.status.success());
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("is a histogram bin") && stderr.contains("every bin is released"),
+        "{stderr}"
+    );
+    assert!(text(&out.stdout).is_empty());
+    assert!(
+        !d.0.join("b.json").exists(),
+        "the refused query touched the budget file"
+    );
+    // With a plain key as well, (region, bin) pairs are selected privately as before.
+    let out = run(&d, &["--delta", "1e-6", "--epsilon", "1"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
