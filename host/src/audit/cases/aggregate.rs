@@ -38,6 +38,21 @@ fn release(
     Ok(plan.release(table, rng)?.0)
 }
 
+/// Every released row's first estimate, in release order (a single-aggregate query's
+/// output per group).
+fn first_estimates(
+    plan: &Plan,
+    pair: &[Table; 2],
+    side: Side,
+    rng: &mut rand_chacha::ChaCha12Rng,
+) -> Result<Vec<f64>, RunError> {
+    let r = release(plan, pair, side, rng)?;
+    Ok(r.rows()
+        .iter()
+        .map(|row| row.estimates()[0].value())
+        .collect())
+}
+
 fn bounds(text: &str) -> Result<Bounds, AuditError> {
     text.parse().map_err(setup)
 }
@@ -82,13 +97,7 @@ fn heavy_case(plan: Plan, heavy: usize, claim: Claim, runs: u64) -> Result<Audit
         limits.max_groups(),
         limits.max_rows()
     ))
-    .run(move |side, rng| {
-        let r = release(&plan, &pair, side, rng)?;
-        Ok(r.rows()
-            .iter()
-            .map(|row| row.estimates()[0].value())
-            .collect())
-    })
+    .run(move |side, rng| first_estimates(&plan, &pair, side, rng))
     // The bounded count of a is 10 on D and 12 on D′; ≥ 12 are the tail events
     // with the full ratio e^ε, ≥ 30 catches any unbounded leak.
     .events(
@@ -458,13 +467,7 @@ fn histogram_case(plan: Plan, runs: u64) -> Result<AuditCase, AuditError> {
         limits.max_groups(),
         limits.max_rows()
     ))
-    .run(move |side, rng| {
-        let r = release(&plan, &pair, side, rng)?;
-        Ok(r.rows()
-            .iter()
-            .map(|row| row.estimates()[0].value())
-            .collect())
-    })
+    .run(move |side, rng| first_estimates(&plan, &pair, side, rng))
     // The last bin's bounded count is 3 on D and 5 on D′ under noise of scale 2:
     // `≥ t` for t ≥ 5 carries the full ratio e^ε; ≥ 30 catches an unbounded unit.
     .events(
@@ -524,13 +527,7 @@ fn spread_case(plan: Plan, runs: u64) -> Result<AuditCase, AuditError> {
         limits.max_groups(),
         limits.max_rows()
     ))
-    .run(move |side, rng| {
-        let r = release(&plan, &pair, side, rng)?;
-        Ok(r.rows()
-            .iter()
-            .map(|row| row.estimates()[0].value())
-            .collect())
-    })
+    .run(move |side, rng| first_estimates(&plan, &pair, side, rng))
     // Bounded, the unit adds 2 rows to each of the 3 bins under noise of scale
     // g·r/ε = 6 per bin: the joint tail "every bin ≥ its D count + t" and the sum's
     // tail carry about the full ratio e^ε, e^{3ε} if the noise is for r alone.
