@@ -1,7 +1,11 @@
-//! Fixed-size histograms for on-device readings.
+//! Fixed-size histograms for on-device readings, and [`IntegerBins`] to bin raw integer
+//! readings in 32-bit arithmetic.
 
 use crate::error::{Error, Result};
 use crate::fixed::Fixed;
+
+mod integer;
+pub use integer::IntegerBins;
 
 /// How a value is assigned to a bin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 
 use embedded_hal::delay::DelayNs;
 use privq_core::Fixed;
-use privq_core::histogram::{Histogram, OutOfRange};
+use privq_core::histogram::{Histogram, IntegerBins, OutOfRange};
 use privq_core::ledger::{Ledger, LedgerStore};
 use privq_core::local::QueryId;
 use privq_core::rand_core::{CryptoRng, Rng};
@@ -54,19 +54,14 @@ pub fn new_histogram() -> Result<Histogram<BINS>, AppError> {
     Ok(Histogram::equal_width(lo, hi, OutOfRange::Clamp)?)
 }
 
-/// Raw sensor units (1/128 °C) per bin: `(RANGE_HI − RANGE_LO)·128 / BINS` = 64.
-const RAW_PER_BIN: i32 = (RANGE_HI - RANGE_LO) * 128 / BINS as i32;
-
-/// The bin of a raw reading (1/128 °C units), clamped into `0..BINS`.
-///
-/// Exactly [`Histogram::bin_of`] of [`raw_to_celsius`](crate::sensor::raw_to_celsius)`(raw)`
-/// for the histogram of [`new_histogram`] (checked for every `i16` in the tests), but
-/// in 32-bit integers: the core's general Q32.32 binning divides in 128 bits, which
-/// costs kilobytes of flash and thousands of cycles per reading on a Cortex-M0.
-pub fn bin_of_raw(raw: i16) -> usize {
-    let offset = i32::from(raw) - RANGE_LO * 128;
-    (offset.max(0) / RAW_PER_BIN).min(BINS as i32 - 1) as usize
-}
+/// The same bins over raw readings (1/128 °C units): exactly [`Histogram::bin_of`] of
+/// [`raw_to_celsius`](crate::sensor::raw_to_celsius)`(raw)` for the histogram of
+/// [`new_histogram`], in 32-bit integers (the core's general Q32.32 binning divides in 128
+/// bits, which costs kilobytes of flash and thousands of cycles per reading on a Cortex-M0).
+pub const RAW_BINS: IntegerBins<BINS> = match IntegerBins::new(RANGE_LO * 128, RANGE_HI * 128) {
+    Ok(bins) => bins,
+    Err(_) => panic!("the range is not a whole number of raw units per bin"),
+};
 
 /// Reads `count` temperatures, one every [`READ_PERIOD_MS`], into `histogram` (one of
 /// [`new_histogram`]'s layout); `on_reading` sees each raw reading (e.g. for logging).
@@ -81,7 +76,7 @@ pub fn collect<T: Thermometer, D: DelayNs>(
     let mut last = None;
     for n in 0..count {
         let raw = sensor.read_raw().map_err(|_| AppError::Sensor)?;
-        histogram.record_index(bin_of_raw(raw))?;
+        histogram.record_index(RAW_BINS.bin_clamped(i32::from(raw)))?;
         on_reading(n, raw);
         last = Some(crate::sensor::raw_to_celsius(raw));
         delay.delay_ms(READ_PERIOD_MS);
@@ -237,11 +232,12 @@ mod tests {
     use std::vec::Vec;
 
     #[test]
-    fn integer_binning_matches_the_core_binning_for_every_reading() {
+    fn raw_bins_are_the_histogram_bins_for_every_reading() {
         let h = new_histogram().unwrap();
         for raw in i16::MIN..=i16::MAX {
             let celsius = crate::sensor::raw_to_celsius(raw);
-            assert_eq!(Some(bin_of_raw(raw)), h.bin_of(celsius).unwrap(), "{raw}");
+            let bin = RAW_BINS.bin_clamped(i32::from(raw));
+            assert_eq!(Some(bin), h.bin_of(celsius).unwrap(), "{raw}");
         }
     }
 
