@@ -195,13 +195,40 @@ impl<const BINS: usize> Histogram<BINS> {
                 usize::try_from(index).map_or(0, |i| i.min(last))
             }
         };
-        if let Some(counter) = self.counts.get_mut(bin) {
+        self.bump_held(bin);
+        bin
+    }
+
+    /// Records a raw integer reading in the bin `bins` gives it, clamped into range
+    /// ([`IntegerBins::bin_clamped`]), and returns the bin; it cannot fail. As with
+    /// [`record_clamped`](Self::record_clamped), a counter at `u32::MAX` is held there and
+    /// reported by [`saturated`](Self::saturated). The histogram's own binning is not
+    /// consulted: use a [`categorical`](Self::categorical) one, or an
+    /// [`equal_width`](Self::equal_width) one over the same range in [`Fixed`].
+    ///
+    /// ```
+    /// use privq_core::histogram::{Histogram, IntegerBins};
+    /// let bins = IntegerBins::<4>::new(0, 400)?; // raw units, 100 per bin
+    /// let mut h = Histogram::<4>::categorical()?;
+    /// assert_eq!(h.record_raw_clamped(&bins, 250), 2);
+    /// assert_eq!(h.record_raw_clamped(&bins, -7), 0);
+    /// assert_eq!(h.counts(), &[1, 0, 1, 0]);
+    /// # Ok::<(), privq_core::Error>(())
+    /// ```
+    pub fn record_raw_clamped(&mut self, bins: &IntegerBins<BINS>, raw: i32) -> usize {
+        let bin = bins.bin_clamped(raw);
+        self.bump_held(bin);
+        bin
+    }
+
+    /// Adds one to bin `index` if it exists, holding a full counter at `u32::MAX`.
+    fn bump_held(&mut self, index: usize) {
+        if let Some(counter) = self.counts.get_mut(index) {
             match counter.checked_add(1) {
                 Some(c) => *counter = c,
                 None => self.saturated = true,
             }
         }
-        bin
     }
 
     /// Adds one to bin `index`; [`Error::BinOutOfRange`] when `index ≥ BINS`.
@@ -356,6 +383,10 @@ mod tests {
         assert_eq!(full.record_clamped(Fixed::MAX), 1);
         assert_eq!(full.counts(), &[0, u32::MAX]);
         assert!(full.saturated());
+        let bins = IntegerBins::<2>::new(-1, 1).unwrap();
+        assert_eq!(full.record_raw_clamped(&bins, i32::MIN), 0);
+        assert_eq!(full.record_raw_clamped(&bins, i32::MAX), 1);
+        assert_eq!(full.counts(), &[1, u32::MAX]);
         // Categorical: the integer part, clamped.
         let mut cat = Histogram::<3>::categorical().unwrap();
         let values = [

@@ -9,7 +9,9 @@
 //!   bounded-work, timing-independent discrete Laplace.
 //! * [`Fixed`], [`GridLaplace`] and [`GridGaussian`]: the Laplace and Gaussian
 //!   mechanisms on a power-of-two grid.
-//! * [`histogram::Histogram`]: fixed-size histograms of readings.
+//! * [`histogram::Histogram`]: fixed-size histograms of readings, binned exactly from
+//!   [`Fixed`] values or, in 32-bit arithmetic, from raw integer readings
+//!   ([`histogram::IntegerBins`]).
 //! * [`report`]: the device-report wire format; `upload` (feature `upload`, on by default):
 //!   HMAC-SHA-256-authenticated upload frames of reports and the device's outbox that keeps
 //!   them until acknowledged.
@@ -22,7 +24,8 @@
 //! and every fallible operation returns [`Result`] with a typed [`Error`], whose variants have
 //! stable numeric codes for C callers ([`Error::code`]). Constructors whose arithmetic allows it
 //! are `const fn` ([`Epsilon::new`], [`Rho::new`], [`Histogram::equal_width`],
-//! [`local::Grr::new`], ...), so a device's configuration can be checked at compile time.
+//! [`histogram::IntegerBins::new`], [`local::Grr::new`], ...), so a device's configuration can
+//! be checked at compile time.
 //!
 //! Minimum Rust: **1.87** (`rust-version`; heapless 0.9.3 needs it, 0.9.4 needs 1.88). The
 //! test command builds this crate (host and `thumbv6m-none-eabi`) and the example firmware
@@ -48,14 +51,14 @@
 //! # #[cfg(all(feature = "flash-ledger", feature = "upload"))]
 //! # fn main() -> Result<(), privq_core::Error> {
 //! use privq_core::flash_store::{FlashStore, RamFlash};
-//! use privq_core::histogram::{Histogram, OutOfRange};
+//! use privq_core::histogram::{Histogram, IntegerBins};
 //! use privq_core::ledger::Ledger;
 //! use privq_core::local::{Grr, LocalRandomizer, QueryId, UeVariant, UnaryEncoding};
 //! use privq_core::report::{self, MechanismId};
 //! use privq_core::upload::{DeviceKey, Outbox};
 //! use privq_core::upload_counters::UploadCounters;
 //! use privq_core::rng::ChaCha12;
-//! use privq_core::{Epsilon, Error, Fixed};
+//! use privq_core::{Epsilon, Error};
 //! use rand_core::SeedableRng;
 //!
 //! // Randomness: the crate's compact ChaCha12 (output identical to rand_chacha's
@@ -64,11 +67,16 @@
 //! // is for tests only: it makes the noise predictable.
 //! let mut rng = ChaCha12::from_seed([7; 32]);
 //!
-//! // 1-2. Readings (°C, exact fixed point) into 64 bins of 0.5 °C over [5, 37); outliers clamp.
-//! let mut histogram =
-//!     Histogram::<64>::equal_width(Fixed::from_int(5), Fixed::from_int(37), OutOfRange::Clamp)?;
-//! for reading in ["21.5", "21.75", "22.0", "21.6", "40.2"] {
-//!     histogram.record_clamped(reading.parse()?); // returns the bin; cannot fail
+//! // 1-2. Raw readings (the sensor's 1/16 °C units) into 64 bins of 0.5 °C over [5, 37) °C,
+//! //      in 32-bit integers; outliers clamp into the edge bins. A `const`: checked when the
+//! //      firmware compiles.
+//! const BINS: IntegerBins<64> = match IntegerBins::new(5 * 16, 37 * 16) {
+//!     Ok(bins) => bins,
+//!     Err(_) => panic!("not a whole number of raw units per bin"), // a compile error
+//! };
+//! let mut histogram = Histogram::<64>::categorical()?;
+//! for raw in [344, 348, 352, 346, 643] { // 21.5, 21.75, 22.0, 21.625, 40.1875 °C
+//!     histogram.record_raw_clamped(&BINS, raw); // returns the bin; cannot fail
 //! }
 //! // The modal bin (the lowest of the most frequent) is the item to report.
 //! let (modal, _) = (0u32..)
@@ -119,9 +127,9 @@
 //!
 //! **Flash cost** of this path with [`rng::ChaCha12`], each variant linked alone (opt-level
 //! `"z"`, LTO; measured by `tools/device-sizes.sh` from `examples/device-flow`, the table is in
-//! the book's devices chapter): on thumbv6m an OUE report 10 576 B and a GRR report 9 940 B,
-//! with the upload frame (`compact-sha`) 13 076 B and 12 592 B; on thumbv7em 10 012 B, 9 304 B,
-//! 12 372 B and 11 752 B. `rand_chacha::ChaCha12Rng` instead adds 2.0–2.4 KB.
+//! the book's devices chapter): on thumbv6m an OUE report 10 564 B and a GRR report 9 928 B,
+//! with the upload frame (`compact-sha`) 13 056 B and 12 580 B; on thumbv7em 10 004 B, 9 304 B,
+//! 12 352 B and 11 756 B. `rand_chacha::ChaCha12Rng` instead adds 2.0–2.4 KB.
 //!
 //! A failed flash write or read is [`Error::Storage`] with a [`StorageKind`] (the flash
 //! store's own layout, tamper and counter errors, or the driver's `NorFlashErrorKind`), and

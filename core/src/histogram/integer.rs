@@ -12,8 +12,9 @@ use crate::error::{Error, Result};
 /// cycles per reading on a Cortex-M0.
 ///
 /// Readings outside the range are **clamped**: below `lo` into bin 0, at or above `hi` into
-/// the last bin ([`bin_clamped`](Self::bin_clamped)). [`bin`](Self::bin) returns `None` for
-/// them instead, for a device that counts or rejects outliers itself.
+/// the last bin ([`bin_clamped`](Self::bin_clamped),
+/// [`Histogram::record_raw_clamped`](super::Histogram::record_raw_clamped)). [`bin`](Self::bin)
+/// returns `None` for them instead, for a device that counts or rejects outliers itself.
 ///
 /// ```
 /// use privq_core::histogram::{Histogram, IntegerBins};
@@ -29,7 +30,7 @@ use crate::error::{Error, Result};
 /// assert_eq!(BINS.bin_clamped(37 * 16), 63); // the upper edge is exclusive: clamped
 ///
 /// let mut histogram = Histogram::<64>::categorical()?;
-/// histogram.record_index(BINS.bin_clamped(344))?;
+/// assert_eq!(histogram.record_raw_clamped(&BINS, 344), 33); // cannot fail
 /// assert_eq!(histogram.count(33), Some(1));
 /// # Ok::<(), privq_core::Error>(())
 /// ```

@@ -1,5 +1,5 @@
 //! One reading period of a privq device, written only against privq-core's public API:
-//! readings → histogram bins → the modal bin → OUE at ε = 1, after the lifetime ledger in NOR
+//! raw readings → histogram bins (32-bit integers) → the modal bin → OUE at ε = 1, after the lifetime ledger in NOR
 //! flash is debited → a wire-format report → an HMAC-SHA-256 upload frame whose epoch comes
 //! from counters persisted in a second flash region.
 //!
@@ -13,16 +13,21 @@
 
 use embedded_storage::nor_flash::NorFlash;
 use privq_core::flash_store::FlashStore;
-use privq_core::histogram::{Histogram, OutOfRange};
+use privq_core::histogram::{Histogram, IntegerBins};
 use privq_core::ledger::Ledger;
 use privq_core::local::{QueryId, UeVariant, UnaryEncoding};
 use privq_core::upload::{DeviceKey, Outbox};
 use privq_core::upload_counters::UploadCounters;
-use privq_core::{Epsilon, Error, Fixed};
+use privq_core::{Epsilon, Error};
 use rand_core::{CryptoRng, Rng};
 
 /// Bins: 0.5 °C over [5, 37) °C.
 pub const BINS: usize = 64;
+/// The bins over raw readings in the sensor's 1/16 °C units, 8 per bin.
+pub const READING_BINS: IntegerBins<BINS> = match IntegerBins::new(5 * 16, 37 * 16) {
+    Ok(bins) => bins,
+    Err(_) => panic!("not a whole number of raw units per bin"), // a compile error
+};
 /// Bytes of an OUE report over 64 bins (12-byte header + 8 bytes of bits).
 pub const REPORT_LEN: usize = 20;
 /// The outbox: 2 frames, one report each with its length prefix.
@@ -71,23 +76,19 @@ impl<L: NorFlash, C: NorFlash> Device<L, C> {
         (self.ledger.spent().num(), self.ledger.spent().den())
     }
 
-    /// One period: bins the readings (outliers clamp), releases the modal bin with OUE at
-    /// ε = 1 (the ledger is debited and persisted first; [`Error::BudgetExhausted`] once the
-    /// lifetime ε is spent), and seals the report into an authenticated frame written to
-    /// `frame`. Returns the frame's length.
+    /// One period: bins the raw readings (1/16 °C; outliers clamp), releases the modal bin
+    /// with OUE at ε = 1 (the ledger is debited and persisted first; [`Error::BudgetExhausted`]
+    /// once the lifetime ε is spent), and seals the report into an authenticated frame written
+    /// to `frame`. Returns the frame's length.
     pub fn period<R: Rng + CryptoRng>(
         &mut self,
-        readings: &[Fixed],
+        readings: &[i32],
         rng: &mut R,
         frame: &mut [u8; FRAME_LEN],
     ) -> Result<usize, Error> {
-        let mut histogram = Histogram::<BINS>::equal_width(
-            Fixed::from_int(5),
-            Fixed::from_int(37),
-            OutOfRange::Clamp,
-        )?;
-        for &reading in readings {
-            histogram.record(reading)?;
+        let mut histogram = Histogram::<BINS>::categorical()?;
+        for &raw in readings {
+            histogram.record_raw_clamped(&READING_BINS, raw);
         }
         let (modal, _) = (0u32..)
             .zip(histogram.counts())
@@ -135,13 +136,8 @@ mod tests {
     use privq_core::upload::open;
     use rand_core::SeedableRng;
 
-    fn readings() -> [Fixed; 4] {
-        [
-            Fixed::from_int(21),
-            Fixed::from_int(21),
-            Fixed::from_int(30),
-            Fixed::from_int(50),
-        ]
+    fn readings() -> [i32; 4] {
+        [21 * 16, 21 * 16, 30 * 16, 50 * 16] // 1/16 °C
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The documented path (privq-core's crate-level quick start) as one bare-metal image, for
-//! measuring its flash cost (`tools/device-sizes.sh`): readings → histogram bins → the modal
-//! bin → OUE or GRR at ε = 1 after the lifetime ledger in NOR flash is debited → a
-//! wire-format report, and with `FRAMES` the report sealed into an HMAC-SHA-256 upload frame
-//! numbered by persisted counters. The randomness is `privq_core::rng::ChaCha12`.
+//! measuring its flash cost (`tools/device-sizes.sh`): raw readings → histogram bins (32-bit
+//! integer binning) → the modal bin → OUE or GRR at ε = 1 after the lifetime ledger in NOR
+//! flash is debited → a wire-format report, and with `FRAMES` the report sealed into an
+//! HMAC-SHA-256 upload frame numbered by persisted counters. The randomness is `privq_core::rng::ChaCha12`.
 //!
 //! Inputs pass through `black_box`, so nothing is computed at compile time, and the results
 //! go into one, so nothing is dropped. The flash is `RamFlash` (a simulated NOR flash in RAM):
@@ -11,13 +11,13 @@
 use core::hint::black_box;
 
 use privq_core::flash_store::{FlashStore, RamFlash};
-use privq_core::histogram::{Histogram, OutOfRange};
+use privq_core::histogram::{Histogram, IntegerBins};
 use privq_core::ledger::Ledger;
 use privq_core::local::{LocalRandomizer, QueryId};
 use privq_core::rng::ChaCha12;
 use privq_core::upload::{DeviceKey, Outbox};
 use privq_core::upload_counters::UploadCounters;
-use privq_core::{Epsilon, Error, Fixed};
+use privq_core::{Epsilon, Error};
 use rand_core::SeedableRng;
 
 /// Bins: 0.5 °C over [5, 37) °C.
@@ -33,17 +33,11 @@ where
 {
     // On a board: 32 bytes from the MCU's hardware RNG, once per boot.
     let mut rng = ChaCha12::from_seed(black_box([7; 32]));
-    let mut histogram = Histogram::<{ BINS as usize }>::equal_width(
-        Fixed::from_int(5),
-        Fixed::from_int(37),
-        OutOfRange::Clamp,
-    )?;
-    for reading in black_box([
-        Fixed::from_int(21),
-        Fixed::from_int(22),
-        Fixed::from_int(40),
-    ]) {
-        histogram.record_clamped(reading);
+    // Raw readings in the sensor's 1/16 °C units, 8 per bin.
+    let bins = IntegerBins::<{ BINS as usize }>::new(5 * 16, 37 * 16)?;
+    let mut histogram = Histogram::<{ BINS as usize }>::categorical()?;
+    for raw in black_box([21 * 16, 22 * 16, 40 * 16]) {
+        histogram.record_raw_clamped(&bins, raw);
     }
     let (modal, _) = (0u32..)
         .zip(histogram.counts())
