@@ -6,8 +6,9 @@
 # with llvm-size. Prints a Markdown table (the one in docs/src/devices.md).
 #
 #   tools/device-sizes.sh            # build and print the table
-#   tools/device-sizes.sh --check    # and fail if the thumbv6m images exceed the budgets:
-#                                    # 12 KiB per report without frames, 16 KiB with frames
+#   tools/device-sizes.sh --check    # and fail if the thumbv6m images exceed the budgets
+#                                    # (12 KiB per report without frames, 16 KiB with frames)
+#                                    # or if any image links a panic or `core::fmt` symbol
 #
 # Environment: CARGO_TARGET_DIR (default target/device-flow, shared with test-all's
 # device-flow step).
@@ -17,11 +18,15 @@ check=0
 [[ ${1:-} == --check ]] && check=1
 
 host=$(rustc -vV | sed -n 's/^host: //p')
-size_tool="$(rustc --print sysroot)/lib/rustlib/$host/bin/llvm-size"
-[[ -x $size_tool ]] || {
-  echo "llvm-size not found at $size_tool (rustup component add llvm-tools)" >&2
+bin="$(rustc --print sysroot)/lib/rustlib/$host/bin"
+size_tool=$bin/llvm-size
+[[ -x $size_tool && -x $bin/llvm-nm ]] || {
+  echo "llvm-size/llvm-nm not found in $bin (rustup component add llvm-tools)" >&2
   exit 4
 }
+# Panic and `core::fmt` symbols (as test-all.sh's firmware-panics step): a reachable panic
+# links `core::fmt` (1-2 KB on the M0).
+panic_re='core::fmt|core::panicking|panic_fmt|panic_bounds_check|slice_index|slice_(start|end)_index|div_by_zero|rem_by_zero|unwrap_failed|expect_failed|len_mismatch'
 target_dir=${CARGO_TARGET_DIR:-target/device-flow}
 examples=(size-oue size-grr size-oue-frame size-grr-frame)
 labels=("OUE report" "GRR report" "OUE report + upload frame" "GRR report + upload frame")
@@ -47,6 +52,17 @@ done
 
 rc=0
 if ((check)); then
+  for t in "${targets[@]}"; do
+    for e in "${examples[@]}"; do
+      panics=$("$bin/llvm-nm" --demangle --defined-only "$target_dir/$t/firmware/examples/$e" |
+        cut -d' ' -f3- | grep -E "$panic_re" || true)
+      if [[ -n $panics ]]; then
+        echo "device-sizes: $e on $t links panic/core::fmt symbols:" >&2
+        echo "$panics" >&2
+        rc=5
+      fi
+    done
+  done
   for e in "${examples[@]}"; do
     budget=12288
     [[ $e == *-frame ]] && budget=16384

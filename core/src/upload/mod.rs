@@ -727,9 +727,14 @@ impl<const FRAMES: usize, const BYTES: usize> Outbox<FRAMES, BYTES> {
         let body_len = usize::from(front.body_len);
         let body = self.bytes.get(..body_len).ok_or(Error::Overflow)?;
         let len = write_header(&front.header, body_len, buf)?;
-        buf.get_mut(FRAME_HEADER_LEN..FRAME_HEADER_LEN + body_len)
-            .ok_or(Error::BufferTooSmall)?
-            .copy_from_slice(body);
+        let dst = buf
+            .get_mut(FRAME_HEADER_LEN..FRAME_HEADER_LEN + body_len)
+            .ok_or(Error::BufferTooSmall)?;
+        // Byte by byte: `copy_from_slice`'s length check, when not inlined, links a panic and
+        // `core::fmt` into a device image.
+        for (d, &s) in dst.iter_mut().zip(body) {
+            *d = s;
+        }
         write_tag(key, buf, len)?;
         Ok(Some(len))
     }
