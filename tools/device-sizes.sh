@@ -3,7 +3,11 @@
 # thumbv6m and thumbv7em: the size-measurement images of examples/device-flow (an
 # independent crate on privq-core's public API), each path linked alone by cortex-m-rt with
 # --gc-sections in the `firmware` profile (opt-level "z", LTO, one codegen unit), measured
-# with llvm-size. Prints a Markdown table (the one in docs/src/devices.md).
+# with llvm-size. Prints two Markdown tables (both in docs/src/devices.md): the whole path,
+# and each component's marginal cost, the difference between two images of the path cut
+# after one more stage (examples/device-flow/examples/common: runtime, ChaCha12, integer
+# binning, randomizer payload, report header, ledger in flash, upload frame). Code that two
+# components share counts for the first in that order.
 #
 #   tools/device-sizes.sh            # build and print the table
 #   tools/device-sizes.sh --check    # and fail if the thumbv6m images exceed the budgets
@@ -30,15 +34,41 @@ panic_re='core::fmt|core::panicking|panic_fmt|panic_bounds_check|slice_index|sli
 target_dir=${CARGO_TARGET_DIR:-target/device-flow}
 examples=(size-oue size-grr size-oue-frame size-grr-frame)
 labels=("OUE report" "GRR report" "OUE report + upload frame" "GRR report + upload frame")
+# The per-component images: each is the one before it plus one component.
+stages=(size-runtime size-rng size-bins size-oue-payload size-grr-payload size-oue-encoded
+  size-grr-encoded)
+# label | image | the image it adds to
+components=(
+  "runtime (cortex-m-rt start-up, vector table; not privq-core)|size-runtime|"
+  "\`rng::ChaCha12\` (seeded, drawing words)|size-rng|size-runtime"
+  "of which compiler-builtins' memcpy/memset (every later component uses them)|builtins:size-rng|builtins:size-runtime"
+  "\`histogram::IntegerBins\` + \`Histogram<64>\` + the modal bin|size-bins|size-rng"
+  "\`local::UnaryEncoding\` (OUE, 64 bins): the payload|size-oue-payload|size-bins"
+  "\`local::Grr\` (64 items): the payload|size-grr-payload|size-bins"
+  "report header (\`report\`), with OUE|size-oue-encoded|size-oue-payload"
+  "report header (\`report\`), with GRR|size-grr-encoded|size-grr-payload"
+  "\`ledger::Ledger\` on \`flash_store::FlashStore\`, with OUE|size-oue|size-oue-encoded"
+  "\`ledger::Ledger\` on \`flash_store::FlashStore\`, with GRR|size-grr|size-grr-encoded"
+  "upload frame (\`UploadCounters\`, \`upload::Outbox\`, HMAC-SHA-256), with OUE|size-oue-frame|size-oue"
+  "upload frame (\`UploadCounters\`, \`upload::Outbox\`, HMAC-SHA-256), with GRR|size-grr-frame|size-grr"
+)
 targets=(thumbv6m-none-eabi thumbv7em-none-eabihf)
 declare -A flash
 for t in "${targets[@]}"; do
-  for e in "${examples[@]}"; do
-    cargo build --manifest-path examples/device-flow/Cargo.toml --locked --target-dir "$target_dir" \
-      --profile firmware --target "$t" --example "$e" >&2
+  # One cargo run per target links every image (in parallel).
+  cargo build --manifest-path examples/device-flow/Cargo.toml --locked --target-dir "$target_dir" \
+    --profile firmware --target "$t" $(printf -- '--example %s ' "${examples[@]}" "${stages[@]}") >&2
+  for e in "${examples[@]}" "${stages[@]}"; do
     # Berkeley format: text (code + rodata + vectors), data, bss; flash = text + data.
     read -r text data _ < <("$size_tool" -B "$target_dir/$t/firmware/examples/$e" | tail -n1)
     flash[$t:$e]=$((text + data))
+    # compiler-builtins' memcpy/memset, by symbol size.
+    sum=0
+    for hex in $("$bin/llvm-nm" --print-size --demangle "$target_dir/$t/firmware/examples/$e" |
+      awk '$4 ~ /^(__aeabi_mem|compiler_builtins::mem::|mem(cpy|set|move)$)/ { print $2 }'); do
+      sum=$((sum + 16#$hex))
+    done
+    flash[$t:builtins:$e]=$sum
   done
 done
 
@@ -48,6 +78,19 @@ for i in "${!examples[@]}"; do
   e=${examples[$i]}
   printf '| %s | %s B | %s B |\n' "${labels[$i]}" "${flash[thumbv6m-none-eabi:$e]}" \
     "${flash[thumbv7em-none-eabihf:$e]}"
+done
+echo
+echo "| Component (what it adds to the path before it) | thumbv6m (Cortex-M0) | thumbv7em (Cortex-M4F) |"
+echo "|---|---:|---:|"
+for c in "${components[@]}"; do
+  IFS='|' read -r label e base <<<"$c"
+  row="| $label |"
+  for t in "${targets[@]}"; do
+    b=0
+    [[ -n $base ]] && b=${flash[$t:$base]}
+    row+=" $((flash[$t:$e] - b)) B |"
+  done
+  echo "$row"
 done
 
 rc=0

@@ -596,8 +596,8 @@ device_flow() {
 }
 
 # The documented device path's flash cost (tools/device-sizes.sh: the size-measurement images
-# of examples/device-flow, linked alone, opt-level "z" + LTO, llvm-size), the table of
-# docs/src/devices.md; fails if a thumbv6m report image exceeds 12 KiB (16 KiB with a frame) or
+# of examples/device-flow, linked alone, opt-level "z" + LTO, llvm-size), the two tables of
+# docs/src/devices.md (the whole path, and each component's marginal cost); fails if a thumbv6m report image exceeds 12 KiB (16 KiB with a frame) or
 # if any image links a panic or `core::fmt` symbol.
 device_sizes() {
   local table

@@ -6,4 +6,4 @@ mod common;
 
 use privq_core::local::Grr;
 
-size_image!(|eps| Grr::new(eps, common::BINS), frames = true);
+size_image!(|eps| Grr::new(eps, common::BINS), upto = FRAME);

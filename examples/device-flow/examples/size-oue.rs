@@ -8,5 +8,5 @@ use privq_core::local::{UeVariant, UnaryEncoding};
 
 size_image!(
     |eps| UnaryEncoding::new(UeVariant::Optimized, eps, common::BINS),
-    frames = false
+    upto = LEDGER
 );
