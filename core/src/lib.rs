@@ -129,7 +129,8 @@
 //! `"z"`, LTO; measured by `tools/device-sizes.sh` from `examples/device-flow`, the table is in
 //! the book's devices chapter): on thumbv6m an OUE report 10 444 B and a GRR report 9 920 B,
 //! with the upload frame (`compact-sha`) 13 016 B and 12 412 B; on thumbv7em 9 856 B, 9 348 B,
-//! 12 316 B and 11 700 B. `rand_chacha::ChaCha12Rng` instead adds 2.0–2.4 KB.
+//! 12 316 B and 11 700 B. `rand_chacha::ChaCha12Rng` instead adds 2.0–2.4 KB. Each component's
+//! share (the same script, a second table in the book) is stated in its type's docs.
 //!
 //! A failed flash write or read is [`Error::Storage`] with a [`StorageKind`] (the flash
 //! store's own layout, tamper and counter errors, or the driver's `NorFlashErrorKind`), and

@@ -11,6 +11,9 @@ use crate::error::{Error, Result};
 /// (`raw · unit`, for any unit), which divides in 128 bits: kilobytes of flash and thousands of
 /// cycles per reading on a Cortex-M0.
 ///
+/// Flash cost (thumbv6m, measured by `tools/device-sizes.sh`): about 380 B with a `Histogram<64>` it fills
+/// and a scan for the modal bin.
+///
 /// Readings outside the range are **clamped**: below `lo` into bin 0, at or above `hi` into
 /// the last bin ([`bin_clamped`](Self::bin_clamped),
 /// [`Histogram::record_raw_clamped`](super::Histogram::record_raw_clamped)). [`bin`](Self::bin)
