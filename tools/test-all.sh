@@ -484,7 +484,8 @@ book() {
   fi
 }
 
-# The declared MSRV is true: privq-core (host and thumbv6m) and the firmware (thumbv6m,
+# The declared MSRV is true: privq-core (host and thumbv6m, with features rand-core-06 and
+# flash-ledger besides the default upload) and the firmware (thumbv6m,
 # QEMU build) compile and link with exactly that toolchain and the locked dependencies, in
 # their own target dir (the main build's artefacts are the default toolchain's). Nothing built
 # here runs, so without optimisation or debug info: 67-77 s cold instead of 90 s.
@@ -498,10 +499,12 @@ msrv() {
   echo "$v"
   local c=(env CARGO_PROFILE_DEV_OPT_LEVEL=0 CARGO_PROFILE_DEV_DEBUG=0
     cargo "+$MSRV" build --locked --target-dir target/msrv)
-  "${c[@]}" -p privq-core || return
-  "${c[@]}" -p privq-core --target thumbv6m-none-eabi || return
+  # privq-core with its optional dependencies too (rand_core 0.6 for HAL RNGs, embedded-storage).
+  "${c[@]}" -p privq-core --features rand-core-06,flash-ledger || return
+  "${c[@]}" -p privq-core --features rand-core-06,flash-ledger --target thumbv6m-none-eabi || return
   "${c[@]}" -p privq-firmware --features qemu --target thumbv6m-none-eabi || return
-  note "msrv: privq-core (host, thumbv6m) and privq-firmware (thumbv6m) build with $v"
+  note "msrv: privq-core (host, thumbv6m; features rand-core-06, flash-ledger) and privq-firmware" \
+    "(thumbv6m) build with $v"
 }
 
 # privq from Python (python/, issue 30): a virtual environment under target/ with the pinned
