@@ -3,7 +3,7 @@
 //! On a target a panic ends the whole suite through the panic handler with a non-zero
 //! exit status, so these checks also show that nothing here panics.
 
-use privq_core::histogram::{Histogram, OutOfRange};
+use privq_core::histogram::{Histogram, IntegerBins, OutOfRange};
 use privq_core::sample::{
     BoundedDiscreteLaplace, DiscreteGaussian, DiscreteLaplace, SigmaSquared, bernoulli,
     bernoulli_exp, uniform_below,
@@ -230,7 +230,7 @@ pub fn fixed_point_and_grid() -> Outcome {
     Ok(())
 }
 
-/// Histogram bins out of range, empty ranges, rejected readings.
+/// Histogram bins out of range, empty ranges, rejected readings, uneven integer bins.
 pub fn histogram() -> Outcome {
     let mut cat = expect_ok("categorical", Histogram::<4>::categorical())?;
     expect_err(
@@ -274,6 +274,21 @@ pub fn histogram() -> Outcome {
         "merge different binnings",
         h.merge(&other),
         Error::BinningMismatch,
+    )?;
+    expect_err(
+        "IntegerBins::new(8, 8)",
+        IntegerBins::<4>::new(8, 8),
+        Error::EmptyRange,
+    )?;
+    expect_err(
+        "IntegerBins::<3>::new(0, 8)",
+        IntegerBins::<3>::new(0, 8),
+        Error::UnevenBins,
+    )?;
+    expect_err(
+        "IntegerBins::<0>::new(0, 8)",
+        IntegerBins::<0>::new(0, 8),
+        Error::EmptyRange,
     )?;
     Ok(())
 }
