@@ -249,8 +249,9 @@ struct Scan {
 
 /// The fail-closed ledger store on a region of NOR flash (see the [module docs](self)).
 ///
-/// Flash cost (thumbv6m, measured by `tools/device-sizes.sh`): about 6.7 KB with the [`Ledger`](crate::ledger::Ledger)
-/// on it (about 4.8 KB after a GRR report, which links the ledger's ε arithmetic already).
+/// Flash cost (thumbv6m, measured by `tools/device-sizes.sh`): about 6.7 KB with the
+/// [`Ledger`](crate::ledger::Ledger) on it (about 4.8 KB after a GRR report, which links the
+/// ledger's ε arithmetic already).
 ///
 /// `F` is any [`NorFlash`] with a write size of at most 64 bytes, or `&mut` one (so the flash
 /// outlives the store, e.g. across a simulated reboot). The store keeps no copy of the log:

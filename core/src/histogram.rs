@@ -50,8 +50,8 @@ pub enum Saturation {
 
 /// A histogram with `BINS` `u32` counters, stored inline (no allocation).
 ///
-/// Flash cost (thumbv6m, measured by `tools/device-sizes.sh`): about 380 B for a `Histogram<64>` filled
-/// through [`IntegerBins`], with a scan for the modal bin.
+/// Flash cost (thumbv6m, measured by `tools/device-sizes.sh`): about 380 B for a `Histogram<64>`
+/// filled through [`IntegerBins`], with a scan for the modal bin.
 ///
 /// ```
 /// use privq_core::{Fixed, histogram::{Histogram, OutOfRange}};

@@ -39,8 +39,8 @@ const BODY_LEN: usize = LEDGER_RECORD_LEN - 4;
 
 /// A device's next collection epoch and next frame sequence number, persisted.
 ///
-/// Flash cost (thumbv6m, measured by `tools/device-sizes.sh`): part of the upload frame's about
-/// 2.5 KB (see [`Outbox`](crate::upload::Outbox)); its flash store is the ledger's code.
+/// Flash cost (thumbv6m, measured by `tools/device-sizes.sh`): part of the upload frame's
+/// about 2.5 KB (see [`Outbox`](crate::upload::Outbox)); its flash store is the ledger's code.
 #[derive(Debug)]
 pub struct UploadCounters<S: LedgerStore> {
     store: S,

@@ -8,11 +8,11 @@ use crate::error::{Error, Result};
 /// The bin of a reading is one subtraction, one comparison and one 32-bit division (a shift
 /// when the width is a power of two and the bins are a `const`). It equals
 /// [`Histogram::bin_of`](super::Histogram::bin_of) with the same range in [`Fixed`](crate::Fixed)
-/// (`raw · unit`, for any unit), which divides in 128 bits: kilobytes of flash and thousands of
-/// cycles per reading on a Cortex-M0.
+/// (`raw · unit`, for any unit), which divides in 128 bits (a software division on a
+/// Cortex-M0).
 ///
-/// Flash cost (thumbv6m, measured by `tools/device-sizes.sh`): about 380 B with a `Histogram<64>` it fills
-/// and a scan for the modal bin.
+/// Flash cost (thumbv6m, measured by `tools/device-sizes.sh`): about 380 B with a `Histogram<64>`
+/// it fills and a scan for the modal bin.
 ///
 /// Readings outside the range are **clamped**: below `lo` into bin 0, at or above `hi` into
 /// the last bin ([`bin_clamped`](Self::bin_clamped),

@@ -19,8 +19,8 @@ use crate::sample::uniform_below;
 /// true item. **Variance** of the unbiased frequency estimate (host):
 /// `n·Var = (e^ε + d − 2)/(e^ε − 1)²` at `f → 0`.
 ///
-/// Flash cost (thumbv6m, measured by `tools/device-sizes.sh`): about 2 720 B (64 items, writing the payload),
-/// of which about 1.9 KB is exact ε arithmetic and 64-bit division that the
+/// Flash cost (thumbv6m, measured by `tools/device-sizes.sh`): about 2 720 B (64 items, writing the
+/// payload), of which about 1.9 KB is exact ε arithmetic and 64-bit division that the
 /// [`Ledger`](crate::ledger::Ledger) links too: about 840 B in a path with the ledger.
 ///
 /// ```

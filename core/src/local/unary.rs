@@ -78,8 +78,8 @@ pub enum UeVariant {
 /// **Variance** (host): OUE `n·Var = 4e^ε/(e^ε−1)²`, SUE `e^{ε/2}/(e^{ε/2}−1)²` at `f → 0`.
 /// **Report**: `12 + ⌈d/8⌉` bytes; OUE over 64 items is 20 bytes.
 ///
-/// Flash cost (thumbv6m, measured by `tools/device-sizes.sh`): about 1 360 B (OUE over 64 items, writing the
-/// payload).
+/// Flash cost (thumbv6m, measured by `tools/device-sizes.sh`): about 1 360 B (OUE over 64 items,
+/// writing the payload).
 ///
 /// ```
 /// use privq_core::{Epsilon, local::{UeVariant, UnaryEncoding}};

@@ -48,8 +48,8 @@ const BLOCK_WORDS: usize = 16;
 /// `rand_chacha`'s 2.4–4.9 KB on Cortex-M0, slower per word (one block of 64 bytes at a time);
 /// no allocation, no dependency beyond `rand_core`, no panic path.
 ///
-/// Flash cost (thumbv6m, measured by `tools/device-sizes.sh`): about 630 B, plus about 1 080 B of compiler-builtins'
-/// `memcpy`/`memset` where nothing else links them.
+/// Flash cost (thumbv6m, measured by `tools/device-sizes.sh`): about 630 B, plus about 1 080 B of
+/// compiler-builtins' `memcpy`/`memset` where nothing else links them.
 ///
 /// Seed it once per boot from the MCU's hardware RNG (see the [module docs](crate::rng));
 /// `seed_from_u64` and fixed seeds are for tests only.

@@ -514,9 +514,9 @@ struct OpenFrame {
 /// ([`Delivery::Rejected`]); such drops are counted ([`dropped`](Outbox::dropped)).
 /// The outbox lives in RAM: a power cut loses its frames (their ε stays charged).
 ///
-/// Flash cost (thumbv6m, measured by `tools/device-sizes.sh`): about 2.5 KB for one frame of a report, with
-/// [`UploadCounters`](crate::upload_counters::UploadCounters) in flash and HMAC-SHA-256
-/// (feature `compact-sha`).
+/// Flash cost (thumbv6m, measured by `tools/device-sizes.sh`): about 2.5 KB for one frame of a
+/// report, with [`UploadCounters`](crate::upload_counters::UploadCounters) in flash and
+/// HMAC-SHA-256 (feature `compact-sha`).
 #[derive(Debug)]
 pub struct Outbox<const FRAMES: usize, const BYTES: usize> {
     device: u64,
