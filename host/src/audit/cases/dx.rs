@@ -17,12 +17,6 @@ fn moved_record(side: Side) -> [u64; 3] {
     }
 }
 
-/// Each run is a fresh release with a budget of its own: the ε-DP charge its d_X
-/// spend implies, max d = 3.
-fn implied_budget() -> Result<Accountant, AuditError> {
-    Ok(Accountant::pure(Epsilon::new(3, 1).map_err(setup)?))
-}
-
 /// The d_X Laplace case's query: positions scaled by 1/3 (0, 1/3, 1 on the points
 /// 0, 1, 3), so its coefficient gaps (1/3, 2/3, 1) are not multiples of any
 /// power-of-two grid and neither neighbour's answer is on the grid.
@@ -138,15 +132,60 @@ pub(crate) fn smalldb_case(
     .events(events))
 }
 
-/// d_X MWEM (c = 1, T = 2) on the metric and pair of [`dx_laplace`]: counts
-/// [5, 2, 3] vs [4, 3, 3], one record moves from point 0 to point 1, claim
-/// ε = d(0, 1) = 1. The output is the averaged synthetic histogram, the released
-/// answers and the queries chosen; the events threshold the changed cells and the
-/// position sum (which moves by the distance) finely, and the choices.
+/// The d_X MWEM pair: one record moves from point 0 to point 1. Both queries'
+/// answers rise by the distance 1, but the positions' answer (11 → 12) moves
+/// towards the uniform start's 13⅓ while the step's (7 → 8) moves away from its
+/// 6⅔, so the two selection scores move in opposite directions (the exponential
+/// mechanism's worst case).
+const DX_MWEM_PAIR: ([u64; 3], [u64; 3]) = ([3, 5, 2], [2, 6, 2]);
+
+/// d_X MWEM (c = 1, T = 1) on the metric of [`dx_laplace`] with the pair
+/// [`DX_MWEM_PAIR`], claim ε = d(0, 1) = 1. One round: the selection and the
+/// measurement each at d_X/2, and the synthetic histogram (one MW step from the
+/// uniform start) reveals the measurement given the choice. The output is the
+/// synthetic histogram, the released answers and the query chosen; the events
+/// threshold the changed cells and the position sum finely, and the choice. (At
+/// T = 2 the average of two iterates blurs the measurements: the old case read
+/// 0.24, and the twin below 0.59.)
 pub fn dx_mwem(small: bool) -> Result<AuditCase, AuditError> {
     let _ = small;
     let (metric, queries) = line()?;
-    let rounds = 2;
+    dx_mwem_case(DxMwemSetup {
+        queries,
+        metric,
+        rounds: 1,
+        pair: DX_MWEM_PAIR,
+        steep: 1.0,
+        charge: Epsilon::new(3, 1).map_err(setup)?,
+        label: "d_X MWEM",
+    })
+}
+
+/// What a d_X MWEM case runs: the queries `Q'` checked against `metric`, the
+/// rounds, the pair, how much steeper than the real case's the queries are (the
+/// position-sum events scale with it), each run's charge and the label.
+pub(crate) struct DxMwemSetup {
+    pub(crate) queries: Queries,
+    pub(crate) metric: FiniteMetric,
+    pub(crate) rounds: usize,
+    pub(crate) pair: ([u64; 3], [u64; 3]),
+    pub(crate) steep: f64,
+    pub(crate) charge: Epsilon,
+    pub(crate) label: &'static str,
+}
+
+/// The d_X MWEM case for a setup (the real one, or a twin); the claim is
+/// d(0, 1) = 1.
+pub(crate) fn dx_mwem_case(s: DxMwemSetup) -> Result<AuditCase, AuditError> {
+    let DxMwemSetup {
+        queries,
+        metric,
+        rounds,
+        pair,
+        steep,
+        charge,
+        label,
+    } = s;
     let mech = DxMwem::new(queries, 1.0, rounds).map_err(setup)?;
     let mut events = Vec::new();
     for s in 0..=40 {
@@ -159,7 +198,7 @@ pub fn dx_mwem(small: bool) -> Result<AuditCase, AuditError> {
         ]);
     }
     for s in 0..=48 {
-        let t = 6.0 + s as f64 / 4.0;
+        let t = (6.0 + s as f64 / 4.0) * steep;
         events.extend([Event::at_least(3, t), Event::at_most(3, t)]);
     }
     for r in 0..rounds {
@@ -167,14 +206,17 @@ pub fn dx_mwem(small: bool) -> Result<AuditCase, AuditError> {
     }
     Ok(AuditCase::new(
         "dx-mwem",
-        "counts [5, 2, 3] vs [4, 3, 3] on points 0, 1, 3; d(0, 1) = 1; T = 2",
+        format!(
+            "counts {:?} vs {:?} on points 0, 1, 3; d(0, 1) = 1; T = {rounds}",
+            pair.0, pair.1
+        ),
         Claim::Pure(1.0),
         50_000,
     )
-    .mechanism("d_X MWEM")
+    .mechanism(label)
     .run(move |side, rng| {
-        let counts = moved_record(side);
-        let mut accountant = implied_budget()?;
+        let counts = if side == Side::D { pair.0 } else { pair.1 };
+        let mut accountant = Accountant::pure(charge);
         let out = mech.run(&metric, &counts, &mut accountant, rng)?;
         Ok(out
             .synthetic
@@ -191,6 +233,30 @@ pub fn dx_mwem(small: bool) -> Result<AuditCase, AuditError> {
 mod tests {
     use super::*;
     use crate::audit::cases::twins::check;
+
+    /// d_X MWEM's twin with each of its two steps (selection, measurement) at d_X
+    /// instead of d_X/(2T): queries twice as steep pass Theorem 7 on the metric 2d,
+    /// so both steps see twice the distance the claim d(0, 1) = 1 allows.
+    #[test]
+    fn the_auditor_flags_the_whole_budget_per_step_twin_of_dx_mwem() {
+        let twice = FiniteMetric::euclidean(&[[0.0], [1.0], [3.0]], 2.0).unwrap();
+        let steep = Queries::new(vec![vec![0.0, 2.0, 6.0], vec![0.0, 2.0, 2.0]]).unwrap();
+        let twin = dx_mwem_case(DxMwemSetup {
+            queries: steep,
+            metric: twice,
+            rounds: 1,
+            pair: DX_MWEM_PAIR,
+            steep: 2.0,
+            charge: Epsilon::new(6, 1).unwrap(),
+            label: "twin: each step at d_X",
+        })
+        .unwrap();
+        check(
+            "dx-mwem",
+            &dx_mwem(true).unwrap(),
+            &[("each step at d_X instead of d_X/2", &twin)],
+        );
+    }
 
     /// The d_X Laplace twin calibrated for twice the metric (half the noise) is
     /// flagged; the real mechanism passes.

@@ -99,14 +99,18 @@ pub const REGISTRY: &[Registered] = &[
     )
     .sees(0.5),
     case("sq-oracle", sq_oracle, 10_000),
-    // Pure PMW on an adversarial pattern: the worst-case loss sits on transcripts of
-    // probability ≤ 2^−k, which no sampled event reaches.
+    // Pure PMW on an adversarial pattern at the smallest comparison noise the
+    // privacy condition accepts: the worst-case loss sits on transcripts of
+    // probability ≤ 2^−k, which no sampled event reaches; joint events over the
+    // fresh answer and the lazy count. Its twin (a quarter of the noise) is flagged.
     case("pmw-pure", pmw_pure, 4000),
     case("pmw-approx", pmw_approximate, 4000),
-    // Pure PMW with projection updates and answers from the hypothesis after the failure.
+    // Pure PMW with projection updates and answers from the hypothesis after the
+    // failure; its quarter-noise twin is flagged.
     case("pmw-project", pmw_project, 4000),
-    // Pure PMW on a domain reduced to a strict subset, at the raised threshold.
-    case("pmw-reduce", pmw_reduce, 2000),
+    // Pure PMW on a domain reduced to a strict subset, at the raised threshold; its
+    // quarter-noise twin is flagged.
+    case("pmw-reduce", pmw_reduce, 10_000),
     // MWEM's initialisation under replace-one (a past finding: charged at sensitivity 1).
     case("mwem-init", mwem_init, 4000),
     // Two rounds on two cell queries that move in opposite directions (both scores
@@ -121,7 +125,10 @@ pub const REGISTRY: &[Registered] = &[
     // d_X Laplace with off-grid (thirds) coefficients; its half-noise twin is flagged.
     case("dx-laplace", dx_laplace, 10_000).sees(0.7),
     case("smalldb", smalldb, 10_000),
-    case("dx-mwem", dx_mwem, 4000),
+    // d_X MWEM with T = 1 on two queries whose errors move in opposite directions
+    // (the exponential mechanism's worst case); its twin (each of the two steps at
+    // d_X instead of d_X/2) is flagged.
+    case("dx-mwem", dx_mwem, 4000).sees(0.3),
     case("distance-offline", distance_offline, 2000),
     case("distance-session", distance_session, 2000),
     // The K-norm mechanism with F = I (K = B₁²), one record added to bin 0.
