@@ -219,19 +219,70 @@ pub(crate) fn conjunction_release_at(
 }
 
 /// Fig. 6.6 in the local model: 16 simulated devices over two attributes, ε = 1
-/// per device (partition: each answers one of the k = 8 queries once), ρ = 0.3 so
-/// that the noisy marginals decide the pieces. One device's record moves from cell
-/// 00 to 11; the outputs are the four conjunction answers (on a 0.05 grid of
-/// events) and the number of pieces.
+/// per device (partition: each answers one of the k = 8 queries once, two devices
+/// per query), ρ = 0.3 so that the noisy marginals decide the pieces. One device's
+/// record moves from cell 00 to 11 (counts [6, 0, 0, 10] vs [5, 0, 0, 11], so it is
+/// the only device whose record differs). The partition is public and drawn from
+/// the fleet seed alone, so every run is conditioned on a partition that puts the
+/// moving device in the group of the sixth query asked (the group its record
+/// moves the outputs most through; with a random partition its report is diluted
+/// over 8 groups and the case read 0). The outputs are the four conjunction
+/// answers (on a grid of events), the number of pieces, and a hash of the whole
+/// output in 32 buckets.
 pub fn conjunction_release_local(small: bool) -> Result<AuditCase, AuditError> {
+    local_case(small, LocalSetup::default())
+}
+
+/// What a local conjunction-release case runs.
+pub(crate) struct LocalSetup {
+    /// The device budget the oracle runs at (ε = 1 for the real release).
+    pub(crate) device_epsilon: Epsilon,
+    /// Condition every run on the (public, data-independent) partition putting the
+    /// moving device in this query group; `None`: a random partition.
+    pub(crate) group: Option<usize>,
+    /// Counts of cells 00 and 11 on `D` (`D′` moves one record from 00 to 11);
+    /// cells 01 and 10 hold `middle` each.
+    pub(crate) c00: u64,
+    pub(crate) c11: u64,
+    pub(crate) middle: u64,
+    pub(crate) label: &'static str,
+}
+
+impl Default for LocalSetup {
+    fn default() -> Self {
+        LocalSetup {
+            device_epsilon: Epsilon::new(1, 1).expect("ε = 1"),
+            group: Some(5),
+            c00: 6,
+            c11: 10,
+            middle: 0,
+            label: "Fig. 6.6 (decomposition, local SQ oracle, partition)",
+        }
+    }
+}
+
+pub(crate) fn local_case(small: bool, setup_: LocalSetup) -> Result<AuditCase, AuditError> {
     use crate::conjunctions::{ReleaseConfig, release_conjunctions_local};
+    use crate::ldp::fleet::{FleetSeed, device_rng_from};
     use crate::ldp::sq::{LocalSqOracle, Strategy};
     use privq_core::rand_core::Rng;
-    let eps = Epsilon::new(1, 1).map_err(setup)?;
+    let LocalSetup {
+        device_epsilon,
+        group,
+        c00,
+        c11,
+        middle,
+        label,
+    } = setup_;
     let make = |c00: u64, c11: u64| -> Result<_, AuditError> {
-        CountHistogram::from_counts(vec![c00, 2, 2, c11], MemoryCap::default()).map_err(setup)
+        CountHistogram::from_counts(vec![c00, middle, middle, c11], MemoryCap::default())
+            .map_err(setup)
     };
-    let (d, d_prime) = (make(4, 8)?, make(3, 9)?);
+    let (d, d_prime) = (make(c00, c11)?, make(c00 - 1, c11 + 1)?);
+    // The device at position c00 − 1 (records listed by cell) holds 00 on D and
+    // 11 on D′ when the middle cells are empty; otherwise several positions shift.
+    let moving = (c00 - 1) as usize;
+    let n = (c00 + c11 + 2 * middle) as usize;
     let config = ReleaseConfig {
         alpha: 0.3,
         beta: 0.1,
@@ -241,26 +292,42 @@ pub fn conjunction_release_local(small: bool) -> Result<AuditCase, AuditError> {
         require_n: false,
     };
     let k = config.query_budget(4).map_err(setup)?;
-    let oracle = LocalSqOracle::new(eps, k, 0.1, Strategy::Partition).map_err(setup)?;
+    let oracle = LocalSqOracle::new(device_epsilon, k, 0.1, Strategy::Partition).map_err(setup)?;
     let step = if small { 10 } else { 20 };
-    let events = (0..4)
+    let events: Vec<Event> = (0..4)
         .flat_map(move |j| {
             (0..=step).flat_map(move |i| {
                 let v = f64::from(i) / f64::from(step);
                 [Event::at_least(j, v), Event::at_most(j, v)]
             })
         })
-        .chain([Event::at_least(4, 1.5)]);
+        .chain([Event::at_least(4, 1.5)])
+        .chain((0..32).map(|b| Event::hashed(b, 32)))
+        .collect();
     Ok(AuditCase::new(
         "conjunction-release-local",
-        "replace-one, 16 devices over {0,1}²: one device's record moves from cell 00 to 11",
+        format!(
+            "replace-one, {n} devices over {{0,1}}²: one device's record moves from cell 00 to 11{}",
+            group.map_or(String::new(), |g| format!(", partition with it in group {g}"))
+        ),
         Claim::Pure(1.0),
         20_000,
     )
-    .mechanism("Fig. 6.6 (decomposition, local SQ oracle, partition)")
+    .mechanism(label)
     .run(move |side, rng| {
         let data = if side == Side::D { &d } else { &d_prime };
-        let r = release_conjunctions_local(data, &config, &oracle, rng.next_u64())
+        let seed = loop {
+            let seed = rng.next_u64();
+            let Some(g) = group else { break seed };
+            let mut planner = device_rng_from(&FleetSeed::from(seed), u64::MAX);
+            let groups = oracle
+                .assignment(n, &mut planner)
+                .map_err(|e| AuditError::InvalidCase(e.to_string()))?;
+            if usize::from(groups[moving]) == g {
+                break seed;
+            }
+        };
+        let r = release_conjunctions_local(data, &config, &oracle, seed)
             .map_err(|e| AuditError::InvalidCase(e.to_string()))?;
         let mut out: Vec<f64> = (0..4u64).map(|s| r.conjunction(s)).collect();
         out.push(r.decomposition().len() as f64);
@@ -433,6 +500,26 @@ mod tests {
         fn tolerance(&self) -> f64 {
             self.tolerance
         }
+    }
+
+    /// The local release's twin whose devices answer at 2ε (the oracle built for a
+    /// budget twice the claim) is flagged; the real release passes.
+    #[test]
+    fn the_auditor_flags_the_double_budget_twin_of_the_local_release() {
+        let twin = local_case(
+            true,
+            LocalSetup {
+                device_epsilon: Epsilon::new(2, 1).unwrap(),
+                label: "twin: each device at 2ε",
+                ..LocalSetup::default()
+            },
+        )
+        .unwrap();
+        check(
+            "conjunction-release-local",
+            conjunction_release_local(true).unwrap(),
+            vec![("each device at 2ε", twin)],
+        );
     }
 
     /// Fig. 6.7's twins: no noise at all (the exact answers, same stopping rule),

@@ -161,7 +161,9 @@ pub const REGISTRY: &[Registered] = &[
     // (each query at ε instead of ε/k) is flagged; the real release shows almost
     // nothing (ε/16 per query, a few queries observable).
     case("conjunction-release", conjunction_release, 10_000),
-    // Fig. 6.6 in the local model: every device answers once at ε.
+    // Fig. 6.6 in the local model: every device answers once at ε; each run on a
+    // partition (public, data-independent) that puts the moving device in one
+    // query's group. Its twin (each device at 2ε) is flagged.
     case("conjunction-release-local", conjunction_release_local, 4000),
     // The cut-function oracle: k = 2 answers on one edge more or less.
     case("cut-oracle", cut_oracle, 10_000),
