@@ -375,6 +375,12 @@ pub fn open_dataset<R: Rng + CryptoRng + ?Sized>(
             let discovery = Discovery::new(*neighbours, *epsilon, *delta, counts.names.len())?;
             let domain = discovery.release(&counts, accountant, rng)?;
             let hist = load_csv(text.as_bytes(), &domain, columns, Unknown::MapToFirst, cap)?;
+            // After the discovery charge, and only where n is public: under
+            // add/remove an empty table is a dataset like any other (see
+            // `load_records`).
+            if hist.total() == 0 && neighbours.n_is_public() {
+                return Err(DataError::EmptyData.into());
+            }
             let discovered = Discovered {
                 cost: discovery.cost(),
                 threshold: discovery.threshold(),

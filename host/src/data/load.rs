@@ -29,7 +29,11 @@ fn read_file(path: &Path) -> Result<String, DataError> {
 
 impl Dataset {
     /// Loads a CSV file under a public domain, its columns read as `columns`
-    /// declares (see [`load_records`]).
+    /// declares (see [`load_records`]). A table with no records is refused
+    /// ([`DataError::EmptyData`]): a `Dataset` feeds the replace-one-record
+    /// releases (PMW, MWEM, the conjunction release), where n is public, so the
+    /// refusal before any charge reveals nothing. Under add/remove neighbours read
+    /// the table with [`load_records`], which does not refuse n = 0.
     ///
     /// ```no_run
     /// use privq_host::data::{CsvColumns, Dataset, Domain, MemoryCap};
@@ -45,7 +49,7 @@ impl Dataset {
         cap: MemoryCap,
     ) -> Result<Self, DataError> {
         let text = read_file(path)?;
-        let counts = load_records(text.as_bytes(), &domain, columns, cap)?;
+        let counts = non_empty(load_records(text.as_bytes(), &domain, columns, cap)?)?;
         Ok(Dataset {
             name: file_name(path),
             domain,
@@ -55,7 +59,8 @@ impl Dataset {
 
     /// Loads a CSV file whose every column (except those `columns` declares) is a
     /// binary `0`/`1` attribute. Only the header, which is public schema, fixes the
-    /// domain; a value other than `0`/`1` is [`DataError::UnknownValue`].
+    /// domain; a value other than `0`/`1` is [`DataError::UnknownValue`]. A table
+    /// with no records is refused, as by [`Dataset::from_csv_with_domain`].
     pub fn binary_from_header(
         path: &Path,
         columns: &CsvColumns,
@@ -63,7 +68,7 @@ impl Dataset {
     ) -> Result<Self, DataError> {
         let text = read_file(path)?;
         let domain = Domain::binary(attribute_names(text.as_bytes(), columns)?)?;
-        let counts = load_records(text.as_bytes(), &domain, columns, cap)?;
+        let counts = non_empty(load_records(text.as_bytes(), &domain, columns, cap)?)?;
         Ok(Dataset {
             name: file_name(path),
             domain,
@@ -100,6 +105,13 @@ pub(crate) enum Unknown {
 /// count column, each row then standing for that many records, or as ignored).
 /// A value outside the domain is [`DataError::UnknownValue`], NaN or ±inf in a
 /// numeric attribute [`DataError::NotFinite`], each naming the line.
+///
+/// A table with no records loads as all-zero counts (n = 0), not as an error:
+/// under add/remove-one-record neighbours n is private, and a loader that refused
+/// the empty table — before any budget is charged — would tell an empty table
+/// from its one-record neighbour for free. The release decides what n = 0 means
+/// under its relation, after its charge (the replace-one releases refuse it: n is
+/// public there, see [`Dataset::from_csv_with_domain`]).
 ///
 /// ```
 /// use privq_host::data::{load_records, CsvColumns, Domain, MemoryCap};
@@ -155,10 +167,19 @@ pub(crate) fn load_csv<R: Read>(
         };
         hist.add(domain.encode(&values)?, count)?;
     }
-    if hist.total() == 0 {
+    Ok(hist)
+}
+
+/// Refuses counts that hold no records. Only for loaders whose data are released
+/// under replace-one-record neighbours, where n is public: a table and its
+/// neighbours then have the same n, so refusing n = 0 reveals nothing. Under
+/// add/remove n is private, and the loader must not refuse for it (see
+/// [`load_records`]).
+fn non_empty(counts: CountHistogram) -> Result<CountHistogram, DataError> {
+    if counts.total() == 0 {
         return Err(DataError::EmptyData);
     }
-    Ok(hist)
+    Ok(counts)
 }
 
 /// Writes universe cells as CSV rows with the domain's attribute names: categories
@@ -214,10 +235,40 @@ mod tests {
         assert!(matches!(e, DataError::UnknownValue { line: 2, .. }), "{e}");
         let e = load_records("a,c\n0,1\n".as_bytes(), &d, &CsvColumns::new(), cap).unwrap_err();
         assert!(matches!(e, DataError::MissingColumn { .. }));
-        let e = load_records("a,b\n".as_bytes(), &d, &CsvColumns::new(), cap).unwrap_err();
-        assert!(matches!(e, DataError::EmptyData));
+        // An empty table loads as n = 0 (n is private under add/remove).
+        let h = load_records("a,b\n".as_bytes(), &d, &CsvColumns::new(), cap).unwrap();
+        assert_eq!((h.counts(), h.total()), (&[0, 0, 0, 0][..], 0));
         let e = load_records("a,b,count\n0,0,x\n".as_bytes(), &d, &count, cap).unwrap_err();
         assert!(matches!(e, DataError::BadCount { .. }));
+    }
+
+    /// The add/remove loader does not refuse an empty table (an empty table and its
+    /// one-record neighbour both load, so whatever the release does with them is
+    /// paid for alike); the replace-one `Dataset` loaders still refuse it (n is
+    /// public there), with the clear error.
+    #[test]
+    fn only_the_replace_one_loaders_refuse_an_empty_table() {
+        let d = Domain::binary(["a", "b"]).unwrap();
+        let (cols, cap) = (CsvColumns::new(), MemoryCap::default());
+        let empty = load_records("a,b\n".as_bytes(), &d, &cols, cap).unwrap();
+        let one = load_records("a,b\n1,0\n".as_bytes(), &d, &cols, cap).unwrap();
+        assert_eq!((empty.total(), one.total()), (0, 1));
+        let counted = CsvColumns::new().count("count");
+        let zero = load_records("a,b,count\n1,0,0\n".as_bytes(), &d, &counted, cap).unwrap();
+        assert_eq!(zero.total(), 0);
+        let dir = std::env::temp_dir().join(format!("privq-load-empty-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("empty.csv");
+        std::fs::write(&path, "a,b\n").unwrap();
+        let e = Dataset::from_csv_with_domain(&path, d.clone(), &cols, cap).unwrap_err();
+        assert!(matches!(e, DataError::EmptyData), "{e}");
+        assert_eq!(e.to_string(), "the data hold no records");
+        let e = Dataset::binary_from_header(&path, &cols, cap).unwrap_err();
+        assert!(matches!(e, DataError::EmptyData), "{e}");
+        std::fs::write(&path, "a,b\n1,0\n").unwrap();
+        let ds = Dataset::from_csv_with_domain(&path, d, &cols, cap).unwrap();
+        assert_eq!(ds.counts.total(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
