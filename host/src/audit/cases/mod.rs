@@ -103,14 +103,14 @@ pub const REGISTRY: &[Registered] = &[
     // privacy condition accepts: the worst-case loss sits on transcripts of
     // probability ≤ 2^−k, which no sampled event reaches; joint events over the
     // fresh answer and the lazy count. Its twin (a quarter of the noise) is flagged.
-    case("pmw-pure", pmw_pure, 4000),
+    case("pmw-pure", pmw_pure, 4000).sees(0.1),
     case("pmw-approx", pmw_approximate, 4000),
     // Pure PMW with projection updates and answers from the hypothesis after the
     // failure; its quarter-noise twin is flagged.
-    case("pmw-project", pmw_project, 4000),
+    case("pmw-project", pmw_project, 4000).sees(0.1),
     // Pure PMW on a domain reduced to a strict subset, at the raised threshold; its
     // quarter-noise twin is flagged.
-    case("pmw-reduce", pmw_reduce, 10_000),
+    case("pmw-reduce", pmw_reduce, 10_000).sees(0.1),
     // MWEM's initialisation under replace-one (a past finding: charged at sensitivity 1).
     case("mwem-init", mwem_init, 4000),
     // Two rounds on two cell queries that move in opposite directions (both scores
@@ -164,7 +164,7 @@ pub const REGISTRY: &[Registered] = &[
     // Fig. 6.6 in the local model: every device answers once at ε; each run on a
     // partition (public, data-independent) that puts the moving device in one
     // query's group. Its twin (each device at 2ε) is flagged.
-    case("conjunction-release-local", conjunction_release_local, 4000),
+    case("conjunction-release-local", conjunction_release_local, 4000).sees(0.15),
     // The cut-function oracle: k = 2 answers on one edge more or less.
     case("cut-oracle", cut_oracle, 10_000),
     // The cut-function release with both levels' decisions at the include threshold
