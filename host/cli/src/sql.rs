@@ -4,7 +4,7 @@
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
-use privq_host::aggregate::{Bounds, Contribution, Groups, Plan, Release, parse_sql};
+use privq_host::aggregate::{AggregateError, Bounds, Plan, Release, SqlRequest};
 use privq_host::contract::Neighbours;
 
 use super::results::{Cell, FormatArg, write_rows};
@@ -114,143 +114,45 @@ fn pair<'a>(option: &'static str, text: &'a str) -> Result<(&'a str, &'a str), C
         .ok_or_else(|| usage(option, format!("{text:?} is not NAME=VALUE")))
 }
 
-/// The plan the options describe for `sql`.
+/// The plan the options describe for `sql`: the library's [`SqlRequest`] checks
+/// how they fit the query; a refusal names the option as the program spells it.
 pub fn plan(args: &Args) -> Result<(Plan, String, PathBuf), CliError> {
-    let parsed = parse_sql(&args.query)?;
     let (name, path) = pair("table", &args.table)?;
-    if name != parsed.table {
-        return Err(usage(
-            "table",
-            format!(
-                "the query reads table {:?}, --table names {name:?}",
-                parsed.table
-            ),
-        ));
-    }
-    let epsilon = super::parse_epsilon(&args.epsilon)?;
-    let mut builder = Plan::builder(parsed.query.clone())
+    let refused = |e: AggregateError| match e.option() {
+        Some(option) => usage(option, e.to_string()),
+        None => CliError::from(e),
+    };
+    let mut request = SqlRequest::new(&args.query)?
+        .tables([name])
+        .limits(args.max_groups, args.max_rows)
         .neighbours(Neighbours::from(args.neighbours))
         .confidence(args.confidence)
         .quantile_candidates(args.quantile_candidates)
         .drop_invalid(args.drop_invalid);
-    match &args.privacy_unit {
-        Some(unit) => {
-            builder =
-                builder.privacy_unit(unit, Contribution::new(args.max_groups, args.max_rows)?);
-        }
-        None if args.max_groups != 1 || args.max_rows != 1 => {
-            return Err(usage(
-                "privacy-unit",
-                "--max-groups and --max-rows limit what one unit contributes: name the unit \
-                 column with --privacy-unit (without it every row is its own unit)",
-            ));
-        }
-        None => {}
+    // The query's table first: a mismatch is named before the other options.
+    if request.table() != name {
+        return Err(refused(AggregateError::UnknownTable {
+            table: request.table().to_string(),
+            given: vec![name.to_string()],
+        }));
     }
-    let read = parsed.query.value_columns();
-    let mut bounded: Vec<&str> = Vec::new();
+    let epsilon = super::parse_epsilon(&args.epsilon)?;
+    if let Some(unit) = &args.privacy_unit {
+        request = request.privacy_unit(unit, args.max_groups, args.max_rows);
+    }
     for b in &args.bounds {
         let (column, range) = pair("bounds", b)?;
-        if bounded.contains(&column) {
-            return Err(usage("bounds", format!("{column:?} is given twice")));
-        }
-        if !read.iter().any(|c| c == column) {
-            return Err(usage(
-                "bounds",
-                format!("the query aggregates no column {column:?} (names are case-sensitive)"),
-            ));
-        }
-        bounded.push(column);
         let bounds: Bounds = range.parse()?;
-        builder = builder.bounds(column, bounds);
+        request = request.bounds(column, bounds);
     }
-    let group_by = parsed.query.group_by();
-    // The group-by columns whose keys are listed: a histogram's come from its edges.
-    let plain: Vec<&String> = group_by
-        .iter()
-        .filter(|g| parsed.query.binning(g).is_none())
-        .collect();
-    match (args.keys.is_empty(), args.delta) {
-        (false, Some(_)) => {
-            return Err(usage(
-                "delta",
-                "give either --keys (public groups) or --delta, not both",
-            ));
-        }
-        (true, Some(_)) if group_by.is_empty() => {
-            return Err(usage(
-                "delta",
-                "the query has no GROUP BY, so there are no groups to select",
-            ));
-        }
-        (true, Some(delta)) => builder = builder.groups(Groups::Private { delta }),
-        (false, None) => {
-            let mut lists: Vec<Option<Vec<String>>> = vec![None; plain.len()];
-            for k in &args.keys {
-                let (column, values) = pair("keys", k)?;
-                if parsed.query.binning(column).is_some() {
-                    return Err(usage(
-                        "keys",
-                        format!(
-                            "{column:?} is a histogram (BIN): its groups are its bins, from the \
-                             edges; list --keys for the other group-by columns only"
-                        ),
-                    ));
-                }
-                let Some(i) = plain.iter().position(|g| *g == column) else {
-                    return Err(usage(
-                        "keys",
-                        format!("the query does not group by {column:?}"),
-                    ));
-                };
-                if lists[i].is_some() {
-                    return Err(usage("keys", format!("{column:?} is given twice")));
-                }
-                let values: Vec<String> = values.split(',').map(|v| v.trim().to_string()).collect();
-                if values.iter().any(String::is_empty) {
-                    return Err(usage(
-                        "keys",
-                        format!("{k:?} has an empty value (a stray comma?)"),
-                    ));
-                }
-                lists[i] = Some(values);
-            }
-            let mut keys: Vec<Vec<String>> = vec![Vec::new()];
-            for (column, list) in plain.iter().zip(&lists) {
-                let list = list.as_ref().ok_or_else(|| {
-                    usage("keys", format!("no --keys for group-by column {column:?}"))
-                })?;
-                keys = keys
-                    .iter()
-                    .flat_map(|k| {
-                        list.iter().map(move |v| {
-                            let mut k = k.clone();
-                            k.push(v.clone());
-                            k
-                        })
-                    })
-                    .collect();
-                if keys.len() > 1_000_000 {
-                    return Err(usage("keys", "more than 10^6 combinations of keys"));
-                }
-            }
-            builder = builder.groups(Groups::Public(keys));
-        }
-        (true, None) if !plain.is_empty() => {
-            let names: Vec<&str> = plain.iter().map(|g| g.as_str()).collect();
-            return Err(usage(
-                "keys",
-                format!(
-                    "grouping by {} needs its groups: list them (--keys {}=A,B,...) or select \
-                     them privately (--delta 1e-6)",
-                    names.join(", "),
-                    names[0]
-                ),
-            ));
-        }
-        (true, None) => {}
+    for k in &args.keys {
+        let (column, values) = pair("keys", k)?;
+        request = request.keys(column, values.split(',').map(str::trim));
     }
-    let plan = builder.build(epsilon)?;
+    if let Some(delta) = args.delta {
+        request = request.delta(delta);
+    }
+    let plan = request.build(epsilon).map_err(refused)?;
     Ok((plan, name.to_string(), PathBuf::from(path)))
 }
 
@@ -270,13 +172,8 @@ pub fn run(
              guarantee protects single rows only"
         )?;
     }
-    if args.delta.is_some_and(|d| d > 1e-3) {
-        writeln!(
-            stderr,
-            "privq: warning: δ = {} is large: a group held by one unit is released with \
-             probability up to δ (1e-6 or smaller is usual)",
-            args.delta.unwrap_or_default()
-        )?;
+    for warning in plan.warnings() {
+        writeln!(stderr, "privq: warning: {warning}")?;
     }
     let table = if path.as_os_str() == "-" {
         privq_host::aggregate::Table::from_csv(stdin, &plan.columns(), args.max_table_rows)?

@@ -103,6 +103,80 @@ pub enum AggregateError {
          bounds from the data would leak it"
     )]
     Unbounded(String),
+    /// The query reads a table the caller was not given.
+    #[error(
+        "the query reads table {table:?}, and the table given is {}",
+        if given.is_empty() { "none".to_string() } else {
+            given.iter().map(|g| format!("{g:?}")).collect::<Vec<_>>().join(", ")
+        }
+    )]
+    UnknownTable {
+        /// The table in the query's `FROM`.
+        table: String,
+        /// The names of the tables given.
+        given: Vec<String>,
+    },
+    /// Contribution limits other than one group and one row without a privacy unit.
+    #[error(
+        "the limits on groups and rows limit what one unit contributes: name the unit \
+         column as the privacy unit (without it every row is its own unit)"
+    )]
+    LimitsWithoutUnit,
+    /// A column given twice in one option (`bounds` or `keys`).
+    #[error("{column:?} is given twice")]
+    Twice {
+        /// The option.
+        option: &'static str,
+        /// The column.
+        column: String,
+    },
+    /// Bounds for a column no aggregate reads.
+    #[error("the query aggregates no column {0:?} (names are case-sensitive)")]
+    BoundsNotAggregated(String),
+    /// Both public keys and a δ for private group selection.
+    #[error("give either keys (public groups) or a δ (groups selected privately), not both")]
+    KeysAndDelta,
+    /// A δ for private group selection in a query without groups.
+    #[error("the query has no GROUP BY, so there are no groups to select")]
+    NothingToSelect,
+    /// Keys listed for a histogram (`BIN`) column.
+    #[error(
+        "{0:?} is a histogram (BIN): its groups are its bins, from the edges; list keys for \
+         the other group-by columns only"
+    )]
+    KeysForBins(String),
+    /// Keys listed for a column the query does not group by.
+    #[error("the query does not group by {0:?}")]
+    KeysNotGrouped(String),
+    /// A key list that is empty or holds an empty value.
+    #[error("the keys of {0:?} are empty or hold an empty value (a stray comma?)")]
+    EmptyKey(String),
+    /// More combinations of public keys than a request may list.
+    #[error("more than 10^6 combinations of keys (at most {max})")]
+    TooManyKeys {
+        /// The limit.
+        max: usize,
+    },
+    /// Group-by columns whose groups are neither listed nor selected privately.
+    #[error(
+        "{}",
+        if *listed {
+            format!("no keys for group-by column {:?}", columns[0])
+        } else {
+            format!(
+                "grouping by {} needs its groups: list them (keys for {:?}, ...) or select \
+                 them privately (a δ such as 1e-6)",
+                columns.join(", "),
+                columns[0]
+            )
+        }
+    )]
+    MissingKeys {
+        /// The columns without keys.
+        columns: Vec<String>,
+        /// Whether keys were listed for other columns.
+        listed: bool,
+    },
     /// A parameter out of range, or a plan whose parts do not fit together.
     #[error("{0}")]
     InvalidParameter(String),
@@ -135,4 +209,25 @@ pub enum AggregateError {
     /// Exact arithmetic or a sampler failed.
     #[error(transparent)]
     Core(#[from] privq_core::Error),
+}
+
+impl AggregateError {
+    /// The request option a refusal is about (`"table"`, `"privacy-unit"`,
+    /// `"bounds"`, `"keys"`, `"delta"`), for a front end to name it in its own
+    /// spelling; `None` for the other errors.
+    pub fn option(&self) -> Option<&'static str> {
+        Some(match self {
+            AggregateError::UnknownTable { .. } => "table",
+            AggregateError::LimitsWithoutUnit => "privacy-unit",
+            AggregateError::Twice { option, .. } => option,
+            AggregateError::BoundsNotAggregated(_) => "bounds",
+            AggregateError::KeysAndDelta | AggregateError::NothingToSelect => "delta",
+            AggregateError::KeysForBins(_)
+            | AggregateError::KeysNotGrouped(_)
+            | AggregateError::EmptyKey(_)
+            | AggregateError::TooManyKeys { .. }
+            | AggregateError::MissingKeys { .. } => "keys",
+            _ => return None,
+        })
+    }
 }

@@ -70,6 +70,7 @@ mod error;
 mod filter;
 mod measure;
 mod plan;
+mod request;
 mod sql;
 mod table;
 #[cfg(test)]
@@ -81,6 +82,7 @@ pub use bounds::Bounds;
 pub use error::AggregateError;
 pub use filter::{Compare, Filter, Literal};
 pub use plan::{Aggregate, Estimate, Groups, Plan, PlanBuilder, Query, Release, ReleasedRow};
+pub use request::{LARGE_DELTA, MAX_KEY_COMBINATIONS, SqlRequest};
 pub use sql::{SqlQuery, parse_sql};
 pub use table::{Columns, Table};
 

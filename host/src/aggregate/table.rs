@@ -60,7 +60,49 @@ impl Table {
         max_rows: usize,
     ) -> Result<Self, AggregateError> {
         let mut csv = csv::ReaderBuilder::new().from_reader(reader);
-        let header = csv.headers()?.clone();
+        let header: Vec<String> = csv.headers()?.iter().map(str::to_string).collect();
+        let mut record = csv::StringRecord::new();
+        Self::read(&header, columns, max_rows, &mut record, |r| {
+            Ok(csv.read_record(r)?)
+        })
+    }
+
+    /// Reads a table given column by column, each value as its text (a missing
+    /// value as the empty text), with the checks and the row cap of
+    /// [`Table::from_csv`]: a value is read exactly as the same text in a CSV
+    /// field would be, and an error names the line that row would have in a CSV
+    /// file with a header (row `r`, from 0, is line `r + 2`). Every column must
+    /// have the same number of values.
+    pub fn from_columns(
+        data: &[(String, Vec<String>)],
+        columns: &Columns,
+        max_rows: usize,
+    ) -> Result<Self, AggregateError> {
+        let n = data.first().map_or(0, |(_, v)| v.len());
+        if let Some((name, values)) = data.iter().find(|(_, v)| v.len() != n) {
+            return Err(AggregateError::InvalidParameter(format!(
+                "column {name:?} has {} values, the first column {n}",
+                values.len()
+            )));
+        }
+        let header: Vec<String> = data.iter().map(|(name, _)| name.clone()).collect();
+        let mut record = ColumnRow { data, row: None };
+        Self::read(&header, columns, max_rows, &mut record, |r| {
+            let next = r.row.map_or(0, |i| i + 1);
+            r.row = Some(next);
+            Ok(next < n)
+        })
+    }
+
+    /// The rows of `next` (which loads the next row into `record`, or returns
+    /// false at the end), read against `header` as [`Table::from_csv`] describes.
+    fn read<F: Fields>(
+        header: &[String],
+        columns: &Columns,
+        max_rows: usize,
+        record: &mut F,
+        mut next: impl FnMut(&mut F) -> Result<bool, AggregateError>,
+    ) -> Result<Self, AggregateError> {
         if header.is_empty() {
             return Err(AggregateError::EmptyTable);
         }
@@ -75,7 +117,7 @@ impl Table {
                 }),
                 (None, _) => Err(AggregateError::MissingColumn {
                     column: name.to_string(),
-                    available: header.iter().map(str::to_string).collect(),
+                    available: header.to_vec(),
                 }),
             }
         };
@@ -115,19 +157,18 @@ impl Table {
         // fields hold), built in one reused buffer: no allocation for a known key.
         let mut key_ids: HashMap<String, u32> = HashMap::new();
         let mut key_text = String::new();
-        let mut record = csv::StringRecord::new();
         let mut parsed: Vec<f64> = Vec::with_capacity(value_index.len());
         // The bin of each key (unused for a plain one).
         let mut bin_of: Vec<usize> = vec![0; key_index.len()];
         let mut row = 0usize;
-        while csv.read_record(&mut record)? {
+        while next(record)? {
             let line = row + 2;
             if row == max_rows {
                 return Err(AggregateError::TooManyRows { max: max_rows });
             }
             row += 1;
             table.read = row;
-            let field = |i: usize| record.get(i).unwrap_or("").trim();
+            let field = |i: usize| record.field(i).trim();
             // Every row's unit and values are checked before any filter, so whether
             // a query is refused cannot be steered row by row with WHERE; with
             // `drop_invalid` such a row is dropped instead (a per-row rule).
@@ -277,6 +318,32 @@ impl Table {
     }
 }
 
+/// One row of a table being read: its fields by column position.
+trait Fields {
+    /// The text of field `i` (empty when the row has none).
+    fn field(&self, i: usize) -> &str;
+}
+
+impl Fields for csv::StringRecord {
+    fn field(&self, i: usize) -> &str {
+        self.get(i).unwrap_or("")
+    }
+}
+
+/// A row of a table given by columns ([`Table::from_columns`]).
+struct ColumnRow<'a> {
+    data: &'a [(String, Vec<String>)],
+    row: Option<usize>,
+}
+
+impl Fields for ColumnRow<'_> {
+    fn field(&self, i: usize) -> &str {
+        self.row
+            .and_then(|r| self.data.get(i)?.1.get(r))
+            .map_or("", String::as_str)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,6 +371,33 @@ mod tests {
     }
 
     #[test]
+    fn columns_read_as_the_same_csv_does() {
+        let data = vec![
+            ("id".to_string(), vec!["a".into(), "b".into(), "a".into()]),
+            (
+                "region".to_string(),
+                vec!["north".into(), "south".into(), "north".into()],
+            ),
+            (
+                "temp".to_string(),
+                vec!["1.5".into(), "2".into(), "-3".into()],
+            ),
+        ];
+        let t = Table::from_columns(&data, &columns(), 10).unwrap();
+        assert_eq!(t.rows(), 3);
+        assert_eq!((t.unit(0), t.unit(1), t.unit(2)), (0, 1, 0));
+        assert_eq!(t.key_values()[1], vec!["south".to_string()]);
+        assert_eq!(t.values(0), &[1.5, 2.0, -3.0]);
+        assert!(matches!(
+            Table::from_columns(&data, &columns(), 2),
+            Err(AggregateError::TooManyRows { max: 2 })
+        ));
+        let mut ragged = data.clone();
+        ragged[2].1.pop();
+        assert!(Table::from_columns(&ragged, &columns(), 10).is_err());
+    }
+
+    #[test]
     fn refuses_what_it_cannot_read() {
         let bad = [
             ("id,region\na,north\n", "no column \"temp\""),
@@ -317,6 +411,24 @@ mod tests {
         ];
         for (csv, needle) in bad {
             let e = Table::from_csv(csv.as_bytes(), &columns(), 10).unwrap_err();
+            assert!(e.to_string().contains(needle), "{csv:?}: {e}");
+        }
+        for (csv, needle) in bad {
+            // The same table given by columns: the same refusal.
+            let mut rows = csv.lines();
+            let names: Vec<&str> = rows.next().unwrap().split(',').collect();
+            let rows: Vec<Vec<&str>> = rows.map(|r| r.split(',').collect()).collect();
+            let data: Vec<(String, Vec<String>)> = names
+                .iter()
+                .enumerate()
+                .map(|(i, n)| {
+                    (
+                        n.to_string(),
+                        rows.iter().map(|r| r[i].to_string()).collect(),
+                    )
+                })
+                .collect();
+            let e = Table::from_columns(&data, &columns(), 10).unwrap_err();
             assert!(e.to_string().contains(needle), "{csv:?}: {e}");
         }
         let csv = "id,region,temp\na,n,1\nb,n,1\nc,n,1\n";

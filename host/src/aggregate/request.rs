@@ -1,0 +1,433 @@
+//! A private-statistics request as a front end states it: the SQL text, the tables
+//! it was given, the privacy unit, bounds and keys per column, δ and ε. Every check
+//! of how these options fit the query is made here, so `privq sql` and
+//! `privq.sql` refuse the same requests with the same reasons.
+
+use privq_core::Epsilon;
+
+use super::{AggregateError, Bounds, Contribution, Groups, Neighbours, Plan, parse_sql};
+
+/// The most combinations of public keys a request may list.
+pub const MAX_KEY_COMBINATIONS: usize = 1_000_000;
+
+/// A δ above this is large: a group held by one unit is released with probability
+/// up to δ ([`Plan::warnings`]).
+pub const LARGE_DELTA: f64 = 1e-3;
+
+/// A `SELECT` over one table with the options that make it a [`Plan`].
+///
+/// ```
+/// use privq_host::aggregate::SqlRequest;
+/// use privq_host::Epsilon;
+///
+/// let plan = SqlRequest::new("SELECT region, COUNT(*) FROM readings GROUP BY region")?
+///     .tables(["readings"])
+///     .privacy_unit("device", 1, 10)
+///     .keys("region", ["north", "south"])
+///     .build(Epsilon::new(1, 1)?)?;
+/// assert_eq!(plan.columns().unit.as_deref(), Some("device"));
+/// // Keys for a column the query does not group by: refused, naming the option.
+/// let e = SqlRequest::new("SELECT region, COUNT(*) FROM readings GROUP BY region")?
+///     .tables(["readings"])
+///     .keys("city", ["a"])
+///     .build(Epsilon::new(1, 1)?)
+///     .unwrap_err();
+/// assert_eq!(e.option(), Some("keys"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct SqlRequest {
+    parsed: super::SqlQuery,
+    tables: Vec<String>,
+    unit: Option<String>,
+    max_groups: u32,
+    max_rows: u32,
+    bounds: Vec<(String, Bounds)>,
+    keys: Vec<(String, Vec<String>)>,
+    delta: Option<f64>,
+    neighbours: Neighbours,
+    confidence: f64,
+    candidates: u32,
+    drop_invalid: bool,
+}
+
+impl SqlRequest {
+    /// Parses the query (the supported subset, see [`parse_sql`]); the defaults are
+    /// the program's: no privacy unit (each row its own unit), one group and one row
+    /// per unit, add/remove neighbours, 95% confidence, 1 000 quantile steps.
+    pub fn new(query: &str) -> Result<Self, AggregateError> {
+        Ok(SqlRequest {
+            parsed: parse_sql(query)?,
+            tables: Vec::new(),
+            unit: None,
+            max_groups: 1,
+            max_rows: 1,
+            bounds: Vec::new(),
+            keys: Vec::new(),
+            delta: None,
+            neighbours: Neighbours::AddRemove,
+            confidence: 0.95,
+            candidates: 1000,
+            drop_invalid: false,
+        })
+    }
+
+    /// The table the query reads (its `FROM`).
+    pub fn table(&self) -> &str {
+        &self.parsed.table
+    }
+
+    /// The names of the tables the caller has: the query's must be one of them.
+    pub fn tables<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.tables.extend(names.into_iter().map(Into::into));
+        self
+    }
+
+    /// The privacy-unit column and what one unit may contribute: at most
+    /// `max_groups` groups and `max_rows` rows per group.
+    pub fn privacy_unit(
+        mut self,
+        column: impl Into<String>,
+        max_groups: u32,
+        max_rows: u32,
+    ) -> Self {
+        self.unit = Some(column.into());
+        self.max_groups = max_groups;
+        self.max_rows = max_rows;
+        self
+    }
+
+    /// Contribution limits without a unit column: refused by [`SqlRequest::build`]
+    /// unless both are 1 (a front end passes its options through unchanged).
+    pub fn limits(mut self, max_groups: u32, max_rows: u32) -> Self {
+        self.max_groups = max_groups;
+        self.max_rows = max_rows;
+        self
+    }
+
+    /// The public range of an aggregated column.
+    pub fn bounds(mut self, column: impl Into<String>, bounds: Bounds) -> Self {
+        self.bounds.push((column.into(), bounds));
+        self
+    }
+
+    /// The public keys of a plain group-by column (the groups are every combination
+    /// of the columns' keys).
+    pub fn keys<I, S>(mut self, column: impl Into<String>, values: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.keys
+            .push((column.into(), values.into_iter().map(Into::into).collect()));
+        self
+    }
+
+    /// Select the groups privately, with this δ, instead of listing keys.
+    pub fn delta(mut self, delta: f64) -> Self {
+        self.delta = Some(delta);
+        self
+    }
+
+    /// The neighbour relation (default: add/remove one unit).
+    pub fn neighbours(mut self, neighbours: Neighbours) -> Self {
+        self.neighbours = neighbours;
+        self
+    }
+
+    /// The confidence level of the intervals (default 0.95).
+    pub fn confidence(mut self, confidence: f64) -> Self {
+        self.confidence = confidence;
+        self
+    }
+
+    /// The steps between a quantile's candidates (default 1 000).
+    pub fn quantile_candidates(mut self, steps: u32) -> Self {
+        self.candidates = steps;
+        self
+    }
+
+    /// Drop invalid rows instead of refusing the table.
+    pub fn drop_invalid(mut self, drop: bool) -> Self {
+        self.drop_invalid = drop;
+        self
+    }
+
+    /// Checks the options against the query and each other, then builds the plan at
+    /// total budget ε. Nothing is read or charged.
+    pub fn build(self, epsilon: Epsilon) -> Result<Plan, AggregateError> {
+        let SqlRequest { parsed, .. } = &self;
+        if !self.tables.iter().any(|t| *t == parsed.table) {
+            return Err(AggregateError::UnknownTable {
+                table: parsed.table.clone(),
+                given: self.tables.clone(),
+            });
+        }
+        let query = &parsed.query;
+        let mut builder = Plan::builder(query.clone())
+            .neighbours(self.neighbours)
+            .confidence(self.confidence)
+            .quantile_candidates(self.candidates)
+            .drop_invalid(self.drop_invalid);
+        match &self.unit {
+            Some(unit) => {
+                builder = builder.privacy_unit(
+                    unit.clone(),
+                    Contribution::new(self.max_groups, self.max_rows)?,
+                );
+            }
+            None if self.max_groups != 1 || self.max_rows != 1 => {
+                return Err(AggregateError::LimitsWithoutUnit);
+            }
+            None => {}
+        }
+        let read = query.value_columns();
+        for (i, (column, bounds)) in self.bounds.iter().enumerate() {
+            if self.bounds[..i].iter().any(|(c, _)| c == column) {
+                return Err(AggregateError::Twice {
+                    option: "bounds",
+                    column: column.clone(),
+                });
+            }
+            if !read.iter().any(|c| c == column) {
+                return Err(AggregateError::BoundsNotAggregated(column.clone()));
+            }
+            builder = builder.bounds(column.clone(), *bounds);
+        }
+        let group_by = query.group_by();
+        // The group-by columns whose keys are listed: a histogram's come from its edges.
+        let plain: Vec<&String> = group_by
+            .iter()
+            .filter(|g| query.binning(g).is_none())
+            .collect();
+        match (self.keys.is_empty(), self.delta) {
+            (false, Some(_)) => return Err(AggregateError::KeysAndDelta),
+            (true, Some(_)) if group_by.is_empty() => return Err(AggregateError::NothingToSelect),
+            (true, Some(delta)) => builder = builder.groups(Groups::Private { delta }),
+            (false, None) => {
+                let mut lists: Vec<Option<&Vec<String>>> = vec![None; plain.len()];
+                for (column, values) in &self.keys {
+                    if query.binning(column).is_some() {
+                        return Err(AggregateError::KeysForBins(column.clone()));
+                    }
+                    let Some(i) = plain.iter().position(|g| *g == column) else {
+                        return Err(AggregateError::KeysNotGrouped(column.clone()));
+                    };
+                    if lists[i].is_some() {
+                        return Err(AggregateError::Twice {
+                            option: "keys",
+                            column: column.clone(),
+                        });
+                    }
+                    if values.is_empty() || values.iter().any(|v| v.trim().is_empty()) {
+                        return Err(AggregateError::EmptyKey(column.clone()));
+                    }
+                    lists[i] = Some(values);
+                }
+                let mut keys: Vec<Vec<String>> = vec![Vec::new()];
+                for (column, list) in plain.iter().zip(&lists) {
+                    let list = list.ok_or_else(|| AggregateError::MissingKeys {
+                        columns: vec![column.to_string()],
+                        listed: true,
+                    })?;
+                    if keys.len().saturating_mul(list.len()) > MAX_KEY_COMBINATIONS {
+                        return Err(AggregateError::TooManyKeys {
+                            max: MAX_KEY_COMBINATIONS,
+                        });
+                    }
+                    keys = keys
+                        .iter()
+                        .flat_map(|k| {
+                            list.iter().map(move |v| {
+                                let mut k = k.clone();
+                                k.push(v.trim().to_string());
+                                k
+                            })
+                        })
+                        .collect();
+                }
+                builder = builder.groups(Groups::Public(keys));
+            }
+            (true, None) if !plain.is_empty() => {
+                return Err(AggregateError::MissingKeys {
+                    columns: plain.iter().map(|g| g.to_string()).collect(),
+                    listed: false,
+                });
+            }
+            (true, None) => {}
+        }
+        builder.build(epsilon)
+    }
+}
+
+impl Plan {
+    /// Charges a session accountant (shared by several releases) the plan's whole
+    /// cost, before the release: a refused charge leaves the session unchanged. A
+    /// session with no charges yet is bound to the plan's neighbour relation; one
+    /// holding charges under no relation refuses. The release itself then runs
+    /// under a fresh [`Plan::accountant`].
+    pub fn charge_to(
+        &self,
+        session: &mut crate::accountant::Accountant,
+        label: &str,
+    ) -> Result<crate::accountant::Receipt, AggregateError> {
+        let bind = match session.neighbours() {
+            Some(_) => false,
+            None if session.ledger().is_empty() => true,
+            None => {
+                return Err(AggregateError::InvalidParameter(
+                    "the session accountant holds charges stated under no neighbour relation; \
+                     a release under one cannot be added to them"
+                        .into(),
+                ));
+            }
+        };
+        let receipt = session.charge_as(self.neighbours(), label, self.cost())?;
+        if bind {
+            session.bind(self.neighbours());
+        }
+        Ok(receipt)
+    }
+
+    /// What a curator should hear before the release, in words: a large δ (above
+    /// [`LARGE_DELTA`]).
+    pub fn warnings(&self) -> Vec<String> {
+        match self.cost() {
+            crate::accountant::Cost::Approximate { delta, .. } if delta > LARGE_DELTA => {
+                vec![format!(
+                    "δ = {delta} is large: a group held by one unit is released with probability \
+                 up to δ (1e-6 or smaller is usual)"
+                )]
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const QUERY: &str = "SELECT region, COUNT(*), AVG(temp) FROM t GROUP BY region";
+
+    fn eps() -> Epsilon {
+        Epsilon::new(1, 1).unwrap()
+    }
+
+    fn base(query: &str) -> SqlRequest {
+        SqlRequest::new(query)
+            .unwrap()
+            .tables(["t"])
+            .bounds("temp", "0:40".parse().unwrap())
+    }
+
+    #[test]
+    fn a_well_formed_request_builds() {
+        let plan = base(QUERY)
+            .privacy_unit("device", 2, 3)
+            .keys("region", ["north", "south"])
+            .build(eps())
+            .unwrap();
+        assert_eq!(plan.contribution(), Contribution::new(2, 3).unwrap());
+        assert!(plan.warnings().is_empty());
+        let plan = base(QUERY).delta(0.01).build(eps()).unwrap();
+        assert_eq!(plan.warnings().len(), 1);
+    }
+
+    #[test]
+    fn refusals_name_the_option_and_the_problem() {
+        let bins = "SELECT region, BIN(temp, 0, 10, 40) AS band, COUNT(*), SUM(temp) FROM t \
+                    GROUP BY region, band";
+        let cases: Vec<(SqlRequest, &str, &str)> = vec![
+            (
+                SqlRequest::new(QUERY).unwrap().tables(["u"]),
+                "table",
+                "reads table \"t\"",
+            ),
+            (
+                base(QUERY).limits(1, 5).keys("region", ["a"]),
+                "privacy-unit",
+                "unit",
+            ),
+            (
+                base(QUERY).bounds("temp", "0:1".parse().unwrap()),
+                "bounds",
+                "\"temp\" is given twice",
+            ),
+            (
+                base(QUERY).bounds("region", "0:1".parse().unwrap()),
+                "bounds",
+                "aggregates no column \"region\"",
+            ),
+            (
+                base(QUERY).keys("region", ["a"]).delta(1e-6),
+                "delta",
+                "not both",
+            ),
+            (
+                SqlRequest::new("SELECT COUNT(*) FROM t")
+                    .unwrap()
+                    .tables(["t"])
+                    .delta(1e-6),
+                "delta",
+                "no GROUP BY",
+            ),
+            (
+                base(bins).keys("band", ["a"]),
+                "keys",
+                "\"band\" is a histogram (BIN)",
+            ),
+            (
+                base(QUERY).keys("city", ["a"]),
+                "keys",
+                "does not group by \"city\"",
+            ),
+            (
+                base(QUERY).keys("region", ["a"]).keys("region", ["b"]),
+                "keys",
+                "\"region\" is given twice",
+            ),
+            (base(QUERY).keys("region", ["a", ""]), "keys", "empty value"),
+            (
+                base(QUERY).keys("region", Vec::<String>::new()),
+                "keys",
+                "empty value",
+            ),
+            (base(QUERY), "keys", "needs its groups"),
+            (base(bins), "keys", "grouping by region needs its groups"),
+            (
+                SqlRequest::new("SELECT a, b, COUNT(*) FROM t GROUP BY a, b")
+                    .unwrap()
+                    .tables(["t"])
+                    .keys("a", ["x"]),
+                "keys",
+                "no keys for group-by column \"b\"",
+            ),
+        ];
+        for (request, option, needle) in cases {
+            let e = request.build(eps()).unwrap_err();
+            assert_eq!(e.option(), Some(option), "{e}");
+            assert!(e.to_string().contains(needle), "{needle}: {e}");
+        }
+        // The product of the key lists is capped before it is built.
+        let many: Vec<String> = (0..1001).map(|i| i.to_string()).collect();
+        let e = SqlRequest::new("SELECT a, b, COUNT(*) FROM t GROUP BY a, b")
+            .unwrap()
+            .tables(["t"])
+            .keys("a", many.clone())
+            .keys("b", many)
+            .build(eps())
+            .unwrap_err();
+        assert!(
+            matches!(e, AggregateError::TooManyKeys { max: 1_000_000 }),
+            "{e}"
+        );
+        // The plan's own checks still apply.
+        let e = base(QUERY).delta(2.0).build(eps()).unwrap_err();
+        assert!(e.to_string().contains("δ"), "{e}");
+    }
+}
