@@ -41,6 +41,7 @@ __all__ = [
     "SynthesisPlan",
     "ldp",
     "plan_synthesis",
+    "sql",
     "synthesize",
 ]
 
@@ -423,6 +424,150 @@ def synthesize(
         seed,
     )
     return from_columns(out, table, kind, df, domain)
+
+
+def _seed(seed: Any) -> None:
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+            raise ValueError(f"seed = {seed!r}: an integer in [0, 2**64)")
+        warnings.warn(
+            f"seed={seed} makes the noise reproducible; use it only for tests and demos",
+            SeedWarning,
+            stacklevel=3,
+        )
+
+
+def _count(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value < 2**32:
+        raise ValueError(f"{name} = {value!r}: a positive integer")
+    return value
+
+
+def sql(
+    query: str,
+    tables: Mapping[str, Any],
+    *,
+    epsilon: Number,
+    privacy_unit: Optional[str] = None,
+    max_groups: int = 1,
+    max_rows: int = 1,
+    bounds: Optional[Mapping[str, Sequence[Number]]] = None,
+    keys: Optional[Mapping[str, Sequence[str]]] = None,
+    delta: Optional[float] = None,
+    neighbours: str = "add-remove",
+    confidence: float = 0.95,
+    quantile_candidates: int = 1000,
+    drop_invalid: bool = False,
+    accountant: Optional[Accountant] = None,
+    seed: Optional[int] = None,
+) -> Any:
+    """Private counts, sums, means, variances and quantiles by group, from a SQL
+    query: ``privq sql``'s release, through the same library entry point, with the
+    same checks, the same output columns and, for the same data and seed, the same
+    numbers.
+
+    * ``query``: one ``SELECT`` over one table, in ``privq sql``'s subset (group-by
+      columns and ``BIN(x, e0, e1, ...)`` histograms; ``COUNT(*)``, ``SUM``,
+      ``AVG``, ``VARIANCE``, ``STDDEV``, ``MEDIAN``, ``QUANTILE(x, q)``; ``WHERE``
+      comparing columns with literals).
+    * ``tables``: ``{name: DataFrame}`` (pandas, Polars, a :class:`pyarrow.Table`
+      or any object with ``__arrow_c_stream__``); the query's ``FROM`` names one.
+    * ``epsilon``: the budget of the whole query (exact, as for
+      :class:`Accountant`), split evenly over its measurements.
+    * ``privacy_unit``: the column naming the person or device a row belongs to;
+      each unit contributes at most ``max_rows`` rows to each of at most
+      ``max_groups`` groups. Without it every row is its own unit.
+    * ``bounds``: ``{column: (lo, hi)}``, the public range of every aggregated
+      column (values are clamped into it).
+    * ``keys``: ``{column: [values]}``, the public groups of each plain group-by
+      column (every combination is released; a histogram's bins come from its
+      edges); or ``delta``: select the groups privately instead.
+    * ``accountant``: charged the query's whole cost before anything is sampled;
+      past its budget :class:`BudgetExceeded` is raised, nothing is released and
+      the accountant is unchanged. Without one, the query runs under a fresh
+      budget of exactly its cost.
+    * ``seed``: for reproducible tests and demos only (a :class:`SeedWarning`
+      says so); by default the noise is drawn from the operating system's
+      entropy.
+    * ``drop_invalid``: drop rows whose unit is missing or whose aggregated or
+      binned values are not finite numbers, instead of raising.
+
+    Returns a pandas DataFrame for a pandas input, else a :class:`pyarrow.Table`:
+    the group-by columns (text), then each aggregate, with ``NAME_lo`` and
+    ``NAME_hi``, the bounds of its confidence interval, where ``privq sql`` prints
+    them (not for variances, standard deviations and quantiles).
+
+    >>> import pandas as pd
+    >>> readings = pd.DataFrame({
+    ...     "device": [f"d{i % 100}" for i in range(300)],
+    ...     "region": ["north", "south", "south"] * 100,
+    ...     "temp": [float(i % 30) for i in range(300)],
+    ... })
+    >>> out = sql(
+    ...     "SELECT region, COUNT(*) AS n, AVG(temp) AS mean FROM readings GROUP BY region",
+    ...     {"readings": readings},
+    ...     epsilon=1, privacy_unit="device", max_rows=3,
+    ...     bounds={"temp": (-20, 50)}, keys={"region": ["north", "south"]}, seed=1,
+    ... )
+    >>> list(out.columns)
+    ['region', 'n', 'n_lo', 'n_hi', 'mean', 'mean_lo', 'mean_hi']
+    >>> list(out["region"])
+    ['north', 'south']
+    """
+    if not isinstance(query, str):
+        raise TypeError(f"query must be a str, not {type(query).__name__}")
+    if not isinstance(tables, Mapping):
+        raise TypeError(
+            f"tables must be a mapping {{name: DataFrame}}, not {type(tables).__name__}"
+        )
+    if accountant is not None and not isinstance(accountant, Accountant):
+        raise TypeError(
+            f"accountant must be a privq.Accountant, not {type(accountant).__name__}"
+        )
+    _seed(seed)
+    pairs = []
+    for column, b in (bounds or {}).items():
+        if isinstance(b, (str, bytes)) or len(b) != 2:
+            raise ValueError(f"bounds[{column!r}] = {b!r}: a pair (lo, hi)")
+        pairs.append((str(column), _number(b[0]), _number(b[1])))
+    lists = []
+    for column, values in (keys or {}).items():
+        if isinstance(values, (str, bytes)):
+            raise ValueError(
+                f"keys[{column!r}] = {values!r}: a list of values, not one string"
+            )
+        lists.append((str(column), [str(v) for v in values]))
+    if delta is not None:
+        delta = _delta(delta)
+
+    from ._frames import release_table, text_columns, as_table
+
+    names = {str(k): v for k, v in tables.items()}
+    kinds = {}
+
+    def reader(df: Any, columns: Sequence[str]) -> Any:
+        kinds["kind"] = as_table(df)[1]
+        return text_columns(df, columns)
+
+    out = _privq._sql(
+        query,
+        names,
+        reader,
+        _number(epsilon),
+        privacy_unit,
+        _count("max_groups", max_groups),
+        _count("max_rows", max_rows),
+        pairs,
+        lists,
+        delta,
+        neighbours,
+        float(confidence),
+        _count("quantile_candidates", quantile_candidates),
+        bool(drop_invalid),
+        None if accountant is None else accountant._inner,
+        seed,
+    )
+    return release_table(out, kinds.get("kind", "arrow"))
 
 
 class SynthesisPlan(NamedTuple):

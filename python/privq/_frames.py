@@ -216,3 +216,37 @@ def from_columns(
         }
         return frame.cast(casts) if casts else frame
     return result
+
+
+def text_columns(df: Any, names: Sequence[str]) -> Tuple[List[str], list]:
+    """All of ``df``'s column names, and ``(name, texts)`` for each of ``names``
+    it has: every value as the text a CSV file would hold (a float as its
+    shortest round-trip decimal, a missing value as ``None``), for the library
+    to read exactly as ``privq sql`` reads that file."""
+    table, _kind = as_table(df)
+    columns = []
+    for name in names:
+        if name not in table.column_names:
+            continue
+        column = table.column(name)
+        t = _value_type(column.type)
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(t)
+        if pa.types.is_floating(t):
+            texts = [None if x is None else repr(float(x)) for x in column.to_pylist()]
+        elif _is_text(t):
+            texts = column.to_pylist()
+        else:
+            texts = column.cast(pa.string()).to_pylist()
+        columns.append((name, texts))
+    return list(table.column_names), columns
+
+
+def release_table(columns: Sequence[Tuple[str, bool, list]], kind: str) -> Any:
+    """The released columns (``(name, is_text, values)``) as a table: pandas for
+    a pandas input, else a :class:`pyarrow.Table`."""
+    arrays = [pa.array(values, pa.string() if text else pa.float64()) for _n, text, values in columns]
+    result = pa.Table.from_arrays(arrays, names=[n for n, _t, _v in columns])
+    if kind == PANDAS:
+        return result.to_pandas()
+    return result

@@ -6,7 +6,7 @@ docstrings.
 
 from fractions import Fraction
 from decimal import Decimal
-from typing import Any, Optional, Sequence, Tuple, TypedDict, Union
+from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, TypedDict, Union
 
 _Number = Union[int, float, str, Fraction, Decimal]
 _Pair = Tuple[int, int]
@@ -88,6 +88,25 @@ def _synthesize(
     accountant: Optional[Accountant],
     seed: Optional[int],
 ) -> Tuple[list[Tuple[str, list[str], bytes]], _SynthInfo]: ...
+
+def _sql(
+    query: str,
+    tables: Mapping[str, Any],
+    reader: Callable[[Any, Sequence[str]], Tuple[list[str], list[Tuple[str, list[Optional[str]]]]]],
+    epsilon: _Number,
+    privacy_unit: Optional[str],
+    max_groups: int,
+    max_rows: int,
+    bounds: Sequence[Tuple[str, _Number, _Number]],
+    keys: Sequence[Tuple[str, Sequence[str]]],
+    delta: Optional[float],
+    neighbours: str,
+    confidence: float,
+    quantile_candidates: int,
+    drop_invalid: bool,
+    accountant: Optional[Accountant],
+    seed: Optional[int],
+) -> list[Tuple[str, bool, list[Any]]]: ...
 
 class _PlanDict(TypedDict):
     epsilon: _Pair

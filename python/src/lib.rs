@@ -17,6 +17,7 @@
 //! its current round ([`synthesize_controlled`]'s control hook).
 
 mod ldp;
+mod sql;
 
 use std::ops::ControlFlow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -1038,5 +1039,6 @@ fn _privq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ldp::_ldp_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(ldp::_ldp_aggregate, m)?)?;
     m.add_function(wrap_pyfunction!(_domain_template, m)?)?;
+    m.add_function(wrap_pyfunction!(sql::_sql, m)?)?;
     Ok(())
 }

@@ -1,0 +1,269 @@
+//! `privq.sql`'s Rust half: the request checked by the library
+//! ([`SqlRequest`]), the table read column by column ([`Table::from_columns`]),
+//! the accountant charged ([`Plan::charge_to`] or the budget file), then the
+//! release ([`Plan::release`]), as `privq sql` does.
+
+use privq_host::accountant::BudgetFile;
+use privq_host::aggregate::{AggregateError, Bounds, Plan, SqlRequest, Table};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use super::{
+    FORKED, PrivqError, PyAccountant, State, accountant_error, budget_file_error, epsilon_arg,
+    guard, neighbours_arg, parameter_text, row,
+};
+
+/// The most rows read from a table (as `privq sql`'s default `--max-table-rows`).
+const MAX_TABLE_ROWS: usize = 100_000_000;
+
+/// An option as `privq.sql` names its parameter.
+fn parameter(option: &str) -> &'static str {
+    match option {
+        "table" => "tables",
+        "privacy-unit" => "privacy_unit",
+        "bounds" => "bounds",
+        "keys" => "keys",
+        "delta" => "delta",
+        _ => "sql",
+    }
+}
+
+/// A library refusal as the Python exception a user can act on, in a table's
+/// words (rows from 0, parameters as `privq.sql` names them).
+fn aggregate_error(e: AggregateError) -> PyErr {
+    if let Some(option) = e.option() {
+        return PyValueError::new_err(format!("{}: {e}", parameter(option)));
+    }
+    let message = match e {
+        AggregateError::Budget(a) => return accountant_error(a),
+        AggregateError::Core(_) | AggregateError::Selection(_) => {
+            return PrivqError::new_err(e.to_string());
+        }
+        AggregateError::NotANumber { column, line } => format!(
+            "column {column:?}, row {}: missing or not a number (null, empty or text; pandas \
+             stores NaN as missing); drop such rows with drop_invalid=True",
+            row(line)
+        ),
+        AggregateError::NotFinite { column, line } => format!(
+            "column {column:?}, row {}: not a finite number (NaN or infinite); drop such rows \
+             with drop_invalid=True",
+            row(line)
+        ),
+        AggregateError::EmptyUnit { column, line } => format!(
+            "column {column:?}, row {}: the row has no privacy unit (missing or empty)",
+            row(line)
+        ),
+        AggregateError::MissingColumn { column, available } => format!(
+            "the table has no column {column:?} (its columns: {})",
+            available.join(", ")
+        ),
+        AggregateError::Unbounded(column) => format!(
+            "column {column:?} has no bounds: give its public range (bounds={{{column:?}: \
+             (lo, hi)}}); bounds from the data would leak it"
+        ),
+        e => e.to_string(),
+    };
+    PyValueError::new_err(message)
+}
+
+/// The request `privq.sql`'s arguments describe, checked and planned.
+#[allow(clippy::too_many_arguments)]
+fn plan(
+    query: &str,
+    tables: Vec<String>,
+    epsilon: &Bound<'_, PyAny>,
+    privacy_unit: Option<String>,
+    max_groups: u32,
+    max_rows: u32,
+    bounds: Vec<(String, Bound<'_, PyAny>, Bound<'_, PyAny>)>,
+    keys: Vec<(String, Vec<String>)>,
+    delta: Option<f64>,
+    neighbours: &str,
+    confidence: f64,
+    quantile_candidates: u32,
+    drop_invalid: bool,
+) -> PyResult<(Plan, String)> {
+    let epsilon = epsilon_arg(epsilon)?;
+    let neighbours = neighbours_arg(neighbours)?;
+    let mut request = SqlRequest::new(query)
+        .map_err(aggregate_error)?
+        .tables(tables)
+        .limits(max_groups, max_rows)
+        .neighbours(neighbours)
+        .confidence(confidence)
+        .quantile_candidates(quantile_candidates)
+        .drop_invalid(drop_invalid);
+    if let Some(unit) = privacy_unit {
+        request = request.privacy_unit(unit, max_groups, max_rows);
+    }
+    for (column, lo, hi) in bounds {
+        let lo = parameter_text(&format!("bounds[{column:?}] low"), &lo)?;
+        let hi = parameter_text(&format!("bounds[{column:?}] high"), &hi)?;
+        let b: Bounds = format!("{lo}:{hi}")
+            .parse()
+            .map_err(|e: AggregateError| PyValueError::new_err(format!("bounds: {e}")))?;
+        request = request.bounds(column, b);
+    }
+    for (column, values) in keys {
+        request = request.keys(column, values);
+    }
+    if let Some(delta) = delta {
+        request = request.delta(delta);
+    }
+    let table = request.table().to_string();
+    let plan = request.build(epsilon).map_err(aggregate_error)?;
+    Ok((plan, table))
+}
+
+/// `privq.sql`'s Rust half. `tables` maps each name to its DataFrame; `reader`
+/// turns a DataFrame and the columns the plan reads into `(all column names,
+/// [(name, texts)])` (`privq._frames.text_columns`). Returns the released
+/// columns: `(name, is_text, values)`, group-by columns as text, estimates as floats.
+#[pyfunction]
+#[pyo3(signature = (query, tables, reader, epsilon, privacy_unit, max_groups, max_rows, bounds, keys, delta, neighbours, confidence, quantile_candidates, drop_invalid, accountant, seed))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn _sql<'py>(
+    py: Python<'py>,
+    query: &str,
+    tables: &Bound<'py, PyDict>,
+    reader: &Bound<'py, PyAny>,
+    epsilon: &Bound<'py, PyAny>,
+    privacy_unit: Option<String>,
+    max_groups: u32,
+    max_rows: u32,
+    bounds: Vec<(String, Bound<'py, PyAny>, Bound<'py, PyAny>)>,
+    keys: Vec<(String, Vec<String>)>,
+    delta: Option<f64>,
+    neighbours: &str,
+    confidence: f64,
+    quantile_candidates: u32,
+    drop_invalid: bool,
+    accountant: Option<&Bound<'py, PyAccountant>>,
+    seed: Option<u64>,
+) -> PyResult<Vec<(String, bool, Bound<'py, PyList>)>> {
+    guard(|| {
+        let names = tables
+            .keys()
+            .iter()
+            .map(|k| k.extract::<String>())
+            .collect::<PyResult<Vec<_>>>()?;
+        let (plan, name) = plan(
+            query,
+            names,
+            epsilon,
+            privacy_unit,
+            max_groups,
+            max_rows,
+            bounds,
+            keys,
+            delta,
+            neighbours,
+            confidence,
+            quantile_candidates,
+            drop_invalid,
+        )?;
+        // Only the columns the plan reads are converted.
+        let columns = plan.columns();
+        let mut wanted: Vec<String> = Vec::new();
+        let mut want = |c: &str| {
+            if !wanted.iter().any(|w| w == c) {
+                wanted.push(c.to_string());
+            }
+        };
+        if let Some(u) = &columns.unit {
+            want(u);
+        }
+        for g in &columns.group_by {
+            want(columns.bins.get(g).map_or(g.as_str(), |b| b.column()));
+        }
+        for v in &columns.values {
+            want(v);
+        }
+        if let Some(f) = &columns.filter {
+            for c in f.columns() {
+                want(&c);
+            }
+        }
+        let df = tables
+            .get_item(&name)?
+            .ok_or_else(|| PyValueError::new_err(format!("tables: no table {name:?}")))?;
+        let (all, data): (Vec<String>, Vec<(String, Vec<Option<String>>)>) =
+            reader.call1((df, wanted))?.extract()?;
+        let data: Vec<(String, Vec<String>)> = data
+            .into_iter()
+            .map(|(n, v)| (n, v.into_iter().map(Option::unwrap_or_default).collect()))
+            .collect();
+        let table = py
+            .detach(|| Table::from_columns(&data, &columns, MAX_TABLE_ROWS))
+            .map_err(|e| match e {
+                AggregateError::MissingColumn { column, .. } => {
+                    aggregate_error(AggregateError::MissingColumn {
+                        column,
+                        available: all.clone(),
+                    })
+                }
+                e => aggregate_error(e),
+            })?;
+        drop(data);
+        plan.check_table(&table).map_err(aggregate_error)?;
+        // The session's charge, before anything is sampled: refused, nothing is
+        // released and the session is unchanged.
+        let label = "privq.sql";
+        if let Some(accountant) = accountant {
+            let accountant = accountant.get();
+            if accountant.is_forked_copy() {
+                return Err(PrivqError::new_err(FORKED));
+            }
+            accountant.with(py, |state| match state {
+                State::Memory(session) => plan
+                    .charge_to(session, label)
+                    .map(drop)
+                    .map_err(aggregate_error),
+                State::File { path, cap } => {
+                    let run = plan.accountant().map_err(aggregate_error)?;
+                    let cap = *cap;
+                    py.detach(|| BudgetFile::charge_accountant(path, Some(cap), &run, label))
+                        .map(drop)
+                        .map_err(budget_file_error)
+                }
+            })?;
+        }
+        let mut rng = match seed {
+            Some(seed) => privq_host::seeded_rng(seed),
+            None => privq_host::secure_rng().map_err(|e| PrivqError::new_err(e.to_string()))?,
+        };
+        let (release, _) = py
+            .detach(|| plan.release(&table, &mut rng))
+            .map_err(aggregate_error)?;
+        // The program's columns: group-by columns, then each aggregate and, where it
+        // has one, its interval's bounds.
+        let mut out = Vec::new();
+        for (k, g) in release.group_by().iter().enumerate() {
+            let values: Vec<&str> = release.rows().iter().map(|r| r.key()[k].as_str()).collect();
+            out.push((g.clone(), true, PyList::new(py, values)?));
+        }
+        let with_interval = release.has_interval();
+        for (i, name) in release.names().iter().enumerate() {
+            let estimate = |f: &dyn Fn(&privq_host::aggregate::Estimate) -> f64| {
+                release
+                    .rows()
+                    .iter()
+                    .map(|r| f(&r.estimates()[i]))
+                    .collect::<Vec<f64>>()
+            };
+            out.push((
+                name.clone(),
+                false,
+                PyList::new(py, estimate(&|e| e.value()))?,
+            ));
+            if with_interval.get(i).copied().unwrap_or(false) {
+                let lo = estimate(&|e| e.interval().map_or(f64::NAN, |(lo, _)| lo));
+                let hi = estimate(&|e| e.interval().map_or(f64::NAN, |(_, hi)| hi));
+                out.push((format!("{name}_lo"), false, PyList::new(py, lo)?));
+                out.push((format!("{name}_hi"), false, PyList::new(py, hi)?));
+            }
+        }
+        Ok(out)
+    })
+}
