@@ -14,6 +14,9 @@ use super::{
     guard, neighbours_arg, parameter_text, row,
 };
 
+/// A column as the reader gives it: its name and each value's text (`None`: missing).
+type TextColumn = (String, Vec<Option<String>>);
+
 /// The most rows read from a table (as `privq sql`'s default `--max-table-rows`).
 const MAX_TABLE_ROWS: usize = 100_000_000;
 
@@ -188,8 +191,7 @@ pub(crate) fn _sql<'py>(
         let df = tables
             .get_item(&name)?
             .ok_or_else(|| PyValueError::new_err(format!("tables: no table {name:?}")))?;
-        let (all, data): (Vec<String>, Vec<(String, Vec<Option<String>>)>) =
-            reader.call1((df, wanted))?.extract()?;
+        let (all, data): (Vec<String>, Vec<TextColumn>) = reader.call1((df, wanted))?.extract()?;
         let data: Vec<(String, Vec<String>)> = data
             .into_iter()
             .map(|(n, v)| (n, v.into_iter().map(Option::unwrap_or_default).collect()))

@@ -161,7 +161,7 @@ impl SqlRequest {
     /// total budget ε. Nothing is read or charged.
     pub fn build(self, epsilon: Epsilon) -> Result<Plan, AggregateError> {
         let SqlRequest { parsed, .. } = &self;
-        if !self.tables.iter().any(|t| *t == parsed.table) {
+        if !self.tables.contains(&parsed.table) {
             return Err(AggregateError::UnknownTable {
                 table: parsed.table.clone(),
                 given: self.tables.clone(),
