@@ -6,8 +6,9 @@
 //! ([`SynthRequest::accountant`]), how a session accountant or a budget file is
 //! charged ([`SynthRequest::charge_to`], [`BudgetFile::charge_accountant`]), how a
 //! table's values map onto the domain ([`Records::from_dictionary_columns`]), the
-//! dry run ([`SynthRequest::plan`]), the release itself ([`synthesize_controlled`])
-//! and the device reports' aggregation (`ldp`, as `privq ldp`). The pure-Python
+//! dry run ([`SynthRequest::plan`]), the release itself ([`synthesize_controlled`]),
+//! private statistics (`sql`: the options checked by the library's `SqlRequest`, as
+//! `privq sql`) and the device reports' aggregation (`ldp`, as `privq ldp`). The pure-Python
 //! layer (`privq/__init__.py`, `privq/ldp.py`) only moves DataFrames in and out
 //! through Arrow.
 //!

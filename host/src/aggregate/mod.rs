@@ -25,6 +25,13 @@
 //!   limits, so nothing in the sensitivity argument changes;
 //! * **ε** (and δ for private groups), split evenly over the measurements.
 //!
+//! A front end states a request as [`SqlRequest`]: the SQL text and its options
+//! (the tables it has, the unit, bounds and keys per column, δ), checked against
+//! the query and each other before the plan is built, so `privq sql` and
+//! `privq.sql` refuse the same requests for the same reasons
+//! ([`AggregateError::option`] names the option). [`Table::from_csv`] reads a CSV
+//! file, [`Table::from_columns`] a table given column by column, with the same checks.
+//!
 //! Every sensitivity follows from these, never from the data; the argument is in
 //! the book's "Private statistics" chapter. Noise is exact discrete Laplace
 //! (Canonne–Kamath–Steinke 2020) on integer counts and on grid-step sums.
