@@ -231,13 +231,21 @@ def text_columns(df: Any, names: Sequence[str]) -> Tuple[List[str], list]:
         column = table.column(name)
         t = _value_type(column.type)
         if pa.types.is_dictionary(column.type):
-            column = column.cast(t)
+            # `take` has no kernel for string views: decode from large strings.
+            if _is_text(t):
+                t = pa.large_string()
+            column = pa.chunked_array(
+                [c.dictionary.cast(t).take(c.indices) for c in column.chunks], type=t
+            )
         if pa.types.is_floating(t):
             texts = [None if x is None else repr(float(x)) for x in column.to_pylist()]
         elif _is_text(t):
             texts = column.to_pylist()
         else:
-            texts = column.cast(pa.string()).to_pylist()
+            try:
+                texts = column.cast(pa.large_string()).to_pylist()
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+                raise ValueError(f"column {name!r} of type {t} cannot be read as text: {e}") from None
         columns.append((name, texts))
     return list(table.column_names), columns
 

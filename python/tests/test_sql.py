@@ -96,6 +96,11 @@ def test_pandas_polars_and_arrow_inputs_give_the_same_release():
     assert isinstance(from_polars, pa.Table) and isinstance(from_arrow, pa.Table)
     assert from_polars.equals(from_arrow)
     pd.testing.assert_frame_equal(from_arrow.to_pandas(), from_pandas)
+    # Categorical group-by columns read as their values.
+    categorical = run(df.astype({"region": "category"}))
+    pd.testing.assert_frame_equal(categorical, from_pandas)
+    polars_categorical = run(pl.from_pandas(df).with_columns(pl.col("region").cast(pl.Categorical)))
+    assert polars_categorical.equals(from_arrow)
     # A histogram: its bins need no keys.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", privq.SeedWarning)
