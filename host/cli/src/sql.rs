@@ -129,13 +129,6 @@ pub fn plan(args: &Args) -> Result<(Plan, String, PathBuf), CliError> {
         .confidence(args.confidence)
         .quantile_candidates(args.quantile_candidates)
         .drop_invalid(args.drop_invalid);
-    // The query's table first: a mismatch is named before the other options.
-    if request.table() != name {
-        return Err(refused(AggregateError::UnknownTable {
-            table: request.table().to_string(),
-            given: vec![name.to_string()],
-        }));
-    }
     let epsilon = super::parse_epsilon(&args.epsilon)?;
     if let Some(unit) = &args.privacy_unit {
         request = request.privacy_unit(unit, args.max_groups, args.max_rows);
