@@ -481,7 +481,8 @@ def sql(
       column (values are clamped into it).
     * ``keys``: ``{column: [values]}``, the public groups of each plain group-by
       column (every combination is released; a histogram's bins come from its
-      edges); or ``delta``: select the groups privately instead.
+      edges); or ``delta``: select the groups privately instead (a ``UserWarning``
+      when δ is large, above 1e-3, as the program warns).
     * ``accountant``: charged the query's whole cost before anything is sampled;
       past its budget :class:`BudgetExceeded` is raised, nothing is released and
       the accountant is unchanged. Without one, the query runs under a fresh

@@ -5,7 +5,7 @@
 
 use privq_host::accountant::BudgetFile;
 use privq_host::aggregate::{AggregateError, Bounds, Plan, SqlRequest, Table};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyUserWarning, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -166,6 +166,12 @@ pub(crate) fn _sql<'py>(
             quantile_candidates,
             drop_invalid,
         )?;
+        // The library's warnings about the plan (a large δ), as Python warnings.
+        for warning in plan.warnings() {
+            let message =
+                std::ffi::CString::new(warning).map_err(|e| PrivqError::new_err(e.to_string()))?;
+            PyErr::warn(py, &py.get_type::<PyUserWarning>(), &message, 2)?;
+        }
         // Only the columns the plan reads are converted.
         let columns = plan.columns();
         let mut wanted: Vec<String> = Vec::new();

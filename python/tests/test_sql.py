@@ -203,3 +203,8 @@ def test_the_seed_warns_and_randomness_is_the_default():
     a = privq.sql(QUERY, {"readings": readings()}, epsilon=1, privacy_unit="device",
                   bounds={"temp": (-20, 50)}, keys={"region": ["north"]})
     assert list(a.columns)[:2] == ["region", "n"]
+
+
+def test_a_large_delta_is_warned_about():
+    with pytest.warns(UserWarning, match="is large"):
+        run(readings(), keys=None, delta=0.01, max_groups=1, max_rows=1)
