@@ -147,6 +147,7 @@
 //! # Ok::<(), privq_core::Error>(())
 //! ```
 
+use core::cell::RefCell;
 use core::ops::Range;
 
 use embedded_storage::nor_flash::{
@@ -253,8 +254,9 @@ struct Scan {
 /// [`Ledger`](crate::ledger::Ledger) on it (about 4.8 KB after a GRR report, which links the
 /// ledger's ε arithmetic already).
 ///
-/// `F` is any [`NorFlash`] with a write size of at most 64 bytes, or `&mut` one (so the flash
-/// outlives the store, e.g. across a simulated reboot). The store keeps no copy of the log:
+/// `F` is any [`NorFlash`] with a write size of at most 64 bytes, `&mut` one (so the flash
+/// outlives the store, e.g. across a simulated reboot), or a [`&SharedFlash`](SharedFlash)
+/// (one driver under several stores alive at once, each on its own region). The store keeps no copy of the log:
 /// every `load` and `store` scans it (a read of every slot and a CRC of every programmed one).
 #[derive(Debug)]
 pub struct FlashStore<F> {
@@ -746,5 +748,128 @@ impl<const N: usize, const ERASE: usize, const WRITE: usize> NorFlash
             *c = d;
         }
         Ok(())
+    }
+}
+
+/// One flash driver shared by several stores that are alive at the same time: the
+/// [`Ledger`](crate::ledger::Ledger) in one region and the
+/// [`UploadCounters`](crate::upload_counters::UploadCounters) in another, on the MCU's one
+/// flash peripheral.
+///
+/// `&SharedFlash<F>` is itself a [`NorFlash`] (the same geometry as `F`), so any number of
+/// [`FlashStore`]s can hold one, each on its own [`in_region`](FlashStore::in_region). The
+/// driver sits in a [`RefCell`]: each flash operation borrows it for that operation only,
+/// with no allocation and no panic (a borrow that is already taken, which only a driver that
+/// calls back into a store could cause, is [`SharedFlashError::Busy`]). Like a `RefCell`,
+/// it is not `Sync`: keep the stores in one context (not split between `main` and an
+/// interrupt handler). The regions must not overlap; nothing checks that.
+///
+/// (Two stores that are alive one after the other need none of this: `embedded-storage`
+/// implements [`NorFlash`] for `&mut F`, so `FlashStore::in_region(&mut flash, ..)` can be
+/// re-borrowed once the first store is gone, e.g. after
+/// [`Ledger::into_store`](crate::ledger::Ledger::into_store).)
+///
+/// ```
+/// use privq_core::flash_store::{FlashStore, RamFlash, SharedFlash};
+/// use privq_core::ledger::Ledger;
+/// use privq_core::upload_counters::UploadCounters;
+/// use privq_core::Epsilon;
+///
+/// // One driver (here a simulated flash of six 256-byte pages), two regions of 3 pages.
+/// let flash = SharedFlash::new(RamFlash::<1536>::new());
+/// let mut ledger = Ledger::open(FlashStore::in_region(&flash, 0..768), Epsilon::new(4, 1)?)?;
+/// let mut counters = UploadCounters::open(FlashStore::in_region(&flash, 768..1536))?;
+/// ledger.debit(Epsilon::new(1, 1)?)?;
+/// assert_eq!(counters.begin_epoch(0)?, 0);
+/// drop((ledger, counters));
+/// // The driver back, e.g. for a firmware update's own use of the flash.
+/// let flash = flash.into_inner();
+/// assert_eq!(&flash.bytes()[..4], b"PQPV");
+/// assert_eq!(&flash.bytes()[768..772], b"PQPV");
+/// # Ok::<(), privq_core::Error>(())
+/// ```
+#[derive(Debug, Default)]
+pub struct SharedFlash<F> {
+    flash: RefCell<F>,
+}
+
+impl<F> SharedFlash<F> {
+    /// Shares `flash` (e.g. the HAL's flash peripheral driver).
+    pub const fn new(flash: F) -> Self {
+        SharedFlash {
+            flash: RefCell::new(flash),
+        }
+    }
+
+    /// Gives the driver back.
+    pub fn into_inner(self) -> F {
+        self.flash.into_inner()
+    }
+
+    /// The driver, mutably (no store can be using it: they hold `&self`).
+    pub fn get_mut(&mut self) -> &mut F {
+        self.flash.get_mut()
+    }
+}
+
+/// The error of a [`SharedFlash`]: the driver's, or a busy driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SharedFlashError<E> {
+    /// The driver was already borrowed by another operation (a driver that calls back into a
+    /// store); nothing was read, written or erased. Its `NorFlashErrorKind` is `Other`.
+    Busy,
+    /// The driver failed.
+    Flash(E),
+}
+
+impl<E: NorFlashError> NorFlashError for SharedFlashError<E> {
+    fn kind(&self) -> NorFlashErrorKind {
+        match self {
+            SharedFlashError::Busy => NorFlashErrorKind::Other,
+            SharedFlashError::Flash(e) => e.kind(),
+        }
+    }
+}
+
+impl<F: ErrorType> ErrorType for &SharedFlash<F> {
+    type Error = SharedFlashError<F::Error>;
+}
+
+impl<F: ReadNorFlash> ReadNorFlash for &SharedFlash<F> {
+    const READ_SIZE: usize = F::READ_SIZE;
+
+    fn read(&mut self, offset: u32, bytes: &mut [u8]) -> Result<(), Self::Error> {
+        let mut flash = self
+            .flash
+            .try_borrow_mut()
+            .map_err(|_| SharedFlashError::Busy)?;
+        flash.read(offset, bytes).map_err(SharedFlashError::Flash)
+    }
+
+    /// The driver's capacity (0 while it is busy, which makes a store's layout check fail).
+    fn capacity(&self) -> usize {
+        self.flash.try_borrow().map_or(0, |flash| flash.capacity())
+    }
+}
+
+impl<F: NorFlash> NorFlash for &SharedFlash<F> {
+    const WRITE_SIZE: usize = F::WRITE_SIZE;
+    const ERASE_SIZE: usize = F::ERASE_SIZE;
+
+    fn erase(&mut self, from: u32, to: u32) -> Result<(), Self::Error> {
+        let mut flash = self
+            .flash
+            .try_borrow_mut()
+            .map_err(|_| SharedFlashError::Busy)?;
+        flash.erase(from, to).map_err(SharedFlashError::Flash)
+    }
+
+    fn write(&mut self, offset: u32, bytes: &[u8]) -> Result<(), Self::Error> {
+        let mut flash = self
+            .flash
+            .try_borrow_mut()
+            .map_err(|_| SharedFlashError::Busy)?;
+        flash.write(offset, bytes).map_err(SharedFlashError::Flash)
     }
 }

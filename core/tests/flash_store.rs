@@ -16,7 +16,9 @@ use std::collections::BTreeSet;
 use embedded_storage::nor_flash::{
     ErrorType, NorFlash, NorFlashError, NorFlashErrorKind, ReadNorFlash,
 };
-use privq_core::flash_store::{FlashStore, RamFlash, RamFlashError, StoreError};
+use privq_core::flash_store::{
+    FlashStore, RamFlash, RamFlashError, SharedFlash, SharedFlashError, StoreError,
+};
 use privq_core::ledger::{LEDGER_RECORD_LEN, Ledger, LedgerStore};
 use privq_core::upload_counters::UploadCounters;
 use privq_core::{Epsilon, Error, StorageKind};
@@ -690,4 +692,44 @@ fn storage_errors_keep_their_kind() {
         assert_eq!(Error::from(store_error), Error::Storage(kind));
         assert_eq!(Error::Storage(kind).code(), code);
     }
+}
+
+/// One flash driver, two regions, both stores alive: the ledger and the upload counters on a
+/// `SharedFlash`, interleaved long enough that both logs wrap (each erases its own pages), and
+/// neither touches the other's region.
+#[test]
+fn shared_flash_holds_ledger_and_counters() {
+    let flash = SharedFlash::new(RamFlash::<{ 8 * 256 }>::new());
+    // The ledger on pages 0..3, the counters on 4..7; page 3 and 7 hold nothing.
+    let mut ledger = Ledger::open(FlashStore::in_region(&flash, 0..768), eps(100, 1)).unwrap();
+    let mut counters = UploadCounters::open(FlashStore::in_region(&flash, 1024..1792)).unwrap();
+    let rounds = 3 * FlashStore::<RamFlash<768>>::SLOTS_PER_PAGE as u32 + 2;
+    for round in 0..rounds {
+        ledger.debit(eps(1, 1)).unwrap();
+        assert_eq!(counters.begin_epoch(round).unwrap(), round);
+    }
+    drop((ledger, counters));
+    let mut flash = flash.into_inner();
+    assert!(flash.erases() >= 4, "both logs wrapped");
+    assert!(flash.bytes()[768..1024].iter().all(|&b| b == 0xff));
+    assert!(flash.bytes()[1792..].iter().all(|&b| b == 0xff));
+
+    // Reboot (re-borrowing the driver one store at a time works as well).
+    let ledger = Ledger::open(FlashStore::in_region(&mut flash, 0..768), eps(100, 1)).unwrap();
+    assert_eq!(ledger.spent().num(), u64::from(rounds));
+    let _ = ledger.into_store();
+    let counters = UploadCounters::open(FlashStore::in_region(&mut flash, 1024..1792)).unwrap();
+    assert_eq!(counters.next_epoch(), rounds);
+
+    // A driver fault reaches the caller with its kind, through the shared driver.
+    flash.set_failing(true);
+    let shared = SharedFlash::new(flash);
+    assert_eq!(
+        Ledger::open(FlashStore::in_region(&shared, 0..768), eps(100, 1)).unwrap_err(),
+        Error::Storage(StorageKind::FlashOther)
+    );
+    assert_eq!(
+        SharedFlashError::<RamFlashError>::Busy.kind(),
+        NorFlashErrorKind::Other
+    );
 }
