@@ -191,7 +191,9 @@ impl core::error::Error for Error {}
 /// | 24 | [`UnevenBins`](Error::UnevenBins) | | 84 | `Storage(`[`FlashNotAligned`](StorageKind::FlashNotAligned)`)` |
 /// | 30 | [`IterationBudgetExhausted`](Error::IterationBudgetExhausted) | | 85 | `Storage(`[`FlashOutOfBounds`](StorageKind::FlashOutOfBounds)`)` |
 /// | 31 | [`ItemOutOfDomain`](Error::ItemOutOfDomain) | | 86 | `Storage(`[`FlashOther`](StorageKind::FlashOther)`)` |
-/// | 32 | [`InvalidDomain`](Error::InvalidDomain) | |  |  |
+/// | 32 | [`InvalidDomain`](Error::InvalidDomain) | | 87 | `Storage(`[`RegionUnaligned`](StorageKind::RegionUnaligned)`)` |
+/// |  |  | | 88 | `Storage(`[`RegionPages`](StorageKind::RegionPages)`)` |
+/// |  |  | | 89 | `Storage(`[`RegionOutOfBounds`](StorageKind::RegionOutOfBounds)`)` |
 ///
 /// ```
 /// use privq_core::{Epsilon, Error, StorageKind};
@@ -250,6 +252,9 @@ impl Error {
             Error::Storage(StorageKind::FlashNotAligned) => 84,
             Error::Storage(StorageKind::FlashOutOfBounds) => 85,
             Error::Storage(StorageKind::FlashOther) => 86,
+            Error::Storage(StorageKind::RegionUnaligned) => 87,
+            Error::Storage(StorageKind::RegionPages) => 88,
+            Error::Storage(StorageKind::RegionOutOfBounds) => 89,
         }
     }
 
@@ -301,6 +306,9 @@ impl Error {
             84 => Error::Storage(StorageKind::FlashNotAligned),
             85 => Error::Storage(StorageKind::FlashOutOfBounds),
             86 => Error::Storage(StorageKind::FlashOther),
+            87 => Error::Storage(StorageKind::RegionUnaligned),
+            88 => Error::Storage(StorageKind::RegionPages),
+            89 => Error::Storage(StorageKind::RegionOutOfBounds),
             _ => return None,
         })
     }
@@ -322,7 +330,8 @@ pub enum StorageKind {
     /// told to fail).
     Unspecified,
     /// The flash region or geometry does not fit the store's layout (flash store:
-    /// `StoreError::Layout`).
+    /// `StoreError::Layout`, any layout problem; `FlashStore::check_layout` names it, this
+    /// kind then meaning the geometry: write, read or erase size).
     Layout,
     /// The device was provisioned but its newest record is gone; the store refuses to
     /// write (flash store: `StoreError::Tampered`).
@@ -336,13 +345,22 @@ pub enum StorageKind {
     /// The flash driver failed otherwise (`NorFlashErrorKind::Other`, or a kind added to
     /// `embedded-storage` after this crate).
     FlashOther,
+    /// The store's region does not start or end on an erase-page boundary (flash store:
+    /// named by `FlashStore::check_region` and `check_layout`; its operations say `Layout`).
+    RegionUnaligned,
+    /// The store's region is empty or has too few or too many pages (flash store: 3 to 33
+    /// pages; named by `FlashStore::check_region` and `check_layout`).
+    RegionPages,
+    /// The store's region ends past the end of the flash (flash store: named by
+    /// `FlashStore::check_layout`).
+    RegionOutOfBounds,
 }
 
 impl fmt::Display for StorageKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             StorageKind::Unspecified => "unspecified store error",
-            StorageKind::Layout => "the flash region does not fit the store's layout",
+            StorageKind::Layout => "the flash region or geometry does not fit the store's layout",
             StorageKind::Tampered => {
                 "the provisioned record is gone (erased flash); the store refuses to write"
             }
@@ -350,6 +368,9 @@ impl fmt::Display for StorageKind {
             StorageKind::FlashNotAligned => "flash access not aligned",
             StorageKind::FlashOutOfBounds => "flash access out of bounds",
             StorageKind::FlashOther => "flash driver error",
+            StorageKind::RegionUnaligned => "the store's region is not whole erase pages",
+            StorageKind::RegionPages => "the store's region has too few or too many pages",
+            StorageKind::RegionOutOfBounds => "the store's region ends past the end of the flash",
         })
     }
 }
@@ -363,7 +384,7 @@ mod tests {
 
     /// The published codes. Changing a number here breaks every C caller and log reader
     /// that knows it: add rows, never edit or delete one.
-    const PINNED: [(Error, u16); 45] = [
+    const PINNED: [(Error, u16); 48] = [
         (Error::EpsilonZero, 1),
         (Error::EpsilonNegative, 2),
         (Error::EpsilonNotFinite, 3),
@@ -409,6 +430,9 @@ mod tests {
         (Error::Storage(StorageKind::FlashOutOfBounds), 85),
         (Error::Storage(StorageKind::FlashOther), 86),
         (Error::UnevenBins, 24),
+        (Error::Storage(StorageKind::RegionUnaligned), 87),
+        (Error::Storage(StorageKind::RegionPages), 88),
+        (Error::Storage(StorageKind::RegionOutOfBounds), 89),
     ];
 
     #[test]

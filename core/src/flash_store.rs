@@ -188,9 +188,13 @@ const fn round_up(n: usize, to: usize) -> usize {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StoreError<E> {
-    /// The region or the flash geometry does not fit the layout: the region is not whole
-    /// erase pages inside the flash, has fewer than 3 or more than 33 pages, a page holds no
-    /// slot, or the write size is above 64 bytes (or the read size does not divide a slot).
+    /// The region or the flash geometry does not fit the layout. `load`, `store` and
+    /// [`is_provisioned`](FlashStore::is_provisioned) report every layout problem as this
+    /// (a short check on every operation); [`FlashStore::check_layout`] and the `const fn`
+    /// [`FlashStore::check_region`] name it as a [`StorageKind`]: one of the `Region*`
+    /// kinds, or [`StorageKind::Layout`] for the geometry (the write size is 0 or above 64
+    /// bytes, the read size does not divide a slot or a marker word, or a page holds no
+    /// slot).
     Layout,
     /// The device was provisioned but its newest record is gone (erased flash): the store
     /// refuses to write, so nothing can replace the evidence. `load` returns the `0xFF`
@@ -203,9 +207,8 @@ pub enum StoreError<E> {
 }
 
 impl<E: NorFlashError> StoreError<E> {
-    /// The kind [`Error::Storage`] carries for this error: [`Layout`](StoreError::Layout),
-    /// [`Tampered`](StoreError::Tampered) and [`Exhausted`](StoreError::Exhausted) as
-    /// themselves, a flash driver's error by its `NorFlashErrorKind` (a kind newer than this
+    /// The kind [`Error::Storage`] carries for this error: the store's own errors (layout,
+    /// tamper, counter) as the [`StorageKind`] of the same name, a flash driver's error by its `NorFlashErrorKind` (a kind newer than this
     /// crate as [`StorageKind::FlashOther`]).
     pub fn kind(&self) -> StorageKind {
         match self {
@@ -287,8 +290,29 @@ impl<F: NorFlash> FlashStore<F> {
     }
 
     /// A store on `region` of `flash` (byte offsets, whole erase pages; the first page is
-    /// the flag page). The layout is checked by every operation: a region that does not fit
-    /// makes `load` and `store` fail with [`StoreError::Layout`].
+    /// the flag page). The layout is checked by every operation (`load`, `store`,
+    /// [`is_provisioned`](Self::is_provisioned)), which fails with [`StoreError::Layout`]
+    /// whatever the problem. To learn which, call [`check_layout`](Self::check_layout)
+    /// (every check, from the driver's capacity too) or, at compile time, the `const fn`
+    /// [`check_region`](Self::check_region) (all but the end of the flash):
+    ///
+    /// | problem | [`StorageKind`] | `check_region` (`const`) | `check_layout` |
+    /// |---|---|---|---|
+    /// | write size 0 or above 64 bytes, read size not dividing a slot, no slot in a page | [`Layout`](StorageKind::Layout) | yes | yes |
+    /// | region not whole erase pages | [`RegionUnaligned`](StorageKind::RegionUnaligned) | yes | yes |
+    /// | fewer than 3 or more than 33 pages (empty, reversed) | [`RegionPages`](StorageKind::RegionPages) | yes | yes |
+    /// | region past the end of the flash | [`RegionOutOfBounds`](StorageKind::RegionOutOfBounds) | no | yes |
+    ///
+    /// ```
+    /// use privq_core::flash_store::{FlashStore, RamFlash};
+    /// use privq_core::{Error, StorageKind};
+    /// let mut flash = RamFlash::<1024>::new(); // 4 pages of 256 bytes
+    /// let store = FlashStore::in_region(&mut flash, 512..1280); // past the end
+    /// assert_eq!(store.check_layout(), Err(StorageKind::RegionOutOfBounds));
+    /// // At boot, before `Ledger::open`: a named `Error` instead of `Storage(Layout)`.
+    /// let checked = store.check_layout().map_err(Error::Storage);
+    /// assert_eq!(checked, Err(Error::Storage(StorageKind::RegionOutOfBounds)));
+    /// ```
     pub const fn in_region(flash: F, region: Range<u32>) -> Self {
         FlashStore {
             flash,
@@ -329,12 +353,74 @@ impl<F: NorFlash> FlashStore<F> {
     /// Whether the provisioning word is set (anything but an erased word counts: a torn
     /// flag write must not make the device new again).
     pub fn is_provisioned(&mut self) -> Result<bool, StoreError<F::Error>> {
-        self.check_layout()?;
+        self.fits()?;
         let mut buf = [0xff; MAX_UNIT];
         Ok(!self.read_erased(self.start, Self::MARK_LEN, &mut buf)?)
     }
 
-    fn check_layout(&self) -> Result<(), StoreError<F::Error>> {
+    /// The layout checks that need no driver, for `region` on flash of type `F`: the
+    /// geometry ([`StorageKind::Layout`]), the alignment ([`StorageKind::RegionUnaligned`]) and
+    /// the page count ([`StorageKind::RegionPages`]), in that order (see
+    /// [`in_region`](Self::in_region)). A `const fn`, so a board's region can be checked when
+    /// the firmware compiles:
+    ///
+    /// ```
+    /// use privq_core::flash_store::{FlashStore, RamFlash};
+    /// use privq_core::StorageKind;
+    /// type Flash = RamFlash<4096>; // 256-byte pages
+    /// const LEDGER: core::ops::Range<u32> = 0..768;
+    /// const _: () = assert!(FlashStore::<Flash>::check_region(&LEDGER).is_ok());
+    /// assert_eq!(
+    ///     FlashStore::<Flash>::check_region(&(0..512)), // flag page + 1 log page
+    ///     Err(StorageKind::RegionPages)
+    /// );
+    /// ```
+    ///
+    /// Whether the region ends inside the flash ([`StorageKind::RegionOutOfBounds`]) is only
+    /// known from the driver: [`check_layout`](Self::check_layout).
+    pub const fn check_region(region: &Range<u32>) -> Result<(), StorageKind> {
+        const fn divides(n: usize, by: usize) -> bool {
+            by != 0 && n.is_multiple_of(by)
+        }
+        let geometry = F::WRITE_SIZE > 0
+            && Self::BODY_LEN <= MAX_UNIT
+            && Self::SLOTS_PER_PAGE > 0
+            && divides(F::ERASE_SIZE, F::WRITE_SIZE)
+            && divides(Self::BODY_LEN, F::READ_SIZE)
+            && divides(Self::MARK_LEN, F::READ_SIZE)
+            && divides(F::ERASE_SIZE, F::READ_SIZE);
+        // `u32` arithmetic (the offsets' type): a page count of 0 for an empty or reversed
+        // region, and one unsigned comparison for 3..=33 pages.
+        let page = F::ERASE_SIZE as u32;
+        if !geometry || page as usize != F::ERASE_SIZE {
+            return Err(StorageKind::Layout);
+        }
+        if !region.start.is_multiple_of(page) || !region.end.is_multiple_of(page) {
+            return Err(StorageKind::RegionUnaligned);
+        }
+        let pages = region.end.saturating_sub(region.start) / page;
+        if pages.wrapping_sub(3) > MAX_LOG_PAGES - 2 {
+            return Err(StorageKind::RegionPages);
+        }
+        Ok(())
+    }
+
+    /// Every layout check, with the problem named: [`check_region`](Self::check_region)'s
+    /// and then whether the region ends inside the flash
+    /// ([`StorageKind::RegionOutOfBounds`], from the driver's `capacity()`). Call it once
+    /// before opening the store (e.g. at boot) to learn what a
+    /// [`StoreError::Layout`] from `load` or `store` was.
+    pub fn check_layout(&self) -> Result<(), StorageKind> {
+        Self::check_region(&(self.start..self.end))?;
+        if self.end as usize > self.flash.capacity() {
+            return Err(StorageKind::RegionOutOfBounds);
+        }
+        Ok(())
+    }
+
+    /// The per-operation layout check: every problem [`check_layout`](Self::check_layout)
+    /// names, as one [`StoreError::Layout`] (one short test on every operation).
+    fn fits(&self) -> Result<(), StoreError<F::Error>> {
         let divides = |n: usize, by: usize| n.checked_rem(by) == Some(0);
         let ok = F::WRITE_SIZE > 0
             && Self::BODY_LEN <= MAX_UNIT
@@ -408,7 +494,7 @@ impl<F: NorFlash> FlashStore<F> {
     /// erased is free (body erased too) or a torn write (skipped); a committed slot whose
     /// CRC fails is damage. `buf` is left holding the last slot body read.
     fn scan(&mut self, buf: &mut [u8; MAX_UNIT]) -> Result<Scan, StoreError<F::Error>> {
-        self.check_layout()?;
+        self.fits()?;
         let mut s = Scan {
             damaged: 0,
             formatted: 0,
@@ -781,7 +867,7 @@ impl<const N: usize, const ERASE: usize, const WRITE: usize> NorFlash
 /// let mut counters = UploadCounters::open(FlashStore::in_region(&flash, 768..1536))?;
 /// ledger.debit(Epsilon::new(1, 1)?)?;
 /// assert_eq!(counters.begin_epoch(0)?, 0);
-/// drop((ledger, counters));
+/// let _ = (ledger.into_store(), counters.into_store()); // the stores end
 /// // The driver back, e.g. for a firmware update's own use of the flash.
 /// let flash = flash.into_inner();
 /// assert_eq!(&flash.bytes()[..4], b"PQPV");

@@ -441,19 +441,47 @@ fn regions_and_offsets() {
     let ledger = Ledger::open(FlashStore::in_region(&mut flash, region), eps(2, 1)).unwrap();
     assert_eq!(ledger.spent().num(), 1);
 
-    // Layouts that do not fit: too few pages, unaligned, past the end, a page without a slot.
+    // Layouts that do not fit: every operation says `Layout`, `check_layout` says which (too
+    // few pages, unaligned, past the end, reversed, too many pages, a page without a slot, a
+    // write size above 64 bytes).
     #[allow(clippy::reversed_empty_ranges)] // a reversed region is one of the bad layouts
-    let bad_regions = [0..512, 100..868, 1792..2560, 512..256];
-    for bad in bad_regions {
+    let bad_regions = [
+        (0..512, StorageKind::RegionPages),
+        (100..868, StorageKind::RegionUnaligned),
+        (1792..2560, StorageKind::RegionOutOfBounds),
+        (512..256, StorageKind::RegionPages),
+    ];
+    for (bad, kind) in bad_regions {
         let mut store = FlashStore::in_region(&mut flash, bad.clone());
+        assert_eq!(store.check_layout(), Err(kind), "{bad:?}");
         assert_eq!(store.load(), Err(StoreError::Layout), "{bad:?}");
         assert!(matches!(
             Ledger::open(store, eps(1, 1)),
             Err(Error::Storage(StorageKind::Layout))
         ));
+        if bad.end <= 2048 {
+            assert_eq!(
+                FlashStore::<RamFlash<{ 8 * 256 }>>::check_region(&bad),
+                Err(kind)
+            );
+        }
     }
+    let mut big = RamFlash::<{ 40 * 256 }>::new();
+    let mut store = FlashStore::new(&mut big);
+    assert_eq!(store.check_layout(), Err(StorageKind::RegionPages));
+    assert_eq!(store.load(), Err(StoreError::Layout));
     let mut tiny = RamFlash::<{ 3 * 32 }, 32, 4>::new();
-    assert_eq!(FlashStore::new(&mut tiny).load(), Err(StoreError::Layout));
+    let mut store = FlashStore::new(&mut tiny);
+    assert_eq!(store.check_layout(), Err(StorageKind::Layout));
+    assert_eq!(store.load(), Err(StoreError::Layout));
+    let mut wide = RamFlash::<{ 3 * 256 }, 256, 128>::new();
+    assert_eq!(
+        FlashStore::new(&mut wide).check_layout(),
+        Err(StorageKind::Layout)
+    );
+    // The checks that need no driver, in a `const`.
+    const CHECKED: Result<(), StorageKind> = FlashStore::<RamFlash<768>>::check_region(&(0..768));
+    assert_eq!(CHECKED, Ok(()));
 }
 
 /// Slot `slot` of log page `page` in a `RamFlash` with 256-byte pages, as a byte offset.
@@ -692,6 +720,14 @@ fn storage_errors_keep_their_kind() {
         assert_eq!(Error::from(store_error), Error::Storage(kind));
         assert_eq!(Error::Storage(kind).code(), code);
     }
+    // The layout problems `check_layout` and `check_region` name.
+    for (kind, code) in [
+        (StorageKind::RegionUnaligned, 87),
+        (StorageKind::RegionPages, 88),
+        (StorageKind::RegionOutOfBounds, 89),
+    ] {
+        assert_eq!(Error::Storage(kind).code(), code);
+    }
 }
 
 /// One flash driver, two regions, both stores alive: the ledger and the upload counters on a
@@ -708,7 +744,7 @@ fn shared_flash_holds_ledger_and_counters() {
         ledger.debit(eps(1, 1)).unwrap();
         assert_eq!(counters.begin_epoch(round).unwrap(), round);
     }
-    drop((ledger, counters));
+    let _ = (ledger.into_store(), counters.into_store());
     let mut flash = flash.into_inner();
     assert!(flash.erases() >= 4, "both logs wrapped");
     assert!(flash.bytes()[768..1024].iter().all(|&b| b == 0xff));
