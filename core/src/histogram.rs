@@ -278,6 +278,35 @@ impl<const BINS: usize> Histogram<BINS> {
         &self.counts
     }
 
+    /// The most frequent bin (the lowest of them on a tie; 0 for an empty histogram), as
+    /// the `u32` item the local randomizers take (e.g.
+    /// [`Ledger::release`](crate::ledger::Ledger::release) with
+    /// [`UnaryEncoding`](crate::local::UnaryEncoding) or [`Grr`](crate::local::Grr) over
+    /// `BINS` items).
+    ///
+    /// ```
+    /// use privq_core::histogram::{Histogram, IntegerBins};
+    /// const BINS: IntegerBins<4> = match IntegerBins::new(0, 40) {
+    ///     Ok(bins) => bins,
+    ///     Err(_) => panic!("uneven bins"),
+    /// };
+    /// let mut h = Histogram::<4>::categorical()?;
+    /// for raw in [12, 25, 17, 31, 28] {
+    ///     h.record_raw_clamped(&BINS, raw); // bins 1, 2, 1, 3, 2
+    /// }
+    /// assert_eq!(h.modal_bin(), 1); // bins 1 and 2 tie: the lower one
+    /// # Ok::<(), privq_core::Error>(())
+    /// ```
+    pub fn modal_bin(&self) -> u32 {
+        let mut best = (0, 0);
+        for (bin, &count) in (0u32..).zip(&self.counts) {
+            if count > best.1 {
+                best = (bin, count);
+            }
+        }
+        best.0
+    }
+
     /// Count of one bin (`None` when out of range).
     pub fn count(&self, index: usize) -> Option<u32> {
         self.counts.get(index).copied()

@@ -35,22 +35,26 @@
 //!
 //! ```toml
 //! [dependencies]
-//! privq-core = { version = "0.1", features = ["flash-ledger"] }
+//! # The configuration the flash figures below are measured with: the flash ledger, and the
+//! # upload frames with the compact SHA-256 (`compact-sha`, which turns on `upload`).
+//! privq-core = { version = "0.1", features = ["flash-ledger", "compact-sha"] }
 //! rand_core = "0.10"
 //! # The randomizers' CryptoRng is built in: privq_core::rng::ChaCha12 (the same stream as
-//! # rand_chacha::ChaCha12Rng, about 2 KB less flash on thumbv6m). rand_chacha works too, with
+//! # rand_chacha::ChaCha12Rng, 2.0-2.4 KB less flash on thumbv6m). rand_chacha works too, with
 //! # `default-features = false` (it pulls in `std` otherwise).
+//! # Code generic over the board's flash needs no `embedded-storage` line: with
+//! # `flash-ledger`, privq_core::embedded_storage is the crate the store is written against.
 //! ```
 //!
 //! One reading period of a device: readings into histogram bins, the modal bin privatized with
-//! OUE (or GRR) at ε = 1 after the lifetime ledger in flash is debited, the report in the
-//! [`report`] wire format, and the report sealed into an HMAC-SHA-256 upload frame numbered by
-//! counters that survive reboots.
+//! OUE (and GRR) at ε = 1 after the lifetime ledger in flash is debited, the reports in the
+//! [`report`] wire format, sealed into an HMAC-SHA-256 upload frame numbered by counters that
+//! survive reboots. The ledger and the counters share one flash driver, in two regions.
 //!
 //! ```
 //! # #[cfg(all(feature = "flash-ledger", feature = "upload"))]
 //! # fn main() -> Result<(), privq_core::Error> {
-//! use privq_core::flash_store::{FlashStore, RamFlash};
+//! use privq_core::flash_store::{FlashStore, RamFlash, SharedFlash};
 //! use privq_core::histogram::{Histogram, IntegerBins};
 //! use privq_core::ledger::Ledger;
 //! use privq_core::local::{Grr, LocalRandomizer, QueryId, UeVariant, UnaryEncoding};
@@ -78,44 +82,57 @@
 //! for raw in [344, 348, 352, 346, 643] { // 21.5, 21.75, 22.0, 21.625, 40.1875 °C
 //!     histogram.record_raw_clamped(&BINS, raw); // returns the bin; cannot fail
 //! }
-//! // The modal bin (the lowest of the most frequent) is the item to report.
-//! let (modal, _) = (0u32..)
-//!     .zip(histogram.counts())
-//!     .fold((0, 0), |best, (bin, &count)| if count > best.1 { (bin, count) } else { best });
+//! // The item to report: the modal bin (the lowest of the most frequent), as the `u32` the
+//! // randomizers take.
+//! let modal = histogram.modal_bin();
 //! assert_eq!(modal, 33); // [21.5, 22.0)
 //!
-//! // 3. The lifetime budget (ε = 4) in NOR flash. On a board: the HAL's
-//! //    `embedded_storage::nor_flash::NorFlash` and a region of whole pages, e.g.
-//! //    `FlashStore::in_region(flash, 0x3_F000..0x4_0000)`; here a simulated flash.
-//! let mut ledger_flash = RamFlash::<768>::new(); // flag page + 2 log pages of 256 bytes
-//! let mut ledger = Ledger::open(FlashStore::new(&mut ledger_flash), Epsilon::new(4, 1)?)?;
+//! // 3. One flash driver, two regions: the lifetime budget (ε = 4) and the upload counters,
+//! //    both open at once. On a board: `SharedFlash::new(flash)` on the HAL's
+//! //    `embedded_storage::nor_flash::NorFlash` and regions of whole pages, e.g. the last
+//! //    6 KiB of a 256 KiB nRF51 (1 KiB pages): `0x3_E800..0x3_F400` and
+//! //    `0x3_F400..0x4_0000`. Here a simulated flash of six 256-byte pages.
+//! let flash = SharedFlash::new(RamFlash::<1536>::new());
+//! let mut ledger = Ledger::open(FlashStore::in_region(&flash, 0..768), Epsilon::new(4, 1)?)?;
+//! let mut counters = UploadCounters::open(FlashStore::in_region(&flash, 768..1536))?;
 //!
-//! // 4. OUE at ε = 1: `release` debits the ledger (and persists it) before it randomizes.
-//! let oue = UnaryEncoding::new(UeVariant::Optimized, Epsilon::new(1, 1)?, 64)?;
-//! let mut report = [0u8; 20];
-//! let len = ledger.release(&oue, &modal, QueryId(1), &mut rng, &mut report)?;
-//! // 5. The wire-format report (12-byte header + 64 bits), as the host decodes it.
-//! assert_eq!(report::decode(&report[..len])?.header.mechanism, MechanismId::Oue);
-//! // GRR instead: a 13-byte report.
-//! let grr = Grr::new(Epsilon::new(1, 1)?, 64)?;
-//! let mut short = [0u8; 13];
-//! ledger.release(&grr, &modal, QueryId(2), &mut rng, &mut short)?;
-//! assert_eq!(ledger.spent().num(), 2); // ε = 2 of 4 spent, and on flash
-//!
-//! // 6. An authenticated upload frame. The epoch comes from counters persisted before use,
-//! //    so (device, epoch, sequence) never repeats across reboots.
-//! let mut counter_flash = RamFlash::<768>::new(); // a second region
-//! let mut counters = UploadCounters::open(FlashStore::new(&mut counter_flash))?;
+//! // 4. The outbox, and the epoch its frames carry: the epoch comes from counters persisted
+//! //    before use, so (device, epoch, sequence) never repeats across reboots.
 //! let key = DeviceKey::new([0x42; 32]); // provisioned per device; never a constant
 //! let mut outbox: Outbox<2, 64> = Outbox::new(1234, counters.next_sequence());
 //! let epoch = counters.begin_epoch(outbox.next_sequence().ok_or(Error::SequenceExhausted)?)?;
+//!
+//! // 5. OUE at ε = 1, only once the outbox has room for the report: `release` debits the
+//! //    ledger (and persists it) before it randomizes, and spent ε does not come back if the
+//! //    report is then dropped.
+//! let oue = UnaryEncoding::new(UeVariant::Optimized, Epsilon::new(1, 1)?, 64)?;
+//! if !outbox.has_room(epoch, oue.report_len()) {
+//!     return Err(Error::OutboxFull); // send and acknowledge pending frames first
+//! }
+//! let mut report = [0u8; 20];
+//! let len = ledger.release(&oue, &modal, QueryId(1), &mut rng, &mut report)?;
+//! // The wire-format report (12-byte header + 64 bits), as the host decodes it.
+//! assert_eq!(report::decode(&report[..len])?.header.mechanism, MechanismId::Oue);
 //! outbox.push(epoch, &report[..len])?;
+//! // GRR as well (or instead): a 13-byte report, checked the same way.
+//! let grr = Grr::new(Epsilon::new(1, 1)?, 64)?;
+//! if outbox.has_room(epoch, grr.report_len()) {
+//!     let mut short = [0u8; 13];
+//!     let len = ledger.release(&grr, &modal, QueryId(2), &mut rng, &mut short)?;
+//!     outbox.push(epoch, &short[..len])?;
+//! }
+//! assert_eq!(ledger.spent().num(), 2); // ε = 2 of 4 spent, and on flash
+//!
+//! // 6. An authenticated upload frame of both reports.
 //! outbox.seal()?;
 //! let mut frame = [0u8; Outbox::<2, 64>::MAX_FRAME_LEN];
 //! let frame_len = outbox.write_front(&key, &mut frame)?.ok_or(Error::NotPending)?;
-//! assert_eq!(frame_len, 25 + 2 + 20 + 32); // header, length prefix, report, tag
-//! // ... send `frame[..frame_len]`; resend the same bytes until the collector answers, then:
-//! outbox.acknowledge(0)?;
+//! assert_eq!(frame_len, 25 + (2 + 20) + (2 + 13) + 32); // header, reports, tag
+//! // ... send `frame[..frame_len]`; resend the same bytes until the collector acknowledges
+//! // the front frame's sequence number, then:
+//! let sent = outbox.front().ok_or(Error::NotPending)?.header.sequence;
+//! outbox.acknowledge(sent)?;
+//! assert_eq!(outbox.pending(), 0);
 //! # Ok(())
 //! # }
 //! # #[cfg(not(all(feature = "flash-ledger", feature = "upload")))]
@@ -177,6 +194,11 @@ pub mod histogram;
 mod rho;
 pub mod sample;
 
+/// `embedded-storage` 0.3, the flash traits [`flash_store`] is written against (feature
+/// `flash-ledger`): code generic over the board's flash can name
+/// `privq_core::embedded_storage::nor_flash::NorFlash` without a dependency of its own.
+#[cfg(feature = "flash-ledger")]
+pub use embedded_storage;
 pub use epsilon::Epsilon;
 pub use error::{Error, Result, StorageKind};
 pub use fixed::Fixed;

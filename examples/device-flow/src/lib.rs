@@ -90,12 +90,7 @@ impl<L: NorFlash, C: NorFlash> Device<L, C> {
         for &raw in readings {
             histogram.record_raw_clamped(&READING_BINS, raw);
         }
-        let (modal, _) = (0u32..)
-            .zip(histogram.counts())
-            .fold(
-                (0, 0),
-                |best, (bin, &count)| if count > best.1 { (bin, count) } else { best },
-            );
+        let modal = histogram.modal_bin();
         let mut report = [0u8; REPORT_LEN];
         let len = self
             .ledger

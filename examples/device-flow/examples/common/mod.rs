@@ -69,12 +69,7 @@ where
     for raw in black_box([21 * 16, 22 * 16, 40 * 16]) {
         histogram.record_raw_clamped(&bins, raw);
     }
-    let (modal, _) = (0u32..)
-        .zip(histogram.counts())
-        .fold(
-            (0, 0),
-            |best, (bin, &count)| if count > best.1 { (bin, count) } else { best },
-        );
+    let modal = histogram.modal_bin();
     if UPTO == stage::BINS {
         black_box(rng.next_u32());
         return Ok(black_box(modal) as usize);
