@@ -174,6 +174,7 @@
 //! its two crates); what a firmware does not call is removed by the linker either way. The
 //! `Error` variants of every feature are always present, so matches compile under any set.
 #![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![cfg_attr(
     not(test),
     deny(
@@ -198,6 +199,7 @@ pub mod sample;
 /// `flash-ledger`): code generic over the board's flash can name
 /// `privq_core::embedded_storage::nor_flash::NorFlash` without a dependency of its own.
 #[cfg(feature = "flash-ledger")]
+#[cfg_attr(docsrs, doc(cfg(feature = "flash-ledger")))]
 pub use embedded_storage;
 pub use epsilon::Epsilon;
 pub use error::{Error, Result, StorageKind};
@@ -207,11 +209,13 @@ pub use histogram::Histogram;
 pub use rand_core;
 pub use rho::Rho;
 #[cfg(feature = "flash-ledger")]
+#[cfg_attr(docsrs, doc(cfg(feature = "flash-ledger")))]
 pub mod flash_store;
 pub mod ledger;
 pub mod local;
 pub mod report;
 pub mod rng;
 #[cfg(feature = "upload")]
+#[cfg_attr(docsrs, doc(cfg(feature = "upload")))]
 pub mod upload;
 pub mod upload_counters;

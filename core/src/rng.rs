@@ -109,9 +109,11 @@ mod chacha;
 pub use chacha::ChaCha12;
 
 #[cfg(feature = "rand-core-06")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rand-core-06")))]
 pub use adapters::{Compat06, Rng06Error, TryCompat06};
 /// rand_core 0.6, as this crate's adapters see it (feature `rand-core-06`).
 #[cfg(feature = "rand-core-06")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rand-core-06")))]
 pub use rand_core_06;
 
 #[cfg(feature = "rand-core-06")]
