@@ -3,7 +3,7 @@
 # thumbv6m and thumbv7em: the size-measurement images of examples/device-flow (an
 # independent crate on privq-core's public API), each path linked alone by cortex-m-rt with
 # --gc-sections in the `firmware` profile (opt-level "z", LTO, one codegen unit), measured
-# with llvm-size. Prints two Markdown tables (both in docs/src/devices.md): the whole path,
+# with llvm-size. Prints the rustc version and two Markdown tables (both in docs/src/devices.md): the whole path,
 # and each component's marginal cost, the difference between two images of the path cut
 # after one more stage (examples/device-flow/examples/common: runtime, ChaCha12, integer
 # binning, randomizer payload, report header, ledger in flash, upload frame). Code that two
@@ -72,6 +72,9 @@ for t in "${targets[@]}"; do
   done
 done
 
+# The compiler the figures come from (a newer rustc or LLVM moves them by tens of bytes).
+echo "Measured with $(rustc --version) (privq-core features flash-ledger, compact-sha)."
+echo
 echo "| Documented path (ε = 1, 64 bins, ledger in flash) | thumbv6m (Cortex-M0) | thumbv7em (Cortex-M4F) |"
 echo "|---|---:|---:|"
 for i in "${!examples[@]}"; do
