@@ -25,12 +25,12 @@ const DEFAULT_GRID_BELOW_SENSITIVITY: i32 = 10;
 ///
 /// ```
 /// use privq_core::{Epsilon, Fixed, GridLaplace};
-/// use rand_chacha::ChaCha12Rng;
+/// use privq_core::rng::ChaCha12;
 /// use rand_core::SeedableRng;
 ///
 /// let mech = GridLaplace::new("1".parse()?, Epsilon::new(1, 2)?)?;
 /// assert_eq!(mech.grid(), Fixed::pow2(-10)?);
-/// let mut rng = ChaCha12Rng::seed_from_u64(0);
+/// let mut rng = ChaCha12::from_seed([0; 32]); // tests only: a device seeds from its TRNG
 /// let released = mech.release("36.6".parse()?, &mut rng)?;
 /// // On the lattice 2^-10 · ℤ:
 /// assert_eq!(released.to_bits() % (1 << 22), 0);
@@ -135,13 +135,13 @@ impl<N: IntegerNoise> GridLaplace<N> {
 ///
 /// ```
 /// use privq_core::{Fixed, GridGaussian, Rho};
-/// use rand_chacha::ChaCha12Rng;
+/// use privq_core::rng::ChaCha12;
 /// use rand_core::SeedableRng;
 ///
 /// let mech = GridGaussian::with_grid("1".parse()?, Rho::new(1, 2)?, -2)?;
 /// assert_eq!(mech.sensitivity_steps(), 4); // Δ = 1 is 4 steps of 1/4
 /// assert_eq!(mech.noise().sigma_squared().num(), 16); // σ² = 4²/(2·½) steps²
-/// let mut rng = ChaCha12Rng::seed_from_u64(0);
+/// let mut rng = ChaCha12::from_seed([0; 32]); // tests only: a device seeds from its TRNG
 /// let released = mech.release("36.6".parse()?, &mut rng)?;
 /// assert_eq!(released.to_bits() % (1 << 30), 0); // on the lattice 2^-2 · ℤ
 /// # Ok::<(), privq_core::Error>(())

@@ -22,10 +22,10 @@
 //! use privq_core::ledger::{Ledger, MemoryStore};
 //! use privq_core::local::{BinaryRr, QueryId};
 //! use privq_core::{Epsilon, Error};
-//! use rand_chacha::ChaCha12Rng;
+//! use privq_core::rng::ChaCha12;
 //! use rand_core::SeedableRng;
 //!
-//! let mut rng = ChaCha12Rng::seed_from_u64(1); // fixed seed: tests only
+//! let mut rng = ChaCha12::from_seed([1; 32]); // tests only: a device seeds from its TRNG
 //! let mut ledger = Ledger::open(MemoryStore::new(), Epsilon::new(1, 1)?)?;
 //! let rr = BinaryRr::new(Epsilon::new(1, 2)?)?;
 //! let mut buf = [0u8; 13];

@@ -40,7 +40,7 @@
 //! privq-core = { version = "0.1", features = ["flash-ledger", "compact-sha"] }
 //! rand_core = "0.10"
 //! # The randomizers' CryptoRng is built in: privq_core::rng::ChaCha12 (the same stream as
-//! # rand_chacha::ChaCha12Rng, 2.0-2.4 KB less flash on thumbv6m). rand_chacha works too, with
+//! # rand_chacha::ChaCha12Rng, 2.2-2.7 KB less flash on thumbv6m). rand_chacha works too, with
 //! # `default-features = false` (it pulls in `std` otherwise).
 //! # Code generic over the board's flash needs no `embedded-storage` line: with
 //! # `flash-ledger`, privq_core::embedded_storage is the crate the store is written against.
@@ -143,11 +143,12 @@
 //! the report and aggregates the fleet's reports into unbiased estimates.
 //!
 //! **Flash cost** of this path with [`rng::ChaCha12`], each variant linked alone (opt-level
-//! `"z"`, LTO; measured by `tools/device-sizes.sh` from `examples/device-flow`, the table is in
-//! the book's devices chapter): on thumbv6m an OUE report 10 444 B and a GRR report 9 920 B,
-//! with the upload frame (`compact-sha`) 13 016 B and 12 412 B; on thumbv7em 9 856 B, 9 348 B,
-//! 12 316 B and 11 700 B. `rand_chacha::ChaCha12Rng` instead adds 2.0–2.4 KB. Each component's
-//! share (the same script, a second table in the book) is stated in its type's docs.
+//! `"z"`, LTO; features `flash-ledger` and `compact-sha`, as in the `Cargo.toml` above; rustc
+//! 1.95.0; measured by `tools/device-sizes.sh` from `examples/device-flow`, the table is in the
+//! book's devices chapter): on thumbv6m an OUE report 10 448 B and a GRR report 9 928 B, with
+//! the upload frame 13 024 B and 12 424 B; on thumbv7em 9 860 B, 9 352 B, 12 320 B and
+//! 11 708 B. `rand_chacha::ChaCha12Rng` instead adds 2.2–2.7 KB. Each component's share (the
+//! same script, a second table in the book) is stated in its type's docs.
 //!
 //! A failed flash write or read is [`Error::Storage`] with a [`StorageKind`] (the flash
 //! store's own layout, tamper and counter errors, or the driver's `NorFlashErrorKind`), and
@@ -166,7 +167,7 @@
 //! |---|---|---|---|
 //! | `upload` | yes | `upload`: HMAC-SHA-256 (RFC 2104) upload frames and the device's outbox | `hmac` 0.12, `sha2` 0.10 |
 //! | `compact-sha` | no | `upload` with SHA-256's rounds in a loop (`sha2`'s `force-soft-compact`): about 1.8 KB less flash on thumbv6m, slower | |
-//! | `flash-ledger` | no | `flash_store`: the fail-closed, wear-levelled ledger store on any `embedded_storage::nor_flash::NorFlash` (and `RamFlash`, a simulated flash) | `embedded-storage` 0.3 |
+//! | `flash-ledger` | no | `flash_store`: the fail-closed, wear-levelled ledger store on any `embedded_storage::nor_flash::NorFlash`, `SharedFlash` (one driver under several stores) and `RamFlash` (a simulated flash); re-exports `embedded_storage` | `embedded-storage` 0.3 |
 //! | `rand-core-06` | no | `rng::Compat06` and `rng::TryCompat06`: HAL RNGs implementing rand_core 0.6's `RngCore` as this crate's rand_core 0.10 `Rng` / `CryptoRng` | `rand_core` 0.6 (no default features, no dependencies) |
 //! | `defmt` | no | `defmt::Format` for the crate's types | `defmt` 1 |
 //!

@@ -26,10 +26,10 @@
 //! use privq_core::local::{HadamardResponse, LocalRandomizer, QueryId};
 //! use privq_core::report::{decode, Payload, MechanismId};
 //! use privq_core::Epsilon;
-//! use rand_chacha::ChaCha12Rng;
+//! use privq_core::rng::ChaCha12;
 //! use rand_core::SeedableRng;
 //!
-//! let mut rng = ChaCha12Rng::seed_from_u64(3); // fixed seed: tests only
+//! let mut rng = ChaCha12::from_seed([3; 32]); // tests only: a device seeds from its TRNG
 //! let hr = HadamardResponse::new(Epsilon::new(1, 1)?, 1000)?;
 //! let mut buf = [0u8; 16];
 //! let n = hr.privatize_into(&42, QueryId(1), &mut rng, &mut buf)?;

@@ -2,8 +2,14 @@
 //! HAL random-number generators.
 //!
 //! The crate never makes its own entropy: every sampler takes `&mut R` with
-//! `R: rand_core::Rng` (rand_core 0.10), and everything that releases data also needs
-//! `R: CryptoRng`. On a device the usual choice is a ChaCha generator **seeded once per boot
+//! `R: rand_core::Rng` (rand_core 0.10). The calls that write or release a report also require
+//! `R: CryptoRng`: [`Ledger::release`](crate::ledger::Ledger::release), the
+//! [`LocalRandomizer`](crate::local::LocalRandomizer) methods `privatize_into` and
+//! `write_payload`, and the grid mechanisms' `release`. The randomizers' own `randomize`
+//! methods (e.g. [`Grr::randomize`](crate::local::Grr::randomize),
+//! [`UnaryEncoding::randomize_into`](crate::local::UnaryEncoding::randomize_into)) and the
+//! samplers accept any `Rng`, for simulations and tests; their output is only as private as
+//! the generator is unpredictable, so a device passes them a `CryptoRng` as well. On a device the usual choice is a ChaCha generator **seeded once per boot
 //! with 32 bytes from the MCU's hardware random-number generator (TRNG)** via
 //! `SeedableRng::from_seed` (or `try_from_rng`):
 //!
@@ -25,9 +31,12 @@
 //! `rand_chacha::ChaCha12Rng`** (rand_chacha 0.10) seeded with the same bytes, call by call
 //! (`next_u32`, `next_u64`, `fill_bytes` in any mix; checked against rand_chacha by this
 //! crate's tests), so the host can reproduce a device's stream with `rand_chacha`, and a device
-//! can switch between the two without changing a single report. It costs a few hundred bytes
-//! of flash where `rand_chacha` costs about 2.4 KB on Cortex-M0 (4.9 KB with the helpers it
-//! brings into an image): use it on parts with 16–64 KiB of flash. `rand_chacha` (with
+//! can switch between the two without changing a single report. On thumbv6m (Cortex-M0) it
+//! costs about 630 B of flash of its own, 1 708 B with the compiler-builtins `memcpy`/`memset`
+//! it is the first to link (which later code uses too); with `rand_chacha::ChaCha12Rng`
+//! instead, the quick start's images are 2.2–2.7 KB larger (figures by
+//! `tools/device-sizes.sh`, in the book's devices chapter): use it on parts with 16–64 KiB of
+//! flash. `rand_chacha` (with
 //! `default-features = false`; it pulls in `std` otherwise) computes four blocks at a time
 //! with unrolled rounds and is faster per word where flash is plentiful.
 //!

@@ -16,9 +16,9 @@ use crate::report::{HEADER_LEN, Header, MechanismId, check_encodable};
 ///
 /// ```
 /// use privq_core::{Epsilon, local::BinaryRr};
-/// use rand_chacha::ChaCha12Rng;
+/// use privq_core::rng::ChaCha12;
 /// use rand_core::SeedableRng;
-/// let mut rng = ChaCha12Rng::seed_from_u64(1);
+/// let mut rng = ChaCha12::from_seed([1; 32]); // tests only: a device seeds from its TRNG
 /// let rr = BinaryRr::new(Epsilon::new(1, 2)?)?;
 /// let _released: bool = rr.randomize(true, &mut rng)?;
 /// # Ok::<(), privq_core::Error>(())

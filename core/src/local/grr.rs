@@ -25,9 +25,9 @@ use crate::sample::uniform_below;
 ///
 /// ```
 /// use privq_core::{Epsilon, local::Grr};
-/// use rand_chacha::ChaCha12Rng;
+/// use privq_core::rng::ChaCha12;
 /// use rand_core::SeedableRng;
-/// let mut rng = ChaCha12Rng::seed_from_u64(1);
+/// let mut rng = ChaCha12::from_seed([1; 32]); // tests only: a device seeds from its TRNG
 /// let grr = Grr::new(Epsilon::new(2, 1)?, 5)?;
 /// assert!(grr.randomize(4, &mut rng)? < 5);
 /// assert!(grr.randomize(5, &mut rng).is_err());

@@ -29,9 +29,9 @@ use crate::sample::uniform_below;
 ///
 /// ```
 /// use privq_core::{Epsilon, local::HadamardResponse};
-/// use rand_chacha::ChaCha12Rng;
+/// use privq_core::rng::ChaCha12;
 /// use rand_core::SeedableRng;
-/// let mut rng = ChaCha12Rng::seed_from_u64(1);
+/// let mut rng = ChaCha12::from_seed([1; 32]); // tests only: a device seeds from its TRNG
 /// let hr = HadamardResponse::new(Epsilon::new(1, 1)?, 1024)?;
 /// assert_eq!(hr.order(), 2048);
 /// assert!(hr.randomize(5, &mut rng)? < 2048);

@@ -23,9 +23,9 @@ use crate::sample::{bernoulli, bernoulli_exp, uniform_below};
 ///
 /// ```
 /// use privq_core::{Epsilon, local::keep_with_odds};
-/// use rand_chacha::ChaCha12Rng;
+/// use privq_core::rng::ChaCha12;
 /// use rand_core::SeedableRng;
-/// let mut rng = ChaCha12Rng::seed_from_u64(5);
+/// let mut rng = ChaCha12::from_seed([5; 32]); // tests only: a device seeds from its TRNG
 /// let eps = Epsilon::new(1, 1)?;
 /// let kept = (0..10_000).filter(|_| keep_with_odds(eps, 1, &mut rng).unwrap()).count();
 /// // e/(e+1) ≈ 0.731

@@ -21,9 +21,9 @@ use crate::report::{HEADER_LEN, Header, MechanismId, check_encodable};
 ///
 /// ```
 /// use privq_core::{Epsilon, Fixed, local::OneBitMean};
-/// use rand_chacha::ChaCha12Rng;
+/// use privq_core::rng::ChaCha12;
 /// use rand_core::SeedableRng;
-/// let mut rng = ChaCha12Rng::seed_from_u64(1);
+/// let mut rng = ChaCha12::from_seed([1; 32]); // tests only: a device seeds from its TRNG
 /// let mech = OneBitMean::new(Epsilon::new(1, 1)?, 50)?;
 /// let _bit = mech.randomize("21.5".parse()?, &mut rng)?;
 /// assert!(mech.randomize(Fixed::from_int(51), &mut rng).is_err());

@@ -26,10 +26,10 @@
 //! ```
 //! use privq_core::local::{Grr, LocalRandomizer, QueryId};
 //! use privq_core::Epsilon;
-//! use rand_chacha::ChaCha12Rng;
+//! use privq_core::rng::ChaCha12;
 //! use rand_core::SeedableRng;
 //!
-//! let mut rng = ChaCha12Rng::seed_from_u64(1); // fixed seed: tests only
+//! let mut rng = ChaCha12::from_seed([1; 32]); // tests only: a device seeds from its TRNG
 //! let grr = Grr::new(Epsilon::new(1, 1)?, 10)?;
 //! let mut buf = [0u8; 32];
 //! let n = grr.privatize_into(&3, QueryId(7), &mut rng, &mut buf)?;

@@ -45,9 +45,9 @@ impl OlhOutput {
 ///
 /// ```
 /// use privq_core::{Epsilon, local::Olh};
-/// use rand_chacha::ChaCha12Rng;
+/// use privq_core::rng::ChaCha12;
 /// use rand_core::SeedableRng;
-/// let mut rng = ChaCha12Rng::seed_from_u64(1);
+/// let mut rng = ChaCha12::from_seed([1; 32]); // tests only: a device seeds from its TRNG
 /// let olh = Olh::new(Epsilon::new(2, 1)?, 1024)?;
 /// assert_eq!(olh.g(), 8); // round(e²) + 1
 /// let out = olh.randomize(77, &mut rng)?;

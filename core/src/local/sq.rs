@@ -15,14 +15,14 @@
 //! use privq_core::histogram::Histogram;
 //! use privq_core::local::{sq::{BinRange, StatQuery}, LocalRandomizer, QueryId, SqBit};
 //! use privq_core::Epsilon;
-//! use rand_chacha::ChaCha12Rng;
+//! use privq_core::rng::ChaCha12;
 //! use rand_core::SeedableRng;
 //!
 //! let mut h = Histogram::<8>::categorical()?;
 //! for bin in [1, 2, 2, 7] { h.record_index(bin)?; }
 //! let q = BinRange::new(2, 8)?.evaluate(&h)?;         // 3 of 4 readings
 //! assert_eq!(q.to_bits(), 3 << 30);
-//! let mut rng = ChaCha12Rng::seed_from_u64(1); // fixed seed: tests only
+//! let mut rng = ChaCha12::from_seed([1; 32]); // tests only: a device seeds from its TRNG
 //! let mut buf = [0u8; 13];
 //! SqBit::new(Epsilon::new(1, 1)?)?.privatize_into(&q, QueryId(4), &mut rng, &mut buf)?;
 //! # Ok::<(), privq_core::Error>(())

@@ -83,9 +83,9 @@ pub enum UeVariant {
 ///
 /// ```
 /// use privq_core::{Epsilon, local::{UeVariant, UnaryEncoding}};
-/// use rand_chacha::ChaCha12Rng;
+/// use privq_core::rng::ChaCha12;
 /// use rand_core::SeedableRng;
-/// let mut rng = ChaCha12Rng::seed_from_u64(1);
+/// let mut rng = ChaCha12::from_seed([1; 32]); // tests only: a device seeds from its TRNG
 /// let oue = UnaryEncoding::new(UeVariant::Optimized, Epsilon::new(1, 1)?, 64)?;
 /// let mut bits = [0u8; 8];
 /// oue.randomize_into(17, &mut rng, &mut bits)?;

@@ -2,9 +2,10 @@
 //! `rand_chacha::ChaCha12Rng`.
 //!
 //! `rand_chacha` computes four blocks at a time with fully unrolled rounds, which is fast but
-//! costs about 2.4 KB of flash on Cortex-M0 (4.9 KB with its helpers in a device image). A
-//! device draws a few hundred words per reading period, so [`ChaCha12`] computes one 16-word
-//! block at a time with a rolled round loop (a few hundred bytes).
+//! large: the quick start's images grow by 2.2–2.7 KB with it (thumbv6m and thumbv7em,
+//! `tools/device-sizes.sh`). A device draws a few hundred words per reading period, so
+//! [`ChaCha12`] computes one 16-word block at a time with a rolled round loop (about 630 B on
+//! thumbv6m).
 //!
 //! It is the same stream: `rand_chacha` keys ChaCha (Bernstein, "ChaCha, a variant of
 //! Salsa20", 2008; 12 rounds) with the 32-byte seed, a 64-bit block counter starting at 0
@@ -44,9 +45,9 @@ const BLOCK_WORDS: usize = 16;
 /// ([`CryptoRng`](rand_core::CryptoRng)) whose output is **identical to
 /// `rand_chacha::ChaCha12Rng` (rand_chacha 0.10) seeded with the same 32 bytes**, for any
 /// sequence of `next_u32`, `next_u64` and `fill_bytes` calls (`seed_from_u64` and
-/// `try_from_rng` too: they derive the same seed). A few hundred bytes of flash instead of
-/// `rand_chacha`'s 2.4–4.9 KB on Cortex-M0, slower per word (one block of 64 bytes at a time);
-/// no allocation, no dependency beyond `rand_core`, no panic path.
+/// `try_from_rng` too: they derive the same seed). 2.2–2.7 KB less flash than `rand_chacha`
+/// in the quick start's images, slower per word (one block of 64 bytes at a time); no
+/// allocation, no dependency beyond `rand_core`, no panic path.
 ///
 /// Flash cost (thumbv6m, measured by `tools/device-sizes.sh`): about 630 B, plus about 1 080 B of
 /// compiler-builtins' `memcpy`/`memset` where nothing else links them.

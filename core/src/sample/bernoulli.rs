@@ -22,9 +22,9 @@ pub fn bernoulli<R: Rng + ?Sized>(p: u64, q: u64, rng: &mut R) -> Result<bool> {
 /// (Canonne–Kamath–Steinke 2020, Algorithm 1).
 ///
 /// ```
-/// use rand_chacha::ChaCha12Rng;
+/// use privq_core::rng::ChaCha12;
 /// use rand_core::SeedableRng;
-/// let mut rng = ChaCha12Rng::seed_from_u64(3);
+/// let mut rng = ChaCha12::from_seed([3; 32]); // tests only: a device seeds from its TRNG
 /// let hits = (0..10_000)
 ///     .filter(|_| privq_core::sample::bernoulli_exp(1, 1, &mut rng).unwrap())
 ///     .count();

@@ -33,10 +33,10 @@ const DELTA_LOG2: i32 = -64;
 ///
 /// ```
 /// use privq_core::sample::BoundedDiscreteLaplace;
-/// use rand_chacha::ChaCha12Rng;
+/// use privq_core::rng::ChaCha12;
 /// use rand_core::SeedableRng;
 /// let noise = BoundedDiscreteLaplace::new(10, 1)?; // scale t = 10
-/// let mut rng = ChaCha12Rng::seed_from_u64(1);
+/// let mut rng = ChaCha12::from_seed([1; 32]); // tests only: a device seeds from its TRNG
 /// let x = noise.sample(&mut rng)?;
 /// assert_eq!(noise.delta_log2(), -64);
 /// assert_eq!(noise.bits(), 9); // 2^9 = 512 ≥ 47·10

@@ -79,10 +79,10 @@ impl SigmaSquared {
 ///
 /// ```
 /// use privq_core::{Rho, sample::{DiscreteGaussian, SigmaSquared}};
-/// use rand_chacha::ChaCha12Rng;
+/// use privq_core::rng::ChaCha12;
 /// use rand_core::SeedableRng;
 ///
-/// let mut rng = ChaCha12Rng::seed_from_u64(7);
+/// let mut rng = ChaCha12::from_seed([7; 32]); // tests only: a device seeds from its TRNG
 /// let noise = DiscreteGaussian::new(SigmaSquared::new(9, 1)?)?; // σ = 3
 /// assert_eq!(noise.laplace_scale(), 4); // t = ⌊σ⌋ + 1
 /// let noisy_count = 130 + noise.sample(&mut rng)?;

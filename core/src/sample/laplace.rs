@@ -17,10 +17,10 @@ use crate::error::{Error, Result};
 ///
 /// ```
 /// use privq_core::{Epsilon, sample::DiscreteLaplace};
-/// use rand_chacha::ChaCha12Rng;
+/// use privq_core::rng::ChaCha12;
 /// use rand_core::SeedableRng;
 ///
-/// let mut rng = ChaCha12Rng::seed_from_u64(42);
+/// let mut rng = ChaCha12::from_seed([42; 32]); // tests only: a device seeds from its TRNG
 /// // A count with sensitivity 1 released at ε = 1/2: scale 2.
 /// let noise = DiscreteLaplace::for_sensitivity(1, Epsilon::new(1, 2)?)?;
 /// assert_eq!((noise.scale_num(), noise.scale_den()), (2, 1));

@@ -10,9 +10,9 @@ use crate::error::{Error, Result};
 /// Errors with [`Error::EmptyRange`] when `n = 0`.
 ///
 /// ```
-/// use rand_chacha::ChaCha12Rng;
+/// use privq_core::rng::ChaCha12;
 /// use rand_core::SeedableRng;
-/// let mut rng = ChaCha12Rng::seed_from_u64(7);
+/// let mut rng = ChaCha12::from_seed([7; 32]); // tests only: a device seeds from its TRNG
 /// let d = privq_core::sample::uniform_below(6, &mut rng)?;
 /// assert!(d < 6);
 /// # Ok::<(), privq_core::Error>(())
