@@ -91,15 +91,19 @@ impl<L: NorFlash, C: NorFlash> Device<L, C> {
             histogram.record_raw_clamped(&READING_BINS, raw);
         }
         let modal = histogram.modal_bin();
-        let mut report = [0u8; REPORT_LEN];
-        let len = self
-            .ledger
-            .release(&self.oue, &modal, QueryId(1), rng, &mut report)?;
         let next = self
             .outbox
             .next_sequence()
             .ok_or(Error::SequenceExhausted)?;
         let epoch = self.counters.begin_epoch(next)?;
+        // Pay ε only for a report the outbox can take.
+        if !self.outbox.has_room(epoch, REPORT_LEN) {
+            return Err(Error::OutboxFull);
+        }
+        let mut report = [0u8; REPORT_LEN];
+        let len = self
+            .ledger
+            .release(&self.oue, &modal, QueryId(1), rng, &mut report)?;
         self.outbox
             .push(epoch, report.get(..len).ok_or(Error::BufferTooSmall)?)?;
         self.outbox.seal()?;
@@ -108,8 +112,14 @@ impl<L: NorFlash, C: NorFlash> Device<L, C> {
             .write_front(&self.key, frame)?
             .ok_or(Error::NotPending)?;
         // A real device sends the frame and acknowledges it when the collector answers;
-        // here it counts as delivered.
-        self.outbox.acknowledge(next)?;
+        // here it counts as delivered: the front frame's sequence number is acknowledged.
+        let sent = self
+            .outbox
+            .front()
+            .ok_or(Error::NotPending)?
+            .header
+            .sequence;
+        self.outbox.acknowledge(sent)?;
         Ok(written)
     }
 
