@@ -208,8 +208,8 @@ pub enum StoreError<E> {
 
 impl<E: NorFlashError> StoreError<E> {
     /// The kind [`Error::Storage`] carries for this error: the store's own errors (layout,
-    /// tamper, counter) as the [`StorageKind`] of the same name, a flash driver's error by its `NorFlashErrorKind` (a kind newer than this
-    /// crate as [`StorageKind::FlashOther`]).
+    /// tamper, counter) as the [`StorageKind`] of the same name, a flash driver's error by its
+    /// `NorFlashErrorKind` (a kind newer than this crate as [`StorageKind::FlashOther`]).
     pub fn kind(&self) -> StorageKind {
         match self {
             StoreError::Layout => StorageKind::Layout,
@@ -259,8 +259,9 @@ struct Scan {
 ///
 /// `F` is any [`NorFlash`] with a write size of at most 64 bytes, `&mut` one (so the flash
 /// outlives the store, e.g. across a simulated reboot), or a [`&SharedFlash`](SharedFlash)
-/// (one driver under several stores alive at once, each on its own region). The store keeps no copy of the log:
-/// every `load` and `store` scans it (a read of every slot and a CRC of every programmed one).
+/// (one driver under several stores alive at once, each on its own region). The store keeps
+/// no copy of the log: every `load` and `store` scans it (a read of every slot and a CRC of
+/// every programmed one).
 #[derive(Debug)]
 pub struct FlashStore<F> {
     flash: F,
