@@ -140,7 +140,7 @@ pub(crate) fn smalldb_case(
 const DX_MWEM_PAIR: ([u64; 3], [u64; 3]) = ([3, 5, 2], [2, 6, 2]);
 
 /// d_X MWEM (c = 1, T = 1) on the metric of [`dx_laplace`] with the pair
-/// [`DX_MWEM_PAIR`], claim ε = d(0, 1) = 1. One round: the selection and the
+/// ([3, 5, 2] vs [2, 6, 2]), claim ε = d(0, 1) = 1. One round: the selection and the
 /// measurement each at d_X/2, and the synthetic histogram (one MW step from the
 /// uniform start) reveals the measurement given the choice. The output is the
 /// synthetic histogram, the released answers and the query chosen; the events
