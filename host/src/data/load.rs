@@ -108,10 +108,13 @@ pub(crate) enum Unknown {
 ///
 /// A table with no records loads as all-zero counts (n = 0), not as an error:
 /// under add/remove-one-record neighbours n is private, and a loader that refused
-/// the empty table — before any budget is charged — would tell an empty table
-/// from its one-record neighbour for free. The release decides what n = 0 means
-/// under its relation, after its charge (the replace-one releases refuse it: n is
-/// public there, see [`Dataset::from_csv_with_domain`]).
+/// the empty table would tell an empty table from its one-record neighbour with
+/// certainty — charging first would not help, since a refusal that always happens
+/// on one side and never on the other has unbounded privacy loss whatever the
+/// ledger says. So the loader leaves n = 0 to the release: a release under
+/// add/remove must treat it as any other input (the adaptive synthesis does), and
+/// only releases whose n is public (replace-one) refuse it, see
+/// [`Dataset::from_csv_with_domain`].
 ///
 /// ```
 /// use privq_host::data::{load_records, CsvColumns, Domain, MemoryCap};

@@ -90,6 +90,13 @@ impl DxMwem {
         t.round().max(1.0) as usize
     }
 
+    /// Each step's noise scale `2cT` and its share `1/(2T)` of the metric: the 2T
+    /// steps of a run compose to d_X (Theorem 7).
+    fn round_noise(&self) -> (f64, f64) {
+        let t2 = 2.0 * self.rounds as f64;
+        (t2 * self.c, 1.0 / t2)
+    }
+
     /// Runs Algorithm 2 after checking Theorem 7 on `metric`, charging
     /// `accountant` the ε-DP guarantee its d_X spend implies before any sampling.
     pub fn run<R: Rng + CryptoRng + ?Sized>(
@@ -113,9 +120,8 @@ impl DxMwem {
                 "MWEM needs a non-empty histogram".into(),
             ));
         }
-        let t2 = 2.0 * self.rounds as f64;
-        let scale = t2 * self.c;
-        let round_metric = metric.scaled(1.0 / t2)?;
+        let (scale, share) = self.round_noise();
+        let round_metric = metric.scaled(share)?;
         let em = DxExponential::new(scale, round_metric.min_offdiag())?;
         let q_eff = self
             .q_prime
@@ -221,6 +227,21 @@ mod tests {
         }
     }
     use crate::seeded_rng;
+
+    #[test]
+    fn each_step_gets_one_2t_th_of_the_metric() {
+        // Exact: a split that forgot T (or the two steps per round) would read 2c
+        // or cT here; the audit case runs T = 1, where such a split is invisible.
+        let q = Queries::new(vec![vec![0.0, 1.0]]).unwrap();
+        for (c, t, scale, share) in [
+            (1.0, 1, 2.0, 0.5),
+            (0.5, 3, 3.0, 1.0 / 6.0),
+            (2.0, 10, 40.0, 0.05),
+        ] {
+            let mwem = DxMwem::new(q.clone(), c, t).unwrap();
+            assert_eq!(mwem.round_noise(), (scale, share), "c = {c}, T = {t}");
+        }
+    }
 
     #[test]
     fn fits_a_smooth_instance_and_checks_theorem7() {

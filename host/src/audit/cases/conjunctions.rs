@@ -237,8 +237,9 @@ pub fn conjunction_release_local(small: bool) -> Result<AuditCase, AuditError> {
 pub(crate) struct LocalSetup {
     /// The device budget the oracle runs at (ε = 1 for the real release).
     pub(crate) device_epsilon: Epsilon,
-    /// Condition every run on the (public, data-independent) partition putting the
-    /// moving device in this query group; `None`: a random partition.
+    /// Condition every run on the (data-independent: it depends on the fleet seed
+    /// and the public n only) partition putting the moving device in this query
+    /// group; `None`: a random partition.
     pub(crate) group: Option<usize>,
     /// Counts of cells 00 and 11 on `D` (`D′` moves one record from 00 to 11);
     /// cells 01 and 10 hold `middle` each.
@@ -278,6 +279,14 @@ pub(crate) fn local_case(small: bool, setup_: LocalSetup) -> Result<AuditCase, A
         CountHistogram::from_counts(vec![c00, middle, middle, c11], MemoryCap::default())
             .map_err(setup)
     };
+    // Conditioning on a partition audits one moving device only when the middle
+    // cells are empty (otherwise several devices' records shift position, and the
+    // pair is not a device-level neighbour).
+    if group.is_some() && middle != 0 {
+        return Err(AuditError::InvalidCase(
+            "a case conditioned on a partition needs empty middle cells".into(),
+        ));
+    }
     let (d, d_prime) = (make(c00, c11)?, make(c00 - 1, c11 + 1)?);
     // The device at position c00 − 1 (records listed by cell) holds 00 on D and
     // 11 on D′ when the middle cells are empty; otherwise several positions shift.
