@@ -147,7 +147,7 @@
 //! # Ok::<(), privq_core::Error>(())
 //! ```
 
-use core::cell::RefCell;
+use core::cell::{Cell, RefCell};
 use core::ops::Range;
 
 use embedded_storage::nor_flash::{
@@ -193,8 +193,9 @@ pub enum StoreError<E> {
     /// (a short check on every operation); [`FlashStore::check_layout`] and the `const fn`
     /// [`FlashStore::check_region`] name it as a [`StorageKind`]: one of the `Region*`
     /// kinds, or [`StorageKind::Layout`] for the geometry (the write size is 0 or above 64
-    /// bytes, the read size does not divide a slot or a marker word, or a page holds no
-    /// slot).
+    /// bytes, the read size does not divide a slot or a marker word, a page holds no slot,
+    /// the erase size is not a multiple of the write or read size, or it is above
+    /// `u32::MAX`).
     Layout,
     /// The device was provisioned but its newest record is gone (erased flash): the store
     /// refuses to write, so nothing can replace the evidence. `load` returns the `0xFF`
@@ -258,10 +259,15 @@ struct Scan {
 /// ledger's ε arithmetic already).
 ///
 /// `F` is any [`NorFlash`] with a write size of at most 64 bytes, `&mut` one (so the flash
-/// outlives the store, e.g. across a simulated reboot), or a [`&SharedFlash`](SharedFlash)
-/// (one driver under several stores alive at once, each on its own region). The store keeps
-/// no copy of the log: every `load` and `store` scans it (a read of every slot and a CRC of
-/// every programmed one).
+/// outlives the store, e.g. across a simulated reboot), or a [`Region`] of a [`SharedFlash`]
+/// (one driver under several stores alive at once, each on its own region, checked
+/// disjoint). The store keeps no copy of the log: every `load` and `store` scans it (a read
+/// of every slot and a CRC of every programmed one).
+///
+/// Two stores must never share pages: each keeps its own view of its log, and one's erase
+/// would wipe the other's records or provisioning flag. The store cannot check this across
+/// stores, so stores opened one after another on a re-borrowed `&mut` driver must be given
+/// disjoint regions; [`SharedFlash`] checks it.
 #[derive(Debug)]
 pub struct FlashStore<F> {
     flash: F,
@@ -299,7 +305,7 @@ impl<F: NorFlash> FlashStore<F> {
     ///
     /// | problem | [`StorageKind`] | `check_region` (`const`) | `check_layout` |
     /// |---|---|---|---|
-    /// | write size 0 or above 64 bytes, read size not dividing a slot, no slot in a page | [`Layout`](StorageKind::Layout) | yes | yes |
+    /// | write size 0 or above 64 bytes, read size not dividing a slot, no slot in a page, erase size not a multiple of the write or read size, erase size above `u32::MAX` | [`Layout`](StorageKind::Layout) | yes | yes |
     /// | region not whole erase pages | [`RegionUnaligned`](StorageKind::RegionUnaligned) | yes | yes |
     /// | fewer than 3 or more than 33 pages (empty, reversed) | [`RegionPages`](StorageKind::RegionPages) | yes | yes |
     /// | region past the end of the flash | [`RegionOutOfBounds`](StorageKind::RegionOutOfBounds) | no | yes |
@@ -843,49 +849,168 @@ impl<const N: usize, const ERASE: usize, const WRITE: usize> NorFlash
 /// [`UploadCounters`](crate::upload_counters::UploadCounters) in another, on the MCU's one
 /// flash peripheral.
 ///
-/// `&SharedFlash<F>` is itself a [`NorFlash`] (the same geometry as `F`), so any number of
-/// [`FlashStore`]s can hold one, each on its own [`in_region`](FlashStore::in_region). The
-/// driver sits in a [`RefCell`]: each flash operation borrows it for that operation only,
-/// with no allocation and no panic (a borrow that is already taken, which only a driver that
-/// calls back into a store could cause, is [`SharedFlashError::Busy`]). Like a `RefCell`,
-/// it is not `Sync`: keep the stores in one context (not split between `main` and an
-/// interrupt handler). The regions must not overlap; nothing checks that.
+/// The `SharedFlash` owns the driver and a table of `N` regions (byte offsets on the
+/// driver), checked by [`new`](Self::new): whole erase pages, inside the flash and pairwise
+/// disjoint. [`region`](Self::region) hands out each region as a [`Region`], a [`NorFlash`]
+/// on that window only (offsets from the region's start), at most once at a time: a store
+/// opens with `FlashStore::new(shared.region(i)?)`. Two stores on one region, or on
+/// overlapping regions, cannot be opened: they would each keep their own view of one log
+/// (a ledger's spent budget is read once, at open), and one store's erase could wipe the
+/// other's provisioning flag, so a later erase of the other's log pages would read as a new
+/// device.
 ///
-/// (Two stores that are alive one after the other need none of this: `embedded-storage`
-/// implements [`NorFlash`] for `&mut F`, so `FlashStore::in_region(&mut flash, ..)` can be
-/// re-borrowed once the first store is gone, e.g. after
-/// [`Ledger::into_store`](crate::ledger::Ledger::into_store).)
+/// The driver sits in a [`RefCell`]: each flash operation borrows it for that operation
+/// only, with no allocation and no panic (a borrow that is already taken, which only a
+/// driver that calls back into a store could cause, is [`SharedFlashError::Busy`]). Like a
+/// `RefCell`, it is not `Sync`: keep the stores in one context (not split between `main` and
+/// an interrupt handler).
+///
+/// (Two stores that are alive one after the other can instead re-borrow the driver:
+/// `embedded-storage` implements [`NorFlash`] for `&mut F`, so
+/// `FlashStore::in_region(&mut flash, ..)` works again once the first store is gone, e.g.
+/// after [`Ledger::into_store`](crate::ledger::Ledger::into_store). The store cannot check
+/// that such stores use disjoint regions: keep them disjoint, or use a `SharedFlash`, which
+/// checks.)
 ///
 /// ```
 /// use privq_core::flash_store::{FlashStore, RamFlash, SharedFlash};
 /// use privq_core::ledger::Ledger;
 /// use privq_core::upload_counters::UploadCounters;
-/// use privq_core::Epsilon;
+/// use privq_core::{Epsilon, Error, StorageKind};
 ///
 /// // One driver (here a simulated flash of six 256-byte pages), two regions of 3 pages.
-/// let flash = SharedFlash::new(RamFlash::<1536>::new());
-/// let mut ledger = Ledger::open(FlashStore::in_region(&flash, 0..768), Epsilon::new(4, 1)?)?;
-/// let mut counters = UploadCounters::open(FlashStore::in_region(&flash, 768..1536))?;
+/// let flash = SharedFlash::new(RamFlash::<1536>::new(), [0..768, 768..1536])?;
+/// let mut ledger = Ledger::open(FlashStore::new(flash.region(0)?), Epsilon::new(4, 1)?)?;
+/// let mut counters = UploadCounters::open(FlashStore::new(flash.region(1)?))?;
 /// ledger.debit(Epsilon::new(1, 1)?)?;
 /// assert_eq!(counters.begin_epoch(0)?, 0);
+/// // A region in use is not handed out again.
+/// let again = flash.region(0).map(|_| ());
+/// assert_eq!(again, Err(Error::Storage(StorageKind::RegionOverlap)));
 /// let _ = (ledger.into_store(), counters.into_store()); // the stores end
 /// // The driver back, e.g. for a firmware update's own use of the flash.
 /// let flash = flash.into_inner();
 /// assert_eq!(&flash.bytes()[..4], b"PQPV");
 /// assert_eq!(&flash.bytes()[768..772], b"PQPV");
+///
+/// // Overlapping (or identical) regions are refused.
+/// let overlap = SharedFlash::new(RamFlash::<1536>::new(), [0..768, 512..1280]);
+/// assert_eq!(overlap.err(), Some(Error::Storage(StorageKind::RegionOverlap)));
 /// # Ok::<(), privq_core::Error>(())
 /// ```
-#[derive(Debug, Default)]
-pub struct SharedFlash<F> {
+#[derive(Debug)]
+pub struct SharedFlash<F, const N: usize> {
     flash: RefCell<F>,
+    regions: [Range<u32>; N],
+    /// Whether each region is handed out (a live [`Region`]).
+    taken: [Cell<bool>; N],
 }
 
-impl<F> SharedFlash<F> {
-    /// Shares `flash` (e.g. the HAL's flash peripheral driver).
-    pub const fn new(flash: F) -> Self {
-        SharedFlash {
-            flash: RefCell::new(flash),
+impl<F: NorFlash, const N: usize> SharedFlash<F, N> {
+    /// Shares `flash` (e.g. the HAL's flash peripheral driver) between the `regions` (byte
+    /// offsets on the driver), after every check of [`check_regions`](Self::check_regions)
+    /// and then whether each region ends inside the flash
+    /// ([`StorageKind::RegionOutOfBounds`], from the driver's `capacity()`). Fails with
+    /// [`Error::Storage`] of the first problem found (the driver is dropped: the regions
+    /// are a board's constants, so check them with `check_regions` when the firmware
+    /// compiles).
+    pub fn new(flash: F, regions: [Range<u32>; N]) -> Result<Self, Error> {
+        Self::check_regions(&regions).map_err(Error::Storage)?;
+        let capacity = flash.capacity();
+        if regions.iter().any(|r| r.end as usize > capacity) {
+            return Err(Error::Storage(StorageKind::RegionOutOfBounds));
         }
+        Ok(SharedFlash {
+            flash: RefCell::new(flash),
+            regions,
+            taken: [const { Cell::new(false) }; N],
+        })
+    }
+
+    /// The checks of the region table that need no driver, in this order: the geometry
+    /// ([`StorageKind::Layout`]: an erase size of 0 or above `u32::MAX`, or not a multiple
+    /// of the write and read sizes), each region whole erase pages
+    /// ([`StorageKind::RegionUnaligned`]) and not empty or reversed
+    /// ([`StorageKind::RegionPages`]), and no two regions overlapping
+    /// ([`StorageKind::RegionOverlap`]; identical regions overlap). A `const fn`, so a
+    /// board's table can be checked when the firmware compiles:
+    ///
+    /// ```
+    /// use privq_core::flash_store::{RamFlash, SharedFlash};
+    /// use privq_core::StorageKind;
+    /// type Shared = SharedFlash<RamFlash<4096>, 2>; // 256-byte pages
+    /// const REGIONS: [core::ops::Range<u32>; 2] = [0..768, 768..1536];
+    /// const _: () = assert!(Shared::check_regions(&REGIONS).is_ok());
+    /// assert_eq!(
+    ///     Shared::check_regions(&[0..768, 0..768]),
+    ///     Err(StorageKind::RegionOverlap)
+    /// );
+    /// ```
+    ///
+    /// Each store's own layout (3 to 33 pages, the driver's write size) is
+    /// [`FlashStore::check_region`]'s and [`FlashStore::check_layout`]'s.
+    pub const fn check_regions(regions: &[Range<u32>; N]) -> Result<(), StorageKind> {
+        let page = F::ERASE_SIZE as u32;
+        if page == 0
+            || page as usize != F::ERASE_SIZE
+            || F::WRITE_SIZE == 0
+            || F::READ_SIZE == 0
+            || !F::ERASE_SIZE.is_multiple_of(F::WRITE_SIZE)
+            || !F::ERASE_SIZE.is_multiple_of(F::READ_SIZE)
+        {
+            return Err(StorageKind::Layout);
+        }
+        // Slice patterns, not indexing: a `const fn` with no panic path.
+        let mut rest: &[Range<u32>] = regions;
+        while let [r, others @ ..] = rest {
+            if !r.start.is_multiple_of(page) || !r.end.is_multiple_of(page) {
+                return Err(StorageKind::RegionUnaligned);
+            }
+            if r.start >= r.end {
+                return Err(StorageKind::RegionPages);
+            }
+            rest = others;
+        }
+        // Every region is now non-empty: two overlap when each starts before the other ends.
+        let mut rest: &[Range<u32>] = regions;
+        while let [r, others @ ..] = rest {
+            let mut tail = others;
+            while let [o, more @ ..] = tail {
+                if r.start < o.end && o.start < r.end {
+                    return Err(StorageKind::RegionOverlap);
+                }
+                tail = more;
+            }
+            rest = others;
+        }
+        Ok(())
+    }
+}
+
+impl<F, const N: usize> SharedFlash<F, N> {
+    /// The region table (byte offsets on the driver).
+    pub fn regions(&self) -> &[Range<u32>; N] {
+        &self.regions
+    }
+
+    /// Region `index` of the table, as a [`NorFlash`] on that window, for one store. A
+    /// region is handed out once at a time: while its [`Region`] lives, another request is
+    /// refused with [`StorageKind::RegionOverlap`] (two stores on one region); dropping the
+    /// `Region` (with its store) gives it back. An index past the table is
+    /// [`StorageKind::RegionOutOfBounds`].
+    pub fn region(&self, index: usize) -> Result<Region<'_, F>, Error> {
+        let (Some(range), Some(taken)) = (self.regions.get(index), self.taken.get(index)) else {
+            return Err(Error::Storage(StorageKind::RegionOutOfBounds));
+        };
+        if taken.replace(true) {
+            return Err(Error::Storage(StorageKind::RegionOverlap));
+        }
+        Ok(Region {
+            flash: &self.flash,
+            taken,
+            start: range.start,
+            len: range.end - range.start,
+        })
     }
 
     /// Gives the driver back.
@@ -893,19 +1018,53 @@ impl<F> SharedFlash<F> {
         self.flash.into_inner()
     }
 
-    /// The driver, mutably (no store can be using it: they hold `&self`).
+    /// The driver, mutably (no store can be using it: they borrow `self`).
     pub fn get_mut(&mut self) -> &mut F {
         self.flash.get_mut()
     }
 }
 
-/// The error of a [`SharedFlash`]: the driver's, or a busy driver.
+/// One region of a [`SharedFlash`]: a [`NorFlash`] with the driver's geometry on that window
+/// only, at offsets from the region's start (an access outside it is
+/// [`SharedFlashError::OutOfBounds`], and `capacity()` is the region's length). Given back to
+/// the `SharedFlash` when dropped; a leaked `Region` (`mem::forget`) leaves its region
+/// unusable, never shared.
+#[derive(Debug)]
+pub struct Region<'a, F> {
+    flash: &'a RefCell<F>,
+    taken: &'a Cell<bool>,
+    start: u32,
+    len: u32,
+}
+
+impl<F> Region<'_, F> {
+    /// The driver offset `offset..offset + len` of the region maps to, if it is inside.
+    fn window<E>(&self, offset: u32, len: usize) -> Result<u32, SharedFlashError<E>> {
+        let end = (offset as usize).checked_add(len);
+        if end.is_none_or(|end| end > self.len as usize) {
+            return Err(SharedFlashError::OutOfBounds);
+        }
+        Ok(self.start + offset)
+    }
+}
+
+impl<F> Drop for Region<'_, F> {
+    fn drop(&mut self) {
+        self.taken.set(false);
+    }
+}
+
+/// The error of a [`Region`] of a [`SharedFlash`]: the driver's, a busy driver, or an access
+/// outside the region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SharedFlashError<E> {
     /// The driver was already borrowed by another operation (a driver that calls back into a
     /// store); nothing was read, written or erased. Its `NorFlashErrorKind` is `Other`.
     Busy,
+    /// The access was outside the region; nothing was read, written or erased. Its
+    /// `NorFlashErrorKind` is `OutOfBounds`.
+    OutOfBounds,
     /// The driver failed.
     Flash(E),
 }
@@ -914,49 +1073,58 @@ impl<E: NorFlashError> NorFlashError for SharedFlashError<E> {
     fn kind(&self) -> NorFlashErrorKind {
         match self {
             SharedFlashError::Busy => NorFlashErrorKind::Other,
+            SharedFlashError::OutOfBounds => NorFlashErrorKind::OutOfBounds,
             SharedFlashError::Flash(e) => e.kind(),
         }
     }
 }
 
-impl<F: ErrorType> ErrorType for &SharedFlash<F> {
+impl<F: ErrorType> ErrorType for Region<'_, F> {
     type Error = SharedFlashError<F::Error>;
 }
 
-impl<F: ReadNorFlash> ReadNorFlash for &SharedFlash<F> {
+impl<F: ReadNorFlash> ReadNorFlash for Region<'_, F> {
     const READ_SIZE: usize = F::READ_SIZE;
 
     fn read(&mut self, offset: u32, bytes: &mut [u8]) -> Result<(), Self::Error> {
+        let at = self.window(offset, bytes.len())?;
         let mut flash = self
             .flash
             .try_borrow_mut()
             .map_err(|_| SharedFlashError::Busy)?;
-        flash.read(offset, bytes).map_err(SharedFlashError::Flash)
+        flash.read(at, bytes).map_err(SharedFlashError::Flash)
     }
 
-    /// The driver's capacity (0 while it is busy, which makes a store's layout check fail).
+    /// The region's length (known without the driver, so it holds while the driver is busy).
     fn capacity(&self) -> usize {
-        self.flash.try_borrow().map_or(0, |flash| flash.capacity())
+        self.len as usize
     }
 }
 
-impl<F: NorFlash> NorFlash for &SharedFlash<F> {
+impl<F: NorFlash> NorFlash for Region<'_, F> {
     const WRITE_SIZE: usize = F::WRITE_SIZE;
     const ERASE_SIZE: usize = F::ERASE_SIZE;
 
     fn erase(&mut self, from: u32, to: u32) -> Result<(), Self::Error> {
+        if to < from {
+            return Err(SharedFlashError::OutOfBounds);
+        }
+        let at = self.window(from, (to - from) as usize)?;
         let mut flash = self
             .flash
             .try_borrow_mut()
             .map_err(|_| SharedFlashError::Busy)?;
-        flash.erase(from, to).map_err(SharedFlashError::Flash)
+        flash
+            .erase(at, at + (to - from))
+            .map_err(SharedFlashError::Flash)
     }
 
     fn write(&mut self, offset: u32, bytes: &[u8]) -> Result<(), Self::Error> {
+        let at = self.window(offset, bytes.len())?;
         let mut flash = self
             .flash
             .try_borrow_mut()
             .map_err(|_| SharedFlashError::Busy)?;
-        flash.write(offset, bytes).map_err(SharedFlashError::Flash)
+        flash.write(at, bytes).map_err(SharedFlashError::Flash)
     }
 }

@@ -88,13 +88,13 @@
 //! assert_eq!(modal, 33); // [21.5, 22.0)
 //!
 //! // 3. One flash driver, two regions: the lifetime budget (ε = 4) and the upload counters,
-//! //    both open at once. On a board: `SharedFlash::new(flash)` on the HAL's
-//! //    `embedded_storage::nor_flash::NorFlash` and regions of whole pages, e.g. the last
-//! //    6 KiB of a 256 KiB nRF51 (1 KiB pages): `0x3_E800..0x3_F400` and
+//! //    both open at once. On a board: `SharedFlash::new(flash, regions)` on the HAL's
+//! //    `embedded_storage::nor_flash::NorFlash` and disjoint regions of whole pages (checked),
+//! //    e.g. the last 6 KiB of a 256 KiB nRF51 (1 KiB pages): `0x3_E800..0x3_F400` and
 //! //    `0x3_F400..0x4_0000`. Here a simulated flash of six 256-byte pages.
-//! let flash = SharedFlash::new(RamFlash::<1536>::new());
-//! let mut ledger = Ledger::open(FlashStore::in_region(&flash, 0..768), Epsilon::new(4, 1)?)?;
-//! let mut counters = UploadCounters::open(FlashStore::in_region(&flash, 768..1536))?;
+//! let flash = SharedFlash::new(RamFlash::<1536>::new(), [0..768, 768..1536])?;
+//! let mut ledger = Ledger::open(FlashStore::new(flash.region(0)?), Epsilon::new(4, 1)?)?;
+//! let mut counters = UploadCounters::open(FlashStore::new(flash.region(1)?))?;
 //!
 //! // 4. The outbox, and the epoch its frames carry: the epoch comes from counters persisted
 //! //    before use, so (device, epoch, sequence) never repeats across reboots.
@@ -167,7 +167,7 @@
 //! |---|---|---|---|
 //! | `upload` | yes | `upload`: HMAC-SHA-256 (RFC 2104) upload frames and the device's outbox | `hmac` 0.12, `sha2` 0.10 |
 //! | `compact-sha` | no | `upload` with SHA-256's rounds in a loop (`sha2`'s `force-soft-compact`): about 1.8 KB less flash on thumbv6m, slower | |
-//! | `flash-ledger` | no | `flash_store`: the fail-closed, wear-levelled ledger store on any `embedded_storage::nor_flash::NorFlash`, `SharedFlash` (one driver under several stores) and `RamFlash` (a simulated flash); re-exports `embedded_storage` | `embedded-storage` 0.3 |
+//! | `flash-ledger` | no | `flash_store`: the fail-closed, wear-levelled ledger store on any `embedded_storage::nor_flash::NorFlash`, `SharedFlash` (one driver under several stores, in checked disjoint regions) and `RamFlash` (a simulated flash); re-exports `embedded_storage` | `embedded-storage` 0.3 |
 //! | `rand-core-06` | no | `rng::Compat06` and `rng::TryCompat06`: HAL RNGs implementing rand_core 0.6's `RngCore` as this crate's rand_core 0.10 `Rng` / `CryptoRng` | `rand_core` 0.6 (no default features, no dependencies) |
 //! | `defmt` | no | `defmt::Format` for the crate's types | `defmt` 1 |
 //!

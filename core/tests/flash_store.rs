@@ -720,11 +720,12 @@ fn storage_errors_keep_their_kind() {
         assert_eq!(Error::from(store_error), Error::Storage(kind));
         assert_eq!(Error::Storage(kind).code(), code);
     }
-    // The layout problems `check_layout` and `check_region` name.
+    // The layout problems `check_layout` and `check_region` name, and `SharedFlash`'s.
     for (kind, code) in [
         (StorageKind::RegionUnaligned, 87),
         (StorageKind::RegionPages, 88),
         (StorageKind::RegionOutOfBounds, 89),
+        (StorageKind::RegionOverlap, 90),
     ] {
         assert_eq!(Error::Storage(kind).code(), code);
     }
@@ -735,10 +736,13 @@ fn storage_errors_keep_their_kind() {
 /// neither touches the other's region.
 #[test]
 fn shared_flash_holds_ledger_and_counters() {
-    let flash = SharedFlash::new(RamFlash::<{ 8 * 256 }>::new());
     // The ledger on pages 0..3, the counters on 4..7; page 3 and 7 hold nothing.
-    let mut ledger = Ledger::open(FlashStore::in_region(&flash, 0..768), eps(100, 1)).unwrap();
-    let mut counters = UploadCounters::open(FlashStore::in_region(&flash, 1024..1792)).unwrap();
+    let flash = SharedFlash::new(RamFlash::<{ 8 * 256 }>::new(), [0..768, 1024..1792]).unwrap();
+    let ledger_store = FlashStore::new(flash.region(0).unwrap());
+    assert_eq!(ledger_store.check_layout(), Ok(()));
+    assert_eq!(ledger_store.log_pages(), 2);
+    let mut ledger = Ledger::open(ledger_store, eps(100, 1)).unwrap();
+    let mut counters = UploadCounters::open(FlashStore::new(flash.region(1).unwrap())).unwrap();
     let rounds = 3 * FlashStore::<RamFlash<768>>::SLOTS_PER_PAGE as u32 + 2;
     for round in 0..rounds {
         ledger.debit(eps(1, 1)).unwrap();
@@ -747,8 +751,19 @@ fn shared_flash_holds_ledger_and_counters() {
     let _ = (ledger.into_store(), counters.into_store());
     let mut flash = flash.into_inner();
     assert!(flash.erases() >= 4, "both logs wrapped");
+    assert_eq!(&flash.bytes()[..4], b"PQPV");
+    assert_eq!(&flash.bytes()[1024..1028], b"PQPV");
     assert!(flash.bytes()[768..1024].iter().all(|&b| b == 0xff));
     assert!(flash.bytes()[1792..].iter().all(|&b| b == 0xff));
+
+    // Reboot, through a new `SharedFlash` on the same driver.
+    {
+        let shared = SharedFlash::new(&mut flash, [0..768, 1024..1792]).unwrap();
+        let ledger = Ledger::open(FlashStore::new(shared.region(0).unwrap()), eps(100, 1)).unwrap();
+        let counters = UploadCounters::open(FlashStore::new(shared.region(1).unwrap())).unwrap();
+        assert_eq!(ledger.spent().num(), u64::from(rounds));
+        assert_eq!(counters.next_epoch(), rounds);
+    }
 
     // Reboot (re-borrowing the driver one store at a time works as well).
     let ledger = Ledger::open(FlashStore::in_region(&mut flash, 0..768), eps(100, 1)).unwrap();
@@ -759,13 +774,246 @@ fn shared_flash_holds_ledger_and_counters() {
 
     // A driver fault reaches the caller with its kind, through the shared driver.
     flash.set_failing(true);
-    let shared = SharedFlash::new(flash);
+    let shared = SharedFlash::new(flash, [0..768, 1024..1792]).unwrap();
     assert_eq!(
-        Ledger::open(FlashStore::in_region(&shared, 0..768), eps(100, 1)).unwrap_err(),
+        Ledger::open(FlashStore::new(shared.region(0).unwrap()), eps(100, 1)).unwrap_err(),
         Error::Storage(StorageKind::FlashOther)
     );
     assert_eq!(
         SharedFlashError::<RamFlashError>::Busy.kind(),
         NorFlashErrorKind::Other
+    );
+    assert_eq!(
+        SharedFlashError::<RamFlashError>::OutOfBounds.kind(),
+        NorFlashErrorKind::OutOfBounds
+    );
+}
+
+type Shared2 = SharedFlash<RamFlash<{ 8 * 256 }>, 2>;
+
+/// The region table is refused when two regions share a page (identical ones included), and
+/// for the other region problems, each with its kind; `check_regions` is a `const fn`.
+#[test]
+fn shared_flash_refuses_overlapping_regions() {
+    const GOOD: [core::ops::Range<u32>; 2] = [0..768, 768..1536];
+    const _: () = assert!(Shared2::check_regions(&GOOD).is_ok());
+    const REVERSED: core::ops::Range<u32> = core::ops::Range {
+        start: 1536,
+        end: 1024,
+    };
+    let cases: [([core::ops::Range<u32>; 2], StorageKind); 10] = [
+        ([0..768, 0..768], StorageKind::RegionOverlap),
+        ([0..768, 512..1280], StorageKind::RegionOverlap),
+        ([512..1280, 0..768], StorageKind::RegionOverlap),
+        ([0..1024, 256..768], StorageKind::RegionOverlap),
+        ([256..768, 0..1024], StorageKind::RegionOverlap),
+        ([0..768, 100..868], StorageKind::RegionUnaligned),
+        ([0..768, 768..1000], StorageKind::RegionUnaligned),
+        ([0..768, 1024..1024], StorageKind::RegionPages),
+        ([0..768, REVERSED], StorageKind::RegionPages),
+        ([0..768, 1536..2304], StorageKind::RegionOutOfBounds),
+    ];
+    for (regions, kind) in cases {
+        let checked = Shared2::check_regions(&regions);
+        if kind == StorageKind::RegionOutOfBounds {
+            assert_eq!(
+                checked,
+                Ok(()),
+                "{regions:?}: only the driver knows its end"
+            );
+        } else {
+            assert_eq!(checked, Err(kind), "{regions:?}");
+        }
+        let shared = SharedFlash::new(RamFlash::<{ 8 * 256 }>::new(), regions.clone());
+        assert_eq!(shared.err(), Some(Error::Storage(kind)), "{regions:?}");
+    }
+    // Adjacent regions and a table of one or none are fine.
+    assert!(SharedFlash::new(RamFlash::<{ 8 * 256 }>::new(), GOOD).is_ok());
+    let whole = core::ops::Range {
+        start: 0,
+        end: 2048,
+    };
+    assert!(SharedFlash::new(RamFlash::<{ 8 * 256 }>::new(), [whole]).is_ok());
+    assert!(SharedFlash::new(RamFlash::<{ 8 * 256 }>::new(), []).is_ok());
+    // Three regions, the first and the last overlapping.
+    let three = SharedFlash::new(
+        RamFlash::<{ 8 * 256 }>::new(),
+        [0..768, 768..1024, 512..768],
+    );
+    assert_eq!(
+        three.err(),
+        Some(Error::Storage(StorageKind::RegionOverlap))
+    );
+}
+
+/// A region is handed out once at a time: two stores (here two ledgers, which would each
+/// keep their own spent budget and together release twice the cap) cannot be opened on it.
+/// Dropping the store gives the region back, and a reboot sees every charge.
+#[test]
+fn shared_flash_hands_out_each_region_once() {
+    let flash = Shared2::new(RamFlash::new(), [0..768, 1024..1792]).unwrap();
+    let mut a = Ledger::open(FlashStore::new(flash.region(0).unwrap()), eps(2, 1)).unwrap();
+    assert_eq!(
+        flash.region(0).map(|_| ()),
+        Err(Error::Storage(StorageKind::RegionOverlap))
+    );
+    assert_eq!(
+        flash.region(2).map(|_| ()),
+        Err(Error::Storage(StorageKind::RegionOutOfBounds))
+    );
+    a.debit(eps(1, 1)).unwrap();
+    a.debit(eps(1, 1)).unwrap();
+    assert!(a.debit(eps(1, 1)).is_err(), "the cap holds");
+    drop(a);
+    // Given back: the next store reads every charge.
+    let b = Ledger::open(FlashStore::new(flash.region(0).unwrap()), eps(2, 1)).unwrap();
+    assert_eq!(b.spent().num(), 2);
+    // A leaked handle leaves its region unusable, never shared.
+    core::mem::forget(b);
+    assert_eq!(
+        flash.region(0).map(|_| ()),
+        Err(Error::Storage(StorageKind::RegionOverlap))
+    );
+    // The other region is untouched by all of this.
+    let counters = UploadCounters::open(FlashStore::new(flash.region(1).unwrap())).unwrap();
+    assert_eq!(counters.next_epoch(), 0);
+    drop(counters);
+    let counters = UploadCounters::open(FlashStore::new(flash.region(1).unwrap())).unwrap();
+    assert_eq!(counters.next_epoch(), 0);
+}
+
+/// A region is a window: offsets from its start, `capacity()` its length, an access outside
+/// it refused without touching the driver (the pages around it stay erased).
+#[test]
+fn shared_flash_region_is_a_window() {
+    let flash = Shared2::new(RamFlash::new(), [256..1024, 1280..2048]).unwrap();
+    let mut r = flash.region(1).unwrap();
+    assert_eq!(r.capacity(), 768);
+    r.write(0, b"abcd").unwrap();
+    let mut word = [0; 4];
+    r.read(0, &mut word).unwrap();
+    assert_eq!(&word, b"abcd");
+    r.write(764, b"wxyz").unwrap();
+    for e in [
+        r.write(768, b"efgh").unwrap_err(),
+        r.write(766, b"efgh").unwrap_err(),
+        r.read(u32::MAX, &mut word).unwrap_err(),
+        r.erase(0, 1024).unwrap_err(),
+        r.erase(512, 256).unwrap_err(),
+    ] {
+        assert_eq!(e, SharedFlashError::OutOfBounds);
+        assert_eq!(e.kind(), NorFlashErrorKind::OutOfBounds);
+    }
+    assert_eq!(
+        r.write(2, b"efgh").unwrap_err(),
+        SharedFlashError::Flash(RamFlashError::NotAligned)
+    );
+    r.erase(512, 768).unwrap();
+    drop(r);
+    let flash = flash.into_inner();
+    assert_eq!(&flash.bytes()[1280..1284], b"abcd");
+    assert!(flash.bytes()[1792..].iter().all(|&b| b == 0xff));
+    assert!(flash.bytes()[..1280].iter().all(|&b| b == 0xff));
+}
+
+std::thread_local! {
+    /// What [`Hooked`] runs at its next write.
+    static HOOK: std::cell::RefCell<Option<Box<dyn FnMut()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// A flash driver whose `write` first runs the hook in [`HOOK`] (a driver that calls back
+/// into a store).
+struct Hooked(RamFlash<{ 8 * 256 }>);
+
+impl ErrorType for Hooked {
+    type Error = RamFlashError;
+}
+
+impl ReadNorFlash for Hooked {
+    const READ_SIZE: usize = 1;
+    fn read(&mut self, offset: u32, bytes: &mut [u8]) -> Result<(), RamFlashError> {
+        self.0.read(offset, bytes)
+    }
+    fn capacity(&self) -> usize {
+        self.0.capacity()
+    }
+}
+
+impl NorFlash for Hooked {
+    const WRITE_SIZE: usize = 4;
+    const ERASE_SIZE: usize = 256;
+    fn erase(&mut self, from: u32, to: u32) -> Result<(), RamFlashError> {
+        self.0.erase(from, to)
+    }
+    fn write(&mut self, offset: u32, bytes: &[u8]) -> Result<(), RamFlashError> {
+        if let Some(mut hook) = HOOK.with(|h| h.borrow_mut().take()) {
+            hook();
+        }
+        self.0.write(offset, bytes)
+    }
+}
+
+/// An operation of one store from inside the driver's call for another (the driver is
+/// borrowed) is refused as a busy driver, not mistaken for a layout problem: a region's
+/// capacity does not depend on the driver.
+#[test]
+fn shared_flash_nested_operation_is_busy() {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    let shared: &'static SharedFlash<Hooked, 2> = Box::leak(Box::new(
+        SharedFlash::new(Hooked(RamFlash::new()), [0..768, 1024..1792]).unwrap(),
+    ));
+    let mut inner = FlashStore::new(shared.region(1).unwrap());
+    assert_eq!(inner.check_layout(), Ok(()));
+    let seen = Rc::new(RefCell::new(None));
+    let hook_seen = Rc::clone(&seen);
+    HOOK.with(|h| {
+        *h.borrow_mut() = Some(Box::new(move || {
+            *hook_seen.borrow_mut() = Some((inner.load(), inner.check_layout()));
+        }))
+    });
+    let mut ledger = Ledger::open(FlashStore::new(shared.region(0).unwrap()), eps(4, 1)).unwrap();
+    ledger.debit(eps(1, 1)).unwrap();
+    assert_eq!(
+        seen.borrow_mut().take(),
+        Some((Err(StoreError::Flash(SharedFlashError::Busy)), Ok(())))
+    );
+}
+
+/// Overlapping regions cannot be shared: had they been (counters on pages 0..3, the ledger on
+/// 2..5), the counters' first erase would wipe the ledger's flag page, and an erase of the
+/// ledger's log pages alone would then read as a new device. Disjoint regions keep the
+/// fail-closed rule: the same erase leaves the ledger refusing everything.
+#[test]
+fn shared_flash_keeps_an_erased_log_fail_closed() {
+    let overlapping = Shared2::new(RamFlash::new(), [512..1280, 0..768]);
+    assert_eq!(
+        overlapping.err(),
+        Some(Error::Storage(StorageKind::RegionOverlap))
+    );
+
+    let flash = Shared2::new(RamFlash::new(), [768..1536, 0..768]).unwrap();
+    let mut ledger = Ledger::open(FlashStore::new(flash.region(0).unwrap()), eps(2, 1)).unwrap();
+    ledger.debit(eps(2, 1)).unwrap(); // the lifetime budget, all spent
+    let mut counters = UploadCounters::open(FlashStore::new(flash.region(1).unwrap())).unwrap();
+    assert_eq!(counters.begin_epoch(0).unwrap(), 0);
+    assert!(ledger.debit(eps(1, 1)).is_err());
+    drop((ledger, counters));
+    let mut raw = flash.into_inner();
+    assert_eq!(&raw.bytes()[768..772], b"PQPV");
+    raw.erase_range(1024..1536); // an attacker erases the ledger's log pages only
+    let flash = Shared2::new(raw, [768..1536, 0..768]).unwrap();
+    let ledger = Ledger::open(FlashStore::new(flash.region(0).unwrap()), eps(2, 1)).unwrap();
+    assert!(ledger.is_corrupted(), "fails closed");
+    drop(ledger);
+    // And the counters' log pages: no epoch is handed out again.
+    let mut raw = flash.into_inner();
+    raw.erase_range(256..768);
+    let flash = Shared2::new(raw, [768..1536, 0..768]).unwrap();
+    assert_eq!(
+        UploadCounters::open(FlashStore::new(flash.region(1).unwrap())).err(),
+        Some(Error::CountersCorrupted)
     );
 }
