@@ -51,7 +51,9 @@ impl<L: NorFlash, C: NorFlash> Device<L, C> {
     /// Each store is `FlashStore::new`, so it uses **all** of the flash it is given (its
     /// capacity in whole pages) and its first store erases all of it: pass a driver or
     /// window that covers only the store's region, never a board's whole program flash
-    /// (or build the stores with `FlashStore::in_region(flash, start..end)` instead).
+    /// (or build the stores with `FlashStore::in_region(flash, start..end)` instead). With
+    /// one driver for both stores, `SharedFlash::new(driver, [ledger, counters])` checks the
+    /// two regions disjoint and its `region(0)` and `region(1)` are such windows.
     pub fn boot(
         ledger_flash: L,
         counter_flash: C,
