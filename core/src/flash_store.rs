@@ -898,6 +898,18 @@ impl<const N: usize, const ERASE: usize, const WRITE: usize> NorFlash
 /// assert_eq!(overlap.err(), Some(Error::Storage(StorageKind::RegionOverlap)));
 /// # Ok::<(), privq_core::Error>(())
 /// ```
+///
+/// The shared driver itself is not a [`NorFlash`]: a store on it, past the region table,
+/// does not compile.
+///
+/// ```compile_fail
+/// use privq_core::flash_store::{FlashStore, RamFlash, SharedFlash};
+/// use privq_core::ledger::LedgerStore;
+/// let flash = SharedFlash::new(RamFlash::<1536>::new(), [0..768, 768..1536])?;
+/// let mut store = FlashStore::in_region(&flash, 0..768);
+/// let _ = store.load();
+/// # Ok::<(), privq_core::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct SharedFlash<F, const N: usize> {
     flash: RefCell<F>,
