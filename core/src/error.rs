@@ -194,7 +194,6 @@ impl core::error::Error for Error {}
 /// | 32 | [`InvalidDomain`](Error::InvalidDomain) | | 87 | `Storage(`[`RegionUnaligned`](StorageKind::RegionUnaligned)`)` |
 /// |  |  | | 88 | `Storage(`[`RegionPages`](StorageKind::RegionPages)`)` |
 /// |  |  | | 89 | `Storage(`[`RegionOutOfBounds`](StorageKind::RegionOutOfBounds)`)` |
-/// |  |  | | 90 | `Storage(`[`RegionOverlap`](StorageKind::RegionOverlap)`)` |
 ///
 /// ```
 /// use privq_core::{Epsilon, Error, StorageKind};
@@ -256,7 +255,6 @@ impl Error {
             Error::Storage(StorageKind::RegionUnaligned) => 87,
             Error::Storage(StorageKind::RegionPages) => 88,
             Error::Storage(StorageKind::RegionOutOfBounds) => 89,
-            Error::Storage(StorageKind::RegionOverlap) => 90,
         }
     }
 
@@ -311,7 +309,6 @@ impl Error {
             87 => Error::Storage(StorageKind::RegionUnaligned),
             88 => Error::Storage(StorageKind::RegionPages),
             89 => Error::Storage(StorageKind::RegionOutOfBounds),
-            90 => Error::Storage(StorageKind::RegionOverlap),
             _ => return None,
         })
     }
@@ -357,10 +354,6 @@ pub enum StorageKind {
     /// The store's region ends past the end of the flash (flash store: named by
     /// `FlashStore::check_layout`).
     RegionOutOfBounds,
-    /// Two regions of one flash driver overlap (identical regions included), or a region is
-    /// already in use by another store (`flash_store::SharedFlash`: named by `new` and
-    /// `check_regions`, and by `region` for a region already handed out).
-    RegionOverlap,
 }
 
 impl fmt::Display for StorageKind {
@@ -378,9 +371,6 @@ impl fmt::Display for StorageKind {
             StorageKind::RegionUnaligned => "the store's region is not whole erase pages",
             StorageKind::RegionPages => "the store's region has too few or too many pages",
             StorageKind::RegionOutOfBounds => "the store's region ends past the end of the flash",
-            StorageKind::RegionOverlap => {
-                "the store's region overlaps another region or is already in use"
-            }
         })
     }
 }
@@ -394,7 +384,7 @@ mod tests {
 
     /// The published codes. Changing a number here breaks every C caller and log reader
     /// that knows it: add rows, never edit or delete one.
-    const PINNED: [(Error, u16); 49] = [
+    const PINNED: [(Error, u16); 48] = [
         (Error::EpsilonZero, 1),
         (Error::EpsilonNegative, 2),
         (Error::EpsilonNotFinite, 3),
@@ -443,7 +433,6 @@ mod tests {
         (Error::Storage(StorageKind::RegionUnaligned), 87),
         (Error::Storage(StorageKind::RegionPages), 88),
         (Error::Storage(StorageKind::RegionOutOfBounds), 89),
-        (Error::Storage(StorageKind::RegionOverlap), 90),
     ];
 
     #[test]
