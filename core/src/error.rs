@@ -331,7 +331,8 @@ pub enum StorageKind {
     Unspecified,
     /// The flash region or geometry does not fit the store's layout (flash store:
     /// `StoreError::Layout`, any layout problem; `FlashStore::check_layout` names it, this
-    /// kind then meaning the geometry: write, read or erase size).
+    /// kind then meaning the geometry: write, read or erase size; `flash_store::SharedFlash`:
+    /// two regions of its table overlap, or a region is already in use by another store).
     Layout,
     /// The device was provisioned but its newest record is gone; the store refuses to
     /// write (flash store: `StoreError::Tampered`).

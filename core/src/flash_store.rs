@@ -886,7 +886,7 @@ impl<const N: usize, const ERASE: usize, const WRITE: usize> NorFlash
 /// assert_eq!(counters.begin_epoch(0)?, 0);
 /// // A region in use is not handed out again.
 /// let again = flash.region(0).map(|_| ());
-/// assert_eq!(again, Err(Error::Storage(StorageKind::RegionOverlap)));
+/// assert_eq!(again, Err(Error::Storage(StorageKind::Layout)));
 /// let _ = (ledger.into_store(), counters.into_store()); // the stores end
 /// // The driver back, e.g. for a firmware update's own use of the flash.
 /// let flash = flash.into_inner();
@@ -895,7 +895,7 @@ impl<const N: usize, const ERASE: usize, const WRITE: usize> NorFlash
 ///
 /// // Overlapping (or identical) regions are refused.
 /// let overlap = SharedFlash::new(RamFlash::<1536>::new(), [0..768, 512..1280]);
-/// assert_eq!(overlap.err(), Some(Error::Storage(StorageKind::RegionOverlap)));
+/// assert_eq!(overlap.err(), Some(Error::Storage(StorageKind::Layout)));
 /// # Ok::<(), privq_core::Error>(())
 /// ```
 ///
@@ -944,7 +944,7 @@ impl<F: NorFlash, const N: usize> SharedFlash<F, N> {
     /// of the write and read sizes), each region whole erase pages
     /// ([`StorageKind::RegionUnaligned`]) and not empty or reversed
     /// ([`StorageKind::RegionPages`]), and no two regions overlapping
-    /// ([`StorageKind::RegionOverlap`]; identical regions overlap). A `const fn`, so a
+    /// ([`StorageKind::Layout`]; identical regions overlap). A `const fn`, so a
     /// board's table can be checked when the firmware compiles:
     ///
     /// ```
@@ -955,7 +955,7 @@ impl<F: NorFlash, const N: usize> SharedFlash<F, N> {
     /// const _: () = assert!(Shared::check_regions(&REGIONS).is_ok());
     /// assert_eq!(
     ///     Shared::check_regions(&[0..768, 0..768]),
-    ///     Err(StorageKind::RegionOverlap)
+    ///     Err(StorageKind::Layout)
     /// );
     /// ```
     ///
@@ -989,7 +989,7 @@ impl<F: NorFlash, const N: usize> SharedFlash<F, N> {
             let mut tail = others;
             while let [o, more @ ..] = tail {
                 if r.start < o.end && o.start < r.end {
-                    return Err(StorageKind::RegionOverlap);
+                    return Err(StorageKind::Layout);
                 }
                 tail = more;
             }
@@ -1007,7 +1007,7 @@ impl<F, const N: usize> SharedFlash<F, N> {
 
     /// Region `index` of the table, as a [`NorFlash`] on that window, for one store. A
     /// region is handed out once at a time: while its [`Region`] lives, another request is
-    /// refused with [`StorageKind::RegionOverlap`] (two stores on one region); dropping the
+    /// refused with [`StorageKind::Layout`] (two stores on one region); dropping the
     /// `Region` (with its store) gives it back. An index past the table is
     /// [`StorageKind::RegionOutOfBounds`].
     pub fn region(&self, index: usize) -> Result<Region<'_, F>, Error> {
@@ -1015,7 +1015,7 @@ impl<F, const N: usize> SharedFlash<F, N> {
             return Err(Error::Storage(StorageKind::RegionOutOfBounds));
         };
         if taken.replace(true) {
-            return Err(Error::Storage(StorageKind::RegionOverlap));
+            return Err(Error::Storage(StorageKind::Layout));
         }
         Ok(Region {
             flash: &self.flash,

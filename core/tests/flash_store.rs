@@ -720,12 +720,12 @@ fn storage_errors_keep_their_kind() {
         assert_eq!(Error::from(store_error), Error::Storage(kind));
         assert_eq!(Error::Storage(kind).code(), code);
     }
-    // The layout problems `check_layout` and `check_region` name, and `SharedFlash`'s.
+    // The layout problems `check_layout` and `check_region` name (and `SharedFlash`'s,
+    // which reports overlapping or already-used regions as `Layout`).
     for (kind, code) in [
         (StorageKind::RegionUnaligned, 87),
         (StorageKind::RegionPages, 88),
         (StorageKind::RegionOutOfBounds, 89),
-        (StorageKind::RegionOverlap, 90),
     ] {
         assert_eq!(Error::Storage(kind).code(), code);
     }
@@ -802,11 +802,11 @@ fn shared_flash_refuses_overlapping_regions() {
         end: 1024,
     };
     let cases: [([core::ops::Range<u32>; 2], StorageKind); 10] = [
-        ([0..768, 0..768], StorageKind::RegionOverlap),
-        ([0..768, 512..1280], StorageKind::RegionOverlap),
-        ([512..1280, 0..768], StorageKind::RegionOverlap),
-        ([0..1024, 256..768], StorageKind::RegionOverlap),
-        ([256..768, 0..1024], StorageKind::RegionOverlap),
+        ([0..768, 0..768], StorageKind::Layout),
+        ([0..768, 512..1280], StorageKind::Layout),
+        ([512..1280, 0..768], StorageKind::Layout),
+        ([0..1024, 256..768], StorageKind::Layout),
+        ([256..768, 0..1024], StorageKind::Layout),
         ([0..768, 100..868], StorageKind::RegionUnaligned),
         ([0..768, 768..1000], StorageKind::RegionUnaligned),
         ([0..768, 1024..1024], StorageKind::RegionPages),
@@ -840,10 +840,7 @@ fn shared_flash_refuses_overlapping_regions() {
         RamFlash::<{ 8 * 256 }>::new(),
         [0..768, 768..1024, 512..768],
     );
-    assert_eq!(
-        three.err(),
-        Some(Error::Storage(StorageKind::RegionOverlap))
-    );
+    assert_eq!(three.err(), Some(Error::Storage(StorageKind::Layout)));
 }
 
 /// A region is handed out once at a time: two stores (here two ledgers, which would each
@@ -855,7 +852,7 @@ fn shared_flash_hands_out_each_region_once() {
     let mut a = Ledger::open(FlashStore::new(flash.region(0).unwrap()), eps(2, 1)).unwrap();
     assert_eq!(
         flash.region(0).map(|_| ()),
-        Err(Error::Storage(StorageKind::RegionOverlap))
+        Err(Error::Storage(StorageKind::Layout))
     );
     assert_eq!(
         flash.region(2).map(|_| ()),
@@ -872,7 +869,7 @@ fn shared_flash_hands_out_each_region_once() {
     core::mem::forget(b);
     assert_eq!(
         flash.region(0).map(|_| ()),
-        Err(Error::Storage(StorageKind::RegionOverlap))
+        Err(Error::Storage(StorageKind::Layout))
     );
     // The other region is untouched by all of this.
     let counters = UploadCounters::open(FlashStore::new(flash.region(1).unwrap())).unwrap();
@@ -989,10 +986,7 @@ fn shared_flash_nested_operation_is_busy() {
 #[test]
 fn shared_flash_keeps_an_erased_log_fail_closed() {
     let overlapping = Shared2::new(RamFlash::new(), [512..1280, 0..768]);
-    assert_eq!(
-        overlapping.err(),
-        Some(Error::Storage(StorageKind::RegionOverlap))
-    );
+    assert_eq!(overlapping.err(), Some(Error::Storage(StorageKind::Layout)));
 
     let flash = Shared2::new(RamFlash::new(), [768..1536, 0..768]).unwrap();
     let mut ledger = Ledger::open(FlashStore::new(flash.region(0).unwrap()), eps(2, 1)).unwrap();
