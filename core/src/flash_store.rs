@@ -853,7 +853,10 @@ impl<const N: usize, const ERASE: usize, const WRITE: usize> NorFlash
 /// driver), checked by [`new`](Self::new): whole erase pages, inside the flash and pairwise
 /// disjoint. [`region`](Self::region) hands out each region as a [`Region`], a [`NorFlash`]
 /// on that window only (offsets from the region's start), at most once at a time: a store
-/// opens with `FlashStore::new(shared.region(i)?)`. Two stores on one region, or on
+/// opens with `FlashStore::new(shared.region(i)?)`, on the whole window (the table checks
+/// only whole regions: `FlashStore::in_region` on part of a region is unchecked again, and
+/// two stores opened one after the other on overlapping parts of one region reopen the
+/// attack below). Two stores on one region, or on
 /// overlapping regions, cannot be opened: they would each keep their own view of one log
 /// (a ledger's spent budget is read once, at open), and one store's erase could wipe the
 /// other's provisioning flag, so a later erase of the other's log pages would read as a new
@@ -863,7 +866,9 @@ impl<const N: usize, const ERASE: usize, const WRITE: usize> NorFlash
 /// only, with no allocation and no panic (a borrow that is already taken, which only a
 /// driver that calls back into a store could cause, is [`SharedFlashError::Busy`]). Like a
 /// `RefCell`, it is not `Sync`: keep the stores in one context (not split between `main` and
-/// an interrupt handler).
+/// an interrupt handler). The checks cover one table: a driver that is itself a shared
+/// handle (a partition over a mutex, a clonable HAL handle) could back two tables over the
+/// same bytes, which nothing here can see — give each flash one `SharedFlash`.
 ///
 /// (Two stores that are alive one after the other can instead re-borrow the driver:
 /// `embedded-storage` implements [`NorFlash`] for `&mut F`, so
@@ -902,7 +907,7 @@ impl<const N: usize, const ERASE: usize, const WRITE: usize> NorFlash
 /// The shared driver itself is not a [`NorFlash`]: a store on it, past the region table,
 /// does not compile.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0277
 /// use privq_core::flash_store::{FlashStore, RamFlash, SharedFlash};
 /// use privq_core::ledger::LedgerStore;
 /// let flash = SharedFlash::new(RamFlash::<1536>::new(), [0..768, 768..1536])?;
