@@ -197,8 +197,9 @@ class Accountant:
     def ledger(self) -> "Any":
         """Every accepted charge, in order, as a :class:`pyarrow.Table` with the
         columns ``label``, ``cost`` (exact), ``epsilon`` and ``rho`` (exact
-        fractions as text), ``delta``, ``neighbours`` and ``time`` (budget files
-        only). ``.to_pandas()`` or ``polars.from_arrow`` turn it into a DataFrame.
+        fractions as text), ``delta``, ``neighbours``, ``privacy_unit`` (the
+        unit column the charge protects, null for one record) and ``time``
+        (budget files only). ``.to_pandas()`` or ``polars.from_arrow`` turn it into a DataFrame.
         """
         import pyarrow as pa
 
@@ -211,6 +212,7 @@ class Accountant:
                 ("delta", pa.float64()),
                 ("rho", pa.string()),
                 ("neighbours", pa.string()),
+                ("privacy_unit", pa.string()),
                 ("time", pa.string()),
             ]
         )
@@ -531,24 +533,40 @@ def sql(
         if isinstance(b, (str, bytes)) or len(b) != 2:
             raise ValueError(f"bounds[{column!r}] = {b!r}: a pair (lo, hi)")
         pairs.append((str(column), _number(b[0]), _number(b[1])))
+    from ._frames import as_table, key_texts, release_table, text_columns
+
+    # Each table is converted to Arrow once (a one-shot stream can be read only
+    # once); its kind of DataFrame is kept for the release.
+    names = {}
+    kinds = {}
+    for k, df in tables.items():
+        table, kind = as_table(df)
+        names[str(k)] = table
+        kinds[id(table)] = kind
+
+    def column_type(column: str) -> Any:
+        # The declared type of a key's column, from the schema.
+        for table in names.values():
+            if column in table.column_names:
+                return table.schema.field(column).type
+        return None
+
     lists = []
     for column, values in (keys or {}).items():
         if isinstance(values, (str, bytes)):
             raise ValueError(
                 f"keys[{column!r}] = {values!r}: a list of values, not one string"
             )
-        lists.append((str(column), [str(v) for v in values]))
+        column = str(column)
+        lists.append((column, key_texts(column, list(values), column_type(column))))
     if delta is not None:
         delta = _delta(delta)
 
-    from ._frames import release_table, text_columns, as_table
+    used = {}
 
-    names = {str(k): v for k, v in tables.items()}
-    kinds = {}
-
-    def reader(df: Any, columns: Sequence[str]) -> Any:
-        kinds["kind"] = as_table(df)[1]
-        return text_columns(df, columns)
+    def reader(table: Any, columns: Sequence[str]) -> Any:
+        used["kind"] = kinds[id(table)]
+        return text_columns(table, columns)
 
     out = _privq._sql(
         query,
@@ -568,7 +586,7 @@ def sql(
         None if accountant is None else accountant._inner,
         seed,
     )
-    return release_table(out, kinds.get("kind", "arrow"))
+    return release_table(out, used.get("kind", "arrow"))
 
 
 class SynthesisPlan(NamedTuple):

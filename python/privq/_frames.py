@@ -10,7 +10,7 @@ anything about privacy.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -218,36 +218,75 @@ def from_columns(
     return result
 
 
-def text_columns(df: Any, names: Sequence[str]) -> Tuple[List[str], list]:
-    """All of ``df``'s column names, and ``(name, texts)`` for each of ``names``
-    it has: every value as the text a CSV file would hold (a float as its
-    shortest round-trip decimal, a missing value as ``None``), for the library
-    to read exactly as ``privq sql`` reads that file."""
-    table, _kind = as_table(df)
-    columns = []
-    for name in names:
-        if name not in table.column_names:
+def _texts(column: Any, name: str) -> list:
+    """Every value of ``column`` (an Arrow array or chunked array) as the text a
+    CSV file would hold: a float as its shortest round-trip decimal (``-0.0`` as
+    ``0.0``, so that the two zeros are one unit or key, as they are one number), a
+    missing value as ``None``."""
+    t = _value_type(column.type)
+    if pa.types.is_dictionary(column.type):
+        # `take` has no kernel for string views: decode from large strings.
+        if _is_text(t):
+            t = pa.large_string()
+        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+        column = pa.chunked_array([c.dictionary.cast(t).take(c.indices) for c in chunks], type=t)
+    if pa.types.is_floating(t):
+        # -0.0 + 0.0 is 0.0; every other float is unchanged.
+        return [None if x is None else repr(float(x) + 0.0) for x in column.to_pylist()]
+    if _is_text(t):
+        return column.to_pylist()
+    try:
+        return column.cast(pa.large_string()).to_pylist()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise ValueError(f"column {name!r} of type {t} cannot be read as text: {e}") from None
+
+
+def text_columns(table: pa.Table, names: Sequence[str]) -> Tuple[List[str], int, list]:
+    """All of ``table``'s column names, its number of rows, and ``(name, texts)``
+    for each of ``names`` it has: every value as the text a CSV file would hold
+    (:func:`_texts`), for the library to read exactly as ``privq sql`` reads that
+    file."""
+    columns = [
+        (name, _texts(table.column(name), name)) for name in names if name in table.column_names
+    ]
+    return list(table.column_names), table.num_rows, columns
+
+
+def key_texts(column: str, values: Sequence[Any], t: Optional[pa.DataType]) -> List[str]:
+    """The public keys ``values`` of ``column`` as texts the data's values are
+    compared with. A text is taken as it is (the program's ``--keys``); any other
+    value is converted with the column's declared type ``t`` (the schema only,
+    never the data) and then by the data's rule (:func:`_texts`), so ``True`` in a
+    boolean column is ``"true"`` and ``0`` in a float column ``"0.0"``. A value
+    the type cannot hold, or a missing one, is refused."""
+    out = []
+    for v in values:
+        if isinstance(v, str):
+            out.append(v)
             continue
-        column = table.column(name)
-        t = _value_type(column.type)
-        if pa.types.is_dictionary(column.type):
-            # `take` has no kernel for string views: decode from large strings.
-            if _is_text(t):
-                t = pa.large_string()
-            column = pa.chunked_array(
-                [c.dictionary.cast(t).take(c.indices) for c in column.chunks], type=t
+        if v is None:
+            raise ValueError(f"keys[{column!r}] holds None: a missing value is not a key")
+        if t is None:
+            out.append(str(v))
+            continue
+        vt = _value_type(t)
+        if isinstance(v, bool) != pa.types.is_boolean(vt):
+            raise ValueError(
+                f"keys[{column!r}] = {v!r}: not a value of the column's type {vt} "
+                "(give a value of that type, or the key's text as a str)"
             )
-        if pa.types.is_floating(t):
-            texts = [None if x is None else repr(float(x)) for x in column.to_pylist()]
-        elif _is_text(t):
-            texts = column.to_pylist()
-        else:
-            try:
-                texts = column.cast(pa.large_string()).to_pylist()
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-                raise ValueError(f"column {name!r} of type {t} cannot be read as text: {e}") from None
-        columns.append((name, texts))
-    return list(table.column_names), columns
+        try:
+            array = pa.array([v], type=vt)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError,
+                ValueError, OverflowError):
+            array = None
+        if array is None or array.null_count:
+            raise ValueError(
+                f"keys[{column!r}] = {v!r}: not a value of the column's type {vt} "
+                "(give a value of that type, or the key's text as a str)"
+            )
+        out.append(_texts(array, column)[0])
+    return out
 
 
 def release_table(columns: Sequence[Tuple[str, bool, list]], kind: str) -> Any:

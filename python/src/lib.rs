@@ -613,7 +613,8 @@ impl PyAccountant {
 
     /// Every accepted charge, in order: dicts with `label`, `cost` (exact text),
     /// `epsilon` and `rho` (exact fraction text or `None`), `delta`, `neighbours`,
-    /// `time` (budget files only).
+    /// `privacy_unit` (the unit column, `None` for one record), `time` (budget files
+    /// only).
     fn ledger<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         guard(|| {
             self.with(py, |state| {
@@ -621,6 +622,7 @@ impl PyAccountant {
                 match state {
                     State::Memory(a) => {
                         let neighbours = a.neighbours().map(neighbours_name);
+                        let unit = a.privacy_unit().flatten();
                         for c in a.ledger() {
                             let d = PyDict::new(py);
                             d.set_item("label", &c.label)?;
@@ -633,6 +635,7 @@ impl PyAccountant {
                             };
                             d.set_item("rho", rho)?;
                             d.set_item("neighbours", neighbours)?;
+                            d.set_item("privacy_unit", unit)?;
                             d.set_item("time", py.None())?;
                             out.append(d)?;
                         }
@@ -648,6 +651,7 @@ impl PyAccountant {
                                 d.set_item("delta", c.delta)?;
                                 d.set_item("rho", py.None())?;
                                 d.set_item("neighbours", c.neighbours.map(neighbours_name))?;
+                                d.set_item("privacy_unit", c.unit.as_deref())?;
                                 d.set_item("time", &c.time)?;
                                 out.append(d)?;
                             }

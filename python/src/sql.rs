@@ -3,7 +3,6 @@
 //! the accountant charged ([`Plan::charge_to`] or the budget file), then the
 //! release ([`Plan::release`]), as `privq sql` does.
 
-use privq_host::accountant::BudgetFile;
 use privq_host::aggregate::{AggregateError, Bounds, Plan, SqlRequest, Table};
 use pyo3::exceptions::{PyUserWarning, PyValueError};
 use pyo3::prelude::*;
@@ -119,9 +118,9 @@ fn plan(
     Ok((plan, table))
 }
 
-/// `privq.sql`'s Rust half. `tables` maps each name to its DataFrame; `reader`
-/// turns a DataFrame and the columns the plan reads into `(all column names,
-/// [(name, texts)])` (`privq._frames.text_columns`). Returns the released
+/// `privq.sql`'s Rust half. `tables` maps each name to its table (already Arrow);
+/// `reader` turns a table and the columns the plan reads into `(all column names,
+/// number of rows, [(name, texts)])` (`privq._frames.text_columns`). Returns the released
 /// columns: `(name, is_text, values)`, group-by columns as text, estimates as floats.
 #[pyfunction]
 #[pyo3(signature = (query, tables, reader, epsilon, privacy_unit, max_groups, max_rows, bounds, keys, delta, neighbours, confidence, quantile_candidates, drop_invalid, accountant, seed))]
@@ -197,13 +196,14 @@ pub(crate) fn _sql<'py>(
         let df = tables
             .get_item(&name)?
             .ok_or_else(|| PyValueError::new_err(format!("tables: no table {name:?}")))?;
-        let (all, data): (Vec<String>, Vec<TextColumn>) = reader.call1((df, wanted))?.extract()?;
+        let (all, rows, data): (Vec<String>, usize, Vec<TextColumn>) =
+            reader.call1((df, wanted))?.extract()?;
         let data: Vec<(String, Vec<String>)> = data
             .into_iter()
             .map(|(n, v)| (n, v.into_iter().map(Option::unwrap_or_default).collect()))
             .collect();
         let table = py
-            .detach(|| Table::from_columns(&data, &columns, MAX_TABLE_ROWS))
+            .detach(|| Table::from_columns(&data, rows, &columns, MAX_TABLE_ROWS))
             .map_err(|e| match e {
                 AggregateError::MissingColumn { column, .. } => {
                     aggregate_error(AggregateError::MissingColumn {
@@ -229,9 +229,8 @@ pub(crate) fn _sql<'py>(
                     .map(drop)
                     .map_err(aggregate_error),
                 State::File { path, cap } => {
-                    let run = plan.accountant().map_err(aggregate_error)?;
                     let cap = *cap;
-                    py.detach(|| BudgetFile::charge_accountant(path, Some(cap), &run, label))
+                    py.detach(|| plan.charge_budget_file(path, Some(cap), label))
                         .map(drop)
                         .map_err(budget_file_error)
                 }

@@ -44,7 +44,12 @@ def run(df, **kw):
     args.update(kw)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", privq.SeedWarning)
+        warnings.filterwarnings("ignore", "without a privacy unit", UserWarning)
         return privq.sql(QUERY, {"readings": df}, **args)
+
+
+# Every row its own unit: one row, one group.
+PER_ROW = dict(privacy_unit=None, max_groups=1, max_rows=1)
 
 
 def test_same_numbers_as_the_program(privq_bin, tmp_path):
@@ -101,8 +106,9 @@ def test_pandas_polars_and_arrow_inputs_give_the_same_release():
     pd.testing.assert_frame_equal(categorical, from_pandas)
     polars_categorical = run(pl.from_pandas(df).with_columns(pl.col("region").cast(pl.Categorical)))
     assert polars_categorical.equals(from_arrow)
-    # A histogram: its bins need no keys.
-    with warnings.catch_warnings():
+    # A histogram: its bins need no keys. Without a privacy unit the library's
+    # note is a warning.
+    with warnings.catch_warnings(), pytest.warns(UserWarning, match="every row is its own unit"):
         warnings.simplefilter("ignore", privq.SeedWarning)
         out = privq.sql(
             "SELECT BIN(temp, -20, 0, 20, 50) AS band, COUNT(*) AS n FROM r GROUP BY band",
@@ -171,8 +177,9 @@ def test_budget_exhausted_releases_nothing_and_spends_nothing():
 
 
 def test_one_accountant_for_sql_and_synthesize(data, domain):
+    # Both protect one record: their costs add up in one accountant.
     accountant = privq.Accountant(epsilon=2, delta=1e-6)
-    run(readings(), accountant=accountant)
+    run(readings(), **PER_ROW, accountant=accountant)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", privq.SeedWarning)
         privq.synthesize(pd.DataFrame(data), domain, epsilon=0.5, delta=1e-9,
@@ -183,8 +190,52 @@ def test_one_accountant_for_sql_and_synthesize(data, domain):
     spent = accountant.spent
     assert spent.epsilon == pytest.approx(1.5)
     with pytest.raises(privq.BudgetExceeded):
-        run(readings(), accountant=accountant)
+        run(readings(), **PER_ROW, accountant=accountant)
     assert accountant.spent == spent
+    assert accountant.ledger().column("privacy_unit").to_pylist() == [None, None]
+
+
+def test_an_accountant_refuses_releases_for_another_privacy_unit(data, domain):
+    # A device with k rows costs k times a row's ε: per-device and per-record
+    # releases do not add up in one budget, in either order.
+    accountant = privq.Accountant(epsilon=5, delta=1e-6)
+    run(readings(), accountant=accountant)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", privq.SeedWarning)
+        with pytest.raises(privq.PrivqError, match="different units"):
+            privq.synthesize(pd.DataFrame(data), domain, epsilon=0.5, delta=1e-9,
+                             accountant=accountant, seed=1)
+    with pytest.raises(privq.PrivqError, match="privacy unit \"device\""):
+        run(readings(), **PER_ROW, accountant=accountant)
+    assert accountant.ledger().column("privacy_unit").to_pylist() == ["device"]
+    assert accountant.spent.epsilon == 1
+
+    rows = privq.Accountant(epsilon=5, delta=1e-6)
+    run(readings(), **PER_ROW, accountant=rows)
+    with pytest.raises(privq.PrivqError, match="different units"):
+        run(readings(), accountant=rows)
+    assert len(rows.ledger()) == 1
+
+
+def test_a_budget_file_refuses_releases_for_another_privacy_unit(privq_bin, tmp_path):
+    path = tmp_path / "budget.json"
+    accountant = privq.Accountant(epsilon=5, budget_file=path)
+    run(readings(), accountant=accountant)
+    with pytest.raises(privq.PrivqError, match="different units"):
+        run(readings(), **PER_ROW, accountant=accountant)
+    assert accountant.ledger().column("privacy_unit").to_pylist() == ["device"]
+    # The program reads the unit the same way.
+    csv = tmp_path / "readings.csv"
+    readings().to_csv(csv, index=False)
+    base = [
+        str(privq_bin), "sql", "SELECT region, COUNT(*) AS n FROM readings GROUP BY region",
+        "--table", f"readings={csv}", "--keys", "region=north", "--epsilon", "1",
+        "--budget-file", str(path),
+    ]
+    assert subprocess.run(base, capture_output=True).returncode != 0
+    unit = ["--privacy-unit", "device", "--max-rows", "3"]
+    assert subprocess.run(base + unit, capture_output=True).returncode == 0
+    assert len(accountant.ledger()) == 2
 
 
 def test_a_budget_file_is_charged_like_the_program(tmp_path):

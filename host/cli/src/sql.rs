@@ -157,14 +157,6 @@ pub fn run(
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     let (plan, _, path) = plan(args)?;
-    if args.privacy_unit.is_none() {
-        writeln!(
-            stderr,
-            "privq: note: without --privacy-unit every row is its own unit; if a person or \
-             device can have several rows, name its column with --privacy-unit, or the \
-             guarantee protects single rows only"
-        )?;
-    }
     for warning in plan.warnings() {
         writeln!(stderr, "privq: warning: {warning}")?;
     }
@@ -181,12 +173,8 @@ pub fn run(
     let mut rng = super::rng(args.seed, stderr)?;
     plan.check_table(&table)?;
     let mut accountant = plan.accountant()?;
-    args.ledger.reserve_for(
-        &accountant,
-        "privq sql",
-        args.privacy_unit.as_deref(),
-        stderr,
-    )?;
+    args.ledger
+        .reserve_for(&accountant, "privq sql", plan.privacy_unit(), stderr)?;
     let release = plan.release_charged(&table, &mut accountant, &mut rng)?;
     let mut out = Vec::new();
     write_release(&release, args.format.format, &mut out)?;

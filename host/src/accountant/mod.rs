@@ -126,6 +126,24 @@ pub enum AccountantError {
         /// The charge's relation (`None`: not stated).
         stated: Option<Neighbours>,
     },
+    /// The charge protects another privacy unit than the charges this accountant
+    /// already holds (its first charge binds it to one: one record, or the units
+    /// named by a column); nothing was spent. A run over rows and a run over devices
+    /// do not add up to one guarantee (a device with k rows costs k times a row's ε).
+    #[error(
+        "{label} protects {}, but this accountant holds charges that protect {}; costs for \
+         different units do not add up (use another accountant)",
+        unit_name(stated.as_deref()),
+        unit_name(bound.as_deref())
+    )]
+    UnitMismatch {
+        /// What the charge is for.
+        label: String,
+        /// The unit of the accountant's charges (`None`: one record).
+        bound: Option<String>,
+        /// The unit of this charge (`None`: one record).
+        stated: Option<String>,
+    },
     /// A receipt issued by another accountant than the one it is presented with
     /// ([`Accountant::check_issued`]); nothing is sampled. A charge to one
     /// accountant pays for nothing released under another's budget.
@@ -145,6 +163,15 @@ pub enum AccountantError {
     /// Exact rational arithmetic overflowed.
     #[error("exact epsilon or rho arithmetic overflowed")]
     Overflow,
+}
+
+/// A privacy unit in words: `None` is one record, `Some(column)` the units named
+/// by `column`.
+fn unit_name(unit: Option<&str>) -> String {
+    unit.map_or_else(
+        || "one record".to_string(),
+        |c| format!("privacy unit {c:?}"),
+    )
 }
 
 /// [`AccountantError::RelationMismatch`]'s message.
@@ -321,6 +348,10 @@ pub struct Accountant {
     ledger: Vec<Charge>,
     uncertified: bool,
     neighbours: Option<Neighbours>,
+    /// The privacy unit of the charges, set by the first: `None` before any,
+    /// `Some(None)` for one record, `Some(Some(column))` for the units `column`
+    /// names.
+    unit: Option<Option<String>>,
 }
 
 impl Clone for Accountant {
@@ -337,6 +368,7 @@ impl Clone for Accountant {
             ledger: self.ledger.clone(),
             uncertified: self.uncertified,
             neighbours: self.neighbours,
+            unit: self.unit.clone(),
         }
     }
 }
@@ -382,6 +414,15 @@ impl Accountant {
         self.neighbours
     }
 
+    /// The privacy unit this accountant's charges protect, set by its first charge:
+    /// `None` before any charge, `Some(None)` for one record (every charge but
+    /// [`Accountant::charge_for_unit`] with a column states one record),
+    /// `Some(Some(column))` for the units `column` names. A charge for another unit
+    /// is refused ([`AccountantError::UnitMismatch`]).
+    pub fn privacy_unit(&self) -> Option<Option<&str>> {
+        self.unit.as_ref().map(Option::as_deref)
+    }
+
     /// Lets this accountant accept [`Cost::Uncertified`] charges (counted like pure
     /// ε, marked in the ledger). For experiments with heuristic mechanisms only: the
     /// total is then not a proven guarantee.
@@ -401,6 +442,7 @@ impl Accountant {
             ledger: Vec::new(),
             uncertified: false,
             neighbours: None,
+            unit: None,
         }
     }
 
@@ -432,6 +474,7 @@ impl Accountant {
             ledger: Vec::new(),
             uncertified: false,
             neighbours: None,
+            unit: None,
         })
     }
 
@@ -458,6 +501,7 @@ impl Accountant {
             ledger: Vec::new(),
             uncertified: false,
             neighbours: None,
+            unit: None,
         })
     }
 
@@ -534,15 +578,29 @@ impl Accountant {
                 stated: None,
             });
         }
-        self.charge_under(None, label, cost)
+        self.charge_under(None, None, label, cost)
     }
 
-    /// [`Accountant::charge`] for a cost stated under `neighbours`: a bound
-    /// accountant ([`Accountant::bind`]) refuses any other relation. Every
-    /// mechanism charges through this.
+    /// [`Accountant::charge`] for a cost stated under `neighbours`, over one
+    /// record: a bound accountant ([`Accountant::bind`]) refuses any other
+    /// relation. Every mechanism charges through this.
     pub fn charge_as(
         &mut self,
         neighbours: Neighbours,
+        label: &str,
+        cost: Cost,
+    ) -> Result<Receipt, AccountantError> {
+        self.charge_for_unit(neighbours, None, label, cost)
+    }
+
+    /// [`Accountant::charge_as`] for a relation over the privacy unit `unit`
+    /// (`None`: one record; `Some(column)`: the units `column` names). The first
+    /// charge binds the accountant to its unit; a charge for another unit is
+    /// refused ([`AccountantError::UnitMismatch`]) and nothing is recorded.
+    pub fn charge_for_unit(
+        &mut self,
+        neighbours: Neighbours,
+        unit: Option<&str>,
         label: &str,
         cost: Cost,
     ) -> Result<Receipt, AccountantError> {
@@ -555,10 +613,33 @@ impl Accountant {
                 stated: Some(neighbours),
             });
         }
-        self.charge_under(Some(neighbours), label, cost)
+        self.charge_under(Some(neighbours), unit, label, cost)
     }
 
     fn charge_under(
+        &mut self,
+        neighbours: Option<Neighbours>,
+        unit: Option<&str>,
+        label: &str,
+        cost: Cost,
+    ) -> Result<Receipt, AccountantError> {
+        if let Some(bound) = &self.unit
+            && bound.as_deref() != unit
+        {
+            return Err(AccountantError::UnitMismatch {
+                label: label.to_string(),
+                bound: bound.clone(),
+                stated: unit.map(str::to_string),
+            });
+        }
+        let receipt = self.charge_checked(neighbours, label, cost)?;
+        if self.unit.is_none() {
+            self.unit = Some(unit.map(str::to_string));
+        }
+        Ok(receipt)
+    }
+
+    fn charge_checked(
         &mut self,
         neighbours: Option<Neighbours>,
         label: &str,

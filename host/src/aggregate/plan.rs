@@ -511,6 +511,12 @@ impl Plan {
         }
     }
 
+    /// The privacy unit the guarantee protects: `None` for one record (every row
+    /// is its own unit), `Some(column)` for the units `column` names.
+    pub fn privacy_unit(&self) -> Option<&str> {
+        self.columns.unit.as_deref()
+    }
+
     /// The neighbour relation of the guarantee.
     pub fn neighbours(&self) -> Neighbours {
         self.neighbours

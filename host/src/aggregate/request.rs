@@ -5,6 +5,8 @@
 
 use privq_core::Epsilon;
 
+use crate::accountant::{BudgetFile, BudgetFileError, BudgetStatus, Cap, RunCost};
+
 use super::{AggregateError, Bounds, Contribution, Groups, Neighbours, Plan, parse_sql};
 
 /// The most combinations of public keys a request may list.
@@ -268,8 +270,11 @@ impl Plan {
     /// Charges a session accountant (shared by several releases) the plan's whole
     /// cost, before the release: a refused charge leaves the session unchanged. A
     /// session with no charges yet is bound to the plan's neighbour relation; one
-    /// holding charges under no relation refuses. The release itself then runs
-    /// under a fresh [`Plan::accountant`].
+    /// holding charges under no relation refuses. The charge is stated for the
+    /// plan's privacy unit ([`Plan::privacy_unit`]), so a session holding charges
+    /// for another unit (one record, or another column) refuses it
+    /// ([`AccountantError::UnitMismatch`](crate::accountant::AccountantError::UnitMismatch)).
+    /// The release itself then runs under a fresh [`Plan::accountant`].
     pub fn charge_to(
         &self,
         session: &mut crate::accountant::Accountant,
@@ -286,25 +291,58 @@ impl Plan {
                 ));
             }
         };
-        let receipt = session.charge_as(self.neighbours(), label, self.cost())?;
+        let receipt =
+            session.charge_for_unit(self.neighbours(), self.privacy_unit(), label, self.cost())?;
         if bind {
             session.bind(self.neighbours());
         }
         Ok(receipt)
     }
 
-    /// What a curator should hear before the release, in words: a large δ (above
-    /// [`LARGE_DELTA`]).
+    /// Charges the budget file at `path` the plan's whole cost, before the release,
+    /// stated under the plan's relation and for its privacy unit
+    /// ([`BudgetFile::charge_unit`](crate::accountant::BudgetFile::charge_unit)): a
+    /// file holding charges for another unit refuses it. Every front end charges a
+    /// budget file for a plan through this.
+    pub fn charge_budget_file(
+        &self,
+        path: &std::path::Path,
+        cap: Option<Cap>,
+        label: &str,
+    ) -> Result<BudgetStatus, BudgetFileError> {
+        let run = RunCost::new(self.cost())?;
+        BudgetFile::charge_unit(
+            path,
+            cap,
+            &run,
+            label,
+            Some(self.neighbours()),
+            self.privacy_unit(),
+        )
+    }
+
+    /// What a curator should hear before the release, in words: no privacy unit
+    /// (every row is then its own unit), a large δ (above [`LARGE_DELTA`]).
     pub fn warnings(&self) -> Vec<String> {
-        match self.cost() {
-            crate::accountant::Cost::Approximate { delta, .. } if delta > LARGE_DELTA => {
-                vec![format!(
-                    "δ = {delta} is large: a group held by one unit is released with probability \
-                 up to δ (1e-6 or smaller is usual)"
-                )]
-            }
-            _ => Vec::new(),
+        let mut out = Vec::new();
+        if self.privacy_unit().is_none() {
+            out.push(
+                "without a privacy unit every row is its own unit; if a person or device can \
+                 have several rows, name its column as the privacy unit (privq sql \
+                 --privacy-unit, privq.sql(privacy_unit=...)), or the guarantee protects single \
+                 rows only"
+                    .to_string(),
+            );
         }
+        if let crate::accountant::Cost::Approximate { delta, .. } = self.cost()
+            && delta > LARGE_DELTA
+        {
+            out.push(format!(
+                "δ = {delta} is large: a group held by one unit is released with probability \
+                 up to δ (1e-6 or smaller is usual)"
+            ));
+        }
+        out
     }
 }
 
@@ -335,7 +373,80 @@ mod tests {
         assert_eq!(plan.contribution(), Contribution::new(2, 3).unwrap());
         assert!(plan.warnings().is_empty());
         let plan = base(QUERY).delta(0.01).build(eps()).unwrap();
-        assert_eq!(plan.warnings().len(), 1);
+        let warnings = plan.warnings();
+        assert_eq!(warnings.len(), 2);
+        assert!(warnings[0].contains("every row is its own unit"));
+        assert!(warnings[1].contains("is large"));
+    }
+
+    #[test]
+    fn a_session_refuses_plans_for_another_privacy_unit() {
+        use crate::accountant::{Accountant, AccountantError};
+        let device = base(QUERY)
+            .privacy_unit("device", 2, 3)
+            .keys("region", ["north"])
+            .build(eps())
+            .unwrap();
+        let rows = base(QUERY).keys("region", ["north"]).build(eps()).unwrap();
+        let mut session = Accountant::pure(Epsilon::new(5, 1).unwrap());
+        device.charge_to(&mut session, "device").unwrap();
+        assert_eq!(session.privacy_unit(), Some(Some("device")));
+        let e = rows.charge_to(&mut session, "rows").unwrap_err();
+        assert!(
+            matches!(
+                &e,
+                AggregateError::Budget(AccountantError::UnitMismatch { bound: Some(b), stated: None, .. })
+                    if b == "device"
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("different units"), "{e}");
+        // A per-record charge by any mechanism is refused too.
+        let cost = crate::accountant::Cost::Pure(eps());
+        assert!(
+            session
+                .charge_as(Neighbours::AddRemove, "record", cost)
+                .is_err()
+        );
+        assert_eq!(session.ledger().len(), 1);
+        device.charge_to(&mut session, "device again").unwrap();
+
+        // The other order: a session of per-record charges refuses a unit's plan.
+        let mut session = Accountant::pure(Epsilon::new(5, 1).unwrap());
+        session.bind(Neighbours::AddRemove);
+        session
+            .charge_as(Neighbours::AddRemove, "record", cost)
+            .unwrap();
+        rows.charge_to(&mut session, "rows").unwrap();
+        assert_eq!(session.privacy_unit(), Some(None));
+        assert!(device.charge_to(&mut session, "device").is_err());
+        assert_eq!(session.ledger().len(), 2);
+    }
+
+    #[test]
+    fn a_budget_file_is_charged_for_the_plan_s_unit() {
+        use crate::accountant::{BudgetFile, BudgetFileError, Cap};
+        let dir = std::env::temp_dir().join(format!("privq-plan-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("budget.json");
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(dir.join("budget.json.lock"));
+        let device = base(QUERY)
+            .privacy_unit("device", 2, 3)
+            .keys("region", ["north"])
+            .build(eps())
+            .unwrap();
+        let rows = base(QUERY).keys("region", ["north"]).build(eps()).unwrap();
+        let cap = Cap::new(Epsilon::new(5, 1).unwrap(), 0.0).unwrap();
+        device
+            .charge_budget_file(&path, Some(cap), "device")
+            .unwrap();
+        let e = rows.charge_budget_file(&path, None, "rows").unwrap_err();
+        assert!(matches!(e, BudgetFileError::UnitMismatch { .. }), "{e}");
+        let file = BudgetFile::read(&path).unwrap();
+        assert_eq!(file.charges().len(), 1);
+        assert_eq!(file.charges()[0].unit.as_deref(), Some("device"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

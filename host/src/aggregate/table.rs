@@ -61,27 +61,31 @@ impl Table {
     ) -> Result<Self, AggregateError> {
         let mut csv = csv::ReaderBuilder::new().from_reader(reader);
         let header: Vec<String> = csv.headers()?.iter().map(str::to_string).collect();
+        if header.is_empty() {
+            return Err(AggregateError::EmptyTable);
+        }
         let mut record = csv::StringRecord::new();
         Self::read(&header, columns, max_rows, &mut record, |r| {
             Ok(csv.read_record(r)?)
         })
     }
 
-    /// Reads a table given column by column, each value as its text (a missing
-    /// value as the empty text), with the checks and the row cap of
+    /// Reads a table of `rows` rows given column by column, each value as its text
+    /// (a missing value as the empty text), with the checks and the row cap of
     /// [`Table::from_csv`]: a value is read exactly as the same text in a CSV
     /// field would be, and an error names the line that row would have in a CSV
     /// file with a header (row `r`, from 0, is line `r + 2`). Every column must
-    /// have the same number of values.
+    /// have exactly `rows` values; `data` may be empty (a plan that reads no
+    /// column, such as `SELECT COUNT(*) FROM t`, still counts the rows).
     pub fn from_columns(
         data: &[(String, Vec<String>)],
+        rows: usize,
         columns: &Columns,
         max_rows: usize,
     ) -> Result<Self, AggregateError> {
-        let n = data.first().map_or(0, |(_, v)| v.len());
-        if let Some((name, values)) = data.iter().find(|(_, v)| v.len() != n) {
+        if let Some((name, values)) = data.iter().find(|(_, v)| v.len() != rows) {
             return Err(AggregateError::InvalidParameter(format!(
-                "column {name:?} has {} values, the first column {n}",
+                "column {name:?} has {} values, the table {rows} rows",
                 values.len()
             )));
         }
@@ -90,7 +94,7 @@ impl Table {
         Self::read(&header, columns, max_rows, &mut record, |r| {
             let next = r.row.map_or(0, |i| i + 1);
             r.row = Some(next);
-            Ok(next < n)
+            Ok(next < rows)
         })
     }
 
@@ -103,9 +107,6 @@ impl Table {
         record: &mut F,
         mut next: impl FnMut(&mut F) -> Result<bool, AggregateError>,
     ) -> Result<Self, AggregateError> {
-        if header.is_empty() {
-            return Err(AggregateError::EmptyTable);
-        }
         let index = |name: &str| -> Result<usize, AggregateError> {
             let mut found = header.iter().enumerate().filter(|(_, h)| h.trim() == name);
             match (found.next(), found.next()) {
@@ -383,18 +384,28 @@ mod tests {
                 vec!["1.5".into(), "2".into(), "-3".into()],
             ),
         ];
-        let t = Table::from_columns(&data, &columns(), 10).unwrap();
+        let t = Table::from_columns(&data, 3, &columns(), 10).unwrap();
         assert_eq!(t.rows(), 3);
         assert_eq!((t.unit(0), t.unit(1), t.unit(2)), (0, 1, 0));
         assert_eq!(t.key_values()[1], vec!["south".to_string()]);
         assert_eq!(t.values(0), &[1.5, 2.0, -3.0]);
         assert!(matches!(
-            Table::from_columns(&data, &columns(), 2),
+            Table::from_columns(&data, 3, &columns(), 2),
             Err(AggregateError::TooManyRows { max: 2 })
         ));
         let mut ragged = data.clone();
         ragged[2].1.pop();
-        assert!(Table::from_columns(&ragged, &columns(), 10).is_err());
+        assert!(Table::from_columns(&ragged, 3, &columns(), 10).is_err());
+        assert!(Table::from_columns(&data, 4, &columns(), 10).is_err());
+        // A plan that reads no column still counts the rows.
+        let none = Columns {
+            unit: None,
+            group_by: Vec::new(),
+            values: Vec::new(),
+            ..columns()
+        };
+        let t = Table::from_columns(&[], 5, &none, 10).unwrap();
+        assert_eq!(t.rows(), 5);
     }
 
     #[test]
@@ -428,7 +439,7 @@ mod tests {
                     )
                 })
                 .collect();
-            let e = Table::from_columns(&data, &columns(), 10).unwrap_err();
+            let e = Table::from_columns(&data, rows.len(), &columns(), 10).unwrap_err();
             assert!(e.to_string().contains(needle), "{csv:?}: {e}");
         }
         let csv = "id,region,temp\na,n,1\nb,n,1\nc,n,1\n";
