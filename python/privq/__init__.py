@@ -478,16 +478,24 @@ def sql(
       :class:`Accountant`), split evenly over its measurements.
     * ``privacy_unit``: the column naming the person or device a row belongs to;
       each unit contributes at most ``max_rows`` rows to each of at most
-      ``max_groups`` groups. Without it every row is its own unit.
+      ``max_groups`` groups. Without it every row is its own unit (a
+      ``UserWarning`` says so). In a float column ``-0.0`` is read as ``0.0``.
     * ``bounds``: ``{column: (lo, hi)}``, the public range of every aggregated
       column (values are clamped into it).
     * ``keys``: ``{column: [values]}``, the public groups of each plain group-by
       column (every combination is released; a histogram's bins come from its
       edges); or ``delta``: select the groups privately instead (a ``UserWarning``
-      when δ is large, above 1e-3, as the program warns).
+      when δ is large, above 1e-3, as the program warns). A ``str`` key is taken
+      as it is; any other is converted with the column's declared Arrow type, as
+      that column's values are (``True`` is ``"true"``, ``0`` in a float column
+      ``"0.0"``); a key the type cannot hold, or ``None``, raises ``ValueError``.
+      Keys and bounds must be public, never read from the data
+      (``df.col.unique()``, ``df.min()``): those would be releases no ε pays for.
     * ``accountant``: charged the query's whole cost before anything is sampled;
       past its budget :class:`BudgetExceeded` is raised, nothing is released and
-      the accountant is unchanged. Without one, the query runs under a fresh
+      the accountant is unchanged. Its first charge binds it to a privacy unit: a
+      release for another (``privacy_unit`` or one record) raises
+      :class:`PrivqError`. Without one, the query runs under a fresh
       budget of exactly its cost.
     * ``seed``: for reproducible tests and demos only (a :class:`SeedWarning`
       says so); by default the noise is drawn from the operating system's

@@ -259,3 +259,89 @@ def test_the_seed_warns_and_randomness_is_the_default():
 def test_a_large_delta_is_warned_about():
     with pytest.warns(UserWarning, match="is large"):
         run(readings(), keys=None, delta=0.01, max_groups=1, max_rows=1)
+
+
+def counts(query, df, **kw):
+    """A noisy count by group (ε = 10: noise of a few units) as {key: n}."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "without a privacy unit", UserWarning)
+        out = privq.sql(query, {"t": df}, epsilon=10, seed=3, **kw)
+    out = pa.table(out) if not isinstance(out, pa.Table) else out
+    key = out.column_names[0]
+    return dict(zip(out.column(key).to_pylist(), out.column("n").to_pylist()))
+
+
+def test_keys_are_read_with_the_column_s_type():
+    df = readings()
+    df["hot"] = df.temp > 5
+    df["floor"] = (df.index % 3).astype(float)
+    df["day"] = pd.to_datetime("2020-01-01") + pd.to_timedelta(df.index % 2, unit="D")
+    hot = "SELECT hot, COUNT(*) AS n FROM t GROUP BY hot"
+    true_count = int(df.hot.sum())
+    # A bool key is the data's text for a bool ("true"), as is the text itself.
+    by_bool = counts(hot, df, keys={"hot": [True, False]})
+    assert by_bool == counts(hot, df, keys={"hot": ["true", "false"]})
+    assert abs(by_bool["true"] - true_count) < 10 and abs(by_bool["false"] - (600 - true_count)) < 10
+    # An int key in a float column is that float.
+    by_floor = counts("SELECT floor, COUNT(*) AS n FROM t GROUP BY floor", df, keys={"floor": [0, 1, 2]})
+    assert sorted(by_floor) == ["0.0", "1.0", "2.0"]
+    assert all(abs(n - 200) < 10 for n in by_floor.values())
+    # A timestamp key is the data's text for that timestamp.
+    days = list(pd.to_datetime(["2020-01-01", "2020-01-02"]))
+    by_day = counts("SELECT day, COUNT(*) AS n FROM t GROUP BY day", df, keys={"day": days})
+    assert all(abs(n - 300) < 10 for n in by_day.values())
+    # Polars reads the same.
+    assert counts(hot, pl.from_pandas(df), keys={"hot": [True, False]}) == by_bool
+
+
+@pytest.mark.parametrize(
+    "column, key, needle",
+    [
+        ("hot", None, "None"),
+        ("hot", 1, "type bool"),
+        ("floor", True, "type double"),
+        ("region", 3, "type (large_)?string"),
+        ("floor", "zero", None),
+    ],
+)
+def test_keys_that_do_not_fit_the_column_are_refused(column, key, needle):
+    df = readings()
+    df["hot"] = df.temp > 5
+    df["floor"] = (df.index % 3).astype(float)
+    query = f"SELECT {column}, COUNT(*) AS n FROM t GROUP BY {column}"
+    if needle is None:
+        # A text is taken as it is (as the program's --keys): a key no row has.
+        assert counts(query, df, keys={column: [key]}).keys() == {key}
+        return
+    accountant = privq.Accountant(epsilon=20)
+    with pytest.raises(ValueError, match=needle):
+        counts(query, df, keys={column: [key]}, accountant=accountant)
+    assert len(accountant.ledger()) == 0
+
+
+def test_a_count_of_rows_reads_no_column():
+    df = readings()
+    for table in (df, pl.from_pandas(df), pa.Table.from_pandas(df, preserve_index=False)):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "without a privacy unit", UserWarning)
+            out = privq.sql("SELECT COUNT(*) AS n FROM t", {"t": table}, epsilon=10, seed=3)
+        assert abs(pa.table(out).column("n")[0].as_py() - 600) < 10
+
+
+def test_a_one_shot_stream_is_read_once():
+    table = pa.Table.from_pandas(readings(), preserve_index=False)
+    stream = pa.RecordBatchReader.from_batches(table.schema, table.to_batches())
+    assert run(stream).equals(run(table))
+
+
+def test_minus_zero_and_zero_are_one_unit():
+    # -0.0 == 0.0: in a float unit column they are one unit (as in pandas' groupby).
+    df = pd.DataFrame({"u": [0.0, -0.0] * 50, "r": ["a"] * 100})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", privq.SeedWarning)
+        out = privq.sql(
+            "SELECT r, COUNT(*) AS n FROM t GROUP BY r", {"t": df}, epsilon=10,
+            privacy_unit="u", max_rows=1, keys={"r": ["a"]}, seed=3,
+        )
+    # One unit contributing one row: a count near 1, not 2.
+    assert abs(out["n"][0] - 1) < 3
