@@ -478,8 +478,12 @@ def sql(
       :class:`Accountant`), split evenly over its measurements.
     * ``privacy_unit``: the column naming the person or device a row belongs to;
       each unit contributes at most ``max_rows`` rows to each of at most
-      ``max_groups`` groups. Without it every row is its own unit (a
-      ``UserWarning`` says so). In a float column ``-0.0`` is read as ``0.0``.
+      ``max_groups`` groups (both 1 by default), rows beyond that dropped at
+      random. So ``COUNT(*)`` counts the rows **kept** (with the defaults, the
+      units per group), and every estimate and interval is of the bounded,
+      clamped data, not of the raw table. Without a unit every row is its own
+      unit (a ``UserWarning`` says so). In a float column ``-0.0`` is read as
+      ``0.0``.
     * ``bounds``: ``{column: (lo, hi)}``, the public range of every aggregated
       column (values are clamped into it).
     * ``keys``: ``{column: [values]}``, the public groups of each plain group-by
@@ -506,7 +510,11 @@ def sql(
     Returns a pandas DataFrame for a pandas input, else a :class:`pyarrow.Table`:
     the group-by columns (text), then each aggregate, with ``NAME_lo`` and
     ``NAME_hi``, the bounds of its confidence interval, where ``privq sql`` prints
-    them (not for variances, standard deviations and quantiles).
+    them (not for variances, standard deviations and quantiles: these have no
+    interval, and on small groups at small ε they can be far off — a quantile is
+    chosen among candidates spread over the bounds, so a group with few units or
+    no data gets an arbitrary candidate). Counts are floats (noisy). Public keys
+    come in the order given; privately selected groups in key order.
 
     >>> import pandas as pd
     >>> readings = pd.DataFrame({

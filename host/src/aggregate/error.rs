@@ -130,9 +130,16 @@ pub enum AggregateError {
         /// The column.
         column: String,
     },
-    /// Bounds for a column no aggregate reads.
-    #[error("the query aggregates no column {0:?} (names are case-sensitive)")]
-    BoundsNotAggregated(String),
+    /// Bounds for a column no aggregate reads (with the columns it does read).
+    #[error(
+        "the query aggregates no column {column:?} (names are case-sensitive; it reads {read})"
+    )]
+    BoundsNotAggregated {
+        /// The column the bounds name.
+        column: String,
+        /// The columns the query's aggregates read, listed for the message.
+        read: String,
+    },
     /// Both public keys and a δ for private group selection.
     #[error("give either keys (public groups) or a δ (groups selected privately), not both")]
     KeysAndDelta,
@@ -220,7 +227,7 @@ impl AggregateError {
             AggregateError::UnknownTable { .. } => "table",
             AggregateError::LimitsWithoutUnit => "privacy-unit",
             AggregateError::Twice { option, .. } => option,
-            AggregateError::BoundsNotAggregated(_) => "bounds",
+            AggregateError::BoundsNotAggregated { .. } => "bounds",
             AggregateError::KeysAndDelta | AggregateError::NothingToSelect => "delta",
             AggregateError::KeysForBins(_)
             | AggregateError::KeysNotGrouped(_)

@@ -196,7 +196,18 @@ impl SqlRequest {
                 });
             }
             if !read.iter().any(|c| c == column) {
-                return Err(AggregateError::BoundsNotAggregated(column.clone()));
+                let read = if read.is_empty() {
+                    "no column".to_string()
+                } else {
+                    read.iter()
+                        .map(|c| format!("{c:?}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                return Err(AggregateError::BoundsNotAggregated {
+                    column: column.clone(),
+                    read,
+                });
             }
             builder = builder.bounds(column.clone(), *bounds);
         }
