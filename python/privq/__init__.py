@@ -401,14 +401,7 @@ def synthesize(
     (['city', 'age'], True)
     """
     _check_synthesis_args(mechanism, domain, accountant, rows)
-    if seed is not None:
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
-            raise ValueError(f"seed = {seed!r}: an integer in [0, 2**64)")
-        warnings.warn(
-            f"seed={seed} makes the noise reproducible; use it only for tests and demos",
-            SeedWarning,
-            stacklevel=2,
-        )
+    _seed(seed)
     delta = _delta(delta)
 
     from ._frames import from_columns, to_columns
