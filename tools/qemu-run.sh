@@ -4,6 +4,8 @@
 # usage (from .cargo/config.toml): qemu-run.sh <qemu-system-xxx> <machine> <cpu> <elf> [args...]
 #   ELF with a defmt #[global_logger] -> semihosting stdout piped through defmt-print
 #   otherwise                         -> plain QEMU, semihosting text straight to stdout
+# RISC-V (qemu-system-riscv32, machine virt) boots with `-bios none`: no firmware in front,
+# the ELF's entry runs first in machine mode, as on an MCU.
 # Semihosting stderr is QEMU's stderr, unchanged (the firmware's raw-report lines).
 # Extra arguments become the guest's semihosting command line (after the ELF name), e.g.
 # `cargo fw-m0 -- fleet=7 device=3`; the test suites ignore them (they run whole).
@@ -25,7 +27,7 @@ timeout_s=${QEMU_TIMEOUT:-300}
 shift_n=${QEMU_ICOUNT_SHIFT:-10}
 
 if ! command -v "$qemu_bin" >/dev/null; then
-  echo "qemu-run: $qemu_bin not found (install qemu-system-arm; see tools/test-all.sh)" >&2
+  echo "qemu-run: $qemu_bin not found (install qemu-system-arm / qemu-system-riscv; see tools/test-all.sh)" >&2
   exit 127
 fi
 
@@ -36,7 +38,12 @@ for a in "$@"; do
   semihosting+=",arg=${a//,/,,}"
 done
 
-qemu=(timeout "$timeout_s" "$qemu_bin" -machine "$machine" -cpu "$cpu"
+bios=()
+if [[ $qemu_bin == qemu-system-riscv* ]]; then
+  bios=(-bios none)
+fi
+
+qemu=(timeout "$timeout_s" "$qemu_bin" -machine "$machine" -cpu "$cpu" "${bios[@]}"
   -nographic -monitor none -serial null
   -icount "shift=$shift_n,sleep=off"
   -semihosting-config "$semihosting" -kernel "$elf")

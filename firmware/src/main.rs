@@ -7,11 +7,16 @@
 //!   `privq_firmware::wire`), the **QEMU/test-only fixed seed** of simulated device
 //!   `device` in fleet `fleet` (semihosting arguments `fleet=<u64> device=<u64>`, both
 //!   0 by default), exit status via semihosting;
-//! * otherwise (hardware): defmt over RTT, panic-probe. A board must provide hardware
-//!   entropy in [`hardware_entropy`]; without it the firmware refuses to release.
+//! * otherwise (hardware): defmt over RTT, panic-probe (Cortex-M; on RISC-V a panic
+//!   stops the hart). A board must provide hardware entropy in [`hardware_entropy`];
+//!   without it the firmware refuses to release.
+//!
+//! Targets: Cortex-M (cortex-m-rt) and RISC-V riscv32imc (riscv-rt, QEMU `virt`); the
+//! few architecture-specific lines are under `cfg(target_arch = ...)` in [`arch`].
 #![no_std]
 #![no_main]
 
+#[cfg(target_arch = "arm")]
 use cortex_m_rt::entry;
 use privq_core::ledger::Ledger;
 use privq_core::local::QueryId;
@@ -31,7 +36,11 @@ use privq_firmware::synthetic::SyntheticSensorBus;
 use privq_firmware::wire;
 
 #[cfg(not(feature = "qemu"))]
-use {defmt_rtt as _, panic_probe as _};
+use defmt_rtt as _;
+#[cfg(all(not(feature = "qemu"), target_arch = "arm"))]
+use panic_probe as _;
+#[cfg(target_arch = "riscv32")]
+use riscv_rt::entry;
 
 /// Epochs the firmware runs: one more than the lifetime budget covers, to show the
 /// ledger refusing.
@@ -78,7 +87,7 @@ fn run(
     release: Result<release::Selected, privq_core::Error>,
 ) -> Result<(), AppError> {
     // The simulated flash lives in a static (as flash would be outside the stack).
-    let flash = cortex_m::singleton!(: SimFlash<FLASH_BYTES> = SimFlash::new()).ok_or(
+    let flash = arch::singleton!(: SimFlash<FLASH_BYTES> = SimFlash::new()).ok_or(
         privq_core::Error::Storage(privq_core::StorageKind::Unspecified),
     )?;
     let ledger = Ledger::open(FlashStore::new(flash), release::lifetime_epsilon()?)?;
@@ -104,7 +113,7 @@ fn run(
     let mut counters = {
         // The upload counters (next epoch, next sequence) persist beside the ledger, in
         // their own flash region with the same wear-levelled, fail-closed record log.
-        let flash = cortex_m::singleton!(: SimFlash<FLASH_BYTES> = SimFlash::new()).ok_or(
+        let flash = arch::singleton!(: SimFlash<FLASH_BYTES> = SimFlash::new()).ok_or(
             privq_core::Error::Storage(privq_core::StorageKind::Unspecified),
         )?;
         UploadCounters::open(FlashStore::new(flash))?
@@ -248,9 +257,14 @@ mod stack {
     const MAX_PAINT: usize = 64 * 1024;
 
     unsafe extern "C" {
-        /// Top of the stack (cortex-m-rt: end of RAM).
+        /// Top of the stack (cortex-m-rt, riscv-rt: end of RAM).
         static _stack_start: u32;
         /// Lowest address the stack may grow to (cortex-m-rt: end of .bss/.uninit).
+        #[cfg(target_arch = "arm")]
+        static _stack_end: u32;
+        /// Lowest address the stack may grow to (riscv-rt: end of .bss/.uninit/heap).
+        #[cfg(target_arch = "riscv32")]
+        #[link_name = "__estack"]
         static _stack_end: u32;
     }
 
@@ -264,7 +278,7 @@ mod stack {
     #[inline(never)]
     pub fn paint() {
         let (bottom, _) = bounds();
-        let sp = cortex_m::register::msp::read() as usize;
+        let sp = super::arch::stack_pointer();
         let mut p = bottom;
         while p + 4 * MARGIN < sp {
             // SAFETY: `p` is word aligned (both bounds are) and lies between the end of
@@ -543,8 +557,7 @@ mod semihosting_log {
     // writes and release are dropped, so frames never interleave.
     unsafe impl defmt::Logger for Logger {
         fn acquire() {
-            let enabled = cortex_m::register::primask::read().is_inactive();
-            cortex_m::interrupt::disable();
+            let enabled = super::arch::disable_interrupts();
             // SAFETY: interrupts are masked; this is the only live reference.
             let s = unsafe { state() };
             if s.taken {
@@ -577,7 +590,7 @@ mod semihosting_log {
             s.taken = false;
             if s.restore {
                 // SAFETY: interrupts were enabled when this frame was acquired.
-                unsafe { cortex_m::interrupt::enable() };
+                unsafe { super::arch::enable_interrupts() };
             }
         }
 
@@ -761,9 +774,7 @@ fn finish(ok: bool) -> ! {
     #[cfg(not(feature = "qemu"))]
     {
         let _ = ok;
-        loop {
-            cortex_m::asm::wfi();
-        }
+        arch::sleep_forever()
     }
 }
 
@@ -785,4 +796,89 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
 #[defmt::panic_handler]
 fn defmt_panic() -> ! {
     semihosting::process::exit(101)
+}
+
+/// What differs between the architectures: the core's registers and instructions, and
+/// on RISC-V without `qemu` the panic handler (panic-probe is Cortex-M only).
+#[cfg(target_arch = "arm")]
+#[allow(unsafe_code)]
+mod arch {
+    pub use cortex_m::singleton;
+
+    /// Masks interrupts; returns whether they were enabled.
+    #[cfg(feature = "qemu")]
+    pub fn disable_interrupts() -> bool {
+        let enabled = cortex_m::register::primask::read().is_inactive();
+        cortex_m::interrupt::disable();
+        enabled
+    }
+
+    /// Unmasks interrupts. SAFETY (callers): not inside a critical section that relies on
+    /// them staying masked.
+    #[cfg(feature = "qemu")]
+    pub unsafe fn enable_interrupts() {
+        // SAFETY: see the function's contract.
+        unsafe { cortex_m::interrupt::enable() }
+    }
+
+    /// The current stack pointer.
+    #[cfg(feature = "qemu")]
+    pub fn stack_pointer() -> usize {
+        cortex_m::register::msp::read() as usize
+    }
+
+    /// Sleeps until the next interrupt, forever.
+    #[cfg(not(feature = "qemu"))]
+    pub fn sleep_forever() -> ! {
+        loop {
+            cortex_m::asm::wfi();
+        }
+    }
+}
+
+/// RISC-V (riscv32imc): machine mode, one hart.
+#[cfg(target_arch = "riscv32")]
+#[allow(unsafe_code)]
+mod arch {
+    pub use riscv::singleton;
+
+    /// Masks machine-mode interrupts; returns whether they were enabled.
+    #[cfg(feature = "qemu")]
+    pub fn disable_interrupts() -> bool {
+        let enabled = riscv::register::mstatus::read().mie();
+        riscv::interrupt::disable();
+        enabled
+    }
+
+    /// Unmasks machine-mode interrupts. SAFETY (callers): not inside a critical section
+    /// that relies on them staying masked.
+    #[cfg(feature = "qemu")]
+    pub unsafe fn enable_interrupts() {
+        // SAFETY: see the function's contract.
+        unsafe { riscv::interrupt::enable() }
+    }
+
+    /// The current stack pointer.
+    #[cfg(feature = "qemu")]
+    pub fn stack_pointer() -> usize {
+        let sp: usize;
+        // SAFETY: copies the stack pointer into a register; no memory is touched.
+        unsafe { core::arch::asm!("mv {}, sp", out(reg) sp, options(nomem, nostack)) };
+        sp
+    }
+
+    /// Sleeps until the next interrupt, forever.
+    #[cfg(not(feature = "qemu"))]
+    pub fn sleep_forever() -> ! {
+        loop {
+            riscv::asm::wfi();
+        }
+    }
+
+    /// Hardware: a panic stops here (no debugger protocol assumed; defmt-rtt has the log).
+    #[cfg(not(feature = "qemu"))]
+    #[panic_handler]
+    fn panic(_: &core::panic::PanicInfo) -> ! {
+        sleep_forever()
+    }
 }
