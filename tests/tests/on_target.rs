@@ -1,5 +1,5 @@
 //! The on-target suite: runs every shared check of `privq_tests::CHECKS` on a Cortex-M
-//! core in QEMU, then measures the per-call instruction cost of the exact and the
+//! or RISC-V (riscv32imc) core in QEMU, then measures the per-call instruction cost of the exact and the
 //! bounded-work discrete Laplace samplers.
 //!
 //! Output goes to the host over semihosting: `test NAME ... ok|FAILED` lines, the cost
@@ -13,7 +13,12 @@
 //!
 //! Cost: QEMU runs with `-icount shift=N` (tools/qemu-run.sh), so virtual time advances
 //! exactly 2^N ns per instruction and SysTick (core clock) counts instructions times a
-//! fixed ratio, calibrated here against `cortex_m::asm::delay` (2 instructions per loop).
+//! fixed ratio, calibrated here against a delay loop (2 instructions per loop). On RISC-V
+//! the counter is `mcycle`, which QEMU advances with virtual time under `-icount` (2^N
+//! per instruction, like SysTick), calibrated the same way. (`minstret` would count
+//! instructions exactly, but one tick per instruction is below the 2 ticks per
+//! instruction that [`CostProfile::check_constant`] needs to resolve one instruction.)
+//! The architecture-specific parts are in [`arch`].
 #![no_std]
 #![no_main]
 
@@ -21,10 +26,7 @@ use core::fmt::Write;
 use core::hint::black_box;
 use core::sync::atomic::{Ordering, compiler_fence};
 
-use cortex_m::peripheral::SYST;
-use cortex_m::peripheral::syst::SystClkSource;
-use cortex_m_rt::entry;
-use cortex_m_semihosting::{debug, hio};
+use arch::{entry, exit};
 use privq_core::ledger::{Ledger, MemoryStore};
 use privq_core::local::{
     Grr, HadamardResponse, LocalRandomizer, Olh, QueryId, SqLaplace, UeVariant, UnaryEncoding,
@@ -46,9 +48,6 @@ use privq_tests::rng::SplitMix64;
 use rand_chacha::ChaCha12Rng;
 use rand_core::SeedableRng;
 
-/// SysTick is a 24-bit down-counter.
-const SYSTICK_MASK: u32 = 0x00ff_ffff;
-
 /// Scales `num/den` whose sampler costs are measured, with the width of the value
 /// buckets the costs are grouped by.
 const COST_SCALES: [(u64, u64, i64, &str); 3] = [
@@ -60,36 +59,28 @@ const COST_SCALES: [(u64, u64, i64, &str); 3] = [
 /// Calls measured per sampler and scale.
 const COST_CALLS: u32 = 1500;
 
-/// The free-running SysTick, clocked by the core clock.
-struct Ticks;
+/// The core's free-running counter ([`arch::Counter`]: SysTick or `minstret`).
+struct Ticks(arch::Counter);
 
 impl Ticks {
-    fn start(mut syst: SYST) -> Ticks {
-        syst.set_clock_source(SystClkSource::Core);
-        syst.set_reload(SYSTICK_MASK);
-        syst.clear_current();
-        syst.enable_counter();
-        Ticks
-    }
-
-    /// Runs `f` and returns its result with the SysTick ticks it took.
+    /// Runs `f` and returns its result with the counter ticks it took.
     #[inline(always)]
     fn time<T>(&self, f: impl FnOnce() -> T) -> (T, u32) {
         compiler_fence(Ordering::SeqCst);
-        let start = SYST::get_current();
+        let start = self.0.now();
         compiler_fence(Ordering::SeqCst);
         let out = black_box(f());
         compiler_fence(Ordering::SeqCst);
-        let end = SYST::get_current();
+        let end = self.0.now();
         compiler_fence(Ordering::SeqCst);
-        (out, start.wrapping_sub(end) & SYSTICK_MASK)
+        (out, arch::Counter::elapsed(start, end))
     }
 
-    /// Ticks per executed instruction: `delay(n)` runs `n + 1` two-instruction loops.
+    /// Ticks per executed instruction: `spin(n)` runs `n + 1` two-instruction loops.
     fn per_instruction(&self) -> f64 {
         const LOOPS: u32 = 100_000;
-        let ((), short) = self.time(|| cortex_m::asm::delay(black_box(0)));
-        let ((), long) = self.time(|| cortex_m::asm::delay(black_box(LOOPS)));
+        let ((), short) = self.time(|| arch::spin(black_box(0)));
+        let ((), long) = self.time(|| arch::spin(black_box(LOOPS)));
         f64::from(long - short) / f64::from(2 * LOOPS)
     }
 }
@@ -114,7 +105,8 @@ fn cost_checks<W: Write>(runner: &mut Runner<W>, ticks: &Ticks) {
     let ((), overhead) = ticks.time(|| ());
     let _ = writeln!(
         runner.out(),
-        "cost: SysTick ticks per instruction {ratio:.5}; timer overhead {overhead} ticks (included below)"
+        "cost: {} ticks per instruction {ratio:.5}; timer overhead {overhead} ticks (included below)",
+        arch::COUNTER
     );
     for (num, den, bucket, label) in COST_SCALES {
         let mut rng = SplitMix64::new(0xc057 + num);
@@ -352,7 +344,9 @@ fn bounded_name(label: &str) -> &'static str {
 
 #[entry]
 fn main() -> ! {
-    let Ok(out) = hio::hstdout() else { exit(false) };
+    let Some(out) = arch::stdout() else {
+        exit(false)
+    };
     let mut runner = Runner::new(out);
     let _ = writeln!(
         runner.out(),
@@ -376,17 +370,14 @@ fn main() -> ! {
         "hmac_sha256_rfc4231_case_2_and_frame_round_trip",
         hmac_on_target,
     );
-    match cortex_m::Peripherals::take() {
-        Some(p) => {
-            let ticks = Ticks::start(p.SYST);
+    match arch::Counter::start() {
+        Some(counter) => {
+            let ticks = Ticks(counter);
             cost_checks(&mut runner, &ticks);
             report_costs(&mut runner, &ticks);
         }
-        None => runner.run("cost_systick_available", || {
-            expect_ok(
-                "cortex_m::Peripherals::take",
-                Err(privq_core::Error::EmptyRange),
-            )
+        None => runner.run("cost_counter_available", || {
+            expect_ok("arch::Counter::start", Err(privq_core::Error::EmptyRange))
         }),
     }
     let ok = runner.finish();
@@ -442,23 +433,147 @@ fn hmac_on_target() -> privq_tests::check::Outcome {
     }
 }
 
-/// Ends QEMU with status 0 (`ok`) or 1.
-fn exit(ok: bool) -> ! {
-    debug::exit(if ok {
-        debug::EXIT_SUCCESS
-    } else {
-        debug::EXIT_FAILURE
-    });
-    // Not reached under QEMU; on a debugger-less board just stop here.
-    loop {
-        cortex_m::asm::wfi();
+/// Cortex-M: SysTick, cortex-m-semihosting.
+#[cfg(target_arch = "arm")]
+mod arch {
+    use core::fmt::Write;
+
+    use cortex_m::peripheral::SYST;
+    use cortex_m::peripheral::syst::SystClkSource;
+    pub use cortex_m_rt::entry;
+    use cortex_m_semihosting::{debug, hio};
+
+    /// The counter's name in the output.
+    pub const COUNTER: &str = "SysTick";
+
+    /// SysTick is a 24-bit down-counter.
+    const SYSTICK_MASK: u32 = 0x00ff_ffff;
+
+    /// The free-running SysTick, clocked by the core clock.
+    pub struct Counter;
+
+    impl Counter {
+        /// Starts SysTick; `None` if its peripheral was taken already.
+        pub fn start() -> Option<Counter> {
+            let mut syst = cortex_m::Peripherals::take()?.SYST;
+            syst.set_clock_source(SystClkSource::Core);
+            syst.set_reload(SYSTICK_MASK);
+            syst.clear_current();
+            syst.enable_counter();
+            Some(Counter)
+        }
+
+        /// The current count.
+        #[inline(always)]
+        pub fn now(&self) -> u32 {
+            SYST::get_current()
+        }
+
+        /// Ticks from `start` to `end` (SysTick counts down).
+        #[inline(always)]
+        pub fn elapsed(start: u32, end: u32) -> u32 {
+            start.wrapping_sub(end) & SYSTICK_MASK
+        }
+    }
+
+    /// `n + 1` two-instruction loops.
+    #[inline(always)]
+    pub fn spin(n: u32) {
+        cortex_m::asm::delay(n);
+    }
+
+    /// Semihosting stdout.
+    pub fn stdout() -> Option<impl Write> {
+        hio::hstdout().ok()
+    }
+
+    /// Semihosting stderr.
+    pub fn stderr() -> Option<impl Write> {
+        hio::hstderr().ok()
+    }
+
+    /// Ends QEMU with status 0 (`ok`) or 1.
+    pub fn exit(ok: bool) -> ! {
+        debug::exit(if ok {
+            debug::EXIT_SUCCESS
+        } else {
+            debug::EXIT_FAILURE
+        });
+        // Not reached under QEMU; on a debugger-less board just stop here.
+        loop {
+            cortex_m::asm::wfi();
+        }
+    }
+}
+
+/// RISC-V (riscv32imc, QEMU `virt`): `mcycle`, the `semihosting` crate.
+#[cfg(target_arch = "riscv32")]
+mod arch {
+    use core::fmt::{self, Write};
+
+    pub use riscv_rt::entry;
+
+    /// The counter's name in the output.
+    pub const COUNTER: &str = "mcycle";
+
+    /// `mcycle`, the low 32 bits: the core clock (QEMU: virtual time under `-icount`; at
+    /// shift 10 it wraps after about 4 million instructions, far above any measurement).
+    pub struct Counter;
+
+    impl Counter {
+        /// The counter runs from reset (machine mode may always read it).
+        pub fn start() -> Option<Counter> {
+            Some(Counter)
+        }
+
+        /// The current count.
+        #[inline(always)]
+        pub fn now(&self) -> u32 {
+            riscv::register::mcycle::read() as u32
+        }
+
+        /// Ticks from `start` to `end` (`mcycle` counts up).
+        #[inline(always)]
+        pub fn elapsed(start: u32, end: u32) -> u32 {
+            end.wrapping_sub(start)
+        }
+    }
+
+    /// `n + 1` two-instruction loops (`riscv::asm::delay(c)` runs `1 + c / 2`).
+    #[inline(always)]
+    pub fn spin(n: u32) {
+        riscv::asm::delay(n.saturating_mul(2));
+    }
+
+    /// A semihosting stream as a `core::fmt::Write`.
+    struct Stream<S>(S);
+
+    impl<S: semihosting::io::Write> Write for Stream<S> {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            self.0.write_all(s.as_bytes()).map_err(|_| fmt::Error)
+        }
+    }
+
+    /// Semihosting stdout.
+    pub fn stdout() -> Option<impl Write> {
+        semihosting::io::stdout().ok().map(Stream)
+    }
+
+    /// Semihosting stderr.
+    pub fn stderr() -> Option<impl Write> {
+        semihosting::io::stderr().ok().map(Stream)
+    }
+
+    /// Ends QEMU with status 0 (`ok`) or 1.
+    pub fn exit(ok: bool) -> ! {
+        semihosting::process::exit(if ok { 0 } else { 1 })
     }
 }
 
 /// Any panic fails the suite: print it to the host's stderr, exit with status 1.
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo) -> ! {
-    if let Ok(mut err) = hio::hstderr() {
+    if let Some(mut err) = arch::stderr() {
         let _ = writeln!(err, "panicked: {info}");
     }
     exit(false)
