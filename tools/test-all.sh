@@ -2,11 +2,12 @@
 # privq: THE test command. Runs everything and prints a summary:
 #
 #   formatting; the book (mdBook, docs/); clippy on the program without features and on the
-#   bare-metal builds; docs without warnings; every host test (library, CLI, collector,
+#   bare-metal builds (Cortex-M and RISC-V); docs without warnings; every host test (library, CLI, collector,
 #   DataFusion/Parquet and Ballista, doc tests) in one build, linted by clippy as it compiles
 #   (every host feature, all targets); the collector's SIGKILL crash test and load benchmark; the on-target suites in
-#   QEMU (Cortex-M0 microbit, Cortex-M3 lm3s6965evb, Cortex-M4F mps2-an386); the firmware in
-#   QEMU (M0 + M4F); the device -> host end-to-end test in QEMU (tests/tests/e2e.rs); the
+#   QEMU (Cortex-M0 microbit, Cortex-M3 lm3s6965evb, Cortex-M4F mps2-an386, RISC-V riscv32imc
+#   on virt); the firmware in QEMU (M0, M4F, RV32); the device -> host end-to-end test in QEMU
+#   (tests/tests/e2e.rs); the
 #   firmware's flash/RAM sizes; a build of privq-core and the firmware with the declared MSRV
 #   toolchain; privq-core's flash-ledger store under power cuts and `cargo package` of
 #   privq-core; the independent example crate examples/device-flow (host tests, thumbv6m and
@@ -28,7 +29,11 @@ ROOT=$PWD
 LOG_DIR=${PRIVQ_TEST_LOGS:-$ROOT/target/test-all}
 mkdir -p "$LOG_DIR"
 
-TARGETS=(thumbv6m-none-eabi thumbv7m-none-eabi thumbv7em-none-eabihf)
+TARGETS=(thumbv6m-none-eabi thumbv7m-none-eabi thumbv7em-none-eabihf riscv32imc-unknown-none-elf)
+# The QEMU system emulators the on-target steps boot (Debian packages qemu-system-arm and
+# qemu-system-riscv).
+QEMU_BINS=(qemu-system-arm qemu-system-riscv32)
+QEMU_PACKAGES=(qemu-system-arm qemu-system-riscv)
 # The declared MSRV of privq-core, the firmware and the on-target tests (the workspace's
 # rust-version; the host crates declare their own). The `msrv` step builds with it.
 MSRV=$(sed -nE 's/^rust-version = "([0-9.]+)"$/\1/p' Cargo.toml | head -n1)
@@ -62,7 +67,7 @@ install_qemu() {
   [[ -r /etc/os-release ]] && codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
   if ! is_root; then
     cat >&2 <<EOF
-test-all: qemu-system-arm is missing and this is not root, so it cannot be installed here.
+test-all: ${QEMU_BINS[*]} missing and this is not root, so they cannot be installed here.
 Install it as root, then run tools/test-all.sh again. On Debian 12 (bookworm):
 
   cat > /etc/apt/sources.list.d/bookworm-backports.sources <<'EOS'
@@ -73,9 +78,9 @@ Install it as root, then run tools/test-all.sh again. On Debian 12 (bookworm):
   Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
   EOS
   apt-get update
-  apt-get install -y --no-install-recommends -t bookworm-backports qemu-system-arm
+  apt-get install -y --no-install-recommends -t bookworm-backports ${QEMU_PACKAGES[*]}
 
-(Other Debian/Ubuntu releases: apt-get install qemu-system-arm.)
+(Other Debian/Ubuntu releases: apt-get install ${QEMU_PACKAGES[*]}.)
 EOF
     exit 1
   fi
@@ -92,10 +97,10 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
     fi
     apt-get update -qq
-    apt-get install -y -qq --no-install-recommends -t bookworm-backports qemu-system-arm
+    apt-get install -y -qq --no-install-recommends -t bookworm-backports "${QEMU_PACKAGES[@]}"
   else
     apt-get update -qq
-    apt-get install -y -qq --no-install-recommends qemu-system-arm
+    apt-get install -y -qq --no-install-recommends "${QEMU_PACKAGES[@]}"
   fi
 }
 
@@ -112,12 +117,18 @@ setup() {
     die "could not install the MSRV toolchain $MSRV (rustup toolchain install $MSRV --profile minimal)"
   rustc "+$MSRV" --version || die "the MSRV toolchain $MSRV is not usable"
 
-  if ! command -v qemu-system-arm >/dev/null; then
-    echo "qemu-system-arm not found: installing"
+  local q missing=()
+  for q in "${QEMU_BINS[@]}"; do
+    command -v "$q" >/dev/null || missing+=("$q")
+  done
+  if ((${#missing[@]} > 0)); then
+    echo "${missing[*]} not found: installing ${QEMU_PACKAGES[*]}"
     install_qemu
   fi
-  command -v qemu-system-arm >/dev/null || die "qemu-system-arm still missing after the install"
-  qemu-system-arm --version | head -n1
+  for q in "${QEMU_BINS[@]}"; do
+    command -v "$q" >/dev/null || die "$q still missing after the install"
+    "$q" --version | head -n1
+  done
 
   # tools/qemu-run.sh needs readelf (binutils) and timeout (coreutils).
   if ! command -v readelf >/dev/null; then
@@ -256,13 +267,15 @@ size_tool() {
 #                                              frames (HMAC-SHA-256) besides the report lines
 #   m0-ntc, m4f-ntc                            feature `ntc`: thermistor through an ADC,
 #                                              converted with micromath (f32)
+#   rv32                         default mechanism (OUE) on RISC-V riscv32imc (QEMU virt)
 E2E_DIR=target/e2e
 E2E_CONFIGS=("m0:thumbv6m-none-eabi:" "m4f:thumbv7em-none-eabihf:"
   "m0-grr:thumbv6m-none-eabi:grr" "m0-olh:thumbv6m-none-eabi:olh"
   "m0-hadamard:thumbv6m-none-eabi:hadamard" "m0-laplace:thumbv6m-none-eabi:laplace"
   "m0-frames:thumbv6m-none-eabi:frames" "m4f-frames:thumbv7em-none-eabihf:frames"
   "m0-laplace-frames:thumbv6m-none-eabi:laplace,frames"
-  "m0-ntc:thumbv6m-none-eabi:ntc" "m4f-ntc:thumbv7em-none-eabihf:ntc")
+  "m0-ntc:thumbv6m-none-eabi:ntc" "m4f-ntc:thumbv7em-none-eabihf:ntc"
+  "rv32:riscv32imc-unknown-none-elf:")
 
 build_e2e_elfs() {
   mkdir -p "$E2E_DIR"
@@ -275,7 +288,7 @@ build_e2e_elfs() {
   done
 }
 
-# Device -> host end to end: sampled devices in QEMU (M0 and M4F, plus the other
+# Device -> host end to end: sampled devices in QEMU (M0, M4F and RV32, plus the other
 # mechanisms on M0) must emit reports byte-identical to the host's run of the same
 # device, and the fleet aggregate must match the truth; the upload frames go to a
 # running `privq serve`, whose estimates must equal the host simulation's
@@ -548,11 +561,14 @@ expect_pytest() {
 # tests (core/tests/flash_store.rs) with their counts in the summary. The host-tests build
 # enables the feature only through the firmware's dependency; this step does not rely on it.
 # It builds without the default `upload` feature (no hmac/sha2), so that configuration is
-# compiled and linted too, on the host and for thumbv6m.
+# compiled and linted too, on the host and for thumbv6m. Last, privq-core with all its no_std
+# features for riscv32imc (no atomic instructions).
 core_flash_ledger() {
   lint_cargo test -p privq-core --no-default-features --features flash-ledger --test flash_store \
     -- --nocapture || return
   cargo build -p privq-core --no-default-features --features flash-ledger --target thumbv6m-none-eabi || return
+  # RISC-V without atomics (riscv32imc): privq-core with every no_std feature.
+  cargo build -p privq-core --features flash-ledger,defmt,rand-core-06 --target riscv32imc-unknown-none-elf || return
 }
 
 expect_core_flash_ledger() {
@@ -652,7 +668,10 @@ step clippy-bare-metal - bash -c '
   for f in grr olh hadamard laplace; do
     cargo clippy -p privq-firmware --features qemu,$f --target thumbv6m-none-eabi -- -D warnings
   done
-  cargo clippy -p privq-tests --features rt --test on_target --target thumbv7m-none-eabi -- -D warnings'
+  cargo clippy -p privq-tests --features rt --test on_target --target thumbv7m-none-eabi -- -D warnings
+  cargo clippy -p privq-firmware --features qemu --target riscv32imc-unknown-none-elf -- -D warnings
+  cargo clippy -p privq-firmware --features rt --target riscv32imc-unknown-none-elf -- -D warnings
+  cargo clippy -p privq-tests --features rt --test on_target --target riscv32imc-unknown-none-elf -- -D warnings'
 # The crates' docs, without DataFusion: checking its ~200 crates for rustdoc alone would
 # cost as much as the clippy pass the host-tests build replaced. privq-analytics' docs are
 # linted by rustc (missing_docs) in that build, but its intra-doc links are not checked here.
@@ -668,8 +687,10 @@ step python expect_pytest python_tests
 step qemu-m0 expect_suite_ran_m0 cargo qemu-m0
 step qemu-m3 expect_suite_ran cargo qemu-m3
 step qemu-m4f expect_suite_ran cargo qemu-m4f
+step qemu-rv32 expect_suite_ran cargo qemu-rv32
 step firmware-m0 expect_release cargo fw-m0
 step firmware-m4f expect_release cargo fw-m4f
+step firmware-rv32 expect_release cargo fw-rv32
 step firmware-m0-frames expect_frames cargo fw-m0 --features frames
 step e2e-qemu expect_e2e e2e_qemu
 step firmware-size - firmware_sizes

@@ -15,7 +15,7 @@
 //!   64 bins, and the per-bin 95 % intervals cover at least 56 of the 64 bins).
 //! * [`qemu_devices_match_the_host`] (`#[ignore]`d: it needs the firmware ELFs, which
 //!   `tools/test-all.sh` builds and passes in `PRIVQ_E2E_ELFS`): a sample of devices
-//!   runs in QEMU on Cortex-M0 and Cortex-M4F; every raw report they emit on
+//!   runs in QEMU on Cortex-M0, Cortex-M4F and RISC-V (riscv32imc); every raw report they emit on
 //!   semihosting stderr must be byte-identical to the host run of the same device
 //!   (all five epochs, including the ledger refusing the fifth), the epoch-0 reports
 //!   are put in place of the host-simulated ones and the fleet is aggregated again.
@@ -311,14 +311,15 @@ fn a_device_run_spends_its_budget_then_is_refused() {
 /// One QEMU target of the sample.
 struct Target {
     label: String,
+    qemu: &'static str,
     machine: &'static str,
     cpu: &'static str,
     elf: PathBuf,
 }
 
 /// `PRIVQ_E2E_ELFS`: whitespace-separated `label=path` pairs; the label starts with
-/// `m0` (QEMU microbit, Cortex-M0) or `m4f` (mps2-an386, Cortex-M4F), e.g.
-/// `m0=target/…/privq-firmware m4f=… m0-grr=…`.
+/// `m0` (QEMU microbit, Cortex-M0), `m4f` (mps2-an386, Cortex-M4F) or `rv32` (virt,
+/// an RV32IMC core), e.g. `m0=target/…/privq-firmware m4f=… m0-grr=… rv32=…`.
 fn targets() -> Vec<Target> {
     let spec = std::env::var("PRIVQ_E2E_ELFS")
         .expect("set PRIVQ_E2E_ELFS to the firmware ELFs (tools/test-all.sh does)");
@@ -327,15 +328,23 @@ fn targets() -> Vec<Target> {
             let (label, path) = pair
                 .split_once('=')
                 .unwrap_or_else(|| panic!("PRIVQ_E2E_ELFS entry {pair:?} is not label=path"));
-            let (machine, cpu) = if label.starts_with("m0") {
-                ("microbit", "cortex-m0")
+            let (qemu, machine, cpu) = if label.starts_with("m0") {
+                ("qemu-system-arm", "microbit", "cortex-m0")
             } else if label.starts_with("m4f") {
-                ("mps2-an386", "cortex-m4")
+                ("qemu-system-arm", "mps2-an386", "cortex-m4")
+            } else if label.starts_with("rv32") {
+                // The core of the riscv32imc runner in .cargo/config.toml: I, M, C only.
+                (
+                    "qemu-system-riscv32",
+                    "virt",
+                    "rv32,a=false,zawrs=false,f=false,d=false,zfa=false",
+                )
             } else {
-                panic!("unknown target label {label} (m0… or m4f…)")
+                panic!("unknown target label {label} (m0…, m4f… or rv32…)")
             };
             Target {
                 label: label.to_string(),
+                qemu,
                 machine,
                 cpu,
                 elf: PathBuf::from(path),
@@ -381,7 +390,7 @@ fn run_qemu(target: &Target, device: u64) -> QemuRun {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let out = Command::new(root.join("tools/qemu-run.sh"))
         .current_dir(&root)
-        .args(["qemu-system-arm", target.machine, target.cpu])
+        .args([target.qemu, target.machine, target.cpu])
         .arg(&target.elf)
         .arg(format!("fleet={FLEET_SEED}"))
         .arg(format!("device={device}"))
@@ -512,7 +521,15 @@ fn qemu_devices_match_the_host() {
         .flat_map(|t| {
             // The non-default configurations get a shorter sample (frames of the
             // default mechanism get the full one).
-            let full = ["m0", "m4f", "m0-frames", "m4f-frames", "m0-ntc", "m4f-ntc"];
+            let full = [
+                "m0",
+                "m4f",
+                "rv32",
+                "m0-frames",
+                "m4f-frames",
+                "m0-ntc",
+                "m4f-ntc",
+            ];
             let n = if !full.contains(&targets[t].label.as_str()) {
                 2
             } else {
