@@ -840,7 +840,30 @@ mod arch {
 #[cfg(target_arch = "riscv32")]
 #[allow(unsafe_code)]
 mod arch {
-    pub use riscv::singleton;
+    /// `riscv::singleton!` with cortex-m's layout: the value in a `MaybeUninit` (in .bss)
+    /// and a separate flag. riscv's own keeps an `Option<T>` whose `None` is not all zero
+    /// bytes, so a 512-byte simulated flash put its initial value in .data (flash).
+    macro_rules! singleton {
+        (: $ty:ty = $expr:expr) => {
+            riscv::interrupt::free(|| {
+                static mut TAKEN: bool = false;
+                static mut VAR: core::mem::MaybeUninit<$ty> = core::mem::MaybeUninit::uninit();
+                // SAFETY: interrupts are masked on the only hart, so nothing else runs
+                // this block meanwhile; `TAKEN` hands out the `&'static mut` only once.
+                #[allow(unsafe_code)]
+                let taken = unsafe { core::ptr::replace(core::ptr::addr_of_mut!(TAKEN), true) };
+                if taken {
+                    None
+                } else {
+                    let value = $expr;
+                    // SAFETY: as above; the first and only reference to `VAR`.
+                    #[allow(unsafe_code)]
+                    Some(unsafe { (*core::ptr::addr_of_mut!(VAR)).write(value) })
+                }
+            })
+        };
+    }
+    pub(crate) use singleton;
 
     /// Masks machine-mode interrupts; returns whether they were enabled.
     #[cfg(feature = "qemu")]
