@@ -321,8 +321,9 @@ expect_e2e() {
 }
 
 # Flash and static RAM (llvm-size) of the release build (opt-level 3) of the default
-# firmware on both targets, and of every configuration in the size-optimised
-# `firmware` profile; stack high-water marks from the firmware's own stack painting.
+# firmware on both Cortex-M targets, and of every configuration in the size-optimised
+# `firmware` profile (RISC-V rv32 included, beside the Arm images); stack high-water marks
+# from the firmware's own stack painting.
 firmware_sizes() {
   local size_tool
   size_tool=$(size_tool)
@@ -332,9 +333,12 @@ firmware_sizes() {
   }
   local t elf text data bss
   report_size() { # label elf
-    "$size_tool" -A "$2" | grep -E '^(section|\.vector_table|\.text|\.rodata|\.data|\.bss|\.uninit)' || return
-    # Berkeley format: text (code + rodata + vectors), data, bss.
-    read -r text data bss _ < <("$size_tool" -B "$2" | tail -n1) || return
+    "$size_tool" -A "$2" | grep -E '^(section|\.vector_table|\.init|\.text|\.rodata|\.data|\.bss|\.uninit)' || return
+    # Berkeley format: text (code + rodata + vectors), data.
+    read -r text data _ < <("$size_tool" -B "$2" | tail -n1) || return
+    # Static RAM beyond .data: .bss and .uninit (Berkeley's bss would also count riscv-rt's
+    # .stack and .heap, which reserve the rest of RAM).
+    bss=$("$size_tool" -A "$2" | awk '$1 == ".bss" || $1 == ".uninit" { n += $2 } END { print n + 0 }') || return
     note "firmware $1: flash $((text + data)) B (text $text + data $data)," \
       "static RAM $((data + bss)) B (data $data + bss $bss)"
   }
