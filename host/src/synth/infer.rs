@@ -5,6 +5,7 @@
 
 use super::factor::Projection;
 use super::{Clique, JunctionTree, SynthError};
+use rayon::prelude::*;
 
 /// Reusable belief propagation over one junction tree.
 #[derive(Debug, Clone)]
@@ -16,6 +17,30 @@ pub struct BeliefPropagation {
     msg_up: Vec<Vec<f64>>,
     msg_down: Vec<Vec<f64>>,
     scratch: Vec<f64>,
+}
+
+/// Tables from this many cells on are processed in parallel chunks (each
+/// element on its own, so the result does not depend on the threads).
+const PARALLEL_CELLS: usize = 1 << 15;
+
+/// `f(out[i], src[i])` for every cell (`src` empty: `f(out[i], &0.0)`), in
+/// parallel chunks on large tables.
+fn elementwise(out: &mut [f64], src: &[f64], f: impl Fn(&mut f64, &f64) + Sync) {
+    const CHUNK: usize = 1 << 13;
+    if out.len() < PARALLEL_CELLS {
+        if src.is_empty() {
+            out.iter_mut().for_each(|o| f(o, &0.0));
+        } else {
+            out.iter_mut().zip(src).for_each(|(o, x)| f(o, x));
+        }
+    } else if src.is_empty() {
+        out.par_chunks_mut(CHUNK)
+            .for_each(|o| o.iter_mut().for_each(|o| f(o, &0.0)));
+    } else {
+        out.par_chunks_mut(CHUNK)
+            .zip(src.par_chunks(CHUNK))
+            .for_each(|(o, x)| o.iter_mut().zip(x).for_each(|(o, x)| f(o, x)));
+    }
 }
 
 impl BeliefPropagation {
@@ -69,7 +94,8 @@ impl BeliefPropagation {
         let exp_rel = |b: &[f64], out: &mut Vec<f64>| -> f64 {
             let m = b.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             out.clear();
-            out.extend(b.iter().map(|&x| (x - m).exp()));
+            out.resize(b.len(), 0.0);
+            elementwise(out, b, |o, &x| *o = (x - m).exp());
             m
         };
         // Upward: b_c = θ_c + Σ_children up-messages; up-message = ln Σ onto the separator.
@@ -117,8 +143,8 @@ impl BeliefPropagation {
             if c == order[0] {
                 log_z = lz;
             }
-            lin.iter_mut().for_each(|x| *x /= z);
-            beliefs[c].iter_mut().for_each(|x| *x -= lz);
+            elementwise(lin, &[], |x, _| *x /= z);
+            elementwise(&mut beliefs[c], &[], |x, _| *x -= lz);
         }
         log_z
     }

@@ -21,6 +21,8 @@
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
+use rayon::prelude::*;
+
 use privq_core::rand_core::{CryptoRng, Rng};
 use privq_core::{Epsilon, Rho};
 
@@ -32,9 +34,9 @@ use crate::data::{DataError, Domain, Records};
 
 /// What the mechanism needs from an estimator (post-processing only: it sees the
 /// noisy marginals, never the data). [`PgmEstimator`] is the junction-tree one.
-pub trait MarginalEstimator {
+pub trait MarginalEstimator: Sync {
     /// The fitted model.
-    type Model;
+    type Model: Sync;
     /// Fits a model to all measurements so far, warm-started from `previous`
     /// (between rounds: the model only guides selection and annealing).
     fn fit(
@@ -74,8 +76,8 @@ pub trait MarginalEstimator {
 pub struct PgmEstimator {
     sizes: Vec<usize>,
     total: Total,
-    round_iterations: usize,
-    final_iterations: usize,
+    round_work: FitWork,
+    final_work: FitWork,
 }
 
 impl PgmEstimator {
@@ -89,8 +91,8 @@ impl PgmEstimator {
             } else {
                 Total::Estimated
             },
-            round_iterations: ROUND_ITERATIONS,
-            final_iterations: 1000,
+            round_work: ROUND_WORK,
+            final_work: FINAL_WORK,
         }
     }
 }
@@ -126,16 +128,58 @@ fn score(w: u64, y: &[u64], est: &[f64], noise: f64) -> f64 {
     (x * i128::from(w)) as f64 / unit
 }
 
-/// Mirror-descent steps of the fits between rounds (warm-started each time).
+/// Mirror-descent steps of the fits between rounds (warm-started each time), at
+/// most: see [`FitWork`].
 const ROUND_ITERATIONS: usize = 100;
+
+/// How much work one fit may do, in model cells × mirror-descent steps: a fit
+/// takes `min(max, max(min, cells / budget))` steps. Each step costs a few passes
+/// over the model's tables, so this bounds a fit's time by the model's size
+/// alone — never by the data's — and a large model gets fewer steps instead of a
+/// longer run (its fits are warm-started, so the steps add up over the rounds).
+/// It reads only the model's public size.
+#[derive(Debug, Clone, Copy)]
+struct FitWork {
+    budget: u128,
+    min: usize,
+    max: usize,
+}
+
+impl FitWork {
+    fn iterations(&self, cells: u128) -> usize {
+        let fits = self.budget / cells.max(1);
+        usize::try_from(fits)
+            .unwrap_or(usize::MAX)
+            .clamp(self.min, self.max)
+    }
+}
+
+/// Between rounds: 100 steps up to 2¹⁸ cells, at least 10.
+const ROUND_WORK: FitWork = FitWork {
+    budget: 100 << 18,
+    min: 10,
+    max: ROUND_ITERATIONS,
+};
+
+/// The released model's final fit: 1000 steps up to 2¹⁸ cells, at least 50.
+const FINAL_WORK: FitWork = FitWork {
+    budget: 1000 << 18,
+    min: 50,
+    max: 1000,
+};
 
 impl PgmEstimator {
     fn fit_for(
         &self,
         measurements: &[Measurement],
         previous: Option<&Model>,
-        iterations: usize,
+        work: FitWork,
     ) -> Result<Model, SynthError> {
+        let mut cliques: Vec<Clique> = measurements.iter().map(|m| m.clique.clone()).collect();
+        if let Some(p) = previous {
+            cliques.extend(p.cliques().iter().cloned());
+        }
+        let iterations = work.iterations(model_cells(&self.sizes, &cliques)?);
         let options = FitOptions {
             iterations,
             warm_start: previous,
@@ -154,11 +198,11 @@ impl MarginalEstimator for PgmEstimator {
         measurements: &[Measurement],
         previous: Option<&Model>,
     ) -> Result<Model, SynthError> {
-        self.fit_for(measurements, previous, self.round_iterations)
+        self.fit_for(measurements, previous, self.round_work)
     }
 
     fn finish(&self, measurements: &[Measurement], last: Model) -> Result<Model, SynthError> {
-        self.fit_for(measurements, Some(&last), self.final_iterations)
+        self.fit_for(measurements, Some(&last), self.final_work)
     }
 
     fn marginal(&self, model: &Model, clique: &Clique) -> Result<Vec<f64>, SynthError> {
@@ -683,18 +727,34 @@ pub fn adaptive_marginals_controlled<E: MarginalEstimator, R: Rng + CryptoRng + 
             .filter(|&i| (candidates[i].0.cells_u128(&sizes) as f64) <= noise_cap)
             .collect();
         let chosen_from = if quiet.is_empty() { fitting } else { quiet };
-        let mut scores = Vec::with_capacity(chosen_from.len());
-        let mut max_weight = 1u64;
-        for &i in &chosen_from {
-            let (r, w) = &candidates[i];
-            let y: &[u64] = match &mut truth[i] {
-                Some(y) => y,
-                slot => slot.insert(records.marginal(r.attributes(), domain)?),
-            };
-            let est = estimator.marginal(&model, r)?;
-            scores.push(score(*w, y, &est, noise_norm * sigma * y.len() as f64));
-            max_weight = max_weight.max(*w);
+        // The candidates' true marginals, each counted once in the run (one pass over
+        // the records per candidate, the missing ones in parallel), then their scores
+        // in parallel: the rest of a round reads the model, not the records.
+        let missing: Vec<usize> = chosen_from
+            .iter()
+            .copied()
+            .filter(|&i| truth[i].is_none())
+            .collect();
+        let counted: Vec<Vec<u64>> = missing
+            .par_iter()
+            .map(|&i| records.marginal(candidates[i].0.attributes(), domain))
+            .collect::<Result<_, _>>()?;
+        for (i, y) in missing.into_iter().zip(counted) {
+            truth[i] = Some(y);
         }
+        let scores: Vec<f64> = chosen_from
+            .par_iter()
+            .map(|&i| {
+                let (r, w) = &candidates[i];
+                let y = truth[i].as_deref().unwrap_or_default();
+                let est = estimator.marginal(&model, r)?;
+                Ok(score(*w, y, &est, noise_norm * sigma * y.len() as f64))
+            })
+            .collect::<Result<_, AdaptiveError>>()?;
+        let max_weight = chosen_from
+            .iter()
+            .map(|&i| candidates[i].1)
+            .fold(1u64, u64::max);
         // The slack of 2⁻¹⁰ per unit weight covers the scores' one rounding each (at
         // most 2⁻¹³ per unit weight on each side, 2⁻¹² between neighbours), so
         // neighbours' scores differ by at most Δ.
