@@ -6,7 +6,10 @@ dataset, epsilon and seed it runs each mechanism, times it (wall clock), and
 reports the mean total-variation distance (TV of a marginal = 1/2 sum |p - q|)
 over all 2-way and all 3-way marginals, of the released model (where the mechanism
 exposes one) and of the synthetic records. One table at the end, and a JSON file
-with every run.
+with every run. Two non-private references can run as rows too: bootstrap (a
+resample of the true records) and independent (each column from its true one-way
+marginal). privq and the references need numpy and pandas only; mbi is imported
+for AIM and MST alone. For privq, the peak memory of its process too.
 
 Every run is a child process (this script with --run-one), so a run can be given a
 wall-clock cap (--timeout): a run that does not finish in time is killed and
@@ -31,6 +34,11 @@ from datetime import datetime, timezone
 
 import numpy as np
 
+MBI_MECHANISMS = ("aim", "mst")
+BASELINES = ("bootstrap", "independent")  # not private: references that read the true data
+MECHANISMS = ("privq",) + MBI_MECHANISMS + BASELINES
+DATASETS = ("nltcs", "adult")
+
 
 def tv(x, y):
     return 0.5 * np.abs(x / x.sum() - y / y.sum()).sum()
@@ -40,6 +48,56 @@ def mean_tv(data, other, k):
     cliques = list(itertools.combinations(data.domain.attrs, k))
     return float(np.mean([tv(data.project(c).datavector(), other.project(c).datavector())
                           for c in cliques]))
+
+
+class Records:
+    """Records over a finite domain, counted with numpy alone (no mbi): the privq, bootstrap
+    and independent rows use this, so they run in a plain numpy + pandas environment.
+    columns: attribute -> 1-d integer array; domain: attribute -> number of values (ordered).
+    A marginal's counts are np.bincount of the mixed-radix index of its attributes' values
+    over every cell of the marginal, the same vector (up to cell order, which TV ignores)
+    as mbi's Dataset.project(clique).datavector()."""
+
+    def __init__(self, columns, domain, what="records"):
+        self.domain = dict(domain)
+        self.columns = {}
+        for a, size in self.domain.items():
+            if a not in columns:
+                raise ValueError(f"{what}: no column {a!r}")
+            col = np.asarray(columns[a])
+            if col.dtype.kind not in "iu":
+                raise ValueError(f"{what}: column {a!r} is not integer-valued ({col.dtype})")
+            col = col.astype(np.int64, copy=False)
+            if col.size and (col.min() < 0 or col.max() >= size):
+                raise ValueError(f"{what}: column {a!r} has values outside 0..{size - 1}")
+            self.columns[a] = col
+        self.rows = len(next(iter(self.columns.values()))) if self.columns else 0
+
+    @classmethod
+    def from_frame(cls, df, domain, what="records"):
+        return cls({a: df[a].to_numpy() for a in domain if a in df.columns}, domain, what)
+
+    def counts(self, clique):
+        index = np.zeros(self.rows, dtype=np.int64)
+        cells = 1
+        for a in clique:
+            index *= self.domain[a]
+            index += self.columns[a]
+            cells *= self.domain[a]
+        return np.bincount(index, minlength=cells)
+
+
+def mean_tv_records(data, other, k, cache=None):
+    """mean_tv of two Records over the same domain, with numpy alone: TV = 1/2 sum |p - q|
+    over every cell of each k-way marginal (normalised counts), averaged over all k-way
+    marginals. cache (a dict) keeps data's marginals between calls."""
+    cache = {} if cache is None else cache
+    tvs = []
+    for c in itertools.combinations(data.domain, k):
+        if c not in cache:
+            cache[c] = data.counts(c)
+        tvs.append(tv(cache[c], other.counts(c)))
+    return float(np.mean(tvs))
 
 
 def mbi_version():
@@ -67,8 +125,9 @@ def read_dataset(csv, domain_json):
     return make_dataset(pd.read_csv(csv, usecols=list(domain.attrs)), domain)
 
 
-def load(name, data_dir, tmp):
-    """An mbi Dataset and the privq arguments for the same data."""
+def dataset_files(name, data_dir, tmp):
+    """The CSV of a dataset, its domain file (a JSON object, attribute -> number of values,
+    as mbi reads it) and privq's --domain argument for it."""
     if name == "nltcs":
         csv = os.path.join(data_dir, "nltcs.csv")
         with open(csv) as f:
@@ -76,12 +135,27 @@ def load(name, data_dir, tmp):
         domain = os.path.join(tmp, "nltcs-domain.json")
         with open(domain, "w") as f:
             json.dump({h: 2 for h in header}, f)
-        return read_dataset(csv, domain), ["--input", csv, "--domain", "binary"]
+        return csv, domain, "binary"
     if name == "adult":
-        csv = os.path.join(data_dir, "adult", "adult.csv")
         domain = os.path.join(data_dir, "adult", "adult-domain.json")
-        return read_dataset(csv, domain), ["--input", csv, "--domain", domain]
-    sys.exit(f"synth-bench: unknown dataset {name!r} (nltcs, adult)")
+        return os.path.join(data_dir, "adult", "adult.csv"), domain, domain
+    sys.exit(f"synth-bench: unknown dataset {name!r} ({', '.join(DATASETS)})")
+
+
+def load(name, data_dir, tmp):
+    """An mbi Dataset and the privq arguments for the same data."""
+    csv, domain, privq_domain = dataset_files(name, data_dir, tmp)
+    return read_dataset(csv, domain), ["--input", csv, "--domain", privq_domain]
+
+
+def load_records(name, data_dir, tmp):
+    """The dataset as Records (numpy, no mbi), its CSV and privq's --domain argument."""
+    import pandas as pd
+    csv, domain_json, privq_domain = dataset_files(name, data_dir, tmp)
+    with open(domain_json) as f:
+        domain = json.load(f)
+    data = Records.from_frame(pd.read_csv(csv, usecols=list(domain)), domain, csv)
+    return data, csv, privq_domain
 
 
 def mbi2_compat():
@@ -110,29 +184,63 @@ def mbi2_compat():
     estimation.Estimator.estimate = estimate
 
 
-def run_privq(privq, data, args, eps, delta, seed, tmp):
+def run_privq(privq, args, domain, eps, delta, seed, tmp):
     """privq synth --compare. Its wall time is the release's own time, which privq reports
     under --compare (reading the input to writing the records); the process time (which
-    also counts the compare, a diagnostic that is slow on Adult) is the second value."""
+    also counts the compare, a diagnostic that is slow on Adult) is the second value. The
+    process's peak resident memory comes from its own rusage (os.wait4 on its pid: this
+    process, not any other child), in MB; it includes the compare's."""
+    import pandas as pd
     out = os.path.join(tmp, "privq-synth.csv")
+    err = os.path.join(tmp, "privq-stderr.txt")
     cmd = [privq, "synth", *args, "--epsilon", str(eps), "--delta", str(delta),
            "--seed", str(seed), "--compare", "--output", out]
     start = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    with open(err, "w") as errf:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errf)
+        _, status, usage = os.wait4(proc.pid, 0)
     process = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+    peak_mb = usage.ru_maxrss / 1024  # ru_maxrss is in KiB on Linux
+    with open(err) as f:
+        stderr = f.read()
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr}")
-    m = re.search(r"the release took ([0-9.]+) s", proc.stderr)
+        raise RuntimeError(f"{' '.join(cmd)} failed (exit {proc.returncode}):\n{stderr}")
+    m = re.search(r"the release took ([0-9.]+) s", stderr)
     if m is None:
         print("synth-bench: privq did not report the release's time; "
               "using the process's wall time", flush=True)
     wall = float(m.group(1)) if m else process
-    model = {}
-    for k, m in re.findall(r"mean (\d)-way TV over \d+ marginals: model ([0-9.]+)", proc.stderr):
-        model[int(k)] = float(m)
-    import pandas as pd
-    synth = make_dataset(pd.read_csv(out), data.domain)
-    return wall, process, model.get(2), model.get(3), synth
+    model, own = {}, {}
+    for k, mv, sv in re.findall(r"mean (\d)-way TV over \d+ marginals: model ([0-9.]+)"
+                                r"(?:, synthetic records ([0-9.]+))?", stderr):
+        model[int(k)] = float(mv)
+        if sv:
+            own[int(k)] = float(sv)
+    synth = Records.from_frame(pd.read_csv(out), domain, "privq's synthetic records")
+    return {"wall_s": wall, "process_wall_s": process, "peak_rss_mb": peak_mb,
+            "model_tv2": model.get(2), "model_tv3": model.get(3),
+            "privq_compare_sample_tv2": own.get(2),
+            "privq_compare_sample_tv3": own.get(3)}, synth
+
+
+def bootstrap(data, n, seed):
+    """The bootstrap floor (not private): n records drawn uniformly with replacement from
+    the true records. On k copies of the data this is the same as drawing from one copy."""
+    rng = np.random.default_rng(seed)
+    pick = rng.integers(0, data.rows, size=n)
+    return Records({a: c[pick] for a, c in data.columns.items()}, data.domain)
+
+
+def independent(data, n, seed):
+    """The independent-columns baseline (not private): each column drawn on its own, n
+    values, from its true one-way marginal."""
+    rng = np.random.default_rng(seed)
+    cols = {}
+    for a, size in data.domain.items():
+        p = np.bincount(data.columns[a], minlength=size) / data.rows
+        cols[a] = rng.choice(size, size=n, p=p)
+    return Records(cols, data.domain)
 
 
 def run_aim(mechanisms, data, eps, delta, seed, full_joint_max_cells=0):
@@ -177,53 +285,80 @@ def run_mst(mechanisms, data, eps, delta, seed):
     return wall, synth
 
 
+def run_records(spec, tmp):
+    """privq, bootstrap or independent, measured with numpy alone (mbi is not imported)."""
+    mech, eps, delta, seed = spec["mechanism"], spec["epsilon"], spec["delta"], spec["seed"]
+    data, csv, privq_domain = load_records(spec["dataset"], spec["data"], tmp)
+    n = data.rows
+    if mech == "privq":
+        row, synth = run_privq(spec["privq"], ["--input", csv, "--domain", privq_domain],
+                               data.domain, eps, delta, seed, tmp)
+    elif mech in BASELINES:
+        start = time.perf_counter()
+        synth = {"bootstrap": bootstrap, "independent": independent}[mech](data, n, seed)
+        row = {"wall_s": time.perf_counter() - start, "model_tv2": None, "model_tv3": None}
+    else:
+        raise ValueError(f"unknown mechanism {mech!r}")
+    cache = {}
+    row.update(rows=n, synthetic_rows=synth.rows,
+               sample_tv2=mean_tv_records(data, synth, 2, cache),
+               sample_tv3=mean_tv_records(data, synth, 3, cache))
+    return row
+
+
 def run_one(spec):
-    """One run in this (child) process: spec is a JSON object; the row is written to spec["out"]."""
-    mbi2_compat()
+    """One run in this (child) process: spec is a JSON object; the row is written to spec["out"].
+    Only AIM and MST import mbi."""
     with tempfile.TemporaryDirectory() as tmp:
-        data, privq_args = load(spec["dataset"], spec["data"], tmp)
-        mech, eps, delta, seed = spec["mechanism"], spec["epsilon"], spec["delta"], spec["seed"]
-        row = {}
-        if mech == "privq":
-            wall, process, m2, m3, synth = run_privq(spec["privq"], data, privq_args, eps,
-                                                      delta, seed, tmp)
-            row.update(model_tv2=m2, model_tv3=m3, process_wall_s=process)
-        elif mech == "aim":
-            wall, model, synth = run_aim(spec["mechanisms"], data, eps, delta, seed,
-                                         spec.get("aim_full_joint_max_cells", 0))
-            print(f"synth-bench: AIM done in {wall:.1f} s, computing TV", flush=True)
-            # The model's marginals: on a small domain from its full joint, computed once.
-            # (mbi 2.0.0 answers each other marginal by a jitted variable elimination, one
-            # compilation per clique: the 680 of NLTCS ran out of memory after a 3 GB AIM.)
-            if data.domain.size() <= max(spec.get("aim_full_joint_max_cells", 0), 0) \
-                    and data.domain.size() <= 1 << 20:
-                joint = model.project(tuple(data.domain.attrs))
-                attrs = list(joint.domain.attrs)
-                values = np.asarray(joint.datavector(flatten=False))
-
-                class Marginal:
-                    def __init__(self, cl):
-                        cl = list(cl)
-                        rest = tuple(i for i, a in enumerate(attrs) if a not in cl)
-                        kept = [a for a in attrs if a in cl]
-                        self.v = values.sum(axis=rest).transpose([kept.index(a) for a in cl])
-
-                    def datavector(self):
-                        return self.v.reshape(-1)
-
-                class Joint:
-                    project = Marginal
-                model = Joint
-            row.update(model_tv2=mean_tv(data, model, 2), model_tv3=mean_tv(data, model, 3))
-        elif mech == "mst":
-            wall, synth = run_mst(spec["mechanisms"], data, eps, delta, seed)
-            row.update(model_tv2=None, model_tv3=None)
+        if spec["mechanism"] not in MBI_MECHANISMS:
+            row = run_records(spec, tmp)
         else:
-            raise ValueError(f"unknown mechanism {mech!r}")
-        row.update(wall_s=wall, sample_tv2=mean_tv(data, synth, 2),
-                   sample_tv3=mean_tv(data, synth, 3))
+            row = run_mbi(spec, tmp)
     with open(spec["out"], "w") as f:
         json.dump(row, f)
+
+
+def run_mbi(spec, tmp):
+    """AIM or MST, measured with mbi."""
+    mbi2_compat()
+    data, _ = load(spec["dataset"], spec["data"], tmp)
+    mech, eps, delta, seed = spec["mechanism"], spec["epsilon"], spec["delta"], spec["seed"]
+    row = {}
+    if mech == "aim":
+        wall, model, synth = run_aim(spec["mechanisms"], data, eps, delta, seed,
+                                     spec.get("aim_full_joint_max_cells", 0))
+        print(f"synth-bench: AIM done in {wall:.1f} s, computing TV", flush=True)
+        # The model's marginals: on a small domain from its full joint, computed once.
+        # (mbi 2.0.0 answers each other marginal by a jitted variable elimination, one
+        # compilation per clique: the 680 of NLTCS ran out of memory after a 3 GB AIM.)
+        if data.domain.size() <= max(spec.get("aim_full_joint_max_cells", 0), 0) \
+                and data.domain.size() <= 1 << 20:
+            joint = model.project(tuple(data.domain.attrs))
+            attrs = list(joint.domain.attrs)
+            values = np.asarray(joint.datavector(flatten=False))
+
+            class Marginal:
+                def __init__(self, cl):
+                    cl = list(cl)
+                    rest = tuple(i for i, a in enumerate(attrs) if a not in cl)
+                    kept = [a for a in attrs if a in cl]
+                    self.v = values.sum(axis=rest).transpose([kept.index(a) for a in cl])
+
+                def datavector(self):
+                    return self.v.reshape(-1)
+
+            class Joint:
+                project = Marginal
+            model = Joint
+        row.update(model_tv2=mean_tv(data, model, 2), model_tv3=mean_tv(data, model, 3))
+    elif mech == "mst":
+        wall, synth = run_mst(spec["mechanisms"], data, eps, delta, seed)
+        row.update(model_tv2=None, model_tv3=None)
+    else:
+        raise ValueError(f"unknown mechanism {mech!r}")
+    row.update(wall_s=wall, sample_tv2=mean_tv(data, synth, 2),
+               sample_tv3=mean_tv(data, synth, 3))
+    return row
 
 
 def run_child(spec, timeout, tmp):
@@ -309,28 +444,35 @@ def versions(privq):
     return out
 
 
-def print_table(rows, order, this_run):
-    def fmt(v, spec):
-        return "—" if v is None else format(v, spec)
+def fmt(v, spec):
+    return "—" if v is None else format(v, spec)
 
+
+def print_table(rows, order, this_run):
     def origin(r):
         return "this run" if r.get("run_at") == this_run else f"earlier run ({r.get('run_at', '?')})"
 
     def rank(m):
         return order.index(m) if m in order else len(order)
 
-    print("| dataset | ε | mechanism | from | runs | wall time (s) | model 2-way TV "
-          "| model 3-way TV | sample 2-way TV | sample 3-way TV |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| dataset | ε | mechanism | from | runs | wall time (s) | peak memory (MB) "
+          "| model 2-way TV | model 3-way TV | sample 2-way TV | sample 3-way TV |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     groups = {}
     for r in rows:
         status = r.get("status", "ok")
         key = (r["dataset"], r["epsilon"], r["mechanism"], r.get("run_at"),
                status if status == "ok" else f"{status}-{r['seed']}")
         groups.setdefault(key, []).append(r)
-    for key in sorted(groups, key=lambda k: (k[0], k[1], rank(k[2]), k[3] or "", k[4])):
+    none = "| — " * 5 + "|"
+
+    def sort_key(k):
+        return (k[0], float("inf") if k[1] is None else k[1], rank(k[2]), k[3] or "", k[4])
+    for key in sorted(groups, key=sort_key):
         rs = groups[key]
-        head = f"| {key[0]} | {key[1]:g} | {key[2]} | {origin(rs[0])} | {len(rs)}"
+        dataset, eps, mech = key[:3]
+        head = (f"| {dataset} | {'—' if eps is None else format(eps, 'g')} "
+                f"| {mech}{' †' if mech in BASELINES else ''} | {origin(rs[0])} | {len(rs)}")
         status = rs[0].get("status", "ok")
         if status == "timeout":
             r = rs[0]
@@ -339,22 +481,43 @@ def print_table(rows, order, this_run):
                 note += f"; {r['aim_rounds_done']} AIM rounds done"
                 if r.get("aim_mean_round_s"):
                     note += f", {r['aim_mean_round_s']:.0f} s/round"
-            print(f"{head} | {note} | — | — | — | — |")
+            print(f"{head} | {note} {none}")
             continue
         if status == "skipped":
-            print(f"{head} | not run: {rs[0]['reason']} (seed {rs[0]['seed']}) | — | — | — | — |")
+            print(f"{head} | not run: {rs[0]['reason']} (seed {rs[0]['seed']}) {none}")
             continue
         if status == "error":
-            print(f"{head} | error (seed {rs[0]['seed']}) | — | — | — | — |")
+            print(f"{head} | error (seed {rs[0]['seed']}) {none}")
             continue
 
         def mean(field):
             vals = [r[field] for r in rs if r.get(field) is not None]
             return float(np.mean(vals)) if vals else None
         walls = ", ".join(f"{r['wall_s']:.1f}" for r in sorted(rs, key=lambda r: r["seed"]))
+        peaks = [r["peak_rss_mb"] for r in rs if r.get("peak_rss_mb") is not None]
         print(f"{head} | {fmt(mean('wall_s'), '.1f')} ({walls}) "
+              f"| {fmt(max(peaks) if peaks else None, '.0f')} "
               f"| {fmt(mean('model_tv2'), '.4f')} | {fmt(mean('model_tv3'), '.4f')} "
               f"| {fmt(mean('sample_tv2'), '.4f')} | {fmt(mean('sample_tv3'), '.4f')} |")
+    if any(r["mechanism"] in BASELINES for r in rows):
+        print("\n† Not private: a reference that reads the true records (bootstrap: a resample "
+              "with replacement; independent: each column drawn from its true one-way "
+              "marginal), so ε does not apply.")
+    print("\nWall time: the mean over the seeds (each seed's in brackets); for privq the "
+          "release's own time. Peak memory: the largest peak resident set of the privq "
+          "process over the seeds (it includes --compare's).")
+
+
+def parse_list(what, text, kind):
+    """A comma-separated list of numbers, or exit with a message naming what is wrong."""
+    out = []
+    for item in text.split(","):
+        try:
+            out.append(kind(item.strip()))
+        except ValueError:
+            sys.exit(f"synth-bench: {what}: {item.strip()!r} is not "
+                     + ("an integer" if kind is int else "a number"))
+    return out
 
 
 def main():
@@ -369,7 +532,11 @@ def main():
     p.add_argument("--datasets", default="nltcs,adult")
     p.add_argument("--epsilons", default="0.1,1,10")
     p.add_argument("--seeds", default="0,1,2")
-    p.add_argument("--mechanisms-to-run", default="privq,aim,mst")
+    p.add_argument("--mechanisms-to-run", default="privq,aim,mst",
+                   help="comma-separated, of " + ", ".join(MECHANISMS) + ". bootstrap and "
+                   "independent are non-private references (a resample of the true records; "
+                   "each column drawn from its true one-way marginal), run once per dataset "
+                   "and seed. Without aim and mst, mbi is not needed")
     p.add_argument("--delta", type=float, default=1e-9)
     p.add_argument("--timeout", type=float, default=None,
                    help="wall-clock cap in seconds on each run (default: none); a run that "
@@ -399,12 +566,15 @@ def main():
     a = p.parse_args()
 
     which = [m for m in a.mechanisms_to_run.split(",") if m]
+    if not which:
+        sys.exit("synth-bench: --mechanisms-to-run names no mechanism")
     for m in which:
-        if m not in ("privq", "aim", "mst"):
-            sys.exit(f"synth-bench: unknown mechanism {m!r} (privq, aim, mst)")
-    if a.mechanisms is None and set(which) - {"privq"}:
+        if m not in MECHANISMS:
+            sys.exit(f"synth-bench: unknown mechanism {m!r} ({', '.join(MECHANISMS)})")
+    if a.mechanisms is None and set(which) & set(MBI_MECHANISMS):
         sys.exit("synth-bench: --mechanisms DIR is needed for aim and mst "
-                 "(or pass --mechanisms-to-run privq)")
+                 "(or pass --mechanisms-to-run privq,bootstrap,independent)")
+    epsilons = parse_list("--epsilons", a.epsilons, float)
     if "aim" in which:
         # JAX compiles a kernel per marginal shape and maps memory for each: on Adult,
         # AIM exhausted Linux's default 65 530 map areas within its first rounds and
@@ -425,6 +595,19 @@ def main():
     for t in a.timeout_for:
         k, _, v = t.partition("=")
         caps[tuple(k.split(":"))] = float(v)
+    datasets = [d for d in a.datasets.split(",") if d]
+    for name in datasets:
+        if name not in DATASETS:
+            sys.exit(f"synth-bench: unknown dataset {name!r} ({', '.join(DATASETS)})")
+    # The baselines spend no budget: one run per dataset and seed, with epsilon None.
+    plan = [(name, eps, seed, mech)
+            for name in datasets
+            for eps in epsilons + [None]
+            for seed in parse_list(f"the seeds of {name}", seeds_for.get(name, a.seeds), int)
+            for mech in which
+            if (eps is None) == (mech in BASELINES)]
+    if a.order == "mechanism":
+        plan.sort(key=lambda t: which.index(t[3]))  # stable: keeps the other order
     out_json = a.json or a.merge_json or "synth-bench.json"
     rows = []
     if a.merge_json:
@@ -439,20 +622,14 @@ def main():
         with open(out_json, "w") as f:
             json.dump(rows, f, indent=1)
 
-    plan = [(name, eps, int(seed), mech)
-            for name in a.datasets.split(",")
-            for eps in [float(e) for e in a.epsilons.split(",")]
-            for seed in seeds_for.get(name, a.seeds).split(",")
-            for mech in which]
-    if a.order == "mechanism":
-        plan.sort(key=lambda t: which.index(t[3]))  # stable: keeps dataset, epsilon, seed order
     with tempfile.TemporaryDirectory() as tmp:
         for name, eps, seed, mech in plan:
             timeout = caps.get((name, mech), a.timeout)
             left = None if stop_at is None else stop_at - time.time()
             if left is not None and (timeout is None or left < timeout):
                 timeout = max(left, 0)
-            print(f"synth-bench: {name} eps={eps} seed={seed} {mech}"
+            print(f"synth-bench: {name} "
+                  + ("non-private" if eps is None else f"eps={eps}") + f" seed={seed} {mech}"
                   + (f" (cap {timeout:.0f} s)" if timeout else "") + " ...",
                   file=sys.stderr, flush=True)
             spec = {"dataset": name, "data": a.data, "privq": a.privq,
@@ -475,7 +652,7 @@ def main():
                   file=sys.stderr, flush=True)
             save()  # after every run, so an interrupted benchmark keeps its rows
     save()
-    print_table(rows, ["privq", "aim", "mst"], run_at)
+    print_table(rows, list(MECHANISMS), run_at)
 
 
 if __name__ == "__main__":
