@@ -9,7 +9,8 @@ exposes one) and of the synthetic records. One table at the end, and a JSON file
 with every run. Two non-private references can run as rows too: bootstrap (a
 resample of the true records) and independent (each column from its true one-way
 marginal). privq and the references need numpy and pandas only; mbi is imported
-for AIM and MST alone. For privq, the peak memory of its process too.
+for AIM and MST alone. --scale K,... runs privq and the references on the records
+repeated K times as well (cost growth: rows, wall time, privq's peak memory).
 
 Every run is a child process (this script with --run-one), so a run can be given a
 wall-clock cap (--timeout): a run that does not finish in time is killed and
@@ -158,6 +159,23 @@ def load_records(name, data_dir, tmp):
     return data, csv, privq_domain
 
 
+def replicate_csv(csv, k, out):
+    """Writes the CSV's records k times over (one header) to out: the same data, k times
+    the rows, with exactly the same normalised marginals."""
+    if not (isinstance(k, int) and k >= 1):
+        raise ValueError(f"the scale must be a positive integer (got {k!r})")
+    with open(csv, "rb") as f:
+        header = f.readline()
+        body = f.read()
+    if body and not body.endswith(b"\n"):
+        body += b"\n"
+    with open(out, "wb") as f:
+        f.write(header)
+        for _ in range(k):
+            f.write(body)
+    return out
+
+
 def mbi2_compat():
     """Run the newest mechanisms/ folder we have (github.com/ryan112358/mbi at 361705d,
     written against mbi 1.3) and this script on mbi 2.0.0, which renamed two things it
@@ -286,11 +304,16 @@ def run_mst(mechanisms, data, eps, delta, seed):
 
 
 def run_records(spec, tmp):
-    """privq, bootstrap or independent, measured with numpy alone (mbi is not imported)."""
+    """privq, bootstrap or independent, on the dataset's records k = spec["scale"] times
+    over, measured with numpy alone (mbi is not imported). The TV is against the data
+    itself: k copies of it have exactly its normalised marginals."""
     mech, eps, delta, seed = spec["mechanism"], spec["epsilon"], spec["delta"], spec["seed"]
+    scale = spec.get("scale", 1)
     data, csv, privq_domain = load_records(spec["dataset"], spec["data"], tmp)
-    n = data.rows
+    n = data.rows * scale
     if mech == "privq":
+        if scale != 1:
+            csv = replicate_csv(csv, scale, os.path.join(tmp, f"{spec['dataset']}-x{scale}.csv"))
         row, synth = run_privq(spec["privq"], ["--input", csv, "--domain", privq_domain],
                                data.domain, eps, delta, seed, tmp)
     elif mech in BASELINES:
@@ -455,24 +478,27 @@ def print_table(rows, order, this_run):
     def rank(m):
         return order.index(m) if m in order else len(order)
 
-    print("| dataset | ε | mechanism | from | runs | wall time (s) | peak memory (MB) "
+    print("| dataset | ε | mechanism | rows | from | runs | wall time (s) | peak memory (MB) "
           "| model 2-way TV | model 3-way TV | sample 2-way TV | sample 3-way TV |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     groups = {}
     for r in rows:
         status = r.get("status", "ok")
-        key = (r["dataset"], r["epsilon"], r["mechanism"], r.get("run_at"),
+        key = (r["dataset"], r["epsilon"], r["mechanism"], r.get("scale", 1), r.get("run_at"),
                status if status == "ok" else f"{status}-{r['seed']}")
         groups.setdefault(key, []).append(r)
     none = "| — " * 5 + "|"
 
     def sort_key(k):
-        return (k[0], float("inf") if k[1] is None else k[1], rank(k[2]), k[3] or "", k[4])
+        return (k[0], float("inf") if k[1] is None else k[1], rank(k[2]), k[3], k[4] or "", k[5])
     for key in sorted(groups, key=sort_key):
         rs = groups[key]
-        dataset, eps, mech = key[:3]
+        dataset, eps, mech, scale = key[:4]
+        n = next((r["rows"] for r in rs if r.get("rows") is not None), None)
+        size = ("—" if n is None else f"{n:,}") + (f" ({scale}×)" if scale != 1 else "")
         head = (f"| {dataset} | {'—' if eps is None else format(eps, 'g')} "
-                f"| {mech}{' †' if mech in BASELINES else ''} | {origin(rs[0])} | {len(rs)}")
+                f"| {mech}{' †' if mech in BASELINES else ''} | {size} | {origin(rs[0])} "
+                f"| {len(rs)}")
         status = rs[0].get("status", "ok")
         if status == "timeout":
             r = rs[0]
@@ -508,6 +534,42 @@ def print_table(rows, order, this_run):
           "process over the seeds (it includes --compare's).")
 
 
+def print_cost_growth(rows, this_run):
+    """For privq on each dataset and epsilon run at two or more scales in this run: the
+    least-squares line wall time = a + b * rows over every run, and the ratio of the mean
+    wall time at the largest scale to that at the smallest, against the ratio of rows."""
+    groups = {}
+    for r in rows:
+        if r["mechanism"] == "privq" and r.get("run_at") == this_run \
+                and r.get("status", "ok") == "ok" and r.get("rows"):
+            groups.setdefault((r["dataset"], r["epsilon"]), []).append(r)
+    for (dataset, eps), rs in sorted(groups.items()):
+        scales = sorted({r.get("scale", 1) for r in rs})
+        if len(scales) < 2:
+            continue
+        x = np.array([r["rows"] for r in rs], dtype=float)
+        y = np.array([r["wall_s"] for r in rs], dtype=float)
+        b, a = np.polyfit(x, y, 1)
+        worst = float(np.max(np.abs(y - (a + b * x))))
+
+        def at(k, field="wall_s"):
+            vals = [r[field] for r in rs if r.get("scale", 1) == k and r.get(field) is not None]
+            return float(np.mean(vals)) if vals else None
+        lo, hi = scales[0], scales[-1]
+        ratio = at(hi) / at(lo) if at(lo) else None
+        line = (f"Cost growth, privq on {dataset} at ε = {eps:g} ({len(rs)} runs at "
+                + ", ".join(f"{k}×" for k in scales) + "): wall time ≈ a + b·rows with "
+                f"a = {a:.2f} s, b = {b * 1e6:.3f} µs per row (least squares; largest "
+                f"residual {worst:.2f} s"
+                + ("; two scales, so the line is exact" if len(scales) == 2 else "") + "). "
+                f"time({hi}×) / time({lo}×) = {fmt(ratio, '.2f')}, against {hi / lo:g} "
+                "for time proportional to the rows.")
+        plo, phi = at(lo, "peak_rss_mb"), at(hi, "peak_rss_mb")
+        if plo and phi:
+            line += f" Peak memory {plo:.0f} MB at {lo}×, {phi:.0f} MB at {hi}×."
+        print("\n" + line)
+
+
 def parse_list(what, text, kind):
     """A comma-separated list of numbers, or exit with a message naming what is wrong."""
     out = []
@@ -518,6 +580,19 @@ def parse_list(what, text, kind):
             sys.exit(f"synth-bench: {what}: {item.strip()!r} is not "
                      + ("an integer" if kind is int else "a number"))
     return out
+
+
+def parse_scales(text):
+    """--scale: distinct positive integers, in the order given."""
+    scales = []
+    for item in text.split(","):
+        item = item.strip()
+        if not re.fullmatch(r"[0-9]+", item) or int(item) < 1:
+            sys.exit(f"synth-bench: --scale takes positive integers (how many times the "
+                     f"records are repeated), e.g. 1,4,16,64; got {item!r}")
+        if int(item) not in scales:
+            scales.append(int(item))
+    return scales
 
 
 def main():
@@ -535,8 +610,12 @@ def main():
     p.add_argument("--mechanisms-to-run", default="privq,aim,mst",
                    help="comma-separated, of " + ", ".join(MECHANISMS) + ". bootstrap and "
                    "independent are non-private references (a resample of the true records; "
-                   "each column drawn from its true one-way marginal), run once per dataset "
-                   "and seed. Without aim and mst, mbi is not needed")
+                   "each column drawn from its true one-way marginal), run once per dataset, "
+                   "seed and scale. Without aim and mst, mbi is not needed")
+    p.add_argument("--scale", default="1", metavar="K,K,...",
+                   help="cost growth: run privq and the baselines on the dataset's records "
+                   "repeated K times (positive integers, e.g. 1,4,16,64; default 1). AIM and "
+                   "MST run at 1 only")
     p.add_argument("--delta", type=float, default=1e-9)
     p.add_argument("--timeout", type=float, default=None,
                    help="wall-clock cap in seconds on each run (default: none); a run that "
@@ -574,6 +653,7 @@ def main():
     if a.mechanisms is None and set(which) & set(MBI_MECHANISMS):
         sys.exit("synth-bench: --mechanisms DIR is needed for aim and mst "
                  "(or pass --mechanisms-to-run privq,bootstrap,independent)")
+    scales = parse_scales(a.scale)
     epsilons = parse_list("--epsilons", a.epsilons, float)
     if "aim" in which:
         # JAX compiles a kernel per marginal shape and maps memory for each: on Adult,
@@ -599,15 +679,22 @@ def main():
     for name in datasets:
         if name not in DATASETS:
             sys.exit(f"synth-bench: unknown dataset {name!r} ({', '.join(DATASETS)})")
-    # The baselines spend no budget: one run per dataset and seed, with epsilon None.
-    plan = [(name, eps, seed, mech)
+    # The baselines spend no budget: one run per dataset, scale and seed, with epsilon None.
+    # AIM and MST run on the data as it is (scale 1) only.
+    plan = [(name, scale, eps, seed, mech)
             for name in datasets
+            for scale in scales
             for eps in epsilons + [None]
             for seed in parse_list(f"the seeds of {name}", seeds_for.get(name, a.seeds), int)
             for mech in which
-            if (eps is None) == (mech in BASELINES)]
+            if (eps is None) == (mech in BASELINES)
+            and (scale == 1 or mech not in MBI_MECHANISMS)]
+    if not plan:
+        sys.exit("synth-bench: nothing to run (AIM and MST run at --scale 1 only)")
+    if scales != [1] and set(which) & set(MBI_MECHANISMS):
+        print("synth-bench: note: AIM and MST run at --scale 1 only", file=sys.stderr)
     if a.order == "mechanism":
-        plan.sort(key=lambda t: which.index(t[3]))  # stable: keeps the other order
+        plan.sort(key=lambda t: which.index(t[4]))  # stable: keeps the other order
     out_json = a.json or a.merge_json or "synth-bench.json"
     rows = []
     if a.merge_json:
@@ -623,21 +710,21 @@ def main():
             json.dump(rows, f, indent=1)
 
     with tempfile.TemporaryDirectory() as tmp:
-        for name, eps, seed, mech in plan:
+        for name, scale, eps, seed, mech in plan:
             timeout = caps.get((name, mech), a.timeout)
             left = None if stop_at is None else stop_at - time.time()
             if left is not None and (timeout is None or left < timeout):
                 timeout = max(left, 0)
-            print(f"synth-bench: {name} "
+            print(f"synth-bench: {name} x{scale} "
                   + ("non-private" if eps is None else f"eps={eps}") + f" seed={seed} {mech}"
                   + (f" (cap {timeout:.0f} s)" if timeout else "") + " ...",
                   file=sys.stderr, flush=True)
             spec = {"dataset": name, "data": a.data, "privq": a.privq,
-                    "mechanisms": a.mechanisms, "mechanism": mech,
+                    "mechanisms": a.mechanisms, "mechanism": mech, "scale": scale,
                     "epsilon": eps, "delta": a.delta, "seed": seed,
                     "aim_full_joint_max_cells": a.aim_full_joint_max_cells}
             row = {"dataset": name, "epsilon": eps, "delta": a.delta, "seed": seed,
-                   "mechanism": mech, "run_at": run_at}
+                   "mechanism": mech, "scale": scale, "run_at": run_at}
             if mech == "aim":
                 row["aim_full_joint_max_cells"] = a.aim_full_joint_max_cells
             if timeout == 0:
@@ -646,13 +733,14 @@ def main():
                 row.update(run_child(spec, timeout, tmp))
             row["env"] = env
             rows[:] = [r for r in rows if (r["dataset"], r["epsilon"], r["seed"],
-                       r["mechanism"]) != (name, eps, seed, mech)]
+                       r["mechanism"], r.get("scale", 1)) != (name, eps, seed, mech, scale)]
             rows.append(row)
             print(json.dumps({k: v for k, v in row.items() if k != "env"}),
                   file=sys.stderr, flush=True)
             save()  # after every run, so an interrupted benchmark keeps its rows
     save()
     print_table(rows, list(MECHANISMS), run_at)
+    print_cost_growth(rows, run_at)
 
 
 if __name__ == "__main__":
