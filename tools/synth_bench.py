@@ -39,6 +39,7 @@ MBI_MECHANISMS = ("aim", "mst")
 BASELINES = ("bootstrap", "independent")  # not private: references that read the true data
 MECHANISMS = ("privq",) + MBI_MECHANISMS + BASELINES
 DATASETS = ("nltcs", "adult")
+GNU_TIME = "/usr/bin/time"
 
 
 def tv(x, y):
@@ -202,28 +203,42 @@ def mbi2_compat():
     estimation.Estimator.estimate = estimate
 
 
-def run_privq(privq, args, domain, eps, delta, seed, tmp):
+def peak_timer():
+    """GNU time's command line for a command's peak resident set, or None without it.
+    Not os.wait4 on privq started from here: Linux counts in a child's ru_maxrss the
+    memory of the process it was started from (this one, with Python and the data
+    loaded: ~80 MB, more than privq's own on Adult), while the child of GNU time starts
+    from GNU time's ~2 MB."""
+    try:
+        ok = subprocess.run([GNU_TIME, "-f", "%M", "-o", os.devnull, "true"],
+                            capture_output=True).returncode == 0
+    except OSError:
+        ok = False
+    return [GNU_TIME, "-f", "%M", "-o"] if ok else None
+
+
+def run_privq(privq, args, domain, eps, delta, seed, tmp, timer):
     """privq synth --compare. Its wall time is the release's own time, which privq reports
     under --compare (reading the input to writing the records); the process time (which
-    also counts the compare, a diagnostic that is slow on Adult) is the second value. The
-    process's peak resident memory comes from its own rusage (os.wait4 on its pid: this
-    process, not any other child), in MB; it includes the compare's."""
+    also counts the compare, a diagnostic that is slow on Adult) is the second value. With
+    timer (peak_timer()), the process's peak resident memory in MB (it includes the
+    compare's)."""
     import pandas as pd
     out = os.path.join(tmp, "privq-synth.csv")
-    err = os.path.join(tmp, "privq-stderr.txt")
+    peak_file = os.path.join(tmp, "privq-peak-kib")
     cmd = [privq, "synth", *args, "--epsilon", str(eps), "--delta", str(delta),
            "--seed", str(seed), "--compare", "--output", out]
     start = time.perf_counter()
-    with open(err, "w") as errf:
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errf)
-        _, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.run((timer + [peak_file] if timer else []) + cmd,
+                          capture_output=True, text=True)
     process = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    peak_mb = usage.ru_maxrss / 1024  # ru_maxrss is in KiB on Linux
-    with open(err) as f:
-        stderr = f.read()
+    stderr = proc.stderr
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed (exit {proc.returncode}):\n{stderr}")
+    peak_mb = None
+    if timer:
+        with open(peak_file) as f:
+            peak_mb = int(f.read().split()[-1]) / 1024  # GNU time's %M is in KiB
     m = re.search(r"the release took ([0-9.]+) s", stderr)
     if m is None:
         print("synth-bench: privq did not report the release's time; "
@@ -315,7 +330,7 @@ def run_records(spec, tmp):
         if scale != 1:
             csv = replicate_csv(csv, scale, os.path.join(tmp, f"{spec['dataset']}-x{scale}.csv"))
         row, synth = run_privq(spec["privq"], ["--input", csv, "--domain", privq_domain],
-                               data.domain, eps, delta, seed, tmp)
+                               data.domain, eps, delta, seed, tmp, spec.get("peak_timer"))
     elif mech in BASELINES:
         start = time.perf_counter()
         synth = {"bootstrap": bootstrap, "independent": independent}[mech](data, n, seed)
@@ -531,7 +546,7 @@ def print_table(rows, order, this_run):
               "marginal), so ε does not apply.")
     print("\nWall time: the mean over the seeds (each seed's in brackets); for privq the "
           "release's own time. Peak memory: the largest peak resident set of the privq "
-          "process over the seeds (it includes --compare's).")
+          "process over the seeds, by GNU time's %M (it includes --compare's).")
 
 
 def print_cost_growth(rows, this_run):
@@ -695,6 +710,10 @@ def main():
         print("synth-bench: note: AIM and MST run at --scale 1 only", file=sys.stderr)
     if a.order == "mechanism":
         plan.sort(key=lambda t: which.index(t[4]))  # stable: keeps the other order
+    timer = peak_timer() if "privq" in which else None
+    if "privq" in which and timer is None:
+        print(f"synth-bench: warning: no GNU time at {GNU_TIME}: privq's peak memory is not "
+              "measured", file=sys.stderr)
     out_json = a.json or a.merge_json or "synth-bench.json"
     rows = []
     if a.merge_json:
@@ -722,7 +741,8 @@ def main():
             spec = {"dataset": name, "data": a.data, "privq": a.privq,
                     "mechanisms": a.mechanisms, "mechanism": mech, "scale": scale,
                     "epsilon": eps, "delta": a.delta, "seed": seed,
-                    "aim_full_joint_max_cells": a.aim_full_joint_max_cells}
+                    "aim_full_joint_max_cells": a.aim_full_joint_max_cells,
+                    "peak_timer": timer}
             row = {"dataset": name, "epsilon": eps, "delta": a.delta, "seed": seed,
                    "mechanism": mech, "scale": scale, "run_at": run_at}
             if mech == "aim":
