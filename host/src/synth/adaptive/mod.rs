@@ -61,8 +61,10 @@ pub trait MarginalEstimator: Sync {
     /// True when `clique` lies inside one table of the model (its marginal is then
     /// free to represent).
     fn covers(&self, model: &Self::Model, clique: &Clique) -> bool;
-    /// The number of cells of the model the estimator would build for `cliques`.
-    fn model_cells(&self, cliques: &[Clique]) -> Result<u128, SynthError>;
+    /// The number of cells of the model the estimator would build once `added` is
+    /// measured too (priced exactly as the next [`MarginalEstimator::fit`] builds
+    /// it, warm start included).
+    fn model_cells(&self, model: &Self::Model, added: &Clique) -> Result<u128, SynthError>;
     /// True when the model's total is the exact number of records (the data's n),
     /// which only a release under replace-one neighbours may publish;
     /// [`adaptive_marginals`] refuses such an estimator under add/remove.
@@ -154,10 +156,10 @@ impl FitWork {
     }
 }
 
-/// Between rounds: 100 steps up to 2¹⁸ cells, at least 10.
+/// Between rounds: 100 steps up to 2¹⁶ cells, at least 5.
 const ROUND_WORK: FitWork = FitWork {
-    budget: 100 << 18,
-    min: 10,
+    budget: 100 << 16,
+    min: 5,
     max: ROUND_ITERATIONS,
 };
 
@@ -217,8 +219,12 @@ impl MarginalEstimator for PgmEstimator {
         model.cliques().iter().any(|c| clique.is_subset(c))
     }
 
-    fn model_cells(&self, cliques: &[Clique]) -> Result<u128, SynthError> {
-        model_cells(&self.sizes, cliques)
+    fn model_cells(&self, model: &Model, added: &Clique) -> Result<u128, SynthError> {
+        // The next fit triangulates the measured cliques with the warm start's (the
+        // model's) cliques, which already contain every measured one.
+        let mut cliques = model.cliques().to_vec();
+        cliques.push(added.clone());
+        model_cells(&self.sizes, &cliques)
     }
 
     fn exact_total(&self) -> bool {
@@ -330,7 +336,9 @@ pub struct AdaptiveConfig {
     pub neighbours: Neighbours,
     /// Planned rounds T (default 16·d, AIM's); the one-way marginals use d of them.
     pub rounds: Option<usize>,
-    /// Cap on the model's cells (default 10 485 760: AIM's 80 MB of doubles).
+    /// Cap on the model's cells (default 2 097 152: 16 MiB of doubles; AIM's is
+    /// 80 MB). A fit's steps are bounded by the model's cells, so this cap bounds
+    /// the run's time whatever the number of rows.
     pub max_model_cells: u128,
 }
 
@@ -340,7 +348,7 @@ impl AdaptiveConfig {
         AdaptiveConfig {
             neighbours,
             rounds: None,
-            max_model_cells: 80 << 17,
+            max_model_cells: 16 << 17,
         }
     }
 }
@@ -686,7 +694,6 @@ pub fn adaptive_marginals_controlled<E: MarginalEstimator, R: Rng + CryptoRng + 
     }
     let mut model = estimator.fit(&measurements, None)?;
     let mut log = Vec::new();
-    let mut cliques: Vec<Clique> = measurements.iter().map(|m| m.clique.clone()).collect();
     let noise_norm = (2.0 / std::f64::consts::PI).sqrt();
 
     for round in 1..=4 * rounds {
@@ -709,18 +716,18 @@ pub fn adaptive_marginals_controlled<E: MarginalEstimator, R: Rng + CryptoRng + 
         // exceeds twice the model's total cannot score above ≈ 0 (its error is at
         // most n + n̂), so it is left out unless nothing else is left.
         let noise_cap = 2.0 * estimator.total(&model).max(0.0) / (noise_norm * sigma);
-        let mut fitting = Vec::new();
-        for (i, (r, _)) in candidates.iter().enumerate() {
-            let fits = estimator.covers(&model, r) || {
-                cliques.push(r.clone());
-                let cells = estimator.model_cells(&cliques);
-                cliques.pop();
-                cells? <= limit
-            };
-            if fits {
-                fitting.push(i);
-            }
-        }
+        let fitting: Vec<usize> = candidates
+            .par_iter()
+            .enumerate()
+            .map(|(i, (r, _))| {
+                let fits =
+                    estimator.covers(&model, r) || estimator.model_cells(&model, r)? <= limit;
+                Ok(fits.then_some(i))
+            })
+            .collect::<Result<Vec<_>, SynthError>>()?
+            .into_iter()
+            .flatten()
+            .collect();
         let quiet: Vec<usize> = fitting
             .iter()
             .copied()
@@ -774,9 +781,6 @@ pub fn adaptive_marginals_controlled<E: MarginalEstimator, R: Rng + CryptoRng + 
             noisy.into_iter().map(|v| v as f64).collect(),
             sigma,
         )?);
-        if !cliques.contains(clique) {
-            cliques.push(clique.clone());
-        }
         let before = estimator.marginal(&model, clique)?;
         model = estimator.fit(&measurements, Some(&model))?;
         let after = estimator.marginal(&model, clique)?;

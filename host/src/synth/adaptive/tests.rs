@@ -130,8 +130,9 @@ impl MarginalEstimator for Independent {
     fn covers(&self, _: &Self::Model, c: &Clique) -> bool {
         c.len() == 1
     }
-    fn model_cells(&self, cliques: &[Clique]) -> Result<u128, SynthError> {
-        Ok(cliques.iter().map(|c| c.cells_u128(&self.sizes)).sum())
+    fn model_cells(&self, _: &Self::Model, added: &Clique) -> Result<u128, SynthError> {
+        let one_way: u128 = self.sizes.iter().map(|&s| s as u128).sum();
+        Ok(one_way + added.cells_u128(&self.sizes))
     }
 }
 
