@@ -855,6 +855,10 @@ fn _plan_synthesis<'py>(
         info.set_item("neighbours", neighbours_name(plan.neighbours))?;
         info.set_item("rounds", plan.rounds)?;
         info.set_item("one_way_rounds", plan.one_way_rounds)?;
+        info.set_item(
+            "binning_rho",
+            plan.binning_rho.map(|r| fraction(r.num(), r.den())),
+        )?;
         info.set_item("max_rounds", plan.max_rounds)?;
         info.set_item(
             "measure_rho",
@@ -1000,6 +1004,9 @@ fn _synthesize<'py>(
             }
         };
         let n = release.rows.len();
+        // The rows are over the released domain: the bins chosen privately for
+        // attributes declared by their bounds only.
+        let domain = &release.domain;
         let mut out = Vec::with_capacity(domain.dims());
         for (a, attr) in domain.attributes().iter().enumerate() {
             let texts: Vec<String> = (0..attr.size())

@@ -191,16 +191,27 @@ pub fn run(
     pb.finish_and_clear();
     let Synthetic {
         rows: sample,
+        domain: released,
+        binning_rho,
         output: out,
         accountant,
         guarantee,
     } = release;
+    // Attributes declared by their bounds only were binned privately: the rows are
+    // over the released bins (`released`), and the input is compared on them.
+    let binned_input;
+    let (records, domain) = if released == domain {
+        (&records, &domain)
+    } else {
+        binned_input = privq_host::synth::bins::rebin(&records, &domain, &released)?;
+        (&binned_input, &released)
+    };
     let (n, rows) = (records.len(), sample.len());
     // From here on the budget is spent: whatever fails, the ledger is written.
     let rho = accountant.spent_rho().map_or(0.0, |r| r.to_f64());
     let eps = guarantee.epsilon;
     let finished = (|| {
-        write_rows(output.writer(stdout), &domain, &sample, args.bin_output())?;
+        write_rows(output.writer(stdout), domain, &sample, args.bin_output())?;
         // The release's own time, reported once (on stderr and in the report): the
         // NOT PRIVATE diagnostics below are not part of it.
         let release_time = started.elapsed();
@@ -208,7 +219,7 @@ pub fn run(
         // report and for standard error.
         let compared = if args.compare {
             Some(Compared::new(
-                &records, &domain, &out.model, &sample, &workload,
+                records, domain, &out.model, &sample, &workload,
             )?)
         } else {
             None
@@ -230,7 +241,15 @@ pub fn run(
                     Some(c) => Some(c.diagnose(&workload)?),
                     None => None,
                 };
-                let html = report(args, &facts, &domain, &accountant, &out, diagnostics)?;
+                let html = report(
+                    args,
+                    &facts,
+                    domain,
+                    &accountant,
+                    &out,
+                    binning_rho.map(|r| r.to_f64()),
+                    diagnostics,
+                )?;
                 Some((file, html))
             }
             None => None,
@@ -282,6 +301,20 @@ pub fn run(
             "; n is private (the model's total is estimated)".to_string()
         }
     )?;
+    if let Some(rho) = binning_rho {
+        let bins: Vec<String> = domain
+            .attributes()
+            .iter()
+            .filter(|a| a.bounds().is_some())
+            .map(|a| format!("{} {}", a.name(), a.size()))
+            .collect();
+        writeln!(
+            stderr,
+            "privq: private binning: rho = {} of the budget (bins chosen: {})",
+            round_up(rho.to_f64(), 6),
+            bins.join(", ")
+        )?;
+    }
     if args.compare {
         writeln!(
             stderr,
@@ -505,6 +538,7 @@ fn report(
     domain: &Domain,
     accountant: &Accountant,
     out: &AdaptiveOutput<Model>,
+    binning_rho: Option<f64>,
     diagnostics: Option<Diagnostics>,
 ) -> Result<String, CliError> {
     let names = |c: &privq_host::synth::Clique| {
@@ -514,8 +548,24 @@ fn report(
             .collect::<Vec<_>>()
             .join(" × ")
     };
-    let mut rounds = Vec::with_capacity(out.rounds.len() + 1);
-    let in_rounds: f64 = out.rounds.iter().map(|r| r.rho.to_f64()).sum();
+    let mut rounds = Vec::with_capacity(out.rounds.len() + 2);
+    let binning = binning_rho.unwrap_or(0.0);
+    if let Some(rho) = binning_rho {
+        let bounded: Vec<&str> = domain
+            .attributes()
+            .iter()
+            .filter(|a| a.bounds().is_some())
+            .map(|a| a.name())
+            .collect();
+        rounds.push(RoundSpend {
+            label: "bins".into(),
+            selection: 0.0,
+            measurement: rho,
+            chose: format!("bins of {}", bounded.join(", ")),
+            note: "private binning (discrete Gaussian on the public grids)".into(),
+        });
+    }
+    let in_rounds: f64 = out.rounds.iter().map(|r| r.rho.to_f64()).sum::<f64>() + binning;
     // Round 0 measures every one-way marginal: what the ledger holds beyond the rounds.
     rounds.push(RoundSpend {
         label: "0".into(),

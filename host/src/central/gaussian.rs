@@ -43,6 +43,21 @@ impl DiscreteGaussian {
         Self::build(neighbours, neighbours.histogram_l2_squared(), None, rho)
     }
 
+    /// `k` histograms of the same records side by side (one per attribute, say),
+    /// released as one vector: one record moves one cell of each, so Δ₂² =
+    /// `k · neighbours.histogram_l2_squared()`.
+    pub fn histograms(neighbours: Neighbours, k: usize, rho: Rho) -> Result<Self, MechanismError> {
+        if k == 0 {
+            return Err(MechanismError::InvalidParameter(
+                "at least one histogram is needed".into(),
+            ));
+        }
+        let l2_squared = (k as u64)
+            .checked_mul(neighbours.histogram_l2_squared())
+            .ok_or(MechanismError::Core(privq_core::Error::Overflow))?;
+        Self::build(neighbours, l2_squared, None, rho)
+    }
+
     /// `k` counting queries, each of sensitivity `neighbours.count_l1()` = 1:
     /// Δ₂² = k; releases take exactly `k` counts.
     pub fn counts(neighbours: Neighbours, k: usize, rho: Rho) -> Result<Self, MechanismError> {

@@ -21,6 +21,59 @@ pub enum AttributeKind {
 pub struct Attribute {
     name: String,
     kind: AttributeKind,
+    bounds: Option<Bounds>,
+}
+
+/// The most cells a bounded attribute's public grid has ([`Attribute::bounded`]).
+pub const GRID_CELLS: usize = 1024;
+
+/// The default number of bins for a bounded attribute (`"bins"` omitted).
+pub const DEFAULT_BINS: usize = 32;
+
+/// The public facts of a numeric attribute declared by its bounds only
+/// ([`Attribute::bounded`]): the bounds, the most bins the private binning may
+/// choose, whether the values are integers, and the public grid the binning
+/// measures on (its cell edges). Nothing in it is read from the data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bounds {
+    lo: Fixed,
+    hi: Fixed,
+    bins: usize,
+    integer: bool,
+    grid: Vec<Fixed>,
+    chosen: bool,
+}
+
+impl Bounds {
+    /// The declared lower bound.
+    pub fn lo(&self) -> Fixed {
+        self.lo
+    }
+
+    /// The declared upper bound.
+    pub fn hi(&self) -> Fixed {
+        self.hi
+    }
+
+    /// The most bins the private binning may choose.
+    pub fn bins(&self) -> usize {
+        self.bins
+    }
+
+    /// Whether the values are declared integers.
+    pub fn integer(&self) -> bool {
+        self.integer
+    }
+
+    /// The public grid's cell edges, strictly increasing (cells + 1 of them).
+    pub fn grid(&self) -> &[Fixed] {
+        &self.grid
+    }
+
+    /// The number of grid cells.
+    pub fn cells(&self) -> usize {
+        self.grid.len() - 1
+    }
 }
 
 impl Attribute {
@@ -46,6 +99,7 @@ impl Attribute {
         Ok(Attribute {
             name,
             kind: AttributeKind::Categorical(values),
+            bounds: None,
         })
     }
 
@@ -54,6 +108,7 @@ impl Attribute {
         Attribute {
             name: name.into(),
             kind: AttributeKind::Categorical(vec!["0".into(), "1".into()]),
+            bounds: None,
         }
     }
 
@@ -73,7 +128,137 @@ impl Attribute {
         Ok(Attribute {
             name,
             kind: AttributeKind::Binned(edges),
+            bounds: None,
         })
+    }
+
+    /// A numeric attribute declared by its public bounds `lo < hi` only, whose
+    /// bins are chosen later by a private mechanism
+    /// ([`PrivateBinning`](crate::synth::bins::PrivateBinning)) into at most
+    /// `bins` bins (1 ≤ `bins` ≤ [`GRID_CELLS`]). Until then it is binned on a
+    /// public grid, fixed by the bounds alone:
+    ///
+    /// * `integer = false`: [`GRID_CELLS`] equal cells over `[lo, hi]` (on the
+    ///   Q31.32 grid, each edge rounded down);
+    /// * `integer = true` (the values are integers; `lo` and `hi` must be): one
+    ///   cell per run of `w` integers, `[lo + j·w, lo + (j+1)·w)`, with the
+    ///   smallest width `w ≥ 1` that needs at most [`GRID_CELLS`] cells to cover
+    ///   `lo, …, hi` (so `hi` has a cell of its own).
+    ///
+    /// Values outside the bounds are clamped into the first or last cell, as for
+    /// any binned attribute ([`Attribute::index_of`]). A released bin is written
+    /// as the lower edge of its middle grid cell ([`Attribute::value_text`]): a
+    /// number inside the bin, an integer for an integer attribute.
+    ///
+    /// ```
+    /// use privq_host::data::Attribute;
+    /// use privq_host::Fixed;
+    /// let age = Attribute::bounded("age", Fixed::from_int(17), Fixed::from_int(90), 32, true)?;
+    /// assert_eq!(age.size(), 74); // one cell per year 17..=90
+    /// assert!(age.needs_bins());
+    /// assert!(Attribute::bounded("x", Fixed::from_int(5), Fixed::from_int(5), 32, false).is_err());
+    /// # Ok::<(), privq_host::data::DataError>(())
+    /// ```
+    pub fn bounded(
+        name: impl Into<String>,
+        lo: Fixed,
+        hi: Fixed,
+        bins: usize,
+        integer: bool,
+    ) -> Result<Self, DataError> {
+        let name = name.into();
+        let bad = |what: String| DataError::InvalidDomain(format!("attribute {name:?}: {what}"));
+        if lo >= hi {
+            return Err(bad(format!("the bounds [{lo}, {hi}] need LO < HI")));
+        }
+        if bins == 0 || bins > GRID_CELLS {
+            return Err(bad(format!("{bins} bins; give between 1 and {GRID_CELLS}")));
+        }
+        let (lo_bits, hi_bits) = (i128::from(lo.to_bits()), i128::from(hi.to_bits()));
+        let grid: Vec<Fixed> = if integer {
+            let one = 1i128 << Fixed::FRAC_BITS;
+            if lo_bits % one != 0 || hi_bits % one != 0 {
+                return Err(bad(format!(
+                    "integer values need integer bounds, not [{lo}, {hi}]"
+                )));
+            }
+            // lo, …, hi: span integers, in cells of w integers each.
+            let span = (hi_bits - lo_bits) / one + 1;
+            let cells = GRID_CELLS as i128;
+            let w = (span + cells - 1) / cells;
+            let g = (span + w - 1) / w;
+            (0..=g)
+                .map(|j| {
+                    i64::try_from(lo_bits + j * w * one)
+                        .map(Fixed::from_bits)
+                        .map_err(|_| bad(format!("the bound {hi} leaves the fixed-point range")))
+                })
+                .collect::<Result<_, _>>()?
+        } else {
+            let g = GRID_CELLS as i128;
+            if hi_bits - lo_bits < g {
+                return Err(bad(format!(
+                    "the bounds [{lo}, {hi}] are too close for a grid of {GRID_CELLS} cells"
+                )));
+            }
+            // lo + ⌊(hi − lo)·j/G⌋ lies in [lo, hi]: an i64.
+            (0..=g)
+                .map(|j| Fixed::from_bits((lo_bits + (hi_bits - lo_bits) * j / g) as i64))
+                .collect()
+        };
+        Ok(Attribute {
+            name,
+            kind: AttributeKind::Binned(grid.clone()),
+            bounds: Some(Bounds {
+                lo,
+                hi,
+                bins,
+                integer,
+                grid,
+                chosen: false,
+            }),
+        })
+    }
+
+    /// The public bounds of an attribute declared by them ([`Attribute::bounded`]).
+    pub fn bounds(&self) -> Option<&Bounds> {
+        self.bounds.as_ref()
+    }
+
+    /// True for an attribute declared by its bounds whose bins are not chosen
+    /// yet (it is binned on its public grid).
+    pub fn needs_bins(&self) -> bool {
+        self.bounds.as_ref().is_some_and(|b| !b.chosen)
+    }
+
+    /// This bounded attribute binned at the grid edges numbered `cuts` (strictly
+    /// increasing, from 0 to the number of grid cells): bin `i` holds grid cells
+    /// `cuts[i]..cuts[i+1]`. Values written out still follow the grid
+    /// ([`Attribute::value_text`]).
+    pub fn with_bins(&self, cuts: &[usize]) -> Result<Self, DataError> {
+        let bad =
+            |what: &str| DataError::InvalidDomain(format!("attribute {:?}: {what}", self.name));
+        let b = self
+            .bounds
+            .as_ref()
+            .ok_or_else(|| bad("only an attribute declared by its bounds is binned privately"))?;
+        let cells = b.cells();
+        if cuts.first() != Some(&0)
+            || cuts.last() != Some(&cells)
+            || cuts.len() < 2
+            || cuts.windows(2).any(|w| w[0] >= w[1])
+        {
+            return Err(bad(
+                "bin cuts must rise strictly from the grid's first edge to its last",
+            ));
+        }
+        let edges = cuts.iter().map(|&c| b.grid[c]).collect();
+        let mut out = Attribute::binned(self.name.clone(), edges)?;
+        out.bounds = Some(Bounds {
+            chosen: true,
+            ..b.clone()
+        });
+        Ok(out)
     }
 
     /// The attribute's name.
@@ -181,11 +366,24 @@ impl Attribute {
     /// assert_eq!(age.label(1).as_deref(), Some("[18,25)"));
     /// # Ok::<(), privq_host::data::DataError>(())
     /// ```
+    ///
+    /// An attribute declared by its bounds ([`Attribute::bounded`]) writes its bin
+    /// as the lower edge of the bin's middle grid cell: with grid cells `a..b` in
+    /// the bin, the edge of cell `a + ⌊(b − a)/2⌋` (an integer when the values are
+    /// declared integers).
     pub fn value_text(&self, i: usize) -> Option<String> {
         match &self.kind {
             AttributeKind::Categorical(v) => v.get(i).cloned(),
             AttributeKind::Binned(e) => {
                 let (lo, hi) = (e.get(i)?, e.get(i + 1)?);
+                if let Some(b) = &self.bounds {
+                    let a = b.grid.partition_point(|g| g < lo);
+                    let z = b.grid.partition_point(|g| g < hi);
+                    return b
+                        .grid
+                        .get(a + z.saturating_sub(a) / 2)
+                        .map(|v| shortest_text(*v));
+                }
                 Some(midpoint_text(*lo, *hi))
             }
         }
@@ -200,6 +398,12 @@ fn midpoint_text(lo: Fixed, hi: Fixed) -> String {
     let sum = i128::from(lo.to_bits()) + i128::from(hi.to_bits());
     // ⌊sum/2⌋ lies between two i64 values, so it is one.
     let mid = Fixed::from_bits(i64::try_from(sum.div_euclid(2)).unwrap_or(i64::MAX));
+    shortest_text(mid)
+}
+
+/// `mid` as the shortest decimal (up to 12 places) that reads back as exactly it,
+/// else its exact decimal form.
+fn shortest_text(mid: Fixed) -> String {
     let bits = i128::from(mid.to_bits());
     let (sign, mag) = if bits < 0 { ("-", -bits) } else { ("", bits) };
     let one = 1i128 << Fixed::FRAC_BITS;
@@ -307,6 +511,12 @@ impl Domain {
     /// # Ok::<(), privq_host::data::DataError>(())
     /// ```
     ///
+    /// A numeric attribute may give its public bounds only, `{"name": "income",
+    /// "bounds": [0, 250000], "bins": 16, "integer": true}` (`bins` at most 1024,
+    /// default 32; `integer` default false): its bins are then chosen privately
+    /// by the release ([`Attribute::bounded`]). Bounds with LO ≥ HI, bounds that
+    /// are not numbers, and `bins` out of range are refused naming the attribute.
+    ///
     /// A second, compact form maps each attribute name to its number of values
     /// `k`: the attribute is categorical with the labels `"0"`, …, `"k−1"` (data that
     /// are already value indices, as in the common benchmark versions of Adult).
@@ -352,29 +562,55 @@ impl Domain {
         let spec: DomainSpec = serde_json::from_value(value)?;
         let mut attrs = Vec::with_capacity(spec.attributes.len());
         for a in spec.attributes {
-            attrs.push(match (a.values, a.edges) {
-                (Some(values), None) => Attribute::categorical(a.name, values)?,
-                (None, Some(edges)) => {
+            let edge = |e: &EdgeSpec, what: &str| {
+                let text = match e {
+                    EdgeSpec::Text(s) => s.clone(),
+                    EdgeSpec::Number(n) => n.to_string(),
+                };
+                text.parse::<Fixed>().map_err(|err| {
+                    DataError::InvalidDomain(format!(
+                        "attribute {:?}: {what} {text:?}: {err}",
+                        a.name
+                    ))
+                })
+            };
+            if a.bounds.is_none() && (a.bins.is_some() || a.integer.is_some()) {
+                return Err(DataError::InvalidDomain(format!(
+                    "attribute {:?}: \"bins\" and \"integer\" go with \"bounds\"",
+                    a.name
+                )));
+            }
+            attrs.push(match (&a.values, &a.edges, &a.bounds) {
+                (Some(values), None, None) => Attribute::categorical(&a.name, values.clone())?,
+                (None, Some(edges), None) => {
                     let edges = edges
                         .iter()
-                        .map(|e| {
-                            let text = match e {
-                                EdgeSpec::Text(s) => s.clone(),
-                                EdgeSpec::Number(n) => n.to_string(),
-                            };
-                            text.parse::<Fixed>().map_err(|err| {
-                                DataError::InvalidDomain(format!(
-                                    "attribute {:?}: bin edge {text:?}: {err}",
-                                    a.name
-                                ))
-                            })
-                        })
+                        .map(|e| edge(e, "bin edge"))
                         .collect::<Result<Vec<_>, _>>()?;
-                    Attribute::binned(a.name, edges)?
+                    Attribute::binned(&a.name, edges)?
                 }
-                (Some(_), Some(_)) | (None, None) => {
+                (None, None, Some(bounds)) => {
+                    let [lo, hi] = bounds.as_slice() else {
+                        return Err(DataError::InvalidDomain(format!(
+                            "attribute {:?}: \"bounds\" is [LO, HI], two numbers",
+                            a.name
+                        )));
+                    };
+                    let bins = match a.bins {
+                        None => DEFAULT_BINS,
+                        Some(b) => usize::try_from(b).unwrap_or(usize::MAX),
+                    };
+                    Attribute::bounded(
+                        &a.name,
+                        edge(lo, "bound")?,
+                        edge(hi, "bound")?,
+                        bins,
+                        a.integer.unwrap_or(false),
+                    )?
+                }
+                _ => {
                     return Err(DataError::InvalidDomain(format!(
-                        "attribute {:?} needs exactly one of \"values\" or \"edges\"",
+                        "attribute {:?} needs exactly one of \"values\", \"edges\" or \"bounds\"",
                         a.name
                     )));
                 }
@@ -486,6 +722,9 @@ struct AttributeSpec {
     name: String,
     values: Option<Vec<String>>,
     edges: Option<Vec<EdgeSpec>>,
+    bounds: Option<Vec<EdgeSpec>>,
+    bins: Option<u64>,
+    integer: Option<bool>,
 }
 
 /// `{"name": size, …}` in the order of the file.
@@ -581,6 +820,67 @@ mod tests {
         let c = Attribute::categorical("c", ["x", "y"]).unwrap();
         assert_eq!(BinOutput::Midpoint.text(&c, 1).as_deref(), Some("y"));
         assert_eq!(c.value_text(1), c.label(1));
+    }
+
+    #[test]
+    fn bounded_attributes_have_a_public_grid_and_refuse_bad_bounds() {
+        let spec = |a: &str| Domain::from_json(&format!(r#"{{"attributes": [{a}]}}"#));
+        let d = spec(r#"{"name": "gain", "bounds": [0, 99999], "integer": true}"#).unwrap();
+        let gain = d.attribute(0).unwrap();
+        let b = gain.bounds().unwrap();
+        // 100 000 integers in cells of 98: 1021 cells, the last one holds 99 999.
+        assert_eq!(
+            (b.cells(), b.bins(), b.integer()),
+            (1021, DEFAULT_BINS, true)
+        );
+        assert_eq!(gain.index_of("99999"), Some(1020));
+        assert_eq!(gain.index_of("1e9"), Some(1020)); // clamped
+        assert_eq!(gain.index_of("-5"), Some(0));
+        assert_eq!(gain.value_text(1).as_deref(), Some("98"));
+        let d = spec(r#"{"name": "h", "bounds": ["0.5", 2], "bins": 4}"#).unwrap();
+        let h = d.attribute(0).unwrap();
+        assert_eq!(h.size(), GRID_CELLS);
+        assert_eq!(h.value_text(0).as_deref(), Some("0.5"));
+        assert_eq!(h.index_of("2"), Some(GRID_CELLS - 1));
+        // Cuts choose bins on the grid; a bin is written as its middle cell's edge.
+        let four = h.with_bins(&[0, 256, 512, GRID_CELLS]).unwrap();
+        assert_eq!(four.size(), 3);
+        assert!(!four.needs_bins() && h.needs_bins());
+        assert_eq!(four.value_text(0).as_deref(), Some("0.6875"));
+        assert_eq!(four.index_of("0.6875"), Some(0));
+        assert!(h.with_bins(&[0, 5, 5, GRID_CELLS]).is_err());
+        assert!(h.with_bins(&[0, 5]).is_err());
+        for (bad, says) in [
+            (r#"{"name": "age", "bounds": [90, 17]}"#, "LO < HI"),
+            (r#"{"name": "age", "bounds": [5, 5]}"#, "LO < HI"),
+            (r#"{"name": "age", "bounds": ["-inf", 5]}"#, "bound"),
+            (r#"{"name": "age", "bounds": ["NaN", 5]}"#, "bound"),
+            (r#"{"name": "age", "bounds": [0, 1e12]}"#, "bound"),
+            (r#"{"name": "age", "bounds": [0]}"#, "two numbers"),
+            (r#"{"name": "age", "bounds": [0, 9], "bins": 0}"#, "bins"),
+            (
+                r#"{"name": "age", "bounds": [0, 9], "bins": 100000}"#,
+                "bins",
+            ),
+            (
+                r#"{"name": "age", "bounds": [0, "9.5"], "integer": true}"#,
+                "integer bounds",
+            ),
+            (
+                r#"{"name": "age", "bounds": [0, "0.0000001"]}"#,
+                "too close",
+            ),
+            (r#"{"name": "age", "edges": [0, 9], "bins": 3}"#, "go with"),
+            (
+                r#"{"name": "age", "edges": [0, 9], "bounds": [0, 9]}"#,
+                "exactly one",
+            ),
+        ] {
+            let e = spec(bad).unwrap_err();
+            assert!(matches!(e, DataError::InvalidDomain(_)), "{bad}: {e}");
+            assert!(e.to_string().contains("\"age\""), "{bad}: {e}");
+            assert!(e.to_string().contains(says), "{bad}: {e}");
+        }
     }
 
     #[test]

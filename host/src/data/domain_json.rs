@@ -29,15 +29,25 @@ impl Domain {
     ///                               {"name": "city", "values": ["Oslo", "Rome"]}]}"#;
     /// let d = Domain::from_json(text)?;
     /// assert_eq!(Domain::from_json(&d.to_json())?, d);
+    /// let b = Domain::from_json(r#"{"attributes": [{"name": "age", "bounds": [17, 90], "integer": true}]}"#)?;
+    /// assert_eq!(Domain::from_json(&b.to_json())?, b);
     /// # Ok::<(), privq_host::data::DataError>(())
     /// ```
     pub fn to_json(&self) -> String {
         let lines: Vec<String> = self
             .attributes()
             .iter()
-            .map(|a| match a.kind() {
-                AttributeKind::Categorical(values) => line(a.name(), "values", values),
-                AttributeKind::Binned(edges) => {
+            .map(|a| match (a.kind(), a.bounds()) {
+                (_, Some(b)) if a.needs_bins() => format!(
+                    "  {{\"name\": {}, \"bounds\": [{}, {}], \"bins\": {}, \"integer\": {}}}",
+                    json!(a.name()),
+                    json!(b.lo().to_string()),
+                    json!(b.hi().to_string()),
+                    b.bins(),
+                    b.integer()
+                ),
+                (AttributeKind::Categorical(values), _) => line(a.name(), "values", values),
+                (AttributeKind::Binned(edges), _) => {
                     let edges: Vec<String> = edges.iter().map(|e| e.to_string()).collect();
                     line(a.name(), "edges", &edges)
                 }

@@ -34,7 +34,7 @@ pub use discover::{
     Discovered, Discovery, DiscoveryError, DomainSource, Opened, ValueCounts, open_dataset,
 };
 pub use divergence::{kl, relative_entropy};
-pub use domain::{Attribute, AttributeKind, BinOutput, Domain};
+pub use domain::{Attribute, AttributeKind, BinOutput, Bounds, DEFAULT_BINS, Domain, GRID_CELLS};
 pub use domain_json::{PLACEHOLDER, domain_template};
 pub use error::DataError;
 pub use histogram::{CountHistogram, Distribution, MemoryCap};

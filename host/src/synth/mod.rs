@@ -40,6 +40,7 @@
 //! ```
 
 pub mod adaptive;
+pub mod bins;
 mod clique;
 mod dense;
 mod error;

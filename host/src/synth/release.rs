@@ -38,6 +38,27 @@ use crate::accountant::{Accountant, Cost, PrivacyLoss, Receipt, RunCost};
 use crate::contract::Neighbours;
 use crate::data::{DataError, Domain, Records};
 
+impl From<super::bins::BinningError> for AdaptiveError {
+    fn from(e: super::bins::BinningError) -> Self {
+        use super::bins::BinningError as B;
+        match e {
+            B::Data(d) => AdaptiveError::Data(d),
+            B::Mechanism(m) => AdaptiveError::Mechanism(m),
+            other => AdaptiveError::InvalidParameter(other.to_string()),
+        }
+    }
+}
+
+/// The ρ the private binning of `domain`'s bounded attributes takes from a run
+/// with budget `budget` ([`BINNING_SHARE`](super::bins::BINNING_SHARE)), or
+/// `None` when no attribute needs bins.
+fn binning_rho(domain: &Domain, budget: Rho) -> Result<Option<Rho>, AdaptiveError> {
+    if !domain.attributes().iter().any(|a| a.needs_bins()) {
+        return Ok(None);
+    }
+    Ok(Some(super::bins::PrivateBinning::share_of(budget)?))
+}
+
 /// What to release: the privacy parameters and the public knobs, validated when
 /// set.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -216,6 +237,15 @@ impl SynthRequest {
         let available = accountant.remaining_rho().ok_or_else(|| {
             AdaptiveError::InvalidParameter("the request's budget rounds to no ρ".into())
         })?;
+        // Bounded attributes are binned first, with a public share of the budget;
+        // the adaptive mechanism spends the rest.
+        let binning_rho = binning_rho(domain, available)?;
+        let available = match binning_rho {
+            None => available,
+            Some(b) => available.checked_sub(b)?.ok_or_else(|| {
+                AdaptiveError::InvalidParameter("the binning share leaves no ρ".into())
+            })?,
+        };
         let d = domain.dims();
         let schedule = Schedule::new(available, self.rounds, d)?;
         let rows = match (self.rows, self.neighbours, n) {
@@ -241,6 +271,7 @@ impl SynthRequest {
             candidates: workload.candidates().len(),
             max_model_cells: self.max_model_cells,
             rows,
+            binning_rho,
         })
     }
 
@@ -345,6 +376,9 @@ pub struct SynthPlan {
     pub max_model_cells: u128,
     /// How many synthetic rows the release holds.
     pub rows: PlannedRows,
+    /// The ρ of the private binning of the attributes declared by their bounds
+    /// only ([`crate::synth::bins`]), charged first; `None` when there are none.
+    pub binning_rho: Option<Rho>,
 }
 
 impl SynthPlan {
@@ -359,8 +393,14 @@ impl SynthPlan {
 /// A release: the rows, what produced them, and what it cost.
 #[derive(Debug)]
 pub struct Synthetic {
-    /// The synthetic rows: one value index per attribute, in the domain's order.
+    /// The synthetic rows: one value index per attribute of [`Synthetic::domain`].
     pub rows: Vec<Vec<usize>>,
+    /// The domain of the rows: the request's, with the bins chosen privately for
+    /// every attribute declared by its bounds only (write the rows with it).
+    pub domain: Domain,
+    /// The ρ spent on private binning (charged first), `None` when no attribute
+    /// was declared by its bounds only.
+    pub binning_rho: Option<Rho>,
     /// The fitted model, the noisy measurements and the round log (all public).
     pub output: AdaptiveOutput<Model>,
     /// The accountant that paid for the release, bound to the request's relation;
@@ -407,6 +447,24 @@ pub fn synthesize_controlled<R: Rng + CryptoRng + ?Sized>(
     let neighbours = request.neighbours;
     request.admits(records)?;
     let mut accountant = request.accountant()?;
+    // Attributes declared by their bounds only are binned first, charged to the
+    // same accountant (a public share of its ρ); everything after runs on the
+    // chosen bins.
+    let budget = accountant.rho_budget().ok_or_else(|| {
+        AdaptiveError::InvalidParameter("the request's budget rounds to no ρ".into())
+    })?;
+    let binning_rho = binning_rho(domain, budget)?;
+    let binned = match binning_rho {
+        None => None,
+        Some(rho) => {
+            let binning = super::bins::PrivateBinning::new(domain, neighbours, rho)?;
+            Some(binning.release(records, domain, &mut accountant, rng)?)
+        }
+    };
+    let (records, domain) = match &binned {
+        Some(b) => (&b.records, &b.domain),
+        None => (records, domain),
+    };
     let config = AdaptiveConfig {
         rounds: request.rounds,
         max_model_cells: request.max_model_cells,
@@ -442,6 +500,8 @@ pub fn synthesize_controlled<R: Rng + CryptoRng + ?Sized>(
     let guarantee = accountant.spent_guarantee()?;
     Ok(Synthetic {
         rows,
+        domain: domain.clone(),
+        binning_rho,
         output,
         accountant,
         guarantee,

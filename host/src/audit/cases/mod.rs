@@ -7,6 +7,7 @@
 
 mod aggregate;
 mod baselines;
+mod bins;
 mod central;
 mod conjunctions;
 mod discover;
@@ -27,6 +28,7 @@ pub use aggregate::{
     aggregate_quantile_gap, aggregate_rare_group, aggregate_variance_edge,
 };
 pub use baselines::{grid_mwem, laplace_per_query, tree_cdf};
+pub use bins::private_binning;
 pub use central::{discrete_gaussian, exponential, geometric_histogram, sq_oracle, vector_laplace};
 pub use conjunctions::{
     agnostic_mw, conjunction_release, conjunction_release_local, cut_oracle, cut_release,
@@ -178,6 +180,10 @@ pub const REGISTRY: &[Registered] = &[
     // ε/k) is flagged.
     case("cut-release", cut_release, 10_000),
     case("adaptive-marginals", adaptive_marginals_case, 4000),
+    // Private binning of a bounded attribute (equal-mass cuts on noisy grid
+    // counts), the first cut on its tipping point and one record added beyond it;
+    // its twins (a quarter and a tenth of the noise) are flagged.
+    case("private-binning", private_binning, 20_000).sees(0.1),
     // Private statistics by group, each on the pair its safeguard is most fragile
     // against, each with a broken twin in its tests (no bounding, no clamping, τ − 1,
     // half the quantile's noise). Seen over 12 seeds: 0.81–0.93, 0.48–0.60, 0,

@@ -427,7 +427,7 @@ impl From<privq_core::Error> for AdaptiveError {
 /// allows): a smaller cost is always safe to charge, and sums and differences of
 /// dyadic costs stay exact in 64-bit fractions, where arbitrary fractions would
 /// overflow after a few rounds. An error when it rounds to zero.
-fn rho_scaled(rho: Rho, p: u64, q: u64) -> Result<Rho, AdaptiveError> {
+pub(crate) fn rho_scaled(rho: Rho, p: u64, q: u64) -> Result<Rho, AdaptiveError> {
     let num = u128::from(rho.num()) * u128::from(p);
     let den = u128::from(rho.den()) * u128::from(q);
     if den == 0 {

@@ -1,0 +1,108 @@
+//! Private binning of a numeric attribute declared by its bounds only (the first
+//! step of `privq synth` on such a domain).
+
+use privq_core::Rho;
+
+use super::setup;
+use crate::accountant::{Accountant, zcdp_epsilon};
+use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
+use crate::contract::Neighbours;
+use crate::data::{Domain, Records};
+use crate::synth::bins::PrivateBinning;
+
+/// The grid of the case: integers 0..=7, one cell each.
+const CELLS: usize = 8;
+
+/// The pair the equal-mass cuts are most fragile against, under add/remove
+/// neighbours: `D` holds 10 records at each of 1, 3 and 5, so the first third
+/// of the mass ends exactly at cell 1 (the cut sits on its tipping point); `D′`
+/// adds one record at 5, which moves the total and with it the first cut to the
+/// next occupied cell. Three bins, ρ = 1/8, the claim its conversion at δ = 10⁻³
+/// (CKS20 Cor. 13, as the other zCDP cases). Outputs: the two interior cuts
+/// (grid edge numbers; 8, the grid's end, where fewer bins were kept).
+pub fn private_binning(small: bool) -> Result<AuditCase, AuditError> {
+    let rho = Rho::new(1, 8).map_err(setup)?;
+    binning_case(small, rho, rho, "private-binning")
+}
+
+/// The case with noise for `noise_rho` under the claim for `claim_rho` (a twin
+/// when they differ).
+pub(crate) fn binning_case(
+    small: bool,
+    claim_rho: Rho,
+    noise_rho: Rho,
+    name: &str,
+) -> Result<AuditCase, AuditError> {
+    let _ = small;
+    let delta = 1e-3;
+    let epsilon = zcdp_epsilon(claim_rho.to_f64(), delta).map_err(setup)?;
+    let domain = Domain::from_json(
+        r#"{"attributes": [{"name": "x", "bounds": [0, 7], "bins": 3, "integer": true}]}"#,
+    )
+    .map_err(setup)?;
+    let records = |side: Side| -> Result<Records, AuditError> {
+        let mut x: Vec<u32> = [1u32, 3, 5].iter().flat_map(|&v| [v; 10]).collect();
+        if side == Side::DPrime {
+            x.push(5);
+        }
+        Records::from_columns(vec![x], &domain).map_err(setup)
+    };
+    let (d, d_prime) = (records(Side::D)?, records(Side::DPrime)?);
+    let mech = PrivateBinning::new(&domain, Neighbours::AddRemove, noise_rho).map_err(setup)?;
+    let mut events = Vec::new();
+    for c in 1..=CELLS {
+        events.push(Event::equals(0, c as f64));
+        events.push(Event::equals(1, c as f64));
+        events.push(Event::at_most(0, c as f64));
+    }
+    events.push(Event::new("cuts at 2 and 4", |o: &[f64]| {
+        o[0] == 2.0 && o[1] == 4.0
+    }));
+    Ok(AuditCase::new(
+        name,
+        "add/remove: 10 records at each of 1, 3, 5 vs the same plus one at 5; grid 0..=7, \
+         3 bins, rho = 1/8",
+        Claim::Approximate { epsilon, delta },
+        100_000,
+    )
+    .mechanism(format!(
+        "private binning (discrete Gaussian, σ² = {})",
+        mech.sigma_squared().to_f64()
+    ))
+    .run(move |side, rng| {
+        let data = if side == Side::D { &d } else { &d_prime };
+        let mut acct = Accountant::zcdp(noise_rho, delta)?;
+        acct.bind(Neighbours::AddRemove);
+        let out = mech.release(data, &domain, &mut acct, rng)?;
+        let cuts = out.cuts.first().map(|(_, c)| c.clone()).unwrap_or_default();
+        let inner: Vec<f64> = cuts[1..cuts.len() - 1].iter().map(|&c| c as f64).collect();
+        Ok((0..2)
+            .map(|i| inner.get(i).copied().unwrap_or(CELLS as f64))
+            .collect())
+    })
+    .events(events))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::cases::twins::check;
+
+    /// The broken twins: the noise at a quarter of the scale (σ/4, i.e. 16ρ) and
+    /// at a tenth of it, both under the real claim. The auditor must flag each.
+    #[test]
+    fn the_auditor_flags_binning_with_too_little_noise() {
+        let rho = Rho::new(1, 8).unwrap();
+        let real = private_binning(true).unwrap();
+        let quarter = binning_case(true, rho, Rho::new(2, 1).unwrap(), "private-binning").unwrap();
+        let tenth = binning_case(true, rho, Rho::new(25, 2).unwrap(), "private-binning").unwrap();
+        check(
+            "private-binning",
+            &real,
+            &[
+                ("a quarter of the noise", &quarter),
+                ("a tenth of the noise", &tenth),
+            ],
+        );
+    }
+}
