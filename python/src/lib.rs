@@ -1004,16 +1004,19 @@ fn _synthesize<'py>(
             }
         };
         let n = release.rows.len();
-        // The rows are over the released domain: the bins chosen privately for
-        // attributes declared by their bounds only.
-        let domain = &release.domain;
+        // With private binning the rows written are spread over the public grids
+        // of the request's domain; otherwise they are over the released domain.
+        let (domain, rows) = match &release.spread {
+            Some(spread) => (domain, spread),
+            None => (&release.domain, &release.rows),
+        };
         let mut out = Vec::with_capacity(domain.dims());
         for (a, attr) in domain.attributes().iter().enumerate() {
             let texts: Vec<String> = (0..attr.size())
                 .filter_map(|v| attr.value_text(v))
                 .collect();
             let mut bytes = Vec::with_capacity(4 * n);
-            for r in &release.rows {
+            for r in rows {
                 let v = r.get(a).copied().unwrap_or(0);
                 let v = i32::try_from(v)
                     .map_err(|_| PrivqError::new_err("a value index beyond int32"))?;

@@ -68,6 +68,34 @@ fn raw_numbers_in_give_numbers_inside_the_bounds_out() {
     }
     // n is public under replace-one neighbours: as many rows as records.
     assert_eq!(rows, 3000);
+    // Values spread within their bins: more distinct ages than the 8 bins at most.
+    let ages: std::collections::BTreeSet<&str> = csv
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').next())
+        .collect();
+    assert!(ages.len() > 8, "{ages:?}");
+    // --bins-as-labels writes the chosen bins' labels instead.
+    let out = privq(
+        &d.0,
+        &[
+            "synth",
+            "--input",
+            "raw.csv",
+            "--domain",
+            "spec.json",
+            "--epsilon",
+            "1",
+            "--seed",
+            "5",
+            "--neighbours",
+            "replace",
+            "--bins-as-labels",
+        ],
+        b"",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).lines().nth(1).unwrap().starts_with("\"["));
 }
 
 #[test]

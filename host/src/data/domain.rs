@@ -55,7 +55,7 @@ impl Bounds {
         self.hi
     }
 
-    /// The most bins the private binning may choose.
+    /// The number of equal-mass bins the private binning aims at.
     pub fn bins(&self) -> usize {
         self.bins
     }
@@ -134,8 +134,8 @@ impl Attribute {
 
     /// A numeric attribute declared by its public bounds `lo < hi` only, whose
     /// bins are chosen later by a private mechanism
-    /// ([`PrivateBinning`](crate::synth::bins::PrivateBinning)) into at most
-    /// `bins` bins (1 ≤ `bins` ≤ [`GRID_CELLS`]). Until then it is binned on a
+    /// ([`PrivateBinning`](crate::synth::bins::PrivateBinning)) into about
+    /// `bins` equal-mass bins (1 ≤ `bins` ≤ [`GRID_CELLS`]; fewer than `2·bins`). Until then it is binned on a
     /// public grid, fixed by the bounds alone:
     ///
     /// * `integer = false`: [`GRID_CELLS`] equal cells over `[lo, hi]` (on the

@@ -214,15 +214,20 @@ impl PrivateBinning {
 }
 
 /// The cuts (grid edge numbers, from 0 to `noisy.len()`, strictly increasing) of
-/// at most `bins` equal-mass bins of the noisy grid counts `noisy`: counts below
-/// `floor` count as empty (all of them: the counts clamped at 0 instead), and the
-/// grid is cut after the first cell where the cumulative count reaches `q/bins` of
-/// the total, `q = 1, …, bins−1`. Integer arithmetic only; post-processing.
+/// equal-mass bins of the noisy grid counts `noisy`: counts below `floor` count as
+/// empty (all of them: the counts clamped at 0 instead), and the grid is cut after
+/// the first cell where the cumulative count reaches `q/bins` of the total,
+/// `q = 1, …, bins−1`; a cell holding at least `1/bins` of the total on its own is
+/// also cut before, so it is a bin of its own. At most `bins` cuts after cells
+/// and as many before the (at most `bins`) heavy cells: fewer than `2·bins`
+/// bins. Integer arithmetic only; post-processing.
 ///
 /// ```
 /// use privq_host::synth::bins::equal_mass_cuts;
 /// assert_eq!(equal_mass_cuts(&[5, 5, 5, 5], 2, 0), vec![0, 2, 4]);
 /// assert_eq!(equal_mass_cuts(&[100, -3, 0, 1, 0, 2], 4, 3), vec![0, 1, 6]);
+/// // The spike in cell 2 gets a bin of its own.
+/// assert_eq!(equal_mass_cuts(&[5, 5, 90, 5, 5], 4, 0), vec![0, 2, 3, 5]);
 /// assert_eq!(equal_mass_cuts(&[0, -1, 0], 8, 1), vec![0, 3]);
 /// ```
 pub fn equal_mass_cuts(noisy: &[i64], bins: usize, floor: i64) -> Vec<usize> {
@@ -244,6 +249,11 @@ pub fn equal_mass_cuts(noisy: &[i64], bins: usize, floor: i64) -> Vec<usize> {
         let (mut cum, mut q) = (0u128, 1u128);
         for (j, m) in mass.iter().enumerate() {
             cum += m;
+            // A cell that holds a bin's worth on its own (a spike: 40 hours a
+            // week, a gain of 0) is a bin of its own: cut before it too.
+            if m * k >= total && j > 0 && cuts.last() != Some(&j) {
+                cuts.push(j);
+            }
             while q < k && cum * k >= q * total {
                 if j + 1 < g && cuts.last() != Some(&(j + 1)) {
                     cuts.push(j + 1);
@@ -256,6 +266,73 @@ pub fn equal_mass_cuts(noisy: &[i64], bins: usize, floor: i64) -> Vec<usize> {
         cuts.push(g);
     }
     cuts
+}
+
+/// Synthetic `rows` over `released` (some bounded attributes binned privately)
+/// moved onto the public grids of `grid` (the same domain before the binning):
+/// each such attribute's bin is replaced by one of the bin's grid cells drawn
+/// uniformly at random (exact integer sampling), so the values written spread
+/// over the bin as the input's do, instead of piling on one value. Every other
+/// attribute is kept. Post-processing of the release: no data is read.
+///
+/// ```
+/// use privq_host::data::Domain;
+/// use privq_host::synth::bins::spread;
+/// use privq_host::seeded_rng;
+/// let grid = Domain::from_json(r#"{"attributes": [{"name": "age", "bounds": [0, 9], "integer": true}]}"#)?;
+/// let released = Domain::new(vec![grid.attribute(0).unwrap().with_bins(&[0, 3, 10])?])?;
+/// let rows = spread(&[vec![0], vec![1]], &released, &grid, &mut seeded_rng(1))?;
+/// assert!(rows[0][0] < 3 && (3..10).contains(&rows[1][0]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn spread<R: Rng + ?Sized>(
+    rows: &[Vec<usize>],
+    released: &Domain,
+    grid: &Domain,
+    rng: &mut R,
+) -> Result<Vec<Vec<usize>>, DataError> {
+    if released.dims() != grid.dims() {
+        return Err(DataError::LengthMismatch {
+            expected: grid.dims(),
+            got: released.dims(),
+        });
+    }
+    // Per attribute: for each released bin, its grid cells a..z (None: kept).
+    let mut ranges: Vec<Option<Vec<(usize, usize)>>> = Vec::with_capacity(grid.dims());
+    for (a, b) in grid.attributes().iter().zip(released.attributes()) {
+        let same_grid = a.bounds().map(|x| x.grid()) == b.bounds().map(|x| x.grid());
+        ranges.push(match (a.kind(), b.kind()) {
+            (AttributeKind::Binned(cells), AttributeKind::Binned(edges))
+                if a.needs_bins() && b.bounds().is_some() && !b.needs_bins() && same_grid =>
+            {
+                let at = |e: &privq_core::Fixed| cells.partition_point(|g| g < e);
+                Some(edges.windows(2).map(|w| (at(&w[0]), at(&w[1]))).collect())
+            }
+            _ if a == b => None,
+            _ => {
+                return Err(DataError::InvalidDomain(format!(
+                    "attribute {:?} differs between the two domains other than by chosen bins",
+                    a.name()
+                )));
+            }
+        });
+    }
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let mut r = row.clone();
+        for (v, range) in r.iter_mut().zip(&ranges) {
+            if let Some(range) = range {
+                let &(lo, hi) = range.get(*v).ok_or_else(|| {
+                    DataError::InvalidValue(format!("value index {v} is not a released bin"))
+                })?;
+                let k = privq_core::sample::uniform_below(hi.saturating_sub(lo).max(1) as u64, rng)
+                    .map_err(|e| DataError::InvalidValue(e.to_string()))?;
+                *v = lo + k as usize;
+            }
+        }
+        out.push(r);
+    }
+    Ok(out)
 }
 
 /// `records` over `from` mapped into `to`, where `to` is `from` with some
@@ -349,7 +426,7 @@ mod tests {
                 assert_eq!((cuts[0], *cuts.last().unwrap()), (0, grid));
                 assert!(cuts.windows(2).all(|w| w[0] < w[1]), "{cuts:?}");
                 let attr = out.domain.attribute(*a).unwrap();
-                assert!(attr.size() <= attr.bounds().unwrap().bins());
+                assert!(attr.size() < 2 * attr.bounds().unwrap().bins());
                 assert!(!attr.needs_bins());
                 // The bounds are the outer edges.
                 let AttributeKind::Binned(edges) = attr.kind() else {
@@ -441,6 +518,69 @@ mod tests {
                 .is_err()
         );
         assert!(acct.ledger().is_empty());
+    }
+
+    /// `synthesize` bins first with its share, runs the rest on the chosen bins,
+    /// and spreads each written value over its row's bin.
+    #[test]
+    fn synthesize_bins_first_and_spreads_within_the_bins() {
+        use crate::synth::adaptive::MarginalWorkload;
+        use crate::synth::release::{SynthRequest, synthesize};
+        let d = age_domain();
+        let r = records(&d, 1500);
+        let workload = MarginalWorkload::all_k_way(&d, 2).unwrap();
+        let request = SynthRequest::new(
+            privq_core::Epsilon::new(2, 1).unwrap(),
+            1e-9,
+            Neighbours::Replace,
+        )
+        .unwrap();
+        let plan = request.plan(&r, &d, &workload).unwrap();
+        let budget = request.accountant().unwrap().rho_budget().unwrap();
+        let share = PrivateBinning::share_of(budget).unwrap();
+        assert_eq!(plan.binning_rho, Some(share));
+        let out = synthesize(&r, &d, &workload, &request, &mut seeded_rng(4), &mut |_| {}).unwrap();
+        assert_eq!(out.binning_rho, Some(share));
+        assert!(
+            out.accountant
+                .ledger_text()
+                .lines()
+                .next()
+                .unwrap()
+                .contains("private binning")
+        );
+        let spent = out.accountant.spent_rho().unwrap().to_f64();
+        assert!(spent <= budget.to_f64() && spent > 0.99 * budget.to_f64());
+        let spread = out.spread.as_ref().unwrap();
+        assert_eq!(spread.len(), out.rows.len());
+        let back = rebin(
+            &Records::from_columns(
+                (0..3)
+                    .map(|a| spread.iter().map(|x| x[a] as u32).collect())
+                    .collect(),
+                &d,
+            )
+            .unwrap(),
+            &d,
+            &out.domain,
+        )
+        .unwrap();
+        for (i, row) in out.rows.iter().enumerate() {
+            for (a, &v) in row.iter().enumerate() {
+                assert_eq!(back.column(a).unwrap()[i] as usize, v);
+            }
+        }
+        // Spread: more distinct ages written than bins chosen.
+        let mut ages: Vec<usize> = spread.iter().map(|x| x[0]).collect();
+        ages.sort_unstable();
+        ages.dedup();
+        assert!(ages.len() > out.domain.attribute(0).unwrap().size());
+        // Without bounded attributes nothing changes.
+        let plain = domain(r#"{"attributes": [{"name": "sex", "values": ["f", "m"]}]}"#);
+        let pr = Records::from_columns(vec![vec![0, 1, 1]], &plain).unwrap();
+        let w = MarginalWorkload::all_k_way(&plain, 1).unwrap();
+        let out = synthesize(&pr, &plain, &w, &request, &mut seeded_rng(4), &mut |_| {}).unwrap();
+        assert!(out.spread.is_none() && out.binning_rho.is_none() && out.domain == plain);
     }
 
     #[test]

@@ -401,6 +401,11 @@ pub struct Synthetic {
     /// The ρ spent on private binning (charged first), `None` when no attribute
     /// was declared by its bounds only.
     pub binning_rho: Option<Rho>,
+    /// With private binning: the rows to write, over the request's domain, each
+    /// privately binned attribute's value a grid cell drawn uniformly within its
+    /// row's bin ([`spread`](super::bins::spread), post-processing). `None`
+    /// without private binning: write [`Synthetic::rows`].
+    pub spread: Option<Vec<Vec<usize>>>,
     /// The fitted model, the noisy measurements and the round log (all public).
     pub output: AdaptiveOutput<Model>,
     /// The accountant that paid for the release, bound to the request's relation;
@@ -461,6 +466,7 @@ pub fn synthesize_controlled<R: Rng + CryptoRng + ?Sized>(
             Some(binning.release(records, domain, &mut accountant, rng)?)
         }
     };
+    let input_domain = domain;
     let (records, domain) = match &binned {
         Some(b) => (&b.records, &b.domain),
         None => (records, domain),
@@ -497,8 +503,13 @@ pub fn synthesize_controlled<R: Rng + CryptoRng + ?Sized>(
         }
     };
     let rows = output.model.sample_rows_rounded(rows, rng)?;
+    let spread = match &binned {
+        Some(_) => Some(super::bins::spread(&rows, domain, input_domain, rng)?),
+        None => None,
+    };
     let guarantee = accountant.spent_guarantee()?;
     Ok(Synthetic {
+        spread,
         rows,
         domain: domain.clone(),
         binning_rho,

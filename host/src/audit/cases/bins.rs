@@ -18,8 +18,11 @@ const CELLS: usize = 8;
 /// of the mass ends exactly at cell 1 (the cut sits on its tipping point); `D′`
 /// adds one record at 5, which moves the total and with it the first cut to the
 /// next occupied cell. Three bins, ρ = 1/8, the claim its conversion at δ = 10⁻³
-/// (CKS20 Cor. 13, as the other zCDP cases). Outputs: the two interior cuts
-/// (grid edge numbers; 8, the grid's end, where fewer bins were kept).
+/// (CKS20 Cor. 13, as the other zCDP cases). Each of the three cells holds a
+/// bin's worth in `D`, so whether it is cut before (a bin of its own) also sits
+/// on its tipping point. Outputs: the first two interior cuts (grid edge numbers;
+/// 8, the grid's end, where fewer bins were kept), then for each interior edge
+/// 1..=7 whether it is a cut.
 pub fn private_binning(small: bool) -> Result<AuditCase, AuditError> {
     let rho = Rho::new(1, 8).map_err(setup)?;
     binning_case(small, rho, rho, "private-binning")
@@ -55,9 +58,17 @@ pub(crate) fn binning_case(
         events.push(Event::equals(1, c as f64));
         events.push(Event::at_most(0, c as f64));
     }
+    for j in 1..CELLS {
+        events.push(Event::equals(1 + j, 1.0));
+        events.push(Event::equals(1 + j, 0.0));
+    }
     events.push(Event::new("cuts at 2 and 4", |o: &[f64]| {
         o[0] == 2.0 && o[1] == 4.0
     }));
+    events.push(Event::new(
+        "cuts at 1 and 3 (cells 1 and 3 heavy)",
+        |o: &[f64]| o[2] == 1.0 && o[4] == 1.0,
+    ));
     Ok(AuditCase::new(
         name,
         "add/remove: 10 records at each of 1, 3, 5 vs the same plus one at 5; grid 0..=7, \
@@ -76,9 +87,11 @@ pub(crate) fn binning_case(
         let out = mech.release(data, &domain, &mut acct, rng)?;
         let cuts = out.cuts.first().map(|(_, c)| c.clone()).unwrap_or_default();
         let inner: Vec<f64> = cuts[1..cuts.len() - 1].iter().map(|&c| c as f64).collect();
-        Ok((0..2)
+        let mut o: Vec<f64> = (0..2)
             .map(|i| inner.get(i).copied().unwrap_or(CELLS as f64))
-            .collect())
+            .collect();
+        o.extend((1..CELLS).map(|j| f64::from(u8::from(cuts.contains(&j)))));
+        Ok(o)
     })
     .events(events))
 }
