@@ -165,6 +165,22 @@ mod tests {
     }
 
     #[test]
+    fn side_by_side_histograms_scale_the_sensitivity_by_their_number() {
+        // One record is in one cell of each of k histograms: Δ₂² = k·h, h = 1 under
+        // add/remove and 2 under replace, so σ² = k·h/(2ρ).
+        let rho = Rho::new(1, 8).unwrap();
+        for (neighbours, h) in [(Neighbours::AddRemove, 1u64), (Neighbours::Replace, 2)] {
+            for k in 1..=3u64 {
+                let m = DiscreteGaussian::histograms(neighbours, k as usize, rho).unwrap();
+                assert_eq!(m.l2_squared(), k * h);
+                assert_eq!(m.sigma_squared(), SigmaSquared::new(4 * k * h, 1).unwrap());
+                assert_eq!(m.cost(), Cost::Zcdp(rho));
+            }
+        }
+        assert!(DiscreteGaussian::histograms(Neighbours::Replace, 0, rho).is_err());
+    }
+
+    #[test]
     fn charges_a_zcdp_accountant_and_is_refused_by_a_pure_one() {
         let rho = Rho::new(1, 4).unwrap();
         let mech = DiscreteGaussian::counts(Neighbours::Replace, 2, rho).unwrap();

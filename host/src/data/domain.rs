@@ -135,7 +135,7 @@ impl Attribute {
     /// A numeric attribute declared by its public bounds `lo < hi` only, whose
     /// bins are chosen later by a private mechanism
     /// ([`PrivateBinning`](crate::synth::bins::PrivateBinning)) into about
-    /// `bins` equal-mass bins (1 ≤ `bins` ≤ [`GRID_CELLS`]; fewer than `2·bins`). Until then it is binned on a
+    /// `bins` equal-mass bins (1 ≤ `bins` ≤ [`GRID_CELLS`]; at most `2·bins`). Until then it is binned on a
     /// public grid, fixed by the bounds alone:
     ///
     /// * `integer = false`: [`GRID_CELLS`] equal cells over `[lo, hi]` (on the
@@ -146,9 +146,13 @@ impl Attribute {
     ///   `lo, …, hi` (so `hi` has a cell of its own).
     ///
     /// Values outside the bounds are clamped into the first or last cell, as for
-    /// any binned attribute ([`Attribute::index_of`]). A released bin is written
-    /// as the lower edge of its middle grid cell ([`Attribute::value_text`]): a
-    /// number inside the bin, an integer for an integer attribute.
+    /// any binned attribute ([`Attribute::index_of`]); a non-integer value of an
+    /// integer attribute lands in the cell holding it (40.7 with `w = 1`: the cell
+    /// of 40). `privq synth` writes a released bin's rows as grid cells drawn
+    /// uniformly within the bin ([`spread`](crate::synth::bins::spread)); a bin
+    /// on its own ([`Attribute::value_text`]) is written as the lower edge of its
+    /// middle grid cell: a number inside the bin, an integer for an integer
+    /// attribute.
     ///
     /// ```
     /// use privq_host::data::Attribute;

@@ -421,7 +421,10 @@ pub struct Synthetic {
 /// randomized rounding (post-processing). Under replace-one neighbours n is public:
 /// the model's total is the exact n and empty data is refused; under add/remove the
 /// total is estimated from the noisy marginals and empty data runs like any other.
-/// `progress` sees every round.
+/// `progress` sees every round. The fresh accountant is returned with the release;
+/// if the run fails after its first charge (the private binning's, or a round's),
+/// the record of what was spent goes with it: a caller who must keep that record
+/// charges the whole run to its own ledger first ([`SynthRequest::charge_to`]).
 pub fn synthesize<R: Rng + CryptoRng + ?Sized>(
     records: &Records,
     domain: &Domain,
