@@ -48,6 +48,7 @@ pub mod fairness;
 pub mod knorm;
 pub mod ldp;
 pub mod lp;
+mod parallel;
 pub mod query;
 pub mod synth;
 pub mod threshold;

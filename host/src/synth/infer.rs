@@ -5,7 +5,6 @@
 
 use super::factor::Projection;
 use super::{Clique, JunctionTree, SynthError};
-use rayon::prelude::*;
 
 /// Reusable belief propagation over one junction tree.
 #[derive(Debug, Clone)]
@@ -26,21 +25,7 @@ const PARALLEL_CELLS: usize = 1 << 15;
 /// `f(out[i], src[i])` for every cell (`src` empty: `f(out[i], &0.0)`), in
 /// parallel chunks on large tables.
 fn elementwise(out: &mut [f64], src: &[f64], f: impl Fn(&mut f64, &f64) + Sync) {
-    const CHUNK: usize = 1 << 13;
-    if out.len() < PARALLEL_CELLS {
-        if src.is_empty() {
-            out.iter_mut().for_each(|o| f(o, &0.0));
-        } else {
-            out.iter_mut().zip(src).for_each(|(o, x)| f(o, x));
-        }
-    } else if src.is_empty() {
-        out.par_chunks_mut(CHUNK)
-            .for_each(|o| o.iter_mut().for_each(|o| f(o, &0.0)));
-    } else {
-        out.par_chunks_mut(CHUNK)
-            .zip(src.par_chunks(CHUNK))
-            .for_each(|(o, x)| o.iter_mut().zip(x).for_each(|(o, x)| f(o, x)));
-    }
+    crate::parallel::elementwise(out, src, 1 << 13, PARALLEL_CELLS, f);
 }
 
 impl BeliefPropagation {

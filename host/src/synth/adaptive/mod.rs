@@ -21,7 +21,7 @@
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
-use rayon::prelude::*;
+use crate::parallel;
 
 use privq_core::rand_core::{CryptoRng, Rng};
 use privq_core::{Epsilon, Rho};
@@ -716,18 +716,12 @@ pub fn adaptive_marginals_controlled<E: MarginalEstimator, R: Rng + CryptoRng + 
         // exceeds twice the model's total cannot score above ≈ 0 (its error is at
         // most n + n̂), so it is left out unless nothing else is left.
         let noise_cap = 2.0 * estimator.total(&model).max(0.0) / (noise_norm * sigma);
-        let fitting: Vec<usize> = candidates
-            .par_iter()
-            .enumerate()
-            .map(|(i, (r, _))| {
-                let fits =
-                    estimator.covers(&model, r) || estimator.model_cells(&model, r)? <= limit;
-                Ok(fits.then_some(i))
-            })
-            .collect::<Result<Vec<_>, SynthError>>()?
-            .into_iter()
-            .flatten()
-            .collect();
+        let fits = parallel::try_map(&candidates, |(r, _)| {
+            Ok::<_, SynthError>(
+                estimator.covers(&model, r) || estimator.model_cells(&model, r)? <= limit,
+            )
+        })?;
+        let fitting: Vec<usize> = (0..candidates.len()).filter(|&i| fits[i]).collect();
         let quiet: Vec<usize> = fitting
             .iter()
             .copied()
@@ -742,22 +736,18 @@ pub fn adaptive_marginals_controlled<E: MarginalEstimator, R: Rng + CryptoRng + 
             .copied()
             .filter(|&i| truth[i].is_none())
             .collect();
-        let counted: Vec<Vec<u64>> = missing
-            .par_iter()
-            .map(|&i| records.marginal(candidates[i].0.attributes(), domain))
-            .collect::<Result<_, _>>()?;
+        let counted = parallel::try_map(&missing, |&i| {
+            records.marginal(candidates[i].0.attributes(), domain)
+        })?;
         for (i, y) in missing.into_iter().zip(counted) {
             truth[i] = Some(y);
         }
-        let scores: Vec<f64> = chosen_from
-            .par_iter()
-            .map(|&i| {
-                let (r, w) = &candidates[i];
-                let y = truth[i].as_deref().unwrap_or_default();
-                let est = estimator.marginal(&model, r)?;
-                Ok(score(*w, y, &est, noise_norm * sigma * y.len() as f64))
-            })
-            .collect::<Result<_, AdaptiveError>>()?;
+        let scores = parallel::try_map(&chosen_from, |&i| {
+            let (r, w) = &candidates[i];
+            let y = truth[i].as_deref().unwrap_or_default();
+            let est = estimator.marginal(&model, r)?;
+            Ok::<_, AdaptiveError>(score(*w, y, &est, noise_norm * sigma * y.len() as f64))
+        })?;
         let max_weight = chosen_from
             .iter()
             .map(|&i| candidates[i].1)

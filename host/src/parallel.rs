@@ -1,0 +1,95 @@
+//! Data parallelism (rayon) that survives `fork`.
+//!
+//! rayon's global thread pool is started once per process; a child forked after
+//! it started (Python's `multiprocessing` on Linux, a pre-forking server) holds
+//! the pool's bookkeeping but none of its threads, and the first parallel call
+//! there waits forever. So the first process to run anything in parallel here
+//! records its id, and a process with another id — a forked child — runs the
+//! same work sequentially. Results never depend on which way it ran: every
+//! parallel call below computes each item on its own and keeps their order.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use rayon::prelude::*;
+
+/// The id of the process that started rayon's global pool (0: none yet).
+static POOL_PROCESS: AtomicU32 = AtomicU32::new(0);
+
+/// True when this process may use rayon's global pool: it started the pool, or
+/// nothing has (a child forked before the parent ran anything in parallel starts
+/// its own).
+pub(crate) fn enabled() -> bool {
+    let me = std::process::id();
+    match POOL_PROCESS.compare_exchange(0, me, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => true,
+        Err(owner) => owner == me,
+    }
+}
+
+/// `f` of every item, in order, in parallel when [`enabled`]; the first error
+/// (in item order when sequential, any when parallel) is returned.
+pub(crate) fn try_map<T, R, E, F>(items: &[T], f: F) -> Result<Vec<R>, E>
+where
+    T: Sync,
+    R: Send,
+    E: Send,
+    F: Fn(&T) -> Result<R, E> + Sync + Send,
+{
+    if enabled() {
+        items.par_iter().map(f).collect()
+    } else {
+        items.iter().map(f).collect()
+    }
+}
+
+/// `f(out[i], src[i])` for every cell (`src` empty: `f(out[i], &0.0)`), in
+/// parallel chunks of `chunk` cells when [`enabled`] and `out` has at least
+/// `min_parallel` cells.
+pub(crate) fn elementwise(
+    out: &mut [f64],
+    src: &[f64],
+    chunk: usize,
+    min_parallel: usize,
+    f: impl Fn(&mut f64, &f64) + Sync,
+) {
+    let sequential = |out: &mut [f64], src: &[f64]| {
+        if src.is_empty() {
+            out.iter_mut().for_each(|o| f(o, &0.0));
+        } else {
+            out.iter_mut().zip(src).for_each(|(o, x)| f(o, x));
+        }
+    };
+    if out.len() < min_parallel || !enabled() {
+        sequential(out, src);
+    } else if src.is_empty() {
+        out.par_chunks_mut(chunk).for_each(|o| sequential(o, &[]));
+    } else {
+        out.par_chunks_mut(chunk)
+            .zip(src.par_chunks(chunk))
+            .for_each(|(o, x)| sequential(o, x));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_ways_give_the_same_values_in_order() {
+        let items: Vec<u32> = (0..1000).collect();
+        let par = try_map(&items, |&x| Ok::<_, ()>(x * 3)).unwrap();
+        let seq: Vec<u32> = items.iter().map(|&x| x * 3).collect();
+        assert_eq!(par, seq);
+        assert_eq!(
+            try_map(&items, |&x| if x == 7 { Err(x) } else { Ok(x) }),
+            Err(7)
+        );
+        let src: Vec<f64> = (0..100_000).map(f64::from).collect();
+        let mut a = vec![1.0; src.len()];
+        let mut b = a.clone();
+        elementwise(&mut a, &src, 1 << 10, 1, |o, x| *o += x.sqrt());
+        elementwise(&mut b, &src, 1 << 10, usize::MAX, |o, x| *o += x.sqrt());
+        assert_eq!(a, b);
+        assert!(enabled() && enabled());
+    }
+}
