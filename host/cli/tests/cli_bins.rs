@@ -12,6 +12,25 @@ const SPEC: &str = r#"{"attributes": [
   {"name": "sex", "values": ["f", "m"]}
 ]}"#;
 
+/// `privq synth` of raw.csv over spec.json (ε = 1, seed 5, replace-one), then `extra`.
+fn synth_raw<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "synth",
+        "--input",
+        "raw.csv",
+        "--domain",
+        "spec.json",
+        "--epsilon",
+        "1",
+        "--seed",
+        "5",
+        "--neighbours",
+        "replace",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 fn raw(rows: usize) -> String {
     let mut s = String::from("age,income,sex\n");
     for i in 0..rows {
@@ -29,23 +48,7 @@ fn raw_numbers_in_give_numbers_inside_the_bounds_out() {
     let d = Dir::new("bins-raw");
     d.write("spec.json", SPEC);
     d.write("raw.csv", &raw(3000));
-    let out = privq(
-        &d.0,
-        &[
-            "synth",
-            "--input",
-            "raw.csv",
-            "--domain",
-            "spec.json",
-            "--epsilon",
-            "1",
-            "--seed",
-            "5",
-            "--neighbours",
-            "replace",
-        ],
-        b"",
-    );
+    let out = privq(&d.0, &synth_raw(&[]), b"");
     let err = text(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(
@@ -76,24 +79,7 @@ fn raw_numbers_in_give_numbers_inside_the_bounds_out() {
         .collect();
     assert!(ages.len() > 8, "{ages:?}");
     // --bins-as-labels writes the chosen bins' labels instead.
-    let out = privq(
-        &d.0,
-        &[
-            "synth",
-            "--input",
-            "raw.csv",
-            "--domain",
-            "spec.json",
-            "--epsilon",
-            "1",
-            "--seed",
-            "5",
-            "--neighbours",
-            "replace",
-            "--bins-as-labels",
-        ],
-        b"",
-    );
+    let out = privq(&d.0, &synth_raw(&["--bins-as-labels"]), b"");
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).lines().nth(1).unwrap().starts_with("\"["));
 }
