@@ -21,8 +21,6 @@
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
-use crate::parallel;
-
 use privq_core::rand_core::{CryptoRng, Rng};
 use privq_core::{Epsilon, Rho};
 
@@ -31,6 +29,7 @@ use crate::accountant::{Accountant, AccountantError, BudgetFileError};
 use crate::central::{DiscreteGaussian, ExponentialMechanism, MechanismError};
 use crate::contract::{Mechanism, Neighbours};
 use crate::data::{DataError, Domain, Records};
+use crate::parallel;
 
 /// What the mechanism needs from an estimator (post-processing only: it sees the
 /// noisy marginals, never the data). [`PgmEstimator`] is the junction-tree one.
@@ -135,7 +134,7 @@ fn score(w: u64, y: &[u64], est: &[f64], noise: f64) -> f64 {
 const ROUND_ITERATIONS: usize = 100;
 
 /// How much work one fit may do, in model cells × mirror-descent steps: a fit
-/// takes `min(max, max(min, cells / budget))` steps. Each step costs a few passes
+/// takes `min(max, max(min, budget / cells))` steps. Each step costs a few passes
 /// over the model's tables, so this bounds a fit's time by the model's size
 /// alone — never by the data's — and a large model gets fewer steps instead of a
 /// longer run (its fits are warm-started, so the steps add up over the rounds).
