@@ -268,6 +268,29 @@ pub fn equal_mass_cuts(noisy: &[i64], bins: usize, floor: i64) -> Vec<usize> {
     cuts
 }
 
+/// For one attribute of a domain before (`from`) and after (`to`) the private
+/// binning: its public grid cells' edges and the chosen bins' edges when `to`
+/// holds bins chosen on `from`'s grid, `None` when the attribute is unchanged,
+/// and an error when they differ otherwise.
+fn chosen_bins<'d>(
+    from: &'d Attribute,
+    to: &'d Attribute,
+) -> Result<Option<(&'d [privq_core::Fixed], &'d [privq_core::Fixed])>, DataError> {
+    let same_grid = from.bounds().map(|x| x.grid()) == to.bounds().map(|x| x.grid());
+    match (from.kind(), to.kind()) {
+        (AttributeKind::Binned(grid), AttributeKind::Binned(edges))
+            if from.needs_bins() && to.bounds().is_some() && !to.needs_bins() && same_grid =>
+        {
+            Ok(Some((grid, edges)))
+        }
+        _ if from == to => Ok(None),
+        _ => Err(DataError::InvalidDomain(format!(
+            "attribute {:?} differs between the two domains other than by chosen bins",
+            from.name()
+        ))),
+    }
+}
+
 /// Synthetic `rows` over `released` (some bounded attributes binned privately)
 /// moved onto the public grids of `grid` (the same domain before the binning):
 /// each such attribute's bin is replaced by one of the bin's grid cells drawn
@@ -301,22 +324,10 @@ pub fn spread<R: Rng + ?Sized>(
     // Per attribute: for each released bin, its grid cells a..z (None: kept).
     let mut ranges: Vec<Option<Vec<(usize, usize)>>> = Vec::with_capacity(grid.dims());
     for (a, b) in grid.attributes().iter().zip(released.attributes()) {
-        let same_grid = a.bounds().map(|x| x.grid()) == b.bounds().map(|x| x.grid());
-        ranges.push(match (a.kind(), b.kind()) {
-            (AttributeKind::Binned(cells), AttributeKind::Binned(edges))
-                if a.needs_bins() && b.bounds().is_some() && !b.needs_bins() && same_grid =>
-            {
-                let at = |e: &privq_core::Fixed| cells.partition_point(|g| g < e);
-                Some(edges.windows(2).map(|w| (at(&w[0]), at(&w[1]))).collect())
-            }
-            _ if a == b => None,
-            _ => {
-                return Err(DataError::InvalidDomain(format!(
-                    "attribute {:?} differs between the two domains other than by chosen bins",
-                    a.name()
-                )));
-            }
-        });
+        ranges.push(chosen_bins(a, b)?.map(|(cells, edges)| {
+            let at = |e: &privq_core::Fixed| cells.partition_point(|g| g < e);
+            edges.windows(2).map(|w| (at(&w[0]), at(&w[1]))).collect()
+        }));
     }
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
@@ -350,28 +361,14 @@ pub fn rebin(records: &Records, from: &Domain, to: &Domain) -> Result<Records, D
     let mut columns = Vec::with_capacity(from.dims());
     for (i, (a, b)) in from.attributes().iter().zip(to.attributes()).enumerate() {
         let column = records.column(i).unwrap_or(&[]);
-        let same_grid = a.bounds().map(|x| x.grid()) == b.bounds().map(|x| x.grid());
-        let map: Option<Vec<u32>> = match (a.kind(), b.kind()) {
-            (AttributeKind::Binned(grid), AttributeKind::Binned(edges))
-                if a.needs_bins() && b.bounds().is_some() && !b.needs_bins() && same_grid =>
-            {
-                // Grid cell j = [grid[j], grid[j+1]) lies in the chosen bin whose
-                // lower edge is the last edge ≤ grid[j].
-                Some(
-                    grid.iter()
-                        .take(grid.len() - 1)
-                        .map(|g| edges.partition_point(|e| e <= g).saturating_sub(1) as u32)
-                        .collect(),
-                )
-            }
-            _ if a == b => None,
-            _ => {
-                return Err(DataError::InvalidDomain(format!(
-                    "attribute {:?} differs between the two domains other than by chosen bins",
-                    a.name()
-                )));
-            }
-        };
+        // Grid cell j = [grid[j], grid[j+1]) lies in the chosen bin whose lower
+        // edge is the last edge ≤ grid[j].
+        let map: Option<Vec<u32>> = chosen_bins(a, b)?.map(|(grid, edges)| {
+            grid.iter()
+                .take(grid.len() - 1)
+                .map(|g| edges.partition_point(|e| e <= g).saturating_sub(1) as u32)
+                .collect()
+        });
         columns.push(match map {
             None => column.to_vec(),
             Some(m) => column.iter().map(|&v| m[v as usize]).collect(),
