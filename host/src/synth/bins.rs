@@ -268,6 +268,9 @@ pub fn equal_mass_cuts(noisy: &[i64], bins: usize, floor: i64) -> Vec<usize> {
     cuts
 }
 
+/// A bounded attribute's grid cells' edges and its chosen bins' edges.
+type GridAndBins<'d> = (&'d [privq_core::Fixed], &'d [privq_core::Fixed]);
+
 /// For one attribute of a domain before (`from`) and after (`to`) the private
 /// binning: its public grid cells' edges and the chosen bins' edges when `to`
 /// holds bins chosen on `from`'s grid, `None` when the attribute is unchanged,
@@ -275,7 +278,7 @@ pub fn equal_mass_cuts(noisy: &[i64], bins: usize, floor: i64) -> Vec<usize> {
 fn chosen_bins<'d>(
     from: &'d Attribute,
     to: &'d Attribute,
-) -> Result<Option<(&'d [privq_core::Fixed], &'d [privq_core::Fixed])>, DataError> {
+) -> Result<Option<GridAndBins<'d>>, DataError> {
     let same_grid = from.bounds().map(|x| x.grid()) == to.bounds().map(|x| x.grid());
     match (from.kind(), to.kind()) {
         (AttributeKind::Binned(grid), AttributeKind::Binned(edges))
