@@ -28,8 +28,8 @@ use super::{CliError, LedgerArgs};
     bins [e0, e1), ..., [e(k-1), ek], values outside clamped into the end bins; every bin is \
     released, so --keys lists the other group-by columns only). Names and keys are \
     case-sensitive. The output lists the group-by columns, \
-    then each aggregate with the bounds of its interval (NAME_lo, NAME_hi; none for VARIANCE, \
-    STDDEV and quantiles).\n\n\
+    then each aggregate with the bounds of its interval (NAME_lo, NAME_hi; none for \
+    quantiles).\n\n\
     The guarantee is per privacy unit (--privacy-unit; without it, per row): each unit \
     contributes at most --max-rows rows to each of at most --max-groups groups (each of a \
     histogram's bins with each key is a group), chosen at random; every value is clamped into its --bounds. Groups are the public --keys, or are \

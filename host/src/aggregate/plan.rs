@@ -809,13 +809,21 @@ impl Plan {
                         let n = values[at(Measure::Count)][i];
                         let s1 = values[at(Measure::CentredSum(c))][i];
                         let s2 = values[at(Measure::CentredSquares(c))][i];
-                        let var = variance(b, n, s1, s2);
-                        let value = if matches!(a, Aggregate::StdDev(_)) {
-                            var.sqrt()
+                        let noise = [
+                            &self.noise[at(Measure::Count)],
+                            &self.noise[at(Measure::CentredSum(c))],
+                            &self.noise[at(Measure::CentredSquares(c))],
+                        ];
+                        let var = variance(b, n, s1, s2, noise, self.confidence);
+                        if matches!(a, Aggregate::StdDev(_)) {
+                            // The root is increasing: the interval's image holds
+                            // the standard deviation exactly when the variance's
+                            // holds the variance.
+                            let (lo, hi) = var.interval.unwrap_or_default();
+                            Estimate::new(var.value.sqrt(), Some((lo.sqrt(), hi.sqrt())))
                         } else {
                             var
-                        };
-                        Estimate::new(value, None)
+                        }
                     }
                     Aggregate::Quantile { column, level } => {
                         let c = col(column);
@@ -840,9 +848,7 @@ impl Plan {
                 .query
                 .aggregates
                 .iter()
-                .map(|(_, a)| {
-                    matches!(a, Aggregate::Count | Aggregate::Sum(_) | Aggregate::Mean(_))
-                })
+                .map(|(_, a)| !matches!(a, Aggregate::Quantile { .. }))
                 .collect(),
             rows,
             threshold: self.threshold(),
@@ -929,18 +935,40 @@ fn mean(
 
 /// The population variance from a noisy count `n`, centred sum `s1` and centred
 /// sum of squares `s2` (grid steps): `s2/n − (s1/n)²`, clamped into
-/// `[0, (width/2)²]` (the largest variance of values within the bounds); 0 when
-/// the noisy count is below 1. In the column's units squared.
-fn variance(b: &Bounds, n: i128, s1: i128, s2: i128) -> f64 {
-    if n < 1 {
-        return 0.0;
-    }
-    let n = n as f64;
+/// `[0, (width/2)²]` (the largest variance of values within the bounds), in the
+/// column's units squared. `noise` holds the three measurements' noise, in that
+/// order.
+///
+/// Its interval is the delta method's with exact half widths, as for the mean:
+/// the variance moves by `1/n` per unit of `s2`, by `−2m/n` per unit of `s1` and
+/// by `(2m² − s2/n)/n` per unit of `n` (`m = s1/n`, all at the noisy values), so
+/// the half width is `√(k₂² + (2m·k₁)² + ((2m² − s2/n)·k_n)²)/n` with `k₂`, `k₁`,
+/// `k_n` the exact half widths of the three noises at `confidence`; clamped
+/// into the same range. With a noisy count below 1 the variance is 0 and the
+/// interval the whole range.
+fn variance(
+    b: &Bounds,
+    n: i128,
+    s1: i128,
+    s2: i128,
+    noise: [&DiscreteLaplace; 3],
+    confidence: f64,
+) -> Estimate {
     let (lo, hi) = b.step_range();
     let half = (hi - lo) as f64 / 2.0;
+    let top = half * half;
+    let unit = 2f64.powi(2 * b.grid_exp());
+    if n < 1 {
+        return Estimate::new(0.0, Some((0.0, top * unit)));
+    }
+    let n = n as f64;
     let m = s1 as f64 / n;
-    let var = (s2 as f64 / n - m * m).clamp(0.0, half * half);
-    var * 2f64.powi(2 * b.grid_exp())
+    let q = s2 as f64 / n;
+    let var = (q - m * m).clamp(0.0, top);
+    let [k_n, k_1, k_2] = noise.map(|z| measure::half_width(z, confidence));
+    let width = k_2.hypot(2.0 * m * k_1).hypot((2.0 * m * m - q) * k_n) / n;
+    let (a, c) = ((var - width).clamp(0.0, top), (var + width).clamp(0.0, top));
+    Estimate::new(var * unit, Some((a * unit, c * unit)))
 }
 
 /// One released value and its interval.
@@ -1006,9 +1034,8 @@ impl Release {
         &self.names
     }
 
-    /// Whether each aggregate's estimates carry an interval (count, sum and mean
-    /// do; variance, standard deviation and quantiles do not), known even when no
-    /// group is released.
+    /// Whether each aggregate's estimates carry an interval (all but quantiles
+    /// do), known even when no group is released.
     pub fn has_interval(&self) -> &[bool] {
         &self.intervals
     }

@@ -19,6 +19,11 @@
 //! * their ratio (1 when the noise is all the error and the delta method holds),
 //! * the empirical coverage of the 95 % intervals,
 //!
+//! the same for `VARIANCE` of each averaged column by group, a third query at ε
+//! (count, centred sums and centred sums of squares, `ε/5` each on Adult), whose
+//! delta-method sd is `γ²·√(Var S₂ + (2m)²·Var S₁ + (2m² − q)²·Var N)/n` (`m` and
+//! `q` the true centred mean and mean square in grid steps),
+//!
 //! and for the median the mean absolute error in the column's units and the rank
 //! error `|#{x ≤ released} − n/2|` in rows (the report-noisy-max score's own unit;
 //! its noise has scale `2·g·r·Δ/ε` ranks).
@@ -97,7 +102,7 @@ pub struct Row {
     pub epsilon: Epsilon,
     /// The group's key.
     pub group: String,
-    /// `count` or `mean(COLUMN)`.
+    /// `count`, `mean(COLUMN)` or `var(COLUMN)`.
     pub statistic: String,
     /// The group's number of rows.
     pub n: usize,
@@ -109,7 +114,8 @@ pub struct Row {
     pub bias: f64,
     /// The root mean squared error of the released value.
     pub rmse: f64,
-    /// The analytic standard deviation of the noise (delta method for a mean).
+    /// The analytic standard deviation of the noise (delta method for a mean or a
+    /// variance).
     pub sd: f64,
     /// The fraction of runs whose interval held the true value.
     pub coverage: f64,
@@ -150,8 +156,10 @@ pub struct MedianRow {
 /// Everything the experiment measured.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
-    /// Per ε, group and statistic.
+    /// Per ε, group and statistic: the count and the means.
     pub rows: Vec<Row>,
+    /// Per ε, group and column: the variances.
+    pub variances: Vec<Row>,
     /// Per ε.
     pub medians: Vec<MedianRow>,
 }
@@ -163,7 +171,7 @@ impl Report {
             out,
             "epsilon,group,statistic,n,truth,raw,bias,rmse,analytic_sd,ratio,coverage,mae,rank_error"
         )?;
-        for r in &self.rows {
+        for r in self.rows.iter().chain(&self.variances) {
             writeln!(
                 out,
                 "{},{},{},{},{},{},{},{},{},{},{},,",
@@ -324,6 +332,8 @@ pub fn run(
         .collect();
     let mut counts = vec![0usize; config.keys.len()];
     let mut sums = vec![vec![(0i128, 0.0f64); config.keys.len()]; config.means.len()];
+    // Centred sums and sums of squares of the bounded values, in grid steps.
+    let mut moments = vec![vec![(0i128, 0i128); config.keys.len()]; config.means.len()];
     for (r, g) in data.groups.iter().enumerate() {
         let Some(&k) = key_index.get(g.as_str()) else {
             continue;
@@ -333,6 +343,9 @@ pub fn run(
             let x = data.values[c][r];
             sums[j][k].0 += i128::from(b.steps(x));
             sums[j][k].1 += x;
+            let d = i128::from(b.steps(x) - b.mid_steps());
+            moments[j][k].0 += d;
+            moments[j][k].1 += d * d;
         }
     }
     let truths: Vec<Vec<Option<MeanTruth>>> = sums
@@ -365,6 +378,14 @@ pub fn run(
         aggregates.push((format!("mean_{c}"), Aggregate::Mean(c.clone())));
     }
     let grouped = Query::from_parts(vec![config.group.clone()], aggregates);
+    let spreads = Query::from_parts(
+        vec![config.group.clone()],
+        config
+            .means
+            .iter()
+            .map(|(c, _)| (format!("var_{c}"), Aggregate::Variance(c.clone())))
+            .collect(),
+    );
     let overall = Query::from_parts(
         Vec::new(),
         vec![("median".into(), Aggregate::quantile(mcol.clone(), 0.5)?)],
@@ -389,6 +410,7 @@ pub fn run(
     )?;
     let mut report = Report {
         rows: Vec::new(),
+        variances: Vec::new(),
         medians: Vec::new(),
     };
     for &epsilon in &config.epsilons {
@@ -399,11 +421,19 @@ pub fn run(
             builder = builder.bounds(c.clone(), *b);
         }
         let plan = builder.build(epsilon)?;
+        let mut builder = Plan::builder(spreads.clone()).groups(Groups::Public(
+            config.keys.iter().map(|k| vec![k.clone()]).collect(),
+        ));
+        for (c, b) in &config.means {
+            builder = builder.bounds(c.clone(), *b);
+        }
+        let var_plan = builder.build(epsilon)?;
         let median_plan = Plan::builder(overall.clone())
             .bounds(mcol.clone(), *mb)
             .build(epsilon)?;
         let table = Table::from_csv(&data.csv[..], &plan.columns(), usize::MAX)?;
         let median_table = Table::from_csv(&data.csv[..], &median_plan.columns(), usize::MAX)?;
+        let var_table = Table::from_csv(&data.csv[..], &var_plan.columns(), usize::MAX)?;
 
         // The analytic noise, from the plan's public parameters.
         let per_unit = |p: &Plan| p.contribution().rows_per_unit() * p.neighbours().histogram_l1();
@@ -417,6 +447,19 @@ pub fn run(
             })
             .collect::<Result<_, _>>()?;
         let rank_scale = 2.0 * per_unit(&median_plan) as f64 / median_plan.epsilon_share().to_f64();
+        let var_share = var_plan.epsilon_share();
+        // Noise variances of the variance query's count, centred sums and squares.
+        let var_noise: Vec<(f64, f64, f64)> = config
+            .means
+            .iter()
+            .map(|(_, b)| {
+                let (u, h) = (per_unit(&var_plan), b.half_width_steps());
+                let v =
+                    |l1: u64| DiscreteLaplace::for_sensitivity(l1, var_share).map(|d| d.variance());
+                Ok::<_, Box<dyn Error + Send + Sync>>((v(u)?, v(u * h)?, v(u * h * h)?))
+            })
+            .collect::<Result<_, _>>()?;
+        let mut var_tallies = vec![vec![Tally::default(); config.means.len()]; config.keys.len()];
 
         let stats = 1 + config.means.len();
         let mut tallies = vec![vec![Tally::default(); stats]; config.keys.len()];
@@ -431,6 +474,16 @@ pub fn run(
                     if let Some(t) = &truths[j][k] {
                         let est = e[1 + j];
                         tallies[k][1 + j].add(est.value(), b.value(t.steps), est.interval());
+                    }
+                }
+            }
+            let (release, _) = var_plan.release(&var_table, &mut rng)?;
+            for (k, row) in release.rows().iter().enumerate() {
+                for (j, (_, b)) in config.means.iter().enumerate() {
+                    if counts[k] > 0 {
+                        let est = row.estimates()[j];
+                        let truth = bounded_variance(b, moments[j][k], counts[k]);
+                        var_tallies[k][j].add(est.value(), truth, est.interval());
                     }
                 }
             }
@@ -489,6 +542,41 @@ pub fn run(
                 });
             }
         }
+        for (k, key) in config.keys.iter().enumerate() {
+            for (j, (c, b)) in config.means.iter().enumerate() {
+                let t = &var_tallies[k][j];
+                let n = counts[k] as f64;
+                let (truth, sd, bias, rmse, coverage) = if counts[k] > 0 {
+                    let (s1, s2) = moments[j][k];
+                    let (m, q) = (s1 as f64 / n, s2 as f64 / n);
+                    let (vn, v1, v2) = var_noise[j];
+                    let steps2 =
+                        (v2 + (2.0 * m).powi(2) * v1 + (2.0 * m * m - q).powi(2) * vn).sqrt() / n;
+                    let step = b.value(1.0) - b.value(0.0);
+                    (
+                        bounded_variance(b, moments[j][k], counts[k]),
+                        steps2 * step * step,
+                        t.err / runs,
+                        (t.sq / runs).sqrt(),
+                        t.covered as f64 / runs,
+                    )
+                } else {
+                    (f64::NAN, f64::NAN, f64::NAN, f64::NAN, f64::NAN)
+                };
+                report.variances.push(Row {
+                    epsilon,
+                    group: key.clone(),
+                    statistic: format!("var({c})"),
+                    n: counts[k],
+                    truth,
+                    raw: truth,
+                    bias,
+                    rmse,
+                    sd,
+                    coverage,
+                });
+            }
+        }
         report.medians.push(MedianRow {
             epsilon,
             column: mcol.clone(),
@@ -502,8 +590,96 @@ pub fn run(
             rank_scale,
         });
         write_table(out, config, &report, epsilon, share)?;
+        write_variances(out, config, &report, epsilon, var_share)?;
     }
     Ok(report)
+}
+
+/// The population variance of one group's bounded values from their centred sum
+/// and sum of squares in grid steps, in the column's units squared.
+fn bounded_variance(b: &Bounds, (s1, s2): (i128, i128), n: usize) -> f64 {
+    let (m, q) = (s1 as f64 / n as f64, s2 as f64 / n as f64);
+    let step = b.value(1.0) - b.value(0.0);
+    (q - m * m) * step * step
+}
+
+/// The variances' table of one ε (Markdown) and its coverage summary.
+fn write_variances(
+    out: &mut dyn Write,
+    config: &Config,
+    report: &Report,
+    epsilon: Epsilon,
+    share: Epsilon,
+) -> std::io::Result<()> {
+    let rows: Vec<&Row> = report
+        .variances
+        .iter()
+        .filter(|r| r.epsilon == epsilon)
+        .collect();
+    writeln!(out)?;
+    writeln!(
+        out,
+        "VARIANCE by {} at ε = {} (ε/{} = {} per measurement)",
+        config.group,
+        epsilon.to_f64(),
+        1 + 2 * config.means.len(),
+        share
+    )?;
+    writeln!(out)?;
+    let mut head = format!("| {} | n |", config.group);
+    let mut rule = String::from("|---:|---:|");
+    for (c, _) in &config.means {
+        head.push_str(&format!(" var {c} | RMSE | sd | ratio | cover % |"));
+        rule.push_str("---:|---:|---:|---:|---:|");
+    }
+    writeln!(out, "{head}\n{rule}")?;
+    for group in rows.chunks(config.means.len().max(1)) {
+        let mut line = format!("| {} | {} |", group[0].group, group[0].n);
+        for v in group {
+            line.push_str(&format!(
+                " {} | {} | {} | {} | {} |",
+                sig(v.truth),
+                sig(v.rmse),
+                sig(v.sd),
+                if v.sd.is_nan() {
+                    "—".into()
+                } else {
+                    format!("{:.2}", v.ratio())
+                },
+                pct(v.coverage)
+            ));
+        }
+        writeln!(out, "{line}")?;
+    }
+    writeln!(out)?;
+    for (j, (c, _)) in config.means.iter().enumerate() {
+        let of: Vec<&Row> = rows
+            .iter()
+            .skip(j)
+            .step_by(config.means.len())
+            .filter(|r| !r.coverage.is_nan())
+            .copied()
+            .collect();
+        let (lo, hi) = min_max(&of.iter().map(|r| r.coverage).collect::<Vec<_>>());
+        let (rlo, rhi) = min_max(&of.iter().map(|r| r.ratio()).collect::<Vec<_>>());
+        let outside: Vec<String> = of
+            .iter()
+            .filter(|r| !(0.93..=0.97).contains(&r.coverage))
+            .map(|r| format!("{} = {}: {} %", config.group, r.group, pct(r.coverage)))
+            .collect();
+        writeln!(
+            out,
+            "var({c}): coverage {}–{} %, RMSE/sd {rlo:.2}–{rhi:.2}{}",
+            pct(lo),
+            pct(hi),
+            if outside.is_empty() {
+                String::new()
+            } else {
+                format!("; outside 93–97 %: {}", outside.join(", "))
+            }
+        )?;
+    }
+    Ok(())
 }
 
 /// `x` to three significant digits (at most four decimals), or a dash for NaN.
@@ -725,7 +901,19 @@ mod tests {
             r.write_csv(&mut b).unwrap();
             String::from_utf8(b).unwrap()
         };
-        assert_eq!(csv_text(&report).lines().count(), 1 + 12 + 1);
+        assert_eq!(csv_text(&report).lines().count(), 1 + 12 + 8 + 1);
+        // Variances: 4 keys × 2 columns, the empty key NaN, the others close to
+        // their delta-method sd.
+        assert_eq!(report.variances.len(), 8);
+        assert!(text.contains("| education-num | n | var age |"), "{text}");
+        for v in &report.variances {
+            if v.n == 0 {
+                assert!(v.truth.is_nan() && v.coverage.is_nan(), "{v:?}");
+            } else {
+                assert!(v.truth > 0.0 && v.ratio() > 0.5 && v.ratio() < 2.0, "{v:?}");
+                assert!(v.coverage >= 0.8, "{v:?}");
+            }
+        }
         // Fixed seeds: the same report twice (compared as text: the empty group's
         // NaN means are not equal to themselves).
         let again = run(&csv, &config, &mut Vec::new()).unwrap();
