@@ -415,6 +415,33 @@ pub struct Synthetic {
     pub guarantee: PrivacyLoss,
 }
 
+impl Synthetic {
+    /// `n` more synthetic rows from the released model: post-processing of the
+    /// release (no data is read, nothing is charged), drawn as the release's own
+    /// rows were (randomized rounding, then, with private binning, spread over
+    /// `request_domain`'s grid). `request_domain` is the domain the release was
+    /// requested over; the rows are over it with private binning, else over
+    /// [`Synthetic::domain`] (the same two domains the release's rows are written
+    /// with). A front end's `fit`/`sample` split (`privq.Synthesizer`) calls this.
+    pub fn sample<R: Rng + ?Sized>(
+        &self,
+        n: usize,
+        request_domain: &Domain,
+        rng: &mut R,
+    ) -> Result<Vec<Vec<usize>>, AdaptiveError> {
+        let rows = self.output.model.sample_rows_rounded(n, rng)?;
+        match &self.spread {
+            Some(_) => Ok(super::bins::spread(
+                &rows,
+                &self.domain,
+                request_domain,
+                rng,
+            )?),
+            None => Ok(rows),
+        }
+    }
+}
+
 /// Releases synthetic rows of `records` over the public `domain`, answering the
 /// marginals of `workload` well: the adaptive-marginals mechanism under a fresh
 /// ρ-zCDP accountant for the request's (ε, δ), then rows sampled from the model by
@@ -853,5 +880,27 @@ mod tests {
         .unwrap_err();
         assert!(matches!(err, AdaptiveError::InvalidParameter(_)), "{err}");
         assert!(acct.ledger().is_empty(), "nothing was charged");
+    }
+    /// More rows from a release are post-processing: the same ledger, rows over
+    /// the release's domain, and the same rows for the same seed.
+    #[test]
+    fn sampling_a_release_again_charges_nothing() {
+        let (domain, records, workload) = table(200);
+        let out = synthesize(
+            &records,
+            &domain,
+            &workload,
+            &request(Neighbours::AddRemove),
+            &mut seeded_rng(4),
+            &mut |_| {},
+        )
+        .unwrap();
+        let charges = out.accountant.ledger().len();
+        let a = out.sample(500, &domain, &mut seeded_rng(9)).unwrap();
+        let b = out.sample(500, &domain, &mut seeded_rng(9)).unwrap();
+        assert_eq!(a.len(), 500);
+        assert_eq!(a, b);
+        assert!(a.iter().all(|r| r.len() == 3 && r.iter().all(|&v| v < 2)));
+        assert_eq!(out.accountant.ledger().len(), charges);
     }
 }
