@@ -57,6 +57,39 @@ impl Dataset {
         })
     }
 
+    /// The counts of `records` (read over `domain`, e.g. from a front end's
+    /// DataFrame by [`Records::from_dictionary_columns`](super::Records)), as
+    /// [`Dataset::from_csv_with_domain`] counts a CSV file's rows over the same
+    /// domain; an empty table is refused as there.
+    pub fn from_records(
+        name: impl Into<String>,
+        records: &super::Records,
+        domain: Domain,
+        cap: MemoryCap,
+    ) -> Result<Self, DataError> {
+        let mut counts = CountHistogram::zeros(&domain, cap)?;
+        let columns: Vec<&[u32]> = (0..domain.dims())
+            .map(|a| {
+                records.column(a).ok_or(DataError::LengthMismatch {
+                    expected: domain.dims(),
+                    got: a,
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        let mut values = vec![0usize; domain.dims()];
+        for r in 0..records.len() {
+            for (v, column) in values.iter_mut().zip(&columns) {
+                *v = column.get(r).copied().unwrap_or(0) as usize;
+            }
+            counts.add(domain.encode(&values)?, 1)?;
+        }
+        Ok(Dataset {
+            name: name.into(),
+            domain,
+            counts: non_empty(counts)?,
+        })
+    }
+
     /// Loads a CSV file whose every column (except those `columns` declares) is a
     /// binary `0`/`1` attribute. Only the header, which is public schema, fixes the
     /// domain; a value other than `0`/`1` is [`DataError::UnknownValue`]. A table

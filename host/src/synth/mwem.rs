@@ -34,11 +34,13 @@ use std::path::Path;
 use privq_core::rand_core::{CryptoRng, Rng};
 use privq_core::{Epsilon, Error as CoreError};
 
-use crate::accountant::Accountant;
+use crate::accountant::{Accountant, Cost};
 use crate::central::mwem::{
     EmProfile, MwemConfig, MwemError, MwemOutput, Progress, mwem_with_progress, optimal_rounds,
 };
-use crate::data::{CsvColumns, Dataset, Discovered, DiscoveryError, DomainSource, MemoryCap};
+use crate::data::{
+    CsvColumns, Dataset, Discovered, DiscoveryError, Domain, DomainSource, MemoryCap, Records,
+};
 use crate::query::Workload;
 
 /// What to release: the budget, how the domain is found, and MWEM's knobs.
@@ -73,6 +75,10 @@ pub enum MwemSynthError {
     /// MWEM refused (rounds, workload, budget).
     #[error(transparent)]
     Mwem(#[from] MwemError),
+    /// Private domain discovery was asked of a table already read over a domain
+    /// ([`MwemRequest::open_records`]).
+    #[error("private domain discovery reads the data itself: give a public domain")]
+    DiscoveryNeedsFile,
 }
 
 impl MwemRequest {
@@ -223,6 +229,60 @@ impl MwemRequest {
             request: *self,
             dataset: opened.dataset,
             discovered: opened.discovered,
+            accountant,
+        })
+    }
+}
+
+impl MwemRequest {
+    /// Charges a front end's session accountant this release's whole budget
+    /// before it runs, as [`SynthRequest::charge_to`](super::release::SynthRequest::charge_to)
+    /// does for the adaptive mechanism: pure ε under replace-one neighbours (a
+    /// zCDP session is charged its ρ = ε²/2). An unbound session with no charges
+    /// is bound to replace-one; one bound to another relation refuses.
+    pub fn charge_to(
+        &self,
+        session: &mut Accountant,
+        label: &str,
+    ) -> Result<crate::accountant::Receipt, MwemSynthError> {
+        let budget = |e| MwemSynthError::Data(DiscoveryError::Budget(e));
+        let neighbours = MwemConfig::NEIGHBOURS;
+        let bind = session.neighbours().is_none() && session.ledger().is_empty();
+        let cost = match self.discovery {
+            Some((_, delta)) => Cost::Approximate {
+                epsilon: self.epsilon,
+                delta,
+            },
+            None => Cost::Pure(self.epsilon),
+        };
+        let receipt = session.charge_as(neighbours, label, cost).map_err(budget)?;
+        if bind {
+            session.bind(neighbours);
+        }
+        Ok(receipt)
+    }
+
+    /// [`MwemRequest::open`] for a table already read over the public `domain`
+    /// (a front end's DataFrame, [`Records::from_dictionary_columns`]): the same
+    /// run, the same accountant, and for the same seed the same release as from
+    /// the CSV file holding those rows. Private domain discovery reads a file;
+    /// a request that asks for it is refused here.
+    pub fn open_records(
+        &self,
+        records: &Records,
+        domain: &Domain,
+        cap: MemoryCap,
+    ) -> Result<MwemRun, MwemSynthError> {
+        if self.discovery.is_some() {
+            return Err(MwemSynthError::DiscoveryNeedsFile);
+        }
+        let accountant = self.accountant()?;
+        let dataset = Dataset::from_records("table", records, domain.clone(), cap)
+            .map_err(DiscoveryError::Data)?;
+        Ok(MwemRun {
+            request: *self,
+            dataset,
+            discovered: None,
             accountant,
         })
     }
