@@ -34,7 +34,7 @@ use crate::contract::Neighbours;
 
 pub use budget_file::{
     BUDGET_FILE_VERSION, BudgetCharge, BudgetExceeded, BudgetFile, BudgetFileError, BudgetStatus,
-    Cap, RunCost,
+    Cap, RunCost, utc_now,
 };
 pub use composition::{PrivacyLoss, advanced, basic, invert_advanced};
 pub use cost::Cost;

@@ -495,6 +495,12 @@ impl Plan {
         }
     }
 
+    /// The query's aggregates and their output names, in the release's order
+    /// (a front end types a count's column as an integer: its release is one).
+    pub fn aggregates(&self) -> &[(String, Aggregate)] {
+        self.query.aggregates()
+    }
+
     /// The columns a [`Table`] for this plan must be read with.
     pub fn columns(&self) -> Columns {
         self.columns.clone()

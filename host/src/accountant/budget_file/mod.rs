@@ -802,8 +802,9 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
     }
 }
 
-/// The current time in UTC as `YYYY-MM-DDTHH:MM:SSZ`.
-fn utc_now() -> String {
+/// The current time in UTC as `YYYY-MM-DDTHH:MM:SSZ`, as a budget file stamps
+/// its charges (a front end stamps an in-memory session's charges with it too).
+pub fn utc_now() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
