@@ -38,7 +38,9 @@ __all__ = [
     "Domain",
     "PrivqError",
     "SeedWarning",
+    "Synthesis",
     "SynthesisPlan",
+    "Synthesizer",
     "ldp",
     "plan_synthesis",
     "sql",
@@ -198,25 +200,10 @@ class Accountant:
         """Every accepted charge, in order, as a :class:`pyarrow.Table` with the
         columns ``label``, ``cost`` (exact), ``epsilon`` and ``rho`` (exact
         fractions as text), ``delta``, ``neighbours``, ``privacy_unit`` (the
-        unit column the charge protects, null for one record) and ``time``
-        (budget files only). ``.to_pandas()`` or ``polars.from_arrow`` turn it into a DataFrame.
+        unit column the charge protects, null for one record) and ``time`` (when
+        the charge was accepted, UTC). ``.to_pandas()`` or ``polars.from_arrow`` turn it into a DataFrame.
         """
-        import pyarrow as pa
-
-        rows = self._inner.ledger()
-        schema = pa.schema(
-            [
-                ("label", pa.string()),
-                ("cost", pa.string()),
-                ("epsilon", pa.string()),
-                ("delta", pa.float64()),
-                ("rho", pa.string()),
-                ("neighbours", pa.string()),
-                ("privacy_unit", pa.string()),
-                ("time", pa.string()),
-            ]
-        )
-        return pa.Table.from_pylist(rows, schema=schema)
+        return _ledger_table(self._inner.ledger())
 
     def __repr__(self) -> str:
         b = self.budget
@@ -225,6 +212,25 @@ class Accountant:
         where = self._inner.budget()["budget_file"]
         file = "" if where is None else f", budget_file={os.fspath(where)!r}"
         return f"Accountant(epsilon={b.epsilon}, delta={b.delta!r}{file}); spent {self.spent.epsilon}"
+
+
+def _ledger_table(rows: Any) -> Any:
+    """Ledger rows (dicts from Rust) as a :class:`pyarrow.Table`."""
+    import pyarrow as pa
+
+    schema = pa.schema(
+        [
+            ("label", pa.string()),
+            ("cost", pa.string()),
+            ("epsilon", pa.string()),
+            ("delta", pa.float64()),
+            ("rho", pa.string()),
+            ("neighbours", pa.string()),
+            ("privacy_unit", pa.string()),
+            ("time", pa.string()),
+        ]
+    )
+    return pa.Table.from_pylist(list(rows), schema=schema)
 
 
 class Domain:
@@ -327,11 +333,14 @@ class Domain:
         return f"Domain({attrs})"
 
 
-def _check_synthesis_args(mechanism: str, domain: Any, accountant: Any, rows: Any) -> None:
-    if mechanism != "adaptive":
+def _check_synthesis_args(
+    mechanism: str, domain: Any, accountant: Any, rows: Any, allowed: Sequence[str] = ("adaptive",)
+) -> None:
+    if mechanism not in allowed:
         raise ValueError(
-            f"mechanism = {mechanism!r}: only \"adaptive\" is available from Python so far "
-            "(MWEM is on the command line: privq synth --mechanism mwem)"
+            f"mechanism = {mechanism!r}: "
+            + " or ".join(f'"{m}"' for m in allowed)
+            + (" here (MWEM has no fitted model to keep or plan)" if "mwem" not in allowed else "")
         )
     if not isinstance(domain, Domain):
         raise TypeError(f"domain must be a privq.Domain, not {type(domain).__name__}")
@@ -353,8 +362,10 @@ def synthesize(
     mechanism: str = "adaptive",
     accountant: Optional[Accountant] = None,
     seed: Optional[int] = None,
-    neighbours: str = "add-remove",
+    neighbours: Optional[str] = None,
     rows: Optional[int] = None,
+    return_result: bool = False,
+    rounds: Optional[int] = None,
 ) -> Any:
     """Private synthetic data: a table of the same kind as ``df`` (pandas in,
     pandas out; Polars in, Polars out; a :class:`pyarrow.Table` otherwise), with
@@ -364,6 +375,13 @@ def synthesize(
     The release is ``privq synth --mechanism adaptive``'s, through the same library
     entry point: adaptive marginals measured with exact discrete Gaussian noise
     and fitted with a graphical model, (``epsilon``, ``delta``)-DP through ρ-zCDP.
+    With ``mechanism="mwem"`` it is ``privq synth --mechanism mwem``'s: pure
+    ε-DP MWEM over a dense histogram of the whole domain (keep it small), under
+    replace-one neighbours (n public: the release has as many rows as ``df``
+    unless ``rows`` says otherwise); ``delta`` is not used, ``workload`` is
+    ``"parity:W"``, ``"conjunctions:W"`` (binary domains; default ``parity:3``)
+    or ``"marginals:K"``, and ``rounds`` sets T (default T* of Thm 5.2.11,
+    clamped to 5..50).
 
     * ``domain``: the public :class:`Domain`; every column of ``df`` must be one
       of its attributes and every attribute a column. A value outside the domain
@@ -378,9 +396,14 @@ def synthesize(
     * ``seed``: for reproducible tests and demos only (a :class:`SeedWarning`
       says so); by default the noise is drawn from the operating system's
       entropy.
-    * ``neighbours``: ``"add-remove"`` (default; n private, the number of rows
-      released is the model's noisy total) or ``"replace"`` (n public).
+    * ``neighbours``: ``"add-remove"`` (the adaptive mechanism's default; n
+      private, the number of rows released is the model's noisy total) or
+      ``"replace"`` (n public; MWEM's only relation).
     * ``rows``: how many synthetic rows to release (public).
+    * ``return_result``: return a :class:`Synthesis` instead of the table: the
+      table (``.data``) with what the release measured (``.measurements``), its
+      charges (``.ledger``), an HTML summary (``.report_html()``) and more rows
+      from the same model (``.sample(n)``, post-processing: free).
 
     :func:`plan_synthesis` takes the same arguments and states what this call
     would cost and do, without charging or sampling.
@@ -400,14 +423,83 @@ def synthesize(
     >>> out.columns, out.dtypes == df.dtypes
     (['city', 'age'], True)
     """
-    _check_synthesis_args(mechanism, domain, accountant, rows)
+    if mechanism == "mwem":
+        _check_synthesis_args(mechanism, domain, accountant, rows, ("adaptive", "mwem"))
+        if return_result:
+            raise ValueError(
+                "return_result=True: the release's details are the adaptive mechanism's "
+                "(mechanism=\"adaptive\"); MWEM returns its table"
+            )
+        if neighbours not in (None, "replace"):
+            raise ValueError(
+                f"neighbours = {neighbours!r}: MWEM is replace-one (n public); omit "
+                "neighbours, or use mechanism=\"adaptive\""
+            )
+        _seed(seed)
+        return _mwem(df, domain, epsilon, workload, accountant, seed, rows, rounds)
+    _check_synthesis_args(mechanism, domain, accountant, rows, ("adaptive", "mwem"))
+    if rounds is not None:
+        raise ValueError("rounds: MWEM's (mechanism=\"mwem\"); the adaptive mechanism plans its own")
     _seed(seed)
-    delta = _delta(delta)
+    result = _synthesis(
+        df, domain, epsilon, delta, workload, accountant, seed, neighbours or "add-remove", rows
+    )
+    return result if return_result else result.data
 
-    from ._frames import from_columns, to_columns
+
+def _mwem(
+    df: Any,
+    domain: Domain,
+    epsilon: Any,
+    workload: Optional[str],
+    accountant: Optional[Accountant],
+    seed: Optional[int],
+    rows: Optional[int],
+    rounds: Optional[int],
+) -> Any:
+    """``privq synth --mechanism mwem``'s release (arguments checked by the caller)."""
+    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1):
+        raise ValueError(f"rounds = {rounds!r}: a positive integer")
+    from ._frames import from_shape, shape_of, to_columns
 
     table, kind, columns = to_columns(df, domain)
-    out, _info = _privq._synthesize(
+    shape = shape_of(table, kind, df)
+    del table
+    out, _info = _privq._synthesize_mwem(
+        columns,
+        domain._inner,
+        _number(epsilon),
+        workload,
+        rows,
+        rounds,
+        None if accountant is None else accountant._inner,
+        seed,
+    )
+    del columns
+    return from_shape(out, shape, domain)
+
+
+def _synthesis(
+    df: Any,
+    domain: Domain,
+    epsilon: Any,
+    delta: Any,
+    workload: Optional[str],
+    accountant: Optional[Accountant],
+    seed: Optional[int],
+    neighbours: str,
+    rows: Optional[int],
+) -> "Synthesis":
+    """The release behind :func:`synthesize` and :meth:`Synthesizer.fit`
+    (arguments checked by the caller)."""
+    delta = _delta(delta)
+
+    from ._frames import from_shape, shape_of, to_columns
+
+    table, kind, columns = to_columns(df, domain)
+    shape = shape_of(table, kind, df)
+    del table
+    out, info, fitted = _privq._synthesize(
         columns,
         domain._inner,
         _number(epsilon),
@@ -418,7 +510,260 @@ def synthesize(
         None if accountant is None else accountant._inner,
         seed,
     )
-    return from_columns(out, table, kind, df, domain)
+    del columns
+    return Synthesis._new(from_shape(out, shape, domain), info, fitted, shape, domain)
+
+
+class Synthesis:
+    """A synthetic-data release and what it is made of:
+    ``synthesize(..., return_result=True)`` or :meth:`Synthesizer.fit` returns one.
+
+    Everything here is public (the release and its parameters); nothing of the
+    private table is kept.
+
+    * ``data``: the synthetic table (the kind of DataFrame that went in).
+    * ``measurements``: every marginal the release measured, in order (the
+      one-way marginals first, as round 0, then one per round), as a DataFrame of
+      the same kind: ``round``, ``marginal`` (its attributes, comma-separated),
+      ``attributes``, ``cells``, ``sigma`` (the discrete Gaussian noise's
+      standard deviation, in counts); for a round, ``rho`` (its ρ, exact text),
+      ``select_epsilon`` (its selection's ε, exact text), ``candidates`` and
+      ``annealed`` (σ halved after it); null for round 0, whose charges are in
+      the ``ledger``.
+    * ``ledger``: the release's charges under its own ρ-zCDP accountant (what
+      the run spent, round by round), as a DataFrame of the same kind.
+    * ``epsilon``, ``delta``, ``rho``: the guarantee of what was spent (ρ exact;
+      ε the conversion at δ, a float).
+    * ``rows``: the number of synthetic rows released.
+    * :meth:`sample`: more rows from the same model (post-processing: no charge,
+      no data read). :meth:`report_html`: a self-contained HTML summary.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"smoker": [0, 1, 1, 0] * 50, "cough": [0, 1, 0, 0] * 50})
+    >>> result = synthesize(df, Domain({"smoker": 2, "cough": 2}), epsilon=1, seed=7,
+    ...                     return_result=True)
+    >>> list(result.measurements.columns)[:3]
+    ['round', 'marginal', 'attributes']
+    >>> list(result.measurements["marginal"][:2]), list(result.measurements["round"][:2])
+    (['smoker', 'cough'], [0, 0])
+    >>> len(result.sample(10, seed=1))
+    10
+    >>> result.report_html().startswith("<!DOCTYPE html>")
+    True
+    """
+
+    data: Any
+    epsilon: float
+    delta: float
+    rho: Optional[Fraction]
+    rows: int
+
+    def __init__(self) -> None:
+        raise TypeError(
+            "a Synthesis is made by privq.synthesize(..., return_result=True) or "
+            "Synthesizer.fit"
+        )
+
+    @classmethod
+    def _new(cls, data: Any, info: Mapping[str, Any], fitted: Any, shape: Any,
+             domain: Domain) -> "Synthesis":
+        self = cls.__new__(cls)
+        self.data = data
+        self._info = dict(info)
+        self._fitted = fitted
+        self._shape = shape
+        self._domain = domain
+        self.epsilon = info["epsilon"]
+        self.delta = info["delta"]
+        self.rho = _fraction(info["rho"])
+        self.rows = info["rows"]
+        return self
+
+    def _measurement_table(self) -> Any:
+        import pyarrow as pa
+
+        schema = pa.schema(
+            [
+                ("round", pa.int64()),
+                ("marginal", pa.string()),
+                ("attributes", pa.int64()),
+                ("cells", pa.int64()),
+                ("sigma", pa.float64()),
+                ("rho", pa.string()),
+                ("select_epsilon", pa.string()),
+                ("candidates", pa.int64()),
+                ("annealed", pa.bool_()),
+            ]
+        )
+        return pa.Table.from_pylist(self._info["measurements"], schema=schema)
+
+    @property
+    def measurements(self) -> Any:
+        """The measured marginals and their noise, one row per round."""
+        from ._frames import frame_of
+
+        return frame_of(self._measurement_table(), self._shape.kind)
+
+    @property
+    def ledger(self) -> Any:
+        """The release's charges under its own ρ-zCDP accountant, with the
+        columns of :meth:`Accountant.ledger` (``time``: the release's)."""
+        from ._frames import frame_of
+
+        return frame_of(_ledger_table(self._info["charges"]), self._shape.kind)
+
+    def sample(self, n: int, *, seed: Optional[int] = None) -> Any:
+        """``n`` more synthetic rows from the released model, as a table of the
+        same kind, columns and types as :attr:`data`. Post-processing: nothing
+        is charged and no data is read (only the model is kept). ``seed`` as for
+        :func:`synthesize` (tests and demos only)."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+            raise ValueError(f"n = {n!r}: a non-negative integer")
+        _seed(seed)
+        from ._frames import from_shape
+
+        out = self._fitted.sample(n, seed)
+        return from_shape(out, self._shape, self._domain)
+
+    def report_html(self) -> str:
+        """A self-contained HTML page (no scripts, no external assets) with the
+        guarantee, the measured marginals and the charges."""
+        import html
+
+        rho = "—" if self.rho is None else str(self.rho)
+        head = (
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<title>privq synthetic data</title><style>"
+            "body{font-family:sans-serif;margin:2em;max-width:60em}"
+            "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;"
+            "text-align:right}th{background:#eee}"
+            "</style></head><body>"
+        )
+        parts = [
+            head,
+            "<h1>privq synthetic data (adaptive marginals)</h1>",
+            "<h2>Guarantee</h2><ul>",
+            f"<li>ρ-zCDP with ρ = {html.escape(rho)}</li>",
+            f"<li>(ε, δ)-DP with ε = {self.epsilon:.6g}, δ = {self.delta:.3g}</li>",
+            f"<li>{self.rows} synthetic rows over {len(self._domain)} attributes "
+            f"({html.escape(', '.join(self._domain.columns))})</li></ul>",
+        ]
+
+        def table(t: Any, title: str) -> None:
+            parts.append(f"<h2>{html.escape(title)}</h2><table><tr>")
+            parts.extend(f"<th>{html.escape(c)}</th>" for c in t.column_names)
+            parts.append("</tr>")
+            for row in t.to_pylist():
+                parts.append("<tr>")
+                parts.extend(
+                    f"<td>{html.escape('' if v is None else str(v))}</td>" for v in row.values()
+                )
+                parts.append("</tr>")
+            parts.append("</table>")
+
+        table(self._measurement_table(), "Measured marginals (public)")
+        table(_ledger_table(self._info["charges"]), "Charges")
+        parts.append("</body></html>\n")
+        return "".join(parts)
+
+    def __repr__(self) -> str:
+        return (
+            f"Synthesis({self.rows} rows, {len(self._info['measurements'])} measurements, "
+            f"rho={self.rho}, epsilon={self.epsilon:.4g}, delta={self.delta:g})"
+        )
+
+
+class Synthesizer:
+    """Synthetic data in SmartNoise's shape: create, :meth:`fit` once (charged),
+    :meth:`sample` as often as needed (free: post-processing of the fitted model).
+
+    ``Synthesizer.create("adaptive", epsilon=..., domain=...)`` takes the
+    arguments of :func:`synthesize` (``delta``, ``workload``, ``accountant``,
+    ``neighbours``, ``seed``). :meth:`fit` runs the release once, charging the
+    accountant its whole budget before anything is measured; it keeps the fitted
+    model and the release's details (:attr:`result`, a :class:`Synthesis`), never
+    the data. :meth:`sample` draws rows from that model without reading the data
+    or charging anything; :meth:`fit_sample` is :meth:`fit` and the release's own
+    rows. Fitting again is a new release, charged again.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"smoker": [0, 1, 1, 0] * 50, "cough": [0, 1, 0, 0] * 50})
+    >>> budget = Accountant(epsilon=1, delta=1e-6)
+    >>> synth = Synthesizer.create("adaptive", epsilon=1, domain=Domain({"smoker": 2, "cough": 2}),
+    ...                            accountant=budget, seed=5)
+    >>> synth = synth.fit(df)
+    >>> len(synth.sample(1000)), len(synth.sample(5)), budget.spent.epsilon
+    (1000, 5, Fraction(1, 1))
+    """
+
+    def __init__(self) -> None:
+        raise TypeError("make a Synthesizer with Synthesizer.create(\"adaptive\", epsilon=..., domain=...)")
+
+    @classmethod
+    def create(
+        cls,
+        name: str = "adaptive",
+        *,
+        epsilon: Number,
+        domain: Domain,
+        delta: float = 1e-9,
+        workload: Optional[str] = None,
+        accountant: Optional[Accountant] = None,
+        neighbours: str = "add-remove",
+        seed: Optional[int] = None,
+    ) -> "Synthesizer":
+        """A synthesizer for the mechanism ``name`` (``"adaptive"``); the
+        arguments are :func:`synthesize`'s, checked when :meth:`fit` runs (ε, δ,
+        the workload) or here (the mechanism, the domain, the accountant)."""
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str, not {type(name).__name__}")
+        _check_synthesis_args(name, domain, accountant, None)
+        _seed(seed)
+        self = cls.__new__(cls)
+        self._args = dict(
+            epsilon=epsilon,
+            delta=delta,
+            workload=workload,
+            accountant=accountant,
+            seed=seed,
+            neighbours=neighbours,
+        )
+        self._mechanism = name
+        self._domain = domain
+        self._result: Optional[Synthesis] = None
+        return self
+
+    @property
+    def result(self) -> "Synthesis":
+        """The last fit's :class:`Synthesis` (measurements, ledger, report)."""
+        if self._result is None:
+            raise PrivqError("the Synthesizer is not fitted: call fit(df) first")
+        return self._result
+
+    def fit(self, df: Any, *, rows: Optional[int] = None) -> "Synthesizer":
+        """Measures ``df`` and fits the model: one release, charged once (its
+        rows, ``rows`` of them or the noisy total, are :attr:`result`'s
+        ``data``). Returns the synthesizer."""
+        _check_synthesis_args(self._mechanism, self._domain, self._args["accountant"], rows)
+        a = self._args
+        self._result = _synthesis(
+            df, self._domain, a["epsilon"], a["delta"], a["workload"], a["accountant"],
+            a["seed"], a["neighbours"], rows,
+        )
+        return self
+
+    def sample(self, n: int, *, seed: Optional[int] = None) -> Any:
+        """``n`` rows from the fitted model (:meth:`Synthesis.sample`): no charge,
+        no data read."""
+        return self.result.sample(n, seed=seed)
+
+    def fit_sample(self, df: Any, *, rows: Optional[int] = None) -> Any:
+        """:meth:`fit`, then the release's own rows."""
+        return self.fit(df, rows=rows).result.data
+
+    def __repr__(self) -> str:
+        state = "fitted" if self._result is not None else "not fitted"
+        return f"Synthesizer({self._mechanism!r}, epsilon={self._args['epsilon']}, {state})"
 
 
 def _seed(seed: Any) -> None:

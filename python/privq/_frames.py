@@ -10,7 +10,7 @@ anything about privacy.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, List, NamedTuple, Optional, Sequence, Tuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -168,6 +168,27 @@ def _int32_bytes(indices: pa.Array) -> bytes:
     return buffer.to_pybytes()[start : start + 4 * len(indices)]
 
 
+class Shape(NamedTuple):
+    """What a release needs to give its rows ``df``'s form: the Arrow schema, the
+    kind of DataFrame, and pandas' dtypes or Polars' schema. No values: a fitted
+    :class:`privq.Synthesizer` keeps this, never the data."""
+
+    schema: pa.Schema
+    kind: str
+    types: Any
+
+
+def shape_of(table: pa.Table, kind: str, df: Any) -> Shape:
+    """``df``'s :class:`Shape` (``table`` is its Arrow form)."""
+    if kind == PANDAS:
+        types = df.dtypes.copy()
+    elif kind == POLARS:
+        types = df.schema
+    else:
+        types = None
+    return Shape(table.schema, kind, types)
+
+
 def from_columns(
     out: Sequence[Tuple[str, List[str], bytes]],
     table: pa.Table,
@@ -177,13 +198,24 @@ def from_columns(
 ) -> Any:
     """The synthetic columns as a table of ``df``'s kind, in ``df``'s column
     order and types."""
+    return from_shape(out, shape_of(table, kind, df), domain)
+
+
+def from_shape(
+    out: Sequence[Tuple[str, List[str], bytes]],
+    shape: Shape,
+    domain: "Domain",
+) -> Any:
+    """The synthetic columns as a table of the :class:`Shape`'s kind, in its
+    column order and types."""
+    table_schema, kind = shape.schema, shape.kind
     released = {}
     for name, _texts, codes in out:
         n = len(codes) // 4
         indices = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(codes)])
         released[name] = indices
     arrays = []
-    for field in table.schema:
+    for field in table_schema:
         indices = released[field.name]
         t = field.type
         values = _domain_values(domain, field.name, t)
@@ -198,10 +230,10 @@ def from_columns(
             arrays.append(text.take(indices).cast(t))
         else:
             arrays.append(values.take(indices))
-    result = pa.Table.from_arrays(arrays, names=table.schema.names)
+    result = pa.Table.from_arrays(arrays, names=table_schema.names)
     if kind == PANDAS:
         frame = result.to_pandas()
-        for c, dtype in df.dtypes.items():
+        for c, dtype in shape.types.items():
             if str(dtype) != "category" and frame[c].dtype != dtype:
                 frame[c] = frame[c].astype(dtype)
         return frame
@@ -211,7 +243,7 @@ def from_columns(
         frame = pl.from_arrow(result)
         casts = {
             c: t
-            for c, t in df.schema.items()
+            for c, t in shape.types.items()
             if frame.schema[c] != t and not isinstance(t, (pl.Categorical, pl.Enum))
         }
         return frame.cast(casts) if casts else frame
@@ -289,11 +321,21 @@ def key_texts(column: str, values: Sequence[Any], t: Optional[pa.DataType]) -> L
     return out
 
 
-def release_table(columns: Sequence[Tuple[str, bool, list]], kind: str) -> Any:
-    """The released columns (``(name, is_text, values)``) as a table: pandas for
-    a pandas input, else a :class:`pyarrow.Table`."""
-    arrays = [pa.array(values, pa.string() if text else pa.float64()) for _n, text, values in columns]
+def release_table(columns: Sequence[Tuple[str, str, list]], kind: str) -> Any:
+    """The released columns (``(name, type, values)``, the type ``"text"``,
+    ``"int"`` (a count) or ``"float"``) as a table of the input's kind: pandas for
+    pandas, Polars for Polars, else a :class:`pyarrow.Table`."""
+    types = {"text": pa.string(), "int": pa.int64(), "float": pa.float64()}
+    arrays = [pa.array(values, types[t]) for _n, t, values in columns]
     result = pa.Table.from_arrays(arrays, names=[n for n, _t, _v in columns])
+    return frame_of(result, kind)
+
+def frame_of(table: pa.Table, kind: str) -> Any:
+    """``table`` as a DataFrame of ``kind``: pandas, Polars, else the table."""
     if kind == PANDAS:
-        return result.to_pandas()
-    return result
+        return table.to_pandas()
+    if kind == POLARS:
+        import polars as pl
+
+        return pl.from_arrow(table)
+    return table

@@ -42,7 +42,8 @@ class _Charge(TypedDict):
     delta: float
     rho: Optional[str]
     neighbours: Optional[str]
-    time: Optional[str]
+    privacy_unit: Optional[str]
+    time: Optional[str]  # UTC, when the charge was accepted
 
 class Domain:
     @staticmethod
@@ -75,6 +76,24 @@ class _SynthInfo(TypedDict, total=False):
     rows: int
     records_in: int  # only under neighbours="replace" (n public); absent otherwise
     ledger: str
+    measurements: list[_Measurement]
+    charges: list[_Charge]
+
+class _Measurement(TypedDict):
+    round: int  # 0: the one-way marginals
+    marginal: str  # the attributes, comma-separated
+    attributes: int
+    cells: int
+    sigma: float
+    rho: Optional[str]  # exact; None for round 0 (the one-way marginals)
+    select_epsilon: Optional[str]  # exact; None for round 0
+    candidates: Optional[int]  # None for round 0
+    annealed: Optional[bool]  # None for round 0
+
+class Synthesis:
+    """A fitted release: the model only (no data); sampling it charges nothing."""
+
+    def sample(self, n: int, seed: Optional[int]) -> list[Tuple[str, list[str], bytes]]: ...
 
 def _domain_template(names: Sequence[str], numeric: Sequence[str]) -> str: ...
 def _synthesize(
@@ -87,7 +106,7 @@ def _synthesize(
     rows: Optional[int],
     accountant: Optional[Accountant],
     seed: Optional[int],
-) -> Tuple[list[Tuple[str, list[str], bytes]], _SynthInfo]: ...
+) -> Tuple[list[Tuple[str, list[str], bytes]], _SynthInfo, Synthesis]: ...
 
 def _sql(
     query: str,
@@ -106,7 +125,7 @@ def _sql(
     drop_invalid: bool,
     accountant: Optional[Accountant],
     seed: Optional[int],
-) -> list[Tuple[str, bool, list[Any]]]: ...
+) -> list[Tuple[str, str, list[Any]]]: ...  # type: "text", "int" (a count) or "float"
 
 class _PlanDict(TypedDict):
     epsilon: _Pair
@@ -122,6 +141,24 @@ class _PlanDict(TypedDict):
     rows: Optional[int]  # None: hidden (the model's noisy total, under add/remove)
     charge: Optional[str]  # in-memory accountants only
     accepted: Optional[bool]  # in-memory accountants only
+
+class _MwemInfo(TypedDict):
+    epsilon: _Pair
+    rows: int
+    rounds: int
+    records_in: int  # n is public under replace-one neighbours
+    charges: list[_Charge]
+
+def _synthesize_mwem(
+    columns: Sequence[Tuple[str, list[Any], bytes]],
+    domain: Domain,
+    epsilon: _Number,
+    workload: Optional[str],
+    rows: Optional[int],
+    rounds: Optional[int],
+    accountant: Optional[Accountant],
+    seed: Optional[int],
+) -> Tuple[list[Tuple[str, list[str], bytes]], _MwemInfo]: ...
 
 def _plan_synthesis(
     columns: Sequence[Tuple[str, list[Any], bytes]],

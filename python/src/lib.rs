@@ -18,6 +18,7 @@
 //! its current round ([`synthesize_controlled`]'s control hook).
 
 mod ldp;
+mod mwem;
 mod sql;
 
 use std::ops::ControlFlow;
@@ -33,7 +34,7 @@ use privq_host::data::{
     AttributeKind, CsvColumns, DataError, DictionaryColumn, Domain, Records, domain_template,
 };
 use privq_host::synth::adaptive::{AdaptiveError, MarginalWorkload};
-use privq_host::synth::release::{PlannedRows, SynthRequest, synthesize_controlled};
+use privq_host::synth::release::{PlannedRows, SynthRequest, Synthetic, synthesize_controlled};
 use pyo3::exceptions::{PyException, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::MutexExt;
@@ -177,6 +178,26 @@ fn accountant_error(e: AccountantError) -> PyErr {
         AccountantError::InvalidParameter(_) => PyValueError::new_err(e.to_string()),
         e => PrivqError::new_err(e.to_string()),
     }
+}
+
+/// An in-memory accountant's δ refusal with the amounts, as a budget file's
+/// refusal gives them: the δ the release needs, the accountant's δ, and what is
+/// left of it.
+fn delta_refused(needed: f64, session: &Accountant) -> PyErr {
+    let budget = session.budget_delta();
+    let spent = session.spent_delta();
+    BudgetExceeded::new_err(format!(
+        "the delta budget would be exceeded: this release needs δ = {needed:e}, and the \
+         Accountant has δ = {budget:e} of which {spent:e} is spent ({:e} remaining){}; \
+         nothing was charged or released",
+        (budget - spent).max(0.0),
+        if budget == 0.0 {
+            " (an Accountant with delta=0 takes pure ε-DP releases only: give it a δ, or use \
+             Accountant.zcdp)"
+        } else {
+            ""
+        }
+    ))
 }
 
 fn budget_file_error(e: BudgetFileError) -> PyErr {
@@ -366,6 +387,9 @@ struct PyAccountant {
     pid: u32,
     /// Set in a forked child (`os.register_at_fork`, from the `privq` package).
     forked: AtomicBool,
+    /// When each charge of an in-memory accountant was made (UTC, as a budget
+    /// file's `time`); locked only while the accountant's lock is held.
+    times: Mutex<Vec<String>>,
 }
 
 /// Why an in-memory accountant refuses to charge in a forked child.
@@ -381,6 +405,7 @@ impl PyAccountant {
             state,
             pid: std::process::id(),
             forked: AtomicBool::new(false),
+            times: Mutex::new(Vec::new()),
         }
     }
 
@@ -400,7 +425,20 @@ impl PyAccountant {
                 let mut a = m
                     .lock_py_attached(py)
                     .map_err(|_| PrivqError::new_err("the accountant's lock is poisoned"))?;
-                f(State::Memory(&mut a))
+                let before = a.ledger().len();
+                let result = f(State::Memory(&mut a));
+                // Each new charge's time, as a budget file stamps its charges
+                // (taken after the accountant's lock, never before it).
+                let after = a.ledger().len();
+                if after > before {
+                    let now = privq_host::accountant::utc_now();
+                    let mut times = self
+                        .times
+                        .lock()
+                        .map_err(|_| PrivqError::new_err("the accountant's lock is poisoned"))?;
+                    times.resize(after, now);
+                }
+                result
             }
             Kind::File { path, cap } => f(State::File { path, cap }),
         }
@@ -621,24 +659,10 @@ impl PyAccountant {
                 let out = PyList::empty(py);
                 match state {
                     State::Memory(a) => {
-                        let neighbours = a.neighbours().map(neighbours_name);
-                        let unit = a.privacy_unit().flatten();
-                        for c in a.ledger() {
-                            let d = PyDict::new(py);
-                            d.set_item("label", &c.label)?;
-                            d.set_item("cost", c.cost.to_string())?;
-                            d.set_item("epsilon", c.cost.epsilon().map(|e| e.to_string()))?;
-                            d.set_item("delta", c.cost.delta())?;
-                            let rho = match c.cost {
-                                Cost::Zcdp(r) => Some(r.to_string()),
-                                _ => None,
-                            };
-                            d.set_item("rho", rho)?;
-                            d.set_item("neighbours", neighbours)?;
-                            d.set_item("privacy_unit", unit)?;
-                            d.set_item("time", py.None())?;
-                            out.append(d)?;
-                        }
+                        let times = self.times.lock().map_err(|_| {
+                            PrivqError::new_err("the accountant's lock is poisoned")
+                        })?;
+                        ledger_rows(&out, a, &times)?;
                     }
                     State::File { path, .. } => {
                         if path.exists() {
@@ -662,6 +686,31 @@ impl PyAccountant {
             })
         })
     }
+}
+
+/// An in-memory accountant's charges as dicts (the columns of
+/// `Accountant.ledger()`), `times[i]` the time of charge `i` where known.
+fn ledger_rows(out: &Bound<'_, PyList>, a: &Accountant, times: &[String]) -> PyResult<()> {
+    let py = out.py();
+    let neighbours = a.neighbours().map(neighbours_name);
+    let unit = a.privacy_unit().flatten();
+    for (i, c) in a.ledger().iter().enumerate() {
+        let d = PyDict::new(py);
+        d.set_item("label", &c.label)?;
+        d.set_item("cost", c.cost.to_string())?;
+        d.set_item("epsilon", c.cost.epsilon().map(|e| e.to_string()))?;
+        d.set_item("delta", c.cost.delta())?;
+        let rho = match c.cost {
+            Cost::Zcdp(r) => Some(r.to_string()),
+            _ => None,
+        };
+        d.set_item("rho", rho)?;
+        d.set_item("neighbours", neighbours)?;
+        d.set_item("privacy_unit", unit)?;
+        d.set_item("time", times.get(i))?;
+        out.append(d)?;
+    }
+    Ok(())
 }
 
 // ---- synthetic data ----
@@ -788,6 +837,22 @@ fn prepare<'py>(
             )));
         }
     }
+    let records = records_of(py, columns, domain)?;
+    Ok(Prepared {
+        request,
+        workload,
+        records,
+        neighbours,
+    })
+}
+
+/// A table in dictionary form read over `domain` by the library's rule
+/// ([`Records::from_dictionary_columns`], `privq synth`'s CSV reader's).
+fn records_of<'py>(
+    py: Python<'py>,
+    columns: Vec<TableColumn<'py>>,
+    domain: &Domain,
+) -> PyResult<Records> {
     let mut table = Vec::with_capacity(columns.len());
     for (name, values, bytes) in &columns {
         let texts = values
@@ -798,16 +863,13 @@ fn prepare<'py>(
         table.push(DictionaryColumn::new(name.clone(), texts, codes));
     }
     drop(columns);
-    let records = py
-        .detach(|| Records::from_dictionary_columns(table, domain, &CsvColumns::new()))
-        .map_err(data_error)?;
-    Ok(Prepared {
-        request,
-        workload,
-        records,
-        neighbours,
-    })
+    py.detach(|| Records::from_dictionary_columns(table, domain, &CsvColumns::new()))
+        .map_err(data_error)
 }
+
+/// One column of a table in dictionary form: its name, its distinct values, and
+/// one `int32` code per row.
+type TableColumn<'py> = (String, Bound<'py, PyList>, Bound<'py, PyBytes>);
 
 /// An exact fraction of ρ, or `None` for a cost that is not a zCDP one.
 fn rho_pair(cost: &Cost) -> Option<(u64, u64)> {
@@ -921,7 +983,7 @@ fn _synthesize<'py>(
     rows: Option<usize>,
     accountant: Option<&Bound<'py, PyAccountant>>,
     seed: Option<u64>,
-) -> PyResult<(Vec<ColumnOut<'py>>, Bound<'py, PyDict>)> {
+) -> PyResult<(Vec<ColumnOut<'py>>, Bound<'py, PyDict>, PySynthesis)> {
     guard(|| {
         let domain = &domain.get().domain;
         let Prepared {
@@ -947,15 +1009,7 @@ fn _synthesize<'py>(
                 State::Memory(session) => match request.charge_to(session, label) {
                     Ok(_) => Ok(()),
                     Err(AdaptiveError::Budget(AccountantError::DeltaExceeded)) => {
-                        Err(BudgetExceeded::new_err(format!(
-                            "the delta budget would be exceeded: this release is (ε, δ)-DP with \
-                             δ = {:e}, and the Accountant has δ = {:e} of which {:e} is spent \
-                             (an Accountant with delta=0 takes pure ε-DP releases only: give it \
-                             a δ, or use Accountant.zcdp); nothing was charged or released",
-                            request.delta(),
-                            session.budget_delta(),
-                            session.spent_delta()
-                        )))
+                        Err(delta_refused(request.delta(), session))
                     }
                     Err(e) => Err(adaptive_error(e)),
                 },
@@ -1004,26 +1058,15 @@ fn _synthesize<'py>(
             }
         };
         let n = release.rows.len();
-        // With private binning the rows written are spread over the public grids
-        // of the request's domain; otherwise they are over the released domain.
-        let (domain, rows) = match &release.spread {
-            Some(spread) => (domain, spread),
-            None => (&release.domain, &release.rows),
+        let out = {
+            // With private binning the rows written are spread over the public grids
+            // of the request's domain; otherwise they are over the released domain.
+            let (written, rows) = match &release.spread {
+                Some(spread) => (domain, spread),
+                None => (&release.domain, &release.rows),
+            };
+            columns_out(py, written, rows)?
         };
-        let mut out = Vec::with_capacity(domain.dims());
-        for (a, attr) in domain.attributes().iter().enumerate() {
-            let texts: Vec<String> = (0..attr.size())
-                .filter_map(|v| attr.value_text(v))
-                .collect();
-            let mut bytes = Vec::with_capacity(4 * n);
-            for r in rows {
-                let v = r.get(a).copied().unwrap_or(0);
-                let v = i32::try_from(v)
-                    .map_err(|_| PrivqError::new_err("a value index beyond int32"))?;
-                bytes.extend_from_slice(&v.to_ne_bytes());
-            }
-            out.push((attr.name().to_string(), texts, PyBytes::new(py, &bytes)));
-        }
         let info = PyDict::new(py);
         let spent = &release.accountant;
         info.set_item("rho", spent.spent_rho().map(|r| fraction(r.num(), r.den())))?;
@@ -1036,8 +1079,126 @@ fn _synthesize<'py>(
             info.set_item("records_in", records.len())?;
         }
         info.set_item("ledger", spent.ledger_text_exact())?;
-        Ok((out, info))
+        info.set_item("measurements", measurements(py, &release)?)?;
+        // The release's own charges, each stamped with the release's time.
+        let charges = PyList::empty(py);
+        let now = privq_host::accountant::utc_now();
+        let times = vec![now; release.accountant.ledger().len()];
+        ledger_rows(&charges, &release.accountant, &times)?;
+        info.set_item("charges", charges)?;
+        let fitted = PySynthesis {
+            request_domain: domain.clone(),
+            release,
+        };
+        Ok((out, info, fitted))
     })
+}
+
+/// One column of value indices per attribute of `domain`, as [`ColumnOut`]s.
+fn columns_out<'py>(
+    py: Python<'py>,
+    domain: &Domain,
+    rows: &[Vec<usize>],
+) -> PyResult<Vec<ColumnOut<'py>>> {
+    let mut out = Vec::with_capacity(domain.dims());
+    for (a, attr) in domain.attributes().iter().enumerate() {
+        let texts: Vec<String> = (0..attr.size())
+            .filter_map(|v| attr.value_text(v))
+            .collect();
+        let mut bytes = Vec::with_capacity(4 * rows.len());
+        for r in rows {
+            let v = r.get(a).copied().unwrap_or(0);
+            let v =
+                i32::try_from(v).map_err(|_| PrivqError::new_err("a value index beyond int32"))?;
+            bytes.extend_from_slice(&v.to_ne_bytes());
+        }
+        out.push((attr.name().to_string(), texts, PyBytes::new(py, &bytes)));
+    }
+    Ok(out)
+}
+
+/// The release's measurements, in the order measured: first the one-way
+/// marginals (round 0), then one per round. Each: the marginal's attributes
+/// (names), its cells, the noise's standard deviation; for a round, its ρ and its
+/// selection's ε (exact text), the candidates it was chosen among, and whether σ
+/// was halved after it (`None` for round 0: their charges are in the ledger). All
+/// public: what the release measured and with how much noise, not the data.
+fn measurements<'py>(py: Python<'py>, release: &Synthetic) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    let attrs = release.domain.attributes();
+    let measured = &release.output.measurements;
+    let rounds = &release.output.rounds;
+    let one_way = measured.len().saturating_sub(rounds.len());
+    for (i, m) in measured.iter().enumerate() {
+        let d = PyDict::new(py);
+        let names: Vec<&str> = m
+            .clique
+            .attributes()
+            .iter()
+            .filter_map(|&a| attrs.get(a).map(|a| a.name()))
+            .collect();
+        let round = i.checked_sub(one_way).and_then(|r| rounds.get(r));
+        d.set_item("round", round.map_or(0, |r| r.round))?;
+        d.set_item("marginal", names.join(","))?;
+        d.set_item("attributes", m.clique.len())?;
+        d.set_item("cells", m.values.len())?;
+        d.set_item("sigma", m.sigma)?;
+        d.set_item("rho", round.map(|r| r.rho.to_string()))?;
+        d.set_item(
+            "select_epsilon",
+            round.and_then(|r| r.epsilon.map(|e| e.to_string())),
+        )?;
+        d.set_item("candidates", round.map(|r| r.candidates))?;
+        d.set_item("annealed", round.map(|r| r.annealed))?;
+        out.append(d)?;
+    }
+    Ok(out)
+}
+
+/// A fitted release (`privq.Synthesis` and `privq.Synthesizer` hold one): the
+/// model the release measured and fitted, from which more rows are drawn as
+/// post-processing ([`Synthetic::sample`]): no data is kept here, and nothing
+/// is charged.
+#[pyclass(module = "privq._privq", name = "Synthesis", frozen)]
+struct PySynthesis {
+    release: Synthetic,
+    request_domain: Domain,
+}
+
+#[pymethods]
+impl PySynthesis {
+    /// `n` rows from the model, column by column as `_synthesize` returns them.
+    #[pyo3(signature = (n, seed))]
+    fn sample<'py>(
+        &self,
+        py: Python<'py>,
+        n: usize,
+        seed: Option<u64>,
+    ) -> PyResult<Vec<ColumnOut<'py>>> {
+        guard(|| {
+            let bytes = (n as u64).saturating_mul(24 + 8 * self.request_domain.dims() as u64);
+            if bytes > MEMORY_CAP {
+                return Err(PyValueError::new_err(format!(
+                    "n = {n}: the synthetic rows would need about {} MiB, over the {} MiB \
+                     cap; sample fewer rows at a time",
+                    bytes >> 20,
+                    MEMORY_CAP >> 20
+                )));
+            }
+            let mut rng = match seed {
+                Some(seed) => privq_host::seeded_rng(seed),
+                None => privq_host::secure_rng().map_err(|e| PrivqError::new_err(e.to_string()))?,
+            };
+            let rows = py
+                .detach(|| self.release.sample(n, &self.request_domain, &mut rng))
+                .map_err(adaptive_error)?;
+            let written = match &self.release.spread {
+                Some(_) => &self.request_domain,
+                None => &self.release.domain,
+            };
+            columns_out(py, written, &rows)
+        })
+    }
 }
 
 /// The extension module.
@@ -1048,8 +1209,10 @@ fn _privq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("BudgetExceeded", py.get_type::<BudgetExceeded>())?;
     m.add_class::<PyDomain>()?;
     m.add_class::<PyAccountant>()?;
+    m.add_class::<PySynthesis>()?;
     m.add_function(wrap_pyfunction!(_synthesize, m)?)?;
     m.add_function(wrap_pyfunction!(_plan_synthesis, m)?)?;
+    m.add_function(wrap_pyfunction!(mwem::_synthesize_mwem, m)?)?;
     m.add_class::<ldp::PyCampaign>()?;
     m.add_function(wrap_pyfunction!(ldp::_ldp_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(ldp::_ldp_aggregate, m)?)?;

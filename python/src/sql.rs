@@ -3,14 +3,15 @@
 //! the accountant charged ([`Plan::charge_to`] or the budget file), then the
 //! release ([`Plan::release`]), as `privq sql` does.
 
-use privq_host::aggregate::{AggregateError, Bounds, Plan, SqlRequest, Table};
+use privq_host::accountant::AccountantError;
+use privq_host::aggregate::{Aggregate, AggregateError, Bounds, Plan, SqlRequest, Table};
 use pyo3::exceptions::{PyUserWarning, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use super::{
-    FORKED, PrivqError, PyAccountant, State, accountant_error, budget_file_error, epsilon_arg,
-    guard, neighbours_arg, parameter_text, row,
+    FORKED, PrivqError, PyAccountant, State, accountant_error, budget_file_error, delta_refused,
+    epsilon_arg, guard, neighbours_arg, parameter_text, row,
 };
 
 /// A column as the reader gives it: its name and each value's text (`None`: missing).
@@ -143,7 +144,7 @@ pub(crate) fn _sql<'py>(
     drop_invalid: bool,
     accountant: Option<&Bound<'py, PyAccountant>>,
     seed: Option<u64>,
-) -> PyResult<Vec<(String, bool, Bound<'py, PyList>)>> {
+) -> PyResult<Vec<(String, &'static str, Bound<'py, PyList>)>> {
     guard(|| {
         let names = tables
             .keys()
@@ -224,10 +225,13 @@ pub(crate) fn _sql<'py>(
                 return Err(PrivqError::new_err(FORKED));
             }
             accountant.with(py, |state| match state {
-                State::Memory(session) => plan
-                    .charge_to(session, label)
-                    .map(drop)
-                    .map_err(aggregate_error),
+                State::Memory(session) => match plan.charge_to(session, label) {
+                    Ok(_) => Ok(()),
+                    Err(AggregateError::Budget(AccountantError::DeltaExceeded)) => {
+                        Err(delta_refused(plan.cost().delta(), session))
+                    }
+                    Err(e) => Err(aggregate_error(e)),
+                },
                 State::File { path, cap } => {
                     let cap = *cap;
                     py.detach(|| plan.charge_budget_file(path, Some(cap), label))
@@ -248,7 +252,7 @@ pub(crate) fn _sql<'py>(
         let mut out = Vec::new();
         for (k, g) in release.group_by().iter().enumerate() {
             let values: Vec<&str> = release.rows().iter().map(|r| r.key()[k].as_str()).collect();
-            out.push((g.clone(), true, PyList::new(py, values)?));
+            out.push((g.clone(), "text", PyList::new(py, values)?));
         }
         let with_interval = release.has_interval();
         for (i, name) in release.names().iter().enumerate() {
@@ -259,16 +263,21 @@ pub(crate) fn _sql<'py>(
                     .map(|r| f(&r.estimates()[i]))
                     .collect::<Vec<f64>>()
             };
-            out.push((
-                name.clone(),
-                false,
-                PyList::new(py, estimate(&|e| e.value()))?,
-            ));
+            // A count's release is an integer (the kept rows plus integer noise).
+            let count = matches!(plan.aggregates().get(i), Some((_, Aggregate::Count)));
+            let values = estimate(&|e| e.value());
+            let column = if count && values.iter().all(|v| v.fract() == 0.0 && v.abs() < 9.0e15) {
+                let ints: Vec<i64> = values.iter().map(|&v| v as i64).collect();
+                (name.clone(), "int", PyList::new(py, ints)?)
+            } else {
+                (name.clone(), "float", PyList::new(py, values)?)
+            };
+            out.push(column);
             if with_interval.get(i).copied().unwrap_or(false) {
                 let lo = estimate(&|e| e.interval().map_or(f64::NAN, |(lo, _)| lo));
                 let hi = estimate(&|e| e.interval().map_or(f64::NAN, |(_, hi)| hi));
-                out.push((format!("{name}_lo"), false, PyList::new(py, lo)?));
-                out.push((format!("{name}_hi"), false, PyList::new(py, hi)?));
+                out.push((format!("{name}_lo"), "float", PyList::new(py, lo)?));
+                out.push((format!("{name}_hi"), "float", PyList::new(py, hi)?));
             }
         }
         Ok(out)

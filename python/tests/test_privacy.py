@@ -255,11 +255,13 @@ def _columns(df, domain):
 
 def test_the_internal_release_returns_n_only_when_it_is_public(df, domain):
     args = (None, None, 1)  # rows, accountant, seed
-    _, info = privq._privq._synthesize(
+    _, info, fitted = privq._privq._synthesize(
         _columns(df, domain), domain._inner, 1, 1e-9, None, "add-remove", *args
     )
     assert "records_in" not in info, "n is private under add/remove neighbours"
-    _, info = privq._privq._synthesize(
+    # The fitted model offers sampling only: nothing of the table or its n.
+    assert [a for a in dir(fitted) if not a.startswith("_")] == ["sample"]
+    _, info, _ = privq._privq._synthesize(
         _columns(df, domain), domain._inner, 1, 1e-9, None, "replace", *args
     )
     assert info["records_in"] == len(df)

@@ -98,14 +98,18 @@ def test_pandas_polars_and_arrow_inputs_give_the_same_release():
     from_pandas = run(df)
     from_polars = run(pl.from_pandas(df))
     from_arrow = run(pa.Table.from_pandas(df, preserve_index=False))
-    assert isinstance(from_polars, pa.Table) and isinstance(from_arrow, pa.Table)
-    assert from_polars.equals(from_arrow)
+    # Each input kind gets its kind back; counts are integers (their release is one).
+    assert isinstance(from_polars, pl.DataFrame) and isinstance(from_arrow, pa.Table)
+    assert from_polars.to_dicts() == from_arrow.to_pylist()
+    assert from_polars.schema["n"] == pl.Int64 and from_polars.schema["total"] == pl.Float64
+    assert from_arrow.schema.field("n").type == pa.int64()
+    assert str(from_pandas["n"].dtype) == "int64" and str(from_pandas["n_lo"].dtype) == "float64"
     pd.testing.assert_frame_equal(from_arrow.to_pandas(), from_pandas)
     # Categorical group-by columns read as their values.
     categorical = run(df.astype({"region": "category"}))
     pd.testing.assert_frame_equal(categorical, from_pandas)
     polars_categorical = run(pl.from_pandas(df).with_columns(pl.col("region").cast(pl.Categorical)))
-    assert polars_categorical.equals(from_arrow)
+    assert polars_categorical.equals(from_polars)
     # A histogram: its bins need no keys. Without a privacy unit the library's
     # note is a warning.
     with warnings.catch_warnings(), pytest.warns(UserWarning, match="every row is its own unit"):
@@ -345,3 +349,28 @@ def test_minus_zero_and_zero_are_one_unit():
         )
     # One unit contributing one row: a count near 1, not 2.
     assert abs(out["n"][0] - 1) < 3
+
+
+def test_a_delta_refusal_states_the_amounts():
+    # Private group selection needs δ; the accountant has less left than asked.
+    accountant = privq.Accountant(epsilon=10, delta=1e-7)
+    with pytest.raises(privq.BudgetExceeded) as refused:
+        run(readings(), keys=None, delta=1e-6, accountant=accountant)
+    message = str(refused.value)
+    assert "needs δ = 1e-6" in message and "δ = 1e-7" in message and "remaining" in message
+    assert "nothing was charged or released" in message
+    assert accountant.ledger().num_rows == 0
+    pure = privq.Accountant(epsilon=10)
+    with pytest.raises(privq.BudgetExceeded, match="delta=0 takes pure"):
+        run(readings(), keys=None, delta=1e-6, accountant=pure)
+
+
+def test_an_in_memory_ledger_has_the_time_of_each_charge():
+    accountant = privq.Accountant(epsilon=3)
+    run(readings(), accountant=accountant)
+    run(readings(), accountant=accountant)
+    times = accountant.ledger().column("time").to_pylist()
+    assert len(times) == 2 and all(t is not None for t in times)
+    # UTC, as a budget file stamps its charges: YYYY-MM-DDTHH:MM:SSZ.
+    assert all(len(t) == 20 and t.endswith("Z") and t[10] == "T" for t in times)
+    assert times[0] <= times[1]

@@ -1,0 +1,156 @@
+//! `privq.synthesize(..., mechanism="mwem")`: `privq synth --mechanism mwem`'s
+//! release through the same library entry point ([`MwemRequest`]): the table
+//! read over the public domain ([`MwemRequest::open_records`]), the session's
+//! charge ([`MwemRequest::charge_to`], or the budget file's), then
+//! [`MwemRun::release`](privq_host::synth::mwem::MwemRun::release).
+
+use privq_host::accountant::BudgetFile;
+use privq_host::central::mwem::MwemError;
+use privq_host::data::{DiscoveryError, Domain, MemoryCap};
+use privq_host::query::Workload;
+use privq_host::synth::mwem::{MwemRequest, MwemSynthError};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use super::{
+    ColumnOut, FORKED, PrivqError, PyAccountant, PyDomain, State, TableColumn, accountant_error,
+    budget_file_error, columns_out, data_error, epsilon_arg, guard, ledger_rows, records_of,
+};
+
+/// The memory cap of MWEM's dense histogram and the synthetic rows
+/// (`privq synth`'s default `--memory-mib 1024`).
+const MEMORY_MIB: u64 = 1024;
+
+fn mwem_error(e: MwemSynthError) -> PyErr {
+    match e {
+        MwemSynthError::Data(DiscoveryError::Data(d)) => data_error(d),
+        MwemSynthError::Data(DiscoveryError::Budget(a)) => accountant_error(a),
+        MwemSynthError::Mwem(MwemError::Data(d)) => data_error(d),
+        MwemSynthError::Mwem(MwemError::Budget(a)) => accountant_error(a),
+        MwemSynthError::Mwem(MwemError::InvalidParameter(m)) => {
+            PyValueError::new_err(format!("invalid parameter: {m}"))
+        }
+        e => PrivqError::new_err(e.to_string()),
+    }
+}
+
+/// `parity:W`, `conjunctions:W` (binary domains) or `marginals:K`, as
+/// `privq synth --mechanism mwem --workload` reads them; `None` is its default,
+/// `parity:3`.
+fn workload_arg(spec: Option<&str>, domain: &Domain) -> PyResult<Workload> {
+    let spec = spec.unwrap_or("parity:3");
+    let bad = || {
+        PyValueError::new_err(format!(
+            "workload = {spec:?}: MWEM answers \"parity:W\", \"conjunctions:W\" (binary \
+             domains) or \"marginals:K\""
+        ))
+    };
+    let (kind, w) = spec.split_once(':').ok_or_else(bad)?;
+    let w: usize = w.trim().parse().map_err(|_| bad())?;
+    let kind = kind.trim();
+    if matches!(kind, "parity" | "conjunctions") && !domain.is_binary() {
+        return Err(PyValueError::new_err(format!(
+            "workload = {spec:?} needs a binary (0/1) domain and this one is not; use \
+             workload=\"marginals:2\" (all 1- and 2-way marginals) or \"marginals:K\""
+        )));
+    }
+    let workload = match kind {
+        "parity" => Workload::parities(domain, w),
+        "conjunctions" => Workload::conjunctions(domain, w),
+        "marginals" => Workload::marginals(domain, w),
+        _ => return Err(bad()),
+    };
+    workload.map_err(|e| PyValueError::new_err(format!("workload = {spec:?}: {e}")))
+}
+
+/// `privq.synthesize(..., mechanism="mwem")`'s Rust half: the table in
+/// dictionary form over the public domain; returns the synthetic columns and a
+/// dict of what was spent. Pure ε-DP under replace-one neighbours (n public).
+#[pyfunction]
+#[pyo3(signature = (columns, domain, epsilon, workload, rows, rounds, accountant, seed))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn _synthesize_mwem<'py>(
+    py: Python<'py>,
+    columns: Vec<TableColumn<'py>>,
+    domain: &Bound<'py, PyDomain>,
+    epsilon: &Bound<'py, PyAny>,
+    workload: Option<&str>,
+    rows: Option<usize>,
+    rounds: Option<usize>,
+    accountant: Option<&Bound<'py, PyAccountant>>,
+    seed: Option<u64>,
+) -> PyResult<(Vec<ColumnOut<'py>>, Bound<'py, PyDict>)> {
+    guard(|| {
+        let domain = &domain.get().domain;
+        let epsilon = epsilon_arg(epsilon)?;
+        let request = MwemRequest::new(epsilon)
+            .rows(rows)
+            .rounds(rounds)
+            .map_err(|_| PyValueError::new_err("rounds = 0: at least 1"))?;
+        // MWEM samples one cell index per synthetic row (as `privq synth` counts).
+        if let Some(rows) = rows
+            && (rows as u64).saturating_mul(8) > MEMORY_MIB << 20
+        {
+            return Err(PyValueError::new_err(format!(
+                "rows = {rows}: the synthetic rows would need about {} MiB, over the \
+                 {MEMORY_MIB} MiB cap; release fewer rows",
+                (rows as u64 * 8) >> 20
+            )));
+        }
+        let workload = workload_arg(workload, domain)?;
+        let records = records_of(py, columns, domain)?;
+        let cap = MemoryCap(MEMORY_MIB << 20);
+        // The data over the public domain, and the run's own accountant; refused
+        // (an empty table, a histogram over the cap) before anything is charged.
+        let mut run = py
+            .detach(|| request.open_records(&records, domain, cap))
+            .map_err(mwem_error)?;
+        drop(records);
+        let label = "privq.synthesize (mwem)";
+        if let Some(accountant) = accountant {
+            let accountant = accountant.get();
+            if accountant.is_forked_copy() {
+                return Err(PrivqError::new_err(FORKED));
+            }
+            accountant.with(py, |state| match state {
+                State::Memory(session) => request
+                    .charge_to(session, label)
+                    .map(drop)
+                    .map_err(mwem_error),
+                State::File { path, cap } => {
+                    let run_accountant = request.accountant().map_err(mwem_error)?;
+                    let cap = *cap;
+                    py.detach(|| {
+                        BudgetFile::charge_accountant(path, Some(cap), &run_accountant, label)
+                    })
+                    .map(drop)
+                    .map_err(budget_file_error)
+                }
+            })?;
+        }
+        let mut rng = match seed {
+            Some(seed) => privq_host::seeded_rng(seed),
+            None => privq_host::secure_rng().map_err(|e| PrivqError::new_err(e.to_string()))?,
+        };
+        let release = py
+            .detach(|| run.release(&workload, &mut rng, &mut |_, _| {}))
+            .map_err(mwem_error)?;
+        let ds = run.dataset();
+        let rows: Vec<Vec<usize>> = release.cells.iter().map(|&c| ds.domain.decode(c)).collect();
+        let out = columns_out(py, &ds.domain, &rows)?;
+        let info = PyDict::new(py);
+        let spent = run.accountant();
+        let e = spent.spent_epsilon().unwrap_or(epsilon);
+        info.set_item("epsilon", (e.num(), e.den()))?;
+        info.set_item("rows", rows.len())?;
+        info.set_item("rounds", release.output.rounds)?;
+        info.set_item("records_in", ds.counts.total())?;
+        let charges = PyList::empty(py);
+        let now = privq_host::accountant::utc_now();
+        let times = vec![now; spent.ledger().len()];
+        ledger_rows(&charges, spent, &times)?;
+        info.set_item("charges", charges)?;
+        Ok((out, info))
+    })
+}
