@@ -552,6 +552,40 @@ python_tests() {
     --interpreter "$PY_VENV/bin/python" --out target/wheels || return
   "$PY_VENV/bin/python" -m pip install --quiet --force-reinstall --no-deps target/wheels/privq-*.whl || return
   PRIVQ_BIN=$ROOT/target/debug/privq "$PY_VENV/bin/python" -m pytest python/tests -q -rs || return
+  python_fresh_venv || return
+}
+
+# A fresh virtual environment, as a new user makes one: the wheel just built installed with
+# its dependencies resolved from the index (pandas as the quick start's extra, held to the
+# suite's pins), then the README's Python quick start run as written, from an empty
+# directory (so the import is the installed wheel's). It fails if the README's block is
+# missing or no longer runs. About 33 s on 2 shared cores (the venv and pip's install of
+# pyarrow, pandas and NumPy; the quick start itself is under a second).
+PY_FRESH=target/python-fresh-venv
+python_fresh_venv() {
+  local wheel code dir
+  wheel=$(ls target/wheels/privq-*.whl) || return
+  code=$(awk '/^## Quick start: from Python/ {s = 1} s && /^```python$/ {b = 1; next}
+    b && /^```$/ {exit} b' README.md)
+  [[ -n $code ]] || {
+    echo "README.md has no \`\`\`python block under '## Quick start: from Python'" >&2
+    return 3
+  }
+  rm -rf "$PY_FRESH"
+  python3 -m venv "$PY_FRESH" || return
+  printf '%s\n' "${PY_PINS[@]}" >"$PY_FRESH/pins.txt"
+  "$PY_FRESH/bin/python" -m pip install --quiet --disable-pip-version-check \
+    -c "$PY_FRESH/pins.txt" "$ROOT/$wheel[pandas]" || return
+  dir=$(mktemp -d) || return
+  (cd "$dir" && "$ROOT/$PY_FRESH/bin/python" -c "$code") || {
+    rm -rf "$dir"
+    echo "the README's Python quick start failed in a fresh virtual environment" >&2
+    return 3
+  }
+  (cd "$dir" && "$ROOT/$PY_FRESH/bin/python" -c \
+    "import privq, sys; assert privq.__file__.startswith(sys.prefix), privq.__file__") || return
+  rm -rf "$dir"
+  note "python: the README's quick start ran in a fresh venv with $(basename "$wheel")"
 }
 
 # pytest must have run tests, and passed, skipped and deselected none.
