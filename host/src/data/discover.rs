@@ -60,6 +60,7 @@ use super::domain::{Attribute, Domain};
 use super::error::DataError;
 use super::histogram::MemoryCap;
 use super::load::{Dataset, Unknown, load_csv};
+use super::records::DictionaryColumn;
 use crate::accountant::{Accountant, AccountantError, Cost, Receipt};
 use crate::contract::Neighbours;
 
@@ -141,6 +142,49 @@ impl ValueCounts {
                 let c: &mut u64 = map.entry(value.trim().to_string()).or_insert(0);
                 *c = c.saturating_add(weight);
             }
+        }
+        Ok(ValueCounts { names, counts })
+    }
+
+    /// Counts the values of a table in dictionary form (a front end's DataFrame),
+    /// as [`ValueCounts::from_csv`] counts the same table written as CSV: each
+    /// value as its text, trimmed; a missing value as the empty text. Every column
+    /// is an attribute, and every row one record. Columns of different lengths,
+    /// or a code past its column's dictionary, are refused.
+    pub fn from_dictionary_columns(columns: &[DictionaryColumn]) -> Result<Self, DataError> {
+        let rows = columns.first().map_or(0, |c| c.codes().len());
+        let mut names = Vec::with_capacity(columns.len());
+        let mut counts = Vec::with_capacity(columns.len());
+        for column in columns {
+            if column.codes().len() != rows {
+                return Err(DataError::LengthMismatch {
+                    expected: rows,
+                    got: column.codes().len(),
+                });
+            }
+            let mut per_code = vec![0u64; column.values().len()];
+            for &code in column.codes() {
+                let slot = per_code.get_mut(code as usize).ok_or_else(|| {
+                    DataError::InvalidValue(format!(
+                        "column {:?}: code {code} is not a position in its dictionary of {} \
+                         values",
+                        column.name(),
+                        column.values().len()
+                    ))
+                })?;
+                *slot += 1;
+            }
+            let mut map = BTreeMap::new();
+            for (value, &n) in column.values().iter().zip(&per_code) {
+                if n == 0 {
+                    continue;
+                }
+                let text = value.as_deref().unwrap_or("").trim().to_string();
+                let c: &mut u64 = map.entry(text).or_insert(0);
+                *c = c.saturating_add(n);
+            }
+            names.push(column.name().to_string());
+            counts.push(map);
         }
         Ok(ValueCounts { names, counts })
     }
@@ -241,6 +285,23 @@ impl Discovery {
     /// The noise added to every count (scale `d·Δ/ε`).
     pub fn noise(&self) -> DiscreteLaplace {
         self.noise
+    }
+
+    /// Charges a front end's session accountant [`Discovery::cost`] under
+    /// [`Discovery::neighbours`] (binding an unbound, empty session to them), for
+    /// [`Discovery::release_paid`] with the receipt; a refused charge samples
+    /// nothing.
+    pub fn charge_to(
+        &self,
+        session: &mut Accountant,
+        label: &str,
+    ) -> Result<Receipt, DiscoveryError> {
+        let bind = session.neighbours().is_none() && session.ledger().is_empty();
+        let receipt = session.charge_as(self.neighbours, label, self.cost())?;
+        if bind {
+            session.bind(self.neighbours);
+        }
+        Ok(receipt)
     }
 
     /// Charges `accountant` with [`Discovery::cost`], then selects the values;
@@ -421,6 +482,38 @@ mod tests {
             s.push_str("Lima,1\n");
         }
         s
+    }
+
+    /// A table in dictionary form is counted as the same table written as CSV:
+    /// trimmed texts, a missing value as the empty text, unused dictionary
+    /// entries not candidates; then the same seed keeps the same values.
+    #[test]
+    fn dictionary_columns_count_as_their_csv() {
+        let csv = "city,smoker\nOslo,1\nRome,0\nOslo,\n Oslo,1\n";
+        let from_csv = ValueCounts::from_csv(csv.as_bytes(), &CsvColumns::new()).unwrap();
+        let text = |v: &[Option<&str>]| v.iter().map(|s| s.map(String::from)).collect();
+        let columns = [
+            DictionaryColumn::new(
+                "city",
+                text(&[Some("Oslo"), Some("Rome"), Some("Lima"), Some(" Oslo")]),
+                vec![0, 1, 0, 3],
+            ),
+            DictionaryColumn::new(
+                "smoker",
+                text(&[Some("1"), Some("0"), None]),
+                vec![0, 1, 2, 0],
+            ),
+        ];
+        let from_table = ValueCounts::from_dictionary_columns(&columns).unwrap();
+        assert_eq!(from_table.names, from_csv.names);
+        assert_eq!(from_table.counts, from_csv.counts);
+        let short = [
+            columns[0].clone(),
+            DictionaryColumn::new("smoker", text(&[Some("1")]), vec![0]),
+        ];
+        assert!(ValueCounts::from_dictionary_columns(&short).is_err());
+        let bad = [DictionaryColumn::new("a", text(&[Some("x")]), vec![1])];
+        assert!(ValueCounts::from_dictionary_columns(&bad).is_err());
     }
 
     #[test]

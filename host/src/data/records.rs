@@ -50,6 +50,16 @@ impl DictionaryColumn {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// The column's distinct values as text (`None`: a missing value).
+    pub fn values(&self) -> &[Option<String>] {
+        &self.values
+    }
+
+    /// For each row, the position of its value in [`DictionaryColumn::values`].
+    pub fn codes(&self) -> &[u32] {
+        &self.codes
+    }
 }
 
 /// A code that points past its column's dictionary of `len` values.
