@@ -41,6 +41,7 @@ __all__ = [
     "Synthesis",
     "SynthesisPlan",
     "Synthesizer",
+    "discover_domain",
     "ldp",
     "plan_synthesis",
     "sql",
@@ -941,6 +942,70 @@ def sql(
         seed,
     )
     return release_table(out, used.get("kind", "arrow"))
+
+
+def discover_domain(
+    df: Any,
+    *,
+    epsilon: Number,
+    delta: float = 1e-6,
+    accountant: Optional[Accountant] = None,
+    neighbours: str = "add-remove",
+    seed: Optional[int] = None,
+) -> Domain:
+    """A domain chosen privately from the data: ``privq domain discover``'s
+    release, through the same library entry point (``Discovery``), for the same
+    table and seed the same domain.
+
+    Every column of ``df`` becomes a categorical attribute whose values are
+    those that occur often enough: each value's count gets discrete Laplace
+    noise (scale d/ε for d columns) and the value is kept when the noisy count
+    reaches a threshold chosen so that a value held by one record survives with
+    probability at most ``delta`` ((ε, δ)-DP private partition selection). A
+    value is read as the program reads it from CSV (its text, trimmed; a missing
+    value as the empty text). Numeric columns are discovered as their values'
+    texts too; for a numeric column declare its public bounds instead
+    (``{"name": "age", "bounds": [0, 120]}``): :func:`synthesize` then chooses
+    its bins privately from its own budget.
+
+    * ``accountant``: charged (ε, δ) **before** anything is sampled; past its
+      budget :class:`BudgetExceeded` is raised and nothing is released. Without
+      one, the discovery runs under a fresh budget of exactly its cost.
+    * A column in which no value survives raises :class:`PrivqError` after the
+      charge (the accountant keeps it: the data were looked at).
+    * ``seed``: for reproducible tests and demos only (a :class:`SeedWarning`).
+
+    The released domain is a release like any other: charge it to the same
+    accountant as the synthetic data made over it.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"city": ["Oslo"] * 300 + ["Rome"] * 200 + ["Pisa"]})
+    >>> budget = Accountant(epsilon=2, delta=1e-5)
+    >>> d = discover_domain(df, epsilon=1, delta=1e-6, accountant=budget, seed=1)
+    >>> d.values("city"), budget.spent.epsilon
+    (['Oslo', 'Rome'], Fraction(1, 1))
+    """
+    if accountant is not None and not isinstance(accountant, Accountant):
+        raise TypeError(
+            f"accountant must be a privq.Accountant, not {type(accountant).__name__}"
+        )
+    _seed(seed)
+    delta = _delta(delta)
+    from ._frames import to_columns
+
+    _table, _kind, columns = to_columns(df, None)
+    del _table
+    inner, _info = _privq._discover_domain(
+        columns,
+        _number(epsilon),
+        delta,
+        neighbours,
+        None if accountant is None else accountant._inner,
+        seed,
+    )
+    domain = Domain.__new__(Domain)
+    domain._inner = inner
+    return domain
 
 
 class SynthesisPlan(NamedTuple):

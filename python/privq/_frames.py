@@ -130,11 +130,12 @@ def _domain_values(domain: "Domain", name: str, t: pa.DataType) -> pa.Array:
         ) from None
 
 
-def to_columns(df: Any, domain: "Domain") -> Tuple[pa.Table, str, list]:
+def to_columns(df: Any, domain: Optional["Domain"]) -> Tuple[pa.Table, str, list]:
     """``df`` in dictionary form: ``(name, distinct values, int32 codes as bytes)``
-    per column, after checking that each released column can keep its type."""
+    per column, after checking that each released column can keep its type
+    (with no ``domain``, every column as it is: for domain discovery)."""
     table, kind = as_table(df)
-    names = set(domain.columns)
+    names = set() if domain is None else set(domain.columns)
     columns = []
     for field, column in zip(table.schema, table.columns):
         if field.name in names:

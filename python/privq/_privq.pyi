@@ -160,6 +160,19 @@ def _synthesize_mwem(
     seed: Optional[int],
 ) -> Tuple[list[Tuple[str, list[str], bytes]], _MwemInfo]: ...
 
+class _DiscoveryInfo(TypedDict):
+    threshold: int
+    charges: list[_Charge]  # the fresh accountant's (empty when a session paid)
+
+def _discover_domain(
+    columns: Sequence[Tuple[str, list[Any], bytes]],
+    epsilon: _Number,
+    delta: float,
+    neighbours: str,
+    accountant: Optional[Accountant],
+    seed: Optional[int],
+) -> Tuple[Domain, _DiscoveryInfo]: ...
+
 def _plan_synthesis(
     columns: Sequence[Tuple[str, list[Any], bytes]],
     domain: Domain,

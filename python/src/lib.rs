@@ -17,6 +17,7 @@
 //! (and while reports are simulated or aggregated); Ctrl-C stops a release after
 //! its current round ([`synthesize_controlled`]'s control hook).
 
+mod discover;
 mod ldp;
 mod mwem;
 mod sql;
@@ -1213,6 +1214,7 @@ fn _privq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_synthesize, m)?)?;
     m.add_function(wrap_pyfunction!(_plan_synthesis, m)?)?;
     m.add_function(wrap_pyfunction!(mwem::_synthesize_mwem, m)?)?;
+    m.add_function(wrap_pyfunction!(discover::_discover_domain, m)?)?;
     m.add_class::<ldp::PyCampaign>()?;
     m.add_function(wrap_pyfunction!(ldp::_ldp_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(ldp::_ldp_aggregate, m)?)?;

@@ -1,0 +1,113 @@
+//! `privq.discover_domain`: `privq domain discover`'s release through the same
+//! library entry point ([`Discovery`]): every column's values counted
+//! ([`ValueCounts::from_dictionary_columns`], as the program counts the CSV),
+//! the charge first (a session's [`Discovery::charge_to`], a budget file's, or
+//! a fresh accountant of exactly its cost), then private partition selection.
+
+use privq_host::accountant::BudgetFile;
+use privq_host::data::{DictionaryColumn, Discovery, DiscoveryError, ValueCounts};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use super::{
+    FORKED, PrivqError, PyAccountant, PyDomain, State, TableColumn, accountant_error,
+    budget_file_error, codes, data_error, delta_refused, epsilon_arg, guard, ledger_rows,
+    neighbours_arg, value_text,
+};
+
+fn discovery_error(e: DiscoveryError) -> PyErr {
+    match e {
+        DiscoveryError::Data(d) => data_error(d),
+        DiscoveryError::Budget(a) => accountant_error(a),
+        DiscoveryError::InvalidDelta(_) => PyValueError::new_err(format!(
+            "delta: {e} (a value held by one record survives with probability at most delta)"
+        )),
+        e @ (DiscoveryError::NoAttributes | DiscoveryError::ThresholdOverflow) => {
+            PyValueError::new_err(e.to_string())
+        }
+        e => PrivqError::new_err(e.to_string()),
+    }
+}
+
+/// `privq.discover_domain`'s Rust half: the table in dictionary form; returns
+/// the discovered domain and a dict with the threshold and the charges.
+#[pyfunction]
+#[pyo3(signature = (columns, epsilon, delta, neighbours, accountant, seed))]
+pub(crate) fn _discover_domain<'py>(
+    py: Python<'py>,
+    columns: Vec<TableColumn<'py>>,
+    epsilon: &Bound<'py, PyAny>,
+    delta: f64,
+    neighbours: &str,
+    accountant: Option<&Bound<'py, PyAccountant>>,
+    seed: Option<u64>,
+) -> PyResult<(PyDomain, Bound<'py, PyDict>)> {
+    guard(|| {
+        let epsilon = epsilon_arg(epsilon)?;
+        let neighbours = neighbours_arg(neighbours)?;
+        let discovery =
+            Discovery::new(neighbours, epsilon, delta, columns.len()).map_err(discovery_error)?;
+        let mut table = Vec::with_capacity(columns.len());
+        for (name, values, bytes) in &columns {
+            let texts = values
+                .iter()
+                .map(|v| value_text(name, &v))
+                .collect::<PyResult<Vec<_>>>()?;
+            table.push(DictionaryColumn::new(
+                name.clone(),
+                texts,
+                codes(name, bytes.as_bytes())?,
+            ));
+        }
+        drop(columns);
+        let counts = py
+            .detach(|| ValueCounts::from_dictionary_columns(&table))
+            .map_err(data_error)?;
+        drop(table);
+        let label = "privq.discover_domain";
+        let mut rng = match seed {
+            Some(seed) => privq_host::seeded_rng(seed),
+            None => privq_host::secure_rng().map_err(|e| PrivqError::new_err(e.to_string()))?,
+        };
+        // The charge before anything is sampled: refused, nothing is released.
+        let mut own = discovery.accountant().map_err(accountant_error)?;
+        let receipt = match accountant {
+            None => None,
+            Some(accountant) => {
+                let accountant = accountant.get();
+                if accountant.is_forked_copy() {
+                    return Err(PrivqError::new_err(FORKED));
+                }
+                accountant.with(py, |state| match state {
+                    State::Memory(session) => match discovery.charge_to(session, label) {
+                        Ok(receipt) => Ok(Some(receipt)),
+                        Err(DiscoveryError::Budget(
+                            privq_host::accountant::AccountantError::DeltaExceeded,
+                        )) => Err(delta_refused(delta, session)),
+                        Err(e) => Err(discovery_error(e)),
+                    },
+                    State::File { path, cap } => {
+                        let cap = *cap;
+                        py.detach(|| BudgetFile::charge_accountant(path, Some(cap), &own, label))
+                            .map_err(budget_file_error)?;
+                        Ok(None)
+                    }
+                })?
+            }
+        };
+        let domain = match receipt {
+            Some(receipt) => py.detach(|| discovery.release_paid(&counts, receipt, &mut rng)),
+            None => py.detach(|| discovery.release(&counts, &mut own, &mut rng)),
+        }
+        .map_err(discovery_error)?;
+        let info = PyDict::new(py);
+        info.set_item("threshold", discovery.threshold())?;
+        let charges = PyList::empty(py);
+        let now = privq_host::accountant::utc_now();
+        let times = vec![now; own.ledger().len()];
+        ledger_rows(&charges, &own, &times)?;
+        info.set_item("charges", charges)?;
+        Ok((PyDomain { domain }, info))
+    })
+}
