@@ -63,7 +63,7 @@ def test_charged_pure_epsilon_before_it_runs(data, domain):
     budget = privq.Accountant(epsilon="3/4")
     privq.synthesize(df, domain, epsilon=0.5, mechanism="mwem", workload="marginals:2",
                      accountant=budget, seed=1)
-    assert budget.spent.epsilon == privq.Budget(0.5, 0, None).epsilon
+    assert budget.spent.epsilon == 0.5
     ledger = budget.ledger().to_pylist()
     assert [r["label"] for r in ledger] == ["privq.synthesize (mwem)"]
     assert ledger[0]["neighbours"] == "replace" and ledger[0]["delta"] == 0
