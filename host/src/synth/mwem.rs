@@ -382,6 +382,15 @@ impl MwemRun {
     }
 }
 
+impl MwemSynthetic {
+    /// `n` more synthetic rows (universe cells) from the released distribution,
+    /// drawn as the release's own rows were: post-processing (no data is read,
+    /// nothing is charged). A front end's `fit`/`sample` split calls this.
+    pub fn sample<R: Rng + ?Sized>(&self, n: usize, rng: &mut R) -> Vec<usize> {
+        sample_cells(&self.output.distribution, n, rng)
+    }
+}
+
 /// `rows` cells drawn from `distribution` by inverse CDF (post-processing of the
 /// release: the distribution is public).
 fn sample_cells<R: Rng + ?Sized>(distribution: &[f64], rows: usize, rng: &mut R) -> Vec<usize> {
