@@ -424,28 +424,51 @@ def synthesize(
     >>> out.columns, out.dtypes == df.dtypes
     (['city', 'age'], True)
     """
+    _check_synthesis_args(mechanism, domain, accountant, rows, ("adaptive", "mwem"))
+    _check_relation(mechanism, neighbours, rounds)
+    _seed(seed)
+    result = _release(
+        mechanism, df, domain, epsilon, delta, workload, accountant, seed, neighbours, rows, rounds
+    )
+    return result if return_result else result.data
+
+
+def _check_relation(mechanism: str, neighbours: Optional[str], rounds: Any) -> None:
+    """MWEM is replace-one only and takes ``rounds``; the adaptive mechanism plans its own."""
     if mechanism == "mwem":
-        _check_synthesis_args(mechanism, domain, accountant, rows, ("adaptive", "mwem"))
-        if return_result:
-            raise ValueError(
-                "return_result=True: the release's details are the adaptive mechanism's "
-                "(mechanism=\"adaptive\"); MWEM returns its table"
-            )
         if neighbours not in (None, "replace"):
             raise ValueError(
                 f"neighbours = {neighbours!r}: MWEM is replace-one (n public); omit "
                 "neighbours, or use mechanism=\"adaptive\""
             )
-        _seed(seed)
+        if rounds is not None and (
+            isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1
+        ):
+            raise ValueError(f"rounds = {rounds!r}: a positive integer")
+    elif rounds is not None:
+        raise ValueError(
+            "rounds: MWEM's (mechanism=\"mwem\"); the adaptive mechanism plans its own"
+        )
+
+
+def _release(
+    mechanism: str,
+    df: Any,
+    domain: Domain,
+    epsilon: Any,
+    delta: Any,
+    workload: Optional[str],
+    accountant: Optional[Accountant],
+    seed: Optional[int],
+    neighbours: Optional[str],
+    rows: Optional[int],
+    rounds: Optional[int],
+) -> "Synthesis":
+    if mechanism == "mwem":
         return _mwem(df, domain, epsilon, workload, accountant, seed, rows, rounds)
-    _check_synthesis_args(mechanism, domain, accountant, rows, ("adaptive", "mwem"))
-    if rounds is not None:
-        raise ValueError("rounds: MWEM's (mechanism=\"mwem\"); the adaptive mechanism plans its own")
-    _seed(seed)
-    result = _synthesis(
+    return _synthesis(
         df, domain, epsilon, delta, workload, accountant, seed, neighbours or "add-remove", rows
     )
-    return result if return_result else result.data
 
 
 def _mwem(
@@ -459,14 +482,12 @@ def _mwem(
     rounds: Optional[int],
 ) -> Any:
     """``privq synth --mechanism mwem``'s release (arguments checked by the caller)."""
-    if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1):
-        raise ValueError(f"rounds = {rounds!r}: a positive integer")
     from ._frames import from_shape, shape_of, to_columns
 
     table, kind, columns = to_columns(df, domain)
     shape = shape_of(table, kind, df)
     del table
-    out, _info = _privq._synthesize_mwem(
+    out, info, fitted = _privq._synthesize_mwem(
         columns,
         domain._inner,
         _number(epsilon),
@@ -477,7 +498,7 @@ def _mwem(
         seed,
     )
     del columns
-    return from_shape(out, shape, domain)
+    return Synthesis._new(from_shape(out, shape, domain), info, fitted, shape, domain, "mwem")
 
 
 def _synthesis(
@@ -534,7 +555,12 @@ class Synthesis:
     * ``ledger``: the release's charges under its own ρ-zCDP accountant (what
       the run spent, round by round), as a DataFrame of the same kind.
     * ``epsilon``, ``delta``, ``rho``: the guarantee of what was spent (ρ exact;
-      ε the conversion at δ, a float).
+      ε the conversion at δ, a float). For MWEM (``mechanism == "mwem"``): ε
+      exact (a :class:`~fractions.Fraction`), δ 0, ρ ``None``; its
+      ``measurements`` are one row per measurement, in order (an optimised run
+      may measure fewer than its rounds): ``step``, ``query`` (the chosen
+      query's index in the workload), ``value`` (its noisy answer, normalised by
+      n) and ``noise_scale`` (the Laplace scale, normalised by n).
     * ``rows``: the number of synthetic rows released.
     * :meth:`sample`: more rows from the same model (post-processing: no charge,
       no data read). :meth:`report_html`: a self-contained HTML summary.
@@ -567,22 +593,38 @@ class Synthesis:
 
     @classmethod
     def _new(cls, data: Any, info: Mapping[str, Any], fitted: Any, shape: Any,
-             domain: Domain) -> "Synthesis":
+             domain: Domain, mechanism: str = "adaptive") -> "Synthesis":
         self = cls.__new__(cls)
         self.data = data
         self._info = dict(info)
         self._fitted = fitted
         self._shape = shape
         self._domain = domain
-        self.epsilon = info["epsilon"]
-        self.delta = info["delta"]
-        self.rho = _fraction(info["rho"])
+        self.mechanism = mechanism
+        if mechanism == "mwem":
+            self.epsilon = Fraction(*info["epsilon"])
+            self.delta = 0.0
+            self.rho = None
+        else:
+            self.epsilon = info["epsilon"]
+            self.delta = info["delta"]
+            self.rho = _fraction(info["rho"])
         self.rows = info["rows"]
         return self
 
     def _measurement_table(self) -> Any:
         import pyarrow as pa
 
+        if self.mechanism == "mwem":
+            schema = pa.schema(
+                [
+                    ("step", pa.int64()),
+                    ("query", pa.int64()),
+                    ("value", pa.float64()),
+                    ("noise_scale", pa.float64()),
+                ]
+            )
+            return pa.Table.from_pylist(self._info["measurements"], schema=schema)
         schema = pa.schema(
             [
                 ("round", pa.int64()),
@@ -642,10 +684,17 @@ class Synthesis:
         )
         parts = [
             head,
-            "<h1>privq synthetic data (adaptive marginals)</h1>",
+            "<h1>privq synthetic data ("
+            + ("MWEM" if self.mechanism == "mwem" else "adaptive marginals")
+            + ")</h1>",
             "<h2>Guarantee</h2><ul>",
-            f"<li>ρ-zCDP with ρ = {html.escape(rho)}</li>",
-            f"<li>(ε, δ)-DP with ε = {self.epsilon:.6g}, δ = {self.delta:.3g}</li>",
+            (
+                f"<li>pure ε-DP with ε = {html.escape(str(self.epsilon))}, replace-one "
+                "neighbours</li>"
+                if self.mechanism == "mwem"
+                else f"<li>ρ-zCDP with ρ = {html.escape(rho)}</li>"
+                f"<li>(ε, δ)-DP with ε = {self.epsilon:.6g}, δ = {self.delta:.3g}</li>"
+            ),
             f"<li>{self.rows} synthetic rows over {len(self._domain)} attributes "
             f"({html.escape(', '.join(self._domain.columns))})</li></ul>",
         ]
@@ -669,8 +718,9 @@ class Synthesis:
 
     def __repr__(self) -> str:
         return (
-            f"Synthesis({self.rows} rows, {len(self._info['measurements'])} measurements, "
-            f"rho={self.rho}, epsilon={self.epsilon:.4g}, delta={self.delta:g})"
+            f"Synthesis({self.mechanism!r}, {self.rows} rows, "
+            f"{len(self._info['measurements'])} measurements, "
+            f"rho={self.rho}, epsilon={float(self.epsilon):.4g}, delta={self.delta:g})"
         )
 
 
@@ -678,9 +728,9 @@ class Synthesizer:
     """Synthetic data in SmartNoise's shape: create, :meth:`fit` once (charged),
     :meth:`sample` as often as needed (free: post-processing of the fitted model).
 
-    ``Synthesizer.create("adaptive", epsilon=..., domain=...)`` takes the
-    arguments of :func:`synthesize` (``delta``, ``workload``, ``accountant``,
-    ``neighbours``, ``seed``). :meth:`fit` runs the release once, charging the
+    ``Synthesizer.create("adaptive", epsilon=..., domain=...)`` (or ``"mwem"``)
+    takes the arguments of :func:`synthesize` (``delta``, ``workload``,
+    ``accountant``, ``neighbours``, ``seed``; ``rounds`` for MWEM). :meth:`fit` runs the release once, charging the
     accountant its whole budget before anything is measured; it keeps the fitted
     model and the release's details (:attr:`result`, a :class:`Synthesis`), never
     the data. :meth:`sample` draws rows from that model without reading the data
@@ -710,15 +760,18 @@ class Synthesizer:
         delta: float = 1e-9,
         workload: Optional[str] = None,
         accountant: Optional[Accountant] = None,
-        neighbours: str = "add-remove",
+        neighbours: Optional[str] = None,
         seed: Optional[int] = None,
+        rounds: Optional[int] = None,
     ) -> "Synthesizer":
-        """A synthesizer for the mechanism ``name`` (``"adaptive"``); the
-        arguments are :func:`synthesize`'s, checked when :meth:`fit` runs (ε, δ,
-        the workload) or here (the mechanism, the domain, the accountant)."""
+        """A synthesizer for the mechanism ``name`` (``"adaptive"`` or ``"mwem"``);
+        the arguments are :func:`synthesize`'s, checked when :meth:`fit` runs (ε,
+        δ, the workload) or here (the mechanism, the domain, the accountant, the
+        relation, ``rounds``)."""
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, not {type(name).__name__}")
-        _check_synthesis_args(name, domain, accountant, None)
+        _check_synthesis_args(name, domain, accountant, None, ("adaptive", "mwem"))
+        _check_relation(name, neighbours, rounds)
         _seed(seed)
         self = cls.__new__(cls)
         self._args = dict(
@@ -728,6 +781,7 @@ class Synthesizer:
             accountant=accountant,
             seed=seed,
             neighbours=neighbours,
+            rounds=rounds,
         )
         self._mechanism = name
         self._domain = domain
@@ -745,11 +799,13 @@ class Synthesizer:
         """Measures ``df`` and fits the model: one release, charged once (its
         rows, ``rows`` of them or the noisy total, are :attr:`result`'s
         ``data``). Returns the synthesizer."""
-        _check_synthesis_args(self._mechanism, self._domain, self._args["accountant"], rows)
+        _check_synthesis_args(
+            self._mechanism, self._domain, self._args["accountant"], rows, ("adaptive", "mwem")
+        )
         a = self._args
-        self._result = _synthesis(
-            df, self._domain, a["epsilon"], a["delta"], a["workload"], a["accountant"],
-            a["seed"], a["neighbours"], rows,
+        self._result = _release(
+            self._mechanism, df, self._domain, a["epsilon"], a["delta"], a["workload"],
+            a["accountant"], a["seed"], a["neighbours"], rows, a["rounds"],
         )
         return self
 

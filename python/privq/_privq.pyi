@@ -142,12 +142,24 @@ class _PlanDict(TypedDict):
     charge: Optional[str]  # in-memory accountants only
     accepted: Optional[bool]  # in-memory accountants only
 
+class _MwemMeasurement(TypedDict):
+    step: int  # 1, 2, ... in the order measured
+    query: int  # the chosen query's index in the workload
+    value: float  # its noisy answer, normalised by n
+    noise_scale: float  # the Laplace scale, normalised by n
+
 class _MwemInfo(TypedDict):
     epsilon: _Pair
     rows: int
     rounds: int
     records_in: int  # n is public under replace-one neighbours
     charges: list[_Charge]
+    measurements: list[_MwemMeasurement]
+
+class MwemSynthesis:
+    """A fitted MWEM release: its distribution only (no data); sampling charges nothing."""
+
+    def sample(self, n: int, seed: Optional[int]) -> list[Tuple[str, list[str], bytes]]: ...
 
 def _synthesize_mwem(
     columns: Sequence[Tuple[str, list[Any], bytes]],
@@ -158,7 +170,7 @@ def _synthesize_mwem(
     rounds: Optional[int],
     accountant: Optional[Accountant],
     seed: Optional[int],
-) -> Tuple[list[Tuple[str, list[str], bytes]], _MwemInfo]: ...
+) -> Tuple[list[Tuple[str, list[str], bytes]], _MwemInfo, MwemSynthesis]: ...
 
 class _DiscoveryInfo(TypedDict):
     threshold: int

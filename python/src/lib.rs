@@ -1211,6 +1211,7 @@ fn _privq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDomain>()?;
     m.add_class::<PyAccountant>()?;
     m.add_class::<PySynthesis>()?;
+    m.add_class::<mwem::PyMwemSynthesis>()?;
     m.add_function(wrap_pyfunction!(_synthesize, m)?)?;
     m.add_function(wrap_pyfunction!(_plan_synthesis, m)?)?;
     m.add_function(wrap_pyfunction!(mwem::_synthesize_mwem, m)?)?;

@@ -8,7 +8,7 @@ use privq_host::accountant::BudgetFile;
 use privq_host::central::mwem::MwemError;
 use privq_host::data::{DiscoveryError, Domain, MemoryCap};
 use privq_host::query::Workload;
-use privq_host::synth::mwem::{MwemRequest, MwemSynthError};
+use privq_host::synth::mwem::{MwemRequest, MwemSynthError, MwemSynthetic};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -80,7 +80,7 @@ pub(crate) fn _synthesize_mwem<'py>(
     rounds: Option<usize>,
     accountant: Option<&Bound<'py, PyAccountant>>,
     seed: Option<u64>,
-) -> PyResult<(Vec<ColumnOut<'py>>, Bound<'py, PyDict>)> {
+) -> PyResult<(Vec<ColumnOut<'py>>, Bound<'py, PyDict>, PyMwemSynthesis)> {
     guard(|| {
         let domain = &domain.get().domain;
         let epsilon = epsilon_arg(epsilon)?;
@@ -151,6 +151,58 @@ pub(crate) fn _synthesize_mwem<'py>(
         let times = vec![now; spent.ledger().len()];
         ledger_rows(&charges, spent, &times)?;
         info.set_item("charges", charges)?;
-        Ok((out, info))
+        // MWEM's measurements, in order: the query each chose, its noisy answer and
+        // the Laplace scale (normalised by n, public under replace-one).
+        let measured = PyList::empty(py);
+        for (step, m) in release.output.measurements.iter().enumerate() {
+            let d = PyDict::new(py);
+            d.set_item("step", step + 1)?;
+            d.set_item("query", m.query)?;
+            d.set_item("value", m.value)?;
+            d.set_item("noise_scale", m.noise_scale)?;
+            measured.append(d)?;
+        }
+        info.set_item("measurements", measured)?;
+        let fitted = PyMwemSynthesis {
+            domain: ds.domain.clone(),
+            release,
+        };
+        Ok((out, info, fitted))
     })
+}
+
+/// A fitted MWEM release: its distribution over the domain (public), from which
+/// more rows are drawn as post-processing ([`MwemSynthetic::sample`]).
+#[pyclass(module = "privq._privq", name = "MwemSynthesis", frozen)]
+pub(crate) struct PyMwemSynthesis {
+    release: MwemSynthetic,
+    domain: Domain,
+}
+
+#[pymethods]
+impl PyMwemSynthesis {
+    /// `n` rows from the distribution, column by column.
+    #[pyo3(signature = (n, seed))]
+    fn sample<'py>(
+        &self,
+        py: Python<'py>,
+        n: usize,
+        seed: Option<u64>,
+    ) -> PyResult<Vec<ColumnOut<'py>>> {
+        guard(|| {
+            if (n as u64).saturating_mul(8 + 8 * self.domain.dims() as u64) > MEMORY_MIB << 20 {
+                return Err(PyValueError::new_err(format!(
+                    "n = {n}: the synthetic rows would need more than the {MEMORY_MIB} MiB \
+                     cap; sample fewer rows at a time"
+                )));
+            }
+            let mut rng = match seed {
+                Some(seed) => privq_host::seeded_rng(seed),
+                None => privq_host::secure_rng().map_err(|e| PrivqError::new_err(e.to_string()))?,
+            };
+            let cells = py.detach(|| self.release.sample(n, &mut rng));
+            let rows: Vec<Vec<usize>> = cells.iter().map(|&c| self.domain.decode(c)).collect();
+            columns_out(py, &self.domain, &rows)
+        })
+    }
 }

@@ -96,7 +96,6 @@ def test_a_budget_file_is_charged(data, domain, tmp_path):
         (dict(epsilon=1, workload="parity:2"), ValueError, "binary"),
         (dict(epsilon=1, workload="cliques:2"), ValueError, "workload"),
         (dict(epsilon=1, rounds=0), ValueError, "rounds"),
-        (dict(epsilon=1, return_result=True), ValueError, "return_result"),
     ],
 )
 def test_bad_requests_are_refused_before_anything_is_charged(data, domain, kwargs, error, needle):
@@ -117,3 +116,36 @@ def test_bad_data_is_refused_before_anything_is_charged(data, domain):
         privq.synthesize(pd.DataFrame(data).iloc[:0], domain, epsilon=1, mechanism="mwem",
                          workload="marginals:2", accountant=budget)
     assert len(budget.ledger()) == 0
+
+
+def test_the_release_s_details_and_fit_sample(data, domain):
+    df = pd.DataFrame(data)
+    budget = privq.Accountant(epsilon=1)
+    result = privq.synthesize(df, domain, epsilon=0.5, mechanism="mwem", workload="marginals:2",
+                              rounds=6, seed=5, accountant=budget, return_result=True)
+    assert result.mechanism == "mwem" and result.epsilon == privq.Accountant(epsilon=0.5).budget.epsilon
+    assert result.delta == 0 and result.rho is None and result.rows == len(df)
+    m = result.measurements
+    assert list(m.columns) == ["step", "query", "value", "noise_scale"]
+    assert 1 <= len(m) <= 6 and list(m["step"]) == list(range(1, len(m) + 1))
+    assert (m["noise_scale"] > 0).all()
+    assert "MWEM" in result.report_html()
+    plain = privq.synthesize(df, domain, epsilon=0.5, mechanism="mwem", workload="marginals:2",
+                             rounds=6, seed=5)
+    pd.testing.assert_frame_equal(result.data, plain)
+    # fit charges once; sample is free and reads no data.
+    synth = privq.Synthesizer.create("mwem", epsilon=0.5, domain=domain, workload="marginals:2",
+                                     accountant=budget, rounds=6)
+    synth.fit(df)
+    assert budget.spent.epsilon == 1
+    more = synth.sample(2000, seed=3)
+    assert len(more) == 2000 and list(more.columns) == list(df.columns)
+    pd.testing.assert_frame_equal(more, synth.sample(2000, seed=3))
+    assert set(more["city"]) <= {"Oslo", "Rome", "Lima"}
+    assert budget.spent.epsilon == 1 and len(budget.ledger()) == 2
+    with pytest.raises(privq.BudgetExceeded):
+        synth.fit(df)
+    with pytest.raises(ValueError, match="replace-one"):
+        privq.Synthesizer.create("mwem", epsilon=1, domain=domain, neighbours="add-remove")
+    with pytest.raises(ValueError, match="rounds"):
+        privq.Synthesizer.create("adaptive", epsilon=1, domain=domain, rounds=3)
