@@ -902,13 +902,16 @@ def sql(
     * ``drop_invalid``: drop rows whose unit is missing or whose aggregated or
       binned values are not finite numbers, instead of raising.
 
-    Returns a pandas DataFrame for a pandas input, else a :class:`pyarrow.Table`:
+    Returns a table of the input's kind (pandas for pandas, Polars for Polars,
+    else a :class:`pyarrow.Table`):
     the group-by columns (text), then each aggregate, with ``NAME_lo`` and
     ``NAME_hi``, the bounds of its confidence interval, where ``privq sql`` prints
     them (not for variances, standard deviations and quantiles: these have no
     interval, and on small groups at small ε they can be far off — a quantile is
     chosen among candidates spread over the bounds, so a group with few units or
-    no data gets an arbitrary candidate). Counts are floats (noisy). Public keys
+    no data gets an arbitrary candidate). A count is an integer column (its
+    release is one: the kept rows plus integer noise); the other estimates and
+    every interval bound are floats. Public keys
     come in the order given; privately selected groups in key order.
 
     >>> import pandas as pd
