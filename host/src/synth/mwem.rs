@@ -455,6 +455,55 @@ mod tests {
         assert_eq!(out.config.rounds, 4);
     }
 
+    /// A table already read over the domain releases what its CSV file does for
+    /// the same seed; a session is charged ε under replace-one first, and more
+    /// rows from the release are post-processing.
+    #[test]
+    fn records_release_what_their_csv_releases() {
+        let path = table("records", 90);
+        let request = MwemRequest::new(eps(1, 2)).rounds(Some(5)).unwrap();
+        let mut rng = seeded_rng(7);
+        let mut from_file = request
+            .open(
+                &path,
+                Some(DomainSource::BinaryHeader),
+                &CsvColumns::new(),
+                MemoryCap::default(),
+                &mut rng,
+            )
+            .unwrap();
+        let domain = from_file.dataset().domain.clone();
+        let w = Workload::marginals(&domain, 2).unwrap();
+        let a = from_file.release(&w, &mut rng, &mut |_, _| {}).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let records = Records::from_csv(text.as_bytes(), &domain, &CsvColumns::new()).unwrap();
+        let mut session = Accountant::pure(eps(1, 1));
+        request.charge_to(&mut session, "mwem").unwrap();
+        assert_eq!(session.neighbours(), Some(Neighbours::Replace));
+        assert_eq!(session.spent_epsilon(), Some(eps(1, 2)));
+        let mut from_records = request
+            .open_records(&records, &domain, MemoryCap::default())
+            .unwrap();
+        assert_eq!(from_records.dataset().counts, from_file.dataset().counts);
+        let mut rng = seeded_rng(7);
+        let b = from_records.release(&w, &mut rng, &mut |_, _| {}).unwrap();
+        assert_eq!(a.cells, b.cells);
+        let more = b.sample(500, &mut seeded_rng(1));
+        assert_eq!(more, b.sample(500, &mut seeded_rng(1)));
+        assert_eq!(more.len(), 500);
+        assert!(more.iter().all(|&c| c < domain.size()));
+        // The session is spent: a second charge is refused.
+        assert!(request.charge_to(&mut session, "again").is_ok());
+        assert!(request.charge_to(&mut session, "past").is_err());
+        // Discovery reads a file: refused for a table already read.
+        let discovering = MwemRequest::new(eps(1, 1)).discover(None, 1e-6).unwrap();
+        assert!(matches!(
+            discovering.open_records(&records, &domain, MemoryCap::default()),
+            Err(MwemSynthError::DiscoveryNeedsFile)
+        ));
+    }
+
     #[test]
     fn discovery_takes_its_share_and_makes_the_run_approximate() {
         let path = table("discover", 2000);
