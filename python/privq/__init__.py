@@ -906,10 +906,10 @@ def sql(
     else a :class:`pyarrow.Table`):
     the group-by columns (text), then each aggregate, with ``NAME_lo`` and
     ``NAME_hi``, the bounds of its confidence interval, where ``privq sql`` prints
-    them (not for variances, standard deviations and quantiles: these have no
-    interval, and on small groups at small ε they can be far off — a quantile is
-    chosen among candidates spread over the bounds, so a group with few units or
-    no data gets an arbitrary candidate). A count is an integer column (its
+    them (not for quantiles: a quantile has no interval, and on small groups at
+    small ε it can be far off — it is chosen among candidates spread over the
+    bounds, so a group with few units or no data gets an arbitrary candidate; a
+    variance on a small group is often clamped to 0, with a wide interval). A count is an integer column (its
     release is one: the kept rows plus integer noise); the other estimates and
     every interval bound are floats. Public keys
     come in the order given; privately selected groups in key order.
