@@ -37,6 +37,7 @@
 mod case;
 pub mod cases;
 mod estimate;
+pub mod gaussian_profile;
 mod runner;
 
 pub use case::{AuditCase, Claim, Event, Output, Predicate, RunError, RunFn, Side};

@@ -4,7 +4,8 @@
 use privq_core::Rho;
 
 use super::setup;
-use crate::accountant::{Accountant, zcdp_epsilon};
+use crate::accountant::Accountant;
+use crate::audit::gaussian_profile::DiscreteGaussianProfile;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
 use crate::contract::Neighbours;
 use crate::data::{Domain, Records};
@@ -17,8 +18,11 @@ const CELLS: usize = 8;
 /// neighbours: `D` holds 10 records at each of 1, 3 and 5, so the first third
 /// of the mass ends exactly at cell 1 (the cut sits on its tipping point); `D′`
 /// adds one record at 5, which moves the total and with it the first cut to the
-/// next occupied cell. Three bins, ρ = 1/8, the claim its conversion at δ = 10⁻³
-/// (CKS20 Cor. 13, as the other zCDP cases). Each of the three cells holds a
+/// next occupied cell. Three bins, ρ = 1/8 (σ² = 4). The mechanism is one discrete
+/// Gaussian histogram (add/remove: one count moves by 1) followed by
+/// post-processing, so the claim is that measurement's exact privacy profile at
+/// δ = 10⁻³ (CKS20 Thm. 7): ε ≈ 1.36, where the conversion of ρ (CKS20 Cor. 13)
+/// claimed 1.55. Each of the three cells holds a
 /// bin's worth in `D`, so whether it is cut before (a bin of its own) also sits
 /// on its tipping point. Outputs: the first two interior cuts (grid edge numbers;
 /// 8, the grid's end, where fewer bins were kept), then for each interior edge
@@ -38,7 +42,6 @@ pub(crate) fn binning_case(
 ) -> Result<AuditCase, AuditError> {
     let _ = small;
     let delta = 1e-3;
-    let epsilon = zcdp_epsilon(claim_rho.to_f64(), delta).map_err(setup)?;
     let domain = Domain::from_json(
         r#"{"attributes": [{"name": "x", "bounds": [0, 7], "bins": 3, "integer": true}]}"#,
     )
@@ -51,6 +54,9 @@ pub(crate) fn binning_case(
         Records::from_columns(vec![x], &domain).map_err(setup)
     };
     let (d, d_prime) = (records(Side::D)?, records(Side::DPrime)?);
+    let claimed = PrivateBinning::new(&domain, Neighbours::AddRemove, claim_rho).map_err(setup)?;
+    let epsilon =
+        DiscreteGaussianProfile::new(claimed.sigma_squared().to_f64(), &[1])?.epsilon(delta)?;
     let mech = PrivateBinning::new(&domain, Neighbours::AddRemove, noise_rho).map_err(setup)?;
     let mut events = Vec::new();
     for c in 1..=CELLS {
@@ -101,18 +107,22 @@ mod tests {
     use super::*;
     use crate::audit::cases::twins::check;
 
-    /// The broken twins: the noise at a quarter of the scale (σ/4, i.e. 16ρ) and
-    /// at a tenth of it, both under the real claim. The auditor must flag each.
+    /// The broken twins: a third of the noise (σ/3, i.e. 9ρ), a quarter (16ρ) and a
+    /// tenth (100ρ), all under the real claim (the exact profile, 1.35). The auditor
+    /// must flag each. Half the noise is not flagged (0.73 at test size): the cuts
+    /// see one noisy count only through the noisy total and the other cells.
     #[test]
     fn the_auditor_flags_binning_with_too_little_noise() {
         let rho = Rho::new(1, 8).unwrap();
         let real = private_binning(true).unwrap();
+        let third = binning_case(true, rho, Rho::new(9, 8).unwrap(), "private-binning").unwrap();
         let quarter = binning_case(true, rho, Rho::new(2, 1).unwrap(), "private-binning").unwrap();
         let tenth = binning_case(true, rho, Rho::new(25, 2).unwrap(), "private-binning").unwrap();
         check(
             "private-binning",
             &real,
             &[
+                ("a third of the noise", &third),
                 ("a quarter of the noise", &quarter),
                 ("a tenth of the noise", &tenth),
             ],

@@ -4,7 +4,8 @@
 use privq_core::{Epsilon, Rho};
 
 use super::setup;
-use crate::accountant::{Accountant, zcdp_epsilon};
+use crate::accountant::Accountant;
+use crate::audit::gaussian_profile::DiscreteGaussianProfile;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
 use crate::central::{DiscreteGaussian, ExponentialMechanism, Geometric, SqOracle, VectorLaplace};
 use crate::contract::{Mechanism, Neighbours};
@@ -97,14 +98,26 @@ pub fn geometric_histogram(small: bool) -> Result<AuditCase, AuditError> {
 
 /// The discrete Gaussian histogram at ρ = 1/2 under replace-one neighbours (Δ₂² = 2,
 /// σ² = 2) on the pair of [`geometric_histogram`], one count down and one up. The
-/// claim is its ρ converted to (ε, δ) at δ = 10⁻³ by CKS20 Cor. 13 (ε ≈ 3.54); the
-/// auditor's ratio is δ-adjusted.
+/// claim is the mechanism's exact privacy profile at δ = 10⁻³ (CKS20 Thm. 7, here
+/// for the two shifted coordinates together: every replace-one pair shifts the
+/// counts by some `e_i − e_j`, so this pair is the worst case): ε ≈ 2.73, where the
+/// general conversion of ρ (CKS20 Cor. 13) claimed 3.54 and let a 2× noise bug
+/// pass. The auditor's ratio is δ-adjusted.
 pub fn discrete_gaussian(small: bool) -> Result<AuditCase, AuditError> {
+    let rho = Rho::new(1, 2).map_err(setup)?;
+    discrete_gaussian_case(small, rho)
+}
+
+/// The case with noise for `noise_rho` under the claim for ρ = 1/2 (a twin when
+/// they differ).
+pub(crate) fn discrete_gaussian_case(small: bool, noise_rho: Rho) -> Result<AuditCase, AuditError> {
     let _ = small;
     let rho = Rho::new(1, 2).map_err(setup)?;
     let delta = 1e-3;
-    let epsilon = zcdp_epsilon(rho.to_f64(), delta).map_err(setup)?;
-    let mech = DiscreteGaussian::histogram(Neighbours::Replace, rho).map_err(setup)?;
+    let claimed = DiscreteGaussian::histogram(Neighbours::Replace, rho).map_err(setup)?;
+    let epsilon =
+        DiscreteGaussianProfile::new(claimed.sigma_squared().to_f64(), &[-1, 1])?.epsilon(delta)?;
+    let mech = DiscreteGaussian::histogram(Neighbours::Replace, noise_rho).map_err(setup)?;
     let mut events: Vec<Event> = (7..=12)
         .flat_map(|t| {
             [
@@ -118,6 +131,10 @@ pub fn discrete_gaussian(small: bool) -> Result<AuditCase, AuditError> {
             format!("out[0] <= {} and out[1] >= {}", 9 - t, 6 + t),
             move |o| o[0] <= (9 - t) as f64 && o[1] >= (6 + t) as f64,
         ));
+        events.push(Event::new(
+            format!("out[1] - out[0] >= {}", -3 + 2 * t),
+            move |o| o[1] - o[0] >= (-3 + 2 * t) as f64,
+        ));
     }
     Ok(AuditCase::new(
         "discrete-gaussian",
@@ -125,14 +142,17 @@ pub fn discrete_gaussian(small: bool) -> Result<AuditCase, AuditError> {
         Claim::Approximate { epsilon, delta },
         100_000,
     )
-    .mechanism("DiscreteGaussian (Δ₂² = 2, σ² = 2)")
+    .mechanism(format!(
+        "DiscreteGaussian (Δ₂² = 2, σ² = {})",
+        mech.sigma_squared().to_f64()
+    ))
     .run(move |side, rng| {
         let counts: [u64; 3] = if side == Side::D {
             [10, 5, 0]
         } else {
             [9, 6, 0]
         };
-        let mut acct = Accountant::zcdp(rho, delta)?;
+        let mut acct = Accountant::zcdp(noise_rho, delta)?;
         let out = mech.release(&counts[..], &mut acct, rng)?;
         Ok(out.into_iter().map(|c| c as f64).collect())
     })
@@ -205,4 +225,24 @@ pub fn sq_oracle(small: bool) -> Result<AuditCase, AuditError> {
         ])
     })
     .events(events))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::cases::twins::check;
+
+    /// The twin: noise for ρ = 2 (σ/2, σ² = 1/2) under the claim for ρ = 1/2. Under
+    /// the old claim (CKS20 Cor. 13, ε = 3.54) it passed; under the exact profile it
+    /// is flagged.
+    #[test]
+    fn the_auditor_flags_the_discrete_gaussian_with_half_the_noise() {
+        let real = discrete_gaussian(true).unwrap();
+        let half = discrete_gaussian_case(true, Rho::new(2, 1).unwrap()).unwrap();
+        check(
+            "discrete-gaussian",
+            &real,
+            &[("half the noise (4ρ)", &half)],
+        );
+    }
 }
