@@ -126,7 +126,6 @@ impl ExponentialMechanism {
     }
 
     /// `k` with grid γ = 2^k.
-    #[cfg(test)]
     pub(crate) fn grid_exp(&self) -> i32 {
         self.grid_exp
     }
@@ -203,6 +202,21 @@ impl ExponentialMechanism {
         rng: &mut R,
     ) -> Result<usize, MechanismError> {
         let q = self.quantize(scores)?;
+        self.select_quantized(&q, rng)
+    }
+
+    /// Draws an index from scores already on the grid (`⌊s/γ⌋` in grid units,
+    /// computed exactly by the caller), uncharged.
+    pub(crate) fn select_quantized<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        q: &[i128],
+        rng: &mut R,
+    ) -> Result<usize, MechanismError> {
+        if q.is_empty() || q.iter().any(|v| v.abs() >= 10i128.pow(38)) {
+            return Err(MechanismError::InvalidParameter(
+                "no candidate, or a score too large".into(),
+            ));
+        }
         let max = q.iter().copied().max().unwrap_or(0);
         let k = q.len() as u64;
         let accept = |i: usize, rng: &mut R| -> Result<bool, MechanismError> {

@@ -88,13 +88,19 @@ impl DxExponential {
         Ok(self.inner.probabilities(scores)?)
     }
 
-    /// Draws an index (the caller has charged the spend). Requires a secure RNG.
-    pub(crate) fn select<R: Rng + CryptoRng + ?Sized>(
+    /// The grid exponent g (γ = 2^g) scores are floored to.
+    pub(crate) fn grid_exp(&self) -> i32 {
+        self.inner.grid_exp()
+    }
+
+    /// Draws an index from scores given exactly on the grid (`⌊s/γ⌋`), the caller
+    /// having charged the spend.
+    pub(crate) fn select_units<R: Rng + CryptoRng + ?Sized>(
         &self,
-        scores: &[f64],
+        units: &[i128],
         rng: &mut R,
     ) -> Result<usize, DxError> {
-        Ok(self.inner.select(scores, rng)?)
+        Ok(self.inner.select_quantized(units, rng)?)
     }
 }
 

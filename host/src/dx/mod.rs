@@ -45,6 +45,7 @@
 pub mod bounds;
 pub mod check;
 mod error;
+mod exact;
 mod exponential;
 mod laplace;
 pub mod lipschitz;

@@ -3,6 +3,7 @@
 use privq_core::rand_core::{CryptoRng, Rng};
 
 use super::check::check_lipschitz;
+use super::exact::{ExactQueries, floor_div_pow2, public_on_grid, rescale};
 use super::{DxError, DxExponential, DxLaplace, DxSpend, FiniteMetric, Queries};
 use crate::accountant::Accountant;
 use crate::central::mw::MwState;
@@ -122,7 +123,10 @@ impl DxMwem {
         }
         let (scale, share) = self.round_noise();
         let round_metric = metric.scaled(share)?;
-        let em = DxExponential::new(scale, round_metric.min_offdiag())?;
+        // M_{Exp,2Tc} on the error |q̃(y) − q̃(x)| (q̃ = c·q′) is M_{Exp,2T} on
+        // |q̃(y)/c − q′(x)|: the selection runs at scale 2T on scores whose data
+        // part, q′(x), is summed exactly ([`ExactQueries`]).
+        let em = DxExponential::new(2.0 * self.rounds as f64, round_metric.min_offdiag())?;
         let q_eff = self
             .q_prime
             .scale_rows(&vec![self.c; self.q_prime.rows()])?;
@@ -137,8 +141,10 @@ impl DxMwem {
         // 2T steps of d_X/(2T) compose to d_X (Theorem 7): charged before sampling.
         let spend = DxSpend::new(metric.clone());
         spend.charge(accountant, "d_X MWEM")?;
-        let xf: Vec<f64> = counts.iter().map(|&v| v as f64).collect();
-        let true_eff = q_eff.answers(&xf);
+        let exact = ExactQueries::new(&self.q_prime)?;
+        let true_x = (0..self.q_prime.rows())
+            .map(|k| exact.answer(k, counts))
+            .collect::<Result<Vec<_>, _>>()?;
         // The MW engine takes [0,1] queries: q = lo + span·f, and shifts of f do
         // not change a normalised update.
         let mut prepared = Vec::with_capacity(q_eff.rows());
@@ -163,10 +169,26 @@ impl DxMwem {
             if self.averaging == Averaging::ZeroToTMinusOne {
                 add(&mut sum, state.probabilities());
             }
-            let scores: Vec<f64> = (0..q_eff.rows())
-                .map(|k| (eff_answer(&state, k) - true_eff[k]).abs())
-                .collect();
-            let k = em.select(&scores, rng)?;
+            // The model's answer is public (post-processing of released
+            // measurements); the data's answer is exact; their gap is floored to
+            // the selection grid exactly.
+            let units = (0..q_eff.rows())
+                .map(|k| {
+                    let (model, bits) =
+                        public_on_grid(eff_answer(&state, k) / self.c, exact.frac_bits())?;
+                    let data = rescale(true_x[k], exact.frac_bits(), bits)?;
+                    let gap = model
+                        .checked_sub(data)
+                        .ok_or_else(|| {
+                            DxError::InvalidValue("a score does not fit 128 bits".into())
+                        })?
+                        .unsigned_abs();
+                    let units = floor_div_pow2(gap, 1, bits as i32 + em.grid_exp())?;
+                    i128::try_from(units)
+                        .map_err(|_| DxError::InvalidValue("a score does not fit 128 bits".into()))
+                })
+                .collect::<Result<Vec<_>, DxError>>()?;
+            let k = em.select_units(&units, rng)?;
             chosen.push(k);
             let m_t = measure[k].sample(counts, rng)?[0];
             let (q, lo, span) = &prepared[k];

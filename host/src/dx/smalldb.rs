@@ -4,6 +4,7 @@
 use privq_core::rand_core::{CryptoRng, Rng};
 
 use super::check::check_lipschitz;
+use super::exact::{ExactQueries, ceil_div_pow2};
 use super::{DxError, DxExponential, DxSpend, FiniteMetric, Queries};
 use crate::accountant::Accountant;
 
@@ -91,8 +92,24 @@ impl SmallDb {
             .max(if m == 0.0 { 1.0 } else { 0.0 })
     }
 
-    /// The candidates' utilities `u'(x, y)` in enumeration order, with the candidates.
+    /// The candidates' utilities `u'(x, y)` in enumeration order, with the candidates
+    /// (floating point, for reports: the selection uses [`SmallDb::scores`]'s exact
+    /// values).
     pub fn utilities(&self, counts: &[u64]) -> Result<(Vec<Vec<u64>>, Vec<f64>), DxError> {
+        let scores = self.scores(counts)?;
+        let unit = (-(scores.frac_bits as f64)).exp2() / scores.den as f64;
+        let utils = scores
+            .worst
+            .iter()
+            .map(|&w| -self.c * w as f64 * unit)
+            .collect();
+        Ok((scores.candidates, utils))
+    }
+
+    /// The candidates and, exactly, `max_{q′} |norm·q′(y) − q′(x)|` for each: the
+    /// sums over the data are integer sums on the queries' dyadic grid
+    /// ([`ExactQueries`]), never rounded.
+    fn scores(&self, counts: &[u64]) -> Result<Scores, DxError> {
         let size = self.range_size();
         if size > self.cap as f64 {
             return Err(DxError::TooLarge {
@@ -107,34 +124,76 @@ impl SmallDb {
                 counts.len()
             )));
         }
+        let exact = ExactQueries::new(&self.q_prime)?;
         let n: u64 = counts.iter().sum();
-        let xf: Vec<f64> = counts.iter().map(|&v| v as f64).collect();
-        let qx = self.q_prime.answers(&xf);
-        let norm = if self.literal {
-            1.0
-        } else {
-            n as f64 / self.m as f64
-        };
-        let mut cands = Vec::new();
-        let mut utils = Vec::new();
+        let m = self.m as u64;
+        // norm·q′(y) − q′(x) = (num_y·q′(y) − num_x·q′(x))/den.
+        let (num_y, num_x, den) = if self.literal { (1, 1, 1) } else { (n, m, m) };
+        let too_large = || DxError::InvalidValue("a score does not fit 128 bits".into());
+        let qx = (0..self.q_prime.rows())
+            .map(|k| {
+                exact
+                    .answer(k, counts)?
+                    .checked_mul(i128::from(num_x))
+                    .ok_or_else(too_large)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut candidates = Vec::new();
+        let mut worst = Vec::new();
+        let mut failed = None;
         let mut y = vec![0u64; n_el];
-        enumerate(&mut y, 0, self.m as u64, &mut |y| {
-            let yf: Vec<f64> = y.iter().map(|&v| v as f64).collect();
-            let worst = self
-                .q_prime
-                .answers(&yf)
-                .iter()
-                .zip(&qx)
-                .map(|(a, b)| (a * norm - b).abs())
-                .fold(0.0, f64::max);
-            cands.push(y.to_vec());
-            utils.push(-self.c * worst);
+        enumerate(&mut y, 0, m, &mut |y| {
+            if failed.is_some() {
+                return;
+            }
+            let w = qx.iter().enumerate().try_fold(0u128, |w, (k, &ax)| {
+                let ay = exact
+                    .answer(k, y)?
+                    .checked_mul(i128::from(num_y))
+                    .ok_or_else(too_large)?;
+                let gap = ay.checked_sub(ax).ok_or_else(too_large)?;
+                Ok::<_, DxError>(w.max(gap.unsigned_abs()))
+            });
+            match w {
+                Ok(w) => {
+                    candidates.push(y.to_vec());
+                    worst.push(w);
+                }
+                Err(e) => failed = Some(e),
+            }
         });
-        Ok((cands, utils))
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        Ok(Scores {
+            candidates,
+            worst,
+            frac_bits: exact.frac_bits(),
+            den: u128::from(den),
+        })
+    }
+
+    /// The selection scores on the grid of `em` (scale 1): `⌊−worst/γ⌋`, exactly.
+    fn units(scores: &Scores, em: &DxExponential) -> Result<Vec<i128>, DxError> {
+        let shift = scores.frac_bits as i32 + em.grid_exp();
+        scores
+            .worst
+            .iter()
+            .map(|&w| {
+                let up = ceil_div_pow2(w, scores.den, shift)?;
+                i128::try_from(up)
+                    .map(|v| -v)
+                    .map_err(|_| DxError::InvalidValue("a score does not fit 128 bits".into()))
+            })
+            .collect()
     }
 
     /// Runs Algorithm 1 after checking Theorem 5 on `metric`, charging
     /// `accountant` the ε-DP guarantee its d_X spend implies before sampling.
+    ///
+    /// `M_{Exp,c}` with utility `−c·worst` is `M_{Exp,1}` with utility `−worst`
+    /// (the probabilities are `∝ exp(−worst/2)` either way), so the selection runs
+    /// at scale 1 on the exact `worst`, and `c` only scales the answers.
     pub fn run<R: Rng + CryptoRng + ?Sized>(
         &self,
         metric: &FiniteMetric,
@@ -143,12 +202,19 @@ impl SmallDb {
         rng: &mut R,
     ) -> Result<SmallDbOutput, DxError> {
         check_lipschitz(metric, &self.q_prime)?.require()?;
-        let (cands, utils) = self.utilities(counts)?;
-        let em = DxExponential::new(self.c, metric.min_offdiag())?;
+        if !(self.c.is_finite() && self.c > 0.0) {
+            return Err(DxError::InvalidValue(format!(
+                "the exponential scale c must be positive, got {}",
+                self.c
+            )));
+        }
+        let scores = self.scores(counts)?;
+        let em = DxExponential::new(1.0, metric.min_offdiag())?;
+        let units = Self::units(&scores, &em)?;
         let spend = DxSpend::new(metric.clone());
         spend.charge(accountant, "d_X SmallDB")?;
-        let pick = em.select(&utils, rng)?;
-        let y = cands[pick].clone();
+        let pick = em.select_units(&units, rng)?;
+        let y = scores.candidates[pick].clone();
         let n: u64 = counts.iter().sum();
         let norm = if self.literal {
             1.0
@@ -165,10 +231,18 @@ impl SmallDb {
         Ok(SmallDbOutput {
             synthetic: y,
             answers,
-            candidates: cands.len(),
+            candidates: scores.candidates.len(),
             spend,
         })
     }
+}
+
+/// The candidates and their exact worst errors `worst·2^−frac_bits/den`.
+struct Scores {
+    candidates: Vec<Vec<u64>>,
+    worst: Vec<u128>,
+    frac_bits: u32,
+    den: u128,
 }
 
 /// Calls `f` on every `y ∈ ℕ^N` with `Σ y = total` (from index `at` on).
@@ -189,6 +263,39 @@ fn enumerate(y: &mut [u64], at: usize, total: u64, f: &mut impl FnMut(&[u64])) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The scores are exact: `q′ = (10¹⁶, 1, −10¹⁶)` on `x = (1, 1, 1)` sums to 1,
+    /// which an f64 sum in row order loses (10¹⁶ + 1 rounds to 10¹⁶). With m = 1 the
+    /// candidates are the unit vectors and `worst(e_j) = |3·q′_j − 1|`.
+    #[test]
+    fn scores_are_exact_sums_over_the_data() {
+        let q = Queries::new(vec![vec![1e16, 1.0, -1e16]]).unwrap();
+        assert_eq!(q.answers(&[1.0, 1.0, 1.0]), vec![0.0]);
+        let db = SmallDb::new(q, 1.0, 1.0).unwrap();
+        assert_eq!(db.size(), 1);
+        let s = db.scores(&[1, 1, 1]).unwrap();
+        assert_eq!(
+            s.candidates,
+            vec![vec![1, 0, 0], vec![0, 1, 0], vec![0, 0, 1]]
+        );
+        let unit = 1u128 << s.frac_bits;
+        assert_eq!(s.den, 1);
+        assert_eq!(
+            s.worst,
+            vec![
+                (30_000_000_000_000_000 - 1) * unit,
+                2 * unit,
+                (30_000_000_000_000_000 + 1) * unit
+            ]
+        );
+        // The f64 reading would have said 3 for the middle candidate.
+        let (_, utils) = db.utilities(&[1, 1, 1]).unwrap();
+        assert_eq!(utils[1], -2.0);
+        // On the selection grid (γ = 2^g): ⌊−2/γ⌋ exactly.
+        let em = DxExponential::new(1.0, 1.0).unwrap();
+        let units = SmallDb::units(&s, &em).unwrap();
+        assert_eq!(units[1], -(2i128 << -em.grid_exp()));
+    }
 
     /// An accountant that affords every release of these tests.
     fn generous() -> Accountant {
