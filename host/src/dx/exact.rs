@@ -216,6 +216,17 @@ mod tests {
     }
 
     #[test]
+    fn public_values_move_to_a_finer_grid_exactly() {
+        // 0.75 = 3·2⁻²: on a grid of 2⁻⁴ it is 12 units; 0.1 needs its own 55 bits.
+        assert_eq!(public_on_grid(0.75, 4).unwrap(), (12, 4));
+        let (v, bits) = public_on_grid(0.1, 4).unwrap();
+        assert_eq!(v as f64 * 2f64.powi(-(bits as i32)), 0.1);
+        assert_eq!(rescale(3, 2, 5).unwrap(), 24);
+        assert!(rescale(3, 5, 2).is_err());
+        assert!(public_on_grid(f64::NAN, 0).is_err());
+    }
+
+    #[test]
     fn grid_divisions_round_the_right_way() {
         assert_eq!(ceil_div_pow2(7, 2, 1).unwrap(), 2); // 7/4 → 2
         assert_eq!(floor_div_pow2(7, 2, 1).unwrap(), 1); // 7/4 → 1

@@ -89,7 +89,8 @@ pub const REGISTRY: &[Registered] = &[
     // Vector Laplace on grid-rounding neighbours (a past finding).
     case("vector-laplace", vector_laplace, 4000),
     case("geometric-histogram", geometric_histogram, 20_000).sees(0.5),
-    // The discrete Gaussian (ρ = 1/2) against its converted (ε, δ) claim.
+    // The discrete Gaussian (ρ = 1/2) against its exact privacy profile (CKS20 Thm. 7,
+    // not the looser conversion of ρ); its half-noise twin is flagged.
     case("discrete-gaussian", discrete_gaussian, 20_000).sees(0.3),
     case("exponential", exponential, 20_000).sees(0.5),
     // The first index wins only in the noise's tail; each has a broken twin.
@@ -179,10 +180,13 @@ pub const REGISTRY: &[Registered] = &[
     // and one edge more taking |E| past E_max; its twin (each query at ε instead of
     // ε/k) is flagged.
     case("cut-release", cut_release, 10_000),
+    // The observed prefix (round 0's measurements, round 1's selection) against its
+    // exact profile at δ = 10⁻²; its half-noise twin (4ρ) is flagged.
     case("adaptive-marginals", adaptive_marginals_case, 4000),
     // Private binning of a bounded attribute (equal-mass cuts on noisy grid
     // counts), the first cut on its tipping point and one record added beyond it;
-    // its twins (a quarter and a tenth of the noise) are flagged.
+    // judged against its one Gaussian histogram's exact profile; its twins (a third,
+    // a quarter and a tenth of the noise) are flagged, half the noise is not.
     case("private-binning", private_binning, 20_000).sees(0.1),
     // Private statistics by group, each on the pair its safeguard is most fragile
     // against, each with a broken twin in its tests (no bounding, no clamping, τ − 1,
