@@ -251,7 +251,7 @@ mod tests {
             .unwrap()
             .epsilon(1e-3)
             .unwrap();
-        assert!(e > 2.3 && e < 3.2, "{e}");
+        assert!(e > 3.12 && e < 3.14, "{e}");
     }
 
     #[test]

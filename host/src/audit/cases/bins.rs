@@ -21,7 +21,7 @@ const CELLS: usize = 8;
 /// next occupied cell. Three bins, ρ = 1/8 (σ² = 4). The mechanism is one discrete
 /// Gaussian histogram (add/remove: one count moves by 1) followed by
 /// post-processing, so the claim is that measurement's exact privacy profile at
-/// δ = 10⁻³ (CKS20 Thm. 7): ε ≈ 1.36, where the conversion of ρ (CKS20 Cor. 13)
+/// δ = 10⁻³ (CKS20 Thm. 7): ε ≈ 1.347, where the conversion of ρ (CKS20 Cor. 13)
 /// claimed 1.55. Each of the three cells holds a
 /// bin's worth in `D`, so whether it is cut before (a bin of its own) also sits
 /// on its tipping point. Outputs: the first two interior cuts (grid edge numbers;

@@ -100,7 +100,7 @@ pub fn geometric_histogram(small: bool) -> Result<AuditCase, AuditError> {
 /// σ² = 2) on the pair of [`geometric_histogram`], one count down and one up. The
 /// claim is the mechanism's exact privacy profile at δ = 10⁻³ (CKS20 Thm. 7, here
 /// for the two shifted coordinates together: every replace-one pair shifts the
-/// counts by some `e_i − e_j`, so this pair is the worst case): ε ≈ 2.73, where the
+/// counts by some `e_i − e_j`, so this pair is the worst case): ε ≈ 3.128, where the
 /// general conversion of ρ (CKS20 Cor. 13) claimed 3.54 and let a 2× noise bug
 /// pass. The auditor's ratio is δ-adjusted.
 pub fn discrete_gaussian(small: bool) -> Result<AuditCase, AuditError> {
@@ -232,9 +232,9 @@ mod tests {
     use super::*;
     use crate::audit::cases::twins::check;
 
-    /// The twin: noise for ρ = 2 (σ/2, σ² = 1/2) under the claim for ρ = 1/2. Under
-    /// the old claim (CKS20 Cor. 13, ε = 3.54) it passed; under the exact profile it
-    /// is flagged.
+    /// The twin: noise for ρ = 2 (σ/2, σ² = 1/2) under the claim for ρ = 1/2 (the
+    /// exact profile, 3.128). At test size noise for 2ρ (σ/√2) reads 2.82 and
+    /// passes; 2.625ρ reads 3.66.
     #[test]
     fn the_auditor_flags_the_discrete_gaussian_with_half_the_noise() {
         let real = discrete_gaussian(true).unwrap();
