@@ -1180,3 +1180,6 @@ def plan_synthesis(
 
 
 from . import ldp  # noqa: E402  (the submodule needs the names above)
+from .stats import count, histogram, mean, quantile, sum, variance  # noqa: E402,A004
+
+__all__ += ["count", "histogram", "mean", "quantile", "sum", "variance"]

@@ -16,7 +16,7 @@ CHAPTER = ROOT / "docs" / "src" / "python.md"
 
 
 def test_docstring_examples():
-    for module in (privq, privq._frames, privq.ldp):
+    for module in (privq, privq._frames, privq.ldp, privq.stats):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", privq.SeedWarning)
             result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
