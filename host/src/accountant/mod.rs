@@ -154,6 +154,19 @@ pub enum AccountantError {
         /// The accountant it was presented with.
         accountant: AccountantId,
     },
+    /// A front end's session ([`Accountant::charge_binding`]) holds charges stated
+    /// under no neighbour relation, so it cannot be bound to `stated`; nothing was
+    /// spent. A release under one relation cannot be added to charges under none.
+    #[error(
+        "{label} is stated for {stated}, but this accountant holds charges stated under no \
+         neighbour relation; they cannot be added up (use another accountant)"
+    )]
+    UnboundCharges {
+        /// What the charge is for.
+        label: String,
+        /// The charge's relation.
+        stated: Neighbours,
+    },
     /// A δ is outside `[0, 1)`, or the total δ would exceed the budget's δ.
     #[error("the delta budget would be exceeded")]
     DeltaExceeded,
@@ -591,6 +604,34 @@ impl Accountant {
         cost: Cost,
     ) -> Result<Receipt, AccountantError> {
         self.charge_for_unit(neighbours, None, label, cost)
+    }
+
+    /// [`Accountant::charge_as`] for a front end's session accountant: a bound
+    /// session must be bound to `neighbours`; an unbound, empty one is bound to
+    /// them by this charge; an unbound one holding charges (stated under no
+    /// relation) is refused ([`AccountantError::UnboundCharges`]) and nothing is
+    /// recorded. Every front end's `charge_to` charges through this.
+    pub fn charge_binding(
+        &mut self,
+        neighbours: Neighbours,
+        label: &str,
+        cost: Cost,
+    ) -> Result<Receipt, AccountantError> {
+        let bind = match self.neighbours {
+            Some(_) => false,
+            None if self.ledger().is_empty() => true,
+            None => {
+                return Err(AccountantError::UnboundCharges {
+                    label: label.to_string(),
+                    stated: neighbours,
+                });
+            }
+        };
+        let receipt = self.charge_as(neighbours, label, cost)?;
+        if bind {
+            self.bind(neighbours);
+        }
+        Ok(receipt)
     }
 
     /// [`Accountant::charge_as`] for a relation over the privacy unit `unit`

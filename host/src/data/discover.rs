@@ -288,7 +288,9 @@ impl Discovery {
     }
 
     /// Charges a front end's session accountant [`Discovery::cost`] under
-    /// [`Discovery::neighbours`] (binding an unbound, empty session to them), for
+    /// [`Discovery::neighbours`] through [`Accountant::charge_binding`] (binding an
+    /// unbound, empty session to them; refusing one bound to another relation, or
+    /// unbound but holding charges), for
     /// [`Discovery::release_paid`] with the receipt; a refused charge samples
     /// nothing.
     pub fn charge_to(
@@ -296,12 +298,7 @@ impl Discovery {
         session: &mut Accountant,
         label: &str,
     ) -> Result<Receipt, DiscoveryError> {
-        let bind = session.neighbours().is_none() && session.ledger().is_empty();
-        let receipt = session.charge_as(self.neighbours, label, self.cost())?;
-        if bind {
-            session.bind(self.neighbours);
-        }
-        Ok(receipt)
+        Ok(session.charge_binding(self.neighbours, label, self.cost())?)
     }
 
     /// Charges `accountant` with [`Discovery::cost`], then selects the values;
@@ -470,6 +467,28 @@ mod tests {
 
     fn eps(n: u64, d: u64) -> Epsilon {
         Epsilon::new(n, d).unwrap()
+    }
+
+    /// Review rev1: a session holding a charge stated under no relation is
+    /// refused, not charged and left unbound.
+    #[test]
+    fn charge_to_refuses_an_unbound_session_with_charges() {
+        let mut session = Accountant::approximate(eps(3, 1), 1e-5).unwrap();
+        session
+            .charge("relation-less", Cost::Pure(eps(1, 2)))
+            .unwrap();
+        let disc = Discovery::new(Neighbours::AddRemove, eps(1, 2), 1e-6, 2).unwrap();
+        assert!(matches!(
+            disc.charge_to(&mut session, "discovery"),
+            Err(DiscoveryError::Budget(
+                AccountantError::UnboundCharges { .. }
+            ))
+        ));
+        assert_eq!(session.ledger().len(), 1);
+        assert_eq!(session.neighbours(), None);
+        let mut empty = Accountant::approximate(eps(3, 1), 1e-5).unwrap();
+        disc.charge_to(&mut empty, "discovery").unwrap();
+        assert_eq!(empty.neighbours(), Some(Neighbours::AddRemove));
     }
 
     fn table(rare: bool) -> String {

@@ -238,8 +238,10 @@ impl MwemRequest {
     /// Charges a front end's session accountant this release's whole budget
     /// before it runs, as [`SynthRequest::charge_to`](super::release::SynthRequest::charge_to)
     /// does for the adaptive mechanism: pure ε under replace-one neighbours (a
-    /// zCDP session is charged its ρ = ε²/2). An unbound session with no charges
-    /// is bound to replace-one; one bound to another relation refuses.
+    /// zCDP session is charged its ρ = ε²/2), through
+    /// [`Accountant::charge_binding`]: an unbound session with no charges is bound
+    /// to replace-one; one bound to another relation, or unbound but holding
+    /// charges, refuses.
     pub fn charge_to(
         &self,
         session: &mut Accountant,
@@ -247,7 +249,6 @@ impl MwemRequest {
     ) -> Result<crate::accountant::Receipt, MwemSynthError> {
         let budget = |e| MwemSynthError::Data(DiscoveryError::Budget(e));
         let neighbours = MwemConfig::NEIGHBOURS;
-        let bind = session.neighbours().is_none() && session.ledger().is_empty();
         let cost = match self.discovery {
             Some((_, delta)) => Cost::Approximate {
                 epsilon: self.epsilon,
@@ -255,11 +256,9 @@ impl MwemRequest {
             },
             None => Cost::Pure(self.epsilon),
         };
-        let receipt = session.charge_as(neighbours, label, cost).map_err(budget)?;
-        if bind {
-            session.bind(neighbours);
-        }
-        Ok(receipt)
+        session
+            .charge_binding(neighbours, label, cost)
+            .map_err(budget)
     }
 
     /// [`MwemRequest::open`] for a table already read over the public `domain`
@@ -418,6 +417,40 @@ mod tests {
 
     fn eps(n: u64, d: u64) -> Epsilon {
         Epsilon::new(n, d).unwrap()
+    }
+
+    /// Review rev1: a session holding a charge stated under no relation is
+    /// refused, not charged and left unbound (so replace-one and add/remove
+    /// charges would add up).
+    #[test]
+    fn charge_to_refuses_an_unbound_session_with_charges() {
+        let mut session = Accountant::approximate(eps(3, 1), 1e-5).unwrap();
+        session
+            .charge("relation-less", Cost::Pure(eps(1, 2)))
+            .unwrap();
+        assert_eq!(session.neighbours(), None);
+        let refused = MwemRequest::new(eps(1, 2)).charge_to(&mut session, "mwem");
+        assert!(matches!(
+            refused,
+            Err(MwemSynthError::Data(DiscoveryError::Budget(
+                crate::accountant::AccountantError::UnboundCharges { .. }
+            )))
+        ));
+        assert_eq!(session.ledger().len(), 1);
+        assert_eq!(session.neighbours(), None);
+        // A bound session of the other relation refuses; an empty one is bound.
+        let mut bound = Accountant::approximate(eps(3, 1), 1e-5).unwrap();
+        bound.bind(Neighbours::AddRemove);
+        assert!(
+            MwemRequest::new(eps(1, 2))
+                .charge_to(&mut bound, "mwem")
+                .is_err()
+        );
+        let mut empty = Accountant::pure(eps(1, 1));
+        MwemRequest::new(eps(1, 2))
+            .charge_to(&mut empty, "mwem")
+            .unwrap();
+        assert_eq!(empty.neighbours(), Some(Neighbours::Replace));
     }
 
     fn table(name: &str, n: usize) -> std::path::PathBuf {
