@@ -170,8 +170,13 @@ def _int32_bytes(indices: pa.Array) -> bytes:
 
 
 class Shape(NamedTuple):
-    """What a release needs to give its rows ``df``'s form: the Arrow schema, the
-    kind of DataFrame, and pandas' dtypes or Polars' schema. No values: a fitted
+    """What a release needs to give its rows ``df``'s form: the Arrow schema
+    (types only: no schema or field metadata, which for pandas records e.g. a
+    categorical's number of categories), the kind of DataFrame, and each
+    column's type: pandas' dtype, or Polars' data type, with a categorical or
+    enum type kept as its kind's name (``"category"``, ``"Categorical"``,
+    ``"Enum"``) and not its categories, which a categorical built from the data
+    lists. Nothing of the private table is kept: a fitted
     :class:`privq.Synthesizer` keeps this, never the data."""
 
     schema: pa.Schema
@@ -180,14 +185,23 @@ class Shape(NamedTuple):
 
 
 def shape_of(table: pa.Table, kind: str, df: Any) -> Shape:
-    """``df``'s :class:`Shape` (``table`` is its Arrow form)."""
+    """``df``'s :class:`Shape` (``table`` is its Arrow form): its column types,
+    never a value."""
+    schema = pa.schema([pa.field(f.name, f.type, f.nullable) for f in table.schema])
     if kind == PANDAS:
-        types = df.dtypes.copy()
+        types = {
+            c: "category" if str(t) == "category" else t for c, t in df.dtypes.items()
+        }
     elif kind == POLARS:
-        types = df.schema
+        import polars as pl
+
+        types = {
+            c: type(t).__name__ if isinstance(t, (pl.Categorical, pl.Enum)) else t
+            for c, t in df.schema.items()
+        }
     else:
         types = None
-    return Shape(table.schema, kind, types)
+    return Shape(schema, kind, types)
 
 
 def from_columns(
@@ -245,7 +259,7 @@ def from_shape(
         casts = {
             c: t
             for c, t in shape.types.items()
-            if frame.schema[c] != t and not isinstance(t, (pl.Categorical, pl.Enum))
+            if not isinstance(t, str) and frame.schema[c] != t
         }
         return frame.cast(casts) if casts else frame
     return result
