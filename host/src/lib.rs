@@ -32,7 +32,7 @@ pub use privq_core::{Epsilon, Error, Fixed, Histogram, Rho, histogram, rand_core
 mod rng;
 pub mod stats;
 
-pub use rng::{SeedError, secure_rng, seeded_rng};
+pub use rng::{SeedError, derived_rng, secure_rng, seeded_rng};
 pub mod accountant;
 pub mod aggregate;
 pub mod audit;

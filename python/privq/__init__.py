@@ -463,11 +463,16 @@ def _release(
     neighbours: Optional[str],
     rows: Optional[int],
     rounds: Optional[int],
+    fit: int = 0,
 ) -> "Synthesis":
+    """One release; ``fit`` counts a :class:`Synthesizer`'s earlier fits: the
+    first (and :func:`synthesize`) uses ``seed`` as ``privq synth --seed`` does,
+    a later one a stream derived from (seed, "fit", fit)."""
     if mechanism == "mwem":
-        return _mwem(df, domain, epsilon, workload, accountant, seed, rows, rounds)
+        return _mwem(df, domain, epsilon, workload, accountant, seed, rows, rounds, fit)
     return _synthesis(
-        df, domain, epsilon, delta, workload, accountant, seed, neighbours or "add-remove", rows
+        df, domain, epsilon, delta, workload, accountant, seed, neighbours or "add-remove", rows,
+        fit,
     )
 
 
@@ -480,6 +485,7 @@ def _mwem(
     seed: Optional[int],
     rows: Optional[int],
     rounds: Optional[int],
+    fit: int = 0,
 ) -> Any:
     """``privq synth --mechanism mwem``'s release (arguments checked by the caller)."""
     from ._frames import from_shape, shape_of, to_columns
@@ -496,6 +502,7 @@ def _mwem(
         rounds,
         None if accountant is None else accountant._inner,
         seed,
+        fit,
     )
     del columns
     return Synthesis._new(from_shape(out, shape, domain), info, fitted, shape, domain, "mwem")
@@ -511,6 +518,7 @@ def _synthesis(
     seed: Optional[int],
     neighbours: str,
     rows: Optional[int],
+    fit: int = 0,
 ) -> "Synthesis":
     """The release behind :func:`synthesize` and :meth:`Synthesizer.fit`
     (arguments checked by the caller)."""
@@ -531,6 +539,7 @@ def _synthesis(
         rows,
         None if accountant is None else accountant._inner,
         seed,
+        fit,
     )
     del columns
     return Synthesis._new(from_shape(out, shape, domain), info, fitted, shape, domain)
@@ -650,7 +659,9 @@ class Synthesis:
     @property
     def ledger(self) -> Any:
         """The release's charges under its own ρ-zCDP accountant, with the
-        columns of :meth:`Accountant.ledger` (``time``: the release's)."""
+        columns of :meth:`Accountant.ledger` (``time``: when the release was
+        charged, before it ran, so the run's data-dependent duration is not in
+        it)."""
         from ._frames import frame_of
 
         return frame_of(_ledger_table(self._info["charges"]), self._shape.kind)
@@ -659,7 +670,9 @@ class Synthesis:
         """``n`` more synthetic rows from the released model, as a table of the
         same kind, columns and types as :attr:`data`. Post-processing: nothing
         is charged and no data is read (only the model is kept). ``seed`` as for
-        :func:`synthesize` (tests and demos only)."""
+        :func:`synthesize` (tests and demos only): the same ``seed`` gives the
+        same rows, drawn from a stream derived from (seed, "sample"), never the
+        stream a release with that seed drew its noise from."""
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ValueError(f"n = {n!r}: a non-negative integer")
         _seed(seed)
@@ -735,7 +748,10 @@ class Synthesizer:
     model and the release's details (:attr:`result`, a :class:`Synthesis`), never
     the data. :meth:`sample` draws rows from that model without reading the data
     or charging anything; :meth:`fit_sample` is :meth:`fit` and the release's own
-    rows. Fitting again is a new release, charged again.
+    rows. Fitting again is a new release, charged again. With a ``seed``, the
+    first fit draws as :func:`synthesize` with that seed does, and each later fit
+    from a stream derived from (seed, "fit", k), so two fits (on neighbouring
+    tables, say) never share their noise.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"smoker": [0, 1, 1, 0] * 50, "cough": [0, 1, 0, 0] * 50})
@@ -786,6 +802,7 @@ class Synthesizer:
         self._mechanism = name
         self._domain = domain
         self._result: Optional[Synthesis] = None
+        self._fits = 0
         return self
 
     @property
@@ -805,8 +822,9 @@ class Synthesizer:
         a = self._args
         self._result = _release(
             self._mechanism, df, self._domain, a["epsilon"], a["delta"], a["workload"],
-            a["accountant"], a["seed"], a["neighbours"], rows, a["rounds"],
+            a["accountant"], a["seed"], a["neighbours"], rows, a["rounds"], self._fits,
         )
+        self._fits += 1
         return self
 
     def sample(self, n: int, *, seed: Optional[int] = None) -> Any:

@@ -967,11 +967,28 @@ fn _plan_synthesis<'py>(
     })
 }
 
+/// The generator for one use of a user's `seed` (none: the operating system's
+/// entropy). A release's first fit (`fit == 0`) uses the seed as `privq synth
+/// --seed` does, so the two agree; every later fit and every sample draws from a
+/// stream derived from (seed, purpose, index) ([`privq_host::derived_rng`]), so no
+/// two uses of one seed share noise.
+pub(crate) fn rng_for(
+    seed: Option<u64>,
+    purpose: &str,
+    index: u64,
+) -> PyResult<impl privq_core::rand_core::Rng + privq_core::rand_core::CryptoRng> {
+    match seed {
+        Some(seed) if purpose == "fit" && index == 0 => Ok(privq_host::seeded_rng(seed)),
+        Some(seed) => Ok(privq_host::derived_rng(seed, purpose, index)),
+        None => privq_host::secure_rng().map_err(|e| PrivqError::new_err(e.to_string())),
+    }
+}
+
 /// `privq.synthesize`'s Rust half: the table in dictionary form, the domain, the
 /// request and the accountant; returns the synthetic table, column by column in the
 /// domain's order, and a dict of what was spent.
 #[pyfunction]
-#[pyo3(signature = (columns, domain, epsilon, delta, workload, neighbours, rows, accountant, seed))]
+#[pyo3(signature = (columns, domain, epsilon, delta, workload, neighbours, rows, accountant, seed, fit=0))]
 #[allow(clippy::too_many_arguments)]
 fn _synthesize<'py>(
     py: Python<'py>,
@@ -984,6 +1001,7 @@ fn _synthesize<'py>(
     rows: Option<usize>,
     accountant: Option<&Bound<'py, PyAccountant>>,
     seed: Option<u64>,
+    fit: u64,
 ) -> PyResult<(Vec<ColumnOut<'py>>, Bound<'py, PyDict>, PySynthesis)> {
     guard(|| {
         let domain = &domain.get().domain;
@@ -1025,10 +1043,10 @@ fn _synthesize<'py>(
                 }
             })?;
         }
-        let mut rng = match seed {
-            Some(seed) => privq_host::seeded_rng(seed),
-            None => privq_host::secure_rng().map_err(|e| PrivqError::new_err(e.to_string()))?,
-        };
+        // The charge's time, taken before the run: the run's wall time depends on
+        // the data and must not reach the release's (shareable) ledger.
+        let charged_at = privq_host::accountant::utc_now();
+        let mut rng = rng_for(seed, "fit", fit)?;
         // Ctrl-C: after every round the interpreter's pending signals are run
         // (with the GIL, briefly); a KeyboardInterrupt stops the run through the
         // library's control hook, and nothing is released. The session keeps its
@@ -1081,10 +1099,9 @@ fn _synthesize<'py>(
         }
         info.set_item("ledger", spent.ledger_text_exact())?;
         info.set_item("measurements", measurements(py, &release)?)?;
-        // The release's own charges, each stamped with the release's time.
+        // The release's own charges, each stamped with the charge's time.
         let charges = PyList::empty(py);
-        let now = privq_host::accountant::utc_now();
-        let times = vec![now; release.accountant.ledger().len()];
+        let times = vec![charged_at; release.accountant.ledger().len()];
         ledger_rows(&charges, &release.accountant, &times)?;
         info.set_item("charges", charges)?;
         let fitted = PySynthesis {
@@ -1186,10 +1203,7 @@ impl PySynthesis {
                     MEMORY_CAP >> 20
                 )));
             }
-            let mut rng = match seed {
-                Some(seed) => privq_host::seeded_rng(seed),
-                None => privq_host::secure_rng().map_err(|e| PrivqError::new_err(e.to_string()))?,
-            };
+            let mut rng = rng_for(seed, "sample", 0)?;
             let rows = py
                 .detach(|| self.release.sample(n, &self.request_domain, &mut rng))
                 .map_err(adaptive_error)?;

@@ -68,7 +68,7 @@ fn workload_arg(spec: Option<&str>, domain: &Domain) -> PyResult<Workload> {
 /// dictionary form over the public domain; returns the synthetic columns and a
 /// dict of what was spent. Pure ε-DP under replace-one neighbours (n public).
 #[pyfunction]
-#[pyo3(signature = (columns, domain, epsilon, workload, rows, rounds, accountant, seed))]
+#[pyo3(signature = (columns, domain, epsilon, workload, rows, rounds, accountant, seed, fit=0))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn _synthesize_mwem<'py>(
     py: Python<'py>,
@@ -80,6 +80,7 @@ pub(crate) fn _synthesize_mwem<'py>(
     rounds: Option<usize>,
     accountant: Option<&Bound<'py, PyAccountant>>,
     seed: Option<u64>,
+    fit: u64,
 ) -> PyResult<(Vec<ColumnOut<'py>>, Bound<'py, PyDict>, PyMwemSynthesis)> {
     guard(|| {
         let domain = &domain.get().domain;
@@ -129,10 +130,9 @@ pub(crate) fn _synthesize_mwem<'py>(
                 }
             })?;
         }
-        let mut rng = match seed {
-            Some(seed) => privq_host::seeded_rng(seed),
-            None => privq_host::secure_rng().map_err(|e| PrivqError::new_err(e.to_string()))?,
-        };
+        // The charge's time, taken before the run (see `_synthesize`).
+        let charged_at = privq_host::accountant::utc_now();
+        let mut rng = crate::rng_for(seed, "fit", fit)?;
         let release = py
             .detach(|| run.release(&workload, &mut rng, &mut |_, _| {}))
             .map_err(mwem_error)?;
@@ -147,8 +147,7 @@ pub(crate) fn _synthesize_mwem<'py>(
         info.set_item("rounds", release.output.rounds)?;
         info.set_item("records_in", ds.counts.total())?;
         let charges = PyList::empty(py);
-        let now = privq_host::accountant::utc_now();
-        let times = vec![now; spent.ledger().len()];
+        let times = vec![charged_at; spent.ledger().len()];
         ledger_rows(&charges, spent, &times)?;
         info.set_item("charges", charges)?;
         // MWEM's measurements, in order: the query each chose, its noisy answer and
@@ -196,10 +195,7 @@ impl PyMwemSynthesis {
                      cap; sample fewer rows at a time"
                 )));
             }
-            let mut rng = match seed {
-                Some(seed) => privq_host::seeded_rng(seed),
-                None => privq_host::secure_rng().map_err(|e| PrivqError::new_err(e.to_string()))?,
-            };
+            let mut rng = crate::rng_for(seed, "sample", 0)?;
             let cells = py.detach(|| self.release.sample(n, &mut rng));
             let rows: Vec<Vec<usize>> = cells.iter().map(|&c| self.domain.decode(c)).collect();
             columns_out(py, &self.domain, &rows)
