@@ -153,6 +153,15 @@ impl ValueCounts {
     /// or a code past its column's dictionary, are refused.
     pub fn from_dictionary_columns(columns: &[DictionaryColumn]) -> Result<Self, DataError> {
         let rows = columns.first().map_or(0, |c| c.codes().len());
+        // Refused here, before any charge: a domain cannot name one attribute twice.
+        for (i, column) in columns.iter().enumerate() {
+            if columns[..i].iter().any(|c| c.name() == column.name()) {
+                return Err(DataError::InvalidDomain(format!(
+                    "the attribute name {:?} appears twice",
+                    column.name()
+                )));
+            }
+        }
         let mut names = Vec::with_capacity(columns.len());
         let mut counts = Vec::with_capacity(columns.len());
         for column in columns {
@@ -163,7 +172,13 @@ impl ValueCounts {
                 });
             }
             let mut per_code = vec![0u64; column.values().len()];
-            for &code in column.codes() {
+            for (row, &code) in column.codes().iter().enumerate() {
+                if let Some(None) = column.values().get(code as usize) {
+                    return Err(DataError::MissingValue {
+                        attribute: column.name().to_string(),
+                        line: row + 2,
+                    });
+                }
                 let slot = per_code.get_mut(code as usize).ok_or_else(|| {
                     DataError::InvalidValue(format!(
                         "column {:?}: code {code} is not a position in its dictionary of {} \
@@ -336,6 +351,62 @@ impl Discovery {
             .into());
         }
         let mut attrs = Vec::with_capacity(self.attributes);
+        for (name, kept) in self.select(counts, rng)? {
+            if kept.is_empty() {
+                return Err(DiscoveryError::NothingKept { attribute: name });
+            }
+            attrs.push(Attribute::categorical(name, kept)?);
+        }
+        Ok(Domain::new(attrs)?)
+    }
+
+    /// [`Discovery::release_paid`] for a front end that keeps what survived: the
+    /// same selection (for the same rng, the same values), but an attribute that
+    /// kept no value is left out of the domain and named in
+    /// [`PartialDomain::nothing_kept`] instead of refusing the whole release
+    /// (which, after the charge, would throw the other attributes' values away).
+    pub fn release_paid_partial<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        counts: &ValueCounts,
+        receipt: Receipt,
+        rng: &mut R,
+    ) -> Result<PartialDomain, DiscoveryError> {
+        receipt.check_covers(&self.cost(), self.neighbours)?;
+        let mut attrs = Vec::with_capacity(self.attributes);
+        let mut nothing_kept = Vec::new();
+        for (name, kept) in self.select(counts, rng)? {
+            if kept.is_empty() {
+                nothing_kept.push(name);
+            } else {
+                attrs.push(Attribute::categorical(name, kept)?);
+            }
+        }
+        let domain = if attrs.is_empty() {
+            None
+        } else {
+            Some(Domain::new(attrs)?)
+        };
+        Ok(PartialDomain {
+            domain,
+            nothing_kept,
+        })
+    }
+
+    /// Every attribute's values whose noisy count reaches the threshold (paid for
+    /// by the caller).
+    fn select<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        counts: &ValueCounts,
+        rng: &mut R,
+    ) -> Result<Vec<(String, Vec<String>)>, DiscoveryError> {
+        if counts.names.len() != self.attributes {
+            return Err(DataError::LengthMismatch {
+                expected: self.attributes,
+                got: counts.names.len(),
+            }
+            .into());
+        }
+        let mut out = Vec::with_capacity(self.attributes);
         for (name, values) in counts.names.iter().zip(&counts.counts) {
             let mut kept = Vec::new();
             for (value, &c) in values {
@@ -344,15 +415,21 @@ impl Discovery {
                     kept.push(value.clone());
                 }
             }
-            if kept.is_empty() {
-                return Err(DiscoveryError::NothingKept {
-                    attribute: name.clone(),
-                });
-            }
-            attrs.push(Attribute::categorical(name.clone(), kept)?);
+            out.push((name.clone(), kept));
         }
-        Ok(Domain::new(attrs)?)
+        Ok(out)
     }
+}
+
+/// What [`Discovery::release_paid_partial`] released: the domain of the
+/// attributes that kept at least one value (`None` when none did), and the names
+/// of those that kept none, in the table's order.
+#[derive(Debug, Clone)]
+pub struct PartialDomain {
+    /// The attributes that kept a value, with the values they kept.
+    pub domain: Option<Domain>,
+    /// The attributes that kept no value (left out of `domain`).
+    pub nothing_kept: Vec<String>,
 }
 
 /// Where the universe of a release comes from.
@@ -504,8 +581,9 @@ mod tests {
     }
 
     /// A table in dictionary form is counted as the same table written as CSV:
-    /// trimmed texts, a missing value as the empty text, unused dictionary
-    /// entries not candidates; then the same seed keeps the same values.
+    /// trimmed texts, an empty text as CSV's empty field, unused dictionary
+    /// entries not candidates; then the same seed keeps the same values. A missing
+    /// value (`None`, a null) and a name given twice are refused, before any charge.
     #[test]
     fn dictionary_columns_count_as_their_csv() {
         let csv = "city,smoker\nOslo,1\nRome,0\nOslo,\n Oslo,1\n";
@@ -519,7 +597,7 @@ mod tests {
             ),
             DictionaryColumn::new(
                 "smoker",
-                text(&[Some("1"), Some("0"), None]),
+                text(&[Some("1"), Some("0"), Some("")]),
                 vec![0, 1, 2, 0],
             ),
         ];
@@ -533,6 +611,82 @@ mod tests {
         assert!(ValueCounts::from_dictionary_columns(&short).is_err());
         let bad = [DictionaryColumn::new("a", text(&[Some("x")]), vec![1])];
         assert!(ValueCounts::from_dictionary_columns(&bad).is_err());
+        let null = [DictionaryColumn::new(
+            "a",
+            text(&[Some("x"), None]),
+            vec![0, 0, 1],
+        )];
+        assert!(matches!(
+            ValueCounts::from_dictionary_columns(&null),
+            Err(DataError::MissingValue { attribute, line: 4 }) if attribute == "a"
+        ));
+        // An unused null entry is never looked at.
+        let unused = [DictionaryColumn::new(
+            "a",
+            text(&[Some("x"), None]),
+            vec![0],
+        )];
+        assert!(ValueCounts::from_dictionary_columns(&unused).is_ok());
+        let twice = [columns[0].clone(), columns[0].clone()];
+        assert!(matches!(
+            ValueCounts::from_dictionary_columns(&twice),
+            Err(DataError::InvalidDomain(m)) if m.contains("appears twice")
+        ));
+    }
+
+    /// An attribute that keeps no value is named, not a refusal of the others;
+    /// the selection is release_paid's for the same rng.
+    #[test]
+    fn release_paid_partial_keeps_the_attributes_that_kept_a_value() {
+        let text = |v: &[&str]| v.iter().map(|s| Some(s.to_string())).collect();
+        let n = 2000;
+        let columns = [
+            DictionaryColumn::new(
+                "city",
+                text(&["Oslo", "Rome"]),
+                (0..n).map(|i| i % 2).collect(),
+            ),
+            DictionaryColumn::new(
+                "age",
+                text(
+                    &(0..n)
+                        .map(|i| i.to_string())
+                        .collect::<Vec<_>>()
+                        .iter()
+                        .map(String::as_str)
+                        .collect::<Vec<_>>(),
+                ),
+                (0..n).collect(),
+            ),
+        ];
+        let counts = ValueCounts::from_dictionary_columns(&columns).unwrap();
+        let disc = Discovery::new(Neighbours::AddRemove, eps(1, 1), 1e-6, 2).unwrap();
+        let mut acc = disc.accountant().unwrap();
+        let receipt = disc.charge_to(&mut acc, "d").unwrap();
+        assert!(matches!(
+            disc.release_paid(&counts, receipt, &mut seeded_rng(3)),
+            Err(DiscoveryError::NothingKept { attribute }) if attribute == "age"
+        ));
+        let mut acc = disc.accountant().unwrap();
+        let receipt = disc.charge_to(&mut acc, "d").unwrap();
+        let partial = disc
+            .release_paid_partial(&counts, receipt, &mut seeded_rng(3))
+            .unwrap();
+        assert_eq!(partial.nothing_kept, vec!["age".to_string()]);
+        let domain = partial.domain.unwrap();
+        assert_eq!(domain.dims(), 1);
+        assert_eq!(domain.attributes()[0].name(), "city");
+        assert_eq!(domain.attributes()[0].size(), 2);
+        // Nothing kept anywhere: no domain, every name.
+        let rare = ValueCounts::from_dictionary_columns(&columns[1..]).unwrap();
+        let one = Discovery::new(Neighbours::AddRemove, eps(1, 1), 1e-6, 1).unwrap();
+        let mut acc = one.accountant().unwrap();
+        let receipt = one.charge_to(&mut acc, "d").unwrap();
+        let none = one
+            .release_paid_partial(&rare, receipt, &mut seeded_rng(3))
+            .unwrap();
+        assert!(none.domain.is_none());
+        assert_eq!(none.nothing_kept, vec!["age".to_string()]);
     }
 
     #[test]

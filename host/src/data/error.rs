@@ -87,6 +87,19 @@ pub enum DataError {
         /// The limit.
         max: usize,
     },
+    /// A row holds a missing value (a front end's null, `None`): privq has no
+    /// missing values, and an empty text is not one.
+    #[error(
+        "line {line}: attribute {attribute:?} holds a missing value (null); privq has no missing \
+         values"
+    )]
+    MissingValue {
+        /// The attribute (column).
+        attribute: String,
+        /// 1-based line the row would have in the table written as CSV (row `r`,
+        /// counted from 0, is line `r + 2`).
+        line: usize,
+    },
     /// The data hold no records (or every count is zero).
     #[error("the data hold no records")]
     EmptyData,

@@ -31,7 +31,8 @@ mod records;
 pub use binarize::{binarize, binarized_domain};
 pub use columns::CsvColumns;
 pub use discover::{
-    Discovered, Discovery, DiscoveryError, DomainSource, Opened, ValueCounts, open_dataset,
+    Discovered, Discovery, DiscoveryError, DomainSource, Opened, PartialDomain, ValueCounts,
+    open_dataset,
 };
 pub use divergence::{kl, relative_entropy};
 pub use domain::{Attribute, AttributeKind, BinOutput, Bounds, DEFAULT_BINS, Domain, GRID_CELLS};

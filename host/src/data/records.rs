@@ -153,8 +153,9 @@ impl Records {
     /// record per row, read by the same rules as [`Records::from_csv`]. Every
     /// domain attribute must be a column and every other column declared in
     /// `declared` (a count column's values are the rows' weights); each value's
-    /// text is matched by [`Attribute::index_of`](super::Attribute::index_of), a
-    /// missing value (`None`) as empty text. A dictionary value that no row uses is
+    /// text is matched by [`Attribute::index_of`](super::Attribute::index_of); a
+    /// row holding a missing value (`None`) is refused ([`DataError::MissingValue`],
+    /// even where the domain lists the empty text). A dictionary value that no row uses is
     /// never looked at; a used one outside the domain is the error `from_csv`
     /// gives, with `line` the line the row would have in the table written as CSV
     /// (row `r`, counted from 0, is line `r + 2`).
@@ -242,8 +243,13 @@ impl Records {
                 let Some(&found) = lookup.get(*code as usize) else {
                     return Err(bad_code(&name, values.len(), *code));
                 };
-                let text = || values[*code as usize].as_deref().unwrap_or("");
-                *code = found.ok_or_else(|| attr.value_error(text(), row + 2))?;
+                let Some(text) = values[*code as usize].as_deref() else {
+                    return Err(DataError::MissingValue {
+                        attribute: name,
+                        line: row + 2,
+                    });
+                };
+                *code = found.ok_or_else(|| attr.value_error(text, row + 2))?;
             }
             out.push(match &times {
                 None => codes,
@@ -472,7 +478,10 @@ mod dictionary_tests {
             "{e}"
         );
         let e = read(vec![col("a", &[None], &[0]), col("b", &[Some("1")], &[0])]).unwrap_err();
-        assert!(e.to_string().contains("is empty"), "{e}");
+        assert!(
+            matches!(&e, DataError::MissingValue { attribute, line: 2 } if attribute == "a"),
+            "{e}"
+        );
         assert!(matches!(
             read(vec![
                 col("a", &[Some("0")], &[0]),
