@@ -1039,8 +1039,10 @@ def discover_domain(
     noise (scale d/ε for d columns) and the value is kept when the noisy count
     reaches a threshold chosen so that a value held by one record survives with
     probability at most ``delta`` ((ε, δ)-DP private partition selection). A
-    value is read as the program reads it from CSV (its text, trimmed; a missing
-    value as the empty text). Numeric columns are discovered as their values'
+    value is read as the program reads it from CSV (its text, trimmed); a
+    missing value (``None``, null) is refused with a ``ValueError`` naming its
+    column and row, and so is a column name given twice, both before anything
+    is charged. Numeric columns are discovered as their values'
     texts too; for a numeric column declare its public bounds instead
     (``{"name": "age", "bounds": [0, 120]}``): :func:`synthesize` then chooses
     its bins privately from its own budget.
@@ -1048,8 +1050,11 @@ def discover_domain(
     * ``accountant``: charged (ε, δ) **before** anything is sampled; past its
       budget :class:`BudgetExceeded` is raised and nothing is released. Without
       one, the discovery runs under a fresh budget of exactly its cost.
-    * A column in which no value survives raises :class:`PrivqError` after the
-      charge (the accountant keeps it: the data were looked at).
+    * A column in which no value survives is left out of the returned domain,
+      with a ``UserWarning`` naming it (for a numeric column, declare its
+      ``bounds`` instead); only when no column keeps a value is
+      :class:`PrivqError` raised, after the charge (the accountant keeps it:
+      the data were looked at).
     * ``seed``: for reproducible tests and demos only (a :class:`SeedWarning`).
 
     The released domain is a release like any other: charge it to the same
@@ -1072,7 +1077,7 @@ def discover_domain(
 
     _table, _kind, columns = to_columns(df, None)
     del _table
-    inner, _info = _privq._discover_domain(
+    inner, info = _privq._discover_domain(
         columns,
         _number(epsilon),
         delta,
@@ -1080,6 +1085,15 @@ def discover_domain(
         None if accountant is None else accountant._inner,
         seed,
     )
+    if info["nothing_kept"]:
+        names = ", ".join(repr(n) for n in info["nothing_kept"])
+        warnings.warn(
+            f"domain discovery kept no value of column(s) {names}; they are left out of the "
+            "domain (the budget is charged). For a numeric column declare public bounds "
+            "instead ({\"name\": ..., \"bounds\": [low, high]}); else give more epsilon",
+            UserWarning,
+            stacklevel=2,
+        )
     domain = Domain.__new__(Domain)
     domain._inner = inner
     return domain

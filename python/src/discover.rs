@@ -71,8 +71,13 @@ pub(crate) fn _discover_domain<'py>(
             None => privq_host::secure_rng().map_err(|e| PrivqError::new_err(e.to_string()))?,
         };
         // The charge before anything is sampled: refused, nothing is released.
+        // `own` records the charge (the release's own ledger) on every path.
         let mut own = discovery.accountant().map_err(accountant_error)?;
-        let receipt = match accountant {
+        let charged_at = privq_host::accountant::utc_now();
+        let own_receipt = discovery
+            .charge_to(&mut own, label)
+            .map_err(discovery_error)?;
+        let session_receipt = match accountant {
             None => None,
             Some(accountant) => {
                 let accountant = accountant.get();
@@ -96,16 +101,22 @@ pub(crate) fn _discover_domain<'py>(
                 })?
             }
         };
-        let domain = match receipt {
-            Some(receipt) => py.detach(|| discovery.release_paid(&counts, receipt, &mut rng)),
-            None => py.detach(|| discovery.release(&counts, &mut own, &mut rng)),
-        }
-        .map_err(discovery_error)?;
+        let receipt = session_receipt.unwrap_or(own_receipt);
+        let partial = py
+            .detach(|| discovery.release_paid_partial(&counts, receipt, &mut rng))
+            .map_err(discovery_error)?;
+        let Some(domain) = partial.domain else {
+            return Err(PrivqError::new_err(format!(
+                "domain discovery kept no value of any attribute ({}); the budget was charged \
+                 and is spent. Give more epsilon, or a public domain (numeric columns: bounds)",
+                partial.nothing_kept.join(", ")
+            )));
+        };
         let info = PyDict::new(py);
         info.set_item("threshold", discovery.threshold())?;
+        info.set_item("nothing_kept", partial.nothing_kept)?;
         let charges = PyList::empty(py);
-        let now = privq_host::accountant::utc_now();
-        let times = vec![now; own.ledger().len()];
+        let times = vec![charged_at; own.ledger().len()];
         ledger_rows(&charges, &own, &times)?;
         info.set_item("charges", charges)?;
         Ok((PyDomain { domain }, info))

@@ -221,6 +221,11 @@ fn row(line: usize) -> usize {
 /// A data error in a table's words (columns and rows, not CSV lines and flags).
 fn data_error(e: DataError) -> PyErr {
     let message = match &e {
+        DataError::MissingValue { attribute, line } => format!(
+            "column {attribute:?}, row {}: missing value (None/null); privq has no missing \
+             values (drop or impute such rows, or give the attribute a value such as \"missing\")",
+            row(*line)
+        ),
         DataError::UnknownValue {
             attribute,
             value,

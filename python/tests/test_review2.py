@@ -96,3 +96,49 @@ def test_fits_of_one_seeded_synthesizer_draw_different_noise(data, domain, mecha
         plain = privq.synthesize(df, domain, epsilon=1, seed=11, mechanism=mechanism)
     pd.testing.assert_frame_equal(first, plain)
     assert not first.equals(second)
+
+
+def test_discovery_leaves_out_a_column_that_kept_nothing_with_a_warning():
+    df = pd.DataFrame({"city": ["Oslo", "Rome"] * 300, "age": list(range(600))})
+    budget = privq.Accountant(epsilon=2, delta=1e-5)
+    with pytest.warns(UserWarning, match="'age'.*bounds") as record:
+        d = privq.discover_domain(df, epsilon=1, accountant=budget)
+    assert "--domain" not in str(record[0].message)
+    assert d.columns == ["city"]
+    assert sorted(d.values("city")) == ["Oslo", "Rome"]
+    with pytest.raises(privq.PrivqError, match="no value of any attribute.*charged") as e:
+        privq.discover_domain(df[["age"]], epsilon=1, accountant=budget)
+    assert "--domain" not in str(e.value)
+    assert budget.spent.epsilon == 2
+
+
+def test_discovery_refuses_nulls_and_duplicate_names_before_the_charge():
+    budget = privq.Accountant(epsilon=2, delta=1e-5)
+    df = pd.DataFrame({"city": ["Oslo"] * 300 + [None]})
+    with pytest.raises(ValueError, match=r'column "city", row 300: missing value'):
+        privq.discover_domain(df, epsilon=1, accountant=budget)
+    twice = pa.table([pa.array(["a"] * 300), pa.array(["b"] * 300)], names=["x", "x"])
+    with pytest.raises(ValueError, match="appears twice"):
+        privq.discover_domain(twice, epsilon=1, accountant=budget)
+    assert budget.spent.epsilon == 0
+    assert budget.ledger().empty if hasattr(budget.ledger(), "empty") else not budget.ledger()
+
+
+def test_synthesize_refuses_a_null_even_where_the_domain_lists_the_empty_text():
+    domain = privq.Domain({"attributes": [{"name": "a", "values": ["", "x"]}]})
+    budget = privq.Accountant(epsilon=2, delta=1e-5)
+    df = pd.DataFrame({"a": ["x", None, ""] * 50})
+    with pytest.raises(ValueError, match=r'column "a", row 1: missing value'):
+        privq.synthesize(df, domain, epsilon=1, accountant=budget)
+    assert budget.spent.epsilon == 0
+
+
+def test_discovery_info_charges_come_from_the_real_charge():
+    df = pd.DataFrame({"city": ["Oslo", "Rome"] * 300})
+    budget = privq.Accountant(epsilon=2, delta=1e-5)
+    from privq import _privq
+    from privq._frames import to_columns
+
+    _t, _k, columns = to_columns(df, None)
+    _d, info = _privq._discover_domain(columns, 1, 1e-6, "add-remove", budget._inner, None)
+    assert len(info["charges"]) == 1
