@@ -31,6 +31,18 @@ from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
 from . import _privq
 from ._privq import BudgetExceeded, PrivqError
 
+# Tracebacks name the exceptions where users import them from.
+BudgetExceeded.__module__ = __name__
+PrivqError.__module__ = __name__
+
+try:
+    from importlib.metadata import PackageNotFoundError as _NotFound
+    from importlib.metadata import version as _version
+
+    __version__: str = _version("privq")
+except _NotFound:  # pragma: no cover - not installed (a source checkout)
+    __version__ = "0+unknown"
+
 __all__ = [
     "Accountant",
     "Budget",

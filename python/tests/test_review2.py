@@ -142,3 +142,12 @@ def test_discovery_info_charges_come_from_the_real_charge():
     _t, _k, columns = to_columns(df, None)
     _d, info = _privq._discover_domain(columns, 1, 1e-6, "add-remove", budget._inner, None)
     assert len(info["charges"]) == 1
+
+
+def test_version_and_exception_modules():
+    import importlib.metadata
+
+    assert privq.__version__ == importlib.metadata.version("privq")
+    assert privq.BudgetExceeded.__module__ == "privq"
+    assert privq.PrivqError.__module__ == "privq"
+    assert "_privq" not in repr(privq.BudgetExceeded)
