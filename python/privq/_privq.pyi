@@ -93,7 +93,7 @@ class _Measurement(TypedDict):
 class Synthesis:
     """A fitted release: the model only (no data); sampling it charges nothing."""
 
-    def sample(self, n: int, seed: Optional[int]) -> list[Tuple[str, list[str], bytes]]: ...
+    def sample(self, n: int, seed: Optional[int]) -> list[Tuple[str, list[str], bytes]]: ...  # seed: a stream derived from (seed, "sample")
 
 def _domain_template(names: Sequence[str], numeric: Sequence[str]) -> str: ...
 def _synthesize(
@@ -106,6 +106,7 @@ def _synthesize(
     rows: Optional[int],
     accountant: Optional[Accountant],
     seed: Optional[int],
+    fit: int = 0,  # a Synthesizer's earlier fits: 0 uses seed as the CLI does, k > 0 a derived stream
 ) -> Tuple[list[Tuple[str, list[str], bytes]], _SynthInfo, Synthesis]: ...
 
 def _sql(
@@ -159,7 +160,7 @@ class _MwemInfo(TypedDict):
 class MwemSynthesis:
     """A fitted MWEM release: its distribution only (no data); sampling charges nothing."""
 
-    def sample(self, n: int, seed: Optional[int]) -> list[Tuple[str, list[str], bytes]]: ...
+    def sample(self, n: int, seed: Optional[int]) -> list[Tuple[str, list[str], bytes]]: ...  # seed: a stream derived from (seed, "sample")
 
 def _synthesize_mwem(
     columns: Sequence[Tuple[str, list[Any], bytes]],
@@ -170,11 +171,13 @@ def _synthesize_mwem(
     rounds: Optional[int],
     accountant: Optional[Accountant],
     seed: Optional[int],
+    fit: int = 0,  # as for _synthesize
 ) -> Tuple[list[Tuple[str, list[str], bytes]], _MwemInfo, MwemSynthesis]: ...
 
 class _DiscoveryInfo(TypedDict):
     threshold: int
-    charges: list[_Charge]  # the fresh accountant's (empty when a session paid)
+    charges: list[_Charge]  # the discovery's charge (whoever paid it), stamped when charged
+    nothing_kept: list[str]  # the columns that kept no value (left out of the domain)
 
 def _discover_domain(
     columns: Sequence[Tuple[str, list[Any], bytes]],
