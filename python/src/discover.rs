@@ -12,8 +12,8 @@ use pyo3::types::{PyDict, PyList};
 
 use super::{
     FORKED, PrivqError, PyAccountant, PyDomain, State, TableColumn, accountant_error,
-    budget_file_error, codes, data_error, delta_refused, epsilon_arg, guard, ledger_rows,
-    neighbours_arg, value_text,
+    budget_file_error, codes, data_error, epsilon_arg, guard, ledger_rows, neighbours_arg,
+    value_text,
 };
 
 fn discovery_error(e: DiscoveryError) -> PyErr {
@@ -89,7 +89,15 @@ pub(crate) fn _discover_domain<'py>(
                         Ok(receipt) => Ok(Some(receipt)),
                         Err(DiscoveryError::Budget(
                             privq_host::accountant::AccountantError::DeltaExceeded,
-                        )) => Err(delta_refused(delta, session)),
+                        )) => Err(crate::delta_refused_hint(
+                            delta,
+                            session,
+                            if delta == 1e-6 {
+                                " (δ = 1e-6 is discover_domain's default: delta= lowers it)"
+                            } else {
+                                ""
+                            },
+                        )),
                         Err(e) => Err(discovery_error(e)),
                     },
                     State::File { path, cap } => {

@@ -177,7 +177,24 @@ fn accountant_error(e: AccountantError) -> PyErr {
             BudgetExceeded::new_err(format!("{e}; nothing was charged or released"))
         }
         AccountantError::InvalidParameter(_) => PyValueError::new_err(e.to_string()),
+        AccountantError::RelationMismatch { .. } | AccountantError::UnboundCharges { .. } => {
+            PrivqError::new_err(format!(
+                "{e}. Costs under different neighbour relations do not add up: use a separate \
+                 Accountant for each relation, or state the releases under one (MWEM is \
+                 replace-one: give the adaptive release neighbours=\"replace\" to share its \
+                 accountant)"
+            ))
+        }
         e => PrivqError::new_err(e.to_string()),
+    }
+}
+
+/// A δ in a message: `0` for none, else in exponent form (`1e-6`).
+pub(crate) fn delta_text(x: f64) -> String {
+    if x == 0.0 {
+        "0".to_string()
+    } else {
+        format!("{x:e}")
     }
 }
 
@@ -185,13 +202,21 @@ fn accountant_error(e: AccountantError) -> PyErr {
 /// refusal gives them: the δ the release needs, the accountant's δ, and what is
 /// left of it.
 fn delta_refused(needed: f64, session: &Accountant) -> PyErr {
+    delta_refused_hint(needed, session, "")
+}
+
+/// [`delta_refused`] with a caller's `hint` after the amounts.
+pub(crate) fn delta_refused_hint(needed: f64, session: &Accountant, hint: &str) -> PyErr {
     let budget = session.budget_delta();
     let spent = session.spent_delta();
     BudgetExceeded::new_err(format!(
-        "the delta budget would be exceeded: this release needs δ = {needed:e}, and the \
-         Accountant has δ = {budget:e} of which {spent:e} is spent ({:e} remaining){}; \
+        "the delta budget would be exceeded: this release needs δ = {}, and the \
+         Accountant has δ = {} of which {} is spent ({} remaining){}{hint}; \
          nothing was charged or released",
-        (budget - spent).max(0.0),
+        delta_text(needed),
+        delta_text(budget),
+        delta_text(spent),
+        delta_text((budget - spent).max(0.0)),
         if budget == 0.0 {
             " (an Accountant with delta=0 takes pure ε-DP releases only: give it a δ, or use \
              Accountant.zcdp)"
@@ -981,7 +1006,7 @@ pub(crate) fn rng_for(
     seed: Option<u64>,
     purpose: &str,
     index: u64,
-) -> PyResult<impl privq_core::rand_core::Rng + privq_core::rand_core::CryptoRng> {
+) -> PyResult<impl privq_core::rand_core::CryptoRng> {
     match seed {
         Some(seed) if purpose == "fit" && index == 0 => Ok(privq_host::seeded_rng(seed)),
         Some(seed) => Ok(privq_host::derived_rng(seed, purpose, index)),

@@ -151,3 +151,22 @@ def test_version_and_exception_modules():
     assert privq.BudgetExceeded.__module__ == "privq"
     assert privq.PrivqError.__module__ == "privq"
     assert "_privq" not in repr(privq.BudgetExceeded)
+
+
+def test_delta_refusal_names_the_default_and_prints_zero_plainly():
+    df = pd.DataFrame({"city": ["Oslo", "Rome"] * 300})
+    budget = privq.Accountant(epsilon=2, delta=1e-7)
+    with pytest.raises(privq.BudgetExceeded) as e:
+        privq.discover_domain(df, epsilon=1, accountant=budget)
+    text = str(e.value)
+    assert "default" in text and "delta=" in text
+    assert "0e0" not in text and "of which 0 is spent" in text
+
+
+def test_relation_mismatch_says_how_to_fix():
+    df = pd.DataFrame({"a": [0, 1] * 100, "b": [1, 1] * 100, "c": [0, 0] * 100})
+    domain = privq.Domain({"a": 2, "b": 2, "c": 2})
+    budget = privq.Accountant(epsilon=3, delta=1e-6)
+    privq.synthesize(df, domain, epsilon=1, accountant=budget)
+    with pytest.raises(privq.PrivqError, match='separate Accountant.*neighbours="replace"'):
+        privq.synthesize(df, domain, epsilon=1, mechanism="mwem", accountant=budget)
