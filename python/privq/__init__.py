@@ -409,6 +409,10 @@ def synthesize(
     * ``seed``: for reproducible tests and demos only (a :class:`SeedWarning`
       says so); by default the noise is drawn from the operating system's
       entropy.
+    * An empty table (no rows) is charged and released like any other: under
+      add/remove neighbours n is private, so refusing it would reveal it; the
+      release is noise (a row or so). A missing value (``None``) is refused
+      before the charge.
     * ``neighbours``: ``"add-remove"`` (the adaptive mechanism's default; n
       private, the number of rows released is the model's noisy total) or
       ``"replace"`` (n public; MWEM's only relation).
