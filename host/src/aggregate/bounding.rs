@@ -1,16 +1,21 @@
 //! Contribution bounding: at most `max_groups` groups per privacy unit and at most
-//! `max_rows` rows per unit and group, chosen uniformly at random.
+//! `max_rows` rows per unit and group, chosen by a keyed PRF of the rows' contents
+//! ([`BoundingKey`]), so every engine keeps the same rows whatever their order.
+
+use std::fmt::Write as _;
+use std::hash::Hasher as _;
 
 use privq_core::rand_core::{CryptoRng, Rng};
-use privq_core::sample::uniform_below;
+use siphasher::sip::SipHasher24;
 
 use super::AggregateError;
 use super::table::Table;
 
 /// How much one privacy unit may contribute to a query: rows in at most
 /// `max_groups` groups, and at most `max_rows` rows in each. A unit over either
-/// limit keeps groups and rows **chosen uniformly at random**, never by value, so the
-/// choice says nothing about the values beyond the limits.
+/// limit keeps groups and rows chosen **(pseudo)uniformly at random** by a secret
+/// keyed PRF of its own rows ([`BoundingKey`]), never by value order, so the choice
+/// depends on no other unit.
 ///
 /// ```
 /// use privq_host::aggregate::Contribution;
@@ -66,6 +71,96 @@ impl Contribution {
     }
 }
 
+/// The secret key of the bounding rule's PRF (SipHash-2-4, 128 bits), drawn from a
+/// release's RNG before anything else: a seed reproduces it, and without a seed it
+/// is as secret as the noise.
+///
+/// **The rule.** A unit over a limit keeps, in each group, the `max_rows` rows of
+/// smallest [`row_rank`](Self::row_rank) and, among its groups, the `max_groups`
+/// of smallest [`group_rank`](Self::group_rank) (ties, which need a 64-bit
+/// collision, broken by the values and the key's text). A row's rank is a PRF of
+/// its unit, its group key, its parsed values and its index among the unit's rows
+/// identical in all of these (identical rows are interchangeable, so which of them
+/// gets which index changes nothing). The choice therefore depends only on the rows'
+/// contents, not on their order: an engine that sees the rows in any order, on
+/// any number of machines, keeps the same ones.
+///
+/// **Privacy.** What a unit keeps depends only on that unit's own rows (and the
+/// key): adding, removing or replacing one unit changes that unit's kept rows and
+/// no other's, within the limits, so every sensitivity is the same whatever the
+/// PRF. The PRF only makes the choice (pseudo)uniform among a unit's rows, which
+/// matters for bias, not for privacy.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct BoundingKey {
+    k0: u64,
+    k1: u64,
+}
+
+impl std::fmt::Debug for BoundingKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BoundingKey(..)")
+    }
+}
+
+impl BoundingKey {
+    /// Draws a key: two 64-bit words of `rng`.
+    pub fn draw<R: Rng + CryptoRng + ?Sized>(rng: &mut R) -> Self {
+        let k0 = rng.next_u64();
+        let k1 = rng.next_u64();
+        BoundingKey { k0, k1 }
+    }
+
+    fn hasher(&self, tag: u8, unit: &str, key: &str) -> SipHasher24 {
+        let mut h = SipHasher24::new_with_keys(self.k0, self.k1);
+        h.write(&[tag]);
+        for text in [unit, key] {
+            h.write(&(text.len() as u64).to_le_bytes());
+            h.write(text.as_bytes());
+        }
+        h
+    }
+
+    /// The rank of a row: unit `unit`, group key `key` (its encoded text,
+    /// [`encode_key`]), the parsed values of the aggregated columns and its index
+    /// among the unit's rows identical in all of these.
+    pub fn row_rank(&self, unit: &str, key: &str, values: &[f64], occurrence: u64) -> u64 {
+        let mut h = self.hasher(b'r', unit, key);
+        h.write(&(values.len() as u64).to_le_bytes());
+        for x in values {
+            h.write(&x.to_bits().to_le_bytes());
+        }
+        h.write(&occurrence.to_le_bytes());
+        h.finish()
+    }
+
+    /// The rank of a unit's group `key` (its encoded text, [`encode_key`]).
+    pub fn group_rank(&self, unit: &str, key: &str) -> u64 {
+        self.hasher(b'g', unit, key).finish()
+    }
+}
+
+/// A group key as one text: each field prefixed by its length and a colon
+/// (unambiguous whatever the fields hold). The bounding rule ranks keys by it and
+/// breaks ties by comparing it bytewise.
+pub fn encode_key<S: AsRef<str>>(fields: &[S]) -> String {
+    let mut out = String::new();
+    for f in fields {
+        let f = f.as_ref();
+        // Writing to a String cannot fail.
+        let _ = write!(out, "{}:{f}", f.len());
+    }
+    out
+}
+
+/// The order of rows of one unit and group under the bounding rule: rank, then
+/// the values (as signed bit patterns), then the index among identical rows.
+pub fn row_order(a: (u64, &[f64], u64), b: (u64, &[f64], u64)) -> std::cmp::Ordering {
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits() as i64).collect::<Vec<_>>();
+    a.0.cmp(&b.0)
+        .then_with(|| bits(a.1).cmp(&bits(b.1)))
+        .then(a.2.cmp(&b.2))
+}
+
 /// The rows that survive bounding, by group key.
 #[derive(Debug, Clone)]
 pub(super) struct Bounded {
@@ -77,13 +172,13 @@ pub(super) struct Bounded {
 
 /// Bounds every unit's contribution to the rows whose key `admit` accepts (rows of
 /// other keys are set aside first, so a unit's groups are chosen among admitted
-/// ones).
-pub(super) fn bound<R: Rng + CryptoRng + ?Sized>(
+/// ones) by the rule of [`BoundingKey`].
+pub(super) fn bound(
     table: &Table,
     admit: &dyn Fn(u32) -> bool,
     limits: Contribution,
-    rng: &mut R,
-) -> Result<Bounded, AggregateError> {
+    key: &BoundingKey,
+) -> Bounded {
     let groups = table.key_values().len();
     let mut out = Bounded {
         rows: vec![Vec::new(); groups],
@@ -98,11 +193,14 @@ pub(super) fn bound<R: Rng + CryptoRng + ?Sized>(
                 out.units[key as usize] += 1;
             }
         }
-        return Ok(out);
+        return out;
     }
+    let encoded: Vec<String> = table.key_values().iter().map(|k| encode_key(k)).collect();
+    let columns = table.columns().values.len();
+    let values_of =
+        |r: u32| -> Vec<f64> { (0..columns).map(|c| table.values(c)[r as usize]).collect() };
     // Rows of one unit together, by group within a unit (unit and key packed in
-    // one word, so the sort compares integers); the row order within a (unit,
-    // group) run does not matter: rows are chosen from it at random.
+    // one word, so the sort compares integers).
     let mut order: Vec<(u64, u32)> = (0..table.rows())
         .filter(|&r| admit(table.key(r)))
         .map(|r| {
@@ -114,10 +212,11 @@ pub(super) fn bound<R: Rng + CryptoRng + ?Sized>(
     let mut runs: Vec<(usize, usize)> = Vec::new();
     let mut start = 0;
     while start < order.len() {
-        let unit = order[start].0 >> 32;
+        let unit_id = order[start].0 >> 32;
+        let unit = table.unit_name(unit_id as u32);
         runs.clear();
         let mut i = start;
-        while i < order.len() && order[i].0 >> 32 == unit {
+        while i < order.len() && order[i].0 >> 32 == unit_id {
             let packed = order[i].0;
             let mut j = i;
             while j < order.len() && order[j].0 == packed {
@@ -126,46 +225,68 @@ pub(super) fn bound<R: Rng + CryptoRng + ?Sized>(
             runs.push((i, j));
             i = j;
         }
-        choose(&mut runs, limits.max_groups as usize, rng)?;
-        for &(a, b) in &runs {
-            let key = (order[a].0 & u64::from(u32::MAX)) as usize;
-            let kept = choose_in_place(&mut order[a..b], limits.max_rows as usize, rng)?;
-            out.rows[key].extend(kept.iter().map(|&(_, r)| r));
-            out.units[key] += 1;
+        let key_of = |&(a, _): &(usize, usize)| (order[a].0 & u64::from(u32::MAX)) as usize;
+        if runs.len() > limits.max_groups as usize {
+            let mut ranked: Vec<(u64, &str, (usize, usize))> = runs
+                .iter()
+                .map(|run| {
+                    let k = encoded[key_of(run)].as_str();
+                    (key.group_rank(unit, k), k, *run)
+                })
+                .collect();
+            ranked.sort_unstable_by(|a, b| {
+                a.0.cmp(&b.0)
+                    .then_with(|| a.1.as_bytes().cmp(b.1.as_bytes()))
+            });
+            runs = ranked
+                .into_iter()
+                .take(limits.max_groups as usize)
+                .map(|(_, _, run)| run)
+                .collect();
+        }
+        for run in &runs {
+            let k = key_of(run);
+            let rows = &order[run.0..run.1];
+            if rows.len() <= limits.max_rows as usize {
+                out.rows[k].extend(rows.iter().map(|&(_, r)| r));
+            } else {
+                // Identical rows (same values) together, each numbered among them.
+                let mut rows: Vec<(Vec<f64>, u32)> =
+                    rows.iter().map(|&(_, r)| (values_of(r), r)).collect();
+                rows.sort_unstable_by(|a, b| row_order((0, &a.0, 0), (0, &b.0, 0)));
+                let mut ranked: Vec<(u64, u64, usize)> = Vec::with_capacity(rows.len());
+                let mut occurrence = 0u64;
+                for (i, (v, _)) in rows.iter().enumerate() {
+                    occurrence = if i > 0 && same_bits(&rows[i - 1].0, v) {
+                        occurrence + 1
+                    } else {
+                        0
+                    };
+                    ranked.push((
+                        key.row_rank(unit, &encoded[k], v, occurrence),
+                        occurrence,
+                        i,
+                    ));
+                }
+                ranked.sort_unstable_by(|a, b| {
+                    row_order((a.0, &rows[a.2].0, a.1), (b.0, &rows[b.2].0, b.1))
+                });
+                out.rows[k].extend(
+                    ranked
+                        .iter()
+                        .take(limits.max_rows as usize)
+                        .map(|&(_, _, i)| rows[i].1),
+                );
+            }
+            out.units[k] += 1;
         }
         start = i;
     }
-    Ok(out)
+    out
 }
 
-/// The first `k` items after a partial Fisher–Yates shuffle of `items` with exact
-/// uniform draws: `k` of them chosen uniformly at random (all when there are at
-/// most `k`).
-fn choose_in_place<'a, T, R: Rng + CryptoRng + ?Sized>(
-    items: &'a mut [T],
-    k: usize,
-    rng: &mut R,
-) -> Result<&'a [T], AggregateError> {
-    let n = items.len();
-    if n <= k {
-        return Ok(items);
-    }
-    for i in 0..k {
-        let j = i + uniform_below((n - i) as u64, rng)? as usize;
-        items.swap(i, j);
-    }
-    Ok(&items[..k])
-}
-
-/// Keeps `k` of `items` chosen uniformly at random ([`choose_in_place`]).
-fn choose<T, R: Rng + CryptoRng + ?Sized>(
-    items: &mut Vec<T>,
-    k: usize,
-    rng: &mut R,
-) -> Result<(), AggregateError> {
-    let kept = choose_in_place(items, k, rng)?.len();
-    items.truncate(kept);
-    Ok(())
+fn same_bits(a: &[f64], b: &[f64]) -> bool {
+    a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
 }
 
 #[cfg(test)]
@@ -194,27 +315,94 @@ mod tests {
         }
         csv.push_str("light,0\nlight,3\n");
         let t = table(&csv);
-        let b = bound(
-            &t,
-            &|_| true,
-            Contribution::new(2, 3).unwrap(),
-            &mut seeded_rng(1),
-        )
-        .unwrap();
+        let key = BoundingKey::draw(&mut seeded_rng(1));
+        let b = bound(&t, &|_| true, Contribution::new(2, 3).unwrap(), &key);
         let kept: usize = b.rows.iter().map(Vec::len).sum();
         assert_eq!(kept, 2 * 3 + 2);
         assert_eq!(b.units.iter().sum::<u64>(), 2 + 2);
         // Admitting only group 3 leaves the heavy unit's rows there.
         let three = t.key_values().iter().position(|k| k[0] == "3").unwrap() as u32;
-        let b = bound(
-            &t,
-            &|k| k == three,
-            Contribution::new(2, 3).unwrap(),
-            &mut seeded_rng(1),
-        )
-        .unwrap();
+        let b = bound(&t, &|k| k == three, Contribution::new(2, 3).unwrap(), &key);
         assert_eq!(b.rows[three as usize].len(), 3 + 1);
         assert_eq!(b.units[three as usize], 2);
+    }
+
+    /// The kept rows as (unit, key, value) texts, sorted.
+    fn kept(t: &Table, b: &Bounded) -> Vec<(String, String, u64)> {
+        let mut out: Vec<_> = b
+            .rows
+            .iter()
+            .enumerate()
+            .flat_map(|(k, rows)| {
+                rows.iter().map(move |&r| {
+                    (
+                        t.unit_name(t.unit(r as usize)).to_string(),
+                        t.key_values()[k][0].clone(),
+                        t.values(0)[r as usize].to_bits(),
+                    )
+                })
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn valued(csv: &str) -> Table {
+        let columns = Columns {
+            unit: Some("id".into()),
+            group_by: vec!["g".into()],
+            values: vec!["x".into()],
+            ..Default::default()
+        };
+        Table::from_csv(csv.as_bytes(), &columns, 1 << 20).unwrap()
+    }
+
+    #[test]
+    fn the_kept_rows_do_not_depend_on_the_row_order_or_on_other_units() {
+        // Units with rows in several groups, repeated values, and identical rows.
+        let mut lines = Vec::new();
+        for u in 0..6 {
+            for i in 0..40 {
+                lines.push(format!("u{u},g{},{}", (i * 7 + u) % 5, (i * 13) % 9));
+            }
+        }
+        let mut rng = seeded_rng(4);
+        let key = BoundingKey::draw(&mut rng);
+        let limits = Contribution::new(2, 3).unwrap();
+        let read = |lines: &[String]| valued(&format!("id,g,x\n{}\n", lines.join("\n")));
+        let t = read(&lines);
+        let first = kept(&t, &bound(&t, &|_| true, limits, &key));
+        assert_eq!(first.len(), 6 * 2 * 3);
+        // Reversed and interleaved differently: the same rows.
+        let mut shuffled = lines.clone();
+        shuffled.reverse();
+        shuffled.rotate_left(17);
+        let t = read(&shuffled);
+        assert_eq!(kept(&t, &bound(&t, &|_| true, limits, &key)), first);
+        // Without unit u0: the others keep exactly what they kept.
+        let without: Vec<String> = lines
+            .iter()
+            .filter(|l| !l.starts_with("u0,"))
+            .cloned()
+            .collect();
+        let t = read(&without);
+        let rest: Vec<_> = first.iter().filter(|k| k.0 != "u0").cloned().collect();
+        assert_eq!(kept(&t, &bound(&t, &|_| true, limits, &key)), rest);
+        // Another key chooses otherwise.
+        let t = read(&lines);
+        let other = BoundingKey::draw(&mut rng);
+        assert_ne!(kept(&t, &bound(&t, &|_| true, limits, &other)), first);
+    }
+
+    #[test]
+    fn identical_rows_count_as_many_rows() {
+        // Ten identical rows, three kept: three copies, whatever the key.
+        let t = valued(&format!("id,g,x\n{}", "u,a,1.5\n".repeat(10)));
+        for seed in 0..5 {
+            let key = BoundingKey::draw(&mut seeded_rng(seed));
+            let b = bound(&t, &|_| true, Contribution::new(1, 3).unwrap(), &key);
+            assert_eq!(b.rows[0].len(), 3);
+        }
     }
 
     #[test]
@@ -224,11 +412,39 @@ mod tests {
         let mut hits = [0u32; 4];
         let mut rng = seeded_rng(9);
         for _ in 0..4000 {
-            let b = bound(&t, &|_| true, Contribution::new(1, 1).unwrap(), &mut rng).unwrap();
+            let key = BoundingKey::draw(&mut rng);
+            let b = bound(&t, &|_| true, Contribution::new(1, 1).unwrap(), &key);
             let g = b.units.iter().position(|&u| u == 1).unwrap();
             hits[g] += 1;
         }
         let p = crate::stats::chi_square_gof(&hits.map(u64::from), &[0.25; 4]).unwrap();
+        assert!(p.p_value > 1e-4, "{hits:?}");
+        // Rows within a group: 2 of 5 kept, each value kept about 2/5 of the time
+        // (identical values 3 and 3 are two rows).
+        let t = valued("id,g,x\nu,a,1\nu,a,2\nu,a,3\nu,a,3\nu,a,5\n");
+        let mut hits = [0u64; 5];
+        for _ in 0..4000 {
+            let key = BoundingKey::draw(&mut rng);
+            let b = bound(&t, &|_| true, Contribution::new(1, 2).unwrap(), &key);
+            let mut threes = 0;
+            for &r in &b.rows[0] {
+                match t.values(0)[r as usize] {
+                    x if x == 3.0 => {
+                        hits[2 + threes] += 1;
+                        threes += 1;
+                    }
+                    x if x == 5.0 => hits[4] += 1,
+                    x => hits[x as usize - 1] += 1,
+                }
+            }
+        }
+        // Both threes together are kept as often as any two rows: P(≥ 1 three) =
+        // 7/10, P(both) = 1/10.
+        assert_eq!(hits.iter().sum::<u64>(), 8000);
+        let (a, b) = (hits[2] as f64 / 4000.0, hits[3] as f64 / 4000.0);
+        assert!((a - 0.7).abs() < 0.03 && (b - 0.1).abs() < 0.02, "{hits:?}");
+        let p =
+            crate::stats::chi_square_gof(&[hits[0], hits[1], hits[4]], &[1.0 / 3.0; 3]).unwrap();
         assert!(p.p_value > 1e-4, "{hits:?}");
     }
 }

@@ -111,23 +111,23 @@ pub(super) const MAX_SCALE: f64 = (1u64 << 50) as f64;
 
 /// Report noisy max over the candidates of one group: the grid point (in steps)
 /// whose score `−|D·#{x ≤ c} − Q·n|` plus noise is largest, the first on ties.
-/// `sorted` holds the group's clamped values in grid steps, ascending.
+/// `at_candidate[j]` counts the group's clamped values whose smallest candidate at
+/// or above them is `candidates[j]` (empty: no value), so `#{x ≤ c_j}` is a prefix
+/// sum.
 pub(super) fn noisy_quantile<R: Rng + CryptoRng + ?Sized>(
-    sorted: &[i64],
+    at_candidate: &[u64],
     level: u64,
     candidates: &[i64],
     noise: &DiscreteLaplace,
     rng: &mut R,
 ) -> Result<i64, AggregateError> {
-    let n = sorted.len() as i128;
+    let n: i128 = at_candidate.iter().map(|&k| i128::from(k)).sum();
     let target = i128::from(level) * n;
-    let mut below = 0usize;
+    let mut below = 0i128;
     let mut best: Option<(i128, i64)> = None;
-    for &c in candidates {
-        while below < sorted.len() && sorted[below] <= c {
-            below += 1;
-        }
-        let score = -(i128::from(LEVEL_DEN) * below as i128 - target).abs();
+    for (j, &c) in candidates.iter().enumerate() {
+        below += at_candidate.get(j).map_or(0, |&k| i128::from(k));
+        let score = -(i128::from(LEVEL_DEN) * below - target).abs();
         let noisy = score + i128::from(noise.sample(rng)?);
         if best.is_none_or(|(b, _)| noisy > b) {
             best = Some((noisy, c));
@@ -197,12 +197,17 @@ mod tests {
 
     #[test]
     fn a_clear_median_wins() {
-        let sorted: Vec<i64> = (0..1001).collect();
+        // 0..=1000 at candidates 0, 250, …: 1 value at 0, then 250 per candidate.
         let cands = [0, 250, 500, 750, 1000];
+        let mut at = [0u64; 5];
+        for x in 0..1001 {
+            at[super::super::totals::candidate_bucket(&cands, x)] += 1;
+        }
+        assert_eq!(at, [1, 250, 250, 250, 250]);
         let noise = DiscreteLaplace::new(1, 1).unwrap();
-        let m = noisy_quantile(&sorted, 5000, &cands, &noise, &mut crate::seeded_rng(3)).unwrap();
+        let m = noisy_quantile(&at, 5000, &cands, &noise, &mut crate::seeded_rng(3)).unwrap();
         assert_eq!(m, 500);
-        let m = noisy_quantile(&sorted, 9000, &cands, &noise, &mut crate::seeded_rng(3)).unwrap();
+        let m = noisy_quantile(&at, 9000, &cands, &noise, &mut crate::seeded_rng(3)).unwrap();
         assert_eq!(m, 1000);
     }
 }

@@ -82,9 +82,10 @@ mod sql;
 mod table;
 #[cfg(test)]
 mod tests;
+mod totals;
 
 pub use bins::Binning;
-pub use bounding::Contribution;
+pub use bounding::{BoundingKey, Contribution, encode_key, row_order};
 pub use bounds::Bounds;
 pub use error::AggregateError;
 pub use filter::{Compare, Filter, Literal};
@@ -92,5 +93,6 @@ pub use plan::{Aggregate, Estimate, Groups, Plan, PlanBuilder, Query, Release, R
 pub use request::{LARGE_DELTA, MAX_KEY_COMBINATIONS, SqlRequest};
 pub use sql::{SqlQuery, parse_sql};
 pub use table::{Columns, Table};
+pub use totals::{ColumnTotals, GroupTotals, candidate_bucket};
 
 pub use crate::contract::Neighbours;

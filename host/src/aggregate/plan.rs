@@ -8,11 +8,12 @@ use privq_core::sample::DiscreteLaplace;
 
 use super::AggregateError;
 use super::bins::Binning;
-use super::bounding::{Contribution, bound};
+use super::bounding::{BoundingKey, Contribution, bound};
 use super::bounds::Bounds;
 use super::filter::Filter;
 use super::measure::{self, LEVEL_DEN, Measure};
 use super::table::{Columns, Table};
+use super::totals::{ColumnTotals, GroupTotals};
 use crate::accountant::{Accountant, Cost};
 use crate::contract::Neighbours;
 use crate::data::Discovery;
@@ -586,8 +587,10 @@ impl Plan {
         Ok(())
     }
 
-    /// Charges `accountant` with every measurement (and the selection) first, then
-    /// bounds the table and samples; a refused charge samples nothing.
+    /// Draws the bounding key ([`BoundingKey`]) from `rng`, bounds the table and
+    /// takes its exact totals ([`Plan::totals`]), then releases them
+    /// ([`Plan::release_totals`]: every measurement charged before any noise is
+    /// drawn; a refused charge samples nothing).
     pub fn release_charged<R: Rng + CryptoRng + ?Sized>(
         &self,
         table: &Table,
@@ -595,12 +598,116 @@ impl Plan {
         rng: &mut R,
     ) -> Result<Release, AggregateError> {
         self.check_table(table)?;
+        let key = BoundingKey::draw(rng);
+        let totals = self.totals(table, &key);
+        self.release_totals(totals, accountant, rng)
+    }
+
+    /// The exact totals of every group after contribution bounding with `key`:
+    /// what an engine must compute for [`Plan::release_totals`] (in no particular
+    /// order). With public groups, rows of unlisted keys are set aside before
+    /// bounding; a group no unit keeps a row in is absent.
+    pub fn totals(&self, table: &Table, key: &BoundingKey) -> Vec<GroupTotals> {
+        let keys = table.key_values();
+        let admit: Vec<bool> = match &self.groups {
+            Groups::Public(list) => {
+                let listed: std::collections::HashSet<&Vec<String>> = list.iter().collect();
+                keys.iter().map(|k| listed.contains(k)).collect()
+            }
+            Groups::Private { .. } => vec![true; keys.len()],
+        };
+        let bounded = bound(table, &|k| admit[k as usize], self.contribution, key);
+        let candidates: Vec<Option<Vec<i64>>> = (0..self.bounds.len())
+            .map(|c| self.quantile_candidates(c))
+            .collect();
+        let mut out = Vec::new();
+        for (k, rows) in bounded.rows.iter().enumerate() {
+            if bounded.units[k] == 0 {
+                continue;
+            }
+            let columns = (0..self.bounds.len())
+                .map(|c| {
+                    let (b, x) = (&self.bounds[c], table.values(c));
+                    let mut t = ColumnTotals::default();
+                    if let Some(cands) = &candidates[c] {
+                        t.at_candidate = vec![0; cands.len()];
+                    }
+                    for &r in rows {
+                        t.add(
+                            b.steps(x[r as usize]),
+                            b.mid_steps(),
+                            candidates[c].as_deref(),
+                        );
+                    }
+                    t
+                })
+                .collect();
+            out.push(GroupTotals {
+                key: keys[k].clone(),
+                units: bounded.units[k],
+                rows: rows.len() as u64,
+                columns,
+            });
+        }
+        out
+    }
+
+    /// Value `x` of value column `c` (an index into `Plan::columns().values`)
+    /// clamped into its bounds and snapped to their grid, in grid steps.
+    pub fn value_steps(&self, c: usize, x: f64) -> i64 {
+        self.bounds[c].steps(x)
+    }
+
+    /// The midpoint of value column `c`'s bounds, in grid steps.
+    pub fn mid_steps(&self, c: usize) -> i64 {
+        self.bounds[c].mid_steps()
+    }
+
+    /// The candidates (grid steps, ascending) of the quantiles of value column `c`,
+    /// when the plan has one.
+    pub fn quantile_candidates(&self, c: usize) -> Option<Vec<i64>> {
+        self.measures
+            .iter()
+            .any(|m| matches!(*m, Measure::Quantile(q, _) if q == c))
+            .then(|| measure::candidates(&self.bounds[c], self.candidates))
+    }
+
+    /// The release from exact bounded totals, whichever engine computed them: the
+    /// one function that decides what is released. Checks the totals' shape,
+    /// charges `accountant` with the whole cost (tried on a copy first, so a
+    /// budget that cannot pay for everything pays for nothing), then selects
+    /// private groups from the units per key, then draws every measurement's noise,
+    /// in a fixed order: groups in release order (the public list; private keys in
+    /// key order, a histogram's bins in edge order), whatever order `groups` came in.
+    pub fn release_totals<R: Rng + CryptoRng + ?Sized>(
+        &self,
+        mut groups: Vec<GroupTotals>,
+        accountant: &mut Accountant,
+        rng: &mut R,
+    ) -> Result<Release, AggregateError> {
+        let candidates: Vec<Option<Vec<i64>>> = (0..self.bounds.len())
+            .map(|c| self.quantile_candidates(c))
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        for g in &groups {
+            let shape_ok = g.key.len() == self.query.group_by.len()
+                && g.columns.len() == self.bounds.len()
+                && g.columns
+                    .iter()
+                    .zip(&candidates)
+                    .all(|(t, c)| t.at_candidate.len() == c.as_ref().map_or(0, Vec::len))
+                && seen.insert(&g.key);
+            if !shape_ok {
+                return Err(AggregateError::InvalidParameter(format!(
+                    "the totals of group {:?} do not fit the plan (or are given twice)",
+                    g.key
+                )));
+            }
+        }
         let unit = match &self.columns.unit {
             Some(u) => format!("unit {u:?}"),
             None => "unit = row".into(),
         };
-        // The whole cost is tried first on a copy, so a budget that cannot pay for
-        // every measurement pays for none of them.
         accountant
             .clone()
             .charge_as(self.neighbours, "the whole query", self.cost())?;
@@ -636,148 +743,103 @@ impl Plan {
             };
             receipts.push(accountant.charge_as(self.neighbours, &label, Cost::Pure(self.share))?);
         }
-        let keys = table.key_values();
-        // The released groups: indices into the table's keys (None: a public key the
-        // data lacks).
-        let (admit, public): (Vec<bool>, Option<Vec<Option<u32>>>) = match &self.groups {
+        // The released groups: indices into `groups` (None: a public key the data
+        // lacks), and their keys.
+        let (released, keys): (Vec<Option<usize>>, Vec<Vec<String>>) = match &self.groups {
             Groups::Public(list) => {
-                let ids: HashMap<&Vec<String>, u32> = keys
+                let ids: HashMap<&Vec<String>, usize> = groups
                     .iter()
                     .enumerate()
-                    .map(|(i, k)| (k, i as u32))
+                    .map(|(i, g)| (&g.key, i))
                     .collect();
-                let chosen: Vec<Option<u32>> = list.iter().map(|k| ids.get(k).copied()).collect();
-                let mut admit = vec![false; keys.len()];
-                for id in chosen.iter().flatten() {
-                    admit[*id as usize] = true;
-                }
-                (admit, Some(chosen))
+                (
+                    list.iter().map(|k| ids.get(k).copied()).collect(),
+                    list.clone(),
+                )
             }
-            Groups::Private { .. } => (vec![true; keys.len()], None),
-        };
-        let bounded = bound(table, &|k| admit[k as usize], self.contribution, rng)?;
-        let released: Vec<Option<u32>> = match public {
-            Some(chosen) => chosen,
-            None => {
+            Groups::Private { .. } => {
                 let selection = self.selection.as_ref().ok_or_else(|| {
                     AggregateError::InvalidParameter("private groups without a selection".into())
                 })?;
+                groups.retain(|g| g.units > 0);
+                self.sort_keys(&mut groups);
                 let noise = selection.noise();
                 let mut kept = Vec::new();
-                for (k, &units) in bounded.units.iter().enumerate() {
-                    if units == 0 {
-                        continue;
-                    }
-                    let units = i64::try_from(units).unwrap_or(i64::MAX);
+                for (i, g) in groups.iter().enumerate() {
+                    let units = i64::try_from(g.units).unwrap_or(i64::MAX);
                     if units.saturating_add(noise.sample(rng)?) >= selection.threshold() {
-                        kept.push(k as u32);
+                        kept.push(i);
                     }
                 }
-                // Key order, a histogram's bins in edge order.
-                let ranks: Vec<Option<HashMap<&str, usize>>> = self
-                    .query
-                    .group_by
-                    .iter()
-                    .map(|g| {
-                        self.query.bins.get(g).map(|b| {
-                            b.labels()
-                                .iter()
-                                .enumerate()
-                                .map(|(i, l)| (l.as_str(), i))
-                                .collect()
-                        })
-                    })
-                    .collect();
-                kept.sort_by(|a, b| {
-                    let (a, b) = (&keys[*a as usize], &keys[*b as usize]);
-                    a.iter()
-                        .zip(b)
-                        .zip(&ranks)
-                        .map(|((x, y), rank)| match rank {
-                            Some(r) => r.get(x.as_str()).cmp(&r.get(y.as_str())),
-                            None => x.cmp(y),
-                        })
-                        .find(|o| o.is_ne())
-                        .unwrap_or(std::cmp::Ordering::Equal)
-                });
-                kept.into_iter().map(Some).collect()
+                let keys = kept.iter().map(|&i| groups[i].key.clone()).collect();
+                (kept.into_iter().map(Some).collect(), keys)
             }
         };
         // Each measurement over the released groups, in grid steps (counts: rows).
+        let none = ColumnTotals::default();
         let mut values: Vec<Vec<i128>> = Vec::with_capacity(self.measures.len());
         for (m, noise) in self.measures.iter().zip(&self.noise) {
-            let cands = match *m {
-                Measure::Quantile(c, _) => measure::candidates(&self.bounds[c], self.candidates),
-                _ => Vec::new(),
-            };
             let mut column = Vec::with_capacity(released.len());
             for g in &released {
-                let rows: &[u32] = g.map_or(&[], |g| &bounded.rows[g as usize]);
-                let value = match *m {
-                    Measure::Count => rows.len() as i128 + i128::from(noise.sample(rng)?),
-                    Measure::Sum(c) => {
-                        let b = &self.bounds[c];
-                        let x = table.values(c);
-                        let s: i128 = rows
-                            .iter()
-                            .map(|&r| i128::from(b.steps(x[r as usize])))
-                            .sum();
-                        s + i128::from(noise.sample(rng)?)
-                    }
-                    Measure::CentredSum(c) => {
-                        let b = &self.bounds[c];
-                        let (x, mid) = (table.values(c), i128::from(b.mid_steps()));
-                        let s: i128 = rows
-                            .iter()
-                            .map(|&r| i128::from(b.steps(x[r as usize])) - mid)
-                            .sum();
-                        s + i128::from(noise.sample(rng)?)
-                    }
-                    Measure::CentredSquares(c) => {
-                        let b = &self.bounds[c];
-                        let (x, mid) = (table.values(c), i128::from(b.mid_steps()));
-                        let s: i128 = rows
-                            .iter()
-                            .map(|&r| (i128::from(b.steps(x[r as usize])) - mid).pow(2))
-                            .sum();
-                        s + i128::from(noise.sample(rng)?)
-                    }
+                let group = g.map(|g| &groups[g]);
+                let t = |c: usize| group.map_or(&none, |g| &g.columns[c]);
+                let exact = match *m {
+                    Measure::Count => i128::from(group.map_or(0, |g| g.rows)),
+                    Measure::Sum(c) => t(c).sum,
+                    Measure::CentredSum(c) => t(c).centred,
+                    Measure::CentredSquares(c) => t(c).squares,
                     Measure::Quantile(c, level) => {
-                        let b = &self.bounds[c];
-                        let x = table.values(c);
-                        let mut sorted: Vec<i64> =
-                            rows.iter().map(|&r| b.steps(x[r as usize])).collect();
-                        sorted.sort_unstable();
-                        i128::from(measure::noisy_quantile(&sorted, level, &cands, noise, rng)?)
+                        let cands = candidates[c].as_deref().unwrap_or(&[]);
+                        let q =
+                            measure::noisy_quantile(&t(c).at_candidate, level, cands, noise, rng)?;
+                        column.push(i128::from(q));
+                        continue;
                     }
                 };
-                column.push(value);
+                column.push(exact + i128::from(noise.sample(rng)?));
             }
             values.push(column);
         }
         drop(receipts);
-        Ok(self.assemble(&released, keys, &values))
+        Ok(self.assemble(&keys, &values))
+    }
+
+    /// Sorts groups into key order, a histogram's bins in edge order.
+    fn sort_keys(&self, groups: &mut [GroupTotals]) {
+        let ranks: Vec<Option<HashMap<&str, usize>>> = self
+            .query
+            .group_by
+            .iter()
+            .map(|g| {
+                self.query.bins.get(g).map(|b| {
+                    b.labels()
+                        .iter()
+                        .enumerate()
+                        .map(|(i, l)| (l.as_str(), i))
+                        .collect()
+                })
+            })
+            .collect();
+        groups.sort_by(|a, b| {
+            a.key
+                .iter()
+                .zip(&b.key)
+                .zip(&ranks)
+                .map(|((x, y), rank)| match rank {
+                    Some(r) => r.get(x.as_str()).cmp(&r.get(y.as_str())).then(x.cmp(y)),
+                    None => x.cmp(y),
+                })
+                .find(|o| o.is_ne())
+                .unwrap_or(std::cmp::Ordering::Equal)
+        });
     }
 
     /// The released table from the noisy measurements (post-processing only).
-    fn assemble(
-        &self,
-        released: &[Option<u32>],
-        keys: &[Vec<String>],
-        values: &[Vec<i128>],
-    ) -> Release {
+    fn assemble(&self, keys: &[Vec<String>], values: &[Vec<i128>]) -> Release {
         let at = |m: Measure| self.measures.iter().position(|x| *x == m).unwrap_or(0);
-        let public_keys = match &self.groups {
-            Groups::Public(list) => Some(list),
-            Groups::Private { .. } => None,
-        };
-        let mut rows = Vec::with_capacity(released.len());
-        for (i, g) in released.iter().enumerate() {
-            let key = match (public_keys, g) {
-                (Some(list), _) => list[i].clone(),
-                (None, Some(g)) => keys[*g as usize].clone(),
-                (None, None) => Vec::new(),
-            };
+        let mut rows = Vec::with_capacity(keys.len());
+        for (i, key) in keys.iter().enumerate() {
+            let key = key.clone();
             let mut estimates = Vec::new();
             for (_, a) in &self.query.aggregates {
                 let col = |c: &str| self.columns.values.iter().position(|v| v == c).unwrap_or(0);

@@ -44,6 +44,7 @@ pub struct Columns {
 pub struct Table {
     columns: Columns,
     units: Vec<u32>,
+    unit_names: Vec<String>,
     keys: Vec<u32>,
     key_values: Vec<Vec<String>>,
     values: Vec<Vec<f64>>,
@@ -148,6 +149,7 @@ impl Table {
         let mut table = Table {
             columns: columns.clone(),
             units: Vec::new(),
+            unit_names: Vec::new(),
             keys: Vec::new(),
             key_values: Vec::new(),
             values: vec![Vec::new(); value_index.len()],
@@ -243,6 +245,7 @@ impl Table {
                         None => {
                             let id = unit_ids.len() as u32;
                             unit_ids.insert(unit.to_string(), id);
+                            table.unit_names.push(unit.to_string());
                             id
                         }
                     }
@@ -303,6 +306,11 @@ impl Table {
 
     pub(super) fn unit(&self, row: usize) -> u32 {
         self.units[row]
+    }
+
+    /// The text of unit `id` (only with a privacy-unit column).
+    pub(super) fn unit_name(&self, id: u32) -> &str {
+        self.unit_names.get(id as usize).map_or("", String::as_str)
     }
 
     pub(super) fn key(&self, row: usize) -> u32 {
