@@ -49,6 +49,7 @@
 pub mod ballista;
 #[cfg(feature = "ballista")]
 pub mod codec;
+pub mod private_sql;
 pub mod query;
 pub mod table;
 pub mod udaf;

@@ -152,6 +152,19 @@ pub fn encode_key<S: AsRef<str>>(fields: &[S]) -> String {
     out
 }
 
+/// The fields of a key encoded by [`encode_key`] (`None` for a text it cannot
+/// have produced).
+pub fn decode_key(mut text: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    while !text.is_empty() {
+        let (len, rest) = text.split_once(':')?;
+        let len: usize = len.parse().ok()?;
+        out.push(rest.get(..len)?.to_string());
+        text = rest.get(len..)?;
+    }
+    Some(out)
+}
+
 /// The order of rows of one unit and group under the bounding rule: rank, then
 /// the values (as signed bit patterns), then the index among identical rows.
 pub fn row_order(a: (u64, &[f64], u64), b: (u64, &[f64], u64)) -> std::cmp::Ordering {
@@ -392,6 +405,16 @@ mod tests {
         let t = read(&lines);
         let other = BoundingKey::draw(&mut rng);
         assert_ne!(kept(&t, &bound(&t, &|_| true, limits, &other)), first);
+    }
+
+    #[test]
+    fn keys_encode_unambiguously() {
+        for fields in [vec![], vec!["a:b", ""], vec!["1:x", "é", "2:"]] {
+            let text = encode_key(&fields);
+            assert_eq!(decode_key(&text).unwrap(), fields);
+        }
+        assert_ne!(encode_key(&["a", "b"]), encode_key(&["ab", ""]));
+        assert!(decode_key("3:ab").is_none());
     }
 
     #[test]

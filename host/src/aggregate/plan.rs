@@ -652,6 +652,15 @@ impl Plan {
         out
     }
 
+    /// The public keys (with every bin), when groups are public: only their rows
+    /// enter bounding, rows of other keys are set aside first.
+    pub fn public_keys(&self) -> Option<&[Vec<String>]> {
+        match &self.groups {
+            Groups::Public(list) => Some(list),
+            Groups::Private { .. } => None,
+        }
+    }
+
     /// Value `x` of value column `c` (an index into `Plan::columns().values`)
     /// clamped into its bounds and snapped to their grid, in grid steps.
     pub fn value_steps(&self, c: usize, x: f64) -> i64 {

@@ -108,51 +108,14 @@ impl Table {
         record: &mut F,
         mut next: impl FnMut(&mut F) -> Result<bool, AggregateError>,
     ) -> Result<Self, AggregateError> {
-        let index = |name: &str| -> Result<usize, AggregateError> {
-            let mut found = header.iter().enumerate().filter(|(_, h)| h.trim() == name);
-            match (found.next(), found.next()) {
-                (Some((i, _)), None) => Ok(i),
-                (Some((i, _)), Some((j, _))) => Err(AggregateError::DuplicateColumn {
-                    column: name.to_string(),
-                    first: i + 1,
-                    second: j + 1,
-                }),
-                (None, _) => Err(AggregateError::MissingColumn {
-                    column: name.to_string(),
-                    available: header.to_vec(),
-                }),
-            }
-        };
-        let unit_index = columns.unit.as_deref().map(index).transpose()?;
-        // Each key's field, and its binning for a histogram key.
-        let key_index: Vec<(usize, Option<&Binning>)> = columns
-            .group_by
-            .iter()
-            .map(|c| match columns.bins.get(c) {
-                Some(b) => index(b.column()).map(|i| (i, Some(b))),
-                None => index(c).map(|i| (i, None)),
-            })
-            .collect::<Result<_, _>>()?;
-        let value_index: Vec<usize> = columns
-            .values
-            .iter()
-            .map(|c| index(c))
-            .collect::<Result<_, _>>()?;
-        let filter_columns: Vec<(String, usize)> = match &columns.filter {
-            Some(f) => f
-                .columns()
-                .into_iter()
-                .map(|c| index(&c).map(|i| (c, i)))
-                .collect::<Result<_, _>>()?,
-            None => Vec::new(),
-        };
+        let reader = RowReader::new(header, columns)?;
         let mut table = Table {
             columns: columns.clone(),
             units: Vec::new(),
             unit_names: Vec::new(),
             keys: Vec::new(),
             key_values: Vec::new(),
-            values: vec![Vec::new(); value_index.len()],
+            values: vec![Vec::new(); columns.values.len()],
             read: 0,
         };
         let mut unit_ids: HashMap<String, u32> = HashMap::new();
@@ -160,9 +123,9 @@ impl Table {
         // fields hold), built in one reused buffer: no allocation for a known key.
         let mut key_ids: HashMap<String, u32> = HashMap::new();
         let mut key_text = String::new();
-        let mut parsed: Vec<f64> = Vec::with_capacity(value_index.len());
+        let mut parsed: Vec<f64> = Vec::with_capacity(columns.values.len());
         // The bin of each key (unused for a plain one).
-        let mut bin_of: Vec<usize> = vec![0; key_index.len()];
+        let mut bin_of: Vec<usize> = vec![0; columns.group_by.len()];
         let mut row = 0usize;
         while next(record)? {
             let line = row + 2;
@@ -172,93 +135,24 @@ impl Table {
             row += 1;
             table.read = row;
             let field = |i: usize| record.field(i).trim();
-            // Every row's unit and values are checked before any filter, so whether
-            // a query is refused cannot be steered row by row with WHERE; with
-            // `drop_invalid` such a row is dropped instead (a per-row rule).
-            let mut invalid = None;
-            if let Some(i) = unit_index
-                && field(i).is_empty()
-            {
-                invalid = Some(AggregateError::EmptyUnit {
-                    column: columns.unit.clone().unwrap_or_default(),
-                    line,
-                });
+            if !reader.read(&field, line, &mut parsed, &mut bin_of)? {
+                continue;
             }
-            parsed.clear();
-            for (c, &i) in value_index.iter().enumerate() {
-                let column = &columns.values[c];
-                match field(i).parse::<f64>() {
-                    Ok(x) if x.is_finite() => parsed.push(x),
-                    Ok(_) => {
-                        invalid.get_or_insert(AggregateError::NotFinite {
-                            column: column.clone(),
-                            line,
-                        });
+            let unit = match reader.unit(&field) {
+                Some(unit) => match unit_ids.get(unit) {
+                    Some(&id) => id,
+                    None => {
+                        let id = unit_ids.len() as u32;
+                        unit_ids.insert(unit.to_string(), id);
+                        table.unit_names.push(unit.to_string());
+                        id
                     }
-                    Err(_) => {
-                        invalid.get_or_insert(AggregateError::NotANumber {
-                            column: column.clone(),
-                            line,
-                        });
-                    }
-                }
-            }
-            for (k, &(i, b)) in key_index.iter().enumerate() {
-                let Some(b) = b else { continue };
-                match field(i).parse::<f64>() {
-                    Ok(x) if x.is_finite() => bin_of[k] = b.bin(x),
-                    Ok(_) => {
-                        invalid.get_or_insert(AggregateError::NotFinite {
-                            column: b.column().to_string(),
-                            line,
-                        });
-                    }
-                    Err(_) => {
-                        invalid.get_or_insert(AggregateError::NotANumber {
-                            column: b.column().to_string(),
-                            line,
-                        });
-                    }
-                }
-            }
-            match invalid {
-                Some(_) if columns.drop_invalid => continue,
-                Some(e) => return Err(e),
-                None => {}
-            }
-            if let Some(filter) = &columns.filter {
-                let named = |c: &str| {
-                    filter_columns
-                        .iter()
-                        .find(|(n, _)| n == c)
-                        .map_or("", |&(_, i)| field(i))
-                };
-                if !filter.holds(&named) {
-                    continue;
-                }
-            }
-            let unit = match unit_index {
-                Some(i) => {
-                    let unit = field(i);
-                    match unit_ids.get(unit) {
-                        Some(&id) => id,
-                        None => {
-                            let id = unit_ids.len() as u32;
-                            unit_ids.insert(unit.to_string(), id);
-                            table.unit_names.push(unit.to_string());
-                            id
-                        }
-                    }
-                }
+                },
                 None => (row - 1) as u32,
             };
             key_text.clear();
-            let key_field = |k: usize| match key_index[k] {
-                (_, Some(b)) => b.labels()[bin_of[k]].as_str(),
-                (i, None) => field(i),
-            };
-            for k in 0..key_index.len() {
-                let f = key_field(k);
+            for k in 0..bin_of.len() {
+                let f = reader.key_field(k, &field, &bin_of);
                 // Writing to a String cannot fail.
                 let _ = write!(key_text, "{}:{f}", f.len());
             }
@@ -268,8 +162,8 @@ impl Table {
                     let id = key_ids.len() as u32;
                     key_ids.insert(key_text.clone(), id);
                     table.key_values.push(
-                        (0..key_index.len())
-                            .map(|k| key_field(k).to_string())
+                        (0..bin_of.len())
+                            .map(|k| reader.key_field(k, &field, &bin_of).to_string())
                             .collect(),
                     );
                     id
@@ -324,6 +218,213 @@ impl Table {
     /// The values of numeric column `c` (an index into [`Columns::values`]).
     pub(super) fn values(&self, c: usize) -> &[f64] {
         &self.values[c]
+    }
+}
+
+/// How one row of a table is read, for [`Table::from_csv`] and for any engine that
+/// reads the same rows elsewhere: which fields a row's unit, key and values come
+/// from, the checks every row passes (before any filter) and the filter.
+#[derive(Debug, Clone)]
+pub struct RowReader {
+    columns: Columns,
+    unit_index: Option<usize>,
+    /// Each key's field, and its binning for a histogram key.
+    key_index: Vec<(usize, Option<Binning>)>,
+    value_index: Vec<usize>,
+    filter_columns: Vec<(String, usize)>,
+}
+
+/// A row as [`RowReader::row`] reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadRow {
+    /// The unit's text (`None` without a privacy-unit column).
+    pub unit: Option<String>,
+    /// The group key, one text per group-by key.
+    pub key: Vec<String>,
+    /// The values of `Columns::values`, in order.
+    pub values: Vec<f64>,
+}
+
+impl RowReader {
+    /// The reader of `columns` for a table with `header` (names compared after
+    /// trimming): refuses a missing or duplicated column as [`Table::from_csv`] does.
+    pub fn new(header: &[String], columns: &Columns) -> Result<Self, AggregateError> {
+        let index = |name: &str| -> Result<usize, AggregateError> {
+            let mut found = header.iter().enumerate().filter(|(_, h)| h.trim() == name);
+            match (found.next(), found.next()) {
+                (Some((i, _)), None) => Ok(i),
+                (Some((i, _)), Some((j, _))) => Err(AggregateError::DuplicateColumn {
+                    column: name.to_string(),
+                    first: i + 1,
+                    second: j + 1,
+                }),
+                (None, _) => Err(AggregateError::MissingColumn {
+                    column: name.to_string(),
+                    available: header.to_vec(),
+                }),
+            }
+        };
+        let unit_index = columns.unit.as_deref().map(index).transpose()?;
+        let key_index = columns
+            .group_by
+            .iter()
+            .map(|c| match columns.bins.get(c) {
+                Some(b) => index(b.column()).map(|i| (i, Some(b.clone()))),
+                None => index(c).map(|i| (i, None)),
+            })
+            .collect::<Result<_, _>>()?;
+        let value_index = columns
+            .values
+            .iter()
+            .map(|c| index(c))
+            .collect::<Result<_, _>>()?;
+        let filter_columns = match &columns.filter {
+            Some(f) => f
+                .columns()
+                .into_iter()
+                .map(|c| index(&c).map(|i| (c, i)))
+                .collect::<Result<_, _>>()?,
+            None => Vec::new(),
+        };
+        Ok(RowReader {
+            columns: columns.clone(),
+            unit_index,
+            key_index,
+            value_index,
+            filter_columns,
+        })
+    }
+
+    /// The header positions a row is read from, ascending, each once.
+    pub fn fields(&self) -> Vec<usize> {
+        let mut out: Vec<usize> = self
+            .unit_index
+            .iter()
+            .copied()
+            .chain(self.key_index.iter().map(|&(i, _)| i))
+            .chain(self.value_index.iter().copied())
+            .chain(self.filter_columns.iter().map(|&(_, i)| i))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// Reads the row whose field `i` (trimmed) is `field(i)`, at `line` (for
+    /// errors): the row kept (unit, key and values), `None` for a row the filter
+    /// rejects or an invalid row dropped by `drop_invalid`, or the error that
+    /// refuses the table.
+    pub fn row<'f>(
+        &self,
+        field: &dyn Fn(usize) -> &'f str,
+        line: usize,
+    ) -> Result<Option<ReadRow>, AggregateError> {
+        let mut values = Vec::with_capacity(self.value_index.len());
+        let mut bin_of = vec![0; self.key_index.len()];
+        if !self.read(field, line, &mut values, &mut bin_of)? {
+            return Ok(None);
+        }
+        Ok(Some(ReadRow {
+            unit: self.unit(field).map(str::to_string),
+            key: (0..bin_of.len())
+                .map(|k| self.key_field(k, field, &bin_of).to_string())
+                .collect(),
+            values,
+        }))
+    }
+
+    /// Checks and filters a row: true when it is kept, with its values in
+    /// `parsed` and each binned key's bin in `bin_of`.
+    fn read<'f>(
+        &self,
+        field: &dyn Fn(usize) -> &'f str,
+        line: usize,
+        parsed: &mut Vec<f64>,
+        bin_of: &mut [usize],
+    ) -> Result<bool, AggregateError> {
+        let columns = &self.columns;
+        // Every row's unit and values are checked before any filter, so whether
+        // a query is refused cannot be steered row by row with WHERE; with
+        // `drop_invalid` such a row is dropped instead (a per-row rule).
+        let mut invalid = None;
+        if let Some(i) = self.unit_index
+            && field(i).is_empty()
+        {
+            invalid = Some(AggregateError::EmptyUnit {
+                column: columns.unit.clone().unwrap_or_default(),
+                line,
+            });
+        }
+        parsed.clear();
+        for (c, &i) in self.value_index.iter().enumerate() {
+            let column = &columns.values[c];
+            match field(i).parse::<f64>() {
+                Ok(x) if x.is_finite() => parsed.push(x),
+                Ok(_) => {
+                    invalid.get_or_insert(AggregateError::NotFinite {
+                        column: column.clone(),
+                        line,
+                    });
+                }
+                Err(_) => {
+                    invalid.get_or_insert(AggregateError::NotANumber {
+                        column: column.clone(),
+                        line,
+                    });
+                }
+            }
+        }
+        for (k, (i, b)) in self.key_index.iter().enumerate() {
+            let Some(b) = b else { continue };
+            match field(*i).parse::<f64>() {
+                Ok(x) if x.is_finite() => bin_of[k] = b.bin(x),
+                Ok(_) => {
+                    invalid.get_or_insert(AggregateError::NotFinite {
+                        column: b.column().to_string(),
+                        line,
+                    });
+                }
+                Err(_) => {
+                    invalid.get_or_insert(AggregateError::NotANumber {
+                        column: b.column().to_string(),
+                        line,
+                    });
+                }
+            }
+        }
+        match invalid {
+            Some(_) if columns.drop_invalid => return Ok(false),
+            Some(e) => return Err(e),
+            None => {}
+        }
+        if let Some(filter) = &columns.filter {
+            let named = |c: &str| {
+                self.filter_columns
+                    .iter()
+                    .find(|(n, _)| n == c)
+                    .map_or("", |&(_, i)| field(i))
+            };
+            if !filter.holds(&named) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    fn unit<'f>(&self, field: &dyn Fn(usize) -> &'f str) -> Option<&'f str> {
+        self.unit_index.map(field)
+    }
+
+    fn key_field<'a, 'f: 'a>(
+        &'a self,
+        k: usize,
+        field: &dyn Fn(usize) -> &'f str,
+        bin_of: &[usize],
+    ) -> &'a str {
+        match &self.key_index[k] {
+            (_, Some(b)) => b.labels()[bin_of[k]].as_str(),
+            (i, None) => field(*i),
+        }
     }
 }
 
