@@ -482,7 +482,7 @@ async fn totals_async(
     let bounded = if plan.privacy_unit().is_some() {
         format!(
             "WITH kept AS ({kept}), \
-             o AS (SELECT u, k{b_list}, ROW_NUMBER() OVER (PARTITION BY u, k{b_list}) - 1 AS occ FROM kept), \
+             o AS (SELECT u, k{b_list}, CAST(ROW_NUMBER() OVER (PARTITION BY u, k{b_list}) AS BIGINT) - 1 AS occ FROM kept), \
              s AS (SELECT u, k{b_list}, occ, privq_row_rank(u, k, occ{b_list}) AS rr, \
                    privq_group_rank(u, k) AS gr FROM o), \
              w AS (SELECT u, k{b_list}, \

@@ -1,0 +1,168 @@
+//! `privq sql` on DataFusion computes exactly the in-process engine's bounded
+//! totals, so the same seed releases the same bytes; bad input gets the same error.
+
+use std::path::PathBuf;
+
+use privq_analytics::private_sql::{EngineError, totals_csv};
+use privq_host::aggregate::{AggregateError, BoundingKey, GroupTotals, Plan, SqlRequest, Table};
+use privq_host::{Epsilon, seeded_rng};
+
+fn file(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("privq-private-sql-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Devices in regions with readings, one heavy device, values outside the bounds,
+/// identical rows, and text the filter looks at.
+fn readings() -> String {
+    let mut csv = String::from("device, region ,temp,kind\n");
+    for d in 0..60 {
+        for i in 0..(1 + d % 4) {
+            let temp = (d * 7 + i * 3) % 90 - 30; // -30..59: some outside -20:50
+            let kind = if i % 3 == 0 { "a" } else { "b" };
+            csv.push_str(&format!("d{d}, r{} ,{temp}.5,{kind}\n", d % 3));
+        }
+    }
+    for i in 0..10_000 {
+        csv.push_str(&format!("heavy,r{},{},a\n", i % 4, i % 7));
+    }
+    csv.push_str("twin,r0,1,a\ntwin,r0,1,a\ntwin,r0,1,a\ntwin,r0,1e0,a\n");
+    csv
+}
+
+fn plan(sql: &str, unit: Option<(u32, u32)>, private: bool) -> Plan {
+    let mut r = SqlRequest::new(sql)
+        .unwrap()
+        .tables(["t"])
+        .bounds("temp", "-20:50".parse().unwrap());
+    if let Some((g, n)) = unit {
+        r = r.privacy_unit("device", g, n);
+    }
+    if private {
+        r = r.delta(1e-6);
+    } else if sql.contains("region") {
+        r = r.keys("region", ["r0", "r1", "r2", "r9"]);
+    }
+    r.build(Epsilon::new(8, 1).unwrap()).unwrap()
+}
+
+fn sorted(mut t: Vec<GroupTotals>) -> Vec<GroupTotals> {
+    t.sort_by(|a, b| a.key.cmp(&b.key));
+    t
+}
+
+/// The in-process and DataFusion totals and releases for one plan and seed.
+fn same(plan: &Plan, csv: &PathBuf, seed: u64) {
+    let text = std::fs::read_to_string(csv).unwrap();
+    let table = Table::from_csv(text.as_bytes(), &plan.columns(), 1 << 20).unwrap();
+    let (in_process, _) = plan.release(&table, &mut seeded_rng(seed)).unwrap();
+    let mut rng = seeded_rng(seed);
+    let key = BoundingKey::draw(&mut rng);
+    let engine = totals_csv(csv, plan, key, 1 << 20, 3).unwrap();
+    assert_eq!(sorted(engine.clone()), sorted(plan.totals(&table, &key)));
+    assert!(!engine.is_empty());
+    let mut acct = plan.accountant().unwrap();
+    let released = plan.release_totals(engine, &mut acct, &mut rng).unwrap();
+    assert_eq!(format!("{released:?}"), format!("{in_process:?}"));
+}
+
+#[test]
+fn datafusion_releases_what_the_in_process_engine_releases() {
+    let csv = file("readings.csv", &readings());
+    let cases = [
+        (
+            "SELECT region, COUNT(*), SUM(temp), AVG(temp), VARIANCE(temp), \
+             QUANTILE(temp, 0.5) FROM t GROUP BY region",
+            Some((2, 3)),
+            false,
+        ),
+        (
+            "SELECT region, COUNT(*), AVG(temp) FROM t WHERE kind = 'a' AND temp > -5 \
+             GROUP BY region",
+            Some((1, 2)),
+            true,
+        ),
+        (
+            "SELECT BIN(temp, -20, 0, 20, 50) AS band, COUNT(*), MEDIAN(temp) FROM t \
+             GROUP BY band",
+            Some((2, 5)),
+            false,
+        ),
+        (
+            "SELECT region, BIN(temp, -20, 10, 50) AS band, STDDEV(temp) FROM t \
+             GROUP BY region, band",
+            Some((3, 2)),
+            true,
+        ),
+        (
+            "SELECT COUNT(*), SUM(temp) FROM t WHERE kind <> 'a'",
+            None,
+            false,
+        ),
+    ];
+    for (i, (sql, unit, private)) in cases.into_iter().enumerate() {
+        let p = plan(sql, unit, private);
+        for seed in [1, 2] {
+            same(&p, &csv, 100 * i as u64 + seed);
+        }
+    }
+}
+
+#[test]
+fn bad_input_gets_the_in_process_error_before_anything() {
+    let p = plan(
+        "SELECT region, AVG(temp) FROM t GROUP BY region",
+        Some((1, 1)),
+        false,
+    );
+    let key = BoundingKey::draw(&mut seeded_rng(1));
+    let bad = [
+        "device,region\nd,r0\n",
+        "device,region,temp\nd,r0,1\ne,r1,inf\nf,r0,x\n",
+        "device,region,temp\nd,r0,1\n,r1,2\n",
+        "device,region,temp\nd,r0,\n",
+        "device,region,temp\n",
+        "device,region,temp,temp\nd,r0,1,2\n",
+    ];
+    for (i, text) in bad.iter().enumerate() {
+        let csv = file(&format!("bad{i}.csv"), text);
+        let want = Table::from_csv(text.as_bytes(), &p.columns(), 1 << 20)
+            .and_then(|t| p.check_table(&t).map(|()| t))
+            .unwrap_err();
+        match totals_csv(&csv, &p, key, 1 << 20, 2) {
+            Err(EngineError::Aggregate(e)) => assert_eq!(e.to_string(), want.to_string()),
+            other => panic!("{text:?}: {other:?}, want {want}"),
+        }
+    }
+    // Too many rows.
+    let csv = file("long.csv", "device,region,temp\nd,r0,1\nd,r0,2\nd,r0,3\n");
+    assert!(matches!(
+        totals_csv(&csv, &p, key, 2, 2),
+        Err(EngineError::Aggregate(AggregateError::TooManyRows {
+            max: 2
+        }))
+    ));
+}
+
+#[test]
+fn dropped_rows_are_dropped_alike() {
+    let mut r = SqlRequest::new("SELECT region, COUNT(*), SUM(temp) FROM t GROUP BY region")
+        .unwrap()
+        .tables(["t"])
+        .privacy_unit("device", 1, 2)
+        .bounds("temp", "0:10".parse().unwrap())
+        .delta(1e-6)
+        .drop_invalid(true);
+    r = r.neighbours(privq_host::aggregate::Neighbours::Replace);
+    let p = r.build(Epsilon::new(4, 1).unwrap()).unwrap();
+    let mut text = String::from("device,region,temp\n");
+    for d in 0..40 {
+        text.push_str(&format!("d{d},r{},{}\n", d % 2, d % 11));
+        text.push_str(&format!("d{d},r{},NaN\n,r0,3\n", d % 2));
+    }
+    let csv = file("lenient.csv", &text);
+    same(&p, &csv, 7);
+}
