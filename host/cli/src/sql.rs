@@ -94,9 +94,27 @@ pub struct Args {
     /// Output format.
     #[command(flatten)]
     pub format: FormatArg,
+    /// Where the exact bounded aggregates are computed: in this process, or by
+    /// DataFusion (feature `analytics`; a CSV file, not standard input). The noise is
+    /// added once, here, by the same code: the same seed releases the same bytes.
+    #[arg(long, value_enum, default_value = "in-process")]
+    pub engine: SqlEngine,
+    /// DataFusion's target partitions (and threads), with `--engine datafusion`.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub partitions: usize,
     /// The ledger.
     #[command(flatten)]
     pub ledger: LedgerArgs,
+}
+
+/// The engine of `privq sql` (`--engine`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum SqlEngine {
+    /// The table read and bounded in this process.
+    #[default]
+    InProcess,
+    /// DataFusion in this process (feature `analytics`).
+    Datafusion,
 }
 
 fn usage(option: &'static str, message: impl Into<String>) -> CliError {
@@ -160,22 +178,29 @@ pub fn run(
     for warning in plan.warnings() {
         writeln!(stderr, "privq: warning: {warning}")?;
     }
-    let table = if path.as_os_str() == "-" {
-        privq_host::aggregate::Table::from_csv(stdin, &plan.columns(), args.max_table_rows)?
-    } else {
-        let file = std::fs::File::open(&path).map_err(|e| CliError::file(&path, e))?;
-        privq_host::aggregate::Table::from_csv(
-            std::io::BufReader::new(file),
-            &plan.columns(),
-            args.max_table_rows,
-        )?
+    let release = match args.engine {
+        SqlEngine::InProcess => {
+            let table = if path.as_os_str() == "-" {
+                privq_host::aggregate::Table::from_csv(stdin, &plan.columns(), args.max_table_rows)?
+            } else {
+                let file = std::fs::File::open(&path).map_err(|e| CliError::file(&path, e))?;
+                privq_host::aggregate::Table::from_csv(
+                    std::io::BufReader::new(file),
+                    &plan.columns(),
+                    args.max_table_rows,
+                )?
+            };
+            let mut rng = super::rng(args.seed, stderr)?;
+            plan.check_table(&table)?;
+            let mut accountant = plan.accountant()?;
+            args.ledger
+                .reserve_for(&accountant, "privq sql", plan.privacy_unit(), stderr)?;
+            let release = plan.release_charged(&table, &mut accountant, &mut rng)?;
+            (release, accountant)
+        }
+        SqlEngine::Datafusion => engine_release(args, &plan, &path, stderr)?,
     };
-    let mut rng = super::rng(args.seed, stderr)?;
-    plan.check_table(&table)?;
-    let mut accountant = plan.accountant()?;
-    args.ledger
-        .reserve_for(&accountant, "privq sql", plan.privacy_unit(), stderr)?;
-    let release = plan.release_charged(&table, &mut accountant, &mut rng)?;
+    let (release, accountant) = release;
     let mut out = Vec::new();
     write_release(&release, args.format.format, &mut out)?;
     stdout.write_all(&out)?;
@@ -204,6 +229,50 @@ pub fn run(
     )?;
     writeln!(stderr, "privq: ledger:\n{}", args.ledger.text(&accountant))?;
     args.ledger.write(&accountant)
+}
+
+/// The release with the exact totals computed by DataFusion: the bounding key is
+/// drawn first, as [`Plan::release_charged`] draws it, so the same seed keeps the
+/// same rows and draws the same noise; bad input is refused before any charge.
+#[cfg(feature = "analytics")]
+fn engine_release(
+    args: &Args,
+    plan: &Plan,
+    path: &std::path::Path,
+    stderr: &mut dyn Write,
+) -> Result<(Release, privq_host::accountant::Accountant), CliError> {
+    use privq_analytics::private_sql::{EngineError, totals_csv};
+    if path.as_os_str() == "-" {
+        return Err(usage(
+            "engine",
+            "--engine datafusion reads a CSV file, not standard input",
+        ));
+    }
+    let mut rng = super::rng(args.seed, stderr)?;
+    let key = privq_host::aggregate::BoundingKey::draw(&mut rng);
+    let totals =
+        totals_csv(path, plan, key, args.max_table_rows, args.partitions).map_err(|e| match e {
+            EngineError::Aggregate(e) => CliError::from(e),
+            e => CliError::at(path.display(), e),
+        })?;
+    let mut accountant = plan.accountant()?;
+    args.ledger
+        .reserve_for(&accountant, "privq sql", plan.privacy_unit(), stderr)?;
+    let release = plan.release_totals(totals, &mut accountant, &mut rng)?;
+    Ok((release, accountant))
+}
+
+#[cfg(not(feature = "analytics"))]
+fn engine_release(
+    _: &Args,
+    _: &Plan,
+    _: &std::path::Path,
+    _: &mut dyn Write,
+) -> Result<(Release, privq_host::accountant::Accountant), CliError> {
+    Err(usage(
+        "engine",
+        "--engine datafusion needs privq built with feature `analytics`",
+    ))
 }
 
 /// The release as a table: group-by columns, then each aggregate and its interval.
