@@ -336,6 +336,58 @@ mod tests {
     const QUERY: &str = "SELECT region, COUNT(*) AS n, AVG(temp), QUANTILE(temp, 0.25) \
                          FROM t GROUP BY region";
 
+    #[cfg(feature = "analytics")]
+    #[test]
+    fn datafusion_prints_the_same_bytes_and_refuses_the_same_input() {
+        let dir = std::env::temp_dir().join(format!("privq-sql-engine-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.csv");
+        let mut text = csv();
+        text.push_str(&"heavy,north,39\n".repeat(10_000));
+        std::fs::write(&path, &text).unwrap();
+        let table = format!("t={}", path.display());
+        let run = |engine: &str, query: &str, groups: &[&str]| {
+            let mut argv = vec![
+                "sql",
+                query,
+                "--table",
+                &table,
+                "--privacy-unit",
+                "device",
+                "--max-rows",
+                "3",
+                "--bounds",
+                "temp=0:40",
+                "--epsilon",
+                "1",
+                "--seed",
+                "9",
+                "--engine",
+                engine,
+            ];
+            argv.extend(groups);
+            crate::run_with(&argv, "").map_err(|e| e.to_string())
+        };
+        for (query, groups) in [
+            (QUERY, &["--keys", "region=north,south,west"][..]),
+            (
+                "SELECT region, COUNT(*), VARIANCE(temp), MEDIAN(temp) FROM t WHERE temp > 3 \
+                 GROUP BY region",
+                &["--delta", "1e-6"][..],
+            ),
+        ] {
+            let a = run("in-process", query, groups).unwrap();
+            let b = run("datafusion", query, groups).unwrap();
+            assert_eq!(a, b);
+        }
+        std::fs::write(&path, "device,region,temp\nd,north,1\ne,south,NaN\n").unwrap();
+        let q = (QUERY, &["--keys", "region=north"][..]);
+        let a = run("in-process", q.0, q.1).unwrap_err();
+        assert!(a.contains("line 3"), "{a}");
+        assert_eq!(run("datafusion", q.0, q.1).unwrap_err(), a);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn prints_what_the_library_releases() {
         let argv = [
