@@ -166,3 +166,76 @@ fn dropped_rows_are_dropped_alike() {
     let csv = file("lenient.csv", &text);
     same(&p, &csv, 7);
 }
+
+/// Not a test: times `COUNT(*), SUM(x), AVG(x) GROUP BY g` over the CSV file named by
+/// `PRIVQ_SQL_BENCH` (columns `device,g,x`; keys `g0`…`g999`) in process, on
+/// DataFusion, and as the plain non-private DataFusion query, and prints the times.
+/// `cargo test … --test private_sql -- --ignored --nocapture measure`.
+#[test]
+#[ignore]
+fn measure_overhead() {
+    let Ok(path) = std::env::var("PRIVQ_SQL_BENCH") else {
+        panic!("set PRIVQ_SQL_BENCH to a CSV file of device,g,x");
+    };
+    let path = PathBuf::from(path);
+    let keys: Vec<String> = (0..1000).map(|i| format!("g{i}")).collect();
+    let plan = SqlRequest::new("SELECT g, COUNT(*), SUM(x), AVG(x) FROM t GROUP BY g")
+        .unwrap()
+        .tables(["t"])
+        .privacy_unit("device", 1, 10)
+        .bounds("x", "0:100".parse().unwrap())
+        .keys("g", keys.iter().map(String::as_str))
+        .build(Epsilon::new(1, 1).unwrap())
+        .unwrap();
+    let time = |what: &str, f: &mut dyn FnMut() -> String| {
+        let start = std::time::Instant::now();
+        let out = f();
+        println!("{what}: {:.2} s ({out})", start.elapsed().as_secs_f64());
+    };
+    time("in process (read, bound, release)", &mut || {
+        let file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
+        let table = Table::from_csv(file, &plan.columns(), 1 << 30).unwrap();
+        let (r, _) = plan.release(&table, &mut seeded_rng(1)).unwrap();
+        format!("{} groups", r.rows().len())
+    });
+    for partitions in [1, 2] {
+        time(
+            &format!("datafusion private, {partitions} partition(s)"),
+            &mut || {
+                let mut rng = seeded_rng(1);
+                let key = BoundingKey::draw(&mut rng);
+                let totals = totals_csv(&path, &plan, key, 1 << 30, partitions).unwrap();
+                let mut acct = plan.accountant().unwrap();
+                let r = plan.release_totals(totals, &mut acct, &mut rng).unwrap();
+                format!("{} groups", r.rows().len())
+            },
+        );
+        time(
+            &format!("datafusion plain, {partitions} partition(s)"),
+            &mut || {
+                use datafusion::prelude::{CsvReadOptions, SessionConfig, SessionContext};
+                let rt = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(partitions)
+                    .enable_all()
+                    .build()
+                    .unwrap();
+                rt.block_on(async {
+                    let ctx = SessionContext::new_with_config(
+                        SessionConfig::new().with_target_partitions(partitions),
+                    );
+                    ctx.register_csv("t", path.to_str().unwrap(), CsvReadOptions::new())
+                        .await
+                        .unwrap();
+                    let b = ctx
+                        .sql("SELECT g, COUNT(*), SUM(x), AVG(x) FROM t GROUP BY g")
+                        .await
+                        .unwrap()
+                        .collect()
+                        .await
+                        .unwrap();
+                    format!("{} groups", b.iter().map(|b| b.num_rows()).sum::<usize>())
+                })
+            },
+        );
+    }
+}

@@ -451,13 +451,13 @@ mod tests {
             let b = bound(&t, &|_| true, Contribution::new(1, 2).unwrap(), &key);
             let mut threes = 0;
             for &r in &b.rows[0] {
-                match t.values(0)[r as usize] {
-                    x if x == 3.0 => {
+                match t.values(0)[r as usize] as usize {
+                    3 => {
                         hits[2 + threes] += 1;
                         threes += 1;
                     }
-                    x if x == 5.0 => hits[4] += 1,
-                    x => hits[x as usize - 1] += 1,
+                    5 => hits[4] += 1,
+                    x => hits[x - 1] += 1,
                 }
             }
         }

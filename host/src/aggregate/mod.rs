@@ -8,7 +8,8 @@
 //! * **the privacy unit** — the column that names the person or device a row
 //!   belongs to (default: every row is its own unit), and the [`Contribution`]
 //!   limits: at most `max_groups` groups and `max_rows` rows per group per unit,
-//!   kept by a uniformly random choice;
+//!   kept by a secret keyed PRF of each unit's own rows ([`BoundingKey`]), a
+//!   choice every engine makes alike whatever the row order;
 //! * **the neighbour relation** ([`Neighbours`]): add/remove one *unit* (default)
 //!   or replace one unit;
 //! * **[`Bounds`]** for every numeric column an aggregate reads: values are clamped
@@ -31,6 +32,11 @@
 //! `privq.sql` refuse the same requests for the same reasons
 //! ([`AggregateError::option`] names the option). [`Table::from_csv`] reads a CSV
 //! file, [`Table::from_columns`] a table given column by column, with the same checks.
+//!
+//! [`Plan::release`] is [`Plan::totals`] (the exact bounded aggregates per group)
+//! then [`Plan::release_totals`] (charges, group selection, noise, the table): an
+//! engine that computes the same [`GroupTotals`] elsewhere (DataFusion, in the
+//! `privq-analytics` crate) releases the same bytes for the same seed.
 //!
 //! Every sensitivity follows from these, never from the data; the argument is in
 //! the book's "Private statistics" chapter. Noise is exact discrete Laplace
