@@ -109,8 +109,9 @@ const ASIDE: i32 = 1;
 const INVALID: i32 = 2;
 
 impl Rows {
-    /// Reads row `r` of the argument arrays (`skip` leading arguments are not
-    /// fields).
+    /// Reads row `r` of the argument arrays (the fields of [`Rows::fields`], in
+    /// order), as the in-process reader reads it, and sets aside rows of keys
+    /// outside the public list.
     fn read(&self, arrays: &[StringArray], r: usize) -> (i32, Option<ReadRow>) {
         let field = |h: usize| -> &str {
             match self.slot.get(h) {
