@@ -39,6 +39,31 @@ fn dyadic(v: f64) -> (i64, i32) {
     (sign * m, e)
 }
 
+/// The bit length of `|m|` (0 for 0).
+fn bit_len(m: i64) -> u32 {
+    64 - m.unsigned_abs().leading_zeros()
+}
+
+/// `n = Σ counts`, checked. In the d_X relation over histograms a neighbour moves
+/// one record from one element to another, so `n` is the same on both sides and
+/// is public (`docs/src/dx.md`, the bounded model): refusals may depend on it.
+pub(crate) fn total(counts: &[u64]) -> Result<u64, DxError> {
+    counts
+        .iter()
+        .try_fold(0u64, |a, &b| a.checked_add(b))
+        .ok_or_else(|| DxError::InvalidValue("the histogram's total exceeds 2⁶⁴".into()))
+}
+
+/// The refusal of a run whose public bound on the exact scores does not fit: the
+/// same message whatever the data.
+pub(crate) fn bound_refusal(what: &str) -> DxError {
+    DxError::InvalidValue(format!(
+        "{what}: the public bound on the exact selection scores (from n, the queries and the \
+         selection grid) exceeds the exact range (2¹²⁶ in grid units, 10³⁸ on the \
+         selection grid); refused before reading the data or charging"
+    ))
+}
+
 fn overflow(what: &str) -> DxError {
     DxError::InvalidValue(format!(
         "{what} cannot be computed exactly in 128 bits (coefficients too fine or too large)"
@@ -69,8 +94,9 @@ impl ExactQueries {
                         if m == 0 {
                             return Ok(0);
                         }
-                        // |m| < 2⁵³: the shifted value stays below 2¹²⁶.
-                        if shift > 126 - 53 {
+                        // |m|·2^shift < 2¹²⁶, with m's actual bit length (an odd
+                        // mantissa may be much shorter than 53 bits).
+                        if shift + bit_len(m) > 126 {
                             return Err(overflow("the queries' coefficients"));
                         }
                         Ok(i128::from(m) << shift)
@@ -81,12 +107,25 @@ impl ExactQueries {
         Ok(ExactQueries { frac_bits, rows })
     }
 
+    /// `max_{k,j} |a_kj|` in grid units: a public bound, with `n = Σx`, on every
+    /// answer (`|q′_k(x)| ≤ n·max_abs`).
+    pub(crate) fn max_abs(&self) -> u128 {
+        self.rows
+            .iter()
+            .flatten()
+            .map(|a| a.unsigned_abs())
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The grid exponent: answers are in units of `2^−frac_bits`.
     pub(crate) fn frac_bits(&self) -> u32 {
         self.frac_bits
     }
 
-    /// `q′_k(counts)` in units of `2^−frac_bits`, exactly.
+    /// `q′_k(counts)` in units of `2^−frac_bits`, exactly. Callers check
+    /// `n·max_abs < 2¹²⁶` (public) first, so that the checked sum cannot fail on
+    /// the data: every partial sum is bounded by it.
     pub(crate) fn answer(&self, k: usize, counts: &[u64]) -> Result<i128, DxError> {
         let row = self
             .rows
@@ -140,23 +179,32 @@ pub(crate) fn floor_div_pow2(w: u128, den: u128, shift: i32) -> Result<u128, DxE
     }
 }
 
-/// A public f64 (a model's answer) exactly in units of `2^−frac_bits`, with the
-/// `frac_bits` raised as far as the value needs: returns the value and the new
-/// grid's bits, `bits ≥ min_bits`.
-pub(crate) fn public_on_grid(v: f64, min_bits: u32) -> Result<(i128, u32), DxError> {
+/// A public f64 (a model's answer) rounded to the nearest multiple of
+/// `2^−bits` (ties away from zero), in those units. The grid is fixed before the
+/// run, so a caller can bound the result up front; an error only when
+/// `|v|·2^bits ≥ 2¹²⁵` or `v` is not finite.
+pub(crate) fn public_rounded(v: f64, bits: u32) -> Result<i128, DxError> {
     if !v.is_finite() {
         return Err(DxError::InvalidValue("a model answer is not finite".into()));
     }
     let (m, e) = dyadic(v);
-    let bits = min_bits.max((-e).max(0) as u32);
-    let shift = e + bits as i32;
     if m == 0 {
-        return Ok((0, bits));
+        return Ok(0);
     }
-    if !(0..=126 - 53).contains(&shift) || bits > 126 {
-        return Err(overflow("a model answer"));
-    }
-    Ok((i128::from(m) << shift, bits))
+    let shift = e + bits as i32;
+    let mag = i128::from(m.unsigned_abs());
+    let r = if shift >= 0 {
+        if shift + bit_len(m) as i32 > 125 {
+            return Err(overflow("a model answer"));
+        }
+        mag << shift
+    } else if -shift >= 64 {
+        0 // |m| < 2⁵³ ≤ 2^(−shift−1): rounds to 0.
+    } else {
+        let s = (-shift) as u32;
+        (mag + (1i128 << (s - 1))) >> s
+    };
+    Ok(if m < 0 { -r } else { r })
 }
 
 /// Rescales `value` from `2^−from` units to `2^−to` units (`to ≥ from`), exactly.
@@ -216,14 +264,35 @@ mod tests {
     }
 
     #[test]
-    fn public_values_move_to_a_finer_grid_exactly() {
-        // 0.75 = 3·2⁻²: on a grid of 2⁻⁴ it is 12 units; 0.1 needs its own 55 bits.
-        assert_eq!(public_on_grid(0.75, 4).unwrap(), (12, 4));
-        let (v, bits) = public_on_grid(0.1, 4).unwrap();
-        assert_eq!(v as f64 * 2f64.powi(-(bits as i32)), 0.1);
+    fn answers_rescale_to_a_finer_grid_exactly() {
         assert_eq!(rescale(3, 2, 5).unwrap(), 24);
         assert!(rescale(3, 5, 2).is_err());
-        assert!(public_on_grid(f64::NAN, 0).is_err());
+    }
+
+    #[test]
+    fn short_mantissas_use_their_own_bit_length() {
+        // 3·2⁻²⁰⁰ next to 1: the grid is 2⁻²⁰⁰, and 1 = 2²⁰⁰ units does not fit.
+        let q = Queries::new(vec![vec![1.0, 3.0 * 2f64.powi(-200)]]).unwrap();
+        assert!(ExactQueries::new(&q).is_err());
+        // 2⁻¹⁰⁰ next to 1: 1 is 2¹⁰⁰ units (101 bits); the old 53-bit rule refused it.
+        let q = Queries::new(vec![vec![1.0, 2f64.powi(-100)]]).unwrap();
+        let e = ExactQueries::new(&q).unwrap();
+        assert_eq!(e.frac_bits(), 100);
+        assert_eq!(e.answer(0, &[2, 1]).unwrap(), (2i128 << 100) + 1);
+        assert_eq!(e.max_abs(), 1u128 << 100);
+        // A one-bit model answer 2⁸⁰ on a grid of 2⁻⁴⁰: 2¹²⁰ units.
+        assert_eq!(public_rounded(2f64.powi(80), 40).unwrap(), 1i128 << 120);
+    }
+
+    #[test]
+    fn public_values_round_to_a_fixed_grid() {
+        assert_eq!(public_rounded(0.75, 1).unwrap(), 2); // 1.5 → 2 (away from 0)
+        assert_eq!(public_rounded(-0.75, 1).unwrap(), -2);
+        assert_eq!(public_rounded(0.7, 2).unwrap(), 3); // 2.8 → 3
+        assert_eq!(public_rounded(5e-324, 10).unwrap(), 0);
+        assert_eq!(public_rounded(3.0, 4).unwrap(), 48);
+        assert!(public_rounded(2f64.powi(100), 30).is_err());
+        assert!(public_rounded(f64::INFINITY, 0).is_err());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use privq_core::rand_core::{CryptoRng, Rng};
 
 use super::check::check_lipschitz;
-use super::exact::{ExactQueries, floor_div_pow2, public_on_grid, rescale};
+use super::exact::{ExactQueries, bound_refusal, floor_div_pow2, public_rounded, rescale, total};
 use super::{DxError, DxExponential, DxLaplace, DxSpend, FiniteMetric, Queries};
 use crate::accountant::Accountant;
 use crate::central::mw::MwState;
@@ -115,7 +115,9 @@ impl DxMwem {
                 counts.len()
             )));
         }
-        let n = counts.iter().sum::<u64>() as f64;
+        // n = Σx is public (the d_X relation moves records, n stays).
+        let n_int = total(counts)?;
+        let n = n_int as f64;
         if n == 0.0 {
             return Err(DxError::InvalidValue(
                 "MWEM needs a non-empty histogram".into(),
@@ -138,26 +140,52 @@ impl DxMwem {
                 DxLaplace::new(&round_metric, row, vec![scale])
             })
             .collect::<Result<Vec<_>, _>>()?;
+        // The exact scores, checked on public inputs before the charge: the data's
+        // answers live on the queries' grid 2^−f; the model's (public) answers are
+        // rounded to the fixed grid 2^−F, F = max(f, 2 − g) (γ = 2^g the selection
+        // grid, so the rounding is at most γ/8 and the floor below needs no
+        // multiplication). With A = max|a_kj| (units of 2^−f):
+        // |q′(x)|·2^(F−f) ≤ A·n·2^(F−f) and |model| ≤ n·max_k(|lo_k| + span_k)/c
+        // (a convex combination of row entries, floating-point slack included).
+        let exact = ExactQueries::new(&self.q_prime)?;
+        let f_bits = exact.frac_bits();
+        let grid = em.grid_exp();
+        let big_f = (f_bits as i32).max(2 - grid) as u32;
+        let prepared = prepare(&q_eff)?;
+        let model_bound = prepared
+            .iter()
+            .map(|(_, lo, span)| lo.abs() + span)
+            .fold(0.0, f64::max)
+            * n
+            / self.c
+            * (1.0 + 1e-9)
+            + 1.0;
+        let limit = 2f64.powi(124);
+        let data_bound = (big_f - f_bits < 127)
+            .then(|| exact.max_abs().checked_mul(u128::from(n_int)))
+            .flatten()
+            .and_then(|v| v.checked_mul(1u128 << (big_f - f_bits)))
+            .filter(|&v| v < 1u128 << 124);
+        let model_units = model_bound * (big_f as f64).exp2();
+        let (Some(data_bound), true) = (data_bound, model_units < limit) else {
+            return Err(bound_refusal("d_X MWEM"));
+        };
+        // |gap| ≤ data + model < 2¹²⁵; its floor on the selection grid is below:
+        let gap_bound = data_bound + model_units.ceil() as u128;
+        if gap_bound
+            .checked_shr((big_f as i32 + grid) as u32)
+            .unwrap_or(0)
+            >= 10u128.pow(38)
+        {
+            return Err(bound_refusal("d_X MWEM"));
+        }
         // 2T steps of d_X/(2T) compose to d_X (Theorem 7): charged before sampling.
         let spend = DxSpend::new(metric.clone());
         spend.charge(accountant, "d_X MWEM")?;
-        let exact = ExactQueries::new(&self.q_prime)?;
+        // Cannot fail after the public bound (kept checked).
         let true_x = (0..self.q_prime.rows())
-            .map(|k| exact.answer(k, counts))
+            .map(|k| rescale(exact.answer(k, counts)?, f_bits, big_f))
             .collect::<Result<Vec<_>, _>>()?;
-        // The MW engine takes [0,1] queries: q = lo + span·f, and shifts of f do
-        // not change a normalised update.
-        let mut prepared = Vec::with_capacity(q_eff.rows());
-        for k in 0..q_eff.rows() {
-            let r = q_eff.row(k);
-            let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
-            let span = r.iter().copied().fold(f64::NEG_INFINITY, f64::max) - lo;
-            let f = r
-                .iter()
-                .map(|v| if span > 0.0 { (v - lo) / span } else { 0.0 })
-                .collect();
-            prepared.push((Query::dense(f)?, lo, span));
-        }
         let mut state = MwState::uniform(n_el, MemoryCap::default())?;
         let mut sum = vec![0.0; n_el];
         let mut chosen = Vec::with_capacity(self.rounds);
@@ -170,20 +198,20 @@ impl DxMwem {
                 add(&mut sum, state.probabilities());
             }
             // The model's answer is public (post-processing of released
-            // measurements); the data's answer is exact; their gap is floored to
-            // the selection grid exactly.
+            // measurements), rounded to 2^−F; the data's answer is exact; their gap
+            // is floored to the selection grid exactly. None of these can fail
+            // after the public bound above.
             let units = (0..q_eff.rows())
                 .map(|k| {
-                    let (model, bits) =
-                        public_on_grid(eff_answer(&state, k) / self.c, exact.frac_bits())?;
-                    let data = rescale(true_x[k], exact.frac_bits(), bits)?;
+                    let model = public_rounded(eff_answer(&state, k) / self.c, big_f)?;
                     let gap = model
-                        .checked_sub(data)
+                        .checked_sub(true_x[k])
                         .ok_or_else(|| {
+                            debug_assert!(false, "unreachable after the public bound");
                             DxError::InvalidValue("a score does not fit 128 bits".into())
                         })?
                         .unsigned_abs();
-                    let units = floor_div_pow2(gap, 1, bits as i32 + em.grid_exp())?;
+                    let units = floor_div_pow2(gap, 1, big_f as i32 + grid)?;
                     i128::try_from(units)
                         .map_err(|_| DxError::InvalidValue("a score does not fit 128 bits".into()))
                 })
@@ -220,6 +248,23 @@ impl DxMwem {
     }
 }
 
+/// The MW engine takes [0,1] queries: q = lo + span·f, and shifts of f do not
+/// change a normalised update.
+fn prepare(q_eff: &Queries) -> Result<Vec<(Query, f64, f64)>, DxError> {
+    let mut prepared = Vec::with_capacity(q_eff.rows());
+    for k in 0..q_eff.rows() {
+        let r = q_eff.row(k);
+        let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
+        let span = r.iter().copied().fold(f64::NEG_INFINITY, f64::max) - lo;
+        let f = r
+            .iter()
+            .map(|v| if span > 0.0 { (v - lo) / span } else { 0.0 })
+            .collect();
+        prepared.push((Query::dense(f)?, lo, span));
+    }
+    Ok(prepared)
+}
+
 fn add(sum: &mut [f64], p: &[f64]) {
     for (s, v) in sum.iter_mut().zip(p) {
         *s += v;
@@ -249,6 +294,54 @@ mod tests {
         }
     }
     use crate::seeded_rng;
+
+    /// The review's pair (rev2) for MWEM: x = (n−3, 3, 0…), x′ = (n−4, 4, 0…), one
+    /// record moved distance 1, c = 2⁻¹⁰, T = 1, 10 zero-coefficient far cells.
+    /// Before, MWEM released on x and failed after the charge on x′. Now both
+    /// refuse before any charge with the same message; with n = 2⁴ both release.
+    #[test]
+    fn refusals_depend_on_public_inputs_only() {
+        let p2 = |k: i32| 2f64.powi(k);
+        let far = 10;
+        let mut pts: Vec<[f64; 1]> = vec![[0.0], [1.0]];
+        pts.extend((0..far).map(|i| [p2(36) + i as f64]));
+        let d = FiniteMetric::euclidean(&pts, 1.0).unwrap();
+        let mut r1 = vec![p2(34) - p2(-19), p2(34) + 0.5];
+        r1.extend(vec![0.0; far]);
+        let mut r2 = vec![p2(-73), 0.0];
+        r2.extend(vec![0.0; far]);
+        let mwem = DxMwem::new(Queries::new(vec![r1, r2]).unwrap(), p2(-10), 1).unwrap();
+        let run = |n: u64, k: u64| {
+            let mut counts = vec![n - k, k];
+            counts.extend(vec![0; far]);
+            let mut acct = Accountant::pure(privq_core::Epsilon::new(1u64 << 50, 1).unwrap());
+            let r = mwem.run(&d, &counts, &mut acct, &mut seeded_rng(1));
+            (
+                r.map(|_| ()).map_err(|e| e.to_string()),
+                acct.spent_epsilon().is_some(),
+            )
+        };
+        let (a, charged_a) = run(1 << 20, 3);
+        let (b, charged_b) = run(1 << 20, 4);
+        assert!(a.is_err(), "{a:?}");
+        assert_eq!(a, b);
+        assert!(!charged_a && !charged_b, "refused after a charge");
+        // Small coefficients cannot rescue a large n·max|a|: still refused; small
+        // queries on the same metric release on both sides.
+        let mut r1 = vec![0.0, 0.5];
+        r1.extend(vec![0.0; far]);
+        let mut r2 = vec![p2(-73), 0.0];
+        r2.extend(vec![0.0; far]);
+        let mwem = DxMwem::new(Queries::new(vec![r1, r2]).unwrap(), p2(-10), 1).unwrap();
+        for k in [3, 4] {
+            let mut counts = vec![16 - k, k];
+            counts.extend(vec![0; far]);
+            let mut acct = Accountant::pure(privq_core::Epsilon::new(1u64 << 50, 1).unwrap());
+            mwem.run(&d, &counts, &mut acct, &mut seeded_rng(1))
+                .unwrap();
+            assert!(acct.spent_epsilon().is_some());
+        }
+    }
 
     #[test]
     fn each_step_gets_one_2t_th_of_the_metric() {

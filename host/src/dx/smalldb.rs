@@ -4,7 +4,7 @@
 use privq_core::rand_core::{CryptoRng, Rng};
 
 use super::check::check_lipschitz;
-use super::exact::{ExactQueries, ceil_div_pow2};
+use super::exact::{ExactQueries, bound_refusal, ceil_div_pow2, total};
 use super::{DxError, DxExponential, DxSpend, FiniteMetric, Queries};
 use crate::accountant::Accountant;
 
@@ -125,11 +125,17 @@ impl SmallDb {
             )));
         }
         let exact = ExactQueries::new(&self.q_prime)?;
-        let n: u64 = counts.iter().sum();
+        let n = total(counts)?;
         let m = self.m as u64;
         // norm·q′(y) − q′(x) = (num_y·q′(y) − num_x·q′(x))/den.
         let (num_y, num_x, den) = if self.literal { (1, 1, 1) } else { (n, m, m) };
-        let too_large = || DxError::InvalidValue("a score does not fit 128 bits".into());
+        // Public: refused (the same way for every histogram of total n) unless every
+        // intermediate below fits; after this the checked operations cannot fail.
+        self.worst_bound(&exact, n)?;
+        let too_large = || {
+            debug_assert!(false, "unreachable after the public bound");
+            DxError::InvalidValue("a score does not fit 128 bits".into())
+        };
         let qx = (0..self.q_prime.rows())
             .map(|k| {
                 exact
@@ -173,6 +179,41 @@ impl SmallDb {
         })
     }
 
+    /// A public bound `W` on every `worst` and on every intermediate of
+    /// [`SmallDb::scores`], from `A = max|a_kj|` (grid units), `n` and `m` only:
+    /// `|q′(x)| ≤ A·n`, `|q′(y)| ≤ A·m`, so the gap is at most `A·(n + m)` (literal)
+    /// or `2·A·n·m` (normalised, both sides scaled to `n·m`). Refused unless
+    /// `W < 2¹²⁶`.
+    fn worst_bound(&self, exact: &ExactQueries, n: u64) -> Result<u128, DxError> {
+        let a = exact.max_abs();
+        let m = self.m as u128;
+        let n = u128::from(n);
+        let w = if self.literal {
+            n.checked_add(m).and_then(|s| a.checked_mul(s))
+        } else {
+            a.checked_mul(n)
+                .and_then(|v| v.checked_mul(m))
+                .and_then(|v| v.checked_mul(2))
+        };
+        w.filter(|&w| w < 1u128 << 126)
+            .ok_or_else(|| bound_refusal("d_X SmallDB"))
+    }
+
+    /// The public check of [`SmallDb::run`]: `W` fits, and `⌈W/γ⌉` (the largest
+    /// score [`SmallDb::units`] can produce: the division is monotone) stays below
+    /// the selection's limit 10³⁸.
+    fn check_public(&self, n: u64, em: &DxExponential) -> Result<(), DxError> {
+        let exact = ExactQueries::new(&self.q_prime)?;
+        let w = self.worst_bound(&exact, n)?;
+        let den = if self.literal { 1 } else { self.m as u128 };
+        let shift = exact.frac_bits() as i32 + em.grid_exp();
+        ceil_div_pow2(w, den, shift)
+            .ok()
+            .filter(|&u| u < 10u128.pow(38))
+            .map(|_| ())
+            .ok_or_else(|| bound_refusal("d_X SmallDB"))
+    }
+
     /// The selection scores on the grid of `em` (scale 1): `⌊−worst/γ⌋`, exactly.
     fn units(scores: &Scores, em: &DxExponential) -> Result<Vec<i128>, DxError> {
         let shift = scores.frac_bits as i32 + em.grid_exp();
@@ -208,14 +249,33 @@ impl SmallDb {
                 self.c
             )));
         }
-        let scores = self.scores(counts)?;
         let em = DxExponential::new(1.0, metric.min_offdiag())?;
+        if counts.len() != self.q_prime.cols() {
+            return Err(DxError::Dimension(format!(
+                "histogram of {} cells for {} elements",
+                counts.len(),
+                self.q_prime.cols()
+            )));
+        }
+        // Every refusal from here on is a function of public inputs (the queries,
+        // the metric, m, and n = Σx, fixed by the d_X relation): checked before
+        // the data is read beyond n and before the charge.
+        let n = total(counts)?;
+        let size = self.range_size();
+        if size > self.cap as f64 {
+            return Err(DxError::TooLarge {
+                size,
+                cap: self.cap,
+            });
+        }
+        self.check_public(n, &em)?;
+        // Cannot fail after `check_public` (kept checked).
+        let scores = self.scores(counts)?;
         let units = Self::units(&scores, &em)?;
         let spend = DxSpend::new(metric.clone());
         spend.charge(accountant, "d_X SmallDB")?;
         let pick = em.select_units(&units, rng)?;
         let y = scores.candidates[pick].clone();
-        let n: u64 = counts.iter().sum();
         let norm = if self.literal {
             1.0
         } else {
@@ -303,6 +363,55 @@ mod tests {
     }
     use crate::seeded_rng;
     use crate::stats;
+
+    /// The outcome of a run as a comparable value: the release, or the refusal's
+    /// message; and what the accountant spent.
+    fn outcome(db: &SmallDb, d: &FiniteMetric, counts: &[u64]) -> (Result<Vec<u64>, String>, bool) {
+        let mut acct = Accountant::pure(privq_core::Epsilon::new(1u64 << 50, 1).unwrap());
+        let r = db.run(d, counts, &mut acct, &mut seeded_rng(1));
+        let charged = acct.spent_epsilon().is_some();
+        (r.map(|o| o.synthetic).map_err(|e| e.to_string()), charged)
+    }
+
+    /// The review's pair (rev2): coefficients 2³⁴ ± … next to 2⁻⁷³ put q′(x) on a
+    /// grid of 2⁻⁷³, and x = (n−3, 3), x′ = (n−4, 4) (one record moved distance 1).
+    /// Before, literal SmallDB released on x and refused on x′, and the normalised
+    /// reading refused both with different messages: the refusal read the data.
+    /// Now both refuse, before any charge, with the same message (n = 2²⁰), and
+    /// both release when the public bound allows (n = 2¹⁰, coarser coefficients).
+    #[test]
+    fn refusals_depend_on_public_inputs_only() {
+        let p2 = |k: i32| 2f64.powi(k);
+        let d = FiniteMetric::euclidean(&[[0.0], [1.0]], 1.0).unwrap();
+        let q = Queries::new(vec![
+            vec![p2(34) - p2(-19), p2(34) + 0.5],
+            vec![p2(-73), 0.0],
+        ])
+        .unwrap();
+        for literal in [true, false] {
+            let mut db = SmallDb::new(q.clone(), 1.0, 1.0).unwrap();
+            db.literal = literal;
+            assert_eq!(db.size(), 1);
+            let n: u64 = 1 << 20;
+            let (a, charged_a) = outcome(&db, &d, &[n - 3, 3]);
+            let (b, charged_b) = outcome(&db, &d, &[n - 4, 4]);
+            assert!(a.is_err(), "literal = {literal}: {a:?}");
+            assert_eq!(a, b, "literal = {literal}");
+            assert!(!charged_a && !charged_b, "refused after a charge");
+            assert!(a.unwrap_err().contains("public bound"));
+        }
+        // Coarser coefficients: the same pair releases on both sides.
+        let q = Queries::new(vec![vec![0.0, 0.5], vec![p2(-73), 0.0]]).unwrap();
+        for literal in [true, false] {
+            let mut db = SmallDb::new(q.clone(), 1.0, 1.0).unwrap();
+            db.literal = literal;
+            let n: u64 = 1 << 10;
+            let (a, charged_a) = outcome(&db, &d, &[n - 3, 3]);
+            let (b, charged_b) = outcome(&db, &d, &[n - 4, 4]);
+            assert!(a.is_ok() && b.is_ok(), "literal = {literal}: {a:?} {b:?}");
+            assert!(charged_a && charged_b);
+        }
+    }
 
     #[test]
     fn oversized_instance_is_a_typed_error() {
