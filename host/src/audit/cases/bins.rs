@@ -3,7 +3,7 @@
 
 use privq_core::Rho;
 
-use super::setup;
+use super::{advertised_sigma_squared, setup};
 use crate::accountant::Accountant;
 use crate::audit::gaussian_profile::DiscreteGaussianProfile;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
@@ -54,9 +54,11 @@ pub(crate) fn binning_case(
         Records::from_columns(vec![x], &domain).map_err(setup)
     };
     let (d, d_prime) = (records(Side::D)?, records(Side::DPrime)?);
-    let claimed = PrivateBinning::new(&domain, Neighbours::AddRemove, claim_rho).map_err(setup)?;
+    // The claim's σ² from the advertised ρ and add/remove's Δ₂² = 1 (one count
+    // moves by 1): σ² = 1/(2ρ) = 4 at ρ = 1/8, not from the mechanism's code.
     let epsilon =
-        DiscreteGaussianProfile::new(claimed.sigma_squared().to_f64(), &[1])?.epsilon(delta)?;
+        DiscreteGaussianProfile::new(advertised_sigma_squared(1.0, claim_rho.to_f64()), &[1])?
+            .epsilon(delta)?;
     let mech = PrivateBinning::new(&domain, Neighbours::AddRemove, noise_rho).map_err(setup)?;
     let mut events = Vec::new();
     for c in 1..=CELLS {
@@ -106,6 +108,25 @@ pub(crate) fn binning_case(
 mod tests {
     use super::*;
     use crate::audit::cases::twins::check;
+
+    /// The deployed binning's σ² is at least the claim's, computed apart.
+    #[test]
+    fn the_deployed_sigma_squared_is_at_least_the_advertised_one() {
+        let domain = Domain::from_json(
+            r#"{"attributes": [{"name": "x", "bounds": [0, 7], "bins": 3, "integer": true}]}"#,
+        )
+        .unwrap();
+        let deployed = PrivateBinning::new(&domain, Neighbours::AddRemove, Rho::new(1, 8).unwrap())
+            .unwrap()
+            .sigma_squared()
+            .to_f64();
+        let advertised = advertised_sigma_squared(1.0, 0.125);
+        assert_eq!(advertised, 4.0);
+        assert!(
+            deployed >= advertised * (1.0 - 1e-12),
+            "{deployed} < {advertised}"
+        );
+    }
 
     /// The broken twins: a third of the noise (σ/3, i.e. 9ρ), a quarter (16ρ) and a
     /// tenth (100ρ), all under the real claim (the exact profile, 1.35). The auditor

@@ -3,7 +3,7 @@
 
 use privq_core::{Epsilon, Rho};
 
-use super::setup;
+use super::{advertised_sigma_squared, setup};
 use crate::accountant::Accountant;
 use crate::audit::gaussian_profile::DiscreteGaussianProfile;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
@@ -114,9 +114,10 @@ pub(crate) fn discrete_gaussian_case(small: bool, noise_rho: Rho) -> Result<Audi
     let _ = small;
     let rho = Rho::new(1, 2).map_err(setup)?;
     let delta = 1e-3;
-    let claimed = DiscreteGaussian::histogram(Neighbours::Replace, rho).map_err(setup)?;
-    let epsilon =
-        DiscreteGaussianProfile::new(claimed.sigma_squared().to_f64(), &[-1, 1])?.epsilon(delta)?;
+    // The claim's σ² from the advertised ρ = 1/2 and replace-one's Δ₂² = 2
+    // (σ² = Δ₂²/(2ρ) = 2), not from the mechanism's own computation.
+    let sigma2 = advertised_sigma_squared(2.0, rho.to_f64());
+    let epsilon = DiscreteGaussianProfile::new(sigma2, &[-1, 1])?.epsilon(delta)?;
     let mech = DiscreteGaussian::histogram(Neighbours::Replace, noise_rho).map_err(setup)?;
     let mut events: Vec<Event> = (7..=12)
         .flat_map(|t| {
@@ -231,6 +232,23 @@ pub fn sq_oracle(small: bool) -> Result<AuditCase, AuditError> {
 mod tests {
     use super::*;
     use crate::audit::cases::twins::check;
+
+    /// The deployed mechanism's σ² is at least the claim's, computed apart: a
+    /// mechanism with too little noise fails here (its claim no longer follows it).
+    #[test]
+    fn the_deployed_sigma_squared_is_at_least_the_advertised_one() {
+        let rho = Rho::new(1, 2).unwrap();
+        let deployed = DiscreteGaussian::histogram(Neighbours::Replace, rho)
+            .unwrap()
+            .sigma_squared()
+            .to_f64();
+        let advertised = advertised_sigma_squared(2.0, 0.5);
+        assert_eq!(advertised, 2.0);
+        assert!(
+            deployed >= advertised * (1.0 - 1e-12),
+            "{deployed} < {advertised}"
+        );
+    }
 
     /// The twin: noise for ρ = 2 (σ/2, σ² = 1/2) under the claim for ρ = 1/2 (the
     /// exact profile, 3.128). At test size noise for 2ρ (σ/√2) reads 2.82 and

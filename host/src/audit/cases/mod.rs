@@ -243,9 +243,29 @@ pub(crate) fn setup<E: std::error::Error + Send + Sync + 'static>(e: E) -> Audit
     AuditError::InvalidCase(format!("setting up the mechanism failed: {e}"))
 }
 
+/// The σ² of a discrete Gaussian that an advertised ρ-zCDP guarantee implies for
+/// ℓ₂-sensitivity² `delta2_squared` (CKS20 Thm. 4: ρ = Δ₂²/(2σ²)). The profile
+/// claims are computed from it, from the advertised ρ and the relation's Δ₂², and
+/// never from the mechanism under audit: a mechanism that deployed too little
+/// noise would otherwise lower its own claim's σ² and pass. Each case has a unit
+/// test that the deployed σ² is at least this.
+pub(crate) fn advertised_sigma_squared(delta2_squared: f64, rho: f64) -> f64 {
+    delta2_squared / (2.0 * rho)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn advertised_sigma_squared_is_the_papers_formula() {
+        assert_eq!(advertised_sigma_squared(2.0, 0.5), 2.0);
+        assert_eq!(advertised_sigma_squared(1.0, 0.125), 4.0);
+        assert_eq!(
+            advertised_sigma_squared(1.0, 9.0 / 40.0),
+            1.0 / (2.0 * 9.0 / 40.0)
+        );
+    }
 
     #[test]
     fn names_are_unique_and_every_case_has_a_test_size() {

@@ -2,7 +2,7 @@
 
 use privq_core::Rho;
 
-use super::setup;
+use super::{advertised_sigma_squared, setup};
 use crate::accountant::Accountant;
 use crate::audit::gaussian_profile::DiscreteGaussianProfile;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
@@ -38,11 +38,15 @@ pub fn adaptive_marginals_case(small: bool) -> Result<AuditCase, AuditError> {
 pub(crate) fn adaptive_case(small: bool, noise_rho: Rho) -> Result<AuditCase, AuditError> {
     let rho = Rho::new(1, 1).map_err(setup)?;
     let delta = 1e-2;
-    let schedule = Schedule::new(rho, Some(4), 2).map_err(setup)?;
-    let measure = DiscreteGaussian::histogram(Neighbours::AddRemove, schedule.measure_rho())
-        .map_err(setup)?;
-    let epsilon = DiscreteGaussianProfile::new(measure.sigma_squared().to_f64(), &[1, 1])?
-        .with_pure_step(schedule.select_epsilon().to_f64())
+    // The claim from the advertised ρ and the paper's split, not from the
+    // mechanism's `Schedule`: each measurement gets ρ_m = 9ρ/(10T) = 9/40
+    // (add/remove, Δ₂² = 1: σ² = 1/(2ρ_m) = 20/9), each selection
+    // ε₀ = √(8·ρ/(10T)) = √(8/40).
+    let (rho_f, t) = (rho.to_f64(), 4.0);
+    let sigma2 = advertised_sigma_squared(1.0, 9.0 * rho_f / (10.0 * t));
+    let eps0 = (8.0 * rho_f / (10.0 * t)).sqrt();
+    let epsilon = DiscreteGaussianProfile::new(sigma2, &[1, 1])?
+        .with_pure_step(eps0)
         .epsilon(delta)?;
     let domain = Domain::from_json(r#"{"a": 2, "b": 2}"#).map_err(setup)?;
     let records = |side: Side| -> Result<Records, AuditError> {
@@ -113,6 +117,25 @@ pub(crate) fn adaptive_case(small: bool, noise_rho: Rho) -> Result<AuditCase, Au
 mod tests {
     use super::*;
     use crate::audit::cases::twins::check;
+
+    /// The deployed schedule's noise is at least the claim's, computed apart:
+    /// σ² ≥ 20/9 per measurement and ε₀ ≤ √(8/40) per selection.
+    #[test]
+    fn the_deployed_noise_is_at_least_the_advertised_one() {
+        let schedule = Schedule::new(Rho::new(1, 1).unwrap(), Some(4), 2).unwrap();
+        let deployed = DiscreteGaussian::histogram(Neighbours::AddRemove, schedule.measure_rho())
+            .unwrap()
+            .sigma_squared()
+            .to_f64();
+        let advertised = advertised_sigma_squared(1.0, 9.0 / 40.0);
+        assert!((advertised - 20.0 / 9.0).abs() < 1e-12);
+        assert!(
+            deployed >= advertised * (1.0 - 1e-12),
+            "{deployed} < {advertised}"
+        );
+        let eps0 = schedule.select_epsilon().to_f64();
+        assert!(eps0 <= (8.0f64 / 40.0).sqrt() * (1.0 + 1e-12), "{eps0}");
+    }
 
     /// The twin: a run spending ρ = 4 (every measurement's σ halved, every
     /// selection's ε doubled) under the claim for ρ = 1.
