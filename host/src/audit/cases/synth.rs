@@ -6,12 +6,9 @@ use super::{advertised_sigma_squared, setup};
 use crate::accountant::Accountant;
 use crate::audit::gaussian_profile::DiscreteGaussianProfile;
 use crate::audit::{AuditCase, AuditError, Claim, Event, Side};
-use crate::central::DiscreteGaussian;
 use crate::contract::Neighbours;
 use crate::data::{Domain, Records};
-use crate::synth::adaptive::{
-    AdaptiveConfig, MarginalWorkload, PgmEstimator, Schedule, adaptive_marginals,
-};
+use crate::synth::adaptive::{AdaptiveConfig, MarginalWorkload, PgmEstimator, adaptive_marginals};
 
 /// The whole mechanism on two binary attributes with T = 4 planned rounds, under
 /// add/remove neighbours: D holds 20 records (0, 0) and 10 records (1, 1); D′ adds
@@ -117,6 +114,8 @@ pub(crate) fn adaptive_case(small: bool, noise_rho: Rho) -> Result<AuditCase, Au
 mod tests {
     use super::*;
     use crate::audit::cases::twins::check;
+    use crate::central::DiscreteGaussian;
+    use crate::synth::adaptive::Schedule;
 
     /// The deployed schedule's noise is at least the claim's, computed apart:
     /// σ² ≥ 20/9 per measurement and ε₀ ≤ √(8/40) per selection.
