@@ -38,8 +38,12 @@ pub struct DiscreteGaussianProfile {
 /// `N_ℤ(0, σ²)` on `[−k, k]` (its mass outside is below 10⁻⁴⁰ for the `k` chosen),
 /// as probabilities indexed by `y + k`.
 fn discrete_gaussian_pmf(sigma_squared: f64) -> (i64, Vec<f64>) {
-    // P[|Y| > 14σ + 2] < 2·e^{−98}/(1 − e^{−1/σ²})·… ≪ 10⁻⁴⁰ for σ ≥ 1/4, and for
-    // small σ the +2 alone leaves e^{−2/σ²}.
+    // With t = 14σ + 2 and Z = Σ_y e^{−y²/(2σ²)} ≥ max(1, √(2π)·σ − 1):
+    // P[|Y| > t] ≤ 2·e^{−t²/(2σ²)}/((1 − e^{−t/σ²})·Z) (successive terms shrink by
+    // at least e^{−t/σ²}), and 1/(1 − e^{−t/σ²}) ≤ 1 + σ²/t grows like σ/14 while Z
+    // grows like 2.5σ: about e^{−98}/17 ≈ 1.5·10⁻⁴⁴ for large σ (σ² = 10⁸ too; the
+    // bound without Z would wrongly grow like σ², 5·10⁻³⁵ there), ≪ 10⁻⁴⁰ for every
+    // σ ≥ 1/4; for small σ the +2 alone leaves e^{−2/σ²}.
     let k = (14.0 * sigma_squared.sqrt()).ceil() as i64 + 2;
     let weights: Vec<f64> = (-k..=k)
         .map(|y| (-((y * y) as f64) / (2.0 * sigma_squared)).exp())

@@ -125,9 +125,12 @@ impl DxMwem {
         }
         let (scale, share) = self.round_noise();
         let round_metric = metric.scaled(share)?;
-        // M_{Exp,2Tc} on the error |q̃(y) − q̃(x)| (q̃ = c·q′) is M_{Exp,2T} on
-        // |q̃(y)/c − q′(x)|: the selection runs at scale 2T on scores whose data
-        // part, q′(x), is summed exactly ([`ExactQueries`]).
+        // M_{Exp,2Tc} on the error |q̃(y) − q̃(x)| (q̃ = c·q′) is, in exact
+        // arithmetic, M_{Exp,2T} on |q̃(y)/c − q′(x)|: the selection runs at scale
+        // 2T on scores whose data part, q′(x), is summed exactly ([`ExactQueries`]).
+        // Not the identical sampled distribution (the sampler's grid and effective
+        // scale differ unless c is a power of two; ~10⁻⁷ in probability for c = 3),
+        // but the same guarantee: the sampler at scale 2T keeps its scale ≥ 2T.
         let em = DxExponential::new(2.0 * self.rounds as f64, round_metric.min_offdiag())?;
         let q_eff = self
             .q_prime

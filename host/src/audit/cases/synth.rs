@@ -136,16 +136,20 @@ mod tests {
         assert!(eps0 <= (8.0f64 / 40.0).sqrt() * (1.0 + 1e-12), "{eps0}");
     }
 
-    /// The twin: a run spending ρ = 4 (every measurement's σ halved, every
-    /// selection's ε doubled) under the claim for ρ = 1.
+    /// The twin: a run spending ρ = 9 (every measurement's σ divided by 3, every
+    /// selection's ε tripled) under the claim for ρ = 1 (2.449). Measured at test
+    /// size, seeds 7/8/9/10: the real case 1.330/1.191/1.125/1.439; this twin
+    /// 3.884/3.850/3.809/3.815. The earlier half-noise twin (ρ = 4) read
+    /// 2.747/2.934/2.666/2.462, flagged at every seed but by 0.013 at seed 10, too
+    /// thin to keep.
     #[test]
-    fn the_auditor_flags_adaptive_marginals_with_half_the_noise() {
+    fn the_auditor_flags_adaptive_marginals_with_a_third_of_the_noise() {
         let real = adaptive_marginals_case(true).unwrap();
-        let half = adaptive_case(true, Rho::new(4, 1).unwrap()).unwrap();
+        let third = adaptive_case(true, Rho::new(9, 1).unwrap()).unwrap();
         check(
             "adaptive-marginals",
             &real,
-            &[("half the noise (4ρ)", &half)],
+            &[("a third of the noise (9ρ)", &third)],
         );
     }
 }
