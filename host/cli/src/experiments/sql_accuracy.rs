@@ -636,18 +636,7 @@ fn write_variances(
     for group in rows.chunks(config.means.len().max(1)) {
         let mut line = format!("| {} | {} |", group[0].group, group[0].n);
         for v in group {
-            line.push_str(&format!(
-                " {} | {} | {} | {} | {} |",
-                sig(v.truth),
-                sig(v.rmse),
-                sig(v.sd),
-                if v.sd.is_nan() {
-                    "—".into()
-                } else {
-                    format!("{:.2}", v.ratio())
-                },
-                pct(v.coverage)
-            ));
+            line.push_str(&cells(v));
         }
         writeln!(out, "{line}")?;
     }
@@ -680,6 +669,22 @@ fn write_variances(
         )?;
     }
     Ok(())
+}
+
+/// One estimate's cells of a Markdown row: truth, RMSE, sd, ratio, coverage.
+fn cells(r: &Row) -> String {
+    let ratio = if r.sd.is_nan() {
+        "—".into()
+    } else {
+        format!("{:.2}", r.ratio())
+    };
+    format!(
+        " {} | {} | {} | {ratio} | {} |",
+        sig(r.truth),
+        sig(r.rmse),
+        sig(r.sd),
+        pct(r.coverage)
+    )
 }
 
 /// `x` to three significant digits (at most four decimals), or a dash for NaN.
@@ -748,18 +753,7 @@ fn write_table(
             pct(c.coverage)
         );
         for m in &group[1..] {
-            line.push_str(&format!(
-                " {} | {} | {} | {} | {} |",
-                sig(m.truth),
-                sig(m.rmse),
-                sig(m.sd),
-                if m.sd.is_nan() {
-                    "—".into()
-                } else {
-                    format!("{:.2}", m.ratio())
-                },
-                pct(m.coverage)
-            ));
+            line.push_str(&cells(m));
         }
         writeln!(out, "{line}")?;
     }
