@@ -395,6 +395,17 @@ async fn totals_async(
     max_rows: usize,
     partitions: usize,
 ) -> Result<Vec<GroupTotals>, EngineError> {
+    // DataFusion reads a table path as a glob: `t[1].csv` would read `t1.csv`.
+    let name = path.to_string_lossy();
+    if name.contains(['*', '?', '[', ']', '{', '}']) {
+        return Err(EngineError::Io(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "{name}: the DataFusion engine reads a path as a pattern, so a file name \
+                 with *, ?, [, ], {{ or }} is refused (rename it, or use the in-process engine)"
+            ),
+        )));
+    }
     // The header as the in-process reader sees it.
     let header: Vec<String> = {
         let file = std::fs::File::open(path)?;
@@ -422,10 +433,15 @@ async fn totals_async(
         .extension()
         .map(|e| format!(".{}", e.to_string_lossy()))
         .unwrap_or_default();
+    // `newlines_in_values`: a quoted value may hold a newline, so DataFusion must
+    // not cut the file into byte ranges at '\n' (its repartitioning of files from
+    // 1 MiB is blind to quotes: a cut inside a quoted value would read part of it as
+    // rows, at a place that depends on every other unit's bytes).
     let options = CsvReadOptions::new()
         .has_header(true)
         .schema(&schema)
-        .file_extension(&extension);
+        .file_extension(&extension)
+        .newlines_in_values(true);
     ctx.register_csv("t", &path.to_string_lossy(), options)
         .await?;
     let args: Vec<String> = rows.fields.iter().map(|&h| quote(&header[h])).collect();
