@@ -4,9 +4,12 @@
 //! engine uses, so for the same seed both engines release the same bytes.
 //!
 //! Nothing here decides what is released. The engine reads every column as text
-//! and calls privq's own code in scalar UDFs, so each row is read exactly as
-//! [`Table::from_csv`] reads it ([`RowReader`]: trimming, the checks before any
-//! filter, `WHERE`, `drop_invalid`, histogram bins, Rust's `f64` parsing):
+//! and calls privq's own code in scalar UDFs, so each row DataFusion's CSV reader
+//! yields is read as [`Table::from_csv`] reads it ([`RowReader`]: trimming, the
+//! checks before any filter, `WHERE`, `drop_invalid`, histogram bins, Rust's `f64`
+//! parsing); which rows exist is that reader's decision, made with quoted newlines
+//! allowed so that it never cuts the file inside a quoted value (tested against
+//! the in-process reader in `tests/csv_reading.rs`):
 //!
 //! 1. `privq_status`, `privq_unit`, `privq_key`, `privq_bits`: per row, whether
 //!    it is kept (0), set aside (1: filtered, dropped, or a key outside the
