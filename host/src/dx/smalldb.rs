@@ -93,8 +93,8 @@ impl SmallDb {
     }
 
     /// The candidates' utilities `u'(x, y)` in enumeration order, with the candidates
-    /// (floating point, for reports: the selection uses [`SmallDb::scores`]'s exact
-    /// values).
+    /// (floating point, for reports: the selection uses the exact integer
+    /// scores).
     pub fn utilities(&self, counts: &[u64]) -> Result<(Vec<Vec<u64>>, Vec<f64>), DxError> {
         let scores = self.scores(counts)?;
         let unit = (-(scores.frac_bits as f64)).exp2() / scores.den as f64;
