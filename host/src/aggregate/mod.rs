@@ -59,7 +59,7 @@
 //!     [("n", Aggregate::Count), ("mean_temp", Aggregate::Mean("temp".into()))],
 //! );
 //! let plan = Plan::builder(query)
-//!     .privacy_unit("device", Contribution::new(1, 10)?)
+//!     .privacy_unit("device", Contribution::new(1, 1)?)
 //!     .bounds("temp", "-20:50".parse()?)
 //!     .groups(Groups::public([["north"], ["south"]]))
 //!     .build(Epsilon::new(1, 1)?)?;
