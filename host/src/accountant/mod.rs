@@ -617,6 +617,18 @@ impl Accountant {
         label: &str,
         cost: Cost,
     ) -> Result<Receipt, AccountantError> {
+        self.charge_binding_for_unit(neighbours, None, label, cost)
+    }
+
+    /// [`Accountant::charge_binding`] for the privacy unit `unit`, as
+    /// [`Accountant::charge_for_unit`] states it.
+    pub fn charge_binding_for_unit(
+        &mut self,
+        neighbours: Neighbours,
+        unit: Option<&str>,
+        label: &str,
+        cost: Cost,
+    ) -> Result<Receipt, AccountantError> {
         let bind = match self.neighbours {
             Some(_) => false,
             None if self.ledger().is_empty() => true,
@@ -627,7 +639,7 @@ impl Accountant {
                 });
             }
         };
-        let receipt = self.charge_as(neighbours, label, cost)?;
+        let receipt = self.charge_for_unit(neighbours, unit, label, cost)?;
         if bind {
             self.bind(neighbours);
         }

@@ -291,23 +291,12 @@ impl Plan {
         session: &mut crate::accountant::Accountant,
         label: &str,
     ) -> Result<crate::accountant::Receipt, AggregateError> {
-        let bind = match session.neighbours() {
-            Some(_) => false,
-            None if session.ledger().is_empty() => true,
-            None => {
-                return Err(AggregateError::InvalidParameter(
-                    "the session accountant holds charges stated under no neighbour relation; \
-                     a release under one cannot be added to them"
-                        .into(),
-                ));
-            }
-        };
-        let receipt =
-            session.charge_for_unit(self.neighbours(), self.privacy_unit(), label, self.cost())?;
-        if bind {
-            session.bind(self.neighbours());
-        }
-        Ok(receipt)
+        Ok(session.charge_binding_for_unit(
+            self.neighbours(),
+            self.privacy_unit(),
+            label,
+            self.cost(),
+        )?)
     }
 
     /// Charges the budget file at `path` the plan's whole cost, before the release,
@@ -432,6 +421,18 @@ mod tests {
         assert_eq!(session.privacy_unit(), Some(None));
         assert!(device.charge_to(&mut session, "device").is_err());
         assert_eq!(session.ledger().len(), 2);
+
+        // An unbound session holding charges stated under no relation refuses.
+        let mut session = Accountant::pure(Epsilon::new(5, 1).unwrap());
+        session.charge("by hand", cost).unwrap();
+        assert!(matches!(
+            device.charge_to(&mut session, "device"),
+            Err(AggregateError::Budget(
+                AccountantError::UnboundCharges { .. }
+            ))
+        ));
+        assert_eq!(session.ledger().len(), 1);
+        assert_eq!(session.neighbours(), None);
     }
 
     #[test]

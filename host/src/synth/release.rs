@@ -304,23 +304,9 @@ impl SynthRequest {
         session: &mut Accountant,
         label: &str,
     ) -> Result<Receipt, AdaptiveError> {
-        let bind = match session.neighbours() {
-            Some(_) => false,
-            None if session.ledger().is_empty() => true,
-            None => {
-                return Err(AdaptiveError::InvalidParameter(
-                    "the session accountant holds charges stated under no neighbour relation; \
-                     a release under one cannot be added to them"
-                        .into(),
-                ));
-            }
-        };
         let run = RunCost::of(&self.accountant()?)?;
-        let receipt = session.charge_as(self.neighbours, label, session_cost(&run, session))?;
-        if bind {
-            session.bind(self.neighbours);
-        }
-        Ok(receipt)
+        let cost = session_cost(&run, session);
+        Ok(session.charge_binding(self.neighbours, label, cost)?)
     }
 }
 
@@ -658,6 +644,18 @@ mod tests {
         add_remove.charge_to(&mut zcdp, "b").unwrap();
         assert_eq!(zcdp.remaining_rho(), None, "two runs spend exactly 2ρ");
         assert!(add_remove.charge_to(&mut zcdp, "c").is_err());
+        // An unbound session holding charges stated under no relation refuses.
+        let mut unbound = Accountant::approximate(Epsilon::new(5, 1).unwrap(), 1e-6).unwrap();
+        unbound
+            .charge("by hand", crate::accountant::Cost::Pure(one))
+            .unwrap();
+        assert!(matches!(
+            replace.charge_to(&mut unbound, "replace"),
+            Err(AdaptiveError::Budget(
+                AccountantError::UnboundCharges { .. }
+            ))
+        ));
+        assert_eq!(unbound.ledger().len(), 1);
         // A pure session has no δ for an (ε, δ) release.
         assert!(
             add_remove
