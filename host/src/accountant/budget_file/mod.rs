@@ -382,6 +382,72 @@ impl BudgetFile {
         }
     }
 
+    /// Opens the budget file at `path`, creating it (with no charges) when it
+    /// does not exist: what a session does when it is set up, so that the cap is
+    /// on disk before the first charge and every later session (another process,
+    /// a restart) finds it. Under the file's exclusive lock, as a charge.
+    ///
+    /// `cap`: required when the file does not exist
+    /// ([`BudgetFileError::NoCap`]); otherwise `None` (use the stored cap) or
+    /// exactly the stored cap ([`BudgetFileError::CapMismatch`]). A budget file
+    /// that existed and has gone missing is not started afresh
+    /// ([`BudgetFileError::Missing`]).
+    ///
+    /// ```
+    /// use privq_core::Epsilon;
+    /// use privq_host::accountant::{BudgetFile, BudgetFileError, Cap};
+    /// let dir = std::env::temp_dir().join(format!("privq-open-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).unwrap();
+    /// let path = dir.join("budget.json");
+    /// let cap = Cap::new(Epsilon::new(1, 1).unwrap(), 0.0).unwrap();
+    /// assert_eq!(BudgetFile::open(&path, Some(cap)).unwrap().cap(), cap);
+    /// // A second session finds the cap without repeating it; another cap is refused.
+    /// assert_eq!(BudgetFile::open(&path, None).unwrap().cap(), cap);
+    /// let other = Cap::new(Epsilon::new(2, 1).unwrap(), 0.0).unwrap();
+    /// assert!(matches!(
+    ///     BudgetFile::open(&path, Some(other)),
+    ///     Err(BudgetFileError::CapMismatch { .. })
+    /// ));
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
+    pub fn open(path: &Path, cap: Option<Cap>) -> Result<BudgetFile, BudgetFileError> {
+        let io_err = |source| BudgetFileError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut lock = open_lock(path)?;
+        lock.lock().map_err(io_err)?;
+        let existed = lock.metadata().map_err(io_err)?.len() > 0;
+        let result = match (load(path), cap) {
+            (Err(e), _) => Err(e),
+            (Ok(None), _) if existed => Err(BudgetFileError::Missing(path.to_path_buf())),
+            (Ok(Some(file)), Some(given)) if file.cap != given => {
+                Err(BudgetFileError::CapMismatch {
+                    path: path.to_path_buf(),
+                    stored: file.cap,
+                    given,
+                })
+            }
+            (Ok(Some(file)), _) => Ok(file),
+            (Ok(None), Some(cap)) => {
+                let file = BudgetFile {
+                    cap,
+                    charges: Vec::new(),
+                };
+                store(path, &file.to_json_bytes()).map(|()| file)
+            }
+            (Ok(None), None) => Err(BudgetFileError::NoCap(path.to_path_buf())),
+        };
+        if result.is_ok() && !existed {
+            use std::io::Write as _;
+            lock.write_all(LOCK_MARK)
+                .and_then(|()| lock.sync_all())
+                .map_err(io_err)?;
+        }
+        let _ = lock.unlock();
+        result
+    }
+
     /// Charges `run` to the budget file at `path`, for `label`, stated under
     /// `neighbours`: opens (or, with a `cap`, creates) the file under an exclusive
     /// lock, refuses the charge unless spent + `run` fits in the cap (exact ε sum,
