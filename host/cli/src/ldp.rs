@@ -571,10 +571,6 @@ fn check_paths(inputs: &[&Path], args: &ResultArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Stored reports classified at a time by `ldp aggregate --db`.
-#[cfg(feature = "serve")]
-const DB_CHUNK: usize = 4096;
-
 fn aggregate(
     args: &AggregateArgs,
     stdin: &mut dyn BufRead,
@@ -612,19 +608,13 @@ fn aggregate(
             let missing = io::Error::new(io::ErrorKind::NotFound, "no such database file");
             return Err(LdpError::Read(db.display().to_string(), missing).into());
         }
-        let store =
-            privq_collector::store::Store::open(db).map_err(|e| CliError::at(db.display(), e))?;
-        let mut chunk: Vec<Vec<u8>> = Vec::new();
-        store
-            .for_each_admitted_report(|r| {
-                chunk.push(r.report);
-                if chunk.len() == DB_CHUNK {
-                    intake.ingest_reports(chunk.iter().map(Vec::as_slice));
-                    chunk.clear();
-                }
-            })
+        // Read only when it is a collector's database: any other file is refused
+        // untouched, never given the collector's schema.
+        let store = privq_collector::store::Store::open_existing(db)
             .map_err(|e| CliError::at(db.display(), e))?;
-        intake.ingest_reports(chunk.iter().map(Vec::as_slice));
+        store
+            .ingest_admitted(&mut intake)
+            .map_err(|e| CliError::at(db.display(), e))?;
     }
     #[cfg(feature = "analytics")]
     if let Some(dir) = &args.parquet {

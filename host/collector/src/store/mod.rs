@@ -41,6 +41,10 @@ pub enum StoreError {
     /// The database holds a value this module does not write (edited by hand, or a
     /// newer schema).
     Corrupt(String),
+    /// No database file at this path ([`Store::open_existing`]).
+    NotFound(String),
+    /// The file is not a privq collector's database ([`Store::open_existing`]).
+    NotAStore(String),
 }
 
 impl fmt::Display for StoreError {
@@ -48,6 +52,8 @@ impl fmt::Display for StoreError {
         match self {
             StoreError::Sqlite(e) => write!(f, "database: {e}"),
             StoreError::Corrupt(what) => write!(f, "database content not understood: {what}"),
+            StoreError::NotFound(path) => write!(f, "{path}: no such database file"),
+            StoreError::NotAStore(why) => write!(f, "not a privq collector database: {why}"),
         }
     }
 }
@@ -56,7 +62,7 @@ impl std::error::Error for StoreError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             StoreError::Sqlite(e) => Some(e),
-            StoreError::Corrupt(_) => None,
+            StoreError::Corrupt(_) | StoreError::NotFound(_) | StoreError::NotAStore(_) => None,
         }
     }
 }
@@ -203,6 +209,69 @@ impl Store {
             conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
         }
         Ok(Store { conn })
+    }
+
+    /// Opens the collector database at `path` to read it (`privq ldp aggregate
+    /// --db`, `privq.ldp.aggregate`): as [`Store::open`], but a missing file is
+    /// [`StoreError::NotFound`] (never created), and a file that is not a privq
+    /// collector's database (not SQLite, or SQLite without the collector's schema
+    /// version and `reports` table) is [`StoreError::NotAStore`], refused before
+    /// anything is written to it.
+    pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
+        if !path.is_file() {
+            return Err(StoreError::NotFound(path.display().to_string()));
+        }
+        let not_ours = |why: &str| StoreError::NotAStore(format!("{}: {why}", path.display()));
+        {
+            // Read only, no journal mode set: a foreign file is left as it was.
+            let conn =
+                Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+            let version: i64 = match conn.query_row("PRAGMA user_version", [], |r| r.get(0)) {
+                Ok(v) => v,
+                Err(rusqlite::Error::SqliteFailure(e, _))
+                    if e.code == rusqlite::ErrorCode::NotADatabase =>
+                {
+                    return Err(not_ours("not an SQLite database"));
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let reports: i64 = conn.query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'reports'",
+                [],
+                |r| r.get(0),
+            )?;
+            if version < 1 || reports == 0 {
+                return Err(not_ours(
+                    "an SQLite database without a privq collector's schema (make one with \
+                     `privq serve provision --db`)",
+                ));
+            }
+        }
+        Store::open(path)
+    }
+
+    /// Adds every stored report that [`Store::for_each_admitted_report`] admits
+    /// to `intake`, each classified on its own against the intake's campaign (as
+    /// the collector counts them: never re-framed and re-scanned, where a long
+    /// report of another kind could carry frames of the campaign past the
+    /// one-report-per-kind rule). Returns the number of repeats skipped. Reports
+    /// of other campaigns are counted as rejected by the intake.
+    pub fn ingest_admitted(
+        &self,
+        intake: &mut privq_host::ldp::intake::Intake,
+    ) -> Result<u64, StoreError> {
+        /// Stored reports classified at a time.
+        const CHUNK: usize = 4096;
+        let mut chunk: Vec<Vec<u8>> = Vec::new();
+        let skipped = self.for_each_admitted_report(|r| {
+            chunk.push(r.report);
+            if chunk.len() == CHUNK {
+                intake.ingest_reports(chunk.iter().map(Vec::as_slice));
+                chunk.clear();
+            }
+        })?;
+        intake.ingest_reports(chunk.iter().map(Vec::as_slice));
+        Ok(skipped)
     }
 
     /// Adds a new device with key generation 0; [`ProvisionError::Exists`] if the
