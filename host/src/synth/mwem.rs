@@ -36,7 +36,8 @@ use privq_core::{Epsilon, Error as CoreError};
 
 use crate::accountant::{Accountant, Cost};
 use crate::central::mwem::{
-    EmProfile, MwemConfig, MwemError, MwemOutput, Progress, mwem_with_progress, optimal_rounds,
+    Control, EmProfile, MwemConfig, MwemError, MwemOutput, Progress, mwem_controlled,
+    optimal_rounds,
 };
 use crate::data::{
     CsvColumns, Dataset, Discovered, DiscoveryError, Domain, DomainSource, MemoryCap, Records,
@@ -349,6 +350,22 @@ impl MwemRun {
         rng: &mut R,
         progress: Progress<'_>,
     ) -> Result<MwemSynthetic, MwemSynthError> {
+        self.release_controlled(workload, rng, &mut |r, t| {
+            progress(r, t);
+            std::ops::ControlFlow::Continue(())
+        })
+    }
+
+    /// [`MwemRun::release`], asking `control` before every round whether to go
+    /// on (a front end's Ctrl-C): a break ends the run with
+    /// [`MwemError::Cancelled`] inside [`MwemSynthError::Mwem`] and releases
+    /// nothing; the run's charge stays spent.
+    pub fn release_controlled<R: Rng + CryptoRng + ?Sized>(
+        &mut self,
+        workload: &Workload,
+        rng: &mut R,
+        control: Control<'_>,
+    ) -> Result<MwemSynthetic, MwemSynthError> {
         let rounds = self.rounds(workload);
         let given = self.request.configured_epsilon()?;
         let base = if self.request.optimized {
@@ -360,13 +377,13 @@ impl MwemRun {
             profile: self.request.profile,
             ..base
         };
-        let output = mwem_with_progress(
+        let output = mwem_controlled(
             &self.dataset.counts,
             workload,
             &config,
             &mut self.accountant,
             rng,
-            progress,
+            control,
         )?;
         let rows = self
             .request

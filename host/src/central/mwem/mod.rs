@@ -23,6 +23,8 @@
 //! ([`MwemConfig::cost`]) is charged to the caller's [`Accountant`] before anything
 //! is sampled; [`MwemOutput::ledger`] itemises how it was spent.
 
+use std::ops::ControlFlow;
+
 use privq_core::Epsilon;
 use privq_core::rand_core::{CryptoRng, Rng};
 
@@ -252,6 +254,14 @@ pub enum MwemError {
     /// The budget filter refused a charge.
     #[error(transparent)]
     Budget(#[from] AccountantError),
+    /// The caller's control hook stopped the run before round `round`
+    /// ([`mwem_controlled`]): nothing is returned, and the charge made before
+    /// the first round stays spent (rounds were run on the data).
+    #[error("MWEM was stopped before round {round}; nothing was released")]
+    Cancelled {
+        /// The round that did not run (from 1).
+        round: usize,
+    },
 }
 
 impl From<privq_core::Error> for MwemError {
@@ -300,6 +310,10 @@ pub fn mwem<R: Rng + CryptoRng + ?Sized>(
     mwem_with_progress(data, workload, config, accountant, rng, &mut |_, _| {})
 }
 
+/// Per-round control hook: called with the round number and the total before
+/// each round; [`ControlFlow::Break`] stops the run ([`MwemError::Cancelled`]).
+pub type Control<'a> = &'a mut dyn FnMut(usize, usize) -> ControlFlow<()>;
+
 /// [`mwem`] reporting each round to `progress`.
 pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
     data: &CountHistogram,
@@ -308,6 +322,25 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
     accountant: &mut Accountant,
     rng: &mut R,
     progress: Progress<'_>,
+) -> Result<MwemOutput, MwemError> {
+    mwem_controlled(data, workload, config, accountant, rng, &mut |r, t| {
+        progress(r, t);
+        ControlFlow::Continue(())
+    })
+}
+
+/// [`mwem`], asking `control` before every round whether to go on (a front
+/// end's Ctrl-C): a [`ControlFlow::Break`] ends the run with
+/// [`MwemError::Cancelled`] and returns nothing. The cost charged to
+/// `accountant` before the first round stays charged: the rounds already run
+/// measured the data.
+pub fn mwem_controlled<R: Rng + CryptoRng + ?Sized>(
+    data: &CountHistogram,
+    workload: &Workload,
+    config: &MwemConfig,
+    accountant: &mut Accountant,
+    rng: &mut R,
+    control: Control<'_>,
 ) -> Result<MwemOutput, MwemError> {
     if config.rounds == 0 {
         return Err(MwemError::InvalidParameter(
@@ -398,7 +431,9 @@ pub fn mwem_with_progress<R: Rng + CryptoRng + ?Sized>(
             }));
         }
         round += 1;
-        progress(round, horizon);
+        if control(round, horizon).is_break() {
+            return Err(MwemError::Cancelled { round });
+        }
         // 1. Select a query with the exponential mechanism.
         let here = workload.answers(state.probabilities());
         let scores: Vec<f64> = here

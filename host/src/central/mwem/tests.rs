@@ -251,3 +251,46 @@ fn bad_input_is_typed() {
     assert!(mwem(&h, &w, &bad, &mut acct(), &mut seeded_rng(1)).is_err());
     assert!("0".parse::<Epsilon>().is_err() && "-1".parse::<Epsilon>().is_err());
 }
+
+#[test]
+fn a_control_hook_stops_the_run_and_the_charge_stays() {
+    let (h, w) = toy();
+    let eps = Epsilon::new(1, 2).unwrap();
+    let config = MwemConfig::unoptimized(eps, 5).unwrap();
+    let mut accountant = Accountant::pure(Epsilon::new(1, 1).unwrap());
+    let mut seen = Vec::new();
+    let out = mwem_controlled(
+        &h,
+        &w,
+        &config,
+        &mut accountant,
+        &mut seeded_rng(3),
+        &mut |r, t| {
+            seen.push((r, t));
+            if r == 3 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        },
+    );
+    assert!(matches!(out, Err(MwemError::Cancelled { round: 3 })));
+    assert_eq!(seen, [(1, 5), (2, 5), (3, 5)]);
+    assert_eq!(
+        accountant.spent_epsilon(),
+        Some(eps),
+        "the charge stays spent"
+    );
+    // A hook that never breaks is the progress-only run, bit for bit.
+    let a = mwem(&h, &w, &config, &mut acct(), &mut seeded_rng(4)).unwrap();
+    let b = mwem_controlled(
+        &h,
+        &w,
+        &config,
+        &mut acct(),
+        &mut seeded_rng(4),
+        &mut |_, _| ControlFlow::Continue(()),
+    )
+    .unwrap();
+    assert_eq!(a.measurements, b.measurements);
+}
