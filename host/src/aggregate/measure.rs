@@ -53,6 +53,25 @@ pub(super) fn noise_for(
     neighbours: Neighbours,
     epsilon: Epsilon,
 ) -> Result<DiscreteLaplace, AggregateError> {
+    let l1 = sensitivity_steps(measure, bounds, limits, neighbours)?;
+    let noise = DiscreteLaplace::for_sensitivity(l1, epsilon)?;
+    if noise.scale_num() as f64 / noise.scale_den() as f64 > MAX_SCALE {
+        return Err(AggregateError::InvalidParameter(format!(
+            "the noise scale would exceed 2^50 (sensitivity {l1} at ε = {epsilon}): narrow the \
+             bounds, lower the contribution limits or raise ε"
+        )));
+    }
+    Ok(noise)
+}
+
+/// The ℓ1 sensitivity of `measure` in its units (grid steps, squared grid steps
+/// for the centred squares, score units for a quantile), from public parameters.
+pub(super) fn sensitivity_steps(
+    measure: Measure,
+    bounds: &[Bounds],
+    limits: Contribution,
+    neighbours: Neighbours,
+) -> Result<u64, AggregateError> {
     let per_unit = limits
         .rows_per_unit()
         .checked_mul(neighbours.histogram_l1())
@@ -68,17 +87,9 @@ pub(super) fn noise_for(
         // 2·D·r·g·Δ: the 2 of report noisy max over non-monotone scores.
         Measure::Quantile(..) => 2 * LEVEL_DEN,
     };
-    let l1 = per_unit
+    Ok(per_unit
         .checked_mul(steps)
-        .ok_or(privq_core::Error::Overflow)?;
-    let noise = DiscreteLaplace::for_sensitivity(l1, epsilon)?;
-    if noise.scale_num() as f64 / noise.scale_den() as f64 > MAX_SCALE {
-        return Err(AggregateError::InvalidParameter(format!(
-            "the noise scale would exceed 2^50 (sensitivity {l1} at ε = {epsilon}): narrow the \
-             bounds, lower the contribution limits or raise ε"
-        )));
-    }
-    Ok(noise)
+        .ok_or(privq_core::Error::Overflow)?)
 }
 
 /// The half width `k` (in the noise's units) of the interval `[x − k, x + k]` that

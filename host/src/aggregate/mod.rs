@@ -95,7 +95,9 @@ pub use bounding::{BoundingKey, Contribution, decode_key, encode_key, row_order}
 pub use bounds::Bounds;
 pub use error::AggregateError;
 pub use filter::{Compare, Filter, Literal};
-pub use plan::{Aggregate, Estimate, Groups, Plan, PlanBuilder, Query, Release, ReleasedRow};
+pub use plan::{
+    Aggregate, Estimate, Groups, Plan, PlanBuilder, PlannedMeasurement, Query, Release, ReleasedRow,
+};
 pub use request::{LARGE_DELTA, MAX_KEY_COMBINATIONS, SqlRequest};
 pub use sql::{SqlQuery, parse_sql};
 pub use table::{Columns, ReadRow, RowReader, Table};

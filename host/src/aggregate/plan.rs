@@ -460,6 +460,29 @@ impl PlanBuilder {
     }
 }
 
+/// One noisy measurement of a [`Plan`] ([`Plan::measurements`]): what it
+/// measures and its noise, from public parameters only. The floats are for
+/// reports; the noise drawn is the plan's exact discrete Laplace.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct PlannedMeasurement {
+    /// `"count"` (bounded rows per group), `"sum"`, `"centred sum"` (of the value
+    /// minus its bounds' midpoint), `"centred squares"` or `"quantile"`.
+    pub kind: &'static str,
+    /// The value column (`None` for the count).
+    pub column: Option<String>,
+    /// A quantile's level in `[0, 1]`.
+    pub level: Option<f64>,
+    /// ε of this measurement (the budget split evenly).
+    pub epsilon: Epsilon,
+    /// Its ℓ1 sensitivity over one privacy unit, in the measurement's units
+    /// (rows for a count, the column's units for a sum, their square for the
+    /// centred squares, score units for a quantile), rounded up to the grid.
+    pub sensitivity: f64,
+    /// The noise's scale (sensitivity / ε) in the same units.
+    pub noise_scale: f64,
+}
+
 /// A validated query with everything its guarantee depends on (see the module
 /// docs). Built with [`Plan::builder`]; released with [`Plan::release`].
 #[derive(Debug, Clone)]
@@ -546,6 +569,52 @@ impl Plan {
             .iter()
             .position(|x| *x == m)
             .map(|j| &self.noise[j])
+    }
+
+    /// Every noisy measurement the release takes, in order, described from the
+    /// plan's public parameters only (a dry run: nothing is read or charged).
+    /// The private selection of groups, when there is one, is not a measurement
+    /// here: its ε is [`Plan::epsilon_share`] and its threshold
+    /// [`Plan::threshold`].
+    pub fn measurements(&self) -> Vec<PlannedMeasurement> {
+        let values = &self.columns.values;
+        self.measures
+            .iter()
+            .zip(&self.noise)
+            .map(|(&m, noise)| {
+                let scale_steps = noise.scale_num() as f64 / noise.scale_den() as f64;
+                let (kind, column, level, unit) = match m {
+                    Measure::Count => ("count", None, None, 1.0),
+                    Measure::Sum(c) => ("sum", Some(c), None, self.grid(c)),
+                    Measure::CentredSum(c) => ("centred sum", Some(c), None, self.grid(c)),
+                    Measure::CentredSquares(c) => {
+                        ("centred squares", Some(c), None, self.grid(c).powi(2))
+                    }
+                    Measure::Quantile(c, level) => (
+                        "quantile",
+                        Some(c),
+                        Some(level as f64 / LEVEL_DEN as f64),
+                        1.0,
+                    ),
+                };
+                let sensitivity =
+                    measure::sensitivity_steps(m, &self.bounds, self.contribution, self.neighbours)
+                        .unwrap_or(0);
+                PlannedMeasurement {
+                    kind,
+                    column: column.and_then(|c| values.get(c).cloned()),
+                    level,
+                    epsilon: self.share,
+                    sensitivity: sensitivity as f64 * unit,
+                    noise_scale: scale_steps * unit,
+                }
+            })
+            .collect()
+    }
+
+    /// The grid step of value column `c` (`2^grid_exp`).
+    fn grid(&self, c: usize) -> f64 {
+        self.bounds.get(c).map_or(1.0, |b| 2f64.powi(b.grid_exp()))
     }
 
     /// The selection threshold τ on noisy unit counts, for private groups.

@@ -51,6 +51,7 @@ pub struct SqlRequest {
     confidence: f64,
     candidates: u32,
     drop_invalid: bool,
+    header: Option<Vec<String>>,
 }
 
 impl SqlRequest {
@@ -71,7 +72,47 @@ impl SqlRequest {
             confidence: 0.95,
             candidates: 1000,
             drop_invalid: false,
+            header: None,
         })
+    }
+
+    /// The columns the table has (its header or schema: names only, public), so
+    /// that [`SqlRequest::build`] reports a column the query or the privacy unit
+    /// names and the table lacks as [`AggregateError::MissingColumn`] first,
+    /// before any other check of the request (a misspelt column is not reported
+    /// as a column without bounds). Bounds for a column the query does not read
+    /// stay [`AggregateError::BoundsNotAggregated`].
+    pub fn header(mut self, columns: Vec<String>) -> Self {
+        self.header = Some(columns);
+        self
+    }
+
+    /// Every column the request reads, in first-use order: the privacy unit, the
+    /// group-by columns (a histogram's source column), the aggregated columns and
+    /// the filter's.
+    pub fn named_columns(&self) -> Vec<String> {
+        let query = &self.parsed.query;
+        let mut out: Vec<String> = Vec::new();
+        let mut add = |c: &str| {
+            if !out.iter().any(|o| o == c) {
+                out.push(c.to_string());
+            }
+        };
+        if let Some(u) = &self.unit {
+            add(u);
+        }
+        for g in query.group_by() {
+            add(query.binning(g).map_or(g.as_str(), |b| b.column()));
+        }
+        for v in query.value_columns() {
+            add(&v);
+        }
+        if let Some(f) = query.filter() {
+            for c in f.columns() {
+                add(&c);
+            }
+        }
+        out
     }
 
     /// The table the query reads (its `FROM`).
@@ -167,6 +208,17 @@ impl SqlRequest {
             return Err(AggregateError::UnknownTable {
                 table: parsed.table.clone(),
                 given: self.tables.clone(),
+            });
+        }
+        if let Some(header) = &self.header
+            && let Some(column) = self
+                .named_columns()
+                .into_iter()
+                .find(|c| !header.contains(c))
+        {
+            return Err(AggregateError::MissingColumn {
+                column,
+                available: header.clone(),
             });
         }
         let query = &parsed.query;
@@ -552,5 +604,61 @@ mod tests {
         // The plan's own checks still apply.
         let e = base(QUERY).delta(2.0).build(eps()).unwrap_err();
         assert!(e.to_string().contains("δ"), "{e}");
+    }
+
+    #[test]
+    fn a_column_the_header_lacks_is_reported_before_its_bounds() {
+        // Without the header, a misspelt aggregated column reads as unbounded.
+        let q = "SELECT region, AVG(tmp) FROM t GROUP BY region";
+        let e = base(q).keys("region", ["n"]).build(eps()).unwrap_err();
+        assert!(
+            matches!(e, AggregateError::BoundsNotAggregated { .. }),
+            "{e}"
+        );
+        let header = vec!["region".to_string(), "temp".to_string()];
+        let e = base(q)
+            .keys("region", ["n"])
+            .header(header.clone())
+            .build(eps())
+            .unwrap_err();
+        assert!(
+            matches!(&e, AggregateError::MissingColumn { column, .. } if column == "tmp"),
+            "{e}"
+        );
+        let e = base(QUERY)
+            .privacy_unit("device", 1, 1)
+            .header(header.clone())
+            .build(eps())
+            .unwrap_err();
+        assert!(
+            matches!(&e, AggregateError::MissingColumn { column, .. } if column == "device"),
+            "{e}"
+        );
+        let plan = base(QUERY)
+            .keys("region", ["n"])
+            .header(header)
+            .build(eps())
+            .unwrap();
+        assert_eq!(plan.aggregates().len(), 2);
+    }
+
+    #[test]
+    fn a_plan_describes_its_measurements() {
+        let plan = base(QUERY)
+            .privacy_unit("device", 1, 3)
+            .keys("region", ["north", "south"])
+            .build(eps())
+            .unwrap();
+        let m = plan.measurements();
+        let kinds: Vec<&str> = m.iter().map(|m| m.kind).collect();
+        assert_eq!(kinds, ["count", "centred sum"]);
+        let half = Epsilon::new(1, 2).unwrap();
+        assert!(m.iter().all(|m| m.epsilon == half));
+        // A count: 3 rows per unit (add/remove), scale 3 / (1/2) = 6.
+        assert_eq!((m[0].sensitivity, m[0].noise_scale), (3.0, 6.0));
+        assert_eq!(m[1].column.as_deref(), Some("temp"));
+        // The centred sum: 3 rows of at most half the bounds' width (20) each.
+        assert!(m[1].sensitivity >= 60.0 && m[1].sensitivity < 61.0, "{m:?}");
+        assert!((m[1].noise_scale - 2.0 * m[1].sensitivity).abs() < 1e-9);
     }
 }
