@@ -10,8 +10,9 @@ same library entry points, so the estimates for the same reports are the ones
   (mechanism, ε, domain size, query ids), validated in Rust.
 * :func:`simulate`: devices simulated on this machine, one per value, writing a
   report file (the bytes ``privq ldp simulate`` writes).
-* :func:`aggregate`: report files (bytes or paths) checked against a campaign and
-  aggregated into a DataFrame of estimates.
+* :func:`aggregate`: report files (bytes or paths) or a collector's database
+  (:class:`CollectorDatabase`) checked against a campaign and aggregated into a
+  DataFrame of estimates.
 
 >>> from privq import ldp
 >>> campaign = ldp.Campaign("oue", epsilon=1, domain=4)
@@ -35,27 +36,72 @@ from ._privq import PrivqError
 
 __all__ = [
     "Campaign",
+    "CollectorDatabase",
     "ReportError",
     "ReportsRejectedWarning",
     "aggregate",
     "simulate",
 ]
 
-ReportInput = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]"]
+
+
+class CollectorDatabase:
+    """The SQLite database of a privq collector (``privq serve --db PATH``), as
+    an input of :func:`aggregate`: the reports it accepted, read as ``privq ldp
+    aggregate --db PATH`` reads them (one report per device and report kind,
+    each checked against the campaign on its own; reports of other campaigns
+    are counted as rejected). The file is only read: a missing one raises
+    :class:`FileNotFoundError` and a file that is not a collector's database
+    :class:`ValueError` when :func:`aggregate` opens it, before anything is
+    written to it. Reports carry no identity, so nothing is deduplicated across
+    inputs: a report both in the database and in a report file counts twice.
+
+    >>> CollectorDatabase("fleet.db")
+    CollectorDatabase('fleet.db')
+    >>> aggregate(CollectorDatabase("/nonexistent/fleet.db"), Campaign("oue", epsilon=1, domain=4))
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: /nonexistent/fleet.db: no such collector database
+    """
+
+    def __init__(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(
+                f"path must be a str or os.PathLike, not {type(path).__name__}"
+            )
+        self.path = os.fspath(path)
+
+    def __repr__(self) -> str:
+        return f"CollectorDatabase({self.path!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CollectorDatabase) and self.path == other.path
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+ReportInput = Union[bytes, bytearray, memoryview, str, "os.PathLike[str]", CollectorDatabase]
 
 
 class ReportError(PrivqError, ValueError):
     """Report input that gives no estimates: nothing usable was read (empty,
-    truncated, foreign or hostile bytes), or, with ``strict=True``, some frame was
-    rejected or some byte skipped. The message is the summary ``privq ldp
-    aggregate`` prints: counts, reasons and the first problems with their byte
-    offsets."""
+    truncated, foreign or hostile bytes, another campaign's reports), or, with
+    ``strict=True``, some frame was rejected or some byte skipped. The message
+    is one sentence: what happened, the counts, the rejections by reason and
+    the first problem with its byte offset. ``summary`` holds the summary
+    ``privq ldp aggregate`` prints (every problem listed)."""
+
+    summary: str = ""
+
+    def __init__(self, message: str, summary: str = "") -> None:
+        super().__init__(message)
+        self.summary = summary
 
 
 class ReportsRejectedWarning(UserWarning):
     """Some frames were rejected or bytes skipped (or some estimate is
-    undefined); the estimates are from the accepted reports. The message is the
-    program's summary of what was read."""
+    undefined); the estimates are from the accepted reports. The message says
+    what was read in one sentence, as :class:`ReportError`'s does."""
 
 
 class Campaign:
@@ -76,7 +122,7 @@ class Campaign:
     >>> Campaign("oue", epsilon=0, domain=8)
     Traceback (most recent call last):
     ...
-    ValueError: campaign epsilon: epsilon: ...
+    ValueError: campaign epsilon: ...
     >>> Campaign("laplace", epsilon=1, domain=8)
     Traceback (most recent call last):
     ...
@@ -220,24 +266,36 @@ def simulate(values: Any, campaign: Campaign, *, seed: Optional[int] = None) -> 
     return _privq._ldp_simulate(_values_bytes(values), campaign._inner, seed)
 
 
-def _inputs(reports: Union[ReportInput, Iterable[ReportInput]]) -> List[Any]:
-    if isinstance(reports, (bytes, bytearray, memoryview)):
-        return [bytes(reports)]
-    if isinstance(reports, (str, os.PathLike)):
-        return [os.fspath(reports)]
-    out = []
+def _inputs(
+    reports: Union[ReportInput, Iterable[ReportInput]],
+) -> "tuple[List[Any], List[str]]":
+    """The report files (bytes or paths) and the collector databases."""
+    if isinstance(reports, (bytes, bytearray, memoryview, str, os.PathLike, CollectorDatabase)):
+        reports = [reports]
+    elif not isinstance(reports, Iterable):
+        raise TypeError(
+            "reports: report-file bytes, a file path or a CollectorDatabase (or a list of "
+            f"them), not {type(reports).__name__}"
+        )
+    out: List[Any] = []
+    databases: List[str] = []
     for r in reports:
         if isinstance(r, (bytes, bytearray, memoryview)):
             out.append(bytes(r))
         elif isinstance(r, (str, os.PathLike)):
             out.append(os.fspath(r))
+        elif isinstance(r, CollectorDatabase):
+            databases.append(r.path)
         else:
             raise TypeError(
-                f"reports: report-file bytes or a file path, not {type(r).__name__}"
+                "reports: report-file bytes, a file path or a CollectorDatabase, not "
+                f"{type(r).__name__}"
             )
-    if not out:
-        raise ValueError("reports: give at least one report file (bytes or a path)")
-    return out
+    if not out and not databases:
+        raise ValueError(
+            "reports: give at least one report file (bytes or a path) or a CollectorDatabase"
+        )
+    return out, databases
 
 
 def aggregate(
@@ -252,10 +310,12 @@ def aggregate(
     """Frequency (or mean) estimates from device reports, with confidence
     intervals: ``privq ldp aggregate``'s, for the same reports and campaign.
 
-    ``reports``: the bytes of a report file, the path of one, or a list of
-    them (read in order; concatenated files are read whole). Every report is
-    checked against ``campaign``; a report that disagrees, damaged framing or
-    hostile bytes are counted and skipped, never trusted.
+    ``reports``: the bytes of a report file, the path of one, a collector's
+    database (:class:`CollectorDatabase`, read first, as ``privq ldp aggregate
+    --db``), or a list of them (files read in order; concatenated files are read
+    whole). Every report is checked against ``campaign``; a report that
+    disagrees (another campaign's, say), damaged framing or hostile bytes are
+    counted and skipped, never trusted.
 
     Returns one row per (query group, item): ``group``, ``item`` (null for a
     mean), ``estimate`` (unbiased), ``std_error``, ``ci_low``/``ci_high`` (the
@@ -286,16 +346,17 @@ def aggregate(
         raise ValueError(f'output = {output!r}: "auto", "pandas", "polars" or "arrow"')
     if isinstance(confidence, bool) or not isinstance(confidence, (int, float)):
         raise TypeError(f"confidence must be a float, not {type(confidence).__name__}")
-    rows, outcome, summary = _privq._ldp_aggregate(
-        _inputs(reports), campaign._inner, float(confidence), str(post)
+    files, databases = _inputs(reports)
+    rows, outcome, summary, message = _privq._ldp_aggregate(
+        files, campaign._inner, float(confidence), str(post), databases
     )
     summary = summary.strip()
     if outcome == "nothing_usable":
-        raise ReportError(summary)
+        raise ReportError(message, summary)
     if outcome != "complete":
         if strict:
-            raise ReportError(f"strict: no estimates returned; {summary}")
-        warnings.warn(summary, ReportsRejectedWarning, stacklevel=2)
+            raise ReportError(f"strict=True, so no estimates are returned: {message}", summary)
+        warnings.warn(message, ReportsRejectedWarning, stacklevel=2)
     return _estimates_table(rows, output)
 
 

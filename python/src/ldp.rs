@@ -6,13 +6,15 @@
 use std::fs::File;
 use std::path::PathBuf;
 
+use privq_collector::store::{Store, StoreError};
 use privq_core::Epsilon;
 use privq_host::ldp::campaign::{
     CAMPAIGN_FORMAT, CAMPAIGN_VERSION, Campaign, CampaignError, CampaignPlan, Limits, QuerySpec,
 };
+use privq_host::ldp::decode::RejectReason;
 use privq_host::ldp::fleet::{Fleet, FleetSeed, MechanismSpec};
 use privq_host::ldp::frames;
-use privq_host::ldp::intake::{Intake, Outcome};
+use privq_host::ldp::intake::{GroupEstimates, Intake, IntakeStats, Outcome};
 use privq_host::ldp::output;
 use privq_host::ldp::postprocess::PostProcess;
 use pyo3::exceptions::{
@@ -24,9 +26,54 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::{PrivqError, guard, parameter_text};
 
-/// A campaign error as `ValueError`, naming the field at fault.
+/// A campaign error as `ValueError`: one sentence naming the field at fault
+/// (as `privq.ldp.Campaign` names it), without the program's repetitions.
 fn campaign_error(e: CampaignError) -> PyErr {
-    PyValueError::new_err(format!("campaign {}: {e}", e.field().replace('-', "_")))
+    let field = e.field();
+    let mut message = e.to_string();
+    while let Some(rest) = message.strip_prefix(&format!("{field}: ")) {
+        message = rest.to_string();
+    }
+    let field = field.replace('-', "_");
+    PyValueError::new_err(match e {
+        CampaignError::Json(_) => format!("campaign: {message}"),
+        _ => format!("campaign {field}: {message}"),
+    })
+}
+
+/// What an aggregation read, in one sentence for a Python exception or
+/// warning: the outcome, the counts, the rejections by reason and the first
+/// problem (the program's multi-line summary is kept beside it).
+fn concise(stats: &IntakeStats, groups: &[GroupEstimates], outcome: Outcome) -> String {
+    let mut parts = vec![format!(
+        "{} of {} report(s) aggregated",
+        stats.accepted, stats.frames
+    )];
+    let reasons: Vec<String> = RejectReason::ALL
+        .into_iter()
+        .filter_map(|class| {
+            let n = stats.rejected.get(class);
+            (n > 0).then(|| format!("{n} {}", class.name()))
+        })
+        .collect();
+    if !reasons.is_empty() {
+        parts.push(format!("rejected: {}", reasons.join(", ")));
+    }
+    if stats.skipped_bytes > 0 {
+        parts.push(format!("{} byte(s) skipped", stats.skipped_bytes));
+    }
+    if let Some(p) = stats.problems.first() {
+        parts.push(format!("first problem at {p}"));
+    }
+    let undefined: Vec<&str> = groups
+        .iter()
+        .filter(|g| g.undefined)
+        .map(|g| g.label.as_str())
+        .collect();
+    if !undefined.is_empty() {
+        parts.push(format!("estimates not finite in {}", undefined.join(", ")));
+    }
+    format!("{outcome}: {}", parts.join("; "))
 }
 
 /// A validated campaign (`privq.ldp.Campaign` wraps it): what every accepted
@@ -217,6 +264,17 @@ pub(crate) fn _ldp_simulate<'py>(
     })
 }
 
+/// A collector database's refusal as the Python exception naming it.
+fn store_error(db: &std::path::Path, e: StoreError) -> PyErr {
+    match e {
+        StoreError::NotFound(_) => {
+            PyFileNotFoundError::new_err(format!("{}: no such collector database", db.display()))
+        }
+        StoreError::NotAStore(_) => PyValueError::new_err(e.to_string()),
+        e => PrivqError::new_err(format!("collector database {}: {e}", db.display())),
+    }
+}
+
 /// One input of an aggregation: report-file bytes, or the path of a report file.
 enum Input {
     Bytes(Vec<u8>),
@@ -245,15 +303,20 @@ fn input_arg(i: usize, value: &Bound<'_, PyAny>) -> PyResult<Input> {
 /// and aggregated as `privq ldp aggregate` does; returns the rows of every
 /// group's estimates, the outcome (`complete`, `rejected`, `nothing_usable`,
 /// `undefined`) and the program's summary of what was read.
+///
+/// `databases`: collector databases (`privq serve --db`), read first, as
+/// `privq ldp aggregate --db` reads one ([`Store::open_existing`],
+/// [`Store::ingest_admitted`]).
 #[pyfunction]
-#[pyo3(signature = (inputs, campaign, confidence, post))]
+#[pyo3(signature = (inputs, campaign, confidence, post, databases=Vec::new()))]
 pub(crate) fn _ldp_aggregate<'py>(
     py: Python<'py>,
     inputs: Vec<Bound<'py, PyAny>>,
     campaign: &Bound<'py, PyCampaign>,
     confidence: f64,
     post: &str,
-) -> PyResult<(Bound<'py, PyList>, &'static str, String)> {
+    databases: Vec<PathBuf>,
+) -> PyResult<(Bound<'py, PyList>, &'static str, String, String)> {
     guard(|| {
         if !(confidence > 0.0 && confidence < 1.0) {
             return Err(PyValueError::new_err(format!(
@@ -269,8 +332,14 @@ pub(crate) fn _ldp_aggregate<'py>(
             .map(|(i, v)| input_arg(i, v))
             .collect::<PyResult<Vec<_>>>()?;
         let plan = campaign.get().plan.clone();
+        let mut intake = Intake::new(plan);
+        for db in &databases {
+            py.detach(|| {
+                Store::open_existing(db).and_then(|store| store.ingest_admitted(&mut intake))
+            })
+            .map_err(|e| store_error(db, e))?;
+        }
         let read = py.detach(|| -> Result<_, (String, std::io::Error)> {
-            let mut intake = Intake::new(plan);
             for (i, input) in inputs.iter().enumerate() {
                 match input {
                     Input::Bytes(b) => intake.ingest_slice(&format!("reports[{i}]"), b),
@@ -287,13 +356,15 @@ pub(crate) fn _ldp_aggregate<'py>(
             let mut summary = Vec::new();
             output::write_summary(intake.stats(), &groups, outcome, &mut summary)
                 .map_err(|e| ("the summary".to_string(), e))?;
+            let message = concise(intake.stats(), &groups, outcome);
             Ok((
                 groups,
                 outcome,
                 String::from_utf8_lossy(&summary).into_owned(),
+                message,
             ))
         });
-        let (groups, outcome, summary) = read.map_err(|(name, e)| {
+        let (groups, outcome, summary, message) = read.map_err(|(name, e)| {
             let message = format!("{name}: {e}");
             match e.kind() {
                 std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
@@ -338,6 +409,6 @@ pub(crate) fn _ldp_aggregate<'py>(
             Outcome::NothingUsable => "nothing_usable",
             Outcome::Undefined => "undefined",
         };
-        Ok((rows, outcome, summary))
+        Ok((rows, outcome, summary, message))
     })
 }

@@ -1,0 +1,148 @@
+"""privq.ldp.aggregate from a collector's database: the reports a real collector
+(`privq serve bench`, the program's in-process collector over HTTP) stored,
+aggregated from Python equal to `privq ldp aggregate --db` of the same database,
+and bad databases refused with clear exceptions, untouched."""
+
+from __future__ import annotations
+
+import csv
+import io
+import sqlite3
+import subprocess
+import warnings
+
+import pytest
+
+import privq
+from privq import ldp
+
+# `privq serve bench`'s reports: SQ-bit, ε = 1/64 each, one per query id 0..REPORTS-1.
+REPORTS = 4
+BENCH = ["--clients", "1", "--batches", "3", "--frames", "5", "--reports", str(REPORTS)]
+
+
+@pytest.fixture(scope="module")
+def fleet_db(privq_bin, tmp_path_factory):
+    db = tmp_path_factory.mktemp("collector") / "fleet.db"
+    out = subprocess.run(
+        [str(privq_bin), "serve", "bench", "--db", str(db), *BENCH],
+        capture_output=True,
+        check=False,
+    )
+    assert "needs the cargo feature `serve`" not in out.stderr.decode(), (
+        f"{privq_bin} has no collector: build it with `cargo build -p privq --features serve` "
+        "(tools/test-all.sh's build has it)"
+    )
+    assert out.returncode == 0, out.stderr.decode()
+    assert db.is_file()
+    return db
+
+
+def campaign(queries=f"0-{REPORTS - 1}"):
+    return ldp.Campaign("sq-bit", epsilon="1/64", queries=[queries])
+
+
+def cli_estimates(privq_bin, db, *extra):
+    out = subprocess.run(
+        [str(privq_bin), "ldp", "aggregate", "--db", str(db), "--mechanism", "sq-bit",
+         "--epsilon", "1/64", "--queries", f"0-{REPORTS - 1}", "--format", "csv", *extra],
+        capture_output=True,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr.decode()
+    return list(csv.DictReader(io.StringIO(out.stdout.decode()))), out.stderr.decode()
+
+
+def test_the_same_estimates_as_the_program(privq_bin, fleet_db):
+    before = fleet_db.read_bytes()
+    expected, _ = cli_estimates(privq_bin, fleet_db)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every stored report is the campaign's: no warning
+        got = ldp.aggregate(ldp.CollectorDatabase(fleet_db), campaign(), output="arrow").to_pylist()
+    assert len(got) == len(expected) == REPORTS  # one mean per query group
+    for g, e in zip(got, expected):
+        assert g["group"] == e["group"] and g["item"] is None
+        for k in ["estimate", "std_error", "ci_low", "ci_high"]:
+            assert g[k] == float(e[k]), (k, g, e)  # bit for bit
+        assert g["reports"] == 3 * 5  # one report per device (frame) and query
+    # Per campaign: one query group only; the other queries' reports are counted
+    # as rejected and said, as the program says them.
+    with pytest.warns(ldp.ReportsRejectedWarning, match="45 query_not_in_campaign"):
+        one = ldp.aggregate(ldp.CollectorDatabase(str(fleet_db)), campaign("2"), output="arrow")
+    assert one.num_rows == 1 and one.column("estimate")[0].as_py() == got[2]["estimate"]
+    assert fleet_db.read_bytes() == before, "reading the database changed it"
+
+
+def test_with_report_files_and_pandas(fleet_db, tmp_path):
+    # Databases and report files together; nothing is deduplicated across them.
+    both = ldp.aggregate([ldp.CollectorDatabase(fleet_db)], campaign())
+    assert list(both["reports"]) == [15] * REPORTS
+    assert type(both).__module__.startswith("pandas")
+
+
+def test_another_campaign_is_a_report_error(fleet_db):
+    with pytest.raises(ldp.ReportError, match="no usable report") as info:
+        ldp.aggregate(ldp.CollectorDatabase(fleet_db), ldp.Campaign("oue", epsilon=1, domain=4))
+    message = str(info.value)
+    assert "\n" not in message and not message.startswith("privq:"), message
+    assert "0 of 60 report(s) aggregated" in message and "rejected" in message, message
+    assert "privq:" in info.value.summary  # the program's summary, kept beside it
+    # Reports of the right kind but other query ids: warned and counted, the rest used.
+    with pytest.warns(ldp.ReportsRejectedWarning, match="15 of 60 report"):
+        ldp.aggregate(ldp.CollectorDatabase(fleet_db), campaign("1"), strict=False)
+    with pytest.raises(ldp.ReportError, match="strict=True"):
+        ldp.aggregate(ldp.CollectorDatabase(fleet_db), campaign("1"), strict=True)
+
+
+def test_bad_databases(tmp_path):
+    c = campaign()
+    with pytest.raises(FileNotFoundError, match="no such collector database"):
+        ldp.aggregate(ldp.CollectorDatabase(tmp_path / "missing.db"), c)
+    assert not (tmp_path / "missing.db").exists(), "a missing database was created"
+    with pytest.raises(FileNotFoundError):
+        ldp.aggregate(ldp.CollectorDatabase(tmp_path), c)  # a directory
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(ValueError, match="not a privq collector database.*not an SQLite"):
+        ldp.aggregate(ldp.CollectorDatabase(junk), c)
+    # Another application's SQLite database: refused, and left as it was.
+    other = tmp_path / "other.db"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE notes (body TEXT)")
+    con.commit()
+    con.close()
+    before = other.read_bytes()
+    with pytest.raises(ValueError, match="not a privq collector database.*schema"):
+        ldp.aggregate(ldp.CollectorDatabase(other), c)
+    assert other.read_bytes() == before
+    con = sqlite3.connect(other)
+    assert [r[0] for r in con.execute("SELECT name FROM sqlite_master")] == ["notes"]
+    con.close()
+    with pytest.raises(TypeError, match="CollectorDatabase"):
+        ldp.aggregate([ldp.CollectorDatabase(junk), 3], c)
+    with pytest.raises(TypeError, match="str or os.PathLike"):
+        ldp.CollectorDatabase(3)
+    with pytest.raises(ValueError, match="at least one"):
+        ldp.aggregate([], c)
+
+
+def test_the_program_refuses_a_foreign_database_too(privq_bin, tmp_path):
+    other = tmp_path / "other.db"
+    con = sqlite3.connect(other)
+    con.execute("CREATE TABLE notes (body TEXT)")
+    con.commit()
+    con.close()
+    before = other.read_bytes()
+    out = subprocess.run(
+        [str(privq_bin), "ldp", "aggregate", "--db", str(other), "--mechanism", "sq-bit",
+         "--epsilon", "1/64"],
+        capture_output=True,
+        check=False,
+    )
+    assert out.returncode != 0
+    assert "not a privq collector database" in out.stderr.decode()
+    assert other.read_bytes() == before
+
+
+def test_is_an_error_of_the_package():
+    assert issubclass(ldp.ReportError, privq.PrivqError)
