@@ -142,7 +142,10 @@ class Accountant:
     With ``budget_file=PATH`` the budget is kept in the library's budget file
     (``privq budget show PATH`` prints it): every charge is written to it under a
     lock before anything is released, so the budget holds across processes and
-    restarts. An existing file keeps its cap; ``epsilon`` may then be omitted.
+    restarts. The file is created when the accountant is made, with the cap
+    given, so a second process (or a restart) opens it without repeating the
+    cap: omit ``epsilon`` there. A cap other than the file's is refused with
+    :class:`ValueError`; so is a missing file without ``epsilon``.
 
     An in-memory accountant (no ``budget_file``) lives in one process: in a child
     made by ``os.fork`` (or ``multiprocessing`` with the fork start method) it
@@ -159,6 +162,18 @@ class Accountant:
     Traceback (most recent call last):
     ...
     ValueError: epsilon = -1: epsilon must be positive, got a negative value
+
+    A budget file holds its cap from the start:
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "budget.json")
+    >>> first = Accountant(epsilon=2, budget_file=path)
+    >>> os.path.exists(path), Accountant(budget_file=path).budget.epsilon
+    (True, Fraction(2, 1))
+    >>> Accountant(epsilon=3, budget_file=path)
+    Traceback (most recent call last):
+    ...
+    ValueError: budget file ... has the cap ..., not ...: a cap is fixed when its file is created (omit epsilon to use it)
     """
 
     def __init__(
@@ -379,6 +394,7 @@ def synthesize(
     rows: Optional[int] = None,
     return_result: bool = False,
     rounds: Optional[int] = None,
+    memory_mib: Optional[int] = None,
 ) -> Any:
     """Private synthetic data: a table of the same kind as ``df`` (pandas in,
     pandas out; Polars in, Polars out; a :class:`pyarrow.Table` otherwise), with
@@ -393,8 +409,13 @@ def synthesize(
     replace-one neighbours (n public: the release has as many rows as ``df``
     unless ``rows`` says otherwise); ``delta`` is not used, ``workload`` is
     ``"parity:W"``, ``"conjunctions:W"`` (binary domains; default ``parity:3``)
-    or ``"marginals:K"``, and ``rounds`` sets T (default T* of Thm 5.2.11,
-    clamped to 5..50).
+    or ``"marginals:K"``, ``rounds`` sets T (default T* of Thm 5.2.11,
+    clamped to 5..50), and ``memory_mib`` caps the dense histogram and the
+    synthetic rows (default 1024, as ``privq synth --memory-mib``): a domain
+    whose histogram needs more is refused before anything is charged. Ctrl-C
+    stops either mechanism between rounds: :class:`KeyboardInterrupt` is
+    raised and nothing is released, but the charge stays spent (the rounds
+    already run measured the data).
 
     * ``domain``: the public :class:`Domain`; every column of ``df`` must be one
       of its attributes and every attribute a column. A value outside the domain
@@ -441,16 +462,28 @@ def synthesize(
     (['city', 'age'], True)
     """
     _check_synthesis_args(mechanism, domain, accountant, rows, ("adaptive", "mwem"))
-    _check_relation(mechanism, neighbours, rounds)
+    _check_relation(mechanism, neighbours, rounds, memory_mib)
     _seed(seed)
     result = _release(
-        mechanism, df, domain, epsilon, delta, workload, accountant, seed, neighbours, rows, rounds
+        mechanism, df, domain, epsilon, delta, workload, accountant, seed, neighbours, rows, rounds,
+        memory_mib=memory_mib,
     )
     return result if return_result else result.data
 
 
-def _check_relation(mechanism: str, neighbours: Optional[str], rounds: Any) -> None:
-    """MWEM is replace-one only and takes ``rounds``; the adaptive mechanism plans its own."""
+def _check_relation(
+    mechanism: str, neighbours: Optional[str], rounds: Any, memory_mib: Any = None
+) -> None:
+    """MWEM is replace-one only and takes ``rounds`` and ``memory_mib``; the
+    adaptive mechanism plans its own."""
+    if memory_mib is not None:
+        if mechanism != "mwem":
+            raise ValueError(
+                "memory_mib: MWEM's cap on its dense histogram (mechanism=\"mwem\"); the "
+                "adaptive mechanism's model is sized by its workload"
+            )
+        if isinstance(memory_mib, bool) or not isinstance(memory_mib, int) or memory_mib < 1:
+            raise ValueError(f"memory_mib = {memory_mib!r}: a positive integer (MiB)")
     if mechanism == "mwem":
         if neighbours not in (None, "replace"):
             raise ValueError(
@@ -467,6 +500,10 @@ def _check_relation(mechanism: str, neighbours: Optional[str], rounds: Any) -> N
         )
 
 
+#: MWEM's default memory cap in MiB (``privq synth --memory-mib``'s default).
+_MWEM_MEMORY_MIB = 1024
+
+
 def _release(
     mechanism: str,
     df: Any,
@@ -480,12 +517,15 @@ def _release(
     rows: Optional[int],
     rounds: Optional[int],
     fit: int = 0,
+    memory_mib: Optional[int] = None,
 ) -> "Synthesis":
     """One release; ``fit`` counts a :class:`Synthesizer`'s earlier fits: the
     first (and :func:`synthesize`) uses ``seed`` as ``privq synth --seed`` does,
     a later one a stream derived from (seed, "fit", fit)."""
     if mechanism == "mwem":
-        return _mwem(df, domain, epsilon, workload, accountant, seed, rows, rounds, fit)
+        return _mwem(
+            df, domain, epsilon, workload, accountant, seed, rows, rounds, fit, memory_mib
+        )
     return _synthesis(
         df, domain, epsilon, delta, workload, accountant, seed, neighbours or "add-remove", rows,
         fit,
@@ -502,6 +542,7 @@ def _mwem(
     rows: Optional[int],
     rounds: Optional[int],
     fit: int = 0,
+    memory_mib: Optional[int] = None,
 ) -> Any:
     """``privq synth --mechanism mwem``'s release (arguments checked by the caller)."""
     from ._frames import from_shape, shape_of, to_columns
@@ -519,6 +560,7 @@ def _mwem(
         None if accountant is None else accountant._inner,
         seed,
         fit,
+        _MWEM_MEMORY_MIB if memory_mib is None else memory_mib,
     )
     del columns
     return Synthesis._new(from_shape(out, shape, domain), info, fitted, shape, domain, "mwem")
@@ -795,15 +837,27 @@ class Synthesizer:
         neighbours: Optional[str] = None,
         seed: Optional[int] = None,
         rounds: Optional[int] = None,
+        memory_mib: Optional[int] = None,
     ) -> "Synthesizer":
         """A synthesizer for the mechanism ``name`` (``"adaptive"`` or ``"mwem"``);
-        the arguments are :func:`synthesize`'s, checked when :meth:`fit` runs (ε,
-        δ, the workload) or here (the mechanism, the domain, the accountant, the
-        relation, ``rounds``)."""
+        the arguments are :func:`synthesize`'s, checked here (the mechanism, the
+        domain, the accountant, the relation, ``rounds``, ``memory_mib`` and, for
+        MWEM, the workload against the domain) or when :meth:`fit` runs (ε, δ,
+        the adaptive mechanism's workload).
+
+        >>> Synthesizer.create("mwem", epsilon=1, domain=Domain({"city": 3, "smoker": 2}))
+        Traceback (most recent call last):
+        ...
+        ValueError: workload = "parity:3" needs a binary (0/1) domain and this one is not; ...
+        """
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, not {type(name).__name__}")
         _check_synthesis_args(name, domain, accountant, None, ("adaptive", "mwem"))
-        _check_relation(name, neighbours, rounds)
+        _check_relation(name, neighbours, rounds, memory_mib)
+        if name == "mwem":
+            _privq._mwem_check(
+                domain._inner, workload, _MWEM_MEMORY_MIB if memory_mib is None else memory_mib
+            )
         _seed(seed)
         self = cls.__new__(cls)
         self._args = dict(
@@ -814,6 +868,7 @@ class Synthesizer:
             seed=seed,
             neighbours=neighbours,
             rounds=rounds,
+            memory_mib=memory_mib,
         )
         self._mechanism = name
         self._domain = domain
@@ -839,6 +894,7 @@ class Synthesizer:
         self._result = _release(
             self._mechanism, df, self._domain, a["epsilon"], a["delta"], a["workload"],
             a["accountant"], a["seed"], a["neighbours"], rows, a["rounds"], self._fits,
+            memory_mib=a["memory_mib"],
         )
         self._fits += 1
         return self
@@ -891,6 +947,7 @@ def sql(
     drop_invalid: bool = False,
     accountant: Optional[Accountant] = None,
     seed: Optional[int] = None,
+    dry_run: bool = False,
 ) -> Any:
     """Private counts, sums, means, variances and quantiles by group, from a SQL
     query: ``privq sql``'s release, through the same library entry point, with the
@@ -935,6 +992,20 @@ def sql(
       entropy.
     * ``drop_invalid``: drop rows whose unit is missing or whose aggregated or
       binned values are not finite numbers, instead of raising.
+    * ``dry_run``: check the request and return its plan instead of releasing:
+      a dict with ``epsilon`` and ``epsilon_share`` (exact
+      :class:`~fractions.Fraction`: the budget and the even share of each
+      measurement and of the group selection), ``delta``, ``neighbours``,
+      ``privacy_unit``, ``max_groups``, ``max_rows``, ``groups`` (``"public"``
+      or ``"private"``), ``threshold`` (the private selection's, else ``None``),
+      ``aggregates`` (``(name, "AVG(temp)")`` pairs) and ``measurements``: one
+      dict per noisy measurement (``measurement``, ``column``, ``level``,
+      ``epsilon``, ``sensitivity`` and ``noise_scale`` in the measurement's
+      units: rows for a count, the column's units for a sum), and ``accepted``
+      (whether ``accountant`` would take the charge now; ``None`` without one or
+      for a budget file), and ``warnings`` (what the release would warn
+      about). Only the tables' column names are read: no value, no charge, no
+      noise.
 
     Returns a table of the input's kind (pandas for pandas, Polars for Polars,
     else a :class:`pyarrow.Table`):
@@ -964,6 +1035,16 @@ def sql(
     ['region', 'n', 'n_lo', 'n_hi', 'mean', 'mean_lo', 'mean_hi']
     >>> list(out["region"])
     ['north', 'south']
+    >>> plan = sql(
+    ...     "SELECT region, COUNT(*) AS n, AVG(temp) AS mean FROM readings GROUP BY region",
+    ...     {"readings": readings},
+    ...     epsilon=1, privacy_unit="device", max_rows=3,
+    ...     bounds={"temp": (-20, 50)}, keys={"region": ["north", "south"]}, dry_run=True,
+    ... )
+    >>> plan["epsilon_share"], [m["measurement"] for m in plan["measurements"]]
+    (Fraction(1, 2), ['count', 'centred sum'])
+    >>> plan["measurements"][0]["noise_scale"]  # 3 rows per unit / (ε = 1/2)
+    6.0
     """
     if not isinstance(query, str):
         raise TypeError(f"query must be a str, not {type(query).__name__}")
@@ -1010,6 +1091,28 @@ def sql(
     if delta is not None:
         delta = _delta(delta)
 
+    if dry_run:
+        info = _privq._sql_plan(
+            query,
+            names,
+            _number(epsilon),
+            privacy_unit,
+            _count("max_groups", max_groups),
+            _count("max_rows", max_rows),
+            pairs,
+            lists,
+            delta,
+            neighbours,
+            float(confidence),
+            _count("quantile_candidates", quantile_candidates),
+            bool(drop_invalid),
+            None if accountant is None else accountant._inner,
+        )
+        info["epsilon"] = Fraction(*info["epsilon"])
+        info["epsilon_share"] = Fraction(*info["epsilon_share"])
+        for m in info["measurements"]:
+            m["epsilon"] = Fraction(*m["epsilon"])
+        return info
     used = {}
 
     def reader(table: Any, columns: Sequence[str]) -> Any:

@@ -128,6 +128,47 @@ def _sql(
     seed: Optional[int],
 ) -> list[Tuple[str, str, list[Any]]]: ...  # type: "text", "int" (a count) or "float"
 
+class _SqlMeasurement(TypedDict):
+    measurement: str  # "count", "sum", "centred sum", "centred squares" or "quantile"
+    column: Optional[str]
+    level: Optional[float]  # a quantile's
+    epsilon: _Pair
+    sensitivity: float  # over one privacy unit, in the measurement's units
+    noise_scale: float  # sensitivity / epsilon, same units
+
+class _SqlPlan(TypedDict):
+    table: str
+    epsilon: _Pair
+    delta: float
+    epsilon_share: _Pair
+    neighbours: str
+    privacy_unit: Optional[str]
+    max_groups: int
+    max_rows: int
+    groups: str  # "public" or "private"
+    threshold: Optional[int]
+    aggregates: list[Tuple[str, str]]
+    measurements: list[_SqlMeasurement]
+    accepted: Optional[bool]  # an in-memory accountant's answer; None otherwise
+    warnings: list[str]
+
+def _sql_plan(
+    query: str,
+    tables: Mapping[str, Any],  # only each table's column_names is read
+    epsilon: _Number,
+    privacy_unit: Optional[str],
+    max_groups: int,
+    max_rows: int,
+    bounds: Sequence[Tuple[str, _Number, _Number]],
+    keys: Sequence[Tuple[str, Sequence[str]]],
+    delta: Optional[float],
+    neighbours: str,
+    confidence: float,
+    quantile_candidates: int,
+    drop_invalid: bool,
+    accountant: Optional[Accountant],
+) -> _SqlPlan: ...  # no value read, nothing charged
+
 class _PlanDict(TypedDict):
     epsilon: _Pair
     delta: float
@@ -172,7 +213,10 @@ def _synthesize_mwem(
     accountant: Optional[Accountant],
     seed: Optional[int],
     fit: int = 0,  # as for _synthesize
+    memory_mib: int = 1024,  # the dense histogram's and the rows' cap (privq synth --memory-mib)
 ) -> Tuple[list[Tuple[str, list[str], bytes]], _MwemInfo, MwemSynthesis]: ...
+
+def _mwem_check(domain: Domain, workload: Optional[str], memory_mib: int) -> None: ...  # ValueError: a bad workload for the domain, or cap
 
 class _DiscoveryInfo(TypedDict):
     threshold: int
@@ -234,4 +278,5 @@ def _ldp_aggregate(
     campaign: Campaign,
     confidence: float,
     post: str,
-) -> Tuple[list[_EstimateRow], str, str]: ...
+    databases: Sequence[str] = (),  # collector databases (privq serve --db), read first
+) -> Tuple[list[_EstimateRow], str, str, str]: ...  # rows, outcome, the program's summary, one sentence

@@ -65,6 +65,10 @@ pub(crate) fn _discover_domain<'py>(
             .detach(|| ValueCounts::from_dictionary_columns(&table))
             .map_err(data_error)?;
         drop(table);
+        // Ctrl-C during the count (the long part: one pass over every value) is
+        // seen here, before the charge: nothing is charged or released. After
+        // the charge the selection is one short pass over the counted values.
+        py.check_signals()?;
         let label = "privq.discover_domain";
         let mut rng = match seed {
             Some(seed) => privq_host::seeded_rng(seed),

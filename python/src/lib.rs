@@ -141,7 +141,7 @@ fn neighbours_arg(name: &str) -> PyResult<Neighbours> {
 }
 
 /// A relation as the budget file names it.
-fn neighbours_name(n: Neighbours) -> &'static str {
+pub(crate) fn neighbours_name(n: Neighbours) -> &'static str {
     match n {
         Neighbours::AddRemove => "add-remove",
         Neighbours::Replace => "replace",
@@ -243,6 +243,15 @@ fn row(line: usize) -> usize {
     line.saturating_sub(2)
 }
 
+/// Whether `value` is a whole number written as a float (`"30.0"`, `"-2.0"`): the
+/// text of a float column's whole-number value.
+fn whole_float(value: &str) -> bool {
+    value
+        .strip_suffix(".0")
+        .map(|w| w.strip_prefix('-').unwrap_or(w))
+        .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// A data error in a table's words (columns and rows, not CSV lines and flags).
 fn data_error(e: DataError) -> PyErr {
     let message = match &e {
@@ -259,6 +268,18 @@ fn data_error(e: DataError) -> PyErr {
             "column {attribute:?}, row {}: missing value (null or empty); privq has no missing \
              values (drop or impute such rows, or give the attribute a value such as \"missing\")",
             row(*line)
+        ),
+        DataError::UnknownValue {
+            attribute,
+            value,
+            line,
+        } if whole_float(value) => format!(
+            "column {attribute:?}, row {}: the value {value:?} is not in the domain; the column \
+             holds whole numbers as floats (float64), which are read as {value:?}, not {:?}: \
+             cast it with df[{attribute:?}].astype(\"int64\") (in Polars \
+             pl.col({attribute:?}).cast(pl.Int64))",
+            row(*line),
+            value.trim_end_matches(".0"),
         ),
         DataError::UnknownValue {
             attribute,
@@ -496,8 +517,8 @@ fn delta_arg(delta: f64, positive: bool) -> PyResult<f64> {
 #[pymethods]
 impl PyAccountant {
     /// An (ε, δ) budget under basic composition (pure ε-DP when δ = 0); with
-    /// `budget_file`, kept in that file (created on the first charge; an existing
-    /// file keeps its cap, and `epsilon` may then be omitted).
+    /// `budget_file`, kept in that file (created here with the cap given; an
+    /// existing file keeps its cap, and `epsilon` may then be omitted).
     #[new]
     #[pyo3(signature = (epsilon=None, delta=0.0, budget_file=None))]
     fn new(
@@ -518,33 +539,30 @@ impl PyAccountant {
                     Accountant::approximate(e, delta).map_err(accountant_error)?,
                 )),
                 (Some(path), given) => {
-                    let stored = if path.exists() {
-                        Some(BudgetFile::read(&path).map_err(budget_file_error)?.cap())
-                    } else {
-                        None
-                    };
-                    let cap = match (stored, given) {
-                        (Some(stored), None) => stored,
-                        (None, Some(e)) => Cap::new(e, delta).map_err(budget_file_error)?,
-                        (Some(stored), Some(e)) => {
-                            let cap = Cap::new(e, delta).map_err(budget_file_error)?;
-                            if cap != stored {
-                                return Err(PyValueError::new_err(format!(
-                                    "budget file {} has the cap {stored}, not {cap}: a cap is \
-                                     fixed when its file is created (omit epsilon to use it)",
-                                    path.display()
-                                )));
-                            }
-                            cap
-                        }
-                        (None, None) => {
-                            return Err(PyValueError::new_err(format!(
+                    // The file is opened, or created with the cap given, now: a
+                    // later session (another process, a restart) finds the cap.
+                    let given = given
+                        .map(|e| Cap::new(e, delta))
+                        .transpose()
+                        .map_err(budget_file_error)?;
+                    let cap = BudgetFile::open(&path, given)
+                        .map_err(|e| match e {
+                            BudgetFileError::NoCap(_) => PyValueError::new_err(format!(
                                 "budget file {} does not exist: give epsilon (and delta) to \
                                  create it with that cap",
                                 path.display()
-                            )));
-                        }
-                    };
+                            )),
+                            BudgetFileError::CapMismatch { stored, given, .. } => {
+                                PyValueError::new_err(format!(
+                                    "budget file {} has the cap {stored}, not {given}: a cap \
+                                     is fixed when its file is created (omit epsilon to use \
+                                     it)",
+                                    path.display()
+                                ))
+                            }
+                            e => budget_file_error(e),
+                        })?
+                        .cap();
                     Kind::File { path, cap }
                 }
             };
@@ -1259,11 +1277,13 @@ fn _privq(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_synthesize, m)?)?;
     m.add_function(wrap_pyfunction!(_plan_synthesis, m)?)?;
     m.add_function(wrap_pyfunction!(mwem::_synthesize_mwem, m)?)?;
+    m.add_function(wrap_pyfunction!(mwem::_mwem_check, m)?)?;
     m.add_function(wrap_pyfunction!(discover::_discover_domain, m)?)?;
     m.add_class::<ldp::PyCampaign>()?;
     m.add_function(wrap_pyfunction!(ldp::_ldp_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(ldp::_ldp_aggregate, m)?)?;
     m.add_function(wrap_pyfunction!(_domain_template, m)?)?;
     m.add_function(wrap_pyfunction!(sql::_sql, m)?)?;
+    m.add_function(wrap_pyfunction!(sql::_sql_plan, m)?)?;
     Ok(())
 }

@@ -18,9 +18,36 @@ use super::{
     budget_file_error, columns_out, data_error, epsilon_arg, guard, ledger_rows, records_of,
 };
 
-/// The memory cap of MWEM's dense histogram and the synthetic rows
+/// The default memory cap of MWEM's dense histogram and the synthetic rows
 /// (`privq synth`'s default `--memory-mib 1024`).
-const MEMORY_MIB: u64 = 1024;
+pub(crate) const MEMORY_MIB: u64 = 1024;
+
+/// A memory cap in MiB, at least 1 and at most 2^40 (as `--memory-mib`).
+fn memory_arg(memory_mib: u64) -> PyResult<u64> {
+    if (1..=1 << 40).contains(&memory_mib) {
+        Ok(memory_mib)
+    } else {
+        Err(PyValueError::new_err(format!(
+            "memory_mib = {memory_mib}: a cap in MiB, at least 1"
+        )))
+    }
+}
+
+/// `Synthesizer.create("mwem", ...)`'s check of what it can check without data:
+/// the workload (its form, and a parity or conjunction workload's binary
+/// domain, as [`_synthesize_mwem`] builds it) and the memory cap.
+#[pyfunction]
+#[pyo3(signature = (domain, workload, memory_mib))]
+pub(crate) fn _mwem_check(
+    domain: &Bound<'_, PyDomain>,
+    workload: Option<&str>,
+    memory_mib: u64,
+) -> PyResult<()> {
+    guard(|| {
+        memory_arg(memory_mib)?;
+        workload_arg(workload, &domain.get().domain).map(drop)
+    })
+}
 
 fn mwem_error(e: MwemSynthError) -> PyErr {
     match e {
@@ -28,6 +55,12 @@ fn mwem_error(e: MwemSynthError) -> PyErr {
         MwemSynthError::Data(DiscoveryError::Budget(a)) => accountant_error(a),
         MwemSynthError::Mwem(MwemError::Data(d)) => data_error(d),
         MwemSynthError::Mwem(MwemError::Budget(a)) => accountant_error(a),
+        MwemSynthError::Mwem(MwemError::Cancelled { round }) => {
+            pyo3::exceptions::PyKeyboardInterrupt::new_err(format!(
+                "MWEM was stopped before round {round}: nothing was released, and its charge \
+                 stays spent"
+            ))
+        }
         MwemSynthError::Mwem(MwemError::InvalidParameter(m)) => {
             PyValueError::new_err(format!("invalid parameter: {m}"))
         }
@@ -68,7 +101,7 @@ fn workload_arg(spec: Option<&str>, domain: &Domain) -> PyResult<Workload> {
 /// dictionary form over the public domain; returns the synthetic columns and a
 /// dict of what was spent. Pure ε-DP under replace-one neighbours (n public).
 #[pyfunction]
-#[pyo3(signature = (columns, domain, epsilon, workload, rows, rounds, accountant, seed, fit=0))]
+#[pyo3(signature = (columns, domain, epsilon, workload, rows, rounds, accountant, seed, fit=0, memory_mib=MEMORY_MIB))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn _synthesize_mwem<'py>(
     py: Python<'py>,
@@ -81,8 +114,10 @@ pub(crate) fn _synthesize_mwem<'py>(
     accountant: Option<&Bound<'py, PyAccountant>>,
     seed: Option<u64>,
     fit: u64,
+    memory_mib: u64,
 ) -> PyResult<(Vec<ColumnOut<'py>>, Bound<'py, PyDict>, PyMwemSynthesis)> {
     guard(|| {
+        let memory_mib = memory_arg(memory_mib)?;
         let domain = &domain.get().domain;
         let epsilon = epsilon_arg(epsilon)?;
         let request = MwemRequest::new(epsilon)
@@ -91,23 +126,25 @@ pub(crate) fn _synthesize_mwem<'py>(
             .map_err(|_| PyValueError::new_err("rounds = 0: at least 1"))?;
         // MWEM samples one cell index per synthetic row (as `privq synth` counts).
         if let Some(rows) = rows
-            && (rows as u64).saturating_mul(8) > MEMORY_MIB << 20
+            && (rows as u64).saturating_mul(8) > memory_mib << 20
         {
             return Err(PyValueError::new_err(format!(
                 "rows = {rows}: the synthetic rows would need about {} MiB, over the \
-                 {MEMORY_MIB} MiB cap; release fewer rows",
+                 {memory_mib} MiB cap (memory_mib); release fewer rows",
                 (rows as u64 * 8) >> 20
             )));
         }
         let workload = workload_arg(workload, domain)?;
         let records = records_of(py, columns, domain)?;
-        let cap = MemoryCap(MEMORY_MIB << 20);
+        let cap = MemoryCap(memory_mib << 20);
         // The data over the public domain, and the run's own accountant; refused
         // (an empty table, a histogram over the cap) before anything is charged.
         let mut run = py
             .detach(|| request.open_records(&records, domain, cap))
             .map_err(mwem_error)?;
         drop(records);
+        // Ctrl-C while the table was read: seen before the charge, nothing spent.
+        py.check_signals()?;
         let label = "privq.synthesize (mwem)";
         if let Some(accountant) = accountant {
             let accountant = accountant.get();
@@ -133,9 +170,25 @@ pub(crate) fn _synthesize_mwem<'py>(
         // The charge's time, taken before the run (see `_synthesize`).
         let charged_at = privq_host::accountant::utc_now();
         let mut rng = crate::rng_for(seed, "fit", fit)?;
-        let release = py
-            .detach(|| run.release(&workload, &mut rng, &mut |_, _| {}))
-            .map_err(mwem_error)?;
+        // Ctrl-C: before every round the interpreter's pending signals are run
+        // (with the GIL, briefly); a KeyboardInterrupt stops the run through the
+        // library's control hook and nothing is released. The charge stays spent.
+        let mut interrupted: Option<PyErr> = None;
+        let release = py.detach(|| {
+            run.release_controlled(&workload, &mut rng, &mut |_, _| match Python::attach(|py| {
+                py.check_signals()
+            }) {
+                Ok(()) => std::ops::ControlFlow::Continue(()),
+                Err(e) => {
+                    interrupted = Some(e);
+                    std::ops::ControlFlow::Break(())
+                }
+            })
+        });
+        if let Some(e) = interrupted {
+            return Err(e);
+        }
+        let release = release.map_err(mwem_error)?;
         let ds = run.dataset();
         let rows: Vec<Vec<usize>> = release.cells.iter().map(|&c| ds.domain.decode(c)).collect();
         let out = columns_out(py, &ds.domain, &rows)?;
@@ -165,6 +218,7 @@ pub(crate) fn _synthesize_mwem<'py>(
         let fitted = PyMwemSynthesis {
             domain: ds.domain.clone(),
             release,
+            memory_mib,
         };
         Ok((out, info, fitted))
     })
@@ -176,6 +230,8 @@ pub(crate) fn _synthesize_mwem<'py>(
 pub(crate) struct PyMwemSynthesis {
     release: MwemSynthetic,
     domain: Domain,
+    /// The fit's memory cap, in MiB: samples are held to it too.
+    memory_mib: u64,
 }
 
 #[pymethods]
@@ -189,10 +245,11 @@ impl PyMwemSynthesis {
         seed: Option<u64>,
     ) -> PyResult<Vec<ColumnOut<'py>>> {
         guard(|| {
-            if (n as u64).saturating_mul(8 + 8 * self.domain.dims() as u64) > MEMORY_MIB << 20 {
+            let cap = self.memory_mib;
+            if (n as u64).saturating_mul(8 + 8 * self.domain.dims() as u64) > cap << 20 {
                 return Err(PyValueError::new_err(format!(
-                    "n = {n}: the synthetic rows would need more than the {MEMORY_MIB} MiB \
-                     cap; sample fewer rows at a time"
+                    "n = {n}: the synthetic rows would need more than the {cap} MiB cap \
+                     (memory_mib); sample fewer rows at a time"
                 )));
             }
             let mut rng = crate::rng_for(seed, "sample", 0)?;

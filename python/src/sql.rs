@@ -11,7 +11,7 @@ use pyo3::types::{PyDict, PyList};
 
 use super::{
     FORKED, PrivqError, PyAccountant, State, accountant_error, budget_file_error, delta_refused,
-    epsilon_arg, guard, neighbours_arg, parameter_text, row,
+    epsilon_arg, guard, neighbours_arg, neighbours_name, parameter_text, row,
 };
 
 /// A column as the reader gives it: its name and each value's text (`None`: missing).
@@ -70,11 +70,13 @@ fn aggregate_error(e: AggregateError) -> PyErr {
     PyValueError::new_err(message)
 }
 
-/// The request `privq.sql`'s arguments describe, checked and planned.
+/// The request `privq.sql`'s arguments describe, checked and planned. The
+/// column names of the query's table (its schema: public) are given to the
+/// request first, so a column the table lacks is reported as such.
 #[allow(clippy::too_many_arguments)]
 fn plan(
     query: &str,
-    tables: Vec<String>,
+    tables: &Bound<'_, PyDict>,
     epsilon: &Bound<'_, PyAny>,
     privacy_unit: Option<String>,
     max_groups: u32,
@@ -89,9 +91,14 @@ fn plan(
 ) -> PyResult<(Plan, String)> {
     let epsilon = epsilon_arg(epsilon)?;
     let neighbours = neighbours_arg(neighbours)?;
+    let names = tables
+        .keys()
+        .iter()
+        .map(|k| k.extract::<String>())
+        .collect::<PyResult<Vec<_>>>()?;
     let mut request = SqlRequest::new(query)
         .map_err(aggregate_error)?
-        .tables(tables)
+        .tables(names)
         .limits(max_groups, max_rows)
         .neighbours(neighbours)
         .confidence(confidence)
@@ -115,8 +122,133 @@ fn plan(
         request = request.delta(delta);
     }
     let table = request.table().to_string();
+    if let Some(df) = tables.get_item(&table)? {
+        let header: Vec<String> = df.getattr("column_names")?.extract()?;
+        request = request.header(header);
+    }
     let plan = request.build(epsilon).map_err(aggregate_error)?;
     Ok((plan, table))
+}
+
+/// A plan's aggregate as the query wrote it (`AVG(temp)`).
+fn aggregate_text(a: &Aggregate) -> String {
+    match a {
+        Aggregate::Count => "COUNT(*)".into(),
+        Aggregate::Sum(c) => format!("SUM({c})"),
+        Aggregate::Mean(c) => format!("AVG({c})"),
+        Aggregate::Variance(c) => format!("VARIANCE({c})"),
+        Aggregate::StdDev(c) => format!("STDDEV({c})"),
+        Aggregate::Quantile { column, level } => {
+            format!("QUANTILE({column}, {})", *level as f64 / 10_000.0)
+        }
+    }
+}
+
+/// `privq.sql(..., dry_run=True)`'s Rust half: the request checked and planned
+/// as [`_sql`] plans it, described from its public parameters only (no value of
+/// any table is read, nothing is charged or sampled): the cost, the budget split,
+/// each measurement's sensitivity and noise scale ([`Plan::measurements`]), and
+/// whether an in-memory accountant would accept the charge now.
+#[pyfunction]
+#[pyo3(signature = (query, tables, epsilon, privacy_unit, max_groups, max_rows, bounds, keys, delta, neighbours, confidence, quantile_candidates, drop_invalid, accountant))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn _sql_plan<'py>(
+    py: Python<'py>,
+    query: &str,
+    tables: &Bound<'py, PyDict>,
+    epsilon: &Bound<'py, PyAny>,
+    privacy_unit: Option<String>,
+    max_groups: u32,
+    max_rows: u32,
+    bounds: Vec<(String, Bound<'py, PyAny>, Bound<'py, PyAny>)>,
+    keys: Vec<(String, Vec<String>)>,
+    delta: Option<f64>,
+    neighbours: &str,
+    confidence: f64,
+    quantile_candidates: u32,
+    drop_invalid: bool,
+    accountant: Option<&Bound<'py, PyAccountant>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    guard(|| {
+        let (plan, table) = plan(
+            query,
+            tables,
+            epsilon,
+            privacy_unit,
+            max_groups,
+            max_rows,
+            bounds,
+            keys,
+            delta,
+            neighbours,
+            confidence,
+            quantile_candidates,
+            drop_invalid,
+        )?;
+        let info = PyDict::new(py);
+        let cost = plan.cost();
+        let e = cost.epsilon().unwrap_or(plan.epsilon_share());
+        info.set_item("table", table)?;
+        info.set_item("epsilon", (e.num(), e.den()))?;
+        info.set_item("delta", cost.delta())?;
+        let share = plan.epsilon_share();
+        info.set_item("epsilon_share", (share.num(), share.den()))?;
+        info.set_item("neighbours", neighbours_name(plan.neighbours()))?;
+        info.set_item("privacy_unit", plan.privacy_unit())?;
+        let limits = plan.contribution();
+        info.set_item("max_groups", limits.max_groups())?;
+        info.set_item("max_rows", limits.max_rows())?;
+        info.set_item(
+            "groups",
+            if plan.public_keys().is_some() {
+                "public"
+            } else {
+                "private"
+            },
+        )?;
+        info.set_item("threshold", plan.threshold())?;
+        let aggregates = PyList::empty(py);
+        for (name, a) in plan.aggregates() {
+            aggregates.append((name.clone(), aggregate_text(a)))?;
+        }
+        info.set_item("aggregates", aggregates)?;
+        let measured = PyList::empty(py);
+        for m in plan.measurements() {
+            let d = PyDict::new(py);
+            d.set_item("measurement", m.kind)?;
+            d.set_item("column", m.column.clone())?;
+            d.set_item("level", m.level)?;
+            d.set_item("epsilon", (m.epsilon.num(), m.epsilon.den()))?;
+            d.set_item("sensitivity", m.sensitivity)?;
+            d.set_item("noise_scale", m.noise_scale)?;
+            measured.append(d)?;
+        }
+        info.set_item("measurements", measured)?;
+        let accepted = match accountant {
+            None => None,
+            Some(accountant) => {
+                let accountant = accountant.get();
+                if accountant.is_forked_copy() {
+                    return Err(PrivqError::new_err(FORKED));
+                }
+                accountant.with(py, |state| {
+                    Ok(match state {
+                        State::Memory(session) => {
+                            let mut copy = session.clone();
+                            Some(plan.charge_to(&mut copy, "plan").is_ok())
+                        }
+                        // A budget file is shared by processes: only a charge under
+                        // its lock can tell.
+                        State::File { .. } => None,
+                    })
+                })?
+            }
+        };
+        info.set_item("accepted", accepted)?;
+        // What the release would warn about (no privacy unit, a large δ).
+        info.set_item("warnings", plan.warnings())?;
+        Ok(info)
+    })
 }
 
 /// `privq.sql`'s Rust half. `tables` maps each name to its table (already Arrow);
@@ -146,14 +278,9 @@ pub(crate) fn _sql<'py>(
     seed: Option<u64>,
 ) -> PyResult<Vec<(String, &'static str, Bound<'py, PyList>)>> {
     guard(|| {
-        let names = tables
-            .keys()
-            .iter()
-            .map(|k| k.extract::<String>())
-            .collect::<PyResult<Vec<_>>>()?;
         let (plan, name) = plan(
             query,
-            names,
+            tables,
             epsilon,
             privacy_unit,
             max_groups,
