@@ -652,3 +652,40 @@ fn an_overflowing_exact_sum_is_a_typed_rejection() {
         Some("epsilon_accounting_overflow")
     );
 }
+
+#[test]
+fn a_reader_opens_only_a_collector_database_and_changes_no_other_file() {
+    let path = temp_db("open-existing");
+    assert!(matches!(
+        Store::open_existing(&path),
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(!path.exists(), "a reader created the database");
+    std::fs::write(&path, b"not a database at all".repeat(100)).unwrap();
+    let e = Store::open_existing(&path).unwrap_err();
+    assert!(matches!(e, StoreError::NotAStore(_)), "{e}");
+    assert!(e.to_string().contains("not an SQLite database"), "{e}");
+    std::fs::remove_file(&path).unwrap();
+    // Another application's SQLite database: refused, byte for byte unchanged.
+    {
+        let conn = Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE notes (body TEXT)")
+            .unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    let e = Store::open_existing(&path).unwrap_err();
+    assert!(matches!(e, StoreError::NotAStore(_)), "{e}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    std::fs::remove_file(&path).unwrap();
+    // A collector's database opens, and reads into an intake.
+    drop(Store::open(&path).unwrap());
+    let store = Store::open_existing(&path).unwrap();
+    let plan = privq_host::ldp::campaign::Campaign::from_json(
+        r#"{"format": "privq-ldp-campaign", "version": 1, "mechanism": "sq-bit", "epsilon": "1/64"}"#,
+    )
+    .and_then(|c| c.validate(&privq_host::ldp::campaign::Limits::from_mib(16)))
+    .unwrap();
+    let mut intake = privq_host::ldp::intake::Intake::new(plan);
+    assert_eq!(store.ingest_admitted(&mut intake).unwrap(), 0);
+    assert_eq!(intake.stats().frames, 0);
+}
