@@ -545,7 +545,9 @@ python_tests() {
   }
   [[ -x $PY_VENV/bin/python ]] || python3 -m venv "$PY_VENV" || return
   "$PY_VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-cache-dir "${PY_PINS[@]}" || return
-  # The program the suite compares with: the host-tests build's (a no-op after that step).
+  # The program the suite compares with: the host-tests build's (a no-op after that step),
+  # with the collector (`serve`, in the host features): test_collector_db.py writes a
+  # database with `privq serve bench` and compares with `privq ldp aggregate --db`.
   lint_cargo build "${HOST[@]}" --bin privq || return
   rm -f target/wheels/privq-*.whl
   "$PY_VENV/bin/maturin" build --profile dev --manifest-path python/Cargo.toml \
