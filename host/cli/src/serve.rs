@@ -519,6 +519,15 @@ fn lock_for_serving(_db: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
+/// CPU time of the clock `id` (the process's, or the calling thread's).
+fn cpu_time(id: rustix::time::ClockId) -> Duration {
+    let t = rustix::time::clock_gettime(id);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
+}
+
 /// Latency quantile `q` of sorted durations.
 fn quantile(sorted: &[Duration], q: f64) -> Duration {
     let i = ((sorted.len() as f64 - 1.0) * q).round() as usize;
@@ -644,11 +653,13 @@ fn bench(args: &BenchArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Re
         args.clients, args.batches, args.frames, args.reports
     )?;
     let start = Instant::now();
-    let results: Vec<Result<Vec<Duration>, String>> = std::thread::scope(|s| {
+    let process_start = cpu_time(rustix::time::ClockId::ProcessCPUTime);
+    let results: Vec<Result<(Vec<Duration>, Duration), String>> = std::thread::scope(|s| {
         let handles: Vec<_> = work
             .iter()
             .map(|batches| {
                 s.spawn(move || {
+                    let thread_start = cpu_time(rustix::time::ClockId::ThreadCPUTime);
                     let mut client = Client::new(addr, Duration::from_secs(30));
                     let mut lat = Vec::with_capacity(batches.len());
                     for body in batches {
@@ -664,7 +675,9 @@ fn bench(args: &BenchArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Re
                             return Err(format!("status {status}: {text}"));
                         }
                     }
-                    Ok(lat)
+                    let client_cpu =
+                        cpu_time(rustix::time::ClockId::ThreadCPUTime).saturating_sub(thread_start);
+                    Ok((lat, client_cpu))
                 })
             })
             .collect();
@@ -677,25 +690,37 @@ fn bench(args: &BenchArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> Re
             .collect()
     });
     let elapsed = start.elapsed();
+    let process_cpu = cpu_time(rustix::time::ClockId::ProcessCPUTime).saturating_sub(process_start);
     let _ = stop_tx.send(());
     let _ = rt.block_on(server);
     let mut lat = Vec::new();
+    let mut client_cpu = Duration::ZERO;
     for r in results {
-        lat.extend(r.map_err(|e| CliError::Run(format!("bench client: {e}").into()))?);
+        let (l, cpu) = r.map_err(|e| CliError::Run(format!("bench client: {e}").into()))?;
+        lat.extend(l);
+        client_cpu += cpu;
     }
     lat.sort();
     let reports = (args.clients * args.batches * args.frames * args.reports) as f64;
     let stored = collector.reports();
+    // The server's CPU: the whole process's CPU time over the run less the client
+    // threads' own (each reads its thread clock); the rest is the collector's
+    // runtime workers and its store thread.
+    let server_cpu = process_cpu.saturating_sub(client_cpu).as_secs_f64();
     writeln!(
         stdout,
         "batches {}  reports {reports}  stored {stored}  time {:.2} s  reports/s {:.0}  batches/s {:.0}  \
-         latency p50 {:.2} ms  p99 {:.2} ms",
+         latency p50 {:.2} ms  p99 {:.2} ms  server cpu {server_cpu:.3} s  \
+         server cpu/report {:.3} us  reports/s per server core {:.0}  client cpu {:.3} s",
         lat.len(),
         elapsed.as_secs_f64(),
         reports / elapsed.as_secs_f64(),
         lat.len() as f64 / elapsed.as_secs_f64(),
         quantile(&lat, 0.5).as_secs_f64() * 1e3,
         quantile(&lat, 0.99).as_secs_f64() * 1e3,
+        server_cpu * 1e6 / reports,
+        reports / server_cpu.max(f64::MIN_POSITIVE),
+        client_cpu.as_secs_f64(),
     )?;
     drop(collector);
     if temporary {
