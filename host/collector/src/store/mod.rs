@@ -1,36 +1,43 @@
-//! The collector's SQLite store: device keys and budgets, accepted frames (the
-//! replay keys with their tags) and their reports (schema in `docs/src/collector.md`).
+//! The collector's SQLite store: device keys and budgets, and the accepted frames
+//! (the replay keys with their tags), each stored whole as its authenticated bytes
+//! (schema in `docs/src/collector.md`).
 //!
 //! [`Store::submit`] handles one batch of frames in **one** transaction: every
-//! frame is authenticated, checked against the replay table and its device's
-//! lifetime ε cap, and the accepted frames, their reports and the devices' new
-//! spent ε are written together. The transaction commits before the caller gets
-//! the statuses, so an acknowledgement always describes data on disk (WAL mode,
-//! `synchronous = FULL`).
+//! frame is authenticated, checked against its device's lifetime ε cap, its
+//! reported kinds and the replay table, and the accepted frames (one row each,
+//! their bytes as a blob) and the devices' new spent ε are written together. The
+//! transaction commits before the caller gets the statuses, so an
+//! acknowledgement always describes data on disk (WAL mode, `synchronous = FULL`).
+//! Readers ([`Store::for_each_report`]) decode the reports from the stored frames.
+//!
+//! Until schema version 3 every report was a row of its own (and every report
+//! kind a row of `reported`): three SQLite statements per report, the collector's
+//! ceiling. Version 3 writes one row per frame and keeps the one-report-per-kind
+//! record in memory, rebuilt per device from its stored frames.
 
 mod policy;
 mod schema;
 mod status;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 
 use privq_core::Epsilon;
-use privq_core::upload::{self, DeviceKey, KEY_LEN};
+use privq_core::upload::{self, DeviceKey, FRAME_HEADER_LEN, KEY_LEN, TAG_LEN};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use privq_host::ldp::aggregate::ReportKind;
 use privq_host::ldp::decode::decode_report;
-use privq_host::ldp::upload::{FrameReject, verify_frame};
+use privq_host::ldp::upload::FrameReject;
 
 pub use policy::{OpenGroups, Policy, is_test_key};
 pub use schema::SCHEMA_VERSION;
 pub use status::{FrameStatus, Rejection, StatusJson};
 
 use policy::{Admission, charge};
-use schema::{SCHEMA, dev, kind_key, migrate_1_to_2, undev};
+use schema::{SCHEMA, dev, migrate_1_to_2, migrate_2_to_3, undev};
 
 /// Why the store failed (the batch was not committed; nothing was acknowledged).
 #[derive(Debug)]
@@ -107,6 +114,7 @@ pub struct StoredReport {
 #[derive(Debug)]
 pub struct Store {
     conn: Connection,
+    intake: Intake,
 }
 
 fn parse_eps(text: &str) -> Result<Epsilon, StoreError> {
@@ -114,11 +122,14 @@ fn parse_eps(text: &str) -> Result<Epsilon, StoreError> {
         .map_err(|_| StoreError::Corrupt(format!("epsilon {text:?}")))
 }
 
+#[derive(Debug)]
 struct DeviceState {
     key: DeviceKey,
     cap: Epsilon,
     spent: Option<Epsilon>,
     generation: i64,
+    /// The kinds of its stored reports.
+    kinds: HashSet<ReportKind>,
 }
 
 /// Why [`Store::provision`] refused.
@@ -201,6 +212,9 @@ impl Store {
         if version == 1 {
             migrate_1_to_2(&conn)?;
         }
+        if version == 1 || version == 2 {
+            migrate_2_to_3(&conn)?;
+        }
         conn.execute_batch(SCHEMA)?;
         // Readers (`ldp aggregate --db`, `serve status`) leave a current store
         // untouched: the schema statements are `IF NOT EXISTS`, and the version
@@ -208,7 +222,10 @@ impl Store {
         if version != SCHEMA_VERSION {
             conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
         }
-        Ok(Store { conn })
+        Ok(Store {
+            conn,
+            intake: Intake::default(),
+        })
     }
 
     /// Opens the collector database at `path` to read it (`privq ldp aggregate
@@ -290,6 +307,7 @@ impl Store {
         if n == 0 {
             return Err(ProvisionError::Exists { device });
         }
+        self.intake.devices.remove(&device);
         Ok(())
     }
 
@@ -334,6 +352,7 @@ impl Store {
             ],
         )?;
         tx.commit()?;
+        self.intake.devices.remove(&device);
         Ok(generation)
     }
 
@@ -348,6 +367,7 @@ impl Store {
         if n == 0 {
             return Err(ProvisionError::NotProvisioned { device });
         }
+        self.intake.devices.remove(&device);
         Ok(())
     }
 
@@ -385,27 +405,54 @@ impl Store {
         Ok(out)
     }
 
-    /// Calls `f` with every stored report, in acceptance order.
+    /// Calls `f` with every stored report, in acceptance order: the report rows of
+    /// schema versions 1 and 2 (all accepted before any frame was stored whole),
+    /// then the reports of the stored frames. A stored frame that does not parse
+    /// is [`StoreError::Corrupt`].
     pub fn for_each_report(&self, mut f: impl FnMut(StoredReport)) -> Result<(), StoreError> {
+        let small = |v: i64, what: &str| -> Result<u32, StoreError> {
+            u32::try_from(v).map_err(|_| StoreError::Corrupt(format!("{what} out of range")))
+        };
         let mut st = self.conn.prepare(
             "SELECT device, generation, epoch, sequence, position, report FROM reports ORDER BY id",
         )?;
         let mut rows = st.query([])?;
         while let Some(r) = rows.next()? {
             let int = |i| -> Result<i64, StoreError> { Ok(r.get::<_, i64>(i)?) };
-            let small = |i, what: &str| -> Result<u32, StoreError> {
-                u32::try_from(int(i)?)
-                    .map_err(|_| StoreError::Corrupt(format!("{what} out of range")))
-            };
             f(StoredReport {
                 device: undev(int(0)?),
-                generation: small(1, "generation")?,
-                epoch: small(2, "epoch")?,
-                sequence: small(3, "sequence")?,
+                generation: small(int(1)?, "generation")?,
+                epoch: small(int(2)?, "epoch")?,
+                sequence: small(int(3)?, "sequence")?,
                 position: u16::try_from(int(4)?)
                     .map_err(|_| StoreError::Corrupt("position out of range".into()))?,
                 report: r.get(5)?,
             });
+        }
+        let mut st = self.conn.prepare(
+            "SELECT device, generation, epoch, sequence, body FROM frames
+             WHERE body IS NOT NULL ORDER BY rowid",
+        )?;
+        let mut rows = st.query([])?;
+        while let Some(r) = rows.next()? {
+            let (d, g, e, s): (i64, i64, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+            let body = blob(r, 4)?;
+            let (generation, epoch, sequence) = (
+                small(g, "generation")?,
+                small(e, "epoch")?,
+                small(s, "sequence")?,
+            );
+            for (position, report) in stored_frame_reports(body, d, e, s)?.into_iter().enumerate() {
+                f(StoredReport {
+                    device: undev(d),
+                    generation,
+                    epoch,
+                    sequence,
+                    // A frame of at most 65 535 bytes holds fewer reports.
+                    position: u16::try_from(position).unwrap_or(u16::MAX),
+                    report: report.to_vec(),
+                });
+            }
         }
         Ok(())
     }
@@ -445,6 +492,13 @@ impl Store {
     /// returns one status per frame plus the reports newly accepted (in storage
     /// order). On error nothing of the batch is stored.
     ///
+    /// An accepted frame is stored as one row holding its whole authenticated
+    /// bytes (`frames.body`); its reports are decoded from it by the readers. The
+    /// devices' keys, caps, spent ε and reported kinds are cached between batches
+    /// (read once per device from the database, and read again after any other
+    /// connection commits: `PRAGMA data_version`); what a batch changes enters
+    /// the cache only after its commit.
+    ///
     /// `open` holds the aggregation groups already open; a frame whose reports
     /// would take their number past [`Policy::max_groups`] is refused
     /// ([`Rejection::GroupLimit`]), and so is one whose device would open more than
@@ -463,16 +517,25 @@ impl Store {
         let received = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let mut devices: HashMap<u64, Option<DeviceState>> = HashMap::new();
+        let Store { conn, intake } = self;
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        // Under the write lock: if another connection (provisioning, a rotation, a
+        // new cap, an edit) committed since the last batch, the cache is dropped.
+        let version: i64 = tx.query_row("PRAGMA data_version", [], |r| r.get(0))?;
+        if intake.data_version != Some(version) {
+            *intake = Intake {
+                data_version: Some(version),
+                ..Intake::default()
+            };
+        }
+        // What this batch changes, per device: entered into the cache after the commit.
+        let mut pending: HashMap<u64, Pending> = HashMap::new();
         let mut statuses = Vec::with_capacity(frames.len());
         let mut fresh = Vec::new();
         // Groups opened by the frames accepted so far in this batch.
         let mut opened = OpenGroups::default();
-        for bytes in frames {
-            // Only the framing is read before the tag is checked (verify_frame).
+        for &bytes in frames {
+            // Only the framing is read before the tag is checked (upload::open).
             let header = match upload::peek_header(bytes) {
                 Ok(h) => h,
                 Err(e) => {
@@ -482,10 +545,11 @@ impl Store {
                     continue;
                 }
             };
-            let state = match devices.entry(header.device) {
+            let device = header.device;
+            let state = match intake.devices.entry(device) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(load_device(&tx, header.device)?)
+                    e.insert(load_device(&tx, device, &mut intake.legacy)?)
                 }
             };
             let Some(state) = state else {
@@ -494,16 +558,18 @@ impl Store {
                 // The key is random per process: with a fixed one, a client could tag
                 // frames that verify for unknown ids only, whose report decoding would
                 // then tell provisioned ids apart by time.
-                let _ = verify_frame(bytes, |_| Some(unknown_device_key().clone()));
+                let _ = upload::open(bytes, unknown_device_key());
                 statuses.push(FrameStatus::Rejected(Rejection::Frame(
                     FrameReject::UnknownDevice,
                 )));
                 continue;
             };
-            let frame = match verify_frame(bytes, |_| Some(state.key.clone())) {
+            let frame = match upload::open(bytes, &state.key) {
                 Ok(f) => f,
                 Err(e) => {
-                    statuses.push(FrameStatus::Rejected(Rejection::Frame(e)));
+                    statuses.push(FrameStatus::Rejected(Rejection::Frame(
+                        FrameReject::from_core(e),
+                    )));
                     continue;
                 }
             };
@@ -511,99 +577,121 @@ impl Store {
                 statuses.push(FrameStatus::Rejected(Rejection::TestKey));
                 continue;
             }
+            let tag = bytes
+                .get(bytes.len().saturating_sub(TAG_LEN)..)
+                .unwrap_or_default();
             let (d, g, e, s) = (
-                dev(frame.device),
+                dev(device),
                 state.generation,
-                i64::from(frame.epoch),
-                i64::from(frame.sequence),
+                i64::from(header.epoch),
+                i64::from(header.sequence),
             );
-            let seen: Option<Vec<u8>> = tx
-                .prepare_cached(
-                    "SELECT tag FROM frames
-                     WHERE device = ?1 AND generation = ?2 AND epoch = ?3 AND sequence = ?4",
-                )?
-                .query_row(params![d, g, e, s], |r| r.get(0))
-                .optional()?;
-            if let Some(tag) = seen {
-                statuses.push(if tag.as_slice() == frame.tag.as_slice() {
-                    FrameStatus::Duplicate {
-                        device: frame.device,
-                        epoch: frame.epoch,
-                        sequence: frame.sequence,
+            // A resent frame is acknowledged again (`duplicate`), another frame under
+            // its replay key refused (`replay_conflict`), whatever its reports.
+            let replayed = || -> Result<Option<FrameStatus>, StoreError> {
+                let seen: Option<Vec<u8>> = tx
+                    .prepare_cached(
+                        "SELECT tag FROM frames
+                         WHERE device = ?1 AND generation = ?2 AND epoch = ?3 AND sequence = ?4",
+                    )?
+                    .query_row(params![d, g, e, s], |r| r.get(0))
+                    .optional()?;
+                Ok(seen.map(|seen| {
+                    if seen.as_slice() == tag {
+                        FrameStatus::Duplicate {
+                            device,
+                            epoch: header.epoch,
+                            sequence: header.sequence,
+                        }
+                    } else {
+                        FrameStatus::Rejected(Rejection::Conflict)
                     }
-                } else {
-                    FrameStatus::Rejected(Rejection::Conflict)
-                });
-                continue;
-            }
+                }))
+            };
             let admitted = Admission {
                 policy,
-                device: frame.device,
+                device,
                 open,
                 opened: &opened,
             };
-            let reported = |kind: &ReportKind| -> Result<bool, rusqlite::Error> {
-                tx.prepare_cached("SELECT 1 FROM reported WHERE device = ?1 AND kind = ?2")?
-                    .exists(params![d, kind_key(kind)])
+            let mine = pending.get(&device);
+            let spent = mine.map_or(state.spent, |p| Some(p.spent));
+            let reported = |k: &ReportKind| {
+                state.kinds.contains(k) || mine.is_some_and(|p| p.kinds.contains(k))
             };
-            let kinds = match charge(state, &frame.reports, &admitted, reported)? {
-                Ok((total, new, kinds)) => {
-                    state.spent = Some(total);
-                    for kind in new {
-                        opened.open(kind, frame.device);
+            let (total, new, kinds) =
+                match charge(state.cap, spent, frame.reports(), &admitted, reported) {
+                    Ok(c) => c,
+                    Err(r) => {
+                        if let Some(st) = replayed()? {
+                            statuses.push(st);
+                            continue;
+                        }
+                        if r == Rejection::EpsilonOverflow {
+                            eprintln!(
+                                "privq serve: device {device}: epsilon_accounting_overflow: its \
+                                 exact spent epsilon plus the frame's does not fit 64 bits; frame \
+                                 refused"
+                            );
+                        }
+                        statuses.push(FrameStatus::Rejected(r));
+                        continue;
                     }
-                    kinds
-                }
-                Err(r) => {
-                    if r == Rejection::EpsilonOverflow {
-                        eprintln!(
-                            "privq serve: device {}: epsilon_accounting_overflow: its exact spent \
-                             epsilon plus the frame's does not fit 64 bits; frame refused",
-                            frame.device
-                        );
-                    }
-                    statuses.push(FrameStatus::Rejected(r));
-                    continue;
-                }
-            };
-            let mut mark =
-                tx.prepare_cached("INSERT INTO reported (device, kind) VALUES (?1, ?2)")?;
-            for kind in &kinds {
-                mark.execute(params![d, kind_key(kind)])?;
+                };
+            // The replay key is the table's primary key: a frame that is not new
+            // inserts nothing, and is answered from the stored tag.
+            let inserted = tx
+                .prepare_cached(
+                    "INSERT INTO frames
+                         (device, generation, epoch, sequence, tag, reports, received, body)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+                     ON CONFLICT DO NOTHING",
+                )?
+                .execute(params![
+                    d,
+                    g,
+                    e,
+                    s,
+                    tag,
+                    i64::from(header.count),
+                    received,
+                    bytes
+                ])?;
+            if inserted == 0 {
+                statuses.push(replayed()?.unwrap_or(FrameStatus::Rejected(Rejection::Conflict)));
+                continue;
             }
-            drop(mark);
-            tx.prepare_cached(
-                "INSERT INTO frames (device, generation, epoch, sequence, tag, reports, received)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )?
-            .execute(params![
-                d,
-                g,
-                e,
-                s,
-                frame.tag.as_slice(),
-                i64::try_from(frame.reports.len()).unwrap_or(i64::MAX),
-                received
-            ])?;
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO reports (device, generation, epoch, sequence, position, report)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?;
-            for (i, r) in frame.reports.iter().enumerate() {
-                insert.execute(params![d, g, e, s, i64::try_from(i).unwrap_or(i64::MAX), r])?;
+            for kind in new {
+                opened.open(kind, device);
             }
-            drop(insert);
-            tx.prepare_cached("UPDATE devices SET spent = ?2 WHERE device = ?1")?
-                .execute(params![d, state.spent.map(|x| x.to_string())])?;
-            statuses.push(FrameStatus::Accepted {
-                device: frame.device,
-                epoch: frame.epoch,
-                sequence: frame.sequence,
-                reports: frame.reports.len(),
+            let p = pending.entry(device).or_insert_with(|| Pending {
+                spent: total,
+                kinds: HashSet::new(),
             });
-            fresh.extend(frame.reports);
+            p.spent = total;
+            p.kinds.extend(kinds);
+            statuses.push(FrameStatus::Accepted {
+                device,
+                epoch: header.epoch,
+                sequence: header.sequence,
+                reports: usize::from(header.count),
+            });
+            fresh.extend(frame.reports().map(<[u8]>::to_vec));
+        }
+        {
+            let mut update =
+                tx.prepare_cached("UPDATE devices SET spent = ?2 WHERE device = ?1")?;
+            for (&device, p) in &pending {
+                update.execute(params![dev(device), p.spent.to_string()])?;
+            }
         }
         tx.commit()?;
+        for (device, p) in pending {
+            if let Some(Some(state)) = intake.devices.get_mut(&device) {
+                state.spent = Some(p.spent);
+                state.kinds.extend(p.kinds);
+            }
+        }
         // Each group's opener is the device of the first frame that reported it.
         for (kind, device) in opened.opener {
             open.open(kind, device);
@@ -612,9 +700,30 @@ impl Store {
     }
 }
 
+/// What [`Store::submit`] keeps between batches: each device it has seen (`None`:
+/// not provisioned) as committed, and whether the database holds report rows of
+/// schema versions 1 and 2. Valid while `PRAGMA data_version` stays
+/// `data_version` (no other connection has committed).
+#[derive(Debug, Default)]
+struct Intake {
+    data_version: Option<i64>,
+    devices: HashMap<u64, Option<DeviceState>>,
+    legacy: Option<bool>,
+}
+
+/// A device's changes in the batch being stored.
+struct Pending {
+    spent: Epsilon,
+    kinds: HashSet<ReportKind>,
+}
+
+/// Loads a device with the kinds of its stored reports (one report per device and
+/// kind): from the bodies of its frames, and from the report rows of versions 1
+/// and 2 if the database has any.
 fn load_device(
     tx: &rusqlite::Transaction<'_>,
     device: u64,
+    legacy: &mut Option<bool>,
 ) -> Result<Option<DeviceState>, StoreError> {
     let row: Option<(Vec<u8>, String, Option<String>, i64)> = tx
         .prepare_cached("SELECT key, cap, spent, generation FROM devices WHERE device = ?1")?
@@ -628,12 +737,102 @@ fn load_device(
     let key: [u8; KEY_LEN] = key
         .try_into()
         .map_err(|_| StoreError::Corrupt(format!("key of device {device}")))?;
+    let mut kinds = HashSet::new();
+    {
+        let mut st = tx.prepare_cached(
+            "SELECT epoch, sequence, body FROM frames WHERE device = ?1 AND body IS NOT NULL",
+        )?;
+        let mut rows = st.query(params![dev(device)])?;
+        while let Some(r) = rows.next()? {
+            let (epoch, sequence) = (r.get::<_, i64>(0)?, r.get::<_, i64>(1)?);
+            let body = blob(r, 2)?;
+            let reports = stored_frame_reports(body, dev(device), epoch, sequence)?;
+            for report in reports {
+                if let Ok(rep) = decode_report(report) {
+                    kinds.insert(ReportKind::of(&rep));
+                }
+            }
+        }
+    }
+    let has_legacy = match *legacy {
+        Some(b) => b,
+        None => {
+            let b = tx.query_row("SELECT EXISTS (SELECT 1 FROM reports)", [], |r| r.get(0))?;
+            *legacy = Some(b);
+            b
+        }
+    };
+    if has_legacy {
+        let mut st = tx.prepare_cached("SELECT report FROM reports WHERE device = ?1")?;
+        let mut rows = st.query(params![dev(device)])?;
+        while let Some(r) = rows.next()? {
+            if let Ok(rep) = decode_report(blob(r, 0)?) {
+                kinds.insert(ReportKind::of(&rep));
+            }
+        }
+    }
     Ok(Some(DeviceState {
         key: DeviceKey::new(key),
         cap: parse_eps(&cap)?,
         spent: spent.as_deref().map(parse_eps).transpose()?,
         generation,
+        kinds,
     }))
+}
+
+/// Column `i` of `row` as a blob ([`StoreError::Corrupt`] if it holds another type).
+fn blob<'r>(row: &'r rusqlite::Row<'_>, i: usize) -> Result<&'r [u8], StoreError> {
+    row.get_ref(i)?
+        .as_blob()
+        .map_err(|_| StoreError::Corrupt(format!("column {i} holds no blob")))
+}
+
+/// The reports of a stored frame body, read by its framing (header, count, length
+/// prefixes) without verifying its tag again (its key may have been rotated since):
+/// intake verified it before storing it. Anything else — a body that does not
+/// parse, or whose header names another device, epoch or sequence than its row —
+/// is [`StoreError::Corrupt`], never a panic.
+fn stored_frame_reports(
+    body: &[u8],
+    device: i64,
+    epoch: i64,
+    sequence: i64,
+) -> Result<Vec<&[u8]>, StoreError> {
+    let corrupt = |what: &str| {
+        StoreError::Corrupt(format!(
+            "stored frame of device {} (epoch {epoch}, sequence {sequence}): {what}",
+            undev(device)
+        ))
+    };
+    let header = upload::peek_header(body).map_err(|e| corrupt(&e.to_string()))?;
+    if (
+        dev(header.device),
+        i64::from(header.epoch),
+        i64::from(header.sequence),
+    ) != (device, epoch, sequence)
+    {
+        return Err(corrupt("its header names another replay key"));
+    }
+    let signed_end = body.len().saturating_sub(TAG_LEN);
+    let mut rest = body
+        .get(FRAME_HEADER_LEN..signed_end)
+        .ok_or_else(|| corrupt("shorter than a header and tag"))?;
+    let mut out = Vec::with_capacity(usize::from(header.count));
+    for _ in 0..header.count {
+        let (len, tail) = match rest {
+            [lo, hi, tail @ ..] => (usize::from(u16::from_le_bytes([*lo, *hi])), tail),
+            _ => return Err(corrupt("its reports do not fill its body")),
+        };
+        let (report, tail) = tail
+            .split_at_checked(len)
+            .ok_or_else(|| corrupt("its reports do not fill its body"))?;
+        out.push(report);
+        rest = tail;
+    }
+    if header.count == 0 || !rest.is_empty() {
+        return Err(corrupt("its reports do not fill its body"));
+    }
+    Ok(out)
 }
 
 /// The key frames of unprovisioned ids are verified under: random per process

@@ -12,7 +12,7 @@ use privq_host::ldp::campaign::CampaignPlan;
 use privq_host::ldp::decode::decode_report;
 use privq_host::ldp::upload::FrameReject;
 
-use super::{DeviceState, Rejection, StoreError};
+use super::Rejection;
 
 /// What the collector accepts beyond a valid frame.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,63 +154,64 @@ pub(super) type Charge = (Epsilon, BTreeSet<ReportKind>, Vec<ReportKind>);
 /// their kinds, or why they are refused: a domain above the policy's, an ε below
 /// its minimum, a kind the device has reported (`reported`) or repeats in the frame,
 /// a group beyond its limit, a total above the cap, or an exact sum that overflows.
-pub(super) fn charge(
-    state: &DeviceState,
-    reports: &[Vec<u8>],
+pub(super) fn charge<'r>(
+    cap: Epsilon,
+    spent: Option<Epsilon>,
+    reports: impl Iterator<Item = &'r [u8]>,
     adm: &Admission<'_>,
-    reported: impl Fn(&ReportKind) -> Result<bool, rusqlite::Error>,
-) -> Result<Result<Charge, Rejection>, StoreError> {
+    reported: impl Fn(&ReportKind) -> bool,
+) -> Result<Charge, Rejection> {
     let policy = adm.policy;
     let mut new = BTreeSet::new();
     let mut new_items = 0u64;
-    let mut kinds: Vec<ReportKind> = Vec::with_capacity(reports.len());
+    let mut kinds: Vec<ReportKind> = Vec::new();
     let mut seen = BTreeSet::new();
-    let mut total = state.spent;
-    for (i, bytes) in reports.iter().enumerate() {
+    let mut total = spent;
+    for (i, bytes) in reports.enumerate() {
         let index = u16::try_from(i).unwrap_or(u16::MAX);
-        // verify_frame decoded every report already; this cannot fail.
+        // The frame's verification decoded every report already; this cannot fail.
         let r = match decode_report(bytes) {
             Ok(r) => r,
             Err(reason) => {
-                return Ok(Err(Rejection::Frame(FrameReject::Report { index, reason })));
+                return Err(Rejection::Frame(FrameReject::Report { index, reason }));
             }
         };
         let kind = ReportKind::of(&r);
         if kind.domain().is_some_and(|d| d > policy.max_domain) {
-            return Ok(Err(Rejection::DomainTooLarge { index }));
+            return Err(Rejection::DomainTooLarge { index });
         }
         let eps = r.header.epsilon;
         if policy.min_epsilon.is_some_and(|m| eps < m) {
-            return Ok(Err(Rejection::EpsilonTooSmall { index }));
+            return Err(Rejection::EpsilonTooSmall { index });
         }
         if !policy.collects(&kind) {
-            return Ok(Err(Rejection::NotInCampaign { index }));
+            return Err(Rejection::NotInCampaign { index });
         }
-        if !seen.insert(kind) || reported(&kind)? {
-            return Ok(Err(Rejection::AlreadyReported { index }));
+        if !seen.insert(kind) || reported(&kind) {
+            return Err(Rejection::AlreadyReported { index });
         }
         kinds.push(kind);
         if !adm.open.contains(&kind) && !adm.opened.contains(&kind) && !new.contains(&kind) {
             let groups = adm.open.len() + adm.opened.len() + new.len();
             if groups >= policy.max_groups {
-                return Ok(Err(Rejection::GroupLimit { index }));
+                return Err(Rejection::GroupLimit { index });
             }
             let mine =
                 adm.open.opened_by(adm.device) + adm.opened.opened_by(adm.device) + new.len();
             if mine >= policy.max_groups_per_device {
-                return Ok(Err(Rejection::DeviceGroupLimit { index }));
+                return Err(Rejection::DeviceGroupLimit { index });
             }
             new_items = new_items.saturating_add(kind.items());
             let items = adm.open.items().saturating_add(adm.opened.items());
             if items.saturating_add(new_items) > policy.max_items {
-                return Ok(Err(Rejection::ItemLimit { index }));
+                return Err(Rejection::ItemLimit { index });
             }
             let mine = adm
                 .open
                 .items_opened_by(adm.device)
                 .saturating_add(adm.opened.items_opened_by(adm.device));
             if mine.saturating_add(new_items) > policy.max_items_per_device {
-                return Ok(Err(Rejection::DeviceItemLimit { index }));
+                return Err(Rejection::DeviceItemLimit { index });
             }
             new.insert(kind);
         }
@@ -218,14 +219,14 @@ pub(super) fn charge(
             None => eps,
             Some(t) => match t.checked_add(eps) {
                 Ok(t) => t,
-                Err(_) => return Ok(Err(Rejection::EpsilonOverflow)),
+                Err(_) => return Err(Rejection::EpsilonOverflow),
             },
         });
     }
-    Ok(match total {
-        Some(t) if t > state.cap => Err(Rejection::BudgetExceeded),
+    match total {
+        Some(t) if t > cap => Err(Rejection::BudgetExceeded),
         Some(t) => Ok((t, new, kinds)),
         // A verified frame holds at least one report.
         None => Err(Rejection::Frame(FrameReject::Count)),
-    })
+    }
 }

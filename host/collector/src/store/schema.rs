@@ -1,5 +1,12 @@
-//! The SQLite schema: its version, the tables, the migration from version 1, and
-//! how device ids, counters and report kinds are stored.
+//! The SQLite schema: its version, the tables, the migrations from versions 1
+//! and 2, and how device ids, counters and report kinds are stored.
+//!
+//! Version 3 stores each accepted frame whole, as its authenticated bytes, in
+//! `frames.body` (one row per frame), and no longer writes a row per report:
+//! readers decode the reports from the bodies. The `reports` and `reported`
+//! tables stay for the rows written by versions 1 and 2 (read first, in their
+//! order: they were all accepted before any body was written); a version-3
+//! collector writes neither.
 
 use rusqlite::{Connection, params};
 
@@ -9,9 +16,50 @@ use privq_host::ldp::decode::decode_report;
 use super::StoreError;
 
 /// The schema version this module writes (`PRAGMA user_version`).
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
+/// Version 3: version 2 with `frames.body`.
 pub(super) const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS devices (
+    device     INTEGER PRIMARY KEY,        -- u64 device id, stored as its two's-complement i64
+    key        BLOB NOT NULL CHECK (length(key) = 32),
+    cap        TEXT NOT NULL,              -- lifetime ε cap, exact: 'num/den' or 'num'
+    spent      TEXT,                       -- ε of the accepted reports, exact; NULL = 0
+    generation INTEGER NOT NULL DEFAULT 0  -- key generation, +1 per rotation
+);
+CREATE TABLE IF NOT EXISTS frames (        -- one row per accepted frame; rowid: acceptance order
+    device     INTEGER NOT NULL REFERENCES devices(device),
+    generation INTEGER NOT NULL DEFAULT 0,  -- the device's key generation
+    epoch      INTEGER NOT NULL,
+    sequence   INTEGER NOT NULL,
+    tag        BLOB NOT NULL CHECK (length(tag) = 32),
+    reports    INTEGER NOT NULL,
+    received   INTEGER NOT NULL,            -- Unix seconds
+    body       BLOB,                        -- the whole frame as received (version 3); NULL:
+                                            -- its reports are rows of `reports` (versions 1, 2)
+    PRIMARY KEY (device, generation, epoch, sequence)
+);
+CREATE TABLE IF NOT EXISTS reports (       -- versions 1 and 2 only
+    id         INTEGER PRIMARY KEY,         -- acceptance order
+    device     INTEGER NOT NULL,
+    generation INTEGER NOT NULL DEFAULT 0,
+    epoch      INTEGER NOT NULL,
+    sequence   INTEGER NOT NULL,
+    position   INTEGER NOT NULL,            -- index of the report in its frame
+    report     BLOB NOT NULL,               -- wire format (docs/src/report-format.md)
+    UNIQUE (device, generation, epoch, sequence, position),
+    FOREIGN KEY (device, generation, epoch, sequence)
+        REFERENCES frames(device, generation, epoch, sequence)
+);
+CREATE TABLE IF NOT EXISTS reported (      -- version 2 only: one report per (device, report kind)
+    device     INTEGER NOT NULL,
+    kind       TEXT NOT NULL,               -- ReportKind::key
+    PRIMARY KEY (device, kind)
+);
+";
+
+/// Version 2, as the migration from version 1 creates it.
+pub(super) const SCHEMA_V2: &str = "
 CREATE TABLE IF NOT EXISTS devices (
     device     INTEGER PRIMARY KEY,        -- u64 device id, stored as its two's-complement i64
     key        BLOB NOT NULL CHECK (length(key) = 32),
@@ -79,7 +127,7 @@ pub(super) fn migrate_1_to_2(conn: &Connection) -> Result<(), StoreError> {
     conn.execute_batch("PRAGMA foreign_keys = OFF;")?;
     let tx = conn.unchecked_transaction()?;
     tx.execute_batch(MIGRATE_1_TO_2)?;
-    tx.execute_batch(SCHEMA)?;
+    tx.execute_batch(SCHEMA_V2)?;
     tx.execute_batch(
         "INSERT INTO frames (device, generation, epoch, sequence, tag, reports, received)
              SELECT device, 0, epoch, sequence, tag, reports, received FROM frames_v1;
@@ -103,5 +151,15 @@ pub(super) fn migrate_1_to_2(conn: &Connection) -> Result<(), StoreError> {
     tx.execute_batch("PRAGMA user_version = 2;")?;
     tx.commit()?;
     conn.execute_batch("PRAGMA foreign_keys = ON;")?;
+    Ok(())
+}
+
+/// Schema version 2 to 3: frames gain their body (NULL for the frames stored
+/// before, whose reports stay rows of `reports`). SQLite adds a nullable column
+/// without rewriting the table.
+pub(super) fn migrate_2_to_3(conn: &Connection) -> Result<(), StoreError> {
+    let tx = conn.unchecked_transaction()?;
+    tx.execute_batch("ALTER TABLE frames ADD COLUMN body BLOB; PRAGMA user_version = 3;")?;
+    tx.commit()?;
     Ok(())
 }
