@@ -689,3 +689,354 @@ fn a_reader_opens_only_a_collector_database_and_changes_no_other_file() {
     assert_eq!(store.ingest_admitted(&mut intake).unwrap(), 0);
     assert_eq!(intake.stats().frames, 0);
 }
+
+/// Frames of `devices` devices (ids from `first`, key `[id; 32]`), each with
+/// `reports` SQ-bit reports at ε = 1/4 over queries 0.., bits from a fixed pattern.
+fn fleet_frames(first: u64, devices: u64, reports: usize) -> Vec<Vec<u8>> {
+    (first..first + devices)
+        .map(|d| {
+            let key = DeviceKey::new([d as u8; 32]);
+            let mut buf = vec![0u8; 4096];
+            let mut w = FrameWriter::new(&mut buf, d, 2, 0).unwrap();
+            for q in 0..reports {
+                let bit = ((d as usize * 7 + q * 3) % 5 < 2) as u8;
+                w.push(&[1, 8, q as u8, 0, 1, 0, 4, 0, 0, 0, 0, 0, bit])
+                    .unwrap();
+            }
+            let n = w.finish(&key).unwrap();
+            buf.truncate(n);
+            buf
+        })
+        .collect()
+}
+
+/// A database of schema version 2 (as that collector wrote it: a row per report and
+/// per reported kind) holding `frames`, accepted in order.
+fn version_2_database(path: &std::path::Path, frames: &[Vec<u8>]) {
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch("PRAGMA journal_mode = WAL;").unwrap();
+    conn.execute_batch(schema::SCHEMA_V2).unwrap();
+    conn.execute_batch("PRAGMA user_version = 2;").unwrap();
+    for f in frames {
+        let h = upload::peek_header(f).unwrap();
+        let key = DeviceKey::new([h.device as u8; 32]);
+        let opened = upload::open(f, &key).unwrap();
+        let spent = opened
+            .reports()
+            .map(|r| decode_report(r).unwrap().header.epsilon)
+            .reduce(|a, b| a.checked_add(b).unwrap());
+        conn.execute(
+            "INSERT INTO devices (device, key, cap, spent, generation) VALUES (?1, ?2, '100', ?3, 0)",
+            params![
+                dev(h.device),
+                key.as_bytes().as_slice(),
+                spent.map(|s| s.to_string())
+            ],
+        )
+        .unwrap();
+        conn.execute(
+            "INSERT INTO frames (device, generation, epoch, sequence, tag, reports, received)
+             VALUES (?1, 0, ?2, ?3, ?4, ?5, 0)",
+            params![
+                dev(h.device),
+                h.epoch,
+                h.sequence,
+                &f[f.len() - TAG_LEN..],
+                h.count
+            ],
+        )
+        .unwrap();
+        for (i, r) in opened.reports().enumerate() {
+            conn.execute(
+                "INSERT INTO reports (device, generation, epoch, sequence, position, report)
+                 VALUES (?1, 0, ?2, ?3, ?4, ?5)",
+                params![dev(h.device), h.epoch, h.sequence, i as i64, r],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO reported (device, kind) VALUES (?1, ?2)",
+                params![
+                    dev(h.device),
+                    schema::kind_key(&ReportKind::of(&decode_report(r).unwrap()))
+                ],
+            )
+            .unwrap();
+        }
+    }
+}
+
+#[test]
+fn frames_stored_whole_aggregate_exactly_as_rows_per_report() {
+    use crate::http::Aggregates;
+    let frames = fleet_frames(1, 40, 12);
+    // Schema 3: the frames stored whole by intake.
+    let path = temp_db("blobs");
+    let mut s = Store::open(&path).unwrap();
+    for d in 1..=40u64 {
+        s.provision(d, &DeviceKey::new([d as u8; 32]), eps(100, 1))
+            .unwrap();
+    }
+    let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+    let (st, fresh) = s
+        .submit(&refs, &Policy::default(), &mut OpenGroups::default())
+        .unwrap();
+    assert!(st.iter().all(FrameStatus::acknowledged));
+    assert_eq!(fresh.len(), 40 * 12);
+    let stored: i64 = s
+        .conn
+        .query_row("SELECT count(*) FROM reports", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(stored, 0, "no row per report");
+    drop(s);
+    let s = Store::open(&path).unwrap();
+    let from_blobs = s.reports().unwrap();
+    let blobs = Aggregates::from_store(&s).unwrap();
+    // Schema 2: the same frames as rows per report, migrated on opening.
+    let old = temp_db("rows");
+    version_2_database(&old, &frames);
+    let s2 = Store::open(&old).unwrap();
+    let version: i64 = s2
+        .conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+    let from_rows = s2.reports().unwrap();
+    let rows = Aggregates::from_store(&s2).unwrap();
+    assert_eq!(
+        from_blobs, from_rows,
+        "the same reports, replay keys and positions"
+    );
+    assert_eq!((blobs.reports(), rows.reports()), (480, 480));
+    assert_eq!(
+        serde_json::to_string(&blobs.estimates(0.95)).unwrap(),
+        serde_json::to_string(&rows.estimates(0.95)).unwrap()
+    );
+    // And equal to aggregating the reports directly.
+    let mut direct = Aggregates::default();
+    direct.ingest(fresh.iter().map(Vec::as_slice));
+    assert_eq!(
+        serde_json::to_string(&blobs.estimates(0.95)).unwrap(),
+        serde_json::to_string(&direct.estimates(0.95)).unwrap()
+    );
+}
+
+#[test]
+fn a_migrated_version_2_database_keeps_replay_budget_and_kind_rules() {
+    use crate::http::Collector;
+    let old = fleet_frames(1, 3, 4);
+    let path = temp_db("v2");
+    version_2_database(&path, &old);
+    let s = Store::open(&path).unwrap();
+    assert_eq!(s.frame_count().unwrap(), 3);
+    let c = Collector::new(s, Policy::default(), true).unwrap();
+    assert_eq!(c.reports(), 12);
+    let k1 = DeviceKey::new([1; 32]);
+    // A resent version-2 frame is a duplicate; another frame under its replay key
+    // a conflict; a kind stored as a version-2 row is already reported; a new kind
+    // is accepted and stored whole, after the rows in acceptance order.
+    let mut other = vec![0u8; 256];
+    let mut w = FrameWriter::new(&mut other, 1, 2, 0).unwrap();
+    w.push(&[1, 8, 9, 0, 1, 0, 4, 0, 0, 0, 0, 0, 1]).unwrap();
+    let n = w.finish(&k1).unwrap();
+    let st = c
+        .submit(&[
+            &old[0],
+            &other[..n],
+            &frame_q(&k1, 1, 3, 0, 0, 4),
+            &frame_q(&k1, 1, 3, 1, 20, 4),
+        ])
+        .unwrap();
+    use FrameStatus::*;
+    assert!(matches!(st[0], Duplicate { device: 1, .. }), "{st:?}");
+    assert_eq!(st[1], Rejected(Rejection::Conflict));
+    assert_eq!(st[2], Rejected(Rejection::AlreadyReported { index: 0 }));
+    assert!(matches!(st[3], Accepted { reports: 1, .. }), "{st:?}");
+    assert_eq!(c.reports(), 13);
+    drop(c);
+    let s = Store::open(&path).unwrap();
+    let all = s.reports().unwrap();
+    assert_eq!(all.len(), 13);
+    assert_eq!(
+        all.last().unwrap().report[2],
+        20,
+        "the stored frame's report comes last"
+    );
+    // The spent ε continues from the version-2 value: 4 × 1/4 + 1/4.
+    assert_eq!(s.devices().unwrap()[0].spent, Some(eps(5, 4)));
+}
+
+#[test]
+fn hostile_stored_frames_are_typed_errors() {
+    use crate::http::{Aggregates, Collector};
+    let k = DeviceKey::new([3; 32]);
+    let good = frame(&k, 3, 0, 2, 4);
+    let cases: Vec<(&str, Box<dyn Fn(&Connection)>)> = vec![
+        (
+            "truncated",
+            Box::new(|c: &Connection| {
+                c.execute("UPDATE frames SET body = substr(body, 1, 40)", [])
+                    .unwrap();
+            }),
+        ),
+        (
+            "a length prefix past the body",
+            Box::new(|c: &Connection| {
+                let mut b: Vec<u8> = c
+                    .query_row("SELECT body FROM frames", [], |r| r.get(0))
+                    .unwrap();
+                b[25] = 0xff;
+                c.execute("UPDATE frames SET body = ?1", params![b])
+                    .unwrap();
+            }),
+        ),
+        (
+            "a count of zero",
+            Box::new(|c: &Connection| {
+                let mut b: Vec<u8> = c
+                    .query_row("SELECT body FROM frames", [], |r| r.get(0))
+                    .unwrap();
+                b[23] = 0;
+                b[24] = 0;
+                c.execute("UPDATE frames SET body = ?1", params![b])
+                    .unwrap();
+            }),
+        ),
+        (
+            "another replay key",
+            Box::new(|c: &Connection| {
+                c.execute("UPDATE frames SET sequence = 7", []).unwrap();
+            }),
+        ),
+        (
+            "text",
+            Box::new(|c: &Connection| {
+                c.execute("UPDATE frames SET body = 'PQUF'", []).unwrap();
+            }),
+        ),
+        (
+            "empty",
+            Box::new(|c: &Connection| {
+                c.execute("UPDATE frames SET body = x''", []).unwrap();
+            }),
+        ),
+    ];
+    for (what, damage) in cases {
+        let path = temp_db(&format!("hostile-{}", what.replace(' ', "-")));
+        let mut s = Store::open(&path).unwrap();
+        s.provision(3, &k, eps(10, 1)).unwrap();
+        let (st, _) = s
+            .submit(&[&good], &Policy::default(), &mut OpenGroups::default())
+            .unwrap();
+        assert!(st[0].acknowledged());
+        drop(s);
+        damage(&Connection::open(&path).unwrap());
+        let mut s = Store::open(&path).unwrap();
+        assert!(
+            matches!(s.reports(), Err(StoreError::Corrupt(_))),
+            "{what}: {:?}",
+            s.reports()
+        );
+        assert!(
+            matches!(Aggregates::from_store(&s), Err(StoreError::Corrupt(_))),
+            "{what}"
+        );
+        let mut n = 0;
+        assert!(s.for_each_admitted_report(|_| n += 1).is_err(), "{what}");
+        // Intake reads the device's stored kinds: fail closed, nothing stored.
+        let next = frame(&k, 3, 1, 1, 4);
+        assert!(
+            matches!(
+                s.submit(&[&next], &Policy::default(), &mut OpenGroups::default()),
+                Err(StoreError::Corrupt(_))
+            ),
+            "{what}"
+        );
+        assert_eq!(s.frame_count().unwrap(), 1, "{what}");
+        assert!(
+            Collector::new(s, Policy::default(), true).is_err(),
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn changes_by_other_connections_reach_intake() {
+    let path = temp_db("others");
+    let mut s = Store::open(&path).unwrap();
+    let k = DeviceKey::new([4; 32]);
+    s.provision(4, &k, eps(1, 1)).unwrap();
+    let p = Policy::default();
+    let mut open = OpenGroups::default();
+    let (st, _) = s
+        .submit(&[&frame_q(&k, 4, 0, 0, 0, 2)], &p, &mut open)
+        .unwrap();
+    assert!(st[0].acknowledged());
+    // Another connection (`privq serve provision` beside a live collector) lowers the
+    // cap, provisions a device and rotates a key; the cached devices follow.
+    let mut other = Store::open(&path).unwrap();
+    other.set_cap(4, eps(1, 2)).unwrap();
+    let k5 = DeviceKey::new([5; 32]);
+    other.provision(5, &k5, eps(1, 1)).unwrap();
+    let (st, _) = s
+        .submit(
+            &[&frame_q(&k, 4, 0, 1, 1, 4), &frame_q(&k5, 5, 0, 0, 0, 2)],
+            &p,
+            &mut open,
+        )
+        .unwrap();
+    assert_eq!(st[0], FrameStatus::Rejected(Rejection::BudgetExceeded));
+    assert!(st[1].acknowledged(), "{st:?}");
+    let k6 = DeviceKey::new([6; 32]);
+    other.rotate(5, &k6, eps(2, 1)).unwrap();
+    let (st, _) = s
+        .submit(
+            &[&frame_q(&k5, 5, 1, 0, 1, 2), &frame_q(&k6, 5, 1, 0, 1, 2)],
+            &p,
+            &mut open,
+        )
+        .unwrap();
+    assert_eq!(
+        st[0],
+        FrameStatus::Rejected(Rejection::Frame(FrameReject::Mac))
+    );
+    assert!(st[1].acknowledged(), "{st:?}");
+    // The kind the device reported before the rotation is still reported.
+    let (st, _) = s
+        .submit(&[&frame_q(&k6, 5, 2, 0, 0, 2)], &p, &mut open)
+        .unwrap();
+    assert_eq!(
+        st[0],
+        FrameStatus::Rejected(Rejection::AlreadyReported { index: 0 })
+    );
+}
+
+#[test]
+fn a_batch_that_fails_changes_nothing_in_the_cache() {
+    let path = temp_db("rollback");
+    let mut s = Store::open(&path).unwrap();
+    let k = DeviceKey::new([7; 32]);
+    s.provision(7, &k, eps(1, 1)).unwrap();
+    let p = Policy::default();
+    let mut open = OpenGroups::default();
+    // Warm the cache with the device, then make the batch's last statement fail on
+    // the store's own connection (which does not change its data_version).
+    let (st, _) = s
+        .submit(&[&frame_q(&k, 7, 0, 0, 0, 4)], &p, &mut open)
+        .unwrap();
+    assert!(st[0].acknowledged());
+    s.conn
+        .execute_batch(
+            "CREATE TRIGGER fail BEFORE UPDATE ON devices BEGIN SELECT RAISE(ABORT, 'no'); END;",
+        )
+        .unwrap();
+    let f = frame_q(&k, 7, 0, 1, 1, 2);
+    let groups = open.clone();
+    assert!(s.submit(&[&f], &p, &mut open).is_err());
+    assert_eq!(open, groups, "no group opened by the failed batch");
+    s.conn.execute_batch("DROP TRIGGER fail;").unwrap();
+    // Neither the kind, the spent ε nor the replay key of the failed batch stuck.
+    let (st, _) = s.submit(&[&f], &p, &mut open).unwrap();
+    assert!(matches!(st[0], FrameStatus::Accepted { .. }), "{st:?}");
+    assert_eq!(s.devices().unwrap()[0].spent, Some(eps(3, 4)));
+    assert_eq!(s.frame_count().unwrap(), 2);
+}
