@@ -395,12 +395,12 @@ impl Collector {
     pub fn submit(&self, frames: &[&[u8]]) -> Result<Vec<FrameStatus>, StoreError> {
         let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         let Writer { store, open } = &mut *writer;
-        let (statuses, fresh) = store.submit(frames, &self.policy, open)?;
+        let (statuses, fresh) = store.submit_borrowed(frames, &self.policy, open)?;
         // Still under the store lock, so the aggregate follows the commit order.
         self.aggregates
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .ingest(fresh.iter().map(Vec::as_slice));
+            .ingest(fresh);
         Ok(statuses)
     }
 }

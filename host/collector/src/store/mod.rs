@@ -19,7 +19,7 @@ mod policy;
 mod schema;
 mod status;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::path::Path;
 use std::time::Duration;
@@ -129,7 +129,7 @@ struct DeviceState {
     spent: Option<Epsilon>,
     generation: i64,
     /// The kinds of its stored reports.
-    kinds: HashSet<ReportKind>,
+    kinds: BTreeSet<ReportKind>,
 }
 
 /// Why [`Store::provision`] refused.
@@ -514,6 +514,18 @@ impl Store {
         policy: &Policy,
         open: &mut OpenGroups,
     ) -> Result<(Vec<FrameStatus>, Vec<Vec<u8>>), StoreError> {
+        let (statuses, fresh) = self.submit_borrowed(frames, policy, open)?;
+        Ok((statuses, fresh.into_iter().map(<[u8]>::to_vec).collect()))
+    }
+
+    /// [`submit`](Self::submit), with the newly accepted reports borrowed from
+    /// `frames` instead of copied.
+    pub fn submit_borrowed<'f>(
+        &mut self,
+        frames: &[&'f [u8]],
+        policy: &Policy,
+        open: &mut OpenGroups,
+    ) -> Result<(Vec<FrameStatus>, Vec<&'f [u8]>), StoreError> {
         let received = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
@@ -534,6 +546,16 @@ impl Store {
         let mut fresh = Vec::new();
         // Groups opened by the frames accepted so far in this batch.
         let mut opened = OpenGroups::default();
+        // The statements of every frame, prepared once per batch.
+        let mut select_tag = tx.prepare_cached(
+            "SELECT tag FROM frames
+             WHERE device = ?1 AND generation = ?2 AND epoch = ?3 AND sequence = ?4",
+        )?;
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO frames (device, generation, epoch, sequence, tag, reports, received, body)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT DO NOTHING",
+        )?;
         for &bytes in frames {
             // Only the framing is read before the tag is checked (upload::open).
             let header = match upload::peek_header(bytes) {
@@ -588,12 +610,8 @@ impl Store {
             );
             // A resent frame is acknowledged again (`duplicate`), another frame under
             // its replay key refused (`replay_conflict`), whatever its reports.
-            let replayed = || -> Result<Option<FrameStatus>, StoreError> {
-                let seen: Option<Vec<u8>> = tx
-                    .prepare_cached(
-                        "SELECT tag FROM frames
-                         WHERE device = ?1 AND generation = ?2 AND epoch = ?3 AND sequence = ?4",
-                    )?
+            let mut replayed = || -> Result<Option<FrameStatus>, StoreError> {
+                let seen: Option<Vec<u8>> = select_tag
                     .query_row(params![d, g, e, s], |r| r.get(0))
                     .optional()?;
                 Ok(seen.map(|seen| {
@@ -640,23 +658,16 @@ impl Store {
                 };
             // The replay key is the table's primary key: a frame that is not new
             // inserts nothing, and is answered from the stored tag.
-            let inserted = tx
-                .prepare_cached(
-                    "INSERT INTO frames
-                         (device, generation, epoch, sequence, tag, reports, received, body)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-                     ON CONFLICT DO NOTHING",
-                )?
-                .execute(params![
-                    d,
-                    g,
-                    e,
-                    s,
-                    tag,
-                    i64::from(header.count),
-                    received,
-                    bytes
-                ])?;
+            let inserted = insert.execute(params![
+                d,
+                g,
+                e,
+                s,
+                tag,
+                i64::from(header.count),
+                received,
+                bytes
+            ])?;
             if inserted == 0 {
                 statuses.push(replayed()?.unwrap_or(FrameStatus::Rejected(Rejection::Conflict)));
                 continue;
@@ -666,7 +677,7 @@ impl Store {
             }
             let p = pending.entry(device).or_insert_with(|| Pending {
                 spent: total,
-                kinds: HashSet::new(),
+                kinds: BTreeSet::new(),
             });
             p.spent = total;
             p.kinds.extend(kinds);
@@ -676,8 +687,9 @@ impl Store {
                 sequence: header.sequence,
                 reports: usize::from(header.count),
             });
-            fresh.extend(frame.reports().map(<[u8]>::to_vec));
+            fresh.extend(frame.reports());
         }
+        drop((select_tag, insert));
         {
             let mut update =
                 tx.prepare_cached("UPDATE devices SET spent = ?2 WHERE device = ?1")?;
@@ -714,7 +726,7 @@ struct Intake {
 /// A device's changes in the batch being stored.
 struct Pending {
     spent: Epsilon,
-    kinds: HashSet<ReportKind>,
+    kinds: BTreeSet<ReportKind>,
 }
 
 /// Loads a device with the kinds of its stored reports (one report per device and
@@ -737,7 +749,7 @@ fn load_device(
     let key: [u8; KEY_LEN] = key
         .try_into()
         .map_err(|_| StoreError::Corrupt(format!("key of device {device}")))?;
-    let mut kinds = HashSet::new();
+    let mut kinds = BTreeSet::new();
     {
         let mut st = tx.prepare_cached(
             "SELECT epoch, sequence, body FROM frames WHERE device = ?1 AND body IS NOT NULL",
