@@ -1,5 +1,6 @@
 //! The collector's database loader: rows as a damaged or edited database could
-//! hold them (any key blob, ε text, counters and report bytes) are written with
+//! hold them (any key blob, ε text, counters, report bytes and stored frame
+//! bodies) are written with
 //! plain SQL, then read back through `Store` (devices, reports), the collector's
 //! start-up aggregation (`Aggregates::from_store_within`, as `Collector::new` runs
 //! it) and a submit against the loaded device (`Store::submit`, as
@@ -89,6 +90,31 @@ fuzz_target!(|data: &[u8]| {
             "INSERT INTO reports (device, epoch, sequence, position, report)
              VALUES (?1, ?2, ?3, ?4, ?5)",
             params![device as i64, epoch, sequence, position, report],
+        );
+        n += 1;
+    }
+    // Frames stored whole (schema version 3): a real frame of the device, bit-flipped
+    // or cut, or any bytes, under any replay key; readers must answer a typed error.
+    let mut n = 0;
+    while flags & 16 != 0 && !c.is_empty() && n < 8 {
+        let (epoch, sequence) = (int(&mut c), int(&mut c));
+        let body = if c.byte() & 1 == 0 {
+            c.chunk().to_vec()
+        } else {
+            let seeds = valid_reports_cached();
+            let take = 1 + usize::from(c.byte()) % seeds.len();
+            let mut f = frame(device, epoch as u32, sequence as u32, &seeds[..take]);
+            let at = usize::from(c.byte()) % f.len().max(1);
+            if let Some(b) = f.get_mut(at) {
+                *b ^= c.byte();
+            }
+            f.truncate(f.len().saturating_sub(usize::from(c.byte() % 4)));
+            f
+        };
+        let _ = db.raw.execute(
+            "INSERT INTO frames (device, generation, epoch, sequence, tag, reports, received, body)
+             VALUES (?1, 0, ?2, ?3, zeroblob(32), 1, 0, ?4)",
+            params![device as i64, epoch, sequence, body],
         );
         n += 1;
     }

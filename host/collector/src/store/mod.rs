@@ -534,7 +534,12 @@ impl Store {
         // Under the write lock: if another connection (provisioning, a rotation, a
         // new cap, an edit) committed since the last batch, the cache is dropped.
         let version: i64 = tx.query_row("PRAGMA data_version", [], |r| r.get(0))?;
-        if intake.data_version != Some(version) {
+        // The cache is also dropped when it holds too much (it is read again as
+        // devices send), so its memory is bounded whatever the fleet's size.
+        if intake.data_version != Some(version)
+            || intake.devices.len() > CACHED_DEVICES
+            || intake.kinds > CACHED_KINDS
+        {
             *intake = Intake {
                 data_version: Some(version),
                 ..Intake::default()
@@ -571,7 +576,9 @@ impl Store {
             let state = match intake.devices.entry(device) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(e) => {
-                    e.insert(load_device(&tx, device, &mut intake.legacy)?)
+                    let state = load_device(&tx, device, &mut intake.legacy)?;
+                    intake.kinds += state.as_ref().map_or(0, |s| s.kinds.len());
+                    e.insert(state)
                 }
             };
             let Some(state) = state else {
@@ -701,6 +708,7 @@ impl Store {
         for (device, p) in pending {
             if let Some(Some(state)) = intake.devices.get_mut(&device) {
                 state.spent = Some(p.spent);
+                intake.kinds += p.kinds.len();
                 state.kinds.extend(p.kinds);
             }
         }
@@ -720,8 +728,15 @@ impl Store {
 struct Intake {
     data_version: Option<i64>,
     devices: HashMap<u64, Option<DeviceState>>,
+    /// Reported kinds held by `devices`.
+    kinds: usize,
     legacy: Option<bool>,
 }
+
+/// Devices [`Intake`] holds before it is dropped at the start of a batch.
+const CACHED_DEVICES: usize = 1 << 20;
+/// Reported kinds [`Intake`] holds before it is dropped (about 64 bytes each).
+const CACHED_KINDS: usize = 1 << 22;
 
 /// A device's changes in the batch being stored.
 struct Pending {
