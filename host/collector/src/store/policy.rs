@@ -150,6 +150,9 @@ pub(super) struct Admission<'a> {
 /// the kinds it reports.
 pub(super) type Charge = (Epsilon, BTreeSet<ReportKind>, Vec<ReportKind>);
 
+/// Kinds of a frame checked for repeats by a linear scan before a set takes over.
+const SCAN: usize = 8;
+
 /// The device's spent ε after `reports`, exactly, with the groups they open and
 /// their kinds, or why they are refused: a domain above the policy's, an ε below
 /// its minimum, a kind the device has reported (`reported`) or repeats in the frame,
@@ -187,7 +190,16 @@ pub(super) fn charge<'r>(
         if !policy.collects(&kind) {
             return Err(Rejection::NotInCampaign { index });
         }
-        if !seen.insert(kind) || reported(&kind) {
+        // A repeat within the frame: a scan of the few kinds before it, a set past them.
+        if kinds.len() == SCAN {
+            seen.extend(kinds.iter().copied());
+        }
+        let repeat = if kinds.len() < SCAN {
+            kinds.contains(&kind)
+        } else {
+            !seen.insert(kind)
+        };
+        if repeat || reported(&kind) {
             return Err(Rejection::AlreadyReported { index });
         }
         kinds.push(kind);

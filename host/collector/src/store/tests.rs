@@ -1040,3 +1040,43 @@ fn a_batch_that_fails_changes_nothing_in_the_cache() {
     assert_eq!(s.devices().unwrap()[0].spent, Some(eps(3, 4)));
     assert_eq!(s.frame_count().unwrap(), 2);
 }
+
+#[test]
+fn a_kind_repeated_in_a_frame_is_found_before_and_past_the_scan() {
+    let mut s = Store::open(&temp_db("repeat")).unwrap();
+    let k = DeviceKey::new([2; 32]);
+    s.provision(2, &k, eps(100, 1)).unwrap();
+    let p = Policy::default();
+    let mut open = OpenGroups::default();
+    // Queries 0..n with query `from` at position `at` again.
+    let frame_repeating = |seq: u32, n: u8, at: usize, from: u8| {
+        let mut buf = vec![0u8; 1024];
+        let mut w = FrameWriter::new(&mut buf, 2, 0, seq).unwrap();
+        for (i, q) in (0..n).enumerate() {
+            let q = if i == at {
+                from
+            } else {
+                q + 100 * (seq as u8 % 2)
+            };
+            w.push(&[1, 8, q, 0, 1, 0, 4, 0, 0, 0, 0, 0, 1]).unwrap();
+        }
+        let n = w.finish(&k).unwrap();
+        buf.truncate(n);
+        buf
+    };
+    for (seq, n, at, from) in [
+        (0, 6, 5, 2),
+        (1, 20, 3, 101),
+        (2, 20, 15, 9),
+        (3, 20, 19, 100),
+    ] {
+        let f = frame_repeating(seq, n, at, from);
+        let (st, _) = s.submit(&[&f], &p, &mut open).unwrap();
+        assert_eq!(
+            st[0],
+            FrameStatus::Rejected(Rejection::AlreadyReported { index: at as u16 }),
+            "frame {seq}"
+        );
+    }
+    assert_eq!(s.frame_count().unwrap(), 0);
+}
