@@ -870,7 +870,8 @@ fn hostile_stored_frames_are_typed_errors() {
     use crate::http::{Aggregates, Collector};
     let k = DeviceKey::new([3; 32]);
     let good = frame(&k, 3, 0, 2, 4);
-    let cases: Vec<(&str, Box<dyn Fn(&Connection)>)> = vec![
+    type Damage = Box<dyn Fn(&Connection)>;
+    let cases: Vec<(&str, Damage)> = vec![
         (
             "truncated",
             Box::new(|c: &Connection| {
