@@ -128,8 +128,10 @@ struct DeviceState {
     cap: Epsilon,
     spent: Option<Epsilon>,
     generation: i64,
-    /// The kinds of its stored reports.
-    kinds: KindSet,
+    /// The kinds of its stored reports; read on its first authenticated frame
+    /// (`None` until then), so that the work before the tag is checked is the same
+    /// for every device id, provisioned or not, whatever its history.
+    kinds: Option<KindSet>,
 }
 
 /// Why [`Store::provision`] refused.
@@ -575,11 +577,7 @@ impl Store {
             let device = header.device;
             let state = match intake.devices.entry(device) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    let state = load_device(&tx, device, &mut intake.legacy)?;
-                    intake.kinds += state.as_ref().map_or(0, |s| s.kinds.len());
-                    e.insert(state)
-                }
+                std::collections::hash_map::Entry::Vacant(e) => e.insert(load_device(&tx, device)?),
             };
             let Some(state) = state else {
                 // Verify under a secret dummy key anyway, so an unknown id costs the
@@ -605,6 +603,11 @@ impl Store {
             if !policy.allow_test_keys && is_test_key(&state.key) {
                 statuses.push(FrameStatus::Rejected(Rejection::TestKey));
                 continue;
+            }
+            if state.kinds.is_none() {
+                let kinds = load_kinds(&tx, device, &mut intake.legacy)?;
+                intake.kinds += kinds.len();
+                state.kinds = Some(kinds);
             }
             let tag = bytes
                 .get(bytes.len().saturating_sub(TAG_LEN)..)
@@ -642,7 +645,8 @@ impl Store {
             let mine = pending.get(&device);
             let spent = mine.map_or(state.spent, |p| Some(p.spent));
             let reported = |k: &ReportKind| {
-                state.kinds.contains(k) || mine.is_some_and(|p| p.kinds.contains(k))
+                state.kinds.as_ref().is_some_and(|s| s.contains(k))
+                    || mine.is_some_and(|p| p.kinds.contains(k))
             };
             let (total, new, kinds) =
                 match charge(state.cap, spent, frame.reports(), &admitted, reported) {
@@ -709,7 +713,7 @@ impl Store {
             if let Some(Some(state)) = intake.devices.get_mut(&device) {
                 state.spent = Some(p.spent);
                 intake.kinds += p.kinds.len();
-                state.kinds.extend(p.kinds);
+                state.kinds.get_or_insert_default().extend(p.kinds);
             }
         }
         // Each group's opener is the device of the first frame that reported it.
@@ -787,13 +791,10 @@ impl std::hash::Hasher for KindHasher {
     }
 }
 
-/// Loads a device with the kinds of its stored reports (one report per device and
-/// kind): from the bodies of its frames, and from the report rows of versions 1
-/// and 2 if the database has any.
+/// Loads a device (`None`: not provisioned); its kinds are read by [`load_kinds`].
 fn load_device(
     tx: &rusqlite::Transaction<'_>,
     device: u64,
-    legacy: &mut Option<bool>,
 ) -> Result<Option<DeviceState>, StoreError> {
     let row: Option<(Vec<u8>, String, Option<String>, i64)> = tx
         .prepare_cached("SELECT key, cap, spent, generation FROM devices WHERE device = ?1")?
@@ -807,6 +808,23 @@ fn load_device(
     let key: [u8; KEY_LEN] = key
         .try_into()
         .map_err(|_| StoreError::Corrupt(format!("key of device {device}")))?;
+    Ok(Some(DeviceState {
+        key: DeviceKey::new(key),
+        cap: parse_eps(&cap)?,
+        spent: spent.as_deref().map(parse_eps).transpose()?,
+        generation,
+        kinds: None,
+    }))
+}
+
+/// The kinds of a device's stored reports (one report per device and kind): from
+/// the bodies of its frames, and from the report rows of versions 1 and 2 if the
+/// database has any.
+fn load_kinds(
+    tx: &rusqlite::Transaction<'_>,
+    device: u64,
+    legacy: &mut Option<bool>,
+) -> Result<KindSet, StoreError> {
     let mut kinds = KindSet::default();
     {
         let mut st = tx.prepare_cached(
@@ -841,13 +859,7 @@ fn load_device(
             }
         }
     }
-    Ok(Some(DeviceState {
-        key: DeviceKey::new(key),
-        cap: parse_eps(&cap)?,
-        spent: spent.as_deref().map(parse_eps).transpose()?,
-        generation,
-        kinds,
-    }))
+    Ok(kinds)
 }
 
 /// Column `i` of `row` as a blob ([`StoreError::Corrupt`] if it holds another type).
