@@ -1,27 +1,33 @@
 //! The device's upload path: every released report goes into a
 //! [`privq_core::upload::Outbox`], which is sealed into authenticated upload frames
 //! (`docs/src/upload-frame.md`) and delivered oldest first; a frame leaves the outbox when
-//! the transport reports it acknowledged, or when the collector rejected it
-//! permanently ([`Delivery::Rejected`]: dropped and counted, [`Uplink::dropped`], so
-//! that it cannot block the frames behind it). A transient failure
-//! ([`Delivery::NotDelivered`]) keeps it for a resend of the same bytes.
+//! the collector acknowledges it, or when the collector rejected it permanently
+//! ([`Delivery::Rejected`]: dropped and counted, [`Uplink::dropped`], so that it cannot
+//! block the frames behind it). The collector's answer counts only if its tag verifies
+//! under the device key ([`Verdict::delivery`]): a forged `accepted` or `rejected`
+//! changes nothing. A transient failure, no answer or a forged one
+//! ([`Delivery::NotDelivered`]) keeps the frame for a resend of the same bytes.
 //!
 //! When the outbox is full, [`Uplink::queue`] first delivers what is pending and then
 //! queues the report; if delivery is not acknowledged the report is refused with
 //! [`privq_core::Error::OutboxFull`] (kept by nobody, but never silently: the error
 //! reaches the caller, which stops releasing). In QEMU the transport is a text line on
-//! semihosting stderr ([`crate::wire::frame_line_head`]) and counts as acknowledged.
+//! semihosting stderr ([`crate::wire::frame_line_head`]), which cannot be lost; the
+//! host stands in for the collector, so the firmware answers for it as a collector that
+//! stored the line would (`accepted`, tagged under the device key) and the device checks
+//! that answer like any other.
 //!
 //! ```
 //! use privq_firmware::uplink::Uplink;
-//! use privq_core::upload::{open, Delivery, DeviceKey, FrameHeader};
+//! use privq_core::upload::{open, DeviceKey, FrameHeader, Verdict};
 //!
 //! let key = DeviceKey::new([3; 32]); // a fixed key: tests only
 //! let mut up: Uplink<2, 64, 121> = Uplink::new(9, key.clone());
 //! let mut got = Vec::new();
+//! // A collector holding the same key stores the frame and answers `accepted`, tagged.
 //! let mut deliver = |_: &FrameHeader, frame: &[u8]| {
 //!     got.push(frame.to_vec());
-//!     Delivery::Acknowledged
+//!     Some((Verdict::Accepted, Verdict::Accepted.tag(&key, frame)?))
 //! };
 //! up.queue(0, &[1, 8, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1], &mut deliver)?;
 //! up.flush(&mut deliver)?;
@@ -30,8 +36,8 @@
 //! ```
 
 use privq_core::Error;
-pub use privq_core::upload::Delivery;
-use privq_core::upload::{DeviceKey, FrameHeader, Outbox};
+pub use privq_core::upload::{Delivery, Verdict};
+use privq_core::upload::{DeviceKey, FrameHeader, Outbox, TAG_LEN};
 
 /// An [`Outbox`] of `FRAMES` frames and `BYTES` bytes of reports, with its device key:
 /// what the firmware needs to turn reports into delivered frames. `BUF` is the size of
@@ -45,9 +51,11 @@ pub struct Uplink<const FRAMES: usize, const BYTES: usize, const BUF: usize> {
 }
 
 /// A frame transport: sends one frame (its header, for logging, and its bytes),
-/// returns what the collector made of it ([`Delivery::from_status`] of the frame's
-/// status; [`Delivery::NotDelivered`] without one).
-pub type Deliver<'a> = dyn FnMut(&FrameHeader, &[u8]) -> Delivery + 'a;
+/// returns the collector's verdict on it with the verdict's tag
+/// ([`Verdict::from_status`] of the frame's status, and its `tag`), or `None` without
+/// one (no connection, timeout, `refused`). The uplink acts on a verdict only if the
+/// tag verifies ([`Verdict::delivery`]).
+pub type Deliver<'a> = dyn FnMut(&FrameHeader, &[u8]) -> Option<(Verdict, [u8; TAG_LEN])> + 'a;
 
 impl<const FRAMES: usize, const BYTES: usize, const BUF: usize> Uplink<FRAMES, BYTES, BUF> {
     /// Refuses, at compile time, a buffer too small for the largest frame.
@@ -147,7 +155,12 @@ impl<const FRAMES: usize, const BYTES: usize, const BUF: usize> Uplink<FRAMES, B
                 .outbox
                 .write_front(&self.key, &mut buf)?
                 .ok_or(Error::NotPending)?;
-            match deliver(&front.header, buf.get(..n).ok_or(Error::BufferTooSmall)?) {
+            let frame = buf.get(..n).ok_or(Error::BufferTooSmall)?;
+            let delivery = match deliver(&front.header, frame) {
+                Some((verdict, tag)) => verdict.delivery(&self.key, frame, &tag),
+                None => Delivery::NotDelivered,
+            };
+            match delivery {
                 Delivery::Acknowledged => {
                     self.outbox.acknowledge(front.header.sequence)?;
                     sent += 1;
@@ -173,6 +186,11 @@ mod tests {
         [1, 8, q, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1]
     }
 
+    /// A collector's answer `verdict` on `frame`, tagged under `key`.
+    fn answer(key: &DeviceKey, frame: &[u8], verdict: Verdict) -> Option<(Verdict, [u8; TAG_LEN])> {
+        Some((verdict, verdict.tag(key, frame)?))
+    }
+
     /// The module example, compiled (the crate has no doctests).
     #[test]
     fn module_example() -> Result<(), Error> {
@@ -181,7 +199,7 @@ mod tests {
         let mut got = Vec::new();
         let mut deliver = |_: &FrameHeader, frame: &[u8]| {
             got.push(frame.to_vec());
-            Delivery::Acknowledged
+            Some((Verdict::Accepted, Verdict::Accepted.tag(&key, frame)?))
         };
         up.queue(0, &[1, 8, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1], &mut deliver)?;
         up.flush(&mut deliver)?;
@@ -196,7 +214,7 @@ mod tests {
         let mut frames = Vec::new();
         let mut deliver = |_: &FrameHeader, f: &[u8]| {
             frames.push(f.to_vec());
-            Delivery::Acknowledged
+            answer(&key, f, Verdict::Accepted)
         };
         for q in 0..10u8 {
             up.queue(u32::from(q / 4), &report(q), &mut deliver)
@@ -219,8 +237,8 @@ mod tests {
     #[test]
     fn reserve_delivers_to_make_room_and_refuses_without_an_acknowledgement() {
         let key = DeviceKey::new([7; 32]);
-        let mut up: Uplink<2, 45, 102> = Uplink::new(4, key);
-        let mut refuse = |_: &FrameHeader, _: &[u8]| Delivery::NotDelivered;
+        let mut up: Uplink<2, 45, 102> = Uplink::new(4, key.clone());
+        let mut refuse = |_: &FrameHeader, _: &[u8]| None;
         for q in 0..3u8 {
             up.reserve(0, 13, &mut refuse).unwrap();
             up.queue(0, &report(q), &mut refuse).unwrap();
@@ -228,7 +246,7 @@ mod tests {
         // Full (3 × 15 bytes), and the transport acknowledges nothing: refused, and
         // the caller has not charged anything for the report.
         assert_eq!(up.reserve(0, 13, &mut refuse), Err(Error::OutboxFull));
-        let mut accept = |_: &FrameHeader, _: &[u8]| Delivery::Acknowledged;
+        let mut accept = |_: &FrameHeader, f: &[u8]| answer(&key, f, Verdict::Accepted);
         up.reserve(0, 13, &mut accept).unwrap();
         assert_eq!(up.delivered(), 1);
         up.queue(0, &report(3), &mut refuse).unwrap();
@@ -237,11 +255,11 @@ mod tests {
     #[test]
     fn unacknowledged_frames_are_resent_with_the_same_bytes() {
         let key = DeviceKey::new([6; 32]);
-        let mut up: Uplink<2, 45, 102> = Uplink::new(4, key);
+        let mut up: Uplink<2, 45, 102> = Uplink::new(4, key.clone());
         let mut tries = Vec::new();
         let mut refuse = |_: &FrameHeader, f: &[u8]| {
             tries.push(f.to_vec());
-            Delivery::NotDelivered
+            None
         };
         for q in 0..3 {
             up.queue(q, &report(q as u8), &mut refuse).unwrap();
@@ -255,7 +273,7 @@ mod tests {
         let mut acked = Vec::new();
         let mut accept = |_: &FrameHeader, f: &[u8]| {
             acked.push(f.to_vec());
-            Delivery::Acknowledged
+            answer(&key, f, Verdict::Duplicate)
         };
         assert_eq!(up.flush(&mut accept), Ok(3));
         assert_eq!(acked[0], tries[0]);
@@ -270,10 +288,10 @@ mod tests {
         let mut got = Vec::new();
         let mut collector = |h: &FrameHeader, f: &[u8]| {
             if h.sequence == 0 {
-                Delivery::from_status("rejected")
+                answer(&key, f, Verdict::Rejected)
             } else {
                 got.push(f.to_vec());
-                Delivery::from_status("accepted")
+                answer(&key, f, Verdict::Accepted)
             }
         };
         for q in 0..6u8 {
@@ -293,5 +311,49 @@ mod tests {
             .map(|f| open(f, &key).unwrap().header.sequence)
             .collect();
         assert_eq!(seqs, std::vec![1, 2, 3]);
+    }
+
+    /// An attacker on the path answers for the collector: without the device key its
+    /// `accepted` or `rejected` verifies for no frame, so nothing is removed, dropped
+    /// or counted, and every flush sends the same bytes again.
+    #[test]
+    fn a_forged_verdict_changes_nothing_on_the_device() {
+        let key = DeviceKey::new([4; 32]);
+        let attacker = DeviceKey::new([5; 32]);
+        let mut up: Uplink<2, 45, 102> = Uplink::new(4, key.clone());
+        let mut none = |_: &FrameHeader, _: &[u8]| None;
+        for epoch in 0..2 {
+            up.queue(epoch, &report(epoch as u8), &mut none).unwrap();
+        }
+        let mut sent: Vec<Vec<u8>> = Vec::new();
+        let forgeries: [&dyn Fn(&[u8]) -> Option<(Verdict, [u8; TAG_LEN])>; 4] = [
+            &|f| answer(&attacker, f, Verdict::Accepted),
+            &|f| answer(&attacker, f, Verdict::Rejected),
+            // The device key's tag, but of another verdict:
+            &|f| Some((Verdict::Accepted, answer(&key, f, Verdict::Rejected)?.1)),
+            // ... or of another frame (the first one sent):
+            &|_| answer(&key, &[7; 64], Verdict::Accepted),
+        ];
+        for forge in forgeries {
+            let mut deliver = |_: &FrameHeader, f: &[u8]| {
+                sent.push(f.to_vec());
+                forge(f)
+            };
+            assert_eq!(up.flush(&mut deliver), Ok(0));
+            assert_eq!(
+                (up.delivered(), up.dropped(), up.outbox().pending()),
+                (0, 0, 2)
+            );
+        }
+        assert!(
+            sent.windows(2).all(|w| w[0] == w[1]),
+            "the same bytes each time"
+        );
+        let mut honest = |_: &FrameHeader, f: &[u8]| answer(&key, f, Verdict::Accepted);
+        assert_eq!(up.flush(&mut honest), Ok(2));
+        assert_eq!(
+            (up.delivered(), up.dropped(), up.outbox().pending()),
+            (2, 0, 0)
+        );
     }
 }

@@ -114,7 +114,16 @@ impl fmt::Debug for DeviceKey {
 /// with it `core::fmt`). [`open`] verifies with the `hmac` crate, so every round trip in
 /// the tests checks one implementation against the other.
 pub fn tag(key: &DeviceKey, bytes: &[u8]) -> [u8; TAG_LEN] {
-    let inner = Sha256Stream::keyed(&key.0, 0x36).finish(bytes);
+    mac(key, &[], bytes)
+}
+
+/// HMAC-SHA-256 under `key` of `head` followed by `bytes`.
+fn mac(key: &DeviceKey, head: &[u8], bytes: &[u8]) -> [u8; TAG_LEN] {
+    let mut inner = Sha256Stream::keyed(&key.0, 0x36);
+    for &b in head {
+        inner.push(b);
+    }
+    let inner = inner.finish(bytes);
     Sha256Stream::keyed(&key.0, 0x5c).finish(&inner)
 }
 
@@ -527,31 +536,105 @@ pub struct Outbox<const FRAMES: usize, const BYTES: usize> {
     dropped: u32,
 }
 
-/// What became of one delivery attempt of a frame, as the device's transport reads
-/// the collector's answer (`docs/src/collector.md`).
+/// What became of one delivery attempt of a frame, as the device reads the
+/// collector's answer (`docs/src/collector.md`). Only an answer that verifies under
+/// the device key ([`Verdict::delivery`]) acknowledges or drops a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum Delivery {
-    /// `accepted` or `duplicate`: the collector has the frame; remove it
-    /// ([`Outbox::acknowledge`]).
+    /// `accepted` or `duplicate`, authenticated: the collector has the frame; remove
+    /// it ([`Outbox::acknowledge`]).
     Acknowledged,
-    /// `rejected` (any reason): resending the same bytes cannot succeed; drop it and
-    /// count the drop ([`Outbox::reject`]).
+    /// `rejected` (any reason), authenticated: resending the same bytes cannot
+    /// succeed; drop it and count the drop ([`Outbox::reject`]).
     Rejected,
-    /// `refused` (by the collector's configuration: limits, key store) or no
-    /// per-frame status (no connection, timeout, `503`, `408`): keep the frame and
-    /// resend the same bytes later.
+    /// Anything else — `refused`, an unknown status, a status whose tag does not
+    /// verify, no status at all (no connection, timeout, `503`, `408`): keep the
+    /// frame and resend the same bytes later.
     NotDelivered,
 }
 
-impl Delivery {
-    /// The delivery for a per-frame `status` of the collector's response
-    /// (`accepted`, `duplicate`, `rejected`); anything else (`refused`, an unknown
-    /// status) is [`NotDelivered`](Delivery::NotDelivered).
-    pub fn from_status(status: &str) -> Delivery {
+/// The first four bytes of a verdict's MAC input (a frame's are `PQUF`, so no
+/// verdict tag is ever a frame tag).
+pub const VERDICT_MAGIC: [u8; 4] = *b"PQUS";
+/// The verdict-tag format version.
+pub const VERDICT_VERSION: u8 = 1;
+
+/// A collector's verdict on one frame that a device acts on: the three per-frame
+/// statuses that remove a frame from the outbox. The collector sends each with a tag
+/// ([`Verdict::tag`]) under the device key; a device acts on a verdict only through
+/// [`Verdict::delivery`], which checks that tag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Verdict {
+    /// `accepted`: stored now.
+    Accepted = 1,
+    /// `duplicate`: stored before.
+    Duplicate = 2,
+    /// `rejected`: permanently refused (budget spent, a bad report, …).
+    Rejected = 3,
+}
+
+impl Verdict {
+    /// The verdict a per-frame `status` names (`accepted`, `duplicate`, `rejected`);
+    /// `None` for anything else (`refused`, an unknown status).
+    pub fn from_status(status: &str) -> Option<Verdict> {
         match status {
-            "accepted" | "duplicate" => Delivery::Acknowledged,
-            "rejected" => Delivery::Rejected,
+            "accepted" => Some(Verdict::Accepted),
+            "duplicate" => Some(Verdict::Duplicate),
+            "rejected" => Some(Verdict::Rejected),
+            _ => None,
+        }
+    }
+
+    /// The verdict's tag for `frame` (the frame's bytes as sent): HMAC-SHA-256 under
+    /// the device key of `PQUS` ‖ version 1 ‖ the verdict's code (1, 2, 3) ‖ the
+    /// frame's own tag (its last 32 bytes). The frame's tag binds the verdict to that
+    /// frame's exact bytes (device, epoch, sequence, reports). `None` if `frame` is
+    /// shorter than a tag.
+    pub fn tag(self, key: &DeviceKey, frame: &[u8]) -> Option<[u8; TAG_LEN]> {
+        let frame_tag = frame.get(frame.len().checked_sub(TAG_LEN)?..)?;
+        let [m0, m1, m2, m3] = VERDICT_MAGIC;
+        Some(mac(
+            key,
+            &[m0, m1, m2, m3, VERDICT_VERSION, self as u8],
+            frame_tag,
+        ))
+    }
+
+    /// What the device does with `frame` given this verdict and the tag the collector
+    /// sent with it: [`Delivery::Acknowledged`] or [`Delivery::Rejected`] only if the
+    /// tag equals [`Verdict::tag`] (compared in constant time); otherwise
+    /// [`Delivery::NotDelivered`], so a forged or damaged answer changes nothing.
+    ///
+    /// ```
+    /// use privq_core::upload::{Delivery, DeviceKey, Outbox, Verdict};
+    ///
+    /// let key = DeviceKey::new([7; 32]); // a fixed key: tests only
+    /// let mut outbox: Outbox<2, 64> = Outbox::new(42, 0);
+    /// outbox.push(0, &[1, 1, 0, 0, 1, 0, 2, 0, 2, 0, 0, 0, 1])?;
+    /// outbox.seal()?;
+    /// let mut buf = [0u8; 121];
+    /// let n = outbox.write_front(&key, &mut buf)?.unwrap_or(0);
+    /// let frame = &buf[..n];
+    /// // The collector's answer, tagged under the same key:
+    /// let good = Verdict::Accepted.tag(&key, frame).unwrap_or([0; 32]);
+    /// assert_eq!(Verdict::Accepted.delivery(&key, frame, &good), Delivery::Acknowledged);
+    /// // A forged answer (another key, or another verdict's tag) is ignored:
+    /// assert_eq!(Verdict::Rejected.delivery(&key, frame, &good), Delivery::NotDelivered);
+    /// # Ok::<(), privq_core::Error>(())
+    /// ```
+    pub fn delivery(self, key: &DeviceKey, frame: &[u8], tag: &[u8; TAG_LEN]) -> Delivery {
+        let Some(expected) = self.tag(key, frame) else {
+            return Delivery::NotDelivered;
+        };
+        let mut diff = 0u8;
+        for (a, b) in expected.iter().zip(tag) {
+            diff |= a ^ b;
+        }
+        match (core::hint::black_box(diff), self) {
+            (0, Verdict::Accepted | Verdict::Duplicate) => Delivery::Acknowledged,
+            (0, Verdict::Rejected) => Delivery::Rejected,
             _ => Delivery::NotDelivered,
         }
     }

@@ -1,5 +1,5 @@
 use super::*;
-use privq_core::upload::{Delivery, FrameWriter};
+use privq_core::upload::{Delivery, FrameWriter, Verdict};
 
 fn temp_db(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("privq-store-{}-{name}", std::process::id()));
@@ -496,8 +496,8 @@ fn one_report_per_device_and_kind_survives_restart() {
     // The device drops it (it would be refused for ever) rather than retrying.
     assert_eq!(st[1].delivery(), Delivery::Rejected);
     assert_eq!(
-        Delivery::from_status(StatusJson::from(&st[1]).status),
-        Delivery::Rejected
+        Verdict::from_status(StatusJson::from(&st[1]).status),
+        Some(Verdict::Rejected)
     );
     assert_eq!(st[0].delivery(), Delivery::Acknowledged);
     assert_eq!(fresh.len(), 1);
