@@ -39,14 +39,24 @@ pub const LIFETIME_EPSILON: (u64, u64) = (4, 1);
 /// Buffer size that fits every report the firmware can write (OLH over 64 items: 23).
 pub const MAX_REPORT_LEN: usize = 24;
 
+/// [`EPOCH_EPSILON`] and [`LIFETIME_EPSILON`] as checked at compile time (no
+/// run-time construction in the image).
+const EPSILONS: (Epsilon, Epsilon) = match (
+    Epsilon::new(EPOCH_EPSILON.0, EPOCH_EPSILON.1),
+    Epsilon::new(LIFETIME_EPSILON.0, LIFETIME_EPSILON.1),
+) {
+    (Ok(epoch), Ok(lifetime)) => (epoch, lifetime),
+    _ => panic!("EPOCH_EPSILON and LIFETIME_EPSILON must be positive fractions"),
+};
+
 /// The privacy parameter of one epoch.
 pub fn epoch_epsilon() -> Result<Epsilon, Error> {
-    Epsilon::new(EPOCH_EPSILON.0, EPOCH_EPSILON.1)
+    Ok(EPSILONS.0)
 }
 
 /// The lifetime cap.
 pub fn lifetime_epsilon() -> Result<Epsilon, Error> {
-    Epsilon::new(LIFETIME_EPSILON.0, LIFETIME_EPSILON.1)
+    Ok(EPSILONS.1)
 }
 
 /// The device's most frequent bin (the lowest such bin on ties): its private item.

@@ -186,8 +186,11 @@ mod tests {
         [1, 8, q, 0, 1, 0, 1, 0, 0, 0, 0, 0, 1]
     }
 
+    type Answer = Option<(Verdict, [u8; TAG_LEN])>;
+    type Forgery<'a> = &'a dyn Fn(&[u8]) -> Answer;
+
     /// A collector's answer `verdict` on `frame`, tagged under `key`.
-    fn answer(key: &DeviceKey, frame: &[u8], verdict: Verdict) -> Option<(Verdict, [u8; TAG_LEN])> {
+    fn answer(key: &DeviceKey, frame: &[u8], verdict: Verdict) -> Answer {
         Some((verdict, verdict.tag(key, frame)?))
     }
 
@@ -326,7 +329,7 @@ mod tests {
             up.queue(epoch, &report(epoch as u8), &mut none).unwrap();
         }
         let mut sent: Vec<Vec<u8>> = Vec::new();
-        let forgeries: [&dyn Fn(&[u8]) -> Option<(Verdict, [u8; TAG_LEN])>; 4] = [
+        let forgeries: [Forgery<'_>; 4] = [
             &|f| answer(&attacker, f, Verdict::Accepted),
             &|f| answer(&attacker, f, Verdict::Rejected),
             // The device key's tag, but of another verdict:
