@@ -333,6 +333,44 @@ impl RowReader {
         }))
     }
 
+    /// Reads a row as [`RowReader::row`] does, without allocating for a kept row:
+    /// true when it is kept, with its values in `values` and its group key encoded
+    /// by [`encode_key`](super::encode_key) in `key` (both overwritten); false for
+    /// a row the filter rejects or an invalid row `drop_invalid` drops. The row's
+    /// unit is [`RowReader::unit_of`].
+    pub fn read_encoded<'f>(
+        &self,
+        field: &dyn Fn(usize) -> &'f str,
+        line: usize,
+        values: &mut Vec<f64>,
+        key: &mut String,
+    ) -> Result<bool, AggregateError> {
+        let mut bins = [0usize; 4];
+        let mut more = Vec::new();
+        let bin_of: &mut [usize] = if self.key_index.len() <= bins.len() {
+            &mut bins[..self.key_index.len()]
+        } else {
+            more.resize(self.key_index.len(), 0);
+            &mut more
+        };
+        if !self.read(field, line, values, bin_of)? {
+            return Ok(false);
+        }
+        key.clear();
+        for k in 0..bin_of.len() {
+            let f = self.key_field(k, field, bin_of);
+            // Writing to a String cannot fail.
+            let _ = write!(key, "{}:{f}", f.len());
+        }
+        Ok(true)
+    }
+
+    /// The unit of the row whose field `i` (trimmed) is `field(i)` (`None`
+    /// without a privacy-unit column).
+    pub fn unit_of<'f>(&self, field: &dyn Fn(usize) -> &'f str) -> Option<&'f str> {
+        self.unit(field)
+    }
+
     /// Checks and filters a row: true when it is kept, with its values in
     /// `parsed` and each binned key's bin in `bin_of`.
     fn read<'f>(
