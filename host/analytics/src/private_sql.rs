@@ -45,7 +45,7 @@
 //! the wrong number of fields): the in-process reader's typed error when it
 //! refuses the file too. Nothing is charged here; the driver charges after.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::sync::Arc;
@@ -68,8 +68,8 @@ use datafusion::logical_expr::{
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig, SessionContext};
 
 use privq_host::aggregate::{
-    AggregateError, BoundingKey, ColumnTotals, Columns, Contribution, GroupTotals, Plan, RowReader,
-    Table, decode_key,
+    AggregateError, BoundingKey, Columns, GroupTotals, Partial, PartialState, PartialTotals, Plan,
+    RowReader, RowTotals, Table, UnitRows,
 };
 
 /// Errors of the engine.
@@ -228,41 +228,11 @@ struct Shared {
     slot: Vec<usize>,
     /// The public keys, encoded ([`encode_key`](privq_host::aggregate::encode_key)).
     public: Option<HashSet<String>>,
-    limits: Contribution,
-    key: BoundingKey,
-    /// Value columns.
-    values: usize,
-    mids: Vec<i64>,
-    candidates: Vec<Option<Vec<i64>>>,
-    plan: Plan,
+    /// The plan's bounds, grid and limits, and the bounding key.
+    partial: Partial,
 }
 
 impl Shared {
-    /// Empty totals of one group.
-    fn empty_sum(&self) -> Sum {
-        Sum {
-            units: 0,
-            rows: 0,
-            columns: self
-                .candidates
-                .iter()
-                .map(|c| ColumnTotals {
-                    at_candidate: c.as_ref().map_or(Vec::new(), |c| vec![0; c.len()]),
-                    ..ColumnTotals::default()
-                })
-                .collect(),
-        }
-    }
-
-    /// Adds one kept row (its values' bit patterns) to `sum`.
-    fn add_row(&self, sum: &mut Sum, bits: &[u64]) {
-        sum.rows += 1;
-        for (c, (t, &b)) in sum.columns.iter_mut().zip(bits).enumerate() {
-            let s = self.plan.value_steps(c, f64::from_bits(b));
-            t.add(s, self.mids[c], self.candidates[c].as_deref());
-        }
-    }
-
     /// Reads the rows of a batch: for each row kept (and admitted by the public
     /// keys), `keep(row, unit, encoded key, values' bits)`; every row is counted
     /// in `count(row, invalid)`.
@@ -280,8 +250,8 @@ impl Shared {
             .iter()
             .map(|a| column_text(a).map_err(|e| DataFusionError::External(Box::new(e))))
             .collect::<DfResult<Vec<_>>>()?;
-        let mut parsed = Vec::with_capacity(self.values);
-        let mut bits = Vec::with_capacity(self.values);
+        let mut parsed = Vec::with_capacity(self.partial.values());
+        let mut bits = Vec::with_capacity(self.partial.values());
         let mut key = String::new();
         for r in 0..n {
             if let Some(f) = filter
@@ -319,392 +289,6 @@ impl Shared {
     }
 }
 
-/// Exact totals of one group key.
-#[derive(Debug, Clone, Default)]
-struct Sum {
-    units: u64,
-    rows: u64,
-    columns: Vec<ColumnTotals>,
-}
-
-impl Sum {
-    fn add(&mut self, other: &Sum) {
-        self.units += other.units;
-        self.rows += other.rows;
-        if self.columns.len() < other.columns.len() {
-            self.columns
-                .resize(other.columns.len(), ColumnTotals::default());
-        }
-        for (a, b) in self.columns.iter_mut().zip(&other.columns) {
-            a.sum += b.sum;
-            a.centred += b.centred;
-            a.squares += b.squares;
-            if a.at_candidate.len() < b.at_candidate.len() {
-                a.at_candidate.resize(b.at_candidate.len(), 0);
-            }
-            for (x, y) in a.at_candidate.iter_mut().zip(&b.at_candidate) {
-                *x += y;
-            }
-        }
-    }
-}
-
-/// Totals by encoded key, with the rows read and the invalid ones: a result of
-/// the aggregate (per unit, or per partition without units), and what the driver
-/// adds them up into.
-#[derive(Debug, Default)]
-struct Summed {
-    seen: u64,
-    invalid: u64,
-    groups: HashMap<String, Sum>,
-}
-
-impl Summed {
-    fn add(&mut self, other: Summed) {
-        self.seen += other.seen;
-        self.invalid += other.invalid;
-        for (k, s) in other.groups {
-            match self.groups.get_mut(&k) {
-                Some(t) => t.add(&s),
-                None => {
-                    self.groups.insert(k, s);
-                }
-            }
-        }
-    }
-
-    fn encode(&self, out: &mut Vec<u8>) {
-        put(out, self.seen);
-        put(out, self.invalid);
-        put(out, self.groups.len() as u64);
-        for (k, s) in &self.groups {
-            put_str(out, k);
-            put(out, s.units);
-            put(out, s.rows);
-            put(out, s.columns.len() as u64);
-            for c in &s.columns {
-                for x in [c.sum, c.centred, c.squares] {
-                    out.extend_from_slice(&x.to_le_bytes());
-                }
-                put(out, c.at_candidate.len() as u64);
-                for &n in &c.at_candidate {
-                    put(out, n);
-                }
-            }
-        }
-    }
-
-    fn decode(bytes: &[u8]) -> Option<Summed> {
-        let mut r = Bytes(bytes);
-        let mut out = Summed {
-            seen: r.u64()?,
-            invalid: r.u64()?,
-            groups: HashMap::new(),
-        };
-        for _ in 0..r.u64()? {
-            let k = r.str()?.to_string();
-            let mut s = Sum {
-                units: r.u64()?,
-                rows: r.u64()?,
-                columns: Vec::new(),
-            };
-            for _ in 0..r.u64()? {
-                let mut c = ColumnTotals {
-                    sum: r.i128()?,
-                    centred: r.i128()?,
-                    squares: r.i128()?,
-                    at_candidate: Vec::new(),
-                };
-                for _ in 0..r.u64()? {
-                    c.at_candidate.push(r.u64()?);
-                }
-                s.columns.push(c);
-            }
-            out.groups.insert(k, s);
-        }
-        r.0.is_empty().then_some(out)
-    }
-}
-
-fn put(out: &mut Vec<u8>, x: u64) {
-    out.extend_from_slice(&x.to_le_bytes());
-}
-
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    put(out, s.len() as u64);
-    out.extend_from_slice(s.as_bytes());
-}
-
-/// A reader of the aggregate's own serialized states.
-struct Bytes<'a>(&'a [u8]);
-
-impl<'a> Bytes<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        if self.0.len() < n {
-            return None;
-        }
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        Some(a)
-    }
-    fn u64(&mut self) -> Option<u64> {
-        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
-    }
-    fn i128(&mut self) -> Option<i128> {
-        Some(i128::from_le_bytes(self.take(16)?.try_into().ok()?))
-    }
-    fn str(&mut self) -> Option<&'a str> {
-        let n = usize::try_from(self.u64()?).ok()?;
-        std::str::from_utf8(self.take(n)?).ok()
-    }
-}
-
-/// The state of one group of the aggregate.
-trait GroupState: Default + Send + Sync + std::fmt::Debug + 'static {
-    fn count(&mut self, invalid: bool);
-    /// A kept row; returns the bytes it added to the state.
-    fn keep(&mut self, sh: &Shared, unit: Option<&str>, key: &str, bits: &[u64]) -> usize;
-    fn encode_state(&self, out: &mut Vec<u8>);
-    fn merge_state(&mut self, sh: &Shared, bytes: &[u8]) -> Option<usize>;
-    fn finish(self, sh: &Shared) -> Summed;
-}
-
-/// Without a privacy unit: totals per key, every row its own unit.
-#[derive(Debug, Default)]
-struct RowTotals(Summed);
-
-impl GroupState for RowTotals {
-    fn count(&mut self, invalid: bool) {
-        self.0.seen += 1;
-        self.0.invalid += u64::from(invalid);
-    }
-    fn keep(&mut self, sh: &Shared, _: Option<&str>, key: &str, bits: &[u64]) -> usize {
-        let mut added = 0;
-        if !self.0.groups.contains_key(key) {
-            self.0.groups.insert(key.to_string(), sh.empty_sum());
-            added = key.len() + 64 + 64 * sh.values;
-        }
-        if let Some(sum) = self.0.groups.get_mut(key) {
-            sum.units += 1;
-            sh.add_row(sum, bits);
-        }
-        added
-    }
-    fn encode_state(&self, out: &mut Vec<u8>) {
-        self.0.encode(out);
-    }
-    fn merge_state(&mut self, _: &Shared, bytes: &[u8]) -> Option<usize> {
-        let other = Summed::decode(bytes)?;
-        let n = bytes.len();
-        self.0.add(other);
-        Some(n)
-    }
-    fn finish(self, _: &Shared) -> Summed {
-        self.0
-    }
-}
-
-/// One unit's kept rows of one key: their values' bit patterns, row after row.
-#[derive(Debug, Default)]
-struct KeyRows {
-    key: String,
-    rows: u64,
-    bits: Vec<u64>,
-}
-
-/// One privacy unit: its rows by key, until it is bounded at the end.
-#[derive(Debug, Default)]
-struct UnitRows {
-    seen: u64,
-    invalid: u64,
-    unit: Option<String>,
-    keys: Vec<KeyRows>,
-    /// Key positions, once the unit has many keys.
-    index: HashMap<String, usize>,
-}
-
-impl UnitRows {
-    /// The position of `key` in `keys`, added if new (and the bytes added).
-    fn slot(&mut self, key: &str) -> (usize, usize) {
-        const LINEAR: usize = 8;
-        let found = if self.index.is_empty() {
-            self.keys.iter().position(|k| k.key == key)
-        } else {
-            self.index.get(key).copied()
-        };
-        if let Some(i) = found {
-            return (i, 0);
-        }
-        let i = self.keys.len();
-        self.keys.push(KeyRows {
-            key: key.to_string(),
-            ..KeyRows::default()
-        });
-        if !self.index.is_empty() {
-            self.index.insert(key.to_string(), i);
-        } else if self.keys.len() > LINEAR {
-            self.index = self
-                .keys
-                .iter()
-                .enumerate()
-                .map(|(i, k)| (k.key.clone(), i))
-                .collect();
-        }
-        (i, 2 * key.len() + 96)
-    }
-}
-
-impl GroupState for UnitRows {
-    fn count(&mut self, invalid: bool) {
-        self.seen += 1;
-        self.invalid += u64::from(invalid);
-    }
-    fn keep(&mut self, _: &Shared, unit: Option<&str>, key: &str, bits: &[u64]) -> usize {
-        let mut added = 8 * bits.len();
-        if self.unit.is_none() {
-            self.unit = unit.map(str::to_string);
-            added += unit.map_or(0, str::len) + 24;
-        }
-        let (i, more) = self.slot(key);
-        let k = &mut self.keys[i];
-        k.rows += 1;
-        k.bits.extend_from_slice(bits);
-        added + more
-    }
-    fn encode_state(&self, out: &mut Vec<u8>) {
-        put(out, self.seen);
-        put(out, self.invalid);
-        match &self.unit {
-            Some(u) => {
-                put(out, 1);
-                put_str(out, u);
-            }
-            None => put(out, 0),
-        }
-        put(out, self.keys.len() as u64);
-        for k in &self.keys {
-            put_str(out, &k.key);
-            put(out, k.rows);
-            put(out, k.bits.len() as u64);
-            for &b in &k.bits {
-                put(out, b);
-            }
-        }
-    }
-    fn merge_state(&mut self, sh: &Shared, bytes: &[u8]) -> Option<usize> {
-        let mut r = Bytes(bytes);
-        self.seen += r.u64()?;
-        self.invalid += r.u64()?;
-        if r.u64()? == 1 {
-            let u = r.str()?;
-            if self.unit.is_none() {
-                self.unit = Some(u.to_string());
-            }
-        }
-        for _ in 0..r.u64()? {
-            let key = r.str()?;
-            let rows = r.u64()?;
-            let n = usize::try_from(r.u64()?).ok()?;
-            if n as u64 != rows * sh.values as u64 {
-                return None;
-            }
-            let (i, _) = self.slot(key);
-            let k = &mut self.keys[i];
-            k.rows += rows;
-            k.bits.reserve(n);
-            for _ in 0..n {
-                k.bits.push(r.u64()?);
-            }
-        }
-        r.0.is_empty().then_some(bytes.len())
-    }
-    /// The unit bounded by the rule of [`BoundingKey`], as [`Plan::totals`]
-    /// bounds it: ranks are computed only for a unit over a limit.
-    fn finish(self, sh: &Shared) -> Summed {
-        let mut out = Summed {
-            seen: self.seen,
-            invalid: self.invalid,
-            groups: HashMap::new(),
-        };
-        let unit = self.unit.as_deref().unwrap_or("");
-        let mut keys = self.keys;
-        let max_groups = sh.limits.max_groups() as usize;
-        if keys.len() > max_groups {
-            let mut ranked: Vec<(u64, KeyRows)> = keys
-                .into_iter()
-                .map(|k| (sh.key.group_rank(unit, &k.key), k))
-                .collect();
-            ranked.sort_unstable_by(|a, b| {
-                a.0.cmp(&b.0)
-                    .then_with(|| a.1.key.as_bytes().cmp(b.1.key.as_bytes()))
-            });
-            ranked.truncate(max_groups);
-            keys = ranked.into_iter().map(|(_, k)| k).collect();
-        }
-        let max_rows = sh.limits.max_rows() as usize;
-        for k in keys {
-            let mut sum = sh.empty_sum();
-            sum.units = 1;
-            if k.rows as usize <= max_rows {
-                for row in 0..k.rows as usize {
-                    sh.add_row(&mut sum, &k.bits[row * sh.values..(row + 1) * sh.values]);
-                }
-            } else if sh.values == 0 {
-                // Rows without values are identical: which ones changes nothing.
-                sum.rows = max_rows as u64;
-            } else {
-                for row in kept_rows(sh, unit, &k) {
-                    sh.add_row(&mut sum, row);
-                }
-            }
-            out.groups.insert(k.key, sum);
-        }
-        out
-    }
-}
-
-/// The `max_rows` rows a unit keeps of key `k` (which has more): the rule of
-/// [`BoundingKey`], as `privq_host`'s bounding applies it (rows identical in all
-/// values numbered by occurrence after ordering them by their values' bit
-/// patterns as signed integers; then the smallest by rank, values, occurrence).
-fn kept_rows<'a>(sh: &Shared, unit: &str, k: &'a KeyRows) -> Vec<&'a [u64]> {
-    let signed = |r: &[u64]| r.iter().map(|&b| b as i64).collect::<Vec<i64>>();
-    let mut rows: Vec<(Vec<i64>, &[u64])> = k
-        .bits
-        .chunks_exact(sh.values)
-        .map(|r| (signed(r), r))
-        .collect();
-    rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    let mut ranked: Vec<(u64, u64, usize)> = Vec::with_capacity(rows.len());
-    let mut occurrence = 0u64;
-    let mut values = vec![0f64; sh.values];
-    for (i, (s, r)) in rows.iter().enumerate() {
-        occurrence = if i > 0 && rows[i - 1].0 == *s {
-            occurrence + 1
-        } else {
-            0
-        };
-        for (v, &b) in values.iter_mut().zip(r.iter()) {
-            *v = f64::from_bits(b);
-        }
-        ranked.push((
-            sh.key.row_rank(unit, &k.key, &values, occurrence),
-            occurrence,
-            i,
-        ));
-    }
-    ranked.sort_unstable_by(|a, b| {
-        a.0.cmp(&b.0)
-            .then_with(|| rows[a.2].0.cmp(&rows[b.2].0))
-            .then(a.1.cmp(&b.1))
-    });
-    ranked
-        .iter()
-        .take(sh.limits.max_rows() as usize)
-        .map(|&(_, _, i)| rows[i].1)
-        .collect()
-}
-
 /// The accumulator of `privq_bound`: one state per group (per unit, or one).
 struct Acc<S> {
     sh: Arc<Shared>,
@@ -722,7 +306,7 @@ fn state_err(what: &str) -> DataFusionError {
     DataFusionError::Execution(format!("{BOUND}: malformed {what} state"))
 }
 
-impl<S: GroupState> Acc<S> {
+impl<S: PartialState> Acc<S> {
     fn update(
         &mut self,
         values: &[ArrayRef],
@@ -735,7 +319,9 @@ impl<S: GroupState> Acc<S> {
             values,
             filter,
             |r, invalid| counted.borrow_mut()[group(r)].count(invalid),
-            |r, unit, key, bits| *bytes += counted.borrow_mut()[group(r)].keep(sh, unit, key, bits),
+            |r, unit, key, bits| {
+                *bytes += counted.borrow_mut()[group(r)].keep(&sh.partial, unit, key, bits)
+            },
         )
     }
 
@@ -750,7 +336,7 @@ impl<S: GroupState> Acc<S> {
             }
             let g = &mut self.groups[group(i)];
             self.bytes += g
-                .merge_state(&self.sh, states.value(i))
+                .merge_state(&self.sh.partial, states.value(i))
                 .ok_or_else(|| state_err("a"))?;
         }
         Ok(())
@@ -769,7 +355,7 @@ fn binary(items: impl Iterator<Item = Vec<u8>>) -> ArrayRef {
     Arc::new(items.map(Some).collect::<BinaryArray>()) as ArrayRef
 }
 
-impl<S: GroupState> GroupsAccumulator for Acc<S> {
+impl<S: PartialState> GroupsAccumulator for Acc<S> {
     fn update_batch(
         &mut self,
         values: &[ArrayRef],
@@ -785,7 +371,7 @@ impl<S: GroupState> GroupsAccumulator for Acc<S> {
         let sh = self.sh.clone();
         Ok(binary(self.take(emit_to).into_iter().map(|g| {
             let mut out = Vec::new();
-            g.finish(&sh).encode(&mut out);
+            g.finish(&sh.partial).encode(&mut out);
             out
         })))
     }
@@ -835,7 +421,7 @@ impl<S: GroupState> GroupsAccumulator for Acc<S> {
     }
 }
 
-impl<S: GroupState> Accumulator for Acc<S> {
+impl<S: PartialState> Accumulator for Acc<S> {
     fn update_batch(&mut self, values: &[ArrayRef]) -> DfResult<()> {
         self.groups.resize_with(1, S::default);
         self.update(values, |_| 0, None)
@@ -845,7 +431,7 @@ impl<S: GroupState> Accumulator for Acc<S> {
         self.groups.resize_with(1, S::default);
         let g = std::mem::take(&mut self.groups[0]);
         let mut out = Vec::new();
-        g.finish(&self.sh).encode(&mut out);
+        g.finish(&self.sh.partial).encode(&mut out);
         Ok(ScalarValue::Binary(Some(out)))
     }
 
@@ -1159,7 +745,6 @@ async fn totals_async(
     for (a, &h) in fields.iter().enumerate() {
         slot[h] = a;
     }
-    let values = columns.values.len();
     let sh = Arc::new(Shared {
         reader,
         slot,
@@ -1168,12 +753,7 @@ async fn totals_async(
                 .map(|k| privq_host::aggregate::encode_key(k))
                 .collect()
         }),
-        limits: plan.contribution(),
-        key,
-        values,
-        mids: (0..values).map(|c| plan.mid_steps(c)).collect(),
-        candidates: (0..values).map(|c| plan.quantile_candidates(c)).collect(),
-        plan: plan.clone(),
+        partial: plan.partial(key),
     });
     let per_unit = plan.privacy_unit().is_some();
     ctx.register_udaf(AggregateUDF::from(PrivqBound {
@@ -1212,38 +792,27 @@ async fn totals_async(
             return Err(e.into());
         }
     };
-    let mut all = Summed::default();
+    let mut all = PartialTotals::default();
     for batch in &batches {
         let b = batch
             .column(0)
             .as_binary_opt::<i32>()
             .ok_or(EngineError::Shape("the aggregate is not binary"))?;
         for i in 0..b.len() {
-            all.add(Summed::decode(b.value(i)).ok_or(EngineError::Shape("a result"))?);
+            all.add(PartialTotals::decode(b.value(i)).ok_or(EngineError::Shape("a result"))?);
         }
     }
-    if all.invalid > 0 || all.seen > max_rows as u64 {
+    if all.invalid() > 0 || all.seen() > max_rows as u64 {
         // The in-process reader names the same line and column.
         source.in_process(&columns, max_rows)?;
         return Err(EngineError::Shape(
             "the engine refused rows the reader accepts",
         ));
     }
-    if all.seen == 0 {
+    if all.seen() == 0 {
         return Err(AggregateError::EmptyTable.into());
     }
-    all.groups
-        .into_iter()
-        .filter(|(_, s)| s.units > 0)
-        .map(|(k, s)| {
-            Ok(GroupTotals {
-                key: decode_key(&k).ok_or(EngineError::Shape("a key"))?,
-                units: s.units,
-                rows: s.rows,
-                columns: s.columns,
-            })
-        })
-        .collect()
+    all.into_totals().ok_or(EngineError::Shape("a key"))
 }
 
 /// `privq_trim(text)`: the text trimmed as the row reader trims a field (the

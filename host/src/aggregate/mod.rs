@@ -82,6 +82,7 @@ mod bounds;
 mod error;
 mod filter;
 mod measure;
+mod partial;
 mod plan;
 mod request;
 mod sql;
@@ -95,6 +96,7 @@ pub use bounding::{BoundingKey, Contribution, decode_key, encode_key, row_order}
 pub use bounds::Bounds;
 pub use error::AggregateError;
 pub use filter::{Compare, Filter, Literal};
+pub use partial::{Partial, PartialState, PartialTotals, RowTotals, UnitRows};
 pub use plan::{
     Aggregate, Estimate, Groups, Plan, PlanBuilder, PlannedMeasurement, Query, Release, ReleasedRow,
 };
