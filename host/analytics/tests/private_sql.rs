@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use privq_analytics::private_sql::{EngineError, totals_csv};
+use privq_analytics::private_sql::{EngineError, table_parquet, totals_csv, totals_parquet};
 use privq_host::aggregate::{AggregateError, BoundingKey, GroupTotals, Plan, SqlRequest, Table};
 use privq_host::{Epsilon, seeded_rng};
 
@@ -126,6 +126,10 @@ fn bad_input_gets_the_in_process_error_before_anything() {
         "device,region,temp\nd,r0,\n",
         "device,region,temp\n",
         "device,region,temp,temp\nd,r0,1,2\n",
+        // Rows with the wrong number of fields: DataFusion's CSV reader fails on
+        // them; the engine reports the in-process reader's error instead.
+        "device,region,temp\nd,r0,1\ne,r1\nf,r0,2\n",
+        "device,region,temp\nd,r0,1\ne,r1,2,3\n",
     ];
     for (i, text) in bad.iter().enumerate() {
         let csv = file(&format!("bad{i}.csv"), text);
@@ -262,4 +266,160 @@ fn plain(path: &std::path::Path, partitions: usize, sql: &str, as_engine: bool) 
         let b = ctx.sql(sql).await.unwrap().collect().await.unwrap();
         format!("{} groups", b.iter().map(|b| b.num_rows()).sum::<usize>())
     })
+}
+
+/// `text` (a CSV table of `readings()`'s shape) as a Parquet file with typed
+/// columns: `device`, ` region ` and `kind` as text, `temp` as `Float64` (a
+/// blank as null), `n` as `Int64`, `day` as `Date32` (a type privq does not read),
+/// in row groups of 700 rows.
+fn parquet(name: &str, text: &str) -> PathBuf {
+    use datafusion::arrow::array::{ArrayRef, Date32Array, Float64Array, Int64Array, StringArray};
+    use datafusion::arrow::record_batch::RecordBatch;
+    use datafusion::parquet::arrow::ArrowWriter;
+    use datafusion::parquet::file::properties::WriterProperties;
+    use std::sync::Arc;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let col = |i: usize| rows.iter().map(move |r| r[i]);
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        (
+            header[0],
+            Arc::new(col(0).map(Some).collect::<StringArray>()),
+        ),
+        (
+            header[1],
+            Arc::new(col(1).map(Some).collect::<StringArray>()),
+        ),
+        (
+            header[2],
+            Arc::new(
+                col(2)
+                    .map(|t| (!t.trim().is_empty()).then(|| t.trim().parse::<f64>().unwrap()))
+                    .collect::<Float64Array>(),
+            ),
+        ),
+        (
+            header[3],
+            Arc::new(col(3).map(Some).collect::<StringArray>()),
+        ),
+        (
+            "n",
+            Arc::new(
+                (0..rows.len() as i64)
+                    .map(|i| i % 13 - 6)
+                    .collect::<Int64Array>(),
+            ),
+        ),
+        (
+            "day",
+            Arc::new(Date32Array::from(
+                (0..rows.len() as i32).collect::<Vec<_>>(),
+            )),
+        ),
+    ];
+    let batch = RecordBatch::try_from_iter(columns).unwrap();
+    let dir = std::env::temp_dir().join(format!("privq-private-sql-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(700))
+        .build();
+    let mut w = ArrowWriter::try_new(
+        std::fs::File::create(&path).unwrap(),
+        batch.schema(),
+        Some(props),
+    )
+    .unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    path
+}
+
+/// [`same`] for a Parquet file: the in-process engine reads it with
+/// `table_parquet`.
+fn same_parquet(plan: &Plan, path: &PathBuf, seed: u64) {
+    let table = table_parquet(path, &plan.columns(), 1 << 20).unwrap();
+    let (in_process, _) = plan.release(&table, &mut seeded_rng(seed)).unwrap();
+    let mut rng = seeded_rng(seed);
+    let key = BoundingKey::draw(&mut rng);
+    let engine = totals_parquet(path, plan, key, 1 << 20, 3).unwrap();
+    assert_eq!(sorted(engine.clone()), sorted(plan.totals(&table, &key)));
+    assert!(!engine.is_empty());
+    let mut acct = plan.accountant().unwrap();
+    let released = plan.release_totals(engine, &mut acct, &mut rng).unwrap();
+    assert_eq!(format!("{released:?}"), format!("{in_process:?}"));
+}
+
+#[test]
+fn parquet_releases_alike_on_both_engines() {
+    let path = parquet("readings.parquet", &readings());
+    for (i, (sql, unit, private)) in [
+        (
+            "SELECT region, COUNT(*), SUM(temp), AVG(temp), QUANTILE(temp, 0.5) FROM t \
+             GROUP BY region",
+            Some((2, 3)),
+            false,
+        ),
+        (
+            "SELECT region, COUNT(*), AVG(temp) FROM t WHERE kind = 'a' AND n > -3 \
+             GROUP BY region",
+            Some((1, 2)),
+            true,
+        ),
+        (
+            "SELECT COUNT(*), SUM(temp) FROM t WHERE kind <> 'a'",
+            None,
+            false,
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let p = plan(sql, unit, private);
+        same_parquet(&p, &path, 50 + i as u64);
+    }
+    // The Parquet file and the CSV text release the same bytes.
+    let p = plan(
+        "SELECT region, COUNT(*), SUM(temp) FROM t GROUP BY region",
+        Some((2, 3)),
+        false,
+    );
+    let csv = file("readings-as-csv.csv", &readings());
+    let key = BoundingKey::draw(&mut seeded_rng(3));
+    assert_eq!(
+        sorted(totals_parquet(&path, &p, key, 1 << 20, 2).unwrap()),
+        sorted(totals_csv(&csv, &p, key, 1 << 20, 2).unwrap())
+    );
+}
+
+#[test]
+fn parquet_columns_of_other_types_are_refused_by_both_engines() {
+    let path = parquet("typed.parquet", &readings());
+    let p = plan(
+        "SELECT region, SUM(temp) FROM t WHERE day > 3 GROUP BY region",
+        Some((1, 1)),
+        false,
+    );
+    let key = BoundingKey::draw(&mut seeded_rng(1));
+    let a = table_parquet(&path, &p.columns(), 1 << 20).unwrap_err();
+    let b = totals_parquet(&path, &p, key, 1 << 20, 2).unwrap_err();
+    assert!(
+        matches!(&a, EngineError::UnsupportedColumn { column, .. } if column == "day"),
+        "{a}"
+    );
+    assert_eq!(a.to_string(), b.to_string());
+    // A null value is a missing one: the in-process error, on both engines.
+    let mut text = readings();
+    text.push_str("late,r1, ,a\n");
+    let path = parquet("null.parquet", &text);
+    let p = plan(
+        "SELECT region, AVG(temp) FROM t GROUP BY region",
+        Some((1, 1)),
+        false,
+    );
+    let a = table_parquet(&path, &p.columns(), 1 << 20).unwrap_err();
+    let b = totals_parquet(&path, &p, key, 1 << 20, 2).unwrap_err();
+    assert!(matches!(a, EngineError::Aggregate(_)), "{a}");
+    assert_eq!(a.to_string(), b.to_string());
 }

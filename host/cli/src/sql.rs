@@ -41,7 +41,9 @@ pub struct Args {
     #[arg(value_name = "QUERY")]
     pub query: String,
     /// The table the query reads: NAME=PATH (a CSV file with a header; PATH `-`:
-    /// standard input).
+    /// standard input; a file ending in `.parquet`: a Parquet file, with feature
+    /// `analytics`, its text, integer, float and boolean columns read as the text a
+    /// CSV field would hold).
     #[arg(long, value_name = "NAME=PATH")]
     pub table: String,
     /// The column naming the person or device each row belongs to: the unit the
@@ -182,6 +184,8 @@ pub fn run(
         SqlEngine::InProcess => {
             let table = if path.as_os_str() == "-" {
                 privq_host::aggregate::Table::from_csv(stdin, &plan.columns(), args.max_table_rows)?
+            } else if is_parquet(&path) {
+                parquet_table(&path, &plan, args.max_table_rows)?
             } else {
                 let file = std::fs::File::open(&path).map_err(|e| CliError::file(&path, e))?;
                 privq_host::aggregate::Table::from_csv(
@@ -241,7 +245,7 @@ fn engine_release(
     path: &std::path::Path,
     stderr: &mut dyn Write,
 ) -> Result<(Release, privq_host::accountant::Accountant), CliError> {
-    use privq_analytics::private_sql::{EngineError, totals_csv};
+    use privq_analytics::private_sql::{totals_csv, totals_parquet};
     if path.as_os_str() == "-" {
         return Err(usage(
             "engine",
@@ -250,16 +254,54 @@ fn engine_release(
     }
     let mut rng = super::rng(args.seed, stderr)?;
     let key = privq_host::aggregate::BoundingKey::draw(&mut rng);
-    let totals =
-        totals_csv(path, plan, key, args.max_table_rows, args.partitions).map_err(|e| match e {
-            EngineError::Aggregate(e) => CliError::from(e),
-            e => CliError::at(path.display(), e),
-        })?;
+    let totals = if is_parquet(path) {
+        totals_parquet(path, plan, key, args.max_table_rows, args.partitions)
+    } else {
+        totals_csv(path, plan, key, args.max_table_rows, args.partitions)
+    }
+    .map_err(|e| engine_error(path, e))?;
     let mut accountant = plan.accountant()?;
     args.ledger
         .reserve_for(&accountant, "privq sql", plan.privacy_unit(), stderr)?;
     let release = plan.release_totals(totals, &mut accountant, &mut rng)?;
     Ok((release, accountant))
+}
+
+/// True for a table path ending in `.parquet` (any case).
+fn is_parquet(path: &std::path::Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("parquet"))
+}
+
+#[cfg(feature = "analytics")]
+fn engine_error(path: &std::path::Path, e: privq_analytics::private_sql::EngineError) -> CliError {
+    match e {
+        privq_analytics::private_sql::EngineError::Aggregate(e) => CliError::from(e),
+        e => CliError::at(path.display(), e),
+    }
+}
+
+/// A Parquet table read in process, as the DataFusion engine reads it.
+#[cfg(feature = "analytics")]
+fn parquet_table(
+    path: &std::path::Path,
+    plan: &Plan,
+    max_rows: usize,
+) -> Result<privq_host::aggregate::Table, CliError> {
+    privq_analytics::private_sql::table_parquet(path, &plan.columns(), max_rows)
+        .map_err(|e| engine_error(path, e))
+}
+
+#[cfg(not(feature = "analytics"))]
+fn parquet_table(
+    _: &std::path::Path,
+    _: &Plan,
+    _: usize,
+) -> Result<privq_host::aggregate::Table, CliError> {
+    Err(usage(
+        "table",
+        "reading a Parquet table needs privq built with feature `analytics` (or convert it to CSV)",
+    ))
 }
 
 #[cfg(not(feature = "analytics"))]
@@ -384,6 +426,10 @@ mod tests {
         let q = (QUERY, &["--keys", "region=north"][..]);
         let a = run("in-process", q.0, q.1).unwrap_err();
         assert!(a.contains("line 3"), "{a}");
+        assert_eq!(run("datafusion", q.0, q.1).unwrap_err(), a);
+        // A row with the wrong number of fields: the in-process reader's error.
+        std::fs::write(&path, "device,region,temp\nd,north,1\ne,south\n").unwrap();
+        let a = run("in-process", q.0, q.1).unwrap_err();
         assert_eq!(run("datafusion", q.0, q.1).unwrap_err(), a);
         std::fs::remove_dir_all(&dir).unwrap();
     }
