@@ -423,3 +423,106 @@ fn parquet_columns_of_other_types_are_refused_by_both_engines() {
     assert!(matches!(a, EngineError::Aggregate(_)), "{a}");
     assert_eq!(a.to_string(), b.to_string());
 }
+
+/// Many units over both limits: 300 units with 1 to 60 rows in 1 to 9 groups,
+/// two value columns drawn from a few values (so many rows are identical, and
+/// `-0`, `0`, negative and tiny values compete in the rank's tie-breaks), rows
+/// shuffled.
+fn over_limits() -> String {
+    let vals = [
+        "-0", "0", "-1.5", "1e-300", "2", "2.0", "-20", "49.75", "0.1",
+    ];
+    let mut rows = Vec::new();
+    let mut x: u64 = 12345;
+    let mut next = |m: u64| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (x >> 33) % m
+    };
+    for u in 0..300u64 {
+        let n = 1 + next(60);
+        let groups = 1 + next(9);
+        for _ in 0..n {
+            let g = next(groups);
+            let a = vals[next(vals.len() as u64) as usize];
+            let b = vals[next(3) as usize];
+            rows.push(format!("u{u},g{g},{a},{b}"));
+        }
+    }
+    for i in (1..rows.len()).rev() {
+        rows.swap(i, next(i as u64 + 1) as usize);
+    }
+    format!("device,region,temp,hum\n{}\n", rows.join("\n"))
+}
+
+#[test]
+fn units_over_their_limits_keep_the_same_rows_on_every_partitioning() {
+    let text = over_limits();
+    let csv = file("over.csv", &text);
+    let table_for = |p: &Plan| Table::from_csv(text.as_bytes(), &p.columns(), 1 << 20).unwrap();
+    for (sql, limits) in [
+        (
+            "SELECT region, COUNT(*), SUM(temp), AVG(hum), QUANTILE(temp, 0.5) FROM t \
+             GROUP BY region",
+            (2, 3),
+        ),
+        (
+            "SELECT region, COUNT(*), VARIANCE(temp) FROM t GROUP BY region",
+            (1, 1),
+        ),
+        ("SELECT region, COUNT(*) FROM t GROUP BY region", (3, 7)),
+        ("SELECT COUNT(*), SUM(hum) FROM t", (1, 4)),
+    ] {
+        let mut r = SqlRequest::new(sql)
+            .unwrap()
+            .tables(["t"])
+            .privacy_unit("device", limits.0, limits.1);
+        if sql.contains("GROUP BY") {
+            r = r.delta(1e-6);
+        }
+        if sql.contains("temp)") {
+            r = r.bounds("temp", "-20:50".parse().unwrap());
+        }
+        if sql.contains("hum)") {
+            r = r.bounds("hum", "-5:5".parse().unwrap());
+        }
+        let p = r.build(Epsilon::new(8, 1).unwrap()).unwrap();
+        let table = table_for(&p);
+        for seed in [1, 2, 3] {
+            let key = BoundingKey::draw(&mut seeded_rng(seed));
+            let want = sorted(p.totals(&table, &key));
+            for partitions in [1, 2, 4] {
+                let got = totals_csv(&csv, &p, key, 1 << 20, partitions).unwrap();
+                assert_eq!(
+                    sorted(got),
+                    want,
+                    "{sql}, seed {seed}, {partitions} partitions"
+                );
+            }
+        }
+        same(&p, &csv, 77);
+    }
+}
+
+/// With nearly one unit per row DataFusion stops aggregating partially (after
+/// 100 000 rows of a partition, so 2 × 130 000) and turns rows into states one by one
+/// (`convert_to_state`): still the same totals.
+#[test]
+fn one_row_per_unit_past_the_partial_aggregation_probe() {
+    let mut text = String::from("device,region,temp\n");
+    for i in 0..260_000 {
+        let d = if i % 50 == 0 { i / 2 } else { i };
+        text.push_str(&format!("d{d},r{},{}\n", i % 3, i % 61 - 20));
+    }
+    let csv = file("many-units.csv", &text);
+    let p = plan(
+        "SELECT region, COUNT(*), SUM(temp) FROM t GROUP BY region",
+        Some((1, 1)),
+        false,
+    );
+    let table = Table::from_csv(text.as_bytes(), &p.columns(), 1 << 20).unwrap();
+    let key = BoundingKey::draw(&mut seeded_rng(5));
+    let want = sorted(p.totals(&table, &key));
+    assert_eq!(sorted(totals_csv(&csv, &p, key, 1 << 20, 2).unwrap()), want);
+}
