@@ -173,7 +173,9 @@ fn dropped_rows_are_dropped_alike() {
 
 /// Not a test: times `COUNT(*), SUM(x), AVG(x) GROUP BY g` over the CSV file named by
 /// `PRIVQ_SQL_BENCH` (columns `device,g,x`; keys `g0`…`g999`) in process, on
-/// DataFusion, and as the plain non-private DataFusion query, and prints the times.
+/// DataFusion, and as the plain non-private DataFusion query (and, as the floor of
+/// any engine that groups rows by unit, the file read as the engine reads it and
+/// counted by unit), and prints the times.
 /// `cargo test … --test private_sql -- --ignored --nocapture measure`.
 #[test]
 #[ignore]
@@ -182,11 +184,16 @@ fn measure_overhead() {
         panic!("set PRIVQ_SQL_BENCH to a CSV file of device,g,x");
     };
     let path = PathBuf::from(path);
+    // `PRIVQ_SQL_BENCH_MAX_ROWS`: rows per unit kept (10 by default: every unit of
+    // the benchmark file within its limits; fewer: every unit over them).
+    let max_rows: u32 = std::env::var("PRIVQ_SQL_BENCH_MAX_ROWS")
+        .map_or(10, |v| v.parse().expect("PRIVQ_SQL_BENCH_MAX_ROWS: a number"));
+    println!("max_rows = {max_rows}");
     let keys: Vec<String> = (0..1000).map(|i| format!("g{i}")).collect();
     let plan = SqlRequest::new("SELECT g, COUNT(*), SUM(x), AVG(x) FROM t GROUP BY g")
         .unwrap()
         .tables(["t"])
-        .privacy_unit("device", 1, 10)
+        .privacy_unit("device", 1, max_rows)
         .bounds("x", "0:100".parse().unwrap())
         .keys("g", keys.iter().map(String::as_str))
         .build(Epsilon::new(1, 1).unwrap())
