@@ -20,23 +20,25 @@
 //! SELECT privq_bound(0, <the fields a row is read from>) FROM t GROUP BY privq_trim(<unit>)
 //! ```
 //!
-//! (without a privacy unit, no `GROUP BY`). `privq_bound` is a user-defined
+//! (without a privacy unit, no `GROUP BY`; `privq_trim` trims the unit's text as
+//! the row reader does, so one unit is one group). `privq_bound` is a user-defined
 //! aggregate with a [`GroupsAccumulator`]: per unit it reads each row once, counts
 //! the rows and the invalid ones, sets aside rows the filter rejects and rows of
 //! keys outside the public list, and keeps the rest as (group key, the values'
-//! `f64` bit patterns); partial states of one unit from several partitions merge
-//! by concatenation. At the end it bounds the unit by the rule of [`BoundingKey`],
-//! exactly as [`Plan::totals`] does: a unit within `max_groups` keys keeps them
-//! all and a key within `max_rows` rows keeps them all — no hash is computed and
-//! nothing is sorted; only a unit over a limit ranks its keys
-//! ([`BoundingKey::group_rank`]) or a key's rows ([`BoundingKey::row_rank`], rows
-//! identical in their values numbered by occurrence). It returns, per kept key, one
-//! unit, the kept rows and their exact integer sums ([`ColumnTotals`]: Σ steps,
+//! `f64` bit patterns) in the library's [`UnitRows`]; partial states of one unit
+//! from several partitions merge by concatenation. At the end the library bounds
+//! the unit by the rule of [`BoundingKey`], exactly as [`Plan::totals`] does: a
+//! unit within `max_groups` keys keeps them all and a key within `max_rows` rows
+//! keeps them all — no hash is computed and nothing is sorted; only a unit over a
+//! limit ranks its keys ([`BoundingKey::group_rank`]) or a key's rows
+//! ([`BoundingKey::row_rank`], rows identical in their values numbered by
+//! occurrence). It returns, per kept key, one unit, the kept rows and their exact
+//! integer sums ([`ColumnTotals`](privq_host::aggregate::ColumnTotals): Σ steps,
 //! Σ (steps − mid), Σ (steps − mid)² as `i128`, rows per quantile candidate),
-//! serialized; the driver adds these up per key.
+//! serialized ([`PartialTotals`]); the driver adds these up per key.
 //!
 //! Without a privacy unit every row is its own unit: the aggregate keeps the
-//! totals per key directly (partial totals add).
+//! totals per key directly ([`RowTotals`]; partial totals add).
 //!
 //! **Refusals before any charge.** The totals carry the number of rows read and
 //! of invalid rows: too many rows, an empty table or any invalid row is refused

@@ -186,8 +186,9 @@ fn measure_overhead() {
     let path = PathBuf::from(path);
     // `PRIVQ_SQL_BENCH_MAX_ROWS`: rows per unit kept (10 by default: every unit of
     // the benchmark file within its limits; fewer: every unit over them).
-    let max_rows: u32 = std::env::var("PRIVQ_SQL_BENCH_MAX_ROWS")
-        .map_or(10, |v| v.parse().expect("PRIVQ_SQL_BENCH_MAX_ROWS: a number"));
+    let max_rows: u32 = std::env::var("PRIVQ_SQL_BENCH_MAX_ROWS").map_or(10, |v| {
+        v.parse().expect("PRIVQ_SQL_BENCH_MAX_ROWS: a number")
+    });
     println!("max_rows = {max_rows}");
     let keys: Vec<String> = (0..1000).map(|i| format!("g{i}")).collect();
     let plan = SqlRequest::new("SELECT g, COUNT(*), SUM(x), AVG(x) FROM t GROUP BY g")
