@@ -346,7 +346,7 @@ fn parquet(name: &str, text: &str) -> PathBuf {
 
 /// [`same`] for a Parquet file: the in-process engine reads it with
 /// `table_parquet`.
-fn same_parquet(plan: &Plan, path: &PathBuf, seed: u64) {
+fn same_parquet(plan: &Plan, path: &std::path::Path, seed: u64) {
     let table = table_parquet(path, &plan.columns(), 1 << 20).unwrap();
     let (in_process, _) = plan.release(&table, &mut seeded_rng(seed)).unwrap();
     let mut rng = seeded_rng(seed);
