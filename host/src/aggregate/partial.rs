@@ -105,9 +105,9 @@ impl Sum {
     }
 }
 
-/// Totals by encoded key, with the rows read and the invalid ones: a result of
-/// the aggregate (per unit, or per partition without units), and what the driver
-/// adds them up into.
+/// Totals by encoded key, with the rows read and the invalid ones: what a piece
+/// gives once finished (one bounded unit, or rows without units), and what an
+/// engine adds them all up into.
 #[derive(Debug, Default)]
 pub struct PartialTotals {
     seen: u64,
@@ -221,7 +221,7 @@ fn put_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
 }
 
-/// A reader of the aggregate's own serialized states.
+/// A reader of the serialized states and totals of this module.
 struct Bytes<'a>(&'a [u8]);
 
 impl<'a> Bytes<'a> {
