@@ -19,6 +19,9 @@ use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 
 use super::store::{FrameStatus, OpenGroups, Policy, StatusJson, Store, StoreError};
+
+/// A verdict's tag ([`Store::verdict_tags`]).
+pub type VerdictTag = [u8; privq_core::upload::TAG_LEN];
 use privq_host::ldp::aggregate::{
     Aggregator, FrequencyEstimates, MeanEstimate, ReportKind, ingest_grouped,
 };
@@ -393,15 +396,29 @@ impl Collector {
 
     /// Stores a batch (one transaction) and then counts its new reports.
     pub fn submit(&self, frames: &[&[u8]]) -> Result<Vec<FrameStatus>, StoreError> {
+        Ok(self
+            .submit_answered(frames)?
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect())
+    }
+
+    /// [`submit`](Self::submit), with each frame's verdict tag
+    /// ([`Store::verdict_tags`]): what `POST /v1/frames` answers.
+    pub fn submit_answered(
+        &self,
+        frames: &[&[u8]],
+    ) -> Result<Vec<(FrameStatus, Option<VerdictTag>)>, StoreError> {
         let mut writer = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
         let Writer { store, open } = &mut *writer;
         let (statuses, fresh) = store.submit_borrowed(frames, &self.policy, open)?;
+        let tags = store.verdict_tags(frames, &statuses);
         // Still under the store lock, so the aggregate follows the commit order.
         self.aggregates
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .ingest(fresh);
-        Ok(statuses)
+        Ok(statuses.into_iter().zip(tags).collect())
     }
 }
 
@@ -498,26 +515,29 @@ async fn post_frames(State(st): State<AppState>, body: Body) -> Response {
     let done = tokio::task::spawn_blocking(move || {
         let _slot = QueueSlot(&worker.queued);
         let frames = split_batch(&body).unwrap_or_default();
-        worker.submit(&frames)
+        worker.submit_answered(&frames)
     })
     .await;
     match done {
-        Ok(Ok(statuses)) => {
+        Ok(Ok(answers)) => {
             if !c.quiet {
-                let acked = statuses.iter().filter(|s| s.acknowledged()).count();
+                let acked = answers.iter().filter(|(s, _)| s.acknowledged()).count();
                 let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
-                for s in &statuses {
+                for (s, _) in &answers {
                     if let FrameStatus::Rejected(r) = s {
                         *reasons.entry(r.name()).or_default() += 1;
                     }
                 }
                 eprintln!(
                     "privq serve: batch of {} frames committed: {acked} acknowledged, {} rejected {reasons:?}",
-                    statuses.len(),
-                    statuses.len() - acked
+                    answers.len(),
+                    answers.len() - acked
                 );
             }
-            let results = statuses.iter().map(StatusJson::from).collect();
+            let results = answers
+                .iter()
+                .map(|(s, tag)| StatusJson::from(s).with_tag(*tag))
+                .collect();
             json_response(StatusCode::OK, &BatchJson { results })
         }
         Ok(Err(e)) => {

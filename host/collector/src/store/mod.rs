@@ -520,6 +520,30 @@ impl Store {
         Ok((statuses, fresh.into_iter().map(<[u8]>::to_vec).collect()))
     }
 
+    /// The verdict tags of a batch [`submit`](Self::submit) just answered with
+    /// `statuses`, one per frame: for an `accepted`, `duplicate` or (permanently)
+    /// `rejected` frame, [`upload::Verdict::tag`] under the key that verified it
+    /// (`docs/src/upload-frame.md`, "Verdict tags"); `None` for a refused frame,
+    /// whose tag did not verify or was not checked. Call it before the next batch:
+    /// the keys are those of the batch's cache. A device acts on a verdict only if
+    /// its tag verifies, so a status forged on the way changes nothing on it.
+    pub fn verdict_tags(
+        &self,
+        frames: &[&[u8]],
+        statuses: &[FrameStatus],
+    ) -> Vec<Option<[u8; TAG_LEN]>> {
+        frames
+            .iter()
+            .zip(statuses)
+            .map(|(&bytes, status)| {
+                let verdict = status.verdict()?;
+                let device = upload::peek_header(bytes).ok()?.device;
+                let state = self.intake.devices.get(&device)?.as_ref()?;
+                verdict.tag(&state.key, bytes)
+            })
+            .collect()
+    }
+
     /// [`submit`](Self::submit), with the newly accepted reports borrowed from
     /// `frames` instead of copied.
     pub fn submit_borrowed<'f>(

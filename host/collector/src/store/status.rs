@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use privq_core::upload::Delivery;
+use privq_core::upload::{Delivery, TAG_LEN, Verdict};
 use serde::Serialize;
 
 use privq_host::ldp::upload::FrameReject;
@@ -253,6 +253,19 @@ impl FrameStatus {
         !matches!(self, FrameStatus::Rejected(_))
     }
 
+    /// The verdict a device acts on, which the collector tags
+    /// ([`Store::verdict_tags`](super::Store::verdict_tags)): `accepted`,
+    /// `duplicate`, or a [permanent](Rejection::permanent) rejection; `None` for a
+    /// refusal (the device keeps the frame).
+    pub fn verdict(&self) -> Option<Verdict> {
+        match self {
+            FrameStatus::Accepted { .. } => Some(Verdict::Accepted),
+            FrameStatus::Duplicate { .. } => Some(Verdict::Duplicate),
+            FrameStatus::Rejected(r) if r.permanent() => Some(Verdict::Rejected),
+            FrameStatus::Rejected(_) => None,
+        }
+    }
+
     /// What the device does with the frame: remove it (acknowledged), or drop and
     /// count it (a [permanent](Rejection::permanent) rejection).
     pub fn delivery(&self) -> Delivery {
@@ -288,6 +301,18 @@ pub struct StatusJson {
     /// The rejection in words.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The verdict's tag under the device key, lowercase hex (`accepted`,
+    /// `duplicate`, `rejected`; [`StatusJson::with_tag`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+}
+
+impl StatusJson {
+    /// This status with its verdict tag ([`Store::verdict_tags`](super::Store::verdict_tags)).
+    pub fn with_tag(mut self, tag: Option<[u8; TAG_LEN]>) -> StatusJson {
+        self.tag = tag.map(|t| t.iter().map(|b| format!("{b:02x}")).collect());
+        self
+    }
 }
 
 impl From<&FrameStatus> for StatusJson {
@@ -300,6 +325,7 @@ impl From<&FrameStatus> for StatusJson {
             reports: None,
             reason: None,
             detail: None,
+            tag: None,
         };
         match *s {
             FrameStatus::Accepted {

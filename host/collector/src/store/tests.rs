@@ -1081,3 +1081,76 @@ fn a_kind_repeated_in_a_frame_is_found_before_and_past_the_scan() {
     }
     assert_eq!(s.frame_count().unwrap(), 0);
 }
+
+/// Every verdict a device acts on carries a tag that verifies under its key with
+/// privq-core's device-side check, through the JSON the collector sends; refusals
+/// carry none; a tag moved to another frame or verdict verifies for nothing.
+#[test]
+fn verdicts_are_tagged_for_the_device_and_refusals_are_not() {
+    use crate::http::Collector;
+    let path = temp_db("verdict-tags");
+    let mut s = Store::open(&path).unwrap();
+    let k = DeviceKey::new([3; 32]);
+    s.provision(3, &k, eps(1, 1)).unwrap();
+    let c = Collector::new(s, Policy::default(), true).unwrap();
+    let accepted = frame_eps(&k, 3, 0, 2);
+    let conflict = frame_eps(&k, 3, 0, 4); // same replay key, other bytes
+    let over_cap = frame(&k, 3, 1, 3, 1); // three reports at ε = 1: past the cap
+    let unknown = frame_eps(&DeviceKey::new([9; 32]), 9, 0, 2);
+    let bad_mac = {
+        let mut f = frame_eps(&k, 3, 2, 2);
+        let last = f.len() - 1;
+        f[last] ^= 1;
+        f
+    };
+    let batch = [
+        &accepted, &accepted, &conflict, &over_cap, &unknown, &bad_mac,
+    ];
+    let refs: Vec<&[u8]> = batch.iter().map(|f| f.as_slice()).collect();
+    let answers = c.submit_answered(&refs).unwrap();
+    let device_side: Vec<Delivery> = answers
+        .iter()
+        .zip(&refs)
+        .map(|((status, tag), frame)| {
+            // What a device reads back: the JSON status and tag.
+            let json = serde_json::to_value(StatusJson::from(status).with_tag(*tag)).unwrap();
+            let verdict = Verdict::from_status(json["status"].as_str().unwrap());
+            let tag = json.get("tag").map(|t| {
+                let hex = t.as_str().unwrap();
+                let bytes: Vec<u8> = (0..hex.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                    .collect();
+                <[u8; TAG_LEN]>::try_from(bytes).unwrap()
+            });
+            assert_eq!(verdict.is_some(), tag.is_some(), "{json}");
+            match (verdict, tag) {
+                (Some(v), Some(t)) => v.delivery(&k, frame, &t),
+                _ => Delivery::NotDelivered,
+            }
+        })
+        .collect();
+    assert_eq!(
+        device_side,
+        [
+            Delivery::Acknowledged, // accepted
+            Delivery::Acknowledged, // duplicate
+            Delivery::Rejected,     // replay_conflict (permanent)
+            Delivery::Rejected,     // budget_exceeded (permanent)
+            Delivery::NotDelivered, // unauthenticated: refused, no tag
+            Delivery::NotDelivered, // bad tag: refused, no tag
+        ],
+        "{answers:?}"
+    );
+    // The accepted frame's tag is bound to it: it acknowledges no other frame, and
+    // says nothing as another verdict.
+    let accepted_tag = answers[0].1.unwrap();
+    assert_eq!(
+        Verdict::Accepted.delivery(&k, &over_cap, &accepted_tag),
+        Delivery::NotDelivered
+    );
+    assert_eq!(
+        Verdict::Rejected.delivery(&k, &accepted, &accepted_tag),
+        Delivery::NotDelivered
+    );
+}
