@@ -91,6 +91,19 @@ pub enum BudgetFileError {
         .0.display()
     )]
     NotARegularFile(PathBuf),
+    /// The file has more than one name (hard link): each name would have its own
+    /// lock and, after a charge, its own budget; it is left alone.
+    #[error(
+        "budget file {} has {links} hard links: a budget file must have one name (each name \
+         would have its own lock and become a budget of its own); remove the other names",
+        .path.display()
+    )]
+    HardLinked {
+        /// The file.
+        path: PathBuf,
+        /// How many names it has.
+        links: u64,
+    },
     /// The file exists but is not a privq budget file; it is never overwritten.
     #[error(
         "{} exists and is not a privq budget file ({reason}); refusing to use or replace it",

@@ -53,6 +53,12 @@
 //! the lock); it is created on first use and never written. Delete neither while a
 //! run may be charging.
 //!
+//! A budget file must have exactly one name: one with a second hard link is
+//! refused ([`BudgetFileError::HardLinked`]), since each name would have its own
+//! lock file and the first charge (a rename) would split the two names into two
+//! budgets. A symbolic link is refused as not a regular file. Refusing is simpler
+//! than locking on the file's identity, which changes with every charge.
+//!
 //! ```
 //! use privq_host::accountant::{BudgetFile, BudgetFileError, Cap, RunCost};
 //! use privq_host::Epsilon;
@@ -415,6 +421,9 @@ impl BudgetFile {
             path: path.to_path_buf(),
             source,
         };
+        if cap.is_none() && nothing_there(path) {
+            return Err(BudgetFileError::NoCap(path.to_path_buf()));
+        }
         let mut lock = open_lock(path)?;
         lock.lock().map_err(io_err)?;
         let existed = lock.metadata().map_err(io_err)?.len() > 0;
@@ -484,6 +493,9 @@ impl BudgetFile {
             path: path.to_path_buf(),
             source,
         };
+        if cap.is_none() && nothing_there(path) {
+            return Err(BudgetFileError::NoCap(path.to_path_buf()));
+        }
         let mut lock = open_lock(path)?;
         lock.lock().map_err(io_err)?;
         // The lock file is marked once a budget file was written beside it, so a
@@ -769,6 +781,12 @@ fn load(path: &Path) -> Result<Option<BudgetFile>, BudgetFileError> {
         Ok(m) if !m.file_type().is_file() => {
             return Err(BudgetFileError::NotARegularFile(path.to_path_buf()));
         }
+        Ok(m) if link_count(&m) > 1 => {
+            return Err(BudgetFileError::HardLinked {
+                path: path.to_path_buf(),
+                links: link_count(&m),
+            });
+        }
         Ok(m) if m.len() > MAX_BYTES => {
             return Err(BudgetFileError::NotABudgetFile {
                 path: path.to_path_buf(),
@@ -782,6 +800,29 @@ fn load(path: &Path) -> Result<Option<BudgetFile>, BudgetFileError> {
         .and_then(|f| f.take(MAX_BYTES + 1).read_to_end(&mut bytes))
         .map_err(io_err)?;
     BudgetFile::parse(path, &bytes).map(Some)
+}
+
+/// How many names (hard links) the file has (1 where the platform does not say).
+fn link_count(m: &fs::Metadata) -> u64 {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        m.nlink()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = m;
+        1
+    }
+}
+
+/// Whether neither the budget file at `path` nor its lock file exists: with no
+/// cap to create it, a caller is refused ([`BudgetFileError::NoCap`]) before a
+/// lock file is created beside it (nothing is left behind by a refusal).
+fn nothing_there(path: &Path) -> bool {
+    let absent =
+        |p: &Path| matches!(fs::symlink_metadata(p), Err(e) if e.kind() == io::ErrorKind::NotFound);
+    absent(path) && sibling(path, |name| format!("{name}.lock")).is_ok_and(|l| absent(&l))
 }
 
 /// The directory holding `path` (`.` for a bare file name).

@@ -368,3 +368,39 @@ fn a_budget_file_adds_deltas_rounding_up() {
     let e = BudgetFile::charge(&path, None, &run(b), "second", None).unwrap_err();
     assert!(matches!(e, BudgetFileError::Exceeded(_)), "{e}");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_hard_linked_budget_file_is_refused() {
+    let path = scratch("hardlink");
+    let cap = Cap::new(eps(1, 1), 0.0).unwrap();
+    BudgetFile::open(&path, Some(cap)).unwrap();
+    let other = path.with_file_name("other.json");
+    fs::hard_link(&path, &other).unwrap();
+    // Each name would have its own lock, and the first charge (a rename) would
+    // split them into two budgets: both names are refused while both exist.
+    for p in [&path, &other] {
+        let e = BudgetFile::charge(p, None, &pure(1, 2), "run", None).unwrap_err();
+        assert!(
+            matches!(e, BudgetFileError::HardLinked { links: 2, .. }),
+            "{e}"
+        );
+        assert!(matches!(
+            BudgetFile::open(p, None),
+            Err(BudgetFileError::HardLinked { .. })
+        ));
+    }
+    fs::remove_file(&other).unwrap();
+    BudgetFile::charge(&path, None, &pure(1, 2), "run", None).unwrap();
+}
+
+#[test]
+fn a_refusal_for_want_of_a_cap_leaves_no_lock_file() {
+    let path = scratch("nocap");
+    let lock = path.with_file_name("ledger.json.lock");
+    let e = BudgetFile::open(&path, None).unwrap_err();
+    assert!(matches!(e, BudgetFileError::NoCap(_)), "{e}");
+    let e = BudgetFile::charge(&path, None, &pure(1, 2), "run", None).unwrap_err();
+    assert!(matches!(e, BudgetFileError::NoCap(_)), "{e}");
+    assert!(!path.exists() && !lock.exists());
+}
