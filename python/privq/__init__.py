@@ -144,8 +144,13 @@ class Accountant:
     lock before anything is released, so the budget holds across processes and
     restarts. The file is created when the accountant is made, with the cap
     given, so a second process (or a restart) opens it without repeating the
-    cap: omit ``epsilon`` there. A cap other than the file's is refused with
-    :class:`ValueError`; so is a missing file without ``epsilon``.
+    cap: omit ``epsilon`` (and ``delta``) there. A cap other than the file's, or
+    a ``delta`` other than its δ, is refused with :class:`ValueError`; so is a
+    missing file without ``epsilon`` (and nothing is created then). The path is
+    made absolute when the accountant is made: a later :func:`os.chdir` does not
+    change the file it charges. A budget file that goes missing is refused at the
+    next charge (:class:`PrivqError`), never started afresh, and one with a
+    second name (a hard link) is refused: each name would be a budget of its own.
 
     An in-memory accountant (no ``budget_file``) lives in one process: in a child
     made by ``os.fork`` (or ``multiprocessing`` with the fork start method) it
@@ -179,12 +184,13 @@ class Accountant:
     def __init__(
         self,
         epsilon: Optional[Number] = None,
-        delta: float = 0.0,
+        delta: Optional[float] = None,
         *,
         budget_file: Optional[Union[str, "os.PathLike[str]"]] = None,
     ) -> None:
         path = None if budget_file is None else os.fspath(budget_file)
-        self._inner = _privq.Accountant(_number(epsilon), float(delta), path)
+        d = None if delta is None else float(delta)
+        self._inner = _privq.Accountant(_number(epsilon), d, path)
         _accountants.add(self)
 
     @classmethod

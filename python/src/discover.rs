@@ -104,9 +104,8 @@ pub(crate) fn _discover_domain<'py>(
                         )),
                         Err(e) => Err(discovery_error(e)),
                     },
-                    State::File { path, cap } => {
-                        let cap = *cap;
-                        py.detach(|| BudgetFile::charge_accountant(path, Some(cap), &own, label))
+                    State::File { path, .. } => {
+                        py.detach(|| BudgetFile::charge_accountant(path, None, &own, label))
                             .map_err(budget_file_error)?;
                         Ok(None)
                     }

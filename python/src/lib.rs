@@ -234,6 +234,15 @@ fn budget_file_error(e: BudgetFileError) -> PyErr {
         BudgetFileError::InvalidDelta(_) | BudgetFileError::CapMismatch { .. } => {
             PyValueError::new_err(e.to_string())
         }
+        // Every charge of an Accountant's budget file gives no cap (the file was
+        // created with the Accountant): a file gone with its lock is refused,
+        // never started afresh.
+        BudgetFileError::NoCap(path) => PrivqError::new_err(format!(
+            "budget file {} no longer exists (nor its lock file): it was created with this \
+             Accountant, and starting it afresh would forget the budget already spent; \
+             restore it, or make a new Accountant to start a new budget on purpose",
+            path.display()
+        )),
         e => PrivqError::new_err(e.to_string()),
     }
 }
@@ -520,14 +529,17 @@ impl PyAccountant {
     /// `budget_file`, kept in that file (created here with the cap given; an
     /// existing file keeps its cap, and `epsilon` may then be omitted).
     #[new]
-    #[pyo3(signature = (epsilon=None, delta=0.0, budget_file=None))]
+    #[pyo3(signature = (epsilon=None, delta=None, budget_file=None))]
     fn new(
         epsilon: Option<&Bound<'_, PyAny>>,
-        delta: f64,
+        delta: Option<f64>,
         budget_file: Option<PathBuf>,
     ) -> PyResult<Self> {
         guard(|| {
-            let delta = delta_arg(delta, false)?;
+            // `None`: not given (0 for a new budget; the stored δ for a budget
+            // file that exists, which a δ given must equal, as a cap given must).
+            let delta_given = delta.map(|d| delta_arg(d, false)).transpose()?;
+            let delta = delta_given.unwrap_or(0.0);
             let epsilon = epsilon.map(epsilon_arg).transpose()?;
             let state = match (budget_file, epsilon) {
                 (None, None) => {
@@ -539,6 +551,15 @@ impl PyAccountant {
                     Accountant::approximate(e, delta).map_err(accountant_error)?,
                 )),
                 (Some(path), given) => {
+                    // The path is made absolute once, here: a later change of the
+                    // working directory must not charge another file.
+                    let path = std::path::absolute(&path).map_err(|e| {
+                        PyValueError::new_err(format!(
+                            "budget file {}: cannot make the path absolute: {e}",
+                            path.display()
+                        ))
+                    })?;
+                    let epsilon_given = given.is_some();
                     // The file is opened, or created with the cap given, now: a
                     // later session (another process, a restart) finds the cap.
                     let given = given
@@ -563,6 +584,16 @@ impl PyAccountant {
                             e => budget_file_error(e),
                         })?
                         .cap();
+                    if let Some(d) = delta_given
+                        && !epsilon_given
+                        && d != cap.delta()
+                    {
+                        return Err(PyValueError::new_err(format!(
+                            "budget file {} has the cap {cap}, whose delta is not {d}: a cap is \
+                             fixed when its file is created (omit delta to use it)",
+                            path.display()
+                        )));
+                    }
                     Kind::File { path, cap }
                 }
             };
@@ -1080,12 +1111,11 @@ fn _synthesize<'py>(
                     }
                     Err(e) => Err(adaptive_error(e)),
                 },
-                State::File { path, cap } => {
+                State::File { path, .. } => {
                     let run = request.accountant().map_err(adaptive_error)?;
                     // The file's lock may be held by another process or thread: wait
                     // without the GIL, holding no lock of this object (see `Kind::File`).
-                    let cap = *cap;
-                    py.detach(|| BudgetFile::charge_accountant(path, Some(cap), &run, label))
+                    py.detach(|| BudgetFile::charge_accountant(path, None, &run, label))
                         .map(drop)
                         .map_err(budget_file_error)
                 }

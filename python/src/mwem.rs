@@ -156,14 +156,11 @@ pub(crate) fn _synthesize_mwem<'py>(
                     .charge_to(session, label)
                     .map(drop)
                     .map_err(mwem_error),
-                State::File { path, cap } => {
+                State::File { path, .. } => {
                     let run_accountant = request.accountant().map_err(mwem_error)?;
-                    let cap = *cap;
-                    py.detach(|| {
-                        BudgetFile::charge_accountant(path, Some(cap), &run_accountant, label)
-                    })
-                    .map(drop)
-                    .map_err(budget_file_error)
+                    py.detach(|| BudgetFile::charge_accountant(path, None, &run_accountant, label))
+                        .map(drop)
+                        .map_err(budget_file_error)
                 }
             })?;
         }

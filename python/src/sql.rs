@@ -359,12 +359,10 @@ pub(crate) fn _sql<'py>(
                     }
                     Err(e) => Err(aggregate_error(e)),
                 },
-                State::File { path, cap } => {
-                    let cap = *cap;
-                    py.detach(|| plan.charge_budget_file(path, Some(cap), label))
-                        .map(drop)
-                        .map_err(budget_file_error)
-                }
+                State::File { path, .. } => py
+                    .detach(|| plan.charge_budget_file(path, None, label))
+                    .map(drop)
+                    .map_err(budget_file_error),
             })?;
         }
         let mut rng = match seed {

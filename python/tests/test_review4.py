@@ -1,0 +1,92 @@
+"""A hostile review of the Python additions: a budget file's path, links and
+delta; sql's dry run on a declared schema only; MWEM's Ctrl-C message; an
+impossible memory_mib; a bounds entry naming a missing column."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import privq
+
+DF = pd.DataFrame({"x": [0, 1] * 50})
+
+
+def spend(acct, eps="1/2"):
+    privq.discover_domain(DF, epsilon=eps, accountant=acct, seed=1)
+
+
+def charges(path):
+    with open(path) as f:
+        return [(c["epsilon"]["num"], c["epsilon"]["den"]) for c in json.load(f)["charges"]]
+
+
+# ---- H1 / L1: a relative path, a deleted file and lock ----
+
+
+def test_a_relative_budget_file_stays_the_same_file_after_chdir(tmp_path, monkeypatch):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    monkeypatch.chdir(tmp_path / "a")
+    acct = privq.Accountant(epsilon=1, delta=1e-3, budget_file="budget.json")
+    spend(acct)
+    monkeypatch.chdir(tmp_path / "b")
+    spend(acct)
+    with pytest.raises(privq.BudgetExceeded):
+        spend(acct)
+    assert charges(tmp_path / "a" / "budget.json") == [(1, 2), (1, 2)]
+    assert not (tmp_path / "b" / "budget.json").exists()
+    assert "budget.json" in repr(acct) and str(tmp_path / "a") in repr(acct)
+
+
+def test_a_budget_file_deleted_with_its_lock_is_not_started_afresh(tmp_path):
+    path = tmp_path / "c.json"
+    acct = privq.Accountant(epsilon=1, delta=1e-3, budget_file=path)
+    spend(acct)
+    spend(acct)
+    path.unlink()
+    (tmp_path / "c.json.lock").unlink()
+    with pytest.raises(privq.PrivqError, match="no longer exists .* afresh"):
+        spend(acct)
+    assert not path.exists()
+
+
+# ---- L2: a hard link is not a second budget ----
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="hard links counted on Unix")
+def test_a_hard_linked_budget_file_is_refused(tmp_path):
+    path = tmp_path / "d.json"
+    acct = privq.Accountant(epsilon=1, delta=1e-3, budget_file=path)
+    os.link(path, tmp_path / "d2.json")
+    with pytest.raises(privq.PrivqError, match="2 hard links"):
+        privq.Accountant(budget_file=tmp_path / "d2.json")
+    with pytest.raises(privq.PrivqError, match="2 hard links"):
+        spend(acct)
+    assert charges(path) == []
+
+
+# ---- L7: delta given with an existing file; no lock left by a refusal ----
+
+
+def test_a_delta_other_than_the_files_is_refused(tmp_path):
+    path = tmp_path / "e.json"
+    privq.Accountant(epsilon=1, delta=1e-3, budget_file=path)
+    with pytest.raises(ValueError, match="delta is not 0.5"):
+        privq.Accountant(budget_file=path, delta=0.5)
+    with pytest.raises(ValueError, match="delta is not 0:"):
+        privq.Accountant(budget_file=path, delta=0)
+    assert privq.Accountant(budget_file=path, delta=1e-3).budget.delta == 1e-3
+    assert privq.Accountant(budget_file=path).budget.delta == 1e-3
+    assert privq.Accountant(epsilon=1).budget.delta == 0.0
+
+
+def test_a_refused_accountant_leaves_no_lock_file(tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        privq.Accountant(budget_file=tmp_path / "nope.json")
+    assert list(tmp_path.iterdir()) == []
