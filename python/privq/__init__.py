@@ -1010,8 +1010,10 @@ def sql(
       units: rows for a count, the column's units for a sum), and ``accepted``
       (whether ``accountant`` would take the charge now; ``None`` without one or
       for a budget file), and ``warnings`` (what the release would warn
-      about). Only the tables' column names are read: no value, no charge, no
-      noise.
+      about). Only the tables' declared schemas are read (column names and
+      types): no value is converted or read (a stream is left unopened for the
+      real call), nothing is charged, no noise is drawn. A pandas ``object``
+      column declares no type: a key for it is taken as its text.
 
     Returns a table of the input's kind (pandas for pandas, Polars for Polars,
     else a :class:`pyarrow.Table`):
@@ -1068,22 +1070,31 @@ def sql(
         if isinstance(b, (str, bytes)) or len(b) != 2:
             raise ValueError(f"bounds[{column!r}] = {b!r}: a pair (lo, hi)")
         pairs.append((str(column), _number(b[0]), _number(b[1])))
-    from ._frames import as_table, key_texts, release_table, text_columns
+    import pyarrow as pa
 
-    # Each table is converted to Arrow once (a one-shot stream can be read only
-    # once); its kind of DataFrame is kept for the release.
+    from ._frames import as_table, declared_schema, key_texts, release_table, text_columns
+
     names = {}
     kinds = {}
     for k, df in tables.items():
-        table, kind = as_table(df)
+        if dry_run:
+            # The dry run reads the declared schema only: no value is converted
+            # or read, and a stream is left unopened for the real call.
+            table = declared_schema(df).empty_table()
+        else:
+            # Each table is converted to Arrow once (a one-shot stream can be read
+            # only once); its kind of DataFrame is kept for the release.
+            table, kind = as_table(df)
+            kinds[id(table)] = kind
         names[str(k)] = table
-        kinds[id(table)] = kind
 
     def column_type(column: str) -> Any:
-        # The declared type of a key's column, from the schema.
+        # The declared type of a key's column, from the schema (None when it
+        # declares none: a pandas object column in a dry run).
         for table in names.values():
             if column in table.column_names:
-                return table.schema.field(column).type
+                t = table.schema.field(column).type
+                return None if dry_run and pa.types.is_null(t) else t
         return None
 
     lists = []

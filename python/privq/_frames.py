@@ -54,6 +54,39 @@ def as_table(df: Any) -> Tuple[pa.Table, str]:
     )
 
 
+def declared_schema(df: Any) -> pa.Schema:
+    """The Arrow schema ``df`` declares, read without converting or reading a
+    value, and without opening a stream (a one-shot stream stays unread). A
+    pandas column of ``object`` dtype has no declared type: it is ``null`` here
+    (its type would be inferred from its values). An object that offers only a
+    stream (``__arrow_c_stream__`` and no ``__arrow_c_schema__``) is refused with
+    :class:`TypeError`: opening the stream to read its schema could consume it."""
+    kind = _kind(df)
+    if isinstance(df, (pa.Table, pa.RecordBatch, pa.RecordBatchReader)):
+        return df.schema
+    if kind == PANDAS:
+        import pandas as pd
+
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"expected a DataFrame, not {type(df).__name__}")
+        # No rows: no value is converted (an object column becomes null).
+        return pa.Schema.from_pandas(df.iloc[:0], preserve_index=False)
+    if kind == POLARS and hasattr(df, "head") and hasattr(df, "to_arrow"):
+        return df.head(0).to_arrow().schema
+    if hasattr(df, "__arrow_c_schema__"):
+        return pa.schema(df)
+    if hasattr(df, "__arrow_c_stream__"):
+        raise TypeError(
+            f"{type(df).__name__} offers only a stream (no __arrow_c_schema__): its schema "
+            "cannot be read without opening it, which could consume it; pass a "
+            "pyarrow.Table or RecordBatchReader, or a pandas or Polars DataFrame"
+        )
+    raise TypeError(
+        f"{type(df).__name__} is not a DataFrame privq can read: pass a pandas or Polars "
+        "DataFrame, a pyarrow.Table, or any object with __arrow_c_stream__"
+    )
+
+
 def schema_of(df: Any) -> Tuple[List[str], List[str]]:
     """The column names and the numeric ones, from the declared schema only."""
     kind = _kind(df)
@@ -70,14 +103,7 @@ def schema_of(df: Any) -> Tuple[List[str], List[str]]:
         names = list(schema.names())
         numeric = [n for n, t in schema.items() if t.is_numeric()]
         return names, numeric
-    if isinstance(df, (pa.Table, pa.RecordBatch)):
-        schema = df.schema
-    elif hasattr(df, "__arrow_c_schema__"):
-        schema = pa.schema(df)
-    elif hasattr(df, "__arrow_c_stream__"):
-        schema = pa.RecordBatchReader.from_stream(df).schema
-    else:
-        raise TypeError(f"{type(df).__name__} has no Arrow schema")
+    schema = declared_schema(df)
     numeric = [f.name for f in schema if pa.types.is_integer(f.type) or pa.types.is_floating(f.type)]
     return list(schema.names), numeric
 

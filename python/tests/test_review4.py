@@ -90,3 +90,35 @@ def test_a_refused_accountant_leaves_no_lock_file(tmp_path):
     with pytest.raises(ValueError, match="does not exist"):
         privq.Accountant(budget_file=tmp_path / "nope.json")
     assert list(tmp_path.iterdir()) == []
+
+
+# ---- M4: sql's dry run reads the declared schema only ----
+
+Q = "SELECT region, COUNT(*) AS n FROM t GROUP BY region"
+
+
+def test_a_dry_run_leaves_a_stream_unread_for_the_real_call():
+    tbl = pa.table({"region": ["north", "south"] * 50})
+    reader = pa.RecordBatchReader.from_batches(tbl.schema, tbl.to_batches())
+    acct = privq.Accountant(epsilon=3)
+    keys = {"region": ["north", "south"]}
+    plan = privq.sql(Q, {"t": reader}, epsilon=1, keys=keys, dry_run=True, accountant=acct)
+    assert plan["accepted"] is True and acct.spent.epsilon == 0
+    with pytest.warns(UserWarning, match="privacy unit"):
+        out = privq.sql(Q, {"t": reader}, epsilon=1, keys=keys, accountant=acct)
+    assert out["region"].to_pylist() == ["north", "south"] and acct.spent.epsilon == 1
+    assert 50 - 30 < out["n"][0].as_py() < 50 + 30
+
+
+def test_a_dry_run_never_converts_values():
+    for vals in ([1, 2] * 50, [1, 2.5] * 50, [1, "x"] * 50):
+        df = pd.DataFrame({"region": pd.Series(vals, dtype=object)})
+        plan = privq.sql(Q, {"t": df}, epsilon=1, keys={"region": [1, 2]}, dry_run=True)
+        assert [m["measurement"] for m in plan["measurements"]] == ["count"]
+    # A declared type still checks the keys, without a value read.
+    df = pd.DataFrame({"region": [1, 2] * 50})
+    with pytest.raises(ValueError, match="not a value of the column's type"):
+        privq.sql(Q, {"t": df}, epsilon=1, keys={"region": [True]}, dry_run=True)
+    with pytest.raises(ValueError, match="has no column"):
+        privq.sql(Q, {"t": df.rename(columns={"region": "r"})}, epsilon=1,
+                  keys={"region": [1]}, dry_run=True)
