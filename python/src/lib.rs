@@ -263,6 +263,11 @@ fn whole_float(value: &str) -> bool {
 
 /// A data error in a table's words (columns and rows, not CSV lines and flags).
 fn data_error(e: DataError) -> PyErr {
+    if let DataError::OutOfMemory { .. } = e {
+        return pyo3::exceptions::PyMemoryError::new_err(format!(
+            "{e} (memory_mib); nothing was charged"
+        ));
+    }
     let message = match &e {
         DataError::MissingValue { attribute, line } => format!(
             "column {attribute:?}, row {}: missing value (None/null); privq has no missing \

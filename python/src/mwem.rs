@@ -57,8 +57,8 @@ fn mwem_error(e: MwemSynthError) -> PyErr {
         MwemSynthError::Mwem(MwemError::Budget(a)) => accountant_error(a),
         MwemSynthError::Mwem(MwemError::Cancelled { round }) => {
             pyo3::exceptions::PyKeyboardInterrupt::new_err(format!(
-                "MWEM was stopped before round {round}: nothing was released, and its charge \
-                 stays spent"
+                "MWEM was stopped (Ctrl-C) before round {round}: nothing was released, and \
+                 its charge stays spent (the budget was charged before MWEM's setup and rounds)"
             ))
         }
         MwemSynthError::Mwem(MwemError::InvalidParameter(m)) => {
@@ -169,7 +169,12 @@ pub(crate) fn _synthesize_mwem<'py>(
         let mut rng = crate::rng_for(seed, "fit", fit)?;
         // Ctrl-C: before every round the interpreter's pending signals are run
         // (with the GIL, briefly); a KeyboardInterrupt stops the run through the
-        // library's control hook and nothing is released. The charge stays spent.
+        // library's control hook and nothing is released. The charge stays spent:
+        // it was made above, before MWEM's setup (the workload's exact answers,
+        // the noisy initial histogram, which measures the data), so a Ctrl-C
+        // during that setup is seen before round 1, charged. A Ctrl-C before the
+        // charge (while the table is read) is seen by `check_signals` above and
+        // charges nothing.
         let mut interrupted: Option<PyErr> = None;
         let release = py.detach(|| {
             run.release_controlled(&workload, &mut rng, &mut |_, _| match Python::attach(|py| {
@@ -183,7 +188,19 @@ pub(crate) fn _synthesize_mwem<'py>(
             })
         });
         if let Some(e) = interrupted {
-            return Err(e);
+            // A KeyboardInterrupt says which round it stopped and that the charge
+            // stays spent (the interpreter's, with its traceback, is its cause);
+            // anything else a signal handler raised is raised as it is.
+            return Err(match release {
+                Err(cancelled @ MwemSynthError::Mwem(MwemError::Cancelled { .. }))
+                    if e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) =>
+                {
+                    let ours = mwem_error(cancelled);
+                    ours.set_cause(py, Some(e));
+                    ours
+                }
+                _ => e,
+            });
         }
         let release = release.map_err(mwem_error)?;
         let ds = run.dataset();

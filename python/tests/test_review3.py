@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import _thread
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -281,4 +282,8 @@ def test_ctrl_c_interrupts_mwem():
     ), "the release finished before the interrupt: make it longer"
     assert stopped < 10, f"MWEM took {stopped:.1f} s to stop"
     assert acct.spent.epsilon == 1, "the charge made before the run is kept"
+    message = str(info.value)
+    assert re.search(r"stopped \(Ctrl-C\) before round \d+: nothing was released", message)
+    assert "charge stays spent" in message
+    assert isinstance(info.value.__cause__, KeyboardInterrupt)
     assert len(acct.ledger()) == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 
 import pandas as pd
@@ -122,3 +123,41 @@ def test_a_dry_run_never_converts_values():
     with pytest.raises(ValueError, match="has no column"):
         privq.sql(Q, {"t": df.rename(columns={"region": "r"})}, epsilon=1,
                   keys={"region": [1]}, dry_run=True)
+
+
+# ---- L4: a memory cap above the machine's memory ----
+
+
+def test_a_histogram_the_machine_cannot_hold_is_a_memory_error(tmp_path):
+    # In a child process: before the fix the allocation aborted the interpreter.
+    code = (
+        "import privq, pandas as pd\n"
+        "dom = privq.Domain({f'c{i}': 2 for i in range(50)})\n"
+        "df = pd.DataFrame({f'c{i}': [0] * 50 for i in range(50)})\n"
+        "acct = privq.Accountant(epsilon=5)\n"
+        "try:\n"
+        "    privq.synthesize(df, dom, epsilon=1, mechanism='mwem', workload='parity:1',\n"
+        "                     rounds=5, memory_mib=2**40, accountant=acct)\n"
+        "except MemoryError as e:\n"
+        "    print('MemoryError', e)\n"
+        "print('spent', acct.spent.epsilon)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "MemoryError" in out.stdout and "could not be allocated" in out.stdout, out.stdout
+    assert "nothing was charged" in out.stdout
+    assert out.stdout.strip().endswith("spent 0")
+
+
+# ---- L7: a bounds entry for a column the query does not aggregate ----
+
+
+def test_bounds_for_a_column_not_aggregated_name_what_the_query_reads():
+    df = pd.DataFrame({"region": ["a", "b"] * 10, "temp": [1.0] * 20})
+    q = "SELECT region, AVG(temp) AS m FROM t GROUP BY region"
+    # Whether or not the table has the column, as docs/src/python.md says.
+    for other, table in [("tmp", df), ("tmp", df.assign(tmp=1.0))]:
+        with pytest.raises(ValueError, match=r'aggregates no column "tmp" .* it reads "temp"'):
+            privq.sql(q, {"t": table}, epsilon=1, keys={"region": ["a"]},
+                      bounds={"temp": (0, 1), other: (0, 1)}, dry_run=True)

@@ -75,6 +75,19 @@ pub enum DataError {
         /// The configured cap in bytes.
         cap: u64,
     },
+    /// The memory cap allows a dense histogram the machine cannot allocate (a
+    /// cap set above the memory there is); nothing was charged for it.
+    #[error(
+        "a dense histogram of {cells} cells needs {bytes} bytes, which could not be allocated \
+         (the memory cap allows it, but the machine does not have it): lower the memory cap, \
+         or use fewer attributes or coarser bins"
+    )]
+    OutOfMemory {
+        /// Number of cells.
+        cells: u64,
+        /// Bytes asked for.
+        bytes: u64,
+    },
     /// The input holds more records (count-column weights included) than the
     /// caller's limit, reached at `line`.
     #[error(

@@ -48,13 +48,21 @@ pub struct CountHistogram {
 }
 
 impl CountHistogram {
-    /// All-zero counts over `domain`, if the cap allows.
+    /// All-zero counts over `domain`, if the cap allows and the allocation
+    /// succeeds ([`DataError::OutOfMemory`] rather than an abort when a cap set
+    /// above the machine's memory lets through more than it can give).
     pub fn zeros(domain: &Domain, cap: MemoryCap) -> Result<Self, DataError> {
-        cap.check(domain.size(), 8)?;
-        Ok(CountHistogram {
-            counts: vec![0; domain.size()],
-            total: 0,
-        })
+        let cells = domain.size();
+        cap.check(cells, 8)?;
+        let mut counts = Vec::new();
+        counts
+            .try_reserve_exact(cells)
+            .map_err(|_| DataError::OutOfMemory {
+                cells: cells as u64,
+                bytes: (cells as u64).saturating_mul(8),
+            })?;
+        counts.resize(cells, 0);
+        Ok(CountHistogram { counts, total: 0 })
     }
 
     /// From explicit counts, if the cap allows.
@@ -181,6 +189,18 @@ impl Distribution {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_histogram_the_machine_cannot_hold_is_an_error_not_an_abort() {
+        // 2^50 cells (8 PiB): allowed by an unlimited cap, more than any address
+        // space gives.
+        let d = Domain::binary((0..50).map(|i| format!("a{i}"))).unwrap();
+        let err = CountHistogram::zeros(&d, MemoryCap(u64::MAX)).unwrap_err();
+        assert!(
+            matches!(err, DataError::OutOfMemory { cells, .. } if cells == 1 << 50),
+            "{err}"
+        );
+    }
 
     #[test]
     fn memory_cap_refuses_large_universes() {
