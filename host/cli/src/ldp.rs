@@ -608,8 +608,8 @@ fn aggregate(
             let missing = io::Error::new(io::ErrorKind::NotFound, "no such database file");
             return Err(LdpError::Read(db.display().to_string(), missing).into());
         }
-        // Read only when it is a collector's database: any other file is refused
-        // untouched, never given the collector's schema.
+        // Opened read-only, never migrated, its schema checked before anything is
+        // read: any other file is refused untouched.
         let store = privq_collector::store::Store::open_existing(db)
             .map_err(|e| CliError::at(db.display(), e))?;
         store

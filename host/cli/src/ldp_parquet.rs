@@ -281,8 +281,9 @@ pub fn export(
             let missing = io::Error::new(io::ErrorKind::NotFound, "no such database file");
             return Err(LdpError::Read(db.display().to_string(), missing).into());
         }
-        let store =
-            privq_collector::store::Store::open(db).map_err(|e| CliError::at(db.display(), e))?;
+        // Read only, never migrated: any other file is refused untouched.
+        let store = privq_collector::store::Store::open_existing(db)
+            .map_err(|e| CliError::at(db.display(), e))?;
         // The reports the collector counts, as `ldp aggregate --db` reads them.
         let mut pushed = Ok(());
         let skipped = store

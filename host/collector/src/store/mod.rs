@@ -52,6 +52,15 @@ pub enum StoreError {
     NotFound(String),
     /// The file is not a privq collector's database ([`Store::open_existing`]).
     NotAStore(String),
+    /// The file is a privq collector's database of another schema version than
+    /// [`SCHEMA_VERSION`] ([`Store::open_existing`], which never migrates: an older
+    /// database is migrated by running the collector on it once).
+    SchemaVersion {
+        /// The database.
+        path: String,
+        /// Its schema version (`PRAGMA user_version`).
+        found: i64,
+    },
 }
 
 impl fmt::Display for StoreError {
@@ -61,6 +70,17 @@ impl fmt::Display for StoreError {
             StoreError::Corrupt(what) => write!(f, "database content not understood: {what}"),
             StoreError::NotFound(path) => write!(f, "{path}: no such database file"),
             StoreError::NotAStore(why) => write!(f, "not a privq collector database: {why}"),
+            StoreError::SchemaVersion { path, found } if *found < SCHEMA_VERSION => write!(
+                f,
+                "{path}: a collector database of schema version {found}, and this program reads \
+                 version {SCHEMA_VERSION} only: run the collector on it once (`privq serve --db \
+                 {path}`, which migrates it) and read it again"
+            ),
+            StoreError::SchemaVersion { path, found } => write!(
+                f,
+                "{path}: a database of schema version {found}, newer than this program's \
+                 {SCHEMA_VERSION}: read it with a newer privq"
+            ),
         }
     }
 }
@@ -69,7 +89,10 @@ impl std::error::Error for StoreError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             StoreError::Sqlite(e) => Some(e),
-            StoreError::Corrupt(_) | StoreError::NotFound(_) | StoreError::NotAStore(_) => None,
+            StoreError::Corrupt(_)
+            | StoreError::NotFound(_)
+            | StoreError::NotAStore(_)
+            | StoreError::SchemaVersion { .. } => None,
         }
     }
 }
@@ -231,42 +254,84 @@ impl Store {
     }
 
     /// Opens the collector database at `path` to read it (`privq ldp aggregate
-    /// --db`, `privq.ldp.aggregate`): as [`Store::open`], but a missing file is
-    /// [`StoreError::NotFound`] (never created), and a file that is not a privq
-    /// collector's database (not SQLite, or SQLite without the collector's schema
-    /// version and `reports` table) is [`StoreError::NotAStore`], refused before
-    /// anything is written to it.
+    /// --db`, `privq ldp export`, `privq.ldp.aggregate`). The reader never writes
+    /// to the file: it is opened read-only (`SQLITE_OPEN_READ_ONLY`, `PRAGMA
+    /// query_only`), never migrated, never given a journal mode or a table.
+    ///
+    /// A missing file is [`StoreError::NotFound`]; a file that is not a privq
+    /// collector's database (not SQLite, or without the collector's schema: the
+    /// tables and columns it reads exactly as the collector writes them, none
+    /// generated or hidden) is [`StoreError::NotAStore`]; a collector database of
+    /// another schema version than [`SCHEMA_VERSION`] is
+    /// [`StoreError::SchemaVersion`] (an older one is migrated by running the
+    /// collector on it once). No value longer than [`READ_LENGTH_LIMIT`] bytes is
+    /// read (SQLite's length limit: an error, never an allocation without bound).
+    ///
+    /// The database is trusted input: the reports are read as stored, not
+    /// verified again against the device keys (the keys are in the same file).
     pub fn open_existing(path: &Path) -> Result<Store, StoreError> {
         if !path.is_file() {
             return Err(StoreError::NotFound(path.display().to_string()));
         }
         let not_ours = |why: &str| StoreError::NotAStore(format!("{}: {why}", path.display()));
+        let conn = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        // Lower than SQLite's default (1e9), so a crafted value is an error.
+        conn.set_limit(
+            rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH,
+            READ_LENGTH_LIMIT,
+        )?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        let version: i64 = match conn
+            .execute_batch("PRAGMA query_only = ON")
+            .and_then(|()| conn.query_row("PRAGMA user_version", [], |r| r.get(0)))
         {
-            // Read only, no journal mode set: a foreign file is left as it was.
-            let conn =
-                Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
-            let version: i64 = match conn.query_row("PRAGMA user_version", [], |r| r.get(0)) {
-                Ok(v) => v,
-                Err(rusqlite::Error::SqliteFailure(e, _))
-                    if e.code == rusqlite::ErrorCode::NotADatabase =>
-                {
-                    return Err(not_ours("not an SQLite database"));
-                }
-                Err(e) => return Err(e.into()),
-            };
-            let reports: i64 = conn.query_row(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'reports'",
-                [],
-                |r| r.get(0),
-            )?;
-            if version < 1 || reports == 0 {
-                return Err(not_ours(
-                    "an SQLite database without a privq collector's schema (make one with \
-                     `privq serve provision --db`)",
-                ));
+            Ok(v) => v,
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::NotADatabase =>
+            {
+                return Err(not_ours("not an SQLite database"));
             }
+            Err(e) => return Err(e.into()),
+        };
+        let tables: i64 = conn.query_row(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table'
+             AND name IN ('devices', 'frames', 'reports')",
+            [],
+            |r| r.get(0),
+        )?;
+        if version < 1 || tables < 3 {
+            return Err(not_ours(
+                "an SQLite database without a privq collector's schema (make one with \
+                 `privq serve provision --db`)",
+            ));
         }
-        Store::open(path)
+        // An older database is refused, not migrated by a reader; one of version 2
+        // only if it has the collector's version-2 schema (the collector would
+        // migrate it), anything else is another application's file.
+        if version == 2 {
+            schema::check_reader_schema(&conn, schema::SCHEMA_V2).map_err(|why| not_ours(&why))?;
+        }
+        if version != SCHEMA_VERSION {
+            return Err(StoreError::SchemaVersion {
+                path: path.display().to_string(),
+                found: version,
+            });
+        }
+        schema::check_reader_schema(&conn, SCHEMA).map_err(|why| not_ours(&why))?;
+        Ok(Store {
+            conn,
+            intake: Intake::default(),
+        })
+    }
+
+    /// A handle that interrupts this store's running SQLite statement from another
+    /// thread (the statement, so the read, fails with an SQLite `interrupted`
+    /// error): how `privq.ldp.aggregate` answers Ctrl-C while it reads.
+    pub fn interrupt_handle(&self) -> rusqlite::InterruptHandle {
+        self.conn.get_interrupt_handle()
     }
 
     /// Adds every stored report that [`Store::for_each_admitted_report`] admits
@@ -760,6 +825,10 @@ struct Intake {
     kinds: usize,
     legacy: Option<bool>,
 }
+
+/// The longest string or blob [`Store::open_existing`] reads: a stored frame is at
+/// most 65 535 bytes, a report shorter; with a margin.
+pub const READ_LENGTH_LIMIT: i32 = 1 << 17;
 
 /// Devices [`Intake`] holds before it is dropped at the start of a batch.
 const CACHED_DEVICES: usize = 1 << 20;

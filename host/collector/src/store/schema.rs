@@ -58,6 +58,65 @@ CREATE TABLE IF NOT EXISTS reported (      -- version 2 only: one report per (de
 );
 ";
 
+/// Checks that `conn` holds exactly the tables and columns of `schema` ([`SCHEMA`]
+/// or [`SCHEMA_V2`]) (as a
+/// fresh or a migrated collector database holds them) before a reader reads
+/// anything: the same schema objects (tables and their constraint indexes, nothing
+/// else but `sqlite_stat*` tables), each table an ordinary rowid table, its
+/// columns of the same names, types, constraints, defaults, in the same order, and
+/// none hidden or generated (a generated column would be computed at every read:
+/// a crafted file could make a reader allocate or compute without bound).
+/// `Err`: what differs.
+pub(super) fn check_reader_schema(conn: &Connection, schema: &str) -> Result<(), String> {
+    use rusqlite::types::Value;
+    fn rows(conn: &Connection, sql: &str) -> rusqlite::Result<Vec<Vec<Value>>> {
+        let mut st = conn.prepare(sql)?;
+        let n = st.column_count();
+        let mut rows = st.query([])?;
+        let mut out = Vec::new();
+        while let Some(r) = rows.next()? {
+            out.push((0..n).map(|i| r.get::<_, Value>(i)).collect::<Result<_, _>>()?);
+        }
+        Ok(out)
+    }
+    fn shape(conn: &Connection) -> rusqlite::Result<Vec<(String, Vec<Vec<Value>>)>> {
+        const OBJECTS: &str = "SELECT type, name, tbl_name, sql IS NULL FROM sqlite_schema
+             WHERE name NOT LIKE 'sqlite\\_stat%' ESCAPE '\\' ORDER BY type, name";
+        let mut out = vec![("schema objects".to_string(), rows(conn, OBJECTS)?)];
+        for table in ["devices", "frames", "reports", "reported"] {
+            out.push((
+                format!("table {table}"),
+                rows(
+                    conn,
+                    &format!("SELECT type, ncol, wr, strict FROM pragma_table_list('{table}') WHERE schema = 'main'"),
+                )?,
+            ));
+            out.push((
+                format!("columns of {table}"),
+                rows(
+                    conn,
+                    &format!(
+                        "SELECT cid, name, type, \"notnull\", dflt_value, pk, hidden
+                         FROM pragma_table_xinfo('{table}', 'main') ORDER BY cid"
+                    ),
+                )?,
+            ));
+        }
+        Ok(out)
+    }
+    let expected = Connection::open_in_memory()
+        .and_then(|c| c.execute_batch(schema).map(|()| c))
+        .and_then(|c| shape(&c))
+        .map_err(|e| format!("the collector's schema: {e}"))?;
+    let found = shape(conn).map_err(|e| format!("its schema could not be read: {e}"))?;
+    for ((what, want), (_, got)) in expected.iter().zip(&found) {
+        if want != got {
+            return Err(format!("{what}: not the collector's"));
+        }
+    }
+    Ok(())
+}
+
 /// Version 2, as the migration from version 1 creates it.
 pub(super) const SCHEMA_V2: &str = "
 CREATE TABLE IF NOT EXISTS devices (

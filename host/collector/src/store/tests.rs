@@ -1154,3 +1154,175 @@ fn verdicts_are_tagged_for_the_device_and_refusals_are_not() {
         Delivery::NotDelivered
     );
 }
+
+/// A database file's bytes with its side files (`-wal`, `-shm`): what a reader
+/// must leave as it was.
+fn file_bytes(path: &std::path::Path) -> Vec<u8> {
+    std::fs::read(path).unwrap()
+}
+
+/// `sql` run on a new SQLite file at `path` (another application's, or a forged
+/// collector database).
+fn sqlite_file(path: &std::path::Path, sql: &str) {
+    let _ = std::fs::remove_file(path);
+    let conn = Connection::open(path).unwrap();
+    conn.execute_batch(sql).unwrap();
+}
+
+#[test]
+fn a_reader_refuses_foreign_and_forged_schemas_and_writes_nothing() {
+    let path = temp_db("foreign-schemas");
+    let v2 = schema::SCHEMA_V2;
+    let v3 = schema::SCHEMA;
+    let cases: Vec<(&str, String)> = vec![
+        // A `reports` table and a schema version of 1 or 7: not ours.
+        (
+            "version 1, reports and frames of another shape",
+            "CREATE TABLE reports (id INTEGER PRIMARY KEY, device INTEGER, epoch INTEGER, \
+             sequence INTEGER, position INTEGER, report BLOB);
+             CREATE TABLE frames (device INTEGER, epoch INTEGER, sequence INTEGER, tag BLOB, \
+             reports INTEGER, received INTEGER);
+             CREATE TABLE x(a); PRAGMA user_version = 1;"
+                .into(),
+        ),
+        (
+            "version 7, a reports table",
+            "CREATE TABLE reports (x TEXT); PRAGMA user_version = 7;".into(),
+        ),
+        // The collector's version-2 tables, but another `reports`: not migrated.
+        (
+            "version 2, another reports table",
+            format!(
+                "CREATE TABLE reports (x TEXT); {v2} PRAGMA user_version = 2;"
+            ),
+        ),
+        // A generated report of 200 MB (the reader allocated until it aborted).
+        (
+            "version 2, generated report column",
+            format!(
+                "CREATE TABLE reports (id INTEGER PRIMARY KEY, device INTEGER, generation \
+                 INTEGER, epoch INTEGER, sequence INTEGER, position INTEGER, report BLOB \
+                 GENERATED ALWAYS AS (zeroblob(200000000)) VIRTUAL);
+                 {v2} INSERT INTO reports (id, device, generation, epoch, sequence, position)
+                 VALUES (1, 1, 0, 0, 0, 0); PRAGMA user_version = 2;"
+            ),
+        ),
+        (
+            "version 3, generated frame body",
+            format!(
+                "CREATE TABLE frames (device INTEGER NOT NULL, generation INTEGER NOT NULL \
+                 DEFAULT 0, epoch INTEGER NOT NULL, sequence INTEGER NOT NULL, tag BLOB NOT \
+                 NULL, reports INTEGER NOT NULL, received INTEGER NOT NULL, body BLOB \
+                 GENERATED ALWAYS AS (zeroblob(200000000)) VIRTUAL, PRIMARY KEY (device, \
+                 generation, epoch, sequence));
+                 {v3} INSERT INTO frames VALUES (1, 0, 0, 0, zeroblob(32), 1, 0);
+                 PRAGMA user_version = 3;"
+            ),
+        ),
+        // A virtual `id` computed at every row (the read hung).
+        (
+            "version 3, generated id",
+            format!(
+                "CREATE TABLE reports (rid INTEGER PRIMARY KEY, device INTEGER, generation \
+                 INTEGER, epoch INTEGER, sequence INTEGER, position INTEGER, report BLOB, id \
+                 INTEGER GENERATED ALWAYS AS (length(hex(zeroblob(20000000 + rid))) + rid) \
+                 VIRTUAL); {v3} PRAGMA user_version = 3;"
+            ),
+        ),
+        (
+            "version 3, an extra column",
+            format!(
+                "CREATE TABLE devices (device INTEGER PRIMARY KEY, key BLOB NOT NULL, cap TEXT \
+                 NOT NULL, spent TEXT, generation INTEGER NOT NULL DEFAULT 0, note TEXT);
+                 {v3} PRAGMA user_version = 3;"
+            ),
+        ),
+        (
+            "version 3, a view",
+            format!("{v3} CREATE VIEW v AS SELECT 1; PRAGMA user_version = 3;"),
+        ),
+        (
+            "version 3, a trigger",
+            format!(
+                "{v3} CREATE TRIGGER t AFTER INSERT ON devices BEGIN SELECT 1; END;
+                 PRAGMA user_version = 3;"
+            ),
+        ),
+    ];
+    for (what, sql) in &cases {
+        sqlite_file(&path, sql);
+        let before = file_bytes(&path);
+        let e = Store::open_existing(&path).unwrap_err();
+        assert!(matches!(e, StoreError::NotAStore(_)), "{what}: {e}");
+        assert!(!e.to_string().contains("the collector's schema"), "{what}: {e}");
+        assert_eq!(file_bytes(&path), before, "{what}: the file changed");
+        let version: i64 = Connection::open(&path)
+            .unwrap()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert!(version != SCHEMA_VERSION || sql.contains("= 3;"), "{what}");
+    }
+}
+
+#[test]
+fn a_reader_never_migrates_and_names_other_versions() {
+    // A collector database of version 2: refused as it is, with the way out.
+    let path = temp_db("reader-v2");
+    version_2_database(&path, &fleet_frames(1, 2, 3));
+    let before = file_bytes(&path);
+    let e = Store::open_existing(&path).unwrap_err();
+    assert!(
+        matches!(e, StoreError::SchemaVersion { found: 2, .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("privq serve --db"), "{e}");
+    assert_eq!(file_bytes(&path), before, "a reader migrated the database");
+    // Migrated by the collector, it reads.
+    drop(Store::open(&path).unwrap());
+    assert_eq!(Store::open_existing(&path).unwrap().reports().unwrap().len(), 6);
+    // Newer than this program: refused, naming the version.
+    let newer = temp_db("reader-v4");
+    drop(Store::open(&newer).unwrap());
+    Connection::open(&newer)
+        .unwrap()
+        .execute_batch("PRAGMA user_version = 4;")
+        .unwrap();
+    let before = file_bytes(&newer);
+    let e = Store::open_existing(&newer).unwrap_err();
+    assert!(matches!(e, StoreError::SchemaVersion { found: 4, .. }), "{e}");
+    assert!(e.to_string().contains("version 4"), "{e}");
+    assert_eq!(file_bytes(&newer), before);
+}
+
+#[test]
+fn a_reader_connection_is_read_only_and_refuses_oversized_values() {
+    let path = temp_db("reader-limits");
+    {
+        let mut s = Store::open(&path).unwrap();
+        s.provision(1, &DeviceKey::new([1; 32]), eps(100, 1)).unwrap();
+        // A stored body far longer than any frame (written behind the collector).
+        s.conn
+            .execute(
+                "INSERT INTO frames (device, generation, epoch, sequence, tag, reports, received, body)
+                 VALUES (1, 0, 0, 0, zeroblob(32), 1, 0, zeroblob(4000000))",
+                [],
+            )
+            .unwrap();
+    }
+    let before = file_bytes(&path);
+    let s = Store::open_existing(&path).unwrap();
+    let e = s.reports().unwrap_err();
+    assert!(e.to_string().contains("too big"), "{e}");
+    // Its connection writes nothing.
+    assert!(s.conn.execute("DELETE FROM frames", []).is_err());
+    let mut open = OpenGroups::default();
+    assert!(
+        s.devices().is_ok()
+            && Store::open_existing(&path)
+                .unwrap()
+                .submit(&[&frame(&DeviceKey::new([1; 32]), 1, 1, 1, 4)], &Policy::default(), &mut open)
+                .is_err()
+    );
+    drop(s);
+    assert_eq!(file_bytes(&path), before);
+}
