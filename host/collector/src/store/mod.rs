@@ -308,11 +308,16 @@ impl Store {
                  `privq serve provision --db`)",
             ));
         }
-        // An older database is refused, not migrated by a reader; one of version 2
-        // only if it has the collector's version-2 schema (the collector would
-        // migrate it), anything else is another application's file.
-        if version == 2 {
-            schema::check_reader_schema(&conn, schema::SCHEMA_V2).map_err(|why| not_ours(&why))?;
+        // An older database is refused, not migrated by a reader; it is called a
+        // collector database (to be migrated by the collector) only if it has that
+        // version's schema: anything else is another application's file.
+        let old = match version {
+            1 => Some(schema::SCHEMA_V1),
+            2 => Some(schema::SCHEMA_V2),
+            _ => None,
+        };
+        if let Some(old) = old {
+            schema::check_reader_schema(&conn, old).map_err(|why| not_ours(&why))?;
         }
         if version != SCHEMA_VERSION {
             return Err(StoreError::SchemaVersion {
@@ -474,18 +479,36 @@ impl Store {
 
     /// Calls `f` with every stored report, in acceptance order: the report rows of
     /// schema versions 1 and 2 (all accepted before any frame was stored whole),
-    /// then the reports of the stored frames. A stored frame that does not parse
-    /// is [`StoreError::Corrupt`].
+    /// then the reports of the stored frames. A stored frame that does not parse,
+    /// a report row without its frame and a frame of a device that is not
+    /// provisioned are [`StoreError::Corrupt`] (a cheap consistency check of a
+    /// database edited by hand; the frames' tags are not verified again).
     pub fn for_each_report(&self, mut f: impl FnMut(StoredReport)) -> Result<(), StoreError> {
         let small = |v: i64, what: &str| -> Result<u32, StoreError> {
             u32::try_from(v).map_err(|_| StoreError::Corrupt(format!("{what} out of range")))
         };
+        // A cheap cross-check of a database edited by hand (not a verification:
+        // the database is trusted input, see `open_existing`): every report row
+        // belongs to a stored frame, every frame to a provisioned device (the
+        // foreign keys the collector writes under), one primary-key lookup each.
         let mut st = self.conn.prepare(
-            "SELECT device, generation, epoch, sequence, position, report FROM reports ORDER BY id",
+            "SELECT device, generation, epoch, sequence, position, report,
+                 EXISTS (SELECT 1 FROM frames f WHERE f.device = r.device
+                     AND f.generation = r.generation AND f.epoch = r.epoch
+                     AND f.sequence = r.sequence)
+             FROM reports r ORDER BY id",
         )?;
         let mut rows = st.query([])?;
         while let Some(r) = rows.next()? {
             let int = |i| -> Result<i64, StoreError> { Ok(r.get::<_, i64>(i)?) };
+            if int(6)? == 0 {
+                return Err(StoreError::Corrupt(format!(
+                    "a report of device {} without its frame (epoch {}, sequence {})",
+                    undev(int(0)?),
+                    int(2)?,
+                    int(3)?
+                )));
+            }
             f(StoredReport {
                 device: undev(int(0)?),
                 generation: small(int(1)?, "generation")?,
@@ -497,12 +520,19 @@ impl Store {
             });
         }
         let mut st = self.conn.prepare(
-            "SELECT device, generation, epoch, sequence, body FROM frames
-             WHERE body IS NOT NULL ORDER BY rowid",
+            "SELECT device, generation, epoch, sequence, body,
+                 EXISTS (SELECT 1 FROM devices d WHERE d.device = f.device)
+             FROM frames f WHERE body IS NOT NULL ORDER BY rowid",
         )?;
         let mut rows = st.query([])?;
         while let Some(r) = rows.next()? {
             let (d, g, e, s): (i64, i64, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+            if r.get::<_, i64>(5)? == 0 {
+                return Err(StoreError::Corrupt(format!(
+                    "a frame of device {}, which is not provisioned (epoch {e}, sequence {s})",
+                    undev(d)
+                )));
+            }
             let body = blob(r, 4)?;
             let (generation, epoch, sequence) = (
                 small(g, "generation")?,

@@ -58,8 +58,8 @@ CREATE TABLE IF NOT EXISTS reported (      -- version 2 only: one report per (de
 );
 ";
 
-/// Checks that `conn` holds exactly the tables and columns of `schema` ([`SCHEMA`]
-/// or [`SCHEMA_V2`]) (as a
+/// Checks that `conn` holds exactly the tables and columns of `schema` ([`SCHEMA`],
+/// or [`SCHEMA_V2`], [`SCHEMA_V1`]) (as a
 /// fresh or a migrated collector database holds them) before a reader reads
 /// anything: the same schema objects (tables and their constraint indexes, nothing
 /// else but `sqlite_stat*` tables), each table an ordinary rowid table, its
@@ -153,6 +153,20 @@ CREATE TABLE IF NOT EXISTS reported (      -- at most one report per (device, re
     kind       TEXT NOT NULL,               -- ReportKind::key
     PRIMARY KEY (device, kind)
 );
+";
+
+/// Version 1, as a reader compares it ([`check_reader_schema`]: only an old
+/// collector database is sent to the collector to be migrated).
+pub(super) const SCHEMA_V1: &str = "
+CREATE TABLE devices (device INTEGER PRIMARY KEY, key BLOB NOT NULL CHECK (length(key) = 32),
+    cap TEXT NOT NULL, spent TEXT);
+CREATE TABLE frames (device INTEGER NOT NULL REFERENCES devices(device), epoch INTEGER NOT NULL,
+    sequence INTEGER NOT NULL, tag BLOB NOT NULL CHECK (length(tag) = 32),
+    reports INTEGER NOT NULL, received INTEGER NOT NULL, PRIMARY KEY (device, epoch, sequence));
+CREATE TABLE reports (id INTEGER PRIMARY KEY, device INTEGER NOT NULL, epoch INTEGER NOT NULL,
+    sequence INTEGER NOT NULL, position INTEGER NOT NULL, report BLOB NOT NULL,
+    UNIQUE (device, epoch, sequence, position),
+    FOREIGN KEY (device, epoch, sequence) REFERENCES frames(device, epoch, sequence));
 ";
 
 /// Schema version 1 to 2: the key generation joins the replay key (tables

@@ -1292,6 +1292,13 @@ fn a_reader_never_migrates_and_names_other_versions() {
     assert!(matches!(e, StoreError::SchemaVersion { found: 4, .. }), "{e}");
     assert!(e.to_string().contains("version 4"), "{e}");
     assert_eq!(file_bytes(&newer), before);
+    // Version 1, its schema: refused the same way.
+    let v1 = temp_db("reader-v1");
+    sqlite_file(&v1, &format!("{} PRAGMA user_version = 1;", schema::SCHEMA_V1));
+    let before = file_bytes(&v1);
+    let e = Store::open_existing(&v1).unwrap_err();
+    assert!(matches!(e, StoreError::SchemaVersion { found: 1, .. }), "{e}");
+    assert_eq!(file_bytes(&v1), before);
 }
 
 #[test]
@@ -1325,4 +1332,36 @@ fn a_reader_connection_is_read_only_and_refuses_oversized_values() {
     );
     drop(s);
     assert_eq!(file_bytes(&path), before);
+}
+
+#[test]
+fn reports_without_frames_and_frames_without_devices_are_corrupt() {
+    // Forged rows (written with the foreign keys off): a report row of no stored
+    // frame, a frame of no provisioned device. Readers refuse them.
+    let report = frame_report(4);
+    for (what, sql) in [
+        (
+            "report row without its frame",
+            "INSERT INTO reports (device, generation, epoch, sequence, position, report)
+             VALUES (7, 0, 0, 0, 0, ?1)",
+        ),
+        (
+            "frame of an unprovisioned device",
+            "INSERT INTO frames (device, generation, epoch, sequence, tag, reports, received, body)
+             VALUES (7, 0, 1, 0, zeroblob(32), 1, 0, ?1)",
+        ),
+    ] {
+        let path = temp_db("forged-rows");
+        drop(Store::open(&path).unwrap());
+        let body = frame_with(&DeviceKey::new([7; 32]), 7, 0, &report);
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
+            let value: &[u8] = if what.starts_with("report") { &report } else { &body };
+            conn.execute(sql, params![value]).unwrap();
+        }
+        let s = Store::open_existing(&path).unwrap();
+        let e = s.reports().unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt(_)), "{what}: {e}");
+    }
 }
