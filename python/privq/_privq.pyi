@@ -278,5 +278,5 @@ def _ldp_aggregate(
     campaign: Campaign,
     confidence: float,
     post: str,
-    databases: Sequence[str] = (),  # collector databases (privq serve --db), read first
+    databases: Sequence[str] = (),  # collector databases (privq serve --db), read first, read-only; the same file twice: ValueError
 ) -> Tuple[list[_EstimateRow], str, str, str]: ...  # rows, outcome, the program's summary, one sentence

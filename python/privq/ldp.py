@@ -50,11 +50,17 @@ class CollectorDatabase:
     an input of :func:`aggregate`: the reports it accepted, read as ``privq ldp
     aggregate --db PATH`` reads them (one report per device and report kind,
     each checked against the campaign on its own; reports of other campaigns
-    are counted as rejected). The file is only read: a missing one raises
-    :class:`FileNotFoundError` and a file that is not a collector's database
-    :class:`ValueError` when :func:`aggregate` opens it, before anything is
-    written to it. Reports carry no identity, so nothing is deduplicated across
-    inputs: a report both in the database and in a report file counts twice.
+    are counted as rejected). The file is only read (read-only, never
+    migrated): a missing one raises :class:`FileNotFoundError`; a file that is
+    not a collector's database (its schema not exactly the collector's) or a
+    collector database of another schema version (run ``privq serve --db PATH``
+    once to migrate an older one) :class:`ValueError` when :func:`aggregate`
+    opens it, the file left unchanged. Ctrl-C interrupts a long read
+    (:class:`KeyboardInterrupt`). The database is trusted input: its reports
+    are not verified again against the device keys stored beside them. The same
+    file given twice (any path to it) raises :class:`ValueError`; reports carry
+    no identity, so a report both in the database and in a report file (or in a
+    copy of the database) counts twice.
 
     >>> CollectorDatabase("fleet.db")
     CollectorDatabase('fleet.db')

@@ -270,7 +270,9 @@ fn store_error(db: &std::path::Path, e: StoreError) -> PyErr {
         StoreError::NotFound(_) => {
             PyFileNotFoundError::new_err(format!("{}: no such collector database", db.display()))
         }
-        StoreError::NotAStore(_) => PyValueError::new_err(e.to_string()),
+        StoreError::NotAStore(_) | StoreError::SchemaVersion { .. } => {
+            PyValueError::new_err(e.to_string())
+        }
         e => PrivqError::new_err(format!("collector database {}: {e}", db.display())),
     }
 }
@@ -299,14 +301,96 @@ fn input_arg(i: usize, value: &Bound<'_, PyAny>) -> PyResult<Input> {
     )))
 }
 
+/// The same collector database given twice (the same path, another path to it,
+/// or a hard link: the same file) would count each of its reports twice:
+/// `ValueError`. Paths that do not resolve are left to [`read_database`].
+fn refuse_repeated_databases(databases: &[PathBuf]) -> PyResult<()> {
+    #[cfg(unix)]
+    fn identity(p: &std::path::Path) -> Option<(u64, u64)> {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    fn identity(p: &std::path::Path) -> Option<PathBuf> {
+        std::fs::canonicalize(p).ok()
+    }
+    let mut seen = std::collections::HashMap::new();
+    for db in databases {
+        if let Some(id) = identity(db)
+            && let Some(first) = seen.insert(id, db)
+        {
+            return Err(PyValueError::new_err(format!(
+                "{} and {} are the same collector database: given twice, its reports would \
+                 count twice",
+                first.display(),
+                db.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Reads the collector database `db` into `intake` ([`Store::open_existing`],
+/// [`Store::ingest_admitted`]) on a thread of its own while this one, every
+/// 100 ms, checks for signals: on Ctrl-C (or any signal handler's exception) the
+/// read is interrupted (SQLite's interrupt, repeated until the reader stops) and
+/// the exception raised, so a slow read never ignores `KeyboardInterrupt`.
+fn read_database(py: Python<'_>, db: &std::path::Path, intake: &mut Intake) -> PyResult<()> {
+    use std::sync::mpsc::{RecvTimeoutError, sync_channel};
+    use std::time::Duration;
+    let store = py
+        .detach(|| Store::open_existing(db))
+        .map_err(|e| store_error(db, e))?;
+    let handle = store.interrupt_handle();
+    let (tx, rx) = sync_channel(1);
+    // Waited on without the GIL (`detach` needs a `Sync` receiver).
+    let rx = std::sync::Mutex::new(rx);
+    let wait = |ms| {
+        py.detach(|| {
+            rx.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .recv_timeout(Duration::from_millis(ms))
+        })
+    };
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let _ = tx.send(store.ingest_admitted(intake));
+        });
+        loop {
+            match wait(100) {
+                Ok(read) => return read.map(drop).map_err(|e| store_error(db, e)),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(PrivqError::new_err(format!(
+                        "collector database {}: the reader stopped without an answer (a bug \
+                         in privq, please report it)",
+                        db.display()
+                    )));
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            if let Err(signal) = py.check_signals() {
+                // An interrupt that falls between two statements is lost: repeat it
+                // until the reader has stopped.
+                loop {
+                    handle.interrupt();
+                    match wait(20) {
+                        Err(RecvTimeoutError::Timeout) => {}
+                        _ => return Err(signal),
+                    }
+                }
+            }
+        }
+    })
+}
+
 /// `privq.ldp.aggregate`'s Rust half: the inputs checked against the campaign
 /// and aggregated as `privq ldp aggregate` does; returns the rows of every
 /// group's estimates, the outcome (`complete`, `rejected`, `nothing_usable`,
 /// `undefined`) and the program's summary of what was read.
 ///
 /// `databases`: collector databases (`privq serve --db`), read first, as
-/// `privq ldp aggregate --db` reads one ([`Store::open_existing`],
-/// [`Store::ingest_admitted`]).
+/// `privq ldp aggregate --db` reads one ([`read_database`]); the same file given
+/// twice is refused ([`refuse_repeated_databases`]).
 #[pyfunction]
 #[pyo3(signature = (inputs, campaign, confidence, post, databases=Vec::new()))]
 pub(crate) fn _ldp_aggregate<'py>(
@@ -333,11 +417,9 @@ pub(crate) fn _ldp_aggregate<'py>(
             .collect::<PyResult<Vec<_>>>()?;
         let plan = campaign.get().plan.clone();
         let mut intake = Intake::new(plan);
+        refuse_repeated_databases(&databases)?;
         for db in &databases {
-            py.detach(|| {
-                Store::open_existing(db).and_then(|store| store.ingest_admitted(&mut intake))
-            })
-            .map_err(|e| store_error(db, e))?;
+            read_database(py, db, &mut intake)?;
         }
         let read = py.detach(|| -> Result<_, (String, std::io::Error)> {
             for (i, input) in inputs.iter().enumerate() {

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import csv
 import io
+import os
+import signal
 import sqlite3
 import subprocess
+import sys
+import time
 import warnings
 
 import pytest
@@ -146,3 +150,127 @@ def test_the_program_refuses_a_foreign_database_too(privq_bin, tmp_path):
 
 def test_is_an_error_of_the_package():
     assert issubclass(ldp.ReportError, privq.PrivqError)
+
+
+def _sqlite(path, sql):
+    con = sqlite3.connect(path)
+    con.executescript(sql)
+    con.commit()
+    con.close()
+
+
+def _files(path):
+    """The bytes of a database and of its side files (a reader changes none)."""
+    return {p.name: p.read_bytes() for p in sorted(path.parent.glob(path.name + "*"))}
+
+
+def test_foreign_and_forged_databases_are_refused_untouched(tmp_path):
+    c = campaign()
+    cases = {
+        # A `reports` table and schema version 1 or 7: once migrated by the reader.
+        "v1": "CREATE TABLE reports (id INTEGER PRIMARY KEY, device INTEGER, epoch INTEGER, "
+        "sequence INTEGER, position INTEGER, report BLOB); CREATE TABLE frames (device "
+        "INTEGER, epoch INTEGER, sequence INTEGER, tag BLOB, reports INTEGER, received "
+        "INTEGER); CREATE TABLE devices (device INTEGER PRIMARY KEY); PRAGMA user_version = 1;",
+        "v7": "CREATE TABLE reports (x TEXT); PRAGMA user_version = 7;",
+        # A generated 200 MB report: the reader allocated until the process aborted.
+        "huge": "CREATE TABLE devices (device INTEGER PRIMARY KEY, key BLOB NOT NULL, cap TEXT "
+        "NOT NULL, spent TEXT, generation INTEGER NOT NULL DEFAULT 0); CREATE TABLE frames "
+        "(device INTEGER NOT NULL, generation INTEGER NOT NULL DEFAULT 0, epoch INTEGER NOT "
+        "NULL, sequence INTEGER NOT NULL, tag BLOB NOT NULL, reports INTEGER NOT NULL, received "
+        "INTEGER NOT NULL, body BLOB, PRIMARY KEY (device, generation, epoch, sequence)); "
+        "CREATE TABLE reports (id INTEGER PRIMARY KEY, device INTEGER, generation INTEGER, "
+        "epoch INTEGER, sequence INTEGER, position INTEGER, report BLOB GENERATED ALWAYS AS "
+        "(zeroblob(200000000)) VIRTUAL); CREATE TABLE reported (device INTEGER NOT NULL, kind "
+        "TEXT NOT NULL, PRIMARY KEY (device, kind)); INSERT INTO reports (device) VALUES (1); "
+        "PRAGMA user_version = 3;",
+        # A virtual id computed at every row: the read hung.
+        "slow": "CREATE TABLE devices (device INTEGER PRIMARY KEY); CREATE TABLE frames (x); "
+        "CREATE TABLE reports (rid INTEGER PRIMARY KEY, device INTEGER, generation INTEGER, "
+        "epoch INTEGER, sequence INTEGER, position INTEGER, report BLOB, id INTEGER GENERATED "
+        "ALWAYS AS (length(hex(zeroblob(20000000 + rid))) + rid) VIRTUAL); "
+        "PRAGMA user_version = 3;",
+    }
+    for name, sql in cases.items():
+        db = tmp_path / f"{name}.db"
+        _sqlite(db, sql)
+        before = _files(db)
+        with pytest.raises(ValueError, match="not a privq collector database") as info:
+            ldp.aggregate(ldp.CollectorDatabase(db), c)
+        assert _files(db) == before, f"{name}: {info.value}"
+
+
+def test_an_older_database_is_refused_not_migrated(privq_bin, fleet_db, tmp_path):
+    # A version-2 collector database: the version-3 one without frame bodies.
+    old = tmp_path / "old.db"
+    old.write_bytes(fleet_db.read_bytes())
+    _sqlite(old, "PRAGMA journal_mode = DELETE; ALTER TABLE frames DROP COLUMN body; "
+            "PRAGMA user_version = 2;")
+    before = _files(old)
+    with pytest.raises(ValueError, match=r"schema version 2.*privq serve --db"):
+        ldp.aggregate(ldp.CollectorDatabase(old), campaign())
+    assert _files(old) == before
+    out = subprocess.run(
+        [str(privq_bin), "ldp", "aggregate", "--db", str(old), "--mechanism", "sq-bit",
+         "--epsilon", "1/64"],
+        capture_output=True,
+        check=False,
+    )
+    assert out.returncode != 0 and "privq serve --db" in out.stderr.decode()
+    assert _files(old) == before
+
+
+def test_the_same_database_twice_is_refused(fleet_db, tmp_path):
+    link = tmp_path / "link.db"
+    os.link(fleet_db, link)
+    for twice in [[fleet_db, fleet_db], [fleet_db, str(fleet_db)], [fleet_db, link],
+                  [fleet_db, fleet_db.parent / ".." / fleet_db.parent.name / fleet_db.name]]:
+        with pytest.raises(ValueError, match="same collector database.*count twice"):
+            ldp.aggregate([ldp.CollectorDatabase(p) for p in twice], campaign())
+
+
+def test_ctrl_c_interrupts_a_slow_read(fleet_db, tmp_path):
+    # A database of the collector's schema with many legacy report rows: a long read.
+    big = tmp_path / "big.db"
+    big.write_bytes(fleet_db.read_bytes())
+    con = sqlite3.connect(big)
+    # About 4 s to read in a debug build, 1 s in a release one.
+    n, per = 2_000_000, 50_000
+    con.executemany(
+        "INSERT INTO frames (device, generation, epoch, sequence, tag, reports, received) "
+        "VALUES (999, 0, 0, ?, zeroblob(32), ?, 0)",
+        ((q, per) for q in range(n // per)),
+    )
+    con.execute(
+        "WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < ?) "
+        "INSERT INTO reports (device, generation, epoch, sequence, position, report) "
+        "SELECT 999, 0, 0, i / ?, i % ?, x'01080000010040000000000000' FROM c",
+        (n - 1, per, per),
+    )
+    con.commit()
+    con.close()
+    script = (
+        "import sys, warnings\n"
+        "from privq import ldp\n"
+        "c = ldp.Campaign('sq-bit', epsilon='1/64', queries=['0-3'])\n"
+        "print('reading', flush=True)\n"
+        "warnings.simplefilter('ignore')\n"
+        "try:\n"
+        "    ldp.aggregate(ldp.CollectorDatabase(sys.argv[1]), c)\n"
+        "    print('read', flush=True)\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script, str(big)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout.readline() == b"reading\n"
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    sent = time.monotonic()
+    out, err = proc.communicate(timeout=60)
+    took = time.monotonic() - sent
+    if out == b"read\n":
+        pytest.skip("the read ended before the signal")
+    assert out == b"interrupted\n", (out, err)
+    # Before, the signal waited for the end of the read.
+    assert took < 1, f"KeyboardInterrupt {took:.1f} s after Ctrl-C"
