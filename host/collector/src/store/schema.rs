@@ -75,7 +75,11 @@ pub(super) fn check_reader_schema(conn: &Connection, schema: &str) -> Result<(),
         let mut rows = st.query([])?;
         let mut out = Vec::new();
         while let Some(r) = rows.next()? {
-            out.push((0..n).map(|i| r.get::<_, Value>(i)).collect::<Result<_, _>>()?);
+            out.push(
+                (0..n)
+                    .map(|i| r.get::<_, Value>(i))
+                    .collect::<Result<_, _>>()?,
+            );
         }
         Ok(out)
     }

@@ -1192,9 +1192,7 @@ fn a_reader_refuses_foreign_and_forged_schemas_and_writes_nothing() {
         // The collector's version-2 tables, but another `reports`: not migrated.
         (
             "version 2, another reports table",
-            format!(
-                "CREATE TABLE reports (x TEXT); {v2} PRAGMA user_version = 2;"
-            ),
+            format!("CREATE TABLE reports (x TEXT); {v2} PRAGMA user_version = 2;"),
         ),
         // A generated report of 200 MB (the reader allocated until it aborted).
         (
@@ -1254,7 +1252,10 @@ fn a_reader_refuses_foreign_and_forged_schemas_and_writes_nothing() {
         let before = file_bytes(&path);
         let e = Store::open_existing(&path).unwrap_err();
         assert!(matches!(e, StoreError::NotAStore(_)), "{what}: {e}");
-        assert!(!e.to_string().contains("the collector's schema"), "{what}: {e}");
+        assert!(
+            !e.to_string().contains("the collector's schema"),
+            "{what}: {e}"
+        );
         assert_eq!(file_bytes(&path), before, "{what}: the file changed");
         let version: i64 = Connection::open(&path)
             .unwrap()
@@ -1279,7 +1280,14 @@ fn a_reader_never_migrates_and_names_other_versions() {
     assert_eq!(file_bytes(&path), before, "a reader migrated the database");
     // Migrated by the collector, it reads.
     drop(Store::open(&path).unwrap());
-    assert_eq!(Store::open_existing(&path).unwrap().reports().unwrap().len(), 6);
+    assert_eq!(
+        Store::open_existing(&path)
+            .unwrap()
+            .reports()
+            .unwrap()
+            .len(),
+        6
+    );
     // Newer than this program: refused, naming the version.
     let newer = temp_db("reader-v4");
     drop(Store::open(&newer).unwrap());
@@ -1289,15 +1297,24 @@ fn a_reader_never_migrates_and_names_other_versions() {
         .unwrap();
     let before = file_bytes(&newer);
     let e = Store::open_existing(&newer).unwrap_err();
-    assert!(matches!(e, StoreError::SchemaVersion { found: 4, .. }), "{e}");
+    assert!(
+        matches!(e, StoreError::SchemaVersion { found: 4, .. }),
+        "{e}"
+    );
     assert!(e.to_string().contains("version 4"), "{e}");
     assert_eq!(file_bytes(&newer), before);
     // Version 1, its schema: refused the same way.
     let v1 = temp_db("reader-v1");
-    sqlite_file(&v1, &format!("{} PRAGMA user_version = 1;", schema::SCHEMA_V1));
+    sqlite_file(
+        &v1,
+        &format!("{} PRAGMA user_version = 1;", schema::SCHEMA_V1),
+    );
     let before = file_bytes(&v1);
     let e = Store::open_existing(&v1).unwrap_err();
-    assert!(matches!(e, StoreError::SchemaVersion { found: 1, .. }), "{e}");
+    assert!(
+        matches!(e, StoreError::SchemaVersion { found: 1, .. }),
+        "{e}"
+    );
     assert_eq!(file_bytes(&v1), before);
 }
 
@@ -1306,7 +1323,8 @@ fn a_reader_connection_is_read_only_and_refuses_oversized_values() {
     let path = temp_db("reader-limits");
     {
         let mut s = Store::open(&path).unwrap();
-        s.provision(1, &DeviceKey::new([1; 32]), eps(100, 1)).unwrap();
+        s.provision(1, &DeviceKey::new([1; 32]), eps(100, 1))
+            .unwrap();
         // A stored body far longer than any frame (written behind the collector).
         s.conn
             .execute(
@@ -1327,7 +1345,11 @@ fn a_reader_connection_is_read_only_and_refuses_oversized_values() {
         s.devices().is_ok()
             && Store::open_existing(&path)
                 .unwrap()
-                .submit(&[&frame(&DeviceKey::new([1; 32]), 1, 1, 1, 4)], &Policy::default(), &mut open)
+                .submit(
+                    &[&frame(&DeviceKey::new([1; 32]), 1, 1, 1, 4)],
+                    &Policy::default(),
+                    &mut open
+                )
                 .is_err()
     );
     drop(s);
@@ -1357,7 +1379,11 @@ fn reports_without_frames_and_frames_without_devices_are_corrupt() {
         {
             let conn = Connection::open(&path).unwrap();
             conn.execute_batch("PRAGMA foreign_keys = OFF").unwrap();
-            let value: &[u8] = if what.starts_with("report") { &report } else { &body };
+            let value: &[u8] = if what.starts_with("report") {
+                &report
+            } else {
+                &body
+            };
             conn.execute(sql, params![value]).unwrap();
         }
         let s = Store::open_existing(&path).unwrap();
