@@ -273,59 +273,29 @@ impl Store {
         if !path.is_file() {
             return Err(StoreError::NotFound(path.display().to_string()));
         }
-        let not_ours = |why: &str| StoreError::NotAStore(format!("{}: {why}", path.display()));
+        // A WAL-mode file read by SQLite gets its `-wal` and `-shm` side files
+        // (left behind by a read-only connection). When it has no `-wal` (nothing
+        // uncheckpointed: the file is the whole database), it is first checked
+        // through a connection that opens it as immutable, which creates no side
+        // file: a foreign WAL-mode file is refused with none. The checks run again
+        // on the connection that reads.
+        let mut wal = path.as_os_str().to_owned();
+        wal.push("-wal");
+        if !Path::new(&wal).exists() {
+            let probe = Connection::open_with_flags(
+                immutable_uri(path),
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
+                    | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+            )?;
+            check_reader(&probe, path)?;
+        }
         let conn = Connection::open_with_flags(
             path,
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
-        // Lower than SQLite's default (1e9), so a crafted value is an error.
-        conn.set_limit(
-            rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH,
-            READ_LENGTH_LIMIT,
-        )?;
         conn.busy_timeout(Duration::from_secs(5))?;
-        let version: i64 = match conn
-            .execute_batch("PRAGMA query_only = ON")
-            .and_then(|()| conn.query_row("PRAGMA user_version", [], |r| r.get(0)))
-        {
-            Ok(v) => v,
-            Err(rusqlite::Error::SqliteFailure(e, _))
-                if e.code == rusqlite::ErrorCode::NotADatabase =>
-            {
-                return Err(not_ours("not an SQLite database"));
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let tables: i64 = conn.query_row(
-            "SELECT count(*) FROM sqlite_schema WHERE type = 'table'
-             AND name IN ('devices', 'frames', 'reports')",
-            [],
-            |r| r.get(0),
-        )?;
-        if version < 1 || tables < 3 {
-            return Err(not_ours(
-                "an SQLite database without a privq collector's schema (make one with \
-                 `privq serve provision --db`)",
-            ));
-        }
-        // An older database is refused, not migrated by a reader; it is called a
-        // collector database (to be migrated by the collector) only if it has that
-        // version's schema: anything else is another application's file.
-        let old = match version {
-            1 => Some(schema::SCHEMA_V1),
-            2 => Some(schema::SCHEMA_V2),
-            _ => None,
-        };
-        if let Some(old) = old {
-            schema::check_reader_schema(&conn, old).map_err(|why| not_ours(&why))?;
-        }
-        if version != SCHEMA_VERSION {
-            return Err(StoreError::SchemaVersion {
-                path: path.display().to_string(),
-                found: version,
-            });
-        }
-        schema::check_reader_schema(&conn, SCHEMA).map_err(|why| not_ours(&why))?;
+        check_reader(&conn, path)?;
         Ok(Store {
             conn,
             intake: Intake::default(),
@@ -1038,6 +1008,76 @@ fn stored_frame_reports(
         return Err(corrupt("its reports do not fill its body"));
     }
     Ok(out)
+}
+
+/// The `file:` URI opening `path` read-only as immutable (every byte outside
+/// the unreserved set percent-encoded).
+fn immutable_uri(path: &Path) -> String {
+    let bytes = path.as_os_str().as_encoded_bytes();
+    let mut uri = String::from("file:");
+    for &b in bytes {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            uri.push(char::from(b));
+        } else {
+            uri.push_str(&format!("%{b:02X}"));
+        }
+    }
+    uri.push_str("?mode=ro&immutable=1");
+    uri
+}
+
+/// [`Store::open_existing`]'s checks on a reader's connection: query only, the
+/// length limit, the schema version and the exact schema.
+fn check_reader(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let not_ours = |why: &str| StoreError::NotAStore(format!("{}: {why}", path.display()));
+    // Lower than SQLite's default (1e9), so a crafted value is an error.
+    conn.set_limit(
+        rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH,
+        READ_LENGTH_LIMIT,
+    )?;
+    let version: i64 = match conn
+        .execute_batch("PRAGMA query_only = ON")
+        .and_then(|()| conn.query_row("PRAGMA user_version", [], |r| r.get(0)))
+    {
+        Ok(v) => v,
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::NotADatabase =>
+        {
+            return Err(not_ours("not an SQLite database"));
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let tables: i64 = conn.query_row(
+        "SELECT count(*) FROM sqlite_schema WHERE type = 'table'
+             AND name IN ('devices', 'frames', 'reports')",
+        [],
+        |r| r.get(0),
+    )?;
+    if version < 1 || tables < 3 {
+        return Err(not_ours(
+            "an SQLite database without a privq collector's schema (make one with \
+                 `privq serve provision --db`)",
+        ));
+    }
+    // An older database is refused, not migrated by a reader; it is called a
+    // collector database (to be migrated by the collector) only if it has that
+    // version's schema: anything else is another application's file.
+    let old = match version {
+        1 => Some(schema::SCHEMA_V1),
+        2 => Some(schema::SCHEMA_V2),
+        _ => None,
+    };
+    if let Some(old) = old {
+        schema::check_reader_schema(conn, old).map_err(|why| not_ours(&why))?;
+    }
+    if version != SCHEMA_VERSION {
+        return Err(StoreError::SchemaVersion {
+            path: path.display().to_string(),
+            found: version,
+        });
+    }
+    schema::check_reader_schema(conn, SCHEMA).map_err(|why| not_ours(&why))?;
+    Ok(())
 }
 
 /// The key frames of unprovisioned ids are verified under: random per process

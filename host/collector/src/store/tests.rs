@@ -1247,8 +1247,14 @@ fn a_reader_refuses_foreign_and_forged_schemas_and_writes_nothing() {
             ),
         ),
     ];
-    for (what, sql) in &cases {
-        sqlite_file(&path, sql);
+    let side = |end: &str| {
+        let mut p = path.as_os_str().to_owned();
+        p.push(end);
+        std::path::PathBuf::from(p)
+    };
+    for ((what, sql), journal) in cases.iter().flat_map(|c| [(c, "DELETE"), (c, "WAL")]) {
+        sqlite_file(&path, &format!("PRAGMA journal_mode = {journal}; {sql}"));
+        assert!(!side("-wal").exists() && !side("-shm").exists());
         let before = file_bytes(&path);
         let e = Store::open_existing(&path).unwrap_err();
         assert!(matches!(e, StoreError::NotAStore(_)), "{what}: {e}");
@@ -1257,6 +1263,11 @@ fn a_reader_refuses_foreign_and_forged_schemas_and_writes_nothing() {
             "{what}: {e}"
         );
         assert_eq!(file_bytes(&path), before, "{what}: the file changed");
+        // Not even SQLite's side files of a WAL-mode file.
+        assert!(
+            !side("-wal").exists() && !side("-shm").exists(),
+            "{what} ({journal})"
+        );
         let version: i64 = Connection::open(&path)
             .unwrap()
             .query_row("PRAGMA user_version", [], |r| r.get(0))
