@@ -270,7 +270,12 @@ def test_ctrl_c_interrupts_a_slow_read(fleet_db, tmp_path):
     out, err = proc.communicate(timeout=60)
     took = time.monotonic() - sent
     if out == b"read\n":
-        pytest.skip("the read ended before the signal")
+        # Only a machine that reads 2 million rows in 0.3 s gets here; under CI the
+        # test must test, not skip.
+        message = "the read ended before the signal: the database is too small to interrupt"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
     assert out == b"interrupted\n", (out, err)
     # Before, the signal waited for the end of the read.
     assert took < 1, f"KeyboardInterrupt {took:.1f} s after Ctrl-C"
