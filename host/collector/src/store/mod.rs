@@ -234,18 +234,43 @@ impl Store {
                 "schema version {version}, this program knows {SCHEMA_VERSION}"
             )));
         }
-        if version == 1 {
-            migrate_1_to_2(&conn)?;
-        }
-        if version == 1 || version == 2 {
-            migrate_2_to_3(&conn)?;
-        }
-        conn.execute_batch(SCHEMA)?;
-        // Readers (`ldp aggregate --db`, `serve status`) leave a current store
-        // untouched: the schema statements are `IF NOT EXISTS`, and the version
-        // is written only when it changes.
-        if version != SCHEMA_VERSION {
-            conn.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
+        if version == SCHEMA_VERSION {
+            // Readers (`ldp aggregate --db`, `serve status`) leave a current store
+            // untouched: the schema statements are `IF NOT EXISTS`.
+            conn.execute_batch(SCHEMA)?;
+        } else {
+            // Created or migrated under the write lock, the version read again
+            // there: another program opening the same database at the same time
+            // (the collector starting while `serve provision` runs) may have done
+            // it since the read above. Foreign keys are off while the tables are
+            // rebuilt (the pragma is a no-op inside a transaction).
+            conn.execute_batch("PRAGMA foreign_keys = OFF;")?;
+            let migrated = (|| -> Result<(), StoreError> {
+                let tx = rusqlite::Transaction::new_unchecked(
+                    &conn,
+                    TransactionBehavior::Immediate,
+                )?;
+                let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+                if version > SCHEMA_VERSION {
+                    return Err(StoreError::Corrupt(format!(
+                        "schema version {version}, this program knows {SCHEMA_VERSION}"
+                    )));
+                }
+                if version == 1 {
+                    migrate_1_to_2(&tx)?;
+                }
+                if version == 1 || version == 2 {
+                    migrate_2_to_3(&tx)?;
+                }
+                tx.execute_batch(SCHEMA)?;
+                if version != SCHEMA_VERSION {
+                    tx.execute_batch(&format!("PRAGMA user_version = {SCHEMA_VERSION}"))?;
+                }
+                tx.commit()?;
+                Ok(())
+            })();
+            conn.execute_batch("PRAGMA foreign_keys = ON;")?;
+            migrated?;
         }
         Ok(Store {
             conn,

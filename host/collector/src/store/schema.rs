@@ -198,11 +198,10 @@ pub(super) fn kind_key(k: &ReportKind) -> String {
     )
 }
 
-pub(super) fn migrate_1_to_2(conn: &Connection) -> Result<(), StoreError> {
-    // Foreign keys are off while the tables are rebuilt (the pragma is a no-op
-    // inside a transaction, so it is set around it).
-    conn.execute_batch("PRAGMA foreign_keys = OFF;")?;
-    let tx = conn.unchecked_transaction()?;
+/// Schema version 1 to 2, inside the caller's write transaction (`tx`), with
+/// foreign keys off (the caller sets them around the transaction: the pragma is a
+/// no-op inside one).
+pub(super) fn migrate_1_to_2(tx: &Connection) -> Result<(), StoreError> {
     tx.execute_batch(MIGRATE_1_TO_2)?;
     tx.execute_batch(SCHEMA_V2)?;
     tx.execute_batch(
@@ -226,17 +225,13 @@ pub(super) fn migrate_1_to_2(conn: &Connection) -> Result<(), StoreError> {
         }
     }
     tx.execute_batch("PRAGMA user_version = 2;")?;
-    tx.commit()?;
-    conn.execute_batch("PRAGMA foreign_keys = ON;")?;
     Ok(())
 }
 
 /// Schema version 2 to 3: frames gain their body (NULL for the frames stored
 /// before, whose reports stay rows of `reports`). SQLite adds a nullable column
-/// without rewriting the table.
-pub(super) fn migrate_2_to_3(conn: &Connection) -> Result<(), StoreError> {
-    let tx = conn.unchecked_transaction()?;
+/// without rewriting the table. Inside the caller's write transaction (`tx`).
+pub(super) fn migrate_2_to_3(tx: &Connection) -> Result<(), StoreError> {
     tx.execute_batch("ALTER TABLE frames ADD COLUMN body BLOB; PRAGMA user_version = 3;")?;
-    tx.commit()?;
     Ok(())
 }
