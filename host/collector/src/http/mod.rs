@@ -334,7 +334,10 @@ pub struct Collector {
 
 impl Collector {
     /// A collector over `store`, its aggregate rebuilt from the stored reports.
-    pub fn new(store: Store, policy: Policy, quiet: bool) -> Result<Collector, StoreError> {
+    /// Refuses a database with more devices than the collector holds in memory
+    /// ([`StoreError::TooManyDevices`]).
+    pub fn new(mut store: Store, policy: Policy, quiet: bool) -> Result<Collector, StoreError> {
+        store.prepare_intake()?;
         let (aggregates, open) = Aggregates::from_store_within(&store, &policy)?;
         if aggregates.held_back() > 0 {
             eprintln!(

@@ -61,6 +61,14 @@ pub enum StoreError {
         /// Its schema version (`PRAGMA user_version`).
         found: i64,
     },
+    /// More devices are provisioned than the intake cache holds
+    /// ([`Store::MAX_DEVICES`]): the collector refuses to start on this database.
+    TooManyDevices {
+        /// Provisioned devices.
+        devices: usize,
+        /// The most the collector serves.
+        max: usize,
+    },
 }
 
 impl fmt::Display for StoreError {
@@ -81,6 +89,11 @@ impl fmt::Display for StoreError {
                 "{path}: a database of schema version {found}, newer than this program's \
                  {SCHEMA_VERSION}: read it with a newer privq"
             ),
+            StoreError::TooManyDevices { devices, max } => write!(
+                f,
+                "{devices} devices are provisioned; the collector holds every device's key in \
+                 memory and serves at most {max}"
+            ),
         }
     }
 }
@@ -92,7 +105,8 @@ impl std::error::Error for StoreError {
             StoreError::Corrupt(_)
             | StoreError::NotFound(_)
             | StoreError::NotAStore(_)
-            | StoreError::SchemaVersion { .. } => None,
+            | StoreError::SchemaVersion { .. }
+            | StoreError::TooManyDevices { .. } => None,
         }
     }
 }
@@ -153,7 +167,8 @@ struct DeviceState {
     generation: i64,
     /// The kinds of its stored reports; read on its first authenticated frame
     /// (`None` until then), so that the work before the tag is checked is the same
-    /// for every device id, provisioned or not, whatever its history.
+    /// for every device id, provisioned or not, whatever its history (the row
+    /// itself is read with the whole `devices` table when the cache is built).
     kinds: Option<KindSet>,
 }
 
@@ -246,10 +261,8 @@ impl Store {
             // rebuilt (the pragma is a no-op inside a transaction).
             conn.execute_batch("PRAGMA foreign_keys = OFF;")?;
             let migrated = (|| -> Result<(), StoreError> {
-                let tx = rusqlite::Transaction::new_unchecked(
-                    &conn,
-                    TransactionBehavior::Immediate,
-                )?;
+                let tx =
+                    rusqlite::Transaction::new_unchecked(&conn, TransactionBehavior::Immediate)?;
                 let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
                 if version > SCHEMA_VERSION {
                     return Err(StoreError::Corrupt(format!(
@@ -374,7 +387,7 @@ impl Store {
         if n == 0 {
             return Err(ProvisionError::Exists { device });
         }
-        self.intake.devices.remove(&device);
+        self.intake.invalidate();
         Ok(())
     }
 
@@ -419,7 +432,7 @@ impl Store {
             ],
         )?;
         tx.commit()?;
-        self.intake.devices.remove(&device);
+        self.intake.invalidate();
         Ok(generation)
     }
 
@@ -434,7 +447,7 @@ impl Store {
         if n == 0 {
             return Err(ProvisionError::NotProvisioned { device });
         }
-        self.intake.devices.remove(&device);
+        self.intake.invalidate();
         Ok(())
     }
 
@@ -628,7 +641,7 @@ impl Store {
             .map(|(&bytes, status)| {
                 let verdict = status.verdict()?;
                 let device = upload::peek_header(bytes).ok()?.device;
-                let state = self.intake.devices.get(&device)?.as_ref()?;
+                let state = self.intake.devices.get(&device)?;
                 verdict.tag(&state.key, bytes)
             })
             .collect()
@@ -648,19 +661,9 @@ impl Store {
         let Store { conn, intake } = self;
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         // Under the write lock: if another connection (provisioning, a rotation, a
-        // new cap, an edit) committed since the last batch, the cache is dropped.
-        let version: i64 = tx.query_row("PRAGMA data_version", [], |r| r.get(0))?;
-        // The cache is also dropped when it holds too much (it is read again as
-        // devices send), so its memory is bounded whatever the fleet's size.
-        if intake.data_version != Some(version)
-            || intake.devices.len() > CACHED_DEVICES
-            || intake.kinds > CACHED_KINDS
-        {
-            *intake = Intake {
-                data_version: Some(version),
-                ..Intake::default()
-            };
-        }
+        // new cap, an edit) committed since the last batch, the cache is built again
+        // from the whole `devices` table.
+        intake.refresh(&tx)?;
         // What this batch changes, per device: entered into the cache after the commit.
         let mut pending: HashMap<u64, Pending> = HashMap::new();
         let mut statuses = Vec::with_capacity(frames.len());
@@ -689,11 +692,9 @@ impl Store {
                 }
             };
             let device = header.device;
-            let state = match intake.devices.entry(device) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => e.insert(load_device(&tx, device)?),
-            };
-            let Some(state) = state else {
+            // Before the tag is checked: one probe of the cache, which holds every
+            // provisioned device, whatever the id (no SQL, nothing inserted).
+            let Some(state) = intake.devices.get_mut(&device) else {
                 // Verify under a secret dummy key anyway, so an unknown id costs the
                 // same work as a bad tag (the client sees `unauthenticated` for both).
                 // The key is random per process: with a fixed one, a client could tag
@@ -721,6 +722,7 @@ impl Store {
             if state.kinds.is_none() {
                 let kinds = load_kinds(&tx, device, &mut intake.legacy)?;
                 intake.kinds += kinds.len();
+                intake.sets += 1;
                 state.kinds = Some(kinds);
             }
             let tag = bytes
@@ -824,9 +826,12 @@ impl Store {
         }
         tx.commit()?;
         for (device, p) in pending {
-            if let Some(Some(state)) = intake.devices.get_mut(&device) {
+            if let Some(state) = intake.devices.get_mut(&device) {
                 state.spent = Some(p.spent);
                 intake.kinds += p.kinds.len();
+                if state.kinds.is_none() {
+                    intake.sets += 1;
+                }
                 state.kinds.get_or_insert_default().extend(p.kinds);
             }
         }
@@ -838,16 +843,19 @@ impl Store {
     }
 }
 
-/// What [`Store::submit`] keeps between batches: each device it has seen (`None`:
-/// not provisioned) as committed, and whether the database holds report rows of
-/// schema versions 1 and 2. Valid while `PRAGMA data_version` stays
-/// `data_version` (no other connection has committed).
+/// What [`Store::submit`] keeps between batches: every provisioned device as
+/// committed (read whole from `devices` when the cache is built; an unknown id is
+/// never entered), each device's reported kinds once read, and whether the
+/// database holds report rows of schema versions 1 and 2. Valid while `PRAGMA
+/// data_version` stays `data_version` (no other connection has committed).
 #[derive(Debug, Default)]
 struct Intake {
     data_version: Option<i64>,
-    devices: HashMap<u64, Option<DeviceState>>,
+    devices: HashMap<u64, DeviceState>,
     /// Reported kinds held by `devices`.
     kinds: usize,
+    /// Devices whose kinds are held.
+    sets: usize,
     legacy: Option<bool>,
 }
 
@@ -855,10 +863,98 @@ struct Intake {
 /// most 65 535 bytes, a report shorter; with a margin.
 pub const READ_LENGTH_LIMIT: i32 = 1 << 17;
 
-/// Devices [`Intake`] holds before it is dropped at the start of a batch.
-const CACHED_DEVICES: usize = 1 << 20;
-/// Reported kinds [`Intake`] holds before it is dropped (about 64 bytes each).
-const CACHED_KINDS: usize = 1 << 22;
+/// Estimated bytes of the cache per device (its entry in a hash table at most
+/// half full, plus the table's control byte).
+const DEVICE_BYTES: usize = 2 * (std::mem::size_of::<(u64, DeviceState)>() + 1);
+/// Estimated bytes per held set of kinds (the smallest allocated table: 4 slots
+/// and 16 control bytes).
+const SET_BYTES: usize = 4 * (std::mem::size_of::<ReportKind>() + 1) + 16;
+/// Estimated bytes per held kind (its slot in a table at most half full).
+const KIND_BYTES: usize = 2 * (std::mem::size_of::<ReportKind>() + 1);
+/// The cache's memory bound (estimated): the devices take at most half of it
+/// ([`Store::MAX_DEVICES`]); past it, the kinds are dropped (read again after each
+/// device's next authenticated frame).
+const CACHE_BYTES: usize = 1 << 30;
+
+impl Store {
+    /// The most devices the collector serves: their keys, caps and spent ε are
+    /// held in memory (about [`DEVICE_BYTES`] each, half of the cache's bound).
+    /// A collector refuses to start on a database holding more, and a batch that
+    /// finds more (provisioned since it started) fails, nothing stored
+    /// ([`StoreError::TooManyDevices`]).
+    pub const MAX_DEVICES: usize = CACHE_BYTES / 2 / DEVICE_BYTES;
+
+    /// Builds the intake cache now (as the first batch would), so that a
+    /// collector refuses to start on a database with more than
+    /// [`Store::MAX_DEVICES`] devices ([`StoreError::TooManyDevices`]).
+    pub fn prepare_intake(&mut self) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        self.intake.refresh(&tx)?;
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+impl Intake {
+    /// Forgets everything: the next batch builds the cache again (after a change
+    /// on the store's own connection, which `data_version` does not show).
+    fn invalidate(&mut self) {
+        self.data_version = None;
+    }
+
+    /// Estimated bytes held.
+    fn bytes(&self) -> usize {
+        self.devices.len() * DEVICE_BYTES + self.sets * SET_BYTES + self.kinds * KIND_BYTES
+    }
+
+    /// Inside a transaction: builds the cache again from the whole `devices` table
+    /// if another connection committed (or on the first batch), and drops the held
+    /// kinds if they take the cache past [`CACHE_BYTES`].
+    fn refresh(&mut self, tx: &rusqlite::Transaction<'_>) -> Result<(), StoreError> {
+        let version: i64 = tx.query_row("PRAGMA data_version", [], |r| r.get(0))?;
+        if self.data_version != Some(version) {
+            *self = Intake::default();
+            let n: i64 = tx.query_row("SELECT count(*) FROM devices", [], |r| r.get(0))?;
+            let n = usize::try_from(n).unwrap_or(usize::MAX);
+            if n > Store::MAX_DEVICES {
+                return Err(StoreError::TooManyDevices {
+                    devices: n,
+                    max: Store::MAX_DEVICES,
+                });
+            }
+            let mut devices = HashMap::with_capacity(n);
+            let mut st = tx.prepare("SELECT device, key, cap, spent, generation FROM devices")?;
+            let mut rows = st.query([])?;
+            while let Some(r) = rows.next()? {
+                let device = undev(r.get(0)?);
+                let key: [u8; KEY_LEN] = blob(r, 1)?
+                    .try_into()
+                    .map_err(|_| StoreError::Corrupt(format!("key of device {device}")))?;
+                let cap: String = r.get(2)?;
+                let spent: Option<String> = r.get(3)?;
+                devices.insert(
+                    device,
+                    DeviceState {
+                        key: DeviceKey::new(key),
+                        cap: parse_eps(&cap)?,
+                        spent: spent.as_deref().map(parse_eps).transpose()?,
+                        generation: r.get(4)?,
+                        kinds: None,
+                    },
+                );
+            }
+            self.devices = devices;
+            self.data_version = Some(version);
+        } else if self.bytes() > CACHE_BYTES {
+            for state in self.devices.values_mut() {
+                state.kinds = None;
+            }
+            self.kinds = 0;
+            self.sets = 0;
+        }
+        Ok(())
+    }
+}
 
 /// A device's changes in the batch being stored.
 struct Pending {
@@ -907,32 +1003,6 @@ impl std::hash::Hasher for KindHasher {
     fn finish(&self) -> u64 {
         self.0
     }
-}
-
-/// Loads a device (`None`: not provisioned); its kinds are read by [`load_kinds`].
-fn load_device(
-    tx: &rusqlite::Transaction<'_>,
-    device: u64,
-) -> Result<Option<DeviceState>, StoreError> {
-    let row: Option<(Vec<u8>, String, Option<String>, i64)> = tx
-        .prepare_cached("SELECT key, cap, spent, generation FROM devices WHERE device = ?1")?
-        .query_row(params![dev(device)], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
-        })
-        .optional()?;
-    let Some((key, cap, spent, generation)) = row else {
-        return Ok(None);
-    };
-    let key: [u8; KEY_LEN] = key
-        .try_into()
-        .map_err(|_| StoreError::Corrupt(format!("key of device {device}")))?;
-    Ok(Some(DeviceState {
-        key: DeviceKey::new(key),
-        cap: parse_eps(&cap)?,
-        spent: spent.as_deref().map(parse_eps).transpose()?,
-        generation,
-        kinds: None,
-    }))
 }
 
 /// The kinds of a device's stored reports (one report per device and kind): from

@@ -1402,3 +1402,338 @@ fn reports_without_frames_and_frames_without_devices_are_corrupt() {
         assert!(matches!(e, StoreError::Corrupt(_)), "{what}: {e}");
     }
 }
+
+// ---------------------------------------------------------------- rev77 audit reproducers
+
+/// A one-report frame of `device` (epoch 0, sequence `seq`, query `q`) under `key`.
+fn rev77_frame(key: &DeviceKey, device: u64, seq: u32, q: u16) -> Vec<u8> {
+    let mut buf = vec![0u8; 256];
+    let mut w = FrameWriter::new(&mut buf, device, 0, seq).unwrap();
+    let [q0, q1] = q.to_le_bytes();
+    w.push(&[1, 8, q0, q1, 1, 0, 64, 0, 0, 0, 0, 0, 1]).unwrap();
+    let n = w.finish(key).unwrap();
+    buf.truncate(n);
+    buf
+}
+
+fn rev77_key(d: u64) -> DeviceKey {
+    let mut k = [0u8; 32];
+    k[..8].copy_from_slice(&d.to_le_bytes());
+    k[8] = 0xa5;
+    DeviceKey::new(k)
+}
+
+/// Provisions ids in one transaction on the store's own connection (fast; the cache
+/// is empty at this point anyway).
+fn rev77_provision(s: &mut Store, ids: impl Iterator<Item = u64>) {
+    let tx = s.conn.transaction().unwrap();
+    {
+        let mut st = tx
+            .prepare("INSERT INTO devices (device, key, cap, spent, generation) VALUES (?1, ?2, '1000000', NULL, 0)")
+            .unwrap();
+        for d in ids {
+            st.execute(params![dev(d), rev77_key(d).as_bytes().as_slice()])
+                .unwrap();
+        }
+    }
+    tx.commit().unwrap();
+}
+
+fn rev77_policy() -> Policy {
+    Policy {
+        max_groups: 1 << 16,
+        max_groups_per_device: 1 << 16,
+        max_items: 1 << 30,
+        max_items_per_device: 1 << 30,
+        ..Policy::default()
+    }
+}
+
+thread_local! {
+    /// SQL statements started and rows produced on this thread's traced connections.
+    static SQL_WORK: std::cell::Cell<(u64, u64)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+fn count_sql(e: rusqlite::trace::TraceEvent<'_>) {
+    SQL_WORK.with(|w| {
+        let (stmts, rows) = w.get();
+        match e {
+            rusqlite::trace::TraceEvent::Stmt(..) => w.set((stmts + 1, rows)),
+            rusqlite::trace::TraceEvent::Row(..) => w.set((stmts, rows + 1)),
+            _ => {}
+        }
+    });
+}
+
+/// The SQL work (statements, rows) of one `submit` of `frames`.
+fn sql_work_of(s: &mut Store, frames: &[Vec<u8>], p: &Policy, open: &mut OpenGroups) -> (u64, u64) {
+    let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+    SQL_WORK.with(|w| w.set((0, 0)));
+    let (st, _) = s.submit(&refs, p, open).unwrap();
+    // Every answer is the same `unauthenticated`.
+    assert!(
+        st.iter()
+            .all(|x| matches!(x, FrameStatus::Rejected(r) if r.wire_name() == "unauthenticated")),
+        "{st:?}"
+    );
+    SQL_WORK.with(std::cell::Cell::get)
+}
+
+/// rev77 (HIGH): the work before a frame's tag is checked is the same whatever its
+/// device id — active provisioned (its kinds cached), idle provisioned, or unknown —
+/// so a client without keys cannot tell them apart by time. Asserted on the work,
+/// not on time: the SQL statements run and rows read by a batch of forged frames
+/// (none per frame; the cache holds the whole `devices` table), on a warm cache and
+/// on the batch that builds it, and no entry is made for an unknown id.
+#[test]
+fn rev77_forged_frames_cost_the_same_work_whatever_the_id() {
+    const N: u64 = 256;
+    let mut s = Store::open(&temp_db("rev77-work")).unwrap();
+    let p = rev77_policy();
+    let mut open = OpenGroups::default();
+    let active = 0..N;
+    // Idle provisioned ids and unknown ids interleaved (even / odd).
+    let idle = || ((1u64 << 40) / 2..(1u64 << 40) / 2 + N).map(|i| 2 * i);
+    let unknown = || ((1u64 << 40) / 2..(1u64 << 40) / 2 + N).map(|i| 2 * i + 1);
+    rev77_provision(&mut s, active.clone());
+    rev77_provision(&mut s, idle());
+    // The fleet at work: every active device sends one authenticated frame.
+    let fs: Vec<Vec<u8>> = active
+        .clone()
+        .map(|d| rev77_frame(&rev77_key(d), d, 0, 0))
+        .collect();
+    let refs: Vec<&[u8]> = fs.iter().map(Vec::as_slice).collect();
+    let (st, _) = s.submit(&refs, &p, &mut open).unwrap();
+    assert!(st.iter().all(FrameStatus::acknowledged));
+    assert!(active.clone().all(|d| s.intake.devices[&d].kinds.is_some()));
+    let forged = |ids: Vec<u64>| -> Vec<Vec<u8>> {
+        ids.into_iter()
+            .map(|d| rev77_frame(&DeviceKey::new([0x77; 32]), d, 9, 9))
+            .collect()
+    };
+    let sets: [Vec<u64>; 3] = [
+        active.clone().collect(),
+        idle().collect(),
+        unknown().collect(),
+    ];
+    s.conn.trace_v2(
+        rusqlite::trace::TraceEventCodes::SQLITE_TRACE_STMT
+            | rusqlite::trace::TraceEventCodes::SQLITE_TRACE_ROW,
+        Some(count_sql),
+    );
+    let mut warm = Vec::new();
+    let mut cold = Vec::new();
+    for ids in &sets {
+        // A whole batch of forged frames, and one of a single frame.
+        warm.push(sql_work_of(&mut s, &forged(ids.clone()), &p, &mut open));
+        warm.push(sql_work_of(&mut s, &forged(vec![ids[0]]), &p, &mut open));
+        // The batch that builds the cache (first batch, or after another commit).
+        s.intake.invalidate();
+        cold.push(sql_work_of(&mut s, &forged(ids.clone()), &p, &mut open));
+    }
+    eprintln!("SQL (statements, rows) per batch: warm {warm:?}, building the cache {cold:?}");
+    assert!(warm.iter().all(|w| *w == warm[0]), "{warm:?}");
+    assert!(cold.iter().all(|w| *w == cold[0]), "{cold:?}");
+    // Building reads the devices once (2N rows), whatever the frames.
+    assert!(cold[0].1 >= 2 * N, "{cold:?}");
+    // No entry for an unknown id.
+    assert_eq!(s.intake.devices.len(), 2 * N as usize);
+    assert!(sets[2].iter().all(|d| !s.intake.devices.contains_key(d)));
+}
+
+/// rev77 (MEDIUM): unauthenticated frames of random ids leave nothing in the
+/// intake cache, so they can neither grow it nor force a drop that would make
+/// legitimate devices re-read their histories.
+#[test]
+fn rev77_random_ids_leave_the_cache_alone() {
+    let mut s = Store::open(&temp_db("rev77-flood")).unwrap();
+    let p = rev77_policy();
+    let mut open = OpenGroups::default();
+    let legit = 5u64;
+    rev77_provision(&mut s, std::iter::once(legit));
+    let k = rev77_key(legit);
+    let fs: Vec<Vec<u8>> = (0..100)
+        .map(|i| rev77_frame(&k, legit, i, i as u16))
+        .collect();
+    let refs: Vec<&[u8]> = fs.iter().map(Vec::as_slice).collect();
+    let (st, _) = s.submit(&refs, &p, &mut open).unwrap();
+    assert!(st.iter().all(FrameStatus::acknowledged));
+    let held = (s.intake.kinds, s.intake.sets);
+    assert_eq!(held, (100, 1));
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..64 {
+        let mut fs = Vec::with_capacity(1024);
+        for _ in 0..1024 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Header by hand (count 1, no body): framing passes, the tag fails.
+            let len = (FRAME_HEADER_LEN + TAG_LEN) as u16;
+            let mut f = Vec::with_capacity(len as usize);
+            f.extend_from_slice(b"PQUF");
+            f.push(1);
+            f.extend_from_slice(&len.to_le_bytes());
+            f.extend_from_slice(&x.to_le_bytes());
+            f.extend_from_slice(&[0; 8]);
+            f.extend_from_slice(&1u16.to_le_bytes());
+            f.extend_from_slice(&[0; TAG_LEN]);
+            fs.push(f);
+        }
+        let refs: Vec<&[u8]> = fs.iter().map(Vec::as_slice).collect();
+        let (st, _) = s.submit(&refs, &p, &mut open).unwrap();
+        assert!(
+            st.iter().all(|x| matches!(x, FrameStatus::Rejected(_))),
+            "{:?}",
+            st[0]
+        );
+        assert_eq!(s.intake.devices.len(), 1);
+        assert_eq!((s.intake.kinds, s.intake.sets), held);
+    }
+}
+
+/// rev77 (MEDIUM): past the cache's byte bound the held kinds are dropped, never
+/// the devices; a device's kinds are read again after its next authenticated frame
+/// and the one-report-per-kind rule holds throughout.
+#[test]
+fn rev77_kinds_past_the_byte_bound_are_dropped_and_read_again() {
+    let mut s = Store::open(&temp_db("rev77-bound")).unwrap();
+    let p = rev77_policy();
+    let mut open = OpenGroups::default();
+    rev77_provision(&mut s, 0..4);
+    let (st, _) = s
+        .submit(&[&rev77_frame(&rev77_key(1), 1, 0, 0)], &p, &mut open)
+        .unwrap();
+    assert!(st[0].acknowledged());
+    assert!(s.intake.devices[&1].kinds.is_some());
+    // As if the cache held more than its bound.
+    s.intake.kinds = CACHE_BYTES / KIND_BYTES + 1;
+    assert!(s.intake.bytes() > CACHE_BYTES);
+    let (st, _) = s
+        .submit(&[&rev77_frame(&rev77_key(1), 1, 1, 0)], &p, &mut open)
+        .unwrap();
+    assert_eq!(
+        st[0],
+        FrameStatus::Rejected(Rejection::AlreadyReported { index: 0 })
+    );
+    assert_eq!(s.intake.devices.len(), 4);
+    assert_eq!((s.intake.kinds, s.intake.sets), (1, 1));
+    eprintln!(
+        "estimates: {DEVICE_BYTES} bytes per device, {SET_BYTES} per kind set, {KIND_BYTES} per kind; \
+         at most {} devices",
+        Store::MAX_DEVICES
+    );
+}
+
+/// Checks found sound: repeats and conflicts inside one batch, budget across frames
+/// of one batch, duplicate winning over budget and kind after a restart, own-
+/// connection set_cap and rotation between batches.
+#[test]
+fn rev77_batch_internal_replay_budget_and_cache_are_sound() {
+    let path = temp_db("rev77-sound");
+    let p = rev77_policy();
+    let k = rev77_key(1);
+    {
+        let mut s = Store::open(&path).unwrap();
+        s.provision(1, &k, eps(3, 64)).unwrap();
+        let mut open = OpenGroups::default();
+        let a = rev77_frame(&k, 1, 0, 0);
+        let a2 = rev77_frame(&k, 1, 0, 1); // same replay key, another report
+        let b = rev77_frame(&k, 1, 1, 2);
+        let c = rev77_frame(&k, 1, 2, 3);
+        let d = rev77_frame(&k, 1, 3, 4);
+        let (st, fresh) = s
+            .submit(&[&a, &a, &a2, &b, &c, &d, &b], &p, &mut open)
+            .unwrap();
+        assert!(matches!(st[0], FrameStatus::Accepted { .. }), "{st:?}");
+        assert!(matches!(st[1], FrameStatus::Duplicate { .. }), "{st:?}");
+        assert_eq!(st[2], FrameStatus::Rejected(Rejection::Conflict));
+        assert!(matches!(st[3], FrameStatus::Accepted { .. }), "{st:?}");
+        assert!(matches!(st[4], FrameStatus::Accepted { .. }), "{st:?}");
+        assert_eq!(st[5], FrameStatus::Rejected(Rejection::BudgetExceeded));
+        assert!(matches!(st[6], FrameStatus::Duplicate { .. }), "{st:?}");
+        assert_eq!(fresh.len(), 3);
+        assert_eq!(s.devices().unwrap()[0].spent, Some(eps(3, 64)));
+        // Same batch again: all duplicates (budget exhausted, kinds reported).
+        let (st, fresh) = s.submit(&[&d, &c, &a, &b], &p, &mut open).unwrap();
+        assert_eq!(st[0], FrameStatus::Rejected(Rejection::BudgetExceeded));
+        assert!(
+            st[1..]
+                .iter()
+                .all(|x| matches!(x, FrameStatus::Duplicate { .. })),
+            "{st:?}"
+        );
+        assert!(fresh.is_empty());
+        // set_cap on the store's own connection reaches the cache.
+        s.set_cap(1, eps(4, 64)).unwrap();
+        let (st, _) = s.submit(&[&d], &p, &mut open).unwrap();
+        assert!(matches!(st[0], FrameStatus::Accepted { .. }), "{st:?}");
+    }
+    // Restart: a replayed frame is the device's first (kinds loaded lazily).
+    let mut s = Store::open(&path).unwrap();
+    let mut open = OpenGroups::default();
+    let (st, _) = s
+        .submit(
+            &[&rev77_frame(&k, 1, 1, 2), &rev77_frame(&k, 1, 9, 2)],
+            &p,
+            &mut open,
+        )
+        .unwrap();
+    assert!(matches!(st[0], FrameStatus::Duplicate { .. }), "{st:?}");
+    assert_eq!(
+        st[1],
+        FrameStatus::Rejected(Rejection::AlreadyReported { index: 0 })
+    );
+    // Rotation on the same connection: new replay space, old kinds stay.
+    let k2 = rev77_key(99);
+    s.rotate(1, &k2, eps(100, 1)).unwrap();
+    let (st, _) = s
+        .submit(
+            &[
+                &rev77_frame(&k, 1, 0, 0),
+                &rev77_frame(&k2, 1, 0, 0),
+                &rev77_frame(&k2, 1, 0, 7),
+            ],
+            &p,
+            &mut open,
+        )
+        .unwrap();
+    assert_eq!(
+        st[0],
+        FrameStatus::Rejected(Rejection::Frame(FrameReject::Mac))
+    );
+    assert_eq!(
+        st[1],
+        FrameStatus::Rejected(Rejection::AlreadyReported { index: 0 })
+    );
+    assert!(matches!(st[2], FrameStatus::Accepted { .. }), "{st:?}");
+    assert_eq!(s.reports().unwrap().len(), 5);
+}
+
+/// rev77 (LOW): two programs opening a version-2 database at once (the upgraded
+/// collector starting while `privq serve provision` runs) both read version 2; the
+/// second, waiting for the first's write lock, finds the database migrated instead
+/// of failing on "duplicate column name: body".
+#[test]
+fn rev77_concurrent_first_opens_of_a_version_2_database() {
+    let path = temp_db("rev77-migrate-race");
+    version_2_database(&path, &fleet_frames(1, 2, 2));
+    // The other program's migration, holding the write lock while this one opens.
+    let other = Connection::open(&path).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE;").unwrap();
+    let p2 = path.clone();
+    let opener = std::thread::spawn(move || Store::open(&p2).map(|_| ()));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    other
+        .execute_batch("ALTER TABLE frames ADD COLUMN body BLOB; PRAGMA user_version = 3; COMMIT;")
+        .unwrap();
+    let r = opener.join().unwrap();
+    // The version is read again under the write lock: the database is found
+    // migrated, not migrated twice.
+    assert!(r.is_ok(), "{r:?}");
+    let s = Store::open(&path).unwrap();
+    let v: i64 = s
+        .conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, SCHEMA_VERSION);
+}
