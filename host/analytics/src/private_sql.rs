@@ -51,6 +51,7 @@ use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BinaryArray, BooleanArray, StringArray, StringBuilder,
@@ -232,6 +233,19 @@ struct Shared {
     public: Option<HashSet<String>>,
     /// The plan's bounds, grid and limits, and the bounding key.
     partial: Partial,
+    /// The rows read so far, in every partition: past `max_rows` the query stops
+    /// (the in-process reader then names the refusal), so what DataFusion reads
+    /// and keeps grows with the cap, not with the file.
+    seen: AtomicU64,
+    /// The row cap ([`Table::from_csv`]'s `max_rows`).
+    max_rows: u64,
+}
+
+/// The error that stops the query once the table is refused (over the row cap,
+/// or an invalid row the plan does not drop); the in-process reader then reads
+/// the file up to the same row and gives its typed error.
+fn refused(what: &str) -> DataFusionError {
+    DataFusionError::Execution(format!("{BOUND}: the table is refused ({what})"))
 }
 
 impl Shared {
@@ -246,6 +260,15 @@ impl Shared {
         mut keep: impl FnMut(usize, Option<&str>, &str, &[u64]),
     ) -> DfResult<()> {
         let n = values.first().map_or(0, |a| a.len());
+        let counted = match filter {
+            Some(f) => (0..n).filter(|&r| f.is_valid(r) && f.value(r)).count(),
+            None => n,
+        } as u64;
+        // Counted before any row is read: once the rows of every partition pass
+        // the cap the table is refused, whatever the other partitions still hold.
+        if self.seen.fetch_add(counted, Ordering::Relaxed) + counted > self.max_rows {
+            return Err(refused("more rows than the cap"));
+        }
         let texts = values
             .get(1..)
             .unwrap_or(&[])
@@ -275,7 +298,11 @@ impl Shared {
                 }
             };
             match self.reader.read_encoded(&field, 0, &mut parsed, &mut key) {
-                Err(_) => count(r, true),
+                Err(_) => {
+                    // An invalid row the plan does not drop refuses the table.
+                    count(r, true);
+                    return Err(refused("an invalid row"));
+                }
                 Ok(kept) => {
                     count(r, false);
                     if !kept || self.public.as_ref().is_some_and(|p| !p.contains(&key)) {
@@ -541,6 +568,20 @@ fn quote(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 
+/// Refuses a table path that is not a regular file (a directory, which DataFusion
+/// would read every file under, a pipe or a device), with the same error on both
+/// engines.
+pub fn check_table_file(path: &Path) -> std::io::Result<()> {
+    if std::fs::metadata(path)?.is_file() {
+        Ok(())
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file: privq sql reads a table from one regular file",
+        ))
+    }
+}
+
 /// The table an engine reads.
 #[derive(Clone, Copy)]
 enum Source<'a> {
@@ -559,6 +600,7 @@ impl Source<'_> {
     fn in_process(&self, columns: &Columns, max_rows: usize) -> Result<Table, EngineError> {
         match self {
             Source::Csv(path) => {
+                check_table_file(path)?;
                 let file = std::fs::File::open(path)?;
                 Ok(Table::from_csv(
                     std::io::BufReader::new(file),
@@ -609,6 +651,7 @@ pub fn table_parquet(
 ) -> Result<Table, EngineError> {
     use datafusion::parquet::arrow::ProjectionMask;
     use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    check_table_file(path)?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path)?)?;
     let schema = builder.schema().clone();
     let header: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
@@ -686,6 +729,7 @@ async fn totals_async(
             ),
         )));
     }
+    check_table_file(source.path())?;
     let path = std::path::absolute(source.path())?;
     let extension = path
         .extension()
@@ -693,7 +737,8 @@ async fn totals_async(
         .unwrap_or_default();
     let config = SessionConfig::new().with_target_partitions(partitions.max(1));
     let ctx = SessionContext::new_with_config(config);
-    let header: Vec<String> = match source {
+    // The header as the reader sees it, and each column's name in DataFusion's SQL.
+    let (header, names): (Vec<String>, Vec<String>) = match source {
         Source::Csv(_) => {
             // The header as the in-process reader sees it.
             let header: Vec<String> = {
@@ -708,10 +753,12 @@ async fn totals_async(
             if header.is_empty() {
                 return Err(AggregateError::EmptyTable.into());
             }
+            // Positional names (`c0`, `c1`, …): the header's own names never reach
+            // DataFusion (a name repeated in the header, empty or quoted, is the
+            // reader's business alone, as in process).
             let schema = Schema::new(
-                header
-                    .iter()
-                    .map(|h| Field::new(h, DataType::Utf8, true))
+                (0..header.len())
+                    .map(|i| Field::new(format!("c{i}"), DataType::Utf8, true))
                     .collect::<Vec<_>>(),
             );
             // `newlines_in_values`: a quoted value may hold a newline, so DataFusion
@@ -726,14 +773,16 @@ async fn totals_async(
                 .newlines_in_values(true);
             ctx.register_csv("t", &path.to_string_lossy(), options)
                 .await?;
-            header
+            let names = (0..header.len()).map(|i| format!("c{i}")).collect();
+            (header, names)
         }
         Source::Parquet(_) => {
             let options = ParquetReadOptions::default().file_extension(&extension);
             ctx.register_parquet("t", &path.to_string_lossy(), options)
                 .await?;
             let schema = ctx.table_provider("t").await?.schema();
-            schema.fields().iter().map(|f| f.name().clone()).collect()
+            let header: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+            (header.clone(), header)
         }
     };
     let columns = plan.columns();
@@ -756,6 +805,8 @@ async fn totals_async(
                 .collect()
         }),
         partial: plan.partial(key),
+        seen: AtomicU64::new(0),
+        max_rows: max_rows as u64,
     });
     let per_unit = plan.privacy_unit().is_some();
     ctx.register_udaf(AggregateUDF::from(PrivqBound {
@@ -764,7 +815,7 @@ async fn totals_async(
         per_unit,
     }));
     let mut args = vec!["0".to_string()];
-    args.extend(fields.iter().map(|&h| quote(&header[h])));
+    args.extend(fields.iter().map(|&h| quote(&names[h])));
     let mut query = format!("SELECT {BOUND}({}) FROM t", args.join(", "));
     if let Some(unit) = plan.privacy_unit() {
         // The unit's column, as the reader trims it: one unit, one group.
@@ -779,7 +830,7 @@ async fn totals_async(
             .iter()
             .position(|h| h.trim() == unit)
             .ok_or(EngineError::Shape("the unit's column"))?;
-        query.push_str(&format!(" GROUP BY privq_trim({})", quote(&header[h])));
+        query.push_str(&format!(" GROUP BY privq_trim({})", quote(&names[h])));
     }
     let result = match ctx.sql(&query).await {
         Ok(df) => df.collect().await,
@@ -789,7 +840,9 @@ async fn totals_async(
         Ok(b) => b,
         Err(e) => {
             // A file DataFusion's reader refuses (a row with the wrong number of
-            // fields): the in-process reader's typed error when it refuses it too.
+            // fields), or one `privq_bound` stopped on (more rows than the cap, an
+            // invalid row): the in-process reader's typed error when it refuses it
+            // too, the reading stopped at the same row.
             source.in_process(&columns, max_rows)?;
             return Err(e.into());
         }
@@ -805,7 +858,8 @@ async fn totals_async(
         }
     }
     if all.invalid() > 0 || all.seen() > max_rows as u64 {
-        // The in-process reader names the same line and column.
+        // Not expected (`privq_bound` stops the query first); the in-process
+        // reader names the same line and column.
         source.in_process(&columns, max_rows)?;
         return Err(EngineError::Shape(
             "the engine refused rows the reader accepts",
