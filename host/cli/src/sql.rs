@@ -177,6 +177,7 @@ pub fn run(
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
     let (plan, _, path) = plan(args)?;
+    table_not_directory(&path)?;
     for warning in plan.warnings() {
         writeln!(stderr, "privq: warning: {warning}")?;
     }
@@ -265,6 +266,22 @@ fn engine_release(
         .reserve_for(&accountant, "privq sql", plan.privacy_unit(), stderr)?;
     let release = plan.release_totals(totals, &mut accountant, &mut rng)?;
     Ok((release, accountant))
+}
+
+/// Refuses a directory as a table (named `*.parquet` or not), before either engine
+/// reads it and with the same error: the DataFusion engine would read every file
+/// under it (it refuses any path that is not a regular file the same way).
+fn table_not_directory(path: &std::path::Path) -> Result<(), CliError> {
+    if path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Err(CliError::file(
+            path,
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "not a regular file: privq sql reads a table from one regular file",
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// True for a table path ending in `.parquet` (any case).
@@ -431,6 +448,45 @@ mod tests {
         std::fs::write(&path, "device,region,temp\nd,north,1\ne,south\n").unwrap();
         let a = run("in-process", q.0, q.1).unwrap_err();
         assert_eq!(run("datafusion", q.0, q.1).unwrap_err(), a);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A directory as a table (named `*.parquet` or `*.csv`): refused alike by both
+    /// engines (DataFusion would read every file under it).
+    #[cfg(feature = "analytics")]
+    #[test]
+    fn a_directory_is_refused_by_both_engines() {
+        let dir = std::env::temp_dir().join(format!("privq-sql-dir-{}", std::process::id()));
+        for name in ["d.parquet", "d.csv"] {
+            let d = dir.join(name);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("a.csv"), csv()).unwrap();
+            let table = format!("t={}", d.display());
+            let run = |engine: &str| {
+                let argv = [
+                    "sql",
+                    QUERY,
+                    "--table",
+                    &table,
+                    "--privacy-unit",
+                    "device",
+                    "--bounds",
+                    "temp=0:40",
+                    "--keys",
+                    "region=north,south",
+                    "--epsilon",
+                    "1",
+                    "--seed",
+                    "9",
+                    "--engine",
+                    engine,
+                ];
+                crate::run_with(&argv, "").map_err(|e| e.to_string())
+            };
+            let a = run("in-process").unwrap_err();
+            assert!(a.contains("not a regular file"), "{a}");
+            assert_eq!(run("datafusion").unwrap_err(), a);
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
