@@ -1,6 +1,6 @@
 //! Audit rev76: hostile inputs fed to both engines.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
@@ -66,7 +66,7 @@ fn parquet_with_unit(name: &str, unit: ArrayRef, n: usize) -> PathBuf {
 
 /// Compares the totals of both engines (in process, and by 1, 2 and 4 partitions)
 /// for `path`: true when they agree.
-fn compare_parquet(label: &str, path: &PathBuf) -> bool {
+fn compare_parquet(label: &str, path: &Path) -> bool {
     let mut all_ok = true;
     for (sql, limits, private) in [
         (
