@@ -118,15 +118,10 @@ fn run(
         )?;
         UploadCounters::open(FlashStore::new(flash))?
     };
-    // QEMU has no network: the host reads the frame lines and stands in for the
-    // collector, so the transport answers as a collector that stored the line would —
-    // `accepted`, tagged under the device key — and the uplink checks that tag as it
-    // checks any collector's (`Verdict::delivery`).
     #[cfg(feature = "frames")]
-    let collector_key = device_key(fleet, device)?;
+    let frame_key = device_key(fleet, device)?;
     #[cfg(feature = "frames")]
-    let mut uplink =
-        FirmwareUplink::resume(device, collector_key.clone(), counters.next_sequence());
+    let mut uplink = FirmwareUplink::resume(device, frame_key.clone(), counters.next_sequence());
     #[cfg(feature = "frames")]
     let mut send = |h: &privq_core::upload::FrameHeader, frame: &[u8]| {
         emit(wire::frame_line_head(fleet, device, h.epoch, h.sequence).as_bytes());
@@ -134,9 +129,7 @@ fn run(
             emit(wire::hex_piece(piece).as_bytes());
         }
         emit(b"\n");
-        // The semihosting channel cannot lose a line: the line is stored.
-        let accepted = privq_core::upload::Verdict::Accepted;
-        Some((accepted, accepted.tag(&collector_key, frame)?))
+        collector_answer(&frame_key, frame)
     };
     for step in 0..EPOCHS {
         // With frames, the collection epoch comes from the persisted counters, so a
@@ -448,6 +441,38 @@ mod stack {
     pub fn used() -> u32 {
         0
     }
+}
+
+/// The collector's answer to a frame just sent. QEMU has no network: the host reads
+/// the frame lines and stands in for the collector, and the semihosting channel
+/// cannot lose a line, so the answer is the one a collector that stored the line
+/// would send — `accepted`, tagged under the device key — which the uplink checks as
+/// it checks any collector's (`Verdict::delivery`).
+#[cfg(all(feature = "frames", feature = "qemu"))]
+fn collector_answer(
+    key: &privq_core::upload::DeviceKey,
+    frame: &[u8],
+) -> Option<(
+    privq_core::upload::Verdict,
+    [u8; privq_core::upload::TAG_LEN],
+)> {
+    let accepted = privq_core::upload::Verdict::Accepted;
+    Some((accepted, accepted.tag(key, frame)?))
+}
+
+/// On hardware this example firmware has no transport (`emit` sends nothing), so
+/// there is no answer: every frame stays queued, and once the outbox is full the
+/// device stops releasing (`OutboxFull`) — never acknowledged without a collector.
+/// A port wires its radio here and returns the collector's verdict and tag.
+#[cfg(all(feature = "frames", not(feature = "qemu")))]
+fn collector_answer(
+    _key: &privq_core::upload::DeviceKey,
+    _frame: &[u8],
+) -> Option<(
+    privq_core::upload::Verdict,
+    [u8; privq_core::upload::TAG_LEN],
+)> {
+    None
 }
 
 /// Writes one raw-report line to semihosting stderr (QEMU); nothing on hardware.
