@@ -91,8 +91,10 @@ impl FrameReject {
                 index,
                 reason: RejectReason::from_core(error),
             },
-            // A future core class: the closest safe bucket.
-            _ => FrameReject::BodyLength,
+            // A future core class: not known to come after the tag was verified, so a
+            // transient refusal (a collector never tags it, and a device keeps the frame),
+            // never a permanent rejection of bytes that may not be authenticated.
+            _ => FrameReject::Mac,
         }
     }
 
