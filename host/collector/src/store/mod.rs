@@ -878,7 +878,8 @@ const CACHE_BYTES: usize = 1 << 30;
 
 impl Store {
     /// The most devices the collector serves: their keys, caps and spent ε are
-    /// held in memory (about [`DEVICE_BYTES`] each, half of the cache's bound).
+    /// held in memory (an estimated 242 bytes each; the devices take at most half of the
+    /// cache's 1 GiB bound).
     /// A collector refuses to start on a database holding more, and a batch that
     /// finds more (provisioned since it started) fails, nothing stored
     /// ([`StoreError::TooManyDevices`]).

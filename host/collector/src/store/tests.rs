@@ -1737,3 +1737,11 @@ fn rev77_concurrent_first_opens_of_a_version_2_database() {
         .unwrap();
     assert_eq!(v, SCHEMA_VERSION);
 }
+
+/// The device bound the docs state (`Store::MAX_DEVICES`: 242 estimated bytes per
+/// device, half of a 1 GiB cache).
+#[test]
+fn the_documented_device_bound_holds() {
+    assert_eq!(DEVICE_BYTES, 242);
+    assert_eq!(Store::MAX_DEVICES, (1 << 29) / 242);
+}
