@@ -388,6 +388,10 @@ fn provision(
     };
     let generation = provisioned.map_err(|e| match e {
         ProvisionError::Store(e) => store_error(&args.db, e),
+        full @ ProvisionError::Full { .. } => CliError::Usage {
+            option: "device",
+            message: full.to_string(),
+        },
         other => CliError::Usage {
             option: "rotate",
             message: other.to_string(),

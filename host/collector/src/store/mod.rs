@@ -186,6 +186,12 @@ pub enum ProvisionError {
         /// The device id.
         device: u64,
     },
+    /// [`Store::MAX_DEVICES`] devices are provisioned already: the collector could
+    /// not serve one more ([`StoreError::TooManyDevices`]).
+    Full {
+        /// The most the collector serves.
+        max: usize,
+    },
     /// The store failed.
     Store(StoreError),
 }
@@ -200,6 +206,11 @@ impl fmt::Display for ProvisionError {
             ProvisionError::NotProvisioned { device } => {
                 write!(f, "device {device} is not provisioned: nothing to rotate")
             }
+            ProvisionError::Full { max } => write!(
+                f,
+                "{max} devices are provisioned, the most the collector serves (it holds every \
+                 device's key in memory): nothing added"
+            ),
             ProvisionError::Store(e) => write!(f, "{e}"),
         }
     }
@@ -372,14 +383,32 @@ impl Store {
     }
 
     /// Adds a new device with key generation 0; [`ProvisionError::Exists`] if the
-    /// id is provisioned already (see [`rotate`](Self::rotate)).
+    /// id is provisioned already (see [`rotate`](Self::rotate)),
+    /// [`ProvisionError::Full`] if [`Store::MAX_DEVICES`] are (a collector would
+    /// refuse to start on the database with one more).
     pub fn provision(
         &mut self,
         device: u64,
         key: &DeviceKey,
         cap: Epsilon,
     ) -> Result<(), ProvisionError> {
-        let n = self.conn.execute(
+        self.provision_within(device, key, cap, Store::MAX_DEVICES)
+    }
+
+    /// [`provision`](Self::provision) with `max` devices at most.
+    fn provision_within(
+        &mut self,
+        device: u64,
+        key: &DeviceKey,
+        cap: Epsilon,
+        max: usize,
+    ) -> Result<(), ProvisionError> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let devices: i64 = tx.query_row("SELECT count(*) FROM devices", [], |r| r.get(0))?;
+        let full = usize::try_from(devices).map_or(true, |n| n >= max);
+        let n = tx.execute(
             "INSERT INTO devices (device, key, cap, spent, generation) VALUES (?1, ?2, ?3, NULL, 0)
              ON CONFLICT (device) DO NOTHING",
             params![dev(device), key.as_bytes().as_slice(), cap.to_string()],
@@ -387,6 +416,10 @@ impl Store {
         if n == 0 {
             return Err(ProvisionError::Exists { device });
         }
+        if full {
+            return Err(ProvisionError::Full { max });
+        }
+        tx.commit()?;
         self.intake.invalidate();
         Ok(())
     }

@@ -1745,3 +1745,34 @@ fn the_documented_device_bound_holds() {
     assert_eq!(DEVICE_BYTES, 242);
     assert_eq!(Store::MAX_DEVICES, (1 << 29) / 242);
 }
+
+/// Provisioning stops at the device bound ([`Store::MAX_DEVICES`], here a small
+/// one): one device more would make the collector refuse to start on the database,
+/// so the store refuses to add it and leaves the table as it was (an id already
+/// there is still `Exists`).
+#[test]
+fn provisioning_past_the_device_bound_is_refused() {
+    let path = temp_db("full");
+    let mut s = Store::open(&path).unwrap();
+    let key = DeviceKey::new([7; KEY_LEN]);
+    for d in 0..3 {
+        s.provision_within(d, &key, eps(1, 1), 3).unwrap();
+    }
+    assert!(matches!(
+        s.provision_within(1, &key, eps(1, 1), 3),
+        Err(ProvisionError::Exists { device: 1 })
+    ));
+    let err = s
+        .provision_within(u64::MAX, &key, eps(1, 1), 3)
+        .unwrap_err();
+    assert!(matches!(err, ProvisionError::Full { max: 3 }));
+    assert!(err.to_string().contains("nothing added"), "{err}");
+    let n: i64 = s
+        .conn
+        .query_row("SELECT count(*) FROM devices", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(n, 3);
+    s.provision(u64::MAX, &key, eps(1, 1)).unwrap(); // the real bound is far away
+    drop(s);
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
