@@ -2,7 +2,6 @@
 //! `max_rows` rows per unit and group, chosen by a keyed PRF of the rows' contents
 //! ([`BoundingKey`]), so every engine keeps the same rows whatever their order.
 
-use std::fmt::Write as _;
 use std::hash::Hasher as _;
 
 use privq_core::rand_core::{CryptoRng, Rng};
@@ -145,11 +144,27 @@ impl BoundingKey {
 pub fn encode_key<S: AsRef<str>>(fields: &[S]) -> String {
     let mut out = String::new();
     for f in fields {
-        let f = f.as_ref();
-        // Writing to a String cannot fail.
-        let _ = write!(out, "{}:{f}", f.len());
+        push_key_field(&mut out, f.as_ref());
     }
     out
+}
+
+/// Appends one field of a key encoded as [`encode_key`] does: its length in
+/// decimal, a colon, the field.
+pub(super) fn push_key_field(out: &mut String, field: &str) {
+    let mut digits = [0u8; 20];
+    let (mut n, mut at) = (field.len(), digits.len());
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+    out.push(':');
+    out.push_str(field);
 }
 
 /// The fields of a key encoded by [`encode_key`] (`None` for a text it cannot
@@ -168,27 +183,53 @@ pub fn decode_key(mut text: &str) -> Option<Vec<String>> {
 /// The order of rows of one unit and group under the bounding rule: rank, then
 /// the values (as signed bit patterns), then the index among identical rows.
 pub fn row_order(a: (u64, &[f64], u64), b: (u64, &[f64], u64)) -> std::cmp::Ordering {
-    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits() as i64).collect::<Vec<_>>();
     a.0.cmp(&b.0)
-        .then_with(|| bits(a.1).cmp(&bits(b.1)))
+        .then_with(|| cmp_bits(a.1, b.1))
         .then(a.2.cmp(&b.2))
+}
+
+/// Values compared lexicographically by their bit patterns as signed integers.
+fn cmp_bits(a: &[f64], b: &[f64]) -> std::cmp::Ordering {
+    let a = a.iter().map(|x| x.to_bits() as i64);
+    a.cmp(b.iter().map(|x| x.to_bits() as i64))
+}
+
+/// What bounding reports, in no particular order: every kept row, and every
+/// group of every unit that keeps a row in it.
+pub(super) trait Keep {
+    /// Row `row`, of group key `key`, is kept.
+    fn row(&mut self, key: u32, row: u32);
+    /// One unit keeps at least one row of group key `key` (said once per unit
+    /// and group).
+    fn unit(&mut self, key: u32);
 }
 
 /// The rows that survive bounding, by group key.
 #[derive(Debug, Clone)]
 pub(super) struct Bounded {
-    /// Kept row indices of each group key of the table.
+    /// Kept row indices of each group key of the table (in no particular order).
     pub rows: Vec<Vec<u32>>,
     /// Distinct units with a kept row, per group key.
     pub units: Vec<u64>,
 }
 
+impl Keep for Bounded {
+    fn row(&mut self, key: u32, row: u32) {
+        self.rows[key as usize].push(row);
+    }
+
+    fn unit(&mut self, key: u32) {
+        self.units[key as usize] += 1;
+    }
+}
+
 /// Bounds every unit's contribution to the rows whose key `admit` accepts (rows of
 /// other keys are set aside first, so a unit's groups are chosen among admitted
 /// ones) by the rule of [`BoundingKey`].
+#[cfg(test)]
 pub(super) fn bound(
     table: &Table,
-    admit: &dyn Fn(u32) -> bool,
+    admit: impl Fn(u32) -> bool,
     limits: Contribution,
     key: &BoundingKey,
 ) -> Bounded {
@@ -197,54 +238,142 @@ pub(super) fn bound(
         rows: vec![Vec::new(); groups],
         units: vec![0; groups],
     };
+    bound_into(table, admit, limits, key, &mut out);
+    out
+}
+
+/// Bounds as [`bound`] does, telling `out` what is kept.
+///
+/// Two passes over the rows, no sort and no hash for a unit within the limits (all
+/// its rows in one group and at most `max_rows` of them: the rule keeps them all).
+/// The first pass finds each unit's admitted rows and whether they are all in one
+/// group; the second reports every row of a unit within the limits and gathers
+/// the rows of the other units together, unit by unit (a counting sort by the
+/// interned unit). Only those units are then sorted by group and, over a limit,
+/// ranked.
+pub(super) fn bound_into<K: Keep>(
+    table: &Table,
+    admit: impl Fn(u32) -> bool,
+    limits: Contribution,
+    key: &BoundingKey,
+    out: &mut K,
+) {
+    let (unit_of, key_of) = (table.unit_ids(), table.key_ids());
     if table.columns().unit.is_none() {
         // Every row is its own unit: one row in one group, nothing to choose.
-        for r in 0..table.rows() {
-            let key = table.key(r);
-            if admit(key) {
-                out.rows[key as usize].push(r as u32);
-                out.units[key as usize] += 1;
+        for (r, &k) in key_of.iter().enumerate() {
+            if admit(k) {
+                out.row(k, r as u32);
+                out.unit(k);
             }
         }
-        return out;
+        return;
     }
-    let encoded: Vec<String> = table.key_values().iter().map(|k| encode_key(k)).collect();
+    // Pass 1: each unit's admitted rows, and its group while it has only one.
+    #[derive(Clone, Copy)]
+    struct Seen {
+        key: u32,
+        rows: u32,
+        several: bool,
+    }
+    let mut seen = vec![
+        Seen {
+            key: 0,
+            rows: 0,
+            several: false,
+        };
+        table.unit_count()
+    ];
+    for (&u, &k) in unit_of.iter().zip(key_of) {
+        if !admit(k) {
+            continue;
+        }
+        let s = &mut seen[u as usize];
+        if s.rows == 0 {
+            s.key = k;
+        } else if s.key != k {
+            s.several = true;
+        }
+        // A table holds at most u32::MAX rows.
+        s.rows = s.rows.saturating_add(1);
+    }
+    // Each unit over a limit (or with several groups) gets a slice of `over`; a
+    // unit within the limits keeps everything.
+    const WITHIN: u32 = u32::MAX;
+    let mut next: Vec<u32> = Vec::with_capacity(seen.len());
+    let mut over_rows = 0usize;
+    for s in &seen {
+        if s.rows == 0 {
+            next.push(WITHIN);
+        } else if !s.several && s.rows <= limits.max_rows {
+            out.unit(s.key);
+            next.push(WITHIN);
+        } else {
+            // Below the table's row count, so below u32::MAX.
+            next.push(over_rows as u32);
+            over_rows += s.rows as usize;
+        }
+    }
+    // Pass 2: rows of units within the limits are kept; the others are gathered
+    // by unit, each unit's in row order.
+    let mut over: Vec<u32> = vec![0; over_rows];
+    for (r, (&u, &k)) in unit_of.iter().zip(key_of).enumerate() {
+        if !admit(k) {
+            continue;
+        }
+        let at = &mut next[u as usize];
+        if *at == WITHIN {
+            out.row(k, r as u32);
+        } else {
+            over[*at as usize] = r as u32;
+            // At most the end of the unit's slice, which is at most over_rows: a
+            // unit's last row may bring it to u32::MAX only after its last row.
+            *at += 1;
+        }
+    }
+    if over_rows == 0 {
+        return;
+    }
+    drop(next);
+    // The units over a limit, one by one: their rows by group (key and row packed
+    // in one word), then the rule of BoundingKey.
     let columns = table.columns().values.len();
-    let values_of =
-        |r: u32| -> Vec<f64> { (0..columns).map(|c| table.values(c)[r as usize]).collect() };
-    // Rows of one unit together, by group within a unit (unit and key packed in
-    // one word, so the sort compares integers).
-    let mut order: Vec<(u64, u32)> = (0..table.rows())
-        .filter(|&r| admit(table.key(r)))
-        .map(|r| {
-            let packed = (u64::from(table.unit(r)) << 32) | u64::from(table.key(r));
-            (packed, r as u32)
-        })
-        .collect();
-    order.sort_unstable();
+    let mut packed: Vec<u64> = Vec::new();
     let mut runs: Vec<(usize, usize)> = Vec::new();
-    let mut start = 0;
-    while start < order.len() {
-        let unit_id = order[start].0 >> 32;
-        let unit = table.unit_name(unit_id as u32);
+    let mut values: Vec<f64> = Vec::new();
+    let mut start = 0usize;
+    for (u, s) in seen.iter().enumerate() {
+        if s.rows == 0 || (!s.several && s.rows <= limits.max_rows) {
+            continue;
+        }
+        let rows = &over[start..start + s.rows as usize];
+        start += s.rows as usize;
+        let unit = table.unit_name(u as u32);
+        packed.clear();
+        packed.extend(
+            rows.iter()
+                .map(|&r| (u64::from(key_of[r as usize]) << 32) | u64::from(r)),
+        );
+        packed.sort_unstable();
         runs.clear();
-        let mut i = start;
-        while i < order.len() && order[i].0 >> 32 == unit_id {
-            let packed = order[i].0;
+        let mut i = 0;
+        while i < packed.len() {
+            let k = packed[i] >> 32;
             let mut j = i;
-            while j < order.len() && order[j].0 == packed {
+            while j < packed.len() && packed[j] >> 32 == k {
                 j += 1;
             }
             runs.push((i, j));
             i = j;
         }
-        let key_of = |&(a, _): &(usize, usize)| (order[a].0 & u64::from(u32::MAX)) as usize;
+        let key_id = |&(a, _): &(usize, usize)| (packed[a] >> 32) as u32;
+        let row_id = |p: u64| (p & u64::from(u32::MAX)) as u32;
         if runs.len() > limits.max_groups as usize {
-            let mut ranked: Vec<(u64, &str, (usize, usize))> = runs
+            let mut ranked: Vec<(u64, String, (usize, usize))> = runs
                 .iter()
                 .map(|run| {
-                    let k = encoded[key_of(run)].as_str();
-                    (key.group_rank(unit, k), k, *run)
+                    let k = encode_key(&table.key_values()[key_id(run) as usize]);
+                    (key.group_rank(unit, &k), k, *run)
                 })
                 .collect();
             ranked.sort_unstable_by(|a, b| {
@@ -258,44 +387,46 @@ pub(super) fn bound(
                 .collect();
         }
         for run in &runs {
-            let k = key_of(run);
-            let rows = &order[run.0..run.1];
+            let k = key_id(run);
+            let rows = &packed[run.0..run.1];
+            out.unit(k);
             if rows.len() <= limits.max_rows as usize {
-                out.rows[k].extend(rows.iter().map(|&(_, r)| r));
-            } else {
-                // Identical rows (same values) together, each numbered among them.
-                let mut rows: Vec<(Vec<f64>, u32)> =
-                    rows.iter().map(|&(_, r)| (values_of(r), r)).collect();
-                rows.sort_unstable_by(|a, b| row_order((0, &a.0, 0), (0, &b.0, 0)));
-                let mut ranked: Vec<(u64, u64, usize)> = Vec::with_capacity(rows.len());
-                let mut occurrence = 0u64;
-                for (i, (v, _)) in rows.iter().enumerate() {
-                    occurrence = if i > 0 && same_bits(&rows[i - 1].0, v) {
-                        occurrence + 1
-                    } else {
-                        0
-                    };
-                    ranked.push((
-                        key.row_rank(unit, &encoded[k], v, occurrence),
-                        occurrence,
-                        i,
-                    ));
+                for &p in rows {
+                    out.row(k, row_id(p));
                 }
-                ranked.sort_unstable_by(|a, b| {
-                    row_order((a.0, &rows[a.2].0, a.1), (b.0, &rows[b.2].0, b.1))
-                });
-                out.rows[k].extend(
-                    ranked
-                        .iter()
-                        .take(limits.max_rows as usize)
-                        .map(|&(_, _, i)| rows[i].1),
-                );
+                continue;
             }
-            out.units[k] += 1;
+            // The rows' values, row after row.
+            values.clear();
+            for &p in rows {
+                let r = row_id(p) as usize;
+                values.extend((0..columns).map(|c| table.values(c)[r]));
+            }
+            let of = |i: usize| &values[i * columns..(i + 1) * columns];
+            // Identical rows (same values) together, each numbered among them.
+            let mut order: Vec<usize> = (0..rows.len()).collect();
+            order.sort_unstable_by(|&a, &b| cmp_bits(of(a), of(b)));
+            let encoded = encode_key(&table.key_values()[k as usize]);
+            let mut ranked: Vec<(u64, u64, usize)> = Vec::with_capacity(rows.len());
+            let mut occurrence = 0u64;
+            for (n, &i) in order.iter().enumerate() {
+                occurrence = if n > 0 && same_bits(of(order[n - 1]), of(i)) {
+                    occurrence + 1
+                } else {
+                    0
+                };
+                ranked.push((
+                    key.row_rank(unit, &encoded, of(i), occurrence),
+                    occurrence,
+                    i,
+                ));
+            }
+            ranked.sort_unstable_by(|a, b| row_order((a.0, of(a.2), a.1), (b.0, of(b.2), b.1)));
+            for &(_, _, i) in ranked.iter().take(limits.max_rows as usize) {
+                out.row(k, row_id(rows[i]));
+            }
         }
-        start = i;
     }
-    out
 }
 
 fn same_bits(a: &[f64], b: &[f64]) -> bool {
@@ -415,6 +546,13 @@ mod tests {
         }
         assert_ne!(encode_key(&["a", "b"]), encode_key(&["ab", ""]));
         assert!(decode_key("3:ab").is_none());
+        let long = "é".repeat(600);
+        for f in ["", "a", "0123456789", long.as_str()] {
+            assert_eq!(
+                encode_key(&[f, f]),
+                format!("{}:{f}{}:{f}", f.len(), f.len())
+            );
+        }
     }
 
     #[test]

@@ -114,15 +114,46 @@ impl Bounds {
     /// `x` clamped into the bounds and snapped to the nearest grid point inside them,
     /// in grid steps. `x` must be finite (the table loader refuses anything else).
     pub fn steps(&self, x: f64) -> i64 {
-        let scaled = x.clamp(self.lo.to_f64(), self.hi.to_f64()) * 2f64.powi(-self.grid_exp);
-        // |scaled| ≤ 2^31 · 2^32, exact as i64 after rounding; re-clamp to the grid
-        // points inside the bounds (rounding may step just outside).
-        (scaled.round() as i64).clamp(self.lo_steps, self.hi_steps)
+        self.stepper().steps(x)
+    }
+
+    /// [`Bounds::steps`] with its constants computed once, for many values.
+    pub(super) fn stepper(&self) -> Stepper {
+        Stepper {
+            lo: self.lo.to_f64(),
+            hi: self.hi.to_f64(),
+            // A power of two within f64 range: exact, as powi computes it here.
+            scale: 2f64.powi(-self.grid_exp),
+            lo_steps: self.lo_steps,
+            hi_steps: self.hi_steps,
+        }
     }
 
     /// A value in grid steps, in the column's units.
     pub fn value(&self, steps: f64) -> f64 {
         steps * 2f64.powi(self.grid_exp)
+    }
+}
+
+/// [`Bounds::steps`] of one column's bounds, its constants computed once.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Stepper {
+    lo: f64,
+    hi: f64,
+    scale: f64,
+    lo_steps: i64,
+    hi_steps: i64,
+}
+
+impl Stepper {
+    /// `x` clamped into the bounds and snapped to the nearest grid point inside them,
+    /// in grid steps ([`Bounds::steps`]).
+    #[inline]
+    pub(super) fn steps(&self, x: f64) -> i64 {
+        let scaled = x.clamp(self.lo, self.hi) * self.scale;
+        // |scaled| ≤ 2^31 · 2^32, exact as i64 after rounding; re-clamp to the grid
+        // points inside the bounds (rounding may step just outside).
+        (scaled.round() as i64).clamp(self.lo_steps, self.hi_steps)
     }
 }
 

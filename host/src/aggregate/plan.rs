@@ -8,12 +8,12 @@ use privq_core::sample::DiscreteLaplace;
 
 use super::AggregateError;
 use super::bins::Binning;
-use super::bounding::{BoundingKey, Contribution, bound};
-use super::bounds::Bounds;
+use super::bounding::{BoundingKey, Contribution, Keep, bound_into};
+use super::bounds::{Bounds, Stepper};
 use super::filter::Filter;
 use super::measure::{self, LEVEL_DEN, Measure};
 use super::table::{Columns, Table};
-use super::totals::{ColumnTotals, GroupTotals};
+use super::totals::{ColumnTotals, GroupTotals, candidate_bucket};
 use crate::accountant::{Accountant, Cost};
 use crate::contract::Neighbours;
 use crate::data::Discovery;
@@ -685,40 +685,18 @@ impl Plan {
             }
             Groups::Private { .. } => vec![true; keys.len()],
         };
-        let bounded = bound(table, &|k| admit[k as usize], self.contribution, key);
         let candidates: Vec<Option<Vec<i64>>> = (0..self.bounds.len())
             .map(|c| self.quantile_candidates(c))
             .collect();
-        let mut out = Vec::new();
-        for (k, rows) in bounded.rows.iter().enumerate() {
-            if bounded.units[k] == 0 {
-                continue;
-            }
-            let columns = (0..self.bounds.len())
-                .map(|c| {
-                    let (b, x) = (&self.bounds[c], table.values(c));
-                    let mut t = ColumnTotals::default();
-                    if let Some(cands) = &candidates[c] {
-                        t.at_candidate = vec![0; cands.len()];
-                    }
-                    for &r in rows {
-                        t.add(
-                            b.steps(x[r as usize]),
-                            b.mid_steps(),
-                            candidates[c].as_deref(),
-                        );
-                    }
-                    t
-                })
-                .collect();
-            out.push(GroupTotals {
-                key: keys[k].clone(),
-                units: bounded.units[k],
-                rows: rows.len() as u64,
-                columns,
-            });
-        }
-        out
+        let mut sums = Sums::new(self, table, &candidates);
+        bound_into(
+            table,
+            |k| admit[k as usize],
+            self.contribution,
+            key,
+            &mut sums,
+        );
+        sums.into_totals(keys)
     }
 
     /// The public keys (with every bin), when groups are public: only their rows
@@ -999,6 +977,114 @@ impl Plan {
             rows,
             threshold: self.threshold(),
         }
+    }
+}
+
+/// The exact totals of every group key of a table, added up row by row as
+/// bounding keeps them (the [`Keep`] of [`Plan::totals`]): counts and sums in
+/// vectors indexed by the interned key.
+struct Sums<'a> {
+    /// Each value column's values, its grid and its midpoint in steps.
+    columns: Vec<(&'a [f64], Stepper, i64)>,
+    candidates: &'a [Option<Vec<i64>>],
+    units: Vec<u64>,
+    rows: Vec<u64>,
+    /// Σ s and Σ (s − m)² of key `k` and column `c` at `k · columns + c` (Σ (s − m)
+    /// is Σ s − rows · m).
+    sums: Vec<(i128, i128)>,
+    /// The candidate counts of key `k` and column `c` at `k · columns + c` (empty
+    /// without quantiles; each allocated at its first row).
+    buckets: Vec<Vec<u64>>,
+}
+
+impl<'a> Sums<'a> {
+    fn new(plan: &Plan, table: &'a Table, candidates: &'a [Option<Vec<i64>>]) -> Self {
+        let keys = table.key_values().len();
+        let columns: Vec<(&[f64], Stepper, i64)> = plan
+            .bounds
+            .iter()
+            .enumerate()
+            .map(|(c, b)| (table.values(c), b.stepper(), b.mid_steps()))
+            .collect();
+        let cells = keys * columns.len();
+        Sums {
+            candidates,
+            units: vec![0; keys],
+            rows: vec![0; keys],
+            sums: vec![(0, 0); cells],
+            buckets: if candidates.iter().any(Option::is_some) {
+                vec![Vec::new(); cells]
+            } else {
+                Vec::new()
+            },
+            columns,
+        }
+    }
+
+    /// The totals of every key with a unit, in key order.
+    fn into_totals(self, keys: &[Vec<String>]) -> Vec<GroupTotals> {
+        let width = self.columns.len();
+        let mut buckets = self.buckets;
+        let mut out = Vec::new();
+        for (k, key) in keys.iter().enumerate() {
+            if self.units[k] == 0 {
+                continue;
+            }
+            let rows = self.rows[k];
+            let columns = (0..width)
+                .map(|c| {
+                    let at = k * width + c;
+                    let (sum, squares) = self.sums[at];
+                    let mid = self.columns[c].2;
+                    ColumnTotals {
+                        sum,
+                        centred: sum - i128::from(rows) * i128::from(mid),
+                        squares,
+                        at_candidate: match &self.candidates[c] {
+                            Some(cands) if buckets[at].is_empty() => vec![0; cands.len()],
+                            Some(_) => std::mem::take(&mut buckets[at]),
+                            None => Vec::new(),
+                        },
+                    }
+                })
+                .collect();
+            out.push(GroupTotals {
+                key: key.clone(),
+                units: self.units[k],
+                rows,
+                columns,
+            });
+        }
+        out
+    }
+}
+
+impl Keep for Sums<'_> {
+    #[inline]
+    fn row(&mut self, key: u32, row: u32) {
+        let (k, r) = (key as usize, row as usize);
+        self.rows[k] += 1;
+        let width = self.columns.len();
+        for (c, &(x, stepper, mid)) in self.columns.iter().enumerate() {
+            let s = stepper.steps(x[r]);
+            let d = i128::from(s) - i128::from(mid);
+            let cell = &mut self.sums[k * width + c];
+            cell.0 += i128::from(s);
+            cell.1 += d * d;
+            if let Some(cands) = &self.candidates[c] {
+                let counts = &mut self.buckets[k * width + c];
+                if counts.is_empty() {
+                    *counts = vec![0; cands.len()];
+                }
+                if let Some(n) = counts.get_mut(candidate_bucket(cands, s)) {
+                    *n += 1;
+                }
+            }
+        }
+    }
+
+    fn unit(&mut self, key: u32) {
+        self.units[key as usize] += 1;
     }
 }
 

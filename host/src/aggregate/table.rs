@@ -1,11 +1,11 @@
 //! The rows a query reads: each row's privacy unit, its group key and its values.
 
-use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
+use std::collections::BTreeMap;
 use std::io::Read;
 
 use super::AggregateError;
 use super::bins::Binning;
+use super::bounding::push_key_field;
 use super::filter::Filter;
 
 /// Which columns of a CSV table a query reads, and which rows.
@@ -118,10 +118,12 @@ impl Table {
             values: vec![Vec::new(); columns.values.len()],
             read: 0,
         };
-        let mut unit_ids: HashMap<String, u32> = HashMap::new();
+        // Interning only assigns ids in first-seen order, so the hasher decides
+        // nothing released: a fast one (randomly seeded per process).
+        let mut unit_ids: foldhash::HashMap<String, u32> = Default::default();
         // Keys by their fields, each prefixed by its length (unambiguous whatever the
         // fields hold), built in one reused buffer: no allocation for a known key.
-        let mut key_ids: HashMap<String, u32> = HashMap::new();
+        let mut key_ids: foldhash::HashMap<String, u32> = Default::default();
         let mut key_text = String::new();
         let mut parsed: Vec<f64> = Vec::with_capacity(columns.values.len());
         // The bin of each key (unused for a plain one).
@@ -152,9 +154,7 @@ impl Table {
             };
             key_text.clear();
             for k in 0..bin_of.len() {
-                let f = reader.key_field(k, &field, &bin_of);
-                // Writing to a String cannot fail.
-                let _ = write!(key_text, "{}:{f}", f.len());
+                push_key_field(&mut key_text, reader.key_field(k, &field, &bin_of));
             }
             let key_id = match key_ids.get(key_text.as_str()) {
                 Some(&id) => id,
@@ -198,8 +198,25 @@ impl Table {
         self.read == 0
     }
 
+    #[cfg(test)]
     pub(super) fn unit(&self, row: usize) -> u32 {
         self.units[row]
+    }
+
+    /// Each row's interned unit (with a privacy-unit column; below
+    /// [`Table::unit_count`]).
+    pub(super) fn unit_ids(&self) -> &[u32] {
+        &self.units
+    }
+
+    /// The number of distinct units (with a privacy-unit column).
+    pub(super) fn unit_count(&self) -> usize {
+        self.unit_names.len()
+    }
+
+    /// Each row's interned group key (an index into [`Table::key_values`]).
+    pub(super) fn key_ids(&self) -> &[u32] {
+        &self.keys
     }
 
     /// The text of unit `id` (only with a privacy-unit column).
@@ -358,9 +375,7 @@ impl RowReader {
         }
         key.clear();
         for k in 0..bin_of.len() {
-            let f = self.key_field(k, field, bin_of);
-            // Writing to a String cannot fail.
-            let _ = write!(key, "{}:{f}", f.len());
+            push_key_field(key, self.key_field(k, field, bin_of));
         }
         Ok(true)
     }

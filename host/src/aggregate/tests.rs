@@ -696,3 +696,109 @@ fn a_binned_value_that_is_not_a_number_is_refused_or_dropped() {
         .collect();
     assert_eq!(n, [0.0, 1.0, 1.0]);
 }
+
+/// `Plan::totals` against the pieces an engine merges (`UnitRows`, `RowTotals`,
+/// written separately): the same totals for units within and over both limits,
+/// several groups per unit, identical rows, a quantile, and keys set aside.
+#[test]
+fn the_totals_are_those_of_the_merged_pieces() {
+    use rand_core::Rng;
+    fn by_key(mut t: Vec<GroupTotals>) -> Vec<GroupTotals> {
+        t.sort_by(|a, b| a.key.cmp(&b.key));
+        t
+    }
+    let mut rng = seeded_rng(31);
+    for case in 0..24u64 {
+        let units = 1 + rng.next_u64() % 40;
+        let mut csv = String::from("device,region,zone,temp\n");
+        for _ in 0..(rng.next_u64() % 600) {
+            let u = rng.next_u64() % units;
+            // Light units stay in one region; heavy ones spread out.
+            let region = if u % 3 == 0 {
+                u % 5
+            } else {
+                rng.next_u64() % 5
+            };
+            let zone = rng.next_u64() % 2;
+            // Few distinct values: identical rows are common; some outside 0:40.
+            let temp = (rng.next_u64() % 12) as f64 * 4.5 - 3.0;
+            csv.push_str(&format!("d{u},r{region},z{zone},{temp}\n"));
+        }
+        let query = Query::new(
+            ["region", "zone"],
+            [
+                ("n", Aggregate::Count),
+                ("mean", Aggregate::Mean("temp".into())),
+                ("sd", Aggregate::StdDev("temp".into())),
+                ("median", Aggregate::quantile("temp", 0.5).unwrap()),
+            ],
+        );
+        let groups = if case % 2 == 0 {
+            Groups::Private { delta: 1e-6 }
+        } else {
+            Groups::public([["r1", "z0"], ["r2", "z1"], ["r4", "z0"], ["r9", "z1"]])
+        };
+        let limits = Contribution::new(1 + (case % 3) as u32, 1 + (case % 4) as u32).unwrap();
+        let with_units = case % 5 != 4;
+        let mut builder = Plan::builder(query)
+            .bounds("temp", "0:40".parse().unwrap())
+            .groups(groups);
+        if with_units {
+            builder = builder.privacy_unit("device", limits);
+        }
+        let p = builder.build(eps(1, 1)).unwrap();
+        let columns = p.columns();
+        let Ok(table) = Table::from_csv(csv.as_bytes(), &columns, 1 << 20) else {
+            continue;
+        };
+        let key = BoundingKey::draw(&mut rng);
+        let partial = p.partial(key);
+        let header: Vec<String> = ["device", "region", "zone", "temp"]
+            .map(String::from)
+            .into();
+        let reader = RowReader::new(&header, &columns).unwrap();
+        let public = p.public_keys().map(|k| k.to_vec());
+        let mut per_unit: std::collections::BTreeMap<String, UnitRows> = Default::default();
+        let mut rows = RowTotals::default();
+        let (mut values, mut encoded) = (Vec::new(), String::new());
+        for (i, line) in csv.lines().skip(1).enumerate() {
+            let fields: Vec<&str> = line.split(',').collect();
+            let field = |i: usize| fields[i];
+            if !reader
+                .read_encoded(&field, i + 2, &mut values, &mut encoded)
+                .unwrap()
+            {
+                continue;
+            }
+            let fields_of_key = decode_key(&encoded).unwrap();
+            if public
+                .as_ref()
+                .is_some_and(|list| !list.contains(&fields_of_key))
+            {
+                continue;
+            }
+            let bits: Vec<u64> = values.iter().map(|x| x.to_bits()).collect();
+            let unit = reader.unit_of(&field);
+            match unit {
+                Some(u) => {
+                    per_unit
+                        .entry(u.to_string())
+                        .or_default()
+                        .keep(&partial, unit, &encoded, &bits);
+                }
+                None => {
+                    rows.keep(&partial, None, &encoded, &bits);
+                }
+            }
+        }
+        let mut merged = rows.finish(&partial);
+        for (_, u) in per_unit {
+            merged.add(u.finish(&partial));
+        }
+        assert_eq!(
+            by_key(p.totals(&table, &key)),
+            by_key(merged.into_totals().unwrap()),
+            "case {case}"
+        );
+    }
+}
