@@ -205,6 +205,7 @@ pub(super) trait Keep {
 }
 
 /// The rows that survive bounding, by group key.
+#[cfg(test)]
 #[derive(Debug, Clone)]
 pub(super) struct Bounded {
     /// Kept row indices of each group key of the table (in no particular order).
@@ -213,6 +214,7 @@ pub(super) struct Bounded {
     pub units: Vec<u64>,
 }
 
+#[cfg(test)]
 impl Keep for Bounded {
     fn row(&mut self, key: u32, row: u32) {
         self.rows[key as usize].push(row);

@@ -120,10 +120,10 @@ impl Table {
         };
         // Interning only assigns ids in first-seen order, so the hasher decides
         // nothing released: a fast one (randomly seeded per process).
-        let mut unit_ids: foldhash::HashMap<String, u32> = Default::default();
+        let mut unit_ids: foldhash::HashMap<Name, u32> = Default::default();
         // Keys by their fields, each prefixed by its length (unambiguous whatever the
         // fields hold), built in one reused buffer: no allocation for a known key.
-        let mut key_ids: foldhash::HashMap<String, u32> = Default::default();
+        let mut key_ids: foldhash::HashMap<Name, u32> = Default::default();
         let mut key_text = String::new();
         let mut parsed: Vec<f64> = Vec::with_capacity(columns.values.len());
         // The bin of each key (unused for a plain one).
@@ -141,11 +141,11 @@ impl Table {
                 continue;
             }
             let unit = match reader.unit(&field) {
-                Some(unit) => match unit_ids.get(unit) {
+                Some(unit) => match unit_ids.get(unit.as_bytes()) {
                     Some(&id) => id,
                     None => {
                         let id = unit_ids.len() as u32;
-                        unit_ids.insert(unit.to_string(), id);
+                        unit_ids.insert(Name::new(unit), id);
                         table.unit_names.push(unit.to_string());
                         id
                     }
@@ -156,11 +156,11 @@ impl Table {
             for k in 0..bin_of.len() {
                 push_key_field(&mut key_text, reader.key_field(k, &field, &bin_of));
             }
-            let key_id = match key_ids.get(key_text.as_str()) {
+            let key_id = match key_ids.get(key_text.as_bytes()) {
                 Some(&id) => id,
                 None => {
                     let id = key_ids.len() as u32;
-                    key_ids.insert(key_text.clone(), id);
+                    key_ids.insert(Name::new(&key_text), id);
                     table.key_values.push(
                         (0..bin_of.len())
                             .map(|k| reader.key_field(k, &field, &bin_of).to_string())
@@ -224,6 +224,7 @@ impl Table {
         self.unit_names.get(id as usize).map_or("", String::as_str)
     }
 
+    #[cfg(test)]
     pub(super) fn key(&self, row: usize) -> u32 {
         self.keys[row]
     }
@@ -235,6 +236,58 @@ impl Table {
     /// The values of numeric column `c` (an index into [`Columns::values`]).
     pub(super) fn values(&self, c: usize) -> &[f64] {
         &self.values[c]
+    }
+}
+
+/// A unit's or a key's text as the interning maps hold it: up to [`INLINE`] bytes
+/// in the map's own entry (a lookup compares them without a second memory access),
+/// longer texts on the heap. Hashed and compared as its bytes.
+#[derive(Clone)]
+enum Name {
+    Inline(u8, [u8; INLINE]),
+    Heap(Box<[u8]>),
+}
+
+/// The longest text a [`Name`] holds inline (the entry with its id: 32 bytes).
+const INLINE: usize = 22;
+
+impl Name {
+    fn new(text: &str) -> Self {
+        let bytes = text.as_bytes();
+        if bytes.len() <= INLINE {
+            let mut inline = [0; INLINE];
+            inline[..bytes.len()].copy_from_slice(bytes);
+            Name::Inline(bytes.len() as u8, inline)
+        } else {
+            Name::Heap(bytes.into())
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Name::Inline(len, inline) => &inline[..usize::from(*len)],
+            Name::Heap(bytes) => bytes,
+        }
+    }
+}
+
+impl PartialEq for Name {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes() == other.bytes()
+    }
+}
+
+impl Eq for Name {}
+
+impl std::hash::Hash for Name {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.bytes().hash(state);
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for Name {
+    fn borrow(&self) -> &[u8] {
+        self.bytes()
     }
 }
 
@@ -531,6 +584,28 @@ mod tests {
         assert_eq!((t.key(0), t.key(1), t.key(2)), (0, 1, 0));
         assert_eq!(t.key_values()[1], vec!["south".to_string()]);
         assert_eq!(t.values(0), &[1.5, 2.0, -3.0]);
+    }
+
+    #[test]
+    fn long_and_short_units_and_keys_intern_apart() {
+        // Texts around the inline length (22 bytes), and ones differing at the end.
+        let texts: Vec<String> = [21, 22, 23, 40]
+            .iter()
+            .flat_map(|&n| ["x".repeat(n), format!("{}y", "x".repeat(n - 1))])
+            .collect();
+        let mut csv = String::from("id,region,temp\n");
+        for (i, t) in texts.iter().enumerate() {
+            csv.push_str(&format!("{t},{t},{i}\n{t},{t},{i}\n"));
+        }
+        let t = Table::from_csv(csv.as_bytes(), &columns(), 100).unwrap();
+        assert_eq!(t.unit_count(), texts.len());
+        assert_eq!(t.key_values().len(), texts.len());
+        for (i, text) in texts.iter().enumerate() {
+            for r in [2 * i, 2 * i + 1] {
+                assert_eq!(t.unit_name(t.unit(r)), text);
+                assert_eq!(t.key_values()[t.key(r) as usize], vec![text.clone()]);
+            }
+        }
     }
 
     #[test]
