@@ -462,13 +462,13 @@ mod tests {
         csv.push_str("light,0\nlight,3\n");
         let t = table(&csv);
         let key = BoundingKey::draw(&mut seeded_rng(1));
-        let b = bound(&t, &|_| true, Contribution::new(2, 3).unwrap(), &key);
+        let b = bound(&t, |_| true, Contribution::new(2, 3).unwrap(), &key);
         let kept: usize = b.rows.iter().map(Vec::len).sum();
         assert_eq!(kept, 2 * 3 + 2);
         assert_eq!(b.units.iter().sum::<u64>(), 2 + 2);
         // Admitting only group 3 leaves the heavy unit's rows there.
         let three = t.key_values().iter().position(|k| k[0] == "3").unwrap() as u32;
-        let b = bound(&t, &|k| k == three, Contribution::new(2, 3).unwrap(), &key);
+        let b = bound(&t, |k| k == three, Contribution::new(2, 3).unwrap(), &key);
         assert_eq!(b.rows[three as usize].len(), 3 + 1);
         assert_eq!(b.units[three as usize], 2);
     }
@@ -517,14 +517,14 @@ mod tests {
         let limits = Contribution::new(2, 3).unwrap();
         let read = |lines: &[String]| valued(&format!("id,g,x\n{}\n", lines.join("\n")));
         let t = read(&lines);
-        let first = kept(&t, &bound(&t, &|_| true, limits, &key));
+        let first = kept(&t, &bound(&t, |_| true, limits, &key));
         assert_eq!(first.len(), 6 * 2 * 3);
         // Reversed and interleaved differently: the same rows.
         let mut shuffled = lines.clone();
         shuffled.reverse();
         shuffled.rotate_left(17);
         let t = read(&shuffled);
-        assert_eq!(kept(&t, &bound(&t, &|_| true, limits, &key)), first);
+        assert_eq!(kept(&t, &bound(&t, |_| true, limits, &key)), first);
         // Without unit u0: the others keep exactly what they kept.
         let without: Vec<String> = lines
             .iter()
@@ -533,11 +533,11 @@ mod tests {
             .collect();
         let t = read(&without);
         let rest: Vec<_> = first.iter().filter(|k| k.0 != "u0").cloned().collect();
-        assert_eq!(kept(&t, &bound(&t, &|_| true, limits, &key)), rest);
+        assert_eq!(kept(&t, &bound(&t, |_| true, limits, &key)), rest);
         // Another key chooses otherwise.
         let t = read(&lines);
         let other = BoundingKey::draw(&mut rng);
-        assert_ne!(kept(&t, &bound(&t, &|_| true, limits, &other)), first);
+        assert_ne!(kept(&t, &bound(&t, |_| true, limits, &other)), first);
     }
 
     #[test]
@@ -563,7 +563,7 @@ mod tests {
         let t = valued(&format!("id,g,x\n{}", "u,a,1.5\n".repeat(10)));
         for seed in 0..5 {
             let key = BoundingKey::draw(&mut seeded_rng(seed));
-            let b = bound(&t, &|_| true, Contribution::new(1, 3).unwrap(), &key);
+            let b = bound(&t, |_| true, Contribution::new(1, 3).unwrap(), &key);
             assert_eq!(b.rows[0].len(), 3);
         }
     }
@@ -576,7 +576,7 @@ mod tests {
         let mut rng = seeded_rng(9);
         for _ in 0..4000 {
             let key = BoundingKey::draw(&mut rng);
-            let b = bound(&t, &|_| true, Contribution::new(1, 1).unwrap(), &key);
+            let b = bound(&t, |_| true, Contribution::new(1, 1).unwrap(), &key);
             let g = b.units.iter().position(|&u| u == 1).unwrap();
             hits[g] += 1;
         }
@@ -588,7 +588,7 @@ mod tests {
         let mut hits = [0u64; 5];
         for _ in 0..4000 {
             let key = BoundingKey::draw(&mut rng);
-            let b = bound(&t, &|_| true, Contribution::new(1, 2).unwrap(), &key);
+            let b = bound(&t, |_| true, Contribution::new(1, 2).unwrap(), &key);
             let mut threes = 0;
             for &r in &b.rows[0] {
                 match t.values(0)[r as usize] as usize {

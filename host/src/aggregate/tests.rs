@@ -714,7 +714,7 @@ fn the_totals_are_those_of_the_merged_pieces() {
         for _ in 0..(rng.next_u64() % 600) {
             let u = rng.next_u64() % units;
             // Light units stay in one region; heavy ones spread out.
-            let region = if u % 3 == 0 {
+            let region = if u.is_multiple_of(3) {
                 u % 5
             } else {
                 rng.next_u64() % 5
