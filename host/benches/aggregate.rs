@@ -26,9 +26,10 @@
 //!   selected privately (δ = 10⁻⁶); `baseline_vec` and `baseline_hashmap` compute the
 //!   same counts, sums and means from the same rows (interned keys) into a `Vec` or a
 //!   `HashMap` by key; `baseline_sorted` first sorts the row indices by (unit, key,
-//!   row), as privq's contribution bounding does, then adds up the sorted rows: the
-//!   share of the overhead that is the bounding's sort (`baseline_sorted_packed`: the
-//!   same order from a sort of packed `(unit, key)` words); `opendp` (with
+//!   row), as privq's contribution bounding once did for every row (it now sorts
+//!   only the rows of units with several groups or over a limit), then adds up the
+//!   sorted rows: what that sort cost (`baseline_sorted_packed`: the same order from
+//!   a sort of packed `(unit, key)` words); `opendp` (with
 //!   `--features bench-opendp`) is the same query from OpenDP 0.16's transformations
 //!   and measurements (see [`opendp_case`]).
 //!
@@ -160,8 +161,8 @@ fn baseline_hashmap(keys: &[u32], x: &[f64]) -> HashMap<u32, (u64, f64, f64)> {
         .collect()
 }
 
-/// The non-private group-by after the sort that privq's contribution bounding does
-/// (row indices by unit, key, row), to attribute the overhead.
+/// The non-private group-by after the sort that privq's contribution bounding once
+/// did on every row (row indices by unit, key, row): what that sort costs.
 fn baseline_sorted(units: &[u32], keys: &[u32], x: &[f64]) -> Stats {
     let mut order: Vec<u32> = (0..keys.len() as u32).collect();
     order.sort_unstable_by_key(|&r| (units[r as usize], keys[r as usize], r));
