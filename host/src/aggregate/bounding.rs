@@ -473,6 +473,35 @@ mod tests {
         assert_eq!(b.units[three as usize], 2);
     }
 
+    /// The limits' edges: a unit exactly at a limit keeps everything (the path
+    /// that neither sorts nor hashes), one row or one group over is cut to it.
+    #[test]
+    fn units_at_and_one_over_a_limit() {
+        let mut csv = String::from("id,g\n");
+        csv.push_str(&"at,0\n".repeat(3));
+        csv.push_str(&"over,0\n".repeat(4));
+        csv.push_str("wide,0\nwide,1\nwide,2\n");
+        let t = table(&csv);
+        let key = BoundingKey::draw(&mut seeded_rng(2));
+        let b = bound(&t, |_| true, Contribution::new(2, 3).unwrap(), &key);
+        let per_unit = |name: &str| {
+            let mut groups = 0;
+            let mut rows = 0;
+            for keyed in &b.rows {
+                let n = keyed
+                    .iter()
+                    .filter(|&&r| t.unit_name(t.unit(r as usize)) == name)
+                    .count();
+                groups += usize::from(n > 0);
+                rows += n;
+            }
+            (groups, rows)
+        };
+        assert_eq!(per_unit("at"), (1, 3));
+        assert_eq!(per_unit("over"), (1, 3));
+        assert_eq!(per_unit("wide"), (2, 2));
+    }
+
     /// The kept rows as (unit, key, value) texts, sorted.
     fn kept(t: &Table, b: &Bounded) -> Vec<(String, String, u64)> {
         let mut out: Vec<_> = b
