@@ -242,6 +242,104 @@ impl Model {
     }
 }
 
+/// How one attribute of a compressed model is expanded ([`Model::expand`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Expansion<'a> {
+    /// Original value → compressed value.
+    pub(crate) to: &'a [u32],
+    /// Per original value, the log of its share of its compressed value.
+    pub(crate) log_share: &'a [f64],
+}
+
+impl Model {
+    /// The model over original attribute sizes `sizes`, where attribute `a`'s
+    /// values were compressed by `maps[a]` (None: kept): an original value has its
+    /// compressed value's probability times its share, independently of every
+    /// other attribute. Every clique's log-marginal gets each of its attributes'
+    /// log shares (they stay calibrated and normalised); the log-potentials get
+    /// them once, in the first clique holding the attribute.
+    pub(crate) fn expand(
+        &self,
+        sizes: &[usize],
+        maps: &[Option<Expansion<'_>>],
+    ) -> Result<Model, SynthError> {
+        let old = self.tree.sizes();
+        if sizes.len() != old.len() || maps.len() != old.len() {
+            return Err(SynthError::InvalidDomain(
+                "an expansion names other attributes than the model".into(),
+            ));
+        }
+        for (a, m) in maps.iter().enumerate() {
+            let ok = match m {
+                None => sizes[a] == old[a],
+                Some(m) => {
+                    m.to.len() == sizes[a]
+                        && m.log_share.len() == sizes[a]
+                        && m.to.iter().all(|&v| (v as usize) < old[a])
+                }
+            };
+            if !ok {
+                return Err(SynthError::InvalidDomain(format!(
+                    "attribute {a}'s expansion does not map {} values onto {}",
+                    sizes[a], old[a]
+                )));
+            }
+        }
+        let tree = self.tree.resized(sizes)?;
+        let mut first = vec![None; sizes.len()];
+        for (c, clique) in tree.cliques().iter().enumerate() {
+            for &a in clique.attributes() {
+                first[a].get_or_insert(c);
+            }
+        }
+        let expand_table = |c: usize, table: &[f64], shares: &dyn Fn(usize) -> bool| {
+            let attrs = tree.cliques()[c].attributes();
+            let len: usize = attrs.iter().map(|&a| sizes[a]).product();
+            let mut values = vec![0usize; attrs.len()];
+            let mut out = Vec::with_capacity(len);
+            for _ in 0..len {
+                let (mut index, mut add) = (0usize, 0.0);
+                for (i, &a) in attrs.iter().enumerate() {
+                    let (v, s) = match &maps[a] {
+                        None => (values[i], 0.0),
+                        Some(m) => (
+                            m.to[values[i]] as usize,
+                            if shares(a) {
+                                m.log_share[values[i]]
+                            } else {
+                                0.0
+                            },
+                        ),
+                    };
+                    index = index * old[a] + v;
+                    add += s;
+                }
+                out.push(table[index] + add);
+                for i in (0..attrs.len()).rev() {
+                    values[i] += 1;
+                    if values[i] < sizes[attrs[i]] {
+                        break;
+                    }
+                    values[i] = 0;
+                }
+            }
+            out
+        };
+        let log_beliefs = (0..tree.cliques().len())
+            .map(|c| expand_table(c, &self.log_beliefs[c], &|_| true))
+            .collect();
+        let theta = (0..tree.cliques().len())
+            .map(|c| expand_table(c, &self.theta[c], &|a| first[a] == Some(c)))
+            .collect();
+        Ok(Model {
+            tree,
+            theta,
+            log_beliefs,
+            ..self.clone()
+        })
+    }
+}
+
 impl MarginalModel for Model {
     fn marginal(&self, clique: &Clique) -> Result<Vec<f64>, SynthError> {
         Model::marginal(self, clique)

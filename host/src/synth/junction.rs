@@ -227,6 +227,17 @@ impl JunctionTree {
         &self.sizes
     }
 
+    /// The same tree (cliques, parents, separators) over other attribute sizes.
+    pub(crate) fn resized(&self, sizes: &[usize]) -> Result<Self, SynthError> {
+        for c in &self.cliques {
+            c.cells(sizes)?;
+        }
+        Ok(JunctionTree {
+            sizes: sizes.to_vec(),
+            ..self.clone()
+        })
+    }
+
     /// The junction-tree cliques.
     pub fn cliques(&self) -> &[Clique] {
         &self.cliques

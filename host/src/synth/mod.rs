@@ -42,6 +42,7 @@
 pub mod adaptive;
 pub mod bins;
 mod clique;
+pub mod compress;
 mod dense;
 mod error;
 mod estimate;
@@ -57,6 +58,7 @@ pub mod sample;
 mod tests;
 
 pub use clique::Clique;
+pub use compress::Compression;
 pub use dense::{DenseModel, fit_dense};
 pub use error::SynthError;
 pub use estimate::{FitOptions, Measurement, Model, Total, fit};
