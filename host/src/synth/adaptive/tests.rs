@@ -306,3 +306,97 @@ fn refuses_a_pure_accountant_and_too_few_rounds() {
     assert!(run(&mut acct, &few).is_err());
     assert!(acct.spent_rho().is_none(), "a refused run spends nothing");
 }
+
+/// Round 0's ρ's: one round's for attributes of up to 3 values (so a binary
+/// domain runs as AIM's), more for larger ones, ∝ n^{2/3} (2.5 rounds' ·
+/// (n^{2/3}/2.5)), and all of round 0 within max(d, T/4) rounds'.
+#[test]
+fn one_way_rhos_grow_with_the_domain_and_stay_capped() {
+    let step = rho_scaled(Rho::new(1, 100).unwrap(), 1, 224).unwrap();
+    let small = one_way_rhos(step, &[2, 2, 3, 3], 64).unwrap();
+    assert!(small.iter().all(|r| r.to_f64() == step.to_f64()));
+    let sizes = [100, 2, 1000];
+    let rhos = one_way_rhos(step, &sizes, 224).unwrap();
+    // (Each ρ is rounded down to a dyadic fraction.)
+    assert!(rhos[1] <= step && rhos[1].to_f64() > step.to_f64() * (1.0 - 1e-9));
+    for (&n, r) in sizes.iter().zip(&rhos) {
+        let want = f64::max(1.0, (n as f64).powf(2.0 / 3.0) / 2.5);
+        let got = r.to_f64() / step.to_f64();
+        assert!((got - want).abs() < 1e-3 * want, "{n}: {got} vs {want}");
+    }
+    // Few planned rounds: round 0 takes at most d rounds' ρ, split in proportion.
+    let rhos = one_way_rhos(step, &sizes, 4).unwrap();
+    let total: f64 = rhos.iter().map(|r| r.to_f64()).sum();
+    assert!(total <= 3.0 * step.to_f64() && total > 2.99 * step.to_f64());
+    assert!(rhos[2] > rhos[0] && rhos[0] > rhos[1]);
+}
+
+/// A long-tailed attribute is compressed after round 0: the later measurements are
+/// over the compressed values, the released model over the original ones, and
+/// the run still spends exactly its budget.
+#[test]
+fn compresses_rare_values_and_expands_the_model() {
+    let d = Domain::from_json(r#"{"gain": 40, "y": 2, "z": 3}"#).unwrap();
+    let n = 4000usize;
+    // gain: 0 for most rows, a few rows spread over 1..40.
+    let gain: Vec<u32> = (0..n)
+        .map(|i| {
+            if i % 50 == 0 {
+                1 + (i / 50 % 39) as u32
+            } else {
+                0
+            }
+        })
+        .collect();
+    let y: Vec<u32> = gain.iter().map(|&g| (g > 0) as u32).collect();
+    let z: Vec<u32> = (0..n).map(|i| (i % 3) as u32).collect();
+    let r = Records::from_columns(vec![gain, y, z], &d).unwrap();
+    let w = MarginalWorkload::all_k_way(&d, 2).unwrap();
+    let est = PgmEstimator::new(&d, Neighbours::AddRemove, n);
+    let mut acct = Accountant::zcdp(Rho::new(1, 10).unwrap(), 1e-9).unwrap();
+    let out = adaptive_marginals(
+        &r,
+        &d,
+        &w,
+        &AdaptiveConfig::new(Neighbours::AddRemove),
+        &est,
+        &mut acct,
+        &mut crate::seeded_rng(2),
+        &mut |_| {},
+    )
+    .unwrap();
+    let c = out.compression.as_ref().expect("gain's tail is merged");
+    assert!(c.sizes()[0] < 40 && c.sizes()[1] == 2 && c.sizes()[2] == 3);
+    assert_eq!(out.model.sizes(), &[40, 2, 3]);
+    for m in &out.measurements {
+        assert_eq!(m.values.len(), m.clique.cells(c.sizes()).unwrap());
+    }
+    let spent = acct.spent_rho().unwrap().to_f64();
+    assert!(spent <= 0.1 && spent > 0.1 * 0.999, "spent {spent}");
+    // The model keeps gain = 0 ⇔ y = 0.
+    let gy = out.model.marginal(&Clique::new([0, 1]).unwrap()).unwrap();
+    let total = out.model.total();
+    assert!(
+        gy[0] / total > 0.9 && gy[1] / total < 0.02,
+        "{:?}",
+        &gy[..2]
+    );
+    // Without compression the measurements are over the original values.
+    let mut acct = Accountant::zcdp(Rho::new(1, 10).unwrap(), 1e-9).unwrap();
+    let plain = adaptive_marginals(
+        &r,
+        &d,
+        &w,
+        &AdaptiveConfig {
+            compress: false,
+            ..AdaptiveConfig::new(Neighbours::AddRemove)
+        },
+        &est,
+        &mut acct,
+        &mut crate::seeded_rng(2),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(plain.compression.is_none());
+    assert_eq!(plain.measurements[0].values.len(), 40);
+}
