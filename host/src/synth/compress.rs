@@ -14,7 +14,7 @@
 //! The released model is expanded back to the original values: a merged value's
 //! mass is split among its members in proportion to their noisy one-way counts
 //! (clamped at 0, plus ½ so every member stays possible), independently of every
-//! other attribute ([`Model::expand`]).
+//! other attribute (`Model::expand`).
 //!
 //! **Privacy.** The compression, the records' remapping (a fixed value → value
 //! map once the noisy counts are out, so neighbouring inputs stay neighbours, with

@@ -16,7 +16,7 @@
 //!   round's ρ. Here attribute `a` with `n_a` values gets `max(1, n_a^{2/3}/2.5)`
 //!   rounds' ρ (the split `ρ_a ∝ n_a^{2/3}` minimises the one-ways' total expected
 //!   ℓ1 noise `Σ n_a·σ_a` for their total ρ), all of round 0 capped at
-//!   `max(d, T/4)` rounds ([`one_way_rhos`]). Attributes of up to 3 values keep
+//!   `max(d, T/4)` rounds (`one_way_rhos`). Attributes of up to 3 values keep
 //!   one round's ρ, so an all-binary domain (NLTCS) runs exactly as before.
 //! - **Domain compression** (MST: McKenna, Miklau, Sheldon, "Winning the NIST
 //!   Contest: A scalable and general approach to differentially private synthetic
