@@ -400,3 +400,62 @@ fn compresses_rare_values_and_expands_the_model() {
     assert!(plain.compression.is_none());
     assert_eq!(plain.measurements[0].values.len(), 40);
 }
+
+/// The compression is post-processing of round 0's noisy one-way measurements
+/// only: the same seed without compression draws the same round-0 noise (the
+/// compression draws nothing), and recomputing the compression from those
+/// measurements at the module's threshold gives the compressed run's.
+#[test]
+fn compression_comes_only_from_the_noisy_one_ways() {
+    let d = Domain::from_json(r#"{"gain": 40, "y": 2, "z": 3}"#).unwrap();
+    let n = 4000usize;
+    let gain: Vec<u32> = (0..n)
+        .map(|i| {
+            if i % 50 == 0 {
+                1 + (i / 50 % 39) as u32
+            } else {
+                0
+            }
+        })
+        .collect();
+    let y: Vec<u32> = gain.iter().map(|&g| (g > 0) as u32).collect();
+    let z: Vec<u32> = (0..n).map(|i| (i % 3) as u32).collect();
+    let r = Records::from_columns(vec![gain, y, z], &d).unwrap();
+    let w = MarginalWorkload::all_k_way(&d, 2).unwrap();
+    let est = PgmEstimator::new(&d, Neighbours::AddRemove, n);
+    let run = |compress: bool, seed: u64| {
+        let mut acct = Accountant::zcdp(Rho::new(1, 10).unwrap(), 1e-9).unwrap();
+        adaptive_marginals(
+            &r,
+            &d,
+            &w,
+            &AdaptiveConfig {
+                compress,
+                ..AdaptiveConfig::new(Neighbours::AddRemove)
+            },
+            &est,
+            &mut acct,
+            &mut crate::seeded_rng(seed),
+            &mut |_| {},
+        )
+        .unwrap()
+    };
+    for seed in [2, 3, 4] {
+        let compressed = run(true, seed);
+        let plain = run(false, seed);
+        let one_ways = &plain.measurements[..d.dims()];
+        for (a, m) in one_ways.iter().enumerate() {
+            assert_eq!(m.clique, Clique::new([a]).unwrap());
+        }
+        let noisy: Vec<Vec<f64>> = one_ways.iter().map(|m| m.values.clone()).collect();
+        let threshold: Vec<f64> = one_ways.iter().map(|m| COMPRESS_SIGMAS * m.sigma).collect();
+        let recomputed = Compression::from_noisy(&noisy, &threshold);
+        let c = compressed.compression.expect("gain's tail is merged");
+        assert!(!recomputed.is_identity());
+        assert_eq!(recomputed, c, "seed {seed}");
+        // And the compressed run's one-way measurements are those, compressed.
+        for (m, p) in compressed.measurements[..d.dims()].iter().zip(one_ways) {
+            assert_eq!(*m, c.one_way(p).unwrap());
+        }
+    }
+}
