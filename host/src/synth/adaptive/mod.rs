@@ -16,8 +16,12 @@
 //!   round's ρ. Here attribute `a` with `n_a` values gets `max(1, n_a^{2/3}/2.5)`
 //!   rounds' ρ (the split `ρ_a ∝ n_a^{2/3}` minimises the one-ways' total expected
 //!   ℓ1 noise `Σ n_a·σ_a` for their total ρ), all of round 0 capped at
-//!   `max(d, T/4)` rounds (`one_way_rhos`). Attributes of up to 3 values keep
-//!   one round's ρ, so an all-binary domain (NLTCS) runs exactly as before.
+//!   `max(d, ⌊T/4⌋)` rounds (`one_way_rhos`): when the `max(1, n_a^{2/3}/2.5)`
+//!   sum to more, every attribute's share is scaled by the same factor below 1,
+//!   small attributes included (on Adult with the default T, by ≈ 0.94, so a
+//!   binary attribute gets 0.94 of a round). An attribute of up to 3 values keeps
+//!   exactly one round's ρ only when the cap does not bind; it never binds on an
+//!   all-binary domain (the sum is d), so NLTCS runs exactly as before.
 //! - **Domain compression** (MST: McKenna, Miklau, Sheldon, "Winning the NIST
 //!   Contest: A scalable and general approach to differentially private synthetic
 //!   data", JPC 2021). After round 0, an attribute's values whose noisy count is
@@ -594,11 +598,14 @@ const ONE_WAY_UNIT: u64 = 2560;
 /// T). Attribute `a` with `n_a` values gets `step·u_a/2560` with
 /// `u_a = max(2560, ⌊∛(n_a²·2³⁰)⌋)`, i.e. `step·max(1, n_a^{2/3}/2.5)`: the
 /// split that minimises the one-way marginals' total expected ℓ1 noise
-/// `Σ_a n_a·σ_a` for their total ρ is `ρ_a ∝ n_a^{2/3}`, and an attribute of up
-/// to 3 values keeps AIM's one round. All of round 0 together takes at most
-/// `max(d, T/4)` rounds' `step` (scaled down in proportion when the sizes ask for
-/// more), so at least three quarters of the budget is left for the rounds. Every
-/// ρ is a dyadic fraction rounded down.
+/// `Σ_a n_a·σ_a` for their total ρ is `ρ_a ∝ n_a^{2/3}`. All of round 0 together
+/// takes at most `max(d, ⌊T/4⌋)` rounds' `step`: when `Σ_a u_a` exceeds
+/// `2560·max(d, ⌊T/4⌋)`, every `ρ_a` is scaled by the same factor
+/// `2560·max(d, ⌊T/4⌋)/Σ_a u_a < 1`, so an attribute of up to 3 values
+/// (`u_a = 2560`) keeps AIM's one round exactly when the cap does not bind
+/// (always on an all-binary domain) and gets less otherwise. At least three
+/// quarters of the budget is left for the rounds whenever `d ≤ T/4`. Every ρ is a
+/// dyadic fraction rounded down.
 fn one_way_rhos(step: Rho, sizes: &[usize], rounds: usize) -> Result<Vec<Rho>, AdaptiveError> {
     let units: Vec<u64> = sizes
         .iter()
