@@ -248,6 +248,14 @@ impl SynthRequest {
         };
         let d = domain.dims();
         let schedule = Schedule::new(available, self.rounds, d)?;
+        // Round 0's ρ's, by the run's own function; a bounded attribute's size is
+        // known only after its private binning, so then they are not stated.
+        let one_way_rhos = if binning_rho.is_none() {
+            let sizes: Vec<usize> = domain.attributes().iter().map(|a| a.size()).collect();
+            Some(schedule.one_way_rhos(&sizes)?)
+        } else {
+            None
+        };
         let rows = match (self.rows, self.neighbours, n) {
             (Some(r), _, _) => PlannedRows::Exactly(r),
             (None, Neighbours::Replace, Some(n)) => PlannedRows::Exactly(n),
@@ -265,6 +273,7 @@ impl SynthRequest {
             neighbours: self.neighbours,
             rounds: schedule.rounds,
             one_way_rounds: d,
+            one_way_rhos,
             max_rounds: 4 * schedule.rounds,
             measure_rho: schedule.measure_rho(),
             select_epsilon: schedule.select_epsilon(),
@@ -345,14 +354,20 @@ pub struct SynthPlan {
     pub cost: RunCost,
     /// The neighbour relation the cost is stated under.
     pub neighbours: Neighbours,
-    /// Planned rounds T; the first `one_way_rounds` of them measure the one-way
-    /// marginals, and annealing may run up to `max_rounds` in all.
+    /// Planned rounds T; annealing may run up to `max_rounds` in all.
     pub rounds: usize,
-    /// The one-way marginals' rounds (d, one per attribute).
+    /// The one-way marginals measured in round 0 (d, one per attribute); their
+    /// ρ's are `one_way_rhos`, not `measure_rho` each.
     pub one_way_rounds: usize,
+    /// Round 0's measurement ρ per attribute (a larger attribute's is larger, all
+    /// of them together at most `max(d, ⌊T/4⌋)`·`measure_rho`), computed by the
+    /// function the run uses; `None` when an attribute is binned first (its size
+    /// is known only after the binning).
+    pub one_way_rhos: Option<Vec<Rho>>,
     /// The most rounds the run can take (4·T; it ends when the budget is spent).
     pub max_rounds: usize,
-    /// The ρ of each measurement in the first rounds (annealing raises it).
+    /// The ρ of each measurement in rounds 1, 2, … (annealing raises it; round
+    /// 0's are `one_way_rhos`).
     pub measure_rho: Rho,
     /// The ε of each selection in the first rounds (annealing raises it).
     pub select_epsilon: Epsilon,
@@ -682,6 +697,13 @@ mod tests {
             assert_eq!(
                 (plan.rounds, plan.one_way_rounds, plan.max_rounds),
                 (48, 3, 192)
+            );
+            let sizes: Vec<usize> = domain.attributes().iter().map(|a| a.size()).collect();
+            let round0 = plan.one_way_rhos.as_ref().expect("no binned attribute");
+            assert_eq!(round0.len(), 3);
+            assert_eq!(
+                round0,
+                &crate::synth::adaptive::one_way_rhos(plan.measure_rho, &sizes, 48).unwrap()
             );
             assert_eq!(plan.candidates, workload.candidates().len());
             let expected_rows = match neighbours {

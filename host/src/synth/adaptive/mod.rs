@@ -606,7 +606,11 @@ const ONE_WAY_UNIT: u64 = 2560;
 /// (always on an all-binary domain) and gets less otherwise. At least three
 /// quarters of the budget is left for the rounds whenever `d ≤ T/4`. Every ρ is a
 /// dyadic fraction rounded down.
-fn one_way_rhos(step: Rho, sizes: &[usize], rounds: usize) -> Result<Vec<Rho>, AdaptiveError> {
+pub(crate) fn one_way_rhos(
+    step: Rho,
+    sizes: &[usize],
+    rounds: usize,
+) -> Result<Vec<Rho>, AdaptiveError> {
     let units: Vec<u64> = sizes
         .iter()
         .map(|&n| {
@@ -672,8 +676,8 @@ impl Step {
 /// ([`SynthRequest::plan`](crate::synth::release::SynthRequest::plan)).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Schedule {
-    /// Planned rounds T (default 16·d); the one-way marginals use d of them, and
-    /// annealing may run up to 4·T in all.
+    /// Planned rounds T (default 16·d); annealing may run up to 4·T in all.
+    /// Round 0 measures the d one-way marginals at [`Schedule::one_way_rhos`].
     pub(crate) rounds: usize,
     /// The dyadic budget ≤ the available ρ that every cost is planned on.
     pub(crate) total: Rho,
@@ -715,9 +719,16 @@ impl Schedule {
         })
     }
 
-    /// The ρ of each measurement in the first rounds (before any annealing).
+    /// The ρ of each measurement in rounds 1, 2, … before any annealing (round 0's
+    /// are [`Schedule::one_way_rhos`]).
     pub(crate) fn measure_rho(&self) -> Rho {
         self.step.measure
+    }
+
+    /// Round 0's one-way measurement ρ's over attributes of `sizes` (the very
+    /// function the run uses, [`one_way_rhos`]).
+    pub(crate) fn one_way_rhos(&self, sizes: &[usize]) -> Result<Vec<Rho>, AdaptiveError> {
+        one_way_rhos(self.step.measure, sizes, self.rounds)
     }
 
     /// The ε of each selection in the first rounds (before any annealing).
@@ -811,6 +822,10 @@ pub fn adaptive_marginals_controlled<E: MarginalEstimator, R: Rng + CryptoRng + 
     // Round 0: every one-way marginal, a large attribute's at a larger ρ.
     let mut measurements = Vec::new();
     let round0 = one_way_rhos(step.measure, &sizes, rounds)?;
+    debug_assert_eq!(
+        round0,
+        Schedule::new(available, config.rounds, d)?.one_way_rhos(&sizes)?
+    );
     for (a, &rho_a) in round0.iter().enumerate() {
         let (mech, sigma) = gauss_sigma(rho_a)?;
         let counts = records.marginal(&[a], domain)?;
