@@ -1243,11 +1243,15 @@ class SynthesisPlan(NamedTuple):
       (the run spends at most this; it falls short by under 2⁻²⁴, mostly because
       the last selection's ε lies on a 2⁻²⁴ grid).
     * ``neighbours``: the relation the cost is stated under.
-    * ``rounds``: planned rounds T; ``one_way_rounds`` of them (one per
-      attribute) measure the one-way marginals; annealing may take up to
-      ``max_rounds``.
+    * ``rounds``: planned rounds T; annealing may take up to ``max_rounds``.
+    * ``one_way_rounds``: the one-way marginals round 0 measures (one per
+      attribute). Their ρ is not ``measure_rho`` each: a larger attribute's is
+      larger (``max(1, n^(2/3)/2.5)`` times ``measure_rho``), all of them
+      together at most ``max(d, T//4)`` times it, every share scaled down alike
+      beyond that (the library's ``SynthPlan::one_way_rhos`` states them; not
+      yet exposed here).
     * ``measure_rho``, ``select_epsilon`` (exact): the budget of each
-      measurement and each selection in the first rounds.
+      measurement and each selection in rounds 1, 2, … before annealing.
     * ``candidates``: the marginals the workload offers for selection.
     * ``rows``: the number of synthetic rows, or ``None`` when it is **hidden**:
       under add/remove neighbours (n private) with no ``rows`` given, the run
