@@ -464,7 +464,10 @@ pub struct RoundLog {
 pub struct AdaptiveOutput<M> {
     /// The final model.
     pub model: M,
-    /// Every noisy marginal, in the order measured.
+    /// Every noisy marginal, in the order measured: the one-way marginals as
+    /// measured (over the original values, before any compression), then the
+    /// selected ones (over the compressed values when [`compression`](Self::compression)
+    /// is set).
     pub measurements: Vec<Measurement>,
     /// One entry per round.
     pub rounds: Vec<RoundLog>,
@@ -854,6 +857,9 @@ pub fn adaptive_marginals_controlled<E: MarginalEstimator, R: Rng + CryptoRng + 
     } else {
         None
     };
+    // The one-way marginals as measured, for the output (the fit uses their
+    // compressed sums).
+    let one_ways = compression.as_ref().map(|_| measurements.clone());
     let compressed_data;
     let (records, domain, estimator) = match &compression {
         Some((c, e)) => {
@@ -973,6 +979,10 @@ pub fn adaptive_marginals_controlled<E: MarginalEstimator, R: Rng + CryptoRng + 
         }
     }
     let model = estimator.finish(&measurements, model)?;
+    if let Some(one_ways) = one_ways {
+        let d = one_ways.len();
+        measurements.splice(..d, one_ways);
+    }
     let (model, compression) = match compression {
         Some((c, e)) => (e.expand(model, &c)?, Some(c)),
         None => (model, None),
