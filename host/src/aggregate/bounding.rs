@@ -109,6 +109,29 @@ impl BoundingKey {
         BoundingKey { k0, k1 }
     }
 
+    /// The key's 16 bytes. They are as secret as the noise (with them, which
+    /// rows a unit keeps is predictable): only for an engine that bounds units
+    /// on other machines, which then see the data anyway (`privq sql --engine
+    /// ballista` sends them to the cluster's executors in the plan).
+    pub fn to_bytes(&self) -> [u8; 16] {
+        let mut out = [0u8; 16];
+        out[..8].copy_from_slice(&self.k0.to_le_bytes());
+        out[8..].copy_from_slice(&self.k1.to_le_bytes());
+        out
+    }
+
+    /// The key of [`BoundingKey::to_bytes`].
+    pub fn from_bytes(bytes: [u8; 16]) -> Self {
+        let mut k0 = [0u8; 8];
+        let mut k1 = [0u8; 8];
+        k0.copy_from_slice(&bytes[..8]);
+        k1.copy_from_slice(&bytes[8..]);
+        BoundingKey {
+            k0: u64::from_le_bytes(k0),
+            k1: u64::from_le_bytes(k1),
+        }
+    }
+
     fn hasher(&self, tag: u8, unit: &str, key: &str) -> SipHasher24 {
         let mut h = SipHasher24::new_with_keys(self.k0, self.k1);
         h.write(&[tag]);

@@ -85,6 +85,7 @@ mod measure;
 mod partial;
 mod plan;
 mod request;
+mod spec;
 mod sql;
 mod table;
 #[cfg(test)]
@@ -101,8 +102,9 @@ pub use plan::{
     Aggregate, Estimate, Groups, Plan, PlanBuilder, PlannedMeasurement, Query, Release, ReleasedRow,
 };
 pub use request::{LARGE_DELTA, MAX_KEY_COMBINATIONS, SqlRequest};
+pub use spec::PlanSpec;
 pub use sql::{SqlQuery, parse_sql};
-pub use table::{Columns, ReadRow, RowReader, Table};
+pub use table::{Columns, ReadRow, RowReader, Table, not_a_regular_file};
 pub use totals::{ColumnTotals, GroupTotals, candidate_bucket};
 
 pub use crate::contract::Neighbours;

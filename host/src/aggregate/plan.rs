@@ -12,6 +12,7 @@ use super::bounding::{BoundingKey, Contribution, Keep, bound_into};
 use super::bounds::{Bounds, Stepper};
 use super::filter::Filter;
 use super::measure::{self, LEVEL_DEN, Measure};
+use super::spec::PlanSpec;
 use super::table::{Columns, Table};
 use super::totals::{ColumnTotals, GroupTotals, candidate_bucket};
 use crate::accountant::{Accountant, Cost};
@@ -214,15 +215,15 @@ impl Groups {
 /// Builds a [`Plan`] (see [`Plan::builder`]).
 #[derive(Debug, Clone)]
 pub struct PlanBuilder {
-    query: Query,
-    unit: Option<String>,
-    contribution: Contribution,
-    neighbours: Neighbours,
-    bounds: BTreeMap<String, Bounds>,
-    groups: Option<Groups>,
-    confidence: f64,
-    candidates: u32,
-    drop_invalid: bool,
+    pub(super) query: Query,
+    pub(super) unit: Option<String>,
+    pub(super) contribution: Contribution,
+    pub(super) neighbours: Neighbours,
+    pub(super) bounds: BTreeMap<String, Bounds>,
+    pub(super) groups: Option<Groups>,
+    pub(super) confidence: f64,
+    pub(super) candidates: u32,
+    pub(super) drop_invalid: bool,
 }
 
 impl PlanBuilder {
@@ -274,6 +275,7 @@ impl PlanBuilder {
 
     /// Validates the plan at total budget ε (plus δ for private groups).
     pub fn build(self, epsilon: Epsilon) -> Result<Plan, AggregateError> {
+        let spec = Box::new(PlanSpec::of(&self, epsilon));
         let query = self.query;
         if query.aggregates.is_empty() {
             return Err(AggregateError::InvalidParameter(
@@ -450,6 +452,7 @@ impl PlanBuilder {
             selection,
             confidence: self.confidence,
             candidates: self.candidates,
+            spec,
         })
         .map(|mut p| {
             p.columns.group_by = p.query.group_by.clone();
@@ -500,6 +503,8 @@ pub struct Plan {
     selection: Option<Discovery>,
     confidence: f64,
     candidates: u32,
+    /// The inputs the plan was built from ([`Plan::spec`]).
+    pub(super) spec: Box<PlanSpec>,
 }
 
 impl Plan {

@@ -30,6 +30,16 @@ pub struct Columns {
     pub drop_invalid: bool,
 }
 
+/// The error of a table path that is not one regular file (a directory, which an
+/// engine reading a path would read every file under, a pipe or a device): the
+/// one `privq sql` gives on every engine.
+pub fn not_a_regular_file() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        "not a regular file: privq sql reads a table from one regular file",
+    )
+}
+
 /// The rows of a table as a query reads them: held in memory, with each privacy
 /// unit and each group key interned to a number.
 ///
