@@ -224,6 +224,21 @@ pub async fn standalone_session(
     target_partitions: usize,
     work_dir: &Path,
 ) -> Result<SessionContext, QueryError> {
+    let ctx = cluster_session(limits, target_partitions, work_dir).await?;
+    ctx.register_udaf(privq_aggregate(plan.clone(), *limits));
+    Ok(ctx)
+}
+
+/// Starts a scheduler and an executor (`target_partitions` task slots, shuffle
+/// files in `work_dir`) in this runtime, and returns a client session without
+/// any privq function registered: a generic cluster whose codecs are
+/// [`PrivqCodec`]s (campaigns validated against `limits`). Loopback only,
+/// unauthenticated: see the module documentation.
+pub async fn cluster_session(
+    limits: &Limits,
+    target_partitions: usize,
+    work_dir: &Path,
+) -> Result<SessionContext, QueryError> {
     let slots = target_partitions.max(1);
     let generic = generic_state(limits, slots)?;
     let addr =
@@ -245,9 +260,9 @@ pub async fn standalone_session(
         }
     };
     start_executor(scheduler, slots, &generic, work_dir).await?;
-    let ctx = SessionContext::new_with_state(generic.upgrade_for_ballista(url)?);
-    ctx.register_udaf(privq_aggregate(plan.clone(), *limits));
-    Ok(ctx)
+    Ok(SessionContext::new_with_state(
+        generic.upgrade_for_ballista(url)?,
+    ))
 }
 
 /// [`query::aggregate_parquet`] on a standalone Ballista cluster started for

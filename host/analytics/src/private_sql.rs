@@ -66,7 +66,7 @@ use datafusion::logical_expr::function::{AccumulatorArgs, StateFieldsArgs};
 use datafusion::logical_expr::utils::format_state_name;
 use datafusion::logical_expr::{
     Accumulator, AggregateUDF, AggregateUDFImpl, ColumnarValue, EmitTo, GroupsAccumulator,
-    Signature, Volatility, create_udf,
+    ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig, SessionContext};
 
@@ -96,6 +96,8 @@ pub enum EngineError {
     },
     /// The result has an unexpected shape (not expected).
     Shape(&'static str),
+    /// Starting or running the Ballista cluster failed (`--engine ballista`).
+    Cluster(crate::query::QueryError),
 }
 
 impl std::fmt::Display for EngineError {
@@ -110,6 +112,7 @@ impl std::fmt::Display for EngineError {
                  floating-point and boolean columns only (cast it, or leave it out of the query)"
             ),
             EngineError::Shape(what) => write!(f, "unexpected query result: {what}"),
+            EngineError::Cluster(e) => write!(f, "{e}"),
         }
     }
 }
@@ -225,7 +228,7 @@ pub fn column_text(a: &ArrayRef) -> Result<StringArray, EngineError> {
 }
 
 /// What the aggregate shares: how a row is read, the public keys, the bounding.
-struct Shared {
+pub(crate) struct Shared {
     reader: RowReader,
     /// For each header position, its text argument (`usize::MAX`: not read).
     slot: Vec<usize>,
@@ -239,6 +242,61 @@ struct Shared {
     seen: AtomicU64,
     /// The row cap ([`Table::from_csv`]'s `max_rows`).
     max_rows: u64,
+    /// What it was built from (what a codec sends to rebuild it elsewhere).
+    #[cfg_attr(not(feature = "ballista"), allow(dead_code))]
+    origin: Origin,
+}
+
+/// What [`Shared`] is built from: the plan, the table's header (names as the
+/// row reader sees them) and the bounding key.
+#[derive(Clone)]
+pub(crate) struct Origin {
+    pub(crate) plan: Plan,
+    pub(crate) header: Vec<String>,
+    pub(crate) key: BoundingKey,
+    pub(crate) max_rows: u64,
+}
+
+impl Shared {
+    /// How rows of a table with `header` are read for `plan` and bounded under `key`.
+    fn new(origin: Origin) -> Result<Shared, AggregateError> {
+        let plan = &origin.plan;
+        let reader = RowReader::new(&origin.header, &plan.columns())?;
+        let mut slot = vec![usize::MAX; origin.header.len()];
+        for (a, &h) in reader.fields().iter().enumerate() {
+            slot[h] = a;
+        }
+        Ok(Shared {
+            reader,
+            slot,
+            public: plan.public_keys().map(|keys| {
+                keys.iter()
+                    .map(|k| privq_host::aggregate::encode_key(k))
+                    .collect()
+            }),
+            partial: plan.partial(origin.key),
+            seen: AtomicU64::new(0),
+            max_rows: origin.max_rows,
+            origin,
+        })
+    }
+}
+
+/// `privq_bound` for `origin` (see the module documentation).
+pub(crate) fn privq_bound(origin: Origin) -> Result<AggregateUDF, AggregateError> {
+    let per_unit = origin.plan.privacy_unit().is_some();
+    Ok(AggregateUDF::from(PrivqBound {
+        signature: Signature::variadic_any(Volatility::Immutable),
+        sh: Arc::new(Shared::new(origin)?),
+        per_unit,
+    }))
+}
+
+/// What a `privq_bound` function was built from (`None` for any other
+/// aggregate function).
+#[cfg_attr(not(feature = "ballista"), allow(dead_code))]
+pub(crate) fn origin_of(f: &AggregateUDF) -> Option<&Origin> {
+    f.inner().downcast_ref::<PrivqBound>().map(|b| &b.sh.origin)
 }
 
 /// The error that stops the query once the table is refused (over the row cap,
@@ -482,7 +540,10 @@ impl<S: PartialState> Accumulator for Acc<S> {
 }
 
 /// The aggregate's SQL name.
-const BOUND: &str = "privq_bound";
+pub(crate) const BOUND: &str = "privq_bound";
+
+/// The unit's trimming function's SQL name.
+pub(crate) const TRIM: &str = "privq_trim";
 
 /// `privq_bound(0, fields…)`: see the module documentation.
 #[derive(Debug)]
@@ -575,10 +636,7 @@ pub fn check_table_file(path: &Path) -> std::io::Result<()> {
     if std::fs::metadata(path)?.is_file() {
         Ok(())
     } else {
-        Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file: privq sql reads a table from one regular file",
-        ))
+        Err(privq_host::aggregate::not_a_regular_file())
     }
 }
 
@@ -637,6 +695,60 @@ pub fn totals_parquet(
     partitions: usize,
 ) -> Result<Vec<GroupTotals>, EngineError> {
     totals(Source::Parquet(path), plan, key, max_rows, partitions)
+}
+
+/// [`totals_csv`] on an Apache Ballista cluster in standalone mode (feature
+/// `ballista`): a scheduler and an executor of `partitions` task slots started
+/// in this process for the call, on loopback ports, as for `privq ldp aggregate
+/// --engine ballista` ([`ballista`](crate::ballista)). The same query and the
+/// same aggregate, rebuilt by the scheduler and the executor from the plan
+/// alone ([`codec`](crate::codec): the plan's spec, the header and the
+/// bounding key travel in the aggregate's payload); the same totals, or the
+/// same refusals, before anything is charged.
+#[cfg(feature = "ballista")]
+pub fn totals_csv_ballista(
+    path: &Path,
+    plan: &Plan,
+    key: BoundingKey,
+    max_rows: usize,
+    partitions: usize,
+) -> Result<Vec<GroupTotals>, EngineError> {
+    totals_ballista(Source::Csv(path), plan, key, max_rows, partitions)
+}
+
+/// [`totals_parquet`] on a Ballista cluster, as [`totals_csv_ballista`].
+#[cfg(feature = "ballista")]
+pub fn totals_parquet_ballista(
+    path: &Path,
+    plan: &Plan,
+    key: BoundingKey,
+    max_rows: usize,
+    partitions: usize,
+) -> Result<Vec<GroupTotals>, EngineError> {
+    totals_ballista(Source::Parquet(path), plan, key, max_rows, partitions)
+}
+
+#[cfg(feature = "ballista")]
+fn totals_ballista(
+    source: Source<'_>,
+    plan: &Plan,
+    key: BoundingKey,
+    max_rows: usize,
+    partitions: usize,
+) -> Result<Vec<GroupTotals>, EngineError> {
+    use crate::query::{block_on_guarded, runtime};
+    check_path(source)?;
+    let work_dir = crate::ballista::WorkDir::create()?;
+    let partitions = partitions.max(1);
+    // The scheduler's and executor's loops share the runtime with the query.
+    let runtime = runtime(partitions.max(2)).map_err(EngineError::Cluster)?;
+    let result = block_on_guarded(&runtime, async {
+        let limits = privq_host::ldp::campaign::Limits::default();
+        let ctx = crate::ballista::cluster_session(&limits, partitions, work_dir.path()).await?;
+        Ok(totals_async(ctx, source, plan, key, max_rows).await)
+    });
+    runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+    result.map_err(EngineError::Cluster)?
 }
 
 /// The table of a Parquet file as the in-process engine reads it: each column the
@@ -704,20 +816,19 @@ fn totals(
     max_rows: usize,
     partitions: usize,
 ) -> Result<Vec<GroupTotals>, EngineError> {
+    check_path(source)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(partitions.max(1))
         .enable_all()
         .build()?;
-    runtime.block_on(totals_async(source, plan, key, max_rows, partitions))
+    let config = SessionConfig::new().with_target_partitions(partitions.max(1));
+    let ctx = SessionContext::new_with_config(config);
+    runtime.block_on(totals_async(ctx, source, plan, key, max_rows))
 }
 
-async fn totals_async(
-    source: Source<'_>,
-    plan: &Plan,
-    key: BoundingKey,
-    max_rows: usize,
-    partitions: usize,
-) -> Result<Vec<GroupTotals>, EngineError> {
+/// The path checks of both engines: a path DataFusion would read as a pattern,
+/// or one that is not a regular file, is refused before any query.
+fn check_path(source: Source<'_>) -> Result<(), EngineError> {
     // DataFusion reads a table path as a glob: `t[1].csv` would read `t1.csv`.
     let name = source.path().to_string_lossy();
     if name.contains(['*', '?', '[', ']', '{', '}']) {
@@ -730,13 +841,23 @@ async fn totals_async(
         )));
     }
     check_table_file(source.path())?;
+    Ok(())
+}
+
+/// The totals computed by the session `ctx` (DataFusion in this process, or a
+/// Ballista cluster's client); the path already checked ([`check_path`]).
+async fn totals_async(
+    ctx: SessionContext,
+    source: Source<'_>,
+    plan: &Plan,
+    key: BoundingKey,
+    max_rows: usize,
+) -> Result<Vec<GroupTotals>, EngineError> {
     let path = std::path::absolute(source.path())?;
     let extension = path
         .extension()
         .map(|e| format!(".{}", e.to_string_lossy()))
         .unwrap_or_default();
-    let config = SessionConfig::new().with_target_partitions(partitions.max(1));
-    let ctx = SessionContext::new_with_config(config);
     // The header as the reader sees it, and each column's name in DataFusion's SQL.
     let (header, names): (Vec<String>, Vec<String>) = match source {
         Source::Csv(_) => {
@@ -786,51 +907,28 @@ async fn totals_async(
         }
     };
     let columns = plan.columns();
-    let reader = RowReader::new(&header, &columns)?;
-    let fields = reader.fields();
+    let fields = RowReader::new(&header, &columns)?.fields();
     if let Source::Parquet(_) = source {
         let schema = ctx.table_provider("t").await?.schema();
         check_types(&schema, &fields)?;
     }
-    let mut slot = vec![usize::MAX; header.len()];
-    for (a, &h) in fields.iter().enumerate() {
-        slot[h] = a;
-    }
-    let sh = Arc::new(Shared {
-        reader,
-        slot,
-        public: plan.public_keys().map(|keys| {
-            keys.iter()
-                .map(|k| privq_host::aggregate::encode_key(k))
-                .collect()
-        }),
-        partial: plan.partial(key),
-        seen: AtomicU64::new(0),
+    ctx.register_udaf(privq_bound(Origin {
+        plan: plan.clone(),
+        header: header.clone(),
+        key,
         max_rows: max_rows as u64,
-    });
-    let per_unit = plan.privacy_unit().is_some();
-    ctx.register_udaf(AggregateUDF::from(PrivqBound {
-        signature: Signature::variadic_any(Volatility::Immutable),
-        sh,
-        per_unit,
-    }));
+    })?);
     let mut args = vec!["0".to_string()];
     args.extend(fields.iter().map(|&h| quote(&names[h])));
     let mut query = format!("SELECT {BOUND}({}) FROM t", args.join(", "));
     if let Some(unit) = plan.privacy_unit() {
         // The unit's column, as the reader trims it: one unit, one group.
-        ctx.register_udf(create_udf(
-            "privq_trim",
-            vec![DataType::Utf8],
-            DataType::Utf8,
-            Volatility::Immutable,
-            Arc::new(trim),
-        ));
+        ctx.register_udf(privq_trim());
         let h = header
             .iter()
             .position(|h| h.trim() == unit)
             .ok_or(EngineError::Shape("the unit's column"))?;
-        query.push_str(&format!(" GROUP BY privq_trim({})", quote(&names[h])));
+        query.push_str(&format!(" GROUP BY {TRIM}({})", quote(&names[h])));
     }
     let result = match ctx.sql(&query).await {
         Ok(df) => df.collect().await,
@@ -872,7 +970,38 @@ async fn totals_async(
 }
 
 /// `privq_trim(text)`: the text trimmed as the row reader trims a field (the
-/// same array when nothing needs trimming).
+/// same array when nothing needs trimming). A named function (not a closure),
+/// so that a codec can recognise it and a cluster rebuild it.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub(crate) struct PrivqTrim {
+    signature: Signature,
+}
+
+/// The `privq_trim` function.
+pub(crate) fn privq_trim() -> ScalarUDF {
+    ScalarUDF::from(PrivqTrim {
+        signature: Signature::exact(vec![DataType::Utf8], Volatility::Immutable),
+    })
+}
+
+impl ScalarUDFImpl for PrivqTrim {
+    fn name(&self) -> &str {
+        TRIM
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _args: &[DataType]) -> DfResult<DataType> {
+        Ok(DataType::Utf8)
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
+        trim(&args.args)
+    }
+}
+
 fn trim(args: &[ColumnarValue]) -> DfResult<ColumnarValue> {
     let arg = args
         .first()

@@ -222,6 +222,26 @@ fn measure_overhead() {
                 format!("{} groups", r.rows().len())
             },
         );
+        // The cluster's start (a scheduler and an executor on loopback) included.
+        #[cfg(feature = "ballista")]
+        time(
+            &format!("ballista private, {partitions} partition(s)"),
+            &mut || {
+                let mut rng = seeded_rng(1);
+                let key = BoundingKey::draw(&mut rng);
+                let totals = privq_analytics::private_sql::totals_csv_ballista(
+                    &path,
+                    &plan,
+                    key,
+                    1 << 30,
+                    partitions,
+                )
+                .unwrap();
+                let mut acct = plan.accountant().unwrap();
+                let r = plan.release_totals(totals, &mut acct, &mut rng).unwrap();
+                format!("{} groups", r.rows().len())
+            },
+        );
         for (what, sql, as_engine) in [
             (
                 "plain",
@@ -533,4 +553,258 @@ fn one_row_per_unit_past_the_partial_aggregation_probe() {
     let key = BoundingKey::draw(&mut seeded_rng(5));
     let want = sorted(p.totals(&table, &key));
     assert_eq!(sorted(totals_csv(&csv, &p, key, 1 << 20, 2).unwrap()), want);
+}
+
+/// `privq sql --engine ballista`: the same totals on a Ballista cluster started in
+/// this process, so the three engines release the same bytes for the same seed.
+#[cfg(feature = "ballista")]
+mod ballista {
+    use super::*;
+    use datafusion::common::DataFusionError;
+    use datafusion_proto::logical_plan::LogicalExtensionCodec;
+    use privq_analytics::codec::{
+        BOUND_TAG, BoundSpec, MAX_BOUND_PAYLOAD_LEN, PrivqCodec, SqlPayloadError, TRIM_PAYLOAD,
+        decode_bound, encode_bound,
+    };
+    use privq_analytics::private_sql::{totals_csv_ballista, totals_parquet_ballista};
+
+    /// In process, on DataFusion and on Ballista, `partitions` partitions: the
+    /// same totals and the same release.
+    fn three(plan: &Plan, csv: &PathBuf, seed: u64, partitions: usize) {
+        let text = std::fs::read_to_string(csv).unwrap();
+        let table = Table::from_csv(text.as_bytes(), &plan.columns(), 1 << 20).unwrap();
+        let (in_process, _) = plan.release(&table, &mut seeded_rng(seed)).unwrap();
+        let release = |engine: Vec<GroupTotals>| {
+            let mut rng = seeded_rng(seed);
+            let _ = BoundingKey::draw(&mut rng);
+            let mut acct = plan.accountant().unwrap();
+            format!(
+                "{:?}",
+                plan.release_totals(engine, &mut acct, &mut rng).unwrap()
+            )
+        };
+        let key = BoundingKey::draw(&mut seeded_rng(seed));
+        let datafusion = totals_csv(csv, plan, key, 1 << 20, partitions).unwrap();
+        let ballista = totals_csv_ballista(csv, plan, key, 1 << 20, partitions).unwrap();
+        assert_eq!(sorted(ballista.clone()), sorted(plan.totals(&table, &key)));
+        assert_eq!(sorted(ballista.clone()), sorted(datafusion.clone()));
+        let want = format!("{in_process:?}");
+        assert_eq!(release(datafusion), want);
+        assert_eq!(
+            release(ballista),
+            want,
+            "seed {seed}, {partitions} partitions"
+        );
+    }
+
+    #[test]
+    fn the_three_engines_release_the_same_bytes() {
+        // A heavy unit over its limits, values outside the bounds, identical rows.
+        let csv = file("three.csv", &readings());
+        let cases = [
+            (
+                "SELECT region, COUNT(*), SUM(temp), AVG(temp), QUANTILE(temp, 0.5) FROM t \
+                 GROUP BY region",
+                Some((2, 3)),
+                false,
+            ),
+            (
+                "SELECT region, BIN(temp, -20, 10, 50) AS band, COUNT(*), STDDEV(temp) FROM t \
+                 WHERE kind = 'a' OR temp > 20 GROUP BY region, band",
+                Some((1, 2)),
+                true,
+            ),
+            (
+                "SELECT COUNT(*), SUM(temp) FROM t WHERE kind <> 'a'",
+                None,
+                false,
+            ),
+        ];
+        for (i, (sql, unit, private)) in cases.into_iter().enumerate() {
+            let p = plan(sql, unit, private);
+            for partitions in [1, 2] {
+                three(&p, &csv, 10 * i as u64 + partitions as u64, partitions);
+            }
+        }
+        // Units over both limits, shuffled rows: the same rows kept.
+        let text = over_limits();
+        let csv = file("three-over.csv", &text);
+        let p =
+            SqlRequest::new("SELECT region, COUNT(*), SUM(temp), AVG(hum) FROM t GROUP BY region")
+                .unwrap()
+                .tables(["t"])
+                .privacy_unit("device", 2, 3)
+                .bounds("temp", "-20:50".parse().unwrap())
+                .bounds("hum", "-5:5".parse().unwrap())
+                .delta(1e-6)
+                .build(Epsilon::new(8, 1).unwrap())
+                .unwrap();
+        three(&p, &csv, 5, 2);
+    }
+
+    #[test]
+    fn ballista_reads_parquet_as_the_other_engines() {
+        let text = readings();
+        let path = parquet("three.parquet", &text);
+        let p = plan(
+            "SELECT region, COUNT(*), AVG(temp) FROM t GROUP BY region",
+            Some((2, 3)),
+            false,
+        );
+        let key = BoundingKey::draw(&mut seeded_rng(3));
+        assert_eq!(
+            sorted(totals_parquet_ballista(&path, &p, key, 1 << 20, 2).unwrap()),
+            sorted(totals_parquet(&path, &p, key, 1 << 20, 2).unwrap())
+        );
+    }
+
+    #[test]
+    fn ballista_refuses_what_the_other_engines_refuse() {
+        let p = plan(
+            "SELECT region, AVG(temp) FROM t GROUP BY region",
+            Some((1, 1)),
+            false,
+        );
+        let key = BoundingKey::draw(&mut seeded_rng(1));
+        for (i, text) in [
+            "device,region,temp\nd,r0,1\ne,r1,inf\nf,r0,x\n",
+            "device,region,temp\nd,r0,1\ne,r1\nf,r0,2\n",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let csv = file(&format!("bbad{i}.csv"), text);
+            let want = Table::from_csv(text.as_bytes(), &p.columns(), 1 << 20)
+                .and_then(|t| p.check_table(&t).map(|()| t))
+                .unwrap_err();
+            match totals_csv_ballista(&csv, &p, key, 1 << 20, 2) {
+                Err(EngineError::Aggregate(e)) => assert_eq!(e.to_string(), want.to_string()),
+                other => panic!("{text:?}: {other:?}, want {want}"),
+            }
+        }
+        let csv = file("blong.csv", "device,region,temp\nd,r0,1\nd,r0,2\nd,r0,3\n");
+        assert!(matches!(
+            totals_csv_ballista(&csv, &p, key, 2, 2),
+            Err(EngineError::Aggregate(AggregateError::TooManyRows {
+                max: 2
+            }))
+        ));
+        let dir = csv.parent().unwrap();
+        let (a, b) = (
+            totals_csv(dir, &p, key, 1 << 20, 2).unwrap_err(),
+            totals_csv_ballista(dir, &p, key, 1 << 20, 2).unwrap_err(),
+        );
+        assert!(matches!(b, EngineError::Io(_)), "{b:?}");
+        assert_eq!(a.to_string(), b.to_string());
+    }
+
+    fn spec() -> BoundSpec {
+        BoundSpec {
+            plan: plan(
+                "SELECT region, BIN(temp, -20, 0.1, 50) AS band, AVG(temp) FROM t \
+                 WHERE kind IN ('a', 'b') AND NOT temp <= -7.25 GROUP BY region, band",
+                Some((2, 3)),
+                false,
+            ),
+            header: ["device", "region", "temp", "kind"]
+                .map(String::from)
+                .to_vec(),
+            key: BoundingKey::draw(&mut seeded_rng(9)),
+            max_rows: 1000,
+        }
+    }
+
+    fn dferr(e: &DataFusionError) -> Option<&SqlPayloadError> {
+        match e {
+            DataFusionError::External(e) => e.downcast_ref::<SqlPayloadError>(),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn the_bound_payload_round_trips_and_forged_ones_are_refused() {
+        let s = spec();
+        let bytes = encode_bound(&s).unwrap();
+        assert!(bytes.starts_with(BOUND_TAG));
+        let back = decode_bound(&bytes).unwrap();
+        assert_eq!(back.plan.spec(), s.plan.spec());
+        assert_eq!(back.header, s.header);
+        assert_eq!(back.key, s.key);
+        assert_eq!(back.max_rows, 1000);
+        assert_eq!(encode_bound(&back).unwrap(), bytes);
+        // Through the codec, by name: the same function back.
+        let codec = PrivqCodec::new(Default::default());
+        assert!(codec.try_decode_udaf("privq_bound", &bytes).is_ok());
+        // Truncated anywhere: a typed error.
+        for n in [
+            0,
+            5,
+            BOUND_TAG.len(),
+            BOUND_TAG.len() + 1,
+            bytes.len() / 2,
+            bytes.len() - 1,
+        ] {
+            let e = decode_bound(&bytes[..n]).unwrap_err();
+            assert!(
+                matches!(e, SqlPayloadError::Tag | SqlPayloadError::Json(_)),
+                "{n}: {e:?}"
+            );
+            let e = codec
+                .try_decode_udaf("privq_bound", &bytes[..n])
+                .unwrap_err();
+            assert!(dferr(&e).is_some(), "{e}");
+        }
+        // Oversized.
+        let mut long = bytes.clone();
+        long.resize(MAX_BOUND_PAYLOAD_LEN + 1, b' ');
+        assert!(matches!(
+            decode_bound(&long),
+            Err(SqlPayloadError::TooLong(n)) if n == MAX_BOUND_PAYLOAD_LEN + 1
+        ));
+        // Another tag or version.
+        let mut other = b"privq-sql-bound/2\n".to_vec();
+        other.extend_from_slice(&bytes[BOUND_TAG.len()..]);
+        assert!(matches!(decode_bound(&other), Err(SqlPayloadError::Tag)));
+        assert!(matches!(
+            decode_bound(&bytes[1..]),
+            Err(SqlPayloadError::Tag)
+        ));
+        // Unknown fields, at the top and inside the plan.
+        let json = std::str::from_utf8(&bytes[BOUND_TAG.len()..]).unwrap();
+        for forged in [
+            json.replacen('{', "{\"extra\":1,", 1),
+            json.replacen("\"plan\":{", "\"plan\":{\"sensitivity\":0,", 1),
+            json.replacen("\"max_rows\"", "\"max_rowz\"", 1),
+        ] {
+            let mut b = BOUND_TAG.to_vec();
+            b.extend_from_slice(forged.as_bytes());
+            match decode_bound(&b) {
+                Err(SqlPayloadError::Json(e)) => assert!(
+                    e.to_string().contains("unknown field") || e.to_string().contains("missing"),
+                    "{e}"
+                ),
+                other => panic!("{forged}: {other:?}"),
+            }
+        }
+        // A plan the library refuses (limits of zero rows), and a header without
+        // the plan's columns: refused as the library refuses them.
+        let forged = json.replacen("\"max_rows\":3", "\"max_rows\":0", 1);
+        assert_ne!(forged, json);
+        let mut b = BOUND_TAG.to_vec();
+        b.extend_from_slice(forged.as_bytes());
+        assert!(matches!(decode_bound(&b), Err(SqlPayloadError::Plan(_))));
+        let mut s = spec();
+        s.header.retain(|h| h != "kind");
+        let b = encode_bound(&s).unwrap();
+        assert!(matches!(
+            decode_bound(&b),
+            Err(SqlPayloadError::Plan(AggregateError::MissingColumn { .. }))
+        ));
+        // privq_trim: its exact payload only.
+        assert!(codec.try_decode_udf("privq_trim", TRIM_PAYLOAD).is_ok());
+        for forged in [&b""[..], b"privq-sql-trim/2", b"privq-sql-trim/1x"] {
+            let e = codec.try_decode_udf("privq_trim", forged).unwrap_err();
+            assert!(matches!(dferr(&e), Some(SqlPayloadError::Tag)), "{e}");
+        }
+    }
 }
