@@ -96,12 +96,17 @@ pub struct Args {
     /// Output format.
     #[command(flatten)]
     pub format: FormatArg,
-    /// Where the exact bounded aggregates are computed: in this process, or by
-    /// DataFusion (feature `analytics`; a CSV file, not standard input). The noise is
-    /// added once, here, by the same code: the same seed releases the same bytes.
+    /// Where the exact bounded aggregates are computed: in this process, by
+    /// DataFusion in this process (feature `analytics`), or on an Apache Ballista
+    /// cluster started in this process (feature `ballista`: a scheduler and an
+    /// executor on loopback ports, unauthenticated, which receive the plan and the
+    /// secret bounding key; use it on a machine whose users you trust). Both read a
+    /// CSV or Parquet file, not standard input. The noise is added once, here, by the
+    /// same code: the same seed releases the same bytes on every engine.
     #[arg(long, value_enum, default_value = "in-process")]
     pub engine: SqlEngine,
-    /// DataFusion's target partitions (and threads), with `--engine datafusion`.
+    /// Target partitions (and threads; Ballista: the executor's task slots), with
+    /// `--engine datafusion` or `--engine ballista`.
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub partitions: usize,
     /// The ledger.
@@ -117,6 +122,9 @@ pub enum SqlEngine {
     InProcess,
     /// DataFusion in this process (feature `analytics`).
     Datafusion,
+    /// Apache Ballista in standalone mode, started in this process (feature
+    /// `ballista`).
+    Ballista,
 }
 
 fn usage(option: &'static str, message: impl Into<String>) -> CliError {
@@ -203,7 +211,7 @@ pub fn run(
             let release = plan.release_charged(&table, &mut accountant, &mut rng)?;
             (release, accountant)
         }
-        SqlEngine::Datafusion => engine_release(args, &plan, &path, stderr)?,
+        SqlEngine::Datafusion | SqlEngine::Ballista => engine_release(args, &plan, &path, stderr)?,
     };
     let (release, accountant) = release;
     let mut out = Vec::new();
@@ -247,18 +255,37 @@ fn engine_release(
     stderr: &mut dyn Write,
 ) -> Result<(Release, privq_host::accountant::Accountant), CliError> {
     use privq_analytics::private_sql::{totals_csv, totals_parquet};
+    let name = match args.engine {
+        SqlEngine::Ballista => "ballista",
+        _ => "datafusion",
+    };
     if path.as_os_str() == "-" {
         return Err(usage(
             "engine",
-            "--engine datafusion reads a CSV file, not standard input",
+            format!("--engine {name} reads a CSV or Parquet file, not standard input"),
+        ));
+    }
+    #[cfg(not(feature = "ballista"))]
+    if args.engine == SqlEngine::Ballista {
+        return Err(usage(
+            "engine",
+            "--engine ballista needs privq built with feature `ballista`",
         ));
     }
     let mut rng = super::rng(args.seed, stderr)?;
     let key = privq_host::aggregate::BoundingKey::draw(&mut rng);
-    let totals = if is_parquet(path) {
-        totals_parquet(path, plan, key, args.max_table_rows, args.partitions)
-    } else {
-        totals_csv(path, plan, key, args.max_table_rows, args.partitions)
+    let (rows, n) = (args.max_table_rows, args.partitions);
+    let totals = match (args.engine, is_parquet(path)) {
+        #[cfg(feature = "ballista")]
+        (SqlEngine::Ballista, true) => {
+            privq_analytics::private_sql::totals_parquet_ballista(path, plan, key, rows, n)
+        }
+        #[cfg(feature = "ballista")]
+        (SqlEngine::Ballista, false) => {
+            privq_analytics::private_sql::totals_csv_ballista(path, plan, key, rows, n)
+        }
+        (_, true) => totals_parquet(path, plan, key, rows, n),
+        (_, false) => totals_csv(path, plan, key, rows, n),
     }
     .map_err(|e| engine_error(path, e))?;
     let mut accountant = plan.accountant()?;
@@ -275,10 +302,7 @@ fn table_not_directory(path: &std::path::Path) -> Result<(), CliError> {
     if path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
         return Err(CliError::file(
             path,
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "not a regular file: privq sql reads a table from one regular file",
-            ),
+            privq_host::aggregate::not_a_regular_file(),
         ));
     }
     Ok(())
@@ -323,14 +347,18 @@ fn parquet_table(
 
 #[cfg(not(feature = "analytics"))]
 fn engine_release(
-    _: &Args,
+    args: &Args,
     _: &Plan,
     _: &std::path::Path,
     _: &mut dyn Write,
 ) -> Result<(Release, privq_host::accountant::Accountant), CliError> {
+    let name = match args.engine {
+        SqlEngine::Ballista => "ballista",
+        _ => "datafusion",
+    };
     Err(usage(
         "engine",
-        "--engine datafusion needs privq built with feature `analytics`",
+        format!("--engine {name} needs privq built with feature `analytics`"),
     ))
 }
 
@@ -438,16 +466,22 @@ mod tests {
             let a = run("in-process", query, groups).unwrap();
             let b = run("datafusion", query, groups).unwrap();
             assert_eq!(a, b);
+            #[cfg(feature = "ballista")]
+            assert_eq!(run("ballista", query, groups).unwrap(), a);
         }
         std::fs::write(&path, "device,region,temp\nd,north,1\ne,south,NaN\n").unwrap();
         let q = (QUERY, &["--keys", "region=north"][..]);
         let a = run("in-process", q.0, q.1).unwrap_err();
         assert!(a.contains("line 3"), "{a}");
         assert_eq!(run("datafusion", q.0, q.1).unwrap_err(), a);
+        #[cfg(feature = "ballista")]
+        assert_eq!(run("ballista", q.0, q.1).unwrap_err(), a);
         // A row with the wrong number of fields: the in-process reader's error.
         std::fs::write(&path, "device,region,temp\nd,north,1\ne,south\n").unwrap();
         let a = run("in-process", q.0, q.1).unwrap_err();
         assert_eq!(run("datafusion", q.0, q.1).unwrap_err(), a);
+        #[cfg(feature = "ballista")]
+        assert_eq!(run("ballista", q.0, q.1).unwrap_err(), a);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -486,6 +520,8 @@ mod tests {
             let a = run("in-process").unwrap_err();
             assert!(a.contains("not a regular file"), "{a}");
             assert_eq!(run("datafusion").unwrap_err(), a);
+            #[cfg(feature = "ballista")]
+            assert_eq!(run("ballista").unwrap_err(), a);
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
