@@ -23,6 +23,11 @@
 //! DataFusion's and Ballista's defaults, and they learn the campaign only
 //! from the plan.
 //!
+//! `privq sql --engine ballista` uses the same cluster
+//! ([`cluster_session`]) for its one aggregate, `privq_bound`, whose payload
+//! carries the plan, the table's header and the secret bounding key (see
+//! [`codec`]): the executor then holds the key, as it holds the rows.
+//!
 //! Who can talk to the cluster: the scheduler and the executor listen on
 //! loopback ports while the call runs, and Ballista 55 authenticates no gRPC
 //! or Flight peer. Another user of the same machine could, during the call,

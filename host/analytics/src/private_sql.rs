@@ -46,6 +46,16 @@
 //! the same line), and so is a file DataFusion's reader fails on (a CSV row with
 //! the wrong number of fields): the in-process reader's typed error when it
 //! refuses the file too. Nothing is charged here; the driver charges after.
+//!
+//! **On Ballista** (feature `ballista`, `privq sql --engine ballista`):
+//! `totals_csv_ballista` and `totals_parquet_ballista` run the same query on a
+//! standalone cluster started for the call. Both functions are named
+//! (`privq_bound` an `AggregateUDFImpl`, `privq_trim` a `ScalarUDFImpl`), so
+//! the extension codec (`codec`) carries them in the plan: the scheduler and
+//! the executor rebuild `privq_bound` from the plan's spec, the header, the row
+//! cap and the bounding key (secret: the cluster must be trusted with the data
+//! anyway). Each decoded function counts its own rows against the cap; the
+//! driver refuses on the total.
 
 use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
