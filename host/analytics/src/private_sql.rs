@@ -962,7 +962,11 @@ async fn totals_async(
             .as_binary_opt::<i32>()
             .ok_or(EngineError::Shape("the aggregate is not binary"))?;
         for i in 0..b.len() {
-            all.add(PartialTotals::decode(b.value(i)).ok_or(EngineError::Shape("a result"))?);
+            let piece = PartialTotals::decode(b.value(i)).ok_or(EngineError::Shape("a result"))?;
+            // Each unit's piece checked against the plan before it is added:
+            // nothing is charged yet.
+            plan.check_piece(&piece)?;
+            all.add(piece);
         }
     }
     if all.invalid() > 0 || all.seen() > max_rows as u64 {

@@ -289,6 +289,8 @@ fn engine_release(
     }
     .map_err(|e| engine_error(path, e))?;
     let mut accountant = plan.accountant()?;
+    // The totals' shape checked before the budget file is charged.
+    plan.check_totals(&totals)?;
     args.ledger
         .reserve_for(&accountant, "privq sql", plan.privacy_unit(), stderr)?;
     let release = plan.release_totals(totals, &mut accountant, &mut rng)?;

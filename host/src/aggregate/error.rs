@@ -187,6 +187,12 @@ pub enum AggregateError {
     /// A parameter out of range, or a plan whose parts do not fit together.
     #[error("{0}")]
     InvalidParameter(String),
+    /// An engine's totals (or one unit's piece of them) that this plan cannot
+    /// produce: refused before any charge
+    /// ([`Plan::check_piece`](super::Plan::check_piece),
+    /// [`Plan::check_totals`](super::Plan::check_totals)).
+    #[error("engine totals inconsistent with the plan: {0}")]
+    InconsistentTotals(String),
     /// A SQL construct outside the supported subset.
     #[error("SQL: {0}")]
     Sql(String),

@@ -15,7 +15,9 @@
 
 use std::collections::HashMap;
 
-use super::{BoundingKey, ColumnTotals, Contribution, GroupTotals, Plan, decode_key};
+use super::{
+    AggregateError, BoundingKey, ColumnTotals, Contribution, GroupTotals, Plan, decode_key,
+};
 
 /// What the pieces share: the plan's bounds, grid and limits, and the bounding key.
 #[derive(Debug, Clone)]
@@ -40,6 +42,106 @@ impl Plan {
             mids: (0..values).map(|c| self.mid_steps(c)).collect(),
             candidates: (0..values).map(|c| self.quantile_candidates(c)).collect(),
         }
+    }
+}
+
+impl Plan {
+    /// Checks one piece an engine returns before it is added to the others: the
+    /// totals of one privacy unit once bounded ([`UnitRows`]), or of rows without
+    /// units ([`RowTotals`]). A piece this plan cannot produce is refused
+    /// ([`AggregateError::InconsistentTotals`]), before anything is charged: more
+    /// than `max_groups` keys, a key that is not one of the query's (or not
+    /// listed, with public groups), a unit counted other than once per key or with
+    /// more than `max_rows` rows (without a unit column: units other than rows),
+    /// more kept rows than rows read, a column's sums outside what `rows` clamped
+    /// values give (the centred sum is exactly the sum minus rows × midpoint),
+    /// or quantile counts that do not add up to the rows. A forgery consistent with
+    /// the plan (invented units, other values within the bounds) is not detected.
+    pub fn check_piece(&self, piece: &PartialTotals) -> Result<(), AggregateError> {
+        let bad = |what: String| Err(AggregateError::InconsistentTotals(what));
+        let unit = self.privacy_unit().is_some();
+        let limits = self.contribution();
+        let values = self.columns().values.len();
+        if piece.invalid > piece.seen {
+            return bad("more invalid rows than rows read".into());
+        }
+        if unit && piece.groups.len() as u64 > u64::from(limits.max_groups()) {
+            return bad(format!(
+                "a unit with {} keys (max_groups {})",
+                piece.groups.len(),
+                limits.max_groups()
+            ));
+        }
+        let public: Option<std::collections::HashSet<&Vec<String>>> =
+            self.public_keys().map(|l| l.iter().collect());
+        let mut kept: u64 = 0;
+        for (k, s) in &piece.groups {
+            let Some(key) = decode_key(k) else {
+                return bad("a key that is not an encoded key".into());
+            };
+            if key.len() != self.key_columns().len() {
+                return bad(format!("the key {key:?} does not fit the query"));
+            }
+            if public.as_ref().is_some_and(|p| !p.contains(&key)) {
+                return bad(format!("the key {key:?} is not a public key"));
+            }
+            let units_ok = if unit {
+                s.units == 1 && s.rows >= 1 && s.rows <= u64::from(limits.max_rows())
+            } else {
+                s.units == s.rows
+            };
+            if !units_ok {
+                return bad(format!(
+                    "key {key:?}: {} unit(s) with {} row(s)",
+                    s.units, s.rows
+                ));
+            }
+            kept = match kept.checked_add(s.rows) {
+                Some(n) => n,
+                None => return bad("too many rows".into()),
+            };
+            if s.columns.len() != values {
+                return bad(format!("key {key:?}: {} value columns", s.columns.len()));
+            }
+            let rows = i128::from(s.rows);
+            for (c, t) in s.columns.iter().enumerate() {
+                let b = self.value_bounds(c);
+                let (lo, hi) = b.step_range();
+                let mid = i128::from(b.mid_steps());
+                let half = i128::from(b.half_width_steps());
+                let sum_ok = t.sum >= rows * i128::from(lo) && t.sum <= rows * i128::from(hi);
+                let centred_ok = Some(t.centred) == t.sum.checked_sub(rows * mid);
+                let squares_ok = t.squares >= 0
+                    && rows
+                        .checked_mul(half * half)
+                        .is_none_or(|max| t.squares <= max)
+                    // Σd² ≥ (Σd)² / rows.
+                    && match (rows.checked_mul(t.squares), t.centred.checked_mul(t.centred)) {
+                        (Some(a), Some(b)) => a >= b,
+                        _ => true,
+                    };
+                let candidates = self.quantile_candidates(c).map_or(0, |c| c.len());
+                let counts_ok = t.at_candidate.len() == candidates
+                    && (candidates == 0
+                        || t.at_candidate
+                            .iter()
+                            .try_fold(0u64, |a, &n| a.checked_add(n))
+                            == Some(s.rows));
+                if !(sum_ok && centred_ok && squares_ok && counts_ok) {
+                    return bad(format!(
+                        "key {key:?}: the totals of value column {c} do not fit {} rows",
+                        s.rows
+                    ));
+                }
+            }
+        }
+        if kept > piece.seen - piece.invalid {
+            return bad(format!(
+                "{kept} rows kept of {} valid rows read",
+                piece.seen - piece.invalid
+            ));
+        }
+        Ok(())
     }
 }
 

@@ -719,6 +719,16 @@ impl Plan {
         self.bounds[c].steps(x)
     }
 
+    /// The query's group-by keys.
+    pub(super) fn key_columns(&self) -> &[String] {
+        self.query.group_by()
+    }
+
+    /// The bounds of value column `c`.
+    pub(super) fn value_bounds(&self, c: usize) -> &Bounds {
+        &self.bounds[c]
+    }
+
     /// The midpoint of value column `c`'s bounds, in grid steps.
     pub fn mid_steps(&self, c: usize) -> i64 {
         self.bounds[c].mid_steps()
@@ -731,6 +741,33 @@ impl Plan {
             .iter()
             .any(|m| matches!(*m, Measure::Quantile(q, _) if q == c))
             .then(|| measure::candidates(&self.bounds[c], self.candidates))
+    }
+
+    /// Checks the shape of totals an engine computed (a key of the query's
+    /// columns, given once; one entry per value column, with the candidates of
+    /// its quantile), as [`Plan::release_totals`] does first: a front end that
+    /// charges a budget file before the release calls it before that.
+    pub fn check_totals(&self, groups: &[GroupTotals]) -> Result<(), AggregateError> {
+        let candidates: Vec<Option<Vec<i64>>> = (0..self.bounds.len())
+            .map(|c| self.quantile_candidates(c))
+            .collect();
+        let mut seen = std::collections::HashSet::new();
+        for g in groups {
+            let shape_ok = g.key.len() == self.query.group_by.len()
+                && g.columns.len() == self.bounds.len()
+                && g.columns
+                    .iter()
+                    .zip(&candidates)
+                    .all(|(t, c)| t.at_candidate.len() == c.as_ref().map_or(0, Vec::len))
+                && seen.insert(&g.key);
+            if !shape_ok {
+                return Err(AggregateError::InvalidParameter(format!(
+                    "the totals of group {:?} do not fit the plan (or are given twice)",
+                    g.key
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The release from exact bounded totals, whichever engine computed them: the
@@ -746,25 +783,10 @@ impl Plan {
         accountant: &mut Accountant,
         rng: &mut R,
     ) -> Result<Release, AggregateError> {
+        self.check_totals(&groups)?;
         let candidates: Vec<Option<Vec<i64>>> = (0..self.bounds.len())
             .map(|c| self.quantile_candidates(c))
             .collect();
-        let mut seen = std::collections::HashSet::new();
-        for g in &groups {
-            let shape_ok = g.key.len() == self.query.group_by.len()
-                && g.columns.len() == self.bounds.len()
-                && g.columns
-                    .iter()
-                    .zip(&candidates)
-                    .all(|(t, c)| t.at_candidate.len() == c.as_ref().map_or(0, Vec::len))
-                && seen.insert(&g.key);
-            if !shape_ok {
-                return Err(AggregateError::InvalidParameter(format!(
-                    "the totals of group {:?} do not fit the plan (or are given twice)",
-                    g.key
-                )));
-            }
-        }
         let unit = match &self.columns.unit {
             Some(u) => format!("unit {u:?}"),
             None => "unit = row".into(),

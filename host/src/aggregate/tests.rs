@@ -802,3 +802,164 @@ fn the_totals_are_those_of_the_merged_pieces() {
         );
     }
 }
+
+/// Bytes of a piece as `PartialTotals::encode` writes them (for forging).
+fn forge(seen: u64, invalid: u64, groups: &[GroupTotals]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let put = |out: &mut Vec<u8>, x: u64| out.extend_from_slice(&x.to_le_bytes());
+    put(&mut out, seen);
+    put(&mut out, invalid);
+    put(&mut out, groups.len() as u64);
+    for g in groups {
+        let k = encode_key(&g.key);
+        put(&mut out, k.len() as u64);
+        out.extend_from_slice(k.as_bytes());
+        put(&mut out, g.units);
+        put(&mut out, g.rows);
+        put(&mut out, g.columns.len() as u64);
+        for c in &g.columns {
+            for x in [c.sum, c.centred, c.squares] {
+                out.extend_from_slice(&x.to_le_bytes());
+            }
+            put(&mut out, c.at_candidate.len() as u64);
+            for &n in &c.at_candidate {
+                put(&mut out, n);
+            }
+        }
+    }
+    out
+}
+
+/// One unit's piece as an engine computes it: rows `(region, temp)`.
+fn unit_piece(p: &Plan, rows: &[(&str, f64)]) -> (u64, Vec<GroupTotals>) {
+    let partial = p.partial(BoundingKey::draw(&mut seeded_rng(5)));
+    let mut u = UnitRows::default();
+    for &(region, temp) in rows {
+        u.count(false);
+        u.keep(
+            &partial,
+            Some("d1"),
+            &encode_key(&[region]),
+            &[temp.to_bits()],
+        );
+    }
+    let t = u.finish(&partial);
+    (t.seen(), t.into_totals().unwrap())
+}
+
+/// Each rule of `Plan::check_piece`: the honest piece passes, a forged piece that
+/// breaks one rule is refused with `InconsistentTotals` (before any charge: the
+/// check takes no accountant).
+#[test]
+fn a_piece_inconsistent_with_the_plan_is_refused() {
+    let private = plan(Groups::Private { delta: 1e-6 });
+    let public = plan(Groups::public([["r1"], ["r2"]]));
+    let (seen, honest) = unit_piece(&private, &[("r1", 10.0), ("r1", 20.0), ("r2", 5.0)]);
+    // Contribution::new(1, 2): one key, two rows kept.
+    assert_eq!(honest.len(), 1);
+    assert_eq!(honest[0].rows, 2);
+    let check = |p: &Plan, seen: u64, invalid: u64, g: &[GroupTotals]| {
+        p.check_piece(&PartialTotals::decode(&forge(seen, invalid, g)).unwrap())
+    };
+    check(&private, seen, 0, &honest).unwrap();
+    check(&public, seen, 0, &honest).unwrap();
+    let refused = |p: &Plan, seen: u64, invalid: u64, g: Vec<GroupTotals>, what: &str| match check(
+        p, seen, invalid, &g,
+    ) {
+        Err(AggregateError::InconsistentTotals(_)) => {}
+        other => panic!("{what}: {other:?}"),
+    };
+    let with = |f: &dyn Fn(&mut GroupTotals)| {
+        let mut g = honest.clone();
+        f(&mut g[0]);
+        g
+    };
+    // More keys than max_groups.
+    let mut two = honest.clone();
+    two.push(GroupTotals {
+        key: vec!["r2".into()],
+        ..honest[0].clone()
+    });
+    refused(&private, seen, 0, two, "max_groups");
+    refused(&private, seen, 0, with(&|g| g.units = 2), "units");
+    refused(&private, seen, 0, with(&|g| g.units = 0), "no unit");
+    let over = with(&|g| {
+        g.rows = 3;
+        g.columns[0].at_candidate[0] += 1;
+    });
+    refused(&private, seen, 0, over, "max_rows");
+    refused(&private, 1, 0, honest.clone(), "kept > read");
+    refused(&private, seen, seen + 1, honest.clone(), "invalid > read");
+    refused(
+        &private,
+        seen,
+        0,
+        with(&|g| g.key.push("x".into())),
+        "key shape",
+    );
+    refused(
+        &public,
+        seen,
+        0,
+        with(&|g| g.key = vec!["r9".into()]),
+        "public key",
+    );
+    refused(
+        &private,
+        seen,
+        0,
+        with(&|g| {
+            g.columns[0].sum += 1 << 40;
+            g.columns[0].centred += 1 << 40;
+        }),
+        "sum",
+    );
+    refused(
+        &private,
+        seen,
+        0,
+        with(&|g| g.columns[0].sum -= 1),
+        "centred",
+    );
+    refused(
+        &private,
+        seen,
+        0,
+        with(&|g| g.columns[0].squares = -1),
+        "squares < 0",
+    );
+    refused(
+        &private,
+        seen,
+        0,
+        with(&|g| g.columns[0].squares = i128::MAX),
+        "squares",
+    );
+    refused(
+        &private,
+        seen,
+        0,
+        with(&|g| g.columns[0].at_candidate[0] += 1),
+        "quantile counts",
+    );
+    refused(&private, seen, 0, with(&|g| g.columns.clear()), "columns");
+    // Without a unit column every row is its own unit.
+    let rows_plan = Plan::builder(Query::new(["region"], [("n", Aggregate::Count)]))
+        .groups(Groups::Private { delta: 1e-6 })
+        .build(eps(1, 1))
+        .unwrap();
+    let g = GroupTotals {
+        key: vec!["r1".into()],
+        units: 3,
+        rows: 3,
+        columns: Vec::new(),
+    };
+    check(&rows_plan, 3, 0, std::slice::from_ref(&g)).unwrap();
+    refused(
+        &rows_plan,
+        3,
+        0,
+        vec![GroupTotals { units: 2, ..g }],
+        "units != rows",
+    );
+}
