@@ -187,21 +187,23 @@ struct Sum {
 
 impl Sum {
     fn add(&mut self, other: &Sum) {
-        self.units += other.units;
-        self.rows += other.rows;
+        // Saturating: forged pieces never panic; a sum this large is refused
+        // (more rows than the cap) or was refused piece by piece first.
+        self.units = self.units.saturating_add(other.units);
+        self.rows = self.rows.saturating_add(other.rows);
         if self.columns.len() < other.columns.len() {
             self.columns
                 .resize(other.columns.len(), ColumnTotals::default());
         }
         for (a, b) in self.columns.iter_mut().zip(&other.columns) {
-            a.sum += b.sum;
-            a.centred += b.centred;
-            a.squares += b.squares;
+            a.sum = a.sum.saturating_add(b.sum);
+            a.centred = a.centred.saturating_add(b.centred);
+            a.squares = a.squares.saturating_add(b.squares);
             if a.at_candidate.len() < b.at_candidate.len() {
                 a.at_candidate.resize(b.at_candidate.len(), 0);
             }
             for (x, y) in a.at_candidate.iter_mut().zip(&b.at_candidate) {
-                *x += y;
+                *x = x.saturating_add(*y);
             }
         }
     }
@@ -247,8 +249,8 @@ impl PartialTotals {
 
     /// Adds `other` (totals of other units, or other rows without units).
     pub fn add(&mut self, other: PartialTotals) {
-        self.seen += other.seen;
-        self.invalid += other.invalid;
+        self.seen = self.seen.saturating_add(other.seen);
+        self.invalid = self.invalid.saturating_add(other.invalid);
         for (k, s) in other.groups {
             match self.groups.get_mut(&k) {
                 Some(t) => t.add(&s),
@@ -489,24 +491,30 @@ impl PartialState for UnitRows {
     }
     fn merge_state(&mut self, p: &Partial, bytes: &[u8]) -> Option<usize> {
         let mut r = Bytes(bytes);
-        self.seen += r.u64()?;
-        self.invalid += r.u64()?;
+        let (seen, invalid) = (r.u64()?, r.u64()?);
         if r.u64()? == 1 {
             let u = r.str()?;
-            if self.unit.is_none() {
-                self.unit = Some(u.to_string());
+            match &self.unit {
+                None => self.unit = Some(u.to_string()),
+                // A state of another unit is refused, not merged under this name.
+                Some(mine) if mine != u => return None,
+                Some(_) => {}
             }
         }
+        self.seen = self.seen.checked_add(seen)?;
+        self.invalid = self.invalid.checked_add(invalid)?;
         for _ in 0..r.u64()? {
             let key = r.str()?;
             let rows = r.u64()?;
             let n = usize::try_from(r.u64()?).ok()?;
-            if n as u64 != rows * p.values as u64 {
+            // Checked, and no more patterns than the bytes left hold: a forged
+            // count never overflows nor reserves memory the state does not carry.
+            if Some(n as u64) != rows.checked_mul(p.values as u64) || n > r.0.len() / 8 {
                 return None;
             }
             let (i, _) = self.slot(key);
             let k = &mut self.keys[i];
-            k.rows += rows;
+            k.rows = k.rows.checked_add(rows)?;
             k.bits.reserve(n);
             for _ in 0..n {
                 k.bits.push(r.u64()?);

@@ -963,3 +963,55 @@ fn a_piece_inconsistent_with_the_plan_is_refused() {
         "units != rows",
     );
 }
+
+/// `UnitRows::merge_state` on forged states: a count of patterns larger than the
+/// bytes present, a row count that overflows, another unit's state — refused
+/// (`None`), never a panic or an abort; nothing merged under the wrong unit.
+#[test]
+fn forged_unit_states_are_refused_without_panic() {
+    let p = plan(Groups::Private { delta: 1e-6 });
+    let partial = p.partial(BoundingKey::draw(&mut seeded_rng(6)));
+    let state = |unit: &str, rows: u64, n: u64, bits: usize| {
+        let mut out = Vec::new();
+        let put = |out: &mut Vec<u8>, x: u64| out.extend_from_slice(&x.to_le_bytes());
+        let put_str = |out: &mut Vec<u8>, s: &str| {
+            put(out, s.len() as u64);
+            out.extend_from_slice(s.as_bytes());
+        };
+        put(&mut out, rows);
+        put(&mut out, 0);
+        put(&mut out, 1);
+        put_str(&mut out, unit);
+        put(&mut out, 1);
+        put_str(&mut out, &encode_key(&["r1"]));
+        put(&mut out, rows);
+        put(&mut out, n);
+        for _ in 0..bits {
+            put(&mut out, 10f64.to_bits());
+        }
+        out
+    };
+    let mut u = UnitRows::default();
+    assert!(u.merge_state(&partial, &state("d1", 2, 2, 2)).is_some());
+    // Another unit's state.
+    assert!(u.merge_state(&partial, &state("d2", 1, 1, 1)).is_none());
+    // A reserve of 2^61 patterns with one present.
+    let mut v = UnitRows::default();
+    assert!(
+        v.merge_state(&partial, &state("d1", 1 << 61, 1 << 61, 1))
+            .is_none()
+    );
+    // rows × values overflowing.
+    assert!(
+        v.merge_state(&partial, &state("d1", u64::MAX, 0, 0))
+            .is_none()
+    );
+    // Rows read adding past u64::MAX.
+    let mut w = UnitRows::default();
+    assert!(
+        w.merge_state(&partial, &state("d1", u64::MAX, 0, 0))
+            .is_none()
+    );
+    let t = u.finish(&partial);
+    assert_eq!(t.seen(), 2);
+}
