@@ -62,7 +62,32 @@ pub enum Filter {
     IsEmpty(String),
 }
 
+/// The deepest [`Filter`] a plan accepts (`AND`, `OR` and `NOT` nest one level
+/// each): deep enough for any hand-written `WHERE`, and shallow enough that every
+/// engine evaluates it and a plan carrying it decodes on a Ballista executor
+/// (whose JSON reader stops at 128 levels; a filter level takes two there).
+pub const MAX_FILTER_DEPTH: usize = 48;
+
 impl Filter {
+    /// The filter's depth: 1 for a comparison, one more per enclosing `AND`,
+    /// `OR` or `NOT` (computed without recursion).
+    pub fn depth(&self) -> usize {
+        let mut deepest = 0;
+        let mut stack = vec![(self, 1)];
+        while let Some((f, d)) = stack.pop() {
+            deepest = deepest.max(d);
+            match f {
+                Filter::And(a, b) | Filter::Or(a, b) => {
+                    stack.push((a, d + 1));
+                    stack.push((b, d + 1));
+                }
+                Filter::Not(a) => stack.push((a, d + 1)),
+                Filter::Compare { .. } | Filter::In { .. } | Filter::IsEmpty(_) => {}
+            }
+        }
+        deepest
+    }
+
     /// Every column the filter reads, in first-use order.
     pub fn columns(&self) -> Vec<String> {
         let mut out = Vec::new();

@@ -96,10 +96,11 @@ pub use bins::Binning;
 pub use bounding::{BoundingKey, Contribution, decode_key, encode_key, row_order};
 pub use bounds::Bounds;
 pub use error::AggregateError;
-pub use filter::{Compare, Filter, Literal};
+pub use filter::{Compare, Filter, Literal, MAX_FILTER_DEPTH};
 pub use partial::{Partial, PartialState, PartialTotals, RowTotals, UnitRows};
 pub use plan::{
-    Aggregate, Estimate, Groups, Plan, PlanBuilder, PlannedMeasurement, Query, Release, ReleasedRow,
+    Aggregate, Estimate, Groups, MAX_QUANTILE_CANDIDATES, Plan, PlanBuilder, PlannedMeasurement,
+    Query, Release, ReleasedRow,
 };
 pub use request::{LARGE_DELTA, MAX_KEY_COMBINATIONS, SqlRequest};
 pub use spec::PlanSpec;

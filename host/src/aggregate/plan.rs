@@ -10,7 +10,7 @@ use super::AggregateError;
 use super::bins::Binning;
 use super::bounding::{BoundingKey, Contribution, Keep, bound_into};
 use super::bounds::{Bounds, Stepper};
-use super::filter::Filter;
+use super::filter::{Filter, MAX_FILTER_DEPTH};
 use super::measure::{self, LEVEL_DEN, Measure};
 use super::spec::PlanSpec;
 use super::table::{Columns, Table};
@@ -72,6 +72,11 @@ impl Aggregate {
         }
     }
 }
+
+/// The most steps between a quantile's candidates
+/// ([`PlanBuilder::quantile_candidates`]): each candidate holds a count per
+/// group, so the number is bounded before anything is allocated.
+pub const MAX_QUANTILE_CANDIDATES: u32 = 1_000_000;
 
 /// Group-by keys, named aggregates, and optionally a row filter.
 ///
@@ -267,7 +272,8 @@ impl PlanBuilder {
     }
 
     /// The number of steps between the candidates of a quantile (default 1 000:
-    /// 1 001 candidates spread evenly over the column's bounds).
+    /// 1 001 candidates spread evenly over the column's bounds; at most
+    /// [`MAX_QUANTILE_CANDIDATES`]).
     pub fn quantile_candidates(mut self, steps: u32) -> Self {
         self.candidates = steps;
         self
@@ -288,10 +294,20 @@ impl PlanBuilder {
                 self.confidence
             )));
         }
-        if self.candidates == 0 {
-            return Err(AggregateError::InvalidParameter(
-                "a quantile needs at least one step between candidates".into(),
-            ));
+        if self.candidates == 0 || self.candidates > MAX_QUANTILE_CANDIDATES {
+            return Err(AggregateError::InvalidParameter(format!(
+                "a quantile needs between 1 and {MAX_QUANTILE_CANDIDATES} steps between \
+                 candidates, got {}",
+                self.candidates
+            )));
+        }
+        if let Some(depth) = query.filter.as_ref().map(Filter::depth)
+            && depth > MAX_FILTER_DEPTH
+        {
+            return Err(AggregateError::InvalidParameter(format!(
+                "the WHERE clause nests {depth} levels of AND, OR and NOT; at most \
+                 {MAX_FILTER_DEPTH} are accepted"
+            )));
         }
         let mut names: Vec<&str> = Vec::new();
         for name in query.group_by.iter().map(String::as_str) {

@@ -1015,3 +1015,51 @@ fn forged_unit_states_are_refused_without_panic() {
     let t = u.finish(&partial);
     assert_eq!(t.seen(), 2);
 }
+
+/// Sizes a caller or a decoded plan chooses are bounded before anything is
+/// allocated or evaluated: quantile candidates (each holds a count per group) and
+/// the depth of the `WHERE` filter (every engine evaluates it, and a plan carrying
+/// it must decode on a Ballista executor). The SQL front end reaches the same
+/// refusal for a `WHERE` of many `AND`-ed terms.
+#[test]
+fn quantile_candidates_and_filter_depth_are_bounded() {
+    let q = || {
+        Query::new(
+            Vec::<String>::new(),
+            [("m", Aggregate::quantile("t", 0.5).unwrap())],
+        )
+    };
+    let build = |steps: u32| {
+        Plan::builder(q())
+            .bounds("t", "0:1".parse().unwrap())
+            .quantile_candidates(steps)
+            .build(eps(1, 1))
+    };
+    assert!(build(MAX_QUANTILE_CANDIDATES).is_ok());
+    for steps in [0, MAX_QUANTILE_CANDIDATES + 1, u32::MAX] {
+        let e = build(steps).unwrap_err();
+        assert!(e.to_string().contains("between 1 and 1000000"), "{e}");
+    }
+    let leaf = || Filter::IsEmpty("t".into());
+    let mut filter = leaf();
+    for _ in 1..MAX_FILTER_DEPTH {
+        filter = Filter::And(Box::new(filter), Box::new(leaf()));
+    }
+    assert_eq!(filter.depth(), MAX_FILTER_DEPTH);
+    let with = |f: Filter| {
+        Plan::builder(q().with_filter(f))
+            .bounds("t", "0:1".parse().unwrap())
+            .build(eps(1, 1))
+    };
+    assert!(with(filter.clone()).is_ok());
+    let e = with(Filter::Not(Box::new(filter))).unwrap_err();
+    assert!(e.to_string().contains("at most 48"), "{e}");
+    let terms: Vec<String> = (0..100).map(|i| format!("t <> {i}")).collect();
+    let sql = format!("SELECT SUM(t) FROM r WHERE {}", terms.join(" AND "));
+    let request = SqlRequest::new(&sql)
+        .unwrap()
+        .tables(["r"])
+        .bounds("t", "0:1".parse().unwrap());
+    let e = request.build(eps(1, 1)).unwrap_err();
+    assert!(e.to_string().contains("nests 100 levels"), "{e}");
+}
