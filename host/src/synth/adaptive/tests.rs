@@ -331,14 +331,11 @@ fn one_way_rhos_grow_with_the_domain_and_stay_capped() {
     assert!(rhos[2] > rhos[0] && rhos[0] > rhos[1]);
 }
 
-/// A long-tailed attribute is compressed after round 0: the later measurements are
-/// over the compressed values, the released model over the original ones, and
-/// the run still spends exactly its budget.
-#[test]
-fn compresses_rare_values_and_expands_the_model() {
+/// 4 000 records of a long-tailed attribute `gain` (0 for most rows, a few rows
+/// spread over 1..40), `y` = (gain > 0) and an independent `z`.
+fn long_tail() -> (Domain, usize, Records) {
     let d = Domain::from_json(r#"{"gain": 40, "y": 2, "z": 3}"#).unwrap();
     let n = 4000usize;
-    // gain: 0 for most rows, a few rows spread over 1..40.
     let gain: Vec<u32> = (0..n)
         .map(|i| {
             if i % 50 == 0 {
@@ -351,6 +348,15 @@ fn compresses_rare_values_and_expands_the_model() {
     let y: Vec<u32> = gain.iter().map(|&g| (g > 0) as u32).collect();
     let z: Vec<u32> = (0..n).map(|i| (i % 3) as u32).collect();
     let r = Records::from_columns(vec![gain, y, z], &d).unwrap();
+    (d, n, r)
+}
+
+/// A long-tailed attribute is compressed after round 0: the later measurements are
+/// over the compressed values, the released model over the original ones, and
+/// the run still spends exactly its budget.
+#[test]
+fn compresses_rare_values_and_expands_the_model() {
+    let (d, n, r) = long_tail();
     let w = MarginalWorkload::all_k_way(&d, 2).unwrap();
     let est = PgmEstimator::new(&d, Neighbours::AddRemove, n);
     let mut acct = Accountant::zcdp(Rho::new(1, 10).unwrap(), 1e-9).unwrap();
@@ -409,20 +415,7 @@ fn compresses_rare_values_and_expands_the_model() {
 /// measurements at the module's threshold gives the compressed run's.
 #[test]
 fn compression_comes_only_from_the_noisy_one_ways() {
-    let d = Domain::from_json(r#"{"gain": 40, "y": 2, "z": 3}"#).unwrap();
-    let n = 4000usize;
-    let gain: Vec<u32> = (0..n)
-        .map(|i| {
-            if i % 50 == 0 {
-                1 + (i / 50 % 39) as u32
-            } else {
-                0
-            }
-        })
-        .collect();
-    let y: Vec<u32> = gain.iter().map(|&g| (g > 0) as u32).collect();
-    let z: Vec<u32> = (0..n).map(|i| (i % 3) as u32).collect();
-    let r = Records::from_columns(vec![gain, y, z], &d).unwrap();
+    let (d, n, r) = long_tail();
     let w = MarginalWorkload::all_k_way(&d, 2).unwrap();
     let est = PgmEstimator::new(&d, Neighbours::AddRemove, n);
     let run = |compress: bool, seed: u64| {
