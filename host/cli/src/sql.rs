@@ -127,6 +127,17 @@ pub enum SqlEngine {
     Ballista,
 }
 
+impl SqlEngine {
+    /// The engine's name on the command line.
+    fn name(self) -> &'static str {
+        match self {
+            SqlEngine::InProcess => "in-process",
+            SqlEngine::Datafusion => "datafusion",
+            SqlEngine::Ballista => "ballista",
+        }
+    }
+}
+
 fn usage(option: &'static str, message: impl Into<String>) -> CliError {
     CliError::Usage {
         option,
@@ -255,10 +266,7 @@ fn engine_release(
     stderr: &mut dyn Write,
 ) -> Result<(Release, privq_host::accountant::Accountant), CliError> {
     use privq_analytics::private_sql::{totals_csv, totals_parquet};
-    let name = match args.engine {
-        SqlEngine::Ballista => "ballista",
-        _ => "datafusion",
-    };
+    let name = args.engine.name();
     if path.as_os_str() == "-" {
         return Err(usage(
             "engine",
@@ -354,10 +362,7 @@ fn engine_release(
     _: &std::path::Path,
     _: &mut dyn Write,
 ) -> Result<(Release, privq_host::accountant::Accountant), CliError> {
-    let name = match args.engine {
-        SqlEngine::Ballista => "ballista",
-        _ => "datafusion",
-    };
+    let name = args.engine.name();
     Err(usage(
         "engine",
         format!("--engine {name} needs privq built with feature `analytics`"),
