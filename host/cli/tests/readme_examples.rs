@@ -243,12 +243,15 @@ fn the_readme_examples_run_and_print_what_the_readme_shows() {
             eprintln!("skipped (no ../shared/data): {}", e.command);
             continue;
         }
+        let started = std::time::Instant::now();
         let o = Command::new("sh")
             .args(["-c", &e.command])
             .current_dir(&work)
             .env("PATH", &path)
             .output()
             .unwrap();
+        // With --nocapture (or on failure): which example took the time.
+        eprintln!("{:7.2} s  {}", started.elapsed().as_secs_f64(), e.command);
         let (out, err) = (
             String::from_utf8_lossy(&o.stdout),
             String::from_utf8_lossy(&o.stderr),
