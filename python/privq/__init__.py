@@ -26,7 +26,7 @@ import os
 import warnings
 import weakref
 from fractions import Fraction
-from typing import Any, Mapping, NamedTuple, Optional, Sequence, Union
+from typing import Any, List, Mapping, NamedTuple, Optional, Sequence, Union
 
 from . import _privq
 from ._privq import BudgetExceeded, PrivqError
@@ -1248,8 +1248,12 @@ class SynthesisPlan(NamedTuple):
       attribute). Their ρ is not ``measure_rho`` each: a larger attribute's is
       larger (``max(1, n^(2/3)/2.5)`` times ``measure_rho``), all of them
       together at most ``max(d, T//4)`` times it, every share scaled down alike
-      beyond that (the library's ``SynthPlan::one_way_rhos`` states them; not
-      yet exposed here).
+      beyond that.
+    * ``one_way_rhos`` (exact): those ρ's, one per attribute in the domain's
+      order; ``None`` when an attribute is binned privately first (its size is
+      known only after the binning).
+    * ``binning_rho`` (exact): the ρ of that private binning of the attributes
+      declared by their bounds only, charged first; ``None`` when there are none.
     * ``measure_rho``, ``select_epsilon`` (exact): the budget of each
       measurement and each selection in rounds 1, 2, … before annealing.
     * ``candidates``: the marginals the workload offers for selection.
@@ -1268,6 +1272,8 @@ class SynthesisPlan(NamedTuple):
     neighbours: str
     rounds: int
     one_way_rounds: int
+    one_way_rhos: Optional[List[Fraction]]
+    binning_rho: Optional[Fraction]
     max_rounds: int
     measure_rho: Fraction
     select_epsilon: Fraction
@@ -1341,6 +1347,10 @@ def plan_synthesis(
         neighbours=p["neighbours"],
         rounds=p["rounds"],
         one_way_rounds=p["one_way_rounds"],
+        one_way_rhos=None
+        if p["one_way_rhos"] is None
+        else [Fraction(*r) for r in p["one_way_rhos"]],
+        binning_rho=_fraction(p["binning_rho"]),
         max_rounds=p["max_rounds"],
         measure_rho=Fraction(*p["measure_rho"]),
         select_epsilon=Fraction(*p["select_epsilon"]),

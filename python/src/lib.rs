@@ -1003,6 +1003,14 @@ fn _plan_synthesis<'py>(
         info.set_item("rounds", plan.rounds)?;
         info.set_item("one_way_rounds", plan.one_way_rounds)?;
         info.set_item(
+            "one_way_rhos",
+            plan.one_way_rhos.as_ref().map(|rhos| {
+                rhos.iter()
+                    .map(|r| fraction(r.num(), r.den()))
+                    .collect::<Vec<_>>()
+            }),
+        )?;
+        info.set_item(
             "binning_rho",
             plan.binning_rho.map(|r| fraction(r.num(), r.den())),
         )?;

@@ -105,3 +105,23 @@ def test_bad_data_is_refused_before_anything_is_charged(data, domain):
         privq.plan_synthesis(empty, domain, epsilon=1, neighbours="replace")
     assert privq.plan_synthesis(empty, domain, epsilon=1).rows is None
     assert acct.spent.epsilon == 0
+
+
+def test_the_plan_states_round_zeros_rhos_and_the_binning(data, domain):
+    df = pd.DataFrame(data)
+    plan = privq.plan_synthesis(df, domain, epsilon=1, workload="marginals:2")
+    # One ρ per attribute, in the domain's order, within round 0's cap of max(d, T//4) rounds.
+    assert plan.one_way_rhos is not None and len(plan.one_way_rhos) == plan.one_way_rounds == 3
+    assert all(isinstance(r, Fraction) and r > 0 for r in plan.one_way_rhos)
+    assert sum(plan.one_way_rhos) <= max(3, plan.rounds // 4) * plan.measure_rho
+    assert plan.binning_rho is None, "no attribute is declared by its bounds only"
+    # An attribute declared by its bounds only is binned privately first: its size, and
+    # so round 0's shares, are known only after the binning.
+    spec = {"attributes": [
+        {"name": "city", "values": ["Oslo", "Rome", "Lima"]},
+        {"name": "age", "bounds": [0, 120], "bins": 4},
+        {"name": "smoker", "values": ["0", "1"]},
+    ]}
+    binned = privq.plan_synthesis(df, privq.Domain(spec), epsilon=1, workload="marginals:2")
+    assert binned.one_way_rhos is None
+    assert isinstance(binned.binning_rho, Fraction) and 0 < binned.binning_rho < binned.rho
