@@ -5,7 +5,14 @@
 //! cargo bench -p privq-host --bench aggregate                          # 10⁶ rows
 //! PRIVQ_BENCH_ROWS=10000000 cargo bench -p privq-host --bench aggregate  # 10⁷ rows
 //! cargo bench -p privq-host --features bench-opendp --bench aggregate  # with OpenDP 0.16
+//! cargo bench -p privq-host --bench aggregate_once -- --rows 100000000  # 10⁸ rows, once
 //! ```
+//!
+//! The last is `aggregate_once.rs`: the same table, plans and baselines (both include
+//! `shared/aggregate.rs`), each case timed once (`--repeats R` for more) instead of
+//! criterion's ten or more samples, which at 10⁸ rows would take most of an hour; it
+//! checks the memory it needs against `/proc/meminfo` first and prints a table of
+//! wall times, same-run ratios and peak memory.
 //!
 //! The table is synthetic and generated in memory from a fixed seed: N rows (10⁶ by
 //! default, `PRIVQ_BENCH_ROWS` to change), N/10 privacy units of exactly 10 rows each,
