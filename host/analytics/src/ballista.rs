@@ -39,7 +39,8 @@
 //! the right row count is not detected. Use this engine on a machine whose
 //! users you trust (or in its own network namespace); the default engine,
 //! DataFusion in this process, opens no port. The executor's shuffle files go
-//! to a private directory ([`WorkDir`]) removed when the call returns.
+//! to a private directory ([`WorkDir`]) removed when the call returns, or by
+//! the `privq` program's signal handler when it is interrupted.
 //!
 //! Why the result equals the in-process intake: each partial aggregate is an
 //! [`Intake`] fed the reports of its files, and intakes merge exactly (their
@@ -118,7 +119,11 @@ fn generic_state(limits: &Limits, target_partitions: usize) -> Result<SessionSta
 
 /// The executor's work directory (its shuffle files, partial states among
 /// them): created with mode 0700 under a fresh random name, so no other user
-/// can read it or plant it beforehand, and removed when dropped.
+/// can read it or plant it beforehand, and removed when dropped. While it
+/// exists it is registered with [`remove_pending_temporaries`], so a program
+/// interrupted by a signal (no destructor runs) removes it too.
+///
+/// [`remove_pending_temporaries`]: privq_host::ldp::output::remove_pending_temporaries
 pub struct WorkDir(PathBuf);
 
 impl WorkDir {
@@ -133,7 +138,10 @@ impl WorkDir {
             let name = format!("privq-ballista-{}", u64::from_le_bytes(nonce));
             let path = std::env::temp_dir().join(name);
             match builder.create(&path) {
-                Ok(()) => return Ok(WorkDir(path)),
+                Ok(()) => {
+                    privq_host::ldp::output::track_temporary_dir(&path);
+                    return Ok(WorkDir(path));
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),
             }
@@ -149,6 +157,7 @@ impl WorkDir {
 impl Drop for WorkDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+        privq_host::ldp::output::forget_temporary_dir(&self.0);
     }
 }
 

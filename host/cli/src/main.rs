@@ -843,7 +843,8 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse_from(args);
     // Ctrl-C or SIGTERM: no output was committed, so remove the temporary files
-    // and exit as a shell reports a program ended by SIGINT. Not for the collector,
+    // (and a Ballista executor's work directory, with its shuffle files of raw
+    // rows) and exit as a shell reports a program ended by SIGINT. Not for the collector,
     // which shuts down gracefully on these signals itself.
     #[cfg(feature = "serve")]
     let serving = matches!(cli.command, Command::Serve(_));

@@ -165,3 +165,106 @@ fn private_selection_over_bins_only_is_refused_before_any_charge() {
     let out = run(&d, &["--delta", "1e-6", "--epsilon", "1"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
+
+/// `privq sql --engine ballista` interrupted by SIGINT or SIGTERM: exit code 130,
+/// and the executor's work directory (`$TMPDIR/privq-ballista-*`, shuffle files
+/// of raw rows) removed although no destructor runs.
+#[cfg(all(unix, feature = "ballista"))]
+#[test]
+fn an_interrupted_ballista_run_leaves_no_work_directory() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let d = Dir::new("sql-ballista-signal");
+    // Enough rows (a run of seconds) that the cluster is still at work when the
+    // signal comes.
+    let mut csv = String::with_capacity(20 << 20);
+    csv.push_str("device,region,temp\n");
+    for i in 0..1_000_000u32 {
+        csv.push_str(&format!("d{},r{},{}.5\n", i % 5000, i % 3, i % 40));
+    }
+    d.write("big.csv", &csv);
+    let work_dirs = |tmp: &std::path::Path| -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(tmp)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("privq-ballista-")
+            })
+            .map(|e| e.path())
+            .collect()
+    };
+    // The executor has begun its job: the work directory holds its shuffle tree.
+    let job_started = |tmp: &std::path::Path| {
+        work_dirs(tmp)
+            .iter()
+            .any(|w| std::fs::read_dir(w).is_ok_and(|mut e| e.next().is_some()))
+    };
+    for signal in ["-INT", "-TERM"] {
+        // A private TMPDIR: the work directory is created there.
+        let tmp = d.path(&format!("tmp{signal}"));
+        std::fs::create_dir_all(&tmp).unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_privq"))
+            .args([
+                "sql",
+                "SELECT region, COUNT(*), AVG(temp) FROM t GROUP BY region",
+                "--table",
+                "t=big.csv",
+                "--privacy-unit",
+                "device",
+                "--bounds",
+                "temp=0:40",
+                "--keys",
+                "region=r0,r1,r2",
+                "--engine",
+                "ballista",
+                "--epsilon",
+                "1",
+                "--seed",
+                "1",
+            ])
+            .current_dir(&d.0)
+            .env("TMPDIR", &tmp)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while !job_started(&tmp) {
+            if let Some(status) = child.try_wait().unwrap() {
+                let mut err = String::new();
+                std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+                panic!("{signal}: ended before its job began: {status:?} {err}");
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "{signal}: the job did not begin: {:?}",
+                work_dirs(&tmp)
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let killed = Command::new("kill")
+            .args([signal, &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("{signal}: still running 60 s after the signal");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(status.code(), Some(130), "{signal}: {status:?}");
+        assert_eq!(
+            work_dirs(&tmp),
+            Vec::<std::path::PathBuf>::new(),
+            "{signal}"
+        );
+    }
+}

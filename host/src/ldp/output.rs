@@ -29,13 +29,52 @@ fn pending(f: impl FnOnce(&mut Vec<PathBuf>)) {
     }
 }
 
-/// Removes the temporary file of every [`AtomicFile`] still open: for a program
-/// interrupted by a signal (its destructors do not run), so that Ctrl-C leaves no
-/// stray temporary file.
+/// Private temporary directories in use (a Ballista executor's work directory),
+/// for [`remove_pending_temporaries`].
+static PENDING_DIRS: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn pending_dirs(f: impl FnOnce(&mut Vec<PathBuf>)) {
+    if let Ok(mut list) = PENDING_DIRS.lock() {
+        f(&mut list);
+    }
+}
+
+/// Registers a temporary directory that [`remove_pending_temporaries`] removes
+/// with everything in it, until [`forget_temporary_dir`] (its owner removes it
+/// itself when it is done).
+pub fn track_temporary_dir(path: &Path) {
+    pending_dirs(|list| list.push(path.to_path_buf()));
+}
+
+/// Unregisters a directory of [`track_temporary_dir`].
+pub fn forget_temporary_dir(path: &Path) {
+    pending_dirs(|list| list.retain(|p| p != path));
+}
+
+/// How often [`remove_pending_temporaries`] tries to remove a directory that
+/// threads still running may be writing into (and re-creating).
+const DIR_REMOVAL_TRIES: u32 = 20;
+
+/// Removes the temporary file of every [`AtomicFile`] still open and every
+/// directory of [`track_temporary_dir`]: for a program interrupted by a signal
+/// (its destructors do not run), so that Ctrl-C leaves no stray temporary file.
+/// A directory is removed again while it reappears (threads of the interrupted
+/// work may still be writing into it), a bounded number of times.
 pub fn remove_pending_temporaries() {
     pending(|list| {
         for tmp in list.drain(..) {
             let _ = fs::remove_file(tmp);
+        }
+    });
+    pending_dirs(|list| {
+        for dir in list.drain(..) {
+            for _ in 0..DIR_REMOVAL_TRIES {
+                let _ = fs::remove_dir_all(&dir);
+                std::thread::sleep(std::time::Duration::from_millis(5));
+                if fs::symlink_metadata(&dir).is_err() {
+                    break;
+                }
+            }
         }
     });
 }
