@@ -658,6 +658,162 @@ mod ballista {
         );
     }
 
+    /// A Parquet file of `rows` rows in row groups of 500: units `u0`..`u36` in
+    /// turn (so each unit has rows in every row group), `solo` on the first and
+    /// the last row only, and an unread column of 80 incompressible characters a
+    /// row, so the file passes DataFusion's 1 MiB threshold for splitting a file
+    /// into byte ranges.
+    fn split_parquet(name: &str, rows: usize) -> PathBuf {
+        use datafusion::arrow::array::{ArrayRef, Float64Array, StringArray};
+        use datafusion::arrow::record_batch::RecordBatch;
+        use datafusion::parquet::arrow::ArrowWriter;
+        use datafusion::parquet::file::properties::WriterProperties;
+        use std::sync::Arc;
+        let unit = |i: usize| {
+            if i == 0 || i == rows - 1 {
+                "solo".to_string()
+            } else {
+                format!("u{}", i % 37)
+            }
+        };
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut pad = || {
+            (0..5)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    format!("{state:016x}")
+                })
+                .collect::<String>()
+        };
+        let columns: Vec<(&str, ArrayRef)> = vec![
+            (
+                "device",
+                Arc::new((0..rows).map(|i| Some(unit(i))).collect::<StringArray>()),
+            ),
+            (
+                "region",
+                Arc::new(
+                    (0..rows)
+                        .map(|i| Some(format!("r{}", i % 3)))
+                        .collect::<StringArray>(),
+                ),
+            ),
+            (
+                "temp",
+                Arc::new(
+                    (0..rows)
+                        .map(|i| (i % 90) as f64 - 30.5)
+                        .collect::<Float64Array>(),
+                ),
+            ),
+            (
+                "pad",
+                Arc::new((0..rows).map(|_| Some(pad())).collect::<StringArray>()),
+            ),
+        ];
+        let batch = RecordBatch::try_from_iter(columns).unwrap();
+        let dir = std::env::temp_dir().join(format!("privq-private-sql-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        let props = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(500))
+            .set_dictionary_enabled(false)
+            .build();
+        let mut w = ArrowWriter::try_new(
+            std::fs::File::create(&path).unwrap(),
+            batch.schema(),
+            Some(props),
+        )
+        .unwrap();
+        w.write(&batch).unwrap();
+        w.close().unwrap();
+        path
+    }
+
+    /// The partitions the scan of `path` has under the cluster's own session
+    /// configuration (what its scheduler plans the query with).
+    fn cluster_scan_partitions(path: &std::path::Path, partitions: usize) -> usize {
+        use datafusion::physical_plan::{ExecutionPlan, ExecutionPlanProperties};
+        use datafusion::prelude::{ParquetReadOptions, SessionContext};
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let work = privq_analytics::ballista::WorkDir::create().unwrap();
+        let n = runtime.block_on(async {
+            let limits = privq_host::ldp::campaign::Limits::default();
+            let cluster =
+                privq_analytics::ballista::cluster_session(&limits, partitions, work.path())
+                    .await
+                    .unwrap();
+            let local = SessionContext::new_with_config(cluster.copied_config());
+            local
+                .register_parquet("t", &path.to_string_lossy(), ParquetReadOptions::default())
+                .await
+                .unwrap();
+            let mut plan: std::sync::Arc<dyn ExecutionPlan> = local
+                .sql("SELECT device FROM t")
+                .await
+                .unwrap()
+                .create_physical_plan()
+                .await
+                .unwrap();
+            while let Some(child) = plan.children().first().map(|c| (*c).clone()) {
+                plan = child;
+            }
+            assert!(plan.name().contains("DataSource"), "{}", plan.name());
+            plan.output_partitioning().partition_count()
+        });
+        runtime.shutdown_timeout(std::time::Duration::from_secs(5));
+        n
+    }
+
+    /// M2: one unit's rows split across scan partitions (so across tasks and
+    /// partial states), units over both limits: the cluster's release is the
+    /// in-process engine's, byte for byte.
+    #[test]
+    fn ballista_merges_units_split_across_partitions() {
+        let rows = 20_000;
+        let path = split_parquet("split.parquet", rows);
+        let groups = datafusion::parquet::file::reader::FileReader::metadata(
+            &datafusion::parquet::file::serialized_reader::SerializedFileReader::new(
+                std::fs::File::open(&path).unwrap(),
+            )
+            .unwrap(),
+        )
+        .num_row_groups();
+        assert_eq!(groups, rows / 500);
+        let partitions = 3;
+        let scan = cluster_scan_partitions(&path, partitions);
+        // Byte ranges in file order: `solo`'s first row is in the first range,
+        // its last in the last; every `u` unit has rows in each range.
+        assert!(scan >= 2, "the scan has {scan} partition(s)");
+        let p = plan(
+            "SELECT region, COUNT(*), SUM(temp), AVG(temp), QUANTILE(temp, 0.5) FROM t \
+             GROUP BY region",
+            Some((2, 3)),
+            false,
+        );
+        let table = table_parquet(&path, &p.columns(), 1 << 20).unwrap();
+        for seed in [1, 2] {
+            let (in_process, _) = p.release(&table, &mut seeded_rng(seed)).unwrap();
+            let mut rng = seeded_rng(seed);
+            let key = BoundingKey::draw(&mut rng);
+            let ballista = totals_parquet_ballista(&path, &p, key, 1 << 20, partitions).unwrap();
+            assert_eq!(sorted(ballista.clone()), sorted(p.totals(&table, &key)));
+            let mut acct = p.accountant().unwrap();
+            let released = p.release_totals(ballista, &mut acct, &mut rng).unwrap();
+            assert_eq!(
+                format!("{released:?}"),
+                format!("{in_process:?}"),
+                "seed {seed}"
+            );
+        }
+    }
+
     #[test]
     fn ballista_refuses_what_the_other_engines_refuse() {
         let p = plan(
