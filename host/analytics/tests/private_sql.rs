@@ -822,9 +822,26 @@ mod ballista {
             false,
         );
         let key = BoundingKey::draw(&mut seeded_rng(1));
-        for (i, text) in [
-            "device,region,temp\nd,r0,1\ne,r1,inf\nf,r0,x\n",
-            "device,region,temp\nd,r0,1\ne,r1\nf,r0,2\n",
+        // A refused table is read again in process for its typed error, which
+        // would also hide a cluster that fails on everything: each refusal is
+        // paired with the same file repaired, which the cluster must total
+        // exactly as the in-process engine does.
+        let accepts = |name: &str, text: &str, max_rows: usize| {
+            let csv = file(name, text);
+            let table = Table::from_csv(text.as_bytes(), &p.columns(), max_rows).unwrap();
+            let got = totals_csv_ballista(&csv, &p, key, max_rows, 2)
+                .unwrap_or_else(|e| panic!("{text:?}: the cluster failed: {e}"));
+            assert_eq!(sorted(got), sorted(p.totals(&table, &key)), "{text:?}");
+        };
+        for (i, (text, repaired)) in [
+            (
+                "device,region,temp\nd,r0,1\ne,r1,inf\nf,r0,x\n",
+                "device,region,temp\nd,r0,1\ne,r1,4\nf,r0,8\n",
+            ),
+            (
+                "device,region,temp\nd,r0,1\ne,r1\nf,r0,2\n",
+                "device,region,temp\nd,r0,1\ne,r1,3\nf,r0,2\n",
+            ),
         ]
         .iter()
         .enumerate()
@@ -837,14 +854,18 @@ mod ballista {
                 Err(EngineError::Aggregate(e)) => assert_eq!(e.to_string(), want.to_string()),
                 other => panic!("{text:?}: {other:?}, want {want}"),
             }
+            accepts(&format!("bgood{i}.csv"), repaired, 1 << 20);
         }
-        let csv = file("blong.csv", "device,region,temp\nd,r0,1\nd,r0,2\nd,r0,3\n");
+        let long = "device,region,temp\nd,r0,1\nd,r0,2\nd,r0,3\n";
+        let csv = file("blong.csv", long);
         assert!(matches!(
             totals_csv_ballista(&csv, &p, key, 2, 2),
             Err(EngineError::Aggregate(AggregateError::TooManyRows {
                 max: 2
             }))
         ));
+        // One row more allowed: the cluster reads it.
+        accepts("blong-ok.csv", long, 3);
         let dir = csv.parent().unwrap();
         let (a, b) = (
             totals_csv(dir, &p, key, 1 << 20, 2).unwrap_err(),
