@@ -25,7 +25,9 @@
 //! the secret bounding key, and `privq_trim`, whose payload is [`TRIM_PAYLOAD`].
 //! [`decode_bound`] bounds the length ([`MAX_BOUND_PAYLOAD_LEN`]), checks the
 //! tag, parses strictly (an unknown field is an error) and rebuilds the plan
-//! with [`PlanSpec::build`], the library's own checks; failures are a
+//! with [`PlanSpec::build`], the library's own checks (those of a request too:
+//! at most 10^6 key combinations, keys trimmed and not empty, bounds only for
+//! aggregated columns, no δ without groups); failures are a
 //! [`SqlPayloadError`]. The bounding key is as secret as the noise: it goes to
 //! the cluster's processes, which read the rows anyway (see
 //! [`ballista`](crate::ballista) for whom that trusts).

@@ -898,6 +898,87 @@ mod ballista {
         }
     }
 
+    /// A payload's plan is held to the checks of a request (`SqlRequest`): too
+    /// many key combinations, an untrimmed or empty key, bounds for a column no
+    /// aggregate reads, a δ without groups. Each forged payload is refused with
+    /// the library's typed error, directly and through the codec.
+    #[test]
+    fn forged_plans_are_refused_as_requests_are() {
+        use serde_json::{Value, json};
+        let bytes = encode_bound(&spec()).unwrap();
+        let good: Value = serde_json::from_slice(&bytes[BOUND_TAG.len()..]).unwrap();
+        assert_eq!(
+            good["plan"]["groups"],
+            json!({"Public": [["r0"], ["r1"], ["r2"], ["r9"]]})
+        );
+        let forge = |f: &dyn Fn(&mut Value)| {
+            let mut v = good.clone();
+            f(&mut v);
+            let mut b = BOUND_TAG.to_vec();
+            b.extend_from_slice(&serde_json::to_vec(&v).unwrap());
+            b
+        };
+        let bounds = good["plan"]["bounds"][0].clone();
+        type Want = fn(&AggregateError) -> bool;
+        let cases: Vec<(&str, Vec<u8>, Want)> = vec![
+            (
+                "10^6 + 1 key combinations",
+                {
+                    // Written as text: a `Value` of 10^6 lists is large.
+                    let text =
+                        String::from_utf8(forge(&|v| v["plan"]["groups"] = json!("K"))).unwrap();
+                    let many = format!("{{\"Public\":[{}]}}", vec!["[\"k\"]"; 1_000_001].join(","));
+                    text.replacen("\"K\"", &many, 1).into_bytes()
+                },
+                |e| matches!(e, AggregateError::TooManyKeys { max: 1_000_000 }),
+            ),
+            (
+                "an untrimmed key",
+                forge(&|v| v["plan"]["groups"] = json!({"Public": [["r0"], [" r1"]]})),
+                |e| {
+                    matches!(e, AggregateError::UntrimmedKey { column, key }
+                        if column == "region" && key == " r1")
+                },
+            ),
+            (
+                "an empty key",
+                forge(&|v| v["plan"]["groups"] = json!({"Public": [["r0"], [" "]]})),
+                |e| matches!(e, AggregateError::EmptyKey(c) if c == "region"),
+            ),
+            (
+                "bounds for a column no aggregate reads",
+                forge(&|v| {
+                    let mut b = bounds.clone();
+                    b[0] = json!("kind");
+                    v["plan"]["bounds"].as_array_mut().unwrap().push(b);
+                }),
+                |e| matches!(e, AggregateError::BoundsNotAggregated { column, .. } if column == "kind"),
+            ),
+            (
+                "a δ without groups",
+                forge(&|v| {
+                    v["plan"]["group_by"] = json!([]);
+                    v["plan"]["bins"] = json!([]);
+                    v["plan"]["groups"] = json!({"Private": 1e-6f64.to_bits()});
+                }),
+                |e| matches!(e, AggregateError::NothingToSelect),
+            ),
+        ];
+        let codec = PrivqCodec::new(Default::default());
+        assert!(codec.try_decode_udaf("privq_bound", &bytes).is_ok());
+        for (what, forged, want) in cases {
+            match decode_bound(&forged) {
+                Err(SqlPayloadError::Plan(e)) => assert!(want(&e), "{what}: {e:?}"),
+                other => panic!("{what}: {other:?}"),
+            }
+            let e = codec.try_decode_udaf("privq_bound", &forged).unwrap_err();
+            assert!(
+                matches!(dferr(&e), Some(SqlPayloadError::Plan(e)) if want(e)),
+                "{what}: {e}"
+            );
+        }
+    }
+
     #[test]
     fn the_bound_payload_round_trips_and_forged_ones_are_refused() {
         let s = spec();

@@ -158,6 +158,16 @@ pub enum AggregateError {
     /// A key list that is empty or holds an empty value.
     #[error("the keys of {0:?} are empty or hold an empty value (a stray comma?)")]
     EmptyKey(String),
+    /// A public key with leading or trailing whitespace: a row's key is trimmed,
+    /// so it would match no row (a request trims its keys; a plan from elsewhere
+    /// must hold them trimmed).
+    #[error("the key {key:?} of {column:?} is not trimmed (a row's key is)")]
+    UntrimmedKey {
+        /// The group-by column.
+        column: String,
+        /// The key.
+        key: String,
+    },
     /// More combinations of public keys than a request may list.
     #[error("more than 10^6 combinations of keys (at most {max})")]
     TooManyKeys {
@@ -238,6 +248,7 @@ impl AggregateError {
             AggregateError::KeysForBins(_)
             | AggregateError::KeysNotGrouped(_)
             | AggregateError::EmptyKey(_)
+            | AggregateError::UntrimmedKey { .. }
             | AggregateError::TooManyKeys { .. }
             | AggregateError::MissingKeys { .. } => "keys",
             _ => return None,

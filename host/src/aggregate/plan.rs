@@ -334,6 +334,7 @@ impl PlanBuilder {
             names.push(name);
         }
         let groups = match (self.groups, query.group_by.is_empty()) {
+            (Some(Groups::Private { .. }), true) => return Err(AggregateError::NothingToSelect),
             (_, true) => Groups::Public(vec![Vec::new()]),
             // Only histogram keys: every group is public, from the edges.
             (None, false) if plain.is_empty() => Groups::Public(with_bins(&query, vec![vec![]])?),
@@ -348,6 +349,7 @@ impl PlanBuilder {
                 if keys.is_empty() {
                     return Err(AggregateError::InvalidParameter("no public key".into()));
                 }
+                super::request::check_key_combinations(keys.len())?;
                 if let Some(k) = keys.iter().find(|k| k.len() != plain.len()) {
                     let binned = if query.bins.is_empty() {
                         String::new()
@@ -359,6 +361,11 @@ impl PlanBuilder {
                         k.len(),
                         plain.len()
                     )));
+                }
+                for k in &keys {
+                    for (key, column) in k.iter().zip(&plain) {
+                        super::request::check_key(column, key)?;
+                    }
                 }
                 let mut seen = std::collections::HashSet::new();
                 if let Some(k) = keys.iter().find(|k| !seen.insert(*k)) {
@@ -388,6 +395,10 @@ impl PlanBuilder {
             Some(_) => self.contribution,
             None => Contribution::per_row(),
         };
+        let read = query.value_columns();
+        for column in self.bounds.keys() {
+            super::request::check_bounds_read(column, &read)?;
+        }
         // The value columns, in first-use order, each with its bounds.
         let mut values: Vec<String> = Vec::new();
         for (_, a) in &query.aggregates {

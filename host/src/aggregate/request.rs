@@ -16,6 +16,55 @@ pub const MAX_KEY_COMBINATIONS: usize = 1_000_000;
 /// up to δ ([`Plan::warnings`]).
 pub const LARGE_DELTA: f64 = 1e-3;
 
+/// One public key of `column`, as a plan holds it: not empty, and trimmed as a
+/// row's key is. [`SqlRequest::build`] checks each value it is given (trimmed)
+/// and [`PlanBuilder::build`](super::PlanBuilder::build) each key of every plan,
+/// so a plan rebuilt from a spec ([`PlanSpec`](super::PlanSpec), e.g. decoded
+/// from a cluster's payload) is held to the same rules.
+pub(super) fn check_key(column: &str, key: &str) -> Result<(), AggregateError> {
+    if key.trim().is_empty() {
+        return Err(AggregateError::EmptyKey(column.to_string()));
+    }
+    if key.trim().len() != key.len() {
+        return Err(AggregateError::UntrimmedKey {
+            column: column.to_string(),
+            key: key.to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// At most [`MAX_KEY_COMBINATIONS`] combinations of public keys (shared as
+/// [`check_key`] is).
+pub(super) fn check_key_combinations(n: usize) -> Result<(), AggregateError> {
+    if n > MAX_KEY_COMBINATIONS {
+        return Err(AggregateError::TooManyKeys {
+            max: MAX_KEY_COMBINATIONS,
+        });
+    }
+    Ok(())
+}
+
+/// Bounds only for a column an aggregate reads (`read`, the query's value
+/// columns); shared as [`check_key`] is.
+pub(super) fn check_bounds_read(column: &str, read: &[String]) -> Result<(), AggregateError> {
+    if read.iter().any(|c| c == column) {
+        return Ok(());
+    }
+    let read = if read.is_empty() {
+        "no column".to_string()
+    } else {
+        read.iter()
+            .map(|c| format!("{c:?}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Err(AggregateError::BoundsNotAggregated {
+        column: column.to_string(),
+        read,
+    })
+}
+
 /// A `SELECT` over one table with the options that make it a [`Plan`].
 ///
 /// ```
@@ -247,20 +296,7 @@ impl SqlRequest {
                     column: column.clone(),
                 });
             }
-            if !read.iter().any(|c| c == column) {
-                let read = if read.is_empty() {
-                    "no column".to_string()
-                } else {
-                    read.iter()
-                        .map(|c| format!("{c:?}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
-                return Err(AggregateError::BoundsNotAggregated {
-                    column: column.clone(),
-                    read,
-                });
-            }
+            check_bounds_read(column, &read)?;
             builder = builder.bounds(column.clone(), *bounds);
         }
         let group_by = query.group_by();
@@ -271,7 +307,7 @@ impl SqlRequest {
             .collect();
         match (self.keys.is_empty(), self.delta) {
             (false, Some(_)) => return Err(AggregateError::KeysAndDelta),
-            (true, Some(_)) if group_by.is_empty() => return Err(AggregateError::NothingToSelect),
+            // Without a GROUP BY the builder refuses it (NothingToSelect).
             (true, Some(delta)) => builder = builder.groups(Groups::Private { delta }),
             (false, None) => {
                 let mut lists: Vec<Option<&Vec<String>>> = vec![None; plain.len()];
@@ -288,8 +324,11 @@ impl SqlRequest {
                             column: column.clone(),
                         });
                     }
-                    if values.is_empty() || values.iter().any(|v| v.trim().is_empty()) {
+                    if values.is_empty() {
                         return Err(AggregateError::EmptyKey(column.clone()));
+                    }
+                    for v in values {
+                        check_key(column, v.trim())?;
                     }
                     lists[i] = Some(values);
                 }
@@ -299,11 +338,8 @@ impl SqlRequest {
                         columns: vec![column.to_string()],
                         listed: true,
                     })?;
-                    if keys.len().saturating_mul(list.len()) > MAX_KEY_COMBINATIONS {
-                        return Err(AggregateError::TooManyKeys {
-                            max: MAX_KEY_COMBINATIONS,
-                        });
-                    }
+                    // Before the product is built.
+                    check_key_combinations(keys.len().saturating_mul(list.len()))?;
                     keys = keys
                         .iter()
                         .flat_map(|k| {
