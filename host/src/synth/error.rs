@@ -53,6 +53,13 @@ pub enum SynthError {
         /// Position in the measurement list.
         index: usize,
     },
+    /// Measurement `index` has per-cell variances that are not one finite
+    /// multiple ≥ 1 of σ² per value.
+    #[error("measurement {index} needs one finite cell variance ≥ 1 per value")]
+    InvalidCellVariance {
+        /// Position in the measurement list.
+        index: usize,
+    },
     /// The known total is not a finite positive number.
     #[error("the total {0} is not finite and positive")]
     InvalidTotal(f64),

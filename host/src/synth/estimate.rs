@@ -8,16 +8,26 @@ use super::{Clique, JunctionTree, MarginalModel, SynthError, sample};
 use crate::synth::factor::Projection;
 
 /// A noisy measurement of a marginal: `values[j] = (count of cell j) + noise` with
-/// noise of standard deviation `sigma`, cells in [`Clique`] order (row-major, the
-/// first attribute most significant; [`Clique::cell_of_record`] indexes them).
+/// noise of standard deviation `sigma` (times `√cell_variance[j]` when given),
+/// cells in [`Clique`] order (row-major, the first attribute most significant;
+/// [`Clique::cell_of_record`] indexes them).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Measurement {
     /// The measured clique.
     pub clique: Clique,
     /// Noisy counts, one per cell of the clique.
     pub values: Vec<f64>,
-    /// The noise's standard deviation (its weight in the loss is `1/σ²`).
+    /// The noise's standard deviation (a cell's weight in the loss is `1/σ²`, or
+    /// `1/(k_j·σ²)` with `cell_variance`).
     pub sigma: f64,
+    /// Per cell, its noise variance as a multiple `k_j` of σ² (None: every
+    /// `k_j = 1`). A cell that is the sum of `k` independent noisy counts of
+    /// standard deviation σ (a merged value of a compressed attribute,
+    /// [`Compression::one_way`](super::Compression::one_way)) has `k_j = k`; MST
+    /// weights such a cell by `1/√k` in its least-squares rows (McKenna, Miklau,
+    /// Sheldon, "Winning the NIST Contest", JPC 2021, Section 4.1), which is this
+    /// loss weight `1/(k·σ²)`.
+    pub cell_variance: Option<Vec<f64>>,
 }
 
 impl Measurement {
@@ -28,9 +38,42 @@ impl Measurement {
             clique,
             values,
             sigma,
+            cell_variance: None,
         };
         m.validate(0, None)?;
         Ok(m)
+    }
+
+    /// A measurement whose cell `j` has noise variance `cell_variance[j]·σ²`; every
+    /// multiple must be finite and at least 1, one per value.
+    pub fn with_cell_variance(
+        clique: Clique,
+        values: Vec<f64>,
+        sigma: f64,
+        cell_variance: Vec<f64>,
+    ) -> Result<Self, SynthError> {
+        let m = Measurement {
+            clique,
+            values,
+            sigma,
+            cell_variance: Some(cell_variance),
+        };
+        m.validate(0, None)?;
+        Ok(m)
+    }
+
+    /// Cell `j`'s noise variance as a multiple of σ² (1 without `cell_variance`).
+    pub fn variance_multiple(&self, j: usize) -> f64 {
+        self.cell_variance.as_ref().map_or(1.0, |k| k[j])
+    }
+
+    /// The noise variance of the sum of all cells, `σ²·Σ_j k_j`.
+    pub(crate) fn sum_variance(&self) -> f64 {
+        let k = match &self.cell_variance {
+            None => self.values.len() as f64,
+            Some(k) => k.iter().sum(),
+        };
+        k * self.sigma * self.sigma
     }
 
     fn validate(&self, index: usize, sizes: Option<&[usize]>) -> Result<(), SynthError> {
@@ -42,6 +85,11 @@ impl Measurement {
         }
         if self.values.iter().any(|v| !v.is_finite()) {
             return Err(SynthError::NonFiniteValue { index });
+        }
+        if let Some(k) = &self.cell_variance
+            && (k.len() != self.values.len() || !k.iter().all(|&k| k.is_finite() && k >= 1.0))
+        {
+            return Err(SynthError::InvalidCellVariance { index });
         }
         if let Some(sizes) = sizes {
             let expected = self.clique.cells(sizes)?;
@@ -64,7 +112,8 @@ pub enum Total {
     Known(f64),
     /// N is private (add/remove-one-record neighbours): estimated from the
     /// measurements as the inverse-variance weighted mean of their sums (the sum
-    /// of measurement `i` has variance `cells_i·σ_i²`), floored at 1.
+    /// of measurement `i` has variance `σ_i²·Σ_j k_ij`, `cells_i·σ_i²` without
+    /// per-cell variances), floored at 1.
     Estimated,
 }
 
@@ -129,7 +178,7 @@ pub(crate) fn validate(
             }
             let (mut num, mut den) = (0.0, 0.0);
             for m in measurements {
-                let w = 1.0 / (m.values.len() as f64 * m.sigma * m.sigma);
+                let w = 1.0 / m.sum_variance();
                 num += w * m.values.iter().sum::<f64>();
                 den += w;
             }
@@ -200,7 +249,7 @@ impl Model {
         self.evaluations
     }
 
-    /// The fit's final loss `Σ_i ‖N·μ_{C_i} − y_i‖²/σ_i²`.
+    /// The fit's final loss `Σ_i Σ_j (N·μ_{C_i}(j) − y_i(j))²/(k_ij·σ_i²)`.
     pub fn loss(&self) -> f64 {
         self.loss
     }
@@ -389,8 +438,9 @@ impl Oracle for TreeOracle<'_> {
 
 /// Fits a junction-tree model to noisy marginals by mirror descent (Private-PGM).
 ///
-/// Minimises `Σ_i ‖N·μ_{C_i} − y_i‖² / σ_i²` over distributions, where `μ_C` is
-/// the model's probability marginal on `C` and N the [`Total`]. The model's
+/// Minimises `Σ_i Σ_j (N·μ_{C_i}(j) − y_i(j))² / (k_ij·σ_i²)` over distributions,
+/// where `μ_C` is the model's probability marginal on `C`, N the [`Total`] and
+/// `k_ij` cell j's [`Measurement::variance_multiple`] (1 unless given). The model's
 /// cliques are the junction tree of the measured cliques (plus the warm start's);
 /// the optimum is the same as over the full histogram
 /// ([`fit_dense`](super::fit_dense)), since the loss only sees measured marginals.

@@ -2,11 +2,14 @@
 //! dense estimators (Private-PGM, McKenna–Sheldon–Miklau 2019, §4: entropic
 //! mirror descent on the potentials with a line search).
 //!
-//! Loss `L(p) = Σ_i ‖N·M_i p − y_i‖² / σ_i²` (M_i = marginal onto clique C_i).
-//! Its gradient in the marginal of C_i is `g_i = 2N(N·μ_i − y_i)/σ_i²`, and the
+//! Loss `L(p) = Σ_i Σ_j (N·(M_i p)_j − y_ij)² / (k_ij·σ_i²)` (M_i = marginal onto
+//! clique C_i; `k_ij` = cell j's noise variance as a multiple of σ_i², 1 unless
+//! the measurement gives per-cell variances: a merged value of a compressed
+//! attribute, MST's 1/√k row scaling). Its gradient in the marginal of C_i is
+//! `g_ij = 2N(N·μ_ij − y_ij)/(k_ij·σ_i²)`, and the
 //! entropic mirror step is `θ ← θ − η·Σ_i g_i` on the log-potentials, which stays
 //! in the model's exponential family because every `g_i` lives on a measured
-//! clique. `L` is `L₀ = 2N²·Σ_i σ_i⁻²`-smooth relative to the entropy (Pinsker),
+//! clique. `L` is `L₀ = 2N²·Σ_i max_j (k_ij·σ_i²)⁻¹`-smooth relative to the entropy (Pinsker),
 //! so `η = 1/L₀` always decreases it; each step tries the last accepted step
 //! (doubled if that one was accepted at its first trial; a warm start begins at
 //! the previous fit's step) and halves until the Armijo condition
@@ -53,26 +56,54 @@ fn loss_and_grads(
             for ((m, mu), g) in ms.iter().zip(marg).zip(gs.iter_mut()) {
                 let w = 1.0 / (m.sigma * m.sigma);
                 g.clear();
-                for (&p, &y) in mu.iter().zip(&m.values) {
-                    let r = n * p - y;
-                    loss += w * r * r;
-                    g.push(2.0 * n * w * r);
+                match &m.cell_variance {
+                    None => {
+                        for (&p, &y) in mu.iter().zip(&m.values) {
+                            let r = n * p - y;
+                            loss += w * r * r;
+                            g.push(2.0 * n * w * r);
+                        }
+                    }
+                    Some(k) => {
+                        for ((&p, &y), &k) in mu.iter().zip(&m.values).zip(k) {
+                            let (r, w) = (n * p - y, w / k);
+                            loss += w * r * r;
+                            g.push(2.0 * n * w * r);
+                        }
+                    }
                 }
             }
         }
         None => {
             for (m, mu) in ms.iter().zip(marg) {
                 let w = 1.0 / (m.sigma * m.sigma);
-                loss += mu
-                    .iter()
-                    .zip(&m.values)
-                    .map(|(&p, &y)| (n * p - y).powi(2))
-                    .sum::<f64>()
-                    * w;
+                let sum = match &m.cell_variance {
+                    None => mu
+                        .iter()
+                        .zip(&m.values)
+                        .map(|(&p, &y)| (n * p - y).powi(2))
+                        .sum::<f64>(),
+                    Some(k) => mu
+                        .iter()
+                        .zip(&m.values)
+                        .zip(k)
+                        .map(|((&p, &y), &k)| (n * p - y).powi(2) / k)
+                        .sum::<f64>(),
+                };
+                loss += sum * w;
             }
         }
     }
     loss
+}
+
+/// The largest loss weight of a cell of `m`, `1/(min_j k_j·σ²)`.
+fn max_weight(m: &Measurement) -> f64 {
+    let k = m
+        .cell_variance
+        .as_ref()
+        .map_or(1.0, |k| k.iter().copied().fold(f64::INFINITY, f64::min));
+    1.0 / (k.max(1.0) * m.sigma * m.sigma)
 }
 
 /// Runs mirror descent from `theta` (updated in place).
@@ -85,7 +116,7 @@ pub(crate) fn mirror_descent<O: Oracle>(
     tolerance: f64,
     start_step: Option<f64>,
 ) -> Outcome {
-    let l0 = 2.0 * n * n * ms.iter().map(|m| 1.0 / (m.sigma * m.sigma)).sum::<f64>();
+    let l0 = 2.0 * n * n * ms.iter().map(max_weight).sum::<f64>();
     let eta_min = if l0 > 0.0 { 1.0 / l0 } else { 1.0 };
     let scale: f64 = ms
         .iter()

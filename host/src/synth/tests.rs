@@ -561,6 +561,12 @@ fn fit_errors_are_typed() {
         Measurement::new(cl(&[0]), vec![f64::NAN, 2.0], 1.0),
         Err(SynthError::NonFiniteValue { index: 0 })
     );
+    for k in [vec![1.0], vec![1.0, 0.5], vec![1.0, f64::NAN]] {
+        assert_eq!(
+            Measurement::with_cell_variance(cl(&[0]), vec![1.0, 2.0], 1.0, k),
+            Err(SynthError::InvalidCellVariance { index: 0 })
+        );
+    }
     let short = Measurement {
         values: vec![1.0],
         ..ok.clone()
@@ -809,4 +815,20 @@ fn timing_probe() {
             m.gap()
         );
     }
+}
+
+#[test]
+fn estimated_total_weights_sums_by_their_cell_variances() {
+    // Sums 100 (variance 2σ²) and 200 (cells of variance σ² and 3σ²: 4σ²):
+    // inverse-variance mean (100/2 + 200/4) / (1/2 + 1/4) = 133.3 (150 if both
+    // counted as 2σ²).
+    let a = Measurement::new(cl(&[0]), vec![50.0, 50.0], 1.0).unwrap();
+    let b =
+        Measurement::with_cell_variance(cl(&[0]), vec![120.0, 80.0], 1.0, vec![1.0, 3.0]).unwrap();
+    let model = fit(&[2], &[a, b], Total::Estimated, &FitOptions::default()).unwrap();
+    assert!(
+        (model.total() - 400.0 / 3.0).abs() < 1e-9,
+        "{}",
+        model.total()
+    );
 }
