@@ -453,3 +453,16 @@ fn compression_comes_only_from_the_noisy_one_ways() {
         assert_eq!(&compressed.measurements[..d.dims()], one_ways);
     }
 }
+
+#[test]
+fn fit_work_bounds_steps_by_model_size() {
+    // Between rounds: 100 steps up to 2¹⁶ cells, fewer beyond, at least 5.
+    assert_eq!(ROUND_WORK.iterations(1), 100);
+    assert_eq!(ROUND_WORK.iterations(1 << 16), 100);
+    assert_eq!(ROUND_WORK.iterations(1 << 18), 25);
+    assert_eq!(ROUND_WORK.iterations(1 << 30), 5);
+    // The released model: 250 up to 2¹⁸ cells, at least 50.
+    assert_eq!(FINAL_WORK.iterations(1 << 18), 250);
+    assert_eq!(FINAL_WORK.iterations(1 << 19), 125);
+    assert_eq!(FINAL_WORK.iterations(1 << 30), 50);
+}
