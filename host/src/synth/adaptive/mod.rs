@@ -231,7 +231,7 @@ const ROUND_WORK: FitWork = FitWork {
 /// ε = 1 the fit is far from the Frank–Wolfe tolerance after 1000 steps, yet 250
 /// steps give a model as close to the data or closer (mean 3-way TV, Adult seeds
 /// 0–2 and 5: 0.0745 → 0.0741; NLTCS seeds 0–2: 0.00642 → 0.00639): the later
-/// steps fit the noise more than the data. The final fit was ~70 % of an Adult
+/// steps fit the noise more than the data. The final fit was 38–70 % of an Adult
 /// release.
 const FINAL_WORK: FitWork = FitWork {
     budget: 250 << 18,
