@@ -152,6 +152,16 @@ impl Compression {
         };
         match self.merges.get(a) {
             Some(Some(merge)) => {
+                // `Measurement`'s fields are public: a hand-built one is checked
+                // before it is indexed by the merge map.
+                m.validate(0, None)?;
+                if m.values.len() != merge.to.len() {
+                    return Err(SynthError::MeasurementLength {
+                        index: 0,
+                        expected: merge.to.len(),
+                        got: m.values.len(),
+                    });
+                }
                 let mut values = vec![0.0; self.sizes[a]];
                 let mut variance = vec![0.0; self.sizes[a]];
                 for (v, &y) in m.values.iter().enumerate() {
@@ -213,6 +223,42 @@ mod tests {
         assert_eq!(m.sigma, 7.0);
         // The merged value sums three noisy counts: variance 3σ².
         assert_eq!(m.cell_variance, Some(vec![1.0, 1.0, 3.0]));
+    }
+
+    #[test]
+    fn a_hand_built_measurement_is_checked_before_it_is_compressed() {
+        let c = Compression::from_noisy(&[vec![60.0, 10.0, 15.0, 15.0]], &[20.0]);
+        let clique = Clique::new([0]).unwrap();
+        // Per-cell variances of the wrong length (fields are public: no constructor ran).
+        let m = Measurement {
+            clique: clique.clone(),
+            values: vec![60.0, 10.0, 15.0, 15.0],
+            sigma: 1.0,
+            cell_variance: Some(vec![1.0]),
+        };
+        assert!(matches!(
+            c.one_way(&m),
+            Err(SynthError::InvalidCellVariance { .. })
+        ));
+        // More cells than the attribute has values.
+        let m = Measurement::new(clique.clone(), vec![1.0; 5], 1.0).unwrap();
+        assert!(matches!(
+            c.one_way(&m),
+            Err(SynthError::MeasurementLength {
+                expected: 4,
+                got: 5,
+                ..
+            })
+        ));
+        let m = Measurement::new(clique, vec![1.0; 3], 1.0).unwrap();
+        assert!(matches!(
+            c.one_way(&m),
+            Err(SynthError::MeasurementLength {
+                expected: 4,
+                got: 3,
+                ..
+            })
+        ));
     }
 
     #[test]

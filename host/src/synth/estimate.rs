@@ -76,7 +76,7 @@ impl Measurement {
         k * self.sigma * self.sigma
     }
 
-    fn validate(&self, index: usize, sizes: Option<&[usize]>) -> Result<(), SynthError> {
+    pub(crate) fn validate(&self, index: usize, sizes: Option<&[usize]>) -> Result<(), SynthError> {
         if !(self.sigma.is_finite() && self.sigma > 0.0) {
             return Err(SynthError::InvalidSigma {
                 index,
