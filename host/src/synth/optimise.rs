@@ -200,3 +200,29 @@ pub(crate) fn mirror_descent<O: Oracle>(
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::Clique;
+
+    /// The step-size bound's weight is the measurement's largest cell weight: a
+    /// bound too small (a weight under-stated) would let mirror descent step past
+    /// the minimum.
+    #[test]
+    fn the_largest_cell_weight_bounds_the_step() {
+        let clique = Clique::new([0]).unwrap();
+        let plain = Measurement::new(clique.clone(), vec![1.0, 2.0], 2.0).unwrap();
+        assert_eq!(max_weight(&plain), 0.25);
+        let merged = |k: Vec<f64>| Measurement {
+            clique: clique.clone(),
+            values: vec![1.0; k.len()],
+            sigma: 2.0,
+            cell_variance: Some(k),
+        };
+        // A kept value (k = 1) next to a merged one: the kept cell's 1/σ².
+        assert_eq!(max_weight(&merged(vec![3.0, 1.0])), 0.25);
+        // Every cell merged from at least two values: 1/(2σ²).
+        assert_eq!(max_weight(&merged(vec![2.0, 5.0])), 0.125);
+    }
+}
