@@ -13,22 +13,23 @@ rows. On it, `COUNT(*)`, `SUM(x)`, `AVG(x)` by group with public keys, at epsilo
 * the `privq sql` program on the same data written to a CSV file (the process timed);
 * diffprivlib: `count_nonzero`, `sum` and `mean` per group (epsilon 1/3 each) through a
   pandas groupby. It has no privacy unit and no contribution bounding: its guarantee
-  is per row (per unit of 10 rows it is 10x weaker), and its noise is float Laplace;
+  is per row (per unit of 10 rows it is 10x weaker); its sum and mean add float
+  Laplace noise, and its mean takes the group's size as public (scale (hi-lo)/(n*eps));
 * OpenDP's Polars front end: the unit as identifier, `truncate_per_group(10)` and
   `truncate_num_groups(2)` (which keeps one group per unit, but is accounted as two:
   see run_opendp), `len` and a clamped `sum` (epsilon 1/2 each) joined with the public
   keys; the mean is sum / count (post-processing). OpenDP 0.16's Polars plugin needs
-  Polars 1.36.1 in the environment (diffprivlib 0.6.6 needs scikit-learn older than
-  1.9); OpenDP takes no seed.
+  Polars 1.36.1 in the environment (diffprivlib 0.6.6 fails to import with scikit-learn
+  1.9.1; 1.5.2 works); OpenDP takes no seed.
 
 Each is timed as the median of --repeats runs after a warm-up run. Accuracy: the mean
 absolute error of the per-group means against the true clamped means (a group whose
 release has no mean is counted and left out), and the share of groups whose reported
 95 % interval for the mean holds the true mean (privq only; the others report none).
 
-    /work/target-c/venv/bin/python python/bench/aggregate_vs_peers.py \\
-        --privq-bin target/debug/privq --rows 100000,1000000 --groups 1000 \\
-        --extra 1000000:10 --json /tmp/aggregate_vs_peers.json
+    pip install diffprivlib==0.6.6 scikit-learn==1.5.2 opendp==0.16.0 polars==1.36.1
+    python python/bench/aggregate_vs_peers.py --privq-bin target/debug/privq \\
+        --rows 100000,1000000 --groups 1000 --extra 1000000:10 --json /tmp/aggregate_vs_peers.json
 
 A missing peer (diffprivlib, opendp, or the program for `cli`) is an error unless
 `--skip PEER` names it. The CSV file goes to a temporary directory, removed at the end.
@@ -312,7 +313,10 @@ def main() -> int:
     if same:
         print(f"\n`privq sql` released the same means as privq.sql for the same seed: {all(same)}")
     print("\ndiffprivlib has no contribution bounding: its epsilon is per row, so per privacy unit "
-          "(10 rows) it is 10 times weaker; it adds float Laplace noise (not exact sampling).")
+          "(10 rows) it is 10 times weaker; its sum and mean add float Laplace noise (not exact "
+          "sampling), and its mean treats the group's row count as public.")
+    print("OpenDP: truncate_num_groups(2) keeps one group per unit but is accounted as two "
+          "(0.16 keeps dense ranks below k, and Polars ranks from 1), doubling its noise.")
     if args.json:
         Path(args.json).write_text(json.dumps({"meta": meta, "results": results}, indent=2))
     return 0
