@@ -121,7 +121,11 @@ fn generic_state(limits: &Limits, target_partitions: usize) -> Result<SessionSta
 /// them): created with mode 0700 under a fresh random name, so no other user
 /// can read it or plant it beforehand, and removed when dropped. While it
 /// exists it is registered with [`remove_pending_temporaries`], so a program
-/// interrupted by a signal (no destructor runs) removes it too.
+/// interrupted by a signal (no destructor runs) removes its contents too: the
+/// empty directory stays (mode 0700), so executor threads still running
+/// re-create nothing outside it. A process killed outright (SIGKILL, the
+/// out-of-memory killer) leaves the directory with its shuffle files, readable
+/// by its owner only.
 ///
 /// [`remove_pending_temporaries`]: privq_host::ldp::output::remove_pending_temporaries
 pub struct WorkDir(PathBuf);

@@ -168,10 +168,10 @@ fn private_selection_over_bins_only_is_refused_before_any_charge() {
 
 /// `privq sql --engine ballista` interrupted by SIGINT or SIGTERM: exit code 130,
 /// and the executor's work directory (`$TMPDIR/privq-ballista-*`, shuffle files
-/// of raw rows) removed although no destructor runs.
+/// of raw rows) emptied although no destructor runs, and kept private.
 #[cfg(all(unix, feature = "ballista"))]
 #[test]
-fn an_interrupted_ballista_run_leaves_no_work_directory() {
+fn an_interrupted_ballista_run_leaves_no_shuffle_files() {
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
     let d = Dir::new("sql-ballista-signal");
@@ -261,10 +261,17 @@ fn an_interrupted_ballista_run_leaves_no_work_directory() {
             std::thread::sleep(Duration::from_millis(10));
         };
         assert_eq!(status.code(), Some(130), "{signal}: {status:?}");
-        assert_eq!(
-            work_dirs(&tmp),
-            Vec::<std::path::PathBuf>::new(),
-            "{signal}"
+        // The work directory is kept, empty and private (removing it would let
+        // executor threads still writing re-create it with the default mode).
+        let dirs = work_dirs(&tmp);
+        assert_eq!(dirs.len(), 1, "{signal}: {dirs:?}");
+        let left: Vec<_> = std::fs::read_dir(&dirs[0]).unwrap().collect();
+        assert!(
+            left.is_empty(),
+            "{signal}: left in the work directory: {left:?}"
         );
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&dirs[0]).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{signal}");
     }
 }

@@ -39,9 +39,9 @@ fn pending_dirs(f: impl FnOnce(&mut Vec<PathBuf>)) {
     }
 }
 
-/// Registers a temporary directory that [`remove_pending_temporaries`] removes
-/// with everything in it, until [`forget_temporary_dir`] (its owner removes it
-/// itself when it is done).
+/// Registers a private temporary directory whose contents
+/// [`remove_pending_temporaries`] removes, until [`forget_temporary_dir`] (its
+/// owner removes it itself when it is done).
 pub fn track_temporary_dir(path: &Path) {
     pending_dirs(|list| list.push(path.to_path_buf()));
 }
@@ -51,15 +51,20 @@ pub fn forget_temporary_dir(path: &Path) {
     pending_dirs(|list| list.retain(|p| p != path));
 }
 
-/// How often [`remove_pending_temporaries`] tries to remove a directory that
-/// threads still running may be writing into (and re-creating).
+/// How often [`remove_pending_temporaries`] empties a directory that threads
+/// still running may be writing into (and re-creating subdirectories of).
 const DIR_REMOVAL_TRIES: u32 = 20;
 
-/// Removes the temporary file of every [`AtomicFile`] still open and every
-/// directory of [`track_temporary_dir`]: for a program interrupted by a signal
-/// (its destructors do not run), so that Ctrl-C leaves no stray temporary file.
-/// A directory is removed again while it reappears (threads of the interrupted
-/// work may still be writing into it), a bounded number of times.
+/// Removes the temporary file of every [`AtomicFile`] still open and empties
+/// every directory of [`track_temporary_dir`]: for a program interrupted by a
+/// signal (its destructors do not run), so that Ctrl-C leaves no stray
+/// temporary file. A directory's contents are removed again while they reappear
+/// (threads of the interrupted work may still be writing), a bounded number of
+/// times; the directory itself is kept, empty. Removing it would let such a
+/// thread re-create it under the same name with the default mode (other users
+/// could read what it writes next), or write into a directory another user made
+/// under that name in the meantime; kept, anything written after the last pass
+/// stays inside a directory its owner made private.
 pub fn remove_pending_temporaries() {
     pending(|list| {
         for tmp in list.drain(..) {
@@ -69,14 +74,33 @@ pub fn remove_pending_temporaries() {
     pending_dirs(|list| {
         for dir in list.drain(..) {
             for _ in 0..DIR_REMOVAL_TRIES {
-                let _ = fs::remove_dir_all(&dir);
-                std::thread::sleep(std::time::Duration::from_millis(5));
-                if fs::symlink_metadata(&dir).is_err() {
+                if empty_dir(&dir) {
                     break;
                 }
+                std::thread::sleep(std::time::Duration::from_millis(5));
             }
         }
     });
+}
+
+/// Removes everything in `dir` (links not followed), keeping `dir`; true when
+/// it was already empty (or is gone).
+fn empty_dir(dir: &Path) -> bool {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return true;
+    };
+    let mut empty = true;
+    for entry in entries.flatten() {
+        empty = false;
+        let path = entry.path();
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        let _ = if is_dir {
+            fs::remove_dir_all(&path)
+        } else {
+            fs::remove_file(&path)
+        };
+    }
+    empty
 }
 
 /// A file written in full or not at all: a temporary file beside the destination,
@@ -407,6 +431,33 @@ mod tests {
     use super::*;
     use crate::ldp::aggregate::{FrequencyEstimates, ReportKind};
     use crate::ldp::estimate::{Estimate, PureProtocol};
+
+    #[test]
+    fn emptying_a_work_directory_keeps_it_and_follows_no_link() {
+        let root = std::env::temp_dir().join(format!("privq-empty-dir-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        let (dir, outside) = (root.join("work"), root.join("outside"));
+        fs::create_dir_all(dir.join("job/1/2")).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(dir.join("job/1/2/data.arrow"), b"rows").unwrap();
+        fs::write(dir.join("top"), b"rows").unwrap();
+        fs::write(outside.join("keep"), b"not ours").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&outside, dir.join("link")).unwrap();
+        assert!(!empty_dir(&dir), "it held entries");
+        assert!(dir.is_dir(), "the directory itself is kept");
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 0);
+        assert!(
+            outside.join("keep").is_file(),
+            "a link is removed, not followed"
+        );
+        assert!(empty_dir(&dir), "now empty");
+        assert!(
+            empty_dir(&root.join("gone")),
+            "a missing directory is empty"
+        );
+        fs::remove_dir_all(&root).unwrap();
+    }
 
     fn nan_group() -> GroupEstimates {
         let kind = ReportKind {
