@@ -335,6 +335,13 @@ impl PlanBuilder {
         }
         let groups = match (self.groups, query.group_by.is_empty()) {
             (Some(Groups::Private { .. }), true) => return Err(AggregateError::NothingToSelect),
+            // Keys without a GROUP BY (as `SqlRequest` refuses them; a decoded plan
+            // may carry them): only the one empty key is the query's single group.
+            (Some(Groups::Public(keys)), true) if !(keys.len() == 1 && keys[0].is_empty()) => {
+                return Err(AggregateError::InvalidParameter(
+                    "public keys for a query without GROUP BY".into(),
+                ));
+            }
             (_, true) => Groups::Public(vec![Vec::new()]),
             // Only histogram keys: every group is public, from the edges.
             (None, false) if plain.is_empty() => Groups::Public(with_bins(&query, vec![vec![]])?),

@@ -114,6 +114,21 @@ fn plans_that_do_not_fit_are_refused_before_any_charge() {
             .build(e);
         assert!(p.is_err(), "{delta}");
     }
+    // Public keys without a GROUP BY (a forged plan could carry them).
+    let count = || Query::new(Vec::<String>::new(), [("n", Aggregate::Count)]);
+    let keys_ungrouped = Plan::builder(count())
+        .groups(Groups::public([["a"]]))
+        .build(e);
+    assert!(
+        keys_ungrouped
+            .unwrap_err()
+            .to_string()
+            .contains("without GROUP BY")
+    );
+    let one_empty_key = Plan::builder(count())
+        .groups(Groups::Public(vec![Vec::new()]))
+        .build(e);
+    assert!(one_empty_key.is_ok(), "the query's single group");
     let wrong_arity = Plan::builder(q())
         .bounds("temp", "0:1".parse().unwrap())
         .groups(Groups::public([["a", "b"]]))
