@@ -303,7 +303,6 @@ fn plain(path: &std::path::Path, partitions: usize, sql: &str, as_engine: bool) 
 fn parquet(name: &str, text: &str) -> PathBuf {
     use datafusion::arrow::array::{ArrayRef, Date32Array, Float64Array, Int64Array, StringArray};
     use datafusion::arrow::record_batch::RecordBatch;
-    use datafusion::parquet::arrow::ArrowWriter;
     use datafusion::parquet::file::properties::WriterProperties;
     use std::sync::Arc;
     let mut lines = text.lines();
@@ -347,19 +346,29 @@ fn parquet(name: &str, text: &str) -> PathBuf {
         ),
     ];
     let batch = RecordBatch::try_from_iter(columns).unwrap();
-    let dir = std::env::temp_dir().join(format!("privq-private-sql-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
     let props = WriterProperties::builder()
         .set_max_row_group_row_count(Some(700))
         .build();
+    write_parquet(name, &batch, props)
+}
+
+/// `batch` written as the Parquet file `name` in this process's scratch directory.
+fn write_parquet(
+    name: &str,
+    batch: &datafusion::arrow::record_batch::RecordBatch,
+    props: datafusion::parquet::file::properties::WriterProperties,
+) -> PathBuf {
+    use datafusion::parquet::arrow::ArrowWriter;
+    let dir = std::env::temp_dir().join(format!("privq-private-sql-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
     let mut w = ArrowWriter::try_new(
         std::fs::File::create(&path).unwrap(),
         batch.schema(),
         Some(props),
     )
     .unwrap();
-    w.write(&batch).unwrap();
+    w.write(batch).unwrap();
     w.close().unwrap();
     path
 }
@@ -666,7 +675,6 @@ mod ballista {
     fn split_parquet(name: &str, rows: usize) -> PathBuf {
         use datafusion::arrow::array::{ArrayRef, Float64Array, StringArray};
         use datafusion::arrow::record_batch::RecordBatch;
-        use datafusion::parquet::arrow::ArrowWriter;
         use datafusion::parquet::file::properties::WriterProperties;
         use std::sync::Arc;
         let unit = |i: usize| {
@@ -714,22 +722,11 @@ mod ballista {
             ),
         ];
         let batch = RecordBatch::try_from_iter(columns).unwrap();
-        let dir = std::env::temp_dir().join(format!("privq-private-sql-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(name);
         let props = WriterProperties::builder()
             .set_max_row_group_row_count(Some(500))
             .set_dictionary_enabled(false)
             .build();
-        let mut w = ArrowWriter::try_new(
-            std::fs::File::create(&path).unwrap(),
-            batch.schema(),
-            Some(props),
-        )
-        .unwrap();
-        w.write(&batch).unwrap();
-        w.close().unwrap();
-        path
+        write_parquet(name, &batch, props)
     }
 
     /// The partitions the scan of `path` has under the cluster's own session
