@@ -53,7 +53,7 @@ pub fn forget_temporary_dir(path: &Path) {
 
 /// How often [`remove_pending_temporaries`] empties a directory that threads
 /// still running may be writing into (and re-creating subdirectories of).
-const DIR_REMOVAL_TRIES: u32 = 20;
+const DIR_EMPTYING_PASSES: u32 = 20;
 
 /// Removes the temporary file of every [`AtomicFile`] still open and empties
 /// every directory of [`track_temporary_dir`]: for a program interrupted by a
@@ -73,7 +73,7 @@ pub fn remove_pending_temporaries() {
     });
     pending_dirs(|list| {
         for dir in list.drain(..) {
-            for _ in 0..DIR_REMOVAL_TRIES {
+            for _ in 0..DIR_EMPTYING_PASSES {
                 if empty_dir(&dir) {
                     break;
                 }
