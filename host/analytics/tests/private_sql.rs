@@ -171,8 +171,8 @@ fn dropped_rows_are_dropped_alike() {
     same(&p, &csv, 7);
 }
 
-/// Not a test: times `COUNT(*), SUM(x), AVG(x) GROUP BY g` over the CSV file named by
-/// `PRIVQ_SQL_BENCH` (columns `device,g,x`; keys `g0`…`g999`) in process, on
+/// Not a test: times `COUNT(*), SUM(x), AVG(x) GROUP BY g` over the CSV or Parquet
+/// file named by `PRIVQ_SQL_BENCH` (columns `device,g,x`; keys `g0`…`g999`) in process, on
 /// DataFusion, and as the plain non-private DataFusion query (and, as the floor of
 /// any engine that groups rows by unit, the file read as the engine reads it and
 /// counted by unit), and prints the times.
@@ -181,7 +181,7 @@ fn dropped_rows_are_dropped_alike() {
 #[ignore]
 fn measure_overhead() {
     let Ok(path) = std::env::var("PRIVQ_SQL_BENCH") else {
-        panic!("set PRIVQ_SQL_BENCH to a CSV file of device,g,x");
+        panic!("set PRIVQ_SQL_BENCH to a CSV or Parquet file of device,g,x");
     };
     let path = PathBuf::from(path);
     // `PRIVQ_SQL_BENCH_MAX_ROWS`: rows per unit kept (10 by default: every unit of
@@ -204,9 +204,18 @@ fn measure_overhead() {
         let out = f();
         println!("{what}: {:.2} s ({out})", start.elapsed().as_secs_f64());
     };
+    // A `.parquet` file (device and g text, x a double, several row groups: the
+    // only source DataFusion splits into partitions; it reads a CSV file with
+    // quoted newlines allowed as one) or a CSV file.
+    let is_parquet = path.extension().is_some_and(|e| e == "parquet");
+    println!("source: {}", if is_parquet { "Parquet" } else { "CSV" });
     time("in process (read, bound, release)", &mut || {
-        let file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
-        let table = Table::from_csv(file, &plan.columns(), 1 << 30).unwrap();
+        let table = if is_parquet {
+            table_parquet(&path, &plan.columns(), 1 << 30).unwrap()
+        } else {
+            let file = std::io::BufReader::new(std::fs::File::open(&path).unwrap());
+            Table::from_csv(file, &plan.columns(), 1 << 30).unwrap()
+        };
         let (r, _) = plan.release(&table, &mut seeded_rng(1)).unwrap();
         format!("{} groups", r.rows().len())
     });
@@ -216,7 +225,12 @@ fn measure_overhead() {
             &mut || {
                 let mut rng = seeded_rng(1);
                 let key = BoundingKey::draw(&mut rng);
-                let totals = totals_csv(&path, &plan, key, 1 << 30, partitions).unwrap();
+                let totals = if is_parquet {
+                    totals_parquet(&path, &plan, key, 1 << 30, partitions)
+                } else {
+                    totals_csv(&path, &plan, key, 1 << 30, partitions)
+                }
+                .unwrap();
                 let mut acct = plan.accountant().unwrap();
                 let r = plan.release_totals(totals, &mut acct, &mut rng).unwrap();
                 format!("{} groups", r.rows().len())
@@ -227,15 +241,14 @@ fn measure_overhead() {
         time(
             &format!("ballista private, {partitions} partition(s)"),
             &mut || {
+                use privq_analytics::private_sql::{totals_csv_ballista, totals_parquet_ballista};
                 let mut rng = seeded_rng(1);
                 let key = BoundingKey::draw(&mut rng);
-                let totals = privq_analytics::private_sql::totals_csv_ballista(
-                    &path,
-                    &plan,
-                    key,
-                    1 << 30,
-                    partitions,
-                )
+                let totals = if is_parquet {
+                    totals_parquet_ballista(&path, &plan, key, 1 << 30, partitions)
+                } else {
+                    totals_csv_ballista(&path, &plan, key, 1 << 30, partitions)
+                }
                 .unwrap();
                 let mut acct = plan.accountant().unwrap();
                 let r = plan.release_totals(totals, &mut acct, &mut rng).unwrap();
@@ -281,16 +294,23 @@ fn plain(path: &std::path::Path, partitions: usize, sql: &str, as_engine: bool) 
                 .map(|c| Field::new(c, DataType::Utf8, true))
                 .to_vec(),
         );
-        let options = if as_engine {
-            CsvReadOptions::new()
-                .schema(&schema)
-                .newlines_in_values(true)
+        if path.extension().is_some_and(|e| e == "parquet") {
+            let options = datafusion::prelude::ParquetReadOptions::default();
+            ctx.register_parquet("t", path.to_str().unwrap(), options)
+                .await
+                .unwrap();
         } else {
-            CsvReadOptions::new()
-        };
-        ctx.register_csv("t", path.to_str().unwrap(), options)
-            .await
-            .unwrap();
+            let options = if as_engine {
+                CsvReadOptions::new()
+                    .schema(&schema)
+                    .newlines_in_values(true)
+            } else {
+                CsvReadOptions::new()
+            };
+            ctx.register_csv("t", path.to_str().unwrap(), options)
+                .await
+                .unwrap();
+        }
         let b = ctx.sql(sql).await.unwrap().collect().await.unwrap();
         format!("{} groups", b.iter().map(|b| b.num_rows()).sum::<usize>())
     })

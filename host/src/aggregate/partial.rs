@@ -13,8 +13,6 @@
 //! [`PartialTotals`], which add up (with the rows read and the invalid ones) into
 //! the totals of every group.
 
-use std::collections::HashMap;
-
 use super::{
     AggregateError, BoundingKey, ColumnTotals, Contribution, GroupTotals, Plan, decode_key,
 };
@@ -51,41 +49,97 @@ impl Plan {
     /// units ([`RowTotals`]). A piece this plan cannot produce is refused
     /// ([`AggregateError::InconsistentTotals`]), before anything is charged: more
     /// than `max_groups` keys, a key that is not one of the query's (or not
-    /// listed, with public groups), a unit counted other than once per key or with
-    /// more than `max_rows` rows (without a unit column: units other than rows),
-    /// more kept rows than rows read, a column's sums outside what `rows` clamped
-    /// values give (the centred sum is exactly the sum minus rows × midpoint),
-    /// or quantile counts that do not add up to the rows. A forgery consistent with
+    /// listed, with public groups, or not written as [`encode_key`](super::encode_key)
+    /// writes it), a unit counted other than once per key or with more than
+    /// `max_rows` rows (without a unit column: units other than rows), more kept
+    /// rows than rows read, a column's sums outside what `rows` clamped values
+    /// give (the centred sum is exactly the sum minus rows × midpoint), or
+    /// quantile counts that do not add up to the rows. A forgery consistent with
     /// the plan (invented units, other values within the bounds) is not detected.
+    ///
+    /// An engine with many pieces builds the check once ([`Plan::piece_check`]).
     pub fn check_piece(&self, piece: &PartialTotals) -> Result<(), AggregateError> {
+        self.piece_check().check(piece)
+    }
+
+    /// [`Plan::check_piece`] with what it needs (the public keys' set, each
+    /// column's bounds and candidate count) computed once, for checking many pieces.
+    pub fn piece_check(&self) -> PieceCheck {
+        let columns = (0..self.columns().values.len())
+            .map(|c| {
+                let b = self.value_bounds(c);
+                let (lo, hi) = b.step_range();
+                ColumnCheck {
+                    lo: i128::from(lo),
+                    hi: i128::from(hi),
+                    mid: i128::from(b.mid_steps()),
+                    half: i128::from(b.half_width_steps()),
+                    candidates: self.quantile_candidates(c).map_or(0, |c| c.len()),
+                }
+            })
+            .collect();
+        PieceCheck {
+            unit: self.privacy_unit().is_some(),
+            limits: self.contribution(),
+            key_columns: self.key_columns().len(),
+            public: self
+                .public_keys()
+                .map(|l| l.iter().map(|k| super::encode_key(k)).collect()),
+            columns,
+        }
+    }
+}
+
+/// [`Plan::check_piece`], ready to check many pieces ([`Plan::piece_check`]).
+#[derive(Debug, Clone)]
+pub struct PieceCheck {
+    unit: bool,
+    limits: Contribution,
+    key_columns: usize,
+    /// The public keys, encoded.
+    public: Option<foldhash::HashSet<String>>,
+    columns: Vec<ColumnCheck>,
+}
+
+/// What a piece's totals of one value column must fit, in grid steps.
+#[derive(Debug, Clone)]
+struct ColumnCheck {
+    lo: i128,
+    hi: i128,
+    mid: i128,
+    half: i128,
+    candidates: usize,
+}
+
+impl PieceCheck {
+    /// See [`Plan::check_piece`].
+    pub fn check(&self, piece: &PartialTotals) -> Result<(), AggregateError> {
         let bad = |what: String| Err(AggregateError::InconsistentTotals(what));
-        let unit = self.privacy_unit().is_some();
-        let limits = self.contribution();
-        let values = self.columns().values.len();
+        let limits = self.limits;
         if piece.invalid > piece.seen {
             return bad("more invalid rows than rows read".into());
         }
-        if unit && piece.groups.len() as u64 > u64::from(limits.max_groups()) {
+        if self.unit && piece.groups.len() as u64 > u64::from(limits.max_groups()) {
             return bad(format!(
                 "a unit with {} keys (max_groups {})",
                 piece.groups.len(),
                 limits.max_groups()
             ));
         }
-        let public: Option<std::collections::HashSet<&Vec<String>>> =
-            self.public_keys().map(|l| l.iter().collect());
         let mut kept: u64 = 0;
         for (k, s) in &piece.groups {
-            let Some(key) = decode_key(k) else {
+            // Only the canonical encoding: two spellings of one key would be two
+            // groups here and one once decoded.
+            let Some(key) = decode_key(k).filter(|key| super::encode_key(key) == *k) else {
                 return bad("a key that is not an encoded key".into());
             };
-            if key.len() != self.key_columns().len() {
+            if key.len() != self.key_columns {
                 return bad(format!("the key {key:?} does not fit the query"));
             }
-            if public.as_ref().is_some_and(|p| !p.contains(&key)) {
+            if self.public.as_ref().is_some_and(|p| !p.contains(k)) {
                 return bad(format!("the key {key:?} is not a public key"));
             }
-            let units_ok = if unit {
+            let units_ok = if self.unit {
                 s.units == 1 && s.rows >= 1 && s.rows <= u64::from(limits.max_rows())
             } else {
                 s.units == s.rows
@@ -100,29 +154,24 @@ impl Plan {
                 Some(n) => n,
                 None => return bad("too many rows".into()),
             };
-            if s.columns.len() != values {
+            if s.columns.len() != self.columns.len() {
                 return bad(format!("key {key:?}: {} value columns", s.columns.len()));
             }
             let rows = i128::from(s.rows);
-            for (c, t) in s.columns.iter().enumerate() {
-                let b = self.value_bounds(c);
-                let (lo, hi) = b.step_range();
-                let mid = i128::from(b.mid_steps());
-                let half = i128::from(b.half_width_steps());
-                let sum_ok = t.sum >= rows * i128::from(lo) && t.sum <= rows * i128::from(hi);
-                let centred_ok = Some(t.centred) == t.sum.checked_sub(rows * mid);
+            for (c, (t, b)) in s.columns.iter().zip(&self.columns).enumerate() {
+                let sum_ok = t.sum >= rows * b.lo && t.sum <= rows * b.hi;
+                let centred_ok = Some(t.centred) == t.sum.checked_sub(rows * b.mid);
                 let squares_ok = t.squares >= 0
                     && rows
-                        .checked_mul(half * half)
+                        .checked_mul(b.half * b.half)
                         .is_none_or(|max| t.squares <= max)
                     // Σd² ≥ (Σd)² / rows.
                     && match (rows.checked_mul(t.squares), t.centred.checked_mul(t.centred)) {
                         (Some(a), Some(b)) => a >= b,
                         _ => true,
                     };
-                let candidates = self.quantile_candidates(c).map_or(0, |c| c.len());
-                let counts_ok = t.at_candidate.len() == candidates
-                    && (candidates == 0
+                let counts_ok = t.at_candidate.len() == b.candidates
+                    && (b.candidates == 0
                         || t.at_candidate
                             .iter()
                             .try_fold(0u64, |a, &n| a.checked_add(n))
@@ -216,7 +265,7 @@ impl Sum {
 pub struct PartialTotals {
     seen: u64,
     invalid: u64,
-    groups: HashMap<String, Sum>,
+    groups: foldhash::HashMap<String, Sum>,
 }
 
 impl PartialTotals {
@@ -289,7 +338,7 @@ impl PartialTotals {
         let mut out = PartialTotals {
             seen: r.u64()?,
             invalid: r.u64()?,
-            groups: HashMap::new(),
+            groups: Default::default(),
         };
         for _ in 0..r.u64()? {
             let k = r.str()?.to_string();
@@ -418,7 +467,7 @@ pub struct UnitRows {
     unit: Option<String>,
     keys: Vec<KeyRows>,
     /// Key positions, once the unit has many keys.
-    index: HashMap<String, usize>,
+    index: foldhash::HashMap<String, usize>,
 }
 
 impl UnitRows {
@@ -528,7 +577,7 @@ impl PartialState for UnitRows {
         let mut out = PartialTotals {
             seen: self.seen,
             invalid: self.invalid,
-            groups: HashMap::new(),
+            groups: Default::default(),
         };
         let unit = self.unit.as_deref().unwrap_or("");
         let mut keys = self.keys;

@@ -958,6 +958,21 @@ fn a_piece_inconsistent_with_the_plan_is_refused() {
         "quantile counts",
     );
     refused(&private, seen, 0, with(&|g| g.columns.clear()), "columns");
+    // A key spelled otherwise than `encode_key` writes it ("02:r1" decodes as
+    // "r1" too): two spellings would add up as two groups of one key.
+    let canonical = forge(seen, 0, &honest);
+    assert_eq!(&canonical[32..36], b"2:r1");
+    let mut respelled = canonical[..24].to_vec();
+    respelled.extend_from_slice(&5u64.to_le_bytes());
+    respelled.extend_from_slice(b"02:r1");
+    respelled.extend_from_slice(&canonical[36..]);
+    let piece = PartialTotals::decode(&respelled).unwrap();
+    for p in [&private, &public] {
+        match p.piece_check().check(&piece) {
+            Err(AggregateError::InconsistentTotals(_)) => {}
+            other => panic!("respelled key: {other:?}"),
+        }
+    }
     // Without a unit column every row is its own unit.
     let rows_plan = Plan::builder(Query::new(["region"], [("n", Aggregate::Count)]))
         .groups(Groups::Private { delta: 1e-6 })
