@@ -805,6 +805,19 @@ pub fn table_parquet(
     Ok(Table::from_columns(&data, rows, columns, max_rows)?)
 }
 
+/// The column names of the Parquet file `path`, in order, as its own schema holds
+/// them (repeated names included).
+fn parquet_header(path: &Path) -> Result<Vec<String>, EngineError> {
+    use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(std::fs::File::open(path)?)?;
+    Ok(builder
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect())
+}
+
 /// Refuses a column the query reads whose type [`column_text`] does not read.
 fn check_types(schema: &Schema, fields: &[usize]) -> Result<(), EngineError> {
     for &h in fields {
@@ -911,8 +924,9 @@ async fn totals_async(
             let options = ParquetReadOptions::default().file_extension(&extension);
             ctx.register_parquet("t", &path.to_string_lossy(), options)
                 .await?;
-            let schema = ctx.table_provider("t").await?.schema();
-            let header: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+            // The header as the in-process reader sees it: the file's own schema
+            // (DataFusion's keeps one of two columns of the same name).
+            let header = parquet_header(&path)?;
             (header.clone(), header)
         }
     };
@@ -920,7 +934,12 @@ async fn totals_async(
     let fields = RowReader::new(&header, &columns)?.fields();
     if let Source::Parquet(_) = source {
         let schema = ctx.table_provider("t").await?.schema();
-        check_types(&schema, &fields)?;
+        // Each field the query reads by name, typed as DataFusion reads it.
+        let named: Vec<usize> = fields
+            .iter()
+            .map(|&h| schema.index_of(&header[h]))
+            .collect::<Result<_, _>>()?;
+        check_types(&schema, &named)?;
     }
     ctx.register_udaf(privq_bound(Origin {
         plan: plan.clone(),

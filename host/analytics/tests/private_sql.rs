@@ -481,6 +481,69 @@ fn parquet_columns_of_other_types_are_refused_by_both_engines() {
     assert_eq!(a.to_string(), b.to_string());
 }
 
+/// A Parquet file naming a column twice (Arrow allows it; a CSV header can too):
+/// the in-process reader's typed `DuplicateColumn` on both engines when the query
+/// reads that name, and both release alike when it does not.
+#[test]
+fn parquet_duplicate_column_names_are_refused_by_both_engines() {
+    use datafusion::arrow::array::{ArrayRef, Float64Array, StringArray};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::arrow::record_batch::RecordBatch;
+    use datafusion::parquet::file::properties::WriterProperties;
+    use std::sync::Arc;
+    let text = |v: &[&str]| Arc::new(StringArray::from(v.to_vec())) as ArrayRef;
+    let schema = Schema::new(vec![
+        Field::new("device", DataType::Utf8, true),
+        Field::new("region", DataType::Utf8, true),
+        Field::new("temp", DataType::Float64, true),
+        Field::new("temp", DataType::Float64, true),
+    ]);
+    let batch = RecordBatch::try_new(
+        Arc::new(schema),
+        vec![
+            text(&["a", "b", "c"]),
+            text(&["r1", "r1", "r2"]),
+            Arc::new(Float64Array::from(vec![1.0, 2.0, 3.0])) as ArrayRef,
+            Arc::new(Float64Array::from(vec![4.0, 5.0, 6.0])) as ArrayRef,
+        ],
+    )
+    .unwrap();
+    let path = write_parquet(
+        "duplicate.parquet",
+        &batch,
+        WriterProperties::builder().build(),
+    );
+    let key = BoundingKey::draw(&mut seeded_rng(1));
+    let p = plan(
+        "SELECT region, SUM(temp) FROM t GROUP BY region",
+        Some((1, 1)),
+        false,
+    );
+    let a = table_parquet(&path, &p.columns(), 1 << 20).unwrap_err();
+    let b = totals_parquet(&path, &p, key, 1 << 20, 2).unwrap_err();
+    assert!(
+        matches!(
+            &a,
+            EngineError::Aggregate(AggregateError::DuplicateColumn { .. })
+        ),
+        "{a}"
+    );
+    assert_eq!(a.to_string(), b.to_string());
+    // A query that does not read the repeated name.
+    let p = SqlRequest::new("SELECT region, COUNT(*) FROM t GROUP BY region")
+        .unwrap()
+        .tables(["t"])
+        .privacy_unit("device", 1, 1)
+        .keys("region", ["r1", "r2"])
+        .build(Epsilon::new(1, 1).unwrap())
+        .unwrap();
+    let table = table_parquet(&path, &p.columns(), 1 << 20).unwrap();
+    assert_eq!(
+        sorted(totals_parquet(&path, &p, key, 1 << 20, 2).unwrap()),
+        sorted(p.totals(&table, &key))
+    );
+}
+
 /// Many units over both limits: 300 units with 1 to 60 rows in 1 to 9 groups,
 /// two value columns drawn from a few values (so many rows are identical, and
 /// `-0`, `0`, negative and tiny values compete in the rank's tie-breaks), rows
