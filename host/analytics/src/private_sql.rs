@@ -82,7 +82,7 @@ use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig, Ses
 
 use privq_host::aggregate::{
     AggregateError, BoundingKey, Columns, GroupTotals, Partial, PartialState, PartialTotals, Plan,
-    RowReader, RowTotals, Table, UnitRows,
+    RowReader, RowTotals, Table, TextColumn, UnitRows,
 };
 
 /// Errors of the engine.
@@ -781,28 +781,66 @@ pub fn table_parquet(
     let fields = reader.fields();
     check_types(&schema, &fields)?;
     let mask = ProjectionMask::roots(builder.parquet_schema(), fields.iter().copied());
-    let mut data: Vec<(String, Vec<String>)> =
-        header.iter().map(|h| (h.clone(), Vec::new())).collect();
+    // Each read column's texts, batch after batch (a batch's column in the order of
+    // `fields`, as the projection keeps the file's order).
+    let mut chunks: Vec<Vec<StringArray>> = vec![Vec::new(); fields.len()];
     let mut rows = 0usize;
     for batch in builder.with_projection(mask).build()? {
         let batch = batch?;
-        for (j, &h) in fields.iter().enumerate() {
-            let text = column_text(batch.column(j))?;
-            data[h]
-                .1
-                .extend(text.iter().map(|v| v.unwrap_or("").to_string()));
+        for (j, chunk) in chunks.iter_mut().enumerate() {
+            chunk.push(column_text(batch.column(j))?);
         }
         rows += batch.num_rows();
         if rows > max_rows {
             break;
         }
     }
-    for (h, (_, v)) in data.iter_mut().enumerate() {
-        if !fields.contains(&h) {
-            v.resize(rows, String::new());
+    let mut data: Vec<(String, ParquetText)> = header
+        .iter()
+        .map(|h| (h.clone(), ParquetText::Unread(rows)))
+        .collect();
+    for (&h, chunks) in fields.iter().zip(chunks) {
+        let mut starts = Vec::with_capacity(chunks.len());
+        let mut start = 0;
+        for c in &chunks {
+            starts.push(start);
+            start += c.len();
         }
+        data[h].1 = ParquetText::Read { chunks, starts };
     }
     Ok(Table::from_columns(&data, rows, columns, max_rows)?)
+}
+
+/// A Parquet column as [`Table::from_columns`] reads it: its values' texts batch
+/// after batch (a null as the empty text; `starts[i]` is batch `i`'s first row),
+/// or, for a column the query does not read, `rows` empty texts.
+enum ParquetText {
+    Read {
+        chunks: Vec<StringArray>,
+        starts: Vec<usize>,
+    },
+    Unread(usize),
+}
+
+impl TextColumn for ParquetText {
+    fn len(&self) -> usize {
+        match self {
+            ParquetText::Read { chunks, .. } => chunks.iter().map(Array::len).sum(),
+            ParquetText::Unread(n) => *n,
+        }
+    }
+    fn text(&self, row: usize) -> &str {
+        let ParquetText::Read { chunks, starts } = self else {
+            return "";
+        };
+        let i = starts.partition_point(|&s| s <= row).saturating_sub(1);
+        match chunks.get(i) {
+            Some(a) if row - starts[i] < a.len() && a.is_valid(row - starts[i]) => {
+                a.value(row - starts[i])
+            }
+            _ => "",
+        }
+    }
 }
 
 /// The column names of the Parquet file `path`, in order, as its own schema holds
@@ -921,12 +959,22 @@ async fn totals_async(
             (header, names)
         }
         Source::Parquet(_) => {
-            let options = ParquetReadOptions::default().file_extension(&extension);
-            ctx.register_parquet("t", &path.to_string_lossy(), options)
-                .await?;
             // The header as the in-process reader sees it: the file's own schema
-            // (DataFusion's keeps one of two columns of the same name).
+            // (DataFusion's keeps one of two columns of the same name), checked
+            // before DataFusion merges the columns' types.
             let header = parquet_header(&path)?;
+            RowReader::new(&header, &plan.columns())?;
+            let options = ParquetReadOptions::default().file_extension(&extension);
+            if let Err(e) = ctx
+                .register_parquet("t", &path.to_string_lossy(), options)
+                .await
+            {
+                // A file DataFusion cannot register (two columns of one name and
+                // different types): the in-process reader's error when it
+                // refuses the file too, else DataFusion's.
+                source.in_process(&plan.columns(), max_rows)?;
+                return Err(e.into());
+            }
             (header.clone(), header)
         }
     };

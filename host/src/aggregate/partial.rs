@@ -128,8 +128,9 @@ impl PieceCheck {
         }
         let mut kept: u64 = 0;
         for (k, s) in &piece.groups {
-            // Only the canonical encoding: two spellings of one key would be two
-            // groups here and one once decoded.
+            // Only the canonical encoding: two spellings of one key are two groups
+            // here and one once decoded (which `release_totals` refuses later as a
+            // key given twice; refused here, piece by piece).
             let Some(key) = decode_key(k).filter(|key| super::encode_key(key) == *k) else {
                 return bad("a key that is not an encoded key".into());
             };

@@ -88,8 +88,11 @@ impl Table {
     /// file with a header (row `r`, from 0, is line `r + 2`). Every column must
     /// have exactly `rows` values; `data` may be empty (a plan that reads no
     /// column, such as `SELECT COUNT(*) FROM t`, still counts the rows).
-    pub fn from_columns(
-        data: &[(String, Vec<String>)],
+    ///
+    /// A column is anything that gives its values' texts ([`TextColumn`]): a
+    /// `Vec<String>`, or an engine's own array wrapped, so nothing is copied.
+    pub fn from_columns<C: TextColumn>(
+        data: &[(String, C)],
         rows: usize,
         columns: &Columns,
         max_rows: usize,
@@ -556,17 +559,40 @@ impl Fields for csv::StringRecord {
     }
 }
 
+/// One column of a table given by columns ([`Table::from_columns`]): each value
+/// as its text (a missing value as the empty text).
+pub trait TextColumn {
+    /// The number of values.
+    fn len(&self) -> usize;
+    /// Whether the column has no value.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The text of value `row` (`row < len()`).
+    fn text(&self, row: usize) -> &str;
+}
+
+impl<S: AsRef<str>> TextColumn for Vec<S> {
+    fn len(&self) -> usize {
+        <[S]>::len(self)
+    }
+    fn text(&self, row: usize) -> &str {
+        self[row].as_ref()
+    }
+}
+
 /// A row of a table given by columns ([`Table::from_columns`]).
-struct ColumnRow<'a> {
-    data: &'a [(String, Vec<String>)],
+struct ColumnRow<'a, C> {
+    data: &'a [(String, C)],
     row: Option<usize>,
 }
 
-impl Fields for ColumnRow<'_> {
+impl<C: TextColumn> Fields for ColumnRow<'_, C> {
     fn field(&self, i: usize) -> &str {
-        self.row
-            .and_then(|r| self.data.get(i)?.1.get(r))
-            .map_or("", String::as_str)
+        match (self.row, self.data.get(i)) {
+            (Some(r), Some((_, c))) if r < c.len() => c.text(r),
+            _ => "",
+        }
     }
 }
 
@@ -620,7 +646,7 @@ mod tests {
 
     #[test]
     fn columns_read_as_the_same_csv_does() {
-        let data = vec![
+        let data: Vec<(String, Vec<String>)> = vec![
             ("id".to_string(), vec!["a".into(), "b".into(), "a".into()]),
             (
                 "region".to_string(),
@@ -651,7 +677,7 @@ mod tests {
             values: Vec::new(),
             ..columns()
         };
-        let t = Table::from_columns(&[], 5, &none, 10).unwrap();
+        let t = Table::from_columns::<Vec<String>>(&[], 5, &none, 10).unwrap();
         assert_eq!(t.rows(), 5);
     }
 
