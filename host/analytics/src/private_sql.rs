@@ -806,7 +806,11 @@ pub fn table_parquet(
             starts.push(start);
             start += c.len();
         }
-        data[h].1 = ParquetText::Read { chunks, starts };
+        data[h].1 = ParquetText::Read {
+            chunks,
+            starts,
+            len: start,
+        };
     }
     Ok(Table::from_columns(&data, rows, columns, max_rows)?)
 }
@@ -818,6 +822,7 @@ enum ParquetText {
     Read {
         chunks: Vec<StringArray>,
         starts: Vec<usize>,
+        len: usize,
     },
     Unread(usize),
 }
@@ -825,12 +830,12 @@ enum ParquetText {
 impl TextColumn for ParquetText {
     fn len(&self) -> usize {
         match self {
-            ParquetText::Read { chunks, .. } => chunks.iter().map(Array::len).sum(),
+            ParquetText::Read { len, .. } => *len,
             ParquetText::Unread(n) => *n,
         }
     }
     fn text(&self, row: usize) -> &str {
-        let ParquetText::Read { chunks, starts } = self else {
+        let ParquetText::Read { chunks, starts, .. } = self else {
             return "";
         };
         let i = starts.partition_point(|&s| s <= row).saturating_sub(1);
