@@ -235,6 +235,7 @@ mod tests {
             values: vec![60.0, 10.0, 15.0, 15.0],
             sigma: 1.0,
             cell_variance: Some(vec![1.0]),
+            groups: None,
         };
         assert!(matches!(
             c.one_way(&m),

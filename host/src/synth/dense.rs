@@ -95,6 +95,10 @@ pub fn fit_dense(
         ..*options
     };
     let n = validate(sizes, measurements, total, &opts)?;
+    if let Some(index) = measurements.iter().position(|m| m.groups.is_some()) {
+        // The dense fit matches whole marginals only.
+        return Err(SynthError::InvalidGroups { index });
+    }
     let full = Clique::from_sorted((0..sizes.len()).collect());
     let cells = full.cells(sizes)?;
     if cells as u128 > options.max_cells {

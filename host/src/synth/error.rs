@@ -60,6 +60,15 @@ pub enum SynthError {
         /// Position in the measurement list.
         index: usize,
     },
+    /// A grouped measurement's map does not send every cell of its clique to one
+    /// of its values.
+    #[error(
+        "measurement {index} needs one group below its number of values per cell of its clique"
+    )]
+    InvalidGroups {
+        /// Position in the measurement list.
+        index: usize,
+    },
     /// The known total is not a finite positive number.
     #[error("the total {0} is not finite and positive")]
     InvalidTotal(f64),

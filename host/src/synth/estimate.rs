@@ -28,6 +28,13 @@ pub struct Measurement {
     /// Sheldon, "Winning the NIST Contest", JPC 2021, Section 4.1), which is this
     /// loss weight `1/(k·σ²)`.
     pub cell_variance: Option<Vec<f64>>,
+    /// A measurement of a public coarsening of the clique's marginal: cell `j` of
+    /// the clique is counted in value `groups[j]` (None: value `j`, the marginal
+    /// itself). The values are then `G·x + noise` for the 0/1 matrix `G` of the
+    /// map, a linear query of the clique's cells, which the fit matches as
+    /// Private-PGM does any linear measurement of a clique (McKenna, Sheldon,
+    /// Miklau 2019, Section 3).
+    pub groups: Option<Vec<u32>>,
 }
 
 impl Measurement {
@@ -39,6 +46,26 @@ impl Measurement {
             values,
             sigma,
             cell_variance: None,
+            groups: None,
+        };
+        m.validate(0, None)?;
+        Ok(m)
+    }
+
+    /// A measurement of the clique's cells summed by `groups` (cell `j` into value
+    /// `groups[j]`; every group below `values.len()`).
+    pub fn grouped(
+        clique: Clique,
+        values: Vec<f64>,
+        sigma: f64,
+        groups: Vec<u32>,
+    ) -> Result<Self, SynthError> {
+        let m = Measurement {
+            clique,
+            values,
+            sigma,
+            cell_variance: None,
+            groups: Some(groups),
         };
         m.validate(0, None)?;
         Ok(m)
@@ -57,6 +84,7 @@ impl Measurement {
             values,
             sigma,
             cell_variance: Some(cell_variance),
+            groups: None,
         };
         m.validate(0, None)?;
         Ok(m)
@@ -91,9 +119,18 @@ impl Measurement {
         {
             return Err(SynthError::InvalidCellVariance { index });
         }
+        if let Some(g) = &self.groups
+            && g.iter().any(|&j| j as usize >= self.values.len())
+        {
+            return Err(SynthError::InvalidGroups { index });
+        }
         if let Some(sizes) = sizes {
             let expected = self.clique.cells(sizes)?;
-            if expected != self.values.len() {
+            if let Some(g) = &self.groups {
+                if g.len() != expected {
+                    return Err(SynthError::InvalidGroups { index });
+                }
+            } else if expected != self.values.len() {
                 return Err(SynthError::MeasurementLength {
                     index,
                     expected,
@@ -406,6 +443,9 @@ struct TreeOracle<'t> {
     lin: Vec<Vec<f64>>,
     /// Per junction-tree clique: its plan and the measurements it serves.
     plans: Vec<Option<(MarginalPlan, Vec<usize>)>>,
+    /// Per measurement, its group map when it measures a coarsening of its clique
+    /// ([`Measurement::groups`]).
+    groups: Vec<Option<&'t [u32]>>,
     work: Vec<f64>,
 }
 
@@ -417,7 +457,16 @@ impl Oracle for TreeOracle<'_> {
             let Some((plan, ids)) = plan else { continue };
             plan.marginalize(&self.lin[c]);
             for (t, &i) in ids.iter().enumerate() {
-                marginals[i].copy_from_slice(plan.target(t));
+                match self.groups[i] {
+                    None => marginals[i].copy_from_slice(plan.target(t)),
+                    Some(g) => {
+                        let out = &mut marginals[i];
+                        out.iter_mut().for_each(|x| *x = 0.0);
+                        for (&j, &p) in g.iter().zip(plan.target(t)) {
+                            out[j as usize] += p;
+                        }
+                    }
+                }
             }
         }
     }
@@ -426,7 +475,16 @@ impl Oracle for TreeOracle<'_> {
         for (c, plan) in self.plans.iter_mut().enumerate() {
             out[c].iter_mut().for_each(|x| *x = 0.0);
             let Some((plan, ids)) = plan else { continue };
-            let tables: Vec<&[f64]> = ids.iter().map(|&i| grads[i].as_slice()).collect();
+            // A grouped measurement's gradient, per group, is every member cell's.
+            let spread: Vec<Option<Vec<f64>>> = ids
+                .iter()
+                .map(|&i| self.groups[i].map(|g| g.iter().map(|&j| grads[i][j as usize]).collect()))
+                .collect();
+            let tables: Vec<&[f64]> = ids
+                .iter()
+                .zip(&spread)
+                .map(|(&i, s)| s.as_deref().unwrap_or(grads[i].as_slice()))
+                .collect();
             plan.broadcast_add(&mut out[c], &tables, 1.0);
         }
     }
@@ -516,6 +574,7 @@ pub fn fit(
         beliefs,
         lin: vec![Vec::new(); m],
         plans,
+        groups: measurements.iter().map(|m| m.groups.as_deref()).collect(),
         work: Vec::new(),
     };
     // The previous step, rescaled: the loss's curvature grows as N².

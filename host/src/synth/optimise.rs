@@ -219,6 +219,7 @@ mod tests {
             values: vec![1.0; k.len()],
             sigma: 2.0,
             cell_variance: Some(k),
+            groups: None,
         };
         // A kept value (k = 1) next to a merged one: the kept cell's 1/σ².
         assert_eq!(max_weight(&merged(vec![3.0, 1.0])), 0.25);

@@ -832,3 +832,50 @@ fn estimated_total_weights_sums_by_their_cell_variances() {
         model.total()
     );
 }
+
+/// A grouped measurement is fitted as the linear query it is: the model's cells of
+/// a group sum to the group's value, and the split inside a group follows the
+/// other measurements.
+#[test]
+fn a_grouped_measurement_fits_its_groups_sums() {
+    let sizes = [4, 2];
+    // Attribute 0's values {0, 1} and {2, 3} grouped, attribute 1 kept: 4 groups.
+    let groups = vec![0, 1, 0, 1, 2, 3, 2, 3];
+    let coarse =
+        Measurement::grouped(cl(&[0, 1]), vec![40.0, 10.0, 10.0, 40.0], 0.5, groups).unwrap();
+    // The one-way of attribute 0 splits each group 3 : 1 and 1 : 3.
+    let one = Measurement::new(cl(&[0]), vec![37.5, 12.5, 12.5, 37.5], 0.5).unwrap();
+    let o = FitOptions {
+        iterations: 3000,
+        ..FitOptions::default()
+    };
+    let model = fit(&sizes, &[coarse, one], Total::Known(100.0), &o).unwrap();
+    let m = model.marginal(&cl(&[0, 1])).unwrap();
+    let sum = |cells: &[usize]| cells.iter().map(|&j| m[j]).sum::<f64>();
+    for (cells, want) in [
+        (&[0, 2][..], 40.0),
+        (&[1, 3][..], 10.0),
+        (&[4, 6][..], 10.0),
+        (&[5, 7][..], 40.0),
+    ] {
+        assert!((sum(cells) - want).abs() < 0.1, "{m:?}");
+    }
+    let a = model.marginal(&cl(&[0])).unwrap();
+    assert!(
+        (a[0] - 37.5).abs() < 0.1 && (a[3] - 37.5).abs() < 0.1,
+        "{a:?}"
+    );
+    // A map of the wrong length, or onto a group with no value, is refused.
+    let short = Measurement::grouped(cl(&[0, 1]), vec![1.0; 4], 1.0, vec![0; 7]).unwrap();
+    assert_eq!(
+        fit(&sizes, &[short], Total::Known(1.0), &o).err(),
+        Some(SynthError::InvalidGroups { index: 0 })
+    );
+    assert_eq!(
+        Measurement::grouped(cl(&[0, 1]), vec![1.0; 4], 1.0, vec![4; 8]).err(),
+        Some(SynthError::InvalidGroups { index: 0 })
+    );
+    // The dense fit takes whole marginals only.
+    let g = Measurement::grouped(cl(&[0, 1]), vec![1.0; 4], 1.0, vec![0, 1, 0, 1, 2, 3, 2, 3]);
+    assert!(fit_dense(&sizes, &[g.unwrap()], Total::Known(1.0), &o).is_err());
+}
