@@ -73,7 +73,7 @@ pub struct Args {
     /// Cap on the adaptive mechanism's model, in MiB of 8-byte cells. It bounds the
     /// run's time whatever the number of rows (a larger model gets fewer fitting
     /// steps per round); AIM's default is 80.
-    #[arg(long, value_name = "MIB", default_value_t = 16)]
+    #[arg(long, value_name = "MIB", default_value_t = 4)]
     pub max_model_mib: u64,
     /// After the release, print the mean total-variation distance of the model and
     /// of the synthetic records from the input over all 2- and 3-way marginals.

@@ -660,9 +660,12 @@ fn report(
             measurement: (r.rho.to_f64() - selection).max(0.0),
             chose: names(&r.clique),
             note: format!(
-                "σ = {:.3}, {} candidates{}",
+                "σ = {:.3}, {} candidates{}{}",
                 r.sigma,
                 r.candidates,
+                r.coarsened
+                    .map(|n| format!(", coarsened to {n} cells"))
+                    .unwrap_or_default(),
                 if r.annealed { ", annealed" } else { "" }
             ),
         });

@@ -73,7 +73,7 @@ pub struct SynthRequest {
 
 impl SynthRequest {
     /// An (ε, δ) release under `neighbours`, with the mechanism's defaults (16·d
-    /// rounds, a 16 MiB model, as many rows as the data has — or, under
+    /// rounds, a 4 MiB model, as many rows as the data has — or, under
     /// add/remove, as the model estimates). δ must lie in (0, 1).
     pub fn new(
         epsilon: Epsilon,

@@ -29,8 +29,16 @@
 //!   the later rounds select, measure and model the compressed attributes, and the
 //!   final model is expanded back, a merged value's mass split in proportion to its
 //!   members' noisy one-way counts ([`Compression`]).
+//! - **Coarsened measurements.** An attribute with more than [`COARSE_ABOVE`]
+//!   (compressed) values gets a public coarsening from its noisy one-way counts:
+//!   its kept values cut into at most [`COARSE_GROUPS`] runs of about equal noisy
+//!   mass ([`coarse_maps`]). A candidate holding one is also offered coarsened:
+//!   its marginal summed by the product of the groupings, a linear query of the
+//!   clique's cells ([`Measurement::grouped`]) that the estimator fits as such. Its
+//!   noise term counts the groups, so a pair of large ordinals (Adult's age ×
+//!   hours-per-week, 10⁴ cells) can be measured at all (as 10²–10³ groups).
 //!
-//! Both are privacy-neutral. The round-0 ρ's are functions of public quantities
+//! All three are privacy-neutral. The round-0 ρ's are functions of public quantities
 //! (the budget, T, the attribute sizes), each charged before its noise is drawn,
 //! and their sum is within the budget the later rounds then share (the loop
 //! charges only what is left). The compression, the records' value-by-value
@@ -38,7 +46,12 @@
 //! and the expansion read only the released noisy one-ways: post-processing. The
 //! remap is a fixed function of a record once the noisy counts are out, so a
 //! neighbouring input changes every later compressed marginal by one record, and
-//! the measurements' and selections' sensitivities are unchanged.
+//! the measurements' and selections' sensitivities are unchanged. The coarsenings
+//! read only the noisy one-ways; a coarsened marginal `G·M_r(D)` (G a partition of
+//! the cells) is a histogram with the marginal's sensitivities (a record lies in
+//! one group), and its score `w·(‖G·y − G·ŷ‖₁ − noise)` moves by at most w·Δ₁
+//! between neighbours, so the exponential mechanism over the candidates whole and
+//! coarsened keeps its sensitivity and cost.
 //!
 //! # Privacy contract
 //! ρ-zCDP, reported as (ε, δ). Neighbours are [`Neighbours::AddRemove`] (n private;
@@ -225,16 +238,19 @@ const ROUND_WORK: FitWork = FitWork {
     max: ROUND_ITERATIONS,
 };
 
-/// The released model's final fit: 250 steps up to 2¹⁸ cells, at least 50.
+/// The released model's final fit: 2²³ cell-steps, i.e. 250 steps up to 33 554
+/// cells, at least 50.
 ///
 /// It was 1000 (AIM's, McKenna et al. 2022, every round). On Adult and NLTCS at
 /// ε = 1 the fit is far from the Frank–Wolfe tolerance after 1000 steps, yet 250
 /// steps give a model as close to the data or closer (mean 3-way TV, Adult seeds
 /// 0–2 and 5: 0.0745 → 0.0741; NLTCS seeds 0–2: 0.00642 → 0.00639): the later
 /// steps fit the noise more than the data. The final fit was 38–70 % of an Adult
-/// release.
+/// release. The budget was then 250·2¹⁸; since the coarsened measurements
+/// ([`coarse_maps`]) the Adult models have 2–4·10⁵ cells, and 2²³ gives them the
+/// same accuracy (within 0.0002 of 3-way TV per seed) in less time.
 const FINAL_WORK: FitWork = FitWork {
-    budget: 250 << 18,
+    budget: 1 << 23,
     min: 50,
     max: 250,
 };
@@ -417,7 +433,7 @@ pub struct AdaptiveConfig {
     pub neighbours: Neighbours,
     /// Planned rounds T (default 16·d, AIM's); the one-way marginals use d of them.
     pub rounds: Option<usize>,
-    /// Cap on the model's cells (default 2 097 152: 16 MiB of doubles; AIM's is
+    /// Cap on the model's cells (default 524 288: 4 MiB of doubles; AIM's is
     /// 80 MB). A fit's steps are bounded by the model's cells, so this cap bounds
     /// the run's time whatever the number of rows.
     pub max_model_cells: u128,
@@ -432,13 +448,118 @@ pub struct AdaptiveConfig {
 /// synthetic data).
 pub const COMPRESS_SIGMAS: f64 = 5.0;
 
+/// An attribute with more values than this (after compression) is also measured
+/// coarsened ([`coarse_maps`]).
+pub const COARSE_ABOVE: usize = 16;
+
+/// The number of public runs a coarsened attribute's kept values are grouped into.
+pub const COARSE_GROUPS: usize = 32;
+
+/// Per attribute, its public coarsening, from its noisy one-way counts `noisy`
+/// (post-processing): an attribute with more than `above` values has its values
+/// `0..kept` (in their order) cut into at most `groups` runs of about equal noisy
+/// mass (counts clamped at 0), and a merged value of a compressed attribute
+/// (`merged[a]`: the last value) is a group of its own. None: the attribute is
+/// kept whole. Returns value → group maps with groups numbered 0, 1, … in order.
+pub fn coarse_maps(
+    noisy: &[Vec<f64>],
+    merged: &[bool],
+    above: usize,
+    groups: usize,
+) -> Vec<Option<Vec<u32>>> {
+    noisy
+        .iter()
+        .zip(merged)
+        .map(|(y, &merged)| {
+            if y.len() <= above || groups == 0 {
+                return None;
+            }
+            let kept = if merged { y.len() - 1 } else { y.len() };
+            let total: f64 = y[..kept].iter().map(|v| v.max(0.0)).sum();
+            let mut map = Vec::with_capacity(y.len());
+            let (mut before, mut last, mut next) = (0.0, None, 0u32);
+            for v in &y[..kept] {
+                let v = v.max(0.0);
+                let mid = before + v / 2.0;
+                before += v;
+                let raw = if total > 0.0 {
+                    ((mid / total * groups as f64) as usize).min(groups - 1)
+                } else {
+                    0
+                };
+                if last.is_some_and(|l| l != raw) {
+                    next += 1;
+                }
+                last = Some(raw);
+                map.push(next);
+            }
+            if merged {
+                map.push(if kept == 0 { 0 } else { next + 1 });
+            }
+            Some(map)
+        })
+        .collect()
+}
+
+/// The coarsening of `clique`'s cells (row-major over `sizes`) by the attribute
+/// maps `maps`: cell → group, and the number of groups. None when no attribute
+/// of the clique is coarsened.
+pub(crate) fn clique_groups(
+    clique: &Clique,
+    sizes: &[usize],
+    maps: &[Option<Vec<u32>>],
+) -> Option<(Vec<u32>, usize)> {
+    let attrs = clique.attributes();
+    if attrs.iter().all(|&a| maps[a].is_none()) {
+        return None;
+    }
+    let coarse: Vec<usize> = attrs
+        .iter()
+        .map(|&a| match &maps[a] {
+            None => sizes[a],
+            Some(m) => m.iter().map(|&g| g as usize + 1).max().unwrap_or(1),
+        })
+        .collect();
+    let cells: usize = attrs.iter().map(|&a| sizes[a]).product();
+    let mut values = vec![0usize; attrs.len()];
+    let mut out = Vec::with_capacity(cells);
+    for _ in 0..cells {
+        let mut g = 0usize;
+        for (i, &a) in attrs.iter().enumerate() {
+            let v = match &maps[a] {
+                None => values[i],
+                Some(m) => m[values[i]] as usize,
+            };
+            g = g * coarse[i] + v;
+        }
+        out.push(g as u32);
+        for i in (0..attrs.len()).rev() {
+            values[i] += 1;
+            if values[i] < sizes[attrs[i]] {
+                break;
+            }
+            values[i] = 0;
+        }
+    }
+    Some((out, coarse.iter().product()))
+}
+
+/// `x` summed by `groups` into `n` groups.
+fn coarsen<T: Copy + Default + std::ops::AddAssign>(groups: &[u32], n: usize, x: &[T]) -> Vec<T> {
+    let mut out = vec![T::default(); n];
+    for (&g, &v) in groups.iter().zip(x) {
+        out[g as usize] += v;
+    }
+    out
+}
+
 impl AdaptiveConfig {
     /// AIM's defaults under `neighbours`.
     pub fn new(neighbours: Neighbours) -> Self {
         AdaptiveConfig {
             neighbours,
             rounds: None,
-            max_model_cells: 16 << 17,
+            max_model_cells: 4 << 17,
             compress: true,
         }
     }
@@ -451,7 +572,8 @@ pub struct RoundLog {
     pub round: usize,
     /// The marginal chosen and measured.
     pub clique: Clique,
-    /// Candidates that passed the size filter.
+    /// Options the selection chose among: candidates that passed the size and
+    /// noise filters, measured whole or coarsened.
     pub candidates: usize,
     /// The measurement's noise standard deviation.
     pub sigma: f64,
@@ -464,6 +586,9 @@ pub struct RoundLog {
     pub spent: Rho,
     /// True when the next round halves σ.
     pub annealed: bool,
+    /// The number of cells measured when the marginal was measured coarsened
+    /// ([`coarse_maps`]; None: measured whole).
+    pub coarsened: Option<usize>,
 }
 
 /// The result: the fitted model, every measurement, and the rounds.
@@ -880,6 +1005,23 @@ pub fn adaptive_marginals_controlled<E: MarginalEstimator, R: Rng + CryptoRng + 
         None => (records, domain, estimator),
     };
     let sizes: Vec<usize> = domain.attributes().iter().map(|a| a.size()).collect();
+    // Public coarsenings of the large attributes (post-processing of the noisy
+    // one-way marginals): a candidate holding one can also be measured coarsened.
+    let coarse: Vec<Option<(Vec<u32>, usize)>> = {
+        let noisy: Vec<Vec<f64>> = measurements.iter().map(|m| m.values.clone()).collect();
+        let merged: Vec<bool> = (0..d)
+            .map(|a| {
+                compression
+                    .as_ref()
+                    .is_some_and(|(c, _)| c.value_map(a).is_some())
+            })
+            .collect();
+        let maps = coarse_maps(&noisy, &merged, COARSE_ABOVE, COARSE_GROUPS);
+        candidates
+            .iter()
+            .map(|(r, _)| clique_groups(r, &sizes, &maps))
+            .collect()
+    };
     let mut model = estimator.fit(&measurements, None)?;
     let mut log = Vec::new();
     let noise_norm = (2.0 / std::f64::consts::PI).sqrt();
@@ -910,58 +1052,115 @@ pub fn adaptive_marginals_controlled<E: MarginalEstimator, R: Rng + CryptoRng + 
             )
         })?;
         let fitting: Vec<usize> = (0..candidates.len()).filter(|&i| fits[i]).collect();
-        let quiet: Vec<usize> = fitting
-            .iter()
-            .copied()
-            .filter(|&i| (candidates[i].0.cells_u128(&sizes) as f64) <= noise_cap)
-            .collect();
-        let chosen_from = if quiet.is_empty() { fitting } else { quiet };
+        // The options: a candidate measured whole, or coarsened (when it holds a
+        // coarsened attribute), each kept when its measured cells pass the noise
+        // filter.
+        let mut quiet: Vec<(usize, bool)> = Vec::new();
+        for &i in &fitting {
+            if (candidates[i].0.cells_u128(&sizes) as f64) <= noise_cap {
+                quiet.push((i, false));
+            }
+            if let Some((_, g)) = &coarse[i]
+                && (*g as f64) <= noise_cap
+            {
+                quiet.push((i, true));
+            }
+        }
+        let chosen_from: Vec<(usize, bool)> = if quiet.is_empty() {
+            fitting.iter().map(|&i| (i, false)).collect()
+        } else {
+            quiet
+        };
+        let measured = |i: usize, coarse_option: bool| -> Option<&(Vec<u32>, usize)> {
+            if coarse_option {
+                coarse[i].as_ref()
+            } else {
+                None
+            }
+        };
         // The candidates' true marginals, each counted once in the run (one pass over
         // the records per candidate, the missing ones in parallel), then their scores
         // in parallel: the rest of a round reads the model, not the records.
-        let missing: Vec<usize> = chosen_from
+        let mut missing: Vec<usize> = chosen_from
             .iter()
-            .copied()
+            .map(|&(i, _)| i)
             .filter(|&i| truth[i].is_none())
             .collect();
+        missing.dedup();
         let counted = parallel::try_map(&missing, |&i| {
             records.marginal(candidates[i].0.attributes(), domain)
         })?;
         for (i, y) in missing.into_iter().zip(counted) {
             truth[i] = Some(y);
         }
-        let scores = parallel::try_map(&chosen_from, |&i| {
+        // Each candidate's model marginal is computed once for its options (they
+        // are adjacent in `chosen_from`).
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for (k, &(i, _)) in chosen_from.iter().enumerate() {
+            match runs.last_mut() {
+                Some((start, len)) if chosen_from[*start].0 == i => *len += 1,
+                _ => runs.push((k, 1)),
+            }
+        }
+        let scored = parallel::try_map(&runs, |&(start, len)| {
+            let (i, _) = chosen_from[start];
             let (r, w) = &candidates[i];
             let y = truth[i].as_deref().unwrap_or_default();
             let est = estimator.marginal(&model, r)?;
-            Ok::<_, AdaptiveError>(score(*w, y, &est, noise_norm * sigma * y.len() as f64))
+            Ok::<_, AdaptiveError>(
+                chosen_from[start..start + len]
+                    .iter()
+                    .map(|&(i, c)| match measured(i, c) {
+                        None => score(*w, y, &est, noise_norm * sigma * y.len() as f64),
+                        Some((g, n)) => score(
+                            *w,
+                            &coarsen(g, *n, y),
+                            &coarsen(g, *n, &est),
+                            noise_norm * sigma * *n as f64,
+                        ),
+                    })
+                    .collect::<Vec<f64>>(),
+            )
         })?;
+        let scores: Vec<f64> = scored.into_iter().flatten().collect();
         let max_weight = chosen_from
             .iter()
-            .map(|&i| candidates[i].1)
+            .map(|&(i, _)| candidates[i].1)
             .fold(1u64, u64::max);
         // The slack of 2⁻¹⁰ per unit weight covers the scores' one rounding each (at
         // most 2⁻¹³ per unit weight on each side, 2⁻¹² between neighbours), so
         // neighbours' scores differ by at most Δ.
         let sensitivity = max_weight as f64 * (l1 + SCORE_SLACK);
         let em = ExponentialMechanism::for_scores(neighbours, sensitivity, step.select)?;
-        let pick = chosen_from[em.release(&scores[..], accountant, rng)?];
+        let (pick, pick_coarse) = chosen_from[em.release(&scores[..], accountant, rng)?];
         spent = Some(add(spent, Rho::from_bounded_range(step.select)?)?);
         let (clique, _) = &candidates[pick];
         let y = match &mut truth[pick] {
             Some(y) => y,
             slot => slot.insert(records.marginal(clique.attributes(), domain)?),
         };
+        let grouping = measured(pick, pick_coarse);
+        // A coarsened marginal is a histogram too: each record counts in exactly
+        // one group, so its sensitivity is the marginal's.
+        let y = match grouping {
+            None => y.clone(),
+            Some((g, n)) => coarsen(g, *n, y),
+        };
         let noisy = mech.release(&y[..], accountant, rng)?;
         spent = Some(add(spent, step.measure)?);
-        measurements.push(Measurement::new(
-            clique.clone(),
-            noisy.into_iter().map(|v| v as f64).collect(),
-            sigma,
-        )?);
-        let before = estimator.marginal(&model, clique)?;
+        let noisy: Vec<f64> = noisy.into_iter().map(|v| v as f64).collect();
+        measurements.push(match grouping {
+            None => Measurement::new(clique.clone(), noisy, sigma)?,
+            Some((g, _)) => Measurement::grouped(clique.clone(), noisy, sigma, g.clone())?,
+        });
+        let view = |m: Vec<f64>| match grouping {
+            None => m,
+            Some((g, n)) => coarsen(g, *n, &m),
+        };
+        let before = view(estimator.marginal(&model, clique)?);
         model = estimator.fit(&measurements, Some(&model))?;
-        let after = estimator.marginal(&model, clique)?;
+        let after = view(estimator.marginal(&model, clique)?);
+
         let moved: f64 = before.iter().zip(&after).map(|(a, b)| (a - b).abs()).sum();
         let annealed = !last && moved <= noise_norm * sigma * after.len() as f64;
         let entry = RoundLog {
@@ -973,6 +1172,7 @@ pub fn adaptive_marginals_controlled<E: MarginalEstimator, R: Rng + CryptoRng + 
             rho: step.cost()?,
             spent: spent.unwrap_or(step.measure),
             annealed,
+            coarsened: grouping.map(|&(_, n)| n),
         };
         if control(&entry).is_break() {
             return Err(AdaptiveError::Cancelled { round });
