@@ -14,7 +14,7 @@ fn args(input: PathBuf, epsilon: &str) -> Args {
         mechanism: MechanismArg::Mwem,
         delta: 1e-9,
         neighbours: NeighboursArg::Replace,
-        max_model_mib: 16,
+        max_model_mib: 4,
         compare: false,
         rounds: Some(5),
         workload: Some("parity:2".into()),
