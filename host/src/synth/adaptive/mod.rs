@@ -501,6 +501,21 @@ pub fn coarse_maps(
         .collect()
 }
 
+/// [`clique_groups`] for a candidate the model could ever hold (at most
+/// `max_cells` fine cells): the map has one entry per fine cell, and a clique
+/// over the cap never passes the size filter (its coarsened option would never
+/// be offered), however large the product.
+pub(crate) fn candidate_groups(
+    clique: &Clique,
+    sizes: &[usize],
+    maps: &[Option<Vec<u32>>],
+    max_cells: u128,
+) -> Option<(Vec<u32>, usize)> {
+    (clique.cells_u128(sizes) <= max_cells)
+        .then(|| clique_groups(clique, sizes, maps))
+        .flatten()
+}
+
 /// The coarsening of `clique`'s cells (row-major over `sizes`) by the attribute
 /// maps `maps`: cell → group, and the number of groups. None when no attribute
 /// of the clique is coarsened.
@@ -1019,7 +1034,7 @@ pub fn adaptive_marginals_controlled<E: MarginalEstimator, R: Rng + CryptoRng + 
         let maps = coarse_maps(&noisy, &merged, COARSE_ABOVE, COARSE_GROUPS);
         candidates
             .iter()
-            .map(|(r, _)| clique_groups(r, &sizes, &maps))
+            .map(|(r, _)| candidate_groups(r, &sizes, &maps, config.max_model_cells))
             .collect()
     };
     let mut model = estimator.fit(&measurements, None)?;

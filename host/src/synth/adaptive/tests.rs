@@ -185,6 +185,47 @@ fn spends_exactly_its_budget_in_at_most_t_rounds() {
     }
 }
 
+/// Three attributes of 1 024 values each, all kept by the compression: the 3-way
+/// candidate has 2³⁰ fine cells, far over the model cap, so no coarsening map is
+/// built for it (one would take 4 GiB; a clique over the cap is never offered).
+#[test]
+fn no_coarsening_map_is_built_for_a_clique_over_the_model_cap() {
+    let d = Domain::from_json(r#"{"a": 1024, "b": 1024, "c": 1024}"#).unwrap();
+    let n = 65_536usize;
+    let cols: Vec<Vec<u32>> = (0..3u32)
+        .map(|k| (0..n).map(|i| ((i as u32) * (2 * k + 1)) % 1024).collect())
+        .collect();
+    let r = Records::from_columns(cols, &d).unwrap();
+    let w = MarginalWorkload::all_k_way(&d, 3).unwrap();
+    let est = PgmEstimator::new(&d, Neighbours::AddRemove, 0);
+    let mut acct = Accountant::zcdp(Rho::new(1, 1).unwrap(), 1e-9).unwrap();
+    let config = AdaptiveConfig {
+        rounds: Some(8),
+        ..AdaptiveConfig::new(Neighbours::AddRemove)
+    };
+    let out = adaptive_marginals(
+        &r,
+        &d,
+        &w,
+        &config,
+        &est,
+        &mut acct,
+        &mut crate::seeded_rng(3),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert!(out.rounds.iter().all(|r| r.clique.len() < 3));
+    // The decision itself: no map over the cap, a map within it.
+    let sizes = [512, 512, 512];
+    let maps = vec![Some((0..512u32).map(|v| v / 16).collect::<Vec<u32>>()); 3];
+    let cap = AdaptiveConfig::new(Neighbours::AddRemove).max_model_cells;
+    let three = Clique::new([0, 1, 2]).unwrap();
+    assert!(candidate_groups(&three, &sizes, &maps, cap).is_none());
+    let two = Clique::new([0, 1]).unwrap();
+    let (g, n) = candidate_groups(&two, &sizes, &maps, cap).unwrap();
+    assert_eq!((g.len(), n), (1 << 18, 1024));
+}
+
 /// Accuracy on a small correlated table, with the junction-tree estimator: at a
 /// large budget every 2-way marginal of the model is close to the data's, far
 /// closer than the independent model the one-way marginals alone give.
