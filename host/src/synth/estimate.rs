@@ -41,15 +41,14 @@ impl Measurement {
     /// A measurement; σ must be finite and positive and the values finite (the
     /// length is checked against the attribute sizes by [`fit`]).
     pub fn new(clique: Clique, values: Vec<f64>, sigma: f64) -> Result<Self, SynthError> {
-        let m = Measurement {
+        Measurement {
             clique,
             values,
             sigma,
             cell_variance: None,
             groups: None,
-        };
-        m.validate(0, None)?;
-        Ok(m)
+        }
+        .checked()
     }
 
     /// A measurement of the clique's cells summed by `groups` (cell `j` into value
@@ -60,15 +59,14 @@ impl Measurement {
         sigma: f64,
         groups: Vec<u32>,
     ) -> Result<Self, SynthError> {
-        let m = Measurement {
+        Measurement {
             clique,
             values,
             sigma,
             cell_variance: None,
             groups: Some(groups),
-        };
-        m.validate(0, None)?;
-        Ok(m)
+        }
+        .checked()
     }
 
     /// A measurement whose cell `j` has noise variance `cell_variance[j]·σ²`; every
@@ -79,15 +77,20 @@ impl Measurement {
         sigma: f64,
         cell_variance: Vec<f64>,
     ) -> Result<Self, SynthError> {
-        let m = Measurement {
+        Measurement {
             clique,
             values,
             sigma,
             cell_variance: Some(cell_variance),
             groups: None,
-        };
-        m.validate(0, None)?;
-        Ok(m)
+        }
+        .checked()
+    }
+
+    /// The measurement once [`Measurement::validate`] accepts it.
+    fn checked(self) -> Result<Self, SynthError> {
+        self.validate(0, None)?;
+        Ok(self)
     }
 
     /// Cell `j`'s noise variance as a multiple of σ² (1 without `cell_variance`).
