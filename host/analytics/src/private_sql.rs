@@ -887,7 +887,11 @@ fn totals(
         .worker_threads(partitions.max(1))
         .enable_all()
         .build()?;
-    let config = SessionConfig::new().with_target_partitions(partitions.max(1));
+    // As on a Ballista cluster: no page index, bloom filter or filter pushdown
+    // (every row is scanned; the filter is the row reader's).
+    let config = crate::query::trusted_reads_only(
+        SessionConfig::new().with_target_partitions(partitions.max(1)),
+    );
     let ctx = SessionContext::new_with_config(config);
     runtime.block_on(totals_async(ctx, source, plan, key, max_rows))
 }

@@ -220,9 +220,12 @@ pub async fn session(
 }
 
 /// `config` reading from a Parquet file only what [`parquet_files`] checked
-/// (the footer) and the pages it locates: no page index, bloom filter or
-/// embedded Arrow schema, which live elsewhere in the file and would be parsed
-/// unchecked (the aggregation scans every row and needs none of them).
+/// (the footer) and the pages it locates: no page index or bloom filter, which
+/// live elsewhere in the file and would be parsed unchecked, and no filter
+/// pushdown (the aggregation scans every row and needs none of them).
+/// `skip_metadata` drops the footer's key-value metadata from the table's
+/// schema; DataFusion 55 still decodes the embedded Arrow schema it holds, as
+/// the Parquet reader does for any file.
 pub(super) fn trusted_reads_only(mut config: SessionConfig) -> SessionConfig {
     let parquet = &mut config.options_mut().execution.parquet;
     parquet.enable_page_index = false;
