@@ -1087,11 +1087,7 @@ pub fn adaptive_marginals_controlled<E: MarginalEstimator, R: Rng + CryptoRng + 
             quiet
         };
         let measured = |i: usize, coarse_option: bool| -> Option<&(Vec<u32>, usize)> {
-            if coarse_option {
-                coarse[i].as_ref()
-            } else {
-                None
-            }
+            coarse[i].as_ref().filter(|_| coarse_option)
         };
         // The candidates' true marginals, each counted once in the run (one pass over
         // the records per candidate, the missing ones in parallel), then their scores
@@ -1110,21 +1106,14 @@ pub fn adaptive_marginals_controlled<E: MarginalEstimator, R: Rng + CryptoRng + 
         }
         // Each candidate's model marginal is computed once for its options (they
         // are adjacent in `chosen_from`).
-        let mut runs: Vec<(usize, usize)> = Vec::new();
-        for (k, &(i, _)) in chosen_from.iter().enumerate() {
-            match runs.last_mut() {
-                Some((start, len)) if chosen_from[*start].0 == i => *len += 1,
-                _ => runs.push((k, 1)),
-            }
-        }
-        let scored = parallel::try_map(&runs, |&(start, len)| {
-            let (i, _) = chosen_from[start];
+        let runs: Vec<&[(usize, bool)]> = chosen_from.chunk_by(|a, b| a.0 == b.0).collect();
+        let scored = parallel::try_map(&runs, |run| {
+            let (i, _) = run[0];
             let (r, w) = &candidates[i];
             let y = truth[i].as_deref().unwrap_or_default();
             let est = estimator.marginal(&model, r)?;
             Ok::<_, AdaptiveError>(
-                chosen_from[start..start + len]
-                    .iter()
+                run.iter()
                     .map(|&(i, c)| match measured(i, c) {
                         None => score(*w, y, &est, noise_norm * sigma * y.len() as f64),
                         Some((g, n)) => score(
