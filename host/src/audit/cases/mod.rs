@@ -41,7 +41,7 @@ pub use knorm::{knorm_cube_large_eps, knorm_l1, knorm_replace, nikm_linf};
 pub use mwem::{mwem_init, mwem_rounds, synth_rare_value};
 pub use noisy_max::{report_noisy_max, report_noisy_max_add_remove};
 pub use pmw::{pmw_approximate, pmw_project, pmw_pure, pmw_reduce};
-pub use synth::adaptive_marginals_case;
+pub use synth::{adaptive_coarsened_case, adaptive_marginals_case};
 pub use threshold::threshold_oracle;
 
 use super::{AuditCase, AuditError};
@@ -183,6 +183,15 @@ pub const REGISTRY: &[Registered] = &[
     // The observed prefix (round 0's measurements, round 1's selection) against its
     // exact profile at δ = 10⁻²; its half-noise twin (4ρ) is flagged.
     case("adaptive-marginals", adaptive_marginals_case, 4000),
+    // A coarsened measurement in round 1, its cuts (from a's noisy counts) on a
+    // tipping point of the true ones; its twin cutting at the true counts is
+    // flagged.
+    case(
+        "adaptive-marginals-coarsened",
+        adaptive_coarsened_case,
+        4000,
+    )
+    .sees(0.5),
     // Private binning of a bounded attribute (equal-mass cuts on noisy grid
     // counts), the first cut on its tipping point and one record added beyond it;
     // judged against its one Gaussian histogram's exact profile; its twins (a third,

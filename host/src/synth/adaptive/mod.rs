@@ -460,7 +460,7 @@ pub const COARSE_GROUPS: usize = 32;
 /// `0..kept` (in their order) cut into at most `groups` runs of about equal noisy
 /// mass (counts clamped at 0), and a merged value of a compressed attribute
 /// (`merged[a]`: the last value) is a group of its own. None: the attribute is
-/// kept whole. Returns value → group maps with groups numbered 0, 1, … in order.
+/// kept whole (also when every value would be a group of its own). Returns value → group maps with groups numbered 0, 1, … in order.
 pub fn coarse_maps(
     noisy: &[Vec<f64>],
     merged: &[bool],
@@ -496,7 +496,10 @@ pub fn coarse_maps(
             if merged {
                 map.push(if kept == 0 { 0 } else { next + 1 });
             }
-            Some(map)
+            // Every value a group of its own is the attribute whole: no coarsening
+            // (its coarsened option would only repeat the whole one).
+            let groups = map.last().map_or(0, |&g| g as usize + 1);
+            (groups < y.len()).then_some(map)
         })
         .collect()
 }
@@ -931,6 +934,43 @@ pub fn adaptive_marginals_controlled<E: MarginalEstimator, R: Rng + CryptoRng + 
     rng: &mut R,
     control: &mut dyn FnMut(&RoundLog) -> ControlFlow<()>,
 ) -> Result<AdaptiveOutput<E::Model>, AdaptiveError> {
+    run(
+        records,
+        domain,
+        workload,
+        config,
+        estimator,
+        accountant,
+        rng,
+        control,
+        CoarseFrom::Noisy,
+    )
+}
+
+/// The counts the coarsenings ([`coarse_maps`]) are cut from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CoarseFrom {
+    /// The noisy one-way measurements: post-processing (the mechanism).
+    Noisy,
+    /// The true one-way counts: a broken twin the auditor must flag, never a
+    /// release.
+    #[cfg(test)]
+    Truth,
+}
+
+/// [`adaptive_marginals_controlled`] with its coarsenings cut from `coarse_from`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
+    records: &Records,
+    domain: &Domain,
+    workload: &MarginalWorkload,
+    config: &AdaptiveConfig,
+    estimator: &E,
+    accountant: &mut Accountant,
+    rng: &mut R,
+    control: &mut dyn FnMut(&RoundLog) -> ControlFlow<()>,
+    coarse_from: CoarseFrom,
+) -> Result<AdaptiveOutput<E::Model>, AdaptiveError> {
     if let Some(bound) = accountant.neighbours()
         && bound != config.neighbours
     {
@@ -1023,7 +1063,16 @@ pub fn adaptive_marginals_controlled<E: MarginalEstimator, R: Rng + CryptoRng + 
     // Public coarsenings of the large attributes (post-processing of the noisy
     // one-way marginals): a candidate holding one can also be measured coarsened.
     let coarse: Vec<Option<(Vec<u32>, usize)>> = {
-        let noisy: Vec<Vec<f64>> = measurements.iter().map(|m| m.values.clone()).collect();
+        let noisy: Vec<Vec<f64>> = match coarse_from {
+            CoarseFrom::Noisy => measurements.iter().map(|m| m.values.clone()).collect(),
+            #[cfg(test)]
+            CoarseFrom::Truth => (0..d)
+                .map(|a| {
+                    let y = records.marginal(&[a], domain)?;
+                    Ok(y.into_iter().map(|v| v as f64).collect())
+                })
+                .collect::<Result<_, AdaptiveError>>()?,
+        };
         let merged: Vec<bool> = (0..d)
             .map(|a| {
                 compression

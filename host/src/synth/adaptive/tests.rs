@@ -534,6 +534,10 @@ fn coarse_maps_cut_large_attributes_into_runs_of_equal_noisy_mass() {
     // A spike holding more than one group's mass leaves no empty group between.
     let spike = coarse_maps(&[vec![1.0, 100.0, 1.0, 1.0, 1.0]], &[false], 4, 4);
     assert_eq!(spike[0].as_deref(), Some(&[0, 1, 2, 2, 2][..]));
+    // As many runs as values: the attribute whole, no map (with or without a
+    // merged value).
+    let even = vec![vec![5.0; 6], vec![5.0, 5.0, 5.0, 5.0, 5.0, 1.0]];
+    assert_eq!(coarse_maps(&even, &[false, true], 4, 8), vec![None, None]);
     // A clique's cells (row-major) go to the product of its attributes' groups.
     let sizes = [6, 3, 6];
     let (g, n) = clique_groups(&Clique::new([0, 1]).unwrap(), &sizes, &maps).unwrap();
