@@ -170,6 +170,9 @@ pub struct FitOptions<'m> {
     pub warm_start: Option<&'m Model>,
     /// Refuse models whose junction-tree tables have more cells in total.
     pub max_cells: u128,
+    /// Triangulate the junction tree as for attributes of these sizes (None: the
+    /// fit's own; see [`JunctionTree::ordered_by`]).
+    pub order_sizes: Option<&'m [usize]>,
 }
 
 impl Default for FitOptions<'_> {
@@ -180,6 +183,7 @@ impl Default for FitOptions<'_> {
             tolerance: 1e-6,
             warm_start: None,
             max_cells: 1 << 25,
+            order_sizes: None,
         }
     }
 }
@@ -528,7 +532,7 @@ pub fn fit(
     }
     cliques.sort();
     cliques.dedup();
-    let tree = JunctionTree::new(sizes, &cliques)?;
+    let tree = JunctionTree::ordered_by(options.order_sizes.unwrap_or(sizes), sizes, &cliques)?;
     let cells = tree.cells();
     if cells > options.max_cells {
         return Err(SynthError::ModelTooLarge {

@@ -154,7 +154,28 @@ impl JunctionTree {
     /// The junction tree of `cliques` over attributes of the given sizes (every
     /// attribute is covered, as a singleton where no clique holds it).
     pub fn new(sizes: &[usize], cliques: &[Clique]) -> Result<Self, SynthError> {
-        let jt = triangulate(sizes, cliques)?;
+        Self::ordered_by(sizes, sizes, cliques)
+    }
+
+    /// [`JunctionTree::new`] over `sizes`, triangulated as for attributes of
+    /// `order_sizes` (the same number of attributes): its cliques are those of
+    /// the tree over `order_sizes`, so a model fitted on a compressed domain and
+    /// expanded back has exactly the cells [`model_cells`] prices at the original
+    /// sizes.
+    pub fn ordered_by(
+        order_sizes: &[usize],
+        sizes: &[usize],
+        cliques: &[Clique],
+    ) -> Result<Self, SynthError> {
+        if order_sizes.len() != sizes.len() {
+            return Err(SynthError::InvalidDomain(format!(
+                "{} attribute sizes to order the tree by, for {} attributes",
+                order_sizes.len(),
+                sizes.len()
+            )));
+        }
+        check_sizes(sizes)?;
+        let jt = triangulate(order_sizes, cliques)?;
         // Every table must be addressable.
         for c in &jt {
             c.cells(sizes)?;

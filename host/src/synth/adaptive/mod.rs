@@ -271,6 +271,9 @@ impl PgmEstimator {
             iterations,
             warm_start: previous,
             max_cells: u128::MAX,
+            // The tree the size filter priced (at the original sizes), so the
+            // released model, expanded, has the cells it was priced at.
+            order_sizes: Some(&self.price_sizes),
             ..FitOptions::default()
         };
         fit(&self.sizes, measurements, self.total, &options)
