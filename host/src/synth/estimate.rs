@@ -532,7 +532,19 @@ pub fn fit(
     }
     cliques.sort();
     cliques.dedup();
-    let tree = JunctionTree::ordered_by(options.order_sizes.unwrap_or(sizes), sizes, &cliques)?;
+    let mut tree = JunctionTree::ordered_by(options.order_sizes.unwrap_or(sizes), sizes, &cliques)?;
+    // A warm start that already holds every measured clique is never outgrown:
+    // the greedy triangulation may add fill to its (chordal) graph, and a model
+    // refitted on what it covers (a round measuring a covered marginal, the final
+    // fit) must keep the cells its selection was priced at.
+    if let Some(w) = options.warm_start
+        && tree.cells() > w.tree().cells()
+        && measurements
+            .iter()
+            .all(|m| w.tree().containing(&m.clique).is_some())
+    {
+        tree = w.tree().clone();
+    }
     let cells = tree.cells();
     if cells > options.max_cells {
         return Err(SynthError::ModelTooLarge {

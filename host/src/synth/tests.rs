@@ -340,6 +340,41 @@ fn a_tree_ordered_by_the_original_sizes_has_the_priced_cells() {
     assert_eq!(model.cliques(), priced.cliques());
 }
 
+/// A refit on cliques the warm start covers keeps its tree when re-triangulating
+/// would grow it: the path s1 – a – v – b – s2 triangulated with v eliminated first
+/// gains the fill a – b (70 cells instead of 40 at these sizes).
+#[test]
+fn a_refit_on_covered_cliques_never_outgrows_its_warm_start() {
+    let path = [cl(&[0, 1]), cl(&[1, 2]), cl(&[2, 3]), cl(&[3, 4])];
+    let sizes = [2, 5, 2, 5, 2];
+    let (no_fill, fill) = ([2, 2, 1000, 2, 2], [1000, 2, 2, 2, 1000]);
+    let ms: Vec<Measurement> = path
+        .iter()
+        .map(|c| Measurement::new(c.clone(), vec![1.0; c.cells(&sizes).unwrap()], 1.0))
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let fit_with = |order: &[usize], warm: Option<&Model>| {
+        let options = FitOptions {
+            iterations: 2,
+            order_sizes: Some(order),
+            warm_start: warm,
+            ..FitOptions::default()
+        };
+        fit(&sizes, &ms, Total::Estimated, &options).unwrap()
+    };
+    let warm = fit_with(&no_fill, None);
+    assert_eq!(warm.tree().cells(), 40);
+    assert_eq!(
+        JunctionTree::ordered_by(&fill, &sizes, warm.cliques())
+            .unwrap()
+            .cells(),
+        70
+    );
+    let refit = fit_with(&fill, Some(&warm));
+    assert_eq!(refit.cliques(), warm.cliques());
+    assert_eq!(refit.tree().cells(), 40);
+}
+
 #[test]
 fn model_cells_is_the_sum_of_built_tables() {
     let mut rng = seeded_rng(11);

@@ -182,9 +182,13 @@ pub(crate) fn coarsened_case(small: bool, from: CoarseFrom) -> Result<AuditCase,
     };
     let estimator = PgmEstimator::new(&domain, Neighbours::AddRemove, 0);
     let mut events = Vec::new();
-    for t in [52.0, 53.0, 54.0] {
+    for t in [51.0, 52.0, 53.0, 54.0] {
         events.push(Event::at_least(0, t));
         events.push(Event::at_least(3, t));
+        events.push(Event::new(
+            format!("a=39 and round 1's (39, 1) counts both >= {t}"),
+            move |o| o[0] >= t && o[3] >= t,
+        ));
         events.push(Event::new(
             format!(
                 "a=39, b=1 and round 1's (39, 1) counts all >= {t}, {}",
@@ -230,6 +234,18 @@ pub(crate) fn coarsened_case(small: bool, from: CoarseFrom) -> Result<AuditCase,
             from,
         )?;
         let m = &out.measurements;
+        // The claim holds only if the run spent what it advertises on this prefix
+        // (round 1 not the last round, which would measure at 9/10 of the rest).
+        let first = out.rounds.first();
+        let spent_as_advertised = m[0].sigma.powi(2) >= sa * (1.0 - 1e-12)
+            && m[1].sigma.powi(2) >= sb * (1.0 - 1e-12)
+            && first.is_some_and(|r| {
+                r.sigma.powi(2) >= sm * (1.0 - 1e-12)
+                    && r.epsilon.is_some_and(|e| e.to_f64() <= eps0 * (1.0 + 1e-12))
+            });
+        if !spent_as_advertised {
+            return Err("the run's round 0 or round 1 noise is below the claim's".into());
+        }
         let mut o = vec![m[0].values[39], m[1].values[1], 0.0, f64::NAN, 0.0];
         if let Some(round1) = m.get(2).filter(|r| r.clique.len() == 2) {
             // Cell (39, 1) of the 2-way marginal is 39·2 + 1.
