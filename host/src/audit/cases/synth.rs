@@ -33,6 +33,23 @@ pub fn adaptive_marginals_case(small: bool) -> Result<AuditCase, AuditError> {
     adaptive_case(small, Rho::new(1, 1).map_err(setup)?)
 }
 
+/// Both cases' run: every 1- and 2-way marginal, T = 4 planned rounds, add/remove
+/// neighbours, the junction-tree estimator with the model's total estimated.
+fn two_way_run(
+    domain: &Domain,
+) -> Result<(MarginalWorkload, AdaptiveConfig, PgmEstimator), AuditError> {
+    let workload = MarginalWorkload::all_k_way(domain, 2).map_err(setup)?;
+    let config = AdaptiveConfig {
+        rounds: Some(4),
+        ..AdaptiveConfig::new(Neighbours::AddRemove)
+    };
+    Ok((
+        workload,
+        config,
+        PgmEstimator::new(domain, Neighbours::AddRemove, 0),
+    ))
+}
+
 /// The case with a run spending `noise_rho` under the claim for ρ = 1 (a twin when
 /// they differ).
 pub(crate) fn adaptive_case(small: bool, noise_rho: Rho) -> Result<AuditCase, AuditError> {
@@ -60,12 +77,7 @@ pub(crate) fn adaptive_case(small: bool, noise_rho: Rho) -> Result<AuditCase, Au
         Records::from_columns(vec![a, b], &domain).map_err(setup)
     };
     let (d, d_prime) = (records(Side::D)?, records(Side::DPrime)?);
-    let workload = MarginalWorkload::all_k_way(&domain, 2).map_err(setup)?;
-    let config = AdaptiveConfig {
-        rounds: Some(4),
-        ..AdaptiveConfig::new(Neighbours::AddRemove)
-    };
-    let estimator = PgmEstimator::new(&domain, Neighbours::AddRemove, 0);
+    let (workload, config, estimator) = two_way_run(&domain)?;
     let mut events = Vec::new();
     for t in [10.0, 11.0, 12.0, 13.0] {
         events.push(Event::at_most(1, t));
@@ -175,12 +187,7 @@ pub(crate) fn coarsened_case(small: bool, from: CoarseFrom) -> Result<AuditCase,
         Records::from_columns(vec![a, b], &domain).map_err(setup)
     };
     let (d, d_prime) = (records(Side::D)?, records(Side::DPrime)?);
-    let workload = MarginalWorkload::all_k_way(&domain, 2).map_err(setup)?;
-    let config = AdaptiveConfig {
-        rounds: Some(4),
-        ..AdaptiveConfig::new(Neighbours::AddRemove)
-    };
-    let estimator = PgmEstimator::new(&domain, Neighbours::AddRemove, 0);
+    let (workload, config, estimator) = two_way_run(&domain)?;
     let mut events = Vec::new();
     for t in [51.0, 52.0, 53.0, 54.0] {
         events.push(Event::at_least(0, t));
