@@ -97,7 +97,9 @@ pub use bounding::{BoundingKey, Contribution, decode_key, encode_key, row_order}
 pub use bounds::Bounds;
 pub use error::AggregateError;
 pub use filter::{Compare, Filter, Literal, MAX_FILTER_DEPTH};
-pub use partial::{Partial, PartialState, PartialTotals, PieceCheck, RowTotals, UnitRows};
+pub use partial::{
+    Partial, PartialState, PartialStates, PartialTotals, PieceCheck, RowTotals, UnitColumns, UnitRows,
+};
 pub use plan::{
     Aggregate, Estimate, Groups, MAX_QUANTILE_CANDIDATES, Plan, PlanBuilder, PlannedMeasurement,
     Query, Release, ReleasedRow,

@@ -236,6 +236,18 @@ struct Sum {
 }
 
 impl Sum {
+    /// Back to zero, keeping the columns' shape ([`Partial::empty_sum`]).
+    fn reset(&mut self) {
+        self.units = 0;
+        self.rows = 0;
+        for c in &mut self.columns {
+            c.sum = 0;
+            c.centred = 0;
+            c.squares = 0;
+            c.at_candidate.fill(0);
+        }
+    }
+
     fn add(&mut self, other: &Sum) {
         // Saturating: forged pieces never panic; a sum this large is refused
         // (more rows than the cap) or was refused piece by piece first.
@@ -317,19 +329,7 @@ impl PartialTotals {
         put(out, self.invalid);
         put(out, self.groups.len() as u64);
         for (k, s) in &self.groups {
-            put_str(out, k);
-            put(out, s.units);
-            put(out, s.rows);
-            put(out, s.columns.len() as u64);
-            for c in &s.columns {
-                for x in [c.sum, c.centred, c.squares] {
-                    out.extend_from_slice(&x.to_le_bytes());
-                }
-                put(out, c.at_candidate.len() as u64);
-                for &n in &c.at_candidate {
-                    put(out, n);
-                }
-            }
+            encode_group(out, k, s);
         }
     }
 
@@ -363,6 +363,23 @@ impl PartialTotals {
             out.groups.insert(k, s);
         }
         r.0.is_empty().then_some(out)
+    }
+}
+
+/// One group of [`PartialTotals::encode`]: its key and totals.
+fn encode_group(out: &mut Vec<u8>, k: &str, s: &Sum) {
+    put_str(out, k);
+    put(out, s.units);
+    put(out, s.rows);
+    put(out, s.columns.len() as u64);
+    for c in &s.columns {
+        for x in [c.sum, c.centred, c.squares] {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+        put(out, c.at_candidate.len() as u64);
+        for &n in &c.at_candidate {
+            put(out, n);
+        }
     }
 }
 
@@ -581,50 +598,86 @@ impl PartialState for UnitRows {
             groups: Default::default(),
         };
         let unit = self.unit.as_deref().unwrap_or("");
-        let mut keys = self.keys;
-        let max_groups = p.limits.max_groups() as usize;
-        if keys.len() > max_groups {
-            let mut ranked: Vec<(u64, KeyRows)> = keys
-                .into_iter()
-                .map(|k| (p.key.group_rank(unit, &k.key), k))
-                .collect();
-            ranked.sort_unstable_by(|a, b| {
-                a.0.cmp(&b.0)
-                    .then_with(|| a.1.key.as_bytes().cmp(b.1.key.as_bytes()))
-            });
-            ranked.truncate(max_groups);
-            keys = ranked.into_iter().map(|(_, k)| k).collect();
-        }
-        let max_rows = p.limits.max_rows() as usize;
-        for k in keys {
-            let mut sum = p.empty_sum();
-            sum.units = 1;
-            if k.rows as usize <= max_rows {
-                for row in 0..k.rows as usize {
-                    p.add_row(&mut sum, &k.bits[row * p.values..(row + 1) * p.values]);
-                }
-            } else if p.values == 0 {
-                // Rows without values are identical: which ones changes nothing.
-                sum.rows = max_rows as u64;
-            } else {
-                for row in kept_rows(p, unit, &k) {
-                    p.add_row(&mut sum, row);
-                }
-            }
-            out.groups.insert(k.key, sum);
-        }
+        let keys: Vec<KeyView<'_>> = self
+            .keys
+            .iter()
+            .map(|k| KeyView {
+                key: &k.key,
+                rows: k.rows,
+                bits: &k.bits,
+            })
+            .collect();
+        let mut sum = p.empty_sum();
+        bound_unit(p, unit, keys, &mut sum, &mut |key, s| {
+            out.groups.insert(key.to_string(), s.clone());
+        });
         out
     }
 }
 
-/// The `max_rows` rows a unit keeps of key `k` (which has more): the rule of
+/// One unit's rows of one key, wherever they are kept: the key, the number of
+/// rows and their values' bit patterns, row after row (`rows × values` of them).
+#[derive(Debug, Clone, Copy)]
+struct KeyView<'a> {
+    key: &'a str,
+    rows: u64,
+    bits: &'a [u64],
+}
+
+/// Bounds one unit's rows (each key once in `keys`) by the rule of
+/// [`BoundingKey`], as [`Plan::totals`] bounds it, and gives each kept key's
+/// totals to `emit` (in `sum`, reset for each key): a unit within `max_groups`
+/// keys keeps them all, a key within `max_rows` rows keeps them all (nothing
+/// ranked); only a unit over a limit ranks its keys ([`BoundingKey::group_rank`],
+/// ties by the key's bytes) or a key's rows ([`kept_rows`]).
+fn bound_unit(
+    p: &Partial,
+    unit: &str,
+    mut keys: Vec<KeyView<'_>>,
+    sum: &mut Sum,
+    emit: &mut dyn FnMut(&str, &Sum),
+) {
+    let max_groups = p.limits.max_groups() as usize;
+    if keys.len() > max_groups {
+        let mut ranked: Vec<(u64, KeyView<'_>)> = keys
+            .into_iter()
+            .map(|k| (p.key.group_rank(unit, k.key), k))
+            .collect();
+        ranked.sort_unstable_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then_with(|| a.1.key.as_bytes().cmp(b.1.key.as_bytes()))
+        });
+        ranked.truncate(max_groups);
+        keys = ranked.into_iter().map(|(_, k)| k).collect();
+    }
+    let max_rows = p.limits.max_rows() as usize;
+    for k in keys {
+        sum.reset();
+        sum.units = 1;
+        if k.rows as usize <= max_rows {
+            for row in 0..k.rows as usize {
+                p.add_row(sum, &k.bits[row * p.values..(row + 1) * p.values]);
+            }
+        } else if p.values == 0 {
+            // Rows without values are identical: which ones changes nothing.
+            sum.rows = max_rows as u64;
+        } else {
+            for row in kept_rows(p, unit, k.key, k.bits) {
+                p.add_row(sum, row);
+            }
+        }
+        emit(k.key, sum);
+    }
+}
+
+/// The `max_rows` rows a unit keeps of `key` (whose rows' bit patterns are `bits`,
+/// more than `max_rows` rows): the rule of
 /// [`BoundingKey`], as `privq_host`'s bounding applies it (rows identical in all
 /// values numbered by occurrence after ordering them by their values' bit
 /// patterns as signed integers; then the smallest by rank, values, occurrence).
-fn kept_rows<'a>(p: &Partial, unit: &str, k: &'a KeyRows) -> Vec<&'a [u64]> {
+fn kept_rows<'a>(p: &Partial, unit: &str, key: &str, bits: &'a [u64]) -> Vec<&'a [u64]> {
     let signed = |r: &[u64]| r.iter().map(|&b| b as i64).collect::<Vec<i64>>();
-    let mut rows: Vec<(Vec<i64>, &[u64])> = k
-        .bits
+    let mut rows: Vec<(Vec<i64>, &[u64])> = bits
         .chunks_exact(p.values)
         .map(|r| (signed(r), r))
         .collect();
@@ -642,7 +695,7 @@ fn kept_rows<'a>(p: &Partial, unit: &str, k: &'a KeyRows) -> Vec<&'a [u64]> {
             *v = f64::from_bits(b);
         }
         ranked.push((
-            p.key.row_rank(unit, &k.key, &values, occurrence),
+            p.key.row_rank(unit, key, &values, occurrence),
             occurrence,
             i,
         ));
@@ -657,4 +710,459 @@ fn kept_rows<'a>(p: &Partial, unit: &str, k: &'a KeyRows) -> Vec<&'a [u64]> {
         .take(p.limits.max_rows() as usize)
         .map(|&(_, _, i)| rows[i].1)
         .collect()
+}
+
+/// The states of many pieces at once, one per group of an engine's aggregate
+/// (DataFusion's group index: one privacy unit each, or a single group without
+/// units): the same encoded states and the same totals as one [`PartialState`]
+/// per group (`Vec<S>` is exactly that; [`UnitColumns`] keeps every unit's rows
+/// in shared columns instead).
+pub trait PartialStates: Default + Send + Sync + std::fmt::Debug + 'static {
+    /// About how many bytes a group takes beyond what `keep` and `merge_state`
+    /// report.
+    const GROUP_BYTES: usize;
+    /// The number of groups.
+    fn groups(&self) -> usize;
+    /// Grows to `groups` groups (never shrinks); `false` for more groups than
+    /// the states can number.
+    fn resize(&mut self, groups: usize) -> bool;
+    /// [`PartialState::count`] of group `group` (one of the groups).
+    fn count(&mut self, group: usize, invalid: bool);
+    /// [`PartialState::keep`] of group `group`: the bytes added, or `None` for
+    /// a row the states cannot hold (a group out of range, or `bits` not one
+    /// pattern per value column).
+    fn keep(
+        &mut self,
+        p: &Partial,
+        group: usize,
+        unit: Option<&str>,
+        key: &str,
+        bits: &[u64],
+    ) -> Option<usize>;
+    /// [`PartialState::merge_state`] into group `group`: the bytes added, or
+    /// `None` for bytes that are not a state this plan's pieces write (nothing
+    /// is merged then).
+    fn merge_state(&mut self, p: &Partial, group: usize, bytes: &[u8]) -> Option<usize>;
+    /// Takes the first `n` groups (all of them, for `n` at least their number);
+    /// the others stay, renumbered from 0 in the same order.
+    fn take_first(&mut self, p: &Partial, n: usize) -> Self;
+    /// Each group's state, in order, as [`PartialState::encode_state`] writes it.
+    fn encode_states(&self, p: &Partial, each: &mut dyn FnMut(&[u8]));
+    /// Each group's totals, bounded, in order, as [`PartialTotals::encode`]
+    /// writes them.
+    fn finish_each(self, p: &Partial, each: &mut dyn FnMut(&[u8]));
+}
+
+impl<S: PartialState> PartialStates for Vec<S> {
+    const GROUP_BYTES: usize = size_of::<S>();
+    fn groups(&self) -> usize {
+        self.len()
+    }
+    fn resize(&mut self, groups: usize) -> bool {
+        if groups > self.len() {
+            self.resize_with(groups, S::default);
+        }
+        true
+    }
+    fn count(&mut self, group: usize, invalid: bool) {
+        self[group].count(invalid);
+    }
+    fn keep(
+        &mut self,
+        p: &Partial,
+        group: usize,
+        unit: Option<&str>,
+        key: &str,
+        bits: &[u64],
+    ) -> Option<usize> {
+        if bits.len() != p.values {
+            return None;
+        }
+        Some(self.get_mut(group)?.keep(p, unit, key, bits))
+    }
+    fn merge_state(&mut self, p: &Partial, group: usize, bytes: &[u8]) -> Option<usize> {
+        self.get_mut(group)?.merge_state(p, bytes)
+    }
+    fn take_first(&mut self, _: &Partial, n: usize) -> Self {
+        if n >= self.len() {
+            return std::mem::take(self);
+        }
+        let rest = self.split_off(n);
+        std::mem::replace(self, rest)
+    }
+    fn encode_states(&self, _: &Partial, each: &mut dyn FnMut(&[u8])) {
+        let mut out = Vec::new();
+        for g in self {
+            out.clear();
+            g.encode_state(&mut out);
+            each(&out);
+        }
+    }
+    fn finish_each(self, p: &Partial, each: &mut dyn FnMut(&[u8])) {
+        let mut out = Vec::new();
+        for g in self {
+            out.clear();
+            g.finish(p).encode(&mut out);
+            each(&out);
+        }
+    }
+}
+
+/// Many privacy units' kept rows in shared columns: per kept row (or per key of
+/// a merged state, a run of rows) its unit's group number, its key's number and
+/// its row count, and the values' bit patterns in one vector; each key's text
+/// stored once ([`UnitColumns`] interns keys), each unit's name once in one
+/// text. A row is appended, not looked up: no state per unit to find, no
+/// allocation per unit or per key. The rows are sorted into units only when
+/// the states are encoded or finished, each unit then encoded and bounded as
+/// [`UnitRows`] encodes and bounds it (the same bytes: [`UnitRows::merge_state`]
+/// reads them, and the same totals).
+#[derive(Debug, Default)]
+pub struct UnitColumns {
+    /// Per group: rows read, invalid rows, the unit's name in `names`.
+    units: Vec<UnitHead>,
+    names: String,
+    /// Per run (one kept row, or one key's rows of a merged state).
+    run_group: Vec<u32>,
+    run_key: Vec<u32>,
+    run_rows: Vec<u64>,
+    /// The runs' bit patterns, run after run (`rows × values` each).
+    bits: Vec<u64>,
+    /// The keys by number, and their numbers.
+    keys: Vec<Box<str>>,
+    ids: foldhash::HashMap<Box<str>, u32>,
+}
+
+/// One group of [`UnitColumns`]: the rows read and the invalid ones, and where
+/// its unit's name is (`named`: it has one).
+#[derive(Debug, Clone, Copy, Default)]
+struct UnitHead {
+    seen: u64,
+    invalid: u64,
+    start: usize,
+    end: usize,
+    named: bool,
+}
+
+impl UnitColumns {
+    /// The number of `key` (added if new) and the bytes added.
+    fn intern(&mut self, key: &str) -> Option<(u32, usize)> {
+        if let Some(&i) = self.ids.get(key) {
+            return Some((i, 0));
+        }
+        let i = u32::try_from(self.keys.len()).ok()?;
+        self.keys.push(key.into());
+        self.ids.insert(key.into(), i);
+        Some((i, 2 * key.len() + 64))
+    }
+
+    /// Names group `g` `unit`.
+    fn name(&mut self, g: usize, unit: &str) {
+        let start = self.names.len();
+        self.names.push_str(unit);
+        let h = &mut self.units[g];
+        h.start = start;
+        h.end = self.names.len();
+        h.named = true;
+    }
+
+    /// The unit's name of `h` (`""` without one).
+    fn unit_of(&self, h: &UnitHead) -> &str {
+        if h.named {
+            &self.names[h.start..h.end]
+        } else {
+            ""
+        }
+    }
+
+    /// [`UnitColumns::merge_state`] without the undoing on failure.
+    fn merge_runs(&mut self, p: &Partial, group: usize, bytes: &[u8]) -> Option<usize> {
+        let g = u32::try_from(group).ok()?;
+        let head = *self.units.get(group)?;
+        let mut r = Bytes(bytes);
+        let (seen, invalid) = (r.u64()?, r.u64()?);
+        // The state's kept rows are at most its valid rows read: what an engine
+        // writes (every kept row is counted), and a bound on a forged count.
+        let mut valid = seen.checked_sub(invalid)?;
+        let mut name = None;
+        match r.u64()? {
+            0 => {}
+            1 => {
+                let u = r.str()?;
+                if !head.named {
+                    name = Some(u);
+                } else if self.unit_of(&head) != u {
+                    // A state of another unit is refused, not merged under this name.
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+        let seen = head.seen.checked_add(seen)?;
+        let invalid = head.invalid.checked_add(invalid)?;
+        let mut added = 0;
+        for _ in 0..r.u64()? {
+            let key = r.str()?;
+            let rows = r.u64()?;
+            let n = usize::try_from(r.u64()?).ok()?;
+            // Checked, and no more patterns than the bytes left hold: a forged
+            // count never overflows nor reserves memory the state does not carry.
+            if rows == 0 || Some(n as u64) != rows.checked_mul(p.values as u64) || n > r.0.len() / 8
+            {
+                return None;
+            }
+            valid = valid.checked_sub(rows)?;
+            let (k, more) = self.intern(key)?;
+            self.run_group.push(g);
+            self.run_key.push(k);
+            self.run_rows.push(rows);
+            self.bits.reserve(n);
+            for _ in 0..n {
+                self.bits.push(r.u64()?);
+            }
+            added += more + 16 + 8 * n;
+        }
+        if !r.0.is_empty() {
+            return None;
+        }
+        let h = &mut self.units[group];
+        h.seen = seen;
+        h.invalid = invalid;
+        if let Some(u) = name {
+            self.name(group, u);
+        }
+        Some(added.max(bytes.len()))
+    }
+
+    /// The runs of every group: `order[bounds[g]..bounds[g + 1]]` are group
+    /// `g`'s runs in the order they came, and `first[r]` is run `r`'s first
+    /// pattern in `bits`.
+    fn buckets(&self, p: &Partial) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
+        let mut bounds = vec![0usize; self.units.len() + 1];
+        for &g in &self.run_group {
+            bounds[g as usize + 1] += 1;
+        }
+        for g in 0..self.units.len() {
+            bounds[g + 1] += bounds[g];
+        }
+        let mut next = bounds.clone();
+        let mut order = vec![0usize; self.run_group.len()];
+        let mut first = Vec::with_capacity(self.run_group.len());
+        let mut at = 0usize;
+        for (r, &g) in self.run_group.iter().enumerate() {
+            order[next[g as usize]] = r;
+            next[g as usize] += 1;
+            first.push(at);
+            // At most the patterns present: no overflow.
+            at += self.run_rows[r] as usize * p.values;
+        }
+        (bounds, order, first)
+    }
+
+    /// Calls `each` with every group's head and its runs grouped by key: the
+    /// runs' numbers, sorted by key number (stable), in `runs`.
+    fn each_unit(&self, p: &Partial, each: &mut dyn FnMut(&UnitHead, &[usize], &[usize])) {
+        let (bounds, order, first) = self.buckets(p);
+        let mut runs: Vec<usize> = Vec::new();
+        for (g, h) in self.units.iter().enumerate() {
+            runs.clear();
+            runs.extend_from_slice(&order[bounds[g]..bounds[g + 1]]);
+            runs.sort_by_key(|&r| self.run_key[r]);
+            each(h, &runs, &first);
+        }
+    }
+
+    /// The keys' stretches of `runs` (sorted by key number): each key's number,
+    /// rows, and its runs.
+    fn by_key<'a>(&'a self, runs: &'a [usize]) -> impl Iterator<Item = (u32, u64, &'a [usize])> {
+        runs.chunk_by(|&a, &b| self.run_key[a] == self.run_key[b])
+            .map(|c| {
+                let rows = c
+                    .iter()
+                    .fold(0u64, |n, &r| n.saturating_add(self.run_rows[r]));
+                (self.run_key[c[0]], rows, c)
+            })
+    }
+}
+
+impl PartialStates for UnitColumns {
+    const GROUP_BYTES: usize = size_of::<UnitHead>();
+    fn groups(&self) -> usize {
+        self.units.len()
+    }
+    fn resize(&mut self, groups: usize) -> bool {
+        if u32::try_from(groups).is_err() {
+            return false;
+        }
+        if groups > self.units.len() {
+            self.units.resize(groups, UnitHead::default());
+        }
+        true
+    }
+    fn count(&mut self, group: usize, invalid: bool) {
+        let h = &mut self.units[group];
+        h.seen += 1;
+        h.invalid += u64::from(invalid);
+    }
+    fn keep(
+        &mut self,
+        p: &Partial,
+        group: usize,
+        unit: Option<&str>,
+        key: &str,
+        bits: &[u64],
+    ) -> Option<usize> {
+        if bits.len() != p.values || group >= self.units.len() {
+            return None;
+        }
+        let g = u32::try_from(group).ok()?;
+        let (k, mut added) = self.intern(key)?;
+        added += 16 + 8 * bits.len();
+        if !self.units[group].named
+            && let Some(u) = unit
+        {
+            self.name(group, u);
+            added += u.len();
+        }
+        self.run_group.push(g);
+        self.run_key.push(k);
+        self.run_rows.push(1);
+        self.bits.extend_from_slice(bits);
+        Some(added)
+    }
+    fn merge_state(&mut self, p: &Partial, group: usize, bytes: &[u8]) -> Option<usize> {
+        let (runs, bits, names, keys) = (
+            self.run_group.len(),
+            self.bits.len(),
+            self.names.len(),
+            self.keys.len(),
+        );
+        let merged = self.merge_runs(p, group, bytes);
+        if merged.is_none() {
+            // Nothing of a refused state stays.
+            self.run_group.truncate(runs);
+            self.run_key.truncate(runs);
+            self.run_rows.truncate(runs);
+            self.bits.truncate(bits);
+            self.names.truncate(names);
+            for k in self.keys.drain(keys..) {
+                self.ids.remove(&k);
+            }
+        }
+        merged
+    }
+    fn take_first(&mut self, p: &Partial, n: usize) -> Self {
+        if n >= self.units.len() {
+            return std::mem::take(self);
+        }
+        let mut parts = [
+            UnitColumns {
+                keys: self.keys.clone(),
+                ids: self.ids.clone(),
+                ..UnitColumns::default()
+            },
+            UnitColumns {
+                keys: std::mem::take(&mut self.keys),
+                ids: std::mem::take(&mut self.ids),
+                ..UnitColumns::default()
+            },
+        ];
+        for (g, h) in self.units.iter().enumerate() {
+            let part = &mut parts[usize::from(g >= n)];
+            part.units.push(*h);
+            if h.named {
+                let i = part.units.len() - 1;
+                part.name(i, &self.names[h.start..h.end]);
+            }
+        }
+        let mut at = 0usize;
+        for r in 0..self.run_group.len() {
+            let g = self.run_group[r] as usize;
+            let len = self.run_rows[r] as usize * p.values;
+            let (part, g) = if g < n {
+                (&mut parts[0], g)
+            } else {
+                (&mut parts[1], g - n)
+            };
+            part.run_group.push(g as u32);
+            part.run_key.push(self.run_key[r]);
+            part.run_rows.push(self.run_rows[r]);
+            part.bits.extend_from_slice(&self.bits[at..at + len]);
+            at += len;
+        }
+        let [first, rest] = parts;
+        *self = rest;
+        first
+    }
+    fn encode_states(&self, p: &Partial, each: &mut dyn FnMut(&[u8])) {
+        let mut out = Vec::new();
+        self.each_unit(p, &mut |h, runs, first| {
+            out.clear();
+            put(&mut out, h.seen);
+            put(&mut out, h.invalid);
+            if h.named {
+                put(&mut out, 1);
+                put_str(&mut out, self.unit_of(h));
+            } else {
+                put(&mut out, 0);
+            }
+            let count_at = out.len();
+            put(&mut out, 0);
+            let mut keys = 0u64;
+            for (k, rows, runs) in self.by_key(runs) {
+                keys += 1;
+                put_str(&mut out, &self.keys[k as usize]);
+                put(&mut out, rows);
+                put(&mut out, rows.saturating_mul(p.values as u64));
+                for &r in runs {
+                    let len = self.run_rows[r] as usize * p.values;
+                    for &b in &self.bits[first[r]..first[r] + len] {
+                        put(&mut out, b);
+                    }
+                }
+            }
+            out[count_at..count_at + 8].copy_from_slice(&keys.to_le_bytes());
+            each(&out);
+        });
+    }
+    fn finish_each(self, p: &Partial, each: &mut dyn FnMut(&[u8])) {
+        let mut out = Vec::new();
+        let mut gathered: Vec<u64> = Vec::new();
+        let mut stretches: Vec<(u32, u64, usize)> = Vec::new();
+        let mut sum = p.empty_sum();
+        self.each_unit(p, &mut |h, runs, first| {
+            // Each key's patterns side by side, as `UnitRows` holds them.
+            gathered.clear();
+            stretches.clear();
+            for (k, rows, runs) in self.by_key(runs) {
+                let start = gathered.len();
+                for &r in runs {
+                    let len = self.run_rows[r] as usize * p.values;
+                    gathered.extend_from_slice(&self.bits[first[r]..first[r] + len]);
+                }
+                stretches.push((k, rows, start));
+            }
+            let keys: Vec<KeyView<'_>> = stretches
+                .iter()
+                .enumerate()
+                .map(|(i, &(k, rows, start))| KeyView {
+                    key: &self.keys[k as usize],
+                    rows,
+                    bits: &gathered[start..stretches.get(i + 1).map_or(gathered.len(), |s| s.2)],
+                })
+                .collect();
+            out.clear();
+            put(&mut out, h.seen);
+            put(&mut out, h.invalid);
+            let count_at = out.len();
+            put(&mut out, 0);
+            let mut kept = 0u64;
+            bound_unit(p, self.unit_of(h), keys, &mut sum, &mut |key, s| {
+                kept += 1;
+                encode_group(&mut out, key, s);
+            });
+            out[count_at..count_at + 8].copy_from_slice(&kept.to_le_bytes());
+            each(&out);
+        });
+    }
 }

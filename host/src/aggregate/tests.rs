@@ -1093,3 +1093,200 @@ fn quantile_candidates_and_filter_depth_are_bounded() {
     let e = request.build(eps(1, 1)).unwrap_err();
     assert!(e.to_string().contains("nests 100 levels"), "{e}");
 }
+
+/// Totals of pieces, by key (`PartialTotals` bytes decoded and added).
+fn totals_of(pieces: &[Vec<u8>]) -> Vec<GroupTotals> {
+    let mut all = PartialTotals::default();
+    for b in pieces {
+        all.add(PartialTotals::decode(b).unwrap());
+    }
+    let mut t = all.into_totals().unwrap();
+    t.sort_by(|a, b| a.key.cmp(&b.key));
+    t
+}
+
+/// `UnitColumns` (every unit's rows in shared columns) against one `UnitRows` per
+/// unit: the same totals per unit (within and over both limits, several keys,
+/// identical rows), the same encoded states (read back by `UnitRows::merge_state`
+/// and by `UnitColumns::merge_state`, states split in pieces), and `take_first`
+/// renumbering the groups left.
+#[test]
+fn unit_columns_bound_and_encode_as_unit_rows() {
+    use rand_core::Rng;
+    let mut rng = seeded_rng(47);
+    for case in 0..30u64 {
+        let query = Query::new(
+            ["region"],
+            [
+                ("n", Aggregate::Count),
+                ("mean", Aggregate::Mean("temp".into())),
+                ("median", Aggregate::quantile("temp", 0.5).unwrap()),
+            ],
+        );
+        let limits = Contribution::new(1 + (case % 3) as u32, 1 + (case % 4) as u32).unwrap();
+        let p = Plan::builder(query)
+            .privacy_unit("device", limits)
+            .bounds("temp", "0:40".parse().unwrap())
+            .groups(Groups::Private { delta: 1e-6 })
+            .build(eps(1, 1))
+            .unwrap();
+        let partial = p.partial(BoundingKey::draw(&mut rng));
+        let units = 1 + (rng.next_u64() % 30) as usize;
+        let mut rows_of: Vec<UnitRows> = (0..units).map(|_| UnitRows::default()).collect();
+        let mut cols = UnitColumns::default();
+        // The same rows in two halves, merged from their states.
+        let mut halves = [UnitColumns::default(), UnitColumns::default()];
+        assert!(cols.resize(units));
+        for h in &mut halves {
+            assert!(h.resize(units));
+        }
+        for _ in 0..(rng.next_u64() % 500) {
+            let u = (rng.next_u64() % units as u64) as usize;
+            let region = if u % 3 == 0 { u as u64 % 5 } else { rng.next_u64() % 5 };
+            let key = encode_key(&[format!("r{region}")]);
+            let bits = [((rng.next_u64() % 12) as f64 * 4.5 - 3.0).to_bits()];
+            let name = format!("d{u}");
+            let invalid = rng.next_u64() % 17 == 0;
+            rows_of[u].count(invalid);
+            cols.count(u, invalid);
+            let half = &mut halves[(rng.next_u64() % 2) as usize];
+            half.count(u, invalid);
+            if invalid {
+                continue;
+            }
+            rows_of[u].keep(&partial, Some(&name), &key, &bits);
+            assert!(cols.keep(&partial, u, Some(&name), &key, &bits).is_some());
+            assert!(half.keep(&partial, u, Some(&name), &key, &bits).is_some());
+        }
+        let mut want = Vec::new();
+        for r in rows_of {
+            let mut out = Vec::new();
+            r.finish(&partial).encode(&mut out);
+            want.push(out);
+        }
+        // Finished: the same totals, unit by unit.
+        let mut got = Vec::new();
+        cols_clone(&partial, &cols).finish_each(&partial, &mut |b| got.push(b.to_vec()));
+        assert_eq!(got.len(), units);
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(totals_of(std::slice::from_ref(g)), totals_of(std::slice::from_ref(w)));
+        }
+        // States: read back by UnitRows, and two halves merged by UnitColumns.
+        let mut states = Vec::new();
+        cols.encode_states(&partial, &mut |b| states.push(b.to_vec()));
+        let mut merged = UnitColumns::default();
+        assert!(merged.resize(units));
+        for h in &halves {
+            let mut g = 0;
+            h.encode_states(&partial, &mut |b| {
+                assert!(merged.merge_state(&partial, g, b).is_some());
+                g += 1;
+            });
+        }
+        for (u, (s, w)) in states.iter().zip(&want).enumerate() {
+            let mut r = UnitRows::default();
+            assert!(r.merge_state(&partial, s).is_some(), "case {case}, unit {u}");
+            let mut out = Vec::new();
+            r.finish(&partial).encode(&mut out);
+            assert_eq!(totals_of(&[out]), totals_of(std::slice::from_ref(w)));
+        }
+        let mut got = Vec::new();
+        merged.finish_each(&partial, &mut |b| got.push(b.to_vec()));
+        assert_eq!(totals_of(&got), totals_of(&want), "case {case}");
+        // The first n groups, then the rest renumbered.
+        let n = (rng.next_u64() % (units as u64 + 1)) as usize;
+        let first = cols.take_first(&partial, n);
+        assert_eq!((first.groups(), cols.groups()), (n, units - n));
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        first.finish_each(&partial, &mut |x| a.push(x.to_vec()));
+        cols.finish_each(&partial, &mut |x| b.push(x.to_vec()));
+        assert_eq!(totals_of(&a), totals_of(&want[..n]), "case {case}");
+        assert_eq!(totals_of(&b), totals_of(&want[n..]), "case {case}");
+    }
+}
+
+/// A copy of `c` through its states (`UnitColumns` is not `Clone`).
+fn cols_clone(p: &Partial, c: &UnitColumns) -> UnitColumns {
+    let mut out = UnitColumns::default();
+    assert!(out.resize(c.groups()));
+    let mut g = 0;
+    c.encode_states(p, &mut |b| {
+        assert!(out.merge_state(p, g, b).is_some());
+        g += 1;
+    });
+    out
+}
+
+/// `UnitColumns::merge_state` on forged states: a pattern count larger than the
+/// bytes present, a row count that overflows, more kept rows than valid rows
+/// read, a key of no rows, an unknown unit flag, another unit's state, trailing
+/// bytes, a group out of range — refused (`None`), never a panic or an abort,
+/// and nothing of a refused state kept.
+#[test]
+fn forged_unit_column_states_are_refused_without_panic() {
+    let p = plan(Groups::Private { delta: 1e-6 });
+    let partial = p.partial(BoundingKey::draw(&mut seeded_rng(6)));
+    let state = |seen: u64, invalid: u64, flag: u64, unit: &str, rows: u64, n: u64, bits: usize| {
+        let mut out = Vec::new();
+        let put = |out: &mut Vec<u8>, x: u64| out.extend_from_slice(&x.to_le_bytes());
+        let put_str = |out: &mut Vec<u8>, s: &str| {
+            put(out, s.len() as u64);
+            out.extend_from_slice(s.as_bytes());
+        };
+        put(&mut out, seen);
+        put(&mut out, invalid);
+        put(&mut out, flag);
+        if flag == 1 {
+            put_str(&mut out, unit);
+        }
+        put(&mut out, 1);
+        put_str(&mut out, &encode_key(&["r1"]));
+        put(&mut out, rows);
+        put(&mut out, n);
+        for _ in 0..bits {
+            put(&mut out, 10f64.to_bits());
+        }
+        out
+    };
+    let mut u = UnitColumns::default();
+    assert!(u.resize(2));
+    let honest = state(2, 0, 1, "d1", 2, 2, 2);
+    assert!(u.merge_state(&partial, 0, &honest).is_some());
+    let before = {
+        let mut s = Vec::new();
+        u.encode_states(&partial, &mut |b| s.push(b.to_vec()));
+        s
+    };
+    let forged = [
+        state(1, 0, 1, "d2", 1, 1, 1),                 // another unit
+        state(1 << 61, 0, 1, "d1", 1 << 61, 1 << 61, 1), // 2^61 patterns, one present
+        state(u64::MAX, 0, 1, "d1", u64::MAX, 0, 0),    // rows × values overflowing
+        state(u64::MAX, 0, 1, "d1", 1, 1, 1),           // rows read past u64::MAX
+        state(1, 0, 1, "d1", 2, 2, 2),                  // more rows kept than read
+        state(2, 1, 1, "d1", 2, 2, 2),                  // more rows kept than valid
+        state(1, 2, 1, "d1", 0, 0, 0),                  // more invalid than read
+        state(1, 0, 1, "d1", 0, 0, 0),                  // a key of no rows
+        state(1, 0, 2, "d1", 1, 1, 1),                  // an unknown unit flag
+        {
+            let mut s = state(1, 0, 1, "d1", 1, 1, 1);
+            s.push(0);
+            s
+        },
+        honest[..honest.len() - 1].to_vec(),
+    ];
+    for (i, f) in forged.iter().enumerate() {
+        assert!(u.merge_state(&partial, 0, f).is_none(), "forged state {i}");
+    }
+    assert!(u.merge_state(&partial, 2, &honest).is_none(), "out of range");
+    let mut after = Vec::new();
+    u.encode_states(&partial, &mut |b| after.push(b.to_vec()));
+    assert_eq!(after, before);
+    // The second group takes a state of any unit, once.
+    assert!(u.merge_state(&partial, 1, &state(1, 0, 1, "d2", 1, 1, 1)).is_some());
+    assert!(u.merge_state(&partial, 1, &state(1, 0, 0, "", 1, 1, 1)).is_some());
+    let mut got = Vec::new();
+    u.finish_each(&partial, &mut |b| got.push(b.to_vec()));
+    let t = totals_of(&got);
+    assert_eq!(t.len(), 1);
+    assert_eq!((t[0].units, t[0].rows), (2, 4));
+}
