@@ -25,7 +25,8 @@
 //! aggregate with a [`GroupsAccumulator`]: per unit it reads each row once, counts
 //! the rows and the invalid ones, sets aside rows the filter rejects and rows of
 //! keys outside the public list, and keeps the rest as (group key, the values'
-//! `f64` bit patterns) in the library's [`UnitRows`]; partial states of one unit
+//! `f64` bit patterns) in the library's [`UnitColumns`] (every unit's rows appended
+//! to shared columns, sorted into units only at the end); partial states of one unit
 //! from several partitions merge by concatenation. At the end the library bounds
 //! the unit by the rule of [`BoundingKey`], exactly as [`Plan::totals`] does: a
 //! unit within `max_groups` keys keeps them all and a key within `max_rows` rows
@@ -64,7 +65,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BinaryArray, BooleanArray, StringArray, StringBuilder,
+    Array, ArrayRef, AsArray, BinaryBuilder, BooleanArray, StringArray, StringBuilder,
 };
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
@@ -81,8 +82,8 @@ use datafusion::logical_expr::{
 use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig, SessionContext};
 
 use privq_host::aggregate::{
-    AggregateError, BoundingKey, Columns, GroupTotals, Partial, PartialState, PartialTotals, Plan,
-    RowReader, RowTotals, Table, TextColumn, UnitRows,
+    AggregateError, BoundingKey, Columns, GroupTotals, Partial, PartialStates, PartialTotals, Plan,
+    RowReader, RowTotals, Table, TextColumn, UnitColumns,
 };
 
 /// Errors of the engine.
@@ -325,7 +326,7 @@ impl Shared {
         values: &[ArrayRef],
         filter: Option<&BooleanArray>,
         mut count: impl FnMut(usize, bool),
-        mut keep: impl FnMut(usize, Option<&str>, &str, &[u64]),
+        mut keep: impl FnMut(usize, Option<&str>, &str, &[u64]) -> DfResult<()>,
     ) -> DfResult<()> {
         let n = values.first().map_or(0, |a| a.len());
         let counted = match filter {
@@ -378,7 +379,7 @@ impl Shared {
                     }
                     bits.clear();
                     bits.extend(parsed.iter().map(|x| x.to_bits()));
-                    keep(r, self.reader.unit_of(&field), &key, &bits);
+                    keep(r, self.reader.unit_of(&field), &key, &bits)?;
                 }
             }
         }
@@ -386,16 +387,17 @@ impl Shared {
     }
 }
 
-/// The accumulator of `privq_bound`: one state per group (per unit, or one).
+/// The accumulator of `privq_bound`: the states of its groups (one per unit in
+/// shared columns, [`UnitColumns`]; or one group of [`RowTotals`]).
 struct Acc<S> {
     sh: Arc<Shared>,
-    groups: Vec<S>,
+    states: S,
     bytes: usize,
 }
 
-impl<S> std::fmt::Debug for Acc<S> {
+impl<S: PartialStates> std::fmt::Debug for Acc<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "privq_bound({} groups)", self.groups.len())
+        write!(f, "privq_bound({} groups)", self.states.groups())
     }
 }
 
@@ -403,21 +405,37 @@ fn state_err(what: &str) -> DataFusionError {
     DataFusionError::Execution(format!("{BOUND}: malformed {what} state"))
 }
 
-impl<S: PartialState> Acc<S> {
+impl<S: PartialStates> Acc<S> {
+    fn resize(&mut self, groups: usize) -> DfResult<()> {
+        if self.states.resize(groups) {
+            Ok(())
+        } else {
+            Err(DataFusionError::Execution(format!(
+                "{BOUND}: {groups} groups (units) are more than it numbers"
+            )))
+        }
+    }
+
     fn update(
         &mut self,
         values: &[ArrayRef],
         group: impl Fn(usize) -> usize,
         filter: Option<&BooleanArray>,
     ) -> DfResult<()> {
-        let (sh, groups, bytes) = (&*self.sh, &mut self.groups, &mut self.bytes);
-        let counted = std::cell::RefCell::new(&mut *groups);
+        let (sh, states, bytes) = (&*self.sh, &mut self.states, &mut self.bytes);
+        let states = std::cell::RefCell::new(states);
         sh.read_batch(
             values,
             filter,
-            |r, invalid| counted.borrow_mut()[group(r)].count(invalid),
+            |r, invalid| states.borrow_mut().count(group(r), invalid),
             |r, unit, key, bits| {
-                *bytes += counted.borrow_mut()[group(r)].keep(&sh.partial, unit, key, bits)
+                *bytes += states
+                    .borrow_mut()
+                    .keep(&sh.partial, group(r), unit, key, bits)
+                    .ok_or_else(|| {
+                        DataFusionError::Internal(format!("{BOUND}: a row it cannot keep"))
+                    })?;
+                Ok(())
             },
         )
     }
@@ -431,28 +449,35 @@ impl<S: PartialState> Acc<S> {
             if states.is_null(i) {
                 return Err(state_err("a null"));
             }
-            let g = &mut self.groups[group(i)];
-            self.bytes += g
-                .merge_state(&self.sh.partial, states.value(i))
+            self.bytes += self
+                .states
+                .merge_state(&self.sh.partial, group(i), states.value(i))
                 .ok_or_else(|| state_err("a"))?;
         }
         Ok(())
     }
 
-    fn take(&mut self, emit_to: EmitTo) -> Vec<S> {
-        let out = emit_to.take_needed(&mut self.groups);
-        if self.groups.is_empty() {
+    fn take(&mut self, emit_to: EmitTo) -> S {
+        let n = match emit_to {
+            EmitTo::All => usize::MAX,
+            EmitTo::First(n) => n,
+        };
+        let out = self.states.take_first(&self.sh.partial, n);
+        if self.states.groups() == 0 {
             self.bytes = 0;
         }
         out
     }
 }
 
-fn binary(items: impl Iterator<Item = Vec<u8>>) -> ArrayRef {
-    Arc::new(items.map(Some).collect::<BinaryArray>()) as ArrayRef
+/// The binary array of the byte strings `write` gives, in order.
+fn binary(write: impl FnOnce(&mut dyn FnMut(&[u8]))) -> ArrayRef {
+    let mut b = BinaryBuilder::new();
+    write(&mut |bytes| b.append_value(bytes));
+    Arc::new(b.finish()) as ArrayRef
 }
 
-impl<S: PartialState> GroupsAccumulator for Acc<S> {
+impl<S: PartialStates> GroupsAccumulator for Acc<S> {
     fn update_batch(
         &mut self,
         values: &[ArrayRef],
@@ -460,25 +485,20 @@ impl<S: PartialState> GroupsAccumulator for Acc<S> {
         opt_filter: Option<&BooleanArray>,
         total_num_groups: usize,
     ) -> DfResult<()> {
-        self.groups.resize_with(total_num_groups, S::default);
+        self.resize(total_num_groups)?;
         self.update(values, |r| group_indices[r], opt_filter)
     }
 
     fn evaluate(&mut self, emit_to: EmitTo) -> DfResult<ArrayRef> {
-        let sh = self.sh.clone();
-        Ok(binary(self.take(emit_to).into_iter().map(|g| {
-            let mut out = Vec::new();
-            g.finish(&sh.partial).encode(&mut out);
-            out
-        })))
+        let states = self.take(emit_to);
+        let partial = &self.sh.partial;
+        Ok(binary(|each| states.finish_each(partial, each)))
     }
 
     fn state(&mut self, emit_to: EmitTo) -> DfResult<Vec<ArrayRef>> {
-        Ok(vec![binary(self.take(emit_to).into_iter().map(|g| {
-            let mut out = Vec::new();
-            g.encode_state(&mut out);
-            out
-        }))])
+        let states = self.take(emit_to);
+        let partial = &self.sh.partial;
+        Ok(vec![binary(|each| states.encode_states(partial, each))])
     }
 
     fn merge_batch(
@@ -487,7 +507,7 @@ impl<S: PartialState> GroupsAccumulator for Acc<S> {
         group_indices: &[usize],
         total_num_groups: usize,
     ) -> DfResult<()> {
-        self.groups.resize_with(total_num_groups, S::default);
+        self.resize(total_num_groups)?;
         self.merge(values, |i| group_indices[i])
     }
 
@@ -501,34 +521,31 @@ impl<S: PartialState> GroupsAccumulator for Acc<S> {
         let rows = values.first().map_or(0, |a| a.len());
         let mut each: Acc<S> = Acc {
             sh: self.sh.clone(),
-            groups: Vec::new(),
+            states: S::default(),
             bytes: 0,
         };
-        each.groups.resize_with(rows, S::default);
+        each.resize(rows)?;
         each.update(values, |r| r, opt_filter)?;
-        Ok(vec![binary(each.groups.iter().map(|g| {
-            let mut out = Vec::new();
-            g.encode_state(&mut out);
-            out
-        }))])
+        let partial = &self.sh.partial;
+        Ok(vec![binary(|f| each.states.encode_states(partial, f))])
     }
 
     fn size(&self) -> usize {
-        self.bytes + self.groups.len() * size_of::<S>()
+        self.bytes + self.states.groups() * S::GROUP_BYTES
     }
 }
 
-impl<S: PartialState> Accumulator for Acc<S> {
+impl<S: PartialStates> Accumulator for Acc<S> {
     fn update_batch(&mut self, values: &[ArrayRef]) -> DfResult<()> {
-        self.groups.resize_with(1, S::default);
+        self.resize(1)?;
         self.update(values, |_| 0, None)
     }
 
     fn evaluate(&mut self) -> DfResult<ScalarValue> {
-        self.groups.resize_with(1, S::default);
-        let g = std::mem::take(&mut self.groups[0]);
+        self.resize(1)?;
+        let states = self.take(EmitTo::All);
         let mut out = Vec::new();
-        g.finish(&self.sh.partial).encode(&mut out);
+        states.finish_each(&self.sh.partial, &mut |b| out = b.to_vec());
         Ok(ScalarValue::Binary(Some(out)))
     }
 
@@ -537,14 +554,15 @@ impl<S: PartialState> Accumulator for Acc<S> {
     }
 
     fn state(&mut self) -> DfResult<Vec<ScalarValue>> {
-        self.groups.resize_with(1, S::default);
+        self.resize(1)?;
         let mut out = Vec::new();
-        self.groups[0].encode_state(&mut out);
+        self.states
+            .encode_states(&self.sh.partial, &mut |b| out = b.to_vec());
         Ok(vec![ScalarValue::Binary(Some(out))])
     }
 
     fn merge_batch(&mut self, states: &[ArrayRef]) -> DfResult<()> {
-        self.groups.resize_with(1, S::default);
+        self.resize(1)?;
         self.merge(states, |_| 0)
     }
 }
@@ -597,9 +615,9 @@ impl AggregateUDFImpl for PrivqBound {
 
     fn accumulator(&self, _args: AccumulatorArgs) -> DfResult<Box<dyn Accumulator>> {
         Ok(if self.per_unit {
-            Box::new(self.acc::<UnitRows>())
+            Box::new(self.acc::<UnitColumns>())
         } else {
-            Box::new(self.acc::<RowTotals>())
+            Box::new(self.acc::<Vec<RowTotals>>())
         })
     }
 
@@ -617,18 +635,18 @@ impl AggregateUDFImpl for PrivqBound {
         _args: AccumulatorArgs,
     ) -> DfResult<Box<dyn GroupsAccumulator>> {
         Ok(if self.per_unit {
-            Box::new(self.acc::<UnitRows>())
+            Box::new(self.acc::<UnitColumns>())
         } else {
-            Box::new(self.acc::<RowTotals>())
+            Box::new(self.acc::<Vec<RowTotals>>())
         })
     }
 }
 
 impl PrivqBound {
-    fn acc<S>(&self) -> Acc<S> {
+    fn acc<S: Default>(&self) -> Acc<S> {
         Acc {
             sh: self.sh.clone(),
-            groups: Vec::new(),
+            states: S::default(),
             bytes: 0,
         }
     }
