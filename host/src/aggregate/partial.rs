@@ -676,17 +676,20 @@ fn bound_unit(
 /// values numbered by occurrence after ordering them by their values' bit
 /// patterns as signed integers; then the smallest by rank, values, occurrence).
 fn kept_rows<'a>(p: &Partial, unit: &str, key: &str, bits: &'a [u64]) -> Vec<&'a [u64]> {
-    let signed = |r: &[u64]| r.iter().map(|&b| b as i64).collect::<Vec<i64>>();
-    let mut rows: Vec<(Vec<i64>, &[u64])> = bits
-        .chunks_exact(p.values)
-        .map(|r| (signed(r), r))
-        .collect();
-    rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    // Rows compared by their patterns as signed integers, without a copy per
+    // row (patterns equal as signed integers are equal: ties are identical rows).
+    let signed = |a: &[u64], b: &[u64]| {
+        a.iter()
+            .map(|&x| x as i64)
+            .cmp(b.iter().map(|&x| x as i64))
+    };
+    let mut rows: Vec<&[u64]> = bits.chunks_exact(p.values).collect();
+    rows.sort_unstable_by(|a, b| signed(a, b));
     let mut ranked: Vec<(u64, u64, usize)> = Vec::with_capacity(rows.len());
     let mut occurrence = 0u64;
     let mut values = vec![0f64; p.values];
-    for (i, (s, r)) in rows.iter().enumerate() {
-        occurrence = if i > 0 && rows[i - 1].0 == *s {
+    for (i, r) in rows.iter().enumerate() {
+        occurrence = if i > 0 && rows[i - 1] == *r {
             occurrence + 1
         } else {
             0
@@ -702,13 +705,13 @@ fn kept_rows<'a>(p: &Partial, unit: &str, key: &str, bits: &'a [u64]) -> Vec<&'a
     }
     ranked.sort_unstable_by(|a, b| {
         a.0.cmp(&b.0)
-            .then_with(|| rows[a.2].0.cmp(&rows[b.2].0))
+            .then_with(|| signed(rows[a.2], rows[b.2]))
             .then(a.1.cmp(&b.1))
     });
     ranked
         .iter()
         .take(p.limits.max_rows() as usize)
-        .map(|&(_, _, i)| rows[i].1)
+        .map(|&(_, _, i)| rows[i])
         .collect()
 }
 
@@ -1116,6 +1119,7 @@ impl PartialStates for UnitColumns {
                 put(&mut out, rows.saturating_mul(p.values as u64));
                 for &r in runs {
                     let len = self.run_rows[r] as usize * p.values;
+                    out.reserve(8 * len);
                     for &b in &self.bits[first[r]..first[r] + len] {
                         put(&mut out, b);
                     }
