@@ -58,7 +58,6 @@
 //! anyway). Each decoded function counts its own rows against the cap; the
 //! driver refuses on the total.
 
-use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
 use std::sync::Arc;
@@ -243,8 +242,9 @@ pub(crate) struct Shared {
     reader: RowReader,
     /// For each header position, its text argument (`usize::MAX`: not read).
     slot: Vec<usize>,
-    /// The public keys, encoded ([`encode_key`](privq_host::aggregate::encode_key)).
-    public: Option<HashSet<String>>,
+    /// The public keys, encoded ([`encode_key`](privq_host::aggregate::encode_key)),
+    /// in a foldhash set (looked up once per row; the keys are public).
+    public: Option<foldhash::HashSet<String>>,
     /// The plan's bounds, grid and limits, and the bounding key.
     partial: Partial,
     /// The rows read so far, in every partition: past `max_rows` the query stops
