@@ -98,7 +98,8 @@ pub use bounds::Bounds;
 pub use error::AggregateError;
 pub use filter::{Compare, Filter, Literal, MAX_FILTER_DEPTH};
 pub use partial::{
-    Partial, PartialState, PartialStates, PartialTotals, PieceCheck, RowTotals, UnitColumns, UnitRows,
+    Partial, PartialState, PartialStates, PartialTotals, PieceCheck, RowTotals, UnitColumns,
+    UnitRows,
 };
 pub use plan::{
     Aggregate, Estimate, Groups, MAX_QUANTILE_CANDIDATES, Plan, PlanBuilder, PlannedMeasurement,

@@ -678,11 +678,8 @@ fn bound_unit(
 fn kept_rows<'a>(p: &Partial, unit: &str, key: &str, bits: &'a [u64]) -> Vec<&'a [u64]> {
     // Rows compared by their patterns as signed integers, without a copy per
     // row (patterns equal as signed integers are equal: ties are identical rows).
-    let signed = |a: &[u64], b: &[u64]| {
-        a.iter()
-            .map(|&x| x as i64)
-            .cmp(b.iter().map(|&x| x as i64))
-    };
+    let signed =
+        |a: &[u64], b: &[u64]| a.iter().map(|&x| x as i64).cmp(b.iter().map(|&x| x as i64));
     let mut rows: Vec<&[u64]> = bits.chunks_exact(p.values).collect();
     rows.sort_unstable_by(|a, b| signed(a, b));
     let mut ranked: Vec<(u64, u64, usize)> = Vec::with_capacity(rows.len());

@@ -1142,7 +1142,11 @@ fn unit_columns_bound_and_encode_as_unit_rows() {
         }
         for _ in 0..(rng.next_u64() % 500) {
             let u = (rng.next_u64() % units as u64) as usize;
-            let region = if u % 3 == 0 { u as u64 % 5 } else { rng.next_u64() % 5 };
+            let region = if u % 3 == 0 {
+                u as u64 % 5
+            } else {
+                rng.next_u64() % 5
+            };
             let key = encode_key(&[format!("r{region}")]);
             let bits = [((rng.next_u64() % 12) as f64 * 4.5 - 3.0).to_bits()];
             let name = format!("d{u}");
@@ -1169,7 +1173,10 @@ fn unit_columns_bound_and_encode_as_unit_rows() {
         cols_clone(&partial, &cols).finish_each(&partial, &mut |b| got.push(b.to_vec()));
         assert_eq!(got.len(), units);
         for (g, w) in got.iter().zip(&want) {
-            assert_eq!(totals_of(std::slice::from_ref(g)), totals_of(std::slice::from_ref(w)));
+            assert_eq!(
+                totals_of(std::slice::from_ref(g)),
+                totals_of(std::slice::from_ref(w))
+            );
         }
         // States: read back by UnitRows, and two halves merged by UnitColumns.
         let mut states = Vec::new();
@@ -1185,7 +1192,10 @@ fn unit_columns_bound_and_encode_as_unit_rows() {
         }
         for (u, (s, w)) in states.iter().zip(&want).enumerate() {
             let mut r = UnitRows::default();
-            assert!(r.merge_state(&partial, s).is_some(), "case {case}, unit {u}");
+            assert!(
+                r.merge_state(&partial, s).is_some(),
+                "case {case}, unit {u}"
+            );
             let mut out = Vec::new();
             r.finish(&partial).encode(&mut out);
             assert_eq!(totals_of(&[out]), totals_of(std::slice::from_ref(w)));
@@ -1258,15 +1268,15 @@ fn forged_unit_column_states_are_refused_without_panic() {
         s
     };
     let forged = [
-        state(1, 0, 1, "d2", 1, 1, 1),                 // another unit
+        state(1, 0, 1, "d2", 1, 1, 1),                   // another unit
         state(1 << 61, 0, 1, "d1", 1 << 61, 1 << 61, 1), // 2^61 patterns, one present
-        state(u64::MAX, 0, 1, "d1", u64::MAX, 0, 0),    // rows × values overflowing
-        state(u64::MAX, 0, 1, "d1", 1, 1, 1),           // rows read past u64::MAX
-        state(1, 0, 1, "d1", 2, 2, 2),                  // more rows kept than read
-        state(2, 1, 1, "d1", 2, 2, 2),                  // more rows kept than valid
-        state(1, 2, 1, "d1", 0, 0, 0),                  // more invalid than read
-        state(1, 0, 1, "d1", 0, 0, 0),                  // a key of no rows
-        state(1, 0, 2, "d1", 1, 1, 1),                  // an unknown unit flag
+        state(u64::MAX, 0, 1, "d1", u64::MAX, 0, 0),     // rows × values overflowing
+        state(u64::MAX, 0, 1, "d1", 1, 1, 1),            // rows read past u64::MAX
+        state(1, 0, 1, "d1", 2, 2, 2),                   // more rows kept than read
+        state(2, 1, 1, "d1", 2, 2, 2),                   // more rows kept than valid
+        state(1, 2, 1, "d1", 0, 0, 0),                   // more invalid than read
+        state(1, 0, 1, "d1", 0, 0, 0),                   // a key of no rows
+        state(1, 0, 2, "d1", 1, 1, 1),                   // an unknown unit flag
         {
             let mut s = state(1, 0, 1, "d1", 1, 1, 1);
             s.push(0);
@@ -1277,13 +1287,22 @@ fn forged_unit_column_states_are_refused_without_panic() {
     for (i, f) in forged.iter().enumerate() {
         assert!(u.merge_state(&partial, 0, f).is_none(), "forged state {i}");
     }
-    assert!(u.merge_state(&partial, 2, &honest).is_none(), "out of range");
+    assert!(
+        u.merge_state(&partial, 2, &honest).is_none(),
+        "out of range"
+    );
     let mut after = Vec::new();
     u.encode_states(&partial, &mut |b| after.push(b.to_vec()));
     assert_eq!(after, before);
     // The second group takes a state of any unit, once.
-    assert!(u.merge_state(&partial, 1, &state(1, 0, 1, "d2", 1, 1, 1)).is_some());
-    assert!(u.merge_state(&partial, 1, &state(1, 0, 0, "", 1, 1, 1)).is_some());
+    assert!(
+        u.merge_state(&partial, 1, &state(1, 0, 1, "d2", 1, 1, 1))
+            .is_some()
+    );
+    assert!(
+        u.merge_state(&partial, 1, &state(1, 0, 0, "", 1, 1, 1))
+            .is_some()
+    );
     let mut got = Vec::new();
     u.finish_each(&partial, &mut |b| got.push(b.to_vec()));
     let t = totals_of(&got);
