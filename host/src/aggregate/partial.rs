@@ -961,7 +961,7 @@ impl UnitColumns {
 
     /// Calls `each` with every group's head and its runs grouped by key: the
     /// runs' numbers, sorted by key number (stable), in `runs`.
-    fn each_unit(&self, p: &Partial, each: &mut dyn FnMut(&UnitHead, &[usize], &[usize])) {
+    fn each_unit(&self, p: &Partial, each: &mut EachUnit<'_>) {
         let (bounds, order, first) = self.buckets(p);
         let mut runs: Vec<usize> = Vec::new();
         for (g, h) in self.units.iter().enumerate() {
@@ -984,6 +984,10 @@ impl UnitColumns {
             })
     }
 }
+
+/// What [`UnitColumns::each_unit`] calls: a group's head, its runs (sorted by
+/// key number) and each run's first pattern.
+type EachUnit<'a> = dyn FnMut(&UnitHead, &[usize], &[usize]) + 'a;
 
 impl PartialStates for UnitColumns {
     const GROUP_BYTES: usize = size_of::<UnitHead>();

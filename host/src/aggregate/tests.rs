@@ -1142,7 +1142,7 @@ fn unit_columns_bound_and_encode_as_unit_rows() {
         }
         for _ in 0..(rng.next_u64() % 500) {
             let u = (rng.next_u64() % units as u64) as usize;
-            let region = if u % 3 == 0 {
+            let region = if u.is_multiple_of(3) {
                 u as u64 % 5
             } else {
                 rng.next_u64() % 5
@@ -1150,7 +1150,7 @@ fn unit_columns_bound_and_encode_as_unit_rows() {
             let key = encode_key(&[format!("r{region}")]);
             let bits = [((rng.next_u64() % 12) as f64 * 4.5 - 3.0).to_bits()];
             let name = format!("d{u}");
-            let invalid = rng.next_u64() % 17 == 0;
+            let invalid = rng.next_u64().is_multiple_of(17);
             rows_of[u].count(invalid);
             cols.count(u, invalid);
             let half = &mut halves[(rng.next_u64() % 2) as usize];
