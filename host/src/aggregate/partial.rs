@@ -815,7 +815,8 @@ impl<S: PartialState> PartialStates for Vec<S> {
 /// text. A row is appended, not looked up: no state per unit to find, no
 /// allocation per unit or per key. The rows are sorted into units only when
 /// the states are encoded or finished, each unit then encoded and bounded as
-/// [`UnitRows`] encodes and bounds it (the same bytes: [`UnitRows::merge_state`]
+/// [`UnitRows`] encodes and bounds it (the same format, its keys in the order
+/// they were first interned rather than the unit's: [`UnitRows::merge_state`]
 /// reads them, and the same totals).
 #[derive(Debug, Default)]
 pub struct UnitColumns {
@@ -885,7 +886,8 @@ impl UnitColumns {
         // writes (every kept row is counted), and a bound on a forged count.
         let mut valid = seen.checked_sub(invalid)?;
         let mut name = None;
-        match r.u64()? {
+        let flag = r.u64()?;
+        match flag {
             0 => {}
             1 => {
                 let u = r.str()?;
@@ -901,7 +903,13 @@ impl UnitColumns {
         let seen = head.seen.checked_add(seen)?;
         let invalid = head.invalid.checked_add(invalid)?;
         let mut added = 0;
-        for _ in 0..r.u64()? {
+        let keys = r.u64()?;
+        // Every kept row names its unit, so a state with rows and no unit is
+        // forged: it is refused, not merged under this group's name.
+        if flag == 0 && keys > 0 {
+            return None;
+        }
+        for _ in 0..keys {
             let key = r.str()?;
             let rows = r.u64()?;
             let n = usize::try_from(r.u64()?).ok()?;

@@ -1202,7 +1202,14 @@ fn unit_columns_bound_and_encode_as_unit_rows() {
         }
         let mut got = Vec::new();
         merged.finish_each(&partial, &mut |b| got.push(b.to_vec()));
-        assert_eq!(totals_of(&got), totals_of(&want), "case {case}");
+        assert_eq!(got.len(), units);
+        for (u, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(
+                totals_of(std::slice::from_ref(g)),
+                totals_of(std::slice::from_ref(w)),
+                "case {case}, unit {u}"
+            );
+        }
         // The first n groups, then the rest renumbered.
         let n = (rng.next_u64() % (units as u64 + 1)) as usize;
         let first = cols.take_first(&partial, n);
@@ -1210,8 +1217,14 @@ fn unit_columns_bound_and_encode_as_unit_rows() {
         let (mut a, mut b) = (Vec::new(), Vec::new());
         first.finish_each(&partial, &mut |x| a.push(x.to_vec()));
         cols.finish_each(&partial, &mut |x| b.push(x.to_vec()));
-        assert_eq!(totals_of(&a), totals_of(&want[..n]), "case {case}");
-        assert_eq!(totals_of(&b), totals_of(&want[n..]), "case {case}");
+        assert_eq!((a.len(), b.len()), (n, units - n));
+        for (u, (g, w)) in a.iter().chain(&b).zip(&want).enumerate() {
+            assert_eq!(
+                totals_of(std::slice::from_ref(g)),
+                totals_of(std::slice::from_ref(w)),
+                "case {case}, unit {u}"
+            );
+        }
     }
 }
 
@@ -1299,8 +1312,13 @@ fn forged_unit_column_states_are_refused_without_panic() {
         u.merge_state(&partial, 1, &state(1, 0, 1, "d2", 1, 1, 1))
             .is_some()
     );
+    // Rows without a unit's name: forged (every kept row names its unit).
     assert!(
         u.merge_state(&partial, 1, &state(1, 0, 0, "", 1, 1, 1))
+            .is_none()
+    );
+    assert!(
+        u.merge_state(&partial, 1, &state(2, 0, 1, "d2", 1, 1, 1))
             .is_some()
     );
     let mut got = Vec::new();
