@@ -175,7 +175,8 @@ fn dropped_rows_are_dropped_alike() {
 /// file named by `PRIVQ_SQL_BENCH` (columns `device,g,x`; keys `g0`…`g999`) in process, on
 /// DataFusion, and as the plain non-private DataFusion query (and, as the floor of
 /// any engine that groups rows by unit, the file read as the engine reads it and
-/// counted by unit), and prints the times.
+/// counted by unit), and prints the times. `tools/sql-bench-data.py ROWS FILE`
+/// writes such a file.
 /// `cargo test … --test private_sql -- --ignored --nocapture measure`.
 #[test]
 #[ignore]
