@@ -994,6 +994,40 @@ fn a_piece_inconsistent_with_the_plan_is_refused() {
     );
 }
 
+/// A unit's state in `UnitRows`' format, as a forger writes it: `seen` and
+/// `invalid` rows read, the unit flag (1: `unit` named), one key `r1` of `rows`
+/// rows claiming `n` patterns, of which `bits` are present (each 10.0).
+fn unit_state(
+    seen: u64,
+    invalid: u64,
+    flag: u64,
+    unit: &str,
+    rows: u64,
+    n: u64,
+    bits: usize,
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    let put = |out: &mut Vec<u8>, x: u64| out.extend_from_slice(&x.to_le_bytes());
+    let put_str = |out: &mut Vec<u8>, s: &str| {
+        put(out, s.len() as u64);
+        out.extend_from_slice(s.as_bytes());
+    };
+    put(&mut out, seen);
+    put(&mut out, invalid);
+    put(&mut out, flag);
+    if flag == 1 {
+        put_str(&mut out, unit);
+    }
+    put(&mut out, 1);
+    put_str(&mut out, &encode_key(&["r1"]));
+    put(&mut out, rows);
+    put(&mut out, n);
+    for _ in 0..bits {
+        put(&mut out, 10f64.to_bits());
+    }
+    out
+}
+
 /// `UnitRows::merge_state` on forged states: a count of patterns larger than the
 /// bytes present, a row count that overflows, another unit's state — refused
 /// (`None`), never a panic or an abort; nothing merged under the wrong unit.
@@ -1001,26 +1035,8 @@ fn a_piece_inconsistent_with_the_plan_is_refused() {
 fn forged_unit_states_are_refused_without_panic() {
     let p = plan(Groups::Private { delta: 1e-6 });
     let partial = p.partial(BoundingKey::draw(&mut seeded_rng(6)));
-    let state = |unit: &str, rows: u64, n: u64, bits: usize| {
-        let mut out = Vec::new();
-        let put = |out: &mut Vec<u8>, x: u64| out.extend_from_slice(&x.to_le_bytes());
-        let put_str = |out: &mut Vec<u8>, s: &str| {
-            put(out, s.len() as u64);
-            out.extend_from_slice(s.as_bytes());
-        };
-        put(&mut out, rows);
-        put(&mut out, 0);
-        put(&mut out, 1);
-        put_str(&mut out, unit);
-        put(&mut out, 1);
-        put_str(&mut out, &encode_key(&["r1"]));
-        put(&mut out, rows);
-        put(&mut out, n);
-        for _ in 0..bits {
-            put(&mut out, 10f64.to_bits());
-        }
-        out
-    };
+    let state =
+        |unit: &str, rows: u64, n: u64, bits: usize| unit_state(rows, 0, 1, unit, rows, n, bits);
     let mut u = UnitRows::default();
     assert!(u.merge_state(&partial, &state("d1", 2, 2, 2)).is_some());
     // Another unit's state.
@@ -1249,28 +1265,7 @@ fn cols_clone(p: &Partial, c: &UnitColumns) -> UnitColumns {
 fn forged_unit_column_states_are_refused_without_panic() {
     let p = plan(Groups::Private { delta: 1e-6 });
     let partial = p.partial(BoundingKey::draw(&mut seeded_rng(6)));
-    let state = |seen: u64, invalid: u64, flag: u64, unit: &str, rows: u64, n: u64, bits: usize| {
-        let mut out = Vec::new();
-        let put = |out: &mut Vec<u8>, x: u64| out.extend_from_slice(&x.to_le_bytes());
-        let put_str = |out: &mut Vec<u8>, s: &str| {
-            put(out, s.len() as u64);
-            out.extend_from_slice(s.as_bytes());
-        };
-        put(&mut out, seen);
-        put(&mut out, invalid);
-        put(&mut out, flag);
-        if flag == 1 {
-            put_str(&mut out, unit);
-        }
-        put(&mut out, 1);
-        put_str(&mut out, &encode_key(&["r1"]));
-        put(&mut out, rows);
-        put(&mut out, n);
-        for _ in 0..bits {
-            put(&mut out, 10f64.to_bits());
-        }
-        out
-    };
+    let state = unit_state;
     let mut u = UnitColumns::default();
     assert!(u.resize(2));
     let honest = state(2, 0, 1, "d1", 2, 2, 2);
