@@ -1072,7 +1072,7 @@ def sql(
         pairs.append((str(column), _number(b[0]), _number(b[1])))
     import pyarrow as pa
 
-    from ._frames import as_table, declared_schema, key_texts, release_table, text_columns
+    from ._frames import as_table, declared_schema, key_texts, release_table, sql_columns
 
     names = {}
     kinds = {}
@@ -1132,9 +1132,9 @@ def sql(
         return info
     used = {}
 
-    def reader(table: Any, columns: Sequence[str]) -> Any:
+    def reader(table: Any, columns: Sequence[str], numbers: Sequence[str]) -> Any:
         used["kind"] = kinds[id(table)]
-        return text_columns(table, columns)
+        return sql_columns(table, columns, numbers)
 
     out = _privq._sql(
         query,

@@ -291,11 +291,11 @@ def from_shape(
     return result
 
 
-def _texts(column: Any, name: str) -> list:
+def _text_array(column: Any, name: str) -> pa.ChunkedArray:
     """Every value of ``column`` (an Arrow array or chunked array) as the text a
-    CSV file would hold: a float as its shortest round-trip decimal (``-0.0`` as
-    ``0.0``, so that the two zeros are one unit or key, as they are one number), a
-    missing value as ``None``."""
+    CSV file would hold, in a ``large_string`` array: a float as its shortest
+    round-trip decimal (``-0.0`` as ``0.0``, so that the two zeros are one unit or
+    key, as they are one number), a missing value as null."""
     t = _value_type(column.type)
     if pa.types.is_dictionary(column.type):
         # `take` has no kernel for string views: decode from large strings.
@@ -305,22 +305,68 @@ def _texts(column: Any, name: str) -> list:
         column = pa.chunked_array([c.dictionary.cast(t).take(c.indices) for c in chunks], type=t)
     if pa.types.is_floating(t):
         # -0.0 + 0.0 is 0.0; every other float is unchanged.
-        return [None if x is None else repr(float(x) + 0.0) for x in column.to_pylist()]
-    if _is_text(t):
-        return column.to_pylist()
+        texts = [None if x is None else repr(float(x) + 0.0) for x in column.to_pylist()]
+        return pa.chunked_array([pa.array(texts, pa.large_string())])
+    if isinstance(column, pa.Array):
+        column = pa.chunked_array([column], type=column.type)
     try:
-        return column.cast(pa.large_string()).to_pylist()
+        return column.cast(pa.large_string())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
         raise ValueError(f"column {name!r} of type {t} cannot be read as text: {e}") from None
 
 
-def text_columns(table: pa.Table, names: Sequence[str]) -> Tuple[List[str], int, list]:
-    """All of ``table``'s column names, its number of rows, and ``(name, texts)``
-    for each of ``names`` it has: every value as the text a CSV file would hold
-    (:func:`_texts`), for the library to read exactly as ``privq sql`` reads that
-    file."""
+def _texts(column: Any, name: str) -> list:
+    """Every value of ``column`` as its text (:func:`_text_array`), ``None`` for a
+    missing value."""
+    return _text_array(column, name).to_pylist()
+
+
+def _validity(array: pa.Array) -> Tuple[Optional[bytes], int]:
+    """Arrow's validity bitmap of ``array`` (bit ``offset + i`` set where value
+    ``i`` is present, least significant bit first) and that offset; ``(None, 0)``
+    when no value is missing."""
+    bitmap = array.buffers()[0]
+    if array.null_count == 0 or bitmap is None:
+        return None, 0
+    return bitmap.to_pybytes(), array.offset
+
+
+def _column_buffers(column: Any, name: str, as_numbers: bool) -> tuple:
+    """``column`` as the library's reader takes it, in copies of Arrow's own
+    buffers (no Python object per value): ``("numbers", float64 values, None,
+    validity, offset)`` for a column of integers or floats read only as numbers
+    (each value the ``float64`` its text would parse to: an integer rounded to
+    the nearest, ties to even; a float as it is), else ``("text", int64 offsets,
+    UTF-8 bytes, validity, offset)`` of its texts (:func:`_text_array`). Native
+    byte order; validity as :func:`_validity`."""
+    t = column.type
+    if as_numbers and (pa.types.is_integer(t) or pa.types.is_floating(t)):
+        # `safe=False`: an integer past 2**53 is rounded to the nearest double, ties
+        # to even, as its decimal text is when parsed.
+        array = pc.cast(column, pa.float64(), safe=False)
+        array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+        n, at = len(array), array.offset
+        values = array.buffers()[1].to_pybytes()[8 * at : 8 * (at + n)]
+        return ("numbers", values, None, *_validity(array))
+    array = _text_array(column, name).combine_chunks()
+    n, at = len(array), array.offset
+    offsets = array.buffers()[1].to_pybytes()[8 * at : 8 * (at + n + 1)]
+    data = array.buffers()[2]
+    return ("text", offsets, b"" if data is None else data.to_pybytes(), *_validity(array))
+
+
+def sql_columns(
+    table: pa.Table, names: Sequence[str], numbers: Sequence[str]
+) -> Tuple[List[str], int, list]:
+    """All of ``table``'s column names, its number of rows, and ``(name, kind, a,
+    b, c)`` for each of ``names`` it has (:func:`_column_buffers`; a column in
+    ``numbers`` — one the query reads only as numbers — as numbers when it holds
+    them): every value as the library reads the text a CSV file would hold, for it
+    to read exactly as ``privq sql`` reads that file."""
     columns = [
-        (name, _texts(table.column(name), name)) for name in names if name in table.column_names
+        (name, *_column_buffers(table.column(name), name, name in numbers))
+        for name in names
+        if name in table.column_names
     ]
     return list(table.column_names), table.num_rows, columns
 

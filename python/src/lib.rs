@@ -18,6 +18,7 @@
 //! its current round ([`synthesize_controlled`]'s control hook).
 
 mod discover;
+mod frame_column;
 mod ldp;
 mod mwem;
 mod sql;

@@ -7,15 +7,24 @@ use privq_host::accountant::AccountantError;
 use privq_host::aggregate::{Aggregate, AggregateError, Bounds, Plan, SqlRequest, Table};
 use pyo3::exceptions::{PyUserWarning, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 
+use super::frame_column::FrameColumn;
 use super::{
     FORKED, PrivqError, PyAccountant, State, accountant_error, budget_file_error, delta_refused,
     epsilon_arg, guard, neighbours_arg, neighbours_name, parameter_text, row,
 };
 
-/// A column as the reader gives it: its name and each value's text (`None`: missing).
-type TextColumn = (String, Vec<Option<String>>);
+/// A column as the reader gives it (`privq._frames.sql_columns`): its name, kind,
+/// buffers, validity bitmap and the bitmap's first bit ([`FrameColumn::new`]).
+type ReadColumn<'py> = (
+    String,
+    String,
+    Bound<'py, PyBytes>,
+    Option<Bound<'py, PyBytes>>,
+    Option<Bound<'py, PyBytes>>,
+    usize,
+);
 
 /// The most rows read from a table (as `privq sql`'s default `--max-table-rows`).
 const MAX_TABLE_ROWS: usize = 100_000_000;
@@ -252,8 +261,9 @@ pub(crate) fn _sql_plan<'py>(
 }
 
 /// `privq.sql`'s Rust half. `tables` maps each name to its table (already Arrow);
-/// `reader` turns a table and the columns the plan reads into `(all column names,
-/// number of rows, [(name, texts)])` (`privq._frames.text_columns`). Returns the released
+/// `reader` turns a table, the columns the plan reads and those it reads only as
+/// numbers into `(all column names, number of rows, [column])`
+/// (`privq._frames.sql_columns`, [`ReadColumn`]). Returns the released
 /// columns: `(name, is_text, values)`, group-by columns as text, estimates as floats.
 #[pyfunction]
 #[pyo3(signature = (query, tables, reader, epsilon, privacy_unit, max_groups, max_rows, bounds, keys, delta, neighbours, confidence, quantile_candidates, drop_invalid, accountant, seed))]
@@ -299,37 +309,50 @@ pub(crate) fn _sql<'py>(
                 std::ffi::CString::new(warning).map_err(|e| PrivqError::new_err(e.to_string()))?;
             PyErr::warn(py, &py.get_type::<PyUserWarning>(), &message, 2)?;
         }
-        // Only the columns the plan reads are converted.
+        // Only the columns the plan reads are converted; those it compares as text
+        // (the unit, plain keys, WHERE) as text, the others as numbers where the
+        // frame holds numbers.
         let columns = plan.columns();
-        let mut wanted: Vec<String> = Vec::new();
-        let mut want = |c: &str| {
-            if !wanted.iter().any(|w| w == c) {
-                wanted.push(c.to_string());
+        let mut text: Vec<String> = Vec::new();
+        let mut numbers: Vec<String> = Vec::new();
+        let add = |to: &mut Vec<String>, c: &str| {
+            if !to.iter().any(|w| w == c) {
+                to.push(c.to_string());
             }
         };
         if let Some(u) = &columns.unit {
-            want(u);
+            add(&mut text, u);
         }
         for g in &columns.group_by {
-            want(columns.bins.get(g).map_or(g.as_str(), |b| b.column()));
+            match columns.bins.get(g) {
+                Some(b) => add(&mut numbers, b.column()),
+                None => add(&mut text, g),
+            }
         }
         for v in &columns.values {
-            want(v);
+            add(&mut numbers, v);
         }
         if let Some(f) = &columns.filter {
             for c in f.columns() {
-                want(&c);
+                add(&mut text, &c);
             }
         }
+        numbers.retain(|c| !text.contains(c));
+        let wanted: Vec<&String> = text.iter().chain(&numbers).collect();
         let df = tables
             .get_item(&name)?
             .ok_or_else(|| PyValueError::new_err(format!("tables: no table {name:?}")))?;
-        let (all, rows, data): (Vec<String>, usize, Vec<TextColumn>) =
-            reader.call1((df, wanted))?.extract()?;
-        let data: Vec<(String, Vec<String>)> = data
+        let (all, rows, data): (Vec<String>, usize, Vec<ReadColumn<'py>>) =
+            reader.call1((df, wanted, &numbers))?.extract()?;
+        let data: Vec<(String, FrameColumn)> = data
             .into_iter()
-            .map(|(n, v)| (n, v.into_iter().map(Option::unwrap_or_default).collect()))
-            .collect();
+            .map(|(n, kind, a, b, bits, offset)| {
+                let copy = |b: Bound<'py, PyBytes>| b.as_bytes().to_vec();
+                FrameColumn::new(&kind, copy(a), b.map(copy), bits.map(copy), offset, rows)
+                    .map(|c| (n.clone(), c))
+                    .map_err(|e| PrivqError::new_err(format!("column {n:?} from the frame: {e}")))
+            })
+            .collect::<PyResult<_>>()?;
         let table = py
             .detach(|| Table::from_columns(&data, rows, &columns, MAX_TABLE_ROWS))
             .map_err(|e| match e {

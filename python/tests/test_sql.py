@@ -374,3 +374,66 @@ def test_an_in_memory_ledger_has_the_time_of_each_charge():
     # UTC, as a budget file stamps its charges: YYYY-MM-DDTHH:MM:SSZ.
     assert all(len(t) == 20 and t.endswith("Z") and t[10] == "T" for t in times)
     assert times[0] <= times[1]
+
+
+def test_columns_of_numbers_release_what_their_texts_release():
+    # A column read only as numbers (aggregated, or binned) goes over as float64
+    # buffers, not texts: the release is the one its texts give, for floats, for
+    # integers, with missing values dropped, from sliced and chunked Arrow tables.
+    n = 600
+    big = 2**53
+    df = pd.DataFrame(
+        {
+            "device": [f"d{i % 150}" for i in range(n)],
+            "region": [["north", "south", "east"][(i * 7) % 3] for i in range(n)],
+            "temp": [None if i % 97 == 5 else ((i * 37) % 80) / 4 - 10.1 + (-0.0 if i % 2 else 0.0)
+                     for i in range(n)],
+            "k": [(i * 7919) % 1000 - 500 for i in range(n)],
+        }
+    )
+    as_text = df.assign(
+        temp=[None if pd.isna(x) else repr(float(x) + 0.0) for x in df["temp"]],
+        k=[str(x) for x in df["k"]],
+    )
+    query = (
+        "SELECT region, COUNT(*) AS n, SUM(temp) AS s, AVG(k) AS ak, QUANTILE(temp, 0.5) AS q "
+        "FROM readings GROUP BY region"
+    )
+    kw = dict(bounds={"temp": (-20, 50), "k": (-400, 400)}, drop_invalid=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", privq.SeedWarning)
+        expected = privq.sql(query, {"readings": as_text}, epsilon=1, privacy_unit="device",
+                             max_groups=2, max_rows=3, keys={"region": ["north", "south", "west"]},
+                             seed=7, **kw)
+        table = pa.Table.from_pandas(df, preserve_index=False)
+        chunked = pa.concat_tables([table.slice(0, 211), table.slice(211)])
+        for frame in (df, pl.from_pandas(df), chunked, table.slice(0)):
+            got = privq.sql(query, {"readings": frame}, epsilon=1, privacy_unit="device",
+                            max_groups=2, max_rows=3, keys={"region": ["north", "south", "west"]},
+                            seed=7, **kw)
+            got = got if isinstance(got, pd.DataFrame) else (
+                got.to_pandas() if isinstance(got, pl.DataFrame) else got.to_pandas())
+            pd.testing.assert_frame_equal(got, expected)
+        # A slice that starts inside the table: the same as its rows given alone.
+        part = table.slice(97, 400)
+        alone = pa.Table.from_pandas(as_text.iloc[97:497].reset_index(drop=True), preserve_index=False)
+        args = dict(epsilon=1, privacy_unit="device", max_groups=2, max_rows=3,
+                    keys={"region": ["north", "south", "west"]}, seed=7, **kw)
+        assert privq.sql(query, {"readings": part}, **args).equals(
+            privq.sql(query, {"readings": alone}, **args))
+        # A binned key reads numbers too; WHERE on the same column reads its text.
+        binned = "SELECT BIN(temp, -20, 0, 20, 50) AS band, COUNT(*) AS n FROM r GROUP BY band"
+        where = "SELECT region, SUM(temp) AS s FROM r WHERE temp > 0 GROUP BY region"
+        for q in (binned, where):
+            a = dict(epsilon=1, seed=3, drop_invalid=True, privacy_unit="device",
+                     **({"bounds": {"temp": (-20, 50)}, "keys": {"region": ["north"]}}
+                        if q is where else {}))
+            assert privq.sql(q, {"r": df}, **a).equals(privq.sql(q, {"r": as_text}, **a))
+    # Integers past 2**53 (outside any bounds, but a binned key's or a clamped
+    # value's): pyarrow's unsafe cast rounds as Python's float() of the decimal
+    # text (correctly rounded, ties to even), as the library parses that text.
+    ints = [big + 1, big + 3, -(big + 5), 2**63 - 1, 2**64 - 1]
+    for t in (pa.int64(), pa.uint64()):
+        xs = [x for x in ints if (x >= 0 or t == pa.int64()) and x < (2**63 if t == pa.int64() else 2**64)]
+        cast = pa.array(xs, t).cast(pa.float64(), safe=False).to_pylist()
+        assert cast == [float(str(x)) for x in xs]

@@ -64,7 +64,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BinaryBuilder, BooleanArray, StringArray, StringBuilder,
+    Array, ArrayRef, AsArray, BinaryBuilder, BooleanArray, Float64Array, StringArray, StringBuilder,
 };
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
@@ -237,11 +237,57 @@ pub fn column_text(a: &ArrayRef) -> Result<StringArray, EngineError> {
     }
 }
 
+/// A column's values as a number, for a column of numbers (integers or floats)
+/// that is read only as numbers (an aggregated value or a binned key, outside
+/// [`RowReader::text_fields`]): each value as `f64` — an integer rounded to the
+/// nearest, ties to even, a `Float32` widened exactly —, the number its text
+/// ([`column_text`]) parses to, so the table reads the same with no text written.
+/// `None` for another type (read as text).
+pub fn column_numbers(a: &ArrayRef) -> Result<Option<Float64Array>, EngineError> {
+    match a.data_type() {
+        DataType::Float64 => Ok(Some(a.as_primitive::<Float64Type>().clone())),
+        DataType::Int8
+        | DataType::Int16
+        | DataType::Int32
+        | DataType::Int64
+        | DataType::UInt8
+        | DataType::UInt16
+        | DataType::UInt32
+        | DataType::UInt64
+        | DataType::Float32 => Ok(Some(
+            cast(a, &DataType::Float64)?
+                .as_primitive::<Float64Type>()
+                .clone(),
+        )),
+        _ => Ok(None),
+    }
+}
+
+/// One argument of `privq_bound` in a batch: its texts, or its numbers
+/// ([`column_numbers`]).
+enum Arg {
+    Text(StringArray),
+    Numbers(Float64Array),
+}
+
+impl Arg {
+    /// The argument of a column: numbers when `as_numbers` and it has them.
+    fn of(a: &ArrayRef, as_numbers: bool) -> Result<Arg, EngineError> {
+        if as_numbers && let Some(x) = column_numbers(a)? {
+            return Ok(Arg::Numbers(x));
+        }
+        column_text(a).map(Arg::Text)
+    }
+}
+
 /// What the aggregate shares: how a row is read, the public keys, the bounding.
 pub(crate) struct Shared {
     reader: RowReader,
     /// For each header position, its text argument (`usize::MAX`: not read).
     slot: Vec<usize>,
+    /// For each argument, whether it is only read as a number (outside
+    /// [`RowReader::text_fields`]), so a numeric column skips its text.
+    as_numbers: Vec<bool>,
     /// The public keys, encoded ([`encode_key`](privq_host::aggregate::encode_key)),
     /// in a foldhash set (looked up once per row; the keys are public).
     public: Option<foldhash::HashSet<String>>,
@@ -274,12 +320,16 @@ impl Shared {
         let plan = &origin.plan;
         let reader = RowReader::new(&origin.header, &plan.columns())?;
         let mut slot = vec![usize::MAX; origin.header.len()];
-        for (a, &h) in reader.fields().iter().enumerate() {
+        let text_fields = reader.text_fields();
+        let fields = reader.fields();
+        for (a, &h) in fields.iter().enumerate() {
             slot[h] = a;
         }
+        let as_numbers = fields.iter().map(|h| !text_fields.contains(h)).collect();
         Ok(Shared {
             reader,
             slot,
+            as_numbers,
             public: plan.public_keys().map(|keys| {
                 keys.iter()
                     .map(|k| privq_host::aggregate::encode_key(k))
@@ -338,11 +388,12 @@ impl Shared {
         if self.seen.fetch_add(counted, Ordering::Relaxed) + counted > self.max_rows {
             return Err(refused("more rows than the cap"));
         }
-        let texts = values
+        let args = values
             .get(1..)
             .unwrap_or(&[])
             .iter()
-            .map(|a| column_text(a).map_err(|e| DataFusionError::External(Box::new(e))))
+            .zip(&self.as_numbers)
+            .map(|(a, &n)| Arg::of(a, n).map_err(|e| DataFusionError::External(Box::new(e))))
             .collect::<DfResult<Vec<_>>>()?;
         let mut parsed = Vec::with_capacity(self.partial.values());
         let mut bits = Vec::with_capacity(self.partial.values());
@@ -353,20 +404,21 @@ impl Shared {
             {
                 continue;
             }
+            let arg = |h: usize| self.slot.get(h).and_then(|&a| args.get(a));
             let field = |h: usize| -> &str {
-                match self.slot.get(h) {
-                    Some(&a) if a != usize::MAX => {
-                        let col = &texts[a];
-                        if col.is_null(r) {
-                            ""
-                        } else {
-                            col.value(r).trim()
-                        }
-                    }
+                match arg(h) {
+                    Some(Arg::Text(col)) if !col.is_null(r) => col.value(r).trim(),
                     _ => "",
                 }
             };
-            match self.reader.read_encoded(&field, 0, &mut parsed, &mut key) {
+            let number = |h: usize| match arg(h) {
+                Some(Arg::Numbers(col)) => Some(col.is_valid(r).then(|| col.value(r))),
+                _ => None,
+            };
+            match self
+                .reader
+                .read_encoded(&field, &number, 0, &mut parsed, &mut key)
+            {
                 Err(_) => {
                     // An invalid row the plan does not drop refuses the table.
                     count(r, true);
@@ -797,16 +849,18 @@ pub fn table_parquet(
     let header: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
     let reader = RowReader::new(&header, columns)?;
     let fields = reader.fields();
+    let text_fields = reader.text_fields();
     check_types(&schema, &fields)?;
     let mask = ProjectionMask::roots(builder.parquet_schema(), fields.iter().copied());
-    // Each read column's texts, batch after batch (a batch's column in the order of
-    // `fields`, as the projection keeps the file's order).
-    let mut chunks: Vec<Vec<StringArray>> = vec![Vec::new(); fields.len()];
+    // Each read column's texts or numbers, batch after batch (a batch's column in
+    // the order of `fields`, as the projection keeps the file's order).
+    let mut chunks: Vec<Vec<Arg>> = fields.iter().map(|_| Vec::new()).collect();
     let mut rows = 0usize;
     for batch in builder.with_projection(mask).build()? {
         let batch = batch?;
         for (j, chunk) in chunks.iter_mut().enumerate() {
-            chunk.push(column_text(batch.column(j))?);
+            let as_numbers = !text_fields.contains(&fields[j]);
+            chunk.push(Arg::of(batch.column(j), as_numbers)?);
         }
         rows += batch.num_rows();
         if rows > max_rows {
@@ -833,16 +887,28 @@ pub fn table_parquet(
     Ok(Table::from_columns(&data, rows, columns, max_rows)?)
 }
 
-/// A Parquet column as [`Table::from_columns`] reads it: its values' texts batch
-/// after batch (a null as the empty text; `starts[i]` is batch `i`'s first row),
-/// or, for a column the query does not read, `rows` empty texts.
+/// A Parquet column as [`Table::from_columns`] reads it: its values batch after
+/// batch, as texts or numbers ([`Arg`]; a null as the empty text or a missing
+/// number; `starts[i]` is batch `i`'s first row), or, for a column the query does
+/// not read, `rows` empty texts.
 enum ParquetText {
     Read {
-        chunks: Vec<StringArray>,
+        chunks: Vec<Arg>,
         starts: Vec<usize>,
         len: usize,
     },
     Unread(usize),
+}
+
+impl ParquetText {
+    /// The batch holding `row`, and the row's place in it.
+    fn at(&self, row: usize) -> Option<(&Arg, usize)> {
+        let ParquetText::Read { chunks, starts, .. } = self else {
+            return None;
+        };
+        let i = starts.partition_point(|&s| s <= row).saturating_sub(1);
+        Some((chunks.get(i)?, row.checked_sub(*starts.get(i)?)?))
+    }
 }
 
 impl TextColumn for ParquetText {
@@ -853,15 +919,18 @@ impl TextColumn for ParquetText {
         }
     }
     fn text(&self, row: usize) -> &str {
-        let ParquetText::Read { chunks, starts, .. } = self else {
-            return "";
-        };
-        let i = starts.partition_point(|&s| s <= row).saturating_sub(1);
-        match chunks.get(i) {
-            Some(a) if row - starts[i] < a.len() && a.is_valid(row - starts[i]) => {
-                a.value(row - starts[i])
-            }
+        match self.at(row) {
+            Some((Arg::Text(a), r)) if r < a.len() && a.is_valid(r) => a.value(r),
             _ => "",
+        }
+    }
+    fn holds_numbers(&self) -> bool {
+        matches!(self, ParquetText::Read { chunks, .. } if chunks.first().is_some_and(|c| matches!(c, Arg::Numbers(_))))
+    }
+    fn number(&self, row: usize) -> Option<f64> {
+        match self.at(row) {
+            Some((Arg::Numbers(a), r)) if r < a.len() && a.is_valid(r) => Some(a.value(r)),
+            _ => None,
         }
     }
 }

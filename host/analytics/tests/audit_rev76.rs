@@ -352,7 +352,11 @@ fn audit_unit_rows_fuzz() {
         for line in text.lines().skip(1) {
             let f: Vec<&str> = line.split(',').collect();
             let field = |i: usize| -> &str { f.get(i).copied().unwrap_or("").trim() };
-            assert!(reader.read_encoded(&field, 0, &mut parsed, &mut k).unwrap());
+            assert!(
+                reader
+                    .read_encoded(&field, &|_| None, 0, &mut parsed, &mut k)
+                    .unwrap()
+            );
             let unit = reader.unit_of(&field).unwrap().to_string();
             let bits: Vec<u64> = parsed.iter().map(|x| x.to_bits()).collect();
             let v = pieces.entry(unit.clone()).or_default();

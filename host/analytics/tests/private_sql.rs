@@ -451,6 +451,130 @@ fn parquet_releases_alike_on_both_engines() {
     );
 }
 
+/// Columns read only as numbers (aggregated values, binned keys) skip their
+/// text: the typed values of a Parquet file give exactly the totals of their
+/// texts (as `column_text` writes them) in a CSV file — floats with long
+/// decimals, -0.0, values past the bounds, NaN and null (dropped), integers past
+/// 2^53 (rounded as their decimal text), a `Float32` — on both engines; a
+/// column the query also compares (`WHERE`) is read as text.
+#[test]
+fn parquet_numbers_read_as_their_texts() {
+    use datafusion::arrow::array::{
+        Array, ArrayRef, Float32Array, Float64Array, Int64Array, StringArray,
+    };
+    use datafusion::arrow::record_batch::RecordBatch;
+    use privq_analytics::private_sql::{column_numbers, column_text};
+    use std::sync::Arc;
+    let n = 2_000usize;
+    let big = 1i64 << 53;
+    let x: Float64Array = (0..n)
+        .map(|i| match i % 11 {
+            0 => None,
+            1 => Some(f64::NAN),
+            2 => Some(-0.0),
+            3 => Some(1e300),
+            4 => Some(0.1 * i as f64),
+            _ => Some((i % 70) as f64 / 3.0 - 20.0),
+        })
+        .collect();
+    let k: Int64Array = (0..n as i64)
+        .map(|i| Some((i * 7919) % 1000 - 500))
+        .collect();
+    let h: Float32Array = (0..n).map(|i| Some(i as f32 / 7.0 - 100.0)).collect();
+    let columns: Vec<(&str, ArrayRef)> = vec![
+        (
+            "device",
+            Arc::new(
+                (0..n)
+                    .map(|i| Some(format!("d{}", i % 300)))
+                    .collect::<StringArray>(),
+            ),
+        ),
+        (
+            "region",
+            Arc::new(
+                (0..n)
+                    .map(|i| Some(format!("r{}", i % 3)))
+                    .collect::<StringArray>(),
+            ),
+        ),
+        ("x", Arc::new(x)),
+        ("k", Arc::new(k)),
+        ("h", Arc::new(h)),
+    ];
+    let batch = RecordBatch::try_from_iter(columns).unwrap();
+    let path = write_parquet("numbers.parquet", &batch, Default::default());
+    // Integers past 2^53 (a clamped value's, a binned key's) round as their text.
+    let wide: ArrayRef = Arc::new(Int64Array::from(vec![big + 1, big + 3, -big - 5, i64::MAX]));
+    let cast = column_numbers(&wide).unwrap().unwrap();
+    for (i, t) in column_text(&wide).unwrap().iter().enumerate() {
+        assert_eq!(cast.value(i), t.unwrap().parse::<f64>().unwrap());
+    }
+    // The same rows as the text the old reader wrote for each value.
+    let texts: Vec<_> = batch
+        .columns()
+        .iter()
+        .map(|c| column_text(c).unwrap())
+        .collect();
+    let mut csv = String::from("device,region,x,k,h\n");
+    for r in 0..n {
+        let row: Vec<&str> = texts
+            .iter()
+            .map(|t| if t.is_null(r) { "" } else { t.value(r) })
+            .collect();
+        csv.push_str(&row.join(","));
+        csv.push('\n');
+    }
+    let csv = file("numbers.csv", &csv);
+    for (sql, keys) in [
+        (
+            "SELECT region, COUNT(*), SUM(x), AVG(k), SUM(h) FROM t GROUP BY region",
+            true,
+        ),
+        (
+            "SELECT BIN(h, -100, 0, 100, 200) AS b, COUNT(*), SUM(x) FROM t GROUP BY b",
+            false,
+        ),
+        (
+            "SELECT region, SUM(x) FROM t WHERE x > 0 GROUP BY region",
+            true,
+        ),
+    ] {
+        let mut r = SqlRequest::new(sql)
+            .unwrap()
+            .tables(["t"])
+            .privacy_unit("device", 2, 3)
+            .drop_invalid(true);
+        for c in ["x", "k", "h"] {
+            if sql.contains(&format!("SUM({c})")) || sql.contains(&format!("AVG({c})")) {
+                let b = if c == "k" { "-400:400" } else { "-20:50" };
+                r = r.bounds(c, b.parse().unwrap());
+            }
+        }
+        if keys {
+            r = r.keys("region", ["r0", "r1", "r2"]);
+        }
+        let plan = r.build(Epsilon::new(1, 1).unwrap()).unwrap();
+        let text = std::fs::read_to_string(&csv).unwrap();
+        let from_text = Table::from_csv(text.as_bytes(), &plan.columns(), 1 << 20).unwrap();
+        let typed = table_parquet(&path, &plan.columns(), 1 << 20).unwrap();
+        let key = BoundingKey::draw(&mut seeded_rng(5));
+        let expected = sorted(plan.totals(&from_text, &key));
+        assert!(!expected.is_empty());
+        assert_eq!(sorted(plan.totals(&typed, &key)), expected, "{sql}");
+        assert_eq!(
+            sorted(totals_parquet(&path, &plan, key, 1 << 20, 2).unwrap()),
+            expected,
+            "{sql}"
+        );
+        assert_eq!(
+            sorted(totals_csv(&csv, &plan, key, 1 << 20, 2).unwrap()),
+            expected,
+            "{sql}"
+        );
+    }
+}
+
 #[test]
 fn parquet_columns_of_other_types_are_refused_by_both_engines() {
     let path = parquet("typed.parquet", &readings());

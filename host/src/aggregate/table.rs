@@ -90,7 +90,10 @@ impl Table {
     /// column, such as `SELECT COUNT(*) FROM t`, still counts the rows).
     ///
     /// A column is anything that gives its values' texts ([`TextColumn`]): a
-    /// `Vec<String>`, or an engine's own array wrapped, so nothing is copied.
+    /// `Vec<String>`, or an engine's own array wrapped, so nothing is copied. A
+    /// column of numbers ([`TextColumn::number`]) skips the text for the fields read
+    /// as numbers — aggregated values and binned keys — and is refused where the
+    /// query compares text (the privacy unit, a plain group-by key, `WHERE`).
     pub fn from_columns<C: TextColumn>(
         data: &[(String, C)],
         rows: usize,
@@ -104,6 +107,17 @@ impl Table {
             )));
         }
         let header: Vec<String> = data.iter().map(|(name, _)| name.clone()).collect();
+        let text_fields = RowReader::new(&header, columns)?.text_fields();
+        if let Some((name, _)) = text_fields
+            .iter()
+            .filter_map(|&i| data.get(i))
+            .find(|(_, c)| c.holds_numbers())
+        {
+            return Err(AggregateError::InvalidParameter(format!(
+                "column {name:?} is given as numbers, but the query reads it as text \
+                 (the privacy unit, a group-by key or a WHERE column): give its texts"
+            )));
+        }
         let mut record = ColumnRow { data, row: None };
         Self::read(&header, columns, max_rows, &mut record, |r| {
             let next = r.row.map_or(0, |i| i + 1);
@@ -150,7 +164,8 @@ impl Table {
             row += 1;
             table.read = row;
             let field = |i: usize| record.field(i).trim();
-            if !reader.read(&field, line, &mut parsed, &mut bin_of)? {
+            let number = |i: usize| record.number(i);
+            if !reader.read(&field, &number, line, &mut parsed, &mut bin_of)? {
                 continue;
             }
             let unit = match reader.unit(&field) {
@@ -378,6 +393,27 @@ impl RowReader {
         })
     }
 
+    /// The header positions whose fields are compared as text — the privacy unit,
+    /// plain group-by keys, `WHERE` columns — ascending, each once. The others
+    /// (aggregated values, binned keys) are only read as numbers.
+    pub fn text_fields(&self) -> Vec<usize> {
+        let mut out: Vec<usize> = self
+            .unit_index
+            .iter()
+            .copied()
+            .chain(
+                self.key_index
+                    .iter()
+                    .filter(|(_, b)| b.is_none())
+                    .map(|&(i, _)| i),
+            )
+            .chain(self.filter_columns.iter().map(|&(_, i)| i))
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
     /// The header positions a row is read from, ascending, each once.
     pub fn fields(&self) -> Vec<usize> {
         let mut out: Vec<usize> = self
@@ -404,7 +440,7 @@ impl RowReader {
     ) -> Result<Option<ReadRow>, AggregateError> {
         let mut values = Vec::with_capacity(self.value_index.len());
         let mut bin_of = vec![0; self.key_index.len()];
-        if !self.read(field, line, &mut values, &mut bin_of)? {
+        if !self.read(field, &|_| None, line, &mut values, &mut bin_of)? {
             return Ok(None);
         }
         Ok(Some(ReadRow {
@@ -421,9 +457,14 @@ impl RowReader {
     /// by [`encode_key`](super::encode_key) in `key` (both overwritten); false for
     /// a row the filter rejects or an invalid row `drop_invalid` drops. The row's
     /// unit is [`RowReader::unit_of`].
+    ///
+    /// `number(i)` is `Some(value)` for a field given as a number rather than text
+    /// (`Some(None)`: missing), read as its text would be; `None` for a text field.
+    /// Only fields outside [`RowReader::text_fields`] may be numbers.
     pub fn read_encoded<'f>(
         &self,
         field: &dyn Fn(usize) -> &'f str,
+        number: &dyn Fn(usize) -> Option<Option<f64>>,
         line: usize,
         values: &mut Vec<f64>,
         key: &mut String,
@@ -436,7 +477,7 @@ impl RowReader {
             more.resize(self.key_index.len(), 0);
             &mut more
         };
-        if !self.read(field, line, values, bin_of)? {
+        if !self.read(field, number, line, values, bin_of)? {
             return Ok(false);
         }
         key.clear();
@@ -453,10 +494,12 @@ impl RowReader {
     }
 
     /// Checks and filters a row: true when it is kept, with its values in
-    /// `parsed` and each binned key's bin in `bin_of`.
+    /// `parsed` and each binned key's bin in `bin_of`. A field is read as a number
+    /// from `number(i)` when that is `Some` (a typed column), else from its text.
     fn read<'f>(
         &self,
         field: &dyn Fn(usize) -> &'f str,
+        number: &dyn Fn(usize) -> Option<Option<f64>>,
         line: usize,
         parsed: &mut Vec<f64>,
         bin_of: &mut [usize],
@@ -474,40 +517,27 @@ impl RowReader {
                 line,
             });
         }
+        // The field's number: its own (a typed column), else its text parsed; `None`
+        // when it has none (missing, or text that is not a number).
+        let value = |i: usize| match number(i) {
+            Some(x) => x,
+            None => field(i).parse::<f64>().ok(),
+        };
         parsed.clear();
         for (c, &i) in self.value_index.iter().enumerate() {
-            let column = &columns.values[c];
-            match field(i).parse::<f64>() {
-                Ok(x) if x.is_finite() => parsed.push(x),
-                Ok(_) => {
-                    invalid.get_or_insert(AggregateError::NotFinite {
-                        column: column.clone(),
-                        line,
-                    });
-                }
-                Err(_) => {
-                    invalid.get_or_insert(AggregateError::NotANumber {
-                        column: column.clone(),
-                        line,
-                    });
+            match value(i) {
+                Some(x) if x.is_finite() => parsed.push(x),
+                x => {
+                    invalid.get_or_insert(not_finite(x, &columns.values[c], line));
                 }
             }
         }
         for (k, (i, b)) in self.key_index.iter().enumerate() {
             let Some(b) = b else { continue };
-            match field(*i).parse::<f64>() {
-                Ok(x) if x.is_finite() => bin_of[k] = b.bin(x),
-                Ok(_) => {
-                    invalid.get_or_insert(AggregateError::NotFinite {
-                        column: b.column().to_string(),
-                        line,
-                    });
-                }
-                Err(_) => {
-                    invalid.get_or_insert(AggregateError::NotANumber {
-                        column: b.column().to_string(),
-                        line,
-                    });
+            match value(*i) {
+                Some(x) if x.is_finite() => bin_of[k] = b.bin(x),
+                x => {
+                    invalid.get_or_insert(not_finite(x, b.column(), line));
                 }
             }
         }
@@ -547,10 +577,25 @@ impl RowReader {
     }
 }
 
+/// The error of a value that is not a finite number: non-finite (NaN, ±∞) or
+/// not a number at all (`None`: missing, or text that does not parse).
+fn not_finite(x: Option<f64>, column: &str, line: usize) -> AggregateError {
+    let column = column.to_string();
+    match x {
+        Some(_) => AggregateError::NotFinite { column, line },
+        None => AggregateError::NotANumber { column, line },
+    }
+}
+
 /// One row of a table being read: its fields by column position.
 trait Fields {
     /// The text of field `i` (empty when the row has none).
     fn field(&self, i: usize) -> &str;
+    /// Field `i` as a number, for a column given as numbers (`Some(None)`:
+    /// missing); `None` for a text field.
+    fn number(&self, _i: usize) -> Option<Option<f64>> {
+        None
+    }
 }
 
 impl Fields for csv::StringRecord {
@@ -570,6 +615,17 @@ pub trait TextColumn {
     }
     /// The text of value `row` (`row < len()`).
     fn text(&self, row: usize) -> &str;
+    /// True for a column of numbers, read by [`TextColumn::number`] with no text
+    /// (an engine's floating-point array): the value the text of the same number
+    /// would parse to, so a table reads the same either way.
+    fn holds_numbers(&self) -> bool {
+        false
+    }
+    /// Value `row` of a column of numbers (`None`: missing). Unused unless
+    /// [`TextColumn::holds_numbers`].
+    fn number(&self, _row: usize) -> Option<f64> {
+        None
+    }
 }
 
 impl<S: AsRef<str>> TextColumn for Vec<S> {
@@ -590,8 +646,16 @@ struct ColumnRow<'a, C> {
 impl<C: TextColumn> Fields for ColumnRow<'_, C> {
     fn field(&self, i: usize) -> &str {
         match (self.row, self.data.get(i)) {
-            (Some(r), Some((_, c))) if r < c.len() => c.text(r),
+            (Some(r), Some((_, c))) if r < c.len() && !c.holds_numbers() => c.text(r),
             _ => "",
+        }
+    }
+    fn number(&self, i: usize) -> Option<Option<f64>> {
+        match (self.row, self.data.get(i)) {
+            (Some(r), Some((_, c))) if c.holds_numbers() => {
+                Some(if r < c.len() { c.number(r) } else { None })
+            }
+            _ => None,
         }
     }
 }
@@ -720,5 +784,79 @@ mod tests {
             Table::from_csv(csv.as_bytes(), &columns(), 2),
             Err(AggregateError::TooManyRows { max: 2 })
         ));
+    }
+
+    /// A column of numbers, or of texts, for [`Table::from_columns`].
+    enum Typed {
+        Numbers(Vec<Option<f64>>),
+        Texts(Vec<&'static str>),
+    }
+
+    impl TextColumn for Typed {
+        fn len(&self) -> usize {
+            match self {
+                Typed::Numbers(v) => v.len(),
+                Typed::Texts(v) => v.len(),
+            }
+        }
+        fn text(&self, row: usize) -> &str {
+            match self {
+                Typed::Texts(v) => v[row],
+                Typed::Numbers(_) => panic!("a column of numbers read as text"),
+            }
+        }
+        fn holds_numbers(&self) -> bool {
+            matches!(self, Typed::Numbers(_))
+        }
+        fn number(&self, row: usize) -> Option<f64> {
+            match self {
+                Typed::Numbers(v) => v[row],
+                Typed::Texts(_) => None,
+            }
+        }
+    }
+
+    #[test]
+    fn numbers_read_as_their_texts_and_never_as_text() {
+        let data = |temp: Typed| {
+            vec![
+                ("id".to_string(), Typed::Texts(vec!["a", "b", "a", "c"])),
+                ("region".to_string(), Typed::Texts(vec!["n", "s", "n", "s"])),
+                ("temp".to_string(), temp),
+            ]
+        };
+        let typed = data(Typed::Numbers(vec![Some(1.5), Some(-0.0), None, Some(f64::NAN)]));
+        let texts = data(Typed::Texts(vec!["1.5", "-0.0", "", "NaN"]));
+        let mut c = columns();
+        c.drop_invalid = true;
+        let (a, b) = (
+            Table::from_columns(&typed, 4, &c, 10).unwrap(),
+            Table::from_columns(&texts, 4, &c, 10).unwrap(),
+        );
+        assert_eq!(a.rows(), 2);
+        assert_eq!((a.values(0), a.units.clone()), (b.values(0), b.units.clone()));
+        // Without drop_invalid, the same refusal: the first invalid row, named.
+        let (ea, eb) = (
+            Table::from_columns(&typed, 4, &columns(), 10).unwrap_err(),
+            Table::from_columns(&texts, 4, &columns(), 10).unwrap_err(),
+        );
+        assert_eq!(ea.to_string(), eb.to_string());
+        assert!(matches!(ea, AggregateError::NotANumber { line: 4, .. }), "{ea}");
+        // A column the query compares as text (the unit, a key, WHERE) cannot be numbers.
+        let numbers = || Typed::Numbers(vec![Some(1.0); 4]);
+        for position in [0, 1] {
+            let mut d = data(numbers());
+            d[position].1 = numbers();
+            let e = Table::from_columns(&d, 4, &columns(), 10).unwrap_err();
+            assert!(e.to_string().contains("given as numbers"), "{e}");
+        }
+        let mut c = columns();
+        c.filter = Some(Filter::Compare {
+            column: "temp".into(),
+            op: super::super::filter::Compare::Gt,
+            value: super::super::filter::Literal::Number(0.0),
+        });
+        let e = Table::from_columns(&data(numbers()), 4, &c, 10).unwrap_err();
+        assert!(e.to_string().contains("given as numbers"), "{e}");
     }
 }

@@ -780,7 +780,7 @@ fn the_totals_are_those_of_the_merged_pieces() {
             let fields: Vec<&str> = line.split(',').collect();
             let field = |i: usize| fields[i];
             if !reader
-                .read_encoded(&field, i + 2, &mut values, &mut encoded)
+                .read_encoded(&field, &|_| None, i + 2, &mut values, &mut encoded)
                 .unwrap()
             {
                 continue;

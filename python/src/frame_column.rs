@@ -1,0 +1,224 @@
+//! A table column handed over from Python in copies of Arrow's buffers
+//! (`privq._frames.sql_columns`): texts as offsets into one UTF-8 buffer, or
+//! numbers as `float64` values, with Arrow's validity bitmap. Every buffer is
+//! checked before a value is read: a malformed one is an error, never a panic
+//! or a wrong value.
+
+use privq_host::aggregate::TextColumn;
+
+/// Arrow's validity bitmap: bit `offset + i` (least significant first) set where
+/// value `i` is present; none: every value present.
+pub(crate) struct Validity {
+    bits: Option<Vec<u8>>,
+    offset: usize,
+}
+
+impl Validity {
+    fn new(bits: Option<Vec<u8>>, offset: usize, rows: usize) -> Result<Self, String> {
+        if let Some(b) = &bits {
+            let needed = offset
+                .checked_add(rows)
+                .map(|n| n.div_ceil(8))
+                .ok_or("the validity offset overflows")?;
+            if b.len() < needed {
+                return Err(format!(
+                    "a validity bitmap of {} bytes for {rows} values from bit {offset}",
+                    b.len()
+                ));
+            }
+        }
+        Ok(Validity { bits, offset })
+    }
+
+    fn present(&self, row: usize) -> bool {
+        match &self.bits {
+            None => true,
+            Some(b) => {
+                let bit = self.offset + row;
+                b[bit / 8] >> (bit % 8) & 1 == 1
+            }
+        }
+    }
+}
+
+/// One column: its values' texts or numbers.
+pub(crate) enum FrameColumn {
+    /// Value `i` is `text[offsets[i]..offsets[i + 1]]` (missing: the empty text).
+    Text {
+        text: String,
+        offsets: Vec<usize>,
+        valid: Validity,
+    },
+    /// Value `i` is `values[i]` (missing: none).
+    Numbers { values: Vec<f64>, valid: Validity },
+}
+
+impl FrameColumn {
+    /// The column of `rows` values from its kind (`"text"` or `"numbers"`) and
+    /// buffers, as `privq._frames.sql_columns` writes them: native-endian `int64`
+    /// offsets and UTF-8 bytes, or native-endian `float64` values; an optional
+    /// validity bitmap from bit `offset`.
+    pub(crate) fn new(
+        kind: &str,
+        a: Vec<u8>,
+        b: Option<Vec<u8>>,
+        bits: Option<Vec<u8>>,
+        offset: usize,
+        rows: usize,
+    ) -> Result<Self, String> {
+        let valid = Validity::new(bits, offset, rows)?;
+        match kind {
+            "numbers" => {
+                if a.len() != rows.saturating_mul(8) {
+                    return Err(format!("{} bytes of float64 for {rows} values", a.len()));
+                }
+                let values = a
+                    .chunks_exact(8)
+                    .map(|c| f64::from_ne_bytes(c.try_into().expect("8 bytes")))
+                    .collect();
+                Ok(FrameColumn::Numbers { values, valid })
+            }
+            "text" => {
+                if a.len() != rows.saturating_add(1).saturating_mul(8) {
+                    return Err(format!(
+                        "{} bytes of int64 offsets for {rows} values",
+                        a.len()
+                    ));
+                }
+                let text = String::from_utf8(b.unwrap_or_default())
+                    .map_err(|e| format!("the text is not UTF-8: {e}"))?;
+                let offsets = a
+                    .chunks_exact(8)
+                    .map(|c| {
+                        let o = i64::from_ne_bytes(c.try_into().expect("8 bytes"));
+                        usize::try_from(o)
+                            .ok()
+                            .filter(|&o| text.is_char_boundary(o))
+                            .ok_or_else(|| {
+                                format!("offset {o} is outside the text or inside a character")
+                            })
+                    })
+                    .collect::<Result<Vec<usize>, String>>()?;
+                if offsets.windows(2).any(|w| w[0] > w[1]) {
+                    return Err("the offsets decrease".into());
+                }
+                Ok(FrameColumn::Text {
+                    text,
+                    offsets,
+                    valid,
+                })
+            }
+            other => Err(format!("unknown column kind {other:?}")),
+        }
+    }
+}
+
+impl TextColumn for FrameColumn {
+    fn len(&self) -> usize {
+        match self {
+            FrameColumn::Text { offsets, .. } => offsets.len().saturating_sub(1),
+            FrameColumn::Numbers { values, .. } => values.len(),
+        }
+    }
+
+    fn text(&self, row: usize) -> &str {
+        match self {
+            FrameColumn::Text {
+                text,
+                offsets,
+                valid,
+            } if row + 1 < offsets.len() && valid.present(row) => {
+                &text[offsets[row]..offsets[row + 1]]
+            }
+            _ => "",
+        }
+    }
+
+    fn holds_numbers(&self) -> bool {
+        matches!(self, FrameColumn::Numbers { .. })
+    }
+
+    /// `-0.0` is read as `0.0`, as its text `0.0` (Python's `repr(-0.0 + 0.0)`).
+    fn number(&self, row: usize) -> Option<f64> {
+        match self {
+            FrameColumn::Numbers { values, valid } if row < values.len() && valid.present(row) => {
+                Some(values[row] + 0.0)
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offsets(o: &[i64]) -> Vec<u8> {
+        o.iter().flat_map(|x| x.to_ne_bytes()).collect()
+    }
+
+    #[test]
+    fn texts_and_numbers_read_their_buffers() {
+        let c = FrameColumn::new(
+            "text",
+            offsets(&[0, 1, 1, 4]),
+            Some("aHé".as_bytes().to_vec()),
+            Some(vec![0b1101]),
+            0,
+            3,
+        )
+        .unwrap();
+        assert_eq!(
+            (c.len(), c.text(0), c.text(1), c.text(2)),
+            (3, "a", "", "Hé")
+        );
+        // Bits from 1: rows 0 and 2 missing.
+        let c = FrameColumn::new(
+            "text",
+            offsets(&[0, 1, 1, 4]),
+            Some("aHé".as_bytes().to_vec()),
+            Some(vec![0b1010]),
+            1,
+            3,
+        )
+        .unwrap();
+        assert_eq!((c.text(0), c.text(1), c.text(2)), ("", "", ""));
+        let v: Vec<u8> = [1.5f64, -0.0, f64::NAN]
+            .iter()
+            .flat_map(|x| x.to_ne_bytes())
+            .collect();
+        let c = FrameColumn::new("numbers", v, None, Some(vec![0b011]), 0, 3).unwrap();
+        assert!(c.holds_numbers());
+        assert_eq!(c.number(0), Some(1.5));
+        assert!(c.number(1).unwrap().is_sign_positive());
+        assert_eq!(c.number(2), None);
+    }
+
+    #[test]
+    fn malformed_buffers_are_errors() {
+        let bad = |kind: &str, a: Vec<u8>, b: Option<Vec<u8>>, bits: Option<Vec<u8>>, rows| {
+            FrameColumn::new(kind, a, b, bits, 0, rows).is_err()
+        };
+        assert!(bad("text", offsets(&[0, 2]), Some(b"a".to_vec()), None, 1)); // past the end
+        assert!(bad(
+            "text",
+            offsets(&[0, 2, 1]),
+            Some(b"ab".to_vec()),
+            None,
+            2
+        )); // decreasing
+        assert!(bad("text", offsets(&[-1, 0]), Some(b"a".to_vec()), None, 1)); // negative
+        assert!(bad(
+            "text",
+            offsets(&[0, 1]),
+            Some("é".as_bytes().to_vec()),
+            None,
+            1
+        )); // mid-character
+        assert!(bad("text", offsets(&[0, 1]), Some(vec![0xff]), None, 1)); // not UTF-8
+        assert!(bad("text", offsets(&[0, 1]), Some(b"a".to_vec()), None, 2)); // too few offsets
+        assert!(bad("numbers", vec![0; 12], None, None, 2)); // not whole float64s
+        assert!(bad("numbers", vec![0; 16], None, Some(vec![]), 2)); // bitmap too short
+        assert!(bad("bytes", vec![], None, None, 0));
+    }
+}
