@@ -271,6 +271,14 @@ enum Arg {
 }
 
 impl Arg {
+    /// The number of values.
+    fn len(&self) -> usize {
+        match self {
+            Arg::Text(a) => a.len(),
+            Arg::Numbers(a) => a.len(),
+        }
+    }
+
     /// The argument of a column: numbers when `as_numbers` and it has them.
     fn of(a: &ArrayRef, as_numbers: bool) -> Result<Arg, EngineError> {
         if as_numbers && let Some(x) = column_numbers(a)? {
