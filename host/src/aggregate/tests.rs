@@ -1121,11 +1121,18 @@ fn totals_of(pieces: &[Vec<u8>]) -> Vec<GroupTotals> {
     t
 }
 
+/// The rows read and the invalid ones of a piece (`PartialTotals` bytes).
+fn counts_of(piece: &[u8]) -> (u64, u64) {
+    let t = PartialTotals::decode(piece).unwrap();
+    (t.seen(), t.invalid())
+}
+
 /// `UnitColumns` (every unit's rows in shared columns) against one `UnitRows` per
 /// unit: the same totals per unit (within and over both limits, several keys,
-/// identical rows), the same encoded states (read back by `UnitRows::merge_state`
-/// and by `UnitColumns::merge_state`, states split in pieces), and `take_first`
-/// renumbering the groups left.
+/// identical rows), the same rows read and invalid rows per unit (as counted
+/// while the rows were fed, unit by unit), the same encoded states (read back by
+/// `UnitRows::merge_state` and by `UnitColumns::merge_state`, states split in
+/// pieces), and `take_first` renumbering the groups left.
 #[test]
 fn unit_columns_bound_and_encode_as_unit_rows() {
     use rand_core::Rng;
@@ -1152,6 +1159,8 @@ fn unit_columns_bound_and_encode_as_unit_rows() {
         let mut cols = UnitColumns::default();
         // The same rows in two halves, merged from their states.
         let mut halves = [UnitColumns::default(), UnitColumns::default()];
+        // Each unit's rows read and invalid rows, counted here.
+        let mut counted = vec![(0u64, 0u64); units];
         assert!(cols.resize(units));
         for h in &mut halves {
             assert!(h.resize(units));
@@ -1167,6 +1176,8 @@ fn unit_columns_bound_and_encode_as_unit_rows() {
             let bits = [((rng.next_u64() % 12) as f64 * 4.5 - 3.0).to_bits()];
             let name = format!("d{u}");
             let invalid = rng.next_u64().is_multiple_of(17);
+            counted[u].0 += 1;
+            counted[u].1 += u64::from(invalid);
             rows_of[u].count(invalid);
             cols.count(u, invalid);
             let half = &mut halves[(rng.next_u64() % 2) as usize];
@@ -1188,11 +1199,13 @@ fn unit_columns_bound_and_encode_as_unit_rows() {
         let mut got = Vec::new();
         cols_clone(&partial, &cols).finish_each(&partial, &mut |b| got.push(b.to_vec()));
         assert_eq!(got.len(), units);
-        for (g, w) in got.iter().zip(&want) {
+        for (u, (g, w)) in got.iter().zip(&want).enumerate() {
             assert_eq!(
                 totals_of(std::slice::from_ref(g)),
                 totals_of(std::slice::from_ref(w))
             );
+            assert_eq!(counts_of(w), counted[u], "case {case}, unit {u}");
+            assert_eq!(counts_of(g), counted[u], "case {case}, unit {u}");
         }
         // States: read back by UnitRows, and two halves merged by UnitColumns.
         let mut states = Vec::new();
@@ -1214,6 +1227,7 @@ fn unit_columns_bound_and_encode_as_unit_rows() {
             );
             let mut out = Vec::new();
             r.finish(&partial).encode(&mut out);
+            assert_eq!(counts_of(&out), counted[u], "case {case}, unit {u}");
             assert_eq!(totals_of(&[out]), totals_of(std::slice::from_ref(w)));
         }
         let mut got = Vec::new();
@@ -1225,6 +1239,7 @@ fn unit_columns_bound_and_encode_as_unit_rows() {
                 totals_of(std::slice::from_ref(w)),
                 "case {case}, unit {u}"
             );
+            assert_eq!(counts_of(g), counted[u], "case {case}, unit {u}");
         }
         // The first n groups, then the rest renumbered.
         let n = (rng.next_u64() % (units as u64 + 1)) as usize;
@@ -1240,6 +1255,7 @@ fn unit_columns_bound_and_encode_as_unit_rows() {
                 totals_of(std::slice::from_ref(w)),
                 "case {case}, unit {u}"
             );
+            assert_eq!(counts_of(g), counted[u], "case {case}, unit {u}");
         }
     }
 }
