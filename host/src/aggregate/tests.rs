@@ -1338,3 +1338,216 @@ fn forged_unit_column_states_are_refused_without_panic() {
     assert_eq!(t.len(), 1);
     assert_eq!((t[0].units, t[0].rows), (2, 4));
 }
+
+/// The bounding rule written again from `BoundingKey`'s documentation alone, as
+/// plainly as possible (no shortcut for a unit within the limits, no shared
+/// code with `bound_unit`, `kept_rows` or `bound_into`), checked against
+/// `UnitRows` and `UnitColumns` on random small units.
+mod naive_rule {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One row of a unit: its encoded key and its values.
+    type Row = (String, Vec<f64>);
+
+    fn same_bits(a: &[f64], b: &[f64]) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+    }
+
+    /// The rows unit `unit` keeps under `key` and `limits`: its keys ordered by
+    /// `group_rank` (ties by the key's bytes), the first `max_groups` kept; in
+    /// each kept key its rows ordered by `row_rank` of (unit, key, values,
+    /// occurrence) — the occurrence a row's index among the unit's rows of that
+    /// key with the same values — then by the values as signed bit patterns,
+    /// then by occurrence; the first `max_rows` kept.
+    fn kept(key: &BoundingKey, limits: Contribution, unit: &str, rows: &[Row]) -> Vec<Row> {
+        let mut keys: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys.sort_by(|a, b| {
+            key.group_rank(unit, a)
+                .cmp(&key.group_rank(unit, b))
+                .then(a.as_bytes().cmp(b.as_bytes()))
+        });
+        keys.truncate(limits.max_groups() as usize);
+        let signed = |v: &[f64]| v.iter().map(|x| x.to_bits() as i64).collect::<Vec<i64>>();
+        let mut out = Vec::new();
+        for k in keys {
+            let mut ranked: Vec<(u64, Vec<i64>, u64, &Row)> = Vec::new();
+            for (i, row) in rows.iter().enumerate() {
+                if row.0 != k {
+                    continue;
+                }
+                let occurrence = rows[..i]
+                    .iter()
+                    .filter(|r| r.0 == k && same_bits(&r.1, &row.1))
+                    .count() as u64;
+                let rank = key.row_rank(unit, k, &row.1, occurrence);
+                ranked.push((rank, signed(&row.1), occurrence, row));
+            }
+            ranked.sort_by(|a, b| (a.0, &a.1, a.2).cmp(&(b.0, &b.1, b.2)));
+            out.extend(
+                ranked
+                    .into_iter()
+                    .take(limits.max_rows() as usize)
+                    .map(|r| r.3.clone()),
+            );
+        }
+        out
+    }
+
+    /// The totals of kept rows, each added to its key's as `ColumnTotals::add`
+    /// adds a value, sorted by key.
+    fn totals(p: &Plan, kept: &[Row]) -> Vec<GroupTotals> {
+        let columns = p.columns().values.len();
+        let mut out: Vec<GroupTotals> = Vec::new();
+        for (k, values) in kept {
+            let key = decode_key(k).unwrap();
+            let i = match out.iter().position(|g| g.key == key) {
+                Some(i) => i,
+                None => {
+                    out.push(GroupTotals {
+                        key,
+                        units: 1,
+                        rows: 0,
+                        columns: (0..columns)
+                            .map(|c| ColumnTotals {
+                                at_candidate: vec![
+                                    0;
+                                    p.quantile_candidates(c).map_or(0, |c| c.len())
+                                ],
+                                ..ColumnTotals::default()
+                            })
+                            .collect(),
+                    });
+                    out.len() - 1
+                }
+            };
+            let g = &mut out[i];
+            g.rows += 1;
+            for (c, (t, &x)) in g.columns.iter_mut().zip(values).enumerate() {
+                let candidates = p.quantile_candidates(c);
+                t.add(p.value_steps(c, x), p.mid_steps(c), candidates.as_deref());
+            }
+        }
+        out.sort_by(|a, b| a.key.cmp(&b.key));
+        out
+    }
+
+    /// A plan of `columns` value columns (0, 1 with a quantile, or 2) under `limits`.
+    fn plan(columns: usize, limits: Contribution) -> Plan {
+        let aggregates = match columns {
+            0 => vec![("n", Aggregate::Count)],
+            1 => vec![
+                ("n", Aggregate::Count),
+                ("median", Aggregate::quantile("x", 0.5).unwrap()),
+            ],
+            _ => vec![
+                ("mean", Aggregate::Mean("x".into())),
+                ("total", Aggregate::Sum("y".into())),
+            ],
+        };
+        let mut b = Plan::builder(Query::new(["g"], aggregates))
+            .privacy_unit("device", limits)
+            .groups(Groups::Private { delta: 1e-6 });
+        if columns >= 1 {
+            b = b.bounds("x", "0:40".parse().unwrap());
+        }
+        if columns >= 2 {
+            b = b.bounds("y", "-10:10".parse().unwrap());
+        }
+        b.build(eps(1, 1)).unwrap()
+    }
+
+    /// Few values (identical rows are common), 0.0 and -0.0 (two values for the
+    /// rule), some outside the bounds.
+    const VALUES: [f64; 8] = [-12.0, -3.0, -0.0, 0.0, 1.5, 4.0, 40.0, 45.0];
+
+    /// A case: the limits, the value columns, the key's seed, and rows as
+    /// (unit, key, value indices).
+    fn case() -> impl Strategy<Value = (u32, u32, usize, u64, Vec<(usize, usize, Vec<usize>)>)> {
+        (1u32..=3, 1u32..=3, 0usize..=2, any::<u64>()).prop_flat_map(|(g, r, columns, seed)| {
+            let row = (
+                0usize..3,
+                0usize..5,
+                proptest::collection::vec(0usize..8, columns),
+            );
+            (
+                Just(g),
+                Just(r),
+                Just(columns),
+                Just(seed),
+                proptest::collection::vec(row, 0..40),
+            )
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// `UnitRows::finish` (one state per unit) and `UnitColumns::finish_each`
+        /// (every unit in one state) keep what the rule as documented keeps.
+        #[test]
+        fn units_keep_what_the_documented_rule_keeps(
+            (max_groups, max_rows, columns, seed, rows) in case()
+        ) {
+            let limits = Contribution::new(max_groups, max_rows).unwrap();
+            let p = plan(columns, limits);
+            let key = BoundingKey::draw(&mut seeded_rng(seed));
+            let partial = p.partial(key);
+            let mut per_unit: Vec<Vec<Row>> = vec![Vec::new(); 3];
+            let mut states: Vec<UnitRows> = (0..3).map(|_| UnitRows::default()).collect();
+            let mut cols = UnitColumns::default();
+            prop_assert!(cols.resize(3));
+            for (u, k, v) in &rows {
+                let name = format!("d{u}");
+                let k = encode_key(&[format!("r{k}")]);
+                let values: Vec<f64> = v.iter().map(|&i| VALUES[i]).collect();
+                let bits: Vec<u64> = values.iter().map(|x| x.to_bits()).collect();
+                states[*u].count(false);
+                states[*u].keep(&partial, Some(&name), &k, &bits);
+                cols.count(*u, false);
+                prop_assert!(cols.keep(&partial, *u, Some(&name), &k, &bits).is_some());
+                per_unit[*u].push((k, values));
+            }
+            let mut finished = Vec::new();
+            cols.finish_each(&partial, &mut |b| finished.push(b.to_vec()));
+            prop_assert_eq!(finished.len(), 3);
+            for (u, (state, unit_rows)) in states.into_iter().zip(&per_unit).enumerate() {
+                let want = totals(&p, &kept(&key, limits, &format!("d{u}"), unit_rows));
+                let mut got = state.finish(&partial).into_totals().unwrap();
+                got.sort_by(|a, b| a.key.cmp(&b.key));
+                prop_assert_eq!(&got, &want, "UnitRows, unit {}", u);
+                prop_assert_eq!(
+                    totals_of(std::slice::from_ref(&finished[u])),
+                    want,
+                    "UnitColumns, unit {}",
+                    u
+                );
+            }
+        }
+    }
+
+    /// The reference itself on a case worked by hand: one unit, two keys, one
+    /// kept (the smaller group rank), and of its three identical rows two kept.
+    #[test]
+    fn the_reference_keeps_the_smallest_ranks() {
+        let key = BoundingKey::draw(&mut seeded_rng(3));
+        let (a, b) = (encode_key(&["a"]), encode_key(&["b"]));
+        let rows: Vec<Row> = vec![
+            (a.clone(), vec![1.0]),
+            (b.clone(), vec![2.0]),
+            (a.clone(), vec![1.0]),
+            (a.clone(), vec![1.0]),
+        ];
+        let first = if key.group_rank("u", &a) < key.group_rank("u", &b) {
+            &a
+        } else {
+            &b
+        };
+        let got = kept(&key, Contribution::new(1, 2).unwrap(), "u", &rows);
+        let want_rows = if *first == a { 2 } else { 1 };
+        assert_eq!(got.len(), want_rows);
+        assert!(got.iter().all(|r| r.0 == *first));
+    }
+}
