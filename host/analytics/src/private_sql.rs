@@ -1211,3 +1211,6 @@ fn trim(args: &[ColumnarValue]) -> DfResult<ColumnarValue> {
 fn csv_reader<R: std::io::Read>(r: R) -> csv::Reader<R> {
     csv::ReaderBuilder::new().from_reader(r)
 }
+
+#[cfg(test)]
+mod tests;
