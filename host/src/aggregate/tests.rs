@@ -1463,9 +1463,11 @@ mod naive_rule {
     /// rule), some outside the bounds.
     const VALUES: [f64; 8] = [-12.0, -3.0, -0.0, 0.0, 1.5, 4.0, 40.0, 45.0];
 
-    /// A case: the limits, the value columns, the key's seed, and rows as
-    /// (unit, key, value indices).
-    fn case() -> impl Strategy<Value = (u32, u32, usize, u64, Vec<(usize, usize, Vec<usize>)>)> {
+    /// Rows of a case: (unit, key, value indices).
+    type Rows = Vec<(usize, usize, Vec<usize>)>;
+
+    /// A case: the limits, the value columns, the key's seed, and its rows.
+    fn case() -> impl Strategy<Value = (u32, u32, usize, u64, Rows)> {
         (1u32..=3, 1u32..=3, 0usize..=2, any::<u64>()).prop_flat_map(|(g, r, columns, seed)| {
             let row = (
                 0usize..3,
