@@ -340,10 +340,16 @@ def _column_buffers(column: Any, name: str, as_numbers: bool) -> tuple:
     UTF-8 bytes, validity, offset)`` of its texts (:func:`_text_array`). Native
     byte order; validity as :func:`_validity`."""
     t = column.type
+    array = None
     if as_numbers and (pa.types.is_integer(t) or pa.types.is_floating(t)):
         # `safe=False`: an integer past 2**53 is rounded to the nearest double, ties
-        # to even, as its decimal text is when parsed.
-        array = pc.cast(column, pa.float64(), safe=False)
+        # to even, as its decimal text is when parsed. A cast Arrow lacks (float16
+        # before pyarrow 16) leaves the column to its texts, which read the same.
+        try:
+            array = pc.cast(column, pa.float64(), safe=False)
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid):
+            pass
+    if array is not None:
         array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
         n, at = len(array), array.offset
         values = array.buffers()[1].to_pybytes()[8 * at : 8 * (at + n)]

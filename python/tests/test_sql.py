@@ -437,3 +437,39 @@ def test_columns_of_numbers_release_what_their_texts_release():
         xs = [x for x in ints if (x >= 0 or t == pa.int64()) and x < (2**63 if t == pa.int64() else 2**64)]
         cast = pa.array(xs, t).cast(pa.float64(), safe=False).to_pylist()
         assert cast == [float(str(x)) for x in xs]
+
+
+def test_a_cast_arrow_lacks_falls_back_to_texts(monkeypatch):
+    # float16 has no cast to float64 before pyarrow 16: the column then goes as its
+    # texts, which read the same.
+    import privq._frames as frames
+
+    df = pd.DataFrame({"device": ["a", "b", "c", "a"], "x": pd.array([0.1, 2.0, 3.5, 7.0], "float16")})
+    q = "SELECT COUNT(*) AS n, SUM(x) AS s FROM t"
+    kw = dict(epsilon=1, privacy_unit="device", max_rows=2, bounds={"x": (0, 10)}, seed=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", privq.SeedWarning)
+        expected = privq.sql(q, {"t": pa.table({"device": df["device"], "x": pa.array(df["x"])})}, **kw)
+
+        real = frames.pc.cast
+
+        def no_cast(array, target_type=None, *args, **kwargs):
+            if array.type == pa.float16() and target_type == pa.float64():
+                raise pa.ArrowNotImplementedError("Unsupported cast from halffloat to double")
+            return real(array, target_type, *args, **kwargs)
+
+        monkeypatch.setattr(frames.pc, "cast", no_cast)
+        got = privq.sql(q, {"t": pa.table({"device": df["device"], "x": pa.array(df["x"])})}, **kw)
+    assert got.equals(expected)
+
+
+def test_bytes_under_a_missing_value_are_not_read():
+    # Arrow lets a null slot keep any bytes; only present values must be UTF-8.
+    raw = pa.array([b"\xff\xfe", b"ok", b"u2"], pa.binary())
+    units = pa.compute.if_else(pa.array([False, True, True]), raw, pa.scalar(None, pa.binary()))
+    table = pa.table({"id": units.cast(pa.string()), "x": [1.0, 2.0, 3.0]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", privq.SeedWarning)
+        out = privq.sql("SELECT COUNT(*) AS n FROM t", {"t": table}, epsilon=1,
+                        privacy_unit="id", drop_invalid=True, seed=2)
+    assert out.num_rows == 1

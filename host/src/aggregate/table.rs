@@ -526,7 +526,9 @@ impl RowReader {
         parsed.clear();
         for (c, &i) in self.value_index.iter().enumerate() {
             match value(i) {
-                Some(x) if x.is_finite() => parsed.push(x),
+                // -0.0 is 0.0: one value, whichever text or number gave it (bounding
+                // ranks a row by its values' bits).
+                Some(x) if x.is_finite() => parsed.push(x + 0.0),
                 x => {
                     invalid.get_or_insert(not_finite(x, &columns.values[c], line));
                 }
@@ -825,8 +827,13 @@ mod tests {
                 ("temp".to_string(), temp),
             ]
         };
-        let typed = data(Typed::Numbers(vec![Some(1.5), Some(-0.0), None, Some(f64::NAN)]));
-        let texts = data(Typed::Texts(vec!["1.5", "-0.0", "", "NaN"]));
+        let typed = data(Typed::Numbers(vec![
+            Some(1.5),
+            Some(-0.0),
+            None,
+            Some(f64::NAN),
+        ]));
+        let texts = data(Typed::Texts(vec!["1.5", "-0", "", "NaN"]));
         let mut c = columns();
         c.drop_invalid = true;
         let (a, b) = (
@@ -834,14 +841,22 @@ mod tests {
             Table::from_columns(&texts, 4, &c, 10).unwrap(),
         );
         assert_eq!(a.rows(), 2);
-        assert_eq!((a.values(0), a.units.clone()), (b.values(0), b.units.clone()));
+        assert_eq!(
+            (a.values(0), a.units.clone()),
+            (b.values(0), b.units.clone())
+        );
+        // -0.0 is read as 0.0, from text or number: one value for bounding's ranks.
+        assert!(a.values(0)[1].is_sign_positive() && b.values(0)[1].is_sign_positive());
         // Without drop_invalid, the same refusal: the first invalid row, named.
         let (ea, eb) = (
             Table::from_columns(&typed, 4, &columns(), 10).unwrap_err(),
             Table::from_columns(&texts, 4, &columns(), 10).unwrap_err(),
         );
         assert_eq!(ea.to_string(), eb.to_string());
-        assert!(matches!(ea, AggregateError::NotANumber { line: 4, .. }), "{ea}");
+        assert!(
+            matches!(ea, AggregateError::NotANumber { line: 4, .. }),
+            "{ea}"
+        );
         // A column the query compares as text (the unit, a key, WHERE) cannot be numbers.
         let numbers = || Typed::Numbers(vec![Some(1.0); 4]);
         for position in [0, 1] {
