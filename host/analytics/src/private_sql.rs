@@ -155,24 +155,29 @@ impl From<std::io::Error> for EngineError {
     }
 }
 
+/// True for the Arrow types of integers and floats privq reads (not `Float16`).
+fn holds_numbers(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32
+            | DataType::UInt64
+            | DataType::Float32
+            | DataType::Float64
+    )
+}
+
 /// True for the Arrow types [`column_text`] reads.
 pub fn text_readable(t: &DataType) -> bool {
     match t {
-        DataType::Utf8
-        | DataType::LargeUtf8
-        | DataType::Utf8View
-        | DataType::Null
-        | DataType::Boolean
-        | DataType::Int8
-        | DataType::Int16
-        | DataType::Int32
-        | DataType::Int64
-        | DataType::UInt8
-        | DataType::UInt16
-        | DataType::UInt32
-        | DataType::UInt64
-        | DataType::Float32
-        | DataType::Float64 => true,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View | DataType::Null => true,
+        DataType::Boolean => true,
+        t if holds_numbers(t) => true,
         DataType::Dictionary(_, v) => {
             matches!(
                 **v,
@@ -246,15 +251,7 @@ pub fn column_text(a: &ArrayRef) -> Result<StringArray, EngineError> {
 pub fn column_numbers(a: &ArrayRef) -> Result<Option<Float64Array>, EngineError> {
     match a.data_type() {
         DataType::Float64 => Ok(Some(a.as_primitive::<Float64Type>().clone())),
-        DataType::Int8
-        | DataType::Int16
-        | DataType::Int32
-        | DataType::Int64
-        | DataType::UInt8
-        | DataType::UInt16
-        | DataType::UInt32
-        | DataType::UInt64
-        | DataType::Float32 => Ok(Some(
+        t if holds_numbers(t) => Ok(Some(
             cast(a, &DataType::Float64)?
                 .as_primitive::<Float64Type>()
                 .clone(),

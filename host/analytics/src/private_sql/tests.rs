@@ -161,6 +161,18 @@ fn groups_emitted_first_and_the_rest_are_those_of_their_own_rows() {
         // The model: each current group's rows, by group number.
         let mut model: Vec<Vec<Row>> = Vec::new();
         let mut groups = 0usize;
+        // A finished piece (rows read, invalid rows, totals) against Plan::totals
+        // of the rows group `g` was given.
+        let check_piece = |piece: &[u8], rows: &[Row], what: &str, g: usize| {
+            let (seen, invalid, totals) = finished(piece);
+            let (want_seen, want) = expected(&p, &key, rows);
+            assert_eq!(
+                (seen, invalid),
+                (want_seen, 0),
+                "case {case}, {what}, group {g}"
+            );
+            assert_eq!(totals, want, "case {case}, {what}, group {g}");
+        };
         let check_states = |states: &ArrayRef, emitted: &[Vec<Row>], what: &str| {
             let states = states.as_binary::<i32>();
             assert_eq!(states.len(), emitted.len(), "case {case}, {what}");
@@ -169,28 +181,14 @@ fn groups_emitted_first_and_the_rest_are_those_of_their_own_rows() {
                 assert!(u.merge_state(&partial, states.value(g)).is_some());
                 let mut out = Vec::new();
                 u.finish(&partial).encode(&mut out);
-                let (seen, invalid, totals) = finished(&out);
-                let (want_seen, want) = expected(&p, &key, rows);
-                assert_eq!(
-                    (seen, invalid),
-                    (want_seen, 0),
-                    "case {case}, {what}, group {g}"
-                );
-                assert_eq!(totals, want, "case {case}, {what}, group {g}");
+                check_piece(&out, rows, what, g);
             }
         };
         let check_totals = |pieces: &ArrayRef, emitted: &[Vec<Row>], what: &str| {
             let pieces = pieces.as_binary::<i32>();
             assert_eq!(pieces.len(), emitted.len(), "case {case}, {what}");
             for (g, rows) in emitted.iter().enumerate() {
-                let (seen, invalid, totals) = finished(pieces.value(g));
-                let (want_seen, want) = expected(&p, &key, rows);
-                assert_eq!(
-                    (seen, invalid),
-                    (want_seen, 0),
-                    "case {case}, {what}, group {g}"
-                );
-                assert_eq!(totals, want, "case {case}, {what}, group {g}");
+                check_piece(pieces.value(g), rows, what, g);
             }
         };
 
