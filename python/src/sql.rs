@@ -313,32 +313,12 @@ pub(crate) fn _sql<'py>(
         // (the unit, plain keys, WHERE) as text, the others as numbers where the
         // frame holds numbers.
         let columns = plan.columns();
-        let mut text: Vec<String> = Vec::new();
-        let mut numbers: Vec<String> = Vec::new();
-        let add = |to: &mut Vec<String>, c: &str| {
-            if !to.iter().any(|w| w == c) {
-                to.push(c.to_string());
-            }
-        };
-        if let Some(u) = &columns.unit {
-            add(&mut text, u);
-        }
-        for g in &columns.group_by {
-            match columns.bins.get(g) {
-                Some(b) => add(&mut numbers, b.column()),
-                None => add(&mut text, g),
-            }
-        }
-        for v in &columns.values {
-            add(&mut numbers, v);
-        }
-        if let Some(f) = &columns.filter {
-            for c in f.columns() {
-                add(&mut text, &c);
-            }
-        }
-        numbers.retain(|c| !text.contains(c));
-        let wanted: Vec<&String> = text.iter().chain(&numbers).collect();
+        let numbers = columns.number_columns();
+        let wanted: Vec<String> = columns
+            .text_columns()
+            .into_iter()
+            .chain(numbers.clone())
+            .collect();
         let df = tables
             .get_item(&name)?
             .ok_or_else(|| PyValueError::new_err(format!("tables: no table {name:?}")))?;

@@ -30,6 +30,36 @@ pub struct Columns {
     pub drop_invalid: bool,
 }
 
+impl Columns {
+    /// The columns compared as text — the privacy unit, plain group-by keys,
+    /// `WHERE` columns — in that order, each once.
+    pub fn text_columns(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let plain = self.group_by.iter().filter(|g| !self.bins.contains_key(*g));
+        let filter = self.filter.iter().flat_map(|f| f.columns());
+        for c in self.unit.iter().chain(plain).cloned().chain(filter) {
+            if !out.contains(&c) {
+                out.push(c);
+            }
+        }
+        out
+    }
+
+    /// The columns read only as numbers — binned keys' columns and aggregated
+    /// values not among [`Columns::text_columns`] — each once.
+    pub fn number_columns(&self) -> Vec<String> {
+        let text = self.text_columns();
+        let mut out: Vec<String> = Vec::new();
+        let binned = self.bins.values().map(|b| b.column().to_string());
+        for c in binned.chain(self.values.iter().cloned()) {
+            if !text.contains(&c) && !out.contains(&c) {
+                out.push(c);
+            }
+        }
+        out
+    }
+}
+
 /// The error of a table path that is not one regular file (a directory, which an
 /// engine reading a path would read every file under, a pipe or a device): the
 /// one `privq sql` gives on every engine.
@@ -75,8 +105,9 @@ impl Table {
         if header.is_empty() {
             return Err(AggregateError::EmptyTable);
         }
+        let reader = RowReader::new(&header, columns)?;
         let mut record = csv::StringRecord::new();
-        Self::read(&header, columns, max_rows, &mut record, |r| {
+        Self::read(&reader, columns, max_rows, &mut record, |r| {
             Ok(csv.read_record(r)?)
         })
     }
@@ -107,8 +138,9 @@ impl Table {
             )));
         }
         let header: Vec<String> = data.iter().map(|(name, _)| name.clone()).collect();
-        let text_fields = RowReader::new(&header, columns)?.text_fields();
-        if let Some((name, _)) = text_fields
+        let reader = RowReader::new(&header, columns)?;
+        if let Some((name, _)) = reader
+            .text_fields()
             .iter()
             .filter_map(|&i| data.get(i))
             .find(|(_, c)| c.holds_numbers())
@@ -119,7 +151,7 @@ impl Table {
             )));
         }
         let mut record = ColumnRow { data, row: None };
-        Self::read(&header, columns, max_rows, &mut record, |r| {
+        Self::read(&reader, columns, max_rows, &mut record, |r| {
             let next = r.row.map_or(0, |i| i + 1);
             r.row = Some(next);
             Ok(next < rows)
@@ -129,13 +161,12 @@ impl Table {
     /// The rows of `next` (which loads the next row into `record`, or returns
     /// false at the end), read against `header` as [`Table::from_csv`] describes.
     fn read<F: Fields>(
-        header: &[String],
+        reader: &RowReader,
         columns: &Columns,
         max_rows: usize,
         record: &mut F,
         mut next: impl FnMut(&mut F) -> Result<bool, AggregateError>,
     ) -> Result<Self, AggregateError> {
-        let reader = RowReader::new(header, columns)?;
         let mut table = Table {
             columns: columns.clone(),
             units: Vec::new(),
@@ -397,36 +428,28 @@ impl RowReader {
     /// plain group-by keys, `WHERE` columns — ascending, each once. The others
     /// (aggregated values, binned keys) are only read as numbers.
     pub fn text_fields(&self) -> Vec<usize> {
-        let mut out: Vec<usize> = self
-            .unit_index
-            .iter()
-            .copied()
-            .chain(
-                self.key_index
-                    .iter()
-                    .filter(|(_, b)| b.is_none())
-                    .map(|&(i, _)| i),
-            )
-            .chain(self.filter_columns.iter().map(|&(_, i)| i))
-            .collect();
-        out.sort_unstable();
-        out.dedup();
-        out
+        positions(
+            self.unit_index
+                .iter()
+                .copied()
+                .chain(
+                    self.key_index
+                        .iter()
+                        .filter(|(_, b)| b.is_none())
+                        .map(|&(i, _)| i),
+                )
+                .chain(self.filter_columns.iter().map(|&(_, i)| i)),
+        )
     }
 
     /// The header positions a row is read from, ascending, each once.
     pub fn fields(&self) -> Vec<usize> {
-        let mut out: Vec<usize> = self
-            .unit_index
-            .iter()
-            .copied()
-            .chain(self.key_index.iter().map(|&(i, _)| i))
-            .chain(self.value_index.iter().copied())
-            .chain(self.filter_columns.iter().map(|&(_, i)| i))
-            .collect();
-        out.sort_unstable();
-        out.dedup();
-        out
+        positions(
+            self.text_fields()
+                .into_iter()
+                .chain(self.key_index.iter().map(|&(i, _)| i))
+                .chain(self.value_index.iter().copied()),
+        )
     }
 
     /// Reads the row whose field `i` (trimmed) is `field(i)`, at `line` (for
@@ -577,6 +600,14 @@ impl RowReader {
             (i, None) => field(*i),
         }
     }
+}
+
+/// Header positions ascending, each once.
+fn positions(i: impl Iterator<Item = usize>) -> Vec<usize> {
+    let mut out: Vec<usize> = i.collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// The error of a value that is not a finite number: non-finite (NaN, ±∞) or
@@ -873,5 +904,10 @@ mod tests {
         });
         let e = Table::from_columns(&data(numbers()), 4, &c, 10).unwrap_err();
         assert!(e.to_string().contains("given as numbers"), "{e}");
+        // Which columns a front end may give as numbers.
+        assert_eq!(columns().text_columns(), ["id", "region"]);
+        assert_eq!(columns().number_columns(), ["temp"]);
+        assert_eq!(c.text_columns(), ["id", "region", "temp"]);
+        assert!(c.number_columns().is_empty());
     }
 }
