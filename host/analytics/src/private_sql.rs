@@ -64,7 +64,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BinaryBuilder, BooleanArray, Float64Array, StringArray, StringBuilder,
+    Array, ArrayRef, AsArray, BooleanArray, Float64Array, LargeBinaryBuilder, StringArray,
+    StringBuilder,
 };
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
@@ -500,7 +501,7 @@ impl<S: PartialStates> Acc<S> {
     fn merge(&mut self, states: &[ArrayRef], group: impl Fn(usize) -> usize) -> DfResult<()> {
         let states = states
             .first()
-            .and_then(|a| a.as_binary_opt::<i32>())
+            .and_then(|a| a.as_binary_opt::<i64>())
             .ok_or_else(|| state_err("(not binary)"))?;
         for i in 0..states.len() {
             if states.is_null(i) {
@@ -527,9 +528,11 @@ impl<S: PartialStates> Acc<S> {
     }
 }
 
-/// The binary array of the byte strings `write` gives, in order.
+/// The binary array of the byte strings `write` gives, in order: 64-bit offsets,
+/// since the states of a partition's units (their kept rows) can exceed the
+/// 2 GiB a 32-bit offset array holds.
 fn binary(write: impl FnOnce(&mut dyn FnMut(&[u8]))) -> ArrayRef {
-    let mut b = BinaryBuilder::new();
+    let mut b = LargeBinaryBuilder::new();
     write(&mut |bytes| b.append_value(bytes));
     Arc::new(b.finish()) as ArrayRef
 }
@@ -603,7 +606,7 @@ impl<S: PartialStates> Accumulator for Acc<S> {
         let states = self.take(EmitTo::All);
         let mut out = Vec::new();
         states.finish_each(&self.sh.partial, &mut |b| out = b.to_vec());
-        Ok(ScalarValue::Binary(Some(out)))
+        Ok(ScalarValue::LargeBinary(Some(out)))
     }
 
     fn size(&self) -> usize {
@@ -615,7 +618,7 @@ impl<S: PartialStates> Accumulator for Acc<S> {
         let mut out = Vec::new();
         self.states
             .encode_states(&self.sh.partial, &mut |b| out = b.to_vec());
-        Ok(vec![ScalarValue::Binary(Some(out))])
+        Ok(vec![ScalarValue::LargeBinary(Some(out))])
     }
 
     fn merge_batch(&mut self, states: &[ArrayRef]) -> DfResult<()> {
@@ -667,7 +670,7 @@ impl AggregateUDFImpl for PrivqBound {
     }
 
     fn return_type(&self, _args: &[DataType]) -> DfResult<DataType> {
-        Ok(DataType::Binary)
+        Ok(DataType::LargeBinary)
     }
 
     fn accumulator(&self, _args: AccumulatorArgs) -> DfResult<Box<dyn Accumulator>> {
@@ -680,7 +683,7 @@ impl AggregateUDFImpl for PrivqBound {
 
     fn state_fields(&self, args: StateFieldsArgs) -> DfResult<Vec<FieldRef>> {
         let name = format_state_name(args.name, "rows");
-        Ok(vec![Field::new(name, DataType::Binary, true).into()])
+        Ok(vec![Field::new(name, DataType::LargeBinary, true).into()])
     }
 
     fn groups_accumulator_supported(&self, _args: AccumulatorArgs) -> bool {
@@ -1128,7 +1131,7 @@ async fn totals_async(
     for batch in &batches {
         let b = batch
             .column(0)
-            .as_binary_opt::<i32>()
+            .as_binary_opt::<i64>()
             .ok_or(EngineError::Shape("the aggregate is not binary"))?;
         for i in 0..b.len() {
             let piece = PartialTotals::decode(b.value(i)).ok_or(EngineError::Shape("a result"))?;

@@ -174,7 +174,7 @@ fn groups_emitted_first_and_the_rest_are_those_of_their_own_rows() {
             assert_eq!(totals, want, "case {case}, {what}, group {g}");
         };
         let check_states = |states: &ArrayRef, emitted: &[Vec<Row>], what: &str| {
-            let states = states.as_binary::<i32>();
+            let states = states.as_binary::<i64>();
             assert_eq!(states.len(), emitted.len(), "case {case}, {what}");
             for (g, rows) in emitted.iter().enumerate() {
                 let mut u = UnitRows::default();
@@ -185,7 +185,7 @@ fn groups_emitted_first_and_the_rest_are_those_of_their_own_rows() {
             }
         };
         let check_totals = |pieces: &ArrayRef, emitted: &[Vec<Row>], what: &str| {
-            let pieces = pieces.as_binary::<i32>();
+            let pieces = pieces.as_binary::<i64>();
             assert_eq!(pieces.len(), emitted.len(), "case {case}, {what}");
             for (g, rows) in emitted.iter().enumerate() {
                 check_piece(pieces.value(g), rows, what, g);
