@@ -285,7 +285,7 @@ pub fn run(
     writeln!(
         stderr,
         "privq: adaptive marginals over {} attributes ({} cells in the model, {} universe cells \
-         never materialised): {} one-way + {} selected marginals, {} rounds ({} annealed); \
+         never materialised): {} one-way + {} selected marginals, {} rounds ({} annealed{}); \
          {rows} synthetic records",
         domain.dims(),
         out.model.cells(),
@@ -298,6 +298,11 @@ pub fn run(
         out.rounds.len(),
         out.rounds.len(),
         annealed,
+        if out.rounds_from_uniform {
+            "; noise large against the data: each round's model fitted from the uniform one"
+        } else {
+            ""
+        },
     )?;
     writeln!(
         stderr,

@@ -168,6 +168,9 @@ pub struct FitOptions<'m> {
     /// Start from this model's potentials (its cliques join the junction tree, so
     /// the start is exactly that model's distribution).
     pub warm_start: Option<&'m Model>,
+    /// Start from the uniform distribution (all potentials zero) even with a
+    /// `warm_start`, which then lends only its cliques and its step size.
+    pub from_uniform: bool,
     /// Refuse models whose junction-tree tables have more cells in total.
     pub max_cells: u128,
     /// Triangulate the junction tree as for attributes of these sizes (None: the
@@ -182,6 +185,7 @@ impl Default for FitOptions<'_> {
             iterations: 1000,
             tolerance: 1e-6,
             warm_start: None,
+            from_uniform: false,
             max_cells: 1 << 25,
             order_sizes: None,
         }
@@ -580,7 +584,7 @@ pub fn fit(
         .iter()
         .map(|c| c.cells(sizes).map(|k| vec![0.0; k]))
         .collect::<Result<_, _>>()?;
-    if let Some(w) = options.warm_start {
+    if let Some(w) = options.warm_start.filter(|_| !options.from_uniform) {
         for (old, th) in w.cliques().iter().zip(w.potentials()) {
             let c = tree.containing(old).ok_or(SynthError::NotASubset)?;
             Projection::new(sizes, &tree.cliques()[c], old)?.broadcast_add(&mut theta[c], th, 1.0);

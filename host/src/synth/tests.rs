@@ -951,3 +951,45 @@ fn a_grouped_measurement_fits_its_groups_sums() {
     let g = Measurement::grouped(cl(&[0, 1]), vec![1.0; 4], 1.0, vec![0, 1, 0, 1, 2, 3, 2, 3]);
     assert!(fit_dense(&sizes, &[g.unwrap()], Total::Known(1.0), &o).is_err());
 }
+
+/// `from_uniform` starts the fit at the uniform model whatever the warm start's
+/// potentials; without it the fit starts at the warm start's distribution. With
+/// no step taken, each fit is its starting point.
+#[test]
+fn a_fit_from_uniform_starts_at_the_uniform_model() {
+    let sizes = [2, 3, 2];
+    let mut rng = seeded_rng(23);
+    let joint = random_joint(&sizes, &mut rng);
+    let n = 600.0;
+    let ms = exact_measurements(&sizes, &joint, n, &[cl(&[0, 1]), cl(&[1, 2])]);
+    let opts = FitOptions {
+        iterations: 2000,
+        ..FitOptions::default()
+    };
+    let warm = fit(&sizes, &ms, Total::Known(n), &opts).unwrap();
+    let start = |from_uniform: bool| {
+        let o = FitOptions {
+            iterations: 0,
+            warm_start: Some(&warm),
+            from_uniform,
+            ..FitOptions::default()
+        };
+        fit(&sizes, &ms, Total::Known(n), &o).unwrap()
+    };
+    let (uniform, kept) = (start(true), start(false));
+    for c in [cl(&[0, 1]), cl(&[1, 2]), cl(&[0, 2])] {
+        let cells = c.cells(&sizes).unwrap() as f64;
+        for (u, (k, w)) in uniform.marginal(&c).unwrap().iter().zip(
+            kept.marginal(&c)
+                .unwrap()
+                .iter()
+                .zip(&warm.marginal(&c).unwrap()),
+        ) {
+            assert!((u - n / cells).abs() < 1e-9, "{c}: {u} is not uniform");
+            assert!((k - w).abs() < 1e-9, "{c}: {k} is not the warm start's {w}");
+        }
+    }
+    // The warm start is far from uniform, so the test tells the two apart.
+    let w = warm.marginal(&cl(&[0, 1])).unwrap();
+    assert!(w.iter().any(|&x| (x - n / 6.0).abs() > 10.0));
+}

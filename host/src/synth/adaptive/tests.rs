@@ -568,3 +568,122 @@ fn a_coarsened_marginal_has_the_marginals_sensitivity() {
         assert_eq!(l1, 1);
     }
 }
+
+/// [`Independent`], counting the round fits warm-started and from the uniform
+/// model.
+struct Counting {
+    inner: Independent,
+    warm: std::sync::atomic::AtomicUsize,
+    uniform: std::sync::atomic::AtomicUsize,
+}
+
+impl MarginalEstimator for Counting {
+    type Model = <Independent as MarginalEstimator>::Model;
+    fn fit(&self, m: &[Measurement], p: Option<&Self::Model>) -> Result<Self::Model, SynthError> {
+        if p.is_some() {
+            self.warm.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.inner.fit(m, p)
+    }
+    fn fit_from_uniform(
+        &self,
+        m: &[Measurement],
+        p: &Self::Model,
+    ) -> Result<Self::Model, SynthError> {
+        self.uniform
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.fit(m, Some(p))
+    }
+    fn marginal(&self, m: &Self::Model, c: &Clique) -> Result<Vec<f64>, SynthError> {
+        self.inner.marginal(m, c)
+    }
+    fn total(&self, m: &Self::Model) -> f64 {
+        self.inner.total(m)
+    }
+    fn exact_total(&self) -> bool {
+        false
+    }
+    fn covers(&self, m: &Self::Model, c: &Clique) -> bool {
+        self.inner.covers(m, c)
+    }
+    fn model_cells(&self, m: &Self::Model, added: &Clique) -> Result<u128, SynthError> {
+        self.inner.model_cells(m, added)
+    }
+}
+
+/// Round fits start from the uniform model exactly when the first rounds' σ is
+/// at least [`ROUNDS_FROM_UNIFORM`] of the model's total after round 0: on 400
+/// records, ρ = ½ gives σ ≈ 8.4 (≥ 400/250 = 1.6), ρ = 100 σ ≈ 0.6.
+#[test]
+fn round_fits_start_from_the_uniform_model_when_the_noise_is_large() {
+    let (d, r) = small();
+    let w = MarginalWorkload::all_k_way(&d, 2).unwrap();
+    for (rho, from_uniform) in [
+        (Rho::new(1, 2).unwrap(), true),
+        (Rho::new(100, 1).unwrap(), false),
+    ] {
+        let est = Counting {
+            inner: Independent {
+                sizes: vec![3, 2, 2, 4],
+            },
+            warm: Default::default(),
+            uniform: Default::default(),
+        };
+        let mut acct = Accountant::zcdp(rho, 1e-9).unwrap();
+        let config = AdaptiveConfig::new(Neighbours::AddRemove);
+        let out = adaptive_marginals(
+            &r,
+            &d,
+            &w,
+            &config,
+            &est,
+            &mut acct,
+            &mut crate::seeded_rng(6),
+            &mut |_| {},
+        )
+        .unwrap();
+        let sigma = out.rounds[0].sigma;
+        assert_eq!(
+            sigma >= ROUNDS_FROM_UNIFORM * 400.0,
+            from_uniform,
+            "σ {sigma}"
+        );
+        let (warm, uniform) = (est.warm.into_inner(), est.uniform.into_inner());
+        let rounds = out.rounds.len();
+        if from_uniform {
+            assert_eq!((warm, uniform), (0, rounds));
+        } else {
+            assert_eq!((warm, uniform), (rounds, 0));
+        }
+    }
+}
+
+/// A fit from the uniform model needs the round's full 100 steps: on a model
+/// too large for them (a 300 × 300 clique gets 72) the estimator keeps the warm
+/// start, the same fit as [`MarginalEstimator::fit`]; a small model's differs.
+#[test]
+fn a_model_too_large_for_a_full_round_fit_keeps_its_warm_start() {
+    let d = Domain::from_json(r#"{"a": 300, "b": 300}"#).unwrap();
+    let est = PgmEstimator::new(&d, Neighbours::AddRemove, 0);
+    let measure = |attrs: &[usize], values: Vec<f64>| {
+        Measurement::new(Clique::new(attrs.iter().copied()).unwrap(), values, 3.0).unwrap()
+    };
+    let one_ways = vec![
+        measure(&[0], (0..300).map(|i| 5.0 + (i % 7) as f64).collect()),
+        measure(&[1], (0..300).map(|i| 2.0 + (i % 11) as f64).collect()),
+    ];
+    let first = est.fit(&one_ways, None).unwrap();
+    let mut both = one_ways.clone();
+    both.push(measure(
+        &[0, 1],
+        (0..90_000).map(|i| ((i * 37) % 5) as f64 * 0.02).collect(),
+    ));
+    let warm = est.fit(&both, Some(&first)).unwrap();
+    let fresh = est.fit_from_uniform(&both, &first).unwrap();
+    assert_eq!(warm.potentials(), fresh.potentials());
+    let (warm, fresh) = (
+        est.fit(&one_ways, Some(&first)).unwrap(),
+        est.fit_from_uniform(&one_ways, &first).unwrap(),
+    );
+    assert_ne!(warm.potentials(), fresh.potentials());
+}
