@@ -299,7 +299,7 @@ pub fn run(
         out.rounds.len(),
         annealed,
         if out.rounds_from_uniform {
-            "; noise large against the data: each round's model fitted from the uniform one"
+            "; noise large against the data: round models fitted from the uniform one where small enough"
         } else {
             ""
         },

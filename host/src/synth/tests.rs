@@ -977,6 +977,8 @@ fn a_fit_from_uniform_starts_at_the_uniform_model() {
         fit(&sizes, &ms, Total::Known(n), &o).unwrap()
     };
     let (uniform, kept) = (start(true), start(false));
+    // Only the potentials differ: the warm start's cliques are kept.
+    assert_eq!(uniform.cliques(), kept.cliques());
     for c in [cl(&[0, 1]), cl(&[1, 2]), cl(&[0, 2])] {
         let cells = c.cells(&sizes).unwrap() as f64;
         for (u, (k, w)) in uniform.marginal(&c).unwrap().iter().zip(

@@ -570,9 +570,10 @@ fn a_coarsened_marginal_has_the_marginals_sensitivity() {
 }
 
 /// [`Independent`], counting the round fits warm-started and from the uniform
-/// model.
+/// model; its total is `scale` times [`Independent`]'s.
 struct Counting {
     inner: Independent,
+    scale: f64,
     warm: std::sync::atomic::AtomicUsize,
     uniform: std::sync::atomic::AtomicUsize,
 }
@@ -598,7 +599,7 @@ impl MarginalEstimator for Counting {
         self.inner.marginal(m, c)
     }
     fn total(&self, m: &Self::Model) -> f64 {
-        self.inner.total(m)
+        self.scale * self.inner.total(m)
     }
     fn exact_total(&self) -> bool {
         false
@@ -613,19 +614,23 @@ impl MarginalEstimator for Counting {
 
 /// Round fits start from the uniform model exactly when the first rounds' σ is
 /// at least [`ROUNDS_FROM_UNIFORM`] of the model's total after round 0: on 400
-/// records, ρ = ½ gives σ ≈ 8.4 (≥ 400/250 = 1.6), ρ = 100 σ ≈ 0.6.
+/// records, ρ = ½ gives σ ≈ 8.4 (≥ 400/250 = 1.6), ρ = 100 σ ≈ 0.6. The switch
+/// reads the model's total, never the records' count: a model whose total is
+/// 100 times the data's (σ < 40 000/250) keeps its warm starts at ρ = ½.
 #[test]
 fn round_fits_start_from_the_uniform_model_when_the_noise_is_large() {
     let (d, r) = small();
     let w = MarginalWorkload::all_k_way(&d, 2).unwrap();
-    for (rho, from_uniform) in [
-        (Rho::new(1, 2).unwrap(), true),
-        (Rho::new(100, 1).unwrap(), false),
+    for (rho, scale, from_uniform) in [
+        (Rho::new(1, 2).unwrap(), 1.0, true),
+        (Rho::new(100, 1).unwrap(), 1.0, false),
+        (Rho::new(1, 2).unwrap(), 100.0, false),
     ] {
         let est = Counting {
             inner: Independent {
                 sizes: vec![3, 2, 2, 4],
             },
+            scale,
             warm: Default::default(),
             uniform: Default::default(),
         };
@@ -644,10 +649,11 @@ fn round_fits_start_from_the_uniform_model_when_the_noise_is_large() {
         .unwrap();
         let sigma = out.rounds[0].sigma;
         assert_eq!(
-            sigma >= ROUNDS_FROM_UNIFORM * 400.0,
+            sigma >= ROUNDS_FROM_UNIFORM * 400.0 * scale,
             from_uniform,
             "σ {sigma}"
         );
+        assert_eq!(out.rounds_from_uniform, from_uniform);
         let (warm, uniform) = (est.warm.into_inner(), est.uniform.into_inner());
         let rounds = out.rounds.len();
         if from_uniform {
