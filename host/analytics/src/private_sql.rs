@@ -988,7 +988,12 @@ fn totals(
         SessionConfig::new().with_target_partitions(partitions.max(1)),
     );
     let ctx = SessionContext::new_with_config(config);
-    runtime.block_on(totals_async(ctx, source, plan, key, max_rows))
+    // A panic inside DataFusion (an Arrow limit it asserts rather than returns)
+    // is an error naming it, not an abort; nothing has been charged.
+    let run = std::panic::AssertUnwindSafe(|| {
+        runtime.block_on(totals_async(ctx, source, plan, key, max_rows))
+    });
+    std::panic::catch_unwind(run).map_err(|_| EngineError::Shape("the engine panicked"))?
 }
 
 /// The path checks of both engines: a path DataFusion would read as a pattern,
@@ -1179,8 +1184,10 @@ impl ScalarUDFImpl for PrivqTrim {
         &self.signature
     }
 
+    /// `LargeUtf8`: DataFusion groups by it, and a partition's distinct units
+    /// may hold more than the 2 GiB of text a 32-bit offset array holds.
     fn return_type(&self, _args: &[DataType]) -> DfResult<DataType> {
-        Ok(DataType::Utf8)
+        Ok(DataType::LargeUtf8)
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> DfResult<ColumnarValue> {
@@ -1200,12 +1207,13 @@ fn trim(args: &[ColumnarValue]) -> DfResult<ColumnarValue> {
     let trimmed = text
         .iter()
         .all(|v| v.is_none_or(|s| s.trim().len() == s.len()));
-    let out = if trimmed {
+    let out: StringArray = if trimmed {
         text
     } else {
         text.iter().map(|v| v.map(str::trim)).collect()
     };
-    Ok(ColumnarValue::Array(Arc::new(out) as ArrayRef))
+    // The same text with 64-bit offsets (the values' buffer is shared).
+    Ok(ColumnarValue::Array(cast(&out, &DataType::LargeUtf8)?))
 }
 
 fn csv_reader<R: std::io::Read>(r: R) -> csv::Reader<R> {
