@@ -223,7 +223,7 @@ const ROUND_ITERATIONS: usize = 100;
 /// A run whose first rounds measure with noise σ of at least this fraction of
 /// the model's total (its estimate of n after round 0) fits every round's model
 /// from the uniform distribution ([`MarginalEstimator::fit_from_uniform`]; a
-/// model too large for the round's full [`ROUND_ITERATIONS`] steps keeps its
+/// model too large for the round's full 100 steps keeps its
 /// warm start); below it each round's fit is warm-started from the last. The
 /// final fit is warm-started from the last round's model either way.
 ///
