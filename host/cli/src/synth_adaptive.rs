@@ -195,6 +195,8 @@ pub fn run(
         binning_rho,
         spread,
         output: out,
+        workload: _,
+        refinement,
         accountant,
         guarantee,
     } = release;
@@ -286,7 +288,8 @@ pub fn run(
         stderr,
         "privq: adaptive marginals over {} attributes ({} cells in the model, {} universe cells \
          never materialised): {} one-way + {} selected marginals, {} rounds ({} annealed{}); \
-         {rows} synthetic records",
+         {rows} synthetic records, refined towards the model on {} of the workload's {} \
+         marginals ({} values moved)",
         domain.dims(),
         out.model.cells(),
         if domain.cells() < 1e15 {
@@ -303,6 +306,9 @@ pub fn run(
         } else {
             ""
         },
+        refinement.targets,
+        workload.cliques().len(),
+        refinement.changes,
     )?;
     writeln!(
         stderr,

@@ -51,6 +51,7 @@ pub(crate) mod infer;
 mod junction;
 pub mod mwem;
 mod optimise;
+pub mod refine;
 pub mod release;
 pub mod sample;
 
