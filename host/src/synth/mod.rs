@@ -21,6 +21,8 @@
 //!   line search; [`fit_dense`] minimises the same loss over the full histogram.
 //! - [`sample`]: synthetic rows by forward sampling or by randomized rounding of
 //!   the model's counts along the junction tree.
+//! - [`refine`]: rows drawn from a model moved closer to its workload marginals
+//!   by local search (single-value changes that lower the summed L1 distance).
 //! - [`adaptive`]: the adaptive-marginals mechanism (privq's default for
 //!   `privq synth`), which chooses and measures marginals privately and fits them
 //!   with this engine.

@@ -43,18 +43,23 @@ pub struct Refinement {
     pub sweeps: usize,
 }
 
-/// The marginals [`refine`] matches among `workload` over attributes of `sizes`:
-/// at most [`REFINE_MAX_CELLS`] cells each, smallest first, until their cells
-/// pass [`REFINE_TOTAL_CELLS`]; in the workload's order.
+/// The marginals [`refine`] matches among `workload` over attributes of `sizes`
+/// for `rows` rows: at most [`REFINE_MAX_CELLS`] cells each and no more cells than
+/// rows (in a sparser marginal moving a row to a likelier cell nearly always
+/// lowers the distance, so a small draw would pile onto the model's modes),
+/// smallest first, until their cells pass [`REFINE_TOTAL_CELLS`]; in the
+/// workload's order.
 pub fn refine_targets<'a>(
     workload: impl IntoIterator<Item = &'a Clique>,
     sizes: &[usize],
+    rows: usize,
 ) -> Vec<&'a Clique> {
+    let most = REFINE_MAX_CELLS.min(rows) as u128;
     let mut small: Vec<(u128, usize, &Clique)> = workload
         .into_iter()
         .enumerate()
         .map(|(i, c)| (c.cells_u128(sizes), i, c))
-        .filter(|&(cells, _, _)| cells <= REFINE_MAX_CELLS as u128)
+        .filter(|&(cells, _, _)| cells <= most)
         .collect();
     small.sort_unstable_by_key(|&(cells, i, _)| (cells, i));
     let mut total = 0u128;
@@ -112,11 +117,13 @@ fn spread_step(n: usize) -> usize {
 /// when a pass changes nothing, and within [`REFINE_WORK`]) propose, for every row
 /// and attribute, a value drawn from the attribute's one-way distribution (read
 /// from the first target holding it) and keep it when the summed L1 distance of
-/// the targets does not rise (so rows can cross a plateau). The distance never
-/// rises; the row count never changes. Single-value changes cannot cross a cell
-/// the model leaves empty (rows at (0, 0) cannot reach a target at (1, 1) when
-/// (0, 1) and (1, 0) must stay empty), so this polishes rows already drawn from
-/// the model rather than replacing them.
+/// the targets falls and the new value puts the row in no cell a target leaves
+/// empty. The distance never rises; the row count never changes; a row never
+/// enters a cell of zero model mass. Single-value changes cannot cross such a
+/// cell (rows at (0, 0) cannot reach a target at (1, 1) through an empty (0, 1)
+/// or (1, 0)), so this polishes rows already drawn from the model rather than
+/// replacing them. Refined rows are no longer an unbiased draw: a cell's count
+/// ends near the nearest integer to the model's, not a randomized rounding of it.
 ///
 /// ```
 /// use privq_host::seeded_rng;
@@ -167,6 +174,9 @@ pub fn refine<R: Rng + ?Sized>(
         for i in (0..attrs.len()).rev() {
             strides[i] = s;
             s *= sizes[attrs[i]];
+        }
+        if let Some(&w) = want.iter().find(|w| !w.is_finite()) {
+            return Err(SynthError::InvalidTotal(w));
         }
         let total: f64 = want.iter().map(|w| w.max(0.0)).sum();
         let scale = if total > 0.0 { n as f64 / total } else { 0.0 };
@@ -228,7 +238,7 @@ pub fn refine<R: Rng + ?Sized>(
     let mut cells = vec![0usize; all.len()];
     'sweeps: for _ in 0..REFINE_SWEEPS {
         done.sweeps += 1;
-        let (mut changed, mut improved) = (0usize, 0usize);
+        let mut changed = 0usize;
         let mut r = (uniform(rng) * n as f64) as usize % n;
         for _ in 0..n {
             if work >= REFINE_WORK {
@@ -257,11 +267,13 @@ pub fn refine<R: Rng + ?Sized>(
                 for &(k, stride) in &holding[a] {
                     let t = &all[k];
                     let (c, c2) = (cells[k], cells[k] + v * stride - old * stride);
+                    if t.want[c2] <= 0.0 {
+                        delta = f64::INFINITY;
+                        break;
+                    }
                     delta += gain(t.have[c], t.want[c], -1.0) + gain(t.have[c2], t.want[c2], 1.0);
                 }
-                // A tie is taken too (a plateau is crossed), but only a fall counts
-                // towards convergence.
-                if delta <= 1e-9 {
+                if delta < -1e-9 {
                     for &(k, stride) in &holding[a] {
                         let t = &mut all[k];
                         t.have[cells[k]] -= 1.0;
@@ -270,13 +282,12 @@ pub fn refine<R: Rng + ?Sized>(
                     }
                     row[a] = v;
                     changed += 1;
-                    improved += usize::from(delta < -1e-9);
                 }
             }
         }
         done.changes += changed;
-        // A pass that improved fewer than one row in a hundred has converged.
-        if improved.saturating_mul(100) < n {
+        // A pass that changed fewer than one row in a hundred has converged.
+        if changed.saturating_mul(100) < n {
             break;
         }
     }
@@ -381,16 +392,41 @@ mod tests {
 
     #[test]
     fn targets_are_the_small_marginals_in_workload_order() {
-        let sizes = [2, 300, 300, 2];
+        let sizes = [2, 300, 300, 2, 2048, 2048];
         let w = [
             Clique::new([1, 2]).unwrap(),
             Clique::new([0, 3]).unwrap(),
             Clique::new([0, 1, 2]).unwrap(),
             Clique::new([0, 1]).unwrap(),
         ];
-        let kept = refine_targets(&w, &sizes);
         // 90 000 and 180 000 cells are over the cap of 2^16.
-        assert_eq!(kept, vec![&w[1], &w[3]]);
+        assert_eq!(refine_targets(&w, &sizes, 1_000_000), vec![&w[1], &w[3]]);
+        // No marginal with more cells than rows: 600 cells need 600 rows.
+        assert_eq!(refine_targets(&w, &sizes, 599), vec![&w[1]]);
+        assert_eq!(refine_targets(&w, &sizes, 0), Vec::<&Clique>::new());
+        // Up to 2^22 cells in all, the smallest first: 64 pairs of 2^16 cells
+        // fit, a 65th does not (nor a larger one after it).
+        let pairs: Vec<Clique> = (0..70)
+            .map(|i| Clique::new([4 + i % 2, 5 - i % 2]).unwrap())
+            .collect();
+        let mut many = vec![Clique::new([0]).unwrap()];
+        many.extend(pairs);
+        let kept = refine_targets(&many, &[2, 1, 1, 1, 256, 256], 1 << 20);
+        assert_eq!(kept.len(), 64);
+        assert_eq!(kept[0], &many[0]);
+    }
+
+    #[test]
+    fn rows_never_enter_a_cell_the_model_leaves_empty() {
+        let sizes = [2, 2];
+        // Every row at (0, 0); the model puts half at (1, 1) and none at (1, 0) or
+        // (0, 1). Changing the first value alone would lower the distance (by 2 on
+        // the one-way target, 0 on the pair) but enter the empty (1, 0).
+        let mut rows = vec![vec![0, 0]; 1000];
+        let pair = (Clique::new([0, 1]).unwrap(), vec![0.5, 0.0, 0.0, 0.5]);
+        let one = (Clique::new([0]).unwrap(), vec![0.5, 0.5]);
+        refine(&mut rows, &sizes, vec![pair, one], &mut seeded_rng(2)).unwrap();
+        assert!(rows.iter().all(|r| r[0] == r[1]));
     }
 
     #[test]
@@ -410,6 +446,13 @@ mod tests {
             refine(&mut rows, &sizes, vec![outside], &mut seeded_rng(1)),
             Err(SynthError::AttributeOutOfRange { attribute: 2, .. })
         ));
+        for bad in [f64::NAN, f64::INFINITY] {
+            let t = (Clique::new([0, 1]).unwrap(), vec![1.0, bad, 1.0, 1.0]);
+            assert!(matches!(
+                refine(&mut rows, &sizes, vec![t], &mut seeded_rng(1)),
+                Err(SynthError::InvalidTotal(_))
+            ));
+        }
         let mut off = vec![vec![0, 2]];
         let fine = (Clique::new([0, 1]).unwrap(), vec![1.0; 4]);
         assert!(matches!(

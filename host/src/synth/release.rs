@@ -461,7 +461,7 @@ fn draw_rows<R: Rng + ?Sized>(
 ) -> Result<(Vec<Vec<usize>>, Refinement), AdaptiveError> {
     let mut rows = model.sample_rows_rounded(n, rng)?;
     let sizes: Vec<usize> = domain.attributes().iter().map(|a| a.size()).collect();
-    let cliques = refine_targets(workload.cliques().iter().map(|(c, _)| c), &sizes);
+    let cliques = refine_targets(workload.cliques().iter().map(|(c, _)| c), &sizes, n);
     let marginals = crate::parallel::try_map(&cliques, |c| model.marginal(c))?;
     let targets = cliques.into_iter().cloned().zip(marginals).collect();
     let done = refine(&mut rows, &sizes, targets, rng)?;
