@@ -733,7 +733,10 @@ class Synthesis:
     def sample(self, n: int, *, seed: Optional[int] = None) -> Any:
         """``n`` more synthetic rows from the released model, as a table of the
         same kind, columns and types as :attr:`data`. Post-processing: nothing
-        is charged and no data is read (only the model is kept). ``seed`` as for
+        is charged and no data is read (only the model is kept). The rows are
+        drawn as the release's were: randomized rounding of the model's counts,
+        then moved towards the model's marginals on the workload (so they are
+        close to the model, not an unbiased draw from it). ``seed`` as for
         :func:`synthesize` (tests and demos only): the same ``seed`` gives the
         same rows, drawn from a stream derived from (seed, "sample"), never the
         stream a release with that seed drew its noise from."""

@@ -181,17 +181,24 @@ pub fn refine<R: Rng + ?Sized>(
         let total: f64 = want.iter().map(|w| w.max(0.0)).sum();
         let scale = if total > 0.0 { n as f64 / total } else { 0.0 };
         let want: Vec<f64> = want.iter().map(|w| w.max(0.0) * scale).collect();
-        let mut t = Target {
+        all.push(Target {
             attrs,
             strides,
-            have: vec![0.0; cells],
+            have: Vec::new(),
             want,
-        };
+        });
+    }
+    // The rows' counts, one target per task (each alone: the same on any number
+    // of threads).
+    let counted = crate::parallel::try_map(&all, |t| {
+        let mut have = vec![0.0; t.want.len()];
         for row in rows.iter() {
-            let c = t.cell(row);
-            t.have[c] += 1.0;
+            have[t.cell(row)] += 1.0;
         }
-        all.push(t);
+        Ok::<_, SynthError>(have)
+    })?;
+    for (t, have) in all.iter_mut().zip(counted) {
+        t.have = have;
     }
     let mut done = Refinement {
         targets: all.len(),
@@ -294,35 +301,42 @@ pub fn refine<R: Rng + ?Sized>(
     Ok(done)
 }
 
+/// Σ over `targets` of the L1 distance between `rows`' counts and the target
+/// scaled to the rows (what [`refine`] lowers), for tests.
+#[cfg(test)]
+pub(crate) fn distance(
+    rows: &[Vec<usize>],
+    sizes: &[usize],
+    targets: &[(Clique, Vec<f64>)],
+) -> f64 {
+    targets
+        .iter()
+        .map(|(c, want)| {
+            let mut have = vec![0.0; want.len()];
+            for row in rows {
+                let cell = c
+                    .attributes()
+                    .iter()
+                    .fold(0, |acc, &a| acc * sizes[a] + row[a]);
+                have[cell] += 1.0;
+            }
+            let total: f64 = want.iter().sum();
+            have.iter()
+                .zip(want)
+                .map(|(h, w)| (h - w * rows.len() as f64 / total).abs())
+                .sum::<f64>()
+        })
+        .sum()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::seeded_rng;
 
-    /// Σ over `targets` of the L1 distance between `rows`' counts and the target
-    /// scaled to the rows.
-    fn distance(rows: &[Vec<usize>], sizes: &[usize], targets: &[(Clique, Vec<f64>)]) -> f64 {
-        targets
-            .iter()
-            .map(|(c, want)| {
-                let mut have = vec![0.0; want.len()];
-                for row in rows {
-                    let cell = c
-                        .attributes()
-                        .iter()
-                        .fold(0, |acc, &a| acc * sizes[a] + row[a]);
-                    have[cell] += 1.0;
-                }
-                let total: f64 = want.iter().sum();
-                have.iter()
-                    .zip(want)
-                    .map(|(h, w)| (h - w * rows.len() as f64 / total).abs())
-                    .sum::<f64>()
-            })
-            .sum()
-    }
+    type Case = (Vec<usize>, Vec<Vec<usize>>, Vec<(Clique, Vec<f64>)>);
 
-    fn random_case(seed: u64) -> (Vec<usize>, Vec<Vec<usize>>, Vec<(Clique, Vec<f64>)>) {
+    fn random_case(seed: u64) -> Case {
         let mut rng = seeded_rng(seed);
         let sizes = vec![2, 3, 5, 2];
         let rows: Vec<Vec<usize>> = (0..300)

@@ -603,26 +603,13 @@ mod tests {
     /// model's, scaled to the rows.
     fn distance_to_model(rows: &[Vec<usize>], out: &Synthetic) -> f64 {
         let sizes: Vec<usize> = out.domain.attributes().iter().map(|a| a.size()).collect();
-        out.workload
+        let targets: Vec<_> = out
+            .workload
             .cliques()
             .iter()
-            .map(|(c, _)| {
-                let want = out.output.model.marginal(c).unwrap();
-                let total: f64 = want.iter().sum();
-                let mut have = vec![0.0; want.len()];
-                for row in rows {
-                    let cell = c
-                        .attributes()
-                        .iter()
-                        .fold(0, |acc, &a| acc * sizes[a] + row[a]);
-                    have[cell] += 1.0;
-                }
-                have.iter()
-                    .zip(&want)
-                    .map(|(h, w)| (h - w * rows.len() as f64 / total).abs())
-                    .sum::<f64>()
-            })
-            .sum()
+            .map(|(c, _)| (c.clone(), out.output.model.marginal(c).unwrap()))
+            .collect();
+        crate::synth::refine::distance(rows, &sizes, &targets)
     }
 
     #[test]
