@@ -195,7 +195,7 @@ pub fn run(
         binning_rho,
         spread,
         output: out,
-        workload: _,
+        targets: _,
         refinement,
         accountant,
         guarantee,

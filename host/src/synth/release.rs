@@ -29,12 +29,12 @@ use privq_core::rand_core::{CryptoRng, Rng};
 
 use privq_core::{Epsilon, Rho};
 
-use super::Model;
 use super::adaptive::{
     AdaptiveConfig, AdaptiveError, AdaptiveOutput, MarginalWorkload, PgmEstimator, RoundLog,
     Schedule, adaptive_marginals_controlled,
 };
 use super::refine::{Refinement, refine, refine_targets};
+use super::{Clique, Model};
 use crate::accountant::{Accountant, Cost, PrivacyLoss, Receipt, RunCost};
 use crate::contract::Neighbours;
 use crate::data::{DataError, Domain, Records};
@@ -410,9 +410,11 @@ pub struct Synthetic {
     pub spread: Option<Vec<Vec<usize>>>,
     /// The fitted model, the noisy measurements and the round log (all public).
     pub output: AdaptiveOutput<Model>,
-    /// The workload the release answers: its small marginals are the targets the
-    /// rows are refined towards ([`super::refine`]).
-    pub workload: MarginalWorkload,
+    /// The model's marginals on the workload's small cliques
+    /// ([`refine_targets`] for any number of rows):
+    /// what the rows, and every later [`Synthetic::sample`], are refined towards
+    /// (computed once: post-processing of the model).
+    pub targets: Vec<(Clique, Vec<f64>)>,
     /// What the refinement of [`Synthetic::rows`] did.
     pub refinement: Refinement,
     /// The accountant that paid for the release, bound to the request's relation;
@@ -436,7 +438,7 @@ impl Synthetic {
         request_domain: &Domain,
         rng: &mut R,
     ) -> Result<Vec<Vec<usize>>, AdaptiveError> {
-        let (rows, _) = draw_rows(&self.output.model, &self.workload, &self.domain, n, rng)?;
+        let (rows, _) = draw_rows(&self.output.model, &self.targets, &self.domain, n, rng)?;
         match &self.spread {
             Some(_) => Ok(super::bins::spread(
                 &rows,
@@ -449,22 +451,42 @@ impl Synthetic {
     }
 }
 
-/// `n` rows from `model` (over `domain`) by randomized rounding, refined towards
-/// the model's marginals on `workload`'s small cliques ([`super::refine`]):
-/// post-processing of the model, no data read.
-fn draw_rows<R: Rng + ?Sized>(
+/// The model's marginals on `workload`'s cliques that [`refine_targets`] keeps
+/// for any number of rows.
+fn model_targets(
     model: &Model,
     workload: &MarginalWorkload,
+    domain: &Domain,
+) -> Result<Vec<(Clique, Vec<f64>)>, AdaptiveError> {
+    let sizes: Vec<usize> = domain.attributes().iter().map(|a| a.size()).collect();
+    let cliques = refine_targets(
+        workload.cliques().iter().map(|(c, _)| c),
+        &sizes,
+        usize::MAX,
+    );
+    let marginals = crate::parallel::try_map(&cliques, |c| model.marginal(c))?;
+    Ok(cliques.into_iter().cloned().zip(marginals).collect())
+}
+
+/// `n` rows from `model` (over `domain`) by randomized rounding, refined towards
+/// those of `targets` ([`model_targets`]) with no more cells than rows — the same
+/// [`refine_targets`] would choose for `n` rows, since both take the smallest
+/// first ([`super::refine`]): post-processing of the model, no data read.
+fn draw_rows<R: Rng + ?Sized>(
+    model: &Model,
+    targets: &[(Clique, Vec<f64>)],
     domain: &Domain,
     n: usize,
     rng: &mut R,
 ) -> Result<(Vec<Vec<usize>>, Refinement), AdaptiveError> {
     let mut rows = model.sample_rows_rounded(n, rng)?;
     let sizes: Vec<usize> = domain.attributes().iter().map(|a| a.size()).collect();
-    let cliques = refine_targets(workload.cliques().iter().map(|(c, _)| c), &sizes, n);
-    let marginals = crate::parallel::try_map(&cliques, |c| model.marginal(c))?;
-    let targets = cliques.into_iter().cloned().zip(marginals).collect();
-    let done = refine(&mut rows, &sizes, targets, rng)?;
+    let within: Vec<(Clique, Vec<f64>)> = targets
+        .iter()
+        .filter(|(c, _)| c.cells_u128(&sizes) <= n as u128)
+        .cloned()
+        .collect();
+    let done = refine(&mut rows, &sizes, within, rng)?;
     Ok((rows, done))
 }
 
@@ -559,7 +581,8 @@ pub fn synthesize_controlled<R: Rng + CryptoRng + ?Sized>(
             total.round().max(1.0) as usize
         }
     };
-    let (rows, refinement) = draw_rows(&output.model, workload, domain, rows, rng)?;
+    let targets = model_targets(&output.model, workload, domain)?;
+    let (rows, refinement) = draw_rows(&output.model, &targets, domain, rows, rng)?;
     let spread = match &binned {
         Some(_) => Some(super::bins::spread(&rows, domain, input_domain, rng)?),
         None => None,
@@ -568,7 +591,7 @@ pub fn synthesize_controlled<R: Rng + CryptoRng + ?Sized>(
     Ok(Synthetic {
         spread,
         rows,
-        workload: workload.clone(),
+        targets,
         refinement,
         domain: domain.clone(),
         binning_rho,
@@ -601,10 +624,9 @@ mod tests {
 
     /// Σ over the workload of the L1 distance between the rows' marginals and the
     /// model's, scaled to the rows.
-    fn distance_to_model(rows: &[Vec<usize>], out: &Synthetic) -> f64 {
+    fn distance_to_model(rows: &[Vec<usize>], out: &Synthetic, w: &MarginalWorkload) -> f64 {
         let sizes: Vec<usize> = out.domain.attributes().iter().map(|a| a.size()).collect();
-        let targets: Vec<_> = out
-            .workload
+        let targets: Vec<_> = w
             .cliques()
             .iter()
             .map(|(c, _)| (c.clone(), out.output.model.marginal(c).unwrap()))
@@ -636,7 +658,7 @@ mod tests {
             &mut |_| {},
         )
         .unwrap();
-        assert_eq!(out.refinement.targets, 10);
+        assert_eq!((out.refinement.targets, out.targets.len()), (10, 10));
         assert!(out.refinement.changes > 0);
         // The same draw, refined and not: the rounding's rows are the refinement's
         // starting point.
@@ -645,11 +667,17 @@ mod tests {
             .model
             .sample_rows_rounded(n, &mut seeded_rng(9))
             .unwrap();
-        let (refined, done) =
-            draw_rows(&out.output.model, &workload, &domain, n, &mut seeded_rng(9)).unwrap();
+        let (refined, done) = draw_rows(
+            &out.output.model,
+            &out.targets,
+            &domain,
+            n,
+            &mut seeded_rng(9),
+        )
+        .unwrap();
         let (before, after) = (
-            distance_to_model(&rounded, &out),
-            distance_to_model(&refined, &out),
+            distance_to_model(&rounded, &out, &workload),
+            distance_to_model(&refined, &out, &workload),
         );
         assert!(
             done.changes > 0 && after < 0.5 * before,
@@ -658,6 +686,14 @@ mod tests {
         // More rows from the release are refined the same way.
         let more = out.sample(n, &domain, &mut seeded_rng(9)).unwrap();
         assert_eq!(more, refined);
+        // Seven rows: no target has as few cells (8), so the draw is the rounding's.
+        let few = out.sample(7, &domain, &mut seeded_rng(5)).unwrap();
+        let rounded = out
+            .output
+            .model
+            .sample_rows_rounded(7, &mut seeded_rng(5))
+            .unwrap();
+        assert_eq!(few, rounded);
     }
 
     #[test]
