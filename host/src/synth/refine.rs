@@ -114,7 +114,7 @@ fn spread_step(n: usize) -> usize {
 /// Moves `rows` (value indices over attributes of `sizes`) towards `targets`
 /// (cliques with the model's counts, cells in [`Clique`] order, of any total:
 /// each is scaled to the number of rows). Up to [`REFINE_SWEEPS`] passes (fewer
-/// when a pass changes nothing, and within [`REFINE_WORK`]) propose, for every row
+/// once a pass changes under 1 % of the rows, and within [`REFINE_WORK`]) propose, for every row
 /// and attribute, a value drawn from the attribute's one-way distribution (read
 /// from the first target holding it) and keep it when the summed L1 distance of
 /// the targets falls and the new value puts the row in no cell a target leaves

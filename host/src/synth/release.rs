@@ -428,8 +428,9 @@ impl Synthetic {
     /// `n` more synthetic rows from the released model: post-processing of the
     /// release (no data is read, nothing is charged), drawn as the release's own
     /// rows were (randomized rounding, refined towards the model's workload
-    /// marginals, then, with private binning, spread over `request_domain`'s grid). `request_domain` is the domain the release was
-    /// requested over; the rows are over it with private binning, else over
+    /// marginals, then, with private binning, spread over `request_domain`'s
+    /// grid). `request_domain` is the domain the release was requested over;
+    /// the rows are over it with private binning, else over
     /// [`Synthetic::domain`] (the same two domains the release's rows are written
     /// with). A front end's `fit`/`sample` split (`privq.Synthesizer`) calls this.
     pub fn sample<R: Rng + ?Sized>(
