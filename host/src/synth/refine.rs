@@ -14,6 +14,7 @@
 
 use privq_core::rand_core::Rng;
 
+use super::sample::uniform;
 use super::{Clique, SynthError};
 
 /// Passes over the rows at most ([`refine`]).
@@ -91,10 +92,6 @@ impl Target {
             .map(|(&a, &s)| row[a] * s)
             .sum()
     }
-}
-
-fn uniform<R: Rng + ?Sized>(rng: &mut R) -> f64 {
-    (rng.next_u64() >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0)
 }
 
 /// A step through `0..n` coprime to `n`, about 0.618·n: rows visited in the order

@@ -19,7 +19,8 @@ use privq_core::rand_core::Rng;
 use super::factor::Projection;
 use super::{Clique, JunctionTree, SynthError};
 
-fn uniform<R: Rng + ?Sized>(rng: &mut R) -> f64 {
+/// A uniform draw in [0, 1) with 53 random bits.
+pub(crate) fn uniform<R: Rng + ?Sized>(rng: &mut R) -> f64 {
     (rng.next_u64() >> 11) as f64 * (1.0 / 9_007_199_254_740_992.0)
 }
 
