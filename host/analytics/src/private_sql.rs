@@ -64,8 +64,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Float64Array, LargeBinaryBuilder, StringArray,
-    StringBuilder,
+    Array, ArrayRef, AsArray, BooleanArray, Float64Array, LargeBinaryBuilder, LargeStringArray,
+    StringArray, StringBuilder, StringViewArray,
 };
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{
@@ -189,18 +189,77 @@ pub fn text_readable(t: &DataType) -> bool {
     }
 }
 
+/// A column's texts as [`column_text`] gives them: Arrow's own text array where the
+/// column is text (no copy, and no 32-bit offsets to overflow: a `LargeUtf8` or
+/// `Utf8View` column stays as it is), else the texts written.
+#[derive(Debug, Clone)]
+pub enum Texts {
+    /// 32-bit offsets (`Utf8`; numbers and booleans written as text).
+    Utf8(StringArray),
+    /// 64-bit offsets (`LargeUtf8`; a dictionary of texts expanded).
+    Large(LargeStringArray),
+    /// Views (`Utf8View`).
+    View(StringViewArray),
+}
+
+impl Texts {
+    /// The number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            Texts::Utf8(a) => a.len(),
+            Texts::Large(a) => a.len(),
+            Texts::View(a) => a.len(),
+        }
+    }
+
+    /// True when there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// True when value `i` is a null (read as a missing value).
+    pub fn is_null(&self, i: usize) -> bool {
+        match self {
+            Texts::Utf8(a) => a.is_null(i),
+            Texts::Large(a) => a.is_null(i),
+            Texts::View(a) => a.is_null(i),
+        }
+    }
+
+    /// Value `i`'s text (that of a null is unspecified; see [`Texts::get`]).
+    pub fn value(&self, i: usize) -> &str {
+        match self {
+            Texts::Utf8(a) => a.value(i),
+            Texts::Large(a) => a.value(i),
+            Texts::View(a) => a.value(i),
+        }
+    }
+
+    /// Value `i`'s text, `None` for a null.
+    pub fn get(&self, i: usize) -> Option<&str> {
+        (!self.is_null(i)).then(|| self.value(i))
+    }
+
+    /// The values in order, `None` for a null.
+    pub fn iter(&self) -> impl Iterator<Item = Option<&str>> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+}
+
 /// A column's values as the text a CSV field would hold, which both engines read
 /// with the same [`RowReader`]: text as it is; integers in decimal; floats as
 /// Rust writes an `f64` (the shortest text that parses back to the same value, a
 /// `Float32` widened exactly first; `NaN` and `inf` are read as non-finite);
 /// booleans as `true`/`false`; a null as a missing value (the empty text). Other
 /// types are refused ([`text_readable`]).
-pub fn column_text(a: &ArrayRef) -> Result<StringArray, EngineError> {
-    fn build<T>(n: usize, null: impl Fn(usize) -> bool, value: impl Fn(usize) -> T) -> StringArray
+pub fn column_text(a: &ArrayRef) -> Result<Texts, EngineError> {
+    fn build<T>(n: usize, null: impl Fn(usize) -> bool, value: impl Fn(usize) -> T) -> Texts
     where
         T: std::fmt::Display,
     {
         use std::fmt::Write as _;
+        // At most 8 192 rows a batch of at most 40 bytes each (an f64's longest
+        // text): far below what 32-bit offsets hold.
         let mut b = StringBuilder::with_capacity(n, n * 8);
         for i in 0..n {
             if null(i) {
@@ -211,7 +270,7 @@ pub fn column_text(a: &ArrayRef) -> Result<StringArray, EngineError> {
                 b.append_value("");
             }
         }
-        b.finish()
+        Texts::Utf8(b.finish())
     }
     macro_rules! numbers {
         ($t:ty, $f:expr) => {{
@@ -220,7 +279,9 @@ pub fn column_text(a: &ArrayRef) -> Result<StringArray, EngineError> {
         }};
     }
     match a.data_type() {
-        DataType::Utf8 => Ok(a.as_string::<i32>().clone()),
+        DataType::Utf8 => Ok(Texts::Utf8(a.as_string::<i32>().clone())),
+        DataType::LargeUtf8 => Ok(Texts::Large(a.as_string::<i64>().clone())),
+        DataType::Utf8View => Ok(Texts::View(a.as_string_view().clone())),
         DataType::Int8 => numbers!(Int8Type, |x| x),
         DataType::Int16 => numbers!(Int16Type, |x| x),
         DataType::Int32 => numbers!(Int32Type, |x| x),
@@ -235,7 +296,11 @@ pub fn column_text(a: &ArrayRef) -> Result<StringArray, EngineError> {
             let b = a.as_boolean();
             Ok(build(a.len(), |i| b.is_null(i), |i| b.value(i)))
         }
-        t if text_readable(t) => Ok(cast(a, &DataType::Utf8)?.as_string::<i32>().clone()),
+        // A column of nulls, or a dictionary of texts expanded with 64-bit offsets
+        // (its texts repeated may pass the 2 GiB 32-bit offsets hold).
+        t if text_readable(t) => Ok(Texts::Large(
+            cast(a, &DataType::LargeUtf8)?.as_string::<i64>().clone(),
+        )),
         t => Err(EngineError::UnsupportedColumn {
             column: String::new(),
             data_type: t.to_string(),
@@ -264,7 +329,7 @@ pub fn column_numbers(a: &ArrayRef) -> Result<Option<Float64Array>, EngineError>
 /// One argument of `privq_bound` in a batch: its texts, or its numbers
 /// ([`column_numbers`]).
 enum Arg {
-    Text(StringArray),
+    Text(Texts),
     Numbers(Float64Array),
 }
 
@@ -928,7 +993,7 @@ impl TextColumn for ParquetText {
     }
     fn text(&self, row: usize) -> &str {
         match self.at(row) {
-            Some((Arg::Text(a), r)) if r < a.len() && a.is_valid(r) => a.value(r),
+            Some((Arg::Text(a), r)) if r < a.len() => a.get(r).unwrap_or(""),
             _ => "",
         }
     }
@@ -1207,13 +1272,19 @@ fn trim(args: &[ColumnarValue]) -> DfResult<ColumnarValue> {
     let trimmed = text
         .iter()
         .all(|v| v.is_none_or(|s| s.trim().len() == s.len()));
-    let out: StringArray = if trimmed {
-        text
-    } else {
-        text.iter().map(|v| v.map(str::trim)).collect()
+    // The text with 64-bit offsets (DataFusion's group map of `Utf8` panics past
+    // 2 GiB of a partition's distinct texts); a trimmed `Utf8` column shares its
+    // values' buffer.
+    let out: ArrayRef = match text {
+        Texts::Large(a) if trimmed => Arc::new(a),
+        Texts::Utf8(a) if trimmed => cast(&a, &DataType::LargeUtf8)?,
+        text => Arc::new(
+            text.iter()
+                .map(|v| v.map(str::trim))
+                .collect::<LargeStringArray>(),
+        ),
     };
-    // The same text with 64-bit offsets (the values' buffer is shared).
-    Ok(ColumnarValue::Array(cast(&out, &DataType::LargeUtf8)?))
+    Ok(ColumnarValue::Array(out))
 }
 
 fn csv_reader<R: std::io::Read>(r: R) -> csv::Reader<R> {

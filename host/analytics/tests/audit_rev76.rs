@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{
     ArrayRef, BooleanArray, DictionaryArray, Float32Array, Float64Array, Int64Array,
-    LargeStringArray, StringArray, UInt64Array,
+    LargeStringArray, StringArray, StringViewArray, UInt64Array,
 };
 use datafusion::arrow::datatypes::Int32Type;
 use datafusion::arrow::record_batch::RecordBatch;
@@ -162,6 +162,14 @@ fn audit_parquet_unit_types() {
             Arc::new(LargeStringArray::from(
                 (0..n)
                     .map(|i| ["a", "a\u{a0}", "\u{2003}b", "b\u{200b}"][i % 4])
+                    .collect::<Vec<_>>(),
+            )),
+        ),
+        (
+            "view",
+            Arc::new(StringViewArray::from(
+                (0..n)
+                    .map(|i| ["a", " a ", "a long unit text past twelve bytes", "b"][i % 4])
                     .collect::<Vec<_>>(),
             )),
         ),

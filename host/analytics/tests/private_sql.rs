@@ -459,9 +459,7 @@ fn parquet_releases_alike_on_both_engines() {
 /// column the query also compares (`WHERE`) is read as text.
 #[test]
 fn parquet_numbers_read_as_their_texts() {
-    use datafusion::arrow::array::{
-        Array, ArrayRef, Float32Array, Float64Array, Int64Array, StringArray,
-    };
+    use datafusion::arrow::array::{ArrayRef, Float32Array, Float64Array, Int64Array, StringArray};
     use datafusion::arrow::record_batch::RecordBatch;
     use privq_analytics::private_sql::{column_numbers, column_text};
     use std::sync::Arc;

@@ -251,3 +251,61 @@ fn groups_emitted_first_and_the_rest_are_those_of_their_own_rows() {
         assert_eq!(a.states.groups(), 0, "case {case}");
     }
 }
+
+/// Every Arrow text type reads as the same texts, without a cast to 32-bit
+/// offsets (which fails past 2 GiB of one batch's text), and `privq_trim` gives
+/// them trimmed with 64-bit offsets.
+#[test]
+fn text_columns_of_every_type_read_alike() {
+    use datafusion::arrow::array::{DictionaryArray, LargeStringArray, StringViewArray};
+    use datafusion::arrow::datatypes::Int32Type;
+    let values = [
+        Some("a"),
+        None,
+        Some(" b "),
+        Some("a unit text longer than twelve bytes "),
+        Some(""),
+        Some("a"),
+    ];
+    let columns: Vec<(ArrayRef, DataType)> = vec![
+        (Arc::new(StringArray::from(values.to_vec())), DataType::Utf8),
+        (
+            Arc::new(LargeStringArray::from(values.to_vec())),
+            DataType::LargeUtf8,
+        ),
+        (
+            Arc::new(StringViewArray::from(values.to_vec())),
+            DataType::Utf8View,
+        ),
+        (
+            Arc::new(
+                values
+                    .iter()
+                    .copied()
+                    .collect::<DictionaryArray<Int32Type>>(),
+            ),
+            DataType::LargeUtf8,
+        ),
+    ];
+    for (a, read_as) in columns {
+        let texts = column_text(&a).unwrap();
+        let read = match &texts {
+            Texts::Utf8(_) => DataType::Utf8,
+            Texts::Large(_) => DataType::LargeUtf8,
+            Texts::View(_) => DataType::Utf8View,
+        };
+        assert_eq!(read, read_as, "{}", a.data_type());
+        assert_eq!(
+            texts.iter().collect::<Vec<_>>(),
+            values,
+            "{}",
+            a.data_type()
+        );
+        let ColumnarValue::Array(t) = trim(&[ColumnarValue::Array(a.clone())]).unwrap() else {
+            panic!("privq_trim returns an array");
+        };
+        let t = t.as_string::<i64>();
+        let want: Vec<Option<&str>> = values.iter().map(|v| v.map(str::trim)).collect();
+        assert_eq!(t.iter().collect::<Vec<_>>(), want, "{}", a.data_type());
+    }
+}
