@@ -81,6 +81,7 @@ mod bounding;
 mod bounds;
 mod error;
 mod filter;
+mod intern;
 mod measure;
 mod partial;
 mod plan;

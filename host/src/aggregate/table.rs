@@ -7,6 +7,7 @@ use super::AggregateError;
 use super::bins::Binning;
 use super::bounding::push_key_field;
 use super::filter::Filter;
+use super::intern::{Interner, Names, TextHash};
 
 /// Which columns of a CSV table a query reads, and which rows.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -84,7 +85,7 @@ pub fn not_a_regular_file() -> std::io::Error {
 pub struct Table {
     columns: Columns,
     units: Vec<u32>,
-    unit_names: Vec<String>,
+    unit_names: Names,
     keys: Vec<u32>,
     key_values: Vec<Vec<String>>,
     values: Vec<Vec<f64>>,
@@ -95,6 +96,11 @@ impl Table {
     /// Reads a CSV table with a header row, keeping the rows the filter accepts.
     /// `max_rows` caps the number of rows read (a table past it is refused before
     /// anything is spent).
+    ///
+    /// Two threads share the work: this one parses the CSV text and checks each
+    /// row (its values, bins and the filter), in batches of [`BATCH`] rows; a second
+    /// interns the units and keys of the rows kept, in row order. The table, and the
+    /// first error in row order, are those of reading the rows one by one.
     pub fn from_csv<R: Read>(
         reader: R,
         columns: &Columns,
@@ -106,9 +112,118 @@ impl Table {
             return Err(AggregateError::EmptyTable);
         }
         let reader = RowReader::new(&header, columns)?;
-        let mut record = csv::StringRecord::new();
-        Self::read(&reader, columns, max_rows, &mut record, |r| {
-            Ok(csv.read_record(r)?)
+        // Two batches in flight: the parser runs at most two batches ahead.
+        let (full, batches) = std::sync::mpsc::sync_channel::<Batch>(2);
+        let (recycle, spent) = std::sync::mpsc::channel::<Batch>();
+        // The parser hashes each kept row's unit for the interner.
+        let unit_hash = TextHash::default();
+        std::thread::scope(|scope| {
+            let reader = &reader;
+            let hash = unit_hash.clone();
+            let interner = scope.spawn(move || {
+                let mut table = TableBuilder::new(columns, hash);
+                let mut row = 0usize;
+                for mut batch in batches.iter() {
+                    for (i, outcome) in batch.outcomes.iter_mut().enumerate() {
+                        if i % WARM == 0 {
+                            let end = batch.tags.len().min(i + WARM);
+                            table.warm_units(&batch.tags[i..end]);
+                        }
+                        if row == max_rows {
+                            return Err(AggregateError::TooManyRows { max: max_rows });
+                        }
+                        row += 1;
+                        match outcome {
+                            Outcome::Kept { values, bins } => {
+                                let record = &batch.records[i];
+                                let field = |i: usize| record.field(i).trim();
+                                table.push(
+                                    reader,
+                                    row,
+                                    &field,
+                                    &batch.values[values.clone()],
+                                    &batch.bins[bins.clone()],
+                                    Some(batch.tags[i]),
+                                );
+                            }
+                            Outcome::Skipped => {}
+                            Outcome::Invalid(e) => {
+                                return Err(std::mem::replace(e, AggregateError::EmptyTable));
+                            }
+                        }
+                    }
+                    if let Some(e) = batch.error.take() {
+                        return Err(e.into());
+                    }
+                    // The parser may have stopped: a spent batch is then dropped.
+                    let _ = recycle.send(batch);
+                }
+                table.finish(row)
+            });
+            // Parse and check here (the reader may not be `Send`): rows past the cap
+            // and rows after an error are never parsed.
+            let mut row = 0usize;
+            let mut parsed = Vec::with_capacity(columns.values.len());
+            let mut bin_of = vec![0usize; columns.group_by.len()];
+            'parse: while row <= max_rows {
+                let mut batch = spent.try_recv().unwrap_or_default();
+                batch.clear();
+                let mut stop = false;
+                while batch.outcomes.len() < BATCH && row <= max_rows {
+                    let n = batch.outcomes.len();
+                    if batch.records.len() == n {
+                        batch.records.push(csv::StringRecord::new());
+                    }
+                    match csv.read_record(&mut batch.records[n]) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            stop = true;
+                            break;
+                        }
+                        Err(e) => {
+                            batch.error = Some(e);
+                            stop = true;
+                            break;
+                        }
+                    }
+                    let record = &batch.records[n];
+                    let field = |i: usize| record.field(i).trim();
+                    let line = row + 2;
+                    row += 1;
+                    batch
+                        .tags
+                        .push(reader.unit(&field).map_or(0, |u| unit_hash.of(u)));
+                    let outcome =
+                        match reader.read(&field, &|_| None, line, &mut parsed, &mut bin_of) {
+                            Ok(true) => {
+                                let (v, b) = (batch.values.len(), batch.bins.len());
+                                batch.values.extend_from_slice(&parsed);
+                                batch.bins.extend_from_slice(&bin_of);
+                                Outcome::Kept {
+                                    values: v..batch.values.len(),
+                                    bins: b..batch.bins.len(),
+                                }
+                            }
+                            Ok(false) => Outcome::Skipped,
+                            Err(e) => {
+                                stop = true;
+                                Outcome::Invalid(e)
+                            }
+                        };
+                    batch.outcomes.push(outcome);
+                    if stop {
+                        break;
+                    }
+                }
+                // The interner stops at the first error (it drops the receiver).
+                if full.send(batch).is_err() || stop {
+                    break 'parse;
+                }
+            }
+            drop(full);
+            interner
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         })
     }
 
@@ -167,22 +282,7 @@ impl Table {
         record: &mut F,
         mut next: impl FnMut(&mut F) -> Result<bool, AggregateError>,
     ) -> Result<Self, AggregateError> {
-        let mut table = Table {
-            columns: columns.clone(),
-            units: Vec::new(),
-            unit_names: Vec::new(),
-            keys: Vec::new(),
-            key_values: Vec::new(),
-            values: vec![Vec::new(); columns.values.len()],
-            read: 0,
-        };
-        // Interning only assigns ids in first-seen order, so the hasher decides
-        // nothing released: a fast one (randomly seeded per process).
-        let mut unit_ids: foldhash::HashMap<Name, u32> = Default::default();
-        // Keys by their fields, each prefixed by its length (unambiguous whatever the
-        // fields hold), built in one reused buffer: no allocation for a known key.
-        let mut key_ids: foldhash::HashMap<Name, u32> = Default::default();
-        let mut key_text = String::new();
+        let mut table = TableBuilder::new(columns, TextHash::default());
         let mut parsed: Vec<f64> = Vec::with_capacity(columns.values.len());
         // The bin of each key (unused for a plain one).
         let mut bin_of: Vec<usize> = vec![0; columns.group_by.len()];
@@ -193,53 +293,13 @@ impl Table {
                 return Err(AggregateError::TooManyRows { max: max_rows });
             }
             row += 1;
-            table.read = row;
             let field = |i: usize| record.field(i).trim();
             let number = |i: usize| record.number(i);
-            if !reader.read(&field, &number, line, &mut parsed, &mut bin_of)? {
-                continue;
+            if reader.read(&field, &number, line, &mut parsed, &mut bin_of)? {
+                table.push(reader, row, &field, &parsed, &bin_of, None);
             }
-            let unit = match reader.unit(&field) {
-                Some(unit) => match unit_ids.get(unit.as_bytes()) {
-                    Some(&id) => id,
-                    None => {
-                        let id = unit_ids.len() as u32;
-                        unit_ids.insert(Name::new(unit), id);
-                        table.unit_names.push(unit.to_string());
-                        id
-                    }
-                },
-                None => (row - 1) as u32,
-            };
-            key_text.clear();
-            for k in 0..bin_of.len() {
-                push_key_field(&mut key_text, reader.key_field(k, &field, &bin_of));
-            }
-            let key_id = match key_ids.get(key_text.as_bytes()) {
-                Some(&id) => id,
-                None => {
-                    let id = key_ids.len() as u32;
-                    key_ids.insert(Name::new(&key_text), id);
-                    table.key_values.push(
-                        (0..bin_of.len())
-                            .map(|k| reader.key_field(k, &field, &bin_of).to_string())
-                            .collect(),
-                    );
-                    id
-                }
-            };
-            for (c, &x) in parsed.iter().enumerate() {
-                table.values[c].push(x);
-            }
-            table.units.push(unit);
-            table.keys.push(key_id);
         }
-        if row > u32::MAX as usize {
-            return Err(AggregateError::TooManyRows {
-                max: u32::MAX as usize,
-            });
-        }
-        Ok(table)
+        table.finish(row)
     }
 
     /// The columns the table was read with.
@@ -280,7 +340,7 @@ impl Table {
 
     /// The text of unit `id` (only with a privacy-unit column).
     pub(super) fn unit_name(&self, id: u32) -> &str {
-        self.unit_names.get(id as usize).map_or("", String::as_str)
+        self.unit_names.text(id)
     }
 
     #[cfg(test)]
@@ -298,55 +358,134 @@ impl Table {
     }
 }
 
-/// A unit's or a key's text as the interning maps hold it: up to [`INLINE`] bytes
-/// in the map's own entry (a lookup compares them without a second memory access),
-/// longer texts on the heap. Hashed and compared as its bytes.
-#[derive(Clone)]
-enum Name {
-    Inline(u8, [u8; INLINE]),
-    Heap(Box<[u8]>),
+/// Rows a batch of [`Table::from_csv`] carries from the parser to the interner.
+pub const BATCH: usize = 2048;
+
+/// Rows whose units' slots the interner loads together ([`Interner::warm`]).
+const WARM: usize = 16;
+
+/// A batch of parsed and checked rows ([`Table::from_csv`]).
+#[derive(Default)]
+struct Batch {
+    /// The records (reused from batch to batch; only the first
+    /// `outcomes.len()` are this batch's).
+    records: Vec<csv::StringRecord>,
+    /// Each record's outcome, in order.
+    outcomes: Vec<Outcome>,
+    /// Each record's unit's hash ([`TextHash::of`]; 0 without a unit).
+    tags: Vec<u32>,
+    /// The kept rows' values and bins, flat (ranges in [`Outcome::Kept`]).
+    values: Vec<f64>,
+    bins: Vec<usize>,
+    /// The parser's error after the last record (the file ends there).
+    error: Option<csv::Error>,
 }
 
-/// The longest text a [`Name`] holds inline (the entry with its id: 32 bytes).
-const INLINE: usize = 22;
+impl Batch {
+    fn clear(&mut self) {
+        self.outcomes.clear();
+        self.tags.clear();
+        self.values.clear();
+        self.bins.clear();
+        self.error = None;
+    }
+}
 
-impl Name {
-    fn new(text: &str) -> Self {
-        let bytes = text.as_bytes();
-        if bytes.len() <= INLINE {
-            let mut inline = [0; INLINE];
-            inline[..bytes.len()].copy_from_slice(bytes);
-            Name::Inline(bytes.len() as u8, inline)
-        } else {
-            Name::Heap(bytes.into())
+/// What checking a row gave.
+enum Outcome {
+    /// Kept, with its values and bins in the batch.
+    Kept {
+        values: std::ops::Range<usize>,
+        bins: std::ops::Range<usize>,
+    },
+    /// Rejected by the filter, or invalid and dropped (`drop_invalid`).
+    Skipped,
+    /// Invalid: the table is refused.
+    Invalid(AggregateError),
+}
+
+/// A table being built from its kept rows, in row order: units and keys interned
+/// in first-seen order.
+struct TableBuilder {
+    table: Table,
+    units: Interner,
+    // Keys by their fields, each prefixed by its length (unambiguous whatever the
+    // fields hold), built in one reused buffer.
+    keys: Interner,
+    key_text: String,
+}
+
+impl TableBuilder {
+    /// An empty table of `columns`, its units found by `unit_hash`.
+    fn new(columns: &Columns, unit_hash: TextHash) -> Self {
+        TableBuilder {
+            table: Table {
+                columns: columns.clone(),
+                units: Vec::new(),
+                unit_names: Names::default(),
+                keys: Vec::new(),
+                key_values: Vec::new(),
+                values: vec![Vec::new(); columns.values.len()],
+                read: 0,
+            },
+            units: Interner::new(unit_hash),
+            keys: Interner::new(TextHash::default()),
+            key_text: String::new(),
         }
     }
 
-    fn bytes(&self) -> &[u8] {
-        match self {
-            Name::Inline(len, inline) => &inline[..usize::from(*len)],
-            Name::Heap(bytes) => bytes,
+    /// Loads the interner's slots of the units of these hashes (the next rows').
+    fn warm_units(&self, tags: &[u32]) {
+        self.units.warm(tags);
+    }
+
+    /// Adds kept row number `row` (from 1): its fields, values and bins, and its
+    /// unit's hash when known ([`TextHash::of`] of the builder's `unit_hash`).
+    fn push<'f>(
+        &mut self,
+        reader: &RowReader,
+        row: usize,
+        field: &dyn Fn(usize) -> &'f str,
+        parsed: &[f64],
+        bin_of: &[usize],
+        unit_tag: Option<u32>,
+    ) {
+        let table = &mut self.table;
+        let unit = match (reader.unit(field), unit_tag) {
+            (Some(unit), Some(tag)) => self.units.id_hashed(unit, tag),
+            (Some(unit), None) => self.units.id(unit),
+            (None, _) => (row - 1) as u32,
+        };
+        self.key_text.clear();
+        for k in 0..bin_of.len() {
+            push_key_field(&mut self.key_text, reader.key_field(k, field, bin_of));
         }
+        let known = self.keys.len();
+        let key_id = self.keys.id(&self.key_text);
+        if key_id as usize == known {
+            table.key_values.push(
+                (0..bin_of.len())
+                    .map(|k| reader.key_field(k, field, bin_of).to_string())
+                    .collect(),
+            );
+        }
+        for (c, &x) in parsed.iter().enumerate() {
+            table.values[c].push(x);
+        }
+        table.units.push(unit);
+        table.keys.push(key_id);
     }
-}
 
-impl PartialEq for Name {
-    fn eq(&self, other: &Self) -> bool {
-        self.bytes() == other.bytes()
-    }
-}
-
-impl Eq for Name {}
-
-impl std::hash::Hash for Name {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.bytes().hash(state);
-    }
-}
-
-impl std::borrow::Borrow<[u8]> for Name {
-    fn borrow(&self) -> &[u8] {
-        self.bytes()
+    /// The table of `rows` rows read.
+    fn finish(mut self, rows: usize) -> Result<Table, AggregateError> {
+        if rows > u32::MAX as usize {
+            return Err(AggregateError::TooManyRows {
+                max: u32::MAX as usize,
+            });
+        }
+        self.table.read = rows;
+        self.table.unit_names = self.units.into_names();
+        Ok(self.table)
     }
 }
 
@@ -817,6 +956,111 @@ mod tests {
             Table::from_csv(csv.as_bytes(), &columns(), 2),
             Err(AggregateError::TooManyRows { max: 2 })
         ));
+    }
+
+    /// The CSV rows read one by one on one thread, as [`Table::from_csv`] read
+    /// them before it split the work: the reference its two threads must match.
+    fn from_csv_one_by_one(
+        csv: &str,
+        columns: &Columns,
+        max_rows: usize,
+    ) -> Result<Table, AggregateError> {
+        let mut csv = csv::ReaderBuilder::new().from_reader(csv.as_bytes());
+        let header: Vec<String> = csv.headers()?.iter().map(str::to_string).collect();
+        if header.is_empty() {
+            return Err(AggregateError::EmptyTable);
+        }
+        let reader = RowReader::new(&header, columns)?;
+        let mut record = csv::StringRecord::new();
+        Table::read(&reader, columns, max_rows, &mut record, |r| {
+            Ok(csv.read_record(r)?)
+        })
+    }
+
+    fn same(a: &Result<Table, AggregateError>, b: &Result<Table, AggregateError>) -> bool {
+        match (a, b) {
+            (Ok(a), Ok(b)) => {
+                a.rows() == b.rows()
+                    && a.read == b.read
+                    && a.unit_ids() == b.unit_ids()
+                    && a.key_ids() == b.key_ids()
+                    && a.key_values() == b.key_values()
+                    && a.values == b.values
+                    && (0..a.unit_count() as u32).all(|u| a.unit_name(u) == b.unit_name(u))
+                    && a.unit_count() == b.unit_count()
+            }
+            (Err(a), Err(b)) => a.to_string() == b.to_string(),
+            _ => false,
+        }
+    }
+
+    /// Tables of several batches, with filtered, dropped and invalid rows, a
+    /// malformed record and row caps around each: the two threads read exactly
+    /// the table, or the first error in row order, of reading row by row.
+    #[test]
+    fn the_parallel_reader_reads_as_one_thread_does() {
+        use rand_core::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let filtered = Columns {
+            filter: Some(Filter::Compare {
+                column: "region".into(),
+                op: super::super::filter::Compare::NotEq,
+                value: super::super::filter::Literal::Text("r1".into()),
+            }),
+            ..columns()
+        };
+        for case in 0..40 {
+            let rows = [0, 1, BATCH - 1, BATCH, BATCH + 1, 3 * BATCH + 17][case % 6];
+            let mut csv = String::from("id,region,temp\n");
+            let mut invalid_at = None;
+            for r in 0..rows {
+                let unit = rng.next_u64() % 700;
+                let unit = if unit % 7 == 0 {
+                    format!("a unit text longer than 23 bytes {unit}")
+                } else {
+                    format!("u{unit}")
+                };
+                let temp = match rng.next_u64() % 1000 {
+                    0 if case % 4 == 1 => {
+                        invalid_at.get_or_insert(r);
+                        "x".to_string()
+                    }
+                    1 if case % 4 == 2 => {
+                        invalid_at.get_or_insert(r);
+                        "NaN".to_string()
+                    }
+                    v => format!("{}", v as f64 / 10.0 - 20.0),
+                };
+                if case % 4 == 3 && r == rows / 2 {
+                    csv.push_str("a,b,c,d\n");
+                }
+                csv.push_str(&format!(" {unit} ,r{},{temp}\n", rng.next_u64() % 5));
+            }
+            for base in [columns(), filtered.clone()] {
+                for drop_invalid in [false, true] {
+                    let columns = Columns {
+                        drop_invalid,
+                        ..base.clone()
+                    };
+                    for max_rows in [
+                        usize::MAX,
+                        rows,
+                        rows.saturating_sub(1),
+                        BATCH,
+                        invalid_at.unwrap_or(3),
+                    ] {
+                        let want = from_csv_one_by_one(&csv, &columns, max_rows);
+                        let got = Table::from_csv(csv.as_bytes(), &columns, max_rows);
+                        assert!(
+                            same(&got, &want),
+                            "case {case}, rows {rows}, max {max_rows}, drop {drop_invalid}: {:?} vs {:?}",
+                            got.as_ref().err(),
+                            want.as_ref().err()
+                        );
+                    }
+                }
+            }
+        }
     }
 
     /// A column of numbers, or of texts, for [`Table::from_columns`].

@@ -1,0 +1,244 @@
+//! Texts numbered in first-seen order: the privacy units of a table being read.
+//!
+//! An open-addressing table of 32-byte slots, each holding a text's hash, its
+//! number and up to [`INLINE`] of its bytes, so finding a short text reads one
+//! cache line; longer texts are compared with their copy in one shared buffer.
+//! With many units the slots outgrow the caches and every lookup of a shuffled
+//! table is a cache miss: [`Interner::warm`] loads the slots of several texts
+//! at once (independent loads the processor overlaps) before they are looked up
+//! one by one.
+//!
+//! Numbers are given in first-seen order, so the hash (seeded per process)
+//! decides nothing a release depends on.
+
+use std::hash::BuildHasher;
+
+/// The most bytes of a text a slot holds.
+const INLINE: usize = 23;
+
+/// The slot of one text (`id == EMPTY`: free).
+#[derive(Clone, Copy)]
+#[repr(C, align(32))]
+struct Slot {
+    tag: u32,
+    id: u32,
+    len: u8,
+    inline: [u8; INLINE],
+}
+
+const EMPTY: u32 = u32::MAX;
+
+const FREE: Slot = Slot {
+    tag: 0,
+    id: EMPTY,
+    len: 0,
+    inline: [0; INLINE],
+};
+
+/// Texts by number: all of them in one buffer.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Names {
+    /// The texts, concatenated; text `i` ends at `ends[i]`.
+    texts: String,
+    ends: Vec<usize>,
+}
+
+impl Names {
+    /// The number of texts.
+    pub(super) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Text `id` (empty for an unknown number).
+    pub(super) fn text(&self, id: u32) -> &str {
+        let id = id as usize;
+        let start = match id.checked_sub(1) {
+            None => 0,
+            Some(p) => self.ends.get(p).copied().unwrap_or(usize::MAX),
+        };
+        match self.ends.get(id) {
+            Some(&end) if start <= end => &self.texts[start..end],
+            _ => "",
+        }
+    }
+
+    fn push(&mut self, text: &str) {
+        self.texts.push_str(text);
+        self.ends.push(self.texts.len());
+    }
+}
+
+/// The hash an [`Interner`] finds a text by (seeded per process; a copy hashes
+/// as the interner it came from, on any thread).
+#[derive(Clone, Default)]
+pub(super) struct TextHash(foldhash::fast::RandomState);
+
+impl TextHash {
+    /// The hash of `text`.
+    pub(super) fn of(&self, text: &str) -> u32 {
+        self.0.hash_one(text.as_bytes()) as u32
+    }
+}
+
+/// Texts numbered 0, 1, 2 … in the order first seen.
+pub(super) struct Interner {
+    slots: Vec<Slot>,
+    /// log2 of `slots.len()`.
+    bits: u32,
+    names: Names,
+    hash: TextHash,
+}
+
+impl Interner {
+    /// An empty interner hashing with `hash`.
+    pub(super) fn new(hash: TextHash) -> Self {
+        Interner {
+            slots: vec![FREE; 16],
+            bits: 4,
+            names: Names::default(),
+            hash,
+        }
+    }
+
+    /// The number of texts.
+    pub(super) fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// The texts by number.
+    pub(super) fn into_names(self) -> Names {
+        self.names
+    }
+
+    /// The first slot a text of hash `tag` probes (Fibonacci hashing: every bit
+    /// of the tag counts).
+    fn home(&self, tag: u32) -> usize {
+        (tag.wrapping_mul(0x9E37_79B9) >> (32 - self.bits)) as usize
+    }
+
+    /// Loads the first slots of the texts of these hashes, so that looking them up
+    /// next finds them in the cache.
+    pub(super) fn warm(&self, tags: &[u32]) {
+        let mut seen = 0u32;
+        for &t in tags {
+            seen ^= self.slots[self.home(t)].tag;
+        }
+        std::hint::black_box(seen);
+    }
+
+    /// The number of `text`, given a new one if it was never seen.
+    pub(super) fn id(&mut self, text: &str) -> u32 {
+        let tag = self.hash.of(text);
+        self.id_hashed(text, tag)
+    }
+
+    /// [`Interner::id`] of a text whose hash ([`TextHash::of`], of the interner's
+    /// own [`TextHash`]) is `tag`.
+    pub(super) fn id_hashed(&mut self, text: &str, tag: u32) -> u32 {
+        let bytes = text.as_bytes();
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(tag);
+        loop {
+            let s = &self.slots[i];
+            if s.id == EMPTY {
+                break;
+            }
+            if s.tag == tag && self.holds(s, bytes) {
+                return s.id;
+            }
+            i = (i + 1) & mask;
+        }
+        // New: at most half the slots in use, so probes stay short.
+        let id = self.names.len() as u32;
+        let mut slot = Slot {
+            tag,
+            id,
+            len: bytes.len().min(255) as u8,
+            inline: [0; INLINE],
+        };
+        let n = bytes.len().min(INLINE);
+        slot.inline[..n].copy_from_slice(&bytes[..n]);
+        self.slots[i] = slot;
+        self.names.push(text);
+        if self.names.len() * 2 > self.slots.len() {
+            self.grow();
+        }
+        id
+    }
+
+    /// True when slot `s` holds `bytes`.
+    fn holds(&self, s: &Slot, bytes: &[u8]) -> bool {
+        if bytes.len() <= INLINE {
+            usize::from(s.len) == bytes.len() && s.inline[..bytes.len()] == *bytes
+        } else {
+            s.inline[..] == bytes[..INLINE] && self.names.text(s.id).as_bytes() == bytes
+        }
+    }
+
+    fn grow(&mut self) {
+        let wider = vec![FREE; self.slots.len() * 2];
+        let old = std::mem::replace(&mut self.slots, wider);
+        self.bits += 1;
+        let mask = self.slots.len() - 1;
+        for s in old.into_iter().filter(|s| s.id != EMPTY) {
+            let mut i = self.home(s.tag);
+            while self.slots[i].id != EMPTY {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = s;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_texts_in_first_seen_order() {
+        let mut i = Interner::new(TextHash::default());
+        let long = "a unit text longer than twenty-three bytes";
+        let longer = "a unit text longer than twenty-three bytes, and then some";
+        let texts = ["b", "", "a", long, "b", longer, "a\u{0}", long, "", "a"];
+        let ids: Vec<u32> = texts.iter().map(|t| i.id(t)).collect();
+        assert_eq!(ids, [0, 1, 2, 3, 0, 4, 5, 3, 1, 2]);
+        assert_eq!(i.len(), 6);
+        let names = i.into_names();
+        for (t, id) in texts.iter().zip(&ids) {
+            assert_eq!(names.text(*id), *t);
+        }
+        assert_eq!(names.text(6), "");
+        assert_eq!(names.text(u32::MAX), "");
+    }
+
+    /// Through many growths, with texts sharing their first 23 bytes and a
+    /// deliberately bad hash (every text the same tag): each text keeps its number.
+    #[test]
+    fn many_texts_and_colliding_hashes() {
+        let mut i = Interner::new(TextHash::default());
+        let prefix = "x".repeat(INLINE);
+        let text = |k: usize| match k % 3 {
+            0 => format!("u{k}"),
+            1 => format!("{prefix}{k}"),
+            _ => format!("{k}"),
+        };
+        for k in 0..50_000 {
+            assert_eq!(i.id(&text(k)), k as u32);
+        }
+        for k in (0..50_000).rev() {
+            assert_eq!(i.id(&text(k)), k as u32);
+        }
+        let names = i.into_names();
+        for k in 0..50_000 {
+            assert_eq!(names.text(k as u32), text(k));
+        }
+        let mut same = Interner::new(TextHash::default());
+        for k in 0..500 {
+            assert_eq!(same.id_hashed(&text(k), 7), k as u32);
+        }
+        for k in 0..500 {
+            same.warm(&[7, 7]);
+            assert_eq!(same.id_hashed(&text(k), 7), k as u32);
+        }
+    }
+}
