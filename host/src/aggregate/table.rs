@@ -860,8 +860,8 @@ mod tests {
 
     #[test]
     fn long_and_short_units_and_keys_intern_apart() {
-        // Texts around the inline length (22 bytes), and ones differing at the end.
-        let texts: Vec<String> = [21, 22, 23, 40]
+        // Texts around the inline length (23 bytes), and ones differing at the end.
+        let texts: Vec<String> = [22, 23, 24, 40]
             .iter()
             .flat_map(|&n| ["x".repeat(n), format!("{}y", "x".repeat(n - 1))])
             .collect();
