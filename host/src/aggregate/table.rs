@@ -98,9 +98,11 @@ impl Table {
     /// anything is spent).
     ///
     /// Two threads share the work: this one parses the CSV text and checks each
-    /// row (its values, bins and the filter), in batches of [`BATCH`] rows; a second
-    /// interns the units and keys of the rows kept, in row order. The table, and the
-    /// first error in row order, are those of reading the rows one by one.
+    /// row (its values, bins and the filter) in batches of 2 048 rows (or 1 MiB of
+    /// fields), at most two batches ahead of a second that interns the units and
+    /// keys of the rows kept, in row order. The table, and the first error in row
+    /// order, are those of reading the rows one by one; rows past the cap or after
+    /// an error are not parsed.
     pub fn from_csv<R: Read>(
         reader: R,
         columns: &Columns,
@@ -169,7 +171,8 @@ impl Table {
                 let mut batch = spent.try_recv().unwrap_or_default();
                 batch.clear();
                 let mut stop = false;
-                while batch.outcomes.len() < BATCH && row <= max_rows {
+                let mut bytes = 0usize;
+                while batch.outcomes.len() < BATCH && bytes < BATCH_BYTES && row <= max_rows {
                     let n = batch.outcomes.len();
                     if batch.records.len() == n {
                         batch.records.push(csv::StringRecord::new());
@@ -187,6 +190,7 @@ impl Table {
                         }
                     }
                     let record = &batch.records[n];
+                    bytes += record.as_byte_record().as_slice().len();
                     let field = |i: usize| record.field(i).trim();
                     let line = row + 2;
                     row += 1;
@@ -359,7 +363,15 @@ impl Table {
 }
 
 /// Rows a batch of [`Table::from_csv`] carries from the parser to the interner.
-pub const BATCH: usize = 2048;
+const BATCH: usize = 2048;
+
+/// Bytes of fields after which a batch is sent even if it has fewer rows: with
+/// three batches at most in flight, a file of long records holds a few MiB.
+const BATCH_BYTES: usize = 1 << 20;
+
+/// A record kept for reuse holds at most this many bytes (a longer one is dropped:
+/// it would otherwise keep its buffer for the whole read).
+const REUSED_BYTES: usize = 4096;
 
 /// Rows whose units' slots the interner loads together ([`Interner::warm`]).
 const WARM: usize = 16;
@@ -383,6 +395,8 @@ struct Batch {
 
 impl Batch {
     fn clear(&mut self) {
+        self.records
+            .retain(|r| r.as_byte_record().as_slice().len() <= REUSED_BYTES);
         self.outcomes.clear();
         self.tags.clear();
         self.values.clear();
@@ -1011,7 +1025,13 @@ mod tests {
         };
         for case in 0..40 {
             let rows = [0, 1, BATCH - 1, BATCH, BATCH + 1, 3 * BATCH + 17][case % 6];
-            let mut csv = String::from("id,region,temp\n");
+            // Some tables with a long field in every row: batches cut by bytes.
+            let long = if case % 5 == 4 {
+                "n".repeat(1500)
+            } else {
+                String::new()
+            };
+            let mut csv = String::from("id,region,temp,note\n");
             let mut invalid_at = None;
             for r in 0..rows {
                 let unit = rng.next_u64() % 700;
@@ -1032,9 +1052,9 @@ mod tests {
                     v => format!("{}", v as f64 / 10.0 - 20.0),
                 };
                 if case % 4 == 3 && r == rows / 2 {
-                    csv.push_str("a,b,c,d\n");
+                    csv.push_str("a,b,c,d,e\n");
                 }
-                csv.push_str(&format!(" {unit} ,r{},{temp}\n", rng.next_u64() % 5));
+                csv.push_str(&format!(" {unit} ,r{},{temp},{long}\n", rng.next_u64() % 5));
             }
             for base in [columns(), filtered.clone()] {
                 for drop_invalid in [false, true] {
