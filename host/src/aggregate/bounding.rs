@@ -275,7 +275,9 @@ pub(super) fn bound(
 /// group; the second reports every row of a unit within the limits and gathers
 /// the rows of the other units together, unit by unit (a counting sort by the
 /// interned unit). Only those units are then sorted by group and, over a limit,
-/// ranked.
+/// ranked ([`bound_unit`]) — in parallel chunks of units, each chunk's findings
+/// told to `out` in unit order, so `out` hears exactly what one thread would
+/// tell it.
 pub(super) fn bound_into<K: Keep>(
     table: &Table,
     admit: impl Fn(u32) -> bool,
@@ -360,96 +362,186 @@ pub(super) fn bound_into<K: Keep>(
         return;
     }
     drop(next);
-    // The units over a limit, one by one: their rows by group (key and row packed
-    // in one word), then the rule of BoundingKey.
-    let columns = table.columns().values.len();
-    let mut packed: Vec<u64> = Vec::new();
-    let mut runs: Vec<(usize, usize)> = Vec::new();
-    let mut values: Vec<f64> = Vec::new();
+    // The units over a limit (each with its slice of `over`), ranked in parallel
+    // chunks; what each keeps is then told to `out` in unit order, as if one by one.
     let mut start = 0usize;
-    for (u, s) in seen.iter().enumerate() {
-        if s.rows == 0 || (!s.several && s.rows <= limits.max_rows) {
+    let units: Vec<(u32, std::ops::Range<usize>)> = seen
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.rows != 0 && (s.several || s.rows > limits.max_rows))
+        .map(|(u, s)| {
+            let rows = start..start + s.rows as usize;
+            start = rows.end;
+            (u as u32, rows)
+        })
+        .collect();
+    drop(seen);
+    // Chunks of about 2¹⁶ rows: few enough for the pool, large enough to amortise it.
+    let mut chunks: Vec<&[(u32, std::ops::Range<usize>)]> = Vec::new();
+    let mut rest = &units[..];
+    while !rest.is_empty() {
+        let mut rows = 0usize;
+        let n = rest
+            .iter()
+            .position(|(_, r)| {
+                rows += r.len();
+                rows >= 1 << 16
+            })
+            .map_or(rest.len(), |i| i + 1);
+        let (chunk, tail) = rest.split_at(n);
+        chunks.push(chunk);
+        rest = tail;
+    }
+    // A few chunks at a time, so what is kept waits in memory for a few chunks only.
+    for wave in chunks.chunks(8) {
+        let kept = crate::parallel::try_map(wave, |chunk| {
+            let mut kept = Kept::default();
+            let mut scratch = Scratch::default();
+            for (u, rows) in chunk.iter() {
+                bound_unit(
+                    table,
+                    *u,
+                    &over[rows.clone()],
+                    limits,
+                    key,
+                    &mut scratch,
+                    &mut kept,
+                );
+            }
+            Ok::<_, std::convert::Infallible>(kept)
+        });
+        let Ok(kept) = kept;
+        for k in kept {
+            for (key, row) in k.0 {
+                match row {
+                    UNIT => out.unit(key),
+                    row => out.row(key, row),
+                }
+            }
+        }
+    }
+}
+
+/// What bounding keeps, in the order it is found: `(key, row)`, or `(key, UNIT)`
+/// for a unit keeping rows of `key`.
+#[derive(Default)]
+struct Kept(Vec<(u32, u32)>);
+
+/// The row number [`Kept`] uses for "a unit keeps this key" (a table's rows are
+/// numbered below `u32::MAX`).
+const UNIT: u32 = u32::MAX;
+
+impl Keep for Kept {
+    fn row(&mut self, key: u32, row: u32) {
+        self.0.push((key, row));
+    }
+    fn unit(&mut self, key: u32) {
+        self.0.push((key, UNIT));
+    }
+}
+
+/// The buffers [`bound_unit`] reuses from unit to unit.
+#[derive(Default)]
+struct Scratch {
+    packed: Vec<u64>,
+    runs: Vec<(usize, usize)>,
+    values: Vec<f64>,
+}
+
+/// Bounds unit `u`, whose admitted rows are `rows` (ascending), by the rule of
+/// [`BoundingKey`]: its groups sorted by key and, over a limit, ranked.
+fn bound_unit<K: Keep>(
+    table: &Table,
+    u: u32,
+    rows: &[u32],
+    limits: Contribution,
+    key: &BoundingKey,
+    scratch: &mut Scratch,
+    out: &mut K,
+) {
+    let key_of = table.key_ids();
+    let columns = table.columns().values.len();
+    let Scratch {
+        packed,
+        runs,
+        values,
+    } = scratch;
+    let unit = table.unit_name(u);
+    packed.clear();
+    packed.extend(
+        rows.iter()
+            .map(|&r| (u64::from(key_of[r as usize]) << 32) | u64::from(r)),
+    );
+    packed.sort_unstable();
+    runs.clear();
+    let mut i = 0;
+    while i < packed.len() {
+        let k = packed[i] >> 32;
+        let mut j = i;
+        while j < packed.len() && packed[j] >> 32 == k {
+            j += 1;
+        }
+        runs.push((i, j));
+        i = j;
+    }
+    let key_id = |&(a, _): &(usize, usize)| (packed[a] >> 32) as u32;
+    let row_id = |p: u64| (p & u64::from(u32::MAX)) as u32;
+    if runs.len() > limits.max_groups as usize {
+        let mut ranked: Vec<(u64, String, (usize, usize))> = runs
+            .iter()
+            .map(|run| {
+                let k = encode_key(&table.key_values()[key_id(run) as usize]);
+                (key.group_rank(unit, &k), k, *run)
+            })
+            .collect();
+        ranked.sort_unstable_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then_with(|| a.1.as_bytes().cmp(b.1.as_bytes()))
+        });
+        *runs = ranked
+            .into_iter()
+            .take(limits.max_groups as usize)
+            .map(|(_, _, run)| run)
+            .collect();
+    }
+    for run in runs.iter() {
+        let k = key_id(run);
+        let rows = &packed[run.0..run.1];
+        out.unit(k);
+        if rows.len() <= limits.max_rows as usize {
+            for &p in rows {
+                out.row(k, row_id(p));
+            }
             continue;
         }
-        let rows = &over[start..start + s.rows as usize];
-        start += s.rows as usize;
-        let unit = table.unit_name(u as u32);
-        packed.clear();
-        packed.extend(
-            rows.iter()
-                .map(|&r| (u64::from(key_of[r as usize]) << 32) | u64::from(r)),
-        );
-        packed.sort_unstable();
-        runs.clear();
-        let mut i = 0;
-        while i < packed.len() {
-            let k = packed[i] >> 32;
-            let mut j = i;
-            while j < packed.len() && packed[j] >> 32 == k {
-                j += 1;
-            }
-            runs.push((i, j));
-            i = j;
+        // The rows' values, row after row.
+        values.clear();
+        for &p in rows {
+            let r = row_id(p) as usize;
+            values.extend((0..columns).map(|c| table.values(c)[r]));
         }
-        let key_id = |&(a, _): &(usize, usize)| (packed[a] >> 32) as u32;
-        let row_id = |p: u64| (p & u64::from(u32::MAX)) as u32;
-        if runs.len() > limits.max_groups as usize {
-            let mut ranked: Vec<(u64, String, (usize, usize))> = runs
-                .iter()
-                .map(|run| {
-                    let k = encode_key(&table.key_values()[key_id(run) as usize]);
-                    (key.group_rank(unit, &k), k, *run)
-                })
-                .collect();
-            ranked.sort_unstable_by(|a, b| {
-                a.0.cmp(&b.0)
-                    .then_with(|| a.1.as_bytes().cmp(b.1.as_bytes()))
-            });
-            runs = ranked
-                .into_iter()
-                .take(limits.max_groups as usize)
-                .map(|(_, _, run)| run)
-                .collect();
+        let of = |i: usize| &values[i * columns..(i + 1) * columns];
+        // Identical rows (same values) together, each numbered among them.
+        let mut order: Vec<usize> = (0..rows.len()).collect();
+        order.sort_unstable_by(|&a, &b| cmp_bits(of(a), of(b)));
+        let encoded = encode_key(&table.key_values()[k as usize]);
+        let mut ranked: Vec<(u64, u64, usize)> = Vec::with_capacity(rows.len());
+        let mut occurrence = 0u64;
+        for (n, &i) in order.iter().enumerate() {
+            occurrence = if n > 0 && same_bits(of(order[n - 1]), of(i)) {
+                occurrence + 1
+            } else {
+                0
+            };
+            ranked.push((
+                key.row_rank(unit, &encoded, of(i), occurrence),
+                occurrence,
+                i,
+            ));
         }
-        for run in &runs {
-            let k = key_id(run);
-            let rows = &packed[run.0..run.1];
-            out.unit(k);
-            if rows.len() <= limits.max_rows as usize {
-                for &p in rows {
-                    out.row(k, row_id(p));
-                }
-                continue;
-            }
-            // The rows' values, row after row.
-            values.clear();
-            for &p in rows {
-                let r = row_id(p) as usize;
-                values.extend((0..columns).map(|c| table.values(c)[r]));
-            }
-            let of = |i: usize| &values[i * columns..(i + 1) * columns];
-            // Identical rows (same values) together, each numbered among them.
-            let mut order: Vec<usize> = (0..rows.len()).collect();
-            order.sort_unstable_by(|&a, &b| cmp_bits(of(a), of(b)));
-            let encoded = encode_key(&table.key_values()[k as usize]);
-            let mut ranked: Vec<(u64, u64, usize)> = Vec::with_capacity(rows.len());
-            let mut occurrence = 0u64;
-            for (n, &i) in order.iter().enumerate() {
-                occurrence = if n > 0 && same_bits(of(order[n - 1]), of(i)) {
-                    occurrence + 1
-                } else {
-                    0
-                };
-                ranked.push((
-                    key.row_rank(unit, &encoded, of(i), occurrence),
-                    occurrence,
-                    i,
-                ));
-            }
-            ranked.sort_unstable_by(|a, b| row_order((a.0, of(a.2), a.1), (b.0, of(b.2), b.1)));
-            for &(_, _, i) in ranked.iter().take(limits.max_rows as usize) {
-                out.row(k, row_id(rows[i]));
-            }
+        ranked.sort_unstable_by(|a, b| row_order((a.0, of(a.2), a.1), (b.0, of(b.2), b.1)));
+        for &(_, _, i) in ranked.iter().take(limits.max_rows as usize) {
+            out.row(k, row_id(rows[i]));
         }
     }
 }
@@ -618,6 +710,46 @@ mod tests {
             let b = bound(&t, |_| true, Contribution::new(1, 3).unwrap(), &key);
             assert_eq!(b.rows[0].len(), 3);
         }
+    }
+
+    /// Many units over their limits, ranked in parallel chunks: `out` hears
+    /// exactly what bounding them one by one, in unit order, tells it.
+    #[test]
+    fn units_ranked_in_parallel_report_as_one_by_one() {
+        use std::fmt::Write as _;
+        let mut csv = String::from("id,g,x\n");
+        // 30 000 units of 7 rows over 1–3 groups (every unit over max_groups 1 or
+        // max_rows 2), rows interleaved: more than three chunks of 2^16 rows.
+        for r in 0..210_000u32 {
+            let u = r % 30_000;
+            let _ = writeln!(csv, "u{u},g{},{}", (u + r / 30_000) % (1 + u % 3), r % 5);
+        }
+        let t = valued(&csv);
+        let limits = Contribution::new(1, 2).unwrap();
+        let key = BoundingKey::from_bytes([9; 16]);
+        let mut got = Kept::default();
+        bound_into(&t, |k| k != 1, limits, &key, &mut got);
+        let mut want = Kept::default();
+        let mut rows: Vec<Vec<u32>> = vec![Vec::new(); t.unit_count()];
+        for (r, (&u, &k)) in t.unit_ids().iter().zip(t.key_ids()).enumerate() {
+            if k != 1 {
+                rows[u as usize].push(r as u32);
+            }
+        }
+        let mut scratch = Scratch::default();
+        let mut over = 0;
+        for (u, rows) in rows.iter().enumerate() {
+            let groups: std::collections::BTreeSet<u32> =
+                rows.iter().map(|&r| t.key_ids()[r as usize]).collect();
+            if rows.is_empty() || (groups.len() == 1 && rows.len() <= 2) {
+                continue;
+            }
+            over += 1;
+            bound_unit(&t, u as u32, rows, limits, &key, &mut scratch, &mut want);
+        }
+        assert!(over > 25_000, "{over} units over their limits");
+        assert!(got.0.len() > 1 << 16);
+        assert_eq!(got.0, want.0);
     }
 
     #[test]
