@@ -258,8 +258,8 @@ pub fn column_text(a: &ArrayRef) -> Result<Texts, EngineError> {
         T: std::fmt::Display,
     {
         use std::fmt::Write as _;
-        // At most 8 192 rows a batch of at most 40 bytes each (an f64's longest
-        // text): far below what 32-bit offsets hold.
+        // At most 8 192 rows a batch of at most about 330 bytes each (an f64's
+        // longest text without an exponent): far below what 32-bit offsets hold.
         let mut b = StringBuilder::with_capacity(n, n * 8);
         for i in 0..n {
             if null(i) {

@@ -148,7 +148,8 @@ impl Interner {
             }
             i = (i + 1) & mask;
         }
-        // New: at most half the slots in use, so probes stay short.
+        // New: at most half the slots in use, so probes stay short (up to 2³¹ texts;
+        // past that the 2³² slots fill further, and a table has fewer than 2³² rows).
         let id = self.names.len() as u32;
         let mut slot = Slot {
             tag,
@@ -160,7 +161,7 @@ impl Interner {
         slot.inline[..n].copy_from_slice(&bytes[..n]);
         self.slots[i] = slot;
         self.names.push(text);
-        if self.names.len() * 2 > self.slots.len() {
+        if self.names.len() * 2 > self.slots.len() && self.bits < 32 {
             self.grow();
         }
         id

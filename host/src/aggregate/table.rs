@@ -99,10 +99,10 @@ impl Table {
     ///
     /// Two threads share the work: this one parses the CSV text and checks each
     /// row (its values, bins and the filter) in batches of 2 048 rows (or 1 MiB of
-    /// fields), at most two batches ahead of a second that interns the units and
+    /// records), at most two batches ahead of a second that interns the units and
     /// keys of the rows kept, in row order. The table, and the first error in row
-    /// order, are those of reading the rows one by one; rows past the cap or after
-    /// an error are not parsed.
+    /// order, are those of reading the rows one by one (as it does when no second
+    /// thread can be started); rows past the cap or after an error are not parsed.
     pub fn from_csv<R: Read>(
         reader: R,
         columns: &Columns,
@@ -122,7 +122,7 @@ impl Table {
         std::thread::scope(|scope| {
             let reader = &reader;
             let hash = unit_hash.clone();
-            let interner = scope.spawn(move || {
+            let interner = std::thread::Builder::new().spawn_scoped(scope, move || {
                 let mut table = TableBuilder::new(columns, hash);
                 let mut row = 0usize;
                 for mut batch in batches.iter() {
@@ -162,6 +162,16 @@ impl Table {
                 }
                 table.finish(row)
             });
+            let interner = match interner {
+                Ok(interner) => interner,
+                // No thread to be had (a process limit): one by one, here.
+                Err(_) => {
+                    let mut record = csv::StringRecord::new();
+                    return Self::read(reader, columns, max_rows, &mut record, |r| {
+                        Ok(csv.read_record(r)?)
+                    });
+                }
+            };
             // Parse and check here (the reader may not be `Send`): rows past the cap
             // and rows after an error are never parsed.
             let mut row = 0usize;
@@ -190,7 +200,7 @@ impl Table {
                         }
                     }
                     let record = &batch.records[n];
-                    bytes += record.as_byte_record().as_slice().len();
+                    bytes += held_bytes(record);
                     let field = |i: usize| record.field(i).trim();
                     let line = row + 2;
                     row += 1;
@@ -365,13 +375,19 @@ impl Table {
 /// Rows a batch of [`Table::from_csv`] carries from the parser to the interner.
 const BATCH: usize = 2048;
 
-/// Bytes of fields after which a batch is sent even if it has fewer rows: with
-/// three batches at most in flight, a file of long records holds a few MiB.
+/// Bytes of records ([`held_bytes`]) after which a batch is sent even if it has
+/// fewer rows. At most four batches exist at once (two queued, one being interned,
+/// one being filled), each at most this plus one record, and the records kept for
+/// reuse hold at most this much per batch: a few MiB in all, whatever the rows.
 const BATCH_BYTES: usize = 1 << 20;
 
-/// A record kept for reuse holds at most this many bytes (a longer one is dropped:
-/// it would otherwise keep its buffer for the whole read).
-const REUSED_BYTES: usize = 4096;
+/// The most bytes ([`held_bytes`]) of a record kept for reuse.
+const REUSED_BYTES: usize = 1024;
+
+/// The bytes a record holds: its fields' text and their ends.
+fn held_bytes(r: &csv::StringRecord) -> usize {
+    r.as_byte_record().as_slice().len() + r.len() * std::mem::size_of::<usize>()
+}
 
 /// Rows whose units' slots the interner loads together ([`Interner::warm`]).
 const WARM: usize = 16;
@@ -395,8 +411,15 @@ struct Batch {
 
 impl Batch {
     fn clear(&mut self) {
-        self.records
-            .retain(|r| r.as_byte_record().as_slice().len() <= REUSED_BYTES);
+        // A record is reused only if its row was short: a buffer only grows, and
+        // each record read one row this batch, so a reused one never held a long
+        // row. At most BATCH_BYTES of them in all.
+        let mut kept = 0usize;
+        self.records.retain(|r| {
+            let held = held_bytes(r);
+            kept += held;
+            held <= REUSED_BYTES && kept <= BATCH_BYTES
+        });
         self.outcomes.clear();
         self.tags.clear();
         self.values.clear();
