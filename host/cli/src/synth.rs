@@ -122,7 +122,10 @@ pub struct Args {
     /// Seed for a reproducible run (tests and demos only: it makes the noise removable).
     #[arg(long, value_name = "N")]
     pub seed: Option<u64>,
-    /// Memory cap, in MiB, for dense histograms (MWEM) and for the synthetic records.
+    /// Memory cap, in MiB, for dense histograms (MWEM) and for the records and the
+    /// synthetic rows. Adaptive marginals hold besides their model (see
+    /// --max-model-mib) and the marginals the rows are refined towards (at most
+    /// 32 MiB, 64 MiB while refining).
     #[arg(long, value_name = "MIB", default_value_t = 1024)]
     pub memory_mib: u64,
     /// Where to write the ledger as JSON.
