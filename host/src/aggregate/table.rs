@@ -123,118 +123,16 @@ impl Table {
             let reader = &reader;
             let hash = unit_hash.clone();
             let interner = std::thread::Builder::new().spawn_scoped(scope, move || {
-                let mut table = TableBuilder::new(columns, hash);
-                let mut row = 0usize;
-                for mut batch in batches.iter() {
-                    for (i, outcome) in batch.outcomes.iter_mut().enumerate() {
-                        if i % WARM == 0 {
-                            let end = batch.tags.len().min(i + WARM);
-                            table.warm_units(&batch.tags[i..end]);
-                        }
-                        if row == max_rows {
-                            return Err(AggregateError::TooManyRows { max: max_rows });
-                        }
-                        row += 1;
-                        match outcome {
-                            Outcome::Kept { values, bins } => {
-                                let record = &batch.records[i];
-                                let field = |i: usize| record.field(i).trim();
-                                table.push(
-                                    reader,
-                                    row,
-                                    &field,
-                                    &batch.values[values.clone()],
-                                    &batch.bins[bins.clone()],
-                                    Some(batch.tags[i]),
-                                );
-                            }
-                            Outcome::Skipped => {}
-                            Outcome::Invalid(e) => {
-                                return Err(std::mem::replace(e, AggregateError::EmptyTable));
-                            }
-                        }
-                    }
-                    if let Some(e) = batch.error.take() {
-                        return Err(e.into());
-                    }
-                    // The parser may have stopped: a spent batch is then dropped.
-                    let _ = recycle.send(batch);
-                }
-                table.finish(row)
+                intern_batches(reader, columns, max_rows, hash, batches, recycle)
             });
-            let interner = match interner {
-                Ok(interner) => interner,
+            let Ok(interner) = interner else {
                 // No thread to be had (a process limit): one by one, here.
-                Err(_) => {
-                    let mut record = csv::StringRecord::new();
-                    return Self::read(reader, columns, max_rows, &mut record, |r| {
-                        Ok(csv.read_record(r)?)
-                    });
-                }
+                let mut record = csv::StringRecord::new();
+                return Self::read(reader, columns, max_rows, &mut record, |r| {
+                    Ok(csv.read_record(r)?)
+                });
             };
-            // Parse and check here (the reader may not be `Send`): rows past the cap
-            // and rows after an error are never parsed.
-            let mut row = 0usize;
-            let mut parsed = Vec::with_capacity(columns.values.len());
-            let mut bin_of = vec![0usize; columns.group_by.len()];
-            'parse: while row <= max_rows {
-                let mut batch = spent.try_recv().unwrap_or_default();
-                batch.clear();
-                let mut stop = false;
-                let mut bytes = 0usize;
-                while batch.outcomes.len() < BATCH && bytes < BATCH_BYTES && row <= max_rows {
-                    let n = batch.outcomes.len();
-                    if batch.records.len() == n {
-                        batch.records.push(csv::StringRecord::new());
-                    }
-                    match csv.read_record(&mut batch.records[n]) {
-                        Ok(true) => {}
-                        Ok(false) => {
-                            stop = true;
-                            break;
-                        }
-                        Err(e) => {
-                            batch.error = Some(e);
-                            stop = true;
-                            break;
-                        }
-                    }
-                    let record = &batch.records[n];
-                    bytes += held_bytes(record);
-                    let field = |i: usize| record.field(i).trim();
-                    let line = row + 2;
-                    row += 1;
-                    batch
-                        .tags
-                        .push(reader.unit(&field).map_or(0, |u| unit_hash.of(u)));
-                    let outcome =
-                        match reader.read(&field, &|_| None, line, &mut parsed, &mut bin_of) {
-                            Ok(true) => {
-                                let (v, b) = (batch.values.len(), batch.bins.len());
-                                batch.values.extend_from_slice(&parsed);
-                                batch.bins.extend_from_slice(&bin_of);
-                                Outcome::Kept {
-                                    values: v..batch.values.len(),
-                                    bins: b..batch.bins.len(),
-                                }
-                            }
-                            Ok(false) => Outcome::Skipped,
-                            Err(e) => {
-                                stop = true;
-                                Outcome::Invalid(e)
-                            }
-                        };
-                    batch.outcomes.push(outcome);
-                    if stop {
-                        break;
-                    }
-                }
-                // The interner stops at the first error (it drops the receiver).
-                if full.send(batch).is_err() || stop {
-                    break 'parse;
-                }
-            }
-            drop(full);
+            parse_batches(&mut csv, reader, columns, max_rows, &unit_hash, full, spent);
             interner
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -439,6 +337,131 @@ enum Outcome {
     Skipped,
     /// Invalid: the table is refused.
     Invalid(AggregateError),
+}
+
+/// The parser of [`Table::from_csv`]: parses and checks the rows in batches sent
+/// to `full` (reusing the batches from `spent`), hashing each row's unit with
+/// `unit_hash`. It stops after the first error, after the row past the cap, at
+/// the end of the text, or when the interner stops listening.
+fn parse_batches<R: Read>(
+    csv: &mut csv::Reader<R>,
+    reader: &RowReader,
+    columns: &Columns,
+    max_rows: usize,
+    unit_hash: &TextHash,
+    full: std::sync::mpsc::SyncSender<Batch>,
+    spent: std::sync::mpsc::Receiver<Batch>,
+) {
+    let mut row = 0usize;
+    let mut parsed = Vec::with_capacity(columns.values.len());
+    let mut bin_of = vec![0usize; columns.group_by.len()];
+    while row <= max_rows {
+        let mut batch = spent.try_recv().unwrap_or_default();
+        batch.clear();
+        let mut stop = false;
+        let mut bytes = 0usize;
+        while batch.outcomes.len() < BATCH && bytes < BATCH_BYTES && row <= max_rows {
+            let n = batch.outcomes.len();
+            if batch.records.len() == n {
+                batch.records.push(csv::StringRecord::new());
+            }
+            match csv.read_record(&mut batch.records[n]) {
+                Ok(true) => {}
+                Ok(false) => {
+                    stop = true;
+                    break;
+                }
+                Err(e) => {
+                    batch.error = Some(e);
+                    stop = true;
+                    break;
+                }
+            }
+            let record = &batch.records[n];
+            bytes += held_bytes(record);
+            let field = |i: usize| record.field(i).trim();
+            let line = row + 2;
+            row += 1;
+            batch
+                .tags
+                .push(reader.unit(&field).map_or(0, |u| unit_hash.of(u)));
+            let outcome = match reader.read(&field, &|_| None, line, &mut parsed, &mut bin_of) {
+                Ok(true) => {
+                    let (v, b) = (batch.values.len(), batch.bins.len());
+                    batch.values.extend_from_slice(&parsed);
+                    batch.bins.extend_from_slice(&bin_of);
+                    Outcome::Kept {
+                        values: v..batch.values.len(),
+                        bins: b..batch.bins.len(),
+                    }
+                }
+                Ok(false) => Outcome::Skipped,
+                Err(e) => {
+                    stop = true;
+                    Outcome::Invalid(e)
+                }
+            };
+            batch.outcomes.push(outcome);
+            if stop {
+                break;
+            }
+        }
+        // The interner stops at the first error (it drops the receiver).
+        if full.send(batch).is_err() || stop {
+            return;
+        }
+    }
+}
+
+/// The interner of [`Table::from_csv`]: the table of the batches' kept rows, in
+/// row order, or the first error in row order (the row cap checked before each
+/// row). Spent batches go back to the parser through `recycle`.
+fn intern_batches(
+    reader: &RowReader,
+    columns: &Columns,
+    max_rows: usize,
+    unit_hash: TextHash,
+    batches: std::sync::mpsc::Receiver<Batch>,
+    recycle: std::sync::mpsc::Sender<Batch>,
+) -> Result<Table, AggregateError> {
+    let mut table = TableBuilder::new(columns, unit_hash);
+    let mut row = 0usize;
+    for mut batch in batches.iter() {
+        for (i, outcome) in batch.outcomes.iter_mut().enumerate() {
+            if i % WARM == 0 {
+                let end = batch.tags.len().min(i + WARM);
+                table.warm_units(&batch.tags[i..end]);
+            }
+            if row == max_rows {
+                return Err(AggregateError::TooManyRows { max: max_rows });
+            }
+            row += 1;
+            match outcome {
+                Outcome::Kept { values, bins } => {
+                    let record = &batch.records[i];
+                    let field = |i: usize| record.field(i).trim();
+                    table.push(
+                        reader,
+                        row,
+                        &field,
+                        &batch.values[values.clone()],
+                        &batch.bins[bins.clone()],
+                        Some(batch.tags[i]),
+                    );
+                }
+                Outcome::Skipped => {}
+                Outcome::Invalid(e) => {
+                    return Err(std::mem::replace(e, AggregateError::EmptyTable));
+                }
+            }
+        }
+        if let Some(e) = batch.error.take() {
+            return Err(e.into());
+        }
+        // The parser may have stopped: a spent batch is then dropped.
+        let _ = recycle.send(batch);
+    }
+    table.finish(row)
 }
 
 /// A table being built from its kept rows, in row order: units and keys interned
