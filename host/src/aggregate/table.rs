@@ -128,7 +128,7 @@ impl Table {
             let Ok(interner) = interner else {
                 // No thread to be had (a process limit): one by one, here.
                 let mut record = csv::StringRecord::new();
-                return Self::read(reader, columns, max_rows, &mut record, |r| {
+                return Self::read(reader, columns, max_rows, &mut record, &|_| None, |r| {
                     Ok(csv.read_record(r)?)
                 });
             };
@@ -178,7 +178,8 @@ impl Table {
             )));
         }
         let mut record = ColumnRow { data, row: None };
-        Self::read(&reader, columns, max_rows, &mut record, |r| {
+        let unit_of = |r: usize| reader.unit(&|i| ColumnRow::text(data, r, i).trim());
+        Self::read(&reader, columns, max_rows, &mut record, &unit_of, |r| {
             let next = r.row.map_or(0, |i| i + 1);
             r.row = Some(next);
             Ok(next < rows)
@@ -187,22 +188,33 @@ impl Table {
 
     /// The rows of `next` (which loads the next row into `record`, or returns
     /// false at the end), read against `header` as [`Table::from_csv`] describes.
-    fn read<F: Fields>(
+    /// `unit_of(r)` is row `r`'s unit (from 0; `None` when not known ahead): the
+    /// interner's slots of the next rows' units are loaded before they are looked
+    /// up ([`Interner::warm`]; a wrong text would only load a useless slot).
+    fn read<'u, F: Fields>(
         reader: &RowReader,
         columns: &Columns,
         max_rows: usize,
         record: &mut F,
+        unit_of: &dyn Fn(usize) -> Option<&'u str>,
         mut next: impl FnMut(&mut F) -> Result<bool, AggregateError>,
     ) -> Result<Self, AggregateError> {
-        let mut table = TableBuilder::new(columns, TextHash::default());
+        let hash = TextHash::default();
+        let mut table = TableBuilder::new(columns, hash.clone());
         let mut parsed: Vec<f64> = Vec::with_capacity(columns.values.len());
         // The bin of each key (unused for a plain one).
         let mut bin_of: Vec<usize> = vec![0; columns.group_by.len()];
+        let mut ahead: Vec<u32> = Vec::with_capacity(WARM);
         let mut row = 0usize;
         while next(record)? {
             let line = row + 2;
             if row == max_rows {
                 return Err(AggregateError::TooManyRows { max: max_rows });
+            }
+            if row.is_multiple_of(WARM) {
+                ahead.clear();
+                ahead.extend((row..row + WARM).filter_map(|r| unit_of(r).map(|u| hash.of(u))));
+                table.warm_units(&ahead);
             }
             row += 1;
             let field = |i: usize| record.field(i).trim();
@@ -428,7 +440,7 @@ fn intern_batches(
     let mut row = 0usize;
     for mut batch in batches.iter() {
         for (i, outcome) in batch.outcomes.iter_mut().enumerate() {
-            if i % WARM == 0 {
+            if i.is_multiple_of(WARM) {
                 let end = batch.tags.len().min(i + WARM);
                 table.warm_units(&batch.tags[i..end]);
             }
@@ -875,12 +887,20 @@ struct ColumnRow<'a, C> {
     row: Option<usize>,
 }
 
-impl<C: TextColumn> Fields for ColumnRow<'_, C> {
-    fn field(&self, i: usize) -> &str {
-        match (self.row, self.data.get(i)) {
-            (Some(r), Some((_, c))) if r < c.len() && !c.holds_numbers() => c.text(r),
+impl<'a, C: TextColumn> ColumnRow<'a, C> {
+    /// The text of column `i` in row `r` (empty for a column of numbers or past
+    /// the column's end).
+    fn text(data: &'a [(String, C)], r: usize, i: usize) -> &'a str {
+        match data.get(i) {
+            Some((_, c)) if r < c.len() && !c.holds_numbers() => c.text(r),
             _ => "",
         }
+    }
+}
+
+impl<C: TextColumn> Fields for ColumnRow<'_, C> {
+    fn field(&self, i: usize) -> &str {
+        self.row.map_or("", |r| ColumnRow::text(self.data, r, i))
     }
     fn number(&self, i: usize) -> Option<Option<f64>> {
         match (self.row, self.data.get(i)) {
@@ -1032,7 +1052,7 @@ mod tests {
         }
         let reader = RowReader::new(&header, columns)?;
         let mut record = csv::StringRecord::new();
-        Table::read(&reader, columns, max_rows, &mut record, |r| {
+        Table::read(&reader, columns, max_rows, &mut record, &|_| None, |r| {
             Ok(csv.read_record(r)?)
         })
     }
