@@ -439,7 +439,7 @@ fn intern_batches(
     let mut table = TableBuilder::new(columns, unit_hash);
     let mut row = 0usize;
     for mut batch in batches.iter() {
-        for (i, outcome) in batch.outcomes.iter_mut().enumerate() {
+        for (i, outcome) in batch.outcomes.drain(..).enumerate() {
             if i.is_multiple_of(WARM) {
                 let end = batch.tags.len().min(i + WARM);
                 table.warm_units(&batch.tags[i..end]);
@@ -456,15 +456,13 @@ fn intern_batches(
                         reader,
                         row,
                         &field,
-                        &batch.values[values.clone()],
-                        &batch.bins[bins.clone()],
+                        &batch.values[values],
+                        &batch.bins[bins],
                         Some(batch.tags[i]),
                     );
                 }
                 Outcome::Skipped => {}
-                Outcome::Invalid(e) => {
-                    return Err(std::mem::replace(e, AggregateError::EmptyTable));
-                }
+                Outcome::Invalid(e) => return Err(e),
             }
         }
         if let Some(e) = batch.error.take() {
