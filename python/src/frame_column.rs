@@ -41,12 +41,20 @@ impl Validity {
     }
 }
 
+/// A text column's bytes, as checked when it was made.
+pub(crate) enum Utf8 {
+    /// One UTF-8 text, every present value's ends between its characters.
+    Whole(String),
+    /// Bytes of which only the present values are UTF-8 (each checked on its own).
+    Values(Vec<u8>),
+}
+
 /// One column: its values' texts or numbers.
 pub(crate) enum FrameColumn {
     /// Value `i` is `text[offsets[i]..offsets[i + 1]]`, checked UTF-8 when
     /// present (missing: the empty text).
     Text {
-        text: Vec<u8>,
+        text: Utf8,
         offsets: Vec<usize>,
         valid: Validity,
     },
@@ -100,12 +108,29 @@ impl FrameColumn {
                 if offsets.windows(2).any(|w| w[0] > w[1]) {
                     return Err("the offsets decrease".into());
                 }
-                // Only present values must be UTF-8 (Arrow's rule: a missing value's
-                // bytes may be anything, and are never read).
-                for row in (0..rows).filter(|&r| valid.present(r)) {
-                    std::str::from_utf8(&text[offsets[row]..offsets[row + 1]])
-                        .map_err(|e| format!("value {row} is not UTF-8: {e}"))?;
-                }
+                let present = || (0..rows).filter(|&r| valid.present(r));
+                // Usually the whole buffer is UTF-8 and every present value starts and
+                // ends between characters: then a value is a slice of one checked text.
+                let text = match String::from_utf8(text) {
+                    Ok(whole)
+                        if present().all(|r| {
+                            whole.is_char_boundary(offsets[r])
+                                && whole.is_char_boundary(offsets[r + 1])
+                        }) =>
+                    {
+                        Utf8::Whole(whole)
+                    }
+                    other => {
+                        let bytes = other.map_or_else(|e| e.into_bytes(), String::into_bytes);
+                        // Only present values must be UTF-8 (Arrow's rule: a missing
+                        // value's bytes may be anything, and are never read).
+                        for row in present() {
+                            std::str::from_utf8(&bytes[offsets[row]..offsets[row + 1]])
+                                .map_err(|e| format!("value {row} is not UTF-8: {e}"))?;
+                        }
+                        Utf8::Values(bytes)
+                    }
+                };
                 Ok(FrameColumn::Text {
                     text,
                     offsets,
@@ -133,7 +158,13 @@ impl TextColumn for FrameColumn {
                 valid,
             } if row + 1 < offsets.len() && valid.present(row) => {
                 // Checked when the column was made: never the empty fallback.
-                std::str::from_utf8(&text[offsets[row]..offsets[row + 1]]).unwrap_or_default()
+                let (start, end) = (offsets[row], offsets[row + 1]);
+                match text {
+                    Utf8::Whole(whole) => whole.get(start..end).unwrap_or_default(),
+                    Utf8::Values(bytes) => {
+                        std::str::from_utf8(&bytes[start..end]).unwrap_or_default()
+                    }
+                }
             }
             _ => "",
         }
@@ -211,7 +242,37 @@ mod tests {
             2,
         )
         .unwrap();
+        assert!(matches!(
+            &c,
+            FrameColumn::Text {
+                text: Utf8::Values(_),
+                ..
+            }
+        ));
         assert_eq!((c.text(0), c.text(1)), ("", "ok"));
+    }
+
+    #[test]
+    fn a_missing_value_may_cut_a_character() {
+        // The buffer is UTF-8 and the missing values' ends cut "é" (bytes 1..3):
+        // only the present values' ends must fall between characters.
+        let c = FrameColumn::new(
+            "text",
+            offsets(&[0, 1, 2, 3]),
+            Some("aé".as_bytes().to_vec()),
+            Some(vec![0b001]),
+            0,
+            3,
+        )
+        .unwrap();
+        assert!(matches!(
+            &c,
+            FrameColumn::Text {
+                text: Utf8::Whole(_),
+                ..
+            }
+        ));
+        assert_eq!((c.text(0), c.text(1), c.text(2)), ("a", "", ""));
     }
 
     #[test]
