@@ -929,7 +929,13 @@ pub fn table_parquet(
     // the order of `fields`, as the projection keeps the file's order).
     let mut chunks: Vec<Vec<Arg>> = fields.iter().map(|_| Vec::new()).collect();
     let mut rows = 0usize;
-    for batch in builder.with_projection(mask).build()? {
+    // Batches of 2¹⁶ rows (not 1 024): a value is found by a binary search over the
+    // batches, so fewer keep it short; each batch holds only the columns read.
+    for batch in builder
+        .with_projection(mask)
+        .with_batch_size(1 << 16)
+        .build()?
+    {
         let batch = batch?;
         for (j, chunk) in chunks.iter_mut().enumerate() {
             let as_numbers = !text_fields.contains(&fields[j]);
