@@ -83,7 +83,7 @@ use datafusion::prelude::{CsvReadOptions, ParquetReadOptions, SessionConfig, Ses
 
 use privq_host::aggregate::{
     AggregateError, BoundingKey, Columns, GroupTotals, Partial, PartialStates, PartialTotals, Plan,
-    RowReader, RowTotals, Table, TextColumn, UnitColumns,
+    RowReader, RowTotals, Table, TextColumn, UnitColumns, trim_field,
 };
 
 /// Errors of the engine.
@@ -478,7 +478,7 @@ impl Shared {
             let arg = |h: usize| self.slot.get(h).and_then(|&a| args.get(a));
             let field = |h: usize| -> &str {
                 match arg(h) {
-                    Some(Arg::Text(col)) if !col.is_null(r) => col.value(r).trim(),
+                    Some(Arg::Text(col)) if !col.is_null(r) => trim_field(col.value(r)),
                     _ => "",
                 }
             };
@@ -1277,7 +1277,7 @@ fn trim(args: &[ColumnarValue]) -> DfResult<ColumnarValue> {
     let text = column_text(&a).map_err(|e| DataFusionError::External(Box::new(e)))?;
     let trimmed = text
         .iter()
-        .all(|v| v.is_none_or(|s| s.trim().len() == s.len()));
+        .all(|v| v.is_none_or(|s| trim_field(s).len() == s.len()));
     // The text with 64-bit offsets (DataFusion's group map of `Utf8` panics past
     // 2 GiB of a partition's distinct texts); a trimmed `Utf8` column shares its
     // values' buffer.
@@ -1286,7 +1286,7 @@ fn trim(args: &[ColumnarValue]) -> DfResult<ColumnarValue> {
         Texts::Utf8(a) if trimmed => cast(&a, &DataType::LargeUtf8)?,
         text => Arc::new(
             text.iter()
-                .map(|v| v.map(str::trim))
+                .map(|v| v.map(trim_field))
                 .collect::<LargeStringArray>(),
         ),
     };

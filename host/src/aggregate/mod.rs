@@ -109,7 +109,7 @@ pub use plan::{
 pub use request::{LARGE_DELTA, MAX_KEY_COMBINATIONS, SqlRequest};
 pub use spec::PlanSpec;
 pub use sql::{SqlQuery, parse_sql};
-pub use table::{Columns, ReadRow, RowReader, Table, TextColumn, not_a_regular_file};
+pub use table::{Columns, ReadRow, RowReader, Table, TextColumn, not_a_regular_file, trim_field};
 pub use totals::{ColumnTotals, GroupTotals, candidate_bucket};
 
 pub use crate::contract::Neighbours;

@@ -178,7 +178,7 @@ impl Table {
             )));
         }
         let mut record = ColumnRow { data, row: None };
-        let unit_of = |r: usize| reader.unit(&|i| ColumnRow::text(data, r, i).trim());
+        let unit_of = |r: usize| reader.unit(&|i| trim_field(ColumnRow::text(data, r, i)));
         Self::read(&reader, columns, max_rows, &mut record, &unit_of, |r| {
             let next = r.row.map_or(0, |i| i + 1);
             r.row = Some(next);
@@ -217,7 +217,7 @@ impl Table {
                 table.warm_units(&ahead);
             }
             row += 1;
-            let field = |i: usize| record.field(i).trim();
+            let field = |i: usize| trim_field(record.field(i));
             let number = |i: usize| record.number(i);
             if reader.read(&field, &number, line, &mut parsed, &mut bin_of)? {
                 table.push(reader, row, &field, &parsed, &bin_of, None);
@@ -279,6 +279,27 @@ impl Table {
     /// The values of numeric column `c` (an index into [`Columns::values`]).
     pub(super) fn values(&self, c: usize) -> &[f64] {
         &self.values[c]
+    }
+}
+
+/// A field as every engine reads it: without the white space (Unicode's, as
+/// [`str::trim`] removes it) at either end. Equal to `field.trim()`; a field that
+/// starts and ends with a visible ASCII character, the usual one, is returned
+/// without scanning its characters.
+///
+/// ```
+/// use privq_host::aggregate::trim_field;
+/// assert_eq!(trim_field(" d17\t"), "d17");
+/// assert_eq!(trim_field("\u{a0}d17"), "d17");
+/// assert_eq!(trim_field("d 17"), "d 17");
+/// ```
+pub fn trim_field(field: &str) -> &str {
+    let visible = |b: Option<&u8>| b.is_some_and(|&b| b > b' ' && b.is_ascii());
+    let bytes = field.as_bytes();
+    if visible(bytes.first()) && visible(bytes.last()) {
+        field
+    } else {
+        field.trim()
     }
 }
 
@@ -391,7 +412,7 @@ fn parse_batches<R: Read>(
             }
             let record = &batch.records[n];
             bytes += held_bytes(record);
-            let field = |i: usize| record.field(i).trim();
+            let field = |i: usize| trim_field(record.field(i));
             let line = row + 2;
             row += 1;
             batch
@@ -451,7 +472,7 @@ fn intern_batches(
             match outcome {
                 Outcome::Kept { values, bins } => {
                     let record = &batch.records[i];
-                    let field = |i: usize| record.field(i).trim();
+                    let field = |i: usize| trim_field(record.field(i));
                     table.push(
                         reader,
                         row,
@@ -923,6 +944,29 @@ mod tests {
             filter: None,
             drop_invalid: false,
         }
+    }
+
+    /// The fast path of `trim_field` agrees with `str::trim` on every text: ASCII
+    /// and Unicode white space, control characters and multi-byte characters at
+    /// either end, one character, none.
+    #[test]
+    fn trim_field_is_trim() {
+        use proptest::prelude::*;
+        let ends = [
+            "", " ", "\t", "\n", "\r", "\u{b}", "\u{c}", "\u{0}", "\u{1f}", "\u{7f}", "\u{85}",
+            "\u{a0}", "\u{2028}", "\u{3000}", "\u{feff}", "é", "a", "~", "!",
+        ];
+        for a in ends {
+            for b in ends {
+                for mid in ["", "x", " ", "a b", "\u{a0}"] {
+                    let s = format!("{a}{mid}{b}");
+                    assert_eq!(trim_field(&s), s.trim(), "{s:?}");
+                }
+            }
+        }
+        proptest!(|(s in "\\PC{0,6}|[ \t\u{a0}\u{2000}-\u{200b}a-z!~\u{0}-\u{1f}]{0,6}")| {
+            prop_assert_eq!(trim_field(&s), s.trim());
+        });
     }
 
     #[test]
