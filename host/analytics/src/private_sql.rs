@@ -930,22 +930,32 @@ pub fn table_parquet(
     let mut chunks: Vec<Vec<Arg>> = fields.iter().map(|_| Vec::new()).collect();
     let mut rows = 0usize;
     // Batches of 2¹⁶ rows (not 1 024): a value is found by a binary search over the
-    // batches, so fewer keep it short; each batch holds only the columns read.
-    for batch in builder
-        .with_projection(mask)
-        .with_batch_size(1 << 16)
-        .build()?
-    {
-        let batch = batch?;
-        for (j, chunk) in chunks.iter_mut().enumerate() {
-            let as_numbers = !text_fields.contains(&fields[j]);
-            chunk.push(Arg::of(batch.column(j), as_numbers)?);
+    // batches, so fewer keep it short. A batch holds at most one row more than the
+    // cap: a table past the cap is refused once one batch past it is read.
+    let batch_rows = max_rows.saturating_add(1).clamp(1, 1 << 16);
+    // The Parquet reader asserts some limits rather than returning them (a batch's
+    // text past 2 GiB in one encoding): a panic is an error naming it, before any
+    // charge.
+    let read = std::panic::AssertUnwindSafe(|| -> Result<(), EngineError> {
+        for batch in builder
+            .with_projection(mask)
+            .with_batch_size(batch_rows)
+            .build()?
+        {
+            let batch = batch?;
+            for (j, chunk) in chunks.iter_mut().enumerate() {
+                let as_numbers = !text_fields.contains(&fields[j]);
+                chunk.push(Arg::of(batch.column(j), as_numbers)?);
+            }
+            rows += batch.num_rows();
+            if rows > max_rows {
+                break;
+            }
         }
-        rows += batch.num_rows();
-        if rows > max_rows {
-            break;
-        }
-    }
+        Ok(())
+    });
+    std::panic::catch_unwind(read)
+        .map_err(|_| EngineError::Shape("the Parquet reader panicked"))??;
     let mut data: Vec<(String, ParquetText)> = header
         .iter()
         .map(|h| (h.clone(), ParquetText::Unread(rows)))
