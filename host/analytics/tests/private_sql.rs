@@ -200,7 +200,13 @@ fn measure_overhead() {
         .keys("g", keys.iter().map(String::as_str))
         .build(Epsilon::new(1, 1).unwrap())
         .unwrap();
+    // `PRIVQ_SQL_BENCH_ONLY`: time only the cases whose name contains it (to
+    // profile one engine alone).
+    let only = std::env::var("PRIVQ_SQL_BENCH_ONLY").unwrap_or_default();
     let time = |what: &str, f: &mut dyn FnMut() -> String| {
+        if !what.contains(&only) {
+            return;
+        }
         let start = std::time::Instant::now();
         let out = f();
         println!("{what}: {:.2} s ({out})", start.elapsed().as_secs_f64());

@@ -942,60 +942,96 @@ impl UnitColumns {
         Some(added.max(bytes.len()))
     }
 
-    /// The runs of every group: `order[bounds[g]..bounds[g + 1]]` are group
-    /// `g`'s runs in the order they came, and `first[r]` is run `r`'s first
-    /// pattern in `bits`.
-    fn buckets(&self, p: &Partial) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
-        let mut bounds = vec![0usize; self.units.len() + 1];
-        for &g in &self.run_group {
+    /// The runs in group order ([`Ordered`]), in one pass over them: the runs
+    /// and their patterns are written where their group's go, so each unit is
+    /// then read from one stretch rather than gathered from all over the columns.
+    fn ordered(&self, p: &Partial) -> Ordered {
+        let groups = self.units.len();
+        let mut bounds = vec![0usize; groups + 1];
+        let mut bit_bounds = vec![0usize; groups + 1];
+        for (&g, &rows) in self.run_group.iter().zip(&self.run_rows) {
             bounds[g as usize + 1] += 1;
+            // At most the patterns present: no overflow.
+            bit_bounds[g as usize + 1] += rows as usize * p.values;
         }
-        for g in 0..self.units.len() {
+        for g in 0..groups {
             bounds[g + 1] += bounds[g];
+            bit_bounds[g + 1] += bit_bounds[g];
         }
         let mut next = bounds.clone();
-        let mut order = vec![0usize; self.run_group.len()];
-        let mut first = Vec::with_capacity(self.run_group.len());
+        let mut runs = vec![Run::default(); self.run_group.len()];
+        let mut bits = vec![0u64; self.bits.len()];
         let mut at = 0usize;
         for (r, &g) in self.run_group.iter().enumerate() {
-            order[next[g as usize]] = r;
-            next[g as usize] += 1;
-            first.push(at);
-            // At most the patterns present: no overflow.
-            at += self.run_rows[r] as usize * p.values;
+            let g = g as usize;
+            let len = self.run_rows[r] as usize * p.values;
+            let start = bit_bounds[g];
+            bit_bounds[g] += len;
+            runs[next[g]] = Run {
+                key: self.run_key[r],
+                rows: self.run_rows[r],
+                start,
+            };
+            next[g] += 1;
+            let (to, from) = (&mut bits[start..start + len], &self.bits[at..at + len]);
+            if len == 1 {
+                // The common run (one row of one value): no call to copy 8 bytes.
+                to[0] = from[0];
+            } else {
+                to.copy_from_slice(from);
+            }
+            at += len;
         }
-        (bounds, order, first)
+        Ordered { bounds, runs, bits }
     }
 
-    /// Calls `each` with every group's head and its runs grouped by key: the
-    /// runs' numbers, sorted by key number (stable), in `runs`.
+    /// Calls `each` with every group's head, its runs grouped by key (sorted by
+    /// key number, stable) and the patterns the runs point into.
     fn each_unit(&self, p: &Partial, each: &mut EachUnit<'_>) {
-        let (bounds, order, first) = self.buckets(p);
-        let mut runs: Vec<usize> = Vec::new();
+        let Ordered {
+            bounds,
+            mut runs,
+            bits,
+        } = self.ordered(p);
         for (g, h) in self.units.iter().enumerate() {
-            runs.clear();
-            runs.extend_from_slice(&order[bounds[g]..bounds[g + 1]]);
-            runs.sort_by_key(|&r| self.run_key[r]);
-            each(h, &runs, &first);
+            let runs = &mut runs[bounds[g]..bounds[g + 1]];
+            if runs.len() > 1 {
+                runs.sort_by_key(|r| r.key);
+            }
+            each(h, runs, &bits);
         }
-    }
-
-    /// The keys' stretches of `runs` (sorted by key number): each key's number,
-    /// rows, and its runs.
-    fn by_key<'a>(&'a self, runs: &'a [usize]) -> impl Iterator<Item = (u32, u64, &'a [usize])> {
-        runs.chunk_by(|&a, &b| self.run_key[a] == self.run_key[b])
-            .map(|c| {
-                let rows = c
-                    .iter()
-                    .fold(0u64, |n, &r| n.saturating_add(self.run_rows[r]));
-                (self.run_key[c[0]], rows, c)
-            })
     }
 }
 
+/// The runs of [`UnitColumns`] in group order: group `g`'s runs are
+/// `runs[bounds[g]..bounds[g + 1]]`, in the order they came, and a run's
+/// patterns are `bits[start..start + rows × values]`.
+struct Ordered {
+    bounds: Vec<usize>,
+    runs: Vec<Run>,
+    bits: Vec<u64>,
+}
+
+/// One run of [`Ordered`]: its key's number, its rows, its first pattern.
+#[derive(Debug, Clone, Copy, Default)]
+struct Run {
+    key: u32,
+    rows: u64,
+    start: usize,
+}
+
+/// The keys' stretches of `runs` (sorted by key number): each key's number,
+/// rows, and its runs.
+fn by_key(runs: &[Run]) -> impl Iterator<Item = (u32, u64, &[Run])> {
+    runs.chunk_by(|a, b| a.key == b.key).map(|c| {
+        let rows = c.iter().fold(0u64, |n, r| n.saturating_add(r.rows));
+        (c[0].key, rows, c)
+    })
+}
+
 /// What [`UnitColumns::each_unit`] calls: a group's head, its runs (sorted by
-/// key number) and each run's first pattern.
-type EachUnit<'a> = dyn FnMut(&UnitHead, &[usize], &[usize]) + 'a;
+/// key number) and the patterns they point into.
+type EachUnit<'a> = dyn FnMut(&UnitHead, &[Run], &[u64]) + 'a;
 
 impl PartialStates for UnitColumns {
     const GROUP_BYTES: usize = size_of::<UnitHead>();
@@ -1108,7 +1144,7 @@ impl PartialStates for UnitColumns {
     }
     fn encode_states(&self, p: &Partial, each: &mut dyn FnMut(&[u8])) {
         let mut out = Vec::new();
-        self.each_unit(p, &mut |h, runs, first| {
+        self.each_unit(p, &mut |h, runs, bits| {
             out.clear();
             put(&mut out, h.seen);
             put(&mut out, h.invalid);
@@ -1121,15 +1157,15 @@ impl PartialStates for UnitColumns {
             let count_at = out.len();
             put(&mut out, 0);
             let mut keys = 0u64;
-            for (k, rows, runs) in self.by_key(runs) {
+            for (k, rows, runs) in by_key(runs) {
                 keys += 1;
                 put_str(&mut out, &self.keys[k as usize]);
                 put(&mut out, rows);
                 put(&mut out, rows.saturating_mul(p.values as u64));
-                for &r in runs {
-                    let len = self.run_rows[r] as usize * p.values;
+                for r in runs {
+                    let len = r.rows as usize * p.values;
                     out.reserve(8 * len);
-                    for &b in &self.bits[first[r]..first[r] + len] {
+                    for &b in &bits[r.start..r.start + len] {
                         put(&mut out, b);
                     }
                 }
@@ -1141,27 +1177,41 @@ impl PartialStates for UnitColumns {
     fn finish_each(self, p: &Partial, each: &mut dyn FnMut(&[u8])) {
         let mut out = Vec::new();
         let mut gathered: Vec<u64> = Vec::new();
-        let mut stretches: Vec<(u32, u64, usize)> = Vec::new();
+        // Per key: its number, rows, and its patterns' stretch in the run
+        // patterns (`true`: a key's runs lie side by side, as one row of a unit
+        // does) or in `gathered`.
+        let mut stretches: Vec<(u32, u64, bool, usize, usize)> = Vec::new();
         let mut sum = p.empty_sum();
-        self.each_unit(p, &mut |h, runs, first| {
+        self.each_unit(p, &mut |h, runs, bits| {
             // Each key's patterns side by side, as `UnitRows` holds them.
             gathered.clear();
             stretches.clear();
-            for (k, rows, runs) in self.by_key(runs) {
-                let start = gathered.len();
-                for &r in runs {
-                    let len = self.run_rows[r] as usize * p.values;
-                    gathered.extend_from_slice(&self.bits[first[r]..first[r] + len]);
+            let len = |r: &Run| r.rows as usize * p.values;
+            for (k, rows, runs) in by_key(runs) {
+                if runs
+                    .windows(2)
+                    .all(|w| w[0].start + len(&w[0]) == w[1].start)
+                {
+                    let last = &runs[runs.len() - 1];
+                    stretches.push((k, rows, true, runs[0].start, last.start + len(last)));
+                } else {
+                    let start = gathered.len();
+                    for r in runs {
+                        gathered.extend_from_slice(&bits[r.start..r.start + len(r)]);
+                    }
+                    stretches.push((k, rows, false, start, gathered.len()));
                 }
-                stretches.push((k, rows, start));
             }
             let keys: Vec<KeyView<'_>> = stretches
                 .iter()
-                .enumerate()
-                .map(|(i, &(k, rows, start))| KeyView {
+                .map(|&(k, rows, in_runs, a, b)| KeyView {
                     key: &self.keys[k as usize],
                     rows,
-                    bits: &gathered[start..stretches.get(i + 1).map_or(gathered.len(), |s| s.2)],
+                    bits: if in_runs {
+                        &bits[a..b]
+                    } else {
+                        &gathered[a..b]
+                    },
                 })
                 .collect();
             out.clear();
