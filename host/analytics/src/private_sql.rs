@@ -441,19 +441,20 @@ fn refused(what: &str) -> DataFusionError {
 impl Shared {
     /// Reads the rows of a batch: for each row kept (and admitted by the public
     /// keys), `keep(row, unit, encoded key, values' bits)`; every row is counted
-    /// in `count(row, invalid)`.
+    /// first, in `count(row)`, in a loop of its own (a count is a random access
+    /// into the units' counts: there the accesses overlap, in the reading loop
+    /// each would wait). An invalid row the plan does not drop refuses the table
+    /// (the error stops the query: nothing of the state is used).
     fn read_batch(
         &self,
         values: &[ArrayRef],
         filter: Option<&BooleanArray>,
-        mut count: impl FnMut(usize, bool),
+        mut count: impl FnMut(usize),
         mut keep: impl FnMut(usize, Option<&str>, &str, &[u64]) -> DfResult<()>,
     ) -> DfResult<()> {
         let n = values.first().map_or(0, |a| a.len());
-        let counted = match filter {
-            Some(f) => (0..n).filter(|&r| f.is_valid(r) && f.value(r)).count(),
-            None => n,
-        } as u64;
+        let admitted = |r: usize| filter.is_none_or(|f| f.is_valid(r) && f.value(r));
+        let counted = (0..n).filter(|&r| admitted(r)).count() as u64;
         // Counted before any row is read: once the rows of every partition pass
         // the cap the table is refused, whatever the other partitions still hold.
         if self.seen.fetch_add(counted, Ordering::Relaxed) + counted > self.max_rows {
@@ -469,10 +470,11 @@ impl Shared {
         let mut parsed = Vec::with_capacity(self.partial.values());
         let mut bits = Vec::with_capacity(self.partial.values());
         let mut key = String::new();
+        for r in (0..n).filter(|&r| admitted(r)) {
+            count(r);
+        }
         for r in 0..n {
-            if let Some(f) = filter
-                && !(f.is_valid(r) && f.value(r))
-            {
+            if !admitted(r) {
                 continue;
             }
             let arg = |h: usize| self.slot.get(h).and_then(|&a| args.get(a));
@@ -490,13 +492,9 @@ impl Shared {
                 .reader
                 .read_encoded(&field, &number, 0, &mut parsed, &mut key)
             {
-                Err(_) => {
-                    // An invalid row the plan does not drop refuses the table.
-                    count(r, true);
-                    return Err(refused("an invalid row"));
-                }
+                // An invalid row the plan does not drop refuses the table.
+                Err(_) => return Err(refused("an invalid row")),
                 Ok(kept) => {
-                    count(r, false);
                     if !kept || self.public.as_ref().is_some_and(|p| !p.contains(&key)) {
                         continue;
                     }
@@ -550,7 +548,7 @@ impl<S: PartialStates> Acc<S> {
         sh.read_batch(
             values,
             filter,
-            |r, invalid| states.borrow_mut().count(group(r), invalid),
+            |r| states.borrow_mut().count(group(r), false),
             |r, unit, key, bits| {
                 *bytes += states
                     .borrow_mut()
