@@ -441,15 +441,17 @@ fn refused(what: &str) -> DataFusionError {
 impl Shared {
     /// Reads the rows of a batch: for each row kept (and admitted by the public
     /// keys), `keep(row, unit, encoded key, values' bits)`; every row is counted
-    /// first, in `count(row)`, in a loop of its own (a count is a random access
-    /// into the units' counts: there the accesses overlap, in the reading loop
-    /// each would wait). An invalid row the plan does not drop refuses the table
-    /// (the error stops the query: nothing of the state is used).
+    /// first, in `count(row, false)`, in a loop of its own (a count is a random
+    /// access into the units' counts: there the accesses overlap, in the reading
+    /// loop each would wait). An invalid row the plan does not drop refuses the
+    /// table: it is counted again, as invalid (`count(row, true)`), and the error
+    /// stops the query (its rows read no longer matter; the invalid count is the
+    /// driver's backstop, should an engine ever return totals anyway).
     fn read_batch(
         &self,
         values: &[ArrayRef],
         filter: Option<&BooleanArray>,
-        mut count: impl FnMut(usize),
+        mut count: impl FnMut(usize, bool),
         mut keep: impl FnMut(usize, Option<&str>, &str, &[u64]) -> DfResult<()>,
     ) -> DfResult<()> {
         let n = values.first().map_or(0, |a| a.len());
@@ -471,7 +473,7 @@ impl Shared {
         let mut bits = Vec::with_capacity(self.partial.values());
         let mut key = String::new();
         for r in (0..n).filter(|&r| admitted(r)) {
-            count(r);
+            count(r, false);
         }
         for r in 0..n {
             if !admitted(r) {
@@ -493,7 +495,10 @@ impl Shared {
                 .read_encoded(&field, &number, 0, &mut parsed, &mut key)
             {
                 // An invalid row the plan does not drop refuses the table.
-                Err(_) => return Err(refused("an invalid row")),
+                Err(_) => {
+                    count(r, true);
+                    return Err(refused("an invalid row"));
+                }
                 Ok(kept) => {
                     if !kept || self.public.as_ref().is_some_and(|p| !p.contains(&key)) {
                         continue;
@@ -548,7 +553,7 @@ impl<S: PartialStates> Acc<S> {
         sh.read_batch(
             values,
             filter,
-            |r| states.borrow_mut().count(group(r), false),
+            |r, invalid| states.borrow_mut().count(group(r), invalid),
             |r, unit, key, bits| {
                 *bytes += states
                     .borrow_mut()

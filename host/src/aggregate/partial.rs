@@ -860,16 +860,17 @@ struct UnitRest {
 }
 
 impl UnitColumns {
-    /// Group `g`'s head (`None` past the groups).
-    fn head(&self, g: usize) -> Option<UnitHead> {
-        let r = self.rest.get(g)?;
-        Some(UnitHead {
-            seen: *self.seen.get(g)?,
+    /// Group `g`'s head (`g` one of the groups: `seen`, `named` and `rest`
+    /// always have one entry per group).
+    fn head(&self, g: usize) -> UnitHead {
+        let r = self.rest[g];
+        UnitHead {
+            seen: self.seen[g],
             invalid: r.invalid,
             start: r.start,
             end: r.end,
-            named: *self.named.get(g)?,
-        })
+            named: self.named[g],
+        }
     }
 
     /// Appends a group with `h`'s counts and name.
@@ -918,7 +919,10 @@ impl UnitColumns {
     /// [`UnitColumns::merge_state`] without the undoing on failure.
     fn merge_runs(&mut self, p: &Partial, group: usize, bytes: &[u8]) -> Option<usize> {
         let g = u32::try_from(group).ok()?;
-        let head = self.head(group)?;
+        if group >= self.seen.len() {
+            return None;
+        }
+        let head = self.head(group);
         let mut r = Bytes(bytes);
         let (seen, invalid) = (r.u64()?, r.u64()?);
         // The state's kept rows are at most its valid rows read: what an engine
@@ -997,18 +1001,18 @@ impl UnitColumns {
             bit_bounds[g + 1] += bit_bounds[g];
         }
         let mut next = bounds.clone();
-        let mut runs = vec![Run::default(); self.run_group.len()];
+        let mut next_bit = bit_bounds.clone();
+        let mut runs = vec![OrderedRun::default(); self.run_group.len()];
         let mut bits = vec![0u64; self.bits.len()];
         let mut at = 0usize;
         for (r, &g) in self.run_group.iter().enumerate() {
             let g = g as usize;
             let len = self.run_rows[r] as usize * p.values;
-            let start = bit_bounds[g];
-            bit_bounds[g] += len;
-            runs[next[g]] = Run {
+            let start = next_bit[g];
+            next_bit[g] += len;
+            runs[next[g]] = OrderedRun {
                 key: self.run_key[r],
                 rows: self.run_rows[r],
-                start,
             };
             next[g] += 1;
             let (to, from) = (&mut bits[start..start + len], &self.bits[at..at + len]);
@@ -1020,39 +1024,65 @@ impl UnitColumns {
             }
             at += len;
         }
-        Ordered { bounds, runs, bits }
+        Ordered {
+            bounds,
+            bit_bounds,
+            runs,
+            bits,
+        }
     }
 
     /// Calls `each` with every group's head, its runs grouped by key (sorted by
-    /// key number, stable) and the patterns the runs point into.
-    fn each_unit(&self, p: &Partial, each: &mut EachUnit<'_>) {
+    /// key number, stable) and the patterns the runs point into (`ordered`: the
+    /// runs of these states, [`UnitColumns::ordered`]).
+    fn each_unit(&self, p: &Partial, ordered: Ordered, each: &mut EachUnit<'_>) {
         let Ordered {
             bounds,
-            mut runs,
+            bit_bounds,
+            runs,
             bits,
-        } = self.ordered(p);
+        } = ordered;
+        let mut unit: Vec<Run> = Vec::new();
         for g in 0..self.seen.len() {
-            let runs = &mut runs[bounds[g]..bounds[g + 1]];
-            if runs.len() > 1 {
-                runs.sort_by_key(|r| r.key);
+            unit.clear();
+            let mut start = bit_bounds[g];
+            for r in &runs[bounds[g]..bounds[g + 1]] {
+                unit.push(Run {
+                    key: r.key,
+                    rows: r.rows,
+                    start,
+                });
+                start += r.rows as usize * p.values;
             }
-            let h = self.head(g).unwrap_or_default();
-            each(&h, runs, &bits);
+            if unit.len() > 1 {
+                unit.sort_by_key(|r| r.key);
+            }
+            each(&self.head(g), &unit, &bits);
         }
     }
 }
 
 /// The runs of [`UnitColumns`] in group order: group `g`'s runs are
-/// `runs[bounds[g]..bounds[g + 1]]`, in the order they came, and a run's
-/// patterns are `bits[start..start + rows × values]`.
+/// `runs[bounds[g]..bounds[g + 1]]`, in the order they came, and their
+/// patterns, run after run, start at `bits[bit_bounds[g]]`. (Beside the
+/// columns it is made from, it takes 16 bytes a run and 8 a pattern.)
 struct Ordered {
     bounds: Vec<usize>,
-    runs: Vec<Run>,
+    bit_bounds: Vec<usize>,
+    runs: Vec<OrderedRun>,
     bits: Vec<u64>,
 }
 
-/// One run of [`Ordered`]: its key's number, its rows, its first pattern.
+/// A run of [`Ordered`]: its key's number and its rows.
 #[derive(Debug, Clone, Copy, Default)]
+struct OrderedRun {
+    key: u32,
+    rows: u64,
+}
+
+/// A run of one unit as [`UnitColumns::each_unit`] gives it: its key's
+/// number, its rows, its first pattern.
+#[derive(Debug, Clone, Copy)]
 struct Run {
     key: u32,
     rows: u64,
@@ -1158,7 +1188,7 @@ impl PartialStates for UnitColumns {
             },
         ];
         for g in 0..self.seen.len() {
-            let h = self.head(g).unwrap_or_default();
+            let h = self.head(g);
             parts[usize::from(g >= n)].push_head(h, self.unit_of(&h));
         }
         let mut at = 0usize;
@@ -1182,7 +1212,7 @@ impl PartialStates for UnitColumns {
     }
     fn encode_states(&self, p: &Partial, each: &mut dyn FnMut(&[u8])) {
         let mut out = Vec::new();
-        self.each_unit(p, &mut |h, runs, bits| {
+        self.each_unit(p, self.ordered(p), &mut |h, runs, bits| {
             out.clear();
             put(&mut out, h.seen);
             put(&mut out, h.invalid);
@@ -1212,7 +1242,14 @@ impl PartialStates for UnitColumns {
             each(&out);
         });
     }
-    fn finish_each(self, p: &Partial, each: &mut dyn FnMut(&[u8])) {
+    fn finish_each(mut self, p: &Partial, each: &mut dyn FnMut(&[u8])) {
+        let ordered = self.ordered(p);
+        // The rows as they came are no longer needed once ordered.
+        for v in [&mut self.run_group, &mut self.run_key] {
+            *v = Vec::new();
+        }
+        self.run_rows = Vec::new();
+        self.bits = Vec::new();
         let mut out = Vec::new();
         let mut gathered: Vec<u64> = Vec::new();
         // Per key: its number, rows, and its patterns' stretch in the run
@@ -1220,7 +1257,7 @@ impl PartialStates for UnitColumns {
         // does) or in `gathered`.
         let mut stretches: Vec<(u32, u64, bool, usize, usize)> = Vec::new();
         let mut sum = p.empty_sum();
-        self.each_unit(p, &mut |h, runs, bits| {
+        self.each_unit(p, ordered, &mut |h, runs, bits| {
             // Each key's patterns side by side, as `UnitRows` holds them.
             gathered.clear();
             stretches.clear();
