@@ -456,7 +456,11 @@ impl Shared {
     ) -> DfResult<()> {
         let n = values.first().map_or(0, |a| a.len());
         let admitted = |r: usize| filter.is_none_or(|f| f.is_valid(r) && f.value(r));
-        let counted = (0..n).filter(|&r| admitted(r)).count() as u64;
+        let mut counted = 0u64;
+        for r in (0..n).filter(|&r| admitted(r)) {
+            count(r, false);
+            counted += 1;
+        }
         // Counted before any row is read: once the rows of every partition pass
         // the cap the table is refused, whatever the other partitions still hold.
         if self.seen.fetch_add(counted, Ordering::Relaxed) + counted > self.max_rows {
@@ -472,9 +476,6 @@ impl Shared {
         let mut parsed = Vec::with_capacity(self.partial.values());
         let mut bits = Vec::with_capacity(self.partial.values());
         let mut key = String::new();
-        for r in (0..n).filter(|&r| admitted(r)) {
-            count(r, false);
-        }
         for r in 0..n {
             if !admitted(r) {
                 continue;

@@ -1245,11 +1245,12 @@ impl PartialStates for UnitColumns {
     fn finish_each(mut self, p: &Partial, each: &mut dyn FnMut(&[u8])) {
         let ordered = self.ordered(p);
         // The rows as they came are no longer needed once ordered.
-        for v in [&mut self.run_group, &mut self.run_key] {
-            *v = Vec::new();
-        }
-        self.run_rows = Vec::new();
-        self.bits = Vec::new();
+        drop((
+            std::mem::take(&mut self.run_group),
+            std::mem::take(&mut self.run_key),
+            std::mem::take(&mut self.run_rows),
+            std::mem::take(&mut self.bits),
+        ));
         let mut out = Vec::new();
         let mut gathered: Vec<u64> = Vec::new();
         // Per key: its number, rows, and its patterns' stretch in the run
