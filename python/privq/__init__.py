@@ -623,7 +623,7 @@ class Synthesis:
       ``attributes``, ``cells``, ``sigma`` (the discrete Gaussian noise's
       standard deviation, in counts); for a round, ``rho`` (its ρ, exact text),
       ``select_epsilon`` (its selection's ε, exact text), ``candidates`` and
-      ``annealed`` (σ halved after it); null for round 0, whose charges are in
+      ``annealed`` (σ divided by √2 after it); null for round 0, whose charges are in
       the ``ledger``.
     * ``ledger``: the release's charges under its own ρ-zCDP accountant (what
       the run spent, round by round), as a DataFrame of the same kind.
@@ -1246,7 +1246,8 @@ class SynthesisPlan(NamedTuple):
       (the run spends at most this; it falls short by under 2⁻²⁴, mostly because
       the last selection's ε lies on a 2⁻²⁴ grid).
     * ``neighbours``: the relation the cost is stated under.
-    * ``rounds``: planned rounds T; annealing may take up to ``max_rounds``.
+    * ``rounds``: planned rounds T; the run takes at most T (``max_rounds``
+      is the loop's backstop, 4·T).
     * ``one_way_rounds``: the one-way marginals round 0 measures (one per
       attribute). Their ρ is not ``measure_rho`` each: a larger attribute's is
       larger (``max(1, n^(2/3)/2.5)`` times ``measure_rho``), all of them

@@ -1230,8 +1230,8 @@ fn columns_out<'py>(
 /// The release's measurements, in the order measured: first the one-way
 /// marginals (round 0), then one per round. Each: the marginal's attributes
 /// (names), its cells, the noise's standard deviation; for a round, its ρ and its
-/// selection's ε (exact text), the candidates it was chosen among, and whether σ
-/// was halved after it (`None` for round 0: their charges are in the ledger). All
+/// selection's ε (exact text), the candidates it was chosen among, and whether
+/// the budget was annealed after it (σ ÷ √2) (`None` for round 0: their charges are in the ledger). All
 /// public: what the release measured and with how much noise, not the data.
 fn measurements<'py>(py: Python<'py>, release: &Synthetic) -> PyResult<Bound<'py, PyList>> {
     let out = PyList::empty(py);

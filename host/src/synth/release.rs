@@ -355,7 +355,8 @@ pub struct SynthPlan {
     pub cost: RunCost,
     /// The neighbour relation the cost is stated under.
     pub neighbours: Neighbours,
-    /// Planned rounds T; annealing may run up to `max_rounds` in all.
+    /// Planned rounds T; the run takes at most T (annealing only makes rounds
+    /// costlier).
     pub rounds: usize,
     /// The one-way marginals measured in round 0 (d, one per attribute); their
     /// ρ's are `one_way_rhos`, not `measure_rho` each.
@@ -365,7 +366,8 @@ pub struct SynthPlan {
     /// function the run uses; `None` when an attribute is binned first (its size
     /// is known only after the binning).
     pub one_way_rhos: Option<Vec<Rho>>,
-    /// The most rounds the run can take (4·T; it ends when the budget is spent).
+    /// The round loop's bound (4·T, a backstop: the run ends when the budget is
+    /// spent, after at most T rounds).
     pub max_rounds: usize,
     /// The ρ of each measurement in rounds 1, 2, … (annealing raises it; round
     /// 0's are `one_way_rhos`).
@@ -680,8 +682,10 @@ mod tests {
             distance_to_model(&rounded, &out, &workload),
             distance_to_model(&refined, &out, &workload),
         );
+        // (0.57 of it at this seed; 0.46 before annealing doubled ρ instead of
+        // quadrupling it, which changed the model.)
         assert!(
-            done.changes > 0 && after < 0.5 * before,
+            done.changes > 0 && after < 0.7 * before,
             "{before} -> {after}"
         );
         // More rows from the release are refined the same way.

@@ -178,9 +178,44 @@ fn spends_exactly_its_budget_in_at_most_t_rounds() {
         assert!(spent <= 0.5 && spent > 0.5 * 0.999, "spent {spent}");
         // The ledger holds exactly the charges: 4 one-way + 2 per round.
         assert_eq!(acct.ledger().len(), 4 + 2 * out.rounds.len());
-        // Annealing only ever lowers σ.
-        for pair in out.rounds.windows(2) {
+        // Annealing only ever lowers σ: after an annealed round the next one's σ² is
+        // half of it (ρ doubled), otherwise the same — except the last round's,
+        // which takes what is left.
+        let k = out.rounds.len();
+        assert!(out.rounds[..k - 1].iter().any(|r| r.annealed));
+        for (i, pair) in out.rounds.windows(2).enumerate() {
             assert!(pair[1].sigma <= pair[0].sigma * (1.0 + 1e-12));
+            if i + 2 < k {
+                let ratio = (pair[1].sigma / pair[0].sigma).powi(2);
+                let want = if pair[0].annealed { 0.5 } else { 1.0 };
+                assert!((ratio - want).abs() < 1e-9, "round {}: σ² ×{ratio}", i + 2);
+            }
+        }
+    }
+}
+
+/// Annealing doubles both halves of a round's ρ: the measurement's exactly, the
+/// selection's up to its ε's 2⁻²⁴ grid (rounded down: never more than double, and
+/// ε never falls).
+#[test]
+fn annealing_doubles_a_rounds_rho() {
+    for (budget, d) in [((1, 2), 4), ((1, 100_000), 16), ((3, 1), 15)] {
+        let schedule = Schedule::new(Rho::new(budget.0, budget.1).unwrap(), None, d).unwrap();
+        let mut step = schedule.step;
+        for _ in 0..20 {
+            let next = step.annealed().unwrap();
+            assert_eq!(next.measure.to_f64(), 2.0 * step.measure.to_f64());
+            let (before, after) = (
+                Rho::from_bounded_range(step.select).unwrap().to_f64(),
+                Rho::from_bounded_range(next.select).unwrap().to_f64(),
+            );
+            assert!(after <= 2.0 * before);
+            // The largest ε on the 2⁻²⁴ grid at most √2 times the last.
+            let (e0, e1) = (step.select.to_f64(), next.select.to_f64());
+            assert!(e1 <= 2f64.sqrt() * e0 * (1.0 + 1e-12));
+            assert!(e1 + 2f64.powi(-24) > 2f64.sqrt() * e0 * (1.0 - 1e-12));
+            assert!(next.select >= step.select);
+            step = next;
         }
     }
 }
