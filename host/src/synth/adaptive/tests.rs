@@ -545,6 +545,10 @@ fn fit_work_bounds_steps_by_model_size() {
     assert_eq!(ROUND_WORK.iterations(1 << 16), 100);
     assert_eq!(ROUND_WORK.iterations(1 << 18), 25);
     assert_eq!(ROUND_WORK.iterations(1 << 30), 5);
+    // Between rounds fitted from the uniform model: 50 up to 2¹⁶ cells.
+    assert_eq!(FRESH_ROUND_WORK.iterations(1 << 16), 50);
+    assert_eq!(FRESH_ROUND_WORK.iterations((1 << 16) + 1), 49);
+    assert_eq!(FRESH_ROUND_WORK.iterations(1 << 30), 5);
     // The released model: 2²³ cell-steps, 250 up to 33 554 cells, at least 50.
     assert_eq!(FINAL_WORK.iterations(1 << 15), 250);
     assert_eq!(FINAL_WORK.iterations(1 << 17), 64);
@@ -699,9 +703,9 @@ fn round_fits_start_from_the_uniform_model_when_the_noise_is_large() {
     }
 }
 
-/// A fit from the uniform model needs the round's full 100 steps: on a model
-/// too large for them (a 300 × 300 clique gets 72) the estimator keeps the warm
-/// start, the same fit as [`MarginalEstimator::fit`]; a small model's differs.
+/// A fit from the uniform model needs all its 50 steps: on a model too large for
+/// them (a 300 × 300 clique gets 36) the estimator keeps the warm start, the same
+/// fit as [`MarginalEstimator::fit`] (72 steps); a small model's differs.
 #[test]
 fn a_model_too_large_for_a_full_round_fit_keeps_its_warm_start() {
     let d = Domain::from_json(r#"{"a": 300, "b": 300}"#).unwrap();
