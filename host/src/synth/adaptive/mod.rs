@@ -244,7 +244,9 @@ const ROUND_ITERATIONS: usize = 100;
 /// the uniform start, 0.3 % worse, within the seeds' spread). "Too large" is
 /// counted at the sizes the model is fitted at (compressed, when the run
 /// compresses). It reads only σ (public) and the model fitted to the noisy
-/// one-way marginals (post-processing).
+/// one-way marginals (post-processing). (These numbers are from runs that
+/// annealed by 4 and fitted fresh rounds in 100 steps; the threshold was not
+/// re-derived after [`Step::annealed`] and [`FRESH_ROUND_WORK`] changed.)
 pub const ROUNDS_FROM_UNIFORM: f64 = 1.0 / 250.0;
 
 /// How much work one fit may do, in model cells × mirror-descent steps: a fit
@@ -287,9 +289,8 @@ const ROUND_WORK: FitWork = FitWork {
 /// 0–31; release 6.5–8.3 → 4.5–5.7 s, seeds 0–1); Czech at ε = 1 0.0271 →
 /// 0.0250, Rochdale at ε = 1 / 10 0.0880 / 0.0120 → 0.0916 / 0.0117 (seeds
 /// 0–15); Adult at ε = 0.1 0.1937 → 0.1956 (seeds 0–3, 0.003 between seeds).
-/// (Those runs also fitted the larger models' warm fallback in half the steps;
-/// it now keeps [`ROUND_WORK`].) The warm-started rounds keep 100: there 50
-/// cost Adult at ε = 10 0.0538 → 0.0557.
+/// The warm-started rounds keep 100: there 50 cost Adult at ε = 10 0.0538 →
+/// 0.0557.
 const FRESH_ROUND_WORK: FitWork = FitWork {
     budget: 50 << 16,
     min: 5,
