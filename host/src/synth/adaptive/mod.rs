@@ -7,7 +7,8 @@
 //! whose model estimate is worst relative to the noise it would get, measure it with
 //! Gaussian noise, and refit a graphical model to all measurements
 //! ([`MarginalEstimator`]); when a measurement barely moves the model, spend more
-//! on each later round (budget annealing: AIM halves σ, privq divides it by √2). Synthetic records are drawn from the final model.
+//! on each later round (budget annealing: AIM halves σ, privq divides it by √2).
+//! Synthetic records are drawn from the final model.
 //!
 //! Two steps differ from AIM's plan, both for domains with large attributes
 //! (Adult's age, fnlwgt, capital-gain/loss and hours-per-week have 85–100 values):
