@@ -1246,8 +1246,8 @@ class SynthesisPlan(NamedTuple):
       (the run spends at most this; it falls short by under 2⁻²⁴, mostly because
       the last selection's ε lies on a 2⁻²⁴ grid).
     * ``neighbours``: the relation the cost is stated under.
-    * ``rounds``: planned rounds T; the run takes at most T (``max_rounds``
-      is the loop's backstop, 4·T).
+    * ``rounds``: planned rounds T; the run takes at most about T
+      (``max_rounds`` is the loop's backstop, 4·T).
     * ``one_way_rounds``: the one-way marginals round 0 measures (one per
       attribute). Their ρ is not ``measure_rho`` each: a larger attribute's is
       larger (``max(1, n^(2/3)/2.5)`` times ``measure_rho``), all of them

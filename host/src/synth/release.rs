@@ -355,8 +355,8 @@ pub struct SynthPlan {
     pub cost: RunCost,
     /// The neighbour relation the cost is stated under.
     pub neighbours: Neighbours,
-    /// Planned rounds T; the run takes at most T (annealing only makes rounds
-    /// costlier).
+    /// Planned rounds T; the run takes at most about T (annealing only makes
+    /// rounds costlier).
     pub rounds: usize,
     /// The one-way marginals measured in round 0 (d, one per attribute); their
     /// ρ's are `one_way_rhos`, not `measure_rho` each.
@@ -367,7 +367,7 @@ pub struct SynthPlan {
     /// is known only after the binning).
     pub one_way_rhos: Option<Vec<Rho>>,
     /// The round loop's bound (4·T, a backstop: the run ends when the budget is
-    /// spent, after at most T rounds).
+    /// spent, after about T rounds at most).
     pub max_rounds: usize,
     /// The ρ of each measurement in rounds 1, 2, … (annealing raises it; round
     /// 0's are `one_way_rhos`).

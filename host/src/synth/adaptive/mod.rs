@@ -928,8 +928,9 @@ impl Step {
 /// ([`SynthRequest::plan`](crate::synth::release::SynthRequest::plan)).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Schedule {
-    /// Planned rounds T (default 16·d); the run takes at most T rounds (a round costs
-    /// at least the first rounds' step, and annealing only raises it).
+    /// Planned rounds T (default 16·d); the run takes at most about T rounds (a
+    /// round costs the first rounds' step, up to the selection ε's rounding, and
+    /// annealing only raises it).
     /// Round 0 measures the d one-way marginals at [`Schedule::one_way_rhos`].
     pub(crate) rounds: usize,
     /// The dyadic budget ≤ the available ρ that every cost is planned on.
