@@ -223,9 +223,8 @@ const ROUND_ITERATIONS: usize = 100;
 
 /// A run whose first rounds measure with noise σ of at least this fraction of
 /// the model's total (its estimate of n after round 0) fits every round's model
-/// from the uniform distribution ([`MarginalEstimator::fit_from_uniform`] with
-/// [`FRESH_ROUND_WORK`]; a model too large for the round's full 50 steps keeps
-/// its warm start); below it each round's fit is warm-started from the last. The
+/// from the uniform distribution ([`MarginalEstimator::fit_from_uniform`], in
+/// 50 steps; a model too large for all of them keeps its warm start); below it each round's fit is warm-started from the last. The
 /// final fit is warm-started from the last round's model either way.
 ///
 /// Warm-started, the round fits add up to ≈ 100 steps a round towards the
@@ -247,7 +246,7 @@ const ROUND_ITERATIONS: usize = 100;
 /// compresses). It reads only σ (public) and the model fitted to the noisy
 /// one-way marginals (post-processing). (These numbers are from runs that
 /// annealed by 4 and fitted fresh rounds in 100 steps; the threshold was not
-/// re-derived after [`Step::annealed`] and [`FRESH_ROUND_WORK`] changed.)
+/// re-derived after both changed.)
 pub const ROUNDS_FROM_UNIFORM: f64 = 1.0 / 250.0;
 
 /// How much work one fit may do, in model cells × mirror-descent steps: a fit
