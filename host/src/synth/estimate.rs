@@ -2,7 +2,11 @@
 
 use privq_core::rand_core::Rng;
 
-use super::infer::{BeliefPropagation, MarginalPlan, marginal};
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use super::exp::exp;
+use super::infer::{BeliefPropagation, MarginalPlan, marginal_from};
 use super::optimise::{Oracle, mirror_descent};
 use super::{Clique, JunctionTree, MarginalModel, SynthError, sample};
 use crate::synth::factor::Projection;
@@ -242,6 +246,10 @@ pub struct Model {
     tree: JunctionTree,
     theta: Vec<Vec<f64>>,
     log_beliefs: Vec<Vec<f64>>,
+    /// Each clique's probability table `exp(log_beliefs)`, made on the first
+    /// marginal query that reads it (a round queries hundreds of marginals of
+    /// one model).
+    linear: Vec<OnceLock<Vec<f64>>>,
     total: f64,
     iterations: usize,
     evaluations: usize,
@@ -314,7 +322,14 @@ impl Model {
 
     /// The marginal counts of any clique (exact; cells in [`Clique`] order).
     pub fn marginal(&self, clique: &Clique) -> Result<Vec<f64>, SynthError> {
-        let mut m = marginal(&self.tree, &self.log_beliefs, clique)?;
+        let linear = |c: usize| {
+            Cow::Borrowed(
+                self.linear[c]
+                    .get_or_init(|| self.log_beliefs[c].iter().map(|&x| exp(x)).collect())
+                    .as_slice(),
+            )
+        };
+        let mut m = marginal_from(&self.tree, &self.log_beliefs, &linear, clique)?;
         m.iter_mut().for_each(|x| *x *= self.total);
         Ok(m)
     }
@@ -422,19 +437,25 @@ impl Model {
             }
             out
         };
-        let log_beliefs = (0..tree.cliques().len())
+        let log_beliefs: Vec<Vec<f64>> = (0..tree.cliques().len())
             .map(|c| expand_table(c, &self.log_beliefs[c], &|_| true))
             .collect();
         let theta = (0..tree.cliques().len())
             .map(|c| expand_table(c, &self.theta[c], &|a| first[a] == Some(c)))
             .collect();
         Ok(Model {
+            linear: unmade(&log_beliefs),
             tree,
             theta,
             log_beliefs,
             ..self.clone()
         })
     }
+}
+
+/// One empty probability-table slot per clique.
+fn unmade(log_beliefs: &[Vec<f64>]) -> Vec<OnceLock<Vec<f64>>> {
+    log_beliefs.iter().map(|_| OnceLock::new()).collect()
 }
 
 impl MarginalModel for Model {
@@ -617,6 +638,7 @@ pub fn fit(
         .bp
         .calibrate(&tree, &theta, &mut log_beliefs, &mut lin);
     Ok(Model {
+        linear: unmade(&log_beliefs),
         tree,
         theta,
         log_beliefs,

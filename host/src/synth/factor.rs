@@ -7,6 +7,7 @@
 //! up are merged first, so marginalising a 16-attribute table onto its first three
 //! attributes is eight runs of 8192 cells, not 32 768 runs of two.
 
+use super::exp::exp;
 use super::{Clique, SynthError};
 
 /// How the cells of a clique's table map onto a sub-clique's table.
@@ -114,7 +115,11 @@ impl Projection {
         self.runs(|a, j, s, len| {
             let src = &big[a..a + len];
             if s == 0 {
-                out[j] += src.iter().sum::<f64>();
+                out[j] += sum(src);
+            } else if s == 1 {
+                for (o, x) in out[j..j + len].iter_mut().zip(src) {
+                    *o += x;
+                }
             } else {
                 for (t, x) in src.iter().enumerate() {
                     out[j + t * s] += x;
@@ -171,14 +176,14 @@ impl Projection {
             if s == 0 {
                 let m = mx[j] + minus.map_or(0.0, |mm| mm[j]);
                 if m > f64::NEG_INFINITY {
-                    out[j] += src.iter().map(|&x| (x - m).exp()).sum::<f64>();
+                    out[j] += src.iter().map(|&x| exp(x - m)).sum::<f64>();
                 }
             } else {
                 for (t, &x) in src.iter().enumerate() {
                     let jj = j + t * s;
                     let m = mx[jj] + minus.map_or(0.0, |mm| mm[jj]);
                     if m > f64::NEG_INFINITY {
-                        out[jj] += (x - m).exp();
+                        out[jj] += exp(x - m);
                     }
                 }
             }
@@ -212,13 +217,27 @@ impl Projection {
     }
 }
 
+/// `Σ x` in four interleaved partial sums (a loop the compiler vectorises; a
+/// single running sum waits on each addition in turn).
+fn sum(x: &[f64]) -> f64 {
+    let mut acc = [0.0; 4];
+    let quads = x.chunks_exact(4);
+    let rest: f64 = quads.remainder().iter().sum();
+    for q in quads {
+        for (a, v) in acc.iter_mut().zip(q) {
+            *a += v;
+        }
+    }
+    ((acc[0] + acc[1]) + (acc[2] + acc[3])) + rest
+}
+
 /// Stable `ln Σ exp(x)` of a slice (−∞ for an empty or all −∞ slice).
 pub fn logsumexp(x: &[f64]) -> f64 {
     let m = x.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if m == f64::NEG_INFINITY {
         return m;
     }
-    m + x.iter().map(|&v| (v - m).exp()).sum::<f64>().ln()
+    m + x.iter().map(|&v| exp(v - m)).sum::<f64>().ln()
 }
 
 /// A dense table of `f64` over a clique (cells in [`Clique`] order): counts,

@@ -3,6 +3,9 @@
 //! (MAP value) of a sum of clique tables, and shared plans that compute many
 //! marginals of one table (or broadcast many tables into it) in few passes.
 
+use std::borrow::Cow;
+
+use super::exp::exp;
 use super::factor::Projection;
 use super::{Clique, JunctionTree, SynthError};
 
@@ -80,7 +83,7 @@ impl BeliefPropagation {
             let m = b.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             out.clear();
             out.resize(b.len(), 0.0);
-            elementwise(out, b, |o, &x| *o = (x - m).exp());
+            elementwise(out, b, |o, &x| *o = exp(x - m));
             m
         };
         // Upward: b_c = θ_c + Σ_children up-messages; up-message = ln Σ onto the separator.
@@ -160,6 +163,17 @@ impl BeliefPropagation {
     }
 }
 
+/// [`marginal_from`], exponentiating the clique it reads on each call.
+#[cfg(test)]
+pub fn marginal(
+    tree: &JunctionTree,
+    log_beliefs: &[Vec<f64>],
+    q: &Clique,
+) -> Result<Vec<f64>, SynthError> {
+    let linear = |c: usize| Cow::Owned(log_beliefs[c].iter().map(|&x| exp(x)).collect());
+    marginal_from(tree, log_beliefs, &linear, q)
+}
+
 /// The exact probability marginal of `q` under a calibrated junction tree
 /// (`log_beliefs` = normalised log-marginals of the tree's cliques).
 ///
@@ -167,9 +181,13 @@ impl BeliefPropagation {
 /// every other variable of the smallest subtree touching `q`'s attributes, whose
 /// cliques represent the joint of their attributes as `Π μ_C / Π μ_S` (running
 /// intersection), by variable elimination that never builds the full product.
-pub fn marginal(
+///
+/// `linear(c)` gives clique `c`'s probability table `exp(log_beliefs[c])` (a
+/// model keeps them between queries).
+pub fn marginal_from<'a>(
     tree: &JunctionTree,
     log_beliefs: &[Vec<f64>],
+    linear: &dyn Fn(usize) -> Cow<'a, [f64]>,
     q: &Clique,
 ) -> Result<Vec<f64>, SynthError> {
     let sizes = tree.sizes();
@@ -177,9 +195,8 @@ pub fn marginal(
     let qn = q.cells(sizes)?;
     if let Some(c) = tree.containing(q) {
         let p = Projection::new(sizes, &tree.cliques()[c], q)?;
-        let lin: Vec<f64> = log_beliefs[c].iter().map(|x| x.exp()).collect();
         let mut out = vec![0.0; qn];
-        p.sum_into(&lin, &mut out);
+        p.sum_into(&linear(c), &mut out);
         return Ok(out);
     }
     let cl = tree.cliques();
@@ -295,7 +312,7 @@ impl Scaled {
         let m = if m.is_finite() { m } else { 0.0 };
         Scaled {
             scope,
-            values: log.iter().map(|x| (x - m).exp()).collect(),
+            values: log.iter().map(|x| exp(x - m)).collect(),
             log_scale: m,
         }
     }
