@@ -3,7 +3,6 @@
 //! domains and as a reference for the junction-tree estimator.
 
 use super::estimate::{FitOptions, Measurement, Total, validate};
-use super::exp::exp;
 use super::factor::{Projection, logsumexp};
 use super::optimise::{Oracle, mirror_descent};
 use super::{Clique, MarginalModel, SynthError};
@@ -60,7 +59,7 @@ impl DenseOracle {
     fn probabilities(&mut self, theta: &[f64]) {
         let z = logsumexp(theta);
         self.p.clear();
-        self.p.extend(theta.iter().map(|t| exp(t - z)));
+        self.p.extend(theta.iter().map(|t| (t - z).exp()));
     }
 }
 

@@ -5,7 +5,6 @@ use privq_core::rand_core::Rng;
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
-use super::exp::exp;
 use super::infer::{BeliefPropagation, MarginalPlan, marginal_from};
 use super::optimise::{Oracle, mirror_descent};
 use super::{Clique, JunctionTree, MarginalModel, SynthError, sample};
@@ -325,7 +324,7 @@ impl Model {
         let linear = |c: usize| {
             Cow::Borrowed(
                 self.linear[c]
-                    .get_or_init(|| self.log_beliefs[c].iter().map(|&x| exp(x)).collect())
+                    .get_or_init(|| self.log_beliefs[c].iter().map(|x| x.exp()).collect())
                     .as_slice(),
             )
         };

@@ -7,7 +7,6 @@
 //! up are merged first, so marginalising a 16-attribute table onto its first three
 //! attributes is eight runs of 8192 cells, not 32 768 runs of two.
 
-use super::exp::exp;
 use super::{Clique, SynthError};
 
 /// How the cells of a clique's table map onto a sub-clique's table.
@@ -176,14 +175,14 @@ impl Projection {
             if s == 0 {
                 let m = mx[j] + minus.map_or(0.0, |mm| mm[j]);
                 if m > f64::NEG_INFINITY {
-                    out[j] += src.iter().map(|&x| exp(x - m)).sum::<f64>();
+                    out[j] += src.iter().map(|&x| (x - m).exp()).sum::<f64>();
                 }
             } else {
                 for (t, &x) in src.iter().enumerate() {
                     let jj = j + t * s;
                     let m = mx[jj] + minus.map_or(0.0, |mm| mm[jj]);
                     if m > f64::NEG_INFINITY {
-                        out[jj] += exp(x - m);
+                        out[jj] += (x - m).exp();
                     }
                 }
             }
@@ -237,7 +236,7 @@ pub fn logsumexp(x: &[f64]) -> f64 {
     if m == f64::NEG_INFINITY {
         return m;
     }
-    m + x.iter().map(|&v| exp(v - m)).sum::<f64>().ln()
+    m + x.iter().map(|&v| (v - m).exp()).sum::<f64>().ln()
 }
 
 /// A dense table of `f64` over a clique (cells in [`Clique`] order): counts,

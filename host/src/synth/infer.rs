@@ -5,7 +5,6 @@
 
 use std::borrow::Cow;
 
-use super::exp::exp;
 use super::factor::Projection;
 use super::{Clique, JunctionTree, SynthError};
 
@@ -83,7 +82,7 @@ impl BeliefPropagation {
             let m = b.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             out.clear();
             out.resize(b.len(), 0.0);
-            elementwise(out, b, |o, &x| *o = exp(x - m));
+            elementwise(out, b, |o, &x| *o = (x - m).exp());
             m
         };
         // Upward: b_c = θ_c + Σ_children up-messages; up-message = ln Σ onto the separator.
@@ -170,7 +169,7 @@ pub fn marginal(
     log_beliefs: &[Vec<f64>],
     q: &Clique,
 ) -> Result<Vec<f64>, SynthError> {
-    let linear = |c: usize| Cow::Owned(log_beliefs[c].iter().map(|&x| exp(x)).collect());
+    let linear = |c: usize| Cow::Owned(log_beliefs[c].iter().map(|x| x.exp()).collect());
     marginal_from(tree, log_beliefs, &linear, q)
 }
 
@@ -312,7 +311,7 @@ impl Scaled {
         let m = if m.is_finite() { m } else { 0.0 };
         Scaled {
             scope,
-            values: log.iter().map(|x| exp(x - m)).collect(),
+            values: log.iter().map(|x| (x - m).exp()).collect(),
             log_scale: m,
         }
     }

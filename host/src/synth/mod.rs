@@ -48,7 +48,6 @@ pub mod compress;
 mod dense;
 mod error;
 mod estimate;
-mod exp;
 pub(crate) mod factor;
 pub(crate) mod infer;
 mod junction;

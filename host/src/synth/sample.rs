@@ -16,7 +16,6 @@
 
 use privq_core::rand_core::Rng;
 
-use super::exp::exp;
 use super::factor::Projection;
 use super::{Clique, JunctionTree, SynthError};
 
@@ -79,7 +78,7 @@ fn split(tree: &JunctionTree, c: usize) -> Result<Split, SynthError> {
 fn conditional(sp: &Split, log_belief: &[f64]) -> Vec<f64> {
     let mut cond = vec![0.0; sp.sep_len * sp.free_len];
     for (cell, &lb) in log_belief.iter().enumerate() {
-        cond[sp.sep_of[cell] * sp.free_len + sp.free_of[cell]] = exp(lb);
+        cond[sp.sep_of[cell] * sp.free_len + sp.free_of[cell]] = lb.exp();
     }
     cond
 }
