@@ -322,9 +322,11 @@ mod tests {
         )
         .unwrap();
         let model = fit(c.sizes(), &[y], Total::Known(100.0), &FitOptions::default()).unwrap();
+        // Queried before the expansion: the expanded model must not keep the
+        // compressed model's probability tables.
+        let small = model.marginal(&Clique::new([0, 1]).unwrap()).unwrap();
         let big = c.expand(&model).unwrap();
         assert_eq!(big.sizes(), &[4, 2]);
-        let small = model.marginal(&Clique::new([0, 1]).unwrap()).unwrap();
         let full = big.marginal(&Clique::new([0, 1]).unwrap()).unwrap();
         // Kept values 1 and 3 are compressed values 0 and 1; the merged value 2.
         for b in 0..2 {

@@ -114,11 +114,7 @@ impl Projection {
         self.runs(|a, j, s, len| {
             let src = &big[a..a + len];
             if s == 0 {
-                out[j] += sum(src);
-            } else if s == 1 {
-                for (o, x) in out[j..j + len].iter_mut().zip(src) {
-                    *o += x;
-                }
+                out[j] += src.iter().sum::<f64>();
             } else {
                 for (t, x) in src.iter().enumerate() {
                     out[j + t * s] += x;
@@ -214,20 +210,6 @@ impl Projection {
             }
         });
     }
-}
-
-/// `Σ x` in four interleaved partial sums (a loop the compiler vectorises; a
-/// single running sum waits on each addition in turn).
-fn sum(x: &[f64]) -> f64 {
-    let mut acc = [0.0; 4];
-    let quads = x.chunks_exact(4);
-    let rest: f64 = quads.remainder().iter().sum();
-    for q in quads {
-        for (a, v) in acc.iter_mut().zip(q) {
-            *a += v;
-        }
-    }
-    ((acc[0] + acc[1]) + (acc[2] + acc[3])) + rest
 }
 
 /// Stable `ln Σ exp(x)` of a slice (−∞ for an empty or all −∞ slice).

@@ -487,6 +487,8 @@ fn fit_reproduces_exact_marginals() {
     let model = fit(&sizes, &ms, Total::Known(n), &opts).unwrap();
     for m in &ms {
         let got = model.marginal(&m.clique).unwrap();
+        // A second query reads the model's kept probability tables.
+        assert_eq!(model.marginal(&m.clique).unwrap(), got);
         for (g, y) in got.iter().zip(&m.values) {
             assert!(
                 (g - y).abs() / n < 1e-6,
