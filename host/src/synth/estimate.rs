@@ -321,6 +321,8 @@ impl Model {
 
     /// The marginal counts of any clique (exact; cells in [`Clique`] order).
     pub fn marginal(&self, clique: &Clique) -> Result<Vec<f64>, SynthError> {
+        // Sequential on purpose: a rayon worker waiting inside `get_or_init` could
+        // steal a job that waits on the same slot, which would deadlock.
         let linear = |c: usize| {
             Cow::Borrowed(
                 self.linear[c]
@@ -447,7 +449,13 @@ impl Model {
             tree,
             theta,
             log_beliefs,
-            ..self.clone()
+            total: self.total,
+            iterations: self.iterations,
+            evaluations: self.evaluations,
+            loss: self.loss,
+            gap: self.gap,
+            converged: self.converged,
+            step: self.step,
         })
     }
 }
