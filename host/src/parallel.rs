@@ -42,6 +42,17 @@ where
     }
 }
 
+/// `f(item)` for every item, in parallel (one task per item) when `parallel` and
+/// [`enabled`]; each item is computed on its own, so the results do not depend on
+/// the threads.
+pub(crate) fn each_mut<T: Send>(items: &mut [T], parallel: bool, f: impl Fn(&mut T) + Sync + Send) {
+    if parallel && items.len() > 1 && enabled() {
+        items.par_iter_mut().with_max_len(1).for_each(f);
+    } else {
+        items.iter_mut().for_each(f);
+    }
+}
+
 /// `f(out[i], src[i])` for every cell (`src` empty: `f(out[i], &0.0)`), in
 /// parallel chunks of `chunk` cells when [`enabled`] and `out` has at least
 /// `min_parallel` cells.
@@ -90,6 +101,11 @@ mod tests {
         elementwise(&mut a, &src, 1 << 10, 1, |o, x| *o += x.sqrt());
         elementwise(&mut b, &src, 1 << 10, usize::MAX, |o, x| *o += x.sqrt());
         assert_eq!(a, b);
+        let mut p: Vec<u64> = (0..100).collect();
+        let mut q = p.clone();
+        each_mut(&mut p, true, |x| *x = *x * *x + 1);
+        each_mut(&mut q, false, |x| *x = *x * *x + 1);
+        assert_eq!(p, q);
         assert!(enabled() && enabled());
     }
 }

@@ -5,9 +5,10 @@ use privq_core::rand_core::Rng;
 use std::borrow::Cow;
 use std::sync::OnceLock;
 
-use super::infer::{BeliefPropagation, MarginalPlan, marginal_from};
+use super::infer::{BeliefPropagation, MarginalPlan, PARALLEL_CELLS, marginal_from};
 use super::optimise::{Oracle, mirror_descent};
 use super::{Clique, JunctionTree, MarginalModel, SynthError, sample};
+use crate::parallel;
 use crate::synth::factor::Projection;
 
 /// A noisy measurement of a marginal: `values[j] = (count of cell j) + noise` with
@@ -321,18 +322,62 @@ impl Model {
 
     /// The marginal counts of any clique (exact; cells in [`Clique`] order).
     pub fn marginal(&self, clique: &Clique) -> Result<Vec<f64>, SynthError> {
-        // Sequential on purpose: a rayon worker waiting inside `get_or_init` could
-        // steal a job that waits on the same slot, which would deadlock.
-        let linear = |c: usize| {
-            Cow::Borrowed(
-                self.linear[c]
-                    .get_or_init(|| self.log_beliefs[c].iter().map(|x| x.exp()).collect())
-                    .as_slice(),
-            )
-        };
+        let linear = |c: usize| Cow::Borrowed(self.table(c));
         let mut m = marginal_from(&self.tree, &self.log_beliefs, &linear, clique)?;
         m.iter_mut().for_each(|x| *x *= self.total);
         Ok(m)
+    }
+
+    /// The marginal counts of many cliques, each as [`Model::marginal`] gives it up
+    /// to rounding: the queries one clique of the model holds share a
+    /// [`MarginalPlan`] over its table (a few passes over it, not one a query), and
+    /// the cliques' plans and the queries spanning cliques run in parallel.
+    pub fn marginals(&self, queries: &[&Clique]) -> Result<Vec<Vec<f64>>, SynthError> {
+        enum Job {
+            Held(usize, Vec<usize>),
+            Spanning(usize),
+        }
+        let sizes = self.tree.sizes();
+        let mut held = vec![Vec::new(); self.tree.cliques().len()];
+        let mut jobs = Vec::new();
+        for (i, q) in queries.iter().enumerate() {
+            q.check(sizes)?;
+            match self.tree.containing(q) {
+                Some(c) => held[c].push(i),
+                None => jobs.push(Job::Spanning(i)),
+            }
+        }
+        jobs.extend(
+            held.into_iter()
+                .enumerate()
+                .filter(|(_, ids)| !ids.is_empty())
+                .map(|(c, ids)| Job::Held(c, ids)),
+        );
+        let done = parallel::try_map(&jobs, |job| match job {
+            Job::Held(c, ids) => {
+                let targets: Vec<Clique> = ids.iter().map(|&i| queries[i].clone()).collect();
+                let mut plan = MarginalPlan::new(sizes, &self.tree.cliques()[*c], &targets)?;
+                plan.marginalize(self.table(*c));
+                Ok(ids
+                    .iter()
+                    .enumerate()
+                    .map(|(t, &i)| (i, plan.target(t).iter().map(|x| x * self.total).collect()))
+                    .collect())
+            }
+            Job::Spanning(i) => Ok(vec![(*i, self.marginal(queries[*i])?)]),
+        })?;
+        let mut out = vec![Vec::new(); queries.len()];
+        for (i, m) in done.into_iter().flatten() {
+            out[i] = m;
+        }
+        Ok(out)
+    }
+
+    /// Clique `c`'s probability table, exponentiated on first use and kept.
+    fn table(&self, c: usize) -> &[f64] {
+        // Sequential on purpose: a rayon worker waiting inside `get_or_init` could
+        // steal a job that waits on the same slot, which would deadlock.
+        self.linear[c].get_or_init(|| self.log_beliefs[c].iter().map(|x| x.exp()).collect())
     }
 
     /// `n` synthetic rows by forward sampling along the junction tree (i.i.d.).
@@ -486,15 +531,23 @@ struct TreeOracle<'t> {
     /// ([`Measurement::groups`]).
     groups: Vec<Option<&'t [u32]>>,
     work: Vec<f64>,
+    /// Whether the model is large enough to work on its cliques in parallel.
+    parallel: bool,
 }
 
 impl Oracle for TreeOracle<'_> {
     fn evaluate(&mut self, theta: &[Vec<f64>], marginals: &mut [Vec<f64>]) {
         self.bp
             .calibrate(self.tree, theta, &mut self.beliefs, &mut self.lin);
-        for (c, plan) in self.plans.iter_mut().enumerate() {
-            let Some((plan, ids)) = plan else { continue };
-            plan.marginalize(&self.lin[c]);
+        let lin = &self.lin;
+        let mut jobs: Vec<(&mut MarginalPlan, &[f64])> = self
+            .plans
+            .iter_mut()
+            .zip(lin)
+            .filter_map(|(p, l)| p.as_mut().map(|(plan, _)| (plan, l.as_slice())))
+            .collect();
+        parallel::each_mut(&mut jobs, self.parallel, |(plan, l)| plan.marginalize(l));
+        for (plan, ids) in self.plans.iter().flatten() {
             for (t, &i) in ids.iter().enumerate() {
                 match self.groups[i] {
                     None => marginals[i].copy_from_slice(plan.target(t)),
@@ -511,21 +564,23 @@ impl Oracle for TreeOracle<'_> {
     }
 
     fn gradient(&mut self, grads: &[Vec<f64>], out: &mut [Vec<f64>]) {
-        for (c, plan) in self.plans.iter_mut().enumerate() {
-            out[c].iter_mut().for_each(|x| *x = 0.0);
-            let Some((plan, ids)) = plan else { continue };
+        let groups = &self.groups;
+        let mut jobs: Vec<_> = self.plans.iter_mut().zip(out.iter_mut()).collect();
+        parallel::each_mut(&mut jobs, self.parallel, |(plan, out)| {
+            out.iter_mut().for_each(|x| *x = 0.0);
+            let Some((plan, ids)) = plan else { return };
             // A grouped measurement's gradient, per group, is every member cell's.
             let spread: Vec<Option<Vec<f64>>> = ids
                 .iter()
-                .map(|&i| self.groups[i].map(|g| g.iter().map(|&j| grads[i][j as usize]).collect()))
+                .map(|&i| groups[i].map(|g| g.iter().map(|&j| grads[i][j as usize]).collect()))
                 .collect();
             let tables: Vec<&[f64]> = ids
                 .iter()
                 .zip(&spread)
                 .map(|(&i, s)| s.as_deref().unwrap_or(grads[i].as_slice()))
                 .collect();
-            plan.broadcast_add(&mut out[c], &tables, 1.0);
-        }
+            plan.broadcast_add(out, &tables, 1.0);
+        });
     }
 
     fn min_value(&mut self, g: &[Vec<f64>]) -> f64 {
@@ -627,6 +682,7 @@ pub fn fit(
         plans,
         groups: measurements.iter().map(|m| m.groups.as_deref()).collect(),
         work: Vec::new(),
+        parallel: cells >= PARALLEL_CELLS as u128,
     };
     // The previous step, rescaled: the loss's curvature grows as N².
     let start = options.warm_start.map(|w| w.step * (w.total / n).powi(2));

@@ -21,8 +21,9 @@ pub struct BeliefPropagation {
 }
 
 /// Tables from this many cells on are processed in parallel chunks (each
-/// element on its own, so the result does not depend on the threads).
-const PARALLEL_CELLS: usize = 1 << 15;
+/// element on its own, so the result does not depend on the threads); models
+/// this large compute their cliques' marginals and gradients one clique a task.
+pub(crate) const PARALLEL_CELLS: usize = 1 << 15;
 
 /// `f(out[i], src[i])` for every cell (`src` empty: `f(out[i], &0.0)`), in
 /// parallel chunks on large tables.

@@ -51,7 +51,8 @@ fn check_sizes(sizes: &[usize]) -> Result<(), SynthError> {
 
 /// The maximal cliques of a greedy triangulation of the graph whose edges join
 /// attributes that share a clique (every attribute is a vertex, so attributes in
-/// no clique end up as singletons).
+/// no clique end up as singletons), or the one clique of every attribute when that
+/// is no larger.
 ///
 /// Elimination order: repeatedly the vertex whose elimination clique (it and its
 /// remaining neighbours) has the fewest cells ("min-weight"), ties broken by the
@@ -114,6 +115,18 @@ fn triangulate(sizes: &[usize], cliques: &[Clique]) -> Result<Vec<Clique>, Synth
         if !elim[..i].iter().any(|e| c.is_subset(e)) {
             out.push(Clique::from_sorted(c.ones().collect()));
         }
+    }
+    // Tables holding as many cells as the whole universe, or more, give way to one
+    // table over every attribute: no larger, and belief propagation then passes no
+    // messages (one exponentiation a cell instead of about 1.5, no logarithms).
+    let cells = out
+        .iter()
+        .fold(0u128, |acc, c| acc.saturating_add(c.cells_u128(sizes)));
+    let universe = sizes
+        .iter()
+        .fold(1u128, |acc, &s| acc.saturating_mul(s as u128));
+    if out.len() > 1 && universe <= cells {
+        return Ok(vec![Clique::from_sorted((0..d).collect())]);
     }
     Ok(out)
 }

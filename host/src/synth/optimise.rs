@@ -20,6 +20,7 @@
 //! `tolerance × Σ_i cells(C_i)`.
 
 use super::estimate::Measurement;
+use super::infer::PARALLEL_CELLS;
 
 /// What the mirror descent needs from a parametrisation.
 pub(crate) trait Oracle {
@@ -164,9 +165,8 @@ pub(crate) fn mirror_descent<O: Oracle>(
         grow = true;
         loop {
             for (t, (th, g)) in trial.iter_mut().zip(theta.iter().zip(&g_tables)) {
-                for (x, (&a, &b)) in t.iter_mut().zip(th.iter().zip(g)) {
-                    *x = a - eta * b;
-                }
+                t.copy_from_slice(th);
+                crate::parallel::elementwise(t, g, 1 << 13, PARALLEL_CELLS, |x, &b| *x -= eta * b);
             }
             oracle.evaluate(&trial, &mut trial_marg);
             out.evaluations += 1;

@@ -241,27 +241,30 @@ fn inference_on_a_chain_matches_brute_force() {
 #[test]
 fn a_marginal_across_a_nearly_impossible_separator_value_is_finite() {
     // A–B–C with P(B = 1) = e^-800: a reciprocal of the separator marginal would
-    // underflow to 0 · ∞; the conditionals μ_BC / μ_B never do. P(A, C) = 1/4 each.
-    let sizes = [2, 2, 2];
+    // underflow to 0 · ∞; the conditionals μ_BC / μ_B never do. A and C take three
+    // values (so the two tables, 12 cells, stay smaller than the 18-cell universe):
+    // P(A, C) = 1/9 each.
+    let sizes = [3, 2, 3];
     let tree = JunctionTree::new(&sizes, &[cl(&[0, 1]), cl(&[1, 2])]).unwrap();
-    let half = 0.5f64.ln();
+    assert_eq!(tree.cliques().len(), 2);
+    let third = (1.0f64 / 3.0).ln();
     let beliefs: Vec<Vec<f64>> = tree
         .cliques()
         .iter()
         .map(|c| {
             // Cells with the last attribute fastest; B is attribute 1.
             let b_first = c.attributes()[0] == 1;
-            (0..4)
+            (0..6)
                 .map(|i| {
-                    let b = if b_first { i / 2 } else { i % 2 };
-                    half - 800.0 * b as f64
+                    let b = if b_first { i / 3 } else { i % 2 };
+                    third - 800.0 * b as f64
                 })
                 .collect()
         })
         .collect();
     let got = marginal(&tree, &beliefs, &cl(&[0, 2])).unwrap();
     for g in got {
-        assert!((g - 0.25).abs() < 1e-9, "{g}");
+        assert!((g - 1.0 / 9.0).abs() < 1e-9, "{g}");
     }
 }
 
@@ -1057,5 +1060,66 @@ fn kept_probability_tables_change_no_marginal() {
     let big = c.expand(&small).unwrap();
     for q in &queries {
         assert_eq!(big.marginal(q).unwrap(), fresh(&big, q), "{q} expanded");
+    }
+}
+
+#[test]
+fn batched_marginals_match_single_queries() {
+    let sizes = [2, 3, 2, 2, 3];
+    let mut rng = seeded_rng(23);
+    let joint = random_joint(&sizes, &mut rng);
+    let n = 1000.0;
+    let cliques = [cl(&[0, 1]), cl(&[1, 2]), cl(&[2, 3]), cl(&[3, 4])];
+    let ms = exact_measurements(&sizes, &joint, n, &cliques);
+    let model = fit(&sizes, &ms, Total::Known(n), &FitOptions::default()).unwrap();
+    assert_eq!(model.cliques().len(), 4);
+    // Inside one table (several per table, one the whole table), across tables,
+    // and a repeat.
+    let queries = [
+        cl(&[0]),
+        cl(&[0, 1]),
+        cl(&[1]),
+        cl(&[2, 3]),
+        cl(&[3]),
+        cl(&[0, 4]),
+        cl(&[1, 3, 4]),
+        cl(&[4]),
+        cl(&[0, 1]),
+    ];
+    let refs: Vec<&Clique> = queries.iter().collect();
+    let batch = model.marginals(&refs).unwrap();
+    assert_eq!(batch.len(), queries.len());
+    for (q, b) in queries.iter().zip(&batch) {
+        let one = model.marginal(q).unwrap();
+        assert_eq!(b.len(), one.len(), "{q}");
+        for (x, y) in b.iter().zip(&one) {
+            assert!((x - y).abs() <= 1e-12 * n, "{q}: {x} vs {y}");
+        }
+    }
+    assert!(model.marginals(&[&cl(&[5])]).is_err());
+}
+
+#[test]
+fn a_tree_as_large_as_the_universe_is_one_table() {
+    let chain = [cl(&[0, 1]), cl(&[1, 2])];
+    // Binary: two 4-cell tables against an 8-cell universe.
+    let tree = JunctionTree::new(&[2, 2, 2], &chain).unwrap();
+    assert_eq!(tree.cliques(), &[cl(&[0, 1, 2])]);
+    assert_eq!(model_cells(&[2, 2, 2], &chain).unwrap(), 8);
+    // Three values at the ends: 12 cells in two tables against 18.
+    let tree = JunctionTree::new(&[3, 2, 3], &chain).unwrap();
+    assert_eq!(tree.cliques().len(), 2);
+    assert_eq!(model_cells(&[3, 2, 3], &chain).unwrap(), 12);
+    // A fit on the one table still matches what it measured.
+    let sizes = [2, 2, 2];
+    let mut rng = seeded_rng(24);
+    let joint = random_joint(&sizes, &mut rng);
+    let ms = exact_measurements(&sizes, &joint, 500.0, &chain);
+    let model = fit(&sizes, &ms, Total::Known(500.0), &FitOptions::default()).unwrap();
+    assert_eq!(model.cliques().len(), 1);
+    for m in &ms {
+        for (x, y) in model.marginal(&m.clique).unwrap().iter().zip(&m.values) {
+            assert!((x - y).abs() < 1e-3, "{x} vs {y}");
+        }
     }
 }

@@ -116,6 +116,16 @@ pub trait MarginalEstimator: Sync {
     /// The model's marginal on `clique`, in counts (scaled by the model's total),
     /// cells in [`Clique`] order.
     fn marginal(&self, model: &Self::Model, clique: &Clique) -> Result<Vec<f64>, SynthError>;
+    /// The model's marginals on `cliques`, each as [`MarginalEstimator::marginal`]
+    /// gives it up to rounding (an estimator may share work between them). The
+    /// default computes them one by one, in parallel.
+    fn marginals(
+        &self,
+        model: &Self::Model,
+        cliques: &[&Clique],
+    ) -> Result<Vec<Vec<f64>>, SynthError> {
+        parallel::try_map(cliques, |c| self.marginal(model, c))
+    }
     /// The model's total count (its estimate of n under add/remove neighbours).
     fn total(&self, model: &Self::Model) -> f64;
     /// True when `clique` lies inside one table of the model (its marginal is then
@@ -375,6 +385,10 @@ impl MarginalEstimator for PgmEstimator {
 
     fn marginal(&self, model: &Model, clique: &Clique) -> Result<Vec<f64>, SynthError> {
         model.marginal(clique)
+    }
+
+    fn marginals(&self, model: &Model, cliques: &[&Clique]) -> Result<Vec<Vec<f64>>, SynthError> {
+        model.marginals(cliques)
     }
 
     fn total(&self, model: &Model) -> f64 {
@@ -1258,19 +1272,21 @@ pub(crate) fn run<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
         // Each candidate's model marginal is computed once for its options (they
         // are adjacent in `chosen_from`).
         let runs: Vec<&[(usize, bool)]> = chosen_from.chunk_by(|a, b| a.0 == b.0).collect();
-        let scored = parallel::try_map(&runs, |run| {
+        let queries: Vec<&Clique> = runs.iter().map(|run| &candidates[run[0].0].0).collect();
+        let estimates = estimator.marginals(&model, &queries)?;
+        let runs: Vec<_> = runs.into_iter().zip(estimates).collect();
+        let scored = parallel::try_map(&runs, |(run, est)| {
             let (i, _) = run[0];
-            let (r, w) = &candidates[i];
+            let w = candidates[i].1;
             let y = truth[i].as_deref().unwrap_or_default();
-            let est = estimator.marginal(&model, r)?;
             Ok::<_, AdaptiveError>(
                 run.iter()
                     .map(|&(i, c)| match measured(i, c) {
-                        None => score(*w, y, &est, noise_norm * sigma * y.len() as f64),
+                        None => score(w, y, est, noise_norm * sigma * y.len() as f64),
                         Some((g, n)) => score(
-                            *w,
+                            w,
                             &coarsen(g, *n, y),
-                            &coarsen(g, *n, &est),
+                            &coarsen(g, *n, est),
                             noise_norm * sigma * *n as f64,
                         ),
                     })
