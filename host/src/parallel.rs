@@ -53,6 +53,49 @@ pub(crate) fn each_mut<T: Send>(items: &mut [T], parallel: bool, f: impl Fn(&mut
     }
 }
 
+/// `f(k, out_chunk, src_chunk)` for the consecutive chunks of `chunk` cells
+/// (`k` counts them from 0; `src` empty: every `src_chunk` empty), in parallel when [`enabled`] and `out` has at
+/// least `min_parallel` cells; the chunks' results in order. The chunks are the
+/// same either way, so a result combined from them in order does not depend on
+/// the threads.
+pub(crate) fn chunks<R: Send>(
+    out: &mut [f64],
+    src: &[f64],
+    chunk: usize,
+    min_parallel: usize,
+    f: impl Fn(usize, &mut [f64], &[f64]) -> R + Sync + Send,
+) -> Vec<R> {
+    let parallel = out.len() >= min_parallel && enabled();
+    let src_chunk = |k: usize| {
+        src.get(k * chunk..src.len().min((k + 1) * chunk))
+            .unwrap_or(&[])
+    };
+    if parallel {
+        out.par_chunks_mut(chunk)
+            .enumerate()
+            .map(|(k, o)| f(k, o, src_chunk(k)))
+            .collect()
+    } else {
+        out.chunks_mut(chunk)
+            .enumerate()
+            .map(|(k, o)| f(k, o, src_chunk(k)))
+            .collect()
+    }
+}
+
+/// The largest value of `x` (−∞ when empty), in parallel chunks from
+/// `min_parallel` cells on (a maximum is exact in any order).
+pub(crate) fn max(x: &[f64], chunk: usize, min_parallel: usize) -> f64 {
+    let part = |c: &[f64]| c.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if x.len() >= min_parallel && enabled() {
+        x.par_chunks(chunk)
+            .map(part)
+            .reduce(|| f64::NEG_INFINITY, f64::max)
+    } else {
+        part(x)
+    }
+}
+
 /// `f(out[i], src[i])` for every cell (`src` empty: `f(out[i], &0.0)`), in
 /// parallel chunks of `chunk` cells when [`enabled`] and `out` has at least
 /// `min_parallel` cells.
@@ -101,6 +144,24 @@ mod tests {
         elementwise(&mut a, &src, 1 << 10, 1, |o, x| *o += x.sqrt());
         elementwise(&mut b, &src, 1 << 10, usize::MAX, |o, x| *o += x.sqrt());
         assert_eq!(a, b);
+        let mut a = vec![0.0; src.len()];
+        let mut b = a.clone();
+        let sum = |_, o: &mut [f64], x: &[f64]| {
+            o.iter_mut()
+                .zip(x)
+                .map(|(o, x)| {
+                    *o = x.sqrt();
+                    *o
+                })
+                .sum::<f64>()
+        };
+        let pa = chunks(&mut a, &src, 1 << 10, 1, sum);
+        let pb = chunks(&mut b, &src, 1 << 10, usize::MAX, sum);
+        assert_eq!((a, pa.len()), (b, 98));
+        assert_eq!(pa, pb);
+        assert_eq!(max(&src, 1 << 10, 1), 99_999.0);
+        assert_eq!(max(&src, 1 << 10, usize::MAX), 99_999.0);
+        assert_eq!(max(&[], 8, 1), f64::NEG_INFINITY);
         let mut p: Vec<u64> = (0..100).collect();
         let mut q = p.clone();
         each_mut(&mut p, true, |x| *x = *x * *x + 1);

@@ -79,11 +79,28 @@ impl Projection {
     /// Calls `f(big_start, sub_start, sub_stride, len)` for each run: big cells
     /// `big_start..big_start+len` map to sub cells `sub_start + t·sub_stride`.
     #[inline]
-    pub fn runs(&self, mut f: impl FnMut(usize, usize, usize, usize)) {
+    pub fn runs(&self, f: impl FnMut(usize, usize, usize, usize)) {
+        self.runs_between(0, self.big_len, f);
+    }
+
+    /// The length of the runs [`Projection::runs`] yields (every run has it).
+    pub fn run_len(&self) -> usize {
+        self.dims[self.dims.len() - 1]
+    }
+
+    /// [`Projection::runs`] for the big cells `from..to` only (both multiples of
+    /// [`Projection::run_len`]).
+    #[inline]
+    pub fn runs_between(
+        &self,
+        from: usize,
+        to: usize,
+        mut f: impl FnMut(usize, usize, usize, usize),
+    ) {
         let k = self.dims.len();
         let inner = self.dims[k - 1];
         let s_in = self.strides[k - 1];
-        let outer = self.big_len / inner;
+        debug_assert!(from.is_multiple_of(inner) && to.is_multiple_of(inner) && to <= self.big_len);
         let mut ctr = [0usize; 64];
         let mut ctr_vec;
         let ctr: &mut [usize] = if k <= 64 {
@@ -92,8 +109,15 @@ impl Projection {
             ctr_vec = vec![0usize; k];
             &mut ctr_vec
         };
+        // The counters and sub-table offset of run `from / inner`.
         let mut sub = 0usize;
-        for o in 0..outer {
+        let mut rest = from / inner;
+        for i in (0..k - 1).rev() {
+            ctr[i] = rest % self.dims[i];
+            rest /= self.dims[i];
+            sub += ctr[i] * self.strides[i];
+        }
+        for o in from / inner..to / inner {
             f(o * inner, sub, s_in, inner);
             let mut i = k - 1;
             while i > 0 {
@@ -194,8 +218,15 @@ impl Projection {
 
     /// `big[i] += scale · small[j]` for every cell `i` mapping to `j`.
     pub fn broadcast_add(&self, big: &mut [f64], small: &[f64], scale: f64) {
-        self.runs(|a, j, s, len| {
-            let dst = &mut big[a..a + len];
+        self.broadcast_add_between(0, big, small, scale);
+    }
+
+    /// [`Projection::broadcast_add`] into the big cells `from..from + part.len()`
+    /// only, held in `part` (`from` and the length multiples of
+    /// [`Projection::run_len`]).
+    pub fn broadcast_add_between(&self, from: usize, part: &mut [f64], small: &[f64], scale: f64) {
+        self.runs_between(from, from + part.len(), |a, j, s, len| {
+            let dst = &mut part[a - from..a - from + len];
             if s == 0 {
                 let v = scale * small[j];
                 dst.iter_mut().for_each(|x| *x += v);

@@ -25,10 +25,17 @@ pub struct BeliefPropagation {
 /// this large compute their cliques' marginals and gradients one clique a task.
 pub(crate) const PARALLEL_CELLS: usize = 1 << 15;
 
+/// The cells of one parallel chunk.
+const CHUNK: usize = 1 << 13;
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
 /// `f(out[i], src[i])` for every cell (`src` empty: `f(out[i], &0.0)`), in
 /// parallel chunks on large tables.
 fn elementwise(out: &mut [f64], src: &[f64], f: impl Fn(&mut f64, &f64) + Sync) {
-    crate::parallel::elementwise(out, src, 1 << 13, PARALLEL_CELLS, f);
+    crate::parallel::elementwise(out, src, CHUNK, PARALLEL_CELLS, f);
 }
 
 impl BeliefPropagation {
@@ -79,12 +86,21 @@ impl BeliefPropagation {
         linear: &mut [Vec<f64>],
     ) -> f64 {
         let order = tree.order();
-        let exp_rel = |b: &[f64], out: &mut Vec<f64>| -> f64 {
-            let m = b.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        // `out = exp(b − max b)`; returns the maximum and `Σ out` (summed per chunk,
+        // the chunks' sums in order).
+        let exp_rel = |b: &[f64], out: &mut Vec<f64>| -> (f64, f64) {
+            let m = crate::parallel::max(b, CHUNK, PARALLEL_CELLS);
             out.clear();
             out.resize(b.len(), 0.0);
-            elementwise(out, b, |o, &x| *o = (x - m).exp());
-            m
+            let sums = crate::parallel::chunks(out, b, CHUNK, PARALLEL_CELLS, |_, o, x| {
+                let mut sum = 0.0;
+                for (o, &x) in o.iter_mut().zip(x) {
+                    *o = (x - m).exp();
+                    sum += *o;
+                }
+                sum
+            });
+            (m, sums.iter().sum())
         };
         // Upward: b_c = θ_c + Σ_children up-messages; up-message = ln Σ onto the separator.
         for &c in order.iter().rev() {
@@ -97,7 +113,7 @@ impl BeliefPropagation {
                 }
             }
             if let Some(p) = &self.up[c] {
-                let m = exp_rel(b, &mut self.scratch);
+                let (m, _) = exp_rel(b, &mut self.scratch);
                 let msg = &mut self.msg_up[c];
                 msg.clear();
                 msg.resize(p.sub_len(), 0.0);
@@ -114,8 +130,7 @@ impl BeliefPropagation {
                 p.broadcast_add(&mut beliefs[c], &self.msg_down[c], 1.0);
             }
             let lin = &mut linear[c];
-            let m = exp_rel(&beliefs[c], lin);
-            let z: f64 = lin.iter().sum();
+            let (m, z) = exp_rel(&beliefs[c], lin);
             for &k in tree.children(c) {
                 if let Some(p) = &self.down[k] {
                     let msg = &mut self.msg_down[k];
@@ -520,6 +535,10 @@ fn sum_product(sizes: &[usize], factors: &[Scaled], out: &Clique) -> Result<Scal
     }
 }
 
+/// A node of a [`MarginalPlan`]: its parent node (None: the big table) and the
+/// projection from it.
+type PlanNode = (Option<usize>, Projection);
+
 /// A plan computing the marginals of one table onto many sub-cliques ("targets")
 /// through intermediate tables: targets are split by an attribute few of them
 /// use; those without it are computed from the table with it summed out (half the
@@ -530,7 +549,7 @@ fn sum_product(sizes: &[usize], factors: &[Scaled], out: &Clique) -> Result<Scal
 pub struct MarginalPlan {
     big_len: usize,
     /// Nodes in topological order: (parent node or None for the big table, projection from it).
-    nodes: Vec<(Option<usize>, Projection)>,
+    nodes: Vec<PlanNode>,
     /// The node holding each target.
     target_node: Vec<usize>,
     buffers: Vec<Vec<f64>>,
@@ -555,7 +574,7 @@ impl MarginalPlan {
         )?;
         let buffers = nodes
             .iter()
-            .map(|(_, p): &(Option<usize>, Projection)| vec![0.0; p.sub_len()])
+            .map(|(_, p): &PlanNode| vec![0.0; p.sub_len()])
             .collect();
         Ok(MarginalPlan {
             big_len: big.cells(sizes)?,
@@ -572,7 +591,7 @@ impl MarginalPlan {
         parent: Option<usize>,
         targets: &[Clique],
         mut todo: Vec<usize>,
-        nodes: &mut Vec<(Option<usize>, Projection)>,
+        nodes: &mut Vec<PlanNode>,
         scopes: &mut Vec<Clique>,
         target_node: &mut [usize],
     ) -> Result<(), SynthError> {
@@ -619,19 +638,36 @@ impl MarginalPlan {
         Ok(())
     }
 
-    /// Computes every target's sum-marginal of `big` (read them with [`MarginalPlan::target`]).
+    /// Computes every target's sum-marginal of `big` (read them with
+    /// [`MarginalPlan::target`]). On a big table of [`PARALLEL_CELLS`] or more the
+    /// passes from the big table, each with the nodes under it, are tasks.
     pub fn marginalize(&mut self, big: &[f64]) {
         debug_assert_eq!(big.len(), self.big_len);
-        for i in 0..self.nodes.len() {
-            let (before, rest) = self.buffers.split_at_mut(i);
-            let out = &mut rest[0];
-            out.iter_mut().for_each(|x| *x = 0.0);
-            let (parent, proj) = &self.nodes[i];
-            match parent {
-                None => proj.sum_into(big, out),
-                Some(p) => proj.sum_into(&before[*p], out),
-            }
+        // Split the nodes (and their buffers) at every pass from the big table: a
+        // node's descendants follow it before the next such pass.
+        let mut parts = Vec::new();
+        let (mut nodes, mut buffers) = (&self.nodes[..], &mut self.buffers[..]);
+        let mut first = 0;
+        while !nodes.is_empty() {
+            let len = 1 + nodes[1..].iter().take_while(|(p, _)| p.is_some()).count();
+            let (n, rest_n) = nodes.split_at(len);
+            let (b, rest_b) = std::mem::take(&mut buffers).split_at_mut(len);
+            parts.push((first, n, b));
+            (nodes, buffers, first) = (rest_n, rest_b, first + len);
         }
+        let parallel = big.len() >= PARALLEL_CELLS;
+        crate::parallel::each_mut(&mut parts, parallel, |(first, nodes, buffers)| {
+            for i in 0..nodes.len() {
+                let (before, rest) = buffers.split_at_mut(i);
+                let out = &mut rest[0];
+                out.iter_mut().for_each(|x| *x = 0.0);
+                let (parent, proj) = &nodes[i];
+                match parent {
+                    None => proj.sum_into(big, out),
+                    Some(p) => proj.sum_into(&before[*p - *first], out),
+                }
+            }
+        });
     }
 
     /// The marginal of target `t` from the last [`MarginalPlan::marginalize`].
@@ -652,11 +688,32 @@ impl MarginalPlan {
         for i in (0..self.nodes.len()).rev() {
             let (before, rest) = self.buffers.split_at_mut(i);
             let src = &rest[0];
-            let (parent, proj) = &self.nodes[i];
-            match parent {
-                None => proj.broadcast_add(big, src, scale),
-                Some(p) => proj.broadcast_add(&mut before[*p], src, 1.0),
+            if let (Some(p), proj) = &self.nodes[i] {
+                proj.broadcast_add(&mut before[*p], src, 1.0);
             }
         }
+        // The passes into the big table, last node first, over blocks of it (every
+        // cell receives the same additions in the same order either way).
+        let roots: Vec<(&Projection, &[f64])> = self
+            .nodes
+            .iter()
+            .zip(&self.buffers)
+            .filter(|((p, _), _)| p.is_none())
+            .map(|((_, proj), b)| (proj, b.as_slice()))
+            .collect();
+        let block = roots.iter().fold(CHUNK, |b, (proj, _)| {
+            let r = proj.run_len();
+            (b / gcd(b, r)).saturating_mul(r).min(big.len())
+        });
+        let min_parallel = if big.len() >= 2 * block {
+            PARALLEL_CELLS
+        } else {
+            usize::MAX
+        };
+        crate::parallel::chunks(big, &[], block, min_parallel, |k, part, _| {
+            for (proj, b) in roots.iter().rev() {
+                proj.broadcast_add_between(k * block, part, b, scale);
+            }
+        });
     }
 }
