@@ -159,6 +159,14 @@ mod tests {
         let pb = chunks(&mut b, &src, 1 << 10, usize::MAX, sum);
         assert_eq!((a, pa.len()), (b, 98));
         assert_eq!(pa, pb);
+        let mut c = vec![1.0; 10_000];
+        let ks = chunks(&mut c, &[], 1 << 10, 1, |k, o, x| {
+            assert!(x.is_empty());
+            o.iter_mut().for_each(|v| *v += k as f64);
+            k
+        });
+        assert_eq!(ks, (0..10).collect::<Vec<_>>());
+        assert_eq!((c[0], c[1 << 10], c[9_999]), (1.0, 2.0, 10.0));
         assert_eq!(max(&src, 1 << 10, 1), 99_999.0);
         assert_eq!(max(&src, 1 << 10, usize::MAX), 99_999.0);
         assert_eq!(max(&[], 8, 1), f64::NEG_INFINITY);

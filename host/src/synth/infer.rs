@@ -670,6 +670,12 @@ impl MarginalPlan {
         });
     }
 
+    /// The plan's passes from the big table.
+    #[cfg(test)]
+    pub fn roots(&self) -> usize {
+        self.nodes.iter().filter(|(p, _)| p.is_none()).count()
+    }
+
     /// The marginal of target `t` from the last [`MarginalPlan::marginalize`].
     pub fn target(&self, t: usize) -> &[f64] {
         &self.buffers[self.target_node[t]]

@@ -165,7 +165,8 @@ pub struct JunctionTree {
 
 impl JunctionTree {
     /// The junction tree of `cliques` over attributes of the given sizes (every
-    /// attribute is covered, as a singleton where no clique holds it).
+    /// attribute is covered, as a singleton where no clique holds it; one table
+    /// over every attribute when its tables would hold as many cells as that).
     pub fn new(sizes: &[usize], cliques: &[Clique]) -> Result<Self, SynthError> {
         Self::ordered_by(sizes, sizes, cliques)
     }

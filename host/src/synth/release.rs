@@ -639,8 +639,8 @@ mod tests {
 
     #[test]
     fn released_rows_are_refined_towards_the_models_workload_marginals() {
-        // Five binary attributes, pairs correlated; all 3-way marginals (none held
-        // whole by a small model, so rounding alone leaves them off).
+        // Five binary attributes, pairs correlated; all 3-way marginals (rounding
+        // the model's rows to whole records leaves them off the model's).
         let n = 3000;
         let domain = Domain::binary(["a", "b", "c", "d", "e"]).unwrap();
         let cols: Vec<Vec<u32>> = (0..5u32)

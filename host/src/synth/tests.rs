@@ -208,13 +208,22 @@ fn check_plan(sizes: &[usize], seed: u64) {
     let vals: Vec<f64> = (0..big.cells(sizes).unwrap())
         .map(|_| unif(&mut rng))
         .collect();
-    let targets: Vec<Clique> = subsets(sizes.len(), 3)
-        .into_iter()
-        .filter(|q| q.len() == 3)
-        .step_by((sizes.len() / 6).max(1))
-        .take(17)
+    // 17 targets of up to three attributes spread over every attribute (so the
+    // plan makes several passes from the big table).
+    let d = sizes.len();
+    let targets: Vec<Clique> = (0..17)
+        .map(|t| {
+            let set: std::collections::BTreeSet<usize> =
+                [t % d, (5 * t + 2) % d, (7 * t + 4) % d].into();
+            Clique::new(set).unwrap()
+        })
         .collect();
     let mut plan = MarginalPlan::new(sizes, &big, &targets).unwrap();
+    assert!(
+        plan.roots() >= 2,
+        "{} passes from the big table",
+        plan.roots()
+    );
     plan.marginalize(&vals);
     let grads: Vec<Vec<f64>> = targets
         .iter()
@@ -1121,6 +1130,11 @@ fn a_tree_as_large_as_the_universe_is_one_table() {
     let tree = JunctionTree::new(&[3, 2, 3], &chain).unwrap();
     assert_eq!(tree.cliques().len(), 2);
     assert_eq!(model_cells(&[3, 2, 3], &chain).unwrap(), 12);
+    // A compressed domain's tree follows the original sizes' rule either way.
+    let compressed = JunctionTree::ordered_by(&[2, 2, 2], &[2, 1, 2], &chain).unwrap();
+    assert_eq!(compressed.cliques(), &[cl(&[0, 1, 2])]);
+    let compressed = JunctionTree::ordered_by(&[3, 2, 3], &[2, 2, 2], &chain).unwrap();
+    assert_eq!(compressed.cliques().len(), 2);
     // A fit on the one table still matches what it measured.
     let sizes = [2, 2, 2];
     let mut rng = seeded_rng(24);
