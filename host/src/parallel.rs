@@ -53,11 +53,11 @@ pub(crate) fn each_mut<T: Send>(items: &mut [T], parallel: bool, f: impl Fn(&mut
     }
 }
 
-/// `f(k, out_chunk, src_chunk)` for the consecutive chunks of `chunk` cells
-/// (`k` counts them from 0; `src` empty: every `src_chunk` empty), in parallel when [`enabled`] and `out` has at
-/// least `min_parallel` cells; the chunks' results in order. The chunks are the
-/// same either way, so a result combined from them in order does not depend on
-/// the threads.
+/// `f(k, out_chunk, src_chunk)` for the consecutive chunks of `chunk` cells (`k`
+/// counts them from 0; `src` empty: every `src_chunk` empty), in parallel when
+/// [`enabled`] and `out` has at least `min_parallel` cells; the chunks' results in
+/// order. The chunks are the same either way, so a result combined from them in
+/// order does not depend on the threads.
 pub(crate) fn chunks<R: Send>(
     out: &mut [f64],
     src: &[f64],
