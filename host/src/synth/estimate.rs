@@ -330,7 +330,7 @@ impl Model {
 
     /// The marginal counts of many cliques, each as [`Model::marginal`] gives it up
     /// to rounding: the queries one clique of the model holds share a
-    /// [`MarginalPlan`] over its table (a few passes over it, not one a query), and
+    /// `MarginalPlan` over its table (a few passes over it, not one a query), and
     /// the cliques' plans and the queries spanning cliques run in parallel.
     pub fn marginals(&self, queries: &[&Clique]) -> Result<Vec<Vec<f64>>, SynthError> {
         enum Job {
