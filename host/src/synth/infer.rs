@@ -26,7 +26,7 @@ pub struct BeliefPropagation {
 pub(crate) const PARALLEL_CELLS: usize = 1 << 15;
 
 /// The cells of one parallel chunk.
-const CHUNK: usize = 1 << 13;
+pub(crate) const CHUNK: usize = 1 << 13;
 
 fn gcd(a: usize, b: usize) -> usize {
     if b == 0 { a } else { gcd(b, a % b) }

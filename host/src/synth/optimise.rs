@@ -20,7 +20,7 @@
 //! `tolerance × Σ_i cells(C_i)`.
 
 use super::estimate::Measurement;
-use super::infer::PARALLEL_CELLS;
+use super::infer::{CHUNK, PARALLEL_CELLS};
 
 /// What the mirror descent needs from a parametrisation.
 pub(crate) trait Oracle {
@@ -166,7 +166,7 @@ pub(crate) fn mirror_descent<O: Oracle>(
         loop {
             for (t, (th, g)) in trial.iter_mut().zip(theta.iter().zip(&g_tables)) {
                 t.copy_from_slice(th);
-                crate::parallel::elementwise(t, g, 1 << 13, PARALLEL_CELLS, |x, &b| *x -= eta * b);
+                crate::parallel::elementwise(t, g, CHUNK, PARALLEL_CELLS, |x, &b| *x -= eta * b);
             }
             oracle.evaluate(&trial, &mut trial_marg);
             out.evaluations += 1;

@@ -1019,6 +1019,19 @@ fn a_fit_from_uniform_starts_at_the_uniform_model() {
     assert!(w.iter().any(|&x| (x - n / 6.0).abs() > 10.0));
 }
 
+/// A model fitted to the exact marginals of a random joint over five attributes
+/// (sizes 2, 3, 2, 2, 3; n = 1000) on the chain of pairs; the chain, and the
+/// generator for more draws.
+fn chain_model(seed: u64) -> (Model, [Clique; 4], rand_chacha::ChaCha12Rng) {
+    let sizes = [2, 3, 2, 2, 3];
+    let mut rng = seeded_rng(seed);
+    let joint = random_joint(&sizes, &mut rng);
+    let cliques = [cl(&[0, 1]), cl(&[1, 2]), cl(&[2, 3]), cl(&[3, 4])];
+    let ms = exact_measurements(&sizes, &joint, 1000.0, &cliques);
+    let model = fit(&sizes, &ms, Total::Known(1000.0), &FitOptions::default()).unwrap();
+    (model, cliques, rng)
+}
+
 /// A model's marginals read from its kept probability tables are bit-identical
 /// to those from tables exponentiated afresh: queries inside one clique and
 /// across cliques, repeated after other cliques' tables were made, and on a
@@ -1026,13 +1039,8 @@ fn a_fit_from_uniform_starts_at_the_uniform_model() {
 #[test]
 fn kept_probability_tables_change_no_marginal() {
     use super::compress::Compression;
-    let sizes = [2, 3, 2, 2, 3];
-    let mut rng = seeded_rng(22);
-    let joint = random_joint(&sizes, &mut rng);
-    let n = 1000.0;
-    let cliques = [cl(&[0, 1]), cl(&[1, 2]), cl(&[2, 3]), cl(&[3, 4])];
-    let ms = exact_measurements(&sizes, &joint, n, &cliques);
-    let model = fit(&sizes, &ms, Total::Known(n), &FitOptions::default()).unwrap();
+    let (model, cliques, mut rng) = chain_model(22);
+    let n = model.total();
     let fresh = |m: &Model, q: &Clique| -> Vec<f64> {
         marginal(m.tree(), m.log_marginals(), q)
             .unwrap()
@@ -1085,13 +1093,8 @@ fn kept_probability_tables_change_no_marginal() {
 
 #[test]
 fn batched_marginals_match_single_queries() {
-    let sizes = [2, 3, 2, 2, 3];
-    let mut rng = seeded_rng(23);
-    let joint = random_joint(&sizes, &mut rng);
-    let n = 1000.0;
-    let cliques = [cl(&[0, 1]), cl(&[1, 2]), cl(&[2, 3]), cl(&[3, 4])];
-    let ms = exact_measurements(&sizes, &joint, n, &cliques);
-    let model = fit(&sizes, &ms, Total::Known(n), &FitOptions::default()).unwrap();
+    let (model, _, _) = chain_model(23);
+    let n = model.total();
     assert_eq!(model.cliques().len(), 4);
     // Inside one table (several per table, one the whole table), across tables,
     // and a repeat.
