@@ -538,7 +538,7 @@ struct TreeOracle<'t> {
 impl Oracle for TreeOracle<'_> {
     fn evaluate(&mut self, theta: &[Vec<f64>], marginals: &mut [Vec<f64>]) {
         self.bp
-            .calibrate(self.tree, theta, &mut self.beliefs, &mut self.lin);
+            .calibrate(self.tree, theta, &mut self.beliefs, &mut self.lin, false);
         let lin = &self.lin;
         let mut jobs: Vec<(&mut MarginalPlan, &[f64])> = self
             .plans
@@ -699,7 +699,7 @@ pub fn fit(
     let mut lin = std::mem::take(&mut oracle.lin);
     oracle
         .bp
-        .calibrate(&tree, &theta, &mut log_beliefs, &mut lin);
+        .calibrate(&tree, &theta, &mut log_beliefs, &mut lin, true);
     Ok(Model {
         linear: unmade(&log_beliefs),
         tree,

@@ -139,6 +139,10 @@ impl Projection {
             let src = &big[a..a + len];
             if s == 0 {
                 out[j] += src.iter().sum::<f64>();
+            } else if s == 1 {
+                for (o, x) in out[j..j + len].iter_mut().zip(src) {
+                    *o += x;
+                }
             } else {
                 for (t, x) in src.iter().enumerate() {
                     out[j + t * s] += x;

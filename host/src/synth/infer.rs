@@ -78,14 +78,21 @@ impl BeliefPropagation {
     /// "marginal of the belief minus the upward message"). A separator cell whose
     /// mass is below `f64::MIN_POSITIVE` times the clique's largest cell is
     /// floored there (≈ e^−708 relative), so no table ever holds −∞.
+    ///
+    /// With `log_beliefs` false only `linear` is an output: `beliefs` is left
+    /// unnormalised (scratch), and a tree of one clique is exponentiated straight
+    /// from `theta` — what the fit's inner loop needs, one or two passes over the
+    /// table fewer; `linear` and `ln Z` are the same either way.
     pub fn calibrate(
         &mut self,
         tree: &JunctionTree,
         theta: &[Vec<f64>],
         beliefs: &mut [Vec<f64>],
         linear: &mut [Vec<f64>],
+        log_beliefs: bool,
     ) -> f64 {
         let order = tree.order();
+        let lone = !log_beliefs && order.len() == 1;
         // `out = exp(b − max b)`; returns the maximum and `Σ out` (summed per chunk,
         // the chunks' sums in order).
         let exp_rel = |b: &[f64], out: &mut Vec<f64>| -> (f64, f64) {
@@ -103,7 +110,7 @@ impl BeliefPropagation {
             (m, sums.iter().sum())
         };
         // Upward: b_c = θ_c + Σ_children up-messages; up-message = ln Σ onto the separator.
-        for &c in order.iter().rev() {
+        for &c in order.iter().rev().filter(|_| !lone) {
             let b = &mut beliefs[c];
             b.clear();
             b.extend_from_slice(&theta[c]);
@@ -130,7 +137,7 @@ impl BeliefPropagation {
                 p.broadcast_add(&mut beliefs[c], &self.msg_down[c], 1.0);
             }
             let lin = &mut linear[c];
-            let (m, z) = exp_rel(&beliefs[c], lin);
+            let (m, z) = exp_rel(if lone { &theta[c] } else { &beliefs[c] }, lin);
             for &k in tree.children(c) {
                 if let Some(p) = &self.down[k] {
                     let msg = &mut self.msg_down[k];
@@ -147,7 +154,9 @@ impl BeliefPropagation {
                 log_z = lz;
             }
             elementwise(lin, &[], |x, _| *x /= z);
-            elementwise(&mut beliefs[c], &[], |x, _| *x -= lz);
+            if log_beliefs {
+                elementwise(&mut beliefs[c], &[], |x, _| *x -= lz);
+            }
         }
         log_z
     }

@@ -165,8 +165,11 @@ pub(crate) fn mirror_descent<O: Oracle>(
         grow = true;
         loop {
             for (t, (th, g)) in trial.iter_mut().zip(theta.iter().zip(&g_tables)) {
-                t.copy_from_slice(th);
-                crate::parallel::elementwise(t, g, CHUNK, PARALLEL_CELLS, |x, &b| *x -= eta * b);
+                crate::parallel::chunks(t, g, CHUNK, PARALLEL_CELLS, |k, t, g| {
+                    for ((t, &x), &b) in t.iter_mut().zip(&th[k * CHUNK..]).zip(g) {
+                        *t = x - eta * b;
+                    }
+                });
             }
             oracle.evaluate(&trial, &mut trial_marg);
             out.evaluations += 1;

@@ -82,6 +82,44 @@ fn check_tree(tree: &JunctionTree, cliques: &[Clique]) {
     }
 }
 
+/// The fit's inner-loop calibration (no log-beliefs) gives the same probability
+/// tables and `ln Z`, bit for bit, as the full one (`lin`, `log_z`).
+fn assert_same_linear(tree: &JunctionTree, theta: &[Vec<f64>], lin: &[Vec<f64>], log_z: f64) {
+    let mut bp = BeliefPropagation::new(tree).unwrap();
+    let mut scratch = vec![Vec::new(); theta.len()];
+    let mut fast = vec![Vec::new(); theta.len()];
+    let fast_z = bp.calibrate(tree, theta, &mut scratch, &mut fast, false);
+    assert_eq!(fast_z.to_bits(), log_z.to_bits());
+    for (a, b) in fast.iter().zip(lin) {
+        assert!(
+            a.iter()
+                .map(|x| x.to_bits())
+                .eq(b.iter().map(|x| x.to_bits()))
+        );
+    }
+}
+
+/// A tree of one clique: the inner-loop calibration reads `theta` directly.
+#[test]
+fn one_clique_calibrates_the_same_without_log_beliefs() {
+    let sizes = [3, 2, 4];
+    let mut rng = seeded_rng(11);
+    let all = Clique::new(0..3).unwrap();
+    let tree = JunctionTree::new(&sizes, std::slice::from_ref(&all)).unwrap();
+    assert_eq!(tree.cliques().len(), 1);
+    let theta = vec![
+        (0..24)
+            .map(|_| 3.0 * (unif(&mut rng) - 0.5))
+            .collect::<Vec<f64>>(),
+    ];
+    let mut bp = BeliefPropagation::new(&tree).unwrap();
+    let (mut beliefs, mut lin) = (vec![Vec::new()], vec![Vec::new()]);
+    let log_z = bp.calibrate(&tree, &theta, &mut beliefs, &mut lin, true);
+    let z: f64 = theta[0].iter().map(|t| t.exp()).sum();
+    assert!((log_z - z.ln()).abs() < 1e-12);
+    assert_same_linear(&tree, &theta, &lin, log_z);
+}
+
 fn check_inference(sizes: &[usize], cliques: &[Clique], seed: u64) {
     let mut rng = seeded_rng(seed);
     let factors = random_factors(sizes, cliques, &mut rng);
@@ -102,7 +140,8 @@ fn check_inference(sizes: &[usize], cliques: &[Clique], seed: u64) {
     let mut bp = BeliefPropagation::new(&tree).unwrap();
     let mut beliefs = vec![Vec::new(); theta.len()];
     let mut lin = vec![Vec::new(); theta.len()];
-    bp.calibrate(&tree, &theta, &mut beliefs, &mut lin);
+    let log_z = bp.calibrate(&tree, &theta, &mut beliefs, &mut lin, true);
+    assert_same_linear(&tree, &theta, &lin, log_z);
     for (c, l) in tree.cliques().iter().zip(&lin) {
         let want = brute_marginal(sizes, &joint, c);
         for (g, w) in l.iter().zip(&want) {
