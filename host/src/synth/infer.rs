@@ -79,10 +79,11 @@ impl BeliefPropagation {
     /// mass is below `f64::MIN_POSITIVE` times the clique's largest cell is
     /// floored there (≈ e^−708 relative), so no table ever holds −∞.
     ///
-    /// With `log_beliefs` false only `linear` is an output: `beliefs` is left
-    /// unnormalised (scratch), and a tree of one clique is exponentiated straight
-    /// from `theta` — what the fit's inner loop needs, one or two passes over the
-    /// table fewer; `linear` and `ln Z` are the same either way.
+    /// With `log_beliefs` false, `beliefs` is scratch (unnormalised, or untouched
+    /// for a tree of one clique, which is exponentiated straight from `theta`);
+    /// only `linear` and the returned `ln Z` are defined, the same as with true.
+    /// That is what the fit's inner loop needs, one or two passes over the table
+    /// fewer.
     pub fn calibrate(
         &mut self,
         tree: &JunctionTree,
@@ -110,23 +111,26 @@ impl BeliefPropagation {
             (m, sums.iter().sum())
         };
         // Upward: b_c = θ_c + Σ_children up-messages; up-message = ln Σ onto the separator.
-        for &c in order.iter().rev().filter(|_| !lone) {
-            let b = &mut beliefs[c];
-            b.clear();
-            b.extend_from_slice(&theta[c]);
-            for &k in tree.children(c) {
-                if let Some(p) = &self.down[k] {
-                    p.broadcast_add(b, &self.msg_up[k], 1.0);
+        // (A lone clique has no messages; its table is read from theta below.)
+        if !lone {
+            for &c in order.iter().rev() {
+                let b = &mut beliefs[c];
+                b.clear();
+                b.extend_from_slice(&theta[c]);
+                for &k in tree.children(c) {
+                    if let Some(p) = &self.down[k] {
+                        p.broadcast_add(b, &self.msg_up[k], 1.0);
+                    }
                 }
-            }
-            if let Some(p) = &self.up[c] {
-                let (m, _) = exp_rel(b, &mut self.scratch);
-                let msg = &mut self.msg_up[c];
-                msg.clear();
-                msg.resize(p.sub_len(), 0.0);
-                p.sum_into(&self.scratch, msg);
-                msg.iter_mut()
-                    .for_each(|x| *x = x.max(f64::MIN_POSITIVE).ln() + m);
+                if let Some(p) = &self.up[c] {
+                    let (m, _) = exp_rel(b, &mut self.scratch);
+                    let msg = &mut self.msg_up[c];
+                    msg.clear();
+                    msg.resize(p.sub_len(), 0.0);
+                    p.sum_into(&self.scratch, msg);
+                    msg.iter_mut()
+                        .for_each(|x| *x = x.max(f64::MIN_POSITIVE).ln() + m);
+                }
             }
         }
         // Downward: add the parent's message, exponentiate once, send
