@@ -11,8 +11,8 @@
 //! in the model's exponential family because every `g_i` lives on a measured
 //! clique. `L` is `L₀ = 2N²·Σ_i max_j (k_ij·σ_i²)⁻¹`-smooth relative to the entropy (Pinsker),
 //! so `η = 1/L₀` always decreases it; each step tries the last accepted step
-//! (doubled if that one was accepted at its first trial; a warm start begins at
-//! the previous fit's step) and halves until the Armijo condition
+//! (doubled after two in a row were accepted at their first trial; a warm start
+//! begins at the previous fit's step) and halves until the Armijo condition
 //! `L(p') ≤ L(p) + ½⟨∇L(p), p' − p⟩` holds (or `η ≤ 1/L₀`).
 //!
 //! Stopping: the Frank–Wolfe gap `⟨∇L(p), p⟩ − min_x ∇L(p)(x)` bounds
@@ -107,6 +107,17 @@ fn max_weight(m: &Measurement) -> f64 {
     1.0 / (k.max(1.0) * m.sigma * m.sigma)
 }
 
+/// How many steps in a row must be accepted at their first trial before the next
+/// tries twice the step.
+///
+/// It was 1: the step then doubled every other iteration, and the doubled trial
+/// was mostly refused — one wasted marginal-oracle call in two iterations. With 2,
+/// mean 3-way TV of the model (seeds as given): NLTCS at ε = 0.1 0.0339 → 0.0332
+/// (0–31; seeds 0–2 0.0340 → 0.0319), at ε = 1 0.00576 → 0.00574 (0–31), at
+/// ε = 10 0.00113 → 0.00113 (0–5); Adult at ε = 1 0.0733 → 0.0726 (0–2; records
+/// 0.0757 → 0.0749) and 0.0741 → 0.0736 (3–6), at ε = 0.1 0.1956 → 0.1964 (0–3).
+const GROW_AFTER: usize = 2;
+
 /// `out = theta − eta·g`, cell by cell, in parallel chunks on large tables.
 fn step_into(out: &mut [f64], theta: &[f64], g: &[f64], eta: f64) {
     assert!(out.len() == theta.len() && g.len() == theta.len());
@@ -145,7 +156,8 @@ pub(crate) fn mirror_descent<O: Oracle>(
     let mut eta = start_step
         .filter(|s| s.is_finite() && *s > eta_min)
         .unwrap_or(eta_min);
-    let mut grow = start_step.is_none();
+    // Steps in a row accepted at their first trial (a cold start may grow at once).
+    let mut streak = if start_step.is_none() { GROW_AFTER } else { 0 };
     let mut out = Outcome {
         iterations: 0,
         evaluations: 1,
@@ -169,11 +181,11 @@ pub(crate) fn mirror_descent<O: Oracle>(
             out.converged = true;
             return out;
         }
-        // Try a longer step only after one accepted at the first trial.
-        if grow {
+        // Try a longer step only after GROW_AFTER accepted at their first trial.
+        if streak >= GROW_AFTER {
             eta *= 2.0;
         }
-        grow = true;
+        let mut first = true;
         loop {
             for (out, (th, g)) in trial.iter_mut().zip(theta.iter().zip(&g_tables)) {
                 step_into(out, th, g, eta);
@@ -202,8 +214,9 @@ pub(crate) fn mirror_descent<O: Oracle>(
                 break;
             }
             eta *= 0.5;
-            grow = false;
+            first = false;
         }
+        streak = if first { streak + 1 } else { 0 };
         out.iterations += 1;
         out.loss = loss;
         out.step = eta;
