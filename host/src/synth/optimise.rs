@@ -262,7 +262,8 @@ mod tests {
         for start in [None, Some(4.0 * eta_min)] {
             let mut oracle = Quadratic { evaluations: 0 };
             let mut theta = vec![vec![0.0]];
-            let out = mirror_descent(&mut oracle, &mut theta, &[y.clone()], 1.0, 10, 0.0, start);
+            let ys = std::slice::from_ref(&y);
+            let out = mirror_descent(&mut oracle, &mut theta, ys, 1.0, 10, 0.0, start);
             assert_eq!((out.iterations, out.evaluations), (10, 13), "{start:?}");
             assert_eq!(oracle.evaluations, 13);
             assert_eq!(out.step, 32.0 * eta_min);
