@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use super::infer::{BeliefPropagation, MarginalPlan, PARALLEL_CELLS, marginal_from};
-use super::optimise::{Oracle, mirror_descent};
+use super::optimise::{Oracle, Stop, mirror_descent};
 use super::{Clique, JunctionTree, MarginalModel, SynthError, sample};
 use crate::parallel;
 use crate::synth::factor::Projection;
@@ -169,6 +169,11 @@ pub struct FitOptions<'m> {
     /// Stop when the Frank–Wolfe gap (an upper bound on the loss's distance to its
     /// minimum) is at most `tolerance × Σ_i cells(C_i)`.
     pub tolerance: f64,
+    /// Also stop once three steps in a row each lowered the loss by less than
+    /// `stall × Σ_i cells(C_i)` (0: never). Fitting noisy measurements the loss
+    /// near the fit is about `Σ_i cells(C_i)`, so a small `stall` (10⁻⁴–10⁻³)
+    /// stops steps that move the fit far less than the noise it fits.
+    pub stall: f64,
     /// Start from this model's potentials (its cliques join the junction tree, so
     /// the start is exactly that model's distribution).
     pub warm_start: Option<&'m Model>,
@@ -183,11 +188,12 @@ pub struct FitOptions<'m> {
 }
 
 impl Default for FitOptions<'_> {
-    /// 1000 steps, tolerance 10⁻⁶, no warm start, at most 2²⁵ cells.
+    /// 1000 steps, tolerance 10⁻⁶, no stall rule, no warm start, at most 2²⁵ cells.
     fn default() -> Self {
         FitOptions {
             iterations: 1000,
             tolerance: 1e-6,
+            stall: 0.0,
             warm_start: None,
             from_uniform: false,
             max_cells: 1 << 25,
@@ -212,6 +218,9 @@ pub(crate) fn validate(
     }
     if options.tolerance.is_nan() || options.tolerance < 0.0 {
         return Err(SynthError::InvalidOption("tolerance must be ≥ 0".into()));
+    }
+    if options.stall.is_nan() || options.stall < 0.0 {
+        return Err(SynthError::InvalidOption("stall must be ≥ 0".into()));
     }
     for (i, m) in measurements.iter().enumerate() {
         m.validate(i, Some(sizes))?;
@@ -691,8 +700,11 @@ pub fn fit(
         &mut theta,
         measurements,
         n,
-        options.iterations,
-        options.tolerance,
+        Stop {
+            iterations: options.iterations,
+            tolerance: options.tolerance,
+            stall: options.stall,
+        },
         start,
     );
     let mut log_beliefs = std::mem::take(&mut oracle.beliefs);

@@ -18,7 +18,12 @@
 //!
 //! Stopping: the Frank–Wolfe gap `⟨∇L(p), p⟩ − min_x ∇L(p)(x)` bounds
 //! `L(p) − min L` from above (convexity); the fit stops when it is at most
-//! `tolerance × Σ_i cells(C_i)`.
+//! `tolerance × Σ_i cells(C_i)`. A fit given `stall > 0` also stops once
+//! [`STALL_STEPS`] steps in a row each lowered `L` by less than
+//! `stall × Σ_i cells(C_i)`: fitting noisy measurements, `L` near the fit is about
+//! `Σ_i cells(C_i)` (each cell's squared noise over its variance has mean 1), so
+//! such steps move the fit far less than the noise it fits. Both rules read only
+//! the measurements: post-processing.
 
 use super::estimate::Measurement;
 use super::infer::{CHUNK, PARALLEL_CELLS};
@@ -120,6 +125,10 @@ fn max_weight(m: &Measurement) -> f64 {
 /// 0.0757 → 0.0749) and 0.0741 → 0.0736 (3–6), at ε = 0.1 0.1956 → 0.1964 (0–3).
 const GROW_AFTER: usize = 2;
 
+/// How many steps in a row must each lower the loss by less than `stall × Σ_i
+/// cells(C_i)` to stop a fit that asks for it ([`mirror_descent`]'s `stall`).
+const STALL_STEPS: usize = 3;
+
 /// `out = theta − eta·g`, cell by cell, in parallel chunks on large tables.
 fn step_into(out: &mut [f64], theta: &[f64], g: &[f64], eta: f64) {
     assert!(out.len() == theta.len() && g.len() == theta.len());
@@ -131,16 +140,31 @@ fn step_into(out: &mut [f64], theta: &[f64], g: &[f64], eta: f64) {
     });
 }
 
+/// When a fit stops (see the module documentation).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stop {
+    /// At most this many steps.
+    pub iterations: usize,
+    /// The Frank–Wolfe gap's tolerance, per cell.
+    pub tolerance: f64,
+    /// The stall rule's least decrease of the loss per step, per cell (0: none).
+    pub stall: f64,
+}
+
 /// Runs mirror descent from `theta` (updated in place).
 pub(crate) fn mirror_descent<O: Oracle>(
     oracle: &mut O,
     theta: &mut Vec<Vec<f64>>,
     ms: &[Measurement],
     n: f64,
-    iterations: usize,
-    tolerance: f64,
+    stop: Stop,
     start_step: Option<f64>,
 ) -> Outcome {
+    let Stop {
+        iterations,
+        tolerance,
+        stall,
+    } = stop;
     let l0 = 2.0 * n * n * ms.iter().map(max_weight).sum::<f64>();
     let eta_min = if l0 > 0.0 { 1.0 / l0 } else { 1.0 };
     let scale: f64 = ms
@@ -168,6 +192,8 @@ pub(crate) fn mirror_descent<O: Oracle>(
         converged: false,
         step: eta,
     };
+    // Steps in a row that each lowered the loss by less than stall × scale.
+    let mut stalled = 0usize;
     for _ in 0..iterations {
         loss = loss_and_grads(ms, n, &marg, Some(&mut grads));
         oracle.gradient(&grads, &mut g_tables);
@@ -219,9 +245,17 @@ pub(crate) fn mirror_descent<O: Oracle>(
             first = false;
         }
         streak = if first { streak + 1 } else { 0 };
+        stalled = if out.loss - loss < stall * scale {
+            stalled + 1
+        } else {
+            0
+        };
         out.iterations += 1;
         out.loss = loss;
         out.step = eta;
+        if stall > 0.0 && stalled >= STALL_STEPS {
+            break;
+        }
     }
     out
 }
@@ -263,11 +297,94 @@ mod tests {
             let mut oracle = Quadratic { evaluations: 0 };
             let mut theta = vec![vec![0.0]];
             let ys = std::slice::from_ref(&y);
-            let out = mirror_descent(&mut oracle, &mut theta, ys, 1.0, 10, 0.0, start);
+            let out = mirror_descent(
+                &mut oracle,
+                &mut theta,
+                ys,
+                1.0,
+                Stop {
+                    iterations: 10,
+                    tolerance: 0.0,
+                    stall: 0.0,
+                },
+                start,
+            );
             assert_eq!((out.iterations, out.evaluations), (10, 13), "{start:?}");
             assert_eq!(oracle.evaluations, 13);
             assert_eq!(out.step, 32.0 * eta_min);
         }
+    }
+
+    /// With `stall`, the fit stops once [`STALL_STEPS`] steps in a row each
+    /// lowered the loss by less than `stall × cells`, and not before: the one-cell
+    /// quadratic's loss falls ninefold a step once the step has grown, so it
+    /// stalls long before 100 steps; without, all 100 run.
+    #[test]
+    fn the_fit_stops_when_the_loss_stalls() {
+        let y = Measurement::new(Clique::new([0]).unwrap(), vec![1000.0], 1.0).unwrap();
+        let ys = std::slice::from_ref(&y);
+        let mut oracle = Quadratic { evaluations: 0 };
+        let mut theta = vec![vec![0.0]];
+        let stall = 3e-4;
+        let every = mirror_descent(
+            &mut oracle,
+            &mut vec![vec![0.0]],
+            ys,
+            1.0,
+            Stop {
+                iterations: 100,
+                tolerance: 0.0,
+                stall: 0.0,
+            },
+            None,
+        );
+        assert_eq!(every.iterations, 100);
+        let out = mirror_descent(
+            &mut oracle,
+            &mut theta,
+            ys,
+            1.0,
+            Stop {
+                iterations: 100,
+                tolerance: 0.0,
+                stall,
+            },
+            None,
+        );
+        assert!(out.iterations < 100, "{out:?}");
+        // Replay: the same fit step by step, each run one step longer, records
+        // the loss after each step; the last STALL_STEPS fell by < STALL, and
+        // no earlier run of STALL_STEPS did.
+        let losses: Vec<f64> = (0..=out.iterations)
+            .map(|k| {
+                let mut theta = vec![vec![0.0]];
+                let mut o = Quadratic { evaluations: 0 };
+                mirror_descent(
+                    &mut o,
+                    &mut theta,
+                    ys,
+                    1.0,
+                    Stop {
+                        iterations: k,
+                        tolerance: 0.0,
+                        stall,
+                    },
+                    None,
+                )
+                .loss
+            })
+            .collect();
+        let small: Vec<bool> = losses.windows(2).map(|w| w[0] - w[1] < stall).collect();
+        assert!(
+            small.iter().rev().take(STALL_STEPS).all(|&s| s),
+            "{losses:?}"
+        );
+        assert!(
+            !small[..small.len() - 1]
+                .windows(STALL_STEPS)
+                .any(|w| w.iter().all(|&s| s)),
+            "{losses:?}"
+        );
     }
 
     /// The trial step over several parallel chunks (and a partial last one) is
