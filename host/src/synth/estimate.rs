@@ -170,9 +170,10 @@ pub struct FitOptions<'m> {
     /// minimum) is at most `tolerance × Σ_i cells(C_i)`.
     pub tolerance: f64,
     /// Also stop once three steps in a row each lowered the loss by less than
-    /// `stall × Σ_i cells(C_i)` (0: never). Fitting noisy measurements the loss
-    /// near the fit is about `Σ_i cells(C_i)`, so a small `stall` (10⁻⁴–10⁻³)
-    /// stops steps that move the fit far less than the noise it fits.
+    /// `stall × Σ_i cells(C_i)` (0: never). A heuristic for noisy measurements:
+    /// the loss at the true distribution is about `Σ_i cells(C_i)` and at the fit
+    /// at most about that, so a small `stall` (10⁻⁴–10⁻³) stops steps that move
+    /// the fit far less than the noise it fits.
     pub stall: f64,
     /// Start from this model's potentials (its cliques join the junction tree, so
     /// the start is exactly that model's distribution).
@@ -219,8 +220,10 @@ pub(crate) fn validate(
     if options.tolerance.is_nan() || options.tolerance < 0.0 {
         return Err(SynthError::InvalidOption("tolerance must be ≥ 0".into()));
     }
-    if options.stall.is_nan() || options.stall < 0.0 {
-        return Err(SynthError::InvalidOption("stall must be ≥ 0".into()));
+    if !options.stall.is_finite() || options.stall < 0.0 {
+        return Err(SynthError::InvalidOption(
+            "stall must be finite and ≥ 0".into(),
+        ));
     }
     for (i, m) in measurements.iter().enumerate() {
         m.validate(i, Some(sizes))?;

@@ -20,10 +20,11 @@
 //! `L(p) − min L` from above (convexity); the fit stops when it is at most
 //! `tolerance × Σ_i cells(C_i)`. A fit given `stall > 0` also stops once
 //! [`STALL_STEPS`] steps in a row each lowered `L` by less than
-//! `stall × Σ_i cells(C_i)`: fitting noisy measurements, `L` near the fit is about
-//! `Σ_i cells(C_i)` (each cell's squared noise over its variance has mean 1), so
-//! such steps move the fit far less than the noise it fits. Both rules read only
-//! the measurements: post-processing.
+//! `stall × Σ_i cells(C_i)` — a heuristic: fitting noisy measurements, `L` at the
+//! true distribution is about `Σ_i cells(C_i)` (each cell's squared noise over its
+//! variance has mean 1) and at the fit at most about that, so such steps move the
+//! fit far less than the noise it fits. Both rules read only the measurements:
+//! post-processing.
 
 use super::estimate::Measurement;
 use super::infer::{CHUNK, PARALLEL_CELLS};
@@ -265,9 +266,10 @@ mod tests {
     use super::*;
     use crate::synth::Clique;
 
-    /// A one-cell quadratic whose Armijo test passes exactly when η ≤ 48/L₀:
-    /// μ = θ, the loss (μ − 1000)², and a gradient table 1/48 of the measured
-    /// one, so the trial residual is r·(1 − η/24) and the test holds iff η ≤ 24.
+    /// A quadratic, cell by cell, whose Armijo test passes exactly when
+    /// η ≤ 48/L₀: μ = θ, the loss Σ_j (μ_j − y_j)², and a gradient table 1/48 of
+    /// the measured one, so each trial residual is r·(1 − η/24) and the test
+    /// holds iff η ≤ 24.
     struct Quadratic {
         evaluations: usize,
     }
@@ -275,10 +277,13 @@ mod tests {
     impl Oracle for Quadratic {
         fn evaluate(&mut self, theta: &[Vec<f64>], marginals: &mut [Vec<f64>]) {
             self.evaluations += 1;
-            marginals[0][0] = theta[0][0];
+            marginals[0].copy_from_slice(&theta[0]);
         }
         fn gradient(&mut self, grads: &[Vec<f64>], out: &mut [Vec<f64>]) {
-            out[0][0] = grads[0][0] / 48.0;
+            out[0]
+                .iter_mut()
+                .zip(&grads[0])
+                .for_each(|(o, g)| *o = g / 48.0);
         }
         fn min_value(&mut self, _: &[Vec<f64>]) -> f64 {
             f64::NEG_INFINITY // no Frank–Wolfe stop
@@ -316,19 +321,20 @@ mod tests {
     }
 
     /// With `stall`, the fit stops once [`STALL_STEPS`] steps in a row each
-    /// lowered the loss by less than `stall × cells`, and not before: the one-cell
-    /// quadratic's loss falls ninefold a step once the step has grown, so it
-    /// stalls long before 100 steps; without, all 100 run.
+    /// lowered the loss by less than `stall × cells`, and not before: the
+    /// four-cell quadratic's loss falls ninefold a step once the step has grown,
+    /// so it stalls long before 100 steps; without, all 100 run.
     #[test]
     fn the_fit_stops_when_the_loss_stalls() {
-        let y = Measurement::new(Clique::new([0]).unwrap(), vec![1000.0], 1.0).unwrap();
+        let cells = [1000.0, 500.0, 250.0, 125.0];
+        let y = Measurement::new(Clique::new([0]).unwrap(), cells.to_vec(), 1.0).unwrap();
         let ys = std::slice::from_ref(&y);
         let mut oracle = Quadratic { evaluations: 0 };
-        let mut theta = vec![vec![0.0]];
+        let mut theta = vec![vec![0.0; 4]];
         let stall = 3e-4;
         let every = mirror_descent(
             &mut oracle,
-            &mut vec![vec![0.0]],
+            &mut vec![vec![0.0; 4]],
             ys,
             1.0,
             Stop {
@@ -353,11 +359,11 @@ mod tests {
         );
         assert!(out.iterations < 100, "{out:?}");
         // Replay: the same fit step by step, each run one step longer, records
-        // the loss after each step; the last STALL_STEPS fell by < STALL, and
-        // no earlier run of STALL_STEPS did.
+        // the loss after each step; the last STALL_STEPS fell by < stall × 4
+        // cells, and no earlier run of STALL_STEPS did.
         let losses: Vec<f64> = (0..=out.iterations)
             .map(|k| {
-                let mut theta = vec![vec![0.0]];
+                let mut theta = vec![vec![0.0; 4]];
                 let mut o = Quadratic { evaluations: 0 };
                 mirror_descent(
                     &mut o,
@@ -374,7 +380,10 @@ mod tests {
                 .loss
             })
             .collect();
-        let small: Vec<bool> = losses.windows(2).map(|w| w[0] - w[1] < stall).collect();
+        let small: Vec<bool> = losses
+            .windows(2)
+            .map(|w| w[0] - w[1] < stall * 4.0)
+            .collect();
         assert!(
             small.iter().rev().take(STALL_STEPS).all(|&s| s),
             "{losses:?}"

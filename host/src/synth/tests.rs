@@ -723,6 +723,13 @@ fn fit_errors_are_typed() {
         fit(&sizes, &[], Total::Estimated, &o).err(),
         Some(SynthError::NoMeasurements)
     );
+    for stall in [-1e-4, f64::NAN, f64::INFINITY] {
+        let o = FitOptions { stall, ..o };
+        assert!(matches!(
+            fit(&sizes, std::slice::from_ref(&ok), Total::Estimated, &o),
+            Err(SynthError::InvalidOption(_))
+        ));
+    }
     assert_eq!(
         fit(&sizes, std::slice::from_ref(&ok), Total::Known(0.0), &o).err(),
         Some(SynthError::InvalidTotal(0.0))
