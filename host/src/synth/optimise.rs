@@ -328,58 +328,32 @@ mod tests {
     fn the_fit_stops_when_the_loss_stalls() {
         let cells = [1000.0, 500.0, 250.0, 125.0];
         let y = Measurement::new(Clique::new([0]).unwrap(), cells.to_vec(), 1.0).unwrap();
-        let ys = std::slice::from_ref(&y);
-        let mut oracle = Quadratic { evaluations: 0 };
-        let mut theta = vec![vec![0.0; 4]];
-        let stall = 3e-4;
-        let every = mirror_descent(
-            &mut oracle,
-            &mut vec![vec![0.0; 4]],
-            ys,
-            1.0,
-            Stop {
-                iterations: 100,
-                tolerance: 0.0,
-                stall: 0.0,
-            },
-            None,
-        );
-        assert_eq!(every.iterations, 100);
-        let out = mirror_descent(
-            &mut oracle,
-            &mut theta,
-            ys,
-            1.0,
-            Stop {
-                iterations: 100,
+        // The fit of `iterations` steps from θ = 0, cold.
+        let fit = |iterations: usize, stall: f64| {
+            let mut theta = vec![vec![0.0; 4]];
+            let mut oracle = Quadratic { evaluations: 0 };
+            let stop = Stop {
+                iterations,
                 tolerance: 0.0,
                 stall,
-            },
-            None,
-        );
+            };
+            mirror_descent(
+                &mut oracle,
+                &mut theta,
+                std::slice::from_ref(&y),
+                1.0,
+                stop,
+                None,
+            )
+        };
+        let stall = 3e-4;
+        assert_eq!(fit(100, 0.0).iterations, 100);
+        let out = fit(100, stall);
         assert!(out.iterations < 100, "{out:?}");
         // Replay: the same fit step by step, each run one step longer, records
         // the loss after each step; the last STALL_STEPS fell by < stall × 4
         // cells, and no earlier run of STALL_STEPS did.
-        let losses: Vec<f64> = (0..=out.iterations)
-            .map(|k| {
-                let mut theta = vec![vec![0.0; 4]];
-                let mut o = Quadratic { evaluations: 0 };
-                mirror_descent(
-                    &mut o,
-                    &mut theta,
-                    ys,
-                    1.0,
-                    Stop {
-                        iterations: k,
-                        tolerance: 0.0,
-                        stall,
-                    },
-                    None,
-                )
-                .loss
-            })
-            .collect();
+        let losses: Vec<f64> = (0..=out.iterations).map(|k| fit(k, stall).loss).collect();
         let small: Vec<bool> = losses
             .windows(2)
             .map(|w| w[0] - w[1] < stall * 4.0)
