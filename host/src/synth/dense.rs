@@ -4,7 +4,7 @@
 
 use super::estimate::{FitOptions, Measurement, Total, validate};
 use super::factor::{Projection, logsumexp};
-use super::optimise::{Oracle, Stop, mirror_descent};
+use super::optimise::{Oracle, mirror_descent};
 use super::{Clique, MarginalModel, SynthError};
 
 /// A distribution over the full universe (cells in [`Clique`] order of all
@@ -121,11 +121,7 @@ pub fn fit_dense(
         &mut theta,
         measurements,
         n,
-        Stop {
-            iterations: options.iterations,
-            tolerance: options.tolerance,
-            stall: options.stall,
-        },
+        options.stop(),
         None,
     );
     oracle.probabilities(&theta[0]);

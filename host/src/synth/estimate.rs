@@ -188,6 +188,17 @@ pub struct FitOptions<'m> {
     pub order_sizes: Option<&'m [usize]>,
 }
 
+impl FitOptions<'_> {
+    /// When mirror descent stops under these options.
+    pub(crate) fn stop(&self) -> Stop {
+        Stop {
+            iterations: self.iterations,
+            tolerance: self.tolerance,
+            stall: self.stall,
+        }
+    }
+}
+
 impl Default for FitOptions<'_> {
     /// 1000 steps, tolerance 10⁻⁶, no stall rule, no warm start, at most 2²⁵ cells.
     fn default() -> Self {
@@ -703,11 +714,7 @@ pub fn fit(
         &mut theta,
         measurements,
         n,
-        Stop {
-            iterations: options.iterations,
-            tolerance: options.tolerance,
-            stall: options.stall,
-        },
+        options.stop(),
         start,
     );
     let mut log_beliefs = std::mem::take(&mut oracle.beliefs);

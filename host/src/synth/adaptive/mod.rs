@@ -325,9 +325,8 @@ const FINAL_WORK: FitWork = FitWork {
 };
 
 /// Every fit of a release (rounds and final) stops once three steps in a row each
-/// lowered the loss by less than `STALL × Σ_i cells(C_i)` ([`FitOptions::stall`]):
-/// a heuristic — the loss at the true distribution is about `Σ_i cells(C_i)`, at
-/// the fit at most about that, so such steps move the fit far less than the noise.
+/// lowered the loss by less than `STALL × Σ_i cells(C_i)` ([`FitOptions::stall`],
+/// which says why that scale).
 ///
 /// Measured against running every step (mean 3-way TV of the model, one release
 /// binary with the rule switched): NLTCS at ε = 10 0.00114 → 0.00116 (seeds 0–3;
