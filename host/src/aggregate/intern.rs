@@ -62,9 +62,25 @@ impl Names {
         }
     }
 
-    fn push(&mut self, text: &str) {
+    /// Adds `text` as the next number's.
+    pub(super) fn push(&mut self, text: &str) {
         self.texts.push_str(text);
         self.ends.push(self.texts.len());
+    }
+
+    /// The bytes of all the texts.
+    pub(super) fn bytes(&self) -> usize {
+        self.texts.len()
+    }
+
+    /// Removes every text, keeping the buffers for reuse unless the texts' buffer
+    /// holds more than `keep` bytes.
+    pub(super) fn clear(&mut self, keep: usize) {
+        if self.texts.capacity() > keep {
+            self.texts = String::new();
+        }
+        self.texts.clear();
+        self.ends.clear();
     }
 }
 
@@ -170,7 +186,7 @@ impl Interner {
     /// True when slot `s` holds `bytes`.
     fn holds(&self, s: &Slot, bytes: &[u8]) -> bool {
         if bytes.len() <= INLINE {
-            usize::from(s.len) == bytes.len() && s.inline[..bytes.len()] == *bytes
+            usize::from(s.len) == bytes.len() && inline_eq(&s.inline, bytes)
         } else {
             s.inline[..] == bytes[..INLINE] && self.names.text(s.id).as_bytes() == bytes
         }
@@ -188,6 +204,32 @@ impl Interner {
             }
             self.slots[i] = s;
         }
+    }
+}
+
+/// True when `inline` starts with `bytes` (at most [`INLINE`] of them), compared a
+/// word at a time: two or three overlapping windows cover every byte, where a
+/// slice comparison would call `memcmp` once per lookup.
+fn inline_eq(inline: &[u8; INLINE], bytes: &[u8]) -> bool {
+    fn word<const N: usize>(s: &[u8], at: usize) -> [u8; N] {
+        let mut w = [0u8; N];
+        w.copy_from_slice(&s[at..at + N]);
+        w
+    }
+    let n = bytes.len();
+    let same = |at: usize, width: usize| match width {
+        4 => word::<4>(inline, at) == word::<4>(bytes, at),
+        _ => word::<8>(inline, at) == word::<8>(bytes, at),
+    };
+    match n {
+        0 => true,
+        1..=3 => {
+            inline[0] == bytes[0] && inline[n / 2] == bytes[n / 2] && inline[n - 1] == bytes[n - 1]
+        }
+        4..=7 => same(0, 4) && same(n - 4, 4),
+        8..=16 => same(0, 8) && same(n - 8, 8),
+        17..=INLINE => same(0, 8) && same(8, 8) && same(n - 8, 8),
+        _ => false,
     }
 }
 
@@ -210,6 +252,23 @@ mod tests {
         }
         assert_eq!(names.text(6), "");
         assert_eq!(names.text(u32::MAX), "");
+    }
+
+    /// Every length up to INLINE, and a difference at every position of it.
+    #[test]
+    fn inline_comparison_reads_every_byte() {
+        for n in 0..=INLINE {
+            let bytes: Vec<u8> = (0..n as u8).map(|b| b + 1).collect();
+            let mut inline = [0u8; INLINE];
+            inline[..n].copy_from_slice(&bytes);
+            assert!(inline_eq(&inline, &bytes), "length {n}");
+            for at in 0..n {
+                let mut other = bytes.clone();
+                other[at] ^= 0x80;
+                assert!(!inline_eq(&inline, &other), "length {n}, byte {at}");
+            }
+        }
+        assert!(!inline_eq(&[0; INLINE], &[0; INLINE + 1]));
     }
 
     /// Through many growths, with texts sharing their first 23 bytes and a

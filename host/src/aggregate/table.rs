@@ -99,8 +99,9 @@ impl Table {
     ///
     /// Two threads share the work: this one parses the CSV text and checks each
     /// row (its values, bins and the filter) in batches of 2 048 rows (or 1 MiB of
-    /// records), at most two batches ahead of a second that interns the units and
-    /// keys of the rows kept, in row order. The table, and the first error in row
+    /// the kept rows' units and keys), each batch holding only what is kept,
+    /// column by column, at most two batches ahead of a second that interns the
+    /// units and keys of the rows kept, in row order. The table, and the first error in row
     /// order, are those of reading the rows one by one (as it does when no second
     /// thread can be started); rows past the cap or after an error are not parsed.
     pub fn from_csv<R: Read>(
@@ -123,7 +124,7 @@ impl Table {
             let reader = &reader;
             let hash = unit_hash.clone();
             let interner = std::thread::Builder::new().spawn_scoped(scope, move || {
-                intern_batches(reader, columns, max_rows, hash, batches, recycle)
+                intern_batches(columns, max_rows, hash, batches, recycle)
             });
             let Ok(interner) = interner else {
                 // No thread to be had (a process limit): one by one, here.
@@ -220,7 +221,7 @@ impl Table {
             let field = |i: usize| trim_field(record.field(i));
             let number = |i: usize| record.number(i);
             if reader.read(&field, &number, line, &mut parsed, &mut bin_of)? {
-                table.push(reader, row, &field, &parsed, &bin_of, None);
+                table.push(reader, row, &field, &parsed, &bin_of);
             }
         }
         table.finish(row)
@@ -303,79 +304,67 @@ pub fn trim_field(field: &str) -> &str {
     }
 }
 
-/// Rows a batch of [`Table::from_csv`] carries from the parser to the interner.
+/// Records a batch of [`Table::from_csv`] carries from the parser to the interner.
 const BATCH: usize = 2048;
 
-/// Bytes of records ([`held_bytes`]) after which a batch is sent even if it has
-/// fewer rows. At most four batches exist at once (two queued, one being interned,
-/// one being filled), each at most this plus one record, and the records kept for
-/// reuse hold at most this much per batch: a few MiB in all, whatever the rows.
+/// Bytes of text (the kept rows' units and keys) after which a batch is sent even
+/// if it has fewer records. At most four batches exist at once (two queued, one
+/// being interned, one being filled), each holding at most this plus one row's
+/// unit and key, and a spent batch keeps at most [`KEPT_BYTES`] of buffers: a few
+/// MiB in all, whatever the rows.
 const BATCH_BYTES: usize = 1 << 20;
 
-/// The most bytes ([`held_bytes`]) of a record kept for reuse.
-const REUSED_BYTES: usize = 1024;
-
-/// The bytes a record holds: its fields' text and their ends.
-fn held_bytes(r: &csv::StringRecord) -> usize {
-    r.as_byte_record().as_slice().len() + r.len() * std::mem::size_of::<usize>()
-}
+/// The most text capacity a spent batch keeps for reuse.
+const KEPT_BYTES: usize = 2 * BATCH_BYTES;
 
 /// Rows whose units' slots the interner loads together ([`Interner::warm`]).
 const WARM: usize = 16;
 
-/// A batch of parsed and checked rows ([`Table::from_csv`]).
+/// A batch of records parsed and checked by [`Table::from_csv`]'s parser, column
+/// by column: only what the interner needs of the rows kept.
 #[derive(Default)]
 struct Batch {
-    /// The records (reused from batch to batch; only the first
-    /// `outcomes.len()` are this batch's).
-    records: Vec<csv::StringRecord>,
-    /// Each record's outcome, in order.
-    outcomes: Vec<Outcome>,
-    /// Each record's unit's hash ([`TextHash::of`]; 0 without a unit).
+    /// The records read (kept, skipped, and the invalid one last).
+    records: usize,
+    /// Each kept row's position among the batch's records.
+    kept: Vec<u32>,
+    /// The kept rows' units (with a privacy-unit column) and their hashes
+    /// ([`TextHash::of`]).
+    units: Names,
     tags: Vec<u32>,
-    /// The kept rows' values and bins, flat (ranges in [`Outcome::Kept`]).
+    /// The kept rows' group-by fields, [`Columns::group_by`]`.len()` a row (a
+    /// binned key's bin label).
+    keys: Names,
+    /// The kept rows' values, [`Columns::values`]`.len()` a row.
     values: Vec<f64>,
-    bins: Vec<usize>,
+    /// The error of the last record, which refuses the table.
+    invalid: Option<AggregateError>,
     /// The parser's error after the last record (the file ends there).
     error: Option<csv::Error>,
 }
 
 impl Batch {
     fn clear(&mut self) {
-        // A record is reused only if its row was short: a buffer only grows, and
-        // each record read one row this batch, so a reused one never held a long
-        // row. At most BATCH_BYTES of them in all.
-        let mut kept = 0usize;
-        self.records.retain(|r| {
-            let held = held_bytes(r);
-            kept += held;
-            held <= REUSED_BYTES && kept <= BATCH_BYTES
-        });
-        self.outcomes.clear();
+        self.records = 0;
+        self.kept.clear();
+        self.units.clear(KEPT_BYTES);
         self.tags.clear();
+        self.keys.clear(KEPT_BYTES);
         self.values.clear();
-        self.bins.clear();
+        self.invalid = None;
         self.error = None;
+    }
+
+    /// The bytes of text the batch holds.
+    fn bytes(&self) -> usize {
+        self.units.bytes() + self.keys.bytes()
     }
 }
 
-/// What checking a row gave.
-enum Outcome {
-    /// Kept, with its values and bins in the batch.
-    Kept {
-        values: std::ops::Range<usize>,
-        bins: std::ops::Range<usize>,
-    },
-    /// Rejected by the filter, or invalid and dropped (`drop_invalid`).
-    Skipped,
-    /// Invalid: the table is refused.
-    Invalid(AggregateError),
-}
-
-/// The parser of [`Table::from_csv`]: parses and checks the rows in batches sent
-/// to `full` (reusing the batches from `spent`), hashing each row's unit with
-/// `unit_hash`. It stops after the first error, after the row past the cap, at
-/// the end of the text, or when the interner stops listening.
+/// The parser of [`Table::from_csv`]: parses and checks the records in batches
+/// sent to `full` (reusing the batches from `spent`), hashing each kept row's
+/// unit with `unit_hash`. It stops after the first error, after the record past
+/// the cap, at the end of the text, or when the interner stops listening.
 fn parse_batches<R: Read>(
     csv: &mut csv::Reader<R>,
     reader: &RowReader,
@@ -385,6 +374,7 @@ fn parse_batches<R: Read>(
     full: std::sync::mpsc::SyncSender<Batch>,
     spent: std::sync::mpsc::Receiver<Batch>,
 ) {
+    let mut record = csv::StringRecord::new();
     let mut row = 0usize;
     let mut parsed = Vec::with_capacity(columns.values.len());
     let mut bin_of = vec![0usize; columns.group_by.len()];
@@ -392,13 +382,8 @@ fn parse_batches<R: Read>(
         let mut batch = spent.try_recv().unwrap_or_default();
         batch.clear();
         let mut stop = false;
-        let mut bytes = 0usize;
-        while batch.outcomes.len() < BATCH && bytes < BATCH_BYTES && row <= max_rows {
-            let n = batch.outcomes.len();
-            if batch.records.len() == n {
-                batch.records.push(csv::StringRecord::new());
-            }
-            match csv.read_record(&mut batch.records[n]) {
+        while batch.records < BATCH && batch.bytes() < BATCH_BYTES && row <= max_rows {
+            match csv.read_record(&mut record) {
                 Ok(true) => {}
                 Ok(false) => {
                     stop = true;
@@ -410,33 +395,29 @@ fn parse_batches<R: Read>(
                     break;
                 }
             }
-            let record = &batch.records[n];
-            bytes += held_bytes(record);
             let field = |i: usize| trim_field(record.field(i));
             let line = row + 2;
             row += 1;
-            batch
-                .tags
-                .push(reader.unit(&field).map_or(0, |u| unit_hash.of(u)));
-            let outcome = match reader.read(&field, &|_| None, line, &mut parsed, &mut bin_of) {
+            batch.records += 1;
+            match reader.read(&field, &|_| None, line, &mut parsed, &mut bin_of) {
                 Ok(true) => {
-                    let (v, b) = (batch.values.len(), batch.bins.len());
-                    batch.values.extend_from_slice(&parsed);
-                    batch.bins.extend_from_slice(&bin_of);
-                    Outcome::Kept {
-                        values: v..batch.values.len(),
-                        bins: b..batch.bins.len(),
+                    if let Some(unit) = reader.unit(&field) {
+                        batch.units.push(unit);
+                        batch.tags.push(unit_hash.of(unit));
                     }
+                    for k in 0..bin_of.len() {
+                        batch.keys.push(reader.key_field(k, &field, &bin_of));
+                    }
+                    batch.values.extend_from_slice(&parsed);
+                    // Below BATCH.
+                    batch.kept.push((batch.records - 1) as u32);
                 }
-                Ok(false) => Outcome::Skipped,
+                Ok(false) => {}
                 Err(e) => {
+                    batch.invalid = Some(e);
                     stop = true;
-                    Outcome::Invalid(e)
+                    break;
                 }
-            };
-            batch.outcomes.push(outcome);
-            if stop {
-                break;
             }
         }
         // The interner stops at the first error (it drops the receiver).
@@ -448,9 +429,9 @@ fn parse_batches<R: Read>(
 
 /// The interner of [`Table::from_csv`]: the table of the batches' kept rows, in
 /// row order, or the first error in row order (the row cap checked before each
-/// row). Spent batches go back to the parser through `recycle`.
+/// record, as reading them one by one does). Spent batches go back to the
+/// parser through `recycle`.
 fn intern_batches(
-    reader: &RowReader,
     columns: &Columns,
     max_rows: usize,
     unit_hash: TextHash,
@@ -458,33 +439,38 @@ fn intern_batches(
     recycle: std::sync::mpsc::Sender<Batch>,
 ) -> Result<Table, AggregateError> {
     let mut table = TableBuilder::new(columns, unit_hash);
+    let (width, keys) = (columns.values.len(), columns.group_by.len());
+    let with_units = columns.unit.is_some();
+    // Records read before this batch: at most max_rows (the parser reads at most
+    // one past the cap, and that one is refused here).
     let mut row = 0usize;
     for mut batch in batches.iter() {
-        for (i, outcome) in batch.outcomes.drain(..).enumerate() {
-            if i.is_multiple_of(WARM) {
-                let end = batch.tags.len().min(i + WARM);
-                table.warm_units(&batch.tags[i..end]);
-            }
-            if row == max_rows {
-                return Err(AggregateError::TooManyRows { max: max_rows });
-            }
-            row += 1;
-            match outcome {
-                Outcome::Kept { values, bins } => {
-                    let record = &batch.records[i];
-                    let field = |i: usize| trim_field(record.field(i));
-                    table.push(
-                        reader,
-                        row,
-                        &field,
-                        &batch.values[values],
-                        &batch.bins[bins],
-                        Some(batch.tags[i]),
-                    );
+        // A record at position max_rows is refused before its outcome counts: an
+        // invalid last record, or an error after it, comes after the cap.
+        if batch.records > max_rows - row {
+            return Err(AggregateError::TooManyRows { max: max_rows });
+        }
+        for (j, &at) in batch.kept.iter().enumerate() {
+            let unit = if with_units {
+                if j.is_multiple_of(WARM) {
+                    let end = batch.tags.len().min(j + WARM);
+                    table.warm_units(&batch.tags[j..end]);
                 }
-                Outcome::Skipped => {}
-                Outcome::Invalid(e) => return Err(e),
-            }
+                Some((batch.units.text(j as u32), Some(batch.tags[j])))
+            } else {
+                None
+            };
+            let key = |k: usize| batch.keys.text((j * keys + k) as u32);
+            table.push_row(
+                unit,
+                row + at as usize,
+                &key,
+                &batch.values[j * width..(j + 1) * width],
+            );
+        }
+        row += batch.records;
+        if let Some(e) = batch.invalid.take() {
+            return Err(e);
         }
         if let Some(e) = batch.error.take() {
             return Err(e.into());
@@ -530,8 +516,8 @@ impl TableBuilder {
         self.units.warm(tags);
     }
 
-    /// Adds kept row number `row` (from 1): its fields, values and bins, and its
-    /// unit's hash when known ([`TextHash::of`] of the builder's `unit_hash`).
+    /// Adds kept row number `row` (from 1) of the row-by-row reader: its fields,
+    /// values and bins.
     fn push<'f>(
         &mut self,
         reader: &RowReader,
@@ -539,28 +525,43 @@ impl TableBuilder {
         field: &dyn Fn(usize) -> &'f str,
         parsed: &[f64],
         bin_of: &[usize],
-        unit_tag: Option<u32>,
     ) {
+        let unit = reader.unit(field).map(|u| (u, None));
+        let key = |k: usize| reader.key_field(k, field, bin_of);
+        self.push_row(unit, row - 1, &key, parsed);
+    }
+
+    /// Adds a kept row: its unit (with its hash, [`TextHash::of`] of the builder's
+    /// `unit_hash`, when known; `None` without a privacy-unit column, when the
+    /// row's `index` among all records read, from 0, is its unit), its group-by
+    /// fields `key(0)`, `key(1)` … and its values.
+    fn push_row<'k>(
+        &mut self,
+        unit: Option<(&str, Option<u32>)>,
+        index: usize,
+        key: &dyn Fn(usize) -> &'k str,
+        values: &[f64],
+    ) {
+        let keys = self.table.columns.group_by.len();
         let table = &mut self.table;
-        let unit = match (reader.unit(field), unit_tag) {
-            (Some(unit), Some(tag)) => self.units.id_hashed(unit, tag),
-            (Some(unit), None) => self.units.id(unit),
-            (None, _) => (row - 1) as u32,
+        let unit = match unit {
+            Some((unit, Some(tag))) => self.units.id_hashed(unit, tag),
+            Some((unit, None)) => self.units.id(unit),
+            // Below u32::MAX, or `finish` refuses the table.
+            None => index as u32,
         };
         self.key_text.clear();
-        for k in 0..bin_of.len() {
-            push_key_field(&mut self.key_text, reader.key_field(k, field, bin_of));
+        for k in 0..keys {
+            push_key_field(&mut self.key_text, key(k));
         }
         let known = self.keys.len();
         let key_id = self.keys.id(&self.key_text);
         if key_id as usize == known {
-            table.key_values.push(
-                (0..bin_of.len())
-                    .map(|k| reader.key_field(k, field, bin_of).to_string())
-                    .collect(),
-            );
+            table
+                .key_values
+                .push((0..keys).map(|k| key(k).to_string()).collect());
         }
-        for (c, &x) in parsed.iter().enumerate() {
+        for (c, &x) in values.iter().enumerate() {
             table.values[c].push(x);
         }
         table.units.push(unit);
@@ -733,10 +734,7 @@ impl RowReader {
         if !self.read(field, number, line, values, bin_of)? {
             return Ok(false);
         }
-        key.clear();
-        for k in 0..bin_of.len() {
-            push_key_field(key, self.key_field(k, field, bin_of));
-        }
+        self.encode_key(field, bin_of, key);
         Ok(true)
     }
 
@@ -817,6 +815,15 @@ impl RowReader {
 
     fn unit<'f>(&self, field: &dyn Fn(usize) -> &'f str) -> Option<&'f str> {
         self.unit_index.map(field)
+    }
+
+    /// The group key of a kept row (`bin_of` from [`RowReader::read`]) encoded as
+    /// [`encode_key`](super::encode_key) does, in `out` (overwritten).
+    fn encode_key<'f>(&self, field: &dyn Fn(usize) -> &'f str, bin_of: &[usize], out: &mut String) {
+        out.clear();
+        for k in 0..bin_of.len() {
+            push_key_field(out, self.key_field(k, field, bin_of));
+        }
     }
 
     fn key_field<'a, 'f: 'a>(
@@ -1133,7 +1140,7 @@ mod tests {
         };
         for case in 0..40 {
             let rows = [0, 1, BATCH - 1, BATCH, BATCH + 1, 3 * BATCH + 17][case % 6];
-            // Some tables with a long field in every row: batches cut by bytes.
+            // Some tables with a long unit in every row: batches cut by bytes.
             let long = if case % 5 == 4 {
                 "n".repeat(1500)
             } else {
@@ -1162,9 +1169,19 @@ mod tests {
                 if case % 4 == 3 && r == rows / 2 {
                     csv.push_str("a,b,c,d,e\n");
                 }
-                csv.push_str(&format!(" {unit} ,r{},{temp},{long}\n", rng.next_u64() % 5));
+                csv.push_str(&format!(
+                    " {long}{unit} ,r{},{temp},{long}\n",
+                    rng.next_u64() % 5
+                ));
             }
-            for base in [columns(), filtered.clone()] {
+            // No unit (a row's unit is its position among all rows, kept or not)
+            // and two keys.
+            let no_unit = Columns {
+                unit: None,
+                group_by: vec!["region".into(), "id".into()],
+                ..filtered.clone()
+            };
+            for base in [columns(), filtered.clone(), no_unit] {
                 for drop_invalid in [false, true] {
                     let columns = Columns {
                         drop_invalid,
