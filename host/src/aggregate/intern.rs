@@ -211,6 +211,8 @@ impl Interner {
 /// word at a time: two or three overlapping windows cover every byte, where a
 /// slice comparison would call `memcmp` once per lookup.
 fn inline_eq(inline: &[u8; INLINE], bytes: &[u8]) -> bool {
+    // Three windows of 8 cover at most 24 bytes.
+    const _: () = assert!(INLINE <= 24);
     fn word<const N: usize>(s: &[u8], at: usize) -> [u8; N] {
         let mut w = [0u8; N];
         w.copy_from_slice(&s[at..at + N]);
@@ -259,9 +261,14 @@ mod tests {
     fn inline_comparison_reads_every_byte() {
         for n in 0..=INLINE {
             let bytes: Vec<u8> = (0..n as u8).map(|b| b + 1).collect();
+            // Padding of zeros (as a slot holds it) and of anything else: only
+            // the first n bytes count.
             let mut inline = [0u8; INLINE];
             inline[..n].copy_from_slice(&bytes);
             assert!(inline_eq(&inline, &bytes), "length {n}");
+            let mut padded = [0xa5u8; INLINE];
+            padded[..n].copy_from_slice(&bytes);
+            assert!(inline_eq(&padded, &bytes), "length {n}, padded");
             for at in 0..n {
                 let mut other = bytes.clone();
                 other[at] ^= 0x80;

@@ -310,12 +310,10 @@ const BATCH: usize = 2048;
 /// Bytes of text (the kept rows' units and keys) after which a batch is sent even
 /// if it has fewer records. At most four batches exist at once (two queued, one
 /// being interned, one being filled), each holding at most this plus one row's
-/// unit and key, and a spent batch keeps at most [`KEPT_BYTES`] of buffers: a few
-/// MiB in all, whatever the rows.
+/// unit and keys (in buffers of at most twice that), and a spent batch keeps at
+/// most this much in each of its two text buffers for reuse: at most 16 MiB in
+/// all with short rows, and a few times a long row's size, whatever the rows.
 const BATCH_BYTES: usize = 1 << 20;
-
-/// The most text capacity a spent batch keeps for reuse.
-const KEPT_BYTES: usize = 2 * BATCH_BYTES;
 
 /// Rows whose units' slots the interner loads together ([`Interner::warm`]).
 const WARM: usize = 16;
@@ -347,9 +345,9 @@ impl Batch {
     fn clear(&mut self) {
         self.records = 0;
         self.kept.clear();
-        self.units.clear(KEPT_BYTES);
+        self.units.clear(BATCH_BYTES);
         self.tags.clear();
-        self.keys.clear(KEPT_BYTES);
+        self.keys.clear(BATCH_BYTES);
         self.values.clear();
         self.invalid = None;
         self.error = None;
@@ -1140,7 +1138,8 @@ mod tests {
         };
         for case in 0..40 {
             let rows = [0, 1, BATCH - 1, BATCH, BATCH + 1, 3 * BATCH + 17][case % 6];
-            // Some tables with a long unit in every row: batches cut by bytes.
+            // Some tables with a long unit and note in every row: batches cut by
+            // bytes (of the unit, or of a key).
             let long = if case % 5 == 4 {
                 "n".repeat(1500)
             } else {
@@ -1148,10 +1147,15 @@ mod tests {
             };
             let mut csv = String::from("id,region,temp,note\n");
             let mut invalid_at = None;
+            let malformed_at = [rows / 2, BATCH - 1, BATCH][case % 3];
             for r in 0..rows {
                 let unit = rng.next_u64() % 700;
                 let unit = if unit % 7 == 0 {
                     format!("a unit text longer than 23 bytes {unit}")
+                } else if unit == 1 && case % 4 == 0 {
+                    // An empty unit: invalid (refused, or dropped).
+                    invalid_at.get_or_insert(r);
+                    String::new()
                 } else {
                     format!("u{unit}")
                 };
@@ -1166,7 +1170,9 @@ mod tests {
                     }
                     v => format!("{}", v as f64 / 10.0 - 20.0),
                 };
-                if case % 4 == 3 && r == rows / 2 {
+                // A malformed record (a field too many) in the middle, or just
+                // before or at the first batch's end.
+                if case % 4 == 3 && r == malformed_at {
                     csv.push_str("a,b,c,d,e\n");
                 }
                 csv.push_str(&format!(
@@ -1181,7 +1187,27 @@ mod tests {
                 group_by: vec!["region".into(), "id".into()],
                 ..filtered.clone()
             };
-            for base in [columns(), filtered.clone(), no_unit] {
+            // A binned key, and the unit also a key.
+            let binned = Columns {
+                group_by: vec!["region".into(), "t".into(), "id".into()],
+                bins: BTreeMap::from([(
+                    "t".to_string(),
+                    Binning::new("temp", &[-20.0, 0.0, 20.0, 80.0]).unwrap(),
+                )]),
+                ..columns()
+            };
+            // No key and no value: the batches carry units only.
+            let bare = Columns {
+                group_by: Vec::new(),
+                values: Vec::new(),
+                ..columns()
+            };
+            // A long key (the note): batches cut by the keys' bytes.
+            let noted = Columns {
+                group_by: vec!["note".into()],
+                ..filtered.clone()
+            };
+            for base in [columns(), filtered.clone(), no_unit, binned, bare, noted] {
                 for drop_invalid in [false, true] {
                     let columns = Columns {
                         drop_invalid,
@@ -1192,6 +1218,8 @@ mod tests {
                         rows,
                         rows.saturating_sub(1),
                         BATCH,
+                        rows / 2,
+                        malformed_at,
                         invalid_at.unwrap_or(3),
                     ] {
                         let want = from_csv_one_by_one(&csv, &columns, max_rows);
