@@ -246,11 +246,7 @@ pub(crate) fn mirror_descent<O: Oracle>(
             first = false;
         }
         streak = if first { streak + 1 } else { 0 };
-        stalled = if out.loss - loss < stall * scale {
-            stalled + 1
-        } else {
-            0
-        };
+        stalled = count_stall(stalled, out.loss - loss, stall * scale);
         out.iterations += 1;
         out.loss = loss;
         out.step = eta;
@@ -261,10 +257,39 @@ pub(crate) fn mirror_descent<O: Oracle>(
     out
 }
 
+/// The stall rule's count after a step that lowered the loss by `decrease`: one
+/// more when that is below `floor`, else 0 (a larger decrease, or a NaN one,
+/// starts the count again).
+fn count_stall(stalled: usize, decrease: f64, floor: f64) -> usize {
+    if decrease < floor { stalled + 1 } else { 0 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::synth::Clique;
+
+    /// Only steps in a row count: a larger decrease between small ones starts
+    /// the count again, and so does a NaN one.
+    #[test]
+    fn the_stall_count_is_of_steps_in_a_row() {
+        let count = |decreases: &[f64]| {
+            decreases
+                .iter()
+                .scan(0, |n, &d| {
+                    *n = count_stall(*n, d, 1.0);
+                    Some(*n)
+                })
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(count(&[0.5, 0.5, 2.0, 0.5, 0.5, 0.5]), [1, 2, 0, 1, 2, 3]);
+        assert_eq!(count(&[0.5, f64::NAN, 0.5, 1.0, -1.0]), [1, 0, 1, 0, 1]);
+        assert!(
+            count(&[0.5, 0.5, 2.0, 0.5, 0.5])
+                .iter()
+                .all(|&n| n < STALL_STEPS)
+        );
+    }
 
     /// A quadratic, cell by cell, whose Armijo test passes exactly when
     /// η ≤ 48/L₀: μ = θ, the loss Σ_j (μ_j − y_j)², and a gradient table 1/48 of
