@@ -203,7 +203,13 @@ pub(crate) fn mirror_descent<O: Oracle>(
             .zip(&marg)
             .map(|(g, m)| g.iter().zip(m).map(|(a, b)| a * b).sum::<f64>())
             .sum();
-        let gap = (lin - oracle.min_value(&g_tables)).max(0.0);
+        // A NaN gap (from non-finite gradients or marginals) is no convergence.
+        let gap = lin - oracle.min_value(&g_tables);
+        let gap = if gap.is_nan() {
+            f64::INFINITY
+        } else {
+            gap.max(0.0)
+        };
         out.gap = gap;
         out.loss = loss;
         if gap <= tolerance * scale {
@@ -313,6 +319,45 @@ mod tests {
         fn min_value(&mut self, _: &[Vec<f64>]) -> f64 {
             f64::NEG_INFINITY // no Frank–Wolfe stop
         }
+    }
+
+    /// [`Quadratic`] whose Frank–Wolfe bound is NaN.
+    struct NanBound(Quadratic);
+
+    impl Oracle for NanBound {
+        fn evaluate(&mut self, theta: &[Vec<f64>], marginals: &mut [Vec<f64>]) {
+            self.0.evaluate(theta, marginals);
+        }
+        fn gradient(&mut self, grads: &[Vec<f64>], out: &mut [Vec<f64>]) {
+            self.0.gradient(grads, out);
+        }
+        fn min_value(&mut self, _: &[Vec<f64>]) -> f64 {
+            f64::NAN
+        }
+    }
+
+    /// A NaN duality gap is not convergence: the fit runs its steps and says it
+    /// did not converge (`max(0.0)` alone turned NaN into 0, "converged").
+    #[test]
+    fn a_nan_gap_is_not_convergence() {
+        let y = Measurement::new(Clique::new([0]).unwrap(), vec![1000.0], 1.0).unwrap();
+        let mut oracle = NanBound(Quadratic { evaluations: 0 });
+        let mut theta = vec![vec![0.0]];
+        let stop = Stop {
+            iterations: 5,
+            tolerance: 1.0,
+            stall: 0.0,
+        };
+        let out = mirror_descent(
+            &mut oracle,
+            &mut theta,
+            std::slice::from_ref(&y),
+            1.0,
+            stop,
+            None,
+        );
+        assert!(!out.converged && out.iterations == 5, "{out:?}");
+        assert_eq!(out.gap, f64::INFINITY);
     }
 
     /// The step doubles only after [`GROW_AFTER`] first-trial acceptances in a
