@@ -321,6 +321,20 @@ mod tests {
         }
     }
 
+    /// The fit of one clique measured as `cells` (σ = 1) from θ = 0, cold.
+    fn cold_fit(oracle: &mut impl Oracle, cells: &[f64], stop: Stop) -> Outcome {
+        let y = Measurement::new(Clique::new([0]).unwrap(), cells.to_vec(), 1.0).unwrap();
+        let mut theta = vec![vec![0.0; cells.len()]];
+        mirror_descent(
+            oracle,
+            &mut theta,
+            std::slice::from_ref(&y),
+            1.0,
+            stop,
+            None,
+        )
+    }
+
     /// [`Quadratic`] whose Frank–Wolfe bound is NaN.
     struct NanBound(Quadratic);
 
@@ -340,22 +354,12 @@ mod tests {
     /// did not converge (`max(0.0)` alone turned NaN into 0, "converged").
     #[test]
     fn a_nan_gap_is_not_convergence() {
-        let y = Measurement::new(Clique::new([0]).unwrap(), vec![1000.0], 1.0).unwrap();
-        let mut oracle = NanBound(Quadratic { evaluations: 0 });
-        let mut theta = vec![vec![0.0]];
         let stop = Stop {
             iterations: 5,
             tolerance: 1.0,
             stall: 0.0,
         };
-        let out = mirror_descent(
-            &mut oracle,
-            &mut theta,
-            std::slice::from_ref(&y),
-            1.0,
-            stop,
-            None,
-        );
+        let out = cold_fit(&mut NanBound(Quadratic { evaluations: 0 }), &[1000.0], stop);
         assert!(!out.converged && out.iterations == 5, "{out:?}");
         assert_eq!(out.gap, f64::INFINITY);
     }
@@ -397,24 +401,14 @@ mod tests {
     #[test]
     fn the_fit_stops_when_the_loss_stalls() {
         let cells = [1000.0, 500.0, 250.0, 125.0];
-        let y = Measurement::new(Clique::new([0]).unwrap(), cells.to_vec(), 1.0).unwrap();
         // The fit of `iterations` steps from θ = 0, cold.
         let fit = |iterations: usize, stall: f64| {
-            let mut theta = vec![vec![0.0; 4]];
-            let mut oracle = Quadratic { evaluations: 0 };
             let stop = Stop {
                 iterations,
                 tolerance: 0.0,
                 stall,
             };
-            mirror_descent(
-                &mut oracle,
-                &mut theta,
-                std::slice::from_ref(&y),
-                1.0,
-                stop,
-                None,
-            )
+            cold_fit(&mut Quadratic { evaluations: 0 }, &cells, stop)
         };
         let stall = 3e-4;
         assert_eq!(fit(100, 0.0).iterations, 100);
