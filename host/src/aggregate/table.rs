@@ -732,7 +732,10 @@ impl RowReader {
         if !self.read(field, number, line, values, bin_of)? {
             return Ok(false);
         }
-        self.encode_key(field, bin_of, key);
+        key.clear();
+        for k in 0..bin_of.len() {
+            push_key_field(key, self.key_field(k, field, bin_of));
+        }
         Ok(true)
     }
 
@@ -813,15 +816,6 @@ impl RowReader {
 
     fn unit<'f>(&self, field: &dyn Fn(usize) -> &'f str) -> Option<&'f str> {
         self.unit_index.map(field)
-    }
-
-    /// The group key of a kept row (`bin_of` from [`RowReader::read`]) encoded as
-    /// [`encode_key`](super::encode_key) does, in `out` (overwritten).
-    fn encode_key<'f>(&self, field: &dyn Fn(usize) -> &'f str, bin_of: &[usize], out: &mut String) {
-        out.clear();
-        for k in 0..bin_of.len() {
-            push_key_field(out, self.key_field(k, field, bin_of));
-        }
     }
 
     fn key_field<'a, 'f: 'a>(
