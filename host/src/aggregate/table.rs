@@ -8,6 +8,7 @@ use super::bins::Binning;
 use super::bounding::push_key_field;
 use super::filter::Filter;
 use super::intern::{Interner, Names, TextHash};
+use super::records::CsvRecords;
 
 /// Which columns of a CSV table a query reads, and which rows.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -109,8 +110,8 @@ impl Table {
         columns: &Columns,
         max_rows: usize,
     ) -> Result<Self, AggregateError> {
-        let mut csv = csv::ReaderBuilder::new().from_reader(reader);
-        let header: Vec<String> = csv.headers()?.iter().map(str::to_string).collect();
+        let mut records = CsvRecords::new(reader)?;
+        let header = records.header().to_vec();
         if header.is_empty() {
             return Err(AggregateError::EmptyTable);
         }
@@ -128,12 +129,19 @@ impl Table {
             });
             let Ok(interner) = interner else {
                 // No thread to be had (a process limit): one by one, here.
-                let mut record = csv::StringRecord::new();
-                return Self::read(reader, columns, max_rows, &mut record, &|_| None, |r| {
-                    Ok(csv.read_record(r)?)
+                return Self::read(reader, columns, max_rows, &mut records, &|_| None, |r| {
+                    Ok(r.read()?)
                 });
             };
-            parse_batches(&mut csv, reader, columns, max_rows, &unit_hash, full, spent);
+            parse_batches(
+                &mut records,
+                reader,
+                columns,
+                max_rows,
+                &unit_hash,
+                full,
+                spent,
+            );
             interner
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -364,7 +372,7 @@ impl Batch {
 /// unit with `unit_hash`. It stops after the first error, after the record past
 /// the cap, at the end of the text, or when the interner stops listening.
 fn parse_batches<R: Read>(
-    csv: &mut csv::Reader<R>,
+    records: &mut CsvRecords<R>,
     reader: &RowReader,
     columns: &Columns,
     max_rows: usize,
@@ -372,7 +380,6 @@ fn parse_batches<R: Read>(
     full: std::sync::mpsc::SyncSender<Batch>,
     spent: std::sync::mpsc::Receiver<Batch>,
 ) {
-    let mut record = csv::StringRecord::new();
     let mut row = 0usize;
     let mut parsed = Vec::with_capacity(columns.values.len());
     let mut bin_of = vec![0usize; columns.group_by.len()];
@@ -381,7 +388,7 @@ fn parse_batches<R: Read>(
         batch.clear();
         let mut stop = false;
         while batch.records < BATCH && batch.bytes() < BATCH_BYTES && row <= max_rows {
-            match csv.read_record(&mut record) {
+            match records.read() {
                 Ok(true) => {}
                 Ok(false) => {
                     stop = true;
@@ -393,7 +400,7 @@ fn parse_batches<R: Read>(
                     break;
                 }
             }
-            let field = |i: usize| trim_field(record.field(i));
+            let field = |i: usize| trim_field(records.field(i));
             let line = row + 2;
             row += 1;
             batch.records += 1;
@@ -860,9 +867,9 @@ trait Fields {
     }
 }
 
-impl Fields for csv::StringRecord {
+impl<R: Read> Fields for CsvRecords<R> {
     fn field(&self, i: usize) -> &str {
-        self.get(i).unwrap_or("")
+        CsvRecords::field(self, i)
     }
 }
 
@@ -1077,6 +1084,12 @@ mod tests {
             Table::from_csv(csv.as_bytes(), &columns(), 2),
             Err(AggregateError::TooManyRows { max: 2 })
         ));
+    }
+
+    impl Fields for csv::StringRecord {
+        fn field(&self, i: usize) -> &str {
+            self.get(i).unwrap_or("")
+        }
     }
 
     /// The CSV rows read one by one on one thread, as [`Table::from_csv`] read
