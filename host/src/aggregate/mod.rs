@@ -85,7 +85,6 @@ mod intern;
 mod measure;
 mod partial;
 mod plan;
-mod records;
 mod request;
 mod spec;
 mod sql;

@@ -8,7 +8,6 @@ use super::bins::Binning;
 use super::bounding::push_key_field;
 use super::filter::Filter;
 use super::intern::{Interner, Names, TextHash};
-use super::records::CsvRecords;
 
 /// Which columns of a CSV table a query reads, and which rows.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -110,8 +109,8 @@ impl Table {
         columns: &Columns,
         max_rows: usize,
     ) -> Result<Self, AggregateError> {
-        let mut records = CsvRecords::new(reader)?;
-        let header = records.header().to_vec();
+        let mut csv = csv::ReaderBuilder::new().from_reader(reader);
+        let header: Vec<String> = csv.headers()?.iter().map(str::to_string).collect();
         if header.is_empty() {
             return Err(AggregateError::EmptyTable);
         }
@@ -129,19 +128,12 @@ impl Table {
             });
             let Ok(interner) = interner else {
                 // No thread to be had (a process limit): one by one, here.
-                return Self::read(reader, columns, max_rows, &mut records, &|_| None, |r| {
-                    Ok(r.read()?)
+                let mut record = csv::StringRecord::new();
+                return Self::read(reader, columns, max_rows, &mut record, &|_| None, |r| {
+                    Ok(csv.read_record(r)?)
                 });
             };
-            parse_batches(
-                &mut records,
-                reader,
-                columns,
-                max_rows,
-                &unit_hash,
-                full,
-                spent,
-            );
+            parse_batches(&mut csv, reader, columns, max_rows, &unit_hash, full, spent);
             interner
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -372,7 +364,7 @@ impl Batch {
 /// unit with `unit_hash`. It stops after the first error, after the record past
 /// the cap, at the end of the text, or when the interner stops listening.
 fn parse_batches<R: Read>(
-    records: &mut CsvRecords<R>,
+    csv: &mut csv::Reader<R>,
     reader: &RowReader,
     columns: &Columns,
     max_rows: usize,
@@ -380,6 +372,7 @@ fn parse_batches<R: Read>(
     full: std::sync::mpsc::SyncSender<Batch>,
     spent: std::sync::mpsc::Receiver<Batch>,
 ) {
+    let mut record = csv::StringRecord::new();
     let mut row = 0usize;
     let mut parsed = Vec::with_capacity(columns.values.len());
     let mut bin_of = vec![0usize; columns.group_by.len()];
@@ -388,7 +381,7 @@ fn parse_batches<R: Read>(
         batch.clear();
         let mut stop = false;
         while batch.records < BATCH && batch.bytes() < BATCH_BYTES && row <= max_rows {
-            match records.read() {
+            match csv.read_record(&mut record) {
                 Ok(true) => {}
                 Ok(false) => {
                     stop = true;
@@ -400,7 +393,7 @@ fn parse_batches<R: Read>(
                     break;
                 }
             }
-            let field = |i: usize| trim_field(records.field(i));
+            let field = |i: usize| trim_field(record.field(i));
             let line = row + 2;
             row += 1;
             batch.records += 1;
@@ -867,9 +860,9 @@ trait Fields {
     }
 }
 
-impl<R: Read> Fields for CsvRecords<R> {
+impl Fields for csv::StringRecord {
     fn field(&self, i: usize) -> &str {
-        CsvRecords::field(self, i)
+        self.get(i).unwrap_or("")
     }
 }
 
@@ -1084,12 +1077,6 @@ mod tests {
             Table::from_csv(csv.as_bytes(), &columns(), 2),
             Err(AggregateError::TooManyRows { max: 2 })
         ));
-    }
-
-    impl Fields for csv::StringRecord {
-        fn field(&self, i: usize) -> &str {
-            self.get(i).unwrap_or("")
-        }
     }
 
     /// The CSV rows read one by one on one thread, as [`Table::from_csv`] read
