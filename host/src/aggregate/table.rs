@@ -484,8 +484,8 @@ fn intern_batches(
 struct TableBuilder {
     table: Table,
     units: Interner,
-    // Keys by their fields, each prefixed by its length (unambiguous whatever the
-    // fields hold), built in one reused buffer.
+    // Keys by their field, or by their fields each prefixed by its length
+    // (unambiguous whatever the fields hold), built in one reused buffer.
     keys: Interner,
     key_text: String,
 }
@@ -548,12 +548,17 @@ impl TableBuilder {
             // Below u32::MAX, or `finish` refuses the table.
             None => index as u32,
         };
-        self.key_text.clear();
-        for k in 0..keys {
-            push_key_field(&mut self.key_text, key(k));
-        }
         let known = self.keys.len();
-        let key_id = self.keys.id(&self.key_text);
+        let key_id = if keys == 1 {
+            // One field is its own unambiguous text.
+            self.keys.id(key(0))
+        } else {
+            self.key_text.clear();
+            for k in 0..keys {
+                push_key_field(&mut self.key_text, key(k));
+            }
+            self.keys.id(&self.key_text)
+        };
         if key_id as usize == known {
             table
                 .key_values
