@@ -166,15 +166,21 @@ impl BoundingKey {
 /// breaks ties by comparing it bytewise.
 pub fn encode_key<S: AsRef<str>>(fields: &[S]) -> String {
     let mut out = String::new();
-    for f in fields {
-        push_key_field(&mut out, f.as_ref());
-    }
+    encode_key_into(&mut out, fields.iter().map(AsRef::as_ref));
     out
+}
+
+/// [`encode_key`] of `fields`, written over `out` (a buffer reused row after row).
+pub(super) fn encode_key_into<'f>(out: &mut String, fields: impl IntoIterator<Item = &'f str>) {
+    out.clear();
+    for f in fields {
+        push_key_field(out, f);
+    }
 }
 
 /// Appends one field of a key encoded as [`encode_key`] does: its length in
 /// decimal, a colon, the field.
-pub(super) fn push_key_field(out: &mut String, field: &str) {
+fn push_key_field(out: &mut String, field: &str) {
     let mut digits = [0u8; 20];
     let (mut n, mut at) = (field.len(), digits.len());
     loop {

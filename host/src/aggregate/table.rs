@@ -5,7 +5,7 @@ use std::io::Read;
 
 use super::AggregateError;
 use super::bins::Binning;
-use super::bounding::push_key_field;
+use super::bounding::encode_key_into;
 use super::filter::Filter;
 use super::intern::{Interner, Names, TextHash};
 
@@ -553,10 +553,7 @@ impl TableBuilder {
             // One field is its own unambiguous text.
             self.keys.id(key(0))
         } else {
-            self.key_text.clear();
-            for k in 0..keys {
-                push_key_field(&mut self.key_text, key(k));
-            }
+            encode_key_into(&mut self.key_text, (0..keys).map(key));
             self.keys.id(&self.key_text)
         };
         if key_id as usize == known {
@@ -737,10 +734,10 @@ impl RowReader {
         if !self.read(field, number, line, values, bin_of)? {
             return Ok(false);
         }
-        key.clear();
-        for k in 0..bin_of.len() {
-            push_key_field(key, self.key_field(k, field, bin_of));
-        }
+        encode_key_into(
+            key,
+            (0..bin_of.len()).map(|k| self.key_field(k, field, bin_of)),
+        );
         Ok(true)
     }
 
