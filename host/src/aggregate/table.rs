@@ -1003,6 +1003,47 @@ mod tests {
         }
     }
 
+    /// A row's key number is the first-seen rank of its encoded key, whether the
+    /// table interns one key's text as it is or encodes two or more: checked
+    /// against ranks computed here from the CSV text, not by the reader's code.
+    #[test]
+    fn key_numbers_are_first_seen_ranks_of_encoded_keys() {
+        use std::collections::HashMap;
+        let long = "x".repeat(30);
+        let fields = ["", "r1", "02:r1", "2:r1", "1:", "r1 ", "é", &long];
+        let mut csv = String::from("id,region,zone,temp\n");
+        let mut rows = Vec::new();
+        for i in 0..40 {
+            let (a, b) = (
+                fields[(i * 7) % fields.len()],
+                fields[(i * 3) % fields.len()],
+            );
+            csv.push_str(&format!("u{i},{a},{b},{i}\n"));
+            rows.push([a.trim().to_string(), b.trim().to_string()]);
+        }
+        for keys in [1, 2] {
+            let mut cols = columns();
+            cols.group_by = ["region", "zone"][..keys]
+                .iter()
+                .map(|k| k.to_string())
+                .collect();
+            let t = Table::from_csv(csv.as_bytes(), &cols, 100).unwrap();
+            let mut rank: HashMap<String, u32> = HashMap::new();
+            for (r, row) in rows.iter().enumerate() {
+                let next = rank.len() as u32;
+                let encoded = crate::aggregate::encode_key(&row[..keys]);
+                let want = *rank.entry(encoded).or_insert(next);
+                assert_eq!(t.key(r), want, "{keys} keys, row {r}");
+                assert_eq!(
+                    t.key_values()[want as usize],
+                    row[..keys],
+                    "{keys} keys, row {r}"
+                );
+            }
+            assert_eq!(t.key_values().len(), rank.len());
+        }
+    }
+
     #[test]
     fn columns_read_as_the_same_csv_does() {
         let data: Vec<(String, Vec<String>)> = vec![

@@ -203,12 +203,13 @@ pub(crate) fn mirror_descent<O: Oracle>(
             .zip(&marg)
             .map(|(g, m)| g.iter().zip(m).map(|(a, b)| a * b).sum::<f64>())
             .sum();
-        // A NaN gap (from non-finite gradients or marginals) is no convergence.
+        // A gap that is not finite (NaN from non-finite gradients or marginals,
+        // −∞ from a bound of +∞) is no convergence.
         let gap = lin - oracle.min_value(&g_tables);
-        let gap = if gap.is_nan() {
-            f64::INFINITY
-        } else {
+        let gap = if gap.is_finite() {
             gap.max(0.0)
+        } else {
+            f64::INFINITY
         };
         out.gap = gap;
         out.loss = loss;
@@ -335,10 +336,10 @@ mod tests {
         )
     }
 
-    /// [`Quadratic`] whose Frank–Wolfe bound is NaN.
-    struct NanBound(Quadratic);
+    /// [`Quadratic`] whose Frank–Wolfe bound is the given value.
+    struct FixedBound(Quadratic, f64);
 
-    impl Oracle for NanBound {
+    impl Oracle for FixedBound {
         fn evaluate(&mut self, theta: &[Vec<f64>], marginals: &mut [Vec<f64>]) {
             self.0.evaluate(theta, marginals);
         }
@@ -346,22 +347,26 @@ mod tests {
             self.0.gradient(grads, out);
         }
         fn min_value(&mut self, _: &[Vec<f64>]) -> f64 {
-            f64::NAN
+            self.1
         }
     }
 
-    /// A NaN duality gap is not convergence: the fit runs its steps and says it
-    /// did not converge (`max(0.0)` alone turned NaN into 0, "converged").
+    /// A duality gap that is not finite is not convergence: the fit runs its
+    /// steps and says it did not converge (`max(0.0)` alone turned a NaN gap,
+    /// and a gap of −∞ from a bound of +∞, into 0, "converged").
     #[test]
-    fn a_nan_gap_is_not_convergence() {
+    fn a_gap_that_is_not_finite_is_not_convergence() {
         let stop = Stop {
             iterations: 5,
             tolerance: 1.0,
             stall: 0.0,
         };
-        let out = cold_fit(&mut NanBound(Quadratic { evaluations: 0 }), &[1000.0], stop);
-        assert!(!out.converged && out.iterations == 5, "{out:?}");
-        assert_eq!(out.gap, f64::INFINITY);
+        for bound in [f64::NAN, f64::INFINITY] {
+            let mut oracle = FixedBound(Quadratic { evaluations: 0 }, bound);
+            let out = cold_fit(&mut oracle, &[1000.0], stop);
+            assert!(!out.converged && out.iterations == 5, "{bound}: {out:?}");
+            assert_eq!(out.gap, f64::INFINITY, "{bound}");
+        }
     }
 
     /// The step doubles only after [`GROW_AFTER`] first-trial acceptances in a
