@@ -540,18 +540,18 @@ fn compression_comes_only_from_the_noisy_one_ways() {
 
 #[test]
 fn fit_work_bounds_steps_by_model_size() {
-    // Between rounds: 100 steps up to 2¹⁶ cells, fewer beyond, at least 5.
+    // Between rounds: 100 steps up to 2¹⁸ cells, fewer beyond, at least 5.
     assert_eq!(ROUND_WORK.iterations(1), 100);
-    assert_eq!(ROUND_WORK.iterations(1 << 16), 100);
-    assert_eq!(ROUND_WORK.iterations(1 << 18), 25);
+    assert_eq!(ROUND_WORK.iterations(1 << 18), 100);
+    assert_eq!(ROUND_WORK.iterations(1 << 20), 25);
     assert_eq!(ROUND_WORK.iterations(1 << 30), 5);
     // Between rounds fitted from the uniform model: 50 up to 2¹⁶ cells.
     assert_eq!(FRESH_ROUND_WORK.iterations(1 << 16), 50);
     assert_eq!(FRESH_ROUND_WORK.iterations((1 << 16) + 1), 49);
     assert_eq!(FRESH_ROUND_WORK.iterations(1 << 30), 5);
-    // The released model: 2²³ cell-steps, 250 up to 33 554 cells, at least 50.
-    assert_eq!(FINAL_WORK.iterations(1 << 15), 250);
-    assert_eq!(FINAL_WORK.iterations(1 << 17), 64);
+    // The released model: 2²⁵ cell-steps, 250 up to 134 217 cells, at least 50.
+    assert_eq!(FINAL_WORK.iterations(1 << 17), 250);
+    assert_eq!(FINAL_WORK.iterations(1 << 19), 64);
     assert_eq!(FINAL_WORK.iterations(1 << 30), 50);
 }
 
