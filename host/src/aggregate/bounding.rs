@@ -225,12 +225,17 @@ fn cmp_bits(a: &[f64], b: &[f64]) -> std::cmp::Ordering {
 
 /// What bounding reports, in no particular order: every kept row, and every
 /// group of every unit that keeps a row in it.
-pub(super) trait Keep {
+pub(super) trait Keep: Sized {
     /// Row `row`, of group key `key`, is kept.
     fn row(&mut self, key: u32, row: u32);
     /// One unit keeps at least one row of group key `key` (said once per unit
     /// and group).
     fn unit(&mut self, key: u32);
+    /// An empty listener like this one, to hear part of the units on another
+    /// thread.
+    fn fork(&self) -> Self;
+    /// Adds what `other`, a [`Keep::fork`] of this one, heard.
+    fn join(&mut self, other: Self);
 }
 
 /// The rows that survive bounding, by group key.
@@ -252,6 +257,22 @@ impl Keep for Bounded {
     fn unit(&mut self, key: u32) {
         self.units[key as usize] += 1;
     }
+
+    fn fork(&self) -> Self {
+        Bounded {
+            rows: vec![Vec::new(); self.rows.len()],
+            units: vec![0; self.units.len()],
+        }
+    }
+
+    fn join(&mut self, other: Self) {
+        for (a, b) in self.rows.iter_mut().zip(other.rows) {
+            a.extend(b);
+        }
+        for (a, b) in self.units.iter_mut().zip(other.units) {
+            *a += b;
+        }
+    }
 }
 
 /// Bounds every unit's contribution to the rows whose key `admit` accepts (rows of
@@ -260,7 +281,7 @@ impl Keep for Bounded {
 #[cfg(test)]
 pub(super) fn bound(
     table: &Table,
-    admit: impl Fn(u32) -> bool,
+    admit: impl Fn(u32) -> bool + Sync,
     limits: Contribution,
     key: &BoundingKey,
 ) -> Bounded {
@@ -273,6 +294,34 @@ pub(super) fn bound(
     out
 }
 
+/// A unit's admitted rows while bounding, and its group while it has only one.
+#[derive(Clone, Copy)]
+struct Seen {
+    key: u32,
+    rows: u32,
+    several: bool,
+}
+
+/// The place in `over` of a unit within the limits (it keeps every row).
+const WITHIN: u32 = u32::MAX;
+
+/// The tables from this many rows on are bounded in ranges of units on
+/// threads of their own (fewer: one range, no thread).
+const PARALLEL_ROWS: usize = 1 << 18;
+
+/// The most ranges of units (each reads every row).
+const MAX_RANGES: usize = 4;
+
+/// One range of units, from unit number `first`, while bounding.
+struct Part<'a, K> {
+    first: u32,
+    seen: &'a mut [Seen],
+    /// Each unit's next place in the range's stretch of `over`, or [`WITHIN`].
+    next: Vec<u32>,
+    over_rows: usize,
+    out: K,
+}
+
 /// Bounds as [`bound`] does, telling `out` what is kept.
 ///
 /// Two passes over the rows, no sort and no hash for a unit within the limits (all
@@ -280,13 +329,15 @@ pub(super) fn bound(
 /// The first pass finds each unit's admitted rows and whether they are all in one
 /// group; the second reports every row of a unit within the limits and gathers
 /// the rows of the other units together, unit by unit (a counting sort by the
-/// interned unit). Only those units are then sorted by group and, over a limit,
-/// ranked ([`bound_unit`]) — in parallel chunks of units, each chunk's findings
-/// told to `out` in unit order, so `out` hears exactly what one thread would
-/// tell it.
-pub(super) fn bound_into<K: Keep>(
+/// interned unit). From [`PARALLEL_ROWS`] rows on both passes run over ranges
+/// of consecutive units, each range on a thread of its own telling a fork of
+/// `out` ([`Keep::fork`], joined back after). Only the units over a limit are then
+/// sorted by group and ranked ([`bound_unit`]) — in parallel chunks of units,
+/// each chunk's findings told to `out` in unit order. What is kept does not depend
+/// on the threads; only the order in which `out` hears it does.
+pub(super) fn bound_into<K: Keep + Send>(
     table: &Table,
-    admit: impl Fn(u32) -> bool,
+    admit: impl Fn(u32) -> bool + Sync,
     limits: Contribution,
     key: &BoundingKey,
     out: &mut K,
@@ -302,72 +353,124 @@ pub(super) fn bound_into<K: Keep>(
         }
         return;
     }
-    // Pass 1: each unit's admitted rows, and its group while it has only one.
-    #[derive(Clone, Copy)]
-    struct Seen {
-        key: u32,
-        rows: u32,
-        several: bool,
-    }
+    // Passes 1 and 2 read every row and look its unit up at random: with many
+    // units, cache misses. Consecutive ranges of units are therefore passed over
+    // on threads of their own, each reading every row but looking up only its
+    // units (a smaller table), each telling a fork of `out`.
+    let ranges = if unit_of.len() >= PARALLEL_ROWS && crate::parallel::enabled() {
+        rayon::current_num_threads().clamp(1, MAX_RANGES)
+    } else {
+        1
+    };
+    bound_in_ranges(table, admit, limits, key, out, ranges);
+}
+
+/// [`bound_into`] of a table with a unit column, its units in `ranges` ranges
+/// (at least one).
+pub(super) fn bound_in_ranges<K: Keep + Send>(
+    table: &Table,
+    admit: impl Fn(u32) -> bool + Sync,
+    limits: Contribution,
+    key: &BoundingKey,
+    out: &mut K,
+    ranges: usize,
+) {
+    let (unit_of, key_of) = (table.unit_ids(), table.key_ids());
+    let ranges = ranges.max(1);
+    let units = table.unit_count();
     let mut seen = vec![
         Seen {
             key: 0,
             rows: 0,
             several: false,
         };
-        table.unit_count()
+        units
     ];
-    for (&u, &k) in unit_of.iter().zip(key_of) {
-        if !admit(k) {
-            continue;
-        }
-        let s = &mut seen[u as usize];
-        if s.rows == 0 {
-            s.key = k;
-        } else if s.key != k {
-            s.several = true;
-        }
-        // A table holds at most u32::MAX rows.
-        s.rows = s.rows.saturating_add(1);
+    let mut parts: Vec<Part<'_, K>> = Vec::with_capacity(ranges);
+    let mut rest = &mut seen[..];
+    for i in 0..ranges {
+        // Unit numbers below u32::MAX: the table has fewer rows.
+        let (lo, hi) = (units * i / ranges, units * (i + 1) / ranges);
+        let (mine, tail) = rest.split_at_mut(hi - lo);
+        rest = tail;
+        parts.push(Part {
+            first: lo as u32,
+            seen: mine,
+            next: Vec::new(),
+            over_rows: 0,
+            out: out.fork(),
+        });
     }
-    // Each unit over a limit (or with several groups) gets a slice of `over`; a
-    // unit within the limits keeps everything.
-    const WITHIN: u32 = u32::MAX;
-    let mut next: Vec<u32> = Vec::with_capacity(seen.len());
-    let mut over_rows = 0usize;
-    for s in &seen {
-        if s.rows == 0 {
-            next.push(WITHIN);
-        } else if !s.several && s.rows <= limits.max_rows {
-            out.unit(s.key);
-            next.push(WITHIN);
-        } else {
-            // Below the table's row count, so below u32::MAX.
-            next.push(over_rows as u32);
-            over_rows += s.rows as usize;
+    let parallel = ranges > 1;
+    // Pass 1: each unit's admitted rows, and its group while it has only one;
+    // then each unit over a limit (or with several groups) gets a place in its
+    // range's stretch of `over`, and a unit within the limits keeps everything.
+    crate::parallel::each_mut(&mut parts, parallel, |p| {
+        for (&u, &k) in unit_of.iter().zip(key_of) {
+            let Some(s) = p.seen.get_mut(u.wrapping_sub(p.first) as usize) else {
+                continue;
+            };
+            if !admit(k) {
+                continue;
+            }
+            if s.rows == 0 {
+                s.key = k;
+            } else if s.key != k {
+                s.several = true;
+            }
+            // A table holds at most u32::MAX rows.
+            s.rows = s.rows.saturating_add(1);
         }
-    }
+        p.next.reserve_exact(p.seen.len());
+        for s in p.seen.iter() {
+            if s.rows == 0 {
+                p.next.push(WITHIN);
+            } else if !s.several && s.rows <= limits.max_rows {
+                p.out.unit(s.key);
+                p.next.push(WITHIN);
+            } else {
+                // Below the table's row count, so below u32::MAX.
+                p.next.push(p.over_rows as u32);
+                p.over_rows += s.rows as usize;
+            }
+        }
+    });
     // Pass 2: rows of units within the limits are kept; the others are gathered
-    // by unit, each unit's in row order.
+    // by unit, each unit's in row order (the ranges' stretches in unit order).
+    let over_rows: usize = parts.iter().map(|p| p.over_rows).sum();
     let mut over: Vec<u32> = vec![0; over_rows];
-    for (r, (&u, &k)) in unit_of.iter().zip(key_of).enumerate() {
-        if !admit(k) {
-            continue;
+    let mut stretches: Vec<(&mut Part<'_, K>, &mut [u32])> = Vec::with_capacity(ranges);
+    let mut rest = &mut over[..];
+    for p in parts.iter_mut() {
+        let (mine, tail) = rest.split_at_mut(p.over_rows);
+        rest = tail;
+        stretches.push((p, mine));
+    }
+    crate::parallel::each_mut(&mut stretches, parallel, |(p, over)| {
+        for (r, (&u, &k)) in unit_of.iter().zip(key_of).enumerate() {
+            let Some(at) = p.next.get_mut(u.wrapping_sub(p.first) as usize) else {
+                continue;
+            };
+            if !admit(k) {
+                continue;
+            }
+            if *at == WITHIN {
+                p.out.row(k, r as u32);
+            } else {
+                over[*at as usize] = r as u32;
+                // At most the end of the unit's stretch, at most over_rows: a
+                // unit's last row may bring it to u32::MAX only after its last row.
+                *at += 1;
+            }
         }
-        let at = &mut next[u as usize];
-        if *at == WITHIN {
-            out.row(k, r as u32);
-        } else {
-            over[*at as usize] = r as u32;
-            // At most the end of the unit's slice, which is at most over_rows: a
-            // unit's last row may bring it to u32::MAX only after its last row.
-            *at += 1;
-        }
+    });
+    drop(stretches);
+    for p in parts {
+        out.join(p.out);
     }
     if over_rows == 0 {
         return;
     }
-    drop(next);
     // The units over a limit (each with its slice of `over`), ranked in parallel
     // chunks; what each keeps is then told to `out` in unit order, as if one by one.
     let mut start = 0usize;
@@ -443,6 +546,12 @@ impl Keep for Kept {
     }
     fn unit(&mut self, key: u32) {
         self.0.push((key, UNIT));
+    }
+    fn fork(&self) -> Self {
+        Kept::default()
+    }
+    fn join(&mut self, other: Self) {
+        self.0.extend(other.0);
     }
 }
 
@@ -651,6 +760,56 @@ mod tests {
             ..Default::default()
         };
         Table::from_csv(csv.as_bytes(), &columns, 1 << 20).unwrap()
+    }
+
+    /// Bounding in 2, 3 or 7 ranges of units (each on its own thread, as from
+    /// [`PARALLEL_ROWS`] rows on) keeps exactly the rows and units of one range:
+    /// units within and over their limits, a key not admitted, more ranges than
+    /// units.
+    #[test]
+    fn ranges_of_units_keep_what_one_range_keeps() {
+        use rand_core::{Rng, SeedableRng};
+        use std::fmt::Write as _;
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let kept = |b: Bounded| {
+            let rows: Vec<Vec<u32>> = b
+                .rows
+                .into_iter()
+                .map(|mut r| {
+                    r.sort_unstable();
+                    r
+                })
+                .collect();
+            (rows, b.units)
+        };
+        for case in 0..40 {
+            let units = 1 + rng.next_u32() % [3, 50, 400][case % 3];
+            let rows = 1 + rng.next_u32() % 2_000;
+            let mut csv = String::from("id,g,x\n");
+            for _ in 0..rows {
+                let u = rng.next_u32() % units;
+                let g = rng.next_u32() % 4;
+                let _ = writeln!(csv, "u{u},g{g},{}", rng.next_u32() % 10);
+            }
+            let t = valued(&csv);
+            let limits = Contribution::new(1 + case as u32 % 3, 1 + rng.next_u32() % 12).unwrap();
+            let key = BoundingKey::draw(&mut rng);
+            let admit = |k: u32| k != 2;
+            let groups = t.key_values().len();
+            let empty = Bounded {
+                rows: vec![Vec::new(); groups],
+                units: vec![0; groups],
+            };
+            let mut one = empty.clone();
+            bound_in_ranges(&t, admit, limits, &key, &mut one, 1);
+            let one = kept(one);
+            assert!(one.1.iter().sum::<u64>() > 0, "case {case}: nothing kept");
+            for ranges in [2, 3, 7] {
+                let mut got = empty.clone();
+                bound_in_ranges(&t, admit, limits, &key, &mut got, ranges);
+                assert_eq!(kept(got), one, "case {case}, {ranges} ranges");
+            }
+        }
     }
 
     #[test]

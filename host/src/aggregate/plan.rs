@@ -8,7 +8,7 @@ use privq_core::sample::DiscreteLaplace;
 
 use super::AggregateError;
 use super::bins::Binning;
-use super::bounding::{BoundingKey, Contribution, Keep, bound_into};
+use super::bounding::{BoundingKey, Contribution, Keep, bound_in_ranges, bound_into};
 use super::bounds::{Bounds, Stepper};
 use super::filter::{Filter, MAX_FILTER_DEPTH};
 use super::measure::{self, LEVEL_DEN, Measure};
@@ -716,6 +716,17 @@ impl Plan {
     /// order). With public groups, rows of unlisted keys are set aside before
     /// bounding; a group no unit keeps a row in is absent.
     pub fn totals(&self, table: &Table, key: &BoundingKey) -> Vec<GroupTotals> {
+        self.totals_in(table, key, None)
+    }
+
+    /// [`Plan::totals`], the units bounded in `ranges` ranges (`None`: as many as
+    /// [`bound_into`] chooses; with a unit column only).
+    pub(super) fn totals_in(
+        &self,
+        table: &Table,
+        key: &BoundingKey,
+        ranges: Option<usize>,
+    ) -> Vec<GroupTotals> {
         let keys = table.key_values();
         let admit: Vec<bool> = match &self.groups {
             Groups::Public(list) => {
@@ -728,13 +739,13 @@ impl Plan {
             .map(|c| self.quantile_candidates(c))
             .collect();
         let mut sums = Sums::new(self, table, &candidates);
-        bound_into(
-            table,
-            |k| admit[k as usize],
-            self.contribution,
-            key,
-            &mut sums,
-        );
+        let admit = |k: u32| admit[k as usize];
+        match ranges {
+            Some(r) if table.columns().unit.is_some() => {
+                bound_in_ranges(table, admit, self.contribution, key, &mut sums, r)
+            }
+            _ => bound_into(table, admit, self.contribution, key, &mut sums),
+        }
         sums.into_totals(keys)
     }
 
@@ -1146,6 +1157,37 @@ impl Keep for Sums<'_> {
 
     fn unit(&mut self, key: u32) {
         self.units[key as usize] += 1;
+    }
+
+    fn fork(&self) -> Self {
+        Sums {
+            columns: self.columns.clone(),
+            candidates: self.candidates,
+            units: vec![0; self.units.len()],
+            rows: vec![0; self.rows.len()],
+            sums: vec![(0, 0); self.sums.len()],
+            buckets: vec![Vec::new(); self.buckets.len()],
+        }
+    }
+
+    fn join(&mut self, other: Self) {
+        for (a, b) in self.units.iter_mut().zip(other.units) {
+            *a += b;
+        }
+        for (a, b) in self.rows.iter_mut().zip(other.rows) {
+            *a += b;
+        }
+        for (a, b) in self.sums.iter_mut().zip(other.sums) {
+            a.0 += b.0;
+            a.1 += b.1;
+        }
+        for (a, b) in self.buckets.iter_mut().zip(other.buckets) {
+            if a.is_empty() {
+                *a = b;
+            } else {
+                a.iter_mut().zip(b).for_each(|(a, b)| *a += b);
+            }
+        }
     }
 }
 

@@ -810,11 +810,13 @@ fn the_totals_are_those_of_the_merged_pieces() {
         for (_, u) in per_unit {
             merged.add(u.finish(&partial));
         }
-        assert_eq!(
-            by_key(p.totals(&table, &key)),
-            by_key(merged.into_totals().unwrap()),
-            "case {case}"
-        );
+        let totals = by_key(p.totals(&table, &key));
+        assert_eq!(totals, by_key(merged.into_totals().unwrap()), "case {case}");
+        // The units bounded in ranges, each on its own thread, as large tables are.
+        for ranges in [2, 3, 7] {
+            let got = by_key(p.totals_in(&table, &key, Some(ranges)));
+            assert_eq!(got, totals, "case {case}, {ranges} ranges");
+        }
     }
 }
 
