@@ -312,6 +312,9 @@ const PARALLEL_ROWS: usize = 1 << 18;
 /// The most ranges of units (each reads every row).
 const MAX_RANGES: usize = 4;
 
+/// Ranges of units only for tables of at least this many rows per group key.
+const ROWS_PER_KEY: usize = 64;
+
 /// One range of units, from unit number `first`, while bounding.
 struct Part<'a, K> {
     first: u32,
@@ -357,7 +360,11 @@ pub(super) fn bound_into<K: Keep + Send>(
     // units, cache misses. Consecutive ranges of units are therefore passed over
     // on threads of their own, each reading every row but looking up only its
     // units (a smaller table), each telling a fork of `out`.
-    let ranges = if unit_of.len() >= PARALLEL_ROWS && crate::parallel::enabled() {
+    // Each range's fork of `out` holds totals for every group key: ranges only
+    // where there are far fewer keys than rows, so the forks stay small.
+    let rows = unit_of.len();
+    let few_keys = table.key_values().len() <= rows / ROWS_PER_KEY;
+    let ranges = if rows >= PARALLEL_ROWS && few_keys && crate::parallel::enabled() {
         rayon::current_num_threads().clamp(1, MAX_RANGES)
     } else {
         1

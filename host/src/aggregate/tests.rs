@@ -820,6 +820,51 @@ fn the_totals_are_those_of_the_merged_pieces() {
     }
 }
 
+/// A table past `PARALLEL_ROWS` (2¹⁸ rows) with few keys is bounded in ranges of
+/// units when rayon has two threads or more, and a table with a key per few rows
+/// is not: either way the totals are those of one range.
+#[test]
+fn large_tables_total_as_one_range_does() {
+    use rand_core::Rng;
+    use std::fmt::Write as _;
+    let mut rng = seeded_rng(41);
+    let query = Query::new(
+        ["region"],
+        [
+            ("n", Aggregate::Count),
+            ("sd", Aggregate::StdDev("temp".into())),
+            ("median", Aggregate::quantile("temp", 0.5).unwrap()),
+        ],
+    );
+    for keys in [50u64, 100_000] {
+        let mut csv = String::from("device,region,temp\n");
+        for _ in 0..300_000 {
+            let u = rng.next_u64() % 40_000;
+            let region = (u + rng.next_u64() % 2) % keys;
+            let _ = writeln!(csv, "d{u},r{region},{}", rng.next_u64() % 50);
+        }
+        let p = Plan::builder(query.clone())
+            .bounds("temp", "0:40".parse().unwrap())
+            .groups(Groups::Private { delta: 1e-6 })
+            .privacy_unit("device", Contribution::new(1, 6).unwrap())
+            .build(eps(1, 1))
+            .unwrap();
+        let table = Table::from_csv(csv.as_bytes(), &p.columns(), 1 << 20).unwrap();
+        let key = BoundingKey::draw(&mut rng);
+        let sorted = |mut t: Vec<GroupTotals>| {
+            t.sort_by(|a, b| a.key.cmp(&b.key));
+            t
+        };
+        let one = sorted(p.totals_in(&table, &key, Some(1)));
+        assert!(
+            one.len() as u64 >= keys.min(40_000) / 2,
+            "{} groups",
+            one.len()
+        );
+        assert_eq!(sorted(p.totals(&table, &key)), one, "{keys} keys");
+    }
+}
+
 /// Bytes of a piece as `PartialTotals::encode` writes them (for forging).
 fn forge(seen: u64, invalid: u64, groups: &[GroupTotals]) -> Vec<u8> {
     let mut out = Vec::new();
