@@ -322,7 +322,8 @@ struct Part<'a, K> {
     /// Each unit's next place in the range's stretch of `over`, or [`WITHIN`].
     next: Vec<u32>,
     over_rows: usize,
-    out: K,
+    /// `out` itself for the first range, a [`Keep::fork`] of it for the others.
+    out: &'a mut K,
 }
 
 /// Bounds as [`bound`] does, telling `out` what is kept.
@@ -333,11 +334,12 @@ struct Part<'a, K> {
 /// group; the second reports every row of a unit within the limits and gathers
 /// the rows of the other units together, unit by unit (a counting sort by the
 /// interned unit). From [`PARALLEL_ROWS`] rows on both passes run over ranges
-/// of consecutive units, each range on a thread of its own telling a fork of
-/// `out` ([`Keep::fork`], joined back after). Only the units over a limit are then
-/// sorted by group and ranked ([`bound_unit`]) — in parallel chunks of units,
-/// each chunk's findings told to `out` in unit order. What is kept does not depend
-/// on the threads; only the order in which `out` hears it does.
+/// of consecutive units, each range on a thread of its own, the first telling
+/// `out` and each other a fork of it ([`Keep::fork`], joined back after). Only
+/// the units over a limit are then sorted by group and ranked ([`bound_unit`]) —
+/// in parallel chunks of units, each chunk's findings told to `out` in unit
+/// order. What is kept does not depend on the threads; only the order in which
+/// `out` hears it does.
 pub(super) fn bound_into<K: Keep + Send>(
     table: &Table,
     admit: impl Fn(u32) -> bool + Sync,
@@ -359,8 +361,8 @@ pub(super) fn bound_into<K: Keep + Send>(
     // Passes 1 and 2 read every row and look its unit up at random: with many
     // units, cache misses. Consecutive ranges of units are therefore passed over
     // on threads of their own, each reading every row but looking up only its
-    // units (a smaller table), each telling a fork of `out`.
-    // Each range's fork of `out` holds totals for every group key: ranges only
+    // units (a smaller table), the first telling `out`, each other a fork of it.
+    // Each fork of `out` holds totals for every group key: ranges only
     // where there are far fewer keys than rows, so the forks stay small.
     let rows = unit_of.len();
     let few_keys = table.key_values().len() <= rows / ROWS_PER_KEY;
@@ -393,9 +395,11 @@ pub(super) fn bound_in_ranges<K: Keep + Send>(
         };
         units
     ];
+    let mut forks: Vec<K> = (1..ranges).map(|_| out.fork()).collect();
+    let outs = std::iter::once(&mut *out).chain(forks.iter_mut());
     let mut parts: Vec<Part<'_, K>> = Vec::with_capacity(ranges);
     let mut rest = &mut seen[..];
-    for i in 0..ranges {
+    for (i, out) in outs.enumerate() {
         // Unit numbers below u32::MAX: the table has fewer rows.
         let (lo, hi) = (units * i / ranges, units * (i + 1) / ranges);
         let (mine, tail) = rest.split_at_mut(hi - lo);
@@ -405,7 +409,7 @@ pub(super) fn bound_in_ranges<K: Keep + Send>(
             seen: mine,
             next: Vec::new(),
             over_rows: 0,
-            out: out.fork(),
+            out,
         });
     }
     let parallel = ranges > 1;
@@ -472,8 +476,9 @@ pub(super) fn bound_in_ranges<K: Keep + Send>(
         }
     });
     drop(stretches);
-    for p in parts {
-        out.join(p.out);
+    drop(parts);
+    for f in forks {
+        out.join(f);
     }
     if over_rows == 0 {
         return;
