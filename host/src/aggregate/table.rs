@@ -97,11 +97,12 @@ impl Table {
     /// `max_rows` caps the number of rows read (a table past it is refused before
     /// anything is spent).
     ///
-    /// Two threads share the work: this one parses the CSV text and checks each
-    /// row (its values, bins and the filter) in batches of 2 048 rows (or 1 MiB of
-    /// the kept rows' units and keys), each batch holding only what is kept,
-    /// column by column, at most two batches ahead of a second that interns the
-    /// units and keys of the rows kept, in row order. The table, and the first error in row
+    /// Two threads share the work: this one parses the CSV text, checks each
+    /// row (its values, bins and the filter) and numbers each kept row's group
+    /// key, in batches of 2 048 rows (or 1 MiB of the kept rows' units and new
+    /// keys), each batch holding only what is kept, column by column, at most two
+    /// batches ahead of a second that interns the units of the rows kept, in row
+    /// order. The table, and the first error in row
     /// order, are those of reading the rows one by one (as it does when no second
     /// thread can be started); rows past the cap or after an error are not parsed.
     pub fn from_csv<R: Read>(
@@ -307,11 +308,11 @@ pub fn trim_field(field: &str) -> &str {
 /// Records a batch of [`Table::from_csv`] carries from the parser to the interner.
 const BATCH: usize = 2048;
 
-/// Bytes of text (the kept rows' units and keys) after which a batch is sent even
-/// if it has fewer records. At most four batches exist at once (two queued, one
-/// being interned, one being filled), each holding at most this plus one row's
-/// unit and keys (in buffers of at most twice that), and a spent batch keeps at
-/// most this much in each of its two text buffers for reuse: at most 16 MiB in
+/// Bytes of text (the kept rows' units and the keys first seen) after which a
+/// batch is sent even if it has fewer records. At most four batches exist at once
+/// (two queued, one being interned, one being filled), each holding at most this
+/// plus one row's unit and key (in buffers of at most twice that), and a spent
+/// batch keeps at most this much in its units' buffer for reuse: at most 16 MiB in
 /// all with short rows, and a few times a long row's size, whatever the rows.
 const BATCH_BYTES: usize = 1 << 20;
 
@@ -330,9 +331,12 @@ struct Batch {
     /// ([`TextHash::of`]).
     units: Names,
     tags: Vec<u32>,
-    /// The kept rows' group-by fields, [`Columns::group_by`]`.len()` a row (a
-    /// binned key's bin label).
-    keys: Names,
+    /// The kept rows' group keys' numbers ([`KeyNumbers`], given by the parser),
+    /// and the fields of the keys first seen in this batch, in order (a binned
+    /// key's field is its bin label), with their bytes.
+    key_ids: Vec<u32>,
+    new_keys: Vec<Vec<String>>,
+    new_key_bytes: usize,
     /// The kept rows' values, [`Columns::values`]`.len()` a row.
     values: Vec<f64>,
     /// The error of the last record, which refuses the table.
@@ -347,7 +351,9 @@ impl Batch {
         self.kept.clear();
         self.units.clear(BATCH_BYTES);
         self.tags.clear();
-        self.keys.clear(BATCH_BYTES);
+        self.key_ids.clear();
+        self.new_keys.clear();
+        self.new_key_bytes = 0;
         self.values.clear();
         self.invalid = None;
         self.error = None;
@@ -355,13 +361,13 @@ impl Batch {
 
     /// The bytes of text the batch holds.
     fn bytes(&self) -> usize {
-        self.units.bytes() + self.keys.bytes()
+        self.units.bytes() + self.new_key_bytes
     }
 }
 
 /// The parser of [`Table::from_csv`]: parses and checks the records in batches
 /// sent to `full` (reusing the batches from `spent`), hashing each kept row's
-/// unit with `unit_hash`. It stops after the first error, after the record past
+/// unit with `unit_hash` and numbering its group key. It stops after the first error, after the record past
 /// the cap, at the end of the text, or when the interner stops listening.
 fn parse_batches<R: Read>(
     csv: &mut csv::Reader<R>,
@@ -376,6 +382,7 @@ fn parse_batches<R: Read>(
     let mut row = 0usize;
     let mut parsed = Vec::with_capacity(columns.values.len());
     let mut bin_of = vec![0usize; columns.group_by.len()];
+    let mut keys = KeyNumbers::new(columns.group_by.len());
     while row <= max_rows {
         let mut batch = spent.try_recv().unwrap_or_default();
         batch.clear();
@@ -403,8 +410,11 @@ fn parse_batches<R: Read>(
                         batch.units.push(unit);
                         batch.tags.push(unit_hash.of(unit));
                     }
-                    for k in 0..bin_of.len() {
-                        batch.keys.push(reader.key_field(k, &field, &bin_of));
+                    let key = |k: usize| reader.key_field(k, &field, &bin_of);
+                    let new = batch.new_keys.len();
+                    batch.key_ids.push(keys.id(&key, &mut batch.new_keys));
+                    if let Some(fields) = batch.new_keys.get(new) {
+                        batch.new_key_bytes += fields.iter().map(String::len).sum::<usize>();
                     }
                     batch.values.extend_from_slice(&parsed);
                     // Below BATCH.
@@ -437,7 +447,7 @@ fn intern_batches(
     recycle: std::sync::mpsc::Sender<Batch>,
 ) -> Result<Table, AggregateError> {
     let mut table = TableBuilder::new(columns, unit_hash);
-    let (width, keys) = (columns.values.len(), columns.group_by.len());
+    let width = columns.values.len();
     let with_units = columns.unit.is_some();
     // Records read before this batch: at most max_rows (the parser reads at most
     // one past the cap, and that one is refused here).
@@ -448,6 +458,7 @@ fn intern_batches(
         if batch.records > max_rows - row {
             return Err(AggregateError::TooManyRows { max: max_rows });
         }
+        table.table.key_values.append(&mut batch.new_keys);
         for (j, &at) in batch.kept.iter().enumerate() {
             let unit = if with_units {
                 if j.is_multiple_of(WARM) {
@@ -458,11 +469,10 @@ fn intern_batches(
             } else {
                 None
             };
-            let key = |k: usize| batch.keys.text((j * keys + k) as u32);
             table.push_row(
                 unit,
                 row + at as usize,
-                &key,
+                batch.key_ids[j],
                 &batch.values[j * width..(j + 1) * width],
             );
         }
@@ -479,15 +489,48 @@ fn intern_batches(
     table.finish(row)
 }
 
-/// A table being built from its kept rows, in row order: units and keys interned
+/// Group keys numbered 0, 1, 2 … in the order first seen: a key of one field by
+/// that field, a key of several by their [`encode_key`](super::encode_key) text
+/// (unambiguous whatever the fields hold), built in one reused buffer.
+struct KeyNumbers {
+    /// The number of fields a key has.
+    fields: usize,
+    keys: Interner,
+    text: String,
+}
+
+impl KeyNumbers {
+    fn new(fields: usize) -> Self {
+        KeyNumbers {
+            fields,
+            keys: Interner::new(TextHash::default()),
+            text: String::new(),
+        }
+    }
+
+    /// The number of the key whose fields are `key(0)`, `key(1)` …; a key not
+    /// seen before has its fields pushed onto `new`.
+    fn id<'k>(&mut self, key: &dyn Fn(usize) -> &'k str, new: &mut Vec<Vec<String>>) -> u32 {
+        let known = self.keys.len();
+        let id = if self.fields == 1 {
+            self.keys.id(key(0))
+        } else {
+            encode_key_into(&mut self.text, (0..self.fields).map(key));
+            self.keys.id(&self.text)
+        };
+        if id as usize == known {
+            new.push((0..self.fields).map(|k| key(k).to_string()).collect());
+        }
+        id
+    }
+}
+
+/// A table being built from its kept rows, in row order: units and keys numbered
 /// in first-seen order.
 struct TableBuilder {
     table: Table,
     units: Interner,
-    // Keys by their field, or by their fields each prefixed by its length
-    // (unambiguous whatever the fields hold), built in one reused buffer.
-    keys: Interner,
-    key_text: String,
+    keys: KeyNumbers,
 }
 
 impl TableBuilder {
@@ -504,8 +547,7 @@ impl TableBuilder {
                 read: 0,
             },
             units: Interner::new(unit_hash),
-            keys: Interner::new(TextHash::default()),
-            key_text: String::new(),
+            keys: KeyNumbers::new(columns.group_by.len()),
         }
     }
 
@@ -526,21 +568,21 @@ impl TableBuilder {
     ) {
         let unit = reader.unit(field).map(|u| (u, None));
         let key = |k: usize| reader.key_field(k, field, bin_of);
-        self.push_row(unit, row - 1, &key, parsed);
+        let key = self.keys.id(&key, &mut self.table.key_values);
+        self.push_row(unit, row - 1, key, parsed);
     }
 
     /// Adds a kept row: its unit (with its hash, [`TextHash::of`] of the builder's
     /// `unit_hash`, when known; `None` without a privacy-unit column, when the
-    /// row's `index` among all records read, from 0, is its unit), its group-by
-    /// fields `key(0)`, `key(1)` … and its values.
-    fn push_row<'k>(
+    /// row's `index` among all records read, from 0, is its unit), its group
+    /// key's number ([`KeyNumbers`]) and its values.
+    fn push_row(
         &mut self,
         unit: Option<(&str, Option<u32>)>,
         index: usize,
-        key: &dyn Fn(usize) -> &'k str,
+        key_id: u32,
         values: &[f64],
     ) {
-        let keys = self.table.columns.group_by.len();
         let table = &mut self.table;
         let unit = match unit {
             Some((unit, Some(tag))) => self.units.id_hashed(unit, tag),
@@ -548,19 +590,6 @@ impl TableBuilder {
             // Below u32::MAX, or `finish` refuses the table.
             None => index as u32,
         };
-        let known = self.keys.len();
-        let key_id = if keys == 1 {
-            // One field is its own unambiguous text.
-            self.keys.id(key(0))
-        } else {
-            encode_key_into(&mut self.key_text, (0..keys).map(key));
-            self.keys.id(&self.key_text)
-        };
-        if key_id as usize == known {
-            table
-                .key_values
-                .push((0..keys).map(|k| key(k).to_string()).collect());
-        }
         for (c, &x) in values.iter().enumerate() {
             table.values[c].push(x);
         }
@@ -1176,7 +1205,7 @@ mod tests {
         for case in 0..40 {
             let rows = [0, 1, BATCH - 1, BATCH, BATCH + 1, 3 * BATCH + 17][case % 6];
             // Some tables with a long unit and note in every row: batches cut by
-            // bytes (of the unit, or of a key).
+            // bytes (of the unit, or of the keys first seen).
             let long = if case % 5 == 4 {
                 "n".repeat(1500)
             } else {
@@ -1212,8 +1241,10 @@ mod tests {
                 if case % 4 == 3 && r == malformed_at {
                     csv.push_str("a,b,c,d,e\n");
                 }
+                // A note new in every row: as a key, every row's key is first
+                // seen there (with `long`, batches are cut by the new keys' bytes).
                 csv.push_str(&format!(
-                    " {long}{unit} ,r{},{temp},{long}\n",
+                    " {long}{unit} ,r{},{temp},{long}{r}\n",
                     rng.next_u64() % 5
                 ));
             }
@@ -1239,7 +1270,8 @@ mod tests {
                 values: Vec::new(),
                 ..columns()
             };
-            // A long key (the note): batches cut by the keys' bytes.
+            // A long key new in every row (the note): batches cut by the new
+            // keys' bytes.
             let noted = Columns {
                 group_by: vec!["note".into()],
                 ..filtered.clone()
