@@ -119,13 +119,10 @@ impl Table {
         // Two batches in flight: the parser runs at most two batches ahead.
         let (full, batches) = std::sync::mpsc::sync_channel::<Batch>(2);
         let (recycle, spent) = std::sync::mpsc::channel::<Batch>();
-        // The parser hashes each kept row's unit for the interner.
-        let unit_hash = TextHash::default();
         std::thread::scope(|scope| {
             let reader = &reader;
-            let hash = unit_hash.clone();
             let interner = std::thread::Builder::new().spawn_scoped(scope, move || {
-                intern_batches(columns, max_rows, hash, batches, recycle)
+                intern_batches(columns, max_rows, batches, recycle)
             });
             let Ok(interner) = interner else {
                 // No thread to be had (a process limit): one by one, here.
@@ -134,7 +131,7 @@ impl Table {
                     Ok(csv.read_record(r)?)
                 });
             };
-            parse_batches(&mut csv, reader, columns, max_rows, &unit_hash, full, spent);
+            parse_batches(&mut csv, reader, columns, max_rows, full, spent);
             interner
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -327,10 +324,8 @@ struct Batch {
     records: usize,
     /// Each kept row's position among the batch's records.
     kept: Vec<u32>,
-    /// The kept rows' units (with a privacy-unit column) and their hashes
-    /// ([`TextHash::of`]).
+    /// The kept rows' units (with a privacy-unit column).
     units: Names,
-    tags: Vec<u32>,
     /// The kept rows' group keys' numbers ([`KeyNumbers`], given by the parser),
     /// and the fields of the keys first seen in this batch, in order (a binned
     /// key's field is its bin label), with their bytes.
@@ -350,7 +345,6 @@ impl Batch {
         self.records = 0;
         self.kept.clear();
         self.units.clear(BATCH_BYTES);
-        self.tags.clear();
         self.key_ids.clear();
         self.new_keys.clear();
         self.new_key_bytes = 0;
@@ -366,15 +360,14 @@ impl Batch {
 }
 
 /// The parser of [`Table::from_csv`]: parses and checks the records in batches
-/// sent to `full` (reusing the batches from `spent`), hashing each kept row's
-/// unit with `unit_hash` and numbering its group key. It stops after the first error, after the record past
-/// the cap, at the end of the text, or when the interner stops listening.
+/// sent to `full` (reusing the batches from `spent`), numbering each kept row's
+/// group key. It stops after the first error, after the record past the cap, at
+/// the end of the text, or when the interner stops listening.
 fn parse_batches<R: Read>(
     csv: &mut csv::Reader<R>,
     reader: &RowReader,
     columns: &Columns,
     max_rows: usize,
-    unit_hash: &TextHash,
     full: std::sync::mpsc::SyncSender<Batch>,
     spent: std::sync::mpsc::Receiver<Batch>,
 ) {
@@ -408,7 +401,6 @@ fn parse_batches<R: Read>(
                 Ok(true) => {
                     if let Some(unit) = reader.unit(&field) {
                         batch.units.push(unit);
-                        batch.tags.push(unit_hash.of(unit));
                     }
                     let key = |k: usize| reader.key_field(k, &field, &bin_of);
                     let new = batch.new_keys.len();
@@ -442,11 +434,13 @@ fn parse_batches<R: Read>(
 fn intern_batches(
     columns: &Columns,
     max_rows: usize,
-    unit_hash: TextHash,
     batches: std::sync::mpsc::Receiver<Batch>,
     recycle: std::sync::mpsc::Sender<Batch>,
 ) -> Result<Table, AggregateError> {
-    let mut table = TableBuilder::new(columns, unit_hash);
+    let hash = TextHash::default();
+    let mut table = TableBuilder::new(columns, hash.clone());
+    // The batch's units' hashes, to load their slots ahead.
+    let mut tags: Vec<u32> = Vec::new();
     let width = columns.values.len();
     let with_units = columns.unit.is_some();
     // Records read before this batch: at most max_rows (the parser reads at most
@@ -459,13 +453,15 @@ fn intern_batches(
             return Err(AggregateError::TooManyRows { max: max_rows });
         }
         table.table.key_values.append(&mut batch.new_keys);
+        tags.clear();
+        tags.extend((0..batch.units.len() as u32).map(|j| hash.of(batch.units.text(j))));
         for (j, &at) in batch.kept.iter().enumerate() {
             let unit = if with_units {
                 if j.is_multiple_of(WARM) {
-                    let end = batch.tags.len().min(j + WARM);
-                    table.warm_units(&batch.tags[j..end]);
+                    let end = tags.len().min(j + WARM);
+                    table.warm_units(&tags[j..end]);
                 }
-                Some((batch.units.text(j as u32), Some(batch.tags[j])))
+                Some((batch.units.text(j as u32), Some(tags[j])))
             } else {
                 None
             };
