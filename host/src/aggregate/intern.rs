@@ -280,6 +280,18 @@ mod tests {
         assert!(!inline_eq(&[0; INLINE], &[0; INLINE + 1]));
     }
 
+    /// The slots grow once three quarters are in use, never later (probes stay
+    /// short) and never much earlier (40 000 texts fit in 2¹⁶ slots).
+    #[test]
+    fn grows_at_three_quarters() {
+        let mut i = Interner::new(TextHash::default());
+        for k in 0..40_000u32 {
+            assert_eq!(i.id(&format!("t{k}")), k);
+            assert!(i.len() <= i.slots.len() / 4 * 3, "{} texts", i.len());
+        }
+        assert_eq!(i.slots.len(), 1 << 16);
+    }
+
     /// Through many growths, with texts sharing their first 23 bytes and a
     /// deliberately bad hash (every text the same tag): each text keeps its number.
     #[test]

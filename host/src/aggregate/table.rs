@@ -308,9 +308,11 @@ const BATCH: usize = 2048;
 /// Bytes of text (the kept rows' units and the keys first seen) after which a
 /// batch is sent even if it has fewer records. At most four batches exist at once
 /// (two queued, one being interned, one being filled), each holding at most this
-/// plus one row's unit and key (in buffers of at most twice that), and a spent
-/// batch keeps at most this much in its units' buffer for reuse: at most 16 MiB in
-/// all with short rows, and a few times a long row's size, whatever the rows.
+/// plus one row's unit and key (the units in a buffer of at most twice that; the
+/// new keys counted by their text, each field also costing a `String`'s few dozen
+/// bytes, of at most `BATCH` rows), and a spent batch keeps at most this much in
+/// its units' buffer for reuse: at most 16 MiB in all with short rows, and a few
+/// times a long row's size, whatever the rows.
 const BATCH_BYTES: usize = 1 << 20;
 
 /// Rows whose units' slots the interner loads together ([`Interner::warm`]).
@@ -972,6 +974,35 @@ mod tests {
         }
     }
 
+    /// Batches are cut by the bytes of the keys first seen in them: rows that each
+    /// bring a new 1 000-byte key fill 1 MiB before `BATCH` rows, and no batch
+    /// holds much more than `BATCH_BYTES` (one row past it at most).
+    #[test]
+    fn new_keys_cut_batches_by_their_bytes() {
+        let cols = Columns {
+            group_by: vec!["note".into()],
+            ..columns()
+        };
+        let rows = 1500;
+        let long = "k".repeat(1000);
+        let mut csv = String::from("id,region,temp,note\n");
+        for r in 0..rows {
+            csv.push_str(&format!("u{},r1,1.5,{long}{r}\n", r % 7));
+        }
+        let mut csv = csv::ReaderBuilder::new().from_reader(csv.as_bytes());
+        let header: Vec<String> = csv.headers().unwrap().iter().map(str::to_string).collect();
+        let reader = RowReader::new(&header, &cols).unwrap();
+        let (full, batches) = std::sync::mpsc::sync_channel::<Batch>(rows);
+        let (_recycle, spent) = std::sync::mpsc::channel::<Batch>();
+        parse_batches(&mut csv, &reader, &cols, usize::MAX, full, spent);
+        let sizes: Vec<(usize, usize)> = batches.iter().map(|b| (b.records, b.bytes())).collect();
+        assert!(sizes.len() >= 2, "{sizes:?}");
+        assert_eq!(sizes.iter().map(|&(r, _)| r).sum::<usize>(), rows);
+        for &(_, bytes) in &sizes {
+            assert!(bytes < BATCH_BYTES + 1100, "{sizes:?}");
+        }
+    }
+
     /// The fast path of `trim_field` agrees with `str::trim` on every text: ASCII
     /// and Unicode white space, control characters and multi-byte characters at
     /// either end, one character, none.
@@ -1295,6 +1326,19 @@ mod tests {
                             got.as_ref().err(),
                             want.as_ref().err()
                         );
+                        // Independently of the numbering both readers share: key
+                        // numbers are first-seen ranks of distinct keys.
+                        if let Ok(t) = &got {
+                            let mut seen = 0u32;
+                            for &k in t.key_ids() {
+                                assert!(k <= seen, "case {case}: key {k} after {seen} keys");
+                                seen += u32::from(k == seen);
+                            }
+                            assert_eq!(t.key_values().len(), seen as usize);
+                            let distinct: std::collections::HashSet<_> =
+                                t.key_values().iter().collect();
+                            assert_eq!(distinct.len(), t.key_values().len(), "case {case}");
+                        }
                     }
                 }
             }
