@@ -95,7 +95,7 @@ pub struct Table {
 impl Table {
     /// Reads a CSV table with a header row, keeping the rows the filter accepts.
     /// `max_rows` caps the number of rows read (a table past it is refused before
-    /// anything is spent).
+    /// anything is spent; past `u32::MAX` rows, whatever the cap).
     ///
     /// Two threads share the work: this one parses the CSV text, checks each
     /// row (its values, bins and the filter) and numbers each kept row's group
@@ -110,6 +110,7 @@ impl Table {
         columns: &Columns,
         max_rows: usize,
     ) -> Result<Self, AggregateError> {
+        let max_rows = max_rows.min(MAX_ROWS);
         let mut csv = csv::ReaderBuilder::new().from_reader(reader);
         let header: Vec<String> = csv.headers()?.iter().map(str::to_string).collect();
         if header.is_empty() {
@@ -157,6 +158,7 @@ impl Table {
         columns: &Columns,
         max_rows: usize,
     ) -> Result<Self, AggregateError> {
+        let max_rows = max_rows.min(MAX_ROWS);
         if let Some((name, values)) = data.iter().find(|(_, v)| v.len() != rows) {
             return Err(AggregateError::InvalidParameter(format!(
                 "column {name:?} has {} values, the table {rows} rows",
@@ -301,6 +303,12 @@ pub fn trim_field(field: &str) -> &str {
         field.trim()
     }
 }
+
+/// The most rows a table holds, whatever cap the caller gives: rows, units and
+/// keys are numbered by `u32`, and `u32::MAX` marks a free slot of the interner,
+/// so a table past it is refused while it is read (as past any cap), before an
+/// id could reach that marker.
+const MAX_ROWS: usize = u32::MAX as usize;
 
 /// Records a batch of [`Table::from_csv`] carries from the parser to the interner.
 const BATCH: usize = 2048;
@@ -585,7 +593,7 @@ impl TableBuilder {
         let unit = match unit {
             Some((unit, Some(tag))) => self.units.id_hashed(unit, tag),
             Some((unit, None)) => self.units.id(unit),
-            // Below u32::MAX, or `finish` refuses the table.
+            // Below MAX_ROWS, the most rows read.
             None => index as u32,
         };
         for (c, &x) in values.iter().enumerate() {
@@ -597,11 +605,7 @@ impl TableBuilder {
 
     /// The table of `rows` rows read.
     fn finish(mut self, rows: usize) -> Result<Table, AggregateError> {
-        if rows > u32::MAX as usize {
-            return Err(AggregateError::TooManyRows {
-                max: u32::MAX as usize,
-            });
-        }
+        debug_assert!(rows <= MAX_ROWS, "the readers stop at MAX_ROWS");
         self.table.read = rows;
         self.table.unit_names = self.units.into_names();
         Ok(self.table)
