@@ -85,6 +85,7 @@ mod intern;
 mod measure;
 mod partial;
 mod plan;
+mod records;
 mod request;
 mod spec;
 mod sql;

@@ -8,6 +8,7 @@ use super::bins::Binning;
 use super::bounding::encode_key_into;
 use super::filter::Filter;
 use super::intern::{Interner, Names, TextHash};
+use super::records::{Record, Records};
 
 /// Which columns of a CSV table a query reads, and which rows.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -111,12 +112,11 @@ impl Table {
         max_rows: usize,
     ) -> Result<Self, AggregateError> {
         let max_rows = max_rows.min(MAX_ROWS);
-        let mut csv = csv::ReaderBuilder::new().from_reader(reader);
-        let header: Vec<String> = csv.headers()?.iter().map(str::to_string).collect();
-        if header.is_empty() {
+        let mut records = Records::new(reader)?;
+        if records.header().is_empty() {
             return Err(AggregateError::EmptyTable);
         }
-        let reader = RowReader::new(&header, columns)?;
+        let reader = RowReader::new(records.header(), columns)?;
         // Two batches in flight: the parser runs at most two batches ahead.
         let (full, batches) = std::sync::mpsc::sync_channel::<Batch>(2);
         let (recycle, spent) = std::sync::mpsc::channel::<Batch>();
@@ -127,12 +127,12 @@ impl Table {
             });
             let Ok(interner) = interner else {
                 // No thread to be had (a process limit): one by one, here.
-                let mut record = csv::StringRecord::new();
+                let mut record = Record::default();
                 return Self::read(reader, columns, max_rows, &mut record, &|_| None, |r| {
-                    Ok(csv.read_record(r)?)
+                    Ok(records.read(r)?)
                 });
             };
-            parse_batches(&mut csv, reader, columns, max_rows, full, spent);
+            parse_batches(&mut records, reader, columns, max_rows, full, spent);
             interner
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -374,14 +374,14 @@ impl Batch {
 /// group key. It stops after the first error, after the record past the cap, at
 /// the end of the text, or when the interner stops listening.
 fn parse_batches<R: Read>(
-    csv: &mut csv::Reader<R>,
+    records: &mut Records<R>,
     reader: &RowReader,
     columns: &Columns,
     max_rows: usize,
     full: std::sync::mpsc::SyncSender<Batch>,
     spent: std::sync::mpsc::Receiver<Batch>,
 ) {
-    let mut record = csv::StringRecord::new();
+    let mut record = Record::default();
     let mut row = 0usize;
     let mut parsed = Vec::with_capacity(columns.values.len());
     let mut bin_of = vec![0usize; columns.group_by.len()];
@@ -391,7 +391,7 @@ fn parse_batches<R: Read>(
         batch.clear();
         let mut stop = false;
         while batch.records < BATCH && batch.bytes() < BATCH_BYTES && row <= max_rows {
-            match csv.read_record(&mut record) {
+            match records.read(&mut record) {
                 Ok(true) => {}
                 Ok(false) => {
                     stop = true;
@@ -403,7 +403,7 @@ fn parse_batches<R: Read>(
                     break;
                 }
             }
-            let field = |i: usize| trim_field(record.field(i));
+            let field = |i: usize| trim_field(record.get(i));
             let line = row + 2;
             row += 1;
             batch.records += 1;
@@ -899,6 +899,12 @@ impl Fields for csv::StringRecord {
     }
 }
 
+impl Fields for Record {
+    fn field(&self, i: usize) -> &str {
+        self.get(i)
+    }
+}
+
 /// One column of a table given by columns ([`Table::from_columns`]): each value
 /// as its text (a missing value as the empty text).
 pub trait TextColumn {
@@ -993,12 +999,11 @@ mod tests {
         for r in 0..rows {
             csv.push_str(&format!("u{},r1,1.5,{long}{r}\n", r % 7));
         }
-        let mut csv = csv::ReaderBuilder::new().from_reader(csv.as_bytes());
-        let header: Vec<String> = csv.headers().unwrap().iter().map(str::to_string).collect();
-        let reader = RowReader::new(&header, &cols).unwrap();
+        let mut records = Records::new(csv.as_bytes()).unwrap();
+        let reader = RowReader::new(records.header(), &cols).unwrap();
         let (full, batches) = std::sync::mpsc::sync_channel::<Batch>(rows);
         let (_recycle, spent) = std::sync::mpsc::channel::<Batch>();
-        parse_batches(&mut csv, &reader, &cols, usize::MAX, full, spent);
+        parse_batches(&mut records, &reader, &cols, usize::MAX, full, spent);
         let sizes: Vec<(usize, usize)> = batches.iter().map(|b| (b.records, b.bytes())).collect();
         assert!(sizes.len() >= 2, "{sizes:?}");
         assert_eq!(sizes.iter().map(|&(r, _)| r).sum::<usize>(), rows);
