@@ -179,7 +179,7 @@ impl Table {
             )));
         }
         let mut record = ColumnRow { data, row: None };
-        let unit_of = |r: usize| reader.unit(&|i| trim_field(ColumnRow::text(data, r, i)));
+        let unit_of = |r: usize| reader.unit(|i| trim_field(ColumnRow::text(data, r, i)));
         Self::read(&reader, columns, max_rows, &mut record, &unit_of, |r| {
             let next = r.row.map_or(0, |i| i + 1);
             r.row = Some(next);
@@ -220,7 +220,7 @@ impl Table {
             row += 1;
             let field = |i: usize| trim_field(record.field(i));
             let number = |i: usize| record.number(i);
-            if reader.read(&field, &number, line, &mut parsed, &mut bin_of)? {
+            if reader.read(field, number, line, &mut parsed, &mut bin_of)? {
                 table.push(reader, row, &field, &parsed, &bin_of);
             }
         }
@@ -407,14 +407,14 @@ fn parse_batches<R: Read>(
             let line = row + 2;
             row += 1;
             batch.records += 1;
-            match reader.read(&field, &|_| None, line, &mut parsed, &mut bin_of) {
+            match reader.read(field, |_| None, line, &mut parsed, &mut bin_of) {
                 Ok(true) => {
-                    if let Some(unit) = reader.unit(&field) {
+                    if let Some(unit) = reader.unit(field) {
                         batch.units.push(unit);
                     }
-                    let key = |k: usize| reader.key_field(k, &field, &bin_of);
+                    let key = |k: usize| reader.key_field(k, field, &bin_of);
                     let new = batch.new_keys.len();
-                    batch.key_ids.push(keys.id(&key, &mut batch.new_keys));
+                    batch.key_ids.push(keys.id(key, &mut batch.new_keys));
                     if let Some(fields) = batch.new_keys.get(new) {
                         batch.new_key_bytes += fields.iter().map(String::len).sum::<usize>();
                     }
@@ -516,12 +516,12 @@ impl KeyNumbers {
 
     /// The number of the key whose fields are `key(0)`, `key(1)` …; a key not
     /// seen before has its fields pushed onto `new`.
-    fn id<'k>(&mut self, key: &dyn Fn(usize) -> &'k str, new: &mut Vec<Vec<String>>) -> u32 {
+    fn id<'k>(&mut self, key: impl Fn(usize) -> &'k str, new: &mut Vec<Vec<String>>) -> u32 {
         let known = self.keys.len();
         let id = if self.fields == 1 {
             self.keys.id(key(0))
         } else {
-            encode_key_into(&mut self.text, (0..self.fields).map(key));
+            encode_key_into(&mut self.text, (0..self.fields).map(&key));
             self.keys.id(&self.text)
         };
         if id as usize == known {
@@ -574,7 +574,7 @@ impl TableBuilder {
     ) {
         let unit = reader.unit(field).map(|u| (u, None));
         let key = |k: usize| reader.key_field(k, field, bin_of);
-        let key = self.keys.id(&key, &mut self.table.key_values);
+        let key = self.keys.id(key, &mut self.table.key_values);
         self.push_row(unit, row - 1, key, parsed);
     }
 
@@ -725,7 +725,7 @@ impl RowReader {
     ) -> Result<Option<ReadRow>, AggregateError> {
         let mut values = Vec::with_capacity(self.value_index.len());
         let mut bin_of = vec![0; self.key_index.len()];
-        if !self.read(field, &|_| None, line, &mut values, &mut bin_of)? {
+        if !self.read(field, |_| None, line, &mut values, &mut bin_of)? {
             return Ok(None);
         }
         Ok(Some(ReadRow {
@@ -783,8 +783,8 @@ impl RowReader {
     /// from `number(i)` when that is `Some` (a typed column), else from its text.
     fn read<'f>(
         &self,
-        field: &dyn Fn(usize) -> &'f str,
-        number: &dyn Fn(usize) -> Option<Option<f64>>,
+        field: impl Fn(usize) -> &'f str,
+        number: impl Fn(usize) -> Option<Option<f64>>,
         line: usize,
         parsed: &mut Vec<f64>,
         bin_of: &mut [usize],
@@ -847,14 +847,14 @@ impl RowReader {
         Ok(true)
     }
 
-    fn unit<'f>(&self, field: &dyn Fn(usize) -> &'f str) -> Option<&'f str> {
+    fn unit<'f>(&self, field: impl Fn(usize) -> &'f str) -> Option<&'f str> {
         self.unit_index.map(field)
     }
 
     fn key_field<'a, 'f: 'a>(
         &'a self,
         k: usize,
-        field: &dyn Fn(usize) -> &'f str,
+        field: impl Fn(usize) -> &'f str,
         bin_of: &[usize],
     ) -> &'a str {
         match &self.key_index[k] {
