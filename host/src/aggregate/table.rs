@@ -465,22 +465,25 @@ fn intern_batches(
         table.table.key_values.append(&mut batch.new_keys);
         tags.clear();
         tags.extend((0..batch.units.len() as u32).map(|j| hash.of(batch.units.text(j))));
-        for (j, &at) in batch.kept.iter().enumerate() {
-            let unit = if with_units {
+        // The kept rows' keys and values a column at a time, then their units.
+        let t = &mut table.table;
+        t.keys.extend_from_slice(&batch.key_ids);
+        for (c, column) in t.values.iter_mut().enumerate() {
+            column.extend(batch.values.iter().skip(c).step_by(width));
+        }
+        if with_units {
+            for (j, &tag) in tags.iter().enumerate() {
                 if j.is_multiple_of(WARM) {
-                    let end = tags.len().min(j + WARM);
-                    table.warm_units(&tags[j..end]);
+                    table.warm_units(&tags[j..tags.len().min(j + WARM)]);
                 }
-                Some((batch.units.text(j as u32), Some(tags[j])))
-            } else {
-                None
-            };
-            table.push_row(
-                unit,
-                row + at as usize,
-                batch.key_ids[j],
-                &batch.values[j * width..(j + 1) * width],
-            );
+                let id = table.units.id_hashed(batch.units.text(j as u32), tag);
+                table.table.units.push(id);
+            }
+        } else {
+            // Each row its own unit: its index among all records read (below
+            // MAX_ROWS, the most rows read).
+            let rows = batch.kept.iter().map(|&at| (row + at as usize) as u32);
+            table.table.units.extend(rows);
         }
         row += batch.records;
         if let Some(e) = batch.invalid.take() {
@@ -1247,7 +1250,7 @@ mod tests {
             } else {
                 String::new()
             };
-            let mut csv = String::from("id,region,temp,note\n");
+            let mut csv = String::from("id,region,temp,note,w\n");
             let mut invalid_at = None;
             let malformed_at = [rows / 2, BATCH - 1, BATCH][case % 3];
             for r in 0..rows {
@@ -1275,13 +1278,14 @@ mod tests {
                 // A malformed record (a field too many) in the middle, or just
                 // before or at the first batch's end.
                 if case % 4 == 3 && r == malformed_at {
-                    csv.push_str("a,b,c,d,e\n");
+                    csv.push_str("a,b,c,d,e,f\n");
                 }
                 // A note new in every row: as a key, every row's key is first
                 // seen there (with `long`, batches are cut by the new keys' bytes).
                 csv.push_str(&format!(
-                    " {long}{unit} ,r{},{temp},{long}{r}\n",
-                    rng.next_u64() % 5
+                    " {long}{unit} ,r{},{temp},{long}{r},{}\n",
+                    rng.next_u64() % 5,
+                    r as f64 * 0.5
                 ));
             }
             // No unit (a row's unit is its position among all rows, kept or not)
@@ -1312,7 +1316,21 @@ mod tests {
                 group_by: vec!["note".into()],
                 ..filtered.clone()
             };
-            for base in [columns(), filtered.clone(), no_unit, binned, bare, noted] {
+            // Two values, in another order than the header's: the batches carry
+            // them row by row, the table column by column.
+            let two_values = Columns {
+                values: vec!["w".into(), "temp".into()],
+                ..no_unit.clone()
+            };
+            for base in [
+                columns(),
+                filtered.clone(),
+                no_unit,
+                binned,
+                bare,
+                noted,
+                two_values,
+            ] {
                 for drop_invalid in [false, true] {
                     let columns = Columns {
                         drop_invalid,
