@@ -575,35 +575,20 @@ impl TableBuilder {
         parsed: &[f64],
         bin_of: &[usize],
     ) {
-        let unit = reader.unit(field).map(|u| (u, None));
         let key = |k: usize| reader.key_field(k, field, bin_of);
         let key = self.keys.id(key, &mut self.table.key_values);
-        self.push_row(unit, row - 1, key, parsed);
-    }
-
-    /// Adds a kept row: its unit (with its hash, [`TextHash::of`] of the builder's
-    /// `unit_hash`, when known; `None` without a privacy-unit column, when the
-    /// row's `index` among all records read, from 0, is its unit), its group
-    /// key's number ([`KeyNumbers`]) and its values.
-    fn push_row(
-        &mut self,
-        unit: Option<(&str, Option<u32>)>,
-        index: usize,
-        key_id: u32,
-        values: &[f64],
-    ) {
         let table = &mut self.table;
-        let unit = match unit {
-            Some((unit, Some(tag))) => self.units.id_hashed(unit, tag),
-            Some((unit, None)) => self.units.id(unit),
-            // Below MAX_ROWS, the most rows read.
-            None => index as u32,
+        let unit = match reader.unit(field) {
+            Some(unit) => self.units.id(unit),
+            // Each row its own unit: its index among all records read (below
+            // MAX_ROWS, the most rows read).
+            None => (row - 1) as u32,
         };
-        for (c, &x) in values.iter().enumerate() {
+        for (c, &x) in parsed.iter().enumerate() {
             table.values[c].push(x);
         }
         table.units.push(unit);
-        table.keys.push(key_id);
+        table.keys.push(key);
     }
 
     /// The table of `rows` rows read.
