@@ -283,15 +283,28 @@ impl<R: Read> Plain<R> {
     /// not read, then the buffer and the input), at the position it would have
     /// reached reading every record so far itself.
     fn hand_over(&mut self, block: &[u8]) -> Result<csv::Reader<Replay<R>>, csv::Error> {
-        // The crate reads the header again (so it checks each record's fields
-        // against it), then is rewound to the first line not read here.
-        let mut pending = std::mem::take(&mut self.header_line);
+        // The crate reads the header (so it checks each record's fields against
+        // it) and is rewound to what follows it, told it stands one line before
+        // the first line not read here. It reads the header's line there again,
+        // as a record: a reader just repositioned would strip a byte-order mark
+        // from the start of the next record, which reading from the start does
+        // only before the header.
+        let header = std::mem::take(&mut self.header_line);
+        let mut pending = header.repeat(2);
         pending.extend_from_slice(block);
         pending.extend_from_slice(&self.buf[self.start..self.end]);
         self.buf = Vec::new();
         let replay = Replay::new(pending, self.input.take());
         let mut csv = csv::ReaderBuilder::new().from_reader(replay);
-        csv.seek_raw(SeekFrom::Current(0), self.position.clone())?;
+        let (p, mut before) = (&self.position, csv::Position::new());
+        before
+            .set_byte(p.byte() - header.len() as u64)
+            .set_line(p.line() - 1)
+            .set_record(p.record() - 1);
+        csv.seek_raw(SeekFrom::Current(0), before)?;
+        let mut again = csv::ByteRecord::new();
+        let read = csv.read_byte_record(&mut again)?;
+        debug_assert!(read && csv.position() == &self.position);
         Ok(csv)
     }
 }
@@ -456,7 +469,7 @@ mod tests {
         check(b"\n");
         check(b"\n\nu,g\n1,2\n");
         // Every kind of line the crate reads otherwise, first and after plain lines.
-        let odd: [&[u8]; 12] = [
+        let odd: [&[u8]; 14] = [
             b"\"d,1\",g1,2\n",
             b"d\"1,g1,2\n",
             b"d1,g1,2\r\n",
@@ -469,6 +482,9 @@ mod tests {
             b"\"multi\nline\",g,1\n",
             b"\xef\xbb\xbfd1,g1,2\n",
             b"d1,g1,\"2\"\"\"\n",
+            // A byte-order mark opening a line the crate reads.
+            b"\xef\xbb\xbf,\"g\r\n1\",2\n",
+            b"\xef\xbb\xbfd1\r\n",
         ];
         for line in odd {
             for before in [0, 1, 5] {
