@@ -16,24 +16,71 @@ use std::hash::BuildHasher;
 /// The most bytes of a text a slot holds.
 const INLINE: usize = 23;
 
-/// The slot of one text (`id == EMPTY`: free).
-#[derive(Clone, Copy)]
-#[repr(C, align(32))]
-struct Slot {
-    tag: u32,
-    id: u32,
-    len: u8,
-    inline: [u8; INLINE],
+/// The bytes of one slot: the text's hash (bytes 0–3), its number plus one
+/// (4–7; 0 for a free slot, so fresh zeroed memory is all free), its length (8,
+/// at most 255) and its first [`INLINE`] bytes (9–31). Slots are plain bytes so
+/// that they can live in memory mapped for them ([`SlotMemory`]).
+type Slot = [u8; 32];
+
+fn word(s: &Slot, at: usize) -> u32 {
+    u32::from_ne_bytes([s[at], s[at + 1], s[at + 2], s[at + 3]])
 }
 
-const EMPTY: u32 = u32::MAX;
+fn tag_of(s: &Slot) -> u32 {
+    word(s, 0)
+}
 
-const FREE: Slot = Slot {
-    tag: 0,
-    id: EMPTY,
-    len: 0,
-    inline: [0; INLINE],
-};
+/// The slot's number plus one (0: free).
+fn id1_of(s: &Slot) -> u32 {
+    word(s, 4)
+}
+
+fn inline_of(s: &Slot) -> &[u8; INLINE] {
+    s[9..].try_into().expect("a slot's last INLINE bytes")
+}
+
+/// Slots of this many bytes or more get a mapping of their own.
+const MAPPED_BYTES: usize = 2 << 20;
+
+/// Zeroed (all free) slots: on the heap while small; from [`MAPPED_BYTES`] on, in
+/// an anonymous mapping of their own, which the kernel is asked to back with huge
+/// pages (where it does, a lookup in a table of hundreds of MiB misses the TLB far
+/// less often; measured in the book, "Huge pages for the units' slots"). A mapping
+/// is page-aligned, so no slot straddles two cache lines; if the kernel refuses
+/// one, the heap serves.
+enum SlotMemory {
+    Heap(Vec<Slot>),
+    Mapped(memmap2::MmapMut),
+}
+
+impl SlotMemory {
+    fn zeroed(slots: usize) -> Self {
+        let bytes = slots * size_of::<Slot>();
+        if bytes >= MAPPED_BYTES
+            && let Ok(map) = memmap2::MmapMut::map_anon(bytes)
+        {
+            // Advice only: without huge pages the table works the same.
+            #[cfg(target_os = "linux")]
+            let _ = map.advise(memmap2::Advice::HugePage);
+            return SlotMemory::Mapped(map);
+        }
+        SlotMemory::Heap(vec![[0; 32]; slots])
+    }
+
+    fn slots(&self) -> &[Slot] {
+        match self {
+            SlotMemory::Heap(v) => v,
+            SlotMemory::Mapped(m) => m.as_chunks().0,
+        }
+    }
+
+    fn slots_mut(&mut self) -> &mut [Slot] {
+        match self {
+            SlotMemory::Heap(v) => v,
+            SlotMemory::Mapped(m) => m.as_chunks_mut().0,
+        }
+    }
+}
 
 /// Texts by number: all of them in one buffer.
 #[derive(Debug, Clone, Default)]
@@ -98,8 +145,8 @@ impl TextHash {
 
 /// Texts numbered 0, 1, 2 … in the order first seen.
 pub(super) struct Interner {
-    slots: Vec<Slot>,
-    /// log2 of `slots.len()`.
+    memory: SlotMemory,
+    /// log2 of the number of slots.
     bits: u32,
     names: Names,
     hash: TextHash,
@@ -109,7 +156,7 @@ impl Interner {
     /// An empty interner hashing with `hash`.
     pub(super) fn new(hash: TextHash) -> Self {
         Interner {
-            slots: vec![FREE; 16],
+            memory: SlotMemory::zeroed(16),
             bits: 4,
             names: Names::default(),
             hash,
@@ -135,9 +182,10 @@ impl Interner {
     /// Loads the first slots of the texts of these hashes, so that looking them up
     /// next finds them in the cache.
     pub(super) fn warm(&self, tags: &[u32]) {
+        let slots = self.memory.slots();
         let mut seen = 0u32;
         for &t in tags {
-            seen ^= self.slots[self.home(t)].tag;
+            seen ^= tag_of(&slots[self.home(t)]);
         }
         std::hint::black_box(seen);
     }
@@ -152,59 +200,62 @@ impl Interner {
     /// own [`TextHash`]) is `tag`.
     pub(super) fn id_hashed(&mut self, text: &str, tag: u32) -> u32 {
         let bytes = text.as_bytes();
-        let mask = self.slots.len() - 1;
-        let mut i = self.home(tag);
+        let home = self.home(tag);
+        let slots = self.memory.slots();
+        let mask = slots.len() - 1;
+        let mut i = home;
         loop {
-            let s = &self.slots[i];
-            if s.id == EMPTY {
+            let s = &slots[i];
+            let id1 = id1_of(s);
+            if id1 == 0 {
                 break;
             }
-            if s.tag == tag && self.holds(s, bytes) {
-                return s.id;
+            if tag_of(s) == tag && self.holds(s, id1 - 1, bytes) {
+                return id1 - 1;
             }
             i = (i + 1) & mask;
         }
         // New: at most three quarters of the slots in use, so probes stay short (at
         // most 2.5 on average for a text found, mostly in one or two adjacent cache
         // lines) and 10⁷ units take 512 MiB of slots, not 1 GiB (up to 3·2³⁰ texts;
-        // past that the 2³² slots fill further, and a table has fewer than 2³² rows).
+        // past that the 2³² slots fill further, and a table has fewer than 2³² rows,
+        // so a number plus one still fits in a `u32`).
         let id = self.names.len() as u32;
-        let mut slot = Slot {
-            tag,
-            id,
-            len: bytes.len().min(255) as u8,
-            inline: [0; INLINE],
-        };
         let n = bytes.len().min(INLINE);
-        slot.inline[..n].copy_from_slice(&bytes[..n]);
-        self.slots[i] = slot;
+        let slot = &mut self.memory.slots_mut()[i];
+        slot[0..4].copy_from_slice(&tag.to_ne_bytes());
+        slot[4..8].copy_from_slice(&(id + 1).to_ne_bytes());
+        slot[8] = bytes.len().min(255) as u8;
+        slot[9..9 + n].copy_from_slice(&bytes[..n]);
         self.names.push(text);
-        if self.names.len() > self.slots.len() / 4 * 3 && self.bits < 32 {
+        if self.names.len() > (mask + 1) / 4 * 3 && self.bits < 32 {
             self.grow();
         }
         id
     }
 
-    /// True when slot `s` holds `bytes`.
-    fn holds(&self, s: &Slot, bytes: &[u8]) -> bool {
+    /// True when slot `s`, of text number `id`, holds `bytes`.
+    fn holds(&self, s: &Slot, id: u32, bytes: &[u8]) -> bool {
+        let inline = inline_of(s);
         if bytes.len() <= INLINE {
-            usize::from(s.len) == bytes.len() && inline_eq(&s.inline, bytes)
+            usize::from(s[8]) == bytes.len() && inline_eq(inline, bytes)
         } else {
-            s.inline[..] == bytes[..INLINE] && self.names.text(s.id).as_bytes() == bytes
+            inline[..] == bytes[..INLINE] && self.names.text(id).as_bytes() == bytes
         }
     }
 
     fn grow(&mut self) {
-        let wider = vec![FREE; self.slots.len() * 2];
-        let old = std::mem::replace(&mut self.slots, wider);
+        let old = std::mem::replace(&mut self.memory, SlotMemory::zeroed(2 << self.bits));
         self.bits += 1;
-        let mask = self.slots.len() - 1;
-        for s in old.into_iter().filter(|s| s.id != EMPTY) {
-            let mut i = self.home(s.tag);
-            while self.slots[i].id != EMPTY {
+        let home = |tag: u32| (tag.wrapping_mul(0x9E37_79B9) >> (32 - self.bits)) as usize;
+        let slots = self.memory.slots_mut();
+        let mask = slots.len() - 1;
+        for s in old.slots().iter().filter(|s| id1_of(s) != 0) {
+            let mut i = home(tag_of(s));
+            while id1_of(&slots[i]) != 0 {
                 i = (i + 1) & mask;
             }
-            self.slots[i] = s;
+            slots[i] = *s;
         }
     }
 }
@@ -287,9 +338,15 @@ mod tests {
         let mut i = Interner::new(TextHash::default());
         for k in 0..40_000u32 {
             assert_eq!(i.id(&format!("t{k}")), k);
-            assert!(i.len() <= i.slots.len() / 4 * 3, "{} texts", i.len());
+            assert!(
+                i.len() <= i.memory.slots().len() / 4 * 3,
+                "{} texts",
+                i.len()
+            );
         }
-        assert_eq!(i.slots.len(), 1 << 16);
+        assert_eq!(i.memory.slots().len(), 1 << 16);
+        // 2 MiB of slots: a mapping of their own (where the system gives one).
+        assert!(matches!(i.memory, SlotMemory::Mapped(_)));
     }
 
     /// Through many growths, with texts sharing their first 23 bytes and a

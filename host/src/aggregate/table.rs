@@ -120,10 +120,12 @@ impl Table {
         // Two batches in flight: the parser runs at most two batches ahead.
         let (full, batches) = std::sync::mpsc::sync_channel::<Batch>(2);
         let (recycle, spent) = std::sync::mpsc::channel::<Batch>();
+        let hash = TextHash::default();
         std::thread::scope(|scope| {
             let reader = &reader;
+            let unit_hash = hash.clone();
             let interner = std::thread::Builder::new().spawn_scoped(scope, move || {
-                intern_batches(columns, max_rows, batches, recycle)
+                intern_batches(columns, max_rows, unit_hash, batches, recycle)
             });
             let Ok(interner) = interner else {
                 // No thread to be had (a process limit): one by one, here.
@@ -132,7 +134,7 @@ impl Table {
                     Ok(records.read(r)?)
                 });
             };
-            parse_batches(&mut records, reader, columns, max_rows, full, spent);
+            parse_batches(&mut records, reader, columns, max_rows, &hash, full, spent);
             interner
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -305,9 +307,9 @@ pub fn trim_field(field: &str) -> &str {
 }
 
 /// The most rows a table holds, whatever cap the caller gives: rows, units and
-/// keys are numbered by `u32`, and `u32::MAX` marks a free slot of the interner,
-/// so a table past it is refused while it is read (as past any cap), before an
-/// id could reach that marker.
+/// keys are numbered by `u32` (the interner stores a number plus one, 0 marking a
+/// free slot), so a table past it is refused while it is read (as past any cap),
+/// before a number could overflow.
 const MAX_ROWS: usize = u32::MAX as usize;
 
 /// Records a batch of [`Table::from_csv`] carries from the parser to the interner.
@@ -334,8 +336,9 @@ struct Batch {
     records: usize,
     /// Each kept row's position among the batch's records.
     kept: Vec<u32>,
-    /// The kept rows' units (with a privacy-unit column).
+    /// The kept rows' units (with a privacy-unit column), and their hashes.
     units: Names,
+    unit_tags: Vec<u32>,
     /// The kept rows' group keys' numbers ([`KeyNumbers`], given by the parser),
     /// and the fields of the keys first seen in this batch, in order (a binned
     /// key's field is its bin label), with their bytes.
@@ -355,6 +358,7 @@ impl Batch {
         self.records = 0;
         self.kept.clear();
         self.units.clear(BATCH_BYTES);
+        self.unit_tags.clear();
         self.key_ids.clear();
         self.new_keys.clear();
         self.new_key_bytes = 0;
@@ -371,13 +375,14 @@ impl Batch {
 
 /// The parser of [`Table::from_csv`]: parses and checks the records in batches
 /// sent to `full` (reusing the batches from `spent`), numbering each kept row's
-/// group key. It stops after the first error, after the record past the cap, at
+/// group key and hashing its unit with `unit_hash` (the interner's). It stops after the first error, after the record past the cap, at
 /// the end of the text, or when the interner stops listening.
 fn parse_batches<R: Read>(
     records: &mut Records<R>,
     reader: &RowReader,
     columns: &Columns,
     max_rows: usize,
+    unit_hash: &TextHash,
     full: std::sync::mpsc::SyncSender<Batch>,
     spent: std::sync::mpsc::Receiver<Batch>,
 ) {
@@ -411,6 +416,7 @@ fn parse_batches<R: Read>(
                 Ok(true) => {
                     if let Some(unit) = reader.unit(field) {
                         batch.units.push(unit);
+                        batch.unit_tags.push(unit_hash.of(unit));
                     }
                     let key = |k: usize| reader.key_field(k, field, &bin_of);
                     let new = batch.new_keys.len();
@@ -444,13 +450,11 @@ fn parse_batches<R: Read>(
 fn intern_batches(
     columns: &Columns,
     max_rows: usize,
+    hash: TextHash,
     batches: std::sync::mpsc::Receiver<Batch>,
     recycle: std::sync::mpsc::Sender<Batch>,
 ) -> Result<Table, AggregateError> {
-    let hash = TextHash::default();
-    let mut table = TableBuilder::new(columns, hash.clone());
-    // The batch's units' hashes, to load their slots ahead.
-    let mut tags: Vec<u32> = Vec::new();
+    let mut table = TableBuilder::new(columns, hash);
     let width = columns.values.len();
     let with_units = columns.unit.is_some();
     // Records read before this batch: at most max_rows (the parser reads at most
@@ -463,8 +467,6 @@ fn intern_batches(
             return Err(AggregateError::TooManyRows { max: max_rows });
         }
         table.table.key_values.append(&mut batch.new_keys);
-        tags.clear();
-        tags.extend((0..batch.units.len() as u32).map(|j| hash.of(batch.units.text(j))));
         // The kept rows' keys and values a column at a time, then their units.
         let t = &mut table.table;
         t.keys.extend_from_slice(&batch.key_ids);
@@ -472,6 +474,7 @@ fn intern_batches(
             column.extend(batch.values.iter().skip(c).step_by(width));
         }
         if with_units {
+            let tags = &batch.unit_tags;
             for (j, &tag) in tags.iter().enumerate() {
                 if j.is_multiple_of(WARM) {
                     table.warm_units(&tags[j..tags.len().min(j + WARM)]);
@@ -991,7 +994,8 @@ mod tests {
         let reader = RowReader::new(records.header(), &cols).unwrap();
         let (full, batches) = std::sync::mpsc::sync_channel::<Batch>(rows);
         let (_recycle, spent) = std::sync::mpsc::channel::<Batch>();
-        parse_batches(&mut records, &reader, &cols, usize::MAX, full, spent);
+        let hash = TextHash::default();
+        parse_batches(&mut records, &reader, &cols, usize::MAX, &hash, full, spent);
         let sizes: Vec<(usize, usize)> = batches.iter().map(|b| (b.records, b.bytes())).collect();
         assert!(sizes.len() >= 2, "{sizes:?}");
         assert_eq!(sizes.iter().map(|&(r, _)| r).sum::<usize>(), rows);
