@@ -534,6 +534,47 @@ mod tests {
         assert_eq!(by_records(text.as_bytes(), usize::MAX), want);
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+
+        /// Any text made of plain lines and the pieces that end the direct
+        /// splitting (quotes, CR, byte-order marks, invalid and split UTF-8, blank
+        /// lines, other field counts), anywhere and in any order, reads as the
+        /// crate reads it, in chunks of 1, 3, 64 bytes or at once.
+        #[test]
+        fn any_text_reads_as_the_crate_reads(
+            pieces in proptest::collection::vec(0usize..PIECES.len(), 0..48),
+        ) {
+            let text: Vec<u8> = pieces.iter().flat_map(|&i| PIECES[i].iter().copied()).collect();
+            check(&text);
+        }
+    }
+
+    /// The pieces of [`any_text_reads_as_the_crate_reads`]'s texts.
+    const PIECES: &[&[u8]] = &[
+        b"u,g,x\n",
+        b"d1,g1,2.5\n",
+        b"d2,g2,-1\n",
+        b"d3,,\n",
+        b"a",
+        b",",
+        b"\n",
+        b"\r",
+        b"\r\n",
+        b"\"",
+        b"\"q,\"\"\n\"",
+        b"\xef\xbb\xbf",
+        b"\xef\xbb\xbfd1,g1,1\n",
+        b"\xff",
+        b"\xc3",
+        b"\xa9",
+        b"\xc3\xa9",
+        b" ",
+        b"d9,g9\n",
+        b"d9,g9,1,2\n",
+        b"\n\n",
+    ];
+
     /// An input error surfaces as the crate's, wherever it comes.
     #[test]
     fn input_errors_are_errors() {
