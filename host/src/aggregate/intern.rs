@@ -173,10 +173,9 @@ impl Interner {
         self.names
     }
 
-    /// The first slot a text of hash `tag` probes (Fibonacci hashing: every bit
-    /// of the tag counts).
+    /// The first slot a text of hash `tag` probes.
     fn home(&self, tag: u32) -> usize {
-        (tag.wrapping_mul(0x9E37_79B9) >> (32 - self.bits)) as usize
+        home(tag, self.bits)
     }
 
     /// Loads the first slots of the texts of these hashes, so that looking them up
@@ -200,10 +199,9 @@ impl Interner {
     /// own [`TextHash`]) is `tag`.
     pub(super) fn id_hashed(&mut self, text: &str, tag: u32) -> u32 {
         let bytes = text.as_bytes();
-        let home = self.home(tag);
         let slots = self.memory.slots();
         let mask = slots.len() - 1;
-        let mut i = home;
+        let mut i = self.home(tag);
         loop {
             let s = &slots[i];
             let id1 = id1_of(s);
@@ -247,17 +245,23 @@ impl Interner {
     fn grow(&mut self) {
         let old = std::mem::replace(&mut self.memory, SlotMemory::zeroed(2 << self.bits));
         self.bits += 1;
-        let home = |tag: u32| (tag.wrapping_mul(0x9E37_79B9) >> (32 - self.bits)) as usize;
+        let bits = self.bits;
         let slots = self.memory.slots_mut();
         let mask = slots.len() - 1;
         for s in old.slots().iter().filter(|s| id1_of(s) != 0) {
-            let mut i = home(tag_of(s));
+            let mut i = home(tag_of(s), bits);
             while id1_of(&slots[i]) != 0 {
                 i = (i + 1) & mask;
             }
             slots[i] = *s;
         }
     }
+}
+
+/// The first slot a text of hash `tag` probes among `2^bits` (Fibonacci hashing:
+/// every bit of the tag counts).
+fn home(tag: u32, bits: u32) -> usize {
+    (tag.wrapping_mul(0x9E37_79B9) >> (32 - bits)) as usize
 }
 
 /// True when `inline` starts with `bytes` (at most [`INLINE`] of them), compared a
@@ -345,7 +349,7 @@ mod tests {
             );
         }
         assert_eq!(i.memory.slots().len(), 1 << 16);
-        // 2 MiB of slots: a mapping of their own (where the system gives one).
+        // 2 MiB of slots: a mapping of their own.
         assert!(matches!(i.memory, SlotMemory::Mapped(_)));
     }
 

@@ -375,8 +375,9 @@ impl Batch {
 
 /// The parser of [`Table::from_csv`]: parses and checks the records in batches
 /// sent to `full` (reusing the batches from `spent`), numbering each kept row's
-/// group key and hashing its unit with `unit_hash` (the interner's). It stops after the first error, after the record past the cap, at
-/// the end of the text, or when the interner stops listening.
+/// group key and hashing its unit with `unit_hash` (the interner's). It stops
+/// after the first error, after the record past the cap, at the end of the text,
+/// or when the interner stops listening.
 fn parse_batches<R: Read>(
     records: &mut Records<R>,
     reader: &RowReader,
