@@ -13,6 +13,13 @@
 //! position it would have reached there, so quoted fields, blank lines, other
 //! line ends and every error (with its record, line and byte) are the crate's
 //! own.
+//!
+//! The text is what the input gives up to its first read of no bytes (a read
+//! interrupted is tried again), and an input error comes after every record the
+//! crate would read from the bytes before it. One difference from the crate
+//! reading the input itself: a byte-order mark opening the text is dropped
+//! however the input delivers it (the crate drops it only when its first read
+//! holds all three bytes).
 
 use std::io::{self, Read, Seek, SeekFrom};
 
@@ -23,12 +30,37 @@ const BUFFER: usize = 1 << 20;
 /// The records of a CSV text, read as [`csv::Reader`] reads them.
 pub(super) struct Records<R: Read> {
     header: Vec<String>,
-    mode: Mode<R>,
+    mode: Mode<Fused<R>>,
 }
 
 enum Mode<R: Read> {
     Plain(Plain<R>),
     Csv(csv::Reader<Replay<R>>),
+}
+
+/// The input as the records read it: a read interrupted is tried again, and the
+/// first read of no bytes ends the text for good.
+struct Fused<R> {
+    input: R,
+    done: bool,
+}
+
+impl<R: Read> Read for Fused<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.done || out.is_empty() {
+            return Ok(0);
+        }
+        loop {
+            match self.input.read(out) {
+                Ok(0) => {
+                    self.done = true;
+                    return Ok(0);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                read => return read,
+            }
+        }
+    }
 }
 
 /// The plain reader: the text not yet read is the record's block from its next
@@ -40,6 +72,11 @@ struct Plain<R> {
     start: usize,
     end: usize,
     eof: bool,
+    /// `buf[start..scanned]` holds no line end (when `scanned > start`).
+    scanned: usize,
+    /// The input's error that ended the reading here, for the crate to meet
+    /// after the bytes read before it.
+    failure: Option<io::Error>,
     /// The header line with its line end, for the crate should it take over.
     header_line: Vec<u8>,
     /// Where the next line starts: its byte, line and record, as the crate counts
@@ -107,10 +144,12 @@ impl Record {
 
 impl<R: Read> Records<R> {
     /// Reads the header row (the crate's error, if any, as it gives it).
-    pub(super) fn new(mut input: R) -> Result<Self, csv::Error> {
+    pub(super) fn new(input: R) -> Result<Self, csv::Error> {
+        let mut input = Fused { input, done: false };
         let mut buf = vec![0u8; BUFFER];
         let (mut end, mut scanned) = (0, 0);
         // The header line: read until a line end, the buffer full or the end.
+        let mut failure = None;
         let newline = loop {
             if let Some(n) = memchr::memchr(b'\n', &buf[scanned..end]) {
                 break Some(scanned + n);
@@ -122,11 +161,13 @@ impl<R: Read> Records<R> {
             match input.read(&mut buf[end..]) {
                 Ok(0) => break None,
                 Ok(n) => end += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e.into()),
+                Err(e) => {
+                    failure = Some(e);
+                    break None;
+                }
             }
         };
-        let eof = newline.is_none() && end < buf.len();
+        let eof = newline.is_none() && end < buf.len() && failure.is_none();
         let line = &buf[..newline.unwrap_or(end)];
         // The crate drops a byte-order mark before the header: not plain.
         let plain = (newline.is_some() || eof)
@@ -138,7 +179,8 @@ impl<R: Read> Records<R> {
             _ => {
                 // Not plain: the crate reads everything, from the start.
                 buf.truncate(end);
-                let mut csv = csv::ReaderBuilder::new().from_reader(Replay::new(buf, Some(input)));
+                let replay = Replay::new(buf, failure, Some(input));
+                let mut csv = csv::ReaderBuilder::new().from_reader(replay);
                 let header = csv.headers()?.iter().map(str::to_string).collect();
                 return Ok(Records {
                     header,
@@ -161,6 +203,8 @@ impl<R: Read> Records<R> {
                 start,
                 end,
                 eof,
+                scanned: start,
+                failure: None,
                 position,
             }),
         })
@@ -186,7 +230,7 @@ impl<R: Read> Records<R> {
                     record.plain = true;
                     return Ok(true);
                 }
-                if !p.next_block(&mut record.block)? {
+                if !p.next_block(&mut record.block) {
                     break;
                 }
                 record.next = 0;
@@ -221,12 +265,14 @@ impl<R: Read> Plain<R> {
     /// Moves the next lines of the text into `block` (replacing it) as long as
     /// they hold no quote, no carriage return and only UTF-8: false when the next
     /// line is not such a line (or is longer than the buffer), or at the end.
-    fn next_block(&mut self, block: &mut String) -> Result<bool, csv::Error> {
+    fn next_block(&mut self, block: &mut String) -> bool {
         loop {
             let text = &self.buf[self.start..self.end];
-            // Whole lines only (but the last one of the text).
-            let whole = match memchr::memrchr(b'\n', text) {
-                Some(n) => n + 1,
+            // Whole lines only (but the last one of the text); a line awaiting
+            // its end is searched once, not again at each refill.
+            let from = self.scanned.max(self.start);
+            let whole = match memchr::memrchr(b'\n', &self.buf[from..self.end]) {
+                Some(n) => from - self.start + n + 1,
                 None if self.eof => text.len(),
                 None => 0,
             };
@@ -245,38 +291,44 @@ impl<R: Read> Plain<R> {
                 block.clear();
                 block.push_str(valid);
                 self.start += valid.len();
-                return Ok(true);
+                return true;
             }
-            if whole > 0 || self.eof || !self.fill()? {
-                return Ok(false);
+            if whole > 0 || self.eof {
+                return false;
+            }
+            self.scanned = self.end;
+            if !self.fill() {
+                return false;
             }
         }
     }
 
     /// Moves the text not yet read to the front and reads more after it: false
-    /// when the buffer is full.
-    fn fill(&mut self) -> Result<bool, csv::Error> {
+    /// when the buffer is full or the input failed (the failure kept for the
+    /// crate, which reads the bytes before it first).
+    fn fill(&mut self) -> bool {
         if self.start > 0 {
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
+            self.scanned = self.scanned.saturating_sub(self.start);
             self.start = 0;
         }
-        if self.end == self.buf.len() {
-            return Ok(false);
+        if self.end == self.buf.len() || self.failure.is_some() {
+            return false;
         }
         let Some(input) = &mut self.input else {
             self.eof = true;
-            return Ok(true);
+            return true;
         };
-        loop {
-            match input.read(&mut self.buf[self.end..]) {
-                Ok(0) => self.eof = true,
-                Ok(n) => self.end += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e.into()),
+        match input.read(&mut self.buf[self.end..]) {
+            Ok(0) => self.eof = true,
+            Ok(n) => self.end += n,
+            Err(e) => {
+                self.failure = Some(e);
+                return false;
             }
-            return Ok(true);
         }
+        true
     }
 
     /// The crate's reader of the rest of the text (`block`, the lines taken but
@@ -294,7 +346,7 @@ impl<R: Read> Plain<R> {
         pending.extend_from_slice(block);
         pending.extend_from_slice(&self.buf[self.start..self.end]);
         self.buf = Vec::new();
-        let replay = Replay::new(pending, self.input.take());
+        let replay = Replay::new(pending, self.failure.take(), self.input.take());
         let mut csv = csv::ReaderBuilder::new().from_reader(replay);
         let (p, mut before) = (&self.position, csv::Position::new());
         before
@@ -314,22 +366,25 @@ fn line_start(text: &[u8], n: usize) -> usize {
     memchr::memrchr(b'\n', &text[..n]).map_or(0, |i| i + 1)
 }
 
-/// Bytes already read, then the rest of the input: what the crate reads when it
-/// takes over. It can be rewound within the bytes already read (the crate's
-/// buffered reader does so once, when it is told where it stands).
+/// Bytes already read, then the input's error that stopped the reading there (if
+/// any), then the rest of the input: what the crate reads when it takes over. It
+/// can be rewound within the bytes already read (the crate's buffered reader does
+/// so once, when it is told where it stands).
 struct Replay<R> {
     pending: Vec<u8>,
     at: usize,
+    failure: Option<io::Error>,
     input: Option<R>,
     /// The pending bytes are all read, and the input's after them.
     reading_input: bool,
 }
 
 impl<R> Replay<R> {
-    fn new(pending: Vec<u8>, input: Option<R>) -> Self {
+    fn new(pending: Vec<u8>, failure: Option<io::Error>, input: Option<R>) -> Self {
         Replay {
             pending,
             at: 0,
+            failure,
             input,
             reading_input: false,
         }
@@ -345,6 +400,9 @@ impl<R: Read> Read for Replay<R> {
             return Ok(n);
         }
         self.reading_input = true;
+        if let Some(e) = self.failure.take() {
+            return Err(e);
+        }
         match &mut self.input {
             Some(input) => input.read(out),
             None => Ok(0),
@@ -385,7 +443,12 @@ mod tests {
     /// What the `csv` crate reads: the header, then each record's fields, or the
     /// error (as its text, with its position) that ends the reading.
     fn by_the_crate(text: &[u8]) -> Outcome {
-        let mut csv = csv::ReaderBuilder::new().from_reader(text);
+        by_the_crate_from(text)
+    }
+
+    /// The same from any input.
+    fn by_the_crate_from(input: impl Read) -> Outcome {
+        let mut csv = csv::ReaderBuilder::new().from_reader(input);
         let header = match csv.headers() {
             Ok(h) => Ok(h.iter().map(str::to_string).collect()),
             Err(e) => return (Err(e.to_string()), Vec::new(), None),
@@ -403,7 +466,11 @@ mod tests {
 
     /// The same through [`Records`], reading `chunk` bytes at a time.
     fn by_records(text: &[u8], chunk: usize) -> Outcome {
-        let input = Chunks { text, chunk };
+        by_records_from(Delivery::new(text, chunk, None))
+    }
+
+    /// The same from any input.
+    fn by_records_from(input: impl Read) -> Outcome {
         let mut records = match Records::new(input) {
             Ok(r) => r,
             Err(e) => return (Err(e.to_string()), Vec::new(), None),
@@ -430,18 +497,95 @@ mod tests {
         }
     }
 
-    /// An input that gives at most `chunk` bytes a read.
-    struct Chunks<'t> {
-        text: &'t [u8],
-        chunk: usize,
+    /// What an input does once, before giving a text's byte `at`.
+    #[derive(Clone, Copy, Debug)]
+    enum Event {
+        /// A read of no bytes, then the rest of the text.
+        Nothing,
+        /// A read interrupted.
+        Interrupted,
+        /// A read failing, then the rest of the text.
+        Failure,
     }
 
-    impl Read for Chunks<'_> {
+    /// An input that gives at most `chunk` bytes a read, and perhaps an event.
+    struct Delivery<'t> {
+        text: &'t [u8],
+        chunk: usize,
+        given: usize,
+        event: Option<(usize, Event)>,
+    }
+
+    impl<'t> Delivery<'t> {
+        fn new(text: &'t [u8], chunk: usize, event: Option<(usize, Event)>) -> Self {
+            Delivery {
+                text,
+                chunk,
+                given: 0,
+                event,
+            }
+        }
+    }
+
+    impl Read for Delivery<'_> {
         fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-            let n = out.len().min(self.chunk).min(self.text.len());
+            let mut n = out.len().min(self.chunk).min(self.text.len());
+            if let Some((at, event)) = self.event {
+                if at == self.given && !out.is_empty() {
+                    self.event = None;
+                    return match event {
+                        Event::Nothing => Ok(0),
+                        Event::Interrupted => Err(io::ErrorKind::Interrupted.into()),
+                        Event::Failure => Err(io::Error::other("disk on fire")),
+                    };
+                }
+                if at > self.given {
+                    n = n.min(at - self.given);
+                }
+            }
             out[..n].copy_from_slice(&self.text[..n]);
             self.text = &self.text[n..];
+            self.given += n;
             Ok(n)
+        }
+    }
+
+    /// Reads `text` with `event` before byte `at`, in chunks of 1, 3, 64 bytes
+    /// and at once: the text before a read of nothing reads as the crate reads
+    /// it, an interrupted read changes nothing, and a failure comes after the
+    /// records the crate reads before meeting it.
+    fn check_event(text: &[u8], at: usize, event: Event) {
+        let want = match event {
+            Event::Nothing => by_the_crate(&text[..at]),
+            Event::Interrupted => by_the_crate(text),
+            Event::Failure => by_the_crate_from(Delivery::new(text, usize::MAX, Some((at, event)))),
+        };
+        for chunk in [1, 3, 64, usize::MAX] {
+            let got = by_records_from(Delivery::new(text, chunk, Some((at, event))));
+            assert_eq!(
+                got,
+                want,
+                "{:?}, {event:?} at {at}, chunks of {chunk}",
+                String::from_utf8_lossy(text)
+            );
+        }
+    }
+
+    #[test]
+    fn reads_as_the_crate_whatever_the_input_does() {
+        let texts: [&[u8]; 5] = [
+            b"a,b\n1,2\n3,4\n",
+            b"a,b\n1,2\r3,4\n5,6\n",
+            b"a,b\r1,2\n",
+            b"a,b\n1,\"2\"\n3,4",
+            b"\xef\xbb\xbfa,b\n1,2\n",
+        ];
+        for text in texts {
+            for at in 0..=text.len() {
+                for event in [Event::Nothing, Event::Interrupted, Event::Failure] {
+                    check_event(text, at, event);
+                }
+            }
         }
     }
 
@@ -547,6 +691,19 @@ mod tests {
         ) {
             let text: Vec<u8> = pieces.iter().flat_map(|&i| PIECES[i].iter().copied()).collect();
             check(&text);
+        }
+
+        /// The same with a read of nothing, an interrupted read or a failure
+        /// anywhere.
+        #[test]
+        fn any_text_reads_as_the_crate_reads_whatever_the_input_does(
+            pieces in proptest::collection::vec(0usize..PIECES.len(), 0..48),
+            at in proptest::prelude::any::<proptest::sample::Index>(),
+            event in 0usize..3,
+        ) {
+            let text: Vec<u8> = pieces.iter().flat_map(|&i| PIECES[i].iter().copied()).collect();
+            let event = [Event::Nothing, Event::Interrupted, Event::Failure][event];
+            check_event(&text, at.index(text.len() + 1), event);
         }
     }
 
