@@ -23,7 +23,9 @@ use super::{CliError, LedgerArgs};
     --table readings=readings.csv --privacy-unit device --max-groups 3 --keys region=north,south --epsilon 1\n\n\
     Supported: one table; SELECT group-by columns and COUNT(*), SUM(x), AVG(x), VARIANCE(x), \
     STDDEV(x), MEDIAN(x), QUANTILE(x, q); WHERE comparing columns with literals (=, <>, <, <=, \
-    >, >=, BETWEEN, IN, IS NULL; AND, OR, NOT; numbers unquoted, text 'quoted'); GROUP BY \
+    >, >=, BETWEEN, IN, IS NULL; AND, OR, NOT; numbers unquoted, text 'quoted'; an empty \
+    field is NULL and, as in SQL, a comparison with NULL or of a non-number with a number \
+    keeps no row, nor does its NOT); GROUP BY \
     plain columns and histogram bins BIN(x, e0, e1, ...) (literal edges, strictly increasing; \
     bins [e0, e1), ..., [e(k-1), ek], values outside clamped into the end bins; every bin is \
     released, so --keys lists the other group-by columns only). Names and keys are \

@@ -113,41 +113,74 @@ impl Filter {
     }
 
     /// Evaluates the filter on a row; `field(column)` gives a field's trimmed text.
-    /// A number compared with a field that is not a number is false whatever the
-    /// operator (SQL's unknown), never an error: a refusal that depends on one
-    /// row's field would tell whoever wrote the filter about that row.
+    /// The row is kept only when the filter is true; as in SQL, an empty field
+    /// (`NULL`) compared with anything, or a field that is not a number compared
+    /// with a number, is *unknown*, and so is `NOT` of unknown, so such a row is
+    /// kept by no comparison and no negation of one (`AND` and `OR` follow SQL's
+    /// three-valued logic). Never an error: a refusal that depends on one row's
+    /// field would tell whoever wrote the filter about that row.
     pub(super) fn holds<'r>(&self, field: &dyn Fn(&str) -> &'r str) -> bool {
+        self.truth(field) == Some(true)
+    }
+
+    /// The filter's truth on a row (`None`: unknown).
+    fn truth<'r>(&self, field: &dyn Fn(&str) -> &'r str) -> Option<bool> {
         match self {
-            Filter::And(a, b) => a.holds(field) && b.holds(field),
-            Filter::Or(a, b) => a.holds(field) || b.holds(field),
-            Filter::Not(a) => !a.holds(field),
-            Filter::IsEmpty(column) => field(column).is_empty(),
+            Filter::And(a, b) => match a.truth(field) {
+                Some(false) => Some(false),
+                x => match (x, b.truth(field)) {
+                    (_, Some(false)) => Some(false),
+                    (Some(true), y) => y,
+                    _ => None,
+                },
+            },
+            Filter::Or(a, b) => match a.truth(field) {
+                Some(true) => Some(true),
+                x => match (x, b.truth(field)) {
+                    (_, Some(true)) => Some(true),
+                    (Some(false), y) => y,
+                    _ => None,
+                },
+            },
+            Filter::Not(a) => a.truth(field).map(|t| !t),
+            Filter::IsEmpty(column) => Some(field(column).is_empty()),
             Filter::In { column, values } => {
                 let text = field(column);
-                values.iter().any(|v| equal(text, v) == Some(true))
+                let mut unknown = false;
+                for v in values {
+                    match equal(text, v) {
+                        Some(true) => return Some(true),
+                        None => unknown = true,
+                        Some(false) => {}
+                    }
+                }
+                (!unknown).then_some(false)
             }
             Filter::Compare { column, op, value } => {
                 let text = field(column);
                 match (op, value) {
-                    (Compare::Eq, v) => equal(text, v) == Some(true),
-                    (Compare::NotEq, v) => equal(text, v) == Some(false),
-                    (op, Literal::Number(x)) => match number(text) {
-                        Some(y) => match op {
+                    (Compare::Eq, v) => equal(text, v),
+                    (Compare::NotEq, v) => equal(text, v).map(|e| !e),
+                    (op, Literal::Number(x)) => {
+                        let y = number(text)?;
+                        Some(match op {
                             Compare::Lt => y < *x,
                             Compare::LtEq => y <= *x,
                             Compare::Gt => y > *x,
                             _ => y >= *x,
-                        },
-                        None => false,
-                    },
+                        })
+                    }
                     (op, Literal::Text(t)) => {
+                        if text.is_empty() {
+                            return None;
+                        }
                         let ord = text.cmp(t.as_str());
-                        match op {
+                        Some(match op {
                             Compare::Lt => ord.is_lt(),
                             Compare::LtEq => ord.is_le(),
                             Compare::Gt => ord.is_gt(),
                             _ => ord.is_ge(),
-                        }
+                        })
                     }
                 }
             }
@@ -160,10 +193,11 @@ fn number(text: &str) -> Option<f64> {
     text.parse::<f64>().ok().filter(|y| !y.is_nan())
 }
 
-/// Whether the field equals the literal (`None`: a number literal and a field that
-/// is not a number, SQL's unknown).
+/// Whether the field equals the literal (`None`, SQL's unknown: an empty field, or
+/// a number literal and a field that is not a number).
 fn equal(text: &str, value: &Literal) -> Option<bool> {
     match value {
+        _ if text.is_empty() => None,
         Literal::Text(t) => Some(text == t),
         Literal::Number(x) => number(text).map(|y| y == *x),
     }
@@ -237,5 +271,66 @@ mod tests {
             Filter::Or(Box::new(north), Box::new(in_list)).columns(),
             ["region", "temp"]
         );
+    }
+    /// SQL's three-valued logic: an empty field, or a field that is not a number
+    /// compared with a number, is unknown, and neither a comparison nor its
+    /// negation keeps the row; `AND` and `OR` decide when one side does.
+    #[test]
+    fn unknown_is_kept_by_no_comparison_and_no_negation() {
+        let cmp = |column: &str, op, value| Filter::Compare {
+            column: column.into(),
+            op,
+            value,
+        };
+        let not = |f: &Filter| Filter::Not(Box::new(f.clone()));
+        let and = |a: &Filter, b: &Filter| Filter::And(Box::new(a.clone()), Box::new(b.clone()));
+        let or = |a: &Filter, b: &Filter| Filter::Or(Box::new(a.clone()), Box::new(b.clone()));
+        let twenty = cmp("temp", Compare::Eq, Literal::Number(20.0));
+        let not_twenty = cmp("temp", Compare::NotEq, Literal::Number(20.0));
+        let cold = cmp("temp", Compare::Lt, Literal::Number(100.0));
+        let north = cmp("region", Compare::Eq, Literal::Text("north".into()));
+        let south = cmp("region", Compare::Eq, Literal::Text("south".into()));
+        let listed = Filter::In {
+            column: "region".into(),
+            values: vec![Literal::Number(1.0), Literal::Text("north".into())],
+        };
+        let kept = |f: &Filter, temp: &'static str, region: &'static str| {
+            f.holds(&|c: &str| if c == "temp" { temp } else { region })
+        };
+        for temp in ["", "NaN", "abc"] {
+            for f in [&twenty, &not_twenty, &cold] {
+                assert!(!kept(f, temp, "north"), "{f} on {temp:?}");
+                assert!(!kept(&not(f), temp, "north"), "NOT {f} on {temp:?}");
+            }
+            // Unknown AND false is false, so its negation keeps the row; unknown
+            // OR true is true.
+            assert!(kept(&not(&and(&cold, &south)), temp, "north"));
+            assert!(!kept(&not(&and(&cold, &north)), temp, "north"));
+            assert!(kept(&or(&cold, &north), temp, "north"));
+            assert!(!kept(&not(&or(&cold, &south)), temp, "north"));
+        }
+        // `<>` and `NOT =` keep the same rows whatever the field.
+        for temp in ["", "NaN", "abc", "20", "-inf", "21"] {
+            assert_eq!(
+                kept(&not_twenty, temp, "x"),
+                kept(&not(&twenty), temp, "x"),
+                "{temp:?}"
+            );
+        }
+        assert!(kept(&not_twenty, "-inf", "x") && !kept(&not_twenty, "20", "x"));
+        // An empty field is NULL for text too; IS NULL finds it.
+        for f in [&north, &south, &listed] {
+            assert!(!kept(f, "1", "") && !kept(&not(f), "1", ""), "{f}");
+        }
+        assert!(kept(&Filter::IsEmpty("region".into()), "1", ""));
+        // IN: true when one literal matches; unknown (not false) when none does
+        // and one cannot be compared.
+        assert!(kept(&listed, "1", "north"));
+        assert!(!kept(&not(&listed), "1", "south"));
+        let texts = Filter::In {
+            column: "region".into(),
+            values: vec![Literal::Text("north".into())],
+        };
+        assert!(kept(&not(&texts), "1", "south"));
     }
 }
