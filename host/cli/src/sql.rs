@@ -63,8 +63,9 @@ pub struct Args {
     #[arg(long, value_name = "COLUMN=LO:HI")]
     pub bounds: Vec<String>,
     /// The public groups of a group-by column, COLUMN=A,B,... (repeat per column;
-    /// the groups are every combination). A listed group the data lacks is released
-    /// as noisy zeros; rows of unlisted groups are left out.
+    /// the groups are every combination; a value holding a comma in double quotes,
+    /// as in CSV: region="north, upper",south). A listed group the data lacks is
+    /// released as noisy zeros; rows of unlisted groups are left out.
     #[arg(long, value_name = "COLUMN=A,B,...")]
     pub keys: Vec<String>,
     /// Select the groups privately instead of --keys, with this δ: a group is
@@ -155,6 +156,57 @@ fn pair<'a>(option: &'static str, text: &'a str) -> Result<(&'a str, &'a str), C
         .ok_or_else(|| usage(option, format!("{text:?} is not NAME=VALUE")))
 }
 
+/// The values of `--keys COLUMN=A,B,...`, each trimmed (as the data's fields are);
+/// a value holding a comma is written in double quotes, a quote in it doubled
+/// (`north,"north, upper"`).
+fn key_list(text: &str) -> Result<Vec<String>, CliError> {
+    let bad = |why: &str| {
+        usage(
+            "keys",
+            format!("{text:?}: {why} (a value holding a comma is quoted: \"a, b\")"),
+        )
+    };
+    let mut values = Vec::new();
+    let mut rest = text;
+    loop {
+        let field = rest.trim_start();
+        let (value, after) = match field.strip_prefix('"') {
+            Some(quoted) => {
+                let mut value = String::new();
+                let mut tail = quoted;
+                loop {
+                    let Some(q) = tail.find('"') else {
+                        return Err(bad("a quote is not closed"));
+                    };
+                    value.push_str(&tail[..q]);
+                    tail = &tail[q + 1..];
+                    match tail.strip_prefix('"') {
+                        Some(t) => {
+                            value.push('"');
+                            tail = t;
+                        }
+                        None => break,
+                    }
+                }
+                let after = tail.trim_start();
+                if !(after.is_empty() || after.starts_with(',')) {
+                    return Err(bad("text after a closing quote"));
+                }
+                (value, after)
+            }
+            None => {
+                let end = field.find(',').unwrap_or(field.len());
+                (field[..end].trim().to_string(), &field[end..])
+            }
+        };
+        values.push(value.trim().to_string());
+        match after.strip_prefix(',') {
+            Some(next) => rest = next,
+            None => return Ok(values),
+        }
+    }
+}
+
 /// The plan the options describe for `sql`: the library's [`SqlRequest`] checks
 /// how they fit the query; a refusal names the option as the program spells it.
 pub fn plan(args: &Args) -> Result<(Plan, String, PathBuf), CliError> {
@@ -181,7 +233,7 @@ pub fn plan(args: &Args) -> Result<(Plan, String, PathBuf), CliError> {
     }
     for k in &args.keys {
         let (column, values) = pair("keys", k)?;
-        request = request.keys(column, values.split(',').map(str::trim));
+        request = request.keys(column, key_list(values)?.iter().map(|v| v.trim()));
     }
     if let Some(delta) = args.delta {
         request = request.delta(delta);
@@ -416,6 +468,7 @@ fn number(x: f64) -> Cell {
 
 #[cfg(test)]
 mod tests {
+    use super::key_list;
     use privq_host::aggregate::Table;
 
     fn csv() -> String {
@@ -431,6 +484,23 @@ mod tests {
 
     const QUERY: &str = "SELECT region, COUNT(*) AS n, AVG(temp), QUANTILE(temp, 0.25) \
                          FROM t GROUP BY region";
+
+    #[test]
+    fn key_lists_read_quoted_values() {
+        let list = |t: &str| key_list(t).unwrap();
+        assert_eq!(list("north,south"), ["north", "south"]);
+        assert_eq!(list(" north , south "), ["north", "south"]);
+        assert_eq!(
+            list(r#"north, "north, upper" ,"say ""hi""",x"#),
+            ["north", "north, upper", r#"say "hi""#, "x"]
+        );
+        assert_eq!(list(""), [""]);
+        assert_eq!(list("a,,b"), ["a", "", "b"]);
+        assert_eq!(list(r#""a","#), ["a", ""]);
+        for bad in [r#""a"#, r#""a" b"#, r#"a,"b""c"#] {
+            assert!(key_list(bad).is_err(), "{bad}");
+        }
+    }
 
     #[cfg(feature = "analytics")]
     #[test]
@@ -598,10 +668,12 @@ mod tests {
             "--bounds",
             "temp=0:40",
         ];
-        let bad: [(&[&str], &str); 9] = [
+        let bad: [(&[&str], &str); 11] = [
             (&["--keys", "region=a"], ""),
             (&["--delta", "1e-6", "--keys", "region=a"], "not both"),
             (&["--keys", "region=a,,b"], "empty value"),
+            (&["--keys", "region=a,\"b"], "a quote is not closed"),
+            (&["--keys", "region=\"a\"b"], "text after a closing quote"),
             (&["--keys", "city=a"], "does not group by"),
             (&["--max-rows", "5"], "--privacy-unit"),
             (
