@@ -206,9 +206,20 @@ pub(crate) fn finite(text: &str, place: impl FnOnce() -> String) -> Result<f64, 
 
 /// Parses an `--epsilon` value exactly (decimal or fraction), naming the option on error.
 pub(crate) fn parse_epsilon(text: &str) -> Result<privq_core::Epsilon, CliError> {
-    text.parse().map_err(|source| CliError::Parameter {
-        option: "epsilon",
-        source,
+    text.parse().map_err(|source| match source {
+        // ε is held exactly, as a fraction of two 64-bit integers.
+        privq_core::Error::Overflow => CliError::Usage {
+            option: "epsilon",
+            message: format!(
+                "{:?} cannot be held exactly: give a decimal between 1e-19 and 1e19 with at \
+                 most 19 digits, or a fraction A/B of integers below 2^64",
+                text.trim()
+            ),
+        },
+        source => CliError::Parameter {
+            option: "epsilon",
+            source,
+        },
     })
 }
 
@@ -281,12 +292,20 @@ pub struct LedgerArgs {
     /// The dataset's budget file: this run's whole cost is charged to it, under a
     /// lock, before anything is released, and the run is refused (releasing
     /// nothing) when the charges would exceed the file's cap. Created with
-    /// --budget-cap on first use; `privq budget show PATH` prints it.
+    /// --budget-cap on first use; `privq budget show PATH` prints it. The lock is a
+    /// file beside it, PATH.lock, left in place (removing it while another run
+    /// waits on it would let two runs charge at once).
     #[arg(long, value_name = "PATH")]
     pub budget_file: Option<PathBuf>,
     /// The budget file's cap, `ε[,δ]` (e.g. `5` or `2,1e-6`): required to create
     /// the file; later runs may omit it, and a different cap is refused.
-    #[arg(long, value_name = "EPS[,DELTA]", requires = "budget_file", value_parser = budget_cap)]
+    #[arg(
+        long,
+        value_name = "EPS[,DELTA]",
+        requires = "budget_file",
+        value_parser = budget_cap,
+        allow_hyphen_values = true
+    )]
     pub budget_cap: Option<Cap>,
 }
 

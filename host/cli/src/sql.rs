@@ -4,7 +4,9 @@
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
-use privq_host::aggregate::{AggregateError, Bounds, Plan, Release, SqlRequest};
+use privq_host::aggregate::{
+    AggregateError, Bounds, MAX_CONTRIBUTION, Plan, Release, SqlRequest, Table,
+};
 use privq_host::contract::Neighbours;
 
 use super::results::{Cell, FormatArg, write_rows};
@@ -52,11 +54,14 @@ pub struct Args {
     /// guarantee protects. Without it every row is its own unit.
     #[arg(long, value_name = "COLUMN")]
     pub privacy_unit: Option<String>,
-    /// The most groups one unit contributes to (needs --privacy-unit).
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    /// The most groups one unit contributes to (needs --privacy-unit; 1 to 1000000).
+    /// The noise grows in proportion: choose the smallest limit most units keep to.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = contribution_limit())]
     pub max_groups: u32,
-    /// The most rows one unit contributes to one group (needs --privacy-unit).
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    /// The most rows one unit contributes to one group (needs --privacy-unit; 1 to
+    /// 1000000). The noise grows in proportion: choose the smallest limit most units
+    /// keep to.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = contribution_limit())]
     pub max_rows: u32,
     /// The public range of a numeric column, COLUMN=LO:HI (repeat for each column an
     /// aggregate reads). Values outside are clamped into it.
@@ -146,6 +151,11 @@ fn usage(option: &'static str, message: impl Into<String>) -> CliError {
         option,
         message: message.into(),
     }
+}
+
+/// The parser of `--max-groups` and `--max-rows`: 1 to [`MAX_CONTRIBUTION`].
+fn contribution_limit() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(1..=i64::from(MAX_CONTRIBUTION))
 }
 
 /// Splits `NAME=VALUE`.
@@ -256,17 +266,19 @@ pub fn run(
     }
     let release = match args.engine {
         SqlEngine::InProcess => {
+            let csv = |input: &mut dyn BufRead| {
+                Table::from_csv(input, &plan.columns(), args.max_table_rows).map_err(|e| match e {
+                    AggregateError::TooManyRows { .. } => usage("max-table-rows", e.to_string()),
+                    e => e.into(),
+                })
+            };
             let table = if path.as_os_str() == "-" {
-                privq_host::aggregate::Table::from_csv(stdin, &plan.columns(), args.max_table_rows)?
+                csv(stdin)?
             } else if is_parquet(&path) {
                 parquet_table(&path, &plan, args.max_table_rows)?
             } else {
                 let file = std::fs::File::open(&path).map_err(|e| CliError::file(&path, e))?;
-                privq_host::aggregate::Table::from_csv(
-                    std::io::BufReader::new(file),
-                    &plan.columns(),
-                    args.max_table_rows,
-                )?
+                csv(&mut std::io::BufReader::new(file))?
             };
             let mut rng = super::rng(args.seed, stderr)?;
             plan.check_table(&table)?;
@@ -668,7 +680,7 @@ mod tests {
             "--bounds",
             "temp=0:40",
         ];
-        let bad: [(&[&str], &str); 11] = [
+        let bad: [(&[&str], &str); 10] = [
             (&["--keys", "region=a"], ""),
             (&["--delta", "1e-6", "--keys", "region=a"], "not both"),
             (&["--keys", "region=a,,b"], "empty value"),
@@ -676,17 +688,6 @@ mod tests {
             (&["--keys", "region=\"a\"b"], "text after a closing quote"),
             (&["--keys", "city=a"], "does not group by"),
             (&["--max-rows", "5"], "--privacy-unit"),
-            (
-                &[
-                    "--privacy-unit",
-                    "device",
-                    "--max-rows",
-                    "0",
-                    "--delta",
-                    "1e-6",
-                ],
-                "between 1",
-            ),
             (
                 &["--privacy-unit", "nobody", "--delta", "1e-6"],
                 "no column \"nobody\"",
@@ -707,6 +708,16 @@ mod tests {
         }
         let e = crate::run_with(&base, &csv()).unwrap_err().to_string();
         assert!(e.contains("needs its groups"), "{e}");
+        // Contribution limits outside 1..=10⁶ are refused as the options are read.
+        for (option, value) in [("--max-rows", "0"), ("--max-groups", "1000001")] {
+            let argv = [&base[..], &["--privacy-unit", "device", option, value]].concat();
+            let e =
+                <crate::Cli as clap::Parser>::try_parse_from(std::iter::once("privq").chain(argv))
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
+            assert!(e.contains("1..=1000000"), "{option} {value}: {e}");
+        }
         let argv = [
             "sql",
             "SELECT COUNT(*) FROM t",

@@ -30,10 +30,14 @@ pub struct Contribution {
     max_rows: u32,
 }
 
+/// The largest contribution limit ([`Contribution::new`]): 10⁶ groups, or rows
+/// per group, per unit.
+pub const MAX_CONTRIBUTION: u32 = 1_000_000;
+
 impl Contribution {
-    /// Limits of at least 1 each, at most 10⁶ each.
+    /// Limits of at least 1 each, at most [`MAX_CONTRIBUTION`] each.
     pub fn new(max_groups: u32, max_rows: u32) -> Result<Self, AggregateError> {
-        const LIMIT: u32 = 1_000_000;
+        const LIMIT: u32 = MAX_CONTRIBUTION;
         if max_groups == 0 || max_rows == 0 || max_groups > LIMIT || max_rows > LIMIT {
             return Err(AggregateError::InvalidParameter(format!(
                 "contribution limits must be between 1 and {LIMIT}, got {max_groups} \

@@ -221,7 +221,7 @@ pub enum AggregateError {
         source: privq_core::Error,
     },
     /// The CSV reader failed.
-    #[error("CSV: {0}")]
+    #[error("CSV: {}", csv_message(.0))]
     Csv(#[from] csv::Error),
     /// The accountant refused a charge (or its parameters).
     #[error(transparent)]
@@ -253,5 +253,14 @@ impl AggregateError {
             | AggregateError::MissingKeys { .. } => "keys",
             _ => return None,
         })
+    }
+}
+
+/// The `csv` crate's message without its own "CSV error: " prefix.
+fn csv_message(e: &csv::Error) -> String {
+    let text = e.to_string();
+    match text.strip_prefix("CSV error: ") {
+        Some(rest) => rest.to_string(),
+        None => text,
     }
 }

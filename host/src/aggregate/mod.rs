@@ -95,7 +95,9 @@ mod tests;
 mod totals;
 
 pub use bins::Binning;
-pub use bounding::{BoundingKey, Contribution, decode_key, encode_key, row_order};
+pub use bounding::{
+    BoundingKey, Contribution, MAX_CONTRIBUTION, decode_key, encode_key, row_order,
+};
 pub use bounds::Bounds;
 pub use error::AggregateError;
 pub use filter::{Compare, Filter, Literal, MAX_FILTER_DEPTH};

@@ -860,9 +860,16 @@ fn open_lock(path: &Path) -> Result<File, BudgetFileError> {
         .create(true)
         .truncate(false)
         .open(&lock_path)
-        .map_err(|source| BudgetFileError::Io {
-            path: lock_path,
-            source,
+        .map_err(|source| {
+            // A missing directory is named as such, not as the lock file in it.
+            let dir = lock_path.parent().filter(|d| !d.as_os_str().is_empty());
+            let path = match dir {
+                Some(d) if source.kind() == std::io::ErrorKind::NotFound && !d.is_dir() => {
+                    d.to_path_buf()
+                }
+                _ => lock_path,
+            };
+            BudgetFileError::Io { path, source }
         })
 }
 
