@@ -317,8 +317,47 @@ pub fn run(
         plan.cost(),
         plan.neighbours().phrase().replace("record", "unit")
     )?;
+    quantile_notes(&plan, &release, args.confidence, stderr)?;
     writeln!(stderr, "privq: ledger:\n{}", args.ledger.text(&accountant))?;
     args.ledger.write(&accountant)
+}
+
+/// What a released quantile's rank is guaranteed to be ([`Plan::quantile_rank_errors`]),
+/// and, when the query counts rows, in how many groups that bound reaches half the
+/// group's noisy count (there the value may lie anywhere between the bounds).
+fn quantile_notes(
+    plan: &Plan,
+    release: &Release,
+    confidence: f64,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    let count = plan
+        .aggregates()
+        .iter()
+        .position(|(_, a)| matches!(a, privq_host::aggregate::Aggregate::Count));
+    for (name, ranks) in plan.quantile_rank_errors() {
+        let mut note = format!(
+            "privq: {name}: its rank among a group's bounded values is within ±{ranks:.0} of \
+             the quantile's (at {confidence} confidence)"
+        );
+        if let Some(c) = count {
+            let loose = release
+                .rows()
+                .iter()
+                .filter(|row| row.estimates()[c].value() < 2.0 * ranks)
+                .count();
+            if loose > 0 {
+                note.push_str(&format!(
+                    "; in {loose} of {} group(s) that is over half the noisy count, so {name} \
+                     there may lie anywhere between the bounds (more rows per group, a larger \
+                     ε, a smaller --max-rows or fewer --quantile-candidates narrow it)",
+                    release.rows().len()
+                ));
+            }
+        }
+        writeln!(stderr, "{note}")?;
+    }
+    Ok(())
 }
 
 /// The release with the exact totals computed by DataFusion: the bounding key is

@@ -779,6 +779,51 @@ impl Plan {
         self.bounds[c].mid_steps()
     }
 
+    /// How far from its quantile each released quantile may be, in ranks: for each
+    /// `MEDIAN`/`QUANTILE` aggregate (by its output name, in the query's order), the
+    /// `R` such that, with probability at least the plan's confidence, the released
+    /// candidate's rank among its group's bounded values is within `R` of `q·n`
+    /// (beyond the spacing of the candidates): twice the half width of all the
+    /// candidates' score noises at once (a union bound), in ranks. From public
+    /// parameters only. When `R` is comparable to a group's rows the released value
+    /// may lie anywhere between the bounds.
+    ///
+    /// ```
+    /// use privq_host::Epsilon;
+    /// use privq_host::aggregate::SqlRequest;
+    /// let plan = SqlRequest::new("SELECT MEDIAN(temp) AS m FROM t")?
+    ///     .tables(["t"])
+    ///     .bounds("temp", "-20:50".parse()?)
+    ///     .build(Epsilon::new(1, 1)?)?;
+    /// let [(name, ranks)] = &plan.quantile_rank_errors()[..] else { panic!() };
+    /// assert_eq!(name, "m");
+    /// assert!(*ranks > 10.0 && *ranks < 100.0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn quantile_rank_errors(&self) -> Vec<(String, f64)> {
+        let values = &self.columns.values;
+        self.query
+            .aggregates
+            .iter()
+            .filter_map(|(name, aggregate)| {
+                let Aggregate::Quantile { column, level } = aggregate else {
+                    return None;
+                };
+                let c = values.iter().position(|v| v == column)?;
+                let j = self
+                    .measures
+                    .iter()
+                    .position(|m| *m == Measure::Quantile(c, *level))?;
+                let m = measure::candidates(&self.bounds[c], self.candidates)
+                    .len()
+                    .max(1);
+                let each = 1.0 - (1.0 - self.confidence) / m as f64;
+                let k = measure::half_width(&self.noise[j], each);
+                Some((name.clone(), 2.0 * k / LEVEL_DEN as f64))
+            })
+            .collect()
+    }
+
     /// The candidates (grid steps, ascending) of the quantiles of value column `c`,
     /// when the plan has one.
     pub fn quantile_candidates(&self, c: usize) -> Option<Vec<i64>> {

@@ -193,6 +193,49 @@ fn count_and_sum_intervals_cover_at_their_level() {
 }
 
 #[test]
+fn a_released_quantile_is_within_its_rank_bound() {
+    // 400 seeded medians of 1 200 distinct values at a small ε: the released
+    // value's rank is within the plan's bound (plus the candidates' spacing) at
+    // least at the confidence; the bound is far below the group's size.
+    let query = Query::new(
+        Vec::<String>::new(),
+        [("m", Aggregate::quantile("temp", 0.5).unwrap())],
+    );
+    let p = Plan::builder(query)
+        .bounds("temp", "0:1200".parse().unwrap())
+        .quantile_candidates(1200)
+        .build(eps(1, 10))
+        .unwrap();
+    let [(name, bound)] = &p.quantile_rank_errors()[..] else {
+        panic!("one quantile")
+    };
+    assert_eq!(name, "m");
+    assert!(*bound > 50.0 && *bound < 600.0, "{bound}");
+    let mut csv = String::from("temp\n");
+    for x in 0..1200 {
+        csv.push_str(&format!("{}\n", x as f64 + 0.5));
+    }
+    let table = Table::from_csv(csv.as_bytes(), &p.columns(), 1 << 20).unwrap();
+    let (runs, mut within, mut worst) = (400, 0, 0.0f64);
+    let mut rng = seeded_rng(5);
+    for _ in 0..runs {
+        let (r, _) = p.release(&table, &mut rng).unwrap();
+        // Rank of the released value: the values at or below it.
+        let v = r.rows()[0].estimates()[0].value();
+        let rank = (v.floor() + 1.0).clamp(0.0, 1200.0);
+        let error = (rank - 600.0).abs();
+        worst = worst.max(error);
+        within += u32::from(error <= bound + 1.0);
+    }
+    assert!(
+        f64::from(within) / f64::from(runs) >= 0.95,
+        "{within} of {runs}"
+    );
+    // Not vacuous: some releases are off by more than a tenth of the bound.
+    assert!(worst > bound / 10.0, "worst {worst}, bound {bound}");
+}
+
+#[test]
 fn where_keeps_only_matching_rows_and_an_empty_match_still_releases() {
     let sql = super::parse_sql(
         "SELECT region, COUNT(*) AS n FROM t WHERE temp >= 10 AND region <> 'r1' GROUP BY region",
