@@ -158,6 +158,12 @@ fn contribution_limit() -> clap::builder::RangedI64ValueParser<u32> {
     clap::value_parser!(u32).range(1..=i64::from(MAX_CONTRIBUTION))
 }
 
+/// What a budget file records a run's charge as: the command, its query and its
+/// table, so that `privq budget show` tells the charges apart.
+fn charge_label(args: &Args) -> String {
+    format!("privq sql {:?} --table {}", args.query, args.table)
+}
+
 /// Splits `NAME=VALUE`.
 fn pair<'a>(option: &'static str, text: &'a str) -> Result<(&'a str, &'a str), CliError> {
     text.split_once('=')
@@ -283,8 +289,12 @@ pub fn run(
             let mut rng = super::rng(args.seed, stderr)?;
             plan.check_table(&table)?;
             let mut accountant = plan.accountant()?;
-            args.ledger
-                .reserve_for(&accountant, "privq sql", plan.privacy_unit(), stderr)?;
+            args.ledger.reserve_for(
+                &accountant,
+                &charge_label(args),
+                plan.privacy_unit(),
+                stderr,
+            )?;
             let release = plan.release_charged(&table, &mut accountant, &mut rng)?;
             (release, accountant)
         }
@@ -404,8 +414,12 @@ fn engine_release(
     let mut accountant = plan.accountant()?;
     // The totals' shape checked before the budget file is charged.
     plan.check_totals(&totals)?;
-    args.ledger
-        .reserve_for(&accountant, "privq sql", plan.privacy_unit(), stderr)?;
+    args.ledger.reserve_for(
+        &accountant,
+        &charge_label(args),
+        plan.privacy_unit(),
+        stderr,
+    )?;
     let release = plan.release_totals(totals, &mut accountant, &mut rng)?;
     Ok((release, accountant))
 }
