@@ -38,8 +38,9 @@ enum Mode<R: Read> {
     Csv(csv::Reader<Replay<R>>),
 }
 
-/// The input as the records read it: a read interrupted is tried again, and the
-/// first read of no bytes ends the text for good.
+/// The input as the records read it: a read interrupted is tried again (for as
+/// long as the input says so, as the standard library's `read_to_end` does), and
+/// the first read of no bytes ends the text for good.
 struct Fused<R> {
     input: R,
     done: bool,
@@ -145,8 +146,14 @@ impl Record {
 impl<R: Read> Records<R> {
     /// Reads the header row (the crate's error, if any, as it gives it).
     pub(super) fn new(input: R) -> Result<Self, csv::Error> {
+        Self::with_buffer(input, BUFFER)
+    }
+
+    /// [`Records::new`] holding at most `buffer` bytes of text at once (tests
+    /// reach the buffer's edge with small ones).
+    fn with_buffer(input: R, buffer: usize) -> Result<Self, csv::Error> {
         let mut input = Fused { input, done: false };
-        let mut buf = vec![0u8; BUFFER];
+        let mut buf = vec![0u8; buffer.max(1)];
         let (mut end, mut scanned) = (0, 0);
         // The header line: read until a line end, the buffer full or the end.
         let mut failure = None;
@@ -471,7 +478,12 @@ mod tests {
 
     /// The same from any input.
     fn by_records_from(input: impl Read) -> Outcome {
-        let mut records = match Records::new(input) {
+        by_records_buffered(input, BUFFER)
+    }
+
+    /// The same holding at most `buffer` bytes of text at once.
+    fn by_records_buffered(input: impl Read, buffer: usize) -> Outcome {
+        let mut records = match Records::with_buffer(input, buffer) {
             Ok(r) => r,
             Err(e) => return (Err(e.to_string()), Vec::new(), None),
         };
@@ -561,14 +573,35 @@ mod tests {
             Event::Failure => by_the_crate_from(Delivery::new(text, usize::MAX, Some((at, event)))),
         };
         for chunk in [1, 3, 64, usize::MAX] {
-            let got = by_records_from(Delivery::new(text, chunk, Some((at, event))));
-            assert_eq!(
-                got,
-                want,
-                "{:?}, {event:?} at {at}, chunks of {chunk}",
-                String::from_utf8_lossy(text)
-            );
+            // The buffer's edge (a line across it, a line longer than it) too.
+            for buffer in [BUFFER, 5, 16] {
+                let input = Delivery::new(text, chunk, Some((at, event)));
+                assert_eq!(
+                    by_records_buffered(input, buffer),
+                    want,
+                    "{:?}, {event:?} at {at}, chunks of {chunk}, buffer {buffer}",
+                    String::from_utf8_lossy(text)
+                );
+            }
         }
+    }
+
+    /// The one difference from the crate reading the input itself: a byte-order
+    /// mark opening the text is dropped however the input delivers it; the crate
+    /// drops it only when its first read holds all three bytes.
+    #[test]
+    fn a_byte_order_mark_is_dropped_whatever_the_reads() {
+        let text = b"\xef\xbb\xbfa,b\n1,2\n";
+        let whole = by_the_crate(text);
+        assert_eq!(whole.0, Ok(vec!["a".to_string(), "b".to_string()]));
+        for chunk in [1, 2, 3, usize::MAX] {
+            assert_eq!(by_records(text, chunk), whole, "chunks of {chunk}");
+        }
+        let by_byte = by_the_crate_from(Delivery::new(text, 1, None));
+        assert_ne!(
+            by_byte.0, whole.0,
+            "the crate reading a byte at a time keeps it"
+        );
     }
 
     #[test]
@@ -592,12 +625,14 @@ mod tests {
     fn check(text: &[u8]) {
         let want = by_the_crate(text);
         for chunk in [1, 3, 64, usize::MAX] {
-            assert_eq!(
-                by_records(text, chunk),
-                want,
-                "{:?}, chunks of {chunk}",
-                String::from_utf8_lossy(text)
-            );
+            for buffer in [BUFFER, 5, 16] {
+                assert_eq!(
+                    by_records_buffered(Delivery::new(text, chunk, None), buffer),
+                    want,
+                    "{:?}, chunks of {chunk}, buffer {buffer}",
+                    String::from_utf8_lossy(text)
+                );
+            }
         }
     }
 
