@@ -158,10 +158,18 @@ fn contribution_limit() -> clap::builder::RangedI64ValueParser<u32> {
     clap::value_parser!(u32).range(1..=i64::from(MAX_CONTRIBUTION))
 }
 
-/// What a budget file records a run's charge as: the command, its query and its
-/// table, so that `privq budget show` tells the charges apart.
-fn charge_label(args: &Args) -> String {
-    format!("privq sql {:?} --table {}", args.query, args.table)
+/// Charges the run's cost to the budget file, if one is given, before anything
+/// is released; the charge is recorded with the query and the table, so that
+/// `privq budget show` tells the charges apart.
+fn reserve(
+    args: &Args,
+    plan: &Plan,
+    accountant: &privq_host::accountant::Accountant,
+    stderr: &mut dyn Write,
+) -> Result<(), CliError> {
+    let label = format!("privq sql {:?} --table {}", args.query, args.table);
+    args.ledger
+        .reserve_for(accountant, &label, plan.privacy_unit(), stderr)
 }
 
 /// Splits `NAME=VALUE`.
@@ -289,12 +297,7 @@ pub fn run(
             let mut rng = super::rng(args.seed, stderr)?;
             plan.check_table(&table)?;
             let mut accountant = plan.accountant()?;
-            args.ledger.reserve_for(
-                &accountant,
-                &charge_label(args),
-                plan.privacy_unit(),
-                stderr,
-            )?;
+            reserve(args, &plan, &accountant, stderr)?;
             let release = plan.release_charged(&table, &mut accountant, &mut rng)?;
             (release, accountant)
         }
@@ -414,12 +417,7 @@ fn engine_release(
     let mut accountant = plan.accountant()?;
     // The totals' shape checked before the budget file is charged.
     plan.check_totals(&totals)?;
-    args.ledger.reserve_for(
-        &accountant,
-        &charge_label(args),
-        plan.privacy_unit(),
-        stderr,
-    )?;
+    reserve(args, plan, &accountant, stderr)?;
     let release = plan.release_totals(totals, &mut accountant, &mut rng)?;
     Ok((release, accountant))
 }
