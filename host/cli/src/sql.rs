@@ -325,7 +325,10 @@ pub fn run(
         "privq: {} group(s) released; {unit}; {groups}; ε = {} per measurement; \
          intervals at {} confidence cover the clamped, bounded data's value; privacy: {} under {}",
         release.rows().len(),
-        plan.epsilon_share(),
+        {
+            let share = plan.epsilon_share();
+            privq_host::accountant::short_ratio(share.num(), share.den(), true)
+        },
         args.confidence,
         plan.cost(),
         plan.neighbours().phrase().replace("record", "unit")

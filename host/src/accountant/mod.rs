@@ -39,7 +39,7 @@ pub use budget_file::{
 pub use composition::{PrivacyLoss, advanced, basic, invert_advanced};
 pub use cost::Cost;
 pub use short::round_up;
-pub(crate) use short::short_ratio;
+pub use short::short_ratio;
 pub use zcdp::{zcdp_epsilon, zcdp_epsilon_simple, zcdp_rho_for};
 
 /// What the accountant refuses.

@@ -26,7 +26,13 @@ pub(super) fn delta_text(delta: f64, exact: bool) -> String {
 /// integer digit from 1000 on) rounded up (`up`) or down, computed on integers so
 /// that the shown value is exactly on that side of the true one; scientific below
 /// 10⁻⁴ (`1.235e-7`).
-pub(crate) fn short_ratio(num: u64, den: u64, up: bool) -> String {
+///
+/// ```
+/// use privq_host::accountant::short_ratio;
+/// assert_eq!(short_ratio(1, 3, true), "1/3");
+/// assert_eq!(short_ratio(617_283_945_617, 5_000_000_000_000, true), "0.1235");
+/// ```
+pub fn short_ratio(num: u64, den: u64, up: bool) -> String {
     if num == 0 || (num <= 9999 && den <= 9999) {
         return if den == 1 || num == 0 {
             num.to_string()
