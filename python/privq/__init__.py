@@ -1012,7 +1012,11 @@ def sql(
       ``epsilon``, ``sensitivity`` and ``noise_scale`` in the measurement's
       units: rows for a count, the column's units for a sum), and ``accepted``
       (whether ``accountant`` would take the charge now; ``None`` without one or
-      for a budget file), and ``warnings`` (what the release would warn
+      for a budget file), ``quantile_rank_errors`` (``(name, ranks)`` per
+      quantile: with probability at least ``confidence`` the released value's
+      rank among its group's bounded values is within ``ranks`` of the
+      quantile's, so a group with not many more rows than that may get any value
+      between the bounds) and ``warnings`` (what the release would warn
       about). Only the tables' declared schemas are read (column names and
       types): no value is converted or read (a stream is left unopened for the
       real call), nothing is charged, no noise is drawn. A pandas ``object``

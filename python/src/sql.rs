@@ -254,6 +254,8 @@ pub(crate) fn _sql_plan<'py>(
             }
         };
         info.set_item("accepted", accepted)?;
+        // How far in ranks each released quantile may be from its quantile.
+        info.set_item("quantile_rank_errors", plan.quantile_rank_errors())?;
         // What the release would warn about (no privacy unit, a large δ).
         info.set_item("warnings", plan.warnings())?;
         Ok(info)

@@ -188,6 +188,8 @@ def test_sql_dry_run_states_the_plan_without_reading_or_charging():
     assert plan["measurements"][0]["noise_scale"] == 6.0  # 2 rows / (1/3)
     assert all(m["epsilon"] == Fraction(1, 3) for m in plan["measurements"])
     assert plan["warnings"] == []
+    [(name, ranks)] = plan["quantile_rank_errors"]
+    assert name == "q" and 0 < ranks < 10_000, plan["quantile_rank_errors"]
     # Privately selected groups: δ, a threshold, the selection's share; a
     # budget too small is said, not charged.
     small = privq.Accountant(epsilon="1/2", delta=1e-5)
