@@ -211,8 +211,9 @@ pub(crate) fn parse_epsilon(text: &str) -> Result<privq_core::Epsilon, CliError>
         privq_core::Error::Overflow => CliError::Usage {
             option: "epsilon",
             message: format!(
-                "{:?} cannot be held exactly: give a decimal between 1e-19 and 1e19 with at \
-                 most 19 digits, or a fraction A/B of integers below 2^64",
+                "{:?} cannot be held exactly (ε is a fraction of two integers below 2^64): \
+                 give a decimal of at most 19 significant digits between 1e-19 and 1e19, or a \
+                 fraction A/B",
                 text.trim()
             ),
         },

@@ -69,8 +69,9 @@ pub struct Args {
     pub bounds: Vec<String>,
     /// The public groups of a group-by column, COLUMN=A,B,... (repeat per column;
     /// the groups are every combination; a value holding a comma in double quotes,
-    /// as in CSV: region="north, upper",south). A listed group the data lacks is
-    /// released as noisy zeros; rows of unlisted groups are left out.
+    /// as in CSV, the whole option quoted for the shell: 'region="north, upper",south').
+    /// A listed group the data lacks is released as noisy zeros; rows of unlisted
+    /// groups are left out.
     #[arg(long, value_name = "COLUMN=A,B,...")]
     pub keys: Vec<String>,
     /// Select the groups privately instead of --keys, with this δ: a group is
@@ -170,6 +171,15 @@ fn reserve(
     let label = format!("privq sql {:?} --table {}", args.query, args.table);
     args.ledger
         .reserve_for(accountant, &label, plan.privacy_unit(), stderr)
+}
+
+/// An error reading the table, a table over `--max-table-rows` named as that
+/// option's (on every engine).
+fn table_error(e: AggregateError) -> CliError {
+    match e {
+        AggregateError::TooManyRows { .. } => usage("max-table-rows", e.to_string()),
+        e => e.into(),
+    }
 }
 
 /// Splits `NAME=VALUE`.
@@ -281,10 +291,7 @@ pub fn run(
     let release = match args.engine {
         SqlEngine::InProcess => {
             let csv = |input: &mut dyn BufRead| {
-                Table::from_csv(input, &plan.columns(), args.max_table_rows).map_err(|e| match e {
-                    AggregateError::TooManyRows { .. } => usage("max-table-rows", e.to_string()),
-                    e => e.into(),
-                })
+                Table::from_csv(input, &plan.columns(), args.max_table_rows).map_err(table_error)
             };
             let table = if path.as_os_str() == "-" {
                 csv(stdin)?
@@ -354,7 +361,8 @@ fn quantile_notes(
     for (name, ranks) in plan.quantile_rank_errors() {
         let mut note = format!(
             "privq: {name}: its rank among a group's bounded values is within ±{ranks:.0} of \
-             the quantile's (at {confidence} confidence)"
+             the best candidate's (at {confidence} confidence; values that tie, or fall \
+             between candidates, can widen that to the whole gap between candidates)"
         );
         if let Some(c) = count {
             let loose = release
@@ -447,7 +455,7 @@ fn is_parquet(path: &std::path::Path) -> bool {
 #[cfg(feature = "analytics")]
 fn engine_error(path: &std::path::Path, e: privq_analytics::private_sql::EngineError) -> CliError {
     match e {
-        privq_analytics::private_sql::EngineError::Aggregate(e) => CliError::from(e),
+        privq_analytics::private_sql::EngineError::Aggregate(e) => table_error(e),
         e => CliError::at(path.display(), e),
     }
 }

@@ -259,8 +259,12 @@ impl AggregateError {
 /// The `csv` crate's message without its own "CSV error: " prefix.
 fn csv_message(e: &csv::Error) -> String {
     let text = e.to_string();
-    match text.strip_prefix("CSV error: ") {
-        Some(rest) => rest.to_string(),
-        None => text,
-    }
+    [
+        "CSV error: ",
+        "CSV parse error: ",
+        "CSV deserialize error: ",
+    ]
+    .iter()
+    .find_map(|p| text.strip_prefix(p))
+    .map_or_else(|| text.clone(), str::to_string)
 }

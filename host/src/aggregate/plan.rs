@@ -782,9 +782,11 @@ impl Plan {
     /// How far from its quantile each released quantile may be, in ranks: for each
     /// `MEDIAN`/`QUANTILE` aggregate (by its output name, in the query's order), the
     /// `R` such that, with probability at least the plan's confidence, the released
-    /// candidate's rank among its group's bounded values is within `R` of `q·n`
-    /// (beyond the spacing of the candidates): twice the half width of all the
-    /// candidates' score noises at once (a union bound), in ranks. From public
+    /// candidate's rank among its group's bounded values is no further from `q·n`
+    /// than the best candidate's plus `R`: twice the half width of all the
+    /// candidates' score noises at once (a union bound), in ranks. The best
+    /// candidate's own distance depends on the data: values that tie, or fall
+    /// between candidates, leave every candidate of a gap the same score. From public
     /// parameters only. When `R` is comparable to a group's rows the released value
     /// may lie anywhere between the bounds.
     ///

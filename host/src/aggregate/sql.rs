@@ -372,6 +372,14 @@ fn filter(expr: &Expr, prefixes: &[String]) -> Result<Filter, AggregateError> {
             high,
         } => {
             let column = column_name(e, "WHERE", prefixes)?;
+            for bound in [low, high] {
+                if matches!(literal(bound, expr)?, Literal::Text(_)) {
+                    return refuse(format!(
+                        "WHERE {expr}: BETWEEN compares numbers; write the bounds unquoted \
+                         ('quoted' text is compared only with = and <>)"
+                    ));
+                }
+            }
             let range = Filter::And(
                 Box::new(Filter::Compare {
                     column: column.clone(),
@@ -540,6 +548,10 @@ fn literal(expr: &Expr, whole: &Expr) -> Result<Literal, AggregateError> {
     match expr {
         Expr::Value(v) => match &v.value {
             Value::Number(n, _) => number(n, false),
+            Value::SingleQuotedString(t) if t.is_empty() => refuse(format!(
+                "WHERE {whole}: an empty field is NULL, which no comparison matches: write \
+                 `column IS NULL` (or IS NOT NULL)"
+            )),
             Value::SingleQuotedString(t) => Ok(Literal::Text(t.clone())),
             _ => refuse(format!("WHERE {whole}: {v} is not a number or a 'string'")),
         },
@@ -859,6 +871,12 @@ mod tests {
             ("SELECT COUNT(*) FROM (SELECT * FROM a) s", "subquery"),
             ("SELECT COUNT(*) FROM a WHERE x > y", "literal"),
             ("SELECT COUNT(*) FROM a WHERE x > '10'", "compare numbers"),
+            ("SELECT COUNT(*) FROM a WHERE x = ''", "IS NULL"),
+            ("SELECT COUNT(*) FROM a WHERE x IN ('a', '')", "IS NULL"),
+            (
+                "SELECT COUNT(*) FROM a WHERE x BETWEEN 'a' AND 'm'",
+                "BETWEEN compares numbers",
+            ),
             (
                 "SELECT COUNT(*) FROM a WHERE x LIKE 'a%'",
                 "only comparisons",
