@@ -50,6 +50,7 @@ __all__ = [
     "Domain",
     "PrivqError",
     "SeedWarning",
+    "AccuracyWarning",
     "Synthesis",
     "SynthesisPlan",
     "Synthesizer",
@@ -66,6 +67,12 @@ Number = Union[int, float, str, Fraction]
 class SeedWarning(UserWarning):
     """A fixed ``seed`` makes the noise reproducible, so anyone who knows it can
     remove the noise: use seeds for tests and demos only."""
+
+
+class AccuracyWarning(UserWarning):
+    """A released estimate is too noisy to say much in some groups (for
+    :func:`sql`, a quantile whose rank bound is over half a group's noisy count:
+    that group's value may lie anywhere between the bounds)."""
 
 
 class Budget(NamedTuple):
@@ -1028,7 +1035,10 @@ def sql(
     ``NAME_hi``, the bounds of its confidence interval, where ``privq sql`` prints
     them (not for quantiles: a quantile has no interval, and on small groups at
     small ε it can be far off — it is chosen among candidates spread over the
-    bounds, so a group with few units or no data gets an arbitrary candidate; a
+    bounds, so a group with few units or no data gets an arbitrary candidate:
+    when the query also has ``COUNT(*)``, an :class:`AccuracyWarning` names the quantiles
+    whose rank bound (``dry_run``'s ``quantile_rank_errors``) is over half some
+    groups' noisy counts; a
     variance on a small group is often clamped to 0, with a wide interval). A count is an integer column (its
     release is one: the kept rows plus integer noise); the other estimates and
     every interval bound are floats. Public keys
@@ -1143,7 +1153,7 @@ def sql(
         used["kind"] = kinds[id(table)]
         return sql_columns(table, columns, numbers)
 
-    out = _privq._sql(
+    out, notes, groups = _privq._sql(
         query,
         names,
         reader,
@@ -1161,6 +1171,16 @@ def sql(
         None if accountant is None else accountant._inner,
         seed,
     )
+    for name, ranks, loose in notes:
+        if loose:
+            warnings.warn(
+                f"{name}: in {loose} of {groups} group(s) the released value's rank bound "
+                f"(±{ranks:.0f} at confidence {confidence}) is over half the noisy count, so "
+                "the value there may lie anywhere between the bounds (more rows per group, a "
+                "larger epsilon, a smaller max_rows or fewer quantile_candidates narrow it)",
+                AccuracyWarning,
+                stacklevel=2,
+            )
     return release_table(out, used.get("kind", "arrow"))
 
 

@@ -126,7 +126,11 @@ def _sql(
     drop_invalid: bool,
     accountant: Optional[Accountant],
     seed: Optional[int],
-) -> list[Tuple[str, str, list[Any]]]: ...  # type: "text", "int" (a count) or "float"
+) -> Tuple[
+    list[Tuple[str, str, list[Any]]],  # type: "text", "int" (a count) or "float"
+    list[Tuple[str, float, int]],  # quantile, rank bound, groups where it is loose
+    int,  # released groups
+]: ...
 
 class _SqlMeasurement(TypedDict):
     measurement: str  # "count", "sum", "centred sum", "centred squares" or "quantile"

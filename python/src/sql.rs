@@ -262,6 +262,15 @@ pub(crate) fn _sql_plan<'py>(
     })
 }
 
+/// [`_sql`]'s answer: the released columns `(name, type, values)`; per quantile
+/// of a query that counts rows, `(name, rank bound, groups where it is over half
+/// the noisy count)`; and the number of released groups.
+type Released<'py> = (
+    Vec<(String, &'static str, Bound<'py, PyList>)>,
+    Vec<(String, f64, usize)>,
+    usize,
+);
+
 /// `privq.sql`'s Rust half. `tables` maps each name to its table (already Arrow);
 /// `reader` turns a table, the columns the plan reads and those it reads only as
 /// numbers into `(all column names, number of rows, [column])`
@@ -288,7 +297,7 @@ pub(crate) fn _sql<'py>(
     drop_invalid: bool,
     accountant: Option<&Bound<'py, PyAccountant>>,
     seed: Option<u64>,
-) -> PyResult<Vec<(String, &'static str, Bound<'py, PyList>)>> {
+) -> PyResult<Released<'py>> {
     guard(|| {
         let (plan, name) = plan(
             query,
@@ -410,6 +419,13 @@ pub(crate) fn _sql<'py>(
                 out.push((format!("{name}_hi"), "float", PyList::new(py, hi)?));
             }
         }
-        Ok(out)
+        // Each quantile's rank bound and the groups where it is over half the noisy
+        // count ([`Plan::quantile_notes`]), for `privq.sql` to warn about.
+        let notes = plan
+            .quantile_notes(&release)
+            .into_iter()
+            .filter_map(|n| Some((n.name, n.ranks, n.loose_groups?)))
+            .collect();
+        Ok((out, notes, release.rows().len()))
     })
 }

@@ -473,3 +473,25 @@ def test_bytes_under_a_missing_value_are_not_read():
         out = privq.sql("SELECT COUNT(*) AS n FROM t", {"t": table}, epsilon=1,
                         privacy_unit="id", drop_invalid=True, seed=2)
     assert out.num_rows == 1
+
+
+def test_a_quantile_loose_in_some_groups_is_warned_about():
+    # 600 rows over 150 devices: each group's median is chosen among 1 001
+    # candidates from a few hundred rows, far fewer than twice its rank bound.
+    with pytest.warns(privq.AccuracyWarning,
+                      match=r"^med: in 3 of 3 group\(s\) the released value's rank bound \(±\d+ "
+                            r"at confidence 0\.95\) is over half the noisy count"):
+        run(readings())
+    # The same query on many rows, at a large ε: the bound is a small part of each
+    # group, and nothing is said.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", privq.AccuracyWarning)
+        out = run(readings(60_000), epsilon=100, quantile_candidates=100,
+                  keys={"region": ["north", "south", "east"]})
+    assert list(out["region"]) == ["north", "south", "east"]
+    # Without COUNT(*) the release holds no count to compare with: no warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", privq.AccuracyWarning)
+        warnings.simplefilter("ignore", privq.SeedWarning)
+        privq.sql("SELECT MEDIAN(temp) AS m FROM r", {"r": readings()}, epsilon=1,
+                  privacy_unit="device", bounds={"temp": (-20, 50)}, seed=1)

@@ -354,32 +354,22 @@ fn quantile_notes(
     confidence: f64,
     stderr: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let count = plan
-        .aggregates()
-        .iter()
-        .position(|(_, a)| matches!(a, privq_host::aggregate::Aggregate::Count));
-    for (name, ranks) in plan.quantile_rank_errors() {
-        let mut note = format!(
+    for note in plan.quantile_notes(release) {
+        let (name, ranks) = (&note.name, note.ranks);
+        let mut text = format!(
             "privq: {name}: its rank among a group's bounded values is within ±{ranks:.0} of \
              the best candidate's (at {confidence} confidence; values that tie, or fall \
              between candidates, can widen that to the whole gap between candidates)"
         );
-        if let Some(c) = count {
-            let loose = release
-                .rows()
-                .iter()
-                .filter(|row| row.estimates()[c].value() < 2.0 * ranks)
-                .count();
-            if loose > 0 {
-                note.push_str(&format!(
-                    "; in {loose} of {} group(s) that is over half the noisy count, so {name} \
-                     there may lie anywhere between the bounds (more rows per group, a larger \
-                     ε, a smaller --max-rows or fewer --quantile-candidates narrow it)",
-                    release.rows().len()
-                ));
-            }
+        if let Some(loose) = note.loose_groups.filter(|&n| n > 0) {
+            text.push_str(&format!(
+                "; in {loose} of {} group(s) that is over half the noisy count, so {name} \
+                 there may lie anywhere between the bounds (more rows per group, a larger \
+                 ε, a smaller --max-rows or fewer --quantile-candidates narrow it)",
+                release.rows().len()
+            ));
         }
-        writeln!(stderr, "{note}")?;
+        writeln!(stderr, "{text}")?;
     }
     Ok(())
 }
@@ -728,6 +718,19 @@ mod tests {
         assert!(lines[3].starts_with("west,"));
         assert!(err.contains("ε = 1/3 per measurement"), "{err}");
         assert!(err.contains("total: ε = 1 of 1"), "{err}");
+        // The library's note on the quantile: a handful of rows per group is far
+        // below its rank bound.
+        let [note] = &plan.quantile_notes(&release)[..] else {
+            panic!("one quantile")
+        };
+        assert_eq!(note.loose_groups, Some(3));
+        assert!(
+            err.contains(&format!(
+                "{}: its rank among a group's bounded values is within ±{:.0}",
+                note.name, note.ranks
+            )) && err.contains("in 3 of 3 group(s) that is over half the noisy count"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -520,6 +520,23 @@ pub struct PlannedMeasurement {
     pub noise_scale: f64,
 }
 
+/// How loose one released quantile may be ([`Plan::quantile_notes`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct QuantileNote {
+    /// The quantile's output name.
+    pub name: String,
+    /// [`Plan::quantile_rank_errors`]'s bound: with probability at least the
+    /// plan's confidence, the released value's rank among its group's bounded
+    /// values is within this many ranks of the best candidate's.
+    pub ranks: f64,
+    /// When the query also has `COUNT(*)`: how many released groups have a noisy
+    /// count below `2 · ranks`, where the bound is over half the group and the
+    /// released value may lie anywhere between the bounds. `None` without a count
+    /// (the release holds nothing public to compare with).
+    pub loose_groups: Option<usize>,
+}
+
 /// A validated query with everything its guarantee depends on (see the module
 /// docs). Built with [`Plan::builder`]; released with [`Plan::release`].
 #[derive(Debug, Clone)]
@@ -822,6 +839,45 @@ impl Plan {
                 let each = 1.0 - (1.0 - self.confidence) / m as f64;
                 let k = measure::half_width(&self.noise[j], each);
                 Some((name.clone(), 2.0 * k / LEVEL_DEN as f64))
+            })
+            .collect()
+    }
+
+    /// [`Plan::quantile_rank_errors`] beside `release` (this plan's): for each
+    /// quantile, its rank bound and how many groups have a noisy count too small
+    /// for it (computed from the released counts only, so it costs no privacy).
+    ///
+    /// ```
+    /// use privq_host::{Epsilon, aggregate::{Plan, SqlRequest, Table}};
+    /// let plan = SqlRequest::new("SELECT COUNT(*) AS n, MEDIAN(temp) AS m FROM t")?
+    ///     .tables(["t"])
+    ///     .bounds("temp", "-20:50".parse()?)
+    ///     .build(Epsilon::new(1, 1)?)?;
+    /// let table = Table::from_csv("temp\n12\n14\n".as_bytes(), &plan.columns(), 10)?;
+    /// let (release, _) = plan.release(&table, &mut privq_host::seeded_rng(1))?;
+    /// let [note] = &plan.quantile_notes(&release)[..] else { panic!() };
+    /// // Two rows are far fewer than the bound's ranks: that group's median is loose.
+    /// assert_eq!((note.name.as_str(), note.loose_groups), ("m", Some(1)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn quantile_notes(&self, release: &Release) -> Vec<QuantileNote> {
+        let count = self
+            .query
+            .aggregates
+            .iter()
+            .position(|(_, a)| matches!(a, Aggregate::Count));
+        self.quantile_rank_errors()
+            .into_iter()
+            .map(|(name, ranks)| QuantileNote {
+                loose_groups: count.map(|c| {
+                    release
+                        .rows()
+                        .iter()
+                        .filter(|row| row.estimates()[c].value() < 2.0 * ranks)
+                        .count()
+                }),
+                name,
+                ranks,
             })
             .collect()
     }
