@@ -4,7 +4,9 @@
 //! release ([`Plan::release`]), as `privq sql` does.
 
 use privq_host::accountant::AccountantError;
-use privq_host::aggregate::{Aggregate, AggregateError, Bounds, Plan, SqlRequest, Table};
+use privq_host::aggregate::{
+    Aggregate, AggregateError, Bounds, Plan, ReleasedValues, SqlRequest, Table,
+};
 use pyo3::exceptions::{PyUserWarning, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList};
@@ -389,35 +391,13 @@ pub(crate) fn _sql<'py>(
         // The program's columns: group-by columns, then each aggregate and, where it
         // has one, its interval's bounds.
         let mut out = Vec::new();
-        for (k, g) in release.group_by().iter().enumerate() {
-            let values: Vec<&str> = release.rows().iter().map(|r| r.key()[k].as_str()).collect();
-            out.push((g.clone(), "text", PyList::new(py, values)?));
-        }
-        let with_interval = release.has_interval();
-        for (i, name) in release.names().iter().enumerate() {
-            let estimate = |f: &dyn Fn(&privq_host::aggregate::Estimate) -> f64| {
-                release
-                    .rows()
-                    .iter()
-                    .map(|r| f(&r.estimates()[i]))
-                    .collect::<Vec<f64>>()
-            };
-            // A count's release is an integer (the kept rows plus integer noise).
-            let count = matches!(plan.aggregates().get(i), Some((_, Aggregate::Count)));
-            let values = estimate(&|e| e.value());
-            let column = if count && values.iter().all(|v| v.fract() == 0.0 && v.abs() < 9.0e15) {
-                let ints: Vec<i64> = values.iter().map(|&v| v as i64).collect();
-                (name.clone(), "int", PyList::new(py, ints)?)
-            } else {
-                (name.clone(), "float", PyList::new(py, values)?)
-            };
-            out.push(column);
-            if with_interval.get(i).copied().unwrap_or(false) {
-                let lo = estimate(&|e| e.interval().map_or(f64::NAN, |(lo, _)| lo));
-                let hi = estimate(&|e| e.interval().map_or(f64::NAN, |(_, hi)| hi));
-                out.push((format!("{name}_lo"), "float", PyList::new(py, lo)?));
-                out.push((format!("{name}_hi"), "float", PyList::new(py, hi)?));
-            }
+        for column in release.columns() {
+            out.push(match column.values {
+                ReleasedValues::Text(v) => (column.name, "text", PyList::new(py, v)?),
+                ReleasedValues::Int(v) => (column.name, "int", PyList::new(py, v)?),
+                ReleasedValues::Float(v) => (column.name, "float", PyList::new(py, v)?),
+                _ => return Err(PrivqError::new_err("a released column of an unknown type")),
+            });
         }
         // Each quantile's rank bound and the groups where it is over half the noisy
         // count ([`Plan::quantile_notes`]), for `privq.sql` to warn about.

@@ -15,6 +15,9 @@
 //!   and `evaluate` returns the serialized state.
 //! * [`query`]: runs `SELECT privq_aggregate(report) FROM reports` over a
 //!   directory of Parquet files and merges the result into one intake.
+//! * [`private_sql`]: `privq sql --engine datafusion`'s exact bounded totals, and
+//!   [`release_parquet`]: a release written as a Parquet file (`privq sql --output
+//!   FILE.parquet`).
 //! * `codec` and `ballista` (feature `ballista`): a DataFusion extension codec
 //!   that carries `privq_aggregate`'s campaign inside serialized plans, and the
 //!   same query on an Apache Ballista cluster in standalone mode.
@@ -51,5 +54,6 @@ pub mod ballista;
 pub mod codec;
 pub mod private_sql;
 pub mod query;
+pub mod release_parquet;
 pub mod table;
 pub mod udaf;

@@ -9,7 +9,7 @@ use privq_host::aggregate::{
 };
 use privq_host::contract::Neighbours;
 
-use super::results::{Cell, FormatArg, write_rows};
+use super::results::{Cell, Format, FormatArg, write_rows};
 use super::synth::NeighboursArg;
 use super::{CliError, LedgerArgs};
 
@@ -105,6 +105,13 @@ pub struct Args {
     /// Output format.
     #[command(flatten)]
     pub format: FormatArg,
+    /// Write the results to PATH instead of standard output, atomically: the file
+    /// appears whole once the release is made, or not at all (a refused run leaves
+    /// it as it was). A path ending in `.parquet` is written as Parquet (feature
+    /// `analytics`): group-by columns as text, counts as 64-bit integers, the other
+    /// estimates and the interval bounds as doubles.
+    #[arg(long, short = 'o', value_name = "PATH")]
+    pub output: Option<PathBuf>,
     /// Where the exact bounded aggregates are computed: in this process, by
     /// DataFusion in this process (feature `analytics`), or on an Apache Ballista
     /// cluster started in this process (feature `ballista`: a scheduler and an
@@ -285,6 +292,35 @@ pub fn run(
 ) -> Result<(), CliError> {
     let (plan, _, path) = plan(args)?;
     table_not_directory(&path)?;
+    // Where the results go, opened before the table is read or anything charged.
+    let parquet = args.output.as_deref().is_some_and(is_parquet);
+    if parquet && args.format.format != Format::Csv {
+        return Err(usage(
+            "format",
+            "a --output ending in .parquet is written as Parquet; --format json writes JSON \
+             (name the file .json)",
+        ));
+    }
+    if parquet && !cfg!(feature = "analytics") {
+        return Err(usage(
+            "output",
+            "writing a Parquet file needs privq built with feature `analytics` (or write CSV)",
+        ));
+    }
+    super::refuse_overwriting_input(&path, args.output.as_deref(), "output")?;
+    for other in [&args.ledger.ledger_json, &args.ledger.budget_file]
+        .into_iter()
+        .flatten()
+    {
+        if args.output.as_deref() == Some(other.as_path()) {
+            return Err(usage(
+                "output",
+                format!("{} is also the ledger or budget file", other.display()),
+            ));
+        }
+        super::refuse_overwriting_input(other, args.output.as_deref(), "output")?;
+    }
+    let mut output = super::Output::open(args.output.as_deref())?;
     for warning in plan.warnings() {
         writeln!(stderr, "privq: warning: {warning}")?;
     }
@@ -312,8 +348,13 @@ pub fn run(
     };
     let (release, accountant) = release;
     let mut out = Vec::new();
-    write_release(&release, args.format.format, &mut out)?;
-    stdout.write_all(&out)?;
+    if parquet {
+        out = release_parquet(&release)?;
+    } else {
+        write_release(&release, args.format.format, &mut out)?;
+    }
+    output.writer(stdout).write_all(&out)?;
+    output.commit(stdout)?;
     let limits = plan.contribution();
     let unit = match &args.privacy_unit {
         Some(u) => format!(
@@ -434,6 +475,22 @@ fn table_not_directory(path: &std::path::Path) -> Result<(), CliError> {
         ));
     }
     Ok(())
+}
+
+/// The release as the bytes of a Parquet file.
+#[cfg(feature = "analytics")]
+fn release_parquet(release: &Release) -> Result<Vec<u8>, CliError> {
+    privq_analytics::release_parquet::to_parquet(release)
+        .map_err(|e| CliError::at("writing the results as Parquet", e))
+}
+
+/// Refused before the release (see [`run`]); here for the types only.
+#[cfg(not(feature = "analytics"))]
+fn release_parquet(_: &Release) -> Result<Vec<u8>, CliError> {
+    Err(usage(
+        "output",
+        "writing a Parquet file needs privq built with feature `analytics`",
+    ))
 }
 
 /// True for a table path ending in `.parquet` (any case).
@@ -731,6 +788,88 @@ mod tests {
             )) && err.contains("in 3 of 3 group(s) that is over half the noisy count"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn output_files_appear_whole_or_not_at_all() {
+        let dir = std::env::temp_dir().join(format!("privq-sql-output-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let table = dir.join("t.csv");
+        std::fs::write(&table, csv()).unwrap();
+        let table_arg = format!("t={}", table.display());
+        let run = |extra: &[&str]| {
+            let mut argv = vec![
+                "sql",
+                QUERY,
+                "--table",
+                &table_arg,
+                "--privacy-unit",
+                "device",
+                "--bounds",
+                "temp=0:40",
+                "--keys",
+                "region=north,south",
+                "--epsilon",
+                "1",
+                "--seed",
+                "3",
+            ];
+            argv.extend(extra);
+            crate::run_with(&argv, "").map_err(|e| e.to_string())
+        };
+        // The bytes standard output would carry, in the file; nothing on stdout.
+        let (printed, _) = run(&[]).unwrap();
+        let out = dir.join("r.csv");
+        let (stdout, _) = run(&["--output", out.to_str().unwrap()]).unwrap();
+        assert_eq!(stdout, "");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), printed);
+        // A refused run (its budget file over the cap) leaves the old file as it was
+        // and no temporary file beside it.
+        let budget = dir.join("b.json");
+        let over = [
+            "--output",
+            out.to_str().unwrap(),
+            "--budget-file",
+            budget.to_str().unwrap(),
+            "--budget-cap",
+            "1/2",
+        ];
+        let err = run(&over).unwrap_err();
+        assert!(err.contains("budget"), "{err}");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), printed);
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with("b.json"))
+            .collect();
+        names.sort();
+        assert_eq!(names, ["r.csv", "t.csv"]);
+        // Never over the table, the ledger or the budget file.
+        let err = run(&["--output", table.to_str().unwrap()]).unwrap_err();
+        assert!(err.contains("would replace the private data"), "{err}");
+        let ledger = dir.join("l.json");
+        let l = ledger.to_str().unwrap();
+        let err = run(&["--output", l, "--ledger-json", l]).unwrap_err();
+        assert!(err.contains("is also the ledger or budget file"), "{err}");
+        assert!(!ledger.exists());
+        // Parquet: JSON is not written into a .parquet file; without feature
+        // `analytics` Parquet is refused, with it the file is Parquet.
+        let pq = dir.join("r.parquet");
+        let p = pq.to_str().unwrap();
+        let err = run(&["--output", p, "--format", "json"]).unwrap_err();
+        assert!(err.contains("name the file .json"), "{err}");
+        #[cfg(not(feature = "analytics"))]
+        assert!(
+            run(&["--output", p])
+                .unwrap_err()
+                .contains("feature `analytics`")
+        );
+        #[cfg(feature = "analytics")]
+        {
+            run(&["--output", p]).unwrap();
+            assert_eq!(&std::fs::read(&pq).unwrap()[..4], b"PAR1");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1149,6 +1149,12 @@ impl Plan {
                 .iter()
                 .map(|(_, a)| !matches!(a, Aggregate::Quantile { .. }))
                 .collect(),
+            counts: self
+                .query
+                .aggregates
+                .iter()
+                .map(|(_, a)| matches!(a, Aggregate::Count))
+                .collect(),
             rows,
             threshold: self.threshold(),
         }
@@ -1457,6 +1463,7 @@ pub struct Release {
     group_by: Vec<String>,
     names: Vec<String>,
     intervals: Vec<bool>,
+    counts: Vec<bool>,
     rows: Vec<ReleasedRow>,
     threshold: Option<i64>,
 }
@@ -1487,4 +1494,89 @@ impl Release {
     pub fn threshold(&self) -> Option<i64> {
         self.threshold
     }
+
+    /// The release as a table's columns, as `privq sql` prints them: the
+    /// group-by columns (text), then each aggregate and, where it has one, its
+    /// interval's bounds `NAME_lo` and `NAME_hi`. A count is an integer column
+    /// (its release is one: the kept rows plus integer noise); every other
+    /// estimate and every interval bound is a float.
+    ///
+    /// ```
+    /// use privq_host::{Epsilon, aggregate::{ReleasedValues, SqlRequest, Table}};
+    /// let plan = SqlRequest::new("SELECT region, COUNT(*) AS n FROM t GROUP BY region")?
+    ///     .tables(["t"])
+    ///     .keys("region", ["north"])
+    ///     .build(Epsilon::new(1, 1)?)?;
+    /// let table = Table::from_csv("region\nnorth\n".as_bytes(), &plan.columns(), 10)?;
+    /// let (release, _) = plan.release(&table, &mut privq_host::seeded_rng(1))?;
+    /// let names: Vec<&str> = release.columns().iter().map(|c| c.name.as_str()).collect();
+    /// assert_eq!(names, ["region", "n", "n_lo", "n_hi"]);
+    /// assert!(matches!(release.columns()[1].values, ReleasedValues::Int(_)));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn columns(&self) -> Vec<ReleasedColumn> {
+        let mut out: Vec<ReleasedColumn> = self
+            .group_by
+            .iter()
+            .enumerate()
+            .map(|(k, name)| ReleasedColumn {
+                name: name.clone(),
+                values: ReleasedValues::Text(self.rows.iter().map(|r| r.key[k].clone()).collect()),
+            })
+            .collect();
+        for (i, name) in self.names.iter().enumerate() {
+            let floats = |f: &dyn Fn(&Estimate) -> f64| -> Vec<f64> {
+                self.rows.iter().map(|r| f(&r.estimates[i])).collect()
+            };
+            let values = floats(&|e| e.value());
+            let whole = values.iter().all(|v| v.fract() == 0.0 && v.abs() < 9.0e15);
+            out.push(ReleasedColumn {
+                name: name.clone(),
+                values: if self.counts[i] && whole {
+                    ReleasedValues::Int(values.iter().map(|&v| v as i64).collect())
+                } else {
+                    ReleasedValues::Float(values)
+                },
+            });
+            if self.intervals[i] {
+                let bound = |hi: bool| {
+                    floats(&|e| {
+                        e.interval()
+                            .map_or(f64::NAN, |(lo, h)| if hi { h } else { lo })
+                    })
+                };
+                out.push(ReleasedColumn {
+                    name: format!("{name}_lo"),
+                    values: ReleasedValues::Float(bound(false)),
+                });
+                out.push(ReleasedColumn {
+                    name: format!("{name}_hi"),
+                    values: ReleasedValues::Float(bound(true)),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// One column of a [`Release`] as a table ([`Release::columns`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ReleasedColumn {
+    /// The column's name.
+    pub name: String,
+    /// Its values, one per released group.
+    pub values: ReleasedValues,
+}
+
+/// The values of a [`ReleasedColumn`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ReleasedValues {
+    /// A group-by column.
+    Text(Vec<String>),
+    /// A count.
+    Int(Vec<i64>),
+    /// Any other estimate, or an interval's bound.
+    Float(Vec<f64>),
 }
