@@ -497,10 +497,16 @@ pub(crate) fn refuse_overwriting_input(
     option: &'static str,
 ) -> Result<(), CliError> {
     let Some(output) = output else { return Ok(()) };
-    if input.as_os_str() == "-" || output.as_os_str() == "-" {
+    if output.as_os_str() == "-" {
         return Ok(());
     }
-    if let (Ok(a), Ok(b)) = (std::fs::metadata(input), std::fs::metadata(output)) {
+    // Standard input redirected from a file is that file.
+    let read_from = if input.as_os_str() == "-" {
+        Path::new("/dev/stdin")
+    } else {
+        input
+    };
+    if let (Ok(a), Ok(b)) = (std::fs::metadata(read_from), std::fs::metadata(output)) {
         let same = {
             #[cfg(unix)]
             {
@@ -525,6 +531,37 @@ pub(crate) fn refuse_overwriting_input(
         }
     }
     Ok(())
+}
+
+/// Whether `a` and `b` name one file, whether or not it exists yet: the same file
+/// (also through links) when both exist, else the same name in the same directory
+/// (`./x` and `x`, a linked directory).
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::MetadataExt;
+                (x.dev(), x.ino()) == (y.dev(), y.ino())
+            }
+            #[cfg(not(unix))]
+            {
+                let _ = (x, y);
+                std::fs::canonicalize(a).ok() == std::fs::canonicalize(b).ok()
+            }
+        }
+        _ => {
+            let place = |p: &Path| {
+                let dir = match p.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d,
+                    _ => Path::new("."),
+                };
+                Some((std::fs::canonicalize(dir).ok()?, p.file_name()?.to_owned()))
+            };
+            let (x, y) = (place(a), place(b));
+            x.is_some() && x == y
+        }
+    }
 }
 
 fn ledger_bytes(accountant: &Accountant) -> Vec<u8> {
@@ -689,6 +726,12 @@ impl Output {
     pub(crate) fn open(path: Option<&Path>) -> Result<Output, CliError> {
         match path.map(Destination::from_path) {
             None | Some(Destination::Stdout) => Ok(Output::Stdout),
+            Some(Destination::File(p)) if std::fs::metadata(&p).is_ok_and(|m| m.is_dir()) => {
+                Err(CliError::file(
+                    &p,
+                    std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory"),
+                ))
+            }
             Some(Destination::File(p)) => match AtomicFile::create(&p) {
                 Ok(f) => Ok(Output::File(f, p)),
                 Err(e) => Err(CliError::file(&p, e)),

@@ -107,9 +107,10 @@ pub struct Args {
     pub format: FormatArg,
     /// Write the results to PATH instead of standard output, atomically: the file
     /// appears whole once the release is made, or not at all (a refused run leaves
-    /// it as it was). A path ending in `.parquet` is written as Parquet (feature
-    /// `analytics`): group-by columns as text, counts as 64-bit integers, the other
-    /// estimates and the interval bounds as doubles.
+    /// it as it was). A path ending in `.parquet` is written as Parquet whatever
+    /// --format says (feature `analytics`; not with --format json): group-by columns
+    /// as text, counts as 64-bit integers, the other estimates and the interval
+    /// bounds as doubles. Never the table, the ledger or the budget file.
     #[arg(long, short = 'o', value_name = "PATH")]
     pub output: Option<PathBuf>,
     /// Where the exact bounded aggregates are computed: in this process, by
@@ -308,17 +309,21 @@ pub fn run(
         ));
     }
     super::refuse_overwriting_input(&path, args.output.as_deref(), "output")?;
-    for other in [&args.ledger.ledger_json, &args.ledger.budget_file]
-        .into_iter()
-        .flatten()
-    {
-        if args.output.as_deref() == Some(other.as_path()) {
-            return Err(usage(
-                "output",
-                format!("{} is also the ledger or budget file", other.display()),
-            ));
+    if let Some(output) = &args.output {
+        for (other, option) in [
+            (&args.ledger.ledger_json, "--ledger-json"),
+            (&args.ledger.budget_file, "--budget-file"),
+        ] {
+            if other
+                .as_deref()
+                .is_some_and(|o| super::same_file(o, output))
+            {
+                return Err(usage(
+                    "output",
+                    format!("{} is also the {option} file", output.display()),
+                ));
+            }
         }
-        super::refuse_overwriting_input(other, args.output.as_deref(), "output")?;
     }
     let mut output = super::Output::open(args.output.as_deref())?;
     for warning in plan.warnings() {
@@ -347,14 +352,33 @@ pub fn run(
         SqlEngine::Datafusion | SqlEngine::Ballista => engine_release(args, &plan, &path, stderr)?,
     };
     let (release, accountant) = release;
-    let mut out = Vec::new();
-    if parquet {
-        out = release_parquet(&release)?;
+    // Budget is spent from here: a failure still writes the ledger and says so.
+    let encoded = if parquet {
+        release_parquet(&release)
     } else {
-        write_release(&release, args.format.format, &mut out)?;
+        let mut out = Vec::new();
+        write_release(&release, args.format.format, &mut out).map(|()| out)
+    };
+    let bytes = args.ledger.after_charge(&accountant, stderr, encoded)?;
+    let to_file = matches!(output, super::Output::File(..));
+    let place = output.describe();
+    let written = match output.writer(stdout).write_all(&bytes) {
+        Ok(()) => output.commit(stdout),
+        Err(e) => Err(e.into()),
+    };
+    if let Err(e) = written {
+        // The release is paid for: rather than lose it, CSV or JSON goes to
+        // standard output (not Parquet's binary), and the run still fails.
+        let failure = if to_file && !parquet && stdout.write_all(&bytes).is_ok() {
+            CliError::Run(
+                format!("{e}; the results were written to standard output instead of {place}")
+                    .into(),
+            )
+        } else {
+            e
+        };
+        return args.ledger.after_charge(&accountant, stderr, Err(failure));
     }
-    output.writer(stdout).write_all(&out)?;
-    output.commit(stdout)?;
     let limits = plan.contribution();
     let unit = match &args.privacy_unit {
         Some(u) => format!(
@@ -835,7 +859,7 @@ mod tests {
             "1/2",
         ];
         let err = run(&over).unwrap_err();
-        assert!(err.contains("budget"), "{err}");
+        assert!(err.contains("exceed"), "{err}");
         assert_eq!(std::fs::read_to_string(&out).unwrap(), printed);
         let mut names: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
@@ -850,7 +874,7 @@ mod tests {
         let ledger = dir.join("l.json");
         let l = ledger.to_str().unwrap();
         let err = run(&["--output", l, "--ledger-json", l]).unwrap_err();
-        assert!(err.contains("is also the ledger or budget file"), "{err}");
+        assert!(err.contains("is also the --ledger-json file"), "{err}");
         assert!(!ledger.exists());
         // Parquet: JSON is not written into a .parquet file; without feature
         // `analytics` Parquet is refused, with it the file is Parquet.

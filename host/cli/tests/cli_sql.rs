@@ -275,3 +275,76 @@ fn an_interrupted_ballista_run_leaves_no_shuffle_files() {
         assert_eq!(mode & 0o777, 0o700, "{signal}");
     }
 }
+
+/// `--output` never replaces what the run reads or charges, however the paths are
+/// spelled (`./x` and `x`, standard input redirected from the output file), and a
+/// directory is refused before anything is charged.
+#[test]
+fn output_never_replaces_the_table_the_ledger_or_the_budget_file() {
+    let d = Dir::new("sql-output");
+    d.write("readings.csv", READINGS);
+    let keys = ["--keys", "region=north,south", "--epsilon", "1"];
+    let refused = |extra: &[&str], stdin: &[u8], why: &str| {
+        let mut argv = vec![
+            "sql",
+            HISTOGRAM,
+            "--privacy-unit",
+            "device",
+            "--budget-file",
+            "b.json",
+            "--budget-cap",
+            "5",
+        ];
+        argv.extend_from_slice(&keys);
+        argv.extend_from_slice(extra);
+        let out = privq(&d.0, &argv, stdin);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(why), "{extra:?}: {err}");
+        assert!(
+            !d.0.join("b.json").exists(),
+            "{extra:?}: charged before refusing"
+        );
+    };
+    let table = ["--table", "readings=readings.csv"];
+    refused(
+        &[&table[..], &["-o", "./l.json", "--ledger-json", "l.json"]].concat(),
+        b"",
+        "is also the --ledger-json file",
+    );
+    refused(
+        &[&table[..], &["-o", "./b.json"]].concat(),
+        b"",
+        "is also the --budget-file file",
+    );
+    std::fs::create_dir(d.0.join("out")).unwrap();
+    refused(
+        &[&table[..], &["-o", "out"]].concat(),
+        b"",
+        "is a directory",
+    );
+    // The table on standard input, redirected from the output file.
+    let file = std::fs::File::open(d.0.join("readings.csv")).unwrap();
+    let mut argv = vec![
+        "sql",
+        HISTOGRAM,
+        "--table",
+        "readings=-",
+        "-o",
+        "readings.csv",
+    ];
+    argv.extend_from_slice(&["--privacy-unit", "device", "--seed", "1"]);
+    argv.extend_from_slice(&keys);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_privq"))
+        .args(&argv)
+        .current_dir(&d.0)
+        .stdin(file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("would replace the private data"));
+    assert_eq!(
+        std::fs::read_to_string(d.0.join("readings.csv")).unwrap(),
+        READINGS
+    );
+}

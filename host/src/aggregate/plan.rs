@@ -333,6 +333,22 @@ impl PlanBuilder {
             }
             names.push(name);
         }
+        // An interval's bounds are output columns too (`NAME_lo`, `NAME_hi`).
+        let mut columns: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        for (name, aggregate) in &query.aggregates {
+            if matches!(aggregate, Aggregate::Quantile { .. }) {
+                continue;
+            }
+            for bound in [format!("{name}_lo"), format!("{name}_hi")] {
+                if columns.contains(&bound) {
+                    return Err(AggregateError::InvalidParameter(format!(
+                        "the output column {bound:?} (a bound of {name:?}'s interval) is named \
+                         twice"
+                    )));
+                }
+                columns.push(bound);
+            }
+        }
         let groups = match (self.groups, query.group_by.is_empty()) {
             (Some(Groups::Private { .. }), true) => return Err(AggregateError::NothingToSelect),
             // Keys without a GROUP BY (as `SqlRequest` refuses them; a decoded plan
@@ -873,7 +889,11 @@ impl Plan {
                     release
                         .rows()
                         .iter()
-                        .filter(|row| row.estimates()[c].value() < 2.0 * ranks)
+                        .filter(|row| {
+                            row.estimates()
+                                .get(c)
+                                .is_some_and(|e| e.value() < 2.0 * ranks)
+                        })
                         .count()
                 }),
                 name,
@@ -1495,7 +1515,7 @@ impl Release {
         self.threshold
     }
 
-    /// The release as a table's columns, as `privq sql` prints them: the
+    /// The release as a table's columns, named and ordered as `privq sql` prints them: the
     /// group-by columns (text), then each aggregate and, where it has one, its
     /// interval's bounds `NAME_lo` and `NAME_hi`. A count is an integer column
     /// (its release is one: the kept rows plus integer noise); every other

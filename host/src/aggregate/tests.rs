@@ -1643,3 +1643,45 @@ mod naive_rule {
         assert!(got.iter().all(|r| r.0 == *first));
     }
 }
+
+/// An interval's bounds are output columns (`NAME_lo`, `NAME_hi`): a name that
+/// repeats one is refused, as a repeated aggregate name is.
+#[test]
+fn an_interval_bound_named_as_another_column_is_refused() {
+    let plan = |sql: &str| {
+        SqlRequest::new(sql)
+            .and_then(|r| {
+                let r = r.tables(["t"]);
+                let r = if sql.contains("temp") {
+                    r.bounds("temp", "0:40".parse().unwrap())
+                } else {
+                    r.keys("n_lo", ["a"])
+                };
+                r.build(Epsilon::new(1, 1).unwrap())
+            })
+            .map_err(|e| e.to_string())
+    };
+    for (sql, clash) in [
+        ("SELECT COUNT(*) AS n, AVG(temp) AS n_lo FROM t", "\"n_lo\""),
+        (
+            "SELECT COUNT(*) AS n, MEDIAN(temp) AS n_hi FROM t",
+            "\"n_hi\"",
+        ),
+        (
+            "SELECT n_lo, COUNT(*) AS n FROM t GROUP BY n_lo",
+            "\"n_lo\"",
+        ),
+        (
+            "SELECT SUM(temp) AS s, AVG(temp) AS s_lo_hi, COUNT(*) AS s_lo FROM t",
+            "\"s_lo\"",
+        ),
+    ] {
+        let err = plan(sql).unwrap_err();
+        assert!(
+            err.contains(clash) && err.contains("named twice"),
+            "{sql}: {err}"
+        );
+    }
+    // A quantile has no interval: its name's `_lo` is free.
+    plan("SELECT MEDIAN(temp) AS m, COUNT(*) AS m_lo FROM t").unwrap();
+}
