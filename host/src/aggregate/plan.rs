@@ -1529,9 +1529,10 @@ impl Release {
     ///     .build(Epsilon::new(1, 1)?)?;
     /// let table = Table::from_csv("region\nnorth\n".as_bytes(), &plan.columns(), 10)?;
     /// let (release, _) = plan.release(&table, &mut privq_host::seeded_rng(1))?;
-    /// let names: Vec<&str> = release.columns().iter().map(|c| c.name.as_str()).collect();
+    /// let columns = release.columns();
+    /// let names: Vec<&str> = columns.iter().map(|c| c.name.as_str()).collect();
     /// assert_eq!(names, ["region", "n", "n_lo", "n_hi"]);
-    /// assert!(matches!(release.columns()[1].values, ReleasedValues::Int(_)));
+    /// assert!(matches!(columns[1].values, ReleasedValues::Int(_)));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn columns(&self) -> Vec<ReleasedColumn> {
