@@ -1175,9 +1175,10 @@ def sql(
         if loose:
             warnings.warn(
                 f"{name}: in {loose} of {groups} group(s) the released value's rank bound "
-                f"(±{ranks:.0f} at confidence {confidence}) is over half the noisy count, so "
-                "the value there may lie anywhere between the bounds (more rows per group, a "
-                "larger epsilon, a smaller max_rows or fewer quantile_candidates narrow it)",
+                f"(±{ranks:.0f} rows at confidence {confidence}) is over half the noisy count, "
+                "so the value there may lie anywhere between the bounds: do not publish it there "
+                "(fewer aggregates in the query, each of which takes a share of epsilon, a "
+                "larger epsilon, or more units per group narrow it)",
                 AccuracyWarning,
                 stacklevel=2,
             )

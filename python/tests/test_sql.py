@@ -480,7 +480,7 @@ def test_a_quantile_loose_in_some_groups_is_warned_about():
     # candidates from a few hundred rows, far fewer than twice its rank bound.
     with pytest.warns(privq.AccuracyWarning,
                       match=r"^med: in 3 of 3 group\(s\) the released value's rank bound \(±\d+ "
-                            r"at confidence 0\.95\) is over half the noisy count"):
+                            r"rows at confidence 0\.95\) is over half the noisy count"):
         run(readings())
     # The same query on many rows, at a large ε: the bound is a small part of each
     # group, and nothing is said.

@@ -726,7 +726,12 @@ impl Output {
     pub(crate) fn open(path: Option<&Path>) -> Result<Output, CliError> {
         match path.map(Destination::from_path) {
             None | Some(Destination::Stdout) => Ok(Output::Stdout),
-            Some(Destination::File(p)) if std::fs::metadata(&p).is_ok_and(|m| m.is_dir()) => {
+            Some(Destination::File(p))
+                if std::fs::metadata(&p).is_ok_and(|m| m.is_dir())
+                    || p.as_os_str()
+                        .to_string_lossy()
+                        .ends_with(['/', std::path::MAIN_SEPARATOR]) =>
+            {
                 Err(CliError::file(
                     &p,
                     std::io::Error::new(std::io::ErrorKind::IsADirectory, "is a directory"),

@@ -110,7 +110,9 @@ pub struct Args {
     /// it as it was). A path ending in `.parquet` is written as Parquet whatever
     /// --format says (feature `analytics`; not with --format json): group-by columns
     /// as text, counts as 64-bit integers, the other estimates and the interval
-    /// bounds as doubles. Never the table, the ledger or the budget file.
+    /// bounds as doubles. A name ending in `.json` or `.csv` needs that --format. Never
+    /// the table, the ledger or the budget file; a link at PATH is replaced by the
+    /// file, not followed. `-`: standard output.
     #[arg(long, short = 'o', value_name = "PATH")]
     pub output: Option<PathBuf>,
     /// Where the exact bounded aggregates are computed: in this process, by
@@ -302,6 +304,30 @@ pub fn run(
              (name the file .json)",
         ));
     }
+    // A name that says JSON or CSV holds what it says.
+    let named = |ext: &str| {
+        args.output
+            .as_deref()
+            .is_some_and(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case(ext)))
+    };
+    let format = args.format.format;
+    if (named("json") && format != Format::Json) || (named("csv") && format != Format::Csv) {
+        return Err(usage(
+            "format",
+            format!(
+                "--output {} would hold {}: give --format {} (or name the file for its format)",
+                args.output
+                    .as_deref()
+                    .map_or(String::new(), |p| p.display().to_string()),
+                if format == Format::Json {
+                    "JSON"
+                } else {
+                    "CSV"
+                },
+                if named("json") { "json" } else { "csv" },
+            ),
+        ));
+    }
     if parquet && !cfg!(feature = "analytics") {
         return Err(usage(
             "output",
@@ -428,11 +454,17 @@ fn quantile_notes(
         );
         if let Some(loose) = note.loose_groups.filter(|&n| n > 0) {
             text.push_str(&format!(
-                "; in {loose} of {} group(s) that is over half the noisy count, so {name} \
-                 there may lie anywhere between the bounds (more rows per group, a larger \
-                 ε, a smaller --max-rows or fewer --quantile-candidates narrow it)",
+                "; in {loose} of {} group(s) that is over half the noisy count (rows), so \
+                 {name} there may lie anywhere between the bounds: do not publish it there \
+                 (fewer aggregates in the query, each of which takes a share of ε, a larger \
+                 ε, or more units per group narrow it)",
                 release.rows().len()
             ));
+        } else if note.loose_groups.is_none() {
+            text.push_str(
+                "; add COUNT(*) to the query to see the groups where that is over half the \
+                 group",
+            );
         }
         writeln!(stderr, "{text}")?;
     }
@@ -721,24 +753,8 @@ mod tests {
             std::fs::write(d.join("a.csv"), csv()).unwrap();
             let table = format!("t={}", d.display());
             let run = |engine: &str| {
-                let argv = [
-                    "sql",
-                    QUERY,
-                    "--table",
-                    &table,
-                    "--privacy-unit",
-                    "device",
-                    "--bounds",
-                    "temp=0:40",
-                    "--keys",
-                    "region=north,south",
-                    "--epsilon",
-                    "1",
-                    "--seed",
-                    "9",
-                    "--engine",
-                    engine,
-                ];
+                let engine: &[&str] = &["--engine", engine];
+                let argv = [&small_query(&table, "9")[..], engine].concat();
                 crate::run_with(&argv, "").map_err(|e| e.to_string())
             };
             let a = run("in-process").unwrap_err();
@@ -814,6 +830,27 @@ mod tests {
         );
     }
 
+    /// `QUERY` over `table` (`NAME=PATH`) by device, with public keys north and
+    /// south, at ε = 1 and `seed`.
+    fn small_query<'a>(table: &'a str, seed: &'a str) -> Vec<&'a str> {
+        vec![
+            "sql",
+            QUERY,
+            "--table",
+            table,
+            "--privacy-unit",
+            "device",
+            "--bounds",
+            "temp=0:40",
+            "--keys",
+            "region=north,south",
+            "--epsilon",
+            "1",
+            "--seed",
+            seed,
+        ]
+    }
+
     #[test]
     fn output_files_appear_whole_or_not_at_all() {
         let dir = std::env::temp_dir().join(format!("privq-sql-output-{}", std::process::id()));
@@ -822,23 +859,7 @@ mod tests {
         std::fs::write(&table, csv()).unwrap();
         let table_arg = format!("t={}", table.display());
         let run = |extra: &[&str]| {
-            let mut argv = vec![
-                "sql",
-                QUERY,
-                "--table",
-                &table_arg,
-                "--privacy-unit",
-                "device",
-                "--bounds",
-                "temp=0:40",
-                "--keys",
-                "region=north,south",
-                "--epsilon",
-                "1",
-                "--seed",
-                "3",
-            ];
-            argv.extend(extra);
+            let argv = [&small_query(&table_arg, "3")[..], extra].concat();
             crate::run_with(&argv, "").map_err(|e| e.to_string())
         };
         // The bytes standard output would carry, in the file; nothing on stdout.
@@ -873,7 +894,13 @@ mod tests {
         assert!(err.contains("would replace the private data"), "{err}");
         let ledger = dir.join("l.json");
         let l = ledger.to_str().unwrap();
-        let err = run(&["--output", l, "--ledger-json", l]).unwrap_err();
+        // A file named for one format holds that format; a directory path is refused.
+        let err = run(&["--output", l]).unwrap_err();
+        assert!(err.contains("would hold CSV: give --format json"), "{err}");
+        let slash = format!("{}/", dir.join("none").display());
+        let err = run(&["--output", &slash]).unwrap_err();
+        assert!(err.contains("is a directory"), "{err}");
+        let err = run(&["--output", l, "--ledger-json", l, "--format", "json"]).unwrap_err();
         assert!(err.contains("is also the --ledger-json file"), "{err}");
         assert!(!ledger.exists());
         // Parquet: JSON is not written into a .parquet file; without feature

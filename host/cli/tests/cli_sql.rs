@@ -308,21 +308,30 @@ fn output_never_replaces_the_table_the_ledger_or_the_budget_file() {
     };
     let table = ["--table", "readings=readings.csv"];
     refused(
-        &[&table[..], &["-o", "./l.json", "--ledger-json", "l.json"]].concat(),
+        &[
+            &table[..],
+            &[
+                "-o",
+                "./l.json",
+                "--ledger-json",
+                "l.json",
+                "--format",
+                "json",
+            ],
+        ]
+        .concat(),
         b"",
         "is also the --ledger-json file",
     );
     refused(
-        &[&table[..], &["-o", "./b.json"]].concat(),
+        &[&table[..], &["-o", "./b.json", "--format", "json"]].concat(),
         b"",
         "is also the --budget-file file",
     );
     std::fs::create_dir(d.0.join("out")).unwrap();
-    refused(
-        &[&table[..], &["-o", "out"]].concat(),
-        b"",
-        "is a directory",
-    );
+    for dir in ["out", "out/", "none/"] {
+        refused(&[&table[..], &["-o", dir]].concat(), b"", "is a directory");
+    }
     // The table on standard input, redirected from the output file.
     let file = std::fs::File::open(d.0.join("readings.csv")).unwrap();
     let mut argv = vec![
