@@ -295,63 +295,7 @@ pub fn run(
 ) -> Result<(), CliError> {
     let (plan, _, path) = plan(args)?;
     table_not_directory(&path)?;
-    // Where the results go, opened before the table is read or anything charged.
-    let parquet = args.output.as_deref().is_some_and(is_parquet);
-    if parquet && args.format.format != Format::Csv {
-        return Err(usage(
-            "format",
-            "a --output ending in .parquet is written as Parquet; --format json writes JSON \
-             (name the file .json)",
-        ));
-    }
-    // A name that says JSON or CSV holds what it says.
-    let named = |ext: &str| {
-        args.output
-            .as_deref()
-            .is_some_and(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case(ext)))
-    };
-    let format = args.format.format;
-    if (named("json") && format != Format::Json) || (named("csv") && format != Format::Csv) {
-        return Err(usage(
-            "format",
-            format!(
-                "--output {} would hold {}: give --format {} (or name the file for its format)",
-                args.output
-                    .as_deref()
-                    .map_or(String::new(), |p| p.display().to_string()),
-                if format == Format::Json {
-                    "JSON"
-                } else {
-                    "CSV"
-                },
-                if named("json") { "json" } else { "csv" },
-            ),
-        ));
-    }
-    if parquet && !cfg!(feature = "analytics") {
-        return Err(usage(
-            "output",
-            "writing a Parquet file needs privq built with feature `analytics` (or write CSV)",
-        ));
-    }
-    super::refuse_overwriting_input(&path, args.output.as_deref(), "output")?;
-    if let Some(output) = &args.output {
-        for (other, option) in [
-            (&args.ledger.ledger_json, "--ledger-json"),
-            (&args.ledger.budget_file, "--budget-file"),
-        ] {
-            if other
-                .as_deref()
-                .is_some_and(|o| super::same_file(o, output))
-            {
-                return Err(usage(
-                    "output",
-                    format!("{} is also the {option} file", output.display()),
-                ));
-            }
-        }
-    }
-    let mut output = super::Output::open(args.output.as_deref())?;
+    let (mut output, parquet) = open_output(args, &path)?;
     for warning in plan.warnings() {
         writeln!(stderr, "privq: warning: {warning}")?;
     }
@@ -434,6 +378,63 @@ pub fn run(
     quantile_notes(&plan, &release, args.confidence, stderr)?;
     writeln!(stderr, "privq: ledger:\n{}", args.ledger.text(&accountant))?;
     args.ledger.write(&accountant)
+}
+
+/// `--output`, checked and opened before the table is read or anything is charged
+/// (see its help): the output, and whether it is written as Parquet.
+fn open_output(args: &Args, table: &std::path::Path) -> Result<(super::Output, bool), CliError> {
+    let Some(path) = args.output.as_deref() else {
+        return Ok((super::Output::Stdout, false));
+    };
+    let format = args.format.format;
+    let named = |ext: &str| {
+        path.extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case(ext))
+    };
+    let parquet = named("parquet");
+    if parquet && format != Format::Csv {
+        return Err(usage(
+            "format",
+            "a --output ending in .parquet is written as Parquet; --format json writes JSON \
+             (name the file .json)",
+        ));
+    }
+    // A name that says JSON or CSV holds what it says.
+    let (json, csv) = (named("json"), named("csv"));
+    if (json && format != Format::Json) || (csv && format != Format::Csv) {
+        let (holds, give) = if json {
+            ("CSV", "json")
+        } else {
+            ("JSON", "csv")
+        };
+        return Err(usage(
+            "format",
+            format!(
+                "--output {} would hold {holds}: give --format {give} (or name the file for \
+                 its format)",
+                path.display()
+            ),
+        ));
+    }
+    if parquet && !cfg!(feature = "analytics") {
+        return Err(usage(
+            "output",
+            "writing a Parquet file needs privq built with feature `analytics` (or write CSV)",
+        ));
+    }
+    super::refuse_overwriting_input(table, Some(path), "output")?;
+    for (other, option) in [
+        (&args.ledger.ledger_json, "--ledger-json"),
+        (&args.ledger.budget_file, "--budget-file"),
+    ] {
+        if other.as_deref().is_some_and(|o| super::same_file(o, path)) {
+            return Err(usage(
+                "output",
+                format!("{} is also the {option} file", path.display()),
+            ));
+        }
+    }
+    Ok((super::Output::open(Some(path))?, parquet))
 }
 
 /// What a released quantile's rank is guaranteed to be ([`Plan::quantile_rank_errors`]),
