@@ -637,11 +637,7 @@ fn write_release(
 
 /// A whole number (a count, a sum on a coarse grid) as an integer in both formats.
 fn number(x: f64) -> Cell {
-    if x.fract() == 0.0 && x.abs() < 9.0e15 {
-        Cell::Exact(format!("{}", x as i64))
-    } else {
-        Cell::Num(x)
-    }
+    privq_host::aggregate::whole_number(x).map_or(Cell::Num(x), |i| Cell::Exact(i.to_string()))
 }
 
 #[cfg(test)]

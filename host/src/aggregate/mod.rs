@@ -107,7 +107,7 @@ pub use partial::{
 };
 pub use plan::{
     Aggregate, Estimate, Groups, MAX_QUANTILE_CANDIDATES, Plan, PlanBuilder, PlannedMeasurement,
-    QuantileNote, Query, Release, ReleasedColumn, ReleasedRow, ReleasedValues,
+    QuantileNote, Query, Release, ReleasedColumn, ReleasedRow, ReleasedValues, whole_number,
 };
 pub use request::{LARGE_DELTA, MAX_KEY_COMBINATIONS, SqlRequest};
 pub use spec::PlanSpec;

@@ -1550,14 +1550,17 @@ impl Release {
                 self.rows.iter().map(|r| f(&r.estimates[i])).collect()
             };
             let values = floats(&|e| e.value());
-            let whole = values.iter().all(|v| v.fract() == 0.0 && v.abs() < 9.0e15);
+            let ints = self.counts[i]
+                .then(|| {
+                    values
+                        .iter()
+                        .map(|&v| whole_number(v))
+                        .collect::<Option<Vec<_>>>()
+                })
+                .flatten();
             out.push(ReleasedColumn {
                 name: name.clone(),
-                values: if self.counts[i] && whole {
-                    ReleasedValues::Int(values.iter().map(|&v| v as i64).collect())
-                } else {
-                    ReleasedValues::Float(values)
-                },
+                values: ints.map_or(ReleasedValues::Float(values), ReleasedValues::Int),
             });
             if self.intervals[i] {
                 let bound = |hi: bool| {
@@ -1578,6 +1581,18 @@ impl Release {
         }
         out
     }
+}
+
+/// `x` as an integer when it is a whole number held exactly (below 9·10¹⁵ in
+/// magnitude): how a count, or a sum on a coarse grid, is written.
+///
+/// ```
+/// use privq_host::aggregate::whole_number;
+/// assert_eq!(whole_number(12.0), Some(12));
+/// assert_eq!(whole_number(12.5), None);
+/// ```
+pub fn whole_number(x: f64) -> Option<i64> {
+    (x.fract() == 0.0 && x.abs() < 9.0e15).then_some(x as i64)
 }
 
 /// One column of a [`Release`] as a table ([`Release::columns`]).
