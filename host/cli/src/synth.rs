@@ -75,6 +75,16 @@ pub struct Args {
     /// steps per round); AIM's default is 80.
     #[arg(long, value_name = "MIB", default_value_t = 4)]
     pub max_model_mib: u64,
+    /// Seconds the adaptive mechanism's model fitting may take (default: no
+    /// limit). Fitting is most of a run's time; when another round would leave
+    /// the final fit less than a quarter of the budget, the next round spends
+    /// all the ε left and is the last, and the final fit stops at the budget:
+    /// fewer, larger measurements and a looser fit, never a different charge.
+    /// Reading the input, counting its marginals and drawing the rows come on
+    /// top (they grow with the rows). With --seed the result then depends on the
+    /// machine's speed.
+    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true)]
+    pub time_budget: Option<f64>,
     /// After the release, print the mean total-variation distance of the model and
     /// of the synthetic records from the input over all 2- and 3-way marginals.
     /// NOT PRIVATE: a diagnostic for a curator who may see the data. With
@@ -224,6 +234,14 @@ pub fn run(
     }
     if args.mechanism == MechanismArg::Adaptive {
         return super::synth_adaptive::run(args, epsilon, stdin, stdout, stderr);
+    }
+    if args.time_budget.is_some() {
+        return Err(CliError::Usage {
+            option: "time-budget",
+            message: "--time-budget bounds the adaptive mechanism's model fitting; MWEM's \
+                      time is set by --rounds and the domain's size"
+                .into(),
+        });
     }
     // MWEM samples one cell index per synthetic record.
     check_records(args, 8)?;

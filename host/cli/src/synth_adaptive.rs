@@ -100,6 +100,8 @@ pub fn run(
         .map_err(usage("delta"))?
         .max_model_mib(args.max_model_mib)
         .map_err(usage("max-model-mib"))?
+        .time_budget(args.time_budget)
+        .map_err(usage("time-budget"))?
         .rounds(args.rounds)
         .rows(args.records);
     let delta = request.delta();
@@ -335,6 +337,21 @@ pub fn run(
             "privq: private binning: rho = {} of the budget (bins chosen: {})",
             round_up(rho.to_f64(), 6),
             bins.join(", ")
+        )?;
+    }
+    if let Some(budget) = args.time_budget {
+        writeln!(
+            stderr,
+            "privq: time budget: the model fitting took {:.2} s of {budget} s; {}",
+            out.fitting_time.as_secs_f64(),
+            if out.ended_by_time {
+                format!(
+                    "the budget made round {} the last, spending the rest of epsilon on it",
+                    out.rounds.len()
+                )
+            } else {
+                "the rounds spent epsilon before the time ran short".to_string()
+            }
         )?;
     }
     if args.compare {

@@ -4,6 +4,7 @@ use privq_core::rand_core::Rng;
 
 use std::borrow::Cow;
 use std::sync::OnceLock;
+use std::time::Instant;
 
 use super::infer::{BeliefPropagation, MarginalPlan, PARALLEL_CELLS, marginal_from};
 use super::optimise::{Oracle, Stop, mirror_descent};
@@ -186,6 +187,10 @@ pub struct FitOptions<'m> {
     /// Triangulate the junction tree as for attributes of these sizes (None: the
     /// fit's own; see [`JunctionTree::ordered_by`]).
     pub order_sizes: Option<&'m [usize]>,
+    /// Stop after the first step that ends past this instant (None: no clock).
+    /// The fit's result then depends on the machine's speed, never on the data
+    /// beyond the measurements.
+    pub deadline: Option<Instant>,
 }
 
 impl FitOptions<'_> {
@@ -195,12 +200,14 @@ impl FitOptions<'_> {
             iterations: self.iterations,
             tolerance: self.tolerance,
             stall: self.stall,
+            deadline: self.deadline,
         }
     }
 }
 
 impl Default for FitOptions<'_> {
-    /// 1000 steps, tolerance 10⁻⁶, no stall rule, no warm start, at most 2²⁵ cells.
+    /// 1000 steps, tolerance 10⁻⁶, no stall rule, no warm start, at most 2²⁵ cells,
+    /// no deadline.
     fn default() -> Self {
         FitOptions {
             iterations: 1000,
@@ -210,6 +217,7 @@ impl Default for FitOptions<'_> {
             from_uniform: false,
             max_cells: 1 << 25,
             order_sizes: None,
+            deadline: None,
         }
     }
 }

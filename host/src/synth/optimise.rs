@@ -24,7 +24,10 @@
 //! true distribution is about `Σ_i cells(C_i)` (each cell's squared noise over its
 //! variance has mean 1) and at the fit at most about that, so such steps move the
 //! fit far less than the noise it fits. Both rules read only the measurements:
-//! post-processing.
+//! post-processing. A fit given a `deadline` also stops after the first step that
+//! ends past it: that reads the clock, not the data.
+
+use std::time::Instant;
 
 use super::estimate::Measurement;
 use super::infer::{CHUNK, PARALLEL_CELLS};
@@ -150,6 +153,8 @@ pub(crate) struct Stop {
     pub tolerance: f64,
     /// The stall rule's least decrease of the loss per step, per cell (0: none).
     pub stall: f64,
+    /// Stop after the first step that ends past this instant (None: no clock).
+    pub deadline: Option<Instant>,
 }
 
 /// Runs mirror descent from `theta` (updated in place).
@@ -165,6 +170,7 @@ pub(crate) fn mirror_descent<O: Oracle>(
         iterations,
         tolerance,
         stall,
+        deadline,
     } = stop;
     let l0 = 2.0 * n * n * ms.iter().map(max_weight).sum::<f64>();
     let eta_min = if l0 > 0.0 { 1.0 / l0 } else { 1.0 };
@@ -258,6 +264,9 @@ pub(crate) fn mirror_descent<O: Oracle>(
         out.loss = loss;
         out.step = eta;
         if stall > 0.0 && stalled >= STALL_STEPS {
+            break;
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
     }
@@ -360,6 +369,7 @@ mod tests {
             iterations: 5,
             tolerance: 1.0,
             stall: 0.0,
+            deadline: None,
         };
         for bound in [f64::NAN, f64::INFINITY] {
             let mut oracle = FixedBound(Quadratic { evaluations: 0 }, bound);
@@ -390,6 +400,7 @@ mod tests {
                     iterations: 10,
                     tolerance: 0.0,
                     stall: 0.0,
+                    deadline: None,
                 },
                 start,
             );
@@ -397,6 +408,27 @@ mod tests {
             assert_eq!(oracle.evaluations, 13);
             assert_eq!(out.step, 32.0 * eta_min);
         }
+    }
+
+    /// A deadline already past stops the fit after its first step; one far
+    /// ahead changes nothing.
+    #[test]
+    fn a_fit_stops_at_its_deadline() {
+        let cells = [1000.0, 500.0, 250.0, 125.0];
+        let fit = |deadline| {
+            let stop = Stop {
+                iterations: 50,
+                tolerance: 0.0,
+                stall: 0.0,
+                deadline,
+            };
+            cold_fit(&mut Quadratic { evaluations: 0 }, &cells, stop)
+        };
+        assert_eq!(fit(Some(Instant::now())).iterations, 1);
+        let later = Instant::now() + std::time::Duration::from_secs(3600);
+        let (free, bounded) = (fit(None), fit(Some(later)));
+        assert_eq!(free.iterations, 50);
+        assert_eq!(free.loss.to_bits(), bounded.loss.to_bits());
     }
 
     /// With `stall`, the fit stops once [`STALL_STEPS`] steps in a row each
@@ -412,6 +444,7 @@ mod tests {
                 iterations,
                 tolerance: 0.0,
                 stall,
+                deadline: None,
             };
             cold_fit(&mut Quadratic { evaluations: 0 }, &cells, stop)
         };

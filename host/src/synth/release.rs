@@ -24,6 +24,7 @@
 //! ```
 
 use std::ops::ControlFlow;
+use std::time::Duration;
 
 use privq_core::rand_core::{CryptoRng, Rng};
 
@@ -70,6 +71,7 @@ pub struct SynthRequest {
     rounds: Option<usize>,
     max_model_cells: u128,
     rows: Option<usize>,
+    time_budget: Option<Duration>,
 }
 
 impl SynthRequest {
@@ -93,6 +95,7 @@ impl SynthRequest {
             rounds: None,
             max_model_cells: AdaptiveConfig::new(neighbours).max_model_cells,
             rows: None,
+            time_budget: None,
         })
     }
 
@@ -110,6 +113,39 @@ impl SynthRequest {
             ));
         }
         self.max_model_cells = u128::from(mib) << 17;
+        Ok(self)
+    }
+
+    /// The seconds the model fitting may take (default: no limit;
+    /// [`AdaptiveConfig::time_budget`] says what a budget changes: fewer, larger
+    /// measurements and a shorter final fit, never the charge). Refuses a number
+    /// that is not a positive, finite count of seconds.
+    ///
+    /// ```
+    /// use privq_host::contract::Neighbours;
+    /// use privq_host::synth::release::SynthRequest;
+    /// use privq_host::Epsilon;
+    /// let request = SynthRequest::new(Epsilon::new(1, 1)?, 1e-9, Neighbours::AddRemove)?;
+    /// let quick = request.time_budget(Some(2.5))?;
+    /// assert!(request.time_budget(Some(0.0)).is_err());
+    /// assert!(request.time_budget(Some(f64::NAN)).is_err());
+    /// # let _ = quick;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn time_budget(mut self, seconds: Option<f64>) -> Result<Self, AdaptiveError> {
+        self.time_budget = match seconds {
+            None => None,
+            Some(s) => Some(
+                Duration::try_from_secs_f64(s)
+                    .ok()
+                    .filter(|d| !d.is_zero() && s > 0.0)
+                    .ok_or_else(|| {
+                        AdaptiveError::InvalidParameter(format!(
+                            "the time budget must be a positive number of seconds, not {s}"
+                        ))
+                    })?,
+            ),
+        };
         Ok(self)
     }
 
@@ -280,6 +316,7 @@ impl SynthRequest {
             select_epsilon: schedule.select_epsilon(),
             candidates: workload.candidates().len(),
             max_model_cells: self.max_model_cells,
+            time_budget: self.time_budget,
             rows,
             binning_rho,
         })
@@ -378,6 +415,8 @@ pub struct SynthPlan {
     pub candidates: usize,
     /// The cap on the model's size, in `f64` cells.
     pub max_model_cells: u128,
+    /// The time the model fitting may take ([`SynthRequest::time_budget`]).
+    pub time_budget: Option<Duration>,
     /// How many synthetic rows the release holds.
     pub rows: PlannedRows,
     /// The ρ of the private binning of the attributes declared by their bounds
@@ -556,6 +595,7 @@ pub fn synthesize_controlled<R: Rng + CryptoRng + ?Sized>(
     let config = AdaptiveConfig {
         rounds: request.rounds,
         max_model_cells: request.max_model_cells,
+        time_budget: request.time_budget,
         ..AdaptiveConfig::new(neighbours)
     };
     let n = records.len();

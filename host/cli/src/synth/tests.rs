@@ -15,6 +15,7 @@ fn args(input: PathBuf, epsilon: &str) -> Args {
         delta: 1e-9,
         neighbours: NeighboursArg::Replace,
         max_model_mib: 4,
+        time_budget: None,
         compare: false,
         rounds: Some(5),
         workload: Some("parity:2".into()),

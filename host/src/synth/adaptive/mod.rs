@@ -67,6 +67,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
 
 use privq_core::rand_core::{CryptoRng, Rng};
 use privq_core::{Epsilon, Rho};
@@ -79,6 +80,9 @@ use crate::central::{DiscreteGaussian, ExponentialMechanism, MechanismError};
 use crate::contract::{Mechanism, Neighbours};
 use crate::data::{DataError, Domain, Records};
 use crate::parallel;
+
+mod time_budget;
+use time_budget::FitClock;
 
 /// What the mechanism needs from an estimator (post-processing only: it sees the
 /// noisy marginals, never the data). [`PgmEstimator`] is the junction-tree one.
@@ -112,6 +116,18 @@ pub trait MarginalEstimator: Sync {
     ) -> Result<Self::Model, SynthError> {
         let _ = measurements;
         Ok(last)
+    }
+    /// [`MarginalEstimator::finish`] within about `time` (None: no limit), for a
+    /// run with a time budget ([`AdaptiveConfig::time_budget`]). The default
+    /// ignores the limit.
+    fn finish_within(
+        &self,
+        measurements: &[Measurement],
+        last: Self::Model,
+        time: Option<Duration>,
+    ) -> Result<Self::Model, SynthError> {
+        let _ = time;
+        self.finish(measurements, last)
     }
     /// The model's marginal on `clique`, in counts (scaled by the model's total),
     /// cells in [`Clique`] order.
@@ -352,12 +368,14 @@ impl PgmEstimator {
     /// A fit of `work` warm-started from `previous`, or with `fresh`, from the
     /// uniform model in `fresh`'s steps — when the model is small enough for all
     /// of them; a larger one is fitted warm with `work`, as if `fresh` were `None`.
+    /// It stops after the first step that ends past `deadline`.
     fn fit_for(
         &self,
         measurements: &[Measurement],
         previous: Option<&Model>,
         work: FitWork,
         fresh: Option<FitWork>,
+        deadline: Option<Instant>,
     ) -> Result<Model, SynthError> {
         let mut cliques: Vec<Clique> = measurements.iter().map(|m| m.clique.clone()).collect();
         if let Some(p) = previous {
@@ -374,6 +392,7 @@ impl PgmEstimator {
             // The tree the size filter priced (at the original sizes), so the
             // released model, expanded, has the cells it was priced at.
             order_sizes: Some(&self.price_sizes),
+            deadline,
             ..FitOptions::default()
         };
         fit(&self.sizes, measurements, self.total, &options)
@@ -388,7 +407,7 @@ impl MarginalEstimator for PgmEstimator {
         measurements: &[Measurement],
         previous: Option<&Model>,
     ) -> Result<Model, SynthError> {
-        self.fit_for(measurements, previous, self.round_work, None)
+        self.fit_for(measurements, previous, self.round_work, None, None)
     }
 
     fn fit_from_uniform(
@@ -401,11 +420,23 @@ impl MarginalEstimator for PgmEstimator {
             Some(previous),
             self.round_work,
             Some(FRESH_ROUND_WORK),
+            None,
         )
     }
 
     fn finish(&self, measurements: &[Measurement], last: Model) -> Result<Model, SynthError> {
-        self.fit_for(measurements, Some(&last), self.final_work, None)
+        self.finish_within(measurements, last, None)
+    }
+
+    fn finish_within(
+        &self,
+        measurements: &[Measurement],
+        last: Model,
+        time: Option<Duration>,
+    ) -> Result<Model, SynthError> {
+        // A deadline too far to represent is no deadline.
+        let deadline = time.and_then(|t| Instant::now().checked_add(t));
+        self.fit_for(measurements, Some(&last), self.final_work, None, deadline)
     }
 
     fn marginal(&self, model: &Model, clique: &Clique) -> Result<Vec<f64>, SynthError> {
@@ -561,6 +592,14 @@ pub struct AdaptiveConfig {
     /// values whose noisy count is below [`COMPRESS_SIGMAS`]·σ are merged (default
     /// on; used only with an estimator that supports it).
     pub compress: bool,
+    /// The time the model fitting may take (default: none). When another round
+    /// would leave the final fit less than a quarter of it, the next round spends
+    /// all the ρ left and is the last, and the final fit stops at the budget; the
+    /// run still spends exactly its ρ. Reading the records and counting their
+    /// marginals are not counted (they grow with the rows). The clock reads no
+    /// data, but the release then depends on the machine's speed: a seeded run is
+    /// no longer reproducible. See the `time_budget` module.
+    pub time_budget: Option<Duration>,
 }
 
 /// The compression threshold in σ's of the one-way measurement (MST uses 3; 5
@@ -699,6 +738,7 @@ impl AdaptiveConfig {
             rounds: None,
             max_model_cells: 4 << 17,
             compress: true,
+            time_budget: None,
         }
     }
 }
@@ -750,6 +790,11 @@ pub struct AdaptiveOutput<M> {
     /// marginals (the measurements after those are over the compressed values;
     /// the model is expanded back), if any value was merged.
     pub compression: Option<Compression>,
+    /// The time the model fitting took, as the time budget counts it
+    /// ([`AdaptiveConfig::time_budget`]; counted with or without one).
+    pub fitting_time: Duration,
+    /// True when the time budget made a round the last before the ρ ran out.
+    pub ended_by_time: bool,
 }
 
 /// Errors of the adaptive-marginals mechanism.
@@ -1225,10 +1270,16 @@ pub(crate) fn run<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
             .map(|(r, _)| candidate_groups(r, &sizes, &maps, config.max_model_cells))
             .collect()
     };
-    let mut model = estimator.fit(&measurements, None)?;
+    // The time budget's clock runs only around work on the model (fits, the
+    // model's marginals, the size filter): see the `time_budget` module.
+    let mut clock = FitClock::new(config.time_budget);
+    let started = clock.start_round();
+    let mut model = clock.time(|| estimator.fit(&measurements, None))?;
+    clock.end_round(started);
     let from_uniform =
         gauss_sigma(step.measure)?.1 >= ROUNDS_FROM_UNIFORM * estimator.total(&model);
     let mut log = Vec::new();
+    let mut ended_by_time = false;
     let noise_norm = (2.0 / std::f64::consts::PI).sqrt();
 
     for round in 1..=4 * rounds {
@@ -1239,7 +1290,10 @@ pub(crate) fn run<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
         let Some(remaining) = remaining else {
             break;
         };
-        let last = remaining < rho_scaled(step.cost()?, 2, 1)?;
+        let spent_out = remaining < rho_scaled(step.cost()?, 2, 1)?;
+        let last = spent_out || clock.rounds_over();
+        ended_by_time = !spent_out && last;
+        let started = clock.start_round();
         if last {
             step = Step::last(remaining)?;
         }
@@ -1251,10 +1305,12 @@ pub(crate) fn run<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
         // exceeds twice the model's total cannot score above ≈ 0 (its error is at
         // most n + n̂), so it is left out unless nothing else is left.
         let noise_cap = 2.0 * estimator.total(&model).max(0.0) / (noise_norm * sigma);
-        let fits = parallel::try_map(&candidates, |(r, _)| {
-            Ok::<_, SynthError>(
-                estimator.covers(&model, r) || estimator.model_cells(&model, r)? <= limit,
-            )
+        let fits = clock.time(|| {
+            parallel::try_map(&candidates, |(r, _)| {
+                Ok::<_, SynthError>(
+                    estimator.covers(&model, r) || estimator.model_cells(&model, r)? <= limit,
+                )
+            })
         })?;
         let fitting: Vec<usize> = (0..candidates.len()).filter(|&i| fits[i]).collect();
         // The options: a candidate measured whole, or coarsened (when it holds a
@@ -1298,7 +1354,7 @@ pub(crate) fn run<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
         // are adjacent in `chosen_from`).
         let runs: Vec<&[(usize, bool)]> = chosen_from.chunk_by(|a, b| a.0 == b.0).collect();
         let queries: Vec<&Clique> = runs.iter().map(|run| &candidates[run[0].0].0).collect();
-        let estimates = estimator.marginals(&model, &queries)?;
+        let estimates = clock.time(|| estimator.marginals(&model, &queries))?;
         let runs: Vec<_> = runs.into_iter().zip(estimates).collect();
         let scored = parallel::try_map(&runs, |(run, est)| {
             let (i, _) = run[0];
@@ -1353,13 +1409,19 @@ pub(crate) fn run<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
             None => m,
             Some((g, n)) => coarsen(g, *n, &m),
         };
-        let before = view(estimator.marginal(&model, clique)?);
-        model = if from_uniform {
-            estimator.fit_from_uniform(&measurements, &model)?
-        } else {
-            estimator.fit(&measurements, Some(&model))?
-        };
-        let after = view(estimator.marginal(&model, clique)?);
+        let (before, fitted, after) = clock.time(|| {
+            let before = estimator.marginal(&model, clique)?;
+            let fitted = if from_uniform {
+                estimator.fit_from_uniform(&measurements, &model)?
+            } else {
+                estimator.fit(&measurements, Some(&model))?
+            };
+            let after = estimator.marginal(&fitted, clique)?;
+            Ok::<_, SynthError>((before, fitted, after))
+        })?;
+        clock.end_round(started);
+        model = fitted;
+        let (before, after) = (view(before), view(after));
 
         let moved: f64 = before.iter().zip(&after).map(|(a, b)| (a - b).abs()).sum();
         let annealed = !last && moved <= noise_norm * sigma * after.len() as f64;
@@ -1385,7 +1447,8 @@ pub(crate) fn run<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
             step = step.annealed()?;
         }
     }
-    let model = estimator.finish(&measurements, model)?;
+    let left = clock.left();
+    let model = clock.time(|| estimator.finish_within(&measurements, model, left))?;
     if let Some(one_ways) = one_ways {
         let d = one_ways.len();
         measurements.splice(..d, one_ways);
@@ -1400,6 +1463,8 @@ pub(crate) fn run<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
         rounds: log,
         rounds_from_uniform: from_uniform,
         compression,
+        fitting_time: clock.used(),
+        ended_by_time,
     })
 }
 

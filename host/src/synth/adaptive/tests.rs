@@ -779,3 +779,54 @@ fn a_fresh_round_fit_takes_fifty_steps_from_the_uniform_model() {
     assert_eq!(longer.iterations(), ROUND_ITERATIONS);
     assert_ne!(fresh.potentials(), longer.potentials());
 }
+
+/// A time budget shorter than any fit makes round 1 the last: it spends all the ρ
+/// the one-way marginals left (one larger measurement), so the run still spends
+/// its whole budget, and the final fit stops after a step. A budget far beyond
+/// the run changes nothing: the same rounds, measurements and model.
+#[test]
+fn a_time_budget_ends_the_rounds_and_never_changes_the_spend() {
+    let (d, n, r) = long_tail();
+    let w = MarginalWorkload::all_k_way(&d, 2).unwrap();
+    let est = PgmEstimator::new(&d, Neighbours::AddRemove, n);
+    let run = |time_budget: Option<Duration>| {
+        let mut acct = Accountant::zcdp(Rho::new(1, 2).unwrap(), 1e-9).unwrap();
+        let config = AdaptiveConfig {
+            time_budget,
+            ..AdaptiveConfig::new(Neighbours::AddRemove)
+        };
+        let out = adaptive_marginals(
+            &r,
+            &d,
+            &w,
+            &config,
+            &est,
+            &mut acct,
+            &mut crate::seeded_rng(4),
+            &mut |_| {},
+        )
+        .unwrap();
+        (out, acct.spent_rho().unwrap().to_f64())
+    };
+    let (free, free_spent) = run(None);
+    assert!(free.rounds.len() > 2 && !free.ended_by_time);
+    let (long, long_spent) = run(Some(Duration::from_secs(3600)));
+    assert!(!long.ended_by_time);
+    assert_eq!(long.rounds, free.rounds);
+    assert_eq!(long.measurements, free.measurements);
+    let cells = Clique::new([0, 1, 2]).unwrap();
+    assert_eq!(
+        long.model.marginal(&cells).unwrap(),
+        free.model.marginal(&cells).unwrap()
+    );
+    assert_eq!(long_spent, free_spent);
+    let (short, short_spent) = run(Some(Duration::from_nanos(1)));
+    assert!(short.ended_by_time);
+    assert_eq!(short.rounds.len(), 1);
+    assert!(short.rounds[0].sigma < free.rounds[0].sigma / 2.0);
+    assert!(
+        short_spent <= 0.5 && short_spent > 0.5 * 0.999,
+        "spent {short_spent}"
+    );
+    assert!(short.fitting_time > Duration::ZERO);
+}

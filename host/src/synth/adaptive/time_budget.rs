@@ -1,0 +1,118 @@
+//! A release's time budget ([`AdaptiveConfig::time_budget`](super::AdaptiveConfig)):
+//! the seconds its model fitting may take.
+//!
+//! The clock runs only while the mechanism works on the model — its fits, the
+//! model's marginals that score the candidates, the size filter — never while it
+//! reads the records (counting the one-way and the candidates' true marginals,
+//! the scores' distance to them, the noisy measurements). When another round like
+//! the last would leave the final fit less than a quarter of the budget, the next
+//! round is the last and spends all the ρ left (as a run whose budget runs low
+//! does anyway, AIM's last round); the final fit then stops after the first
+//! mirror-descent step that ends past the budget. So a small budget buys fewer,
+//! larger measurements and a shorter final fit, never a different charge: the run
+//! still spends exactly its ρ.
+//!
+//! Privacy: what the clock decides (which round is the last, how many steps the
+//! final fit takes) is a function of the released outputs so far (the
+//! measurements, the selections, the model fitted to them) and of how fast the
+//! machine ran that post-processing, which does not read the data. The released
+//! model is therefore post-processing of the charged measurements, with the
+//! machine's speed as extra randomness independent of the data. The price is
+//! reproducibility: with a seed, a run under a time budget may differ between
+//! machines, or between two runs on one.
+
+use std::time::{Duration, Instant};
+
+/// Counts the time spent fitting against an optional budget.
+#[derive(Debug)]
+pub(crate) struct FitClock {
+    budget: Option<Duration>,
+    /// Fitting time so far.
+    used: Duration,
+    /// The fitting time of the last round (or of the one-way marginals' fit,
+    /// before the first round): the estimate of the next round's.
+    round: Duration,
+}
+
+impl FitClock {
+    pub(crate) fn new(budget: Option<Duration>) -> FitClock {
+        FitClock {
+            budget,
+            used: Duration::ZERO,
+            round: Duration::ZERO,
+        }
+    }
+
+    /// Runs `f`, counting its time as fitting.
+    pub(crate) fn time<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        let start = Instant::now();
+        let out = f();
+        self.used += start.elapsed();
+        out
+    }
+
+    /// Marks the start of a round (or of the first fit): the next
+    /// [`FitClock::end_round`] takes what was timed since as that round's time.
+    pub(crate) fn start_round(&self) -> Duration {
+        self.used
+    }
+
+    pub(crate) fn end_round(&mut self, started: Duration) {
+        self.round = self.used.saturating_sub(started);
+    }
+
+    /// True when another round as long as the last would leave the final fit
+    /// less than a quarter of the budget (never without a budget).
+    pub(crate) fn rounds_over(&self) -> bool {
+        self.budget
+            .is_some_and(|b| self.used + self.round > b.saturating_sub(b / 4))
+    }
+
+    /// The fitting time so far.
+    pub(crate) fn used(&self) -> Duration {
+        self.used
+    }
+
+    /// The time the final fit may take: what is left of the budget (None: no
+    /// budget).
+    pub(crate) fn left(&self) -> Option<Duration> {
+        self.budget.map(|b| b.saturating_sub(self.used))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_end_when_the_next_would_eat_into_the_final_fits_quarter() {
+        let mut clock = FitClock::new(Some(Duration::from_secs(100)));
+        // Simulated: 40 s used, the last round took 30 s → 70 ≤ 75, go on.
+        clock.used = Duration::from_secs(40);
+        clock.round = Duration::from_secs(30);
+        assert!(!clock.rounds_over());
+        clock.used = Duration::from_secs(46);
+        assert!(clock.rounds_over());
+        assert_eq!(clock.left(), Some(Duration::from_secs(54)));
+        clock.used = Duration::from_secs(120);
+        assert_eq!(clock.left(), Some(Duration::ZERO));
+        let free = FitClock {
+            used: Duration::from_secs(1 << 20),
+            round: Duration::from_secs(1 << 20),
+            ..FitClock::new(None)
+        };
+        assert!(!free.rounds_over());
+        assert_eq!(free.left(), None);
+    }
+
+    #[test]
+    fn a_round_is_what_was_timed_since_its_start() {
+        let mut clock = FitClock::new(None);
+        clock.used = Duration::from_secs(5);
+        let started = clock.start_round();
+        clock.time(|| std::thread::sleep(Duration::from_millis(2)));
+        clock.end_round(started);
+        assert!(clock.round >= Duration::from_millis(2));
+        assert_eq!(clock.used, Duration::from_secs(5) + clock.round);
+    }
+}
