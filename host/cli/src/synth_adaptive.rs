@@ -344,13 +344,14 @@ pub fn run(
             stderr,
             "privq: time budget: the model fitting took {:.2} s of {budget} s; {}",
             out.fitting_time.as_secs_f64(),
-            if out.ended_by_time {
+            if out.paced_by_time {
                 format!(
-                    "the budget made round {} the last, spending the rest of epsilon on it",
+                    "the budget paced the rounds: {} in all, the ε left spread over the rounds \
+                     the time allowed",
                     out.rounds.len()
                 )
             } else {
-                "the rounds spent epsilon before the time ran short".to_string()
+                "the rounds spent ε as planned, within the time".to_string()
             }
         )?;
     }

@@ -4,16 +4,20 @@
 //! The clock runs only while the mechanism works on the model — its fits, the
 //! model's marginals that score the candidates, the size filter — never while it
 //! reads the records (counting the one-way and the candidates' true marginals,
-//! the scores' distance to them, the noisy measurements). When another round like
-//! the last would leave the final fit less than a quarter of the budget, the next
-//! round is the last and spends all the ρ left (as a run whose budget runs low
-//! does anyway, AIM's last round); the final fit then stops after the first
-//! mirror-descent step that ends past the budget. So a small budget buys fewer,
-//! larger measurements and a shorter final fit, never a different charge: the run
-//! still spends exactly its ρ.
+//! the scores' distance to them, the noisy measurements). Three quarters of the
+//! budget go to the rounds, the rest is kept for the final fit. Before each
+//! round, the rounds the time left allows, `k` (that time over the last round's,
+//! rounded down), pace the run: when the ρ left would take more rounds than `k`
+//! at the current step, the step is raised to spread it over `k` rounds (90 %
+//! to each measurement, the rest to its selection, as the schedule plans its
+//! rounds); when `k ≤ 1` the round is the last and spends all the ρ left (as a
+//! run whose budget runs low does anyway, AIM's last round). The final fit then
+//! stops after the first mirror-descent step that ends past the budget. So a
+//! small budget buys fewer, larger measurements and a shorter final fit, never a
+//! different charge: the run still spends exactly its ρ.
 //!
-//! Privacy: what the clock decides (which round is the last, how many steps the
-//! final fit takes) is a function of the released outputs so far (the
+//! Privacy: what the clock decides (each round's ρ, which round is the last, how
+//! many steps the final fit takes) is a function of the released outputs so far (the
 //! measurements, the selections, the model fitted to them) and of how fast the
 //! machine ran that post-processing, which does not read the data. The released
 //! model is therefore post-processing of the charged measurements, with the
@@ -61,11 +65,18 @@ impl FitClock {
         self.round = self.used.saturating_sub(started);
     }
 
-    /// True when another round as long as the last would leave the final fit
-    /// less than a quarter of the budget (never without a budget).
-    pub(crate) fn rounds_over(&self) -> bool {
-        self.budget
-            .is_some_and(|b| self.used + self.round > b.saturating_sub(b / 4))
+    /// How many more rounds as long as the last fit in the rounds' three
+    /// quarters of the budget (None: no budget, or a round too quick to count).
+    pub(crate) fn rounds_left(&self) -> Option<u64> {
+        let budget = self.budget?;
+        if self.round.is_zero() {
+            return None;
+        }
+        let left = budget.saturating_sub(budget / 4).saturating_sub(self.used);
+        // Whole rounds of the last one's length; u64 holds any count of them
+        // (Duration's nanoseconds fit in u128, the quotient of two is exact).
+        let k = left.as_nanos() / self.round.as_nanos();
+        Some(u64::try_from(k).unwrap_or(u64::MAX))
     }
 
     /// The fitting time so far.
@@ -85,23 +96,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rounds_end_when_the_next_would_eat_into_the_final_fits_quarter() {
+    fn the_rounds_left_are_whole_rounds_in_three_quarters_of_the_budget() {
         let mut clock = FitClock::new(Some(Duration::from_secs(100)));
-        // Simulated: 40 s used, the last round took 30 s → 70 ≤ 75, go on.
+        // Simulated: 40 s used, the last round took 10 s → 35 s left of 75.
         clock.used = Duration::from_secs(40);
+        clock.round = Duration::from_secs(10);
+        assert_eq!(clock.rounds_left(), Some(3));
         clock.round = Duration::from_secs(30);
-        assert!(!clock.rounds_over());
-        clock.used = Duration::from_secs(46);
-        assert!(clock.rounds_over());
-        assert_eq!(clock.left(), Some(Duration::from_secs(54)));
+        assert_eq!(clock.rounds_left(), Some(1));
+        clock.used = Duration::from_secs(76);
+        assert_eq!(clock.rounds_left(), Some(0));
+        assert_eq!(clock.left(), Some(Duration::from_secs(24)));
         clock.used = Duration::from_secs(120);
         assert_eq!(clock.left(), Some(Duration::ZERO));
+        clock.round = Duration::ZERO;
+        assert_eq!(clock.rounds_left(), None);
+        clock.round = Duration::from_nanos(1);
+        clock.used = Duration::ZERO;
+        assert_eq!(clock.rounds_left(), Some(75_000_000_000));
         let free = FitClock {
-            used: Duration::from_secs(1 << 20),
-            round: Duration::from_secs(1 << 20),
+            used: Duration::from_secs(1),
+            round: Duration::from_secs(1),
             ..FitClock::new(None)
         };
-        assert!(!free.rounds_over());
+        assert_eq!(free.rounds_left(), None);
         assert_eq!(free.left(), None);
     }
 
