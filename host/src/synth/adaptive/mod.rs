@@ -592,10 +592,11 @@ pub struct AdaptiveConfig {
     /// values whose noisy count is below [`COMPRESS_SIGMAS`]·σ are merged (default
     /// on; used only with an estimator that supports it).
     pub compress: bool,
-    /// The time the model fitting may take (default: none). When another round
-    /// would leave the final fit less than a quarter of it, the next round spends
-    /// all the ρ left and is the last, and the final fit stops at the budget; the
-    /// run still spends exactly its ρ. Reading the records and counting their
+    /// The time the model fitting may take (default: none). Before each round the
+    /// ρ left is spread over the rounds the time left allows (when that raises
+    /// the step; the last round when one is all that fits, keeping a few rounds'
+    /// time for the final fit), and the final fit stops at the budget; the run
+    /// still spends exactly its ρ. Reading the records and counting their
     /// marginals are not counted (they grow with the rows). The clock reads no
     /// data, but the release then depends on the machine's speed: a seeded run is
     /// no longer reproducible. See the `time_budget` module.

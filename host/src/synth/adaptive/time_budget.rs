@@ -4,10 +4,10 @@
 //! The clock runs only while the mechanism works on the model — its fits, the
 //! model's marginals that score the candidates, the size filter — never while it
 //! reads the records (counting the one-way and the candidates' true marginals,
-//! the scores' distance to them, the noisy measurements). Three quarters of the
-//! budget go to the rounds, the rest is kept for the final fit. Before each
-//! round, the rounds the time left allows, `k` (that time over the last round's,
-//! rounded down), pace the run: when the ρ left would take more rounds than `k`
+//! the scores' distance to them, the noisy measurements). The final fit is kept
+//! [`FINAL_RESERVE`] rounds' time (at most a quarter of the budget), the rounds
+//! get the rest. Before each round, the rounds the time left allows, `k` (that
+//! time over the last round's, rounded down), pace the run: when the ρ left would take more rounds than `k`
 //! at the current step, the step is raised to spread it over `k` rounds (90 %
 //! to each measurement, the rest to its selection, as the schedule plans its
 //! rounds); when `k ≤ 1` the round is the last and spends all the ρ left (as a
@@ -26,6 +26,11 @@
 //! machines, or between two runs on one.
 
 use std::time::{Duration, Instant};
+
+/// The time kept for the final fit, in rounds as long as the last (at most a
+/// quarter of the budget): its steps are capped at 250 against the rounds'
+/// 100, and it starts warm, so it rarely takes longer.
+pub(crate) const FINAL_RESERVE: u32 = 4;
 
 /// Counts the time spent fitting against an optional budget.
 #[derive(Debug)]
@@ -65,14 +70,15 @@ impl FitClock {
         self.round = self.used.saturating_sub(started);
     }
 
-    /// How many more rounds as long as the last fit in the rounds' three
-    /// quarters of the budget (None: no budget, or a round too quick to count).
+    /// How many more rounds as long as the last fit in the budget less the
+    /// final fit's reserve (None: no budget, or a round too quick to count).
     pub(crate) fn rounds_left(&self) -> Option<u64> {
         let budget = self.budget?;
         if self.round.is_zero() {
             return None;
         }
-        let left = budget.saturating_sub(budget / 4).saturating_sub(self.used);
+        let reserve = (budget / 4).min(self.round.saturating_mul(FINAL_RESERVE));
+        let left = budget.saturating_sub(reserve).saturating_sub(self.used);
         // Whole rounds of the last one's length; u64 holds any count of them
         // (Duration's nanoseconds fit in u128, the quotient of two is exact).
         let k = left.as_nanos() / self.round.as_nanos();
@@ -96,14 +102,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_rounds_left_are_whole_rounds_in_three_quarters_of_the_budget() {
+    fn the_rounds_left_are_whole_rounds_before_the_final_fits_reserve() {
         let mut clock = FitClock::new(Some(Duration::from_secs(100)));
-        // Simulated: 40 s used, the last round took 10 s → 35 s left of 75.
+        // Simulated: 40 s used, the last round took 10 s → the reserve is 25 s
+        // (a quarter; 4 rounds would be 40 s), 35 s left for the rounds.
         clock.used = Duration::from_secs(40);
         clock.round = Duration::from_secs(10);
         assert_eq!(clock.rounds_left(), Some(3));
         clock.round = Duration::from_secs(30);
         assert_eq!(clock.rounds_left(), Some(1));
+        // Short rounds keep 4 of theirs: 2 s rounds, a reserve of 8 s.
+        clock.round = Duration::from_secs(2);
+        assert_eq!(clock.rounds_left(), Some(26));
+        clock.round = Duration::from_secs(30);
         clock.used = Duration::from_secs(76);
         assert_eq!(clock.rounds_left(), Some(0));
         assert_eq!(clock.left(), Some(Duration::from_secs(24)));
@@ -113,7 +124,7 @@ mod tests {
         assert_eq!(clock.rounds_left(), None);
         clock.round = Duration::from_nanos(1);
         clock.used = Duration::ZERO;
-        assert_eq!(clock.rounds_left(), Some(75_000_000_000));
+        assert_eq!(clock.rounds_left(), Some(99_999_999_996));
         let free = FitClock {
             used: Duration::from_secs(1),
             round: Duration::from_secs(1),
