@@ -76,10 +76,10 @@ pub struct Args {
     #[arg(long, value_name = "MIB", default_value_t = 4)]
     pub max_model_mib: u64,
     /// Seconds the adaptive mechanism's model fitting may take (default: no
-    /// limit). Fitting is most of a run's time; before each round the ε left is
-    /// spread over the rounds the time left allows, and the final fit stops at
-    /// the budget: fewer, larger measurements and a looser fit (a less accurate
-    /// release), never a different charge.
+    /// limit). Fitting is most of a run's time; when the time left holds one
+    /// more round, that round spends all the ε left and is the last, and the
+    /// final fit stops at the budget: fewer rounds and a looser fit (a less
+    /// accurate release), never a different charge.
     /// Reading the input, counting its marginals and drawing the rows come on
     /// top (they grow with the rows). With --seed the result then depends on the
     /// machine's speed.

@@ -344,10 +344,9 @@ pub fn run(
             stderr,
             "privq: time budget: the model fitting took {:.2} s of {budget} s; {}",
             out.fitting_time.as_secs_f64(),
-            if out.paced_by_time {
+            if out.ended_by_time {
                 format!(
-                    "the budget paced the rounds: {} in all, the ε left spread over the rounds \
-                     the time allowed",
+                    "the budget made round {} the last, spending the rest of ε on it",
                     out.rounds.len()
                 )
             } else {

@@ -587,7 +587,7 @@ fn synth_time_budget_is_checked_before_anything_is_spent() {
         &err,
         &[
             "time budget: the model fitting took",
-            "the budget paced the rounds: 1 in all",
+            "the budget made round 1 the last",
             "budget file b.json: charged ε = 1",
         ],
     );

@@ -592,11 +592,10 @@ pub struct AdaptiveConfig {
     /// values whose noisy count is below [`COMPRESS_SIGMAS`]·σ are merged (default
     /// on; used only with an estimator that supports it).
     pub compress: bool,
-    /// The time the model fitting may take (default: none). Before each round the
-    /// ρ left is spread over the rounds the time left allows (when that raises
-    /// the step; the last round when one is all that fits, keeping a few rounds'
-    /// time for the final fit), and the final fit stops at the budget; the run
-    /// still spends exactly its ρ. Reading the records and counting their
+    /// The time the model fitting may take (default: none). When the time left,
+    /// less a few rounds' for the final fit, holds no more than one round like
+    /// the last, that round spends all the ρ left and is the last; the final fit
+    /// stops at the budget. The run still spends exactly its ρ. Reading the records and counting their
     /// marginals are not counted (they grow with the rows). The clock reads no
     /// data, but the release then depends on the machine's speed: a seeded run is
     /// no longer reproducible. See the `time_budget` module.
@@ -794,9 +793,9 @@ pub struct AdaptiveOutput<M> {
     /// The time the model fitting took, as the time budget counts it
     /// ([`AdaptiveConfig::time_budget`]; counted with or without one).
     pub fitting_time: Duration,
-    /// True when the time budget raised a round's ρ or made a round the last
-    /// before the planned steps had spent the budget.
-    pub paced_by_time: bool,
+    /// True when the time budget made a round the last before the planned steps
+    /// had spent the ρ (that round took all that was left).
+    pub ended_by_time: bool,
 }
 
 /// Errors of the adaptive-marginals mechanism.
@@ -990,18 +989,6 @@ impl Step {
         Ok(Step {
             measure: rho_scaled(self.measure, 2, 1)?,
             select: selection_epsilon(rho_scaled(Rho::from_bounded_range(self.select)?, 2, 1)?)?,
-        })
-    }
-
-    /// A step that spends `remaining` in `k ≥ 2` rounds: 90 % of each round's
-    /// share to the measurement, the rest to the selection, as [`Schedule::new`]
-    /// plans its rounds (the time budget's pacing; more rounds than 2²⁰ are
-    /// planned as 2²⁰).
-    fn spread(remaining: Rho, k: u64) -> Result<Step, AdaptiveError> {
-        let k = k.clamp(2, 1 << 20);
-        Ok(Step {
-            measure: rho_scaled(remaining, 9, 10 * k)?,
-            select: selection_epsilon(rho_scaled(remaining, 1, 10 * k)?)?,
         })
     }
 
@@ -1293,7 +1280,7 @@ pub(crate) fn run<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
     let from_uniform =
         gauss_sigma(step.measure)?.1 >= ROUNDS_FROM_UNIFORM * estimator.total(&model);
     let mut log = Vec::new();
-    let mut paced_by_time = false;
+    let mut ended_by_time = false;
     let noise_norm = (2.0 / std::f64::consts::PI).sqrt();
 
     for round in 1..=4 * rounds {
@@ -1305,21 +1292,10 @@ pub(crate) fn run<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
             break;
         };
         let spent_out = remaining < rho_scaled(step.cost()?, 2, 1)?;
-        // The time budget paces the rounds (see the `time_budget` module): the
-        // last round when time for one more is all that is left, else the ρ left
-        // spread over the rounds that fit when that raises the step.
-        let time_rounds = clock.rounds_left();
-        let last = spent_out || time_rounds.is_some_and(|k| k <= 1);
-        if !last
-            && let Some(k) = time_rounds
-            // A share too small to represent is no raise.
-            && let Ok(paced) = Step::spread(remaining, k)
-            && paced.cost()? > step.cost()?
-        {
-            step = paced;
-            paced_by_time = true;
-        }
-        paced_by_time |= last && !spent_out;
+        // The time budget (see the `time_budget` module): the last round when
+        // time for one more is all that is left.
+        let last = spent_out || clock.rounds_left().is_some_and(|k| k <= 1);
+        ended_by_time = last && !spent_out;
         let started = clock.start_round();
         if last {
             step = Step::last(remaining)?;
@@ -1491,7 +1467,7 @@ pub(crate) fn run<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
         rounds_from_uniform: from_uniform,
         compression,
         fitting_time: clock.used(),
-        paced_by_time,
+        ended_by_time,
     })
 }
 
