@@ -408,6 +408,7 @@ def synthesize(
     return_result: bool = False,
     rounds: Optional[int] = None,
     memory_mib: Optional[int] = None,
+    time_budget: Optional[float] = None,
 ) -> Any:
     """Private synthetic data: a table of the same kind as ``df`` (pandas in,
     pandas out; Polars in, Polars out; a :class:`pyarrow.Table` otherwise), with
@@ -451,6 +452,12 @@ def synthesize(
       private, the number of rows released is the model's noisy total) or
       ``"replace"`` (n public; MWEM's only relation).
     * ``rows``: how many synthetic rows to release (public).
+    * ``time_budget``: seconds the adaptive mechanism's model fitting may take
+      (``privq synth --time-budget``): when the time left holds one more round,
+      that round spends all the ε left and is the last, and the final fit stops
+      at the budget — a less accurate release, never a larger charge. Reading
+      and counting the table come on top. With a ``seed`` the result then
+      depends on the machine's speed. MWEM does not take it.
     * ``return_result``: return a :class:`Synthesis` instead of the table: the
       table (``.data``) with what the release measured (``.measurements``), its
       charges (``.ledger``), an HTML summary (``.report_html()``) and more rows
@@ -475,20 +482,33 @@ def synthesize(
     (['city', 'age'], True)
     """
     _check_synthesis_args(mechanism, domain, accountant, rows, ("adaptive", "mwem"))
-    _check_relation(mechanism, neighbours, rounds, memory_mib)
+    _check_relation(mechanism, neighbours, rounds, memory_mib, time_budget)
     _seed(seed)
     result = _release(
         mechanism, df, domain, epsilon, delta, workload, accountant, seed, neighbours, rows, rounds,
-        memory_mib=memory_mib,
+        memory_mib=memory_mib, time_budget=time_budget,
     )
     return result if return_result else result.data
 
 
 def _check_relation(
-    mechanism: str, neighbours: Optional[str], rounds: Any, memory_mib: Any = None
+    mechanism: str,
+    neighbours: Optional[str],
+    rounds: Any,
+    memory_mib: Any = None,
+    time_budget: Any = None,
 ) -> None:
     """MWEM is replace-one only and takes ``rounds`` and ``memory_mib``; the
-    adaptive mechanism plans its own."""
+    adaptive mechanism plans its own, and only it takes ``time_budget`` (whose
+    value the library checks)."""
+    if time_budget is not None:
+        if mechanism == "mwem":
+            raise ValueError(
+                "time_budget: bounds the adaptive mechanism's model fitting; MWEM's time is "
+                "set by rounds and the domain's size"
+            )
+        if isinstance(time_budget, bool) or not isinstance(time_budget, (int, float)):
+            raise ValueError(f"time_budget = {time_budget!r}: a positive number of seconds")
     if memory_mib is not None:
         if mechanism != "mwem":
             raise ValueError(
@@ -531,6 +551,7 @@ def _release(
     rounds: Optional[int],
     fit: int = 0,
     memory_mib: Optional[int] = None,
+    time_budget: Optional[float] = None,
 ) -> "Synthesis":
     """One release; ``fit`` counts a :class:`Synthesizer`'s earlier fits: the
     first (and :func:`synthesize`) uses ``seed`` as ``privq synth --seed`` does,
@@ -541,7 +562,7 @@ def _release(
         )
     return _synthesis(
         df, domain, epsilon, delta, workload, accountant, seed, neighbours or "add-remove", rows,
-        fit,
+        fit, time_budget,
     )
 
 
@@ -590,6 +611,7 @@ def _synthesis(
     neighbours: str,
     rows: Optional[int],
     fit: int = 0,
+    time_budget: Optional[float] = None,
 ) -> "Synthesis":
     """The release behind :func:`synthesize` and :meth:`Synthesizer.fit`
     (arguments checked by the caller)."""
@@ -611,6 +633,7 @@ def _synthesis(
         None if accountant is None else accountant._inner,
         seed,
         fit,
+        None if time_budget is None else float(time_budget),
     )
     del columns
     return Synthesis._new(from_shape(out, shape, domain), info, fitted, shape, domain)
@@ -854,10 +877,12 @@ class Synthesizer:
         seed: Optional[int] = None,
         rounds: Optional[int] = None,
         memory_mib: Optional[int] = None,
+        time_budget: Optional[float] = None,
     ) -> "Synthesizer":
         """A synthesizer for the mechanism ``name`` (``"adaptive"`` or ``"mwem"``);
         the arguments are :func:`synthesize`'s, checked here (the mechanism, the
-        domain, the accountant, the relation, ``rounds``, ``memory_mib`` and, for
+        domain, the accountant, the relation, ``rounds``, ``memory_mib``,
+        ``time_budget``'s type and, for
         MWEM, the workload against the domain) or when :meth:`fit` runs (ε, δ,
         the adaptive mechanism's workload).
 
@@ -869,7 +894,7 @@ class Synthesizer:
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, not {type(name).__name__}")
         _check_synthesis_args(name, domain, accountant, None, ("adaptive", "mwem"))
-        _check_relation(name, neighbours, rounds, memory_mib)
+        _check_relation(name, neighbours, rounds, memory_mib, time_budget)
         if name == "mwem":
             _privq._mwem_check(
                 domain._inner, workload, _MWEM_MEMORY_MIB if memory_mib is None else memory_mib
@@ -885,6 +910,7 @@ class Synthesizer:
             neighbours=neighbours,
             rounds=rounds,
             memory_mib=memory_mib,
+            time_budget=time_budget,
         )
         self._mechanism = name
         self._domain = domain
@@ -910,7 +936,7 @@ class Synthesizer:
         self._result = _release(
             self._mechanism, df, self._domain, a["epsilon"], a["delta"], a["workload"],
             a["accountant"], a["seed"], a["neighbours"], rows, a["rounds"], self._fits,
-            memory_mib=a["memory_mib"],
+            memory_mib=a["memory_mib"], time_budget=a["time_budget"],
         )
         self._fits += 1
         return self
@@ -1323,6 +1349,7 @@ def plan_synthesis(
     accountant: Optional[Accountant] = None,
     neighbours: str = "add-remove",
     rows: Optional[int] = None,
+    time_budget: Optional[float] = None,
 ) -> SynthesisPlan:
     """A dry run of :func:`synthesize` with the same arguments (no ``seed``: it
     draws nothing): validates everything the release checks before it samples
@@ -1354,6 +1381,7 @@ def plan_synthesis(
     Fraction(0, 1)
     """
     _check_synthesis_args(mechanism, domain, accountant, rows)
+    _check_relation(mechanism, None, None, None, time_budget)
     delta = _delta(delta)
 
     from ._frames import to_columns
@@ -1368,6 +1396,7 @@ def plan_synthesis(
         neighbours,
         rows,
         None if accountant is None else accountant._inner,
+        None if time_budget is None else float(time_budget),
     )
     return SynthesisPlan(
         epsilon=Fraction(*p["epsilon"]),

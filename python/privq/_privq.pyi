@@ -107,6 +107,7 @@ def _synthesize(
     accountant: Optional[Accountant],
     seed: Optional[int],
     fit: int = 0,  # a Synthesizer's earlier fits: 0 uses seed as the CLI does, k > 0 a derived stream
+    time_budget: Optional[float] = None,  # seconds for the model fitting (privq synth --time-budget)
 ) -> Tuple[list[Tuple[str, list[str], bytes]], _SynthInfo, Synthesis]: ...
 
 def _sql(
@@ -245,6 +246,7 @@ def _plan_synthesis(
     neighbours: str,
     rows: Optional[int],
     accountant: Optional[Accountant],
+    time_budget: Optional[float] = None,
 ) -> _PlanDict: ...
 
 class Campaign:

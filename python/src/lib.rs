@@ -903,12 +903,15 @@ fn prepare<'py>(
     workload: Option<&str>,
     neighbours: &str,
     rows: Option<usize>,
+    time_budget: Option<f64>,
 ) -> PyResult<Prepared> {
     let epsilon = epsilon_arg(epsilon)?;
     let neighbours = neighbours_arg(neighbours)?;
     let request = SynthRequest::new(epsilon, delta, neighbours)
         .map_err(adaptive_error)?
-        .rows(rows);
+        .rows(rows)
+        .time_budget(time_budget)
+        .map_err(adaptive_error)?;
     let workload = workload_arg(workload, domain)?;
     // Each synthetic row is a vector of value indices (24 + 8·d bytes), as
     // `privq synth` counts under its default --memory-mib.
@@ -970,7 +973,7 @@ fn rho_pair(cost: &Cost) -> Option<(u64, u64)> {
 /// charged and nothing is sampled. With an in-memory `accountant`, whether the
 /// release's charge would be accepted now (on a copy of it).
 #[pyfunction]
-#[pyo3(signature = (columns, domain, epsilon, delta, workload, neighbours, rows, accountant))]
+#[pyo3(signature = (columns, domain, epsilon, delta, workload, neighbours, rows, accountant, time_budget=None))]
 #[allow(clippy::too_many_arguments)]
 fn _plan_synthesis<'py>(
     py: Python<'py>,
@@ -982,11 +985,20 @@ fn _plan_synthesis<'py>(
     neighbours: &str,
     rows: Option<usize>,
     accountant: Option<&Bound<'py, PyAccountant>>,
+    time_budget: Option<f64>,
 ) -> PyResult<Bound<'py, PyDict>> {
     guard(|| {
         let domain = &domain.get().domain;
         let p = prepare(
-            py, columns, domain, epsilon, delta, workload, neighbours, rows,
+            py,
+            columns,
+            domain,
+            epsilon,
+            delta,
+            workload,
+            neighbours,
+            rows,
+            time_budget,
         )?;
         let plan = p
             .request
@@ -1081,7 +1093,7 @@ pub(crate) fn rng_for(
 /// request and the accountant; returns the synthetic table, column by column in the
 /// domain's order, and a dict of what was spent.
 #[pyfunction]
-#[pyo3(signature = (columns, domain, epsilon, delta, workload, neighbours, rows, accountant, seed, fit=0))]
+#[pyo3(signature = (columns, domain, epsilon, delta, workload, neighbours, rows, accountant, seed, fit=0, time_budget=None))]
 #[allow(clippy::too_many_arguments)]
 fn _synthesize<'py>(
     py: Python<'py>,
@@ -1095,6 +1107,7 @@ fn _synthesize<'py>(
     accountant: Option<&Bound<'py, PyAccountant>>,
     seed: Option<u64>,
     fit: u64,
+    time_budget: Option<f64>,
 ) -> PyResult<(Vec<ColumnOut<'py>>, Bound<'py, PyDict>, PySynthesis)> {
     guard(|| {
         let domain = &domain.get().domain;
@@ -1104,7 +1117,15 @@ fn _synthesize<'py>(
             records,
             neighbours,
         } = prepare(
-            py, columns, domain, epsilon, delta, workload, neighbours, rows,
+            py,
+            columns,
+            domain,
+            epsilon,
+            delta,
+            workload,
+            neighbours,
+            rows,
+            time_budget,
         )?;
         // Everything the run checks before it samples, before the session is charged.
         request

@@ -172,3 +172,33 @@ def test_private_binning_samples_spread_over_the_grid():
     assert len(more) == 300
     assert more["age"].between(0, 90).all()
     assert more["age"].nunique() > 5
+
+
+def test_a_time_budget_is_checked_before_the_charge_and_spends_the_same(data, domain):
+    df = pd.DataFrame(data)
+    budget = privq.Accountant(epsilon=5, delta=1e-6)
+    for bad in (0, -1.0, float("nan"), float("inf"), 1e300):
+        with pytest.raises(ValueError, match="time budget must be a positive number"):
+            privq.synthesize(df, domain, epsilon=1, accountant=budget, time_budget=bad)
+        with pytest.raises(ValueError, match="time budget must be a positive number"):
+            privq.plan_synthesis(df, domain, epsilon=1, time_budget=bad)
+    for bad in ("1", True):
+        with pytest.raises(ValueError, match="time_budget"):
+            privq.synthesize(df, domain, epsilon=1, accountant=budget, time_budget=bad)
+    with pytest.raises(ValueError, match="time_budget"):
+        privq.Synthesizer.create("mwem", epsilon=1, domain=domain, time_budget=1)
+    assert budget.spent.epsilon == 0
+    # A budget shorter than any fit: one round after the one-way marginals,
+    # charged in full, exactly as without a budget.
+    quick = privq.synthesize(
+        df, domain, epsilon=1, accountant=budget, time_budget=1e-9, return_result=True
+    )
+    assert quick.measurements["round"].max() == 1
+    assert budget.spent.epsilon == 1
+    synth = privq.Synthesizer.create(
+        "adaptive", epsilon=1, domain=domain, accountant=budget, time_budget=1e-9
+    )
+    synth.fit(df)
+    assert synth.result.measurements["round"].max() == 1
+    assert budget.spent.epsilon == 2
+    assert privq.plan_synthesis(df, domain, epsilon=1, time_budget=2.5).epsilon == 1
