@@ -456,8 +456,10 @@ def synthesize(
       (``privq synth --time-budget``): when the time left holds one more round,
       that round spends all the ε left and is the last, and the final fit stops
       at the budget — a less accurate release, never a larger charge. Reading
-      and counting the table come on top. With a ``seed`` the result then
-      depends on the machine's speed. MWEM does not take it.
+      and counting the table come on top. The clock reads no data, but the
+      guarantee then assumes the machine's speed does not depend on it (the
+      book's "Privacy arguments"); with a ``seed`` the result depends on the
+      machine. MWEM does not take it.
     * ``return_result``: return a :class:`Synthesis` instead of the table: the
       table (``.data``) with what the release measured (``.measurements``), its
       charges (``.ledger``), an HTML summary (``.report_html()``) and more rows

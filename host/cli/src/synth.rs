@@ -81,8 +81,9 @@ pub struct Args {
     /// final fit stops at the budget: fewer rounds and a looser fit (a less
     /// accurate release), never a different charge.
     /// Reading the input, counting its marginals and drawing the rows come on
-    /// top (they grow with the rows). With --seed the result then depends on the
-    /// machine's speed.
+    /// top (they grow with the rows). The clock reads no data, but the guarantee
+    /// then assumes the machine's speed does not depend on it (the book's
+    /// "Privacy arguments"); with --seed the result depends on the machine.
     #[arg(long, value_name = "SECONDS", allow_hyphen_values = true)]
     pub time_budget: Option<f64>,
     /// After the release, print the mean total-variation distance of the model and

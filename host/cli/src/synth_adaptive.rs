@@ -342,8 +342,7 @@ pub fn run(
     if let Some(budget) = args.time_budget {
         writeln!(
             stderr,
-            "privq: time budget: the model fitting took {:.2} s of {budget} s; {}",
-            out.fitting_time.as_secs_f64(),
+            "privq: time budget {budget} s: {}",
             if out.ended_by_time {
                 format!(
                     "the budget made round {} the last, spending the rest of ε on it",
@@ -353,6 +352,15 @@ pub fn run(
                 "the rounds spent ε as planned, within the time".to_string()
             }
         )?;
+        if args.compare {
+            // The fitting time reads the machine's speed; shown only with the
+            // other NOT PRIVATE diagnostics.
+            writeln!(
+                stderr,
+                "privq: compare (NOT PRIVATE, the machine's timing): the model fitting took {:.3} s",
+                out.fitting_time.as_secs_f64()
+            )?;
+        }
     }
     if args.compare {
         writeln!(

@@ -586,8 +586,7 @@ fn synth_time_budget_is_checked_before_anything_is_spent() {
     says(
         &err,
         &[
-            "time budget: the model fitting took",
-            "the budget made round 1 the last",
+            "privq: time budget 0.000000001 s: the budget made round 1 the last",
             "budget file b.json: charged ε = 1",
         ],
     );

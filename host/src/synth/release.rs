@@ -118,8 +118,10 @@ impl SynthRequest {
 
     /// The seconds the model fitting may take (default: no limit;
     /// [`AdaptiveConfig::time_budget`] says what a budget changes: fewer, larger
-    /// measurements and a shorter final fit, never the charge). Refuses a number
-    /// that is not a positive, finite count of seconds.
+    /// measurements and a shorter final fit, never the charge). The guarantee then
+    /// assumes the machine's speed independent of the data (see
+    /// [`AdaptiveConfig::time_budget`]). Refuses a number that is not a positive,
+    /// finite count of seconds.
     ///
     /// ```
     /// use privq_host::contract::Neighbours;

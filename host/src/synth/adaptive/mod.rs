@@ -595,10 +595,11 @@ pub struct AdaptiveConfig {
     /// The time the model fitting may take (default: none). When the time left,
     /// less a few rounds' for the final fit, holds no more than one round like
     /// the last, that round spends all the ρ left and is the last; the final fit
-    /// stops at the budget. The run still spends exactly its ρ. Reading the records and counting their
-    /// marginals are not counted (they grow with the rows). The clock reads no
-    /// data, but the release then depends on the machine's speed: a seeded run is
-    /// no longer reproducible. See the `time_budget` module.
+    /// stops at the budget. The run still spends its ρ. Reading the records and
+    /// counting their marginals are not counted (they grow with the rows). The
+    /// clock reads no data, but the release then depends on the machine's speed:
+    /// the guarantee assumes that speed independent of the data, and a seeded run
+    /// is no longer reproducible. See the `time_budget` module. Zero is refused.
     pub time_budget: Option<Duration>,
 }
 
@@ -1164,6 +1165,11 @@ pub(crate) fn run<E: MarginalEstimator, R: Rng + CryptoRng + ?Sized>(
             bound.phrase(),
             config.neighbours.phrase()
         )));
+    }
+    if config.time_budget.is_some_and(|t| t.is_zero()) {
+        return Err(AdaptiveError::InvalidParameter(
+            "the time budget must be a positive number of seconds, not 0".into(),
+        ));
     }
     if estimator.exact_total() && !config.neighbours.n_is_public() {
         return Err(AdaptiveError::InvalidParameter(format!(

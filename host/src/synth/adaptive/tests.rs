@@ -820,6 +820,23 @@ fn a_time_budget_ends_the_rounds_and_never_changes_the_spend() {
         free.model.marginal(&cells).unwrap()
     );
     assert_eq!(long_spent, free_spent);
+    let mut acct = Accountant::zcdp(Rho::new(1, 2).unwrap(), 1e-9).unwrap();
+    let zero = AdaptiveConfig {
+        time_budget: Some(Duration::ZERO),
+        ..AdaptiveConfig::new(Neighbours::AddRemove)
+    };
+    let refused = adaptive_marginals(
+        &r,
+        &d,
+        &w,
+        &zero,
+        &est,
+        &mut acct,
+        &mut crate::seeded_rng(4),
+        &mut |_| {},
+    );
+    assert!(matches!(refused, Err(AdaptiveError::InvalidParameter(_))));
+    assert!(acct.spent_rho().is_none(), "a refused run spends nothing");
     let (short, short_spent) = run(Some(Duration::from_nanos(1)));
     assert!(short.ended_by_time);
     assert_eq!(short.rounds.len(), 1);

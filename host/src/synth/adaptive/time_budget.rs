@@ -27,8 +27,12 @@
 //! measurements, the selections, the model fitted to them) and of how fast the
 //! machine ran that post-processing, which does not read the data. The released
 //! model is therefore post-processing of the charged measurements, with the
-//! machine's speed as extra randomness independent of the data. The price is
-//! reproducibility: with a seed, a run under a time budget may differ between
+//! machine's speed as extra randomness independent of the data — an assumption,
+//! not a theorem: the machine's state (caches after the untimed counting, whose
+//! length grows with n; a thread pool shared with other releases in one process)
+//! can carry a trace of the data into the timing, and no bound on that is proved
+//! (the book's "Privacy arguments" says so; without a budget, the default, the
+//! guarantee needs no such assumption). The other price is reproducibility: with a seed, a run under a time budget may differ between
 //! machines, or between two runs on one.
 
 use std::time::{Duration, Instant};
