@@ -76,10 +76,11 @@ pub struct Args {
     #[arg(long, value_name = "MIB", default_value_t = 4)]
     pub max_model_mib: u64,
     /// Seconds the adaptive mechanism's model fitting may take (default: no
-    /// limit). Fitting is most of a run's time; when the time left holds one
+    /// limit; adaptive only, from 1e-9 to a year). Fitting is most of a run's time; when the time left holds one
     /// more round, that round spends all the ε left and is the last, and the
-    /// final fit stops at the budget: fewer rounds and a looser fit (a less
-    /// accurate release), never a different charge.
+    /// final fit stops at the budget after its first 50 steps: fewer rounds and
+    /// a looser fit (a less accurate release; below about a second on a table
+    /// like Adult, far less accurate), never a different charge.
     /// Reading the input, counting its marginals and drawing the rows come on
     /// top (they grow with the rows). The clock reads no data, but the guarantee
     /// then assumes the machine's speed does not depend on it (the book's
@@ -239,8 +240,8 @@ pub fn run(
     if args.time_budget.is_some() {
         return Err(CliError::Usage {
             option: "time-budget",
-            message: "--time-budget bounds the adaptive mechanism's model fitting; MWEM's \
-                      time is set by --rounds and the domain's size"
+            message: "is for --mechanism adaptive (it bounds that mechanism's model fitting); \
+                      MWEM's time is set by --rounds and the domain's size: drop --time-budget"
                 .into(),
         });
     }

@@ -342,14 +342,16 @@ pub fn run(
     if let Some(budget) = args.time_budget {
         writeln!(
             stderr,
-            "privq: time budget {budget} s: {}",
+            "privq: time budget {budget} s: {}; the (epsilon, delta) above holds if the \
+             machine's speed does not depend on the data (the book: Privacy arguments, A time \
+             budget)",
             if out.ended_by_time {
                 format!(
-                    "the budget made round {} the last, spending the rest of ε on it",
+                    "the budget made round {} the last, spending the rest of epsilon on it",
                     out.rounds.len()
                 )
             } else {
-                "the rounds spent ε as planned, within the time".to_string()
+                "the rounds spent epsilon as planned, within the time".to_string()
             }
         )?;
         if args.compare {

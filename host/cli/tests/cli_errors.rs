@@ -577,7 +577,10 @@ fn synth_time_budget_is_checked_before_anything_is_spent() {
     assert_eq!(out.status.code(), Some(2));
     says(
         &String::from_utf8_lossy(&out.stderr),
-        &["--time-budget: --time-budget bounds the adaptive mechanism's model fitting"],
+        &[
+            "--time-budget: is for --mechanism adaptive",
+            "drop --time-budget",
+        ],
     );
     assert!(!dir.0.join("b.json").exists());
     let out = synth(&["--time-budget", "0.000000001"]);

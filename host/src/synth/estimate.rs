@@ -187,10 +187,10 @@ pub struct FitOptions<'m> {
     /// Triangulate the junction tree as for attributes of these sizes (None: the
     /// fit's own; see [`JunctionTree::ordered_by`]).
     pub order_sizes: Option<&'m [usize]>,
-    /// Stop after the first step that ends past this instant (None: no clock).
-    /// The fit's result then depends on the machine's speed, never on the data
-    /// beyond the measurements.
-    pub deadline: Option<Instant>,
+    /// Stop after the first step that ends past this instant, once this many
+    /// steps are done (None: no clock). The fit's result then depends on the
+    /// machine's speed, never on the data beyond the measurements.
+    pub deadline: Option<(Instant, usize)>,
 }
 
 impl FitOptions<'_> {

@@ -24,8 +24,9 @@
 //! true distribution is about `Σ_i cells(C_i)` (each cell's squared noise over its
 //! variance has mean 1) and at the fit at most about that, so such steps move the
 //! fit far less than the noise it fits. Both rules read only the measurements:
-//! post-processing. A fit given a `deadline` also stops after the first step that
-//! ends past it: that reads the clock, not the data.
+//! post-processing. A fit given a `deadline` `(at, steps)` also stops after the
+//! first step that ends past `at`, once it has taken `steps`: that reads the
+//! clock, not the data.
 
 use std::time::Instant;
 
@@ -153,8 +154,9 @@ pub(crate) struct Stop {
     pub tolerance: f64,
     /// The stall rule's least decrease of the loss per step, per cell (0: none).
     pub stall: f64,
-    /// Stop after the first step that ends past this instant (None: no clock).
-    pub deadline: Option<Instant>,
+    /// Stop after the first step that ends past this instant, once this many
+    /// steps are done (None: no clock).
+    pub deadline: Option<(Instant, usize)>,
 }
 
 /// Runs mirror descent from `theta` (updated in place).
@@ -266,7 +268,7 @@ pub(crate) fn mirror_descent<O: Oracle>(
         if stall > 0.0 && stalled >= STALL_STEPS {
             break;
         }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
+        if deadline.is_some_and(|(at, steps)| out.iterations >= steps && Instant::now() >= at) {
             break;
         }
     }
@@ -410,8 +412,8 @@ mod tests {
         }
     }
 
-    /// A deadline already past stops the fit after its first step; one far
-    /// ahead changes nothing.
+    /// A deadline already past stops the fit after its first step, or after the
+    /// steps it must take first; one far ahead changes nothing.
     #[test]
     fn a_fit_stops_at_its_deadline() {
         let cells = [1000.0, 500.0, 250.0, 125.0];
@@ -424,9 +426,10 @@ mod tests {
             };
             cold_fit(&mut Quadratic { evaluations: 0 }, &cells, stop)
         };
-        assert_eq!(fit(Some(Instant::now())).iterations, 1);
+        assert_eq!(fit(Some((Instant::now(), 0))).iterations, 1);
+        assert_eq!(fit(Some((Instant::now(), 7))).iterations, 7);
         let later = Instant::now() + std::time::Duration::from_secs(3600);
-        let (free, bounded) = (fit(None), fit(Some(later)));
+        let (free, bounded) = (fit(None), fit(Some((later, 0))));
         assert_eq!(free.iterations, 50);
         assert_eq!(free.loss.to_bits(), bounded.loss.to_bits());
     }

@@ -121,7 +121,7 @@ impl SynthRequest {
     /// measurements and a shorter final fit, never the charge). The guarantee then
     /// assumes the machine's speed independent of the data (see
     /// [`AdaptiveConfig::time_budget`]). Refuses a number that is not a positive,
-    /// finite count of seconds.
+    /// finite count of seconds from 10⁻⁹ to a year.
     ///
     /// ```
     /// use privq_host::contract::Neighbours;
@@ -131,22 +131,30 @@ impl SynthRequest {
     /// let quick = request.time_budget(Some(2.5))?;
     /// assert!(request.time_budget(Some(0.0)).is_err());
     /// assert!(request.time_budget(Some(f64::NAN)).is_err());
+    /// assert!(request.time_budget(Some(1e300)).is_err()); // over a year
+    /// assert!(request.time_budget(Some(1e-10)).is_err()); // below the clock's grain
     /// # let _ = quick;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn time_budget(mut self, seconds: Option<f64>) -> Result<Self, AdaptiveError> {
         self.time_budget = match seconds {
             None => None,
-            Some(s) => Some(
-                Duration::try_from_secs_f64(s)
-                    .ok()
-                    .filter(|d| !d.is_zero() && s > 0.0)
-                    .ok_or_else(|| {
-                        AdaptiveError::InvalidParameter(format!(
-                            "the time budget must be a positive number of seconds, not {s}"
-                        ))
-                    })?,
-            ),
+            Some(s) => {
+                // A year is far beyond any release; a nanosecond is the clock's grain.
+                const MAX: f64 = 365.0 * 24.0 * 3600.0;
+                if !(s.is_finite() && s > 0.0) {
+                    return Err(AdaptiveError::InvalidParameter(format!(
+                        "the time budget must be a positive number of seconds, not {s:?}"
+                    )));
+                }
+                if !(1e-9..=MAX).contains(&s) {
+                    return Err(AdaptiveError::InvalidParameter(format!(
+                        "the time budget must be a positive number of seconds from 1e-9 (the \
+                         clock's nanosecond) to {MAX} (a year), not {s:?}"
+                    )));
+                }
+                Some(Duration::from_secs_f64(s))
+            }
         };
         Ok(self)
     }

@@ -368,7 +368,8 @@ impl PgmEstimator {
     /// A fit of `work` warm-started from `previous`, or with `fresh`, from the
     /// uniform model in `fresh`'s steps — when the model is small enough for all
     /// of them; a larger one is fitted warm with `work`, as if `fresh` were `None`.
-    /// It stops after the first step that ends past `deadline`.
+    /// It stops after the first step that ends past `deadline`, once `work`'s
+    /// minimum steps are done.
     fn fit_for(
         &self,
         measurements: &[Measurement],
@@ -392,7 +393,7 @@ impl PgmEstimator {
             // The tree the size filter priced (at the original sizes), so the
             // released model, expanded, has the cells it was priced at.
             order_sizes: Some(&self.price_sizes),
-            deadline,
+            deadline: deadline.map(|at| (at, work.min)),
             ..FitOptions::default()
         };
         fit(&self.sizes, measurements, self.total, &options)

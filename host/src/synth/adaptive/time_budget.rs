@@ -10,7 +10,9 @@
 //! round's, rounded down: when `k ≤ 1` the round is the last and spends all the
 //! ρ left (as a run whose budget runs low does anyway, AIM's last round). The
 //! final fit then stops after the first mirror-descent step that ends past the
-//! budget. So a small budget buys fewer rounds, the last one a larger
+//! budget, once it has taken its minimum of 50 steps (a round model fitted from
+//! the uniform one is early-stopped on purpose; one step of the final fit left
+//! NLTCS worse than independent columns). So a small budget buys fewer rounds, the last one a larger
 //! measurement, and a shorter final fit, never a different charge: the run
 //! still spends exactly its ρ.
 //!
