@@ -12,9 +12,9 @@
 //! final fit then stops after the first mirror-descent step that ends past the
 //! budget, once it has taken its minimum of 50 steps (a round model fitted from
 //! the uniform one is early-stopped on purpose; one step of the final fit left
-//! NLTCS worse than independent columns). So a small budget buys fewer rounds, the last one a larger
-//! measurement, and a shorter final fit, never a different charge: the run
-//! still spends exactly its ρ.
+//! NLTCS worse than independent columns). So a small budget buys fewer rounds,
+//! the last one a larger measurement, and a shorter final fit, never a
+//! different charge: the run still spends its ρ.
 //!
 //! Spreading the ρ left over the `k` rounds instead (each round's step raised
 //! to `ρ_left/k`) was measured and not kept: mean model 3-way TV, Adult at ε =
@@ -24,8 +24,8 @@
 //! (seeds 0–1) with 2 / 4 / 8 s 0.0051 / 0.0035 / 0.0020 against 0.0048 /
 //! 0.0031 / 0.0023: no better on the whole, and one rule more.
 //!
-//! Privacy: what the clock decides (which round is the last, how
-//! many steps the final fit takes) is a function of the released outputs so far (the
+//! Privacy: what the clock decides (which round is the last, how many steps the
+//! final fit takes) is a function of the released outputs so far (the
 //! measurements, the selections, the model fitted to them) and of how fast the
 //! machine ran that post-processing, which does not read the data. The released
 //! model is therefore post-processing of the charged measurements, with the
@@ -34,8 +34,9 @@
 //! length grows with n; a thread pool shared with other releases in one process)
 //! can carry a trace of the data into the timing, and no bound on that is proved
 //! (the book's "Privacy arguments" says so; without a budget, the default, the
-//! guarantee needs no such assumption). The other price is reproducibility: with a seed, a run under a time budget may differ between
-//! machines, or between two runs on one.
+//! guarantee needs no such assumption). The other price is reproducibility:
+//! with a seed, a run under a time budget may differ between machines, or
+//! between two runs on one.
 
 use std::time::{Duration, Instant};
 
