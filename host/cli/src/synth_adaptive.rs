@@ -166,11 +166,18 @@ pub fn run(
     })?;
     // Everything the run checks before it samples, before the ledger is charged
     // (under add/remove the budget file holds the charge already, see above).
-    request.plan(&records, &domain, &workload)?;
+    let planned_rounds = request.plan(&records, &domain, &workload)?.rounds;
     if !charge_first {
         args.ledger.reserve(&request.accountant()?, label, stderr)?;
     }
     let mut rng = super::rng(args.seed, stderr)?;
+    if args.seed.is_some() && args.time_budget.is_some() {
+        writeln!(
+            stderr,
+            "privq: warning: under --time-budget, --seed does not reproduce the release: which \
+             round is the last depends on the machine's speed"
+        )?;
+    }
     // The run ends when the budget is spent: progress is the share of ρ spent (‰).
     let budget = request
         .accountant()
@@ -347,7 +354,8 @@ pub fn run(
              budget)",
             if out.ended_by_time {
                 format!(
-                    "the budget made round {} the last, spending the rest of epsilon on it",
+                    "the budget made round {} the last (of about {planned_rounds} planned), \
+                     spending the rest of epsilon on it",
                     out.rounds.len()
                 )
             } else {
