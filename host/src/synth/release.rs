@@ -116,12 +116,11 @@ impl SynthRequest {
         Ok(self)
     }
 
-    /// The seconds the model fitting may take (default: no limit;
-    /// [`AdaptiveConfig::time_budget`] says what a budget changes: fewer, larger
-    /// measurements and a shorter final fit, never the charge). The guarantee then
-    /// assumes the machine's speed independent of the data (see
-    /// [`AdaptiveConfig::time_budget`]). Refuses a number that is not a positive,
-    /// finite count of seconds from 10⁻⁹ to a year.
+    /// The seconds the model fitting may take (default: no limit): fewer rounds,
+    /// the last one larger, and a shorter final fit, never a different charge;
+    /// the guarantee then assumes the machine's speed independent of the data
+    /// ([`AdaptiveConfig::time_budget`] says more). Refuses a number that is not
+    /// a positive, finite count of seconds from 10⁻⁹ to a year.
     ///
     /// ```
     /// use privq_host::contract::Neighbours;
